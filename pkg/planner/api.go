@@ -63,6 +63,9 @@ type Summary struct {
 // Clients hands out the API client for a connection name ("" = the default).
 type Clients interface {
 	Client(connection string) (*pve.Client, error)
+	// Connection returns the settings of a named connection ("" = the one
+	// configured from PROXMOX_* variables / the profile); nil if unknown.
+	Connection(name string) *spec.Connection
 }
 
 // Options tunes Plan.
