@@ -1,15 +1,10 @@
-// Package planner compares desired resources with live PVE state, produces a
-// Plan (a value that can be saved and applied later), and applies a Plan by
-// walking the dependency DAG with bounded parallelism. It never prints:
-// progress flows through Hooks.
 package planner
 
 // This file fixes the exported surface that cmd is written against.
 
 import (
-	"context"
-
 	"github.com/pvectl/pvectl/pkg/pve"
+	"github.com/pvectl/pvectl/pkg/pve/schema"
 	"github.com/pvectl/pvectl/pkg/spec"
 )
 
@@ -46,6 +41,8 @@ type Change struct {
 	VMID      int            `json:"vmid,omitempty"`
 	Digest    string         `json:"digest,omitempty"` // live config digest when planned ("" if none)
 	DependsOn []string       `json:"dependsOn,omitempty"`
+	// PrevNode is the node the object lives on now when a replace moves it.
+	PrevNode string `json:"prevNode,omitempty"`
 }
 
 // Plan is the result of planning: a value, serialisable as a plan file.
@@ -72,10 +69,8 @@ type Clients interface {
 type Options struct {
 	Destroy bool     // plan the removal of every resource (reverse order)
 	Targets []string // limit to these addresses and their dependencies (dependents for destroy)
-}
-
-// Observed is the live state read for a Set.
-type Observed struct { /* filled by the implementation */
+	// Schema supplies parameter facts for semantic comparison; nil = schema.Default().
+	Schema *schema.Table
 }
 
 // Hooks receive progress from Apply. All methods may be called concurrently.
@@ -98,27 +93,3 @@ type Result struct {
 	Failed  map[string]error  // address → error
 	Skipped map[string]string // address → reason (dependency failed, protected…)
 }
-
-// Observe reads the live state the Set needs in few calls: /cluster/resources
-// once per connection, one network list per node, one config per managed VM,
-// the pool list.
-func Observe(ctx context.Context, clients Clients, set *spec.Set) (*Observed, error) {
-	panic("TODO")
-}
-
-// Build compares desired with observed and returns the Plan. (A function
-// named Plan would collide with the type.)
-func Build(ctx context.Context, set *spec.Set, obs *Observed, opts Options) (*Plan, error) {
-	panic("TODO")
-}
-
-// Apply executes plan: every change after its dependencies, at most
-// opts.Parallelism at once; a failure skips only its dependents.
-// The error is non-nil when anything failed; Result says what was and was not done.
-func Apply(ctx context.Context, clients Clients, plan *Plan, opts ApplyOptions) (*Result, error) {
-	panic("TODO")
-}
-
-// Verify re-reads live state for a saved plan and refuses it (error naming
-// the resource) if any recorded config digest changed since it was made.
-func Verify(ctx context.Context, clients Clients, plan *Plan) error { panic("TODO") }

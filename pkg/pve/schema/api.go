@@ -1,16 +1,4 @@
-// Package schema holds the facts pvectl needs from the PVE API schema —
-// parameter names, types, enums, ranges, property-string sub-keys — as a
-// compact table generated from the official apidoc (descriptions dropped),
-// and checks values and requests against it.
 package schema
-
-// This file fixes the exported surface that spec, pvesim and the tests are
-// written against. Bodies are filled in by the implementation.
-
-import (
-	"io"
-	"net/url"
-)
 
 // Param describes one API parameter or one property-string sub-key.
 type Param struct {
@@ -30,6 +18,14 @@ type Param struct {
 	Items      *Param            `json:"i,omitempty"`
 	Default    any               `json:"d,omitempty"`
 	TypeText   string            `json:"tt,omitempty"`
+
+	// OneOf lists the variants of a parameter whose schema depends on
+	// another parameter (TypeProperty, e.g. an SDN fabric's "protocol");
+	// a value is valid when any variant accepts it.
+	OneOf        []*Param `json:"of,omitempty"`
+	TypeProperty string   `json:"tp,omitempty"`
+	// InstanceTypes names the TypeProperty values a OneOf variant applies to.
+	InstanceTypes []string `json:"it,omitempty"`
 }
 
 // Method is one (HTTP method, path template) of the API.
@@ -37,6 +33,9 @@ type Method struct {
 	Method string            `json:"m"`
 	Path   string            `json:"path"` // template: /nodes/{node}/qemu/{vmid}/config
 	Params map[string]*Param `json:"params,omitempty"`
+	// AdditionalProperties is set for the few methods that accept
+	// parameters their schema does not name.
+	AdditionalProperties bool `json:"ap,omitempty"`
 }
 
 // Table is a set of methods keyed by "METHOD path-template".
@@ -44,45 +43,11 @@ type Table struct {
 	Methods map[string]*Method `json:"methods"`
 }
 
-// FromAPIDoc reads the official apidoc JSON (a list of path trees).
-func FromAPIDoc(r io.Reader) (*Table, error) { panic("TODO") }
-
-// Default returns the table embedded in the binary (generated; see gen.go).
-func Default() *Table { panic("TODO") }
-
-// Lookup finds a method by its path template ("/nodes/{node}/qemu").
-func (t *Table) Lookup(method, template string) (*Method, bool) { panic("TODO") }
-
-// Match finds the method for a concrete path ("/nodes/pve/qemu/100/config")
-// and returns the path variables ({"node":"pve","vmid":"100"}).
-func (t *Table) Match(method, path string) (*Method, map[string]string, bool) { panic("TODO") }
-
-// Param finds a parameter, mapping indexed names ("net0") to their family ("net[n]").
-func (m *Method) Param(name string) (*Param, bool) { panic("TODO") }
-
 // CheckOptions tunes Method.Check.
 type CheckOptions struct {
 	// IgnoreRequired skips the check that every non-optional parameter is present.
 	IgnoreRequired bool
 }
 
-// Check validates a whole request's parameters (path variables merged in)
-// the way PVE does: unknown parameters, missing required ones and bad values.
-// The result maps parameter name to message, like PVE's 400 "errors"; nil if valid.
-func (m *Method) Check(params url.Values, opts CheckOptions) map[string]string { panic("TODO") }
-
-// Check validates one wire value (booleans as 0/1, numbers in decimal,
-// property strings as "k=v,k=v") against the parameter, including
-// property-string sub-keys, enums, ranges, patterns and known named formats.
-func (p *Param) Check(value string) error { panic("TODO") }
-
 // KV is one key=value item of a property string.
 type KV struct{ Key, Value string }
-
-// ParsePropertyString splits "virtio=BC:..,bridge=vmbr0" into items, resolving
-// the default key and key aliases when p describes the format (p may be nil:
-// then a bare item gets Key "").
-func ParsePropertyString(s string, p *Param) ([]KV, error) { panic("TODO") }
-
-// FormatPropertyString renders items back, default key first without its name.
-func FormatPropertyString(items []KV, p *Param) string { panic("TODO") }

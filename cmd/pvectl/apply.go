@@ -1,0 +1,162 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/pvectl/pvectl/pkg/planner"
+	"github.com/pvectl/pvectl/pkg/planner/render"
+)
+
+type applyOptions struct {
+	g *globalOptions
+	specOptions
+	planFile    string
+	autoApprove bool
+	json        bool
+	destroy     bool
+}
+
+func newApplyCmd(g *globalOptions) *cobra.Command {
+	o := &applyOptions{g: g}
+	c := &cobra.Command{
+		Use:   "apply (-f PATH... | PLANFILE)",
+		Short: "Make the live state match the specs",
+		Long: `apply plans (like 'pvectl plan'), asks for confirmation and applies the
+changes in dependency order. Given a plan file saved with 'plan --out', it
+applies exactly that plan, and refuses it if the live state changed since.
+
+Confirmation: on a terminal apply asks; elsewhere it needs --auto-approve.`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			if len(args) == 1 {
+				o.planFile = args[0]
+			}
+			return o.run(c.Context())
+		},
+	}
+	o.addFlags(c, true)
+	c.Flags().BoolVar(&o.autoApprove, "auto-approve", false, "apply without asking")
+	c.Flags().BoolVar(&o.json, "json", false, "progress as JSON lines")
+	return c
+}
+
+func newDestroyCmd(g *globalOptions) *cobra.Command {
+	o := &applyOptions{g: g, destroy: true}
+	c := &cobra.Command{
+		Use:   "destroy -f PATH...",
+		Short: "Remove every resource of the specs (protected ones are kept)",
+		Long: `destroy removes the resources the specs describe, in reverse dependency
+order. Resources marked 'protected: true' are skipped with a notice. Network
+interface removals are committed by the node's NetworkApply.`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error { return o.run(c.Context()) },
+	}
+	o.addFlags(c, true)
+	c.Flags().BoolVar(&o.autoApprove, "auto-approve", false, "destroy without asking")
+	c.Flags().BoolVar(&o.json, "json", false, "progress as JSON lines")
+	return c
+}
+
+func (o *applyOptions) validate() error {
+	if o.planFile != "" && len(o.targets) > 0 {
+		return invalid(errors.New("--target cannot be combined with a plan file: the plan already fixes what is applied"))
+	}
+	if o.planFile == "" && !o.autoApprove && !isTerminal(o.g.streams.Out) {
+		verb := "apply"
+		if o.destroy {
+			verb = "destroy"
+		}
+		return invalid(fmt.Errorf("%s needs --auto-approve when not run on a terminal (or save a plan with 'pvectl plan --out FILE' and run 'pvectl apply FILE')", verb))
+	}
+	return nil
+}
+
+func (o *applyOptions) run(ctx context.Context) error {
+	if err := o.validate(); err != nil {
+		return err
+	}
+	ctx, cancel := signalContext(ctx)
+	defer cancel()
+	w := o.g.streams.Out
+	var (
+		p  *planner.Plan
+		cl *clients
+	)
+	if o.planFile != "" {
+		var err error
+		if p, err = planner.ReadFile(o.planFile); err != nil {
+			return invalid(err)
+		}
+		set := emptySetIfNone(nil)
+		if len(o.files) > 0 { // named connections are defined in the specs
+			if set, err = o.load(); err != nil {
+				return err
+			}
+		}
+		if cl, err = newClients(o.g, set); err != nil {
+			return err
+		}
+		if err := planner.Verify(ctx, cl, p); err != nil {
+			return err
+		}
+	} else {
+		set, err := o.load()
+		if err != nil {
+			return err
+		}
+		if p, cl, err = makePlan(ctx, o.g, set, planner.Options{Targets: o.targets, Destroy: o.destroy}); err != nil {
+			return err
+		}
+		if !o.json {
+			if err := render.Human(w, p, render.Options{Color: o.g.colorEnabled(w)}); err != nil {
+				return err
+			}
+		}
+		if !hasChanges(p) {
+			return nil
+		}
+		if !o.autoApprove {
+			ok, err := confirm(o.g.streams.In, w, o.destroy)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				return &exitError{code: exitFailure, err: errors.New("cancelled: nothing was changed")}
+			}
+		}
+	}
+	view := newProgressView(w, o.json, o.g.colorEnabled(w))
+	res, err := planner.Apply(ctx, cl, p, planner.ApplyOptions{Parallelism: o.g.parallelism, Hooks: view})
+	view.summary(p, res)
+	if err != nil {
+		return &exitError{code: exitFailure, err: fmt.Errorf("%s did not complete: %w", o.verb(), err)}
+	}
+	return nil
+}
+
+func (o *applyOptions) verb() string {
+	if o.destroy {
+		return "destroy"
+	}
+	return "apply"
+}
+
+func confirm(in io.Reader, w io.Writer, destroy bool) (bool, error) {
+	q := "Do you want to perform these actions?"
+	if destroy {
+		q = "Do you really want to destroy these resources?"
+	}
+	fmt.Fprintf(w, "\n%s\n  Only 'yes' will be accepted to approve.\n\n  Enter a value: ", q)
+	line, err := bufio.NewReader(in).ReadString('\n')
+	if err != nil && line == "" {
+		return false, fmt.Errorf("read confirmation: %w", err)
+	}
+	return strings.TrimSpace(line) == "yes", nil
+}

@@ -1,0 +1,142 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/pvectl/pvectl/pkg/planner"
+	"github.com/pvectl/pvectl/pkg/planner/render"
+	"github.com/pvectl/pvectl/pkg/spec"
+)
+
+// specOptions are the flags of every command that reads specs.
+type specOptions struct {
+	files   []string
+	targets []string
+}
+
+func (o *specOptions) addFlags(c *cobra.Command, withTargets bool) {
+	c.Flags().StringArrayVarP(&o.files, "file", "f", nil, "spec file or directory (repeatable; a directory means its *.yaml|*.yml)")
+	if withTargets {
+		c.Flags().StringArrayVar(&o.targets, "target", nil, "limit to this resource (Kind/name, repeatable) and what it needs")
+	}
+}
+
+// load reads and validates the specs; every problem is an invalid-input error.
+func (o *specOptions) load() (*spec.Set, error) {
+	if len(o.files) == 0 {
+		return nil, invalid(fmt.Errorf("no specs given: pass -f FILE or -f DIR"))
+	}
+	set, err := spec.Load(o.files, spec.LoadOptions{})
+	if err != nil {
+		return nil, invalid(err)
+	}
+	var bad []string
+	for _, t := range o.targets {
+		if set.Lookup(t) == nil {
+			bad = append(bad, t)
+		}
+	}
+	if len(bad) > 0 {
+		return nil, invalid(fmt.Errorf("--target %s: no such resource in the specs (write Kind/name, e.g. QemuVM/app-vm-1)", strings.Join(bad, ", ")))
+	}
+	return set, nil
+}
+
+type planOptions struct {
+	g *globalOptions
+	specOptions
+	out      string
+	json     bool
+	detailed bool
+}
+
+func newPlanCmd(g *globalOptions) *cobra.Command {
+	o := &planOptions{g: g}
+	c := &cobra.Command{
+		Use:   "plan -f PATH...",
+		Short: "Show what apply would change",
+		Long: `plan reads the specs, reads the live state and prints what apply would do.
+
+Exit codes: 0 success, 1 API or runtime failure, 3 invalid specs; with
+--detailed-exitcode, 0 means no changes and 2 means changes are present.`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error { return o.run(c.Context()) },
+	}
+	o.addFlags(c, true)
+	c.Flags().StringVar(&o.out, "out", "", "save the plan to FILE for 'pvectl apply FILE'")
+	c.Flags().BoolVar(&o.json, "json", false, "print the plan as one JSON object")
+	c.Flags().BoolVar(&o.detailed, "detailed-exitcode", false, "exit 2 when there are changes, 0 when none")
+	return c
+}
+
+func (o *planOptions) run(ctx context.Context) error {
+	set, err := o.load()
+	if err != nil {
+		return err
+	}
+	p, _, err := makePlan(ctx, o.g, set, planner.Options{Targets: o.targets})
+	if err != nil {
+		return err
+	}
+	if o.out != "" {
+		if err := planner.WriteFile(o.out, p); err != nil {
+			return err
+		}
+	}
+	w := o.g.streams.Out
+	if o.json {
+		err = render.JSON(w, p)
+	} else {
+		err = render.Human(w, p, render.Options{Color: o.g.colorEnabled(w)})
+		if err == nil && o.out != "" {
+			fmt.Fprintf(w, "\nSaved the plan to %s. Apply exactly this plan with:\n    pvectl apply %s\n", o.out, o.out)
+		}
+	}
+	if err != nil {
+		return err
+	}
+	if o.detailed && hasChanges(p) {
+		return &exitError{code: exitChanges}
+	}
+	return nil
+}
+
+// makePlan observes live state and builds the plan.
+func makePlan(ctx context.Context, g *globalOptions, set *spec.Set, opts planner.Options) (*planner.Plan, *clients, error) {
+	cl, err := newClients(g, set)
+	if err != nil {
+		return nil, nil, err
+	}
+	obs, err := planner.Observe(ctx, cl, set)
+	if err != nil {
+		return nil, nil, fmt.Errorf("read live state: %w", err)
+	}
+	p, err := planner.Build(ctx, set, obs, opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	return p, cl, nil
+}
+
+func hasChanges(p *planner.Plan) bool {
+	for _, c := range p.Changes {
+		if c.Action != planner.NoOp {
+			return true
+		}
+	}
+	return false
+}
+
+// signalContext cancels on Ctrl-C so that an apply stops starting new work.
+func signalContext(parent context.Context) (context.Context, context.CancelFunc) {
+	if parent == nil {
+		parent = context.Background()
+	}
+	return signal.NotifyContext(parent, os.Interrupt)
+}

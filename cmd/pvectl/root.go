@@ -1,0 +1,170 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/viper"
+
+	"github.com/pvectl/pvectl/pkg/spec"
+)
+
+// Exit codes (design §5).
+const (
+	exitOK      = 0
+	exitFailure = 1 // runtime or API failure
+	exitChanges = 2 // plan --detailed-exitcode: changes present
+	exitInvalid = 3 // invalid input detected before any API call
+)
+
+// Streams are the command's IO, injected so tests run the CLI in-process.
+type Streams struct {
+	In       io.Reader
+	Out, Err io.Writer
+}
+
+// exitError carries an exit code through cobra; its message (if any) is
+// printed once by Execute.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string {
+	if e.err == nil {
+		return ""
+	}
+	return e.err.Error()
+}
+func (e *exitError) Unwrap() error { return e.err }
+
+func invalid(err error) error { return &exitError{code: exitInvalid, err: err} }
+
+// globalOptions are the flags every command shares.
+type globalOptions struct {
+	debug       bool
+	noColor     bool
+	profile     string
+	configFile  string
+	parallelism int
+	streams     Streams
+	viper       *viper.Viper
+}
+
+// Execute runs the CLI and returns the process exit code. Errors are mapped
+// to exit codes here and only here.
+func Execute(version string, args []string, streams Streams) int {
+	g := &globalOptions{streams: streams, viper: viper.New()}
+	root := newRootCmd(version, g)
+	root.SetArgs(args)
+	root.SetIn(streams.In)
+	root.SetOut(streams.Out)
+	root.SetErr(streams.Err)
+	err := root.Execute()
+	if err == nil {
+		return exitOK
+	}
+	code := exitFailure
+	var ee *exitError
+	var diags spec.Diagnostics
+	switch {
+	case errors.As(err, &ee):
+		code = ee.code
+	case errors.As(err, &diags):
+		code = exitInvalid
+	case isUsageError(err):
+		code = exitInvalid
+	}
+	if errors.As(err, &diags) {
+		n := len(diags)
+		fmt.Fprintf(streams.Err, "Error: %d problem%s in the specs (nothing was sent to PVE):\n", n, plural(n))
+		for _, d := range diags {
+			fmt.Fprintf(streams.Err, "  %s\n", d)
+		}
+		return code
+	}
+	if msg := err.Error(); msg != "" {
+		fmt.Fprintln(streams.Err, "Error: "+msg)
+	}
+	return code
+}
+
+func newRootCmd(version string, g *globalOptions) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "pvectl",
+		Short: "Manage Proxmox VE declaratively: YAML specs, plan, apply",
+		Long: `pvectl reads YAML specs for Proxmox VE resources, compares them with the
+live cluster over the PVE API, prints a plan and applies it in dependency order.
+
+Connection settings come from PROXMOX_* environment variables, a profile in the
+config file (--profile), or Connection documents in the specs.`,
+		SilenceUsage:      true,
+		SilenceErrors:     true,
+		Version:           version,
+		DisableAutoGenTag: true,
+	}
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return invalid(fmt.Errorf("%w\nSee '%s --help'.", err, c.CommandPath()))
+	})
+	pf := root.PersistentFlags()
+	pf.BoolVar(&g.debug, "debug", false, "trace HTTP requests on stderr (secrets redacted)")
+	pf.BoolVar(&g.noColor, "no-color", false, "disable colour (also NO_COLOR, or when stdout is not a terminal)")
+	pf.StringVar(&g.profile, "profile", "", "connection profile from the config file (env PVECTL_PROFILE)")
+	pf.StringVar(&g.configFile, "config", "", "config file with profiles (default $PVECTL_CONFIG or ~/.config/pvectl/config.yaml)")
+	pf.IntVar(&g.parallelism, "parallelism", 4, "how many changes apply at once")
+
+	root.AddCommand(
+		newValidateCmd(g),
+		newPlanCmd(g),
+		newApplyCmd(g),
+		newDestroyCmd(g),
+		newSimCmd(g),
+		newVersionCmd(version),
+	)
+	return root
+}
+
+func newVersionCmd(version string) *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print the pvectl version",
+		Args:  cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			fmt.Fprintf(c.OutOrStdout(), "pvectl %s\n", version)
+			return nil
+		},
+	}
+}
+
+// isUsageError recognises cobra's argument errors, which it returns as plain errors.
+func isUsageError(err error) bool {
+	msg := err.Error()
+	for _, p := range []string{"unknown command", "accepts ", "requires at least", "unknown flag", "unknown shorthand flag", "invalid argument"} {
+		if strings.Contains(msg, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// colorEnabled: colour only on a terminal, never with --no-color or NO_COLOR.
+func (g *globalOptions) colorEnabled(w io.Writer) bool {
+	if g.noColor {
+		return false
+	}
+	if _, ok := os.LookupEnv("NO_COLOR"); ok {
+		return false
+	}
+	return isTerminal(w)
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
+}

@@ -1,0 +1,132 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/pvectl/pvectl/pkg/pve/pvesim"
+)
+
+// The simulator's default token; it guards nothing but a local simulator.
+const (
+	simDefaultTokenID     = "root@pam!pvectl"
+	simDefaultTokenSecret = "simulator"
+)
+
+type simOptions struct {
+	g            *globalOptions
+	listen       string
+	state        string
+	dataDir      string
+	nodes        []string
+	token        string
+	latency      time.Duration
+	taskDuration time.Duration
+	errorRate    float64
+	lockRate     float64
+	tls          bool
+}
+
+func newSimCmd(g *globalOptions) *cobra.Command {
+	o := &simOptions{g: g}
+	c := &cobra.Command{
+		Use:   "sim",
+		Short: "Run the PVE API simulator (for tests, demos and dry runs)",
+		Long: `sim serves a stateful, in-memory Proxmox VE API on a loopback address: the
+same paths, parameter checks, tasks, locks and staged network changes as PVE
+9.x. It never touches the network. Point pvectl at it with:
+
+    export PROXMOX_URL=http://127.0.0.1:8006
+    export PROXMOX_TOKEN_ID='root@pam!pvectl' PROXMOX_TOKEN_SECRET=simulator`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error { return o.run(c.Context()) },
+	}
+	f := c.Flags()
+	f.StringVar(&o.listen, "listen", "127.0.0.1:8006", "address to listen on")
+	f.StringVar(&o.state, "state", "", "persist the simulated cluster in FILE (loaded at start)")
+	f.StringVar(&o.dataDir, "data-dir", "", "directory for simulated uploads and downloads")
+	f.StringSliceVar(&o.nodes, "nodes", []string{"pve"}, "node names")
+	f.StringVar(&o.token, "token", simDefaultTokenID+"="+simDefaultTokenSecret, "the one accepted API token, ID=SECRET")
+	f.DurationVar(&o.latency, "latency", 0, "delay added to every request")
+	f.DurationVar(&o.taskDuration, "task-duration", 300*time.Millisecond, "how long each task runs")
+	f.Float64Var(&o.errorRate, "error-rate", 0, "fraction of requests answered with a server fault (0..1)")
+	f.Float64Var(&o.lockRate, "lock-contention", 0, "fraction of task-starting writes answered with a lock timeout (0..1)")
+	f.BoolVar(&o.tls, "tls", false, "serve HTTPS with a self-signed certificate (its fingerprint is printed)")
+	return c
+}
+
+func (o *simOptions) run(ctx context.Context) error {
+	id, secret, ok := strings.Cut(o.token, "=")
+	if !ok || id == "" || secret == "" || !strings.Contains(id, "!") {
+		return invalid(fmt.Errorf("--token %q: want ID=SECRET with ID like user@realm!name", redactToken(o.token)))
+	}
+	if o.errorRate < 0 || o.errorRate > 1 || o.lockRate < 0 || o.lockRate > 1 {
+		return invalid(errors.New("--error-rate and --lock-contention take a fraction from 0 to 1"))
+	}
+	sim, err := pvesim.New(pvesim.Options{
+		Nodes: o.nodes, TokenID: id, TokenSecret: secret,
+		Latency: o.latency, TaskDuration: o.taskDuration,
+		StateFile: o.state, DataDir: o.dataDir,
+		ErrorRate: o.errorRate, LockContention: o.lockRate,
+	})
+	if err != nil {
+		return err
+	}
+	defer sim.Close()
+
+	ln, err := net.Listen("tcp", o.listen)
+	if err != nil {
+		return err
+	}
+	scheme := "http"
+	srv := &http.Server{Handler: sim, ReadHeaderTimeout: 10 * time.Second}
+	w := o.g.streams.Out
+	if o.tls {
+		host, _, _ := net.SplitHostPort(o.listen)
+		cert, fp, err := pvesim.SelfSignedCert([]string{host, "localhost"})
+		if err != nil {
+			return err
+		}
+		srv.TLSConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+		ln = tls.NewListener(ln, srv.TLSConfig)
+		scheme = "https"
+		fmt.Fprintf(w, "TLS certificate SHA-256 fingerprint: %s\n", fp)
+		fmt.Fprintf(w, "  export PROXMOX_TLS_FINGERPRINT=%s\n", fp)
+	}
+	fmt.Fprintf(w, "PVE simulator listening on %s://%s (nodes %s, token %s)\n", scheme, ln.Addr(), strings.Join(o.nodes, ","), id)
+	if o.token == simDefaultTokenID+"="+simDefaultTokenSecret {
+		fmt.Fprintf(w, "  export PROXMOX_URL=%s://%s PROXMOX_TOKEN_ID='%s' PROXMOX_TOKEN_SECRET=%s\n", scheme, ln.Addr(), simDefaultTokenID, simDefaultTokenSecret)
+	}
+
+	ctx, cancel := signalContext(ctx)
+	defer cancel()
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case <-ctx.Done():
+		shutdownCtx, done := context.WithTimeout(context.Background(), 5*time.Second)
+		defer done()
+		_ = srv.Shutdown(shutdownCtx)
+		return nil
+	case err := <-errc:
+		if errors.Is(err, http.ErrServerClosed) {
+			return nil
+		}
+		return err
+	}
+}
+
+func redactToken(s string) string {
+	if id, _, ok := strings.Cut(s, "="); ok {
+		return id + "=REDACTED"
+	}
+	return s
+}

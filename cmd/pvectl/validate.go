@@ -1,0 +1,26 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+)
+
+func newValidateCmd(g *globalOptions) *cobra.Command {
+	o := &specOptions{}
+	c := &cobra.Command{
+		Use:   "validate -f PATH...",
+		Short: "Check specs offline: schema, references, cycles (no API call)",
+		Args:  cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			set, err := o.load()
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(g.streams.Out, "Valid: %d resources, %d connections.\n", len(set.Resources), len(set.Connections))
+			return nil
+		},
+	}
+	o.addFlags(c, false)
+	return c
+}

@@ -1,0 +1,204 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/charmbracelet/lipgloss"
+
+	"github.com/pvectl/pvectl/pkg/planner"
+	"github.com/pvectl/pvectl/pkg/spec"
+)
+
+// progressView renders apply progress: plain lines, coloured lines on a
+// terminal, or JSON lines. It implements planner.Hooks.
+type progressView struct {
+	w     io.Writer
+	json  bool
+	color bool
+
+	mu    sync.Mutex
+	start map[string]time.Time
+}
+
+func newProgressView(w io.Writer, asJSON, color bool) *progressView {
+	return &progressView{w: w, json: asJSON, color: color, start: map[string]time.Time{}}
+}
+
+var (
+	styleOK   = lipgloss.NewStyle().Foreground(lipgloss.Color("2"))
+	styleBad  = lipgloss.NewStyle().Foreground(lipgloss.Color("1")).Bold(true)
+	styleNote = lipgloss.NewStyle().Foreground(lipgloss.Color("3"))
+)
+
+func (v *progressView) paint(s lipgloss.Style, text string) string {
+	if !v.color {
+		return text
+	}
+	return s.Render(text)
+}
+
+func (v *progressView) event(typ string, c *planner.Change, fields map[string]any, line string) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.json {
+		ev := map[string]any{"type": typ, "time": time.Now().UTC().Format(time.RFC3339Nano)}
+		if c != nil {
+			ev["address"] = c.Address
+			ev["action"] = actionName(c.Action)
+		}
+		for k, val := range fields {
+			ev[k] = val
+		}
+		b, _ := json.Marshal(ev)
+		fmt.Fprintln(v.w, string(b))
+		return
+	}
+	fmt.Fprintln(v.w, line)
+}
+
+func (v *progressView) PreApply(c *planner.Change) {
+	v.mu.Lock()
+	v.start[c.Address] = time.Now()
+	v.mu.Unlock()
+	if c.Action == planner.NoOp {
+		return
+	}
+	v.event("apply_start", c, nil, fmt.Sprintf("%s: %s...", c.Address, progressVerb(c.Action)))
+}
+
+func (v *progressView) PostApply(c *planner.Change, err error) {
+	v.mu.Lock()
+	took := time.Since(v.start[c.Address]).Round(100 * time.Millisecond)
+	v.mu.Unlock()
+	if err != nil {
+		v.event("apply_errored", c, map[string]any{"error": err.Error()},
+			v.paint(styleBad, fmt.Sprintf("%s: failed after %s: %v", c.Address, took, err)))
+		return
+	}
+	if c.Action == planner.NoOp {
+		return
+	}
+	v.event("apply_complete", c, map[string]any{"elapsed_seconds": took.Seconds()},
+		v.paint(styleOK, fmt.Sprintf("%s: %s complete after %s", c.Address, doneNoun(c.Action), took)))
+}
+
+func (v *progressView) Skipped(c *planner.Change, reason string) {
+	v.event("apply_skipped", c, map[string]any{"reason": reason},
+		v.paint(styleNote, fmt.Sprintf("%s: skipped: %s", c.Address, reason)))
+}
+
+func (v *progressView) Message(c *planner.Change, msg string) {
+	v.event("apply_progress", c, map[string]any{"message": msg}, fmt.Sprintf("%s: %s", c.Address, msg))
+}
+
+// summary says what was done and what was not.
+func (v *progressView) summary(p *planner.Plan, res *planner.Result) {
+	if res == nil {
+		return
+	}
+	byAddr := map[string]*planner.Change{}
+	for _, c := range p.Changes {
+		byAddr[c.Address] = c
+	}
+	var done, failed, notDone []string
+	for _, a := range res.Done {
+		if c := byAddr[a]; c != nil && c.Action != planner.NoOp {
+			done = append(done, a)
+		}
+	}
+	for a, err := range res.Failed {
+		failed = append(failed, fmt.Sprintf("%s: %v", a, err))
+	}
+	for a, why := range res.Skipped {
+		notDone = append(notDone, fmt.Sprintf("%s (%s)", a, why))
+	}
+	sort.Strings(done)
+	sort.Strings(failed)
+	sort.Strings(notDone)
+	if v.json {
+		v.event("summary", nil, map[string]any{"done": nonNil(done), "failed": nonNil(failed), "not_done": nonNil(notDone)}, "")
+		return
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if len(failed) == 0 && len(notDone) == 0 {
+		fmt.Fprintln(v.w, v.paint(styleOK, fmt.Sprintf("\nApply complete: %d changed.", len(done))))
+		return
+	}
+	fmt.Fprintln(v.w, v.paint(styleBad, fmt.Sprintf("\nApply incomplete: %d changed, %d failed, %d not done.", len(done), len(failed), len(notDone))))
+	section := func(title string, items []string) {
+		if len(items) == 0 {
+			return
+		}
+		fmt.Fprintf(v.w, "  %s:\n", title)
+		for _, it := range items {
+			fmt.Fprintf(v.w, "    %s\n", it)
+		}
+	}
+	section("done", done)
+	section("failed", failed)
+	section("not done", notDone)
+	fmt.Fprintln(v.w, "Fix the cause and run the same command again: pvectl converges from wherever it stopped.")
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+func actionName(a planner.Action) string {
+	switch a {
+	case planner.Create:
+		return "create"
+	case planner.Update:
+		return "update"
+	case planner.Replace:
+		return "replace"
+	case planner.Delete:
+		return "delete"
+	case planner.Provision:
+		return "provision"
+	case planner.ApplyNet:
+		return "apply"
+	}
+	return "noop"
+}
+
+func progressVerb(a planner.Action) string {
+	switch a {
+	case planner.Create:
+		return "creating"
+	case planner.Update:
+		return "updating"
+	case planner.Replace:
+		return "replacing"
+	case planner.Delete:
+		return "destroying"
+	case planner.Provision:
+		return "provisioning"
+	case planner.ApplyNet:
+		return "committing staged network changes"
+	}
+	return "checking"
+}
+
+func doneNoun(a planner.Action) string {
+	s := actionName(a)
+	return strings.ToUpper(s[:1]) + s[1:]
+}
+
+// emptySetIfNone gives apply FILE a Set with no named connections.
+func emptySetIfNone(s *spec.Set) *spec.Set {
+	if s != nil {
+		return s
+	}
+	return &spec.Set{Connections: map[string]*spec.Connection{}}
+}

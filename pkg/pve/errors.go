@@ -1,0 +1,100 @@
+package pve
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"sort"
+	"strings"
+)
+
+// APIError is a non-2xx answer from PVE.
+type APIError struct {
+	Method, Path string
+	Status       int
+	Message      string
+	Errors       map[string]string // 400: per-parameter messages
+}
+
+func (e *APIError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s %s: %d", e.Method, e.Path, e.Status)
+	msg := strings.TrimSpace(e.Message)
+	if len(e.Errors) > 0 {
+		msg = strings.TrimRight(msg, ".")
+	}
+	if msg != "" {
+		b.WriteString(" ")
+		b.WriteString(msg)
+	}
+	if len(e.Errors) > 0 {
+		keys := make([]string, 0, len(e.Errors))
+		for k := range e.Errors {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for i, k := range keys {
+			if i == 0 {
+				b.WriteString(": ")
+			} else {
+				b.WriteString("; ")
+			}
+			fmt.Fprintf(&b, "%s: %s", k, strings.TrimSpace(e.Errors[k]))
+		}
+	}
+	return b.String()
+}
+
+// TaskError is a task that stopped with an exit status other than OK/WARNINGS.
+type TaskError struct {
+	UPID       string
+	ExitStatus string
+	LogTail    []string
+}
+
+func (e *TaskError) Error() string {
+	var b strings.Builder
+	b.WriteString("task ")
+	if u, err := ParseUPID(e.UPID); err == nil {
+		b.WriteString(u.Type)
+		if u.ID != "" {
+			b.WriteString(" " + u.ID)
+		}
+		b.WriteString(" on " + u.Node)
+	} else {
+		b.WriteString(e.UPID)
+	}
+	fmt.Fprintf(&b, " failed: %s", strings.TrimSpace(e.ExitStatus))
+	if len(e.LogTail) > 0 {
+		b.WriteString("\n  task log (last lines):")
+		for _, l := range e.LogTail {
+			b.WriteString("\n    " + l)
+		}
+	}
+	return b.String()
+}
+
+var lockTimeoutRe = regexp.MustCompile(`can't lock file '[^']*' - got timeout`)
+
+// IsLockTimeout reports whether err is PVE's "can't lock file … got timeout" 500.
+func IsLockTimeout(err error) bool {
+	var ae *APIError
+	return errors.As(err, &ae) && ae.Status == 500 && lockTimeoutRe.MatchString(ae.Message)
+}
+
+// IsNotFound reports whether err says the object does not exist
+// (HTTP 404, or 500 "... does not exist" as PVE answers for missing VMs/ifaces).
+func IsNotFound(err error) bool {
+	var ae *APIError
+	if !errors.As(err, &ae) {
+		return false
+	}
+	switch ae.Status {
+	case 404:
+		return true
+	case 400, 500:
+		m := strings.ToLower(ae.Message)
+		return strings.Contains(m, "does not exist") || strings.Contains(m, "not found") || strings.Contains(m, "no such")
+	}
+	return false
+}

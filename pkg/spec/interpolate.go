@@ -1,0 +1,102 @@
+package spec
+
+import (
+	"fmt"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// interpolate expands ${VAR} and ${VAR:-default} in s; "$${" is a literal
+// "${". Like the shell, ":-" also applies when VAR is set but empty. Any
+// other "$" is kept, so passwords and regexps need no escaping.
+func interpolate(s string, getenv func(string) (string, bool)) (string, error) {
+	if !strings.Contains(s, "${") {
+		return s, nil
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		if strings.HasPrefix(s[i:], "$${") {
+			b.WriteString("${")
+			i += 3
+			continue
+		}
+		if !strings.HasPrefix(s[i:], "${") {
+			b.WriteByte(s[i])
+			i++
+			continue
+		}
+		end := strings.IndexByte(s[i:], '}')
+		if end < 0 {
+			return "", fmt.Errorf("unterminated ${ in %q (write $${ for a literal ${)", s[i:])
+		}
+		expr := s[i+2 : i+end]
+		name, def, hasDef := strings.Cut(expr, ":-")
+		if !validVarName(name) {
+			return "", fmt.Errorf("invalid variable reference ${%s}: a name is letters, digits and _ (write $${ for a literal ${)", expr)
+		}
+		v, ok := getenv(name)
+		switch {
+		case hasDef && (!ok || v == ""):
+			v = def
+		case !ok:
+			return "", fmt.Errorf("environment variable %s is not set (write ${%s:-default} for a default)", name, name)
+		}
+		b.WriteString(v)
+		i += end + 1
+	}
+	return b.String(), nil
+}
+
+func validVarName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i, c := range s {
+		switch {
+		case c == '_', c >= 'A' && c <= 'Z', c >= 'a' && c <= 'z':
+		case c >= '0' && c <= '9' && i > 0:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// interpolateTree expands every scalar value (never a mapping key) of a
+// document in place. An unquoted scalar is re-typed after expansion, so
+// `running: ${RUN:-true}` is a boolean as if true had been written; a quoted
+// one stays a string. Anchored nodes are expanded once: an alias shares them.
+func (l *loader) interpolateTree(file string, n *yaml.Node, seen map[*yaml.Node]bool) {
+	if n == nil || seen[n] {
+		return
+	}
+	seen[n] = true
+	switch n.Kind {
+	case yaml.DocumentNode, yaml.SequenceNode:
+		for _, c := range n.Content {
+			l.interpolateTree(file, c, seen)
+		}
+	case yaml.MappingNode:
+		for i := 1; i < len(n.Content); i += 2 {
+			l.interpolateTree(file, n.Content[i], seen)
+		}
+	case yaml.ScalarNode:
+		if n.ShortTag() != "!!str" || !strings.Contains(n.Value, "${") {
+			return
+		}
+		v, err := interpolate(n.Value, l.getenv)
+		if err != nil {
+			l.errorf(nodePos(file, n), "%v", err)
+			return
+		}
+		n.Value = v
+		// An empty expansion is an empty string, not YAML's null (which
+		// would mean "remove this key").
+		if v != "" && n.Style&(yaml.SingleQuotedStyle|yaml.DoubleQuotedStyle|yaml.LiteralStyle|yaml.FoldedStyle) == 0 && (n.Tag == "" || n.Tag == "!") {
+			n.Tag = n.ShortTag()
+		} else {
+			n.Tag = "!!str"
+		}
+	}
+}
