@@ -58,9 +58,9 @@ func defaultConfig() config {
 // Option configures a Client.
 type Option func(*config) error
 
-// tokenIDRe is PVE's "userid!tokenid": user@realm, then a token name that
-// starts with a letter.
-var tokenIDRe = regexp.MustCompile(`^[^\s:/@!]+@[A-Za-z][A-Za-z0-9.\-_]*![A-Za-z][A-Za-z0-9.\-_]*$`)
+// tokenIDRe is PVE's pve-userid "!" pve-tokenid. The user part may itself
+// contain "@" (john@example.com@pve); the realm and token name may not.
+var tokenIDRe = regexp.MustCompile(`^[^\s:/!]+@[A-Za-z][A-Za-z0-9.\-_]+![A-Za-z][A-Za-z0-9.\-_]+$`)
 
 // NewClient validates baseURL ("https://pve:8006" or "http://127.0.0.1:8006";
 // plain http only for loopback hosts) and the options.
@@ -102,6 +102,9 @@ func parseBaseURL(raw string) (*url.URL, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pve client: invalid URL %q: %w", raw, err)
 	}
+	if u.Scheme != "https" && u.Scheme != "http" {
+		return nil, fmt.Errorf("pve client: URL %q: scheme must be https (or http for loopback), e.g. https://pve.example:8006", raw)
+	}
 	if u.Host == "" || u.Hostname() == "" {
 		return nil, fmt.Errorf("pve client: URL %q has no host (want e.g. https://pve.example:8006)", raw)
 	}
@@ -111,14 +114,8 @@ func parseBaseURL(raw string) (*url.URL, error) {
 	if u.RawQuery != "" || u.Fragment != "" {
 		return nil, fmt.Errorf("pve client: URL %q must not have a query or fragment", u.Redacted())
 	}
-	switch u.Scheme {
-	case "https":
-	case "http":
-		if !isLoopback(u.Hostname()) {
-			return nil, fmt.Errorf("pve client: plain http is only allowed for loopback hosts, not %q: use https://%s", u.Hostname(), u.Host)
-		}
-	default:
-		return nil, fmt.Errorf("pve client: URL %q: scheme must be https (or http for loopback)", raw)
+	if u.Scheme == "http" && !isLoopback(u.Hostname()) {
+		return nil, fmt.Errorf("pve client: plain http is only allowed for loopback hosts, not %q: use https://%s", u.Hostname(), u.Host)
 	}
 	p := strings.TrimRight(u.Path, "/")
 	p = strings.TrimSuffix(p, "/api2/json")

@@ -88,12 +88,16 @@ func (l *loader) interpolateTree(file string, n *yaml.Node, seen map[*yaml.Node]
 		v, err := interpolate(n.Value, l.getenv)
 		if err != nil {
 			l.errorf(nodePos(file, n), "%v", err)
+			l.poisoned[n] = true
 			return
 		}
 		n.Value = v
 		// An empty expansion is an empty string, not YAML's null (which
 		// would mean "remove this key").
-		if v != "" && n.Style&(yaml.SingleQuotedStyle|yaml.DoubleQuotedStyle|yaml.LiteralStyle|yaml.FoldedStyle) == 0 && (n.Tag == "" || n.Tag == "!") {
+		// The decoder stores the resolved tag on every node; TaggedStyle
+		// marks an explicit one (!!str), which stays.
+		if v != "" && n.Style&(yaml.SingleQuotedStyle|yaml.DoubleQuotedStyle|yaml.LiteralStyle|yaml.FoldedStyle|yaml.TaggedStyle) == 0 {
+			n.Tag = ""
 			n.Tag = n.ShortTag()
 		} else {
 			n.Tag = "!!str"

@@ -1,12 +1,437 @@
 package spec
 
-import "errors"
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/pvectl/pvectl/pkg/pve/schema"
+)
+
+// topLevelKeys are the keys a document may have, in the order the error
+// message lists them.
+var topLevelKeys = []string{"kind", "name", "connection", "dependsOn", "protected", "state", "spec"}
+
+// loader carries one Load call's state and the problems found so far.
+type loader struct {
+	getenv func(string) (string, bool)
+	table  *schema.Table
+	diags  Diagnostics
+	// methods caches the schema facts per kind.
+	methods map[string]*schema.Method
+	// unreadable is set when a file could not be read or parsed: references
+	// into it cannot be checked, so "not defined" errors are not reported.
+	unreadable bool
+	// poisoned are values whose interpolation failed: already reported, so
+	// they are not checked again (no cascade of "invalid URL ${X}").
+	poisoned map[*yaml.Node]bool
+	// rejected are documents of unsupported kinds: references to them are
+	// not reported again as undefined.
+	rejected map[Ref]bool
+}
+
+func (l *loader) errorf(pos Pos, format string, args ...any) {
+	l.diags = append(l.diags, Diagnostic{Pos: pos, Msg: fmt.Sprintf(format, args...)})
+}
+
+func nodePos(file string, n *yaml.Node) Pos {
+	return Pos{File: file, Line: n.Line, Col: n.Column}
+}
+
+// document is one YAML document with its header decoded.
+type document struct {
+	file    string
+	pos     Pos // the "kind:" key, or the document start if kind is missing
+	kind    string
+	name    string
+	namePos Pos
+
+	connection    string
+	connectionPos Pos
+	dependsOn     []refAt
+	protected     bool
+	protectedPos  Pos
+	state         State
+	spec          *yaml.Node // a mapping, or nil
+	// set records which header keys were written (Connection and Defaults
+	// documents accept only kind, name and spec).
+	set map[string]Pos
+}
+
+// refAt is a parsed dependsOn entry and where it was written.
+type refAt struct {
+	Ref
+	Pos Pos
+}
 
 // Load reads files and directories (every *.yaml|*.yml in a directory,
 // sorted), multi-document, strictly; interpolates ${VAR} and ${VAR:-default};
 // merges Defaults; validates every document (PVE parameters against the
 // schema facts, pvectl keys per kind); resolves references and builds the
-// dependency graph. Every problem is collected: the error is Diagnostics.
-func Load(paths []string, opts LoadOptions) (*Set, error) { panic("TODO") }
+// dependency graph. Every problem is collected: the error is Diagnostics,
+// sorted by file and line, and the Set is nil.
+func Load(paths []string, opts LoadOptions) (*Set, error) {
+	l := &loader{getenv: opts.Getenv, table: opts.Schema, poisoned: map[*yaml.Node]bool{}, rejected: map[Ref]bool{}}
+	if l.getenv == nil {
+		l.getenv = os.LookupEnv
+	}
+	if l.table == nil {
+		l.table = schema.Default()
+	}
+	var docs []*document
+	for _, f := range l.expand(paths) {
+		docs = append(docs, l.readFile(f)...)
+	}
+	set := l.build(docs)
+	if len(l.diags) > 0 {
+		return nil, l.sorted()
+	}
+	return set, nil
+}
 
-func parseRef(s string) (Ref, error) { return Ref{}, errors.New("TODO") }
+// sorted orders the diagnostics by file, line and column and drops exact
+// duplicates (a bad Defaults value is seen once per resource it merges into).
+func (l *loader) sorted() Diagnostics {
+	ds := l.diags
+	sort.SliceStable(ds, func(i, j int) bool {
+		a, b := ds[i].Pos, ds[j].Pos
+		if a.File != b.File {
+			return a.File < b.File
+		}
+		if a.Line != b.Line {
+			return a.Line < b.Line
+		}
+		return a.Col < b.Col
+	})
+	out := ds[:0]
+	for i, d := range ds {
+		if i > 0 && d == ds[i-1] {
+			continue
+		}
+		out = append(out, d)
+	}
+	return out
+}
+
+// expand turns the -f arguments into files: a directory contributes its
+// *.yaml and *.yml files (not recursively), sorted. A file named twice is
+// read once.
+func (l *loader) expand(paths []string) []string {
+	var files []string
+	seen := map[string]bool{}
+	add := func(f string) {
+		if c := filepath.Clean(f); !seen[c] {
+			seen[c] = true
+			files = append(files, f)
+		}
+	}
+	if len(paths) == 0 {
+		l.errorf(Pos{File: "-"}, "no spec files given (use -f PATH)")
+	}
+	for _, p := range paths {
+		fi, err := os.Stat(p)
+		if err != nil {
+			l.unreadable = true
+			l.errorf(Pos{File: p}, "%s", describeOSError(err))
+			continue
+		}
+		if !fi.IsDir() {
+			add(p)
+			continue
+		}
+		entries, err := os.ReadDir(p)
+		if err != nil {
+			l.unreadable = true
+			l.errorf(Pos{File: p}, "%s", describeOSError(err))
+			continue
+		}
+		n := 0
+		for _, e := range entries {
+			ext := strings.ToLower(filepath.Ext(e.Name()))
+			if e.IsDir() || (ext != ".yaml" && ext != ".yml") {
+				continue
+			}
+			add(filepath.Join(p, e.Name()))
+			n++
+		}
+		if n == 0 {
+			l.errorf(Pos{File: p}, "directory has no *.yaml or *.yml files")
+		}
+	}
+	return files
+}
+
+func describeOSError(err error) string {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Op + ": " + pe.Err.Error()
+	}
+	return err.Error()
+}
+
+var yamlLineRE = regexp.MustCompile(`^yaml: line (\d+): `)
+
+// zeroBasedYAMLErrors are the yaml/v3 parser errors whose "line N" is
+// 0-based (its scanner errors are 1-based).
+var zeroBasedYAMLErrors = map[string]bool{
+	"did not find expected ',' or ']'":       true,
+	"did not find expected ',' or '}'":       true,
+	"did not find expected key":              true,
+	"did not find expected '-' indicator":    true,
+	"did not find expected node content":     true,
+	"did not find expected <document start>": true,
+}
+
+// readFile decodes every document of a file, interpolates it and decodes its
+// header. A syntax error ends the file: the YAML decoder cannot resume.
+func (l *loader) readFile(file string) []*document {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		l.unreadable = true
+		l.errorf(Pos{File: file}, "%s", describeOSError(err))
+		return nil
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	var docs []*document
+	for {
+		var root yaml.Node
+		err := dec.Decode(&root)
+		if errors.Is(err, io.EOF) {
+			return docs
+		}
+		if err != nil {
+			l.unreadable = true
+			pos, msg := Pos{File: file}, err.Error()
+			if m := yamlLineRE.FindStringSubmatch(msg); m != nil {
+				pos.Line, _ = strconv.Atoi(m[1])
+				msg = msg[len(m[0]):]
+				if zeroBasedYAMLErrors[msg] {
+					pos.Line++
+				}
+			}
+			l.errorf(pos, "invalid YAML: %s", strings.TrimPrefix(msg, "yaml: "))
+			return docs
+		}
+		if len(root.Content) == 0 {
+			continue
+		}
+		body := resolveAlias(root.Content[0])
+		if body.Kind == yaml.ScalarNode && body.ShortTag() == "!!null" {
+			continue // an empty document, e.g. a trailing "---" or only comments
+		}
+		if body.Kind != yaml.MappingNode {
+			l.errorf(nodePos(file, body), "a document must be a mapping with kind, name and spec, got %s", describeNode(body))
+			continue
+		}
+		l.interpolateTree(file, body, map[*yaml.Node]bool{})
+		docs = append(docs, l.header(file, body))
+	}
+}
+
+func resolveAlias(n *yaml.Node) *yaml.Node {
+	for i := 0; n != nil && n.Kind == yaml.AliasNode && i < 100; i++ {
+		n = n.Alias
+	}
+	return n
+}
+
+func describeNode(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.MappingNode:
+		return "a map"
+	case yaml.SequenceNode:
+		return "a list"
+	case yaml.ScalarNode:
+		switch n.ShortTag() {
+		case "!!null":
+			return "null"
+		case "!!bool":
+			return "a boolean"
+		case "!!int":
+			return "an integer"
+		case "!!float":
+			return "a number"
+		}
+		return "a string"
+	}
+	return "an alias"
+}
+
+// pairs returns a mapping's key/value nodes, reporting duplicate and
+// non-string keys. what names the mapping in messages ("spec").
+func (l *loader) pairs(file string, m *yaml.Node, what string) [][2]*yaml.Node {
+	var out [][2]*yaml.Node
+	seen := map[string]Pos{}
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		k, v := m.Content[i], resolveAlias(m.Content[i+1])
+		if k.Kind != yaml.ScalarNode {
+			l.errorf(nodePos(file, k), "%s keys must be strings, got %s", what, describeNode(k))
+			continue
+		}
+		if k.Value == "<<" {
+			l.errorf(nodePos(file, k), "YAML merge keys (<<) are not supported in %s; use a Defaults document", what)
+			continue
+		}
+		if p, dup := seen[k.Value]; dup {
+			l.errorf(nodePos(file, k), "duplicate key %q in %s (first at %s)", k.Value, what, p)
+			continue
+		}
+		seen[k.Value] = nodePos(file, k)
+		out = append(out, [2]*yaml.Node{k, v})
+	}
+	return out
+}
+
+// header decodes a document's top-level keys.
+func (l *loader) header(file string, m *yaml.Node) *document {
+	d := &document{file: file, pos: nodePos(file, m), set: map[string]Pos{}}
+	var unknown [][2]*yaml.Node
+	for _, kv := range l.pairs(file, m, "document") {
+		k, v := kv[0], kv[1]
+		kp, vp := nodePos(file, k), nodePos(file, v)
+		switch k.Value {
+		case "kind":
+			d.pos = kp
+			d.kind = l.stringValue(file, "kind", v)
+		case "name":
+			d.namePos = vp
+			d.name = l.stringValue(file, "name", v)
+			if strings.Contains(d.name, "/") {
+				l.errorf(vp, "name %q must not contain '/' (addresses are Kind/name)", d.name)
+				d.name = ""
+			}
+		case "connection":
+			d.connectionPos = vp
+			if v.ShortTag() != "!!null" {
+				d.connection = l.stringValue(file, "connection", v)
+			}
+		case "dependsOn":
+			d.dependsOn = l.dependsOn(file, v)
+		case "protected":
+			d.protectedPos = vp
+			if b, ok := boolValue(v); ok {
+				d.protected = b
+			} else {
+				l.errorf(vp, "protected must be a boolean (true or false), got %s", describeNode(v))
+			}
+		case "state":
+			s := l.stringValue(file, "state", v)
+			switch State(s) {
+			case Present, Absent:
+				d.state = State(s)
+			case "":
+			default:
+				l.errorf(vp, "state must be present or absent, got %q", s)
+			}
+		case "spec":
+			switch {
+			case v.Kind == yaml.MappingNode:
+				d.spec = v
+			case v.ShortTag() != "!!null":
+				l.errorf(vp, "spec must be a map, got %s", describeNode(v))
+			}
+		default:
+			unknown = append(unknown, kv)
+			continue
+		}
+		d.set[k.Value] = kp
+	}
+	if d.state == "" {
+		d.state = Present
+	}
+	// Reported after the loop so that the message can name the resource.
+	for _, kv := range unknown {
+		l.errorf(nodePos(file, kv[0]), "unknown key %q in %s%s (allowed: %s)",
+			kv[0].Value, d.describe(), didYouMean(kv[0].Value, topLevelKeys), strings.Join(topLevelKeys, ", "))
+	}
+	if _, ok := d.set["kind"]; !ok {
+		l.errorf(d.pos, "kind is required (one of %s)", supportedList())
+	}
+	if _, ok := d.set["name"]; !ok {
+		l.errorf(d.pos, "name is required in %s", d.describe())
+	}
+	if d.protected && d.state == Absent {
+		l.errorf(d.protectedPos, "%s is protected: true and state: absent; a protected resource cannot be destroyed (remove one of them)", d.describe())
+	}
+	return d
+}
+
+func (d *document) describe() string {
+	switch {
+	case d.kind != "" && d.name != "":
+		return d.kind + "/" + d.name
+	case d.kind != "":
+		return "this " + d.kind + " document"
+	}
+	return "this document"
+}
+
+func (d *document) ref() Ref { return Ref{d.kind, d.name} }
+
+// stringValue reads a scalar that must be a non-empty string.
+func (l *loader) stringValue(file, key string, v *yaml.Node) string {
+	if v.Kind != yaml.ScalarNode || v.ShortTag() == "!!null" || v.Value == "" {
+		l.errorf(nodePos(file, v), "%s must be a non-empty string, got %s", key, describeNode(v))
+		return ""
+	}
+	return v.Value
+}
+
+func boolValue(v *yaml.Node) (bool, bool) {
+	if v.Kind != yaml.ScalarNode || v.ShortTag() != "!!bool" {
+		return false, false
+	}
+	var b bool
+	if err := v.Decode(&b); err != nil {
+		return false, false
+	}
+	return b, true
+}
+
+// dependsOn accepts a list of "Kind/name" or one such string.
+func (l *loader) dependsOn(file string, v *yaml.Node) []refAt {
+	items := []*yaml.Node{v}
+	switch v.Kind {
+	case yaml.SequenceNode:
+		items = v.Content
+	case yaml.ScalarNode:
+		if v.ShortTag() == "!!null" {
+			return nil
+		}
+	default:
+		l.errorf(nodePos(file, v), "dependsOn must be a list of Kind/name, got %s", describeNode(v))
+		return nil
+	}
+	var out []refAt
+	for _, it := range items {
+		it = resolveAlias(it)
+		if it.Kind != yaml.ScalarNode {
+			l.errorf(nodePos(file, it), "dependsOn entries must be strings Kind/name, got %s", describeNode(it))
+			continue
+		}
+		r, err := parseRef(it.Value)
+		if err != nil {
+			l.errorf(nodePos(file, it), "dependsOn: %v", err)
+			continue
+		}
+		out = append(out, refAt{r, nodePos(file, it)})
+	}
+	return out
+}
+
+func parseRef(s string) (Ref, error) {
+	kind, name, ok := strings.Cut(s, "/")
+	if !ok || kind == "" || name == "" || strings.Contains(name, "/") {
+		return Ref{}, fmt.Errorf("invalid reference %q: want Kind/name, e.g. LinuxBridge/vmbr1", s)
+	}
+	return Ref{kind, name}, nil
+}

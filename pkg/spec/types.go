@@ -3,7 +3,11 @@ package spec
 // This file fixes the exported surface of package spec that planner and cmd
 // are written against.
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/pvectl/pvectl/pkg/pve/schema"
+)
 
 // Pos is a place in a spec file.
 type Pos struct {
@@ -149,4 +153,6 @@ func (ds Diagnostics) Error() string {
 type LoadOptions struct {
 	// Getenv looks up ${VAR}; nil means os.LookupEnv.
 	Getenv func(string) (string, bool)
+	// Schema holds the PVE parameter facts; nil means schema.Default().
+	Schema *schema.Table
 }

@@ -1,0 +1,215 @@
+package pve
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// maxResponse bounds how much of an answer is read: the largest legitimate
+// ones (cluster resources, task logs) stay far below it.
+const maxResponse = 64 << 20
+
+// Response is the decoded PVE envelope.
+type Response struct {
+	Status  int
+	Data    json.RawMessage
+	Changes json.RawMessage // only GET /nodes/{node}/network has it
+	Total   int             // list calls that page (task log) report the full count
+}
+
+// Do sends one request. path is relative to /api2/json ("/nodes/pve/qemu").
+// GET/DELETE carry params in the query, POST/PUT as a form body. The "data"
+// member is decoded into out when out is non-nil. Errors are *APIError.
+func (c *Client) Do(ctx context.Context, method, path string, params url.Values, out any) error {
+	resp, err := c.DoRaw(ctx, method, path, params)
+	if err != nil {
+		return err
+	}
+	if out == nil || isNull(resp.Data) {
+		return nil
+	}
+	if err := json.Unmarshal(resp.Data, out); err != nil {
+		return fmt.Errorf("%s %s: decode answer: %w", strings.ToUpper(method), path, err)
+	}
+	return nil
+}
+
+// DoRaw is Do returning the whole envelope.
+func (c *Client) DoRaw(ctx context.Context, method, path string, params url.Values) (*Response, error) {
+	method = strings.ToUpper(method)
+	switch method {
+	case http.MethodGet, http.MethodPost, http.MethodPut, http.MethodDelete:
+	default:
+		return nil, fmt.Errorf("%s %s: unsupported method", method, path)
+	}
+	if !strings.HasPrefix(path, "/") || strings.Contains(path, "//") || strings.ContainsAny(path, "?#") {
+		return nil, fmt.Errorf("%s %s: invalid API path (want /segment/…, relative to /api2/json, no empty segments)", method, path)
+	}
+	secrets := c.secretsOf(params)
+	target := c.base.String() + path
+	var body io.Reader
+	encoded := params.Encode()
+	form := method == http.MethodPost || method == http.MethodPut
+	if form {
+		body = strings.NewReader(encoded)
+	} else if encoded != "" {
+		target += "?" + encoded
+	}
+	req, err := http.NewRequestWithContext(ctx, method, target, body)
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: %w", method, path, err)
+	}
+	req.Header.Set("Accept", "application/json")
+	if c.cfg.userAgent != "" {
+		req.Header.Set("User-Agent", c.cfg.userAgent)
+	}
+	if form {
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	}
+	if c.cfg.tokenID != "" {
+		req.Header.Set("Authorization", "PVEAPIToken="+c.cfg.tokenID+"="+c.cfg.tokenSecret)
+	}
+
+	start := time.Now()
+	c.traceRequest(req, params, secrets)
+	resp, err := c.http.Do(req)
+	if err != nil {
+		terr := c.transportError(method, path, err)
+		c.traceFailure(method, path, terr, time.Since(start))
+		return nil, terr
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxResponse+1))
+	if err != nil {
+		terr := &transportError{method: method, path: path, err: fmt.Errorf("reading the answer: %w", err), maybeSent: true}
+		c.traceFailure(method, path, terr, time.Since(start))
+		return nil, terr
+	}
+	c.traceResponse(method, path, resp, raw, time.Since(start), secrets)
+	if len(raw) > maxResponse {
+		return nil, fmt.Errorf("%s %s: answer larger than %d bytes", method, path, maxResponse)
+	}
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return nil, newAPIError(method, path, resp, raw, secrets)
+	}
+	out := &Response{Status: resp.StatusCode}
+	if len(strings.TrimSpace(string(raw))) == 0 {
+		return out, nil
+	}
+	var env struct {
+		Data    json.RawMessage `json:"data"`
+		Changes json.RawMessage `json:"changes"`
+		Total   json.RawMessage `json:"total"`
+	}
+	if err := json.Unmarshal(raw, &env); err != nil {
+		return nil, fmt.Errorf("%s %s: %d answer is not a JSON envelope: %w", method, path, resp.StatusCode, err)
+	}
+	out.Data, out.Changes = env.Data, env.Changes
+	if !isNull(env.Total) {
+		var n flexInt
+		if err := json.Unmarshal(env.Total, &n); err == nil {
+			out.Total = int(n)
+		}
+	}
+	return out, nil
+}
+
+// newAPIError reads PVE's error envelope. PVE also puts the message in the
+// HTTP reason phrase, which is all there is when the body is empty.
+func newAPIError(method, path string, resp *http.Response, raw []byte, secrets []string) *APIError {
+	e := &APIError{Method: method, Path: path, Status: resp.StatusCode}
+	var env struct {
+		Message string                     `json:"message"`
+		Errors  map[string]json.RawMessage `json:"errors"`
+	}
+	if json.Unmarshal(raw, &env) == nil {
+		e.Message = strings.TrimSpace(env.Message)
+		for k, v := range env.Errors {
+			if e.Errors == nil {
+				e.Errors = map[string]string{}
+			}
+			var s string
+			if json.Unmarshal(v, &s) != nil {
+				s = compactJSON(v)
+			}
+			e.Errors[k] = scrub(strings.TrimSpace(s), secrets)
+		}
+	}
+	if e.Message == "" {
+		e.Message = strings.TrimSpace(strings.TrimPrefix(resp.Status, strconv.Itoa(resp.StatusCode)))
+	}
+	if e.Message == "" {
+		e.Message = http.StatusText(resp.StatusCode)
+	}
+	e.Message = scrub(e.Message, secrets)
+	return e
+}
+
+// transportError is a request that got no HTTP answer.
+type transportError struct {
+	method, path string
+	err          error
+	// maybeSent is false only when the request certainly never reached PVE
+	// (dial or TLS handshake failure), true when the outcome is unknown.
+	maybeSent bool
+}
+
+func (e *transportError) Error() string { return fmt.Sprintf("%s %s: %v", e.method, e.path, e.err) }
+func (e *transportError) Unwrap() error { return e.err }
+
+func (c *Client) transportError(method, path string, err error) error {
+	// url.Error would repeat the full URL, query included; the path is enough.
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		err = ue.Err
+	}
+	err = certError(err, c.base.Host)
+	te := &transportError{method: method, path: path, err: err, maybeSent: true}
+	var ce *CertError
+	var oe *net.OpError
+	var de *net.DNSError
+	switch {
+	case errors.As(err, &ce), errors.As(err, &de):
+		te.maybeSent = false
+	case errors.As(err, &oe) && oe.Op == "dial":
+		te.maybeSent = false
+	}
+	return te
+}
+
+func isNull(raw json.RawMessage) bool {
+	s := strings.TrimSpace(string(raw))
+	return s == "" || s == "null"
+}
+
+func compactJSON(raw json.RawMessage) string {
+	var b bytes.Buffer
+	if err := json.Compact(&b, raw); err != nil {
+		return string(raw)
+	}
+	return b.String()
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}

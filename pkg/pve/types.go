@@ -1,0 +1,197 @@
+package pve
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+)
+
+// Config is a PVE object's configuration with every value rendered as PVE
+// would write it in a form ("2048", "1", "virtio=BC:24:11:..,bridge=vmbr0").
+// Numbers keep no decimals when integral. "digest" is kept as a key.
+// Members that are JSON null are left out: PVE means "unset" by them.
+type Config map[string]string
+
+// UnmarshalJSON renders each member as its form value: strings as they are,
+// numbers in decimal, booleans as 1/0, anything else as compact JSON.
+func (c *Config) UnmarshalJSON(b []byte) error {
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return err
+	}
+	if raw == nil {
+		*c = nil
+		return nil
+	}
+	out := make(Config, len(raw))
+	for k, v := range raw {
+		s, ok, err := formValue(v)
+		if err != nil {
+			return fmt.Errorf("config key %q: %w", k, err)
+		}
+		if ok {
+			out[k] = s
+		}
+	}
+	*c = out
+	return nil
+}
+
+// formValue renders one JSON value as PVE's form encoding would carry it;
+// ok is false for null.
+func formValue(v json.RawMessage) (string, bool, error) {
+	v = bytes.TrimSpace(v)
+	if len(v) == 0 {
+		return "", false, nil
+	}
+	switch v[0] {
+	case 'n':
+		return "", false, nil
+	case 't':
+		return "1", true, nil
+	case 'f':
+		return "0", true, nil
+	case '"':
+		var s string
+		if err := json.Unmarshal(v, &s); err != nil {
+			return "", false, err
+		}
+		return s, true, nil
+	case '{', '[':
+		return compactJSON(v), true, nil
+	}
+	return formatNumber(string(v))
+}
+
+func formatNumber(n string) (string, bool, error) {
+	if !strings.ContainsAny(n, ".eE") {
+		if _, err := strconv.ParseInt(n, 10, 64); err == nil {
+			return n, true, nil
+		}
+	}
+	f, err := strconv.ParseFloat(n, 64)
+	if err != nil {
+		return "", false, fmt.Errorf("not a number: %s", n)
+	}
+	if f == math.Trunc(f) && math.Abs(f) < 1<<53 {
+		return strconv.FormatInt(int64(f), 10), true, nil
+	}
+	return strconv.FormatFloat(f, 'f', -1, 64), true, nil
+}
+
+// flexInt accepts a JSON number or a numeric string (PVE 7 sent LXC vmids
+// as strings; /cluster/nextid answers a string).
+type flexInt int
+
+func (n *flexInt) UnmarshalJSON(b []byte) error {
+	s := strings.TrimSpace(string(b))
+	if s == "null" || s == `""` {
+		*n = 0
+		return nil
+	}
+	if strings.HasPrefix(s, `"`) {
+		if err := json.Unmarshal(b, &s); err != nil {
+			return err
+		}
+		s = strings.TrimSpace(s)
+	}
+	v, ok, err := formatNumber(s)
+	if err != nil || !ok {
+		return fmt.Errorf("want an integer, got %s", string(b))
+	}
+	i, err := strconv.Atoi(v)
+	if err != nil {
+		return fmt.Errorf("want an integer, got %s", string(b))
+	}
+	*n = flexInt(i)
+	return nil
+}
+
+// flexBool accepts PVE's 0/1 (number or string) as well as JSON booleans.
+type flexBool bool
+
+func (f *flexBool) UnmarshalJSON(b []byte) error {
+	s, ok, err := formValue(b)
+	if err != nil {
+		return err
+	}
+	switch {
+	case !ok, s == "0", s == "":
+		*f = false
+	case s == "1":
+		*f = true
+	default:
+		return fmt.Errorf("want 0 or 1, got %s", string(b))
+	}
+	return nil
+}
+
+// ClusterResource is one row of GET /cluster/resources.
+type ClusterResource struct {
+	ID       string `json:"id"`
+	Type     string `json:"type"` // qemu | lxc | node | storage | pool | sdn
+	Node     string `json:"node,omitempty"`
+	VMID     int    `json:"vmid,omitempty"`
+	Name     string `json:"name,omitempty"`
+	Status   string `json:"status,omitempty"`
+	Template bool   `json:"-"` // decoded from 0/1
+	Tags     string `json:"tags,omitempty"`
+	Pool     string `json:"pool,omitempty"`
+	Storage  string `json:"storage,omitempty"`
+}
+
+// UnmarshalJSON takes template as 0/1 (or absent) and vmid as a number or a
+// string.
+func (r *ClusterResource) UnmarshalJSON(b []byte) error {
+	type plain ClusterResource
+	aux := struct {
+		*plain
+		VMID     flexInt  `json:"vmid"`
+		Template flexBool `json:"template"`
+	}{plain: (*plain)(r)}
+	if err := json.Unmarshal(b, &aux); err != nil {
+		return err
+	}
+	r.VMID, r.Template = int(aux.VMID), bool(aux.Template)
+	return nil
+}
+
+// MarshalJSON writes template the way PVE does (1, or absent), so that a
+// resource survives a round trip through a saved plan.
+func (r ClusterResource) MarshalJSON() ([]byte, error) {
+	type plain ClusterResource
+	aux := struct {
+		plain
+		Template int `json:"template,omitempty"`
+	}{plain: plain(r)}
+	if r.Template {
+		aux.Template = 1
+	}
+	return json.Marshal(aux)
+}
+
+// QemuStatus is GET /nodes/{node}/qemu/{vmid}/status/current.
+type QemuStatus struct {
+	Status    string `json:"status"` // running | stopped
+	QMPStatus string `json:"qmpstatus,omitempty"`
+	Lock      string `json:"lock,omitempty"`
+	Name      string `json:"name,omitempty"`
+	Template  bool   `json:"-"`
+}
+
+// UnmarshalJSON takes template as 0/1 or a boolean.
+func (s *QemuStatus) UnmarshalJSON(b []byte) error {
+	type plain QemuStatus
+	aux := struct {
+		*plain
+		Template flexBool `json:"template"`
+	}{plain: (*plain)(s)}
+	if err := json.Unmarshal(b, &aux); err != nil {
+		return err
+	}
+	s.Template = bool(aux.Template)
+	return nil
+}

@@ -1,0 +1,219 @@
+package spec
+
+import (
+	"net/url"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// build turns decoded documents into a Set, reporting every problem.
+func (l *loader) build(docs []*document) *Set {
+	set := &Set{Connections: map[string]*Connection{}}
+	byRef := map[Ref]*document{}
+	var valid []*document
+	for _, d := range docs {
+		if d.kind == "" || d.name == "" {
+			continue // already reported by header
+		}
+		k := kindTable[d.kind]
+		if k == nil {
+			l.rejected[d.ref()] = true
+			if isPlannedKind(d.kind) {
+				l.errorf(d.pos, "kind %q is not supported yet by this pvectl (supported: %s)", d.kind, supportedList())
+			} else {
+				l.errorf(d.pos, "unknown kind %q%s (supported: %s)", d.kind,
+					didYouMean(d.kind, append(SupportedKinds(), plannedKinds...)), supportedList())
+			}
+			continue
+		}
+		if prev, dup := byRef[d.ref()]; dup {
+			l.errorf(d.pos, "duplicate %s: also defined at %s", d.ref(), prev.pos)
+			continue
+		}
+		byRef[d.ref()] = d
+		if !k.Managed {
+			for _, key := range topLevelKeys {
+				if p, ok := d.set[key]; ok && key != "kind" && key != "name" && key != "spec" {
+					l.errorf(p, "%s documents take only kind, name and spec; %q does not apply", d.kind, key)
+				}
+			}
+		}
+		valid = append(valid, d)
+	}
+
+	defaults := l.defaults(valid)
+	docOf := map[*Resource]*document{}
+	for _, d := range valid {
+		k := kindTable[d.kind]
+		switch {
+		case d.kind == KindConnection:
+			set.Connections[d.name] = l.connection(d, defaults[d.kind])
+		case k.Managed:
+			r := l.resource(d, k, defaults[d.kind])
+			docOf[r] = d
+			set.Resources = append(set.Resources, r)
+		}
+	}
+	l.link(set, docOf)
+	return set
+}
+
+// defaults merges the Defaults documents per kind in file order (a later
+// document's key replaces an earlier one) and validates each document's
+// values as the kind's own, so a bad default is reported even when no
+// resource uses it.
+func (l *loader) defaults(docs []*document) map[string][]entry {
+	out := map[string][]entry{}
+	for _, d := range docs {
+		if d.kind != KindDefaults || d.spec == nil {
+			continue
+		}
+		for _, kv := range l.pairs(d.file, d.spec, "Defaults spec") {
+			kind, v := kv[0].Value, kv[1]
+			kp := nodePos(d.file, kv[0])
+			k := kindTable[kind]
+			switch {
+			case kind == KindDefaults:
+				l.errorf(kp, "Defaults cannot hold defaults for Defaults")
+				continue
+			case k == nil && isPlannedKind(kind):
+				l.errorf(kp, "Defaults for kind %q: the kind is not supported yet by this pvectl (supported: %s)", kind, supportedList())
+				continue
+			case k == nil:
+				l.errorf(kp, "Defaults for unknown kind %q%s (supported: %s)", kind,
+					didYouMean(kind, append(SupportedKinds(), plannedKinds...)), supportedList())
+				continue
+			case v.Kind != yaml.MappingNode:
+				l.errorf(nodePos(d.file, v), "Defaults.%s must be a map of %s spec keys, got %s", kind, kind, describeNode(v))
+				continue
+			}
+			es := l.entries(d.file, v, "Defaults."+kind)
+			for i := 0; i < len(es); i++ {
+				if key := es[i].key.Value; key == k.Identity {
+					// One default name for every resource would collide.
+					l.errorf(nodePos(d.file, es[i].key), "Defaults.%s cannot set %s: it identifies each %s (it defaults to the document's name)", kind, key, kind)
+					es = append(es[:i], es[i+1:]...)
+					i--
+				}
+			}
+			l.convert(k, es, newResource(d.kind, d.name))
+			for _, e := range es {
+				out[kind] = replaceEntry(out[kind], e)
+			}
+		}
+	}
+	return out
+}
+
+func replaceEntry(es []entry, e entry) []entry {
+	for i := range es {
+		if es[i].key.Value == e.key.Value {
+			es[i] = e
+			return es
+		}
+	}
+	return append(es, e)
+}
+
+func newResource(kind, name string) *Resource {
+	return &Resource{
+		Kind: kind, Name: name, State: Present,
+		Params: map[string]string{}, Own: map[string]any{}, KeyPos: map[string]Pos{},
+	}
+}
+
+// resource builds a managed resource: spec with defaults merged, validated,
+// the identity key defaulted from the document's name.
+func (l *loader) resource(d *document, k *kindInfo, defaults []entry) *Resource {
+	r := newResource(d.kind, d.name)
+	r.Connection, r.Protected, r.State, r.Pos = d.connection, d.protected, d.state, d.pos
+	for _, ra := range d.dependsOn {
+		r.DependsOn = append(r.DependsOn, ra.Ref)
+	}
+	es := mergeDefaults(l.entries(d.file, d.spec, "spec"), defaults)
+	l.convert(k, es, r)
+	if id := k.Identity; id != "" && !contains(r.Remove, id) {
+		if _, set := r.Params[id]; !set {
+			l.defaultIdentity(k, d, r)
+		}
+	}
+	return r
+}
+
+func (l *loader) defaultIdentity(k *kindInfo, d *document, r *Resource) {
+	id := k.Identity
+	if m := l.method(k); m != nil {
+		if p, ok := m.Param(id); ok {
+			if err := p.Check(d.name); err != nil {
+				l.errorf(d.namePos, "name %q cannot be the %s's %s (%v): set spec.%s", d.name, k.Name, id, err, id)
+				return
+			}
+		}
+	}
+	r.Params[id] = d.name
+	r.KeyPos[id] = d.namePos
+}
+
+// connection builds a Connection from its own keys.
+func (l *loader) connection(d *document, defaults []entry) *Connection {
+	k := kindTable[KindConnection]
+	tmp := newResource(d.kind, d.name)
+	l.convert(k, mergeDefaults(l.entries(d.file, d.spec, "spec"), defaults), tmp)
+	str := func(key string) string { s, _ := tmp.Own[key].(string); return s }
+	list := func(key string) []string {
+		var out []string
+		items, _ := tmp.Own[key].([]any)
+		for _, it := range items {
+			out = append(out, it.(string))
+		}
+		return out
+	}
+	c := &Connection{
+		Name: d.name, URL: str("url"), TokenID: str("tokenId"), User: str("user"),
+		TokenName: str("tokenName"), TokenSecret: str("tokenSecret"), Nodes: list("nodes"),
+		DNSDomain: str("dnsDomain"), DNSServers: list("dnsServers"), SSHUser: str("sshUser"),
+		SSHPrivateKey: str("sshPrivateKey"), TLSFingerprint: str("tlsFingerprint"),
+		CAFile: str("caFile"), Pos: d.pos,
+	}
+	c.Insecure, _ = tmp.Own["insecure"].(bool)
+	at := func(key string) Pos {
+		if p, ok := tmp.KeyPos[key]; ok {
+			return p
+		}
+		return d.pos
+	}
+	for _, key := range k.Required {
+		// nil is a value whose interpolation failed (reported already).
+		if v, ok := tmp.Own[key]; !ok || v == "" {
+			l.errorf(d.pos, "Connection/%s: spec.%s is required", d.name, key)
+		}
+	}
+	if c.URL != "" && tmp.Own["url"] != nil {
+		if u, err := url.Parse(c.URL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+			l.errorf(at("url"), "spec.url must be an http(s) URL like https://pve.example.com:8006, got %q", c.URL)
+		}
+	}
+	has := func(key string) bool { _, ok := tmp.Own[key]; return ok }
+	switch {
+	case c.TokenID == "" && has("tokenId"):
+		// tokenId failed to interpolate: reported already.
+	case c.TokenID != "":
+		user, name, ok := strings.Cut(c.TokenID, "!")
+		if !ok || !strings.Contains(user, "@") || name == "" {
+			l.errorf(at("tokenId"), "spec.tokenId must be user@realm!tokenname, got %q", c.TokenID)
+		} else if (c.User != "" && c.User != user) || (c.TokenName != "" && c.TokenName != name) {
+			l.errorf(at("tokenId"), "spec.tokenId %q disagrees with spec.user/spec.tokenName: set one or the other", c.TokenID)
+		}
+	case has("user") && has("tokenName") && (c.User == "" || c.TokenName == ""):
+		// one of them failed to interpolate: reported already.
+	case c.User != "" && c.TokenName != "":
+		if !strings.Contains(c.User, "@") {
+			l.errorf(at("user"), "spec.user must be user@realm, got %q", c.User)
+		}
+		c.TokenID = c.User + "!" + c.TokenName
+	default:
+		l.errorf(d.pos, "Connection/%s: set spec.tokenId (user@realm!tokenname) or spec.user and spec.tokenName", d.name)
+	}
+	return c
+}

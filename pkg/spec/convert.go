@@ -1,0 +1,374 @@
+package spec
+
+import (
+	"fmt"
+	"math"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/pvectl/pvectl/pkg/pve/schema"
+)
+
+// entry is one spec key with its value; file is where it was written (a
+// Defaults document's file for a merged default).
+type entry struct {
+	file     string
+	key, val *yaml.Node
+}
+
+func (l *loader) entries(file string, m *yaml.Node, what string) []entry {
+	if m == nil {
+		return nil
+	}
+	var es []entry
+	for _, kv := range l.pairs(file, m, what) {
+		es = append(es, entry{file, kv[0], kv[1]})
+	}
+	return es
+}
+
+// mergeDefaults appends the defaults whose key the resource does not set:
+// the resource's own keys win, whole values at a time (a default net0 map
+// is not merged into the resource's net0).
+func mergeDefaults(own, defaults []entry) []entry {
+	set := map[string]bool{}
+	for _, e := range own {
+		set[e.key.Value] = true
+	}
+	out := own
+	for _, e := range defaults {
+		if !set[e.key.Value] {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// secretKeys are keys whose values never appear in messages.
+var secretKeys = map[string]bool{"cipassword": true, "tokenSecret": true, "sshPrivateKey": true}
+
+// convert validates spec entries of kind k into r's Params, Remove, Own and
+// KeyPos, reporting every problem at the key's or the value's line.
+func (l *loader) convert(k *kindInfo, es []entry, r *Resource) {
+	for _, e := range es {
+		key := e.key.Value
+		kp, vp := nodePos(e.file, e.key), nodePos(e.file, e.val)
+		isNull := e.val.Kind == yaml.ScalarNode && e.val.ShortTag() == "!!null"
+		if l.isPoisoned(e.val) {
+			// Reported already; record the key so that "required" holds.
+			r.KeyPos[key] = kp
+			if _, own := k.Own[key]; own {
+				r.Own[key] = nil
+			}
+			continue
+		}
+		if t, ok := k.Own[key]; ok {
+			r.KeyPos[key] = kp
+			if isNull {
+				delete(r.Own, key) // resets a Defaults value
+				continue
+			}
+			v, err := ownValue(t, e.val)
+			if err != nil {
+				l.errorf(vp, "spec.%s: %v", key, err)
+				continue
+			}
+			r.Own[key] = v
+			continue
+		}
+		if k.unsupported(key) {
+			l.errorf(kp, "field %q of %s is not supported yet by this pvectl", key, k.Name)
+			continue
+		}
+		m := l.method(k)
+		var p *schema.Param
+		if m != nil && k.acceptsParam(key) {
+			p, _ = m.Param(key)
+		}
+		if p == nil {
+			l.errorf(kp, "unknown field %q in %s spec%s", key, k.Name, didYouMean(key, l.candidates(k, m, key)))
+			continue
+		}
+		r.KeyPos[key] = kp
+		if isNull {
+			if !p.Optional || key == k.Identity || k.Fixed[key] != "" {
+				l.errorf(vp, "spec.%s cannot be null: %s needs it", key, k.Name)
+				continue
+			}
+			if !contains(r.Remove, key) {
+				r.Remove = append(r.Remove, key)
+			}
+			continue
+		}
+		wire, err := wireValue(key, p, e.val)
+		if err != nil {
+			l.errorf(vp, "spec.%s: %v", key, err)
+			continue
+		}
+		if alias, ok := k.ValueAliases[key][wire]; ok {
+			wire = alias
+		}
+		if fixed, ok := k.Fixed[key]; ok && wire != fixed {
+			l.errorf(vp, "spec.%s must be %q for a %s, got %q", key, fixed, k.Name, wire)
+			continue
+		}
+		if err := p.Check(wire); err != nil {
+			if secretKeys[key] {
+				l.errorf(vp, "spec.%s: invalid value (not shown: it is a secret)", key)
+			} else {
+				l.errorf(vp, "spec.%s: %v", key, err)
+			}
+			continue
+		}
+		r.Params[key] = wire
+	}
+	for key, v := range k.Fixed {
+		r.Params[key] = v
+	}
+}
+
+// method returns the schema facts of the kind's create call (nil for
+// own-only kinds). A missing method is pvectl's bug, reported once.
+func (l *loader) method(k *kindInfo) *schema.Method {
+	if k.Create == nil {
+		return nil
+	}
+	if m, ok := l.methods[k.Name]; ok {
+		return m
+	}
+	m, ok := l.table.Lookup(k.Create.Method, k.Create.Path)
+	if !ok {
+		l.errorf(Pos{File: "-"}, "internal error: the schema facts have no %s %s (needed for %s)", k.Create.Method, k.Create.Path, k.Name)
+		m = nil
+	}
+	if l.methods == nil {
+		l.methods = map[string]*schema.Method{}
+	}
+	l.methods[k.Name] = m
+	return m
+}
+
+var indexedRE = regexp.MustCompile(`^(.*?)(\d+)$`)
+
+// candidates lists what key might have meant: own and planned keys and the
+// create call's parameters, with families ("net[n]") spelled with the
+// index the user typed ("nte1" → "net1").
+func (l *loader) candidates(k *kindInfo, m *schema.Method, key string) []string {
+	c := k.ownKeys()
+	if m == nil {
+		return c
+	}
+	idx := "0"
+	if sm := indexedRE.FindStringSubmatch(key); sm != nil {
+		idx = sm[2]
+	}
+	if k.Params != nil {
+		return append(c, k.Params...)
+	}
+	for name := range m.Params {
+		if fam, ok := strings.CutSuffix(name, "[n]"); ok {
+			name = fam + idx
+		}
+		c = append(c, name)
+	}
+	sort.Strings(c)
+	return c
+}
+
+func (l *loader) isPoisoned(n *yaml.Node) bool {
+	if l.poisoned[n] {
+		return true
+	}
+	for _, c := range n.Content {
+		if l.isPoisoned(resolveAlias(c)) {
+			return true
+		}
+	}
+	return false
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// ownValue checks a pvectl key's value and decodes it.
+func ownValue(t ownType, v *yaml.Node) (any, error) {
+	bad := fmt.Errorf("must be %s, got %s", t, describeNode(v))
+	switch t {
+	case ownString:
+		if v.Kind != yaml.ScalarNode {
+			return nil, bad
+		}
+		return v.Value, nil
+	case ownBool:
+		b, ok := boolValue(v)
+		if !ok {
+			return nil, bad
+		}
+		return b, nil
+	case ownInt:
+		var i int
+		if v.Kind != yaml.ScalarNode || v.ShortTag() != "!!int" || v.Decode(&i) != nil {
+			return nil, bad
+		}
+		return i, nil
+	case ownStringList:
+		var out []any
+		switch v.Kind {
+		case yaml.ScalarNode:
+			for _, s := range strings.Split(v.Value, ",") {
+				if s = strings.TrimSpace(s); s != "" {
+					out = append(out, s)
+				}
+			}
+			return out, nil
+		case yaml.SequenceNode:
+			for _, it := range v.Content {
+				it = resolveAlias(it)
+				if it.Kind != yaml.ScalarNode || it.ShortTag() == "!!null" {
+					return nil, bad
+				}
+				out = append(out, it.Value)
+			}
+			return out, nil
+		}
+	}
+	return nil, bad
+}
+
+// propertyFormats are named PVE formats that are property strings
+// ("k=v,k=v") even though the schema does not spell their keys inline.
+var propertyFormats = map[string]bool{
+	"pve-qm-ipconfig": true, "pve-qm-hostpci": true, "pve-vm-cpu-conf": true,
+	"pve-qm-boot": true, "pve-qm-cicustom": true, "pve-qemu-sev-fmt": true,
+	"pve-qemu-tdx-fmt": true, "pve-qm-rng": true, "pve-qm-smbios1": true,
+	"pve-startup-order": true, "pve-qm-watchdog": true,
+}
+
+func isPropertyString(p *schema.Param) bool {
+	return len(p.Props) > 0 || propertyFormats[p.Format] || strings.Contains(p.TypeText, "=<")
+}
+
+// listSeparator is how PVE joins a list-valued parameter on the wire.
+func listSeparator(key string, p *schema.Param) (string, bool) {
+	switch {
+	case key == "tags" || p.Format == "pve-tag-list":
+		return ";", true
+	case key == "bridge_ports" || key == "slaves" || p.Format == "pve-iface-list" ||
+		p.Format == "pve-vlan-id-or-range-list" || p.Format == "address-list":
+		return " ", true
+	case strings.HasSuffix(p.Format, "-list"):
+		return ",", true
+	}
+	return "", false
+}
+
+// wireValue renders a YAML value as PVE expects it on the wire.
+func wireValue(key string, p *schema.Param, v *yaml.Node) (string, error) {
+	switch v.Kind {
+	case yaml.ScalarNode:
+		return scalarWire(p.Type, v)
+	case yaml.MappingNode:
+		if !isPropertyString(p) {
+			return "", fmt.Errorf("a map is only allowed for property strings (k=v,k=v); %s takes a %s", key, typeName(p))
+		}
+		return propertyWire(key, v)
+	case yaml.SequenceNode:
+		sep, ok := listSeparator(key, p)
+		if !ok {
+			return "", fmt.Errorf("a list is only allowed for list parameters; %s takes a %s", key, typeName(p))
+		}
+		items := make([]string, 0, len(v.Content))
+		for _, it := range v.Content {
+			it = resolveAlias(it)
+			if it.Kind != yaml.ScalarNode || it.ShortTag() == "!!null" {
+				return "", fmt.Errorf("list items must be strings or numbers, got %s", describeNode(it))
+			}
+			items = append(items, it.Value)
+		}
+		return strings.Join(items, sep), nil
+	}
+	return "", fmt.Errorf("unsupported value %s", describeNode(v))
+}
+
+func typeName(p *schema.Param) string {
+	if p.Type == "" {
+		return "string"
+	}
+	return p.Type
+}
+
+// propertyWire renders a map as "k=v,k=v" in the written key order; a list
+// sub-value is joined with ';' (PVE's separator inside property strings,
+// e.g. trunks and boot order) and a null sub-value is left out.
+func propertyWire(key string, m *yaml.Node) (string, error) {
+	var parts []string
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		k, v := m.Content[i], resolveAlias(m.Content[i+1])
+		if k.Kind != yaml.ScalarNode {
+			return "", fmt.Errorf("property keys must be strings")
+		}
+		var s string
+		switch {
+		case v.Kind == yaml.ScalarNode && v.ShortTag() == "!!null":
+			continue
+		case v.Kind == yaml.ScalarNode:
+			var err error
+			if s, err = scalarWire("", v); err != nil {
+				return "", fmt.Errorf("%s: %v", k.Value, err)
+			}
+		case v.Kind == yaml.SequenceNode:
+			var items []string
+			for _, it := range v.Content {
+				it = resolveAlias(it)
+				if it.Kind != yaml.ScalarNode {
+					return "", fmt.Errorf("%s.%s: list items must be scalars, got %s", key, k.Value, describeNode(it))
+				}
+				items = append(items, it.Value)
+			}
+			s = strings.Join(items, ";")
+		default:
+			return "", fmt.Errorf("%s.%s: a property value must be a scalar or a list, got %s", key, k.Value, describeNode(v))
+		}
+		parts = append(parts, k.Value+"="+s)
+	}
+	return strings.Join(parts, ","), nil
+}
+
+// scalarWire maps YAML booleans to 1/0 and, for numeric parameters,
+// normalises YAML number spellings (0x10, 1_000, 1e3) to decimal. Anything
+// else is kept exactly as written.
+func scalarWire(typ string, v *yaml.Node) (string, error) {
+	switch v.ShortTag() {
+	case "!!bool":
+		if b, _ := boolValue(v); b {
+			return "1", nil
+		}
+		return "0", nil
+	case "!!int":
+		if typ == "integer" || typ == "number" {
+			var i int64
+			if err := v.Decode(&i); err == nil {
+				return strconv.FormatInt(i, 10), nil
+			}
+		}
+	case "!!float":
+		if typ == "integer" || typ == "number" {
+			var f float64
+			if err := v.Decode(&f); err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
+				return "", fmt.Errorf("%q is not a finite number", v.Value)
+			}
+			return strconv.FormatFloat(f, 'f', -1, 64), nil
+		}
+	}
+	return v.Value, nil
+}

@@ -1,0 +1,234 @@
+package spec
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// TestLoadDiagnostics checks each validation rule's message and file:line.
+func TestLoadDiagnostics(t *testing.T) {
+	tests := []struct {
+		name  string
+		files map[string]string
+		env   func(string) (string, bool)
+		names []string // files to load; empty = the directory
+		want  []string
+	}{
+		{
+			name:  "missing file",
+			files: map[string]string{"a.yaml": "kind: Pool\nname: p\n"},
+			names: []string{"a.yaml", "nope.yaml"},
+			want:  []string{`nope.yaml: stat: no such file or directory`},
+		},
+		{
+			name: "an unparsable file silences undefined references into it",
+			files: map[string]string{
+				"a.yaml": "kind: Pool\nname: p\ndependsOn: [LinuxBridge/vmbr1, Storage/s]\n",
+				"b.yaml": "kind: LinuxBridge\nname: vmbr1\nspec: {node: pve\n",
+				"c.yaml": "kind: Storage\nname: s\n",
+			},
+			want: []string{
+				`b.yaml:3: invalid YAML: did not find expected ',' or '}'`,
+				`c.yaml:1: kind "Storage" is not supported yet by this pvectl (supported: Connection, Defaults, LinuxBridge, NetworkApply, Pool, QemuVM)`,
+			},
+		},
+		{
+			name: "acceptance: unknown key, type error and cycle all reported",
+			files: map[string]string{"a.yaml": `kind: QemuVM
+name: a
+dependsOn: [Pool/b]
+spec:
+  node: pve
+  memroy: 2048
+  cores: two
+  pool: b
+---
+kind: Pool
+name: b
+dependsOn: QemuVM/a
+`},
+			want: []string{
+				`a.yaml:1: dependency cycle: QemuVM/a -> Pool/b -> QemuVM/a`,
+				`a.yaml:6: unknown field "memroy" in QemuVM spec — did you mean "memory"?`,
+				`a.yaml:7: spec.cores: type check ('integer') failed - got 'two'`,
+			},
+		},
+		{
+			name:  "YAML syntax error",
+			files: map[string]string{"a.yaml": "kind: Pool\nname: p\nspec:\n  comment: a\n    bad: x\n"},
+			want:  []string{`a.yaml:5: invalid YAML: mapping values are not allowed in this context`},
+		},
+		{
+			name:  "unknown top-level key with suggestion",
+			files: map[string]string{"a.yaml": "kind: Pool\nname: p\nspecs: {}\n"},
+			want: []string{`a.yaml:3: unknown key "specs" in Pool/p — did you mean "spec"? ` +
+				`(allowed: kind, name, connection, dependsOn, protected, state, spec)`},
+		},
+		{
+			name:  "kind and name required",
+			files: map[string]string{"a.yaml": "spec: {}\n---\nkind: Pool\n"},
+			want: []string{
+				`a.yaml:1: kind is required (one of Connection, Defaults, LinuxBridge, NetworkApply, Pool, QemuVM)`,
+				`a.yaml:1: name is required in this document`,
+				`a.yaml:3: name is required in this Pool document`,
+			},
+		},
+		{
+			name:  "unknown kind with suggestion, and a kind not supported yet",
+			files: map[string]string{"a.yaml": "kind: QemuVm\nname: x\n---\nkind: Storage\nname: s\n"},
+			want: []string{
+				`a.yaml:1: unknown kind "QemuVm" — did you mean "QemuVM"? (supported: Connection, Defaults, LinuxBridge, NetworkApply, Pool, QemuVM)`,
+				`a.yaml:4: kind "Storage" is not supported yet by this pvectl (supported: Connection, Defaults, LinuxBridge, NetworkApply, Pool, QemuVM)`,
+			},
+		},
+		{
+			name: "duplicate Kind/name names both positions",
+			files: map[string]string{
+				"a.yaml": "kind: Pool\nname: p\n",
+				"b.yaml": "# the same pool again\nkind: Pool\nname: p\n",
+			},
+			want: []string{`b.yaml:2: duplicate Pool/p: also defined at ` + "" + `a.yaml:1`},
+		},
+		{
+			name:  "protected and absent contradict; bad state",
+			files: map[string]string{"a.yaml": "kind: Pool\nname: p\nprotected: true\nstate: absent\n---\nkind: Pool\nname: q\nstate: gone\n"},
+			want: []string{
+				`a.yaml:3: Pool/p is protected: true and state: absent; a protected resource cannot be destroyed (remove one of them)`,
+				`a.yaml:8: state must be present or absent, got "gone"`,
+			},
+		},
+		{
+			name:  "unset variable",
+			files: map[string]string{"a.yaml": "kind: Pool\nname: p\nspec:\n  comment: owner ${OWNER}\n"},
+			want:  []string{`a.yaml:4: environment variable OWNER is not set (write ${OWNER:-default} for a default)`},
+		},
+		{
+			name: "pvectl key not supported yet, wrong own type, fixed type",
+			files: map[string]string{"a.yaml": `kind: QemuVM
+name: vm
+spec:
+  image: ubuntu
+  running: "yes"
+---
+kind: LinuxBridge
+name: vmbr1
+spec:
+  type: bond
+`},
+			want: []string{
+				`a.yaml:4: field "image" of QemuVM is not supported yet by this pvectl`,
+				`a.yaml:5: spec.running: must be a boolean (true or false), got a string`,
+				`a.yaml:10: spec.type must be "bridge" for a LinuxBridge, got "bond"`,
+			},
+		},
+		{
+			name: "maps, lists and nulls where they do not fit",
+			files: map[string]string{"a.yaml": `kind: QemuVM
+name: vm
+spec:
+  cores: {n: 2}
+  ostype: [l26]
+  vmid: null
+  net0: {model: virtio, bridge: vmbr0, colour: red}
+`},
+			want: []string{
+				`a.yaml:4: spec.cores: a map is only allowed for property strings (k=v,k=v); cores takes a integer`,
+				`a.yaml:5: spec.ostype: a list is only allowed for list parameters; ostype takes a string`,
+				`a.yaml:6: spec.vmid cannot be null: QemuVM needs it`,
+				`a.yaml:7: spec.net0: invalid format - property 'colour' is not defined`,
+			},
+		},
+		{
+			name:  "identity defaulted from a name PVE refuses",
+			files: map[string]string{"a.yaml": "kind: Pool\nname: bad pool\n"},
+			want:  []string{`a.yaml:2: name "bad pool" cannot be the Pool's poolid (invalid format - invalid pool ID 'bad pool'): set spec.poolid`},
+		},
+		{
+			name: "references: bad dependsOn, undefined target, undefined connection",
+			files: map[string]string{"a.yaml": `kind: Pool
+name: p
+connection: lba
+dependsOn: [nokind, Pool/q, Pool/pp]
+---
+kind: Connection
+name: lab
+spec: {url: "https://pve:8006", tokenId: "a@pve!t"}
+---
+kind: Pool
+name: pp
+`},
+			want: []string{
+				`a.yaml:3: connection "lba" is not defined: no Connection document has that name — did you mean "lab"?`,
+				`a.yaml:4: dependsOn: invalid reference "nokind": want Kind/name, e.g. LinuxBridge/vmbr1`,
+				`a.yaml:4: dependsOn: Pool/q is not defined in the given files — did you mean "Pool/p"?`,
+			},
+		},
+		{
+			name:  "self dependency is a cycle",
+			files: map[string]string{"a.yaml": "kind: Pool\nname: p\ndependsOn: Pool/p\n"},
+			want:  []string{`a.yaml:1: dependency cycle: Pool/p -> Pool/p`},
+		},
+		{
+			name: "Connection: required keys, bad URL, header keys that do not apply",
+			files: map[string]string{"a.yaml": `kind: Connection
+name: c1
+spec:
+  tokenSecret: s3cr3t
+---
+kind: Connection
+name: c2
+protected: true
+spec:
+  url: pve:8006
+  tokenId: root
+`},
+			want: []string{
+				`a.yaml:1: Connection/c1: spec.url is required`,
+				`a.yaml:1: Connection/c1: set spec.tokenId (user@realm!tokenname) or spec.user and spec.tokenName`,
+				`a.yaml:8: Connection documents take only kind, name and spec; "protected" does not apply`,
+				`a.yaml:10: spec.url must be an http(s) URL like https://pve.example.com:8006, got "pve:8006"`,
+				`a.yaml:11: spec.tokenId must be user@realm!tokenname, got "root"`,
+			},
+		},
+		{
+			name: "bad Defaults value reported once, at the Defaults document",
+			files: map[string]string{
+				"a.yaml": "kind: Defaults\nname: d\nspec:\n  QemuVM:\n    cores: many\n    name: same\n  Storage: {}\n  Qemu: {}\n",
+				"b.yaml": "kind: QemuVM\nname: v1\n---\nkind: QemuVM\nname: v2\n",
+			},
+			want: []string{
+				`a.yaml:5: spec.cores: type check ('integer') failed - got 'many'`,
+				`a.yaml:6: Defaults.QemuVM cannot set name: it identifies each QemuVM (it defaults to the document's name)`,
+				`a.yaml:7: Defaults for kind "Storage": the kind is not supported yet by this pvectl (supported: Connection, Defaults, LinuxBridge, NetworkApply, Pool, QemuVM)`,
+				`a.yaml:8: Defaults for unknown kind "Qemu" — did you mean "QemuVM"? (supported: Connection, Defaults, LinuxBridge, NetworkApply, Pool, QemuVM)`,
+			},
+		},
+		{
+			name:  "duplicate spec key and a document that is not a map",
+			files: map[string]string{"a.yaml": "kind: Pool\nname: p\nspec:\n  comment: a\n  comment: b\n---\n- a list\n"},
+			want: []string{
+				`a.yaml:5: duplicate key "comment" in spec (first at a.yaml:4)`,
+				`a.yaml:7: a document must be a mapping with kind, name and spec, got a list`,
+			},
+		},
+		{
+			name:  "secrets never appear in messages",
+			files: map[string]string{"a.yaml": "kind: QemuVM\nname: vm\nspec:\n  cipassword: [hunter2]\n"},
+			want:  []string{`a.yaml:4: spec.cipassword: a list is only allowed for list parameters; cipassword takes a string`},
+		},
+		{
+			name:  "NetworkApply takes only node",
+			files: map[string]string{"a.yaml": "kind: NetworkApply\nname: pve\nspec:\n  regenerate-frr: true\n"},
+			want:  []string{`a.yaml:4: unknown field "regenerate-frr" in NetworkApply spec`},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, got := loadFiles(t, tt.files, tt.env, tt.names...)
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("diagnostics: got %q\nwant %q\n(-want +got):\n%s", got, tt.want, diff)
+			}
+		})
+	}
+}

@@ -1,0 +1,282 @@
+package spec
+
+import (
+	"regexp"
+	"sort"
+	"strings"
+)
+
+// link checks references, adds implicit edges and builds the graph.
+func (l *loader) link(set *Set, docOf map[*Resource]*document) {
+	index := map[string]*Resource{}
+	for _, r := range set.Resources {
+		index[r.Address()] = r
+	}
+	addrs := sortedKeys(index)
+	for _, r := range set.Resources {
+		d := docOf[r]
+		if r.Connection != "" && set.Connections[r.Connection] == nil && !l.unreadable {
+			l.errorf(d.connectionPos, "connection %q is not defined: no Connection document has that name%s",
+				r.Connection, didYouMean(r.Connection, sortedKeys(set.Connections)))
+		}
+		deps := map[Ref]bool{}
+		for _, ra := range d.dependsOn {
+			if index[ra.String()] == nil {
+				if !l.unreadable && !l.rejected[ra.Ref] {
+					l.errorf(ra.Pos, "dependsOn: %s is not defined in the given files%s", ra.Ref, didYouMean(ra.String(), addrs))
+				}
+				continue
+			}
+			deps[ra.Ref] = true
+		}
+		for _, ref := range implicitDeps(r, set.Resources) {
+			deps[ref] = true
+		}
+		r.DependsOn = r.DependsOn[:0]
+		for ref := range deps {
+			r.DependsOn = append(r.DependsOn, ref)
+		}
+		sort.Slice(r.DependsOn, func(i, j int) bool { return r.DependsOn[i].String() < r.DependsOn[j].String() })
+	}
+	set.Graph = newGraph(set.Resources)
+	rank := map[string]int{}
+	for i, r := range set.Resources {
+		rank[r.Address()] = i
+	}
+	for _, cycle := range set.Graph.cycles(rank) {
+		l.errorf(index[cycle[0]].Pos, "dependency cycle: %s", strings.Join(cycle, " -> "))
+	}
+}
+
+var netKeyRE = regexp.MustCompile(`^net\d+$`)
+
+// implicitDeps are the edges a resource's values imply: a VM needs its pool
+// and the bridges its NICs use; a node's NetworkApply commits after every
+// bridge staged on that node. Only resources of the same connection (the
+// same cluster) are linked, and a node left unset matches any node.
+func implicitDeps(r *Resource, all []*Resource) []Ref {
+	var out []Ref
+	for _, o := range all {
+		if o == r || o.Connection != r.Connection {
+			continue
+		}
+		switch {
+		case r.Kind == KindQemuVM && o.Kind == KindPool && o.State == Present:
+			if p := r.Params["pool"]; p != "" && p == o.Params["poolid"] {
+				out = append(out, o.Ref())
+			}
+		case r.Kind == KindQemuVM && o.Kind == KindLinuxBridge && o.State == Present:
+			if !sameNode(r, o) {
+				continue
+			}
+			for key, v := range r.Params {
+				if netKeyRE.MatchString(key) && propValue(v, "bridge") == o.Params["iface"] {
+					out = append(out, o.Ref())
+					break
+				}
+			}
+		case r.Kind == KindNetworkApply && o.Kind == KindLinuxBridge:
+			// Absent bridges too: their removal is staged and needs the commit.
+			if sameNode(r, o) {
+				out = append(out, o.Ref())
+			}
+		}
+	}
+	return out
+}
+
+func sameNode(a, b *Resource) bool {
+	na, nb := a.Params["node"], b.Params["node"]
+	return na == "" || nb == "" || na == nb
+}
+
+// propValue returns key's value in a property string "a=1,key=v".
+func propValue(s, key string) string {
+	for _, item := range strings.Split(s, ",") {
+		if k, v, ok := strings.Cut(item, "="); ok && strings.TrimSpace(k) == key {
+			return strings.TrimSpace(v)
+		}
+	}
+	return ""
+}
+
+func newGraph(rs []*Resource) *Graph {
+	g := &Graph{Deps: map[string][]string{}}
+	for _, r := range rs {
+		deps := []string{}
+		for _, d := range r.DependsOn {
+			deps = append(deps, d.String())
+		}
+		sort.Strings(deps)
+		g.Deps[r.Address()] = deps
+	}
+	return g
+}
+
+// cycles returns one cycle per strongly connected component that has one,
+// each starting and ending at the component's first member in file order
+// (rank), e.g. [QemuVM/a Pool/b QemuVM/a]. Tarjan's algorithm, iterating in
+// sorted order so the result is deterministic.
+func (g *Graph) cycles(rank map[string]int) [][]string {
+	index, low := map[string]int{}, map[string]int{}
+	onStack := map[string]bool{}
+	var stack []string
+	var sccs [][]string
+	next := 0
+	var strong func(v string)
+	strong = func(v string) {
+		index[v], low[v] = next, next
+		next++
+		stack = append(stack, v)
+		onStack[v] = true
+		for _, w := range g.Deps[v] {
+			if _, seen := index[w]; !seen {
+				strong(w)
+				low[v] = min(low[v], low[w])
+			} else if onStack[w] {
+				low[v] = min(low[v], index[w])
+			}
+		}
+		if low[v] == index[v] {
+			var scc []string
+			for {
+				w := stack[len(stack)-1]
+				stack = stack[:len(stack)-1]
+				onStack[w] = false
+				scc = append(scc, w)
+				if w == v {
+					break
+				}
+			}
+			sccs = append(sccs, scc)
+		}
+	}
+	for _, v := range sortedKeys(g.Deps) {
+		if _, seen := index[v]; !seen {
+			strong(v)
+		}
+	}
+	var out [][]string
+	for _, scc := range sccs {
+		sort.Slice(scc, func(i, j int) bool { return rank[scc[i]] < rank[scc[j]] })
+		if len(scc) == 1 && !contains(g.Deps[scc[0]], scc[0]) {
+			continue
+		}
+		out = append(out, g.shortestCycle(scc[0], scc))
+	}
+	sort.Slice(out, func(i, j int) bool { return rank[out[i][0]] < rank[out[j][0]] })
+	return out
+}
+
+// shortestCycle finds, by breadth-first search inside one component, the
+// shortest path from start back to start.
+func (g *Graph) shortestCycle(start string, scc []string) []string {
+	in := map[string]bool{}
+	for _, v := range scc {
+		in[v] = true
+	}
+	prev := map[string]string{}
+	queue := []string{start}
+	for len(queue) > 0 {
+		v := queue[0]
+		queue = queue[1:]
+		for _, w := range g.Deps[v] {
+			if !in[w] {
+				continue
+			}
+			if w == start {
+				path := []string{start}
+				for u := v; u != start; u = prev[u] {
+					path = append(path, u)
+				}
+				path = append(path, start)
+				// path is start, v, …, back to start in reverse: flip the middle.
+				for i, j := 1, len(path)-2; i < j; i, j = i+1, j-1 {
+					path[i], path[j] = path[j], path[i]
+				}
+				return path
+			}
+			if _, seen := prev[w]; !seen && w != start {
+				prev[w] = v
+				queue = append(queue, w)
+			}
+		}
+	}
+	return []string{start, start}
+}
+
+// Order returns the addresses in dependency order (dependencies first); among
+// resources that are ready together, addresses sort. Members of a cycle
+// (which Load rejects) come last, sorted.
+func (s *Set) Order() []string {
+	if s.Graph == nil {
+		s.Graph = newGraph(s.Resources)
+	}
+	return s.Graph.Order()
+}
+
+// Order is the topological order of the graph (dependencies first, ties by
+// address).
+func (g *Graph) Order() []string {
+	waiting := map[string]int{}
+	for v, deps := range g.Deps {
+		n := 0
+		for _, d := range deps {
+			if _, ok := g.Deps[d]; ok {
+				n++
+			}
+		}
+		waiting[v] = n
+	}
+	rev := g.reverse()
+	var ready, out []string
+	for v, n := range waiting {
+		if n == 0 {
+			ready = append(ready, v)
+		}
+	}
+	for len(ready) > 0 {
+		sort.Strings(ready)
+		v := ready[0]
+		ready = ready[1:]
+		out = append(out, v)
+		for _, w := range rev[v] {
+			if waiting[w]--; waiting[w] == 0 {
+				ready = append(ready, w)
+			}
+		}
+	}
+	if len(out) < len(g.Deps) {
+		done := map[string]bool{}
+		for _, v := range out {
+			done[v] = true
+		}
+		for _, v := range sortedKeys(g.Deps) {
+			if !done[v] {
+				out = append(out, v)
+			}
+		}
+	}
+	return out
+}
+
+func (g *Graph) reverse() map[string][]string {
+	rev := map[string][]string{}
+	for _, v := range sortedKeys(g.Deps) {
+		for _, d := range g.Deps[v] {
+			rev[d] = append(rev[d], v)
+		}
+	}
+	return rev
+}
+
+// Dependents returns the addresses that depend directly on addr, sorted.
+func (g *Graph) Dependents(addr string) []string {
+	var out []string
+	for _, v := range sortedKeys(g.Deps) {
+		if contains(g.Deps[v], addr) {
+			out = append(out, v)
+		}
+	}
+	return out
+}
