@@ -1,0 +1,199 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+// plan --out + apply FILE applies exactly that plan; a plan whose live
+// config digest moved since is refused.
+func TestE2ESavedPlan(t *testing.T) {
+	env := startSim(t)
+	ctx := context.Background()
+	f := example(t, "01-bridge-and-vm.yaml", nil)
+	planFile := filepath.Join(t.TempDir(), "plan.out")
+	env.mustRun(0, "plan", "-f", f, "--out", planFile)
+	b, err := os.ReadFile(planFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(b), e2eTokenSecret) {
+		t.Error("the plan file holds the token secret")
+	}
+	env.mustRun(0, "apply", planFile)
+	env.mustRun(0, "plan", "-f", f, "--detailed-exitcode")
+
+	// A plan made, then the VM changed behind pvectl's back: refused.
+	f2 := example(t, "01-bridge-and-vm.yaml", func(s string) string { return strings.Replace(s, "cores: 2", "cores: 3", 1) })
+	stale := filepath.Join(t.TempDir(), "stale.out")
+	env.mustRun(0, "plan", "-f", f2, "--out", stale)
+	if err := env.client.UpdateQemu(ctx, "pve", 100, url.Values{"memory": {"3072"}}); err != nil {
+		t.Fatal(err)
+	}
+	r := env.mustRun(1, "apply", stale)
+	if !strings.Contains(r.stderr, "QemuVM/app-vm-1") {
+		t.Errorf("refusal does not name the changed resource:\n%s", r.stderr)
+	}
+	cfg, err := env.client.QemuConfig(ctx, "pve", 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg["cores"] != "2" {
+		t.Errorf("a refused plan changed cores to %q", cfg["cores"])
+	}
+}
+
+// --debug traces HTTP on stderr with the secret redacted; apply without a
+// terminal needs --auto-approve.
+func TestE2EDebugRedactsAndApplyNeedsApproval(t *testing.T) {
+	env := startSim(t)
+	f := example(t, "01-bridge-and-vm.yaml", nil)
+	r := env.mustRun(0, "plan", "-f", f, "--debug")
+	if !strings.Contains(r.stderr, "/cluster/resources") || !strings.Contains(r.stderr, "REDACTED") {
+		t.Errorf("--debug trace lacks the request or the redaction mark:\n%s", r.stderr)
+	}
+	r = env.mustRun(3, "apply", "-f", f)
+	if !strings.Contains(r.stderr, "--auto-approve") {
+		t.Errorf("apply without a terminal should ask for --auto-approve:\n%s", r.stderr)
+	}
+	if _, err := env.client.QemuConfig(context.Background(), "pve", 100); !pveNotFound(err) {
+		t.Errorf("apply without approval created VM 100 (err %v)", err)
+	}
+}
+
+// destroy keeps protected resources, with a notice.
+func TestE2EDestroyKeepsProtected(t *testing.T) {
+	env := startSim(t)
+	f := example(t, "01-bridge-and-vm.yaml", func(s string) string {
+		return strings.Replace(s, "name: app-vm-1\n", "name: app-vm-1\nprotected: true\n", 1)
+	})
+	env.mustRun(0, "apply", "-f", f, "--auto-approve")
+	r := env.mustRun(0, "destroy", "-f", f, "--auto-approve")
+	if !strings.Contains(r.stdout, "protected") {
+		t.Errorf("destroy output lacks the protected notice:\n%s", r.stdout)
+	}
+	if _, err := env.client.QemuConfig(context.Background(), "pve", 100); err != nil {
+		t.Errorf("protected VM 100 was removed: %v", err)
+	}
+}
+
+// A failing change skips only its dependents; the summary says what was and
+// was not done; after the cause is fixed a rerun converges.
+func TestE2EFailureSkipsDependentsAndRerunConverges(t *testing.T) {
+	env := startSim(t)
+	dir := t.TempDir()
+	spec := func(storage string) string {
+		return `kind: Pool
+name: ok-pool
+spec:
+  comment: independent
+---
+kind: QemuVM
+name: broken
+spec:
+  vmid: 150
+  memory: 512
+  scsi0: ` + storage + `:4
+---
+kind: QemuVM
+name: after-broken
+dependsOn: [QemuVM/broken]
+spec:
+  vmid: 151
+  memory: 512
+`
+	}
+	f := filepath.Join(dir, "s.yaml")
+	os.WriteFile(f, []byte(spec("missing-store")), 0o644)
+	r := env.mustRun(1, "apply", "-f", f, "--auto-approve")
+	for _, want := range []string{"QemuVM/broken", "QemuVM/after-broken", "Pool/ok-pool"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("summary lacks %s:\n%s", want, r.stdout)
+		}
+	}
+	if _, err := env.client.QemuConfig(context.Background(), "pve", 151); !pveNotFound(err) {
+		t.Errorf("the dependent of a failed change was applied (err %v)", err)
+	}
+	pools, err := env.client.Pools(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !hasPool(pools, "ok-pool") {
+		t.Errorf("the independent pool was not created: %+v", pools)
+	}
+	os.WriteFile(f, []byte(spec("local-lvm")), 0o644)
+	env.mustRun(0, "apply", "-f", f, "--auto-approve")
+	env.mustRun(0, "plan", "-f", f, "--detailed-exitcode")
+}
+
+// The demo's directory of examples applies and converges.
+func TestE2EExamplesDirectory(t *testing.T) {
+	env := startSim(t)
+	dir := t.TempDir()
+	for _, n := range []string{"01-bridge-and-vm.yaml", "02-pool-and-worker.yaml"} {
+		b, err := os.ReadFile(example(t, n, nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		os.WriteFile(filepath.Join(dir, n), b, 0o644)
+	}
+	env.mustRun(0, "validate", "-f", dir)
+	env.mustRun(2, "plan", "-f", dir, "--detailed-exitcode")
+	env.mustRun(0, "apply", "-f", dir, "--auto-approve", "--parallelism", "2")
+	env.mustRun(0, "plan", "-f", dir, "--detailed-exitcode")
+	env.mustRun(0, "destroy", "-f", dir, "--auto-approve")
+	r := env.mustRun(0, "plan", "-f", dir, "--json")
+	p := parsePlan(t, r.stdout)
+	if p.Summary["create"] != 4 {
+		t.Errorf("after destroy the plan creates %d resources, want 4 (summary %v)", p.Summary["create"], p.Summary)
+	}
+}
+
+// `pvectl sim` serves the API a client can use.
+func TestE2ESimCommand(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, pvectlBin, "sim", "--listen", "127.0.0.1:0", "--token", e2eTokenID+"="+e2eTokenSecret)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	re := regexp.MustCompile(`listening on (http://127\.0\.0\.1:\d+)`)
+	sc := bufio.NewScanner(out)
+	var u string
+	for sc.Scan() {
+		line := sc.Text()
+		if strings.Contains(line, e2eTokenSecret) {
+			t.Errorf("sim printed the token secret: %s", line)
+		}
+		if m := re.FindStringSubmatch(line); m != nil {
+			u = m[1]
+			break
+		}
+	}
+	if u == "" {
+		t.Fatal("sim did not say where it listens")
+	}
+	go func() {
+		for sc.Scan() {
+		}
+	}()
+	env := &simEnv{t: t, url: u}
+	r := env.mustRun(0, "plan", "-f", example(t, "01-bridge-and-vm.yaml", nil), "--json")
+	p := parsePlan(t, r.stdout)
+	if p.Summary["create"] != 2 {
+		t.Errorf("plan against a fresh sim: summary %v, want 2 creates (bridge, VM)", p.Summary)
+	}
+}
