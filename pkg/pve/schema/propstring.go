@@ -1,0 +1,175 @@
+package schema
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// ParsePropertyString splits "virtio=BC:..,bridge=vmbr0" into items, resolving
+// the default key and key aliases when p describes the format (p may be nil:
+// then a bare item gets Key "").
+func ParsePropertyString(s string, p *Param) ([]KV, error) {
+	var props map[string]*Param
+	if p != nil {
+		props = p.SubKeys()
+	}
+	return parsePropertyString(s, props)
+}
+
+func parsePropertyString(s string, props map[string]*Param) ([]KV, error) {
+	parts, err := splitPropertyString(s)
+	if err != nil {
+		return nil, err
+	}
+	defaultKey := ""
+	for k, sub := range props {
+		if sub.DefaultKey {
+			defaultKey = k
+		}
+	}
+	var items []KV
+	seen := map[string]bool{}
+	add := func(k, v string) error {
+		if seen[k] {
+			return fmt.Errorf("duplicate key in comma-separated list property: %s", k)
+		}
+		seen[k] = true
+		items = append(items, KV{Key: k, Value: v})
+		return nil
+	}
+	for _, part := range parts {
+		if strings.TrimSpace(part.text) == "" && !part.quoted {
+			continue
+		}
+		if part.key == "" && !part.hasKey {
+			if props != nil && defaultKey == "" {
+				return nil, errors.New("value without key, but schema does not define a default key")
+			}
+			if err := add(defaultKey, part.text); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if part.key == "" || (part.text == "" && !part.quoted) {
+			return nil, errors.New("missing key in comma-separated list property")
+		}
+		k := part.key
+		if sub := props[k]; sub != nil && sub.Alias != "" {
+			if sub.KeyAlias != "" {
+				if err := add(sub.KeyAlias, k); err != nil {
+					return nil, err
+				}
+			}
+			k = sub.Alias
+		}
+		if err := add(k, part.text); err != nil {
+			return nil, err
+		}
+	}
+	return items, nil
+}
+
+type rawPart struct {
+	key, text      string
+	hasKey, quoted bool
+}
+
+// splitPropertyString splits on commas outside double quotes. As in PVE, a
+// value may be quoted ("a,b") with \" and \\ escapes inside the quotes.
+func splitPropertyString(s string) ([]rawPart, error) {
+	var parts []rawPart
+	var cur rawPart
+	var buf strings.Builder
+	inQuote := false
+	flush := func() {
+		cur.text = buf.String()
+		parts = append(parts, cur)
+		cur = rawPart{}
+		buf.Reset()
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case inQuote && c == '\\' && i+1 < len(s) && (s[i+1] == '"' || s[i+1] == '\\'):
+			i++
+			buf.WriteByte(s[i])
+		case inQuote && c == '"':
+			inQuote = false
+			if i+1 < len(s) && s[i+1] != ',' {
+				return nil, errors.New("garbage after quoted string")
+			}
+		case inQuote:
+			buf.WriteByte(c)
+		case c == '"' && buf.Len() == 0:
+			inQuote, cur.quoted = true, true
+		case c == '=' && !cur.hasKey && !cur.quoted:
+			cur.key, cur.hasKey = buf.String(), true
+			buf.Reset()
+		case c == ',':
+			flush()
+		default:
+			buf.WriteByte(c)
+		}
+	}
+	if inQuote {
+		return nil, errors.New("unterminated quoted string")
+	}
+	flush()
+	return parts, nil
+}
+
+// FormatPropertyString renders items back, default key first without its name.
+// A key alias pair is written the way PVE writes it back ("virtio=MAC" for
+// model=virtio,macaddr=MAC), so rendered values compare equal to PVE's.
+func FormatPropertyString(items []KV, p *Param) string {
+	var props map[string]*Param
+	if p != nil {
+		props = p.SubKeys()
+	}
+	defaultKey := ""
+	for k, sub := range props {
+		if sub.DefaultKey {
+			defaultKey = k
+		}
+	}
+	var head string
+	skip := map[int]bool{}
+	for i, it := range items {
+		if it.Key == "" || (props != nil && it.Key == defaultKey) {
+			head = quoteValue(it.Value)
+			if strings.Contains(it.Value, "=") && !strings.HasPrefix(head, `"`) {
+				head = `"` + head + `"`
+			}
+			skip[i] = true
+			if alias := props[it.Value]; alias != nil && alias.KeyAlias == it.Key {
+				for j, other := range items {
+					if other.Key == alias.Alias && !skip[j] {
+						head = it.Value + "=" + quoteValue(other.Value)
+						skip[j] = true
+						break
+					}
+				}
+			}
+			break
+		}
+	}
+	var out []string
+	if head != "" || len(skip) > 0 {
+		out = append(out, head)
+	}
+	for i, it := range items {
+		if !skip[i] {
+			out = append(out, it.Key+"="+quoteValue(it.Value))
+		}
+	}
+	return strings.Join(out, ",")
+}
+
+func quoteValue(v string) string {
+	if !strings.ContainsAny(v, `,"`) && !(strings.HasPrefix(v, " ") || strings.HasSuffix(v, " ")) {
+		return v
+	}
+	r := strings.NewReplacer(`\`, `\\`, `"`, `\"`)
+	return `"` + r.Replace(v) + `"`
+}
