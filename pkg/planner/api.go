@@ -43,6 +43,12 @@ type Change struct {
 	DependsOn []string       `json:"dependsOn,omitempty"`
 	// PrevNode is the node the object lives on now when a replace moves it.
 	PrevNode string `json:"prevNode,omitempty"`
+	// Params are the wire parameters an update sends (changed keys, live
+	// property strings merged with the desired sub-keys, "delete").
+	Params map[string]string `json:"params,omitempty"`
+	// Redacted names the secret parameters a plan file left out; such a
+	// change can only delete.
+	Redacted []string `json:"redacted,omitempty"`
 }
 
 // Plan is the result of planning: a value, serialisable as a plan file.

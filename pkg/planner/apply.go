@@ -1,0 +1,205 @@
+package planner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+)
+
+// DefaultParallelism caps concurrent changes when ApplyOptions leaves it 0.
+const DefaultParallelism = 4
+
+// Apply executes plan: every change after its dependencies, at most
+// opts.Parallelism at once; a failure skips only its dependents.
+// The error is non-nil when anything failed; Result says what was and was not done.
+func Apply(ctx context.Context, clients Clients, plan *Plan, opts ApplyOptions) (*Result, error) {
+	if err := checkPlan(plan); err != nil {
+		return nil, err
+	}
+	hooks := opts.Hooks
+	if hooks == nil {
+		hooks = nopHooks{}
+	}
+	run := func(ctx context.Context, c *Change) error {
+		return applyChange(ctx, clients, hooks, c)
+	}
+	res := walk(ctx, plan.Changes, opts.Parallelism, hooks, run)
+	return res, res.err()
+}
+
+// checkPlan refuses plans Apply cannot walk safely: unknown versions, and
+// dependencies that do not come first (a hand-edited file could otherwise
+// make the walk wait forever).
+func checkPlan(plan *Plan) error {
+	if plan == nil {
+		return errors.New("apply: no plan")
+	}
+	if plan.FormatVersion != FormatVersion {
+		return fmt.Errorf("apply: plan format version %q is not supported (want %q)", plan.FormatVersion, FormatVersion)
+	}
+	pos := map[string]int{}
+	for i, c := range plan.Changes {
+		if _, dup := pos[c.Address]; dup {
+			return fmt.Errorf("apply: plan lists %s twice", c.Address)
+		}
+		pos[c.Address] = i
+	}
+	for i, c := range plan.Changes {
+		for _, d := range c.DependsOn {
+			if j, ok := pos[d]; ok && j >= i {
+				return fmt.Errorf("apply: plan is not in dependency order (%s before its dependency %s)", c.Address, d)
+			}
+		}
+	}
+	return nil
+}
+
+func applyChange(ctx context.Context, clients Clients, hooks Hooks, c *Change) error {
+	if c.Resource == nil {
+		return errors.New("the plan holds no resource data for this change")
+	}
+	if len(c.Redacted) > 0 && c.Action != Delete {
+		return fmt.Errorf("the plan file omits secret parameter(s) %s: apply from the specs (-f) instead", strings.Join(c.Redacted, ", "))
+	}
+	k, err := kindOf(c.Resource.Kind)
+	if err != nil {
+		return err
+	}
+	cl, err := clients.Client(c.Resource.Connection)
+	if err != nil {
+		return err
+	}
+	return k.apply(ctx, &execution{client: cl, hooks: hooks, change: c}, c)
+}
+
+// vertex is one change during a walk.
+type vertex struct {
+	c     *Change
+	done  chan struct{}
+	cause string // set when this change failed or was skipped for a failure: the failed address
+}
+
+// walk runs every change once its dependencies are finished (the DAG walk
+// of OpenTofu's internal/dag): noops complete at once, real work holds one
+// of parallelism slots, a failure skips its transitive dependents, and a
+// cancelled ctx skips whatever has not started.
+func walk(ctx context.Context, changes []*Change, parallelism int, hooks Hooks, run func(context.Context, *Change) error) *Result {
+	if parallelism <= 0 {
+		parallelism = DefaultParallelism
+	}
+	res := &Result{Failed: map[string]error{}, Skipped: map[string]string{}}
+	var mu sync.Mutex
+	done := map[string]bool{}
+	vs := map[string]*vertex{}
+	for _, c := range changes {
+		vs[c.Address] = &vertex{c: c, done: make(chan struct{})}
+	}
+	skip := func(v *vertex, reason string) {
+		mu.Lock()
+		res.Skipped[v.c.Address] = reason
+		mu.Unlock()
+		hooks.Skipped(v.c, reason)
+	}
+	sem := make(chan struct{}, parallelism)
+	var wg sync.WaitGroup
+	for _, c := range changes {
+		v := vs[c.Address]
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer close(v.done)
+			for _, d := range v.c.DependsOn {
+				dv := vs[d]
+				if dv == nil {
+					continue
+				}
+				<-dv.done
+				if dv.cause != "" && v.cause == "" {
+					v.cause = dv.cause
+				}
+			}
+			if v.cause != "" {
+				skip(v, "dependency "+v.cause+" failed")
+				return
+			}
+			if err := ctx.Err(); err != nil {
+				skip(v, "cancelled: "+err.Error())
+				return
+			}
+			if v.c.Action == NoOp {
+				if len(v.c.Reasons) > 0 && strings.HasPrefix(v.c.Reasons[0], "protected") {
+					skip(v, v.c.Reasons[0])
+				}
+				return
+			}
+			select {
+			case sem <- struct{}{}:
+			case <-ctx.Done():
+				skip(v, "cancelled: "+ctx.Err().Error())
+				return
+			}
+			defer func() { <-sem }()
+			if err := ctx.Err(); err != nil {
+				skip(v, "cancelled: "+err.Error())
+				return
+			}
+			hooks.PreApply(v.c)
+			err := run(ctx, v.c)
+			hooks.PostApply(v.c, err)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				v.cause = v.c.Address
+				res.Failed[v.c.Address] = err
+				return
+			}
+			done[v.c.Address] = true
+		}()
+	}
+	wg.Wait()
+	for _, c := range changes {
+		if done[c.Address] {
+			res.Done = append(res.Done, c.Address)
+		}
+	}
+	return res
+}
+
+// err summarises a Result: nil when nothing failed or was cut short.
+func (r *Result) err() error {
+	if len(r.Failed) == 0 {
+		cancelled := 0
+		for _, why := range r.Skipped {
+			if strings.HasPrefix(why, "cancelled") {
+				cancelled++
+			}
+		}
+		if cancelled == 0 {
+			return nil
+		}
+		return fmt.Errorf("apply cancelled: %d change(s) not started", cancelled)
+	}
+	addrs := sortedKeys(r.Failed)
+	msgs := make([]string, 0, len(addrs))
+	for _, a := range addrs {
+		msgs = append(msgs, a+": "+r.Failed[a].Error())
+	}
+	sort.Strings(msgs)
+	skipped := 0
+	for _, why := range r.Skipped {
+		if !strings.HasPrefix(why, "protected") {
+			skipped++
+		}
+	}
+	return fmt.Errorf("apply: %d failed, %d skipped, %d done\n%s", len(r.Failed), skipped, len(r.Done), strings.Join(msgs, "\n"))
+}
+
+type nopHooks struct{}
+
+func (nopHooks) PreApply(*Change)         {}
+func (nopHooks) PostApply(*Change, error) {}
+func (nopHooks) Skipped(*Change, string)  {}
+func (nopHooks) Message(*Change, string)  {}

@@ -1,0 +1,217 @@
+package planner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// recHooks records what Apply reports.
+type recHooks struct {
+	mu       sync.Mutex
+	pre      []string
+	post     []string
+	skipped  []string
+	messages []string
+}
+
+func (h *recHooks) PreApply(c *Change) { h.mu.Lock(); h.pre = append(h.pre, c.Address); h.mu.Unlock() }
+func (h *recHooks) PostApply(c *Change, err error) {
+	h.mu.Lock()
+	h.post = append(h.post, fmt.Sprintf("%s err=%v", c.Address, err))
+	h.mu.Unlock()
+}
+func (h *recHooks) Skipped(c *Change, reason string) {
+	h.mu.Lock()
+	h.skipped = append(h.skipped, c.Address+": "+reason)
+	h.mu.Unlock()
+}
+func (h *recHooks) Message(c *Change, msg string) {
+	h.mu.Lock()
+	h.messages = append(h.messages, c.Address+": "+msg)
+	h.mu.Unlock()
+}
+
+func ch(addr string, a Action, deps ...string) *Change {
+	return &Change{Address: addr, Action: a, DependsOn: deps, Diff: []FieldDiff{}, Reasons: []string{}}
+}
+
+func TestWalkFailureSkipsDependentsOnly(t *testing.T) {
+	changes := []*Change{
+		ch("A/a", Create),
+		ch("B/b", Update, "A/a"),
+		ch("C/c", Create, "B/b"),
+		ch("D/d", Create),
+		ch("E/e", Create, "D/d"),
+		ch("F/f", NoOp, "D/d"),
+	}
+	var mu sync.Mutex
+	var ran []string
+	run := func(ctx context.Context, c *Change) error {
+		mu.Lock()
+		ran = append(ran, c.Address)
+		mu.Unlock()
+		if c.Address == "A/a" {
+			return errors.New("boom")
+		}
+		return nil
+	}
+	h := &recHooks{}
+	res := walk(context.Background(), changes, 2, h, run)
+	sort.Strings(ran)
+	if diff := cmp.Diff([]string{"A/a", "D/d", "E/e"}, ran); diff != "" {
+		t.Errorf("ran: got %v (-want +got):\n%s", ran, diff)
+	}
+	if diff := cmp.Diff([]string{"D/d", "E/e"}, res.Done); diff != "" {
+		t.Errorf("Done: got %v (-want +got):\n%s", res.Done, diff)
+	}
+	wantSkipped := map[string]string{"B/b": "dependency A/a failed", "C/c": "dependency A/a failed"}
+	if diff := cmp.Diff(wantSkipped, res.Skipped); diff != "" {
+		t.Errorf("Skipped: (-want +got):\n%s", diff)
+	}
+	if len(res.Failed) != 1 || res.Failed["A/a"] == nil {
+		t.Errorf("Failed: got %v want only A/a", res.Failed)
+	}
+	err := res.err()
+	if err == nil || !strings.Contains(err.Error(), "1 failed, 2 skipped, 2 done") || !strings.Contains(err.Error(), "A/a: boom") {
+		t.Errorf("err: got %v want a summary naming A/a", err)
+	}
+}
+
+func TestWalkParallelismCap(t *testing.T) {
+	const n, par = 10, 3
+	var changes []*Change
+	for i := range n {
+		changes = append(changes, ch(fmt.Sprintf("Pool/p%02d", i), Create))
+	}
+	var cur, peak atomic.Int32
+	entered := make(chan struct{})
+	release := make(chan struct{})
+	run := func(ctx context.Context, c *Change) error {
+		v := cur.Add(1)
+		for {
+			p := peak.Load()
+			if v <= p || peak.CompareAndSwap(p, v) {
+				break
+			}
+		}
+		entered <- struct{}{}
+		<-release
+		cur.Add(-1)
+		return nil
+	}
+	done := make(chan *Result)
+	go func() { done <- walk(context.Background(), changes, par, nopHooks{}, run) }()
+	// Fill every slot, then trade one release for one entry: if the cap
+	// leaked, a fourth run would have entered and raised the peak.
+	for range par {
+		<-entered
+	}
+	for range n - par {
+		release <- struct{}{}
+		<-entered
+	}
+	for range par {
+		release <- struct{}{}
+	}
+	res := <-done
+	if got := peak.Load(); got != par {
+		t.Errorf("peak concurrency: got %d want %d", got, par)
+	}
+	if len(res.Done) != n {
+		t.Errorf("Done: got %d want %d", len(res.Done), n)
+	}
+}
+
+func TestWalkNoopsDoNotTakeSlots(t *testing.T) {
+	// With one slot held by a blocked change, noops elsewhere still finish.
+	changes := []*Change{ch("A/a", Create), ch("B/b", NoOp), ch("C/c", NoOp, "B/b")}
+	release := make(chan struct{})
+	var ran atomic.Int32
+	run := func(ctx context.Context, c *Change) error {
+		ran.Add(1)
+		<-release
+		return nil
+	}
+	done := make(chan *Result)
+	go func() { done <- walk(context.Background(), changes, 1, nopHooks{}, run) }()
+	close(release)
+	res := <-done
+	if got := ran.Load(); got != 1 {
+		t.Errorf("runs: got %d want 1 (noops run nothing)", got)
+	}
+	if diff := cmp.Diff([]string{"A/a"}, res.Done); diff != "" {
+		t.Errorf("Done: (-want +got):\n%s", diff)
+	}
+}
+
+func TestWalkCancelled(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	changes := []*Change{ch("A/a", Create), ch("B/b", Create, "A/a")}
+	res := walk(ctx, changes, 2, nopHooks{}, func(context.Context, *Change) error {
+		t.Error("run called after cancel")
+		return nil
+	})
+	if len(res.Skipped) != 2 || !strings.HasPrefix(res.Skipped["A/a"], "cancelled") {
+		t.Errorf("Skipped: got %v want both cancelled", res.Skipped)
+	}
+	if err := res.err(); err == nil || !strings.Contains(err.Error(), "cancelled") {
+		t.Errorf("err: got %v want a cancellation error", err)
+	}
+}
+
+func TestWalkProtectedNoopIsSkipped(t *testing.T) {
+	prot := ch("QemuVM/db", NoOp)
+	prot.Reasons = []string{"protected: skipped"}
+	h := &recHooks{}
+	res := walk(context.Background(), []*Change{prot, ch("LinuxBridge/b", Delete, "QemuVM/db")}, 2, h,
+		func(context.Context, *Change) error { return nil })
+	if diff := cmp.Diff(map[string]string{"QemuVM/db": "protected: skipped"}, res.Skipped); diff != "" {
+		t.Errorf("Skipped: (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"LinuxBridge/b"}, res.Done); diff != "" {
+		t.Errorf("Done: (-want +got):\n%s", diff)
+	}
+	if err := res.err(); err != nil {
+		t.Errorf("err: got %v want nil", err)
+	}
+	if diff := cmp.Diff([]string{"QemuVM/db: protected: skipped"}, h.skipped); diff != "" {
+		t.Errorf("hooks.Skipped: (-want +got):\n%s", diff)
+	}
+}
+
+func TestCheckPlan(t *testing.T) {
+	tests := []struct {
+		name   string
+		plan   *Plan
+		errHas string
+	}{
+		{name: "ok", plan: &Plan{FormatVersion: "1", Changes: []*Change{ch("A/a", Create), ch("B/b", Create, "A/a")}}},
+		{name: "nil", errHas: "no plan"},
+		{name: "version", plan: &Plan{FormatVersion: "9"}, errHas: "format version"},
+		{name: "order", plan: &Plan{FormatVersion: "1", Changes: []*Change{ch("B/b", Create, "A/a"), ch("A/a", Create)}}, errHas: "dependency order"},
+		{name: "duplicate", plan: &Plan{FormatVersion: "1", Changes: []*Change{ch("A/a", Create), ch("A/a", Create)}}, errHas: "twice"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := checkPlan(tt.plan)
+			if tt.errHas == "" {
+				if err != nil {
+					t.Errorf("checkPlan: got %v want nil", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.errHas) {
+				t.Errorf("checkPlan: got %v want error containing %q", err, tt.errHas)
+			}
+		})
+	}
+}

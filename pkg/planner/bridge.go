@@ -1,0 +1,139 @@
+package planner
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"strings"
+
+	"github.com/pvectl/pvectl/pkg/pve"
+	"github.com/pvectl/pvectl/pkg/spec"
+)
+
+// bridgeKind manages LinuxBridge: identity is node + iface. Its changes are
+// staged by PVE until a NetworkApply commits them.
+type bridgeKind struct{}
+
+const networkCreatePath = "/nodes/{node}/network"
+
+var ifaceIdentity = map[string]bool{"node": true, "iface": true, "type": true}
+
+func (bridgeKind) role() kindRole { return roleIface }
+
+func ifaceName(r *spec.Resource) string {
+	if n := r.Params["iface"]; n != "" {
+		return n
+	}
+	return r.Name
+}
+
+func (bridgeKind) observe(ctx context.Context, lc *liveConn, r *spec.Resource) (*liveObj, error) {
+	node, err := lc.node(r)
+	if err != nil {
+		return nil, err
+	}
+	ln, err := lc.network(ctx, node)
+	if err != nil {
+		return nil, err
+	}
+	return ifaceObj(ln, node, ifaceName(r)), nil
+}
+
+func ifaceObj(ln *liveNetwork, node, iface string) *liveObj {
+	cfg := ln.iface(iface)
+	if cfg == nil {
+		return &liveObj{Node: node}
+	}
+	return &liveObj{Exists: true, Node: node, Config: cfg, Digest: fieldsDigest(cfg)}
+}
+
+func (bridgeKind) plan(b *builder, r *spec.Resource, lo *liveObj) (*Change, error) {
+	c := &Change{Node: lo.Node, Digest: lo.Digest}
+	if handled, err := b.lifecycle(r, lo, c); handled {
+		return c, err
+	}
+	if typ := lo.Config["type"]; typ != "bridge" {
+		c.Diff = []FieldDiff{{Path: "type", Before: typ, After: "bridge"}}
+		return c, b.replace(r, c, fmt.Sprintf("%s is a %s, not a bridge", ifaceName(r), typ))
+	}
+	cmp := comparer{m: b.method("POST", networkCreatePath)}
+	c.Diff = cmp.diffParams(r.Params, r.Remove, lo.Config, ifaceIdentity)
+	if len(c.Diff) == 0 {
+		c.Action = NoOp
+		return c, nil
+	}
+	c.Action, c.Reasons = Update, reasons(c.Diff)
+	// PVE's PUT wants the type and the whole definition, not just the changes.
+	c.Params = ifaceParams(r, "bridge")
+	var del []string
+	for _, k := range r.Remove {
+		if _, ok := lo.Config[k]; ok {
+			del = append(del, k)
+		}
+	}
+	if len(del) > 0 {
+		c.Params["delete"] = strings.Join(sortedUnique(del), ",")
+	}
+	return c, nil
+}
+
+// ifaceParams is the full desired definition of an interface.
+func ifaceParams(r *spec.Resource, typ string) map[string]string {
+	out := map[string]string{"type": typ}
+	for k, v := range r.Params {
+		if k != "node" && k != "iface" {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+func toValues(m map[string]string) url.Values {
+	v := url.Values{}
+	for k, x := range m {
+		v.Set(k, x)
+	}
+	return v
+}
+
+func (bridgeKind) apply(ctx context.Context, x *execution, c *Change) error {
+	iface := ifaceName(c.Resource)
+	create := func() error {
+		params := toValues(ifaceParams(c.Resource, "bridge"))
+		params.Set("iface", iface)
+		if err := x.client.CreateIface(ctx, c.Node, params); err != nil {
+			return fmt.Errorf("create bridge %s on node %s: %w", iface, c.Node, err)
+		}
+		return nil
+	}
+	remove := func() error {
+		if err := x.client.DeleteIface(ctx, c.Node, iface); err != nil && !pve.IsNotFound(err) {
+			return fmt.Errorf("delete interface %s on node %s: %w", iface, c.Node, err)
+		}
+		return nil
+	}
+	switch c.Action {
+	case Create:
+		return create()
+	case Update:
+		if err := x.client.UpdateIface(ctx, c.Node, iface, toValues(c.Params)); err != nil {
+			return fmt.Errorf("update bridge %s on node %s: %w", iface, c.Node, err)
+		}
+	case Delete:
+		return remove()
+	case Replace:
+		if err := remove(); err != nil {
+			return err
+		}
+		return create()
+	}
+	return nil
+}
+
+func (bridgeKind) current(ctx context.Context, cl *pve.Client, c *Change) (*liveObj, error) {
+	ifaces, changes, err := cl.NetworkList(ctx, c.Node)
+	if err != nil {
+		return nil, err
+	}
+	return ifaceObj(&liveNetwork{ifaces: ifaces, changes: changes}, c.Node, ifaceName(c.Resource)), nil
+}

@@ -1,0 +1,295 @@
+package planner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+
+	"github.com/pvectl/pvectl/pkg/pve/schema"
+	"github.com/pvectl/pvectl/pkg/spec"
+)
+
+// builder holds what planning one Set needs.
+type builder struct {
+	set     *spec.Set
+	obs     *Observed
+	opts    Options
+	table   *schema.Table
+	changes map[string]*Change // planned so far, by address
+}
+
+// method finds a create method's schema facts; nil when the table lacks it.
+func (b *builder) method(httpMethod, template string) *schema.Method {
+	if b.table == nil {
+		return nil
+	}
+	m, ok := b.table.Lookup(httpMethod, template)
+	if !ok {
+		return nil
+	}
+	return m
+}
+
+// Build compares desired with observed and returns the Plan. (A function
+// named Plan would collide with the type.)
+func Build(ctx context.Context, set *spec.Set, obs *Observed, opts Options) (*Plan, error) {
+	if set == nil || obs == nil {
+		return nil, errors.New("build plan: nil set or observed state")
+	}
+	table := opts.Schema
+	if table == nil {
+		table = schema.Default()
+	}
+	b := &builder{set: set, obs: obs, opts: opts, table: table, changes: map[string]*Change{}}
+	resources := append([]*spec.Resource(nil), set.Resources...)
+	sort.Slice(resources, func(i, j int) bool { return resources[i].Address() < resources[j].Address() })
+
+	var errs []error
+	// Network commits are decided last: they look at the interface changes.
+	for _, late := range []bool{false, true} {
+		for _, r := range resources {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+			k, err := kindOf(r.Kind)
+			if err != nil {
+				if !late {
+					errs = append(errs, fmt.Errorf("%s: %w", r.Address(), err))
+				}
+				continue
+			}
+			if (k.role() == roleNetApply) != late {
+				continue
+			}
+			lo := obs.objs[r.Address()]
+			if lo == nil {
+				errs = append(errs, fmt.Errorf("%s: live state was not observed", r.Address()))
+				continue
+			}
+			c, err := k.plan(b, r, lo)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			c.Address, c.Resource = r.Address(), r
+			if c.Diff == nil {
+				c.Diff = []FieldDiff{}
+			}
+			if c.Reasons == nil {
+				c.Reasons = []string{}
+			}
+			b.changes[c.Address] = c
+		}
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+
+	deps := b.forwardDeps()
+	if opts.Destroy {
+		deps = reverseDeps(deps, b.netKey)
+	}
+	sel, err := b.selectTargets(deps)
+	if err != nil {
+		return nil, err
+	}
+	order, err := topoOrder(deps, sel)
+	if err != nil {
+		return nil, err
+	}
+	p := &Plan{FormatVersion: FormatVersion, Destroy: opts.Destroy, Changes: []*Change{}}
+	for _, addr := range order {
+		c := b.changes[addr]
+		c.DependsOn = nil
+		for _, d := range deps[addr] {
+			if sel[d] {
+				c.DependsOn = append(c.DependsOn, d)
+			}
+		}
+		p.Changes = append(p.Changes, c)
+	}
+	return p, nil
+}
+
+// forwardDeps is the spec's dependency graph restricted to planned resources.
+func (b *builder) forwardDeps() map[string][]string {
+	deps := map[string][]string{}
+	for addr := range b.changes {
+		seen := map[string]bool{}
+		var ds []string
+		add := func(d string) {
+			if d != addr && !seen[d] && b.changes[d] != nil {
+				seen[d] = true
+				ds = append(ds, d)
+			}
+		}
+		if b.set.Graph != nil {
+			for _, d := range b.set.Graph.Deps[addr] {
+				add(d)
+			}
+		}
+		for _, ref := range b.changes[addr].Resource.DependsOn {
+			add(ref.String())
+		}
+		sort.Strings(ds)
+		deps[addr] = ds
+	}
+	return deps
+}
+
+// netKey says whether addr stages or commits network changes, and on which
+// connection and node.
+func (b *builder) netKey(addr string) (kindRole, string) {
+	c := b.changes[addr]
+	if c == nil {
+		return roleOther, ""
+	}
+	k, err := kindOf(c.Resource.Kind)
+	if err != nil {
+		return roleOther, ""
+	}
+	return k.role(), c.Resource.Connection + "\x00" + c.Node
+}
+
+// reverseDeps turns the forward graph around for destroy, then re-routes
+// every NetworkApply so it commits after the interface deletions of its
+// node, and those wait for everything that used the committed network.
+func reverseDeps(fwd map[string][]string, netKey func(string) (kindRole, string)) map[string][]string {
+	rev := map[string]map[string]bool{}
+	for a := range fwd {
+		rev[a] = map[string]bool{}
+	}
+	for a, ds := range fwd {
+		for _, d := range ds {
+			rev[d][a] = true
+		}
+	}
+	ifaces := map[string][]string{}
+	var applies []string
+	for _, a := range sortedKeys(fwd) {
+		switch role, key := netKey(a); role {
+		case roleIface:
+			ifaces[key] = append(ifaces[key], a)
+		case roleNetApply:
+			applies = append(applies, a)
+		}
+	}
+	// Forward dependents of each commit, read before any re-routing.
+	users := map[string][]string{}
+	for _, n := range applies {
+		users[n] = sortedKeys(rev[n])
+	}
+	for _, n := range applies {
+		_, key := netKey(n)
+		isIface := map[string]bool{}
+		for _, i := range ifaces[key] {
+			isIface[i] = true
+		}
+		for _, i := range ifaces[key] {
+			delete(rev[i], n)
+			for _, u := range users[n] {
+				if !isIface[u] {
+					rev[i][u] = true
+				}
+			}
+			rev[n][i] = true
+		}
+	}
+	out := map[string][]string{}
+	for a, ds := range rev {
+		out[a] = sortedKeys(ds)
+	}
+	return out
+}
+
+// selectTargets limits the plan to the targets and what they need: their
+// dependencies in the graph at hand (for destroy, the reversed graph, so
+// their dependents), plus the commit of any selected interface's node.
+func (b *builder) selectTargets(deps map[string][]string) (map[string]bool, error) {
+	sel := map[string]bool{}
+	if len(b.opts.Targets) == 0 {
+		for a := range deps {
+			sel[a] = true
+		}
+		return sel, nil
+	}
+	var visit func(string)
+	visit = func(a string) {
+		if sel[a] {
+			return
+		}
+		sel[a] = true
+		for _, d := range deps[a] {
+			visit(d)
+		}
+	}
+	for _, t := range b.opts.Targets {
+		if b.changes[t] == nil {
+			return nil, fmt.Errorf("target %s is not a resource of the specs", t)
+		}
+		visit(t)
+	}
+	if b.opts.Destroy {
+		staged := map[string]bool{}
+		for a := range sel {
+			if role, key := b.netKey(a); role == roleIface {
+				staged[key] = true
+			}
+		}
+		for _, a := range sortedKeys(deps) {
+			if role, key := b.netKey(a); role == roleNetApply && staged[key] {
+				visit(a)
+			}
+		}
+	}
+	return sel, nil
+}
+
+// topoOrder lists the selected addresses dependencies first, ties by address.
+func topoOrder(deps map[string][]string, sel map[string]bool) ([]string, error) {
+	indeg := map[string]int{}
+	users := map[string][]string{}
+	for a := range sel {
+		indeg[a] += 0
+		for _, d := range deps[a] {
+			if sel[d] {
+				indeg[a]++
+				users[d] = append(users[d], a)
+			}
+		}
+	}
+	var ready []string
+	for a, n := range indeg {
+		if n == 0 {
+			ready = append(ready, a)
+		}
+	}
+	sort.Strings(ready)
+	var order []string
+	for len(ready) > 0 {
+		a := ready[0]
+		ready = ready[1:]
+		order = append(order, a)
+		for _, u := range users[a] {
+			indeg[u]--
+			if indeg[u] == 0 {
+				i := sort.SearchStrings(ready, u)
+				ready = append(ready, "")
+				copy(ready[i+1:], ready[i:])
+				ready[i] = u
+			}
+		}
+	}
+	if len(order) != len(sel) {
+		var stuck []string
+		for a, n := range indeg {
+			if n > 0 {
+				stuck = append(stuck, a)
+			}
+		}
+		sort.Strings(stuck)
+		return nil, fmt.Errorf("dependency cycle among %v", stuck)
+	}
+	return order, nil
+}

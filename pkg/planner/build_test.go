@@ -1,0 +1,423 @@
+package planner
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/pvectl/pvectl/pkg/pve"
+	"github.com/pvectl/pvectl/pkg/spec"
+)
+
+// example01 is shared/examples/01-bridge-and-vm.yaml as spec.Load gives it.
+func example01() *spec.Set {
+	br := &spec.Resource{Kind: spec.KindLinuxBridge, Name: "vmbr1", State: spec.Present,
+		Params: map[string]string{"node": "pve", "iface": "vmbr1", "bridge_ports": "eno2", "bridge_vlan_aware": "1", "autostart": "1"}}
+	na := &spec.Resource{Kind: spec.KindNetworkApply, Name: "pve", State: spec.Present,
+		DependsOn: []spec.Ref{{Kind: spec.KindLinuxBridge, Name: "vmbr1"}},
+		Params:    map[string]string{"node": "pve"}}
+	vm := &spec.Resource{Kind: spec.KindQemuVM, Name: "app-vm-1", State: spec.Present,
+		DependsOn: []spec.Ref{{Kind: spec.KindNetworkApply, Name: "pve"}},
+		Params: map[string]string{"node": "pve", "vmid": "100", "name": "app-vm-1", "memory": "2048", "cores": "2",
+			"sockets": "1", "cpu": "host", "ostype": "l26", "scsihw": "virtio-scsi-pci", "scsi0": "local-lvm:32",
+			"net0": "virtio,bridge=vmbr0", "net1": "virtio,bridge=vmbr1,tag=100", "boot": "order=scsi0;net0"},
+		Own: map[string]any{"running": true}}
+	return &spec.Set{
+		Resources: []*spec.Resource{br, na, vm},
+		Graph: &spec.Graph{Deps: map[string][]string{
+			"LinuxBridge/vmbr1": nil,
+			"NetworkApply/pve":  {"LinuxBridge/vmbr1"},
+			"QemuVM/app-vm-1":   {"NetworkApply/pve"},
+		}},
+	}
+}
+
+// liveApplied is example01's live state after a successful apply.
+func liveApplied() map[string]*liveObj {
+	return map[string]*liveObj{
+		"LinuxBridge/vmbr1": {Exists: true, Node: "pve", Digest: "d-br", Config: pve.Config{
+			"iface": "vmbr1", "type": "bridge", "bridge_ports": "eno2", "bridge_vlan_aware": "1", "autostart": "1", "active": "1"}},
+		"NetworkApply/pve": {Exists: true, Node: "pve", Config: pve.Config{"changes": ""}},
+		"QemuVM/app-vm-1": {Exists: true, Node: "pve", VMID: 100, Status: "running", Digest: "d-vm", Config: pve.Config{
+			"name": "app-vm-1", "memory": "2048", "cores": "2", "sockets": "1", "cpu": "host", "ostype": "l26",
+			"scsihw": "virtio-scsi-pci", "scsi0": "local-lvm:vm-100-disk-0,size=32G",
+			"net0": "virtio=BC:24:11:00:00:01,bridge=vmbr0", "net1": "virtio=BC:24:11:00:00:02,bridge=vmbr1,tag=100",
+			"boot": "order=scsi0;net0", "digest": "d-vm"}},
+	}
+}
+
+func liveEmpty() map[string]*liveObj {
+	return map[string]*liveObj{
+		"LinuxBridge/vmbr1": {Node: "pve"},
+		"NetworkApply/pve":  {Exists: true, Node: "pve", Config: pve.Config{"changes": ""}},
+		"QemuVM/app-vm-1":   {Node: "pve", VMID: 100},
+	}
+}
+
+func build(t *testing.T, set *spec.Set, objs map[string]*liveObj, opts Options) (*Plan, error) {
+	t.Helper()
+	return Build(context.Background(), set, &Observed{objs: objs}, opts)
+}
+
+// summary renders a plan compactly: "action address <- deps".
+func summary(p *Plan) []string {
+	var out []string
+	for _, c := range p.Changes {
+		s := c.Action.String() + " " + c.Address
+		if len(c.DependsOn) > 0 {
+			s += " <- " + strings.Join(c.DependsOn, ",")
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+func TestBuild(t *testing.T) {
+	tests := []struct {
+		name   string
+		set    func() *spec.Set
+		live   func() map[string]*liveObj
+		opts   Options
+		want   []string
+		errHas string
+	}{
+		{
+			name: "fresh cluster creates everything",
+			set:  example01, live: liveEmpty,
+			want: []string{
+				"create LinuxBridge/vmbr1",
+				"apply NetworkApply/pve <- LinuxBridge/vmbr1",
+				"create QemuVM/app-vm-1 <- NetworkApply/pve",
+			},
+		},
+		{
+			name: "applied state is all noop",
+			set:  example01, live: liveApplied,
+			want: []string{
+				"noop LinuxBridge/vmbr1",
+				"noop NetworkApply/pve <- LinuxBridge/vmbr1",
+				"noop QemuVM/app-vm-1 <- NetworkApply/pve",
+			},
+		},
+		{
+			name: "pending network changes are committed",
+			set:  example01,
+			live: func() map[string]*liveObj {
+				l := liveApplied()
+				l["NetworkApply/pve"].Config["changes"] = "--- /etc/network/interfaces\n+++ ..."
+				return l
+			},
+			want: []string{
+				"noop LinuxBridge/vmbr1",
+				"apply NetworkApply/pve <- LinuxBridge/vmbr1",
+				"noop QemuVM/app-vm-1 <- NetworkApply/pve",
+			},
+		},
+		{
+			name: "destroy reverses and commits after the bridge is gone",
+			set:  example01, live: liveApplied, opts: Options{Destroy: true},
+			want: []string{
+				"delete QemuVM/app-vm-1",
+				"delete LinuxBridge/vmbr1 <- QemuVM/app-vm-1",
+				"apply NetworkApply/pve <- LinuxBridge/vmbr1,QemuVM/app-vm-1",
+			},
+		},
+		{
+			name: "destroy of a protected VM skips it",
+			set: func() *spec.Set {
+				s := example01()
+				s.Lookup("QemuVM/app-vm-1").Protected = true
+				return s
+			},
+			live: liveApplied, opts: Options{Destroy: true},
+			want: []string{
+				"noop QemuVM/app-vm-1",
+				"delete LinuxBridge/vmbr1 <- QemuVM/app-vm-1",
+				"apply NetworkApply/pve <- LinuxBridge/vmbr1,QemuVM/app-vm-1",
+			},
+		},
+		{
+			name: "target takes its dependencies",
+			set:  example01, live: liveEmpty, opts: Options{Targets: []string{"NetworkApply/pve"}},
+			want: []string{
+				"create LinuxBridge/vmbr1",
+				"apply NetworkApply/pve <- LinuxBridge/vmbr1",
+			},
+		},
+		{
+			name: "destroy target takes its dependents and the commit",
+			set:  example01, live: liveApplied, opts: Options{Destroy: true, Targets: []string{"LinuxBridge/vmbr1"}},
+			want: []string{
+				"delete QemuVM/app-vm-1",
+				"delete LinuxBridge/vmbr1 <- QemuVM/app-vm-1",
+				"apply NetworkApply/pve <- LinuxBridge/vmbr1,QemuVM/app-vm-1",
+			},
+		},
+		{
+			name: "destroy target of a leaf",
+			set:  example01, live: liveApplied, opts: Options{Destroy: true, Targets: []string{"QemuVM/app-vm-1"}},
+			want: []string{"delete QemuVM/app-vm-1"},
+		},
+		{
+			name: "unknown target",
+			set:  example01, live: liveApplied, opts: Options{Targets: []string{"QemuVM/nope"}},
+			errHas: "target QemuVM/nope is not a resource",
+		},
+		{
+			name: "state absent deletes",
+			set: func() *spec.Set {
+				s := example01()
+				s.Lookup("QemuVM/app-vm-1").State = spec.Absent
+				return s
+			},
+			live: liveApplied,
+			want: []string{
+				"noop LinuxBridge/vmbr1",
+				"noop NetworkApply/pve <- LinuxBridge/vmbr1",
+				"delete QemuVM/app-vm-1 <- NetworkApply/pve",
+			},
+		},
+		{
+			name: "state absent on a protected VM is an error",
+			set: func() *spec.Set {
+				s := example01()
+				vm := s.Lookup("QemuVM/app-vm-1")
+				vm.State, vm.Protected = spec.Absent, true
+				return s
+			},
+			live:   liveApplied,
+			errHas: "QemuVM/app-vm-1 is protected: refusing to delete",
+		},
+		{
+			name: "node move replaces",
+			set: func() *spec.Set {
+				s := example01()
+				s.Lookup("QemuVM/app-vm-1").Params["node"] = "pve2"
+				return s
+			},
+			live: liveApplied,
+			want: []string{
+				"noop LinuxBridge/vmbr1",
+				"noop NetworkApply/pve <- LinuxBridge/vmbr1",
+				"replace QemuVM/app-vm-1 <- NetworkApply/pve",
+			},
+		},
+		{
+			name: "node move of a protected VM is an error",
+			set: func() *spec.Set {
+				s := example01()
+				vm := s.Lookup("QemuVM/app-vm-1")
+				vm.Params["node"], vm.Protected = "pve2", true
+				return s
+			},
+			live:   liveApplied,
+			errHas: "refusing to replace",
+		},
+		{
+			name: "bridge of another type replaces",
+			set:  example01,
+			live: func() map[string]*liveObj {
+				l := liveApplied()
+				l["LinuxBridge/vmbr1"].Config["type"] = "bond"
+				return l
+			},
+			want: []string{
+				"replace LinuxBridge/vmbr1",
+				"apply NetworkApply/pve <- LinuxBridge/vmbr1",
+				"noop QemuVM/app-vm-1 <- NetworkApply/pve",
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p, err := build(t, tt.set(), tt.live(), tt.opts)
+			if tt.errHas != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.errHas) {
+					t.Fatalf("Build: got error %v want one containing %q", err, tt.errHas)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Build: %v", err)
+			}
+			if diff := cmp.Diff(tt.want, summary(p)); diff != "" {
+				t.Errorf("plan: got %q want %q (-want +got):\n%s", summary(p), tt.want, diff)
+			}
+		})
+	}
+}
+
+func TestBuildUpdate(t *testing.T) {
+	set := example01()
+	set.Lookup("QemuVM/app-vm-1").Params["memory"] = "4096"
+	live := liveApplied()
+	live["QemuVM/app-vm-1"].Status = "stopped"
+	p, err := build(t, set, live, Options{})
+	if err != nil {
+		t.Fatalf("Build: %v", err)
+	}
+	c := p.Change("QemuVM/app-vm-1")
+	want := &Change{
+		Address: "QemuVM/app-vm-1", Action: Update,
+		Diff: []FieldDiff{
+			{Path: "memory", Before: "2048", After: "4096"},
+			{Path: "running", Before: false, After: true},
+		},
+		Reasons: []string{"memory changed", "power state stopped, wanted running"},
+		Node:    "pve", VMID: 100, Digest: "d-vm",
+		DependsOn: []string{"NetworkApply/pve"},
+		Params:    map[string]string{"memory": "4096"},
+	}
+	if diff := cmp.Diff(want, c, cmpIgnoreResource); diff != "" {
+		t.Errorf("change: (-want +got):\n%s", diff)
+	}
+}
+
+var cmpIgnoreResource = cmp.FilterPath(func(p cmp.Path) bool { return p.String() == "Resource" }, cmp.Ignore())
+
+func TestBuildShrinkRefused(t *testing.T) {
+	set := example01()
+	set.Lookup("QemuVM/app-vm-1").Params["scsi0"] = "local-lvm:16"
+	_, err := build(t, set, liveApplied(), Options{})
+	if err == nil || !strings.Contains(err.Error(), "cannot shrink") {
+		t.Fatalf("Build: got %v want a shrink error", err)
+	}
+}
+
+func TestReverseDepsReroute(t *testing.T) {
+	// Two nodes; pve has two bridges and a VM using them, pve2 a bridge only.
+	fwd := map[string][]string{
+		"LinuxBridge/a":     nil,
+		"LinuxBridge/b":     nil,
+		"LinuxBridge/c":     nil,
+		"NetworkApply/pve":  {"LinuxBridge/a", "LinuxBridge/b"},
+		"NetworkApply/pve2": {"LinuxBridge/c"},
+		"QemuVM/vm":         {"NetworkApply/pve"},
+		"Pool/p":            nil,
+	}
+	roles := map[string]struct {
+		r kindRole
+		k string
+	}{
+		"LinuxBridge/a": {roleIface, "pve"}, "LinuxBridge/b": {roleIface, "pve"}, "LinuxBridge/c": {roleIface, "pve2"},
+		"NetworkApply/pve": {roleNetApply, "pve"}, "NetworkApply/pve2": {roleNetApply, "pve2"},
+	}
+	got := reverseDeps(fwd, func(a string) (kindRole, string) { return roles[a].r, roles[a].k })
+	want := map[string][]string{
+		"LinuxBridge/a":     {"QemuVM/vm"},
+		"LinuxBridge/b":     {"QemuVM/vm"},
+		"LinuxBridge/c":     {},
+		"NetworkApply/pve":  {"LinuxBridge/a", "LinuxBridge/b", "QemuVM/vm"},
+		"NetworkApply/pve2": {"LinuxBridge/c"},
+		"QemuVM/vm":         {},
+		"Pool/p":            {},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("reverseDeps: (-want +got):\n%s", diff)
+	}
+	sel := map[string]bool{}
+	for a := range got {
+		sel[a] = true
+	}
+	if _, err := topoOrder(got, sel); err != nil {
+		t.Errorf("topoOrder of rerouted graph: %v", err)
+	}
+}
+
+func TestTopoOrder(t *testing.T) {
+	tests := []struct {
+		name   string
+		deps   map[string][]string
+		want   []string
+		errHas string
+	}{
+		{
+			name: "ties by address",
+			deps: map[string][]string{"c": nil, "b": nil, "a": {"c"}},
+			want: []string{"b", "c", "a"},
+		},
+		{
+			name:   "cycle",
+			deps:   map[string][]string{"a": {"b"}, "b": {"a"}, "c": nil},
+			errHas: "dependency cycle among [a b]",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			sel := map[string]bool{}
+			for a := range tt.deps {
+				sel[a] = true
+			}
+			got, err := topoOrder(tt.deps, sel)
+			if tt.errHas != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.errHas) {
+					t.Fatalf("topoOrder: got error %v want %q", err, tt.errHas)
+				}
+				return
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("topoOrder: got %v want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestFindQemu(t *testing.T) {
+	rows := []pve.ClusterResource{
+		{Type: "qemu", VMID: 101, Name: "web", Node: "pve"},
+		{Type: "qemu", VMID: 102, Name: "web", Node: "pve"},
+		{Type: "qemu", VMID: 9000, Name: "tmpl", Node: "pve", Template: true},
+		{Type: "qemu", VMID: 103, Name: "db", Node: "pve"},
+		{Type: "lxc", VMID: 200, Name: "ct", Node: "pve"},
+	}
+	tests := []struct {
+		name   string
+		r      *spec.Resource
+		vmid   int
+		want   int
+		errHas string
+	}{
+		{name: "by vmid", r: &spec.Resource{Name: "x"}, vmid: 102, want: 102},
+		{name: "by name", r: &spec.Resource{Name: "db"}, want: 103},
+		{name: "name param wins", r: &spec.Resource{Name: "x", Params: map[string]string{"name": "db"}}, want: 103},
+		{name: "templates are not matched by name", r: &spec.Resource{Name: "tmpl"}},
+		{name: "missing", r: &spec.Resource{Name: "nope"}},
+		{name: "ambiguous", r: &spec.Resource{Name: "web"}, errHas: "name web matches VMs 101 and 102: set vmid"},
+		{name: "vmid of a container", r: &spec.Resource{Name: "ct"}, vmid: 200, errHas: "is a container"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			row, err := findQemu(rows, tt.r, tt.vmid)
+			if tt.errHas != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.errHas) {
+					t.Fatalf("findQemu: got error %v want %q", err, tt.errHas)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := 0
+			if row != nil {
+				got = row.VMID
+			}
+			if got != tt.want {
+				t.Errorf("findQemu: got vmid %d want %d", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestBuildRefusesUnsupportedOwnKeys(t *testing.T) {
+	set := example01()
+	set.Lookup("QemuVM/app-vm-1").Own["image"] = "9000"
+	_, err := build(t, set, liveEmpty(), Options{})
+	if err == nil || !strings.Contains(err.Error(), "QemuVM/app-vm-1: spec key image is not supported") {
+		t.Errorf("Build: got %v want a refusal of image", err)
+	}
+	// Destroy does not need to understand the spec.
+	if _, err := build(t, set, liveApplied(), Options{Destroy: true}); err != nil {
+		t.Errorf("Build destroy: got %v want nil", err)
+	}
+}

@@ -1,0 +1,451 @@
+package planner
+
+import (
+	"math"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/pvectl/pvectl/pkg/pve"
+	"github.com/pvectl/pvectl/pkg/pve/schema"
+)
+
+// sensitive is what a diff shows instead of a secret value.
+const sensitive = "(sensitive)"
+
+// secretKeys are parameters whose values never leave the process: not in
+// diffs, not in plan files.
+var secretKeys = map[string]bool{
+	"cipassword":    true,
+	"password":      true,
+	"tokenSecret":   true,
+	"sshPrivateKey": true,
+	"value":         true,
+}
+
+// createOnly sub-keys are consumed by the create call and never read back,
+// so their absence in live state is not drift.
+var createOnly = map[string]bool{"import-from": true}
+
+// setKeys hold lists whose order PVE does not keep.
+var setKeys = map[string]bool{"bridge_ports": true, "slaves": true, "tags": true}
+
+// commentKeys are free text to which PVE may append a newline.
+var commentKeys = map[string]bool{"description": true, "comments": true, "comment": true}
+
+// comparer compares desired wire values with live ones using the facts of
+// the kind's create method (m may be nil: then only type-less rules apply).
+type comparer struct {
+	m *schema.Method
+}
+
+func (c comparer) param(key string) *schema.Param {
+	if c.m == nil {
+		return nil
+	}
+	p, ok := c.m.Param(key)
+	if !ok {
+		return nil
+	}
+	return p
+}
+
+// diffParams compares only the keys the user wrote (minus skip) plus the
+// keys to remove; live keys nobody asked about are never drift.
+func (c comparer) diffParams(desired map[string]string, remove []string, live pve.Config, skip map[string]bool) []FieldDiff {
+	var out []FieldDiff
+	for _, k := range sortedKeys(desired) {
+		if skip[k] {
+			continue
+		}
+		dv := desired[k]
+		lv, has := live[k]
+		p := c.param(k)
+		switch {
+		case !has:
+			if isDefault(k, p, dv) || isDefaultPS(p, dv) {
+				continue
+			}
+			out = append(out, fieldDiff(k, nil, dv))
+		case p != nil && len(p.SubKeys()) > 0:
+			out = append(out, c.diffPropertyString(k, p, dv, lv)...)
+		case !equalScalar(k, p, dv, lv):
+			out = append(out, fieldDiff(k, lv, dv))
+		}
+	}
+	for _, k := range sortedUnique(remove) {
+		if lv, has := live[k]; has && !skip[k] {
+			out = append(out, fieldDiff(k, lv, nil))
+		}
+	}
+	return out
+}
+
+// fieldDiff builds a FieldDiff, masking secrets.
+func fieldDiff(path string, before, after any) FieldDiff {
+	key := path
+	if i := strings.IndexByte(key, '.'); i >= 0 {
+		key = key[:i]
+	}
+	if secretKeys[key] {
+		if before != nil {
+			before = sensitive
+		}
+		if after != nil {
+			after = sensitive
+		}
+	}
+	return FieldDiff{Path: path, Before: before, After: after}
+}
+
+// diskVolRE matches a volume written as "STORAGE:SIZE" (GiB) or "STORAGE:VOLUME".
+var diskVolRE = regexp.MustCompile(`^([^:]+):(.+)$`)
+
+// diffPropertyString compares sub-key by sub-key, only the sub-keys the user wrote.
+func (c comparer) diffPropertyString(key string, p *schema.Param, dv, lv string) []FieldDiff {
+	dItems, err1 := schema.ParsePropertyString(dv, p)
+	lItems, err2 := schema.ParsePropertyString(lv, p)
+	if err1 != nil || err2 != nil {
+		if equalScalar(key, nil, dv, lv) {
+			return nil
+		}
+		return []FieldDiff{fieldDiff(key, lv, dv)}
+	}
+	live := map[string]string{}
+	for _, it := range lItems {
+		live[it.Key] = it.Value
+	}
+	// A one-field format ("memory" = [current=]N) reads best as the key itself.
+	props := p.SubKeys()
+	single := len(props) == 1
+	path := func(sub string) string {
+		if single {
+			return key
+		}
+		return key + "." + sub
+	}
+	var out []FieldDiff
+	_, isDisk := props["file"]
+	for _, it := range dItems {
+		if createOnly[it.Key] {
+			continue
+		}
+		if isDisk && it.Key == "file" {
+			out = append(out, diffDiskFile(key, it.Value, live["file"], live["size"])...)
+			continue
+		}
+		sp := props[it.Key]
+		lvv, has := live[it.Key]
+		if !has {
+			if isDefault(it.Key, sp, it.Value) {
+				continue
+			}
+			out = append(out, fieldDiff(path(it.Key), nil, it.Value))
+			continue
+		}
+		if !equalScalar(it.Key, sp, it.Value, lvv) {
+			out = append(out, fieldDiff(path(it.Key), lvv, it.Value))
+		}
+	}
+	return out
+}
+
+// diffDiskFile compares a desired disk volume with the one PVE wrote back:
+// "local-lvm:32" (allocate 32 GiB) equals "local-lvm:vm-100-disk-0" with
+// size=32G; "local-lvm:cloudinit" equals "local-lvm:vm-100-cloudinit".
+func diffDiskFile(key, want, got, gotSize string) []FieldDiff {
+	if want == got {
+		return nil
+	}
+	wm := diskVolRE.FindStringSubmatch(want)
+	gm := diskVolRE.FindStringSubmatch(got)
+	if wm == nil || gm == nil {
+		return []FieldDiff{fieldDiff(key+".file", nilIfEmpty(got), want)}
+	}
+	var out []FieldDiff
+	if wm[1] != gm[1] {
+		out = append(out, fieldDiff(key+".storage", gm[1], wm[1]))
+	}
+	vol := wm[2]
+	switch {
+	case vol == "cloudinit":
+		if !strings.Contains(gm[2], "cloudinit") {
+			out = append(out, fieldDiff(key+".file", got, want))
+		}
+	case isNumber(vol):
+		if vol == "0" { // "STOR:0,import-from=…": the size comes from the image
+			break
+		}
+		if !equalSize(vol+"G", gotSize) {
+			out = append(out, fieldDiff(key+".size", nilIfEmpty(gotSize), vol+"G"))
+		}
+	default:
+		if vol != gm[2] {
+			out = append(out, fieldDiff(key+".file", got, want))
+		}
+	}
+	return out
+}
+
+func nilIfEmpty(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+// isDefault reports whether v is what PVE assumes when the key is absent.
+func isDefault(key string, p *schema.Param, v string) bool {
+	if p == nil || p.Default == nil {
+		return false
+	}
+	return equalScalar(key, p, wireValue(p.Default), v)
+}
+
+// isDefaultPS reports whether a property string only spells out defaults
+// ("memory: 512" is PVE's default [current=]512).
+func isDefaultPS(p *schema.Param, v string) bool {
+	if p == nil || len(p.SubKeys()) == 0 {
+		return false
+	}
+	items, err := schema.ParsePropertyString(v, p)
+	if err != nil || len(items) == 0 {
+		return false
+	}
+	props := p.SubKeys()
+	for _, it := range items {
+		if !isDefault(it.Key, props[it.Key], it.Value) {
+			return false
+		}
+	}
+	return true
+}
+
+// wireValue renders a schema default the way it would appear in a form.
+func wireValue(v any) string {
+	switch x := v.(type) {
+	case bool:
+		if x {
+			return "1"
+		}
+		return "0"
+	case float64:
+		return strconv.FormatFloat(x, 'f', -1, 64)
+	case int:
+		return strconv.Itoa(x)
+	case string:
+		return x
+	}
+	return ""
+}
+
+// equalScalar compares two wire values of one key semantically.
+func equalScalar(key string, p *schema.Param, a, b string) bool {
+	if a == b {
+		return true
+	}
+	switch {
+	case commentKeys[key]:
+		return strings.TrimRight(a, "\n") == strings.TrimRight(b, "\n")
+	case setKeys[key]:
+		return equalSet(a, b)
+	case key == "size" || (p != nil && p.Format == "disk-size"):
+		return equalSize(a, b)
+	case key == "macaddr":
+		return strings.EqualFold(a, b)
+	}
+	typ := ""
+	if p != nil {
+		typ = p.Type
+	}
+	switch typ {
+	case "boolean":
+		x, ok1 := parseBool(a)
+		y, ok2 := parseBool(b)
+		return ok1 && ok2 && x == y
+	case "integer", "number", "":
+		x, err1 := strconv.ParseFloat(a, 64)
+		y, err2 := strconv.ParseFloat(b, 64)
+		return err1 == nil && err2 == nil && x == y
+	}
+	return false
+}
+
+func parseBool(s string) (bool, bool) {
+	switch strings.ToLower(s) {
+	case "1", "true", "yes", "on":
+		return true, true
+	case "0", "false", "no", "off":
+		return false, true
+	}
+	return false, false
+}
+
+func isNumber(s string) bool {
+	_, err := strconv.ParseFloat(s, 64)
+	return err == nil
+}
+
+// splitSet splits a list written with ";", ",", or spaces into a sorted set.
+func splitSet(s string) []string {
+	f := strings.FieldsFunc(s, func(r rune) bool { return r == ';' || r == ',' || r == ' ' || r == '\t' || r == '\n' })
+	sort.Strings(f)
+	out := f[:0]
+	for i, x := range f {
+		if i == 0 || x != f[i-1] {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+func equalSet(a, b string) bool {
+	x, y := splitSet(a), splitSet(b)
+	if len(x) != len(y) {
+		return false
+	}
+	for i := range x {
+		if x[i] != y[i] {
+			return false
+		}
+	}
+	return true
+}
+
+var sizeRE = regexp.MustCompile(`^\s*([0-9]+(?:\.[0-9]+)?)\s*([KMGTP]?)B?\s*$`)
+
+// parseSize reads a PVE disk size ("32G", "512M", "1.5T") in bytes. A bare
+// number means bytes here; the "STOR:32" create form means GiB, and
+// diffDiskFile appends the G before comparing.
+func parseSize(s string) (float64, bool) {
+	m := sizeRE.FindStringSubmatch(strings.ToUpper(s))
+	if m == nil {
+		return 0, false
+	}
+	n, err := strconv.ParseFloat(m[1], 64)
+	if err != nil {
+		return 0, false
+	}
+	exp := 0
+	if m[2] != "" {
+		exp = strings.Index("KMGTP", m[2]) + 1
+	}
+	return n * math.Pow(1024, float64(exp)), true
+}
+
+func equalSize(a, b string) bool {
+	x, ok1 := parseSize(a)
+	y, ok2 := parseSize(b)
+	return ok1 && ok2 && x == y
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+func sortedUnique(s []string) []string {
+	out := append([]string(nil), s...)
+	sort.Strings(out)
+	j := 0
+	for i, x := range out {
+		if i == 0 || x != out[j-1] {
+			out[j] = x
+			j++
+		}
+	}
+	return out[:j]
+}
+
+// updateValue is what an update sends for key: the live property string with
+// the desired sub-keys laid over it, so that what PVE generated (MAC
+// addresses, disk volume names) survives the write.
+func (c comparer) updateValue(key, desired, live string) string {
+	p := c.param(key)
+	if p == nil || len(p.SubKeys()) == 0 || live == "" {
+		return desired
+	}
+	want, err1 := schema.ParsePropertyString(desired, p)
+	have, err2 := schema.ParsePropertyString(live, p)
+	if err1 != nil || err2 != nil {
+		return desired
+	}
+	idx := map[string]int{}
+	for i, it := range have {
+		idx[it.Key] = i
+	}
+	_, isDisk := p.SubKeys()["file"]
+	for _, it := range want {
+		if createOnly[it.Key] || (isDisk && it.Key == "file") {
+			continue
+		}
+		if i, ok := idx[it.Key]; ok {
+			have[i].Value = it.Value
+		} else {
+			idx[it.Key] = len(have)
+			have = append(have, it)
+		}
+	}
+	return schema.FormatPropertyString(have, p)
+}
+
+// topKey is the parameter a diff path belongs to ("net1.tag" → "net1").
+func topKey(path string) string {
+	if i := strings.IndexByte(path, '.'); i >= 0 {
+		return path[:i]
+	}
+	return path
+}
+
+// updateParams builds an update's wire parameters from its diffs: changed
+// keys with their merged values and "delete" for removed ones. Keys in skip
+// (pvectl's own, or handled by another call) are left out.
+func (c comparer) updateParams(diffs []FieldDiff, desired map[string]string, live map[string]string, skip func(FieldDiff) bool) map[string]string {
+	out := map[string]string{}
+	var del []string
+	for _, d := range diffs {
+		if skip != nil && skip(d) {
+			continue
+		}
+		k := topKey(d.Path)
+		if _, done := out[k]; done {
+			continue
+		}
+		if dv, ok := desired[k]; ok {
+			out[k] = c.updateValue(k, dv, live[k])
+		} else if d.After == nil {
+			del = append(del, k)
+		}
+	}
+	if len(del) > 0 {
+		out["delete"] = strings.Join(sortedUnique(del), ",")
+	}
+	return out
+}
+
+// reasons turns diffs into "memory changed" lines, one per parameter.
+func reasons(diffs []FieldDiff) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, d := range diffs {
+		k := topKey(d.Path)
+		if seen[k] {
+			continue
+		}
+		seen[k] = true
+		switch {
+		case d.Before == nil:
+			out = append(out, k+" added")
+		case d.After == nil && !strings.Contains(d.Path, "."):
+			out = append(out, k+" removed")
+		default:
+			out = append(out, k+" changed")
+		}
+	}
+	return out
+}

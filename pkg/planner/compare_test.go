@@ -1,0 +1,269 @@
+package planner
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/pvectl/pvectl/pkg/pve"
+	"github.com/pvectl/pvectl/pkg/pve/schema"
+)
+
+func qemuComparer(t *testing.T) comparer {
+	t.Helper()
+	m, ok := schema.Default().Lookup("POST", qemuCreatePath)
+	if !ok {
+		t.Fatal("schema lacks POST /nodes/{node}/qemu")
+	}
+	return comparer{m: m}
+}
+
+func TestDiffParamsQemu(t *testing.T) {
+	cmpr := qemuComparer(t)
+	tests := []struct {
+		name    string
+		desired map[string]string
+		remove  []string
+		live    pve.Config
+		want    []FieldDiff
+	}{
+		{
+			name:    "equal numbers",
+			desired: map[string]string{"memory": "2048", "cores": "2"},
+			live:    pve.Config{"memory": "2048", "cores": "2", "sockets": "1"},
+		},
+		{
+			name:    "memory changed keeps the plain path",
+			desired: map[string]string{"memory": "4096"},
+			live:    pve.Config{"memory": "2048"},
+			want:    []FieldDiff{{Path: "memory", Before: "2048", After: "4096"}},
+		},
+		{
+			name:    "generated MAC is not drift",
+			desired: map[string]string{"net0": "virtio,bridge=vmbr0"},
+			live:    pve.Config{"net0": "virtio=BC:24:11:AA:BB:CC,bridge=vmbr0"},
+		},
+		{
+			name:    "model written as a key",
+			desired: map[string]string{"net0": "model=virtio,bridge=vmbr0"},
+			live:    pve.Config{"net0": "virtio=BC:24:11:AA:BB:CC,bridge=vmbr0"},
+		},
+		{
+			name:    "vlan tag changed is a sub-key diff",
+			desired: map[string]string{"net1": "virtio,bridge=vmbr1,tag=200"},
+			live:    pve.Config{"net1": "virtio=BC:24:11:AA:BB:CD,bridge=vmbr1,tag=100"},
+			want:    []FieldDiff{{Path: "net1.tag", Before: "100", After: "200"}},
+		},
+		{
+			name:    "sub-key added",
+			desired: map[string]string{"net1": "virtio,bridge=vmbr1,firewall=1"},
+			live:    pve.Config{"net1": "virtio=BC:24:11:AA:BB:CD,bridge=vmbr1"},
+			want:    []FieldDiff{{Path: "net1.firewall", Before: nil, After: "1"}},
+		},
+		{
+			name:    "allocated disk equals its volume",
+			desired: map[string]string{"scsi0": "local-lvm:32"},
+			live:    pve.Config{"scsi0": "local-lvm:vm-100-disk-0,size=32G"},
+		},
+		{
+			name:    "disk size in other units",
+			desired: map[string]string{"scsi0": "local-lvm:32"},
+			live:    pve.Config{"scsi0": "local-lvm:vm-100-disk-0,size=32768M"},
+		},
+		{
+			name:    "disk grows",
+			desired: map[string]string{"scsi0": "local-lvm:64"},
+			live:    pve.Config{"scsi0": "local-lvm:vm-100-disk-0,size=32G"},
+			want:    []FieldDiff{{Path: "scsi0.size", Before: "32G", After: "64G"}},
+		},
+		{
+			name:    "disk on other storage",
+			desired: map[string]string{"scsi0": "fast:32"},
+			live:    pve.Config{"scsi0": "local-lvm:vm-100-disk-0,size=32G"},
+			want:    []FieldDiff{{Path: "scsi0.storage", Before: "local-lvm", After: "fast"}},
+		},
+		{
+			name:    "import-from is create-only",
+			desired: map[string]string{"scsi0": "local-lvm:0,import-from=local:import/noble.qcow2"},
+			live:    pve.Config{"scsi0": "local-lvm:vm-100-disk-0,size=3584M"},
+		},
+		{
+			name:    "cloud-init drive",
+			desired: map[string]string{"ide2": "local-lvm:cloudinit"},
+			live:    pve.Config{"ide2": "local-lvm:vm-100-cloudinit,media=cdrom"},
+		},
+		{
+			name:    "booleans",
+			desired: map[string]string{"onboot": "1"},
+			live:    pve.Config{"onboot": "1"},
+		},
+		{
+			name:    "boolean written as true",
+			desired: map[string]string{"onboot": "true"},
+			live:    pve.Config{"onboot": "1"},
+		},
+		{
+			name:    "schema default equals absent",
+			desired: map[string]string{"onboot": "0", "cores": "1", "ostype": "other", "memory": "512"},
+			live:    pve.Config{},
+		},
+		{
+			name:    "non-default absent is a diff",
+			desired: map[string]string{"cores": "2"},
+			live:    pve.Config{},
+			want:    []FieldDiff{{Path: "cores", Before: nil, After: "2"}},
+		},
+		{
+			name:    "tags as sets",
+			desired: map[string]string{"tags": "web,prod"},
+			live:    pve.Config{"tags": "prod;web"},
+		},
+		{
+			name:    "tags differ",
+			desired: map[string]string{"tags": "web prod db"},
+			live:    pve.Config{"tags": "prod;web"},
+			want:    []FieldDiff{{Path: "tags", Before: "prod;web", After: "web prod db"}},
+		},
+		{
+			name:    "description trailing newline",
+			desired: map[string]string{"description": "hello"},
+			live:    pve.Config{"description": "hello\n"},
+		},
+		{
+			name:    "identity keys are not compared",
+			desired: map[string]string{"node": "pve", "vmid": "100"},
+			live:    pve.Config{},
+		},
+		{
+			name:    "live extras are ignored",
+			desired: map[string]string{"cores": "2"},
+			live:    pve.Config{"cores": "2", "smbios1": "uuid=x", "vmgenid": "y", "digest": "z"},
+		},
+		{
+			name:   "null removes a present key",
+			remove: []string{"tags", "agent"},
+			live:   pve.Config{"tags": "a"},
+			want:   []FieldDiff{{Path: "tags", Before: "a", After: nil}},
+		},
+		{
+			name:    "secrets are masked",
+			desired: map[string]string{"cipassword": "hunter2"},
+			live:    pve.Config{"cipassword": "**********"},
+			want:    []FieldDiff{{Path: "cipassword", Before: sensitive, After: sensitive}},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := cmpr.diffParams(tt.desired, tt.remove, tt.live, qemuIdentity)
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("diffParams: got %v want %v (-want +got):\n%s", got, tt.want, diff)
+			}
+		})
+	}
+}
+
+func TestDiffParamsBridge(t *testing.T) {
+	m, ok := schema.Default().Lookup("POST", networkCreatePath)
+	if !ok {
+		t.Fatal("schema lacks POST /nodes/{node}/network")
+	}
+	cmpr := comparer{m: m}
+	tests := []struct {
+		name    string
+		desired map[string]string
+		live    pve.Config
+		want    []FieldDiff
+	}{
+		{
+			name:    "ports as sets",
+			desired: map[string]string{"bridge_ports": "eno2 eno3", "bridge_vlan_aware": "1", "autostart": "1"},
+			live:    pve.Config{"bridge_ports": "eno3 eno2", "bridge_vlan_aware": "1", "autostart": "1", "active": "1"},
+		},
+		{
+			name:    "vlan awareness changed",
+			desired: map[string]string{"bridge_vlan_aware": "1"},
+			live:    pve.Config{"bridge_vlan_aware": "0"},
+			want:    []FieldDiff{{Path: "bridge_vlan_aware", Before: "0", After: "1"}},
+		},
+		{
+			name:    "comments newline",
+			desired: map[string]string{"comments": "data"},
+			live:    pve.Config{"comments": "data\n"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := cmpr.diffParams(tt.desired, nil, tt.live, ifaceIdentity)
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("diffParams: got %v want %v (-want +got):\n%s", got, tt.want, diff)
+			}
+		})
+	}
+}
+
+func TestUpdateParams(t *testing.T) {
+	cmpr := qemuComparer(t)
+	tests := []struct {
+		name    string
+		desired map[string]string
+		remove  []string
+		live    pve.Config
+		want    map[string]string
+	}{
+		{
+			name:    "scalar",
+			desired: map[string]string{"memory": "4096", "cores": "2"},
+			live:    pve.Config{"memory": "2048", "cores": "2"},
+			want:    map[string]string{"memory": "4096"},
+		},
+		{
+			name:    "nic keeps its MAC",
+			desired: map[string]string{"net1": "virtio,bridge=vmbr1,tag=200"},
+			live:    pve.Config{"net1": "virtio=BC:24:11:AA:BB:CD,bridge=vmbr1,tag=100"},
+			want:    map[string]string{"net1": "virtio=BC:24:11:AA:BB:CD,bridge=vmbr1,tag=200"},
+		},
+		{
+			name:    "disk option keeps its volume, resize is separate",
+			desired: map[string]string{"scsi0": "local-lvm:64,cache=writeback"},
+			live:    pve.Config{"scsi0": "local-lvm:vm-100-disk-0,size=32G"},
+			want:    map[string]string{"scsi0": "local-lvm:vm-100-disk-0,size=32G,cache=writeback"},
+		},
+		{
+			name:   "delete",
+			remove: []string{"tags", "agent"},
+			live:   pve.Config{"tags": "a", "agent": "1"},
+			want:   map[string]string{"delete": "agent,tags"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			diffs := cmpr.diffParams(tt.desired, tt.remove, tt.live, qemuIdentity)
+			got := cmpr.updateParams(diffs, tt.desired, tt.live, isResize)
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("updateParams: got %v want %v (-want +got):\n%s", got, tt.want, diff)
+			}
+		})
+	}
+}
+
+func TestParseSize(t *testing.T) {
+	tests := []struct {
+		in   string
+		want float64
+		ok   bool
+	}{
+		{"32G", 32 << 30, true},
+		{"512M", 512 << 20, true},
+		{"1T", 1 << 40, true},
+		{"1.5K", 1536, true},
+		{"100", 100, true},
+		{"big", 0, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.in, func(t *testing.T) {
+			got, ok := parseSize(tt.in)
+			if got != tt.want || ok != tt.ok {
+				t.Errorf("parseSize(%q): got %v, %v want %v, %v", tt.in, got, ok, tt.want, tt.ok)
+			}
+		})
+	}
+}

@@ -1,0 +1,80 @@
+package planner
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/pvectl/pvectl/pkg/pve"
+	"github.com/pvectl/pvectl/pkg/spec"
+)
+
+// netApplyKind commits a node's staged network changes (NetworkApply). It
+// is planned after every interface so it can see whether any will stage.
+type netApplyKind struct{}
+
+func (netApplyKind) role() kindRole { return roleNetApply }
+
+func (netApplyKind) observe(ctx context.Context, lc *liveConn, r *spec.Resource) (*liveObj, error) {
+	node := paramNode(r)
+	if node == "" && lc.hasNode(r.Name) {
+		node = r.Name // the natural identity: a NetworkApply named after its node
+	}
+	if node == "" {
+		var err error
+		if node, err = lc.node(r); err != nil {
+			return nil, err
+		}
+	} else if !lc.hasNode(node) {
+		return nil, fmt.Errorf("node %q is not in the cluster", node)
+	}
+	ln, err := lc.network(ctx, node)
+	if err != nil {
+		return nil, err
+	}
+	return &liveObj{Exists: true, Node: node, Config: pve.Config{"changes": ln.changes}}, nil
+}
+
+func (netApplyKind) plan(b *builder, r *spec.Resource, lo *liveObj) (*Change, error) {
+	c := &Change{Node: lo.Node, Action: NoOp}
+	if r.State == spec.Absent {
+		c.Reasons = []string{"nothing to remove"}
+		return c, nil
+	}
+	if lo.Config["changes"] != "" {
+		c.Reasons = append(c.Reasons, "node "+lo.Node+" has pending network changes")
+	}
+	for _, addr := range sortedKeys(b.changes) {
+		o := b.changes[addr]
+		k, err := kindOf(o.Resource.Kind)
+		if err != nil || k.role() != roleIface || o.Action == NoOp {
+			continue
+		}
+		if o.Node == lo.Node && o.Resource.Connection == r.Connection {
+			c.Reasons = append(c.Reasons, addr+" will stage a change")
+		}
+	}
+	if len(c.Reasons) > 0 {
+		c.Action = ApplyNet
+	}
+	return c, nil
+}
+
+func (netApplyKind) apply(ctx context.Context, x *execution, c *Change) error {
+	_, changes, err := x.client.NetworkList(ctx, c.Node)
+	if err != nil {
+		return fmt.Errorf("list network of node %s: %w", c.Node, err)
+	}
+	if changes == "" {
+		x.msg("no pending network changes on node %s", c.Node)
+		return nil
+	}
+	x.msg("committing network changes on node %s", c.Node)
+	if err := x.client.ApplyNetwork(ctx, c.Node); err != nil {
+		return fmt.Errorf("apply network on node %s: %w", c.Node, err)
+	}
+	return nil
+}
+
+func (netApplyKind) current(ctx context.Context, cl *pve.Client, c *Change) (*liveObj, error) {
+	return &liveObj{Exists: true, Node: c.Node}, nil
+}

@@ -1,0 +1,213 @@
+package planner
+
+import (
+	"context"
+	"crypto/sha1"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/pvectl/pvectl/pkg/pve"
+	"github.com/pvectl/pvectl/pkg/spec"
+)
+
+// Observed is the live state read for a Set. It is an input of Build only;
+// a Plan carries what Apply needs on its own.
+type Observed struct {
+	conns map[string]*liveConn
+	objs  map[string]*liveObj // by address
+}
+
+// liveConn caches what one connection's cluster looks like, so every list
+// is fetched at most once per Observe.
+type liveConn struct {
+	name      string
+	settings  *spec.Connection // may be nil
+	client    *pve.Client
+	resources []pve.ClusterResource
+	nodes     []string // sorted
+	networks  map[string]*liveNetwork
+	pools     []pve.Pool
+	poolsRead bool
+}
+
+// liveNetwork is one node's staged network view.
+type liveNetwork struct {
+	ifaces  []pve.Config
+	changes string
+}
+
+// Observe reads the live state the Set needs in few calls: /cluster/resources
+// and /nodes once per connection, one network list per node with network
+// resources, the pool list once, one config per managed VM that exists.
+func Observe(ctx context.Context, clients Clients, set *spec.Set) (*Observed, error) {
+	obs := &Observed{conns: map[string]*liveConn{}, objs: map[string]*liveObj{}}
+	connErr := map[string]error{}
+	var errs []error
+	for _, r := range set.Resources {
+		k, err := kindOf(r.Kind)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", r.Address(), err))
+			continue
+		}
+		lc, ok := obs.conns[r.Connection]
+		if !ok {
+			if err, failed := connErr[r.Connection]; failed {
+				errs = append(errs, fmt.Errorf("%s: %w", r.Address(), err))
+				continue
+			}
+			lc, err = openConn(ctx, clients, set, r.Connection)
+			if err != nil {
+				connErr[r.Connection] = err
+				errs = append(errs, fmt.Errorf("%s: %w", r.Address(), err))
+				continue
+			}
+			obs.conns[r.Connection] = lc
+		}
+		lo, err := k.observe(ctx, lc, r)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", r.Address(), err))
+			continue
+		}
+		obs.objs[r.Address()] = lo
+	}
+	errs = append(errs, loadAll(ctx, obs.objs)...)
+	return obs, errors.Join(errs...)
+}
+
+// observeParallelism caps concurrent per-object reads during Observe.
+const observeParallelism = 8
+
+// loadAll runs the objects' deferred reads, a few at a time.
+func loadAll(ctx context.Context, objs map[string]*liveObj) []error {
+	var (
+		mu   sync.Mutex
+		errs []error
+		wg   sync.WaitGroup
+	)
+	sem := make(chan struct{}, observeParallelism)
+	for _, addr := range sortedKeys(objs) {
+		lo := objs[addr]
+		if lo.load == nil {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			err := lo.load(ctx)
+			lo.load = nil
+			if err != nil {
+				mu.Lock()
+				errs = append(errs, fmt.Errorf("%s: %w", addr, err))
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	sort.Slice(errs, func(i, j int) bool { return errs[i].Error() < errs[j].Error() })
+	return errs
+}
+
+func openConn(ctx context.Context, clients Clients, set *spec.Set, name string) (*liveConn, error) {
+	label := "default connection"
+	if name != "" {
+		label = "connection " + name
+	}
+	cl, err := clients.Client(name)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", label, err)
+	}
+	lc := &liveConn{name: name, client: cl, networks: map[string]*liveNetwork{}}
+	if set != nil && set.Connections[name] != nil {
+		lc.settings = set.Connections[name]
+	} else {
+		lc.settings = clients.Connection(name)
+	}
+	if lc.resources, err = cl.ClusterResources(ctx, ""); err != nil {
+		return nil, fmt.Errorf("%s: read cluster resources: %w", label, err)
+	}
+	if lc.nodes, err = cl.NodeNames(ctx); err != nil {
+		return nil, fmt.Errorf("%s: list nodes: %w", label, err)
+	}
+	sort.Strings(lc.nodes)
+	return lc, nil
+}
+
+// node resolves where r lives: the node its spec names, else the
+// connection's first configured node, else the cluster's first node.
+func (lc *liveConn) node(r *spec.Resource) (string, error) {
+	n := paramNode(r)
+	if n == "" && lc.settings != nil && len(lc.settings.Nodes) > 0 {
+		n = lc.settings.Nodes[0]
+	}
+	if n == "" && len(lc.nodes) > 0 {
+		n = lc.nodes[0]
+	}
+	if n == "" {
+		return "", errors.New("no node: the cluster lists none")
+	}
+	if !lc.hasNode(n) {
+		return "", fmt.Errorf("node %q is not in the cluster (nodes: %s)", n, strings.Join(lc.nodes, ", "))
+	}
+	return n, nil
+}
+
+func (lc *liveConn) hasNode(n string) bool {
+	i := sort.SearchStrings(lc.nodes, n)
+	return i < len(lc.nodes) && lc.nodes[i] == n
+}
+
+// network reads a node's staged interfaces once.
+func (lc *liveConn) network(ctx context.Context, node string) (*liveNetwork, error) {
+	if ln, ok := lc.networks[node]; ok {
+		return ln, nil
+	}
+	ifaces, changes, err := lc.client.NetworkList(ctx, node)
+	if err != nil {
+		return nil, fmt.Errorf("list network of node %s: %w", node, err)
+	}
+	ln := &liveNetwork{ifaces: ifaces, changes: changes}
+	lc.networks[node] = ln
+	return ln, nil
+}
+
+func (ln *liveNetwork) iface(name string) pve.Config {
+	for _, c := range ln.ifaces {
+		if c["iface"] == name {
+			return c
+		}
+	}
+	return nil
+}
+
+// poolList reads /pools once.
+func (lc *liveConn) poolList(ctx context.Context) ([]pve.Pool, error) {
+	if lc.poolsRead {
+		return lc.pools, nil
+	}
+	pools, err := lc.client.Pools(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("list pools: %w", err)
+	}
+	lc.pools, lc.poolsRead = pools, true
+	return pools, nil
+}
+
+// fieldsDigest fingerprints objects PVE gives no digest for. Fields that
+// flip by themselves (active after a commit) are left out.
+func fieldsDigest(cfg pve.Config) string {
+	h := sha1.New()
+	for _, k := range sortedKeys(cfg) {
+		switch k {
+		case "active", "exists", "digest":
+			continue
+		}
+		fmt.Fprintf(h, "%s=%s\n", k, cfg[k])
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}

@@ -1,0 +1,109 @@
+package planner
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/pvectl/pvectl/pkg/spec"
+)
+
+func TestPlanFileRoundTrip(t *testing.T) {
+	set := example01()
+	set.Lookup("QemuVM/app-vm-1").Params["memory"] = "4096"
+	p, err := build(t, set, liveApplied(), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "plan.json")
+	if err := WriteFile(path, p); err != nil {
+		t.Fatal(err)
+	}
+	got, err := ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Own values come back as JSON types; running is a bool either way.
+	if diff := cmp.Diff(p, got); diff != "" {
+		t.Errorf("round trip (-want +got):\n%s", diff)
+	}
+}
+
+func TestPlanFileOmitsSecrets(t *testing.T) {
+	r := &spec.Resource{Kind: spec.KindQemuVM, Name: "vm", Params: map[string]string{"cipassword": "hunter2", "memory": "1024"},
+		Own: map[string]any{"sshPrivateKey": "-----BEGIN OPENSSH PRIVATE KEY-----"}}
+	p := &Plan{FormatVersion: "1", Changes: []*Change{{
+		Address: "QemuVM/vm", Action: Update, Resource: r,
+		Diff:    []FieldDiff{fieldDiff("cipassword", "x", "hunter2")},
+		Params:  map[string]string{"cipassword": "hunter2"},
+		Reasons: []string{"cipassword changed"},
+	}}}
+	data, err := Marshal(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, secret := range []string{"hunter2", "PRIVATE KEY"} {
+		if strings.Contains(string(data), secret) {
+			t.Errorf("plan file: got %q in\n%s\nwant it left out", secret, data)
+		}
+	}
+	got, err := Unmarshal(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"cipassword"}, got.Changes[0].Redacted); diff != "" {
+		t.Errorf("Redacted (-want +got):\n%s", diff)
+	}
+	if r.Params["cipassword"] != "hunter2" {
+		t.Errorf("Marshal modified the plan: got cipassword %q", r.Params["cipassword"])
+	}
+	err = applyChange(t.Context(), nil, nopHooks{}, got.Changes[0])
+	if err == nil || !strings.Contains(err.Error(), "omits secret parameter(s) cipassword") {
+		t.Errorf("applyChange of a redacted update: got %v want a refusal", err)
+	}
+}
+
+func TestPlanFileErrors(t *testing.T) {
+	tests := []struct {
+		name, data, errHas string
+	}{
+		{"version", `{"format_version":"2","changes":[]}`, "format version"},
+		{"action", `{"format_version":"1","changes":[{"address":"Pool/p","action":"explode"}]}`, "unknown action"},
+		{"json", `{`, "unexpected end"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "plan.json")
+			if err := os.WriteFile(path, []byte(tt.data), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			_, err := ReadFile(path)
+			if err == nil || !strings.Contains(err.Error(), tt.errHas) {
+				t.Errorf("ReadFile: got %v want error containing %q", err, tt.errHas)
+			}
+		})
+	}
+}
+
+func TestPlanFileRedactedOnlyWhenNeeded(t *testing.T) {
+	r := &spec.Resource{Kind: spec.KindQemuVM, Name: "vm", Params: map[string]string{"cipassword": "hunter2", "memory": "2048"}}
+	p := &Plan{FormatVersion: "1", Changes: []*Change{{
+		Address: "QemuVM/vm", Action: Update, Resource: r, Params: map[string]string{"memory": "2048"},
+	}}}
+	data, err := Marshal(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := Unmarshal(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if red := got.Changes[0].Redacted; len(red) != 0 {
+		t.Errorf("Redacted: got %v want none (the update does not send cipassword)", red)
+	}
+	if strings.Contains(string(data), "hunter2") {
+		t.Errorf("plan file: got the secret in\n%s", data)
+	}
+}

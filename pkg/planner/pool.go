@@ -1,0 +1,98 @@
+package planner
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/pvectl/pvectl/pkg/pve"
+	"github.com/pvectl/pvectl/pkg/spec"
+)
+
+// poolKind manages Pool: identity is poolid. Members are not managed here.
+type poolKind struct{}
+
+const poolCreatePath = "/pools"
+
+var poolIdentity = map[string]bool{"poolid": true}
+
+func (poolKind) role() kindRole { return roleOther }
+
+func poolID(r *spec.Resource) string {
+	if id := r.Params["poolid"]; id != "" {
+		return id
+	}
+	return r.Name
+}
+
+func poolObj(pools []pve.Pool, id string) *liveObj {
+	for _, p := range pools {
+		if p.PoolID == id {
+			cfg := pve.Config{"poolid": p.PoolID}
+			if p.Comment != "" {
+				cfg["comment"] = p.Comment
+			}
+			return &liveObj{Exists: true, Config: cfg, Digest: fieldsDigest(cfg)}
+		}
+	}
+	return &liveObj{}
+}
+
+func (poolKind) observe(ctx context.Context, lc *liveConn, r *spec.Resource) (*liveObj, error) {
+	pools, err := lc.poolList(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return poolObj(pools, poolID(r)), nil
+}
+
+func (poolKind) plan(b *builder, r *spec.Resource, lo *liveObj) (*Change, error) {
+	c := &Change{Digest: lo.Digest}
+	if handled, err := b.lifecycle(r, lo, c); handled {
+		return c, err
+	}
+	cmp := comparer{m: b.method("POST", poolCreatePath)}
+	c.Diff = cmp.diffParams(r.Params, r.Remove, lo.Config, poolIdentity)
+	if len(c.Diff) == 0 {
+		c.Action = NoOp
+		return c, nil
+	}
+	c.Action, c.Reasons = Update, reasons(c.Diff)
+	c.Params = map[string]string{"poolid": poolID(r)}
+	for _, d := range c.Diff {
+		if d.After == nil {
+			c.Params[d.Path] = "" // PUT /pools clears a field by sending it empty
+		} else {
+			c.Params[d.Path] = r.Params[d.Path]
+		}
+	}
+	return c, nil
+}
+
+func (poolKind) apply(ctx context.Context, x *execution, c *Change) error {
+	id := poolID(c.Resource)
+	switch c.Action {
+	case Create:
+		params := toValues(c.Resource.Params)
+		params.Set("poolid", id)
+		if err := x.client.CreatePool(ctx, params); err != nil {
+			return fmt.Errorf("create pool %s: %w", id, err)
+		}
+	case Update:
+		if err := x.client.UpdatePool(ctx, toValues(c.Params)); err != nil {
+			return fmt.Errorf("update pool %s: %w", id, err)
+		}
+	case Delete:
+		if err := x.client.DeletePool(ctx, id); err != nil && !pve.IsNotFound(err) {
+			return fmt.Errorf("delete pool %s: %w", id, err)
+		}
+	}
+	return nil
+}
+
+func (poolKind) current(ctx context.Context, cl *pve.Client, c *Change) (*liveObj, error) {
+	pools, err := cl.Pools(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return poolObj(pools, poolID(c.Resource)), nil
+}

@@ -1,0 +1,165 @@
+package render
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/charmbracelet/lipgloss"
+	"github.com/muesli/termenv"
+
+	"github.com/pvectl/pvectl/pkg/planner"
+)
+
+// Options tunes Human.
+type Options struct {
+	Color bool // ANSI colours (the CLI turns them off for --no-color, NO_COLOR, non-TTYs)
+}
+
+// verbs say what a change will do, after "# Kind/name".
+var verbs = map[planner.Action]string{
+	planner.Create:    "will be created",
+	planner.Update:    "will be updated in-place",
+	planner.Replace:   "must be replaced",
+	planner.Delete:    "will be destroyed",
+	planner.Provision: "will be provisioned",
+	planner.ApplyNet:  "will commit staged network changes",
+}
+
+type palette struct {
+	add, change, remove, note lipgloss.Style
+}
+
+func newPalette(w io.Writer, color bool) palette {
+	r := lipgloss.NewRenderer(w)
+	if color {
+		r.SetColorProfile(termenv.ANSI)
+	} else {
+		r.SetColorProfile(termenv.Ascii)
+	}
+	return palette{
+		add:    r.NewStyle().Foreground(lipgloss.Color("2")),
+		change: r.NewStyle().Foreground(lipgloss.Color("3")),
+		remove: r.NewStyle().Foreground(lipgloss.Color("1")),
+		note:   r.NewStyle().Faint(true),
+	}
+}
+
+func (pl palette) action(a planner.Action) lipgloss.Style {
+	switch a {
+	case planner.Create:
+		return pl.add
+	case planner.Delete, planner.Replace:
+		return pl.remove
+	}
+	return pl.change
+}
+
+// Human writes the plan the way Terraform users expect to read it.
+func Human(w io.Writer, p *planner.Plan, opts Options) error {
+	pl := newPalette(w, opts.Color)
+	var b strings.Builder
+	if !p.HasChanges() {
+		b.WriteString("No changes. Live state matches the specs.\n")
+		_, err := io.WriteString(w, b.String())
+		return err
+	}
+	b.WriteString("pvectl will perform the following actions:\n")
+	for _, c := range p.Changes {
+		if c.Action == planner.NoOp {
+			if len(c.Reasons) > 0 && strings.HasPrefix(c.Reasons[0], "protected") {
+				fmt.Fprintf(&b, "\n  # %s is protected and will be kept\n", c.Address)
+			}
+			continue
+		}
+		st := pl.action(c.Action)
+		fmt.Fprintf(&b, "\n  # %s %s\n", c.Address, verbs[c.Action])
+		fmt.Fprintf(&b, "  %s %s\n", st.Render(c.Action.Symbol()), c.Address)
+		for _, d := range c.Diff {
+			b.WriteString("      " + field(pl, d) + "\n")
+		}
+		for _, r := range c.Reasons {
+			b.WriteString("      " + pl.note.Render("# "+r) + "\n")
+		}
+	}
+	b.WriteString("\n" + summaryLine(p.Summary()) + "\n")
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func field(pl palette, d planner.FieldDiff) string {
+	switch {
+	case d.Before == nil:
+		return pl.add.Render("+") + " " + d.Path + ": " + value(d.After)
+	case d.After == nil:
+		return pl.remove.Render("-") + " " + d.Path + ": " + value(d.Before)
+	}
+	return pl.change.Render("~") + " " + d.Path + ": " + value(d.Before) + " → " + value(d.After)
+}
+
+func value(v any) string {
+	if s, ok := v.(string); ok {
+		return fmt.Sprintf("%q", s)
+	}
+	return fmt.Sprint(v)
+}
+
+func summaryLine(s planner.Summary) string {
+	line := fmt.Sprintf("Plan: %d to create, %d to update, %d to replace, %d to destroy", s.Create, s.Update, s.Replace, s.Delete)
+	if s.Provision > 0 {
+		line += fmt.Sprintf(", %d to provision", s.Provision)
+	}
+	if s.Apply == 1 {
+		line += ", 1 network commit"
+	} else if s.Apply > 1 {
+		line += fmt.Sprintf(", %d network commits", s.Apply)
+	}
+	return line + "."
+}
+
+type jsonPlan struct {
+	FormatVersion string       `json:"format_version"`
+	Changes       []jsonChange `json:"changes"`
+	Summary       jsonSummary  `json:"summary"`
+}
+
+type jsonChange struct {
+	Address string              `json:"address"`
+	Action  string              `json:"action"`
+	Diff    []planner.FieldDiff `json:"diff"`
+	Reasons []string            `json:"reasons"`
+}
+
+type jsonSummary struct {
+	Create    int `json:"create"`
+	Update    int `json:"update"`
+	Replace   int `json:"replace"`
+	Delete    int `json:"delete"`
+	Provision int `json:"provision"`
+	NoOp      int `json:"noop"`
+}
+
+// JSON writes the plan JSON of the CLI contract (`plan --json`): every
+// change, noops included, with diff and reasons never null.
+func JSON(w io.Writer, p *planner.Plan) error {
+	s := p.Summary()
+	out := jsonPlan{
+		FormatVersion: planner.FormatVersion,
+		Changes:       []jsonChange{},
+		Summary:       jsonSummary{Create: s.Create, Update: s.Update, Replace: s.Replace, Delete: s.Delete, Provision: s.Provision, NoOp: s.NoOp},
+	}
+	for _, c := range p.Changes {
+		jc := jsonChange{Address: c.Address, Action: c.Action.String(), Diff: c.Diff, Reasons: c.Reasons}
+		if jc.Diff == nil {
+			jc.Diff = []planner.FieldDiff{}
+		}
+		if jc.Reasons == nil {
+			jc.Reasons = []string{}
+		}
+		out.Changes = append(out.Changes, jc)
+	}
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	return enc.Encode(out)
+}

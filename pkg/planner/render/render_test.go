@@ -1,0 +1,143 @@
+package render
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/pvectl/pvectl/pkg/planner"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata/*.golden")
+
+// golden compares got with testdata/<TestName>.golden (rewritten with -update).
+func golden(t *testing.T, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", strings.ReplaceAll(t.Name(), "/", "_")+".golden")
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("read golden file (run with -update): %v", err)
+	}
+	if diff := cmp.Diff(string(want), string(got)); diff != "" {
+		t.Errorf("output differs from %s (-want +got):\n%s", path, diff)
+	}
+}
+
+func change(addr string, a planner.Action, diff []planner.FieldDiff, reasons ...string) *planner.Change {
+	if diff == nil {
+		diff = []planner.FieldDiff{}
+	}
+	if reasons == nil {
+		reasons = []string{}
+	}
+	return &planner.Change{Address: addr, Action: a, Diff: diff, Reasons: reasons}
+}
+
+func plans() map[string]*planner.Plan {
+	return map[string]*planner.Plan{
+		"create": {FormatVersion: "1", Changes: []*planner.Change{
+			change("LinuxBridge/vmbr1", planner.Create, []planner.FieldDiff{
+				{Path: "autostart", After: "1"}, {Path: "bridge_ports", After: "eno2"},
+				{Path: "bridge_vlan_aware", After: "1"}, {Path: "iface", After: "vmbr1"},
+			}, "does not exist"),
+			change("NetworkApply/pve", planner.ApplyNet, nil, "LinuxBridge/vmbr1 will stage a change"),
+			change("QemuVM/app-vm-1", planner.Create, []planner.FieldDiff{
+				{Path: "memory", After: "2048"}, {Path: "net1", After: "virtio,bridge=vmbr1,tag=100"},
+				{Path: "running", After: true},
+			}, "does not exist"),
+		}},
+		"update": {FormatVersion: "1", Changes: []*planner.Change{
+			change("LinuxBridge/vmbr1", planner.NoOp, nil),
+			change("NetworkApply/pve", planner.NoOp, nil),
+			change("QemuVM/app-vm-1", planner.Update, []planner.FieldDiff{
+				{Path: "memory", Before: "2048", After: "4096"},
+				{Path: "net1.tag", Before: "100", After: "200"},
+				{Path: "tags", Before: "old", After: nil},
+				{Path: "running", Before: false, After: true},
+			}, "memory changed", "net1 changed", "tags removed", "power state stopped, wanted running"),
+			change("QemuVM/db", planner.Replace, []planner.FieldDiff{{Path: "node", Before: "pve", After: "pve2"}}, "node changed: pve → pve2"),
+		}},
+		"destroy": {FormatVersion: "1", Destroy: true, Changes: []*planner.Change{
+			change("QemuVM/app-vm-1", planner.Delete, nil, "destroy"),
+			change("QemuVM/db", planner.NoOp, nil, "protected: skipped"),
+			change("LinuxBridge/vmbr1", planner.Delete, nil, "destroy"),
+			change("NetworkApply/pve", planner.ApplyNet, nil, "LinuxBridge/vmbr1 will stage a change"),
+		}},
+		"nochange": {FormatVersion: "1", Changes: []*planner.Change{
+			change("LinuxBridge/vmbr1", planner.NoOp, nil),
+			change("QemuVM/app-vm-1", planner.NoOp, nil),
+		}},
+	}
+}
+
+func TestHuman(t *testing.T) {
+	for _, name := range []string{"create", "update", "destroy", "nochange"} {
+		t.Run(name, func(t *testing.T) {
+			var buf bytes.Buffer
+			if err := Human(&buf, plans()[name], Options{}); err != nil {
+				t.Fatal(err)
+			}
+			golden(t, buf.Bytes())
+		})
+	}
+}
+
+func TestHumanColor(t *testing.T) {
+	var plain, color bytes.Buffer
+	p := plans()["update"]
+	if err := Human(&plain, p, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := Human(&color, p, Options{Color: true}); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(plain.String(), "\x1b[") {
+		t.Errorf("colour off: got ANSI escapes in %q", plain.String())
+	}
+	if !strings.Contains(color.String(), "\x1b[") {
+		t.Errorf("colour on: got no ANSI escapes in %q", color.String())
+	}
+}
+
+func TestJSON(t *testing.T) {
+	for _, name := range []string{"create", "update", "destroy", "nochange"} {
+		t.Run(name, func(t *testing.T) {
+			var buf bytes.Buffer
+			if err := JSON(&buf, plans()[name]); err != nil {
+				t.Fatal(err)
+			}
+			golden(t, buf.Bytes())
+		})
+	}
+}
+
+func TestJSONShape(t *testing.T) {
+	var buf bytes.Buffer
+	p := &planner.Plan{FormatVersion: "1", Changes: []*planner.Change{{Address: "Pool/p", Action: planner.NoOp}}}
+	if err := JSON(&buf, p); err != nil {
+		t.Fatal(err)
+	}
+	var got map[string]any
+	if err := json.Unmarshal(buf.Bytes(), &got); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]any{
+		"format_version": "1",
+		"changes":        []any{map[string]any{"address": "Pool/p", "action": "noop", "diff": []any{}, "reasons": []any{}}},
+		"summary":        map[string]any{"create": 0.0, "update": 0.0, "replace": 0.0, "delete": 0.0, "provision": 0.0, "noop": 1.0},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("JSON: got %s (-want +got):\n%s", buf.String(), diff)
+	}
+}

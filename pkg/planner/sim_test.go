@@ -1,0 +1,531 @@
+package planner
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/pvectl/pvectl/pkg/pve"
+	"github.com/pvectl/pvectl/pkg/pve/pvesim"
+	"github.com/pvectl/pvectl/pkg/spec"
+)
+
+const (
+	simToken  = "root@pam!pvectl"
+	simSecret = "0b4c6f6e-sim-secret"
+)
+
+// simClients serves every connection name from one simulator.
+type simClients struct {
+	cl   *pve.Client
+	conn *spec.Connection
+}
+
+func (s *simClients) Client(string) (*pve.Client, error) { return s.cl, nil }
+func (s *simClients) Connection(string) *spec.Connection { return s.conn }
+
+// newSim starts pvesim on loopback and returns clients talking to it.
+func newSim(t *testing.T, nodes ...string) *simClients {
+	t.Helper()
+	sc, _ := newCountingSim(t, nodes...)
+	return sc
+}
+
+// requestCounter counts requests by "METHOD path".
+type requestCounter struct {
+	next http.Handler
+	mu   sync.Mutex
+	n    map[string]int
+}
+
+func (rc *requestCounter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	rc.mu.Lock()
+	rc.n[r.Method+" "+strings.TrimPrefix(r.URL.Path, "/api2/json")]++
+	rc.mu.Unlock()
+	rc.next.ServeHTTP(w, r)
+}
+
+func (rc *requestCounter) reset() map[string]int {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	n := rc.n
+	rc.n = map[string]int{}
+	return n
+}
+
+func newCountingSim(t *testing.T, nodes ...string) (*simClients, *requestCounter) {
+	t.Helper()
+	sim, err := pvesim.New(pvesim.Options{Nodes: nodes, TokenID: simToken, TokenSecret: simSecret, TaskDuration: time.Millisecond, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sim.Close() })
+	rc := &requestCounter{next: sim, n: map[string]int{}}
+	ts := httptest.NewServer(rc)
+	t.Cleanup(ts.Close)
+	cl, err := pve.NewClient(ts.URL, pve.WithToken(simToken, simSecret), pve.WithTaskPolling(time.Millisecond, 5*time.Millisecond),
+		pve.WithHTTPClient(ts.Client()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &simClients{cl: cl, conn: &spec.Connection{URL: ts.URL, Nodes: []string{"pve"}}}, rc
+}
+
+func loadSpec(t *testing.T, yaml string) *spec.Set {
+	t.Helper()
+	path := t.TempDir() + "/spec.yaml"
+	if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	set, err := spec.Load([]string{path}, spec.LoadOptions{Getenv: func(string) (string, bool) { return "", false }})
+	if err != nil {
+		t.Fatalf("spec.Load: %v", err)
+	}
+	return set
+}
+
+func example01YAML(t *testing.T) string {
+	t.Helper()
+	b, err := os.ReadFile("testdata/01-bridge-and-vm.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func planFor(t *testing.T, cl Clients, set *spec.Set, opts Options) *Plan {
+	t.Helper()
+	ctx := context.Background()
+	obs, err := Observe(ctx, cl, set)
+	if err != nil {
+		t.Fatalf("Observe: %v", err)
+	}
+	p, err := Build(ctx, set, obs, opts)
+	if err != nil {
+		t.Fatalf("Build: %v", err)
+	}
+	return p
+}
+
+func applyPlan(t *testing.T, cl Clients, p *Plan) *Result {
+	t.Helper()
+	h := &recHooks{}
+	res, err := Apply(context.Background(), cl, p, ApplyOptions{Hooks: h})
+	if err != nil {
+		t.Fatalf("Apply: %v\nmessages: %s", err, strings.Join(h.messages, "\n"))
+	}
+	return res
+}
+
+func TestSimExample01Lifecycle(t *testing.T) {
+	sim := newSim(t)
+	ctx := context.Background()
+	set := loadSpec(t, example01YAML(t))
+
+	// 1. Fresh cluster: everything is created and the bridge committed.
+	p := planFor(t, sim, set, Options{})
+	if diff := cmp.Diff([]string{
+		"create LinuxBridge/vmbr1",
+		"apply NetworkApply/pve <- LinuxBridge/vmbr1",
+		"create QemuVM/app-vm-1 <- LinuxBridge/vmbr1,NetworkApply/pve",
+	}, summary(p)); diff != "" {
+		t.Fatalf("first plan (-want +got):\n%s", diff)
+	}
+	res := applyPlan(t, sim, p)
+	if diff := cmp.Diff([]string{"LinuxBridge/vmbr1", "NetworkApply/pve", "QemuVM/app-vm-1"}, res.Done); diff != "" {
+		t.Errorf("Done (-want +got):\n%s", diff)
+	}
+	st, err := sim.cl.QemuStatus(ctx, "pve", 100)
+	if err != nil || st.Status != "running" {
+		t.Errorf("vm 100 status: got %+v, %v want running", st, err)
+	}
+	if _, changes, err := sim.cl.NetworkList(ctx, "pve"); err != nil || changes != "" {
+		t.Errorf("network changes after apply: got %q, %v want none", changes, err)
+	}
+
+	// 2. Second plan: nothing to do.
+	p = planFor(t, sim, set, Options{})
+	for _, c := range p.Changes {
+		if c.Action != NoOp {
+			t.Errorf("second plan: got %s %s %v want noop", c.Action, c.Address, c.Diff)
+		}
+	}
+
+	// 3. Memory change: exactly one update with a memory diff.
+	set = loadSpec(t, strings.Replace(example01YAML(t), "memory: 2048", "memory: 4096", 1))
+	p = planFor(t, sim, set, Options{})
+	var updates []*Change
+	for _, c := range p.Changes {
+		if c.Action != NoOp {
+			updates = append(updates, c)
+		}
+	}
+	if len(updates) != 1 || updates[0].Address != "QemuVM/app-vm-1" || updates[0].Action != Update {
+		t.Fatalf("memory plan: got %q want one update of QemuVM/app-vm-1", summary(p))
+	}
+	if diff := cmp.Diff([]FieldDiff{{Path: "memory", Before: "2048", After: "4096"}}, updates[0].Diff); diff != "" {
+		t.Errorf("memory diff (-want +got):\n%s", diff)
+	}
+	// Saved and verified like `pvectl plan --out` / `apply FILE`.
+	path := t.TempDir() + "/plan.json"
+	if err := WriteFile(path, p); err != nil {
+		t.Fatal(err)
+	}
+	saved, err := ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := Verify(ctx, sim, saved); err != nil {
+		t.Fatalf("Verify: %v", err)
+	}
+	applyPlan(t, sim, saved)
+	cfg, err := sim.cl.QemuConfig(ctx, "pve", 100)
+	if err != nil || cfg["memory"] != "4096" {
+		t.Errorf("memory after update: got %q, %v want 4096", cfg["memory"], err)
+	}
+	if p := planFor(t, sim, set, Options{}); p.HasChanges() {
+		t.Errorf("plan after update: got %q want all noop", summary(p))
+	}
+
+	// 4. Destroy removes the VM and the bridge and commits.
+	p = planFor(t, sim, set, Options{Destroy: true})
+	if diff := cmp.Diff([]string{
+		"delete QemuVM/app-vm-1",
+		"delete LinuxBridge/vmbr1 <- QemuVM/app-vm-1",
+		"apply NetworkApply/pve <- LinuxBridge/vmbr1,QemuVM/app-vm-1",
+	}, summary(p)); diff != "" {
+		t.Fatalf("destroy plan (-want +got):\n%s", diff)
+	}
+	applyPlan(t, sim, p)
+	rows, err := sim.cl.ClusterResources(ctx, "vm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rows {
+		if r.VMID == 100 {
+			t.Errorf("vm 100 still exists after destroy: %+v", r)
+		}
+	}
+	ifaces, changes, err := sim.cl.NetworkList(ctx, "pve")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if changes != "" {
+		t.Errorf("network changes after destroy: got %q want none (committed)", changes)
+	}
+	for _, i := range ifaces {
+		if i["iface"] == "vmbr1" {
+			t.Errorf("vmbr1 still exists after destroy")
+		}
+	}
+}
+
+func TestSimVerifyRefusesChangedLiveState(t *testing.T) {
+	sim := newSim(t)
+	ctx := context.Background()
+	applyPlan(t, sim, planFor(t, sim, loadSpec(t, example01YAML(t)), Options{}))
+
+	set := loadSpec(t, strings.Replace(example01YAML(t), "memory: 2048", "memory: 4096", 1))
+	p := planFor(t, sim, set, Options{})
+	// Someone edits the VM between plan and apply.
+	if err := sim.cl.UpdateQemu(ctx, "pve", 100, map[string][]string{"cores": {"4"}}); err != nil {
+		t.Fatal(err)
+	}
+	err := Verify(ctx, sim, p)
+	if err == nil || !strings.Contains(err.Error(), "QemuVM/app-vm-1") || !strings.Contains(err.Error(), "run plan again") {
+		t.Errorf("Verify: got %v want a refusal naming QemuVM/app-vm-1", err)
+	}
+}
+
+func TestSimVerifyRefusesCreatedMeanwhile(t *testing.T) {
+	sim := newSim(t)
+	ctx := context.Background()
+	set := loadSpec(t, "kind: Pool\nname: team\nspec:\n  comment: the team\n")
+	p := planFor(t, sim, set, Options{})
+	if err := sim.cl.CreatePool(ctx, map[string][]string{"poolid": {"team"}}); err != nil {
+		t.Fatal(err)
+	}
+	err := Verify(ctx, sim, p)
+	if err == nil || !strings.Contains(err.Error(), "Pool/team: now exists") {
+		t.Errorf("Verify: got %v want a refusal for Pool/team", err)
+	}
+}
+
+func TestSimVerifyRefusesGone(t *testing.T) {
+	sim := newSim(t)
+	ctx := context.Background()
+	set := loadSpec(t, "kind: Pool\nname: team\n")
+	applyPlan(t, sim, planFor(t, sim, set, Options{}))
+	p := planFor(t, sim, set, Options{Destroy: true})
+	if err := sim.cl.DeletePool(ctx, "team"); err != nil {
+		t.Fatal(err)
+	}
+	err := Verify(ctx, sim, p)
+	if err == nil || !strings.Contains(err.Error(), "Pool/team: is gone, but the plan deletes it: run plan again") {
+		t.Errorf("Verify: got %v want a refusal for Pool/team", err)
+	}
+}
+
+func TestSimPoolLifecycle(t *testing.T) {
+	sim := newSim(t)
+	ctx := context.Background()
+	set := loadSpec(t, "kind: Pool\nname: team\nspec:\n  comment: the team\n")
+	applyPlan(t, sim, planFor(t, sim, set, Options{}))
+	if p := planFor(t, sim, set, Options{}); p.HasChanges() {
+		t.Errorf("plan after create: got %q want noop", summary(p))
+	}
+	set = loadSpec(t, "kind: Pool\nname: team\nspec:\n  comment: renamed\n")
+	p := planFor(t, sim, set, Options{})
+	if diff := cmp.Diff([]FieldDiff{{Path: "comment", Before: "the team", After: "renamed"}}, p.Changes[0].Diff); diff != "" {
+		t.Errorf("pool diff (-want +got):\n%s", diff)
+	}
+	applyPlan(t, sim, p)
+	pools, err := sim.cl.Pools(ctx)
+	if err != nil || len(pools) != 1 || pools[0].Comment != "renamed" {
+		t.Errorf("pools after update: got %+v, %v want team/renamed", pools, err)
+	}
+	applyPlan(t, sim, planFor(t, sim, set, Options{Destroy: true}))
+	if pools, err := sim.cl.Pools(ctx); err != nil || len(pools) != 0 {
+		t.Errorf("pools after destroy: got %+v, %v want none", pools, err)
+	}
+}
+
+func TestSimBridgeUpdateIsCommitted(t *testing.T) {
+	sim := newSim(t)
+	ctx := context.Background()
+	const base = "kind: LinuxBridge\nname: vmbr1\nspec:\n  bridge_ports: eno2\n---\nkind: NetworkApply\nname: pve\ndependsOn: [LinuxBridge/vmbr1]\n"
+	applyPlan(t, sim, planFor(t, sim, loadSpec(t, base), Options{}))
+	set := loadSpec(t, strings.Replace(base, "bridge_ports: eno2", "bridge_ports: eno3 eno2", 1))
+	p := planFor(t, sim, set, Options{})
+	if diff := cmp.Diff([]string{"update LinuxBridge/vmbr1", "apply NetworkApply/pve <- LinuxBridge/vmbr1"}, summary(p)); diff != "" {
+		t.Fatalf("plan (-want +got):\n%s", diff)
+	}
+	applyPlan(t, sim, p)
+	ifaces, changes, err := sim.cl.NetworkList(ctx, "pve")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if changes != "" {
+		t.Errorf("pending changes: got %q want none", changes)
+	}
+	for _, i := range ifaces {
+		if i["iface"] == "vmbr1" && !equalSet(i["bridge_ports"], "eno2 eno3") {
+			t.Errorf("vmbr1 ports: got %q want eno2 eno3", i["bridge_ports"])
+		}
+	}
+	if p := planFor(t, sim, set, Options{}); p.HasChanges() {
+		t.Errorf("plan after update: got %q want noop", summary(p))
+	}
+}
+
+func TestSimVMByNameWithNextID(t *testing.T) {
+	sim := newSim(t)
+	ctx := context.Background()
+	// No node and no vmid: the connection's first node and /cluster/nextid.
+	const doc = "kind: QemuVM\nname: web\nspec:\n  memory: 1024\n  tags: b;a\n"
+	set := loadSpec(t, doc)
+	p := planFor(t, sim, set, Options{})
+	if c := p.Changes[0]; c.Action != Create || c.Node != "pve" || c.VMID != 0 {
+		t.Fatalf("plan: got %s node=%q vmid=%d want create on pve without vmid", c.Action, c.Node, c.VMID)
+	}
+	applyPlan(t, sim, p)
+	if p.Changes[0].VMID == 0 {
+		t.Errorf("create did not record the vmid it got")
+	}
+	if p := planFor(t, sim, set, Options{}); p.HasChanges() {
+		t.Errorf("plan after create: got %q want noop (found by name)", summary(p))
+	}
+	// A second VM of the same name makes the name ambiguous.
+	id, err := sim.cl.NextID(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sim.cl.CreateQemu(ctx, "pve", map[string][]string{"vmid": {itoa(id)}, "name": {"web"}}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = Observe(ctx, sim, set)
+	if err == nil || !strings.Contains(err.Error(), "name web matches VMs") || !strings.Contains(err.Error(), "set vmid") {
+		t.Errorf("Observe: got %v want an ambiguity error", err)
+	}
+}
+
+func TestSimFailureSkipsDependents(t *testing.T) {
+	sim := newSim(t)
+	const doc = "kind: QemuVM\nname: clash\nspec:\n  vmid: 9000\n  memory: 1024\n---\n" +
+		"kind: Pool\nname: after\ndependsOn: [QemuVM/clash]\n---\nkind: Pool\nname: other\n"
+	set := loadSpec(t, doc)
+	p := planFor(t, sim, set, Options{})
+	// vmid 9000 is the seeded template: forcing a create makes PVE refuse it.
+	c := p.Change("QemuVM/clash")
+	c.Action = Create
+	res, err := Apply(context.Background(), sim, p, ApplyOptions{})
+	if err == nil {
+		t.Fatal("Apply: got nil error want a failure")
+	}
+	if res.Failed["QemuVM/clash"] == nil {
+		t.Errorf("Failed: got %v want QemuVM/clash", res.Failed)
+	}
+	if diff := cmp.Diff(map[string]string{"Pool/after": "dependency QemuVM/clash failed"}, res.Skipped); diff != "" {
+		t.Errorf("Skipped (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"Pool/other"}, res.Done); diff != "" {
+		t.Errorf("Done (-want +got):\n%s", diff)
+	}
+}
+
+func itoa(i int) string { return strconv.Itoa(i) }
+
+func TestSimObserveFewCalls(t *testing.T) {
+	sim, rc := newCountingSim(t)
+	set := loadSpec(t, example01YAML(t)+"\n---\nkind: Pool\nname: team\n---\nkind: QemuVM\nname: other\nspec:\n  vmid: 101\n  memory: 512\n")
+	applyPlan(t, sim, planFor(t, sim, set, Options{}))
+	rc.reset()
+	if _, err := Observe(context.Background(), sim, set); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]int{
+		"GET /cluster/resources":         1,
+		"GET /nodes":                     1,
+		"GET /nodes/pve/network":         1,
+		"GET /pools":                     1,
+		"GET /nodes/pve/qemu/100/config": 1,
+		"GET /nodes/pve/qemu/101/config": 1,
+	}
+	if diff := cmp.Diff(want, rc.reset()); diff != "" {
+		t.Errorf("requests (-want +got):\n%s", diff)
+	}
+}
+
+func TestSimNodeMoveReplaces(t *testing.T) {
+	sim := newSim(t, "pve", "pve2")
+	ctx := context.Background()
+	const doc = "kind: QemuVM\nname: mover\nspec:\n  node: pve\n  vmid: 150\n  memory: 1024\n  running: true\n"
+	applyPlan(t, sim, planFor(t, sim, loadSpec(t, doc), Options{}))
+	set := loadSpec(t, strings.Replace(doc, "node: pve", "node: pve2", 1))
+	p := planFor(t, sim, set, Options{})
+	c := p.Changes[0]
+	if c.Action != Replace || c.PrevNode != "pve" || c.Node != "pve2" {
+		t.Fatalf("plan: got %s %s→%s want replace pve→pve2", c.Action, c.PrevNode, c.Node)
+	}
+	applyPlan(t, sim, p)
+	rows, err := sim.cl.ClusterResources(ctx, "vm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var where []string
+	for _, r := range rows {
+		if r.VMID == 150 {
+			where = append(where, r.Node+"/"+r.Status)
+		}
+	}
+	if diff := cmp.Diff([]string{"pve2/running"}, where); diff != "" {
+		t.Errorf("vm 150 after replace (-want +got):\n%s", diff)
+	}
+	if p := planFor(t, sim, set, Options{}); p.HasChanges() {
+		t.Errorf("plan after replace: got %q want noop", summary(p))
+	}
+}
+
+func TestSimDiskGrowsInPlace(t *testing.T) {
+	sim := newSim(t)
+	ctx := context.Background()
+	const doc = "kind: QemuVM\nname: disk\nspec:\n  vmid: 120\n  scsi0: local-lvm:8\n  running: false\n"
+	applyPlan(t, sim, planFor(t, sim, loadSpec(t, doc), Options{}))
+	set := loadSpec(t, strings.Replace(doc, "local-lvm:8", "local-lvm:12,cache=writeback", 1))
+	p := planFor(t, sim, set, Options{})
+	want := []FieldDiff{{Path: "scsi0.size", Before: "8G", After: "12G"}, {Path: "scsi0.cache", Before: nil, After: "writeback"}}
+	if diff := cmp.Diff(want, p.Changes[0].Diff); diff != "" {
+		t.Fatalf("diff (-want +got):\n%s", diff)
+	}
+	applyPlan(t, sim, p)
+	cfg, err := sim.cl.QemuConfig(ctx, "pve", 120)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := cfg["scsi0"]; !strings.Contains(got, "vm-120-disk-0") || !strings.Contains(got, "size=12G") || !strings.Contains(got, "cache=writeback") {
+		t.Errorf("scsi0 after update: got %q want the same volume, 12G, writeback", got)
+	}
+	if p := planFor(t, sim, set, Options{}); p.HasChanges() {
+		t.Errorf("plan after resize: got %q want noop", summary(p))
+	}
+}
+
+func TestSimNetworkApplyWithoutPendingIsNoop(t *testing.T) {
+	sim, rc := newCountingSim(t)
+	set := loadSpec(t, "kind: NetworkApply\nname: pve\n")
+	p := planFor(t, sim, set, Options{})
+	if p.Changes[0].Action != NoOp {
+		t.Fatalf("plan: got %q want noop", summary(p))
+	}
+	// A saved plan may say "apply" while someone committed meanwhile.
+	p.Changes[0].Action = ApplyNet
+	rc.reset()
+	h := &recHooks{}
+	if _, err := Apply(context.Background(), sim, p, ApplyOptions{Hooks: h}); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"NetworkApply/pve: no pending network changes on node pve"}, h.messages); diff != "" {
+		t.Errorf("messages (-want +got):\n%s", diff)
+	}
+	if n := rc.reset()["PUT /nodes/pve/network"]; n != 0 {
+		t.Errorf("commits: got %d want 0", n)
+	}
+}
+
+// BenchmarkPlan measures Observe+Build over many VMs with simulated latency.
+func BenchmarkPlan(b *testing.B) {
+	const vms = 50
+	sim, err := pvesim.New(pvesim.Options{TokenID: simToken, TokenSecret: simSecret, TaskDuration: time.Millisecond, Latency: 2 * time.Millisecond})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer sim.Close()
+	ts := httptest.NewServer(sim)
+	defer ts.Close()
+	cl, err := pve.NewClient(ts.URL, pve.WithToken(simToken, simSecret), pve.WithTaskPolling(time.Millisecond, 5*time.Millisecond))
+	if err != nil {
+		b.Fatal(err)
+	}
+	clients := &simClients{cl: cl, conn: &spec.Connection{Nodes: []string{"pve"}}}
+	var docs []string
+	for i := range vms {
+		docs = append(docs, fmt.Sprintf("kind: QemuVM\nname: vm%d\nspec:\n  vmid: %d\n  memory: 1024\n", i, 200+i))
+	}
+	path := b.TempDir() + "/spec.yaml"
+	if err := os.WriteFile(path, []byte(strings.Join(docs, "---\n")), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	set, err := spec.Load([]string{path}, spec.LoadOptions{Getenv: func(string) (string, bool) { return "", false }})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	build := func() *Plan {
+		obs, err := Observe(ctx, clients, set)
+		if err != nil {
+			b.Fatal(err)
+		}
+		p, err := Build(ctx, set, obs, Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		return p
+	}
+	if _, err := Apply(ctx, clients, build(), ApplyOptions{Parallelism: 8}); err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for range b.N {
+		if p := build(); p.HasChanges() {
+			b.Fatal("plan after apply has changes")
+		}
+	}
+}
