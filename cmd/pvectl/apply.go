@@ -119,7 +119,7 @@ func (o *applyOptions) run(ctx context.Context) error {
 				return err
 			}
 		}
-		if !hasChanges(p) {
+		if !p.HasChanges() {
 			return nil
 		}
 		if !o.autoApprove {

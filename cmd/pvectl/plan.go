@@ -101,7 +101,7 @@ func (o *planOptions) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if o.detailed && hasChanges(p) {
+	if o.detailed && p.HasChanges() {
 		return &exitError{code: exitChanges}
 	}
 	return nil
@@ -122,15 +122,6 @@ func makePlan(ctx context.Context, g *globalOptions, set *spec.Set, opts planner
 		return nil, nil, err
 	}
 	return p, cl, nil
-}
-
-func hasChanges(p *planner.Plan) bool {
-	for _, c := range p.Changes {
-		if c.Action != planner.NoOp {
-			return true
-		}
-	}
-	return false
 }
 
 // signalContext cancels on Ctrl-C so that an apply stops starting new work.

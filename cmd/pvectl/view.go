@@ -50,7 +50,7 @@ func (v *progressView) event(typ string, c *planner.Change, fields map[string]an
 		ev := map[string]any{"type": typ, "time": time.Now().UTC().Format(time.RFC3339Nano)}
 		if c != nil {
 			ev["address"] = c.Address
-			ev["action"] = actionName(c.Action)
+			ev["action"] = c.Action.String()
 		}
 		for k, val := range fields {
 			ev[k] = val
@@ -154,24 +154,6 @@ func nonNil(s []string) []string {
 	return s
 }
 
-func actionName(a planner.Action) string {
-	switch a {
-	case planner.Create:
-		return "create"
-	case planner.Update:
-		return "update"
-	case planner.Replace:
-		return "replace"
-	case planner.Delete:
-		return "delete"
-	case planner.Provision:
-		return "provision"
-	case planner.ApplyNet:
-		return "apply"
-	}
-	return "noop"
-}
-
 func progressVerb(a planner.Action) string {
 	switch a {
 	case planner.Create:
@@ -191,7 +173,7 @@ func progressVerb(a planner.Action) string {
 }
 
 func doneNoun(a planner.Action) string {
-	s := actionName(a)
+	s := a.String()
 	return strings.ToUpper(s[:1]) + s[1:]
 }
 

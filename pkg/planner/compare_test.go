@@ -6,6 +6,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/pvectl/pvectl/pkg/pve"
 	"github.com/pvectl/pvectl/pkg/pve/schema"
+	"github.com/pvectl/pvectl/pkg/spec"
 )
 
 func qemuComparer(t *testing.T) comparer {
@@ -153,7 +154,7 @@ func TestDiffParamsQemu(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := cmpr.diffParams(tt.desired, tt.remove, tt.live, qemuIdentity)
+			got := cmpr.diffParams(tt.desired, tt.remove, tt.live, qemuNotInConfig)
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("diffParams: got %v want %v (-want +got):\n%s", got, tt.want, diff)
 			}
@@ -236,7 +237,7 @@ func TestUpdateParams(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			diffs := cmpr.diffParams(tt.desired, tt.remove, tt.live, qemuIdentity)
+			diffs := cmpr.diffParams(tt.desired, tt.remove, tt.live, qemuNotInConfig)
 			got := cmpr.updateParams(diffs, tt.desired, tt.live, isResize)
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("updateParams: got %v want %v (-want +got):\n%s", got, tt.want, diff)
@@ -263,6 +264,37 @@ func TestParseSize(t *testing.T) {
 			got, ok := parseSize(tt.in)
 			if got != tt.want || ok != tt.ok {
 				t.Errorf("parseSize(%q): got %v, %v want %v, %v", tt.in, got, ok, tt.want, tt.ok)
+			}
+		})
+	}
+}
+
+func TestPoolDiff(t *testing.T) {
+	tests := []struct {
+		name   string
+		params map[string]string
+		remove []string
+		live   string
+		want   *FieldDiff
+	}{
+		{"same pool", map[string]string{"pool": "lab"}, nil, "lab", nil},
+		{"joins", map[string]string{"pool": "lab"}, nil, "", &FieldDiff{Path: "pool", Before: nil, After: "lab"}},
+		{"moves", map[string]string{"pool": "lab"}, nil, "old", &FieldDiff{Path: "pool", Before: "old", After: "lab"}},
+		{"unmanaged", map[string]string{}, nil, "old", nil},
+		{"removed", map[string]string{}, []string{"pool"}, "old", &FieldDiff{Path: "pool", Before: "old", After: nil}},
+		{"removed already", map[string]string{}, []string{"pool"}, "", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := &spec.Resource{Kind: spec.KindQemuVM, Name: "vm", Params: tt.params, Remove: tt.remove}
+			got, ok := poolDiff(r, tt.live)
+			if (tt.want != nil) != ok {
+				t.Fatalf("poolDiff changed = %v, want %v", ok, tt.want != nil)
+			}
+			if ok {
+				if diff := cmp.Diff(*tt.want, got); diff != "" {
+					t.Errorf("poolDiff (-want +got):\n%s", diff)
+				}
 			}
 		})
 	}

@@ -58,6 +58,7 @@ type liveObj struct {
 	VMID   int
 	Config pve.Config // the object's configuration as PVE reports it
 	Status string     // QemuVM: running | stopped
+	Pool   string     // QemuVM: the pool it belongs to ("" = none)
 	Digest string     // PVE's config digest, or our own sha1 over the fields
 
 	// load, when set, finishes reading the object; Observe runs the loads

@@ -17,8 +17,14 @@ type qemuKind struct{}
 
 const qemuCreatePath = "/nodes/{node}/qemu"
 
-// qemuIdentity are keys that select the VM rather than configure it.
-var qemuIdentity = map[string]bool{"node": true, "vmid": true}
+// qemuNotInConfig are create parameters PVE does not keep in the VM config:
+// they steer the create call only (pool membership is read from
+// /cluster/resources and compared apart).
+var qemuNotInConfig = map[string]bool{
+	"node": true, "vmid": true, "pool": true, "start": true, "storage": true,
+	"unique": true, "archive": true, "live-restore": true, "bwlimit": true,
+	"import-working-storage": true, "force": true, "ha-managed": true,
+}
 
 // createIDTries bounds how often a create retries with a fresh vmid when
 // /cluster/nextid raced with someone else.
@@ -102,7 +108,7 @@ func (qemuKind) observe(ctx context.Context, lc *liveConn, r *spec.Resource) (*l
 			return &liveObj{Node: node, VMID: vmid}, nil
 		}
 	}
-	lo := &liveObj{Exists: true, Node: row.Node, VMID: row.VMID, Status: row.Status}
+	lo := &liveObj{Exists: true, Node: row.Node, VMID: row.VMID, Status: row.Status, Pool: row.Pool}
 	cl := lc.client
 	lo.load = func(ctx context.Context) error {
 		cfg, err := cl.QemuConfig(ctx, lo.Node, lo.VMID)
@@ -141,7 +147,7 @@ func (qemuKind) plan(b *builder, r *spec.Resource, lo *liveObj) (*Change, error)
 		return c, b.replace(r, c, fmt.Sprintf("node changed: %s → %s", lo.Node, want))
 	}
 	cmp := comparer{m: b.method("POST", qemuCreatePath)}
-	c.Diff = cmp.diffParams(r.Params, r.Remove, lo.Config, qemuIdentity)
+	c.Diff = cmp.diffParams(r.Params, r.Remove, lo.Config, qemuNotInConfig)
 	for _, d := range c.Diff {
 		if strings.HasSuffix(d.Path, ".storage") {
 			return c, b.replace(r, c, topKey(d.Path)+" moves to another storage")
@@ -160,6 +166,9 @@ func (qemuKind) plan(b *builder, r *spec.Resource, lo *liveObj) (*Change, error)
 	if len(c.Params) == 0 {
 		c.Params = nil
 	}
+	if d, ok := poolDiff(r, lo.Pool); ok {
+		c.Diff = append(c.Diff, d)
+	}
 	c.Reasons = reasons(c.Diff)
 	if want, ok := ownBool(r, "running"); ok {
 		if got := lo.Status == "running"; got != want {
@@ -176,6 +185,39 @@ func (qemuKind) plan(b *builder, r *spec.Resource, lo *liveObj) (*Change, error)
 }
 
 func isResize(d FieldDiff) bool { return strings.HasSuffix(d.Path, ".size") }
+
+// poolDiff compares the VM's pool membership (a create parameter that PVE
+// keeps in the pool, not in the config) with the spec's `pool`.
+func poolDiff(r *spec.Resource, live string) (FieldDiff, bool) {
+	want, set := r.Params["pool"]
+	removing := false
+	for _, k := range r.Remove {
+		removing = removing || k == "pool"
+	}
+	switch {
+	case set && want != live:
+		var before any
+		if live != "" {
+			before = live
+		}
+		return FieldDiff{Path: "pool", Before: before, After: want}, true
+	case removing && live != "":
+		return FieldDiff{Path: "pool", Before: live, After: nil}, true
+	}
+	return FieldDiff{}, false
+}
+
+// movePool puts the VM into the pool d.After, or takes it out of d.Before.
+func movePool(ctx context.Context, x *execution, vmid int, d FieldDiff) error {
+	id := strconv.Itoa(vmid)
+	if to, ok := d.After.(string); ok && to != "" {
+		x.msg("moving vm %d into pool %s", vmid, to)
+		return x.client.UpdatePool(ctx, url.Values{"poolid": {to}, "vms": {id}, "allow-move": {"1"}})
+	}
+	from, _ := d.Before.(string)
+	x.msg("taking vm %d out of pool %s", vmid, from)
+	return x.client.UpdatePool(ctx, url.Values{"poolid": {from}, "vms": {id}, "delete": {"1"}})
+}
 
 func powerWord(running bool) string {
 	if running {
@@ -262,6 +304,14 @@ func (qemuKind) update(ctx context.Context, x *execution, c *Change) error {
 		}
 	}
 	for _, d := range c.Diff {
+		if d.Path != "pool" {
+			continue
+		}
+		if err := movePool(ctx, x, c.VMID, d); err != nil {
+			return fmt.Errorf("pool of vm %d: %w", c.VMID, err)
+		}
+	}
+	for _, d := range c.Diff {
 		if !isResize(d) {
 			continue
 		}
@@ -326,5 +376,5 @@ func (qemuKind) current(ctx context.Context, cl *pve.Client, c *Change) (*liveOb
 	if err != nil {
 		return nil, err
 	}
-	return &liveObj{Exists: true, Node: row.Node, VMID: row.VMID, Config: cfg, Digest: cfg["digest"]}, nil
+	return &liveObj{Exists: true, Node: row.Node, VMID: row.VMID, Config: cfg, Digest: cfg["digest"], Pool: row.Pool}, nil
 }

@@ -1,0 +1,509 @@
+package pvesim
+
+import (
+	"net/http"
+	"regexp"
+	"sort"
+	"strings"
+)
+
+// access is /etc/pve/user.cfg: users with their tokens, groups, custom roles, ACLs.
+// Token secrets are never stored: a created token's value is answered once.
+type access struct {
+	Users  map[string]*user  `json:"users"`
+	Groups map[string]*group `json:"groups"`
+	Roles  map[string]string `json:"roles"` // custom role -> privs
+	ACL    []aclEntry        `json:"acl"`
+}
+
+type user struct {
+	ID        string            `json:"userid"`
+	Email     string            `json:"email,omitempty"`
+	FirstName string            `json:"firstname,omitempty"`
+	LastName  string            `json:"lastname,omitempty"`
+	Comment   string            `json:"comment,omitempty"`
+	Keys      string            `json:"keys,omitempty"`
+	Enable    bool              `json:"enable"`
+	Expire    int64             `json:"expire,omitempty"`
+	Groups    []string          `json:"groups,omitempty"`
+	Tokens    map[string]*token `json:"tokens,omitempty"`
+}
+
+type token struct {
+	Comment string `json:"comment,omitempty"`
+	Expire  int64  `json:"expire,omitempty"`
+	Privsep bool   `json:"privsep"`
+}
+
+type group struct {
+	ID      string `json:"groupid"`
+	Comment string `json:"comment,omitempty"`
+}
+
+type aclEntry struct {
+	Path      string `json:"path"`
+	Type      string `json:"type"` // user | group | token
+	UGID      string `json:"ugid"`
+	Role      string `json:"roleid"`
+	Propagate bool   `json:"propagate"`
+}
+
+var builtinRoles = map[string]string{
+	"Administrator": "", "NoAccess": "", "PVEAdmin": "", "PVEAuditor": "", "PVEDatastoreAdmin": "",
+	"PVEDatastoreUser": "", "PVEMappingAdmin": "", "PVEMappingUser": "", "PVEPoolAdmin": "", "PVEPoolUser": "",
+	"PVESDNAdmin": "", "PVESDNUser": "", "PVESysAdmin": "", "PVETemplateUser": "", "PVEUserAdmin": "",
+	"PVEVMAdmin": "", "PVEVMUser": "",
+}
+
+var (
+	realms    = setOf("pam", "pve")
+	aclPathRe = regexp.MustCompile(`^/(|access(/(groups|realm)(/[^/]+)?)?|nodes(/[^/]+)?|pool(/[^/]+)?|sdn(/.+)?|storage(/[^/]+)?|vms(/\d+)?|mapping(/.+)?)$`)
+)
+
+// seedAccess creates root@pam and the simulator's own API token.
+func seedAccess(tokenID string) *access {
+	a := &access{Users: map[string]*user{}, Groups: map[string]*group{}, Roles: map[string]string{}}
+	a.Users["root@pam"] = &user{ID: "root@pam", Enable: true, Comment: "Built-in Superuser"}
+	uid, tid, _ := strings.Cut(tokenID, "!")
+	u, ok := a.Users[uid]
+	if !ok {
+		u = &user{ID: uid, Enable: true}
+		a.Users[uid] = u
+		a.ACL = append(a.ACL, aclEntry{Path: "/", Type: "user", UGID: uid, Role: "Administrator", Propagate: true})
+	}
+	u.Tokens = map[string]*token{tid: {Comment: "pvectl simulator token"}}
+	return a
+}
+
+func (s *Server) userOf(id string) (*user, error) {
+	u, ok := s.st.Access.Users[id]
+	if !ok {
+		return nil, fail(http.StatusInternalServerError, "no such user ('%s')", id)
+	}
+	return u, nil
+}
+
+func (s *Server) checkGroups(groups []string, prefix string) error {
+	for _, g := range groups {
+		if _, ok := s.st.Access.Groups[g]; !ok {
+			return fail(http.StatusInternalServerError, "%sno such group '%s'", prefix, g)
+		}
+	}
+	return nil
+}
+
+func tokenInfo(t *token) map[string]any {
+	m := map[string]any{"privsep": b2i(t.Privsep)}
+	if t.Comment != "" {
+		m["comment"] = t.Comment
+	}
+	if t.Expire != 0 {
+		m["expire"] = t.Expire
+	}
+	return m
+}
+
+func (u *user) fields() map[string]any {
+	m := map[string]any{"enable": b2i(u.Enable), "expire": u.Expire}
+	for k, v := range map[string]string{"email": u.Email, "firstname": u.FirstName, "lastname": u.LastName,
+		"comment": u.Comment, "keys": u.Keys} {
+		if v != "" {
+			m[k] = v
+		}
+	}
+	return m
+}
+
+func (s *Server) listUsers(q *request) (any, error) {
+	out := []map[string]any{}
+	for _, id := range sortedKeys(s.st.Access.Users) {
+		u := s.st.Access.Users[id]
+		if q.has("enabled") && u.Enable != q.bool("enabled") {
+			continue
+		}
+		m := u.fields()
+		m["userid"] = u.ID
+		_, realm, _ := strings.Cut(u.ID, "@")
+		m["realm-type"] = realm
+		if len(u.Groups) > 0 {
+			m["groups"] = strings.Join(u.Groups, ",")
+		}
+		if q.bool("full") {
+			toks := []map[string]any{}
+			for _, tid := range sortedKeys(u.Tokens) {
+				ti := tokenInfo(u.Tokens[tid])
+				ti["tokenid"] = tid
+				toks = append(toks, ti)
+			}
+			m["tokens"] = toks
+		}
+		out = append(out, m)
+	}
+	return out, nil
+}
+
+func (s *Server) getUser(q *request) (any, error) {
+	u, err := s.userOf(q.vars["userid"])
+	if err != nil {
+		return nil, err
+	}
+	m := u.fields()
+	m["groups"] = append([]string{}, u.Groups...)
+	toks := map[string]any{}
+	for tid, t := range u.Tokens {
+		toks[tid] = tokenInfo(t)
+	}
+	m["tokens"] = toks
+	return m, nil
+}
+
+func (s *Server) setUserFields(u *user, q *request) {
+	for k, p := range map[string]*string{"email": &u.Email, "firstname": &u.FirstName, "lastname": &u.LastName,
+		"comment": &u.Comment, "keys": &u.Keys} {
+		if q.has(k) {
+			*p = q.get(k)
+		}
+	}
+	if q.has("enable") {
+		u.Enable = q.bool("enable")
+	}
+	if q.has("expire") {
+		u.Expire = int64(q.int("expire", 0))
+	}
+}
+
+func (s *Server) createUser(q *request) (any, error) {
+	id := q.get("userid")
+	_, realm, _ := strings.Cut(id, "@")
+	if !realms[realm] {
+		return nil, fail(http.StatusInternalServerError, "create user failed: domain '%s' does not exist", realm)
+	}
+	if _, exists := s.st.Access.Users[id]; exists {
+		return nil, fail(http.StatusInternalServerError, "create user failed: user '%s' already exists", id)
+	}
+	groups := splitList(q.get("groups"))
+	if err := s.checkGroups(groups, "create user failed: "); err != nil {
+		return nil, err
+	}
+	u := &user{ID: id, Enable: true, Groups: groups}
+	s.setUserFields(u, q)
+	s.st.Access.Users[id] = u
+	return nil, nil
+}
+
+func (s *Server) updateUser(q *request) (any, error) {
+	u, err := s.userOf(q.vars["userid"])
+	if err != nil {
+		return nil, err
+	}
+	if q.bool("append") && !q.has("groups") {
+		return nil, paramErr1("append", "parameter 'append' requires 'groups'")
+	}
+	if q.has("groups") {
+		groups := splitList(q.get("groups"))
+		if err := s.checkGroups(groups, "update user failed: "); err != nil {
+			return nil, err
+		}
+		if q.bool("append") {
+			for _, g := range groups {
+				if !containsString(u.Groups, g) {
+					u.Groups = append(u.Groups, g)
+				}
+			}
+		} else {
+			u.Groups = groups
+		}
+	}
+	s.setUserFields(u, q)
+	return nil, nil
+}
+
+func (s *Server) deleteUser(q *request) (any, error) {
+	u, err := s.userOf(q.vars["userid"])
+	if err != nil {
+		return nil, err
+	}
+	delete(s.st.Access.Users, u.ID)
+	s.dropACL(func(e aclEntry) bool {
+		return e.Type == "user" && e.UGID == u.ID || e.Type == "token" && strings.HasPrefix(e.UGID, u.ID+"!")
+	})
+	return nil, nil
+}
+
+func (s *Server) dropACL(match func(aclEntry) bool) {
+	out := s.st.Access.ACL[:0]
+	for _, e := range s.st.Access.ACL {
+		if !match(e) {
+			out = append(out, e)
+		}
+	}
+	s.st.Access.ACL = out
+}
+
+func (s *Server) listTokens(q *request) (any, error) {
+	u, err := s.userOf(q.vars["userid"])
+	if err != nil {
+		return nil, err
+	}
+	out := []map[string]any{}
+	for _, tid := range sortedKeys(u.Tokens) {
+		m := tokenInfo(u.Tokens[tid])
+		m["tokenid"] = tid
+		out = append(out, m)
+	}
+	return out, nil
+}
+
+func (s *Server) tokenOf(q *request) (*user, *token, error) {
+	u, err := s.userOf(q.vars["userid"])
+	if err != nil {
+		return nil, nil, err
+	}
+	t, ok := u.Tokens[q.vars["tokenid"]]
+	if !ok {
+		return nil, nil, fail(http.StatusInternalServerError, "no such token '%s' for user '%s'", q.vars["tokenid"], u.ID)
+	}
+	return u, t, nil
+}
+
+func (s *Server) getToken(q *request) (any, error) {
+	_, t, err := s.tokenOf(q)
+	if err != nil {
+		return nil, err
+	}
+	return tokenInfo(t), nil
+}
+
+func (s *Server) createToken(q *request) (any, error) {
+	u, err := s.userOf(q.vars["userid"])
+	if err != nil {
+		return nil, err
+	}
+	tid := q.vars["tokenid"]
+	if _, exists := u.Tokens[tid]; exists {
+		return nil, fail(http.StatusInternalServerError, "Token already exists.")
+	}
+	t := &token{Comment: q.get("comment"), Expire: int64(q.int("expire", 0)), Privsep: true}
+	if q.has("privsep") {
+		t.Privsep = q.bool("privsep")
+	}
+	if u.Tokens == nil {
+		u.Tokens = map[string]*token{}
+	}
+	u.Tokens[tid] = t
+	return map[string]any{"full-tokenid": u.ID + "!" + tid, "info": tokenInfo(t), "value": s.newUUID()}, nil
+}
+
+func (s *Server) updateToken(q *request) (any, error) {
+	u, t, err := s.tokenOf(q)
+	if err != nil {
+		return nil, err
+	}
+	if q.has("comment") {
+		t.Comment = q.get("comment")
+	}
+	if q.has("expire") {
+		t.Expire = int64(q.int("expire", 0))
+	}
+	if q.has("privsep") {
+		t.Privsep = q.bool("privsep")
+	}
+	for _, k := range splitList(q.get("delete")) {
+		switch k {
+		case "comment":
+			t.Comment = ""
+		case "expire":
+			t.Expire = 0
+		}
+	}
+	m := tokenInfo(t)
+	if q.bool("regenerate") {
+		m["full-tokenid"] = u.ID + "!" + q.vars["tokenid"]
+		m["value"] = s.newUUID()
+	}
+	return m, nil
+}
+
+func (s *Server) deleteToken(q *request) (any, error) {
+	u, _, err := s.tokenOf(q)
+	if err != nil {
+		return nil, err
+	}
+	full := u.ID + "!" + q.vars["tokenid"]
+	delete(u.Tokens, q.vars["tokenid"])
+	s.dropACL(func(e aclEntry) bool { return e.Type == "token" && e.UGID == full })
+	return nil, nil
+}
+
+func (s *Server) listGroups(q *request) (any, error) {
+	out := []map[string]any{}
+	for _, id := range sortedKeys(s.st.Access.Groups) {
+		g := s.st.Access.Groups[id]
+		m := map[string]any{"groupid": id, "users": strings.Join(s.groupMembers(id), ",")}
+		if g.Comment != "" {
+			m["comment"] = g.Comment
+		}
+		out = append(out, m)
+	}
+	return out, nil
+}
+
+func (s *Server) groupMembers(id string) []string {
+	var out []string
+	for _, uid := range sortedKeys(s.st.Access.Users) {
+		if containsString(s.st.Access.Users[uid].Groups, id) {
+			out = append(out, uid)
+		}
+	}
+	return out
+}
+
+func (s *Server) getGroup(q *request) (any, error) {
+	g, ok := s.st.Access.Groups[q.vars["groupid"]]
+	if !ok {
+		return nil, fail(http.StatusInternalServerError, "group '%s' does not exist", q.vars["groupid"])
+	}
+	m := map[string]any{"members": append([]string{}, s.groupMembers(g.ID)...)}
+	if g.Comment != "" {
+		m["comment"] = g.Comment
+	}
+	return m, nil
+}
+
+func (s *Server) createGroup(q *request) (any, error) {
+	id := q.get("groupid")
+	if _, exists := s.st.Access.Groups[id]; exists {
+		return nil, fail(http.StatusInternalServerError, "create group failed: group '%s' already exists", id)
+	}
+	s.st.Access.Groups[id] = &group{ID: id, Comment: q.get("comment")}
+	return nil, nil
+}
+
+func (s *Server) updateGroup(q *request) (any, error) {
+	g, ok := s.st.Access.Groups[q.vars["groupid"]]
+	if !ok {
+		return nil, fail(http.StatusInternalServerError, "group '%s' does not exist", q.vars["groupid"])
+	}
+	if q.has("comment") {
+		g.Comment = q.get("comment")
+	}
+	return nil, nil
+}
+
+func (s *Server) deleteGroup(q *request) (any, error) {
+	id := q.vars["groupid"]
+	if _, ok := s.st.Access.Groups[id]; !ok {
+		return nil, fail(http.StatusInternalServerError, "group '%s' does not exist", id)
+	}
+	delete(s.st.Access.Groups, id)
+	for _, u := range s.st.Access.Users {
+		u.Groups = removeString(u.Groups, id)
+	}
+	s.dropACL(func(e aclEntry) bool { return e.Type == "group" && e.UGID == id })
+	return nil, nil
+}
+
+func (s *Server) listRoles(q *request) (any, error) {
+	out := []map[string]any{}
+	all := map[string]bool{}
+	for r := range builtinRoles {
+		all[r] = true
+	}
+	for r := range s.st.Access.Roles {
+		all[r] = true
+	}
+	for _, r := range sortedKeys(all) {
+		_, builtin := builtinRoles[r]
+		out = append(out, map[string]any{"roleid": r, "privs": s.st.Access.Roles[r], "special": b2i(builtin)})
+	}
+	return out, nil
+}
+
+func (s *Server) createRole(q *request) (any, error) {
+	id := q.get("roleid")
+	if _, builtin := builtinRoles[id]; builtin {
+		return nil, fail(http.StatusInternalServerError, "create role failed: role '%s' already exists", id)
+	}
+	if _, exists := s.st.Access.Roles[id]; exists {
+		return nil, fail(http.StatusInternalServerError, "create role failed: role '%s' already exists", id)
+	}
+	s.st.Access.Roles[id] = strings.Join(splitList(q.get("privs")), ",")
+	return nil, nil
+}
+
+func (s *Server) roleExists(r string) bool {
+	_, builtin := builtinRoles[r]
+	_, custom := s.st.Access.Roles[r]
+	return builtin || custom
+}
+
+func (s *Server) listACL(q *request) (any, error) {
+	entries := append([]aclEntry(nil), s.st.Access.ACL...)
+	sort.SliceStable(entries, func(i, j int) bool {
+		a, b := entries[i], entries[j]
+		if a.Path != b.Path {
+			return a.Path < b.Path
+		}
+		if a.UGID != b.UGID {
+			return a.UGID < b.UGID
+		}
+		return a.Role < b.Role
+	})
+	out := []map[string]any{}
+	for _, e := range entries {
+		out = append(out, map[string]any{"path": e.Path, "type": e.Type, "ugid": e.UGID, "roleid": e.Role,
+			"propagate": b2i(e.Propagate)})
+	}
+	return out, nil
+}
+
+func (s *Server) updateACL(q *request) (any, error) {
+	path := "/" + strings.Trim(q.get("path"), "/")
+	if !aclPathRe.MatchString(path) {
+		return nil, paramErr1("path", "invalid ACL path '%s'", q.get("path"))
+	}
+	roles := splitList(q.get("roles"))
+	for _, r := range roles {
+		if !s.roleExists(r) {
+			return nil, fail(http.StatusInternalServerError, "role '%s' does not exist", r)
+		}
+	}
+	type subject struct{ typ, id string }
+	var subjects []subject
+	for _, u := range splitList(q.get("users")) {
+		if _, ok := s.st.Access.Users[u]; !ok {
+			return nil, fail(http.StatusInternalServerError, "user '%s' does not exist", u)
+		}
+		subjects = append(subjects, subject{"user", u})
+	}
+	for _, g := range splitList(q.get("groups")) {
+		if _, ok := s.st.Access.Groups[g]; !ok {
+			return nil, fail(http.StatusInternalServerError, "group '%s' does not exist", g)
+		}
+		subjects = append(subjects, subject{"group", g})
+	}
+	for _, t := range splitList(q.get("tokens")) {
+		uid, tid, _ := strings.Cut(t, "!")
+		u, ok := s.st.Access.Users[uid]
+		if !ok || u.Tokens[tid] == nil {
+			return nil, fail(http.StatusInternalServerError, "no such token '%s' for user '%s'", tid, uid)
+		}
+		subjects = append(subjects, subject{"token", t})
+	}
+	if len(subjects) == 0 {
+		return nil, paramErr1("users", "either 'users', 'groups' or 'tokens' is required")
+	}
+	propagate := true
+	if q.has("propagate") {
+		propagate = q.bool("propagate")
+	}
+	for _, sub := range subjects {
+		for _, r := range roles {
+			s.dropACL(func(e aclEntry) bool { return e.Path == path && e.Type == sub.typ && e.UGID == sub.id && e.Role == r })
+			if !q.bool("delete") {
+				s.st.Access.ACL = append(s.st.Access.ACL, aclEntry{Path: path, Type: sub.typ, UGID: sub.id, Role: r, Propagate: propagate})
+			}
+		}
+	}
+	return nil, nil
+}

@@ -1,0 +1,75 @@
+package pvesim
+
+import (
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestUsersTokensACL(t *testing.T) {
+	e := newEnv(t, Options{})
+	e.ok(nil, "POST", "/access/groups", "groupid", "ops")
+	e.ok(nil, "POST", "/access/users", "userid", "ci@pve", "email", "ci@example.org", "groups", "ops", "comment", "CI")
+	if r := e.call("POST", "/access/users", "userid", "ci@pve"); r.Status != 500 {
+		t.Errorf("got %d creating a duplicate user, want 500", r.Status)
+	}
+	if r := e.call("POST", "/access/users", "userid", "x@nowhere"); r.Status != 500 || !strings.Contains(r.Message, "domain 'nowhere'") {
+		t.Errorf("got %d %q for an unknown realm, want 500 domain", r.Status, r.Message)
+	}
+
+	var created struct {
+		Full  string         `json:"full-tokenid"`
+		Info  map[string]any `json:"info"`
+		Value string         `json:"value"`
+	}
+	e.ok(&created, "POST", "/access/users/ci@pve/token/deploy", "comment", "deploy", "privsep", "1")
+	if created.Full != "ci@pve!deploy" || !regexp.MustCompile(`^[0-9a-f-]{36}$`).MatchString(created.Value) ||
+		created.Info["privsep"] != float64(1) {
+		t.Errorf("got token %+v", created)
+	}
+	var tok map[string]any
+	e.ok(&tok, "GET", "/access/users/ci@pve/token/deploy")
+	if _, leaked := tok["value"]; leaked || tok["comment"] != "deploy" {
+		t.Errorf("got token info %v, want comment and no value", tok)
+	}
+	if r := e.call("POST", "/access/users/ci@pve/token/deploy"); r.Status != 500 {
+		t.Errorf("got %d creating a duplicate token, want 500", r.Status)
+	}
+
+	e.ok(nil, "PUT", "/access/acl", "path", "/vms/100", "roles", "PVEVMAdmin", "tokens", "ci@pve!deploy", "propagate", "0")
+	e.ok(nil, "PUT", "/access/acl", "path", "/storage", "roles", "PVEDatastoreUser", "groups", "ops")
+	if r := e.call("PUT", "/access/acl", "path", "/", "roles", "NoSuchRole", "users", "ci@pve"); r.Status != 500 {
+		t.Errorf("got %d for an unknown role, want 500", r.Status)
+	}
+	var acl []map[string]any
+	e.ok(&acl, "GET", "/access/acl")
+	want := []map[string]any{
+		{"path": "/storage", "type": "group", "ugid": "ops", "roleid": "PVEDatastoreUser", "propagate": float64(1)},
+		{"path": "/vms/100", "type": "token", "ugid": "ci@pve!deploy", "roleid": "PVEVMAdmin", "propagate": float64(0)},
+	}
+	if diff := cmp.Diff(want, acl); diff != "" {
+		t.Errorf("acl (-want +got)\n%s", diff)
+	}
+	e.ok(nil, "PUT", "/access/acl", "path", "/vms/100", "roles", "PVEVMAdmin", "tokens", "ci@pve!deploy", "delete", "1")
+	e.ok(nil, "PUT", "/access/users/ci@pve", "groups", "", "email", "new@example.org")
+
+	var u map[string]any
+	e.ok(&u, "GET", "/access/users/ci@pve")
+	if u["email"] != "new@example.org" || len(u["groups"].([]any)) != 0 || u["tokens"].(map[string]any)["deploy"] == nil {
+		t.Errorf("got user %v", u)
+	}
+	e.ok(nil, "DELETE", "/access/users/ci@pve")
+	e.ok(nil, "DELETE", "/access/groups/ops")
+	acl = nil
+	e.ok(&acl, "GET", "/access/acl")
+	if len(acl) != 0 {
+		t.Errorf("got acl %v after deleting its subjects, want none", acl)
+	}
+	var users []map[string]any
+	e.ok(&users, "GET", "/access/users", "full", "1")
+	if len(users) != 1 || users[0]["userid"] != "root@pam" || len(users[0]["tokens"].([]any)) != 1 {
+		t.Errorf("got users %v, want root@pam with the simulator token", users)
+	}
+}

@@ -1,0 +1,98 @@
+package pvesim
+
+import (
+	"fmt"
+	"net/url"
+	"sync"
+	"testing"
+
+	"github.com/pvectl/pvectl/internal/conformance"
+)
+
+// The official schema is AGPL test data: it is read here, never embedded.
+const apidocPath = "../../../testdata/pve-api/apidoc-9.1.json"
+
+// TestResponsesMatchSchema drives every implemented surface and checks each
+// request and answer against the official schema (returns, parameters).
+func TestResponsesMatchSchema(t *testing.T) {
+	checker, err := conformance.Load(apidocPath)
+	if err != nil {
+		t.Fatalf("load the official schema: %v", err)
+	}
+	e := newEnv(t, Options{})
+	var mu sync.Mutex
+	var violations []string
+	e.srv.Config.Handler = conformance.Middleware(checker, e.sim, func(v conformance.Violation) {
+		mu.Lock()
+		defer mu.Unlock()
+		violations = append(violations, fmt.Sprintf("%s %s (response %v): %v", v.Method, v.Path, v.Response, v.Err))
+	})
+
+	e.ok(nil, "GET", "/version")
+	e.ok(nil, "GET", "/nodes")
+	e.ok(nil, "GET", "/nodes/pve/status")
+	e.ok(nil, "GET", "/cluster/nextid")
+	e.ok(nil, "POST", "/pools", "poolid", "lab", "comment", "c")
+	e.run("POST", "/nodes/pve/qemu", "vmid", "100", "name", "a", "scsi0", "local-lvm:4", "net0", "virtio,bridge=vmbr0",
+		"agent", "1", "pool", "lab", "tags", "x;y", "onboot", "1", "cpulimit", "1.5")
+	e.run("POST", "/nodes/pve/qemu/9000/clone", "newid", "101", "name", "b")
+	e.run("POST", "/nodes/pve/qemu/100/status/start")
+	e.ok(nil, "PUT", "/nodes/pve/qemu/100/config", "cores", "4")
+	e.run("POST", "/nodes/pve/qemu/100/config", "description", "d")
+	for _, p := range []string{"/cluster/resources", "/nodes/pve/qemu", "/nodes/pve/qemu/100", "/nodes/pve/qemu/100/config",
+		"/nodes/pve/qemu/100/pending", "/nodes/pve/qemu/100/status/current", "/nodes/pve/qemu/100/agent/network-get-interfaces",
+		"/nodes/pve/qemu/9000/config", "/pools", "/pools/lab", "/nodes/pve/tasks", "/nodes/pve/network", "/nodes/pve/network/vmbr0",
+		"/nodes/pve/dns", "/storage", "/storage/local", "/nodes/pve/storage", "/nodes/pve/storage/local-lvm/status",
+		"/nodes/pve/storage/local-lvm/content", "/nodes/pve/storage/local/content"} {
+		e.ok(nil, "GET", p)
+	}
+	e.ok(nil, "GET", "/pools", "poolid", "lab")
+	e.run("PUT", "/nodes/pve/qemu/100/resize", "disk", "scsi0", "size", "+1G")
+	e.run("POST", "/nodes/pve/qemu/100/status/stop")
+	e.run("POST", "/nodes/pve/qemu/101/template")
+	e.ok(nil, "POST", "/nodes/pve/network", "iface", "bond0", "type", "bond", "slaves", "eno3 eno4", "bond_mode", "active-backup")
+	e.ok(nil, "PUT", "/nodes/pve/network/bond0", "type", "bond", "slaves", "eno3", "bond_mode", "802.3ad", "mtu", "9000")
+	e.ok(nil, "GET", "/nodes/pve/network")
+	e.run("PUT", "/nodes/pve/network")
+	e.ok(nil, "DELETE", "/nodes/pve/network")
+	e.ok(nil, "PUT", "/nodes/pve/dns", "search", "lab")
+	e.ok(nil, "PUT", "/pools", "poolid", "lab", "vms", "100", "delete", "1")
+	e.run("DELETE", "/nodes/pve/qemu/100")
+	e.ok(nil, "DELETE", "/pools", "poolid", "lab")
+
+	e.ok(nil, "POST", "/storage", "storage", "nfs1", "type", "nfs", "server", "10.0.0.5", "export", "/srv", "content", "iso,import")
+	e.ok(nil, "PUT", "/storage/nfs1", "content", "iso,import,backup")
+	e.run("POST", "/nodes/pve/storage/nfs1/download-url", "url", "https://example.invalid/a.iso", "content", "iso", "filename", "a.iso")
+	e.ok(nil, "GET", "/nodes/pve/storage/nfs1/content/"+url.PathEscape("nfs1:iso/a.iso"))
+	e.ok(nil, "PUT", "/nodes/pve/storage/nfs1/content/"+url.PathEscape("nfs1:iso/a.iso"), "notes", "n")
+	e.run("DELETE", "/nodes/pve/storage/nfs1/content/"+url.PathEscape("nfs1:iso/a.iso"))
+	e.ok(nil, "DELETE", "/storage/nfs1")
+
+	e.ok(nil, "POST", "/access/groups", "groupid", "g")
+	e.ok(nil, "POST", "/access/users", "userid", "u@pve", "groups", "g")
+	e.ok(nil, "POST", "/access/users/u@pve/token/tk", "privsep", "0")
+	e.ok(nil, "PUT", "/access/users/u@pve/token/tk", "comment", "c")
+	e.ok(nil, "PUT", "/access/acl", "path", "/vms", "roles", "PVEAuditor", "tokens", "u@pve!tk")
+	for _, p := range []string{"/access/users", "/access/users/u@pve", "/access/users/u@pve/token", "/access/users/u@pve/token/tk",
+		"/access/groups", "/access/groups/g", "/access/roles", "/access/acl"} {
+		e.ok(nil, "GET", p)
+	}
+	e.ok(nil, "GET", "/access/users", "full", "1")
+
+	e.run("POST", "/nodes/pve/lxc", "vmid", "200", "ostemplate", "local:vztmpl/debian-12-standard_12.7-1_amd64.tar.zst",
+		"rootfs", "local-lvm:2", "net0", "name=eth0,bridge=vmbr0,ip=dhcp", "hostname", "c1", "cores", "2")
+	e.run("POST", "/nodes/pve/lxc/200/status/start")
+	for _, p := range []string{"/nodes/pve/lxc", "/nodes/pve/lxc/200", "/nodes/pve/lxc/200/config", "/nodes/pve/lxc/200/pending",
+		"/nodes/pve/lxc/200/status/current", "/nodes/pve/lxc/200/interfaces", "/cluster/resources"} {
+		e.ok(nil, "GET", p)
+	}
+	e.ok(nil, "PUT", "/nodes/pve/lxc/200/config", "swap", "256")
+	e.run("POST", "/nodes/pve/lxc/200/status/shutdown")
+	e.ok(nil, "POST", "/nodes/pve/lxc/200/template")
+
+	mu.Lock()
+	defer mu.Unlock()
+	for _, v := range violations {
+		t.Errorf("PVE 9.1 schema violation: %s", v)
+	}
+}

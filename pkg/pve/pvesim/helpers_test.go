@@ -1,0 +1,187 @@
+package pvesim
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+const (
+	testToken  = "root@pam!pvectl"
+	testSecret = "0b7e5a4c-0000-4000-8000-000000000001"
+)
+
+var upidRe = regexp.MustCompile(`^UPID:([a-zA-Z0-9]([a-zA-Z0-9\-]*[a-zA-Z0-9])?):([0-9A-Fa-f]{8}):([0-9A-Fa-f]{8,9}):([0-9A-Fa-f]{8}):([^:\s/]+):([^:\s/]*):([^:\s/]+):$`)
+
+type env struct {
+	t   *testing.T
+	sim *Server
+	srv *httptest.Server
+}
+
+// envelope is a decoded PVE answer.
+type envelope struct {
+	Status  int
+	Data    json.RawMessage   `json:"data"`
+	Message string            `json:"message"`
+	Errors  map[string]string `json:"errors"`
+	Total   *int              `json:"total"`
+	Changes *string           `json:"changes"`
+}
+
+func newEnv(t *testing.T, opts Options) *env {
+	t.Helper()
+	if opts.TokenSecret == "" {
+		opts.TokenSecret = testSecret
+	}
+	if opts.TaskDuration == 0 {
+		opts.TaskDuration = 20 * time.Millisecond
+	}
+	if opts.Seed == 0 {
+		opts.Seed = 42
+	}
+	sim, err := New(opts)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	srv := httptest.NewServer(sim)
+	t.Cleanup(func() {
+		srv.Close()
+		sim.Close()
+	})
+	return &env{t: t, sim: sim, srv: srv}
+}
+
+func (e *env) raw(method, path string, params url.Values, auth string) envelope {
+	e.t.Helper()
+	u := e.srv.URL + "/api2/json" + path
+	var body *strings.Reader
+	if method == http.MethodGet || method == http.MethodDelete {
+		if len(params) > 0 {
+			u += "?" + params.Encode()
+		}
+		body = strings.NewReader("")
+	} else {
+		body = strings.NewReader(params.Encode())
+	}
+	req, err := http.NewRequest(method, u, body)
+	if err != nil {
+		e.t.Fatalf("new request: %v", err)
+	}
+	if method == http.MethodPost || method == http.MethodPut {
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	}
+	if auth != "" {
+		req.Header.Set("Authorization", auth)
+	}
+	resp, err := e.srv.Client().Do(req)
+	if err != nil {
+		e.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	var env envelope
+	if err := json.NewDecoder(resp.Body).Decode(&env); err != nil {
+		e.t.Fatalf("%s %s: decode: %v", method, path, err)
+	}
+	env.Status = resp.StatusCode
+	return env
+}
+
+func (e *env) call(method, path string, kv ...string) envelope {
+	e.t.Helper()
+	params := url.Values{}
+	for i := 0; i+1 < len(kv); i += 2 {
+		params.Add(kv[i], kv[i+1])
+	}
+	return e.raw(method, path, params, "PVEAPIToken="+testToken+"="+testSecret)
+}
+
+// ok calls and requires a 200, decoding data into out when non-nil.
+func (e *env) ok(out any, method, path string, kv ...string) envelope {
+	e.t.Helper()
+	r := e.call(method, path, kv...)
+	if r.Status != http.StatusOK {
+		e.t.Fatalf("%s %s: got status %d (%s %v), want 200", method, path, r.Status, r.Message, r.Errors)
+	}
+	if out != nil {
+		if err := json.Unmarshal(r.Data, out); err != nil {
+			e.t.Fatalf("%s %s: decode data %s: %v", method, path, r.Data, err)
+		}
+	}
+	return r
+}
+
+// task starts a task and returns its UPID.
+func (e *env) task(method, path string, kv ...string) string {
+	e.t.Helper()
+	var upid string
+	e.ok(&upid, method, path, kv...)
+	if !upidRe.MatchString(upid) {
+		e.t.Fatalf("%s %s: got UPID %q, want PVE's format", method, path, upid)
+	}
+	return upid
+}
+
+type taskStatus struct {
+	UPID       string `json:"upid"`
+	Node       string `json:"node"`
+	Type       string `json:"type"`
+	ID         string `json:"id"`
+	User       string `json:"user"`
+	Status     string `json:"status"`
+	ExitStatus string `json:"exitstatus"`
+	PID        int64  `json:"pid"`
+	PStart     int64  `json:"pstart"`
+	StartTime  int64  `json:"starttime"`
+}
+
+// wait polls the task status until it stops (bounded).
+func (e *env) wait(upid string) taskStatus {
+	e.t.Helper()
+	node := strings.Split(upid, ":")[1]
+	for range 2000 {
+		var st taskStatus
+		e.ok(&st, "GET", "/nodes/"+node+"/tasks/"+url.PathEscape(upid)+"/status")
+		if st.Status == "stopped" {
+			return st
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	e.t.Fatalf("task %s did not stop", upid)
+	return taskStatus{}
+}
+
+// run starts a task, waits and requires exit status OK.
+func (e *env) run(method, path string, kv ...string) {
+	e.t.Helper()
+	if st := e.wait(e.task(method, path, kv...)); st.ExitStatus != "OK" {
+		e.t.Fatalf("%s %s: got exit status %q, want OK", method, path, st.ExitStatus)
+	}
+}
+
+func (e *env) config(vmid string, kv ...string) map[string]any {
+	e.t.Helper()
+	var c map[string]any
+	e.ok(&c, "GET", "/nodes/pve/qemu/"+vmid+"/config", kv...)
+	return c
+}
+
+// schemaReady reports whether the shared schema package is implemented yet.
+func schemaReady() (ok bool) {
+	defer func() {
+		if recover() != nil {
+			ok = false
+		}
+	}()
+	return len(checkSchema("POST", "/nodes/pve/qemu", url.Values{"bogus": {"1"}}, map[string]string{"node": "pve"})) > 0
+}
+
+func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
+
+func jsonDecode(r io.Reader, v any) error { return json.NewDecoder(r).Decode(v) }

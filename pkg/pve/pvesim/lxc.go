@@ -1,0 +1,304 @@
+package pvesim
+
+import (
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+)
+
+var (
+	boolKeysCT = setOf("console", "debug", "onboot", "protection", "template", "unprivileged")
+	intKeysCT  = setOf("cores", "cpuunits", "memory", "swap", "tty")
+
+	// Options a running container takes at once; the rest waits for a restart.
+	hotCT = setOf("description", "onboot", "protection", "startup", "tags", "hookscript", "hostname",
+		"nameserver", "searchdomain", "memory", "swap", "cores", "cpulimit", "cpuunits", "lock")
+
+	// Create/clone parameters that are not config keys; the secrets among them
+	// (password, ssh-public-keys) go into the container, never into its config.
+	nonConfigCT = setOf("node", "vmid", "digest", "delete", "revert", "force", "pool", "start", "storage",
+		"unique", "restore", "bwlimit", "ha-managed", "ostemplate", "password", "ssh-public-keys",
+		"ignore-unpack-errors")
+)
+
+func hotplugCT(key string) bool {
+	return hotCT[key] || isNetKey(key) || strings.HasPrefix(key, "mp") || isUnusedKey(key)
+}
+
+func confValueCT(k, v string) any {
+	if boolKeysCT[k] || intKeysCT[k] {
+		if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+			return n
+		}
+	}
+	if k == "cpulimit" {
+		if f, err := strconv.ParseFloat(v, 64); err == nil {
+			return f
+		}
+	}
+	return v
+}
+
+// normalizeCTNet writes a container NIC back as PVE does:
+// "name=eth0,bridge=vmbr0,hwaddr=BC:24:11:…,ip=dhcp,type=veth".
+func (s *Server) normalizeCTNet(key, val string, newMAC bool) (string, error) {
+	items := parseProps(val)
+	name, ok := propGet(items, "name")
+	if !ok || name == "" {
+		return "", paramErr1(key, "missing property - 'name'")
+	}
+	rest := propDel(items, "name")
+	if mac, ok := propGet(rest, "hwaddr"); !ok || mac == "" || newMAC {
+		rest = propSet(rest, "hwaddr", s.newMAC())
+	} else {
+		rest = propSet(rest, "hwaddr", strings.ToUpper(mac))
+	}
+	if _, ok := propGet(rest, "type"); !ok {
+		rest = propSet(rest, "type", "veth")
+	}
+	return formatProps("name="+name, rest), nil
+}
+
+// normalizeCTValue applies the container write-backs: NICs, new volumes
+// for rootfs/mpN ("STOR:SIZE" → "STOR:vm-101-disk-0,size=8G"), tags, description.
+func (s *Server) normalizeCTValue(v *vm, key, val string, created *[]*volume) (string, error) {
+	switch {
+	case isNetKey(key):
+		return s.normalizeCTNet(key, val, false)
+	case key == "tags":
+		return normalizeTags(val), nil
+	case key == "description":
+		return normalizeDescription(val), nil
+	case key != "rootfs" && !strings.HasPrefix(key, "mp"):
+		return val, nil
+	}
+	file, rest := diskFile(val)
+	if strings.HasPrefix(key, "mp") {
+		if _, ok := propGet(rest, "mp"); !ok {
+			return "", paramErr1(key, "missing property - 'mp'")
+		}
+	}
+	m := newDiskRe.FindStringSubmatch(file)
+	if m == nil {
+		if volidRe.MatchString(file) {
+			if _, ok := s.st.Volumes[file]; !ok {
+				return "", fail(http.StatusInternalServerError, "volume '%s' does not exist", file)
+			}
+		}
+		return formatProps(file, rest), nil
+	}
+	st, ok := s.st.Storages[m[1]]
+	if !ok {
+		return "", fail(http.StatusInternalServerError, "storage '%s' does not exist", m[1])
+	}
+	if !st.allows("rootdir") {
+		return "", paramErr1(key, "storage '%s' does not support container directories", m[1])
+	}
+	gbs, _ := strconv.ParseFloat(m[2], 64)
+	size := int64(gbs * float64(gib))
+	if size <= 0 {
+		return "", paramErr1(key, "invalid disk size '%s'", m[2])
+	}
+	vol := s.allocImage(st, v.VMID, size, "vm")
+	vol.Content = "rootdir"
+	if vol.Format == "qcow2" {
+		// Directory storages hold container volumes as raw files.
+		delete(s.st.Volumes, vol.volid())
+		vol.Name, vol.Format = strings.TrimSuffix(vol.Name, ".qcow2")+".raw", "raw"
+		s.st.addVolume(vol)
+	}
+	*created = append(*created, vol)
+	return formatProps(vol.volid(), propSet(rest, "size", formatSize(size))), nil
+}
+
+// ostypeOf guesses the container OS from the template name, as pct does from its contents.
+func ostypeOf(template string) string {
+	for _, os := range []string{"debian", "ubuntu", "alpine", "centos", "fedora", "archlinux", "opensuse", "gentoo", "nixos"} {
+		if strings.Contains(template, os) {
+			return os
+		}
+	}
+	return "unmanaged"
+}
+
+func (s *Server) createCT(q *request) (any, error) {
+	node := q.vars["node"]
+	id, err := strconv.Atoi(q.get("vmid"))
+	if err != nil {
+		return nil, paramErr1("vmid", "property is missing and it is not optional")
+	}
+	if old, exists := s.st.VMs[id]; exists {
+		return nil, paramErr1("vmid", "CT %d already exists on node '%s'", id, old.Node)
+	}
+	if q.bool("restore") {
+		return nil, fail(http.StatusNotImplemented, "restore from archive is not supported by the simulator")
+	}
+	tmpl := q.get("ostemplate")
+	if tmpl == "" {
+		return nil, paramErr1("ostemplate", "property is missing and it is not optional")
+	}
+	tv, ok := s.st.Volumes[tmpl]
+	if !ok || tv.Content != "vztmpl" && tv.Content != "backup" {
+		return nil, fail(http.StatusInternalServerError, "volume '%s' does not exist", tmpl)
+	}
+	poolID := q.get("pool")
+	if poolID != "" {
+		if _, ok := s.st.Pools[poolID]; !ok {
+			return nil, fail(http.StatusInternalServerError, "pool '%s' does not exist", poolID)
+		}
+	}
+	keys, _, _, err := configParams(q)
+	if err != nil {
+		return nil, err
+	}
+	if !q.has("rootfs") {
+		storageID := orDefault(q.get("storage"), "local")
+		q.params.Set("rootfs", storageID+":4")
+		keys = append(keys, "rootfs")
+	}
+	v := &vm{VMID: id, Node: node, Type: "lxc", Conf: map[string]string{}}
+	vals, created, err := s.buildValues(v, q, keys)
+	if err != nil {
+		return nil, err
+	}
+	conf := map[string]string{"arch": "amd64", "ostype": ostypeOf(tmpl), "hostname": fmt.Sprintf("CT%d", id)}
+	for k, val := range vals {
+		if val != "" {
+			conf[k] = val
+		}
+	}
+	v.Conf["lock"] = "create"
+	s.st.VMs[id] = v
+	start := q.bool("start")
+	hasKeys := q.get("ssh-public-keys") != ""
+	path := s.volumePath(s.st.Storages[tv.Storage], tv)
+	upid := s.startTask(node, "vzcreate", vmidString(id), []int{id}, func(t *task) error {
+		allocLog(t, created)
+		t.logf("extracting archive '%s'", path)
+		t.logf("Total bytes read: %d (%s)", tv.Size*3, formatSize(tv.Size*3))
+		t.logf("Detected container architecture: amd64")
+		if hasKeys {
+			t.logf("Creating SSH host key 'ssh_host_ed25519_key' - this may take some time ...")
+		}
+		v.Conf = conf
+		if poolID != "" {
+			if p, ok := s.st.Pools[poolID]; ok {
+				p.VMs = append(p.VMs, id)
+			}
+		}
+		if start {
+			s.boot(v)
+		}
+		return nil
+	})
+	return upid, nil
+}
+
+func ctCPUs(conf map[string]string) int {
+	if n, err := strconv.Atoi(conf["cores"]); err == nil && n > 0 {
+		return n
+	}
+	return nodeCPUs
+}
+
+func ctMaxSwap(conf map[string]string) int64 {
+	if n, err := strconv.ParseInt(conf["swap"], 10, 64); err == nil {
+		return n * mib
+	}
+	return 512 * mib
+}
+
+func (s *Server) ctRow(v *vm) map[string]any {
+	m := map[string]any{
+		"vmid": v.VMID, "status": v.status(), "maxmem": vmMaxMem(v.Conf), "maxswap": ctMaxSwap(v.Conf),
+		"maxdisk": vmMaxDisk(v.Conf), "cpus": ctCPUs(v.Conf), "mem": 0, "disk": 0, "cpu": 0,
+		"uptime": v.uptime(), "netin": 0, "netout": 0, "diskread": 0, "diskwrite": 0,
+	}
+	if n := v.Conf["hostname"]; n != "" {
+		m["name"] = n
+	}
+	for _, k := range []string{"tags", "lock"} {
+		if val := v.Conf[k]; val != "" {
+			m[k] = val
+		}
+	}
+	if v.Conf["template"] == "1" {
+		m["template"] = 1
+	}
+	if v.Running {
+		m["mem"] = vmMaxMem(v.Conf) / 8
+		m["disk"] = vmMaxDisk(v.Conf) / 4
+	}
+	return m
+}
+
+func (s *Server) listCTs(q *request) (any, error) {
+	out := []map[string]any{}
+	for _, id := range s.st.vmIDs() {
+		if v := s.st.VMs[id]; v.Node == q.vars["node"] && v.Type == "lxc" {
+			out = append(out, s.ctRow(v))
+		}
+	}
+	return out, nil
+}
+
+func (s *Server) ctStatus(q *request) (any, error) {
+	v, err := s.vmOf(q)
+	if err != nil {
+		return nil, err
+	}
+	m := s.ctRow(v)
+	m["ha"] = map[string]any{"managed": 0}
+	return m, nil
+}
+
+// ctInterfaces answers GET …/lxc/{vmid}/interfaces; the IP is data only.
+func (s *Server) ctInterfaces(q *request) (any, error) {
+	v, err := s.vmOf(q)
+	if err != nil {
+		return nil, err
+	}
+	if !v.Running {
+		return nil, fail(http.StatusInternalServerError, "CT %d not running", v.VMID)
+	}
+	out := []map[string]any{{
+		"name": "lo", "hwaddr": "00:00:00:00:00:00", "hardware-address": "00:00:00:00:00:00", "inet": "127.0.0.1/8",
+		"ip-addresses": []any{map[string]any{"ip-address": "127.0.0.1", "ip-address-type": "inet", "prefix": 8}},
+	}}
+	for i := 0; i < 32; i++ {
+		val, ok := v.Conf["net"+strconv.Itoa(i)]
+		if !ok {
+			continue
+		}
+		items := parseProps(val)
+		name, _ := propGet(items, "name")
+		mac, _ := propGet(items, "hwaddr")
+		ip, prefix := fmt.Sprintf("10.%d.%d.%d", 20+i, v.VMID/256%256, v.VMID%250+2), 24
+		if cidr, ok := propGet(items, "ip"); ok && cidr != "dhcp" && cidr != "manual" {
+			addr, bits, _ := strings.Cut(cidr, "/")
+			ip = addr
+			if b, err := strconv.Atoi(bits); err == nil {
+				prefix = b
+			}
+		}
+		mac = strings.ToLower(mac)
+		out = append(out, map[string]any{
+			"name": name, "hwaddr": mac, "hardware-address": mac, "inet": fmt.Sprintf("%s/%d", ip, prefix),
+			"ip-addresses": []any{map[string]any{"ip-address": ip, "ip-address-type": "inet", "prefix": prefix}},
+		})
+	}
+	return out, nil
+}
+
+func (s *Server) ctIndex(q *request) (any, error) {
+	if _, err := s.vmOf(q); err != nil {
+		return nil, err
+	}
+	out := []map[string]any{}
+	for _, d := range []string{"config", "pending", "status", "vncproxy", "termproxy", "vncwebsocket", "spiceproxy",
+		"migrate", "clone", "resize", "move_volume", "rrd", "rrddata", "firewall", "snapshot", "interfaces"} {
+		out = append(out, map[string]any{"subdir": d})
+	}
+	return out, nil
+}

@@ -1,0 +1,461 @@
+package pvesim
+
+import (
+	"fmt"
+	"net"
+	"net/http"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// nodeNet models /etc/network/interfaces (Running) and, when edits are
+// staged, /etc/network/interfaces.new (Staged).
+type nodeNet struct {
+	Running map[string]*iface `json:"running"`
+	Staged  map[string]*iface `json:"staged,omitempty"`
+}
+
+type iface struct {
+	Name               string `json:"iface"`
+	Type               string `json:"type"`
+	Autostart          bool   `json:"autostart,omitempty"`
+	Method             string `json:"method,omitempty"`
+	Method6            string `json:"method6,omitempty"`
+	CIDR               string `json:"cidr,omitempty"`
+	Gateway            string `json:"gateway,omitempty"`
+	CIDR6              string `json:"cidr6,omitempty"`
+	Gateway6           string `json:"gateway6,omitempty"`
+	BridgePorts        string `json:"bridge_ports,omitempty"`
+	BridgeVlanAware    bool   `json:"bridge_vlan_aware,omitempty"`
+	BridgeVids         string `json:"bridge_vids,omitempty"`
+	BridgeSTP          string `json:"bridge_stp,omitempty"`
+	BridgeFD           string `json:"bridge_fd,omitempty"`
+	Slaves             string `json:"slaves,omitempty"`
+	BondMode           string `json:"bond_mode,omitempty"`
+	BondPrimary        string `json:"bond-primary,omitempty"`
+	BondXmitHashPolicy string `json:"bond_xmit_hash_policy,omitempty"`
+	MTU                int    `json:"mtu,omitempty"`
+	VlanID             int    `json:"vlan-id,omitempty"`
+	VlanRawDevice      string `json:"vlan-raw-device,omitempty"`
+	Comments           string `json:"comments,omitempty"`
+	Comments6          string `json:"comments6,omitempty"`
+	Exists             bool   `json:"exists,omitempty"`
+}
+
+func (i *iface) normalize() {
+	if i.Method == "" {
+		i.Method = "manual"
+		if i.CIDR != "" {
+			i.Method = "static"
+		}
+	}
+	if i.CIDR6 != "" && i.Method6 == "" {
+		i.Method6 = "static"
+	}
+	if i.Type == "bridge" {
+		if i.BridgeSTP == "" {
+			i.BridgeSTP = "off"
+		}
+		if i.BridgeFD == "" {
+			i.BridgeFD = "0"
+		}
+	}
+}
+
+func typeRank(t string) int {
+	switch t {
+	case "loopback":
+		return 0
+	case "eth":
+		return 1
+	case "bond":
+		return 2
+	case "vlan":
+		return 3
+	case "bridge":
+		return 4
+	}
+	return 5
+}
+
+// ordered lists interfaces in the order PVE writes them.
+func ordered(m map[string]*iface) []*iface {
+	out := make([]*iface, 0, len(m))
+	for _, i := range m {
+		out = append(out, i)
+	}
+	sort.Slice(out, func(a, b int) bool {
+		ra, rb := typeRank(out[a].Type), typeRank(out[b].Type)
+		if ra != rb {
+			return ra < rb
+		}
+		return out[a].Name < out[b].Name
+	})
+	return out
+}
+
+// render writes an interfaces file the way pve-common does.
+func render(m map[string]*iface) string {
+	var b strings.Builder
+	for _, i := range ordered(m) {
+		if i.Autostart {
+			fmt.Fprintf(&b, "auto %s\n", i.Name)
+		}
+		fmt.Fprintf(&b, "iface %s inet %s\n", i.Name, i.Method)
+		opt := func(k, v string) {
+			if v != "" {
+				fmt.Fprintf(&b, "\t%s %s\n", k, v)
+			}
+		}
+		opt("address", i.CIDR)
+		opt("gateway", i.Gateway)
+		if i.MTU > 0 {
+			opt("mtu", strconv.Itoa(i.MTU))
+		}
+		switch i.Type {
+		case "bridge":
+			ports := i.BridgePorts
+			if ports == "" {
+				ports = "none"
+			}
+			opt("bridge-ports", ports)
+			opt("bridge-stp", i.BridgeSTP)
+			opt("bridge-fd", i.BridgeFD)
+			if i.BridgeVlanAware {
+				opt("bridge-vlan-aware", "yes")
+				vids := i.BridgeVids
+				if vids == "" {
+					vids = "2-4094"
+				}
+				opt("bridge-vids", vids)
+			}
+		case "bond":
+			slaves := i.Slaves
+			if slaves == "" {
+				slaves = "none"
+			}
+			opt("bond-slaves", slaves)
+			opt("bond-miimon", "100")
+			opt("bond-mode", i.BondMode)
+			opt("bond-primary", i.BondPrimary)
+			opt("bond-xmit-hash-policy", i.BondXmitHashPolicy)
+		case "vlan":
+			if i.VlanID > 0 {
+				opt("vlan-id", strconv.Itoa(i.VlanID))
+			}
+			opt("vlan-raw-device", i.VlanRawDevice)
+		}
+		for _, line := range strings.Split(i.Comments, "\n") {
+			if line != "" {
+				fmt.Fprintf(&b, "#%s\n", line)
+			}
+		}
+		if i.CIDR6 != "" || i.Method6 != "" {
+			fmt.Fprintf(&b, "\niface %s inet6 %s\n", i.Name, orDefault(i.Method6, "static"))
+			opt("address", i.CIDR6)
+			opt("gateway", i.Gateway6)
+		}
+		b.WriteString("\n")
+	}
+	b.WriteString("\nsource /etc/network/interfaces.d/*\n")
+	return b.String()
+}
+
+func orDefault(s, d string) string {
+	if s == "" {
+		return d
+	}
+	return s
+}
+
+// item renders an interface as GET /nodes/{node}/network returns it.
+func (i *iface) item(active bool, priority int) map[string]any {
+	m := map[string]any{"iface": i.Name, "type": i.Type, "method": i.Method, "method6": orDefault(i.Method6, "manual"),
+		"priority": priority, "families": []string{"inet"}}
+	if i.Autostart {
+		m["autostart"] = 1
+	}
+	if active {
+		m["active"] = 1
+	}
+	if i.Exists {
+		m["exists"] = 1
+	}
+	if i.CIDR6 != "" {
+		m["families"] = []string{"inet", "inet6"}
+		m["cidr6"] = i.CIDR6
+		addr, bits, _ := strings.Cut(i.CIDR6, "/")
+		m["address6"], m["netmask6"] = addr, bits
+	}
+	if i.CIDR != "" {
+		m["cidr"] = i.CIDR
+		if ip, n, err := net.ParseCIDR(i.CIDR); err == nil {
+			m["address"] = ip.String()
+			m["netmask"] = net.IP(n.Mask).String()
+		}
+	}
+	str := map[string]string{"gateway": i.Gateway, "gateway6": i.Gateway6, "bridge_ports": i.BridgePorts,
+		"bridge_vids": i.BridgeVids, "bridge_stp": i.BridgeSTP, "bridge_fd": i.BridgeFD, "slaves": i.Slaves,
+		"bond_mode": i.BondMode, "bond-primary": i.BondPrimary, "bond_xmit_hash_policy": i.BondXmitHashPolicy,
+		"vlan-raw-device": i.VlanRawDevice, "comments": i.Comments, "comments6": i.Comments6}
+	for k, v := range str {
+		if v != "" {
+			m[k] = v
+		}
+	}
+	if i.Type == "bridge" {
+		m["bridge_ports"] = i.BridgePorts
+	}
+	if i.BridgeVlanAware {
+		m["bridge_vlan_aware"] = 1
+	}
+	if i.MTU > 0 {
+		m["mtu"] = i.MTU
+	}
+	if i.VlanID > 0 {
+		m["vlan-id"] = i.VlanID
+	}
+	return m
+}
+
+// view is the staged configuration when edits are pending, else the running one.
+func (n *nodeNet) view() map[string]*iface {
+	if n.Staged != nil {
+		return n.Staged
+	}
+	return n.Running
+}
+
+// stage returns the staged map, copying the running config on first edit.
+func (n *nodeNet) stage() map[string]*iface {
+	if n.Staged == nil {
+		n.Staged = map[string]*iface{}
+		for k, i := range n.Running {
+			c := *i
+			n.Staged[k] = &c
+		}
+	}
+	return n.Staged
+}
+
+func (n *nodeNet) changes() string {
+	if n.Staged == nil {
+		return ""
+	}
+	return unifiedDiff("/etc/network/interfaces", "/etc/network/interfaces.new", render(n.Running), render(n.Staged))
+}
+
+func matchType(filter string, i *iface) bool {
+	switch filter {
+	case "":
+		return true
+	case "any_bridge", "any_local_bridge":
+		return i.Type == "bridge" || i.Type == "OVSBridge"
+	}
+	return i.Type == filter
+}
+
+func (s *Server) listNetwork(q *request) (any, error) {
+	n := s.st.Net[q.vars["node"]]
+	out := []map[string]any{}
+	for p, i := range ordered(n.view()) {
+		// PVE does not list the loopback device.
+		if i.Type == "loopback" || !matchType(q.get("type"), i) {
+			continue
+		}
+		_, running := n.Running[i.Name]
+		out = append(out, i.item(running && (i.Autostart || i.Type == "eth" || i.Type == "loopback"), p+1))
+	}
+	if ch := n.changes(); ch != "" {
+		return withTop{data: out, top: map[string]any{"changes": ch}}, nil
+	}
+	return out, nil
+}
+
+func (s *Server) getIface(q *request) (any, error) {
+	n := s.st.Net[q.vars["node"]]
+	name := q.vars["iface"]
+	for p, i := range ordered(n.view()) {
+		if i.Name == name {
+			_, running := n.Running[name]
+			return i.item(running && (i.Autostart || i.Type == "eth" || i.Type == "loopback"), p+1), nil
+		}
+	}
+	return nil, fail(http.StatusInternalServerError, "interface does not exist")
+}
+
+func (s *Server) createIface(q *request) (any, error) {
+	n := s.st.Net[q.vars["node"]]
+	name := q.get("iface")
+	if _, exists := n.view()[name]; exists {
+		return nil, paramErr1("iface", "interface already exists")
+	}
+	i, err := ifaceFromParams(q, name, nil)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkPorts(n.view(), i); err != nil {
+		return nil, err
+	}
+	n.stage()[name] = i
+	return nil, nil
+}
+
+func (s *Server) updateIface(q *request) (any, error) {
+	n := s.st.Net[q.vars["node"]]
+	name := q.vars["iface"]
+	old, ok := n.view()[name]
+	if !ok {
+		return nil, fail(http.StatusInternalServerError, "interface does not exist")
+	}
+	if q.get("type") != old.Type {
+		return nil, paramErr1("type", "interface type can't be changed")
+	}
+	i, err := ifaceFromParams(q, name, old)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkPorts(n.view(), i); err != nil {
+		return nil, err
+	}
+	n.stage()[name] = i
+	return nil, nil
+}
+
+func (s *Server) deleteIface(q *request) (any, error) {
+	n := s.st.Net[q.vars["node"]]
+	name := q.vars["iface"]
+	if _, ok := n.view()[name]; !ok {
+		return nil, fail(http.StatusInternalServerError, "interface does not exist")
+	}
+	delete(n.stage(), name)
+	return nil, nil
+}
+
+func (s *Server) revertNetwork(q *request) (any, error) {
+	s.st.Net[q.vars["node"]].Staged = nil
+	return nil, nil
+}
+
+func (s *Server) applyNetwork(q *request) (any, error) {
+	node := q.vars["node"]
+	return s.startTask(node, "srvreload", "networking", nil, func(t *task) error {
+		n := s.st.Net[node]
+		if n.Staged != nil {
+			n.Running, n.Staged = n.Staged, nil
+		}
+		t.logf("reloading network config on node '%s'", node)
+		return nil
+	}), nil
+}
+
+// ifaceFromParams builds the full definition from a POST or PUT. A PUT
+// replaces the definition: keys not sent are dropped (comments and physical
+// existence aside), keys in delete are removed.
+func ifaceFromParams(q *request, name string, old *iface) (*iface, error) {
+	i := &iface{Name: name, Type: q.get("type")}
+	if old != nil {
+		i.Exists = old.Exists
+	}
+	if i.Type == "eth" && old == nil {
+		return nil, paramErr1("type", "can't create physical interface '%s'", name)
+	}
+	i.Autostart = q.bool("autostart")
+	i.Comments = q.get("comments")
+	i.Comments6 = q.get("comments6")
+	i.Gateway = q.get("gateway")
+	i.Gateway6 = q.get("gateway6")
+	i.BridgePorts = strings.Join(splitList(q.get("bridge_ports")), " ")
+	i.BridgeVlanAware = q.bool("bridge_vlan_aware")
+	i.BridgeVids = q.get("bridge_vids")
+	i.Slaves = strings.Join(splitList(q.get("slaves")), " ")
+	i.BondMode = q.get("bond_mode")
+	i.BondPrimary = q.get("bond-primary")
+	i.BondXmitHashPolicy = q.get("bond_xmit_hash_policy")
+	i.VlanRawDevice = q.get("vlan-raw-device")
+	i.MTU = q.int("mtu", 0)
+	i.VlanID = q.int("vlan-id", 0)
+	switch {
+	case q.get("cidr") != "":
+		if _, _, err := net.ParseCIDR(q.get("cidr")); err != nil {
+			return nil, paramErr1("cidr", "invalid format - value does not look like a valid IPv4 network configuration")
+		}
+		i.CIDR = q.get("cidr")
+	case q.get("address") != "":
+		ip := net.ParseIP(q.get("address"))
+		mask := net.ParseIP(q.get("netmask"))
+		if ip == nil || mask == nil {
+			return nil, paramErr1("netmask", "address and netmask are required together")
+		}
+		ones, _ := net.IPMask(mask.To4()).Size()
+		i.CIDR = fmt.Sprintf("%s/%d", ip, ones)
+	}
+	switch {
+	case q.get("cidr6") != "":
+		i.CIDR6 = q.get("cidr6")
+	case q.get("address6") != "":
+		i.CIDR6 = fmt.Sprintf("%s/%s", q.get("address6"), orDefault(q.get("netmask6"), "64"))
+	}
+	if i.Gateway != "" && i.CIDR == "" {
+		return nil, paramErr1("gateway", "gateway needs an address (cidr)")
+	}
+	if i.Type == "bond" && i.BondMode == "" {
+		i.BondMode = "balance-rr"
+	}
+	if i.Type == "vlan" && i.VlanID == 0 {
+		if dev, id, ok := strings.Cut(name, "."); ok {
+			if n, err := strconv.Atoi(id); err == nil && i.VlanRawDevice == "" {
+				i.VlanRawDevice, i.VlanID = dev, n
+			}
+		}
+	}
+	for _, d := range splitList(q.get("delete")) {
+		switch d {
+		case "cidr", "address", "netmask":
+			i.CIDR = ""
+		case "gateway":
+			i.Gateway = ""
+		case "comments":
+			i.Comments = ""
+		case "mtu":
+			i.MTU = 0
+		case "bridge_vids":
+			i.BridgeVids = ""
+		case "bond-primary":
+			i.BondPrimary = ""
+		}
+	}
+	i.normalize()
+	return i, nil
+}
+
+// checkPorts enforces that bridge ports and bond slaves exist and are not
+// enslaved elsewhere.
+func checkPorts(cfg map[string]*iface, i *iface) error {
+	param, ports := "bridge_ports", i.BridgePorts
+	if i.Type == "bond" {
+		param, ports = "slaves", i.Slaves
+	}
+	for _, p := range strings.Fields(ports) {
+		if base, _, ok := strings.Cut(p, "."); ok {
+			if _, exists := cfg[base]; exists {
+				continue // a VLAN on an existing port is created on the fly
+			}
+		}
+		if _, exists := cfg[p]; !exists {
+			return paramErr1(param, "interface '%s' does not exist", p)
+		}
+		for _, other := range cfg {
+			if other.Name == i.Name {
+				continue
+			}
+			for _, used := range strings.Fields(other.BridgePorts + " " + other.Slaves) {
+				if used == p {
+					return paramErr1(param, "interface '%s' is already used by '%s'", p, other.Name)
+				}
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,287 @@
+package pvesim
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+)
+
+const stateVersion = 1
+
+// state is everything the simulated cluster remembers; it is what the state
+// file holds. Tasks and locks are not part of it: a restart drops them.
+type state struct {
+	Version  int                 `json:"version"`
+	Nodes    []string            `json:"nodes"`
+	VMs      map[int]*vm         `json:"vms"`
+	Storages map[string]*storage `json:"storages"`
+	Volumes  map[string]*volume  `json:"volumes"` // by volid
+	Pools    map[string]*pool    `json:"pools"`
+	Net      map[string]*nodeNet `json:"network"` // by node
+	DNS      map[string]*dnsConf `json:"dns"`     // by node
+	Boot     map[string]int64    `json:"boot"`    // node boot time (unix)
+	Access   *access             `json:"access"`
+}
+
+// vm is a guest: a QEMU VM, or a container when Type is "lxc".
+type vm struct {
+	VMID       int               `json:"vmid"`
+	Type       string            `json:"type,omitempty"` // "" (qemu) | "lxc"
+	Node       string            `json:"node"`
+	Conf       map[string]string `json:"conf"`
+	Pending    map[string]string `json:"pending,omitempty"`
+	PendingDel []string          `json:"pending_delete,omitempty"`
+	Running    bool              `json:"running,omitempty"`
+	StartedAt  int64             `json:"started_at,omitempty"`
+	// agentAt is when the guest agent answers after a boot (not persisted:
+	// after a restart of the simulator the agent is up at once).
+	agentAt time.Time
+}
+
+type storage struct {
+	ID       string   `json:"storage"`
+	Type     string   `json:"type"`
+	Content  []string `json:"content"`
+	Path     string   `json:"path,omitempty"`
+	VGName   string   `json:"vgname,omitempty"`
+	ThinPool string   `json:"thinpool,omitempty"`
+	Shared   bool     `json:"shared,omitempty"`
+	Nodes    []string `json:"nodes,omitempty"` // empty: all nodes
+	Disable  bool     `json:"disable,omitempty"`
+	Total    int64    `json:"total"`
+	// Extra holds the other storage.cfg keys (server, export, pool…).
+	// Secrets (passwords, keys) are never kept: PVE keeps them apart and never returns them.
+	Extra map[string]string `json:"extra,omitempty"`
+}
+
+func (st *storage) allows(content string) bool {
+	for _, c := range st.Content {
+		if c == content {
+			return true
+		}
+	}
+	return false
+}
+
+func (st *storage) onNode(node string) bool {
+	if len(st.Nodes) == 0 {
+		return true
+	}
+	for _, n := range st.Nodes {
+		if n == node {
+			return true
+		}
+	}
+	return false
+}
+
+// volume is one volume on a storage. Local storages hold per-node volumes,
+// but the simulator keeps one namespace per storage id: volume names carry
+// the vmid, and vmids are cluster-unique.
+type volume struct {
+	Storage string `json:"storage"`
+	Name    string `json:"name"` // "vm-100-disk-0", "iso/x.iso", "base-9000-disk-0/vm-101-disk-0"
+	Content string `json:"content"`
+	Format  string `json:"format"`
+	Size    int64  `json:"size"`
+	VMID    int    `json:"vmid,omitempty"`
+	Parent  string `json:"parent,omitempty"`
+	Ctime   int64  `json:"ctime"`
+	Notes   string `json:"notes,omitempty"`
+	Protect bool   `json:"protected,omitempty"`
+}
+
+func (v *volume) volid() string { return v.Storage + ":" + v.Name }
+
+type pool struct {
+	ID       string   `json:"poolid"`
+	Comment  string   `json:"comment,omitempty"`
+	VMs      []int    `json:"vms,omitempty"`
+	Storages []string `json:"storages,omitempty"`
+}
+
+type dnsConf struct {
+	Search string `json:"search,omitempty"`
+	DNS1   string `json:"dns1,omitempty"`
+	DNS2   string `json:"dns2,omitempty"`
+	DNS3   string `json:"dns3,omitempty"`
+}
+
+func (st *state) hasNode(n string) bool {
+	for _, x := range st.Nodes {
+		if x == n {
+			return true
+		}
+	}
+	return false
+}
+
+// ensureNodes adds seed data for nodes named in Options but missing from a
+// loaded state file.
+func (st *state) ensureNodes(nodes []string, s *Server) {
+	for _, n := range nodes {
+		if st.hasNode(n) {
+			continue
+		}
+		st.Nodes = append(st.Nodes, n)
+		st.Net[n] = seedNetwork()
+		st.DNS[n] = &dnsConf{Search: "local", DNS1: "192.168.100.1"}
+		st.Boot[n] = st.Boot[st.Nodes[0]]
+	}
+}
+
+// vmPool returns the pool a VM belongs to, or "".
+func (st *state) vmPool(vmid int) string {
+	for _, p := range st.Pools {
+		for _, id := range p.VMs {
+			if id == vmid {
+				return p.ID
+			}
+		}
+	}
+	return ""
+}
+
+func (st *state) removeFromPools(vmid int) {
+	for _, p := range st.Pools {
+		p.VMs = removeInt(p.VMs, vmid)
+	}
+}
+
+func removeInt(xs []int, x int) []int {
+	out := xs[:0]
+	for _, v := range xs {
+		if v != x {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	return ks
+}
+
+func (st *state) vmIDs() []int {
+	ids := make([]int, 0, len(st.VMs))
+	for id := range st.VMs {
+		ids = append(ids, id)
+	}
+	sort.Ints(ids)
+	return ids
+}
+
+// volumesOf lists the volumes owned by a VM, sorted by volid.
+func (st *state) volumesOf(vmid int) []*volume {
+	var out []*volume
+	for _, k := range sortedKeys(st.Volumes) {
+		if v := st.Volumes[k]; v.VMID == vmid {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+func loadState(path string) (*state, error) {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("pvesim: read state: %w", err)
+	}
+	var st state
+	if err := json.Unmarshal(b, &st); err != nil {
+		return nil, fmt.Errorf("pvesim: parse state %s: %w", path, err)
+	}
+	if st.Version != stateVersion {
+		return nil, fmt.Errorf("pvesim: state %s has version %d, want %d", path, st.Version, stateVersion)
+	}
+	if st.VMs == nil {
+		st.VMs = map[int]*vm{}
+	}
+	for _, m := range []any{st.Storages, st.Volumes, st.Pools, st.Net, st.DNS, st.Boot} {
+		if m == nil {
+			return nil, fmt.Errorf("pvesim: state %s is incomplete", path)
+		}
+	}
+	if st.Access == nil {
+		return nil, fmt.Errorf("pvesim: state %s is incomplete", path)
+	}
+	// Tasks do not survive a restart: a guest whose create or clone never
+	// finished is dropped with its volumes instead of lingering as a locked stub.
+	for id, v := range st.VMs {
+		if l := v.Conf["lock"]; (l == "create" || l == "clone") && len(v.Conf) == 1 {
+			for _, vol := range st.volumesOf(id) {
+				delete(st.Volumes, vol.volid())
+			}
+			st.removeFromPools(id)
+			delete(st.VMs, id)
+		}
+	}
+	return &st, nil
+}
+
+// saveLocked writes the state file atomically. The snapshot is taken under
+// s.mu; the write is serialised by saveMu and skipped when a newer snapshot
+// already landed.
+func (s *Server) saveLocked() error {
+	if s.opts.StateFile == "" {
+		return nil
+	}
+	b, err := json.MarshalIndent(s.st, "", " ")
+	if err != nil {
+		return fmt.Errorf("pvesim: encode state: %w", err)
+	}
+	s.saveSeq++
+	seq := s.saveSeq
+	s.saveMu.Lock()
+	defer s.saveMu.Unlock()
+	if seq <= s.savedSeq {
+		return nil
+	}
+	if err := writeAtomic(s.opts.StateFile, b); err != nil {
+		s.logf("pvesim: save state: %v", err)
+		return err
+	}
+	s.savedSeq = seq
+	return nil
+}
+
+func writeAtomic(path string, b []byte) error {
+	dir := filepath.Dir(path)
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	if _, err := f.Write(b); err != nil {
+		f.Close()
+		os.Remove(tmp)
+		return err
+	}
+	if err := f.Close(); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return nil
+}
+
+// splitList splits PVE list parameters ("a,b", "a;b", "a b").
+func splitList(s string) []string {
+	return strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ';' || r == ' ' || r == '\t' || r == '\n' })
+}

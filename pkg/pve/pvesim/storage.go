@@ -1,0 +1,252 @@
+package pvesim
+
+import (
+	"crypto/sha1"
+	"fmt"
+	"net/http"
+	"sort"
+	"strings"
+	"time"
+)
+
+func joinContent(c []string) string {
+	cs := append([]string(nil), c...)
+	sort.Strings(cs)
+	return strings.Join(cs, ",")
+}
+
+func (s *Server) storageUsed(id string) int64 {
+	var used int64
+	for _, v := range s.st.Volumes {
+		if v.Storage == id {
+			used += v.Size
+		}
+	}
+	return used
+}
+
+// storageConfig is a storage as /storage returns it (storage.cfg keys).
+func (s *Server) storageConfig(st *storage) map[string]any {
+	m := map[string]any{"storage": st.ID, "type": st.Type, "content": joinContent(st.Content)}
+	if st.Path != "" {
+		m["path"] = st.Path
+	}
+	if st.VGName != "" {
+		m["vgname"] = st.VGName
+	}
+	if st.ThinPool != "" {
+		m["thinpool"] = st.ThinPool
+	}
+	if st.Shared {
+		m["shared"] = 1
+	}
+	if len(st.Nodes) > 0 {
+		m["nodes"] = strings.Join(st.Nodes, ",")
+	}
+	if st.Disable {
+		m["disable"] = 1
+	}
+	for k, v := range st.Extra {
+		m[k] = v
+	}
+	m["digest"] = s.storageDigest()
+	return m
+}
+
+func (s *Server) storageDigest() string {
+	h := sha1.New()
+	for _, id := range sortedKeys(s.st.Storages) {
+		st := s.st.Storages[id]
+		fmt.Fprintf(h, "%s: %s\n\tcontent %s\n\tpath %s\n\tvgname %s\n\tthinpool %s\n\tnodes %v\n\tdisable %v\n",
+			st.Type, st.ID, joinContent(st.Content), st.Path, st.VGName, st.ThinPool, st.Nodes, st.Disable)
+		for _, k := range sortedKeys(st.Extra) {
+			fmt.Fprintf(h, "\t%s %s\n", k, st.Extra[k])
+		}
+	}
+	return fmt.Sprintf("%x", h.Sum(nil))
+}
+
+func (s *Server) listStorage(q *request) (any, error) {
+	typ := q.get("type")
+	out := []map[string]any{}
+	for _, id := range sortedKeys(s.st.Storages) {
+		st := s.st.Storages[id]
+		if typ != "" && st.Type != typ {
+			continue
+		}
+		out = append(out, s.storageConfig(st))
+	}
+	return out, nil
+}
+
+func (s *Server) storageByID(id string) (*storage, error) {
+	st, ok := s.st.Storages[id]
+	if !ok {
+		return nil, fail(http.StatusInternalServerError, "storage '%s' does not exist", id)
+	}
+	return st, nil
+}
+
+func (s *Server) getStorage(q *request) (any, error) {
+	st, err := s.storageByID(q.vars["storage"])
+	if err != nil {
+		return nil, err
+	}
+	return s.storageConfig(st), nil
+}
+
+func (s *Server) nodeStorageRow(st *storage) map[string]any {
+	used := s.storageUsed(st.ID)
+	return map[string]any{
+		"storage": st.ID, "type": st.Type, "content": joinContent(st.Content),
+		"active": b2i(!st.Disable), "enabled": b2i(!st.Disable), "shared": b2i(st.Shared),
+		"total": st.Total, "used": used, "avail": st.Total - used,
+		"used_fraction": float64(used) / float64(st.Total),
+	}
+}
+
+func (s *Server) nodeStorage(q *request) (any, error) {
+	node := q.vars["node"]
+	out := []map[string]any{}
+	for _, id := range sortedKeys(s.st.Storages) {
+		st := s.st.Storages[id]
+		if !st.onNode(node) {
+			continue
+		}
+		if c := q.get("content"); c != "" && !anyContent(st, splitList(c)) {
+			continue
+		}
+		if f := q.get("storage"); f != "" && f != id {
+			continue
+		}
+		if q.has("enabled") && q.bool("enabled") == st.Disable {
+			continue
+		}
+		out = append(out, s.nodeStorageRow(st))
+	}
+	return out, nil
+}
+
+func anyContent(st *storage, want []string) bool {
+	for _, w := range want {
+		if st.allows(w) {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *Server) nodeStorage1(q *request) (*storage, error) {
+	st, err := s.storageByID(q.vars["storage"])
+	if err != nil {
+		return nil, err
+	}
+	if !st.onNode(q.vars["node"]) {
+		return nil, fail(http.StatusInternalServerError, "storage '%s' is not available on node '%s'", st.ID, q.vars["node"])
+	}
+	return st, nil
+}
+
+func (s *Server) nodeStorageStatus(q *request) (any, error) {
+	st, err := s.nodeStorage1(q)
+	if err != nil {
+		return nil, err
+	}
+	row := s.nodeStorageRow(st)
+	delete(row, "storage")
+	delete(row, "used_fraction")
+	return row, nil
+}
+
+func (s *Server) storageContent(q *request) (any, error) {
+	st, err := s.nodeStorage1(q)
+	if err != nil {
+		return nil, err
+	}
+	content := q.get("content")
+	vmid := q.get("vmid")
+	out := []map[string]any{}
+	for _, k := range sortedKeys(s.st.Volumes) {
+		v := s.st.Volumes[k]
+		if v.Storage != st.ID || content != "" && v.Content != content {
+			continue
+		}
+		if vmid != "" && vmidString(v.VMID) != vmid {
+			continue
+		}
+		row := map[string]any{"volid": v.volid(), "format": v.Format, "size": v.Size, "ctime": v.Ctime}
+		if v.Content == "images" || v.Content == "rootdir" {
+			row["used"] = v.Size
+		}
+		if v.VMID != 0 {
+			row["vmid"] = v.VMID
+		}
+		if v.Parent != "" {
+			row["parent"] = v.Parent
+		}
+		out = append(out, row)
+	}
+	return out, nil
+}
+
+// imageStorage checks that a disk may be allocated on id from node.
+func (s *Server) imageStorage(id, node, param string) (*storage, error) {
+	st, ok := s.st.Storages[id]
+	if !ok {
+		return nil, fail(http.StatusInternalServerError, "storage '%s' does not exist", id)
+	}
+	if !st.onNode(node) {
+		return nil, fail(http.StatusInternalServerError, "storage '%s' is not available on node '%s'", id, node)
+	}
+	if st.Disable {
+		return nil, fail(http.StatusInternalServerError, "storage '%s' is disabled", id)
+	}
+	if !st.allows("images") {
+		return nil, paramErr1(param, "storage '%s' does not support vm images", id)
+	}
+	return st, nil
+}
+
+// allocImage creates a new image volume for vmid, named as the storage
+// plugin names them: vm-N-disk-K (lvm, zfs, rbd) or N/vm-N-disk-K.qcow2 (dir).
+func (s *Server) allocImage(st *storage, vmid int, size int64, prefix string) *volume {
+	format := "raw"
+	for k := 0; ; k++ {
+		base := fmt.Sprintf("%s-%d-disk-%d", prefix, vmid, k)
+		name := base
+		if isFileStorage(st) {
+			format = "qcow2"
+			name = fmt.Sprintf("%d/%s.qcow2", vmid, base)
+		}
+		if s.volNameTaken(st.ID, base) {
+			continue
+		}
+		v := &volume{Storage: st.ID, Name: name, Content: "images", Format: format, Size: size, VMID: vmid, Ctime: time.Now().Unix()}
+		s.st.addVolume(v)
+		return v
+	}
+}
+
+// volNameTaken reports whether a disk basename is in use on a storage,
+// including inside linked-clone names ("base-9000-disk-0/vm-101-disk-0").
+func (s *Server) volNameTaken(storageID, base string) bool {
+	for _, v := range s.st.Volumes {
+		if v.Storage != storageID {
+			continue
+		}
+		for _, part := range strings.Split(v.Name, "/") {
+			if strings.TrimSuffix(part, ".qcow2") == base || strings.HasPrefix(part, base+".") {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func isFileStorage(st *storage) bool {
+	switch st.Type {
+	case "dir", "nfs", "cifs", "glusterfs", "cephfs", "btrfs":
+		return true
+	}
+	return false
+}

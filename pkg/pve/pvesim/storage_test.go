@@ -1,0 +1,164 @@
+package pvesim
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"fmt"
+	"mime/multipart"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestStorageConfig(t *testing.T) {
+	e := newEnv(t, Options{})
+	e.ok(nil, "POST", "/storage", "storage", "nfs1", "type", "nfs", "server", "10.0.0.5", "export", "/srv/pve",
+		"content", "iso,backup", "password", "hunter2")
+	var cfg map[string]any
+	e.ok(&cfg, "GET", "/storage/nfs1")
+	delete(cfg, "digest")
+	want := map[string]any{"storage": "nfs1", "type": "nfs", "server": "10.0.0.5", "export": "/srv/pve",
+		"content": "backup,iso", "path": "/mnt/pve/nfs1", "shared": float64(1)}
+	if diff := cmp.Diff(want, cfg); diff != "" {
+		t.Errorf("storage config (-want +got)\n%s", diff)
+	}
+
+	tests := []struct {
+		name   string
+		method string
+		path   string
+		kv     []string
+		status int
+	}{
+		{"duplicate", "POST", "/storage", []string{"storage", "nfs1", "type", "dir", "path", "/x"}, 500},
+		{"missing path", "POST", "/storage", []string{"storage", "d1", "type", "dir"}, 400},
+		{"bad content", "POST", "/storage", []string{"storage", "l1", "type", "lvm", "vgname", "vg", "content", "iso"}, 400},
+		{"fixed server", "PUT", "/storage/nfs1", []string{"server", "10.0.0.6"}, 500},
+		{"stale digest", "PUT", "/storage/nfs1", []string{"content", "iso", "digest", strings.Repeat("a", 40)}, 500},
+		{"unknown", "DELETE", "/storage/nope", nil, 500},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if r := e.call(tc.method, tc.path, tc.kv...); r.Status != tc.status {
+				t.Errorf("got %d %q %v, want %d", r.Status, r.Message, r.Errors, tc.status)
+			}
+		})
+	}
+
+	e.ok(nil, "PUT", "/storage/nfs1", "content", "iso", "nodes", "pve", "disable", "1")
+	var rows []map[string]any
+	e.ok(&rows, "GET", "/nodes/pve/storage", "storage", "nfs1")
+	if len(rows) != 1 || rows[0]["enabled"] != float64(0) || rows[0]["content"] != "iso" {
+		t.Errorf("got node storage %v, want disabled nfs1 with iso", rows)
+	}
+	e.ok(nil, "DELETE", "/storage/nfs1")
+	e.ok(&rows, "GET", "/storage")
+	if len(rows) != 2 {
+		t.Errorf("got %d storages after delete, want 2", len(rows))
+	}
+}
+
+func TestDownloadAndDeleteContent(t *testing.T) {
+	dir := t.TempDir()
+	e := newEnv(t, Options{DataDir: dir})
+	r := e.call("POST", "/nodes/pve/storage/local-lvm/download-url", "url", "https://example.invalid/x.iso",
+		"content", "iso", "filename", "x.iso")
+	if r.Status != 400 || r.Errors["content"] == "" {
+		t.Errorf("got %d %v downloading an ISO to local-lvm, want 400 errors.content", r.Status, r.Errors)
+	}
+	if r := e.call("POST", "/nodes/pve/storage/local/download-url", "url", "https://example.invalid/x.iso",
+		"content", "iso", "filename", "x.txt"); r.Status != 400 {
+		t.Errorf("got %d for a wrong extension, want 400", r.Status)
+	}
+	e.run("POST", "/nodes/pve/storage/local/download-url", "url", "https://example.invalid/noble.img",
+		"content", "import", "filename", "noble.qcow2")
+	if _, err := os.Stat(filepath.Join(dir, "local", "import", "noble.qcow2")); err != nil {
+		t.Errorf("got no placeholder in the data dir: %v", err)
+	}
+	r = e.call("POST", "/nodes/pve/storage/local/download-url", "url", "https://example.invalid/noble.img",
+		"content", "import", "filename", "noble.qcow2")
+	if r.Status != 500 || !strings.Contains(r.Message, "refusing to override") {
+		t.Errorf("got %d %q downloading twice, want 500 refusing to override", r.Status, r.Message)
+	}
+
+	// The imported image can back a new disk.
+	e.run("POST", "/nodes/pve/qemu", "vmid", "120", "scsi0", "local-lvm:0,import-from=local:import/noble.qcow2")
+	if c := e.config("120"); c["scsi0"] != "local-lvm:vm-120-disk-0,size=512M" {
+		t.Errorf("got scsi0 %v, want the imported size", c["scsi0"])
+	}
+
+	var vol map[string]any
+	e.ok(&vol, "GET", "/nodes/pve/storage/local/content/"+url.PathEscape("local:import/noble.qcow2"))
+	if vol["path"] != "/var/lib/vz/import/noble.qcow2" || vol["format"] != "qcow2" {
+		t.Errorf("got volume %v", vol)
+	}
+	e.run("DELETE", "/nodes/pve/storage/local/content/"+url.PathEscape("local:import/noble.qcow2"))
+	if r := e.call("GET", "/nodes/pve/storage/local/content/"+url.PathEscape("import/noble.qcow2")); r.Status != 500 {
+		t.Errorf("got %d reading a deleted volume, want 500", r.Status)
+	}
+	if r := e.call("DELETE", "/nodes/pve/storage/local-lvm/content/"+url.PathEscape("local-lvm:base-9000-disk-0")); r.Status != 200 {
+		t.Errorf("got %d deleting an unused base volume, want 200", r.Status)
+	}
+}
+
+func TestUpload(t *testing.T) {
+	dir := t.TempDir()
+	e := newEnv(t, Options{DataDir: dir})
+	payload := []byte("#cloud-config\nhostname: a\n")
+	sum := fmt.Sprintf("%x", sha256.Sum256(payload))
+
+	upload := func(checksum string) envelope {
+		var body bytes.Buffer
+		mw := multipart.NewWriter(&body)
+		mw.WriteField("content", "iso")
+		mw.WriteField("checksum-algorithm", "sha256")
+		mw.WriteField("checksum", checksum)
+		fw, _ := mw.CreateFormFile("filename", "seed.iso")
+		fw.Write(payload)
+		mw.Close()
+		req, _ := http.NewRequest("POST", e.srv.URL+"/api2/json/nodes/pve/storage/local/upload", bytes.NewReader(body.Bytes()))
+		req.Header.Set("Content-Type", mw.FormDataContentType())
+		req.Header.Set("Authorization", "PVEAPIToken="+testToken+"="+testSecret)
+		resp, err := e.srv.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var env envelope
+		if err := jsonDecode(resp.Body, &env); err != nil {
+			t.Fatal(err)
+		}
+		env.Status = resp.StatusCode
+		return env
+	}
+
+	r := upload(strings.Repeat("0", 64))
+	var upid string
+	jsonUnmarshal(r.Data, &upid)
+	if st := e.wait(upid); !strings.HasPrefix(st.ExitStatus, "checksum mismatch") {
+		t.Errorf("got exit status %q, want checksum mismatch", st.ExitStatus)
+	}
+	r = upload(sum)
+	jsonUnmarshal(r.Data, &upid)
+	if st := e.wait(upid); st.ExitStatus != "OK" || st.Type != "imgcopy" {
+		t.Fatalf("got %+v, want imgcopy OK", st)
+	}
+	got, err := os.ReadFile(filepath.Join(dir, "local", "template", "iso", "seed.iso"))
+	if err != nil || !bytes.Equal(got, payload) {
+		t.Errorf("got file %q (%v), want the uploaded bytes", got, err)
+	}
+	var content []map[string]any
+	e.ok(&content, "GET", "/nodes/pve/storage/local/content", "content", "iso")
+	if len(content) != 1 || content[0]["volid"] != "local:iso/seed.iso" || content[0]["size"] != float64(len(payload)) {
+		t.Errorf("got iso content %v", content)
+	}
+	leftovers, _ := filepath.Glob(filepath.Join(dir, ".pveupload-*"))
+	if len(leftovers) != 0 {
+		t.Errorf("got temp files %v after uploads, want none", leftovers)
+	}
+}
