@@ -12,7 +12,11 @@ cleanup() {
 }
 trap cleanup EXIT
 
-step() { printf '\n\033[1m==> %s\033[0m\n' "$*"; }
+if [ -t 1 ] && [ -z "${NO_COLOR:-}" ]; then
+  step() { printf '\n\033[1m==> %s\033[0m\n' "$*"; }
+else
+  step() { printf '\n==> %s\n' "$*"; }
+fi
 
 step "Starting the PVE simulator (pvectl sim) on a free loopback port"
 "$bin" sim --listen 127.0.0.1:0 --task-duration 200ms >"$work/sim.log" 2>&1 &
@@ -30,7 +34,6 @@ echo "simulator at $url"
 export PROXMOX_URL=$url
 export PROXMOX_TOKEN_ID='root@pam!pvectl'
 export PROXMOX_TOKEN_SECRET=simulator
-export NO_COLOR=${NO_COLOR:-}
 
 step "pvectl validate -f $specs"
 "$bin" validate -f "$specs"

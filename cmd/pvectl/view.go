@@ -74,7 +74,7 @@ func (v *progressView) PreApply(c *planner.Change) {
 
 func (v *progressView) PostApply(c *planner.Change, err error) {
 	v.mu.Lock()
-	took := time.Since(v.start[c.Address]).Round(100 * time.Millisecond)
+	took := roundDuration(time.Since(v.start[c.Address]))
 	v.mu.Unlock()
 	if err != nil {
 		v.event("apply_errored", c, map[string]any{"error": err.Error()},
@@ -183,4 +183,15 @@ func emptySetIfNone(s *spec.Set) *spec.Set {
 		return s
 	}
 	return &spec.Set{Connections: map[string]*spec.Connection{}}
+}
+
+// roundDuration keeps two significant parts: 12ms, 1.3s, 2m5s.
+func roundDuration(d time.Duration) time.Duration {
+	switch {
+	case d < time.Second:
+		return d.Round(time.Millisecond)
+	case d < time.Minute:
+		return d.Round(100 * time.Millisecond)
+	}
+	return d.Round(time.Second)
 }

@@ -23,8 +23,9 @@ func Apply(ctx context.Context, clients Clients, plan *Plan, opts ApplyOptions) 
 	if hooks == nil {
 		hooks = nopHooks{}
 	}
+	reserved := reservedVMIDs(plan)
 	run := func(ctx context.Context, c *Change) error {
-		return applyChange(ctx, clients, hooks, c)
+		return applyChange(ctx, clients, hooks, c, reserved[c.Resource.Connection])
 	}
 	res := walk(ctx, plan.Changes, opts.Parallelism, hooks, run)
 	return res, res.err()
@@ -57,7 +58,28 @@ func checkPlan(plan *Plan) error {
 	return nil
 }
 
-func applyChange(ctx context.Context, clients Clients, hooks Hooks, c *Change) error {
+// reservedVMIDs collects, per connection, the vmids the plan's VMs are
+// pinned to, so that a VM without a vmid does not take one of them first.
+func reservedVMIDs(plan *Plan) map[string]map[int]bool {
+	out := map[string]map[int]bool{}
+	for _, c := range plan.Changes {
+		if c.Resource == nil || c.Resource.Kind != "QemuVM" {
+			continue
+		}
+		id, err := specVMID(c.Resource)
+		if err != nil || id == 0 {
+			continue
+		}
+		conn := c.Resource.Connection
+		if out[conn] == nil {
+			out[conn] = map[int]bool{}
+		}
+		out[conn][id] = true
+	}
+	return out
+}
+
+func applyChange(ctx context.Context, clients Clients, hooks Hooks, c *Change, reserved map[int]bool) error {
 	if c.Resource == nil {
 		return errors.New("the plan holds no resource data for this change")
 	}
@@ -72,7 +94,7 @@ func applyChange(ctx context.Context, clients Clients, hooks Hooks, c *Change) e
 	if err != nil {
 		return err
 	}
-	return k.apply(ctx, &execution{client: cl, hooks: hooks, change: c}, c)
+	return k.apply(ctx, &execution{client: cl, hooks: hooks, change: c, reserved: reserved}, c)
 }
 
 // vertex is one change during a walk.

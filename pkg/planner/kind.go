@@ -69,9 +69,10 @@ type liveObj struct {
 // execution is what a kind's apply gets: the client of the change's
 // connection and a way to report progress.
 type execution struct {
-	client *pve.Client
-	hooks  Hooks
-	change *Change
+	client   *pve.Client
+	hooks    Hooks
+	change   *Change
+	reserved map[int]bool // vmids other changes of the plan are pinned to
 }
 
 func (x *execution) msg(format string, args ...any) {

@@ -265,7 +265,7 @@ func (qemuKind) create(ctx context.Context, x *execution, c *Change) error {
 	for try := 1; ; try++ {
 		vmid := fixed
 		if vmid == 0 {
-			if vmid, err = x.client.NextID(ctx); err != nil {
+			if vmid, err = freeVMID(ctx, x); err != nil {
 				return fmt.Errorf("next free vmid: %w", err)
 			}
 		}
@@ -288,6 +288,31 @@ func (qemuKind) create(ctx context.Context, x *execution, c *Change) error {
 		}
 	}
 	return nil
+}
+
+// freeVMID asks PVE for the next free vmid, stepping over the ones other
+// VMs of the plan are pinned to (they may not exist yet). Bounded.
+func freeVMID(ctx context.Context, x *execution) (int, error) {
+	id, err := x.client.NextID(ctx)
+	if err != nil {
+		return 0, err
+	}
+	for n := 0; n < 1000; n, id = n+1, id+1 {
+		if x.reserved[id] {
+			continue
+		}
+		if n == 0 {
+			return id, nil // NextID said it is free
+		}
+		free, err := x.client.VMIDFree(ctx, id)
+		if err != nil {
+			return 0, err
+		}
+		if free {
+			return id, nil
+		}
+	}
+	return 0, fmt.Errorf("no free vmid found after %d", id)
 }
 
 func (qemuKind) update(ctx context.Context, x *execution, c *Change) error {

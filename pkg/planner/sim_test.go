@@ -529,3 +529,42 @@ func BenchmarkPlan(b *testing.B) {
 		}
 	}
 }
+
+// A VM without a vmid never takes one another VM of the plan is pinned to,
+// even when it is created first.
+func TestSimFreeVMIDSkipsPinnedOnes(t *testing.T) {
+	sim := newSim(t)
+	const doc = `kind: QemuVM
+name: free
+spec:
+  memory: 512
+---
+kind: QemuVM
+name: pinned
+dependsOn: [QemuVM/free]
+spec:
+  vmid: 100
+  memory: 512
+---
+kind: QemuVM
+name: pinned2
+dependsOn: [QemuVM/free]
+spec:
+  vmid: 101
+  memory: 512
+`
+	set := loadSpec(t, doc)
+	applyPlan(t, sim, planFor(t, sim, set, Options{}))
+	rows, err := sim.cl.ClusterResources(context.Background(), "vm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]int{}
+	for _, r := range rows {
+		got[r.Name] = r.VMID
+	}
+	want := map[string]int{"free": 102, "pinned": 100, "pinned2": 101, "ubuntu-24.04-cloud": 9000}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("vmids (-want +got):\n%s", diff)
+	}
+}

@@ -2,9 +2,11 @@ package pve
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/url"
 	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -40,6 +42,17 @@ func (c *Client) NextID(ctx context.Context) (int, error) {
 		return 0, err
 	}
 	return int(id), nil
+}
+
+// VMIDFree asks GET /cluster/nextid?vmid=N whether N is free: PVE answers
+// 400 "VM N already exists" when it is taken.
+func (c *Client) VMIDFree(ctx context.Context, vmid int) (bool, error) {
+	err := c.Do(ctx, http.MethodGet, "/cluster/nextid", url.Values{"vmid": {strconv.Itoa(vmid)}}, nil)
+	var ae *APIError
+	if errors.As(err, &ae) && ae.Status == http.StatusBadRequest {
+		return false, nil
+	}
+	return err == nil, err
 }
 
 // Version is GET /version.
