@@ -62,7 +62,11 @@ func TestE2EBridgeAndVMLifecycle(t *testing.T) {
 		t.Errorf("got %d updates (summary %v), want 1", updates, p.Summary)
 	}
 	env.mustRun(2, "plan", "-f", f2, "--detailed-exitcode")
-	env.mustRun(0, "apply", "-f", f2, "--auto-approve")
+	r = env.mustRun(0, "apply", "-f", f2, "--auto-approve")
+	// memory is not hot-pluggable: PVE keeps it pending and pvectl says so.
+	if !strings.Contains(r.stdout, "pending until vm 100 restarts: memory") {
+		t.Errorf("apply does not say the memory change is pending:\n%s", r.stdout)
+	}
 	cfg, err := env.client.QemuConfig(ctx, "pve", 100)
 	if err != nil {
 		t.Fatal(err)

@@ -327,6 +327,11 @@ func (qemuKind) update(ctx context.Context, x *execution, c *Change) error {
 		if err := x.client.UpdateQemu(ctx, c.Node, c.VMID, params); err != nil {
 			return fmt.Errorf("update vm %d: %w", c.VMID, err)
 		}
+		// On a running VM PVE keeps what it cannot hot-plug pending; say so
+		// rather than reboot the VM behind the user's back.
+		if keys, err := x.client.QemuPendingKeys(ctx, c.Node, c.VMID); err == nil && len(keys) > 0 {
+			x.msg("pending until vm %d restarts: %s", c.VMID, strings.Join(keys, ", "))
+		}
 	}
 	for _, d := range c.Diff {
 		if d.Path != "pool" {

@@ -2,6 +2,7 @@ package pve
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -29,6 +30,26 @@ func (c *Client) QemuStatus(ctx context.Context, node string, vmid int) (*QemuSt
 		return nil, err
 	}
 	return &st, nil
+}
+
+// QemuPendingKeys lists the config keys of GET …/pending that hold a change
+// PVE has not applied yet (it applies them when the VM next starts).
+func (c *Client) QemuPendingKeys(ctx context.Context, node string, vmid int) ([]string, error) {
+	var rows []struct {
+		Key     string          `json:"key"`
+		Pending json.RawMessage `json:"pending"`
+		Delete  json.RawMessage `json:"delete"`
+	}
+	if err := c.Do(ctx, http.MethodGet, qemuPath(node, vmid, "pending"), nil, &rows); err != nil {
+		return nil, err
+	}
+	var keys []string
+	for _, r := range rows {
+		if len(r.Pending) > 0 || len(r.Delete) > 0 {
+			keys = append(keys, r.Key)
+		}
+	}
+	return keys, nil
 }
 
 // CreateQemu POSTs /nodes/{node}/qemu (params include vmid) and waits for the task.
