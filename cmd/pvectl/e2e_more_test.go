@@ -157,11 +157,13 @@ func TestE2EExamplesDirectory(t *testing.T) {
 	}
 }
 
-// `pvectl sim` serves the API a client can use.
-func TestE2ESimCommand(t *testing.T) {
+// simProcess runs `pvectl sim` on a free loopback port and returns its URL
+// and the lines it printed before it said where it listens.
+func simProcess(t *testing.T, args ...string) (string, []string) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, pvectlBin, "sim", "--listen", "127.0.0.1:0", "--token", e2eTokenID+"="+e2eTokenSecret)
+	args = append([]string{"sim", "--listen", "127.0.0.1:0", "--token", e2eTokenID + "=" + e2eTokenSecret}, args...)
+	cmd := exec.CommandContext(ctx, pvectlBin, args...)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -169,31 +171,72 @@ func TestE2ESimCommand(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer func() { cmd.Process.Kill(); cmd.Wait() }()
-	re := regexp.MustCompile(`listening on (http://127\.0\.0\.1:\d+)`)
+	t.Cleanup(func() { cancel(); cmd.Wait() })
+	re := regexp.MustCompile(`listening on (https?://127\.0\.0\.1:\d+)`)
 	sc := bufio.NewScanner(out)
-	var u string
+	var lines []string
 	for sc.Scan() {
 		line := sc.Text()
 		if strings.Contains(line, e2eTokenSecret) {
 			t.Errorf("sim printed the token secret: %s", line)
 		}
+		lines = append(lines, line)
 		if m := re.FindStringSubmatch(line); m != nil {
-			u = m[1]
-			break
+			go func() {
+				for sc.Scan() {
+				}
+			}()
+			return m[1], lines
 		}
 	}
-	if u == "" {
-		t.Fatal("sim did not say where it listens")
-	}
-	go func() {
-		for sc.Scan() {
-		}
-	}()
+	t.Fatalf("sim did not say where it listens:\n%s", strings.Join(lines, "\n"))
+	return "", nil
+}
+
+// `pvectl sim` serves the API a client can use.
+func TestE2ESimCommand(t *testing.T) {
+	u, _ := simProcess(t)
 	env := &simEnv{t: t, url: u}
 	r := env.mustRun(0, "plan", "-f", example(t, "01-bridge-and-vm.yaml", nil), "--json")
 	p := parsePlan(t, r.stdout)
 	if p.Summary["create"] != 2 {
 		t.Errorf("plan against a fresh sim: summary %v, want 2 creates (bridge, VM)", p.Summary)
+	}
+}
+
+// TLS is verified: an unknown certificate fails with its fingerprint and how
+// to pin it; pinned, the same plan works.
+func TestE2ETLSFingerprintPinning(t *testing.T) {
+	u, lines := simProcess(t, "--tls")
+	var fp string
+	for _, l := range lines {
+		if _, after, ok := strings.Cut(l, "fingerprint: "); ok {
+			fp = strings.TrimSpace(after)
+		}
+	}
+	if fp == "" {
+		t.Fatalf("sim --tls printed no fingerprint:\n%s", strings.Join(lines, "\n"))
+	}
+	f := example(t, "01-bridge-and-vm.yaml", nil)
+	env := &simEnv{t: t, url: u}
+	r := env.mustRun(1, "plan", "-f", f)
+	if !strings.Contains(r.stderr, fp) || !strings.Contains(r.stderr, "PROXMOX_TLS_FINGERPRINT") {
+		t.Errorf("untrusted certificate error lacks the fingerprint or the hint:\n%s", r.stderr)
+	}
+	env.extraEnv = []string{"PROXMOX_TLS_FINGERPRINT=" + strings.ToLower(strings.ReplaceAll(fp, ":", ""))}
+	env.mustRun(0, "plan", "-f", f)
+	env.extraEnv = []string{"PROXMOX_TLS_FINGERPRINT=" + strings.Repeat("AB:", 31) + "AB"}
+	r = env.mustRun(1, "plan", "-f", f)
+	if !strings.Contains(r.stderr, fp) {
+		t.Errorf("pin mismatch error lacks the presented fingerprint:\n%s", r.stderr)
+	}
+}
+
+// Without connection settings the error says what to set.
+func TestE2EMissingConnectionSettings(t *testing.T) {
+	env := &simEnv{t: t, url: ""}
+	r := env.mustRun(1, "plan", "-f", example(t, "01-bridge-and-vm.yaml", nil))
+	if !strings.Contains(r.stderr, "PROXMOX_URL") {
+		t.Errorf("error does not say to set PROXMOX_URL:\n%s", r.stderr)
 	}
 }

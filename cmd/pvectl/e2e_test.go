@@ -61,6 +61,7 @@ type simEnv struct {
 	url      string
 	requests atomic.Int64
 	client   *pve.Client
+	extraEnv []string // more variables for the binary
 }
 
 func startSim(t *testing.T) *simEnv {
@@ -123,6 +124,7 @@ func (e *simEnv) run(args ...string) result {
 		"PROXMOX_TOKEN_ID=" + e2eTokenID,
 		"PROXMOX_TOKEN_SECRET=" + e2eTokenSecret,
 	}
+	cmd.Env = append(cmd.Env, e.extraEnv...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()

@@ -55,14 +55,15 @@ func Observe(ctx context.Context, clients Clients, set *spec.Set) (*Observed, er
 		}
 		lc, ok := obs.conns[r.Connection]
 		if !ok {
-			if err, failed := connErr[r.Connection]; failed {
-				errs = append(errs, fmt.Errorf("%s: %w", r.Address(), err))
-				continue
+			if _, failed := connErr[r.Connection]; failed {
+				continue // reported once, below
 			}
 			lc, err = openConn(ctx, clients, set, r.Connection)
 			if err != nil {
+				// A connection that cannot be read fails every resource on
+				// it for the same reason: say it once.
 				connErr[r.Connection] = err
-				errs = append(errs, fmt.Errorf("%s: %w", r.Address(), err))
+				errs = append(errs, err)
 				continue
 			}
 			obs.conns[r.Connection] = lc
