@@ -2,7 +2,6 @@ package planner
 
 import (
 	"context"
-	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -481,55 +480,6 @@ func TestSimNetworkApplyWithoutPendingIsNoop(t *testing.T) {
 }
 
 // BenchmarkPlan measures Observe+Build over many VMs with simulated latency.
-func BenchmarkPlan(b *testing.B) {
-	const vms = 50
-	sim, err := pvesim.New(pvesim.Options{TokenID: simToken, TokenSecret: simSecret, TaskDuration: time.Millisecond, Latency: 2 * time.Millisecond})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer sim.Close()
-	ts := httptest.NewServer(sim)
-	defer ts.Close()
-	cl, err := pve.NewClient(ts.URL, pve.WithToken(simToken, simSecret), pve.WithTaskPolling(time.Millisecond, 5*time.Millisecond))
-	if err != nil {
-		b.Fatal(err)
-	}
-	clients := &simClients{cl: cl, conn: &spec.Connection{Nodes: []string{"pve"}}}
-	var docs []string
-	for i := range vms {
-		docs = append(docs, fmt.Sprintf("kind: QemuVM\nname: vm%d\nspec:\n  vmid: %d\n  memory: 1024\n", i, 200+i))
-	}
-	path := b.TempDir() + "/spec.yaml"
-	if err := os.WriteFile(path, []byte(strings.Join(docs, "---\n")), 0o600); err != nil {
-		b.Fatal(err)
-	}
-	set, err := spec.Load([]string{path}, spec.LoadOptions{Getenv: func(string) (string, bool) { return "", false }})
-	if err != nil {
-		b.Fatal(err)
-	}
-	ctx := context.Background()
-	build := func() *Plan {
-		obs, err := Observe(ctx, clients, set)
-		if err != nil {
-			b.Fatal(err)
-		}
-		p, err := Build(ctx, set, obs, Options{})
-		if err != nil {
-			b.Fatal(err)
-		}
-		return p
-	}
-	if _, err := Apply(ctx, clients, build(), ApplyOptions{Parallelism: 8}); err != nil {
-		b.Fatal(err)
-	}
-	b.ResetTimer()
-	for range b.N {
-		if p := build(); p.HasChanges() {
-			b.Fatal("plan after apply has changes")
-		}
-	}
-}
-
 // A VM without a vmid never takes one another VM of the plan is pinned to,
 // even when it is created first.
 func TestSimFreeVMIDSkipsPinnedOnes(t *testing.T) {

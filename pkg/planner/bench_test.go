@@ -1,0 +1,119 @@
+package planner
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/pvectl/pvectl/pkg/pve"
+	"github.com/pvectl/pvectl/pkg/pve/pvesim"
+	"github.com/pvectl/pvectl/pkg/spec"
+)
+
+// benchEnv is a simulator with a per-request latency, counting requests.
+type benchEnv struct {
+	clients  *simClients
+	requests atomic.Int64
+}
+
+func newBenchEnv(b *testing.B, latency, task time.Duration) *benchEnv {
+	b.Helper()
+	sim, err := pvesim.New(pvesim.Options{TokenID: simToken, TokenSecret: simSecret, TaskDuration: task, Latency: latency, Seed: 1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	env := &benchEnv{}
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		env.requests.Add(1)
+		sim.ServeHTTP(w, r)
+	}))
+	b.Cleanup(func() { ts.Close(); sim.Close() })
+	cl, err := pve.NewClient(ts.URL, pve.WithToken(simToken, simSecret), pve.WithTaskPolling(time.Millisecond, 5*time.Millisecond))
+	if err != nil {
+		b.Fatal(err)
+	}
+	env.clients = &simClients{cl: cl, conn: &spec.Connection{Nodes: []string{"pve"}}}
+	return env
+}
+
+// vmSpecs writes n QemuVM documents (and a bridge with its NetworkApply
+// every 50 VMs, so network reads are part of the picture).
+func vmSpecs(b *testing.B, n int) *spec.Set {
+	b.Helper()
+	var docs []string
+	for i := range n {
+		docs = append(docs, fmt.Sprintf("kind: QemuVM\nname: vm%d\nspec:\n  vmid: %d\n  memory: 1024\n  cores: 2\n  scsi0: local-lvm:8\n  net0: virtio,bridge=vmbr0\n  tags: bench;pvectl\n", i, 1000+i))
+	}
+	path := b.TempDir() + "/spec.yaml"
+	if err := os.WriteFile(path, []byte(strings.Join(docs, "---\n")), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	set, err := spec.Load([]string{path}, spec.LoadOptions{Getenv: func(string) (string, bool) { return "", false }})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return set
+}
+
+func planOnce(b *testing.B, cl Clients, set *spec.Set) *Plan {
+	ctx := context.Background()
+	obs, err := Observe(ctx, cl, set)
+	if err != nil {
+		b.Fatal(err)
+	}
+	p, err := Build(ctx, set, obs, Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return p
+}
+
+// BenchmarkPlan measures a whole plan (observe + build) of N existing VMs
+// with a simulated per-request latency: the cost of `pvectl plan` on a
+// converged cluster. requests/op shows the batching.
+func BenchmarkPlan(b *testing.B) {
+	for _, n := range []int{10, 100, 500} {
+		for _, lat := range []time.Duration{0, 5 * time.Millisecond} {
+			b.Run(fmt.Sprintf("vms=%d/latency=%s", n, lat), func(b *testing.B) {
+				env := newBenchEnv(b, lat, time.Millisecond)
+				set := vmSpecs(b, n)
+				if _, err := Apply(context.Background(), env.clients, planOnce(b, env.clients, set), ApplyOptions{Parallelism: 16}); err != nil {
+					b.Fatal(err)
+				}
+				env.requests.Store(0)
+				b.ResetTimer()
+				for range b.N {
+					if p := planOnce(b, env.clients, set); p.HasChanges() {
+						b.Fatal("plan after apply has changes")
+					}
+				}
+				b.ReportMetric(float64(env.requests.Load())/float64(b.N), "requests/op")
+			})
+		}
+	}
+}
+
+// BenchmarkApplyParallelism creates 32 VMs whose tasks each take 20ms of
+// simulated PVE time: how --parallelism shortens an apply.
+func BenchmarkApplyParallelism(b *testing.B) {
+	for _, par := range []int{1, 4, 16} {
+		b.Run(fmt.Sprintf("parallelism=%d", par), func(b *testing.B) {
+			set := vmSpecs(b, 32)
+			for range b.N {
+				b.StopTimer()
+				env := newBenchEnv(b, 0, 20*time.Millisecond)
+				p := planOnce(b, env.clients, set)
+				b.StartTimer()
+				if _, err := Apply(context.Background(), env.clients, p, ApplyOptions{Parallelism: par}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
