@@ -17,7 +17,8 @@ func newValidateCmd(g *globalOptions) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(g.streams.Out, "Valid: %d resources, %d connections.\n", len(set.Resources), len(set.Connections))
+			n, c := len(set.Resources), len(set.Connections)
+			fmt.Fprintf(g.streams.Out, "Valid: %d resource%s, %d connection%s.\n", n, plural(n), c, plural(c))
 			return nil
 		},
 	}

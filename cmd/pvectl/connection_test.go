@@ -1,0 +1,131 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/spf13/viper"
+
+	"github.com/pvectl/pvectl/pkg/spec"
+)
+
+func clearProxmoxEnv(t *testing.T) {
+	t.Helper()
+	for _, k := range envKeys {
+		t.Setenv(k.env, "")
+	}
+	t.Setenv("PVECTL_PROFILE", "")
+	t.Setenv("PVECTL_CONFIG", "")
+	t.Setenv("HOME", t.TempDir()) // no user config file
+	t.Setenv("XDG_CONFIG_HOME", "")
+}
+
+func TestDefaultConnection(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "config.yaml")
+	const file = `profiles:
+  lab:
+    url: https://pve.lab.test:8006
+    tokenId: ops@pve!lab
+    nodes: pve1,pve2
+    insecure: true
+  other:
+    url: https://other.test:8006
+`
+	if err := os.WriteFile(cfg, []byte(file), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name    string
+		profile string
+		env     map[string]string
+		want    spec.Connection
+		wantErr string
+	}{
+		{
+			name: "environment only",
+			env:  map[string]string{"PROXMOX_URL": "https://a.test:8006", "PROXMOX_USER": "ci@pve", "PROXMOX_TOKEN_NAME": "deploy", "PROXMOX_TOKEN_SECRET": "s3", "PROXMOX_NODES": "n1, n2"},
+			want: spec.Connection{URL: "https://a.test:8006", User: "ci@pve", TokenName: "deploy", TokenID: "ci@pve!deploy", TokenSecret: "s3", Nodes: []string{"n1", "n2"}},
+		},
+		{
+			name:    "profile",
+			profile: "lab",
+			env:     map[string]string{"PROXMOX_TOKEN_SECRET": "s3"},
+			want:    spec.Connection{URL: "https://pve.lab.test:8006", TokenID: "ops@pve!lab", TokenSecret: "s3", Nodes: []string{"pve1", "pve2"}, Insecure: true},
+		},
+		{
+			name:    "environment wins over the profile",
+			profile: "lab",
+			env:     map[string]string{"PROXMOX_URL": "https://b.test:8006", "PROXMOX_INSECURE": "0"},
+			want:    spec.Connection{URL: "https://b.test:8006", TokenID: "ops@pve!lab", Nodes: []string{"pve1", "pve2"}},
+		},
+		{
+			name: "profile from PVECTL_PROFILE",
+			env:  map[string]string{"PVECTL_PROFILE": "other"},
+			want: spec.Connection{URL: "https://other.test:8006"},
+		},
+		{name: "unknown profile", profile: "nope", wantErr: `profile "nope" not found`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			clearProxmoxEnv(t)
+			for k, v := range tt.env {
+				t.Setenv(k, v)
+			}
+			g := &globalOptions{profile: tt.profile, configFile: cfg, viper: viper.New()}
+			got, err := g.defaultConnection()
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("got error %v, want %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, *got); diff != "" {
+				t.Errorf("connection (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// The CLI maps errors to exit codes in one place.
+func TestExitCodes(t *testing.T) {
+	clearProxmoxEnv(t)
+	dir := t.TempDir()
+	good := filepath.Join(dir, "good.yaml")
+	os.WriteFile(good, []byte("kind: Pool\nname: p\n"), 0o644)
+	bad := filepath.Join(dir, "bad.yaml")
+	os.WriteFile(bad, []byte("kind: Pool\nname: p\nspec:\n  coment: x\n"), 0o644)
+	tests := []struct {
+		name string
+		args []string
+		want int
+		out  string
+	}{
+		{"version", []string{"version"}, 0, "pvectl test"},
+		{"valid", []string{"validate", "-f", good}, 0, "Valid: 1 resource, 0 connections."},
+		{"invalid spec", []string{"validate", "-f", bad}, 3, bad + ":4"},
+		{"unknown flag", []string{"plan", "--nope"}, 3, "unknown flag"},
+		{"no specs", []string{"plan"}, 3, "no specs given"},
+		{"unknown target", []string{"plan", "-f", good, "--target", "Pool/q"}, 3, "no such resource"},
+		{"no connection", []string{"plan", "-f", good}, 1, "PROXMOX_URL"},
+		{"apply off a terminal", []string{"apply", "-f", good}, 3, "--auto-approve"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var out, errb bytes.Buffer
+			got := Execute("test", tt.args, Streams{In: strings.NewReader(""), Out: &out, Err: &errb})
+			if got != tt.want {
+				t.Errorf("exit %d, want %d\nstdout: %s\nstderr: %s", got, tt.want, out.String(), errb.String())
+			}
+			if all := out.String() + errb.String(); !strings.Contains(all, tt.out) {
+				t.Errorf("output lacks %q:\n%s", tt.out, all)
+			}
+		})
+	}
+}
