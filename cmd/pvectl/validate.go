@@ -17,8 +17,8 @@ func newValidateCmd(g *globalOptions) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			n, c := len(set.Resources), len(set.Connections)
-			fmt.Fprintf(g.streams.Out, "Valid: %d resource%s, %d connection%s.\n", n, plural(n), c, plural(c))
+			n, nc := len(set.Resources), len(set.Connections)
+			fmt.Fprintf(g.streams.Out, "Valid: %d resource%s, %d connection%s.\n", n, plural(n), nc, plural(nc))
 			return nil
 		},
 	}
