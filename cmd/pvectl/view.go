@@ -128,10 +128,12 @@ func (v *progressView) summary(p *planner.Plan, res *planner.Result) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if len(failed) == 0 && len(notDone) == 0 {
-		fmt.Fprintln(v.w, v.paint(styleOK, fmt.Sprintf("\nApply complete: %d changed.", len(done))))
+		fmt.Fprintln(v.w)
+		fmt.Fprintln(v.w, v.paint(styleOK, fmt.Sprintf("Apply complete: %d changed.", len(done))))
 		return
 	}
-	fmt.Fprintln(v.w, v.paint(styleBad, fmt.Sprintf("\nApply incomplete: %d changed, %d failed, %d not done.", len(done), len(failed), len(notDone))))
+	fmt.Fprintln(v.w)
+	fmt.Fprintln(v.w, v.paint(styleBad, fmt.Sprintf("Apply incomplete: %d changed, %d failed, %d not done.", len(done), len(failed), len(notDone))))
 	section := func(title string, items []string) {
 		if len(items) == 0 {
 			return
