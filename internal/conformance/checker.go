@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/pvectl/pvectl/pkg/pve/schema"
@@ -97,7 +99,7 @@ func (c *Checker) request(method, path string, params url.Values, opts schema.Ch
 	}
 	bad := m.Check(merged, opts)
 	var errs []error
-	for _, name := range sortedKeys(bad) {
+	for _, name := range slices.Sorted(maps.Keys(bad)) {
 		errs = append(errs, fmt.Errorf("%s %s: parameter %s: %s", method, m.Path, name, bad[name]))
 	}
 	return errs
@@ -160,7 +162,7 @@ func checkErrorEnvelope(where string, status int, env map[string]any) []error {
 		if !isObj {
 			errs = append(errs, fmt.Errorf("%s: status %d: \"errors\" must be an object", where, status))
 		}
-		for _, k := range sortedKeys(obj) {
+		for _, k := range slices.Sorted(maps.Keys(obj)) {
 			if _, isStr := obj[k].(string); !isStr {
 				errs = append(errs, fmt.Errorf("%s: status %d: errors.%s must be a string", where, status, k))
 			}

@@ -3,6 +3,7 @@ package conformance
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"strings"
@@ -166,7 +167,7 @@ func (r *Returns) check(path string, v any, errs *[]error) {
 }
 
 func (r *Returns) checkObject(path string, obj map[string]any, errs *[]error) {
-	for _, k := range sortedKeys(obj) {
+	for _, k := range slices.Sorted(maps.Keys(obj)) {
 		val := obj[k]
 		sub := r.property(k)
 		if val == nil && (sub == nil || sub.Type != "null") {
@@ -182,7 +183,7 @@ func (r *Returns) checkObject(path string, obj map[string]any, errs *[]error) {
 			*errs = append(*errs, fmt.Errorf("%s.%s: property is not defined in the return schema", path, k))
 		}
 	}
-	for _, k := range sortedKeys(r.Properties) {
+	for _, k := range slices.Sorted(maps.Keys(r.Properties)) {
 		if strings.HasSuffix(k, "[n]") || r.Properties[k].Optional {
 			continue
 		}
@@ -221,13 +222,4 @@ func describe(v any) string {
 		return "array"
 	}
 	return fmt.Sprintf("%T", v)
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }

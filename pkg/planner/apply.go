@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -204,7 +206,7 @@ func (r *Result) err() error {
 		}
 		return fmt.Errorf("apply cancelled: %d change(s) not started", cancelled)
 	}
-	addrs := sortedKeys(r.Failed)
+	addrs := slices.Sorted(maps.Keys(r.Failed))
 	msgs := make([]string, 0, len(addrs))
 	for _, a := range addrs {
 		msgs = append(msgs, a+": "+r.Failed[a].Error())

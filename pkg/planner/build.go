@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 
 	"github.com/pvectl/pvectl/pkg/pve/schema"
@@ -167,7 +169,7 @@ func reverseDeps(fwd map[string][]string, netKey func(string) (kindRole, string)
 	}
 	ifaces := map[string][]string{}
 	var applies []string
-	for _, a := range sortedKeys(fwd) {
+	for _, a := range slices.Sorted(maps.Keys(fwd)) {
 		switch role, key := netKey(a); role {
 		case roleIface:
 			ifaces[key] = append(ifaces[key], a)
@@ -178,7 +180,7 @@ func reverseDeps(fwd map[string][]string, netKey func(string) (kindRole, string)
 	// Forward dependents of each commit, read before any re-routing.
 	users := map[string][]string{}
 	for _, n := range applies {
-		users[n] = sortedKeys(rev[n])
+		users[n] = slices.Sorted(maps.Keys(rev[n]))
 	}
 	for _, n := range applies {
 		_, key := netKey(n)
@@ -198,7 +200,7 @@ func reverseDeps(fwd map[string][]string, netKey func(string) (kindRole, string)
 	}
 	out := map[string][]string{}
 	for a, ds := range rev {
-		out[a] = sortedKeys(ds)
+		out[a] = slices.Sorted(maps.Keys(ds))
 	}
 	return out
 }
@@ -237,7 +239,7 @@ func (b *builder) selectTargets(deps map[string][]string) (map[string]bool, erro
 				staged[key] = true
 			}
 		}
-		for _, a := range sortedKeys(deps) {
+		for _, a := range slices.Sorted(maps.Keys(deps)) {
 			if role, key := b.netKey(a); role == roleNetApply && staged[key] {
 				visit(a)
 			}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/pvectl/pvectl/pkg/pve"
 	"github.com/pvectl/pvectl/pkg/spec"
 )
@@ -313,7 +314,7 @@ func TestReverseDepsReroute(t *testing.T) {
 		"QemuVM/vm":         {},
 		"Pool/p":            {},
 	}
-	if diff := cmp.Diff(want, got); diff != "" {
+	if diff := cmp.Diff(want, got, cmpopts.EquateEmpty()); diff != "" {
 		t.Errorf("reverseDeps: (-want +got):\n%s", diff)
 	}
 	sel := map[string]bool{}

@@ -1,8 +1,10 @@
 package planner
 
 import (
+	"maps"
 	"math"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -55,7 +57,7 @@ func (c comparer) param(key string) *schema.Param {
 // keys to remove; live keys nobody asked about are never drift.
 func (c comparer) diffParams(desired map[string]string, remove []string, live pve.Config, skip map[string]bool) []FieldDiff {
 	var out []FieldDiff
-	for _, k := range sortedKeys(desired) {
+	for _, k := range slices.Sorted(maps.Keys(desired)) {
 		if skip[k] {
 			continue
 		}
@@ -261,8 +263,8 @@ func equalScalar(key string, p *schema.Param, a, b string) bool {
 	}
 	switch typ {
 	case "boolean":
-		x, ok1 := parseBool(a)
-		y, ok2 := parseBool(b)
+		x, ok1 := schema.ParseBool(a)
+		y, ok2 := schema.ParseBool(b)
 		return ok1 && ok2 && x == y
 	case "integer", "number", "":
 		x, err1 := strconv.ParseFloat(a, 64)
@@ -270,16 +272,6 @@ func equalScalar(key string, p *schema.Param, a, b string) bool {
 		return err1 == nil && err2 == nil && x == y
 	}
 	return false
-}
-
-func parseBool(s string) (bool, bool) {
-	switch strings.ToLower(s) {
-	case "1", "true", "yes", "on":
-		return true, true
-	case "0", "false", "no", "off":
-		return false, true
-	}
-	return false, false
 }
 
 func isNumber(s string) bool {
@@ -338,15 +330,6 @@ func equalSize(a, b string) bool {
 	x, ok1 := parseSize(a)
 	y, ok2 := parseSize(b)
 	return ok1 && ok2 && x == y
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 func sortedUnique(s []string) []string {

@@ -3,8 +3,11 @@ package planner
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 
 	"github.com/pvectl/pvectl/pkg/pve"
+	"github.com/pvectl/pvectl/pkg/pve/schema"
 	"github.com/pvectl/pvectl/pkg/spec"
 )
 
@@ -114,12 +117,12 @@ func (b *builder) lifecycle(r *spec.Resource, lo *liveObj, c *Change) (handled b
 // createDiff lists what a create will set, as "+" fields.
 func createDiff(r *spec.Resource) []FieldDiff {
 	var out []FieldDiff
-	for _, k := range sortedKeys(r.Params) {
+	for _, k := range slices.Sorted(maps.Keys(r.Params)) {
 		if k != "node" {
 			out = append(out, fieldDiff(k, nil, r.Params[k]))
 		}
 	}
-	for _, k := range sortedKeys(r.Own) {
+	for _, k := range slices.Sorted(maps.Keys(r.Own)) {
 		switch v := r.Own[k].(type) {
 		case bool, string, int, float64: // running, image, ip…; lists and maps are not fields
 			out = append(out, fieldDiff(k, nil, v))
@@ -156,7 +159,7 @@ func ownBool(r *spec.Resource, key string) (val, ok bool) {
 	case bool:
 		return v, true
 	case string:
-		b, ok := parseBool(v)
+		b, ok := schema.ParseBool(v)
 		return b, ok
 	}
 	return false, false

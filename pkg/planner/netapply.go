@@ -3,6 +3,8 @@ package planner
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 
 	"github.com/pvectl/pvectl/pkg/pve"
 	"github.com/pvectl/pvectl/pkg/spec"
@@ -43,7 +45,7 @@ func (netApplyKind) plan(b *builder, r *spec.Resource, lo *liveObj) (*Change, er
 	if lo.Config["changes"] != "" {
 		c.Reasons = append(c.Reasons, "node "+lo.Node+" has pending network changes")
 	}
-	for _, addr := range sortedKeys(b.changes) {
+	for _, addr := range slices.Sorted(maps.Keys(b.changes)) {
 		o := b.changes[addr]
 		k, err := kindOf(o.Resource.Kind)
 		if err != nil || k.role() != roleIface || o.Action == NoOp {

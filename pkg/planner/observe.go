@@ -6,6 +6,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -90,7 +92,7 @@ func loadAll(ctx context.Context, objs map[string]*liveObj) []error {
 		wg   sync.WaitGroup
 	)
 	sem := make(chan struct{}, observeParallelism)
-	for _, addr := range sortedKeys(objs) {
+	for _, addr := range slices.Sorted(maps.Keys(objs)) {
 		lo := objs[addr]
 		if lo.load == nil {
 			continue
@@ -203,7 +205,7 @@ func (lc *liveConn) poolList(ctx context.Context) ([]pve.Pool, error) {
 // flip by themselves (active after a commit) are left out.
 func fieldsDigest(cfg pve.Config) string {
 	h := sha1.New()
-	for _, k := range sortedKeys(cfg) {
+	for _, k := range slices.Sorted(maps.Keys(cfg)) {
 		switch k {
 		case "active", "exists", "digest":
 			continue

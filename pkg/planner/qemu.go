@@ -3,7 +3,9 @@ package planner
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net/url"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -128,7 +130,7 @@ var qemuOwnKeys = map[string]bool{"running": true}
 func (qemuKind) plan(b *builder, r *spec.Resource, lo *liveObj) (*Change, error) {
 	c := &Change{Node: lo.Node, VMID: lo.VMID, Digest: lo.Digest}
 	if !b.opts.Destroy && r.State != spec.Absent {
-		for _, k := range sortedKeys(r.Own) {
+		for _, k := range slices.Sorted(maps.Keys(r.Own)) {
 			if !qemuOwnKeys[k] {
 				return nil, fmt.Errorf("%s: spec key %s is not supported by the planner yet", r.Address(), k)
 			}

@@ -1,7 +1,9 @@
 package spec
 
 import (
+	"maps"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -12,12 +14,12 @@ func (l *loader) link(set *Set, docOf map[*Resource]*document) {
 	for _, r := range set.Resources {
 		index[r.Address()] = r
 	}
-	addrs := sortedKeys(index)
+	addrs := slices.Sorted(maps.Keys(index))
 	for _, r := range set.Resources {
 		d := docOf[r]
 		if r.Connection != "" && set.Connections[r.Connection] == nil && !l.unreadable {
 			l.errorf(d.connectionPos, "connection %q is not defined: no Connection document has that name%s",
-				r.Connection, didYouMean(r.Connection, sortedKeys(set.Connections)))
+				r.Connection, didYouMean(r.Connection, slices.Sorted(maps.Keys(set.Connections))))
 		}
 		deps := map[Ref]bool{}
 		for _, ra := range d.dependsOn {
@@ -151,7 +153,7 @@ func (g *Graph) cycles(rank map[string]int) [][]string {
 			sccs = append(sccs, scc)
 		}
 	}
-	for _, v := range sortedKeys(g.Deps) {
+	for _, v := range slices.Sorted(maps.Keys(g.Deps)) {
 		if _, seen := index[v]; !seen {
 			strong(v)
 		}
@@ -251,7 +253,7 @@ func (g *Graph) Order() []string {
 		for _, v := range out {
 			done[v] = true
 		}
-		for _, v := range sortedKeys(g.Deps) {
+		for _, v := range slices.Sorted(maps.Keys(g.Deps)) {
 			if !done[v] {
 				out = append(out, v)
 			}
@@ -262,7 +264,7 @@ func (g *Graph) Order() []string {
 
 func (g *Graph) reverse() map[string][]string {
 	rev := map[string][]string{}
-	for _, v := range sortedKeys(g.Deps) {
+	for _, v := range slices.Sorted(maps.Keys(g.Deps)) {
 		for _, d := range g.Deps[v] {
 			rev[d] = append(rev[d], v)
 		}
@@ -273,7 +275,7 @@ func (g *Graph) reverse() map[string][]string {
 // Dependents returns the addresses that depend directly on addr, sorted.
 func (g *Graph) Dependents(addr string) []string {
 	var out []string
-	for _, v := range sortedKeys(g.Deps) {
+	for _, v := range slices.Sorted(maps.Keys(g.Deps)) {
 		if contains(g.Deps[v], addr) {
 			out = append(out, v)
 		}

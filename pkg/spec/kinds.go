@@ -1,6 +1,8 @@
 package spec
 
 import (
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -141,7 +143,7 @@ var plannedKinds = []string{
 }
 
 // SupportedKinds lists the kinds this version of pvectl accepts, sorted.
-func SupportedKinds() []string { return sortedKeys(kindTable) }
+func SupportedKinds() []string { return slices.Sorted(maps.Keys(kindTable)) }
 
 func supportedList() string { return strings.Join(SupportedKinds(), ", ") }
 
@@ -156,7 +158,7 @@ func isPlannedKind(k string) bool {
 
 // ownKeys lists a kind's own and planned keys (did-you-mean candidates).
 func (k *kindInfo) ownKeys() []string {
-	keys := sortedKeys(k.Own)
+	keys := slices.Sorted(maps.Keys(k.Own))
 	keys = append(keys, k.Unsupported...)
 	sort.Strings(keys)
 	return keys

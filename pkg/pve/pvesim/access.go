@@ -1,8 +1,10 @@
 package pvesim
 
 import (
+	"maps"
 	"net/http"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -116,7 +118,7 @@ func (u *user) fields() map[string]any {
 
 func (s *Server) listUsers(q *request) (any, error) {
 	out := []map[string]any{}
-	for _, id := range sortedKeys(s.st.Access.Users) {
+	for _, id := range slices.Sorted(maps.Keys(s.st.Access.Users)) {
 		u := s.st.Access.Users[id]
 		if q.has("enabled") && u.Enable != q.bool("enabled") {
 			continue
@@ -130,7 +132,7 @@ func (s *Server) listUsers(q *request) (any, error) {
 		}
 		if q.bool("full") {
 			toks := []map[string]any{}
-			for _, tid := range sortedKeys(u.Tokens) {
+			for _, tid := range slices.Sorted(maps.Keys(u.Tokens)) {
 				ti := tokenInfo(u.Tokens[tid])
 				ti["tokenid"] = tid
 				toks = append(toks, ti)
@@ -246,7 +248,7 @@ func (s *Server) listTokens(q *request) (any, error) {
 		return nil, err
 	}
 	out := []map[string]any{}
-	for _, tid := range sortedKeys(u.Tokens) {
+	for _, tid := range slices.Sorted(maps.Keys(u.Tokens)) {
 		m := tokenInfo(u.Tokens[tid])
 		m["tokenid"] = tid
 		out = append(out, m)
@@ -337,7 +339,7 @@ func (s *Server) deleteToken(q *request) (any, error) {
 
 func (s *Server) listGroups(q *request) (any, error) {
 	out := []map[string]any{}
-	for _, id := range sortedKeys(s.st.Access.Groups) {
+	for _, id := range slices.Sorted(maps.Keys(s.st.Access.Groups)) {
 		g := s.st.Access.Groups[id]
 		m := map[string]any{"groupid": id, "users": strings.Join(s.groupMembers(id), ",")}
 		if g.Comment != "" {
@@ -350,7 +352,7 @@ func (s *Server) listGroups(q *request) (any, error) {
 
 func (s *Server) groupMembers(id string) []string {
 	var out []string
-	for _, uid := range sortedKeys(s.st.Access.Users) {
+	for _, uid := range slices.Sorted(maps.Keys(s.st.Access.Users)) {
 		if containsString(s.st.Access.Users[uid].Groups, id) {
 			out = append(out, uid)
 		}
@@ -412,7 +414,7 @@ func (s *Server) listRoles(q *request) (any, error) {
 	for r := range s.st.Access.Roles {
 		all[r] = true
 	}
-	for _, r := range sortedKeys(all) {
+	for _, r := range slices.Sorted(maps.Keys(all)) {
 		_, builtin := builtinRoles[r]
 		out = append(out, map[string]any{"roleid": r, "privs": s.st.Access.Roles[r], "special": b2i(builtin)})
 	}

@@ -2,7 +2,9 @@ package pvesim
 
 import (
 	"fmt"
+	"maps"
 	"net/http"
+	"slices"
 	"strconv"
 	"time"
 )
@@ -78,7 +80,7 @@ func (s *Server) clusterResources(q *request) (any, error) {
 	}
 	if typ == "" || typ == "storage" {
 		for _, n := range s.st.Nodes {
-			for _, id := range sortedKeys(s.st.Storages) {
+			for _, id := range slices.Sorted(maps.Keys(s.st.Storages)) {
 				st := s.st.Storages[id]
 				if !st.onNode(n) {
 					continue
@@ -92,7 +94,7 @@ func (s *Server) clusterResources(q *request) (any, error) {
 		}
 	}
 	if typ == "" {
-		for _, id := range sortedKeys(s.st.Pools) {
+		for _, id := range slices.Sorted(maps.Keys(s.st.Pools)) {
 			out = append(out, map[string]any{"id": "/pool/" + id, "type": "pool", "pool": id})
 		}
 	}

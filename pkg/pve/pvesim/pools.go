@@ -1,7 +1,9 @@
 package pvesim
 
 import (
+	"maps"
 	"net/http"
+	"slices"
 	"sort"
 	"strconv"
 )
@@ -67,7 +69,7 @@ func (s *Server) listPools(q *request) (any, error) {
 		}
 		return append(out, row), nil
 	}
-	for _, id := range sortedKeys(s.st.Pools) {
+	for _, id := range slices.Sorted(maps.Keys(s.st.Pools)) {
 		p := s.st.Pools[id]
 		row := map[string]any{"poolid": p.ID}
 		if p.Comment != "" {

@@ -2,7 +2,9 @@ package pvesim
 
 import (
 	"fmt"
+	"maps"
 	"net/http"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -358,7 +360,7 @@ func (s *Server) getVMPending(q *request) (any, error) {
 		keys[k] = true
 	}
 	out := []map[string]any{}
-	for _, k := range sortedKeys(keys) {
+	for _, k := range slices.Sorted(maps.Keys(keys)) {
 		row := map[string]any{"key": k}
 		if val, ok := v.Conf[k]; ok {
 			row["value"] = val

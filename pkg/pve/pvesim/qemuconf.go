@@ -3,7 +3,9 @@ package pvesim
 import (
 	"crypto/sha1"
 	"fmt"
+	"maps"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -394,7 +396,7 @@ func (s *Server) applyPending(v *vm) {
 	for _, k := range v.PendingDel {
 		s.removeKey(v, k)
 	}
-	for _, k := range sortedKeys(v.Pending) {
+	for _, k := range slices.Sorted(maps.Keys(v.Pending)) {
 		s.setKey(v, k, v.Pending[k])
 	}
 	v.Pending, v.PendingDel = nil, nil
@@ -408,14 +410,14 @@ func renderConf(v *vm) string {
 			b.WriteString("#" + line + "\n")
 		}
 	}
-	for _, k := range sortedKeys(v.Conf) {
+	for _, k := range slices.Sorted(maps.Keys(v.Conf)) {
 		if k != "description" {
 			fmt.Fprintf(&b, "%s: %s\n", k, v.Conf[k])
 		}
 	}
 	if len(v.Pending) > 0 || len(v.PendingDel) > 0 {
 		b.WriteString("\n[PENDING]\n")
-		for _, k := range sortedKeys(v.Pending) {
+		for _, k := range slices.Sorted(maps.Keys(v.Pending)) {
 			fmt.Fprintf(&b, "%s: %s\n", k, v.Pending[k])
 		}
 		if len(v.PendingDel) > 0 {

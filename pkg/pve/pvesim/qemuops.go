@@ -2,7 +2,9 @@ package pvesim
 
 import (
 	"fmt"
+	"maps"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -150,7 +152,7 @@ func (s *Server) cloneConf(src, nv *vm, full bool, targetStorage *storage, q *re
 			delete(s.st.Volumes, vol.volid())
 		}
 	}
-	for _, k := range sortedKeys(src.Conf) {
+	for _, k := range slices.Sorted(maps.Keys(src.Conf)) {
 		val := src.Conf[k]
 		switch {
 		case k == "lock" || k == "template" || isUnusedKey(k) || k == "parent" || k == "vmstate" || k == "snaptime":
@@ -270,7 +272,7 @@ func (s *Server) templateVM(q *request) (any, error) {
 		typ = "vztemplate"
 	}
 	upid := s.startTask(v.Node, typ, vmidString(v.VMID), []int{v.VMID}, func(t *task) error {
-		for _, k := range sortedKeys(v.Conf) {
+		for _, k := range slices.Sorted(maps.Keys(v.Conf)) {
 			if !isDiskKey(k) {
 				continue
 			}

@@ -4,8 +4,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -163,15 +165,6 @@ func removeInt(xs []int, x int) []int {
 	return out
 }
 
-func sortedKeys[V any](m map[string]V) []string {
-	ks := make([]string, 0, len(m))
-	for k := range m {
-		ks = append(ks, k)
-	}
-	sort.Strings(ks)
-	return ks
-}
-
 func (st *state) vmIDs() []int {
 	ids := make([]int, 0, len(st.VMs))
 	for id := range st.VMs {
@@ -184,7 +177,7 @@ func (st *state) vmIDs() []int {
 // volumesOf lists the volumes owned by a VM, sorted by volid.
 func (st *state) volumesOf(vmid int) []*volume {
 	var out []*volume
-	for _, k := range sortedKeys(st.Volumes) {
+	for _, k := range slices.Sorted(maps.Keys(st.Volumes)) {
 		if v := st.Volumes[k]; v.VMID == vmid {
 			out = append(out, v)
 		}

@@ -3,7 +3,9 @@ package pvesim
 import (
 	"crypto/sha1"
 	"fmt"
+	"maps"
 	"net/http"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -55,11 +57,11 @@ func (s *Server) storageConfig(st *storage) map[string]any {
 
 func (s *Server) storageDigest() string {
 	h := sha1.New()
-	for _, id := range sortedKeys(s.st.Storages) {
+	for _, id := range slices.Sorted(maps.Keys(s.st.Storages)) {
 		st := s.st.Storages[id]
 		fmt.Fprintf(h, "%s: %s\n\tcontent %s\n\tpath %s\n\tvgname %s\n\tthinpool %s\n\tnodes %v\n\tdisable %v\n",
 			st.Type, st.ID, joinContent(st.Content), st.Path, st.VGName, st.ThinPool, st.Nodes, st.Disable)
-		for _, k := range sortedKeys(st.Extra) {
+		for _, k := range slices.Sorted(maps.Keys(st.Extra)) {
 			fmt.Fprintf(h, "\t%s %s\n", k, st.Extra[k])
 		}
 	}
@@ -69,7 +71,7 @@ func (s *Server) storageDigest() string {
 func (s *Server) listStorage(q *request) (any, error) {
 	typ := q.get("type")
 	out := []map[string]any{}
-	for _, id := range sortedKeys(s.st.Storages) {
+	for _, id := range slices.Sorted(maps.Keys(s.st.Storages)) {
 		st := s.st.Storages[id]
 		if typ != "" && st.Type != typ {
 			continue
@@ -108,7 +110,7 @@ func (s *Server) nodeStorageRow(st *storage) map[string]any {
 func (s *Server) nodeStorage(q *request) (any, error) {
 	node := q.vars["node"]
 	out := []map[string]any{}
-	for _, id := range sortedKeys(s.st.Storages) {
+	for _, id := range slices.Sorted(maps.Keys(s.st.Storages)) {
 		st := s.st.Storages[id]
 		if !st.onNode(node) {
 			continue
@@ -166,7 +168,7 @@ func (s *Server) storageContent(q *request) (any, error) {
 	content := q.get("content")
 	vmid := q.get("vmid")
 	out := []map[string]any{}
-	for _, k := range sortedKeys(s.st.Volumes) {
+	for _, k := range slices.Sorted(maps.Keys(s.st.Volumes)) {
 		v := s.st.Volumes[k]
 		if v.Storage != st.ID || content != "" && v.Content != content {
 			continue

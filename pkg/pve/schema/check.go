@@ -3,6 +3,7 @@ package schema
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"net/url"
 	"regexp"
 	"slices"
@@ -193,7 +194,7 @@ func checkPropertyString(value string, props map[string]*Param) error {
 			return fmt.Errorf("%s: %s", it.Key, err.Error())
 		}
 	}
-	for _, k := range sortedKeys(props) {
+	for _, k := range slices.Sorted(maps.Keys(props)) {
 		sub := props[k]
 		if !sub.Optional && sub.Alias == "" && !seen[k] {
 			return fmt.Errorf("%s: %s", k, msgMissing)
@@ -223,15 +224,6 @@ func ParseBool(s string) (value, ok bool) {
 }
 
 func formatNumber(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
-}
 
 // patternCache memoises compiled schema patterns; nil marks a pattern RE2
 // cannot express, which is then skipped rather than failing every value.
