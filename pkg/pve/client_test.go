@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -271,5 +272,57 @@ func TestDoDecodesData(t *testing.T) {
 	}
 	if want := `{"release":"9.1","repoid":"abc","version":"9.1.1"}`; string(raw) != want {
 		t.Errorf("got %s, want %s", raw, want)
+	}
+}
+
+// A GET that fails in transit is asked again; writes and PVE's real 500s
+// are sent exactly once.
+func TestReadRetries(t *testing.T) {
+	failing := func(status, okAfter int) http.HandlerFunc {
+		var n int
+		var mu sync.Mutex
+		return func(w http.ResponseWriter, r *http.Request) {
+			mu.Lock()
+			n++
+			k := n
+			mu.Unlock()
+			if okAfter > 0 && k > okAfter {
+				writeJSON(w, http.StatusOK, map[string]any{"data": map[string]any{"version": "9.1.4"}})
+				return
+			}
+			if status == 0 {
+				hangUp(w, r)
+				return
+			}
+			writeJSON(w, status, map[string]any{"data": nil, "message": "proxy error"})
+		}
+	}
+	tests := []struct {
+		name      string
+		method    string
+		status    int // 0 = hang up
+		okAfter   int // answer 200 after this many failures (0 = never)
+		wantCalls int
+		wantErr   bool
+	}{
+		{"GET 596 then ok", "GET", 596, 2, 3, false},
+		{"GET hang-up then ok", "GET", 0, 1, 2, false},
+		{"GET 596 gives up", "GET", 596, 0, readTries, true},
+		{"GET 500 is an answer", "GET", 500, 0, 1, true},
+		{"POST 596 once", "POST", 596, 0, 1, true},
+		{"PUT hang-up once", "PUT", 0, 0, 1, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFakePVE(t, false)
+			f.handle(tt.method+" /version", failing(tt.status, tt.okAfter))
+			err := f.client(t).Do(t.Context(), tt.method, "/version", nil, nil)
+			if (err != nil) != tt.wantErr {
+				t.Errorf("got error %v, want error %v", err, tt.wantErr)
+			}
+			if got := f.count(tt.method, "/version"); got != tt.wantCalls {
+				t.Errorf("got %d requests, want %d", got, tt.wantCalls)
+			}
+		})
 	}
 }

@@ -44,8 +44,50 @@ func (c *Client) Do(ctx context.Context, method, path string, params url.Values,
 	return nil
 }
 
-// DoRaw is Do returning the whole envelope.
+// readTries bounds how often a GET is sent when PVE's proxy or the network
+// fails it in passing (595/596/599 and friends, a dropped connection).
+const readTries = 3
+
+// DoRaw is Do returning the whole envelope. A GET that fails in transit is
+// sent again (it changes nothing); other methods are sent exactly once.
 func (c *Client) DoRaw(ctx context.Context, method, path string, params url.Values) (*Response, error) {
+	for attempt := 1; ; attempt++ {
+		resp, err := c.doOnce(ctx, method, path, params)
+		if err == nil || attempt >= readTries || !retryableRead(method, err) {
+			return resp, err
+		}
+		if serr := sleep(ctx, c.backoff(attempt)); serr != nil {
+			return nil, err
+		}
+	}
+}
+
+// retryableRead: a GET that got no answer, or a proxy/gateway error. Plain
+// 500s are PVE's real answers ("… does not exist") and are not retried;
+// certificate problems do not go away by asking again.
+func retryableRead(method string, err error) bool {
+	if !strings.EqualFold(method, http.MethodGet) {
+		return false
+	}
+	var ce *CertError
+	if errors.As(err, &ce) {
+		return false
+	}
+	var te *transportError
+	if errors.As(err, &te) {
+		return true
+	}
+	var ae *APIError
+	if errors.As(err, &ae) {
+		switch ae.Status {
+		case http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout, 595, 596, 597, 599:
+			return true
+		}
+	}
+	return false
+}
+
+func (c *Client) doOnce(ctx context.Context, method, path string, params url.Values) (*Response, error) {
 	method = strings.ToUpper(method)
 	switch method {
 	case http.MethodGet, http.MethodPost, http.MethodPut, http.MethodDelete:
