@@ -12,6 +12,7 @@ import (
 
 	"github.com/pvectl/pvectl/pkg/planner"
 	"github.com/pvectl/pvectl/pkg/planner/render"
+	"github.com/pvectl/pvectl/pkg/spec"
 )
 
 type applyOptions struct {
@@ -94,7 +95,7 @@ func (o *applyOptions) run(ctx context.Context) error {
 		if p, err = planner.ReadFile(o.planFile); err != nil {
 			return invalid(err)
 		}
-		set := emptySetIfNone(nil)
+		var set *spec.Set
 		if len(o.files) > 0 { // named connections are defined in the specs
 			if set, err = o.load(); err != nil {
 				return err
@@ -134,7 +135,7 @@ func (o *applyOptions) run(ctx context.Context) error {
 	}
 	view := newProgressView(w, o.json, o.g.colorEnabled(w))
 	res, err := planner.Apply(ctx, cl, p, planner.ApplyOptions{Parallelism: o.g.parallelism, Hooks: view})
-	view.summary(p, res)
+	view.summary(p, res, o.verb())
 	if err != nil {
 		return &exitError{code: exitFailure, err: fmt.Errorf("%s did not complete: %w", o.verb(), err)}
 	}

@@ -147,7 +147,7 @@ func (cs *clients) Client(name string) (*pve.Client, error) {
 		what = "the default connection (PROXMOX_* variables)"
 	}
 	if conn == nil {
-		return nil, fmt.Errorf("unknown connection %q", name)
+		return nil, fmt.Errorf("unknown connection %q: pass the spec files that define it with -f", name)
 	}
 	if conn.URL == "" {
 		return nil, fmt.Errorf("%s has no URL: set PROXMOX_URL (e.g. https://pve.example.com:8006)", what)

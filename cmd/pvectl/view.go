@@ -12,7 +12,6 @@ import (
 	"github.com/charmbracelet/lipgloss"
 
 	"github.com/pvectl/pvectl/pkg/planner"
-	"github.com/pvectl/pvectl/pkg/spec"
 )
 
 // progressView renders apply progress: plain lines, coloured lines on a
@@ -98,7 +97,8 @@ func (v *progressView) Message(c *planner.Change, msg string) {
 }
 
 // summary says what was done and what was not.
-func (v *progressView) summary(p *planner.Plan, res *planner.Result) {
+func (v *progressView) summary(p *planner.Plan, res *planner.Result, verb string) {
+	title := capitalize(verb)
 	if res == nil {
 		return
 	}
@@ -129,11 +129,11 @@ func (v *progressView) summary(p *planner.Plan, res *planner.Result) {
 	defer v.mu.Unlock()
 	if len(failed) == 0 && len(notDone) == 0 {
 		fmt.Fprintln(v.w)
-		fmt.Fprintln(v.w, v.paint(styleOK, fmt.Sprintf("Apply complete: %d changed.", len(done))))
+		fmt.Fprintln(v.w, v.paint(styleOK, fmt.Sprintf("%s complete: %d changed.", title, len(done))))
 		return
 	}
 	fmt.Fprintln(v.w)
-	fmt.Fprintln(v.w, v.paint(styleBad, fmt.Sprintf("Apply incomplete: %d changed, %d failed, %d not done.", len(done), len(failed), len(notDone))))
+	fmt.Fprintln(v.w, v.paint(styleBad, fmt.Sprintf("%s incomplete: %d changed, %d failed, %d not done.", title, len(done), len(failed), len(notDone))))
 	section := func(title string, items []string) {
 		if len(items) == 0 {
 			return
@@ -174,17 +174,13 @@ func progressVerb(a planner.Action) string {
 	return "checking"
 }
 
-func doneNoun(a planner.Action) string {
-	s := a.String()
-	return strings.ToUpper(s[:1]) + s[1:]
-}
+func doneNoun(a planner.Action) string { return capitalize(a.String()) }
 
-// emptySetIfNone gives apply FILE a Set with no named connections.
-func emptySetIfNone(s *spec.Set) *spec.Set {
-	if s != nil {
+func capitalize(s string) string {
+	if s == "" {
 		return s
 	}
-	return &spec.Set{Connections: map[string]*spec.Connection{}}
+	return strings.ToUpper(s[:1]) + s[1:]
 }
 
 // roundDuration keeps two significant parts: 12ms, 1.3s, 2m5s.
