@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/charmbracelet/lipgloss"
+	"github.com/muesli/termenv"
 
 	"github.com/pvectl/pvectl/pkg/planner"
 )
@@ -17,30 +18,33 @@ import (
 // progressView renders apply progress: plain lines, coloured lines on a
 // terminal, or JSON lines. It implements planner.Hooks.
 type progressView struct {
-	w     io.Writer
-	json  bool
-	color bool
+	w    io.Writer
+	json bool
+	ok   lipgloss.Style
+	bad  lipgloss.Style
+	note lipgloss.Style
 
 	mu    sync.Mutex
 	start map[string]time.Time
 }
 
 func newProgressView(w io.Writer, asJSON, color bool) *progressView {
-	return &progressView{w: w, json: asJSON, color: color, start: map[string]time.Time{}}
-}
-
-var (
-	styleOK   = lipgloss.NewStyle().Foreground(lipgloss.Color("2"))
-	styleBad  = lipgloss.NewStyle().Foreground(lipgloss.Color("1")).Bold(true)
-	styleNote = lipgloss.NewStyle().Foreground(lipgloss.Color("3"))
-)
-
-func (v *progressView) paint(s lipgloss.Style, text string) string {
-	if !v.color {
-		return text
+	// A renderer of our own: colour is decided by the CLI (flag, NO_COLOR,
+	// terminal), not by lipgloss probing the process's stdout.
+	r := lipgloss.NewRenderer(w)
+	r.SetColorProfile(termenv.Ascii)
+	if color {
+		r.SetColorProfile(termenv.ANSI)
 	}
-	return s.Render(text)
+	return &progressView{
+		w: w, json: asJSON, start: map[string]time.Time{},
+		ok:   r.NewStyle().Foreground(lipgloss.Color("2")),
+		bad:  r.NewStyle().Foreground(lipgloss.Color("1")).Bold(true),
+		note: r.NewStyle().Foreground(lipgloss.Color("3")),
+	}
 }
+
+func (v *progressView) paint(s lipgloss.Style, text string) string { return s.Render(text) }
 
 func (v *progressView) event(typ string, c *planner.Change, fields map[string]any, line string) {
 	v.mu.Lock()
@@ -77,19 +81,19 @@ func (v *progressView) PostApply(c *planner.Change, err error) {
 	v.mu.Unlock()
 	if err != nil {
 		v.event("apply_errored", c, map[string]any{"error": err.Error()},
-			v.paint(styleBad, fmt.Sprintf("%s: failed after %s: %v", c.Address, took, err)))
+			v.paint(v.bad, fmt.Sprintf("%s: failed after %s: %v", c.Address, took, err)))
 		return
 	}
 	if c.Action == planner.NoOp {
 		return
 	}
 	v.event("apply_complete", c, map[string]any{"elapsed_seconds": took.Seconds()},
-		v.paint(styleOK, fmt.Sprintf("%s: %s complete after %s", c.Address, doneNoun(c.Action), took)))
+		v.paint(v.ok, fmt.Sprintf("%s: %s complete after %s", c.Address, doneNoun(c.Action), took)))
 }
 
 func (v *progressView) Skipped(c *planner.Change, reason string) {
 	v.event("apply_skipped", c, map[string]any{"reason": reason},
-		v.paint(styleNote, fmt.Sprintf("%s: skipped: %s", c.Address, reason)))
+		v.paint(v.note, fmt.Sprintf("%s: skipped: %s", c.Address, reason)))
 }
 
 func (v *progressView) Message(c *planner.Change, msg string) {
@@ -129,11 +133,11 @@ func (v *progressView) summary(p *planner.Plan, res *planner.Result, verb string
 	defer v.mu.Unlock()
 	if len(failed) == 0 && len(notDone) == 0 {
 		fmt.Fprintln(v.w)
-		fmt.Fprintln(v.w, v.paint(styleOK, fmt.Sprintf("%s complete: %d changed.", title, len(done))))
+		fmt.Fprintln(v.w, v.paint(v.ok, fmt.Sprintf("%s complete: %d changed.", title, len(done))))
 		return
 	}
 	fmt.Fprintln(v.w)
-	fmt.Fprintln(v.w, v.paint(styleBad, fmt.Sprintf("%s incomplete: %d changed, %d failed, %d not done.", title, len(done), len(failed), len(notDone))))
+	fmt.Fprintln(v.w, v.paint(v.bad, fmt.Sprintf("%s incomplete: %d changed, %d failed, %d not done.", title, len(done), len(failed), len(notDone))))
 	section := func(title string, items []string) {
 		if len(items) == 0 {
 			return
