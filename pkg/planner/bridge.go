@@ -3,10 +3,13 @@ package planner
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net/url"
+	"slices"
 	"strings"
 
 	"github.com/pvectl/pvectl/pkg/pve"
+	"github.com/pvectl/pvectl/pkg/pve/schema"
 	"github.com/pvectl/pvectl/pkg/spec"
 )
 
@@ -14,7 +17,66 @@ import (
 // staged by PVE until a NetworkApply commits them.
 type bridgeKind struct{}
 
-const networkCreatePath = "/nodes/{node}/network"
+const (
+	networkCreatePath = "/nodes/{node}/network"
+	networkUpdatePath = "/nodes/{node}/network/{iface}"
+)
+
+// ifaceSettings are the settings PUT /nodes/{node}/network/{iface} takes,
+// for when the schema table lacks the method.
+var ifaceSettings = []string{
+	"address", "address6", "autostart", "bond-primary", "bond_mode", "bond_xmit_hash_policy",
+	"bridge_ports", "bridge_vids", "bridge_vlan_aware", "cidr", "cidr6", "comments", "comments6",
+	"gateway", "gateway6", "mtu", "netmask", "netmask6", "ovs_bonds", "ovs_bridge", "ovs_options",
+	"ovs_ports", "ovs_tag", "slaves", "vlan-id", "vlan-raw-device",
+}
+
+// ifaceAddrKeys are the two spellings of one address family: PVE refuses a
+// call carrying both cidr and address/netmask.
+var ifaceAddrKeys = [][]string{{"cidr", "address", "netmask"}, {"cidr6", "address6", "netmask6"}}
+
+// carryLive adds to an interface update the live settings the spec does not
+// manage. PVE's PUT keeps unnamed keys, but derives the method (static or
+// manual) and address families from the call alone: an update that leaves
+// out the address would stage the interface without its IP and gateway,
+// and the commit would cut whatever ran over it (often the management
+// network). Keys the spec removes stay out.
+func carryLive(params map[string]string, live pve.Config, remove []string, put *schema.Method) {
+	skip := map[string]bool{"node": true, "iface": true, "type": true, "delete": true, "digest": true}
+	for _, k := range remove {
+		skip[k] = true
+	}
+	for _, family := range ifaceAddrKeys {
+		managed := false
+		for _, k := range family {
+			_, set := params[k]
+			managed = managed || set || skip[k]
+		}
+		cidr, addr, mask := family[0], family[1], family[2]
+		switch {
+		case managed:
+			skip[cidr], skip[addr], skip[mask] = true, true, true
+		case live[cidr] != "":
+			skip[addr], skip[mask] = true, true
+		default:
+			skip[cidr] = true
+		}
+	}
+	keys := ifaceSettings
+	if put != nil {
+		keys = slices.Sorted(maps.Keys(put.Params))
+	}
+	for _, k := range keys {
+		v, has := live[k]
+		if _, set := params[k]; set || !has || skip[k] {
+			continue
+		}
+		if commentKeys[k] {
+			v = strings.TrimRight(v, "\n")
+		}
+		params[k] = v
+	}
+}
 
 var ifaceIdentity = map[string]bool{"node": true, "iface": true, "type": true}
 
@@ -65,6 +127,7 @@ func (bridgeKind) plan(b *builder, r *spec.Resource, lo *liveObj) (*Change, erro
 	c.Action, c.Reasons = Update, reasons(c.Diff)
 	// PVE's PUT wants the type and the whole definition, not just the changes.
 	c.Params = ifaceParams(r, "bridge")
+	carryLive(c.Params, lo.Config, r.Remove, b.method("PUT", networkUpdatePath))
 	var del []string
 	for _, k := range r.Remove {
 		if _, ok := lo.Config[k]; ok {

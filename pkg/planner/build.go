@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"sort"
+	"strings"
 
 	"github.com/pvectl/pvectl/pkg/pve/schema"
 	"github.com/pvectl/pvectl/pkg/spec"
@@ -89,7 +90,17 @@ func Build(ctx context.Context, set *spec.Set, obs *Observed, opts Options) (*Pl
 	}
 
 	deps := b.forwardDeps()
+	if !opts.Destroy {
+		// Forward only: in a destroy these edges would make a bridge's
+		// deletion wait for every user of its node's network, and a
+		// target pull them all in.
+		b.waitForCommits(deps)
+		b.deleteUsersFirst(deps)
+	}
 	if opts.Destroy {
+		if err := b.keepProtectedNeeds(deps); err != nil {
+			return nil, err
+		}
 		deps = reverseDeps(deps, b.netKey)
 	}
 	sel, err := b.selectTargets(deps)
@@ -138,6 +149,138 @@ func (b *builder) forwardDeps() map[string][]string {
 		deps[addr] = ds
 	}
 	return deps
+}
+
+// waitForCommits makes whatever uses an interface (a VM's NIC on a bridge)
+// also wait for the NetworkApply of that interface's node: PVE only stages
+// the interface, and starting a VM on a bridge that is not committed yet
+// fails ("bridge 'vmbr1' does not exist"). An edge that would close a cycle
+// (a NetworkApply told to wait for the user) is left out.
+func (b *builder) waitForCommits(deps map[string][]string) {
+	commits := map[string][]string{} // node key → NetworkApply addresses
+	for _, a := range slices.Sorted(maps.Keys(deps)) {
+		if role, key := b.netKey(a); role == roleNetApply {
+			commits[key] = append(commits[key], a)
+		}
+	}
+	if len(commits) == 0 {
+		return
+	}
+	for _, a := range slices.Sorted(maps.Keys(deps)) {
+		if role, _ := b.netKey(a); role != roleOther {
+			continue
+		}
+		have := map[string]bool{}
+		for _, d := range deps[a] {
+			have[d] = true
+		}
+		for _, d := range deps[a] {
+			role, key := b.netKey(d)
+			if role != roleIface {
+				continue
+			}
+			for _, n := range commits[key] {
+				if !have[n] && !reaches(deps, n, a) {
+					have[n] = true
+					deps[a] = append(deps[a], n)
+				}
+			}
+		}
+		sort.Strings(deps[a])
+	}
+}
+
+// deleteUsersFirst turns around the edges between two deletions of a
+// forward plan (`state: absent` on both): a VM must go before the pool or
+// bridge it depends on, as PVE refuses to delete a pool that is not empty.
+func (b *builder) deleteUsersFirst(deps map[string][]string) {
+	isDelete := func(a string) bool { c := b.changes[a]; return c != nil && c.Action == Delete }
+	flipped := map[string][]string{}
+	for _, a := range slices.Sorted(maps.Keys(deps)) {
+		if !isDelete(a) {
+			continue
+		}
+		kept := deps[a][:0]
+		for _, d := range deps[a] {
+			if isDelete(d) {
+				flipped[d] = append(flipped[d], a)
+			} else {
+				kept = append(kept, d)
+			}
+		}
+		deps[a] = kept
+	}
+	for d, users := range flipped {
+		deps[d] = append(deps[d], users...)
+		sort.Strings(deps[d])
+	}
+}
+
+// reaches reports whether to is a (transitive) dependency of from.
+func reaches(deps map[string][]string, from, to string) bool {
+	seen := map[string]bool{}
+	stack := []string{from}
+	for len(stack) > 0 {
+		a := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if a == to {
+			return true
+		}
+		if seen[a] {
+			continue
+		}
+		seen[a] = true
+		stack = append(stack, deps[a]...)
+	}
+	return false
+}
+
+// keepProtectedNeeds keeps, in a destroy, what a kept (protected) resource
+// depends on: deleting the bridge or pool of a protected VM would cut its
+// network or fail on a pool that is not empty. The network commits of the
+// nodes are planned again, as their interfaces may now stay.
+func (b *builder) keepProtectedNeeds(fwd map[string][]string) error {
+	keptFor := map[string]string{}
+	var queue []string
+	for _, a := range slices.Sorted(maps.Keys(b.changes)) {
+		if c := b.changes[a]; c.Action == NoOp && len(c.Reasons) > 0 && strings.HasPrefix(c.Reasons[0], "protected") {
+			keptFor[a] = a
+			queue = append(queue, a)
+		}
+	}
+	for len(queue) > 0 {
+		a := queue[0]
+		queue = queue[1:]
+		for _, d := range fwd[a] {
+			if _, done := keptFor[d]; done {
+				continue
+			}
+			keptFor[d] = keptFor[a]
+			queue = append(queue, d)
+			if c := b.changes[d]; c.Action == Delete {
+				c.Action, c.Reasons = NoOp, []string{"protected: kept for " + keptFor[a]}
+			}
+		}
+	}
+	if len(keptFor) == 0 {
+		return nil
+	}
+	for _, a := range slices.Sorted(maps.Keys(b.changes)) {
+		c := b.changes[a]
+		k, err := kindOf(c.Resource.Kind)
+		if err != nil || k.role() != roleNetApply {
+			continue
+		}
+		nc, err := k.plan(b, c.Resource, b.obs.objs[a])
+		if err != nil {
+			return err
+		}
+		c.Action, c.Reasons = nc.Action, nc.Reasons
+		if c.Reasons == nil {
+			c.Reasons = []string{}
+		}
+	}
+	return nil
 }
 
 // netKey says whether addr stages or commits network changes, and on which
@@ -232,17 +375,18 @@ func (b *builder) selectTargets(deps map[string][]string) (map[string]bool, erro
 		}
 		visit(t)
 	}
-	if b.opts.Destroy {
-		staged := map[string]bool{}
-		for a := range sel {
-			if role, key := b.netKey(a); role == roleIface {
-				staged[key] = true
-			}
+	// A selected interface only stages its change: take its node's commit
+	// too, but not what the commit would pull in (every other interface of
+	// the node and, for destroy, everything using them).
+	staged := map[string]bool{}
+	for a := range sel {
+		if role, key := b.netKey(a); role == roleIface {
+			staged[key] = true
 		}
-		for _, a := range slices.Sorted(maps.Keys(deps)) {
-			if role, key := b.netKey(a); role == roleNetApply && staged[key] {
-				visit(a)
-			}
+	}
+	for _, a := range slices.Sorted(maps.Keys(deps)) {
+		if role, key := b.netKey(a); role == roleNetApply && staged[key] {
+			sel[a] = true
 		}
 	}
 	return sel, nil

@@ -3,6 +3,8 @@ package planner
 import (
 	"maps"
 	"math"
+	"net"
+	"net/url"
 	"regexp"
 	"slices"
 	"sort"
@@ -30,8 +32,13 @@ var secretKeys = map[string]bool{
 // so their absence in live state is not drift.
 var createOnly = map[string]bool{"import-from": true}
 
-// setKeys hold lists whose order PVE does not keep.
-var setKeys = map[string]bool{"bridge_ports": true, "slaves": true, "tags": true}
+// setKeys hold lists whose order PVE does not keep (or does not care about:
+// bridge_vids "2-10 100" allows the same VLANs as "100 2-10").
+var setKeys = map[string]bool{"bridge_ports": true, "slaves": true, "tags": true, "bridge_vids": true}
+
+// fixedSizeDisks get a size PVE chooses (4 MiB for an OVMF vars or TPM
+// state volume), whatever "STOR:N" asked for: their size is never drift.
+var fixedSizeDisks = regexp.MustCompile(`^(efidisk|tpmstate)\d+$`)
 
 // commentKeys are free text to which PVE may append a newline.
 var commentKeys = map[string]bool{"description": true, "comments": true, "comment": true}
@@ -66,7 +73,7 @@ func (c comparer) diffParams(desired map[string]string, remove []string, live pv
 		p := c.param(k)
 		switch {
 		case !has:
-			if isDefault(k, p, dv) || isDefaultPS(p, dv) {
+			if dv == "" || isDefault(k, p, dv) || isDefaultPS(p, dv) {
 				continue
 			}
 			out = append(out, fieldDiff(k, nil, dv))
@@ -139,6 +146,11 @@ func (c comparer) diffPropertyString(key string, p *schema.Param, dv, lv string)
 		}
 		sp := props[it.Key]
 		lvv, has := live[it.Key]
+		if !has && isDisk && it.Key == "format" {
+			// PVE drops format= once it allocated the volume; the volume
+			// name tells the format (no extension: a raw block device).
+			lvv, has = volumeFormat(live["file"]), true
+		}
 		if !has {
 			if isDefault(it.Key, sp, it.Value) {
 				continue
@@ -176,7 +188,7 @@ func diffDiskFile(key, want, got, gotSize string) []FieldDiff {
 			out = append(out, fieldDiff(key+".file", got, want))
 		}
 	case isNumber(vol):
-		if vol == "0" { // "STOR:0,import-from=…": the size comes from the image
+		if vol == "0" || fixedSizeDisks.MatchString(key) { // "STOR:0,import-from=…": the size comes from the image
 			break
 		}
 		if !equalSize(vol+"G", gotSize) {
@@ -197,10 +209,30 @@ func nilIfEmpty(s string) any {
 	return s
 }
 
+// volumeFormat guesses a volume's format from its name the way PVE's
+// storage plugins name files: "…/vm-100-disk-0.qcow2" is qcow2; volumes
+// without an extension (LVM, ZFS, Ceph) are raw.
+func volumeFormat(volid string) string {
+	name := volid[strings.LastIndexByte(volid, '/')+1:]
+	if i := strings.LastIndexByte(name, '.'); i >= 0 {
+		switch ext := name[i+1:]; ext {
+		case "qcow2", "vmdk", "raw":
+			return ext
+		}
+	}
+	return "raw"
+}
+
 // isDefault reports whether v is what PVE assumes when the key is absent.
+// A boolean without a schema default is false when absent: PVE drops
+// false flags when it writes them (`autostart: 0` reads back as nothing).
 func isDefault(key string, p *schema.Param, v string) bool {
-	if p == nil || p.Default == nil {
+	if p == nil {
 		return false
+	}
+	if p.Default == nil {
+		b, ok := schema.ParseBool(v)
+		return p.Type == "boolean" && ok && !b
 	}
 	return equalScalar(key, p, wireValue(p.Default), v)
 }
@@ -256,6 +288,19 @@ func equalScalar(key string, p *schema.Param, a, b string) bool {
 		return equalSize(a, b)
 	case key == "macaddr":
 		return strings.EqualFold(a, b)
+	case key == "sshkeys":
+		// URL-encoded by whoever wrote them (the GUI escapes "@" and "=",
+		// Go does not): compare the keys themselves.
+		return unescapeKeys(a) == unescapeKeys(b)
+	case key == "netmask":
+		x, ok1 := maskBits(a)
+		y, ok2 := maskBits(b)
+		return ok1 && ok2 && x == y
+	case secretKeys[key] && (isMasked(a) || isMasked(b)):
+		// PVE answers "**********" for a stored secret (cipassword): it
+		// cannot be compared, and resending it each plan would be an
+		// update that never converges.
+		return true
 	}
 	typ := ""
 	if p != nil {
@@ -272,6 +317,29 @@ func equalScalar(key string, p *schema.Param, a, b string) bool {
 		return err1 == nil && err2 == nil && x == y
 	}
 	return false
+}
+
+func unescapeKeys(s string) string {
+	if u, err := url.PathUnescape(s); err == nil {
+		s = u
+	}
+	return strings.TrimRight(s, "\n")
+}
+
+func isMasked(s string) bool { return s != "" && strings.Trim(s, "*") == "" }
+
+// maskBits reads an IPv4 netmask as a prefix length: PVE reads
+// "netmask 255.255.255.0" back as "24".
+func maskBits(s string) (int, bool) {
+	if n, err := strconv.Atoi(s); err == nil {
+		return n, n >= 0 && n <= 32
+	}
+	ip := net.ParseIP(s).To4()
+	if ip == nil {
+		return 0, false
+	}
+	ones, bits := net.IPMask(ip).Size()
+	return ones, bits == 32
 }
 
 func isNumber(s string) bool {
@@ -364,7 +432,8 @@ func (c comparer) updateValue(key, desired, live string) string {
 	}
 	_, isDisk := p.SubKeys()["file"]
 	for _, it := range want {
-		if createOnly[it.Key] || (isDisk && it.Key == "file") {
+		if createOnly[it.Key] || (isDisk && (it.Key == "file" || it.Key == "format")) {
+			// The volume exists: its name and format are PVE's now.
 			continue
 		}
 		if i, ok := idx[it.Key]; ok {

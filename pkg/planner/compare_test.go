@@ -148,8 +148,78 @@ func TestDiffParamsQemu(t *testing.T) {
 		{
 			name:    "secrets are masked",
 			desired: map[string]string{"cipassword": "hunter2"},
-			live:    pve.Config{"cipassword": "**********"},
+			live:    pve.Config{"cipassword": "hunter1"},
 			want:    []FieldDiff{{Path: "cipassword", Before: sensitive, After: sensitive}},
+		},
+		{
+			name:    "secret PVE answers masked cannot drift",
+			desired: map[string]string{"cipassword": "hunter2"},
+			live:    pve.Config{"cipassword": "**********"},
+		},
+		{
+			name:    "secret missing live is added",
+			desired: map[string]string{"cipassword": "hunter2"},
+			live:    pve.Config{},
+			want:    []FieldDiff{{Path: "cipassword", Before: nil, After: sensitive}},
+		},
+		{
+			name:    "ssh keys escaped differently",
+			desired: map[string]string{"sshkeys": "ssh-ed25519%20AAAAC3Nza%2B1%20me@host%0A"},
+			live:    pve.Config{"sshkeys": "ssh-ed25519%20AAAAC3Nza%2B1%20me%40host"},
+		},
+		{
+			name:    "ssh keys changed",
+			desired: map[string]string{"sshkeys": "ssh-ed25519%20BBBB%20me"},
+			live:    pve.Config{"sshkeys": "ssh-ed25519%20AAAA%20me"},
+			want:    []FieldDiff{{Path: "sshkeys", Before: "ssh-ed25519%20AAAA%20me", After: "ssh-ed25519%20BBBB%20me"}},
+		},
+		{
+			name:    "empty value equals absent",
+			desired: map[string]string{"tags": "", "description": ""},
+			live:    pve.Config{},
+		},
+		{
+			name:    "efidisk size is PVE's choice",
+			desired: map[string]string{"efidisk0": "local-lvm:1,efitype=4m,pre-enrolled-keys=1"},
+			live:    pve.Config{"efidisk0": "local-lvm:vm-100-disk-1,efitype=4m,pre-enrolled-keys=1,size=4M"},
+		},
+		{
+			name:    "tpm state size is PVE's choice",
+			desired: map[string]string{"tpmstate0": "local-lvm:1,version=v2.0"},
+			live:    pve.Config{"tpmstate0": "local-lvm:vm-100-disk-2,size=4M,version=v2.0"},
+		},
+		{
+			name:    "efidisk on other storage still differs",
+			desired: map[string]string{"efidisk0": "fast:1,efitype=4m"},
+			live:    pve.Config{"efidisk0": "local-lvm:vm-100-disk-1,efitype=4m,size=4M"},
+			want:    []FieldDiff{{Path: "efidisk0.storage", Before: "local-lvm", After: "fast"}},
+		},
+		{
+			name:    "disk write-backs and dropped raw format",
+			desired: map[string]string{"scsi0": "local-lvm:32,format=raw,iothread=1,ssd=1,discard=on"},
+			live:    pve.Config{"scsi0": "local-lvm:vm-100-disk-0,discard=on,iothread=1,size=32G,ssd=1"},
+		},
+		{
+			name:    "qcow2 format read from the volume name",
+			desired: map[string]string{"scsi0": "local:32,format=qcow2"},
+			live:    pve.Config{"scsi0": "local:100/vm-100-disk-0.qcow2,size=32G"},
+		},
+		{
+			name:    "format differing from the volume name",
+			desired: map[string]string{"scsi0": "local:32,format=qcow2"},
+			live:    pve.Config{"scsi0": "local:100/vm-100-disk-0.raw,size=32G"},
+			want:    []FieldDiff{{Path: "scsi0.format", Before: "raw", After: "qcow2"}},
+		},
+		{
+			name:    "false flag without schema default equals absent",
+			desired: map[string]string{"net0": "virtio,bridge=vmbr0,firewall=0"},
+			live:    pve.Config{"net0": "virtio=BC:24:11:AA:BB:CC,bridge=vmbr0"},
+		},
+		{
+			name:    "true flag without schema default absent is a diff",
+			desired: map[string]string{"net0": "virtio,bridge=vmbr0,firewall=1"},
+			live:    pve.Config{"net0": "virtio=BC:24:11:AA:BB:CC,bridge=vmbr0"},
+			want:    []FieldDiff{{Path: "net0.firewall", Before: nil, After: "1"}},
 		},
 	}
 	for _, tt := range tests {
@@ -190,6 +260,33 @@ func TestDiffParamsBridge(t *testing.T) {
 			desired: map[string]string{"comments": "data"},
 			live:    pve.Config{"comments": "data\n"},
 		},
+		{
+			name:    "false flags read back absent",
+			desired: map[string]string{"autostart": "0", "bridge_vlan_aware": "0"},
+			live:    pve.Config{"type": "bridge"},
+		},
+		{
+			name:    "true flag absent is a diff",
+			desired: map[string]string{"autostart": "1"},
+			live:    pve.Config{"type": "bridge"},
+			want:    []FieldDiff{{Path: "autostart", Before: nil, After: "1"}},
+		},
+		{
+			name:    "vlan ranges as sets",
+			desired: map[string]string{"bridge_vids": "100 2-10"},
+			live:    pve.Config{"bridge_vids": "2-10 100"},
+		},
+		{
+			name:    "dotted netmask reads back as a prefix",
+			desired: map[string]string{"address": "10.0.0.1", "netmask": "255.255.255.0"},
+			live:    pve.Config{"address": "10.0.0.1", "netmask": "24", "cidr": "10.0.0.1/24"},
+		},
+		{
+			name:    "netmask changed",
+			desired: map[string]string{"netmask": "255.255.0.0"},
+			live:    pve.Config{"netmask": "24"},
+			want:    []FieldDiff{{Path: "netmask", Before: "24", After: "255.255.0.0"}},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -227,6 +324,12 @@ func TestUpdateParams(t *testing.T) {
 			desired: map[string]string{"scsi0": "local-lvm:64,cache=writeback"},
 			live:    pve.Config{"scsi0": "local-lvm:vm-100-disk-0,size=32G"},
 			want:    map[string]string{"scsi0": "local-lvm:vm-100-disk-0,size=32G,cache=writeback"},
+		},
+		{
+			name:    "existing disk is not sent a format",
+			desired: map[string]string{"scsi0": "local-lvm:32,format=raw,ssd=1"},
+			live:    pve.Config{"scsi0": "local-lvm:vm-100-disk-0,size=32G"},
+			want:    map[string]string{"scsi0": "local-lvm:vm-100-disk-0,size=32G,ssd=1"},
 		},
 		{
 			name:   "delete",

@@ -95,7 +95,7 @@ func redact(c *Change) *Change {
 	if c.Resource != nil {
 		r := *c.Resource
 		r.Params = dropSecrets(c.Resource.Params, &fromParams)
-		r.Own = dropSecrets(c.Resource.Own, &ignored)
+		r.Own = dropNestedSecrets(c.Resource.Own, &ignored)
 		out.Resource = &r
 	}
 	out.Params = dropSecrets(c.Params, &fromUpdate)
@@ -110,6 +110,38 @@ func redact(c *Change) *Change {
 		out.Redacted = sortedUnique(needed)
 	}
 	return &out
+}
+
+// dropNestedSecrets is dropSecrets for pvectl's own keys, whose values may
+// be maps and lists holding secrets further down (a provisioning block's
+// password, a cloud-init user's key).
+func dropNestedSecrets(m map[string]any, dropped *[]string) map[string]any {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]any, len(m))
+	for k, v := range m {
+		if secretKeys[k] {
+			*dropped = append(*dropped, k)
+			continue
+		}
+		out[k] = dropSecretsIn(v, dropped)
+	}
+	return out
+}
+
+func dropSecretsIn(v any, dropped *[]string) any {
+	switch x := v.(type) {
+	case map[string]any:
+		return dropNestedSecrets(x, dropped)
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = dropSecretsIn(e, dropped)
+		}
+		return out
+	}
+	return v
 }
 
 func dropSecrets[V any](m map[string]V, dropped *[]string) map[string]V {

@@ -33,7 +33,8 @@ func TestPlanFileRoundTrip(t *testing.T) {
 
 func TestPlanFileOmitsSecrets(t *testing.T) {
 	r := &spec.Resource{Kind: spec.KindQemuVM, Name: "vm", Params: map[string]string{"cipassword": "hunter2", "memory": "1024"},
-		Own: map[string]any{"sshPrivateKey": "-----BEGIN OPENSSH PRIVATE KEY-----"}}
+		Own: map[string]any{"sshPrivateKey": "-----BEGIN OPENSSH PRIVATE KEY-----",
+			"provision": map[string]any{"steps": []any{map[string]any{"password": "nested-secret", "run": "true"}}}}}
 	p := &Plan{FormatVersion: "1", Changes: []*Change{{
 		Address: "QemuVM/vm", Action: Update, Resource: r,
 		Diff:    []FieldDiff{fieldDiff("cipassword", "x", "hunter2")},
@@ -44,7 +45,7 @@ func TestPlanFileOmitsSecrets(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, secret := range []string{"hunter2", "PRIVATE KEY"} {
+	for _, secret := range []string{"hunter2", "PRIVATE KEY", "nested-secret"} {
 		if strings.Contains(string(data), secret) {
 			t.Errorf("plan file: got %q in\n%s\nwant it left out", secret, data)
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -516,5 +517,46 @@ spec:
 	want := map[string]int{"free": 102, "pinned": 100, "pinned2": 101, "ubuntu-24.04-cloud": 9000}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("vmids (-want +got):\n%s", diff)
+	}
+}
+
+// TestSimBridgeUpdateKeepsUnmanagedAddress: an address set outside the
+// specs survives an update of another setting (PVE's PUT would otherwise
+// stage the bridge with method manual and drop the IP on commit).
+func TestSimBridgeUpdateKeepsUnmanagedAddress(t *testing.T) {
+	sim := newSim(t)
+	ctx := context.Background()
+	err := sim.cl.CreateIface(ctx, "pve", url.Values{"iface": {"vmbr1"}, "type": {"bridge"}, "bridge_ports": {"eno2"},
+		"cidr": {"10.0.0.2/24"}, "gateway": {"10.0.0.1"}, "comments": {"uplink"}, "autostart": {"1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sim.cl.ApplyNetwork(ctx, "pve"); err != nil {
+		t.Fatal(err)
+	}
+	set := loadSpec(t, "kind: LinuxBridge\nname: vmbr1\nspec:\n  bridge_ports: eno2\n  bridge_vlan_aware: true\n---\nkind: NetworkApply\nname: pve\ndependsOn: [LinuxBridge/vmbr1]\n")
+	p := planFor(t, sim, set, Options{})
+	if diff := cmp.Diff([]string{"update LinuxBridge/vmbr1", "apply NetworkApply/pve <- LinuxBridge/vmbr1"}, summary(p)); diff != "" {
+		t.Fatalf("plan (-want +got):\n%s", diff)
+	}
+	applyPlan(t, sim, p)
+	ifaces, _, err := sim.cl.NetworkList(ctx, "pve")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got pve.Config
+	for _, i := range ifaces {
+		if i["iface"] == "vmbr1" {
+			got = i
+		}
+	}
+	want := map[string]string{"method": "static", "cidr": "10.0.0.2/24", "gateway": "10.0.0.1", "bridge_vlan_aware": "1", "autostart": "1"}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("vmbr1 %s: got %q want %q (all: %v)", k, got[k], v, got)
+		}
+	}
+	if p := planFor(t, sim, set, Options{}); p.HasChanges() {
+		t.Errorf("plan after update: got %q want noop", summary(p))
 	}
 }

@@ -61,6 +61,12 @@ func Human(w io.Writer, p *planner.Plan, opts Options) error {
 	pl := newPalette(w, opts.Color)
 	var b strings.Builder
 	if !p.HasChanges() {
+		// A destroy that keeps only protected resources still says why.
+		for _, c := range p.Changes {
+			if note := keptNote(c); note != "" {
+				b.WriteString(note + "\n")
+			}
+		}
 		b.WriteString("No changes. Live state matches the specs.\n")
 		_, err := io.WriteString(w, b.String())
 		return err
@@ -68,8 +74,8 @@ func Human(w io.Writer, p *planner.Plan, opts Options) error {
 	b.WriteString("pvectl will perform the following actions:\n")
 	for _, c := range p.Changes {
 		if c.Action == planner.NoOp {
-			if len(c.Reasons) > 0 && strings.HasPrefix(c.Reasons[0], "protected") {
-				fmt.Fprintf(&b, "\n  # %s is protected and will be kept\n", c.Address)
+			if note := keptNote(c); note != "" {
+				b.WriteString("\n" + note + "\n")
 			}
 			continue
 		}
@@ -86,6 +92,18 @@ func Human(w io.Writer, p *planner.Plan, opts Options) error {
 	b.WriteString("\n" + summaryLine(p.Summary()) + "\n")
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// keptNote is the line for a resource a destroy keeps because it, or a
+// resource needing it, is protected ("" for other noops).
+func keptNote(c *planner.Change) string {
+	if c.Action != planner.NoOp || len(c.Reasons) == 0 || !strings.HasPrefix(c.Reasons[0], "protected") {
+		return ""
+	}
+	if by, ok := strings.CutPrefix(c.Reasons[0], "protected: kept for "); ok {
+		return fmt.Sprintf("  # %s will be kept: protected %s needs it", c.Address, by)
+	}
+	return fmt.Sprintf("  # %s is protected and will be kept", c.Address)
 }
 
 func field(pl palette, d planner.FieldDiff) string {

@@ -74,6 +74,12 @@ func plans() map[string]*planner.Plan {
 			change("LinuxBridge/vmbr1", planner.Delete, nil, "destroy"),
 			change("NetworkApply/pve", planner.ApplyNet, nil, "LinuxBridge/vmbr1 will stage a change"),
 		}},
+		// A destroy whose only VM is protected keeps its bridge too.
+		"keptonly": {FormatVersion: "1", Destroy: true, Changes: []*planner.Change{
+			change("QemuVM/app-vm-1", planner.NoOp, nil, "protected: skipped"),
+			change("LinuxBridge/vmbr1", planner.NoOp, nil, "protected: kept for QemuVM/app-vm-1"),
+			change("NetworkApply/pve", planner.NoOp, nil),
+		}},
 		"nochange": {FormatVersion: "1", Changes: []*planner.Change{
 			change("LinuxBridge/vmbr1", planner.NoOp, nil),
 			change("QemuVM/app-vm-1", planner.NoOp, nil),
@@ -82,7 +88,7 @@ func plans() map[string]*planner.Plan {
 }
 
 func TestHuman(t *testing.T) {
-	for _, name := range []string{"create", "update", "destroy", "nochange"} {
+	for _, name := range []string{"create", "update", "destroy", "nochange", "keptonly"} {
 		t.Run(name, func(t *testing.T) {
 			var buf bytes.Buffer
 			if err := Human(&buf, plans()[name], Options{}); err != nil {
