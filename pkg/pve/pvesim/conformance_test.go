@@ -15,18 +15,8 @@ const apidocPath = "../../../testdata/pve-api/apidoc-9.1.json"
 // TestResponsesMatchSchema drives every implemented surface and checks each
 // request and answer against the official schema (returns, parameters).
 func TestResponsesMatchSchema(t *testing.T) {
-	checker, err := conformance.Load(apidocPath)
-	if err != nil {
-		t.Fatalf("load the official schema: %v", err)
-	}
-	e := newEnv(t, Options{})
-	var mu sync.Mutex
-	var violations []string
-	e.srv.Config.Handler = conformance.Middleware(checker, e.sim, func(v conformance.Violation) {
-		mu.Lock()
-		defer mu.Unlock()
-		violations = append(violations, fmt.Sprintf("%s %s (response %v): %v", v.Method, v.Path, v.Response, v.Err))
-	})
+	e, report := checkedEnv(t, Options{})
+	defer report()
 
 	e.ok(nil, "GET", "/version")
 	e.ok(nil, "GET", "/nodes")
@@ -90,9 +80,54 @@ func TestResponsesMatchSchema(t *testing.T) {
 	e.run("POST", "/nodes/pve/lxc/200/status/shutdown")
 	e.ok(nil, "POST", "/nodes/pve/lxc/200/template")
 
-	mu.Lock()
-	defer mu.Unlock()
-	for _, v := range violations {
-		t.Errorf("PVE 9.1 schema violation: %s", v)
+	// Side-by-side clones of the template, a merging network PUT, task logs.
+	u1 := e.task("POST", "/nodes/pve/qemu/9000/clone", "newid", "301")
+	u2 := e.task("POST", "/nodes/pve/qemu/9000/clone", "newid", "302", "full", "1")
+	e.wait(u1)
+	e.wait(u2)
+	e.taskLog(u2)
+	e.ok(nil, "PUT", "/nodes/pve/network/vmbr0", "type", "bridge", "mtu", "9000", "delete", "comments")
+	e.ok(nil, "GET", "/nodes/pve/network")
+	e.ok(nil, "GET", "/nodes/pve/network/vmbr0")
+	e.ok(nil, "DELETE", "/nodes/pve/network")
+	e.task("POST", "/nodes/pve/qemu/301/config", "name", "staged", "delete", "tags")
+	e.ok(nil, "GET", "/nodes/pve/qemu/301/pending")
+	e.ok(nil, "GET", "/nodes/pve/qemu/301/config")
+}
+
+// TestWarningsMatchSchema covers the task answers of tasks ending with warnings.
+func TestWarningsMatchSchema(t *testing.T) {
+	e, report := checkedEnv(t, Options{WarnRate: 1})
+	defer report()
+	upid := e.task("POST", "/nodes/pve/qemu", "vmid", "100")
+	e.wait(upid)
+	e.taskLog(upid)
+	e.ok(nil, "GET", "/nodes/pve/tasks")
+	e.ok(nil, "GET", "/nodes/pve/tasks", "errors", "1")
+}
+
+// checkedEnv is a simulator behind the official-schema checker; report
+// fails the test for every violation seen.
+func checkedEnv(t *testing.T, opts Options) (*env, func()) {
+	t.Helper()
+	checker, err := conformance.Load(apidocPath)
+	if err != nil {
+		t.Fatalf("load the official schema: %v", err)
+	}
+	e := newEnv(t, opts)
+	var mu sync.Mutex
+	var violations []string
+	e.srv.Config.Handler = conformance.Middleware(checker, e.sim, func(v conformance.Violation) {
+		mu.Lock()
+		defer mu.Unlock()
+		violations = append(violations, fmt.Sprintf("%s %s (response %v): %v", v.Method, v.Path, v.Response, v.Err))
+	})
+	return e, func() {
+		t.Helper()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, v := range violations {
+			t.Errorf("PVE 9.1 schema violation: %s", v)
+		}
 	}
 }

@@ -146,8 +146,19 @@ func (e *env) wait(upid string) taskStatus {
 	e.t.Helper()
 	node := strings.Split(upid, ":")[1]
 	for range 2000 {
+		r := e.call("GET", "/nodes/"+node+"/tasks/"+url.PathEscape(upid)+"/status")
+		// Like PVE, a task that just started has no status yet: retry.
+		if r.Status == http.StatusBadRequest && r.Errors["upid"] == "no such task" {
+			time.Sleep(2 * time.Millisecond)
+			continue
+		}
+		if r.Status != http.StatusOK {
+			e.t.Fatalf("task %s status: got %d (%s %v), want 200", upid, r.Status, r.Message, r.Errors)
+		}
 		var st taskStatus
-		e.ok(&st, "GET", "/nodes/"+node+"/tasks/"+url.PathEscape(upid)+"/status")
+		if err := json.Unmarshal(r.Data, &st); err != nil {
+			e.t.Fatalf("task %s status: decode %s: %v", upid, r.Data, err)
+		}
 		if st.Status == "stopped" {
 			return st
 		}

@@ -129,7 +129,7 @@ func (s *Server) createCT(q *request) (any, error) {
 		return nil, paramErr1("vmid", "property is missing and it is not optional")
 	}
 	if old, exists := s.st.VMs[id]; exists {
-		return nil, paramErr1("vmid", "CT %d already exists on node '%s'", id, old.Node)
+		return nil, vmidTaken(old)
 	}
 	if q.bool("restore") {
 		return nil, fail(http.StatusNotImplemented, "restore from archive is not supported by the simulator")
@@ -188,7 +188,7 @@ func (s *Server) createCT(q *request) (any, error) {
 			}
 		}
 		if start {
-			s.boot(v)
+			return s.startGuest(t, v)
 		}
 		return nil
 	})

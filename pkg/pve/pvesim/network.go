@@ -3,10 +3,10 @@ package pvesim
 import (
 	"fmt"
 	"net"
-	"net/http"
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // nodeNet models /etc/network/interfaces (Running) and, when edits are
@@ -14,6 +14,10 @@ import (
 type nodeNet struct {
 	Running map[string]*iface `json:"running"`
 	Staged  map[string]*iface `json:"staged,omitempty"`
+	// Modification times (unix seconds) of both files, for the diff header;
+	// 0 for the running file means "since boot".
+	RunningAt int64 `json:"running_at,omitempty"`
+	StagedAt  int64 `json:"staged_at,omitempty"`
 }
 
 type iface struct {
@@ -229,6 +233,7 @@ func (n *nodeNet) view() map[string]*iface {
 
 // stage returns the staged map, copying the running config on first edit.
 func (n *nodeNet) stage() map[string]*iface {
+	n.StagedAt = time.Now().Unix()
 	if n.Staged == nil {
 		n.Staged = map[string]*iface{}
 		for k, i := range n.Running {
@@ -239,11 +244,21 @@ func (n *nodeNet) stage() map[string]*iface {
 	return n.Staged
 }
 
-func (n *nodeNet) changes() string {
+// changes is what PVE runs to show staged edits, `diff -b -N -u` of the two
+// files, headers with their modification times included.
+func (n *nodeNet) changes(boot int64) string {
 	if n.Staged == nil {
 		return ""
 	}
-	return unifiedDiff("/etc/network/interfaces", "/etc/network/interfaces.new", render(n.Running), render(n.Staged))
+	stamp := func(unix int64) string {
+		return time.Unix(unix, 0).Format("2006-01-02 15:04:05.000000000 -0700")
+	}
+	running := n.RunningAt
+	if running == 0 {
+		running = boot
+	}
+	return unifiedDiff("/etc/network/interfaces\t"+stamp(running), "/etc/network/interfaces.new\t"+stamp(n.StagedAt),
+		render(n.Running), render(n.Staged))
 }
 
 func matchType(filter string, i *iface) bool {
@@ -267,7 +282,7 @@ func (s *Server) listNetwork(q *request) (any, error) {
 		_, running := n.Running[i.Name]
 		out = append(out, i.item(running && (i.Autostart || i.Type == "eth" || i.Type == "loopback"), p+1))
 	}
-	if ch := n.changes(); ch != "" {
+	if ch := n.changes(s.st.Boot[q.vars["node"]]); ch != "" {
 		return withTop{data: out, top: map[string]any{"changes": ch}}, nil
 	}
 	return out, nil
@@ -282,7 +297,7 @@ func (s *Server) getIface(q *request) (any, error) {
 			return i.item(running && (i.Autostart || i.Type == "eth" || i.Type == "loopback"), p+1), nil
 		}
 	}
-	return nil, fail(http.StatusInternalServerError, "interface does not exist")
+	return nil, paramErr1("iface", "interface does not exist")
 }
 
 func (s *Server) createIface(q *request) (any, error) {
@@ -307,10 +322,7 @@ func (s *Server) updateIface(q *request) (any, error) {
 	name := q.vars["iface"]
 	old, ok := n.view()[name]
 	if !ok {
-		return nil, fail(http.StatusInternalServerError, "interface does not exist")
-	}
-	if q.get("type") != old.Type {
-		return nil, paramErr1("type", "interface type can't be changed")
+		return nil, paramErr1("iface", "interface does not exist")
 	}
 	i, err := ifaceFromParams(q, name, old)
 	if err != nil {
@@ -327,14 +339,15 @@ func (s *Server) deleteIface(q *request) (any, error) {
 	n := s.st.Net[q.vars["node"]]
 	name := q.vars["iface"]
 	if _, ok := n.view()[name]; !ok {
-		return nil, fail(http.StatusInternalServerError, "interface does not exist")
+		return nil, paramErr1("iface", "interface does not exist")
 	}
 	delete(n.stage(), name)
 	return nil, nil
 }
 
 func (s *Server) revertNetwork(q *request) (any, error) {
-	s.st.Net[q.vars["node"]].Staged = nil
+	n := s.st.Net[q.vars["node"]]
+	n.Staged, n.StagedAt = nil, 0
 	return nil, nil
 }
 
@@ -344,44 +357,65 @@ func (s *Server) applyNetwork(q *request) (any, error) {
 		n := s.st.Net[node]
 		if n.Staged != nil {
 			n.Running, n.Staged = n.Staged, nil
+			n.RunningAt, n.StagedAt = time.Now().Unix(), 0
 		}
 		t.logf("reloading network config on node '%s'", node)
 		return nil
 	}), nil
 }
 
-// ifaceFromParams builds the full definition from a POST or PUT. A PUT
-// replaces the definition: keys not sent are dropped (comments and physical
-// existence aside), keys in delete are removed.
+// ifaceFromParams builds an interface from a POST, or applies a PUT to old
+// the way pve-manager's update_network does: the keys in delete are removed,
+// the keys sent overwrite, the keys not sent stay - except the methods, which
+// are recomputed from whether an address was sent (so a PUT without cidr
+// leaves a stale address under "method manual": send the full definition).
+// The type is overwritten too; PVE does not refuse a change.
 func ifaceFromParams(q *request, name string, old *iface) (*iface, error) {
-	i := &iface{Name: name, Type: q.get("type")}
+	i := &iface{Name: name}
 	if old != nil {
-		i.Exists = old.Exists
-	}
-	if i.Type == "eth" && old == nil {
+		c := *old
+		i = &c
+		for _, d := range splitList(q.get("delete")) {
+			i.clear(d)
+		}
+	} else if q.get("type") == "eth" {
 		return nil, paramErr1("type", "can't create physical interface '%s'", name)
 	}
-	i.Autostart = q.bool("autostart")
-	i.Comments = q.get("comments")
-	i.Comments6 = q.get("comments6")
-	i.Gateway = q.get("gateway")
-	i.Gateway6 = q.get("gateway6")
-	i.BridgePorts = strings.Join(splitList(q.get("bridge_ports")), " ")
-	i.BridgeVlanAware = q.bool("bridge_vlan_aware")
-	i.BridgeVids = q.get("bridge_vids")
-	i.Slaves = strings.Join(splitList(q.get("slaves")), " ")
-	i.BondMode = q.get("bond_mode")
-	i.BondPrimary = q.get("bond-primary")
-	i.BondXmitHashPolicy = q.get("bond_xmit_hash_policy")
-	i.VlanRawDevice = q.get("vlan-raw-device")
-	i.MTU = q.int("mtu", 0)
-	i.VlanID = q.int("vlan-id", 0)
+	i.Type = q.get("type")
+	str := map[string]*string{"comments": &i.Comments, "comments6": &i.Comments6, "gateway": &i.Gateway,
+		"gateway6": &i.Gateway6, "bond_mode": &i.BondMode, "bond-primary": &i.BondPrimary,
+		"bond_xmit_hash_policy": &i.BondXmitHashPolicy, "vlan-raw-device": &i.VlanRawDevice}
+	for k, f := range str {
+		if q.has(k) {
+			*f = q.get(k)
+		}
+	}
+	// Lists are stored space separated, whatever separator was sent.
+	lists := map[string]*string{"bridge_ports": &i.BridgePorts, "slaves": &i.Slaves, "bridge_vids": &i.BridgeVids}
+	for k, f := range lists {
+		if q.has(k) {
+			*f = strings.Join(splitList(q.get(k)), " ")
+		}
+	}
+	if q.has("autostart") {
+		i.Autostart = q.bool("autostart")
+	}
+	if q.has("bridge_vlan_aware") {
+		i.BridgeVlanAware = q.bool("bridge_vlan_aware")
+	}
+	if q.has("mtu") {
+		i.MTU = q.int("mtu", 0)
+	}
+	if q.has("vlan-id") {
+		i.VlanID = q.int("vlan-id", 0)
+	}
+	i.Method, i.Method6 = "manual", "manual"
 	switch {
 	case q.get("cidr") != "":
 		if _, _, err := net.ParseCIDR(q.get("cidr")); err != nil {
 			return nil, paramErr1("cidr", "invalid format - value does not look like a valid IPv4 network configuration")
 		}
-		i.CIDR = q.get("cidr")
+		i.CIDR, i.Method = q.get("cidr"), "static"
 	case q.get("address") != "":
 		ip := net.ParseIP(q.get("address"))
 		mask := net.ParseIP(q.get("netmask"))
@@ -389,13 +423,13 @@ func ifaceFromParams(q *request, name string, old *iface) (*iface, error) {
 			return nil, paramErr1("netmask", "address and netmask are required together")
 		}
 		ones, _ := net.IPMask(mask.To4()).Size()
-		i.CIDR = fmt.Sprintf("%s/%d", ip, ones)
+		i.CIDR, i.Method = fmt.Sprintf("%s/%d", ip, ones), "static"
 	}
 	switch {
 	case q.get("cidr6") != "":
-		i.CIDR6 = q.get("cidr6")
+		i.CIDR6, i.Method6 = q.get("cidr6"), "static"
 	case q.get("address6") != "":
-		i.CIDR6 = fmt.Sprintf("%s/%s", q.get("address6"), orDefault(q.get("netmask6"), "64"))
+		i.CIDR6, i.Method6 = fmt.Sprintf("%s/%s", q.get("address6"), orDefault(q.get("netmask6"), "64")), "static"
 	}
 	if i.Gateway != "" && i.CIDR == "" {
 		return nil, paramErr1("gateway", "gateway needs an address (cidr)")
@@ -410,24 +444,48 @@ func ifaceFromParams(q *request, name string, old *iface) (*iface, error) {
 			}
 		}
 	}
-	for _, d := range splitList(q.get("delete")) {
-		switch d {
-		case "cidr", "address", "netmask":
-			i.CIDR = ""
-		case "gateway":
-			i.Gateway = ""
-		case "comments":
-			i.Comments = ""
-		case "mtu":
-			i.MTU = 0
-		case "bridge_vids":
-			i.BridgeVids = ""
-		case "bond-primary":
-			i.BondPrimary = ""
-		}
-	}
 	i.normalize()
 	return i, nil
+}
+
+// clear removes one setting named as in the API (PUT's delete list).
+func (i *iface) clear(key string) {
+	switch key {
+	case "cidr", "address", "netmask":
+		i.CIDR = ""
+	case "cidr6", "address6", "netmask6":
+		i.CIDR6 = ""
+	case "gateway":
+		i.Gateway = ""
+	case "gateway6":
+		i.Gateway6 = ""
+	case "comments":
+		i.Comments = ""
+	case "comments6":
+		i.Comments6 = ""
+	case "mtu":
+		i.MTU = 0
+	case "autostart":
+		i.Autostart = false
+	case "bridge_ports":
+		i.BridgePorts = ""
+	case "bridge_vlan_aware":
+		i.BridgeVlanAware = false
+	case "bridge_vids":
+		i.BridgeVids = ""
+	case "slaves":
+		i.Slaves = ""
+	case "bond_mode":
+		i.BondMode = ""
+	case "bond-primary":
+		i.BondPrimary = ""
+	case "bond_xmit_hash_policy":
+		i.BondXmitHashPolicy = ""
+	case "vlan-id":
+		i.VlanID = 0
+	case "vlan-raw-device":
+		i.VlanRawDevice = ""
+	}
 }
 
 // checkPorts enforces that bridge ports and bond slaves exist and are not

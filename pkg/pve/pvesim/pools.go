@@ -155,8 +155,12 @@ func (s *Server) deletePool(q *request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	if len(p.VMs) > 0 || len(p.Storages) > 0 {
-		return nil, fail(http.StatusInternalServerError, "delete pool failed: pool is not empty")
+	// Like pve-access-control, name the first member that is in the way.
+	if len(p.VMs) > 0 {
+		return nil, fail(http.StatusInternalServerError, "delete pool failed: pool '%s' is not empty (contains VM %d)", p.ID, slices.Min(p.VMs))
+	}
+	if len(p.Storages) > 0 {
+		return nil, fail(http.StatusInternalServerError, "delete pool failed: pool '%s' is not empty (contains storage '%s')", p.ID, slices.Min(p.Storages))
 	}
 	delete(s.st.Pools, p.ID)
 	return nil, nil

@@ -49,6 +49,12 @@ func guestName(v *vm) string {
 	return fmt.Sprintf("VM %d", v.VMID)
 }
 
+// vmidTaken is check_vmid_unused's answer: a plain die (500, not a 400),
+// naming the guest type of the existing one.
+func vmidTaken(old *vm) error {
+	return fail(http.StatusInternalServerError, "%s already exists on node '%s'", guestName(old), old.Node)
+}
+
 // vmOf finds the guest of the request's kind (QEMU or LXC) on its node.
 func (s *Server) vmOf(q *request) (*vm, error) {
 	id, _ := strconv.Atoi(q.vars["vmid"])
@@ -178,7 +184,7 @@ func (s *Server) createVM(q *request) (any, error) {
 		return nil, paramErr1("vmid", "property is missing and it is not optional")
 	}
 	if old, exists := s.st.VMs[id]; exists {
-		return nil, paramErr1("vmid", "VM %d already exists on node '%s'", id, old.Node)
+		return nil, vmidTaken(old)
 	}
 	if q.has("archive") {
 		return nil, fail(http.StatusNotImplemented, "restore from archive is not supported by the simulator")
@@ -230,7 +236,7 @@ func (s *Server) createVM(q *request) (any, error) {
 			}
 		}
 		if start {
-			s.boot(v)
+			return s.startGuest(t, v)
 		}
 		return nil
 	})
@@ -296,6 +302,15 @@ func (s *Server) destroyVM(q *request) (any, error) {
 	}
 	id := v.VMID
 	upid := s.startTask(v.Node, typ, vmidString(id), []int{id}, func(t *task) error {
+		// destroy_vm refuses, inside the worker, a template whose base
+		// volumes linked clones still use.
+		if v.Conf["template"] == "1" {
+			for _, vol := range s.st.volumesOf(id) {
+				if s.st.volumeInUseAsBase(vol.volid()) {
+					return fmt.Errorf("base volume '%s' is still in use by linked cloned", vol.volid())
+				}
+			}
+		}
 		for _, vol := range s.st.volumesOf(id) {
 			delete(s.st.Volumes, vol.volid())
 			t.logf("  Logical volume \"%s\" successfully removed.", vol.Name)
@@ -378,31 +393,58 @@ func (s *Server) getVMPending(q *request) (any, error) {
 	return out, nil
 }
 
-// updateConfig validates a config change and returns the function that
-// applies it (now for PUT, at task end for POST).
-func (s *Server) updateConfig(q *request) (*vm, func(), error) {
+// configChange is a validated config update.
+type configChange struct {
+	v     *vm
+	stage func() // write it to the pending section
+	apply func() // apply or hotplug it (a PUT at once, a POST in its worker)
+}
+
+// updateConfig validates a config change.
+func (s *Server) updateConfig(q *request) (*configChange, error) {
 	v, err := s.vmOf(q)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	if err := s.writable(v, q); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	if err := s.checkDigest(v, q); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	keys, deletes, reverts, err := configParams(q)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	for _, k := range append(append([]string{}, keys...), deletes...) {
 		if k == "digest" || k == "template" && v.Conf["template"] == "1" {
-			return nil, nil, paramErr1(k, "unable to change '%s' with this call", k)
+			return nil, paramErr1(k, "unable to change '%s' with this call", k)
 		}
 	}
 	vals, _, err := s.buildValues(v, q, keys)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
+	}
+	// stage is what PVE does before it forks the qmconfig worker: the change
+	// lands in the pending section at once (GET config shows it, the digest
+	// moves); the worker then applies or hotplugs it.
+	stage := func() {
+		for _, k := range keys {
+			if v.Pending == nil {
+				v.Pending = map[string]string{}
+			}
+			v.Pending[k] = vals[k]
+			v.PendingDel = removeString(v.PendingDel, k)
+		}
+		for _, k := range deletes {
+			delete(v.Pending, k)
+			if _, ok := v.Conf[k]; ok && !containsString(v.PendingDel, k) {
+				v.PendingDel = append(v.PendingDel, k)
+			}
+		}
+		if len(v.Pending) == 0 {
+			v.Pending = nil
+		}
 	}
 	apply := func() {
 		for _, k := range reverts {
@@ -437,26 +479,27 @@ func (s *Server) updateConfig(q *request) (*vm, func(), error) {
 			v.PendingDel = nil
 		}
 	}
-	return v, apply, nil
+	return &configChange{v: v, stage: stage, apply: apply}, nil
 }
 
 func (s *Server) postVMConfig(q *request) (any, error) {
-	v, apply, err := s.updateConfig(q)
+	c, err := s.updateConfig(q)
 	if err != nil {
 		return nil, err
 	}
-	return s.startTask(v.Node, "qmconfig", vmidString(v.VMID), []int{v.VMID}, func(t *task) error {
-		apply()
+	c.stage()
+	return s.startTask(c.v.Node, "qmconfig", vmidString(c.v.VMID), []int{c.v.VMID}, func(t *task) error {
+		c.apply()
 		return nil
 	}), nil
 }
 
 func (s *Server) putVMConfig(q *request) (any, error) {
-	_, apply, err := s.updateConfig(q)
+	c, err := s.updateConfig(q)
 	if err != nil {
 		return nil, err
 	}
-	apply()
+	c.apply()
 	return nil, nil
 }
 

@@ -92,9 +92,15 @@ func TestCreateWriteBacksAndDigest(t *testing.T) {
 		t.Errorf("volumes of 100 (-want +got)\n%s", diff)
 	}
 
-	r = e.call("POST", "/nodes/pve/qemu", "vmid", "100")
-	if r.Status != 400 || r.Errors["vmid"] == "" {
-		t.Errorf("got %d %v creating an existing vmid, want 400 with errors.vmid", r.Status, r.Errors)
+	// check_vmid_unused dies: a 500 naming the existing guest, not a 400.
+	for path, kv := range map[string][]string{
+		"/nodes/pve/qemu": {"vmid", "100"},
+		"/nodes/pve/lxc":  {"vmid", "100", "ostemplate", "local:vztmpl/debian-12-standard_12.7-1_amd64.tar.zst"},
+	} {
+		r = e.call("POST", path, kv...)
+		if want := "VM 100 already exists on node 'pve'"; r.Status != 500 || r.Message != want {
+			t.Errorf("POST %s: got %d %q creating an existing vmid, want 500 %q", path, r.Status, r.Message, want)
+		}
 	}
 }
 

@@ -287,16 +287,18 @@ func (s *Server) normalizeValue(v *vm, key, val string, created *[]*volume) (str
 	return val, nil
 }
 
+// normalizeTags is PVE's get_unique_tags with the default tag-style:
+// duplicates dropped and sorted, both ignoring case.
 func normalizeTags(val string) string {
 	seen := map[string]bool{}
 	var tags []string
 	for _, t := range splitList(val) {
-		if !seen[t] {
-			seen[t] = true
+		if !seen[strings.ToLower(t)] {
+			seen[strings.ToLower(t)] = true
 			tags = append(tags, t)
 		}
 	}
-	sort.Strings(tags)
+	sort.SliceStable(tags, func(i, j int) bool { return strings.ToLower(tags[i]) < strings.ToLower(tags[j]) })
 	return strings.Join(tags, ";")
 }
 

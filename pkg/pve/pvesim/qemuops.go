@@ -26,15 +26,22 @@ func (s *Server) vmPower(action string) func(q *request) (any, error) {
 		if v.Type == "lxc" {
 			typ = "vz" + action
 		}
+		// pve-container checks the state before it forks; qemu-server's
+		// vm_start/vm_stop do it in the worker (stopping a stopped VM is OK).
 		switch {
-		case action == "start" && v.Conf["template"] == "1":
-			return nil, fail(http.StatusInternalServerError, "you can't start a %s if it's a template", map[bool]string{true: "CT", false: "vm"}[v.Type == "lxc"])
 		case action == "reboot" && !v.Running:
+			return nil, fail(http.StatusInternalServerError, "%s not running", name)
+		case v.Type == "lxc" && action == "start" && v.Running:
+			return nil, fail(http.StatusInternalServerError, "%s already running", name)
+		case v.Type == "lxc" && (action == "stop" || action == "shutdown") && !v.Running:
 			return nil, fail(http.StatusInternalServerError, "%s not running", name)
 		}
 		return s.startTask(v.Node, typ, vmidString(id), []int{id}, func(t *task) error {
 			switch action {
 			case "start":
+				if v.Conf["template"] == "1" {
+					return fmt.Errorf("you can't start a %s if it's a template", map[bool]string{true: "CT", false: "vm"}[v.Type == "lxc"])
+				}
 				if v.Running {
 					return fmt.Errorf("%s already running", name)
 				}
@@ -42,20 +49,16 @@ func (s *Server) vmPower(action string) func(q *request) (any, error) {
 				if _, ok := v.Conf["ide2"]; ok && strings.Contains(v.Conf["ide2"], "cloudinit") {
 					t.logf("generating cloud-init ISO")
 				}
-				s.boot(v)
-			case "stop":
-				v.Running, v.StartedAt = false, 0
-			case "shutdown":
-				if !v.Running {
-					return fmt.Errorf("%s not running", name)
-				}
+				return s.startGuest(t, v)
+			case "stop", "shutdown":
 				v.Running, v.StartedAt = false, 0
 			case "reboot":
 				if !v.Running {
 					return fmt.Errorf("%s not running", name)
 				}
 				s.applyPending(v)
-				s.boot(v)
+				v.Running, v.StartedAt = false, 0
+				return s.startGuest(t, v)
 			}
 			return nil
 		}), nil
@@ -67,7 +70,19 @@ func (s *Server) cloneVM(q *request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := s.writable(src, q); err != nil {
+	// qemu-server takes an exclusive flock on a running source, a shared one
+	// on a stopped source (so parallel clones of a template work), and holds
+	// it, with the target's, until the worker ends. pve-container locks the
+	// source exclusively.
+	sharedSrc := src.Type == "" && !src.Running
+	if sharedSrc {
+		if err := s.checkSharedLock(src.VMID); err != nil {
+			return nil, err
+		}
+		if l := src.Conf["lock"]; l != "" {
+			return nil, fail(http.StatusInternalServerError, "VM is locked (%s)", l)
+		}
+	} else if err := s.writable(src, q); err != nil {
 		return nil, err
 	}
 	newid, err := strconv.Atoi(q.get("newid"))
@@ -129,7 +144,11 @@ func (s *Server) cloneVM(q *request) (any, error) {
 	if src.Type == "lxc" {
 		typ = "vzclone"
 	}
-	return s.startTask(src.Node, typ, vmidString(src.VMID), []int{src.VMID, newid}, func(t *task) error {
+	excl, shared := []int{src.VMID, newid}, []int(nil)
+	if sharedSrc {
+		excl, shared = []int{newid}, []int{src.VMID}
+	}
+	return s.startTaskShared(src.Node, typ, vmidString(src.VMID), excl, shared, func(t *task) error {
 		t.Log = append(t.Log, logs...)
 		nv.Conf = conf
 		if poolID != "" {
@@ -377,6 +396,34 @@ func (s *Server) agentIfaces(q *request) (any, error) {
 		map[string]any{"name": "eth0", "hardware-address": strings.ToLower(mac),
 			"ip-addresses": []any{map[string]any{"ip-address": ip, "ip-address-type": "ipv4", "prefix": prefix}}},
 	}}, nil
+}
+
+// startGuest boots a guest unless a NIC names a bridge that the node's
+// running network config lacks (one only staged in interfaces.new counts as
+// missing): pve-bridge then fails and so does the start, as on PVE.
+func (s *Server) startGuest(t *task, v *vm) error {
+	running := s.st.Net[v.Node].Running
+	for _, k := range slices.Sorted(maps.Keys(v.Conf)) {
+		if !isNetKey(k) {
+			continue
+		}
+		br, ok := propGet(parseProps(v.Conf[k]), "bridge")
+		if !ok {
+			continue
+		}
+		if i, exists := running[br]; exists && (i.Type == "bridge" || i.Type == "OVSBridge") {
+			continue
+		}
+		t.logf("bridge '%s' does not exist", br)
+		if v.Type == "lxc" {
+			return fmt.Errorf("startup for container '%d' failed", v.VMID)
+		}
+		t.logf("kvm: -netdev type=tap,id=%s,ifname=tap%di%s,script=/usr/libexec/qemu-server/pve-bridge,downscript=/usr/libexec/qemu-server/pve-bridgedown,vhost=on: network script /usr/libexec/qemu-server/pve-bridge failed with status 512",
+			k, v.VMID, strings.TrimPrefix(k, "net"))
+		return fmt.Errorf("start failed: QEMU exited with code 1")
+	}
+	s.boot(v)
+	return nil
 }
 
 // boot marks a guest running; like a real guest, its agent needs a moment

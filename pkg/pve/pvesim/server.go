@@ -32,6 +32,15 @@ type Options struct {
 	LockContention float64       // fraction of task-starting writes answered with the lock-timeout 500
 	Seed           int64         // rng seed (0 = time-based)
 	Logf           func(format string, args ...any)
+
+	// TaskStatusDelay is how long after a task starts its status call answers
+	// 400 "no such task" (and its log "unable to open file"), as PVE does until
+	// the forked worker has written its task file. It never outlasts the task
+	// itself. 0 means the default of 50ms; negative disables it.
+	TaskStatusDelay time.Duration
+	// WarnRate is the fraction of otherwise successful tasks that end with
+	// exit status "WARNINGS: 1" and a "WARN: …" log line (success, not failure).
+	WarnRate float64
 }
 
 // Server is the simulator; it is an http.Handler serving /api2/json/….
@@ -45,6 +54,7 @@ type Server struct {
 	tasks   map[string]*task
 	order   []string       // task UPIDs in start order
 	locks   map[int]string // vmid -> UPID of the task holding its lock
+	shared  map[int]int    // vmid -> number of tasks holding a shared lock
 	nextPID uint32
 	closed  bool
 
@@ -80,8 +90,12 @@ func New(opts Options) (*Server, error) {
 	if opts.TaskDuration <= 0 {
 		opts.TaskDuration = 300 * time.Millisecond
 	}
-	if opts.ErrorRate < 0 || opts.ErrorRate > 1 || opts.LockContention < 0 || opts.LockContention > 1 {
-		return nil, errors.New("pvesim: error rate and lock contention must be within [0,1]")
+	if opts.ErrorRate < 0 || opts.ErrorRate > 1 || opts.LockContention < 0 || opts.LockContention > 1 ||
+		opts.WarnRate < 0 || opts.WarnRate > 1 {
+		return nil, errors.New("pvesim: error rate, lock contention and warn rate must be within [0,1]")
+	}
+	if opts.TaskStatusDelay == 0 {
+		opts.TaskStatusDelay = 50 * time.Millisecond
 	}
 	if opts.Latency < 0 {
 		return nil, errors.New("pvesim: latency must not be negative")
@@ -100,6 +114,7 @@ func New(opts Options) (*Server, error) {
 		rng:     rand.New(rand.NewPCG(uint64(seed), uint64(seed)^0x9e3779b97f4a7c15)),
 		tasks:   map[string]*task{},
 		locks:   map[int]string{},
+		shared:  map[int]int{},
 		nextPID: 0x1000 + uint32(seed&0xffff),
 		done:    make(chan struct{}),
 	}

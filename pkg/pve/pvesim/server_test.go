@@ -192,8 +192,8 @@ func TestPools(t *testing.T) {
 		t.Errorf("members (-want +got)\n%s comment %q", diff, pools[0].Comment)
 	}
 	r := e.call("DELETE", "/pools", "poolid", "lab")
-	if r.Status != 500 || !strings.Contains(r.Message, "pool is not empty") {
-		t.Errorf("got %d %q deleting a non-empty pool, want 500 pool is not empty", r.Status, r.Message)
+	if want := "delete pool failed: pool 'lab' is not empty (contains VM 100)"; r.Status != 500 || r.Message != want {
+		t.Errorf("got %d %q deleting a non-empty pool, want 500 %q", r.Status, r.Message, want)
 	}
 	e.ok(nil, "PUT", "/pools/lab", "vms", "100,9000", "storage", "local", "delete", "1")
 	var p map[string]any
@@ -261,8 +261,13 @@ func TestTaskList(t *testing.T) {
 	if diff := cmp.Diff([]string{"qmstart=OK", "qmcreate=OK"}, types); diff != "" {
 		t.Errorf("tasks (-want +got)\n%s", diff)
 	}
-	if r := e.call("GET", "/nodes/pve/tasks/"+url.PathEscape("UPID:pve:00000001:00000001:00000001:x::root@pam:")+"/status"); r.Status != 500 {
-		t.Errorf("got %d for an unknown task, want 500", r.Status)
+	for upid, want := range map[string]string{
+		"UPID:pve:00000001:00000001:00000001:x::root@pam:": "no such task",
+		"UPID:pve:nonsense": "unable to parse worker upid",
+	} {
+		if r := e.call("GET", "/nodes/pve/tasks/"+url.PathEscape(upid)+"/status"); r.Status != 400 || r.Errors["upid"] != want {
+			t.Errorf("got %d %v for task %s, want 400 errors.upid %q", r.Status, r.Errors, upid, want)
+		}
 	}
 }
 

@@ -185,6 +185,16 @@ func (st *state) volumesOf(vmid int) []*volume {
 	return out
 }
 
+// volumeInUseAsBase reports whether a linked clone is layered on volid.
+func (st *state) volumeInUseAsBase(volid string) bool {
+	for _, o := range st.Volumes {
+		if o.Parent == volid {
+			return true
+		}
+	}
+	return false
+}
+
 func loadState(path string) (*state, error) {
 	b, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {

@@ -3,10 +3,14 @@ package pvesim
 import (
 	"fmt"
 	"net/http"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
 )
+
+// upidFormat is PVE's UPID syntax (PVE::Tools::upid_decode).
+var upidFormat = regexp.MustCompile(`^UPID:([a-zA-Z0-9]([a-zA-Z0-9\-]*[a-zA-Z0-9])?):([0-9A-Fa-f]{8}):([0-9A-Fa-f]{8,9}):([0-9A-Fa-f]{8}):([^:\s/]+):([^:\s/]*):([^:\s/]+):$`)
 
 // task is one PVE worker. Its effect runs when it ends, TaskDuration after
 // it started, with s.mu held.
@@ -23,7 +27,10 @@ type task struct {
 	Running   bool
 	Exit      string
 	Log       []string
-	vmids     []int // locks held while running
+	Warnings  int
+	vmids     []int     // exclusive locks held while running
+	shared    []int     // shared locks held while running (clone source)
+	started   time.Time // for the window in which its status is not readable yet
 }
 
 // taskFunc is a task's effect: extra log lines, or an error that fails it.
@@ -37,20 +44,40 @@ func lockTimeoutCT(vmid int) *apiError {
 	return fail(http.StatusInternalServerError, "can't lock file '/run/lock/lxc/pve-config-%d.lock' - got timeout", vmid)
 }
 
-// checkLock answers the lock-timeout 500 when a task holds vmid.
+// checkLock answers the lock-timeout 500 when a task holds vmid, shared or
+// exclusively: an exclusive flock waits for every holder.
 func (s *Server) checkLock(vmid int) error {
-	if _, held := s.locks[vmid]; held {
-		if v, ok := s.st.VMs[vmid]; ok && v.Type == "lxc" {
-			return lockTimeoutCT(vmid)
-		}
-		return lockTimeout(vmid)
+	if _, held := s.locks[vmid]; held || s.shared[vmid] > 0 {
+		return s.lockErr(vmid)
 	}
 	return nil
+}
+
+// checkSharedLock is checkLock for a shared flock (the source of a clone of
+// a stopped guest): it only waits for an exclusive holder, so clones of one
+// template can run side by side.
+func (s *Server) checkSharedLock(vmid int) error {
+	if _, held := s.locks[vmid]; held {
+		return s.lockErr(vmid)
+	}
+	return nil
+}
+
+func (s *Server) lockErr(vmid int) error {
+	if v, ok := s.st.VMs[vmid]; ok && v.Type == "lxc" {
+		return lockTimeoutCT(vmid)
+	}
+	return lockTimeout(vmid)
 }
 
 // startTask registers a worker and schedules its effect. vmids are locked
 // until it ends. Called with s.mu held.
 func (s *Server) startTask(node, typ, id string, vmids []int, fn taskFunc) string {
+	return s.startTaskShared(node, typ, id, vmids, nil, fn)
+}
+
+// startTaskShared is startTask that also holds shared locks on shared.
+func (s *Server) startTaskShared(node, typ, id string, vmids, shared []int, fn taskFunc) string {
 	s.nextPID++
 	now := time.Now()
 	boot := s.st.Boot[node]
@@ -67,12 +94,17 @@ func (s *Server) startTask(node, typ, id string, vmids []int, fn taskFunc) strin
 		User:      s.opts.TokenID,
 		Running:   true,
 		vmids:     vmids,
+		shared:    shared,
+		started:   now,
 	}
 	t.UPID = fmt.Sprintf("UPID:%s:%08X:%08X:%08X:%s:%s:%s:", node, t.PID, t.PStart, t.StartTime, typ, id, t.User)
 	s.tasks[t.UPID] = t
 	s.order = append(s.order, t.UPID)
 	for _, v := range vmids {
 		s.locks[v] = t.UPID
+	}
+	for _, v := range shared {
+		s.shared[v]++
 	}
 	s.wg.Add(1)
 	go func() {
@@ -94,6 +126,20 @@ func (s *Server) startTask(node, typ, id string, vmids []int, fn taskFunc) strin
 	return t.UPID
 }
 
+func (s *Server) unlockTask(t *task) {
+	for _, v := range t.vmids {
+		if s.locks[v] == t.UPID {
+			delete(s.locks, v)
+		}
+	}
+	for _, v := range t.shared {
+		if s.shared[v]--; s.shared[v] <= 0 {
+			delete(s.shared, v)
+		}
+	}
+	t.vmids, t.shared = nil, nil
+}
+
 func (s *Server) finishTask(t *task, fn taskFunc) {
 	var err error
 	func() {
@@ -104,18 +150,22 @@ func (s *Server) finishTask(t *task, fn taskFunc) {
 		}()
 		err = fn(t)
 	}()
-	for _, v := range t.vmids {
-		if s.locks[v] == t.UPID {
-			delete(s.locks, v)
-		}
-	}
+	s.unlockTask(t)
 	t.Running = false
 	t.EndTime = time.Now().Unix()
-	if err != nil {
+	if err == nil && s.opts.WarnRate > 0 && s.rng.Float64() < s.opts.WarnRate {
+		t.warn("simulated warning: the task succeeded with a complaint")
+	}
+	switch {
+	case err != nil:
 		msg := strings.TrimSpace(err.Error())
 		t.Exit = msg
 		t.Log = append(t.Log, "TASK ERROR: "+msg)
-	} else {
+	case t.Warnings > 0:
+		// PVE's worker exit status for success with warn() calls: not a failure.
+		t.Exit = fmt.Sprintf("WARNINGS: %d", t.Warnings)
+		t.Log = append(t.Log, "TASK "+t.Exit)
+	default:
 		t.Exit = "OK"
 		t.Log = append(t.Log, "TASK OK")
 	}
@@ -126,12 +176,31 @@ func (t *task) logf(format string, args ...any) {
 	t.Log = append(t.Log, fmt.Sprintf(format, args...))
 }
 
+// warn is a worker's warn(): a "WARN: " log line that turns a successful
+// exit status into "WARNINGS: n".
+func (t *task) warn(format string, args ...any) {
+	t.Warnings++
+	t.Log = append(t.Log, "WARN: "+fmt.Sprintf(format, args...))
+}
+
+// findTask resolves the request's UPID as pveproxy does: 400 when it does not
+// parse or when its task file does not exist (yet).
 func (s *Server) findTask(q *request) (*task, error) {
-	t, ok := s.tasks[q.vars["upid"]]
+	upid := q.vars["upid"]
+	if !upidFormat.MatchString(upid) {
+		return nil, paramErr1("upid", "unable to parse worker upid")
+	}
+	t, ok := s.tasks[upid]
 	if !ok || t.Node != q.vars["node"] {
-		return nil, fail(http.StatusInternalServerError, "no such task")
+		return nil, paramErr1("upid", "no such task")
 	}
 	return t, nil
+}
+
+// unborn reports whether the task is still inside the window in which PVE
+// has not written its task file: the status call answers 400 then.
+func (s *Server) unborn(t *task) bool {
+	return t.Running && time.Since(t.started) < s.opts.TaskStatusDelay
 }
 
 func (t *task) row() map[string]any {
@@ -146,6 +215,9 @@ func (s *Server) taskStatus(q *request) (any, error) {
 	t, err := s.findTask(q)
 	if err != nil {
 		return nil, err
+	}
+	if s.unborn(t) {
+		return nil, paramErr1("upid", "no such task")
 	}
 	m := t.row()
 	if t.Running {
@@ -168,7 +240,10 @@ func (s *Server) taskLog(q *request) (any, error) {
 		limit = 50
 	}
 	lines := t.Log
-	if len(lines) == 0 {
+	switch {
+	case s.unborn(t):
+		lines = []string{"unable to open file - No such file or directory"}
+	case len(lines) == 0:
 		lines = []string{"no content"}
 	}
 	out := []map[string]any{}
