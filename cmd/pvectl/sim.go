@@ -32,6 +32,7 @@ type simOptions struct {
 	taskDuration time.Duration
 	errorRate    float64
 	lockRate     float64
+	warnRate     float64
 	tls          bool
 }
 
@@ -59,6 +60,7 @@ same paths, parameter checks, tasks, locks and staged network changes as PVE
 	f.DurationVar(&o.taskDuration, "task-duration", 300*time.Millisecond, "how long each task runs")
 	f.Float64Var(&o.errorRate, "error-rate", 0, "fraction of requests answered with a server fault (0..1)")
 	f.Float64Var(&o.lockRate, "lock-contention", 0, "fraction of task-starting writes answered with a lock timeout (0..1)")
+	f.Float64Var(&o.warnRate, "warn-rate", 0, "fraction of successful tasks that end with 'WARNINGS: 1' (0..1)")
 	f.BoolVar(&o.tls, "tls", false, "serve HTTPS with a self-signed certificate (its fingerprint is printed)")
 	return c
 }
@@ -68,14 +70,16 @@ func (o *simOptions) run(ctx context.Context) error {
 	if !ok || id == "" || secret == "" || !strings.Contains(id, "!") {
 		return invalid(fmt.Errorf("--token %q: want ID=SECRET with ID like user@realm!name", redactToken(o.token)))
 	}
-	if o.errorRate < 0 || o.errorRate > 1 || o.lockRate < 0 || o.lockRate > 1 {
-		return invalid(errors.New("--error-rate and --lock-contention take a fraction from 0 to 1"))
+	for _, r := range []float64{o.errorRate, o.lockRate, o.warnRate} {
+		if r < 0 || r > 1 {
+			return invalid(errors.New("--error-rate, --lock-contention and --warn-rate take a fraction from 0 to 1"))
+		}
 	}
 	sim, err := pvesim.New(pvesim.Options{
 		Nodes: o.nodes, TokenID: id, TokenSecret: secret,
 		Latency: o.latency, TaskDuration: o.taskDuration,
 		StateFile: o.state, DataDir: o.dataDir,
-		ErrorRate: o.errorRate, LockContention: o.lockRate,
+		ErrorRate: o.errorRate, LockContention: o.lockRate, WarnRate: o.warnRate,
 	})
 	if err != nil {
 		return err
@@ -87,7 +91,8 @@ func (o *simOptions) run(ctx context.Context) error {
 		return err
 	}
 	scheme := "http"
-	srv := &http.Server{Handler: sim, ReadHeaderTimeout: 10 * time.Second}
+	// pveproxy drops idle keep-alive connections after about 5 s: so does the simulator.
+	srv := &http.Server{Handler: sim, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 5 * time.Second}
 	w := o.g.streams.Out
 	if o.tls {
 		host, _, _ := net.SplitHostPort(o.listen)
