@@ -32,6 +32,10 @@ var qemuNotInConfig = map[string]bool{
 // /cluster/nextid raced with someone else.
 const createIDTries = 5
 
+// shutdownTimeout is how long (seconds) a guest gets to shut down before
+// PVE stops it hard.
+const shutdownTimeout = 180
+
 func (qemuKind) role() kindRole { return roleOther }
 
 func specVMID(r *spec.Resource) (int, error) {
@@ -358,12 +362,14 @@ func (qemuKind) update(ctx context.Context, x *execution, c *Change) error {
 		if d.Path != "running" {
 			continue
 		}
-		action := "stop"
+		// running: false asks the guest to shut down (ACPI), and stops it
+		// hard only if it has not within the timeout, as an operator would.
+		action, params := "shutdown", url.Values{"timeout": {strconv.Itoa(shutdownTimeout)}, "forceStop": {"1"}}
 		if want, _ := d.After.(bool); want {
-			action = "start"
+			action, params = "start", nil
 		}
 		x.msg("%s vm %d", action, c.VMID)
-		if err := x.client.QemuPower(ctx, c.Node, c.VMID, action, nil); err != nil {
+		if err := x.client.QemuPower(ctx, c.Node, c.VMID, action, params); err != nil {
 			return fmt.Errorf("%s vm %d: %w", action, c.VMID, err)
 		}
 	}

@@ -2,6 +2,7 @@ package planner
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -558,5 +559,45 @@ func TestSimBridgeUpdateKeepsUnmanagedAddress(t *testing.T) {
 	}
 	if p := planFor(t, sim, set, Options{}); p.HasChanges() {
 		t.Errorf("plan after update: got %q want noop", summary(p))
+	}
+}
+
+// running: false shuts a running VM down (gracefully, forced after a
+// timeout); running: true starts it again.
+func TestSimPowerState(t *testing.T) {
+	sim := newSim(t)
+	ctx := context.Background()
+	doc := func(running bool) string {
+		return fmt.Sprintf("kind: QemuVM\nname: pw\nspec:\n  vmid: 130\n  memory: 512\n  running: %v\n", running)
+	}
+	applyPlan(t, sim, planFor(t, sim, loadSpec(t, doc(true)), Options{}))
+	for _, want := range []bool{false, true} {
+		set := loadSpec(t, doc(want))
+		p := planFor(t, sim, set, Options{})
+		c := p.Change("QemuVM/pw")
+		if diff := cmp.Diff([]FieldDiff{{Path: "running", Before: !want, After: want}}, c.Diff); c.Action != Update || diff != "" {
+			t.Fatalf("running=%v: got %s (-want +got):\n%s", want, c.Action, diff)
+		}
+		h := &recHooks{}
+		if _, err := Apply(ctx, sim, p, ApplyOptions{Hooks: h}); err != nil {
+			t.Fatal(err)
+		}
+		verb := "start vm 130"
+		if !want {
+			verb = "shutdown vm 130"
+		}
+		if !strings.Contains(strings.Join(h.messages, "\n"), verb) {
+			t.Errorf("running=%v: messages %q lack %q", want, h.messages, verb)
+		}
+		st, err := sim.cl.QemuStatus(ctx, "pve", 130)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := st.Status == "running"; got != want {
+			t.Errorf("running=%v: status %s", want, st.Status)
+		}
+		if p := planFor(t, sim, set, Options{}); p.HasChanges() {
+			t.Errorf("running=%v: next plan %q, want clean", want, summary(p))
+		}
 	}
 }
