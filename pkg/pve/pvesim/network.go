@@ -306,15 +306,21 @@ func (s *Server) createIface(q *request) (any, error) {
 	if _, exists := n.view()[name]; exists {
 		return nil, paramErr1("iface", "interface already exists")
 	}
-	i, err := ifaceFromParams(q, name, nil)
+	return nil, stageIface(q, n, name, nil)
+}
+
+// stageIface builds an interface from the request (over old, for an update),
+// checks its ports and stages it.
+func stageIface(q *request, n *nodeNet, name string, old *iface) error {
+	i, err := ifaceFromParams(q, name, old)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if err := checkPorts(n.view(), i); err != nil {
-		return nil, err
+		return err
 	}
 	n.stage()[name] = i
-	return nil, nil
+	return nil
 }
 
 func (s *Server) updateIface(q *request) (any, error) {
@@ -324,15 +330,7 @@ func (s *Server) updateIface(q *request) (any, error) {
 	if !ok {
 		return nil, paramErr1("iface", "interface does not exist")
 	}
-	i, err := ifaceFromParams(q, name, old)
-	if err != nil {
-		return nil, err
-	}
-	if err := checkPorts(n.view(), i); err != nil {
-		return nil, err
-	}
-	n.stage()[name] = i
-	return nil, nil
+	return nil, stageIface(q, n, name, old)
 }
 
 func (s *Server) deleteIface(q *request) (any, error) {
