@@ -1,6 +1,7 @@
 package spec
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"regexp"
@@ -18,6 +19,9 @@ import (
 type entry struct {
 	file     string
 	key, val *yaml.Node
+	// what names the map in messages: "spec", or "Defaults.QemuVM" for a
+	// default, so that a bad default reads as the place it was written.
+	what string
 }
 
 func (l *loader) entries(file string, m *yaml.Node, what string) []entry {
@@ -26,7 +30,7 @@ func (l *loader) entries(file string, m *yaml.Node, what string) []entry {
 	}
 	var es []entry
 	for _, kv := range l.pairs(file, m, what) {
-		es = append(es, entry{file, kv[0], kv[1]})
+		es = append(es, entry{file, kv[0], kv[1], what})
 	}
 	return es
 }
@@ -74,7 +78,7 @@ func (l *loader) convert(k *kindInfo, es []entry, r *Resource) {
 			}
 			v, err := ownValue(t, e.val)
 			if err != nil {
-				l.errorf(vp, "spec.%s: %v", key, err)
+				l.errorf(vp, "%s.%s: %v", e.what, key, err)
 				continue
 			}
 			r.Own[key] = v
@@ -96,7 +100,7 @@ func (l *loader) convert(k *kindInfo, es []entry, r *Resource) {
 		r.KeyPos[key] = kp
 		if isNull {
 			if !p.Optional || key == k.Identity || k.Fixed[key] != "" {
-				l.errorf(vp, "spec.%s cannot be null: %s needs it", key, k.Name)
+				l.errorf(vp, "%s.%s cannot be null: %s needs it", e.what, key, k.Name)
 				continue
 			}
 			if !contains(r.Remove, key) {
@@ -106,21 +110,28 @@ func (l *loader) convert(k *kindInfo, es []entry, r *Resource) {
 		}
 		wire, err := wireValue(key, p, e.val)
 		if err != nil {
-			l.errorf(vp, "spec.%s: %v", key, err)
+			pos, path := vp, key
+			var ae *atError
+			if errors.As(err, &ae) {
+				pos, path = nodePos(e.file, ae.node), key+ae.sub
+			}
+			l.errorf(pos, "%s.%s: %v", e.what, path, err)
 			continue
 		}
 		if alias, ok := k.ValueAliases[key][wire]; ok {
 			wire = alias
 		}
 		if fixed, ok := k.Fixed[key]; ok && wire != fixed {
-			l.errorf(vp, "spec.%s must be %q for a %s, got %q", key, fixed, k.Name, wire)
+			l.errorf(vp, "%s.%s must be %q for a %s, got %q", e.what, key, fixed, k.Name, wire)
 			continue
 		}
 		if err := p.Check(wire); err != nil {
 			if secretKeys[key] {
-				l.errorf(vp, "spec.%s: invalid value (not shown: it is a secret)", key)
+				l.errorf(vp, "%s.%s: invalid value (not shown: it is a secret)", e.what, key)
+			} else if p.Format == "urlencoded" {
+				l.errorf(vp, "%s.%s: %v (PVE wants this value URL-encoded: %%20 for a space, %%0A between lines)", e.what, key, err)
 			} else {
-				l.errorf(vp, "spec.%s: %v", key, err)
+				l.errorf(vp, "%s.%s: %v", e.what, key, err)
 			}
 			continue
 		}
@@ -276,12 +287,12 @@ func listSeparator(key string, p *schema.Param) (string, bool) {
 func wireValue(key string, p *schema.Param, v *yaml.Node) (string, error) {
 	switch v.Kind {
 	case yaml.ScalarNode:
-		return scalarWire(p.Type, v)
+		return scalarWire(scalarType(p), v)
 	case yaml.MappingNode:
 		if !isPropertyString(p) {
 			return "", fmt.Errorf("a map is only allowed for property strings (k=v,k=v); %s takes a %s", key, typeName(p))
 		}
-		return propertyWire(key, v)
+		return propertyWire(key, p.SubKeys(), v)
 	case yaml.SequenceNode:
 		sep, ok := listSeparator(key, p)
 		if !ok {
@@ -291,13 +302,32 @@ func wireValue(key string, p *schema.Param, v *yaml.Node) (string, error) {
 		for _, it := range v.Content {
 			it = resolveAlias(it)
 			if it.Kind != yaml.ScalarNode || it.ShortTag() == "!!null" {
-				return "", fmt.Errorf("list items must be strings or numbers, got %s", describeNode(it))
+				return "", &atError{it, "", fmt.Errorf("list items must be strings or numbers, got %s", describeNode(it))}
+			}
+			// PVE splits list values on spaces, commas and semicolons: an
+			// item holding one would silently become several (tags: ["a b"]).
+			if parts := schema.SplitList(it.Value); len(parts) != 1 || parts[0] != it.Value {
+				return "", &atError{it, "", fmt.Errorf("list item %q must be a single value without spaces, commas or semicolons; write each value as its own list item", it.Value)}
 			}
 			items = append(items, it.Value)
 		}
 		return strings.Join(items, sep), nil
 	}
 	return "", fmt.Errorf("unsupported value %s", describeNode(v))
+}
+
+// scalarType is the type a bare scalar of p is checked as: p's own type, or
+// for a property string its default key's (memory is "[current=]<integer>",
+// so `memory: 1_024` is the number 1024).
+func scalarType(p *schema.Param) string {
+	if p.Type == "string" {
+		for _, sub := range p.SubKeys() {
+			if sub.DefaultKey {
+				return sub.Type
+			}
+		}
+	}
+	return p.Type
 }
 
 func typeName(p *schema.Param) string {
@@ -307,15 +337,52 @@ func typeName(p *schema.Param) string {
 	return p.Type
 }
 
+// subKeyNames lists a property string's sub-keys for a message, leaving out
+// aliases (net0's "virtio: MAC" shorthands would bury the real keys).
+func subKeyNames(props map[string]*schema.Param) []string {
+	var out []string
+	for _, k := range sortedKeys(props) {
+		if props[k].Alias == "" {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// atError is a value error that belongs to a node inside the value (a
+// property-string sub-key, a list item), so that it is reported at that
+// node's line; sub extends the key path in the message ("spec.net0.bridge").
+type atError struct {
+	node *yaml.Node
+	sub  string
+	err  error
+}
+
+func (e *atError) Error() string { return e.err.Error() }
+
 // propertyWire renders a map as "k=v,k=v" in the written key order; a list
 // sub-value is joined with ';' (PVE's separator inside property strings,
-// e.g. trunks and boot order) and a null sub-value is left out.
-func propertyWire(key string, m *yaml.Node) (string, error) {
+// e.g. trunks and boot order) and a null sub-value is left out. When the
+// sub-keys are known (props), each one is checked here, so that a problem
+// is reported at its own line rather than at the map's.
+func propertyWire(key string, props map[string]*schema.Param, m *yaml.Node) (string, error) {
 	var parts []string
 	for i := 0; i+1 < len(m.Content); i += 2 {
 		k, v := m.Content[i], resolveAlias(m.Content[i+1])
 		if k.Kind != yaml.ScalarNode {
-			return "", fmt.Errorf("property keys must be strings")
+			return "", &atError{k, "", fmt.Errorf("property keys must be strings")}
+		}
+		sub := props[k.Value]
+		if props != nil && sub == nil {
+			return "", &atError{k, "", fmt.Errorf("invalid format - property '%s' is not defined%s (allowed: %s)",
+				k.Value, didYouMean(k.Value, sortedKeys(props)), strings.Join(subKeyNames(props), ", "))}
+		}
+		if sub != nil && sub.Alias != "" && props[sub.Alias] != nil {
+			sub = props[sub.Alias] // virtio: MAC is macaddr (and model=virtio)
+		}
+		typ := ""
+		if sub != nil {
+			typ = sub.Type
 		}
 		var s string
 		switch {
@@ -323,30 +390,40 @@ func propertyWire(key string, m *yaml.Node) (string, error) {
 			continue
 		case v.Kind == yaml.ScalarNode:
 			var err error
-			if s, err = scalarWire("", v); err != nil {
-				return "", fmt.Errorf("%s: %v", k.Value, err)
+			if s, err = scalarWire(typ, v); err != nil {
+				return "", &atError{v, "." + k.Value, err}
 			}
 		case v.Kind == yaml.SequenceNode:
 			var items []string
 			for _, it := range v.Content {
 				it = resolveAlias(it)
 				if it.Kind != yaml.ScalarNode {
-					return "", fmt.Errorf("%s.%s: list items must be scalars, got %s", key, k.Value, describeNode(it))
+					return "", &atError{it, "." + k.Value, fmt.Errorf("list items must be scalars, got %s", describeNode(it))}
 				}
 				items = append(items, it.Value)
 			}
 			s = strings.Join(items, ";")
 		default:
-			return "", fmt.Errorf("%s.%s: a property value must be a scalar or a list, got %s", key, k.Value, describeNode(v))
+			return "", &atError{v, "." + k.Value, fmt.Errorf("a property value must be a scalar or a list, got %s", describeNode(v))}
+		}
+		if sub != nil {
+			if err := sub.Check(s); err != nil {
+				return "", &atError{v, "." + k.Value, err}
+			}
 		}
 		parts = append(parts, k.Value+"="+s)
 	}
 	return strings.Join(parts, ","), nil
 }
 
+// decimalRE is an integer written in plain decimal digits.
+var decimalRE = regexp.MustCompile(`^[-+]?[0-9]+$`)
+
 // scalarWire maps YAML booleans to 1/0 and, for numeric parameters,
 // normalises YAML number spellings (0x10, 1_000, 1e3) to decimal. Anything
-// else is kept exactly as written.
+// else is kept exactly as written, except that a boolean parameter written
+// as a string (yes, on, "true": YAML 1.1 habits) becomes 1/0, the only
+// spellings PVE's API accepts for it.
 func scalarWire(typ string, v *yaml.Node) (string, error) {
 	switch v.ShortTag() {
 	case "!!bool":
@@ -354,8 +431,21 @@ func scalarWire(typ string, v *yaml.Node) (string, error) {
 			return "1", nil
 		}
 		return "0", nil
+	case "!!str":
+		if typ == "boolean" {
+			if b, ok := schema.ParseBool(v.Value); ok {
+				return map[bool]string{true: "1", false: "0"}[b], nil
+			}
+		}
 	case "!!int":
 		if typ == "integer" || typ == "number" {
+			if decimalRE.MatchString(v.Value) {
+				// YAML 1.2 reads 0100 as decimal 100; the decoder would
+				// take it for octal 64.
+				if i, err := strconv.ParseInt(v.Value, 10, 64); err == nil {
+					return strconv.FormatInt(i, 10), nil
+				}
+			}
 			var i int64
 			if err := v.Decode(&i); err == nil {
 				return strconv.FormatInt(i, 10), nil

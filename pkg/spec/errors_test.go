@@ -60,6 +60,11 @@ dependsOn: QemuVM/a
 			want:  []string{`a.yaml:5: invalid YAML: mapping values are not allowed in this context`},
 		},
 		{
+			name:  "YAML unknown anchor (the decoder gives no line)",
+			files: map[string]string{"a.yaml": "kind: Pool\nname: p\nspec:\n  comment: *nope\n"},
+			want:  []string{`a.yaml:4: invalid YAML: unknown anchor 'nope' referenced`},
+		},
+		{
 			name:  "unknown top-level key with suggestion",
 			files: map[string]string{"a.yaml": "kind: Pool\nname: p\nspecs: {}\n"},
 			want: []string{`a.yaml:3: unknown key "specs" in Pool/p — did you mean "spec"? ` +
@@ -136,7 +141,42 @@ spec:
 				`a.yaml:4: spec.cores: a map is only allowed for property strings (k=v,k=v); cores takes a integer`,
 				`a.yaml:5: spec.ostype: a list is only allowed for list parameters; ostype takes a string`,
 				`a.yaml:6: spec.vmid cannot be null: QemuVM needs it`,
-				`a.yaml:7: spec.net0: invalid format - property 'colour' is not defined`,
+				`a.yaml:7: spec.net0: invalid format - property 'colour' is not defined (allowed: bridge, firewall, link_down, macaddr, model, mtu, queues, rate, tag, trunks)`,
+			},
+		},
+		{
+			// Each problem inside a property-string map or a list is reported
+			// at its own line, not at the line where the map starts.
+			name: "sub-key and list item lines",
+			files: map[string]string{"a.yaml": `kind: QemuVM
+name: vm
+spec:
+  net0:
+    model: virtio
+    brigde: vmbr0
+  net1: {model: virtio,
+         bridge: "vm br"}
+  ipconfig0:
+    ip: 10.0.0.5
+  tags: [web, "two words"]
+  efidisk0: {file: "local-lvm:1", efitype: 3m}
+  sshkeys: ssh-ed25519 AAAA me@host
+---
+kind: LinuxBridge
+name: vmbr1
+spec:
+  bridge_ports:
+    - eno1
+    - eno2,eno3
+`},
+			want: []string{
+				`a.yaml:6: spec.net0: invalid format - property 'brigde' is not defined — did you mean "bridge"? (allowed: bridge, firewall, link_down, macaddr, model, mtu, queues, rate, tag, trunks)`,
+				`a.yaml:8: spec.net1.bridge: invalid format - invalid bridge ID 'vm br'`,
+				`a.yaml:10: spec.ipconfig0.ip: invalid format - invalid IPv4 configuration: 10.0.0.5`,
+				`a.yaml:11: spec.tags: list item "two words" must be a single value without spaces, commas or semicolons; write each value as its own list item`,
+				`a.yaml:12: spec.efidisk0.efitype: value '3m' does not have a value in the enumeration '2m, 4m'`,
+				`a.yaml:13: spec.sshkeys: invalid format - invalid urlencoded string: ssh-ed25519 AAAA me@host (PVE wants this value URL-encoded: %20 for a space, %0A between lines)`,
+				`a.yaml:20: spec.bridge_ports: list item "eno2,eno3" must be a single value without spaces, commas or semicolons; write each value as its own list item`,
 			},
 		},
 		{
@@ -198,7 +238,7 @@ spec:
 				"b.yaml": "kind: QemuVM\nname: v1\n---\nkind: QemuVM\nname: v2\n",
 			},
 			want: []string{
-				`a.yaml:5: spec.cores: type check ('integer') failed - got 'many'`,
+				`a.yaml:5: Defaults.QemuVM.cores: type check ('integer') failed - got 'many'`,
 				`a.yaml:6: Defaults.QemuVM cannot set name: it identifies each QemuVM (it defaults to the document's name)`,
 				`a.yaml:7: Defaults for kind "Storage": the kind is not supported yet by this pvectl (supported: Connection, Defaults, LinuxBridge, NetworkApply, Pool, QemuVM)`,
 				`a.yaml:8: Defaults for unknown kind "Qemu" — did you mean "QemuVM"? (supported: Connection, Defaults, LinuxBridge, NetworkApply, Pool, QemuVM)`,

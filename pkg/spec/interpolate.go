@@ -99,6 +99,11 @@ func (l *loader) interpolateTree(file string, n *yaml.Node, seen map[*yaml.Node]
 		if v != "" && n.Style&(yaml.SingleQuotedStyle|yaml.DoubleQuotedStyle|yaml.LiteralStyle|yaml.FoldedStyle|yaml.TaggedStyle) == 0 {
 			n.Tag = ""
 			n.Tag = n.ShortTag()
+			// A variable's value never means "remove this key": only a
+			// null written in the file does.
+			if n.Tag == "!!null" {
+				n.Tag = "!!str"
+			}
 		} else {
 			n.Tag = "!!str"
 		}

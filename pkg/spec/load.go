@@ -178,7 +178,20 @@ func describeOSError(err error) string {
 	return err.Error()
 }
 
-var yamlLineRE = regexp.MustCompile(`^yaml: line (\d+): `)
+var (
+	yamlLineRE      = regexp.MustCompile(`^yaml: line (\d+): `)
+	unknownAnchorRE = regexp.MustCompile(`^yaml: unknown anchor '([^']*)' referenced`)
+)
+
+// lineOf returns the 1-based line of the first occurrence of s in data, or
+// 0 when it does not occur.
+func lineOf(data []byte, s string) int {
+	i := bytes.Index(data, []byte(s))
+	if i < 0 {
+		return 0
+	}
+	return bytes.Count(data[:i], []byte("\n")) + 1
+}
 
 // zeroBasedYAMLErrors are the yaml/v3 parser errors whose "line N" is
 // 0-based (its scanner errors are 1-based).
@@ -217,6 +230,9 @@ func (l *loader) readFile(file string) []*document {
 				if zeroBasedYAMLErrors[msg] {
 					pos.Line++
 				}
+			} else if m := unknownAnchorRE.FindStringSubmatch(msg); m != nil {
+				// yaml/v3 gives no line for this one: find the alias.
+				pos.Line = lineOf(data, "*"+m[1])
 			}
 			l.errorf(pos, "invalid YAML: %s", strings.TrimPrefix(msg, "yaml: "))
 			return docs

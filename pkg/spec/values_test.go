@@ -50,7 +50,28 @@ func TestLoadValues(t *testing.T) {
 			kind:       "LinuxBridge",
 			docName:    "vmbr9",
 			spec:       "node: pve\nbridge_ports: [eno2, eno3]\nbridge_vlan_aware: yes\nmtu: 9000",
-			wantParams: map[string]string{"iface": "vmbr9", "type": "bridge", "node": "pve", "bridge_ports": "eno2 eno3", "bridge_vlan_aware": "yes", "mtu": "9000"},
+			wantParams: map[string]string{"iface": "vmbr9", "type": "bridge", "node": "pve", "bridge_ports": "eno2 eno3", "bridge_vlan_aware": "1", "mtu": "9000"},
+		},
+		{
+			// PVE's API takes only 1/0 for a boolean parameter.
+			name:       "boolean parameters written as strings become 1/0",
+			kind:       "QemuVM",
+			spec:       "onboot: \"true\"\nnuma: off\nagent: yes\nscsi0: {file: \"local-lvm:8\", ssd: on}",
+			wantParams: map[string]string{"name": "x", "onboot": "1", "numa": "0", "agent": "1", "scsi0": "file=local-lvm:8,ssd=1"},
+		},
+		{
+			// YAML 1.2 reads 0100 as 100; the yaml decoder alone takes it for octal.
+			name:       "decimal with leading zeros, numeric property string",
+			kind:       "QemuVM",
+			spec:       "vmid: 0100\nmemory: 2_048\nnet0: {model: virtio, tag: 010}",
+			wantParams: map[string]string{"name": "x", "vmid": "100", "memory": "2048", "net0": "model=virtio,tag=10"},
+		},
+		{
+			name:       "a variable holding null is a string, not a removal",
+			kind:       "QemuVM",
+			spec:       "description: ${D}\nciuser: ${U}",
+			env:        env("D", "null", "U", "~"),
+			wantParams: map[string]string{"name": "x", "description": "null", "ciuser": "~"},
 		},
 		{
 			name:       "NetworkApply node from name",

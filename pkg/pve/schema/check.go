@@ -107,7 +107,11 @@ func (p *Param) Check(value string) error {
 	}
 	switch p.Type {
 	case "boolean":
-		if _, ok := ParseBool(value); !ok {
+		// PVE's JSONSchema takes only 1 and 0 for a parameter (its
+		// true/yes/on branch is commented out): "onboot=true" is a 400.
+		// Keyed property-string sub-values are lenient, see
+		// checkPropertyString.
+		if value != "1" && value != "0" {
 			return typeError(p.Type, value)
 		}
 		return nil
@@ -179,7 +183,7 @@ func (p *Param) SubKeys() map[string]*Param {
 }
 
 func checkPropertyString(value string, props map[string]*Param) error {
-	items, err := parsePropertyString(value, props)
+	items, err := parseItems(value, props)
 	if err != nil {
 		return err
 	}
@@ -190,7 +194,15 @@ func checkPropertyString(value string, props map[string]*Param) error {
 			return fmt.Errorf("property '%s' is not defined", it.Key)
 		}
 		seen[it.Key] = true
-		if err := sub.Check(it.Value); err != nil {
+		v := it.Value
+		if sub.Type == "boolean" && !it.bare {
+			// parse_property_string runs parse_boolean on keyed boolean
+			// sub-values (discard=on, ssd=true), not on a bare default value.
+			if b, ok := ParseBool(v); ok {
+				v = map[bool]string{true: "1", false: "0"}[b]
+			}
+		}
+		if err := sub.Check(v); err != nil {
 			return fmt.Errorf("%s: %s", it.Key, err.Error())
 		}
 	}

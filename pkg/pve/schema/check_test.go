@@ -59,7 +59,15 @@ func TestParamCheckQemuCreate(t *testing.T) {
 		{"sshkeys urlencoded", "sshkeys", "ssh-ed25519%20AAAA%20me%40host%0A", ""},
 		{"sshkeys raw", "sshkeys", "ssh-ed25519 AAAA me@host", "invalid format - invalid urlencoded string: ssh-ed25519 AAAA me@host"},
 		{"onboot boolean 1", "onboot", "1", ""},
-		{"onboot boolean yes", "onboot", "yes", ""},
+		// PVE's JSONSchema takes only 1/0 for a boolean parameter.
+		{"onboot boolean yes", "onboot", "yes", "type check ('boolean') failed - got 'yes'"},
+		{"onboot boolean true", "onboot", "true", "type check ('boolean') failed - got 'true'"},
+		// ... but parse_property_string reads keyed boolean sub-values leniently,
+		{"disk keyed boolean on", "scsi0", "local-lvm:32,ssd=on,iothread=true,backup=no", ""},
+		{"disk keyed boolean bad", "scsi0", "local-lvm:32,ssd=maybe", "invalid format - ssd: type check ('boolean') failed - got 'maybe'"},
+		// ... and not a bare default-key value.
+		{"agent bare true", "agent", "true", "invalid format - enabled: type check ('boolean') failed - got 'true'"},
+		{"agent keyed true", "agent", "enabled=true", ""},
 		{"onboot boolean bad", "onboot", "2", "type check ('boolean') failed - got '2'"},
 		{"ostype enum", "ostype", "l26", ""},
 		{"ostype bad enum", "ostype", "dos", "value 'dos' does not have a value in the enumeration 'other, wxp, w2k, w2k3, w2k8, wvista, win7, win8, win10, win11, l24, l26, solaris'"},
@@ -107,7 +115,7 @@ func TestParamCheckOtherSurfaces(t *testing.T) {
 		name, method, path, param, value, want string
 	}{
 		{"bridge_vlan_aware 1", "POST", "/nodes/{node}/network", "bridge_vlan_aware", "1", ""},
-		{"bridge_vlan_aware true", "POST", "/nodes/{node}/network", "bridge_vlan_aware", "true", ""},
+		{"bridge_vlan_aware true", "POST", "/nodes/{node}/network", "bridge_vlan_aware", "true", "type check ('boolean') failed - got 'true'"},
 		{"bridge_vlan_aware bad", "POST", "/nodes/{node}/network", "bridge_vlan_aware", "enabled", "type check ('boolean') failed - got 'enabled'"},
 		{"iface", "POST", "/nodes/{node}/network", "iface", "vmbr1", ""},
 		{"iface vlan", "POST", "/nodes/{node}/network", "iface", "vmbr0.100", ""},

@@ -18,6 +18,25 @@ func ParsePropertyString(s string, p *Param) ([]KV, error) {
 }
 
 func parsePropertyString(s string, props map[string]*Param) ([]KV, error) {
+	items, err := parseItems(s, props)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]KV, len(items))
+	for i, it := range items {
+		out[i] = it.KV
+	}
+	return out, nil
+}
+
+// item is a parsed property-string item; bare marks a value written
+// without its key (the default key), which PVE checks more strictly.
+type item struct {
+	KV
+	bare bool
+}
+
+func parseItems(s string, props map[string]*Param) ([]item, error) {
 	parts, err := splitPropertyString(s)
 	if err != nil {
 		return nil, err
@@ -28,14 +47,15 @@ func parsePropertyString(s string, props map[string]*Param) ([]KV, error) {
 			defaultKey = k
 		}
 	}
-	var items []KV
+	var items []item
 	seen := map[string]bool{}
+	bare := false
 	add := func(k, v string) error {
 		if seen[k] {
 			return fmt.Errorf("duplicate key in comma-separated list property: %s", k)
 		}
 		seen[k] = true
-		items = append(items, KV{Key: k, Value: v})
+		items = append(items, item{KV: KV{Key: k, Value: v}, bare: bare})
 		return nil
 	}
 	for _, part := range parts {
@@ -46,7 +66,10 @@ func parsePropertyString(s string, props map[string]*Param) ([]KV, error) {
 			if props != nil && defaultKey == "" {
 				return nil, errors.New("value without key, but schema does not define a default key")
 			}
-			if err := add(defaultKey, part.text); err != nil {
+			bare = true
+			err := add(defaultKey, part.text)
+			bare = false
+			if err != nil {
 				return nil, err
 			}
 			continue
