@@ -134,10 +134,15 @@ func New(opts Options) (*Server, error) {
 		s.st = s.seed()
 	}
 	s.st.ensureNodes(opts.Nodes, s)
-	if opts.StateFile != "" && !loaded {
+	if opts.StateFile != "" {
+		// Save once now: a state file that cannot be written is an error at
+		// start, not a silent loss of every change later.
 		s.mu.Lock()
-		s.saveLocked()
+		err := s.saveLocked()
 		s.mu.Unlock()
+		if err != nil {
+			return nil, fmt.Errorf("pvesim: state file %s: %w", opts.StateFile, err)
+		}
 	}
 	return s, nil
 }

@@ -384,3 +384,13 @@ func TestStateDropsUnfinishedCreate(t *testing.T) {
 		t.Errorf("got leftover volumes %v", vols)
 	}
 }
+
+// A state file that cannot be written fails New instead of losing every
+// change silently.
+func TestStateFileUnwritable(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "missing-dir", "state.json")
+	_, err := New(Options{TokenSecret: "s", StateFile: path})
+	if err == nil || !strings.Contains(err.Error(), "state file") {
+		t.Fatalf("New with an unwritable state file: got %v, want an error", err)
+	}
+}
