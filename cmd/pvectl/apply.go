@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -42,7 +44,7 @@ Confirmation: on a terminal apply asks; elsewhere it needs --auto-approve.`,
 			return o.run(c.Context())
 		},
 	}
-	o.addFlags(c, true)
+	o.addFlags(c, targetNeeds)
 	c.Flags().BoolVar(&o.autoApprove, "auto-approve", false, "apply without asking")
 	c.Flags().BoolVar(&o.json, "json", false, "progress as JSON lines")
 	return c
@@ -56,27 +58,49 @@ func newDestroyCmd(g *globalOptions) *cobra.Command {
 		Long: `destroy removes the resources the specs describe, in reverse dependency
 order. Resources marked 'protected: true' are skipped with a notice. Network
 interface removals are committed by the node's NetworkApply.`,
-		Args: cobra.NoArgs,
+		Args: specsWithF,
 		RunE: func(c *cobra.Command, _ []string) error { return o.run(c.Context()) },
 	}
-	o.addFlags(c, true)
+	o.addFlags(c, targetDependents)
 	c.Flags().BoolVar(&o.autoApprove, "auto-approve", false, "destroy without asking")
 	c.Flags().BoolVar(&o.json, "json", false, "progress as JSON lines")
 	return c
 }
 
 func (o *applyOptions) validate() error {
-	if o.planFile != "" && len(o.targets) > 0 {
-		return invalid(errors.New("--target cannot be combined with a plan file: the plan already fixes what is applied"))
-	}
-	if o.planFile == "" && !o.autoApprove && !isTerminal(o.g.streams.Out) {
-		verb := "apply"
-		if o.destroy {
-			verb = "destroy"
+	if o.planFile != "" {
+		if len(o.targets) > 0 {
+			return invalid(errors.New("--target cannot be combined with a plan file: the plan already fixes what is applied"))
 		}
-		return invalid(fmt.Errorf("%s needs --auto-approve when not run on a terminal (or save a plan with 'pvectl plan --out FILE' and run 'pvectl apply FILE')", verb))
+		if looksLikeSpecs(o.planFile) {
+			return invalid(fmt.Errorf("%s looks like specs, not a plan file: pvectl apply -f %s (a plan file comes from 'pvectl plan --out FILE')", o.planFile, o.planFile))
+		}
+		return nil
+	}
+	if o.autoApprove {
+		return nil
+	}
+	switch {
+	case o.json:
+		// The question would land in the JSON stream.
+		return invalid(fmt.Errorf("%s --json needs --auto-approve", o.verb()))
+	case !isTerminal(o.g.streams.Out):
+		hint := " (or save a plan with 'pvectl plan --out FILE' and run 'pvectl apply FILE')"
+		if o.destroy {
+			hint = ""
+		}
+		return invalid(fmt.Errorf("%s needs --auto-approve when not run on a terminal%s", o.verb(), hint))
 	}
 	return nil
+}
+
+// looksLikeSpecs: a directory or a YAML file given where a plan file belongs.
+func looksLikeSpecs(path string) bool {
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+		return true
+	}
+	ext := strings.ToLower(filepath.Ext(path))
+	return ext == ".yaml" || ext == ".yml"
 }
 
 func (o *applyOptions) run(ctx context.Context) error {
@@ -104,6 +128,15 @@ func (o *applyOptions) run(ctx context.Context) error {
 		if cl, err = newClients(o.g, set); err != nil {
 			return err
 		}
+		var used []string
+		for _, c := range p.Changes {
+			if c.Resource != nil {
+				used = append(used, c.Resource.Connection)
+			}
+		}
+		if err := cl.check(used); err != nil {
+			return err
+		}
 		if err := planner.Verify(ctx, cl, p); err != nil {
 			return err
 		}
@@ -121,6 +154,7 @@ func (o *applyOptions) run(ctx context.Context) error {
 			}
 		}
 		if !p.HasChanges() {
+			newProgressView(w, o.json, false).summary(p, &planner.Result{}, o.verb())
 			return nil
 		}
 		if !o.autoApprove {
@@ -137,7 +171,11 @@ func (o *applyOptions) run(ctx context.Context) error {
 	res, err := planner.Apply(ctx, cl, p, planner.ApplyOptions{Parallelism: o.g.parallelism, Hooks: view})
 	view.summary(p, res, o.verb())
 	if err != nil {
-		return &exitError{code: exitFailure, err: fmt.Errorf("%s did not complete: %w", o.verb(), err)}
+		if res == nil { // refused before anything ran
+			return &exitError{code: exitFailure, err: fmt.Errorf("%s: %w", o.verb(), err)}
+		}
+		// The summary above lists every failure; say it once more, short.
+		return &exitError{code: exitFailure, err: fmt.Errorf("%s did not complete (see the summary above)", o.verb())}
 	}
 	return nil
 }

@@ -36,10 +36,7 @@ var envKeys = []struct{ key, env string }{
 // with the reference provider and Terraform).
 func (g *globalOptions) defaultConnection() (*spec.Connection, error) {
 	v := g.viper
-	profile := g.profile
-	if profile == "" {
-		profile = os.Getenv("PVECTL_PROFILE")
-	}
+	profile := g.profileName()
 	cfgFile := g.configFile
 	if cfgFile == "" {
 		cfgFile = os.Getenv("PVECTL_CONFIG")
@@ -60,9 +57,15 @@ func (g *globalOptions) defaultConnection() (*spec.Connection, error) {
 	}
 	get := func(key string) string { return "" }
 	if profile != "" {
+		if _, err := os.Stat(cfgFile); err != nil {
+			return nil, invalid(fmt.Errorf("--profile %s: no config file at %s (set --config or PVECTL_CONFIG)", profile, cfgFile))
+		}
 		sub := v.Sub("profiles." + profile)
 		if sub == nil {
 			return nil, invalid(fmt.Errorf("profile %q not found in %s (expected profiles.%s)", profile, cfgFile, profile))
+		}
+		if err := checkProfileKeys(sub.AllKeys()); err != nil {
+			return nil, invalid(fmt.Errorf("profile %s in %s: %w", profile, cfgFile, err))
 		}
 		get = func(key string) string { return sub.GetString(key) }
 	}
@@ -72,6 +75,10 @@ func (g *globalOptions) defaultConnection() (*spec.Connection, error) {
 		if e, ok := os.LookupEnv(k.env); ok && e != "" {
 			val[k.key] = e
 		}
+	}
+	insecure, err := parseFlag(val["insecure"])
+	if err != nil {
+		return nil, invalid(fmt.Errorf("PROXMOX_INSECURE / insecure: %w", err))
 	}
 	c := &spec.Connection{
 		URL:            val["url"],
@@ -84,7 +91,7 @@ func (g *globalOptions) defaultConnection() (*spec.Connection, error) {
 		DNSServers:     splitList(val["dnsServers"]),
 		SSHUser:        val["sshUser"],
 		SSHPrivateKey:  val["sshPrivateKey"],
-		Insecure:       truthy(val["insecure"]),
+		Insecure:       insecure,
 		TLSFingerprint: val["tlsFingerprint"],
 		CAFile:         val["caFile"],
 	}
@@ -102,12 +109,32 @@ func splitList(s string) []string {
 	return f
 }
 
-func truthy(s string) bool {
+// parseFlag reads a boolean setting; anything unrecognised is an error
+// rather than a silent false.
+func parseFlag(s string) (bool, error) {
 	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "", "0", "false", "no", "off":
+		return false, nil
 	case "1", "true", "yes", "on":
-		return true
+		return true, nil
 	}
-	return false
+	return false, fmt.Errorf("%q is not a boolean: use 1 or 0", s)
+}
+
+// checkProfileKeys refuses keys a profile does not know (viper lowercases them).
+func checkProfileKeys(keys []string) error {
+	known := map[string]bool{}
+	var names []string
+	for _, k := range envKeys {
+		known[strings.ToLower(k.key)] = true
+		names = append(names, k.key)
+	}
+	for _, k := range keys {
+		if !known[k] {
+			return fmt.Errorf("unknown key %q (known: %s)", k, strings.Join(names, ", "))
+		}
+	}
+	return nil
 }
 
 // clients hands out one API client per connection, created on first use.
@@ -145,6 +172,9 @@ func (cs *clients) Client(name string) (*pve.Client, error) {
 	what := "connection " + name
 	if name == "" {
 		what = "the default connection (PROXMOX_* variables)"
+		if p := cs.g.profileName(); p != "" {
+			what = "the default connection (profile " + p + " and PROXMOX_* variables)"
+		}
 	}
 	if conn == nil {
 		return nil, fmt.Errorf("unknown connection %q: pass the spec files that define it with -f", name)
@@ -174,6 +204,29 @@ func (cs *clients) Client(name string) (*pve.Client, error) {
 	}
 	cs.cache[name] = c
 	return c, nil
+}
+
+// check builds the client of every connection in names, so that missing
+// or malformed settings are invalid input reported before any API call.
+func (cs *clients) check(names []string) error {
+	seen := map[string]bool{}
+	for _, n := range names {
+		if seen[n] {
+			continue
+		}
+		seen[n] = true
+		if _, err := cs.Client(n); err != nil {
+			return invalid(err) // Client names the connection
+		}
+	}
+	return nil
+}
+
+func (g *globalOptions) profileName() string {
+	if g.profile != "" {
+		return g.profile
+	}
+	return os.Getenv("PVECTL_PROFILE")
 }
 
 func isTerminal(w io.Writer) bool {

@@ -68,6 +68,7 @@ func TestDefaultConnection(t *testing.T) {
 			want: spec.Connection{URL: "https://other.test:8006"},
 		},
 		{name: "unknown profile", profile: "nope", wantErr: `profile "nope" not found`},
+		{name: "bad PROXMOX_INSECURE", env: map[string]string{"PROXMOX_INSECURE": "nope"}, wantErr: `"nope" is not a boolean`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -113,8 +114,16 @@ func TestExitCodes(t *testing.T) {
 		{"unknown flag", []string{"plan", "--nope"}, 3, "unknown flag"},
 		{"no specs", []string{"plan"}, 3, "no specs given"},
 		{"unknown target", []string{"plan", "-f", good, "--target", "Pool/q"}, 3, "no such resource"},
-		{"no connection", []string{"plan", "-f", good}, 1, "PROXMOX_URL"},
+		{"no connection", []string{"plan", "-f", good}, 3, "PROXMOX_URL"},
 		{"apply off a terminal", []string{"apply", "-f", good}, 3, "--auto-approve"},
+		{"apply --json needs approval", []string{"apply", "-f", good, "--json"}, 3, "--json needs --auto-approve"},
+		{"destroy off a terminal", []string{"destroy", "-f", good}, 3, "destroy needs --auto-approve when not run on a terminal\n"},
+		{"specs without -f", []string{"plan", dir}, 3, "pvectl plan -f " + dir},
+		{"specs given as a plan file", []string{"apply", good}, 3, "looks like specs, not a plan file: pvectl apply -f " + good},
+		{"parallelism 0", []string{"plan", "-f", good, "--parallelism", "0"}, 3, "--parallelism 0"},
+		{"sim on all interfaces", []string{"sim", "--listen", "0.0.0.0:0"}, 3, "loopback only"},
+		{"sim empty node", []string{"sim", "--listen", "127.0.0.1:0", "--nodes", ""}, 3, "--nodes"},
+		{"sim negative latency", []string{"sim", "--listen", "127.0.0.1:0", "--latency", "-1s"}, 3, "cannot be negative"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

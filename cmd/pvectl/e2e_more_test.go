@@ -232,10 +232,10 @@ func TestE2ETLSFingerprintPinning(t *testing.T) {
 	}
 }
 
-// Without connection settings the error says what to set.
+// Without connection settings the error says what to set, before any call.
 func TestE2EMissingConnectionSettings(t *testing.T) {
 	env := &simEnv{t: t, url: ""}
-	r := env.mustRun(1, "plan", "-f", example(t, "01-bridge-and-vm.yaml", nil))
+	r := env.mustRun(3, "plan", "-f", example(t, "01-bridge-and-vm.yaml", nil))
 	if !strings.Contains(r.stderr, "PROXMOX_URL") {
 		t.Errorf("error does not say to set PROXMOX_URL:\n%s", r.stderr)
 	}

@@ -20,11 +20,26 @@ type specOptions struct {
 	targets []string
 }
 
-func (o *specOptions) addFlags(c *cobra.Command, withTargets bool) {
+// addFlags adds -f and, when targetHelp is not empty, --target.
+func (o *specOptions) addFlags(c *cobra.Command, targetHelp string) {
 	c.Flags().StringArrayVarP(&o.files, "file", "f", nil, "spec file or directory (repeatable; a directory means its *.yaml|*.yml)")
-	if withTargets {
-		c.Flags().StringArrayVar(&o.targets, "target", nil, "limit to this resource (Kind/name, repeatable) and what it needs")
+	if targetHelp != "" {
+		c.Flags().StringArrayVar(&o.targets, "target", nil, targetHelp)
 	}
+}
+
+const (
+	targetNeeds      = "limit to this resource (Kind/name, repeatable) and what it depends on"
+	targetDependents = "limit to this resource (Kind/name, repeatable) and what depends on it"
+)
+
+// specsWithF refuses positional arguments to commands that read specs: the
+// usual slip is `pvectl plan DIR` for `pvectl plan -f DIR`.
+func specsWithF(c *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		return invalid(fmt.Errorf("%s takes specs with -f: pvectl %s -f %s", c.Name(), c.Name(), strings.Join(args, " -f ")))
+	}
+	return nil
 }
 
 // load reads and validates the specs; every problem is an invalid-input error.
@@ -65,10 +80,10 @@ func newPlanCmd(g *globalOptions) *cobra.Command {
 
 Exit codes: 0 success, 1 API or runtime failure, 3 invalid specs; with
 --detailed-exitcode, 0 means no changes and 2 means changes are present.`,
-		Args: cobra.NoArgs,
+		Args: specsWithF,
 		RunE: func(c *cobra.Command, _ []string) error { return o.run(c.Context()) },
 	}
-	o.addFlags(c, true)
+	o.addFlags(c, targetNeeds)
 	c.Flags().StringVar(&o.out, "out", "", "save the plan to FILE for 'pvectl apply FILE'")
 	c.Flags().BoolVar(&o.json, "json", false, "print the plan as one JSON object")
 	c.Flags().BoolVar(&o.detailed, "detailed-exitcode", false, "exit 2 when there are changes, 0 when none")
@@ -111,6 +126,13 @@ func (o *planOptions) run(ctx context.Context) error {
 func makePlan(ctx context.Context, g *globalOptions, set *spec.Set, opts planner.Options) (*planner.Plan, *clients, error) {
 	cl, err := newClients(g, set)
 	if err != nil {
+		return nil, nil, err
+	}
+	var used []string
+	for _, r := range set.Resources {
+		used = append(used, r.Connection)
+	}
+	if err := cl.check(used); err != nil {
 		return nil, nil, err
 	}
 	obs, err := planner.Observe(ctx, cl, set)

@@ -107,6 +107,12 @@ config file (--profile), or Connection documents in the specs.`,
 		Version:           version,
 		DisableAutoGenTag: true,
 	}
+	root.PersistentPreRunE = func(*cobra.Command, []string) error {
+		if g.parallelism < 1 {
+			return invalid(fmt.Errorf("--parallelism %d: want 1 or more", g.parallelism))
+		}
+		return nil
+	}
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return invalid(fmt.Errorf("%w\nSee '%s --help'.", err, c.CommandPath()))
 	})
@@ -156,7 +162,7 @@ func (g *globalOptions) colorEnabled(w io.Writer) bool {
 	if g.noColor {
 		return false
 	}
-	if _, ok := os.LookupEnv("NO_COLOR"); ok {
+	if os.Getenv("NO_COLOR") != "" { // no-color.org: set and not empty
 		return false
 	}
 	return isTerminal(w)

@@ -70,6 +70,15 @@ func (o *simOptions) run(ctx context.Context) error {
 	if !ok || id == "" || secret == "" || !strings.Contains(id, "!") {
 		return invalid(fmt.Errorf("--token %q: want ID=SECRET with ID like user@realm!name", redactToken(o.token)))
 	}
+	if err := loopbackListen(o.listen); err != nil {
+		return invalid(err)
+	}
+	if err := checkNodeNames(o.nodes); err != nil {
+		return invalid(err)
+	}
+	if o.latency < 0 || o.taskDuration < 0 {
+		return invalid(errors.New("--latency and --task-duration cannot be negative"))
+	}
 	for _, r := range []float64{o.errorRate, o.lockRate, o.warnRate} {
 		if r < 0 || r > 1 {
 			return invalid(errors.New("--error-rate, --lock-contention and --warn-rate take a fraction from 0 to 1"))
@@ -107,9 +116,11 @@ func (o *simOptions) run(ctx context.Context) error {
 		fmt.Fprintf(w, "  export PROXMOX_TLS_FINGERPRINT=%s\n", fp)
 	}
 	fmt.Fprintf(w, "PVE simulator listening on %s://%s (nodes %s, token %s)\n", scheme, ln.Addr(), strings.Join(o.nodes, ","), id)
+	shown := "<the secret given to --token>"
 	if o.token == simDefaultTokenID+"="+simDefaultTokenSecret {
-		fmt.Fprintf(w, "  export PROXMOX_URL=%s://%s PROXMOX_TOKEN_ID='%s' PROXMOX_TOKEN_SECRET=%s\n", scheme, ln.Addr(), simDefaultTokenID, simDefaultTokenSecret)
+		shown = simDefaultTokenSecret // the well-known default guards nothing
 	}
+	fmt.Fprintf(w, "  export PROXMOX_URL=%s://%s PROXMOX_TOKEN_ID='%s' PROXMOX_TOKEN_SECRET=%s\n", scheme, ln.Addr(), id, shown)
 
 	ctx, cancel := signalContext(ctx)
 	defer cancel()
@@ -127,6 +138,40 @@ func (o *simOptions) run(ctx context.Context) error {
 		}
 		return err
 	}
+}
+
+// loopbackListen refuses addresses other than loopback: the simulator is for
+// this machine only (and pvectl speaks plain http to loopback hosts only).
+func loopbackListen(addr string) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("--listen %q: %w", addr, err)
+	}
+	if host == "localhost" {
+		return nil
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
+		return nil
+	}
+	return fmt.Errorf("--listen %q: the simulator listens on loopback only (e.g. 127.0.0.1:8006, or 127.0.0.1:0 for a free port)", addr)
+}
+
+// checkNodeNames wants non-empty, distinct node names.
+func checkNodeNames(nodes []string) error {
+	seen := map[string]bool{}
+	for _, n := range nodes {
+		if n == "" {
+			return errors.New("--nodes: empty node name")
+		}
+		if seen[n] {
+			return fmt.Errorf("--nodes: %s given twice", n)
+		}
+		seen[n] = true
+	}
+	if len(nodes) == 0 {
+		return errors.New("--nodes: at least one node")
+	}
+	return nil
 }
 
 func redactToken(s string) string {

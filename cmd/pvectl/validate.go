@@ -11,7 +11,7 @@ func newValidateCmd(g *globalOptions) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "validate -f PATH...",
 		Short: "Check specs offline: schema, references, cycles (no API call)",
-		Args:  cobra.NoArgs,
+		Args:  specsWithF,
 		RunE: func(c *cobra.Command, _ []string) error {
 			set, err := o.load()
 			if err != nil {
@@ -22,6 +22,6 @@ func newValidateCmd(g *globalOptions) *cobra.Command {
 			return nil
 		},
 	}
-	o.addFlags(c, false)
+	o.addFlags(c, "")
 	return c
 }

@@ -92,8 +92,30 @@ func (v *progressView) PostApply(c *planner.Change, err error) {
 }
 
 func (v *progressView) Skipped(c *planner.Change, reason string) {
+	if kept, why := keptReason(reason); kept {
+		v.event("apply_skipped", c, map[string]any{"reason": reason},
+			v.paint(v.note, fmt.Sprintf("%s: kept (%s)", c.Address, why)))
+		return
+	}
 	v.event("apply_skipped", c, map[string]any{"reason": reason},
-		v.paint(v.note, fmt.Sprintf("%s: skipped: %s", c.Address, reason)))
+		v.paint(v.note, fmt.Sprintf("%s: not done: %s", c.Address, reason)))
+}
+
+// keptReason tells a protected resource that was deliberately left alone
+// from one that could not be done.
+func keptReason(reason string) (bool, string) {
+	rest, ok := strings.CutPrefix(reason, "protected")
+	if !ok {
+		return false, ""
+	}
+	rest = strings.TrimPrefix(strings.TrimPrefix(rest, ":"), " ")
+	switch {
+	case rest == "" || rest == "skipped":
+		return true, "protected"
+	case strings.HasPrefix(rest, "kept for "):
+		return true, "protected " + strings.TrimPrefix(rest, "kept for ") + " needs it"
+	}
+	return true, "protected: " + rest
 }
 
 func (v *progressView) Message(c *planner.Change, msg string) {
@@ -102,15 +124,15 @@ func (v *progressView) Message(c *planner.Change, msg string) {
 
 // summary says what was done and what was not.
 func (v *progressView) summary(p *planner.Plan, res *planner.Result, verb string) {
-	title := capitalize(verb)
 	if res == nil {
 		return
 	}
+	title := capitalize(verb)
 	byAddr := map[string]*planner.Change{}
 	for _, c := range p.Changes {
 		byAddr[c.Address] = c
 	}
-	var done, failed, notDone []string
+	var done, failed, notDone, kept []string
 	for _, a := range res.Done {
 		if c := byAddr[a]; c != nil && c.Action != planner.NoOp {
 			done = append(done, a)
@@ -120,24 +142,21 @@ func (v *progressView) summary(p *planner.Plan, res *planner.Result, verb string
 		failed = append(failed, fmt.Sprintf("%s: %v", a, err))
 	}
 	for a, why := range res.Skipped {
+		if ok, w := keptReason(why); ok {
+			kept = append(kept, fmt.Sprintf("%s (%s)", a, w))
+			continue
+		}
 		notDone = append(notDone, fmt.Sprintf("%s (%s)", a, why))
 	}
-	sort.Strings(done)
-	sort.Strings(failed)
-	sort.Strings(notDone)
+	for _, l := range [][]string{done, failed, notDone, kept} {
+		sort.Strings(l)
+	}
 	if v.json {
-		v.event("summary", nil, map[string]any{"done": nonNil(done), "failed": nonNil(failed), "not_done": nonNil(notDone)}, "")
+		v.event("summary", nil, map[string]any{"done": nonNil(done), "failed": nonNil(failed), "not_done": nonNil(notDone), "kept": nonNil(kept)}, "")
 		return
 	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	if len(failed) == 0 && len(notDone) == 0 {
-		fmt.Fprintln(v.w)
-		fmt.Fprintln(v.w, v.paint(v.ok, fmt.Sprintf("%s complete: %d changed.", title, len(done))))
-		return
-	}
-	fmt.Fprintln(v.w)
-	fmt.Fprintln(v.w, v.paint(v.bad, fmt.Sprintf("%s incomplete: %d changed, %d failed, %d not done.", title, len(done), len(failed), len(notDone))))
 	section := func(title string, items []string) {
 		if len(items) == 0 {
 			return
@@ -147,9 +166,21 @@ func (v *progressView) summary(p *planner.Plan, res *planner.Result, verb string
 			fmt.Fprintf(v.w, "    %s\n", it)
 		}
 	}
+	keptNote := ""
+	if len(kept) > 0 {
+		keptNote = fmt.Sprintf(", %d kept (protected)", len(kept))
+	}
+	fmt.Fprintln(v.w)
+	if len(failed) == 0 && len(notDone) == 0 {
+		fmt.Fprintln(v.w, v.paint(v.ok, fmt.Sprintf("%s complete: %d changed%s.", title, len(done), keptNote)))
+		section("kept", kept)
+		return
+	}
+	fmt.Fprintln(v.w, v.paint(v.bad, fmt.Sprintf("%s incomplete: %d changed, %d failed, %d not done%s.", title, len(done), len(failed), len(notDone), keptNote)))
 	section("done", done)
 	section("failed", failed)
 	section("not done", notDone)
+	section("kept", kept)
 	fmt.Fprintln(v.w, "Fix the cause and run the same command again: pvectl converges from wherever it stopped.")
 }
 
