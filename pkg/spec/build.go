@@ -1,7 +1,6 @@
 package spec
 
 import (
-	"net/url"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -55,6 +54,7 @@ func (l *loader) build(docs []*document) *Set {
 			set.Resources = append(set.Resources, r)
 		}
 	}
+	l.checkIdentities(set.Resources)
 	l.link(set, docOf)
 	return set
 }
@@ -90,12 +90,17 @@ func (l *loader) defaults(docs []*document) map[string][]entry {
 			}
 			es := l.entries(d.file, v, "Defaults."+kind)
 			for i := 0; i < len(es); i++ {
-				if key := es[i].key.Value; key == k.Identity {
-					// One default name for every resource would collide.
+				// One default identity for every resource would collide.
+				switch key := es[i].key.Value; {
+				case key == k.Identity:
 					l.errorf(nodePos(d.file, es[i].key), "Defaults.%s cannot set %s: it identifies each %s (it defaults to the document's name)", kind, key, kind)
-					es = append(es[:i], es[i+1:]...)
-					i--
+				case contains(k.Unique, key):
+					l.errorf(nodePos(d.file, es[i].key), "Defaults.%s cannot set %s: it identifies each %s (every %s would get the same one)", kind, key, kind, kind)
+				default:
+					continue
 				}
+				es = append(es[:i], es[i+1:]...)
+				i--
 			}
 			l.convert(k, es, newResource(d.kind, d.name))
 			for _, e := range es {
@@ -189,9 +194,20 @@ func (l *loader) connection(d *document, defaults []entry) *Connection {
 			l.errorf(d.pos, "Connection/%s: spec.%s is required", d.name, key)
 		}
 	}
+	// A nil value failed to interpolate: reported already.
 	if c.URL != "" && tmp.Own["url"] != nil {
-		if u, err := url.Parse(c.URL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-			l.errorf(at("url"), "spec.url must be an http(s) URL like https://pve.example.com:8006, got %q", c.URL)
+		if msg := checkURL(c.URL); msg != "" {
+			l.errorf(at("url"), "%s", msg)
+		}
+	}
+	if c.TLSFingerprint != "" && tmp.Own["tlsFingerprint"] != nil {
+		if msg := checkFingerprint(c.TLSFingerprint); msg != "" {
+			l.errorf(at("tlsFingerprint"), "%s", msg)
+		}
+	}
+	if c.CAFile != "" && tmp.Own["caFile"] != nil {
+		if msg := checkCAFile(c.CAFile); msg != "" {
+			l.errorf(at("caFile"), "%s", msg)
 		}
 	}
 	has := func(key string) bool { _, ok := tmp.Own[key]; return ok }

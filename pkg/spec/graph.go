@@ -14,18 +14,21 @@ func (l *loader) link(set *Set, docOf map[*Resource]*document) {
 	for _, r := range set.Resources {
 		index[r.Address()] = r
 	}
-	addrs := slices.Sorted(maps.Keys(index))
+	refs := make([]Ref, 0, len(set.Resources))
+	for _, r := range set.Resources {
+		refs = append(refs, r.Ref())
+	}
 	for _, r := range set.Resources {
 		d := docOf[r]
 		if r.Connection != "" && set.Connections[r.Connection] == nil && !l.unreadable {
 			l.errorf(d.connectionPos, "connection %q is not defined: no Connection document has that name%s",
-				r.Connection, didYouMean(r.Connection, slices.Sorted(maps.Keys(set.Connections))))
+				r.Connection, didYouMeanName(r.Connection, slices.Sorted(maps.Keys(set.Connections))))
 		}
 		deps := map[Ref]bool{}
 		for _, ra := range d.dependsOn {
 			if index[ra.String()] == nil {
 				if !l.unreadable && !l.rejected[ra.Ref] {
-					l.errorf(ra.Pos, "dependsOn: %s is not defined in the given files%s", ra.Ref, didYouMean(ra.String(), addrs))
+					l.errorf(ra.Pos, "dependsOn: %s is not defined in the given files%s", ra.Ref, didYouMeanRef(ra.Ref, refs))
 				}
 				continue
 			}

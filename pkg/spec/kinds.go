@@ -48,6 +48,10 @@ type kindInfo struct {
 	Unsupported []string
 	// Identity is the PVE parameter defaulted from the document's name.
 	Identity string
+	// Unique are other parameters that identify a resource when set (a
+	// QemuVM's vmid): no two resources may share one, so Defaults cannot
+	// set them.
+	Unique []string
 	// Fixed are parameters whose value the kind decides.
 	Fixed map[string]string
 	// ValueAliases map friendlier values to PVE's, per parameter.
@@ -110,6 +114,7 @@ var kindTable = map[string]*kindInfo{
 		Own:          map[string]ownType{"running": ownBool},
 		Unsupported:  qemuPlannedKeys,
 		Identity:     "name",
+		Unique:       []string{"vmid"},
 		ValueAliases: map[string]map[string]string{"machine": {"i440fx": "pc"}},
 		Managed:      true,
 	},

@@ -35,10 +35,7 @@ func maxTypoDistance(s string) int {
 
 // didYouMean renders a suggestion as a message suffix.
 func didYouMean(s string, candidates []string) string {
-	if c := suggest(s, candidates); c != "" {
-		return ` — did you mean "` + c + `"?`
-	}
-	return ""
+	return suggestionSuffix(suggest(s, candidates))
 }
 
 // editDistance is the optimal-string-alignment distance: Levenshtein plus
@@ -75,4 +72,65 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// suggestName is suggest for names the user chose (connections, resource
+// names): they share no vocabulary, so only a close typo is a plausible
+// match — at most max(1, len/3) edits ("lba" → "lab", "vmbr1" → "vmbr9",
+// not "nope" → "p").
+func suggestName(s string, candidates []string) string {
+	best, bestDist := "", -1
+	limit := max(1, len([]rune(s))/3)
+	for _, c := range candidates {
+		if c == s {
+			continue
+		}
+		d := editDistance(strings.ToLower(s), strings.ToLower(c))
+		if d > limit {
+			continue
+		}
+		if bestDist < 0 || d < bestDist || (d == bestDist && c < best) {
+			best, bestDist = c, d
+		}
+	}
+	return best
+}
+
+// suggestRef finds the reference r was probably meant to be: the kind and
+// the name are each held to suggestName's bound, so that a short common
+// prefix ("Pool/") does not make unrelated names look alike.
+func suggestRef(r Ref, candidates []Ref) string {
+	best, bestDist := "", -1
+	kindLimit, nameLimit := max(1, len([]rune(r.Kind))/3), max(1, len([]rune(r.Name))/3)
+	for _, c := range candidates {
+		if c == r {
+			continue
+		}
+		dk := editDistance(strings.ToLower(r.Kind), strings.ToLower(c.Kind))
+		dn := editDistance(strings.ToLower(r.Name), strings.ToLower(c.Name))
+		if dk > kindLimit || dn > nameLimit {
+			continue
+		}
+		if d, s := dk+dn, c.String(); bestDist < 0 || d < bestDist || (d == bestDist && s < best) {
+			best, bestDist = s, d
+		}
+	}
+	return best
+}
+
+// didYouMeanName renders suggestName's answer as a message suffix.
+func didYouMeanName(s string, candidates []string) string {
+	return suggestionSuffix(suggestName(s, candidates))
+}
+
+// didYouMeanRef renders suggestRef's answer as a message suffix.
+func didYouMeanRef(r Ref, candidates []Ref) string {
+	return suggestionSuffix(suggestRef(r, candidates))
+}
+
+func suggestionSuffix(c string) string {
+	if c == "" {
+		return ""
+	}
+	return ` — did you mean "` + c + `"?`
 }

@@ -11,9 +11,9 @@ import (
 
 // Pos is a place in a spec file.
 type Pos struct {
-	File string
-	Line int
-	Col  int
+	File string `json:"file"`
+	Line int    `json:"line"`
+	Col  int    `json:"col"`
 }
 
 func (p Pos) String() string {
@@ -27,7 +27,10 @@ func (p Pos) String() string {
 }
 
 // Ref names a resource: "Kind/name".
-type Ref struct{ Kind, Name string }
+type Ref struct {
+	Kind string `json:"kind"`
+	Name string `json:"name"`
+}
 
 func (r Ref) String() string { return r.Kind + "/" + r.Name }
 
@@ -54,27 +57,27 @@ const (
 
 // Resource is one validated, interpolated, defaulted document.
 type Resource struct {
-	Kind       string
-	Name       string
-	Connection string // "" = the environment-configured connection
-	DependsOn  []Ref  // explicit dependsOn plus implicit edges found by Load
-	Protected  bool
-	State      State
+	Kind       string `json:"kind"`
+	Name       string `json:"name"`
+	Connection string `json:"connection"` // "" = the environment-configured connection
+	DependsOn  []Ref  `json:"dependsOn"`  // explicit dependsOn plus implicit edges found by Load
+	Protected  bool   `json:"protected"`
+	State      State  `json:"state"`
 
 	// Params are the PVE API parameters of the kind's create call, with PVE's
 	// own names, in wire form: booleans "1"/"0", numbers in decimal, property
 	// strings rendered "k=v,k=v" (a map in YAML is rendered in its key order;
 	// a string is kept as written). Identity keys defaulted from Name are set
 	// here (QemuVM "name", LinuxBridge "iface", Pool "poolid").
-	Params map[string]string
+	Params map[string]string `json:"params"`
 	// Remove lists PVE keys written as `key: null`: delete them (delete=k1,k2).
-	Remove []string
+	Remove []string `json:"remove"`
 	// Own holds pvectl's camelCase keys (running, image, ...) as decoded YAML
 	// values: string, int, bool, float64, []any, map[string]any.
-	Own map[string]any
+	Own map[string]any `json:"own"`
 
-	Pos    Pos            // the document's "kind:" line
-	KeyPos map[string]Pos // position of each spec key (Params, Remove and Own keys)
+	Pos    Pos            `json:"pos"`    // the document's "kind:" line
+	KeyPos map[string]Pos `json:"keyPos"` // position of each spec key (Params, Remove and Own keys)
 }
 
 // Address is "Kind/name".

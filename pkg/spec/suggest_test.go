@@ -1,0 +1,82 @@
+package spec
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// TestSuggestReferences checks that did-you-mean for names the user chose
+// proposes only close typos, per part of a reference.
+func TestSuggestReferences(t *testing.T) {
+	refs := []Ref{{KindPool, "p"}, {KindPool, "prod"}, {KindLinuxBridge, "vmbr9"}, {KindQemuVM, "web01"}}
+	tests := []struct {
+		in   Ref
+		want string
+	}{
+		{Ref{KindPool, "nope"}, ""},
+		{Ref{KindPool, "q"}, "Pool/p"},
+		{Ref{KindPool, "prdo"}, "Pool/prod"},
+		{Ref{KindLinuxBridge, "vmbr1"}, "LinuxBridge/vmbr9"},
+		{Ref{"LinuxBrige", "vmbr9"}, "LinuxBridge/vmbr9"},
+		{Ref{"Bridge", "vmbr9"}, ""},
+		{Ref{KindQemuVM, "web02"}, "QemuVM/web01"},
+		{Ref{KindQemuVM, "db01"}, ""},
+		{Ref{KindLinuxBridge, "p"}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.in.String(), func(t *testing.T) {
+			if got := suggestRef(tt.in, refs); got != tt.want {
+				t.Errorf("suggestRef(%s): got %q want %q", tt.in, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestSuggestName(t *testing.T) {
+	cands := []string{"lab", "prod", "c1"}
+	tests := []struct{ in, want string }{
+		{"lba", "lab"},
+		{"c2", "c1"},
+		{"prdo", "prod"},
+		{"xy", ""},
+		{"nope", ""},
+		{"stage", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.in, func(t *testing.T) {
+			if got := suggestName(tt.in, cands); got != tt.want {
+				t.Errorf("suggestName(%q): got %q want %q", tt.in, got, tt.want)
+			}
+		})
+	}
+}
+
+// TestReferenceSuggestionsInLoad is the review's case: an undefined
+// reference sharing only its kind with a resource gets no suggestion.
+func TestReferenceSuggestionsInLoad(t *testing.T) {
+	files := map[string]string{"a.yaml": `kind: Pool
+name: p
+---
+kind: LinuxBridge
+name: vmbr9
+---
+kind: QemuVM
+name: vm
+connection: xy
+dependsOn: [Pool/nope, LinuxBridge/vmbr1]
+---
+kind: Connection
+name: ab
+spec: {url: "https://pve:8006", tokenId: "a@pve!t"}
+`}
+	_, got := loadFiles(t, files, nil)
+	want := []string{
+		`a.yaml:9: connection "xy" is not defined: no Connection document has that name`,
+		`a.yaml:10: dependsOn: Pool/nope is not defined in the given files`,
+		`a.yaml:10: dependsOn: LinuxBridge/vmbr1 is not defined in the given files — did you mean "LinuxBridge/vmbr9"?`,
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("diagnostics: got %q\nwant %q\n(-want +got):\n%s", got, want, diff)
+	}
+}
