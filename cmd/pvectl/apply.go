@@ -154,7 +154,9 @@ func (o *applyOptions) run(ctx context.Context) error {
 			}
 		}
 		if !p.HasChanges() {
-			newProgressView(w, o.json, false).summary(p, &planner.Result{}, o.verb())
+			if o.json { // the rendered plan said it for humans
+				newProgressView(w, true, false).summary(p, &planner.Result{}, o.verb())
+			}
 			return nil
 		}
 		if !o.autoApprove {

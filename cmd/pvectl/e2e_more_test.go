@@ -77,8 +77,10 @@ func TestE2EDestroyKeepsProtected(t *testing.T) {
 	})
 	env.mustRun(0, "apply", "-f", f, "--auto-approve")
 	r := env.mustRun(0, "destroy", "-f", f, "--auto-approve")
-	if !strings.Contains(r.stdout, "protected") {
-		t.Errorf("destroy output lacks the protected notice:\n%s", r.stdout)
+	for _, want := range []string{"QemuVM/app-vm-1 is protected and will be kept", "LinuxBridge/vmbr1 will be kept"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("destroy output lacks %q:\n%s", want, r.stdout)
+		}
 	}
 	if _, err := env.client.QemuConfig(context.Background(), "pve", 100); err != nil {
 		t.Errorf("protected VM 100 was removed: %v", err)

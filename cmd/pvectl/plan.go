@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -53,12 +54,19 @@ func (o *specOptions) load() (*spec.Set, error) {
 	}
 	var bad []string
 	for _, t := range o.targets {
-		if set.Lookup(t) == nil {
-			bad = append(bad, t)
+		if set.Lookup(t) != nil {
+			continue
 		}
+		msg := fmt.Sprintf("--target %s: no such resource in the specs", t)
+		if s := set.Suggest(t); s != "" {
+			msg += fmt.Sprintf(" (did you mean %s?)", s)
+		} else if len(set.Resources) > 0 {
+			msg += fmt.Sprintf(" (write Kind/name, e.g. %s)", set.Resources[0].Address())
+		}
+		bad = append(bad, msg)
 	}
 	if len(bad) > 0 {
-		return nil, invalid(fmt.Errorf("--target %s: no such resource in the specs (write Kind/name, e.g. QemuVM/app-vm-1)", strings.Join(bad, ", ")))
+		return nil, invalid(errors.New(strings.Join(bad, "\n")))
 	}
 	return set, nil
 }

@@ -134,3 +134,17 @@ func suggestionSuffix(c string) string {
 	}
 	return ` — did you mean "` + c + `"?`
 }
+
+// Suggest returns the address of the Set closest to a mistyped "Kind/name"
+// (as the CLI's --target takes it), or "" when none is close.
+func (s *Set) Suggest(addr string) string {
+	r, err := parseRef(addr)
+	if err != nil {
+		return ""
+	}
+	refs := make([]Ref, len(s.Resources))
+	for i, res := range s.Resources {
+		refs[i] = res.Ref()
+	}
+	return suggestRef(r, refs)
+}

@@ -80,3 +80,17 @@ spec: {url: "https://pve:8006", tokenId: "a@pve!t"}
 		t.Errorf("diagnostics: got %q\nwant %q\n(-want +got):\n%s", got, want, diff)
 	}
 }
+
+func TestSetSuggest(t *testing.T) {
+	set := &Set{Resources: []*Resource{{Kind: "QemuVM", Name: "app-vm-1"}, {Kind: "Pool", Name: "demo"}}}
+	for in, want := range map[string]string{
+		"QemuVM/app-vm1": "QemuVM/app-vm-1",
+		"Pool/dmeo":      "Pool/demo",
+		"Pool/x":         "",
+		"nonsense":       "",
+	} {
+		if got := set.Suggest(in); got != want {
+			t.Errorf("Suggest(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
