@@ -3,8 +3,10 @@ package spec
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -341,7 +343,7 @@ func typeName(p *schema.Param) string {
 // aliases (net0's "virtio: MAC" shorthands would bury the real keys).
 func subKeyNames(props map[string]*schema.Param) []string {
 	var out []string
-	for _, k := range sortedKeys(props) {
+	for _, k := range slices.Sorted(maps.Keys(props)) {
 		if props[k].Alias == "" {
 			out = append(out, k)
 		}
@@ -375,7 +377,7 @@ func propertyWire(key string, props map[string]*schema.Param, m *yaml.Node) (str
 		sub := props[k.Value]
 		if props != nil && sub == nil {
 			return "", &atError{k, "", fmt.Errorf("invalid format - property '%s' is not defined%s (allowed: %s)",
-				k.Value, didYouMean(k.Value, sortedKeys(props)), strings.Join(subKeyNames(props), ", "))}
+				k.Value, didYouMean(k.Value, slices.Sorted(maps.Keys(props))), strings.Join(subKeyNames(props), ", "))}
 		}
 		if sub != nil && sub.Alias != "" && props[sub.Alias] != nil {
 			sub = props[sub.Alias] // virtio: MAC is macaddr (and model=virtio)

@@ -1,7 +1,6 @@
 package spec
 
 import (
-	"sort"
 	"strings"
 )
 
@@ -63,15 +62,6 @@ func editDistance(a, b string) int {
 		}
 	}
 	return d[len(ra)][len(rb)]
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 // suggestName is suggest for names the user chose (connections, resource
