@@ -56,6 +56,10 @@ type Plan struct {
 	FormatVersion string    `json:"format_version"`
 	Destroy       bool      `json:"destroy,omitempty"`
 	Changes       []*Change `json:"changes"`
+	// Endpoints records, per connection name the plan uses, the API root
+	// (pve.Client.BaseURL, never a secret) it was made against, so that a
+	// saved plan is not applied to another cluster (Verify).
+	Endpoints map[string]string `json:"endpoints,omitempty"`
 }
 
 // Summary counts changes per action.

@@ -9,6 +9,8 @@ import (
 	"sort"
 	"strings"
 	"sync"
+
+	"github.com/pvectl/pvectl/pkg/pve"
 )
 
 // DefaultParallelism caps concurrent changes when ApplyOptions leaves it 0.
@@ -96,7 +98,19 @@ func applyChange(ctx context.Context, clients Clients, hooks Hooks, c *Change, r
 	if err != nil {
 		return err
 	}
+	ctx = pve.WithTaskObserver(ctx, func(st pve.TaskStatus, warnings []string) {
+		hooks.Message(c, taskWarningMessage(st, warnings))
+	})
 	return k.apply(ctx, &execution{client: cl, hooks: hooks, change: c, reserved: reserved}, c)
+}
+
+// taskWarningMessage says that a task of the change succeeded with
+// complaints: PVE counts it as done, but the user should read them.
+func taskWarningMessage(st pve.TaskStatus, warnings []string) string {
+	if len(warnings) == 0 {
+		return fmt.Sprintf("task %s finished with %s (see its log)", st.UPID, st.ExitStatus)
+	}
+	return fmt.Sprintf("task %s finished with warnings: %s", st.UPID, strings.Join(warnings, "; "))
 }
 
 // vertex is one change during a walk.

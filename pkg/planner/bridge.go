@@ -102,14 +102,59 @@ func (bridgeKind) observe(ctx context.Context, lc *liveConn, r *spec.Resource) (
 }
 
 func ifaceObj(ln *liveNetwork, node, iface string) *liveObj {
+	staged := ln.changes != ""
 	cfg := ln.iface(iface)
 	if cfg == nil {
-		return &liveObj{Node: node}
+		return &liveObj{Node: node, Staged: staged}
 	}
-	return &liveObj{Exists: true, Node: node, Config: cfg, Digest: fieldsDigest(cfg)}
+	return &liveObj{Exists: true, Node: node, Config: cfg, Digest: fieldsDigest(cfg), Staged: staged}
 }
 
-func (bridgeKind) plan(b *builder, r *spec.Resource, lo *liveObj) (*Change, error) {
+func (k bridgeKind) plan(b *builder, r *spec.Resource, lo *liveObj) (*Change, error) {
+	c, err := k.compare(b, r, lo)
+	if err == nil {
+		b.noteUncommitted(r, lo, c)
+	}
+	return c, err
+}
+
+// noteUncommitted says so when nothing in the specs commits the node's
+// network: PVE only stages interface changes, and without a NetworkApply
+// they would wait in interfaces.new while the plan looks done.
+func (b *builder) noteUncommitted(r *spec.Resource, lo *liveObj, c *Change) {
+	if b.commits(r.Connection, lo.Node) {
+		return
+	}
+	hint := fmt.Sprintf("(add `kind: NetworkApply` for node %s)", lo.Node)
+	switch {
+	case c.Action != NoOp:
+		c.Reasons = append(c.Reasons, fmt.Sprintf("the change will stay staged: no NetworkApply in these specs commits node %s's network %s", lo.Node, hint))
+	case lo.Staged:
+		c.Reasons = append(c.Reasons, fmt.Sprintf("node %s has staged network changes that no NetworkApply in these specs commits %s", lo.Node, hint))
+	}
+}
+
+// commits reports whether the Set has a NetworkApply for node on conn.
+func (b *builder) commits(conn, node string) bool {
+	for _, r := range b.set.Resources {
+		if r.Kind != spec.KindNetworkApply || r.Connection != conn || r.State == spec.Absent {
+			continue
+		}
+		if lo := b.obs.objs[r.Address()]; lo != nil {
+			if lo.Node == node {
+				return true
+			}
+			continue
+		}
+		// Not observed (its own error is reported): judge by the spec.
+		if n := paramNode(r); n == node || (n == "" && r.Name == node) {
+			return true
+		}
+	}
+	return false
+}
+
+func (bridgeKind) compare(b *builder, r *spec.Resource, lo *liveObj) (*Change, error) {
 	c := &Change{Node: lo.Node, Digest: lo.Digest}
 	if handled, err := b.lifecycle(r, lo, c); handled {
 		return c, err

@@ -20,6 +20,7 @@ type builder struct {
 	opts    Options
 	table   *schema.Table
 	changes map[string]*Change // planned so far, by address
+	failed  map[string]error   // resources that could not be planned (placeholders in changes)
 }
 
 // method finds a create method's schema facts; nil when the table lacks it.
@@ -48,31 +49,43 @@ func Build(ctx context.Context, set *spec.Set, obs *Observed, opts Options) (*Pl
 	resources := append([]*spec.Resource(nil), set.Resources...)
 	sort.Slice(resources, func(i, j int) bool { return resources[i].Address() < resources[j].Address() })
 
-	var errs []error
+	// A resource that cannot be planned gets a placeholder change, so that
+	// the graph still knows it; its error counts only if it is selected
+	// (a --target elsewhere is not blocked by it).
+	failed := map[string]error{}
+	fail := func(r *spec.Resource, lo *liveObj, err error) {
+		c := &Change{Address: r.Address(), Action: NoOp, Resource: r, Diff: []FieldDiff{}, Reasons: []string{}}
+		if lo != nil {
+			c.Node = lo.Node
+		}
+		b.changes[c.Address], failed[c.Address] = c, err
+	}
 	// Network commits are decided last: they look at the interface changes.
 	for _, late := range []bool{false, true} {
 		for _, r := range resources {
 			if err := ctx.Err(); err != nil {
 				return nil, err
 			}
-			k, err := kindOf(r.Kind)
-			if err != nil {
-				if !late {
-					errs = append(errs, fmt.Errorf("%s: %w", r.Address(), err))
-				}
+			k, kerr := kindOf(r.Kind)
+			if (kerr == nil && k.role() == roleNetApply) != late {
 				continue
 			}
-			if (k.role() == roleNetApply) != late {
+			if err := obs.errs[r.Address()]; err != nil {
+				fail(r, nil, err)
+				continue
+			}
+			if kerr != nil {
+				fail(r, nil, fmt.Errorf("%s: %w", r.Address(), kerr))
 				continue
 			}
 			lo := obs.objs[r.Address()]
 			if lo == nil {
-				errs = append(errs, fmt.Errorf("%s: live state was not observed", r.Address()))
+				fail(r, nil, fmt.Errorf("%s: live state was not observed", r.Address()))
 				continue
 			}
 			c, err := k.plan(b, r, lo)
 			if err != nil {
-				errs = append(errs, err)
+				fail(r, lo, err)
 				continue
 			}
 			c.Address, c.Resource = r.Address(), r
@@ -85,9 +98,7 @@ func Build(ctx context.Context, set *spec.Set, obs *Observed, opts Options) (*Pl
 			b.changes[c.Address] = c
 		}
 	}
-	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
-	}
+	b.failed = failed
 
 	deps := b.forwardDeps()
 	if !opts.Destroy {
@@ -107,6 +118,9 @@ func Build(ctx context.Context, set *spec.Set, obs *Observed, opts Options) (*Pl
 	if err != nil {
 		return nil, err
 	}
+	if err := selectedErrors(failed, sel); err != nil {
+		return nil, err
+	}
 	order, err := topoOrder(deps, sel)
 	if err != nil {
 		return nil, err
@@ -114,6 +128,12 @@ func Build(ctx context.Context, set *spec.Set, obs *Observed, opts Options) (*Pl
 	p := &Plan{FormatVersion: FormatVersion, Destroy: opts.Destroy, Changes: []*Change{}}
 	for _, addr := range order {
 		c := b.changes[addr]
+		if ep := obs.endpoint(c.Resource.Connection); ep != "" {
+			if p.Endpoints == nil {
+				p.Endpoints = map[string]string{}
+			}
+			p.Endpoints[c.Resource.Connection] = ep
+		}
 		c.DependsOn = nil
 		for _, d := range deps[addr] {
 			if sel[d] {
@@ -123,6 +143,21 @@ func Build(ctx context.Context, set *spec.Set, obs *Observed, opts Options) (*Pl
 		p.Changes = append(p.Changes, c)
 	}
 	return p, nil
+}
+
+// selectedErrors reports the planning errors of the selected resources,
+// each message once (a connection that cannot be read fails all of its
+// resources for one reason).
+func selectedErrors(failed map[string]error, sel map[string]bool) error {
+	seen := map[string]bool{}
+	var errs []error
+	for _, a := range slices.Sorted(maps.Keys(failed)) {
+		if msg := failed[a].Error(); sel[a] && !seen[msg] {
+			seen[msg] = true
+			errs = append(errs, failed[a])
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // forwardDeps is the spec's dependency graph restricted to planned resources.
@@ -268,7 +303,7 @@ func (b *builder) keepProtectedNeeds(fwd map[string][]string) error {
 	for _, a := range slices.Sorted(maps.Keys(b.changes)) {
 		c := b.changes[a]
 		k, err := kindOf(c.Resource.Kind)
-		if err != nil || k.role() != roleNetApply {
+		if err != nil || k.role() != roleNetApply || b.failed[a] != nil {
 			continue
 		}
 		nc, err := k.plan(b, c.Resource, b.obs.objs[a])

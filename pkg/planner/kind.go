@@ -63,6 +63,7 @@ type liveObj struct {
 	Status string     // QemuVM: running | stopped
 	Pool   string     // QemuVM: the pool it belongs to ("" = none)
 	Digest string     // PVE's config digest, or our own sha1 over the fields
+	Staged bool       // interfaces: the node's network has uncommitted changes
 
 	// load, when set, finishes reading the object; Observe runs the loads
 	// of all resources concurrently (per-VM config reads dominate a plan).
@@ -108,19 +109,27 @@ func (b *builder) lifecycle(r *spec.Resource, lo *liveObj, c *Change) (handled b
 		return true, nil
 	case !lo.Exists:
 		c.Action, c.Reasons = Create, []string{"does not exist"}
-		c.Diff = createDiff(r)
+		c.Diff = createDiff(r, c.Node)
 		return true, nil
 	}
 	return false, nil
 }
 
-// createDiff lists what a create will set, as "+" fields.
-func createDiff(r *spec.Resource) []FieldDiff {
+// createDiff lists what a create will set, as "+" fields. The node is the
+// resolved one (node is the object's place, not a parameter), so a create
+// whose spec leaves it out still shows where it lands.
+func createDiff(r *spec.Resource, node string) []FieldDiff {
+	params := maps.Clone(r.Params)
+	if params == nil {
+		params = map[string]string{}
+	}
+	delete(params, "node")
+	if node != "" {
+		params["node"] = node
+	}
 	var out []FieldDiff
-	for _, k := range slices.Sorted(maps.Keys(r.Params)) {
-		if k != "node" {
-			out = append(out, fieldDiff(k, nil, r.Params[k]))
-		}
+	for _, k := range slices.Sorted(maps.Keys(params)) {
+		out = append(out, fieldDiff(k, nil, params[k]))
 	}
 	for _, k := range slices.Sorted(maps.Keys(r.Own)) {
 		switch v := r.Own[k].(type) {

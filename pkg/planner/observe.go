@@ -21,6 +21,19 @@ import (
 type Observed struct {
 	conns map[string]*liveConn
 	objs  map[string]*liveObj // by address
+	// errs holds, by address, why a resource's live state could not be
+	// read. Build reports them only for the resources it plans, so that a
+	// broken resource does not block a --target elsewhere.
+	errs map[string]error
+}
+
+// endpoint is the API root the named connection was read through ("" when
+// it was not opened).
+func (o *Observed) endpoint(conn string) string {
+	if lc := o.conns[conn]; lc != nil && lc.client != nil {
+		return lc.client.BaseURL()
+	}
+	return ""
 }
 
 // liveConn caches what one connection's cluster looks like, so every list
@@ -45,50 +58,63 @@ type liveNetwork struct {
 // Observe reads the live state the Set needs in few calls: /cluster/resources
 // and /nodes once per connection, one network list per node with network
 // resources, the pool list once, one config per managed VM that exists.
+//
+// It reads every resource of the Set, targets or not (the lists are per
+// connection anyway, and the reads are what make a plan cheap to trust).
+// What cannot be read for one resource, or for its whole connection, is
+// kept in the Observed and reported by Build for the resources it plans:
+// the error returned here is only ctx's.
 func Observe(ctx context.Context, clients Clients, set *spec.Set) (*Observed, error) {
-	obs := &Observed{conns: map[string]*liveConn{}, objs: map[string]*liveObj{}}
+	obs := &Observed{conns: map[string]*liveConn{}, objs: map[string]*liveObj{}, errs: map[string]error{}}
 	connErr := map[string]error{}
-	var errs []error
 	for _, r := range set.Resources {
+		if err := ctx.Err(); err != nil {
+			return obs, err
+		}
 		k, err := kindOf(r.Kind)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", r.Address(), err))
+			obs.errs[r.Address()] = fmt.Errorf("%s: %w", r.Address(), err)
 			continue
 		}
 		lc, ok := obs.conns[r.Connection]
 		if !ok {
-			if _, failed := connErr[r.Connection]; failed {
-				continue // reported once, below
+			if err, failed := connErr[r.Connection]; failed {
+				obs.errs[r.Address()] = err
+				continue
 			}
 			lc, err = openConn(ctx, clients, set, r.Connection)
 			if err != nil {
 				// A connection that cannot be read fails every resource on
-				// it for the same reason: say it once.
+				// it for the same reason: Build says it once.
 				connErr[r.Connection] = err
-				errs = append(errs, err)
+				obs.errs[r.Address()] = err
 				continue
 			}
 			obs.conns[r.Connection] = lc
 		}
 		lo, err := k.observe(ctx, lc, r)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", r.Address(), err))
+			obs.errs[r.Address()] = fmt.Errorf("%s: %w", r.Address(), err)
 			continue
 		}
 		obs.objs[r.Address()] = lo
 	}
-	errs = append(errs, loadAll(ctx, obs.objs)...)
-	return obs, errors.Join(errs...)
+	for addr, err := range loadAll(ctx, obs.objs) {
+		obs.errs[addr] = err
+		delete(obs.objs, addr)
+	}
+	return obs, ctx.Err()
 }
 
 // observeParallelism caps concurrent per-object reads during Observe.
 const observeParallelism = 8
 
-// loadAll runs the objects' deferred reads, a few at a time.
-func loadAll(ctx context.Context, objs map[string]*liveObj) []error {
+// loadAll runs the objects' deferred reads, a few at a time, and returns
+// the errors by address.
+func loadAll(ctx context.Context, objs map[string]*liveObj) map[string]error {
 	var (
 		mu   sync.Mutex
-		errs []error
+		errs = map[string]error{}
 		wg   sync.WaitGroup
 	)
 	sem := make(chan struct{}, observeParallelism)
@@ -106,21 +132,17 @@ func loadAll(ctx context.Context, objs map[string]*liveObj) []error {
 			lo.load = nil
 			if err != nil {
 				mu.Lock()
-				errs = append(errs, fmt.Errorf("%s: %w", addr, err))
+				errs[addr] = fmt.Errorf("%s: %w", addr, err)
 				mu.Unlock()
 			}
 		}()
 	}
 	wg.Wait()
-	sort.Slice(errs, func(i, j int) bool { return errs[i].Error() < errs[j].Error() })
 	return errs
 }
 
 func openConn(ctx context.Context, clients Clients, set *spec.Set, name string) (*liveConn, error) {
-	label := "default connection"
-	if name != "" {
-		label = "connection " + name
-	}
+	label := connLabel(name)
 	cl, err := clients.Client(name)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", label, err)

@@ -13,6 +13,8 @@ type planFile struct {
 	FormatVersion string        `json:"format_version"`
 	Destroy       bool          `json:"destroy,omitempty"`
 	Changes       []*fileChange `json:"changes"`
+	// Endpoints: see Plan.Endpoints.
+	Endpoints map[string]string `json:"endpoints,omitempty"`
 }
 
 type fileChange struct {
@@ -49,7 +51,7 @@ func ReadFile(path string) (*Plan, error) {
 
 // Marshal renders the plan-file form of p, secrets left out.
 func Marshal(p *Plan) ([]byte, error) {
-	f := planFile{FormatVersion: p.FormatVersion, Destroy: p.Destroy, Changes: []*fileChange{}}
+	f := planFile{FormatVersion: p.FormatVersion, Destroy: p.Destroy, Changes: []*fileChange{}, Endpoints: p.Endpoints}
 	for _, c := range p.Changes {
 		f.Changes = append(f.Changes, &fileChange{Action: c.Action.String(), Change: redact(c)})
 	}
@@ -65,7 +67,7 @@ func Unmarshal(data []byte) (*Plan, error) {
 	if f.FormatVersion != FormatVersion {
 		return nil, fmt.Errorf("plan format version %q is not supported (want %q)", f.FormatVersion, FormatVersion)
 	}
-	p := &Plan{FormatVersion: f.FormatVersion, Destroy: f.Destroy, Changes: []*Change{}}
+	p := &Plan{FormatVersion: f.FormatVersion, Destroy: f.Destroy, Changes: []*Change{}, Endpoints: f.Endpoints}
 	for i, fc := range f.Changes {
 		if fc == nil || fc.Change == nil {
 			return nil, fmt.Errorf("change %d is empty", i)

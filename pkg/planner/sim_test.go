@@ -352,9 +352,15 @@ func TestSimVMByNameWithNextID(t *testing.T) {
 	if err := sim.cl.CreateQemu(ctx, "pve", map[string][]string{"vmid": {itoa(id)}, "name": {"web"}}); err != nil {
 		t.Fatal(err)
 	}
-	_, err = Observe(ctx, sim, set)
+	// Observe keeps per-resource errors for Build, which reports those of
+	// the resources it plans.
+	obs, err := Observe(ctx, sim, set)
+	if err != nil {
+		t.Fatalf("Observe: got %v want no error (kept for Build)", err)
+	}
+	_, err = Build(ctx, set, obs, Options{})
 	if err == nil || !strings.Contains(err.Error(), "name web matches VMs") || !strings.Contains(err.Error(), "set vmid") {
-		t.Errorf("Observe: got %v want an ambiguity error", err)
+		t.Errorf("Build: got %v want an ambiguity error", err)
 	}
 }
 

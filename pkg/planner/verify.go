@@ -4,13 +4,21 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 )
 
-// Verify re-reads live state for a saved plan and refuses it (error naming
-// the resource) if any recorded config digest changed since it was made, an
-// object to create now exists, or an object to update or delete is gone.
+// Verify re-reads live state for a saved plan and refuses it if a
+// connection now points at another cluster than the plan was made against
+// (Plan.Endpoints), or (error naming the resource) if any recorded config
+// digest changed since it was made, an object to create now exists, or an
+// object to update or delete is gone.
 func Verify(ctx context.Context, clients Clients, plan *Plan) error {
 	if err := checkPlan(plan); err != nil {
+		return err
+	}
+	if err := verifyEndpoints(clients, plan); err != nil {
+		// Re-reading another cluster would only add confusing errors.
 		return err
 	}
 	var errs []error
@@ -50,4 +58,47 @@ func verifyChange(ctx context.Context, clients Clients, c *Change) error {
 		return errors.New("live configuration changed since the plan was made (digest differs): run plan again")
 	}
 	return nil
+}
+
+// verifyEndpoints refuses a plan whose connections now point at another API
+// root than the one it was made against: PROXMOX_URL or a profile changed
+// between `plan --out` and `apply FILE`, and the plan's vmids, digests and
+// nodes describe the other cluster. A plan without recorded endpoints
+// (made by a planner that did not record them) is not checked.
+func verifyEndpoints(clients Clients, plan *Plan) error {
+	if plan.Endpoints == nil {
+		return nil
+	}
+	var errs []error
+	used := map[string]bool{}
+	for _, c := range plan.Changes {
+		if c.Resource != nil && c.Action != NoOp {
+			used[c.Resource.Connection] = true
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(used)) {
+		if _, ok := plan.Endpoints[name]; !ok {
+			errs = append(errs, fmt.Errorf("%s: the plan does not record which cluster it was made against: run plan again", connLabel(name)))
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(plan.Endpoints)) {
+		want := plan.Endpoints[name]
+		cl, err := clients.Client(name)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", connLabel(name), err))
+			continue
+		}
+		if got := cl.BaseURL(); got != want {
+			errs = append(errs, fmt.Errorf("%s: plan was made against %s, the connection now points at %s: run plan again", connLabel(name), want, got))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// connLabel names a connection in messages.
+func connLabel(name string) string {
+	if name == "" {
+		return "default connection"
+	}
+	return "connection " + name
 }

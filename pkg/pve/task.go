@@ -127,6 +127,7 @@ func (c *Client) WaitTask(ctx context.Context, upid UPID) (*TaskStatus, error) {
 			failures = 0
 			if st.Status == "stopped" {
 				if succeeded(st.ExitStatus) {
+					c.reportWarnings(ctx, upid, st)
 					return &st, nil
 				}
 				return &st, &TaskError{UPID: upid.Raw, ExitStatus: st.ExitStatus, LogTail: c.logTail(ctx, upid)}
@@ -176,35 +177,40 @@ func isStatus(err error, status int) bool {
 	return errors.As(err, &ae) && ae.Status == status
 }
 
+// logLine is one entry of GET /nodes/{node}/tasks/{upid}/log.
+type logLine struct {
+	N int    `json:"n"`
+	T string `json:"t"`
+}
+
+// taskLog reads limit lines of a task's log from line start (0-based) and
+// the log's full length.
+func (c *Client) taskLog(ctx context.Context, upid UPID, start, limit int) ([]logLine, int, error) {
+	resp, err := c.DoRaw(ctx, http.MethodGet, taskPath(upid)+"/log", url.Values{
+		"start": {strconv.Itoa(start)},
+		"limit": {strconv.Itoa(limit)},
+	})
+	if err != nil {
+		return nil, 0, err
+	}
+	var ls []logLine
+	if !isNull(resp.Data) {
+		if err := json.Unmarshal(resp.Data, &ls); err != nil {
+			return nil, 0, err
+		}
+	}
+	return ls, resp.Total, nil
+}
+
 // logTail fetches the last lines of a task's log. It is best effort: the
 // task already failed, and that is the error to report.
 func (c *Client) logTail(ctx context.Context, upid UPID) []string {
-	type line struct {
-		N int    `json:"n"`
-		T string `json:"t"`
-	}
-	get := func(start, limit int) ([]line, int, error) {
-		resp, err := c.DoRaw(ctx, http.MethodGet, taskPath(upid)+"/log", url.Values{
-			"start": {strconv.Itoa(start)},
-			"limit": {strconv.Itoa(limit)},
-		})
-		if err != nil {
-			return nil, 0, err
-		}
-		var ls []line
-		if !isNull(resp.Data) {
-			if err := json.Unmarshal(resp.Data, &ls); err != nil {
-				return nil, 0, err
-			}
-		}
-		return ls, resp.Total, nil
-	}
-	lines, total, err := get(0, logFirstPage)
+	lines, total, err := c.taskLog(ctx, upid, 0, logFirstPage)
 	if err != nil {
 		return nil
 	}
 	if total > len(lines) && len(lines) == logFirstPage {
-		if more, _, err := get(total-logTailLines, logTailLines); err == nil && len(more) > 0 {
+		if more, _, err := c.taskLog(ctx, upid, total-logTailLines, logTailLines); err == nil && len(more) > 0 {
 			lines = more
 		}
 	}

@@ -63,7 +63,7 @@ func Human(w io.Writer, p *planner.Plan, opts Options) error {
 	if !p.HasChanges() {
 		// A destroy that keeps only protected resources still says why.
 		for _, c := range p.Changes {
-			if note := keptNote(c); note != "" {
+			if note := noopNote(c); note != "" {
 				b.WriteString(note + "\n")
 			}
 		}
@@ -74,7 +74,7 @@ func Human(w io.Writer, p *planner.Plan, opts Options) error {
 	b.WriteString("pvectl will perform the following actions:\n")
 	for _, c := range p.Changes {
 		if c.Action == planner.NoOp {
-			if note := keptNote(c); note != "" {
+			if note := noopNote(c); note != "" {
 				b.WriteString("\n" + note + "\n")
 			}
 			continue
@@ -92,6 +92,28 @@ func Human(w io.Writer, p *planner.Plan, opts Options) error {
 	b.WriteString("\n" + summaryLine(p.Summary()) + "\n")
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// quietReasons are noop reasons that say nothing the user must act on.
+var quietReasons = map[string]bool{"does not exist": true, "nothing to remove": true}
+
+// noopNote is what the plan says about a change that does nothing: why a
+// destroy keeps it, or a reason worth reading (a VM locked by a task,
+// network changes left staged); "" for plain noops.
+func noopNote(c *planner.Change) string {
+	if note := keptNote(c); note != "" {
+		return note
+	}
+	if c.Action != planner.NoOp {
+		return ""
+	}
+	var notes []string
+	for _, r := range c.Reasons {
+		if !quietReasons[r] {
+			notes = append(notes, fmt.Sprintf("  # %s: %s", c.Address, r))
+		}
+	}
+	return strings.Join(notes, "\n")
 }
 
 // keptNote is the line for a resource a destroy keeps because it, or a

@@ -50,11 +50,12 @@ func plans() map[string]*planner.Plan {
 			change("LinuxBridge/vmbr1", planner.Create, []planner.FieldDiff{
 				{Path: "autostart", After: "1"}, {Path: "bridge_ports", After: "eno2"},
 				{Path: "bridge_vlan_aware", After: "1"}, {Path: "iface", After: "vmbr1"},
+				{Path: "node", After: "pve"},
 			}, "does not exist"),
 			change("NetworkApply/pve", planner.ApplyNet, nil, "LinuxBridge/vmbr1 will stage a change"),
 			change("QemuVM/app-vm-1", planner.Create, []planner.FieldDiff{
 				{Path: "memory", After: "2048"}, {Path: "net1", After: "virtio,bridge=vmbr1,tag=100"},
-				{Path: "running", After: true},
+				{Path: "node", After: "pve"}, {Path: "running", After: true},
 			}, "does not exist"),
 		}},
 		"update": {FormatVersion: "1", Changes: []*planner.Change{
@@ -80,6 +81,17 @@ func plans() map[string]*planner.Plan {
 			change("LinuxBridge/vmbr1", planner.NoOp, nil, "protected: kept for QemuVM/app-vm-1"),
 			change("NetworkApply/pve", planner.NoOp, nil),
 		}},
+		// A bridge staged but never committed is a noop worth a note; so
+		// is a locked VM. A destroy's "does not exist" is not.
+		"staged": {FormatVersion: "1", Changes: []*planner.Change{
+			change("LinuxBridge/vmbr1", planner.NoOp, nil, "node pve has staged network changes that no NetworkApply in these specs commits (add `kind: NetworkApply` for node pve)"),
+			change("QemuVM/app-vm-1", planner.NoOp, nil, "locked (backup): a task is in progress"),
+			change("QemuVM/gone", planner.NoOp, nil, "does not exist"),
+		}},
+		"stagedchange": {FormatVersion: "1", Changes: []*planner.Change{
+			change("LinuxBridge/vmbr1", planner.NoOp, nil, "node pve has staged network changes that no NetworkApply in these specs commits (add `kind: NetworkApply` for node pve)"),
+			change("QemuVM/app-vm-1", planner.Update, []planner.FieldDiff{{Path: "memory", Before: "2048", After: "4096"}}, "memory changed"),
+		}},
 		"nochange": {FormatVersion: "1", Changes: []*planner.Change{
 			change("LinuxBridge/vmbr1", planner.NoOp, nil),
 			change("QemuVM/app-vm-1", planner.NoOp, nil),
@@ -88,7 +100,7 @@ func plans() map[string]*planner.Plan {
 }
 
 func TestHuman(t *testing.T) {
-	for _, name := range []string{"create", "update", "destroy", "nochange", "keptonly"} {
+	for _, name := range []string{"create", "update", "destroy", "nochange", "keptonly", "staged", "stagedchange"} {
 		t.Run(name, func(t *testing.T) {
 			var buf bytes.Buffer
 			if err := Human(&buf, plans()[name], Options{}); err != nil {
@@ -130,7 +142,11 @@ func TestJSON(t *testing.T) {
 
 func TestJSONShape(t *testing.T) {
 	var buf bytes.Buffer
-	p := &planner.Plan{FormatVersion: "1", Changes: []*planner.Change{{Address: "Pool/p", Action: planner.NoOp}}}
+	// The summary keeps the contract's six keys: a network commit is a
+	// change of its own ("apply") but has no summary key.
+	p := &planner.Plan{FormatVersion: "1", Endpoints: map[string]string{"": "https://a:8006/api2/json"}, Changes: []*planner.Change{
+		{Address: "Pool/p", Action: planner.NoOp}, {Address: "NetworkApply/pve", Action: planner.ApplyNet},
+	}}
 	if err := JSON(&buf, p); err != nil {
 		t.Fatal(err)
 	}
@@ -140,8 +156,11 @@ func TestJSONShape(t *testing.T) {
 	}
 	want := map[string]any{
 		"format_version": "1",
-		"changes":        []any{map[string]any{"address": "Pool/p", "action": "noop", "diff": []any{}, "reasons": []any{}}},
-		"summary":        map[string]any{"create": 0.0, "update": 0.0, "replace": 0.0, "delete": 0.0, "provision": 0.0, "noop": 1.0},
+		"changes": []any{
+			map[string]any{"address": "Pool/p", "action": "noop", "diff": []any{}, "reasons": []any{}},
+			map[string]any{"address": "NetworkApply/pve", "action": "apply", "diff": []any{}, "reasons": []any{}},
+		},
+		"summary": map[string]any{"create": 0.0, "update": 0.0, "replace": 0.0, "delete": 0.0, "provision": 0.0, "noop": 1.0},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("JSON: got %s (-want +got):\n%s", buf.String(), diff)
