@@ -61,13 +61,23 @@ func Human(w io.Writer, p *planner.Plan, opts Options) error {
 	pl := newPalette(w, opts.Color)
 	var b strings.Builder
 	if !p.HasChanges() {
-		// A destroy that keeps only protected resources still says why.
+		// A destroy that keeps only protected resources still says why, and
+		// so does a node with staged changes nothing here commits.
+		notes := 0
 		for _, c := range p.Changes {
 			if note := noopNote(c); note != "" {
 				b.WriteString(note + "\n")
+				notes++
 			}
 		}
-		b.WriteString("No changes. Live state matches the specs.\n")
+		switch {
+		case p.Destroy:
+			b.WriteString("Nothing to destroy.\n")
+		case notes > 0:
+			b.WriteString("No changes to make; see the notes above.\n")
+		default:
+			b.WriteString("No changes. Live state matches the specs.\n")
+		}
 		_, err := io.WriteString(w, b.String())
 		return err
 	}
