@@ -242,3 +242,29 @@ func TestE2EMissingConnectionSettings(t *testing.T) {
 		t.Errorf("error does not say to set PROXMOX_URL:\n%s", r.stderr)
 	}
 }
+
+// A destroy that removes some resources and keeps protected ones says both.
+func TestE2EDestroyMixedKept(t *testing.T) {
+	env := startSim(t)
+	dir := t.TempDir()
+	for _, n := range []string{"01-bridge-and-vm.yaml", "02-pool-and-worker.yaml"} {
+		b, err := os.ReadFile(example(t, n, func(s string) string {
+			return strings.Replace(s, "name: app-vm-1\n", "name: app-vm-1\nprotected: true\n", 1)
+		}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		os.WriteFile(filepath.Join(dir, n), b, 0o644)
+	}
+	env.mustRun(0, "apply", "-f", dir, "--auto-approve")
+	r := env.mustRun(0, "destroy", "-f", dir, "--auto-approve")
+	for _, want := range []string{
+		"QemuVM/app-vm-1: kept (protected)",
+		"LinuxBridge/vmbr1: kept (protected QemuVM/app-vm-1 needs it)",
+		"Destroy complete: 2 changed, 2 kept (protected).",
+	} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("destroy output lacks %q:\n%s", want, r.stdout)
+		}
+	}
+}

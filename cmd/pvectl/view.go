@@ -92,30 +92,19 @@ func (v *progressView) PostApply(c *planner.Change, err error) {
 }
 
 func (v *progressView) Skipped(c *planner.Change, reason string) {
-	if kept, why := keptReason(reason); kept {
-		v.event("apply_skipped", c, map[string]any{"reason": reason},
-			v.paint(v.note, fmt.Sprintf("%s: kept (%s)", c.Address, why)))
-		return
+	line := fmt.Sprintf("%s: not done: %s", c.Address, reason)
+	if c.Kept {
+		line = fmt.Sprintf("%s: kept (%s)", c.Address, keptWhy(c))
 	}
-	v.event("apply_skipped", c, map[string]any{"reason": reason},
-		v.paint(v.note, fmt.Sprintf("%s: not done: %s", c.Address, reason)))
+	v.event("apply_skipped", c, map[string]any{"reason": reason}, v.paint(v.note, line))
 }
 
-// keptReason tells a protected resource that was deliberately left alone
-// from one that could not be done.
-func keptReason(reason string) (bool, string) {
-	rest, ok := strings.CutPrefix(reason, "protected")
-	if !ok {
-		return false, ""
+// keptWhy says why a destroy left a resource alone.
+func keptWhy(c *planner.Change) string {
+	if c.KeptFor != "" {
+		return "protected " + c.KeptFor + " needs it"
 	}
-	rest = strings.TrimPrefix(strings.TrimPrefix(rest, ":"), " ")
-	switch {
-	case rest == "" || rest == "skipped":
-		return true, "protected"
-	case strings.HasPrefix(rest, "kept for "):
-		return true, "protected " + strings.TrimPrefix(rest, "kept for ") + " needs it"
-	}
-	return true, "protected: " + rest
+	return "protected"
 }
 
 func (v *progressView) Message(c *planner.Change, msg string) {
@@ -142,11 +131,12 @@ func (v *progressView) summary(p *planner.Plan, res *planner.Result, verb string
 		failed = append(failed, fmt.Sprintf("%s: %v", a, err))
 	}
 	for a, why := range res.Skipped {
-		if ok, w := keptReason(why); ok {
-			kept = append(kept, fmt.Sprintf("%s (%s)", a, w))
-			continue
-		}
 		notDone = append(notDone, fmt.Sprintf("%s (%s)", a, why))
+	}
+	for a := range res.Kept {
+		if c := byAddr[a]; c != nil {
+			kept = append(kept, fmt.Sprintf("%s (%s)", a, keptWhy(c)))
+		}
 	}
 	for _, l := range [][]string{done, failed, notDone, kept} {
 		sort.Strings(l)

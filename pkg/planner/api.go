@@ -49,6 +49,12 @@ type Change struct {
 	// Redacted names the secret parameters a plan file left out; such a
 	// change can only delete.
 	Redacted []string `json:"redacted,omitempty"`
+	// Kept marks a resource a destroy leaves alone because it is protected
+	// or a protected resource needs it (Action is NoOp, Reasons say why).
+	Kept bool `json:"kept,omitempty"`
+	// KeptFor names the protected resource that needs a kept one ("" when
+	// the resource is protected itself).
+	KeptFor string `json:"keptFor,omitempty"`
 }
 
 // Plan is the result of planning: a value, serialisable as a plan file.
@@ -88,7 +94,7 @@ type Hooks interface {
 	PreApply(c *Change)
 	PostApply(c *Change, err error)
 	Skipped(c *Change, reason string)
-	Message(c *Change, msg string) // e.g. "waiting for task UPID:…", "protected: skipped"
+	Message(c *Change, msg string) // e.g. "waiting for task UPID:…"
 }
 
 // ApplyOptions tunes Apply.
@@ -101,5 +107,6 @@ type ApplyOptions struct {
 type Result struct {
 	Done    []string          // addresses applied
 	Failed  map[string]error  // address → error
-	Skipped map[string]string // address → reason (dependency failed, protected…)
+	Skipped map[string]string // address → reason it could not be done (dependency failed, cancelled)
+	Kept    map[string]string // address → reason a destroy left it alone (protected)
 }

@@ -128,7 +128,7 @@ func walk(ctx context.Context, changes []*Change, parallelism int, hooks Hooks, 
 	if parallelism <= 0 {
 		parallelism = DefaultParallelism
 	}
-	res := &Result{Failed: map[string]error{}, Skipped: map[string]string{}}
+	res := &Result{Failed: map[string]error{}, Skipped: map[string]string{}, Kept: map[string]string{}}
 	var mu sync.Mutex
 	done := map[string]bool{}
 	vs := map[string]*vertex{}
@@ -138,6 +138,13 @@ func walk(ctx context.Context, changes []*Change, parallelism int, hooks Hooks, 
 	skip := func(v *vertex, reason string) {
 		mu.Lock()
 		res.Skipped[v.c.Address] = reason
+		mu.Unlock()
+		hooks.Skipped(v.c, reason)
+	}
+	keep := func(v *vertex) {
+		reason := strings.Join(v.c.Reasons, "; ")
+		mu.Lock()
+		res.Kept[v.c.Address] = reason
 		mu.Unlock()
 		hooks.Skipped(v.c, reason)
 	}
@@ -168,8 +175,8 @@ func walk(ctx context.Context, changes []*Change, parallelism int, hooks Hooks, 
 				return
 			}
 			if v.c.Action == NoOp {
-				if len(v.c.Reasons) > 0 && strings.HasPrefix(v.c.Reasons[0], "protected") {
-					skip(v, v.c.Reasons[0])
+				if v.c.Kept {
+					keep(v)
 				}
 				return
 			}
@@ -226,13 +233,7 @@ func (r *Result) err() error {
 		msgs = append(msgs, a+": "+r.Failed[a].Error())
 	}
 	sort.Strings(msgs)
-	skipped := 0
-	for _, why := range r.Skipped {
-		if !strings.HasPrefix(why, "protected") {
-			skipped++
-		}
-	}
-	return fmt.Errorf("apply: %d failed, %d skipped, %d done\n%s", len(r.Failed), skipped, len(r.Done), strings.Join(msgs, "\n"))
+	return fmt.Errorf("apply: %d failed, %d skipped, %d done\n%s", len(r.Failed), len(r.Skipped), len(r.Done), strings.Join(msgs, "\n"))
 }
 
 type nopHooks struct{}

@@ -168,14 +168,17 @@ func TestWalkCancelled(t *testing.T) {
 	}
 }
 
-func TestWalkProtectedNoopIsSkipped(t *testing.T) {
+func TestWalkProtectedNoopIsKept(t *testing.T) {
 	prot := ch("QemuVM/db", NoOp)
-	prot.Reasons = []string{"protected: skipped"}
+	prot.Reasons, prot.Kept = []string{"protected: skipped"}, true
 	h := &recHooks{}
 	res := walk(context.Background(), []*Change{prot, ch("LinuxBridge/b", Delete, "QemuVM/db")}, 2, h,
 		func(context.Context, *Change) error { return nil })
-	if diff := cmp.Diff(map[string]string{"QemuVM/db": "protected: skipped"}, res.Skipped); diff != "" {
-		t.Errorf("Skipped: (-want +got):\n%s", diff)
+	if diff := cmp.Diff(map[string]string{"QemuVM/db": "protected: skipped"}, res.Kept); diff != "" {
+		t.Errorf("Kept: (-want +got):\n%s", diff)
+	}
+	if len(res.Skipped) != 0 {
+		t.Errorf("Skipped: got %v, want none", res.Skipped)
 	}
 	if diff := cmp.Diff([]string{"LinuxBridge/b"}, res.Done); diff != "" {
 		t.Errorf("Done: (-want +got):\n%s", diff)

@@ -7,7 +7,6 @@ import (
 	"maps"
 	"slices"
 	"sort"
-	"strings"
 
 	"github.com/pvectl/pvectl/pkg/pve/schema"
 	"github.com/pvectl/pvectl/pkg/spec"
@@ -278,7 +277,7 @@ func (b *builder) keepProtectedNeeds(fwd map[string][]string) error {
 	keptFor := map[string]string{}
 	var queue []string
 	for _, a := range slices.Sorted(maps.Keys(b.changes)) {
-		if c := b.changes[a]; c.Action == NoOp && len(c.Reasons) > 0 && strings.HasPrefix(c.Reasons[0], "protected") {
+		if c := b.changes[a]; c.Kept {
 			keptFor[a] = a
 			queue = append(queue, a)
 		}
@@ -293,7 +292,7 @@ func (b *builder) keepProtectedNeeds(fwd map[string][]string) error {
 			keptFor[d] = keptFor[a]
 			queue = append(queue, d)
 			if c := b.changes[d]; c.Action == Delete {
-				c.Action, c.Reasons = NoOp, []string{"protected: kept for " + keptFor[a]}
+				c.Action, c.Reasons, c.Kept, c.KeptFor = NoOp, []string{"protected: kept for " + keptFor[a]}, true, keptFor[a]
 			}
 		}
 	}

@@ -92,7 +92,7 @@ func (b *builder) lifecycle(r *spec.Resource, lo *liveObj, c *Change) (handled b
 		case !lo.Exists:
 			c.Action, c.Reasons = NoOp, []string{"does not exist"}
 		case r.Protected:
-			c.Action, c.Reasons = NoOp, []string{"protected: skipped"}
+			c.Action, c.Reasons, c.Kept = NoOp, []string{"protected: skipped"}, true
 		default:
 			c.Action, c.Reasons = Delete, []string{"destroy"}
 		}

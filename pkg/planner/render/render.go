@@ -129,11 +129,11 @@ func noopNote(c *planner.Change) string {
 // keptNote is the line for a resource a destroy keeps because it, or a
 // resource needing it, is protected ("" for other noops).
 func keptNote(c *planner.Change) string {
-	if c.Action != planner.NoOp || len(c.Reasons) == 0 || !strings.HasPrefix(c.Reasons[0], "protected") {
+	if !c.Kept {
 		return ""
 	}
-	if by, ok := strings.CutPrefix(c.Reasons[0], "protected: kept for "); ok {
-		return fmt.Sprintf("  # %s will be kept: protected %s needs it", c.Address, by)
+	if c.KeptFor != "" {
+		return fmt.Sprintf("  # %s will be kept: protected %s needs it", c.Address, c.KeptFor)
 	}
 	return fmt.Sprintf("  # %s is protected and will be kept", c.Address)
 }

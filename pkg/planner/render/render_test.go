@@ -44,6 +44,13 @@ func change(addr string, a planner.Action, diff []planner.FieldDiff, reasons ...
 	return &planner.Change{Address: addr, Action: a, Diff: diff, Reasons: reasons}
 }
 
+// kept marks a destroy's protected noop (for: the protected resource that
+// needs it, "" when it is protected itself).
+func kept(c *planner.Change, forAddr string) *planner.Change {
+	c.Kept, c.KeptFor = true, forAddr
+	return c
+}
+
 func plans() map[string]*planner.Plan {
 	return map[string]*planner.Plan{
 		"create": {FormatVersion: "1", Changes: []*planner.Change{
@@ -71,14 +78,14 @@ func plans() map[string]*planner.Plan {
 		}},
 		"destroy": {FormatVersion: "1", Destroy: true, Changes: []*planner.Change{
 			change("QemuVM/app-vm-1", planner.Delete, nil, "destroy"),
-			change("QemuVM/db", planner.NoOp, nil, "protected: skipped"),
+			kept(change("QemuVM/db", planner.NoOp, nil, "protected: skipped"), ""),
 			change("LinuxBridge/vmbr1", planner.Delete, nil, "destroy"),
 			change("NetworkApply/pve", planner.ApplyNet, nil, "LinuxBridge/vmbr1 will stage a change"),
 		}},
 		// A destroy whose only VM is protected keeps its bridge too.
 		"keptonly": {FormatVersion: "1", Destroy: true, Changes: []*planner.Change{
-			change("QemuVM/app-vm-1", planner.NoOp, nil, "protected: skipped"),
-			change("LinuxBridge/vmbr1", planner.NoOp, nil, "protected: kept for QemuVM/app-vm-1"),
+			kept(change("QemuVM/app-vm-1", planner.NoOp, nil, "protected: skipped"), ""),
+			kept(change("LinuxBridge/vmbr1", planner.NoOp, nil, "protected: kept for QemuVM/app-vm-1"), "QemuVM/app-vm-1"),
 			change("NetworkApply/pve", planner.NoOp, nil),
 		}},
 		// A bridge staged but never committed is a noop worth a note; so
