@@ -15,7 +15,7 @@ build:
 # The whole suite: lint, unit tests, end-to-end tests against the simulator
 # (the e2e tests build the binary themselves).
 test: lint
-	$(GO) test -count=1 -timeout 15m ./...
+	$(GO) test -race -count=1 -timeout 15m ./...
 
 lint:
 	@out=$$(gofmt -l $(GOFILES)); if [ -n "$$out" ]; then echo "gofmt -w needed on:"; echo "$$out"; exit 1; fi
