@@ -114,7 +114,7 @@ config file (--profile), or Connection documents in the specs.`,
 		return nil
 	}
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
-		return invalid(fmt.Errorf("%w\nSee '%s --help'.", err, c.CommandPath()))
+		return invalid(fmt.Errorf("%w (see '%s --help')", err, c.CommandPath()))
 	})
 	pf := root.PersistentFlags()
 	pf.BoolVar(&g.debug, "debug", false, "trace HTTP requests on stderr (secrets redacted)")
