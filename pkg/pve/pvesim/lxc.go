@@ -124,15 +124,9 @@ func ostypeOf(template string) string {
 
 func (s *Server) createCT(q *request) (any, error) {
 	node := q.vars["node"]
-	id, err := strconv.Atoi(q.get("vmid"))
+	id, poolID, err := s.newGuest(q, q.bool("restore"))
 	if err != nil {
-		return nil, paramErr1("vmid", "property is missing and it is not optional")
-	}
-	if old, exists := s.st.VMs[id]; exists {
-		return nil, vmidTaken(old)
-	}
-	if q.bool("restore") {
-		return nil, fail(http.StatusNotImplemented, "restore from archive is not supported by the simulator")
+		return nil, err
 	}
 	tmpl := q.get("ostemplate")
 	if tmpl == "" {
@@ -141,12 +135,6 @@ func (s *Server) createCT(q *request) (any, error) {
 	tv, ok := s.st.Volumes[tmpl]
 	if !ok || tv.Content != "vztmpl" && tv.Content != "backup" {
 		return nil, fail(http.StatusInternalServerError, "volume '%s' does not exist", tmpl)
-	}
-	poolID := q.get("pool")
-	if poolID != "" {
-		if _, ok := s.st.Pools[poolID]; !ok {
-			return nil, fail(http.StatusInternalServerError, "pool '%s' does not exist", poolID)
-		}
 	}
 	keys, _, _, err := configParams(q)
 	if err != nil {

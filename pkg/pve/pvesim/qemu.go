@@ -66,6 +66,15 @@ func (s *Server) vmOf(q *request) (*vm, error) {
 	return v, nil
 }
 
+// writableVM finds the request's guest and checks that it may be written.
+func (s *Server) writableVM(q *request) (*vm, error) {
+	v, err := s.vmOf(q)
+	if err != nil {
+		return nil, err
+	}
+	return v, s.writable(v, q)
+}
+
 // writable checks the task lock (lock-timeout 500) and the config lock.
 func (s *Server) writable(v *vm, q *request) error {
 	if err := s.checkLock(v.VMID); err != nil {
@@ -177,23 +186,34 @@ func allocLog(t *task, vols []*volume) {
 	}
 }
 
-func (s *Server) createVM(q *request) (any, error) {
-	node := q.vars["node"]
+// newGuest checks what creating any guest (VM or container) needs: a free
+// vmid, no restore (not simulated), an existing pool. It returns the vmid
+// and the pool ("" for none).
+func (s *Server) newGuest(q *request, restore bool) (int, string, error) {
 	id, err := strconv.Atoi(q.get("vmid"))
 	if err != nil {
-		return nil, paramErr1("vmid", "property is missing and it is not optional")
+		return 0, "", paramErr1("vmid", "property is missing and it is not optional")
 	}
 	if old, exists := s.st.VMs[id]; exists {
-		return nil, vmidTaken(old)
+		return 0, "", vmidTaken(old)
 	}
-	if q.has("archive") {
-		return nil, fail(http.StatusNotImplemented, "restore from archive is not supported by the simulator")
+	if restore {
+		return 0, "", fail(http.StatusNotImplemented, "restore from archive is not supported by the simulator")
 	}
 	poolID := q.get("pool")
 	if poolID != "" {
 		if _, ok := s.st.Pools[poolID]; !ok {
-			return nil, fail(http.StatusInternalServerError, "pool '%s' does not exist", poolID)
+			return 0, "", fail(http.StatusInternalServerError, "pool '%s' does not exist", poolID)
 		}
+	}
+	return id, poolID, nil
+}
+
+func (s *Server) createVM(q *request) (any, error) {
+	node := q.vars["node"]
+	id, poolID, err := s.newGuest(q, q.has("archive"))
+	if err != nil {
+		return nil, err
 	}
 	keys, _, _, err := configParams(q)
 	if err != nil {
@@ -280,11 +300,8 @@ func defaultBootDevices(conf map[string]string) []string {
 }
 
 func (s *Server) destroyVM(q *request) (any, error) {
-	v, err := s.vmOf(q)
+	v, err := s.writableVM(q)
 	if err != nil {
-		return nil, err
-	}
-	if err := s.writable(v, q); err != nil {
 		return nil, err
 	}
 	if v.Conf["protection"] == "1" {
@@ -402,11 +419,8 @@ type configChange struct {
 
 // updateConfig validates a config change.
 func (s *Server) updateConfig(q *request) (*configChange, error) {
-	v, err := s.vmOf(q)
+	v, err := s.writableVM(q)
 	if err != nil {
-		return nil, err
-	}
-	if err := s.writable(v, q); err != nil {
 		return nil, err
 	}
 	if err := s.checkDigest(v, q); err != nil {

@@ -14,11 +14,8 @@ var powerTaskType = map[string]string{"start": "qmstart", "stop": "qmstop", "shu
 
 func (s *Server) vmPower(action string) func(q *request) (any, error) {
 	return func(q *request) (any, error) {
-		v, err := s.vmOf(q)
+		v, err := s.writableVM(q)
 		if err != nil {
-			return nil, err
-		}
-		if err := s.writable(v, q); err != nil {
 			return nil, err
 		}
 		id, name := v.VMID, guestName(v)
@@ -273,11 +270,8 @@ func (s *Server) cloneDisk(src, nv *vm, key, val string, full bool, targetStorag
 }
 
 func (s *Server) templateVM(q *request) (any, error) {
-	v, err := s.vmOf(q)
+	v, err := s.writableVM(q)
 	if err != nil {
-		return nil, err
-	}
-	if err := s.writable(v, q); err != nil {
 		return nil, err
 	}
 	if v.Running {
@@ -320,11 +314,8 @@ func (s *Server) templateVM(q *request) (any, error) {
 }
 
 func (s *Server) resizeVM(q *request) (any, error) {
-	v, err := s.vmOf(q)
+	v, err := s.writableVM(q)
 	if err != nil {
-		return nil, err
-	}
-	if err := s.writable(v, q); err != nil {
 		return nil, err
 	}
 	if err := s.checkDigest(v, q); err != nil {
