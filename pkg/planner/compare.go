@@ -13,20 +13,8 @@ import (
 
 	"github.com/pvectl/pvectl/pkg/pve"
 	"github.com/pvectl/pvectl/pkg/pve/schema"
+	"github.com/pvectl/pvectl/pkg/secret"
 )
-
-// sensitive is what a diff shows instead of a secret value.
-const sensitive = "(sensitive)"
-
-// secretKeys are parameters whose values never leave the process: not in
-// diffs, not in plan files.
-var secretKeys = map[string]bool{
-	"cipassword":    true,
-	"password":      true,
-	"tokenSecret":   true,
-	"sshPrivateKey": true,
-	"value":         true,
-}
 
 // createOnly sub-keys are consumed by the create call and never read back,
 // so their absence in live state is not drift.
@@ -97,12 +85,12 @@ func fieldDiff(path string, before, after any) FieldDiff {
 	if i := strings.IndexByte(key, '.'); i >= 0 {
 		key = key[:i]
 	}
-	if secretKeys[key] {
+	if secret.Key(key) {
 		if before != nil {
-			before = sensitive
+			before = secret.Shown
 		}
 		if after != nil {
-			after = sensitive
+			after = secret.Shown
 		}
 	}
 	return FieldDiff{Path: path, Before: before, After: after}
@@ -296,7 +284,7 @@ func equalScalar(key string, p *schema.Param, a, b string) bool {
 		x, ok1 := maskBits(a)
 		y, ok2 := maskBits(b)
 		return ok1 && ok2 && x == y
-	case secretKeys[key] && (isMasked(a) || isMasked(b)):
+	case secret.Key(key) && (secret.Masked(a) || secret.Masked(b)):
 		// PVE answers "**********" for a stored secret (cipassword): it
 		// cannot be compared, and resending it each plan would be an
 		// update that never converges.
@@ -325,8 +313,6 @@ func unescapeKeys(s string) string {
 	}
 	return strings.TrimRight(s, "\n")
 }
-
-func isMasked(s string) bool { return s != "" && strings.Trim(s, "*") == "" }
 
 // maskBits reads an IPv4 netmask as a prefix length: PVE reads
 // "netmask 255.255.255.0" back as "24".

@@ -6,6 +6,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/pvectl/pvectl/pkg/pve"
 	"github.com/pvectl/pvectl/pkg/pve/schema"
+	"github.com/pvectl/pvectl/pkg/secret"
 	"github.com/pvectl/pvectl/pkg/spec"
 )
 
@@ -149,7 +150,7 @@ func TestDiffParamsQemu(t *testing.T) {
 			name:    "secrets are masked",
 			desired: map[string]string{"cipassword": "hunter2"},
 			live:    pve.Config{"cipassword": "hunter1"},
-			want:    []FieldDiff{{Path: "cipassword", Before: sensitive, After: sensitive}},
+			want:    []FieldDiff{{Path: "cipassword", Before: secret.Shown, After: secret.Shown}},
 		},
 		{
 			name:    "secret PVE answers masked cannot drift",
@@ -160,7 +161,7 @@ func TestDiffParamsQemu(t *testing.T) {
 			name:    "secret missing live is added",
 			desired: map[string]string{"cipassword": "hunter2"},
 			live:    pve.Config{},
-			want:    []FieldDiff{{Path: "cipassword", Before: nil, After: sensitive}},
+			want:    []FieldDiff{{Path: "cipassword", Before: nil, After: secret.Shown}},
 		},
 		{
 			name:    "ssh keys escaped differently",

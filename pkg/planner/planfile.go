@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+
+	"github.com/pvectl/pvectl/pkg/secret"
 )
 
 // planFile is the on-disk form of a Plan: Change.Action is not a JSON
@@ -123,7 +125,7 @@ func dropNestedSecrets(m map[string]any, dropped *[]string) map[string]any {
 	}
 	out := make(map[string]any, len(m))
 	for k, v := range m {
-		if secretKeys[k] {
+		if secret.Key(k) {
 			*dropped = append(*dropped, k)
 			continue
 		}
@@ -152,7 +154,7 @@ func dropSecrets[V any](m map[string]V, dropped *[]string) map[string]V {
 	}
 	out := make(map[string]V, len(m))
 	for k, v := range m {
-		if secretKeys[k] {
+		if secret.Key(k) {
 			*dropped = append(*dropped, k)
 			continue
 		}

@@ -10,6 +10,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/pvectl/pvectl/pkg/secret"
 )
 
 const (
@@ -23,14 +25,7 @@ const (
 )
 
 // sensitiveKey reports whether a parameter or JSON member carries a secret.
-func sensitiveKey(k string) bool {
-	k = strings.ToLower(k)
-	switch k {
-	case "value", "ticket", "csrfpreventiontoken", "key":
-		return true
-	}
-	return strings.Contains(k, "password") || strings.Contains(k, "secret") || strings.Contains(k, "private")
-}
+func sensitiveKey(k string) bool { return secret.Key(k) }
 
 // secretsOf lists the literal secrets of one request, so that they can be
 // scrubbed from anything PVE echoes back (error messages, traces).

@@ -14,6 +14,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/pvectl/pvectl/pkg/pve/schema"
+	"github.com/pvectl/pvectl/pkg/secret"
 )
 
 // entry is one spec key with its value; file is where it was written (a
@@ -53,9 +54,6 @@ func mergeDefaults(own, defaults []entry) []entry {
 	}
 	return out
 }
-
-// secretKeys are keys whose values never appear in messages.
-var secretKeys = map[string]bool{"cipassword": true, "tokenSecret": true, "sshPrivateKey": true}
 
 // convert validates spec entries of kind k into r's Params, Remove, Own and
 // KeyPos, reporting every problem at the key's or the value's line.
@@ -128,7 +126,7 @@ func (l *loader) convert(k *kindInfo, es []entry, r *Resource) {
 			continue
 		}
 		if err := p.Check(wire); err != nil {
-			if secretKeys[key] {
+			if secret.Key(key) {
 				l.errorf(vp, "%s.%s: invalid value (not shown: it is a secret)", e.what, key)
 			} else if p.Format == "urlencoded" {
 				l.errorf(vp, "%s.%s: %v (PVE wants this value URL-encoded: %%20 for a space, %%0A between lines)", e.what, key, err)
