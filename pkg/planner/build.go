@@ -120,7 +120,7 @@ func Build(ctx context.Context, set *spec.Set, obs *Observed, opts Options) (*Pl
 	if err := selectedErrors(failed, sel); err != nil {
 		return nil, err
 	}
-	order, err := topoOrder(deps, sel)
+	order, err := (&spec.Graph{Deps: deps}).OrderOf(sel)
 	if err != nil {
 		return nil, err
 	}
@@ -214,7 +214,7 @@ func (b *builder) waitForCommits(deps map[string][]string) {
 				continue
 			}
 			for _, n := range commits[key] {
-				if !have[n] && !reaches(deps, n, a) {
+				if !have[n] && !(&spec.Graph{Deps: deps}).Reaches(n, a) {
 					have[n] = true
 					deps[a] = append(deps[a], n)
 				}
@@ -248,25 +248,6 @@ func (b *builder) deleteUsersFirst(deps map[string][]string) {
 		deps[d] = append(deps[d], users...)
 		sort.Strings(deps[d])
 	}
-}
-
-// reaches reports whether to is a (transitive) dependency of from.
-func reaches(deps map[string][]string, from, to string) bool {
-	seen := map[string]bool{}
-	stack := []string{from}
-	for len(stack) > 0 {
-		a := stack[len(stack)-1]
-		stack = stack[:len(stack)-1]
-		if a == to {
-			return true
-		}
-		if seen[a] {
-			continue
-		}
-		seen[a] = true
-		stack = append(stack, deps[a]...)
-	}
-	return false
 }
 
 // keepProtectedNeeds keeps, in a destroy, what a kept (protected) resource
@@ -424,52 +405,4 @@ func (b *builder) selectTargets(deps map[string][]string) (map[string]bool, erro
 		}
 	}
 	return sel, nil
-}
-
-// topoOrder lists the selected addresses dependencies first, ties by address.
-func topoOrder(deps map[string][]string, sel map[string]bool) ([]string, error) {
-	indeg := map[string]int{}
-	users := map[string][]string{}
-	for a := range sel {
-		indeg[a] += 0
-		for _, d := range deps[a] {
-			if sel[d] {
-				indeg[a]++
-				users[d] = append(users[d], a)
-			}
-		}
-	}
-	var ready []string
-	for a, n := range indeg {
-		if n == 0 {
-			ready = append(ready, a)
-		}
-	}
-	sort.Strings(ready)
-	var order []string
-	for len(ready) > 0 {
-		a := ready[0]
-		ready = ready[1:]
-		order = append(order, a)
-		for _, u := range users[a] {
-			indeg[u]--
-			if indeg[u] == 0 {
-				i := sort.SearchStrings(ready, u)
-				ready = append(ready, "")
-				copy(ready[i+1:], ready[i:])
-				ready[i] = u
-			}
-		}
-	}
-	if len(order) != len(sel) {
-		var stuck []string
-		for a, n := range indeg {
-			if n > 0 {
-				stuck = append(stuck, a)
-			}
-		}
-		sort.Strings(stuck)
-		return nil, fmt.Errorf("dependency cycle among %v", stuck)
-	}
-	return order, nil
 }

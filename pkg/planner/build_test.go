@@ -322,46 +322,8 @@ func TestReverseDepsReroute(t *testing.T) {
 	for a := range got {
 		sel[a] = true
 	}
-	if _, err := topoOrder(got, sel); err != nil {
-		t.Errorf("topoOrder of rerouted graph: %v", err)
-	}
-}
-
-func TestTopoOrder(t *testing.T) {
-	tests := []struct {
-		name   string
-		deps   map[string][]string
-		want   []string
-		errHas string
-	}{
-		{
-			name: "ties by address",
-			deps: map[string][]string{"c": nil, "b": nil, "a": {"c"}},
-			want: []string{"b", "c", "a"},
-		},
-		{
-			name:   "cycle",
-			deps:   map[string][]string{"a": {"b"}, "b": {"a"}, "c": nil},
-			errHas: "dependency cycle among [a b]",
-		},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			sel := map[string]bool{}
-			for a := range tt.deps {
-				sel[a] = true
-			}
-			got, err := topoOrder(tt.deps, sel)
-			if tt.errHas != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.errHas) {
-					t.Fatalf("topoOrder: got error %v want %q", err, tt.errHas)
-				}
-				return
-			}
-			if diff := cmp.Diff(tt.want, got); diff != "" {
-				t.Errorf("topoOrder: got %v want %v", got, tt.want)
-			}
-		})
+	if _, err := (&spec.Graph{Deps: got}).OrderOf(sel); err != nil {
+		t.Errorf("order of rerouted graph: %v", err)
 	}
 }
 

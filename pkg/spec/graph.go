@@ -1,6 +1,7 @@
 package spec
 
 import (
+	"fmt"
 	"maps"
 	"regexp"
 	"slices"
@@ -221,58 +222,97 @@ func (s *Set) Order() []string {
 }
 
 // Order is the topological order of the graph (dependencies first, ties by
-// address).
+// address); members of a cycle come last, sorted.
 func (g *Graph) Order() []string {
+	out, stuck := g.sorted(nil)
+	return append(out, stuck...)
+}
+
+// OrderOf is Order restricted to the selected vertices (edges to others are
+// ignored); a cycle among them is an error naming its members.
+func (g *Graph) OrderOf(sel map[string]bool) ([]string, error) {
+	out, stuck := g.sorted(sel)
+	if len(stuck) > 0 {
+		return nil, fmt.Errorf("dependency cycle among %v", stuck)
+	}
+	return out, nil
+}
+
+// sorted is Kahn's algorithm over the selected vertices (nil: all), ties
+// by name; stuck lists, sorted, the vertices a cycle kept from the order.
+func (g *Graph) sorted(sel map[string]bool) (out, stuck []string) {
+	in := func(v string) bool {
+		if sel == nil {
+			_, ok := g.Deps[v]
+			return ok
+		}
+		return sel[v]
+	}
 	waiting := map[string]int{}
-	for v, deps := range g.Deps {
-		n := 0
-		for _, d := range deps {
-			if _, ok := g.Deps[d]; ok {
-				n++
+	users := map[string][]string{}
+	for _, v := range slices.Sorted(maps.Keys(g.Deps)) {
+		if !in(v) {
+			continue
+		}
+		waiting[v] += 0
+		for _, d := range g.Deps[v] {
+			if in(d) {
+				waiting[v]++
+				users[d] = append(users[d], v)
 			}
 		}
-		waiting[v] = n
 	}
-	rev := g.reverse()
-	var ready, out []string
+	if sel != nil {
+		for v := range sel {
+			if _, ok := g.Deps[v]; !ok {
+				waiting[v] += 0 // a selected vertex without edges
+			}
+		}
+	}
+	var ready []string
 	for v, n := range waiting {
 		if n == 0 {
 			ready = append(ready, v)
 		}
 	}
+	sort.Strings(ready)
 	for len(ready) > 0 {
-		sort.Strings(ready)
 		v := ready[0]
 		ready = ready[1:]
 		out = append(out, v)
-		for _, w := range rev[v] {
-			if waiting[w]--; waiting[w] == 0 {
-				ready = append(ready, w)
+		for _, u := range users[v] {
+			if waiting[u]--; waiting[u] == 0 {
+				i := sort.SearchStrings(ready, u)
+				ready = slices.Insert(ready, i, u)
 			}
 		}
 	}
-	if len(out) < len(g.Deps) {
-		done := map[string]bool{}
-		for _, v := range out {
-			done[v] = true
-		}
-		for _, v := range slices.Sorted(maps.Keys(g.Deps)) {
-			if !done[v] {
-				out = append(out, v)
-			}
+	for v, n := range waiting {
+		if n > 0 {
+			stuck = append(stuck, v)
 		}
 	}
-	return out
+	sort.Strings(stuck)
+	return out, stuck
 }
 
-func (g *Graph) reverse() map[string][]string {
-	rev := map[string][]string{}
-	for _, v := range slices.Sorted(maps.Keys(g.Deps)) {
-		for _, d := range g.Deps[v] {
-			rev[d] = append(rev[d], v)
+// Reaches reports whether to is a (transitive) dependency of from.
+func (g *Graph) Reaches(from, to string) bool {
+	seen := map[string]bool{}
+	stack := []string{from}
+	for len(stack) > 0 {
+		a := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if a == to {
+			return true
 		}
+		if seen[a] {
+			continue
+		}
+		seen[a] = true
+		stack = append(stack, g.Deps[a]...)
 	}
-	return rev
+	return false
 }
 
 // Dependents returns the addresses that depend directly on addr, sorted.

@@ -1,6 +1,7 @@
 package spec
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -136,6 +137,44 @@ func TestCycles(t *testing.T) {
 			got := (&Graph{Deps: tt.deps}).cycles(rank)
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("cycles: got %v want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestOrderOf(t *testing.T) {
+	tests := []struct {
+		name   string
+		deps   map[string][]string
+		want   []string
+		errHas string
+	}{
+		{
+			name: "ties by address",
+			deps: map[string][]string{"c": nil, "b": nil, "a": {"c"}},
+			want: []string{"b", "c", "a"},
+		},
+		{
+			name:   "cycle",
+			deps:   map[string][]string{"a": {"b"}, "b": {"a"}, "c": nil},
+			errHas: "dependency cycle among [a b]",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			sel := map[string]bool{}
+			for a := range tt.deps {
+				sel[a] = true
+			}
+			got, err := (&Graph{Deps: tt.deps}).OrderOf(sel)
+			if tt.errHas != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.errHas) {
+					t.Fatalf("OrderOf: got error %v want %q", err, tt.errHas)
+				}
+				return
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("OrderOf: got %v want %v", got, tt.want)
 			}
 		})
 	}
