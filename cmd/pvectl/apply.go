@@ -170,6 +170,9 @@ func (o *applyOptions) run(ctx context.Context) error {
 		}
 	}
 	view := newProgressView(w, o.json, o.g.colorEnabled(w))
+	if o.json {
+		view.secrets = o.g.streams.Err
+	}
 	res, err := planner.Apply(ctx, cl, p, planner.ApplyOptions{Parallelism: o.g.parallelism, Hooks: view})
 	view.summary(p, res, o.verb())
 	if err != nil {

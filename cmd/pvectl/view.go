@@ -24,8 +24,17 @@ type progressView struct {
 	bad  lipgloss.Style
 	note lipgloss.Style
 
-	mu    sync.Mutex
-	start map[string]time.Time
+	mu      sync.Mutex
+	start   map[string]time.Time
+	outputs []output // one-time values, shown once at the end
+	// secrets is where the one-time secrets block goes: w for humans, the
+	// error stream beside JSON lines (which never hold a secret).
+	secrets io.Writer
+}
+
+// output is a one-time value a change produced (an API token's secret).
+type output struct {
+	addr, name, value string
 }
 
 func newProgressView(w io.Writer, asJSON, color bool) *progressView {
@@ -37,7 +46,7 @@ func newProgressView(w io.Writer, asJSON, color bool) *progressView {
 		r.SetColorProfile(termenv.ANSI)
 	}
 	return &progressView{
-		w: w, json: asJSON, start: map[string]time.Time{},
+		w: w, json: asJSON, start: map[string]time.Time{}, secrets: w,
 		ok:   r.NewStyle().Foreground(lipgloss.Color("2")),
 		bad:  r.NewStyle().Foreground(lipgloss.Color("1")).Bold(true),
 		note: r.NewStyle().Foreground(lipgloss.Color("3")),
@@ -111,11 +120,44 @@ func (v *progressView) Message(c *planner.Change, msg string) {
 	v.event("apply_progress", c, map[string]any{"message": msg}, fmt.Sprintf("%s: %s", c.Address, msg))
 }
 
+// Output keeps a one-time value for the end of the run. A sensitive one
+// is announced by name only; its value appears once, in the block that
+// summary prints, and nowhere else.
+func (v *progressView) Output(c *planner.Change, name, value string, sensitive bool) {
+	if !sensitive {
+		v.event("output", c, map[string]any{"name": name, "value": value, "sensitive": false},
+			fmt.Sprintf("%s: %s = %s", c.Address, name, value))
+		return
+	}
+	v.mu.Lock()
+	v.outputs = append(v.outputs, output{c.Address, name, value})
+	v.mu.Unlock()
+	v.event("output", c, map[string]any{"name": name, "sensitive": true},
+		fmt.Sprintf("%s: %s received (shown once, at the end)", c.Address, name))
+}
+
+// printSecrets writes the one-time secrets, once, in a block that says so.
+func (v *progressView) printSecrets() {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if len(v.outputs) == 0 {
+		return
+	}
+	fmt.Fprintln(v.secrets)
+	fmt.Fprintln(v.secrets, "----- BEGIN ONE-TIME SECRETS: PVE shows these once; store them now -----")
+	for _, o := range v.outputs {
+		fmt.Fprintf(v.secrets, "%s %s: %s\n", o.addr, o.name, o.value)
+	}
+	fmt.Fprintln(v.secrets, "----- END ONE-TIME SECRETS -----")
+	v.outputs = nil
+}
+
 // summary says what was done and what was not.
 func (v *progressView) summary(p *planner.Plan, res *planner.Result, verb string) {
 	if res == nil {
 		return
 	}
+	defer v.printSecrets()
 	title := capitalize(verb)
 	byAddr := map[string]*planner.Change{}
 	for _, c := range p.Changes {

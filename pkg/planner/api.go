@@ -36,13 +36,22 @@ type Change struct {
 	Diff    []FieldDiff `json:"diff"`
 	Reasons []string    `json:"reasons"`
 	// Everything Apply needs, so that a saved plan applies without the spec.
-	Resource  *spec.Resource `json:"resource,omitempty"`
-	Node      string         `json:"node,omitempty"`
-	VMID      int            `json:"vmid,omitempty"`
-	Digest    string         `json:"digest,omitempty"` // live config digest when planned ("" if none)
-	DependsOn []string       `json:"dependsOn,omitempty"`
-	// PrevNode is the node the object lives on now when a replace moves it.
-	PrevNode string `json:"prevNode,omitempty"`
+	Resource *spec.Resource `json:"resource,omitempty"`
+	Node     string         `json:"node,omitempty"`
+	// State is what the change's kind keeps between plan and apply (a
+	// guest's vmid, the node a replace moves it from); nil for most kinds.
+	State any `json:"state,omitempty"`
+	// Digest is the live config digest when planned ("" if none): an
+	// update sends it, so PVE refuses to overwrite a concurrent edit.
+	Digest string `json:"digest,omitempty"`
+	// Fingerprint is pvectl's hash of the live object when planned, blind
+	// to what pvectl itself writes (the description's [pvectl-…] block):
+	// Verify refuses a saved plan whose object changed otherwise.
+	Fingerprint string   `json:"fingerprint,omitempty"`
+	DependsOn   []string `json:"dependsOn,omitempty"`
+	// CreateFirst marks a replace that builds the new object before it
+	// removes the old one (create before destroy).
+	CreateFirst bool `json:"createFirst,omitempty"`
 	// Params are the wire parameters an update sends (changed keys, live
 	// property strings merged with the desired sub-keys, "delete").
 	Params map[string]string `json:"params,omitempty"`
@@ -95,6 +104,10 @@ type Hooks interface {
 	PostApply(c *Change, err error)
 	Skipped(c *Change, reason string)
 	Message(c *Change, msg string) // e.g. "waiting for task UPID:…"
+	// Output delivers a value that exists once, at apply time (a created
+	// API token's secret): the CLI shows or writes it once, and it never
+	// enters a plan file, a JSON line or a trace. sensitive marks secrets.
+	Output(c *Change, name, value string, sensitive bool)
 }
 
 // ApplyOptions tunes Apply.

@@ -67,11 +67,15 @@ func checkPlan(plan *Plan) error {
 func reservedVMIDs(plan *Plan) map[string]map[int]bool {
 	out := map[string]map[int]bool{}
 	for _, c := range plan.Changes {
-		if c.Resource == nil || c.Resource.Kind != "QemuVM" {
+		if c.Resource == nil {
 			continue
 		}
-		id, err := specVMID(c.Resource)
-		if err != nil || id == 0 {
+		vc, ok := kinds[c.Resource.Kind].(vmidClaimer)
+		if !ok {
+			continue
+		}
+		id := vc.pinnedVMID(c.Resource)
+		if id == 0 {
 			continue
 		}
 		conn := c.Resource.Connection
@@ -101,7 +105,7 @@ func applyChange(ctx context.Context, clients Clients, hooks Hooks, c *Change, r
 	ctx = pve.WithTaskObserver(ctx, func(st pve.TaskStatus, warnings []string) {
 		hooks.Message(c, taskWarningMessage(st, warnings))
 	})
-	return k.apply(ctx, &execution{client: cl, hooks: hooks, change: c, reserved: reserved}, c)
+	return apply(ctx, k, &execution{client: cl, hooks: hooks, change: c, reserved: reserved}, c)
 }
 
 // taskWarningMessage says that a task of the change succeeded with
@@ -238,7 +242,8 @@ func (r *Result) err() error {
 
 type nopHooks struct{}
 
-func (nopHooks) PreApply(*Change)         {}
-func (nopHooks) PostApply(*Change, error) {}
-func (nopHooks) Skipped(*Change, string)  {}
-func (nopHooks) Message(*Change, string)  {}
+func (nopHooks) PreApply(*Change)                     {}
+func (nopHooks) PostApply(*Change, error)             {}
+func (nopHooks) Skipped(*Change, string)              {}
+func (nopHooks) Message(*Change, string)              {}
+func (nopHooks) Output(*Change, string, string, bool) {}

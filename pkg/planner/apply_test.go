@@ -33,6 +33,8 @@ func (h *recHooks) Skipped(c *Change, reason string) {
 	h.skipped = append(h.skipped, c.Address+": "+reason)
 	h.mu.Unlock()
 }
+func (h *recHooks) Output(*Change, string, string, bool) {}
+
 func (h *recHooks) Message(c *Change, msg string) {
 	h.mu.Lock()
 	h.messages = append(h.messages, c.Address+": "+msg)

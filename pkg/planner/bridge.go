@@ -80,7 +80,15 @@ func carryLive(params map[string]string, live pve.Config, remove []string, put *
 
 var ifaceIdentity = map[string]bool{"node": true, "iface": true, "type": true}
 
-func (bridgeKind) role() kindRole { return roleIface }
+// ifaceLive is what observe reads about an interface beside its config.
+type ifaceLive struct {
+	Staged bool // the node's network has uncommitted changes
+}
+
+func (bridgeKind) nodeStaged(lo *liveObj) bool {
+	st, ok := lo.State.(*ifaceLive)
+	return ok && st.Staged
+}
 
 func ifaceName(r *spec.Resource) string {
 	if n := r.Params["iface"]; n != "" {
@@ -102,72 +110,24 @@ func (bridgeKind) observe(ctx context.Context, lc *liveConn, r *spec.Resource) (
 }
 
 func ifaceObj(ln *liveNetwork, node, iface string) *liveObj {
-	staged := ln.changes != ""
+	st := &ifaceLive{Staged: ln.changes != ""}
 	cfg := ln.iface(iface)
 	if cfg == nil {
-		return &liveObj{Node: node, Staged: staged}
+		return &liveObj{Node: node, State: st}
 	}
-	return &liveObj{Exists: true, Node: node, Config: cfg, Digest: fieldsDigest(cfg), Staged: staged}
+	return &liveObj{Exists: true, Node: node, Config: cfg, Digest: fieldsDigest(cfg), State: st}
 }
 
-func (k bridgeKind) plan(b *builder, r *spec.Resource, lo *liveObj) (*Change, error) {
-	c, err := k.compare(b, r, lo)
-	if err == nil {
-		b.noteUncommitted(r, lo, c)
-	}
-	return c, err
-}
-
-// noteUncommitted says so when nothing in the specs commits the node's
-// network: PVE only stages interface changes, and without a NetworkApply
-// they would wait in interfaces.new while the plan looks done.
-func (b *builder) noteUncommitted(r *spec.Resource, lo *liveObj, c *Change) {
-	if b.commits(r.Connection, lo.Node) {
-		return
-	}
-	hint := fmt.Sprintf("(add `kind: NetworkApply` for node %s)", lo.Node)
-	switch {
-	case c.Action != NoOp:
-		c.Reasons = append(c.Reasons, fmt.Sprintf("the change will stay staged: no NetworkApply in these specs commits node %s's network %s", lo.Node, hint))
-	case lo.Staged:
-		c.Reasons = append(c.Reasons, fmt.Sprintf("node %s has staged network changes that no NetworkApply in these specs commits %s", lo.Node, hint))
-	}
-}
-
-// commits reports whether the Set has a NetworkApply for node on conn.
-func (b *builder) commits(conn, node string) bool {
-	for _, r := range b.set.Resources {
-		if r.Kind != spec.KindNetworkApply || r.Connection != conn || r.State == spec.Absent {
-			continue
-		}
-		if lo := b.obs.objs[r.Address()]; lo != nil {
-			if lo.Node == node {
-				return true
-			}
-			continue
-		}
-		// Not observed (its own error is reported): judge by the spec.
-		if n := paramNode(r); n == node || (n == "" && r.Name == node) {
-			return true
-		}
-	}
-	return false
-}
-
-func (bridgeKind) compare(b *builder, r *spec.Resource, lo *liveObj) (*Change, error) {
-	c := &Change{Node: lo.Node, Digest: lo.Digest}
-	if handled, err := b.lifecycle(r, lo, c); handled {
-		return c, err
-	}
+func (bridgeKind) compare(b *builder, r *spec.Resource, lo *liveObj, c *Change) error {
 	if typ := lo.Config["type"]; typ != "bridge" {
 		c.Diff = []FieldDiff{{Path: "type", Before: typ, After: "bridge"}}
-		return c, b.replace(r, c, fmt.Sprintf("%s is a %s, not a bridge", ifaceName(r), typ))
+		return b.replace(r, c, fmt.Sprintf("%s is a %s, not a bridge", ifaceName(r), typ))
 	}
 	cmp := comparer{m: b.method("POST", networkCreatePath)}
 	c.Diff = cmp.diffParams(r.Params, r.Remove, lo.Config, ifaceIdentity)
 	if len(c.Diff) == 0 {
 		c.Action = NoOp
-		return c, nil
+		return nil
 	}
 	c.Action, c.Reasons = Update, reasons(c.Diff)
 	// PVE's PUT wants the type and the whole definition, not just the changes.
@@ -182,7 +142,7 @@ func (bridgeKind) compare(b *builder, r *spec.Resource, lo *liveObj) (*Change, e
 	if len(del) > 0 {
 		c.Params["delete"] = strings.Join(sortedUnique(del), ",")
 	}
-	return c, nil
+	return nil
 }
 
 // ifaceParams is the full desired definition of an interface.
@@ -204,36 +164,28 @@ func toValues(m map[string]string) url.Values {
 	return v
 }
 
-func (bridgeKind) apply(ctx context.Context, x *execution, c *Change) error {
+func (bridgeKind) create(ctx context.Context, x *execution, c *Change) error {
 	iface := ifaceName(c.Resource)
-	create := func() error {
-		params := toValues(ifaceParams(c.Resource, "bridge"))
-		params.Set("iface", iface)
-		if err := x.client.CreateIface(ctx, c.Node, params); err != nil {
-			return fmt.Errorf("create bridge %s on node %s: %w", iface, c.Node, err)
-		}
-		return nil
+	params := toValues(ifaceParams(c.Resource, "bridge"))
+	params.Set("iface", iface)
+	if err := x.client.CreateIface(ctx, c.Node, params); err != nil {
+		return fmt.Errorf("create bridge %s on node %s: %w", iface, c.Node, err)
 	}
-	remove := func() error {
-		if err := x.client.DeleteIface(ctx, c.Node, iface); err != nil && !pve.IsNotFound(err) {
-			return fmt.Errorf("delete interface %s on node %s: %w", iface, c.Node, err)
-		}
-		return nil
+	return nil
+}
+
+func (bridgeKind) update(ctx context.Context, x *execution, c *Change) error {
+	iface := ifaceName(c.Resource)
+	if err := x.client.UpdateIface(ctx, c.Node, iface, toValues(c.Params)); err != nil {
+		return fmt.Errorf("update bridge %s on node %s: %w", iface, c.Node, err)
 	}
-	switch c.Action {
-	case Create:
-		return create()
-	case Update:
-		if err := x.client.UpdateIface(ctx, c.Node, iface, toValues(c.Params)); err != nil {
-			return fmt.Errorf("update bridge %s on node %s: %w", iface, c.Node, err)
-		}
-	case Delete:
-		return remove()
-	case Replace:
-		if err := remove(); err != nil {
-			return err
-		}
-		return create()
+	return nil
+}
+
+func (bridgeKind) remove(ctx context.Context, x *execution, c *Change) error {
+	iface := ifaceName(c.Resource)
+	if err := x.client.DeleteIface(ctx, c.Node, iface); err != nil && !pve.IsNotFound(err) {
+		return fmt.Errorf("delete interface %s on node %s: %w", iface, c.Node, err)
 	}
 	return nil
 }

@@ -66,7 +66,7 @@ func Build(ctx context.Context, set *spec.Set, obs *Observed, opts Options) (*Pl
 				return nil, err
 			}
 			k, kerr := kindOf(r.Kind)
-			if (kerr == nil && k.role() == roleNetApply) != late {
+			if (kerr == nil && is[netCommitter](r.Kind)) != late {
 				continue
 			}
 			if err := obs.errs[r.Address()]; err != nil {
@@ -82,12 +82,15 @@ func Build(ctx context.Context, set *spec.Set, obs *Observed, opts Options) (*Pl
 				fail(r, nil, fmt.Errorf("%s: live state was not observed", r.Address()))
 				continue
 			}
-			c, err := k.plan(b, r, lo)
+			c, err := b.planChange(k, r, lo)
 			if err != nil {
 				fail(r, lo, err)
 				continue
 			}
 			c.Address, c.Resource = r.Address(), r
+			if ns, ok := k.(netStager); ok && !r.ReadOnly {
+				b.noteUncommitted(r, lo, c, ns.nodeStaged(lo))
+			}
 			if c.Diff == nil {
 				c.Diff = []FieldDiff{}
 			}
@@ -144,6 +147,42 @@ func Build(ctx context.Context, set *spec.Set, obs *Observed, opts Options) (*Pl
 	return p, nil
 }
 
+// noteUncommitted says so when nothing in the specs commits the node's
+// network: PVE only stages interface changes, and without a NetworkApply
+// they would wait in interfaces.new while the plan looks done.
+func (b *builder) noteUncommitted(r *spec.Resource, lo *liveObj, c *Change, staged bool) {
+	if b.commits(r.Connection, lo.Node) {
+		return
+	}
+	hint := fmt.Sprintf("(add `kind: NetworkApply` for node %s)", lo.Node)
+	switch {
+	case c.Action != NoOp:
+		c.Reasons = append(c.Reasons, fmt.Sprintf("the change will stay staged: no NetworkApply in these specs commits node %s's network %s", lo.Node, hint))
+	case staged:
+		c.Reasons = append(c.Reasons, fmt.Sprintf("node %s has staged network changes that no NetworkApply in these specs commits %s", lo.Node, hint))
+	}
+}
+
+// commits reports whether the Set has a NetworkApply for node on conn.
+func (b *builder) commits(conn, node string) bool {
+	for _, r := range b.set.Resources {
+		if !is[netCommitter](r.Kind) || r.Connection != conn || r.State == spec.Absent || r.ReadOnly {
+			continue
+		}
+		if lo := b.obs.objs[r.Address()]; lo != nil {
+			if lo.Node == node {
+				return true
+			}
+			continue
+		}
+		// Not observed (its own error is reported): judge by the spec.
+		if n := paramNode(r); n == node || (n == "" && r.Name == node) {
+			return true
+		}
+	}
+	return false
+}
+
 // selectedErrors reports the planning errors of the selected resources,
 // each message once (a connection that cannot be read fails all of its
 // resources for one reason).
@@ -193,7 +232,7 @@ func (b *builder) forwardDeps() map[string][]string {
 func (b *builder) waitForCommits(deps map[string][]string) {
 	commits := map[string][]string{} // node key → NetworkApply addresses
 	for _, a := range slices.Sorted(maps.Keys(deps)) {
-		if role, key := b.netKey(a); role == roleNetApply {
+		if role, key := b.netKey(a); role == netCommit {
 			commits[key] = append(commits[key], a)
 		}
 	}
@@ -201,7 +240,7 @@ func (b *builder) waitForCommits(deps map[string][]string) {
 		return
 	}
 	for _, a := range slices.Sorted(maps.Keys(deps)) {
-		if role, _ := b.netKey(a); role != roleOther {
+		if role, _ := b.netKey(a); role != netNone {
 			continue
 		}
 		have := map[string]bool{}
@@ -210,7 +249,7 @@ func (b *builder) waitForCommits(deps map[string][]string) {
 		}
 		for _, d := range deps[a] {
 			role, key := b.netKey(d)
-			if role != roleIface {
+			if role != netStage {
 				continue
 			}
 			for _, n := range commits[key] {
@@ -283,10 +322,10 @@ func (b *builder) keepProtectedNeeds(fwd map[string][]string) error {
 	for _, a := range slices.Sorted(maps.Keys(b.changes)) {
 		c := b.changes[a]
 		k, err := kindOf(c.Resource.Kind)
-		if err != nil || k.role() != roleNetApply || b.failed[a] != nil {
+		if err != nil || !is[netCommitter](c.Resource.Kind) || b.failed[a] != nil {
 			continue
 		}
-		nc, err := k.plan(b, c.Resource, b.obs.objs[a])
+		nc, err := b.planChange(k, c.Resource, b.obs.objs[a])
 		if err != nil {
 			return err
 		}
@@ -298,24 +337,36 @@ func (b *builder) keepProtectedNeeds(fwd map[string][]string) error {
 	return nil
 }
 
+// netRole is a kind's part in a node's network changes.
+type netRole int
+
+const (
+	netNone   netRole = iota
+	netStage          // stages a change in /etc/network/interfaces.new
+	netCommit         // commits a node's staged network changes
+)
+
 // netKey says whether addr stages or commits network changes, and on which
 // connection and node.
-func (b *builder) netKey(addr string) (kindRole, string) {
+func (b *builder) netKey(addr string) (netRole, string) {
 	c := b.changes[addr]
 	if c == nil {
-		return roleOther, ""
+		return netNone, ""
 	}
-	k, err := kindOf(c.Resource.Kind)
-	if err != nil {
-		return roleOther, ""
+	key := c.Resource.Connection + "\x00" + c.Node
+	switch {
+	case is[netStager](c.Resource.Kind):
+		return netStage, key
+	case is[netCommitter](c.Resource.Kind):
+		return netCommit, key
 	}
-	return k.role(), c.Resource.Connection + "\x00" + c.Node
+	return netNone, ""
 }
 
 // reverseDeps turns the forward graph around for destroy, then re-routes
 // every NetworkApply so it commits after the interface deletions of its
 // node, and those wait for everything that used the committed network.
-func reverseDeps(fwd map[string][]string, netKey func(string) (kindRole, string)) map[string][]string {
+func reverseDeps(fwd map[string][]string, netKey func(string) (netRole, string)) map[string][]string {
 	rev := map[string]map[string]bool{}
 	for a := range fwd {
 		rev[a] = map[string]bool{}
@@ -329,9 +380,9 @@ func reverseDeps(fwd map[string][]string, netKey func(string) (kindRole, string)
 	var applies []string
 	for _, a := range slices.Sorted(maps.Keys(fwd)) {
 		switch role, key := netKey(a); role {
-		case roleIface:
+		case netStage:
 			ifaces[key] = append(ifaces[key], a)
-		case roleNetApply:
+		case netCommit:
 			applies = append(applies, a)
 		}
 	}
@@ -395,12 +446,12 @@ func (b *builder) selectTargets(deps map[string][]string) (map[string]bool, erro
 	// the node and, for destroy, everything using them).
 	staged := map[string]bool{}
 	for a := range sel {
-		if role, key := b.netKey(a); role == roleIface {
+		if role, key := b.netKey(a); role == netStage {
 			staged[key] = true
 		}
 	}
 	for _, a := range slices.Sorted(maps.Keys(deps)) {
-		if role, key := b.netKey(a); role == roleNetApply && staged[key] {
+		if role, key := b.netKey(a); role == netCommit && staged[key] {
 			sel[a] = true
 		}
 	}

@@ -13,6 +13,7 @@ import (
 
 // example01 is shared/examples/01-bridge-and-vm.yaml as spec.Load gives it.
 func example01() *spec.Set {
+	on := true
 	br := &spec.Resource{Kind: spec.KindLinuxBridge, Name: "vmbr1", State: spec.Present,
 		Params: map[string]string{"node": "pve", "iface": "vmbr1", "bridge_ports": "eno2", "bridge_vlan_aware": "1", "autostart": "1"}}
 	na := &spec.Resource{Kind: spec.KindNetworkApply, Name: "pve", State: spec.Present,
@@ -23,7 +24,7 @@ func example01() *spec.Set {
 		Params: map[string]string{"node": "pve", "vmid": "100", "name": "app-vm-1", "memory": "2048", "cores": "2",
 			"sockets": "1", "cpu": "host", "ostype": "l26", "scsihw": "virtio-scsi-pci", "scsi0": "local-lvm:32",
 			"net0": "virtio,bridge=vmbr0", "net1": "virtio,bridge=vmbr1,tag=100", "boot": "order=scsi0;net0"},
-		Own: map[string]any{"running": true}}
+		Keys: &spec.GuestKeys{Running: &on}}
 	return &spec.Set{
 		Resources: []*spec.Resource{br, na, vm},
 		Graph: &spec.Graph{Deps: map[string][]string{
@@ -40,7 +41,7 @@ func liveApplied() map[string]*liveObj {
 		"LinuxBridge/vmbr1": {Exists: true, Node: "pve", Digest: "d-br", Config: pve.Config{
 			"iface": "vmbr1", "type": "bridge", "bridge_ports": "eno2", "bridge_vlan_aware": "1", "autostart": "1", "active": "1"}},
 		"NetworkApply/pve": {Exists: true, Node: "pve", Config: pve.Config{"changes": ""}},
-		"QemuVM/app-vm-1": {Exists: true, Node: "pve", VMID: 100, Status: "running", Digest: "d-vm", Config: pve.Config{
+		"QemuVM/app-vm-1": {Exists: true, Node: "pve", State: &guestLive{VMID: 100, Status: "running"}, Digest: "d-vm", Config: pve.Config{
 			"name": "app-vm-1", "memory": "2048", "cores": "2", "sockets": "1", "cpu": "host", "ostype": "l26",
 			"scsihw": "virtio-scsi-pci", "scsi0": "local-lvm:vm-100-disk-0,size=32G",
 			"net0": "virtio=BC:24:11:00:00:01,bridge=vmbr0", "net1": "virtio=BC:24:11:00:00:02,bridge=vmbr1,tag=100",
@@ -52,7 +53,7 @@ func liveEmpty() map[string]*liveObj {
 	return map[string]*liveObj{
 		"LinuxBridge/vmbr1": {Node: "pve"},
 		"NetworkApply/pve":  {Exists: true, Node: "pve", Config: pve.Config{"changes": ""}},
-		"QemuVM/app-vm-1":   {Node: "pve", VMID: 100},
+		"QemuVM/app-vm-1":   {Node: "pve", State: &guestLive{VMID: 100}},
 	}
 }
 
@@ -254,7 +255,7 @@ func TestBuildUpdate(t *testing.T) {
 	set := example01()
 	set.Lookup("QemuVM/app-vm-1").Params["memory"] = "4096"
 	live := liveApplied()
-	live["QemuVM/app-vm-1"].Status = "stopped"
+	liveOf(live["QemuVM/app-vm-1"]).Status = "stopped"
 	p, err := build(t, set, live, Options{})
 	if err != nil {
 		t.Fatalf("Build: %v", err)
@@ -267,9 +268,10 @@ func TestBuildUpdate(t *testing.T) {
 			{Path: "running", Before: false, After: true},
 		},
 		Reasons: []string{"memory changed", "power state stopped, wanted running"},
-		Node:    "pve", VMID: 100, Digest: "d-vm",
-		DependsOn: []string{"NetworkApply/pve"},
-		Params:    map[string]string{"memory": "4096"},
+		Node:    "pve", State: &guestState{VMID: 100}, Digest: "d-vm",
+		Fingerprint: fingerprint(live["QemuVM/app-vm-1"]),
+		DependsOn:   []string{"NetworkApply/pve"},
+		Params:      map[string]string{"memory": "4096"},
 	}
 	if diff := cmp.Diff(want, c, cmpIgnoreResource); diff != "" {
 		t.Errorf("change: (-want +got):\n%s", diff)
@@ -299,13 +301,13 @@ func TestReverseDepsReroute(t *testing.T) {
 		"Pool/p":            nil,
 	}
 	roles := map[string]struct {
-		r kindRole
+		r netRole
 		k string
 	}{
-		"LinuxBridge/a": {roleIface, "pve"}, "LinuxBridge/b": {roleIface, "pve"}, "LinuxBridge/c": {roleIface, "pve2"},
-		"NetworkApply/pve": {roleNetApply, "pve"}, "NetworkApply/pve2": {roleNetApply, "pve2"},
+		"LinuxBridge/a": {netStage, "pve"}, "LinuxBridge/b": {netStage, "pve"}, "LinuxBridge/c": {netStage, "pve2"},
+		"NetworkApply/pve": {netCommit, "pve"}, "NetworkApply/pve2": {netCommit, "pve2"},
 	}
-	got := reverseDeps(fwd, func(a string) (kindRole, string) { return roles[a].r, roles[a].k })
+	got := reverseDeps(fwd, func(a string) (netRole, string) { return roles[a].r, roles[a].k })
 	want := map[string][]string{
 		"LinuxBridge/a":     {"QemuVM/vm"},
 		"LinuxBridge/b":     {"QemuVM/vm"},
@@ -352,10 +354,10 @@ func TestFindQemu(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			row, err := findQemu(rows, tt.r, tt.vmid)
+			row, err := qemu.find(rows, tt.r, tt.vmid)
 			if tt.errHas != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.errHas) {
-					t.Fatalf("findQemu: got error %v want %q", err, tt.errHas)
+					t.Fatalf("find: got error %v want %q", err, tt.errHas)
 				}
 				return
 			}
@@ -367,21 +369,8 @@ func TestFindQemu(t *testing.T) {
 				got = row.VMID
 			}
 			if got != tt.want {
-				t.Errorf("findQemu: got vmid %d want %d", got, tt.want)
+				t.Errorf("find: got vmid %d want %d", got, tt.want)
 			}
 		})
-	}
-}
-
-func TestBuildRefusesUnsupportedOwnKeys(t *testing.T) {
-	set := example01()
-	set.Lookup("QemuVM/app-vm-1").Own["image"] = "9000"
-	_, err := build(t, set, liveEmpty(), Options{})
-	if err == nil || !strings.Contains(err.Error(), "QemuVM/app-vm-1: spec key image is not supported") {
-		t.Errorf("Build: got %v want a refusal of image", err)
-	}
-	// Destroy does not need to understand the spec.
-	if _, err := build(t, set, liveApplied(), Options{Destroy: true}); err != nil {
-		t.Errorf("Build destroy: got %v want nil", err)
 	}
 }

@@ -58,6 +58,10 @@ func (c comparer) diffParams(desired map[string]string, remove []string, live pv
 		}
 		dv := desired[k]
 		lv, has := live[k]
+		if k == "description" {
+			// pvectl's own blocks in it are not the user's text.
+			lv = userDescription(lv)
+		}
 		p := c.param(k)
 		switch {
 		case !has:
@@ -403,6 +407,9 @@ func sortedUnique(s []string) []string {
 // the desired sub-keys laid over it, so that what PVE generated (MAC
 // addresses, disk volume names) survives the write.
 func (c comparer) updateValue(key, desired, live string) string {
+	if key == "description" {
+		return withBlocks(desired, live)
+	}
 	p := c.param(key)
 	if p == nil || len(p.SubKeys()) == 0 || live == "" {
 		return desired

@@ -225,7 +225,7 @@ func TestDiffParamsQemu(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := cmpr.diffParams(tt.desired, tt.remove, tt.live, qemuNotInConfig)
+			got := cmpr.diffParams(tt.desired, tt.remove, tt.live, qemu.notInConfig)
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("diffParams: got %v want %v (-want +got):\n%s", got, tt.want, diff)
 			}
@@ -341,7 +341,7 @@ func TestUpdateParams(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			diffs := cmpr.diffParams(tt.desired, tt.remove, tt.live, qemuNotInConfig)
+			diffs := cmpr.diffParams(tt.desired, tt.remove, tt.live, qemu.notInConfig)
 			got := cmpr.updateParams(diffs, tt.desired, tt.live, isResize)
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("updateParams: got %v want %v (-want +got):\n%s", got, tt.want, diff)

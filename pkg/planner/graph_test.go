@@ -95,7 +95,7 @@ func twoBridges() (*spec.Set, map[string]*liveObj) {
 		return &liveObj{Exists: true, Node: "pve", Config: cfg, Digest: fieldsDigest(cfg)}
 	}
 	vmLive := func(name string, vmid int, br string) *liveObj {
-		return &liveObj{Exists: true, Node: "pve", VMID: vmid, Status: "stopped", Config: pve.Config{
+		return &liveObj{Exists: true, Node: "pve", State: &guestLive{VMID: vmid, Status: "stopped"}, Config: pve.Config{
 			"name": name, "net0": "virtio=BC:24:11:00:00:01,bridge=" + br}}
 	}
 	live := map[string]*liveObj{
@@ -119,7 +119,7 @@ func TestBuildGraphRules(t *testing.T) {
 			name: "users of a bridge wait for the commit",
 			mutate: func(s *spec.Set, l map[string]*liveObj) {
 				l["LinuxBridge/vmbr1"] = &liveObj{Node: "pve"}
-				l["QemuVM/a"] = &liveObj{Node: "pve", VMID: 101}
+				l["QemuVM/a"] = &liveObj{Node: "pve", State: &guestLive{VMID: 101}}
 			},
 			want: []string{
 				"create LinuxBridge/vmbr1",
@@ -199,8 +199,8 @@ func TestBuildAbsentUserGoesFirst(t *testing.T) {
 	live := map[string]*liveObj{
 		"Pool/p":     {Exists: true, Config: pve.Config{"poolid": "p"}},
 		"Pool/q":     {Exists: true, Config: pve.Config{"poolid": "q"}},
-		"QemuVM/vm":  {Exists: true, Node: "pve", VMID: 100, Status: "stopped", Pool: "p", Config: pve.Config{"name": "vm"}},
-		"QemuVM/vm2": {Exists: true, Node: "pve", VMID: 101, Status: "stopped", Pool: "q", Config: pve.Config{"name": "vm2"}},
+		"QemuVM/vm":  {Exists: true, Node: "pve", State: &guestLive{VMID: 100, Status: "stopped", Pool: "p"}, Config: pve.Config{"name": "vm"}},
+		"QemuVM/vm2": {Exists: true, Node: "pve", State: &guestLive{VMID: 101, Status: "stopped", Pool: "q"}, Config: pve.Config{"name": "vm2"}},
 	}
 	p, err := build(t, set, live, Options{})
 	if err != nil {

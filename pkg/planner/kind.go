@@ -2,45 +2,74 @@ package planner
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
 
 	"github.com/pvectl/pvectl/pkg/pve"
-	"github.com/pvectl/pvectl/pkg/pve/schema"
 	"github.com/pvectl/pvectl/pkg/spec"
 )
 
-// kindOps is everything the generic engine needs from one kind. Each kind
-// lives in its own file (qemu.go, bridge.go, pool.go, netapply.go); the
-// engine (observe.go, build.go, apply.go, verify.go) never switches on kinds.
+// kindOps is what the engine needs from one kind. Each kind lives in its
+// own file (qemu.go, bridge.go, pool.go, netapply.go); the engine
+// (observe.go, build.go, apply.go, verify.go) decides the lifecycle —
+// destroy, state: absent, managed: false, missing objects, protection,
+// replace — and never names a kind. A kind compares and acts.
 type kindOps interface {
-	// role tells the graph code whether the kind stages network changes or
-	// commits them; everything else is roleOther.
-	role() kindRole
 	// observe finds r's live object, reading through lc's per-connection
 	// caches so that every list is fetched once.
 	observe(ctx context.Context, lc *liveConn, r *spec.Resource) (*liveObj, error)
-	// plan decides r's change from its live object. It may read the changes
-	// planned so far (b.changes) when it is a late kind.
-	plan(b *builder, r *spec.Resource, lo *liveObj) (*Change, error)
-	// apply carries c out against the live API.
-	apply(ctx context.Context, x *execution, c *Change) error
+	// compare decides an existing object the spec wants present: it fills
+	// c's Diff, Params and Reasons and sets its Action to NoOp or Update,
+	// or makes it a replace with b.replace.
+	compare(b *builder, r *spec.Resource, lo *liveObj, c *Change) error
+	// create, update and remove carry a change out against the live API; a
+	// replace is remove then create (create then remove with CreateFirst).
+	create(ctx context.Context, x *execution, c *Change) error
+	update(ctx context.Context, x *execution, c *Change) error
+	remove(ctx context.Context, x *execution, c *Change) error
 	// current re-reads c's object for Verify.
 	current(ctx context.Context, cl *pve.Client, c *Change) (*liveObj, error)
 }
 
-type kindRole int
-
-const (
-	roleOther    kindRole = iota
-	roleIface             // stages a change in /etc/network/interfaces.new
-	roleNetApply          // commits a node's staged network changes
+// Capabilities a kind may have, as optional interfaces.
+type (
+	// singleton kinds stand for something every node has once (its DNS
+	// settings): never created nor deleted, left as they are by destroy.
+	singleton interface{ singleton() }
+	// netStager kinds stage a change in a node's interfaces.new that only
+	// the node's netCommitter makes live; nodeStaged says whether the
+	// node of lo has uncommitted changes already.
+	netStager interface{ nodeStaged(lo *liveObj) bool }
+	// netCommitter kinds commit a node's staged network changes. They are
+	// singletons planned after every other kind, in every mode (a destroy
+	// stages interface removals that need the commit too).
+	netCommitter interface {
+		planCommit(b *builder, r *spec.Resource, lo *liveObj, c *Change) error
+	}
+	// vmidClaimer kinds occupy a vmid of the cluster-wide guest space.
+	vmidClaimer interface {
+		// pinnedVMID is the vmid r's spec fixes (0: none).
+		pinnedVMID(r *spec.Resource) int
+	}
+	// stateful kinds keep a state of their own on their changes (a guest's
+	// vmid): newState makes it for a change planned from lo, decodeState
+	// reads it back from a plan file.
+	stateful interface {
+		newState(lo *liveObj) any
+		decodeState(raw json.RawMessage) (any, error)
+	}
+	// createFirster kinds can build a replacement beside the old object
+	// (the identity allows two at once): their replace creates the new one
+	// before it removes the old.
+	createFirster interface{ createsFirst(r *spec.Resource) bool }
 )
 
 // kinds is the registry of supported kinds; read-only after package init.
 var kinds = map[string]kindOps{
-	spec.KindQemuVM:       qemuKind{},
+	spec.KindQemuVM:       qemu,
 	spec.KindLinuxBridge:  bridgeKind{},
 	spec.KindPool:         poolKind{},
 	spec.KindNetworkApply: netApplyKind{},
@@ -54,16 +83,21 @@ func kindOf(kind string) (kindOps, error) {
 	return k, nil
 }
 
+// is reports whether kind has capability C.
+func is[C any](kind string) bool {
+	_, ok := kinds[kind].(C)
+	return ok
+}
+
 // liveObj is one resource's live object as read at plan (or verify) time.
 type liveObj struct {
 	Exists bool
 	Node   string
-	VMID   int
 	Config pve.Config // the object's configuration as PVE reports it
-	Status string     // QemuVM: running | stopped
-	Pool   string     // QemuVM: the pool it belongs to ("" = none)
 	Digest string     // PVE's config digest, or our own sha1 over the fields
-	Staged bool       // interfaces: the node's network has uncommitted changes
+	// State is what the kind read beside the config (a guest's vmid, power
+	// state and pool; whether a node has staged network changes).
+	State any
 
 	// load, when set, finishes reading the object; Observe runs the loads
 	// of all resources concurrently (per-VM config reads dominate a plan).
@@ -83,10 +117,32 @@ func (x *execution) msg(format string, args ...any) {
 	x.hooks.Message(x.change, fmt.Sprintf(format, args...))
 }
 
-// lifecycle settles the kind-independent cases: destroy mode, state absent,
-// missing objects. It returns handled=false when the kind must compare.
-func (b *builder) lifecycle(r *spec.Resource, lo *liveObj, c *Change) (handled bool, err error) {
+// output hands a one-time value (an API token's secret) to the hooks; it
+// never enters the plan, a message or an error.
+func (x *execution) output(name, value string, sensitive bool) {
+	x.hooks.Output(x.change, name, value, sensitive)
+}
+
+// planChange settles the lifecycle of one resource — destroy, state:
+// absent, managed: false, missing objects, protection — and asks the kind
+// to compare only when the object exists and should stay.
+func (b *builder) planChange(k kindOps, r *spec.Resource, lo *liveObj) (*Change, error) {
+	c := &Change{Node: lo.Node, Digest: lo.Digest, Fingerprint: fingerprint(lo)}
+	if st, ok := k.(stateful); ok {
+		c.State = st.newState(lo)
+	}
+	if nc, ok := k.(netCommitter); ok {
+		return c, nc.planCommit(b, r, lo, c)
+	}
+	_, single := k.(singleton)
 	switch {
+	case r.ReadOnly:
+		if !lo.Exists {
+			return nil, fmt.Errorf("%s does not exist, and it is managed: false (pvectl only reads it): create it in PVE, or drop managed: false to let pvectl create it", r.Address())
+		}
+		c.Action, c.Reasons = NoOp, []string{"managed: false: read only"}
+	case single && (b.opts.Destroy || r.State == spec.Absent):
+		c.Action, c.Reasons = NoOp, []string{"nothing to remove: every node has one"}
 	case b.opts.Destroy:
 		switch {
 		case !lo.Exists:
@@ -96,23 +152,24 @@ func (b *builder) lifecycle(r *spec.Resource, lo *liveObj, c *Change) (handled b
 		default:
 			c.Action, c.Reasons = Delete, []string{"destroy"}
 		}
-		return true, nil
 	case r.State == spec.Absent:
 		switch {
 		case !lo.Exists:
 			c.Action, c.Reasons = NoOp, []string{"does not exist"}
 		case r.Protected:
-			return true, fmt.Errorf("%s is protected: refusing to delete it (state: absent)", r.Address())
+			return nil, fmt.Errorf("%s is protected: refusing to delete it (state: absent)", r.Address())
 		default:
 			c.Action, c.Reasons = Delete, []string{"state: absent"}
 		}
-		return true, nil
-	case !lo.Exists:
+	case !lo.Exists && !single:
 		c.Action, c.Reasons = Create, []string{"does not exist"}
 		c.Diff = createDiff(r, c.Node)
-		return true, nil
+	default:
+		if err := k.compare(b, r, lo, c); err != nil {
+			return nil, err
+		}
 	}
-	return false, nil
+	return c, nil
 }
 
 // createDiff lists what a create will set, as "+" fields. The node is the
@@ -131,8 +188,9 @@ func createDiff(r *spec.Resource, node string) []FieldDiff {
 	for _, k := range slices.Sorted(maps.Keys(params)) {
 		out = append(out, fieldDiff(k, nil, params[k]))
 	}
-	for _, k := range slices.Sorted(maps.Keys(r.Own)) {
-		switch v := r.Own[k].(type) {
+	own := r.OwnFields()
+	for _, k := range slices.Sorted(maps.Keys(own)) {
+		switch v := own[k].(type) {
 		case bool, string, int, float64: // running, image, ip…; lists and maps are not fields
 			out = append(out, fieldDiff(k, nil, v))
 		}
@@ -140,36 +198,57 @@ func createDiff(r *spec.Resource, node string) []FieldDiff {
 	return out
 }
 
-// replace turns c into a replace, unless r is protected.
+// replace turns c into a replace, unless r is protected. Kinds whose
+// identity allows two objects at once build the new one first.
 func (b *builder) replace(r *spec.Resource, c *Change, reason string) error {
 	if r.Protected {
 		return fmt.Errorf("%s is protected: refusing to replace it (%s)", r.Address(), reason)
 	}
 	c.Action = Replace
 	c.Reasons = append(c.Reasons, reason)
+	if cf, ok := kinds[r.Kind].(createFirster); ok && cf.createsFirst(r) {
+		c.CreateFirst = true
+	}
 	return nil
 }
 
-// paramNode is the node the spec names, if any.
-func paramNode(r *spec.Resource) string {
-	if n := r.Params["node"]; n != "" {
-		return n
+// apply carries out one change with its kind's calls.
+func apply(ctx context.Context, k kindOps, x *execution, c *Change) error {
+	switch c.Action {
+	case Create:
+		return k.create(ctx, x, c)
+	case Update, ApplyNet:
+		return k.update(ctx, x, c)
+	case Delete:
+		return k.remove(ctx, x, c)
+	case Replace:
+		if c.CreateFirst {
+			if err := k.create(ctx, x, c); err != nil {
+				return err
+			}
+			return k.remove(ctx, x, c)
+		}
+		if err := k.remove(ctx, x, c); err != nil {
+			return err
+		}
+		if err := k.create(ctx, x, c); err != nil {
+			return fmt.Errorf("removed the old one; creating the new one failed: %w", err)
+		}
 	}
-	if n, ok := r.Own["node"].(string); ok {
-		return n
-	}
-	return ""
+	return nil
 }
 
-// ownBool reads a pvectl boolean key (YAML bool, or a string after a plan
-// file round trip).
-func ownBool(r *spec.Resource, key string) (val, ok bool) {
-	switch v := r.Own[key].(type) {
-	case bool:
-		return v, true
-	case string:
-		b, ok := schema.ParseBool(v)
-		return b, ok
-	}
-	return false, false
+// neverCreated is embedded by kinds the engine never creates nor removes
+// (singletons): reaching these is a bug in the engine.
+type neverCreated struct{}
+
+func (neverCreated) create(context.Context, *execution, *Change) error {
+	return errors.New("internal error: this kind is never created")
 }
+
+func (neverCreated) remove(context.Context, *execution, *Change) error {
+	return errors.New("internal error: this kind is never removed")
+}
+
+// paramNode is the node the spec names, if any.
+func paramNode(r *spec.Resource) string { return r.Params["node"] }

@@ -12,9 +12,9 @@ import (
 
 // netApplyKind commits a node's staged network changes (NetworkApply). It
 // is planned after every interface so it can see whether any will stage.
-type netApplyKind struct{}
+type netApplyKind struct{ neverCreated }
 
-func (netApplyKind) role() kindRole { return roleNetApply }
+func (netApplyKind) singleton() {}
 
 func (netApplyKind) observe(ctx context.Context, lc *liveConn, r *spec.Resource) (*liveObj, error) {
 	node := paramNode(r)
@@ -36,19 +36,25 @@ func (netApplyKind) observe(ctx context.Context, lc *liveConn, r *spec.Resource)
 	return &liveObj{Exists: true, Node: node, Config: pve.Config{"changes": ln.changes}}, nil
 }
 
-func (netApplyKind) plan(b *builder, r *spec.Resource, lo *liveObj) (*Change, error) {
-	c := &Change{Node: lo.Node, Action: NoOp}
-	if r.State == spec.Absent {
+// planCommit decides whether the node's staged changes need a commit: some
+// are pending already, or an interface change of this plan will stage one
+// (in a destroy too: interface removals are staged).
+func (netApplyKind) planCommit(b *builder, r *spec.Resource, lo *liveObj, c *Change) error {
+	c.Action, c.Digest, c.Fingerprint = NoOp, "", ""
+	switch {
+	case r.State == spec.Absent:
 		c.Reasons = []string{"nothing to remove"}
-		return c, nil
+		return nil
+	case r.ReadOnly:
+		c.Reasons = []string{"managed: false: never commits"}
+		return nil
 	}
 	if lo.Config["changes"] != "" {
 		c.Reasons = append(c.Reasons, "node "+lo.Node+" has pending network changes")
 	}
 	for _, addr := range slices.Sorted(maps.Keys(b.changes)) {
 		o := b.changes[addr]
-		k, err := kindOf(o.Resource.Kind)
-		if err != nil || k.role() != roleIface || o.Action == NoOp {
+		if !is[netStager](o.Resource.Kind) || o.Action == NoOp {
 			continue
 		}
 		if o.Node == lo.Node && o.Resource.Connection == r.Connection {
@@ -58,10 +64,15 @@ func (netApplyKind) plan(b *builder, r *spec.Resource, lo *liveObj) (*Change, er
 	if len(c.Reasons) > 0 {
 		c.Action = ApplyNet
 	}
-	return c, nil
+	return nil
 }
 
-func (netApplyKind) apply(ctx context.Context, x *execution, c *Change) error {
+// compare is planCommit: the engine calls planCommit in every mode.
+func (k netApplyKind) compare(b *builder, r *spec.Resource, lo *liveObj, c *Change) error {
+	return k.planCommit(b, r, lo, c)
+}
+
+func (netApplyKind) update(ctx context.Context, x *execution, c *Change) error {
 	_, changes, err := x.client.NetworkList(ctx, c.Node)
 	if err != nil {
 		return fmt.Errorf("list network of node %s: %w", c.Node, err)

@@ -223,6 +223,22 @@ func (lc *liveConn) poolList(ctx context.Context) ([]pve.Pool, error) {
 	return pools, nil
 }
 
+// fingerprint is pvectl's hash of a live object for Verify: its fields
+// without PVE's digest and without what pvectl writes itself (the
+// description's blocks), so that provisioning a guest between `plan --out`
+// and `apply FILE` does not make the saved plan stale. "" when absent.
+func fingerprint(lo *liveObj) string {
+	if lo == nil || !lo.Exists {
+		return ""
+	}
+	cfg := lo.Config
+	if d, ok := cfg["description"]; ok {
+		cfg = maps.Clone(cfg)
+		cfg["description"] = userDescription(d)
+	}
+	return fieldsDigest(cfg)
+}
+
 // fieldsDigest fingerprints objects PVE gives no digest for. Fields that
 // flip by themselves (active after a commit) are left out.
 func fieldsDigest(cfg pve.Config) string {

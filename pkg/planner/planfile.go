@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"reflect"
+	"strings"
 
 	"github.com/pvectl/pvectl/pkg/secret"
 )
@@ -21,6 +23,8 @@ type planFile struct {
 
 type fileChange struct {
 	Action string `json:"action"`
+	// State is the kind's change state, decoded by the kind (stateful).
+	State json.RawMessage `json:"state,omitempty"`
 	*Change
 }
 
@@ -55,7 +59,15 @@ func ReadFile(path string) (*Plan, error) {
 func Marshal(p *Plan) ([]byte, error) {
 	f := planFile{FormatVersion: p.FormatVersion, Destroy: p.Destroy, Changes: []*fileChange{}, Endpoints: p.Endpoints}
 	for _, c := range p.Changes {
-		f.Changes = append(f.Changes, &fileChange{Action: c.Action.String(), Change: redact(c)})
+		fc := &fileChange{Action: c.Action.String(), Change: redact(c)}
+		if c.State != nil {
+			b, err := json.Marshal(c.State)
+			if err != nil {
+				return nil, fmt.Errorf("%s: state: %w", c.Address, err)
+			}
+			fc.State = b
+		}
+		f.Changes = append(f.Changes, fc)
 	}
 	return json.MarshalIndent(f, "", "  ")
 }
@@ -79,6 +91,15 @@ func Unmarshal(data []byte) (*Plan, error) {
 			return nil, fmt.Errorf("%s: %w", fc.Address, err)
 		}
 		fc.Change.Action = a
+		if len(fc.State) > 0 && fc.Resource != nil {
+			st, ok := kinds[fc.Resource.Kind].(stateful)
+			if !ok {
+				return nil, fmt.Errorf("%s: kind %s keeps no state", fc.Address, fc.Resource.Kind)
+			}
+			if fc.Change.State, err = st.decodeState(fc.State); err != nil {
+				return nil, fmt.Errorf("%s: state: %w", fc.Address, err)
+			}
+		}
 		if fc.Diff == nil {
 			fc.Diff = []FieldDiff{}
 		}
@@ -95,11 +116,11 @@ func Unmarshal(data []byte) (*Plan, error) {
 // sent, so that Apply refuses it instead of writing something else.
 func redact(c *Change) *Change {
 	out := *c
-	var fromParams, fromUpdate, ignored []string
+	var fromParams, fromUpdate []string
 	if c.Resource != nil {
 		r := *c.Resource
 		r.Params = dropSecrets(c.Resource.Params, &fromParams)
-		r.Own = dropNestedSecrets(c.Resource.Own, &ignored)
+		r.Keys = clearSecrets(c.Resource.Keys, &fromParams)
 		out.Resource = &r
 	}
 	out.Params = dropSecrets(c.Params, &fromUpdate)
@@ -116,36 +137,56 @@ func redact(c *Change) *Change {
 	return &out
 }
 
-// dropNestedSecrets is dropSecrets for pvectl's own keys, whose values may
-// be maps and lists holding secrets further down (a provisioning block's
-// password, a cloud-init user's key).
-func dropNestedSecrets(m map[string]any, dropped *[]string) map[string]any {
-	if m == nil {
-		return nil
+// clearSecrets copies a kind's Keys struct with every secret field (by its
+// JSON name, at any depth) zeroed, naming the ones that were set.
+func clearSecrets(keys any, dropped *[]string) any {
+	v := reflect.ValueOf(keys)
+	if keys == nil || v.Kind() != reflect.Pointer || v.IsNil() || v.Elem().Kind() != reflect.Struct {
+		return keys
 	}
-	out := make(map[string]any, len(m))
-	for k, v := range m {
-		if secret.Key(k) {
-			*dropped = append(*dropped, k)
-			continue
-		}
-		out[k] = dropSecretsIn(v, dropped)
-	}
-	return out
+	cp := reflect.New(v.Elem().Type())
+	cp.Elem().Set(v.Elem())
+	clearStruct(cp.Elem(), dropped)
+	return cp.Interface()
 }
 
-func dropSecretsIn(v any, dropped *[]string) any {
-	switch x := v.(type) {
-	case map[string]any:
-		return dropNestedSecrets(x, dropped)
-	case []any:
-		out := make([]any, len(x))
-		for i, e := range x {
-			out[i] = dropSecretsIn(e, dropped)
+func clearStruct(v reflect.Value, dropped *[]string) {
+	t := v.Type()
+	for i := range t.NumField() {
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if !f.IsExported() || name == "-" {
+			continue
 		}
-		return out
+		fv := v.Field(i)
+		if secret.Key(name) {
+			if !fv.IsZero() {
+				*dropped = append(*dropped, name)
+			}
+			fv.Set(reflect.Zero(fv.Type()))
+			continue
+		}
+		switch fv.Kind() {
+		case reflect.Struct:
+			clearStruct(fv, dropped)
+		case reflect.Pointer:
+			if !fv.IsNil() && fv.Elem().Kind() == reflect.Struct {
+				cp := reflect.New(fv.Elem().Type())
+				cp.Elem().Set(fv.Elem())
+				clearStruct(cp.Elem(), dropped)
+				fv.Set(cp)
+			}
+		case reflect.Slice:
+			if fv.Type().Elem().Kind() == reflect.Struct && fv.Len() > 0 {
+				cp := reflect.MakeSlice(fv.Type(), fv.Len(), fv.Len())
+				reflect.Copy(cp, fv)
+				for j := range cp.Len() {
+					clearStruct(cp.Index(j), dropped)
+				}
+				fv.Set(cp)
+			}
+		}
 	}
-	return v
 }
 
 func dropSecrets[V any](m map[string]V, dropped *[]string) map[string]V {

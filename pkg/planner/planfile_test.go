@@ -1,6 +1,7 @@
 package planner
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -32,9 +33,7 @@ func TestPlanFileRoundTrip(t *testing.T) {
 }
 
 func TestPlanFileOmitsSecrets(t *testing.T) {
-	r := &spec.Resource{Kind: spec.KindQemuVM, Name: "vm", Params: map[string]string{"cipassword": "hunter2", "memory": "1024"},
-		Own: map[string]any{"sshPrivateKey": "-----BEGIN OPENSSH PRIVATE KEY-----",
-			"provision": map[string]any{"steps": []any{map[string]any{"password": "nested-secret", "run": "true"}}}}}
+	r := &spec.Resource{Kind: spec.KindQemuVM, Name: "vm", Params: map[string]string{"cipassword": "hunter2", "memory": "1024"}}
 	p := &Plan{FormatVersion: "1", Changes: []*Change{{
 		Address: "QemuVM/vm", Action: Update, Resource: r,
 		Diff:    []FieldDiff{fieldDiff("cipassword", "x", "hunter2")},
@@ -63,6 +62,48 @@ func TestPlanFileOmitsSecrets(t *testing.T) {
 	err = applyChange(t.Context(), nil, nopHooks{}, got.Changes[0], nil)
 	if err == nil || !strings.Contains(err.Error(), "omits secret parameter(s) cipassword") {
 		t.Errorf("applyChange of a redacted update: got %v want a refusal", err)
+	}
+}
+
+// testKeys is a kind's own-keys struct holding secrets at the top and
+// further down, as provisioning keys will.
+type testKeys struct {
+	SSHPrivateKey string `json:"sshPrivateKey,omitempty"`
+	Provision     struct {
+		Steps []struct {
+			Password string `json:"password,omitempty"`
+			Run      string `json:"run,omitempty"`
+		} `json:"steps,omitempty"`
+	} `json:"provision"`
+}
+
+// TestPlanFileOmitsOwnKeySecrets: secret own keys, at any depth, are left
+// out of a plan file, and the plan in memory keeps them.
+func TestPlanFileOmitsOwnKeySecrets(t *testing.T) {
+	keys := &testKeys{SSHPrivateKey: "-----BEGIN OPENSSH PRIVATE KEY-----"}
+	keys.Provision.Steps = append(keys.Provision.Steps, struct {
+		Password string `json:"password,omitempty"`
+		Run      string `json:"run,omitempty"`
+	}{"nested-secret", "true"})
+	r := &spec.Resource{Kind: spec.KindQemuVM, Name: "vm", Params: map[string]string{"memory": "1024"}, Keys: keys}
+	c := redact(&Change{Address: "QemuVM/vm", Action: Create, Resource: r})
+	data, err := json.Marshal(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, secret := range []string{"PRIVATE KEY", "nested-secret"} {
+		if strings.Contains(string(data), secret) {
+			t.Errorf("plan file change: got %q in\n%s\nwant it left out", secret, data)
+		}
+	}
+	if !strings.Contains(string(data), `"run":"true"`) {
+		t.Errorf("plan file change: lost the non-secret nested key in\n%s", data)
+	}
+	if diff := cmp.Diff([]string{"password", "sshPrivateKey"}, c.Redacted); diff != "" {
+		t.Errorf("Redacted (-want +got):\n%s", diff)
+	}
+	if keys.SSHPrivateKey == "" || keys.Provision.Steps[0].Password != "nested-secret" {
+		t.Errorf("redact modified the plan's own keys: %+v", keys)
 	}
 }
 

@@ -15,8 +15,6 @@ const poolCreatePath = "/pools"
 
 var poolIdentity = map[string]bool{"poolid": true}
 
-func (poolKind) role() kindRole { return roleOther }
-
 func poolID(r *spec.Resource) string {
 	if id := r.Params["poolid"]; id != "" {
 		return id
@@ -45,16 +43,12 @@ func (poolKind) observe(ctx context.Context, lc *liveConn, r *spec.Resource) (*l
 	return poolObj(pools, poolID(r)), nil
 }
 
-func (poolKind) plan(b *builder, r *spec.Resource, lo *liveObj) (*Change, error) {
-	c := &Change{Digest: lo.Digest}
-	if handled, err := b.lifecycle(r, lo, c); handled {
-		return c, err
-	}
+func (poolKind) compare(b *builder, r *spec.Resource, lo *liveObj, c *Change) error {
 	cmp := comparer{m: b.method("POST", poolCreatePath)}
 	c.Diff = cmp.diffParams(r.Params, r.Remove, lo.Config, poolIdentity)
 	if len(c.Diff) == 0 {
 		c.Action = NoOp
-		return c, nil
+		return nil
 	}
 	c.Action, c.Reasons = Update, reasons(c.Diff)
 	c.Params = map[string]string{"poolid": poolID(r)}
@@ -65,26 +59,30 @@ func (poolKind) plan(b *builder, r *spec.Resource, lo *liveObj) (*Change, error)
 			c.Params[d.Path] = r.Params[d.Path]
 		}
 	}
-	return c, nil
+	return nil
 }
 
-func (poolKind) apply(ctx context.Context, x *execution, c *Change) error {
+func (poolKind) create(ctx context.Context, x *execution, c *Change) error {
 	id := poolID(c.Resource)
-	switch c.Action {
-	case Create:
-		params := toValues(c.Resource.Params)
-		params.Set("poolid", id)
-		if err := x.client.CreatePool(ctx, params); err != nil {
-			return fmt.Errorf("create pool %s: %w", id, err)
-		}
-	case Update:
-		if err := x.client.UpdatePool(ctx, toValues(c.Params)); err != nil {
-			return fmt.Errorf("update pool %s: %w", id, err)
-		}
-	case Delete:
-		if err := x.client.DeletePool(ctx, id); err != nil && !pve.IsNotFound(err) {
-			return fmt.Errorf("delete pool %s: %w", id, err)
-		}
+	params := toValues(c.Resource.Params)
+	params.Set("poolid", id)
+	if err := x.client.CreatePool(ctx, params); err != nil {
+		return fmt.Errorf("create pool %s: %w", id, err)
+	}
+	return nil
+}
+
+func (poolKind) update(ctx context.Context, x *execution, c *Change) error {
+	if err := x.client.UpdatePool(ctx, toValues(c.Params)); err != nil {
+		return fmt.Errorf("update pool %s: %w", poolID(c.Resource), err)
+	}
+	return nil
+}
+
+func (poolKind) remove(ctx context.Context, x *execution, c *Change) error {
+	id := poolID(c.Resource)
+	if err := x.client.DeletePool(ctx, id); err != nil && !pve.IsNotFound(err) {
+		return fmt.Errorf("delete pool %s: %w", id, err)
 	}
 	return nil
 }

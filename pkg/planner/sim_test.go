@@ -334,11 +334,11 @@ func TestSimVMByNameWithNextID(t *testing.T) {
 	const doc = "kind: QemuVM\nname: web\nspec:\n  memory: 1024\n  tags: b;a\n"
 	set := loadSpec(t, doc)
 	p := planFor(t, sim, set, Options{})
-	if c := p.Changes[0]; c.Action != Create || c.Node != "pve" || c.VMID != 0 {
-		t.Fatalf("plan: got %s node=%q vmid=%d want create on pve without vmid", c.Action, c.Node, c.VMID)
+	if c := p.Changes[0]; c.Action != Create || c.Node != "pve" || stateOf(c).VMID != 0 {
+		t.Fatalf("plan: got %s node=%q vmid=%d want create on pve without vmid", c.Action, c.Node, stateOf(c).VMID)
 	}
 	applyPlan(t, sim, p)
-	if p.Changes[0].VMID == 0 {
+	if stateOf(p.Changes[0]).Created == 0 {
 		t.Errorf("create did not record the vmid it got")
 	}
 	if p := planFor(t, sim, set, Options{}); p.HasChanges() {
@@ -419,8 +419,8 @@ func TestSimNodeMoveReplaces(t *testing.T) {
 	set := loadSpec(t, strings.Replace(doc, "node: pve", "node: pve2", 1))
 	p := planFor(t, sim, set, Options{})
 	c := p.Changes[0]
-	if c.Action != Replace || c.PrevNode != "pve" || c.Node != "pve2" {
-		t.Fatalf("plan: got %s %s→%s want replace pve→pve2", c.Action, c.PrevNode, c.Node)
+	if c.Action != Replace || stateOf(c).PrevNode != "pve" || c.Node != "pve2" {
+		t.Fatalf("plan: got %s %s→%s want replace pve→pve2", c.Action, stateOf(c).PrevNode, c.Node)
 	}
 	applyPlan(t, sim, p)
 	rows, err := sim.cl.ClusterResources(ctx, "vm")

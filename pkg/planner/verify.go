@@ -54,8 +54,14 @@ func verifyChange(ctx context.Context, clients Clients, c *Change) error {
 		return errors.New("now exists, but the plan creates it: run plan again")
 	case c.Action != Create && !lo.Exists:
 		return fmt.Errorf("is gone, but the plan %ss it: run plan again", c.Action)
-	case c.Action != Create && c.Digest != "" && lo.Digest != c.Digest:
+	case c.Action != Create && c.Fingerprint != "" && fingerprint(lo) != c.Fingerprint,
+		c.Action != Create && c.Fingerprint == "" && c.Digest != "" && lo.Digest != c.Digest:
 		return errors.New("live configuration changed since the plan was made (digest differs): run plan again")
+	}
+	// What changed, if anything, is pvectl's own (a provisioning block):
+	// the update must be made against the digest PVE has now.
+	if c.Digest != "" {
+		c.Digest = lo.Digest
 	}
 	return nil
 }

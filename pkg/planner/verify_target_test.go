@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http/httptest"
+	"net/url"
 	"slices"
 	"strings"
 	"testing"
@@ -352,5 +353,50 @@ func TestSimStagedBridgeWithoutCommit(t *testing.T) {
 	// Committed: nothing is staged, so the bridge alone is a plain noop.
 	if c := planFor(t, sim, loadSpec(t, bridge), Options{}).Changes[0]; c.Action != NoOp || len(c.Reasons) != 0 {
 		t.Errorf("after commit: got %s %q want a plain noop", c.Action, c.Reasons)
+	}
+}
+
+// TestSimVerifyIgnoresPvectlBlock: pvectl writing its description block
+// between `plan --out` and `apply FILE` leaves the saved plan valid (and
+// the update goes out with PVE's new digest); a user's edit does not.
+func TestSimVerifyIgnoresPvectlBlock(t *testing.T) {
+	sim := newSim(t)
+	ctx := context.Background()
+	const doc = "kind: QemuVM\nname: web\nspec:\n  vmid: 130\n  memory: 512\n  description: web server\n"
+	applyPlan(t, sim, planFor(t, sim, loadSpec(t, doc), Options{}))
+	p := planFor(t, sim, loadSpec(t, strings.Replace(doc, "512", "1024", 1)), Options{})
+	path := t.TempDir() + "/plan.out"
+	if err := WriteFile(path, p); err != nil {
+		t.Fatal(err)
+	}
+	saved, err := ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	block := url.Values{"description": {"web server\n[pvectl-provision: a.yaml=0123456789ab]"}}
+	if err := sim.cl.UpdateQemu(ctx, "pve", 130, block); err != nil {
+		t.Fatal(err)
+	}
+	if err := Verify(ctx, sim, saved); err != nil {
+		t.Fatalf("Verify after pvectl's block was written: got %v want nil", err)
+	}
+	applyPlan(t, sim, saved)
+	cfg, err := sim.cl.QemuConfig(ctx, "pve", 130)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg["memory"] != "1024" || !strings.Contains(cfg["description"], "[pvectl-provision: a.yaml=0123456789ab]") {
+		t.Errorf("after apply: memory %q description %q, want 1024 and the block kept", cfg["memory"], cfg["description"])
+	}
+	if p := planFor(t, sim, loadSpec(t, strings.Replace(doc, "512", "1024", 1)), Options{}); p.HasChanges() {
+		t.Errorf("plan after apply: got %q want noop (the block is not drift)", summary(p))
+	}
+
+	p = planFor(t, sim, loadSpec(t, strings.Replace(doc, "512", "2048", 1)), Options{})
+	if err := sim.cl.UpdateQemu(ctx, "pve", 130, url.Values{"description": {"edited by hand"}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := Verify(ctx, sim, p); err == nil || !strings.Contains(err.Error(), "changed since the plan") {
+		t.Errorf("Verify after a user's edit: got %v want refusal", err)
 	}
 }

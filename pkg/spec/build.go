@@ -15,7 +15,7 @@ func (l *loader) build(docs []*document) *Set {
 		if d.kind == "" || d.name == "" {
 			continue // already reported by header
 		}
-		k := kindTable[d.kind]
+		k := kindOf(d.kind)
 		if k == nil {
 			l.rejected[d.ref()] = true
 			if isPlannedKind(d.kind) {
@@ -31,7 +31,7 @@ func (l *loader) build(docs []*document) *Set {
 			continue
 		}
 		byRef[d.ref()] = d
-		if !k.Managed {
+		if k.Role != roleResource {
 			for _, key := range topLevelKeys {
 				if p, ok := d.set[key]; ok && key != "kind" && key != "name" && key != "spec" {
 					l.errorf(p, "%s documents take only kind, name and spec; %q does not apply", d.kind, key)
@@ -44,11 +44,11 @@ func (l *loader) build(docs []*document) *Set {
 	defaults := l.defaults(valid)
 	docOf := map[*Resource]*document{}
 	for _, d := range valid {
-		k := kindTable[d.kind]
-		switch {
-		case d.kind == KindConnection:
-			set.Connections[d.name] = l.connection(d, defaults[d.kind])
-		case k.Managed:
+		k := kindOf(d.kind)
+		switch k.Role {
+		case roleConnection:
+			set.Connections[d.name] = l.connection(d, k, defaults[d.kind])
+		case roleResource:
 			r := l.resource(d, k, defaults[d.kind])
 			docOf[r] = d
 			set.Resources = append(set.Resources, r)
@@ -66,15 +66,15 @@ func (l *loader) build(docs []*document) *Set {
 func (l *loader) defaults(docs []*document) map[string][]entry {
 	out := map[string][]entry{}
 	for _, d := range docs {
-		if d.kind != KindDefaults || d.spec == nil {
+		if kindOf(d.kind).Role != roleDefaults || d.spec == nil {
 			continue
 		}
 		for _, kv := range l.pairs(d.file, d.spec, "Defaults spec") {
 			kind, v := kv[0].Value, kv[1]
 			kp := nodePos(d.file, kv[0])
-			k := kindTable[kind]
+			k := kindOf(kind)
 			switch {
-			case kind == KindDefaults:
+			case k != nil && k.Role == roleDefaults:
 				l.errorf(kp, "Defaults cannot hold defaults for Defaults")
 				continue
 			case k == nil && isPlannedKind(kind):
@@ -102,7 +102,7 @@ func (l *loader) defaults(docs []*document) map[string][]entry {
 				es = append(es[:i], es[i+1:]...)
 				i--
 			}
-			l.convert(k, es, newResource(d.kind, d.name))
+			l.convert(k, es, newResource(d.kind, d.name), map[string]any{})
 			for _, e := range es {
 				out[kind] = replaceEntry(out[kind], e)
 			}
@@ -124,7 +124,7 @@ func replaceEntry(es []entry, e entry) []entry {
 func newResource(kind, name string) *Resource {
 	return &Resource{
 		Kind: kind, Name: name, State: Present,
-		Params: map[string]string{}, Own: map[string]any{}, KeyPos: map[string]Pos{},
+		Params: map[string]string{}, KeyPos: map[string]Pos{},
 	}
 }
 
@@ -132,18 +132,37 @@ func newResource(kind, name string) *Resource {
 // the identity key defaulted from the document's name.
 func (l *loader) resource(d *document, k *kindInfo, defaults []entry) *Resource {
 	r := newResource(d.kind, d.name)
-	r.Connection, r.Protected, r.State, r.Pos = d.connection, d.protected, d.state, d.pos
+	r.Connection, r.Protected, r.State, r.ReadOnly, r.Pos = d.connection, d.protected, d.state, d.readOnly, d.pos
 	for _, ra := range d.dependsOn {
 		r.DependsOn = append(r.DependsOn, ra.Ref)
 	}
 	es := mergeDefaults(l.entries(d.file, d.spec, "spec"), defaults)
-	l.convert(k, es, r)
+	own := map[string]any{}
+	l.convert(k, es, r, own)
 	if id := k.Identity; id != "" && !contains(r.Remove, id) {
 		if _, set := r.Params[id]; !set {
 			l.defaultIdentity(k, d, r)
 		}
 	}
+	// An own key whose interpolation failed (nil) is reported already;
+	// the others decode as their shapes were checked.
+	keys, err := decodeKeys(k, setValues(own))
+	if err != nil {
+		l.errorf(d.pos, "internal error: %v", err)
+	}
+	r.Keys = keys
 	return r
+}
+
+// setValues drops the values whose interpolation failed (nil).
+func setValues(own map[string]any) map[string]any {
+	out := map[string]any{}
+	for key, v := range own {
+		if v != nil {
+			out[key] = v
+		}
+	}
+	return out
 }
 
 func (l *loader) defaultIdentity(k *kindInfo, d *document, r *Resource) {
@@ -161,27 +180,17 @@ func (l *loader) defaultIdentity(k *kindInfo, d *document, r *Resource) {
 }
 
 // connection builds a Connection from its own keys.
-func (l *loader) connection(d *document, defaults []entry) *Connection {
-	k := kindTable[KindConnection]
+func (l *loader) connection(d *document, k *kindInfo, defaults []entry) *Connection {
 	tmp := newResource(d.kind, d.name)
-	l.convert(k, mergeDefaults(l.entries(d.file, d.spec, "spec"), defaults), tmp)
-	str := func(key string) string { s, _ := tmp.Own[key].(string); return s }
-	list := func(key string) []string {
-		var out []string
-		items, _ := tmp.Own[key].([]any)
-		for _, it := range items {
-			out = append(out, it.(string))
-		}
-		return out
+	own := map[string]any{}
+	l.convert(k, mergeDefaults(l.entries(d.file, d.spec, "spec"), defaults), tmp, own)
+	c := &Connection{}
+	if keys, err := decodeKeys(k, setValues(own)); err != nil {
+		l.errorf(d.pos, "internal error: %v", err)
+	} else if keys != nil {
+		c = keys.(*Connection)
 	}
-	c := &Connection{
-		Name: d.name, URL: str("url"), TokenID: str("tokenId"), User: str("user"),
-		TokenName: str("tokenName"), TokenSecret: str("tokenSecret"), Nodes: list("nodes"),
-		DNSDomain: str("dnsDomain"), DNSServers: list("dnsServers"), SSHUser: str("sshUser"),
-		SSHPrivateKey: str("sshPrivateKey"), TLSFingerprint: str("tlsFingerprint"),
-		CAFile: str("caFile"), Pos: d.pos,
-	}
-	c.Insecure, _ = tmp.Own["insecure"].(bool)
+	c.Name, c.Pos = d.name, d.pos
 	at := func(key string) Pos {
 		if p, ok := tmp.KeyPos[key]; ok {
 			return p
@@ -190,27 +199,27 @@ func (l *loader) connection(d *document, defaults []entry) *Connection {
 	}
 	for _, key := range k.Required {
 		// nil is a value whose interpolation failed (reported already).
-		if v, ok := tmp.Own[key]; !ok || v == "" {
-			l.errorf(d.pos, "Connection/%s: spec.%s is required", d.name, key)
+		if v, ok := own[key]; !ok || v == "" {
+			l.errorf(d.pos, "%s: spec.%s is required", d.ref(), key)
 		}
 	}
 	// A nil value failed to interpolate: reported already.
-	if c.URL != "" && tmp.Own["url"] != nil {
+	if c.URL != "" && own["url"] != nil {
 		if msg := checkURL(c.URL); msg != "" {
 			l.errorf(at("url"), "%s", msg)
 		}
 	}
-	if c.TLSFingerprint != "" && tmp.Own["tlsFingerprint"] != nil {
+	if c.TLSFingerprint != "" && own["tlsFingerprint"] != nil {
 		if msg := checkFingerprint(c.TLSFingerprint); msg != "" {
 			l.errorf(at("tlsFingerprint"), "%s", msg)
 		}
 	}
-	if c.CAFile != "" && tmp.Own["caFile"] != nil {
+	if c.CAFile != "" && own["caFile"] != nil {
 		if msg := checkCAFile(c.CAFile); msg != "" {
 			l.errorf(at("caFile"), "%s", msg)
 		}
 	}
-	has := func(key string) bool { _, ok := tmp.Own[key]; return ok }
+	has := func(key string) bool { _, ok := own[key]; return ok }
 	switch {
 	case c.TokenID == "" && has("tokenId"):
 		// tokenId failed to interpolate: reported already.
@@ -229,7 +238,7 @@ func (l *loader) connection(d *document, defaults []entry) *Connection {
 		}
 		c.TokenID = c.User + "!" + c.TokenName
 	default:
-		l.errorf(d.pos, "Connection/%s: set spec.tokenId (user@realm!tokenname) or spec.user and spec.tokenName", d.name)
+		l.errorf(d.pos, "%s: set spec.tokenId (user@realm!tokenname) or spec.user and spec.tokenName", d.ref())
 	}
 	return c
 }

@@ -55,9 +55,11 @@ func mergeDefaults(own, defaults []entry) []entry {
 	return out
 }
 
-// convert validates spec entries of kind k into r's Params, Remove, Own and
-// KeyPos, reporting every problem at the key's or the value's line.
-func (l *loader) convert(k *kindInfo, es []entry, r *Resource) {
+// convert validates spec entries of kind k into r's Params, Remove and
+// KeyPos and the own keys' decoded YAML values into own (nil for a value
+// whose interpolation failed), reporting every problem at the key's or the
+// value's line.
+func (l *loader) convert(k *kindInfo, es []entry, r *Resource, own map[string]any) {
 	for _, e := range es {
 		key := e.key.Value
 		kp, vp := nodePos(e.file, e.key), nodePos(e.file, e.val)
@@ -65,15 +67,15 @@ func (l *loader) convert(k *kindInfo, es []entry, r *Resource) {
 		if l.isPoisoned(e.val) {
 			// Reported already; record the key so that "required" holds.
 			r.KeyPos[key] = kp
-			if _, own := k.Own[key]; own {
-				r.Own[key] = nil
+			if _, isOwn := k.ownType(key); isOwn {
+				own[key] = nil
 			}
 			continue
 		}
-		if t, ok := k.Own[key]; ok {
+		if t, ok := k.ownType(key); ok {
 			r.KeyPos[key] = kp
 			if isNull {
-				delete(r.Own, key) // resets a Defaults value
+				delete(own, key) // resets a Defaults value
 				continue
 			}
 			v, err := ownValue(t, e.val)
@@ -81,7 +83,7 @@ func (l *loader) convert(k *kindInfo, es []entry, r *Resource) {
 				l.errorf(vp, "%s.%s: %v", e.what, key, err)
 				continue
 			}
-			r.Own[key] = v
+			own[key] = v
 			continue
 		}
 		if k.unsupported(key) {

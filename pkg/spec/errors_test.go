@@ -68,7 +68,7 @@ dependsOn: QemuVM/a
 			name:  "unknown top-level key with suggestion",
 			files: map[string]string{"a.yaml": "kind: Pool\nname: p\nspecs: {}\n"},
 			want: []string{`a.yaml:3: unknown key "specs" in Pool/p — did you mean "spec"? ` +
-				`(allowed: kind, name, connection, dependsOn, protected, state, spec)`},
+				`(allowed: kind, name, connection, dependsOn, protected, managed, state, spec)`},
 		},
 		{
 			name:  "kind and name required",

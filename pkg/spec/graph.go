@@ -3,7 +3,6 @@ package spec
 import (
 	"fmt"
 	"maps"
-	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -15,10 +14,11 @@ func (l *loader) link(set *Set, docOf map[*Resource]*document) {
 	for _, r := range set.Resources {
 		index[r.Address()] = r
 	}
-	refs := make([]Ref, 0, len(set.Resources))
+	all := make([]Ref, 0, len(set.Resources))
 	for _, r := range set.Resources {
-		refs = append(refs, r.Ref())
+		all = append(all, r.Ref())
 	}
+	refs := newRefIndex(set.Resources)
 	for _, r := range set.Resources {
 		d := docOf[r]
 		if r.Connection != "" && set.Connections[r.Connection] == nil && !l.unreadable {
@@ -29,13 +29,13 @@ func (l *loader) link(set *Set, docOf map[*Resource]*document) {
 		for _, ra := range d.dependsOn {
 			if index[ra.String()] == nil {
 				if !l.unreadable && !l.rejected[ra.Ref] {
-					l.errorf(ra.Pos, "dependsOn: %s is not defined in the given files%s", ra.Ref, didYouMeanRef(ra.Ref, refs))
+					l.errorf(ra.Pos, "dependsOn: %s is not defined in the given files%s", ra.Ref, didYouMeanRef(ra.Ref, all))
 				}
 				continue
 			}
 			deps[ra.Ref] = true
 		}
-		for _, ref := range implicitDeps(r, set.Resources) {
+		for _, ref := range refs.deps(r) {
 			deps[ref] = true
 		}
 		r.DependsOn = r.DependsOn[:0]
@@ -54,37 +54,78 @@ func (l *loader) link(set *Set, docOf map[*Resource]*document) {
 	}
 }
 
-var netKeyRE = regexp.MustCompile(`^net\d+$`)
+// refRule is one kind of implicit reference a resource makes: the values
+// it writes at Key name resources of Kinds (by their RefValue), and each
+// such resource of the specs becomes a dependency.
+type refRule struct {
+	// Key names where the reference is written, for messages ("pool",
+	// "netN.bridge").
+	Key string
+	// Values extracts the referenced values from a resource.
+	Values func(r *Resource) []string
+	// Kinds may be referenced.
+	Kinds []string
+	// SameNode limits targets to the resource's node (a node left unset
+	// matches any node).
+	SameNode bool
+	// PresentOnly skips targets with state: absent (a VM does not wait for
+	// the removal of a pool it names).
+	PresentOnly bool
+	// All references every resource of Kinds (on the same node), whatever
+	// its value: a node's NetworkApply commits after all its interfaces.
+	All bool
+}
 
-// implicitDeps are the edges a resource's values imply: a VM needs its pool
-// and the bridges its NICs use; a node's NetworkApply commits after every
-// bridge staged on that node. Only resources of the same connection (the
-// same cluster) are linked, and a node left unset matches any node.
-func implicitDeps(r *Resource, all []*Resource) []Ref {
-	var out []Ref
-	for _, o := range all {
-		if o == r || o.Connection != r.Connection {
+// refIndex finds referenced resources by connection, kind and value
+// without comparing every pair of resources.
+type refIndex struct {
+	byValue map[string][]*Resource // connection, kind, value
+	byKind  map[string][]*Resource // connection, kind
+}
+
+func newRefIndex(rs []*Resource) *refIndex {
+	ix := &refIndex{byValue: map[string][]*Resource{}, byKind: map[string][]*Resource{}}
+	for _, r := range rs {
+		k := kindOf(r.Kind)
+		if k == nil {
 			continue
 		}
-		switch {
-		case r.Kind == KindQemuVM && o.Kind == KindPool && o.State == Present:
-			if p := r.Params["pool"]; p != "" && p == o.Params["poolid"] {
-				out = append(out, o.Ref())
+		ck := r.Connection + "\x00" + r.Kind
+		ix.byKind[ck] = append(ix.byKind[ck], r)
+		if k.RefValue != nil {
+			if v := k.RefValue(r); v != "" {
+				ix.byValue[ck+"\x00"+v] = append(ix.byValue[ck+"\x00"+v], r)
 			}
-		case r.Kind == KindQemuVM && o.Kind == KindLinuxBridge && o.State == Present:
-			if !sameNode(r, o) {
+		}
+	}
+	return ix
+}
+
+// deps are the edges r's values imply under its kind's Refs. Only
+// resources of the same connection (the same cluster) are linked.
+func (ix *refIndex) deps(r *Resource) []Ref {
+	k := kindOf(r.Kind)
+	if k == nil {
+		return nil
+	}
+	var out []Ref
+	add := func(rule refRule, targets []*Resource) {
+		for _, o := range targets {
+			if o == r || (rule.PresentOnly && o.State != Present) || (rule.SameNode && !sameNode(r, o)) {
 				continue
 			}
-			for key, v := range r.Params {
-				if netKeyRE.MatchString(key) && propValue(v, "bridge") == o.Params["iface"] {
-					out = append(out, o.Ref())
-					break
-				}
+			out = append(out, o.Ref())
+		}
+	}
+	for _, rule := range k.Refs {
+		for _, kind := range rule.Kinds {
+			ck := r.Connection + "\x00" + kind
+			if rule.All {
+				add(rule, ix.byKind[ck])
+				continue
 			}
-		case r.Kind == KindNetworkApply && o.Kind == KindLinuxBridge:
-			// Absent bridges too: their removal is staged and needs the commit.
-			if sameNode(r, o) {
-				out = append(out, o.Ref())
+			for _, v := range rule.Values(r) {
+				add(rule, ix.byValue[ck+"\x00"+v])
 			}
 		}
 	}
@@ -94,6 +135,52 @@ func implicitDeps(r *Resource, all []*Resource) []Ref {
 func sameNode(a, b *Resource) bool {
 	na, nb := a.Params["node"], b.Params["node"]
 	return na == "" || nb == "" || na == nb
+}
+
+// paramValue references by a parameter's value ("pool: lab").
+func paramValue(param string) func(r *Resource) []string {
+	return func(r *Resource) []string {
+		if v := r.Params[param]; v != "" {
+			return []string{v}
+		}
+		return nil
+	}
+}
+
+// paramValueOf is a kind's RefValue: the value of one parameter.
+func paramValueOf(param string) func(r *Resource) string {
+	return func(r *Resource) string { return r.Params[param] }
+}
+
+// subKeyValues references by a sub-key of every member of an indexed
+// family of property strings ("netN: …,bridge=vmbr1").
+func subKeyValues(family, sub string) func(r *Resource) []string {
+	return func(r *Resource) []string {
+		var out []string
+		for key, v := range r.Params {
+			if !isFamilyKey(key, family) {
+				continue
+			}
+			if x := propValue(v, sub); x != "" {
+				out = append(out, x)
+			}
+		}
+		return out
+	}
+}
+
+// isFamilyKey reports whether key is family followed by an index ("net0").
+func isFamilyKey(key, family string) bool {
+	idx, ok := strings.CutPrefix(key, family)
+	if !ok || idx == "" {
+		return false
+	}
+	for _, c := range idx {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 // propValue returns key's value in a property string "a=1,key=v".

@@ -6,16 +6,25 @@ import (
 )
 
 // identity is what a resource is found by in PVE. Two documents of one
-// connection with the same identity would manage the same object and undo
-// each other's changes on every apply, so Load refuses them.
+// connection with the same identity in one namespace would manage the
+// same object and undo each other's changes on every apply, so Load
+// refuses them.
 type identity struct {
-	key  string // the kind's identity, e.g. "vmid 150" or "name web"
-	what string // the spec key it comes from, for positions
+	// ns is the namespace the identity lives in: kinds that share one
+	// (QEMU VMs and containers share vmids) clash across kinds.
+	ns string
+	// key is the identity as messages show it, e.g. "vmid 150".
+	key string
+	// what is the spec key it comes from, for positions.
+	what string
 	// passive identities clash only with active ones: the name of a VM that
 	// has a vmid is not how it is found, but a VM without vmid of the same
 	// name would be found as that VM.
 	passive bool
 }
+
+// nsVMID is the cluster-wide vmid space of every guest kind.
+const nsVMID = "vmid"
 
 // checkIdentities reports every resource whose PVE identity another one of
 // the same connection already has, at the second one, naming the first.
@@ -25,92 +34,87 @@ func (l *loader) checkIdentities(rs []*Resource) {
 		pos     Pos
 		passive bool
 	}
-	seen := map[string]claim{} // connection, kind and identity → first claim
+	seen := map[string]claim{} // connection, namespace and identity → first claim
 	for _, r := range rs {
-		for _, id := range identities(r) {
-			k := r.Connection + "\x00" + r.Kind + "\x00" + id.key
+		k := kindOf(r.Kind)
+		if k == nil || k.Identities == nil {
+			continue
+		}
+		for _, id := range k.Identities(r) {
+			key := r.Connection + "\x00" + id.ns + "\x00" + id.key
 			pos := r.Pos
 			if p, ok := r.KeyPos[id.what]; ok && p.File != "" {
 				pos = p
 			}
-			first, dup := seen[k]
+			first, dup := seen[key]
 			if !dup {
-				seen[k] = claim{r, pos, id.passive}
+				seen[key] = claim{r, pos, id.passive}
 				continue
 			}
 			if first.passive && id.passive {
 				continue
 			}
+			noun, hint := Noun(r.Kind), k.Hint
+			if first.r.Kind != r.Kind {
+				// Two kinds in one namespace: name what they share.
+				noun = "guest (VMs and containers share vmids)"
+			}
+			if hint == "" {
+				hint = "remove one of them"
+			}
 			l.errorf(pos, "%s has the same %s as %s (at %s): both would manage the same %s; %s",
-				r.Address(), id.key, first.r.Address(), first.pos, describeObject(r.Kind), identityHint(r.Kind))
+				r.Address(), id.key, first.r.Address(), first.pos, noun, hint)
 			break
 		}
 	}
 }
 
-// identities returns the keys a resource is known by in PVE. A QemuVM with
-// a vmid is found by it, one without by its name; the name of a VM with a
-// vmid is returned too, passive, because a VM without vmid of that name
-// would be found as that VM. Two VMs with vmids may share a name: PVE
-// allows it and each is found by its vmid.
-func identities(r *Resource) []identity {
-	switch r.Kind {
-	case KindQemuVM:
-		name := r.Params["name"]
+// guestIdentities identifies a guest by vmid when it has one, else by its
+// name parameter (a VM's name, a container's hostname) in the namespace
+// nameLabel. The name of a guest with a vmid is returned too, passive,
+// because a guest without vmid of that name would be found as that one.
+// Two guests with vmids may share a name: PVE allows it and each is found
+// by its vmid.
+func guestIdentities(nameParam, nameLabel string) func(r *Resource) []identity {
+	return func(r *Resource) []identity {
+		name := r.Params[nameParam]
 		if name == "" {
 			name = r.Name
 		}
-		byName := fmt.Sprintf("VM name %q", name)
+		byName := fmt.Sprintf("%s %q", nameLabel, name)
 		if v, ok := r.Params["vmid"]; ok {
 			n, err := strconv.Atoi(v)
 			if err != nil {
 				return nil // reported by the schema check
 			}
-			return []identity{{fmt.Sprintf("vmid %d", n), "vmid", false}, {byName, "name", true}}
+			return []identity{{nsVMID, fmt.Sprintf("vmid %d", n), "vmid", false}, {nameLabel, byName, nameParam, true}}
 		}
-		return []identity{{byName, "name", false}}
-	case KindPool:
-		if p := r.Params["poolid"]; p != "" {
-			return []identity{{fmt.Sprintf("poolid %q", p), "poolid", false}}
-		}
-	case KindLinuxBridge:
-		// An unset node is the connection's default node: equal to another
-		// unset node, not comparable with a named one.
-		if i := r.Params["iface"]; i != "" {
-			node := "the default node"
-			if n := r.Params["node"]; n != "" {
-				node = "node " + strconv.Quote(n)
-			}
-			return []identity{{fmt.Sprintf("iface %q on %s", i, node), "iface", false}}
-		}
-	case KindNetworkApply:
-		if n := r.Params["node"]; n != "" {
-			return []identity{{fmt.Sprintf("node %q", n), "node", false}}
-		}
+		return []identity{{nameLabel, byName, nameParam, false}}
 	}
-	return nil
 }
 
-func describeObject(kind string) string {
-	switch kind {
-	case KindQemuVM:
-		return "VM"
-	case KindPool:
-		return "pool"
-	case KindLinuxBridge:
-		return "bridge"
-	case KindNetworkApply:
-		return "node's network commit"
+// ifaceIdentities identifies a node's network interface by node and name.
+// An unset node is the connection's default node: equal to another unset
+// node, not comparable with a named one.
+func ifaceIdentities(r *Resource) []identity {
+	i := r.Params["iface"]
+	if i == "" {
+		return nil
 	}
-	return "object"
+	node := "the default node"
+	if n := r.Params["node"]; n != "" {
+		node = "node " + strconv.Quote(n)
+	}
+	return []identity{{"iface", fmt.Sprintf("iface %q on %s", i, node), "iface", false}}
 }
 
-func identityHint(kind string) string {
-	switch kind {
-	case KindQemuVM:
-		return "a VM without vmid is found by its name: give each a different vmid or name, or remove one"
-	case KindNetworkApply:
-		return "one NetworkApply per node is enough"
+// singleIdentity identifies a resource by one parameter, e.g. a pool by
+// its poolid, in a namespace of its own kind.
+func singleIdentity(param, label string) func(r *Resource) []identity {
+	return func(r *Resource) []identity {
+		if v := r.Params[param]; v != "" {
+			return []identity{{r.Kind + "\x00" + param, fmt.Sprintf("%s %q", label, v), param, false}}
+		}
+		return nil
 	}
-	return "remove one of them"
 }

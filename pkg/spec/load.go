@@ -19,7 +19,7 @@ import (
 
 // topLevelKeys are the keys a document may have, in the order the error
 // message lists them.
-var topLevelKeys = []string{"kind", "name", "connection", "dependsOn", "protected", "state", "spec"}
+var topLevelKeys = []string{"kind", "name", "connection", "dependsOn", "protected", "managed", "state", "spec"}
 
 // loader carries one Load call's state and the problems found so far.
 type loader struct {
@@ -60,6 +60,8 @@ type document struct {
 	dependsOn     []refAt
 	protected     bool
 	protectedPos  Pos
+	readOnly      bool // managed: false
+	managedPos    Pos
 	state         State
 	spec          *yaml.Node // a mapping, or nil
 	// set records which header keys were written (Connection and Defaults
@@ -339,6 +341,13 @@ func (l *loader) header(file string, m *yaml.Node) *document {
 			} else {
 				l.errorf(vp, "protected must be a boolean (true or false), got %s", describeNode(v))
 			}
+		case "managed":
+			d.managedPos = vp
+			if b, ok := boolValue(v); ok {
+				d.readOnly = !b
+			} else {
+				l.errorf(vp, "managed must be a boolean (true or false), got %s", describeNode(v))
+			}
 		case "state":
 			s := l.stringValue(file, "state", v)
 			switch State(s) {
@@ -374,6 +383,9 @@ func (l *loader) header(file string, m *yaml.Node) *document {
 	}
 	if _, ok := d.set["name"]; !ok {
 		l.errorf(d.pos, "name is required in %s", d.describe())
+	}
+	if d.readOnly && d.state == Absent {
+		l.errorf(d.managedPos, "%s is managed: false and state: absent; pvectl never deletes what it does not manage (drop managed: false to let state: absent remove it)", d.describe())
 	}
 	if d.protected && d.state == Absent {
 		l.errorf(d.protectedPos, "%s is protected: true and state: absent; a protected resource cannot be destroyed (remove one of them)", d.describe())

@@ -27,8 +27,8 @@ func TestLoadExample(t *testing.T) {
 	if diff := cmp.Diff(wantParams, vm.Params); diff != "" {
 		t.Errorf("QemuVM params: got %v want %v (-want +got):\n%s", vm.Params, wantParams, diff)
 	}
-	if running, ok := vm.Bool("running"); !running || !ok {
-		t.Errorf("running: got %v, %v want true, true", running, ok)
+	if running := Guest(vm).Running; running == nil || !*running {
+		t.Errorf("running: got %v want true", running)
 	}
 	wantKeyPos := Pos{File: "testdata/01-bridge-and-vm.yaml", Line: 24, Col: 3}
 	if got := vm.KeyPos["memory"]; got != wantKeyPos {
@@ -153,8 +153,8 @@ name: vmbr1
 			if diff := cmp.Diff(tt.wantParams, r.Params); diff != "" {
 				t.Errorf("Params: got %v want %v (-want +got):\n%s", r.Params, tt.wantParams, diff)
 			}
-			if diff := cmp.Diff(tt.wantOwn, r.Own); diff != "" {
-				t.Errorf("Own: got %v want %v (-want +got):\n%s", r.Own, tt.wantOwn, diff)
+			if diff := cmp.Diff(tt.wantOwn, r.OwnFields()); diff != "" {
+				t.Errorf("Own: got %v want %v (-want +got):\n%s", r.OwnFields(), tt.wantOwn, diff)
 			}
 		})
 	}

@@ -1,37 +1,55 @@
 package spec
 
 import (
+	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 )
 
 func TestResourceAccessors(t *testing.T) {
-	r := &Resource{
-		Params: map[string]string{"node": "pve"},
-		Own: map[string]any{
-			"running": true, "image": "ubuntu", "keys": []any{"a", "b"}, "csv": "x,y", "n": 3,
-		},
+	on := true
+	r := &Resource{Kind: KindQemuVM, Name: "vm", Params: map[string]string{"node": "pve"}, Keys: &GuestKeys{Running: &on}}
+	if v := Guest(r).Running; v == nil || !*v {
+		t.Errorf("Guest(r).Running: got %v want true", v)
 	}
-	if v, ok := r.Bool("running"); !v || !ok {
-		t.Errorf("Bool(running): got %v, %v want true, true", v, ok)
+	if v := Guest(&Resource{Kind: KindQemuVM}).Running; v != nil {
+		t.Errorf("Guest of a resource without keys: got running %v want unset", *v)
 	}
-	if v, ok := r.Bool("image"); v || ok {
-		t.Errorf("Bool(image): got %v, %v want false, false", v, ok)
-	}
-	if got := r.String("image"); got != "ubuntu" {
-		t.Errorf("String(image): got %q want ubuntu", got)
-	}
-	if got := r.String("n"); got != "" {
-		t.Errorf("String(n): got %q want empty", got)
-	}
-	for key, want := range map[string][]string{"keys": {"a", "b"}, "csv": {"x", "y"}, "none": nil} {
-		if diff := cmp.Diff(want, r.Strings(key)); diff != "" {
-			t.Errorf("Strings(%s): got %v want %v", key, r.Strings(key), want)
-		}
+	if diff := cmp.Diff(map[string]any{"running": true}, r.OwnFields()); diff != "" {
+		t.Errorf("OwnFields (-want +got):\n%s", diff)
 	}
 	if got := r.Node(); got != "pve" {
 		t.Errorf("Node: got %q want pve", got)
+	}
+}
+
+// TestResourceJSONRoundTrip checks that a plan file gives back a
+// resource's own keys as its kind's struct, unset keys staying unset.
+func TestResourceJSONRoundTrip(t *testing.T) {
+	off := false
+	for _, in := range []*Resource{
+		{Kind: KindQemuVM, Name: "a", Params: map[string]string{"name": "a"}, Keys: &GuestKeys{Running: &off}},
+		{Kind: KindQemuVM, Name: "b", Params: map[string]string{"name": "b"}},
+		{Kind: KindPool, Name: "p", Params: map[string]string{"poolid": "p"}},
+	} {
+		b, err := json.Marshal(in)
+		if err != nil {
+			t.Fatalf("marshal %s: %v", in.Address(), err)
+		}
+		var out Resource
+		if err := json.Unmarshal(b, &out); err != nil {
+			t.Fatalf("unmarshal %s: %v", in.Address(), err)
+		}
+		if diff := cmp.Diff(in, &out); diff != "" {
+			t.Errorf("%s round trip (-want +got):\n%s", in.Address(), diff)
+		}
+	}
+	var out Resource
+	err := json.Unmarshal([]byte(`{"kind":"QemuVM","name":"x","own":{"runing":true}}`), &out)
+	if err == nil || !strings.Contains(err.Error(), "runing") {
+		t.Errorf("unknown own key in a plan file: got %v want an error naming it", err)
 	}
 }
 

@@ -45,16 +45,6 @@ const (
 	Absent  State = "absent"
 )
 
-// Kind names.
-const (
-	KindConnection   = "Connection"
-	KindDefaults     = "Defaults"
-	KindQemuVM       = "QemuVM"
-	KindPool         = "Pool"
-	KindLinuxBridge  = "LinuxBridge"
-	KindNetworkApply = "NetworkApply"
-)
-
 // Resource is one validated, interpolated, defaulted document.
 type Resource struct {
 	Kind       string `json:"kind"`
@@ -63,6 +53,10 @@ type Resource struct {
 	DependsOn  []Ref  `json:"dependsOn"`  // explicit dependsOn plus implicit edges found by Load
 	Protected  bool   `json:"protected"`
 	State      State  `json:"state"`
+	// ReadOnly is `managed: false`: pvectl reads the object (it must
+	// exist; others may depend on it) and never creates, changes or
+	// deletes it.
+	ReadOnly bool `json:"readOnly,omitempty"`
 
 	// Params are the PVE API parameters of the kind's create call, with PVE's
 	// own names, in wire form: booleans "1"/"0", numbers in decimal, property
@@ -72,9 +66,10 @@ type Resource struct {
 	Params map[string]string `json:"params"`
 	// Remove lists PVE keys written as `key: null`: delete them (delete=k1,k2).
 	Remove []string `json:"remove"`
-	// Own holds pvectl's camelCase keys (running, image, ...) as decoded YAML
-	// values: string, int, bool, float64, []any, map[string]any.
-	Own map[string]any `json:"own"`
+	// Keys holds pvectl's camelCase keys (running, image, …) decoded into
+	// the kind's struct (*GuestKeys for guests); nil for kinds without own
+	// keys. A plan file round-trips it as that struct.
+	Keys any `json:"own,omitempty"`
 
 	Pos    Pos            `json:"pos"`    // the document's "kind:" line
 	KeyPos map[string]Pos `json:"keyPos"` // position of each spec key (Params, Remove and Own keys)
@@ -87,22 +82,23 @@ func (r *Resource) Address() string { return r.Kind + "/" + r.Name }
 func (r *Resource) Ref() Ref { return Ref{r.Kind, r.Name} }
 
 // Connection is a Connection document, env-interpolated.
+// Its JSON field names are the document's spec keys.
 type Connection struct {
-	Name           string
-	URL            string
-	TokenID        string // user@realm!name (or built from User + TokenName)
-	User           string
-	TokenName      string
-	TokenSecret    string
-	Nodes          []string
-	DNSDomain      string
-	DNSServers     []string
-	SSHUser        string
-	SSHPrivateKey  string
-	Insecure       bool
-	TLSFingerprint string
-	CAFile         string
-	Pos            Pos
+	Name           string   `json:"-"`
+	URL            string   `json:"url"`
+	TokenID        string   `json:"tokenId"` // user@realm!name (or built from User + TokenName)
+	User           string   `json:"user"`
+	TokenName      string   `json:"tokenName"`
+	TokenSecret    string   `json:"tokenSecret"`
+	Nodes          []string `json:"nodes"`
+	DNSDomain      string   `json:"dnsDomain"`
+	DNSServers     []string `json:"dnsServers"`
+	SSHUser        string   `json:"sshUser"`
+	SSHPrivateKey  string   `json:"sshPrivateKey"`
+	Insecure       bool     `json:"insecure"`
+	TLSFingerprint string   `json:"tlsFingerprint"`
+	CAFile         string   `json:"caFile"`
+	Pos            Pos      `json:"-"`
 }
 
 // Set is everything Load read: the managed resources (every kind but

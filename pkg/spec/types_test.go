@@ -10,11 +10,12 @@ import (
 // TestResourceJSON checks the camelCase keys a saved plan file carries, and
 // that a Resource survives the round trip.
 func TestResourceJSON(t *testing.T) {
+	on := true
 	r := &Resource{
 		Kind: KindQemuVM, Name: "vm", Connection: "lab",
 		DependsOn: []Ref{{KindPool, "p"}}, Protected: true, State: Present,
 		Params: map[string]string{"memory": "1024"}, Remove: []string{"tags"},
-		Own:    map[string]any{"running": true},
+		Keys:   &GuestKeys{Running: &on},
 		Pos:    Pos{File: "a.yaml", Line: 1, Col: 1},
 		KeyPos: map[string]Pos{"memory": {File: "a.yaml", Line: 4, Col: 3}},
 	}

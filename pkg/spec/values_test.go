@@ -108,8 +108,8 @@ func TestLoadValues(t *testing.T) {
 			if diff := cmp.Diff(tt.wantRemove, r.Remove); diff != "" {
 				t.Errorf("Remove: got %v want %v (-want +got):\n%s", r.Remove, tt.wantRemove, diff)
 			}
-			if diff := cmp.Diff(tt.wantOwn, r.Own, cmpopts.EquateEmpty()); diff != "" {
-				t.Errorf("Own: got %v want %v (-want +got):\n%s", r.Own, tt.wantOwn, diff)
+			if diff := cmp.Diff(tt.wantOwn, r.OwnFields(), cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("Own: got %v want %v (-want +got):\n%s", r.OwnFields(), tt.wantOwn, diff)
 			}
 		})
 	}

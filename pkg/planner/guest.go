@@ -1,0 +1,397 @@
+package planner
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/pvectl/pvectl/pkg/pve"
+	"github.com/pvectl/pvectl/pkg/spec"
+)
+
+// guest is what QEMU VMs and containers share: one cluster-wide vmid
+// space, found by vmid or else by name in /cluster/resources, vmids
+// allocated at create, power state and pool membership reconciled. The
+// QemuVM and LxcContainer kinds embed it and add what differs.
+type guest struct {
+	typ        pve.GuestType
+	noun       string // "vm", "container": messages ("create vm 100")
+	nameParam  string // the parameter that names the guest: name, hostname
+	createPath string // the create call's path template (schema facts)
+	// notInConfig are create parameters PVE does not keep in the config:
+	// they steer the create call only (pool membership is read from
+	// /cluster/resources and compared apart).
+	notInConfig map[string]bool
+}
+
+// guestState is what a guest's change carries from plan to apply.
+type guestState struct {
+	VMID int `json:"vmid,omitempty"` // the guest's vmid (0: allocated at create)
+	// PrevNode is the node the guest lives on now when a replace moves it.
+	PrevNode string `json:"prevNode,omitempty"`
+	// Created is the vmid a create (or a replace's create) got.
+	Created int `json:"created,omitempty"`
+}
+
+// guestLive is what observe reads about a guest beside its config.
+type guestLive struct {
+	VMID   int
+	Status string // running | stopped
+	Pool   string // the pool it belongs to ("" = none)
+}
+
+// createIDTries bounds how often a create retries with a fresh vmid when
+// /cluster/nextid raced with someone else.
+const createIDTries = 5
+
+// shutdownTimeout is how long (seconds) a guest gets to shut down before
+// PVE stops it hard.
+const shutdownTimeout = 180
+
+func stateOf(c *Change) *guestState {
+	if st, ok := c.State.(*guestState); ok && st != nil {
+		return st
+	}
+	st := &guestState{}
+	c.State = st
+	return st
+}
+
+func liveOf(lo *liveObj) *guestLive {
+	if gl, ok := lo.State.(*guestLive); ok && gl != nil {
+		return gl
+	}
+	return &guestLive{}
+}
+
+func (g guest) newState(lo *liveObj) any { return &guestState{VMID: liveOf(lo).VMID} }
+
+func (g guest) decodeState(raw json.RawMessage) (any, error) {
+	st := &guestState{}
+	return st, json.Unmarshal(raw, st)
+}
+
+func (g guest) pinnedVMID(r *spec.Resource) int {
+	id, _ := specVMID(r)
+	return id
+}
+
+// createsFirst: a guest without a pinned vmid gets a new one, so its
+// replacement can be built before the old guest is removed.
+func (g guest) createsFirst(r *spec.Resource) bool { return g.pinnedVMID(r) == 0 }
+
+func specVMID(r *spec.Resource) (int, error) {
+	v := r.Params["vmid"]
+	if v == "" {
+		return 0, nil
+	}
+	id, err := strconv.Atoi(v)
+	if err != nil || id <= 0 {
+		return 0, fmt.Errorf("vmid %q is not a positive integer", v)
+	}
+	return id, nil
+}
+
+func (g guest) name(r *spec.Resource) string {
+	if n := r.Params[g.nameParam]; n != "" {
+		return n
+	}
+	return r.Name
+}
+
+// find picks r's row from /cluster/resources: by vmid, else by name among
+// guests of its type that are not templates.
+func (g guest) find(rows []pve.ClusterResource, r *spec.Resource, vmid int) (*pve.ClusterResource, error) {
+	if vmid != 0 {
+		for i := range rows {
+			if rows[i].VMID != vmid {
+				continue
+			}
+			if rows[i].Type == string(g.typ) {
+				return &rows[i], nil
+			}
+			if rows[i].Type == "qemu" || rows[i].Type == "lxc" {
+				return nil, fmt.Errorf("vmid %d is a %s, not a %s", vmid, guestNoun(rows[i].Type), g.noun)
+			}
+		}
+		return nil, nil
+	}
+	name := g.name(r)
+	var found []*pve.ClusterResource
+	for i := range rows {
+		if rows[i].Type == string(g.typ) && !rows[i].Template && rows[i].Name == name {
+			found = append(found, &rows[i])
+		}
+	}
+	switch len(found) {
+	case 0:
+		return nil, nil
+	case 1:
+		return found[0], nil
+	}
+	sort.Slice(found, func(i, j int) bool { return found[i].VMID < found[j].VMID })
+	ids := make([]string, len(found))
+	for i, f := range found {
+		ids[i] = strconv.Itoa(f.VMID)
+	}
+	return nil, fmt.Errorf("name %s matches %ss %s and %s: set vmid", name, guestNoun(string(g.typ)),
+		strings.Join(ids[:len(ids)-1], ", "), ids[len(ids)-1])
+}
+
+func guestNoun(typ string) string {
+	if typ == string(pve.LXC) {
+		return "container"
+	}
+	return "VM"
+}
+
+func (g guest) observe(ctx context.Context, lc *liveConn, r *spec.Resource) (*liveObj, error) {
+	vmid, err := specVMID(r)
+	if err != nil {
+		return nil, err
+	}
+	row, err := g.find(lc.resources, r, vmid)
+	if err != nil {
+		return nil, err
+	}
+	if row == nil || paramNode(r) != "" {
+		// The desired node must exist even when the guest does (a move).
+		node, err := lc.node(r)
+		if err != nil {
+			return nil, err
+		}
+		if row == nil {
+			return &liveObj{Node: node, State: &guestLive{VMID: vmid}}, nil
+		}
+	}
+	lo := &liveObj{Exists: true, Node: row.Node, State: &guestLive{VMID: row.VMID, Status: row.Status, Pool: row.Pool}}
+	cl := lc.client
+	lo.load = func(ctx context.Context) error {
+		cfg, err := cl.GuestConfig(ctx, g.typ, lo.Node, row.VMID)
+		if err != nil {
+			return fmt.Errorf("read config of %s %d: %w", g.noun, row.VMID, err)
+		}
+		lo.Config, lo.Digest = cfg, cfg["digest"]
+		return nil
+	}
+	return lo, nil
+}
+
+func (g guest) current(ctx context.Context, cl *pve.Client, c *Change) (*liveObj, error) {
+	rows, err := cl.ClusterResources(ctx, "vm")
+	if err != nil {
+		return nil, err
+	}
+	row, err := g.find(rows, c.Resource, stateOf(c).VMID)
+	if err != nil || row == nil {
+		return &liveObj{}, err
+	}
+	cfg, err := cl.GuestConfig(ctx, g.typ, row.Node, row.VMID)
+	if pve.IsNotFound(err) {
+		return &liveObj{}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &liveObj{Exists: true, Node: row.Node, Config: cfg, Digest: cfg["digest"],
+		State: &guestLive{VMID: row.VMID, Status: row.Status, Pool: row.Pool}}, nil
+}
+
+// compareCommon adds what every guest compares beside its config: pool
+// membership and power state.
+func (g guest) compareCommon(r *spec.Resource, lo *liveObj, c *Change) {
+	gl := liveOf(lo)
+	if d, ok := poolDiff(r, gl.Pool); ok {
+		c.Diff = append(c.Diff, d)
+	}
+	c.Reasons = reasons(c.Diff)
+	if want := spec.Guest(r).Running; want != nil {
+		if got := gl.Status == "running"; got != *want {
+			c.Diff = append(c.Diff, FieldDiff{Path: "running", Before: got, After: *want})
+			c.Reasons = append(c.Reasons, fmt.Sprintf("power state %s, wanted %s", gl.Status, powerWord(*want)))
+		}
+	}
+	if len(c.Diff) > 0 {
+		c.Action = Update
+	} else {
+		c.Action = NoOp
+	}
+}
+
+// create makes the guest with a vmid of its own (the pinned one, the one
+// a replace freed, or the next free one), then starts it if asked.
+func (g guest) create(ctx context.Context, x *execution, c *Change) error {
+	r := c.Resource
+	st := stateOf(c)
+	params := url.Values{}
+	for k, v := range r.Params {
+		if k != "node" {
+			params.Set(k, v)
+		}
+	}
+	fixed, err := specVMID(r)
+	if err != nil {
+		return err
+	}
+	if fixed == 0 && c.Action == Replace && !c.CreateFirst {
+		fixed = st.VMID // a replace keeps the vmid it frees
+	}
+	for try := 1; ; try++ {
+		vmid := fixed
+		if vmid == 0 {
+			if vmid, err = freeVMID(ctx, x); err != nil {
+				return fmt.Errorf("next free vmid: %w", err)
+			}
+		}
+		params.Set("vmid", strconv.Itoa(vmid))
+		x.msg("creating %s %d on node %s", g.noun, vmid, c.Node)
+		err = x.client.CreateGuest(ctx, g.typ, c.Node, params)
+		if err == nil {
+			st.Created = vmid
+			break
+		}
+		if fixed != 0 || try >= createIDTries || !strings.Contains(err.Error(), "already exists") {
+			return fmt.Errorf("create %s %d: %w", g.noun, vmid, err)
+		}
+		x.msg("vmid %d was taken meanwhile, retrying with a new one", vmid)
+	}
+	if want := spec.Guest(r).Running; want != nil && *want {
+		x.msg("starting %s %d", g.noun, st.Created)
+		if err := x.client.GuestPower(ctx, g.typ, c.Node, st.Created, "start", nil); err != nil {
+			return fmt.Errorf("start %s %d: %w", g.noun, st.Created, err)
+		}
+	}
+	return nil
+}
+
+// freeVMID asks PVE for the next free vmid, stepping over the ones other
+// guests of the plan are pinned to (they may not exist yet). Bounded.
+func freeVMID(ctx context.Context, x *execution) (int, error) {
+	id, err := x.client.NextID(ctx)
+	if err != nil {
+		return 0, err
+	}
+	for n := 0; n < 1000; n, id = n+1, id+1 {
+		if x.reserved[id] {
+			continue
+		}
+		if n == 0 {
+			return id, nil // NextID said it is free
+		}
+		free, err := x.client.VMIDFree(ctx, id)
+		if err != nil {
+			return 0, err
+		}
+		if free {
+			return id, nil
+		}
+	}
+	return 0, fmt.Errorf("no free vmid found after %d", id)
+}
+
+// updateCommon moves the guest between pools and reconciles its power
+// state, after the kind's own config changes.
+func (g guest) updateCommon(ctx context.Context, x *execution, c *Change) error {
+	vmid := stateOf(c).VMID
+	for _, d := range c.Diff {
+		if d.Path != "pool" {
+			continue
+		}
+		if err := movePool(ctx, x, g.noun, vmid, d); err != nil {
+			return fmt.Errorf("pool of %s %d: %w", g.noun, vmid, err)
+		}
+	}
+	for _, d := range c.Diff {
+		if d.Path != "running" {
+			continue
+		}
+		// running: false asks the guest to shut down (ACPI), and stops it
+		// hard only if it has not within the timeout, as an operator would.
+		action, params := "shutdown", url.Values{"timeout": {strconv.Itoa(shutdownTimeout)}, "forceStop": {"1"}}
+		if want, _ := d.After.(bool); want {
+			action, params = "start", nil
+		}
+		x.msg("%s %s %d", action, g.noun, vmid)
+		if err := x.client.GuestPower(ctx, g.typ, c.Node, vmid, action, params); err != nil {
+			return fmt.Errorf("%s %s %d: %w", action, g.noun, vmid, err)
+		}
+	}
+	return nil
+}
+
+// remove deletes the guest the change found (on the node a replace moves
+// it from), stopping it first: it is going away.
+func (g guest) remove(ctx context.Context, x *execution, c *Change) error {
+	st := stateOf(c)
+	node := c.Node
+	if st.PrevNode != "" {
+		node = st.PrevNode
+	}
+	vmid := st.VMID
+	if vmid == 0 {
+		return nil // nothing was found at plan time
+	}
+	s, err := x.client.GuestStatus(ctx, g.typ, node, vmid)
+	if pve.IsNotFound(err) {
+		x.msg("%s %d is already gone", g.noun, vmid)
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("read status of %s %d: %w", g.noun, vmid, err)
+	}
+	if s.Status == "running" {
+		x.msg("stopping %s %d", g.noun, vmid)
+		if err := x.client.GuestPower(ctx, g.typ, node, vmid, "stop", nil); err != nil {
+			return fmt.Errorf("stop %s %d: %w", g.noun, vmid, err)
+		}
+	}
+	x.msg("deleting %s %d", g.noun, vmid)
+	if err := x.client.DeleteGuest(ctx, g.typ, node, vmid); err != nil {
+		return fmt.Errorf("delete %s %d: %w", g.noun, vmid, err)
+	}
+	return nil
+}
+
+// poolDiff compares the guest's pool membership (a create parameter that
+// PVE keeps in the pool, not in the config) with the spec's `pool`.
+func poolDiff(r *spec.Resource, live string) (FieldDiff, bool) {
+	want, set := r.Params["pool"]
+	removing := false
+	for _, k := range r.Remove {
+		removing = removing || k == "pool"
+	}
+	switch {
+	case set && want != live:
+		var before any
+		if live != "" {
+			before = live
+		}
+		return FieldDiff{Path: "pool", Before: before, After: want}, true
+	case removing && live != "":
+		return FieldDiff{Path: "pool", Before: live, After: nil}, true
+	}
+	return FieldDiff{}, false
+}
+
+// movePool puts the guest into the pool d.After, or takes it out of d.Before.
+func movePool(ctx context.Context, x *execution, noun string, vmid int, d FieldDiff) error {
+	id := strconv.Itoa(vmid)
+	if to, ok := d.After.(string); ok && to != "" {
+		x.msg("moving %s %d into pool %s", noun, vmid, to)
+		return x.client.UpdatePool(ctx, url.Values{"poolid": {to}, "vms": {id}, "allow-move": {"1"}})
+	}
+	from, _ := d.Before.(string)
+	x.msg("taking %s %d out of pool %s", noun, vmid, from)
+	return x.client.UpdatePool(ctx, url.Values{"poolid": {from}, "vms": {id}, "delete": {"1"}})
+}
+
+func powerWord(running bool) string {
+	if running {
+		return "running"
+	}
+	return "stopped"
+}
