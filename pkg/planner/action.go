@@ -47,6 +47,15 @@ func (a Action) Symbol() string {
 	return string(a)
 }
 
+// Symbol is the change's marker: its action's, but "+/-" for a replace
+// that creates the new object before it destroys the old one.
+func (c *Change) Symbol() string {
+	if c.Action == Replace && c.CreateFirst {
+		return "+/-"
+	}
+	return c.Action.Symbol()
+}
+
 // Summary counts the plan's changes per action.
 func (p *Plan) Summary() Summary {
 	var s Summary

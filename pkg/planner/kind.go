@@ -142,7 +142,7 @@ func (b *builder) planChange(k kindOps, r *spec.Resource, lo *liveObj) (*Change,
 		}
 		c.Action, c.Reasons = NoOp, []string{"managed: false: read only"}
 	case single && (b.opts.Destroy || r.State == spec.Absent):
-		c.Action, c.Reasons = NoOp, []string{"nothing to remove: every node has one"}
+		c.Action, c.Reasons = NoOp, []string{"nothing to remove"}
 	case b.opts.Destroy:
 		switch {
 		case !lo.Exists:

@@ -104,6 +104,14 @@ dependsOn: QemuVM/a
 			},
 		},
 		{
+			name:  "managed: false with state: absent, managed not a boolean",
+			files: map[string]string{"a.yaml": "kind: Pool\nname: p\nmanaged: false\nstate: absent\n---\nkind: Pool\nname: q\nmanaged: \"no\"\n"},
+			want: []string{
+				`a.yaml:3: Pool/p is managed: false and state: absent; pvectl never deletes what it does not manage (drop managed: false to let state: absent remove it)`,
+				`a.yaml:8: managed must be a boolean (true or false), got a string`,
+			},
+		},
+		{
 			name:  "unset variable",
 			files: map[string]string{"a.yaml": "kind: Pool\nname: p\nspec:\n  comment: owner ${OWNER}\n"},
 			want:  []string{`a.yaml:4: environment variable OWNER is not set (write ${OWNER:-default} for a default)`},

@@ -212,3 +212,13 @@ func TestLoadGetenvDefault(t *testing.T) {
 		t.Errorf("comment: got %q want %q", got, want)
 	}
 }
+
+func TestLoadManagedFalse(t *testing.T) {
+	set := mustLoad(t, map[string]string{"a.yaml": "kind: Pool\nname: p\nmanaged: false\n---\nkind: Pool\nname: q\nmanaged: true\n"}, nil)
+	if r := set.Lookup("Pool/p"); !r.ReadOnly {
+		t.Errorf("Pool/p: managed: false should make it read-only")
+	}
+	if r := set.Lookup("Pool/q"); r.ReadOnly {
+		t.Errorf("Pool/q: managed: true should leave it managed")
+	}
+}

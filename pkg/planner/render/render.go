@@ -90,8 +90,12 @@ func Human(w io.Writer, p *planner.Plan, opts Options) error {
 			continue
 		}
 		st := pl.action(c.Action)
-		fmt.Fprintf(&b, "\n  # %s %s\n", c.Address, verbs[c.Action])
-		fmt.Fprintf(&b, "  %s %s\n", st.Render(c.Action.Symbol()), c.Address)
+		verb := verbs[c.Action]
+		if c.Action == planner.Replace && c.CreateFirst {
+			verb += " (the new one is created before the old one is destroyed)"
+		}
+		fmt.Fprintf(&b, "\n  # %s %s\n", c.Address, verb)
+		fmt.Fprintf(&b, "  %s %s\n", st.Render(c.Symbol()), c.Address)
 		for _, d := range c.Diff {
 			b.WriteString("      " + field(pl, d) + "\n")
 		}
@@ -105,7 +109,7 @@ func Human(w io.Writer, p *planner.Plan, opts Options) error {
 }
 
 // quietReasons are noop reasons that say nothing the user must act on.
-var quietReasons = map[string]bool{"does not exist": true, "nothing to remove": true}
+var quietReasons = map[string]bool{"does not exist": true, "nothing to remove": true, "managed: false: read only": true}
 
 // noopNote is what the plan says about a change that does nothing: why a
 // destroy keeps it, or a reason worth reading (a VM locked by a task,

@@ -1,0 +1,50 @@
+package planner
+
+import (
+	"os"
+	"slices"
+	"testing"
+
+	"github.com/pvectl/pvectl/internal/kindlint"
+	"github.com/pvectl/pvectl/pkg/spec"
+)
+
+// TestEngineNamesNoKind: the engine (observe, build, apply, verify, the
+// plan file and render) never names a kind; kinds plug in through kindOps
+// and their capabilities, registered in kind.go.
+func TestEngineNamesNoKind(t *testing.T) {
+	names := append(spec.SupportedKinds(), "Template", "LxcContainer", "Storage", "DownloadedImage",
+		"ConfigDriveISO", "BondInterface", "NodeDns", "User", "APIToken", "ACL")
+	engine := []string{"observe.go", "build.go", "apply.go", "verify.go", "planfile.go", "api.go", "action.go", "compare.go", "descblock.go"}
+	for _, dir := range []string{".", "render"} {
+		files, err := filesOf(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var allowed []string
+		for _, f := range files {
+			if dir == "." && !slices.Contains(engine, f) {
+				allowed = append(allowed, f) // kind files and the registry
+			}
+		}
+		found, err := kindlint.Find(dir, allowed, names)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range found {
+			t.Errorf("%s: the engine must not name a kind (use a capability in kind.go)", f)
+		}
+	}
+}
+
+func filesOf(dir string) ([]string, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, e := range entries {
+		out = append(out, e.Name())
+	}
+	return out, nil
+}

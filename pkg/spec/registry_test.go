@@ -1,0 +1,20 @@
+package spec
+
+import (
+	"testing"
+
+	"github.com/pvectl/pvectl/internal/kindlint"
+)
+
+// TestKindsOnlyInRegistry: outside kinds.go, package spec never names a
+// kind; what differs between kinds is a field of the kind's row.
+func TestKindsOnlyInRegistry(t *testing.T) {
+	names := append(SupportedKinds(), plannedKinds...)
+	found, err := kindlint.Find(".", []string{"kinds.go"}, names)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range found {
+		t.Errorf("%s: kind facts belong in the kind's row in kinds.go", f)
+	}
+}
