@@ -127,13 +127,14 @@ func (c comparer) diffPropertyString(key string, p *schema.Param, dv, lv string)
 		return key + "." + sub
 	}
 	var out []FieldDiff
-	_, isDisk := props["file"]
+	volKey := volumeKey(props)
+	isDisk := volKey != ""
 	for _, it := range dItems {
 		if createOnly[it.Key] {
 			continue
 		}
-		if isDisk && it.Key == "file" {
-			out = append(out, diffDiskFile(key, it.Value, live["file"], live["size"])...)
+		if isDisk && it.Key == volKey {
+			out = append(out, diffDiskFile(key, it.Value, live[volKey], live["size"])...)
 			continue
 		}
 		sp := props[it.Key]
@@ -141,7 +142,7 @@ func (c comparer) diffPropertyString(key string, p *schema.Param, dv, lv string)
 		if !has && isDisk && it.Key == "format" {
 			// PVE drops format= once it allocated the volume; the volume
 			// name tells the format (no extension: a raw block device).
-			lvv, has = volumeFormat(live["file"]), true
+			lvv, has = volumeFormat(live[volKey]), true
 		}
 		if !has {
 			if isDefault(it.Key, sp, it.Value) {
@@ -155,6 +156,18 @@ func (c comparer) diffPropertyString(key string, p *schema.Param, dv, lv string)
 		}
 	}
 	return out
+}
+
+// volumeKey is the sub-key naming a disk's volume: "file" for a VM's
+// drives, "volume" for a container's rootfs and mount points; "" when the
+// property string is not a disk.
+func volumeKey(props map[string]*schema.Param) string {
+	for _, k := range []string{"file", "volume"} {
+		if p, ok := props[k]; ok && p.DefaultKey {
+			return k
+		}
+	}
+	return ""
 }
 
 // diffDiskFile compares a desired disk volume with the one PVE wrote back:
@@ -423,9 +436,10 @@ func (c comparer) updateValue(key, desired, live string) string {
 	for i, it := range have {
 		idx[it.Key] = i
 	}
-	_, isDisk := p.SubKeys()["file"]
+	volKey := volumeKey(p.SubKeys())
+	isDisk := volKey != ""
 	for _, it := range want {
-		if createOnly[it.Key] || (isDisk && (it.Key == "file" || it.Key == "format")) {
+		if createOnly[it.Key] || (isDisk && (it.Key == volKey || it.Key == "format")) {
 			// The volume exists: its name and format are PVE's now.
 			continue
 		}

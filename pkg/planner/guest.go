@@ -201,6 +201,78 @@ func (g guest) current(ctx context.Context, cl *pve.Client, c *Change) (*liveObj
 		State: &guestLive{VMID: row.VMID, Status: row.Status, Pool: row.Pool}}, nil
 }
 
+// compareConfig compares the guest's config keys. done is true when the
+// change is decided already (the guest is locked by a task, or it must be
+// replaced); otherwise c holds the config diff and the update's params,
+// and the kind adds its own checks and compareCommon.
+func (g guest) compareConfig(b *builder, r *spec.Resource, lo *liveObj, c *Change) (done bool, err error) {
+	if lock := lo.Config["lock"]; lock != "" {
+		c.Action, c.Reasons = NoOp, []string{"locked (" + lock + "): a task is in progress"}
+		return true, nil
+	}
+	if want := paramNode(r); want != "" && want != lo.Node {
+		stateOf(c).PrevNode, c.Node = lo.Node, want
+		c.Diff = []FieldDiff{{Path: "node", Before: lo.Node, After: want}}
+		return true, b.replace(r, c, fmt.Sprintf("node changed: %s → %s", lo.Node, want))
+	}
+	cmp := comparer{m: b.method("POST", g.createPath)}
+	c.Diff = cmp.diffParams(r.Params, r.Remove, lo.Config, g.notInConfig)
+	for _, d := range c.Diff {
+		if strings.HasSuffix(d.Path, ".storage") {
+			return true, b.replace(r, c, topKey(d.Path)+" moves to another storage")
+		}
+		if isResize(d) {
+			before, _ := d.Before.(string)
+			after, _ := d.After.(string)
+			x, ok1 := parseSize(before)
+			y, ok2 := parseSize(after)
+			if ok1 && ok2 && y < x {
+				return true, fmt.Errorf("%s: %s: PVE cannot shrink a disk (%s → %s)", r.Address(), topKey(d.Path), before, after)
+			}
+		}
+	}
+	c.Params = cmp.updateParams(c.Diff, r.Params, lo.Config, isResize)
+	if len(c.Params) == 0 {
+		c.Params = nil
+	}
+	return false, nil
+}
+
+func isResize(d FieldDiff) bool { return strings.HasSuffix(d.Path, ".size") }
+
+// updateConfig writes the changed config keys (with the digest of the
+// plan), says which stay pending until the guest restarts, and grows the
+// disks that grew.
+func (g guest) updateConfig(ctx context.Context, x *execution, c *Change) error {
+	vmid := stateOf(c).VMID
+	if len(c.Params) > 0 {
+		params := toValues(c.Params)
+		if c.Digest != "" {
+			params.Set("digest", c.Digest)
+		}
+		if err := x.client.UpdateGuest(ctx, g.typ, c.Node, vmid, params); err != nil {
+			return fmt.Errorf("update %s %d: %w", g.noun, vmid, err)
+		}
+		// On a running guest PVE keeps what it cannot hot-plug pending; say
+		// so rather than reboot the guest behind the user's back.
+		if keys, err := x.client.GuestPendingKeys(ctx, g.typ, c.Node, vmid); err == nil && len(keys) > 0 {
+			x.msg("pending until %s %d restarts: %s", g.noun, vmid, strings.Join(keys, ", "))
+		}
+	}
+	for _, d := range c.Diff {
+		if !isResize(d) {
+			continue
+		}
+		size, _ := d.After.(string)
+		disk := topKey(d.Path)
+		path := fmt.Sprintf("/nodes/%s/%s/%d/resize", url.PathEscape(c.Node), g.typ, vmid)
+		if err := x.client.RunTask(ctx, "PUT", path, url.Values{"disk": {disk}, "size": {size}}); err != nil {
+			return fmt.Errorf("resize %s of %s %d: %w", disk, g.noun, vmid, err)
+		}
+	}
+	return nil
+}
+
 // compareCommon adds what every guest compares beside its config: pool
 // membership and power state.
 func (g guest) compareCommon(r *spec.Resource, lo *liveObj, c *Change) {
