@@ -19,6 +19,22 @@ func writeSpec(t *testing.T, name, body string) string {
 	return path
 }
 
+// A QemuVM and an LxcContainer with one vmid: exit 3 naming both lines,
+// before any API call.
+func TestE2ESharedVMIDRefused(t *testing.T) {
+	env := startSim(t)
+	f := writeSpec(t, "guests.yaml", "kind: QemuVM\nname: vm\nspec:\n  vmid: 150\n---\nkind: LxcContainer\nname: ct\nspec:\n  vmid: 150\n  ostemplate: local:vztmpl/debian-12-standard_12.7-1_amd64.tar.zst\n")
+	for _, cmd := range []string{"validate", "plan"} {
+		r := env.mustRun(3, cmd, "-f", f)
+		if !strings.Contains(r.stderr, "guests.yaml:9: LxcContainer/ct has the same vmid 150 as QemuVM/vm (at "+f+":4)") {
+			t.Errorf("%s: want both lines named, got:\n%s", cmd, r.stderr)
+		}
+	}
+	if n := env.requests.Load(); n != 0 {
+		t.Errorf("%d API requests for an invalid spec, want 0", n)
+	}
+}
+
 // The seeded vmbr0 written as a read-only LinuxBridge and a VM on it: apply
 // creates only the VM; destroy removes the VM and leaves vmbr0; the same
 // document naming a missing bridge fails the plan.
@@ -43,5 +59,24 @@ func TestE2EManagedFalse(t *testing.T) {
 	r = env.mustRun(1, "plan", "-f", missing)
 	if !strings.Contains(r.stderr, "LinuxBridge/vmbr9 does not exist, and it is managed: false") {
 		t.Errorf("plan with a missing read-only bridge: got\n%s", r.stderr)
+	}
+}
+
+// An LXC container through the CLI, schema-checked: create, clean plan,
+// destroy.
+func TestE2ELxcContainer(t *testing.T) {
+	env := startSim(t)
+	ctx := context.Background()
+	f := writeSpec(t, "ct.yaml", "kind: LxcContainer\nname: dns01\nspec:\n  vmid: 200\n  ostemplate: local:vztmpl/debian-12-standard_12.7-1_amd64.tar.zst\n"+
+		"  rootfs: local-lvm:8\n  memory: 512\n  net0: name=eth0,bridge=vmbr0,ip=dhcp\n  unprivileged: true\n  running: true\n")
+	env.mustRun(0, "apply", "-f", f, "--auto-approve")
+	st, err := env.client.GuestStatus(ctx, pve.LXC, "pve", 200)
+	if err != nil || st.Status != "running" {
+		t.Fatalf("CT 200 after apply: %+v, %v want running", st, err)
+	}
+	env.mustRun(0, "plan", "-f", f, "--detailed-exitcode")
+	env.mustRun(0, "destroy", "-f", f, "--auto-approve")
+	if _, err := env.client.GuestConfig(ctx, pve.LXC, "pve", 200); !pve.IsNotFound(err) {
+		t.Errorf("CT 200 after destroy: %v, want gone", err)
 	}
 }

@@ -70,6 +70,7 @@ type (
 // kinds is the registry of supported kinds; read-only after package init.
 var kinds = map[string]kindOps{
 	spec.KindQemuVM:       qemu,
+	spec.KindLxcContainer: lxc,
 	spec.KindLinuxBridge:  bridgeKind{},
 	spec.KindPool:         poolKind{},
 	spec.KindNetworkApply: netApplyKind{},

@@ -32,6 +32,20 @@ spec: {url: "https://prod:8006", tokenId: "a@pve!t"}
 			want: []string{`a.yaml:9: QemuVM/b has the same vmid 150 as QemuVM/a (at a.yaml:4): both would manage the same VM; a VM without vmid is found by its name: give each a different vmid or name, or remove one`},
 		},
 		{
+			name: "a VM and a container share the vmid space",
+			yaml: "kind: QemuVM\nname: a\nspec:\n  vmid: 150\n---\nkind: LxcContainer\nname: b\nspec:\n  vmid: 150\n",
+			want: []string{`a.yaml:9: LxcContainer/b has the same vmid 150 as QemuVM/a (at a.yaml:4): both would manage the same guest (VMs and containers share vmids); a container without vmid is found by its hostname: give each a different vmid or hostname, or remove one`},
+		},
+		{
+			name: "a VM name and a container hostname do not clash",
+			yaml: "kind: QemuVM\nname: web\n---\nkind: LxcContainer\nname: web\n",
+		},
+		{
+			name: "same container hostname without vmid",
+			yaml: "kind: LxcContainer\nname: dns\n---\nkind: LxcContainer\nname: b\nspec:\n  hostname: dns\n",
+			want: []string{`a.yaml:7: LxcContainer/b has the same CT hostname "dns" as LxcContainer/dns (at a.yaml:2): both would manage the same container; a container without vmid is found by its hostname: give each a different vmid or hostname, or remove one`},
+		},
+		{
 			name: "same vmid on different connections",
 			yaml: conns + "---\nkind: QemuVM\nname: a\nconnection: lab\nspec: {vmid: 150}\n---\nkind: QemuVM\nname: b\nconnection: prod\nspec: {vmid: 150}\n",
 		},

@@ -17,6 +17,7 @@ const (
 	KindPool         = "Pool"
 	KindLinuxBridge  = "LinuxBridge"
 	KindNetworkApply = "NetworkApply"
+	KindLxcContainer = "LxcContainer"
 )
 
 // ownType is the YAML shape a pvectl-own key accepts; it follows from the
@@ -192,6 +193,20 @@ var kindTable = sync.OnceValue(func() map[string]*kindInfo {
 			},
 		},
 		{
+			Name:       KindLxcContainer,
+			Noun:       "container",
+			Create:     &apiCall{"POST", "/nodes/{node}/lxc"},
+			Keys:       (*GuestKeys)(nil),
+			Identity:   "hostname",
+			Unique:     []string{"vmid"},
+			Identities: guestIdentities("hostname", "CT hostname"),
+			Hint:       "a container without vmid is found by its hostname: give each a different vmid or hostname, or remove one",
+			Refs: []refRule{
+				{Key: "pool", Values: paramValue("pool"), Kinds: []string{KindPool}, PresentOnly: true},
+				{Key: "netN.bridge", Values: subKeyValues("net", "bridge"), Kinds: []string{KindLinuxBridge}, SameNode: true, PresentOnly: true},
+			},
+		},
+		{
 			Name:       KindLinuxBridge,
 			Noun:       "bridge",
 			Create:     &apiCall{"POST", "/nodes/{node}/network"},
@@ -236,7 +251,7 @@ func kindOf(name string) *kindInfo { return kindTable()[name] }
 // plannedKinds are the kinds of design §3 that this version does not
 // implement yet.
 var plannedKinds = []string{
-	"Template", "LxcContainer", "Storage", "DownloadedImage", "ConfigDriveISO",
+	"Template", "Storage", "DownloadedImage", "ConfigDriveISO",
 	"BondInterface", "NodeDns", "User", "APIToken", "ACL",
 }
 

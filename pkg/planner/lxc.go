@@ -1,0 +1,48 @@
+package planner
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/pvectl/pvectl/pkg/pve"
+	"github.com/pvectl/pvectl/pkg/spec"
+)
+
+// lxcKind manages LxcContainer: identity is vmid if set, else the hostname.
+type lxcKind struct{ guest }
+
+var lxc = lxcKind{guest{
+	typ: pve.LXC, noun: "container", nameParam: "hostname", createPath: "/nodes/{node}/lxc",
+	// Create parameters a container's config does not keep (pve-container
+	// src/PVE/API2/LXC.pm create_vm: the template is unpacked, the password
+	// and keys are written into the root filesystem).
+	notInConfig: map[string]bool{
+		"node": true, "vmid": true, "pool": true, "start": true, "storage": true, "ostemplate": true,
+		"password": true, "ssh-public-keys": true, "restore": true, "force": true, "unique": true,
+		"ignore-unpack-errors": true, "bwlimit": true, "ha-managed": true,
+	},
+}}
+
+func (k lxcKind) compare(b *builder, r *spec.Resource, lo *liveObj, c *Change) error {
+	done, err := k.compareConfig(b, r, lo, c)
+	if done || err != nil {
+		return err
+	}
+	// PVE refuses to change a container between privileged and
+	// unprivileged (pve-container src/PVE/LXC/Config.pm marks it a
+	// read-only option): a new container it is.
+	for _, d := range c.Diff {
+		if d.Path == "unprivileged" {
+			return b.replace(r, c, fmt.Sprintf("unprivileged changes (%v → %v): PVE cannot convert a container", d.Before, d.After))
+		}
+	}
+	k.compareCommon(r, lo, c)
+	return nil
+}
+
+func (k lxcKind) update(ctx context.Context, x *execution, c *Change) error {
+	if err := k.updateConfig(ctx, x, c); err != nil {
+		return err
+	}
+	return k.updateCommon(ctx, x, c)
+}

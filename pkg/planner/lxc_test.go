@@ -1,0 +1,106 @@
+package planner
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/pvectl/pvectl/pkg/pve"
+)
+
+const lxcSpec = `kind: LxcContainer
+name: dns01
+spec:
+  ostemplate: local:vztmpl/debian-12-standard_12.7-1_amd64.tar.zst
+  rootfs: local-lvm:8
+  memory: 512
+  net0: name=eth0,bridge=vmbr0,ip=dhcp
+  unprivileged: true
+  password: hunter2-ct
+  running: true
+`
+
+// TestSimLxcLifecycle: a container is created from the seeded template and
+// started, found by hostname afterwards, updated in place (memory, a grown
+// rootfs), stopped, replaced when unprivileged flips, and destroyed.
+func TestSimLxcLifecycle(t *testing.T) {
+	sim := newSim(t)
+	ctx := context.Background()
+	set := loadSpec(t, lxcSpec)
+	p := planFor(t, sim, set, Options{})
+	if diff := cmp.Diff([]string{"create LxcContainer/dns01"}, summary(p)); diff != "" {
+		t.Fatalf("plan (-want +got):\n%s", diff)
+	}
+	applyPlan(t, sim, p)
+	vmid := stateOf(p.Changes[0]).Created
+	st, err := sim.cl.GuestStatus(ctx, pve.LXC, "pve", vmid)
+	if err != nil || st.Status != "running" {
+		t.Fatalf("container %d after create: %+v, %v want running", vmid, st, err)
+	}
+	if p := planFor(t, sim, set, Options{}); p.HasChanges() {
+		t.Fatalf("plan after create: got %q want noop (found by hostname; password and ostemplate are create-only)", summary(p))
+	}
+
+	grown := loadSpec(t, strings.NewReplacer("memory: 512", "memory: 1024", "local-lvm:8", "local-lvm:10", "running: true", "running: false").Replace(lxcSpec))
+	p = planFor(t, sim, grown, Options{})
+	c := p.Changes[0]
+	if c.Action != Update {
+		t.Fatalf("plan: got %s want update", c.Action)
+	}
+	var paths []string
+	for _, d := range c.Diff {
+		paths = append(paths, d.Path)
+	}
+	if diff := cmp.Diff([]string{"memory", "rootfs.size", "running"}, paths); diff != "" {
+		t.Errorf("update diff paths (-want +got):\n%s", diff)
+	}
+	applyPlan(t, sim, p)
+	cfg, err := sim.cl.GuestConfig(ctx, pve.LXC, "pve", vmid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg["memory"] != "1024" || !strings.Contains(cfg["rootfs"], "size=10G") {
+		t.Errorf("after update: memory %q rootfs %q want 1024 and size=10G", cfg["memory"], cfg["rootfs"])
+	}
+	if st, _ := sim.cl.GuestStatus(ctx, pve.LXC, "pve", vmid); st == nil || st.Status != "stopped" {
+		t.Errorf("running: false did not stop the container: %+v", st)
+	}
+	if p := planFor(t, sim, grown, Options{}); p.HasChanges() {
+		t.Errorf("plan after update: got %q want noop", summary(p))
+	}
+
+	shrunk := loadSpec(t, strings.Replace(lxcSpec, "local-lvm:8", "local-lvm:4", 1))
+	obs, err := Observe(ctx, sim, shrunk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Build(ctx, shrunk, obs, Options{}); err == nil || !strings.Contains(err.Error(), "cannot shrink") {
+		t.Errorf("shrinking the rootfs: got %v want a plan error", err)
+	}
+
+	privileged := loadSpec(t, strings.Replace(strings.Replace(lxcSpec, "unprivileged: true", "unprivileged: false", 1), "local-lvm:8", "local-lvm:10", 1))
+	p = planFor(t, sim, privileged, Options{})
+	if c := p.Changes[0]; c.Action != Replace || !c.CreateFirst {
+		t.Fatalf("unprivileged flip: got %s (create first %v) want a create-first replace", c.Action, c.CreateFirst)
+	}
+	applyPlan(t, sim, p)
+	if _, err := sim.cl.GuestConfig(ctx, pve.LXC, "pve", vmid); !pve.IsNotFound(err) {
+		t.Errorf("the old container %d: got %v want it gone", vmid, err)
+	}
+	if p := planFor(t, sim, privileged, Options{}); p.HasChanges() {
+		t.Errorf("plan after replace: got %q want noop", summary(p))
+	}
+
+	d := planFor(t, sim, privileged, Options{Destroy: true})
+	applyPlan(t, sim, d)
+	rows, err := sim.cl.ClusterResources(ctx, "vm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rows {
+		if r.Type == "lxc" {
+			t.Errorf("after destroy: container %d (%s) is left", r.VMID, r.Name)
+		}
+	}
+}
