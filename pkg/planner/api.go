@@ -110,16 +110,39 @@ type Hooks interface {
 	Output(c *Change, name, value string, sensitive bool)
 }
 
+// TaskHooks is an optional extension of Hooks: a Hooks value that
+// implements it hears about every PVE task of a change (waits beginning
+// and ending, lock retries), e.g. to show progress or, on an interrupt,
+// which tasks are still running.
+type TaskHooks interface {
+	Task(c *Change, ev pve.TaskEvent)
+}
+
 // ApplyOptions tunes Apply.
 type ApplyOptions struct {
 	Parallelism int // default 4
 	Hooks       Hooks
+	// Stop, when closed, makes Apply start nothing new: the running
+	// changes go on to their end and the others are skipped with
+	// ReasonInterrupted. Cancelling Apply's ctx also stops waiting for the
+	// running ones. nil: never.
+	Stop <-chan struct{}
 }
+
+// ReasonInterrupted is the Skipped reason of a change that never started
+// because the apply was interrupted.
+const ReasonInterrupted = "not started (interrupted)"
 
 // Result reports what Apply did and did not do.
 type Result struct {
 	Done    []string          // addresses applied
 	Failed  map[string]error  // address → error
-	Skipped map[string]string // address → reason it could not be done (dependency failed, cancelled)
+	Skipped map[string]string // address → reason it was not started (dependency failed, ReasonInterrupted)
 	Kept    map[string]string // address → reason a destroy left it alone (protected)
+	// Unknown are changes whose wait was stopped (ctx cancelled while they
+	// ran): their PVE task may still be running, so they are neither done
+	// nor failed; the next plan shows where they stand.
+	Unknown map[string]error
+	// Interrupted is set when Stop was closed or ctx cancelled.
+	Interrupted bool
 }
