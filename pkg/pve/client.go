@@ -37,6 +37,10 @@ type config struct {
 	retryBase, retryCap  time.Duration
 	userAgent            string
 	taskTimeout          time.Duration
+	// requestTimeout bounds the wait for a request's status line and
+	// headers, and again for its body; uploadTimeout replaces it for
+	// uploads. 0: only the caller's ctx bounds them.
+	requestTimeout, uploadTimeout time.Duration
 	// taskStartGrace is how long WaitTask tolerates 400s from the status call:
 	// PVE answers 400 until the new task's status file exists.
 	taskStartGrace time.Duration
@@ -50,7 +54,9 @@ func defaultConfig() config {
 		retryBase:      200 * time.Millisecond,
 		retryCap:       5 * time.Second,
 		userAgent:      "pvectl",
-		taskTimeout:    30 * time.Minute,
+		taskTimeout:    DefaultTaskTimeout,
+		requestTimeout: DefaultRequestTimeout,
+		uploadTimeout:  DefaultUploadTimeout,
 		taskStartGrace: 2 * time.Second,
 	}
 }
@@ -244,6 +250,41 @@ func WithTaskTimeout(d time.Duration) Option {
 			return fmt.Errorf("task timeout: negative duration %s", d)
 		}
 		c.taskTimeout = d
+		return nil
+	}
+}
+
+// Request deadlines. PVE answers API calls within seconds (long work runs
+// as a task); a minute covers a busy cluster's synchronous config updates
+// and large /cluster/resources answers. An upload carries a whole ISO.
+const (
+	DefaultRequestTimeout = 60 * time.Second
+	DefaultUploadTimeout  = 30 * time.Minute
+	DefaultTaskTimeout    = 30 * time.Minute
+)
+
+// WithRequestTimeout bounds each request: the status line and headers must
+// come within d, and the body within d after them (default 60s; 0 means
+// only the caller's context bounds them). A request that hits it fails
+// with a *DeadlineError naming the request and is not sent again.
+func WithRequestTimeout(d time.Duration) Option {
+	return func(c *config) error {
+		if d < 0 {
+			return fmt.Errorf("request timeout: negative duration %s", d)
+		}
+		c.requestTimeout = d
+		return nil
+	}
+}
+
+// WithUploadTimeout is WithRequestTimeout for uploads (POST …/upload;
+// default 30m).
+func WithUploadTimeout(d time.Duration) Option {
+	return func(c *config) error {
+		if d < 0 {
+			return fmt.Errorf("upload timeout: negative duration %s", d)
+		}
+		c.uploadTimeout = d
 		return nil
 	}
 }
