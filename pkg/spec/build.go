@@ -56,6 +56,10 @@ func (l *loader) build(docs []*document) *Set {
 	}
 	l.checkIdentities(set.Resources)
 	l.link(set, docOf)
+	// Unset variables in secrets outside a Connection are plain errors.
+	for _, d := range l.deferred {
+		l.diags = append(l.diags, d)
+	}
 	return set
 }
 
@@ -183,7 +187,8 @@ func (l *loader) defaultIdentity(k *kindInfo, d *document, r *Resource) {
 func (l *loader) connection(d *document, k *kindInfo, defaults []entry) *Connection {
 	tmp := newResource(d.kind, d.name)
 	own := map[string]any{}
-	l.convert(k, mergeDefaults(l.entries(d.file, d.spec, "spec"), defaults), tmp, own)
+	es := mergeDefaults(l.entries(d.file, d.spec, "spec"), defaults)
+	l.convert(k, es, tmp, own)
 	c := &Connection{}
 	if keys, err := decodeKeys(k, setValues(own)); err != nil {
 		l.errorf(d.pos, "internal error: %v", err)
@@ -191,6 +196,23 @@ func (l *loader) connection(d *document, k *kindInfo, defaults []entry) *Connect
 		c = keys.(*Connection)
 	}
 	c.Name, c.Pos = d.name, d.pos
+	for _, e := range es {
+		v := resolveAlias(e.val)
+		ref, ok := l.secrets[v]
+		if !ok {
+			continue
+		}
+		if diag, unset := l.deferred[v]; unset {
+			c.Unresolved = append(c.Unresolved, diag)
+			delete(l.deferred, v)
+		}
+		if ref.env != "" {
+			if c.SecretEnv == nil {
+				c.SecretEnv = map[string]string{}
+			}
+			c.SecretEnv[e.key.Value] = ref.env
+		}
+	}
 	at := func(key string) Pos {
 		if p, ok := tmp.KeyPos[key]; ok {
 			return p
