@@ -75,6 +75,10 @@ type Plan struct {
 	// (pve.Client.BaseURL, never a secret) it was made against, so that a
 	// saved plan is not applied to another cluster (Verify).
 	Endpoints map[string]string `json:"endpoints,omitempty"`
+	// Connections records, per connection name the plan uses, its
+	// settings without secrets (and where the secrets come from), so that
+	// `apply FILE` needs neither the specs nor more than the secrets.
+	Connections map[string]*SavedConnection `json:"connections,omitempty"`
 }
 
 // Summary counts changes per action.
