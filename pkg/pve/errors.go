@@ -56,11 +56,7 @@ func (e *TaskError) Error() string {
 	var b strings.Builder
 	b.WriteString("task ")
 	if u, err := ParseUPID(e.UPID); err == nil {
-		b.WriteString(u.Type)
-		if u.ID != "" {
-			b.WriteString(" " + u.ID)
-		}
-		b.WriteString(" on " + u.Node)
+		b.WriteString(u.Short())
 	} else {
 		b.WriteString(e.UPID)
 	}

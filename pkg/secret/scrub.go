@@ -73,8 +73,12 @@ func NewScrubber(values ...string) *Scrubber {
 	return s
 }
 
-// Add makes values known; empty and too short ones are ignored.
+// Add makes values known; empty and too short ones are ignored. A nil
+// Scrubber ignores them all.
 func (s *Scrubber) Add(values ...string) {
+	if s == nil {
+		return
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, v := range values {
