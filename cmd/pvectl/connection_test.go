@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/spf13/viper"
 
 	"github.com/pvectl/pvectl/pkg/spec"
 )
@@ -48,13 +47,15 @@ func TestDefaultConnection(t *testing.T) {
 		{
 			name: "environment only",
 			env:  map[string]string{"PROXMOX_URL": "https://a.test:8006", "PROXMOX_USER": "ci@pve", "PROXMOX_TOKEN_NAME": "deploy", "PROXMOX_TOKEN_SECRET": "s3", "PROXMOX_NODES": "n1, n2"},
-			want: spec.Connection{URL: "https://a.test:8006", User: "ci@pve", TokenName: "deploy", TokenID: "ci@pve!deploy", TokenSecret: "s3", Nodes: []string{"n1", "n2"}},
+			want: spec.Connection{URL: "https://a.test:8006", User: "ci@pve", TokenName: "deploy", TokenID: "ci@pve!deploy", TokenSecret: "s3", Nodes: []string{"n1", "n2"},
+				SecretEnv: map[string]string{"tokenSecret": "PROXMOX_TOKEN_SECRET"}},
 		},
 		{
 			name:    "profile",
 			profile: "lab",
 			env:     map[string]string{"PROXMOX_TOKEN_SECRET": "s3"},
-			want:    spec.Connection{URL: "https://pve.lab.test:8006", TokenID: "ops@pve!lab", TokenSecret: "s3", Nodes: []string{"pve1", "pve2"}, Insecure: true},
+			want: spec.Connection{URL: "https://pve.lab.test:8006", TokenID: "ops@pve!lab", TokenSecret: "s3", Nodes: []string{"pve1", "pve2"}, Insecure: true,
+				SecretEnv: map[string]string{"tokenSecret": "PROXMOX_TOKEN_SECRET"}},
 		},
 		{
 			name:    "environment wins over the profile",
@@ -76,7 +77,7 @@ func TestDefaultConnection(t *testing.T) {
 			for k, v := range tt.env {
 				t.Setenv(k, v)
 			}
-			g := &globalOptions{profile: tt.profile, configFile: cfg, viper: viper.New()}
+			g := &globalOptions{profile: tt.profile, configFile: cfg}
 			got, err := g.defaultConnection()
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
@@ -118,7 +119,7 @@ func TestExitCodes(t *testing.T) {
 		{"no connection", []string{"plan", "-f", good}, 3, "PROXMOX_URL"},
 		{"apply off a terminal", []string{"apply", "-f", good}, 3, "--auto-approve"},
 		{"apply --json needs approval", []string{"apply", "-f", good, "--json"}, 3, "--json needs --auto-approve"},
-		{"destroy off a terminal", []string{"destroy", "-f", good}, 3, "destroy needs --auto-approve when not run on a terminal\n"},
+		{"destroy off a terminal", []string{"destroy", "-f", good}, 3, "destroy needs --auto-approve when its input is not a terminal\n"},
 		{"specs without -f", []string{"plan", dir}, 3, "pvectl plan -f " + dir},
 		{"specs given as a plan file", []string{"apply", good}, 3, "looks like specs, not a plan file: pvectl apply -f " + good},
 		{"parallelism 0", []string{"plan", "-f", good, "--parallelism", "0"}, 3, "--parallelism 0"},

@@ -7,7 +7,10 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -97,7 +100,10 @@ func (o *simOptions) run(ctx context.Context) error {
 
 	ln, err := net.Listen("tcp", o.listen)
 	if err != nil {
-		return err
+		if errors.Is(err, syscall.EADDRINUSE) {
+			return fmt.Errorf("--listen %s: the port is in use (another pvectl sim, or PVE itself?)\n  Pick another port, or --listen 127.0.0.1:0 for a free one (it is printed)", o.listen)
+		}
+		return fmt.Errorf("--listen %s: %w", o.listen, err)
 	}
 	scheme := "http"
 	// pveproxy drops idle keep-alive connections after about 5 s: so does the simulator.
@@ -122,7 +128,7 @@ func (o *simOptions) run(ctx context.Context) error {
 	}
 	fmt.Fprintf(w, "  export PROXMOX_URL=%s://%s PROXMOX_TOKEN_ID='%s' PROXMOX_TOKEN_SECRET=%s\n", scheme, ln.Addr(), id, shown)
 
-	ctx, cancel := signalContext(ctx)
+	ctx, cancel := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer cancel()
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()

@@ -14,7 +14,7 @@ import (
 // fixedClients hands out connection settings only.
 type fixedClients map[string]*spec.Connection
 
-func (f fixedClients) Client(string) (*pve.Client, error)       { return nil, nil }
+func (f fixedClients) Client(string) (*pve.Client, error)      { return nil, nil }
 func (f fixedClients) Connection(name string) *spec.Connection { return f[name] }
 
 // A plan file keeps each connection's settings and the names of the

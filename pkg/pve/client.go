@@ -81,17 +81,17 @@ func NewClient(baseURL string, opts ...Option) (*Client, error) {
 			continue
 		}
 		if err := opt(&cfg); err != nil {
-			return nil, fmt.Errorf("pve client: %w", err)
+			return nil, err
 		}
 	}
 	if cfg.tokenID == "" && cfg.tokenSecret != "" {
-		return nil, errors.New("pve client: a token secret was given without a token id")
+		return nil, errors.New("a token secret was given without a token id")
 	}
 	hc := cfg.httpClient
 	if hc == nil {
 		tlsCfg, err := tlsConfig(&cfg)
 		if err != nil {
-			return nil, fmt.Errorf("pve client: %w", err)
+			return nil, err
 		}
 		hc = &http.Client{Transport: newTransport(tlsCfg)}
 	}
@@ -102,26 +102,29 @@ func NewClient(baseURL string, opts ...Option) (*Client, error) {
 func parseBaseURL(raw string) (*url.URL, error) {
 	raw = strings.TrimSpace(raw)
 	if raw == "" {
-		return nil, errors.New("pve client: empty URL (set PROXMOX_URL, e.g. https://pve.example:8006)")
+		return nil, errors.New("empty URL (set PROXMOX_URL, e.g. https://pve.example:8006)")
+	}
+	if !strings.Contains(raw, "://") {
+		return nil, fmt.Errorf("URL %q has no scheme: write https://%s", raw, raw)
 	}
 	u, err := url.Parse(raw)
 	if err != nil {
-		return nil, fmt.Errorf("pve client: invalid URL %q: %w", raw, err)
+		return nil, fmt.Errorf("invalid URL %q: %w", raw, err)
 	}
 	if u.Scheme != "https" && u.Scheme != "http" {
-		return nil, fmt.Errorf("pve client: URL %q: scheme must be https (or http for loopback), e.g. https://pve.example:8006", raw)
+		return nil, fmt.Errorf("URL %q: scheme must be https (or http for loopback), e.g. https://pve.example:8006", raw)
 	}
 	if u.Host == "" || u.Hostname() == "" {
-		return nil, fmt.Errorf("pve client: URL %q has no host (want e.g. https://pve.example:8006)", raw)
+		return nil, fmt.Errorf("URL %q has no host (want e.g. https://pve.example:8006)", raw)
 	}
 	if u.User != nil {
-		return nil, errors.New("pve client: the URL must not carry credentials; use an API token")
+		return nil, errors.New("the URL must not carry credentials; use an API token")
 	}
 	if u.RawQuery != "" || u.Fragment != "" {
-		return nil, fmt.Errorf("pve client: URL %q must not have a query or fragment", u.Redacted())
+		return nil, fmt.Errorf("URL %q must not have a query or fragment", u.Redacted())
 	}
 	if u.Scheme == "http" && !isLoopback(u.Hostname()) {
-		return nil, fmt.Errorf("pve client: plain http is only allowed for loopback hosts, not %q: use https://%s", u.Hostname(), u.Host)
+		return nil, fmt.Errorf("plain http is only allowed for loopback hosts, not %q: use https://%s", u.Hostname(), u.Host)
 	}
 	p := strings.TrimRight(u.Path, "/")
 	p = strings.TrimSuffix(p, "/api2/json")

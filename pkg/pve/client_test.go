@@ -31,7 +31,7 @@ func TestNewClientURL(t *testing.T) {
 		{name: "http remote refused", in: "http://pve.example:8006", wantErr: "plain http is only allowed for loopback hosts"},
 		{name: "http private ip refused", in: "http://192.168.1.10:8006", wantErr: "plain http is only allowed for loopback hosts"},
 		{name: "empty", in: "", wantErr: "empty URL"},
-		{name: "no scheme", in: "pve.example:8006", wantErr: "scheme must be https"},
+		{name: "no scheme", in: "pve.example:8006", wantErr: "has no scheme: write https://pve.example:8006"},
 		{name: "ftp", in: "ftp://pve.example", wantErr: "scheme must be https"},
 		{name: "credentials", in: "https://root:pw@pve.example:8006", wantErr: "must not carry credentials"},
 		{name: "query", in: "https://pve.example:8006/?x=1", wantErr: "must not have a query"},

@@ -94,3 +94,17 @@ func IsNotFound(err error) bool {
 	}
 	return false
 }
+
+// FailedRequest names the request an error came from ("GET /cluster/resources"),
+// or "" when it did not come from one.
+func FailedRequest(err error) string {
+	var te *transportError
+	if errors.As(err, &te) {
+		return te.method + " " + te.path
+	}
+	var ae *APIError
+	if errors.As(err, &ae) {
+		return ae.Method + " " + ae.Path
+	}
+	return ""
+}

@@ -95,6 +95,25 @@ func retryableRead(method string, err error) bool {
 	return false
 }
 
+// mayHaveReached reports whether a request that failed may still have been
+// carried out by PVE: it got no answer (beyond a failed dial or TLS
+// handshake), or pveproxy answered that it lost its backend (595–599,
+// 502–504) — the backend may have done the work all the same.
+func mayHaveReached(err error) bool {
+	var te *transportError
+	if errors.As(err, &te) {
+		return te.maybeSent
+	}
+	var ae *APIError
+	if errors.As(err, &ae) {
+		switch ae.Status {
+		case http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout, 595, 596, 597, 599:
+			return true
+		}
+	}
+	return false
+}
+
 // DeadlineError is a request that got no (complete) answer in time.
 type DeadlineError struct {
 	// Phase is "response" (no status line and headers came) or "body"
@@ -256,6 +275,13 @@ func newAPIError(method, path string, resp *http.Response, raw []byte, secrets [
 				s = compactJSON(v)
 			}
 			e.Errors[k] = scrub(strings.TrimSpace(s), secrets)
+		}
+	}
+	if e.Message == "" && !json.Valid(raw) {
+		// A plain-text answer from something that is not PVE's API (a
+		// TLS server asked in plain HTTP says so in its body).
+		if t := strings.TrimSpace(string(raw)); t != "" && len(t) < 200 && !strings.HasPrefix(t, "<") && !strings.Contains(t, "\n") {
+			e.Message = t
 		}
 	}
 	if e.Message == "" {

@@ -55,8 +55,7 @@ func (c *Client) StartTask(ctx context.Context, method, path string, params url.
 		if err == nil {
 			return taskID(method, path, resp)
 		}
-		var te *transportError
-		if errors.As(err, &te) && te.maybeSent && method != http.MethodGet {
+		if method != http.MethodGet && mayHaveReached(err) {
 			// The request may have reached PVE: a task may be running, so
 			// sending it again could start a second one.
 			return UPID{}, fmt.Errorf("%w (the request may have reached PVE and its task may be running: look before retrying)", err)

@@ -235,7 +235,7 @@ spec:
 				`a.yaml:1: Connection/c1: spec.url is required`,
 				`a.yaml:1: Connection/c1: set spec.tokenId (user@realm!tokenname) or spec.user and spec.tokenName`,
 				`a.yaml:8: Connection documents take only kind, name and spec; "protected" does not apply`,
-				`a.yaml:10: spec.url must be an http(s) URL like https://pve.example.com:8006, got "pve:8006"`,
+				`a.yaml:10: spec.url "pve:8006" has no scheme: write https://pve:8006`,
 				`a.yaml:11: spec.tokenId must be user@realm!tokenname, got "root"`,
 			},
 		},
