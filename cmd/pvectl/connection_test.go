@@ -68,7 +68,7 @@ func TestDefaultConnection(t *testing.T) {
 			env:  map[string]string{"PVECTL_PROFILE": "other"},
 			want: spec.Connection{URL: "https://other.test:8006"},
 		},
-		{name: "unknown profile", profile: "nope", wantErr: `profile "nope" not found`},
+		{name: "unknown profile", profile: "nope", wantErr: `profile "nope" not found in ` + cfg + ` (profiles there: lab, other)`},
 		{name: "bad PROXMOX_INSECURE", env: map[string]string{"PROXMOX_INSECURE": "nope"}, wantErr: `"nope" is not a boolean`},
 	}
 	for _, tt := range tests {
@@ -92,6 +92,59 @@ func TestDefaultConnection(t *testing.T) {
 				t.Errorf("connection (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// A profile named default is used when none is chosen; keys are matched
+// exactly as documented; lists are accepted where the variable takes a
+// comma-separated list.
+func TestConfigProfiles(t *testing.T) {
+	tests := []struct {
+		name, file, profile string
+		want                spec.Connection
+		wantErr             string
+	}{
+		{name: "default profile", file: "profiles:\n  default:\n    url: https://d.test:8006\n    nodes: [a, b]\n",
+			want: spec.Connection{URL: "https://d.test:8006", Nodes: []string{"a", "b"}}},
+		{name: "chosen over default", file: "profiles:\n  default:\n    url: https://d.test:8006\n  x:\n    url: https://x.test:8006\n", profile: "x",
+			want: spec.Connection{URL: "https://x.test:8006"}},
+		{name: "no default: none", file: "profiles:\n  x:\n    url: https://x.test:8006\n"},
+		{name: "keys exactly", file: "profiles:\n  default:\n    tokenid: a@pve!t\n", wantErr: `unknown key "tokenid" (did you mean tokenId?)`},
+		{name: "unknown top-level key", file: "profile:\n  x: {}\n", wantErr: "field profile not found"},
+		{name: "empty file", file: ""},
+		{name: "no profiles at all", file: "", profile: "x", wantErr: `profile "x" not found in`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			clearProxmoxEnv(t)
+			cfg := filepath.Join(t.TempDir(), "config.yaml")
+			if err := os.WriteFile(cfg, []byte(tt.file), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			g := &globalOptions{profile: tt.profile, configFile: cfg}
+			got, err := g.defaultConnection()
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("got error %v, want %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, *got); diff != "" {
+				t.Errorf("connection (-want +got):\n%s", diff)
+			}
+		})
+	}
+	clearProxmoxEnv(t)
+	g := &globalOptions{profile: "lab"}
+	if _, err := g.defaultConnection(); err == nil || !strings.Contains(err.Error(), "there is no config file") {
+		t.Errorf("--profile without a config file: got %v", err)
+	}
+	g = &globalOptions{configFile: filepath.Join(t.TempDir(), "missing.yaml")}
+	if _, err := g.defaultConnection(); err == nil || !strings.Contains(err.Error(), "does not exist") {
+		t.Errorf("--config of a missing file: got %v", err)
 	}
 }
 

@@ -94,27 +94,10 @@ type bgRun struct {
 // start runs the binary in the background; stdin is in (nil: none).
 func (e *simEnv) start(in *os.File, args ...string) *bgRun {
 	e.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	cmd := exec.CommandContext(ctx, pvectlBin, args...)
-	cmd.Env = e.environ()
-	b := &bgRun{t: e.t, cmd: cmd, out: &syncBuffer{}, err: &syncBuffer{}, done: make(chan struct{}), cancel: cancel}
-	cmd.Stdout, cmd.Stderr = b.out, b.err
-	if in != nil {
-		cmd.Stdin = in
+	if in == nil {
+		return e.startEnv(e.environ(), args...)
 	}
-	if err := cmd.Start(); err != nil {
-		cancel()
-		e.t.Fatalf("start pvectl: %v", err)
-	}
-	go func() {
-		_ = cmd.Wait()
-		close(b.done)
-	}()
-	e.t.Cleanup(func() {
-		cancel()
-		<-b.done
-	})
-	return b
+	return e.startEnvIn(e.environ(), in, args...)
 }
 
 // waitFor polls the output until ok holds (bounded: a minute).
@@ -256,4 +239,46 @@ func addresses(v any) []string {
 		}
 	}
 	return out
+}
+
+// runEnv runs the binary with exactly env (plus PATH and HOME).
+func (e *simEnv) runEnv(want int, env []string, args ...string) result {
+	e.t.Helper()
+	run := e.startEnv(append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + e.t.TempDir()}, env...), args...)
+	r := run.wait()
+	if r.code != want {
+		e.t.Fatalf("pvectl %s: exit %d, want %d\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), r.code, want, r.stdout, r.stderr)
+	}
+	return r
+}
+
+// startEnv is start with exactly env.
+func (e *simEnv) startEnv(env []string, args ...string) *bgRun {
+	e.t.Helper()
+	return e.startEnvIn(env, nil, args...)
+}
+
+func (e *simEnv) startEnvIn(env []string, in *os.File, args ...string) *bgRun {
+	e.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	cmd := exec.CommandContext(ctx, pvectlBin, args...)
+	cmd.Env = env
+	b := &bgRun{t: e.t, cmd: cmd, out: &syncBuffer{}, err: &syncBuffer{}, done: make(chan struct{}), cancel: cancel}
+	cmd.Stdout, cmd.Stderr = b.out, b.err
+	if in != nil {
+		cmd.Stdin = in
+	}
+	if err := cmd.Start(); err != nil {
+		cancel()
+		e.t.Fatalf("start pvectl: %v", err)
+	}
+	go func() {
+		_ = cmd.Wait()
+		close(b.done)
+	}()
+	e.t.Cleanup(func() {
+		cancel()
+		<-b.done
+	})
+	return b
 }
