@@ -137,7 +137,7 @@ func (v *progressView) summary(p *planner.Plan, res *planner.Result, verb string
 	title := capitalize(verb)
 	fmt.Fprintln(w)
 	if state == "complete" {
-		fmt.Fprintln(w, v.ok.Render(fmt.Sprintf("%s complete: %s%s.", title, o.countLine(), keptNote)))
+		fmt.Fprintln(w, paint(v.ok, fmt.Sprintf("%s complete: %s%s.", title, o.countLine(), keptNote)))
 		section("kept", o.kept, withReason)
 		return
 	}
@@ -155,7 +155,7 @@ func (v *progressView) summary(p *planner.Plan, res *planner.Result, verb string
 	if len(not) > 0 {
 		line += "; " + strings.Join(not, ", ")
 	}
-	fmt.Fprintln(w, v.bad.Render(line+keptNote+"."))
+	fmt.Fprintln(w, paint(v.bad, line+keptNote+"."))
 	section("done", o.done, func(it item) string { return it.Address + " (" + doneNoun(it.Action) + ")" })
 	section("failed", o.failed, withError)
 	section("outcome unknown (stopped waiting; the PVE task may still be running)", o.unknown, withError)

@@ -171,11 +171,11 @@ func (v *progressView) PostApply(c *planner.Change, err error) {
 			fields["outcome_unknown"] = true
 			line = fmt.Sprintf("%s: stopped waiting after %s (outcome unknown): %v", c.Address, took, err)
 		}
-		v.event("change_failed", c, fields, v.bad.Render(line))
+		v.event("change_failed", c, fields, paint(v.bad, line))
 		return
 	}
 	v.event("change_complete", c, fields,
-		v.ok.Render(fmt.Sprintf("%s: %s complete after %s", c.Address, capitalize(c.Action.String()), took)))
+		paint(v.ok, fmt.Sprintf("%s: %s complete after %s", c.Address, capitalize(c.Action.String()), took)))
 }
 
 // Skipped: a kept resource is shown as it happens; changes that did not
@@ -191,7 +191,7 @@ func (v *progressView) Skipped(c *planner.Change, reason string) {
 	case reason == planner.ReasonInterrupted:
 		line = fmt.Sprintf("%s: %s", c.Address, reason)
 	}
-	v.event("", c, nil, v.note.Render(line))
+	v.event("", c, nil, paint(v.note, line))
 }
 
 // keptWhy says why a destroy left a resource alone.
@@ -323,6 +323,16 @@ func (v *progressView) printSecrets() {
 	}
 	fmt.Fprintln(v.secrets, "----- END ONE-TIME SECRETS -----")
 	v.outputs = nil
+}
+
+// paint styles text line by line: lipgloss pads a multi-line block to its
+// widest line, which would leave trailing blanks on an error's log tail.
+func paint(st lipgloss.Style, text string) string {
+	lines := strings.Split(text, "\n")
+	for i, l := range lines {
+		lines[i] = st.Render(l)
+	}
+	return strings.Join(lines, "\n")
 }
 
 func progressVerb(a planner.Action) string {

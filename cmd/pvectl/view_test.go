@@ -126,3 +126,21 @@ func TestSummaryCounts(t *testing.T) {
 		}
 	}
 }
+
+// A failure with a task log tail prints without trailing blanks (lipgloss
+// would pad the block to its widest line).
+func TestFailureLinesNotPadded(t *testing.T) {
+	var out bytes.Buffer
+	v := newProgressView(&out, false, false)
+	c := &planner.Change{Address: "QemuVM/x", Action: planner.Create}
+	v.PreApply(c)
+	v.PostApply(c, &pve.TaskError{UPID: viewUPID, ExitStatus: "unable to create VM", LogTail: []string{"a much longer line of the task log than the others", "b"}})
+	for _, l := range strings.Split(out.String(), "\n") {
+		if strings.TrimRight(l, " ") != l {
+			t.Errorf("trailing blanks: %q", l)
+		}
+	}
+	if !strings.Contains(out.String(), "task qmclone 9000 on pve failed: unable to create VM\n  task log (last lines):\n    a much longer") {
+		t.Errorf("got:\n%s", out.String())
+	}
+}

@@ -19,10 +19,10 @@ func (l *loader) build(docs []*document) *Set {
 		if k == nil {
 			l.rejected[d.ref()] = true
 			if isPlannedKind(d.kind) {
-				l.errorf(d.pos, "kind %q is not supported yet by this pvectl (supported: %s)", d.kind, supportedList())
+				l.errorf(d.pos, "kind %q is not supported yet by this pvectl%s", d.kind, kindsNote)
 			} else {
-				l.errorf(d.pos, "unknown kind %q%s (supported: %s)", d.kind,
-					didYouMean(d.kind, append(SupportedKinds(), plannedKinds...)), supportedList())
+				l.errorf(d.pos, "unknown kind %q%s%s", d.kind,
+					didYouMean(d.kind, append(SupportedKinds(), plannedKinds...)), kindsNote)
 			}
 			continue
 		}
@@ -82,11 +82,11 @@ func (l *loader) defaults(docs []*document) map[string][]entry {
 				l.errorf(kp, "Defaults cannot hold defaults for Defaults")
 				continue
 			case k == nil && isPlannedKind(kind):
-				l.errorf(kp, "Defaults for kind %q: the kind is not supported yet by this pvectl (supported: %s)", kind, supportedList())
+				l.errorf(kp, "Defaults for kind %q: the kind is not supported yet by this pvectl%s", kind, kindsNote)
 				continue
 			case k == nil:
-				l.errorf(kp, "Defaults for unknown kind %q%s (supported: %s)", kind,
-					didYouMean(kind, append(SupportedKinds(), plannedKinds...)), supportedList())
+				l.errorf(kp, "Defaults for unknown kind %q%s%s", kind,
+					didYouMean(kind, append(SupportedKinds(), plannedKinds...)), kindsNote)
 				continue
 			case v.Kind != yaml.MappingNode:
 				l.errorf(nodePos(d.file, v), "Defaults.%s must be a map of %s spec keys, got %s", kind, kind, describeNode(v))

@@ -139,8 +139,25 @@ func (l *loader) sorted() Diagnostics {
 		}
 		out = append(out, d)
 	}
+	// The list of supported kinds is said once, at the first message
+	// that needs it.
+	listed := false
+	for i := range out {
+		if !strings.Contains(out[i].Msg, kindsNote) {
+			continue
+		}
+		note := ""
+		if !listed {
+			note, listed = " (supported: "+supportedList()+")", true
+		}
+		out[i].Msg = strings.ReplaceAll(out[i].Msg, kindsNote, note)
+	}
 	return out
 }
+
+// kindsNote marks where a message would list the supported kinds; sorted
+// lists them at the first such message only.
+const kindsNote = "\x00supported kinds\x00"
 
 // expand turns the -f arguments into files: a directory contributes its
 // *.yaml and *.yml files (not recursively), sorted. A file named twice is
@@ -408,7 +425,7 @@ func (l *loader) header(file string, m *yaml.Node) *document {
 			kv[0].Value, d.describe(), didYouMean(kv[0].Value, topLevelKeys), strings.Join(topLevelKeys, ", "))
 	}
 	if _, ok := d.set["kind"]; !ok {
-		l.errorf(d.pos, "kind is required (one of %s)", supportedList())
+		l.errorf(d.pos, "kind is required%s", kindsNote)
 	}
 	if _, ok := d.set["name"]; !ok {
 		l.errorf(d.pos, "name is required in %s", d.describe())
