@@ -288,6 +288,11 @@ func (l *loader) readFile(file string) []*document {
 		if len(root.Content) == 0 {
 			continue
 		}
+		if a := aliasBomb(&root, maxExpandedNodes); a != nil {
+			l.unreadable = true
+			l.errorf(nodePos(file, a), "YAML aliases expand this document to more than %d values (an alias bomb?): write the values out, or share them with a Defaults document", maxExpandedNodes)
+			return docs
+		}
 		body := resolveAlias(root.Content[0])
 		if body.Kind == yaml.ScalarNode && body.ShortTag() == "!!null" {
 			continue // an empty document, e.g. a trailing "---" or only comments
