@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"testing"
 
@@ -191,5 +192,31 @@ func TestExitCodes(t *testing.T) {
 				t.Errorf("output lacks %q:\n%s", tt.out, all)
 			}
 		})
+	}
+}
+
+func TestVersion(t *testing.T) {
+	for _, args := range [][]string{{"version"}, {"--version"}} {
+		var out bytes.Buffer
+		if code := Execute("v1.2.3", args, Streams{In: strings.NewReader(""), Out: &out, Err: &out}); code != 0 || out.String() != "pvectl v1.2.3\n" {
+			t.Errorf("%v: exit %d, printed %q; want \"pvectl v1.2.3\\n\"", args, code, out.String())
+		}
+	}
+	tests := []struct {
+		name, set string
+		info      *debug.BuildInfo
+		want      string
+	}{
+		{"ldflags", "v0.4.0", &debug.BuildInfo{Main: debug.Module{Version: "v9"}}, "v0.4.0"},
+		{"go install", "dev", &debug.BuildInfo{Main: debug.Module{Version: "v0.5.1"}}, "v0.5.1"},
+		{"local build", "dev", &debug.BuildInfo{Main: debug.Module{Version: "(devel)"}, Settings: []debug.BuildSetting{
+			{Key: "vcs.revision", Value: "0123456789abcdef0123"}, {Key: "vcs.modified", Value: "true"}}}, "dev-0123456789ab-dirty"},
+		{"nothing known", "dev", &debug.BuildInfo{Main: debug.Module{Version: "(devel)"}}, "dev"},
+		{"no build info", "dev", nil, "dev"},
+	}
+	for _, tt := range tests {
+		if got := resolveVersion(tt.set, tt.info); got != tt.want {
+			t.Errorf("%s: got %q want %q", tt.name, got, tt.want)
+		}
 	}
 }

@@ -136,6 +136,7 @@ config file (--profile), or Connection documents in the specs.`,
 		}
 		return nil
 	}
+	root.SetVersionTemplate("pvectl {{.Version}}\n") // as `pvectl version` prints it
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return invalid(fmt.Errorf("%w (see '%s --help')", err, c.CommandPath()))
 	})
