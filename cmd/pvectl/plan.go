@@ -59,6 +59,11 @@ func (o *specOptions) load(g *globalOptions) (*spec.Set, error) {
 				g.scrubber.Add(v)
 			}
 		}
+		for k, v := range r.OwnFields() {
+			if s, ok := v.(string); ok && secret.Key(k) {
+				g.scrubber.Add(s)
+			}
+		}
 	}
 	for _, c := range set.Connections {
 		g.scrubber.Add(c.TokenSecret, c.SSHPrivateKey)
