@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -243,7 +244,12 @@ func (v *progressView) Task(c *planner.Change, ev pve.TaskEvent) {
 			return
 		}
 		v.locks[key] = true
-		msg := fmt.Sprintf("PVE holds a lock it needs (%v); retrying", ev.Err)
+		why := fmt.Sprint(ev.Err)
+		var ae *pve.APIError
+		if errors.As(ev.Err, &ae) {
+			why = ae.Message
+		}
+		msg := fmt.Sprintf("locked in PVE (%s): retrying %s", why, ev.Request)
 		v.eventLocked("change_progress", c, map[string]any{"progress": "lock_retry", "message": msg, "request": ev.Request},
 			fmt.Sprintf("%s: %s", c.Address, msg))
 	}
