@@ -69,7 +69,7 @@ func TestE2EInterruptWaitsForRunningTasks(t *testing.T) {
 // (interrupted)", what was cut short is of unknown outcome; both are
 // summarised in JSON too.
 func TestE2ESecondInterruptStopsWaiting(t *testing.T) {
-	env := startSimOpts(t, pvesim.Options{TaskDuration: 3 * time.Second}, nil)
+	env := startSimOpts(t, pvesim.Options{TaskDuration: 20 * time.Second}, nil) // still running at the second interrupt
 	f := writeSpec(t, "three.yaml", vmsSpec([]string{"ab-a", "ab-b", "ab-c"}, map[string]string{"ab-c": "ab-a"}))
 	run := env.start(nil, "apply", "-f", f, "--auto-approve", "--json")
 	run.waitFor("both tasks to run", func(out, _ string) bool {
