@@ -183,16 +183,6 @@ func (e *env) config(vmid string, kv ...string) map[string]any {
 	return c
 }
 
-// schemaReady reports whether the shared schema package is implemented yet.
-func schemaReady() (ok bool) {
-	defer func() {
-		if recover() != nil {
-			ok = false
-		}
-	}()
-	return len(checkSchema("POST", "/nodes/pve/qemu", url.Values{"bogus": {"1"}}, map[string]string{"node": "pve"})) > 0
-}
-
 func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
 
 func jsonDecode(r io.Reader, v any) error { return json.NewDecoder(r).Decode(v) }

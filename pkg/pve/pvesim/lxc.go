@@ -22,6 +22,31 @@ var (
 		"ignore-unpack-errors")
 )
 
+func (s *Server) lxcRoutes() []route {
+	routes := []route{
+		r("GET /nodes/{node}/lxc", s.listCTs),
+		r("POST /nodes/{node}/lxc", s.createCT).withTask(),
+		r("GET /nodes/{node}/lxc/{vmid}", s.ctIndex),
+		r("DELETE /nodes/{node}/lxc/{vmid}", s.destroyVM).withTask(),
+		r("GET /nodes/{node}/lxc/{vmid}/config", s.getVMConfig),
+		r("PUT /nodes/{node}/lxc/{vmid}/config", s.putVMConfig),
+		r("GET /nodes/{node}/lxc/{vmid}/pending", s.getVMPending),
+		r("GET /nodes/{node}/lxc/{vmid}/status/current", s.ctStatus),
+		r("POST /nodes/{node}/lxc/{vmid}/status/start", s.vmPower("start")).withTask(),
+		r("POST /nodes/{node}/lxc/{vmid}/status/stop", s.vmPower("stop")).withTask(),
+		r("POST /nodes/{node}/lxc/{vmid}/status/shutdown", s.vmPower("shutdown")).withTask(),
+		r("POST /nodes/{node}/lxc/{vmid}/status/reboot", s.vmPower("reboot")).withTask(),
+		r("POST /nodes/{node}/lxc/{vmid}/clone", s.cloneVM).withTask(),
+		r("POST /nodes/{node}/lxc/{vmid}/template", s.templateVM),
+		r("PUT /nodes/{node}/lxc/{vmid}/resize", s.resizeVM).withTask(),
+		r("GET /nodes/{node}/lxc/{vmid}/interfaces", s.ctInterfaces),
+	}
+	for i := range routes {
+		routes[i].ct = true
+	}
+	return routes
+}
+
 func hotplugCT(key string) bool {
 	return hotCT[key] || isNetKey(key) || strings.HasPrefix(key, "mp") || isUnusedKey(key)
 }

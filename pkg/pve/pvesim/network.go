@@ -9,6 +9,18 @@ import (
 	"time"
 )
 
+func (s *Server) networkRoutes() []route {
+	return []route{
+		r("GET /nodes/{node}/network", s.listNetwork),
+		r("POST /nodes/{node}/network", s.createIface),
+		r("PUT /nodes/{node}/network", s.applyNetwork).withTask(),
+		r("DELETE /nodes/{node}/network", s.revertNetwork),
+		r("GET /nodes/{node}/network/{iface}", s.getIface),
+		r("PUT /nodes/{node}/network/{iface}", s.updateIface),
+		r("DELETE /nodes/{node}/network/{iface}", s.deleteIface),
+	}
+}
+
 // nodeNet models /etc/network/interfaces (Running) and, when edits are
 // staged, /etc/network/interfaces.new (Staged).
 type nodeNet struct {

@@ -8,6 +8,18 @@ import (
 	"strconv"
 )
 
+func (s *Server) poolRoutes() []route {
+	return []route{
+		r("GET /pools", s.listPools),
+		r("POST /pools", s.createPool),
+		r("PUT /pools", s.updatePool),
+		r("DELETE /pools", s.deletePool),
+		r("GET /pools/{poolid}", s.getPool),
+		r("PUT /pools/{poolid}", s.updatePool),
+		r("DELETE /pools/{poolid}", s.deletePool),
+	}
+}
+
 func poolID(q *request) string {
 	if id, ok := q.vars["poolid"]; ok {
 		return id

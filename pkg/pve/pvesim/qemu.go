@@ -11,6 +11,28 @@ import (
 	"time"
 )
 
+func (s *Server) qemuRoutes() []route {
+	return []route{
+		r("GET /nodes/{node}/qemu", s.listVMs),
+		r("POST /nodes/{node}/qemu", s.createVM).withTask(),
+		r("GET /nodes/{node}/qemu/{vmid}", s.vmIndex),
+		r("DELETE /nodes/{node}/qemu/{vmid}", s.destroyVM).withTask(),
+		r("GET /nodes/{node}/qemu/{vmid}/config", s.getVMConfig),
+		r("POST /nodes/{node}/qemu/{vmid}/config", s.postVMConfig).withTask(),
+		r("PUT /nodes/{node}/qemu/{vmid}/config", s.putVMConfig),
+		r("GET /nodes/{node}/qemu/{vmid}/pending", s.getVMPending),
+		r("GET /nodes/{node}/qemu/{vmid}/status/current", s.vmStatus),
+		r("POST /nodes/{node}/qemu/{vmid}/status/start", s.vmPower("start")).withTask(),
+		r("POST /nodes/{node}/qemu/{vmid}/status/stop", s.vmPower("stop")).withTask(),
+		r("POST /nodes/{node}/qemu/{vmid}/status/shutdown", s.vmPower("shutdown")).withTask(),
+		r("POST /nodes/{node}/qemu/{vmid}/status/reboot", s.vmPower("reboot")).withTask(),
+		r("POST /nodes/{node}/qemu/{vmid}/clone", s.cloneVM).withTask(),
+		r("POST /nodes/{node}/qemu/{vmid}/template", s.templateVM).withTask(),
+		r("PUT /nodes/{node}/qemu/{vmid}/resize", s.resizeVM).withTask(),
+		r("GET /nodes/{node}/qemu/{vmid}/agent/network-get-interfaces", s.agentIfaces),
+	}
+}
+
 func (v *vm) status() string {
 	if v.Running {
 		return "running"

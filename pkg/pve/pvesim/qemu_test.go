@@ -270,9 +270,6 @@ func TestCloneTemplateResize(t *testing.T) {
 }
 
 func TestParamVerification(t *testing.T) {
-	if !schemaReady() {
-		t.Skip("pkg/pve/schema not implemented yet")
-	}
 	e := newEnv(t, Options{})
 	tests := []struct {
 		name  string

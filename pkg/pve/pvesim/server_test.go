@@ -27,6 +27,10 @@ func TestAuthAndUnknownPaths(t *testing.T) {
 		{"wrong token", "PVEAPIToken=root@pam!other=" + testSecret, "/version", 401, "authentication failure"},
 		{"ticket scheme", "PVEAuthCookie=abc", "/version", 401, "authentication failure"},
 		{"unknown path", "PVEAPIToken=" + testToken + "=" + testSecret, "/foo", 501, "Method 'GET /foo' not implemented"},
+		{"schema path without a handler", "PVEAPIToken=" + testToken + "=" + testSecret, "/cluster/ha/resources", 501,
+			"Method 'GET /cluster/ha/resources' not implemented"},
+		{"unescaped slash in a volume", "PVEAPIToken=" + testToken + "=" + testSecret, "/nodes/pve/storage/local/content/local:vztmpl/x.tar.zst",
+			501, "Method 'GET /nodes/pve/storage/local/content/local:vztmpl/x.tar.zst' not implemented"},
 		{"ok", "PVEAPIToken=" + testToken + "=" + testSecret, "/version", 200, ""},
 	}
 	for _, tc := range tests {
