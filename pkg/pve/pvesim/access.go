@@ -7,6 +7,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/pvectl/pvectl/pkg/pve/schema"
 )
 
 func (s *Server) accessRoutes() []route {
@@ -207,7 +209,7 @@ func (s *Server) createUser(q *request) (any, error) {
 	if _, exists := s.st.Access.Users[id]; exists {
 		return nil, fail(http.StatusInternalServerError, "create user failed: user '%s' already exists", id)
 	}
-	groups := splitList(q.get("groups"))
+	groups := schema.SplitList(q.get("groups"))
 	if err := s.checkGroups(groups, "create user failed: "); err != nil {
 		return nil, err
 	}
@@ -226,7 +228,7 @@ func (s *Server) updateUser(q *request) (any, error) {
 		return nil, paramErr1("append", "parameter 'append' requires 'groups'")
 	}
 	if q.has("groups") {
-		groups := splitList(q.get("groups"))
+		groups := schema.SplitList(q.get("groups"))
 		if err := s.checkGroups(groups, "update user failed: "); err != nil {
 			return nil, err
 		}
@@ -334,7 +336,7 @@ func (s *Server) updateToken(q *request) (any, error) {
 	if q.has("privsep") {
 		t.Privsep = q.bool("privsep")
 	}
-	for _, k := range splitList(q.get("delete")) {
+	for _, k := range schema.SplitList(q.get("delete")) {
 		switch k {
 		case "comment":
 			t.Comment = ""
@@ -453,7 +455,7 @@ func (s *Server) createRole(q *request) (any, error) {
 	if _, exists := s.st.Access.Roles[id]; exists {
 		return nil, fail(http.StatusInternalServerError, "create role failed: role '%s' already exists", id)
 	}
-	s.st.Access.Roles[id] = strings.Join(splitList(q.get("privs")), ",")
+	s.st.Access.Roles[id] = strings.Join(schema.SplitList(q.get("privs")), ",")
 	return nil, nil
 }
 
@@ -488,7 +490,7 @@ func (s *Server) updateACL(q *request) (any, error) {
 	if !aclPathRe.MatchString(path) {
 		return nil, paramErr1("path", "invalid ACL path '%s'", q.get("path"))
 	}
-	roles := splitList(q.get("roles"))
+	roles := schema.SplitList(q.get("roles"))
 	for _, r := range roles {
 		if !s.roleExists(r) {
 			return nil, fail(http.StatusInternalServerError, "role '%s' does not exist", r)
@@ -496,19 +498,19 @@ func (s *Server) updateACL(q *request) (any, error) {
 	}
 	type subject struct{ typ, id string }
 	var subjects []subject
-	for _, u := range splitList(q.get("users")) {
+	for _, u := range schema.SplitList(q.get("users")) {
 		if _, ok := s.st.Access.Users[u]; !ok {
 			return nil, fail(http.StatusInternalServerError, "user '%s' does not exist", u)
 		}
 		subjects = append(subjects, subject{"user", u})
 	}
-	for _, g := range splitList(q.get("groups")) {
+	for _, g := range schema.SplitList(q.get("groups")) {
 		if _, ok := s.st.Access.Groups[g]; !ok {
 			return nil, fail(http.StatusInternalServerError, "group '%s' does not exist", g)
 		}
 		subjects = append(subjects, subject{"group", g})
 	}
-	for _, t := range splitList(q.get("tokens")) {
+	for _, t := range schema.SplitList(q.get("tokens")) {
 		uid, tid, _ := strings.Cut(t, "!")
 		u, ok := s.st.Access.Users[uid]
 		if !ok || u.Tokens[tid] == nil {

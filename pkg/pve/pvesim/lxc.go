@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+
+	"github.com/pvectl/pvectl/pkg/pve/schema"
 )
 
 var (
@@ -68,21 +70,21 @@ func confValueCT(k, v string) any {
 // normalizeCTNet writes a container NIC back as PVE does:
 // "name=eth0,bridge=vmbr0,hwaddr=BC:24:11:…,ip=dhcp,type=veth".
 func (s *Server) normalizeCTNet(key, val string, newMAC bool) (string, error) {
-	items := parseProps(val)
-	name, ok := propGet(items, "name")
+	items := props(val)
+	name, ok := schema.PropValue(items, "name")
 	if !ok || name == "" {
 		return "", paramErr1(key, "missing property - 'name'")
 	}
-	rest := propDel(items, "name")
-	if mac, ok := propGet(rest, "hwaddr"); !ok || mac == "" || newMAC {
-		rest = propSet(rest, "hwaddr", s.newMAC())
+	rest := schema.DeleteProp(items, "name")
+	if mac, ok := schema.PropValue(rest, "hwaddr"); !ok || mac == "" || newMAC {
+		rest = schema.SetProp(rest, "hwaddr", s.newMAC())
 	} else {
-		rest = propSet(rest, "hwaddr", strings.ToUpper(mac))
+		rest = schema.SetProp(rest, "hwaddr", strings.ToUpper(mac))
 	}
-	if _, ok := propGet(rest, "type"); !ok {
-		rest = propSet(rest, "type", "veth")
+	if _, ok := schema.PropValue(rest, "type"); !ok {
+		rest = schema.SetProp(rest, "type", "veth")
 	}
-	return formatProps("name="+name, rest), nil
+	return printProps(nil, []schema.KV{{Key: "name", Value: name}}, rest), nil
 }
 
 // normalizeCTValue applies the container write-backs: NICs, new volumes
@@ -100,7 +102,7 @@ func (s *Server) normalizeCTValue(v *vm, key, val string, created *[]*volume) (s
 	}
 	file, rest := diskFile(val)
 	if strings.HasPrefix(key, "mp") {
-		if _, ok := propGet(rest, "mp"); !ok {
+		if _, ok := schema.PropValue(rest, "mp"); !ok {
 			return "", paramErr1(key, "missing property - 'mp'")
 		}
 	}
@@ -111,7 +113,7 @@ func (s *Server) normalizeCTValue(v *vm, key, val string, created *[]*volume) (s
 				return "", fail(http.StatusInternalServerError, "volume '%s' does not exist", file)
 			}
 		}
-		return formatProps(file, rest), nil
+		return printDrive(file, rest), nil
 	}
 	st, ok := s.st.Storages[m[1]]
 	if !ok {
@@ -134,7 +136,7 @@ func (s *Server) normalizeCTValue(v *vm, key, val string, created *[]*volume) (s
 		s.st.addVolume(vol)
 	}
 	*created = append(*created, vol)
-	return formatProps(vol.volid(), propSet(rest, "size", formatSize(size))), nil
+	return printDrive(vol.volid(), schema.SetProp(rest, "size", formatSize(size))), nil
 }
 
 // ostypeOf guesses the container OS from the template name, as pct does from its contents.
@@ -284,11 +286,11 @@ func (s *Server) ctInterfaces(q *request) (any, error) {
 		if !ok {
 			continue
 		}
-		items := parseProps(val)
-		name, _ := propGet(items, "name")
-		mac, _ := propGet(items, "hwaddr")
+		items := props(val)
+		name, _ := schema.PropValue(items, "name")
+		mac, _ := schema.PropValue(items, "hwaddr")
 		ip, prefix := fmt.Sprintf("10.%d.%d.%d", 20+i, v.VMID/256%256, v.VMID%250+2), 24
-		if cidr, ok := propGet(items, "ip"); ok && cidr != "dhcp" && cidr != "manual" {
+		if cidr, ok := schema.PropValue(items, "ip"); ok && cidr != "dhcp" && cidr != "manual" {
 			addr, bits, _ := strings.Cut(cidr, "/")
 			ip = addr
 			if b, err := strconv.Atoi(bits); err == nil {

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/pvectl/pvectl/pkg/pve/schema"
 )
 
 func (s *Server) networkRoutes() []route {
@@ -385,7 +387,7 @@ func ifaceFromParams(q *request, name string, old *iface) (*iface, error) {
 	if old != nil {
 		c := *old
 		i = &c
-		for _, d := range splitList(q.get("delete")) {
+		for _, d := range schema.SplitList(q.get("delete")) {
 			i.clear(d)
 		}
 	} else if q.get("type") == "eth" {
@@ -404,7 +406,7 @@ func ifaceFromParams(q *request, name string, old *iface) (*iface, error) {
 	lists := map[string]*string{"bridge_ports": &i.BridgePorts, "slaves": &i.Slaves, "bridge_vids": &i.BridgeVids}
 	for k, f := range lists {
 		if q.has(k) {
-			*f = strings.Join(splitList(q.get(k)), " ")
+			*f = strings.Join(schema.SplitList(q.get(k)), " ")
 		}
 	}
 	if q.has("autostart") {

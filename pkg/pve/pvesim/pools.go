@@ -6,6 +6,8 @@ import (
 	"slices"
 	"sort"
 	"strconv"
+
+	"github.com/pvectl/pvectl/pkg/pve/schema"
 )
 
 func (s *Server) poolRoutes() []route {
@@ -123,7 +125,7 @@ func (s *Server) updatePool(q *request) (any, error) {
 	}
 	del := q.bool("delete")
 	var vmids []int
-	for _, x := range splitList(q.get("vms")) {
+	for _, x := range schema.SplitList(q.get("vms")) {
 		id, err := strconv.Atoi(x)
 		if err != nil {
 			return nil, paramErr1("vms", "invalid format - value does not look like a valid VM ID")
@@ -136,7 +138,7 @@ func (s *Server) updatePool(q *request) (any, error) {
 		}
 		vmids = append(vmids, id)
 	}
-	storages := splitList(q.get("storage"))
+	storages := schema.SplitList(q.get("storage"))
 	for _, sid := range storages {
 		if _, ok := s.st.Storages[sid]; !ok && !del {
 			return nil, fail(http.StatusInternalServerError, "update pool failed: storage '%s' does not exist", sid)

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/pvectl/pvectl/pkg/pve/schema"
 )
 
 func (s *Server) qemuRoutes() []route {
@@ -170,8 +172,8 @@ func configParams(q *request) (keys, deletes, reverts []string, err error) {
 		}
 	}
 	sort.Strings(keys)
-	deletes = splitList(q.get("delete"))
-	reverts = splitList(q.get("revert"))
+	deletes = schema.SplitList(q.get("delete"))
+	reverts = schema.SplitList(q.get("revert"))
 	for _, d := range deletes {
 		if q.has(d) {
 			return nil, nil, nil, paramErr1("delete", "you can't use '-%s' and '-delete %s' at the same time", d, d)
@@ -297,7 +299,7 @@ func defaultBootDevices(conf map[string]string) []string {
 				continue
 			}
 			file, rest := diskFile(val)
-			media, _ := propGet(rest, "media")
+			media, _ := schema.PropValue(rest, "media")
 			switch {
 			case media == "cdrom" && !strings.Contains(file, "cloudinit") && cd == "":
 				cd = k
@@ -574,11 +576,11 @@ func (s *Server) vmStatus(q *request) (any, error) {
 }
 
 func agentEnabled(conf map[string]string) bool {
-	items := parseProps(conf["agent"])
+	items := props(conf["agent"])
 	if len(items) > 0 && items[0].Key == "" {
 		return items[0].Value == "1"
 	}
-	e, _ := propGet(items, "enabled")
+	e, _ := schema.PropValue(items, "enabled")
 	return e == "1"
 }
 

@@ -289,3 +289,20 @@ func TestParamVerification(t *testing.T) {
 		})
 	}
 }
+
+func TestNICWriteBack(t *testing.T) {
+	e := newEnv(t, Options{})
+	tests := []struct{ name, in, want string }{
+		{"keyed model and mac", "model=e1000,macaddr=bc:24:11:aa:bb:cc,bridge=vmbr0,tag=5", "e1000=BC:24:11:AA:BB:CC,bridge=vmbr0,tag=5"},
+		{"alias form", "rtl8139=BC:24:11:00:00:0A,firewall=1,bridge=vmbr0", "rtl8139=BC:24:11:00:00:0A,bridge=vmbr0,firewall=1"},
+	}
+	for i, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			id := fmt.Sprint(100 + i)
+			e.run("POST", "/nodes/pve/qemu", "vmid", id, "net0", tc.in)
+			if got := e.config(id)["net0"]; got != tc.want {
+				t.Errorf("got net0 %v, want %q", got, tc.want)
+			}
+		})
+	}
+}

@@ -9,6 +9,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/pvectl/pvectl/pkg/pve/schema"
 )
 
 // Value types of config keys that GET …/config answers as JSON numbers.
@@ -27,9 +29,6 @@ var (
 	// Request parameters of create/config/clone that are not config keys.
 	nonConfig = setOf("node", "vmid", "digest", "delete", "revert", "skiplock", "background_delay", "force",
 		"pool", "start", "storage", "unique", "archive", "live-restore", "bwlimit", "import-working-storage", "ha-managed")
-
-	netModels = setOf("e1000", "e1000-82540em", "e1000-82544gc", "e1000-82545em", "e1000e", "i82551", "i82557b",
-		"i82559er", "ne2k_isa", "ne2k_pci", "pcnet", "rtl8139", "virtio", "vmxnet3")
 
 	diskKeyRe = regexp.MustCompile(`^((ide|sata|scsi|virtio)\d+|efidisk0|tpmstate0|rootfs|mp\d+)$`)
 	netKeyRe  = regexp.MustCompile(`^net\d+$`)
@@ -51,103 +50,71 @@ func isDiskKey(k string) bool   { return diskKeyRe.MatchString(k) }
 func isNetKey(k string) bool    { return netKeyRe.MatchString(k) }
 func isUnusedKey(k string) bool { return strings.HasPrefix(k, "unused") }
 
-// kv is one item of a property string; Key is "" for a bare item.
-type kv struct{ Key, Value string }
-
-func parseProps(s string) []kv {
-	var out []kv
-	for _, part := range strings.Split(s, ",") {
-		if part == "" {
-			continue
-		}
-		k, v, ok := strings.Cut(part, "=")
-		if !ok {
-			out = append(out, kv{Value: part})
-			continue
-		}
-		out = append(out, kv{Key: k, Value: v})
+// props splits a stored property string. Stored values passed the schema
+// check when they were written, so one that does not split reads as empty.
+func props(s string) []schema.KV {
+	items, err := schema.SplitPropertyString(s)
+	if err != nil {
+		return nil
 	}
-	return out
+	return items
 }
 
-func propGet(items []kv, key string) (string, bool) {
-	for _, it := range items {
-		if it.Key == key {
-			return it.Value, true
-		}
-	}
-	return "", false
+// printProps writes a property string as PVE's print_property_string does:
+// lead first (the default key, or a key-alias pair p knows), the rest
+// sorted by key.
+func printProps(p *schema.Param, lead, rest []schema.KV) string {
+	sorted := slices.Clone(rest)
+	slices.SortStableFunc(sorted, func(a, b schema.KV) int { return strings.Compare(a.Key, b.Key) })
+	return schema.FormatPropertyString(append(slices.Clone(lead), sorted...), p)
 }
 
-func propSet(items []kv, key, value string) []kv {
-	for i, it := range items {
-		if it.Key == key {
-			items[i].Value = value
-			return items
-		}
+// printDrive writes a drive back: its volume first, the options sorted.
+func printDrive(file string, rest []schema.KV) string {
+	var lead []schema.KV
+	if file != "" {
+		lead = []schema.KV{{Value: file}}
 	}
-	return append(items, kv{key, value})
+	return printProps(nil, lead, rest)
 }
 
-func propDel(items []kv, key string) []kv {
-	out := items[:0]
-	for _, it := range items {
-		if it.Key != key {
-			out = append(out, it)
-		}
-	}
-	return out
+// qemuNet is the schema of a VM's netN value (model, key aliases, MAC).
+func qemuNet() *schema.Param {
+	m, _ := schema.Default().Lookup("POST", "/nodes/{node}/qemu/{vmid}/config")
+	p, _ := m.Param("net0")
+	return p
 }
 
-// formatProps renders like PVE's print_property_string: the default-key
-// item first without its name, the rest sorted by key.
-func formatProps(first string, rest []kv) string {
-	sorted := append([]kv(nil), rest...)
-	sort.SliceStable(sorted, func(i, j int) bool { return sorted[i].Key < sorted[j].Key })
-	parts := []string{}
-	if first != "" {
-		parts = append(parts, first)
-	}
-	for _, it := range sorted {
-		parts = append(parts, it.Key+"="+it.Value)
-	}
-	return strings.Join(parts, ",")
-}
-
-// netModelMAC extracts model and MAC from a netN value.
+// netModelMAC extracts model and MAC from a netN value; the schema resolves
+// "virtio=MAC" to model=virtio,macaddr=MAC.
 func netModelMAC(val string) (model, mac string) {
-	for _, it := range parseProps(val) {
-		switch {
-		case it.Key == "" && netModels[it.Value]:
-			model = it.Value
-		case netModels[it.Key]:
-			model, mac = it.Key, it.Value
-		case it.Key == "model":
-			model = it.Value
-		case it.Key == "macaddr":
-			mac = it.Value
-		}
+	items, err := schema.ParsePropertyString(val, qemuNet())
+	if err != nil {
+		return "", ""
 	}
+	model, _ = schema.PropValue(items, "model")
+	mac, _ = schema.PropValue(items, "macaddr")
 	return model, strings.ToUpper(mac)
 }
 
 // normalizeNet writes a NIC back as PVE does: "virtio=BC:24:11:…,bridge=vmbr0".
 func (s *Server) normalizeNet(key, val string, newMAC bool) (string, error) {
-	model, mac := netModelMAC(val)
+	net := qemuNet()
+	items, err := schema.ParsePropertyString(val, net)
+	if err != nil {
+		return "", paramErr1(key, "invalid format - %v", err)
+	}
+	model, _ := schema.PropValue(items, "model")
 	if model == "" {
 		return "", paramErr1(key, "invalid format - missing network card model")
 	}
-	var rest []kv
-	for _, it := range parseProps(val) {
-		if it.Key == "" || netModels[it.Key] || it.Key == "model" || it.Key == "macaddr" {
-			continue
-		}
-		rest = append(rest, it)
-	}
+	mac, _ := schema.PropValue(items, "macaddr")
 	if mac == "" || newMAC {
 		mac = s.newMAC()
 	}
-	return formatProps(model+"="+mac, rest), nil
+	rest := schema.DeleteProp(schema.DeleteProp(items, "model"), "macaddr")
+	lead := []schema.KV{{Key: "model", Value: model}, {Key: "macaddr", Value: strings.ToUpper(mac)}}
+	return printProps(net, lead, rest), nil
 }
 
 func parseSize(s string) (int64, bool, error) {
@@ -173,10 +140,10 @@ func formatSize(b int64) string {
 }
 
 // diskFile returns the volume (first item) of a drive value.
-func diskFile(val string) (string, []kv) {
-	items := parseProps(val)
+func diskFile(val string) (string, []schema.KV) {
+	items := props(val)
 	var file string
-	var rest []kv
+	var rest []schema.KV
 	for _, it := range items {
 		switch {
 		case it.Key == "" && file == "":
@@ -205,7 +172,7 @@ func (s *Server) normalizeDisk(v *vm, key, val string, created *[]*volume) (stri
 		}
 		gbs, _ := strconv.ParseFloat(m[2], 64)
 		size := int64(gbs * float64(gib))
-		if src, ok := propGet(rest, "import-from"); ok {
+		if src, ok := schema.PropValue(rest, "import-from"); ok {
 			if gbs != 0 {
 				return "", paramErr1(key, "'import-from' requires special syntax - use <storage ID>:0,import-from=<source>")
 			}
@@ -217,12 +184,12 @@ func (s *Server) normalizeDisk(v *vm, key, val string, created *[]*volume) (stri
 			if ok {
 				size = sv.Size
 			}
-			rest = propDel(rest, "import-from")
+			rest = schema.DeleteProp(rest, "import-from")
 		}
 		switch key {
 		case "efidisk0":
 			size = 128 << 10
-			if t, _ := propGet(rest, "efitype"); t == "4m" {
+			if t, _ := schema.PropValue(rest, "efitype"); t == "4m" {
 				size = 4 * mib
 			}
 		case "tpmstate0":
@@ -233,8 +200,8 @@ func (s *Server) normalizeDisk(v *vm, key, val string, created *[]*volume) (stri
 		}
 		vol := s.allocImage(st, v.VMID, size, "vm")
 		*created = append(*created, vol)
-		rest = propSet(rest, "size", formatSize(size))
-		return formatProps(vol.volid(), rest), nil
+		rest = schema.SetProp(rest, "size", formatSize(size))
+		return printDrive(vol.volid(), rest), nil
 	}
 	if m := ciDiskRe.FindStringSubmatch(file); m != nil {
 		st, err := s.imageStorage(m[1], v.Node, key)
@@ -251,8 +218,8 @@ func (s *Server) normalizeDisk(v *vm, key, val string, created *[]*volume) (stri
 			s.st.addVolume(vol)
 			*created = append(*created, vol)
 		}
-		rest = propSet(rest, "media", "cdrom")
-		return formatProps(vol.volid(), rest), nil
+		rest = schema.SetProp(rest, "media", "cdrom")
+		return printDrive(vol.volid(), rest), nil
 	}
 	if m := volidRe.FindStringSubmatch(file); m != nil {
 		if _, known := s.st.Storages[m[1]]; !known {
@@ -263,10 +230,10 @@ func (s *Server) normalizeDisk(v *vm, key, val string, created *[]*volume) (stri
 			return "", fail(500, "volume '%s' does not exist", file)
 		}
 		if vol.Content == "iso" {
-			rest = propSet(rest, "media", "cdrom")
+			rest = schema.SetProp(rest, "media", "cdrom")
 		}
 	}
-	return formatProps(file, rest), nil
+	return printDrive(file, rest), nil
 }
 
 // normalizeValue applies PVE's write-backs for one key.
@@ -292,7 +259,7 @@ func (s *Server) normalizeValue(v *vm, key, val string, created *[]*volume) (str
 func normalizeTags(val string) string {
 	seen := map[string]bool{}
 	var tags []string
-	for _, t := range splitList(val) {
+	for _, t := range schema.SplitList(val) {
 		if !seen[strings.ToLower(t)] {
 			seen[strings.ToLower(t)] = true
 			tags = append(tags, t)
@@ -326,7 +293,7 @@ func hotpluggable(v *vm, key string) bool {
 	if !ok || hp == "1" {
 		hp = "network,disk,usb"
 	}
-	features := setOf(splitList(hp)...)
+	features := setOf(schema.SplitList(hp)...)
 	switch {
 	case isNetKey(key):
 		return features["network"]
@@ -454,8 +421,8 @@ func confValue(typ, k, v string) any {
 func vmMaxMem(conf map[string]string) int64 {
 	mem := int64(512)
 	if m, ok := conf["memory"]; ok {
-		items := parseProps(m)
-		val, _ := propGet(items, "current")
+		items := props(m)
+		val, _ := schema.PropValue(items, "current")
 		if len(items) > 0 && items[0].Key == "" {
 			val = items[0].Value
 		}
@@ -484,7 +451,7 @@ func vmCPUs(conf map[string]string) int {
 func vmMaxDisk(conf map[string]string) int64 {
 	var keys []string
 	if b, ok := conf["boot"]; ok {
-		if order, ok := propGet(parseProps(b), "order"); ok {
+		if order, ok := schema.PropValue(props(b), "order"); ok {
 			keys = strings.Split(order, ";")
 		}
 	}
@@ -495,10 +462,10 @@ func vmMaxDisk(conf map[string]string) int64 {
 			continue
 		}
 		_, rest := diskFile(val)
-		if m, _ := propGet(rest, "media"); m == "cdrom" {
+		if m, _ := schema.PropValue(rest, "media"); m == "cdrom" {
 			continue
 		}
-		if sz, ok := propGet(rest, "size"); ok {
+		if sz, ok := schema.PropValue(rest, "size"); ok {
 			if n, _, err := parseSize(sz); err == nil {
 				return n
 			}

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/pvectl/pvectl/pkg/pve/schema"
 )
 
 var powerTaskType = map[string]string{"start": "qmstart", "stop": "qmstop", "shutdown": "qmshutdown", "reboot": "qmreboot"}
@@ -188,8 +190,7 @@ func (s *Server) cloneConf(src, nv *vm, full bool, targetStorage *storage, q *re
 			}
 			conf[k] = nval
 		case k == "smbios1":
-			items := propSet(parseProps(val), "uuid", s.newUUID())
-			conf[k] = formatProps("", items)
+			conf[k] = printProps(nil, nil, schema.SetProp(props(val), "uuid", s.newUUID()))
 		case k == "vmgenid":
 			conf[k] = s.newUUID()
 		case k == "meta":
@@ -248,14 +249,14 @@ func (s *Server) cloneDisk(src, nv *vm, key, val string, full bool, targetStorag
 		nvol := &volume{Storage: st.ID, Name: name, Content: "images", Format: format, Size: vol.Size, VMID: nv.VMID, Ctime: time.Now().Unix()}
 		s.st.addVolume(nvol)
 		*created = append(*created, nvol)
-		return formatProps(nvol.volid(), rest), "", nil
+		return printDrive(nvol.volid(), rest), "", nil
 	}
 	if full {
 		nvol := s.allocImage(st, nv.VMID, vol.Size, "vm")
 		nvol.Content = vol.Content
 		*created = append(*created, nvol)
-		rest = propSet(rest, "size", formatSize(vol.Size))
-		return formatProps(nvol.volid(), rest), fmt.Sprintf("create full clone of drive %s (%s)", key, vol.volid()), nil
+		rest = schema.SetProp(rest, "size", formatSize(vol.Size))
+		return printDrive(nvol.volid(), rest), fmt.Sprintf("create full clone of drive %s (%s)", key, vol.volid()), nil
 	}
 	// Linked clone: a new thin volume on the same storage whose name records its base.
 	nvol := s.allocImage(st, nv.VMID, vol.Size, "vm")
@@ -265,8 +266,8 @@ func (s *Server) cloneDisk(src, nv *vm, key, val string, full bool, targetStorag
 	nvol.Content = vol.Content
 	s.st.addVolume(nvol)
 	*created = append(*created, nvol)
-	rest = propSet(rest, "size", formatSize(vol.Size))
-	return formatProps(nvol.volid(), rest), fmt.Sprintf("create linked clone of drive %s (%s)", key, vol.volid()), nil
+	rest = schema.SetProp(rest, "size", formatSize(vol.Size))
+	return printDrive(nvol.volid(), rest), fmt.Sprintf("create linked clone of drive %s (%s)", key, vol.volid()), nil
 }
 
 func (s *Server) templateVM(q *request) (any, error) {
@@ -302,7 +303,7 @@ func (s *Server) templateVM(q *request) (any, error) {
 			t.logf("  Renamed \"%s\" to \"%s\" in volume group \"%s\"", vol.Name, base, s.st.Storages[vol.Storage].VGName)
 			vol.Name = base
 			s.st.addVolume(vol)
-			v.Conf[k] = formatProps(vol.volid(), rest)
+			v.Conf[k] = printDrive(vol.volid(), rest)
 		}
 		v.Conf["template"] = "1"
 		return nil
@@ -327,11 +328,11 @@ func (s *Server) resizeVM(q *request) (any, error) {
 		return nil, fail(http.StatusInternalServerError, "disk '%s' does not exist", disk)
 	}
 	file, rest := diskFile(val)
-	if m, _ := propGet(rest, "media"); m == "cdrom" {
+	if m, _ := schema.PropValue(rest, "media"); m == "cdrom" {
 		return nil, fail(http.StatusInternalServerError, "you can't resize a cdrom")
 	}
 	var cur int64
-	if sz, ok := propGet(rest, "size"); ok {
+	if sz, ok := schema.PropValue(rest, "size"); ok {
 		cur, _, _ = parseSize(sz)
 	}
 	n, plus, err := parseSize(q.get("size"))
@@ -347,7 +348,7 @@ func (s *Server) resizeVM(q *request) (any, error) {
 	}
 	return s.startTask(v.Node, "resize", vmidString(v.VMID), []int{v.VMID}, func(t *task) error {
 		_, rest := diskFile(v.Conf[disk])
-		v.Conf[disk] = formatProps(file, propSet(rest, "size", formatSize(want)))
+		v.Conf[disk] = printDrive(file, schema.SetProp(rest, "size", formatSize(want)))
 		if vol, ok := s.st.Volumes[file]; ok {
 			vol.Size = want
 			t.logf("  Size of logical volume %s changed from %s to %s.", vol.Name, formatSize(cur), formatSize(want))
@@ -373,7 +374,7 @@ func (s *Server) agentIfaces(q *request) (any, error) {
 		return nil, fail(http.StatusInternalServerError, "QEMU guest agent is not running")
 	}
 	ip, prefix := fmt.Sprintf("10.%d.%d.%d", 10+v.VMID/65536%200, v.VMID/256%256, v.VMID%250+2), 24
-	if ipc, ok := propGet(parseProps(v.Conf["ipconfig0"]), "ip"); ok && ipc != "dhcp" {
+	if ipc, ok := schema.PropValue(props(v.Conf["ipconfig0"]), "ip"); ok && ipc != "dhcp" {
 		addr, bits, _ := strings.Cut(ipc, "/")
 		ip = addr
 		if b, err := strconv.Atoi(bits); err == nil {
@@ -398,7 +399,7 @@ func (s *Server) startGuest(t *task, v *vm) error {
 		if !isNetKey(k) {
 			continue
 		}
-		br, ok := propGet(parseProps(v.Conf[k]), "bridge")
+		br, ok := schema.PropValue(props(v.Conf[k]), "bridge")
 		if !ok {
 			continue
 		}

@@ -9,6 +9,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/pvectl/pvectl/pkg/pve/schema"
 )
 
 func (s *Server) storageRoutes() []route {
@@ -127,7 +129,7 @@ func (s *Server) nodeStorage(q *request) (any, error) {
 		if !st.onNode(node) {
 			continue
 		}
-		if c := q.get("content"); c != "" && !anyContent(st, splitList(c)) {
+		if c := q.get("content"); c != "" && !anyContent(st, schema.SplitList(c)) {
 			continue
 		}
 		if f := q.get("storage"); f != "" && f != id {
