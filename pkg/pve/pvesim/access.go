@@ -234,7 +234,7 @@ func (s *Server) updateUser(q *request) (any, error) {
 		}
 		if q.bool("append") {
 			for _, g := range groups {
-				if !containsString(u.Groups, g) {
+				if !slices.Contains(u.Groups, g) {
 					u.Groups = append(u.Groups, g)
 				}
 			}
@@ -379,7 +379,7 @@ func (s *Server) listGroups(q *request) (any, error) {
 func (s *Server) groupMembers(id string) []string {
 	var out []string
 	for _, uid := range slices.Sorted(maps.Keys(s.st.Access.Users)) {
-		if containsString(s.st.Access.Users[uid].Groups, id) {
+		if slices.Contains(s.st.Access.Users[uid].Groups, id) {
 			out = append(out, uid)
 		}
 	}

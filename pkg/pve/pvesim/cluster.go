@@ -111,27 +111,18 @@ func (s *Server) clusterResources(q *request) (any, error) {
 	return out, nil
 }
 
-// vmResource is a VM's /cluster/resources row.
+// vmResource is a guest's /cluster/resources row.
 func (s *Server) vmResource(v *vm) map[string]any {
-	typ := "qemu"
-	if v.Type == "lxc" {
-		typ = "lxc"
-	}
+	k := s.kindOf(v)
 	m := map[string]any{
-		"id": fmt.Sprintf("%s/%d", typ, v.VMID), "type": typ, "node": v.Node, "vmid": v.VMID,
+		"id": fmt.Sprintf("%s/%d", k.api, v.VMID), "type": k.api, "node": v.Node, "vmid": v.VMID,
 		"status": v.status(), "template": b2i(v.Conf["template"] == "1"),
-		"maxmem": vmMaxMem(v.Conf), "maxcpu": vmCPUs(v.Conf), "maxdisk": vmMaxDisk(v.Conf),
+		"maxmem": vmMaxMem(v.Conf), "maxcpu": k.cpus(v.Conf), "maxdisk": vmMaxDisk(v.Conf),
 		"mem": 0, "cpu": 0, "disk": 0, "uptime": v.uptime(), "netin": 0, "netout": 0,
 		"diskread": 0, "diskwrite": 0,
 	}
-	if n := v.Conf["name"]; n != "" {
+	if n := v.Conf[k.nameKey]; n != "" {
 		m["name"] = n
-	}
-	if v.Type == "lxc" {
-		m["maxcpu"] = ctCPUs(v.Conf)
-		if n := v.Conf["hostname"]; n != "" {
-			m["name"] = n
-		}
 	}
 	if t := v.Conf["tags"]; t != "" {
 		m["tags"] = t

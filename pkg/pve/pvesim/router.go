@@ -14,9 +14,9 @@ type handler func(q *request) (any, error)
 type route struct {
 	key     string
 	h       handler
-	task    bool // starts a task: subject to injected lock contention
-	noFault bool // exempt from injected faults (task status/log polling)
-	ct      bool // a container path: lock errors name the LXC lock file
+	task    bool       // starts a task: subject to injected lock contention
+	noFault bool       // exempt from injected faults (task status/log polling)
+	guest   *guestKind // a guest's route: injected lock errors name its lock file
 }
 
 func r(key string, h handler) route { return route{key: key, h: h} }

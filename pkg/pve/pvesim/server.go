@@ -47,6 +47,8 @@ type Options struct {
 type Server struct {
 	opts   Options
 	routes map[*schema.Method]*route // by the schema method their key names
+	qemu   *guestKind
+	lxc    *guestKind
 
 	mu      sync.Mutex // guards everything below
 	st      *state
@@ -117,6 +119,8 @@ func New(opts Options) (*Server, error) {
 		shared:  map[int]int{},
 		nextPID: 0x1000 + uint32(seed&0xffff),
 		done:    make(chan struct{}),
+		qemu:    qemuKind(),
+		lxc:     lxcKind(),
 	}
 	routes, err := routeTable(schema.Default(), s.surfaces()...)
 	if err != nil {
@@ -293,8 +297,8 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) int {
 	}
 	if rt.task && s.opts.LockContention > 0 && s.rng.Float64() < s.opts.LockContention {
 		id, _ := strconv.Atoi(vars["vmid"])
-		if rt.ct {
-			return writeErr(w, lockTimeoutCT(id))
+		if rt.guest != nil {
+			return writeErr(w, rt.guest.lockErr(id))
 		}
 		return writeErr(w, lockTimeout(id))
 	}

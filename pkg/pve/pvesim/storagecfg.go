@@ -3,6 +3,7 @@ package pvesim
 import (
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/pvectl/pvectl/pkg/pve/schema"
@@ -69,7 +70,7 @@ func checkContent(typ, content string) ([]string, error) {
 	list := schema.SplitList(content)
 	if known {
 		for _, c := range list {
-			if !containsString(spec.allowed, c) {
+			if !slices.Contains(spec.allowed, c) {
 				return nil, paramErr1("content", "storage does not support content type '%s'", c)
 			}
 		}

@@ -64,8 +64,8 @@ func (s *Server) checkSharedLock(vmid int) error {
 }
 
 func (s *Server) lockErr(vmid int) error {
-	if v, ok := s.st.VMs[vmid]; ok && v.Type == "lxc" {
-		return lockTimeoutCT(vmid)
+	if v, ok := s.st.VMs[vmid]; ok {
+		return s.kindOf(v).lockErr(vmid)
 	}
 	return lockTimeout(vmid)
 }
