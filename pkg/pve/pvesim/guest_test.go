@@ -50,3 +50,18 @@ func TestKindsHaveTheirFacts(t *testing.T) {
 		})
 	}
 }
+
+func TestTagsCaseInsensitive(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"web;prod,a", "a;prod;web"},
+		{"b;A;a;C", "A;b;C"},
+		{"Zeta zeta alpha", "alpha;Zeta"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.in, func(t *testing.T) {
+			if got := normalizeTags(tc.in); got != tc.want {
+				t.Errorf("got %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
