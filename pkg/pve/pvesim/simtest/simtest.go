@@ -1,6 +1,3 @@
-// Package simtest starts the PVE simulator for tests: pvesim on a loopback
-// httptest server with test defaults, optionally behind the official-schema
-// conformance checker, with a ready pve.Client and a request counter.
 package simtest
 
 import (
