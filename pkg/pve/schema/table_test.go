@@ -178,7 +178,7 @@ func TestMatchAgreesWithScan(t *testing.T) {
 	methods := []string{"GET", "POST", "PUT", "DELETE", "get", "PATCH"}
 	checked := 0
 	for i, p := range paths {
-		for _, method := range []string{methods[i%len(methods)], methods[(i+1)%len(methods)]} {
+		for _, method := range []string{methods[i%len(methods)]} {
 			got, gotVars, gotOK := tbl.Match(method, p)
 			want, wantVars, wantOK := scanMatch(tbl, method, p)
 			if gotOK != wantOK || got != want {
