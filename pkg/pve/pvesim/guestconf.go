@@ -19,7 +19,6 @@ var (
 	newDiskRe = regexp.MustCompile(`^([a-zA-Z][a-zA-Z0-9\-_.]*[a-zA-Z0-9]):(\d+(?:\.\d+)?)$`)
 	ciDiskRe  = regexp.MustCompile(`^([a-zA-Z][a-zA-Z0-9\-_.]*[a-zA-Z0-9]):cloudinit$`)
 	volidRe   = regexp.MustCompile(`^([a-zA-Z][a-zA-Z0-9\-_.]*[a-zA-Z0-9]):(.+)$`)
-	sizeRe    = regexp.MustCompile(`^(\+)?(\d+(?:\.\d+)?)([KMGT])?$`)
 )
 
 func setOf(xs ...string) map[string]bool {
@@ -62,26 +61,15 @@ func printDrive(file string, rest []schema.KV) string {
 	return printProps(nil, lead, rest)
 }
 
+// parseSize reads a resize's size: PVE's disk size with an optional "+"
+// for "grow by" (qemu-server src/PVE/API2/Qemu.pm resize_vm).
 func parseSize(s string) (int64, bool, error) {
-	m := sizeRe.FindStringSubmatch(s)
-	if m == nil {
+	rest, plus := strings.CutPrefix(s, "+")
+	n, ok := schema.ParseSize(rest)
+	if !ok {
 		return 0, false, fmt.Errorf("unable to parse size '%s'", s)
 	}
-	f, _ := strconv.ParseFloat(m[2], 64)
-	mult := map[string]float64{"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}[m[3]]
-	return int64(f * mult), m[1] == "+", nil
-}
-
-func formatSize(b int64) string {
-	for _, u := range []struct {
-		n int64
-		s string
-	}{{1 << 40, "T"}, {1 << 30, "G"}, {1 << 20, "M"}, {1 << 10, "K"}} {
-		if b >= u.n && b%u.n == 0 {
-			return strconv.FormatInt(b/u.n, 10) + u.s
-		}
-	}
-	return strconv.FormatInt(b, 10)
+	return n, plus, nil
 }
 
 // diskFile returns the volume (first item) of a drive value.

@@ -235,7 +235,7 @@ func (s *Server) cloneDisk(src, nv *vm, key, val string, full bool, targetStorag
 		nvol := s.allocImage(st, nv.VMID, vol.Size, "vm")
 		nvol.Content = vol.Content
 		*created = append(*created, nvol)
-		rest = schema.SetProp(rest, "size", formatSize(vol.Size))
+		rest = schema.SetProp(rest, "size", schema.FormatSize(vol.Size))
 		return printDrive(nvol.volid(), rest), fmt.Sprintf("create full clone of drive %s (%s)", key, vol.volid()), nil
 	}
 	// Linked clone: a new thin volume on the same storage whose name records its base.
@@ -246,7 +246,7 @@ func (s *Server) cloneDisk(src, nv *vm, key, val string, full bool, targetStorag
 	nvol.Content = vol.Content
 	s.st.addVolume(nvol)
 	*created = append(*created, nvol)
-	rest = schema.SetProp(rest, "size", formatSize(vol.Size))
+	rest = schema.SetProp(rest, "size", schema.FormatSize(vol.Size))
 	return printDrive(nvol.volid(), rest), fmt.Sprintf("create linked clone of drive %s (%s)", key, vol.volid()), nil
 }
 
@@ -324,10 +324,10 @@ func (s *Server) resizeGuest(k *guestKind, q *request) (any, error) {
 	}
 	return s.startTask(v.Node, "resize", vmidString(v.VMID), []int{v.VMID}, func(t *task) error {
 		_, rest := diskFile(v.Conf[disk])
-		v.Conf[disk] = printDrive(file, schema.SetProp(rest, "size", formatSize(want)))
+		v.Conf[disk] = printDrive(file, schema.SetProp(rest, "size", schema.FormatSize(want)))
 		if vol, ok := s.st.Volumes[file]; ok {
 			vol.Size = want
-			t.logf("  Size of logical volume %s changed from %s to %s.", vol.Name, formatSize(cur), formatSize(want))
+			t.logf("  Size of logical volume %s changed from %s to %s.", vol.Name, schema.FormatSize(cur), schema.FormatSize(want))
 		}
 		return nil
 	}), nil

@@ -152,7 +152,7 @@ func (s *Server) normalizeCTValue(v *vm, key, val string, created *[]*volume) (s
 		s.st.addVolume(vol)
 	}
 	*created = append(*created, vol)
-	return printDrive(vol.volid(), schema.SetProp(rest, "size", formatSize(size))), nil
+	return printDrive(vol.volid(), schema.SetProp(rest, "size", schema.FormatSize(size))), nil
 }
 
 // ostypeOf guesses the container OS from the template name, as pct does from its contents.
@@ -203,7 +203,7 @@ func (s *Server) createCT(k *guestKind, q *request) (any, error) {
 	return s.startCreate(k, v, conf, poolID, q.bool("start"), func(t *task) {
 		allocLog(t, created)
 		t.logf("extracting archive '%s'", path)
-		t.logf("Total bytes read: %d (%s)", tv.Size*3, formatSize(tv.Size*3))
+		t.logf("Total bytes read: %d (%s)", tv.Size*3, schema.FormatSize(tv.Size*3))
 		t.logf("Detected container architecture: amd64")
 		if hasKeys {
 			t.logf("Creating SSH host key 'ssh_host_ed25519_key' - this may take some time ...")

@@ -87,7 +87,7 @@ func (s *Server) normalizeDisk(v *vm, key, val string, created *[]*volume) (stri
 		}
 		vol := s.allocImage(st, v.VMID, size, "vm")
 		*created = append(*created, vol)
-		rest = schema.SetProp(rest, "size", formatSize(size))
+		rest = schema.SetProp(rest, "size", schema.FormatSize(size))
 		return printDrive(vol.volid(), rest), nil
 	}
 	if m := ciDiskRe.FindStringSubmatch(file); m != nil {
