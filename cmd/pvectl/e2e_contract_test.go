@@ -30,7 +30,7 @@ func TestE2ESharedVMIDRefused(t *testing.T) {
 			t.Errorf("%s: want both lines named, got:\n%s", cmd, r.stderr)
 		}
 	}
-	if n := env.requests.Load(); n != 0 {
+	if n := env.requests.Total(); n != 0 {
 		t.Errorf("%d API requests for an invalid spec, want 0", n)
 	}
 }

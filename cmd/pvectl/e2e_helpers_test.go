@@ -20,16 +20,26 @@ import (
 
 	"github.com/pvectl/pvectl/pkg/pve"
 	"github.com/pvectl/pvectl/pkg/pve/pvesim"
+	"github.com/pvectl/pvectl/pkg/pve/pvesim/simtest"
 )
 
 // startSimOpts is startSim with simulator options of the test's own (long
 // tasks, faults) and, optionally, a handler in front of the simulator (a
-// fault-injecting proxy).
+// fault-injecting proxy, whose made-up answers the schema checker would
+// refuse: without one, the simulator is checked as startSim's is).
 func startSimOpts(t *testing.T, opts pvesim.Options, wrap func(http.Handler) http.Handler) *simEnv {
 	t.Helper()
 	opts.TokenID, opts.TokenSecret = e2eTokenID, e2eTokenSecret
 	if opts.Seed == 0 {
 		opts.Seed = 1
+	}
+	if wrap == nil {
+		s := simtest.Start(t, simtest.Options{
+			Sim:           opts,
+			Conformance:   true,
+			ClientOptions: []pve.Option{pve.WithTaskPolling(10*time.Millisecond, 50*time.Millisecond)},
+		})
+		return &simEnv{t: t, url: s.URL, requests: s.Requests, client: s.Client}
 	}
 	sim, err := pvesim.New(opts)
 	if err != nil {

@@ -8,21 +8,17 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/pvectl/pvectl/internal/conformance"
 	"github.com/pvectl/pvectl/pkg/pve"
 	"github.com/pvectl/pvectl/pkg/pve/pvesim"
+	"github.com/pvectl/pvectl/pkg/pve/pvesim/simtest"
 )
 
 const (
@@ -30,11 +26,7 @@ const (
 	e2eTokenSecret = "5e3d1c0a-e2e0-4c1e-9f7a-000000000001"
 )
 
-var (
-	pvectlBin  string
-	checker    *conformance.Checker
-	checkerErr error
-)
+var pvectlBin string
 
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "pvectl-e2e-")
@@ -48,8 +40,6 @@ func TestMain(m *testing.M) {
 		os.RemoveAll(dir)
 		panic("build pvectl: " + err.Error())
 	}
-	_, file, _, _ := runtime.Caller(0)
-	checker, checkerErr = conformance.Load(filepath.Join(filepath.Dir(file), "..", "..", "testdata", "pve-api", "apidoc-9.1.json"))
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)
@@ -59,51 +49,19 @@ func TestMain(m *testing.M) {
 type simEnv struct {
 	t        *testing.T
 	url      string
-	requests atomic.Int64
+	requests *simtest.Counter
 	client   *pve.Client
 	extraEnv []string // more variables for the binary
 }
 
 func startSim(t *testing.T) *simEnv {
 	t.Helper()
-	if checkerErr != nil {
-		t.Fatalf("load schema checker: %v", checkerErr)
-	}
-	sim, err := pvesim.New(pvesim.Options{TokenID: e2eTokenID, TokenSecret: e2eTokenSecret, TaskDuration: 30 * time.Millisecond, Seed: 1})
-	if err != nil {
-		t.Fatalf("pvesim.New: %v", err)
-	}
-	env := &simEnv{t: t}
-	var mu sync.Mutex
-	var violations []string
-	checked := conformance.Middleware(checker, sim, func(v conformance.Violation) {
-		mu.Lock()
-		defer mu.Unlock()
-		kind := "request"
-		if v.Response {
-			kind = "response"
-		}
-		violations = append(violations, kind+" "+v.Method+" "+v.Path+": "+v.Err.Error())
+	s := simtest.Start(t, simtest.Options{
+		Sim:           pvesim.Options{TokenID: e2eTokenID, TokenSecret: e2eTokenSecret, TaskDuration: 30 * time.Millisecond, Seed: 1},
+		Conformance:   true,
+		ClientOptions: []pve.Option{pve.WithTaskPolling(10*time.Millisecond, 50*time.Millisecond)},
 	})
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		env.requests.Add(1)
-		checked.ServeHTTP(w, r)
-	}))
-	t.Cleanup(func() {
-		srv.Close()
-		sim.Close()
-		mu.Lock()
-		defer mu.Unlock()
-		for _, v := range violations {
-			t.Errorf("PVE 9.1 schema violation: %s", v)
-		}
-	})
-	env.url = srv.URL
-	env.client, err = pve.NewClient(srv.URL, pve.WithToken(e2eTokenID, e2eTokenSecret), pve.WithTaskPolling(10*time.Millisecond, 50*time.Millisecond))
-	if err != nil {
-		t.Fatalf("client: %v", err)
-	}
-	return env
+	return &simEnv{t: t, url: s.URL, requests: s.Requests, client: s.Client}
 }
 
 type result struct {

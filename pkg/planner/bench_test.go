@@ -3,43 +3,26 @@ package planner
 import (
 	"context"
 	"fmt"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/pvectl/pvectl/pkg/pve"
 	"github.com/pvectl/pvectl/pkg/pve/pvesim"
+	"github.com/pvectl/pvectl/pkg/pve/pvesim/simtest"
 	"github.com/pvectl/pvectl/pkg/spec"
 )
 
 // benchEnv is a simulator with a per-request latency, counting requests.
 type benchEnv struct {
 	clients  *simClients
-	requests atomic.Int64
+	requests *simtest.Counter
 }
 
 func newBenchEnv(b *testing.B, latency, task time.Duration) *benchEnv {
 	b.Helper()
-	sim, err := pvesim.New(pvesim.Options{TokenID: simToken, TokenSecret: simSecret, TaskDuration: task, Latency: latency, Seed: 1})
-	if err != nil {
-		b.Fatal(err)
-	}
-	env := &benchEnv{}
-	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		env.requests.Add(1)
-		sim.ServeHTTP(w, r)
-	}))
-	b.Cleanup(func() { ts.Close(); sim.Close() })
-	cl, err := pve.NewClient(ts.URL, pve.WithToken(simToken, simSecret), pve.WithTaskPolling(time.Millisecond, 5*time.Millisecond))
-	if err != nil {
-		b.Fatal(err)
-	}
-	env.clients = &simClients{cl: cl, conn: &spec.Connection{Nodes: []string{"pve"}}}
-	return env
+	s := simtest.Start(b, simtest.Options{Sim: pvesim.Options{TokenID: simToken, TokenSecret: simSecret, TaskDuration: task, Latency: latency, Seed: 1}})
+	return &benchEnv{clients: &simClients{cl: s.Client, conn: &spec.Connection{Nodes: []string{"pve"}}}, requests: s.Requests}
 }
 
 // vmSpecs writes n QemuVM documents (and a bridge with its NetworkApply
@@ -86,14 +69,14 @@ func BenchmarkPlan(b *testing.B) {
 				if _, err := Apply(context.Background(), env.clients, planOnce(b, env.clients, set), ApplyOptions{Parallelism: 16}); err != nil {
 					b.Fatal(err)
 				}
-				env.requests.Store(0)
+				env.requests.Reset()
 				b.ResetTimer()
 				for range b.N {
 					if p := planOnce(b, env.clients, set); p.HasChanges() {
 						b.Fatal("plan after apply has changes")
 					}
 				}
-				b.ReportMetric(float64(env.requests.Load())/float64(b.N), "requests/op")
+				b.ReportMetric(float64(env.requests.Total())/float64(b.N), "requests/op")
 			})
 		}
 	}

@@ -2,7 +2,6 @@ package planner
 
 import (
 	"maps"
-	"math"
 	"net"
 	"net/url"
 	"regexp"
@@ -352,15 +351,9 @@ func isNumber(s string) bool {
 
 // splitSet splits a list written with ";", ",", or spaces into a sorted set.
 func splitSet(s string) []string {
-	f := strings.FieldsFunc(s, func(r rune) bool { return r == ';' || r == ',' || r == ' ' || r == '\t' || r == '\n' })
-	sort.Strings(f)
-	out := f[:0]
-	for i, x := range f {
-		if i == 0 || x != f[i-1] {
-			out = append(out, x)
-		}
-	}
-	return out
+	f := schema.SplitList(s)
+	slices.Sort(f)
+	return slices.Compact(f)
 }
 
 func equalSet(a, b string) bool {
@@ -376,26 +369,10 @@ func equalSet(a, b string) bool {
 	return true
 }
 
-var sizeRE = regexp.MustCompile(`^\s*([0-9]+(?:\.[0-9]+)?)\s*([KMGTP]?)B?\s*$`)
-
-// parseSize reads a PVE disk size ("32G", "512M", "1.5T") in bytes. A bare
-// number means bytes here; the "STOR:32" create form means GiB, and
-// diffDiskFile appends the G before comparing.
-func parseSize(s string) (float64, bool) {
-	m := sizeRE.FindStringSubmatch(strings.ToUpper(s))
-	if m == nil {
-		return 0, false
-	}
-	n, err := strconv.ParseFloat(m[1], 64)
-	if err != nil {
-		return 0, false
-	}
-	exp := 0
-	if m[2] != "" {
-		exp = strings.Index("KMGTP", m[2]) + 1
-	}
-	return n * math.Pow(1024, float64(exp)), true
-}
+// parseSize reads a PVE disk size ("32G", "512M", "1.5T"; a bare number
+// is bytes). The "STOR:32" create form means GiB: diffDiskFile appends the
+// G before comparing.
+func parseSize(s string) (int64, bool) { return schema.ParseSize(strings.TrimSpace(s)) }
 
 func equalSize(a, b string) bool {
 	x, ok1 := parseSize(a)

@@ -353,7 +353,7 @@ func TestUpdateParams(t *testing.T) {
 func TestParseSize(t *testing.T) {
 	tests := []struct {
 		in   string
-		want float64
+		want int64
 		ok   bool
 	}{
 		{"32G", 32 << 30, true},

@@ -74,6 +74,7 @@ var kinds = map[string]kindOps{
 	spec.KindLinuxBridge:  bridgeKind{},
 	spec.KindPool:         poolKind{},
 	spec.KindNetworkApply: netApplyKind{},
+	spec.KindNodeDns:      nodeDNSKind{},
 }
 
 func kindOf(kind string) (kindOps, error) {

@@ -3,19 +3,17 @@ package planner
 import (
 	"context"
 	"fmt"
-	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"os"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/pvectl/pvectl/pkg/pve"
 	"github.com/pvectl/pvectl/pkg/pve/pvesim"
+	"github.com/pvectl/pvectl/pkg/pve/pvesim/simtest"
 	"github.com/pvectl/pvectl/pkg/spec"
 )
 
@@ -41,43 +39,14 @@ func newSim(t *testing.T, nodes ...string) *simClients {
 }
 
 // requestCounter counts requests by "METHOD path".
-type requestCounter struct {
-	next http.Handler
-	mu   sync.Mutex
-	n    map[string]int
-}
+type requestCounter struct{ c *simtest.Counter }
 
-func (rc *requestCounter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	rc.mu.Lock()
-	rc.n[r.Method+" "+strings.TrimPrefix(r.URL.Path, "/api2/json")]++
-	rc.mu.Unlock()
-	rc.next.ServeHTTP(w, r)
-}
-
-func (rc *requestCounter) reset() map[string]int {
-	rc.mu.Lock()
-	defer rc.mu.Unlock()
-	n := rc.n
-	rc.n = map[string]int{}
-	return n
-}
+func (rc *requestCounter) reset() map[string]int { return rc.c.Reset() }
 
 func newCountingSim(t *testing.T, nodes ...string) (*simClients, *requestCounter) {
 	t.Helper()
-	sim, err := pvesim.New(pvesim.Options{Nodes: nodes, TokenID: simToken, TokenSecret: simSecret, TaskDuration: time.Millisecond, Seed: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { sim.Close() })
-	rc := &requestCounter{next: sim, n: map[string]int{}}
-	ts := httptest.NewServer(rc)
-	t.Cleanup(ts.Close)
-	cl, err := pve.NewClient(ts.URL, pve.WithToken(simToken, simSecret), pve.WithTaskPolling(time.Millisecond, 5*time.Millisecond),
-		pve.WithHTTPClient(ts.Client()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &simClients{cl: cl, conn: &spec.Connection{URL: ts.URL, Nodes: []string{"pve"}}}, rc
+	s := simtest.Start(t, simtest.Options{Sim: pvesim.Options{Nodes: nodes, TokenID: simToken, TokenSecret: simSecret, TaskDuration: time.Millisecond, Seed: 1}})
+	return &simClients{cl: s.Client, conn: &spec.Connection{URL: s.URL, Nodes: []string{"pve"}}}, &requestCounter{s.Requests}
 }
 
 func loadSpec(t *testing.T, yaml string) *spec.Set {

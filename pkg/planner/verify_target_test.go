@@ -3,7 +3,6 @@ package planner
 import (
 	"context"
 	"errors"
-	"net/http/httptest"
 	"net/url"
 	"slices"
 	"strings"
@@ -13,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/pvectl/pvectl/pkg/pve"
 	"github.com/pvectl/pvectl/pkg/pve/pvesim"
+	"github.com/pvectl/pvectl/pkg/pve/pvesim/simtest"
 	"github.com/pvectl/pvectl/pkg/spec"
 )
 
@@ -24,19 +24,8 @@ import (
 func newSimWith(t *testing.T, opts pvesim.Options) *simClients {
 	t.Helper()
 	opts.TokenID, opts.TokenSecret, opts.TaskDuration, opts.Seed = simToken, simSecret, time.Millisecond, 1
-	sim, err := pvesim.New(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { sim.Close() })
-	ts := httptest.NewServer(sim)
-	t.Cleanup(ts.Close)
-	cl, err := pve.NewClient(ts.URL, pve.WithToken(simToken, simSecret), pve.WithTaskPolling(time.Millisecond, 5*time.Millisecond),
-		pve.WithHTTPClient(ts.Client()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &simClients{cl: cl, conn: &spec.Connection{URL: ts.URL, Nodes: []string{"pve"}}}
+	s := simtest.Start(t, simtest.Options{Sim: opts})
+	return &simClients{cl: s.Client, conn: &spec.Connection{URL: s.URL, Nodes: []string{"pve"}}}
 }
 
 func TestSimVerifyRefusesOtherCluster(t *testing.T) {

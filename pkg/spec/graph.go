@@ -6,6 +6,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/pvectl/pvectl/pkg/pve/schema"
 )
 
 // link checks references, adds implicit edges and builds the graph.
@@ -185,12 +187,9 @@ func isFamilyKey(key, family string) bool {
 
 // propValue returns key's value in a property string "a=1,key=v".
 func propValue(s, key string) string {
-	for _, item := range strings.Split(s, ",") {
-		if k, v, ok := strings.Cut(item, "="); ok && strings.TrimSpace(k) == key {
-			return strings.TrimSpace(v)
-		}
-	}
-	return ""
+	items, _ := schema.SplitPropertyString(s)
+	v, _ := schema.PropValue(items, key)
+	return v
 }
 
 func newGraph(rs []*Resource) *Graph {

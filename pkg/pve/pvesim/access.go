@@ -7,7 +7,33 @@ import (
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/pvectl/pvectl/pkg/pve/schema"
 )
+
+func (s *Server) accessRoutes() []route {
+	return []route{
+		r("GET /access/users", s.listUsers),
+		r("POST /access/users", s.createUser),
+		r("GET /access/users/{userid}", s.getUser),
+		r("PUT /access/users/{userid}", s.updateUser),
+		r("DELETE /access/users/{userid}", s.deleteUser),
+		r("GET /access/users/{userid}/token", s.listTokens),
+		r("GET /access/users/{userid}/token/{tokenid}", s.getToken),
+		r("POST /access/users/{userid}/token/{tokenid}", s.createToken),
+		r("PUT /access/users/{userid}/token/{tokenid}", s.updateToken),
+		r("DELETE /access/users/{userid}/token/{tokenid}", s.deleteToken),
+		r("GET /access/groups", s.listGroups),
+		r("POST /access/groups", s.createGroup),
+		r("GET /access/groups/{groupid}", s.getGroup),
+		r("PUT /access/groups/{groupid}", s.updateGroup),
+		r("DELETE /access/groups/{groupid}", s.deleteGroup),
+		r("GET /access/roles", s.listRoles),
+		r("POST /access/roles", s.createRole),
+		r("GET /access/acl", s.listACL),
+		r("PUT /access/acl", s.updateACL),
+	}
+}
 
 // access is /etc/pve/user.cfg: users with their tokens, groups, custom roles, ACLs.
 // Token secrets are never stored: a created token's value is answered once.
@@ -183,7 +209,7 @@ func (s *Server) createUser(q *request) (any, error) {
 	if _, exists := s.st.Access.Users[id]; exists {
 		return nil, fail(http.StatusInternalServerError, "create user failed: user '%s' already exists", id)
 	}
-	groups := splitList(q.get("groups"))
+	groups := schema.SplitList(q.get("groups"))
 	if err := s.checkGroups(groups, "create user failed: "); err != nil {
 		return nil, err
 	}
@@ -202,13 +228,13 @@ func (s *Server) updateUser(q *request) (any, error) {
 		return nil, paramErr1("append", "parameter 'append' requires 'groups'")
 	}
 	if q.has("groups") {
-		groups := splitList(q.get("groups"))
+		groups := schema.SplitList(q.get("groups"))
 		if err := s.checkGroups(groups, "update user failed: "); err != nil {
 			return nil, err
 		}
 		if q.bool("append") {
 			for _, g := range groups {
-				if !containsString(u.Groups, g) {
+				if !slices.Contains(u.Groups, g) {
 					u.Groups = append(u.Groups, g)
 				}
 			}
@@ -310,7 +336,7 @@ func (s *Server) updateToken(q *request) (any, error) {
 	if q.has("privsep") {
 		t.Privsep = q.bool("privsep")
 	}
-	for _, k := range splitList(q.get("delete")) {
+	for _, k := range schema.SplitList(q.get("delete")) {
 		switch k {
 		case "comment":
 			t.Comment = ""
@@ -353,7 +379,7 @@ func (s *Server) listGroups(q *request) (any, error) {
 func (s *Server) groupMembers(id string) []string {
 	var out []string
 	for _, uid := range slices.Sorted(maps.Keys(s.st.Access.Users)) {
-		if containsString(s.st.Access.Users[uid].Groups, id) {
+		if slices.Contains(s.st.Access.Users[uid].Groups, id) {
 			out = append(out, uid)
 		}
 	}
@@ -429,7 +455,7 @@ func (s *Server) createRole(q *request) (any, error) {
 	if _, exists := s.st.Access.Roles[id]; exists {
 		return nil, fail(http.StatusInternalServerError, "create role failed: role '%s' already exists", id)
 	}
-	s.st.Access.Roles[id] = strings.Join(splitList(q.get("privs")), ",")
+	s.st.Access.Roles[id] = strings.Join(schema.SplitList(q.get("privs")), ",")
 	return nil, nil
 }
 
@@ -464,7 +490,7 @@ func (s *Server) updateACL(q *request) (any, error) {
 	if !aclPathRe.MatchString(path) {
 		return nil, paramErr1("path", "invalid ACL path '%s'", q.get("path"))
 	}
-	roles := splitList(q.get("roles"))
+	roles := schema.SplitList(q.get("roles"))
 	for _, r := range roles {
 		if !s.roleExists(r) {
 			return nil, fail(http.StatusInternalServerError, "role '%s' does not exist", r)
@@ -472,19 +498,19 @@ func (s *Server) updateACL(q *request) (any, error) {
 	}
 	type subject struct{ typ, id string }
 	var subjects []subject
-	for _, u := range splitList(q.get("users")) {
+	for _, u := range schema.SplitList(q.get("users")) {
 		if _, ok := s.st.Access.Users[u]; !ok {
 			return nil, fail(http.StatusInternalServerError, "user '%s' does not exist", u)
 		}
 		subjects = append(subjects, subject{"user", u})
 	}
-	for _, g := range splitList(q.get("groups")) {
+	for _, g := range schema.SplitList(q.get("groups")) {
 		if _, ok := s.st.Access.Groups[g]; !ok {
 			return nil, fail(http.StatusInternalServerError, "group '%s' does not exist", g)
 		}
 		subjects = append(subjects, subject{"group", g})
 	}
-	for _, t := range splitList(q.get("tokens")) {
+	for _, t := range schema.SplitList(q.get("tokens")) {
 		uid, tid, _ := strings.Cut(t, "!")
 		u, ok := s.st.Access.Users[uid]
 		if !ok || u.Tokens[tid] == nil {

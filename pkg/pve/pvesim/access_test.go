@@ -1,4 +1,4 @@
-package pvesim
+package pvesim_test
 
 import (
 	"regexp"
@@ -6,10 +6,12 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/pvectl/pvectl/pkg/pve/pvesim"
 )
 
 func TestUsersTokensACL(t *testing.T) {
-	e := newEnv(t, Options{})
+	e := newEnv(t, pvesim.Options{})
 	e.ok(nil, "POST", "/access/groups", "groupid", "ops")
 	e.ok(nil, "POST", "/access/users", "userid", "ci@pve", "email", "ci@example.org", "groups", "ops", "comment", "CI")
 	if r := e.call("POST", "/access/users", "userid", "ci@pve"); r.Status != 500 {

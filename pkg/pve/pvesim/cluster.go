@@ -14,6 +14,16 @@ const (
 	nodeMem  = 32 * gib
 )
 
+func (s *Server) clusterRoutes() []route {
+	return []route{
+		r("GET /version", s.getVersion),
+		r("GET /nodes", s.listNodes),
+		r("GET /nodes/{node}/status", s.nodeStatus),
+		r("GET /cluster/resources", s.clusterResources),
+		r("GET /cluster/nextid", s.nextID),
+	}
+}
+
 func (s *Server) getVersion(q *request) (any, error) {
 	return map[string]any{"version": "9.1.1", "release": "9.1", "repoid": "42db4a6cf33dac83", "console": "xtermjs"}, nil
 }
@@ -101,27 +111,18 @@ func (s *Server) clusterResources(q *request) (any, error) {
 	return out, nil
 }
 
-// vmResource is a VM's /cluster/resources row.
+// vmResource is a guest's /cluster/resources row.
 func (s *Server) vmResource(v *vm) map[string]any {
-	typ := "qemu"
-	if v.Type == "lxc" {
-		typ = "lxc"
-	}
+	k := s.kindOf(v)
 	m := map[string]any{
-		"id": fmt.Sprintf("%s/%d", typ, v.VMID), "type": typ, "node": v.Node, "vmid": v.VMID,
+		"id": fmt.Sprintf("%s/%d", k.api, v.VMID), "type": k.api, "node": v.Node, "vmid": v.VMID,
 		"status": v.status(), "template": b2i(v.Conf["template"] == "1"),
-		"maxmem": vmMaxMem(v.Conf), "maxcpu": vmCPUs(v.Conf), "maxdisk": vmMaxDisk(v.Conf),
+		"maxmem": vmMaxMem(v.Conf), "maxcpu": k.cpus(v.Conf), "maxdisk": vmMaxDisk(v.Conf),
 		"mem": 0, "cpu": 0, "disk": 0, "uptime": v.uptime(), "netin": 0, "netout": 0,
 		"diskread": 0, "diskwrite": 0,
 	}
-	if n := v.Conf["name"]; n != "" {
+	if n := v.Conf[k.nameKey]; n != "" {
 		m["name"] = n
-	}
-	if v.Type == "lxc" {
-		m["maxcpu"] = ctCPUs(v.Conf)
-		if n := v.Conf["hostname"]; n != "" {
-			m["name"] = n
-		}
 	}
 	if t := v.Conf["tags"]; t != "" {
 		m["tags"] = t
@@ -158,25 +159,6 @@ func (s *Server) nextID(q *request) (any, error) {
 		}
 	}
 	return nil, fail(http.StatusInternalServerError, "unable to get any free VMID in range [100, 999999999]")
-}
-
-func (s *Server) getDNS(q *request) (any, error) {
-	d := s.st.DNS[q.vars["node"]]
-	m := map[string]any{}
-	for k, v := range map[string]string{"search": d.Search, "dns1": d.DNS1, "dns2": d.DNS2, "dns3": d.DNS3} {
-		if v != "" {
-			m[k] = v
-		}
-	}
-	return m, nil
-}
-
-func (s *Server) putDNS(q *request) (any, error) {
-	if q.get("search") == "" {
-		return nil, paramErr1("search", "property is missing and it is not optional")
-	}
-	s.st.DNS[q.vars["node"]] = &dnsConf{Search: q.get("search"), DNS1: q.get("dns1"), DNS2: q.get("dns2"), DNS3: q.get("dns3")}
-	return nil, nil
 }
 
 func b2i(b bool) int {

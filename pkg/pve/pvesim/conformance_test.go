@@ -1,22 +1,17 @@
-package pvesim
+package pvesim_test
 
 import (
-	"fmt"
 	"net/url"
-	"sync"
 	"testing"
 
-	"github.com/pvectl/pvectl/internal/conformance"
+	"github.com/pvectl/pvectl/pkg/pve/pvesim"
+	"github.com/pvectl/pvectl/pkg/pve/pvesim/simtest"
 )
-
-// The official schema is AGPL test data: it is read here, never embedded.
-const apidocPath = "../../../testdata/pve-api/apidoc-9.1.json"
 
 // TestResponsesMatchSchema drives every implemented surface and checks each
 // request and answer against the official schema (returns, parameters).
 func TestResponsesMatchSchema(t *testing.T) {
-	e, report := checkedEnv(t, Options{})
-	defer report()
+	e := checkedEnv(t, pvesim.Options{})
 
 	e.ok(nil, "GET", "/version")
 	e.ok(nil, "GET", "/nodes")
@@ -97,8 +92,7 @@ func TestResponsesMatchSchema(t *testing.T) {
 
 // TestWarningsMatchSchema covers the task answers of tasks ending with warnings.
 func TestWarningsMatchSchema(t *testing.T) {
-	e, report := checkedEnv(t, Options{WarnRate: 1})
-	defer report()
+	e := checkedEnv(t, pvesim.Options{WarnRate: 1})
 	upid := e.task("POST", "/nodes/pve/qemu", "vmid", "100")
 	e.wait(upid)
 	e.taskLog(upid)
@@ -106,28 +100,9 @@ func TestWarningsMatchSchema(t *testing.T) {
 	e.ok(nil, "GET", "/nodes/pve/tasks", "errors", "1")
 }
 
-// checkedEnv is a simulator behind the official-schema checker; report
-// fails the test for every violation seen.
-func checkedEnv(t *testing.T, opts Options) (*env, func()) {
+// checkedEnv is a simulator behind the official-schema checker: every
+// violation fails the test when it ends.
+func checkedEnv(t *testing.T, opts pvesim.Options) *env {
 	t.Helper()
-	checker, err := conformance.Load(apidocPath)
-	if err != nil {
-		t.Fatalf("load the official schema: %v", err)
-	}
-	e := newEnv(t, opts)
-	var mu sync.Mutex
-	var violations []string
-	e.srv.Config.Handler = conformance.Middleware(checker, e.sim, func(v conformance.Violation) {
-		mu.Lock()
-		defer mu.Unlock()
-		violations = append(violations, fmt.Sprintf("%s %s (response %v): %v", v.Method, v.Path, v.Response, v.Err))
-	})
-	return e, func() {
-		t.Helper()
-		mu.Lock()
-		defer mu.Unlock()
-		for _, v := range violations {
-			t.Errorf("PVE 9.1 schema violation: %s", v)
-		}
-	}
+	return startEnv(t, simtest.Options{Sim: opts, Conformance: true})
 }

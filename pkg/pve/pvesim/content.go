@@ -8,14 +8,58 @@ import (
 	"fmt"
 	"hash"
 	"io"
+	"maps"
 	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 )
+
+func (s *Server) contentRoutes() []route {
+	return []route{
+		r("GET /nodes/{node}/storage/{storage}/content", s.storageContent),
+		r("POST /nodes/{node}/storage/{storage}/download-url", s.downloadURL),
+		r("POST /nodes/{node}/storage/{storage}/upload", s.uploadFile),
+		r("GET /nodes/{node}/storage/{storage}/content/{volume}", s.getVolume),
+		r("PUT /nodes/{node}/storage/{storage}/content/{volume}", s.putVolume),
+		r("DELETE /nodes/{node}/storage/{storage}/content/{volume}", s.deleteVolume),
+	}
+}
+
+func (s *Server) storageContent(q *request) (any, error) {
+	st, err := s.nodeStorage1(q)
+	if err != nil {
+		return nil, err
+	}
+	content := q.get("content")
+	vmid := q.get("vmid")
+	out := []map[string]any{}
+	for _, k := range slices.Sorted(maps.Keys(s.st.Volumes)) {
+		v := s.st.Volumes[k]
+		if v.Storage != st.ID || content != "" && v.Content != content {
+			continue
+		}
+		if vmid != "" && vmidString(v.VMID) != vmid {
+			continue
+		}
+		row := map[string]any{"volid": v.volid(), "format": v.Format, "size": v.Size, "ctime": v.Ctime}
+		if v.Content == "images" || v.Content == "rootdir" {
+			row["used"] = v.Size
+		}
+		if v.VMID != 0 {
+			row["vmid"] = v.VMID
+		}
+		if v.Parent != "" {
+			row["parent"] = v.Parent
+		}
+		out = append(out, row)
+	}
+	return out, nil
+}
 
 // upload is the file part of a multipart upload, spooled to a temp file
 // before the state lock is taken.

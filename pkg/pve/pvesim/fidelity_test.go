@@ -1,4 +1,4 @@
-package pvesim
+package pvesim_test
 
 import (
 	"net/url"
@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/pvectl/pvectl/pkg/pve/pvesim"
 )
 
 // taskLog fetches a task's log lines.
@@ -27,7 +29,7 @@ func (e *env) taskLog(upid string) []string {
 
 func TestTaskStatusStartWindow(t *testing.T) {
 	t.Run("unreadable while the task file is missing", func(t *testing.T) {
-		e := newEnv(t, Options{TaskDuration: time.Hour, TaskStatusDelay: time.Hour})
+		e := newEnv(t, pvesim.Options{TaskDuration: time.Hour, TaskStatusDelay: time.Hour})
 		upid := e.task("POST", "/nodes/pve/qemu", "vmid", "100")
 		r := e.call("GET", "/nodes/pve/tasks/"+url.PathEscape(upid)+"/status")
 		if r.Status != 400 || r.Message != "Parameter verification failed." || r.Errors["upid"] != "no such task" {
@@ -38,7 +40,7 @@ func TestTaskStatusStartWindow(t *testing.T) {
 		}
 	})
 	t.Run("disabled", func(t *testing.T) {
-		e := newEnv(t, Options{TaskDuration: time.Hour, TaskStatusDelay: -1})
+		e := newEnv(t, pvesim.Options{TaskDuration: time.Hour, TaskStatusDelay: -1})
 		upid := e.task("POST", "/nodes/pve/qemu", "vmid", "100")
 		var st taskStatus
 		e.ok(&st, "GET", "/nodes/pve/tasks/"+url.PathEscape(upid)+"/status")
@@ -47,7 +49,7 @@ func TestTaskStatusStartWindow(t *testing.T) {
 		}
 	})
 	t.Run("never outlasts the task", func(t *testing.T) {
-		e := newEnv(t, Options{TaskDuration: time.Millisecond, TaskStatusDelay: time.Hour})
+		e := newEnv(t, pvesim.Options{TaskDuration: time.Millisecond, TaskStatusDelay: time.Hour})
 		if st := e.wait(e.task("POST", "/nodes/pve/qemu", "vmid", "100")); st.ExitStatus != "OK" {
 			t.Errorf("got exit status %q, want OK", st.ExitStatus)
 		}
@@ -55,7 +57,7 @@ func TestTaskStatusStartWindow(t *testing.T) {
 }
 
 func TestTaskWarnings(t *testing.T) {
-	e := newEnv(t, Options{WarnRate: 1})
+	e := newEnv(t, pvesim.Options{WarnRate: 1})
 	upid := e.task("POST", "/nodes/pve/qemu", "vmid", "100", "name", "w")
 	if st := e.wait(upid); st.ExitStatus != "WARNINGS: 1" {
 		t.Errorf("got exit status %q, want WARNINGS: 1", st.ExitStatus)
@@ -90,11 +92,8 @@ func (e *env) run2(t *testing.T, method, path string, kv ...string) {
 
 func TestCloneLocks(t *testing.T) {
 	const timeout = "can't lock file '/var/lock/qemu-server/lock-%s.conf' - got timeout"
-	e := newEnv(t, Options{TaskDuration: time.Hour})
-	e.sim.mu.Lock()
-	e.sim.st.VMs[100] = &vm{VMID: 100, Node: "pve", Running: true, StartedAt: time.Now().Unix(),
-		Conf: map[string]string{"name": "live", "memory": "512"}}
-	e.sim.mu.Unlock()
+	e := newEnv(t, pvesim.Options{TaskDuration: time.Hour})
+	e.Server.PutGuest("pve", 100, true, map[string]string{"name": "live", "memory": "512"})
 
 	// A stopped source is locked shared: clones of one template run side by side.
 	e.task("POST", "/nodes/pve/qemu/9000/clone", "newid", "101")
@@ -123,7 +122,7 @@ func TestCloneLocks(t *testing.T) {
 }
 
 func TestDestroyTemplateWithLinkedClone(t *testing.T) {
-	e := newEnv(t, Options{})
+	e := newEnv(t, pvesim.Options{})
 	e.run("POST", "/nodes/pve/qemu/9000/clone", "newid", "101")
 	st := e.wait(e.task("DELETE", "/nodes/pve/qemu/9000"))
 	if want := "base volume 'local-lvm:base-9000-disk-0' is still in use by linked cloned"; st.ExitStatus != want {
@@ -137,7 +136,7 @@ func TestDestroyTemplateWithLinkedClone(t *testing.T) {
 }
 
 func TestNetworkUpdateMerges(t *testing.T) {
-	e := newEnv(t, Options{})
+	e := newEnv(t, pvesim.Options{})
 	e.ok(nil, "POST", "/nodes/pve/network", "iface", "vmbr1", "type", "bridge", "bridge_ports", "eno2",
 		"bridge_vlan_aware", "1", "bridge_vids", "2,3 4", "autostart", "1", "comments", "lab", "cidr", "10.0.0.1/24")
 	get := func() map[string]any {
@@ -185,23 +184,8 @@ func TestNetworkUpdateMerges(t *testing.T) {
 	}
 }
 
-func TestTagsCaseInsensitive(t *testing.T) {
-	tests := []struct{ in, want string }{
-		{"web;prod,a", "a;prod;web"},
-		{"b;A;a;C", "A;b;C"},
-		{"Zeta zeta alpha", "alpha;Zeta"},
-	}
-	for _, tc := range tests {
-		t.Run(tc.in, func(t *testing.T) {
-			if got := normalizeTags(tc.in); got != tc.want {
-				t.Errorf("got %q, want %q", got, tc.want)
-			}
-		})
-	}
-}
-
 func TestNetworkChangesHeader(t *testing.T) {
-	e := newEnv(t, Options{})
+	e := newEnv(t, pvesim.Options{})
 	e.ok(nil, "POST", "/nodes/pve/network", "iface", "vmbr1", "type", "bridge")
 	r := e.ok(nil, "GET", "/nodes/pve/network")
 	const stamp = `\t\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{9} [+-]\d{4}\n`
@@ -212,10 +196,8 @@ func TestNetworkChangesHeader(t *testing.T) {
 }
 
 func TestPostConfigStagesPendingAtOnce(t *testing.T) {
-	e := newEnv(t, Options{TaskDuration: time.Hour})
-	e.sim.mu.Lock()
-	e.sim.st.VMs[100] = &vm{VMID: 100, Node: "pve", Conf: map[string]string{"name": "old", "memory": "512", "cores": "1"}}
-	e.sim.mu.Unlock()
+	e := newEnv(t, pvesim.Options{TaskDuration: time.Hour})
+	e.Server.PutGuest("pve", 100, false, map[string]string{"name": "old", "memory": "512", "cores": "1"})
 	before := e.config("100")
 
 	e.task("POST", "/nodes/pve/qemu/100/config", "name", "new", "delete", "cores", "digest", before["digest"].(string))
@@ -239,7 +221,7 @@ func TestPostConfigStagesPendingAtOnce(t *testing.T) {
 }
 
 func TestStartNeedsAppliedBridge(t *testing.T) {
-	e := newEnv(t, Options{})
+	e := newEnv(t, pvesim.Options{})
 	e.ok(nil, "POST", "/nodes/pve/network", "iface", "vmbr1", "type", "bridge", "autostart", "1")
 	e.run("POST", "/nodes/pve/qemu", "vmid", "100", "net0", "virtio,bridge=vmbr1")
 
@@ -262,7 +244,7 @@ func TestStartNeedsAppliedBridge(t *testing.T) {
 }
 
 func TestPowerStateChecks(t *testing.T) {
-	e := newEnv(t, Options{})
+	e := newEnv(t, pvesim.Options{})
 	e.run("POST", "/nodes/pve/qemu", "vmid", "100")
 	e.run("POST", "/nodes/pve/lxc", "vmid", "200", "ostemplate", "local:vztmpl/debian-12-standard_12.7-1_amd64.tar.zst",
 		"rootfs", "local-lvm:2", "hostname", "c1")

@@ -1,15 +1,17 @@
-package pvesim
+package pvesim_test
 
 import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/pvectl/pvectl/pkg/pve/pvesim"
+	"github.com/pvectl/pvectl/pkg/pve/pvesim/simtest"
 )
 
 const (
@@ -19,10 +21,10 @@ const (
 
 var upidRe = regexp.MustCompile(`^UPID:([a-zA-Z0-9]([a-zA-Z0-9\-]*[a-zA-Z0-9])?):([0-9A-Fa-f]{8}):([0-9A-Fa-f]{8,9}):([0-9A-Fa-f]{8}):([^:\s/]+):([^:\s/]*):([^:\s/]+):$`)
 
+// env is a simulator (simtest) and the test that drives it over HTTP.
 type env struct {
-	t   *testing.T
-	sim *Server
-	srv *httptest.Server
+	t *testing.T
+	*simtest.Sim
 }
 
 // envelope is a decoded PVE answer.
@@ -35,32 +37,30 @@ type envelope struct {
 	Changes *string           `json:"changes"`
 }
 
-func newEnv(t *testing.T, opts Options) *env {
+func newEnv(t *testing.T, opts pvesim.Options) *env {
 	t.Helper()
-	if opts.TokenSecret == "" {
-		opts.TokenSecret = testSecret
+	return startEnv(t, simtest.Options{Sim: opts})
+}
+
+// startEnv starts a simulator with this package's token, tasks of 20ms
+// (simtest's default) and seed 42 unless so says otherwise.
+func startEnv(t *testing.T, so simtest.Options) *env {
+	t.Helper()
+	if so.Sim.TokenID == "" {
+		so.Sim.TokenID = testToken
 	}
-	if opts.TaskDuration == 0 {
-		opts.TaskDuration = 20 * time.Millisecond
+	if so.Sim.TokenSecret == "" {
+		so.Sim.TokenSecret = testSecret
 	}
-	if opts.Seed == 0 {
-		opts.Seed = 42
+	if so.Sim.Seed == 0 {
+		so.Sim.Seed = 42
 	}
-	sim, err := New(opts)
-	if err != nil {
-		t.Fatalf("New: %v", err)
-	}
-	srv := httptest.NewServer(sim)
-	t.Cleanup(func() {
-		srv.Close()
-		sim.Close()
-	})
-	return &env{t: t, sim: sim, srv: srv}
+	return &env{t: t, Sim: simtest.Start(t, so)}
 }
 
 func (e *env) raw(method, path string, params url.Values, auth string) envelope {
 	e.t.Helper()
-	u := e.srv.URL + "/api2/json" + path
+	u := e.URL + "/api2/json" + path
 	var body *strings.Reader
 	if method == http.MethodGet || method == http.MethodDelete {
 		if len(params) > 0 {
@@ -80,7 +80,7 @@ func (e *env) raw(method, path string, params url.Values, auth string) envelope 
 	if auth != "" {
 		req.Header.Set("Authorization", auth)
 	}
-	resp, err := e.srv.Client().Do(req)
+	resp, err := e.HTTP.Client().Do(req)
 	if err != nil {
 		e.t.Fatalf("%s %s: %v", method, path, err)
 	}
@@ -181,16 +181,6 @@ func (e *env) config(vmid string, kv ...string) map[string]any {
 	var c map[string]any
 	e.ok(&c, "GET", "/nodes/pve/qemu/"+vmid+"/config", kv...)
 	return c
-}
-
-// schemaReady reports whether the shared schema package is implemented yet.
-func schemaReady() (ok bool) {
-	defer func() {
-		if recover() != nil {
-			ok = false
-		}
-	}()
-	return len(checkSchema("POST", "/nodes/pve/qemu", url.Values{"bogus": {"1"}}, map[string]string{"node": "pve"})) > 0
 }
 
 func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }

@@ -5,12 +5,11 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+
+	"github.com/pvectl/pvectl/pkg/pve/schema"
 )
 
 var (
-	boolKeysCT = setOf("console", "debug", "onboot", "protection", "template", "unprivileged")
-	intKeysCT  = setOf("cores", "cpuunits", "memory", "swap", "tty")
-
 	// Options a running container takes at once; the rest waits for a restart.
 	hotCT = setOf("description", "onboot", "protection", "startup", "tags", "hookscript", "hostname",
 		"nameserver", "searchdomain", "memory", "swap", "cores", "cpulimit", "cpuunits", "lock")
@@ -22,42 +21,86 @@ var (
 		"ignore-unpack-errors")
 )
 
-func hotplugCT(key string) bool {
-	return hotCT[key] || isNetKey(key) || strings.HasPrefix(key, "mp") || isUnusedKey(key)
+// lxcKind holds the container facts of the guest handlers (pve-container).
+func lxcKind() *guestKind {
+	config, _ := schema.Default().Lookup("PUT", "/nodes/{node}/lxc/{vmid}/config")
+	return &guestKind{
+		typ: "lxc", api: "lxc", noun: "CT", confDir: "lxc", tasks: "vz", nameKey: "hostname",
+		config:    config,
+		nonConfig: nonConfigCT,
+		subdirs: []string{"config", "pending", "status", "vncproxy", "termproxy", "vncwebsocket", "spiceproxy",
+			"migrate", "clone", "resize", "move_volume", "rrd", "rrddata", "firewall", "snapshot", "interfaces"},
+		lockErr:   lockTimeoutCT,
+		normalize: (*Server).normalizeCTValue,
+		normalizeNet: func(s *Server, key, val string, newMAC bool) (string, error) {
+			return s.normalizeCTNet(key, val, newMAC)
+		},
+		mac: func(val string) string {
+			mac, _ := schema.PropValue(props(val), "hwaddr")
+			return strings.ToUpper(mac)
+		},
+		hotplug: func(_ *vm, key string) bool { return hotplugCT(key) },
+		cpus:    ctCPUs,
+		row:     ctRow,
+		status: func(s *Server, v *vm) map[string]any {
+			m := ctRow(s, v)
+			m["ha"] = map[string]any{"managed": 0}
+			return m
+		},
+		bridgeMissing: func(_ *task, v *vm, _ string) error {
+			return fmt.Errorf("startup for container '%d' failed", v.VMID)
+		},
+		stateBeforeFork: true,
+		templateNoun:    "CT",
+		destroyRunning:  "unable to destroy CT %d - container is running",
+		templateNull:    true,
+	}
 }
 
-func confValueCT(k, v string) any {
-	if boolKeysCT[k] || intKeysCT[k] {
-		if n, err := strconv.ParseInt(v, 10, 64); err == nil {
-			return n
-		}
+func (s *Server) lxcRoutes() []route {
+	k := s.lxc
+	return []route{
+		k.route("GET /nodes/{node}/lxc", s.listGuests),
+		k.route("POST /nodes/{node}/lxc", s.createCT).withTask(),
+		k.route("GET /nodes/{node}/lxc/{vmid}", s.guestIndex),
+		k.route("DELETE /nodes/{node}/lxc/{vmid}", s.destroyGuest).withTask(),
+		k.route("GET /nodes/{node}/lxc/{vmid}/config", s.getConfig),
+		k.route("PUT /nodes/{node}/lxc/{vmid}/config", s.putConfig),
+		k.route("GET /nodes/{node}/lxc/{vmid}/pending", s.getPending),
+		k.route("GET /nodes/{node}/lxc/{vmid}/status/current", s.guestStatus),
+		k.route("POST /nodes/{node}/lxc/{vmid}/status/start", s.power("start")).withTask(),
+		k.route("POST /nodes/{node}/lxc/{vmid}/status/stop", s.power("stop")).withTask(),
+		k.route("POST /nodes/{node}/lxc/{vmid}/status/shutdown", s.power("shutdown")).withTask(),
+		k.route("POST /nodes/{node}/lxc/{vmid}/status/reboot", s.power("reboot")).withTask(),
+		k.route("POST /nodes/{node}/lxc/{vmid}/clone", s.cloneGuest).withTask(),
+		k.route("POST /nodes/{node}/lxc/{vmid}/template", s.templateGuest),
+		k.route("PUT /nodes/{node}/lxc/{vmid}/resize", s.resizeGuest).withTask(),
+		k.route("GET /nodes/{node}/lxc/{vmid}/interfaces", s.ctInterfaces),
 	}
-	if k == "cpulimit" {
-		if f, err := strconv.ParseFloat(v, 64); err == nil {
-			return f
-		}
-	}
-	return v
+}
+
+func hotplugCT(key string) bool {
+	return hotCT[key] || isNetKey(key) || strings.HasPrefix(key, "mp") || isUnusedKey(key)
 }
 
 // normalizeCTNet writes a container NIC back as PVE does:
 // "name=eth0,bridge=vmbr0,hwaddr=BC:24:11:…,ip=dhcp,type=veth".
 func (s *Server) normalizeCTNet(key, val string, newMAC bool) (string, error) {
-	items := parseProps(val)
-	name, ok := propGet(items, "name")
+	items := props(val)
+	name, ok := schema.PropValue(items, "name")
 	if !ok || name == "" {
 		return "", paramErr1(key, "missing property - 'name'")
 	}
-	rest := propDel(items, "name")
-	if mac, ok := propGet(rest, "hwaddr"); !ok || mac == "" || newMAC {
-		rest = propSet(rest, "hwaddr", s.newMAC())
+	rest := schema.DeleteProp(items, "name")
+	if mac, ok := schema.PropValue(rest, "hwaddr"); !ok || mac == "" || newMAC {
+		rest = schema.SetProp(rest, "hwaddr", s.newMAC())
 	} else {
-		rest = propSet(rest, "hwaddr", strings.ToUpper(mac))
+		rest = schema.SetProp(rest, "hwaddr", strings.ToUpper(mac))
 	}
-	if _, ok := propGet(rest, "type"); !ok {
-		rest = propSet(rest, "type", "veth")
+	if _, ok := schema.PropValue(rest, "type"); !ok {
+		rest = schema.SetProp(rest, "type", "veth")
 	}
-	return formatProps("name="+name, rest), nil
+	return printProps(nil, []schema.KV{{Key: "name", Value: name}}, rest), nil
 }
 
 // normalizeCTValue applies the container write-backs: NICs, new volumes
@@ -75,7 +118,7 @@ func (s *Server) normalizeCTValue(v *vm, key, val string, created *[]*volume) (s
 	}
 	file, rest := diskFile(val)
 	if strings.HasPrefix(key, "mp") {
-		if _, ok := propGet(rest, "mp"); !ok {
+		if _, ok := schema.PropValue(rest, "mp"); !ok {
 			return "", paramErr1(key, "missing property - 'mp'")
 		}
 	}
@@ -86,7 +129,7 @@ func (s *Server) normalizeCTValue(v *vm, key, val string, created *[]*volume) (s
 				return "", fail(http.StatusInternalServerError, "volume '%s' does not exist", file)
 			}
 		}
-		return formatProps(file, rest), nil
+		return printDrive(file, rest), nil
 	}
 	st, ok := s.st.Storages[m[1]]
 	if !ok {
@@ -109,7 +152,7 @@ func (s *Server) normalizeCTValue(v *vm, key, val string, created *[]*volume) (s
 		s.st.addVolume(vol)
 	}
 	*created = append(*created, vol)
-	return formatProps(vol.volid(), propSet(rest, "size", formatSize(size))), nil
+	return printDrive(vol.volid(), schema.SetProp(rest, "size", schema.FormatSize(size))), nil
 }
 
 // ostypeOf guesses the container OS from the template name, as pct does from its contents.
@@ -122,8 +165,7 @@ func ostypeOf(template string) string {
 	return "unmanaged"
 }
 
-func (s *Server) createCT(q *request) (any, error) {
-	node := q.vars["node"]
+func (s *Server) createCT(k *guestKind, q *request) (any, error) {
 	id, poolID, err := s.newGuest(q, q.bool("restore"))
 	if err != nil {
 		return nil, err
@@ -136,7 +178,7 @@ func (s *Server) createCT(q *request) (any, error) {
 	if !ok || tv.Content != "vztmpl" && tv.Content != "backup" {
 		return nil, fail(http.StatusInternalServerError, "volume '%s' does not exist", tmpl)
 	}
-	keys, _, _, err := configParams(q)
+	keys, _, _, err := configParams(k, q)
 	if err != nil {
 		return nil, err
 	}
@@ -145,42 +187,28 @@ func (s *Server) createCT(q *request) (any, error) {
 		q.params.Set("rootfs", storageID+":4")
 		keys = append(keys, "rootfs")
 	}
-	v := &vm{VMID: id, Node: node, Type: "lxc", Conf: map[string]string{}}
+	v := &vm{VMID: id, Node: q.vars["node"], Type: k.typ, Conf: map[string]string{}}
 	vals, created, err := s.buildValues(v, q, keys)
 	if err != nil {
 		return nil, err
 	}
 	conf := map[string]string{"arch": "amd64", "ostype": ostypeOf(tmpl), "hostname": fmt.Sprintf("CT%d", id)}
-	for k, val := range vals {
+	for key, val := range vals {
 		if val != "" {
-			conf[k] = val
+			conf[key] = val
 		}
 	}
-	v.Conf["lock"] = "create"
-	s.st.VMs[id] = v
-	start := q.bool("start")
 	hasKeys := q.get("ssh-public-keys") != ""
 	path := s.volumePath(s.st.Storages[tv.Storage], tv)
-	upid := s.startTask(node, "vzcreate", vmidString(id), []int{id}, func(t *task) error {
+	return s.startCreate(k, v, conf, poolID, q.bool("start"), func(t *task) {
 		allocLog(t, created)
 		t.logf("extracting archive '%s'", path)
-		t.logf("Total bytes read: %d (%s)", tv.Size*3, formatSize(tv.Size*3))
+		t.logf("Total bytes read: %d (%s)", tv.Size*3, schema.FormatSize(tv.Size*3))
 		t.logf("Detected container architecture: amd64")
 		if hasKeys {
 			t.logf("Creating SSH host key 'ssh_host_ed25519_key' - this may take some time ...")
 		}
-		v.Conf = conf
-		if poolID != "" {
-			if p, ok := s.st.Pools[poolID]; ok {
-				p.VMs = append(p.VMs, id)
-			}
-		}
-		if start {
-			return s.startGuest(t, v)
-		}
-		return nil
-	})
-	return upid, nil
+	}), nil
 }
 
 func ctCPUs(conf map[string]string) int {
@@ -197,7 +225,8 @@ func ctMaxSwap(conf map[string]string) int64 {
 	return 512 * mib
 }
 
-func (s *Server) ctRow(v *vm) map[string]any {
+// ctRow is a container's GET /nodes/{node}/lxc row (and status).
+func ctRow(s *Server, v *vm) map[string]any {
 	m := map[string]any{
 		"vmid": v.VMID, "status": v.status(), "maxmem": vmMaxMem(v.Conf), "maxswap": ctMaxSwap(v.Conf),
 		"maxdisk": vmMaxDisk(v.Conf), "cpus": ctCPUs(v.Conf), "mem": 0, "disk": 0, "cpu": 0,
@@ -221,29 +250,9 @@ func (s *Server) ctRow(v *vm) map[string]any {
 	return m
 }
 
-func (s *Server) listCTs(q *request) (any, error) {
-	out := []map[string]any{}
-	for _, id := range s.st.vmIDs() {
-		if v := s.st.VMs[id]; v.Node == q.vars["node"] && v.Type == "lxc" {
-			out = append(out, s.ctRow(v))
-		}
-	}
-	return out, nil
-}
-
-func (s *Server) ctStatus(q *request) (any, error) {
-	v, err := s.vmOf(q)
-	if err != nil {
-		return nil, err
-	}
-	m := s.ctRow(v)
-	m["ha"] = map[string]any{"managed": 0}
-	return m, nil
-}
-
 // ctInterfaces answers GET …/lxc/{vmid}/interfaces; the IP is data only.
-func (s *Server) ctInterfaces(q *request) (any, error) {
-	v, err := s.vmOf(q)
+func (s *Server) ctInterfaces(k *guestKind, q *request) (any, error) {
+	v, err := s.guestOf(k, q)
 	if err != nil {
 		return nil, err
 	}
@@ -259,11 +268,11 @@ func (s *Server) ctInterfaces(q *request) (any, error) {
 		if !ok {
 			continue
 		}
-		items := parseProps(val)
-		name, _ := propGet(items, "name")
-		mac, _ := propGet(items, "hwaddr")
+		items := props(val)
+		name, _ := schema.PropValue(items, "name")
+		mac, _ := schema.PropValue(items, "hwaddr")
 		ip, prefix := fmt.Sprintf("10.%d.%d.%d", 20+i, v.VMID/256%256, v.VMID%250+2), 24
-		if cidr, ok := propGet(items, "ip"); ok && cidr != "dhcp" && cidr != "manual" {
+		if cidr, ok := schema.PropValue(items, "ip"); ok && cidr != "dhcp" && cidr != "manual" {
 			addr, bits, _ := strings.Cut(cidr, "/")
 			ip = addr
 			if b, err := strconv.Atoi(bits); err == nil {
@@ -275,18 +284,6 @@ func (s *Server) ctInterfaces(q *request) (any, error) {
 			"name": name, "hwaddr": mac, "hardware-address": mac, "inet": fmt.Sprintf("%s/%d", ip, prefix),
 			"ip-addresses": []any{map[string]any{"ip-address": ip, "ip-address-type": "inet", "prefix": prefix}},
 		})
-	}
-	return out, nil
-}
-
-func (s *Server) ctIndex(q *request) (any, error) {
-	if _, err := s.vmOf(q); err != nil {
-		return nil, err
-	}
-	out := []map[string]any{}
-	for _, d := range []string{"config", "pending", "status", "vncproxy", "termproxy", "vncwebsocket", "spiceproxy",
-		"migrate", "clone", "resize", "move_volume", "rrd", "rrddata", "firewall", "snapshot", "interfaces"} {
-		out = append(out, map[string]any{"subdir": d})
 	}
 	return out, nil
 }

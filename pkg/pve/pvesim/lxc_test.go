@@ -1,4 +1,4 @@
-package pvesim
+package pvesim_test
 
 import (
 	"regexp"
@@ -7,10 +7,12 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/pvectl/pvectl/pkg/pve/pvesim"
 )
 
 func TestContainerLifecycle(t *testing.T) {
-	e := newEnv(t, Options{})
+	e := newEnv(t, pvesim.Options{})
 	upid := e.task("POST", "/nodes/pve/lxc", "vmid", "200", "hostname", "ct-1",
 		"ostemplate", "local:vztmpl/debian-12-standard_12.7-1_amd64.tar.zst",
 		"rootfs", "local-lvm:8", "net0", "name=eth0,bridge=vmbr0,ip=10.1.2.3/24,gw=10.1.2.1",
@@ -94,7 +96,7 @@ func TestContainerLifecycle(t *testing.T) {
 	}
 	e.run("PUT", "/nodes/pve/lxc/201/resize", "disk", "rootfs", "size", "+2G")
 	e.run("DELETE", "/nodes/pve/lxc/201")
-	if vols := e.sim.st.volumesOf(201); len(vols) != 0 {
+	if vols := e.Server.VolumesOf(201); len(vols) != 0 {
 		t.Errorf("got volumes %v after destroy, want none", vols)
 	}
 }

@@ -7,7 +7,21 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/pvectl/pvectl/pkg/pve/schema"
 )
+
+func (s *Server) networkRoutes() []route {
+	return []route{
+		r("GET /nodes/{node}/network", s.listNetwork),
+		r("POST /nodes/{node}/network", s.createIface),
+		r("PUT /nodes/{node}/network", s.applyNetwork).withTask(),
+		r("DELETE /nodes/{node}/network", s.revertNetwork),
+		r("GET /nodes/{node}/network/{iface}", s.getIface),
+		r("PUT /nodes/{node}/network/{iface}", s.updateIface),
+		r("DELETE /nodes/{node}/network/{iface}", s.deleteIface),
+	}
+}
 
 // nodeNet models /etc/network/interfaces (Running) and, when edits are
 // staged, /etc/network/interfaces.new (Staged).
@@ -373,7 +387,7 @@ func ifaceFromParams(q *request, name string, old *iface) (*iface, error) {
 	if old != nil {
 		c := *old
 		i = &c
-		for _, d := range splitList(q.get("delete")) {
+		for _, d := range schema.SplitList(q.get("delete")) {
 			i.clear(d)
 		}
 	} else if q.get("type") == "eth" {
@@ -392,7 +406,7 @@ func ifaceFromParams(q *request, name string, old *iface) (*iface, error) {
 	lists := map[string]*string{"bridge_ports": &i.BridgePorts, "slaves": &i.Slaves, "bridge_vids": &i.BridgeVids}
 	for k, f := range lists {
 		if q.has(k) {
-			*f = strings.Join(splitList(q.get(k)), " ")
+			*f = strings.Join(schema.SplitList(q.get(k)), " ")
 		}
 	}
 	if q.has("autostart") {

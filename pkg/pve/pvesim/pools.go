@@ -6,7 +6,21 @@ import (
 	"slices"
 	"sort"
 	"strconv"
+
+	"github.com/pvectl/pvectl/pkg/pve/schema"
 )
+
+func (s *Server) poolRoutes() []route {
+	return []route{
+		r("GET /pools", s.listPools),
+		r("POST /pools", s.createPool),
+		r("PUT /pools", s.updatePool),
+		r("DELETE /pools", s.deletePool),
+		r("GET /pools/{poolid}", s.getPool),
+		r("PUT /pools/{poolid}", s.updatePool),
+		r("DELETE /pools/{poolid}", s.deletePool),
+	}
+}
 
 func poolID(q *request) string {
 	if id, ok := q.vars["poolid"]; ok {
@@ -111,7 +125,7 @@ func (s *Server) updatePool(q *request) (any, error) {
 	}
 	del := q.bool("delete")
 	var vmids []int
-	for _, x := range splitList(q.get("vms")) {
+	for _, x := range schema.SplitList(q.get("vms")) {
 		id, err := strconv.Atoi(x)
 		if err != nil {
 			return nil, paramErr1("vms", "invalid format - value does not look like a valid VM ID")
@@ -124,7 +138,7 @@ func (s *Server) updatePool(q *request) (any, error) {
 		}
 		vmids = append(vmids, id)
 	}
-	storages := splitList(q.get("storage"))
+	storages := schema.SplitList(q.get("storage"))
 	for _, sid := range storages {
 		if _, ok := s.st.Storages[sid]; !ok && !del {
 			return nil, fail(http.StatusInternalServerError, "update pool failed: storage '%s' does not exist", sid)

@@ -2,232 +2,101 @@ package pvesim
 
 import (
 	"fmt"
-	"maps"
 	"net/http"
-	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/pvectl/pvectl/pkg/pve/schema"
 )
 
-func (v *vm) status() string {
-	if v.Running {
-		return "running"
-	}
-	return "stopped"
-}
+var (
+	// Options PVE applies to a running VM at once ($fast_plug_option) and the
+	// cloud-init options, which only need the drive regenerated.
+	fastPlug = setOf("description", "hookscript", "lock", "migrate_downtime", "migrate_speed", "name",
+		"onboot", "protection", "shares", "startup", "tags", "vmstatestorage",
+		"ciuser", "cipassword", "citype", "cicustom", "ciupgrade", "sshkeys", "nameserver", "searchdomain")
 
-func (v *vm) uptime() int64 {
-	if !v.Running {
-		return 0
-	}
-	return max(time.Now().Unix()-v.StartedAt, 0)
-}
+	// Request parameters of create/config/clone that are not config keys.
+	nonConfigQemu = setOf("node", "vmid", "digest", "delete", "revert", "skiplock", "background_delay", "force",
+		"pool", "start", "storage", "unique", "archive", "live-restore", "bwlimit", "import-working-storage", "ha-managed")
+)
 
-func noConfig(node, typ string, vmid int) error {
-	dir := "qemu-server"
-	if typ == "lxc" {
-		dir = "lxc"
-	}
-	return fail(http.StatusInternalServerError, "Configuration file 'nodes/%s/%s/%d.conf' does not exist", node, dir, vmid)
-}
-
-// guestType is "lxc" for /nodes/{node}/lxc/… requests, "" for QEMU ones.
-func guestType(q *request) string {
-	if strings.HasPrefix(q.path, "/nodes/"+q.vars["node"]+"/lxc") {
-		return "lxc"
-	}
-	return ""
-}
-
-// guestName is how PVE names a guest in messages: "VM 100" or "CT 100".
-func guestName(v *vm) string {
-	if v.Type == "lxc" {
-		return fmt.Sprintf("CT %d", v.VMID)
-	}
-	return fmt.Sprintf("VM %d", v.VMID)
-}
-
-// vmidTaken is check_vmid_unused's answer: a plain die (500, not a 400),
-// naming the guest type of the existing one.
-func vmidTaken(old *vm) error {
-	return fail(http.StatusInternalServerError, "%s already exists on node '%s'", guestName(old), old.Node)
-}
-
-// vmOf finds the guest of the request's kind (QEMU or LXC) on its node.
-func (s *Server) vmOf(q *request) (*vm, error) {
-	id, _ := strconv.Atoi(q.vars["vmid"])
-	typ := guestType(q)
-	v, ok := s.st.VMs[id]
-	if !ok || v.Node != q.vars["node"] || v.Type != typ {
-		return nil, noConfig(q.vars["node"], typ, id)
-	}
-	return v, nil
-}
-
-// writableVM finds the request's guest and checks that it may be written.
-func (s *Server) writableVM(q *request) (*vm, error) {
-	v, err := s.vmOf(q)
-	if err != nil {
-		return nil, err
-	}
-	return v, s.writable(v, q)
-}
-
-// writable checks the task lock (lock-timeout 500) and the config lock.
-func (s *Server) writable(v *vm, q *request) error {
-	if err := s.checkLock(v.VMID); err != nil {
-		return err
-	}
-	if l := v.Conf["lock"]; l != "" && !q.bool("skiplock") {
-		return fail(http.StatusInternalServerError, "VM is locked (%s)", l)
-	}
-	return nil
-}
-
-func (s *Server) checkDigest(v *vm, q *request) error {
-	if d := q.get("digest"); d != "" && !strings.EqualFold(d, digest(v)) {
-		return fail(http.StatusInternalServerError, "detected modified configuration - file changed by other user? Try again.")
-	}
-	return nil
-}
-
-func (s *Server) listVMs(q *request) (any, error) {
-	out := []map[string]any{}
-	for _, id := range s.st.vmIDs() {
-		v := s.st.VMs[id]
-		if v.Node != q.vars["node"] || v.Type != "" {
-			continue
-		}
-		row := map[string]any{
-			"vmid": v.VMID, "status": v.status(), "maxmem": vmMaxMem(v.Conf), "maxdisk": vmMaxDisk(v.Conf),
-			"cpus": vmCPUs(v.Conf), "mem": 0, "cpu": 0, "uptime": v.uptime(),
-			"netin": 0, "netout": 0, "diskread": 0, "diskwrite": 0,
-		}
-		for _, k := range []string{"name", "tags", "lock"} {
-			if val := v.Conf[k]; val != "" {
-				row[k] = val
-			}
-		}
-		if v.Conf["template"] == "1" {
-			row["template"] = 1
-		}
-		if v.Running {
-			row["qmpstatus"] = "running"
-			row["pid"] = 10000 + v.VMID
-			row["mem"] = vmMaxMem(v.Conf) / 4
-		}
-		out = append(out, row)
-	}
-	return out, nil
-}
-
-func (s *Server) vmIndex(q *request) (any, error) {
-	if _, err := s.vmOf(q); err != nil {
-		return nil, err
-	}
-	out := []map[string]any{}
-	for _, d := range []string{"config", "pending", "status", "unlink", "vncproxy", "termproxy", "migrate",
-		"resize", "move", "rrd", "rrddata", "monitor", "agent", "snapshot", "spiceproxy", "sendkey",
-		"firewall", "mtunnel", "remote_migrate"} {
-		out = append(out, map[string]any{"subdir": d})
-	}
-	return out, nil
-}
-
-// configParams returns the request's config keys (sorted) and the delete/revert lists.
-func configParams(q *request) (keys, deletes, reverts []string, err error) {
-	skip := nonConfig
-	if guestType(q) == "lxc" {
-		skip = nonConfigCT
-	}
-	for k := range q.params {
-		if !skip[k] {
-			keys = append(keys, k)
-		}
-	}
-	sort.Strings(keys)
-	deletes = splitList(q.get("delete"))
-	reverts = splitList(q.get("revert"))
-	for _, d := range deletes {
-		if q.has(d) {
-			return nil, nil, nil, paramErr1("delete", "you can't use '-%s' and '-delete %s' at the same time", d, d)
-		}
-	}
-	return keys, deletes, reverts, nil
-}
-
-// buildValues normalizes every config key of a request; on failure the
-// volumes allocated so far are released.
-func (s *Server) buildValues(v *vm, q *request, keys []string) (map[string]string, []*volume, error) {
-	var created []*volume
-	vals := map[string]string{}
-	for _, k := range keys {
-		val, err := s.normalizeValue(v, k, q.get(k), &created)
-		if err != nil {
-			for _, vol := range created {
-				delete(s.st.Volumes, vol.volid())
-			}
-			return nil, nil, err
-		}
-		vals[k] = val
-	}
-	return vals, created, nil
-}
-
-func allocLog(t *task, vols []*volume) {
-	for _, vol := range vols {
-		if vol.Format == "qcow2" {
-			t.logf("Formatting '/var/lib/vz/images/%s', fmt=%s size=%d", vol.Name, vol.Format, vol.Size)
-			continue
-		}
-		t.logf("  Logical volume \"%s\" created.", vol.Name)
+// qemuKind holds the QEMU facts of the guest handlers (qemu-server).
+func qemuKind() *guestKind {
+	config, _ := schema.Default().Lookup("POST", "/nodes/{node}/qemu/{vmid}/config")
+	return &guestKind{
+		typ: "", api: "qemu", noun: "VM", confDir: "qemu-server", tasks: "qm", nameKey: "name",
+		config:    config,
+		nonConfig: nonConfigQemu,
+		subdirs: []string{"config", "pending", "status", "unlink", "vncproxy", "termproxy", "migrate",
+			"resize", "move", "rrd", "rrddata", "monitor", "agent", "snapshot", "spiceproxy", "sendkey",
+			"firewall", "mtunnel", "remote_migrate"},
+		lockErr:   lockTimeout,
+		normalize: (*Server).normalizeQemu,
+		normalizeNet: func(s *Server, key, val string, newMAC bool) (string, error) {
+			return s.normalizeNet(key, val, newMAC)
+		},
+		mac: func(val string) string {
+			_, mac := netModelMAC(val)
+			return mac
+		},
+		hotplug: hotplugQemu,
+		cpus:    vmCPUs,
+		row:     qemuRow,
+		status:  qemuStatus,
+		bridgeMissing: func(t *task, v *vm, key string) error {
+			t.logf("kvm: -netdev type=tap,id=%s,ifname=tap%di%s,script=/usr/libexec/qemu-server/pve-bridge,downscript=/usr/libexec/qemu-server/pve-bridgedown,vhost=on: network script /usr/libexec/qemu-server/pve-bridge failed with status 512",
+				key, v.VMID, strings.TrimPrefix(key, "net"))
+			return fmt.Errorf("start failed: QEMU exited with code 1")
+		},
+		templateNoun:    "vm",
+		destroyRunning:  "VM %d is running - destroy failed",
+		sharedCloneLock: true,
 	}
 }
 
-// newGuest checks what creating any guest (VM or container) needs: a free
-// vmid, no restore (not simulated), an existing pool. It returns the vmid
-// and the pool ("" for none).
-func (s *Server) newGuest(q *request, restore bool) (int, string, error) {
-	id, err := strconv.Atoi(q.get("vmid"))
-	if err != nil {
-		return 0, "", paramErr1("vmid", "property is missing and it is not optional")
+func (s *Server) qemuRoutes() []route {
+	k := s.qemu
+	return []route{
+		k.route("GET /nodes/{node}/qemu", s.listGuests),
+		k.route("POST /nodes/{node}/qemu", s.createVM).withTask(),
+		k.route("GET /nodes/{node}/qemu/{vmid}", s.guestIndex),
+		k.route("DELETE /nodes/{node}/qemu/{vmid}", s.destroyGuest).withTask(),
+		k.route("GET /nodes/{node}/qemu/{vmid}/config", s.getConfig),
+		k.route("POST /nodes/{node}/qemu/{vmid}/config", s.postConfig).withTask(),
+		k.route("PUT /nodes/{node}/qemu/{vmid}/config", s.putConfig),
+		k.route("GET /nodes/{node}/qemu/{vmid}/pending", s.getPending),
+		k.route("GET /nodes/{node}/qemu/{vmid}/status/current", s.guestStatus),
+		k.route("POST /nodes/{node}/qemu/{vmid}/status/start", s.power("start")).withTask(),
+		k.route("POST /nodes/{node}/qemu/{vmid}/status/stop", s.power("stop")).withTask(),
+		k.route("POST /nodes/{node}/qemu/{vmid}/status/shutdown", s.power("shutdown")).withTask(),
+		k.route("POST /nodes/{node}/qemu/{vmid}/status/reboot", s.power("reboot")).withTask(),
+		k.route("POST /nodes/{node}/qemu/{vmid}/clone", s.cloneGuest).withTask(),
+		k.route("POST /nodes/{node}/qemu/{vmid}/template", s.templateGuest).withTask(),
+		k.route("PUT /nodes/{node}/qemu/{vmid}/resize", s.resizeGuest).withTask(),
+		k.route("GET /nodes/{node}/qemu/{vmid}/agent/network-get-interfaces", s.agentIfaces),
 	}
-	if old, exists := s.st.VMs[id]; exists {
-		return 0, "", vmidTaken(old)
-	}
-	if restore {
-		return 0, "", fail(http.StatusNotImplemented, "restore from archive is not supported by the simulator")
-	}
-	poolID := q.get("pool")
-	if poolID != "" {
-		if _, ok := s.st.Pools[poolID]; !ok {
-			return 0, "", fail(http.StatusInternalServerError, "pool '%s' does not exist", poolID)
-		}
-	}
-	return id, poolID, nil
 }
 
-func (s *Server) createVM(q *request) (any, error) {
-	node := q.vars["node"]
+func (s *Server) createVM(k *guestKind, q *request) (any, error) {
 	id, poolID, err := s.newGuest(q, q.has("archive"))
 	if err != nil {
 		return nil, err
 	}
-	keys, _, _, err := configParams(q)
+	keys, _, _, err := configParams(k, q)
 	if err != nil {
 		return nil, err
 	}
-	v := &vm{VMID: id, Node: node, Conf: map[string]string{}}
+	v := &vm{VMID: id, Node: q.vars["node"], Type: k.typ, Conf: map[string]string{}}
 	vals, created, err := s.buildValues(v, q, keys)
 	if err != nil {
 		return nil, err
 	}
 	conf := map[string]string{}
-	for k, val := range vals {
+	for key, val := range vals {
 		if val != "" {
-			conf[k] = val
+			conf[key] = val
 		}
 	}
 	if _, ok := conf["smbios1"]; !ok {
@@ -244,284 +113,34 @@ func (s *Server) createVM(q *request) (any, error) {
 			conf["boot"] = "order=" + strings.Join(devs, ";")
 		}
 	}
-	v.Conf["lock"] = "create"
-	s.st.VMs[id] = v
-	start := q.bool("start")
-	upid := s.startTask(node, "qmcreate", vmidString(id), []int{id}, func(t *task) error {
-		allocLog(t, created)
-		v.Conf = conf
-		if poolID != "" {
-			if p, ok := s.st.Pools[poolID]; ok {
-				p.VMs = append(p.VMs, id)
-			}
-		}
-		if start {
-			return s.startGuest(t, v)
-		}
-		return nil
-	})
-	return upid, nil
+	return s.startCreate(k, v, conf, poolID, q.bool("start"), func(t *task) { allocLog(t, created) }), nil
 }
 
-// defaultBootDevices mirrors PVE's choice when boot is not given: first
-// disk, first CD-ROM (not cloud-init), first NIC.
-func defaultBootDevices(conf map[string]string) []string {
-	var disk, cd, net string
-	for _, bus := range []string{"ide", "sata", "scsi", "virtio"} {
-		for i := 0; i <= 30; i++ {
-			k := bus + strconv.Itoa(i)
-			val, ok := conf[k]
-			if !ok {
-				continue
-			}
-			file, rest := diskFile(val)
-			media, _ := propGet(rest, "media")
-			switch {
-			case media == "cdrom" && !strings.Contains(file, "cloudinit") && cd == "":
-				cd = k
-			case media != "cdrom" && disk == "":
-				disk = k
-			}
+// qemuRow is a VM's GET /nodes/{node}/qemu row.
+func qemuRow(s *Server, v *vm) map[string]any {
+	row := map[string]any{
+		"vmid": v.VMID, "status": v.status(), "maxmem": vmMaxMem(v.Conf), "maxdisk": vmMaxDisk(v.Conf),
+		"cpus": vmCPUs(v.Conf), "mem": 0, "cpu": 0, "uptime": v.uptime(),
+		"netin": 0, "netout": 0, "diskread": 0, "diskwrite": 0,
+	}
+	for _, k := range []string{"name", "tags", "lock"} {
+		if val := v.Conf[k]; val != "" {
+			row[k] = val
 		}
 	}
-	for i := 0; i < 32; i++ {
-		if _, ok := conf["net"+strconv.Itoa(i)]; ok {
-			net = "net" + strconv.Itoa(i)
-			break
-		}
-	}
-	var out []string
-	for _, d := range []string{disk, cd, net} {
-		if d != "" {
-			out = append(out, d)
-		}
-	}
-	return out
-}
-
-func (s *Server) destroyVM(q *request) (any, error) {
-	v, err := s.writableVM(q)
-	if err != nil {
-		return nil, err
-	}
-	if v.Conf["protection"] == "1" {
-		return nil, fail(http.StatusInternalServerError, "can't remove %s - protection mode enabled", guestName(v))
-	}
-	typ := "qmdestroy"
-	if v.Type == "lxc" {
-		typ = "vzdestroy"
-		if v.Running {
-			return nil, fail(http.StatusInternalServerError, "unable to destroy CT %d - container is running", v.VMID)
-		}
+	if v.Conf["template"] == "1" {
+		row["template"] = 1
 	}
 	if v.Running {
-		return nil, fail(http.StatusInternalServerError, "VM %d is running - destroy failed", v.VMID)
+		row["qmpstatus"] = "running"
+		row["pid"] = 10000 + v.VMID
+		row["mem"] = vmMaxMem(v.Conf) / 4
 	}
-	id := v.VMID
-	upid := s.startTask(v.Node, typ, vmidString(id), []int{id}, func(t *task) error {
-		// destroy_vm refuses, inside the worker, a template whose base
-		// volumes linked clones still use.
-		if v.Conf["template"] == "1" {
-			for _, vol := range s.st.volumesOf(id) {
-				if s.st.volumeInUseAsBase(vol.volid()) {
-					return fmt.Errorf("base volume '%s' is still in use by linked cloned", vol.volid())
-				}
-			}
-		}
-		for _, vol := range s.st.volumesOf(id) {
-			delete(s.st.Volumes, vol.volid())
-			t.logf("  Logical volume \"%s\" successfully removed.", vol.Name)
-		}
-		s.st.removeFromPools(id)
-		delete(s.st.VMs, id)
-		if q.bool("purge") {
-			t.logf("purging VM %d from related configurations..", id)
-		}
-		return nil
-	})
-	return upid, nil
+	return row
 }
 
-// effectiveConf is the config with pending changes applied.
-func effectiveConf(v *vm) map[string]string {
-	c := make(map[string]string, len(v.Conf)+len(v.Pending))
-	for k, val := range v.Conf {
-		c[k] = val
-	}
-	for _, k := range v.PendingDel {
-		delete(c, k)
-	}
-	for k, val := range v.Pending {
-		c[k] = val
-	}
-	return c
-}
-
-func (s *Server) getVMConfig(q *request) (any, error) {
-	v, err := s.vmOf(q)
-	if err != nil {
-		return nil, err
-	}
-	if sn := q.get("snapshot"); sn != "" {
-		return nil, fail(http.StatusInternalServerError, "snapshot '%s' does not exist", sn)
-	}
-	conf := effectiveConf(v)
-	if q.bool("current") {
-		conf = v.Conf
-	}
-	out := map[string]any{"digest": digest(v)}
-	for k, val := range conf {
-		out[k] = confValue(v.Type, k, val)
-	}
-	return out, nil
-}
-
-func (s *Server) getVMPending(q *request) (any, error) {
-	v, err := s.vmOf(q)
-	if err != nil {
-		return nil, err
-	}
-	keys := map[string]bool{}
-	for k := range v.Conf {
-		keys[k] = true
-	}
-	for k := range v.Pending {
-		keys[k] = true
-	}
-	for _, k := range v.PendingDel {
-		keys[k] = true
-	}
-	out := []map[string]any{}
-	for _, k := range slices.Sorted(maps.Keys(keys)) {
-		row := map[string]any{"key": k}
-		if val, ok := v.Conf[k]; ok {
-			row["value"] = val
-		}
-		if val, ok := v.Pending[k]; ok {
-			row["pending"] = val
-		}
-		for _, d := range v.PendingDel {
-			if d == k {
-				row["delete"] = 1
-			}
-		}
-		out = append(out, row)
-	}
-	return out, nil
-}
-
-// configChange is a validated config update.
-type configChange struct {
-	v     *vm
-	stage func() // write it to the pending section
-	apply func() // apply or hotplug it (a PUT at once, a POST in its worker)
-}
-
-// updateConfig validates a config change.
-func (s *Server) updateConfig(q *request) (*configChange, error) {
-	v, err := s.writableVM(q)
-	if err != nil {
-		return nil, err
-	}
-	if err := s.checkDigest(v, q); err != nil {
-		return nil, err
-	}
-	keys, deletes, reverts, err := configParams(q)
-	if err != nil {
-		return nil, err
-	}
-	for _, k := range append(append([]string{}, keys...), deletes...) {
-		if k == "digest" || k == "template" && v.Conf["template"] == "1" {
-			return nil, paramErr1(k, "unable to change '%s' with this call", k)
-		}
-	}
-	vals, _, err := s.buildValues(v, q, keys)
-	if err != nil {
-		return nil, err
-	}
-	// stage is what PVE does before it forks the qmconfig worker: the change
-	// lands in the pending section at once (GET config shows it, the digest
-	// moves); the worker then applies or hotplugs it.
-	stage := func() {
-		for _, k := range keys {
-			if v.Pending == nil {
-				v.Pending = map[string]string{}
-			}
-			v.Pending[k] = vals[k]
-			v.PendingDel = removeString(v.PendingDel, k)
-		}
-		for _, k := range deletes {
-			delete(v.Pending, k)
-			if _, ok := v.Conf[k]; ok && !containsString(v.PendingDel, k) {
-				v.PendingDel = append(v.PendingDel, k)
-			}
-		}
-		if len(v.Pending) == 0 {
-			v.Pending = nil
-		}
-	}
-	apply := func() {
-		for _, k := range reverts {
-			delete(v.Pending, k)
-			v.PendingDel = removeString(v.PendingDel, k)
-		}
-		for _, k := range deletes {
-			delete(v.Pending, k)
-			if !v.Running || hotpluggable(v, k) {
-				s.removeKey(v, k)
-				v.PendingDel = removeString(v.PendingDel, k)
-			} else if _, ok := v.Conf[k]; ok && !containsString(v.PendingDel, k) {
-				v.PendingDel = append(v.PendingDel, k)
-			}
-		}
-		for _, k := range keys {
-			v.PendingDel = removeString(v.PendingDel, k)
-			if !v.Running || hotpluggable(v, k) {
-				delete(v.Pending, k)
-				s.setKey(v, k, vals[k])
-				continue
-			}
-			if v.Pending == nil {
-				v.Pending = map[string]string{}
-			}
-			v.Pending[k] = vals[k]
-		}
-		if len(v.Pending) == 0 {
-			v.Pending = nil
-		}
-		if len(v.PendingDel) == 0 {
-			v.PendingDel = nil
-		}
-	}
-	return &configChange{v: v, stage: stage, apply: apply}, nil
-}
-
-func (s *Server) postVMConfig(q *request) (any, error) {
-	c, err := s.updateConfig(q)
-	if err != nil {
-		return nil, err
-	}
-	c.stage()
-	return s.startTask(c.v.Node, "qmconfig", vmidString(c.v.VMID), []int{c.v.VMID}, func(t *task) error {
-		c.apply()
-		return nil
-	}), nil
-}
-
-func (s *Server) putVMConfig(q *request) (any, error) {
-	c, err := s.updateConfig(q)
-	if err != nil {
-		return nil, err
-	}
-	c.apply()
-	return nil, nil
-}
-
-func (s *Server) vmStatus(q *request) (any, error) {
-	v, err := s.vmOf(q)
-	if err != nil {
-		return nil, err
-	}
+// qemuStatus is a VM's GET …/status/current answer.
+func qemuStatus(s *Server, v *vm) map[string]any {
 	m := map[string]any{
 		"vmid": v.VMID, "status": v.status(), "uptime": v.uptime(), "cpus": vmCPUs(v.Conf),
 		"maxmem": vmMaxMem(v.Conf), "maxdisk": vmMaxDisk(v.Conf), "mem": 0, "cpu": 0,
@@ -548,33 +167,143 @@ func (s *Server) vmStatus(q *request) (any, error) {
 		m["running-machine"] = "pc-i440fx-9.2+pve1"
 		m["running-qemu"] = "9.2.0"
 	}
-	return m, nil
+	return m
 }
 
 func agentEnabled(conf map[string]string) bool {
-	items := parseProps(conf["agent"])
+	items := props(conf["agent"])
 	if len(items) > 0 && items[0].Key == "" {
 		return items[0].Value == "1"
 	}
-	e, _ := propGet(items, "enabled")
+	e, _ := schema.PropValue(items, "enabled")
 	return e == "1"
 }
 
-func removeString(xs []string, x string) []string {
-	out := xs[:0]
-	for _, v := range xs {
-		if v != x {
-			out = append(out, v)
+// agentIfaces answers like qemu-guest-agent's guest-network-get-interfaces.
+// The IP is data only: ipconfig0's static address, else a made-up 10.x one.
+func (s *Server) agentIfaces(k *guestKind, q *request) (any, error) {
+	v, err := s.guestOf(k, q)
+	if err != nil {
+		return nil, err
+	}
+	if !agentEnabled(v.Conf) {
+		return nil, fail(http.StatusInternalServerError, "No QEMU guest agent configured")
+	}
+	if !v.Running {
+		return nil, fail(http.StatusInternalServerError, "VM %d is not running", v.VMID)
+	}
+	if time.Now().Before(v.agentAt) {
+		return nil, fail(http.StatusInternalServerError, "QEMU guest agent is not running")
+	}
+	ip, prefix := fmt.Sprintf("10.%d.%d.%d", 10+v.VMID/65536%200, v.VMID/256%256, v.VMID%250+2), 24
+	if ipc, ok := schema.PropValue(props(v.Conf["ipconfig0"]), "ip"); ok && ipc != "dhcp" {
+		addr, bits, _ := strings.Cut(ipc, "/")
+		ip = addr
+		if b, err := strconv.Atoi(bits); err == nil {
+			prefix = b
 		}
 	}
-	return out
+	_, mac := netModelMAC(v.Conf["net0"])
+	return map[string]any{"result": []any{
+		map[string]any{"name": "lo", "hardware-address": "00:00:00:00:00:00",
+			"ip-addresses": []any{map[string]any{"ip-address": "127.0.0.1", "ip-address-type": "ipv4", "prefix": 8}}},
+		map[string]any{"name": "eth0", "hardware-address": strings.ToLower(mac),
+			"ip-addresses": []any{map[string]any{"ip-address": ip, "ip-address-type": "ipv4", "prefix": prefix}}},
+	}}, nil
 }
 
-func containsString(xs []string, x string) bool {
-	for _, v := range xs {
-		if v == x {
-			return true
-		}
+// normalizeQemu applies PVE's write-backs for one VM config key.
+func (s *Server) normalizeQemu(v *vm, key, val string, created *[]*volume) (string, error) {
+	switch {
+	case isNetKey(key):
+		return s.normalizeNet(key, val, false)
+	case isDiskKey(key):
+		return s.normalizeDisk(v, key, val, created)
+	case key == "tags":
+		return normalizeTags(val), nil
+	case key == "description":
+		return normalizeDescription(val), nil
+	}
+	return val, nil
+}
+
+// hotplugQemu reports whether a change to key on a running VM applies at
+// once (true) or waits in the pending section for the next start
+// (qemu-server API2/Qemu.pm update_vm_api, QemuServer.pm vmconfig_hotplug_pending).
+func hotplugQemu(v *vm, key string) bool {
+	conf := v.Conf
+	if fastPlug[key] || strings.HasPrefix(key, "ipconfig") {
+		return true
+	}
+	hp, ok := conf["hotplug"]
+	if !ok || hp == "1" {
+		hp = "network,disk,usb"
+	}
+	features := setOf(schema.SplitList(hp)...)
+	switch {
+	case isNetKey(key):
+		return features["network"]
+	case isDiskKey(key) && key != "efidisk0" && key != "tpmstate0", isUnusedKey(key):
+		return features["disk"]
+	case strings.HasPrefix(key, "usb"):
+		return features["usb"]
+	case key == "memory":
+		return features["memory"]
+	case key == "vcpus":
+		return features["cpu"]
 	}
 	return false
+}
+
+// qemuNet is the schema of a VM's netN value (model, key aliases, MAC).
+func qemuNet() *schema.Param {
+	m, _ := schema.Default().Lookup("POST", "/nodes/{node}/qemu/{vmid}/config")
+	p, _ := m.Param("net0")
+	return p
+}
+
+// netModelMAC extracts model and MAC from a netN value; the schema resolves
+// "virtio=MAC" to model=virtio,macaddr=MAC.
+func netModelMAC(val string) (model, mac string) {
+	items, err := schema.ParsePropertyString(val, qemuNet())
+	if err != nil {
+		return "", ""
+	}
+	model, _ = schema.PropValue(items, "model")
+	mac, _ = schema.PropValue(items, "macaddr")
+	return model, strings.ToUpper(mac)
+}
+
+// normalizeNet writes a NIC back as PVE does: "virtio=BC:24:11:…,bridge=vmbr0".
+func (s *Server) normalizeNet(key, val string, newMAC bool) (string, error) {
+	net := qemuNet()
+	items, err := schema.ParsePropertyString(val, net)
+	if err != nil {
+		return "", paramErr1(key, "invalid format - %v", err)
+	}
+	model, _ := schema.PropValue(items, "model")
+	if model == "" {
+		return "", paramErr1(key, "invalid format - missing network card model")
+	}
+	mac, _ := schema.PropValue(items, "macaddr")
+	if mac == "" || newMAC {
+		mac = s.newMAC()
+	}
+	rest := schema.DeleteProp(schema.DeleteProp(items, "model"), "macaddr")
+	lead := []schema.KV{{Key: "model", Value: model}, {Key: "macaddr", Value: strings.ToUpper(mac)}}
+	return printProps(net, lead, rest), nil
+}
+
+func vmCPUs(conf map[string]string) int {
+	cores, sockets := 1, 1
+	if n, err := strconv.Atoi(conf["cores"]); err == nil {
+		cores = n
+	}
+	if n, err := strconv.Atoi(conf["sockets"]); err == nil {
+		sockets = n
+	}
+	if n, err := strconv.Atoi(conf["vcpus"]); err == nil && n > 0 {
+		return n
+	}
+	return cores * sockets
 }

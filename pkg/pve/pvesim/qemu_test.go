@@ -1,4 +1,4 @@
-package pvesim
+package pvesim_test
 
 import (
 	"crypto/sha1"
@@ -8,10 +8,12 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/pvectl/pvectl/pkg/pve/pvesim"
 )
 
 func TestCreateWriteBacksAndDigest(t *testing.T) {
-	e := newEnv(t, Options{})
+	e := newEnv(t, pvesim.Options{})
 	upid := e.task("POST", "/nodes/pve/qemu",
 		"vmid", "100", "name", "web-1", "memory", "2048", "cores", "2",
 		"net0", "virtio,bridge=vmbr0,firewall=1",
@@ -66,8 +68,7 @@ func TestCreateWriteBacksAndDigest(t *testing.T) {
 			t.Errorf("config %s: got %q, want match %s", k, s, p)
 		}
 	}
-	v := e.sim.st.VMs[100]
-	if got, want := c["digest"], fmt.Sprintf("%x", sha1.Sum([]byte(renderConf(v)))); got != want {
+	if got, want := c["digest"], fmt.Sprintf("%x", sha1.Sum([]byte(e.Server.ConfigFile(100)))); got != want {
 		t.Errorf("got digest %v, want sha1 of rendered config %s", got, want)
 	}
 
@@ -105,7 +106,7 @@ func TestCreateWriteBacksAndDigest(t *testing.T) {
 }
 
 func TestCreateStorageChecks(t *testing.T) {
-	e := newEnv(t, Options{})
+	e := newEnv(t, pvesim.Options{})
 	tests := []struct {
 		name, param, value string
 		status             int
@@ -120,7 +121,7 @@ func TestCreateStorageChecks(t *testing.T) {
 			if r.Status != tc.status {
 				t.Errorf("got %d %q %v, want %d", r.Status, r.Message, r.Errors, tc.status)
 			}
-			if _, exists := e.sim.st.VMs[150]; exists {
+			if e.Server.HasGuest(150) {
 				t.Errorf("got VM 150 after a refused create, want none")
 			}
 		})
@@ -128,7 +129,7 @@ func TestCreateStorageChecks(t *testing.T) {
 }
 
 func TestPowerPendingAndDestroy(t *testing.T) {
-	e := newEnv(t, Options{})
+	e := newEnv(t, pvesim.Options{})
 	e.run("POST", "/nodes/pve/qemu", "vmid", "100", "memory", "1024", "net0", "virtio,bridge=vmbr0",
 		"scsi0", "local-lvm:8", "agent", "1", "ipconfig0", "ip=192.168.100.50/24,gw=192.168.100.1")
 	e.run("POST", "/nodes/pve/qemu/100/status/start")
@@ -214,13 +215,13 @@ func TestPowerPendingAndDestroy(t *testing.T) {
 		r.Message != "Configuration file 'nodes/pve/qemu-server/100.conf' does not exist" {
 		t.Errorf("got %d %q after destroy, want 500 missing config", r.Status, r.Message)
 	}
-	if vols := e.sim.st.volumesOf(100); len(vols) != 0 {
+	if vols := e.Server.VolumesOf(100); len(vols) != 0 {
 		t.Errorf("got volumes %v after destroy, want none", vols)
 	}
 }
 
 func TestCloneTemplateResize(t *testing.T) {
-	e := newEnv(t, Options{})
+	e := newEnv(t, pvesim.Options{})
 
 	r := e.call("POST", "/nodes/pve/qemu/9000/clone", "newid", "101", "storage", "local-lvm")
 	if r.Status != 500 || !strings.Contains(r.Message, "linked clones") {
@@ -270,10 +271,7 @@ func TestCloneTemplateResize(t *testing.T) {
 }
 
 func TestParamVerification(t *testing.T) {
-	if !schemaReady() {
-		t.Skip("pkg/pve/schema not implemented yet")
-	}
-	e := newEnv(t, Options{})
+	e := newEnv(t, pvesim.Options{})
 	tests := []struct {
 		name  string
 		kv    []string
@@ -288,6 +286,23 @@ func TestParamVerification(t *testing.T) {
 			r := e.call("POST", "/nodes/pve/qemu", tc.kv...)
 			if r.Status != 400 || r.Message != "Parameter verification failed." || r.Errors[tc.param] == "" {
 				t.Errorf("got %d %q %v, want 400 with errors.%s", r.Status, r.Message, r.Errors, tc.param)
+			}
+		})
+	}
+}
+
+func TestNICWriteBack(t *testing.T) {
+	e := newEnv(t, pvesim.Options{})
+	tests := []struct{ name, in, want string }{
+		{"keyed model and mac", "model=e1000,macaddr=bc:24:11:aa:bb:cc,bridge=vmbr0,tag=5", "e1000=BC:24:11:AA:BB:CC,bridge=vmbr0,tag=5"},
+		{"alias form", "rtl8139=BC:24:11:00:00:0A,firewall=1,bridge=vmbr0", "rtl8139=BC:24:11:00:00:0A,bridge=vmbr0,firewall=1"},
+	}
+	for i, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			id := fmt.Sprint(100 + i)
+			e.run("POST", "/nodes/pve/qemu", "vmid", id, "net0", tc.in)
+			if got := e.config(id)["net0"]; got != tc.want {
+				t.Errorf("got net0 %v, want %q", got, tc.want)
 			}
 		})
 	}

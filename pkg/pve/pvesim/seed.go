@@ -90,9 +90,10 @@ func (s *Server) newMAC() string {
 	used := map[string]bool{}
 	if s.st != nil {
 		for _, v := range s.st.VMs {
-			for k, val := range v.Conf {
-				if isNetKey(k) {
-					if _, mac := netModelMAC(val); mac != "" {
+			k := s.kindOf(v)
+			for key, val := range v.Conf {
+				if isNetKey(key) {
+					if mac := k.mac(val); mac != "" {
 						used[mac] = true
 					}
 				}

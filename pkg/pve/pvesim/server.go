@@ -46,7 +46,9 @@ type Options struct {
 // Server is the simulator; it is an http.Handler serving /api2/json/….
 type Server struct {
 	opts   Options
-	routes []route
+	routes map[*schema.Method]*route // by the schema method their key names
+	qemu   *guestKind
+	lxc    *guestKind
 
 	mu      sync.Mutex // guards everything below
 	st      *state
@@ -117,8 +119,14 @@ func New(opts Options) (*Server, error) {
 		shared:  map[int]int{},
 		nextPID: 0x1000 + uint32(seed&0xffff),
 		done:    make(chan struct{}),
+		qemu:    qemuKind(),
+		lxc:     lxcKind(),
 	}
-	s.routes = s.routeTable()
+	routes, err := routeTable(schema.Default(), s.surfaces()...)
+	if err != nil {
+		return nil, err
+	}
+	s.routes = routes
 	loaded := false
 	if opts.StateFile != "" {
 		st, err := loadState(opts.StateFile)
@@ -244,7 +252,18 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) int {
 	if !s.authorized(r) {
 		return writeErr(w, fail(http.StatusUnauthorized, "authentication failure"))
 	}
-	rt, vars := s.match(r.Method, rawPath)
+	// One match against the schema's path templates picks the handler and
+	// the parameter facts; a schema path without a handler is answered like
+	// a path PVE does not have.
+	m, vars, _ := schema.Default().Match(r.Method, rawPath)
+	if m != nil && segments(m.Path) != segments(rawPath) {
+		// PVE matches one path component per variable (pve-common
+		// RESTHandler.pm, map_path_to_methods: \S+ per {var}): a volume ID
+		// with an unescaped slash names no method there, although the
+		// schema's lenient trailing {volume} would take it.
+		m = nil
+	}
+	rt := s.routes[m]
 	if rt == nil {
 		return writeErr(w, fail(http.StatusNotImplemented, "Method '%s %s' not implemented", r.Method, path))
 	}
@@ -258,7 +277,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) int {
 			os.Remove(q.upload.tmp)
 		}
 	}()
-	if errs := checkSchema(r.Method, path, params, vars); len(errs) > 0 {
+	if errs := checkParams(m, params, vars); len(errs) > 0 {
 		return writeErr(w, paramErr(errs))
 	}
 	for k, v := range vars {
@@ -278,8 +297,8 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) int {
 	}
 	if rt.task && s.opts.LockContention > 0 && s.rng.Float64() < s.opts.LockContention {
 		id, _ := strconv.Atoi(vars["vmid"])
-		if strings.Contains(path, "/lxc") {
-			return writeErr(w, lockTimeoutCT(id))
+		if rt.guest != nil {
+			return writeErr(w, rt.guest.lockErr(id))
 		}
 		return writeErr(w, lockTimeout(id))
 	}
@@ -449,25 +468,14 @@ func (s *Server) readMultipart(r *http.Request, params url.Values) (*upload, *ap
 	}
 }
 
-// checkSchema validates the request against the shared schema table. Until
-// the schema package is implemented its functions panic; the check is then
-// skipped rather than failing every request.
-func checkSchema(method, path string, params url.Values, vars map[string]string) (errs map[string]string) {
-	defer func() {
-		if recover() != nil {
-			errs = nil
-		}
-	}()
-	m, pv, ok := schema.Default().Match(method, path)
-	if !ok {
-		return nil
-	}
-	all := url.Values{}
+func segments(path string) int { return strings.Count(strings.Trim(path, "/"), "/") }
+
+// checkParams checks a request's parameters, path variables included, as
+// PVE's RESTHandler does before it runs a method.
+func checkParams(m *schema.Method, params url.Values, vars map[string]string) map[string]string {
+	all := make(url.Values, len(params)+len(vars))
 	for k, v := range params {
 		all[k] = v
-	}
-	for k, v := range pv {
-		all.Set(k, v)
 	}
 	for k, v := range vars {
 		all.Set(k, v)

@@ -1,11 +1,11 @@
-package pvesim
+package pvesim_test
 
 import (
+	"context"
 	"crypto/sha256"
 	"crypto/tls"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"path/filepath"
 	"strings"
@@ -13,10 +13,14 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/pvectl/pvectl/pkg/pve/pvesim"
+
+	"github.com/pvectl/pvectl/pkg/pve/pvesim/simtest"
 )
 
 func TestAuthAndUnknownPaths(t *testing.T) {
-	e := newEnv(t, Options{})
+	e := newEnv(t, pvesim.Options{})
 	tests := []struct {
 		name, auth, path string
 		status           int
@@ -27,6 +31,10 @@ func TestAuthAndUnknownPaths(t *testing.T) {
 		{"wrong token", "PVEAPIToken=root@pam!other=" + testSecret, "/version", 401, "authentication failure"},
 		{"ticket scheme", "PVEAuthCookie=abc", "/version", 401, "authentication failure"},
 		{"unknown path", "PVEAPIToken=" + testToken + "=" + testSecret, "/foo", 501, "Method 'GET /foo' not implemented"},
+		{"schema path without a handler", "PVEAPIToken=" + testToken + "=" + testSecret, "/cluster/ha/resources", 501,
+			"Method 'GET /cluster/ha/resources' not implemented"},
+		{"unescaped slash in a volume", "PVEAPIToken=" + testToken + "=" + testSecret, "/nodes/pve/storage/local/content/local:vztmpl/x.tar.zst",
+			501, "Method 'GET /nodes/pve/storage/local/content/local:vztmpl/x.tar.zst' not implemented"},
 		{"ok", "PVEAPIToken=" + testToken + "=" + testSecret, "/version", 200, ""},
 	}
 	for _, tc := range tests {
@@ -48,16 +56,16 @@ func TestAuthAndUnknownPaths(t *testing.T) {
 func TestNewValidates(t *testing.T) {
 	tests := []struct {
 		name string
-		opts Options
+		opts pvesim.Options
 	}{
-		{"no secret", Options{}},
-		{"bad token id", Options{TokenID: "root", TokenSecret: "x"}},
-		{"bad node", Options{Nodes: []string{"-bad"}, TokenSecret: "x"}},
-		{"bad error rate", Options{ErrorRate: 2, TokenSecret: "x"}},
+		{"no secret", pvesim.Options{}},
+		{"bad token id", pvesim.Options{TokenID: "root", TokenSecret: "x"}},
+		{"bad node", pvesim.Options{Nodes: []string{"-bad"}, TokenSecret: "x"}},
+		{"bad error rate", pvesim.Options{ErrorRate: 2, TokenSecret: "x"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			if _, err := New(tc.opts); err == nil {
+			if _, err := pvesim.New(tc.opts); err == nil {
 				t.Errorf("got nil error, want one")
 			}
 		})
@@ -65,7 +73,7 @@ func TestNewValidates(t *testing.T) {
 }
 
 func TestSeedAndClusterResources(t *testing.T) {
-	e := newEnv(t, Options{Nodes: []string{"pve", "pve2"}})
+	e := newEnv(t, pvesim.Options{Nodes: []string{"pve", "pve2"}})
 	var rows []map[string]any
 	e.ok(&rows, "GET", "/cluster/resources")
 	ids := map[string]map[string]any{}
@@ -105,16 +113,18 @@ func TestSeedAndClusterResources(t *testing.T) {
 	if dns["search"] != "local" {
 		t.Errorf("got dns %v, want search local", dns)
 	}
-	e.ok(nil, "PUT", "/nodes/pve/dns", "search", "example.org", "dns2", "1.1.1.1")
+	// resolv.conf keeps nameservers in order, so a lone dns2 reads back as
+	// dns1 and a repeat is written once (pve-common INotify.pm).
+	e.ok(nil, "PUT", "/nodes/pve/dns", "search", "example.org", "dns2", "1.1.1.1", "dns3", "1.1.1.1")
 	dns = nil
 	e.ok(&dns, "GET", "/nodes/pve/dns")
-	if diff := cmp.Diff(map[string]any{"search": "example.org", "dns2": "1.1.1.1"}, dns); diff != "" {
+	if diff := cmp.Diff(map[string]any{"search": "example.org", "dns1": "1.1.1.1"}, dns); diff != "" {
 		t.Errorf("dns after PUT (-want +got)\n%s", diff)
 	}
 }
 
 func TestNetworkStaging(t *testing.T) {
-	e := newEnv(t, Options{})
+	e := newEnv(t, pvesim.Options{})
 	r := e.ok(nil, "GET", "/nodes/pve/network")
 	if r.Changes != nil {
 		t.Fatalf("got changes %q on a fresh node, want none", *r.Changes)
@@ -170,7 +180,7 @@ func TestNetworkStaging(t *testing.T) {
 }
 
 func TestPools(t *testing.T) {
-	e := newEnv(t, Options{})
+	e := newEnv(t, pvesim.Options{})
 	e.ok(nil, "POST", "/pools", "poolid", "lab", "comment", "Lab")
 	if r := e.call("POST", "/pools", "poolid", "lab"); r.Status != 500 {
 		t.Errorf("got %d creating a duplicate pool, want 500", r.Status)
@@ -210,18 +220,18 @@ func TestPools(t *testing.T) {
 
 func TestStateFileRoundTrip(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "state.json")
-	e := newEnv(t, Options{StateFile: path})
+	e := newEnv(t, pvesim.Options{StateFile: path})
 	e.run("POST", "/nodes/pve/qemu", "vmid", "100", "name", "kept", "net0", "virtio,bridge=vmbr0")
 	e.ok(nil, "POST", "/pools", "poolid", "p1")
 	e.ok(nil, "POST", "/nodes/pve/network", "iface", "vmbr1", "type", "bridge")
 	before := e.config("100")
-	e.sim.Close()
+	e.Server.Close()
 
-	e2 := newEnv(t, Options{StateFile: path})
+	e2 := newEnv(t, pvesim.Options{StateFile: path})
 	if diff := cmp.Diff(before, e2.config("100")); diff != "" {
 		t.Errorf("config after reload (-want +got)\n%s", diff)
 	}
-	if _, ok := e2.sim.st.Pools["p1"]; !ok {
+	if !e2.Server.HasPool("p1") {
 		t.Errorf("got no pool p1 after reload")
 	}
 	if r := e2.ok(nil, "GET", "/nodes/pve/network"); r.Changes == nil {
@@ -231,7 +241,7 @@ func TestStateFileRoundTrip(t *testing.T) {
 
 func TestFaultInjection(t *testing.T) {
 	t.Run("error rate", func(t *testing.T) {
-		e := newEnv(t, Options{ErrorRate: 1})
+		e := newEnv(t, pvesim.Options{ErrorRate: 1})
 		for range 10 {
 			if r := e.call("GET", "/version"); r.Status != 500 && r.Status != 596 {
 				t.Fatalf("got %d, want an injected 500/596", r.Status)
@@ -239,7 +249,7 @@ func TestFaultInjection(t *testing.T) {
 		}
 	})
 	t.Run("lock contention", func(t *testing.T) {
-		e := newEnv(t, Options{LockContention: 1})
+		e := newEnv(t, pvesim.Options{LockContention: 1})
 		r := e.call("POST", "/nodes/pve/qemu/9000/clone", "newid", "101")
 		if r.Status != 500 || r.Message != "can't lock file '/var/lock/qemu-server/lock-9000.conf' - got timeout" {
 			t.Errorf("got %d %q, want the lock timeout", r.Status, r.Message)
@@ -249,7 +259,7 @@ func TestFaultInjection(t *testing.T) {
 }
 
 func TestTaskList(t *testing.T) {
-	e := newEnv(t, Options{})
+	e := newEnv(t, pvesim.Options{})
 	e.run("POST", "/nodes/pve/qemu", "vmid", "100")
 	e.run("POST", "/nodes/pve/qemu/100/status/start")
 	var rows []map[string]any
@@ -272,7 +282,7 @@ func TestTaskList(t *testing.T) {
 }
 
 func TestSelfSignedCert(t *testing.T) {
-	cert, fp, err := SelfSignedCert([]string{"127.0.0.1", "localhost"})
+	cert, fp, err := pvesim.SelfSignedCert([]string{"127.0.0.1", "localhost"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -284,49 +294,33 @@ func TestSelfSignedCert(t *testing.T) {
 	if fp != strings.Join(want, ":") {
 		t.Errorf("got fingerprint %s, want %s", fp, strings.Join(want, ":"))
 	}
-	sim, err := New(Options{TokenSecret: testSecret, Seed: 1})
-	if err != nil {
-		t.Fatal(err)
+	// Served as `pvectl sim --tls` serves it, pinned as pvectl pins it.
+	e := startEnv(t, simtest.Options{TLS: true})
+	if _, err := e.Client.Version(context.Background()); err != nil {
+		t.Errorf("pinned client: %v", err)
 	}
-	defer sim.Close()
-	srv := httptest.NewUnstartedServer(sim)
-	srv.TLS = &tls.Config{Certificates: []tls.Certificate{cert}}
-	srv.StartTLS()
-	defer srv.Close()
 	var seen string
 	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{
 		InsecureSkipVerify: true, // verified by pinning below, as pvectl does
 		VerifyConnection: func(cs tls.ConnectionState) error {
-			seen = Fingerprint(cs.PeerCertificates[0].Raw)
+			seen = pvesim.Fingerprint(cs.PeerCertificates[0].Raw)
 			return nil
 		},
 	}}}
-	req, _ := http.NewRequest("GET", srv.URL+"/api2/json/version", nil)
+	req, _ := http.NewRequest("GET", e.URL+"/api2/json/version", nil)
 	req.Header.Set("Authorization", "PVEAPIToken="+testToken+"="+testSecret)
 	resp, err := client.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	if resp.StatusCode != 200 || seen != fp {
-		t.Errorf("got status %d fingerprint %s, want 200 %s", resp.StatusCode, seen, fp)
-	}
-}
-
-func TestUnifiedDiff(t *testing.T) {
-	a := "1\n2\n3\n4\n5\n6\n7\n8\n9\n10\n"
-	b := "1\n2\n3\n4\nfive\n6\n7\n8\n9\n10\n"
-	want := "--- a\n+++ b\n@@ -2,7 +2,7 @@\n 2\n 3\n 4\n-5\n+five\n 6\n 7\n 8\n"
-	if diff := cmp.Diff(want, unifiedDiff("a", "b", a, b)); diff != "" {
-		t.Errorf("diff (-want +got)\n%s", diff)
-	}
-	if got := unifiedDiff("a", "b", a, a); got != "" {
-		t.Errorf("got %q for equal texts, want empty", got)
+	if resp.StatusCode != 200 || seen != e.Fingerprint {
+		t.Errorf("got status %d fingerprint %s, want 200 %s", resp.StatusCode, seen, e.Fingerprint)
 	}
 }
 
 func TestConcurrentCreates(t *testing.T) {
-	e := newEnv(t, Options{})
+	e := newEnv(t, pvesim.Options{})
 	const n = 8
 	upids := make(chan string, n)
 	errs := make(chan string, n)
@@ -356,7 +350,7 @@ func TestConcurrentCreates(t *testing.T) {
 	macs := map[string]bool{}
 	for i := range n {
 		c := e.config(fmt.Sprint(300 + i))
-		_, mac := netModelMAC(c["net0"].(string))
+		_, mac := pvesim.NetModelMAC(c["net0"].(string))
 		if macs[mac] {
 			t.Errorf("got duplicate MAC %s", mac)
 		}
@@ -366,21 +360,15 @@ func TestConcurrentCreates(t *testing.T) {
 
 func TestStateDropsUnfinishedCreate(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "state.json")
-	sim, err := New(Options{TokenSecret: testSecret, StateFile: path, TaskDuration: time.Hour, Seed: 3})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(sim)
-	e := &env{t: t, sim: sim, srv: srv}
+	e := newEnv(t, pvesim.Options{StateFile: path, TaskDuration: time.Hour, Seed: 3})
 	e.task("POST", "/nodes/pve/qemu", "vmid", "100", "scsi0", "local-lvm:1")
-	srv.Close()
-	sim.Close()
+	e.Server.Close()
 
-	e2 := newEnv(t, Options{StateFile: path})
+	e2 := newEnv(t, pvesim.Options{StateFile: path})
 	if r := e2.call("GET", "/nodes/pve/qemu/100/config"); r.Status != 500 {
 		t.Errorf("got %d for a create that never finished, want it gone (500)", r.Status)
 	}
-	if vols := e2.sim.st.volumesOf(100); len(vols) != 0 {
+	if vols := e2.Server.VolumesOf(100); len(vols) != 0 {
 		t.Errorf("got leftover volumes %v", vols)
 	}
 }
@@ -389,7 +377,7 @@ func TestStateDropsUnfinishedCreate(t *testing.T) {
 // change silently.
 func TestStateFileUnwritable(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "missing-dir", "state.json")
-	_, err := New(Options{TokenSecret: "s", StateFile: path})
+	_, err := pvesim.New(pvesim.Options{TokenSecret: "s", StateFile: path})
 	if err == nil || !strings.Contains(err.Error(), "state file") {
 		t.Fatalf("New with an unwritable state file: got %v, want an error", err)
 	}

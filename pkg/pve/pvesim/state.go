@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
-	"strings"
 	"time"
 )
 
@@ -282,9 +281,4 @@ func writeAtomic(path string, b []byte) error {
 		return err
 	}
 	return nil
-}
-
-// splitList splits PVE list parameters ("a,b", "a;b", "a b").
-func splitList(s string) []string {
-	return strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ';' || r == ' ' || r == '\t' || r == '\n' })
 }

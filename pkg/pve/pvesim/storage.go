@@ -9,7 +9,21 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/pvectl/pvectl/pkg/pve/schema"
 )
+
+func (s *Server) storageRoutes() []route {
+	return []route{
+		r("GET /storage", s.listStorage),
+		r("POST /storage", s.createStorage),
+		r("GET /storage/{storage}", s.getStorage),
+		r("PUT /storage/{storage}", s.updateStorage),
+		r("DELETE /storage/{storage}", s.deleteStorage),
+		r("GET /nodes/{node}/storage", s.nodeStorage),
+		r("GET /nodes/{node}/storage/{storage}/status", s.nodeStorageStatus),
+	}
+}
 
 func joinContent(c []string) string {
 	cs := append([]string(nil), c...)
@@ -115,7 +129,7 @@ func (s *Server) nodeStorage(q *request) (any, error) {
 		if !st.onNode(node) {
 			continue
 		}
-		if c := q.get("content"); c != "" && !anyContent(st, splitList(c)) {
+		if c := q.get("content"); c != "" && !anyContent(st, schema.SplitList(c)) {
 			continue
 		}
 		if f := q.get("storage"); f != "" && f != id {
@@ -158,37 +172,6 @@ func (s *Server) nodeStorageStatus(q *request) (any, error) {
 	delete(row, "storage")
 	delete(row, "used_fraction")
 	return row, nil
-}
-
-func (s *Server) storageContent(q *request) (any, error) {
-	st, err := s.nodeStorage1(q)
-	if err != nil {
-		return nil, err
-	}
-	content := q.get("content")
-	vmid := q.get("vmid")
-	out := []map[string]any{}
-	for _, k := range slices.Sorted(maps.Keys(s.st.Volumes)) {
-		v := s.st.Volumes[k]
-		if v.Storage != st.ID || content != "" && v.Content != content {
-			continue
-		}
-		if vmid != "" && vmidString(v.VMID) != vmid {
-			continue
-		}
-		row := map[string]any{"volid": v.volid(), "format": v.Format, "size": v.Size, "ctime": v.Ctime}
-		if v.Content == "images" || v.Content == "rootdir" {
-			row["used"] = v.Size
-		}
-		if v.VMID != 0 {
-			row["vmid"] = v.VMID
-		}
-		if v.Parent != "" {
-			row["parent"] = v.Parent
-		}
-		out = append(out, row)
-	}
-	return out, nil
 }
 
 // imageStorage checks that a disk may be allocated on id from node.

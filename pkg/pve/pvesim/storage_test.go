@@ -1,4 +1,4 @@
-package pvesim
+package pvesim_test
 
 import (
 	"bytes"
@@ -13,10 +13,12 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/pvectl/pvectl/pkg/pve/pvesim"
 )
 
 func TestStorageConfig(t *testing.T) {
-	e := newEnv(t, Options{})
+	e := newEnv(t, pvesim.Options{})
 	e.ok(nil, "POST", "/storage", "storage", "nfs1", "type", "nfs", "server", "10.0.0.5", "export", "/srv/pve",
 		"content", "iso,backup", "password", "hunter2")
 	var cfg map[string]any
@@ -65,7 +67,7 @@ func TestStorageConfig(t *testing.T) {
 
 func TestDownloadAndDeleteContent(t *testing.T) {
 	dir := t.TempDir()
-	e := newEnv(t, Options{DataDir: dir})
+	e := newEnv(t, pvesim.Options{DataDir: dir})
 	r := e.call("POST", "/nodes/pve/storage/local-lvm/download-url", "url", "https://example.invalid/x.iso",
 		"content", "iso", "filename", "x.iso")
 	if r.Status != 400 || r.Errors["content"] == "" {
@@ -108,7 +110,7 @@ func TestDownloadAndDeleteContent(t *testing.T) {
 
 func TestUpload(t *testing.T) {
 	dir := t.TempDir()
-	e := newEnv(t, Options{DataDir: dir})
+	e := newEnv(t, pvesim.Options{DataDir: dir})
 	payload := []byte("#cloud-config\nhostname: a\n")
 	sum := fmt.Sprintf("%x", sha256.Sum256(payload))
 
@@ -121,10 +123,10 @@ func TestUpload(t *testing.T) {
 		fw, _ := mw.CreateFormFile("filename", "seed.iso")
 		fw.Write(payload)
 		mw.Close()
-		req, _ := http.NewRequest("POST", e.srv.URL+"/api2/json/nodes/pve/storage/local/upload", bytes.NewReader(body.Bytes()))
+		req, _ := http.NewRequest("POST", e.URL+"/api2/json/nodes/pve/storage/local/upload", bytes.NewReader(body.Bytes()))
 		req.Header.Set("Content-Type", mw.FormDataContentType())
 		req.Header.Set("Authorization", "PVEAPIToken="+testToken+"="+testSecret)
-		resp, err := e.srv.Client().Do(req)
+		resp, err := e.HTTP.Client().Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -3,7 +3,10 @@ package pvesim
 import (
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
+
+	"github.com/pvectl/pvectl/pkg/pve/schema"
 )
 
 // Content types each storage type can hold, and the default when none is given.
@@ -64,10 +67,10 @@ func checkContent(typ, content string) ([]string, error) {
 		}
 		return append([]string(nil), spec.def...), nil
 	}
-	list := splitList(content)
+	list := schema.SplitList(content)
 	if known {
 		for _, c := range list {
-			if !containsString(spec.allowed, c) {
+			if !slices.Contains(spec.allowed, c) {
 				return nil, paramErr1("content", "storage does not support content type '%s'", c)
 			}
 		}
@@ -94,7 +97,7 @@ func (s *Server) createStorage(q *request) (any, error) {
 		return nil, err
 	}
 	st := &storage{ID: id, Type: typ, Content: content, Path: q.get("path"), VGName: q.get("vgname"),
-		ThinPool: q.get("thinpool"), Nodes: splitList(q.get("nodes")), Disable: q.bool("disable"),
+		ThinPool: q.get("thinpool"), Nodes: schema.SplitList(q.get("nodes")), Disable: q.bool("disable"),
 		Shared: sharedTypes[typ] || q.bool("shared"), Total: 500 * gib}
 	if typ == "nfs" || typ == "cifs" || typ == "cephfs" {
 		st.Path = "/mnt/pve/" + id
@@ -135,7 +138,7 @@ func (s *Server) updateStorage(q *request) (any, error) {
 		st.Content = content
 	}
 	if q.has("nodes") {
-		st.Nodes = splitList(q.get("nodes"))
+		st.Nodes = schema.SplitList(q.get("nodes"))
 	}
 	if q.has("disable") {
 		st.Disable = q.bool("disable")
@@ -151,7 +154,7 @@ func (s *Server) updateStorage(q *request) (any, error) {
 			st.Extra[k] = q.get(k)
 		}
 	}
-	for _, k := range splitList(q.get("delete")) {
+	for _, k := range schema.SplitList(q.get("delete")) {
 		switch k {
 		case "nodes":
 			st.Nodes = nil

@@ -64,8 +64,8 @@ func (s *Server) checkSharedLock(vmid int) error {
 }
 
 func (s *Server) lockErr(vmid int) error {
-	if v, ok := s.st.VMs[vmid]; ok && v.Type == "lxc" {
-		return lockTimeoutCT(vmid)
+	if v, ok := s.st.VMs[vmid]; ok {
+		return s.kindOf(v).lockErr(vmid)
 	}
 	return lockTimeout(vmid)
 }
@@ -140,16 +140,11 @@ func (s *Server) unlockTask(t *task) {
 	t.vmids, t.shared = nil, nil
 }
 
+// finishTask runs the task's effect and records its end. A panic in the
+// effect is a simulator bug: it ends the process (and the test binary)
+// with its stack instead of passing for a plausible PVE task error.
 func (s *Server) finishTask(t *task, fn taskFunc) {
-	var err error
-	func() {
-		defer func() {
-			if p := recover(); p != nil {
-				err = fmt.Errorf("internal simulator error: %v", p)
-			}
-		}()
-		err = fn(t)
-	}()
+	err := fn(t)
 	s.unlockTask(t)
 	t.Running = false
 	t.EndTime = time.Now().Unix()
@@ -181,6 +176,14 @@ func (t *task) logf(format string, args ...any) {
 func (t *task) warn(format string, args ...any) {
 	t.Warnings++
 	t.Log = append(t.Log, "WARN: "+fmt.Sprintf(format, args...))
+}
+
+func (s *Server) taskRoutes() []route {
+	return []route{
+		r("GET /nodes/{node}/tasks", s.listTasks),
+		r("GET /nodes/{node}/tasks/{upid}/status", s.taskStatus).withNoFault(),
+		r("GET /nodes/{node}/tasks/{upid}/log", s.taskLog).withNoFault(),
+	}
 }
 
 // findTask resolves the request's UPID as pveproxy does: 400 when it does not

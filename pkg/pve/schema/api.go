@@ -1,5 +1,7 @@
 package schema
 
+import "sync"
+
 // Param describes one API parameter or one property-string sub-key.
 type Param struct {
 	Type       string            `json:"t,omitempty"` // string | integer | number | boolean | array | object
@@ -41,6 +43,9 @@ type Method struct {
 // Table is a set of methods keyed by "METHOD path-template".
 type Table struct {
 	Methods map[string]*Method `json:"methods"`
+
+	once sync.Once
+	trie map[string]*trieNode // by HTTP method; built by the first Match
 }
 
 // CheckOptions tunes Method.Check.

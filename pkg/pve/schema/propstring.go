@@ -3,6 +3,7 @@ package schema
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -15,6 +16,46 @@ func ParsePropertyString(s string, p *Param) ([]KV, error) {
 		props = p.SubKeys()
 	}
 	return parsePropertyString(s, props)
+}
+
+// SplitPropertyString splits a property string without a schema: keyed
+// items keep their key, a bare item ("virtio", "local-lvm:vm-100-disk-0")
+// gets Key "". Quoting, escapes, empty items and duplicate keys follow
+// ParsePropertyString (and so PVE's parse_property_string).
+func SplitPropertyString(s string) ([]KV, error) { return parsePropertyString(s, nil) }
+
+// PropValue returns the value of the first item with key ("" for the bare item).
+func PropValue(items []KV, key string) (string, bool) {
+	for _, it := range items {
+		if it.Key == key {
+			return it.Value, true
+		}
+	}
+	return "", false
+}
+
+// SetProp returns items with key set to value: replaced where it is,
+// appended when absent. items itself is not modified.
+func SetProp(items []KV, key, value string) []KV {
+	out := slices.Clone(items)
+	for i, it := range out {
+		if it.Key == key {
+			out[i].Value = value
+			return out
+		}
+	}
+	return append(out, KV{Key: key, Value: value})
+}
+
+// DeleteProp returns items without those with key; items itself is not modified.
+func DeleteProp(items []KV, key string) []KV {
+	out := make([]KV, 0, len(items))
+	for _, it := range items {
+		if it.Key != key {
+			out = append(out, it)
+		}
+	}
+	return out
 }
 
 func parsePropertyString(s string, props map[string]*Param) ([]KV, error) {

@@ -95,3 +95,66 @@ func TestPropertyStringRoundTrip(t *testing.T) {
 		})
 	}
 }
+
+func TestSplitPropertyString(t *testing.T) {
+	tests := []struct {
+		name    string
+		in      string
+		want    []KV
+		wantErr string
+	}{
+		{"bare first", "local-lvm:vm-100-disk-0,size=4G", []KV{{"", "local-lvm:vm-100-disk-0"}, {"size", "4G"}}, ""},
+		{"key alias kept as written", "virtio=BC:24:11:00:00:01,bridge=vmbr0", []KV{{"virtio", "BC:24:11:00:00:01"}, {"bridge", "vmbr0"}}, ""},
+		{"quoted", `order="a,b",x=1`, []KV{{"order", "a,b"}, {"x", "1"}}, ""},
+		{"empty", "", []KV{}, ""},
+		{"two bare items", "a,b", nil, "duplicate key in comma-separated list property: "},
+		{"unterminated", `a="x`, nil, "unterminated quoted string"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := SplitPropertyString(tt.in)
+			gotErr := ""
+			if err != nil {
+				gotErr = err.Error()
+			}
+			if gotErr != tt.wantErr {
+				t.Fatalf("error: got %q want %q", gotErr, tt.wantErr)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("items (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestPropHelpers(t *testing.T) {
+	items := []KV{{"", "vol"}, {"size", "4G"}, {"media", "cdrom"}}
+	orig := append([]KV(nil), items...)
+	if v, ok := PropValue(items, "size"); !ok || v != "4G" {
+		t.Errorf("PropValue size: got %q %v want 4G true", v, ok)
+	}
+	if v, ok := PropValue(items, ""); !ok || v != "vol" {
+		t.Errorf("PropValue bare: got %q %v want vol true", v, ok)
+	}
+	if _, ok := PropValue(items, "ssd"); ok {
+		t.Errorf("PropValue ssd: got ok want absent")
+	}
+	tests := []struct {
+		name string
+		got  []KV
+		want []KV
+	}{
+		{"set replaces", SetProp(items, "size", "8G"), []KV{{"", "vol"}, {"size", "8G"}, {"media", "cdrom"}}},
+		{"set appends", SetProp(items, "ssd", "1"), []KV{{"", "vol"}, {"size", "4G"}, {"media", "cdrom"}, {"ssd", "1"}}},
+		{"delete", DeleteProp(items, "size"), []KV{{"", "vol"}, {"media", "cdrom"}}},
+		{"delete absent", DeleteProp(items, "ssd"), orig},
+		{"input untouched", items, orig},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if diff := cmp.Diff(tt.want, tt.got); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}

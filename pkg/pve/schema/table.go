@@ -7,6 +7,7 @@ import (
 	_ "embed"
 	"fmt"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -39,32 +40,148 @@ func (t *Table) Lookup(method, template string) (*Method, bool) {
 // Match finds the method for a concrete path ("/nodes/pve/qemu/100/config")
 // and returns the path variables ({"node":"pve","vmid":"100"}).
 // Segments are URL-unescaped; literal template segments win over variables
-// ("/nodes/{node}/qemu/{vmid}/status/current" beats ".../{vmid}/{x}/current").
-// A trailing {volume} may swallow further segments as a last resort, since
-// volume IDs ("local:iso/a.iso") sometimes arrive with their slash unescaped.
+// from left to right ("/nodes/{node}/qemu/{vmid}/status/current" beats
+// ".../{vmid}/{x}/current"), and of two equal shapes the smaller template
+// wins. A trailing {volume} may swallow further segments as a last resort,
+// since volume IDs ("local:iso/a.iso") sometimes arrive with their slash
+// unescaped.
+//
+// The lookup walks a per-method segment trie built on the first call, so
+// Methods must not change after the table is first matched.
 func (t *Table) Match(method, path string) (*Method, map[string]string, bool) {
-	method = strings.ToUpper(method)
-	segs := splitPath(path)
-	var best *Method
-	var bestScore []bool
-	var bestGreedy bool
-	for key, m := range t.Methods {
-		if !strings.HasPrefix(key, method+" ") {
-			continue
-		}
-		score, greedy, ok := matchTemplate(m.Path, segs)
-		if !ok {
-			continue
-		}
-		if best == nil || betterMatch(score, greedy, bestScore, bestGreedy) ||
-			(!betterMatch(bestScore, bestGreedy, score, greedy) && m.Path < best.Path) {
-			best, bestScore, bestGreedy = m, score, greedy
-		}
-	}
-	if best == nil {
+	root := t.index()[strings.ToUpper(method)]
+	if root == nil {
 		return nil, nil, false
 	}
-	return best, pathVars(best.Path, segs), true
+	segs := splitPath(path)
+	m := root.exact(segs, 0)
+	if m == nil {
+		var best greedyMatch
+		root.greedy(segs, 0, nil, &best)
+		m = best.m
+	}
+	if m == nil {
+		return nil, nil, false
+	}
+	return m, pathVars(m.Path, segs), true
+}
+
+// trieNode is one template segment position. Templates that share their
+// literal segments and variable positions share a path; the variable
+// names themselves do not matter for matching.
+type trieNode struct {
+	lit map[string]*trieNode
+	vr  *trieNode // any variable segment
+	// ends are the templates ending here, sorted by path (the tie-break);
+	// slashEnds those among them whose last variable may hold slashes.
+	ends, slashEnds []*Method
+}
+
+func (t *Table) index() map[string]*trieNode {
+	t.once.Do(func() {
+		t.trie = map[string]*trieNode{}
+		for _, m := range t.Methods {
+			root := t.trie[m.Method]
+			if root == nil {
+				root = &trieNode{}
+				t.trie[m.Method] = root
+			}
+			root.insert(m)
+		}
+		for _, root := range t.trie {
+			root.sortEnds()
+		}
+	})
+	return t.trie
+}
+
+func (n *trieNode) insert(m *Method) {
+	tsegs := splitPath(m.Path)
+	for _, ts := range tsegs {
+		if isVar(ts) {
+			if n.vr == nil {
+				n.vr = &trieNode{}
+			}
+			n = n.vr
+			continue
+		}
+		if n.lit == nil {
+			n.lit = map[string]*trieNode{}
+		}
+		next := n.lit[ts]
+		if next == nil {
+			next = &trieNode{}
+			n.lit[ts] = next
+		}
+		n = next
+	}
+	n.ends = append(n.ends, m)
+	if len(tsegs) > 0 && slashVars[tsegs[len(tsegs)-1]] {
+		n.slashEnds = append(n.slashEnds, m)
+	}
+}
+
+func (n *trieNode) sortEnds() {
+	byPath := func(a, b *Method) int { return strings.Compare(a.Path, b.Path) }
+	slices.SortFunc(n.ends, byPath)
+	slices.SortFunc(n.slashEnds, byPath)
+	for _, c := range n.lit {
+		c.sortEnds()
+	}
+	if n.vr != nil {
+		n.vr.sortEnds()
+	}
+}
+
+// exact finds the best template as long as the path. Trying the literal
+// child before the variable one at every depth visits candidates from the
+// most literal (left to right) down, so the first hit is the best.
+func (n *trieNode) exact(segs []string, i int) *Method {
+	if i == len(segs) {
+		if len(n.ends) > 0 {
+			return n.ends[0]
+		}
+		return nil
+	}
+	if c := n.lit[segs[i]]; c != nil {
+		if m := c.exact(segs, i+1); m != nil {
+			return m
+		}
+	}
+	if n.vr != nil && unescape(segs[i]) != "" {
+		return n.vr.exact(segs, i+1)
+	}
+	return nil
+}
+
+// greedyMatch is the best template shorter than the path whose trailing
+// variable swallows the rest; literal records, per template segment,
+// whether it matched literally.
+type greedyMatch struct {
+	m       *Method
+	literal []bool
+}
+
+// greedy collects the templates that end in a slash-holding variable
+// before the path ends and keeps the best: literal segments first from
+// the left, then the longer template, then the smaller path.
+func (n *trieNode) greedy(segs []string, i int, literal []bool, best *greedyMatch) {
+	if i > 0 && i < len(segs) && len(n.slashEnds) > 0 {
+		m := n.slashEnds[0]
+		if best.m == nil || betterMatch(literal, false, best.literal, false) ||
+			(!betterMatch(best.literal, false, literal, false) && m.Path < best.m.Path) {
+			best.m, best.literal = m, slices.Clone(literal)
+		}
+	}
+	if i >= len(segs) {
+		return
+	}
+	if c := n.lit[segs[i]]; c != nil {
+		c.greedy(segs, i+1, append(literal, true), best)
+	}
+	if n.vr != nil && unescape(segs[i]) != "" {
+		n.vr.greedy(segs, i+1, append(literal, false), best)
+	}
 }
 
 func splitPath(p string) []string {
@@ -73,34 +190,6 @@ func splitPath(p string) []string {
 		return nil
 	}
 	return strings.Split(p, "/")
-}
-
-// matchTemplate reports, per template segment, whether it matched literally.
-func matchTemplate(template string, segs []string) (literal []bool, greedy, ok bool) {
-	tsegs := splitPath(template)
-	if len(tsegs) > len(segs) || len(tsegs) == 0 && len(segs) > 0 {
-		return nil, false, false
-	}
-	literal = make([]bool, len(tsegs))
-	for i, ts := range tsegs {
-		if isVar(ts) {
-			if unescape(segs[i]) == "" {
-				return nil, false, false
-			}
-			continue
-		}
-		if ts != segs[i] {
-			return nil, false, false
-		}
-		literal[i] = true
-	}
-	if len(segs) > len(tsegs) {
-		if len(tsegs) == 0 || !slashVars[tsegs[len(tsegs)-1]] {
-			return nil, false, false
-		}
-		greedy = true
-	}
-	return literal, greedy, true
 }
 
 // betterMatch prefers exact-length matches, then literal segments from left to right.

@@ -8,36 +8,33 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/pvectl/pvectl/pkg/pve/schema"
 )
 
-var powerTaskType = map[string]string{"start": "qmstart", "stop": "qmstop", "shutdown": "qmshutdown", "reboot": "qmreboot"}
-
-func (s *Server) vmPower(action string) func(q *request) (any, error) {
-	return func(q *request) (any, error) {
-		v, err := s.writableVM(q)
+// power starts, stops, shuts down or reboots a guest.
+func (s *Server) power(action string) guestHandler {
+	return func(k *guestKind, q *request) (any, error) {
+		v, err := s.writableGuest(k, q)
 		if err != nil {
 			return nil, err
 		}
-		id, name := v.VMID, guestName(v)
-		typ := powerTaskType[action]
-		if v.Type == "lxc" {
-			typ = "vz" + action
-		}
+		id, name := v.VMID, k.name(v.VMID)
 		// pve-container checks the state before it forks; qemu-server's
 		// vm_start/vm_stop do it in the worker (stopping a stopped VM is OK).
 		switch {
 		case action == "reboot" && !v.Running:
 			return nil, fail(http.StatusInternalServerError, "%s not running", name)
-		case v.Type == "lxc" && action == "start" && v.Running:
+		case k.stateBeforeFork && action == "start" && v.Running:
 			return nil, fail(http.StatusInternalServerError, "%s already running", name)
-		case v.Type == "lxc" && (action == "stop" || action == "shutdown") && !v.Running:
+		case k.stateBeforeFork && (action == "stop" || action == "shutdown") && !v.Running:
 			return nil, fail(http.StatusInternalServerError, "%s not running", name)
 		}
-		return s.startTask(v.Node, typ, vmidString(id), []int{id}, func(t *task) error {
+		return s.startTask(v.Node, k.tasks+action, vmidString(id), []int{id}, func(t *task) error {
 			switch action {
 			case "start":
 				if v.Conf["template"] == "1" {
-					return fmt.Errorf("you can't start a %s if it's a template", map[bool]string{true: "CT", false: "vm"}[v.Type == "lxc"])
+					return fmt.Errorf("you can't start a %s if it's a template", k.templateNoun)
 				}
 				if v.Running {
 					return fmt.Errorf("%s already running", name)
@@ -62,8 +59,8 @@ func (s *Server) vmPower(action string) func(q *request) (any, error) {
 	}
 }
 
-func (s *Server) cloneVM(q *request) (any, error) {
-	src, err := s.vmOf(q)
+func (s *Server) cloneGuest(k *guestKind, q *request) (any, error) {
+	src, err := s.guestOf(k, q)
 	if err != nil {
 		return nil, err
 	}
@@ -71,7 +68,7 @@ func (s *Server) cloneVM(q *request) (any, error) {
 	// on a stopped source (so parallel clones of a template work), and holds
 	// it, with the target's, until the worker ends. pve-container locks the
 	// source exclusively.
-	sharedSrc := src.Type == "" && !src.Running
+	sharedSrc := k.sharedCloneLock && !src.Running
 	if sharedSrc {
 		if err := s.checkSharedLock(src.VMID); err != nil {
 			return nil, err
@@ -123,29 +120,25 @@ func (s *Server) cloneVM(q *request) (any, error) {
 		}
 	}
 	if target != src.Node {
-		for k, val := range src.Conf {
+		for key, val := range src.Conf {
 			file, _ := diskFile(val)
-			if vol, ok := s.st.Volumes[file]; ok && isDiskKey(k) && !s.st.Storages[vol.Storage].Shared {
+			if vol, ok := s.st.Volumes[file]; ok && isDiskKey(key) && !s.st.Storages[vol.Storage].Shared {
 				return nil, fail(http.StatusInternalServerError, "can't clone VM to node '%s' (VM uses local storage)", target)
 			}
 		}
 	}
 
-	nv := &vm{VMID: newid, Node: target, Type: src.Type, Conf: map[string]string{"lock": "clone"}}
-	conf, logs, err := s.cloneConf(src, nv, full, targetStorage, q)
+	nv := &vm{VMID: newid, Node: target, Type: k.typ, Conf: map[string]string{"lock": "clone"}}
+	conf, logs, err := s.cloneConf(k, src, nv, full, targetStorage, q)
 	if err != nil {
 		return nil, err
 	}
 	s.st.VMs[newid] = nv
-	typ := "qmclone"
-	if src.Type == "lxc" {
-		typ = "vzclone"
-	}
 	excl, shared := []int{src.VMID, newid}, []int(nil)
 	if sharedSrc {
 		excl, shared = []int{newid}, []int{src.VMID}
 	}
-	return s.startTaskShared(src.Node, typ, vmidString(src.VMID), excl, shared, func(t *task) error {
+	return s.startTaskShared(src.Node, k.tasks+"clone", vmidString(src.VMID), excl, shared, func(t *task) error {
 		t.Log = append(t.Log, logs...)
 		nv.Conf = conf
 		if poolID != "" {
@@ -159,7 +152,7 @@ func (s *Server) cloneVM(q *request) (any, error) {
 
 // cloneConf builds the clone's config and its volumes: new MACs, new
 // SMBIOS uuid and vmgenid, disks copied (full) or layered on the base (linked).
-func (s *Server) cloneConf(src, nv *vm, full bool, targetStorage *storage, q *request) (map[string]string, []string, error) {
+func (s *Server) cloneConf(k *guestKind, src, nv *vm, full bool, targetStorage *storage, q *request) (map[string]string, []string, error) {
 	conf := map[string]string{}
 	var logs []string
 	var created []*volume
@@ -168,34 +161,26 @@ func (s *Server) cloneConf(src, nv *vm, full bool, targetStorage *storage, q *re
 			delete(s.st.Volumes, vol.volid())
 		}
 	}
-	for _, k := range slices.Sorted(maps.Keys(src.Conf)) {
-		val := src.Conf[k]
+	for _, key := range slices.Sorted(maps.Keys(src.Conf)) {
+		val := src.Conf[key]
 		switch {
-		case k == "lock" || k == "template" || isUnusedKey(k) || k == "parent" || k == "vmstate" || k == "snaptime":
+		case key == "lock" || key == "template" || isUnusedKey(key) || key == "parent" || key == "vmstate" || key == "snaptime":
 			continue
-		case isNetKey(k) && src.Type == "lxc":
-			nval, err := s.normalizeCTNet(k, val, true)
+		case isNetKey(key):
+			nval, err := k.normalizeNet(s, key, val, true)
 			if err != nil {
 				undo()
 				return nil, nil, err
 			}
-			conf[k] = nval
-		case isNetKey(k):
-			nval, err := s.normalizeNet(k, val, true)
-			if err != nil {
-				undo()
-				return nil, nil, err
-			}
-			conf[k] = nval
-		case k == "smbios1":
-			items := propSet(parseProps(val), "uuid", s.newUUID())
-			conf[k] = formatProps("", items)
-		case k == "vmgenid":
-			conf[k] = s.newUUID()
-		case k == "meta":
-			conf[k] = fmt.Sprintf("creation-qemu=9.2.0,ctime=%d", time.Now().Unix())
-		case isDiskKey(k):
-			nval, line, err := s.cloneDisk(src, nv, k, val, full, targetStorage, &created)
+			conf[key] = nval
+		case key == "smbios1":
+			conf[key] = printProps(nil, nil, schema.SetProp(props(val), "uuid", s.newUUID()))
+		case key == "vmgenid":
+			conf[key] = s.newUUID()
+		case key == "meta":
+			conf[key] = fmt.Sprintf("creation-qemu=9.2.0,ctime=%d", time.Now().Unix())
+		case isDiskKey(key):
+			nval, line, err := s.cloneDisk(src, nv, key, val, full, targetStorage, &created)
 			if err != nil {
 				undo()
 				return nil, nil, err
@@ -203,21 +188,17 @@ func (s *Server) cloneConf(src, nv *vm, full bool, targetStorage *storage, q *re
 			if line != "" {
 				logs = append(logs, line)
 			}
-			conf[k] = nval
+			conf[key] = nval
 		default:
-			conf[k] = val
+			conf[key] = val
 		}
 	}
-	nameKey, kind := "name", "VM"
-	if src.Type == "lxc" {
-		nameKey, kind = "hostname", "CT"
-	}
-	if n := q.get(nameKey); n != "" {
-		conf[nameKey] = n
-	} else if n := src.Conf[nameKey]; n != "" {
-		conf[nameKey] = "Copy-of-" + kind + "-" + n
+	if n := q.get(k.nameKey); n != "" {
+		conf[k.nameKey] = n
+	} else if n := src.Conf[k.nameKey]; n != "" {
+		conf[k.nameKey] = "Copy-of-" + k.noun + "-" + n
 	} else {
-		conf[nameKey] = fmt.Sprintf("Copy-of-%s-%d", kind, src.VMID)
+		conf[k.nameKey] = fmt.Sprintf("Copy-of-%s-%d", k.noun, src.VMID)
 	}
 	if q.has("description") {
 		if d := normalizeDescription(q.get("description")); d != "" {
@@ -248,14 +229,14 @@ func (s *Server) cloneDisk(src, nv *vm, key, val string, full bool, targetStorag
 		nvol := &volume{Storage: st.ID, Name: name, Content: "images", Format: format, Size: vol.Size, VMID: nv.VMID, Ctime: time.Now().Unix()}
 		s.st.addVolume(nvol)
 		*created = append(*created, nvol)
-		return formatProps(nvol.volid(), rest), "", nil
+		return printDrive(nvol.volid(), rest), "", nil
 	}
 	if full {
 		nvol := s.allocImage(st, nv.VMID, vol.Size, "vm")
 		nvol.Content = vol.Content
 		*created = append(*created, nvol)
-		rest = propSet(rest, "size", formatSize(vol.Size))
-		return formatProps(nvol.volid(), rest), fmt.Sprintf("create full clone of drive %s (%s)", key, vol.volid()), nil
+		rest = schema.SetProp(rest, "size", schema.FormatSize(vol.Size))
+		return printDrive(nvol.volid(), rest), fmt.Sprintf("create full clone of drive %s (%s)", key, vol.volid()), nil
 	}
 	// Linked clone: a new thin volume on the same storage whose name records its base.
 	nvol := s.allocImage(st, nv.VMID, vol.Size, "vm")
@@ -265,31 +246,27 @@ func (s *Server) cloneDisk(src, nv *vm, key, val string, full bool, targetStorag
 	nvol.Content = vol.Content
 	s.st.addVolume(nvol)
 	*created = append(*created, nvol)
-	rest = propSet(rest, "size", formatSize(vol.Size))
-	return formatProps(nvol.volid(), rest), fmt.Sprintf("create linked clone of drive %s (%s)", key, vol.volid()), nil
+	rest = schema.SetProp(rest, "size", schema.FormatSize(vol.Size))
+	return printDrive(nvol.volid(), rest), fmt.Sprintf("create linked clone of drive %s (%s)", key, vol.volid()), nil
 }
 
-func (s *Server) templateVM(q *request) (any, error) {
-	v, err := s.writableVM(q)
+func (s *Server) templateGuest(k *guestKind, q *request) (any, error) {
+	v, err := s.writableGuest(k, q)
 	if err != nil {
 		return nil, err
 	}
 	if v.Running {
-		return nil, fail(http.StatusInternalServerError, "you can't convert a %s to template if %s is running", guestName(v)[:2], guestName(v)[:2])
+		return nil, fail(http.StatusInternalServerError, "you can't convert a %s to template if %s is running", k.noun, k.noun)
 	}
 	if v.Conf["template"] == "1" {
 		return nil, fail(http.StatusInternalServerError, "you can't convert a template to a template")
 	}
-	typ := "qmtemplate"
-	if v.Type == "lxc" {
-		typ = "vztemplate"
-	}
-	upid := s.startTask(v.Node, typ, vmidString(v.VMID), []int{v.VMID}, func(t *task) error {
-		for _, k := range slices.Sorted(maps.Keys(v.Conf)) {
-			if !isDiskKey(k) {
+	upid := s.startTask(v.Node, k.tasks+"template", vmidString(v.VMID), []int{v.VMID}, func(t *task) error {
+		for _, key := range slices.Sorted(maps.Keys(v.Conf)) {
+			if !isDiskKey(key) {
 				continue
 			}
-			file, rest := diskFile(v.Conf[k])
+			file, rest := diskFile(v.Conf[key])
 			vol, ok := s.st.Volumes[file]
 			if !ok || vol.Content != "images" && vol.Content != "rootdir" || strings.Contains(vol.Name, "cloudinit") {
 				continue
@@ -302,19 +279,19 @@ func (s *Server) templateVM(q *request) (any, error) {
 			t.logf("  Renamed \"%s\" to \"%s\" in volume group \"%s\"", vol.Name, base, s.st.Storages[vol.Storage].VGName)
 			vol.Name = base
 			s.st.addVolume(vol)
-			v.Conf[k] = formatProps(vol.volid(), rest)
+			v.Conf[key] = printDrive(vol.volid(), rest)
 		}
 		v.Conf["template"] = "1"
 		return nil
 	})
-	if v.Type == "lxc" {
+	if k.templateNull {
 		return nil, nil // PVE answers null here, although a worker runs: poll the config
 	}
 	return upid, nil
 }
 
-func (s *Server) resizeVM(q *request) (any, error) {
-	v, err := s.writableVM(q)
+func (s *Server) resizeGuest(k *guestKind, q *request) (any, error) {
+	v, err := s.writableGuest(k, q)
 	if err != nil {
 		return nil, err
 	}
@@ -327,11 +304,11 @@ func (s *Server) resizeVM(q *request) (any, error) {
 		return nil, fail(http.StatusInternalServerError, "disk '%s' does not exist", disk)
 	}
 	file, rest := diskFile(val)
-	if m, _ := propGet(rest, "media"); m == "cdrom" {
+	if m, _ := schema.PropValue(rest, "media"); m == "cdrom" {
 		return nil, fail(http.StatusInternalServerError, "you can't resize a cdrom")
 	}
 	var cur int64
-	if sz, ok := propGet(rest, "size"); ok {
+	if sz, ok := schema.PropValue(rest, "size"); ok {
 		cur, _, _ = parseSize(sz)
 	}
 	n, plus, err := parseSize(q.get("size"))
@@ -347,46 +324,13 @@ func (s *Server) resizeVM(q *request) (any, error) {
 	}
 	return s.startTask(v.Node, "resize", vmidString(v.VMID), []int{v.VMID}, func(t *task) error {
 		_, rest := diskFile(v.Conf[disk])
-		v.Conf[disk] = formatProps(file, propSet(rest, "size", formatSize(want)))
+		v.Conf[disk] = printDrive(file, schema.SetProp(rest, "size", schema.FormatSize(want)))
 		if vol, ok := s.st.Volumes[file]; ok {
 			vol.Size = want
-			t.logf("  Size of logical volume %s changed from %s to %s.", vol.Name, formatSize(cur), formatSize(want))
+			t.logf("  Size of logical volume %s changed from %s to %s.", vol.Name, schema.FormatSize(cur), schema.FormatSize(want))
 		}
 		return nil
 	}), nil
-}
-
-// agentIfaces answers like qemu-guest-agent's guest-network-get-interfaces.
-// The IP is data only: ipconfig0's static address, else a made-up 10.x one.
-func (s *Server) agentIfaces(q *request) (any, error) {
-	v, err := s.vmOf(q)
-	if err != nil {
-		return nil, err
-	}
-	if !agentEnabled(v.Conf) {
-		return nil, fail(http.StatusInternalServerError, "No QEMU guest agent configured")
-	}
-	if !v.Running {
-		return nil, fail(http.StatusInternalServerError, "VM %d is not running", v.VMID)
-	}
-	if time.Now().Before(v.agentAt) {
-		return nil, fail(http.StatusInternalServerError, "QEMU guest agent is not running")
-	}
-	ip, prefix := fmt.Sprintf("10.%d.%d.%d", 10+v.VMID/65536%200, v.VMID/256%256, v.VMID%250+2), 24
-	if ipc, ok := propGet(parseProps(v.Conf["ipconfig0"]), "ip"); ok && ipc != "dhcp" {
-		addr, bits, _ := strings.Cut(ipc, "/")
-		ip = addr
-		if b, err := strconv.Atoi(bits); err == nil {
-			prefix = b
-		}
-	}
-	_, mac := netModelMAC(v.Conf["net0"])
-	return map[string]any{"result": []any{
-		map[string]any{"name": "lo", "hardware-address": "00:00:00:00:00:00",
-			"ip-addresses": []any{map[string]any{"ip-address": "127.0.0.1", "ip-address-type": "ipv4", "prefix": 8}}},
-		map[string]any{"name": "eth0", "hardware-address": strings.ToLower(mac),
-			"ip-addresses": []any{map[string]any{"ip-address": ip, "ip-address-type": "ipv4", "prefix": prefix}}},
-	}}, nil
 }
 
 // startGuest boots a guest unless a NIC names a bridge that the node's
@@ -394,11 +338,11 @@ func (s *Server) agentIfaces(q *request) (any, error) {
 // missing): pve-bridge then fails and so does the start, as on PVE.
 func (s *Server) startGuest(t *task, v *vm) error {
 	running := s.st.Net[v.Node].Running
-	for _, k := range slices.Sorted(maps.Keys(v.Conf)) {
-		if !isNetKey(k) {
+	for _, key := range slices.Sorted(maps.Keys(v.Conf)) {
+		if !isNetKey(key) {
 			continue
 		}
-		br, ok := propGet(parseProps(v.Conf[k]), "bridge")
+		br, ok := schema.PropValue(props(v.Conf[key]), "bridge")
 		if !ok {
 			continue
 		}
@@ -406,12 +350,7 @@ func (s *Server) startGuest(t *task, v *vm) error {
 			continue
 		}
 		t.logf("bridge '%s' does not exist", br)
-		if v.Type == "lxc" {
-			return fmt.Errorf("startup for container '%d' failed", v.VMID)
-		}
-		t.logf("kvm: -netdev type=tap,id=%s,ifname=tap%di%s,script=/usr/libexec/qemu-server/pve-bridge,downscript=/usr/libexec/qemu-server/pve-bridgedown,vhost=on: network script /usr/libexec/qemu-server/pve-bridge failed with status 512",
-			k, v.VMID, strings.TrimPrefix(k, "net"))
-		return fmt.Errorf("start failed: QEMU exited with code 1")
+		return s.kindOf(v).bridgeMissing(t, v, key)
 	}
 	s.boot(v)
 	return nil

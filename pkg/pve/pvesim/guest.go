@@ -1,0 +1,503 @@
+package pvesim
+
+import (
+	"fmt"
+	"maps"
+	"net/http"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/pvectl/pvectl/pkg/pve/schema"
+)
+
+// guestKind is what differs between QEMU VMs and LXC containers. The guest
+// handlers (guest.go, guestops.go) are written once against it; each
+// type's facts sit in one value, built in qemu.go and lxc.go.
+type guestKind struct {
+	typ     string // vm.Type: "" for QEMU, "lxc"
+	api     string // path segment and /cluster/resources type: "qemu" | "lxc"
+	noun    string // how PVE's messages name one: "VM" | "CT"
+	confDir string // nodes/{node}/{confDir}/{vmid}.conf: "qemu-server" | "lxc"
+	tasks   string // worker type prefix: "qm" (qmcreate, qmstart…) | "vz"
+	nameKey string // the config key that names the guest: "name" | "hostname"
+
+	// config is the config update method; the schema types of its
+	// parameters decide how GET …/config answers each value.
+	config *schema.Method
+	// nonConfig lists create/update/clone parameters that are not config keys.
+	nonConfig map[string]bool
+	subdirs   []string // GET …/{vmid}
+
+	lockErr      func(vmid int) *apiError
+	normalize    func(s *Server, v *vm, key, val string, created *[]*volume) (string, error)
+	normalizeNet func(s *Server, key, val string, newMAC bool) (string, error)
+	mac          func(netVal string) string // the MAC of a netN value, upper case
+	hotplug      func(v *vm, key string) bool
+	cpus         func(conf map[string]string) int
+	row          func(s *Server, v *vm) map[string]any // GET …/{api} list row
+	status       func(s *Server, v *vm) map[string]any // GET …/status/current
+	// bridgeMissing fails a start whose NIC names a bridge the node lacks.
+	bridgeMissing func(t *task, v *vm, netKey string) error
+
+	// stateBeforeFork: the start/stop/shutdown state checks run before the
+	// worker forks (pve-container) instead of inside it (qemu-server).
+	stateBeforeFork bool
+	templateNoun    string // "you can't start a %s if it's a template"
+	destroyRunning  string // the error destroying a running guest (format, vmid)
+	// sharedCloneLock: a stopped clone source is locked shared, so clones
+	// of one template run side by side (qemu-server); else exclusively.
+	sharedCloneLock bool
+	// templateNull: POST …/template answers null although a worker runs.
+	templateNull bool
+}
+
+// guestHandler is a handler written once for both guest types.
+type guestHandler func(k *guestKind, q *request) (any, error)
+
+// route binds a guest handler to key for this kind; lock errors injected
+// on the route name this kind's lock file.
+func (k *guestKind) route(key string, h guestHandler) route {
+	return route{key: key, h: func(q *request) (any, error) { return h(k, q) }, guest: k}
+}
+
+// name is how PVE names a guest in messages: "VM 100" or "CT 100".
+func (k *guestKind) name(vmid int) string { return fmt.Sprintf("%s %d", k.noun, vmid) }
+
+func (k *guestKind) noConfig(node string, vmid int) error {
+	return fail(http.StatusInternalServerError, "Configuration file 'nodes/%s/%s/%d.conf' does not exist", node, k.confDir, vmid)
+}
+
+// confValue types a config value as GET …/config answers it. PVE parses
+// config files with check_type (qemu-server QemuServer.pm parse_vm_config,
+// pve-container LXC/Config.pm check_type): booleans and integers become
+// Perl numbers and are written as JSON numbers, strings stay strings.
+// check_type keeps a number-typed value (cpulimit) as the string read from
+// the file, so real PVE answers "1.5"; the simulator answers the JSON
+// number the official schema declares (docs/simulator.md).
+func (k *guestKind) confValue(key, val string) any {
+	p, ok := k.config.Param(key)
+	if !ok {
+		return val
+	}
+	switch p.Type {
+	case "boolean", "integer":
+		if n, err := strconv.ParseInt(val, 10, 64); err == nil {
+			return n
+		}
+	case "number":
+		if f, err := strconv.ParseFloat(val, 64); err == nil {
+			return f
+		}
+	}
+	return val
+}
+
+// kindOf is the kind of a stored guest.
+func (s *Server) kindOf(v *vm) *guestKind {
+	if v.Type == s.lxc.typ {
+		return s.lxc
+	}
+	return s.qemu
+}
+
+func (v *vm) status() string {
+	if v.Running {
+		return "running"
+	}
+	return "stopped"
+}
+
+func (v *vm) uptime() int64 {
+	if !v.Running {
+		return 0
+	}
+	return max(time.Now().Unix()-v.StartedAt, 0)
+}
+
+// vmidTaken is check_vmid_unused's answer: a plain die (500, not a 400),
+// naming the guest type of the existing one.
+func (s *Server) vmidTaken(old *vm) error {
+	return fail(http.StatusInternalServerError, "%s already exists on node '%s'", s.kindOf(old).name(old.VMID), old.Node)
+}
+
+// guestOf finds the request's guest of kind k on its node.
+func (s *Server) guestOf(k *guestKind, q *request) (*vm, error) {
+	id, _ := strconv.Atoi(q.vars["vmid"])
+	v, ok := s.st.VMs[id]
+	if !ok || v.Node != q.vars["node"] || v.Type != k.typ {
+		return nil, k.noConfig(q.vars["node"], id)
+	}
+	return v, nil
+}
+
+// writableGuest finds the request's guest and checks that it may be written.
+func (s *Server) writableGuest(k *guestKind, q *request) (*vm, error) {
+	v, err := s.guestOf(k, q)
+	if err != nil {
+		return nil, err
+	}
+	return v, s.writable(v, q)
+}
+
+// writable checks the task lock (lock-timeout 500) and the config lock.
+func (s *Server) writable(v *vm, q *request) error {
+	if err := s.checkLock(v.VMID); err != nil {
+		return err
+	}
+	if l := v.Conf["lock"]; l != "" && !q.bool("skiplock") {
+		return fail(http.StatusInternalServerError, "VM is locked (%s)", l)
+	}
+	return nil
+}
+
+func (s *Server) checkDigest(v *vm, q *request) error {
+	if d := q.get("digest"); d != "" && !strings.EqualFold(d, digest(v)) {
+		return fail(http.StatusInternalServerError, "detected modified configuration - file changed by other user? Try again.")
+	}
+	return nil
+}
+
+func (s *Server) listGuests(k *guestKind, q *request) (any, error) {
+	out := []map[string]any{}
+	for _, id := range s.st.vmIDs() {
+		if v := s.st.VMs[id]; v.Node == q.vars["node"] && v.Type == k.typ {
+			out = append(out, k.row(s, v))
+		}
+	}
+	return out, nil
+}
+
+func (s *Server) guestIndex(k *guestKind, q *request) (any, error) {
+	if _, err := s.guestOf(k, q); err != nil {
+		return nil, err
+	}
+	out := []map[string]any{}
+	for _, d := range k.subdirs {
+		out = append(out, map[string]any{"subdir": d})
+	}
+	return out, nil
+}
+
+func (s *Server) guestStatus(k *guestKind, q *request) (any, error) {
+	v, err := s.guestOf(k, q)
+	if err != nil {
+		return nil, err
+	}
+	return k.status(s, v), nil
+}
+
+// configParams returns the request's config keys (sorted) and the delete/revert lists.
+func configParams(k *guestKind, q *request) (keys, deletes, reverts []string, err error) {
+	for key := range q.params {
+		if !k.nonConfig[key] {
+			keys = append(keys, key)
+		}
+	}
+	sort.Strings(keys)
+	deletes = schema.SplitList(q.get("delete"))
+	reverts = schema.SplitList(q.get("revert"))
+	for _, d := range deletes {
+		if q.has(d) {
+			return nil, nil, nil, paramErr1("delete", "you can't use '-%s' and '-delete %s' at the same time", d, d)
+		}
+	}
+	return keys, deletes, reverts, nil
+}
+
+// buildValues normalizes every config key of a request; on failure the
+// volumes allocated so far are released.
+func (s *Server) buildValues(v *vm, q *request, keys []string) (map[string]string, []*volume, error) {
+	k := s.kindOf(v)
+	var created []*volume
+	vals := map[string]string{}
+	for _, key := range keys {
+		val, err := k.normalize(s, v, key, q.get(key), &created)
+		if err != nil {
+			for _, vol := range created {
+				delete(s.st.Volumes, vol.volid())
+			}
+			return nil, nil, err
+		}
+		vals[key] = val
+	}
+	return vals, created, nil
+}
+
+func allocLog(t *task, vols []*volume) {
+	for _, vol := range vols {
+		if vol.Format == "qcow2" {
+			t.logf("Formatting '/var/lib/vz/images/%s', fmt=%s size=%d", vol.Name, vol.Format, vol.Size)
+			continue
+		}
+		t.logf("  Logical volume \"%s\" created.", vol.Name)
+	}
+}
+
+// newGuest checks what creating any guest (VM or container) needs: a free
+// vmid, no restore (not simulated), an existing pool. It returns the vmid
+// and the pool ("" for none).
+func (s *Server) newGuest(q *request, restore bool) (int, string, error) {
+	id, err := strconv.Atoi(q.get("vmid"))
+	if err != nil {
+		return 0, "", paramErr1("vmid", "property is missing and it is not optional")
+	}
+	if old, exists := s.st.VMs[id]; exists {
+		return 0, "", s.vmidTaken(old)
+	}
+	if restore {
+		return 0, "", fail(http.StatusNotImplemented, "restore from archive is not supported by the simulator")
+	}
+	poolID := q.get("pool")
+	if poolID != "" {
+		if _, ok := s.st.Pools[poolID]; !ok {
+			return 0, "", fail(http.StatusInternalServerError, "pool '%s' does not exist", poolID)
+		}
+	}
+	return id, poolID, nil
+}
+
+// startCreate registers v as a stub locked "create" and starts the create
+// worker: work writes its log (allocations, extraction), then the worker
+// installs conf, joins the pool and starts the guest when asked.
+func (s *Server) startCreate(k *guestKind, v *vm, conf map[string]string, poolID string, start bool, work func(t *task)) string {
+	v.Conf["lock"] = "create"
+	s.st.VMs[v.VMID] = v
+	id := v.VMID
+	return s.startTask(v.Node, k.tasks+"create", vmidString(id), []int{id}, func(t *task) error {
+		work(t)
+		v.Conf = conf
+		if poolID != "" {
+			if p, ok := s.st.Pools[poolID]; ok {
+				p.VMs = append(p.VMs, id)
+			}
+		}
+		if start {
+			return s.startGuest(t, v)
+		}
+		return nil
+	})
+}
+
+func (s *Server) destroyGuest(k *guestKind, q *request) (any, error) {
+	v, err := s.writableGuest(k, q)
+	if err != nil {
+		return nil, err
+	}
+	if v.Conf["protection"] == "1" {
+		return nil, fail(http.StatusInternalServerError, "can't remove %s - protection mode enabled", k.name(v.VMID))
+	}
+	if v.Running {
+		return nil, fail(http.StatusInternalServerError, k.destroyRunning, v.VMID)
+	}
+	id := v.VMID
+	upid := s.startTask(v.Node, k.tasks+"destroy", vmidString(id), []int{id}, func(t *task) error {
+		// destroy_vm refuses, inside the worker, a template whose base
+		// volumes linked clones still use.
+		if v.Conf["template"] == "1" {
+			for _, vol := range s.st.volumesOf(id) {
+				if s.st.volumeInUseAsBase(vol.volid()) {
+					return fmt.Errorf("base volume '%s' is still in use by linked cloned", vol.volid())
+				}
+			}
+		}
+		for _, vol := range s.st.volumesOf(id) {
+			delete(s.st.Volumes, vol.volid())
+			t.logf("  Logical volume \"%s\" successfully removed.", vol.Name)
+		}
+		s.st.removeFromPools(id)
+		delete(s.st.VMs, id)
+		if q.bool("purge") {
+			t.logf("purging VM %d from related configurations..", id)
+		}
+		return nil
+	})
+	return upid, nil
+}
+
+// effectiveConf is the config with pending changes applied.
+func effectiveConf(v *vm) map[string]string {
+	c := make(map[string]string, len(v.Conf)+len(v.Pending))
+	for k, val := range v.Conf {
+		c[k] = val
+	}
+	for _, k := range v.PendingDel {
+		delete(c, k)
+	}
+	for k, val := range v.Pending {
+		c[k] = val
+	}
+	return c
+}
+
+func (s *Server) getConfig(k *guestKind, q *request) (any, error) {
+	v, err := s.guestOf(k, q)
+	if err != nil {
+		return nil, err
+	}
+	if sn := q.get("snapshot"); sn != "" {
+		return nil, fail(http.StatusInternalServerError, "snapshot '%s' does not exist", sn)
+	}
+	conf := effectiveConf(v)
+	if q.bool("current") {
+		conf = v.Conf
+	}
+	out := map[string]any{"digest": digest(v)}
+	for key, val := range conf {
+		out[key] = k.confValue(key, val)
+	}
+	return out, nil
+}
+
+func (s *Server) getPending(k *guestKind, q *request) (any, error) {
+	v, err := s.guestOf(k, q)
+	if err != nil {
+		return nil, err
+	}
+	keys := map[string]bool{}
+	for key := range v.Conf {
+		keys[key] = true
+	}
+	for key := range v.Pending {
+		keys[key] = true
+	}
+	for _, key := range v.PendingDel {
+		keys[key] = true
+	}
+	out := []map[string]any{}
+	for _, key := range slices.Sorted(maps.Keys(keys)) {
+		row := map[string]any{"key": key}
+		if val, ok := v.Conf[key]; ok {
+			row["value"] = val
+		}
+		if val, ok := v.Pending[key]; ok {
+			row["pending"] = val
+		}
+		if slices.Contains(v.PendingDel, key) {
+			row["delete"] = 1
+		}
+		out = append(out, row)
+	}
+	return out, nil
+}
+
+// configChange is a validated config update.
+type configChange struct {
+	v     *vm
+	stage func() // write it to the pending section
+	apply func() // apply or hotplug it (a PUT at once, a POST in its worker)
+}
+
+// updateConfig validates a config change.
+func (s *Server) updateConfig(k *guestKind, q *request) (*configChange, error) {
+	v, err := s.writableGuest(k, q)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.checkDigest(v, q); err != nil {
+		return nil, err
+	}
+	keys, deletes, reverts, err := configParams(k, q)
+	if err != nil {
+		return nil, err
+	}
+	for _, key := range append(append([]string{}, keys...), deletes...) {
+		if key == "digest" || key == "template" && v.Conf["template"] == "1" {
+			return nil, paramErr1(key, "unable to change '%s' with this call", key)
+		}
+	}
+	vals, _, err := s.buildValues(v, q, keys)
+	if err != nil {
+		return nil, err
+	}
+	// stage is what PVE does before it forks the qmconfig worker: the change
+	// lands in the pending section at once (GET config shows it, the digest
+	// moves); the worker then applies or hotplugs it.
+	stage := func() {
+		for _, key := range keys {
+			if v.Pending == nil {
+				v.Pending = map[string]string{}
+			}
+			v.Pending[key] = vals[key]
+			v.PendingDel = removeString(v.PendingDel, key)
+		}
+		for _, key := range deletes {
+			delete(v.Pending, key)
+			if _, ok := v.Conf[key]; ok && !slices.Contains(v.PendingDel, key) {
+				v.PendingDel = append(v.PendingDel, key)
+			}
+		}
+		if len(v.Pending) == 0 {
+			v.Pending = nil
+		}
+	}
+	apply := func() {
+		for _, key := range reverts {
+			delete(v.Pending, key)
+			v.PendingDel = removeString(v.PendingDel, key)
+		}
+		for _, key := range deletes {
+			delete(v.Pending, key)
+			if !v.Running || k.hotplug(v, key) {
+				s.removeKey(v, key)
+				v.PendingDel = removeString(v.PendingDel, key)
+			} else if _, ok := v.Conf[key]; ok && !slices.Contains(v.PendingDel, key) {
+				v.PendingDel = append(v.PendingDel, key)
+			}
+		}
+		for _, key := range keys {
+			v.PendingDel = removeString(v.PendingDel, key)
+			if !v.Running || k.hotplug(v, key) {
+				delete(v.Pending, key)
+				s.setKey(v, key, vals[key])
+				continue
+			}
+			if v.Pending == nil {
+				v.Pending = map[string]string{}
+			}
+			v.Pending[key] = vals[key]
+		}
+		if len(v.Pending) == 0 {
+			v.Pending = nil
+		}
+		if len(v.PendingDel) == 0 {
+			v.PendingDel = nil
+		}
+	}
+	return &configChange{v: v, stage: stage, apply: apply}, nil
+}
+
+// postConfig is the asynchronous update (a worker applies the change).
+func (s *Server) postConfig(k *guestKind, q *request) (any, error) {
+	c, err := s.updateConfig(k, q)
+	if err != nil {
+		return nil, err
+	}
+	c.stage()
+	return s.startTask(c.v.Node, k.tasks+"config", vmidString(c.v.VMID), []int{c.v.VMID}, func(t *task) error {
+		c.apply()
+		return nil
+	}), nil
+}
+
+// putConfig is the synchronous update.
+func (s *Server) putConfig(k *guestKind, q *request) (any, error) {
+	c, err := s.updateConfig(k, q)
+	if err != nil {
+		return nil, err
+	}
+	c.apply()
+	return nil, nil
+}
+
+func removeString(xs []string, x string) []string {
+	out := xs[:0]
+	for _, v := range xs {
+		if v != x {
+			out = append(out, v)
+		}
+	}
+	return out
+}
