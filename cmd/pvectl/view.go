@@ -175,8 +175,11 @@ func (v *progressView) PostApply(c *planner.Change, err error) {
 		v.event("change_failed", c, fields, paint(v.bad, line))
 		return
 	}
-	v.event("change_complete", c, fields,
-		paint(v.ok, fmt.Sprintf("%s: %s complete after %s", c.Address, capitalize(c.Action.String()), took)))
+	noun := capitalize(c.Action.String())
+	if c.Action == planner.ApplyNet {
+		noun = "Network commit" // not "Apply complete" in the middle of an apply
+	}
+	v.event("change_complete", c, fields, paint(v.ok, fmt.Sprintf("%s: %s complete after %s", c.Address, noun, took)))
 }
 
 // Skipped: a kept resource is shown as it happens; changes that did not
