@@ -1,6 +1,7 @@
 package pvesim_test
 
 import (
+	"net/http"
 	"net/url"
 	"strings"
 	"testing"
@@ -234,5 +235,29 @@ func TestNetworkReadBack(t *testing.T) {
 	if diff := cmp.Diff(map[string]any{"families": []any{"inet"}, "cidr": "10.9.0.1/24", "method": "static", "method6": "manual", "mtu": "1500"},
 		pick(m, "families", "cidr", "cidr6", "method", "method6", "comments", "mtu")); diff != "" {
 		t.Errorf("vmbr1 after a PUT without cidr6 (-want +got)\n%s", diff)
+	}
+}
+
+// A JSON array for a list parameter is one list, as repeated form values.
+func TestJSONArrayForAListParameter(t *testing.T) {
+	e := newNetEnv(t)
+	e.ok(nil, "PUT", "/nodes/pve/network/eno2", "type", "eth", "mtu", "9000", "comments", "x")
+	body := `{"type":"eth","delete":["comments","mtu"]}`
+	req, err := http.NewRequest("PUT", e.URL+"/api2/json/nodes/pve/network/eno2", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "PVEAPIToken="+testToken+"="+testSecret)
+	resp, err := e.HTTP.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("PUT with a JSON delete list: got %d, want 200", resp.StatusCode)
+	}
+	if m := e.iface("eno2"); m["mtu"] != nil || m["comments"] != nil {
+		t.Errorf("got eno2 %v, want mtu and comments deleted", m)
 	}
 }
