@@ -52,8 +52,9 @@ func ifaceFromParams(q *request, cfg map[string]*iface, name string, old *iface)
 	if addr.err != nil {
 		return nil, addr.err
 	}
-	if strings.HasPrefix(q.get("type"), "OVS") {
-		// A PVE node has no Open vSwitch unless it is installed.
+	if old == nil && strings.HasPrefix(q.get("type"), "OVS") {
+		// create_network: a PVE node has no Open vSwitch unless it is
+		// installed (update_network does not look).
 		return nil, fail(http.StatusInternalServerError, "Open VSwitch is not installed (need package 'openvswitch-switch')")
 	}
 

@@ -124,7 +124,9 @@ func TestBondOptionsFollowTheMode(t *testing.T) {
 	}
 }
 
-// The writer's checks: a plain 500, and nothing staged.
+// The writer's checks (pve-common Network/Interfaces.pm
+// __write_etc_network_interfaces), and create_network's Open vSwitch
+// check: a plain 500, and nothing staged.
 func TestNetworkWriterChecks(t *testing.T) {
 	tests := []struct {
 		name, method, path string
@@ -154,6 +156,8 @@ func TestNetworkWriterChecks(t *testing.T) {
 		{"bridge port with an address", "PUT", "/nodes/pve/network/eno1", []string{"type", "eth", "cidr", "10.0.0.5/24"},
 			"iface eno1 - ip address can't be set on interface if bridged in vmbr0"},
 		{"deleting a bridge port", "DELETE", "/nodes/pve/network/eno1", nil, "bridge 'vmbr0' - unable to find bridge port 'eno1'"},
+		{"no Open vSwitch on the node", "POST", "/nodes/pve/network", []string{"iface", "vmbr9", "type", "OVSBridge"},
+			"Open VSwitch is not installed (need package 'openvswitch-switch')"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
