@@ -87,11 +87,22 @@ func (o *simOptions) run(ctx context.Context) error {
 			return invalid(errors.New("--error-rate, --lock-contention and --warn-rate take a fraction from 0 to 1"))
 		}
 	}
+	// The certificate comes first: GET /nodes answers its fingerprint.
+	var cert tls.Certificate
+	fp := ""
+	if o.tls {
+		host, _, _ := net.SplitHostPort(o.listen)
+		var err error
+		if cert, fp, err = pvesim.SelfSignedCert([]string{host, "localhost"}); err != nil {
+			return err
+		}
+	}
 	sim, err := pvesim.New(pvesim.Options{
 		Nodes: o.nodes, TokenID: id, TokenSecret: secret,
 		Latency: o.latency, TaskDuration: o.taskDuration,
 		StateFile: o.state, DataDir: o.dataDir,
 		ErrorRate: o.errorRate, LockContention: o.lockRate, WarnRate: o.warnRate,
+		Fingerprint: fp,
 	})
 	if err != nil {
 		return err
@@ -110,11 +121,6 @@ func (o *simOptions) run(ctx context.Context) error {
 	srv := &http.Server{Handler: sim, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 5 * time.Second}
 	w := o.g.streams.Out
 	if o.tls {
-		host, _, _ := net.SplitHostPort(o.listen)
-		cert, fp, err := pvesim.SelfSignedCert([]string{host, "localhost"})
-		if err != nil {
-			return err
-		}
 		srv.TLSConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
 		ln = tls.NewListener(ln, srv.TLSConfig)
 		scheme = "https"

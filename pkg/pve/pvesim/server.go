@@ -41,6 +41,10 @@ type Options struct {
 	// WarnRate is the fraction of otherwise successful tasks that end with
 	// exit status "WARNINGS: 1" and a "WARN: …" log line (success, not failure).
 	WarnRate float64
+	// Fingerprint is the SHA-256 fingerprint ("AA:BB:…") of the certificate
+	// the simulator is served with, answered as every node's
+	// ssl_fingerprint by GET /nodes; without TLS each node gets one of its own.
+	Fingerprint string
 }
 
 // Server is the simulator; it is an http.Handler serving /api2/json/….
@@ -277,6 +281,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) int {
 			os.Remove(q.upload.tmp)
 		}
 	}()
+	// Repeated values of a list parameter are one list (pve-common
+	// RESTHandler.pm normalize_legacy_param_formats).
+	m.JoinLists(params)
 	if errs := checkParams(m, params, vars); len(errs) > 0 {
 		return writeErr(w, paramErr(errs))
 	}
@@ -394,6 +401,12 @@ func (s *Server) readParams(r *http.Request) (url.Values, *upload, *apiError) {
 			case float64:
 				params.Set(k, strconv.FormatFloat(x, 'f', -1, 64))
 			case nil:
+			case []any:
+				// One value per item, as repeated form values: a list
+				// parameter joins them, any other refuses them.
+				for _, it := range x {
+					params.Add(k, jsonScalar(it))
+				}
 			default:
 				b, _ := json.Marshal(x)
 				params.Set(k, string(b))
@@ -409,6 +422,23 @@ func (s *Server) readParams(r *http.Request) (url.Values, *upload, *apiError) {
 		params[k] = v
 	}
 	return params, nil, nil
+}
+
+// jsonScalar is one item of a JSON array as a form value.
+func jsonScalar(v any) string {
+	switch x := v.(type) {
+	case string:
+		return x
+	case bool:
+		if x {
+			return "1"
+		}
+		return "0"
+	case float64:
+		return strconv.FormatFloat(x, 'f', -1, 64)
+	}
+	b, _ := json.Marshal(v)
+	return string(b)
 }
 
 // readMultipart spools the file part to a temp file and adds the other
