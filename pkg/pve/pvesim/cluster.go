@@ -46,10 +46,10 @@ func (s *Server) nodeMemUsed(node string) int64 {
 func (s *Server) listNodes(q *request) (any, error) {
 	out := []map[string]any{}
 	for _, n := range s.st.Nodes {
-		out = append(out, map[string]any{
+		out = append(out, s.hideNodeStats(q.user, n, map[string]any{
 			"node": n, "status": "online", "cpu": 0.02, "maxcpu": nodeCPUs,
 			"mem": s.nodeMemUsed(n), "maxmem": nodeMem, "uptime": s.nodeUptime(n), "level": "",
-		})
+		}))
 	}
 	return out, nil
 }
@@ -75,24 +75,28 @@ func (s *Server) clusterResources(q *request) (any, error) {
 	typ := q.get("type")
 	out := []map[string]any{}
 	if typ == "" || typ == "vm" {
+		// pve-manager API2/Cluster.pm resources lists only what the caller
+		// may audit, silently: guests, nodes' figures, storages, pools.
 		for _, id := range s.st.vmIDs() {
-			out = append(out, s.vmResource(s.st.VMs[id]))
+			if s.can(q.user, "/vms/"+vmidString(id), "VM.Audit") {
+				out = append(out, s.hidePool(q.user, s.vmResource(s.st.VMs[id])))
+			}
 		}
 	}
 	if typ == "" || typ == "node" {
 		for _, n := range s.st.Nodes {
-			out = append(out, map[string]any{
+			out = append(out, s.hideNodeStats(q.user, n, map[string]any{
 				"id": "node/" + n, "type": "node", "node": n, "status": "online", "cpu": 0.02,
 				"maxcpu": nodeCPUs, "mem": s.nodeMemUsed(n), "maxmem": nodeMem, "disk": 10 * gib,
 				"maxdisk": 100 * gib, "uptime": s.nodeUptime(n), "level": "", "cgroup-mode": 2,
-			})
+			}))
 		}
 	}
 	if typ == "" || typ == "storage" {
 		for _, n := range s.st.Nodes {
 			for _, id := range slices.Sorted(maps.Keys(s.st.Storages)) {
 				st := s.st.Storages[id]
-				if !st.onNode(n) {
+				if !st.onNode(n) || !s.can(q.user, "/storage/"+id, "Datastore.Audit") {
 					continue
 				}
 				out = append(out, map[string]any{
@@ -105,7 +109,9 @@ func (s *Server) clusterResources(q *request) (any, error) {
 	}
 	if typ == "" {
 		for _, id := range slices.Sorted(maps.Keys(s.st.Pools)) {
-			out = append(out, map[string]any{"id": "/pool/" + id, "type": "pool", "pool": id})
+			if s.can(q.user, "/pool/"+id, "Pool.Audit") {
+				out = append(out, map[string]any{"id": "/pool/" + id, "type": "pool", "pool": id})
+			}
 		}
 	}
 	return out, nil

@@ -293,6 +293,11 @@ func (s *Server) listNetwork(q *request) (any, error) {
 		if i.Type == "loopback" || !matchType(q.get("type"), i) {
 			continue
 		}
+		// Bridges the caller may not use or audit are left out (pve-manager
+		// API2/Network.pm index); the staged changes are shown to all.
+		if (i.Type == "bridge" || i.Type == "OVSBridge") && !s.canSeeBridge(q.user, i.Name) {
+			continue
+		}
 		_, running := n.Running[i.Name]
 		out = append(out, i.item(running && (i.Autostart || i.Type == "eth" || i.Type == "loopback"), p+1))
 	}
