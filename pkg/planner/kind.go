@@ -65,6 +65,15 @@ type (
 	// (the identity allows two at once): their replace creates the new one
 	// before it removes the old.
 	createFirster interface{ createsFirst(r *spec.Resource) bool }
+	// permissioned kinds say which privileges (ACL path and privilege, from
+	// the `permissions` of the calls they make) reading r truthfully needs
+	// — PVE's lists hide what a token may not audit — and which carrying
+	// out c needs (lo is the object as read); the engine checks them
+	// against the token's permissions before it plans (perms.go).
+	permissioned interface {
+		readPerms(r *spec.Resource) []permNeed
+		changePerms(c *Change, lo *liveObj) []permNeed
+	}
 )
 
 // kinds is the registry of supported kinds; read-only after package init.

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/pvectl/pvectl/pkg/pve/acl"
 	"github.com/pvectl/pvectl/pkg/pve/schema"
 )
 
@@ -20,33 +21,7 @@ import (
 // (check_ct_modify_config_perm) and src/PVE/API2/LXC.pm. Requests run as
 // tokens, which are never root@pam: root-only settings are refused.
 
-// qemuOptionPrivs are Qemu.pm's option categories ($cpuoptions,
-// $memoryoptions, $hwtypeoptions, $generaloptions, $vmpoweroptions,
-// $diskoptions, $cloudinitoptions) and the privilege each needs.
-var qemuOptionPrivs = func() map[string]string {
-	m := map[string]string{}
-	add := func(priv string, keys ...string) {
-		for _, k := range keys {
-			m[k] = priv
-		}
-	}
-	add("VM.Config.CPU", "cores", "cpu", "runningcpu", "cpulimit", "cpuunits", "numa", "smp", "sockets", "vcpus")
-	add("VM.Config.Memory", "memory", "balloon", "shares", "allow-ksm")
-	add("VM.Config.HWType", "acpi", "hotplug", "kvm", "machine", "runningmachine", "scsihw", "smbios1", "tablet",
-		"vga", "watchdog", "audio0", "rng0")
-	add("VM.Config.Options", "agent", "autostart", "bios", "description", "keyboard", "localtime", "migrate_downtime",
-		"migrate_speed", "name", "onboot", "ostype", "protection", "reboot", "startdate", "startup", "tdf", "template")
-	add("VM.PowerMgmt", "freeze")
-	add("VM.Config.Disk", "boot", "bootdisk", "vmstatestorage")
-	add("cloudinit", "cicustom", "cipassword", "citype", "ciuser", "ciupgrade", "nameserver", "searchdomain", "sshkeys")
-	return m
-}()
-
 var (
-	// qemuDriveRe is is_valid_drivename (qemu-server QemuServer/Drive.pm).
-	qemuDriveRe = regexp.MustCompile(`^(ide[0-3]|sata[0-5]|scsi([0-9]|[12][0-9]|30)|virtio([0-9]|1[0-5])|efidisk0|tpmstate0)$`)
-	// qemuDeviceRe are the keys whose permission depends on their value.
-	qemuDeviceRe = regexp.MustCompile(`^(unused|serial|usb|hostpci|virtiofs)\d+$`)
 	// qemuNewDiskRe is QemuServer/Drive.pm's $NEW_DISK_RE: "[storage:]size".
 	qemuNewDiskRe = regexp.MustCompile(`^(([^/:\s]+):)?(\d+(\.\d+)?)$`)
 	// Container keys (pve-container LXC.pm, $NEW_DISK_RE).
@@ -63,39 +38,23 @@ var (
 )
 
 // checkQemuKeys is check_vm_modify_config_perm: each option's category
-// decides the privilege; drives and devices are checked by value
-// elsewhere; an option of no category is root@pam's alone.
+// decides the privilege (acl.QemuOption); drives and devices are checked
+// by value elsewhere; an option of no category is root@pam's alone.
 func (s *Server) checkQemuKeys(user string, vmid int, pool string, keys []string) error {
 	for _, key := range slices.Sorted(slices.Values(keys)) {
-		switch priv := qemuOptionPrivs[key]; {
-		case qemuDriveRe.MatchString(key), key == "cdrom", qemuDeviceRe.MatchString(key), key == "tags":
-		case strings.HasPrefix(key, "numa") && key != "numa":
-			if err := s.checkVMPerm(user, vmid, pool, false, "VM.Config.CPU"); err != nil {
-				return err
-			}
-		case priv == "cloudinit", strings.HasPrefix(key, "ipconfig"):
-			if err := s.checkVMPerm(user, vmid, pool, true, "VM.Config.Cloudinit", "VM.Config.Network"); err != nil {
-				return err
-			}
-		case priv != "":
-			if err := s.checkVMPerm(user, vmid, pool, false, priv); err != nil {
-				return err
-			}
-			if key == "startup" { // it changes the host's behaviour
-				if err := s.check(user, "/", "Sys.Modify"); err != nil {
-					return err
-				}
-			}
-		case isNetKey(key), key == "running-nets-host-mtu":
-			if err := s.checkVMPerm(user, vmid, pool, false, "VM.Config.Network"); err != nil {
-				return err
-			}
-		case key == "vmstate":
-			if err := s.checkVMPerm(user, vmid, pool, false, "VM.Config.Disk", "VM.PowerMgmt"); err != nil {
-				return err
-			}
-		default:
+		o := acl.QemuOption(key)
+		if o.RootOnly {
 			return fail(http.StatusInternalServerError, "only root can set '%s' config", key)
+		}
+		if len(o.Privs) > 0 {
+			if err := s.checkVMPerm(user, vmid, pool, o.Any, o.Privs...); err != nil {
+				return err
+			}
+		}
+		for _, p := range o.Root {
+			if err := s.check(user, "/", p); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
@@ -259,7 +218,7 @@ func (s *Server) checkVolumeAccess(user string, vmid int, volid, want string) er
 func (s *Server) checkQemuStorage(user string, vmid int, vals map[string]string, defStorage string) error {
 	for _, key := range slices.Sorted(maps.Keys(vals)) {
 		switch {
-		case qemuDriveRe.MatchString(key):
+		case acl.IsQemuDrive(key):
 			file, rest := diskFile(vals[key])
 			_, volname, _ := strings.Cut(file, ":")
 			switch m := qemuNewDiskRe.FindStringSubmatch(file); {

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/pvectl/pvectl/pkg/pve/acl"
 	"github.com/pvectl/pvectl/pkg/pve/schema"
 )
 
@@ -125,27 +126,19 @@ func (s *Server) checkCTCreate(q *request, vmid int, pool string, vals map[strin
 func (s *Server) checkCTModify(user string, vmid int, pool string, old, vals map[string]string, deletes []string, unprivileged bool) error {
 	vm := func(privs ...string) error { return s.checkVMPerm(user, vmid, pool, false, privs...) }
 	check := func(opt string, del bool) error {
+		o := acl.CTOption(opt)
 		switch {
-		case opt == "cores" || opt == "cpuunits" || opt == "cpulimit":
-			return vm("VM.Config.CPU")
-		case opt == "rootfs" || ctMountRe.MatchString(opt):
-			if err := vm("VM.Config.Disk"); err != nil || del {
-				return err
-			}
-			file, _ := diskFile(vals[opt])
-			if strings.HasPrefix(file, "/") {
-				return permFail("mount point type bind is only allowed for root@pam")
-			}
-			if m := ctNewDiskRe.FindStringSubmatch(file); m != nil {
-				return s.check(user, "/storage/"+m[1], "Datastore.AllocateSpace")
-			}
-			return s.checkVolumeAccess(user, vmid, file, "rootdir")
-		case opt == "memory" || opt == "swap":
-			return vm("VM.Config.Memory")
-		case isNetKey(opt):
-			if err := vm("VM.Config.Network"); err != nil {
-				return err
-			}
+		case o.RootOnly && ctDevRe.MatchString(opt):
+			return permFail("configuring device passthrough is only allowed for root@pam")
+		case o.RootOnly:
+			return permFail("changing the " + opt + " is only allowed for root@pam")
+		case opt == "features":
+			return s.checkCTFeatures(user, vmid, pool, old[opt], vals[opt], del, unprivileged)
+		}
+		if err := vm(o.Privs...); err != nil || !o.ByValue {
+			return err
+		}
+		if isNetKey(opt) { // the old bridge too, also on delete
 			if old[opt] != "" {
 				if err := s.checkBridge(user, old[opt]); err != nil {
 					return err
@@ -155,18 +148,18 @@ func (s *Server) checkCTModify(user string, vmid int, pool string, old, vals map
 				return s.checkBridge(user, vals[opt])
 			}
 			return nil
-		case ctDevRe.MatchString(opt):
-			return permFail("configuring device passthrough is only allowed for root@pam")
-		case opt == "nameserver" || opt == "searchdomain" || opt == "hostname":
-			return vm("VM.Config.Network")
-		case opt == "features":
-			return s.checkCTFeatures(user, vmid, pool, old[opt], vals[opt], del, unprivileged)
-		case opt == "hookscript":
-			return permFail("changing the hookscript is only allowed for root@pam")
-		case opt == "tags":
-			return s.checkVMPerm(user, vmid, "", false, "VM.Config.Options")
 		}
-		return vm("VM.Config.Options")
+		if del { // rootfs, mpN
+			return nil
+		}
+		file, _ := diskFile(vals[opt])
+		if strings.HasPrefix(file, "/") {
+			return permFail("mount point type bind is only allowed for root@pam")
+		}
+		if m := ctNewDiskRe.FindStringSubmatch(file); m != nil {
+			return s.check(user, "/storage/"+m[1], "Datastore.AllocateSpace")
+		}
+		return s.checkVolumeAccess(user, vmid, file, "rootdir")
 	}
 	for _, opt := range slices.Sorted(maps.Keys(vals)) {
 		if err := check(opt, false); err != nil {
@@ -290,7 +283,7 @@ func (s *Server) checkUpdatePerms(k *guestKind, q *request, v *vm, keys, deletes
 		switch {
 		case isUnusedKey(opt):
 			err = vm("VM.Config.Disk")
-		case qemuDriveRe.MatchString(opt):
+		case acl.IsQemuDrive(opt):
 			err = drive(val)
 		case qemuValueKeyRe.MatchString(opt):
 			err = s.checkQemuDevice(user, v.VMID, "", opt, val)
@@ -309,7 +302,7 @@ func (s *Server) checkUpdatePerms(k *guestKind, q *request, v *vm, keys, deletes
 		}
 		var err error
 		switch old, had := v.Conf[opt]; {
-		case qemuDriveRe.MatchString(opt):
+		case acl.IsQemuDrive(opt):
 			if had {
 				err = drive(old)
 			}
@@ -362,7 +355,7 @@ func (s *Server) checkClonePerms(k *guestKind, q *request, src *vm) error {
 			if err := s.check(user, "/storage/"+orDefault(target, sid), "Datastore.AllocateSpace"); err != nil {
 				return err
 			}
-		case k.typ != s.lxc.typ && qemuDriveRe.MatchString(key):
+		case k.typ != s.lxc.typ && acl.IsQemuDrive(key):
 			file, _ := diskFile(val)
 			switch {
 			case file == "" || file == "none":
