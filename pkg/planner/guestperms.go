@@ -105,6 +105,7 @@ func (g guest) createPerms(r *spec.Resource) []permNeed {
 		}
 	}
 	if g.typ == pve.LXC {
+		delete(vals, "unprivileged") // pve-container's create_vm takes it out before its check
 		if storage == "" {
 			storage = "local"
 		}

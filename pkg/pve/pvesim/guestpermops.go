@@ -86,6 +86,7 @@ func (s *Server) checkCTCreate(q *request, vmid int, pool string, vals map[strin
 	if err := s.canAllocate(user, vmid, pool); err != nil {
 		return err
 	}
+	delete(vals, "unprivileged") // create_vm takes it out before the check
 	if err := s.checkCTModify(user, vmid, pool, nil, vals, nil, unprivileged); err != nil {
 		return err
 	}

@@ -70,7 +70,7 @@ func wantDenied(t *testing.T, r envelope, what string) {
 // secret it was answered with, and stops working as PVE's verify_token
 // says (wrong secret, deleted, expired, user disabled or gone).
 func TestTokensAuthenticate(t *testing.T) {
-	e := newEnv(t, pvesim.Options{})
+	e := checkedEnv(t, pvesim.Options{})
 	auth := e.newToken("ci@pve", "plan", true)
 	id, secret, _ := strings.Cut(auth, "=")
 	if r := e.as(auth, "GET", "/version"); r.Status != 200 {
@@ -108,7 +108,7 @@ func TestTokensAuthenticate(t *testing.T) {
 // token may not see (pve-manager API2/Cluster.pm, Pool.pm, Network.pm,
 // Tasks.pm, Nodes.pm; qemu-server vmlist; pve-storage indexes).
 func TestPrivilegeSeparatedTokenWithoutACLs(t *testing.T) {
-	e := newEnv(t, pvesim.Options{})
+	e := checkedEnv(t, pvesim.Options{})
 	e.ok(nil, "POST", "/pools", "poolid", "dev")
 	upid := e.task("POST", "/nodes/pve/qemu/9000/clone", "newid", "101", "pool", "dev")
 	e.wait(upid)
@@ -119,9 +119,6 @@ func TestPrivilegeSeparatedTokenWithoutACLs(t *testing.T) {
 	wantDenied(t, e.as(auth, "GET", "/pools/dev"), "/pool/dev, Pool.Audit")
 	wantDenied(t, e.as(auth, "GET", "/nodes/pve/network/vmbr0"), "/nodes/pve, Sys.Audit")
 	wantDenied(t, e.as(auth, "GET", "/nodes/pve/tasks/"+url.PathEscape(upid)+"/status"), "/nodes/pve, Sys.Audit")
-	// The method's check comes before its parameters are verified.
-	wantDenied(t, e.as(auth, "POST", "/nodes/pve/qemu/100/config", "cores", "many"),
-		"/vms/100, VM.Config.Disk|VM.Config.CDROM|VM.Config.CPU|VM.Config.Memory|VM.Config.Network|VM.Config.HWType|VM.Config.Options|VM.Config.Cloudinit")
 
 	for _, row := range dataList(t, e.as(auth, "GET", "/cluster/resources")) {
 		switch row["type"] {
@@ -151,11 +148,23 @@ func TestPrivilegeSeparatedTokenWithoutACLs(t *testing.T) {
 	}
 }
 
+// TestPermissionBeforeParameters: the method's check comes before its
+// parameters are verified (pve-manager PVE/HTTPServer.pm rest_handler).
+func TestPermissionBeforeParameters(t *testing.T) {
+	e := newEnv(t, pvesim.Options{}) // the request breaks the schema on purpose
+	auth := e.newToken("ci@pve", "plan", true)
+	wantDenied(t, e.as(auth, "POST", "/nodes/pve/qemu/100/config", "cores", "many"),
+		"/vms/100, VM.Config.Disk|VM.Config.CDROM|VM.Config.CPU|VM.Config.Memory|VM.Config.Network|VM.Config.HWType|VM.Config.Options|VM.Config.Cloudinit")
+	if r := e.call("POST", "/nodes/pve/qemu/100/config", "cores", "many"); r.Status != 400 {
+		t.Errorf("got %d for the admin token, want the 400 of the parameter check", r.Status)
+	}
+}
+
 // TestACLsGrantAsPVE: privilege separation intersects the token's ACLs
 // with its user's; propagation, groups, pools and NoAccess work as in
 // AccessControl.pm roles() and RPCEnvironment.pm permissions().
 func TestACLsGrantAsPVE(t *testing.T) {
-	e := newEnv(t, pvesim.Options{})
+	e := checkedEnv(t, pvesim.Options{})
 	e.ok(nil, "POST", "/pools", "poolid", "dev")
 	e.wait(e.task("POST", "/nodes/pve/qemu/9000/clone", "newid", "101", "pool", "dev"))
 	sep := e.newToken("ci@pve", "sep", true)
@@ -228,7 +237,7 @@ func TestACLsGrantAsPVE(t *testing.T) {
 // TestGuestWritesCheckEachSetting: create, config and clone check what
 // each setting needs (qemu-server API2/Qemu.pm); a missing pool is a 403.
 func TestGuestWritesCheckEachSetting(t *testing.T) {
-	e := newEnv(t, pvesim.Options{})
+	e := checkedEnv(t, pvesim.Options{})
 	auth := e.newToken("ci@pve", "tk", false)
 	create := func(kv ...string) envelope {
 		return e.as(auth, "POST", "/nodes/pve/qemu", append([]string{"vmid", "150"}, kv...)...)
@@ -277,7 +286,7 @@ func TestGuestWritesCheckEachSetting(t *testing.T) {
 // TestRolesAndACLChanges: custom roles as API2/Role.pm; a caller without
 // Permissions.Modify hands out only what it holds (API2/ACL.pm).
 func TestRolesAndACLChanges(t *testing.T) {
-	e := newEnv(t, pvesim.Options{})
+	e := checkedEnv(t, pvesim.Options{})
 	e.ok(nil, "POST", "/access/roles", "roleid", "Auditors", "privs", "VM.Audit,Sys.Audit")
 	var role map[string]int
 	e.ok(&role, "GET", "/access/roles/Auditors")
@@ -322,7 +331,7 @@ func TestRolesAndACLChanges(t *testing.T) {
 // ACLs; a token without Sys.Audit on the node sees its own tasks only.
 func TestExtraTokens(t *testing.T) {
 	const try = "ci@pve!try=s3cret"
-	e := startEnv(t, simtest.Options{Sim: pvesim.Options{Tokens: []pvesim.Token{{ID: "ci@pve!try", Secret: "s3cret"}}}})
+	e := startEnv(t, simtest.Options{Conformance: true, Sim: pvesim.Options{Tokens: []pvesim.Token{{ID: "ci@pve!try", Secret: "s3cret"}}}})
 	wantDenied(t, e.as(try, "GET", "/nodes/pve/qemu/9000/config"), "/vms/9000, VM.Audit")
 	e.grant("/", "Administrator", "users", "ci@pve")
 	e.grant("/vms", "PVEVMAdmin", "tokens", "ci@pve!try")
