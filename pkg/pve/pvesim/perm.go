@@ -165,14 +165,11 @@ func (s *Server) poolRoles(id, path string) map[string]bool {
 // privilege; a token without privilege separation holds its user's; a
 // privilege-separated one holds what its own ACLs and its user's have in
 // common (for root@pam's tokens, its own ACLs alone). Pool ACLs add to a
-// member's path, without propagation and never past NoAccess.
+// member's path, without propagation and never past NoAccess. Callers
+// only read the result (root@pam's is shared).
 func (s *Server) permissions(id, path string) map[string]bool {
 	if id == superuser {
-		out := map[string]bool{}
-		for p := range s.roleTable[acl.Administrator] {
-			out[p] = true
-		}
-		return out
+		return s.allPrivs
 	}
 	if path == "" {
 		return map[string]bool{} // no ACL path (normalize_path failed)

@@ -61,8 +61,10 @@ type Server struct {
 	qemu   *guestKind
 	lxc    *guestKind
 	rules  map[string]*permRule // every API method's permission rule, by apidoc key
-	// roleTable holds the built-in roles (pve-access-control); read-only.
+	// roleTable holds the built-in roles (pve-access-control) and
+	// allPrivs root@pam's privileges, every one propagated; read-only.
 	roleTable map[string]map[string]bool
+	allPrivs  map[string]bool
 
 	mu      sync.Mutex // guards everything below
 	st      *state
@@ -153,6 +155,10 @@ func New(opts Options) (*Server, error) {
 		return nil, err
 	}
 	s.roleTable = acl.BuiltinRoles()
+	s.allPrivs = map[string]bool{}
+	for p := range s.roleTable[acl.Administrator] {
+		s.allPrivs[p] = true
+	}
 	loaded := false
 	if opts.StateFile != "" {
 		st, err := loadState(opts.StateFile)
