@@ -41,6 +41,9 @@ func (g guest) readPerms(r *spec.Resource) []permNeed {
 	needs := []permNeed{need(path, why, "VM.Audit")}
 	if pool := r.Params["pool"]; pool != "" {
 		needs = append(needs, need("/pool/"+pool, "to see the "+noun+"'s pool (PVE hides the pools a token may not audit)", "Pool.Audit"))
+	} else if slices.Contains(r.Remove, "pool") {
+		// pool: null — whichever pool it is in must be visible.
+		needs = append(needs, need("/pool", "to see whether the "+noun+" is in a pool (PVE hides the pools a token may not audit)", "Pool.Audit"))
 	}
 	return needs
 }

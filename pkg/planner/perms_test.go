@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/pvectl/pvectl/pkg/pve"
+	"github.com/pvectl/pvectl/pkg/spec"
 )
 
 const permSpec = `kind: Pool
@@ -148,5 +149,29 @@ func TestPermNeedsOfAGuestUpdate(t *testing.T) {
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+func TestPermNeedsOfAGuestRead(t *testing.T) {
+	tests := []struct {
+		name string
+		r    *spec.Resource
+		want string
+	}{
+		{"by name", &spec.Resource{Name: "web"}, "/vms VM.Audit"},
+		{"pinned vmid", &spec.Resource{Name: "web", Params: map[string]string{"vmid": "150"}}, "/vms/150 VM.Audit"},
+		{"in a pool", &spec.Resource{Name: "web", Params: map[string]string{"pool": "dev"}}, "/vms VM.Audit\n/pool/dev Pool.Audit"},
+		{"out of any pool", &spec.Resource{Name: "web", Remove: []string{"pool"}}, "/vms VM.Audit\n/pool Pool.Audit"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var got []string
+			for _, n := range lxc.readPerms(tc.r) {
+				got = append(got, n.path+" "+strings.Join(n.privs, "+"))
+			}
+			if strings.Join(got, "\n") != tc.want {
+				t.Errorf("got\n%s\nwant\n%s", strings.Join(got, "\n"), tc.want)
+			}
+		})
 	}
 }

@@ -354,3 +354,36 @@ func TestExtraTokens(t *testing.T) {
 		t.Errorf("got %d tasks for the admin token, want both", len(rows))
 	}
 }
+
+// TestStorageAndPoolMembersChecks: content lists and deletes check volume
+// access (pve-storage Storage.pm check_volume_access, Content.pm); adding a
+// VM to a pool needs the right to change its permissions (Pool.pm).
+func TestStorageAndPoolMembersChecks(t *testing.T) {
+	e := checkedEnv(t, pvesim.Options{})
+	e.ok(nil, "POST", "/pools", "poolid", "dev")
+	auth := e.newToken("ci@pve", "tk", false)
+	e.grant("/storage", "PVEAuditor", "users", "ci@pve")
+	var vols []string
+	for _, row := range dataList(t, e.as(auth, "GET", "/nodes/pve/storage/local-lvm/content")) {
+		vols = append(vols, row["volid"].(string))
+	}
+	if len(vols) != 0 {
+		t.Errorf("got %v, want no guest disks without VM.Config.Disk on their guest", vols)
+	}
+	if rows := dataList(t, e.as(auth, "GET", "/nodes/pve/storage/local/content")); len(rows) != 1 {
+		t.Errorf("got %v, want the container template (Datastore.Audit is enough)", rows)
+	}
+	e.grant("/vms/9000", "PVEVMAdmin", "users", "ci@pve")
+	if rows := dataList(t, e.as(auth, "GET", "/nodes/pve/storage/local-lvm/content")); len(rows) == 0 {
+		t.Error("got no disks of VM 9000 with VM.Config.Disk on it")
+	}
+	tmpl := url.PathEscape("local:vztmpl/debian-12-standard_12.7-1_amd64.tar.zst")
+	wantDenied(t, e.as(auth, "DELETE", "/nodes/pve/storage/local/content/"+tmpl), "/storage/local, Datastore.Allocate")
+
+	e.grant("/pool/dev", "PVEPoolAdmin", "users", "ci@pve")
+	e.wait(e.task("POST", "/nodes/pve/qemu/9000/clone", "newid", "101"))
+	wantDenied(t, e.as(auth, "PUT", "/pools", "poolid", "dev", "vms", "101"), "/vms/101, Permissions.Modify|VM.Allocate")
+	if r := e.as(auth, "PUT", "/pools", "poolid", "dev", "vms", "9000"); r.Status != 200 {
+		t.Errorf("adding VM 9000 with VM.Allocate on it: got %d %q, want 200", r.Status, r.Message)
+	}
+}
