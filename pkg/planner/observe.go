@@ -47,6 +47,7 @@ type liveConn struct {
 	networks  map[string]*liveNetwork
 	pools     []pve.Pool
 	poolsRead bool
+	perms     pve.Permissions // the token's effective permissions
 }
 
 // liveNetwork is one node's staged network view.
@@ -55,9 +56,12 @@ type liveNetwork struct {
 	changes string
 }
 
-// Observe reads the live state the Set needs in few calls: /cluster/resources
-// and /nodes once per connection, one network list per node with network
-// resources, the pool list once, one config per managed VM that exists.
+// Observe reads the live state the Set needs in few calls: the token's
+// permissions, /cluster/resources and /nodes once per connection, one
+// network list per node with network resources, the pool list once, one
+// config per managed VM that exists. A resource whose reads the token may
+// not make truthfully (PVE's lists hide what it may not audit) is not
+// read: it fails with the privileges it lacks.
 //
 // It reads every resource of the Set, targets or not (the lists are per
 // connection anyway, and the reads are what make a plan cheap to trust).
@@ -91,6 +95,14 @@ func Observe(ctx context.Context, clients Clients, set *spec.Set) (*Observed, er
 				continue
 			}
 			obs.conns[r.Connection] = lc
+		}
+		// PVE's lists hide what the token may not audit: a read without the
+		// privileges would look like a missing object.
+		if p, ok := k.(permissioned); ok {
+			if err := lc.checkPerms(r.Address(), p.readPerms(r)); err != nil {
+				obs.errs[r.Address()] = err
+				continue
+			}
 		}
 		lo, err := k.observe(ctx, lc, r)
 		if err != nil {
@@ -152,6 +164,9 @@ func openConn(ctx context.Context, clients Clients, set *spec.Set, name string) 
 		lc.settings = set.Connections[name]
 	} else {
 		lc.settings = clients.Connection(name)
+	}
+	if lc.perms, err = cl.Permissions(ctx); err != nil {
+		return nil, fmt.Errorf("%s: %w", label, err)
 	}
 	if lc.resources, err = cl.ClusterResources(ctx, ""); err != nil {
 		return nil, fmt.Errorf("%s: read cluster resources: %w", label, err)

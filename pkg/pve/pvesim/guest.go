@@ -144,6 +144,9 @@ func (s *Server) writableGuest(k *guestKind, q *request) (*vm, error) {
 
 // writable checks the task lock (lock-timeout 500) and the config lock.
 func (s *Server) writable(v *vm, q *request) error {
+	if q.bool("skiplock") && q.user != superuser {
+		return paramErr1("skiplock", "Only root may use this option.")
+	}
 	if err := s.checkLock(v.VMID); err != nil {
 		return err
 	}
@@ -163,7 +166,8 @@ func (s *Server) checkDigest(v *vm, q *request) error {
 func (s *Server) listGuests(k *guestKind, q *request) (any, error) {
 	out := []map[string]any{}
 	for _, id := range s.st.vmIDs() {
-		if v := s.st.VMs[id]; v.Node == q.vars["node"] && v.Type == k.typ {
+		// Only guests the caller may audit (Qemu.pm vmlist, LXC.pm vmlist).
+		if v := s.st.VMs[id]; v.Node == q.vars["node"] && v.Type == k.typ && s.can(q.user, "/vms/"+vmidString(id), "VM.Audit") {
 			out = append(out, k.row(s, v))
 		}
 	}
@@ -252,8 +256,8 @@ func (s *Server) newGuest(q *request, restore bool) (int, string, error) {
 	}
 	poolID := q.get("pool")
 	if poolID != "" {
-		if _, ok := s.st.Pools[poolID]; !ok {
-			return 0, "", fail(http.StatusInternalServerError, "pool '%s' does not exist", poolID)
+		if err := s.checkPoolExist(poolID); err != nil {
+			return 0, "", err
 		}
 	}
 	return id, poolID, nil
@@ -401,6 +405,9 @@ func (s *Server) updateConfig(k *guestKind, q *request) (*configChange, error) {
 	}
 	keys, deletes, reverts, err := configParams(k, q)
 	if err != nil {
+		return nil, err
+	}
+	if err := s.checkUpdatePerms(k, q, v, keys, deletes, reverts); err != nil {
 		return nil, err
 	}
 	for _, key := range append(append([]string{}, keys...), deletes...) {

@@ -109,9 +109,12 @@ func (s *Server) cloneGuest(k *guestKind, q *request) (any, error) {
 	}
 	poolID := q.get("pool")
 	if poolID != "" {
-		if _, ok := s.st.Pools[poolID]; !ok {
-			return nil, fail(http.StatusInternalServerError, "pool '%s' does not exist", poolID)
+		if err := s.checkPoolExist(poolID); err != nil {
+			return nil, err
 		}
+	}
+	if err := s.checkClonePerms(k, q, src); err != nil {
+		return nil, err
 	}
 	var targetStorage *storage
 	if id := q.get("storage"); id != "" {

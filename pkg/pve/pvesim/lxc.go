@@ -170,6 +170,9 @@ func (s *Server) createCT(k *guestKind, q *request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := s.checkCreatePerms(k, q, id, poolID); err != nil {
+		return nil, err
+	}
 	tmpl := q.get("ostemplate")
 	if tmpl == "" {
 		return nil, paramErr1("ostemplate", "property is missing and it is not optional")

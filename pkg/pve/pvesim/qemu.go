@@ -84,6 +84,9 @@ func (s *Server) createVM(k *guestKind, q *request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := s.checkCreatePerms(k, q, id, poolID); err != nil {
+		return nil, err
+	}
 	keys, _, _, err := configParams(k, q)
 	if err != nil {
 		return nil, err

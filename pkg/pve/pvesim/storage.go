@@ -116,6 +116,10 @@ func (s *Server) listStorage(q *request) (any, error) {
 		if typ != "" && st.Type != typ {
 			continue
 		}
+		// pve-storage API2/Storage/Config.pm index: only what the caller may see.
+		if !s.canAny(q.user, "/storage/"+id, "Datastore.Audit", "Datastore.AllocateSpace") {
+			continue
+		}
 		out = append(out, s.storageConfig(st))
 	}
 	return out, nil
@@ -153,6 +157,10 @@ func (s *Server) nodeStorage(q *request) (any, error) {
 	for _, id := range slices.Sorted(maps.Keys(s.st.Storages)) {
 		st := s.st.Storages[id]
 		if !st.onNode(node) {
+			continue
+		}
+		// pve-storage API2/Storage/Status.pm index: only what the caller may see.
+		if !s.canAny(q.user, "/storage/"+id, "Datastore.Audit", "Datastore.AllocateSpace") {
 			continue
 		}
 		if c := q.get("content"); c != "" && !anyContent(st, schema.SplitList(c)) {

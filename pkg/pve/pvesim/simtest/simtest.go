@@ -25,13 +25,15 @@ const (
 	DefaultTokenSecret  = "5e3d1c0a-51d7-4e57-9f7a-00000000cafe"
 	DefaultTaskDuration = 20 * time.Millisecond
 	DefaultSeed         = 1
+	// DefaultAuthFailureDelay holds back a 401 briefly instead of PVE's 3 s.
+	DefaultAuthFailureDelay = 5 * time.Millisecond
 )
 
 // Options tunes Start. The zero value is a plain-HTTP simulator with the
 // defaults above.
 type Options struct {
-	// Sim configures the simulator; zero TokenID, TokenSecret, TaskDuration
-	// and Seed get the test defaults.
+	// Sim configures the simulator; zero TokenID, TokenSecret, TaskDuration,
+	// Seed and AuthFailureDelay get the test defaults.
 	Sim pvesim.Options
 	// TLS serves HTTPS with a certificate from pvesim.SelfSignedCert, as
 	// `pvectl sim --tls` does; Client pins its fingerprint.
@@ -72,6 +74,9 @@ func Start(tb testing.TB, opts Options) *Sim {
 	}
 	if so.Seed == 0 {
 		so.Seed = DefaultSeed
+	}
+	if so.AuthFailureDelay == 0 {
+		so.AuthFailureDelay = DefaultAuthFailureDelay
 	}
 	var checker *conformance.Checker
 	if opts.Conformance {
