@@ -57,7 +57,7 @@ func (s State) Hash(name string) (string, bool) {
 // ParseDescription reads pvectl's blocks from a guest's description. A
 // pvectl block that does not follow the grammar (see the package doc) is an
 // error rather than "nothing recorded": guessing would rerun every file or,
-// worse, trust any host key.
+// worse, trust any host key. An unreadable legacy block records nothing.
 func ParseDescription(desc string) (State, error) {
 	var s State
 	prov := provisionRE.FindAllStringSubmatch(desc, -1)
@@ -74,10 +74,9 @@ func ParseDescription(desc string) (State, error) {
 		}
 		s.Files = files
 	case len(legacy) == 1:
-		files, err := parseEntries(legacy[0][1], true)
-		if err != nil {
-			return s, fmt.Errorf("description block %s: %w", legacy[0][0], err)
-		}
+		// Another tool's block that pvectl cannot read counts as nothing
+		// recorded: every file runs once and the block is replaced.
+		files, _ := parseEntries(legacy[0][1], true)
 		s.Files, s.Legacy = files, true
 	}
 	if len(keys) == 1 {
@@ -92,6 +91,9 @@ func ParseDescription(desc string) (State, error) {
 
 func parseEntries(body string, legacy bool) ([]FileHash, error) {
 	var out []FileHash
+	if strings.TrimSpace(body) == "" {
+		return nil, nil
+	}
 	seen := map[string]bool{}
 	for _, e := range strings.Split(body, ",") {
 		name, hash, ok := strings.Cut(e, "=")

@@ -36,6 +36,8 @@ func TestParseDescription(t *testing.T) {
 			desc: "[puls-provision: f.yaml=deadbeef00]\n[pvectl-provision: f.yaml=0123456789ab]",
 			want: State{Files: []FileHash{{"f.yaml", "0123456789ab"}}},
 		},
+		{name: "unreadable legacy block records nothing", desc: "[puls-provision: f.yaml]", want: State{Legacy: true}},
+		{name: "empty block", desc: "[pvectl-provision: ]", want: State{}},
 		{name: "short hash", desc: "[pvectl-provision: a.yaml=0123]", wantErr: "want 12 lowercase hex digits"},
 		{name: "no hash", desc: "[pvectl-provision: a.yaml]", wantErr: "want NAME=HASH"},
 		{name: "twice", desc: "[pvectl-provision: a.yaml=0123456789ab,a.yaml=0123456789ab]", wantErr: "listed twice"},

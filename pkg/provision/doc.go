@@ -31,7 +31,8 @@
 // description comparisons. The legacy block "[puls-provision: name=hash,…]"
 // (hashes of 8 to 64 hex digits, compared as a prefix of the file's digest
 // or of its bytes' SHA-256) is read when no pvectl-provision block is
-// present, honoured, and replaced by one at the next write. An entry is
+// present, honoured, and replaced by one at the next write (one it cannot
+// read records nothing). A malformed pvectl block is an error. An entry is
 // written only after its file ran with exit status 0; entries of files no
 // longer listed are dropped then. The whole description must stay within
 // MaxDescription (8192 characters, PVE's limit).
