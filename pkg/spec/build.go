@@ -155,6 +155,15 @@ func (l *loader) resource(d *document, k *kindInfo, defaults []entry) *Resource 
 		l.errorf(d.pos, "internal error: %v", err)
 	}
 	r.Keys = keys
+	if k.Check != nil {
+		for _, pr := range k.Check(r) {
+			pos := r.Pos
+			if p, ok := r.KeyPos[pr.key]; ok && p.File != "" {
+				pos = p
+			}
+			l.errorf(pos, "%s", pr.msg)
+		}
+	}
 	return r
 }
 
