@@ -33,9 +33,16 @@ func Apply(ctx context.Context, clients Clients, plan *Plan, opts ApplyOptions) 
 	if hooks == nil {
 		hooks = nopHooks{}
 	}
+	if err := CheckForeign(plan, opts.AllowForeignNetworkChanges); err != nil {
+		return nil, err
+	}
 	reserved := reservedVMIDs(plan)
 	run := func(ctx context.Context, c *Change) error {
-		return applyChange(ctx, clients, hooks, c, reserved[c.Resource.Connection])
+		x := &execution{hooks: hooks, change: c, plan: plan, allowForeign: opts.AllowForeignNetworkChanges}
+		if c.Resource != nil {
+			x.reserved = reserved[c.Resource.Connection]
+		}
+		return applyChange(ctx, clients, x)
 	}
 	res := walk(ctx, opts.Stop, plan.Changes, opts.Parallelism, hooks, run)
 	return res, res.err()
@@ -68,6 +75,39 @@ func checkPlan(plan *Plan) error {
 	return nil
 }
 
+// CheckForeign refuses a plan whose network commits would make live
+// staged changes that pvectl did not make, unless they are allowed. Apply
+// checks it before anything runs (staging this plan's own changes and
+// then refusing the commit would leave the node half done); the CLI asks
+// first, before its confirmation question.
+func CheckForeign(plan *Plan, allow bool) error {
+	if allow {
+		return nil
+	}
+	var msgs []string
+	for _, c := range plan.Changes {
+		nc, ok := kinds[resourceKind(c)].(netCommitter)
+		if !ok || c.Action == NoOp {
+			continue
+		}
+		if f := nc.foreign(c); f != "" {
+			msgs = append(msgs, c.Address+": "+f)
+		}
+	}
+	if len(msgs) == 0 {
+		return nil
+	}
+	return fmt.Errorf("refusing to commit network changes that pvectl did not make (the plan lists them):\n  %s\nReview them on the node; then revert them there, or apply with --allow-foreign-network-changes to commit them with this plan's changes. Nothing was changed",
+		strings.Join(msgs, "\n  "))
+}
+
+func resourceKind(c *Change) string {
+	if c.Resource == nil {
+		return ""
+	}
+	return c.Resource.Kind
+}
+
 // reservedVMIDs collects, per connection, the vmids the plan's VMs are
 // pinned to, so that a VM without a vmid does not take one of them first.
 func reservedVMIDs(plan *Plan) map[string]map[int]bool {
@@ -93,7 +133,8 @@ func reservedVMIDs(plan *Plan) map[string]map[int]bool {
 	return out
 }
 
-func applyChange(ctx context.Context, clients Clients, hooks Hooks, c *Change, reserved map[int]bool) error {
+func applyChange(ctx context.Context, clients Clients, x *execution) error {
+	c, hooks := x.change, x.hooks
 	if c.Resource == nil {
 		return errors.New("the plan holds no resource data for this change")
 	}
@@ -117,7 +158,8 @@ func applyChange(ctx context.Context, clients Clients, hooks Hooks, c *Change, r
 			th.Task(c, ev)
 		}
 	})
-	return apply(ctx, k, &execution{client: cl, hooks: hooks, change: c, reserved: reserved}, c)
+	x.client = cl
+	return apply(ctx, k, x, c)
 }
 
 // taskWarningMessage says that a task of the change succeeded with

@@ -48,6 +48,10 @@ type (
 	// stages interface removals that need the commit too).
 	netCommitter interface {
 		planCommit(b *builder, r *spec.Resource, lo *liveObj, c *Change) error
+		// foreign describes the staged changes pvectl did not make that
+		// c would commit ("" when there are none): Apply refuses them
+		// unless allowed.
+		foreign(c *Change) string
 	}
 	// vmidClaimer kinds occupy a vmid of the cluster-wide guest space.
 	vmidClaimer interface {
@@ -79,16 +83,22 @@ type (
 		readPerms(r *spec.Resource) []permNeed
 		changePerms(c *Change, lo *liveObj) []permNeed
 	}
+	// removeChecker kinds find, at plan time, what PVE would refuse in a
+	// delete (an interface another one still uses as its port).
+	removeChecker interface {
+		checkRemove(b *builder, r *spec.Resource, lo *liveObj) error
+	}
 )
 
 // kinds is the registry of supported kinds; read-only after package init.
 var kinds = map[string]kindOps{
-	spec.KindQemuVM:       qemu,
-	spec.KindLxcContainer: lxc,
-	spec.KindLinuxBridge:  bridgeKind{},
-	spec.KindPool:         poolKind{},
-	spec.KindNetworkApply: netApplyKind{},
-	spec.KindNodeDns:      nodeDNSKind{},
+	spec.KindQemuVM:        qemu,
+	spec.KindLxcContainer:  lxc,
+	spec.KindLinuxBridge:   bridgeKind,
+	spec.KindBondInterface: bondKind,
+	spec.KindPool:          poolKind{},
+	spec.KindNetworkApply:  netApplyKind{},
+	spec.KindNodeDns:       nodeDNSKind{},
 }
 
 func kindOf(kind string) (kindOps, error) {
@@ -127,6 +137,10 @@ type execution struct {
 	hooks    Hooks
 	change   *Change
 	reserved map[int]bool // vmids other changes of the plan are pinned to
+	plan     *Plan        // the plan being applied
+	// allowForeign lets a network commit take staged changes pvectl did
+	// not make, those the plan showed.
+	allowForeign bool
 }
 
 func (x *execution) msg(format string, args ...any) {
@@ -187,6 +201,11 @@ func (b *builder) planChange(k kindOps, r *spec.Resource, lo *liveObj) (*Change,
 		}
 	default:
 		if err := k.compare(b, r, lo, c); err != nil {
+			return nil, err
+		}
+	}
+	if rc, ok := k.(removeChecker); ok && c.Action == Delete {
+		if err := rc.checkRemove(b, r, lo); err != nil {
 			return nil, err
 		}
 	}

@@ -255,12 +255,14 @@ func fingerprint(lo *liveObj) string {
 }
 
 // fieldsDigest fingerprints objects PVE gives no digest for. Fields that
-// flip by themselves (active after a commit) are left out.
+// flip by themselves (active after a commit) are left out, and so is an
+// interface's priority: its position in the file, which moves when
+// another interface is added before it.
 func fieldsDigest(cfg pve.Config) string {
 	h := sha1.New()
 	for _, k := range slices.Sorted(maps.Keys(cfg)) {
 		switch k {
-		case "active", "exists", "digest":
+		case "active", "exists", "digest", "priority", "altnames":
 			continue
 		}
 		fmt.Fprintf(h, "%s=%s\n", k, cfg[k])

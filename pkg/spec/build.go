@@ -143,9 +143,6 @@ func (l *loader) resource(d *document, k *kindInfo, defaults []entry) *Resource 
 	es := mergeDefaults(l.entries(d.file, d.spec, "spec"), defaults)
 	own := map[string]any{}
 	l.convert(k, es, r, own)
-	if k.Check != nil {
-		l.diags = append(l.diags, k.Check(r)...)
-	}
 	if id := k.Identity; id != "" && !contains(r.Remove, id) {
 		if _, set := r.Params[id]; !set {
 			l.defaultIdentity(k, d, r)
@@ -158,6 +155,15 @@ func (l *loader) resource(d *document, k *kindInfo, defaults []entry) *Resource 
 		l.errorf(d.pos, "internal error: %v", err)
 	}
 	r.Keys = keys
+	if k.Check != nil {
+		for _, pr := range k.Check(r) {
+			pos := r.Pos
+			if p, ok := r.KeyPos[pr.key]; ok && p.File != "" {
+				pos = p
+			}
+			l.errorf(pos, "%s", pr.msg)
+		}
+	}
 	return r
 }
 

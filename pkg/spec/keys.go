@@ -103,3 +103,19 @@ func (r *Resource) UnmarshalJSON(b []byte) error {
 	r.Keys = keys
 	return nil
 }
+
+// NetworkApplyKeys are the pvectl keys of a node's network commit.
+type NetworkApplyKeys struct {
+	// RevertOnFailure: when the reload of the committed configuration
+	// fails, put the node's interfaces back as the plan found them and
+	// reload again.
+	RevertOnFailure *bool `json:"revertOnFailure,omitempty"`
+}
+
+// NetApply returns r's NetworkApply keys (the zero value when it sets none).
+func NetApply(r *Resource) *NetworkApplyKeys {
+	if k, ok := r.Keys.(*NetworkApplyKeys); ok && k != nil {
+		return k
+	}
+	return &NetworkApplyKeys{}
+}

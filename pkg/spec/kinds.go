@@ -1,6 +1,7 @@
 package spec
 
 import (
+	"fmt"
 	"maps"
 	"reflect"
 	"slices"
@@ -11,14 +12,15 @@ import (
 // Kind names. Only the registries (this file in spec, kind.go in the
 // planner) name kinds; the rest of the code asks the kind's row.
 const (
-	KindConnection   = "Connection"
-	KindDefaults     = "Defaults"
-	KindQemuVM       = "QemuVM"
-	KindPool         = "Pool"
-	KindLinuxBridge  = "LinuxBridge"
-	KindNetworkApply = "NetworkApply"
-	KindLxcContainer = "LxcContainer"
-	KindNodeDns      = "NodeDns"
+	KindConnection    = "Connection"
+	KindDefaults      = "Defaults"
+	KindQemuVM        = "QemuVM"
+	KindPool          = "Pool"
+	KindLinuxBridge   = "LinuxBridge"
+	KindBondInterface = "BondInterface"
+	KindNetworkApply  = "NetworkApply"
+	KindLxcContainer  = "LxcContainer"
+	KindNodeDns       = "NodeDns"
 )
 
 // ownType is the YAML shape a pvectl-own key accepts; it follows from the
@@ -100,9 +102,9 @@ type kindInfo struct {
 	ValueAliases map[string]map[string]string
 	// Required are own keys a document must set.
 	Required []string
-	// Check finds what PVE would refuse in a resource's values beyond the
-	// schema's checks (positions from r.KeyPos); nil: nothing more.
-	Check func(r *Resource) []Diagnostic
+	// Check finds, offline, values PVE would refuse or not keep for this
+	// kind (a bond option its mode drops), each at its key.
+	Check func(r *Resource) []keyProblem
 
 	// own caches the own keys' shapes, derived from Keys.
 	own func() map[string]ownType
@@ -195,6 +197,7 @@ var kindTable = sync.OnceValue(func() map[string]*kindInfo {
 			Refs: []refRule{
 				{Key: "pool", Values: paramValue("pool"), Kinds: []string{KindPool}, PresentOnly: true},
 				{Key: "netN.bridge", Values: subKeyValues("net", "bridge"), Kinds: []string{KindLinuxBridge}, SameNode: true, PresentOnly: true},
+				{Key: "netN.bridge", Values: subKeyValues("net", "bridge"), Kinds: []string{KindBondInterface}, SameNode: true, Refuse: nicOnBond},
 			},
 		},
 		{
@@ -209,16 +212,37 @@ var kindTable = sync.OnceValue(func() map[string]*kindInfo {
 			Refs: []refRule{
 				{Key: "pool", Values: paramValue("pool"), Kinds: []string{KindPool}, PresentOnly: true},
 				{Key: "netN.bridge", Values: subKeyValues("net", "bridge"), Kinds: []string{KindLinuxBridge}, SameNode: true, PresentOnly: true},
+				{Key: "netN.bridge", Values: subKeyValues("net", "bridge"), Kinds: []string{KindBondInterface}, SameNode: true, Refuse: nicOnBond},
 			},
 		},
 		{
 			Name:       KindLinuxBridge,
 			Noun:       "bridge",
 			Create:     &apiCall{"POST", "/nodes/{node}/network"},
+			Params:     append(ifaceParams(), "bridge_ports", "bridge_vlan_aware", "bridge_vids"),
 			Identity:   "iface",
-			Identities: ifaceIdentities,
+			Identities: ifaceIdentities("bridge_ports"),
 			RefValue:   paramValueOf("iface"),
 			Fixed:      map[string]string{"type": "bridge"},
+			Refs: []refRule{
+				// Absent bonds too: when both go, the bridge goes first.
+				{Key: "bridge_ports", Values: listValues("bridge_ports"), Kinds: []string{KindBondInterface}, SameNode: true},
+				{Key: "bridge_ports", Values: listValues("bridge_ports"), Kinds: []string{KindLinuxBridge}, SameNode: true, Refuse: bridgeInBridge},
+			},
+			Check: checkBridge,
+		},
+		{
+			Name:       KindBondInterface,
+			Noun:       "bond",
+			Create:     &apiCall{"POST", "/nodes/{node}/network"},
+			Params:     append(ifaceParams(), "slaves", "bond_mode", "bond-primary", "bond_xmit_hash_policy"),
+			Identity:   "iface",
+			Identities: ifaceIdentities("slaves"),
+			RefValue:   paramValueOf("iface"),
+			Fixed:      map[string]string{"type": "bond"},
+			// A bond of bonds: PVE's writer takes a bond as a slave.
+			Refs:  []refRule{{Key: "slaves", Values: listValues("slaves"), Kinds: []string{KindBondInterface}, SameNode: true}},
+			Check: checkBond,
 		},
 		{
 			Name:       KindPool,
@@ -233,11 +257,12 @@ var kindTable = sync.OnceValue(func() map[string]*kindInfo {
 			Noun:       "node's network commit",
 			Create:     &apiCall{"PUT", "/nodes/{node}/network"},
 			Params:     []string{"node"},
+			Keys:       (*NetworkApplyKeys)(nil),
 			Identity:   "node",
 			Identities: singleIdentity("node", "node"),
 			Hint:       "one NetworkApply per node is enough",
 			// Absent interfaces too: their removal is staged and needs the commit.
-			Refs: []refRule{{Key: "node", Kinds: []string{KindLinuxBridge}, SameNode: true, All: true}},
+			Refs: []refRule{{Key: "node", Kinds: []string{KindLinuxBridge, KindBondInterface}, SameNode: true, All: true}},
 		},
 		{
 			Name:   KindNodeDns,
@@ -259,6 +284,22 @@ var kindTable = sync.OnceValue(func() map[string]*kindInfo {
 	return table
 })
 
+// nicOnBond refuses a guest NIC on a bond: PVE plugs a NIC into a bridge
+// only, and the start fails on anything else (pve-common Network.pm
+// tap_plug; qemu-server and pve-container start through it).
+func nicOnBond(r, bond *Resource, v refValue) string {
+	return fmt.Sprintf("%s: %s names %s, a bond: a guest's NIC plugs into a bridge only (PVE fails the start with \"bridge '%s' does not exist\"); name a %s whose bridge_ports include %s",
+		r.Address(), v.Key, bond.Address(), v.Value, KindLinuxBridge, v.Value)
+}
+
+// bridgeInBridge refuses a bridge as another bridge's port: PVE's writer
+// takes it, but the kernel does not enslave a bridge to a bridge (br_add_if
+// refuses it) when the commit brings the bridge up.
+func bridgeInBridge(r, br *Resource, v refValue) string {
+	return fmt.Sprintf("%s: bridge_ports names %s, a bridge: Linux does not make a bridge the port of another bridge (the kernel refuses it when the commit brings the bridge up); use a bond, a NIC or a VLAN (%s.10) as the port",
+		r.Address(), br.Address(), v.Value)
+}
+
 // kindOf returns a kind's row, or nil.
 func kindOf(name string) *kindInfo { return kindTable()[name] }
 
@@ -266,7 +307,7 @@ func kindOf(name string) *kindInfo { return kindTable()[name] }
 // implement yet.
 var plannedKinds = []string{
 	"Template", "Storage", "DownloadedImage", "ConfigDriveISO",
-	"BondInterface", "User", "APIToken", "ACL",
+	"User", "APIToken", "ACL",
 }
 
 // SupportedKinds lists the kinds this version of pvectl accepts, sorted.
