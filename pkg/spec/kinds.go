@@ -19,6 +19,9 @@ const (
 	KindNetworkApply = "NetworkApply"
 	KindLxcContainer = "LxcContainer"
 	KindNodeDns      = "NodeDns"
+
+	KindDownloadedImage = "DownloadedImage"
+	KindConfigDriveISO  = "ConfigDriveISO"
 )
 
 // ownType is the YAML shape a pvectl-own key accepts; it follows from the
@@ -100,6 +103,17 @@ type kindInfo struct {
 	ValueAliases map[string]map[string]string
 	// Required are own keys a document must set.
 	Required []string
+	// NotKeys are fields of Keys this kind does not take (a container has
+	// no config drive).
+	NotKeys []string
+	// Finish checks a resource once its keys are converted and sets what
+	// follows from them (a config drive's file name); each problem names
+	// the key it is about.
+	Finish func(r *Resource) []problem
+	// Resolve settles what a resource takes from others of the specs (a
+	// VM's config drive); find returns the resources of a kind that other
+	// resources of r's connection name by value.
+	Resolve func(r *Resource, find func(kind, value string) []*Resource) []problem
 
 	// own caches the own keys' shapes, derived from Keys.
 	own func() map[string]ownType
@@ -163,7 +177,7 @@ func ownTypes(keys any) map[string]ownType {
 // guestPlannedKeys are QemuVM/Template keys of design §3 not implemented yet.
 var guestPlannedKeys = []string{
 	"image", "fromTemplate", "full", "ip", "gateway", "vlan", "sshKeys",
-	"sshUser", "sshPort", "provision", "forceConfigCheck", "replace", "configDrive",
+	"sshUser", "sshPort", "provision", "forceConfigCheck", "replace",
 }
 
 // kindTable returns the registry, built once; read-only.
@@ -191,7 +205,10 @@ var kindTable = sync.OnceValue(func() map[string]*kindInfo {
 			Refs: []refRule{
 				{Key: "pool", Values: paramValue("pool"), Kinds: []string{KindPool}, PresentOnly: true},
 				{Key: "netN.bridge", Values: subKeyValues("net", "bridge"), Kinds: []string{KindLinuxBridge}, SameNode: true, PresentOnly: true},
+				{Key: "configDrive", Values: configDriveName, Kinds: []string{KindConfigDriveISO}, SameNode: true},
+				{Key: "a drive's volume", Values: driveVolumes, Kinds: []string{KindDownloadedImage}, SameNode: true, PresentOnly: true},
 			},
+			Resolve: attachConfigDrive(KindConfigDriveISO),
 		},
 		{
 			Name:       KindLxcContainer,
@@ -202,9 +219,11 @@ var kindTable = sync.OnceValue(func() map[string]*kindInfo {
 			Unique:     []string{"vmid"},
 			Identities: guestIdentities("hostname", "CT hostname"),
 			Hint:       "a container without vmid is found by its hostname: give each a different vmid or hostname, or remove one",
+			NotKeys:    []string{"configDrive"},
 			Refs: []refRule{
 				{Key: "pool", Values: paramValue("pool"), Kinds: []string{KindPool}, PresentOnly: true},
 				{Key: "netN.bridge", Values: subKeyValues("net", "bridge"), Kinds: []string{KindLinuxBridge}, SameNode: true, PresentOnly: true},
+				{Key: "ostemplate", Values: paramValue("ostemplate"), Kinds: []string{KindDownloadedImage}, SameNode: true, PresentOnly: true},
 			},
 		},
 		{
@@ -236,6 +255,29 @@ var kindTable = sync.OnceValue(func() map[string]*kindInfo {
 			Refs: []refRule{{Key: "node", Kinds: []string{KindLinuxBridge}, SameNode: true, All: true}},
 		},
 		{
+			Name:   KindDownloadedImage,
+			Noun:   "downloaded file",
+			Create: &apiCall{"POST", "/nodes/{node}/storage/{storage}/download-url"},
+			// The file name is the identity, defaulted from the document's
+			// name; storage and content complete it.
+			Identity:   "filename",
+			Identities: volumeIdentities,
+			Hint:       "two documents would download into one file: give each its own filename, storage or node",
+			RefValue:   downloadVolid,
+			Finish:     checkDownload,
+		},
+		{
+			Name: KindConfigDriveISO,
+			Noun: "config drive",
+			// pvectl builds the image and uploads it; only where it goes
+			// passes through. filename is derived (<name>-<hash>.iso).
+			Create:   &apiCall{"POST", "/nodes/{node}/storage/{storage}/upload"},
+			Params:   []string{"node", "storage"},
+			Keys:     (*ConfigDriveKeys)(nil),
+			Finish:   buildConfigDrive,
+			RefValue: func(r *Resource) string { return r.Name },
+		},
+		{
 			Name:   KindNodeDns,
 			Noun:   "node's DNS settings",
 			Create: &apiCall{"PUT", "/nodes/{node}/dns"},
@@ -248,7 +290,13 @@ var kindTable = sync.OnceValue(func() map[string]*kindInfo {
 	table := map[string]*kindInfo{}
 	for _, k := range rows {
 		if k.Keys != nil {
-			k.own = sync.OnceValue(func() map[string]ownType { return ownTypes(k.Keys) })
+			k.own = sync.OnceValue(func() map[string]ownType {
+				own := ownTypes(k.Keys)
+				for _, key := range k.NotKeys {
+					delete(own, key)
+				}
+				return own
+			})
 		}
 		table[k.Name] = k
 	}
@@ -261,8 +309,7 @@ func kindOf(name string) *kindInfo { return kindTable()[name] }
 // plannedKinds are the kinds of design §3 that this version does not
 // implement yet.
 var plannedKinds = []string{
-	"Template", "Storage", "DownloadedImage", "ConfigDriveISO",
-	"BondInterface", "User", "APIToken", "ACL",
+	"Template", "Storage", "BondInterface", "User", "APIToken", "ACL",
 }
 
 // SupportedKinds lists the kinds this version of pvectl accepts, sorted.

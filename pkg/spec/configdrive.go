@@ -1,0 +1,138 @@
+package spec
+
+import (
+	"fmt"
+
+	"github.com/pvectl/pvectl/pkg/cidata"
+)
+
+// ConfigDriveSlot is the drive a VM's configDrive is attached at: ide3,
+// beside ide2, where PVE puts its own cloud-init drive (a VM cloned from a
+// cloud-init template keeps that one). PVE refuses an ISO on a drive
+// without media=cdrom (qemu-server src/PVE/API2/Qemu.pm,
+// check_drive_param).
+const ConfigDriveSlot = "ide3"
+
+// ConfigDriveSeed is the cloud-init seed a config drive resource's keys
+// describe.
+func ConfigDriveSeed(r *Resource) (cidata.Seed, error) {
+	k, _ := r.Keys.(*ConfigDriveKeys)
+	if k == nil {
+		k = &ConfigDriveKeys{}
+	}
+	f, err := cidata.ParseFormat(k.Format)
+	if err != nil {
+		return cidata.Seed{}, err
+	}
+	s := cidata.Seed{Format: f, Hostname: k.Hostname, UserData: []byte(k.UserData),
+		NetworkConfig: bytesOrNil(k.NetworkConfig), NetworkData: bytesOrNil(k.NetworkData), VendorData: bytesOrNil(k.VendorData)}
+	return s, s.Validate()
+}
+
+func bytesOrNil(s string) []byte {
+	if s == "" {
+		return nil
+	}
+	return []byte(s)
+}
+
+// ConfigDriveImage builds a config drive resource's image and returns it
+// with its volume name, "<name>-<hash>.iso". The same keys always give the
+// same bytes and so the same name.
+func ConfigDriveImage(r *Resource) (image []byte, filename string, err error) {
+	seed, err := ConfigDriveSeed(r)
+	if err != nil {
+		return nil, "", err
+	}
+	img, err := cidata.Build(seed)
+	if err != nil {
+		return nil, "", err
+	}
+	name, err := cidata.VolumeName(r.Name, img)
+	if err != nil {
+		return nil, "", err
+	}
+	return img, name, nil
+}
+
+// buildConfigDrive is a config drive's Finish: the image is built at load
+// time so that the plan knows its volume name (Params["filename"]), and a
+// seed that cannot be built is reported at its key.
+func buildConfigDrive(r *Resource) []problem {
+	var out []problem
+	if r.Params["storage"] == "" {
+		out = append(out, problem{"", "spec.storage is required: the storage the image is uploaded to (one that holds iso content)"})
+	}
+	if _, err := cidata.VolumeName(r.Name, nil); err != nil {
+		out = append(out, problem{"", fmt.Sprintf("the name is the image's file name: %v", err)})
+		return out
+	}
+	if r.State != Present {
+		return out // every version is removed: no image needed
+	}
+	_, name, err := ConfigDriveImage(r)
+	if err != nil {
+		return append(out, problem{seedKey(r), err.Error()})
+	}
+	r.Params["filename"] = name
+	return out
+}
+
+// seedKey names the key a seed error is about: the seed checks format,
+// then hostname, then networkData.
+func seedKey(r *Resource) string {
+	k, _ := r.Keys.(*ConfigDriveKeys)
+	if k == nil {
+		return ""
+	}
+	f, err := cidata.ParseFormat(k.Format)
+	switch {
+	case err != nil:
+		return "format"
+	case (cidata.Seed{Format: f, Hostname: k.Hostname}).Validate() != nil:
+		return "hostname"
+	}
+	return "networkData"
+}
+
+// configDriveName is the config drive a VM names.
+func configDriveName(r *Resource) []string {
+	if g, ok := r.Keys.(*GuestKeys); ok && g != nil && g.ConfigDrive != nil && *g.ConfigDrive != "" {
+		return []string{*g.ConfigDrive}
+	}
+	return nil
+}
+
+// attachConfigDrive resolves a VM's configDrive against the config drives
+// (of kind) of the specs: the VM gets the drive's current volume at
+// ConfigDriveSlot, so a changed seed, which is a new volume, re-points
+// the VM by an ordinary config update.
+func attachConfigDrive(kind string) func(r *Resource, find func(kind, value string) []*Resource) []problem {
+	return func(r *Resource, find func(kind, value string) []*Resource) []problem {
+		names := configDriveName(r)
+		if len(names) == 0 {
+			return nil
+		}
+		name := names[0]
+		drives := find(kind, name)
+		if len(drives) == 0 {
+			return []problem{{"configDrive", fmt.Sprintf("configDrive: no %s named %q in these specs (on this connection)", kind, name)}}
+		}
+		d := drives[0]
+		if d.State != Present {
+			return []problem{{"configDrive", fmt.Sprintf("configDrive: %s has state: absent", d.Address())}}
+		}
+		if _, set := r.Params[ConfigDriveSlot]; set || contains(r.Remove, ConfigDriveSlot) {
+			return []problem{{ConfigDriveSlot, fmt.Sprintf("%s is where configDrive attaches %s: leave %s out of the spec, or drop configDrive", ConfigDriveSlot, d.Address(), ConfigDriveSlot)}}
+		}
+		file := d.Params["filename"]
+		if file == "" {
+			return nil // its image could not be built: reported there
+		}
+		r.Params[ConfigDriveSlot] = d.Params["storage"] + ":iso/" + file + ",media=cdrom"
+		if p, ok := r.KeyPos["configDrive"]; ok {
+			r.KeyPos[ConfigDriveSlot] = p
+		}
+		return nil
+	}
+}
