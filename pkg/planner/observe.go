@@ -47,6 +47,10 @@ type liveConn struct {
 	networks  map[string]*liveNetwork
 	pools     []pve.Pool
 	poolsRead bool
+	// volumes are storage listings by node, storage and content, and
+	// users the volumes on the VMs' drives (content.go).
+	volumes map[string][]pve.Volume
+	users   map[string][]int
 }
 
 // liveNetwork is one node's staged network view.
