@@ -2,6 +2,8 @@ package spec
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 
 	"github.com/pvectl/pvectl/pkg/cidata"
 )
@@ -70,6 +72,9 @@ func buildConfigDrive(r *Resource) []problem {
 	if r.State != Present {
 		return out // every version is removed: no image needed
 	}
+	if ps := readSeedFiles(r); len(ps) > 0 {
+		return append(out, ps...)
+	}
 	_, name, err := ConfigDriveImage(r)
 	if err != nil {
 		return append(out, problem{seedKey(r), err.Error()})
@@ -91,6 +96,8 @@ func seedKey(r *Resource) string {
 		return "format"
 	case (cidata.Seed{Format: f, Hostname: k.Hostname}).Validate() != nil:
 		return "hostname"
+	case k.NetworkDataFile != "":
+		return "networkDataFile"
 	}
 	return "networkData"
 }
@@ -135,4 +142,44 @@ func attachConfigDrive(kind string) func(r *Resource, find func(kind, value stri
 		}
 		return nil
 	}
+}
+
+// readSeedFiles reads the …File keys into their data fields, each path
+// relative to the file the key is written in (a spec from stdin: the
+// working directory). A plan then carries the data itself.
+func readSeedFiles(r *Resource) []problem {
+	k, _ := r.Keys.(*ConfigDriveKeys)
+	if k == nil {
+		return nil
+	}
+	var out []problem
+	for _, f := range []struct {
+		key, dataKey string
+		path         string
+		data         *string
+	}{
+		{"userDataFile", "userData", k.UserDataFile, &k.UserData},
+		{"networkConfigFile", "networkConfig", k.NetworkConfigFile, &k.NetworkConfig},
+		{"networkDataFile", "networkData", k.NetworkDataFile, &k.NetworkData},
+		{"vendorDataFile", "vendorData", k.VendorDataFile, &k.VendorData},
+	} {
+		if f.path == "" {
+			continue
+		}
+		if *f.data != "" {
+			out = append(out, problem{f.key, fmt.Sprintf("give %s or %s, not both", f.dataKey, f.key)})
+			continue
+		}
+		path := f.path
+		if spec := r.KeyPos[f.key].File; !filepath.IsAbs(path) && spec != "" && spec != stdinName {
+			path = filepath.Join(filepath.Dir(spec), path)
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			out = append(out, problem{f.key, fmt.Sprintf("%s: %v", f.key, err)})
+			continue
+		}
+		*f.data = string(b)
+	}
+	return out
 }

@@ -175,3 +175,52 @@ spec:
 		}
 	}
 }
+
+// TestConfigDriveFiles: userDataFile and the other …File keys are read
+// relative to the spec file that names them, into the data the image and
+// the plan carry.
+func TestConfigDriveFiles(t *testing.T) {
+	doc := `kind: ConfigDriveISO
+name: seed
+spec:
+  storage: local
+  userDataFile: cloud/user-data.yaml
+  networkConfigFile: cloud/net.yaml
+`
+	set, diags := loadFiles(t, map[string]string{
+		"specs/a.yaml":               doc,
+		"specs/cloud/user-data.yaml": "#cloud-config\npackages: [vim]\n",
+		"specs/cloud/net.yaml":       "version: 2\n",
+	}, nil, "specs/a.yaml")
+	if diags != nil {
+		t.Fatalf("Load: %s", strings.Join(diags, "\n"))
+	}
+	r := set.Lookup("ConfigDriveISO/seed")
+	k := r.Keys.(*ConfigDriveKeys)
+	if k.UserData != "#cloud-config\npackages: [vim]\n" || k.NetworkConfig != "version: 2\n" {
+		t.Errorf("got userData %q, networkConfig %q, want the files' bytes", k.UserData, k.NetworkConfig)
+	}
+	inline := mustLoad(t, map[string]string{"a.yaml": "kind: ConfigDriveISO\nname: seed\nspec:\n  storage: local\n" +
+		"  userData: |\n    #cloud-config\n    packages: [vim]\n  networkConfig: |\n    version: 2\n"}, nil)
+	if got, want := r.Params["filename"], inline.Lookup("ConfigDriveISO/seed").Params["filename"]; got != want {
+		t.Errorf("from files: %s, inline: %s, want the same image", got, want)
+	}
+
+	tests := []struct {
+		name string
+		doc  string
+		want string
+	}{
+		{"missing file", doc, `a\.yaml:5: ConfigDriveISO/seed: userDataFile: open .*cloud/user-data\.yaml: no such file`},
+		{"both", strings.Replace(doc, "  networkConfigFile: cloud/net.yaml\n", "  userData: x\n", 1),
+			`a\.yaml:5: ConfigDriveISO/seed: give userData or userDataFile, not both`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, diags := loadFiles(t, map[string]string{"a.yaml": tc.doc, "cloud/net.yaml": "version: 2\n"}, nil)
+			if len(diags) != 1 || !regexp.MustCompile(tc.want).MatchString(diags[0]) {
+				t.Errorf("got %q, want /%s/", diags, tc.want)
+			}
+		})
+	}
+}

@@ -29,6 +29,12 @@ type ConfigDriveKeys struct {
 	NetworkConfig string `json:"networkConfig,omitempty"`
 	NetworkData   string `json:"networkData,omitempty"`
 	VendorData    string `json:"vendorData,omitempty"`
+	// The …File keys give a data field as a file, relative to the spec
+	// file that names it; Load reads it into the field.
+	UserDataFile      string `json:"userDataFile,omitempty"`
+	NetworkConfigFile string `json:"networkConfigFile,omitempty"`
+	NetworkDataFile   string `json:"networkDataFile,omitempty"`
+	VendorDataFile    string `json:"vendorDataFile,omitempty"`
 }
 
 // Guest returns r's guest keys (the zero value when it sets none).
