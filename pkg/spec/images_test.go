@@ -104,6 +104,8 @@ spec:
 			[]string{`a\.yaml:2: DownloadedImage/debian: file "debian": content import takes`}},
 		{"compression of a template", strings.Replace(dl, "content: import", "content: vztmpl\n  compression: zst", 1),
 			[]string{`compression zst: PVE decompresses only ISO images`, `file "debian-12.qcow2": content vztmpl`}},
+		{"unknown compression", strings.Replace(dl, "content: import\n  filename: debian-12.qcow2", "content: iso\n  filename: debian-12.iso\n  compression: xz", 1),
+			[]string{`compression "xz": want one of gz, lzo, zst, bz2`}},
 		{"checksum alone", dl + "  checksum: abc\n", []string{`checksum and checksum-algorithm go together`}},
 		{"no url", strings.Replace(dl, "  url: https://cloud.debian.org/images/debian-12.qcow2\n", "", 1),
 			[]string{`spec.url is required`}},

@@ -3,6 +3,7 @@ package spec
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/pvectl/pvectl/pkg/pve/schema"
@@ -27,6 +28,11 @@ var downloadExtHint = map[string]string{
 	"vztmpl": ".tar, .tar.gz, .tar.xz, .tar.zst or .tar.bz2",
 	"import": ".ova, .qcow2, .raw or .vmdk",
 }
+
+// compressions are what PVE decompresses a download with (pve-storage
+// src/PVE/Storage/Plugin.pm KNOWN_COMPRESSION_FORMATS, Storage.pm
+// decompressor_info).
+var compressions = []string{"gz", "lzo", "zst", "bz2"}
 
 // unsafeFileChars are what pve-storage's normalize_content_filename
 // (src/PVE/Storage.pm) replaces by "_".
@@ -64,7 +70,13 @@ func checkDownload(r *Resource) []problem {
 			out = append(out, problem{"filename", fmt.Sprintf("file %q: content %s takes a name ending in %s", file, content, downloadExtHint[content])})
 		}
 	}
-	if c := r.Params["compression"]; c != "" && content != "" && content != "iso" {
+	switch c := r.Params["compression"]; {
+	case c == "":
+	case !slices.Contains(compressions, c):
+		// PVE's schema has no enum here (an undefined variable in
+		// Status.pm); its task would fail "no decompression method found".
+		out = append(out, problem{"compression", fmt.Sprintf("compression %q: want one of %s", c, strings.Join(compressions, ", "))})
+	case content != "" && content != "iso":
 		out = append(out, problem{"compression", fmt.Sprintf("compression %s: PVE decompresses only ISO images (content: iso), not %s", c, content)})
 	}
 	if (r.Params["checksum"] == "") != (r.Params["checksum-algorithm"] == "") {

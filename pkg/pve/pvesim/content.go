@@ -174,6 +174,13 @@ func (s *Server) downloadURL(q *request) (any, error) {
 		if compression != "" && content != "iso" {
 			return fmt.Errorf("decompression not supported for %s", content)
 		}
+		// The schema's enum for compression is an undefined variable
+		// (Status.pm: $PVE::Storage::Plugin::KNOWN_COMPRESSION_FORMATS, a
+		// constant), so any value gets here; decompressor_info
+		// (Storage.pm) knows gz, lzo, zst and bz2.
+		if compression != "" && !slices.Contains([]string{"gz", "lzo", "zst", "bz2"}, compression) {
+			return fmt.Errorf("no decompression method found")
+		}
 		t.logf("downloading %s to %s", rawURL, dst)
 		if old, exists := s.st.Volumes[st.ID+":"+name]; exists {
 			if algo == "" {

@@ -234,3 +234,22 @@ func TestDeleteVolume(t *testing.T) {
 		t.Errorf("got %d %v, want 400 storage ID mismatch", r.Status, r.Errors)
 	}
 }
+
+// pve-storage Status.pm download_url: compression has no enum in the
+// schema, so the worker refuses what decompressor_info does not know, and
+// decompresses ISO images only.
+func TestDownloadCompression(t *testing.T) {
+	e := startEnv(t, simtest.Options{Conformance: true})
+	tests := []struct{ content, file, comp, exit string }{
+		{"iso", "a.iso", "xz", "no decompression method found"},
+		{"vztmpl", "a.tar.gz", "zst", "decompression not supported for vztmpl"},
+		{"iso", "b.iso", "zst", "OK"},
+	}
+	for _, tc := range tests {
+		st := e.wait(e.task("POST", "/nodes/pve/storage/local/download-url", "url", "https://example.org/"+tc.file,
+			"content", tc.content, "filename", tc.file, "compression", tc.comp))
+		if st.ExitStatus != tc.exit {
+			t.Errorf("%s with %s: got %q, want %q", tc.file, tc.comp, st.ExitStatus, tc.exit)
+		}
+	}
+}
