@@ -56,7 +56,7 @@ same paths, parameter checks, tasks, locks and staged network changes as PVE
 	f := c.Flags()
 	f.StringVar(&o.listen, "listen", "127.0.0.1:8006", "address to listen on")
 	f.StringVar(&o.state, "state", "", "persist the simulated cluster in FILE (loaded at start)")
-	f.StringVar(&o.dataDir, "data-dir", "", "directory for simulated uploads and downloads")
+	f.StringVar(&o.dataDir, "data-dir", "", "keep the bytes of uploaded and downloaded files as DIR/<storage>/<content>/<filename>")
 	f.StringSliceVar(&o.nodes, "nodes", []string{"pve"}, "node names")
 	f.StringVar(&o.token, "token", simDefaultTokenID+"="+simDefaultTokenSecret, "the one accepted API token, ID=SECRET")
 	f.DurationVar(&o.latency, "latency", 0, "delay added to every request")
