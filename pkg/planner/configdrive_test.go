@@ -237,3 +237,32 @@ spec:
 		t.Errorf("the file is still in the data dir: %v", err)
 	}
 }
+
+// TestSimConfigDriveSavedPlan: a saved plan carries what apply needs (the
+// seed to build again, the old versions to remove) and applies without
+// the specs.
+func TestSimConfigDriveSavedPlan(t *testing.T) {
+	sim, dir := newDataSim(t)
+	ctx := context.Background()
+	applyPlan(t, sim, planFor(t, sim, loadSpec(t, driveSpec), Options{}))
+	edited := loadSpec(t, strings.Replace(driveSpec, "nginx", "apache2", 1))
+	data, err := Marshal(planFor(t, sim, edited, Options{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := Unmarshal(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := Verify(ctx, sim, p); err != nil {
+		t.Fatalf("Verify: %v", err)
+	}
+	applySeq(t, sim, p)
+	want := edited.Lookup("ConfigDriveISO/seed-web01").Params["filename"]
+	if diff := cmp.Diff([]string{want}, isoFiles(t, dir)); diff != "" {
+		t.Errorf("ISO files after applying the saved plan (-want +got):\n%s", diff)
+	}
+	if p := planFor(t, sim, edited, Options{}); p.HasChanges() {
+		t.Errorf("plan after the saved plan: %q, want clean", summary(p))
+	}
+}

@@ -265,6 +265,8 @@ var kindTable = sync.OnceValue(func() map[string]*kindInfo {
 			Hint:       "two documents would download into one file: give each its own filename, storage or node",
 			RefValue:   downloadVolid,
 			Finish:     checkDownload,
+			// Not yet a dependency: the Storage named by storage (a Refs
+			// rule on "storage" once that kind has its row).
 		},
 		{
 			Name: KindConfigDriveISO,
