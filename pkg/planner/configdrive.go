@@ -96,7 +96,9 @@ func (configDriveKind) observe(ctx context.Context, lc *liveConn, r *spec.Resour
 	}
 	lo := driveObj(node, r, vs)
 	dl := lo.State.(*driveLive)
-	if slices.ContainsFunc(dl.Versions, func(v pve.Volume) bool { return v.VolID != driveVolid(r) }) {
+	// Which VMs use which version matters only for a drive that stays
+	// and has old versions (a removal re-reads it at apply time anyway).
+	if r.State == spec.Present && slices.ContainsFunc(dl.Versions, func(v pve.Volume) bool { return v.VolID != driveVolid(r) }) {
 		if dl.Users, err = lc.volumeUsers(ctx); err != nil {
 			return nil, err
 		}
