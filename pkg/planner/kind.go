@@ -13,7 +13,7 @@ import (
 )
 
 // kindOps is what the engine needs from one kind. Each kind lives in its
-// own file (qemu.go, bridge.go, pool.go, netapply.go); the engine
+// own file (qemu.go, bridge.go, pool.go, netapply.go, download.go, configdrive.go); the engine
 // (observe.go, build.go, apply.go, verify.go) decides the lifecycle —
 // destroy, state: absent, managed: false, missing objects, protection,
 // replace — and never names a kind. A kind compares and acts.
@@ -88,6 +88,16 @@ type (
 	removeChecker interface {
 		checkRemove(b *builder, r *spec.Resource, lo *liveObj) error
 	}
+	// lateRemover kinds remove what a change replaces only after the
+	// change's dependents finished, as OpenTofu destroys a deposed object
+	// after the resources that used it were updated: a config drive's old
+	// version goes once the VMs were re-pointed to the new one. Apply runs
+	// the change's create or update, lets the dependents go, then
+	// removeLate.
+	lateRemover interface {
+		removesLate(c *Change) bool
+		removeLate(ctx context.Context, x *execution, c *Change) error
+	}
 )
 
 // kinds is the registry of supported kinds; read-only after package init.
@@ -99,6 +109,9 @@ var kinds = map[string]kindOps{
 	spec.KindPool:          poolKind{},
 	spec.KindNetworkApply:  netApplyKind{},
 	spec.KindNodeDns:       nodeDNSKind{},
+
+	spec.KindDownloadedImage: downloadKind{},
+	spec.KindConfigDriveISO:  configDriveKind{},
 }
 
 func kindOf(kind string) (kindOps, error) {
@@ -265,6 +278,9 @@ func apply(ctx context.Context, k kindOps, x *execution, c *Change) error {
 		if c.CreateFirst {
 			if err := k.create(ctx, x, c); err != nil {
 				return err
+			}
+			if lr, ok := k.(lateRemover); ok && lr.removesLate(c) {
+				return nil // removed after the dependents (Apply)
 			}
 			return k.remove(ctx, x, c)
 		}

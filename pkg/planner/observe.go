@@ -48,6 +48,10 @@ type liveConn struct {
 	pools     []pve.Pool
 	poolsRead bool
 	perms     pve.Permissions // the token's effective permissions
+	// volumes are storage listings by node, storage and content, and
+	// users the volumes on the VMs' drives (content.go).
+	volumes map[string][]pve.Volume
+	users   map[string][]int
 }
 
 // liveNetwork is one node's staged network view.

@@ -13,9 +13,6 @@ import (
 // /etc/network/interfaces (pve-common src/PVE/Network/Interfaces.pm) do
 // with a call that the API itself accepts, checked offline.
 
-// keyProblem is a value of one spec key that PVE would refuse or not keep.
-type keyProblem struct{ key, msg string }
-
 // ifaceParams are the create parameters every interface kind takes; each
 // kind adds its own (a bridge's ports, a bond's slaves and mode).
 func ifaceParams() []string {
@@ -58,17 +55,17 @@ func BondModeNeed(key string) string { return strings.Join(bondModeKeeps[key], "
 
 // checkPortList: the writer's checks split ports and slaves on blanks only
 // (`split(/\s+/, …)`), so "eno3,eno4" is one interface that does not exist.
-func checkPortList(r *Resource, key string) []keyProblem {
+func checkPortList(r *Resource, key string) []problem {
 	v := r.Params[key]
 	if !strings.ContainsAny(v, ",;") {
 		return nil
 	}
-	return []keyProblem{{key, fmt.Sprintf("%s: %s %q: PVE's writer splits %s on blanks only, so it would look for one interface %q: separate them with spaces or write a list",
-		r.Address(), key, v, key, v)}}
+	return []problem{{key, fmt.Sprintf("%s %q: PVE's writer splits %s on blanks only, so it would look for one interface %q: separate them with spaces or write a list",
+		key, v, key, v)}}
 }
 
 // checkBridge finds what PVE would not take in a bridge's spec.
-func checkBridge(r *Resource) []keyProblem {
+func checkBridge(r *Resource) []problem {
 	return checkPortList(r, "bridge_ports")
 }
 
@@ -76,26 +73,26 @@ func checkBridge(r *Resource) []keyProblem {
 // An option the mode drops is an error rather than a plan that never
 // settles; when the spec leaves bond_mode out, the plan decides with the
 // live or default mode.
-func checkBond(r *Resource) []keyProblem {
-	var out []keyProblem
+func checkBond(r *Resource) []problem {
+	var out []problem
 	if name := r.Params["iface"]; name != "" && !bondName.MatchString(name) {
-		out = append(out, keyProblem{"iface", fmt.Sprintf("%s: iface %q: PVE recognises a bond by its name only (bond0, bond1, …); any other name reads back as an interface of unknown type", r.Address(), name)})
+		out = append(out, problem{"iface", fmt.Sprintf("iface %q: PVE recognises a bond by its name only (bond0, bond1, …); any other name reads back as an interface of unknown type", name)})
 	}
 	mode, modeSet := r.Params["bond_mode"]
 	if modeSet && !slices.Contains(linuxBondModes, mode) {
-		out = append(out, keyProblem{"bond_mode", fmt.Sprintf("%s: bond_mode %q is an Open vSwitch bond mode; a Linux bond takes %s", r.Address(), mode, strings.Join(linuxBondModes, ", "))})
+		out = append(out, problem{"bond_mode", fmt.Sprintf("bond_mode %q is an Open vSwitch bond mode; a Linux bond takes %s", mode, strings.Join(linuxBondModes, ", "))})
 	}
 	if modeSet {
 		for _, key := range BondModeOptions() {
 			if _, set := r.Params[key]; set && BondModeDrops(key, mode) {
-				out = append(out, keyProblem{key, fmt.Sprintf("%s: %s is kept only with bond_mode %s (PVE does not write it for %s, and the plan would never settle): drop it, or change bond_mode",
-					r.Address(), key, BondModeNeed(key), mode)})
+				out = append(out, problem{key, fmt.Sprintf("%s is kept only with bond_mode %s (PVE does not write it for %s, and the plan would never settle): drop it, or change bond_mode",
+					key, BondModeNeed(key), mode)})
 			}
 		}
 	}
 	if p := r.Params["bond-primary"]; p != "" {
 		if slaves, ok := r.Params["slaves"]; ok && !slices.Contains(schema.SplitList(slaves), p) {
-			out = append(out, keyProblem{"bond-primary", fmt.Sprintf("%s: bond-primary %q is not one of the slaves (PVE refuses: bond-primary interface is not a slave)", r.Address(), p)})
+			out = append(out, problem{"bond-primary", fmt.Sprintf("bond-primary %q is not one of the slaves (PVE refuses: bond-primary interface is not a slave)", p)})
 		}
 	}
 	return append(out, checkPortList(r, "slaves")...)

@@ -13,6 +13,28 @@ import (
 type GuestKeys struct {
 	// Running is the power state to reconcile.
 	Running *bool `json:"running,omitempty"`
+	// ConfigDrive names a ConfigDriveISO of the specs that the VM gets as
+	// a CD-ROM (QemuVM only): Load writes the drive into Params
+	// (ConfigDriveSlot).
+	ConfigDrive *string `json:"configDrive,omitempty"`
+}
+
+// ConfigDriveKeys are a ConfigDriveISO's keys: the cloud-init seed (see
+// pkg/cidata). Data fields are written into the image byte for byte.
+type ConfigDriveKeys struct {
+	// Format is nocloud (default) or configdrive2.
+	Format        string `json:"format,omitempty"`
+	Hostname      string `json:"hostname,omitempty"`
+	UserData      string `json:"userData,omitempty"`
+	NetworkConfig string `json:"networkConfig,omitempty"`
+	NetworkData   string `json:"networkData,omitempty"`
+	VendorData    string `json:"vendorData,omitempty"`
+	// The …File keys give a data field as a file, relative to the spec
+	// file that names it; Load reads it into the field.
+	UserDataFile      string `json:"userDataFile,omitempty"`
+	NetworkConfigFile string `json:"networkConfigFile,omitempty"`
+	NetworkDataFile   string `json:"networkDataFile,omitempty"`
+	VendorDataFile    string `json:"vendorDataFile,omitempty"`
 }
 
 // Guest returns r's guest keys (the zero value when it sets none).

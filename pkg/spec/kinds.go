@@ -12,15 +12,17 @@ import (
 // Kind names. Only the registries (this file in spec, kind.go in the
 // planner) name kinds; the rest of the code asks the kind's row.
 const (
-	KindConnection    = "Connection"
-	KindDefaults      = "Defaults"
-	KindQemuVM        = "QemuVM"
-	KindPool          = "Pool"
-	KindLinuxBridge   = "LinuxBridge"
-	KindBondInterface = "BondInterface"
-	KindNetworkApply  = "NetworkApply"
-	KindLxcContainer  = "LxcContainer"
-	KindNodeDns       = "NodeDns"
+	KindConnection      = "Connection"
+	KindDefaults        = "Defaults"
+	KindQemuVM          = "QemuVM"
+	KindPool            = "Pool"
+	KindLinuxBridge     = "LinuxBridge"
+	KindBondInterface   = "BondInterface"
+	KindNetworkApply    = "NetworkApply"
+	KindLxcContainer    = "LxcContainer"
+	KindNodeDns         = "NodeDns"
+	KindDownloadedImage = "DownloadedImage"
+	KindConfigDriveISO  = "ConfigDriveISO"
 )
 
 // ownType is the YAML shape a pvectl-own key accepts; it follows from the
@@ -102,9 +104,18 @@ type kindInfo struct {
 	ValueAliases map[string]map[string]string
 	// Required are own keys a document must set.
 	Required []string
+	// NotKeys are fields of Keys this kind does not take (a container has
+	// no config drive).
+	NotKeys []string
 	// Check finds, offline, values PVE would refuse or not keep for this
-	// kind (a bond option its mode drops), each at its key.
-	Check func(r *Resource) []keyProblem
+	// kind (a bond option its mode drops, an ISO without media=cdrom), and
+	// sets what follows from the keys (a config drive's file name); each
+	// problem names the key it is about.
+	Check func(r *Resource) []problem
+	// Resolve settles what a resource takes from others of the specs (a
+	// VM's config drive); find returns the resources of a kind that other
+	// resources of r's connection name by value.
+	Resolve func(r *Resource, find func(kind, value string) []*Resource) []problem
 
 	// own caches the own keys' shapes, derived from Keys.
 	own func() map[string]ownType
@@ -168,7 +179,7 @@ func ownTypes(keys any) map[string]ownType {
 // guestPlannedKeys are QemuVM/Template keys of design §3 not implemented yet.
 var guestPlannedKeys = []string{
 	"image", "fromTemplate", "full", "ip", "gateway", "vlan", "sshKeys",
-	"sshUser", "sshPort", "provision", "forceConfigCheck", "replace", "configDrive",
+	"sshUser", "sshPort", "provision", "forceConfigCheck", "replace",
 }
 
 // kindTable returns the registry, built once; read-only.
@@ -198,7 +209,10 @@ var kindTable = sync.OnceValue(func() map[string]*kindInfo {
 				{Key: "pool", Values: paramValue("pool"), Kinds: []string{KindPool}, PresentOnly: true},
 				{Key: "netN.bridge", Values: subKeyValues("net", "bridge"), Kinds: []string{KindLinuxBridge}, SameNode: true, PresentOnly: true},
 				{Key: "netN.bridge", Values: subKeyValues("net", "bridge"), Kinds: []string{KindBondInterface}, SameNode: true, Refuse: nicOnBond},
+				{Key: "configDrive", Values: configDriveRef, Kinds: []string{KindConfigDriveISO}, SameNode: true},
+				{Key: "a drive's volume", Values: driveVolumes, Kinds: []string{KindDownloadedImage}, SameNode: true, PresentOnly: true},
 			},
+			Resolve: attachConfigDrive(KindConfigDriveISO),
 		},
 		{
 			Name:       KindLxcContainer,
@@ -209,10 +223,12 @@ var kindTable = sync.OnceValue(func() map[string]*kindInfo {
 			Unique:     []string{"vmid"},
 			Identities: guestIdentities("hostname", "CT hostname"),
 			Hint:       "a container without vmid is found by its hostname: give each a different vmid or hostname, or remove one",
+			NotKeys:    []string{"configDrive"},
 			Refs: []refRule{
 				{Key: "pool", Values: paramValue("pool"), Kinds: []string{KindPool}, PresentOnly: true},
 				{Key: "netN.bridge", Values: subKeyValues("net", "bridge"), Kinds: []string{KindLinuxBridge}, SameNode: true, PresentOnly: true},
 				{Key: "netN.bridge", Values: subKeyValues("net", "bridge"), Kinds: []string{KindBondInterface}, SameNode: true, Refuse: nicOnBond},
+				{Key: "ostemplate", Values: paramValue("ostemplate"), Kinds: []string{KindDownloadedImage}, SameNode: true, PresentOnly: true},
 			},
 		},
 		{
@@ -265,6 +281,31 @@ var kindTable = sync.OnceValue(func() map[string]*kindInfo {
 			Refs: []refRule{{Key: "node", Kinds: []string{KindLinuxBridge, KindBondInterface}, SameNode: true, All: true}},
 		},
 		{
+			Name:   KindDownloadedImage,
+			Noun:   "downloaded file",
+			Create: &apiCall{"POST", "/nodes/{node}/storage/{storage}/download-url"},
+			// The file name is the identity, defaulted from the document's
+			// name; storage and content complete it.
+			Identity:   "filename",
+			Identities: volumeIdentities,
+			Hint:       "two documents would download into one file: give each its own filename, storage or node",
+			RefValue:   downloadVolid,
+			Check:      checkDownload,
+			// Not yet a dependency: the Storage named by storage (a Refs
+			// rule on "storage" once that kind has its row).
+		},
+		{
+			Name: KindConfigDriveISO,
+			Noun: "config drive",
+			// pvectl builds the image and uploads it; only where it goes
+			// passes through. filename is derived (<name>-<hash>.iso).
+			Create:   &apiCall{"POST", "/nodes/{node}/storage/{storage}/upload"},
+			Params:   []string{"node", "storage"},
+			Keys:     (*ConfigDriveKeys)(nil),
+			Check:    buildConfigDrive,
+			RefValue: func(r *Resource) string { return r.Name },
+		},
+		{
 			Name:   KindNodeDns,
 			Noun:   "node's DNS settings",
 			Create: &apiCall{"PUT", "/nodes/{node}/dns"},
@@ -277,7 +318,13 @@ var kindTable = sync.OnceValue(func() map[string]*kindInfo {
 	table := map[string]*kindInfo{}
 	for _, k := range rows {
 		if k.Keys != nil {
-			k.own = sync.OnceValue(func() map[string]ownType { return ownTypes(k.Keys) })
+			k.own = sync.OnceValue(func() map[string]ownType {
+				own := ownTypes(k.Keys)
+				for _, key := range k.NotKeys {
+					delete(own, key)
+				}
+				return own
+			})
 		}
 		table[k.Name] = k
 	}
@@ -306,8 +353,7 @@ func kindOf(name string) *kindInfo { return kindTable()[name] }
 // plannedKinds are the kinds of design §3 that this version does not
 // implement yet.
 var plannedKinds = []string{
-	"Template", "Storage", "DownloadedImage", "ConfigDriveISO",
-	"User", "APIToken", "ACL",
+	"Template", "Storage", "User", "APIToken", "ACL",
 }
 
 // SupportedKinds lists the kinds this version of pvectl accepts, sorted.
