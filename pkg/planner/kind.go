@@ -89,6 +89,9 @@ var kinds = map[string]kindOps{
 	spec.KindPool:         poolKind{},
 	spec.KindNetworkApply: netApplyKind{},
 	spec.KindNodeDns:      nodeDNSKind{},
+	spec.KindUser:         userKind{},
+	spec.KindAPIToken:     tokenKind{},
+	spec.KindACL:          aclKind{},
 }
 
 func kindOf(kind string) (kindOps, error) {

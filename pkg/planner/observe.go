@@ -47,6 +47,10 @@ type liveConn struct {
 	networks  map[string]*liveNetwork
 	pools     []pve.Pool
 	poolsRead bool
+	users     map[string]*pve.User // with their tokens, read once
+	usersRead bool
+	acl       []pve.ACLEntry
+	aclRead   bool
 	perms     pve.Permissions // the token's effective permissions
 }
 

@@ -1,6 +1,7 @@
 package spec
 
 import (
+	"fmt"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -155,6 +156,15 @@ func (l *loader) resource(d *document, k *kindInfo, defaults []entry) *Resource 
 		l.errorf(d.pos, "internal error: %v", err)
 	}
 	r.Keys = keys
+	if k.Check != nil {
+		k.Check(r, func(key, format string, args ...any) {
+			pos := r.Pos
+			if p, ok := r.KeyPos[key]; ok && key != "" && p.File != "" {
+				pos = p
+			}
+			l.errorf(pos, "%s: %s", r.Address(), fmt.Sprintf(format, args...))
+		})
+	}
 	return r
 }
 

@@ -19,6 +19,9 @@ const (
 	KindNetworkApply = "NetworkApply"
 	KindLxcContainer = "LxcContainer"
 	KindNodeDns      = "NodeDns"
+	KindUser         = "User"
+	KindAPIToken     = "APIToken"
+	KindACL          = "ACL"
 )
 
 // ownType is the YAML shape a pvectl-own key accepts; it follows from the
@@ -100,6 +103,14 @@ type kindInfo struct {
 	ValueAliases map[string]map[string]string
 	// Required are own keys a document must set.
 	Required []string
+	// Refused are parameters of Create that pvectl will not pass on, each
+	// with the reason a document that sets one is told.
+	Refused map[string]string
+	// Check validates what the schema facts cannot see (which keys go
+	// together, a file a key names) and may complete r (a path made
+	// absolute); report names the key a problem is about ("" for the
+	// document).
+	Check func(r *Resource, report func(key, format string, args ...any))
 
 	// own caches the own keys' shapes, derived from Keys.
 	own func() map[string]ownType
@@ -186,6 +197,7 @@ var kindTable = sync.OnceValue(func() map[string]*kindInfo {
 			Identity:     "name",
 			Unique:       []string{"vmid"},
 			Identities:   guestIdentities("name", "VM name"),
+			RefValue:     paramValueOf("vmid"), // an ACL path names a guest by vmid
 			Hint:         "a VM without vmid is found by its name: give each a different vmid or name, or remove one",
 			ValueAliases: map[string]map[string]string{"machine": {"i440fx": "pc"}},
 			Refs: []refRule{
@@ -201,6 +213,7 @@ var kindTable = sync.OnceValue(func() map[string]*kindInfo {
 			Identity:   "hostname",
 			Unique:     []string{"vmid"},
 			Identities: guestIdentities("hostname", "CT hostname"),
+			RefValue:   paramValueOf("vmid"),
 			Hint:       "a container without vmid is found by its hostname: give each a different vmid or hostname, or remove one",
 			Refs: []refRule{
 				{Key: "pool", Values: paramValue("pool"), Kinds: []string{KindPool}, PresentOnly: true},
@@ -244,6 +257,47 @@ var kindTable = sync.OnceValue(func() map[string]*kindInfo {
 			Identities: singleIdentity("node", "node"),
 			Hint:       "one NodeDns per node is enough",
 		},
+		{
+			Name:       KindUser,
+			Noun:       "user",
+			Create:     &apiCall{"POST", "/access/users"},
+			Identity:   "userid",
+			Identities: singleIdentity("userid", "userid"),
+			RefValue:   paramValueOf("userid"),
+			Refused:    map[string]string{"password": passwordRefusal},
+		},
+		{
+			Name:       KindAPIToken,
+			Noun:       "API token",
+			Create:     &apiCall{"POST", "/access/users/{userid}/token/{tokenid}"},
+			Keys:       (*TokenKeys)(nil),
+			Identity:   "tokenid",
+			Identities: tokenIdentities,
+			Hint:       "a token is found by its userid and tokenid: give each a different tokenid, or remove one",
+			RefValue:   tokenRef,
+			Refs: []refRule{
+				{Key: "userid", Values: paramValue("userid"), Kinds: []string{KindUser}, PresentOnly: true},
+			},
+			Check: checkToken,
+		},
+		{
+			Name:   KindACL,
+			Noun:   "ACL grant",
+			Create: &apiCall{"PUT", "/access/acl"},
+			Params: []string{"path", "users", "groups", "tokens", "roles", "propagate"},
+			// No identity key: PVE has no ids for ACL entries, a grant is
+			// known by what it grants (aclIdentities).
+			Identities: aclIdentities,
+			Hint:       "one ACL resource is one grant (path, principal, role): write each grant once",
+			Refs: []refRule{
+				{Key: "users", Values: paramValue("users"), Kinds: []string{KindUser}, PresentOnly: true},
+				{Key: "tokens", Values: paramValue("tokens"), Kinds: []string{KindAPIToken}, PresentOnly: true},
+				{Key: "tokens", Values: tokenUser, Kinds: []string{KindUser}, PresentOnly: true},
+				{Key: "path", Values: aclPathObject("/pool/"), Kinds: []string{KindPool}, PresentOnly: true},
+				{Key: "path", Values: aclPathObject("/vms/"), Kinds: []string{KindQemuVM, KindLxcContainer}, PresentOnly: true},
+			},
+			Check: checkACL,
+		},
 	}
 	table := map[string]*kindInfo{}
 	for _, k := range rows {
@@ -262,7 +316,7 @@ func kindOf(name string) *kindInfo { return kindTable()[name] }
 // implement yet.
 var plannedKinds = []string{
 	"Template", "Storage", "DownloadedImage", "ConfigDriveISO",
-	"BondInterface", "User", "APIToken", "ACL",
+	"BondInterface",
 }
 
 // SupportedKinds lists the kinds this version of pvectl accepts, sorted.
