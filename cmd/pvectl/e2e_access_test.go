@@ -115,6 +115,34 @@ func TestE2EAccessKinds(t *testing.T) {
 	r := asToken.mustRun(0, "plan", "--detailed-exitcode", "-f", f)
 	outputs = append(outputs, r.stdout, r.stderr)
 
+	// Changes in place, each call checked against PVE's schema: settings
+	// cleared, a user's groups set and emptied, a comment, propagate.
+	if err := e.client.Do(ctx, http.MethodPost, "/access/groups", url.Values{"groupid": {"ops"}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, edit := range []*strings.Replacer{
+		strings.NewReplacer("  comment: CI deployer\n", "  comment: null\n  email: ci@example.org\n  groups: [ops]\n  expire: 4102444800\n",
+			"  privsep: true\n", "  privsep: false\n  comment: deploys\n", "  propagate: true\n", "  propagate: false\n"),
+		strings.NewReplacer("  comment: CI deployer\n", "  email: null\n  groups: []\n  expire: null\n",
+			"  privsep: true\n", "  comment: null\n", "  propagate: true\n", "  propagate: null\n"),
+	} {
+		if err := os.WriteFile(f, []byte(edit.Replace(string(b))), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		r := run(0, "apply", "--auto-approve", "-f", f)
+		if !strings.Contains(r.stdout, "Apply complete: 3 updated.") {
+			t.Errorf("edit %d: apply did not update:\n%s", i, r.stdout)
+		}
+		run(0, "plan", "--detailed-exitcode", "-f", f)
+	}
+	if s, err := os.ReadFile(secretFile); err != nil || string(s) != string(secret) {
+		t.Errorf("changes in place touched the secret (%v)", err)
+	}
+
 	d := run(0, "destroy", "--auto-approve", "--debug", "-f", f)
 	for _, want := range []string{"ACL/ci-deploy-lab: Delete complete", "APIToken/ci-deploy: removed secretFile", "User/ci@pve: Delete complete", "Destroy complete: 4 destroyed."} {
 		if !strings.Contains(d.stdout, want) {
@@ -133,7 +161,7 @@ func TestE2EAccessKinds(t *testing.T) {
 	}
 	run(2, "plan", "--detailed-exitcode", "-f", f) // all gone: everything to create again
 
-	b, err := os.ReadFile(planFile)
+	b, err = os.ReadFile(planFile)
 	if err != nil {
 		t.Fatal(err)
 	}
