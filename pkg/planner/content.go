@@ -44,14 +44,14 @@ func (lc *liveConn) hasStorage(node, storage string) bool {
 // volumeUsers reads, once per Observe, which VMs of the cluster have
 // which volumes on their drives.
 func (lc *liveConn) volumeUsers(ctx context.Context) (map[string][]int, error) {
-	if lc.users != nil {
-		return lc.users, nil
+	if lc.usersOfVolumes != nil {
+		return lc.usersOfVolumes, nil
 	}
 	users, err := volumeUsers(ctx, lc.client, lc.resources)
 	if err != nil {
 		return nil, err
 	}
-	lc.users = users
+	lc.usersOfVolumes = users
 	return users, nil
 }
 

@@ -112,6 +112,9 @@ var kinds = map[string]kindOps{
 
 	spec.KindDownloadedImage: downloadKind{},
 	spec.KindConfigDriveISO:  configDriveKind{},
+	spec.KindUser:            userKind{},
+	spec.KindAPIToken:        tokenKind{},
+	spec.KindACL:             aclKind{},
 }
 
 func kindOf(kind string) (kindOps, error) {

@@ -47,11 +47,15 @@ type liveConn struct {
 	networks  map[string]*liveNetwork
 	pools     []pve.Pool
 	poolsRead bool
+	users     map[string]*pve.User // with their tokens, read once
+	usersRead bool
+	acl       []pve.ACLEntry
+	aclRead   bool
 	perms     pve.Permissions // the token's effective permissions
 	// volumes are storage listings by node, storage and content, and
-	// users the volumes on the VMs' drives (content.go).
-	volumes map[string][]pve.Volume
-	users   map[string][]int
+	// usersOfVolumes the VMs using each volume on their drives (content.go).
+	volumes        map[string][]pve.Volume
+	usersOfVolumes map[string][]int
 }
 
 // liveNetwork is one node's staged network view.

@@ -145,7 +145,8 @@ func (l *loader) resource(d *document, k *kindInfo, defaults []entry) *Resource 
 	own := map[string]any{}
 	l.convert(k, es, r, own)
 	if id := k.Identity; id != "" && !contains(r.Remove, id) {
-		if _, set := r.Params[id]; !set {
+		// A written identity that is missing from Params was refused already.
+		if _, set := r.Params[id]; !set && r.KeyPos[id].File == "" {
 			l.defaultIdentity(k, d, r)
 		}
 	}

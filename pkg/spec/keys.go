@@ -45,6 +45,22 @@ func Guest(r *Resource) *GuestKeys {
 	return &GuestKeys{}
 }
 
+// TokenKeys are the pvectl keys of APIToken.
+type TokenKeys struct {
+	// SecretFile is where apply writes the secret PVE answers once, at
+	// create (mode 0600; a missing directory is made 0700). Load makes it
+	// absolute, relative to the directory of the file it is written in.
+	SecretFile string `json:"secretFile,omitempty"`
+}
+
+// Token returns r's API token keys (the zero value when it sets none).
+func Token(r *Resource) *TokenKeys {
+	if k, ok := r.Keys.(*TokenKeys); ok && k != nil {
+		return k
+	}
+	return &TokenKeys{}
+}
+
 // decodeKeys turns the validated own-key values of a resource into the
 // kind's Keys struct; nil when the kind has none or none is set.
 func decodeKeys(k *kindInfo, own map[string]any) (any, error) {

@@ -23,6 +23,9 @@ const (
 	KindNodeDns         = "NodeDns"
 	KindDownloadedImage = "DownloadedImage"
 	KindConfigDriveISO  = "ConfigDriveISO"
+	KindUser            = "User"
+	KindAPIToken        = "APIToken"
+	KindACL             = "ACL"
 )
 
 // ownType is the YAML shape a pvectl-own key accepts; it follows from the
@@ -104,6 +107,9 @@ type kindInfo struct {
 	ValueAliases map[string]map[string]string
 	// Required are own keys a document must set.
 	Required []string
+	// Refused are parameters of Create that pvectl will not pass on, each
+	// with the reason a document that sets one is told.
+	Refused map[string]string
 	// NotKeys are fields of Keys this kind does not take (a container has
 	// no config drive).
 	NotKeys []string
@@ -202,6 +208,7 @@ var kindTable = sync.OnceValue(func() map[string]*kindInfo {
 			Identity:     "name",
 			Unique:       []string{"vmid"},
 			Identities:   guestIdentities("name", "VM name"),
+			RefValue:     paramValueOf("vmid"), // an ACL path names a guest by vmid
 			Hint:         "a VM without vmid is found by its name: give each a different vmid or name, or remove one",
 			ValueAliases: map[string]map[string]string{"machine": {"i440fx": "pc"}},
 			Check:        checkISODrives,
@@ -222,6 +229,7 @@ var kindTable = sync.OnceValue(func() map[string]*kindInfo {
 			Identity:   "hostname",
 			Unique:     []string{"vmid"},
 			Identities: guestIdentities("hostname", "CT hostname"),
+			RefValue:   paramValueOf("vmid"),
 			Hint:       "a container without vmid is found by its hostname: give each a different vmid or hostname, or remove one",
 			NotKeys:    []string{"configDrive"},
 			Refs: []refRule{
@@ -314,6 +322,47 @@ var kindTable = sync.OnceValue(func() map[string]*kindInfo {
 			Identities: singleIdentity("node", "node"),
 			Hint:       "one NodeDns per node is enough",
 		},
+		{
+			Name:       KindUser,
+			Noun:       "user",
+			Create:     &apiCall{"POST", "/access/users"},
+			Identity:   "userid",
+			Identities: singleIdentity("userid", "userid"),
+			RefValue:   paramValueOf("userid"),
+			Refused:    map[string]string{"password": passwordRefusal},
+		},
+		{
+			Name:       KindAPIToken,
+			Noun:       "API token",
+			Create:     &apiCall{"POST", "/access/users/{userid}/token/{tokenid}"},
+			Keys:       (*TokenKeys)(nil),
+			Identity:   "tokenid",
+			Identities: tokenIdentities,
+			Hint:       "a token is found by its userid and tokenid: give each a different tokenid, or remove one",
+			RefValue:   tokenRef,
+			Refs: []refRule{
+				{Key: "userid", Values: paramValue("userid"), Kinds: []string{KindUser}, PresentOnly: true},
+			},
+			Check: collect(checkToken),
+		},
+		{
+			Name:   KindACL,
+			Noun:   "ACL grant",
+			Create: &apiCall{"PUT", "/access/acl"},
+			Params: []string{"path", "users", "groups", "tokens", "roles", "propagate"},
+			// No identity key: PVE has no ids for ACL entries, a grant is
+			// known by what it grants (aclIdentities).
+			Identities: aclIdentities,
+			Hint:       "one ACL resource is one grant (path, principal, role): write each grant once",
+			Refs: []refRule{
+				{Key: "users", Values: paramValue("users"), Kinds: []string{KindUser}, PresentOnly: true},
+				{Key: "tokens", Values: paramValue("tokens"), Kinds: []string{KindAPIToken}, PresentOnly: true},
+				{Key: "tokens", Values: tokenUser, Kinds: []string{KindUser}, PresentOnly: true},
+				{Key: "path", Values: aclPathObject("/pool/"), Kinds: []string{KindPool}, PresentOnly: true},
+				{Key: "path", Values: aclPathObject("/vms/"), Kinds: []string{KindQemuVM, KindLxcContainer}, PresentOnly: true},
+			},
+			Check: collect(checkACL),
+		},
 	}
 	table := map[string]*kindInfo{}
 	for _, k := range rows {
@@ -353,7 +402,7 @@ func kindOf(name string) *kindInfo { return kindTable()[name] }
 // plannedKinds are the kinds of design §3 that this version does not
 // implement yet.
 var plannedKinds = []string{
-	"Template", "Storage", "User", "APIToken", "ACL",
+	"Template", "Storage",
 }
 
 // SupportedKinds lists the kinds this version of pvectl accepts, sorted.

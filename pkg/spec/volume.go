@@ -14,6 +14,18 @@ import (
 // the document as a whole).
 type problem struct{ key, msg string }
 
+// collect adapts a check that reports through a callback to a kind row's
+// Check.
+func collect(check func(r *Resource, report func(key, format string, args ...any))) func(r *Resource) []problem {
+	return func(r *Resource) []problem {
+		var out []problem
+		check(r, func(key, format string, args ...any) {
+			out = append(out, problem{key, fmt.Sprintf(format, args...)})
+		})
+		return out
+	}
+}
+
 // downloadExt are the file names PVE's download-url accepts per content
 // type (pve-storage src/PVE/Storage.pm ISO_EXT_RE_0, VZTMPL_EXT_RE_1 and,
 // for import, SAFE_CHAR_CLASS_RE with UPLOAD_IMPORT_EXT_RE_1, as
