@@ -9,10 +9,11 @@ import (
 )
 
 // GuestKeys are the pvectl keys of the guest kinds (QemuVM, LxcContainer).
-// A nil pointer field is a key the spec does not set.
+// A nil pointer field is a key the spec does not set. The `doc` tag is the
+// key's description in `pvectl explain` and the JSON Schema.
 type GuestKeys struct {
 	// Running is the power state to reconcile.
-	Running *bool `json:"running,omitempty"`
+	Running *bool `json:"running,omitempty" doc:"The power state to reconcile: true starts the guest (after create too), false shuts it down (a hard stop after 180 s). Absent: the power state is not managed."`
 }
 
 // Guest returns r's guest keys (the zero value when it sets none).

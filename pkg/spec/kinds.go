@@ -69,6 +69,9 @@ type kindInfo struct {
 	Create *apiCall
 	// Params, when set, limits the accepted parameters of Create.
 	Params []string
+	// Update is the PVE call that changes an existing object, when it is
+	// not found from Create (see updateCall in reference.go).
+	Update *apiCall
 	// Keys is the kind's struct of pvectl (camelCase) keys, as a nil
 	// pointer of its type (e.g. (*GuestKeys)(nil)); its JSON field names
 	// are the keys, its field types their shapes. nil: no own keys.
@@ -220,6 +223,7 @@ var kindTable = sync.OnceValue(func() map[string]*kindInfo {
 			Name:       KindPool,
 			Noun:       "pool",
 			Create:     &apiCall{"POST", "/pools"},
+			Update:     &apiCall{"PUT", "/pools"},
 			Identity:   "poolid",
 			Identities: singleIdentity("poolid", "poolid"),
 			RefValue:   paramValueOf("poolid"),
