@@ -13,7 +13,7 @@ func TestFieldEffect(t *testing.T) {
 	for _, c := range []struct {
 		kind, key, sub string
 		want           EffectKind
-		how            string       // substring of How
+		how            string         // substring of How
 		live           pve.LiveChange // 0: no live rule
 	}{
 		{"QemuVM", "node", "", Replaces, "", 0},
