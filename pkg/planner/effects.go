@@ -110,12 +110,12 @@ func (g guest) fieldEffect(ks *spec.KindSpec, key, sub string) (Effect, bool) {
 	}
 	switch {
 	case key == "node":
-		return Effect{Kind: Replaces, Why: "pvectl does not migrate: it creates the " + g.noun + " on the new node and removes the old one"}, true
+		return Effect{Kind: Replaces, Why: "pvectl does not migrate; it creates the " + ks.Noun + " on the new node and removes the old one"}, true
 	case key == "vmid":
-		return Effect{Kind: Names, Why: "vmid names the " + g.noun}, true
+		return Effect{Kind: Names, Why: "vmid names the " + ks.Noun}, true
 	case key == g.nameParam:
 		return Effect{Kind: InPlace, How: ks.Update.String(), Live: live(key, ""),
-			Note: fmt.Sprintf("without vmid, %s is how pvectl finds the %s: a new value then names another one, which is created (the old one is left alone)", key, g.noun)}, true
+			Note: fmt.Sprintf("without vmid, %s is how pvectl finds the %s: a new value then names another one, which is created (the old one is left alone)", key, ks.Noun)}, true
 	case key == "pool":
 		return Effect{Kind: InPlace, How: "PUT /pools (allow-move=1)", Note: "pool membership is not part of the config"}, true
 	case key == "running":
@@ -124,7 +124,7 @@ func (g guest) fieldEffect(ks *spec.KindSpec, key, sub string) (Effect, bool) {
 	case g.replaceKeys[key] != "":
 		return Effect{Kind: Replaces, Why: g.replaceKeys[key]}, true
 	case g.notInConfig[key]:
-		return Effect{Kind: CreateOnly, Why: "PVE takes it when creating the " + g.noun + " and does not keep it in the config"}, true
+		return Effect{Kind: CreateOnly, Why: "PVE takes it when creating the " + ks.Noun + " and does not keep it in the config"}, true
 	}
 	p, ok := ks.Param(key)
 	if !ok {
@@ -139,7 +139,7 @@ func (g guest) fieldEffect(ks *spec.KindSpec, key, sub string) (Effect, bool) {
 			return Effect{Kind: InPlace, How: resize, Note: "a disk only grows (a running guest too); a smaller size is refused at plan time"}, true
 		case sub == "" || sub == vk:
 			return Effect{Kind: InPlace, How: ks.Update.String(), Live: live(key, sub),
-				Note: fmt.Sprintf("a larger size (STORAGE:SIZE) grows the disk with %s, a smaller one is refused at plan time, and another storage replaces the %s", resize, g.noun)}, true
+				Note: fmt.Sprintf("a larger size (STORAGE:SIZE) grows the disk with %s, a smaller one is refused at plan time, and another storage replaces the %s", resize, ks.Noun)}, true
 		}
 	}
 	return Effect{Kind: InPlace, How: ks.Update.String(), Live: live(key, sub)}, true

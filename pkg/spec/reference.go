@@ -189,6 +189,26 @@ func (k *KindSpec) Keys() []string {
 	return out
 }
 
+// Candidates lists what a mistyped key might have meant, as Load's
+// did-you-mean does: Keys, with family members spelled with the index the
+// user typed ("nte1" → "net1").
+func (k *KindSpec) Candidates(key string) []string {
+	idx := "0"
+	if sm := indexedRE.FindStringSubmatch(key); sm != nil {
+		idx = sm[2]
+	}
+	var out []string
+	for _, c := range k.Keys() {
+		for _, p := range k.Params {
+			if p.Family != "" && c == p.Family+"0" {
+				c = p.Family + idx
+			}
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
 // Suggest returns the candidate closest to a mistyped word, or "" when
 // none is close enough to be a plausible typo (as Load's did-you-mean).
 func Suggest(word string, candidates []string) string { return suggest(word, candidates) }
