@@ -13,10 +13,11 @@ func TestDescribeVersion(t *testing.T) {
 		info                  *debug.BuildInfo
 		want                  string
 	}{
-		{"release build", "v1.2.3", "fedcba9876543210", "2025-07-01T00:00:00Z", vcs, "v1.2.3 (commit fedcba987654, built 2025-07-01T00:00:00Z)"},
+		{"release build", "v1.2.3", "fedcba9876543210", "2025-07-01T00:00:00Z", vcs, "v1.2.3 (commit fedcba987654, 2025-07-01T00:00:00Z)"},
 		{"go install", "v1.2.3", "", "", &debug.BuildInfo{}, "v1.2.3"},
-		{"local build", "dev-0123456789ab-dirty", "", "", vcs, "dev-0123456789ab-dirty (built 2025-06-01T12:00:00Z)"},
+		{"local build", "dev-0123456789ab-dirty", "", "", vcs, "dev-0123456789ab-dirty (2025-06-01T12:00:00Z)"},
 		{"commit only", "v1", "abc", "", nil, "v1 (commit abc)"},
+		{"git describe", "v1.2.3-4-g0123456-dirty", "0123456789abcdef", "2025-07-01T00:00:00Z", nil, "v1.2.3-4-g0123456-dirty (2025-07-01T00:00:00Z)"},
 		{"nothing", "dev", "", "", nil, "dev"},
 	} {
 		if got := describeVersion(c.v, c.commit, c.date, c.info); got != c.want {
