@@ -68,19 +68,21 @@ const (
 
 // interpolated is any string with a ${VAR}: Load expands it before it
 // checks the value, so its type is only known then.
-var interpolated = obj{
-	"type":        "string",
-	"pattern":     `\$\{[A-Za-z_][A-Za-z0-9_]*(:-[^}]*)?\}`,
-	"description": "A value read from the environment when the spec is loaded: ${VAR} or ${VAR:-default}.",
+func interpolated() obj {
+	return obj{
+		"type":        "string",
+		"pattern":     `\$\{[A-Za-z_][A-Za-z0-9_]*(:-[^}]*)?\}`,
+		"description": "A value read from the environment when the spec is loaded: ${VAR} or ${VAR:-default}.",
+	}
 }
 
 func ref(def string) obj { return obj{"$ref": "#/$defs/" + def} }
 
 // anyScalar is what Load keeps as written: any non-null scalar.
-var anyScalar = []string{"string", "number", "boolean"}
+func anyScalar() []string { return []string{"string", "number", "boolean"} }
 
 func (g *generator) document() obj {
-	g.defs[interpolatedDef] = interpolated
+	g.defs[interpolatedDef] = interpolated()
 	props := obj{}
 	for _, k := range spec.DocumentKeys() {
 		props[k.Name] = documentKey(k)
@@ -148,12 +150,12 @@ func documentKey(k spec.DocumentKey) obj {
 	case "map":
 		s = obj{"type": []string{"object", "null"}}
 	default:
-		s = obj{"type": anyScalar, "minLength": 1}
+		s = obj{"type": anyScalar(), "minLength": 1}
 		if k.Name == "name" {
 			s["pattern"] = "^[^/]*$"
 		}
 		if !k.Required {
-			s["type"] = append(slices.Clone(anyScalar), "null")
+			s["type"] = append(anyScalar(), "null")
 		}
 	}
 	s["description"] = k.Doc
@@ -223,11 +225,11 @@ func ownKey(o *spec.OwnKeySpec) obj {
 		typed = obj{"type": "integer"}
 	case spec.OwnList:
 		typed = obj{"anyOf": []any{
-			obj{"type": "array", "items": obj{"type": anyScalar}},
-			obj{"type": anyScalar},
+			obj{"type": "array", "items": obj{"type": anyScalar()}},
+			obj{"type": anyScalar()},
 		}}
 	default:
-		typed = obj{"type": anyScalar}
+		typed = obj{"type": anyScalar()}
 	}
 	// null drops a value a Defaults document set.
 	return obj{"anyOf": []any{typed, ref(interpolatedDef), obj{"type": "null"}}, "description": o.Doc}
@@ -309,7 +311,7 @@ func (g *generator) propertyMap(k *spec.KindSpec, p *spec.ParamSpec) obj {
 		}
 		alts := append([]any{ref(interpolatedDef), obj{"type": "null"}}, g.scalar(target)...)
 		alts = append(alts, g.shared("subList", func() obj {
-			return obj{"type": "array", "items": obj{"type": anyScalar}, "description": "A list, joined with ';' in the property string."}
+			return obj{"type": "array", "items": obj{"type": anyScalar()}, "description": "A list, joined with ';' in the property string."}
 		}))
 		s := obj{"anyOf": alts}
 		desc := g.opts.Descriptions.SubKey(k.Create.Method, k.Create.Path, p.Name, name)
@@ -387,7 +389,7 @@ func (g *generator) scalar(p *schema.Param) []any {
 	if len(p.Enum) > 0 {
 		return []any{obj{"enum": enumValues(p.Enum)}}
 	}
-	s := obj{"type": anyScalar}
+	s := obj{"type": anyScalar()}
 	if re := portable(p.Regexp()); re != "" {
 		s["pattern"] = re
 	}
