@@ -18,7 +18,7 @@ import (
 // directory; it returns the spec's path.
 func accessExample(t *testing.T) string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "..", "examples", "04-every-kind.yaml"))
+	b, err := os.ReadFile(filepath.Join("..", "..", "testdata", "examples", "04-every-kind.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,7 +10,7 @@ import (
 	"testing"
 )
 
-// every04 is examples/04-every-kind.yaml (a copy of the shared example)
+// every04 is testdata/examples/04-every-kind.yaml (a copy of the shared example)
 // with the kinds this pvectl manages in full; the compute VM, which needs
 // configDrive and a PCI mapping, and the kinds not implemented yet are
 // left out.

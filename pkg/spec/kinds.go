@@ -76,6 +76,12 @@ type kindInfo struct {
 	Create *apiCall
 	// Params, when set, limits the accepted parameters of Create.
 	Params []string
+	// Update is the PVE call that changes an existing object, when it is
+	// not found from Create (see updateCall in reference.go).
+	Update *apiCall
+	// Immutable kinds have no call that changes an existing object (a
+	// downloaded file, an uploaded image): every key is create-only.
+	Immutable bool
 	// Keys is the kind's struct of pvectl (camelCase) keys, as a nil
 	// pointer of its type (e.g. (*GuestKeys)(nil)); its JSON field names
 	// are the keys, its field types their shapes. nil: no own keys.
@@ -272,6 +278,7 @@ var kindTable = sync.OnceValue(func() map[string]*kindInfo {
 			Name:       KindPool,
 			Noun:       "pool",
 			Create:     &apiCall{"POST", "/pools"},
+			Update:     &apiCall{"PUT", "/pools"},
 			Identity:   "poolid",
 			Identities: singleIdentity("poolid", "poolid"),
 			RefValue:   paramValueOf("poolid"),
@@ -289,9 +296,10 @@ var kindTable = sync.OnceValue(func() map[string]*kindInfo {
 			Refs: []refRule{{Key: "node", Kinds: []string{KindLinuxBridge, KindBondInterface}, SameNode: true, All: true}},
 		},
 		{
-			Name:   KindDownloadedImage,
-			Noun:   "downloaded file",
-			Create: &apiCall{"POST", "/nodes/{node}/storage/{storage}/download-url"},
+			Name:      KindDownloadedImage,
+			Immutable: true,
+			Noun:      "downloaded file",
+			Create:    &apiCall{"POST", "/nodes/{node}/storage/{storage}/download-url"},
 			// The file name is the identity, defaulted from the document's
 			// name; storage and content complete it.
 			Identity:   "filename",
@@ -303,8 +311,9 @@ var kindTable = sync.OnceValue(func() map[string]*kindInfo {
 			// rule on "storage" once that kind has its row).
 		},
 		{
-			Name: KindConfigDriveISO,
-			Noun: "config drive",
+			Name:      KindConfigDriveISO,
+			Immutable: true,
+			Noun:      "config drive",
 			// pvectl builds the image and uploads it; only where it goes
 			// passes through. filename is derived (<name>-<hash>.iso).
 			Create:   &apiCall{"POST", "/nodes/{node}/storage/{storage}/upload"},
