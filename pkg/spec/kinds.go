@@ -19,6 +19,7 @@ const (
 	KindNetworkApply = "NetworkApply"
 	KindLxcContainer = "LxcContainer"
 	KindNodeDns      = "NodeDns"
+	KindStorage      = "Storage"
 )
 
 // ownType is the YAML shape a pvectl-own key accepts; it follows from the
@@ -100,6 +101,11 @@ type kindInfo struct {
 	ValueAliases map[string]map[string]string
 	// Required are own keys a document must set.
 	Required []string
+	// Check, when set, finds what PVE would refuse beyond the schema
+	// (a storage type's required options): problems keyed by the spec key
+	// they belong to, reported at its line (the document's when the key
+	// is not written). It sees the resource after conversion.
+	Check func(r *Resource) map[string]string
 
 	// own caches the own keys' shapes, derived from Keys.
 	own func() map[string]ownType
@@ -191,6 +197,7 @@ var kindTable = sync.OnceValue(func() map[string]*kindInfo {
 			Refs: []refRule{
 				{Key: "pool", Values: paramValue("pool"), Kinds: []string{KindPool}, PresentOnly: true},
 				{Key: "netN.bridge", Values: subKeyValues("net", "bridge"), Kinds: []string{KindLinuxBridge}, SameNode: true, PresentOnly: true},
+				{Key: "volumes", Values: volumeStorages, Kinds: []string{KindStorage}, PresentOnly: true},
 			},
 		},
 		{
@@ -205,6 +212,7 @@ var kindTable = sync.OnceValue(func() map[string]*kindInfo {
 			Refs: []refRule{
 				{Key: "pool", Values: paramValue("pool"), Kinds: []string{KindPool}, PresentOnly: true},
 				{Key: "netN.bridge", Values: subKeyValues("net", "bridge"), Kinds: []string{KindLinuxBridge}, SameNode: true, PresentOnly: true},
+				{Key: "volumes", Values: volumeStorages, Kinds: []string{KindStorage}, PresentOnly: true},
 			},
 		},
 		{
@@ -244,6 +252,17 @@ var kindTable = sync.OnceValue(func() map[string]*kindInfo {
 			Identities: singleIdentity("node", "node"),
 			Hint:       "one NodeDns per node is enough",
 		},
+		{
+			Name:   KindStorage,
+			Noun:   "storage",
+			Create: &apiCall{"POST", "/storage"},
+			// The storage ID is the identity, defaulted from the document's name.
+			Identity:   "storage",
+			Identities: singleIdentity("storage", "storage"),
+			Hint:       "a storage ID names one storage.cfg entry: give each a different storage, or remove one",
+			RefValue:   paramValueOf("storage"),
+			Check:      checkStorage,
+		},
 	}
 	table := map[string]*kindInfo{}
 	for _, k := range rows {
@@ -261,7 +280,7 @@ func kindOf(name string) *kindInfo { return kindTable()[name] }
 // plannedKinds are the kinds of design §3 that this version does not
 // implement yet.
 var plannedKinds = []string{
-	"Template", "Storage", "DownloadedImage", "ConfigDriveISO",
+	"Template", "DownloadedImage", "ConfigDriveISO",
 	"BondInterface", "User", "APIToken", "ACL",
 }
 
