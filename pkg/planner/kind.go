@@ -89,6 +89,7 @@ var kinds = map[string]kindOps{
 	spec.KindPool:         poolKind{},
 	spec.KindNetworkApply: netApplyKind{},
 	spec.KindNodeDns:      nodeDNSKind{},
+	spec.KindStorage:      storageKind{},
 }
 
 func kindOf(kind string) (kindOps, error) {

@@ -47,7 +47,10 @@ type liveConn struct {
 	networks  map[string]*liveNetwork
 	pools     []pve.Pool
 	poolsRead bool
-	perms     pve.Permissions // the token's effective permissions
+	// storages is GET /storage, read once (storageList).
+	storages     []pve.Config
+	storagesRead bool
+	perms        pve.Permissions // the token's effective permissions
 }
 
 // liveNetwork is one node's staged network view.

@@ -284,7 +284,7 @@ func (s *Server) storageSecrets(t *schema.StorageType, st *storage, sensitive ma
 		v := sensitive[k]
 		if v == nil {
 			s.setPriv(st.ID, k, nil)
-			if t.Name == "pbs" {
+			if t.IsMarked(k) {
 				st.unset(t, k)
 			}
 			continue

@@ -40,6 +40,10 @@ type StorageType struct {
 	// /etc/pve/priv (plugindata `sensitive-properties`): GET never
 	// returns them.
 	Sensitive []string
+	// Marked are the sensitive options storage.cfg still marks as set
+	// (PBSPlugin.pm on_add_hook: an encryption key's fingerprint or 1,
+	// master-pubkey 1): a GET shows that they are set, never their value.
+	Marked []string
 	// Shared types are marked shared by PVE itself (Plugin.pm
 	// @SHARED_STORAGE, applied in parse_config).
 	Shared bool
@@ -78,6 +82,9 @@ func (t *StorageType) Takes(k string) bool { _, ok := t.Options[k]; return ok }
 
 // IsSensitive reports whether the type keeps option k apart (in /etc/pve/priv).
 func (t *StorageType) IsSensitive(k string) bool { return slices.Contains(t.Sensitive, k) }
+
+// IsMarked reports whether storage.cfg marks sensitive option k as set.
+func (t *StorageType) IsMarked(k string) bool { return slices.Contains(t.Marked, k) }
 
 // HoldsContent reports whether the type can hold content type c.
 func (t *StorageType) HoldsContent(c string) bool { return slices.Contains(t.Content, c) }
@@ -206,7 +213,8 @@ var storageTypes = sync.OnceValue(func() map[string]*StorageType {
 				"namespace", "port", "nodes", "disable", "content", "username", "password", "encryption-key",
 				"master-pubkey", "prune-backups", "max-protected-backups", "fingerprint"),
 			Content: []string{"backup", "none"}, DefaultContent: []string{"backup"},
-			Sensitive: []string{"encryption-key", "master-pubkey", "password"}, Shared: true,
+			Sensitive: []string{"encryption-key", "master-pubkey", "password"}, Marked: []string{"encryption-key", "master-pubkey"},
+			Shared: true,
 		},
 		{ // ESXiPlugin.pm: server and username are required, and may change
 			Name: "esxi",

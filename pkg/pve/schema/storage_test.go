@@ -55,6 +55,11 @@ func TestStorageTypesMatchTheAPISchema(t *testing.T) {
 				t.Errorf("%s: sensitive %s is not an option", name, k)
 			}
 		}
+		for _, k := range st.Marked {
+			if !st.IsSensitive(k) {
+				t.Errorf("%s: marked %s is not sensitive", name, k)
+			}
+		}
 	}
 	for _, k := range slices.Sorted(maps.Keys(create.Params)) {
 		if !used[k] && k != "authsupported" {
