@@ -278,3 +278,34 @@ func TestDiffParamsStorage(t *testing.T) {
 		})
 	}
 }
+
+// A token that may not see a storage gets a refused plan, not a create of
+// what PVE hid from it; one that may see it but not configure storages is
+// told it lacks Datastore.Allocate on /storage.
+func TestSimStoragePermissions(t *testing.T) {
+	admin := newSim(t)
+	tok, id := asToken(t, admin, "ci@pve", "st")
+	set := loadSpec(t, "kind: Storage\nname: vz2\nspec:\n  type: dir\n  path: /srv/vz2\n")
+	ctx := context.Background()
+	plan := func() error {
+		obs, err := Observe(ctx, tok, set)
+		if err != nil {
+			t.Fatalf("Observe: %v", err)
+		}
+		_, err = Build(ctx, set, obs, Options{})
+		return err
+	}
+	if err := plan(); err == nil || !strings.Contains(err.Error(),
+		"Storage/vz2: the API token ci@pve!st lacks Datastore.Audit or Datastore.AllocateSpace on /storage/vz2, needed to see the storage") {
+		t.Errorf("got %v, want the missing audit privilege", err)
+	}
+	grantBoth(t, admin, "ci@pve", id, "/storage", "PVEDatastoreUser")
+	if err := plan(); err == nil || !strings.Contains(err.Error(), "lacks Datastore.Allocate on /storage, needed to create the storage") {
+		t.Errorf("got %v, want the missing Datastore.Allocate", err)
+	}
+	grantBoth(t, admin, "ci@pve", id, "/storage", "PVEDatastoreAdmin")
+	applyPlan(t, tok, planFor(t, tok, set, Options{}))
+	if p := planFor(t, tok, set, Options{}); p.HasChanges() {
+		t.Errorf("plan after create: got %q, want noop", summary(p))
+	}
+}
