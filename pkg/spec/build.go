@@ -1,8 +1,6 @@
 package spec
 
 import (
-	"maps"
-	"slices"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -145,19 +143,12 @@ func (l *loader) resource(d *document, k *kindInfo, defaults []entry) *Resource 
 	es := mergeDefaults(l.entries(d.file, d.spec, "spec"), defaults)
 	own := map[string]any{}
 	l.convert(k, es, r, own)
+	if k.Check != nil {
+		l.diags = append(l.diags, k.Check(r)...)
+	}
 	if id := k.Identity; id != "" && !contains(r.Remove, id) {
 		if _, set := r.Params[id]; !set {
 			l.defaultIdentity(k, d, r)
-		}
-	}
-	if k.Check != nil {
-		problems := k.Check(r)
-		for _, key := range slices.Sorted(maps.Keys(problems)) {
-			pos, ok := r.KeyPos[key]
-			if !ok {
-				pos = r.Pos
-			}
-			l.errorf(pos, "spec.%s: %s", key, problems[key])
 		}
 	}
 	// An own key whose interpolation failed (nil) is reported already;

@@ -101,11 +101,12 @@ type kindInfo struct {
 	ValueAliases map[string]map[string]string
 	// Required are own keys a document must set.
 	Required []string
-	// Check, when set, finds what PVE would refuse beyond the schema
-	// (a storage type's required options): problems keyed by the spec key
-	// they belong to, reported at its line (the document's when the key
-	// is not written). It sees the resource after conversion.
-	Check func(r *Resource) map[string]string
+	// Check finds what PVE would refuse in a resource's values beyond the
+	// schema's checks (an ISO drive without media=cdrom, a storage type's
+	// required options): one Diagnostic per problem, at the spec key's
+	// position (r.KeyPos; the document's when the key is not written);
+	// nil: nothing more.
+	Check func(r *Resource) []Diagnostic
 
 	// own caches the own keys' shapes, derived from Keys.
 	own func() map[string]ownType
@@ -194,6 +195,7 @@ var kindTable = sync.OnceValue(func() map[string]*kindInfo {
 			Identities:   guestIdentities("name", "VM name"),
 			Hint:         "a VM without vmid is found by its name: give each a different vmid or name, or remove one",
 			ValueAliases: map[string]map[string]string{"machine": {"i440fx": "pc"}},
+			Check:        checkISODrives,
 			Refs: []refRule{
 				{Key: "pool", Values: paramValue("pool"), Kinds: []string{KindPool}, PresentOnly: true},
 				{Key: "netN.bridge", Values: subKeyValues("net", "bridge"), Kinds: []string{KindLinuxBridge}, SameNode: true, PresentOnly: true},

@@ -2,6 +2,7 @@ package spec
 
 import (
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"strings"
@@ -22,10 +23,29 @@ var dirPathRe = regexp.MustCompile(`^/[-/a-zA-Z0-9_.@]+$`)
 
 // checkStorage is a storage row's Check. A storage that is only read
 // (managed: false) or removed (state: absent) needs no type.
-func checkStorage(r *Resource) map[string]string {
+func checkStorage(r *Resource) []Diagnostic {
 	if r.ReadOnly || r.State == Absent {
 		return nil
 	}
+	return keyedDiagnostics(r, storageProblems(r))
+}
+
+// keyedDiagnostics places problems keyed by spec key at the key's line,
+// or at the document's when the key is not written, in key order.
+func keyedDiagnostics(r *Resource, problems map[string]string) []Diagnostic {
+	var out []Diagnostic
+	for _, key := range slices.Sorted(maps.Keys(problems)) {
+		pos, ok := r.KeyPos[key]
+		if !ok {
+			pos = r.Pos
+		}
+		out = append(out, Diagnostic{Pos: pos, Msg: "spec." + key + ": " + problems[key]})
+	}
+	return out
+}
+
+// storageProblems are the storage plugins' objections, by spec key.
+func storageProblems(r *Resource) map[string]string {
 	out := map[string]string{}
 	typ, ok := r.Params["type"]
 	if !ok {

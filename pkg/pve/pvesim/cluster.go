@@ -150,9 +150,7 @@ func (s *Server) vmResource(v *vm) map[string]any {
 		"mem": 0, "cpu": 0, "disk": 0, "uptime": v.uptime(), "netin": 0, "netout": 0,
 		"diskread": 0, "diskwrite": 0,
 	}
-	if n := v.Conf[k.nameKey]; n != "" {
-		m["name"] = n
-	}
+	m["name"] = s.statusName(v) // pvestatd's vmstatus: "VM 100" for an unnamed VM
 	if t := v.Conf["tags"]; t != "" {
 		m["tags"] = t
 	}

@@ -74,7 +74,7 @@ func (s *Server) cloneGuest(k *guestKind, q *request) (any, error) {
 			return nil, err
 		}
 		if l := src.Conf["lock"]; l != "" {
-			return nil, fail(http.StatusInternalServerError, "VM is locked (%s)", l)
+			return nil, fail(http.StatusInternalServerError, "%s is locked (%s)", k.noun, l)
 		}
 	} else if err := s.writable(src, q); err != nil {
 		return nil, err
@@ -204,7 +204,7 @@ func (s *Server) cloneConf(k *guestKind, src, nv *vm, full bool, targetStorage *
 		conf[k.nameKey] = fmt.Sprintf("Copy-of-%s-%d", k.noun, src.VMID)
 	}
 	if q.has("description") {
-		if d := normalizeDescription(q.get("description")); d != "" {
+		if d := k.description(q.get("description")); d != "" {
 			conf["description"] = d
 		} else {
 			delete(conf, "description")

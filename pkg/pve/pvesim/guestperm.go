@@ -150,8 +150,8 @@ func (s *Server) checkQemuDevices(user string, vmid int, pool string, vals map[s
 
 // isCDROM is drive_is_cdrom; without cloud-init drives when exclude.
 func isCDROM(val string, exclude bool) bool {
-	file, rest := diskFile(val)
-	if exclude && cloudinitFileRe.MatchString(file) {
+	_, rest := diskFile(val)
+	if exclude && isCloudinitDrive(val) {
 		return false
 	}
 	m, _ := schema.PropValue(rest, "media")

@@ -208,6 +208,19 @@ func (s *Server) nodeStorageStatus(q *request) (any, error) {
 	return row, nil
 }
 
+// checkImageStorage is what qemu-server checks of a new disk's storage
+// before it forks (check_storage_access): it exists and holds images.
+func (s *Server) checkImageStorage(id string) error {
+	st, ok := s.st.Storages[id]
+	if !ok {
+		return fail(http.StatusInternalServerError, "storage '%s' does not exist", id)
+	}
+	if !st.allows("images") {
+		return paramErr1("storage", "storage '%s' does not support vm images", id)
+	}
+	return nil
+}
+
 // imageStorage checks that a disk may be allocated on id from node.
 func (s *Server) imageStorage(id, node, param string) (*storage, error) {
 	st, ok := s.st.Storages[id]
