@@ -4,6 +4,7 @@ import (
 	"maps"
 	"net"
 	"net/url"
+	"path"
 	"regexp"
 	"slices"
 	"sort"
@@ -22,6 +23,19 @@ var createOnly = map[string]bool{"import-from": true}
 // setKeys hold lists whose order PVE does not keep (or does not care about:
 // bridge_vids "2-10 100" allows the same VLANs as "100 2-10").
 var setKeys = map[string]bool{"bridge_ports": true, "slaves": true, "tags": true, "bridge_vids": true}
+
+// setFormats are the list formats (of the schema) whose order PVE does not
+// keep or that carry none: pve-storage Plugin.pm decode_value reads a
+// storage's content and nodes into a hash (and prints content-dirs
+// sorted), PVE sorts tags, interface and VLAN lists are sets, and Ceph
+// tries every monitor of monhost. Not every "-list" is a set: a guest's
+// nameserver (address-list) and searchdomain (dns-name-list) keep their
+// order, as resolv.conf does, so they are not here.
+var setFormats = map[string]bool{
+	"pve-storage-content-list": true, "pve-node-list": true, "pve-dir-override-list": true,
+	"pve-tag-list": true, "pve-iface-list": true, "pve-vlan-id-or-range-list": true,
+	"pve-storage-portal-dns-list": true,
+}
 
 // fixedSizeDisks get a size PVE chooses (4 MiB for an OVMF vars or TPM
 // state volume), whatever "STOR:N" asked for: their size is never drift.
@@ -306,8 +320,12 @@ func equalScalar(key string, p *schema.Param, a, b string) bool {
 		return ifaceComment(a) == ifaceComment(b)
 	case commentKeys[key]:
 		return strings.TrimRight(a, trailingSpace) == strings.TrimRight(b, trailingSpace)
-	case setKeys[key]:
+	case setKeys[key] || (p != nil && setFormats[p.Format]):
 		return equalSet(a, b)
+	case p != nil && p.Format == "pve-storage-path":
+		// A directory storage's path is stored canonical (pve-storage
+		// DirPlugin.pm check_config): "/srv/vz/" is "/srv/vz".
+		return path.Clean(a) == path.Clean(b)
 	case key == "size" || (p != nil && p.Format == "disk-size"):
 		return equalSize(a, b)
 	case key == "macaddr":

@@ -115,6 +115,7 @@ var kinds = map[string]kindOps{
 	spec.KindUser:            userKind{},
 	spec.KindAPIToken:        tokenKind{},
 	spec.KindACL:             aclKind{},
+	spec.KindStorage:         storageKind{},
 }
 
 func kindOf(kind string) (kindOps, error) {

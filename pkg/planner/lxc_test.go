@@ -17,7 +17,7 @@ spec:
   memory: 512
   net0: name=eth0,bridge=vmbr0,ip=dhcp
   unprivileged: true
-  password: hunter2-ct
+  password: ${CT_PASSWORD}
   running: true
 `
 

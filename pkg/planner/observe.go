@@ -56,6 +56,9 @@ type liveConn struct {
 	// usersOfVolumes the VMs using each volume on their drives (content.go).
 	volumes        map[string][]pve.Volume
 	usersOfVolumes map[string][]int
+	// storages is GET /storage, read once (storageList).
+	storages     []pve.Config
+	storagesRead bool
 }
 
 // liveNetwork is one node's staged network view.

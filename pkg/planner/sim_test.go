@@ -55,11 +55,18 @@ func loadSpec(t *testing.T, yaml string) *spec.Set {
 	if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	set, err := spec.Load([]string{path}, spec.LoadOptions{Getenv: func(string) (string, bool) { return "", false }})
+	set, err := spec.Load([]string{path}, spec.LoadOptions{Getenv: testGetenv})
 	if err != nil {
 		t.Fatalf("spec.Load: %v", err)
 	}
 	return set
+}
+
+// testGetenv is the environment specs of these tests read: the secrets
+// they pass (a secret is never written into a spec).
+func testGetenv(name string) (string, bool) {
+	v, ok := map[string]string{"CT_PASSWORD": "hunter2-ct", "SMB_PASSWORD": "smb-s3cret", "PBS_PASSWORD": "pbs-s3cret"}[name]
+	return v, ok
 }
 
 func example01YAML(t *testing.T) string {

@@ -78,6 +78,14 @@ func IsLockTimeout(err error) bool {
 	return errors.As(err, &ae) && ae.Status == 500 && lockTimeoutRe.MatchString(ae.Message)
 }
 
+// IsDigestMismatch reports whether err is PVE's refusal of a write whose
+// digest is no longer the config's (pve-common Tools.pm
+// assert_if_modified): the write was not made.
+func IsDigestMismatch(err error) bool {
+	var ae *APIError
+	return errors.As(err, &ae) && ae.Status == 500 && strings.Contains(ae.Message, "detected modified configuration - file changed by other user")
+}
+
 // IsNotFound reports whether err says the object does not exist
 // (HTTP 404, or 500 "... does not exist" as PVE answers for missing VMs/ifaces).
 func IsNotFound(err error) bool {

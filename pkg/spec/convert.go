@@ -114,6 +114,12 @@ func (l *loader) convert(k *kindInfo, es []entry, r *Resource, own map[string]an
 			}
 			continue
 		}
+		if secret.Key(key) && l.secrets[e.val].env == "" {
+			// Never echo the value: it is a secret, in the wrong place.
+			l.errorf(vp, "%s.%s is a secret: write it as ${VAR} (exactly that, the whole value) and set VAR in the environment; "+
+				"a secret written into a spec file ends up in version control and backups", e.what, key)
+			continue
+		}
 		wire, err := wireValue(key, p, e.val)
 		if err != nil {
 			pos, path := vp, key

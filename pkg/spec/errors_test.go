@@ -24,13 +24,13 @@ func TestLoadDiagnostics(t *testing.T) {
 		{
 			name: "an unparsable file silences undefined references into it",
 			files: map[string]string{
-				"a.yaml": "kind: Pool\nname: p\ndependsOn: [LinuxBridge/vmbr1, Storage/s]\n",
+				"a.yaml": "kind: Pool\nname: p\ndependsOn: [LinuxBridge/vmbr1, User/s]\n",
 				"b.yaml": "kind: LinuxBridge\nname: vmbr1\nspec: {node: pve\n",
-				"c.yaml": "kind: Storage\nname: s\n",
+				"c.yaml": "kind: Template\nname: s\n",
 			},
 			want: []string{
 				`b.yaml:3: invalid YAML: did not find expected ',' or '}'`,
-				`c.yaml:1: kind "Storage" is not supported yet by this pvectl (supported: ` + supportedList() + `)`,
+				`c.yaml:1: kind "Template" is not supported yet by this pvectl (supported: ` + supportedList() + `)`,
 			},
 		},
 		{
@@ -99,10 +99,10 @@ spec:
 		},
 		{
 			name:  "unknown kind with suggestion, and a kind not supported yet",
-			files: map[string]string{"a.yaml": "kind: QemuVm\nname: x\n---\nkind: Storage\nname: s\n"},
+			files: map[string]string{"a.yaml": "kind: QemuVm\nname: x\n---\nkind: Template\nname: s\n"},
 			want: []string{
 				`a.yaml:1: unknown kind "QemuVm" — did you mean "QemuVM"? (supported: ` + supportedList() + `)`,
-				`a.yaml:4: kind "Storage" is not supported yet by this pvectl`,
+				`a.yaml:4: kind "Template" is not supported yet by this pvectl`,
 			},
 		},
 		{
@@ -260,13 +260,13 @@ spec:
 		{
 			name: "bad Defaults value reported once, at the Defaults document",
 			files: map[string]string{
-				"a.yaml": "kind: Defaults\nname: d\nspec:\n  QemuVM:\n    cores: many\n    name: same\n  Storage: {}\n  Qemu: {}\n",
+				"a.yaml": "kind: Defaults\nname: d\nspec:\n  QemuVM:\n    cores: many\n    name: same\n  Template: {}\n  Qemu: {}\n",
 				"b.yaml": "kind: QemuVM\nname: v1\n---\nkind: QemuVM\nname: v2\n",
 			},
 			want: []string{
 				`a.yaml:5: Defaults.QemuVM.cores: type check ('integer') failed - got 'many'`,
 				`a.yaml:6: Defaults.QemuVM cannot set name: it identifies each QemuVM (it defaults to the document's name)`,
-				`a.yaml:7: Defaults for kind "Storage": the kind is not supported yet by this pvectl (supported: ` + supportedList() + `)`,
+				`a.yaml:7: Defaults for kind "Template": the kind is not supported yet by this pvectl (supported: ` + supportedList() + `)`,
 				`a.yaml:8: Defaults for unknown kind "Qemu" — did you mean "QemuVM"?`,
 			},
 		},
@@ -281,7 +281,14 @@ spec:
 		{
 			name:  "secrets never appear in messages",
 			files: map[string]string{"a.yaml": "kind: QemuVM\nname: vm\nspec:\n  cipassword: [hunter2]\n"},
-			want:  []string{`a.yaml:4: spec.cipassword: a list is only allowed for list parameters; cipassword takes a string`},
+			want: []string{`a.yaml:4: spec.cipassword is a secret: write it as ${VAR} (exactly that, the whole value) and set VAR in the environment; ` +
+				`a secret written into a spec file ends up in version control and backups`},
+		},
+		{
+			name:  "a secret from the environment is checked without showing it",
+			files: map[string]string{"a.yaml": "kind: LxcContainer\nname: ct\nspec:\n  password: ${PW}\n"},
+			env:   env("PW", "abc"),
+			want:  []string{`a.yaml:4: spec.password: invalid value (not shown: it is a secret)`},
 		},
 		{
 			name:  "NetworkApply takes only node",

@@ -26,6 +26,7 @@ const (
 	KindUser            = "User"
 	KindAPIToken        = "APIToken"
 	KindACL             = "ACL"
+	KindStorage         = "Storage"
 )
 
 // ownType is the YAML shape a pvectl-own key accepts; it follows from the
@@ -224,6 +225,7 @@ var kindTable = sync.OnceValue(func() map[string]*kindInfo {
 				{Key: "netN.bridge", Values: subKeyValues("net", "bridge"), Kinds: []string{KindBondInterface}, SameNode: true, Refuse: nicOnBond},
 				{Key: "configDrive", Values: configDriveRef, Kinds: []string{KindConfigDriveISO}, SameNode: true},
 				{Key: "a drive's volume", Values: driveVolumes, Kinds: []string{KindDownloadedImage}, SameNode: true, PresentOnly: true},
+				{Key: "volumes", Values: volumeStorages, Kinds: []string{KindStorage}, PresentOnly: true},
 			},
 			Resolve: attachConfigDrive(KindConfigDriveISO),
 		},
@@ -243,6 +245,7 @@ var kindTable = sync.OnceValue(func() map[string]*kindInfo {
 				{Key: "netN.bridge", Values: subKeyValues("net", "bridge"), Kinds: []string{KindLinuxBridge}, SameNode: true, PresentOnly: true},
 				{Key: "netN.bridge", Values: subKeyValues("net", "bridge"), Kinds: []string{KindBondInterface}, SameNode: true, Refuse: nicOnBond},
 				{Key: "ostemplate", Values: paramValue("ostemplate"), Kinds: []string{KindDownloadedImage}, SameNode: true, PresentOnly: true},
+				{Key: "volumes", Values: volumeStorages, Kinds: []string{KindStorage}, PresentOnly: true},
 			},
 		},
 		{
@@ -372,6 +375,17 @@ var kindTable = sync.OnceValue(func() map[string]*kindInfo {
 			},
 			Check: collect(checkACL),
 		},
+		{
+			Name:   KindStorage,
+			Noun:   "storage",
+			Create: &apiCall{"POST", "/storage"},
+			// The storage ID is the identity, defaulted from the document's name.
+			Identity:   "storage",
+			Identities: singleIdentity("storage", "storage"),
+			Hint:       "a storage ID names one storage.cfg entry: give each a different storage, or remove one",
+			RefValue:   paramValueOf("storage"),
+			Check:      checkStorage,
+		},
 	}
 	table := map[string]*kindInfo{}
 	for _, k := range rows {
@@ -411,7 +425,7 @@ func kindOf(name string) *kindInfo { return kindTable()[name] }
 // plannedKinds are the kinds of design §3 that this version does not
 // implement yet.
 var plannedKinds = []string{
-	"Template", "Storage",
+	"Template",
 }
 
 // SupportedKinds lists the kinds this version of pvectl accepts, sorted.

@@ -63,7 +63,8 @@ func TestCreateCall(t *testing.T) {
 		{KindPool, "POST", "/pools", true},
 		{KindNetworkApply, "PUT", "/nodes/{node}/network", true},
 		{KindConnection, "", "", false},
-		{"Storage", "", "", false},
+		{KindStorage, "POST", "/storage", true},
+		{"Template", "", "", false},
 	}
 	for _, tt := range tests {
 		m, p, ok := CreateCall(tt.kind)

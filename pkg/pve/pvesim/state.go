@@ -21,12 +21,16 @@ type state struct {
 	Nodes    []string            `json:"nodes"`
 	VMs      map[int]*vm         `json:"vms"`
 	Storages map[string]*storage `json:"storages"`
-	Volumes  map[string]*volume  `json:"volumes"` // by volid
-	Pools    map[string]*pool    `json:"pools"`
-	Net      map[string]*nodeNet `json:"network"` // by node
-	DNS      map[string]*dnsConf `json:"dns"`     // by node
-	Boot     map[string]int64    `json:"boot"`    // node boot time (unix)
-	Access   *access             `json:"access"`
+	// Priv is /etc/pve/priv/storage: the secrets storages keep apart from
+	// storage.cfg (passwords, keyrings, keys), by storage and option, as
+	// SHA-256 digests only — the API never shows them.
+	Priv    map[string]map[string]string `json:"priv,omitempty"`
+	Volumes map[string]*volume           `json:"volumes"` // by volid
+	Pools   map[string]*pool             `json:"pools"`
+	Net     map[string]*nodeNet          `json:"network"` // by node
+	DNS     map[string]*dnsConf          `json:"dns"`     // by node
+	Boot    map[string]int64             `json:"boot"`    // node boot time (unix)
+	Access  *access                      `json:"access"`
 }
 
 // vm is a guest: a QEMU VM, or a container when Type is "lxc".
@@ -63,7 +67,7 @@ type storage struct {
 	Disable  bool     `json:"disable,omitempty"`
 	Total    int64    `json:"total"`
 	// Extra holds the other storage.cfg keys (server, export, pool…).
-	// Secrets (passwords, keys) are never kept: PVE keeps them apart and never returns them.
+	// Secrets (passwords, keys) are not here: see state.Priv.
 	Extra map[string]string `json:"extra,omitempty"`
 }
 

@@ -14,54 +14,6 @@ import (
 	"github.com/pvectl/pvectl/pkg/pve/pvesim/simtest"
 )
 
-func TestStorageConfig(t *testing.T) {
-	e := newEnv(t, pvesim.Options{})
-	e.ok(nil, "POST", "/storage", "storage", "nfs1", "type", "nfs", "server", "10.0.0.5", "export", "/srv/pve",
-		"content", "iso,backup", "password", "hunter2")
-	var cfg map[string]any
-	e.ok(&cfg, "GET", "/storage/nfs1")
-	delete(cfg, "digest")
-	want := map[string]any{"storage": "nfs1", "type": "nfs", "server": "10.0.0.5", "export": "/srv/pve",
-		"content": "backup,iso", "path": "/mnt/pve/nfs1", "shared": float64(1)}
-	if diff := cmp.Diff(want, cfg); diff != "" {
-		t.Errorf("storage config (-want +got)\n%s", diff)
-	}
-
-	tests := []struct {
-		name   string
-		method string
-		path   string
-		kv     []string
-		status int
-	}{
-		{"duplicate", "POST", "/storage", []string{"storage", "nfs1", "type", "dir", "path", "/x"}, 500},
-		{"missing path", "POST", "/storage", []string{"storage", "d1", "type", "dir"}, 400},
-		{"bad content", "POST", "/storage", []string{"storage", "l1", "type", "lvm", "vgname", "vg", "content", "iso"}, 400},
-		{"fixed server", "PUT", "/storage/nfs1", []string{"server", "10.0.0.6"}, 500},
-		{"stale digest", "PUT", "/storage/nfs1", []string{"content", "iso", "digest", strings.Repeat("a", 40)}, 500},
-		{"unknown", "DELETE", "/storage/nope", nil, 500},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			if r := e.call(tc.method, tc.path, tc.kv...); r.Status != tc.status {
-				t.Errorf("got %d %q %v, want %d", r.Status, r.Message, r.Errors, tc.status)
-			}
-		})
-	}
-
-	e.ok(nil, "PUT", "/storage/nfs1", "content", "iso", "nodes", "pve", "disable", "1")
-	var rows []map[string]any
-	e.ok(&rows, "GET", "/nodes/pve/storage", "storage", "nfs1")
-	if len(rows) != 1 || rows[0]["enabled"] != float64(0) || rows[0]["content"] != "iso" {
-		t.Errorf("got node storage %v, want disabled nfs1 with iso", rows)
-	}
-	e.ok(nil, "DELETE", "/storage/nfs1")
-	e.ok(&rows, "GET", "/storage")
-	if len(rows) != 2 {
-		t.Errorf("got %d storages after delete, want 2", len(rows))
-	}
-}
-
 func TestDownloadAndDeleteContent(t *testing.T) {
 	dir := t.TempDir()
 	e := newEnv(t, pvesim.Options{DataDir: dir})
