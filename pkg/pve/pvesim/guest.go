@@ -1,6 +1,7 @@
 package pvesim
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"net/http"
@@ -52,6 +53,35 @@ type guestKind struct {
 	sharedCloneLock bool
 	// templateNull: POST …/template answers null although a worker runs.
 	templateNull bool
+	// syncLocks: clone and template take the guest locks in the API
+	// process (pve-container API2/LXC.pm clone_vm, template), not in the
+	// worker (qemu-server).
+	syncLocks bool
+	// digestMismatch is the answer to a stale digest: qemu-server's own
+	// check, pve-common Tools.pm assert_if_modified in pve-container.
+	digestMismatch string
+	// resizeChecksBeforeFork: resize checks the disk, size and digest in
+	// the API process too (pve-container), not only in the worker.
+	resizeChecksBeforeFork bool
+	// resizeShrink refuses a smaller size; resizeSame, when set, refuses
+	// the same size (pve-container), else it is a no-op (qemu-server).
+	resizeShrink, resizeSame string
+	// createLockWait is the create worker's lock timeout in PVE seconds;
+	// createKeepsStub: a create worker that cannot get it leaves the
+	// config stub (pve-container) instead of removing it (qemu-server).
+	createLockWait  int
+	createKeepsStub bool
+	// shutdownTimeout is the shutdown's default timeout (seconds);
+	// stopsInTime says whether a guest that needs d to stop is seen down
+	// within timeout; shutdownTimedOut is the error when it is not,
+	// shutdownKill the log line when forceStop kills it instead.
+	shutdownTimeout  int
+	stopsInTime      func(d time.Duration, timeout int) bool
+	shutdownTimedOut string
+	shutdownKill     string
+	// rebootInTask: the reboot task starts the guest again itself
+	// (pve-container) instead of leaving that to a qmstart task.
+	rebootInTask bool
 }
 
 // guestHandler is a handler written once for both guest types.
@@ -125,15 +155,32 @@ func (s *Server) vmidTaken(old *vm) error {
 
 // guestOf finds the request's guest of kind k on its node.
 func (s *Server) guestOf(k *guestKind, q *request) (*vm, error) {
-	id, _ := strconv.Atoi(q.vars["vmid"])
-	v, ok := s.st.VMs[id]
-	if !ok || v.Node != q.vars["node"] || v.Type != k.typ {
-		return nil, k.noConfig(q.vars["node"], id)
+	return s.guestAt(k, q.vars["node"], vmidOf(q))
+}
+
+// guestAt finds guest vmid of kind k on node: a worker looks its guest up
+// again, since it may be gone by the time the worker runs.
+func (s *Server) guestAt(k *guestKind, node string, vmid int) (*vm, error) {
+	v, ok := s.st.VMs[vmid]
+	if !ok || v.Node != node || v.Type != k.typ {
+		return nil, k.noConfig(node, vmid)
 	}
 	return v, nil
 }
 
-// writableGuest finds the request's guest and checks that it may be written.
+func vmidOf(q *request) int {
+	id, _ := strconv.Atoi(q.vars["vmid"])
+	return id
+}
+
+// noConfigOnNode is qemu-server's check_running on a guest that is not
+// there (QemuConfig.pm assert_config_exists_on_node): reboot and clone
+// ask it before anything else.
+func noConfigOnNode(node string, vmid int) error {
+	return fail(http.StatusInternalServerError, "unable to find configuration file for VM %d on node '%s'", vmid, node)
+}
+
+// writableGuest finds the request's guest and checks its config lock.
 func (s *Server) writableGuest(k *guestKind, q *request) (*vm, error) {
 	v, err := s.guestOf(k, q)
 	if err != nil {
@@ -142,12 +189,28 @@ func (s *Server) writableGuest(k *guestKind, q *request) (*vm, error) {
 	return v, s.writable(v, q)
 }
 
-// writable checks the task lock (lock-timeout 500) and the config lock.
-func (s *Server) writable(v *vm, q *request) error {
-	if err := s.checkLock(v.VMID); err != nil {
-		return err
+// lockedGuest is writableGuest for a call that takes the guest's lock in
+// the API process (PUT config: lock_config): it waits for the lock like
+// PVE and looks the guest up again after the wait.
+func (s *Server) lockedGuest(k *guestKind, q *request) (*vm, error) {
+	if _, err := s.guestOf(k, q); err != nil {
+		return nil, err
 	}
-	if l := v.Conf["lock"]; l != "" && !q.bool("skiplock") {
+	if err := s.lockNow(q, s.exclusive(vmidOf(q))); err != nil {
+		return nil, err
+	}
+	return s.writableGuest(k, q)
+}
+
+// writable checks the config lock (check_lock) unless the request skips
+// it. The flock is taken where PVE takes it (locks.go).
+func (s *Server) writable(v *vm, q *request) error {
+	return s.configLock(v, q.bool("skiplock"))
+}
+
+// configLock is check_lock: a guest whose config names a lock refuses.
+func (s *Server) configLock(v *vm, skiplock bool) error {
+	if l := v.Conf["lock"]; l != "" && !skiplock {
 		return fail(http.StatusInternalServerError, "VM is locked (%s)", l)
 	}
 	return nil
@@ -155,7 +218,7 @@ func (s *Server) writable(v *vm, q *request) error {
 
 func (s *Server) checkDigest(v *vm, q *request) error {
 	if d := q.get("digest"); d != "" && !strings.EqualFold(d, digest(v)) {
-		return fail(http.StatusInternalServerError, "detected modified configuration - file changed by other user? Try again.")
+		return fail(http.StatusInternalServerError, "%s", s.kindOf(v).digestMismatch)
 	}
 	return nil
 }
@@ -259,62 +322,112 @@ func (s *Server) newGuest(q *request, restore bool) (int, string, error) {
 	return id, poolID, nil
 }
 
+// createLock is create_and_lock_config (pve-guest-common
+// AbstractConfig.pm): the new vmid's lock, taken in the API process with a
+// 5 s timeout; qemu-server and pve-container create_vm prefix its failure
+// with "unable to create VM|CT N -". The vmid must still be free after
+// the wait (check_vmid_unused runs under the lock).
+func (s *Server) createLock(k *guestKind, q *request, id int) error {
+	err := s.lockNow(q, lockReq{vmid: id, wait: s.pveWait(5), kind: k})
+	if err == nil {
+		if old, exists := s.st.VMs[id]; exists {
+			err = s.vmidTaken(old)
+		}
+	}
+	var ae *apiError
+	if errors.As(err, &ae) && ae.status == http.StatusInternalServerError {
+		return fail(ae.status, "unable to create %s - %s", k.name(id), ae.msg)
+	}
+	return err
+}
+
 // startCreate registers v as a stub locked "create" and starts the create
 // worker: work writes its log (allocations, extraction), then the worker
-// installs conf, joins the pool and starts the guest when asked.
+// installs conf, joins the pool and starts the guest when asked. The
+// worker takes the vmid's lock again (qemu-server: lock_config_full for
+// 1 s; pve-container: lock_config); if it cannot, qemu-server unlinks the
+// config while pve-container leaves the stub locked.
 func (s *Server) startCreate(k *guestKind, v *vm, conf map[string]string, poolID string, start bool, work func(t *task)) string {
 	v.Conf["lock"] = "create"
 	s.st.VMs[v.VMID] = v
 	id := v.VMID
-	return s.startTask(v.Node, k.tasks+"create", vmidString(id), []int{id}, func(t *task) error {
-		work(t)
-		v.Conf = conf
-		if poolID != "" {
-			if p, ok := s.st.Pools[poolID]; ok {
-				p.VMs = append(p.VMs, id)
+	return s.startWorker(v.Node, k.tasks+"create", vmidString(id), worker{
+		locks:       []lockReq{{vmid: id, wait: s.pveWait(k.createLockWait)}},
+		uncontended: true, // rolled at createLock
+		abort: func() {
+			for _, vol := range s.st.volumesOf(id) {
+				delete(s.st.Volumes, vol.volid())
 			}
-		}
-		if start {
-			return s.startGuest(t, v)
-		}
-		return nil
-	})
+			if !k.createKeepsStub {
+				delete(s.st.VMs, id)
+			}
+		},
+		run: func(t *task) error {
+			work(t)
+			v.Conf = conf
+			if poolID != "" {
+				if p, ok := s.st.Pools[poolID]; ok {
+					p.VMs = append(p.VMs, id)
+				}
+			}
+			if start {
+				return s.startGuest(t, v)
+			}
+			return nil
+		},
+	}).UPID
 }
 
 func (s *Server) destroyGuest(k *guestKind, q *request) (any, error) {
-	v, err := s.writableGuest(k, q)
-	if err != nil {
+	node, id := q.vars["node"], vmidOf(q)
+	// Checked before the worker forks and again once it holds the lock
+	// (qemu-server destroy_vm $early_checks, pve-container destroy_vm):
+	// the guest may have changed while the worker waited.
+	check := func() (*vm, error) {
+		v, err := s.guestAt(k, node, id)
+		if err != nil {
+			return nil, err
+		}
+		if err := s.writable(v, q); err != nil {
+			return nil, err
+		}
+		if v.Conf["protection"] == "1" {
+			return nil, fail(http.StatusInternalServerError, "can't remove %s - protection mode enabled", k.name(v.VMID))
+		}
+		if v.Running {
+			return nil, fail(http.StatusInternalServerError, k.destroyRunning, v.VMID)
+		}
+		return v, nil
+	}
+	if _, err := check(); err != nil {
 		return nil, err
 	}
-	if v.Conf["protection"] == "1" {
-		return nil, fail(http.StatusInternalServerError, "can't remove %s - protection mode enabled", k.name(v.VMID))
-	}
-	if v.Running {
-		return nil, fail(http.StatusInternalServerError, k.destroyRunning, v.VMID)
-	}
-	id := v.VMID
-	upid := s.startTask(v.Node, k.tasks+"destroy", vmidString(id), []int{id}, func(t *task) error {
-		// destroy_vm refuses, inside the worker, a template whose base
-		// volumes linked clones still use.
-		if v.Conf["template"] == "1" {
-			for _, vol := range s.st.volumesOf(id) {
-				if s.st.volumeInUseAsBase(vol.volid()) {
-					return fmt.Errorf("base volume '%s' is still in use by linked cloned", vol.volid())
+	return s.startWorker(node, k.tasks+"destroy", vmidString(id), worker{
+		locks: []lockReq{s.exclusive(id)},
+		begin: func(*task) error { _, err := check(); return err },
+		run: func(t *task) error {
+			v := s.st.VMs[id]
+			// destroy_vm refuses, inside the worker, a template whose base
+			// volumes linked clones still use.
+			if v.Conf["template"] == "1" {
+				for _, vol := range s.st.volumesOf(id) {
+					if s.st.volumeInUseAsBase(vol.volid()) {
+						return fmt.Errorf("base volume '%s' is still in use by linked cloned", vol.volid())
+					}
 				}
 			}
-		}
-		for _, vol := range s.st.volumesOf(id) {
-			delete(s.st.Volumes, vol.volid())
-			t.logf("  Logical volume \"%s\" successfully removed.", vol.Name)
-		}
-		s.st.removeFromPools(id)
-		delete(s.st.VMs, id)
-		if q.bool("purge") {
-			t.logf("purging VM %d from related configurations..", id)
-		}
-		return nil
-	})
-	return upid, nil
+			for _, vol := range s.st.volumesOf(id) {
+				delete(s.st.Volumes, vol.volid())
+				t.logf("  Logical volume \"%s\" successfully removed.", vol.Name)
+			}
+			s.st.removeFromPools(id)
+			delete(s.st.VMs, id)
+			if q.bool("purge") {
+				t.logf("purging VM %d from related configurations..", id)
+			}
+			return nil
+		},
+	}).UPID, nil
 }
 
 // effectiveConf is the config with pending changes applied.
@@ -475,15 +588,37 @@ func (s *Server) postConfig(k *guestKind, q *request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	c.stage()
-	return s.startTask(c.v.Node, k.tasks+"config", vmidString(c.v.VMID), []int{c.v.VMID}, func(t *task) error {
-		c.apply()
-		return nil
-	}), nil
+	// The worker takes the lock and only then checks the digest again and
+	// writes the change (qemu-server update_vm_api: the whole $updatefn
+	// runs under lock_config): a worker that cannot get the lock changes
+	// nothing, not even the digest.
+	id := c.v.VMID
+	return s.startWorker(c.v.Node, k.tasks+"config", vmidString(id), worker{
+		locks: []lockReq{s.guestLock(k, id)},
+		begin: func(*task) error {
+			if s.st.VMs[id] != c.v {
+				return k.noConfig(c.v.Node, id)
+			}
+			if err := s.checkDigest(c.v, q); err != nil {
+				return err
+			}
+			c.stage()
+			return nil
+		},
+		run: func(*task) error {
+			c.apply()
+			return nil
+		},
+	}).UPID, nil
 }
 
-// putConfig is the synchronous update.
+// putConfig is the synchronous update: it takes the guest's lock in the
+// API process (qemu-server update_vm_api with $sync, pve-container
+// API2/LXC/Config.pm update_vm: lock_config), waiting like PVE.
 func (s *Server) putConfig(k *guestKind, q *request) (any, error) {
+	if _, err := s.lockedGuest(k, q); err != nil {
+		return nil, err
+	}
 	c, err := s.updateConfig(k, q)
 	if err != nil {
 		return nil, err

@@ -54,6 +54,24 @@ func lxcKind() *guestKind {
 		templateNoun:    "CT",
 		destroyRunning:  "unable to destroy CT %d - container is running",
 		templateNull:    true,
+		// pve-container API2/LXC.pm clone_vm and template: lock_config
+		// and create_and_lock_config in the API process.
+		syncLocks: true,
+		// pve-common Tools.pm assert_if_modified; API2/LXC.pm resize_vm.
+		digestMismatch:         "detected modified configuration - file changed by other user? Try again.",
+		resizeChecksBeforeFork: true,
+		resizeShrink:           "unable to shrink disk size",
+		resizeSame:             "disk is already at specified size",
+		// create_vm: lock_config in the worker; on failure the stub stays.
+		createLockWait:  10,
+		createKeepsStub: true,
+		// API2/LXC/Status.pm vm_shutdown: timeout 60 by default; LXC.pm
+		// vm_stop (lxc-stop kills quietly with forceStop); vm_reboot
+		// stops and starts in its own task.
+		shutdownTimeout:  60,
+		stopsInTime:      ctStopsInTime,
+		shutdownTimedOut: "container did not stop",
+		rebootInTask:     true,
 	}
 }
 
@@ -177,6 +195,9 @@ func (s *Server) createCT(k *guestKind, q *request) (any, error) {
 	tv, ok := s.st.Volumes[tmpl]
 	if !ok || tv.Content != "vztmpl" && tv.Content != "backup" {
 		return nil, fail(http.StatusInternalServerError, "volume '%s' does not exist", tmpl)
+	}
+	if err := s.createLock(k, q, id); err != nil {
+		return nil, err
 	}
 	keys, _, _, err := configParams(k, q)
 	if err != nil {

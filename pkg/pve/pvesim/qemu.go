@@ -50,9 +50,19 @@ func qemuKind() *guestKind {
 				key, v.VMID, strings.TrimPrefix(key, "net"))
 			return fmt.Errorf("start failed: QEMU exited with code 1")
 		},
-		templateNoun:    "vm",
-		destroyRunning:  "VM %d is running - destroy failed",
-		sharedCloneLock: true,
+		templateNoun:   "vm",
+		destroyRunning: "VM %d is running - destroy failed",
+		// qemu-server API2/Qemu.pm update_vm_api and resize_vm.
+		digestMismatch: "checksum mismatch (file change by other user?)",
+		resizeShrink:   "shrinking disks is not supported",
+		// create_vm: lock_config_full($vmid, 1) in the worker; on failure
+		// the worker unlinks the config.
+		createLockWait: 1,
+		// QemuServer.pm _do_vm_stop: $timeout = 60 unless given.
+		shutdownTimeout:  60,
+		stopsInTime:      qemuStopsInTime,
+		shutdownTimedOut: "VM quit/powerdown failed - got timeout",
+		shutdownKill:     "VM still running - terminating now with SIGTERM",
 	}
 }
 
@@ -82,6 +92,9 @@ func (s *Server) qemuRoutes() []route {
 func (s *Server) createVM(k *guestKind, q *request) (any, error) {
 	id, poolID, err := s.newGuest(q, q.has("archive"))
 	if err != nil {
+		return nil, err
+	}
+	if err := s.createLock(k, q, id); err != nil {
 		return nil, err
 	}
 	keys, _, _, err := configParams(k, q)

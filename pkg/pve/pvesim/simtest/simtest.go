@@ -25,13 +25,17 @@ const (
 	DefaultTokenSecret  = "5e3d1c0a-51d7-4e57-9f7a-00000000cafe"
 	DefaultTaskDuration = 20 * time.Millisecond
 	DefaultSeed         = 1
+	// DefaultLockWait stands for PVE's 10 s lock_config wait at the test
+	// task duration: ten tasks long, as PVE waits for about ten typical
+	// tasks. The status interval stays PVE's own (pvesim's default).
+	DefaultLockWait = 10 * DefaultTaskDuration
 )
 
 // Options tunes Start. The zero value is a plain-HTTP simulator with the
 // defaults above.
 type Options struct {
-	// Sim configures the simulator; zero TokenID, TokenSecret, TaskDuration
-	// and Seed get the test defaults.
+	// Sim configures the simulator; zero TokenID, TokenSecret, TaskDuration,
+	// LockWait and Seed get the test defaults.
 	Sim pvesim.Options
 	// TLS serves HTTPS with a certificate from pvesim.SelfSignedCert, as
 	// `pvectl sim --tls` does; Client pins its fingerprint.
@@ -72,6 +76,9 @@ func Start(tb testing.TB, opts Options) *Sim {
 	}
 	if so.Seed == 0 {
 		so.Seed = DefaultSeed
+	}
+	if so.LockWait == 0 {
+		so.LockWait = DefaultLockWait
 	}
 	var checker *conformance.Checker
 	if opts.Conformance {
