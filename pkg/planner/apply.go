@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/pvectl/pvectl/pkg/pve"
 )
@@ -105,6 +106,7 @@ func applyChange(ctx context.Context, clients Clients, hooks Hooks, c *Change, r
 	ctx = pve.WithTaskObserver(ctx, func(st pve.TaskStatus, warnings []string) {
 		hooks.Message(c, taskWarningMessage(st, warnings))
 	})
+	ctx = pve.WithRetryObserver(ctx, func(r pve.Retry) { hooks.Message(c, retryMessage(r)) })
 	return apply(ctx, k, &execution{client: cl, hooks: hooks, change: c, reserved: reserved}, c)
 }
 
@@ -115,6 +117,16 @@ func taskWarningMessage(st pve.TaskStatus, warnings []string) string {
 		return fmt.Sprintf("task %s finished with %s (see its log)", st.UPID, st.ExitStatus)
 	}
 	return fmt.Sprintf("task %s finished with warnings: %s", st.UPID, strings.Join(warnings, "; "))
+}
+
+// retryMessage says that a call met a busy guest lock and is tried again.
+func retryMessage(r pve.Retry) string {
+	what := r.Method + " " + r.Path
+	if u, err := pve.ParseUPID(r.UPID); err == nil {
+		what = strings.TrimSpace("task " + u.Type + " " + u.ID)
+	}
+	return fmt.Sprintf("%s failed: %s; retrying in %s (attempt %d of %d)",
+		what, r.Reason, r.Delay.Round(time.Millisecond), r.Attempt+1, r.Of)
 }
 
 // vertex is one change during a walk.

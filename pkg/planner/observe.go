@@ -47,6 +47,9 @@ type liveConn struct {
 	networks  map[string]*liveNetwork
 	pools     []pve.Pool
 	poolsRead bool
+	// guests holds, per guest type, the guests as they are now (guest.go
+	// guestRows), read at most once.
+	guests map[pve.GuestType][]pve.ClusterResource
 }
 
 // liveNetwork is one node's staged network view.
@@ -56,8 +59,9 @@ type liveNetwork struct {
 }
 
 // Observe reads the live state the Set needs in few calls: /cluster/resources
-// and /nodes once per connection, one network list per node with network
-// resources, the pool list once, one config per managed VM that exists.
+// and /nodes once per connection, one guest list per node and guest type
+// the Set has, one network list per node with network resources, the pool
+// list once, one config per managed VM that exists.
 //
 // It reads every resource of the Set, targets or not (the lists are per
 // connection anyway, and the reads are what make a plan cheap to trust).
