@@ -5,7 +5,15 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X main.version=$(VERSION)
 GOFILES  = $(shell find cmd pkg internal -name '*.go' 2>/dev/null)
 
-.PHONY: all build test unit lint demo bench generate clean
+# The race detector needs cgo, that is a C compiler; without one the tests
+# run without it (and say so). RACE= turns it off.
+RACE    ?= $(if $(shell command -v $(CC) 2>/dev/null),-race,)
+# Each fuzz target runs this long in `make test` (its seed corpus always runs
+# with the unit tests).
+FUZZTIME ?= 10s
+FUZZ     := ./pkg/spec:FuzzLoad ./pkg/pve/schema:FuzzPropertyStringRoundTrip
+
+.PHONY: all build test unit lint fuzz demo bench generate clean
 
 all: build
 
@@ -13,9 +21,18 @@ build:
 	$(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/pvectl
 
 # The whole suite: lint, unit tests, end-to-end tests against the simulator
-# (the e2e tests build the binary themselves).
+# (the e2e tests build the binary themselves), then a bounded fuzz run.
 test: lint
-	$(GO) test -race -count=1 -timeout 15m ./...
+	@[ -n "$(RACE)" ] || echo "note: no C compiler ($(CC)): running the tests without the race detector"
+	$(GO) test $(RACE) -count=1 -timeout 15m ./...
+	$(MAKE) --no-print-directory fuzz
+
+fuzz:
+	@for t in $(FUZZ); do \
+	  pkg=$${t%%:*}; name=$${t##*:}; \
+	  echo "$(GO) test -run '^$$' -fuzz '^$$name\$$' -fuzztime $(FUZZTIME) $$pkg"; \
+	  $(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
+	done
 
 lint:
 	@out=$$(gofmt -l $(GOFILES)); if [ -n "$$out" ]; then echo "gofmt -w needed on:"; echo "$$out"; exit 1; fi

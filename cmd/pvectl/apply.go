@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -77,19 +78,29 @@ func (o *applyOptions) validate() error {
 		}
 		return nil
 	}
-	if o.autoApprove {
-		return nil
+	if slices.Contains(o.files, spec.StdinPath) && !o.autoApprove {
+		return invalid(fmt.Errorf("%s -f - reads the specs from stdin, which then cannot answer the confirmation: add --auto-approve", o.verb()))
 	}
+	return approval(o.verb(), o.destroy, o.autoApprove, o.json, isTerminal(o.g.streams.In))
+}
+
+// approval decides whether a run may go on to ask (or not ask) for
+// confirmation. As Terraform, pvectl asks when stdin is a terminal — who
+// would answer otherwise? — wherever stdout goes (`apply | tee log` asks);
+// elsewhere it needs --auto-approve, and so does --json, whose stdout
+// carries only JSON.
+func approval(verb string, destroy, autoApprove, asJSON, stdinTerminal bool) error {
 	switch {
-	case o.json:
-		// The question would land in the JSON stream.
-		return invalid(fmt.Errorf("%s --json needs --auto-approve", o.verb()))
-	case !isTerminal(o.g.streams.Out):
+	case autoApprove:
+		return nil
+	case asJSON:
+		return invalid(fmt.Errorf("%s --json needs --auto-approve", verb))
+	case !stdinTerminal:
 		hint := " (or save a plan with 'pvectl plan --out FILE' and run 'pvectl apply FILE')"
-		if o.destroy {
+		if destroy {
 			hint = ""
 		}
-		return invalid(fmt.Errorf("%s needs --auto-approve when not run on a terminal%s", o.verb(), hint))
+		return invalid(fmt.Errorf("%s needs --auto-approve when its input is not a terminal%s", verb, hint))
 	}
 	return nil
 }
@@ -107,26 +118,53 @@ func (o *applyOptions) run(ctx context.Context) error {
 	if err := o.validate(); err != nil {
 		return err
 	}
-	ctx, cancel := signalContext(ctx)
-	defer cancel()
+	in := watchInterrupts(ctx, o.g.signals)
+	defer in.close()
+	p, cl, err := o.prepare(in)
+	if in.interrupted() {
+		return errInterrupted
+	}
+	if err != nil || p == nil {
+		return err
+	}
 	w := o.g.streams.Out
-	var (
-		p  *planner.Plan
-		cl *clients
-	)
+	view := newProgressView(w, o.json, o.g.colorEnabled(w))
+	if o.json {
+		view.secrets, view.notices = o.g.streams.Err, o.g.streams.Err
+	}
+	in.applying(view)
+	res, err := planner.Apply(in.ctx, cl, p, planner.ApplyOptions{Parallelism: o.g.parallelism, Hooks: view, Stop: in.stop})
+	view.summary(p, res, o.verb())
+	switch {
+	case err != nil && res == nil: // refused before anything ran
+		return &exitError{code: exitFailure, err: fmt.Errorf("%s: %w", o.verb(), err)}
+	case res != nil && res.Interrupted:
+		return &exitError{code: exitFailure, err: fmt.Errorf("%s interrupted (see the summary above)", o.verb())}
+	case err != nil:
+		// The summary above lists every failure; say it once more, short.
+		return &exitError{code: exitFailure, err: fmt.Errorf("%s did not complete (see the summary above)", o.verb())}
+	}
+	return nil
+}
+
+// prepare reads the saved plan or plans afresh, shows it and asks; a nil
+// plan with no error means there is nothing to do (or the answer was no).
+func (o *applyOptions) prepare(in *interrupts) (*planner.Plan, *clients, error) {
+	ctx, w := in.ctx, o.g.streams.Out
 	if o.planFile != "" {
-		var err error
-		if p, err = planner.ReadFile(o.planFile); err != nil {
-			return invalid(err)
+		p, err := planner.ReadFile(o.planFile)
+		if err != nil {
+			return nil, nil, invalid(err)
 		}
 		var set *spec.Set
 		if len(o.files) > 0 { // named connections are defined in the specs
-			if set, err = o.load(); err != nil {
-				return err
+			if set, err = o.load(o.g); err != nil {
+				return nil, nil, err
 			}
 		}
-		if cl, err = newClients(o.g, set); err != nil {
-			return err
+		cl, err := newClients(o.g, set, p.Connections)
+		if err != nil {
+			return nil, nil, err
 		}
 		var used []string
 		for _, c := range p.Changes {
@@ -135,54 +173,42 @@ func (o *applyOptions) run(ctx context.Context) error {
 			}
 		}
 		if err := cl.check(used); err != nil {
-			return err
+			return nil, nil, err
 		}
 		if err := planner.Verify(ctx, cl, p); err != nil {
-			return err
+			return nil, nil, err
 		}
-	} else {
-		set, err := o.load()
-		if err != nil {
-			return err
-		}
-		if p, cl, err = makePlan(ctx, o.g, set, planner.Options{Targets: o.targets, Destroy: o.destroy}); err != nil {
-			return err
-		}
-		if !o.json {
-			if err := render.Human(w, p, render.Options{Color: o.g.colorEnabled(w)}); err != nil {
-				return err
-			}
-		}
-		if !p.HasChanges() {
-			if o.json { // the rendered plan said it for humans
-				newProgressView(w, true, false).summary(p, &planner.Result{}, o.verb())
-			}
-			return nil
-		}
-		if !o.autoApprove {
-			ok, err := confirm(o.g.streams.In, w, o.destroy)
-			if err != nil {
-				return err
-			}
-			if !ok {
-				return &exitError{code: exitFailure, err: errors.New("cancelled: nothing was changed")}
-			}
-		}
+		return p, cl, nil
 	}
-	view := newProgressView(w, o.json, o.g.colorEnabled(w))
-	if o.json {
-		view.secrets = o.g.streams.Err
-	}
-	res, err := planner.Apply(ctx, cl, p, planner.ApplyOptions{Parallelism: o.g.parallelism, Hooks: view})
-	view.summary(p, res, o.verb())
+	set, err := o.load(o.g)
 	if err != nil {
-		if res == nil { // refused before anything ran
-			return &exitError{code: exitFailure, err: fmt.Errorf("%s: %w", o.verb(), err)}
-		}
-		// The summary above lists every failure; say it once more, short.
-		return &exitError{code: exitFailure, err: fmt.Errorf("%s did not complete (see the summary above)", o.verb())}
+		return nil, nil, err
 	}
-	return nil
+	p, cl, err := makePlan(ctx, o.g, set, planner.Options{Targets: o.targets, Destroy: o.destroy})
+	if err != nil {
+		return nil, nil, err
+	}
+	if !o.json {
+		if err := render.Human(w, p, render.Options{Color: o.g.colorEnabled(w)}); err != nil {
+			return nil, nil, err
+		}
+	}
+	if !p.HasChanges() {
+		if o.json { // the rendered plan said it for humans
+			newProgressView(w, true, false).summary(p, &planner.Result{}, o.verb())
+		}
+		return nil, nil, nil
+	}
+	if !o.autoApprove {
+		ok, err := confirm(ctx, o.g.streams.In, w, o.destroy)
+		if err != nil {
+			return nil, nil, err
+		}
+		if !ok {
+			return nil, nil, &exitError{code: exitFailure, err: errors.New("cancelled: nothing was changed")}
+		}
+	}
+	return p, cl, nil
 }
 
 func (o *applyOptions) verb() string {
@@ -192,15 +218,32 @@ func (o *applyOptions) verb() string {
 	return "apply"
 }
 
-func confirm(in io.Reader, w io.Writer, destroy bool) (bool, error) {
+// confirm asks the question and reads one line. The read runs apart so
+// that an interrupt (ctx) ends the wait at once; a closed input is a no.
+func confirm(ctx context.Context, in io.Reader, w io.Writer, destroy bool) (bool, error) {
 	q := "Do you want to perform these actions?"
 	if destroy {
 		q = "Do you really want to destroy these resources?"
 	}
 	fmt.Fprintf(w, "\n%s\n  Only 'yes' will be accepted to approve.\n\n  Enter a value: ", q)
-	line, err := bufio.NewReader(in).ReadString('\n')
-	if err != nil && line == "" {
-		return false, fmt.Errorf("read confirmation: %w", err)
+	type answer struct {
+		line string
+		err  error
 	}
-	return strings.TrimSpace(line) == "yes", nil
+	got := make(chan answer, 1)
+	go func() {
+		line, err := bufio.NewReader(in).ReadString('\n')
+		got <- answer{line, err}
+	}()
+	select {
+	case <-ctx.Done():
+		fmt.Fprintln(w)
+		return false, ctx.Err()
+	case a := <-got:
+		if a.err != nil && a.line == "" {
+			fmt.Fprintln(w)
+			return false, &exitError{code: exitFailure, err: errors.New("no answer (the input was closed): nothing was changed")}
+		}
+		return strings.TrimSpace(a.line) == "yes", nil
+	}
 }

@@ -3,13 +3,15 @@ package main
 import (
 	"fmt"
 	"io"
+	"maps"
 	"os"
-	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 
 	"golang.org/x/term"
 
+	"github.com/pvectl/pvectl/pkg/planner"
 	"github.com/pvectl/pvectl/pkg/pve"
 	"github.com/pvectl/pvectl/pkg/spec"
 )
@@ -35,45 +37,26 @@ var envKeys = []struct{ key, env string }{
 // the config file, overridden by PROXMOX_* variables (environment wins, as
 // with the reference provider and Terraform).
 func (g *globalOptions) defaultConnection() (*spec.Connection, error) {
-	v := g.viper
-	profile := g.profileName()
-	cfgFile := g.configFile
-	if cfgFile == "" {
-		cfgFile = os.Getenv("PVECTL_CONFIG")
+	cfg, err := g.readConfig()
+	if err != nil {
+		return nil, err
 	}
-	explicitCfg := cfgFile != ""
-	if cfgFile == "" {
-		if dir, err := os.UserConfigDir(); err == nil {
-			cfgFile = filepath.Join(dir, "pvectl", "config.yaml")
+	get := func(string) string { return "" }
+	if prof, name, err := cfg.profile(g.profileName()); err != nil {
+		return nil, err
+	} else if prof != nil {
+		if err := checkProfileKeys(prof); err != nil {
+			return nil, invalid(fmt.Errorf("profile %s in %s: %w", name, cfg.path, err))
 		}
-	}
-	if cfgFile != "" {
-		if _, err := os.Stat(cfgFile); err == nil || explicitCfg {
-			v.SetConfigFile(cfgFile)
-			if err := v.ReadInConfig(); err != nil {
-				return nil, invalid(fmt.Errorf("read config file %s: %w", cfgFile, err))
-			}
-		}
-	}
-	get := func(key string) string { return "" }
-	if profile != "" {
-		if _, err := os.Stat(cfgFile); err != nil {
-			return nil, invalid(fmt.Errorf("--profile %s: no config file at %s (set --config or PVECTL_CONFIG)", profile, cfgFile))
-		}
-		sub := v.Sub("profiles." + profile)
-		if sub == nil {
-			return nil, invalid(fmt.Errorf("profile %q not found in %s (expected profiles.%s)", profile, cfgFile, profile))
-		}
-		if err := checkProfileKeys(sub.AllKeys()); err != nil {
-			return nil, invalid(fmt.Errorf("profile %s in %s: %w", profile, cfgFile, err))
-		}
-		get = func(key string) string { return sub.GetString(key) }
+		get = func(key string) string { return prof[key] }
 	}
 	val := map[string]string{}
+	fromEnv := map[string]string{}
 	for _, k := range envKeys {
 		val[k.key] = get(k.key)
 		if e, ok := os.LookupEnv(k.env); ok && e != "" {
 			val[k.key] = e
+			fromEnv[k.key] = k.env
 		}
 	}
 	insecure, err := parseFlag(val["insecure"])
@@ -98,6 +81,15 @@ func (g *globalOptions) defaultConnection() (*spec.Connection, error) {
 	if c.TokenID == "" && c.User != "" && c.TokenName != "" {
 		c.TokenID = c.User + "!" + c.TokenName
 	}
+	for _, key := range []string{"tokenSecret", "sshPrivateKey"} {
+		if env := fromEnv[key]; env != "" {
+			if c.SecretEnv == nil {
+				c.SecretEnv = map[string]string{}
+			}
+			c.SecretEnv[key] = env
+		}
+	}
+	g.scrubber.Add(c.TokenSecret, c.SSHPrivateKey)
 	return c, nil
 }
 
@@ -121,18 +113,26 @@ func parseFlag(s string) (bool, error) {
 	return false, fmt.Errorf("%q is not a boolean: use 1 or 0", s)
 }
 
-// checkProfileKeys refuses keys a profile does not know (viper lowercases them).
-func checkProfileKeys(keys []string) error {
-	known := map[string]bool{}
+// checkProfileKeys refuses keys a profile does not know; keys are matched
+// exactly as documented (tokenId, not tokenid).
+func checkProfileKeys(prof map[string]string) error {
 	var names []string
+	known := map[string]bool{}
 	for _, k := range envKeys {
-		known[strings.ToLower(k.key)] = true
+		known[k.key] = true
 		names = append(names, k.key)
 	}
-	for _, k := range keys {
-		if !known[k] {
-			return fmt.Errorf("unknown key %q (known: %s)", k, strings.Join(names, ", "))
+	for _, k := range slices.Sorted(maps.Keys(prof)) {
+		if known[k] {
+			continue
 		}
+		hint := ""
+		for _, n := range names {
+			if strings.EqualFold(n, k) {
+				hint = fmt.Sprintf(" (did you mean %s?)", n)
+			}
+		}
+		return fmt.Errorf("unknown key %q%s (known: %s)", k, hint, strings.Join(names, ", "))
 	}
 	return nil
 }
@@ -141,23 +141,87 @@ func checkProfileKeys(keys []string) error {
 type clients struct {
 	g     *globalOptions
 	conns map[string]*spec.Connection
+	// broken are connections a saved plan names that cannot be rebuilt.
+	broken map[string]error
 
 	mu    sync.Mutex
 	cache map[string]*pve.Client
 }
 
-func newClients(g *globalOptions, set *spec.Set) (*clients, error) {
+// newClients gathers the connections: the default one (profile and
+// PROXMOX_* variables), those of the specs, and — for `apply FILE` — those
+// the plan saved, which the specs (when given) override.
+func newClients(g *globalOptions, set *spec.Set, saved map[string]*planner.SavedConnection) (*clients, error) {
 	def, err := g.defaultConnection()
 	if err != nil {
 		return nil, err
 	}
-	conns := map[string]*spec.Connection{"": def}
+	cs := &clients{g: g, conns: map[string]*spec.Connection{"": def}, broken: map[string]error{}, cache: map[string]*pve.Client{}}
+	for name, s := range saved {
+		if name == "" {
+			if err := fillFromSaved(def, s); err != nil {
+				cs.broken[name] = err
+			}
+			continue
+		}
+		c, err := s.Connection(name, os.LookupEnv)
+		if err != nil {
+			cs.broken[name] = err
+			continue
+		}
+		cs.conns[name] = c
+	}
 	if set != nil {
 		for name, c := range set.Connections {
-			conns[name] = c
+			cs.conns[name] = c
+			delete(cs.broken, name)
 		}
 	}
-	return &clients{g: g, conns: conns, cache: map[string]*pve.Client{}}, nil
+	for _, c := range cs.conns {
+		g.scrubber.Add(c.TokenSecret, c.SSHPrivateKey)
+	}
+	return cs, nil
+}
+
+// fillFromSaved completes the default connection from a saved plan: every
+// setting the profile and environment leave empty, and the token secret
+// from the variable the plan names. A setting given now wins; if it points
+// at another cluster, Verify refuses the plan.
+func fillFromSaved(c *spec.Connection, s *planner.SavedConnection) error {
+	from := s.Settings("")
+	fill := func(dst *string, v string) {
+		if *dst == "" {
+			*dst = v
+		}
+	}
+	fill(&c.URL, from.URL)
+	if c.TokenID == "" {
+		c.TokenID, c.User, c.TokenName = from.TokenID, from.User, from.TokenName
+	}
+	fill(&c.TLSFingerprint, from.TLSFingerprint)
+	fill(&c.CAFile, from.CAFile)
+	fill(&c.DNSDomain, from.DNSDomain)
+	fill(&c.SSHUser, from.SSHUser)
+	if len(c.Nodes) == 0 {
+		c.Nodes = from.Nodes
+	}
+	if len(c.DNSServers) == 0 {
+		c.DNSServers = from.DNSServers
+	}
+	if from.Insecure && os.Getenv("PROXMOX_INSECURE") == "" {
+		c.Insecure = true
+	}
+	for key, dst := range map[string]*string{"tokenSecret": &c.TokenSecret, "sshPrivateKey": &c.SSHPrivateKey} {
+		if *dst != "" {
+			continue
+		}
+		v, err := s.Secret("", key, os.LookupEnv)
+		if err != nil {
+			return err
+		}
+		*dst = v
+	}
+	return nil
 }
 
 func (cs *clients) Connection(name string) *spec.Connection { return cs.conns[name] }
@@ -167,6 +231,9 @@ func (cs *clients) Client(name string) (*pve.Client, error) {
 	defer cs.mu.Unlock()
 	if c, ok := cs.cache[name]; ok {
 		return c, nil
+	}
+	if err := cs.broken[name]; err != nil {
+		return nil, err
 	}
 	conn := cs.conns[name]
 	what := "connection " + name
@@ -179,13 +246,20 @@ func (cs *clients) Client(name string) (*pve.Client, error) {
 	if conn == nil {
 		return nil, fmt.Errorf("unknown connection %q: pass the spec files that define it with -f", name)
 	}
+	if len(conn.Unresolved) > 0 {
+		return nil, conn.Unresolved
+	}
 	if conn.URL == "" {
 		return nil, fmt.Errorf("%s has no URL: set PROXMOX_URL (e.g. https://pve.example.com:8006)", what)
 	}
 	if conn.TokenID == "" || conn.TokenSecret == "" {
 		return nil, fmt.Errorf("%s has no API token: set PROXMOX_TOKEN_ID=user@realm!name (or PROXMOX_USER and PROXMOX_TOKEN_NAME) and PROXMOX_TOKEN_SECRET", what)
 	}
-	opts := []pve.Option{pve.WithToken(conn.TokenID, conn.TokenSecret)}
+	opts := []pve.Option{
+		pve.WithToken(conn.TokenID, conn.TokenSecret),
+		pve.WithRequestTimeout(cs.g.requestTimeout),
+		pve.WithTaskTimeout(cs.g.taskTimeout),
+	}
 	if conn.Insecure {
 		opts = append(opts, pve.WithInsecure(true))
 	}
@@ -229,7 +303,16 @@ func (g *globalOptions) profileName() string {
 	return os.Getenv("PVECTL_PROFILE")
 }
 
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
+// isTerminal reports whether a stream (stdin, or an output stream, seen
+// through the scrubbing writer) is a terminal.
+func isTerminal(stream any) bool {
+	for {
+		u, ok := stream.(interface{ Unwrap() io.Writer })
+		if !ok {
+			break
+		}
+		stream = u.Unwrap()
+	}
+	f, ok := stream.(*os.File)
 	return ok && term.IsTerminal(int(f.Fd()))
 }

@@ -4,11 +4,11 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/spf13/viper"
 
 	"github.com/pvectl/pvectl/pkg/spec"
 )
@@ -48,13 +48,15 @@ func TestDefaultConnection(t *testing.T) {
 		{
 			name: "environment only",
 			env:  map[string]string{"PROXMOX_URL": "https://a.test:8006", "PROXMOX_USER": "ci@pve", "PROXMOX_TOKEN_NAME": "deploy", "PROXMOX_TOKEN_SECRET": "s3", "PROXMOX_NODES": "n1, n2"},
-			want: spec.Connection{URL: "https://a.test:8006", User: "ci@pve", TokenName: "deploy", TokenID: "ci@pve!deploy", TokenSecret: "s3", Nodes: []string{"n1", "n2"}},
+			want: spec.Connection{URL: "https://a.test:8006", User: "ci@pve", TokenName: "deploy", TokenID: "ci@pve!deploy", TokenSecret: "s3", Nodes: []string{"n1", "n2"},
+				SecretEnv: map[string]string{"tokenSecret": "PROXMOX_TOKEN_SECRET"}},
 		},
 		{
 			name:    "profile",
 			profile: "lab",
 			env:     map[string]string{"PROXMOX_TOKEN_SECRET": "s3"},
-			want:    spec.Connection{URL: "https://pve.lab.test:8006", TokenID: "ops@pve!lab", TokenSecret: "s3", Nodes: []string{"pve1", "pve2"}, Insecure: true},
+			want: spec.Connection{URL: "https://pve.lab.test:8006", TokenID: "ops@pve!lab", TokenSecret: "s3", Nodes: []string{"pve1", "pve2"}, Insecure: true,
+				SecretEnv: map[string]string{"tokenSecret": "PROXMOX_TOKEN_SECRET"}},
 		},
 		{
 			name:    "environment wins over the profile",
@@ -67,7 +69,7 @@ func TestDefaultConnection(t *testing.T) {
 			env:  map[string]string{"PVECTL_PROFILE": "other"},
 			want: spec.Connection{URL: "https://other.test:8006"},
 		},
-		{name: "unknown profile", profile: "nope", wantErr: `profile "nope" not found`},
+		{name: "unknown profile", profile: "nope", wantErr: `profile "nope" not found in ` + cfg + ` (profiles there: lab, other)`},
 		{name: "bad PROXMOX_INSECURE", env: map[string]string{"PROXMOX_INSECURE": "nope"}, wantErr: `"nope" is not a boolean`},
 	}
 	for _, tt := range tests {
@@ -76,7 +78,7 @@ func TestDefaultConnection(t *testing.T) {
 			for k, v := range tt.env {
 				t.Setenv(k, v)
 			}
-			g := &globalOptions{profile: tt.profile, configFile: cfg, viper: viper.New()}
+			g := &globalOptions{profile: tt.profile, configFile: cfg}
 			got, err := g.defaultConnection()
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
@@ -91,6 +93,59 @@ func TestDefaultConnection(t *testing.T) {
 				t.Errorf("connection (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// A profile named default is used when none is chosen; keys are matched
+// exactly as documented; lists are accepted where the variable takes a
+// comma-separated list.
+func TestConfigProfiles(t *testing.T) {
+	tests := []struct {
+		name, file, profile string
+		want                spec.Connection
+		wantErr             string
+	}{
+		{name: "default profile", file: "profiles:\n  default:\n    url: https://d.test:8006\n    nodes: [a, b]\n",
+			want: spec.Connection{URL: "https://d.test:8006", Nodes: []string{"a", "b"}}},
+		{name: "chosen over default", file: "profiles:\n  default:\n    url: https://d.test:8006\n  x:\n    url: https://x.test:8006\n", profile: "x",
+			want: spec.Connection{URL: "https://x.test:8006"}},
+		{name: "no default: none", file: "profiles:\n  x:\n    url: https://x.test:8006\n"},
+		{name: "keys exactly", file: "profiles:\n  default:\n    tokenid: a@pve!t\n", wantErr: `unknown key "tokenid" (did you mean tokenId?)`},
+		{name: "unknown top-level key", file: "profile:\n  x: {}\n", wantErr: "field profile not found"},
+		{name: "empty file", file: ""},
+		{name: "no profiles at all", file: "", profile: "x", wantErr: `profile "x" not found in`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			clearProxmoxEnv(t)
+			cfg := filepath.Join(t.TempDir(), "config.yaml")
+			if err := os.WriteFile(cfg, []byte(tt.file), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			g := &globalOptions{profile: tt.profile, configFile: cfg}
+			got, err := g.defaultConnection()
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("got error %v, want %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, *got); diff != "" {
+				t.Errorf("connection (-want +got):\n%s", diff)
+			}
+		})
+	}
+	clearProxmoxEnv(t)
+	g := &globalOptions{profile: "lab"}
+	if _, err := g.defaultConnection(); err == nil || !strings.Contains(err.Error(), "there is no config file") {
+		t.Errorf("--profile without a config file: got %v", err)
+	}
+	g = &globalOptions{configFile: filepath.Join(t.TempDir(), "missing.yaml")}
+	if _, err := g.defaultConnection(); err == nil || !strings.Contains(err.Error(), "does not exist") {
+		t.Errorf("--config of a missing file: got %v", err)
 	}
 }
 
@@ -118,7 +173,7 @@ func TestExitCodes(t *testing.T) {
 		{"no connection", []string{"plan", "-f", good}, 3, "PROXMOX_URL"},
 		{"apply off a terminal", []string{"apply", "-f", good}, 3, "--auto-approve"},
 		{"apply --json needs approval", []string{"apply", "-f", good, "--json"}, 3, "--json needs --auto-approve"},
-		{"destroy off a terminal", []string{"destroy", "-f", good}, 3, "destroy needs --auto-approve when not run on a terminal\n"},
+		{"destroy off a terminal", []string{"destroy", "-f", good}, 3, "destroy needs --auto-approve when its input is not a terminal\n"},
 		{"specs without -f", []string{"plan", dir}, 3, "pvectl plan -f " + dir},
 		{"specs given as a plan file", []string{"apply", good}, 3, "looks like specs, not a plan file: pvectl apply -f " + good},
 		{"parallelism 0", []string{"plan", "-f", good, "--parallelism", "0"}, 3, "--parallelism 0"},
@@ -137,5 +192,31 @@ func TestExitCodes(t *testing.T) {
 				t.Errorf("output lacks %q:\n%s", tt.out, all)
 			}
 		})
+	}
+}
+
+func TestVersion(t *testing.T) {
+	for _, args := range [][]string{{"version"}, {"--version"}} {
+		var out bytes.Buffer
+		if code := Execute("v1.2.3", args, Streams{In: strings.NewReader(""), Out: &out, Err: &out}); code != 0 || out.String() != "pvectl v1.2.3\n" {
+			t.Errorf("%v: exit %d, printed %q; want \"pvectl v1.2.3\\n\"", args, code, out.String())
+		}
+	}
+	tests := []struct {
+		name, set string
+		info      *debug.BuildInfo
+		want      string
+	}{
+		{"ldflags", "v0.4.0", &debug.BuildInfo{Main: debug.Module{Version: "v9"}}, "v0.4.0"},
+		{"go install", "dev", &debug.BuildInfo{Main: debug.Module{Version: "v0.5.1"}}, "v0.5.1"},
+		{"local build", "dev", &debug.BuildInfo{Main: debug.Module{Version: "(devel)"}, Settings: []debug.BuildSetting{
+			{Key: "vcs.revision", Value: "0123456789abcdef0123"}, {Key: "vcs.modified", Value: "true"}}}, "dev-0123456789ab-dirty"},
+		{"nothing known", "dev", &debug.BuildInfo{Main: debug.Module{Version: "(devel)"}}, "dev"},
+		{"no build info", "dev", nil, "dev"},
+	}
+	for _, tt := range tests {
+		if got := resolveVersion(tt.set, tt.info); got != tt.want {
+			t.Errorf("%s: got %q want %q", tt.name, got, tt.want)
+		}
 	}
 }

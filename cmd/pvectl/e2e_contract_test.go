@@ -45,7 +45,7 @@ func TestE2EManagedFalse(t *testing.T) {
 		"kind: QemuVM\nname: web\nspec:\n  vmid: 160\n  memory: 512\n  net0: virtio,bridge=vmbr0\n"
 	f := writeSpec(t, "ro.yaml", doc)
 	r := env.mustRun(0, "apply", "-f", f, "--auto-approve")
-	if !strings.Contains(r.stdout, "1 changed") {
+	if !strings.Contains(r.stdout, "Apply complete: 1 created.") {
 		t.Errorf("apply: want only the VM changed, got:\n%s", r.stdout)
 	}
 	env.mustRun(0, "plan", "-f", f, "--detailed-exitcode")

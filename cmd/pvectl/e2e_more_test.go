@@ -261,7 +261,7 @@ func TestE2EDestroyMixedKept(t *testing.T) {
 	for _, want := range []string{
 		"QemuVM/app-vm-1: kept (protected)",
 		"LinuxBridge/vmbr1: kept (protected QemuVM/app-vm-1 needs it)",
-		"Destroy complete: 2 changed, 2 kept (protected).",
+		"Destroy complete: 2 destroyed, 2 kept (protected).",
 	} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("destroy output lacks %q:\n%s", want, r.stdout)

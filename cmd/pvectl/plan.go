@@ -4,14 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"os/signal"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/pvectl/pvectl/pkg/planner"
 	"github.com/pvectl/pvectl/pkg/planner/render"
+	"github.com/pvectl/pvectl/pkg/secret"
 	"github.com/pvectl/pvectl/pkg/spec"
 )
 
@@ -43,14 +42,31 @@ func specsWithF(c *cobra.Command, args []string) error {
 	return nil
 }
 
-// load reads and validates the specs; every problem is an invalid-input error.
-func (o *specOptions) load() (*spec.Set, error) {
+// load reads and validates the specs; every problem is an invalid-input
+// error. "-f -" reads them from stdin. The secret values the specs hold
+// are handed to the output scrubber.
+func (o *specOptions) load(g *globalOptions) (*spec.Set, error) {
 	if len(o.files) == 0 {
-		return nil, invalid(fmt.Errorf("no specs given: pass -f FILE or -f DIR"))
+		return nil, invalid(fmt.Errorf("no specs given: pass -f FILE or -f DIR (or -f - for stdin)"))
 	}
-	set, err := spec.Load(o.files, spec.LoadOptions{})
+	set, err := spec.Load(o.files, spec.LoadOptions{Stdin: g.streams.In})
 	if err != nil {
 		return nil, invalid(err)
+	}
+	for _, r := range set.Resources {
+		for k, v := range r.Params {
+			if secret.Key(k) {
+				g.scrubber.Add(v)
+			}
+		}
+		for k, v := range r.OwnFields() {
+			if s, ok := v.(string); ok && secret.Key(k) {
+				g.scrubber.Add(s)
+			}
+		}
+	}
+	for _, c := range set.Connections {
+		g.scrubber.Add(c.TokenSecret, c.SSHPrivateKey)
 	}
 	var bad []string
 	for _, t := range o.targets {
@@ -99,15 +115,21 @@ Exit codes: 0 success, 1 API or runtime failure, 3 invalid specs; with
 }
 
 func (o *planOptions) run(ctx context.Context) error {
-	set, err := o.load()
+	set, err := o.load(o.g)
 	if err != nil {
 		return err
 	}
-	p, _, err := makePlan(ctx, o.g, set, planner.Options{Targets: o.targets})
+	in := watchInterrupts(ctx, o.g.signals)
+	defer in.close()
+	p, cl, err := makePlan(in.ctx, o.g, set, planner.Options{Targets: o.targets})
+	if in.interrupted() {
+		return errInterrupted
+	}
 	if err != nil {
 		return err
 	}
 	if o.out != "" {
+		p.RecordConnections(cl)
 		if err := planner.WriteFile(o.out, p); err != nil {
 			return err
 		}
@@ -132,7 +154,7 @@ func (o *planOptions) run(ctx context.Context) error {
 
 // makePlan observes live state and builds the plan.
 func makePlan(ctx context.Context, g *globalOptions, set *spec.Set, opts planner.Options) (*planner.Plan, *clients, error) {
-	cl, err := newClients(g, set)
+	cl, err := newClients(g, set, nil)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -152,12 +174,4 @@ func makePlan(ctx context.Context, g *globalOptions, set *spec.Set, opts planner
 		return nil, nil, err
 	}
 	return p, cl, nil
-}
-
-// signalContext cancels on Ctrl-C so that an apply stops starting new work.
-func signalContext(parent context.Context) (context.Context, context.CancelFunc) {
-	if parent == nil {
-		parent = context.Background()
-	}
-	return signal.NotifyContext(parent, os.Interrupt)
 }

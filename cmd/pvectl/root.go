@@ -6,10 +6,12 @@ import (
 	"io"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/viper"
 
+	"github.com/pvectl/pvectl/pkg/pve"
+	"github.com/pvectl/pvectl/pkg/secret"
 	"github.com/pvectl/pvectl/pkg/spec"
 )
 
@@ -28,10 +30,11 @@ type Streams struct {
 }
 
 // exitError carries an exit code through cobra; its message (if any) is
-// printed once by Execute.
+// printed once by Execute, after "Error: " unless plain.
 type exitError struct {
-	code int
-	err  error
+	code  int
+	err   error
+	plain bool
 }
 
 func (e *exitError) Error() string {
@@ -46,19 +49,27 @@ func invalid(err error) error { return &exitError{code: exitInvalid, err: err} }
 
 // globalOptions are the flags every command shares.
 type globalOptions struct {
-	debug       bool
-	noColor     bool
-	profile     string
-	configFile  string
-	parallelism int
-	streams     Streams
-	viper       *viper.Viper
+	debug          bool
+	noColor        bool
+	profile        string
+	configFile     string
+	parallelism    int
+	requestTimeout time.Duration
+	taskTimeout    time.Duration
+	// streams are the command's IO; Out and Err pass every write through
+	// scrubber, which learns each secret as a connection or spec brings it.
+	streams  Streams
+	scrubber *secret.Scrubber
+	// signals delivers interrupts (SIGINT, SIGTERM); tests inject their own.
+	signals func() (<-chan os.Signal, func())
 }
 
 // Execute runs the CLI and returns the process exit code. Errors are mapped
 // to exit codes here and only here.
 func Execute(version string, args []string, streams Streams) int {
-	g := &globalOptions{streams: streams, viper: viper.New()}
+	scr := secret.NewScrubber()
+	streams.Out, streams.Err = scr.Writer(streams.Out), scr.Writer(streams.Err)
+	g := &globalOptions{streams: streams, scrubber: scr, signals: notifySignals}
 	root := newRootCmd(version, g)
 	root.SetArgs(args)
 	root.SetIn(streams.In)
@@ -87,8 +98,17 @@ func Execute(version string, args []string, streams Streams) int {
 		}
 		return code
 	}
-	if msg := err.Error(); msg != "" {
-		fmt.Fprintln(streams.Err, "Error: "+msg)
+	if err.Error() == "" {
+		return code
+	}
+	if errors.As(err, &ee) && ee.plain {
+		fmt.Fprintln(streams.Err, err.Error())
+		return code
+	}
+	headline, todo := explain(err)
+	fmt.Fprintln(streams.Err, "Error: "+headline)
+	if todo != "" {
+		fmt.Fprintln(streams.Err, "  "+todo)
 	}
 	return code
 }
@@ -111,8 +131,12 @@ config file (--profile), or Connection documents in the specs.`,
 		if g.parallelism < 1 {
 			return invalid(fmt.Errorf("--parallelism %d: want 1 or more", g.parallelism))
 		}
+		if g.requestTimeout < 0 || g.taskTimeout < 0 {
+			return invalid(errors.New("--request-timeout and --task-timeout cannot be negative"))
+		}
 		return nil
 	}
+	root.SetVersionTemplate("pvectl {{.Version}}\n") // as `pvectl version` prints it
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return invalid(fmt.Errorf("%w (see '%s --help')", err, c.CommandPath()))
 	})
@@ -122,6 +146,8 @@ config file (--profile), or Connection documents in the specs.`,
 	pf.StringVar(&g.profile, "profile", "", "connection profile from the config file (env PVECTL_PROFILE)")
 	pf.StringVar(&g.configFile, "config", "", "config file with profiles (default $PVECTL_CONFIG or ~/.config/pvectl/config.yaml)")
 	pf.IntVar(&g.parallelism, "parallelism", 4, "how many changes apply at once")
+	pf.DurationVar(&g.requestTimeout, "request-timeout", pve.DefaultRequestTimeout, "how long one API request may wait for its answer, and again for its body (0: no limit)")
+	pf.DurationVar(&g.taskTimeout, "task-timeout", pve.DefaultTaskTimeout, "how long to wait for one PVE task (0: no limit)")
 
 	root.AddCommand(
 		newValidateCmd(g),

@@ -7,7 +7,10 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -91,12 +94,23 @@ func (o *simOptions) run(ctx context.Context) error {
 			return invalid(errors.New("--error-rate, --lock-contention and --warn-rate take a fraction from 0 to 1"))
 		}
 	}
+	// The certificate comes first: GET /nodes answers its fingerprint.
+	var cert tls.Certificate
+	fp := ""
+	if o.tls {
+		host, _, _ := net.SplitHostPort(o.listen)
+		var err error
+		if cert, fp, err = pvesim.SelfSignedCert([]string{host, "localhost"}); err != nil {
+			return err
+		}
+	}
 	sim, err := pvesim.New(pvesim.Options{
 		Nodes: o.nodes, TokenID: id, TokenSecret: secret,
 		Latency: o.latency, TaskDuration: o.taskDuration,
 		StateFile: o.state, DataDir: o.dataDir,
 		ErrorRate: o.errorRate, LockContention: o.lockRate, WarnRate: o.warnRate,
 		LockWait: o.lockWait, StatusInterval: o.statusEvery,
+		Fingerprint: fp,
 	})
 	if err != nil {
 		return err
@@ -105,18 +119,16 @@ func (o *simOptions) run(ctx context.Context) error {
 
 	ln, err := net.Listen("tcp", o.listen)
 	if err != nil {
-		return err
+		if errors.Is(err, syscall.EADDRINUSE) {
+			return fmt.Errorf("--listen %s: the port is in use (another pvectl sim, or PVE itself?)\n  Pick another port, or --listen 127.0.0.1:0 for a free one (it is printed)", o.listen)
+		}
+		return fmt.Errorf("--listen %s: %w", o.listen, err)
 	}
 	scheme := "http"
 	// pveproxy drops idle keep-alive connections after about 5 s: so does the simulator.
 	srv := &http.Server{Handler: sim, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 5 * time.Second}
 	w := o.g.streams.Out
 	if o.tls {
-		host, _, _ := net.SplitHostPort(o.listen)
-		cert, fp, err := pvesim.SelfSignedCert([]string{host, "localhost"})
-		if err != nil {
-			return err
-		}
 		srv.TLSConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
 		ln = tls.NewListener(ln, srv.TLSConfig)
 		scheme = "https"
@@ -130,7 +142,7 @@ func (o *simOptions) run(ctx context.Context) error {
 	}
 	fmt.Fprintf(w, "  export PROXMOX_URL=%s://%s PROXMOX_TOKEN_ID='%s' PROXMOX_TOKEN_SECRET=%s\n", scheme, ln.Addr(), id, shown)
 
-	ctx, cancel := signalContext(ctx)
+	ctx, cancel := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer cancel()
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()

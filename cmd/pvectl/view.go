@@ -2,9 +2,11 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -13,23 +15,49 @@ import (
 	"github.com/muesli/termenv"
 
 	"github.com/pvectl/pvectl/pkg/planner"
+	"github.com/pvectl/pvectl/pkg/pve"
 )
 
+// eventsVersion is the format_version of every JSON line of apply and
+// destroy (docs/apply-events.schema.json).
+const eventsVersion = "1"
+
+// stillRunningEvery is how often a running change says it is still at it,
+// as Terraform's "Still creating... [10s elapsed]".
+const stillRunningEvery = 10 * time.Second
+
 // progressView renders apply progress: plain lines, coloured lines on a
-// terminal, or JSON lines. It implements planner.Hooks.
+// terminal, or JSON lines. It implements planner.Hooks and
+// planner.TaskHooks, and so knows what is running at any moment (for the
+// still-running lines and for interrupts).
 type progressView struct {
 	w    io.Writer
 	json bool
 	ok   lipgloss.Style
 	bad  lipgloss.Style
 	note lipgloss.Style
-
-	mu      sync.Mutex
-	start   map[string]time.Time
-	outputs []output // one-time values, shown once at the end
+	// every is the still-running interval (0: none).
+	every time.Duration
+	// notices gets the lines about interrupts: w for humans, the error
+	// stream beside JSON lines.
+	notices io.Writer
 	// secrets is where the one-time secrets block goes: w for humans, the
 	// error stream beside JSON lines (which never hold a secret).
 	secrets io.Writer
+
+	mu      sync.Mutex
+	running map[string]*runningChange // by address
+	locks   map[string]bool           // lock retries shown: address + request
+	aborted bool                      // a second interrupt stopped the waiting
+	outputs []output                  // one-time values, shown once at the end
+}
+
+// runningChange is a change between PreApply and PostApply.
+type runningChange struct {
+	c     *planner.Change
+	start time.Time
+	tasks []pve.UPID // the tasks it waits for now (normally one)
+	stop  chan struct{}
 }
 
 // output is a one-time value a change produced (an API token's secret).
@@ -46,66 +74,128 @@ func newProgressView(w io.Writer, asJSON, color bool) *progressView {
 		r.SetColorProfile(termenv.ANSI)
 	}
 	return &progressView{
-		w: w, json: asJSON, start: map[string]time.Time{}, secrets: w,
+		w: w, json: asJSON, secrets: w, notices: w, every: stillRunningEvery,
+		running: map[string]*runningChange{}, locks: map[string]bool{},
 		ok:   r.NewStyle().Foreground(lipgloss.Color("2")),
 		bad:  r.NewStyle().Foreground(lipgloss.Color("1")).Bold(true),
 		note: r.NewStyle().Foreground(lipgloss.Color("3")),
 	}
 }
 
-func (v *progressView) paint(s lipgloss.Style, text string) string { return s.Render(text) }
-
+// event writes one JSON line (typ and fields) or one human line. Human
+// lines show tasks by their short name; JSON keeps full UPIDs.
 func (v *progressView) event(typ string, c *planner.Change, fields map[string]any, line string) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
+	v.eventLocked(typ, c, fields, line)
+}
+
+func (v *progressView) eventLocked(typ string, c *planner.Change, fields map[string]any, line string) {
 	if v.json {
-		ev := map[string]any{"type": typ, "time": time.Now().UTC().Format(time.RFC3339Nano)}
+		ev := map[string]any{"format_version": eventsVersion, "type": typ, "time": time.Now().UTC().Format(time.RFC3339Nano)}
 		if c != nil {
 			ev["address"] = c.Address
 			ev["action"] = c.Action.String()
 		}
-		for k, val := range fields {
-			ev[k] = val
-		}
+		maps.Copy(ev, fields)
 		b, _ := json.Marshal(ev)
 		fmt.Fprintln(v.w, string(b))
 		return
 	}
-	fmt.Fprintln(v.w, line)
+	fmt.Fprintln(v.w, pve.ShortenUPIDs(line))
 }
 
 func (v *progressView) PreApply(c *planner.Change) {
-	v.mu.Lock()
-	v.start[c.Address] = time.Now()
-	v.mu.Unlock()
 	if c.Action == planner.NoOp {
 		return
 	}
-	v.event("apply_start", c, nil, fmt.Sprintf("%s: %s...", c.Address, progressVerb(c.Action)))
+	rc := &runningChange{c: c, start: time.Now(), stop: make(chan struct{})}
+	v.mu.Lock()
+	v.running[c.Address] = rc
+	v.mu.Unlock()
+	v.event("change_start", c, nil, fmt.Sprintf("%s: %s...", c.Address, capitalize(progressVerb(c.Action))))
+	if v.every > 0 {
+		go v.tick(rc)
+	}
+}
+
+// tick says every v.every that rc is still running, and which task it
+// waits for, until rc ends.
+func (v *progressView) tick(rc *runningChange) {
+	t := time.NewTicker(v.every)
+	defer t.Stop()
+	for n := 1; ; n++ {
+		select {
+		case <-rc.stop:
+			return
+		case <-t.C:
+		}
+		elapsed := time.Duration(n) * v.every
+		v.mu.Lock()
+		if v.running[rc.c.Address] != rc { // ended while this tick waited for the lock
+			v.mu.Unlock()
+			return
+		}
+		fields := map[string]any{"progress": "still_running", "elapsed_seconds": elapsed.Seconds(),
+			"message": fmt.Sprintf("still %s", progressVerb(rc.c.Action))}
+		detail := roundDuration(elapsed).String() + " elapsed"
+		if len(rc.tasks) > 0 {
+			u := rc.tasks[len(rc.tasks)-1]
+			fields["task"] = taskFields(u)
+			detail += ", task " + u.Type
+		}
+		v.eventLocked("change_progress", rc.c, fields,
+			fmt.Sprintf("%s: Still %s… [%s]", rc.c.Address, progressVerb(rc.c.Action), detail))
+		v.mu.Unlock()
+	}
 }
 
 func (v *progressView) PostApply(c *planner.Change, err error) {
 	v.mu.Lock()
-	took := roundDuration(time.Since(v.start[c.Address]))
+	rc := v.running[c.Address]
+	delete(v.running, c.Address)
+	aborted := v.aborted
 	v.mu.Unlock()
+	if c.Action == planner.NoOp && err == nil {
+		return
+	}
+	var took time.Duration
+	if rc != nil {
+		close(rc.stop)
+		took = roundDuration(time.Since(rc.start))
+	}
+	fields := map[string]any{"elapsed_seconds": took.Seconds()}
 	if err != nil {
-		v.event("apply_errored", c, map[string]any{"error": err.Error()},
-			v.paint(v.bad, fmt.Sprintf("%s: failed after %s: %v", c.Address, took, err)))
+		fields["error"] = err.Error()
+		line := fmt.Sprintf("%s: failed after %s: %v", c.Address, took, err)
+		if aborted && !isAnswer(err) {
+			fields["outcome_unknown"] = true
+			line = fmt.Sprintf("%s: stopped waiting after %s (outcome unknown): %v", c.Address, took, err)
+		}
+		v.event("change_failed", c, fields, paint(v.bad, line))
 		return
 	}
-	if c.Action == planner.NoOp {
-		return
+	noun := capitalize(c.Action.String())
+	if c.Action == planner.ApplyNet {
+		noun = "Network commit" // not "Apply complete" in the middle of an apply
 	}
-	v.event("apply_complete", c, map[string]any{"elapsed_seconds": took.Seconds()},
-		v.paint(v.ok, fmt.Sprintf("%s: %s complete after %s", c.Address, doneNoun(c.Action), took)))
+	v.event("change_complete", c, fields, paint(v.ok, fmt.Sprintf("%s: %s complete after %s", c.Address, noun, took)))
 }
 
+// Skipped: a kept resource is shown as it happens; changes that did not
+// start are listed by the summary (in JSON only there).
 func (v *progressView) Skipped(c *planner.Change, reason string) {
-	line := fmt.Sprintf("%s: not done: %s", c.Address, reason)
-	if c.Kept {
-		line = fmt.Sprintf("%s: kept (%s)", c.Address, keptWhy(c))
+	if v.json {
+		return
 	}
-	v.event("apply_skipped", c, map[string]any{"reason": reason}, v.paint(v.note, line))
+	line := fmt.Sprintf("%s: not started: %s", c.Address, reason)
+	switch {
+	case c.Kept:
+		line = fmt.Sprintf("%s: kept (%s)", c.Address, keptWhy(c))
+	case reason == planner.ReasonInterrupted:
+		line = fmt.Sprintf("%s: %s", c.Address, reason)
+	}
+	v.event("", c, nil, paint(v.note, line))
 }
 
 // keptWhy says why a destroy left a resource alone.
@@ -117,7 +207,66 @@ func keptWhy(c *planner.Change) string {
 }
 
 func (v *progressView) Message(c *planner.Change, msg string) {
-	v.event("apply_progress", c, map[string]any{"message": msg}, fmt.Sprintf("%s: %s", c.Address, msg))
+	v.event("change_progress", c, map[string]any{"progress": "message", "message": msg}, fmt.Sprintf("%s: %s", c.Address, msg))
+}
+
+// Task follows a change's PVE tasks. JSON lines report each; humans see
+// only what needs them: a lock retry, once per request (warnings come as
+// messages).
+func (v *progressView) Task(c *planner.Change, ev pve.TaskEvent) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	rc := v.running[c.Address]
+	switch ev.Phase {
+	case pve.TaskWaiting:
+		if rc != nil {
+			rc.tasks = append(rc.tasks, ev.UPID)
+		}
+		if v.json {
+			v.eventLocked("change_progress", c, map[string]any{"progress": "task_started", "task": taskFields(ev.UPID),
+				"message": "waiting for task " + ev.UPID.Raw}, "")
+		}
+	case pve.TaskDone:
+		if rc != nil {
+			rc.tasks = slices.DeleteFunc(rc.tasks, func(u pve.UPID) bool { return u.Raw == ev.UPID.Raw })
+		}
+		if v.json {
+			f := map[string]any{"progress": "task_done", "task": taskFields(ev.UPID)}
+			switch {
+			case ev.Status != nil:
+				f["exit_status"] = ev.Status.ExitStatus
+				f["message"] = "task " + ev.UPID.Raw + " finished: " + ev.Status.ExitStatus
+			default:
+				f["message"] = "stopped waiting for task " + ev.UPID.Raw + " (it may still be running)"
+			}
+			v.eventLocked("change_progress", c, f, "")
+		}
+	case pve.TaskLockRetry:
+		key := c.Address + " " + ev.Request
+		if v.locks[key] {
+			return
+		}
+		v.locks[key] = true
+		why := fmt.Sprint(ev.Err)
+		var ae *pve.APIError
+		var te *pve.TaskError
+		switch {
+		case errors.As(ev.Err, &ae):
+			why = ae.Message
+		case errors.As(ev.Err, &te): // the task failed on the lock and is started again
+			why = te.ExitStatus
+		}
+		msg := fmt.Sprintf("locked in PVE (%s): retrying %s", why, ev.Request)
+		f := map[string]any{"progress": "lock_retry", "message": msg, "request": ev.Request}
+		if !ev.UPID.IsZero() {
+			f["task"] = taskFields(ev.UPID)
+		}
+		v.eventLocked("change_progress", c, f, fmt.Sprintf("%s: %s", c.Address, msg))
+	}
+}
+
+func taskFields(u pve.UPID) map[string]any {
+	return map[string]any{"upid": u.Raw, "node": u.Node, "type": u.Type, "id": u.ID}
 }
 
 // Output keeps a one-time value for the end of the run. A sensitive one
@@ -136,6 +285,46 @@ func (v *progressView) Output(c *planner.Change, name, value string, sensitive b
 		fmt.Sprintf("%s: %s received (shown once, at the end)", c.Address, name))
 }
 
+// runningCount is how many changes are in progress: each waits for its
+// PVE task (or is about to start or read one).
+func (v *progressView) runningCount() int {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return len(v.running)
+}
+
+// interrupted says, on the first interrupt, what apply now waits for.
+func (v *progressView) interrupted() {
+	n := v.runningCount()
+	fmt.Fprintf(v.notices, "\nInterrupt received: waiting for %d running PVE task%s to finish (interrupt again to stop waiting)\n", n, plural(n))
+}
+
+// abandoned says, on the second interrupt, which tasks may go on in PVE
+// without pvectl: full UPIDs, so they can be found in PVE's task list.
+func (v *progressView) abandoned() {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.aborted = true
+	var lines []string
+	for _, addr := range slices.Sorted(maps.Keys(v.running)) {
+		rc := v.running[addr]
+		for _, u := range rc.tasks {
+			lines = append(lines, fmt.Sprintf("  %s (node %s, %s)", u.Raw, u.Node, addr))
+		}
+		if len(rc.tasks) == 0 {
+			lines = append(lines, fmt.Sprintf("  %s: between PVE calls", addr))
+		}
+	}
+	if len(lines) == 0 {
+		fmt.Fprintln(v.notices, "\nInterrupt received again: stopped waiting.")
+		return
+	}
+	fmt.Fprintln(v.notices, "\nInterrupt received again: stopped waiting. These PVE tasks may still be running:")
+	for _, l := range lines {
+		fmt.Fprintln(v.notices, l)
+	}
+}
+
 // printSecrets writes the one-time secrets, once, in a block that says so.
 func (v *progressView) printSecrets() {
 	v.mu.Lock()
@@ -152,75 +341,14 @@ func (v *progressView) printSecrets() {
 	v.outputs = nil
 }
 
-// summary says what was done and what was not.
-func (v *progressView) summary(p *planner.Plan, res *planner.Result, verb string) {
-	if res == nil {
-		return
+// paint styles text line by line: lipgloss pads a multi-line block to its
+// widest line, which would leave trailing blanks on an error's log tail.
+func paint(st lipgloss.Style, text string) string {
+	lines := strings.Split(text, "\n")
+	for i, l := range lines {
+		lines[i] = st.Render(l)
 	}
-	defer v.printSecrets()
-	title := capitalize(verb)
-	byAddr := map[string]*planner.Change{}
-	for _, c := range p.Changes {
-		byAddr[c.Address] = c
-	}
-	var done, failed, notDone, kept []string
-	for _, a := range res.Done {
-		if c := byAddr[a]; c != nil && c.Action != planner.NoOp {
-			done = append(done, a)
-		}
-	}
-	for a, err := range res.Failed {
-		failed = append(failed, fmt.Sprintf("%s: %v", a, err))
-	}
-	for a, why := range res.Skipped {
-		notDone = append(notDone, fmt.Sprintf("%s (%s)", a, why))
-	}
-	for a := range res.Kept {
-		if c := byAddr[a]; c != nil {
-			kept = append(kept, fmt.Sprintf("%s (%s)", a, keptWhy(c)))
-		}
-	}
-	for _, l := range [][]string{done, failed, notDone, kept} {
-		sort.Strings(l)
-	}
-	if v.json {
-		v.event("summary", nil, map[string]any{"done": nonNil(done), "failed": nonNil(failed), "not_done": nonNil(notDone), "kept": nonNil(kept)}, "")
-		return
-	}
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	section := func(title string, items []string) {
-		if len(items) == 0 {
-			return
-		}
-		fmt.Fprintf(v.w, "  %s:\n", title)
-		for _, it := range items {
-			fmt.Fprintf(v.w, "    %s\n", it)
-		}
-	}
-	keptNote := ""
-	if len(kept) > 0 {
-		keptNote = fmt.Sprintf(", %d kept (protected)", len(kept))
-	}
-	fmt.Fprintln(v.w)
-	if len(failed) == 0 && len(notDone) == 0 {
-		fmt.Fprintln(v.w, v.paint(v.ok, fmt.Sprintf("%s complete: %d changed%s.", title, len(done), keptNote)))
-		section("kept", kept)
-		return
-	}
-	fmt.Fprintln(v.w, v.paint(v.bad, fmt.Sprintf("%s incomplete: %d changed, %d failed, %d not done%s.", title, len(done), len(failed), len(notDone), keptNote)))
-	section("done", done)
-	section("failed", failed)
-	section("not done", notDone)
-	section("kept", kept)
-	fmt.Fprintln(v.w, "Fix the cause and run the same command again: pvectl converges from wherever it stopped.")
-}
-
-func nonNil(s []string) []string {
-	if s == nil {
-		return []string{}
-	}
-	return s
+	return strings.Join(lines, "\n")
 }
 
 func progressVerb(a planner.Action) string {
@@ -240,8 +368,6 @@ func progressVerb(a planner.Action) string {
 	}
 	return "checking"
 }
-
-func doneNoun(a planner.Action) string { return capitalize(a.String()) }
 
 func capitalize(s string) string {
 	if s == "" {

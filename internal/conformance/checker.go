@@ -18,6 +18,7 @@ import (
 type Checker struct {
 	table   *schema.Table
 	returns map[string]*Returns // "METHOD template"
+	stale   []string            // Deviations that name nothing in this apidoc
 }
 
 // Load parses the apidoc at path.
@@ -53,6 +54,7 @@ func Parse(apidoc []byte) (*Checker, error) {
 	for i := range roots {
 		walk(&roots[i])
 	}
+	c.stale = applyDeviations(c.returns, Deviations)
 	return c, nil
 }
 
@@ -97,6 +99,8 @@ func (c *Checker) request(method, path string, params url.Values, opts schema.Ch
 			merged[k] = []string{v}
 		}
 	}
+	// PVE joins repeated values of a list parameter before it validates.
+	m.JoinLists(merged)
 	bad := m.Check(merged, opts)
 	var errs []error
 	for _, name := range slices.Sorted(maps.Keys(bad)) {

@@ -23,6 +23,9 @@ type Returns struct {
 	Closed     bool
 	Items      *Returns
 	OneOf      []*Returns
+	// IntegerAsString accepts an integer written as a string of digits
+	// too, where PVE's answer contradicts the schema (see Deviations).
+	IntegerAsString bool
 }
 
 func returnsFromSchema(s map[string]any) *Returns {
@@ -123,6 +126,9 @@ func (r *Returns) check(path string, v any, errs *[]error) {
 			return
 		}
 	case "integer":
+		if str, ok := v.(string); ok && r.IntegerAsString && integerLit.MatchString(str) {
+			return
+		}
 		n, ok := v.(json.Number)
 		if !ok || !integerLit.MatchString(n.String()) {
 			bad("integer")

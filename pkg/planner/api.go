@@ -75,6 +75,10 @@ type Plan struct {
 	// (pve.Client.BaseURL, never a secret) it was made against, so that a
 	// saved plan is not applied to another cluster (Verify).
 	Endpoints map[string]string `json:"endpoints,omitempty"`
+	// Connections records, per connection name the plan uses, its
+	// settings without secrets (and where the secrets come from), so that
+	// `apply FILE` needs neither the specs nor more than the secrets.
+	Connections map[string]*SavedConnection `json:"connections,omitempty"`
 }
 
 // Summary counts changes per action.
@@ -110,16 +114,39 @@ type Hooks interface {
 	Output(c *Change, name, value string, sensitive bool)
 }
 
+// TaskHooks is an optional extension of Hooks: a Hooks value that
+// implements it hears about every PVE task of a change (waits beginning
+// and ending, lock retries), e.g. to show progress or, on an interrupt,
+// which tasks are still running.
+type TaskHooks interface {
+	Task(c *Change, ev pve.TaskEvent)
+}
+
 // ApplyOptions tunes Apply.
 type ApplyOptions struct {
 	Parallelism int // default 4
 	Hooks       Hooks
+	// Stop, when closed, makes Apply start nothing new: the running
+	// changes go on to their end and the others are skipped with
+	// ReasonInterrupted. Cancelling Apply's ctx also stops waiting for the
+	// running ones. nil: never.
+	Stop <-chan struct{}
 }
+
+// ReasonInterrupted is the Skipped reason of a change that never started
+// because the apply was interrupted.
+const ReasonInterrupted = "not started (interrupted)"
 
 // Result reports what Apply did and did not do.
 type Result struct {
 	Done    []string          // addresses applied
 	Failed  map[string]error  // address → error
-	Skipped map[string]string // address → reason it could not be done (dependency failed, cancelled)
+	Skipped map[string]string // address → reason it was not started (dependency failed, ReasonInterrupted)
 	Kept    map[string]string // address → reason a destroy left it alone (protected)
+	// Unknown are changes whose wait was stopped (ctx cancelled while they
+	// ran): their PVE task may still be running, so they are neither done
+	// nor failed; the next plan shows where they stand.
+	Unknown map[string]error
+	// Interrupted is set when Stop was closed or ctx cancelled.
+	Interrupted bool
 }

@@ -9,7 +9,6 @@ import (
 	"sort"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/pvectl/pvectl/pkg/pve"
 )
@@ -19,7 +18,13 @@ const DefaultParallelism = 4
 
 // Apply executes plan: every change after its dependencies, at most
 // opts.Parallelism at once; a failure skips only its dependents.
-// The error is non-nil when anything failed; Result says what was and was not done.
+// The error is non-nil when anything failed or was left undone; Result says
+// what was and was not done.
+//
+// Stopping has two levels, as Terraform's interrupt: closing opts.Stop
+// starts nothing new while the running changes go on to their end (their
+// PVE tasks are waited for and reported by their real outcome);
+// cancelling ctx also stops waiting for them (Result.Unknown).
 func Apply(ctx context.Context, clients Clients, plan *Plan, opts ApplyOptions) (*Result, error) {
 	if err := checkPlan(plan); err != nil {
 		return nil, err
@@ -32,7 +37,7 @@ func Apply(ctx context.Context, clients Clients, plan *Plan, opts ApplyOptions) 
 	run := func(ctx context.Context, c *Change) error {
 		return applyChange(ctx, clients, hooks, c, reserved[c.Resource.Connection])
 	}
-	res := walk(ctx, plan.Changes, opts.Parallelism, hooks, run)
+	res := walk(ctx, opts.Stop, plan.Changes, opts.Parallelism, hooks, run)
 	return res, res.err()
 }
 
@@ -103,10 +108,15 @@ func applyChange(ctx context.Context, clients Clients, hooks Hooks, c *Change, r
 	if err != nil {
 		return err
 	}
-	ctx = pve.WithTaskObserver(ctx, func(st pve.TaskStatus, warnings []string) {
-		hooks.Message(c, taskWarningMessage(st, warnings))
+	th, _ := hooks.(TaskHooks)
+	ctx = pve.WithTaskObserver(ctx, func(ev pve.TaskEvent) {
+		if ev.Warned() {
+			hooks.Message(c, taskWarningMessage(*ev.Status, ev.Warnings))
+		}
+		if th != nil {
+			th.Task(c, ev)
+		}
 	})
-	ctx = pve.WithRetryObserver(ctx, func(r pve.Retry) { hooks.Message(c, retryMessage(r)) })
 	return apply(ctx, k, &execution{client: cl, hooks: hooks, change: c, reserved: reserved}, c)
 }
 
@@ -119,16 +129,6 @@ func taskWarningMessage(st pve.TaskStatus, warnings []string) string {
 	return fmt.Sprintf("task %s finished with warnings: %s", st.UPID, strings.Join(warnings, "; "))
 }
 
-// retryMessage says that a call met a busy guest lock and is tried again.
-func retryMessage(r pve.Retry) string {
-	what := r.Method + " " + r.Path
-	if u, err := pve.ParseUPID(r.UPID); err == nil {
-		what = strings.TrimSpace("task " + u.Type + " " + u.ID)
-	}
-	return fmt.Sprintf("%s failed: %s; retrying in %s (attempt %d of %d)",
-		what, r.Reason, r.Delay.Round(time.Millisecond), r.Attempt+1, r.Of)
-}
-
 // vertex is one change during a walk.
 type vertex struct {
 	c     *Change
@@ -138,22 +138,34 @@ type vertex struct {
 
 // walk runs every change once its dependencies are finished (the DAG walk
 // of OpenTofu's internal/dag): noops complete at once, real work holds one
-// of parallelism slots, a failure skips its transitive dependents, and a
-// cancelled ctx skips whatever has not started.
-func walk(ctx context.Context, changes []*Change, parallelism int, hooks Hooks, run func(context.Context, *Change) error) *Result {
+// of parallelism slots, and a failure skips its transitive dependents.
+// A closed stop starts nothing new (running changes finish); a cancelled
+// ctx also ends the running changes' waits, whose outcome is then unknown.
+func walk(ctx context.Context, stop <-chan struct{}, changes []*Change, parallelism int, hooks Hooks, run func(context.Context, *Change) error) *Result {
 	if parallelism <= 0 {
 		parallelism = DefaultParallelism
 	}
-	res := &Result{Failed: map[string]error{}, Skipped: map[string]string{}, Kept: map[string]string{}}
+	res := &Result{Failed: map[string]error{}, Skipped: map[string]string{}, Kept: map[string]string{}, Unknown: map[string]error{}}
 	var mu sync.Mutex
 	done := map[string]bool{}
 	vs := map[string]*vertex{}
 	for _, c := range changes {
 		vs[c.Address] = &vertex{c: c, done: make(chan struct{})}
 	}
+	stopped := func() bool {
+		select {
+		case <-stop:
+			return true
+		default:
+			return ctx.Err() != nil
+		}
+	}
 	skip := func(v *vertex, reason string) {
 		mu.Lock()
 		res.Skipped[v.c.Address] = reason
+		if reason == ReasonInterrupted {
+			res.Interrupted = true
+		}
 		mu.Unlock()
 		hooks.Skipped(v.c, reason)
 	}
@@ -186,25 +198,28 @@ func walk(ctx context.Context, changes []*Change, parallelism int, hooks Hooks, 
 				skip(v, "dependency "+v.cause+" failed")
 				return
 			}
-			if err := ctx.Err(); err != nil {
-				skip(v, "cancelled: "+err.Error())
-				return
-			}
-			if v.c.Action == NoOp {
+			if v.c.Action == NoOp { // not work: nothing to start or stop
 				if v.c.Kept {
 					keep(v)
 				}
 				return
 			}
+			if stopped() {
+				skip(v, ReasonInterrupted)
+				return
+			}
 			select {
 			case sem <- struct{}{}:
+			case <-stop:
+				skip(v, ReasonInterrupted)
+				return
 			case <-ctx.Done():
-				skip(v, "cancelled: "+ctx.Err().Error())
+				skip(v, ReasonInterrupted)
 				return
 			}
 			defer func() { <-sem }()
-			if err := ctx.Err(); err != nil {
-				skip(v, "cancelled: "+err.Error())
+			if stopped() {
+				skip(v, ReasonInterrupted)
 				return
 			}
 			hooks.PreApply(v.c)
@@ -212,15 +227,23 @@ func walk(ctx context.Context, changes []*Change, parallelism int, hooks Hooks, 
 			hooks.PostApply(v.c, err)
 			mu.Lock()
 			defer mu.Unlock()
-			if err != nil {
+			switch {
+			case err != nil && ctx.Err() != nil && !isAnswer(err):
+				// Waiting was stopped: PVE may still be carrying it out.
+				res.Unknown[v.c.Address] = err
+				res.Interrupted = true
+			case err != nil:
 				v.cause = v.c.Address
 				res.Failed[v.c.Address] = err
-				return
+			default:
+				done[v.c.Address] = true
 			}
-			done[v.c.Address] = true
 		}()
 	}
 	wg.Wait()
+	if stopped() {
+		res.Interrupted = true
+	}
 	for _, c := range changes {
 		if done[c.Address] {
 			res.Done = append(res.Done, c.Address)
@@ -229,27 +252,41 @@ func walk(ctx context.Context, changes []*Change, parallelism int, hooks Hooks, 
 	return res
 }
 
-// err summarises a Result: nil when nothing failed or was cut short.
+// isAnswer reports whether err is PVE's own verdict (a task that failed,
+// a refused request) rather than a wait or request cut short.
+func isAnswer(err error) bool {
+	var te *pve.TaskError
+	var ae *pve.APIError
+	return errors.As(err, &te) || errors.As(err, &ae)
+}
+
+// err summarises a Result: nil when nothing failed or was left undone.
 func (r *Result) err() error {
-	if len(r.Failed) == 0 {
-		cancelled := 0
+	if len(r.Failed) == 0 && len(r.Unknown) == 0 {
+		interrupted := 0
 		for _, why := range r.Skipped {
-			if strings.HasPrefix(why, "cancelled") {
-				cancelled++
+			if why == ReasonInterrupted {
+				interrupted++
 			}
 		}
-		if cancelled == 0 {
+		if interrupted == 0 && !r.Interrupted {
 			return nil
 		}
-		return fmt.Errorf("apply cancelled: %d change(s) not started", cancelled)
+		return fmt.Errorf("apply interrupted: %d change(s) not started", interrupted)
 	}
-	addrs := slices.Sorted(maps.Keys(r.Failed))
-	msgs := make([]string, 0, len(addrs))
-	for _, a := range addrs {
+	msgs := make([]string, 0, len(r.Failed)+len(r.Unknown))
+	for _, a := range slices.Sorted(maps.Keys(r.Failed)) {
 		msgs = append(msgs, a+": "+r.Failed[a].Error())
 	}
+	for _, a := range slices.Sorted(maps.Keys(r.Unknown)) {
+		msgs = append(msgs, a+": outcome unknown: "+r.Unknown[a].Error())
+	}
 	sort.Strings(msgs)
-	return fmt.Errorf("apply: %d failed, %d skipped, %d done\n%s", len(r.Failed), len(r.Skipped), len(r.Done), strings.Join(msgs, "\n"))
+	unknown := ""
+	if len(r.Unknown) > 0 {
+		unknown = fmt.Sprintf("%d outcome unknown, ", len(r.Unknown))
+	}
+	return fmt.Errorf("apply: %d failed, %s%d skipped, %d done\n%s", len(r.Failed), unknown, len(r.Skipped), len(r.Done), strings.Join(msgs, "\n"))
 }
 
 type nopHooks struct{}

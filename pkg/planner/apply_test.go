@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/pvectl/pvectl/pkg/pve"
 )
 
 // recHooks records what Apply reports.
@@ -66,7 +68,7 @@ func TestWalkFailureSkipsDependentsOnly(t *testing.T) {
 		return nil
 	}
 	h := &recHooks{}
-	res := walk(context.Background(), changes, 2, h, run)
+	res := walk(context.Background(), nil, changes, 2, h, run)
 	sort.Strings(ran)
 	if diff := cmp.Diff([]string{"A/a", "D/d", "E/e"}, ran); diff != "" {
 		t.Errorf("ran: got %v (-want +got):\n%s", ran, diff)
@@ -110,7 +112,7 @@ func TestWalkParallelismCap(t *testing.T) {
 		return nil
 	}
 	done := make(chan *Result)
-	go func() { done <- walk(context.Background(), changes, par, nopHooks{}, run) }()
+	go func() { done <- walk(context.Background(), nil, changes, par, nopHooks{}, run) }()
 	// Fill every slot, then trade one release for one entry: if the cap
 	// leaked, a fourth run would have entered and raised the peak.
 	for range par {
@@ -143,7 +145,7 @@ func TestWalkNoopsDoNotTakeSlots(t *testing.T) {
 		return nil
 	}
 	done := make(chan *Result)
-	go func() { done <- walk(context.Background(), changes, 1, nopHooks{}, run) }()
+	go func() { done <- walk(context.Background(), nil, changes, 1, nopHooks{}, run) }()
 	close(release)
 	res := <-done
 	if got := ran.Load(); got != 1 {
@@ -158,15 +160,107 @@ func TestWalkCancelled(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	changes := []*Change{ch("A/a", Create), ch("B/b", Create, "A/a")}
-	res := walk(ctx, changes, 2, nopHooks{}, func(context.Context, *Change) error {
+	res := walk(ctx, nil, changes, 2, nopHooks{}, func(context.Context, *Change) error {
 		t.Error("run called after cancel")
 		return nil
 	})
-	if len(res.Skipped) != 2 || !strings.HasPrefix(res.Skipped["A/a"], "cancelled") {
-		t.Errorf("Skipped: got %v want both cancelled", res.Skipped)
+	want := map[string]string{"A/a": ReasonInterrupted, "B/b": ReasonInterrupted}
+	if diff := cmp.Diff(want, res.Skipped); diff != "" {
+		t.Errorf("Skipped (-want +got):\n%s", diff)
 	}
-	if err := res.err(); err == nil || !strings.Contains(err.Error(), "cancelled") {
-		t.Errorf("err: got %v want a cancellation error", err)
+	if err := res.err(); err == nil || !strings.Contains(err.Error(), "interrupted: 2 change(s) not started") {
+		t.Errorf("err: got %v want an interruption error", err)
+	}
+}
+
+// A closed stop starts nothing new, but the running change goes on to its
+// end and counts by its real outcome; what never started is interrupted,
+// not failed. A noop is not work and is not reported.
+func TestWalkStopLetsRunningFinish(t *testing.T) {
+	for _, outcome := range []string{"done", "failed"} {
+		t.Run(outcome, func(t *testing.T) {
+			stop := make(chan struct{})
+			// One slot: whichever of A and C takes it first runs; the
+			// other waits for the slot when the stop comes.
+			changes := []*Change{ch("A/a", Create), ch("B/b", Create, "A/a"), ch("C/c", Create), ch("D/d", NoOp)}
+			running := make(chan string, 1)
+			var calls atomic.Int32
+			run := func(ctx context.Context, c *Change) error {
+				if calls.Add(1) > 1 {
+					t.Errorf("%s started after the stop", c.Address)
+					return nil
+				}
+				running <- c.Address
+				<-stop // interrupted while running
+				if ctx.Err() != nil {
+					t.Error("the running change's ctx was cancelled by a stop")
+				}
+				if outcome == "failed" {
+					return &pve.TaskError{UPID: "UPID:pve:1:2:3:qmcreate:100:root@pam:", ExitStatus: "boom"}
+				}
+				return nil
+			}
+			done := make(chan *Result)
+			go func() { done <- walk(context.Background(), stop, changes, 1, nopHooks{}, run) }()
+			first := <-running
+			close(stop)
+			res := <-done
+			other := map[string]string{"A/a": "C/c", "C/c": "A/a"}[first]
+			wantDone, wantFailed := []string{first}, 0
+			wantSkipped := map[string]string{"B/b": ReasonInterrupted, other: ReasonInterrupted}
+			if outcome == "failed" {
+				wantDone, wantFailed = nil, 1
+				if first == "A/a" {
+					wantSkipped["B/b"] = "dependency A/a failed"
+				}
+			}
+			if diff := cmp.Diff(wantDone, res.Done); diff != "" {
+				t.Errorf("Done (-want +got):\n%s", diff)
+			}
+			if len(res.Failed) != wantFailed || len(res.Unknown) != 0 {
+				t.Errorf("Failed %v Unknown %v, want %d failed and none unknown", res.Failed, res.Unknown, wantFailed)
+			}
+			if diff := cmp.Diff(wantSkipped, res.Skipped); diff != "" {
+				t.Errorf("Skipped (-want +got):\n%s", diff)
+			}
+			if !res.Interrupted || res.err() == nil {
+				t.Errorf("Interrupted %v err %v, want an interrupted result with an error", res.Interrupted, res.err())
+			}
+		})
+	}
+}
+
+// Cancelling ctx (a second interrupt) stops waiting: a change cut short is
+// of unknown outcome, one PVE answered stays failed.
+func TestWalkAbortMakesOutcomeUnknown(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	changes := []*Change{ch("A/a", Create), ch("B/b", Create), ch("C/c", Create, "A/a")}
+	var started sync.WaitGroup
+	started.Add(2)
+	run := func(ctx context.Context, c *Change) error {
+		started.Done()
+		<-ctx.Done()
+		if c.Address == "B/b" {
+			return fmt.Errorf("create: %w", &pve.APIError{Status: 500, Message: "refused"})
+		}
+		return fmt.Errorf("wait for task: %w (the task may still be running)", ctx.Err())
+	}
+	done := make(chan *Result)
+	go func() { done <- walk(ctx, nil, changes, 2, nopHooks{}, run) }()
+	started.Wait()
+	cancel()
+	res := <-done
+	if len(res.Unknown) != 1 || res.Unknown["A/a"] == nil {
+		t.Errorf("Unknown: got %v want A/a", res.Unknown)
+	}
+	if len(res.Failed) != 1 || res.Failed["B/b"] == nil {
+		t.Errorf("Failed: got %v want B/b", res.Failed)
+	}
+	if res.Skipped["C/c"] != ReasonInterrupted {
+		t.Errorf("C/c: got %q want %q", res.Skipped["C/c"], ReasonInterrupted)
+	}
+	if err := res.err(); err == nil || !strings.Contains(err.Error(), "1 outcome unknown") {
+		t.Errorf("err: got %v", err)
 	}
 }
 
@@ -174,7 +268,7 @@ func TestWalkProtectedNoopIsKept(t *testing.T) {
 	prot := ch("QemuVM/db", NoOp)
 	prot.Reasons, prot.Kept = []string{"protected: skipped"}, true
 	h := &recHooks{}
-	res := walk(context.Background(), []*Change{prot, ch("LinuxBridge/b", Delete, "QemuVM/db")}, 2, h,
+	res := walk(context.Background(), nil, []*Change{prot, ch("LinuxBridge/b", Delete, "QemuVM/db")}, 2, h,
 		func(context.Context, *Change) error { return nil })
 	if diff := cmp.Diff(map[string]string{"QemuVM/db": "protected: skipped"}, res.Kept); diff != "" {
 		t.Errorf("Kept: (-want +got):\n%s", diff)

@@ -83,6 +83,9 @@ var ifaceIdentity = map[string]bool{"node": true, "iface": true, "type": true}
 // ifaceLive is what observe reads about an interface beside its config.
 type ifaceLive struct {
 	Staged bool // the node's network has uncommitted changes
+	// Holders names, for gateway and gateway6, the node's other
+	// interfaces that have it set (PVE allows one of each per node).
+	Holders map[string][]string
 }
 
 func (bridgeKind) nodeStaged(lo *liveObj) bool {
@@ -110,7 +113,7 @@ func (bridgeKind) observe(ctx context.Context, lc *liveConn, r *spec.Resource) (
 }
 
 func ifaceObj(ln *liveNetwork, node, iface string) *liveObj {
-	st := &ifaceLive{Staged: ln.changes != ""}
+	st := &ifaceLive{Staged: ln.changes != "", Holders: gatewayHolders(ln.ifaces, iface)}
 	cfg := ln.iface(iface)
 	if cfg == nil {
 		return &liveObj{Node: node, State: st}
@@ -133,7 +136,7 @@ func (bridgeKind) compare(b *builder, r *spec.Resource, lo *liveObj, c *Change) 
 	// PVE's PUT wants the type and the whole definition, not just the changes.
 	c.Params = ifaceParams(r, "bridge")
 	carryLive(c.Params, lo.Config, r.Remove, b.method("PUT", networkUpdatePath))
-	var del []string
+	del := sendFlags(c.Params, lo.Config)
 	for _, k := range r.Remove {
 		if _, ok := lo.Config[k]; ok {
 			del = append(del, k)
@@ -142,7 +145,14 @@ func (bridgeKind) compare(b *builder, r *spec.Resource, lo *liveObj, c *Change) 
 	if len(del) > 0 {
 		c.Params["delete"] = strings.Join(sortedUnique(del), ",")
 	}
-	return nil
+	return checkIfaceCall(b, r, lo, c.Params)
+}
+
+// checkCreate finds what PVE would refuse in the create call.
+func (bridgeKind) checkCreate(b *builder, r *spec.Resource, lo *liveObj, c *Change) error {
+	params := ifaceParams(r, "bridge")
+	sendFlags(params, nil)
+	return checkIfaceCall(b, r, lo, params)
 }
 
 // ifaceParams is the full desired definition of an interface.
@@ -166,7 +176,9 @@ func toValues(m map[string]string) url.Values {
 
 func (bridgeKind) create(ctx context.Context, x *execution, c *Change) error {
 	iface := ifaceName(c.Resource)
-	params := toValues(ifaceParams(c.Resource, "bridge"))
+	p := ifaceParams(c.Resource, "bridge")
+	sendFlags(p, nil) // a false flag of definedIsOn is left out: sent as 0 it would switch it on
+	params := toValues(p)
 	params.Set("iface", iface)
 	if err := x.client.CreateIface(ctx, c.Node, params); err != nil {
 		return fmt.Errorf("create bridge %s on node %s: %w", iface, c.Node, err)

@@ -284,6 +284,8 @@ func equalScalar(key string, p *schema.Param, a, b string) bool {
 		return true
 	}
 	switch {
+	case key == "comments":
+		return ifaceComment(a) == ifaceComment(b)
 	case commentKeys[key]:
 		return strings.TrimRight(a, "\n") == strings.TrimRight(b, "\n")
 	case setKeys[key]:
@@ -321,6 +323,17 @@ func equalScalar(key string, p *schema.Param, a, b string) bool {
 		return err1 == nil && err2 == nil && x == y
 	}
 	return false
+}
+
+// ifaceComment is an interface comment as PVE reads it back from
+// /etc/network/interfaces: a "#" line each, trailing blanks dropped
+// (pve-common Network/Interfaces.pm).
+func ifaceComment(s string) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	for i, l := range lines {
+		lines[i] = strings.TrimRight(l, " \t\r\f\v")
+	}
+	return strings.Join(lines, "\n")
 }
 
 func unescapeKeys(s string) string {

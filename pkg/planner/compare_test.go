@@ -262,6 +262,22 @@ func TestDiffParamsBridge(t *testing.T) {
 			live:    pve.Config{"comments": "data\n"},
 		},
 		{
+			name:    "comment lines as PVE reads them back",
+			desired: map[string]string{"comments": "uplink  \nrack 4\n\n"},
+			live:    pve.Config{"comments": "uplink\nrack 4\n"},
+		},
+		{
+			name:    "comment text changed",
+			desired: map[string]string{"comments": "uplink"},
+			live:    pve.Config{"comments": "downlink\n"},
+			want:    []FieldDiff{{Path: "comments", Before: "downlink\n", After: "uplink"}},
+		},
+		{
+			name:    "PVE's VLAN list of a VLAN-aware bridge is not drift",
+			desired: map[string]string{"bridge_vlan_aware": "1", "mtu": "9000"},
+			live:    pve.Config{"bridge_vlan_aware": "1", "bridge_vids": "2-4094", "mtu": "9000"},
+		},
+		{
 			name:    "false flags read back absent",
 			desired: map[string]string{"autostart": "0", "bridge_vlan_aware": "0"},
 			live:    pve.Config{"type": "bridge"},
@@ -399,6 +415,33 @@ func TestPoolDiff(t *testing.T) {
 				if diff := cmp.Diff(*tt.want, got); diff != "" {
 					t.Errorf("poolDiff (-want +got):\n%s", diff)
 				}
+			}
+		})
+	}
+}
+
+func TestSendFlags(t *testing.T) {
+	tests := []struct {
+		name       string
+		params     map[string]string
+		live       pve.Config
+		wantParams map[string]string
+		wantDelete []string
+	}{
+		{"false is left out of a create", map[string]string{"bridge_vlan_aware": "0", "autostart": "0"}, nil,
+			map[string]string{"autostart": "0"}, nil},
+		{"false is deleted on update", map[string]string{"bridge_vlan_aware": "0"}, pve.Config{"bridge_vlan_aware": "1"},
+			map[string]string{}, []string{"bridge_vlan_aware"}},
+		{"true is sent", map[string]string{"bridge_vlan_aware": "1"}, pve.Config{}, map[string]string{"bridge_vlan_aware": "1"}, nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			del := sendFlags(tc.params, tc.live)
+			if diff := cmp.Diff(tc.wantParams, tc.params); diff != "" {
+				t.Errorf("params (-want +got)\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.wantDelete, del); diff != "" {
+				t.Errorf("delete (-want +got)\n%s", diff)
 			}
 		})
 	}

@@ -65,6 +65,11 @@ type (
 	// (the identity allows two at once): their replace creates the new one
 	// before it removes the old.
 	createFirster interface{ createsFirst(r *spec.Resource) bool }
+	// createChecker kinds find, at plan time, what PVE would refuse in a
+	// create (a clash with what the node has already).
+	createChecker interface {
+		checkCreate(b *builder, r *spec.Resource, lo *liveObj, c *Change) error
+	}
 )
 
 // kinds is the registry of supported kinds; read-only after package init.
@@ -74,6 +79,7 @@ var kinds = map[string]kindOps{
 	spec.KindLinuxBridge:  bridgeKind{},
 	spec.KindPool:         poolKind{},
 	spec.KindNetworkApply: netApplyKind{},
+	spec.KindNodeDns:      nodeDNSKind{},
 }
 
 func kindOf(kind string) (kindOps, error) {
@@ -165,6 +171,11 @@ func (b *builder) planChange(k kindOps, r *spec.Resource, lo *liveObj) (*Change,
 	case !lo.Exists && !single:
 		c.Action, c.Reasons = Create, []string{"does not exist"}
 		c.Diff = createDiff(r, c.Node)
+		if cc, ok := k.(createChecker); ok {
+			if err := cc.checkCreate(b, r, lo, c); err != nil {
+				return nil, err
+			}
+		}
 	default:
 		if err := k.compare(b, r, lo, c); err != nil {
 			return nil, err

@@ -545,7 +545,12 @@ spec:
 func TestSimBridgeUpdateKeepsUnmanagedAddress(t *testing.T) {
 	sim := newSim(t)
 	ctx := context.Background()
-	err := sim.cl.CreateIface(ctx, "pve", url.Values{"iface": {"vmbr1"}, "type": {"bridge"}, "bridge_ports": {"eno2"},
+	// A node has one default gateway: vmbr0 gives its up first.
+	err := sim.cl.UpdateIface(ctx, "pve", "vmbr0", url.Values{"type": {"bridge"}, "cidr": {"192.168.100.2/24"}, "delete": {"gateway"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = sim.cl.CreateIface(ctx, "pve", url.Values{"iface": {"vmbr1"}, "type": {"bridge"}, "bridge_ports": {"eno2"},
 		"cidr": {"10.0.0.2/24"}, "gateway": {"10.0.0.1"}, "comments": {"uplink"}, "autostart": {"1"}})
 	if err != nil {
 		t.Fatal(err)

@@ -37,6 +37,10 @@ type config struct {
 	retryBase, retryCap  time.Duration
 	userAgent            string
 	taskTimeout          time.Duration
+	// requestTimeout bounds the wait for a request's status line and
+	// headers, and again for its body; uploadTimeout replaces it for
+	// uploads. 0: only the caller's ctx bounds them.
+	requestTimeout, uploadTimeout time.Duration
 	// taskStartGrace is how long WaitTask tolerates 400s from the status call:
 	// PVE answers 400 until the new task's status file exists.
 	taskStartGrace time.Duration
@@ -50,7 +54,9 @@ func defaultConfig() config {
 		retryBase:      200 * time.Millisecond,
 		retryCap:       5 * time.Second,
 		userAgent:      "pvectl",
-		taskTimeout:    30 * time.Minute,
+		taskTimeout:    DefaultTaskTimeout,
+		requestTimeout: DefaultRequestTimeout,
+		uploadTimeout:  DefaultUploadTimeout,
 		taskStartGrace: 2 * time.Second,
 	}
 }
@@ -75,17 +81,17 @@ func NewClient(baseURL string, opts ...Option) (*Client, error) {
 			continue
 		}
 		if err := opt(&cfg); err != nil {
-			return nil, fmt.Errorf("pve client: %w", err)
+			return nil, err
 		}
 	}
 	if cfg.tokenID == "" && cfg.tokenSecret != "" {
-		return nil, errors.New("pve client: a token secret was given without a token id")
+		return nil, errors.New("a token secret was given without a token id")
 	}
 	hc := cfg.httpClient
 	if hc == nil {
 		tlsCfg, err := tlsConfig(&cfg)
 		if err != nil {
-			return nil, fmt.Errorf("pve client: %w", err)
+			return nil, err
 		}
 		hc = &http.Client{Transport: newTransport(tlsCfg)}
 	}
@@ -96,26 +102,29 @@ func NewClient(baseURL string, opts ...Option) (*Client, error) {
 func parseBaseURL(raw string) (*url.URL, error) {
 	raw = strings.TrimSpace(raw)
 	if raw == "" {
-		return nil, errors.New("pve client: empty URL (set PROXMOX_URL, e.g. https://pve.example:8006)")
+		return nil, errors.New("empty URL (set PROXMOX_URL, e.g. https://pve.example:8006)")
+	}
+	if !strings.Contains(raw, "://") {
+		return nil, fmt.Errorf("URL %q has no scheme: write https://%s", raw, raw)
 	}
 	u, err := url.Parse(raw)
 	if err != nil {
-		return nil, fmt.Errorf("pve client: invalid URL %q: %w", raw, err)
+		return nil, fmt.Errorf("invalid URL %q: %w", raw, err)
 	}
 	if u.Scheme != "https" && u.Scheme != "http" {
-		return nil, fmt.Errorf("pve client: URL %q: scheme must be https (or http for loopback), e.g. https://pve.example:8006", raw)
+		return nil, fmt.Errorf("URL %q: scheme must be https (or http for loopback), e.g. https://pve.example:8006", raw)
 	}
 	if u.Host == "" || u.Hostname() == "" {
-		return nil, fmt.Errorf("pve client: URL %q has no host (want e.g. https://pve.example:8006)", raw)
+		return nil, fmt.Errorf("URL %q has no host (want e.g. https://pve.example:8006)", raw)
 	}
 	if u.User != nil {
-		return nil, errors.New("pve client: the URL must not carry credentials; use an API token")
+		return nil, errors.New("the URL must not carry credentials; use an API token")
 	}
 	if u.RawQuery != "" || u.Fragment != "" {
-		return nil, fmt.Errorf("pve client: URL %q must not have a query or fragment", u.Redacted())
+		return nil, fmt.Errorf("URL %q must not have a query or fragment", u.Redacted())
 	}
 	if u.Scheme == "http" && !isLoopback(u.Hostname()) {
-		return nil, fmt.Errorf("pve client: plain http is only allowed for loopback hosts, not %q: use https://%s", u.Hostname(), u.Host)
+		return nil, fmt.Errorf("plain http is only allowed for loopback hosts, not %q: use https://%s", u.Hostname(), u.Host)
 	}
 	p := strings.TrimRight(u.Path, "/")
 	p = strings.TrimSuffix(p, "/api2/json")
@@ -244,6 +253,41 @@ func WithTaskTimeout(d time.Duration) Option {
 			return fmt.Errorf("task timeout: negative duration %s", d)
 		}
 		c.taskTimeout = d
+		return nil
+	}
+}
+
+// Request deadlines. PVE answers API calls within seconds (long work runs
+// as a task); a minute covers a busy cluster's synchronous config updates
+// and large /cluster/resources answers. An upload carries a whole ISO.
+const (
+	DefaultRequestTimeout = 60 * time.Second
+	DefaultUploadTimeout  = 30 * time.Minute
+	DefaultTaskTimeout    = 30 * time.Minute
+)
+
+// WithRequestTimeout bounds each request: the status line and headers must
+// come within d, and the body within d after them (default 60s; 0 means
+// only the caller's context bounds them). A request that hits it fails
+// with a *DeadlineError naming the request and is not sent again.
+func WithRequestTimeout(d time.Duration) Option {
+	return func(c *config) error {
+		if d < 0 {
+			return fmt.Errorf("request timeout: negative duration %s", d)
+		}
+		c.requestTimeout = d
+		return nil
+	}
+}
+
+// WithUploadTimeout is WithRequestTimeout for uploads (POST …/upload;
+// default 30m).
+func WithUploadTimeout(d time.Duration) Option {
+	return func(c *config) error {
+		if d < 0 {
+			return fmt.Errorf("upload timeout: negative duration %s", d)
+		}
+		c.uploadTimeout = d
 		return nil
 	}
 }

@@ -4,11 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -29,7 +31,7 @@ func TestNewClientURL(t *testing.T) {
 		{name: "http remote refused", in: "http://pve.example:8006", wantErr: "plain http is only allowed for loopback hosts"},
 		{name: "http private ip refused", in: "http://192.168.1.10:8006", wantErr: "plain http is only allowed for loopback hosts"},
 		{name: "empty", in: "", wantErr: "empty URL"},
-		{name: "no scheme", in: "pve.example:8006", wantErr: "scheme must be https"},
+		{name: "no scheme", in: "pve.example:8006", wantErr: "has no scheme: write https://pve.example:8006"},
 		{name: "ftp", in: "ftp://pve.example", wantErr: "scheme must be https"},
 		{name: "credentials", in: "https://root:pw@pve.example:8006", wantErr: "must not carry credentials"},
 		{name: "query", in: "https://pve.example:8006/?x=1", wantErr: "must not have a query"},
@@ -277,10 +279,10 @@ func TestDoDecodesData(t *testing.T) {
 	}
 }
 
-// A GET that fails in transit is asked again; writes and PVE's real 500s
-// are sent exactly once.
+// A GET that fails in transit or with a passing 500 is asked again;
+// writes, and 500s that say the object does not exist, are sent exactly once.
 func TestReadRetries(t *testing.T) {
-	failing := func(status, okAfter int) http.HandlerFunc {
+	failing := func(status, okAfter int, msg string) http.HandlerFunc {
 		var n int
 		var mu sync.Mutex
 		return func(w http.ResponseWriter, r *http.Request) {
@@ -296,7 +298,7 @@ func TestReadRetries(t *testing.T) {
 				hangUp(w, r)
 				return
 			}
-			writeJSON(w, status, map[string]any{"data": nil, "message": "proxy error"})
+			writeJSON(w, status, map[string]any{"data": nil, "message": msg})
 		}
 	}
 	tests := []struct {
@@ -310,14 +312,21 @@ func TestReadRetries(t *testing.T) {
 		{"GET 596 then ok", "GET", 596, 2, 3, false},
 		{"GET hang-up then ok", "GET", 0, 1, 2, false},
 		{"GET 596 gives up", "GET", 596, 0, readTries, true},
-		{"GET 500 is an answer", "GET", 500, 0, 1, true},
+		{"GET 500 then ok", "GET", 500, 1, 2, false},
+		{"GET 500 gives up", "GET", 500, 0, readTries, true},
+		{"GET 500 does not exist is an answer", "GET", 500, 0, 1, true},
 		{"POST 596 once", "POST", 596, 0, 1, true},
+		{"POST 500 once", "POST", 500, 0, 1, true},
 		{"PUT hang-up once", "PUT", 0, 0, 1, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFakePVE(t, false)
-			f.handle(tt.method+" /version", failing(tt.status, tt.okAfter))
+			msg := "proxy error"
+			if strings.Contains(tt.name, "does not exist") {
+				msg = "Configuration file 'nodes/pve/qemu-server/100.conf' does not exist"
+			}
+			f.handle(tt.method+" /version", failing(tt.status, tt.okAfter, msg))
 			err := f.client(t).Do(t.Context(), tt.method, "/version", nil, nil)
 			if (err != nil) != tt.wantErr {
 				t.Errorf("got error %v, want error %v", err, tt.wantErr)
@@ -326,5 +335,59 @@ func TestReadRetries(t *testing.T) {
 				t.Errorf("got %d requests, want %d", got, tt.wantCalls)
 			}
 		})
+	}
+}
+
+// A server that accepts and never answers (or stops half-way through the
+// body) fails the request within its deadline, naming it; it is not asked
+// again, so the deadline is the whole wait.
+func TestRequestDeadline(t *testing.T) {
+	tests := []struct {
+		name    string
+		handler http.HandlerFunc
+		want    string
+	}{
+		{"no headers", func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() },
+			"GET /cluster/resources: no answer within 50ms"},
+		{"body stalls", func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Length", "1000")
+			w.WriteHeader(200)
+			fmt.Fprint(w, `{"data":[`)
+			w.(http.Flusher).Flush()
+			<-r.Context().Done()
+		}, "GET /cluster/resources: the answer did not finish within 50ms"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFakePVE(t, false)
+			f.handle("GET /cluster/resources", tt.handler)
+			_, err := f.client(t, WithRequestTimeout(50*time.Millisecond)).ClusterResources(t.Context(), "")
+			if err == nil || !strings.Contains(err.Error(), tt.want) || !IsTimeout(err) {
+				t.Fatalf("got %v, want a timeout saying %q", err, tt.want)
+			}
+			if got := f.count("GET", "/cluster/resources"); got != 1 {
+				t.Errorf("got %d requests, want 1 (a request that timed out is not sent again)", got)
+			}
+		})
+	}
+}
+
+func TestTimeoutOptions(t *testing.T) {
+	for _, opt := range []Option{WithRequestTimeout(-1), WithUploadTimeout(-time.Second), WithTaskTimeout(-1)} {
+		if _, err := NewClient("https://pve.example:8006", opt); err == nil {
+			t.Error("a negative timeout was accepted")
+		}
+	}
+	c, err := NewClient("https://pve.example:8006", WithRequestTimeout(time.Second), WithUploadTimeout(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for path, want := range map[string]time.Duration{
+		"/nodes/pve/storage/local/upload": time.Hour,
+		"/nodes/pve/qemu":                 time.Second,
+	} {
+		if got := c.timeoutFor("POST", path); got != want {
+			t.Errorf("timeoutFor POST %s: got %s want %s", path, got, want)
+		}
 	}
 }

@@ -15,48 +15,33 @@ import (
 )
 
 const (
-	redacted = "REDACTED"
+	redacted = secret.Redacted
 	// traceBodyMax keeps one huge answer (a big cluster's resources) from
 	// drowning the trace.
 	traceBodyMax = 16 << 10
-	// minScrubLen avoids replacing every "1" in the output when a secret
-	// parameter happens to be that short; the key-based redaction still applies.
-	minScrubLen = 4
 )
 
 // sensitiveKey reports whether a parameter or JSON member carries a secret.
 func sensitiveKey(k string) bool { return secret.Key(k) }
 
 // secretsOf lists the literal secrets of one request, so that they can be
-// scrubbed from anything PVE echoes back (error messages, traces).
+// scrubbed from anything PVE echoes back (error messages, traces, task
+// exit statuses and logs).
 func (c *Client) secretsOf(params url.Values) []string {
 	var out []string
 	if c.cfg.tokenSecret != "" {
 		out = append(out, c.cfg.tokenSecret)
 	}
 	for k, vs := range params {
-		if !sensitiveKey(k) {
-			continue
-		}
-		for _, v := range vs {
-			if len(v) >= minScrubLen {
-				out = append(out, v, url.QueryEscape(v))
-			}
+		if sensitiveKey(k) {
+			out = append(out, vs...)
 		}
 	}
-	// Longest first, so a secret that contains another is replaced whole.
-	sort.Slice(out, func(i, j int) bool { return len(out[i]) > len(out[j]) })
 	return out
 }
 
-func scrub(s string, secrets []string) string {
-	for _, sec := range secrets {
-		if sec != "" {
-			s = strings.ReplaceAll(s, sec, redacted)
-		}
-	}
-	return s
-}
+// scrub is secret.Scrub: one scrubber for everything pvectl shows.
+func scrub(s string, secrets []string) string { return secret.Scrub(s, secrets) }
 
 func redactValues(params url.Values) url.Values {
 	out := make(url.Values, len(params))

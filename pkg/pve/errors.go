@@ -56,11 +56,7 @@ func (e *TaskError) Error() string {
 	var b strings.Builder
 	b.WriteString("task ")
 	if u, err := ParseUPID(e.UPID); err == nil {
-		b.WriteString(u.Type)
-		if u.ID != "" {
-			b.WriteString(" " + u.ID)
-		}
-		b.WriteString(" on " + u.Node)
+		b.WriteString(u.Short())
 	} else {
 		b.WriteString(e.UPID)
 	}
@@ -100,4 +96,18 @@ func IsNotFound(err error) bool {
 			strings.Contains(m, "unable to find configuration file")
 	}
 	return false
+}
+
+// FailedRequest names the request an error came from ("GET /cluster/resources"),
+// or "" when it did not come from one.
+func FailedRequest(err error) string {
+	var te *transportError
+	if errors.As(err, &te) {
+		return te.method + " " + te.path
+	}
+	var ae *APIError
+	if errors.As(err, &ae) {
+		return ae.Method + " " + ae.Path
+	}
+	return ""
 }

@@ -62,15 +62,21 @@ func (c *Client) DoRaw(ctx context.Context, method, path string, params url.Valu
 	}
 }
 
-// retryableRead: a GET that got no answer, or a proxy/gateway error. Plain
-// 500s are PVE's real answers ("… does not exist") and are not retried;
-// certificate problems do not go away by asking again.
+// retryableRead: a GET (it changes nothing) that got no answer, a
+// proxy/gateway error, or a plain 500 — pveproxy answers 500 for passing
+// faults too (a worker that died, a cluster filesystem hiccup), and one of
+// them must not abort a whole plan. A 500 that says the object does not
+// exist is PVE's real answer and is not asked again; neither are
+// certificate problems (they do not go away) nor a request that hit its
+// deadline (a server that hangs would only hang again, multiplying the
+// wait).
 func retryableRead(method string, err error) bool {
 	if !strings.EqualFold(method, http.MethodGet) {
 		return false
 	}
 	var ce *CertError
-	if errors.As(err, &ce) {
+	var de *DeadlineError
+	if errors.As(err, &ce) || errors.As(err, &de) {
 		return false
 	}
 	var te *transportError
@@ -80,11 +86,82 @@ func retryableRead(method string, err error) bool {
 	var ae *APIError
 	if errors.As(err, &ae) {
 		switch ae.Status {
+		case http.StatusInternalServerError:
+			return !IsNotFound(ae)
 		case http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout, 595, 596, 597, 599:
 			return true
 		}
 	}
 	return false
+}
+
+// mayHaveReached reports whether a request that failed may still have been
+// carried out by PVE: it got no answer (beyond a failed dial or TLS
+// handshake), or pveproxy answered that it lost its backend (595–599,
+// 502–504) — the backend may have done the work all the same.
+func mayHaveReached(err error) bool {
+	var te *transportError
+	if errors.As(err, &te) {
+		return te.maybeSent
+	}
+	var ae *APIError
+	if errors.As(err, &ae) {
+		switch ae.Status {
+		case http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout, 595, 596, 597, 599:
+			return true
+		}
+	}
+	return false
+}
+
+// DeadlineError is a request that got no (complete) answer in time.
+type DeadlineError struct {
+	// Phase is "response" (no status line and headers came) or "body"
+	// (the answer began but did not finish).
+	Phase   string
+	Timeout time.Duration
+}
+
+func (e *DeadlineError) Error() string {
+	if e.Phase == "body" {
+		return fmt.Sprintf("the answer did not finish within %s", e.Timeout)
+	}
+	return fmt.Sprintf("no answer within %s", e.Timeout)
+}
+
+// IsTimeout reports whether err is a request that hit its deadline.
+func IsTimeout(err error) bool {
+	var de *DeadlineError
+	return errors.As(err, &de)
+}
+
+// timeoutFor is the deadline of one request: uploads carry a file and get
+// their own, longer one.
+func (c *Client) timeoutFor(method, path string) time.Duration {
+	if method == http.MethodPost && strings.HasSuffix(path, "/upload") {
+		return c.cfg.uploadTimeout
+	}
+	return c.cfg.requestTimeout
+}
+
+// deadline arms a timer that cancels the request with a DeadlineError.
+// stop disarms it and reports whether it had fired.
+func deadline(cancel context.CancelCauseFunc, phase string, d time.Duration) (stop func() bool) {
+	if d <= 0 {
+		return func() bool { return false }
+	}
+	t := time.AfterFunc(d, func() { cancel(&DeadlineError{Phase: phase, Timeout: d}) })
+	return func() bool { return !t.Stop() }
+}
+
+// deadlineCause replaces err by the request's DeadlineError when that is
+// why it failed (the transport only says "context canceled").
+func deadlineCause(ctx context.Context, err error) error {
+	var de *DeadlineError
+	if cause := context.Cause(ctx); errors.As(cause, &de) {
+		return de
+	}
+	return err
 }
 
 func (c *Client) doOnce(ctx context.Context, method, path string, params url.Values) (*Response, error) {
@@ -107,7 +184,12 @@ func (c *Client) doOnce(ctx context.Context, method, path string, params url.Val
 	} else if encoded != "" {
 		target += "?" + encoded
 	}
-	req, err := http.NewRequestWithContext(ctx, method, target, body)
+	// The request's own ctx carries its deadlines: one for the status
+	// line and headers, a fresh one of the same length for the body.
+	rctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	timeout := c.timeoutFor(method, path)
+	req, err := http.NewRequestWithContext(rctx, method, target, body)
 	if err != nil {
 		return nil, fmt.Errorf("%s %s: %w", method, path, err)
 	}
@@ -124,16 +206,24 @@ func (c *Client) doOnce(ctx context.Context, method, path string, params url.Val
 
 	start := time.Now()
 	c.traceRequest(req, params, secrets)
+	stopHeaders := deadline(cancel, "response", timeout)
 	resp, err := c.http.Do(req)
+	stopHeaders()
 	if err != nil {
-		terr := c.transportError(method, path, err)
+		terr := c.transportError(method, path, deadlineCause(rctx, err))
 		c.traceFailure(method, path, terr, time.Since(start))
 		return nil, terr
 	}
 	defer resp.Body.Close()
+	stopBody := deadline(cancel, "body", timeout)
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxResponse+1))
+	stopBody()
 	if err != nil {
-		terr := &transportError{method: method, path: path, err: fmt.Errorf("reading the answer: %w", err), maybeSent: true}
+		err = deadlineCause(rctx, err)
+		if !IsTimeout(err) {
+			err = fmt.Errorf("reading the answer: %w", err)
+		}
+		terr := &transportError{method: method, path: path, err: err, maybeSent: true}
 		c.traceFailure(method, path, terr, time.Since(start))
 		return nil, terr
 	}
@@ -185,6 +275,13 @@ func newAPIError(method, path string, resp *http.Response, raw []byte, secrets [
 				s = compactJSON(v)
 			}
 			e.Errors[k] = scrub(strings.TrimSpace(s), secrets)
+		}
+	}
+	if e.Message == "" && !json.Valid(raw) {
+		// A plain-text answer from something that is not PVE's API (a
+		// TLS server asked in plain HTTP says so in its body).
+		if t := strings.TrimSpace(string(raw)); t != "" && len(t) < 200 && !strings.HasPrefix(t, "<") && !strings.Contains(t, "\n") {
+			e.Message = t
 		}
 	}
 	if e.Message == "" {

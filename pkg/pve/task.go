@@ -58,8 +58,7 @@ func (c *Client) StartTask(ctx context.Context, method, path string, params url.
 		if err == nil {
 			return taskID(method, path, resp)
 		}
-		var te *transportError
-		if errors.As(err, &te) && te.maybeSent && method != http.MethodGet {
+		if method != http.MethodGet && mayHaveReached(err) {
 			// The request may have reached PVE: a task may be running, so
 			// sending it again could start a second one.
 			return UPID{}, fmt.Errorf("%w (the request may have reached PVE and its task may be running: look before retrying)", err)
@@ -70,11 +69,8 @@ func (c *Client) StartTask(ctx context.Context, method, path string, params url.
 			}
 			return UPID{}, err
 		}
-		d := c.backoff(attempt)
-		var ae *APIError
-		errors.As(err, &ae)
-		c.reportRetry(ctx, Retry{Method: method, Path: path, Attempt: attempt, Of: tries, Delay: d, Reason: ae.Message})
-		if serr := sleep(ctx, d); serr != nil {
+		observe(ctx, TaskEvent{Phase: TaskLockRetry, Request: method + " " + path, Attempt: attempt, Err: err})
+		if serr := sleep(ctx, c.backoff(attempt)); serr != nil {
 			return UPID{}, fmt.Errorf("%s %s: %w while retrying after a lock timeout", method, path, serr)
 		}
 	}
@@ -112,11 +108,18 @@ func taskID(method, path string, resp *Response) (UPID, error) {
 }
 
 // WaitTask polls the task until it stops. "OK" and "WARNINGS: n" succeed;
-// anything else is a *TaskError carrying the log tail.
-func (c *Client) WaitTask(ctx context.Context, upid UPID) (*TaskStatus, error) {
+// anything else is a *TaskError carrying the log tail. The exit status is
+// scrubbed of secrets (a task may echo a parameter into it). ctx's
+// TaskObserver hears when the wait begins and how it ended.
+func (c *Client) WaitTask(ctx context.Context, upid UPID) (st *TaskStatus, err error) {
 	if upid.IsZero() || upid.Node == "" {
 		return nil, errors.New("wait for task: empty task id")
 	}
+	observe(ctx, TaskEvent{Phase: TaskWaiting, UPID: upid})
+	var warnings []string
+	defer func() {
+		observe(ctx, TaskEvent{Phase: TaskDone, UPID: upid, Status: st, Warnings: warnings, Err: err})
+	}()
 	if c.cfg.taskTimeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, c.cfg.taskTimeout)
@@ -133,8 +136,11 @@ func (c *Client) WaitTask(ctx context.Context, upid UPID) (*TaskStatus, error) {
 		case err == nil:
 			failures = 0
 			if st.Status == "stopped" {
+				st.ExitStatus = scrub(st.ExitStatus, c.secretsOf(nil))
 				if succeeded(st.ExitStatus) {
-					c.reportWarnings(ctx, upid, st)
+					if warningsRe.MatchString(strings.TrimSpace(st.ExitStatus)) && hasObserver(ctx) {
+						warnings = c.taskWarnings(ctx, upid)
+					}
 					return &st, nil
 				}
 				return &st, &TaskError{UPID: upid.Raw, ExitStatus: st.ExitStatus, LogTail: c.logTail(ctx, upid)}

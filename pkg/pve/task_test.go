@@ -74,6 +74,9 @@ func TestStartTaskNoResend(t *testing.T) {
 			writeJSON(w, 500, map[string]any{"data": nil, "message": "VM 100 already running"})
 		}, want: "500 VM 100 already running"},
 		{name: "connection dropped after send", handler: hangUp, want: "task may be running"},
+		{name: "proxy lost its backend", handler: func(w http.ResponseWriter, r *http.Request) {
+			writeJSON(w, 596, map[string]any{"data": nil, "message": "Connection timed out"})
+		}, want: "596 Connection timed out (the request may have reached PVE and its task may be running"},
 		{name: "2xx without a task id", handler: data(map[string]any{"x": 1}), want: "want a task id"},
 		{name: "2xx with a malformed task id", handler: data("UPID:broken"), want: "invalid task id"},
 	}

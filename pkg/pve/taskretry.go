@@ -7,7 +7,6 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
-	"time"
 )
 
 // PVE takes a guest's config lock inside the task for most task-starting
@@ -17,38 +16,6 @@ import (
 // answers a UPID and the *task* fails with "can't lock file '…' - got
 // timeout", having done nothing. StartTask retries the synchronous form of
 // that failure; the calls below also retry this one.
-
-// Retry is one retry of a request or task that failed on a busy lock.
-type Retry struct {
-	Method, Path string
-	// UPID is the task that failed on the lock ("" when the request itself
-	// was answered with the lock timeout).
-	UPID string
-	// Attempt is the attempt that failed (1 = the first); Of is how many
-	// are made at most.
-	Attempt, Of int
-	Delay       time.Duration // the pause before the next attempt
-	Reason      string        // PVE's message
-}
-
-// RetryObserver is told about every retry before its pause.
-type RetryObserver func(Retry)
-
-type retryObserverKey struct{}
-
-// WithRetryObserver returns a ctx under which lock-timeout retries of
-// task-starting calls are reported to f (beside the task observer of
-// WithTaskObserver, so a caller attributes them to its own unit of work).
-func WithRetryObserver(ctx context.Context, f RetryObserver) context.Context {
-	return context.WithValue(ctx, retryObserverKey{}, f)
-}
-
-func (c *Client) reportRetry(ctx context.Context, r Retry) {
-	if f, _ := ctx.Value(retryObserverKey{}).(RetryObserver); f != nil {
-		r.Reason = scrub(r.Reason, c.secretsOf(nil))
-		f(r)
-	}
-}
 
 // taskLockTimeoutRe is a task that failed on the lock it takes first: its
 // exit status is lock_file_full's message and nothing else. A lock failure
@@ -66,7 +33,8 @@ func IsTaskLockTimeout(err error) bool {
 // RunIdempotentTask is RunTask for a call that may safely be made again:
 // a task that failed on its guest lock is started again, with the backoff
 // and number of tries of the synchronous lock-timeout retry, and each
-// retry is reported to ctx's RetryObserver. Only calls whose repetition
+// retry is reported to ctx's TaskObserver as a TaskLockRetry whose UPID is
+// the failed task's (and whose Err is its *TaskError). Only calls whose repetition
 // cannot do more than the first (a config change with its digest, power
 // actions, delete, a resize to an absolute size, template, a network
 // reload, a clone that locks before it writes) belong here.
@@ -87,11 +55,8 @@ func (c *Client) RunIdempotentTask(ctx context.Context, method, path string, par
 		if attempt >= tries {
 			return fmt.Errorf("%w (gave up after %d attempts)", err, attempt)
 		}
-		var te *TaskError
-		errors.As(err, &te)
-		d := c.backoff(attempt)
-		c.reportRetry(ctx, Retry{Method: method, Path: path, UPID: upid.Raw, Attempt: attempt, Of: tries, Delay: d, Reason: te.ExitStatus})
-		if serr := sleep(ctx, d); serr != nil {
+		observe(ctx, TaskEvent{Phase: TaskLockRetry, UPID: upid, Request: method + " " + path, Attempt: attempt, Err: err})
+		if serr := sleep(ctx, c.backoff(attempt)); serr != nil {
 			return fmt.Errorf("%w (while retrying: %w)", err, serr)
 		}
 	}

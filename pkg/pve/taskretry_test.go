@@ -33,16 +33,20 @@ func lockedTaskPVE(t *testing.T, method, path string, exits []string) *fakePVE {
 	return f
 }
 
+// retryLog keeps the TaskLockRetry events of a ctx.
 type retryLog struct {
 	mu  sync.Mutex
-	got []Retry
+	got []TaskEvent
 }
 
 func (l *retryLog) ctx() context.Context {
-	return WithRetryObserver(context.Background(), func(r Retry) {
+	return WithTaskObserver(context.Background(), func(ev TaskEvent) {
+		if ev.Phase != TaskLockRetry {
+			return
+		}
 		l.mu.Lock()
 		defer l.mu.Unlock()
-		l.got = append(l.got, r)
+		l.got = append(l.got, ev)
 	})
 }
 
@@ -75,10 +79,10 @@ func TestRunIdempotentTask(t *testing.T) {
 				t.Fatalf("got error %v, want %q", err, tc.errHas)
 			}
 			var attempts []int
-			for _, r := range log.got {
-				attempts = append(attempts, r.Attempt)
-				if r.Method != "POST" || r.Path != path || r.Of != 6 || r.Reason != taskLockMsg || !strings.HasPrefix(r.UPID, "UPID:pve:") {
-					t.Errorf("got retry %+v, want the failed task and its reason", r)
+			for _, ev := range log.got {
+				attempts = append(attempts, ev.Attempt)
+				if ev.Request != "POST "+path || !IsTaskLockTimeout(ev.Err) || ev.UPID.Type != "qmstart" {
+					t.Errorf("got retry %+v, want the failed task and its error", ev)
 				}
 			}
 			want := []int(nil)
@@ -92,7 +96,7 @@ func TestRunIdempotentTask(t *testing.T) {
 	}
 }
 
-// The synchronous lock-timeout retry is reported through the same observer.
+// The synchronous lock-timeout retry is reported alike, without a task.
 func TestStartTaskReportsRetries(t *testing.T) {
 	f := newFakePVE(t, false)
 	var n atomic.Int32
@@ -107,7 +111,7 @@ func TestStartTaskReportsRetries(t *testing.T) {
 	if err := f.client(t).RunTask(log.ctx(), "PUT", "/nodes/pve/qemu/100/config", nil); err != nil {
 		t.Fatal(err)
 	}
-	if len(log.got) != 1 || log.got[0].UPID != "" || log.got[0].Attempt != 1 || !strings.Contains(log.got[0].Reason, "can't lock file") {
+	if len(log.got) != 1 || !log.got[0].UPID.IsZero() || log.got[0].Attempt != 1 || !IsLockTimeout(log.got[0].Err) {
 		t.Errorf("got retries %+v, want one for the request", log.got)
 	}
 }

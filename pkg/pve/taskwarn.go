@@ -5,25 +5,73 @@ import (
 	"strings"
 )
 
-// TaskObserver is told about a task that succeeded with warnings (exit
-// status "WARNINGS: n"), with the warnings its log holds ("WARN: " cut off;
-// none when the log could not be read). PVE counts such tasks as
-// successful, so without an observer nobody would see the complaints.
-type TaskObserver func(st TaskStatus, warnings []string)
+// TaskPhase says what a TaskEvent reports.
+type TaskPhase int
+
+const (
+	// TaskWaiting: WaitTask began to wait for a task (it is running in PVE).
+	TaskWaiting TaskPhase = iota + 1
+	// TaskDone: the wait ended. Status is the final status when the task
+	// stopped (Err is then nil for OK and WARNINGS), nil when the wait
+	// itself failed (ctx cancelled, deadline, no answer): the task may
+	// still be running.
+	TaskDone
+	// TaskLockRetry: a task-starting request met PVE's "can't lock file …
+	// got timeout" and is sent again after a pause (Request, Attempt, Err).
+	// When the task itself failed on the lock (RunIdempotentTask), UPID is
+	// that task and Err its *TaskError.
+	TaskLockRetry
+)
+
+// TaskEvent is what a TaskObserver hears about the tasks of one ctx.
+type TaskEvent struct {
+	Phase TaskPhase
+	UPID  UPID // TaskWaiting, TaskDone
+	// Status is the stopped task's status (TaskDone); its ExitStatus is
+	// scrubbed of secrets.
+	Status *TaskStatus
+	// Warnings are the "WARN: " lines (prefix cut off, scrubbed) of a task
+	// that stopped with "WARNINGS: n"; empty when its log was unreadable.
+	Warnings []string
+	Err      error  // TaskDone: why the task or the wait failed; TaskLockRetry: the lock timeout
+	Request  string // TaskLockRetry: "METHOD path"
+	Attempt  int    // TaskLockRetry: the attempt that failed (1 = the first)
+}
+
+// Warned reports whether the event is a task that succeeded with warnings
+// (exit status "WARNINGS: n"). PVE counts such tasks as successful, so
+// without an observer nobody would see the complaints.
+func (e TaskEvent) Warned() bool {
+	return e.Phase == TaskDone && e.Status != nil && e.Err == nil &&
+		warningsRe.MatchString(strings.TrimSpace(e.Status.ExitStatus))
+}
+
+// TaskObserver hears about the tasks waited for under a ctx: when a wait
+// begins and ends (with the outcome and any warnings) and when a
+// task-starting request is retried after a lock timeout. It may be called
+// from several goroutines (one per change) and must not block for long.
+type TaskObserver func(TaskEvent)
 
 type taskObserverKey struct{}
 
-// WithTaskObserver returns a ctx under which WaitTask (and every call that
-// waits for a task) reports tasks ending with warnings to f. The observer
-// rides on the ctx so that callers can attribute warnings to their own unit
-// of work (a planned change) without a client per unit.
+// WithTaskObserver returns a ctx under which WaitTask, StartTask (and
+// every call that starts or waits for a task) report to f. The observer
+// rides on the ctx so that callers can attribute tasks to their own unit
+// of work (a planned change) without a client per unit; what is running
+// at any moment (for an interrupt, for progress lines) is known from it.
 func WithTaskObserver(ctx context.Context, f TaskObserver) context.Context {
 	return context.WithValue(ctx, taskObserverKey{}, f)
 }
 
-func taskObserverOf(ctx context.Context) TaskObserver {
+func observe(ctx context.Context, ev TaskEvent) {
+	if f, _ := ctx.Value(taskObserverKey{}).(TaskObserver); f != nil {
+		f(ev)
+	}
+}
+
+func hasObserver(ctx context.Context) bool {
 	f, _ := ctx.Value(taskObserverKey{}).(TaskObserver)
-	return f
+	return f != nil
 }
 
 const (
@@ -33,19 +81,6 @@ const (
 	// maxWarnings bounds the warnings handed to an observer.
 	maxWarnings = 20
 )
-
-// reportWarnings tells ctx's observer about a task that stopped with
-// warnings. It is best effort: the task succeeded.
-func (c *Client) reportWarnings(ctx context.Context, upid UPID, st TaskStatus) {
-	if !warningsRe.MatchString(strings.TrimSpace(st.ExitStatus)) {
-		return
-	}
-	f := taskObserverOf(ctx)
-	if f == nil {
-		return
-	}
-	f(st, c.taskWarnings(ctx, upid))
-}
 
 // taskWarnings reads a task's log page by page and keeps its "WARN: " lines.
 func (c *Client) taskWarnings(ctx context.Context, upid UPID) []string {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"regexp"
 	"strconv"
+	"strings"
 )
 
 // UPID is a parsed PVE task id.
@@ -18,8 +19,13 @@ type UPID struct {
 	User      string
 }
 
-// upidRe is PVE's own pattern (PVE::Tools::upid_decode), anchored.
-var upidRe = regexp.MustCompile(`^UPID:([a-zA-Z0-9]([a-zA-Z0-9\-]*[a-zA-Z0-9])?):([0-9A-Fa-f]{8}):([0-9A-Fa-f]{8,9}):([0-9A-Fa-f]{8}):([^:\s/]+):([^:\s/]*):([^:\s/]+):$`)
+// upidPattern is PVE's own pattern (PVE::Tools::upid_decode).
+const upidPattern = `UPID:([a-zA-Z0-9]([a-zA-Z0-9\-]*[a-zA-Z0-9])?):([0-9A-Fa-f]{8}):([0-9A-Fa-f]{8,9}):([0-9A-Fa-f]{8}):([^:\s/]+):([^:\s/]*):([^:\s/]+):`
+
+var (
+	upidRe   = regexp.MustCompile(`^` + upidPattern + `$`)
+	upidInRe = regexp.MustCompile(upidPattern)
+)
 
 // ParseUPID parses exactly PVE's UPID format (trailing colon required).
 func ParseUPID(s string) (UPID, error) {
@@ -48,3 +54,28 @@ func (u UPID) String() string { return u.Raw }
 // IsZero reports whether u is the zero UPID that StartTask returns for calls
 // that finished synchronously (PVE answered null instead of a task id).
 func (u UPID) IsZero() bool { return u.Raw == "" }
+
+// Short names the task for people: "qmcreate 100 on pve" (type, the
+// object it works on, its node), as PVE's task list shows it.
+func (u UPID) Short() string {
+	s := u.Type
+	if u.ID != "" {
+		s += " " + u.ID
+	}
+	return s + " on " + u.Node
+}
+
+// ShortenUPIDs replaces every UPID in s by its Short form, for human
+// output; machine output keeps the full UPID.
+func ShortenUPIDs(s string) string {
+	if !strings.Contains(s, "UPID:") {
+		return s
+	}
+	return upidInRe.ReplaceAllStringFunc(s, func(m string) string {
+		u, err := ParseUPID(m)
+		if err != nil {
+			return m
+		}
+		return u.Short()
+	})
+}

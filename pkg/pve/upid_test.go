@@ -72,3 +72,18 @@ func TestParseUPID(t *testing.T) {
 		})
 	}
 }
+
+func TestShortenUPIDs(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"task UPID:pve:000A1B2C:0012D687:6745F0A1:qmcreate:100:root@pam!ci: finished", "task qmcreate 100 on pve finished"},
+		{"UPID:pve:00001234:00005678:6745F0A1:srvreload::root@pam: and UPID:n2:0000ABCD:1A2B3C4D5:6745F0A1:qmclone:9000:deploy@pve!ci:",
+			"srvreload on pve and qmclone 9000 on n2"},
+		{"no task here", "no task here"},
+		{"UPID:broken:", "UPID:broken:"},
+	}
+	for _, tt := range tests {
+		if got := ShortenUPIDs(tt.in); got != tt.want {
+			t.Errorf("ShortenUPIDs(%q): got %q want %q", tt.in, got, tt.want)
+		}
+	}
+}

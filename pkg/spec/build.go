@@ -19,10 +19,10 @@ func (l *loader) build(docs []*document) *Set {
 		if k == nil {
 			l.rejected[d.ref()] = true
 			if isPlannedKind(d.kind) {
-				l.errorf(d.pos, "kind %q is not supported yet by this pvectl (supported: %s)", d.kind, supportedList())
+				l.errorf(d.pos, "kind %q is not supported yet by this pvectl%s", d.kind, kindsNote)
 			} else {
-				l.errorf(d.pos, "unknown kind %q%s (supported: %s)", d.kind,
-					didYouMean(d.kind, append(SupportedKinds(), plannedKinds...)), supportedList())
+				l.errorf(d.pos, "unknown kind %q%s%s", d.kind,
+					didYouMean(d.kind, append(SupportedKinds(), plannedKinds...)), kindsNote)
 			}
 			continue
 		}
@@ -56,6 +56,10 @@ func (l *loader) build(docs []*document) *Set {
 	}
 	l.checkIdentities(set.Resources)
 	l.link(set, docOf)
+	// Unset variables in secrets outside a Connection are plain errors.
+	for _, d := range l.deferred {
+		l.diags = append(l.diags, d)
+	}
 	return set
 }
 
@@ -78,11 +82,11 @@ func (l *loader) defaults(docs []*document) map[string][]entry {
 				l.errorf(kp, "Defaults cannot hold defaults for Defaults")
 				continue
 			case k == nil && isPlannedKind(kind):
-				l.errorf(kp, "Defaults for kind %q: the kind is not supported yet by this pvectl (supported: %s)", kind, supportedList())
+				l.errorf(kp, "Defaults for kind %q: the kind is not supported yet by this pvectl%s", kind, kindsNote)
 				continue
 			case k == nil:
-				l.errorf(kp, "Defaults for unknown kind %q%s (supported: %s)", kind,
-					didYouMean(kind, append(SupportedKinds(), plannedKinds...)), supportedList())
+				l.errorf(kp, "Defaults for unknown kind %q%s%s", kind,
+					didYouMean(kind, append(SupportedKinds(), plannedKinds...)), kindsNote)
 				continue
 			case v.Kind != yaml.MappingNode:
 				l.errorf(nodePos(d.file, v), "Defaults.%s must be a map of %s spec keys, got %s", kind, kind, describeNode(v))
@@ -183,7 +187,8 @@ func (l *loader) defaultIdentity(k *kindInfo, d *document, r *Resource) {
 func (l *loader) connection(d *document, k *kindInfo, defaults []entry) *Connection {
 	tmp := newResource(d.kind, d.name)
 	own := map[string]any{}
-	l.convert(k, mergeDefaults(l.entries(d.file, d.spec, "spec"), defaults), tmp, own)
+	es := mergeDefaults(l.entries(d.file, d.spec, "spec"), defaults)
+	l.convert(k, es, tmp, own)
 	c := &Connection{}
 	if keys, err := decodeKeys(k, setValues(own)); err != nil {
 		l.errorf(d.pos, "internal error: %v", err)
@@ -191,6 +196,23 @@ func (l *loader) connection(d *document, k *kindInfo, defaults []entry) *Connect
 		c = keys.(*Connection)
 	}
 	c.Name, c.Pos = d.name, d.pos
+	for _, e := range es {
+		v := resolveAlias(e.val)
+		ref, ok := l.secrets[v]
+		if !ok {
+			continue
+		}
+		if diag, unset := l.deferred[v]; unset {
+			c.Unresolved = append(c.Unresolved, diag)
+			delete(l.deferred, v)
+		}
+		if ref.env != "" {
+			if c.SecretEnv == nil {
+				c.SecretEnv = map[string]string{}
+			}
+			c.SecretEnv[e.key.Value] = ref.env
+		}
+	}
 	at := func(key string) Pos {
 		if p, ok := tmp.KeyPos[key]; ok {
 			return p

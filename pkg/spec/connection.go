@@ -20,6 +20,9 @@ import (
 // written into the URL.
 func checkURL(raw string) string {
 	const want = "an http(s) URL like https://pve.example.com:8006"
+	if t := strings.TrimSpace(raw); t != "" && !strings.Contains(t, "://") && !strings.ContainsAny(t, "@ ") {
+		return fmt.Sprintf("spec.url %q has no scheme: write https://%s", raw, t)
+	}
 	u, err := url.Parse(strings.TrimSpace(raw))
 	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Hostname() == "" {
 		if err == nil && u.User != nil {

@@ -30,7 +30,7 @@ func TestLoadDiagnostics(t *testing.T) {
 			},
 			want: []string{
 				`b.yaml:3: invalid YAML: did not find expected ',' or '}'`,
-				`c.yaml:1: kind "Storage" is not supported yet by this pvectl (supported: Connection, Defaults, LinuxBridge, LxcContainer, NetworkApply, Pool, QemuVM)`,
+				`c.yaml:1: kind "Storage" is not supported yet by this pvectl (supported: ` + supportedList() + `)`,
 			},
 		},
 		{
@@ -74,7 +74,7 @@ dependsOn: QemuVM/a
 			name:  "kind and name required",
 			files: map[string]string{"a.yaml": "spec: {}\n---\nkind: Pool\n"},
 			want: []string{
-				`a.yaml:1: kind is required (one of Connection, Defaults, LinuxBridge, LxcContainer, NetworkApply, Pool, QemuVM)`,
+				`a.yaml:1: kind is required (supported: ` + supportedList() + `)`,
 				`a.yaml:1: name is required in this document`,
 				`a.yaml:3: name is required in this Pool document`,
 			},
@@ -83,8 +83,8 @@ dependsOn: QemuVM/a
 			name:  "unknown kind with suggestion, and a kind not supported yet",
 			files: map[string]string{"a.yaml": "kind: QemuVm\nname: x\n---\nkind: Storage\nname: s\n"},
 			want: []string{
-				`a.yaml:1: unknown kind "QemuVm" — did you mean "QemuVM"? (supported: Connection, Defaults, LinuxBridge, LxcContainer, NetworkApply, Pool, QemuVM)`,
-				`a.yaml:4: kind "Storage" is not supported yet by this pvectl (supported: Connection, Defaults, LinuxBridge, LxcContainer, NetworkApply, Pool, QemuVM)`,
+				`a.yaml:1: unknown kind "QemuVm" — did you mean "QemuVM"? (supported: ` + supportedList() + `)`,
+				`a.yaml:4: kind "Storage" is not supported yet by this pvectl`,
 			},
 		},
 		{
@@ -235,7 +235,7 @@ spec:
 				`a.yaml:1: Connection/c1: spec.url is required`,
 				`a.yaml:1: Connection/c1: set spec.tokenId (user@realm!tokenname) or spec.user and spec.tokenName`,
 				`a.yaml:8: Connection documents take only kind, name and spec; "protected" does not apply`,
-				`a.yaml:10: spec.url must be an http(s) URL like https://pve.example.com:8006, got "pve:8006"`,
+				`a.yaml:10: spec.url "pve:8006" has no scheme: write https://pve:8006`,
 				`a.yaml:11: spec.tokenId must be user@realm!tokenname, got "root"`,
 			},
 		},
@@ -248,8 +248,8 @@ spec:
 			want: []string{
 				`a.yaml:5: Defaults.QemuVM.cores: type check ('integer') failed - got 'many'`,
 				`a.yaml:6: Defaults.QemuVM cannot set name: it identifies each QemuVM (it defaults to the document's name)`,
-				`a.yaml:7: Defaults for kind "Storage": the kind is not supported yet by this pvectl (supported: Connection, Defaults, LinuxBridge, LxcContainer, NetworkApply, Pool, QemuVM)`,
-				`a.yaml:8: Defaults for unknown kind "Qemu" — did you mean "QemuVM"? (supported: Connection, Defaults, LinuxBridge, LxcContainer, NetworkApply, Pool, QemuVM)`,
+				`a.yaml:7: Defaults for kind "Storage": the kind is not supported yet by this pvectl (supported: ` + supportedList() + `)`,
+				`a.yaml:8: Defaults for unknown kind "Qemu" — did you mean "QemuVM"?`,
 			},
 		},
 		{

@@ -2,9 +2,12 @@ package spec
 
 import (
 	"fmt"
+	"regexp"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/pvectl/pvectl/pkg/secret"
 )
 
 // interpolate expands ${VAR} and ${VAR:-default} in s; "$${" is a literal
@@ -79,6 +82,9 @@ func (l *loader) interpolateTree(file string, n *yaml.Node, seen map[*yaml.Node]
 		}
 	case yaml.MappingNode:
 		for i := 1; i < len(n.Content); i += 2 {
+			if k := n.Content[i-1]; k.Kind == yaml.ScalarNode && secret.Key(k.Value) {
+				l.secretValue(resolveAlias(n.Content[i]))
+			}
 			l.interpolateTree(file, n.Content[i], seen)
 		}
 	case yaml.ScalarNode:
@@ -87,7 +93,14 @@ func (l *loader) interpolateTree(file string, n *yaml.Node, seen map[*yaml.Node]
 		}
 		v, err := interpolate(n.Value, l.getenv)
 		if err != nil {
-			l.errorf(nodePos(file, n), "%v", err)
+			d := Diagnostic{Pos: nodePos(file, n), Msg: err.Error()}
+			if l.secrets[n].secret {
+				// A Connection's secret is needed only to connect: plan
+				// reports it (Connection.Unresolved), validate does not.
+				l.deferred[n] = d
+			} else {
+				l.diags = append(l.diags, d)
+			}
 			l.poisoned[n] = true
 			return
 		}
@@ -108,4 +121,27 @@ func (l *loader) interpolateTree(file string, n *yaml.Node, seen map[*yaml.Node]
 			n.Tag = "!!str"
 		}
 	}
+}
+
+// secretRef is what the loader notes about the value of a secret key.
+type secretRef struct {
+	secret bool
+	env    string // the variable it is read from when written as exactly ${VAR}
+}
+
+var onlyVarRe = regexp.MustCompile(`^\$\{([A-Za-z_][A-Za-z0-9_]*)\}$`)
+
+// secretValue notes, before interpolation, that n is the value of a secret
+// key and which variable holds it when it is written as exactly ${VAR}:
+// a saved plan records that name (never the value) to read the secret
+// again at apply time.
+func (l *loader) secretValue(n *yaml.Node) {
+	if n == nil || n.Kind != yaml.ScalarNode {
+		return
+	}
+	ref := secretRef{secret: true}
+	if m := onlyVarRe.FindStringSubmatch(n.Value); m != nil && n.Style&yaml.TaggedStyle == 0 {
+		ref.env = m[1]
+	}
+	l.secrets[n] = ref
 }

@@ -18,6 +18,7 @@ const (
 	KindLinuxBridge  = "LinuxBridge"
 	KindNetworkApply = "NetworkApply"
 	KindLxcContainer = "LxcContainer"
+	KindNodeDns      = "NodeDns"
 )
 
 // ownType is the YAML shape a pvectl-own key accepts; it follows from the
@@ -234,6 +235,15 @@ var kindTable = sync.OnceValue(func() map[string]*kindInfo {
 			// Absent interfaces too: their removal is staged and needs the commit.
 			Refs: []refRule{{Key: "node", Kinds: []string{KindLinuxBridge}, SameNode: true, All: true}},
 		},
+		{
+			Name:   KindNodeDns,
+			Noun:   "node's DNS settings",
+			Create: &apiCall{"PUT", "/nodes/{node}/dns"},
+			// The node is the identity, defaulted from the document's name.
+			Identity:   "node",
+			Identities: singleIdentity("node", "node"),
+			Hint:       "one NodeDns per node is enough",
+		},
 	}
 	table := map[string]*kindInfo{}
 	for _, k := range rows {
@@ -252,7 +262,7 @@ func kindOf(name string) *kindInfo { return kindTable()[name] }
 // implement yet.
 var plannedKinds = []string{
 	"Template", "Storage", "DownloadedImage", "ConfigDriveISO",
-	"BondInterface", "NodeDns", "User", "APIToken", "ACL",
+	"BondInterface", "User", "APIToken", "ACL",
 }
 
 // SupportedKinds lists the kinds this version of pvectl accepts, sorted.

@@ -24,6 +24,7 @@ var topLevelKeys = []string{"kind", "name", "connection", "dependsOn", "protecte
 // loader carries one Load call's state and the problems found so far.
 type loader struct {
 	getenv func(string) (string, bool)
+	stdin  io.Reader
 	table  *schema.Table
 	diags  Diagnostics
 	// methods caches the schema facts per kind.
@@ -37,6 +38,12 @@ type loader struct {
 	// rejected are documents of unsupported kinds: references to them are
 	// not reported again as undefined.
 	rejected map[Ref]bool
+	// secrets are the values of secret keys (tokenSecret, …) as noted
+	// before interpolation; deferred are their interpolation errors, which
+	// a Connection takes over (Connection.Unresolved) and anything else
+	// reports.
+	secrets  map[*yaml.Node]secretRef
+	deferred map[*yaml.Node]Diagnostic
 }
 
 func (l *loader) errorf(pos Pos, format string, args ...any) {
@@ -75,6 +82,13 @@ type refAt struct {
 	Pos Pos
 }
 
+// StdinPath as a path makes Load read specs from LoadOptions.Stdin; their
+// problems are reported at "stdin:LINE".
+const (
+	StdinPath = "-"
+	stdinName = "stdin"
+)
+
 // Load reads files and directories (every *.yaml|*.yml in a directory,
 // sorted), multi-document, strictly; interpolates ${VAR} and ${VAR:-default};
 // merges Defaults; validates every document (PVE parameters against the
@@ -82,12 +96,16 @@ type refAt struct {
 // dependency graph. Every problem is collected: the error is Diagnostics,
 // sorted by file and line, and the Set is nil.
 func Load(paths []string, opts LoadOptions) (*Set, error) {
-	l := &loader{getenv: opts.Getenv, table: opts.Schema, poisoned: map[*yaml.Node]bool{}, rejected: map[Ref]bool{}}
+	l := &loader{getenv: opts.Getenv, table: opts.Schema, stdin: opts.Stdin, poisoned: map[*yaml.Node]bool{}, rejected: map[Ref]bool{},
+		secrets: map[*yaml.Node]secretRef{}, deferred: map[*yaml.Node]Diagnostic{}}
 	if l.getenv == nil {
 		l.getenv = os.LookupEnv
 	}
 	if l.table == nil {
 		l.table = schema.Default()
+	}
+	if l.stdin == nil {
+		l.stdin = os.Stdin
 	}
 	var docs []*document
 	for _, f := range l.expand(paths) {
@@ -121,8 +139,25 @@ func (l *loader) sorted() Diagnostics {
 		}
 		out = append(out, d)
 	}
+	// The list of supported kinds is said once, at the first message
+	// that needs it.
+	listed := false
+	for i := range out {
+		if !strings.Contains(out[i].Msg, kindsNote) {
+			continue
+		}
+		note := ""
+		if !listed {
+			note, listed = " (supported: "+supportedList()+")", true
+		}
+		out[i].Msg = strings.ReplaceAll(out[i].Msg, kindsNote, note)
+	}
 	return out
 }
+
+// kindsNote marks where a message would list the supported kinds; sorted
+// lists them at the first such message only.
+const kindsNote = "\x00supported kinds\x00"
 
 // expand turns the -f arguments into files: a directory contributes its
 // *.yaml and *.yml files (not recursively), sorted. A file named twice is
@@ -140,6 +175,10 @@ func (l *loader) expand(paths []string) []string {
 		l.errorf(Pos{File: "-"}, "no spec files given (use -f PATH)")
 	}
 	for _, p := range paths {
+		if p == StdinPath {
+			add(p)
+			continue
+		}
 		fi, err := os.Stat(p)
 		if err != nil {
 			l.unreadable = true
@@ -209,7 +248,14 @@ var zeroBasedYAMLErrors = map[string]bool{
 // readFile decodes every document of a file, interpolates it and decodes its
 // header. A syntax error ends the file: the YAML decoder cannot resume.
 func (l *loader) readFile(file string) []*document {
-	data, err := os.ReadFile(file)
+	var data []byte
+	var err error
+	if file == StdinPath {
+		file = stdinName
+		data, err = io.ReadAll(l.stdin)
+	} else {
+		data, err = os.ReadFile(file)
+	}
 	if err != nil {
 		l.unreadable = true
 		l.errorf(Pos{File: file}, "%s", describeOSError(err))
@@ -241,6 +287,11 @@ func (l *loader) readFile(file string) []*document {
 		}
 		if len(root.Content) == 0 {
 			continue
+		}
+		if a := aliasBomb(&root, maxExpandedNodes); a != nil {
+			l.unreadable = true
+			l.errorf(nodePos(file, a), "YAML aliases expand this document to more than %d values (an alias bomb?): write the values out, or share them with a Defaults document", maxExpandedNodes)
+			return docs
 		}
 		body := resolveAlias(root.Content[0])
 		if body.Kind == yaml.ScalarNode && body.ShortTag() == "!!null" {
@@ -379,7 +430,7 @@ func (l *loader) header(file string, m *yaml.Node) *document {
 			kv[0].Value, d.describe(), didYouMean(kv[0].Value, topLevelKeys), strings.Join(topLevelKeys, ", "))
 	}
 	if _, ok := d.set["kind"]; !ok {
-		l.errorf(d.pos, "kind is required (one of %s)", supportedList())
+		l.errorf(d.pos, "kind is required%s", kindsNote)
 	}
 	if _, ok := d.set["name"]; !ok {
 		l.errorf(d.pos, "name is required in %s", d.describe())

@@ -3,6 +3,7 @@ package spec
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -189,6 +190,7 @@ connection: lab
 		Name: "lab", URL: "https://10.0.0.10:8006", TokenID: "ci@pve!deploy", User: "ci@pve",
 		TokenName: "deploy", TokenSecret: "abc-123", Nodes: []string{"pve1", "pve2"},
 		DNSServers: []string{"10.0.0.1", "10.0.0.2"}, Insecure: true, Pos: got.Pos,
+		SecretEnv: map[string]string{"tokenSecret": "SECRET"},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Connection (-want +got):\n%s", diff)
@@ -198,6 +200,44 @@ connection: lab
 	}
 	if len(set.Resources) != 1 {
 		t.Errorf("Resources: got %d want 1 (Connection is not a resource)", len(set.Resources))
+	}
+}
+
+// A Connection's secret is only needed to connect: an unset variable there
+// is not a load error but kept for plan (with its place); anywhere else it
+// is an error. Only a secret written as exactly ${VAR} names its variable.
+func TestLoadConnectionSecretUnset(t *testing.T) {
+	files := map[string]string{"a.yaml": `kind: Connection
+name: lab
+spec:
+  url: https://10.0.0.10:8006
+  tokenId: ci@pve!deploy
+  tokenSecret: ${LAB_SECRET}
+---
+kind: Connection
+name: other
+spec:
+  url: https://10.0.0.11:8006
+  tokenId: ci@pve!deploy
+  tokenSecret: "x-${OTHER}"
+`}
+	set := mustLoad(t, files, env("OTHER", "abcd"))
+	lab := set.Connections["lab"]
+	if len(lab.Unresolved) != 1 || lab.Unresolved[0].Pos.Line != 6 || !strings.Contains(lab.Unresolved[0].Msg, "LAB_SECRET is not set") {
+		t.Errorf("lab.Unresolved: got %v, want LAB_SECRET unset at line 6", lab.Unresolved)
+	}
+	if diff := cmp.Diff(map[string]string{"tokenSecret": "LAB_SECRET"}, lab.SecretEnv); diff != "" {
+		t.Errorf("lab.SecretEnv (-want +got):\n%s", diff)
+	}
+	if other := set.Connections["other"]; other.SecretEnv != nil || other.TokenSecret != "x-abcd" || other.Unresolved != nil {
+		t.Errorf("other: got SecretEnv %v, secret set %v, unresolved %v; want no variable name for a composed secret",
+			other.SecretEnv, other.TokenSecret != "", other.Unresolved)
+	}
+
+	dir := writeFiles(t, map[string]string{"b.yaml": "kind: QemuVM\nname: v\nspec:\n  cipassword: ${VM_PASSWORD}\n"})
+	_, err := Load([]string{filepath.Join(dir, "b.yaml")}, LoadOptions{Getenv: env()})
+	if err == nil || !strings.Contains(err.Error(), "b.yaml:4: environment variable VM_PASSWORD is not set") {
+		t.Errorf("an unset secret outside a Connection: got %v, want an error at b.yaml:4", err)
 	}
 }
 
@@ -220,5 +260,17 @@ func TestLoadManagedFalse(t *testing.T) {
 	}
 	if r := set.Lookup("Pool/q"); r.ReadOnly {
 		t.Errorf("Pool/q: managed: true should leave it managed")
+	}
+}
+
+// "-f -" reads the specs from stdin; problems are placed at stdin:LINE.
+func TestLoadStdin(t *testing.T) {
+	set, err := Load([]string{StdinPath}, LoadOptions{Stdin: strings.NewReader("kind: Pool\nname: p\n"), Getenv: env()})
+	if err != nil || len(set.Resources) != 1 {
+		t.Fatalf("Load(-): got %v, %v; want one Pool", set, err)
+	}
+	_, err = Load([]string{StdinPath}, LoadOptions{Stdin: strings.NewReader("kind: Pool\nname: p\nspec:\n  coment: x\n"), Getenv: env()})
+	if err == nil || !strings.HasPrefix(err.Error(), "stdin:4: ") {
+		t.Errorf("Load(-) of a bad spec: got %v, want an error at stdin:4", err)
 	}
 }

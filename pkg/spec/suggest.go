@@ -14,8 +14,10 @@ func suggest(s string, candidates []string) string {
 		if c == s {
 			continue
 		}
-		d := editDistance(ls, strings.ToLower(c))
-		if d > maxTypoDistance(s) {
+		lc := strings.ToLower(c)
+		d := editDistance(ls, lc)
+		// A truncated name ("Qemu" for "QemuVM") is close too.
+		if d > maxTypoDistance(s) && (len(ls) < 3 || !strings.HasPrefix(lc, ls)) {
 			continue
 		}
 		if bestDist < 0 || d < bestDist || (d == bestDist && c < best) {
@@ -25,12 +27,10 @@ func suggest(s string, candidates []string) string {
 	return best
 }
 
-func maxTypoDistance(s string) int {
-	if n := len(s) / 3; n > 2 {
-		return n
-	}
-	return 2
-}
+// maxTypoDistance is how far a plausible typo of s may be: one edit per
+// three characters, at least one ("memroy" → "memory", "net" → "net0"),
+// so that a short unrelated word is not offered ("foo" → "boot").
+func maxTypoDistance(s string) int { return max(1, len([]rune(s))/3) }
 
 // didYouMean renders a suggestion as a message suffix.
 func didYouMean(s string, candidates []string) string {

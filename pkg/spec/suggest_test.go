@@ -94,3 +94,25 @@ func TestSetSuggest(t *testing.T) {
 		}
 	}
 }
+
+// TestSuggestKeys: did-you-mean for PVE's and pvectl's words offers close
+// typos and truncations only, not any short word within two edits.
+func TestSuggestKeys(t *testing.T) {
+	cands := []string{"boot", "kvm", "memory", "net0", "cores", "QemuVM", "Pool"}
+	tests := []struct{ in, want string }{
+		{"memroy", "memory"},
+		{"Memory", "memory"},
+		{"net", "net0"},
+		{"core", "cores"},
+		{"Qemu", "QemuVM"},
+		{"Poll", "Pool"},
+		{"foo", ""},
+		{"ram", ""},
+		{"disk", ""},
+	}
+	for _, tt := range tests {
+		if got := suggest(tt.in, cands); got != tt.want {
+			t.Errorf("suggest(%q): got %q want %q", tt.in, got, tt.want)
+		}
+	}
+}

@@ -5,6 +5,7 @@ package spec
 
 import (
 	"fmt"
+	"io"
 
 	"github.com/pvectl/pvectl/pkg/pve/schema"
 )
@@ -99,6 +100,14 @@ type Connection struct {
 	TLSFingerprint string   `json:"tlsFingerprint"`
 	CAFile         string   `json:"caFile"`
 	Pos            Pos      `json:"-"`
+	// SecretEnv names, per secret key (tokenSecret, sshPrivateKey), the
+	// environment variable its value came from when it was written as
+	// exactly ${VAR}: a saved plan records the name, never the value.
+	SecretEnv map[string]string `json:"-"`
+	// Unresolved are the problems of secret keys whose ${VAR} is unset.
+	// Only connecting needs a secret: validate accepts them, plan and
+	// apply report them (file:line) for the connections they use.
+	Unresolved Diagnostics `json:"-"`
 }
 
 // Set is everything Load read: the managed resources (every kind but
@@ -154,4 +163,6 @@ type LoadOptions struct {
 	Getenv func(string) (string, bool)
 	// Schema holds the PVE parameter facts; nil means schema.Default().
 	Schema *schema.Table
+	// Stdin is read for the path "-" (StdinPath); nil means os.Stdin.
+	Stdin io.Reader
 }

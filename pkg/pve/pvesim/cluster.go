@@ -9,8 +9,10 @@ import (
 )
 
 const (
-	nodeCPUs = 8
-	nodeMem  = 32 * gib
+	nodeCPUs     = 8
+	nodeMem      = 32 * gib
+	nodeDisk     = 100 * gib // the root file system
+	nodeDiskUsed = 10 * gib
 )
 
 func (s *Server) clusterRoutes() []route {
@@ -42,15 +44,38 @@ func (s *Server) nodeMemUsed(node string) int64 {
 	return min(used, nodeMem)
 }
 
+// listNodes is pve-manager PVE/API2/Nodes.pm index: API2Tools.pm
+// extract_node_stats (id, type, the usage figures from the node's status
+// data) and the node certificate's fingerprint.
 func (s *Server) listNodes(q *request) (any, error) {
 	out := []map[string]any{}
 	for _, n := range s.st.Nodes {
-		out = append(out, map[string]any{
-			"node": n, "status": "online", "cpu": 0.02, "maxcpu": nodeCPUs,
-			"mem": s.nodeMemUsed(n), "maxmem": nodeMem, "uptime": s.nodeUptime(n), "level": "",
-		})
+		row := s.nodeStats(n)
+		row["ssl_fingerprint"] = s.nodeFingerprint(n)
+		out = append(out, row)
 	}
 	return out, nil
+}
+
+// nodeStats is a node as API2Tools.pm extract_node_stats reports it, in
+// GET /nodes and the node rows of /cluster/resources.
+func (s *Server) nodeStats(n string) map[string]any {
+	return map[string]any{
+		"id": "node/" + n, "type": "node", "node": n, "status": "online", "cpu": 0.02,
+		"maxcpu": nodeCPUs, "mem": s.nodeMemUsed(n), "maxmem": nodeMem, "disk": nodeDiskUsed,
+		"maxdisk": nodeDisk, "uptime": s.nodeUptime(n), "level": "",
+	}
+}
+
+// nodeFingerprint is the SHA-256 fingerprint of a node's certificate: the
+// one the simulator serves when it has one (every node answers on the
+// same listener), else one made from the node's name, as every PVE node
+// has a certificate.
+func (s *Server) nodeFingerprint(n string) string {
+	if s.opts.Fingerprint != "" {
+		return s.opts.Fingerprint
+	}
+	return Fingerprint([]byte("pvesim node certificate " + n))
 }
 
 func (s *Server) nodeStatus(q *request) (any, error) {
@@ -65,7 +90,7 @@ func (s *Server) nodeStatus(q *request) (any, error) {
 		"loadavg":    []string{"0.10", "0.08", "0.05"},
 		"memory":     map[string]any{"total": nodeMem, "used": used, "free": nodeMem - used, "available": nodeMem - used},
 		"pveversion": "pve-manager/9.1.1/42db4a6cf33dac83",
-		"rootfs":     map[string]any{"total": 100 * gib, "used": 10 * gib, "free": 90 * gib, "avail": 85 * gib},
+		"rootfs":     map[string]any{"total": nodeDisk, "used": nodeDiskUsed, "free": nodeDisk - nodeDiskUsed, "avail": 85 * gib},
 		"uptime":     s.nodeUptime(n),
 	}, nil
 }
@@ -80,11 +105,9 @@ func (s *Server) clusterResources(q *request) (any, error) {
 	}
 	if typ == "" || typ == "node" {
 		for _, n := range s.st.Nodes {
-			out = append(out, map[string]any{
-				"id": "node/" + n, "type": "node", "node": n, "status": "online", "cpu": 0.02,
-				"maxcpu": nodeCPUs, "mem": s.nodeMemUsed(n), "maxmem": nodeMem, "disk": 10 * gib,
-				"maxdisk": 100 * gib, "uptime": s.nodeUptime(n), "level": "", "cgroup-mode": 2,
-			})
+			row := s.nodeStats(n)
+			row["cgroup-mode"] = 2
+			out = append(out, row)
 		}
 	}
 	if typ == "" || typ == "storage" {
@@ -110,6 +133,10 @@ func (s *Server) clusterResources(q *request) (any, error) {
 	return out, nil
 }
 
+// nextID is pve-manager PVE/API2/Cluster.pm nextid. PVE answers the id as
+// a JSON string although its schema says integer: a requested vmid is
+// returned as the string it came as, and a found one was used as a hash
+// key first, which makes Perl's JSON write it as a string too.
 func (s *Server) nextID(q *request) (any, error) {
 	if q.has("vmid") {
 		id, err := strconv.Atoi(q.get("vmid"))
@@ -119,16 +146,17 @@ func (s *Server) nextID(q *request) (any, error) {
 		if _, taken := s.st.VMs[id]; taken {
 			return nil, paramErr1("vmid", "VM %d already exists", id)
 		}
-		// Real PVE answers the id as a JSON string although its schema says
-		// integer; the simulator follows the schema (the client takes both).
-		return id, nil
+		return q.get("vmid"), nil
 	}
-	for id := 100; id <= 999999999; id++ {
+	// Without next-id in datacenter.cfg the search runs from 100 up to,
+	// not including, 1000000 (below the schema's maximum).
+	const lower, upper = 100, 1000 * 1000
+	for id := lower; id < upper; id++ {
 		if _, taken := s.st.VMs[id]; !taken {
-			return id, nil
+			return strconv.Itoa(id), nil
 		}
 	}
-	return nil, fail(http.StatusInternalServerError, "unable to get any free VMID in range [100, 999999999]")
+	return nil, fail(http.StatusInternalServerError, "unable to get any free VMID in range [%d, %d]", lower, upper)
 }
 
 func b2i(b bool) int {

@@ -47,7 +47,7 @@ func TestResponsesMatchSchema(t *testing.T) {
 
 	e.ok(nil, "POST", "/storage", "storage", "nfs1", "type", "nfs", "server", "10.0.0.5", "export", "/srv", "content", "iso,import")
 	e.ok(nil, "PUT", "/storage/nfs1", "content", "iso,import,backup")
-	e.run("POST", "/nodes/pve/storage/nfs1/download-url", "url", "https://example.invalid/a.iso", "content", "iso", "filename", "a.iso")
+	e.run("POST", "/nodes/pve/storage/nfs1/download-url", "url", "https://releases.ubuntu.com/24.04/a.iso", "content", "iso", "filename", "a.iso")
 	e.ok(nil, "GET", "/nodes/pve/storage/nfs1/content/"+url.PathEscape("nfs1:iso/a.iso"))
 	e.ok(nil, "PUT", "/nodes/pve/storage/nfs1/content/"+url.PathEscape("nfs1:iso/a.iso"), "notes", "n")
 	e.run("DELETE", "/nodes/pve/storage/nfs1/content/"+url.PathEscape("nfs1:iso/a.iso"))
@@ -81,6 +81,7 @@ func TestResponsesMatchSchema(t *testing.T) {
 	e.wait(u1)
 	e.wait(u2)
 	e.taskLog(u2)
+	e.ok(nil, "PUT", "/nodes/pve/network/eno1", "type", "eth", "mtu", "9000")
 	e.ok(nil, "PUT", "/nodes/pve/network/vmbr0", "type", "bridge", "mtu", "9000", "delete", "comments")
 	e.ok(nil, "GET", "/nodes/pve/network")
 	e.ok(nil, "GET", "/nodes/pve/network/vmbr0")

@@ -27,6 +27,7 @@ func (s *Server) contentRoutes() []route {
 		r("GET /nodes/{node}/storage/{storage}/content/{volume}", s.getVolume),
 		r("PUT /nodes/{node}/storage/{storage}/content/{volume}", s.putVolume),
 		r("DELETE /nodes/{node}/storage/{storage}/content/{volume}", s.deleteVolume),
+		r("GET /nodes/{node}/query-url-metadata", s.queryURLMetadata),
 	}
 }
 
@@ -157,47 +158,203 @@ func workerID(s string) string {
 	return strings.NewReplacer(":", "\\x3a", "/", "\\x2f", " ", "\\x20").Replace(s)
 }
 
+// downloadURL is pve-storage src/PVE/API2/Storage/Status.pm download_url:
+// the storage, content and file name are checked at once; whether the file
+// exists is decided by the worker (pve-common Tools.pm
+// download_file_from_url): with a checksum that matches the file it ends
+// OK without downloading, with another checksum or none it fails. The
+// simulator never fetches anything: a download is data, and a host that
+// cannot resolve (RFC 6761 .invalid) fails as wget does.
 func (s *Server) downloadURL(q *request) (any, error) {
 	st, err := s.nodeStorage1(q)
 	if err != nil {
 		return nil, err
 	}
-	u, err := url.Parse(q.get("url"))
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, paramErr1("url", "invalid URL '%s'", q.get("url"))
+	if st.Disable {
+		return nil, fail(http.StatusInternalServerError, "storage '%s' is disabled", st.ID)
 	}
-	content, filename := q.get("content"), q.get("filename")
-	name, err := s.checkNewFile(st, content, filename)
-	if err != nil {
-		return nil, err
+	if !isFileStorage(st) {
+		return nil, fail(http.StatusInternalServerError, "can't upload to storage type '%s', not a file based storage!", st.Type)
 	}
-	if q.has("checksum") != q.has("checksum-algorithm") {
+	content, rawURL := q.get("content"), q.get("url")
+	if !st.allows(content) {
+		return nil, fail(http.StatusInternalServerError, "storage '%s' is not configured for content-type '%s'", st.ID, content)
+	}
+	filename := normalizeFilename(q.get("filename"))
+	if !downloadExt[content].MatchString(filename) {
+		msg := "wrong file extension"
+		if content == "import" {
+			msg = "invalid filename or wrong extension"
+		}
+		return nil, paramErr1("filename", "%s", msg)
+	}
+	algo, want := q.get("checksum-algorithm"), q.get("checksum")
+	if (algo == "") != (want == "") {
 		return nil, paramErr1("checksum-algorithm", "'checksum' and 'checksum-algorithm' must be given together")
 	}
-	size := 512 * mib
-	if content == "vztmpl" {
-		size = 128 * mib
-	}
+	name := content + "/" + filename
 	dst := s.volumePath(st, &volume{Content: content, Name: name})
-	return s.startTask(q.vars["node"], "download", workerID(filename), nil, func(t *task) error {
-		// The simulator never fetches anything: the volume is data only.
-		t.logf("downloading %s to %s", q.get("url"), dst)
-		if _, exists := s.st.Volumes[st.ID+":"+name]; exists {
-			return fmt.Errorf("refusing to override existing file '%s'", dst)
+	node, compression := q.vars["node"], q.get("compression")
+	return s.startTask(node, "download", workerID(filename), nil, func(t *task) error {
+		if compression != "" && content != "iso" {
+			return fmt.Errorf("decompression not supported for %s", content)
 		}
+		t.logf("downloading %s to %s", rawURL, dst)
+		if old, exists := s.st.Volumes[st.ID+":"+name]; exists {
+			if algo == "" {
+				return fmt.Errorf("refusing to override existing file '%s'", dst)
+			}
+			got := old.checksum(algo)
+			if !strings.EqualFold(got, want) {
+				return fmt.Errorf("checksum mismatch: got '%s' != expect '%s', aborting", got, want)
+			}
+			t.logf("calculating checksum of existing file...OK, got correct file already, no need to download")
+			return nil
+		}
+		if host, ok := unresolvable(rawURL); ok {
+			t.logf("wget: unable to resolve host address '%s'", host)
+			return fmt.Errorf("download failed: command 'wget --progress=dot:giga -O %s.tmp_dwnl.%d %s' failed: exit code 4",
+				dst, t.PID, rawURL)
+		}
+		body := simulatedFile(rawURL)
 		if p := s.dataPath(st.ID, content, filename); p != "" {
-			if err := writePlaceholder(p, "simulated download of "+q.get("url")+"\n"); err != nil {
+			if err := writePlaceholder(p, body); err != nil {
 				return err
 			}
 		}
-		if q.has("checksum") {
+		sums := checksums(strings.NewReader(body))
+		if algo != "" {
+			// The simulator cannot know the real bytes: it trusts the
+			// checksum it was given, and remembers it for the file.
+			sums[algo] = strings.ToLower(want)
 			t.logf("calculating checksum...OK, checksum verified")
 		}
-		t.logf("download of '%s' to '%s' finished", q.get("url"), dst)
+		t.logf("download of '%s' to '%s' finished", rawURL, dst)
 		s.st.addVolume(&volume{Storage: st.ID, Name: name, Content: content, Format: formatOf(content, filename),
-			Size: size, Ctime: time.Now().Unix()})
+			Size: simulatedSize(filename), Ctime: time.Now().Unix(), Sums: sums})
 		return nil
 	}), nil
+}
+
+var (
+	// downloadExt are pve-storage Storage.pm's ISO_EXT_RE_0, VZTMPL_EXT_RE_1
+	// and UPLOAD_IMPORT_EXT_RE_1 as download_url applies them.
+	downloadExt = map[string]*regexp.Regexp{
+		"iso":    regexp.MustCompile(`(?i)[^/]+\.(?:iso|img)$`),
+		"vztmpl": regexp.MustCompile(`(?i)[^/]+\.(?:tar|tar\.(?:gz|xz|zst|bz2))$`),
+		"import": regexp.MustCompile(`[a-zA-Z0-9\-.+=_]+\.(?:ova|qcow2|raw|vmdk)$`),
+	}
+	unsafeFileChars = regexp.MustCompile(`[^a-zA-Z0-9_.-]`)
+)
+
+// normalizeFilename is pve-storage Storage.pm normalize_content_filename:
+// the base name, other characters replaced by "_".
+func normalizeFilename(f string) string {
+	f = strings.TrimSuffix(f, "\n")
+	if i := strings.LastIndexAny(f, "/\\"); i >= 0 {
+		f = f[i+1:]
+	}
+	return unsafeFileChars.ReplaceAllString(f, "_")
+}
+
+// unresolvable reports a URL whose host no resolver answers. The
+// simulated network has every host except those of the top-level domains
+// that are never delegated (RFC 2606, RFC 6761): .invalid, .test and
+// .example fail as they do on a real node.
+func unresolvable(rawURL string) (string, bool) {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return "", true
+	}
+	host := strings.ToLower(strings.TrimSuffix(u.Hostname(), "."))
+	tld := host[strings.LastIndexByte(host, '.')+1:]
+	return host, host == "" || tld == "invalid" || tld == "test" || tld == "example"
+}
+
+// simulatedFile is what a simulated URL serves: a line naming it.
+func simulatedFile(rawURL string) string { return "simulated download of " + rawURL + "\n" }
+
+// simulatedSize is the size the simulated network reports for a file:
+// container templates are smaller than disk and ISO images.
+func simulatedSize(filename string) int64 {
+	if downloadExt["vztmpl"].MatchString(filename) {
+		return 128 * mib
+	}
+	return 512 * mib
+}
+
+// checksums hashes r with every algorithm download-url and upload take.
+func checksums(r io.Reader) map[string]string {
+	hs := map[string]hash.Hash{}
+	var ws []io.Writer
+	for algo, newHash := range hashes {
+		hs[algo] = newHash()
+		ws = append(ws, hs[algo])
+	}
+	io.Copy(io.MultiWriter(ws...), r)
+	out := map[string]string{}
+	for algo, h := range hs {
+		out[algo] = fmt.Sprintf("%x", h.Sum(nil))
+	}
+	return out
+}
+
+// checksum is a file's checksum with algo: the one it was downloaded or
+// uploaded with; a file the simulator has no bytes for (seeded) hashes as
+// a line naming its volume.
+func (v *volume) checksum(algo string) string {
+	if sum, ok := v.Sums[algo]; ok {
+		return sum
+	}
+	return checksums(strings.NewReader("simulated volume " + v.volid() + "\n"))[algo]
+}
+
+// queryURLMetadata is pve-manager PVE/API2/Nodes.pm query_url_metadata: a
+// HEAD request answered by the simulated network (never the real one): the
+// file name from the URL, the simulated size and a type by extension; a
+// host that cannot resolve is the error LWP reports for it.
+func (s *Server) queryURLMetadata(q *request) (any, error) {
+	rawURL := q.get("url")
+	if host, bad := unresolvable(rawURL); bad {
+		port := "443"
+		if u, err := url.Parse(rawURL); err == nil {
+			if u.Port() != "" {
+				port = u.Port()
+			} else if u.Scheme == "http" {
+				port = "80"
+			}
+		}
+		return nil, fail(http.StatusInternalServerError,
+			"invalid server response: '500 Can't connect to %s:%s (Name or service not known)'", host, port)
+	}
+	// Without a Content-Disposition the name is what follows the URL's
+	// last slash before any query ("https://host" names "host").
+	path, _, _ := strings.Cut(rawURL, "?")
+	file := path[strings.LastIndexByte(path, '/')+1:]
+	out := map[string]any{"size": simulatedSize(file), "mimetype": mimeType(file)}
+	if file != "" {
+		out["filename"] = file
+	}
+	return out, nil
+}
+
+func mimeType(file string) string {
+	f := strings.ToLower(file)
+	switch {
+	case strings.HasSuffix(f, ".iso"):
+		return "application/x-iso9660-image"
+	case strings.HasSuffix(f, ".tar.zst"):
+		return "application/zstd"
+	case strings.HasSuffix(f, ".tar.gz"):
+		return "application/gzip"
+	case strings.HasSuffix(f, ".tar.xz"):
+		return "application/x-xz"
+	case strings.HasSuffix(f, ".tar.bz2"):
+		return "application/x-bzip2"
+	case strings.HasSuffix(f, ".tar"), strings.HasSuffix(f, ".ova"):
+		return "application/x-tar"
+	}
+	return "application/octet-stream"
 }
 
 func writePlaceholder(path, text string) error {
@@ -246,6 +403,12 @@ func (s *Server) uploadFile(q *request) (any, error) {
 		if _, exists := s.st.Volumes[st.ID+":"+name]; exists {
 			return fmt.Errorf("refusing to override existing file '%s'", dst)
 		}
+		f, err := os.Open(up.tmp)
+		if err != nil {
+			return err
+		}
+		sums := checksums(f)
+		f.Close()
 		if p := s.dataPath(st.ID, content, filename); p != "" {
 			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 				return err
@@ -256,7 +419,7 @@ func (s *Server) uploadFile(q *request) (any, error) {
 		}
 		t.logf("finished file import successfully")
 		s.st.addVolume(&volume{Storage: st.ID, Name: name, Content: content, Format: formatOf(content, filename),
-			Size: up.size, Ctime: time.Now().Unix()})
+			Size: up.size, Ctime: time.Now().Unix(), Sums: sums})
 		return nil
 	}), nil
 }

@@ -1,15 +1,21 @@
 package pvesim
 
 import (
-	"fmt"
-	"net"
-	"sort"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/pvectl/pvectl/pkg/pve/schema"
 )
+
+// Node networking follows pve-manager PVE/API2/Network.pm (the API calls)
+// and pve-common src/PVE/Network/Interfaces.pm (the writer and reader of
+// /etc/network/interfaces). PVE keeps no interface state of its own: every
+// call reads the file, changes the parsed hash and writes the file back, so
+// what a later call sees is what the written file reads back as. The
+// simulator does the same in three steps: netparams.go turns a call into
+// the hash (and its 400s), netfile.go checks and writes it (the writer's
+// dies are 500s, and nothing is written) and reads it back.
 
 func (s *Server) networkRoutes() []route {
 	return []route{
@@ -34,21 +40,28 @@ type nodeNet struct {
 	StagedAt  int64 `json:"staged_at,omitempty"`
 }
 
+// iface is one interface as PVE's reader returns it from the file (and, in
+// between, as an API call leaves it before the writer runs).
 type iface struct {
-	Name               string `json:"iface"`
-	Type               string `json:"type"`
-	Autostart          bool   `json:"autostart,omitempty"`
-	Method             string `json:"method,omitempty"`
-	Method6            string `json:"method6,omitempty"`
-	CIDR               string `json:"cidr,omitempty"`
-	Gateway            string `json:"gateway,omitempty"`
-	CIDR6              string `json:"cidr6,omitempty"`
-	Gateway6           string `json:"gateway6,omitempty"`
-	BridgePorts        string `json:"bridge_ports,omitempty"`
-	BridgeVlanAware    bool   `json:"bridge_vlan_aware,omitempty"`
-	BridgeVids         string `json:"bridge_vids,omitempty"`
-	BridgeSTP          string `json:"bridge_stp,omitempty"`
-	BridgeFD           string `json:"bridge_fd,omitempty"`
+	Name      string   `json:"iface"`
+	Type      string   `json:"type"`
+	Autostart bool     `json:"autostart,omitempty"`
+	Method    string   `json:"method,omitempty"`
+	Method6   string   `json:"method6,omitempty"`
+	Families  []string `json:"families,omitempty"`
+	Priority  int      `json:"priority,omitempty"` // position in the file; 0: not written yet
+	CIDR      string   `json:"cidr,omitempty"`
+	Gateway   string   `json:"gateway,omitempty"`
+	CIDR6     string   `json:"cidr6,omitempty"`
+	Gateway6  string   `json:"gateway6,omitempty"`
+	// Bridge settings. BridgeVlanAware is whether the key is defined at
+	// all: the writer enables VLAN awareness for any value, 0 included.
+	BridgePorts     string `json:"bridge_ports,omitempty"`
+	BridgeVlanAware bool   `json:"bridge_vlan_aware,omitempty"`
+	BridgeVids      string `json:"bridge_vids,omitempty"`
+	BridgeSTP       string `json:"bridge_stp,omitempty"`
+	BridgeFD        string `json:"bridge_fd,omitempty"`
+	// Bond settings.
 	Slaves             string `json:"slaves,omitempty"`
 	BondMode           string `json:"bond_mode,omitempty"`
 	BondPrimary        string `json:"bond-primary,omitempty"`
@@ -61,123 +74,68 @@ type iface struct {
 	Exists             bool   `json:"exists,omitempty"`
 }
 
-func (i *iface) normalize() {
-	if i.Method == "" {
-		i.Method = "manual"
-		if i.CIDR != "" {
-			i.Method = "static"
-		}
-	}
-	if i.CIDR6 != "" && i.Method6 == "" {
-		i.Method6 = "static"
-	}
-	if i.Type == "bridge" {
-		if i.BridgeSTP == "" {
-			i.BridgeSTP = "off"
-		}
-		if i.BridgeFD == "" {
-			i.BridgeFD = "0"
-		}
-	}
-}
+func (i *iface) hasFamily(f string) bool { return slices.Contains(i.Families, f) }
 
-func typeRank(t string) int {
-	switch t {
-	case "loopback":
-		return 0
-	case "eth":
-		return 1
-	case "bond":
-		return 2
-	case "vlan":
-		return 3
+// item renders an interface as GET /nodes/{node}/network returns it: the
+// reader's hash. Values the reader takes from the file stay strings (mtu,
+// vlan-id, the netmasks as prefix lengths, bond_miimon) although the API
+// schema calls mtu, vlan-id and netmask6 integers; flags the reader sets
+// are numbers.
+func (i *iface) item(active bool) map[string]any {
+	m := map[string]any{"iface": i.Name, "type": i.Type, "method": orDefault(i.Method, "manual"),
+		"method6": orDefault(i.Method6, "manual"), "families": slices.Clone(i.Families)}
+	if len(i.Families) == 0 {
+		m["families"] = []string{"inet"}
+	}
+	if i.Priority > 0 {
+		m["priority"] = i.Priority
+	}
+	flags := map[string]bool{"autostart": i.Autostart, "active": active, "exists": i.Exists,
+		"bridge_vlan_aware": i.BridgeVlanAware}
+	for k, on := range flags {
+		if on {
+			m[k] = 1
+		}
+	}
+	if i.CIDR != "" {
+		addr, bits, _ := strings.Cut(i.CIDR, "/")
+		m["cidr"], m["address"], m["netmask"] = i.CIDR, addr, bits
+	}
+	if i.CIDR6 != "" {
+		addr, bits, _ := strings.Cut(i.CIDR6, "/")
+		m["cidr6"], m["address6"], m["netmask6"] = i.CIDR6, addr, bits
+	}
+	str := map[string]string{"gateway": i.Gateway, "gateway6": i.Gateway6, "bridge_vids": i.BridgeVids,
+		"bridge_stp": i.BridgeSTP, "bridge_fd": i.BridgeFD, "bond_mode": i.BondMode,
+		"bond-primary": i.BondPrimary, "bond_xmit_hash_policy": i.BondXmitHashPolicy,
+		"vlan-raw-device": i.VlanRawDevice, "comments": i.Comments}
+	for k, v := range str {
+		if v != "" {
+			m[k] = v
+		}
+	}
+	switch i.Type {
 	case "bridge":
-		return 4
+		// "bridge-ports none" reads back as an empty list, not as nothing.
+		m["bridge_ports"] = i.BridgePorts
+	case "bond":
+		m["slaves"] = i.Slaves
+		m["bond_miimon"] = "100"
+	default:
+		if i.BridgePorts != "" {
+			m["bridge_ports"] = i.BridgePorts
+		}
+		if i.Slaves != "" {
+			m["slaves"] = i.Slaves
+		}
 	}
-	return 5
-}
-
-// ordered lists interfaces in the order PVE writes them.
-func ordered(m map[string]*iface) []*iface {
-	out := make([]*iface, 0, len(m))
-	for _, i := range m {
-		out = append(out, i)
+	if i.MTU > 0 {
+		m["mtu"] = strconv.Itoa(i.MTU)
 	}
-	sort.Slice(out, func(a, b int) bool {
-		ra, rb := typeRank(out[a].Type), typeRank(out[b].Type)
-		if ra != rb {
-			return ra < rb
-		}
-		return out[a].Name < out[b].Name
-	})
-	return out
-}
-
-// render writes an interfaces file the way pve-common does.
-func render(m map[string]*iface) string {
-	var b strings.Builder
-	for _, i := range ordered(m) {
-		if i.Autostart {
-			fmt.Fprintf(&b, "auto %s\n", i.Name)
-		}
-		fmt.Fprintf(&b, "iface %s inet %s\n", i.Name, i.Method)
-		opt := func(k, v string) {
-			if v != "" {
-				fmt.Fprintf(&b, "\t%s %s\n", k, v)
-			}
-		}
-		opt("address", i.CIDR)
-		opt("gateway", i.Gateway)
-		if i.MTU > 0 {
-			opt("mtu", strconv.Itoa(i.MTU))
-		}
-		switch i.Type {
-		case "bridge":
-			ports := i.BridgePorts
-			if ports == "" {
-				ports = "none"
-			}
-			opt("bridge-ports", ports)
-			opt("bridge-stp", i.BridgeSTP)
-			opt("bridge-fd", i.BridgeFD)
-			if i.BridgeVlanAware {
-				opt("bridge-vlan-aware", "yes")
-				vids := i.BridgeVids
-				if vids == "" {
-					vids = "2-4094"
-				}
-				opt("bridge-vids", vids)
-			}
-		case "bond":
-			slaves := i.Slaves
-			if slaves == "" {
-				slaves = "none"
-			}
-			opt("bond-slaves", slaves)
-			opt("bond-miimon", "100")
-			opt("bond-mode", i.BondMode)
-			opt("bond-primary", i.BondPrimary)
-			opt("bond-xmit-hash-policy", i.BondXmitHashPolicy)
-		case "vlan":
-			if i.VlanID > 0 {
-				opt("vlan-id", strconv.Itoa(i.VlanID))
-			}
-			opt("vlan-raw-device", i.VlanRawDevice)
-		}
-		for _, line := range strings.Split(i.Comments, "\n") {
-			if line != "" {
-				fmt.Fprintf(&b, "#%s\n", line)
-			}
-		}
-		if i.CIDR6 != "" || i.Method6 != "" {
-			fmt.Fprintf(&b, "\niface %s inet6 %s\n", i.Name, orDefault(i.Method6, "static"))
-			opt("address", i.CIDR6)
-			opt("gateway", i.Gateway6)
-		}
-		b.WriteString("\n")
+	if i.VlanID > 0 {
+		m["vlan-id"] = strconv.Itoa(i.VlanID)
 	}
-	b.WriteString("\nsource /etc/network/interfaces.d/*\n")
-	return b.String()
+	return m
 }
 
 func orDefault(s, d string) string {
@@ -185,56 +143,6 @@ func orDefault(s, d string) string {
 		return d
 	}
 	return s
-}
-
-// item renders an interface as GET /nodes/{node}/network returns it.
-func (i *iface) item(active bool, priority int) map[string]any {
-	m := map[string]any{"iface": i.Name, "type": i.Type, "method": i.Method, "method6": orDefault(i.Method6, "manual"),
-		"priority": priority, "families": []string{"inet"}}
-	if i.Autostart {
-		m["autostart"] = 1
-	}
-	if active {
-		m["active"] = 1
-	}
-	if i.Exists {
-		m["exists"] = 1
-	}
-	if i.CIDR6 != "" {
-		m["families"] = []string{"inet", "inet6"}
-		m["cidr6"] = i.CIDR6
-		addr, bits, _ := strings.Cut(i.CIDR6, "/")
-		m["address6"], m["netmask6"] = addr, bits
-	}
-	if i.CIDR != "" {
-		m["cidr"] = i.CIDR
-		if ip, n, err := net.ParseCIDR(i.CIDR); err == nil {
-			m["address"] = ip.String()
-			m["netmask"] = net.IP(n.Mask).String()
-		}
-	}
-	str := map[string]string{"gateway": i.Gateway, "gateway6": i.Gateway6, "bridge_ports": i.BridgePorts,
-		"bridge_vids": i.BridgeVids, "bridge_stp": i.BridgeSTP, "bridge_fd": i.BridgeFD, "slaves": i.Slaves,
-		"bond_mode": i.BondMode, "bond-primary": i.BondPrimary, "bond_xmit_hash_policy": i.BondXmitHashPolicy,
-		"vlan-raw-device": i.VlanRawDevice, "comments": i.Comments, "comments6": i.Comments6}
-	for k, v := range str {
-		if v != "" {
-			m[k] = v
-		}
-	}
-	if i.Type == "bridge" {
-		m["bridge_ports"] = i.BridgePorts
-	}
-	if i.BridgeVlanAware {
-		m["bridge_vlan_aware"] = 1
-	}
-	if i.MTU > 0 {
-		m["mtu"] = i.MTU
-	}
-	if i.VlanID > 0 {
-		m["vlan-id"] = i.VlanID
-	}
-	return m
 }
 
 // view is the staged configuration when edits are pending, else the running one.
@@ -245,17 +153,28 @@ func (n *nodeNet) view() map[string]*iface {
 	return n.Running
 }
 
-// stage returns the staged map, copying the running config on first edit.
-func (n *nodeNet) stage() map[string]*iface {
-	n.StagedAt = time.Now().Unix()
-	if n.Staged == nil {
-		n.Staged = map[string]*iface{}
-		for k, i := range n.Running {
-			c := *i
-			n.Staged[k] = &c
-		}
+// edit is a copy of the current view for one API call to change; only a
+// successful write (stage) replaces the view with it.
+func (n *nodeNet) edit() map[string]*iface {
+	out := make(map[string]*iface, len(n.view()))
+	for k, i := range n.view() {
+		c := *i
+		c.Families = slices.Clone(i.Families)
+		out[k] = &c
 	}
-	return n.Staged
+	return out
+}
+
+// stage writes cfg to interfaces.new as pve-common's writer does: its
+// checks fail the call with nothing written; on success cfg is what the
+// file reads back as.
+func (n *nodeNet) stage(cfg map[string]*iface) error {
+	if err := checkInterfaces(cfg); err != nil {
+		return err
+	}
+	reread(cfg)
+	n.Staged, n.StagedAt = cfg, time.Now().Unix()
+	return nil
 }
 
 // changes is what PVE runs to show staged edits, `diff -b -N -u` of the two
@@ -285,16 +204,24 @@ func matchType(filter string, i *iface) bool {
 	return i.Type == filter
 }
 
+// active is whether the interface is up: committed and brought up at boot
+// (physical NICs are always up).
+func (n *nodeNet) active(i *iface) bool {
+	_, running := n.Running[i.Name]
+	return running && (i.Autostart || i.Type == "eth" || i.Type == "loopback")
+}
+
 func (s *Server) listNetwork(q *request) (any, error) {
 	n := s.st.Net[q.vars["node"]]
 	out := []map[string]any{}
-	for p, i := range ordered(n.view()) {
+	view := n.view()
+	for _, name := range slices.Sorted(maps.Keys(view)) {
+		i := view[name]
 		// PVE does not list the loopback device.
 		if i.Type == "loopback" || !matchType(q.get("type"), i) {
 			continue
 		}
-		_, running := n.Running[i.Name]
-		out = append(out, i.item(running && (i.Autostart || i.Type == "eth" || i.Type == "loopback"), p+1))
+		out = append(out, i.item(n.active(i)))
 	}
 	if ch := n.changes(s.st.Boot[q.vars["node"]]); ch != "" {
 		return withTop{data: out, top: map[string]any{"changes": ch}}, nil
@@ -304,57 +231,57 @@ func (s *Server) listNetwork(q *request) (any, error) {
 
 func (s *Server) getIface(q *request) (any, error) {
 	n := s.st.Net[q.vars["node"]]
-	name := q.vars["iface"]
-	for p, i := range ordered(n.view()) {
-		if i.Name == name {
-			_, running := n.Running[name]
-			return i.item(running && (i.Autostart || i.Type == "eth" || i.Type == "loopback"), p+1), nil
-		}
-	}
-	return nil, paramErr1("iface", "interface does not exist")
-}
-
-func (s *Server) createIface(q *request) (any, error) {
-	n := s.st.Net[q.vars["node"]]
-	name := q.get("iface")
-	if _, exists := n.view()[name]; exists {
-		return nil, paramErr1("iface", "interface already exists")
-	}
-	return nil, stageIface(q, n, name, nil)
-}
-
-// stageIface builds an interface from the request (over old, for an update),
-// checks its ports and stages it.
-func stageIface(q *request, n *nodeNet, name string, old *iface) error {
-	i, err := ifaceFromParams(q, name, old)
-	if err != nil {
-		return err
-	}
-	if err := checkPorts(n.view(), i); err != nil {
-		return err
-	}
-	n.stage()[name] = i
-	return nil
-}
-
-func (s *Server) updateIface(q *request) (any, error) {
-	n := s.st.Net[q.vars["node"]]
-	name := q.vars["iface"]
-	old, ok := n.view()[name]
+	i, ok := n.view()[q.vars["iface"]]
 	if !ok {
 		return nil, paramErr1("iface", "interface does not exist")
 	}
-	return nil, stageIface(q, n, name, old)
+	return i.item(n.active(i)), nil
 }
 
+// createIface is pve-manager Network.pm create_network.
+func (s *Server) createIface(q *request) (any, error) {
+	n := s.st.Net[q.vars["node"]]
+	name := q.get("iface")
+	cfg := n.edit()
+	if _, exists := cfg[name]; exists {
+		return nil, paramErr1("iface", "interface already exists")
+	}
+	i, err := ifaceFromParams(q, cfg, name, nil)
+	if err != nil {
+		return nil, err
+	}
+	cfg[name] = i
+	return nil, n.stage(cfg)
+}
+
+// updateIface is pve-manager Network.pm update_network.
+func (s *Server) updateIface(q *request) (any, error) {
+	n := s.st.Net[q.vars["node"]]
+	name := q.vars["iface"]
+	cfg := n.edit()
+	old, ok := cfg[name]
+	if !ok {
+		return nil, paramErr1("iface", "interface does not exist")
+	}
+	i, err := ifaceFromParams(q, cfg, name, old)
+	if err != nil {
+		return nil, err
+	}
+	cfg[name] = i
+	return nil, n.stage(cfg)
+}
+
+// deleteIface is pve-manager Network.pm delete_network: the writer's
+// checks still run, so removing a bridge's port fails.
 func (s *Server) deleteIface(q *request) (any, error) {
 	n := s.st.Net[q.vars["node"]]
 	name := q.vars["iface"]
-	if _, ok := n.view()[name]; !ok {
+	cfg := n.edit()
+	if _, ok := cfg[name]; !ok {
 		return nil, paramErr1("iface", "interface does not exist")
 	}
-	delete(n.stage(), name)
-	return nil, nil
+	delete(cfg, name)
+	return nil, n.stage(cfg)
 }
 
 func (s *Server) revertNetwork(q *request) (any, error) {
@@ -374,158 +301,4 @@ func (s *Server) applyNetwork(q *request) (any, error) {
 		t.logf("reloading network config on node '%s'", node)
 		return nil
 	}), nil
-}
-
-// ifaceFromParams builds an interface from a POST, or applies a PUT to old
-// the way pve-manager's update_network does: the keys in delete are removed,
-// the keys sent overwrite, the keys not sent stay - except the methods, which
-// are recomputed from whether an address was sent (so a PUT without cidr
-// leaves a stale address under "method manual": send the full definition).
-// The type is overwritten too; PVE does not refuse a change.
-func ifaceFromParams(q *request, name string, old *iface) (*iface, error) {
-	i := &iface{Name: name}
-	if old != nil {
-		c := *old
-		i = &c
-		for _, d := range schema.SplitList(q.get("delete")) {
-			i.clear(d)
-		}
-	} else if q.get("type") == "eth" {
-		return nil, paramErr1("type", "can't create physical interface '%s'", name)
-	}
-	i.Type = q.get("type")
-	str := map[string]*string{"comments": &i.Comments, "comments6": &i.Comments6, "gateway": &i.Gateway,
-		"gateway6": &i.Gateway6, "bond_mode": &i.BondMode, "bond-primary": &i.BondPrimary,
-		"bond_xmit_hash_policy": &i.BondXmitHashPolicy, "vlan-raw-device": &i.VlanRawDevice}
-	for k, f := range str {
-		if q.has(k) {
-			*f = q.get(k)
-		}
-	}
-	// Lists are stored space separated, whatever separator was sent.
-	lists := map[string]*string{"bridge_ports": &i.BridgePorts, "slaves": &i.Slaves, "bridge_vids": &i.BridgeVids}
-	for k, f := range lists {
-		if q.has(k) {
-			*f = strings.Join(schema.SplitList(q.get(k)), " ")
-		}
-	}
-	if q.has("autostart") {
-		i.Autostart = q.bool("autostart")
-	}
-	if q.has("bridge_vlan_aware") {
-		i.BridgeVlanAware = q.bool("bridge_vlan_aware")
-	}
-	if q.has("mtu") {
-		i.MTU = q.int("mtu", 0)
-	}
-	if q.has("vlan-id") {
-		i.VlanID = q.int("vlan-id", 0)
-	}
-	i.Method, i.Method6 = "manual", "manual"
-	switch {
-	case q.get("cidr") != "":
-		if _, _, err := net.ParseCIDR(q.get("cidr")); err != nil {
-			return nil, paramErr1("cidr", "invalid format - value does not look like a valid IPv4 network configuration")
-		}
-		i.CIDR, i.Method = q.get("cidr"), "static"
-	case q.get("address") != "":
-		ip := net.ParseIP(q.get("address"))
-		mask := net.ParseIP(q.get("netmask"))
-		if ip == nil || mask == nil {
-			return nil, paramErr1("netmask", "address and netmask are required together")
-		}
-		ones, _ := net.IPMask(mask.To4()).Size()
-		i.CIDR, i.Method = fmt.Sprintf("%s/%d", ip, ones), "static"
-	}
-	switch {
-	case q.get("cidr6") != "":
-		i.CIDR6, i.Method6 = q.get("cidr6"), "static"
-	case q.get("address6") != "":
-		i.CIDR6, i.Method6 = fmt.Sprintf("%s/%s", q.get("address6"), orDefault(q.get("netmask6"), "64")), "static"
-	}
-	if i.Gateway != "" && i.CIDR == "" {
-		return nil, paramErr1("gateway", "gateway needs an address (cidr)")
-	}
-	if i.Type == "bond" && i.BondMode == "" {
-		i.BondMode = "balance-rr"
-	}
-	if i.Type == "vlan" && i.VlanID == 0 {
-		if dev, id, ok := strings.Cut(name, "."); ok {
-			if n, err := strconv.Atoi(id); err == nil && i.VlanRawDevice == "" {
-				i.VlanRawDevice, i.VlanID = dev, n
-			}
-		}
-	}
-	i.normalize()
-	return i, nil
-}
-
-// clear removes one setting named as in the API (PUT's delete list).
-func (i *iface) clear(key string) {
-	switch key {
-	case "cidr", "address", "netmask":
-		i.CIDR = ""
-	case "cidr6", "address6", "netmask6":
-		i.CIDR6 = ""
-	case "gateway":
-		i.Gateway = ""
-	case "gateway6":
-		i.Gateway6 = ""
-	case "comments":
-		i.Comments = ""
-	case "comments6":
-		i.Comments6 = ""
-	case "mtu":
-		i.MTU = 0
-	case "autostart":
-		i.Autostart = false
-	case "bridge_ports":
-		i.BridgePorts = ""
-	case "bridge_vlan_aware":
-		i.BridgeVlanAware = false
-	case "bridge_vids":
-		i.BridgeVids = ""
-	case "slaves":
-		i.Slaves = ""
-	case "bond_mode":
-		i.BondMode = ""
-	case "bond-primary":
-		i.BondPrimary = ""
-	case "bond_xmit_hash_policy":
-		i.BondXmitHashPolicy = ""
-	case "vlan-id":
-		i.VlanID = 0
-	case "vlan-raw-device":
-		i.VlanRawDevice = ""
-	}
-}
-
-// checkPorts enforces that bridge ports and bond slaves exist and are not
-// enslaved elsewhere.
-func checkPorts(cfg map[string]*iface, i *iface) error {
-	param, ports := "bridge_ports", i.BridgePorts
-	if i.Type == "bond" {
-		param, ports = "slaves", i.Slaves
-	}
-	for _, p := range strings.Fields(ports) {
-		if base, _, ok := strings.Cut(p, "."); ok {
-			if _, exists := cfg[base]; exists {
-				continue // a VLAN on an existing port is created on the fly
-			}
-		}
-		if _, exists := cfg[p]; !exists {
-			return paramErr1(param, "interface '%s' does not exist", p)
-		}
-		for _, other := range cfg {
-			if other.Name == i.Name {
-				continue
-			}
-			for _, used := range strings.Fields(other.BridgePorts + " " + other.Slaves) {
-				if used == p {
-					return paramErr1(param, "interface '%s' is already used by '%s'", p, other.Name)
-				}
-			}
-		}
-	}
-	return nil
 }

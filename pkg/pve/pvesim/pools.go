@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sort"
 	"strconv"
+	"strings"
 
 	"github.com/pvectl/pvectl/pkg/pve/schema"
 )
@@ -106,76 +107,127 @@ func (s *Server) getPool(q *request) (any, error) {
 	return m, nil
 }
 
+// createPool is pve-manager PVE/API2/Pool.pm create_pool.
 func (s *Server) createPool(q *request) (any, error) {
 	id := q.get("poolid")
 	if id == "" {
 		return nil, paramErr1("poolid", "property is missing and it is not optional")
 	}
+	failed := func(format string, args ...any) error {
+		return fail(http.StatusInternalServerError, "create pool failed: "+format, args...)
+	}
 	if _, exists := s.st.Pools[id]; exists {
-		return nil, fail(http.StatusInternalServerError, "create pool failed: pool '%s' already exists", id)
+		return nil, failed("pool '%s' already exists", id)
+	}
+	leaf := id
+	if i := strings.LastIndexByte(id, '/'); i >= 0 {
+		parent := id[:i]
+		if _, ok := s.st.Pools[parent]; !ok {
+			return nil, failed("parent '%s' of pool '%s' does not exist", parent, id)
+		}
+		leaf = id[i+1:]
+	}
+	if c := leaf[0]; !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z') {
+		return nil, failed("pool name must start with a letter")
 	}
 	s.st.Pools[id] = &pool{ID: id, Comment: q.get("comment")}
 	return nil, nil
 }
 
+// updatePool is Pool.pm update_pool: all of it under the user.cfg lock, so
+// the first refusal ("update pools failed: …") leaves the pool unchanged.
+// PVE does not check that a VM or storage exists (only the permission to
+// modify its path); it refuses a member added twice, a VM of another pool
+// without allow-move, and removing what is not a member.
 func (s *Server) updatePool(q *request) (any, error) {
-	p, err := s.poolByID(poolID(q))
-	if err != nil {
-		return nil, err
+	failed := func(format string, args ...any) error {
+		return fail(http.StatusInternalServerError, "update pools failed: "+format, args...)
+	}
+	p, ok := s.st.Pools[poolID(q)]
+	if !ok {
+		return nil, failed("pool '%s' does not exist", poolID(q))
 	}
 	del := q.bool("delete")
-	var vmids []int
+	vms := slices.Clone(p.VMs)
+	moved := map[int]string{} // vmid -> the pool it leaves
 	for _, x := range schema.SplitList(q.get("vms")) {
 		id, err := strconv.Atoi(x)
 		if err != nil {
 			return nil, paramErr1("vms", "invalid format - value does not look like a valid VM ID")
 		}
-		if _, ok := s.st.VMs[id]; !ok && !del {
-			return nil, fail(http.StatusInternalServerError, "update pool failed: VM %d does not exist", id)
+		member := slices.Contains(vms, id)
+		switch {
+		case del && !member:
+			return nil, failed("VM %d is not a pool member", id)
+		case del:
+			vms = removeInt(vms, id)
+		case member:
+			return nil, failed("VM %d is already a pool member", id)
+		default:
+			if other := s.st.vmPool(id); other != "" && other != p.ID {
+				if !q.bool("allow-move") {
+					return nil, failed("VM %d belongs already to pool '%s' and 'allow-move' is not set", id, other)
+				}
+				moved[id] = other
+			}
+			vms = append(vms, id)
 		}
-		if other := s.st.vmPool(id); !del && other != "" && other != p.ID && !q.bool("allow-move") {
-			return nil, fail(http.StatusInternalServerError, "update pool failed: VM %d belongs already to pool '%s'", id, other)
-		}
-		vmids = append(vmids, id)
 	}
-	storages := schema.SplitList(q.get("storage"))
-	for _, sid := range storages {
-		if _, ok := s.st.Storages[sid]; !ok && !del {
-			return nil, fail(http.StatusInternalServerError, "update pool failed: storage '%s' does not exist", sid)
+	storages := slices.Clone(p.Storages)
+	for _, sid := range schema.SplitList(q.get("storage")) {
+		member := slices.Contains(storages, sid)
+		switch {
+		case del && !member:
+			return nil, failed("Storage '%s' is not a pool member", sid)
+		case del:
+			storages = removeString(storages, sid)
+		case member:
+			return nil, failed("Storage '%s' is already a pool member", sid)
+		default:
+			storages = append(storages, sid)
 		}
 	}
 	if q.has("comment") {
 		p.Comment = q.get("comment")
 	}
-	for _, id := range vmids {
-		if del {
-			p.VMs = removeInt(p.VMs, id)
-			continue
-		}
-		s.st.removeFromPools(id)
-		p.VMs = append(p.VMs, id)
+	for id, from := range moved {
+		s.st.Pools[from].VMs = removeInt(s.st.Pools[from].VMs, id)
 	}
-	for _, sid := range storages {
-		p.Storages = removeString(p.Storages, sid)
-		if !del {
-			p.Storages = append(p.Storages, sid)
-		}
-	}
+	p.VMs, p.Storages = vms, storages
 	return nil, nil
 }
 
+// deletePool is Pool.pm delete_pool: a pool with sub-pools, guests that
+// still exist or storages still configured is not empty.
 func (s *Server) deletePool(q *request) (any, error) {
-	p, err := s.poolByID(poolID(q))
-	if err != nil {
-		return nil, err
+	id := poolID(q)
+	failed := func(format string, args ...any) error {
+		return fail(http.StatusInternalServerError, "delete pool failed: "+format, args...)
+	}
+	p, ok := s.st.Pools[id]
+	if !ok {
+		return nil, failed("pool '%s' does not exist", id)
+	}
+	for _, sub := range slices.Sorted(maps.Keys(s.st.Pools)) {
+		if strings.HasPrefix(sub, id+"/") && !strings.Contains(sub[len(id)+1:], "/") {
+			return nil, failed("pool '%s' is not empty (contains pool '%s')", id, sub)
+		}
 	}
 	// Like pve-access-control, name the first member that is in the way.
-	if len(p.VMs) > 0 {
-		return nil, fail(http.StatusInternalServerError, "delete pool failed: pool '%s' is not empty (contains VM %d)", p.ID, slices.Min(p.VMs))
+	vms := slices.Clone(p.VMs)
+	slices.Sort(vms)
+	for _, vmid := range vms {
+		if _, exists := s.st.VMs[vmid]; exists {
+			return nil, failed("pool '%s' is not empty (contains VM %d)", id, vmid)
+		}
 	}
-	if len(p.Storages) > 0 {
-		return nil, fail(http.StatusInternalServerError, "delete pool failed: pool '%s' is not empty (contains storage '%s')", p.ID, slices.Min(p.Storages))
+	storages := slices.Clone(p.Storages)
+	slices.Sort(storages)
+	for _, sid := range storages {
+		if _, exists := s.st.Storages[sid]; exists {
+			return nil, failed("pool '%s' is not empty (contains storage '%s')", id, sid)
+		}
 	}
-	delete(s.st.Pools, p.ID)
+	delete(s.st.Pools, id)
 	return nil, nil
 }

@@ -77,9 +77,7 @@ func seedNetwork() *nodeNet {
 	for _, n := range []string{"eno2", "eno3", "eno4"} {
 		running[n] = &iface{Name: n, Type: "eth", Method: "manual", Exists: true}
 	}
-	for _, i := range running {
-		i.normalize()
-	}
+	reread(running)
 	return &nodeNet{Running: running}
 }
 

@@ -54,6 +54,10 @@ type Options struct {
 	// PVE's 10 s by default. A guest newer than the last refresh is listed
 	// with status "unknown" only.
 	StatusInterval time.Duration
+	// Fingerprint is the SHA-256 fingerprint ("AA:BB:…") of the certificate
+	// the simulator is served with, answered as every node's
+	// ssl_fingerprint by GET /nodes; without TLS each node gets one of its own.
+	Fingerprint string
 }
 
 // PVE's own timings, the defaults of Options.
@@ -308,6 +312,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) int {
 			os.Remove(q.upload.tmp)
 		}
 	}()
+	// Repeated values of a list parameter are one list (pve-common
+	// RESTHandler.pm normalize_legacy_param_formats).
+	m.JoinLists(params)
 	if errs := checkParams(m, params, vars); len(errs) > 0 {
 		return writeErr(w, paramErr(errs))
 	}
@@ -418,6 +425,12 @@ func (s *Server) readParams(r *http.Request) (url.Values, *upload, *apiError) {
 			case float64:
 				params.Set(k, strconv.FormatFloat(x, 'f', -1, 64))
 			case nil:
+			case []any:
+				// One value per item, as repeated form values: a list
+				// parameter joins them, any other refuses them.
+				for _, it := range x {
+					params.Add(k, jsonScalar(it))
+				}
 			default:
 				b, _ := json.Marshal(x)
 				params.Set(k, string(b))
@@ -433,6 +446,23 @@ func (s *Server) readParams(r *http.Request) (url.Values, *upload, *apiError) {
 		params[k] = v
 	}
 	return params, nil, nil
+}
+
+// jsonScalar is one item of a JSON array as a form value.
+func jsonScalar(v any) string {
+	switch x := v.(type) {
+	case string:
+		return x
+	case bool:
+		if x {
+			return "1"
+		}
+		return "0"
+	case float64:
+		return strconv.FormatFloat(x, 'f', -1, 64)
+	}
+	b, _ := json.Marshal(v)
+	return string(b)
 }
 
 // readMultipart spools the file part to a temp file and adds the other

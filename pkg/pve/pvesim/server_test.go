@@ -93,10 +93,15 @@ func TestSeedAndClusterResources(t *testing.T) {
 		t.Errorf("got type=vm rows %v, want only qemu/9000", rows)
 	}
 
-	var next int
+	// PVE answers a string here although its schema says integer.
+	var next string
 	e.ok(&next, "GET", "/cluster/nextid")
-	if next != 100 {
-		t.Errorf("got nextid %d, want 100", next)
+	if next != "100" {
+		t.Errorf("got nextid %q, want \"100\"", next)
+	}
+	e.ok(&next, "GET", "/cluster/nextid", "vmid", "150")
+	if next != "150" {
+		t.Errorf("got nextid %q for a free vmid=150, want \"150\"", next)
 	}
 	r := e.call("GET", "/cluster/nextid", "vmid", "9000")
 	if r.Status != 400 || r.Errors["vmid"] != "VM 9000 already exists" {
@@ -113,10 +118,12 @@ func TestSeedAndClusterResources(t *testing.T) {
 	if dns["search"] != "local" {
 		t.Errorf("got dns %v, want search local", dns)
 	}
-	e.ok(nil, "PUT", "/nodes/pve/dns", "search", "example.org", "dns2", "1.1.1.1")
+	// resolv.conf keeps nameservers in order, so a lone dns2 reads back as
+	// dns1 and a repeat is written once (pve-common INotify.pm).
+	e.ok(nil, "PUT", "/nodes/pve/dns", "search", "example.org", "dns2", "1.1.1.1", "dns3", "1.1.1.1")
 	dns = nil
 	e.ok(&dns, "GET", "/nodes/pve/dns")
-	if diff := cmp.Diff(map[string]any{"search": "example.org", "dns2": "1.1.1.1"}, dns); diff != "" {
+	if diff := cmp.Diff(map[string]any{"search": "example.org", "dns1": "1.1.1.1"}, dns); diff != "" {
 		t.Errorf("dns after PUT (-want +got)\n%s", diff)
 	}
 }
@@ -137,7 +144,6 @@ func TestNetworkStaging(t *testing.T) {
 	}{
 		{"exists", []string{"iface", "vmbr1", "type", "bridge"}, "iface"},
 		{"port in use", []string{"iface", "vmbr2", "type", "bridge", "bridge_ports", "eno1"}, "bridge_ports"},
-		{"port missing", []string{"iface", "vmbr2", "type", "bridge", "bridge_ports", "eno9"}, "bridge_ports"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -146,6 +152,11 @@ func TestNetworkStaging(t *testing.T) {
 				t.Errorf("got %d %q %v, want 400 errors.%s", r.Status, r.Message, r.Errors, tc.param)
 			}
 		})
+	}
+	// A missing port is found by the writer: a plain 500.
+	r = e.call("POST", "/nodes/pve/network", "iface", "vmbr2", "type", "bridge", "bridge_ports", "eno9")
+	if want := "bridge 'vmbr2' - unable to find bridge port 'eno9'"; r.Status != 500 || r.Message != want {
+		t.Errorf("got %d %q %v for a missing port, want 500 %q", r.Status, r.Message, r.Errors, want)
 	}
 
 	var items []map[string]any
@@ -160,7 +171,7 @@ func TestNetworkStaging(t *testing.T) {
 	e.run("PUT", "/nodes/pve/network")
 	var one map[string]any
 	r = e.ok(&one, "GET", "/nodes/pve/network/vmbr1")
-	if one["active"] != float64(1) || one["comments"] != "lab" {
+	if one["active"] != float64(1) || one["comments"] != "lab\n" {
 		t.Errorf("got vmbr1 %v after apply, want active with comments", one)
 	}
 	if r := e.ok(nil, "GET", "/nodes/pve/network"); r.Changes != nil {

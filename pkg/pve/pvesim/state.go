@@ -95,6 +95,9 @@ type volume struct {
 	Ctime   int64  `json:"ctime"`
 	Notes   string `json:"notes,omitempty"`
 	Protect bool   `json:"protected,omitempty"`
+	// Sums are the file's checksums by algorithm, where the simulator
+	// knows them (uploads, downloads); see volume.checksum.
+	Sums map[string]string `json:"sums,omitempty"`
 }
 
 func (v *volume) volid() string { return v.Storage + ":" + v.Name }

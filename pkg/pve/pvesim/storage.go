@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -63,10 +64,35 @@ func (s *Server) storageConfig(st *storage) map[string]any {
 		m["disable"] = 1
 	}
 	for k, v := range st.Extra {
-		m[k] = v
+		m[k] = storageValue(k, v)
 	}
 	m["digest"] = s.storageDigest()
 	return m
+}
+
+// storageValue types a storage.cfg value as PVE's parser returns it
+// (pve-common SectionConfig.pm check_value): booleans, integers and numbers
+// become JSON numbers ("mkdir": 0), everything else stays a string.
+func storageValue(key, val string) any {
+	m, ok := schema.Default().Lookup("POST", "/storage")
+	if !ok {
+		return val
+	}
+	p, ok := m.Param(key)
+	if !ok {
+		return val
+	}
+	switch p.Type {
+	case "boolean", "integer":
+		if n, err := strconv.ParseInt(val, 10, 64); err == nil {
+			return n
+		}
+	case "number":
+		if f, err := strconv.ParseFloat(val, 64); err == nil {
+			return f
+		}
+	}
+	return val
 }
 
 func (s *Server) storageDigest() string {

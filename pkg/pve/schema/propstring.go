@@ -100,7 +100,9 @@ func parseItems(s string, props map[string]*Param) ([]item, error) {
 		return nil
 	}
 	for _, part := range parts {
-		if strings.TrimSpace(part.text) == "" && !part.quoted {
+		// PVE skips only parts that are all blank; "key=" is an error there
+		// (pve-common src/PVE/JSONSchema.pm, parse_property_string).
+		if !part.hasKey && strings.TrimSpace(part.text) == "" && !part.quoted {
 			continue
 		}
 		if part.key == "" && !part.hasKey {
@@ -203,7 +205,7 @@ func FormatPropertyString(items []KV, p *Param) string {
 		if it.Key == "" || (props != nil && it.Key == defaultKey) {
 			head = quoteValue(it.Value)
 			if strings.Contains(it.Value, "=") && !strings.HasPrefix(head, `"`) {
-				head = `"` + head + `"`
+				head = quoted(it.Value) // a bare "a=b" would read as a key
 			}
 			skip[i] = true
 			if alias := props[it.Value]; alias != nil && alias.KeyAlias == it.Key {
@@ -230,10 +232,15 @@ func FormatPropertyString(items []KV, p *Param) string {
 	return strings.Join(out, ",")
 }
 
+// quoteValue quotes a value that would not read back as itself: with a
+// comma or a quote, blank-edged, or empty ("k=" is an error, not "").
 func quoteValue(v string) string {
-	if !strings.ContainsAny(v, `,"`) && !(strings.HasPrefix(v, " ") || strings.HasSuffix(v, " ")) {
+	if v != "" && !strings.ContainsAny(v, `,"`) && strings.TrimSpace(v) == v {
 		return v
 	}
-	r := strings.NewReplacer(`\`, `\\`, `"`, `\"`)
-	return `"` + r.Replace(v) + `"`
+	return quoted(v)
 }
+
+var quoteEscapes = strings.NewReplacer(`\`, `\\`, `"`, `\"`)
+
+func quoted(v string) string { return `"` + quoteEscapes.Replace(v) + `"` }

@@ -27,6 +27,8 @@ func TestParsePropertyString(t *testing.T) {
 		{"named format", "ip=dhcp,ip6=auto", ipc, []KV{{"ip", "dhcp"}, {"ip6", "auto"}}, ""},
 		{"no default key", "dhcp", ipc, nil, "value without key, but schema does not define a default key"},
 		{"missing key", "=x", nil, nil, "missing key in comma-separated list property"},
+		{"key without value", "a=,b=2", nil, nil, "missing key in comma-separated list property"},
+		{"blank value kept", "a= ", nil, []KV{{"a", " "}}, ""},
 		{"duplicate", "a=1,a=2", nil, nil, "duplicate key in comma-separated list property: a"},
 		{"alias dup", "virtio=BC:24:11:00:00:01,model=e1000", net, nil, "duplicate key in comma-separated list property: model"},
 		{"unterminated", `a="x`, nil, nil, "unterminated quoted string"},

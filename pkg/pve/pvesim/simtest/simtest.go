@@ -88,6 +88,15 @@ func Start(tb testing.TB, opts Options) *Sim {
 		}
 		checker = c
 	}
+	// The certificate comes first: GET /nodes answers its fingerprint.
+	var cert tls.Certificate
+	if opts.TLS {
+		c, fp, err := pvesim.SelfSignedCert([]string{"127.0.0.1", "localhost"})
+		if err != nil {
+			tb.Fatalf("simtest: certificate: %v", err)
+		}
+		cert, so.Fingerprint = c, fp
+	}
 	srv, err := pvesim.New(so)
 	if err != nil {
 		tb.Fatalf("simtest: pvesim.New: %v", err)
@@ -101,14 +110,9 @@ func Start(tb testing.TB, opts Options) *Sim {
 	}
 	s.HTTP = httptest.NewUnstartedServer(s.Requests.wrap(h))
 	if opts.TLS {
-		cert, fp, err := pvesim.SelfSignedCert([]string{"127.0.0.1", "localhost"})
-		if err != nil {
-			srv.Close()
-			tb.Fatalf("simtest: certificate: %v", err)
-		}
 		s.HTTP.TLS = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
 		s.HTTP.StartTLS()
-		s.Fingerprint = fp
+		s.Fingerprint = so.Fingerprint
 	} else {
 		s.HTTP.Start()
 	}

@@ -1,0 +1,222 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/pvectl/pvectl/pkg/pve/pvesim"
+)
+
+// faultProxy sits between pvectl and the simulator and injects the faults
+// of one test. Each rule sees the request and may answer it itself.
+type faultProxy struct {
+	mu    sync.Mutex
+	rules []func(w http.ResponseWriter, r *http.Request, sim http.Handler) bool
+	hits  map[string]int
+}
+
+func (p *faultProxy) wrap(sim http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p.mu.Lock()
+		rules := slices.Clone(p.rules)
+		p.mu.Unlock()
+		for _, rule := range rules {
+			if rule(w, r, sim) {
+				return
+			}
+		}
+		sim.ServeHTTP(w, r)
+	})
+}
+
+func (p *faultProxy) add(rules ...func(w http.ResponseWriter, r *http.Request, sim http.Handler) bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.rules = append(p.rules, rules...)
+}
+
+// count counts calls per key and reports the new count.
+func (p *faultProxy) count(key string) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.hits == nil {
+		p.hits = map[string]int{}
+	}
+	p.hits[key]++
+	return p.hits[key]
+}
+
+// resetConn drops the connection instead of answering.
+func resetConn(w http.ResponseWriter, _ *httptest.ResponseRecorder) {
+	conn, _, err := http.NewResponseController(w).Hijack()
+	if err == nil {
+		conn.Close()
+	}
+}
+
+// proxy596 answers as pveproxy does when its backend does not.
+func proxy596(w http.ResponseWriter, _ *httptest.ResponseRecorder) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(596)
+	w.Write([]byte(`{"data":null,"message":"Connection timed out"}`))
+}
+
+// Issue 10 acceptance: under injected faults — a POST that PVE carried
+// out answered by a reset or a 596, a task that never ends, 500s on
+// reads — apply fails where it cannot know, says so, and the next apply
+// converges with nothing duplicated or lost.
+func TestE2EFaultsNothingDuplicatedOrLost(t *testing.T) {
+	p := &faultProxy{}
+	env := startSimOpts(t, pvesim.Options{TaskDuration: 50 * time.Millisecond}, p.wrap)
+	names := []string{"f-reset", "f-596", "f-endless", "f-plain"}
+	f := writeSpec(t, "faults.yaml", vmsSpec(names, nil))
+	createOf := func(r *http.Request) string {
+		if r.Method != http.MethodPost || r.URL.Path != "/api2/json/nodes/pve/qemu" {
+			return ""
+		}
+		body, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(body)) // the simulator reads it again
+		form, _ := url.ParseQuery(string(body))
+		return form.Get("name")
+	}
+	var endlessMu sync.Mutex
+	endless := ""
+	p.add(
+		// The first time each path is read, pveproxy answers a plain 500.
+		func(w http.ResponseWriter, r *http.Request, _ http.Handler) bool {
+			if r.Method != http.MethodGet || p.count("GET "+r.URL.String()) > 1 {
+				return false
+			}
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusInternalServerError)
+			w.Write([]byte(`{"data":null,"message":"proxy worker died"}`))
+			return true
+		},
+		// The first create of each VM that PVE carries out gets its fault.
+		func(w http.ResponseWriter, r *http.Request, sim http.Handler) bool {
+			name := createOf(r)
+			if name == "" || name == "f-plain" {
+				return false
+			}
+			rec := httptest.NewRecorder()
+			sim.ServeHTTP(rec, r)
+			if rec.Code != http.StatusOK || p.count("carried out "+name) > 1 {
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(rec.Code)
+				w.Write(rec.Body.Bytes())
+				return true
+			}
+			switch name {
+			case "f-reset":
+				resetConn(w, rec)
+			case "f-596":
+				proxy596(w, rec)
+			case "f-endless":
+				var env struct{ Data string }
+				_ = json.Unmarshal(rec.Body.Bytes(), &env)
+				endlessMu.Lock()
+				endless = env.Data
+				endlessMu.Unlock()
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(rec.Code)
+				w.Write(rec.Body.Bytes())
+			}
+			return true
+		},
+		// The f-endless task never stops, as far as pvectl can see.
+		func(w http.ResponseWriter, r *http.Request, _ http.Handler) bool {
+			endlessMu.Lock()
+			upid := endless
+			endlessMu.Unlock()
+			if upid == "" || !strings.HasSuffix(r.URL.Path, "/status") || !strings.Contains(r.URL.Path, upid) {
+				return false
+			}
+			w.Header().Set("Content-Type", "application/json")
+			json.NewEncoder(w).Encode(map[string]any{"data": map[string]any{
+				"upid": upid, "node": "pve", "status": "running", "type": "qmcreate", "id": "0", "user": e2eTokenID, "pid": 1, "pstart": 1, "starttime": 1,
+			}})
+			return true
+		},
+	)
+	r := env.mustRun(1, "apply", "-f", f, "--auto-approve", "--task-timeout", "1s")
+	for _, want := range []*regexp.Regexp{
+		regexp.MustCompile(`QemuVM/f-reset: .*POST /nodes/pve/qemu: .*may have reached PVE`),
+		regexp.MustCompile(`QemuVM/f-596: .*POST /nodes/pve/qemu: 596 .*may have reached PVE`),
+		regexp.MustCompile(`QemuVM/f-endless: .*timed out, the task may still be running`),
+		regexp.MustCompile(`QemuVM/f-plain: Create complete`),
+	} {
+		if !want.MatchString(r.stdout) {
+			t.Errorf("first apply output does not match %s:\n%s", want, r.stdout)
+		}
+	}
+	// PVE carried out all four: the next apply finds them and does nothing twice.
+	r = env.mustRun(0, "apply", "-f", f, "--auto-approve")
+	if strings.Contains(r.stdout, "Creating...") {
+		t.Errorf("the second apply created again:\n%s", r.stdout)
+	}
+	env.mustRun(0, "plan", "-f", f, "--detailed-exitcode")
+	got := env.guestNames()
+	want := slices.Clone(names)
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Errorf("VMs: got %v, want each of %v once", got, want)
+	}
+}
+
+// Issue 10 acceptance: a server that accepts connections and never
+// answers fails the plan within the deadline, naming the request, with a
+// line of what to do.
+func TestE2EServerNeverAnswers(t *testing.T) {
+	url, _ := neverAnswers(t)
+	env := &simEnv{t: t, url: url}
+	f := writeSpec(t, "one.yaml", vmsSpec([]string{"p"}, nil))
+	r := env.mustRun(1, "plan", "-f", f, "--request-timeout", "1s")
+	if !regexp.MustCompile(`^Error: PVE did not answer GET /[a-z/]+ within 1s \(default connection: `).MatchString(r.stderr) || !strings.Contains(r.stderr, "--request-timeout") {
+		t.Errorf("got:\n%s\nwant the request named, its deadline, and what to do", r.stderr)
+	}
+}
+
+// Issue 10 acceptance: a task whose exit status holds the token secret:
+// the secret appears nowhere (run checks stdout and stderr, JSON too).
+func TestE2ETaskExitStatusScrubbed(t *testing.T) {
+	p := &faultProxy{}
+	env := startSimOpts(t, pvesim.Options{TaskDuration: 10 * time.Millisecond}, p.wrap)
+	p.add(func(w http.ResponseWriter, r *http.Request, sim http.Handler) bool {
+		if r.Method != http.MethodGet || !strings.Contains(r.URL.Path, "/tasks/") {
+			return false
+		}
+		rec := httptest.NewRecorder()
+		sim.ServeHTTP(rec, r)
+		body := rec.Body.String()
+		if strings.HasSuffix(r.URL.Path, "/status") && strings.Contains(body, `"stopped"`) {
+			body = regexp.MustCompile(`"exitstatus":"[^"]*"`).ReplaceAllString(body,
+				`"exitstatus":"unable to create VM: auth PVEAPIToken=`+e2eTokenID+`=`+e2eTokenSecret+` rejected"`)
+		}
+		if strings.HasSuffix(r.URL.Path, "/log") {
+			body = strings.Replace(body, `"t":"`, `"t":"secret `+e2eTokenSecret+` `, 1)
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(rec.Code)
+		w.Write([]byte(body))
+		return true
+	})
+	for i, extra := range [][]string{nil, {"--json"}} {
+		f := writeSpec(t, "one.yaml", vmsSpec([]string{fmt.Sprintf("leaky-%d", i)}, nil))
+		args := append([]string{"apply", "-f", f, "--auto-approve"}, extra...)
+		r := env.mustRun(1, args...) // run fails the test if the secret shows
+		if !strings.Contains(r.stdout, "REDACTED") {
+			t.Errorf("%v: the exit status is not shown (scrubbed):\n%s", args, r.stdout)
+		}
+	}
+}

@@ -1,0 +1,202 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/pvectl/pvectl/pkg/planner"
+	"github.com/pvectl/pvectl/pkg/pve"
+)
+
+// doneNouns say what a done change of each action did, in the order the
+// summary counts them: "2 created, 1 updated, 1 network commit".
+var doneNouns = []struct {
+	action    planner.Action
+	one, many string
+}{
+	{action: planner.Create, one: "created", many: "created"},
+	{action: planner.Update, one: "updated", many: "updated"},
+	{action: planner.Replace, one: "replaced", many: "replaced"},
+	{action: planner.Delete, one: "destroyed", many: "destroyed"},
+	{action: planner.Provision, one: "provisioned", many: "provisioned"},
+	{action: planner.ApplyNet, one: "network commit", many: "network commits"},
+}
+
+// item is one line of a summary list: an address and what to say of it.
+type item struct {
+	Address string `json:"address"`
+	Action  string `json:"action"`
+	Reason  string `json:"reason,omitempty"`
+}
+
+// outcome sorts a Result into the summary's lists.
+type outcome struct {
+	counts                            map[string]int // done changes per action name
+	done, failed, notStarted, unknown []item
+	kept                              []item
+	interrupted                       bool
+}
+
+func summarize(p *planner.Plan, res *planner.Result) outcome {
+	o := outcome{counts: map[string]int{}, interrupted: res.Interrupted}
+	byAddr := map[string]*planner.Change{}
+	for _, c := range p.Changes {
+		byAddr[c.Address] = c
+	}
+	action := func(a string) string {
+		if c := byAddr[a]; c != nil {
+			return c.Action.String()
+		}
+		return ""
+	}
+	for _, a := range res.Done {
+		if c := byAddr[a]; c != nil && c.Action != planner.NoOp {
+			o.done = append(o.done, item{Address: a, Action: c.Action.String()})
+			o.counts[c.Action.String()]++
+		}
+	}
+	for _, a := range slices.Sorted(maps.Keys(res.Failed)) {
+		o.failed = append(o.failed, item{Address: a, Action: action(a), Reason: res.Failed[a].Error()})
+	}
+	for _, a := range slices.Sorted(maps.Keys(res.Unknown)) {
+		o.unknown = append(o.unknown, item{Address: a, Action: action(a), Reason: res.Unknown[a].Error()})
+	}
+	for _, a := range slices.Sorted(maps.Keys(res.Skipped)) {
+		o.notStarted = append(o.notStarted, item{Address: a, Action: action(a), Reason: res.Skipped[a]})
+	}
+	for _, a := range slices.Sorted(maps.Keys(res.Kept)) {
+		if c := byAddr[a]; c != nil {
+			o.kept = append(o.kept, item{Address: a, Action: c.Action.String(), Reason: keptWhy(c)})
+		}
+	}
+	return o
+}
+
+// countLine is "2 created, 1 updated, 1 network commit" ("0 changed" when
+// nothing was done).
+func (o outcome) countLine() string {
+	var parts []string
+	for _, n := range doneNouns {
+		k := o.counts[n.action.String()]
+		switch {
+		case k == 1:
+			parts = append(parts, "1 "+n.one)
+		case k > 1:
+			parts = append(parts, fmt.Sprintf("%d %s", k, n.many))
+		}
+	}
+	if len(parts) == 0 {
+		return "0 changed"
+	}
+	return strings.Join(parts, ", ")
+}
+
+// summary says what was done and what was not.
+func (v *progressView) summary(p *planner.Plan, res *planner.Result, verb string) {
+	if res == nil {
+		return
+	}
+	defer v.printSecrets()
+	o := summarize(p, res)
+	state := "complete"
+	switch {
+	case o.interrupted:
+		state = "interrupted"
+	case len(o.failed)+len(o.notStarted)+len(o.unknown) > 0:
+		state = "incomplete"
+	}
+	if v.json {
+		v.event("summary", nil, map[string]any{
+			"operation": verb, "outcome": state, "counts": o.counts,
+			"done": nonNil(o.done), "failed": nonNil(o.failed), "not_started": nonNil(o.notStarted),
+			"unknown": nonNil(o.unknown), "kept": nonNil(o.kept),
+		}, "")
+		return
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	w := v.w
+	section := func(title string, items []item, show func(item) string) {
+		if len(items) == 0 {
+			return
+		}
+		fmt.Fprintf(w, "  %s:\n", title)
+		for _, it := range items {
+			fmt.Fprintf(w, "    %s\n", pve.ShortenUPIDs(indentMore(show(it))))
+		}
+	}
+	withReason := func(it item) string { return it.Address + " (" + it.Reason + ")" }
+	withError := func(it item) string { return it.Address + ": " + it.Reason }
+	keptNote := ""
+	if len(o.kept) > 0 {
+		keptNote = fmt.Sprintf(", %d kept (protected)", len(o.kept))
+	}
+	title := capitalize(verb)
+	fmt.Fprintln(w)
+	if state == "complete" {
+		fmt.Fprintln(w, paint(v.ok, fmt.Sprintf("%s complete: %s%s.", title, o.countLine(), keptNote)))
+		section("kept", o.kept, withReason)
+		return
+	}
+	var not []string
+	if n := len(o.failed); n > 0 {
+		not = append(not, fmt.Sprintf("%d failed", n))
+	}
+	if n := len(o.unknown); n > 0 {
+		not = append(not, fmt.Sprintf("%d outcome unknown", n))
+	}
+	if n := len(o.notStarted); n > 0 {
+		not = append(not, fmt.Sprintf("%d not started", n))
+	}
+	line := fmt.Sprintf("%s %s: %s", title, state, o.countLine())
+	if len(not) > 0 {
+		line += "; " + strings.Join(not, ", ")
+	}
+	fmt.Fprintln(w, paint(v.bad, line+keptNote+"."))
+	section("done", o.done, func(it item) string { return it.Address + " (" + doneNoun(it.Action) + ")" })
+	section("failed", o.failed, withError)
+	section("outcome unknown (stopped waiting; the PVE task may still be running)", o.unknown, withError)
+	section("not started", o.notStarted, func(it item) string {
+		if it.Reason == planner.ReasonInterrupted {
+			return it.Address + " (interrupted)"
+		}
+		return withReason(it)
+	})
+	section("kept", o.kept, withReason)
+	if state == "interrupted" {
+		fmt.Fprintf(w, "Run the same command again to finish: pvectl converges from wherever it stopped.\n")
+		return
+	}
+	fmt.Fprintln(w, "Fix the cause and run the same command again: pvectl converges from wherever it stopped.")
+}
+
+// indentMore keeps the continuation lines of a multi-line error (a task
+// log tail) under their item.
+func indentMore(s string) string { return strings.ReplaceAll(s, "\n", "\n    ") }
+
+func doneNoun(action string) string {
+	for _, n := range doneNouns {
+		if n.action.String() == action {
+			return n.one
+		}
+	}
+	return action
+}
+
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}
+
+// isAnswer reports whether err is PVE's own verdict (a failed task, a
+// refused request) rather than a wait or request that was cut short.
+func isAnswer(err error) bool {
+	var te *pve.TaskError
+	var ae *pve.APIError
+	return errors.As(err, &te) || errors.As(err, &ae)
+}

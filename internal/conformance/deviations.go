@@ -1,0 +1,71 @@
+package conformance
+
+import "strings"
+
+// Deviation is a place where PVE's answer contradicts its own return
+// schema. The checker accepts there what PVE really sends, and nothing
+// more: an integer written as a JSON string of digits.
+type Deviation struct {
+	Method, Path string // apidoc key: "GET", "/nodes/{node}/network"
+	// Where is the value below "data": "" for data itself, "[].mtu" for a
+	// property of every item of an array.
+	Where  string
+	Source string // the PVE source that makes the answer what it is
+}
+
+// Deviations is the whole list; keep it short, and cite each entry.
+var Deviations = []Deviation{
+	{Method: "GET", Path: "/cluster/nextid", Where: "",
+		Source: "pve-manager PVE/API2/Cluster.pm nextid: the id is used as a hash key before it is returned, so Perl's JSON writes it as a string (a requested vmid is returned as the string it came as)"},
+	{Method: "GET", Path: "/nodes/{node}/network", Where: "[].mtu",
+		Source: "pve-common src/PVE/Network/Interfaces.pm __read_etc_network_interfaces: mtu is kept as the text read from the interfaces file"},
+	{Method: "GET", Path: "/nodes/{node}/network", Where: "[].netmask6",
+		Source: "pve-common src/PVE/Network/Interfaces.pm __read_etc_network_interfaces: netmask6 is the prefix length split from the address text"},
+	{Method: "GET", Path: "/nodes/{node}/network", Where: "[].vlan-id",
+		Source: "pve-common src/PVE/Network/Interfaces.pm __read_etc_network_interfaces: vlan-id is text, from the file or from the interface name (eno1.10, vlan10)"},
+}
+
+// applyDeviations marks the return schemas the list names. An entry that
+// names nothing in the apidoc is reported: the list must not rot.
+func applyDeviations(returns map[string]*Returns, devs []Deviation) []string {
+	var stale []string
+	for _, d := range devs {
+		r := returns[d.Method+" "+d.Path]
+		for _, step := range splitWhere(d.Where) {
+			if r == nil {
+				break
+			}
+			if step == "[]" {
+				r = r.Items
+			} else {
+				r = r.Properties[step]
+			}
+		}
+		if r == nil || r.Type != "integer" {
+			stale = append(stale, d.Method+" "+d.Path+" "+d.Where)
+			continue
+		}
+		r.IntegerAsString = true
+	}
+	return stale
+}
+
+// splitWhere splits "[].mtu" into "[]", "mtu".
+func splitWhere(w string) []string {
+	var out []string
+	for w != "" {
+		if rest, ok := strings.CutPrefix(w, "[]"); ok {
+			out = append(out, "[]")
+			w = rest
+			continue
+		}
+		w = strings.TrimPrefix(w, ".")
+		name, rest, _ := strings.Cut(w, ".")
+		if i := strings.Index(name, "[]"); i >= 0 {
+			name, rest = name[:i], w[i:]
+		}
+		out = append(out, name)
+		w = rest
+	}
+	return out
+}

@@ -1,0 +1,105 @@
+package planner
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+
+	"github.com/pvectl/pvectl/pkg/pve"
+	"github.com/pvectl/pvectl/pkg/spec"
+)
+
+// nodeDNSKind manages NodeDns: a node's resolv.conf (search domain and up
+// to three name servers). Every node has one, so it is never created or
+// deleted, and destroy leaves it as it is.
+type nodeDNSKind struct{ neverCreated }
+
+func (nodeDNSKind) singleton() {}
+
+var dnsServers = []string{"dns1", "dns2", "dns3"}
+
+func dnsPath(node string) string { return "/nodes/" + url.PathEscape(node) + "/dns" }
+
+func (nodeDNSKind) observe(ctx context.Context, lc *liveConn, r *spec.Resource) (*liveObj, error) {
+	node := paramNode(r)
+	if !lc.hasNode(node) {
+		return nil, fmt.Errorf("node %q is not in the cluster", node)
+	}
+	return readDNS(ctx, lc.client, node)
+}
+
+func readDNS(ctx context.Context, cl *pve.Client, node string) (*liveObj, error) {
+	var cfg pve.Config
+	if err := cl.Do(ctx, http.MethodGet, dnsPath(node), nil, &cfg); err != nil {
+		return nil, fmt.Errorf("read DNS settings of node %s: %w", node, err)
+	}
+	if cfg == nil {
+		cfg = pve.Config{}
+	}
+	return &liveObj{Exists: true, Node: node, Config: cfg, Digest: fieldsDigest(cfg)}, nil
+}
+
+// desiredDNS is what a PUT must carry. PVE rewrites the whole of
+// resolv.conf from the call (pve-common INotify.pm update_etc_resolv_conf):
+// "search" is required, and a name server the call leaves out is removed.
+// So a spec that names any server manages the list, and the others go; a
+// spec that names none leaves the live servers alone, and one without a
+// search domain keeps the live one.
+func desiredDNS(r *spec.Resource, live pve.Config) map[string]string {
+	out := map[string]string{}
+	managed := slices.ContainsFunc(dnsServers, func(k string) bool { _, ok := r.Params[k]; return ok })
+	for _, k := range dnsServers {
+		v := live[k]
+		if managed {
+			v = r.Params[k]
+		}
+		if v != "" {
+			out[k] = v
+		}
+	}
+	out["search"] = live["search"]
+	if s := r.Params["search"]; s != "" {
+		out["search"] = s
+	}
+	return out
+}
+
+func (nodeDNSKind) compare(b *builder, r *spec.Resource, lo *liveObj, c *Change) error {
+	want := desiredDNS(r, lo.Config)
+	for _, k := range append([]string{"search"}, dnsServers...) {
+		before, after := lo.Config[k], want[k]
+		if before == after {
+			continue
+		}
+		c.Diff = append(c.Diff, fieldDiff(k, nilIfEmpty(before), nilIfEmpty(after)))
+	}
+	if len(c.Diff) == 0 {
+		c.Action = NoOp
+		return nil
+	}
+	c.Action, c.Params = Update, want
+	for _, d := range c.Diff {
+		switch {
+		case d.After == nil:
+			c.Reasons = append(c.Reasons, fmt.Sprintf("%s removed: the spec names other name servers, and PVE drops a server the call leaves out", d.Path))
+		case d.Before == nil:
+			c.Reasons = append(c.Reasons, d.Path+" added")
+		default:
+			c.Reasons = append(c.Reasons, d.Path+" changed")
+		}
+	}
+	return nil
+}
+
+func (nodeDNSKind) update(ctx context.Context, x *execution, c *Change) error {
+	if err := x.client.Do(ctx, http.MethodPut, dnsPath(c.Node), toValues(c.Params), nil); err != nil {
+		return fmt.Errorf("write DNS settings of node %s: %w", c.Node, err)
+	}
+	return nil
+}
+
+func (nodeDNSKind) current(ctx context.Context, cl *pve.Client, c *Change) (*liveObj, error) {
+	return readDNS(ctx, cl, c.Node)
+}

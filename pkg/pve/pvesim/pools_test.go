@@ -1,0 +1,86 @@
+package pvesim_test
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/pvectl/pvectl/pkg/pve/pvesim/simtest"
+)
+
+// pve-manager PVE/API2/Pool.pm update_pool, create_pool, delete_pool.
+func TestPoolMembership(t *testing.T) {
+	e := startEnv(t, simtest.Options{Conformance: true})
+	e.ok(nil, "POST", "/pools", "poolid", "lab")
+	e.ok(nil, "POST", "/pools", "poolid", "prod")
+	e.ok(nil, "PUT", "/pools", "poolid", "lab", "vms", "9000", "storage", "local")
+	members := func(pool string) []string {
+		var pools []struct {
+			Members []map[string]any `json:"members"`
+		}
+		e.ok(&pools, "GET", "/pools", "poolid", pool)
+		var ids []string
+		for _, m := range pools[0].Members {
+			ids = append(ids, m["id"].(string))
+		}
+		return ids
+	}
+	tests := []struct {
+		name, method, path string
+		kv                 []string
+		msg                string
+	}{
+		{"VM added twice", "PUT", "/pools", []string{"poolid", "lab", "vms", "9000"},
+			"update pools failed: VM 9000 is already a pool member"},
+		{"twice in one call", "PUT", "/pools", []string{"poolid", "prod", "vms", "100,100"},
+			"update pools failed: VM 100 is already a pool member"},
+		{"VM of another pool", "PUT", "/pools", []string{"poolid", "prod", "vms", "9000"},
+			"update pools failed: VM 9000 belongs already to pool 'lab' and 'allow-move' is not set"},
+		{"storage added twice", "PUT", "/pools", []string{"poolid", "lab", "storage", "local"},
+			"update pools failed: Storage 'local' is already a pool member"},
+		{"removing a VM that is not a member", "PUT", "/pools", []string{"poolid", "prod", "vms", "9000", "delete", "1"},
+			"update pools failed: VM 9000 is not a pool member"},
+		{"removing a storage that is not a member", "PUT", "/pools", []string{"poolid", "prod", "storage", "local", "delete", "1"},
+			"update pools failed: Storage 'local' is not a pool member"},
+		{"missing pool", "PUT", "/pools", []string{"poolid", "nope", "vms", "9000"},
+			"update pools failed: pool 'nope' does not exist"},
+		{"name without a letter first", "POST", "/pools", []string{"poolid", "1lab"},
+			"create pool failed: pool name must start with a letter"},
+		{"nested without parent", "POST", "/pools", []string{"poolid", "team/dev"},
+			"create pool failed: parent 'team' of pool 'team/dev' does not exist"},
+		{"deleting a missing pool", "DELETE", "/pools", []string{"poolid", "nope"},
+			"delete pool failed: pool 'nope' does not exist"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r := e.call(tc.method, tc.path, tc.kv...)
+			if r.Status != 500 || r.Message != tc.msg {
+				t.Errorf("got %d %q, want 500 %q", r.Status, r.Message, tc.msg)
+			}
+		})
+	}
+	// A refused call changes nothing, not even the members it named first.
+	if diff := cmp.Diff([]string{"qemu/9000", "storage/pve/local"}, members("lab")); diff != "" {
+		t.Errorf("lab members after refused calls (-want +got)\n%s", diff)
+	}
+	if got := members("prod"); len(got) != 0 {
+		t.Errorf("got prod members %v after refused calls, want none", got)
+	}
+
+	// PVE does not check that a guest exists before it adds it.
+	e.ok(nil, "PUT", "/pools", "poolid", "prod", "vms", "9000,4242", "allow-move", "1")
+	if diff := cmp.Diff([]string{"qemu/9000"}, members("prod")); diff != "" {
+		t.Errorf("prod members after a move (-want +got)\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"storage/pve/local"}, members("lab")); diff != "" {
+		t.Errorf("lab members after the move (-want +got)\n%s", diff)
+	}
+	// A member that no longer exists does not keep a pool from going.
+	e.ok(nil, "PUT", "/pools", "poolid", "prod", "vms", "9000", "delete", "1")
+	e.ok(nil, "DELETE", "/pools", "poolid", "prod")
+
+	e.ok(nil, "POST", "/pools", "poolid", "lab/dev")
+	if r := e.call("DELETE", "/pools", "poolid", "lab"); r.Message != "delete pool failed: pool 'lab' is not empty (contains pool 'lab/dev')" {
+		t.Errorf("got %d %q deleting a pool with a sub-pool", r.Status, r.Message)
+	}
+}
