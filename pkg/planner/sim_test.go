@@ -229,6 +229,21 @@ func TestSimVerifyRefusesCreatedMeanwhile(t *testing.T) {
 	}
 }
 
+// A VM created by someone else between plan and apply is found by its
+// name although /cluster/resources does not know the name yet.
+func TestSimVerifyRefusesVMCreatedMeanwhile(t *testing.T) {
+	sim := newSim(t)
+	ctx := context.Background()
+	p := planFor(t, sim, loadSpec(t, "kind: QemuVM\nname: web\nspec:\n  memory: 512\n"), Options{})
+	if err := sim.cl.CreateQemu(ctx, "pve", url.Values{"vmid": {"150"}, "name": {"web"}}); err != nil {
+		t.Fatal(err)
+	}
+	err := Verify(ctx, sim, p)
+	if err == nil || !strings.Contains(err.Error(), "QemuVM/web: now exists") {
+		t.Errorf("Verify: got %v want a refusal for QemuVM/web", err)
+	}
+}
+
 func TestSimVerifyRefusesGone(t *testing.T) {
 	sim := newSim(t)
 	ctx := context.Background()

@@ -1,7 +1,6 @@
 package pvesim
 
 import (
-	"errors"
 	"fmt"
 	"maps"
 	"net/http"
@@ -15,7 +14,7 @@ import (
 )
 
 // guestKind is what differs between QEMU VMs and LXC containers. The guest
-// handlers (guest.go, guestops.go) are written once against it; each
+// handlers (guest*.go) are written once against it; each
 // type's facts sit in one value, built in qemu.go and lxc.go.
 type guestKind struct {
 	typ     string // vm.Type: "" for QEMU, "lxc"
@@ -87,10 +86,9 @@ type guestKind struct {
 // guestHandler is a handler written once for both guest types.
 type guestHandler func(k *guestKind, q *request) (any, error)
 
-// route binds a guest handler to key for this kind; lock errors injected
-// on the route name this kind's lock file.
+// route binds a guest handler to key for this kind.
 func (k *guestKind) route(key string, h guestHandler) route {
-	return route{key: key, h: func(q *request) (any, error) { return h(k, q) }, guest: k}
+	return route{key: key, h: func(q *request) (any, error) { return h(k, q) }}
 }
 
 // name is how PVE names a guest in messages: "VM 100" or "CT 100".
@@ -322,114 +320,6 @@ func (s *Server) newGuest(q *request, restore bool) (int, string, error) {
 	return id, poolID, nil
 }
 
-// createLock is create_and_lock_config (pve-guest-common
-// AbstractConfig.pm): the new vmid's lock, taken in the API process with a
-// 5 s timeout; qemu-server and pve-container create_vm prefix its failure
-// with "unable to create VM|CT N -". The vmid must still be free after
-// the wait (check_vmid_unused runs under the lock).
-func (s *Server) createLock(k *guestKind, q *request, id int) error {
-	err := s.lockNow(q, lockReq{vmid: id, wait: s.pveWait(5), kind: k})
-	if err == nil {
-		if old, exists := s.st.VMs[id]; exists {
-			err = s.vmidTaken(old)
-		}
-	}
-	var ae *apiError
-	if errors.As(err, &ae) && ae.status == http.StatusInternalServerError {
-		return fail(ae.status, "unable to create %s - %s", k.name(id), ae.msg)
-	}
-	return err
-}
-
-// startCreate registers v as a stub locked "create" and starts the create
-// worker: work writes its log (allocations, extraction), then the worker
-// installs conf, joins the pool and starts the guest when asked. The
-// worker takes the vmid's lock again (qemu-server: lock_config_full for
-// 1 s; pve-container: lock_config); if it cannot, qemu-server unlinks the
-// config while pve-container leaves the stub locked.
-func (s *Server) startCreate(k *guestKind, v *vm, conf map[string]string, poolID string, start bool, work func(t *task)) string {
-	v.Conf["lock"] = "create"
-	s.st.VMs[v.VMID] = v
-	id := v.VMID
-	return s.startWorker(v.Node, k.tasks+"create", vmidString(id), worker{
-		locks:       []lockReq{{vmid: id, wait: s.pveWait(k.createLockWait)}},
-		uncontended: true, // rolled at createLock
-		abort: func() {
-			for _, vol := range s.st.volumesOf(id) {
-				delete(s.st.Volumes, vol.volid())
-			}
-			if !k.createKeepsStub {
-				delete(s.st.VMs, id)
-			}
-		},
-		run: func(t *task) error {
-			work(t)
-			v.Conf = conf
-			if poolID != "" {
-				if p, ok := s.st.Pools[poolID]; ok {
-					p.VMs = append(p.VMs, id)
-				}
-			}
-			if start {
-				return s.startGuest(t, v)
-			}
-			return nil
-		},
-	}).UPID
-}
-
-func (s *Server) destroyGuest(k *guestKind, q *request) (any, error) {
-	node, id := q.vars["node"], vmidOf(q)
-	// Checked before the worker forks and again once it holds the lock
-	// (qemu-server destroy_vm $early_checks, pve-container destroy_vm):
-	// the guest may have changed while the worker waited.
-	check := func() (*vm, error) {
-		v, err := s.guestAt(k, node, id)
-		if err != nil {
-			return nil, err
-		}
-		if err := s.writable(v, q); err != nil {
-			return nil, err
-		}
-		if v.Conf["protection"] == "1" {
-			return nil, fail(http.StatusInternalServerError, "can't remove %s - protection mode enabled", k.name(v.VMID))
-		}
-		if v.Running {
-			return nil, fail(http.StatusInternalServerError, k.destroyRunning, v.VMID)
-		}
-		return v, nil
-	}
-	if _, err := check(); err != nil {
-		return nil, err
-	}
-	return s.startWorker(node, k.tasks+"destroy", vmidString(id), worker{
-		locks: []lockReq{s.exclusive(id)},
-		begin: func(*task) error { _, err := check(); return err },
-		run: func(t *task) error {
-			v := s.st.VMs[id]
-			// destroy_vm refuses, inside the worker, a template whose base
-			// volumes linked clones still use.
-			if v.Conf["template"] == "1" {
-				for _, vol := range s.st.volumesOf(id) {
-					if s.st.volumeInUseAsBase(vol.volid()) {
-						return fmt.Errorf("base volume '%s' is still in use by linked cloned", vol.volid())
-					}
-				}
-			}
-			for _, vol := range s.st.volumesOf(id) {
-				delete(s.st.Volumes, vol.volid())
-				t.logf("  Logical volume \"%s\" successfully removed.", vol.Name)
-			}
-			s.st.removeFromPools(id)
-			delete(s.st.VMs, id)
-			if q.bool("purge") {
-				t.logf("purging VM %d from related configurations..", id)
-			}
-			return nil
-		},
-	}).UPID, nil
-}
-
 // effectiveConf is the config with pending changes applied.
 func effectiveConf(v *vm) map[string]string {
 	c := make(map[string]string, len(v.Conf)+len(v.Pending))
@@ -498,9 +388,17 @@ func (s *Server) getPending(k *guestKind, q *request) (any, error) {
 
 // configChange is a validated config update.
 type configChange struct {
-	v     *vm
-	stage func() // write it to the pending section
-	apply func() // apply or hotplug it (a PUT at once, a POST in its worker)
+	v       *vm
+	stage   func()    // write it to the pending section
+	apply   func()    // apply or hotplug it (a PUT at once, a POST in its worker)
+	created []*volume // volumes allocated for new disks
+}
+
+// release frees the volumes of a change that is not made.
+func (s *Server) release(c *configChange) {
+	for _, vol := range c.created {
+		delete(s.st.Volumes, vol.volid())
+	}
 }
 
 // updateConfig validates a config change.
@@ -521,7 +419,7 @@ func (s *Server) updateConfig(k *guestKind, q *request) (*configChange, error) {
 			return nil, paramErr1(key, "unable to change '%s' with this call", key)
 		}
 	}
-	vals, _, err := s.buildValues(v, q, keys)
+	vals, created, err := s.buildValues(v, q, keys)
 	if err != nil {
 		return nil, err
 	}
@@ -579,7 +477,7 @@ func (s *Server) updateConfig(k *guestKind, q *request) (*configChange, error) {
 			v.PendingDel = nil
 		}
 	}
-	return &configChange{v: v, stage: stage, apply: apply}, nil
+	return &configChange{v: v, stage: stage, apply: apply, created: created}, nil
 }
 
 // postConfig is the asynchronous update (a worker applies the change).
@@ -595,11 +493,14 @@ func (s *Server) postConfig(k *guestKind, q *request) (any, error) {
 	id := c.v.VMID
 	return s.startWorker(c.v.Node, k.tasks+"config", vmidString(id), worker{
 		locks: []lockReq{s.guestLock(k, id)},
+		abort: func() { s.release(c) },
 		begin: func(*task) error {
+			err := s.checkDigest(c.v, q)
 			if s.st.VMs[id] != c.v {
-				return k.noConfig(c.v.Node, id)
+				err = k.noConfig(c.v.Node, id)
 			}
-			if err := s.checkDigest(c.v, q); err != nil {
+			if err != nil {
+				s.release(c)
 				return err
 			}
 			c.stage()

@@ -79,20 +79,20 @@ func (s *Server) lxcRoutes() []route {
 	k := s.lxc
 	return []route{
 		k.route("GET /nodes/{node}/lxc", s.listGuests),
-		k.route("POST /nodes/{node}/lxc", s.createCT).withTask(),
+		k.route("POST /nodes/{node}/lxc", s.createCT),
 		k.route("GET /nodes/{node}/lxc/{vmid}", s.guestIndex),
-		k.route("DELETE /nodes/{node}/lxc/{vmid}", s.destroyGuest).withTask(),
+		k.route("DELETE /nodes/{node}/lxc/{vmid}", s.destroyGuest),
 		k.route("GET /nodes/{node}/lxc/{vmid}/config", s.getConfig),
 		k.route("PUT /nodes/{node}/lxc/{vmid}/config", s.putConfig),
 		k.route("GET /nodes/{node}/lxc/{vmid}/pending", s.getPending),
 		k.route("GET /nodes/{node}/lxc/{vmid}/status/current", s.guestStatus),
-		k.route("POST /nodes/{node}/lxc/{vmid}/status/start", s.power("start")).withTask(),
-		k.route("POST /nodes/{node}/lxc/{vmid}/status/stop", s.power("stop")).withTask(),
-		k.route("POST /nodes/{node}/lxc/{vmid}/status/shutdown", s.power("shutdown")).withTask(),
-		k.route("POST /nodes/{node}/lxc/{vmid}/status/reboot", s.power("reboot")).withTask(),
-		k.route("POST /nodes/{node}/lxc/{vmid}/clone", s.cloneGuest).withTask(),
+		k.route("POST /nodes/{node}/lxc/{vmid}/status/start", s.power("start")),
+		k.route("POST /nodes/{node}/lxc/{vmid}/status/stop", s.power("stop")),
+		k.route("POST /nodes/{node}/lxc/{vmid}/status/shutdown", s.power("shutdown")),
+		k.route("POST /nodes/{node}/lxc/{vmid}/status/reboot", s.power("reboot")),
+		k.route("POST /nodes/{node}/lxc/{vmid}/clone", s.cloneGuest),
 		k.route("POST /nodes/{node}/lxc/{vmid}/template", s.templateGuest),
-		k.route("PUT /nodes/{node}/lxc/{vmid}/resize", s.resizeGuest).withTask(),
+		k.route("PUT /nodes/{node}/lxc/{vmid}/resize", s.resizeGuest),
 		k.route("GET /nodes/{node}/lxc/{vmid}/interfaces", s.ctInterfaces),
 	}
 }

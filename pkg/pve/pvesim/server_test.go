@@ -372,14 +372,17 @@ func TestStateDropsUnfinishedCreate(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "state.json")
 	e := newEnv(t, pvesim.Options{StateFile: path, TaskDuration: time.Hour, Seed: 3})
 	e.task("POST", "/nodes/pve/qemu", "vmid", "100", "scsi0", "local-lvm:1")
+	e.task("POST", "/nodes/pve/qemu/9000/clone", "newid", "101")
 	e.Server.Close()
 
 	e2 := newEnv(t, pvesim.Options{StateFile: path})
-	if r := e2.call("GET", "/nodes/pve/qemu/100/config"); r.Status != 500 {
-		t.Errorf("got %d for a create that never finished, want it gone (500)", r.Status)
-	}
-	if vols := e2.Server.VolumesOf(100); len(vols) != 0 {
-		t.Errorf("got leftover volumes %v", vols)
+	for _, id := range []int{100, 101} {
+		if r := e2.call("GET", fmt.Sprintf("/nodes/pve/qemu/%d/config", id)); r.Status != 500 {
+			t.Errorf("got %d for VM %d whose create or clone never finished, want it gone (500)", r.Status, id)
+		}
+		if vols := e2.Server.VolumesOf(id); len(vols) != 0 {
+			t.Errorf("got leftover volumes %v", vols)
+		}
 	}
 }
 
