@@ -180,6 +180,7 @@ func TestExitCodes(t *testing.T) {
 		{"sim on all interfaces", []string{"sim", "--listen", "0.0.0.0:0"}, 3, "loopback only"},
 		{"sim empty node", []string{"sim", "--listen", "127.0.0.1:0", "--nodes", ""}, 3, "--nodes"},
 		{"sim negative latency", []string{"sim", "--listen", "127.0.0.1:0", "--latency", "-1s"}, 3, "cannot be negative"},
+		{"sim extra token without secret", []string{"sim", "--listen", "127.0.0.1:0", "--extra-token", "ci@pve!x"}, 3, "--extra-token \"ci@pve!x\": want ID=SECRET"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -31,6 +31,7 @@ type simOptions struct {
 	dataDir      string
 	nodes        []string
 	token        string
+	extraTokens  []string
 	latency      time.Duration
 	taskDuration time.Duration
 	errorRate    float64
@@ -51,7 +52,15 @@ same paths, parameter checks, tasks, locks and staged network changes as PVE
 9.x. It never touches the network. Point pvectl at it with:
 
     export PROXMOX_URL=http://127.0.0.1:8006
-    export PROXMOX_TOKEN_ID='root@pam!pvectl' PROXMOX_TOKEN_SECRET=simulator`,
+    export PROXMOX_TOKEN_ID='root@pam!pvectl' PROXMOX_TOKEN_SECRET=simulator
+
+The --token token is root@pam's (or its user's, made an Administrator on /)
+without privilege separation: it may do everything an API token may. To try
+what an under-privileged token sees, add one with --extra-token
+'ci@pve!plan=SECRET' (privilege-separated, its user created, no ACLs) and
+grant it rights through the API as the admin token, like on PVE:
+PUT /access/acl path=/vms roles=PVEVMAdmin users=ci@pve, and again with
+tokens=ci@pve!plan. Tokens created through the API work as well.`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error { return o.run(c.Context()) },
 	}
@@ -60,7 +69,8 @@ same paths, parameter checks, tasks, locks and staged network changes as PVE
 	f.StringVar(&o.state, "state", "", "persist the simulated cluster in FILE (loaded at start)")
 	f.StringVar(&o.dataDir, "data-dir", "", "directory for simulated uploads and downloads")
 	f.StringSliceVar(&o.nodes, "nodes", []string{"pve"}, "node names")
-	f.StringVar(&o.token, "token", simDefaultTokenID+"="+simDefaultTokenSecret, "the one accepted API token, ID=SECRET")
+	f.StringVar(&o.token, "token", simDefaultTokenID+"="+simDefaultTokenSecret, "the admin API token, ID=SECRET (no privilege separation)")
+	f.StringArrayVar(&o.extraTokens, "extra-token", nil, "add a privilege-separated API token without ACLs, ID=SECRET (repeatable)")
 	f.DurationVar(&o.latency, "latency", 0, "delay added to every request")
 	f.DurationVar(&o.taskDuration, "task-duration", 300*time.Millisecond, "how long each task runs")
 	f.Float64Var(&o.errorRate, "error-rate", 0, "fraction of requests answered with a server fault (0..1)")
@@ -76,6 +86,14 @@ func (o *simOptions) run(ctx context.Context) error {
 	id, secret, ok := strings.Cut(o.token, "=")
 	if !ok || id == "" || secret == "" || !strings.Contains(id, "!") {
 		return invalid(fmt.Errorf("--token %q: want ID=SECRET with ID like user@realm!name", redactToken(o.token)))
+	}
+	var extra []pvesim.Token
+	for _, t := range o.extraTokens {
+		eid, esecret, ok := strings.Cut(t, "=")
+		if !ok || eid == "" || esecret == "" || !strings.Contains(eid, "!") || eid == id {
+			return invalid(fmt.Errorf("--extra-token %q: want ID=SECRET with ID like user@realm!name, other than --token's", redactToken(t)))
+		}
+		extra = append(extra, pvesim.Token{ID: eid, Secret: esecret})
 	}
 	if err := loopbackListen(o.listen); err != nil {
 		return invalid(err)
@@ -105,7 +123,7 @@ func (o *simOptions) run(ctx context.Context) error {
 		}
 	}
 	sim, err := pvesim.New(pvesim.Options{
-		Nodes: o.nodes, TokenID: id, TokenSecret: secret,
+		Nodes: o.nodes, TokenID: id, TokenSecret: secret, Tokens: extra,
 		Latency: o.latency, TaskDuration: o.taskDuration,
 		StateFile: o.state, DataDir: o.dataDir,
 		ErrorRate: o.errorRate, LockContention: o.lockRate, WarnRate: o.warnRate,
@@ -141,6 +159,9 @@ func (o *simOptions) run(ctx context.Context) error {
 		shown = simDefaultTokenSecret // the well-known default guards nothing
 	}
 	fmt.Fprintf(w, "  export PROXMOX_URL=%s://%s PROXMOX_TOKEN_ID='%s' PROXMOX_TOKEN_SECRET=%s\n", scheme, ln.Addr(), id, shown)
+	for _, t := range extra {
+		fmt.Fprintf(w, "  extra token %s (privilege-separated, no ACLs)\n", t.ID)
+	}
 
 	ctx, cancel := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer cancel()

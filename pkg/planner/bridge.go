@@ -209,3 +209,19 @@ func (bridgeKind) current(ctx context.Context, cl *pve.Client, c *Change) (*live
 	}
 	return ifaceObj(&liveNetwork{ifaces: ifaces, changes: changes}, c.Node, ifaceName(c.Resource)), nil
 }
+
+// readPerms: GET /nodes/{node}/network leaves out the bridges the token
+// may neither use nor audit (pve-manager API2/Network.pm index).
+func (bridgeKind) readPerms(r *spec.Resource) []permNeed {
+	return []permNeed{needAny("/sdn/zones/localnetwork/"+ifaceName(r),
+		"to see the bridge (PVE lists only the bridges a token may use or audit)", "SDN.Audit", "SDN.Use")}
+}
+
+// changePerms: creating, changing and deleting an interface check
+// Sys.Modify on the node.
+func (bridgeKind) changePerms(c *Change, _ *liveObj) []permNeed {
+	if c.Action == NoOp {
+		return nil
+	}
+	return []permNeed{need("/nodes/"+c.Node, "to "+c.Action.String()+" the interface", "Sys.Modify")}
+}

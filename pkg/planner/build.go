@@ -88,6 +88,13 @@ func Build(ctx context.Context, set *spec.Set, obs *Observed, opts Options) (*Pl
 				continue
 			}
 			c.Address, c.Resource = r.Address(), r
+			// The token must hold what the change's calls check.
+			if p, ok := k.(permissioned); ok {
+				if err := obs.conns[r.Connection].checkPerms(r.Address(), p.changePerms(c, lo)); err != nil {
+					fail(r, lo, err)
+					continue
+				}
+			}
 			if ns, ok := k.(netStager); ok && !r.ReadOnly {
 				b.noteUncommitted(r, lo, c, ns.nodeStaged(lo))
 			}

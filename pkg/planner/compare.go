@@ -27,8 +27,14 @@ var setKeys = map[string]bool{"bridge_ports": true, "slaves": true, "tags": true
 // state volume), whatever "STOR:N" asked for: their size is never drift.
 var fixedSizeDisks = regexp.MustCompile(`^(efidisk|tpmstate)\d+$`)
 
-// commentKeys are free text to which PVE may append a newline.
+// commentKeys are free text whose end PVE rewrites: a container's
+// description gains a newline (pve-container parse_pct_config), a VM's
+// loses its trailing whitespace (qemu-server parse_vm_config), an
+// interface's comments gain a newline.
 var commentKeys = map[string]bool{"description": true, "comments": true, "comment": true}
+
+// trailingSpace is what Perl's \s matches at the end of a comment.
+const trailingSpace = " \t\n\r\f\v"
 
 // comparer compares desired wire values with live ones using the facts of
 // the kind's create method (m may be nil: then only type-less rules apply).
@@ -287,7 +293,7 @@ func equalScalar(key string, p *schema.Param, a, b string) bool {
 	case key == "comments":
 		return ifaceComment(a) == ifaceComment(b)
 	case commentKeys[key]:
-		return strings.TrimRight(a, "\n") == strings.TrimRight(b, "\n")
+		return strings.TrimRight(a, trailingSpace) == strings.TrimRight(b, trailingSpace)
 	case setKeys[key]:
 		return equalSet(a, b)
 	case key == "size" || (p != nil && p.Format == "disk-size"):
@@ -429,7 +435,7 @@ func (c comparer) updateValue(key, desired, live string) string {
 	volKey := volumeKey(p.SubKeys())
 	isDisk := volKey != ""
 	for _, it := range want {
-		if createOnly[it.Key] || (isDisk && (it.Key == volKey || it.Key == "format")) {
+		if createOnly[it.Key] || (isDisk && (it.Key == "format" || it.Key == volKey && allocates(it.Value))) {
 			// The volume exists: its name and format are PVE's now.
 			continue
 		}
@@ -441,6 +447,14 @@ func (c comparer) updateValue(key, desired, live string) string {
 		}
 	}
 	return schema.FormatPropertyString(have, p)
+}
+
+// allocates reports whether a drive's volume asks PVE to make one
+// ("STOR:32", "STOR:0" with import-from, "STOR:cloudinit") rather than
+// naming one (an ISO image, an existing volume, "none").
+func allocates(vol string) bool {
+	m := diskVolRE.FindStringSubmatch(vol)
+	return m != nil && (isNumber(m[2]) || m[2] == "cloudinit")
 }
 
 // topKey is the parameter a diff path belongs to ("net1.tag" → "net1").

@@ -131,6 +131,17 @@ func TestDiffParamsQemu(t *testing.T) {
 			live:    pve.Config{"description": "hello\n"},
 		},
 		{
+			name:    "description trailing whitespace stripped by qemu-server",
+			desired: map[string]string{"description": "hello \nworld  \n\n"},
+			live:    pve.Config{"description": "hello \nworld"},
+		},
+		{
+			name:    "description changed inside",
+			desired: map[string]string{"description": "hello world"},
+			live:    pve.Config{"description": "hello \nworld"},
+			want:    []FieldDiff{{Path: "description", Before: "hello \nworld", After: "hello world"}},
+		},
+		{
 			name:    "identity keys are not compared",
 			desired: map[string]string{"node": "pve", "vmid": "100"},
 			live:    pve.Config{},
@@ -347,6 +358,18 @@ func TestUpdateParams(t *testing.T) {
 			desired: map[string]string{"scsi0": "local-lvm:32,format=raw,ssd=1"},
 			live:    pve.Config{"scsi0": "local-lvm:vm-100-disk-0,size=32G"},
 			want:    map[string]string{"scsi0": "local-lvm:vm-100-disk-0,size=32G,ssd=1"},
+		},
+		{
+			name:    "a CD-ROM gets the new ISO",
+			desired: map[string]string{"ide2": "local:iso/b.iso,media=cdrom"},
+			live:    pve.Config{"ide2": "local:iso/a.iso,media=cdrom"},
+			want:    map[string]string{"ide2": "local:iso/b.iso,media=cdrom"},
+		},
+		{
+			name:    "a CD-ROM is emptied",
+			desired: map[string]string{"ide2": "none,media=cdrom"},
+			live:    pve.Config{"ide2": "local:iso/a.iso,media=cdrom"},
+			want:    map[string]string{"ide2": "none,media=cdrom"},
 		},
 		{
 			name:   "delete",

@@ -70,6 +70,15 @@ type (
 	createChecker interface {
 		checkCreate(b *builder, r *spec.Resource, lo *liveObj, c *Change) error
 	}
+	// permissioned kinds say which privileges (ACL path and privilege, from
+	// the `permissions` of the calls they make) reading r truthfully needs
+	// — PVE's lists hide what a token may not audit — and which carrying
+	// out c needs (lo is the object as read); the engine checks them
+	// against the token's permissions before it plans (perms.go).
+	permissioned interface {
+		readPerms(r *spec.Resource) []permNeed
+		changePerms(c *Change, lo *liveObj) []permNeed
+	}
 )
 
 // kinds is the registry of supported kinds; read-only after package init.

@@ -91,3 +91,14 @@ func (netApplyKind) update(ctx context.Context, x *execution, c *Change) error {
 func (netApplyKind) current(ctx context.Context, cl *pve.Client, c *Change) (*liveObj, error) {
 	return &liveObj{Exists: true, Node: c.Node}, nil
 }
+
+// readPerms: a node's network list and its staged changes are everyone's.
+func (netApplyKind) readPerms(*spec.Resource) []permNeed { return nil }
+
+// changePerms: PUT /nodes/{node}/network checks Sys.Modify on the node.
+func (netApplyKind) changePerms(c *Change, _ *liveObj) []permNeed {
+	if c.Action != ApplyNet {
+		return nil
+	}
+	return []permNeed{need("/nodes/"+c.Node, "to commit the node's network changes", "Sys.Modify")}
+}

@@ -47,7 +47,8 @@ type liveConn struct {
 	networks  map[string]*liveNetwork
 	pools     []pve.Pool
 	poolsRead bool
-	// guests holds, per guest type, the guests as they are now (guest.go
+	perms     pve.Permissions // the token's effective permissions
+	// guests holds, per guest type, the guests as they are now (guestfind.go
 	// guestRows), read at most once.
 	guests map[pve.GuestType][]pve.ClusterResource
 }
@@ -58,10 +59,13 @@ type liveNetwork struct {
 	changes string
 }
 
-// Observe reads the live state the Set needs in few calls: /cluster/resources
-// and /nodes once per connection, one guest list per node and guest type
-// the Set has, one network list per node with network resources, the pool
-// list once, one config per managed VM that exists.
+// Observe reads the live state the Set needs in few calls: the token's
+// permissions, /cluster/resources and /nodes once per connection, one
+// guest list per node and guest type the Set has, one network list per
+// node with network resources, the pool list once, one config per managed
+// VM that exists. A resource whose reads the token may not make
+// truthfully (PVE's lists hide what it may not audit) is not read: it
+// fails with the privileges it lacks.
 //
 // It reads every resource of the Set, targets or not (the lists are per
 // connection anyway, and the reads are what make a plan cheap to trust).
@@ -95,6 +99,14 @@ func Observe(ctx context.Context, clients Clients, set *spec.Set) (*Observed, er
 				continue
 			}
 			obs.conns[r.Connection] = lc
+		}
+		// PVE's lists hide what the token may not audit: a read without the
+		// privileges would look like a missing object.
+		if p, ok := k.(permissioned); ok {
+			if err := lc.checkPerms(r.Address(), p.readPerms(r)); err != nil {
+				obs.errs[r.Address()] = err
+				continue
+			}
 		}
 		lo, err := k.observe(ctx, lc, r)
 		if err != nil {
@@ -156,6 +168,9 @@ func openConn(ctx context.Context, clients Clients, set *spec.Set, name string) 
 		lc.settings = set.Connections[name]
 	} else {
 		lc.settings = clients.Connection(name)
+	}
+	if lc.perms, err = cl.Permissions(ctx); err != nil {
+		return nil, fmt.Errorf("%s: %w", label, err)
 	}
 	if lc.resources, err = cl.ClusterResources(ctx, ""); err != nil {
 		return nil, fmt.Errorf("%s: read cluster resources: %w", label, err)

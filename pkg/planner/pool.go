@@ -94,3 +94,17 @@ func (poolKind) current(ctx context.Context, cl *pve.Client, c *Change) (*liveOb
 	}
 	return poolObj(pools, poolID(c.Resource)), nil
 }
+
+// readPerms: GET /pools lists only pools the token may audit (pve-manager
+// API2/Pool.pm index).
+func (poolKind) readPerms(r *spec.Resource) []permNeed {
+	return []permNeed{need("/pool/"+poolID(r), "to see the pool (PVE lists only the pools a token may audit)", "Pool.Audit")}
+}
+
+// changePerms: POST, PUT and DELETE /pools check Pool.Allocate on the pool.
+func (poolKind) changePerms(c *Change, _ *liveObj) []permNeed {
+	if c.Action == NoOp {
+		return nil
+	}
+	return []permNeed{need("/pool/"+poolID(c.Resource), "to "+c.Action.String()+" the pool", "Pool.Allocate")}
+}

@@ -429,6 +429,7 @@ spec:
 		t.Fatal(err)
 	}
 	want := map[string]int{
+		"GET /access/permissions":         1, // the permission preflight, once per connection
 		"GET /cluster/resources":          1,
 		"GET /nodes":                      1,
 		"GET /nodes/pve/network":          1,

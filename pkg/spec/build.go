@@ -143,6 +143,9 @@ func (l *loader) resource(d *document, k *kindInfo, defaults []entry) *Resource 
 	es := mergeDefaults(l.entries(d.file, d.spec, "spec"), defaults)
 	own := map[string]any{}
 	l.convert(k, es, r, own)
+	if k.Check != nil {
+		l.diags = append(l.diags, k.Check(r)...)
+	}
 	if id := k.Identity; id != "" && !contains(r.Remove, id) {
 		if _, set := r.Params[id]; !set {
 			l.defaultIdentity(k, d, r)

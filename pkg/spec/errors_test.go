@@ -55,6 +55,24 @@ dependsOn: QemuVM/a
 			},
 		},
 		{
+			name: "an ISO image in a drive needs media=cdrom, said with what to write",
+			files: map[string]string{"a.yaml": `kind: QemuVM
+name: a
+spec:
+  ide2: local:iso/noble.iso
+  sata0:
+    file: nfs-1:iso/win.ISO
+    media: disk
+  ide3: local:iso/ok.iso,media=cdrom
+  cdrom: local:iso/alias.iso
+  scsi0: local-lvm:iso-like
+`},
+			want: []string{
+				`a.yaml:4: spec.ide2: local:iso/noble.iso is an ISO image, which PVE attaches only as a CD-ROM: write ide2: "local:iso/noble.iso,media=cdrom"`,
+				`a.yaml:5: spec.sata0: nfs-1:iso/win.ISO is an ISO image, which PVE attaches only as a CD-ROM: write sata0: "file=nfs-1:iso/win.ISO,media=cdrom"`,
+			},
+		},
+		{
 			name:  "YAML syntax error",
 			files: map[string]string{"a.yaml": "kind: Pool\nname: p\nspec:\n  comment: a\n    bad: x\n"},
 			want:  []string{`a.yaml:5: invalid YAML: mapping values are not allowed in this context`},

@@ -100,6 +100,9 @@ type kindInfo struct {
 	ValueAliases map[string]map[string]string
 	// Required are own keys a document must set.
 	Required []string
+	// Check finds what PVE would refuse in a resource's values beyond the
+	// schema's checks (positions from r.KeyPos); nil: nothing more.
+	Check func(r *Resource) []Diagnostic
 
 	// own caches the own keys' shapes, derived from Keys.
 	own func() map[string]ownType
@@ -188,6 +191,7 @@ var kindTable = sync.OnceValue(func() map[string]*kindInfo {
 			Identities:   guestIdentities("name", "VM name"),
 			Hint:         "a VM without vmid is found by its name: give each a different vmid or name, or remove one",
 			ValueAliases: map[string]map[string]string{"machine": {"i440fx": "pc"}},
+			Check:        checkISODrives,
 			Refs: []refRule{
 				{Key: "pool", Values: paramValue("pool"), Kinds: []string{KindPool}, PresentOnly: true},
 				{Key: "netN.bridge", Values: subKeyValues("net", "bridge"), Kinds: []string{KindLinuxBridge}, SameNode: true, PresentOnly: true},

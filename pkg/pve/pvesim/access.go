@@ -3,9 +3,7 @@ package pvesim
 import (
 	"maps"
 	"net/http"
-	"regexp"
 	"slices"
-	"sort"
 	"strings"
 
 	"github.com/pvectl/pvectl/pkg/pve/schema"
@@ -30,8 +28,12 @@ func (s *Server) accessRoutes() []route {
 		r("DELETE /access/groups/{groupid}", s.deleteGroup),
 		r("GET /access/roles", s.listRoles),
 		r("POST /access/roles", s.createRole),
+		r("GET /access/roles/{roleid}", s.getRole),
+		r("PUT /access/roles/{roleid}", s.updateRole),
+		r("DELETE /access/roles/{roleid}", s.deleteRole),
 		r("GET /access/acl", s.listACL),
 		r("PUT /access/acl", s.updateACL),
+		r("GET /access/permissions", s.getPermissions),
 	}
 }
 
@@ -58,9 +60,10 @@ type user struct {
 }
 
 type token struct {
-	Comment string `json:"comment,omitempty"`
-	Expire  int64  `json:"expire,omitempty"`
-	Privsep bool   `json:"privsep"`
+	Comment    string `json:"comment,omitempty"`
+	Expire     int64  `json:"expire,omitempty"`
+	Privsep    bool   `json:"privsep"`
+	SecretHash string `json:"secret_sha256,omitempty"` // secretHash of its value
 }
 
 type group struct {
@@ -76,30 +79,12 @@ type aclEntry struct {
 	Propagate bool   `json:"propagate"`
 }
 
-var builtinRoles = map[string]string{
-	"Administrator": "", "NoAccess": "", "PVEAdmin": "", "PVEAuditor": "", "PVEDatastoreAdmin": "",
-	"PVEDatastoreUser": "", "PVEMappingAdmin": "", "PVEMappingUser": "", "PVEPoolAdmin": "", "PVEPoolUser": "",
-	"PVESDNAdmin": "", "PVESDNUser": "", "PVESysAdmin": "", "PVETemplateUser": "", "PVEUserAdmin": "",
-	"PVEVMAdmin": "", "PVEVMUser": "",
-}
+var realms = setOf("pam", "pve")
 
-var (
-	realms    = setOf("pam", "pve")
-	aclPathRe = regexp.MustCompile(`^/(|access(/(groups|realm)(/[^/]+)?)?|nodes(/[^/]+)?|pool(/[^/]+)?|sdn(/.+)?|storage(/[^/]+)?|vms(/\d+)?|mapping(/.+)?)$`)
-)
-
-// seedAccess creates root@pam and the simulator's own API token.
-func seedAccess(tokenID string) *access {
+// seedAccess creates root@pam; New adds the configured tokens.
+func seedAccess() *access {
 	a := &access{Users: map[string]*user{}, Groups: map[string]*group{}, Roles: map[string]string{}}
-	a.Users["root@pam"] = &user{ID: "root@pam", Enable: true, Comment: "Built-in Superuser"}
-	uid, tid, _ := strings.Cut(tokenID, "!")
-	u, ok := a.Users[uid]
-	if !ok {
-		u = &user{ID: uid, Enable: true}
-		a.Users[uid] = u
-		a.ACL = append(a.ACL, aclEntry{Path: "/", Type: "user", UGID: uid, Role: "Administrator", Propagate: true})
-	}
-	u.Tokens = map[string]*token{tid: {Comment: "pvectl simulator token"}}
+	a.Users[superuser] = &user{ID: superuser, Enable: true, Comment: "Built-in Superuser"}
 	return a
 }
 
@@ -142,11 +127,27 @@ func (u *user) fields() map[string]any {
 	return m
 }
 
+// userVisible is the filter of API2/User.pm index: User.Modify or
+// Sys.Audit on /access/groups, or on a group the user is in (or the caller
+// is the user).
+func (s *Server) userVisible(caller string, u *user) bool {
+	privs := []string{"User.Modify", "Sys.Audit"}
+	if caller == u.ID || s.canAny(caller, "/access/groups", privs...) {
+		return true
+	}
+	for _, g := range u.Groups {
+		if s.canAny(caller, "/access/groups/"+g, privs...) {
+			return true
+		}
+	}
+	return false
+}
+
 func (s *Server) listUsers(q *request) (any, error) {
 	out := []map[string]any{}
 	for _, id := range slices.Sorted(maps.Keys(s.st.Access.Users)) {
 		u := s.st.Access.Users[id]
-		if q.has("enabled") && u.Enable != q.bool("enabled") {
+		if q.has("enabled") && u.Enable != q.bool("enabled") || !s.userVisible(q.user, u) {
 			continue
 		}
 		m := u.fields()
@@ -309,8 +310,10 @@ func (s *Server) createToken(q *request) (any, error) {
 	}
 	tid := q.vars["tokenid"]
 	if _, exists := u.Tokens[tid]; exists {
-		return nil, fail(http.StatusInternalServerError, "Token already exists.")
+		// pve-access-control API2/User.pm generate_token
+		return nil, paramErr1("tokenid", "Token already exists.")
 	}
+	// Privilege separation is on unless asked off (generate_token).
 	t := &token{Comment: q.get("comment"), Expire: int64(q.int("expire", 0)), Privsep: true}
 	if q.has("privsep") {
 		t.Privsep = q.bool("privsep")
@@ -318,8 +321,10 @@ func (s *Server) createToken(q *request) (any, error) {
 	if u.Tokens == nil {
 		u.Tokens = map[string]*token{}
 	}
+	value := s.newUUID()
+	t.SecretHash = secretHash(value) // the value itself is answered once, never kept
 	u.Tokens[tid] = t
-	return map[string]any{"full-tokenid": u.ID + "!" + tid, "info": tokenInfo(t), "value": s.newUUID()}, nil
+	return map[string]any{"full-tokenid": u.ID + "!" + tid, "info": tokenInfo(t), "value": value}, nil
 }
 
 func (s *Server) updateToken(q *request) (any, error) {
@@ -346,8 +351,10 @@ func (s *Server) updateToken(q *request) (any, error) {
 	}
 	m := tokenInfo(t)
 	if q.bool("regenerate") {
+		value := s.newUUID()
+		t.SecretHash = secretHash(value)
 		m["full-tokenid"] = u.ID + "!" + q.vars["tokenid"]
-		m["value"] = s.newUUID()
+		m["value"] = value
 	}
 	return m, nil
 }
@@ -366,6 +373,10 @@ func (s *Server) deleteToken(q *request) (any, error) {
 func (s *Server) listGroups(q *request) (any, error) {
 	out := []map[string]any{}
 	for _, id := range slices.Sorted(maps.Keys(s.st.Access.Groups)) {
+		// API2/Group.pm index: only groups the caller may see.
+		if !s.canAny(q.user, "/access/groups/"+id, "User.Modify", "Sys.Audit", "Group.Allocate") {
+			continue
+		}
 		g := s.st.Access.Groups[id]
 		m := map[string]any{"groupid": id, "users": strings.Join(s.groupMembers(id), ",")}
 		if g.Comment != "" {
@@ -428,110 +439,5 @@ func (s *Server) deleteGroup(q *request) (any, error) {
 		u.Groups = removeString(u.Groups, id)
 	}
 	s.dropACL(func(e aclEntry) bool { return e.Type == "group" && e.UGID == id })
-	return nil, nil
-}
-
-func (s *Server) listRoles(q *request) (any, error) {
-	out := []map[string]any{}
-	all := map[string]bool{}
-	for r := range builtinRoles {
-		all[r] = true
-	}
-	for r := range s.st.Access.Roles {
-		all[r] = true
-	}
-	for _, r := range slices.Sorted(maps.Keys(all)) {
-		_, builtin := builtinRoles[r]
-		out = append(out, map[string]any{"roleid": r, "privs": s.st.Access.Roles[r], "special": b2i(builtin)})
-	}
-	return out, nil
-}
-
-func (s *Server) createRole(q *request) (any, error) {
-	id := q.get("roleid")
-	if _, builtin := builtinRoles[id]; builtin {
-		return nil, fail(http.StatusInternalServerError, "create role failed: role '%s' already exists", id)
-	}
-	if _, exists := s.st.Access.Roles[id]; exists {
-		return nil, fail(http.StatusInternalServerError, "create role failed: role '%s' already exists", id)
-	}
-	s.st.Access.Roles[id] = strings.Join(schema.SplitList(q.get("privs")), ",")
-	return nil, nil
-}
-
-func (s *Server) roleExists(r string) bool {
-	_, builtin := builtinRoles[r]
-	_, custom := s.st.Access.Roles[r]
-	return builtin || custom
-}
-
-func (s *Server) listACL(q *request) (any, error) {
-	entries := append([]aclEntry(nil), s.st.Access.ACL...)
-	sort.SliceStable(entries, func(i, j int) bool {
-		a, b := entries[i], entries[j]
-		if a.Path != b.Path {
-			return a.Path < b.Path
-		}
-		if a.UGID != b.UGID {
-			return a.UGID < b.UGID
-		}
-		return a.Role < b.Role
-	})
-	out := []map[string]any{}
-	for _, e := range entries {
-		out = append(out, map[string]any{"path": e.Path, "type": e.Type, "ugid": e.UGID, "roleid": e.Role,
-			"propagate": b2i(e.Propagate)})
-	}
-	return out, nil
-}
-
-func (s *Server) updateACL(q *request) (any, error) {
-	path := "/" + strings.Trim(q.get("path"), "/")
-	if !aclPathRe.MatchString(path) {
-		return nil, paramErr1("path", "invalid ACL path '%s'", q.get("path"))
-	}
-	roles := schema.SplitList(q.get("roles"))
-	for _, r := range roles {
-		if !s.roleExists(r) {
-			return nil, fail(http.StatusInternalServerError, "role '%s' does not exist", r)
-		}
-	}
-	type subject struct{ typ, id string }
-	var subjects []subject
-	for _, u := range schema.SplitList(q.get("users")) {
-		if _, ok := s.st.Access.Users[u]; !ok {
-			return nil, fail(http.StatusInternalServerError, "user '%s' does not exist", u)
-		}
-		subjects = append(subjects, subject{"user", u})
-	}
-	for _, g := range schema.SplitList(q.get("groups")) {
-		if _, ok := s.st.Access.Groups[g]; !ok {
-			return nil, fail(http.StatusInternalServerError, "group '%s' does not exist", g)
-		}
-		subjects = append(subjects, subject{"group", g})
-	}
-	for _, t := range schema.SplitList(q.get("tokens")) {
-		uid, tid, _ := strings.Cut(t, "!")
-		u, ok := s.st.Access.Users[uid]
-		if !ok || u.Tokens[tid] == nil {
-			return nil, fail(http.StatusInternalServerError, "no such token '%s' for user '%s'", tid, uid)
-		}
-		subjects = append(subjects, subject{"token", t})
-	}
-	if len(subjects) == 0 {
-		return nil, paramErr1("users", "either 'users', 'groups' or 'tokens' is required")
-	}
-	propagate := true
-	if q.has("propagate") {
-		propagate = q.bool("propagate")
-	}
-	for _, sub := range subjects {
-		for _, r := range roles {
-			s.dropACL(func(e aclEntry) bool { return e.Path == path && e.Type == sub.typ && e.UGID == sub.id && e.Role == r })
-			if !q.bool("delete") {
-				s.st.Access.ACL = append(s.st.Access.ACL, aclEntry{Path: path, Type: sub.typ, UGID: sub.id, Role: r, Propagate: propagate})
-			}
-		}
-	}
 	return nil, nil
 }

@@ -36,8 +36,8 @@ func TestUsersTokensACL(t *testing.T) {
 	if _, leaked := tok["value"]; leaked || tok["comment"] != "deploy" {
 		t.Errorf("got token info %v, want comment and no value", tok)
 	}
-	if r := e.call("POST", "/access/users/ci@pve/token/deploy"); r.Status != 500 {
-		t.Errorf("got %d creating a duplicate token, want 500", r.Status)
+	if r := e.call("POST", "/access/users/ci@pve/token/deploy"); r.Status != 400 || r.Errors["tokenid"] != "Token already exists." {
+		t.Errorf("got %d %v creating a duplicate token, want 400 tokenid: Token already exists.", r.Status, r.Errors)
 	}
 
 	e.ok(nil, "PUT", "/access/acl", "path", "/vms/100", "roles", "PVEVMAdmin", "tokens", "ci@pve!deploy", "propagate", "0")

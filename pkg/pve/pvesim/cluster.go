@@ -52,7 +52,7 @@ func (s *Server) listNodes(q *request) (any, error) {
 	for _, n := range s.st.Nodes {
 		row := s.nodeStats(n)
 		row["ssl_fingerprint"] = s.nodeFingerprint(n)
-		out = append(out, row)
+		out = append(out, s.hideNodeStats(q.user, n, row))
 	}
 	return out, nil
 }
@@ -99,22 +99,26 @@ func (s *Server) clusterResources(q *request) (any, error) {
 	typ := q.get("type")
 	out := []map[string]any{}
 	if typ == "" || typ == "vm" {
+		// pve-manager API2/Cluster.pm resources lists only what the caller
+		// may audit, silently: guests, nodes' figures, storages, pools.
 		for _, id := range s.st.vmIDs() {
-			out = append(out, s.vmResource(s.st.VMs[id]))
+			if s.can(q.user, "/vms/"+vmidString(id), "VM.Audit") {
+				out = append(out, s.hidePool(q.user, s.vmResource(s.st.VMs[id])))
+			}
 		}
 	}
 	if typ == "" || typ == "node" {
 		for _, n := range s.st.Nodes {
 			row := s.nodeStats(n)
 			row["cgroup-mode"] = 2
-			out = append(out, row)
+			out = append(out, s.hideNodeStats(q.user, n, row))
 		}
 	}
 	if typ == "" || typ == "storage" {
 		for _, n := range s.st.Nodes {
 			for _, id := range slices.Sorted(maps.Keys(s.st.Storages)) {
 				st := s.st.Storages[id]
-				if !st.onNode(n) {
+				if !st.onNode(n) || !s.can(q.user, "/storage/"+id, "Datastore.Audit") {
 					continue
 				}
 				out = append(out, map[string]any{
@@ -127,7 +131,9 @@ func (s *Server) clusterResources(q *request) (any, error) {
 	}
 	if typ == "" {
 		for _, id := range slices.Sorted(maps.Keys(s.st.Pools)) {
-			out = append(out, map[string]any{"id": "/pool/" + id, "type": "pool", "pool": id})
+			if s.can(q.user, "/pool/"+id, "Pool.Audit") {
+				out = append(out, map[string]any{"id": "/pool/" + id, "type": "pool", "pool": id})
+			}
 		}
 	}
 	return out, nil

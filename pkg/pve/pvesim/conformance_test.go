@@ -63,6 +63,12 @@ func TestResponsesMatchSchema(t *testing.T) {
 		e.ok(nil, "GET", p)
 	}
 	e.ok(nil, "GET", "/access/users", "full", "1")
+	e.ok(nil, "POST", "/access/roles", "roleid", "Ops", "privs", "VM.Audit")
+	e.ok(nil, "PUT", "/access/roles/Ops", "privs", "Sys.Audit", "append", "1")
+	e.ok(nil, "GET", "/access/roles/Ops")
+	e.ok(nil, "GET", "/access/permissions")
+	e.ok(nil, "GET", "/access/permissions", "path", "/vms", "userid", "u@pve!tk")
+	e.ok(nil, "DELETE", "/access/roles/Ops")
 
 	e.run("POST", "/nodes/pve/lxc", "vmid", "200", "ostemplate", "local:vztmpl/debian-12-standard_12.7-1_amd64.tar.zst",
 		"rootfs", "local-lvm:2", "net0", "name=eth0,bridge=vmbr0,ip=dhcp", "hostname", "c1", "cores", "2")

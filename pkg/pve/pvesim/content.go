@@ -47,6 +47,11 @@ func (s *Server) storageContent(q *request) (any, error) {
 		if vmid != "" && vmidString(v.VMID) != vmid {
 			continue
 		}
+		// Only volumes the caller may access (pve-storage
+		// API2/Storage/Content.pm index: check_volume_access).
+		if s.checkVolumeAccess(q.user, 0, v.volid(), "") != nil {
+			continue
+		}
 		row := map[string]any{"volid": v.volid(), "format": v.Format, "size": v.Size, "ctime": v.Ctime}
 		if v.Content == "images" || v.Content == "rootdir" {
 			row["used"] = v.Size
@@ -458,8 +463,21 @@ func (s *Server) volumeOf(q *request) (*storage, *volume, error) {
 	return st, v, nil
 }
 
-func (s *Server) getVolume(q *request) (any, error) {
+// readableVolume is volumeOf for the calls that need read access to the
+// volume (Content.pm info and updateattributes: check_volume_access).
+func (s *Server) readableVolume(q *request) (*storage, *volume, error) {
 	st, v, err := s.volumeOf(q)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := s.checkVolumeAccess(q.user, 0, v.volid(), ""); err != nil {
+		return nil, nil, err
+	}
+	return st, v, nil
+}
+
+func (s *Server) getVolume(q *request) (any, error) {
+	st, v, err := s.readableVolume(q)
 	if err != nil {
 		return nil, err
 	}
@@ -474,7 +492,7 @@ func (s *Server) getVolume(q *request) (any, error) {
 }
 
 func (s *Server) putVolume(q *request) (any, error) {
-	_, v, err := s.volumeOf(q)
+	_, v, err := s.readableVolume(q)
 	if err != nil {
 		return nil, err
 	}
@@ -490,6 +508,18 @@ func (s *Server) putVolume(q *request) (any, error) {
 func (s *Server) deleteVolume(q *request) (any, error) {
 	st, v, err := s.volumeOf(q)
 	if err != nil {
+		return nil, err
+	}
+	// Content.pm delete: a backup needs Datastore.AllocateSpace and
+	// VM.Backup on its guest, any other volume Datastore.Allocate.
+	if v.Content == "backup" && v.VMID != 0 {
+		if err := s.check(q.user, "/storage/"+st.ID, "Datastore.AllocateSpace"); err != nil {
+			return nil, err
+		}
+		if err := s.check(q.user, "/vms/"+vmidString(v.VMID), "VM.Backup"); err != nil {
+			return nil, err
+		}
+	} else if err := s.check(q.user, "/storage/"+st.ID, "Datastore.Allocate"); err != nil {
 		return nil, err
 	}
 	if v.Protect {

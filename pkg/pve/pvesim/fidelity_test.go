@@ -213,31 +213,6 @@ func TestNetworkChangesHeader(t *testing.T) {
 	}
 }
 
-func TestPostConfigStagesPendingAtOnce(t *testing.T) {
-	e := newEnv(t, pvesim.Options{TaskDuration: time.Hour})
-	e.Server.PutGuest("pve", 100, false, map[string]string{"name": "old", "memory": "512", "cores": "1"})
-	before := e.config("100")
-
-	e.task("POST", "/nodes/pve/qemu/100/config", "name", "new", "delete", "cores", "digest", before["digest"].(string))
-	after, current := e.config("100"), e.config("100", "current", "1")
-	if after["name"] != "new" || after["cores"] != nil || after["digest"] == before["digest"] {
-		t.Errorf("got config %v while the worker runs, want the pending change visible and a new digest", after)
-	}
-	if current["name"] != "old" || current["cores"] != float64(1) {
-		t.Errorf("got current config %v while the worker runs, want the old values", current)
-	}
-	var pending []map[string]any
-	e.ok(&pending, "GET", "/nodes/pve/qemu/100/pending")
-	want := []map[string]any{
-		{"key": "cores", "value": "1", "delete": float64(1)},
-		{"key": "memory", "value": "512"},
-		{"key": "name", "value": "old", "pending": "new"},
-	}
-	if diff := cmp.Diff(want, pending); diff != "" {
-		t.Errorf("pending while the worker runs (-want +got)\n%s", diff)
-	}
-}
-
 func TestStartNeedsAppliedBridge(t *testing.T) {
 	e := newEnv(t, pvesim.Options{})
 	e.ok(nil, "POST", "/nodes/pve/network", "iface", "vmbr1", "type", "bridge", "autostart", "1")

@@ -7,7 +7,6 @@ import (
 	"slices"
 	"sort"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/pvectl/pvectl/pkg/pve/schema"
@@ -31,14 +30,24 @@ type guestKind struct {
 	nonConfig map[string]bool
 	subdirs   []string // GET …/{vmid}
 
-	lockErr      func(vmid int) *apiError
+	lockErr func(vmid int) *apiError
+	// normalize checks a config value and writes it back as PVE stores
+	// it; with created nil it makes no volume (see normalizeDisk).
 	normalize    func(s *Server, v *vm, key, val string, created *[]*volume) (string, error)
 	normalizeNet func(s *Server, key, val string, newMAC bool) (string, error)
 	mac          func(netVal string) string // the MAC of a netN value, upper case
-	hotplug      func(v *vm, key string) bool
-	cpus         func(conf map[string]string) int
-	row          func(s *Server, v *vm) map[string]any // GET …/{api} list row
-	status       func(s *Server, v *vm) map[string]any // GET …/status/current
+	// update runs a config change under the config lock (pending.go):
+	// in the worker of a POST, at once for a PUT (t nil).
+	update func(s *Server, v *vm, e *configEdit, t *task) error
+	// description is how a description reads back from the config file.
+	description func(string) string
+	// statusName is the name status answers give a guest without one.
+	statusName func(vmid int) string
+	// digestMismatch is the error of a config write with a stale digest.
+	digestMismatch string
+	cpus           func(conf map[string]string) int
+	row            func(s *Server, v *vm) map[string]any // GET …/{api} list row
+	status         func(s *Server, v *vm) map[string]any // GET …/status/current
 	// bridgeMissing fails a start whose NIC names a bridge the node lacks.
 	bridgeMissing func(t *task, v *vm, netKey string) error
 
@@ -56,9 +65,6 @@ type guestKind struct {
 	// process (pve-container API2/LXC.pm clone_vm, template), not in the
 	// worker (qemu-server).
 	syncLocks bool
-	// digestMismatch is the answer to a stale digest: qemu-server's own
-	// check, pve-common Tools.pm assert_if_modified in pve-container.
-	digestMismatch string
 	// resizeChecksBeforeFork: resize checks the disk, size and digest in
 	// the API process too (pve-container), not only in the worker.
 	resizeChecksBeforeFork bool
@@ -194,37 +200,66 @@ func (s *Server) lockedGuest(k *guestKind, q *request) (*vm, error) {
 	if _, err := s.guestOf(k, q); err != nil {
 		return nil, err
 	}
-	if err := s.lockNow(q, s.exclusive(vmidOf(q))); err != nil {
+	if err := s.lockNow(q, s.guestLock(k, vmidOf(q))); err != nil {
 		return nil, err
 	}
 	return s.writableGuest(k, q)
 }
 
 // writable checks the config lock (check_lock) unless the request skips
-// it. The flock is taken where PVE takes it (locks.go).
+// it, which only root may. The flock is taken where PVE takes it
+// (locks.go).
 func (s *Server) writable(v *vm, q *request) error {
+	if err := skiplockRefused(q); err != nil {
+		return err
+	}
 	return s.configLock(v, q.bool("skiplock"))
 }
 
-// configLock is check_lock: a guest whose config names a lock refuses.
-func (s *Server) configLock(v *vm, skiplock bool) error {
-	if l := v.Conf["lock"]; l != "" && !skiplock {
-		return fail(http.StatusInternalServerError, "VM is locked (%s)", l)
+// skiplockRefused: skiplock is root@pam's alone, refused before anything
+// else happens (the API handlers' raise_param_exc, before they fork).
+func skiplockRefused(q *request) error {
+	if q.bool("skiplock") && q.user != superuser {
+		return paramErr1("skiplock", "Only root may use this option.")
 	}
 	return nil
 }
 
+// configLock is check_lock: a guest whose config names a lock refuses;
+// pve-guest-common AbstractConfig.pm check_lock names the guest type.
+func (s *Server) configLock(v *vm, skiplock bool) error {
+	if l := v.Conf["lock"]; l != "" && !skiplock {
+		return fail(http.StatusInternalServerError, "%s is locked (%s)", s.kindOf(v).noun, l)
+	}
+	return nil
+}
+
+// checkDigest compares the caller's digest as PVE does, exactly; the
+// message is the guest type's (qemu-server dies "checksum mismatch",
+// pve-container uses pve-common's assert_if_modified).
 func (s *Server) checkDigest(v *vm, q *request) error {
-	if d := q.get("digest"); d != "" && !strings.EqualFold(d, digest(v)) {
+	if d := q.get("digest"); d != "" && d != digest(v) {
 		return fail(http.StatusInternalServerError, "%s", s.kindOf(v).digestMismatch)
 	}
 	return nil
 }
 
+// statusName is a guest's name in status answers: PVE's vmstatus falls
+// back to "VM 100" (qemu-server QemuServer.pm) or "CT100" (pve-container
+// LXC.pm) for a guest without one; the config itself has none.
+func (s *Server) statusName(v *vm) string {
+	k := s.kindOf(v)
+	if n := v.Conf[k.nameKey]; n != "" {
+		return n
+	}
+	return k.statusName(v.VMID)
+}
+
 func (s *Server) listGuests(k *guestKind, q *request) (any, error) {
 	out := []map[string]any{}
 	for _, id := range s.st.vmIDs() {
-		if v := s.st.VMs[id]; v.Node == q.vars["node"] && v.Type == k.typ {
+		// Only guests the caller may audit (Qemu.pm vmlist, LXC.pm vmlist).
+		if v := s.st.VMs[id]; v.Node == q.vars["node"] && v.Type == k.typ && s.can(q.user, "/vms/"+vmidString(id), "VM.Audit") {
 			out = append(out, k.row(s, v))
 		}
 	}
@@ -269,13 +304,18 @@ func configParams(k *guestKind, q *request) (keys, deletes, reverts []string, er
 }
 
 // buildValues normalizes every config key of a request; on failure the
-// volumes allocated so far are released.
-func (s *Server) buildValues(v *vm, q *request, keys []string) (map[string]string, []*volume, error) {
+// volumes allocated so far are released. Without alloc no volume is made:
+// a config update makes them under the lock.
+func (s *Server) buildValues(v *vm, q *request, keys []string, alloc bool) (map[string]string, []*volume, error) {
 	k := s.kindOf(v)
 	var created []*volume
+	into := &created
+	if !alloc {
+		into = nil
+	}
 	vals := map[string]string{}
 	for _, key := range keys {
-		val, err := k.normalize(s, v, key, q.get(key), &created)
+		val, err := k.normalize(s, v, key, q.get(key), into)
 		if err != nil {
 			for _, vol := range created {
 				delete(s.st.Volumes, vol.volid())
@@ -313,20 +353,21 @@ func (s *Server) newGuest(q *request, restore bool) (int, string, error) {
 	}
 	poolID := q.get("pool")
 	if poolID != "" {
-		if _, ok := s.st.Pools[poolID]; !ok {
-			return 0, "", fail(http.StatusInternalServerError, "pool '%s' does not exist", poolID)
+		if err := s.checkPoolExist(poolID); err != nil {
+			return 0, "", err
 		}
 	}
 	return id, poolID, nil
 }
 
-// effectiveConf is the config with pending changes applied.
+// effectiveConf is the config with pending changes applied
+// (pve-guest-common AbstractConfig.pm load_current_config).
 func effectiveConf(v *vm) map[string]string {
 	c := make(map[string]string, len(v.Conf)+len(v.Pending))
 	for k, val := range v.Conf {
 		c[k] = val
 	}
-	for _, k := range v.PendingDel {
+	for _, k := range v.pendingDeleteKeys() {
 		delete(c, k)
 	}
 	for k, val := range v.Pending {
@@ -341,6 +382,10 @@ func (s *Server) getConfig(k *guestKind, q *request) (any, error) {
 		return nil, err
 	}
 	if sn := q.get("snapshot"); sn != "" {
+		if q.bool("current") {
+			msg := "cannot use 'snapshot' parameter with 'current'"
+			return nil, paramErr(map[string]string{"snapshot": msg, "current": msg})
+		}
 		return nil, fail(http.StatusInternalServerError, "snapshot '%s' does not exist", sn)
 	}
 	conf := effectiveConf(v)
@@ -351,166 +396,113 @@ func (s *Server) getConfig(k *guestKind, q *request) (any, error) {
 	for key, val := range conf {
 		out[key] = k.confValue(key, val)
 	}
+	// qemu-server API2/Qemu.pm vm_config never shows the password.
+	if out["cipassword"] != nil && out["cipassword"] != "" {
+		out["cipassword"] = maskedSecret
+	}
 	return out, nil
 }
 
+// maskedSecret is how PVE answers a stored cipassword.
+const maskedSecret = "**********"
+
+// getPending is config_with_pending_array (pve-guest-common
+// GuestHelpers.pm): a row per key of the config (digest included) with its
+// pending value or delete mark (2: forced), then the pending-only keys.
 func (s *Server) getPending(k *guestKind, q *request) (any, error) {
 	v, err := s.guestOf(k, q)
 	if err != nil {
 		return nil, err
 	}
+	conf := maps.Clone(v.Conf)
+	conf["digest"] = digest(v)
+	pending := maps.Clone(v.Pending)
+	if k == s.qemu {
+		// qemu-server vm_pending masks the password, the pending one with
+		// a trailing blank.
+		if _, ok := conf["cipassword"]; ok {
+			conf["cipassword"] = maskedSecret
+		}
+		if _, ok := pending["cipassword"]; ok {
+			pending["cipassword"] = maskedSecret + " "
+		}
+	}
 	keys := map[string]bool{}
-	for key := range v.Conf {
+	for key := range conf {
 		keys[key] = true
 	}
-	for key := range v.Pending {
+	for key := range pending {
 		keys[key] = true
 	}
-	for _, key := range v.PendingDel {
+	for _, key := range v.pendingDeleteKeys() {
 		keys[key] = true
 	}
 	out := []map[string]any{}
 	for _, key := range slices.Sorted(maps.Keys(keys)) {
 		row := map[string]any{"key": key}
-		if val, ok := v.Conf[key]; ok {
+		if val, ok := conf[key]; ok {
 			row["value"] = val
 		}
-		if val, ok := v.Pending[key]; ok {
+		if val, ok := pending[key]; ok {
 			row["pending"] = val
 		}
-		if slices.Contains(v.PendingDel, key) {
+		if del, force := v.pendingDelete(key); del {
 			row["delete"] = 1
+			if force {
+				row["delete"] = 2
+			}
 		}
 		out = append(out, row)
 	}
 	return out, nil
 }
 
-// configChange is a validated config update.
-type configChange struct {
-	v       *vm
-	stage   func()    // write it to the pending section
-	apply   func()    // apply or hotplug it (a PUT at once, a POST in its worker)
-	created []*volume // volumes allocated for new disks
-}
-
-// release frees the volumes of a change that is not made.
-func (s *Server) release(c *configChange) {
-	for _, vol := range c.created {
-		delete(s.st.Volumes, vol.volid())
-	}
-}
-
-// updateConfig validates a config change.
-func (s *Server) updateConfig(k *guestKind, q *request) (*configChange, error) {
+// updateConfig checks a config change as PVE does before it takes the
+// config lock (and, for POST, forks): the guest, its lock, the digest, the
+// parameters and their values. Nothing is written yet.
+func (s *Server) updateConfig(k *guestKind, q *request) (*vm, *configEdit, error) {
 	v, err := s.writableGuest(k, q)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := s.checkDigest(v, q); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	keys, deletes, reverts, err := configParams(k, q)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
+	}
+	if err := s.checkUpdatePerms(k, q, v, keys, deletes, reverts); err != nil {
+		return nil, nil, err
 	}
 	for _, key := range append(append([]string{}, keys...), deletes...) {
 		if key == "digest" || key == "template" && v.Conf["template"] == "1" {
-			return nil, paramErr1(key, "unable to change '%s' with this call", key)
+			return nil, nil, paramErr1(key, "unable to change '%s' with this call", key)
 		}
 	}
-	vals, created, err := s.buildValues(v, q, keys)
+	vals, _, err := s.buildValues(v, q, keys, false)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	// stage is what PVE does before it forks the qmconfig worker: the change
-	// lands in the pending section at once (GET config shows it, the digest
-	// moves); the worker then applies or hotplugs it.
-	stage := func() {
-		for _, key := range keys {
-			if v.Pending == nil {
-				v.Pending = map[string]string{}
-			}
-			v.Pending[key] = vals[key]
-			v.PendingDel = removeString(v.PendingDel, key)
-		}
-		for _, key := range deletes {
-			delete(v.Pending, key)
-			if _, ok := v.Conf[key]; ok && !slices.Contains(v.PendingDel, key) {
-				v.PendingDel = append(v.PendingDel, key)
-			}
-		}
-		if len(v.Pending) == 0 {
-			v.Pending = nil
-		}
-	}
-	apply := func() {
-		for _, key := range reverts {
-			delete(v.Pending, key)
-			v.PendingDel = removeString(v.PendingDel, key)
-		}
-		for _, key := range deletes {
-			delete(v.Pending, key)
-			if !v.Running || k.hotplug(v, key) {
-				s.removeKey(v, key)
-				v.PendingDel = removeString(v.PendingDel, key)
-			} else if _, ok := v.Conf[key]; ok && !slices.Contains(v.PendingDel, key) {
-				v.PendingDel = append(v.PendingDel, key)
-			}
-		}
-		for _, key := range keys {
-			v.PendingDel = removeString(v.PendingDel, key)
-			if !v.Running || k.hotplug(v, key) {
-				delete(v.Pending, key)
-				s.setKey(v, key, vals[key])
-				continue
-			}
-			if v.Pending == nil {
-				v.Pending = map[string]string{}
-			}
-			v.Pending[key] = vals[key]
-		}
-		if len(v.Pending) == 0 {
-			v.Pending = nil
-		}
-		if len(v.PendingDel) == 0 {
-			v.PendingDel = nil
-		}
-	}
-	return &configChange{v: v, stage: stage, apply: apply, created: created}, nil
+	return v, editOf(k, v, q, keys, deletes, reverts, vals), nil
 }
 
-// postConfig is the asynchronous update (a worker applies the change).
+// postConfig is the asynchronous update: the qmconfig worker writes the
+// change (GET config shows the old values and digest until it runs).
 func (s *Server) postConfig(k *guestKind, q *request) (any, error) {
-	c, err := s.updateConfig(k, q)
+	v, e, err := s.updateConfig(k, q)
 	if err != nil {
 		return nil, err
 	}
-	// The worker takes the lock and only then checks the digest again and
-	// writes the change (qemu-server update_vm_api: the whole $updatefn
-	// runs under lock_config): a worker that cannot get the lock changes
-	// nothing, not even the digest.
-	id := c.v.VMID
-	return s.startWorker(c.v.Node, k.tasks+"config", vmidString(id), worker{
-		locks: []lockReq{s.guestLock(k, id)},
-		abort: func() { s.release(c) },
-		begin: func(*task) error {
-			err := s.checkDigest(c.v, q)
-			if s.st.VMs[id] != c.v {
-				err = k.noConfig(c.v.Node, id)
-			}
-			if err != nil {
-				s.release(c)
-				return err
-			}
-			c.stage()
-			return nil
-		},
-		run: func(*task) error {
-			c.apply()
-			return nil
-		},
-	}).UPID, nil
+	// The worker takes the lock (lock_config) before it writes anything: a
+	// worker that cannot get it changes nothing, and one that waited finds
+	// the guest as it is then (a destroy may have won the lock).
+	return s.startTask(v.Node, k.tasks+"config", vmidString(v.VMID), []int{v.VMID}, func(t *task) error {
+		if s.st.VMs[v.VMID] != v {
+			return k.noConfig(v.Node, v.VMID)
+		}
+		return workerErr(k.update(s, v, e, t))
+	}), nil
 }
 
 // putConfig is the synchronous update: it takes the guest's lock in the
@@ -520,12 +512,11 @@ func (s *Server) putConfig(k *guestKind, q *request) (any, error) {
 	if _, err := s.lockedGuest(k, q); err != nil {
 		return nil, err
 	}
-	c, err := s.updateConfig(k, q)
+	v, e, err := s.updateConfig(k, q)
 	if err != nil {
 		return nil, err
 	}
-	c.apply()
-	return nil, nil
+	return nil, k.update(s, v, e, nil)
 }
 
 func removeString(xs []string, x string) []string {

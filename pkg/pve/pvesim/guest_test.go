@@ -44,7 +44,7 @@ func TestKindsHaveTheirFacts(t *testing.T) {
 	for _, k := range []*guestKind{qemuKind(), lxcKind()} {
 		t.Run(k.api, func(t *testing.T) {
 			if k.config == nil || k.lockErr == nil || k.normalize == nil || k.normalizeNet == nil || k.mac == nil ||
-				k.hotplug == nil || k.cpus == nil || k.row == nil || k.status == nil || k.bridgeMissing == nil {
+				k.update == nil || k.description == nil || k.statusName == nil || k.digestMismatch == "" || k.cpus == nil || k.row == nil || k.status == nil || k.bridgeMissing == nil {
 				t.Errorf("kind %s lacks a fact: %+v", k.api, k)
 			}
 		})

@@ -130,9 +130,12 @@ func (s *Server) cloneCheck(k *guestKind, q *request, wasRunning bool) (*cloneSp
 		return nil, fail(http.StatusInternalServerError, "parameter 'format' not allowed for linked clones")
 	}
 	if c.pool != "" {
-		if _, ok := s.st.Pools[c.pool]; !ok {
-			return nil, fail(http.StatusInternalServerError, "pool '%s' does not exist", c.pool)
+		if err := s.checkPoolExist(c.pool); err != nil {
+			return nil, err
 		}
+	}
+	if err := s.checkClonePerms(k, q, src); err != nil {
+		return nil, err
 	}
 	if id := q.get("storage"); id != "" {
 		if c.storage, err = s.imageStorage(id, c.target, "storage"); err != nil {
@@ -258,7 +261,7 @@ func (s *Server) cloneConf(k *guestKind, src, nv *vm, full bool, targetStorage *
 		conf[k.nameKey] = fmt.Sprintf("Copy-of-%s-%d", k.noun, src.VMID)
 	}
 	if q.has("description") {
-		if d := normalizeDescription(q.get("description")); d != "" {
+		if d := k.description(q.get("description")); d != "" {
 			conf["description"] = d
 		} else {
 			delete(conf, "description")

@@ -105,9 +105,10 @@ func normalizeTags(val string) string {
 	return strings.Join(tags, ";")
 }
 
-// normalizeDescription mirrors the config-comment round trip: every line
-// comes back with a newline, trailing empty lines are lost.
-func normalizeDescription(val string) string {
+// ctDescription mirrors a container's config-comment round trip: every
+// line comes back with a newline, trailing empty lines are lost
+// (pve-container LXC/Config.pm write_pct_config, parse_pct_config).
+func ctDescription(val string) string {
 	val = strings.TrimRight(val, "\n")
 	if val == "" {
 		return ""
@@ -115,20 +116,25 @@ func normalizeDescription(val string) string {
 	return val + "\n"
 }
 
-// setKey installs a value, turning a replaced volume into an unused disk.
+// qemuDescription mirrors a VM's: parse_vm_config strips trailing
+// whitespace, newlines included (qemu-server QemuServer.pm).
+func qemuDescription(val string) string { return strings.TrimRight(val, " \t\n\r\f\v") }
+
+// setKey installs a value; a volume the config no longer uses becomes an
+// unused disk.
 func (s *Server) setKey(v *vm, key, val string) {
-	if old, ok := v.Conf[key]; ok && isDiskKey(key) {
+	old, had := v.Conf[key]
+	if val == "" && (key == "description" || key == "tags") {
+		delete(v.Conf, key)
+	} else {
+		v.Conf[key] = val
+	}
+	if had && isDiskKey(key) {
 		oldFile, _ := diskFile(old)
-		newFile, _ := diskFile(val)
-		if oldFile != newFile {
+		if newFile, _ := diskFile(val); oldFile != newFile {
 			s.detachVolume(v, oldFile)
 		}
 	}
-	if val == "" && (key == "description" || key == "tags") {
-		delete(v.Conf, key)
-		return
-	}
-	v.Conf[key] = val
 }
 
 // removeKey deletes a key as PVE does: an image becomes unusedN, a
@@ -148,10 +154,21 @@ func (s *Server) removeKey(v *vm, key string) {
 	}
 }
 
+// detachVolume registers a volume the guest no longer uses as unusedN, or
+// frees it when it is its cloud-init drive. A volume the config or its
+// pending section still names stays as it is (qemu-server write_vm_config
+// drops unusedN entries of used volumes).
 func (s *Server) detachVolume(v *vm, volid string) {
 	vol, ok := s.st.Volumes[volid]
 	if !ok || (vol.Content != "images" && vol.Content != "rootdir") || vol.VMID != v.VMID {
 		return
+	}
+	for _, conf := range []map[string]string{v.Conf, v.Pending} {
+		for k, val := range conf {
+			if f, _ := diskFile(val); f == volid && (isDiskKey(k) || isUnusedKey(k)) {
+				return
+			}
+		}
 	}
 	if strings.Contains(vol.Name, "cloudinit") {
 		delete(s.st.Volumes, volid)
@@ -164,17 +181,6 @@ func (s *Server) detachVolume(v *vm, volid string) {
 			return
 		}
 	}
-}
-
-// applyPending moves pending changes into the config (at VM start).
-func (s *Server) applyPending(v *vm) {
-	for _, k := range v.PendingDel {
-		s.removeKey(v, k)
-	}
-	for _, k := range slices.Sorted(maps.Keys(v.Pending)) {
-		s.setKey(v, k, v.Pending[k])
-	}
-	v.Pending, v.PendingDel = nil, nil
 }
 
 // renderConf is the config file text; its SHA-1 is the digest.
@@ -197,6 +203,12 @@ func renderConf(v *vm) string {
 		}
 		if len(v.PendingDel) > 0 {
 			fmt.Fprintf(&b, "delete: %s\n", strings.Join(v.PendingDel, ","))
+		}
+	}
+	if ci := cloudinitSection(v); len(ci) > 0 {
+		b.WriteString("\n[special:cloudinit]\n")
+		for _, k := range slices.Sorted(maps.Keys(ci)) {
+			fmt.Fprintf(&b, "%s: %s\n", k, ci[k])
 		}
 	}
 	return b.String()

@@ -96,6 +96,9 @@ func (s *Server) makeTemplate(t *task, v *vm) {
 // checks before it forks and again in the worker (API2/LXC.pm resize_vm,
 // where the same size is an error).
 func (s *Server) resizeGuest(k *guestKind, q *request) (any, error) {
+	if err := skiplockRefused(q); err != nil {
+		return nil, err
+	}
 	node, id := q.vars["node"], vmidOf(q)
 	disk := q.get("disk")
 	check := func() (*vm, int64, int64, error) {

@@ -14,6 +14,9 @@ import (
 // looks at the guest again under it.
 func (s *Server) power(action string) guestHandler {
 	return func(k *guestKind, q *request) (any, error) {
+		if err := skiplockRefused(q); err != nil {
+			return nil, err
+		}
 		node, id := q.vars["node"], vmidOf(q)
 		v, _ := s.guestAt(k, node, id)
 		running := v != nil && v.Running

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -35,6 +36,7 @@ type envelope struct {
 	Errors  map[string]string `json:"errors"`
 	Total   *int              `json:"total"`
 	Changes *string           `json:"changes"`
+	Empty   bool              `json:"-"` // the answer had no body
 }
 
 func newEnv(t *testing.T, opts pvesim.Options) *env {
@@ -85,11 +87,19 @@ func (e *env) raw(method, path string, params url.Values, auth string) envelope 
 		e.t.Fatalf("%s %s: %v", method, path, err)
 	}
 	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		e.t.Fatalf("%s %s: read: %v", method, path, err)
+	}
 	var env envelope
-	if err := json.NewDecoder(resp.Body).Decode(&env); err != nil {
-		e.t.Fatalf("%s %s: decode: %v", method, path, err)
+	if len(b) == 0 {
+		// PVE's 401s have no body: the reason is in the status line.
+		env.Message = strings.TrimSpace(strings.TrimPrefix(resp.Status, strconv.Itoa(resp.StatusCode)))
+	} else if err := json.Unmarshal(b, &env); err != nil {
+		e.t.Fatalf("%s %s: decode %q: %v", method, path, b, err)
 	}
 	env.Status = resp.StatusCode
+	env.Empty = len(b) == 0
 	return env
 }
 

@@ -158,6 +158,9 @@ func (s *Server) awaitLock(ctx context.Context, l lockReq, phantom bool, logf fu
 // is held only while it runs and need not be recorded. The wait releases
 // s.mu: look the guest up again afterwards.
 func (s *Server) lockNow(q *request, locks ...lockReq) error {
+	// Other requests run while this one waits: the tasks it starts
+	// afterwards are still its own.
+	defer func() { s.reqUser = q.user }()
 	phantom := len(locks) > 0 && s.contended()
 	for i, l := range locks {
 		if err := s.awaitLock(q.ctx, l, phantom && i == 0, nil); err != nil {

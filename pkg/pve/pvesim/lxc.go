@@ -3,23 +3,19 @@ package pvesim
 import (
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/pvectl/pvectl/pkg/pve/schema"
 )
 
-var (
-	// Options a running container takes at once; the rest waits for a restart.
-	hotCT = setOf("description", "onboot", "protection", "startup", "tags", "hookscript", "hostname",
-		"nameserver", "searchdomain", "memory", "swap", "cores", "cpulimit", "cpuunits", "lock")
-
-	// Create/clone parameters that are not config keys; the secrets among them
-	// (password, ssh-public-keys) go into the container, never into its config.
-	nonConfigCT = setOf("node", "vmid", "digest", "delete", "revert", "force", "pool", "start", "storage",
-		"unique", "restore", "bwlimit", "ha-managed", "ostemplate", "password", "ssh-public-keys",
-		"ignore-unpack-errors")
-)
+// Create/clone parameters that are not config keys; the secrets among them
+// (password, ssh-public-keys) go into the container, never into its config.
+// unprivileged is one too: create_vm takes it apart and writes it itself.
+var nonConfigCT = setOf("node", "vmid", "digest", "delete", "revert", "force", "pool", "start", "storage",
+	"unique", "restore", "bwlimit", "ha-managed", "ostemplate", "password", "ssh-public-keys",
+	"ignore-unpack-errors")
 
 // lxcKind holds the container facts of the guest handlers (pve-container).
 func lxcKind() *guestKind {
@@ -39,9 +35,14 @@ func lxcKind() *guestKind {
 			mac, _ := schema.PropValue(props(val), "hwaddr")
 			return strings.ToUpper(mac)
 		},
-		hotplug: func(_ *vm, key string) bool { return hotplugCT(key) },
-		cpus:    ctCPUs,
-		row:     ctRow,
+		update: (*Server).updateCT,
+		// pve-container LXC/Config.pm parse_pct_config keeps a newline per
+		// comment line.
+		description:    ctDescription,
+		statusName:     func(vmid int) string { return fmt.Sprintf("CT%d", vmid) },
+		digestMismatch: "detected modified configuration - file changed by other user? Try again.",
+		cpus:           ctCPUs,
+		row:            ctRow,
 		status: func(s *Server, v *vm) map[string]any {
 			m := ctRow(s, v)
 			m["ha"] = map[string]any{"managed": 0}
@@ -58,7 +59,6 @@ func lxcKind() *guestKind {
 		// and create_and_lock_config in the API process.
 		syncLocks: true,
 		// pve-common Tools.pm assert_if_modified; API2/LXC.pm resize_vm.
-		digestMismatch:         "detected modified configuration - file changed by other user? Try again.",
 		resizeChecksBeforeFork: true,
 		resizeShrink:           "unable to shrink disk size",
 		resizeSame:             "disk is already at specified size",
@@ -97,10 +97,6 @@ func (s *Server) lxcRoutes() []route {
 	}
 }
 
-func hotplugCT(key string) bool {
-	return hotCT[key] || isNetKey(key) || strings.HasPrefix(key, "mp") || isUnusedKey(key)
-}
-
 // normalizeCTNet writes a container NIC back as PVE does:
 // "name=eth0,bridge=vmbr0,hwaddr=BC:24:11:…,ip=dhcp,type=veth".
 func (s *Server) normalizeCTNet(key, val string, newMAC bool) (string, error) {
@@ -121,8 +117,10 @@ func (s *Server) normalizeCTNet(key, val string, newMAC bool) (string, error) {
 	return printProps(nil, []schema.KV{{Key: "name", Value: name}}, rest), nil
 }
 
-// normalizeCTValue applies the container write-backs: NICs, new volumes
-// for rootfs/mpN ("STOR:SIZE" → "STOR:vm-101-disk-0,size=8G"), tags, description.
+// normalizeCTValue applies the container write-backs: NICs, tags,
+// description, and mount points: with created set (create) a new volume
+// for "STOR:SIZE" ("STOR:vm-101-disk-0,size=8G"); without (an update) the
+// value is only checked, its volume is made when the change applies.
 func (s *Server) normalizeCTValue(v *vm, key, val string, created *[]*volume) (string, error) {
 	switch {
 	case isNetKey(key):
@@ -130,7 +128,7 @@ func (s *Server) normalizeCTValue(v *vm, key, val string, created *[]*volume) (s
 	case key == "tags":
 		return normalizeTags(val), nil
 	case key == "description":
-		return normalizeDescription(val), nil
+		return ctDescription(val), nil
 	case key != "rootfs" && !strings.HasPrefix(key, "mp"):
 		return val, nil
 	}
@@ -142,9 +140,14 @@ func (s *Server) normalizeCTValue(v *vm, key, val string, created *[]*volume) (s
 	}
 	m := newDiskRe.FindStringSubmatch(file)
 	if m == nil {
-		if volidRe.MatchString(file) {
+		if vm := volidRe.FindStringSubmatch(file); vm != nil {
 			if _, ok := s.st.Volumes[file]; !ok {
 				return "", fail(http.StatusInternalServerError, "volume '%s' does not exist", file)
+			}
+			if created == nil {
+				if err := s.ctContentCheck(vm[1]); err != nil {
+					return "", err
+				}
 			}
 		}
 		return printDrive(file, rest), nil
@@ -153,13 +156,41 @@ func (s *Server) normalizeCTValue(v *vm, key, val string, created *[]*volume) (s
 	if !ok {
 		return "", fail(http.StatusInternalServerError, "storage '%s' does not exist", m[1])
 	}
+	if created == nil {
+		if err := s.ctContentCheck(m[1]); err != nil {
+			return "", err
+		}
+		return printDrive(file, rest), nil
+	}
 	if !st.allows("rootdir") {
 		return "", paramErr1(key, "storage '%s' does not support container directories", m[1])
 	}
-	gbs, _ := strconv.ParseFloat(m[2], 64)
-	size := int64(gbs * float64(gib))
+	vol, nval, err := s.newCTVolume(v, st, m[2], rest, key)
+	if err != nil {
+		return "", err
+	}
+	*created = append(*created, vol)
+	return nval, nil
+}
+
+// ctContentCheck is update_pct_config's check of a mount point's storage.
+func (s *Server) ctContentCheck(id string) error {
+	st, ok := s.st.Storages[id]
+	if !ok {
+		return fail(http.StatusInternalServerError, "storage '%s' does not exist", id)
+	}
+	if !st.allows("rootdir") {
+		return fail(http.StatusInternalServerError, "storage '%s' does not allow content type 'rootdir' (Container)", id)
+	}
+	return nil
+}
+
+// newCTVolume allocates a container volume of gbs GiB on st.
+func (s *Server) newCTVolume(v *vm, st *storage, gbs string, rest []schema.KV, key string) (*volume, string, error) {
+	n, _ := strconv.ParseFloat(gbs, 64)
+	size := int64(n * float64(gib))
 	if size <= 0 {
-		return "", paramErr1(key, "invalid disk size '%s'", m[2])
+		return nil, "", paramErr1(key, "invalid disk size '%s'", gbs)
 	}
 	vol := s.allocImage(st, v.VMID, size, "vm")
 	vol.Content = "rootdir"
@@ -169,8 +200,23 @@ func (s *Server) normalizeCTValue(v *vm, key, val string, created *[]*volume) (s
 		vol.Name, vol.Format = strings.TrimSuffix(vol.Name, ".qcow2")+".raw", "raw"
 		s.st.addVolume(vol)
 	}
-	*created = append(*created, vol)
-	return printDrive(vol.volid(), schema.SetProp(rest, "size", schema.FormatSize(size))), nil
+	return vol, printDrive(vol.volid(), schema.SetProp(rest, "size", schema.FormatSize(size))), nil
+}
+
+// allocMountPoint is apply_pending_mountpoint's allocation: a pending
+// "STOR:SIZE" mount point gets its volume when the change applies.
+func (s *Server) allocMountPoint(v *vm, key, val string) (string, error) {
+	file, rest := diskFile(val)
+	m := newDiskRe.FindStringSubmatch(file)
+	if m == nil {
+		return val, nil
+	}
+	st, ok := s.st.Storages[m[1]]
+	if !ok {
+		return "", fail(http.StatusInternalServerError, "storage '%s' does not exist", m[1])
+	}
+	_, nval, err := s.newCTVolume(v, st, m[2], rest, key)
+	return nval, err
 }
 
 // ostypeOf guesses the container OS from the template name, as pct does from its contents.
@@ -186,6 +232,9 @@ func ostypeOf(template string) string {
 func (s *Server) createCT(k *guestKind, q *request) (any, error) {
 	id, poolID, err := s.newGuest(q, q.bool("restore"))
 	if err != nil {
+		return nil, err
+	}
+	if err := s.checkCreatePerms(k, q, id, poolID); err != nil {
 		return nil, err
 	}
 	tmpl := q.get("ostemplate")
@@ -208,16 +257,26 @@ func (s *Server) createCT(k *guestKind, q *request) (any, error) {
 		q.params.Set("rootfs", storageID+":4")
 		keys = append(keys, "rootfs")
 	}
+	// create_vm takes unprivileged apart: it defaults to 1 for a new
+	// container and is written only when set (pve-container API2/LXC.pm).
+	unprivileged := !q.has("unprivileged") || q.bool("unprivileged")
+	keys = slices.DeleteFunc(keys, func(key string) bool { return key == "unprivileged" })
 	v := &vm{VMID: id, Node: q.vars["node"], Type: k.typ, Conf: map[string]string{}}
-	vals, created, err := s.buildValues(v, q, keys)
+	vals, created, err := s.buildValues(v, q, keys, true)
 	if err != nil {
 		return nil, err
 	}
-	conf := map[string]string{"arch": "amd64", "ostype": ostypeOf(tmpl), "hostname": fmt.Sprintf("CT%d", id)}
+	// The defaults create_vm writes: hostname CT<vmid>, 512 MiB of memory
+	// and of swap; the setup code detects arch and ostype.
+	conf := map[string]string{"arch": "amd64", "ostype": ostypeOf(tmpl), "hostname": fmt.Sprintf("CT%d", id),
+		"memory": "512", "swap": "512"}
 	for key, val := range vals {
 		if val != "" {
 			conf[key] = val
 		}
+	}
+	if unprivileged {
+		conf["unprivileged"] = "1"
 	}
 	hasKeys := q.get("ssh-public-keys") != ""
 	path := s.volumePath(s.st.Storages[tv.Storage], tv)
@@ -253,9 +312,7 @@ func ctRow(s *Server, v *vm) map[string]any {
 		"maxdisk": vmMaxDisk(v.Conf), "cpus": ctCPUs(v.Conf), "mem": 0, "disk": 0, "cpu": 0,
 		"uptime": v.uptime(), "netin": 0, "netout": 0, "diskread": 0, "diskwrite": 0,
 	}
-	if n := v.Conf["hostname"]; n != "" {
-		m["name"] = n
-	}
+	m["name"] = s.statusName(v)
 	for _, k := range []string{"tags", "lock"} {
 		if val := v.Conf[k]; val != "" {
 			m[k] = val

@@ -50,7 +50,13 @@ func TestContainerLifecycle(t *testing.T) {
 	if len(ifs) != 2 || ifs[1]["inet"] != "10.1.2.3/24" {
 		t.Errorf("got interfaces %v, want eth0 10.1.2.3/24", ifs)
 	}
-	e.ok(nil, "PUT", "/nodes/pve/lxc/200/config", "memory", "2048", "features", "nesting=1,keyctl=1")
+	// Feature flags other than nesting are root@pam's, which no token is
+	// (pve-container LXC.pm check_ct_modify_config_perm).
+	if r := e.call("PUT", "/nodes/pve/lxc/200/config", "features", "nesting=1,keyctl=1"); r.Status != 403 ||
+		r.Message != "Permission check failed (changing feature flags (except nesting) is only allowed for root@pam)" {
+		t.Errorf("got %d %q setting keyctl with a token, want 403", r.Status, r.Message)
+	}
+	e.ok(nil, "PUT", "/nodes/pve/lxc/200/config", "memory", "2048", "features", "nesting=0")
 	e.ok(&c, "GET", "/nodes/pve/lxc/200/config", "current", "1")
 	if c["memory"] != float64(2048) || c["features"] != "nesting=1" {
 		t.Errorf("got memory %v features %v, want memory live and features pending", c["memory"], c["features"])

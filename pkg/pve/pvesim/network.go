@@ -221,6 +221,11 @@ func (s *Server) listNetwork(q *request) (any, error) {
 		if i.Type == "loopback" || !matchType(q.get("type"), i) {
 			continue
 		}
+		// Bridges the caller may not use or audit are left out (pve-manager
+		// API2/Network.pm index); the staged changes are shown to all.
+		if (i.Type == "bridge" || i.Type == "OVSBridge") && !s.canSeeBridge(q.user, i.Name) {
+			continue
+		}
 		out = append(out, i.item(n.active(i)))
 	}
 	if ch := n.changes(s.st.Boot[q.vars["node"]]); ch != "" {

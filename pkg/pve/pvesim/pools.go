@@ -85,6 +85,11 @@ func (s *Server) listPools(q *request) (any, error) {
 		return append(out, row), nil
 	}
 	for _, id := range slices.Sorted(maps.Keys(s.st.Pools)) {
+		// pve-manager API2/Pool.pm index: only pools the caller may audit
+		// (with a poolid it checks, but ignores the answer).
+		if !s.can(q.user, "/pool/"+id, "Pool.Audit") {
+			continue
+		}
 		p := s.st.Pools[id]
 		row := map[string]any{"poolid": p.ID}
 		if p.Comment != "" {
@@ -155,6 +160,16 @@ func (s *Server) updatePool(q *request) (any, error) {
 		if err != nil {
 			return nil, paramErr1("vms", "invalid format - value does not look like a valid VM ID")
 		}
+		// Pool.pm update_pool: the caller must be allowed to change the
+		// member's permissions, and to take it out of its old pool.
+		if err := s.checkPermModify(q.user, "/vms/"+x); err != nil {
+			return nil, err
+		}
+		if other := s.st.vmPool(id); !del && other != "" && other != p.ID && q.bool("allow-move") {
+			if err := s.check(q.user, "/pool/"+other, "Pool.Allocate"); err != nil {
+				return nil, err
+			}
+		}
 		member := slices.Contains(vms, id)
 		switch {
 		case del && !member:
@@ -175,6 +190,9 @@ func (s *Server) updatePool(q *request) (any, error) {
 	}
 	storages := slices.Clone(p.Storages)
 	for _, sid := range schema.SplitList(q.get("storage")) {
+		if err := s.checkPermModify(q.user, "/storage/"+sid); err != nil {
+			return nil, err
+		}
 		member := slices.Contains(storages, sid)
 		switch {
 		case del && !member:

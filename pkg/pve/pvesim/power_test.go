@@ -68,9 +68,9 @@ func TestReboot(t *testing.T) {
 	t.Run("lxc", func(t *testing.T) {
 		e := newEnv(t, pvesim.Options{})
 		e.Server.PutContainer("pve", 200, true, map[string]string{"hostname": "ct", "rootfs": "local-lvm:vm-200-disk-0,size=4G"})
-		e.ok(nil, "PUT", "/nodes/pve/lxc/200/config", "features", "nesting=1")
+		e.ok(nil, "PUT", "/nodes/pve/lxc/200/config", "nameserver", "10.0.0.53")
 		if got := e.pending("lxc", "200"); len(got) != 1 {
-			t.Fatalf("got pending %v, want features", got)
+			t.Fatalf("got pending %v, want nameserver", got)
 		}
 		e.run("POST", "/nodes/pve/lxc/200/status/reboot")
 		if got, pend := e.status("lxc", "200"), e.pending("lxc", "200"); got != "running" || len(pend) != 0 {

@@ -10,17 +10,10 @@ import (
 	"github.com/pvectl/pvectl/pkg/pve/schema"
 )
 
-var (
-	// Options PVE applies to a running VM at once ($fast_plug_option) and the
-	// cloud-init options, which only need the drive regenerated.
-	fastPlug = setOf("description", "hookscript", "lock", "migrate_downtime", "migrate_speed", "name",
-		"onboot", "protection", "shares", "startup", "tags", "vmstatestorage",
-		"ciuser", "cipassword", "citype", "cicustom", "ciupgrade", "sshkeys", "nameserver", "searchdomain")
-
-	// Request parameters of create/config/clone that are not config keys.
-	nonConfigQemu = setOf("node", "vmid", "digest", "delete", "revert", "skiplock", "background_delay", "force",
-		"pool", "start", "storage", "unique", "archive", "live-restore", "bwlimit", "import-working-storage", "ha-managed")
-)
+// Request parameters of create/config/clone that are not config keys.
+var nonConfigQemu = setOf("node", "vmid", "digest", "delete", "revert", "skiplock", "background_delay", "force",
+	"pool", "start", "storage", "unique", "archive", "live-restore", "bwlimit", "import-working-storage", "ha-managed",
+	"skip_cloud_init")
 
 // qemuKind holds the QEMU facts of the guest handlers (qemu-server).
 func qemuKind() *guestKind {
@@ -41,10 +34,14 @@ func qemuKind() *guestKind {
 			_, mac := netModelMAC(val)
 			return mac
 		},
-		hotplug: hotplugQemu,
-		cpus:    vmCPUs,
-		row:     qemuRow,
-		status:  qemuStatus,
+		update: (*Server).updateQemu,
+		// qemu-server QemuServer.pm parse_vm_config strips it.
+		description:    qemuDescription,
+		statusName:     func(vmid int) string { return fmt.Sprintf("VM %d", vmid) },
+		digestMismatch: "checksum mismatch (file change by other user?)",
+		cpus:           vmCPUs,
+		row:            qemuRow,
+		status:         qemuStatus,
 		bridgeMissing: func(t *task, v *vm, key string) error {
 			t.logf("kvm: -netdev type=tap,id=%s,ifname=tap%di%s,script=/usr/libexec/qemu-server/pve-bridge,downscript=/usr/libexec/qemu-server/pve-bridgedown,vhost=on: network script /usr/libexec/qemu-server/pve-bridge failed with status 512",
 				key, v.VMID, strings.TrimPrefix(key, "net"))
@@ -52,9 +49,8 @@ func qemuKind() *guestKind {
 		},
 		templateNoun:   "vm",
 		destroyRunning: "VM %d is running - destroy failed",
-		// qemu-server API2/Qemu.pm update_vm_api and resize_vm.
-		digestMismatch: "checksum mismatch (file change by other user?)",
-		resizeShrink:   "shrinking disks is not supported",
+		// qemu-server API2/Qemu.pm resize_vm.
+		resizeShrink: "shrinking disks is not supported",
 		// create_vm: lock_config_full($vmid, 1) in the worker; on failure
 		// the worker unlinks the config.
 		createLockWait: 1,
@@ -86,12 +82,17 @@ func (s *Server) qemuRoutes() []route {
 		k.route("POST /nodes/{node}/qemu/{vmid}/template", s.templateGuest),
 		k.route("PUT /nodes/{node}/qemu/{vmid}/resize", s.resizeGuest),
 		k.route("GET /nodes/{node}/qemu/{vmid}/agent/network-get-interfaces", s.agentIfaces),
+		k.route("GET /nodes/{node}/qemu/{vmid}/cloudinit", s.getCloudinit),
+		k.route("PUT /nodes/{node}/qemu/{vmid}/cloudinit", s.regenerateCloudinit),
 	}
 }
 
 func (s *Server) createVM(k *guestKind, q *request) (any, error) {
 	id, poolID, err := s.newGuest(q, q.has("archive"))
 	if err != nil {
+		return nil, err
+	}
+	if err := s.checkCreatePerms(k, q, id, poolID); err != nil {
 		return nil, err
 	}
 	if err := s.createLock(k, q, id); err != nil {
@@ -102,7 +103,7 @@ func (s *Server) createVM(k *guestKind, q *request) (any, error) {
 		return nil, err
 	}
 	v := &vm{VMID: id, Node: q.vars["node"], Type: k.typ, Conf: map[string]string{}}
-	vals, created, err := s.buildValues(v, q, keys)
+	vals, created, err := s.buildValues(v, q, keys, true)
 	if err != nil {
 		return nil, err
 	}
@@ -136,7 +137,8 @@ func qemuRow(s *Server, v *vm) map[string]any {
 		"cpus": vmCPUs(v.Conf), "mem": 0, "cpu": 0, "uptime": v.uptime(),
 		"netin": 0, "netout": 0, "diskread": 0, "diskwrite": 0,
 	}
-	for _, k := range []string{"name", "tags", "lock"} {
+	row["name"] = s.statusName(v)
+	for _, k := range []string{"tags", "lock"} {
 		if val := v.Conf[k]; val != "" {
 			row[k] = val
 		}
@@ -160,7 +162,8 @@ func qemuStatus(s *Server, v *vm) map[string]any {
 		"netin": 0, "netout": 0, "diskread": 0, "diskwrite": 0, "ha": map[string]any{"managed": 0},
 		"qmpstatus": v.status(),
 	}
-	for _, k := range []string{"name", "tags", "lock"} {
+	m["name"] = s.statusName(v)
+	for _, k := range []string{"tags", "lock"} {
 		if val := v.Conf[k]; val != "" {
 			m[k] = val
 		}
@@ -235,37 +238,9 @@ func (s *Server) normalizeQemu(v *vm, key, val string, created *[]*volume) (stri
 	case key == "tags":
 		return normalizeTags(val), nil
 	case key == "description":
-		return normalizeDescription(val), nil
+		return qemuDescription(val), nil
 	}
 	return val, nil
-}
-
-// hotplugQemu reports whether a change to key on a running VM applies at
-// once (true) or waits in the pending section for the next start
-// (qemu-server API2/Qemu.pm update_vm_api, QemuServer.pm vmconfig_hotplug_pending).
-func hotplugQemu(v *vm, key string) bool {
-	conf := v.Conf
-	if fastPlug[key] || strings.HasPrefix(key, "ipconfig") {
-		return true
-	}
-	hp, ok := conf["hotplug"]
-	if !ok || hp == "1" {
-		hp = "network,disk,usb"
-	}
-	features := setOf(schema.SplitList(hp)...)
-	switch {
-	case isNetKey(key):
-		return features["network"]
-	case isDiskKey(key) && key != "efidisk0" && key != "tpmstate0", isUnusedKey(key):
-		return features["disk"]
-	case strings.HasPrefix(key, "usb"):
-		return features["usb"]
-	case key == "memory":
-		return features["memory"]
-	case key == "vcpus":
-		return features["cpu"]
-	}
-	return false
 }
 
 // qemuNet is the schema of a VM's netN value (model, key aliases, MAC).

@@ -21,7 +21,7 @@ func TestCreateWriteBacksAndDigest(t *testing.T) {
 		"scsi0", "local-lvm:32,iothread=1", "scsihw", "virtio-scsi-single",
 		"ide2", "local-lvm:cloudinit",
 		"efidisk0", "local-lvm:1,efitype=4m,pre-enrolled-keys=1", "bios", "ovmf",
-		"tags", "web;prod,a", "description", "hello\nworld")
+		"tags", "web;prod,a", "description", "hello\nworld \n\n")
 	if got := strings.Split(upid, ":"); got[5] != "qmcreate" || got[6] != "100" || got[7] != testToken {
 		t.Errorf("got UPID fields %q, want qmcreate/100/%s", got[5:8], testToken)
 	}
@@ -45,7 +45,7 @@ func TestCreateWriteBacksAndDigest(t *testing.T) {
 		"efidisk0":    "local-lvm:vm-100-disk-0,efitype=4m,pre-enrolled-keys=1,size=4M",
 		"bios":        "ovmf",
 		"tags":        "a;prod;web",
-		"description": "hello\nworld\n",
+		"description": "hello\nworld", // parse_vm_config strips trailing whitespace
 		"boot":        "order=scsi0;net0",
 	}
 	for k, w := range want {
@@ -69,7 +69,8 @@ func TestCreateWriteBacksAndDigest(t *testing.T) {
 		t.Errorf("got digest %v, want sha1 of rendered config %s", got, want)
 	}
 
-	// A stale digest is refused (qemu-server's own words); the current one is accepted.
+	// A stale digest is refused (qemu-server's own message); the current
+	// one is accepted.
 	r := e.call("PUT", "/nodes/pve/qemu/100/config", "memory", "4096", "digest", strings.Repeat("0", 40))
 	if want := "checksum mismatch (file change by other user?)"; r.Status != 500 || r.Message != want {
 		t.Errorf("got %d %q for stale digest, want 500 %q", r.Status, r.Message, want)

@@ -2,6 +2,10 @@ package pvesim
 
 import (
 	"fmt"
+	"maps"
+	"net/http"
+	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -44,25 +48,50 @@ func defaultBootDevices(conf map[string]string) []string {
 	return out
 }
 
-// normalizeDisk allocates new volumes for "STOR:SIZE", "STOR:0,import-from=…"
-// and "STOR:cloudinit" and writes the drive back as PVE stores it. The
-// volumes it creates are appended to *created so a failed request can undo them.
+// isoNameRe is the volume name of an ISO image (pve-storage Plugin.pm
+// parse_volname: iso/NAME.iso or .img).
+var isoNameRe = regexp.MustCompile(`(?i)^iso/[^/]+\.(iso|img)$`)
+
+// normalizeDisk checks a drive value as qemu-server does before it forks
+// (check_drive_param, check_storage_access) and, when created is not nil,
+// makes its volume as create_disks does: "STOR:SIZE", "STOR:0,import-from=…"
+// and "STOR:cloudinit" get a new volume and the drive is written back as PVE
+// stores it. With created nil the value is only checked and comes back
+// printed, its volume still to be made (a config update makes it under the
+// lock, in the worker). The volumes made are appended to *created so a
+// failed request can undo them.
 func (s *Server) normalizeDisk(v *vm, key, val string, created *[]*volume) (string, error) {
 	file, rest := diskFile(val)
 	if file == "" {
 		return "", paramErr1(key, "invalid format - missing volume")
 	}
+	if m := volidRe.FindStringSubmatch(file); m != nil && !newDiskRe.MatchString(file) && !ciDiskRe.MatchString(file) {
+		if _, known := s.st.Storages[m[1]]; !known {
+			return "", fail(http.StatusInternalServerError, "storage '%s' does not exist", m[1])
+		}
+		// qemu-server API2/Qemu.pm check_drive_param.
+		if media, _ := schema.PropValue(rest, "media"); isoNameRe.MatchString(m[2]) && media != "cdrom" {
+			return "", paramErr1(key, "explicit 'media=cdrom' is required for iso images")
+		}
+	}
 	if m := newDiskRe.FindStringSubmatch(file); m != nil {
-		st, err := s.imageStorage(m[1], v.Node, key)
+		gbs, _ := strconv.ParseFloat(m[2], 64)
+		src, importing := schema.PropValue(rest, "import-from")
+		if importing && gbs != 0 {
+			return "", paramErr1(key, "'import-from' requires special syntax - use <storage ID>:0,import-from=<source>")
+		}
+		if created == nil {
+			if err := s.checkImageStorage(m[1]); err != nil {
+				return "", err
+			}
+			return printDrive(file, rest), nil
+		}
+		st, err := s.imageStorage(m[1], v.Node, "storage")
 		if err != nil {
 			return "", err
 		}
-		gbs, _ := strconv.ParseFloat(m[2], 64)
 		size := int64(gbs * float64(gib))
-		if src, ok := schema.PropValue(rest, "import-from"); ok {
-			if gbs != 0 {
-				return "", paramErr1(key, "'import-from' requires special syntax - use <storage ID>:0,import-from=<source>")
-			}
+		if importing {
 			sv, ok := s.st.Volumes[src]
 			if !ok && !strings.HasPrefix(src, "/") {
 				return "", fail(500, "volume '%s' does not exist", src)
@@ -91,9 +120,25 @@ func (s *Server) normalizeDisk(v *vm, key, val string, created *[]*volume) (stri
 		return printDrive(vol.volid(), rest), nil
 	}
 	if m := ciDiskRe.FindStringSubmatch(file); m != nil {
-		st, err := s.imageStorage(m[1], v.Node, key)
-		if err != nil {
-			return "", err
+		// check_storage_access skips cloud-init volumes: the storage need not
+		// hold images (a cloud-init drive on "local" is fine).
+		st, ok := s.st.Storages[m[1]]
+		if !ok {
+			return "", fail(http.StatusInternalServerError, "storage '%s' does not exist", m[1])
+		}
+		if created == nil {
+			return printDrive(file, rest), nil
+		}
+		// create_disks refuses a second cloud-init drive.
+		for _, conf := range []map[string]string{v.Conf, v.Pending} {
+			for _, other := range slices.Sorted(maps.Keys(conf)) {
+				if other != key && qemuDriveRe.MatchString(other) && isCloudinitDrive(conf[other]) {
+					return "", fmt.Errorf("%s - cloud-init drive is already attached at '%s'", key, other)
+				}
+			}
+		}
+		if !st.onNode(v.Node) {
+			return "", fail(http.StatusInternalServerError, "storage '%s' is not available on node '%s'", m[1], v.Node)
 		}
 		name := fmt.Sprintf("vm-%d-cloudinit", v.VMID)
 		format := "raw"
@@ -108,16 +153,14 @@ func (s *Server) normalizeDisk(v *vm, key, val string, created *[]*volume) (stri
 		rest = schema.SetProp(rest, "media", "cdrom")
 		return printDrive(vol.volid(), rest), nil
 	}
-	if m := volidRe.FindStringSubmatch(file); m != nil {
-		if _, known := s.st.Storages[m[1]]; !known {
-			return "", fail(500, "storage '%s' does not exist", m[1])
-		}
+	if volidRe.MatchString(file) {
 		vol, ok := s.st.Volumes[file]
 		if !ok {
 			return "", fail(500, "volume '%s' does not exist", file)
 		}
-		if vol.Content == "iso" {
-			rest = schema.SetProp(rest, "media", "cdrom")
+		// check_storage_access: a drive holds an image or an ISO.
+		if vol.Content != "images" && vol.Content != "rootdir" && vol.Content != "iso" {
+			return "", paramErr1(key, "content type needs to be 'images' or 'iso'")
 		}
 	}
 	return printDrive(file, rest), nil

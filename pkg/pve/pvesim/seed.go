@@ -32,7 +32,7 @@ func (s *Server) seed() *state {
 		Net:     map[string]*nodeNet{},
 		DNS:     map[string]*dnsConf{},
 		Boot:    map[string]int64{},
-		Access:  seedAccess(s.opts.TokenID),
+		Access:  seedAccess(),
 	}
 	for _, n := range st.Nodes {
 		st.Net[n] = seedNetwork()

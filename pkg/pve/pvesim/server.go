@@ -16,14 +16,22 @@ import (
 	"sync"
 	"time"
 
+	"github.com/pvectl/pvectl/pkg/pve/acl"
 	"github.com/pvectl/pvectl/pkg/pve/schema"
 )
 
 // Options configures a simulator.
 type Options struct {
-	Nodes        []string      // default ["pve"]
-	TokenID      string        // default "root@pam!pvectl"; requests with another token/secret get 401
-	TokenSecret  string        // required
+	Nodes []string // default ["pve"]
+	// TokenID and TokenSecret are the admin token: a token of its user
+	// without privilege separation (root@pam's by default, so it holds
+	// every privilege; another user is made an Administrator on /).
+	TokenID     string // default "root@pam!pvectl"
+	TokenSecret string // required
+	// Tokens are more API tokens to try the permission checks with: each
+	// is privilege-separated, and a user the simulator creates for one
+	// has no ACL (grant some with PUT /access/acl).
+	Tokens       []Token
 	Latency      time.Duration // added to every request
 	TaskDuration time.Duration // how long a task runs before it ends (default 300ms)
 	StateFile    string        // loaded at New if present, saved atomically after each mutation
@@ -58,6 +66,9 @@ type Options struct {
 	// the simulator is served with, answered as every node's
 	// ssl_fingerprint by GET /nodes; without TLS each node gets one of its own.
 	Fingerprint string
+	// AuthFailureDelay is how long a 401 is held back: 0 means PVE's 3 s,
+	// negative none.
+	AuthFailureDelay time.Duration
 }
 
 // PVE's own timings, the defaults of Options.
@@ -72,19 +83,27 @@ type Server struct {
 	routes map[*schema.Method]*route // by the schema method their key names
 	qemu   *guestKind
 	lxc    *guestKind
+	rules  map[string]*permRule // every API method's permission rule, by apidoc key
+	// roleTable holds the built-in roles (pve-access-control) and
+	// allPrivs root@pam's privileges, every one propagated; read-only.
+	roleTable map[string]map[string]bool
+	allPrivs  map[string]bool
 
-	mu     sync.Mutex // guards everything below
-	st     *state
-	rng    *rand.Rand
-	tasks  map[string]*task
-	order  []string       // task UPIDs in start order
-	locks  map[int]string // vmid -> UPID of the task holding its lock
-	shared map[int]int    // vmid -> number of tasks holding a shared lock
+	mu      sync.Mutex // guards everything below
+	st      *state
+	rng     *rand.Rand
+	tasks   map[string]*task
+	order   []string       // task UPIDs in start order
+	locks   map[int]string // vmid -> UPID of the task holding its lock
+	shared  map[int]int    // vmid -> number of tasks holding a shared lock
+	nextPID uint32
+	closed  bool
+	// reqUser is the token of the request being handled: the tasks it
+	// starts run as it.
+	reqUser string
 	// lockFreed is closed (and replaced) whenever a task releases a lock.
 	lockFreed chan struct{}
 	stats     map[int]guestStat // pvestatd's last status data, by vmid
-	nextPID   uint32
-	closed    bool
 
 	saveMu   sync.Mutex // serialises state file writes
 	saveSeq  uint64     // guarded by mu
@@ -114,6 +133,11 @@ func New(opts Options) (*Server, error) {
 	}
 	if opts.TokenSecret == "" {
 		return nil, errors.New("pvesim: a token secret is required")
+	}
+	for _, tk := range opts.Tokens {
+		if _, _, ok := splitTokenID(tk.ID); !ok || tk.Secret == "" || tk.ID == opts.TokenID {
+			return nil, fmt.Errorf("pvesim: token %q: want a distinct user@realm!name with a secret", tk.ID)
+		}
 	}
 	if opts.TaskDuration <= 0 {
 		opts.TaskDuration = 300 * time.Millisecond
@@ -160,6 +184,14 @@ func New(opts Options) (*Server, error) {
 		return nil, err
 	}
 	s.routes = routes
+	if s.rules, err = loadPermRules(); err != nil {
+		return nil, err
+	}
+	s.roleTable = acl.BuiltinRoles()
+	s.allPrivs = map[string]bool{}
+	for p := range s.roleTable[acl.Administrator] {
+		s.allPrivs[p] = true
+	}
 	loaded := false
 	if opts.StateFile != "" {
 		st, err := loadState(opts.StateFile)
@@ -175,6 +207,10 @@ func New(opts Options) (*Server, error) {
 		s.st = s.seed()
 	}
 	s.st.ensureNodes(opts.Nodes, s)
+	s.st.Access.ensureToken(Token{ID: opts.TokenID, Secret: opts.TokenSecret}, true)
+	for _, tk := range opts.Tokens {
+		s.st.Access.ensureToken(tk, false)
+	}
 	if opts.StateFile != "" {
 		// Save once now: a state file that cannot be written is an error at
 		// start, not a silent loss of every change later.
@@ -284,8 +320,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) int {
 		path = "/"
 	}
 	rawPath := strings.TrimSuffix(strings.TrimPrefix(r.URL.EscapedPath(), prefix), "/")
-	if !s.authorized(r) {
-		return writeErr(w, fail(http.StatusUnauthorized, "authentication failure"))
+	authid, reason := s.authenticate(r)
+	if authid == "" {
+		return s.unauthorized(w, r, reason)
 	}
 	// One match against the schema's path templates picks the handler and
 	// the parameter facts; a schema path without a handler is answered like
@@ -306,7 +343,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) int {
 	if err != nil {
 		return writeErr(w, err)
 	}
-	q := &request{ctx: r.Context(), method: r.Method, path: path, vars: vars, params: params, user: s.opts.TokenID, upload: up}
+	q := &request{ctx: r.Context(), method: r.Method, path: path, vars: vars, params: params, user: authid, upload: up}
 	defer func() {
 		if q.upload != nil { // not taken over by a task
 			os.Remove(q.upload.tmp)
@@ -315,8 +352,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) int {
 	// Repeated values of a list parameter are one list (pve-common
 	// RESTHandler.pm normalize_legacy_param_formats).
 	m.JoinLists(params)
-	if errs := checkParams(m, params, vars); len(errs) > 0 {
-		return writeErr(w, paramErr(errs))
+	raw := make(url.Values, len(params))
+	for k, v := range params {
+		raw[k] = v
 	}
 	for k, v := range vars {
 		q.params.Set(k, v)
@@ -326,6 +364,14 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) int {
 	defer s.mu.Unlock()
 	if s.closed {
 		return writeErr(w, fail(http.StatusServiceUnavailable, "server shutting down"))
+	}
+	// PVE checks the method's permissions before it verifies the
+	// parameters (pve-manager PVE/HTTPServer.pm rest_handler).
+	if err := s.allowed(rt.key, q); err != nil {
+		return writeErr(w, asAPIError(err))
+	}
+	if errs := checkParams(m, raw, vars); len(errs) > 0 {
+		return writeErr(w, paramErr(errs))
 	}
 	if !rt.noFault && s.opts.ErrorRate > 0 && s.rng.Float64() < s.opts.ErrorRate {
 		if s.rng.IntN(2) == 0 {
@@ -337,13 +383,11 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) int {
 		return writeErr(w, fail(http.StatusInternalServerError,
 			"hostname lookup '%s' failed - failed to get address info for: %s: Name or service not known", node, node))
 	}
+	s.reqUser = q.user
 	data, herr := rt.h(q)
+	s.reqUser = ""
 	if herr != nil {
-		var ae *apiError
-		if !errors.As(herr, &ae) {
-			ae = fail(http.StatusInternalServerError, "%s", herr.Error())
-		}
-		return writeErr(w, ae)
+		return writeErr(w, asAPIError(herr))
 	}
 	if r.Method != http.MethodGet {
 		s.saveLocked()
@@ -362,29 +406,13 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 	}
 }
 
-func (s *Server) authorized(r *http.Request) bool {
-	h := r.Header.Get("Authorization")
-	rest, ok := strings.CutPrefix(h, "PVEAPIToken=")
-	if !ok {
-		return false
+// asAPIError is the answer for a handler's error: its own status, else a 500.
+func asAPIError(err error) *apiError {
+	var ae *apiError
+	if !errors.As(err, &ae) {
+		ae = fail(http.StatusInternalServerError, "%s", err.Error())
 	}
-	id, secret, ok := strings.Cut(rest, "=")
-	if !ok {
-		return false
-	}
-	// Constant-time compare is not needed for a simulator, but it costs nothing.
-	return id == s.opts.TokenID && subtleEq(secret, s.opts.TokenSecret)
-}
-
-func subtleEq(a, b string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	var v byte
-	for i := 0; i < len(a); i++ {
-		v |= a[i] ^ b[i]
-	}
-	return v == 0
+	return ae
 }
 
 // readParams merges the query with a form, JSON or multipart body, as pveproxy does.

@@ -26,10 +26,12 @@ func TestAuthAndUnknownPaths(t *testing.T) {
 		status           int
 		message          string
 	}{
-		{"no header", "", "/version", 401, "authentication failure"},
-		{"wrong secret", "PVEAPIToken=" + testToken + "=nope", "/version", 401, "authentication failure"},
-		{"wrong token", "PVEAPIToken=root@pam!other=" + testSecret, "/version", 401, "authentication failure"},
-		{"ticket scheme", "PVEAuthCookie=abc", "/version", 401, "authentication failure"},
+		{"no header", "", "/version", 401, "No ticket"},
+		{"wrong secret", "PVEAPIToken=" + testToken + "=nope", "/version", 401, "Authentication failed!"},
+		{"wrong token", "PVEAPIToken=root@pam!other=" + testSecret, "/version", 401, "Authentication failed!"},
+		{"not a token id", "PVEAPIToken=root@pam=" + testSecret, "/version", 401, "Authentication failed!"},
+		{"ticket scheme", "PVEAuthCookie=abc", "/version", 401, "Authentication failed!"},
+		{"token with a space", "PVEAPIToken " + testToken + "=" + testSecret, "/version", 200, ""},
 		{"unknown path", "PVEAPIToken=" + testToken + "=" + testSecret, "/foo", 501, "Method 'GET /foo' not implemented"},
 		{"schema path without a handler", "PVEAPIToken=" + testToken + "=" + testSecret, "/cluster/ha/resources", 501,
 			"Method 'GET /cluster/ha/resources' not implemented"},
@@ -43,7 +45,10 @@ func TestAuthAndUnknownPaths(t *testing.T) {
 			if r.Status != tc.status || r.Message != tc.message {
 				t.Errorf("got %d %q, want %d %q", r.Status, r.Message, tc.status, tc.message)
 			}
-			if tc.status != 200 && string(r.Data) != "null" {
+			switch {
+			case tc.status == 401 && !r.Empty:
+				t.Errorf("got a body on a 401, want none (pve-http-server)")
+			case tc.status != 200 && tc.status != 401 && string(r.Data) != "null":
 				t.Errorf("got data %s on error, want null", r.Data)
 			}
 		})

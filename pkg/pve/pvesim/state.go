@@ -31,14 +31,21 @@ type state struct {
 
 // vm is a guest: a QEMU VM, or a container when Type is "lxc".
 type vm struct {
-	VMID       int               `json:"vmid"`
-	Type       string            `json:"type,omitempty"` // "" (qemu) | "lxc"
-	Node       string            `json:"node"`
-	Conf       map[string]string `json:"conf"`
-	Pending    map[string]string `json:"pending,omitempty"`
-	PendingDel []string          `json:"pending_delete,omitempty"`
-	Running    bool              `json:"running,omitempty"`
-	StartedAt  int64             `json:"started_at,omitempty"`
+	VMID    int               `json:"vmid"`
+	Type    string            `json:"type,omitempty"` // "" (qemu) | "lxc"
+	Node    string            `json:"node"`
+	Conf    map[string]string `json:"conf"`
+	Pending map[string]string `json:"pending,omitempty"`
+	// PendingDel is the [PENDING] section's delete list as PVE writes it:
+	// keys, a forced removal prefixed with "!" (pve-guest-common
+	// AbstractConfig.pm print_pending_delete).
+	PendingDel []string `json:"pending_delete,omitempty"`
+	// CloudInit is a VM's [special:cloudinit] section: the values the
+	// current cloud-init image was made from where they changed since,
+	// and "added" (qemu-server QemuServer.pm vmconfig_hotplug_pending).
+	CloudInit map[string]string `json:"cloudinit,omitempty"`
+	Running   bool              `json:"running,omitempty"`
+	StartedAt int64             `json:"started_at,omitempty"`
 	// agentAt is when the guest agent answers after a boot (not persisted:
 	// after a restart of the simulator the agent is up at once).
 	agentAt time.Time

@@ -57,9 +57,7 @@ func (s *Server) statusData() map[int]guestStat {
 			"maxmem": vmMaxMem(v.Conf), "maxcpu": k.cpus(v.Conf), "maxdisk": vmMaxDisk(v.Conf),
 			"mem": 0, "cpu": 0, "disk": 0, "netin": 0, "netout": 0, "diskread": 0, "diskwrite": 0,
 		}
-		if n := v.Conf[k.nameKey]; n != "" {
-			d["name"] = n
-		}
+		d["name"] = s.statusName(v) // vmstatus names an unnamed VM "VM 100"
 		if v.Running {
 			d["mem"] = vmMaxMem(v.Conf) / 4
 			d["cpu"] = 0.01

@@ -116,6 +116,10 @@ func (s *Server) listStorage(q *request) (any, error) {
 		if typ != "" && st.Type != typ {
 			continue
 		}
+		// pve-storage API2/Storage/Config.pm index: only what the caller may see.
+		if !s.canAny(q.user, "/storage/"+id, "Datastore.Audit", "Datastore.AllocateSpace") {
+			continue
+		}
 		out = append(out, s.storageConfig(st))
 	}
 	return out, nil
@@ -153,6 +157,10 @@ func (s *Server) nodeStorage(q *request) (any, error) {
 	for _, id := range slices.Sorted(maps.Keys(s.st.Storages)) {
 		st := s.st.Storages[id]
 		if !st.onNode(node) {
+			continue
+		}
+		// pve-storage API2/Storage/Status.pm index: only what the caller may see.
+		if !s.canAny(q.user, "/storage/"+id, "Datastore.Audit", "Datastore.AllocateSpace") {
 			continue
 		}
 		if c := q.get("content"); c != "" && !anyContent(st, schema.SplitList(c)) {
@@ -198,6 +206,19 @@ func (s *Server) nodeStorageStatus(q *request) (any, error) {
 	delete(row, "storage")
 	delete(row, "used_fraction")
 	return row, nil
+}
+
+// checkImageStorage is what qemu-server checks of a new disk's storage
+// before it forks (check_storage_access): it exists and holds images.
+func (s *Server) checkImageStorage(id string) error {
+	st, ok := s.st.Storages[id]
+	if !ok {
+		return fail(http.StatusInternalServerError, "storage '%s' does not exist", id)
+	}
+	if !st.allows("images") {
+		return paramErr1("storage", "storage '%s' does not support vm images", id)
+	}
+	return nil
 }
 
 // imageStorage checks that a disk may be allocated on id from node.

@@ -82,7 +82,7 @@ func (s *Server) startWorker(node, typ, id string, w worker) *task {
 		StartTime: now.Unix(),
 		Type:      typ,
 		ID:        id,
-		User:      s.opts.TokenID,
+		User:      s.taskUser(),
 		Running:   true,
 		started:   now,
 	}
@@ -133,6 +133,15 @@ func (s *Server) startWorker(node, typ, id string, w worker) *task {
 		s.endTask(t, w.run(t))
 	}()
 	return t
+}
+
+// taskUser is who a new task runs as: the token of the request that
+// starts it.
+func (s *Server) taskUser() string {
+	if s.reqUser != "" {
+		return s.reqUser
+	}
+	return s.opts.TokenID
 }
 
 // errEnded: begin failed the task already.
@@ -207,7 +216,23 @@ func (s *Server) findTask(q *request) (*task, error) {
 	if !ok || t.Node != q.vars["node"] {
 		return nil, paramErr1("upid", "no such task")
 	}
+	// Another's task needs Sys.Audit on the node (pve-manager
+	// API2/Tasks.pm read_task_status, read_task_log).
+	if !taskOwner(t.User, q.user) {
+		if err := s.check(q.user, "/nodes/"+q.vars["node"], "Sys.Audit"); err != nil {
+			return nil, err
+		}
+	}
 	return t, nil
+}
+
+// taskOwner is Tasks.pm's $check_task_user: a token sees its own tasks, a
+// user its own and its tokens'.
+func taskOwner(taskUser, caller string) bool {
+	if owner, _, isToken := splitTokenID(taskUser); isToken {
+		return caller == taskUser || caller == owner
+	}
+	return caller == taskUser
 }
 
 // unborn reports whether the task is still inside the window in which PVE
@@ -281,6 +306,9 @@ func (s *Server) listTasks(q *request) (any, error) {
 	vmid := q.get("vmid")
 	typ := q.get("typefilter")
 	errorsOnly := q.bool("errors")
+	// Tasks.pm node_tasks: every task with Sys.Audit on the node, else the
+	// caller's own, silently.
+	auditor := s.can(q.user, "/nodes/"+node, "Sys.Audit")
 	start := max(q.int("start", 0), 0)
 	limit := q.int("limit", 50)
 	if limit <= 0 {
@@ -295,6 +323,7 @@ func (s *Server) listTasks(q *request) (any, error) {
 		case t.Node != node,
 			source == "archive" && t.Running,
 			source == "active" && !t.Running,
+			!auditor && !taskOwner(t.User, q.user),
 			vmid != "" && t.ID != vmid,
 			typ != "" && t.Type != typ,
 			errorsOnly && (t.Running || t.Exit == "OK"):

@@ -29,13 +29,15 @@ const (
 	// task duration: ten tasks long, as PVE waits for about ten typical
 	// tasks. The status interval stays PVE's own (pvesim's default).
 	DefaultLockWait = 10 * DefaultTaskDuration
+	// DefaultAuthFailureDelay holds back a 401 briefly instead of PVE's 3 s.
+	DefaultAuthFailureDelay = 5 * time.Millisecond
 )
 
 // Options tunes Start. The zero value is a plain-HTTP simulator with the
 // defaults above.
 type Options struct {
 	// Sim configures the simulator; zero TokenID, TokenSecret, TaskDuration,
-	// LockWait and Seed get the test defaults.
+	// LockWait, Seed and AuthFailureDelay get the test defaults.
 	Sim pvesim.Options
 	// TLS serves HTTPS with a certificate from pvesim.SelfSignedCert, as
 	// `pvectl sim --tls` does; Client pins its fingerprint.
@@ -79,6 +81,9 @@ func Start(tb testing.TB, opts Options) *Sim {
 	}
 	if so.LockWait == 0 {
 		so.LockWait = DefaultLockWait
+	}
+	if so.AuthFailureDelay == 0 {
+		so.AuthFailureDelay = DefaultAuthFailureDelay
 	}
 	var checker *conformance.Checker
 	if opts.Conformance {
