@@ -56,9 +56,6 @@ type guestKind struct {
 	stateBeforeFork bool
 	templateNoun    string // "you can't start a %s if it's a template"
 	destroyRunning  string // the error destroying a running guest (format, vmid)
-	// sharedCloneLock: a stopped clone source is locked shared, so clones
-	// of one template run side by side (qemu-server); else exclusively.
-	sharedCloneLock bool
 	// templateNull: POST …/template answers null although a worker runs.
 	templateNull bool
 	// syncLocks: clone and template take the guest locks in the API
