@@ -2,7 +2,10 @@
 GO      ?= go
 BIN     := bin/pvectl
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
-LDFLAGS := -s -w -X main.version=$(VERSION)
+# The commit and its date (UTC, as goreleaser's CommitDate) for `pvectl version`.
+COMMIT  ?= $(shell git rev-parse HEAD 2>/dev/null)
+DATE    ?= $(shell TZ=UTC git log -1 --format=%cd --date=format-local:%Y-%m-%dT%H:%M:%SZ 2>/dev/null)
+LDFLAGS := -s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT) -X main.date=$(DATE)
 GOFILES  = $(shell find cmd pkg internal -name '*.go' 2>/dev/null)
 
 # The race detector needs cgo, that is a C compiler; without one the tests
@@ -13,7 +16,7 @@ RACE    ?= $(if $(shell command -v $(CC) 2>/dev/null),-race,)
 FUZZTIME ?= 10s
 FUZZ     := ./pkg/spec:FuzzLoad ./pkg/pve/schema:FuzzPropertyStringRoundTrip
 
-.PHONY: all build test unit lint fuzz demo bench generate clean
+.PHONY: all build test unit lint fuzz demo bench generate release-check release-snapshot clean
 
 all: build
 
@@ -46,8 +49,21 @@ demo: build
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./pkg/...
 
+# Regenerates what is derived and committed: the schema facts table, the
+# spec JSON Schema (docs/pvectl.schema.json) and the CLI reference
+# (docs/cli); tests fail when these are stale.
 generate:
 	$(GO) generate ./...
 
+# Release archives for linux/darwin/windows × amd64/arm64 with checksums,
+# into dist/ (nothing is published), from .goreleaser.yaml.
+GORELEASER ?= goreleaser
+release-check:
+	@command -v $(GORELEASER) >/dev/null || { echo "$(GORELEASER) is not installed: https://goreleaser.com/install"; exit 1; }
+	$(GORELEASER) check
+
+release-snapshot: release-check
+	$(GORELEASER) release --snapshot --clean
+
 clean:
-	rm -rf bin
+	rm -rf bin dist

@@ -25,6 +25,9 @@ type applyOptions struct {
 	autoApprove bool
 	json        bool
 	destroy     bool
+	// allowForeign lets network commits take staged changes pvectl did
+	// not make (those the plan shows).
+	allowForeign bool
 }
 
 func newApplyCmd(g *globalOptions) *cobra.Command {
@@ -48,7 +51,16 @@ Confirmation: on a terminal apply asks; elsewhere it needs --auto-approve.`,
 	o.addFlags(c, targetNeeds)
 	c.Flags().BoolVar(&o.autoApprove, "auto-approve", false, "apply without asking")
 	c.Flags().BoolVar(&o.json, "json", false, "progress as JSON lines")
+	o.addForeignFlag(c)
 	return c
+}
+
+// addForeignFlag adds --allow-foreign-network-changes: without it, a plan
+// whose NetworkApply would commit staged changes pvectl did not make is
+// refused before anything is changed.
+func (o *applyOptions) addForeignFlag(c *cobra.Command) {
+	c.Flags().BoolVar(&o.allowForeign, "allow-foreign-network-changes", false,
+		"let a NetworkApply commit staged network changes that pvectl did not make (the plan lists them)")
 }
 
 func newDestroyCmd(g *globalOptions) *cobra.Command {
@@ -65,6 +77,7 @@ interface removals are committed by the node's NetworkApply.`,
 	o.addFlags(c, targetDependents)
 	c.Flags().BoolVar(&o.autoApprove, "auto-approve", false, "destroy without asking")
 	c.Flags().BoolVar(&o.json, "json", false, "progress as JSON lines")
+	o.addForeignFlag(c)
 	return c
 }
 
@@ -133,7 +146,8 @@ func (o *applyOptions) run(ctx context.Context) error {
 		view.secrets, view.notices = o.g.streams.Err, o.g.streams.Err
 	}
 	in.applying(view)
-	res, err := planner.Apply(in.ctx, cl, p, planner.ApplyOptions{Parallelism: o.g.parallelism, Hooks: view, Stop: in.stop})
+	res, err := planner.Apply(in.ctx, cl, p, planner.ApplyOptions{Parallelism: o.g.parallelism, Hooks: view, Stop: in.stop,
+		AllowForeignNetworkChanges: o.allowForeign})
 	view.summary(p, res, o.verb())
 	switch {
 	case err != nil && res == nil: // refused before anything ran
@@ -178,6 +192,9 @@ func (o *applyOptions) prepare(in *interrupts) (*planner.Plan, *clients, error) 
 		if err := planner.Verify(ctx, cl, p); err != nil {
 			return nil, nil, err
 		}
+		if err := planner.CheckForeign(p, o.allowForeign); err != nil {
+			return nil, nil, &exitError{code: exitFailure, err: err}
+		}
 		return p, cl, nil
 	}
 	set, err := o.load(o.g)
@@ -198,6 +215,9 @@ func (o *applyOptions) prepare(in *interrupts) (*planner.Plan, *clients, error) 
 			newProgressView(w, true, false).summary(p, &planner.Result{}, o.verb())
 		}
 		return nil, nil, nil
+	}
+	if err := planner.CheckForeign(p, o.allowForeign); err != nil {
+		return nil, nil, &exitError{code: exitFailure, err: err}
 	}
 	if !o.autoApprove {
 		ok, err := confirm(ctx, o.g.streams.In, w, o.destroy)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -79,4 +80,15 @@ func TestE2ELxcContainer(t *testing.T) {
 	if _, err := env.client.GuestConfig(ctx, pve.LXC, "pve", 200); !pve.IsNotFound(err) {
 		t.Errorf("CT 200 after destroy: %v, want gone", err)
 	}
+}
+
+// TestE2EExamplesDir is `make demo`'s job as a test: every spec in
+// examples/ validates, applies, and plans clean afterwards.
+func TestE2EExamplesDir(t *testing.T) {
+	env := startSim(t)
+	_, file, _, _ := runtime.Caller(0)
+	dir := filepath.Join(filepath.Dir(file), "..", "..", "examples")
+	env.mustRun(0, "validate", "-f", dir)
+	env.mustRun(0, "apply", "-f", dir, "--auto-approve")
+	env.mustRun(0, "plan", "-f", dir, "--detailed-exitcode")
 }

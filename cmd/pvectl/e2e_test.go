@@ -117,7 +117,11 @@ func example(t *testing.T, name string, edit func(string) string) string {
 	t.Helper()
 	_, file, _, _ := runtime.Caller(0)
 	root := filepath.Join(filepath.Dir(file), "..", "..")
+	// The product's examples, else the design's (testdata/examples).
 	src := filepath.Join(root, "examples", name)
+	if _, err := os.Stat(src); err != nil {
+		src = filepath.Join(root, "testdata", "examples", name)
+	}
 	b, err := os.ReadFile(src)
 	if err != nil {
 		t.Fatal(err)

@@ -155,8 +155,11 @@ config file (--profile), or Connection documents in the specs.`,
 		newApplyCmd(g),
 		newDestroyCmd(g),
 		newSimCmd(g),
+		newSchemaCmd(g),
+		newExplainCmd(g),
 		newVersionCmd(version),
 	)
+	registerCompletions(root, g)
 	return root
 }
 

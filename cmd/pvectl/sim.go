@@ -67,7 +67,7 @@ tokens=ci@pve!plan. Tokens created through the API work as well.`,
 	f := c.Flags()
 	f.StringVar(&o.listen, "listen", "127.0.0.1:8006", "address to listen on")
 	f.StringVar(&o.state, "state", "", "persist the simulated cluster in FILE (loaded at start)")
-	f.StringVar(&o.dataDir, "data-dir", "", "directory for simulated uploads and downloads")
+	f.StringVar(&o.dataDir, "data-dir", "", "keep the bytes of uploaded and downloaded files as DIR/<storage>/<content>/<filename>")
 	f.StringSliceVar(&o.nodes, "nodes", []string{"pve"}, "node names")
 	f.StringVar(&o.token, "token", simDefaultTokenID+"="+simDefaultTokenSecret, "the admin API token, ID=SECRET (no privilege separation)")
 	f.StringArrayVar(&o.extraTokens, "extra-token", nil, "add a privilege-separated API token without ACLs, ID=SECRET (repeatable)")

@@ -131,6 +131,11 @@ type ApplyOptions struct {
 	// ReasonInterrupted. Cancelling Apply's ctx also stops waiting for the
 	// running ones. nil: never.
 	Stop <-chan struct{}
+	// AllowForeignNetworkChanges lets a node's network commit take the
+	// staged changes pvectl did not make that the plan showed. Without it
+	// Apply refuses such a plan before it changes anything; changes that
+	// appear after the plan are refused either way.
+	AllowForeignNetworkChanges bool
 }
 
 // ReasonInterrupted is the Skipped reason of a change that never started

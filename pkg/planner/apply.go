@@ -33,11 +33,33 @@ func Apply(ctx context.Context, clients Clients, plan *Plan, opts ApplyOptions) 
 	if hooks == nil {
 		hooks = nopHooks{}
 	}
+	if err := CheckForeign(plan, opts.AllowForeignNetworkChanges); err != nil {
+		return nil, err
+	}
 	reserved := reservedVMIDs(plan)
 	run := func(ctx context.Context, c *Change) error {
-		return applyChange(ctx, clients, hooks, c, reserved[c.Resource.Connection])
+		x := &execution{hooks: hooks, change: c, plan: plan, allowForeign: opts.AllowForeignNetworkChanges}
+		if c.Resource != nil {
+			x.reserved = reserved[c.Resource.Connection]
+		}
+		return applyChange(ctx, clients, x)
 	}
-	res := walk(ctx, opts.Stop, plan.Changes, opts.Parallelism, hooks, run)
+	late := func(c *Change) func(context.Context) error {
+		if c.Resource == nil {
+			return nil
+		}
+		lr, ok := kinds[c.Resource.Kind].(lateRemover)
+		if !ok || !lr.removesLate(c) {
+			return nil
+		}
+		return func(ctx context.Context) error {
+			x := &execution{hooks: hooks, change: c, plan: plan, allowForeign: opts.AllowForeignNetworkChanges}
+			return withExecution(ctx, clients, x, func(ctx context.Context, x *execution) error {
+				return lr.removeLate(ctx, x, c)
+			})
+		}
+	}
+	res := walkPhases(ctx, opts.Stop, plan.Changes, opts.Parallelism, hooks, run, late)
 	return res, res.err()
 }
 
@@ -68,6 +90,39 @@ func checkPlan(plan *Plan) error {
 	return nil
 }
 
+// CheckForeign refuses a plan whose network commits would make live
+// staged changes that pvectl did not make, unless they are allowed. Apply
+// checks it before anything runs (staging this plan's own changes and
+// then refusing the commit would leave the node half done); the CLI asks
+// first, before its confirmation question.
+func CheckForeign(plan *Plan, allow bool) error {
+	if allow {
+		return nil
+	}
+	var msgs []string
+	for _, c := range plan.Changes {
+		nc, ok := kinds[resourceKind(c)].(netCommitter)
+		if !ok || c.Action == NoOp {
+			continue
+		}
+		if f := nc.foreign(c); f != "" {
+			msgs = append(msgs, c.Address+": "+f)
+		}
+	}
+	if len(msgs) == 0 {
+		return nil
+	}
+	return fmt.Errorf("refusing to commit network changes that pvectl did not make (the plan lists them):\n  %s\nReview them on the node; then revert them there, or apply with --allow-foreign-network-changes to commit them with this plan's changes. Nothing was changed",
+		strings.Join(msgs, "\n  "))
+}
+
+func resourceKind(c *Change) string {
+	if c.Resource == nil {
+		return ""
+	}
+	return c.Resource.Kind
+}
+
 // reservedVMIDs collects, per connection, the vmids the plan's VMs are
 // pinned to, so that a VM without a vmid does not take one of them first.
 func reservedVMIDs(plan *Plan) map[string]map[int]bool {
@@ -93,7 +148,8 @@ func reservedVMIDs(plan *Plan) map[string]map[int]bool {
 	return out
 }
 
-func applyChange(ctx context.Context, clients Clients, hooks Hooks, c *Change, reserved map[int]bool) error {
+func applyChange(ctx context.Context, clients Clients, x *execution) error {
+	c := x.change
 	if c.Resource == nil {
 		return errors.New("the plan holds no resource data for this change")
 	}
@@ -104,6 +160,15 @@ func applyChange(ctx context.Context, clients Clients, hooks Hooks, c *Change, r
 	if err != nil {
 		return err
 	}
+	return withExecution(ctx, clients, x, func(ctx context.Context, x *execution) error {
+		return apply(ctx, k, x, c)
+	})
+}
+
+// withExecution runs fn with the change's client and its task events
+// reported to hooks.
+func withExecution(ctx context.Context, clients Clients, x *execution, fn func(context.Context, *execution) error) error {
+	c, hooks := x.change, x.hooks
 	cl, err := clients.Client(c.Resource.Connection)
 	if err != nil {
 		return err
@@ -117,7 +182,8 @@ func applyChange(ctx context.Context, clients Clients, hooks Hooks, c *Change, r
 			th.Task(c, ev)
 		}
 	})
-	return apply(ctx, k, &execution{client: cl, hooks: hooks, change: c, reserved: reserved}, c)
+	x.client = cl
+	return fn(ctx, x)
 }
 
 // taskWarningMessage says that a task of the change succeeded with
@@ -131,17 +197,35 @@ func taskWarningMessage(st pve.TaskStatus, warnings []string) string {
 
 // vertex is one change during a walk.
 type vertex struct {
-	c     *Change
+	c *Change
+	// ready closes when the change's dependents may start: when it is
+	// finished, or, with a late step, when its first part is.
+	ready chan struct{}
+	// done closes when the change is finished, late step included.
 	done  chan struct{}
 	cause string // set when this change failed or was skipped for a failure: the failed address
+	// ok is set when the change finished without failing or being skipped.
+	ok bool
 }
 
-// walk runs every change once its dependencies are finished (the DAG walk
-// of OpenTofu's internal/dag): noops complete at once, real work holds one
-// of parallelism slots, and a failure skips its transitive dependents.
+// walk is walkPhases without late steps.
+func walk(ctx context.Context, stop <-chan struct{}, changes []*Change, parallelism int, hooks Hooks, run func(context.Context, *Change) error) *Result {
+	return walkPhases(ctx, stop, changes, parallelism, hooks, run, nil)
+}
+
+// walkPhases runs every change once its dependencies are ready (the DAG
+// walk of OpenTofu's internal/dag): noops complete at once, real work holds
+// one of parallelism slots, and a failure skips its transitive dependents.
 // A closed stop starts nothing new (running changes finish); a cancelled
 // ctx also ends the running changes' waits, whose outcome is then unknown.
-func walk(ctx context.Context, stop <-chan struct{}, changes []*Change, parallelism int, hooks Hooks, run func(context.Context, *Change) error) *Result {
+//
+// late, when it gives a step for a change, splits the change in two, as
+// OpenTofu destroys a deposed object after its dependents were updated:
+// the dependents start after run, and the late step runs once they all
+// finished without a failure (otherwise it is left out, and the next plan
+// shows it again). PostApply comes after the late step.
+func walkPhases(ctx context.Context, stop <-chan struct{}, changes []*Change, parallelism int, hooks Hooks,
+	run func(context.Context, *Change) error, late func(*Change) func(context.Context) error) *Result {
 	if parallelism <= 0 {
 		parallelism = DefaultParallelism
 	}
@@ -149,8 +233,16 @@ func walk(ctx context.Context, stop <-chan struct{}, changes []*Change, parallel
 	var mu sync.Mutex
 	done := map[string]bool{}
 	vs := map[string]*vertex{}
+	dependents := map[string][]*vertex{}
 	for _, c := range changes {
-		vs[c.Address] = &vertex{c: c, done: make(chan struct{})}
+		vs[c.Address] = &vertex{c: c, ready: make(chan struct{}), done: make(chan struct{})}
+	}
+	for _, c := range changes {
+		for _, d := range c.DependsOn {
+			if vs[d] != nil {
+				dependents[d] = append(dependents[d], vs[c.Address])
+			}
+		}
 	}
 	stopped := func() bool {
 		select {
@@ -177,6 +269,41 @@ func walk(ctx context.Context, stop <-chan struct{}, changes []*Change, parallel
 		hooks.Skipped(v.c, reason)
 	}
 	sem := make(chan struct{}, parallelism)
+	// acquire takes a slot, or reports false when the walk was stopped.
+	acquire := func() bool {
+		if stopped() {
+			return false
+		}
+		select {
+		case sem <- struct{}{}:
+		case <-stop:
+			return false
+		case <-ctx.Done():
+			return false
+		}
+		if stopped() {
+			<-sem
+			return false
+		}
+		return true
+	}
+	// finish records a step's outcome; false when it did not succeed.
+	finish := func(v *vertex, err error) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		switch {
+		case err != nil && ctx.Err() != nil && !isAnswer(err):
+			// Waiting was stopped: PVE may still be carrying it out.
+			res.Unknown[v.c.Address] = err
+			res.Interrupted = true
+		case err != nil:
+			v.cause = v.c.Address
+			res.Failed[v.c.Address] = err
+		default:
+			return true
+		}
+		return false
+	}
 	var wg sync.WaitGroup
 	for _, c := range changes {
 		v := vs[c.Address]
@@ -184,12 +311,20 @@ func walk(ctx context.Context, stop <-chan struct{}, changes []*Change, parallel
 		go func() {
 			defer wg.Done()
 			defer close(v.done)
+			readied := false
+			ready := func() {
+				if !readied {
+					readied = true
+					close(v.ready)
+				}
+			}
+			defer ready()
 			for _, d := range v.c.DependsOn {
 				dv := vs[d]
 				if dv == nil {
 					continue
 				}
-				<-dv.done
+				<-dv.ready
 				if dv.cause != "" && v.cause == "" {
 					v.cause = dv.cause
 				}
@@ -202,41 +337,57 @@ func walk(ctx context.Context, stop <-chan struct{}, changes []*Change, parallel
 				if v.c.Kept {
 					keep(v)
 				}
+				v.ok = true
 				return
 			}
-			if stopped() {
-				skip(v, ReasonInterrupted)
-				return
-			}
-			select {
-			case sem <- struct{}{}:
-			case <-stop:
-				skip(v, ReasonInterrupted)
-				return
-			case <-ctx.Done():
-				skip(v, ReasonInterrupted)
-				return
-			}
-			defer func() { <-sem }()
-			if stopped() {
+			if !acquire() {
 				skip(v, ReasonInterrupted)
 				return
 			}
 			hooks.PreApply(v.c)
 			err := run(ctx, v.c)
-			hooks.PostApply(v.c, err)
-			mu.Lock()
-			defer mu.Unlock()
+			var step func(context.Context) error
+			if err == nil && late != nil {
+				step = late(v.c)
+			}
+			if step == nil {
+				hooks.PostApply(v.c, err)
+				<-sem
+				if finish(v, err) {
+					mu.Lock()
+					done[v.c.Address], v.ok = true, true
+					mu.Unlock()
+				}
+				return
+			}
+			// The first part is done: let the dependents go, and come back
+			// when they are finished.
+			<-sem
+			ready()
+			failed := ""
+			for _, dv := range dependents[v.c.Address] {
+				<-dv.done
+				if !dv.ok && failed == "" {
+					failed = dv.c.Address
+				}
+			}
 			switch {
-			case err != nil && ctx.Err() != nil && !isAnswer(err):
-				// Waiting was stopped: PVE may still be carrying it out.
-				res.Unknown[v.c.Address] = err
+			case failed != "":
+				hooks.Message(v.c, "kept what it removes after its dependents: "+failed+" did not finish")
+			case !acquire():
+				hooks.Message(v.c, "kept what it removes after its dependents: interrupted")
+				mu.Lock()
 				res.Interrupted = true
-			case err != nil:
-				v.cause = v.c.Address
-				res.Failed[v.c.Address] = err
+				mu.Unlock()
 			default:
-				done[v.c.Address] = true
+				err = step(ctx)
+				<-sem
+			}
+			hooks.PostApply(v.c, err)
+			if finish(v, err) {
+				mu.Lock()
+				done[v.c.Address], v.ok = true, true
+				mu.Unlock()
 			}
 		}()
 	}

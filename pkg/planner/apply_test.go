@@ -22,6 +22,13 @@ type recHooks struct {
 	post     []string
 	skipped  []string
 	messages []string
+	outputs  []output
+}
+
+// output is one value handed to Hooks.Output.
+type output struct {
+	addr, name, value string
+	sensitive         bool
 }
 
 func (h *recHooks) PreApply(c *Change) { h.mu.Lock(); h.pre = append(h.pre, c.Address); h.mu.Unlock() }
@@ -35,7 +42,11 @@ func (h *recHooks) Skipped(c *Change, reason string) {
 	h.skipped = append(h.skipped, c.Address+": "+reason)
 	h.mu.Unlock()
 }
-func (h *recHooks) Output(*Change, string, string, bool) {}
+func (h *recHooks) Output(c *Change, name, value string, sensitive bool) {
+	h.mu.Lock()
+	h.outputs = append(h.outputs, output{c.Address, name, value, sensitive})
+	h.mu.Unlock()
+}
 
 func (h *recHooks) Message(c *Change, msg string) {
 	h.mu.Lock()

@@ -1,227 +1,34 @@
 package planner
 
 import (
-	"context"
 	"fmt"
-	"maps"
-	"net/url"
 	"slices"
-	"strings"
 
-	"github.com/pvectl/pvectl/pkg/pve"
 	"github.com/pvectl/pvectl/pkg/pve/schema"
 	"github.com/pvectl/pvectl/pkg/spec"
 )
 
-// bridgeKind manages LinuxBridge: identity is node + iface. Its changes are
-// staged by PVE until a NetworkApply commits them.
-type bridgeKind struct{}
+// bridgeKind manages LinuxBridge (the shared logic is ifaceKind's).
+var bridgeKind = ifaceKind{typ: "bridge", ports: "bridge_ports", check: checkBridgeCall}
 
-const (
-	networkCreatePath = "/nodes/{node}/network"
-	networkUpdatePath = "/nodes/{node}/network/{iface}"
-)
-
-// ifaceSettings are the settings PUT /nodes/{node}/network/{iface} takes,
-// for when the schema table lacks the method.
-var ifaceSettings = []string{
-	"address", "address6", "autostart", "bond-primary", "bond_mode", "bond_xmit_hash_policy",
-	"bridge_ports", "bridge_vids", "bridge_vlan_aware", "cidr", "cidr6", "comments", "comments6",
-	"gateway", "gateway6", "mtu", "netmask", "netmask6", "ovs_bonds", "ovs_bridge", "ovs_options",
-	"ovs_ports", "ovs_tag", "slaves", "vlan-id", "vlan-raw-device",
+// checkBridgeCall finds what PVE would not keep in a bridge's call.
+func checkBridgeCall(_ *builder, r *spec.Resource, lo *liveObj, _ map[string]string) ([]string, error) {
+	if _, ok := r.Params["bridge_vids"]; ok && !vlanAware(r, lo) {
+		return nil, fmt.Errorf("%s: bridge_vids is kept only on a VLAN-aware bridge (PVE writes no VLAN list otherwise, and the plan would never settle): set bridge_vlan_aware: true, or drop bridge_vids", keyWhere(r, "bridge_vids"))
+	}
+	return nil, nil
 }
 
-// ifaceAddrKeys are the two spellings of one address family: PVE refuses a
-// call carrying both cidr and address/netmask.
-var ifaceAddrKeys = [][]string{{"cidr", "address", "netmask"}, {"cidr6", "address6", "netmask6"}}
-
-// carryLive adds to an interface update the live settings the spec does not
-// manage. PVE's PUT keeps unnamed keys, but derives the method (static or
-// manual) and address families from the call alone: an update that leaves
-// out the address would stage the interface without its IP and gateway,
-// and the commit would cut whatever ran over it (often the management
-// network). Keys the spec removes stay out.
-func carryLive(params map[string]string, live pve.Config, remove []string, put *schema.Method) {
-	skip := map[string]bool{"node": true, "iface": true, "type": true, "delete": true, "digest": true}
-	for _, k := range remove {
-		skip[k] = true
+// vlanAware is whether r's bridge will be VLAN-aware after the plan: the
+// spec's flag, else the live one.
+func vlanAware(r *spec.Resource, lo *liveObj) bool {
+	if v, ok := r.Params["bridge_vlan_aware"]; ok {
+		on, _ := schema.ParseBool(v)
+		return on
 	}
-	for _, family := range ifaceAddrKeys {
-		managed := false
-		for _, k := range family {
-			_, set := params[k]
-			managed = managed || set || skip[k]
-		}
-		cidr, addr, mask := family[0], family[1], family[2]
-		switch {
-		case managed:
-			skip[cidr], skip[addr], skip[mask] = true, true, true
-		case live[cidr] != "":
-			skip[addr], skip[mask] = true, true
-		default:
-			skip[cidr] = true
-		}
+	if slices.Contains(r.Remove, "bridge_vlan_aware") {
+		return false
 	}
-	keys := ifaceSettings
-	if put != nil {
-		keys = slices.Sorted(maps.Keys(put.Params))
-	}
-	for _, k := range keys {
-		v, has := live[k]
-		if _, set := params[k]; set || !has || skip[k] {
-			continue
-		}
-		if commentKeys[k] {
-			v = strings.TrimRight(v, "\n")
-		}
-		params[k] = v
-	}
-}
-
-var ifaceIdentity = map[string]bool{"node": true, "iface": true, "type": true}
-
-// ifaceLive is what observe reads about an interface beside its config.
-type ifaceLive struct {
-	Staged bool // the node's network has uncommitted changes
-	// Holders names, for gateway and gateway6, the node's other
-	// interfaces that have it set (PVE allows one of each per node).
-	Holders map[string][]string
-}
-
-func (bridgeKind) nodeStaged(lo *liveObj) bool {
-	st, ok := lo.State.(*ifaceLive)
-	return ok && st.Staged
-}
-
-func ifaceName(r *spec.Resource) string {
-	if n := r.Params["iface"]; n != "" {
-		return n
-	}
-	return r.Name
-}
-
-func (bridgeKind) observe(ctx context.Context, lc *liveConn, r *spec.Resource) (*liveObj, error) {
-	node, err := lc.node(r)
-	if err != nil {
-		return nil, err
-	}
-	ln, err := lc.network(ctx, node)
-	if err != nil {
-		return nil, err
-	}
-	return ifaceObj(ln, node, ifaceName(r)), nil
-}
-
-func ifaceObj(ln *liveNetwork, node, iface string) *liveObj {
-	st := &ifaceLive{Staged: ln.changes != "", Holders: gatewayHolders(ln.ifaces, iface)}
-	cfg := ln.iface(iface)
-	if cfg == nil {
-		return &liveObj{Node: node, State: st}
-	}
-	return &liveObj{Exists: true, Node: node, Config: cfg, Digest: fieldsDigest(cfg), State: st}
-}
-
-func (bridgeKind) compare(b *builder, r *spec.Resource, lo *liveObj, c *Change) error {
-	if typ := lo.Config["type"]; typ != "bridge" {
-		c.Diff = []FieldDiff{{Path: "type", Before: typ, After: "bridge"}}
-		return b.replace(r, c, fmt.Sprintf("%s is a %s, not a bridge", ifaceName(r), typ))
-	}
-	cmp := comparer{m: b.method("POST", networkCreatePath)}
-	c.Diff = cmp.diffParams(r.Params, r.Remove, lo.Config, ifaceIdentity)
-	if len(c.Diff) == 0 {
-		c.Action = NoOp
-		return nil
-	}
-	c.Action, c.Reasons = Update, reasons(c.Diff)
-	// PVE's PUT wants the type and the whole definition, not just the changes.
-	c.Params = ifaceParams(r, "bridge")
-	carryLive(c.Params, lo.Config, r.Remove, b.method("PUT", networkUpdatePath))
-	del := sendFlags(c.Params, lo.Config)
-	for _, k := range r.Remove {
-		if _, ok := lo.Config[k]; ok {
-			del = append(del, k)
-		}
-	}
-	if len(del) > 0 {
-		c.Params["delete"] = strings.Join(sortedUnique(del), ",")
-	}
-	return checkIfaceCall(b, r, lo, c.Params)
-}
-
-// checkCreate finds what PVE would refuse in the create call.
-func (bridgeKind) checkCreate(b *builder, r *spec.Resource, lo *liveObj, c *Change) error {
-	params := ifaceParams(r, "bridge")
-	sendFlags(params, nil)
-	return checkIfaceCall(b, r, lo, params)
-}
-
-// ifaceParams is the full desired definition of an interface.
-func ifaceParams(r *spec.Resource, typ string) map[string]string {
-	out := map[string]string{"type": typ}
-	for k, v := range r.Params {
-		if k != "node" && k != "iface" {
-			out[k] = v
-		}
-	}
-	return out
-}
-
-func toValues(m map[string]string) url.Values {
-	v := url.Values{}
-	for k, x := range m {
-		v.Set(k, x)
-	}
-	return v
-}
-
-func (bridgeKind) create(ctx context.Context, x *execution, c *Change) error {
-	iface := ifaceName(c.Resource)
-	p := ifaceParams(c.Resource, "bridge")
-	sendFlags(p, nil) // a false flag of definedIsOn is left out: sent as 0 it would switch it on
-	params := toValues(p)
-	params.Set("iface", iface)
-	if err := x.client.CreateIface(ctx, c.Node, params); err != nil {
-		return fmt.Errorf("create bridge %s on node %s: %w", iface, c.Node, err)
-	}
-	return nil
-}
-
-func (bridgeKind) update(ctx context.Context, x *execution, c *Change) error {
-	iface := ifaceName(c.Resource)
-	if err := x.client.UpdateIface(ctx, c.Node, iface, toValues(c.Params)); err != nil {
-		return fmt.Errorf("update bridge %s on node %s: %w", iface, c.Node, err)
-	}
-	return nil
-}
-
-func (bridgeKind) remove(ctx context.Context, x *execution, c *Change) error {
-	iface := ifaceName(c.Resource)
-	if err := x.client.DeleteIface(ctx, c.Node, iface); err != nil && !pve.IsNotFound(err) {
-		return fmt.Errorf("delete interface %s on node %s: %w", iface, c.Node, err)
-	}
-	return nil
-}
-
-func (bridgeKind) current(ctx context.Context, cl *pve.Client, c *Change) (*liveObj, error) {
-	ifaces, changes, err := cl.NetworkList(ctx, c.Node)
-	if err != nil {
-		return nil, err
-	}
-	return ifaceObj(&liveNetwork{ifaces: ifaces, changes: changes}, c.Node, ifaceName(c.Resource)), nil
-}
-
-// readPerms: GET /nodes/{node}/network leaves out the bridges the token
-// may neither use nor audit (pve-manager API2/Network.pm index).
-func (bridgeKind) readPerms(r *spec.Resource) []permNeed {
-	return []permNeed{needAny("/sdn/zones/localnetwork/"+ifaceName(r),
-		"to see the bridge (PVE lists only the bridges a token may use or audit)", "SDN.Audit", "SDN.Use")}
-}
-
-// changePerms: creating, changing and deleting an interface check
-// Sys.Modify on the node.
-func (bridgeKind) changePerms(c *Change, _ *liveObj) []permNeed {
-	if c.Action == NoOp {
-		return nil
-	}
-	return []permNeed{need("/nodes/"+c.Node, "to "+c.Action.String()+" the interface", "Sys.Modify")}
+	on, _ := schema.ParseBool(lo.Config["bridge_vlan_aware"])
+	return on
 }

@@ -336,7 +336,7 @@ func (b *builder) keepProtectedNeeds(fwd map[string][]string) error {
 		if err != nil {
 			return err
 		}
-		c.Action, c.Reasons = nc.Action, nc.Reasons
+		c.Action, c.Reasons, c.State = nc.Action, nc.Reasons, nc.State
 		if c.Reasons == nil {
 			c.Reasons = []string{}
 		}

@@ -187,11 +187,16 @@ func diffDiskFile(key, want, got, gotSize string) []FieldDiff {
 	if wm == nil || gm == nil {
 		return []FieldDiff{fieldDiff(key+".file", nilIfEmpty(got), want)}
 	}
+	vol := wm[2]
+	if namedVolume(want) {
+		// An existing volume is attached as it is: another one, on
+		// another storage too, is another file, not a disk that moves.
+		return []FieldDiff{fieldDiff(key+".file", got, want)}
+	}
 	var out []FieldDiff
 	if wm[1] != gm[1] {
 		out = append(out, fieldDiff(key+".storage", gm[1], wm[1]))
 	}
-	vol := wm[2]
 	switch {
 	case vol == "cloudinit":
 		if !strings.Contains(gm[2], "cloudinit") {
@@ -204,12 +209,19 @@ func diffDiskFile(key, want, got, gotSize string) []FieldDiff {
 		if !equalSize(vol+"G", gotSize) {
 			out = append(out, fieldDiff(key+".size", nilIfEmpty(gotSize), vol+"G"))
 		}
-	default:
-		if vol != gm[2] {
-			out = append(out, fieldDiff(key+".file", got, want))
-		}
 	}
 	return out
+}
+
+// namedVolume reports whether a drive's volume names an existing one
+// ("local:iso/seed.iso", "none") rather than asking PVE to allocate one
+// ("local-lvm:32", "local-lvm:0,import-from=…", "local-lvm:cloudinit").
+func namedVolume(v string) bool {
+	m := diskVolRE.FindStringSubmatch(v)
+	if m == nil {
+		return true
+	}
+	return m[2] != "cloudinit" && !isNumber(m[2])
 }
 
 func nilIfEmpty(s string) any {
@@ -428,12 +440,19 @@ func (c comparer) updateValue(key, desired, live string) string {
 	if err1 != nil || err2 != nil {
 		return desired
 	}
+	volKey := volumeKey(p.SubKeys())
+	isDisk := volKey != ""
+	if v, ok := schema.PropValue(want, volKey); isDisk && ok && namedVolume(v) {
+		if lv, _ := schema.PropValue(have, volKey); lv != v {
+			// Another existing volume (a config drive's new version): PVE
+			// reads its size itself.
+			have = schema.SetProp(schema.DeleteProp(have, "size"), volKey, v)
+		}
+	}
 	idx := map[string]int{}
 	for i, it := range have {
 		idx[it.Key] = i
 	}
-	volKey := volumeKey(p.SubKeys())
-	isDisk := volKey != ""
 	for _, it := range want {
 		if createOnly[it.Key] || (isDisk && (it.Key == "format" || it.Key == volKey && allocates(it.Value))) {
 			// The volume exists: its name and format are PVE's now.

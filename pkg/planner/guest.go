@@ -27,6 +27,9 @@ type guest struct {
 	// they steer the create call only (pool membership is read from
 	// /cluster/resources and compared apart).
 	notInConfig map[string]bool
+	// replaceKeys are config keys PVE refuses to change on an existing
+	// guest, with why: a change means a new guest.
+	replaceKeys map[string]string
 }
 
 // guestState is what a guest's change carries from plan to apply.
@@ -121,6 +124,9 @@ func (g guest) compareConfig(b *builder, r *spec.Resource, lo *liveObj, c *Chang
 	cmp := comparer{m: b.method("POST", g.createPath)}
 	c.Diff = cmp.diffParams(r.Params, r.Remove, lo.Config, g.notInConfig)
 	for _, d := range c.Diff {
+		if why, ok := g.replaceKeys[d.Path]; ok {
+			return true, b.replace(r, c, fmt.Sprintf("%s changes (%v → %v): %s", d.Path, d.Before, d.After, why))
+		}
 		if strings.HasSuffix(d.Path, ".storage") {
 			return true, b.replace(r, c, topKey(d.Path)+" moves to another storage")
 		}

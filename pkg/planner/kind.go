@@ -13,7 +13,7 @@ import (
 )
 
 // kindOps is what the engine needs from one kind. Each kind lives in its
-// own file (qemu.go, bridge.go, pool.go, netapply.go); the engine
+// own file (qemu.go, bridge.go, pool.go, netapply.go, download.go, configdrive.go); the engine
 // (observe.go, build.go, apply.go, verify.go) decides the lifecycle —
 // destroy, state: absent, managed: false, missing objects, protection,
 // replace — and never names a kind. A kind compares and acts.
@@ -48,6 +48,10 @@ type (
 	// stages interface removals that need the commit too).
 	netCommitter interface {
 		planCommit(b *builder, r *spec.Resource, lo *liveObj, c *Change) error
+		// foreign describes the staged changes pvectl did not make that
+		// c would commit ("" when there are none): Apply refuses them
+		// unless allowed.
+		foreign(c *Change) string
 	}
 	// vmidClaimer kinds occupy a vmid of the cluster-wide guest space.
 	vmidClaimer interface {
@@ -79,16 +83,38 @@ type (
 		readPerms(r *spec.Resource) []permNeed
 		changePerms(c *Change, lo *liveObj) []permNeed
 	}
+	// removeChecker kinds find, at plan time, what PVE would refuse in a
+	// delete (an interface another one still uses as its port).
+	removeChecker interface {
+		checkRemove(b *builder, r *spec.Resource, lo *liveObj) error
+	}
+	// lateRemover kinds remove what a change replaces only after the
+	// change's dependents finished, as OpenTofu destroys a deposed object
+	// after the resources that used it were updated: a config drive's old
+	// version goes once the VMs were re-pointed to the new one. Apply runs
+	// the change's create or update, lets the dependents go, then
+	// removeLate.
+	lateRemover interface {
+		removesLate(c *Change) bool
+		removeLate(ctx context.Context, x *execution, c *Change) error
+	}
 )
 
 // kinds is the registry of supported kinds; read-only after package init.
 var kinds = map[string]kindOps{
-	spec.KindQemuVM:       qemu,
-	spec.KindLxcContainer: lxc,
-	spec.KindLinuxBridge:  bridgeKind{},
-	spec.KindPool:         poolKind{},
-	spec.KindNetworkApply: netApplyKind{},
-	spec.KindNodeDns:      nodeDNSKind{},
+	spec.KindQemuVM:        qemu,
+	spec.KindLxcContainer:  lxc,
+	spec.KindLinuxBridge:   bridgeKind,
+	spec.KindBondInterface: bondKind,
+	spec.KindPool:          poolKind{},
+	spec.KindNetworkApply:  netApplyKind{},
+	spec.KindNodeDns:       nodeDNSKind{},
+
+	spec.KindDownloadedImage: downloadKind{},
+	spec.KindConfigDriveISO:  configDriveKind{},
+	spec.KindUser:            userKind{},
+	spec.KindAPIToken:        tokenKind{},
+	spec.KindACL:             aclKind{},
 }
 
 func kindOf(kind string) (kindOps, error) {
@@ -127,6 +153,10 @@ type execution struct {
 	hooks    Hooks
 	change   *Change
 	reserved map[int]bool // vmids other changes of the plan are pinned to
+	plan     *Plan        // the plan being applied
+	// allowForeign lets a network commit take staged changes pvectl did
+	// not make, those the plan showed.
+	allowForeign bool
 }
 
 func (x *execution) msg(format string, args ...any) {
@@ -190,6 +220,11 @@ func (b *builder) planChange(k kindOps, r *spec.Resource, lo *liveObj) (*Change,
 			return nil, err
 		}
 	}
+	if rc, ok := k.(removeChecker); ok && c.Action == Delete {
+		if err := rc.checkRemove(b, r, lo); err != nil {
+			return nil, err
+		}
+	}
 	return c, nil
 }
 
@@ -246,6 +281,9 @@ func apply(ctx context.Context, k kindOps, x *execution, c *Change) error {
 		if c.CreateFirst {
 			if err := k.create(ctx, x, c); err != nil {
 				return err
+			}
+			if lr, ok := k.(lateRemover); ok && lr.removesLate(c) {
+				return nil // removed after the dependents (Apply)
 			}
 			return k.remove(ctx, x, c)
 		}

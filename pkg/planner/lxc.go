@@ -2,7 +2,6 @@ package planner
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/pvectl/pvectl/pkg/pve"
 	"github.com/pvectl/pvectl/pkg/spec"
@@ -21,20 +20,16 @@ var lxc = lxcKind{guest{
 		"password": true, "ssh-public-keys": true, "restore": true, "force": true, "unique": true,
 		"ignore-unpack-errors": true, "bwlimit": true, "ha-managed": true,
 	},
+	// PVE refuses to change a container between privileged and
+	// unprivileged (pve-container src/PVE/LXC/Config.pm update_pct_config:
+	// "unable to modify read-only option").
+	replaceKeys: map[string]string{"unprivileged": "PVE cannot convert a container"},
 }}
 
 func (k lxcKind) compare(b *builder, r *spec.Resource, lo *liveObj, c *Change) error {
 	done, err := k.compareConfig(b, r, lo, c)
 	if done || err != nil {
 		return err
-	}
-	// PVE refuses to change a container between privileged and
-	// unprivileged (pve-container src/PVE/LXC/Config.pm marks it a
-	// read-only option): a new container it is.
-	for _, d := range c.Diff {
-		if d.Path == "unprivileged" {
-			return b.replace(r, c, fmt.Sprintf("unprivileged changes (%v → %v): PVE cannot convert a container", d.Before, d.After))
-		}
 	}
 	k.compareCommon(r, lo, c)
 	return nil

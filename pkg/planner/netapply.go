@@ -2,9 +2,12 @@ package planner
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 
 	"github.com/pvectl/pvectl/pkg/pve"
 	"github.com/pvectl/pvectl/pkg/spec"
@@ -15,6 +18,47 @@ import (
 type netApplyKind struct{ neverCreated }
 
 func (netApplyKind) singleton() {}
+
+// netNodeLive is what observe reads of a node for its commit: every
+// interface as PVE lists it (the staged view).
+type netNodeLive struct{ Ifaces []pve.Config }
+
+// netCommitState is what a NetworkApply change carries from plan to apply,
+// saved plans included: the node's network as the plan read it, to tell
+// what this plan staged from what others did, and to put the interfaces
+// back when the reload fails.
+type netCommitState struct {
+	// Staged is the staged diff the plan found, without the files'
+	// header lines (they carry modification times). The plan had staged
+	// nothing yet, so all of it was made by others.
+	Staged string `json:"staged,omitempty"`
+	// Seen is every interface of the node as the plan read it.
+	Seen []pve.Config `json:"seen,omitempty"`
+	// Ours maps the plan's interface changes on the node (addresses) to
+	// the interfaces they stage.
+	Ours map[string]string `json:"ours,omitempty"`
+}
+
+func (netApplyKind) newState(lo *liveObj) any {
+	st := &netCommitState{Staged: stagedDiff(lo.Config["changes"])}
+	if nl, ok := lo.State.(*netNodeLive); ok {
+		st.Seen = nl.Ifaces
+	}
+	return st
+}
+
+func (netApplyKind) decodeState(raw json.RawMessage) (any, error) {
+	var st netCommitState
+	if err := json.Unmarshal(raw, &st); err != nil {
+		return nil, err
+	}
+	return &st, nil
+}
+
+func commitState(c *Change) *netCommitState {
+	st, _ := c.State.(*netCommitState)
+	return st
+}
 
 func (netApplyKind) observe(ctx context.Context, lc *liveConn, r *spec.Resource) (*liveObj, error) {
 	node := paramNode(r)
@@ -33,12 +77,16 @@ func (netApplyKind) observe(ctx context.Context, lc *liveConn, r *spec.Resource)
 	if err != nil {
 		return nil, err
 	}
-	return &liveObj{Exists: true, Node: node, Config: pve.Config{"changes": ln.changes}}, nil
+	return &liveObj{Exists: true, Node: node, Config: pve.Config{"changes": ln.changes}, State: &netNodeLive{Ifaces: ln.ifaces}}, nil
 }
 
+// maxShownLines caps the staged diff a plan shows.
+const maxShownLines = 40
+
 // planCommit decides whether the node's staged changes need a commit: some
-// are pending already, or an interface change of this plan will stage one
-// (in a destroy too: interface removals are staged).
+// are pending already (made by others: the plan shows them, and apply
+// commits them only when allowed), or an interface change of this plan
+// will stage one (in a destroy too: interface removals are staged).
 func (netApplyKind) planCommit(b *builder, r *spec.Resource, lo *liveObj, c *Change) error {
 	c.Action, c.Digest, c.Fingerprint = NoOp, "", ""
 	switch {
@@ -49,8 +97,14 @@ func (netApplyKind) planCommit(b *builder, r *spec.Resource, lo *liveObj, c *Cha
 		c.Reasons = []string{"managed: false: never commits"}
 		return nil
 	}
-	if lo.Config["changes"] != "" {
-		c.Reasons = append(c.Reasons, "node "+lo.Node+" has pending network changes")
+	st := commitState(c)
+	if st == nil {
+		st = &netCommitState{Staged: stagedDiff(lo.Config["changes"])}
+		c.State = st
+	}
+	st.Ours = nil
+	if st.Staged != "" {
+		c.Reasons = append(c.Reasons, foreignReasons(lo.Node, st.Staged)...)
 	}
 	for _, addr := range slices.Sorted(maps.Keys(b.changes)) {
 		o := b.changes[addr]
@@ -59,6 +113,10 @@ func (netApplyKind) planCommit(b *builder, r *spec.Resource, lo *liveObj, c *Cha
 		}
 		if o.Node == lo.Node && o.Resource.Connection == r.Connection {
 			c.Reasons = append(c.Reasons, addr+" will stage a change")
+			if st.Ours == nil {
+				st.Ours = map[string]string{}
+			}
+			st.Ours[addr] = ifaceName(o.Resource)
 		}
 	}
 	if len(c.Reasons) > 0 {
@@ -67,13 +125,62 @@ func (netApplyKind) planCommit(b *builder, r *spec.Resource, lo *liveObj, c *Cha
 	return nil
 }
 
+// foreignReasons show the staged changes pvectl did not make, as the diff
+// PVE reports them (capped).
+func foreignReasons(node, staged string) []string {
+	out := []string{fmt.Sprintf("node %s has staged network changes that pvectl did not make; apply commits them only with --allow-foreign-network-changes:", node)}
+	lines := strings.Split(staged, "\n")
+	shown := 0
+	for _, l := range lines {
+		if strings.HasPrefix(l, "@@") {
+			continue
+		}
+		if shown == maxShownLines {
+			out = append(out, fmt.Sprintf("  … (GET /nodes/%s/network shows the whole diff)", node))
+			break
+		}
+		out = append(out, "  "+strings.TrimRight(l, " \t"))
+		shown++
+	}
+	return out
+}
+
+// stagedDiff is PVE's staged diff (`diff -u` of interfaces and
+// interfaces.new) without its "---"/"+++" header lines, whose modification
+// times change with every staged edit.
+func stagedDiff(changes string) string {
+	var out []string
+	hunks := false
+	for _, l := range strings.Split(strings.TrimRight(changes, "\n"), "\n") {
+		if !hunks && (strings.HasPrefix(l, "--- ") || strings.HasPrefix(l, "+++ ")) {
+			continue
+		}
+		hunks = hunks || strings.HasPrefix(l, "@@")
+		out = append(out, l)
+	}
+	if d := strings.TrimSpace(strings.Join(out, "\n")); d != "" {
+		return d
+	}
+	return strings.TrimSpace(changes) // not a diff PVE would write: keep it whole
+}
+
+func (netApplyKind) foreign(c *Change) string {
+	if st := commitState(c); st != nil && st.Staged != "" {
+		return fmt.Sprintf("node %s has staged network changes that pvectl did not make", c.Node)
+	}
+	return ""
+}
+
 // compare is planCommit: the engine calls planCommit in every mode.
 func (k netApplyKind) compare(b *builder, r *spec.Resource, lo *liveObj, c *Change) error {
 	return k.planCommit(b, r, lo, c)
 }
 
+// update commits the node's staged changes, if any, once they are what
+// the plan saw plus what it staged; a failed reload is reverted when the
+// spec asks for it.
 func (netApplyKind) update(ctx context.Context, x *execution, c *Change) error {
-	_, changes, err := x.client.NetworkList(ctx, c.Node)
+	ifaces, changes, err := x.client.NetworkList(ctx, c.Node)
 	if err != nil {
 		return fmt.Errorf("list network of node %s: %w", c.Node, err)
 	}
@@ -81,11 +188,24 @@ func (netApplyKind) update(ctx context.Context, x *execution, c *Change) error {
 		x.msg("no pending network changes on node %s", c.Node)
 		return nil
 	}
-	x.msg("committing network changes on node %s", c.Node)
-	if err := x.client.ApplyNetwork(ctx, c.Node); err != nil {
-		return fmt.Errorf("apply network on node %s: %w", c.Node, err)
+	st := commitState(c)
+	if err := st.check(c.Node, ifaces, changes, st.ours(x.plan), x.allowForeign); err != nil {
+		return err
 	}
-	return nil
+	x.msg("committing network changes on node %s", c.Node)
+	err = x.client.ApplyNetwork(ctx, c.Node)
+	if err == nil {
+		return nil
+	}
+	err = fmt.Errorf("apply network on node %s: %w", c.Node, err)
+	var te *pve.TaskError
+	switch {
+	case !errors.As(err, &te):
+		return err
+	case spec.NetApply(c.Resource).RevertOnFailure == nil || !*spec.NetApply(c.Resource).RevertOnFailure:
+		return fmt.Errorf("%w\n  PVE put the new configuration in place before reloading it, so the node keeps it; set revertOnFailure: true on %s to have pvectl put back the interfaces as the plan found them", err, c.Address)
+	}
+	return revertNetwork(ctx, x, c.Node, st, err)
 }
 
 func (netApplyKind) current(ctx context.Context, cl *pve.Client, c *Change) (*liveObj, error) {

@@ -2,7 +2,9 @@ package planner
 
 import (
 	"fmt"
+	"maps"
 	"slices"
+	"strings"
 
 	"github.com/pvectl/pvectl/pkg/pve"
 	"github.com/pvectl/pvectl/pkg/pve/schema"
@@ -62,19 +64,18 @@ func gatewayHolders(ifaces []pve.Config, self string) map[string][]string {
 	return out
 }
 
+// keyWhere names r and, when known, the file and line of its key.
+func keyWhere(r *spec.Resource, key string) string {
+	if p, ok := r.KeyPos[key]; ok && p.File != "" {
+		return fmt.Sprintf("%s (%s)", r.Address(), p)
+	}
+	return r.Address()
+}
+
 // checkIfaceCall finds what PVE would refuse in the call that creates or
-// updates r with sent, or what it would silently not keep.
+// updates r with sent, whatever the interface's type.
 func checkIfaceCall(b *builder, r *spec.Resource, lo *liveObj, sent map[string]string) error {
-	where := r.Address()
-	pos := func(key string) string {
-		if p, ok := r.KeyPos[key]; ok && p.File != "" {
-			return fmt.Sprintf("%s (%s)", where, p)
-		}
-		return where
-	}
-	if _, ok := r.Params["bridge_vids"]; ok && !vlanAware(r, lo) {
-		return fmt.Errorf("%s: bridge_vids is kept only on a VLAN-aware bridge (PVE writes no VLAN list otherwise, and the plan would never settle): set bridge_vlan_aware: true, or drop bridge_vids", pos("bridge_vids"))
-	}
+	pos := func(key string) string { return keyWhere(r, key) }
 	var holders map[string][]string
 	if st, ok := lo.State.(*ifaceLive); ok {
 		holders = st.Holders
@@ -115,20 +116,6 @@ func pveGatewayMsg(key, holder string) string {
 		return fmt.Sprintf("Default ipv6 gateway already exists on interface '%s'.", holder)
 	}
 	return fmt.Sprintf("Default gateway already exists on interface '%s'.", holder)
-}
-
-// vlanAware is whether r's bridge will be VLAN-aware after the plan: the
-// spec's flag, else the live one.
-func vlanAware(r *spec.Resource, lo *liveObj) bool {
-	if v, ok := r.Params["bridge_vlan_aware"]; ok {
-		on, _ := schema.ParseBool(v)
-		return on
-	}
-	if slices.Contains(r.Remove, "bridge_vlan_aware") {
-		return false
-	}
-	on, _ := schema.ParseBool(lo.Config["bridge_vlan_aware"])
-	return on
 }
 
 // dropsKey reports whether r's plan takes key off its interface.
@@ -177,4 +164,161 @@ func (b *builder) dependsOn(r, o *spec.Resource) bool {
 		}
 	}
 	return false
+}
+
+// checkPorts finds what PVE would refuse about the ports (bridge_ports)
+// or slaves the spec gives r: one that is not on the node and that no
+// interface of the specs creates (the writer: "unable to find bridge port",
+// or a bond's "wrong interface type on slave … (” != 'eth or bond')"), a
+// slave that is not a NIC or a bond, a bridge port with an address of its
+// own, and one another interface holds (pve-manager Network.pm
+// check_duplicate_ports). A port the node's configuration names but the
+// host lacks is a warning: PVE stages it, and the commit's ifreload fails.
+func (k ifaceKind) checkPorts(b *builder, r *spec.Resource, lo *liveObj) ([]string, error) {
+	v, set := r.Params[k.ports]
+	if !set {
+		return nil, nil
+	}
+	st, _ := lo.State.(*ifaceLive)
+	if st == nil {
+		return nil, nil // the node's interfaces were not read
+	}
+	others := st.Others
+	at := keyWhere(r, k.ports)
+	var warns []string
+	for _, p := range schema.SplitList(v) {
+		if p == "none" {
+			continue
+		}
+		live := others[p]
+		managed := b.ifaceResource(r.Connection, lo.Node, p)
+		if managed != nil && managed.State == spec.Absent {
+			return nil, fmt.Errorf("%s: %s names %s, which %s removes", at, k.ports, p, managed.Address())
+		}
+		if mk, ok := kindOfResource(managed).(ifaceKind); ok && k.typ == "bond" && mk.typ != "bond" {
+			return nil, fmt.Errorf("%s: slaves names %s, a %s of these specs: a bond's slaves are NICs or bonds", at, p, mk.typ)
+		}
+		if live == nil {
+			if managed != nil || (k.typ == "bridge" && vlanPort(p, others, func(n string) bool { return b.ifaceResource(r.Connection, lo.Node, n) != nil })) {
+				continue
+			}
+			return nil, fmt.Errorf("%s: %s names %s, which node %s does not have (PVE refuses: %s)", at, k.ports, p, lo.Node, missingPortMsg(k.typ, ifaceName(r), p))
+		}
+		typ := live["type"]
+		switch {
+		case k.typ == "bond" && typ != "eth" && typ != "bond":
+			return nil, fmt.Errorf("%s: slaves names %s, a %s: a bond's slaves are NICs or bonds (PVE refuses: bond '%s' - wrong interface type on slave '%s' ('%s' != 'eth or bond'))",
+				at, p, typ, ifaceName(r), p, typ)
+		case k.typ == "bridge" && (typ == "bridge" || typ == "OVSBridge"):
+			return nil, fmt.Errorf("%s: bridge_ports names %s, a bridge: Linux does not make a bridge the port of another bridge (the kernel refuses it when the commit brings the bridge up)", at, p)
+		case k.typ == "bridge" && managed == nil && (live["method"] == "static" || live["method6"] == "static"):
+			return nil, fmt.Errorf("%s: bridge_ports names %s, which has an address of its own (PVE refuses: iface %s - ip address can't be set on interface if bridged in %s): move the address to the bridge",
+				at, p, p, ifaceName(r))
+		case typ == "eth" && live["exists"] != "1":
+			warns = append(warns, fmt.Sprintf("%s %s is in node %s's network configuration but not on the host: the commit's reload will fail on it", k.ports, p, lo.Node))
+		}
+		for _, h := range portHolders(others, p) {
+			if h == ifaceName(r) {
+				continue
+			}
+			owner := b.ifaceResource(r.Connection, lo.Node, h)
+			if owner != nil && dropsPort(owner, p) {
+				if b.dependsOn(r, owner) {
+					continue
+				}
+				return nil, fmt.Errorf("%s: %s: interface %s holds %s until %s gives it up, and PVE checks each call on its own: add `dependsOn: [%s]` so that goes first",
+					at, k.ports, h, p, owner.Address(), owner.Address())
+			}
+			return nil, fmt.Errorf("%s: %s: %s is a port of interface %s on node %s already (PVE refuses: %s is already used on interface '%s'.): take it out there first, or leave it out here",
+				at, k.ports, p, h, lo.Node, p, h)
+		}
+	}
+	return warns, nil
+}
+
+// missingPortMsg is the writer's refusal of a port it cannot find.
+func missingPortMsg(typ, iface, port string) string {
+	if typ == "bond" {
+		return fmt.Sprintf("bond '%s' - wrong interface type on slave '%s' ('' != 'eth or bond')", iface, port)
+	}
+	return fmt.Sprintf("bridge '%s' - unable to find bridge port '%s'", iface, port)
+}
+
+// vlanPort reports whether p is a VLAN port (eno1.10) whose parent exists
+// or is created: the writer makes such a port on the fly.
+func vlanPort(p string, live map[string]pve.Config, managed func(string) bool) bool {
+	parent, id, ok := strings.Cut(p, ".")
+	if !ok || parent == "" || id == "" || strings.Trim(id, "0123456789") != "" {
+		return false
+	}
+	return live[parent] != nil || managed(parent)
+}
+
+// portHolders names the interfaces that list p among their ports or slaves.
+func portHolders(ifaces map[string]pve.Config, p string) []string {
+	var out []string
+	for _, name := range slices.Sorted(maps.Keys(ifaces)) {
+		for _, k := range []string{"bridge_ports", "slaves", "ovs_ports", "ovs_bonds"} {
+			if slices.Contains(schema.SplitList(ifaces[name][k]), p) {
+				out = append(out, name)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// dropsPort reports whether r's plan takes port p off its interface.
+func dropsPort(r *spec.Resource, p string) bool {
+	if r.State == spec.Absent {
+		return true
+	}
+	for _, k := range []string{"bridge_ports", "slaves"} {
+		if slices.Contains(r.Remove, k) {
+			return true
+		}
+		if v, set := r.Params[k]; set && !slices.Contains(schema.SplitList(v), p) {
+			return true
+		}
+	}
+	return false
+}
+
+// kindOfResource is r's kind (nil for nil or an unknown kind).
+func kindOfResource(r *spec.Resource) kindOps {
+	if r == nil {
+		return nil
+	}
+	return kinds[r.Kind]
+}
+
+// checkRemove finds an interface of the node that still lists r's as a
+// port or slave when r is deleted: PVE's writer refuses the file then
+// ("unable to find bridge port", a bond's missing slave). A holder these
+// specs manage is left to the order of the plan: in a destroy it goes
+// first when its spec names r; going forward, a holder that gives the
+// port up must be waited for.
+func (k ifaceKind) checkRemove(b *builder, r *spec.Resource, lo *liveObj) error {
+	st, _ := lo.State.(*ifaceLive)
+	if st == nil {
+		return nil
+	}
+	name := ifaceName(r)
+	for _, h := range portHolders(st.Others, name) {
+		owner := b.ifaceResource(r.Connection, lo.Node, h)
+		switch {
+		case owner == nil:
+			return fmt.Errorf("%s: interface %s of node %s, which these specs do not manage, uses %s as a port (PVE refuses to delete it: %s): take it out of %s first",
+				r.Address(), h, lo.Node, name, missingPortMsg(st.Others[h]["type"], h, name), h)
+		case b.opts.Destroy:
+		case owner.State == spec.Absent && b.dependsOn(owner, r):
+			// Both go, and the plan deletes the user first.
+		case !dropsPort(owner, name):
+			return fmt.Errorf("%s: %s keeps %s as a port, and PVE refuses to delete an interface in use: drop it from %s first", r.Address(), owner.Address(), name, owner.Address())
+		case !b.dependsOn(r, owner):
+			return fmt.Errorf("%s: interface %s uses %s as a port until %s gives it up, and PVE checks each call on its own: add `dependsOn: [%s]` so that goes first",
+				r.Address(), h, name, owner.Address(), owner.Address())
+		}
+	}
+	return nil
 }

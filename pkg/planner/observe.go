@@ -47,10 +47,18 @@ type liveConn struct {
 	networks  map[string]*liveNetwork
 	pools     []pve.Pool
 	poolsRead bool
+	users     map[string]*pve.User // with their tokens, read once
+	usersRead bool
+	acl       []pve.ACLEntry
+	aclRead   bool
 	perms     pve.Permissions // the token's effective permissions
 	// guests holds, per guest type, the guests as they are now (guestfind.go
 	// guestRows), read at most once.
 	guests map[pve.GuestType][]pve.ClusterResource
+	// volumes are storage listings by node, storage and content, and
+	// usersOfVolumes the VMs using each volume on their drives (content.go).
+	volumes        map[string][]pve.Volume
+	usersOfVolumes map[string][]int
 }
 
 // liveNetwork is one node's staged network view.
@@ -259,12 +267,14 @@ func fingerprint(lo *liveObj) string {
 }
 
 // fieldsDigest fingerprints objects PVE gives no digest for. Fields that
-// flip by themselves (active after a commit) are left out.
+// flip by themselves (active after a commit) are left out, and so is an
+// interface's priority: its position in the file, which moves when
+// another interface is added before it.
 func fieldsDigest(cfg pve.Config) string {
 	h := sha1.New()
 	for _, k := range slices.Sorted(maps.Keys(cfg)) {
 		switch k {
-		case "active", "exists", "digest":
+		case "active", "exists", "digest", "priority", "altnames":
 			continue
 		}
 		fmt.Fprintf(h, "%s=%s\n", k, cfg[k])

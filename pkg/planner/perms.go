@@ -31,6 +31,9 @@ type permNeed struct {
 	why string
 	// rootOnly: only root@pam may do it, which no API token is.
 	rootOnly bool
+	// alt are other needs any one of which does as well (Sys.Audit on
+	// /access instead of the right to change a path's permissions).
+	alt []permNeed
 }
 
 func need(path, why string, privs ...string) permNeed {
@@ -61,7 +64,15 @@ func (lc *liveConn) held(n permNeed) bool {
 		}
 		return !n.anyOf
 	}
-	return has(n.path) || has(n.or)
+	if has(n.path) || has(n.or) {
+		return true
+	}
+	for _, a := range n.alt {
+		if lc.held(a) {
+			return true
+		}
+	}
+	return false
 }
 
 // checkPerms reports every need of addr the token does not hold, one
@@ -90,13 +101,12 @@ func (lc *liveConn) permMessage(n permNeed) string {
 	if n.rootOnly {
 		return fmt.Sprintf("only root@pam may %s, and no API token (%s neither) is root@pam: drop it from the spec or set it by hand as root@pam", n.why, token)
 	}
-	join := " and "
-	if n.anyOf {
-		join = " or "
-	}
 	where := n.path
 	if n.or != "" {
 		where += " (or " + n.or + ")"
+	}
+	for _, a := range n.alt {
+		where += fmt.Sprintf(" (or %s on %s)", privList(a), a.path)
 	}
 	role := acl.RoleFor(n.privs...)
 	if n.anyOf {
@@ -105,5 +115,13 @@ func (lc *liveConn) permMessage(n permNeed) string {
 	user, _, _ := strings.Cut(token, "!")
 	return fmt.Sprintf("the API token %s lacks %s on %s, needed %s. Grant it there, e.g. the role %s: "+
 		"pveum acl modify %s --roles %s --tokens '%s' (a privilege-separated token holds only what its user holds too: add --users %s)",
-		token, strings.Join(n.privs, join), where, n.why, role, n.path, role, token, user)
+		token, privList(n), where, n.why, role, n.path, role, token, user)
+}
+
+// privList names a need's privileges: "A and B", or "A or B" for any of them.
+func privList(n permNeed) string {
+	if n.anyOf {
+		return strings.Join(n.privs, " or ")
+	}
+	return strings.Join(n.privs, " and ")
 }

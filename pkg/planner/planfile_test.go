@@ -59,7 +59,7 @@ func TestPlanFileOmitsSecrets(t *testing.T) {
 	if r.Params["cipassword"] != "hunter2" {
 		t.Errorf("Marshal modified the plan: got cipassword %q", r.Params["cipassword"])
 	}
-	err = applyChange(t.Context(), nil, nopHooks{}, got.Changes[0], nil)
+	err = applyChange(t.Context(), nil, &execution{hooks: nopHooks{}, change: got.Changes[0]})
 	if err == nil || !strings.Contains(err.Error(), "omits secret parameter(s) cipassword") {
 		t.Errorf("applyChange of a redacted update: got %v want a refusal", err)
 	}

@@ -87,12 +87,19 @@ func planFor(t *testing.T, cl Clients, set *spec.Set, opts Options) *Plan {
 
 func applyPlan(t *testing.T, cl Clients, p *Plan) *Result {
 	t.Helper()
+	res, _ := applyHooked(t, cl, p)
+	return res
+}
+
+// applyHooked is applyPlan returning what the hooks heard too.
+func applyHooked(t *testing.T, cl Clients, p *Plan) (*Result, *recHooks) {
+	t.Helper()
 	h := &recHooks{}
 	res, err := Apply(context.Background(), cl, p, ApplyOptions{Hooks: h})
 	if err != nil {
 		t.Fatalf("Apply: %v\nmessages: %s", err, strings.Join(h.messages, "\n"))
 	}
-	return res
+	return res, h
 }
 
 func TestSimExample01Lifecycle(t *testing.T) {

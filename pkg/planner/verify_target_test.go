@@ -338,7 +338,14 @@ func TestSimStagedBridgeWithoutCommit(t *testing.T) {
 	if r := p.Change("LinuxBridge/vmbr1").Reasons; len(r) != 0 {
 		t.Errorf("bridge reasons with a commit: got %q want none", r)
 	}
-	applyPlan(t, sim, p)
+	// pvectl keeps no state: what an earlier run left staged is not this
+	// plan's, so it commits only when allowed.
+	if _, err := Apply(context.Background(), sim, p, ApplyOptions{}); err == nil || !strings.Contains(err.Error(), "--allow-foreign-network-changes") {
+		t.Fatalf("apply without allowing the earlier run's staged change: got %v, want a refusal naming --allow-foreign-network-changes", err)
+	}
+	if _, err := Apply(context.Background(), sim, p, ApplyOptions{AllowForeignNetworkChanges: true}); err != nil {
+		t.Fatalf("Apply allowing it: %v", err)
+	}
 	// Committed: nothing is staged, so the bridge alone is a plain noop.
 	if c := planFor(t, sim, loadSpec(t, bridge), Options{}).Changes[0]; c.Action != NoOp || len(c.Reasons) != 0 {
 		t.Errorf("after commit: got %s %q want a plain noop", c.Action, c.Reasons)

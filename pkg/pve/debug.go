@@ -64,7 +64,9 @@ func (c *Client) trace(s string) {
 	_, _ = io.WriteString(c.cfg.debug, s)
 }
 
-func (c *Client) traceRequest(req *http.Request, params url.Values, secrets []string) {
+// traceRequest shows a request; note, when set, stands for a body that is
+// not shown (an upload's file).
+func (c *Client) traceRequest(req *http.Request, params url.Values, secrets []string, note string) {
 	if c.cfg.debug == nil {
 		return
 	}
@@ -89,6 +91,9 @@ func (c *Client) traceRequest(req *http.Request, params url.Values, secrets []st
 	}
 	if form && len(params) > 0 {
 		fmt.Fprintf(&b, "    %s\n", redactValues(params).Encode())
+	}
+	if note != "" {
+		fmt.Fprintf(&b, "    %s\n", note)
 	}
 	c.trace(scrub(b.String(), secrets))
 }

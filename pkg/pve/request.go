@@ -52,7 +52,7 @@ const readTries = 3
 // sent again (it changes nothing); other methods are sent exactly once.
 func (c *Client) DoRaw(ctx context.Context, method, path string, params url.Values) (*Response, error) {
 	for attempt := 1; ; attempt++ {
-		resp, err := c.doOnce(ctx, method, path, params)
+		resp, err := c.doOnce(ctx, method, path, params, nil)
 		if err == nil || attempt >= readTries || !retryableRead(method, err) {
 			return resp, err
 		}
@@ -164,7 +164,16 @@ func deadlineCause(ctx context.Context, err error) error {
 	return err
 }
 
-func (c *Client) doOnce(ctx context.Context, method, path string, params url.Values) (*Response, error) {
+// rawBody is a request body that is not a form: an upload's multipart.
+// params then only name its text fields for the trace.
+type rawBody struct {
+	contentType string
+	data        []byte
+	// note is what the trace shows in place of the bytes.
+	note string
+}
+
+func (c *Client) doOnce(ctx context.Context, method, path string, params url.Values, upload *rawBody) (*Response, error) {
 	method = strings.ToUpper(method)
 	switch method {
 	case http.MethodGet, http.MethodPost, http.MethodPut, http.MethodDelete:
@@ -179,9 +188,14 @@ func (c *Client) doOnce(ctx context.Context, method, path string, params url.Val
 	var body io.Reader
 	encoded := params.Encode()
 	form := method == http.MethodPost || method == http.MethodPut
-	if form {
+	switch {
+	case upload != nil:
+		// A *bytes.Reader gives the request its Content-Length: pveproxy
+		// refuses chunked uploads.
+		body = bytes.NewReader(upload.data)
+	case form:
 		body = strings.NewReader(encoded)
-	} else if encoded != "" {
+	case encoded != "":
 		target += "?" + encoded
 	}
 	// The request's own ctx carries its deadlines: one for the status
@@ -197,7 +211,10 @@ func (c *Client) doOnce(ctx context.Context, method, path string, params url.Val
 	if c.cfg.userAgent != "" {
 		req.Header.Set("User-Agent", c.cfg.userAgent)
 	}
-	if form {
+	switch {
+	case upload != nil:
+		req.Header.Set("Content-Type", upload.contentType)
+	case form:
 		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	}
 	if c.cfg.tokenID != "" {
@@ -205,7 +222,11 @@ func (c *Client) doOnce(ctx context.Context, method, path string, params url.Val
 	}
 
 	start := time.Now()
-	c.traceRequest(req, params, secrets)
+	note := ""
+	if upload != nil {
+		note = upload.note
+	}
+	c.traceRequest(req, params, secrets, note)
 	stopHeaders := deadline(cancel, "response", timeout)
 	resp, err := c.http.Do(req)
 	stopHeaders()

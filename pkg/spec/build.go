@@ -55,6 +55,7 @@ func (l *loader) build(docs []*document) *Set {
 		}
 	}
 	l.checkIdentities(set.Resources)
+	l.resolve(set.Resources)
 	l.link(set, docOf)
 	// Unset variables in secrets outside a Connection are plain errors.
 	for _, d := range l.deferred {
@@ -143,11 +144,9 @@ func (l *loader) resource(d *document, k *kindInfo, defaults []entry) *Resource 
 	es := mergeDefaults(l.entries(d.file, d.spec, "spec"), defaults)
 	own := map[string]any{}
 	l.convert(k, es, r, own)
-	if k.Check != nil {
-		l.diags = append(l.diags, k.Check(r)...)
-	}
 	if id := k.Identity; id != "" && !contains(r.Remove, id) {
-		if _, set := r.Params[id]; !set {
+		// A written identity that is missing from Params was refused already.
+		if _, set := r.Params[id]; !set && r.KeyPos[id].File == "" {
 			l.defaultIdentity(k, d, r)
 		}
 	}
@@ -158,7 +157,37 @@ func (l *loader) resource(d *document, k *kindInfo, defaults []entry) *Resource 
 		l.errorf(d.pos, "internal error: %v", err)
 	}
 	r.Keys = keys
+	if k.Check != nil {
+		l.report(r, k.Check(r))
+	}
 	return r
+}
+
+// report turns a kind's problems with r into diagnostics at their keys.
+func (l *loader) report(r *Resource, ps []problem) {
+	for _, p := range ps {
+		pos := r.Pos
+		if kp, ok := r.KeyPos[p.key]; ok && p.key != "" {
+			pos = kp
+		}
+		l.errorf(pos, "%s: %s", r.Address(), p.msg)
+	}
+}
+
+// resolve lets each resource take what it needs from the others of the
+// specs it names (a VM's config drive), before the graph is built.
+func (l *loader) resolve(rs []*Resource) {
+	ix := newRefIndex(rs)
+	for _, r := range rs {
+		k := kindOf(r.Kind)
+		if k == nil || k.Resolve == nil {
+			continue
+		}
+		find := func(kind, value string) []*Resource {
+			return ix.byValue[r.Connection+"\x00"+kind+"\x00"+value]
+		}
+		l.report(r, k.Resolve(r, find))
+	}
 }
 
 // setValues drops the values whose interpolation failed (nil).

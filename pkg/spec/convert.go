@@ -72,6 +72,10 @@ func (l *loader) convert(k *kindInfo, es []entry, r *Resource, own map[string]an
 			}
 			continue
 		}
+		if why, ok := k.Refused[key]; ok {
+			l.errorf(kp, "%s.%s is not accepted: %s", e.what, key, why)
+			continue
+		}
 		if t, ok := k.ownType(key); ok {
 			r.KeyPos[key] = kp
 			if isNull {

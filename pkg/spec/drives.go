@@ -20,8 +20,8 @@ var (
 // checkISODrives refuses an ISO image in a drive without media=cdrom, as
 // PVE does (qemu-server API2/Qemu.pm check_drive_param: "explicit
 // 'media=cdrom' is required for iso images"), and says what to write.
-func checkISODrives(r *Resource) []Diagnostic {
-	var out []Diagnostic
+func checkISODrives(r *Resource) []problem {
+	var out []problem
 	for _, key := range slices.Sorted(maps.Keys(r.Params)) {
 		if !qemuDriveKey.MatchString(key) {
 			continue
@@ -43,7 +43,7 @@ func checkISODrives(r *Resource) []Diagnostic {
 			continue
 		}
 		fix := schema.FormatPropertyString(schema.SetProp(items, "media", "cdrom"), nil)
-		out = append(out, Diagnostic{Pos: r.KeyPos[key], Msg: fmt.Sprintf(
+		out = append(out, problem{key, fmt.Sprintf(
 			"spec.%s: %s is an ISO image, which PVE attaches only as a CD-ROM: write %s: %q", key, file, key, fix)})
 	}
 	return out

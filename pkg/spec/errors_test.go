@@ -68,8 +68,8 @@ spec:
   scsi0: local-lvm:iso-like
 `},
 			want: []string{
-				`a.yaml:4: spec.ide2: local:iso/noble.iso is an ISO image, which PVE attaches only as a CD-ROM: write ide2: "local:iso/noble.iso,media=cdrom"`,
-				`a.yaml:5: spec.sata0: nfs-1:iso/win.ISO is an ISO image, which PVE attaches only as a CD-ROM: write sata0: "file=nfs-1:iso/win.ISO,media=cdrom"`,
+				`a.yaml:4: QemuVM/a: spec.ide2: local:iso/noble.iso is an ISO image, which PVE attaches only as a CD-ROM: write ide2: "local:iso/noble.iso,media=cdrom"`,
+				`a.yaml:5: QemuVM/a: spec.sata0: nfs-1:iso/win.ISO is an ISO image, which PVE attaches only as a CD-ROM: write sata0: "file=nfs-1:iso/win.ISO,media=cdrom"`,
 			},
 		},
 		{

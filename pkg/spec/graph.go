@@ -37,8 +37,16 @@ func (l *loader) link(set *Set, docOf map[*Resource]*document) {
 			}
 			deps[ra.Ref] = true
 		}
-		for _, ref := range refs.deps(r) {
+		found, refused := refs.deps(r)
+		for _, ref := range found {
 			deps[ref] = true
+		}
+		for _, x := range refused {
+			pos := r.Pos
+			if p, ok := r.KeyPos[x.key]; ok && p.File != "" {
+				pos = p
+			}
+			l.errorf(pos, "%s", x.msg)
 		}
 		r.DependsOn = r.DependsOn[:0]
 		for ref := range deps {
@@ -63,8 +71,9 @@ type refRule struct {
 	// Key names where the reference is written, for messages ("pool",
 	// "netN.bridge").
 	Key string
-	// Values extracts the referenced values from a resource.
-	Values func(r *Resource) []string
+	// Values extracts the referenced values from a resource, each with
+	// the spec key that holds it.
+	Values func(r *Resource) []refValue
 	// Kinds may be referenced.
 	Kinds []string
 	// SameNode limits targets to the resource's node (a node left unset
@@ -76,7 +85,17 @@ type refRule struct {
 	// All references every resource of Kinds (on the same node), whatever
 	// its value: a node's NetworkApply commits after all its interfaces.
 	All bool
+	// Refuse, when set, makes naming a resource of Kinds an error rather
+	// than an edge: it says why PVE cannot use that object there (a VM's
+	// NIC on a bond).
+	Refuse func(r, target *Resource, v refValue) string
 }
+
+// refValue is one referenced value and the spec key that holds it.
+type refValue struct{ Key, Value string }
+
+// refusal is a reference a refRule refuses, with its message.
+type refusal struct{ key, msg string }
 
 // refIndex finds referenced resources by connection, kind and value
 // without comparing every pair of resources.
@@ -103,17 +122,25 @@ func newRefIndex(rs []*Resource) *refIndex {
 	return ix
 }
 
-// deps are the edges r's values imply under its kind's Refs. Only
-// resources of the same connection (the same cluster) are linked.
-func (ix *refIndex) deps(r *Resource) []Ref {
+// deps are the edges r's values imply under its kind's Refs, and the
+// references its rules refuse. Only resources of the same connection (the
+// same cluster) are linked.
+func (ix *refIndex) deps(r *Resource) ([]Ref, []refusal) {
 	k := kindOf(r.Kind)
 	if k == nil {
-		return nil
+		return nil, nil
 	}
 	var out []Ref
-	add := func(rule refRule, targets []*Resource) {
+	var refused []refusal
+	add := func(rule refRule, targets []*Resource, v refValue) {
 		for _, o := range targets {
 			if o == r || (rule.PresentOnly && o.State != Present) || (rule.SameNode && !sameNode(r, o)) {
+				continue
+			}
+			if rule.Refuse != nil {
+				if r.State == Present {
+					refused = append(refused, refusal{v.Key, rule.Refuse(r, o, v)})
+				}
 				continue
 			}
 			out = append(out, o.Ref())
@@ -123,15 +150,15 @@ func (ix *refIndex) deps(r *Resource) []Ref {
 		for _, kind := range rule.Kinds {
 			ck := r.Connection + "\x00" + kind
 			if rule.All {
-				add(rule, ix.byKind[ck])
+				add(rule, ix.byKind[ck], refValue{Key: rule.Key})
 				continue
 			}
 			for _, v := range rule.Values(r) {
-				add(rule, ix.byValue[ck+"\x00"+v])
+				add(rule, ix.byValue[ck+"\x00"+v.Value], v)
 			}
 		}
 	}
-	return out
+	return out, refused
 }
 
 func sameNode(a, b *Resource) bool {
@@ -140,12 +167,24 @@ func sameNode(a, b *Resource) bool {
 }
 
 // paramValue references by a parameter's value ("pool: lab").
-func paramValue(param string) func(r *Resource) []string {
-	return func(r *Resource) []string {
+func paramValue(param string) func(r *Resource) []refValue {
+	return func(r *Resource) []refValue {
 		if v := r.Params[param]; v != "" {
-			return []string{v}
+			return []refValue{{param, v}}
 		}
 		return nil
+	}
+}
+
+// listValues references by each item of a list parameter
+// ("bridge_ports: bond0 eno2").
+func listValues(param string) func(r *Resource) []refValue {
+	return func(r *Resource) []refValue {
+		var out []refValue
+		for _, v := range schema.SplitList(r.Params[param]) {
+			out = append(out, refValue{param, v})
+		}
+		return out
 	}
 }
 
@@ -156,15 +195,15 @@ func paramValueOf(param string) func(r *Resource) string {
 
 // subKeyValues references by a sub-key of every member of an indexed
 // family of property strings ("netN: …,bridge=vmbr1").
-func subKeyValues(family, sub string) func(r *Resource) []string {
-	return func(r *Resource) []string {
-		var out []string
-		for key, v := range r.Params {
+func subKeyValues(family, sub string) func(r *Resource) []refValue {
+	return func(r *Resource) []refValue {
+		var out []refValue
+		for _, key := range slices.Sorted(maps.Keys(r.Params)) {
 			if !isFamilyKey(key, family) {
 				continue
 			}
-			if x := propValue(v, sub); x != "" {
-				out = append(out, x)
+			if x := propValue(r.Params[key], sub); x != "" {
+				out = append(out, refValue{key, x})
 			}
 		}
 		return out

@@ -3,6 +3,8 @@ package spec
 import (
 	"fmt"
 	"strconv"
+
+	"github.com/pvectl/pvectl/pkg/pve/schema"
 )
 
 // identity is what a resource is found by in PVE. Two documents of one
@@ -21,6 +23,12 @@ type identity struct {
 	// has a vmid is not how it is found, but a VM without vmid of the same
 	// name would be found as that VM.
 	passive bool
+	// noun names what two kinds sharing the namespace would both manage
+	// ("" for kinds that have the namespace alone).
+	noun string
+	// clash, when set, is the whole explanation of a clash in place of
+	// "both would manage the same …; hint" (for claims, not identities).
+	clash string
 }
 
 // nsVMID is the cluster-wide vmid space of every guest kind.
@@ -55,15 +63,19 @@ func (l *loader) checkIdentities(rs []*Resource) {
 				continue
 			}
 			noun, hint := Noun(r.Kind), k.Hint
-			if first.r.Kind != r.Kind {
+			if first.r.Kind != r.Kind && id.noun != "" {
 				// Two kinds in one namespace: name what they share.
-				noun = "guest (VMs and containers share vmids)"
+				noun = id.noun
 			}
 			if hint == "" {
 				hint = "remove one of them"
 			}
-			l.errorf(pos, "%s has the same %s as %s (at %s): both would manage the same %s; %s",
-				r.Address(), id.key, first.r.Address(), first.pos, noun, hint)
+			why := fmt.Sprintf("both would manage the same %s; %s", noun, hint)
+			if id.clash != "" {
+				why = id.clash
+			}
+			l.errorf(pos, "%s has the same %s as %s (at %s): %s",
+				r.Address(), id.key, first.r.Address(), first.pos, why)
 			break
 		}
 	}
@@ -87,25 +99,44 @@ func guestIdentities(nameParam, nameLabel string) func(r *Resource) []identity {
 			if err != nil {
 				return nil // reported by the schema check
 			}
-			return []identity{{nsVMID, fmt.Sprintf("vmid %d", n), "vmid", false}, {nameLabel, byName, nameParam, true}}
+			const shared = "guest (VMs and containers share vmids)"
+			return []identity{{ns: nsVMID, key: fmt.Sprintf("vmid %d", n), what: "vmid", noun: shared},
+				{ns: nameLabel, key: byName, what: nameParam, passive: true}}
 		}
-		return []identity{{nameLabel, byName, nameParam, false}}
+		return []identity{{ns: nameLabel, key: byName, what: nameParam}}
 	}
 }
 
-// ifaceIdentities identifies a node's network interface by node and name.
-// An unset node is the connection's default node: equal to another unset
-// node, not comparable with a named one.
-func ifaceIdentities(r *Resource) []identity {
-	i := r.Params["iface"]
-	if i == "" {
-		return nil
+// ifaceIdentities identifies a node's network interface by node and name,
+// in one namespace for every interface kind (a bridge and a bond may not
+// share a name). An unset node is the connection's default node: equal to
+// another unset node, not comparable with a named one. A present
+// interface also claims each port it lists at portKey (bridge_ports,
+// slaves): PVE puts a port on one interface only.
+func ifaceIdentities(portKey string) func(r *Resource) []identity {
+	return func(r *Resource) []identity {
+		i := r.Params["iface"]
+		if i == "" {
+			return nil
+		}
+		node := "the default node"
+		if n := r.Params["node"]; n != "" {
+			node = "node " + strconv.Quote(n)
+		}
+		out := []identity{{ns: "iface", key: fmt.Sprintf("iface %q on %s", i, node), what: "iface",
+			noun: "network interface (bridges and bonds share the node's interface names)"}}
+		if r.State != Present {
+			return out
+		}
+		for _, p := range schema.SplitList(r.Params[portKey]) {
+			if p == "none" {
+				continue
+			}
+			out = append(out, identity{ns: "port", key: fmt.Sprintf("port %q on %s", p, node), what: portKey,
+				clash: "PVE puts a port on one interface only (pve-manager Network.pm check_duplicate_ports): remove it from one of them"})
+		}
+		return out
 	}
-	node := "the default node"
-	if n := r.Params["node"]; n != "" {
-		node = "node " + strconv.Quote(n)
-	}
-	return []identity{{"iface", fmt.Sprintf("iface %q on %s", i, node), "iface", false}}
 }
 
 // singleIdentity identifies a resource by one parameter, e.g. a pool by
@@ -113,7 +144,7 @@ func ifaceIdentities(r *Resource) []identity {
 func singleIdentity(param, label string) func(r *Resource) []identity {
 	return func(r *Resource) []identity {
 		if v := r.Params[param]; v != "" {
-			return []identity{{r.Kind + "\x00" + param, fmt.Sprintf("%s %q", label, v), param, false}}
+			return []identity{{ns: r.Kind + "\x00" + param, key: fmt.Sprintf("%s %q", label, v), what: param}}
 		}
 		return nil
 	}

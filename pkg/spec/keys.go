@@ -9,10 +9,33 @@ import (
 )
 
 // GuestKeys are the pvectl keys of the guest kinds (QemuVM, LxcContainer).
-// A nil pointer field is a key the spec does not set.
+// A nil pointer field is a key the spec does not set. The `doc` tag is the
+// key's description in `pvectl explain` and the JSON Schema.
 type GuestKeys struct {
 	// Running is the power state to reconcile.
-	Running *bool `json:"running,omitempty"`
+	Running *bool `json:"running,omitempty" doc:"The power state to reconcile: true starts the guest (after create too), false shuts it down (a hard stop after 180 s). Absent: the power state is not managed."`
+	// ConfigDrive names a ConfigDriveISO of the specs that the VM gets as
+	// a CD-ROM (QemuVM only): Load writes the drive into Params
+	// (ConfigDriveSlot).
+	ConfigDrive *string `json:"configDrive,omitempty" doc:"A ConfigDriveISO of these specs (its document name) attached as a CD-ROM at ide3 with media=cdrom; a new version of the drive re-points the VM (QemuVM only)."`
+}
+
+// ConfigDriveKeys are a ConfigDriveISO's keys: the cloud-init seed (see
+// pkg/cidata). Data fields are written into the image byte for byte.
+type ConfigDriveKeys struct {
+	// Format is nocloud (default) or configdrive2.
+	Format        string `json:"format,omitempty" doc:"nocloud (default: volume label cidata) or configdrive2 (OpenStack config drive, label config-2)."`
+	Hostname      string `json:"hostname,omitempty" doc:"The guest's hostname, written as local-hostname (NoCloud) or hostname (configdrive2)."`
+	UserData      string `json:"userData,omitempty" doc:"The cloud-init user data, byte for byte (e.g. a #cloud-config document)."`
+	NetworkConfig string `json:"networkConfig,omitempty" doc:"NoCloud network-config (cloud-init network config v1/v2); for configdrive2 an interfaces(5) text."`
+	NetworkData   string `json:"networkData,omitempty" doc:"configdrive2 only: network_data.json, a JSON object."`
+	VendorData    string `json:"vendorData,omitempty" doc:"Cloud-init vendor data."`
+	// The …File keys give a data field as a file, relative to the spec
+	// file that names it; Load reads it into the field.
+	UserDataFile      string `json:"userDataFile,omitempty" doc:"userData read from this file, relative to the spec file."`
+	NetworkConfigFile string `json:"networkConfigFile,omitempty" doc:"networkConfig read from this file, relative to the spec file."`
+	NetworkDataFile   string `json:"networkDataFile,omitempty" doc:"networkData read from this file, relative to the spec file."`
+	VendorDataFile    string `json:"vendorDataFile,omitempty" doc:"vendorData read from this file, relative to the spec file."`
 }
 
 // Guest returns r's guest keys (the zero value when it sets none).
@@ -21,6 +44,22 @@ func Guest(r *Resource) *GuestKeys {
 		return g
 	}
 	return &GuestKeys{}
+}
+
+// TokenKeys are the pvectl keys of APIToken.
+type TokenKeys struct {
+	// SecretFile is where apply writes the secret PVE answers once, at
+	// create (mode 0600; a missing directory is made 0700). Load makes it
+	// absolute, relative to the directory of the file it is written in.
+	SecretFile string `json:"secretFile,omitempty" doc:"Where the token's secret is written at create (mode 0600, in a 0700 directory made if missing), relative to the spec file; without it the secret is printed once at the end of apply. A missing file makes the next plan regenerate the secret."`
+}
+
+// Token returns r's API token keys (the zero value when it sets none).
+func Token(r *Resource) *TokenKeys {
+	if k, ok := r.Keys.(*TokenKeys); ok && k != nil {
+		return k
+	}
+	return &TokenKeys{}
 }
 
 // decodeKeys turns the validated own-key values of a resource into the
@@ -102,4 +141,20 @@ func (r *Resource) UnmarshalJSON(b []byte) error {
 	}
 	r.Keys = keys
 	return nil
+}
+
+// NetworkApplyKeys are the pvectl keys of a node's network commit.
+type NetworkApplyKeys struct {
+	// RevertOnFailure: when the reload of the committed configuration
+	// fails, put the node's interfaces back as the plan found them and
+	// reload again.
+	RevertOnFailure *bool `json:"revertOnFailure,omitempty" doc:"When the commit (ifreload) fails, put every interface back as the plan read it and reload again."`
+}
+
+// NetApply returns r's NetworkApply keys (the zero value when it sets none).
+func NetApply(r *Resource) *NetworkApplyKeys {
+	if k, ok := r.Keys.(*NetworkApplyKeys); ok && k != nil {
+		return k
+	}
+	return &NetworkApplyKeys{}
 }

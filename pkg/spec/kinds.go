@@ -1,6 +1,7 @@
 package spec
 
 import (
+	"fmt"
 	"maps"
 	"reflect"
 	"slices"
@@ -11,14 +12,20 @@ import (
 // Kind names. Only the registries (this file in spec, kind.go in the
 // planner) name kinds; the rest of the code asks the kind's row.
 const (
-	KindConnection   = "Connection"
-	KindDefaults     = "Defaults"
-	KindQemuVM       = "QemuVM"
-	KindPool         = "Pool"
-	KindLinuxBridge  = "LinuxBridge"
-	KindNetworkApply = "NetworkApply"
-	KindLxcContainer = "LxcContainer"
-	KindNodeDns      = "NodeDns"
+	KindConnection      = "Connection"
+	KindDefaults        = "Defaults"
+	KindQemuVM          = "QemuVM"
+	KindPool            = "Pool"
+	KindLinuxBridge     = "LinuxBridge"
+	KindBondInterface   = "BondInterface"
+	KindNetworkApply    = "NetworkApply"
+	KindLxcContainer    = "LxcContainer"
+	KindNodeDns         = "NodeDns"
+	KindDownloadedImage = "DownloadedImage"
+	KindConfigDriveISO  = "ConfigDriveISO"
+	KindUser            = "User"
+	KindAPIToken        = "APIToken"
+	KindACL             = "ACL"
 )
 
 // ownType is the YAML shape a pvectl-own key accepts; it follows from the
@@ -69,6 +76,12 @@ type kindInfo struct {
 	Create *apiCall
 	// Params, when set, limits the accepted parameters of Create.
 	Params []string
+	// Update is the PVE call that changes an existing object, when it is
+	// not found from Create (see updateCall in reference.go).
+	Update *apiCall
+	// Immutable kinds have no call that changes an existing object (a
+	// downloaded file, an uploaded image): every key is create-only.
+	Immutable bool
 	// Keys is the kind's struct of pvectl (camelCase) keys, as a nil
 	// pointer of its type (e.g. (*GuestKeys)(nil)); its JSON field names
 	// are the keys, its field types their shapes. nil: no own keys.
@@ -100,9 +113,21 @@ type kindInfo struct {
 	ValueAliases map[string]map[string]string
 	// Required are own keys a document must set.
 	Required []string
-	// Check finds what PVE would refuse in a resource's values beyond the
-	// schema's checks (positions from r.KeyPos); nil: nothing more.
-	Check func(r *Resource) []Diagnostic
+	// Refused are parameters of Create that pvectl will not pass on, each
+	// with the reason a document that sets one is told.
+	Refused map[string]string
+	// NotKeys are fields of Keys this kind does not take (a container has
+	// no config drive).
+	NotKeys []string
+	// Check finds, offline, values PVE would refuse or not keep for this
+	// kind (a bond option its mode drops, an ISO without media=cdrom), and
+	// sets what follows from the keys (a config drive's file name); each
+	// problem names the key it is about.
+	Check func(r *Resource) []problem
+	// Resolve settles what a resource takes from others of the specs (a
+	// VM's config drive); find returns the resources of a kind that other
+	// resources of r's connection name by value.
+	Resolve func(r *Resource, find func(kind, value string) []*Resource) []problem
 
 	// own caches the own keys' shapes, derived from Keys.
 	own func() map[string]ownType
@@ -166,7 +191,7 @@ func ownTypes(keys any) map[string]ownType {
 // guestPlannedKeys are QemuVM/Template keys of design §3 not implemented yet.
 var guestPlannedKeys = []string{
 	"image", "fromTemplate", "full", "ip", "gateway", "vlan", "sshKeys",
-	"sshUser", "sshPort", "provision", "forceConfigCheck", "replace", "configDrive",
+	"sshUser", "sshPort", "provision", "forceConfigCheck", "replace",
 }
 
 // kindTable returns the registry, built once; read-only.
@@ -189,13 +214,18 @@ var kindTable = sync.OnceValue(func() map[string]*kindInfo {
 			Identity:     "name",
 			Unique:       []string{"vmid"},
 			Identities:   guestIdentities("name", "VM name"),
+			RefValue:     paramValueOf("vmid"), // an ACL path names a guest by vmid
 			Hint:         "a VM without vmid is found by its name: give each a different vmid or name, or remove one",
 			ValueAliases: map[string]map[string]string{"machine": {"i440fx": "pc"}},
 			Check:        checkISODrives,
 			Refs: []refRule{
 				{Key: "pool", Values: paramValue("pool"), Kinds: []string{KindPool}, PresentOnly: true},
 				{Key: "netN.bridge", Values: subKeyValues("net", "bridge"), Kinds: []string{KindLinuxBridge}, SameNode: true, PresentOnly: true},
+				{Key: "netN.bridge", Values: subKeyValues("net", "bridge"), Kinds: []string{KindBondInterface}, SameNode: true, Refuse: nicOnBond},
+				{Key: "configDrive", Values: configDriveRef, Kinds: []string{KindConfigDriveISO}, SameNode: true},
+				{Key: "a drive's volume", Values: driveVolumes, Kinds: []string{KindDownloadedImage}, SameNode: true, PresentOnly: true},
 			},
+			Resolve: attachConfigDrive(KindConfigDriveISO),
 		},
 		{
 			Name:       KindLxcContainer,
@@ -205,25 +235,50 @@ var kindTable = sync.OnceValue(func() map[string]*kindInfo {
 			Identity:   "hostname",
 			Unique:     []string{"vmid"},
 			Identities: guestIdentities("hostname", "CT hostname"),
+			RefValue:   paramValueOf("vmid"),
 			Hint:       "a container without vmid is found by its hostname: give each a different vmid or hostname, or remove one",
+			NotKeys:    []string{"configDrive"},
 			Refs: []refRule{
 				{Key: "pool", Values: paramValue("pool"), Kinds: []string{KindPool}, PresentOnly: true},
 				{Key: "netN.bridge", Values: subKeyValues("net", "bridge"), Kinds: []string{KindLinuxBridge}, SameNode: true, PresentOnly: true},
+				{Key: "netN.bridge", Values: subKeyValues("net", "bridge"), Kinds: []string{KindBondInterface}, SameNode: true, Refuse: nicOnBond},
+				{Key: "ostemplate", Values: paramValue("ostemplate"), Kinds: []string{KindDownloadedImage}, SameNode: true, PresentOnly: true},
 			},
 		},
 		{
 			Name:       KindLinuxBridge,
 			Noun:       "bridge",
 			Create:     &apiCall{"POST", "/nodes/{node}/network"},
+			Params:     append(ifaceParams(), "bridge_ports", "bridge_vlan_aware", "bridge_vids"),
 			Identity:   "iface",
-			Identities: ifaceIdentities,
+			Identities: ifaceIdentities("bridge_ports"),
 			RefValue:   paramValueOf("iface"),
 			Fixed:      map[string]string{"type": "bridge"},
+			Refs: []refRule{
+				// Absent bonds too: when both go, the bridge goes first.
+				{Key: "bridge_ports", Values: listValues("bridge_ports"), Kinds: []string{KindBondInterface}, SameNode: true},
+				{Key: "bridge_ports", Values: listValues("bridge_ports"), Kinds: []string{KindLinuxBridge}, SameNode: true, Refuse: bridgeInBridge},
+			},
+			Check: checkBridge,
+		},
+		{
+			Name:       KindBondInterface,
+			Noun:       "bond",
+			Create:     &apiCall{"POST", "/nodes/{node}/network"},
+			Params:     append(ifaceParams(), "slaves", "bond_mode", "bond-primary", "bond_xmit_hash_policy"),
+			Identity:   "iface",
+			Identities: ifaceIdentities("slaves"),
+			RefValue:   paramValueOf("iface"),
+			Fixed:      map[string]string{"type": "bond"},
+			// A bond of bonds: PVE's writer takes a bond as a slave.
+			Refs:  []refRule{{Key: "slaves", Values: listValues("slaves"), Kinds: []string{KindBondInterface}, SameNode: true}},
+			Check: checkBond,
 		},
 		{
 			Name:       KindPool,
 			Noun:       "pool",
 			Create:     &apiCall{"POST", "/pools"},
+			Update:     &apiCall{"PUT", "/pools"},
 			Identity:   "poolid",
 			Identities: singleIdentity("poolid", "poolid"),
 			RefValue:   paramValueOf("poolid"),
@@ -233,11 +288,39 @@ var kindTable = sync.OnceValue(func() map[string]*kindInfo {
 			Noun:       "node's network commit",
 			Create:     &apiCall{"PUT", "/nodes/{node}/network"},
 			Params:     []string{"node"},
+			Keys:       (*NetworkApplyKeys)(nil),
 			Identity:   "node",
 			Identities: singleIdentity("node", "node"),
 			Hint:       "one NetworkApply per node is enough",
 			// Absent interfaces too: their removal is staged and needs the commit.
-			Refs: []refRule{{Key: "node", Kinds: []string{KindLinuxBridge}, SameNode: true, All: true}},
+			Refs: []refRule{{Key: "node", Kinds: []string{KindLinuxBridge, KindBondInterface}, SameNode: true, All: true}},
+		},
+		{
+			Name:      KindDownloadedImage,
+			Immutable: true,
+			Noun:      "downloaded file",
+			Create:    &apiCall{"POST", "/nodes/{node}/storage/{storage}/download-url"},
+			// The file name is the identity, defaulted from the document's
+			// name; storage and content complete it.
+			Identity:   "filename",
+			Identities: volumeIdentities,
+			Hint:       "two documents would download into one file: give each its own filename, storage or node",
+			RefValue:   downloadVolid,
+			Check:      checkDownload,
+			// Not yet a dependency: the Storage named by storage (a Refs
+			// rule on "storage" once that kind has its row).
+		},
+		{
+			Name:      KindConfigDriveISO,
+			Immutable: true,
+			Noun:      "config drive",
+			// pvectl builds the image and uploads it; only where it goes
+			// passes through. filename is derived (<name>-<hash>.iso).
+			Create:   &apiCall{"POST", "/nodes/{node}/storage/{storage}/upload"},
+			Params:   []string{"node", "storage"},
+			Keys:     (*ConfigDriveKeys)(nil),
+			Check:    buildConfigDrive,
+			RefValue: func(r *Resource) string { return r.Name },
 		},
 		{
 			Name:   KindNodeDns,
@@ -248,16 +331,79 @@ var kindTable = sync.OnceValue(func() map[string]*kindInfo {
 			Identities: singleIdentity("node", "node"),
 			Hint:       "one NodeDns per node is enough",
 		},
+		{
+			Name:       KindUser,
+			Noun:       "user",
+			Create:     &apiCall{"POST", "/access/users"},
+			Identity:   "userid",
+			Identities: singleIdentity("userid", "userid"),
+			RefValue:   paramValueOf("userid"),
+			Refused:    map[string]string{"password": passwordRefusal},
+		},
+		{
+			Name:       KindAPIToken,
+			Noun:       "API token",
+			Create:     &apiCall{"POST", "/access/users/{userid}/token/{tokenid}"},
+			Keys:       (*TokenKeys)(nil),
+			Identity:   "tokenid",
+			Identities: tokenIdentities,
+			Hint:       "a token is found by its userid and tokenid: give each a different tokenid, or remove one",
+			RefValue:   tokenRef,
+			Refs: []refRule{
+				{Key: "userid", Values: paramValue("userid"), Kinds: []string{KindUser}, PresentOnly: true},
+			},
+			Check: collect(checkToken),
+		},
+		{
+			Name:   KindACL,
+			Noun:   "ACL grant",
+			Create: &apiCall{"PUT", "/access/acl"},
+			Params: []string{"path", "users", "groups", "tokens", "roles", "propagate"},
+			// No identity key: PVE has no ids for ACL entries, a grant is
+			// known by what it grants (aclIdentities).
+			Identities: aclIdentities,
+			Hint:       "one ACL resource is one grant (path, principal, role): write each grant once",
+			Refs: []refRule{
+				{Key: "users", Values: paramValue("users"), Kinds: []string{KindUser}, PresentOnly: true},
+				{Key: "tokens", Values: paramValue("tokens"), Kinds: []string{KindAPIToken}, PresentOnly: true},
+				{Key: "tokens", Values: tokenUser, Kinds: []string{KindUser}, PresentOnly: true},
+				{Key: "path", Values: aclPathObject("/pool/"), Kinds: []string{KindPool}, PresentOnly: true},
+				{Key: "path", Values: aclPathObject("/vms/"), Kinds: []string{KindQemuVM, KindLxcContainer}, PresentOnly: true},
+			},
+			Check: collect(checkACL),
+		},
 	}
 	table := map[string]*kindInfo{}
 	for _, k := range rows {
 		if k.Keys != nil {
-			k.own = sync.OnceValue(func() map[string]ownType { return ownTypes(k.Keys) })
+			k.own = sync.OnceValue(func() map[string]ownType {
+				own := ownTypes(k.Keys)
+				for _, key := range k.NotKeys {
+					delete(own, key)
+				}
+				return own
+			})
 		}
 		table[k.Name] = k
 	}
 	return table
 })
+
+// nicOnBond refuses a guest NIC on a bond: PVE plugs a NIC into a bridge
+// only, and the start fails on anything else (pve-common Network.pm
+// tap_plug; qemu-server and pve-container start through it).
+func nicOnBond(r, bond *Resource, v refValue) string {
+	return fmt.Sprintf("%s: %s names %s, a bond: a guest's NIC plugs into a bridge only (PVE fails the start with \"bridge '%s' does not exist\"); name a %s whose bridge_ports include %s",
+		r.Address(), v.Key, bond.Address(), v.Value, KindLinuxBridge, v.Value)
+}
+
+// bridgeInBridge refuses a bridge as another bridge's port: PVE's writer
+// takes it, but the kernel does not enslave a bridge to a bridge (br_add_if
+// refuses it) when the commit brings the bridge up.
+func bridgeInBridge(r, br *Resource, v refValue) string {
+	return fmt.Sprintf("%s: bridge_ports names %s, a bridge: Linux does not make a bridge the port of another bridge (the kernel refuses it when the commit brings the bridge up); use a bond, a NIC or a VLAN (%s.10) as the port",
+		r.Address(), br.Address(), v.Value)
+}
 
 // kindOf returns a kind's row, or nil.
 func kindOf(name string) *kindInfo { return kindTable()[name] }
@@ -265,8 +411,7 @@ func kindOf(name string) *kindInfo { return kindTable()[name] }
 // plannedKinds are the kinds of design §3 that this version does not
 // implement yet.
 var plannedKinds = []string{
-	"Template", "Storage", "DownloadedImage", "ConfigDriveISO",
-	"BondInterface", "User", "APIToken", "ACL",
+	"Template", "Storage",
 }
 
 // SupportedKinds lists the kinds this version of pvectl accepts, sorted.

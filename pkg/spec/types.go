@@ -83,22 +83,23 @@ func (r *Resource) Address() string { return r.Kind + "/" + r.Name }
 func (r *Resource) Ref() Ref { return Ref{r.Kind, r.Name} }
 
 // Connection is a Connection document, env-interpolated.
-// Its JSON field names are the document's spec keys.
+// Its JSON field names are the document's spec keys; the `doc` tags
+// describe them in `pvectl explain` and the JSON Schema.
 type Connection struct {
 	Name           string   `json:"-"`
-	URL            string   `json:"url"`
-	TokenID        string   `json:"tokenId"` // user@realm!name (or built from User + TokenName)
-	User           string   `json:"user"`
-	TokenName      string   `json:"tokenName"`
-	TokenSecret    string   `json:"tokenSecret"`
-	Nodes          []string `json:"nodes"`
-	DNSDomain      string   `json:"dnsDomain"`
-	DNSServers     []string `json:"dnsServers"`
-	SSHUser        string   `json:"sshUser"`
-	SSHPrivateKey  string   `json:"sshPrivateKey"`
-	Insecure       bool     `json:"insecure"`
-	TLSFingerprint string   `json:"tlsFingerprint"`
-	CAFile         string   `json:"caFile"`
+	URL            string   `json:"url" doc:"PVE's API address, https://HOST:8006 (plain http:// only for loopback hosts such as pvectl sim); a path is allowed behind a reverse proxy."`
+	TokenID        string   `json:"tokenId" doc:"The API token, user@realm!tokenname (or set user and tokenName)."` // user@realm!name (or built from User + TokenName)
+	User           string   `json:"user" doc:"The API token's user, user@realm: with tokenName, instead of tokenId."`
+	TokenName      string   `json:"tokenName" doc:"The API token's name: with user, instead of tokenId."`
+	TokenSecret    string   `json:"tokenSecret" doc:"The API token's secret. Write ${VAR} to read it from the environment (a saved plan then records only the variable's name); it is never printed."`
+	Nodes          []string `json:"nodes" doc:"The nodes to place resources on; the first is the default node of resources without spec.node."`
+	DNSDomain      string   `json:"dnsDomain" doc:"The DNS domain a guest without a static IP is looked up in (NAME.DOMAIN), for provisioning."`
+	DNSServers     []string `json:"dnsServers" doc:"The DNS servers to look guests up with, for provisioning."`
+	SSHUser        string   `json:"sshUser" doc:"The SSH user for provisioning (default root)."`
+	SSHPrivateKey  string   `json:"sshPrivateKey" doc:"The SSH private key for provisioning. Write ${VAR}; it is never printed."`
+	Insecure       bool     `json:"insecure" doc:"true: do not verify PVE's TLS certificate (prefer tlsFingerprint)."`
+	TLSFingerprint string   `json:"tlsFingerprint" doc:"Pin PVE's certificate by its SHA-256 fingerprint (64 hex digits, colons optional)."`
+	CAFile         string   `json:"caFile" doc:"A PEM file of CA certificates to trust besides the system roots."`
 	Pos            Pos      `json:"-"`
 	// SecretEnv names, per secret key (tokenSecret, sshPrivateKey), the
 	// environment variable its value came from when it was written as

@@ -259,6 +259,14 @@ func (s *Server) deleteUser(q *request) (any, error) {
 	return nil, nil
 }
 
+// dropACLTree removes the ACL entries on path and below it: PVE does so
+// when the object a path names goes (pve-access-control AccessControl.pm
+// delete_pool_acl, remove_vm_access, remove_storage_access drop the
+// path's node of the ACL tree).
+func (s *Server) dropACLTree(path string) {
+	s.dropACL(func(e aclEntry) bool { return e.Path == path || strings.HasPrefix(e.Path, path+"/") })
+}
+
 func (s *Server) dropACL(match func(aclEntry) bool) {
 	out := s.st.Access.ACL[:0]
 	for _, e := range s.st.Access.ACL {
@@ -332,6 +340,14 @@ func (s *Server) updateToken(q *request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	// update_token_info: only the comment can be deleted; anything else
+	// in delete is refused, and nothing is written.
+	del := schema.SplitList(q.get("delete"))
+	for _, k := range del {
+		if k != "comment" {
+			return nil, paramErr1("delete", "unknown option '%s'", k)
+		}
+	}
 	if q.has("comment") {
 		t.Comment = q.get("comment")
 	}
@@ -341,13 +357,8 @@ func (s *Server) updateToken(q *request) (any, error) {
 	if q.has("privsep") {
 		t.Privsep = q.bool("privsep")
 	}
-	for _, k := range schema.SplitList(q.get("delete")) {
-		switch k {
-		case "comment":
-			t.Comment = ""
-		case "expire":
-			t.Expire = 0
-		}
+	if len(del) > 0 {
+		t.Comment = ""
 	}
 	m := tokenInfo(t)
 	if q.bool("regenerate") {

@@ -75,3 +75,53 @@ func TestUsersTokensACL(t *testing.T) {
 		t.Errorf("got users %v, want root@pam with the simulator token", users)
 	}
 }
+
+// TestAccessCleanupAsPVE: what PVE removes by itself with a user, a
+// token, a pool, a guest or a storage, and what a token update refuses.
+func TestAccessCleanupAsPVE(t *testing.T) {
+	e := checkedEnv(t, pvesim.Options{})
+	e.ok(nil, "POST", "/access/users", "userid", "ci@pve")
+	e.ok(nil, "POST", "/access/users/ci@pve/token/deploy", "comment", "c", "expire", "4102444800")
+	e.ok(nil, "POST", "/pools", "poolid", "lab")
+	e.ok(nil, "POST", "/storage", "storage", "nfs1", "type", "nfs", "server", "10.0.0.1", "export", "/x", "content", "images")
+	e.run("POST", "/nodes/pve/qemu", "vmid", "150", "memory", "512")
+	for _, p := range []string{"/pool/lab", "/vms/150", "/storage/nfs1", "/"} {
+		e.grant(p, "PVEAuditor", "tokens", "ci@pve!deploy")
+		e.grant(p, "PVEAuditor", "users", "ci@pve")
+	}
+	acls := func() []string {
+		var acl []map[string]any
+		e.ok(&acl, "GET", "/access/acl")
+		var out []string
+		for _, a := range acl {
+			out = append(out, a["path"].(string)+" "+a["ugid"].(string))
+		}
+		return out
+	}
+
+	// update_token_info deletes only the comment; expire is set to 0.
+	if r := e.call("PUT", "/access/users/ci@pve/token/deploy", "delete", "expire"); r.Status != 400 || r.Errors["delete"] != "unknown option 'expire'" {
+		t.Errorf("delete=expire: got %d %v, want 400 delete: unknown option 'expire'", r.Status, r.Errors)
+	}
+	e.ok(nil, "PUT", "/access/users/ci@pve/token/deploy", "delete", "comment", "expire", "0")
+	var tok map[string]any
+	e.ok(&tok, "GET", "/access/users/ci@pve/token/deploy")
+	if diff := cmp.Diff(map[string]any{"privsep": float64(1)}, tok); diff != "" {
+		t.Errorf("token after the update (-want +got)\n%s", diff)
+	}
+
+	e.ok(nil, "DELETE", "/pools/lab")
+	e.run("DELETE", "/nodes/pve/qemu/150")
+	e.ok(nil, "DELETE", "/storage/nfs1")
+	if diff := cmp.Diff([]string{"/ ci@pve", "/ ci@pve!deploy"}, acls()); diff != "" {
+		t.Errorf("ACLs after their pool, guest and storage went (-want +got)\n%s", diff)
+	}
+	e.ok(nil, "DELETE", "/access/users/ci@pve/token/deploy")
+	if diff := cmp.Diff([]string{"/ ci@pve"}, acls()); diff != "" {
+		t.Errorf("ACLs after the token went (-want +got)\n%s", diff)
+	}
+	e.ok(nil, "DELETE", "/access/users/ci@pve")
+	if got := acls(); len(got) != 0 {
+		t.Errorf("ACLs after the user went: %v, want none", got)
+	}
+}

@@ -52,7 +52,8 @@ func (s *Server) storageContent(q *request) (any, error) {
 		if s.checkVolumeAccess(q.user, 0, v.volid(), "") != nil {
 			continue
 		}
-		row := map[string]any{"volid": v.volid(), "format": v.Format, "size": v.Size, "ctime": v.Ctime}
+		// pve-storage Plugin.pm list_volumes sets content on every row.
+		row := map[string]any{"volid": v.volid(), "content": v.Content, "format": v.Format, "size": v.Size, "ctime": v.Ctime}
 		if v.Content == "images" || v.Content == "rootdir" {
 			row["used"] = v.Size
 		}
@@ -75,13 +76,7 @@ type upload struct {
 }
 
 var (
-	fileExt = map[string]*regexp.Regexp{
-		"iso":    regexp.MustCompile(`(?i)\.(iso|img)$`),
-		"vztmpl": regexp.MustCompile(`\.tar\.(gz|xz|zst|bz2)$`),
-		"import": regexp.MustCompile(`(?i)\.(ova|ovf|qcow2|raw|vmdk|img)$`),
-	}
-	safeFileName = regexp.MustCompile(`^[-\w.+~]+$`)
-	hashes       = map[string]func() hash.Hash{
+	hashes = map[string]func() hash.Hash{
 		"md5": md5.New, "sha1": sha1.New, "sha224": sha256.New224, "sha256": sha256.New,
 		"sha384": sha512.New384, "sha512": sha512.New,
 	}
@@ -118,34 +113,14 @@ func (s *Server) volumePath(st *storage, v *volume) string {
 	return "/dev/" + v.Name
 }
 
-// dataPath is where a simulated file lands in Options.DataDir ("" if unset).
+// dataPath is where the bytes of an uploaded or downloaded file are kept
+// in Options.DataDir: DIR/<storage>/<content>/<filename>, so that tests
+// can read them ("" when no data dir is set).
 func (s *Server) dataPath(storageID, content, file string) string {
 	if s.opts.DataDir == "" {
 		return ""
 	}
-	return filepath.Join(s.opts.DataDir, storageID, contentDir(content), file)
-}
-
-// checkNewFile validates a download/upload target and returns the volume name.
-func (s *Server) checkNewFile(st *storage, content, filename string) (string, error) {
-	if st.Disable {
-		return "", fail(http.StatusInternalServerError, "storage '%s' is disabled", st.ID)
-	}
-	if !st.allows(content) {
-		return "", paramErr1("content", "storage '%s' is not configured for content-type '%s'", st.ID, content)
-	}
-	if !safeFileName.MatchString(filename) {
-		return "", paramErr1("filename", "invalid filename '%s'", filename)
-	}
-	if re := fileExt[content]; re != nil && !re.MatchString(filename) {
-		return "", paramErr1("filename", "wrong file extension")
-	}
-	name := content + "/" + filename
-	if _, exists := s.st.Volumes[st.ID+":"+name]; exists {
-		return "", fail(http.StatusInternalServerError, "refusing to override existing file '%s'",
-			filepath.Join(orDefault(st.Path, "/"), contentDir(content), filename))
-	}
-	return name, nil
+	return filepath.Join(s.opts.DataDir, storageID, content, file)
 }
 
 func formatOf(content, filename string) string {
@@ -203,6 +178,13 @@ func (s *Server) downloadURL(q *request) (any, error) {
 	return s.startTask(node, "download", workerID(filename), nil, func(t *task) error {
 		if compression != "" && content != "iso" {
 			return fmt.Errorf("decompression not supported for %s", content)
+		}
+		// The schema's enum for compression is an undefined variable
+		// (Status.pm: $PVE::Storage::Plugin::KNOWN_COMPRESSION_FORMATS, a
+		// constant), so any value gets here; decompressor_info
+		// (Storage.pm) knows gz, lzo, zst and bz2.
+		if compression != "" && !slices.Contains([]string{"gz", "lzo", "zst", "bz2"}, compression) {
+			return fmt.Errorf("no decompression method found")
 		}
 		t.logf("downloading %s to %s", rawURL, dst)
 		if old, exists := s.st.Volumes[st.ID+":"+name]; exists {
@@ -369,66 +351,6 @@ func writePlaceholder(path, text string) error {
 	return os.WriteFile(path, []byte(text), 0o644)
 }
 
-func (s *Server) uploadFile(q *request) (any, error) {
-	st, err := s.nodeStorage1(q)
-	if err != nil {
-		return nil, err
-	}
-	up := q.upload
-	if up == nil {
-		return nil, paramErr1("filename", "missing file upload (multipart part 'filename')")
-	}
-	content, filename := q.get("content"), q.get("filename")
-	name, err := s.checkNewFile(st, content, filename)
-	if err != nil {
-		return nil, err
-	}
-	algo, want := q.get("checksum-algorithm"), strings.ToLower(q.get("checksum"))
-	if (algo == "") != (want == "") {
-		return nil, paramErr1("checksum-algorithm", "'checksum' and 'checksum-algorithm' must be given together")
-	}
-	q.upload = nil // the task owns the temp file now
-	dst := s.volumePath(st, &volume{Content: content, Name: name})
-	return s.startTask(q.vars["node"], "imgcopy", "", nil, func(t *task) error {
-		defer os.Remove(up.tmp)
-		t.logf("starting file import from: %s", up.tmp)
-		if algo != "" {
-			got, err := fileHash(up.tmp, algo)
-			if err != nil {
-				return err
-			}
-			if got != want {
-				return fmt.Errorf("checksum mismatch: got '%s' != expect '%s'", got, want)
-			}
-			t.logf("calculating checksum of uploaded file...OK, checksum verified")
-		}
-		t.logf("target node: %s", q.vars["node"])
-		t.logf("target file: %s", dst)
-		t.logf("file size is: %d", up.size)
-		if _, exists := s.st.Volumes[st.ID+":"+name]; exists {
-			return fmt.Errorf("refusing to override existing file '%s'", dst)
-		}
-		f, err := os.Open(up.tmp)
-		if err != nil {
-			return err
-		}
-		sums := checksums(f)
-		f.Close()
-		if p := s.dataPath(st.ID, content, filename); p != "" {
-			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-				return err
-			}
-			if err := os.Rename(up.tmp, p); err != nil {
-				return fmt.Errorf("import failed: %v", err)
-			}
-		}
-		t.logf("finished file import successfully")
-		s.st.addVolume(&volume{Storage: st.ID, Name: name, Content: content, Format: formatOf(content, filename),
-			Size: up.size, Ctime: time.Now().Unix(), Sums: sums})
-		return nil
-	}), nil
-}
-
 func fileHash(path, algo string) (string, error) {
 	newHash, ok := hashes[algo]
 	if !ok {
@@ -446,21 +368,36 @@ func fileHash(path, algo string) (string, error) {
 	return fmt.Sprintf("%x", h.Sum(nil)), nil
 }
 
-// volumeOf resolves the {volume} path variable: a full volid or a name on {storage}.
+// volumeOf resolves the {volume} path variable: a full volid or a name on
+// {storage} (pve-storage src/PVE/API2/Storage/Content.pm, real_volume_id).
 func (s *Server) volumeOf(q *request) (*storage, *volume, error) {
-	st, err := s.nodeStorage1(q)
+	st, volid, err := s.volumeID(q)
 	if err != nil {
 		return nil, nil, err
 	}
-	volid := q.vars["volume"]
-	if !strings.Contains(volid, ":") {
-		volid = st.ID + ":" + volid
-	}
 	v, ok := s.st.Volumes[volid]
-	if !ok || v.Storage != st.ID {
+	if !ok {
 		return nil, nil, fail(http.StatusInternalServerError, "volume '%s' does not exist", volid)
 	}
 	return st, v, nil
+}
+
+// volumeID is real_volume_id: the volid of the {volume} path variable; a
+// volid of another storage than {storage} is refused.
+func (s *Server) volumeID(q *request) (*storage, string, error) {
+	st, err := s.nodeStorage1(q)
+	if err != nil {
+		return nil, "", err
+	}
+	volid := q.vars["volume"]
+	sid, _, full := strings.Cut(volid, ":")
+	switch {
+	case !full:
+		volid = st.ID + ":" + volid
+	case sid != st.ID:
+		return nil, "", paramErr1("volume", "storage ID mismatch (%s != %s)", sid, st.ID)
+	}
+	return st, volid, nil
 }
 
 // readableVolume is volumeOf for the calls that need read access to the
@@ -505,10 +442,30 @@ func (s *Server) putVolume(q *request) (any, error) {
 	return nil, nil
 }
 
+// deleteVolume is pve-storage Content.pm delete: the worker (id
+// "[VMID@]STORAGE") frees the volume. A file that is not there only warns
+// (Plugin.pm free_image), so deleting a missing ISO ends "WARNINGS: 1".
 func (s *Server) deleteVolume(q *request) (any, error) {
-	st, v, err := s.volumeOf(q)
+	st, volid, err := s.volumeID(q)
 	if err != nil {
 		return nil, err
+	}
+	v, exists := s.st.Volumes[volid]
+	if !exists {
+		_, name, _ := strings.Cut(volid, ":")
+		content, file, _ := strings.Cut(name, "/")
+		if !isFileStorage(st) || file == "" || downloadExt[content] == nil || !downloadExt[content].MatchString(file) {
+			return nil, fail(http.StatusInternalServerError, "volume '%s' does not exist", volid)
+		}
+		if err := s.check(q.user, "/storage/"+st.ID, "Datastore.Allocate"); err != nil {
+			return nil, err
+		}
+		path := s.volumePath(st, &volume{Content: content, Name: name})
+		return s.startTask(q.vars["node"], "imgdel", st.ID, nil, func(t *task) error {
+			t.warn("disk image '%s' does not exist", path)
+			t.logf("Removed volume '%s'", volid)
+			return nil
+		}), nil
 	}
 	// Content.pm delete: a backup needs Datastore.AllocateSpace and
 	// VM.Backup on its guest, any other volume Datastore.Allocate.
@@ -530,8 +487,11 @@ func (s *Server) deleteVolume(q *request) (any, error) {
 			return nil, fail(http.StatusInternalServerError, "base volume '%s' is still in use by linked cloned", v.Name)
 		}
 	}
-	volid := v.volid()
-	return s.startTask(q.vars["node"], "imgdel", workerID(volid), nil, func(t *task) error {
+	id := st.ID
+	if v.VMID != 0 {
+		id = fmt.Sprintf("%d@%s", v.VMID, st.ID)
+	}
+	return s.startTask(q.vars["node"], "imgdel", id, nil, func(t *task) error {
 		if _, ok := s.st.Volumes[volid]; !ok {
 			return fmt.Errorf("volume '%s' does not exist", volid)
 		}

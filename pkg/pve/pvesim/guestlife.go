@@ -108,6 +108,7 @@ func (s *Server) destroyGuest(k *guestKind, q *request) (any, error) {
 			}
 			s.st.removeFromPools(id)
 			delete(s.st.VMs, id)
+			s.dropACLTree("/vms/" + vmidString(id)) // remove_vm_access
 			if q.bool("purge") {
 				t.logf("purging VM %d from related configurations..", id)
 			}

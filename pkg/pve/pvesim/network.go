@@ -295,6 +295,9 @@ func (s *Server) revertNetwork(q *request) (any, error) {
 	return nil, nil
 }
 
+// applyNetwork is pve-manager Network.pm reload_network_config: the worker
+// moves interfaces.new over interfaces first and runs `ifreload -a` after,
+// so a failed reload leaves the new file in place and nothing staged.
 func (s *Server) applyNetwork(q *request) (any, error) {
 	node := q.vars["node"]
 	return s.startTask(node, "srvreload", "networking", nil, func(t *task) error {
@@ -303,7 +306,64 @@ func (s *Server) applyNetwork(q *request) (any, error) {
 			n.Running, n.Staged = n.Staged, nil
 			n.RunningAt, n.StagedAt = time.Now().Unix(), 0
 		}
-		t.logf("reloading network config on node '%s'", node)
-		return nil
+		return ifreload(n.Running, t)
 	}), nil
+}
+
+// ifreload is what `ifreload -a` (ifupdown2) fails on here: a bond slave
+// or bridge port that the file names but the host lacks (a NIC stanza
+// left from a renamed or removed card; the writer accepts it, as the
+// reader types it "eth" by its name). ifupdown2's bond and bridge addons
+// log "skipping slave X, does not exist" / "bridge port X does not
+// exist" as errors and exit 1; the worker prints each "error: IFACE:"
+// line as "IFACE : LINE " and dies with run_command's message.
+func ifreload(cfg map[string]*iface, t *task) error {
+	failed := false
+	for _, d := range writeOrder(cfg) {
+		if !brought(cfg, d.Name) {
+			continue
+		}
+		var ports []string
+		var format string
+		switch d.Type {
+		case "bond":
+			ports, format = strings.Fields(d.Slaves), "error: %s: skipping slave %s, does not exist"
+		case "bridge":
+			ports, format = strings.Fields(d.BridgePorts), "error: %s: bridge port %s does not exist"
+		}
+		for _, p := range ports {
+			if n := cfg[p]; n != nil && n.Type == "eth" && !n.Exists {
+				t.logf("%s : "+format+" ", d.Name, d.Name, p)
+				failed = true
+			}
+		}
+	}
+	if failed {
+		return dieErr("command 'ifreload -a' failed: exit code 1")
+	}
+	return nil
+}
+
+// brought reports whether `ifreload -a` brings name up: it is marked auto,
+// or it is a port or slave of one that is (ifupdown2 brings lower
+// interfaces up first).
+func brought(cfg map[string]*iface, name string) bool {
+	seen := map[string]bool{}
+	var up func(string) bool
+	up = func(n string) bool {
+		if seen[n] {
+			return false
+		}
+		seen[n] = true
+		if i := cfg[n]; i != nil && i.Autostart {
+			return true
+		}
+		for _, u := range slices.Sorted(maps.Keys(cfg)) {
+			if slices.Contains(portsOf(cfg[u]), n) && up(u) {
+				return true
+			}
+		}
+		return false
+	}
+	return up(name)
 }

@@ -265,3 +265,39 @@ func TestJSONArrayForAListParameter(t *testing.T) {
 		t.Errorf("got eno2 %v, want mtu and comments deleted", m)
 	}
 }
+
+// pve-manager Network.pm reload_network_config moves interfaces.new into
+// place before `ifreload -a`: a reload that fails on a slave the host
+// lacks leaves the new file running and nothing staged, so DELETE reverts
+// nothing; the log shows ifupdown2's error line.
+func TestReloadFailsOnMissingSlave(t *testing.T) {
+	e := newNetEnv(t)
+	// A stanza for a NIC the host does not have (renamed or removed):
+	// typed eth by its name, so the writer takes it as a slave.
+	e.ok(nil, "POST", "/nodes/pve/network", "iface", "eno9", "type", "eth")
+	if m := e.iface("eno9"); m["type"] != "eth" || m["exists"] != nil {
+		t.Fatalf("eno9: got type %v exists %v, want eth without exists", m["type"], m["exists"])
+	}
+	e.ok(nil, "POST", "/nodes/pve/network", "iface", "bond0", "type", "bond", "slaves", "eno3 eno9", "autostart", "1")
+	st := e.wait(e.task("PUT", "/nodes/pve/network"))
+	if want := "command 'ifreload -a' failed: exit code 1"; st.ExitStatus != want {
+		t.Fatalf("reload: got exit status %q, want %q", st.ExitStatus, want)
+	}
+	log := e.taskLog(st.UPID)
+	if want := []string{"bond0 : error: bond0: skipping slave eno9, does not exist ", "TASK ERROR: command 'ifreload -a' failed: exit code 1"}; !cmp.Equal(log, want) {
+		t.Errorf("task log: got %q, want %q", log, want)
+	}
+	if ch := e.changes(); ch != "" {
+		t.Errorf("after the failed reload: got staged changes %q, want none (the file was moved before ifreload)", ch)
+	}
+	if m := e.iface("bond0"); m["slaves"] != "eno3 eno9" {
+		t.Errorf("bond0 after the failed reload: got slaves %v, want the new file in place", m["slaves"])
+	}
+	e.ok(nil, "DELETE", "/nodes/pve/network")
+	if m := e.iface("bond0"); m["type"] != "bond" {
+		t.Errorf("bond0 after DELETE: got %v, want it still there (nothing was staged)", m)
+	}
+	// Without the missing slave the reload goes through.
+	e.ok(nil, "PUT", "/nodes/pve/network/bond0", "type", "bond", "slaves", "eno3", "autostart", "1")
+	e.run("PUT", "/nodes/pve/network")
+}

@@ -247,5 +247,6 @@ func (s *Server) deletePool(q *request) (any, error) {
 		}
 	}
 	delete(s.st.Pools, id)
+	s.dropACLTree("/pool/" + id)
 	return nil, nil
 }

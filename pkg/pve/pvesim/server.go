@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -425,9 +424,19 @@ func (s *Server) readParams(r *http.Request) (url.Values, *upload, *apiError) {
 		return params, nil, nil
 	}
 	ct := r.Header.Get("Content-Type")
-	if strings.HasPrefix(ct, "multipart/form-data") {
+	// pveproxy streams a body to a file only for POST …/upload, and only
+	// as multipart; elsewhere multipart is not understood (pve-manager
+	// PVE/HTTPServer.pm auth_handler: isUpload; pve-http-server
+	// AnyEvent.pm unshift_read_header).
+	upload := r.Method == http.MethodPost && uploadPath.MatchString(r.URL.Path)
+	switch {
+	case strings.HasPrefix(ct, "multipart/form-data") && upload:
 		up, err := s.readMultipart(r, params)
 		return params, up, err
+	case strings.HasPrefix(ct, "multipart/form-data"):
+		return nil, nil, fail(506, "upload 'Content-Type '%s' not implemented", ct)
+	case upload && r.ContentLength != 0:
+		return nil, nil, fail(http.StatusInternalServerError, "upload 'Content-Type '%s' not implemented", ct)
 	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
 	if err != nil {
@@ -491,63 +500,6 @@ func jsonScalar(v any) string {
 	}
 	b, _ := json.Marshal(v)
 	return string(b)
-}
-
-// readMultipart spools the file part to a temp file and adds the other
-// fields to params. Like pveproxy it wants an explicit Content-Length.
-func (s *Server) readMultipart(r *http.Request, params url.Values) (*upload, *apiError) {
-	if r.ContentLength < 0 {
-		return nil, fail(http.StatusNotImplemented, "chunked transfer encoding not supported")
-	}
-	mr, err := r.MultipartReader()
-	if err != nil {
-		return nil, fail(http.StatusBadRequest, "unable to parse multipart body: %v", err)
-	}
-	var up *upload
-	cleanup := func() {
-		if up != nil {
-			os.Remove(up.tmp)
-		}
-	}
-	for {
-		part, err := mr.NextPart()
-		if err == io.EOF {
-			return up, nil
-		}
-		if err != nil {
-			cleanup()
-			return nil, fail(http.StatusBadRequest, "unable to parse multipart body: %v", err)
-		}
-		if part.FileName() == "" {
-			b, err := io.ReadAll(io.LimitReader(part, maxBody))
-			if err != nil {
-				cleanup()
-				return nil, fail(http.StatusBadRequest, "unable to read multipart field: %v", err)
-			}
-			params.Add(part.FormName(), string(b))
-			continue
-		}
-		if up != nil {
-			cleanup()
-			return nil, fail(http.StatusBadRequest, "more than one file in upload")
-		}
-		dir := os.TempDir()
-		if s.opts.DataDir != "" {
-			dir = s.opts.DataDir
-		}
-		f, err := os.CreateTemp(dir, ".pveupload-*")
-		if err != nil {
-			return nil, fail(http.StatusInternalServerError, "unable to create upload file: %v", err)
-		}
-		n, err := io.Copy(f, part)
-		f.Close()
-		up = &upload{tmp: f.Name(), size: n}
-		if err != nil {
-			cleanup()
-			return nil, fail(http.StatusBadRequest, "upload failed: %v", err)
-		}
-		params.Set(part.FormName(), filepath.Base(part.FileName()))
-	}
 }
 
 func segments(path string) int { return strings.Count(strings.Trim(path, "/"), "/") }

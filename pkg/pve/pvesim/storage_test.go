@@ -1,11 +1,6 @@
 package pvesim_test
 
 import (
-	"bytes"
-	"crypto/sha256"
-	"fmt"
-	"mime/multipart"
-	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -107,63 +102,6 @@ func TestDownloadAndDeleteContent(t *testing.T) {
 	}
 	if r := e.call("DELETE", "/nodes/pve/storage/local-lvm/content/"+url.PathEscape("local-lvm:base-9000-disk-0")); r.Status != 200 {
 		t.Errorf("got %d deleting an unused base volume, want 200", r.Status)
-	}
-}
-
-func TestUpload(t *testing.T) {
-	dir := t.TempDir()
-	e := newEnv(t, pvesim.Options{DataDir: dir})
-	payload := []byte("#cloud-config\nhostname: a\n")
-	sum := fmt.Sprintf("%x", sha256.Sum256(payload))
-
-	upload := func(checksum string) envelope {
-		var body bytes.Buffer
-		mw := multipart.NewWriter(&body)
-		mw.WriteField("content", "iso")
-		mw.WriteField("checksum-algorithm", "sha256")
-		mw.WriteField("checksum", checksum)
-		fw, _ := mw.CreateFormFile("filename", "seed.iso")
-		fw.Write(payload)
-		mw.Close()
-		req, _ := http.NewRequest("POST", e.URL+"/api2/json/nodes/pve/storage/local/upload", bytes.NewReader(body.Bytes()))
-		req.Header.Set("Content-Type", mw.FormDataContentType())
-		req.Header.Set("Authorization", "PVEAPIToken="+testToken+"="+testSecret)
-		resp, err := e.HTTP.Client().Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		var env envelope
-		if err := jsonDecode(resp.Body, &env); err != nil {
-			t.Fatal(err)
-		}
-		env.Status = resp.StatusCode
-		return env
-	}
-
-	r := upload(strings.Repeat("0", 64))
-	var upid string
-	jsonUnmarshal(r.Data, &upid)
-	if st := e.wait(upid); !strings.HasPrefix(st.ExitStatus, "checksum mismatch") {
-		t.Errorf("got exit status %q, want checksum mismatch", st.ExitStatus)
-	}
-	r = upload(sum)
-	jsonUnmarshal(r.Data, &upid)
-	if st := e.wait(upid); st.ExitStatus != "OK" || st.Type != "imgcopy" {
-		t.Fatalf("got %+v, want imgcopy OK", st)
-	}
-	got, err := os.ReadFile(filepath.Join(dir, "local", "template", "iso", "seed.iso"))
-	if err != nil || !bytes.Equal(got, payload) {
-		t.Errorf("got file %q (%v), want the uploaded bytes", got, err)
-	}
-	var content []map[string]any
-	e.ok(&content, "GET", "/nodes/pve/storage/local/content", "content", "iso")
-	if len(content) != 1 || content[0]["volid"] != "local:iso/seed.iso" || content[0]["size"] != float64(len(payload)) {
-		t.Errorf("got iso content %v", content)
-	}
-	leftovers, _ := filepath.Glob(filepath.Join(dir, ".pveupload-*"))
-	if len(leftovers) != 0 {
-		t.Errorf("got temp files %v after uploads, want none", leftovers)
 	}
 }
 

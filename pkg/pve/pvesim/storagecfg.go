@@ -178,5 +178,6 @@ func (s *Server) deleteStorage(q *request) (any, error) {
 	for _, p := range s.st.Pools {
 		p.Storages = removeString(p.Storages, st.ID)
 	}
+	s.dropACLTree("/storage/" + st.ID) // remove_storage_access
 	return nil, nil
 }

@@ -237,6 +237,18 @@ func ParseBool(s string) (value, ok bool) {
 
 func formatNumber(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
 
+// Regexp is the parameter's pattern as an anchored RE2 expression, PVE's
+// Perl-isms translated; "" when it has none or RE2 cannot express it.
+func (p *Param) Regexp() string {
+	if p.Pattern == "" {
+		return ""
+	}
+	if re := compilePattern(p.Pattern); re != nil {
+		return re.String()
+	}
+	return ""
+}
+
 // patternCache memoises compiled schema patterns; nil marks a pattern RE2
 // cannot express, which is then skipped rather than failing every value.
 var patternCache sync.Map // string -> *regexp.Regexp

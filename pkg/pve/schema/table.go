@@ -247,6 +247,15 @@ var familyMax = map[string]int{
 
 const defaultFamilyMax = 31
 
+// FamilyMax is the highest index of an indexed parameter family ("net" →
+// 31): net0 … net31 are its members.
+func FamilyMax(family string) int {
+	if n, ok := familyMax[family]; ok {
+		return n
+	}
+	return defaultFamilyMax
+}
+
 // Param finds a parameter, mapping indexed names ("net0") to their family ("net[n]").
 func (m *Method) Param(name string) (*Param, bool) {
 	if p, ok := m.Params[name]; ok {
@@ -260,11 +269,7 @@ func (m *Method) Param(name string) (*Param, bool) {
 	if !ok {
 		return nil, false
 	}
-	limit, known := familyMax[family]
-	if !known {
-		limit = defaultFamilyMax
-	}
-	if idx > limit {
+	if idx > FamilyMax(family) {
 		return nil, false
 	}
 	return p, true

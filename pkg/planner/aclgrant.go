@@ -1,0 +1,228 @@
+package planner
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/pvectl/pvectl/pkg/pve"
+	"github.com/pvectl/pvectl/pkg/pve/acl"
+	"github.com/pvectl/pvectl/pkg/spec"
+)
+
+// aclKind manages ACL: one grant (a role on a path to one user, group or
+// token). PVE has no ids for ACL entries, so a grant is found by what it
+// grants, and a spec that changes the path, the principal or the role
+// names another grant: that one is created, and the old one stays unless
+// a document with `state: absent` revokes it (the plan says which other
+// roles the principal holds there). propagate changes in place: PUT
+// /access/acl again with the new flag (pve-access-control API2/ACL.pm
+// update_acl sets it per path, principal and role). Revoking is PUT with
+// delete=1.
+type aclKind struct{}
+
+// aclLive is what observe saw beside the grant: the other roles the
+// principal holds on the path.
+type aclLive struct{ others []string }
+
+// aclList reads GET /access/acl once.
+func (lc *liveConn) aclList(ctx context.Context) ([]pve.ACLEntry, error) {
+	if lc.aclRead {
+		return lc.acl, nil
+	}
+	entries, err := lc.client.ACL(ctx)
+	if err != nil {
+		return nil, err
+	}
+	lc.acl, lc.aclRead = entries, true
+	return entries, nil
+}
+
+// grantParams are the PUT /access/acl parameters naming r's grant.
+func grantParams(r *spec.Resource) map[string]string {
+	path, typ, ugid, role, _ := spec.ACLGrant(r)
+	return map[string]string{"path": path, typ + "s": ugid, "roles": role}
+}
+
+// wantPropagate is the spec's propagate flag; PVE's default is 1.
+func wantPropagate(r *spec.Resource) string {
+	if v, ok := r.Params["propagate"]; ok {
+		return v
+	}
+	return "1"
+}
+
+func aclObj(entries []pve.ACLEntry, r *spec.Resource) *liveObj {
+	path, typ, ugid, role, ok := spec.ACLGrant(r)
+	if !ok {
+		return &liveObj{} // Load refuses such a spec
+	}
+	lo := &liveObj{}
+	var others []string
+	for _, e := range entries {
+		if e.Path != path || e.Type != typ || e.UGID != ugid {
+			continue
+		}
+		if e.Role != role {
+			others = append(others, e.Role)
+			continue
+		}
+		cfg := pve.Config(grantParams(r))
+		cfg["propagate"] = "0"
+		if e.Propagate {
+			cfg["propagate"] = "1"
+		}
+		lo.Exists, lo.Config, lo.Digest = true, cfg, fieldsDigest(cfg)
+	}
+	slices.Sort(others)
+	lo.State = aclLive{others: slices.Compact(others)}
+	return lo
+}
+
+func (aclKind) observe(ctx context.Context, lc *liveConn, r *spec.Resource) (*liveObj, error) {
+	entries, err := lc.aclList(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return aclObj(entries, r), nil
+}
+
+func (aclKind) compare(_ *builder, r *spec.Resource, lo *liveObj, c *Change) error {
+	want, live := wantPropagate(r), lo.Config["propagate"]
+	if want == live {
+		c.Action = NoOp
+		return nil
+	}
+	c.Diff = []FieldDiff{fieldDiff("propagate", live, want)}
+	c.Action, c.Reasons = Update, []string{"propagate changed (the grant is made again with the new flag)"}
+	c.Params = grantParams(r)
+	c.Params["propagate"] = want
+	return nil
+}
+
+// checkCreate tells, for a grant to make, which other roles the principal
+// holds on the path that no ACL of the specs grants: PVE keeps no record
+// of which document made a grant, so a spec whose role changed leaves the
+// old grant behind, and only the plan can say so.
+func (aclKind) checkCreate(b *builder, r *spec.Resource, lo *liveObj, c *Change) error {
+	st, _ := lo.State.(aclLive)
+	if len(st.others) == 0 {
+		return nil
+	}
+	path, typ, ugid, _, _ := spec.ACLGrant(r)
+	granted := map[string]bool{}
+	for _, o := range b.set.Resources {
+		if o.Kind != r.Kind || o.Connection != r.Connection || o.State != spec.Present {
+			continue
+		}
+		if p, t, u, role, ok := spec.ACLGrant(o); ok && p == path && t == typ && u == ugid {
+			granted[role] = true
+		}
+	}
+	var stray []string
+	for _, role := range st.others {
+		if !granted[role] {
+			stray = append(stray, role)
+		}
+	}
+	if len(stray) > 0 {
+		c.Reasons = append(c.Reasons, fmt.Sprintf("%s %s also holds %s on %s, which no ACL of these specs grants: if this document granted it before, it stays until a document with state: absent revokes it",
+			typ, ugid, strings.Join(stray, ", "), path))
+	}
+	return nil
+}
+
+func (aclKind) create(ctx context.Context, x *execution, c *Change) error {
+	params := grantParams(c.Resource)
+	params["propagate"] = wantPropagate(c.Resource)
+	if err := x.client.UpdateACL(ctx, toValues(params)); err != nil {
+		return fmt.Errorf("grant %s: %w", grantText(c.Resource), err)
+	}
+	return nil
+}
+
+func (aclKind) update(ctx context.Context, x *execution, c *Change) error {
+	if err := x.client.UpdateACL(ctx, toValues(c.Params)); err != nil {
+		return fmt.Errorf("grant %s: %w", grantText(c.Resource), err)
+	}
+	return nil
+}
+
+func (aclKind) remove(ctx context.Context, x *execution, c *Change) error {
+	params := grantParams(c.Resource)
+	params["delete"] = "1"
+	// A principal or role that is gone took its grants with it.
+	if err := x.client.UpdateACL(ctx, toValues(params)); err != nil && !pve.IsNotFound(err) {
+		return fmt.Errorf("revoke %s: %w", grantText(c.Resource), err)
+	}
+	return nil
+}
+
+func (aclKind) current(ctx context.Context, cl *pve.Client, c *Change) (*liveObj, error) {
+	entries, err := cl.ACL(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return aclObj(entries, c.Resource), nil
+}
+
+// grantText names a grant in messages: "role PVEVMAdmin on /pool/lab to
+// token ci@pve!deploy".
+func grantText(r *spec.Resource) string {
+	path, typ, ugid, role, _ := spec.ACLGrant(r)
+	return fmt.Sprintf("role %s on %s to %s %s", role, path, typ, ugid)
+}
+
+// permModify is RPCEnvironment.pm check_perm_modify: Permissions.Modify
+// on the path, or the allocate privilege of the object it names.
+func permModify(path, why string) permNeed {
+	privs := []string{"Permissions.Modify"}
+	switch {
+	case strings.HasPrefix(path, "/storage/"):
+		privs = append(privs, "Datastore.Allocate")
+	case strings.HasPrefix(path, "/vms/"):
+		privs = append(privs, "VM.Allocate")
+	case strings.HasPrefix(path, "/pool/"):
+		privs = append(privs, "Pool.Allocate")
+	}
+	return needAny(path, why, privs...)
+}
+
+// readPerms: GET /access/acl lists only the entries on paths where the
+// caller may change permissions, or every entry with Sys.Audit on /access
+// (API2/ACL.pm read_acl).
+func (aclKind) readPerms(r *spec.Resource) []permNeed {
+	path, _, _, _, ok := spec.ACLGrant(r)
+	if !ok {
+		return nil
+	}
+	n := permModify(path, "to see the grant (PVE lists only the ACL entries on paths where the token may change permissions)")
+	n.alt = []permNeed{need("/access", "", "Sys.Audit")}
+	return []permNeed{n}
+}
+
+// changePerms: PUT /access/acl checks perm-modify on the path; without
+// Permissions.Modify there, the caller may only grant or revoke a role
+// whose every privilege it holds there itself, and never NoAccess
+// (update_acl). A custom role's privileges are not known here: PVE
+// decides at apply.
+func (aclKind) changePerms(c *Change, _ *liveObj) []permNeed {
+	path, _, _, role, ok := spec.ACLGrant(c.Resource)
+	if !ok || c.Action == NoOp {
+		return nil
+	}
+	why := "to " + c.Action.String() + " " + grantText(c.Resource)
+	needs := []permNeed{permModify(path, why)}
+	privs, builtin := acl.BuiltinRoles()[role]
+	switch {
+	case role == acl.NoAccess:
+		needs = append(needs, need(path, why+" (NoAccess needs it)", "Permissions.Modify"))
+	case builtin:
+		n := need(path, why+" (or every privilege of the role)", "Permissions.Modify")
+		n.alt = []permNeed{need(path, why, slices.Sorted(maps.Keys(privs))...)}
+		needs = append(needs, n)
+	}
+	return needs
+}

@@ -1,0 +1,248 @@
+package planner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+
+	"github.com/pvectl/pvectl/pkg/pve"
+	"github.com/pvectl/pvectl/pkg/spec"
+)
+
+// tokenKind manages APIToken: identity is userid + tokenid. comment,
+// expire and privsep change in place (PUT …/token/{tokenid}, pve-access-
+// control API2/User.pm update_token_info). A token's secret exists once,
+// in the answer of the call that makes it: apply writes it to secretFile,
+// or hands it to Hooks.Output; it never enters a plan, a message or an
+// error. A token whose secretFile is missing gets a new secret
+// (regenerate), as PVE cannot show the old one again.
+type tokenKind struct{}
+
+const tokenCreatePath = "/access/users/{userid}/token/{tokenid}"
+
+// tokenFields are a token's settings, with what PUT sends to clear one
+// (`key: null`): expire 0 is never; privsep goes back to PVE's default 1;
+// comment is deleted (the only key update_token_info deletes).
+var tokenFields = map[string]string{"comment": "", "expire": "0", "privsep": "1"}
+
+// tokenLive is what observe reads beside the token's settings.
+type tokenLive struct {
+	// fileMissing: the spec names a secretFile and there is none.
+	fileMissing bool
+}
+
+func tokenIDs(r *spec.Resource) (userid, tokenid string) {
+	tokenid = r.Params["tokenid"]
+	if tokenid == "" {
+		tokenid = r.Name
+	}
+	return r.Params["userid"], tokenid
+}
+
+func fullTokenID(r *spec.Resource) string {
+	u, t := tokenIDs(r)
+	return u + "!" + t
+}
+
+// tokenObj is a token as PVE lists it, its settings spelled as PUT would
+// send them (no expire is 0, no privsep is PVE's default 1).
+func tokenObj(users map[string]*pve.User, r *spec.Resource) *liveObj {
+	uid, tid := tokenIDs(r)
+	u := users[uid]
+	if u == nil || u.Tokens[tid] == nil {
+		return &liveObj{}
+	}
+	t := u.Tokens[tid]
+	cfg := pve.Config{"expire": "0", "privsep": "1"}
+	for k := range tokenFields {
+		if v := t[k]; v != "" {
+			cfg[k] = v
+		}
+	}
+	return &liveObj{Exists: true, Config: cfg, Digest: fieldsDigest(cfg)}
+}
+
+func (tokenKind) observe(ctx context.Context, lc *liveConn, r *spec.Resource) (*liveObj, error) {
+	users, err := lc.userList(ctx)
+	if err != nil {
+		return nil, err
+	}
+	lo := tokenObj(users, r)
+	if path := spec.Token(r).SecretFile; path != "" && lo.Exists {
+		_, err := os.Stat(path)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			lo.State = tokenLive{fileMissing: true}
+		case err != nil:
+			return nil, fmt.Errorf("secretFile: %w", err)
+		}
+	}
+	return lo, nil
+}
+
+func (tokenKind) compare(b *builder, r *spec.Resource, lo *liveObj, c *Change) error {
+	cmp := comparer{m: b.method("POST", tokenCreatePath)}
+	want := map[string]string{}
+	for k, cleared := range tokenFields {
+		if v, ok := r.Params[k]; ok {
+			want[k] = v
+		} else if slices.Contains(r.Remove, k) {
+			want[k] = cleared
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(want)) {
+		if !sameAccessValue(cmp, k, want[k], lo.Config[k]) {
+			c.Diff = append(c.Diff, fieldDiff(k, nilIfEmpty(lo.Config[k]), nilIfEmpty(want[k])))
+		}
+	}
+	c.Reasons = reasons(c.Diff)
+	c.Params = map[string]string{}
+	for _, d := range c.Diff {
+		if d.Path == "comment" && want["comment"] == "" {
+			c.Params["delete"] = "comment"
+			continue
+		}
+		c.Params[d.Path] = want[d.Path]
+	}
+	if st, _ := lo.State.(tokenLive); st.fileMissing {
+		path := spec.Token(r).SecretFile
+		if lc := b.obs.conns[r.Connection]; lc != nil && lc.client != nil && lc.client.TokenID() == fullTokenID(r) {
+			c.Reasons = append(c.Reasons, fmt.Sprintf("secretFile %s is missing, but this is the token the run connects with: pvectl does not regenerate it (write its secret there yourself)", path))
+		} else {
+			c.Diff = append(c.Diff, fieldDiff("secretFile", nil, path))
+			c.Params["regenerate"] = "1"
+			c.Reasons = append(c.Reasons, fmt.Sprintf("NEW SECRET: secretFile %s is missing and PVE shows a token's secret only once, so the token's secret is regenerated and written there: the current secret STOPS WORKING", path))
+		}
+	}
+	if len(c.Params) == 0 {
+		c.Action, c.Params = NoOp, nil
+		return nil
+	}
+	c.Action = Update
+	return nil
+}
+
+func (tokenKind) create(ctx context.Context, x *execution, c *Change) error {
+	uid, tid := tokenIDs(c.Resource)
+	params := toValues(c.Resource.Params)
+	params.Del("userid")
+	params.Del("tokenid")
+	s, err := x.client.CreateToken(ctx, uid, tid, params)
+	if err != nil {
+		return fmt.Errorf("create API token %s: %w", fullTokenID(c.Resource), err)
+	}
+	return deliverSecret(x, c, s)
+}
+
+func (tokenKind) update(ctx context.Context, x *execution, c *Change) error {
+	uid, tid := tokenIDs(c.Resource)
+	s, err := x.client.UpdateToken(ctx, uid, tid, toValues(c.Params))
+	if err != nil {
+		return fmt.Errorf("update API token %s: %w", fullTokenID(c.Resource), err)
+	}
+	if c.Params["regenerate"] == "1" {
+		return deliverSecret(x, c, s)
+	}
+	return nil
+}
+
+func (tokenKind) remove(ctx context.Context, x *execution, c *Change) error {
+	uid, tid := tokenIDs(c.Resource)
+	full := fullTokenID(c.Resource)
+	if x.client.TokenID() == full {
+		return fmt.Errorf("refusing to delete API token %s: it is the token this run connects with", full)
+	}
+	if err := x.client.DeleteToken(ctx, uid, tid); err != nil && !pve.IsNotFound(err) {
+		return fmt.Errorf("delete API token %s: %w", full, err)
+	}
+	// The secret in secretFile is worth nothing now: do not leave it lying about.
+	if path := spec.Token(c.Resource).SecretFile; path != "" {
+		switch err := os.Remove(path); {
+		case err == nil:
+			x.msg("removed secretFile %s", path)
+		case !errors.Is(err, fs.ErrNotExist):
+			return fmt.Errorf("deleted API token %s, but could not remove its secretFile: %w", full, err)
+		}
+	}
+	return nil
+}
+
+func (tokenKind) current(ctx context.Context, cl *pve.Client, c *Change) (*liveObj, error) {
+	users, err := cl.Users(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return tokenObj(users, c.Resource), nil
+}
+
+func (tokenKind) readPerms(*spec.Resource) []permNeed { return []permNeed{usersAudit("the token")} }
+
+// changePerms: the token calls check User.Modify for the token's user
+// (userid-group; their "self" alternative never holds for an API token,
+// which is not its user).
+func (tokenKind) changePerms(c *Change, _ *liveObj) []permNeed {
+	if c.Action == NoOp {
+		return nil
+	}
+	return []permNeed{need("/access/groups", "to "+c.Action.String()+" the API token", "User.Modify")}
+}
+
+// deliverSecret puts a secret PVE answered once where the spec wants it:
+// secretFile, or the hooks' one-time output. If the file cannot be
+// written, the secret goes to the output all the same, so that it is not
+// lost; the error names the file, never the secret.
+func deliverSecret(x *execution, c *Change, s pve.Secret) error {
+	path := spec.Token(c.Resource).SecretFile
+	if path == "" {
+		x.output("secret", s.Reveal(), true)
+		return nil
+	}
+	if err := writeSecretFile(path, s.Reveal()); err != nil {
+		x.output("secret", s.Reveal(), true)
+		return fmt.Errorf("API token %s has a new secret, but it could not be written to secretFile (%w): it is shown once at the end instead, as PVE will not show it again",
+			fullTokenID(c.Resource), err)
+	}
+	x.msg("secret written to %s (mode 0600)", path)
+	return nil
+}
+
+// writeSecretFile writes value (without a newline: the file holds the
+// secret and nothing else) to path with mode 0600, creating a missing
+// directory with mode 0700. It writes a temporary file beside path and
+// renames it, so that no reader ever sees half a secret and an existing
+// file (or a symlink in its place) is replaced, not written through.
+func writeSecretFile(path, value string) (err error) {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	defer func() {
+		if err != nil {
+			f.Close()
+			os.Remove(tmp)
+		}
+	}()
+	if err := f.Chmod(0o600); err != nil {
+		return err
+	}
+	if _, err := f.WriteString(value); err != nil {
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}

@@ -1,0 +1,51 @@
+package planner
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/pvectl/pvectl/pkg/pve"
+)
+
+// TestCDROMVolumes: a drive that names an existing volume (an ISO) is
+// compared by that volume, write-backs (size=) aside, and another one, on
+// another storage too, is another file, not a disk that moves (which would
+// replace the VM); the update sends the new volume without the old size.
+func TestCDROMVolumes(t *testing.T) {
+	cmpr := qemuComparer(t)
+	tests := []struct {
+		name    string
+		desired string
+		live    string
+		diff    []FieldDiff
+		update  string
+	}{
+		{name: "same ISO, size written back", desired: "local:iso/a.iso,media=cdrom", live: "local:iso/a.iso,media=cdrom,size=356K"},
+		{name: "new version", desired: "local:iso/b.iso,media=cdrom", live: "local:iso/a.iso,media=cdrom,size=356K",
+			diff:   []FieldDiff{{Path: "ide3.file", Before: "local:iso/a.iso", After: "local:iso/b.iso"}},
+			update: "local:iso/b.iso,media=cdrom"},
+		{name: "another storage", desired: "nfs:iso/a.iso,media=cdrom", live: "local:iso/a.iso,media=cdrom,size=356K",
+			diff:   []FieldDiff{{Path: "ide3.file", Before: "local:iso/a.iso", After: "nfs:iso/a.iso"}},
+			update: "nfs:iso/a.iso,media=cdrom"},
+		{name: "ejected", desired: "none,media=cdrom", live: "local:iso/a.iso,media=cdrom,size=356K",
+			diff:   []FieldDiff{{Path: "ide3.file", Before: "local:iso/a.iso", After: "none"}},
+			update: "none,media=cdrom"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			desired := map[string]string{"ide3": tc.desired}
+			live := pve.Config{"ide3": tc.live}
+			d := cmpr.diffParams(desired, nil, live, nil)
+			if diff := cmp.Diff(tc.diff, d); diff != "" {
+				t.Errorf("diff (-want +got):\n%s", diff)
+			}
+			if tc.update == "" {
+				return
+			}
+			if got := cmpr.updateParams(d, desired, live, nil)["ide3"]; got != tc.update {
+				t.Errorf("update: got %q want %q", got, tc.update)
+			}
+		})
+	}
+}

@@ -1,0 +1,204 @@
+package planner
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/pvectl/pvectl/pkg/pve"
+	"github.com/pvectl/pvectl/pkg/spec"
+)
+
+// userKind manages User: identity is userid. Passwords are refused by
+// spec. The spec's groups are the user's full set of groups: an update
+// sends them without append, and PUT /access/users/{userid} then replaces
+// the user's groups (pve-access-control API2/User.pm update_user).
+type userKind struct{}
+
+const userCreatePath = "/access/users"
+
+func userID(r *spec.Resource) string {
+	if id := r.Params["userid"]; id != "" {
+		return id
+	}
+	return r.Name
+}
+
+// userFields are the settings a user has besides its id; cleared is what
+// PUT sends to clear one (`key: null` in the spec): PVE has no delete
+// parameter for users, an empty value (expire 0: never, enable 1: PVE's
+// default) does it (update_user writes what is defined, and user.cfg
+// reads an empty field back as unset).
+var userFields = map[string]string{
+	"comment": "", "email": "", "firstname": "", "lastname": "", "keys": "", "groups": "",
+	"expire": "0", "enable": "1",
+}
+
+// userList reads GET /access/users?full=1 once: users and their tokens.
+func (lc *liveConn) userList(ctx context.Context) (map[string]*pve.User, error) {
+	if lc.usersRead {
+		return lc.users, nil
+	}
+	users, err := lc.client.Users(ctx)
+	if err != nil {
+		return nil, err
+	}
+	lc.users, lc.usersRead = users, true
+	return users, nil
+}
+
+// userObj is a user as PVE lists it, with every setting spelled as PUT
+// would send it: no expire is 0, no enable is PVE's default 1, groups
+// sorted.
+func userObj(users map[string]*pve.User, id string) *liveObj {
+	u := users[id]
+	if u == nil {
+		return &liveObj{}
+	}
+	cfg := pve.Config{}
+	for k := range userFields {
+		if v := u.Config[k]; v != "" {
+			cfg[k] = v
+		}
+	}
+	if cfg["expire"] == "" {
+		cfg["expire"] = "0"
+	}
+	if cfg["enable"] == "" {
+		cfg["enable"] = "1"
+	}
+	if g := splitSet(cfg["groups"]); len(g) > 0 {
+		cfg["groups"] = strings.Join(g, ",")
+	}
+	return &liveObj{Exists: true, Config: cfg, Digest: fieldsDigest(cfg)}
+}
+
+func (userKind) observe(ctx context.Context, lc *liveConn, r *spec.Resource) (*liveObj, error) {
+	users, err := lc.userList(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return userObj(users, userID(r)), nil
+}
+
+// desiredUser is what the spec asks of the user's settings: the keys it
+// writes, and the cleared value of each key it writes as null.
+func desiredUser(r *spec.Resource) map[string]string {
+	out := map[string]string{}
+	for k, v := range r.Params {
+		if _, ok := userFields[k]; ok {
+			out[k] = v
+		}
+	}
+	for _, k := range r.Remove {
+		if v, ok := userFields[k]; ok {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+func (userKind) compare(b *builder, r *spec.Resource, lo *liveObj, c *Change) error {
+	cmp := comparer{m: b.method("POST", userCreatePath)}
+	want := desiredUser(r)
+	for _, k := range slices.Sorted(maps.Keys(want)) {
+		dv, lv := want[k], lo.Config[k]
+		if sameAccessValue(cmp, k, dv, lv) {
+			continue
+		}
+		c.Diff = append(c.Diff, fieldDiff(k, nilIfEmpty(lv), nilIfEmpty(dv)))
+	}
+	if len(c.Diff) == 0 {
+		c.Action = NoOp
+		return nil
+	}
+	c.Action, c.Reasons = Update, reasons(c.Diff)
+	c.Params = map[string]string{}
+	for _, d := range c.Diff {
+		c.Params[d.Path] = want[d.Path]
+		if d.Path == "groups" {
+			c.Reasons = append(c.Reasons, "the spec's groups are the user's full set: the user leaves any group the spec does not name")
+		}
+	}
+	return nil
+}
+
+// sameAccessValue compares a user's or token's setting: unordered lists
+// (groups) as sets, empty as unset, the rest by the create call's types.
+func sameAccessValue(cmp comparer, key, desired, live string) bool {
+	if key == "groups" {
+		return equalSet(desired, live)
+	}
+	if desired == "" || live == "" {
+		return desired == live
+	}
+	return equalScalar(key, cmp.param(key), desired, live)
+}
+
+func (userKind) create(ctx context.Context, x *execution, c *Change) error {
+	id := userID(c.Resource)
+	params := toValues(c.Resource.Params)
+	params.Set("userid", id)
+	if err := x.client.CreateUser(ctx, params); err != nil {
+		return fmt.Errorf("create user %s: %w", id, err)
+	}
+	return nil
+}
+
+func (userKind) update(ctx context.Context, x *execution, c *Change) error {
+	id := userID(c.Resource)
+	if err := x.client.UpdateUser(ctx, id, toValues(c.Params)); err != nil {
+		return fmt.Errorf("update user %s: %w", id, err)
+	}
+	return nil
+}
+
+func (userKind) remove(ctx context.Context, x *execution, c *Change) error {
+	id := userID(c.Resource)
+	if owner, _, _ := strings.Cut(x.client.TokenID(), "!"); owner == id {
+		return fmt.Errorf("refusing to delete user %s: the API token this run uses (%s) is one of its tokens and would go with it", id, x.client.TokenID())
+	}
+	if err := x.client.DeleteUser(ctx, id); err != nil && !pve.IsNotFound(err) {
+		return fmt.Errorf("delete user %s: %w", id, err)
+	}
+	x.msg("deleted user %s (PVE removes its API tokens and ACL entries with it)", id)
+	return nil
+}
+
+func (userKind) current(ctx context.Context, cl *pve.Client, c *Change) (*liveObj, error) {
+	users, err := cl.Users(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return userObj(users, userID(c.Resource)), nil
+}
+
+// usersAudit is what reading users and their tokens truthfully needs:
+// GET /access/users lists only the users the caller may audit
+// (pve-access-control API2/User.pm index: User.Modify or Sys.Audit on
+// /access/groups, or on a group of the user; the preflight asks for
+// /access/groups, as a user's groups are not known before it is read).
+func usersAudit(what string) permNeed {
+	return needAny("/access/groups", "to see "+what+" (PVE lists only the users a token may audit)", "User.Modify", "Sys.Audit")
+}
+
+func (userKind) readPerms(*spec.Resource) []permNeed { return []permNeed{usersAudit("the user")} }
+
+// changePerms are the `permissions` of the user calls: creating and
+// deleting check Realm.AllocateUser on the user's realm and User.Modify on
+// the groups (userid-param, userid-group in RPCEnvironment.pm);
+// changing checks User.Modify.
+func (userKind) changePerms(c *Change, _ *liveObj) []permNeed {
+	id := userID(c.Resource)
+	_, realm, _ := strings.Cut(id, "@")
+	modify := need("/access/groups", "to "+c.Action.String()+" the user", "User.Modify")
+	switch c.Action {
+	case Create, Delete, Replace:
+		return []permNeed{need("/access/realm/"+realm, "to "+c.Action.String()+" a user of realm "+realm, "Realm.AllocateUser"), modify}
+	case Update:
+		return []permNeed{modify}
+	}
+	return nil
+}

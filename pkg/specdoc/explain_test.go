@@ -1,0 +1,131 @@
+package specdoc
+
+import (
+	"errors"
+	"maps"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/pvectl/pvectl/pkg/pve/schema"
+	"github.com/pvectl/pvectl/pkg/spec"
+)
+
+func explainText(t *testing.T, path string, d *schema.Descriptions) string {
+	t.Helper()
+	var b strings.Builder
+	if err := Explain(&b, path, ExplainOptions{Descriptions: d}); err != nil {
+		t.Fatalf("explain %s: %v", path, err)
+	}
+	return b.String()
+}
+
+func TestExplain(t *testing.T) {
+	d, err := schema.LoadDescriptions(apidocPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		path string
+		want []string
+	}{
+		// The issue's acceptance: type, range and description.
+		{"QemuVM.net0.tag", []string{"TYPE:        integer", "RANGE:       1 … 4094", "VLAN tag to apply to packets on this interface.",
+			"Updated in place with PUT /nodes/{node}/qemu/{vmid}/config.", "On a running VM: applied at once", "vmconfig_update_net"}},
+		{"qemuvm.spec.net3", []string{"FIELD:       net3 (one of net0 … net31)", "SUB-KEYS:    bridge, firewall", "SHORTHANDS:  e1000", "hotplug option includes network"}},
+		{"QemuVM.cores", []string{"RANGE:       at least 1", "DEFAULT:     1", "stays pending until the VM restarts"}},
+		{"QemuVM.ostype", []string{"ENUM:        other, wxp"}},
+		{"QemuVM.node", []string{"Replaces the VM: pvectl does not migrate"}},
+		{"QemuVM.vmid", []string{"Names the VM"}},
+		{"QemuVM.storage", []string{"Used only to create the VM"}},
+		{"QemuVM.scsi0", []string{"ALIASES:", "volume (for file)", "grows the disk with PUT /nodes/{node}/qemu/{vmid}/resize"}},
+		{"QemuVM.scsi0.size", []string{"Updated in place with PUT /nodes/{node}/qemu/{vmid}/resize", "A disk only grows"}},
+		{"QemuVM.machine", []string{"ALIAS:       i440fx is written as pc"}},
+		{"QemuVM.tags", []string{`separated by ";"`, "($fast_plug_option)"}},
+		{"QemuVM.running", []string{"(a pvectl key)", "TYPE:        boolean", "status/start"}},
+		{"QemuVM.dependsOn", []string{"a document key"}},
+		{"QemuVM", []string{"CREATE:      POST /nodes/{node}/qemu", "IDENTITY:    vmid when set, else name", "net0…net31", "PVECTL KEYS", "running", "NOT SUPPORTED YET"}},
+		{"LxcContainer.unprivileged", []string{"Replaces the container: PVE cannot convert a container"}},
+		{"LxcContainer.mp0", []string{"a new one is added at once"}},
+		{"LinuxBridge.type", []string{`always "bridge"`, "Fixed: a LinuxBridge always has type=bridge"}},
+		{"Connection.tokenSecret", []string{"SECRET:      yes", "${VAR}"}},
+		{"Defaults", []string{"Kinds: ACL, APIToken, BondInterface", "Connection, DownloadedImage, LinuxBridge"}},
+		{"Defaults.QemuVM.memory", []string{"KIND:        QemuVM", "FIELD:       memory"}},
+	} {
+		t.Run(c.path, func(t *testing.T) {
+			got := explainText(t, c.path, d)
+			for _, w := range c.want {
+				if !strings.Contains(got, w) {
+					t.Errorf("lacks %q:\n%s", w, got)
+				}
+			}
+		})
+	}
+}
+
+func TestExplainWithoutDescriptions(t *testing.T) {
+	got := explainText(t, "QemuVM.net0.tag", nil)
+	for _, w := range []string{"RANGE:       1 … 4094", "--apidoc FILE", "pve-docs/api-viewer/apidoc.js"} {
+		if !strings.Contains(got, w) {
+			t.Errorf("lacks %q:\n%s", w, got)
+		}
+	}
+}
+
+func TestExplainUnknown(t *testing.T) {
+	for _, c := range []struct {
+		path, suggestion string
+		planned          bool
+	}{
+		{"QemVM", "QemuVM", false},
+		{"Qemu", "QemuVM", false},
+		{"Nothing", "", false},
+		{"Template", "", true},
+		{"QemuVM.memroy", "memory", false},
+		{"QemuVM.nte1", "net1", false},
+		{"QemuVM.image", "", true},
+		{"QemuVM.net0.tga", "tag", false},
+		{"QemuVM.cores.x", "", false},
+		{"QemuVM.net0.tag.x", "", false},
+	} {
+		t.Run(c.path, func(t *testing.T) {
+			err := Explain(&strings.Builder{}, c.path, ExplainOptions{})
+			var nf *NotFoundError
+			if !errors.As(err, &nf) {
+				t.Fatalf("got %v, want a NotFoundError", err)
+			}
+			if nf.Suggestion != c.suggestion || nf.Planned != c.planned {
+				t.Errorf("got suggestion %q planned %v (%v), want %q %v", nf.Suggestion, nf.Planned, err, c.suggestion, c.planned)
+			}
+		})
+	}
+}
+
+// TestExplainEveryField: every kind, field and sub-key explains, so new
+// rows and keys are covered without edits here.
+func TestExplainEveryField(t *testing.T) {
+	n := 0
+	for _, k := range spec.KindSpecs() {
+		paths := []string{k.Kind}
+		for _, key := range k.Keys() {
+			if slices.Contains(k.Unsupported, key) {
+				continue
+			}
+			paths = append(paths, k.Kind+"."+key)
+			if p, ok := k.Param(key); ok {
+				for _, sub := range slices.Sorted(maps.Keys(p.SubKeys())) {
+					paths = append(paths, k.Kind+"."+key+"."+sub)
+				}
+			}
+		}
+		for _, p := range paths {
+			if err := Explain(&strings.Builder{}, p, ExplainOptions{}); err != nil {
+				t.Errorf("%s: %v", p, err)
+			}
+			n++
+		}
+	}
+	if n < 300 {
+		t.Errorf("explained only %d paths", n)
+	}
+}
