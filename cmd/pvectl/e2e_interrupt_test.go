@@ -10,19 +10,21 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pvectl/pvectl/pkg/pve"
 	"github.com/pvectl/pvectl/pkg/pve/pvesim"
 )
 
-// guestNames lists the names of the cluster's QEMU VMs.
+// guestNames lists the names of node pve's QEMU VMs, from the node's list:
+// /cluster/resources knows a new VM's name only once pvestatd ran.
 func (e *simEnv) guestNames() []string {
 	e.t.Helper()
-	rows, err := e.client.ClusterResources(context.Background(), "vm")
+	rows, err := e.client.NodeGuests(context.Background(), pve.QEMU, "pve")
 	if err != nil {
 		e.t.Fatal(err)
 	}
 	var names []string
 	for _, r := range rows {
-		if r.Type == "qemu" && !r.Template {
+		if !r.Template {
 			names = append(names, r.Name)
 		}
 	}

@@ -37,6 +37,8 @@ type simOptions struct {
 	errorRate    float64
 	lockRate     float64
 	warnRate     float64
+	lockWait     time.Duration
+	statusEvery  time.Duration
 	tls          bool
 }
 
@@ -72,7 +74,9 @@ tokens=ci@pve!plan. Tokens created through the API work as well.`,
 	f.DurationVar(&o.latency, "latency", 0, "delay added to every request")
 	f.DurationVar(&o.taskDuration, "task-duration", 300*time.Millisecond, "how long each task runs")
 	f.Float64Var(&o.errorRate, "error-rate", 0, "fraction of requests answered with a server fault (0..1)")
-	f.Float64Var(&o.lockRate, "lock-contention", 0, "fraction of task-starting writes answered with a lock timeout (0..1)")
+	f.Float64Var(&o.lockRate, "lock-contention", 0, "fraction of calls that find their guest lock busy for longer than PVE waits: their task (or the call, where PVE locks before it answers) fails with a lock timeout (0..1)")
+	f.DurationVar(&o.lockWait, "lock-wait", pvesim.DefaultLockWait, "how long a guest lock is waited for (PVE's lock_config wait; a clone's 1 s scales with it)")
+	f.DurationVar(&o.statusEvery, "status-interval", pvesim.DefaultStatusInterval, "how often /cluster/resources' status data is refreshed (PVE's pvestatd interval)")
 	f.Float64Var(&o.warnRate, "warn-rate", 0, "fraction of successful tasks that end with 'WARNINGS: 1' (0..1)")
 	f.BoolVar(&o.tls, "tls", false, "serve HTTPS with a self-signed certificate (its fingerprint is printed)")
 	return c
@@ -100,6 +104,9 @@ func (o *simOptions) run(ctx context.Context) error {
 	if o.latency < 0 || o.taskDuration < 0 {
 		return invalid(errors.New("--latency and --task-duration cannot be negative"))
 	}
+	if o.lockWait <= 0 || o.statusEvery <= 0 {
+		return invalid(errors.New("--lock-wait and --status-interval must be positive"))
+	}
 	for _, r := range []float64{o.errorRate, o.lockRate, o.warnRate} {
 		if r < 0 || r > 1 {
 			return invalid(errors.New("--error-rate, --lock-contention and --warn-rate take a fraction from 0 to 1"))
@@ -120,6 +127,7 @@ func (o *simOptions) run(ctx context.Context) error {
 		Latency: o.latency, TaskDuration: o.taskDuration,
 		StateFile: o.state, DataDir: o.dataDir,
 		ErrorRate: o.errorRate, LockContention: o.lockRate, WarnRate: o.warnRate,
+		LockWait: o.lockWait, StatusInterval: o.statusEvery,
 		Fingerprint: fp,
 	})
 	if err != nil {

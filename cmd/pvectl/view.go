@@ -249,12 +249,19 @@ func (v *progressView) Task(c *planner.Change, ev pve.TaskEvent) {
 		v.locks[key] = true
 		why := fmt.Sprint(ev.Err)
 		var ae *pve.APIError
-		if errors.As(ev.Err, &ae) {
+		var te *pve.TaskError
+		switch {
+		case errors.As(ev.Err, &ae):
 			why = ae.Message
+		case errors.As(ev.Err, &te): // the task failed on the lock and is started again
+			why = te.ExitStatus
 		}
 		msg := fmt.Sprintf("locked in PVE (%s): retrying %s", why, ev.Request)
-		v.eventLocked("change_progress", c, map[string]any{"progress": "lock_retry", "message": msg, "request": ev.Request},
-			fmt.Sprintf("%s: %s", c.Address, msg))
+		f := map[string]any{"progress": "lock_retry", "message": msg, "request": ev.Request}
+		if !ev.UPID.IsZero() {
+			f["task"] = taskFields(ev.UPID)
+		}
+		v.eventLocked("change_progress", c, f, fmt.Sprintf("%s: %s", c.Address, msg))
 	}
 }
 

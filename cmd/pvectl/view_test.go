@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -96,6 +97,32 @@ func TestProgressLines(t *testing.T) {
 	time.Sleep(20 * time.Millisecond)
 	if after := out.String(); after != got {
 		t.Errorf("lines after the change ended:\n%s", strings.TrimPrefix(after, got))
+	}
+}
+
+// A task that failed on its guest lock and is started again is shown like
+// a request's lock retry, with PVE's message and not the task's log; its
+// JSON line names the task.
+func TestTaskLockRetryLine(t *testing.T) {
+	const lock = "can't lock file '/var/lock/qemu-server/lock-9000.conf' - got timeout"
+	u, _ := pve.ParseUPID(viewUPID)
+	ev := pve.TaskEvent{Phase: pve.TaskLockRetry, UPID: u, Request: "POST /nodes/pve/qemu/9000/status/start", Attempt: 1,
+		Err: &pve.TaskError{UPID: viewUPID, ExitStatus: lock, LogTail: []string{"trying to acquire lock...", "TASK ERROR: " + lock}}}
+	c := &planner.Change{Address: "QemuVM/app-vm-1", Action: planner.Update}
+
+	var out bytes.Buffer
+	newProgressView(&out, false, false).Task(c, ev)
+	if want := "QemuVM/app-vm-1: locked in PVE (" + lock + "): retrying POST /nodes/pve/qemu/9000/status/start\n"; out.String() != want {
+		t.Errorf("got %q, want %q", out.String(), want)
+	}
+	out.Reset()
+	newProgressView(&out, true, false).Task(c, ev)
+	var line map[string]any
+	if err := json.Unmarshal(out.Bytes(), &line); err != nil {
+		t.Fatal(err)
+	}
+	if task, _ := line["task"].(map[string]any); line["progress"] != "lock_retry" || task["upid"] != viewUPID {
+		t.Errorf("got JSON line %v, want a lock_retry naming the task", line)
 	}
 }
 

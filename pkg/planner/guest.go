@@ -5,16 +5,17 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
-	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/pvectl/pvectl/pkg/pve"
 	"github.com/pvectl/pvectl/pkg/spec"
 )
 
 // guest is what QEMU VMs and containers share: one cluster-wide vmid
-// space, found by vmid or else by name in /cluster/resources, vmids
+// space, found by vmid or else by name among the guests as they are now
+// (guestRows), vmids
 // allocated at create, power state and pool membership reconciled. The
 // QemuVM and LxcContainer kinds embed it and add what differs.
 type guest struct {
@@ -106,104 +107,6 @@ func (g guest) name(r *spec.Resource) string {
 	return r.Name
 }
 
-// find picks r's row from /cluster/resources: by vmid, else by name among
-// guests of its type that are not templates.
-func (g guest) find(rows []pve.ClusterResource, r *spec.Resource, vmid int) (*pve.ClusterResource, error) {
-	if vmid != 0 {
-		for i := range rows {
-			if rows[i].VMID != vmid {
-				continue
-			}
-			if rows[i].Type == string(g.typ) {
-				return &rows[i], nil
-			}
-			if rows[i].Type == "qemu" || rows[i].Type == "lxc" {
-				return nil, fmt.Errorf("vmid %d is a %s, not a %s", vmid, guestNoun(rows[i].Type), g.noun)
-			}
-		}
-		return nil, nil
-	}
-	name := g.name(r)
-	var found []*pve.ClusterResource
-	for i := range rows {
-		if rows[i].Type == string(g.typ) && !rows[i].Template && rows[i].Name == name {
-			found = append(found, &rows[i])
-		}
-	}
-	switch len(found) {
-	case 0:
-		return nil, nil
-	case 1:
-		return found[0], nil
-	}
-	sort.Slice(found, func(i, j int) bool { return found[i].VMID < found[j].VMID })
-	ids := make([]string, len(found))
-	for i, f := range found {
-		ids[i] = strconv.Itoa(f.VMID)
-	}
-	return nil, fmt.Errorf("name %s matches %ss %s and %s: set vmid", name, guestNoun(string(g.typ)),
-		strings.Join(ids[:len(ids)-1], ", "), ids[len(ids)-1])
-}
-
-func guestNoun(typ string) string {
-	if typ == string(pve.LXC) {
-		return "container"
-	}
-	return "VM"
-}
-
-func (g guest) observe(ctx context.Context, lc *liveConn, r *spec.Resource) (*liveObj, error) {
-	vmid, err := specVMID(r)
-	if err != nil {
-		return nil, err
-	}
-	row, err := g.find(lc.resources, r, vmid)
-	if err != nil {
-		return nil, err
-	}
-	if row == nil || paramNode(r) != "" {
-		// The desired node must exist even when the guest does (a move).
-		node, err := lc.node(r)
-		if err != nil {
-			return nil, err
-		}
-		if row == nil {
-			return &liveObj{Node: node, State: &guestLive{VMID: vmid}}, nil
-		}
-	}
-	lo := &liveObj{Exists: true, Node: row.Node, State: &guestLive{VMID: row.VMID, Status: row.Status, Pool: row.Pool}}
-	cl := lc.client
-	lo.load = func(ctx context.Context) error {
-		cfg, err := cl.GuestConfig(ctx, g.typ, lo.Node, row.VMID)
-		if err != nil {
-			return fmt.Errorf("read config of %s %d: %w", g.noun, row.VMID, err)
-		}
-		lo.Config, lo.Digest = cfg, cfg["digest"]
-		return nil
-	}
-	return lo, nil
-}
-
-func (g guest) current(ctx context.Context, cl *pve.Client, c *Change) (*liveObj, error) {
-	rows, err := cl.ClusterResources(ctx, "vm")
-	if err != nil {
-		return nil, err
-	}
-	row, err := g.find(rows, c.Resource, stateOf(c).VMID)
-	if err != nil || row == nil {
-		return &liveObj{}, err
-	}
-	cfg, err := cl.GuestConfig(ctx, g.typ, row.Node, row.VMID)
-	if pve.IsNotFound(err) {
-		return &liveObj{}, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	return &liveObj{Exists: true, Node: row.Node, Config: cfg, Digest: cfg["digest"],
-		State: &guestLive{VMID: row.VMID, Status: row.Status, Pool: row.Pool}}, nil
-}
-
 // compareConfig compares the guest's config keys. done is true when the
 // change is decided already (the guest is locked by a task, or it must be
 // replaced); otherwise c holds the config diff and the update's params,
@@ -271,8 +174,7 @@ func (g guest) updateConfig(ctx context.Context, x *execution, c *Change) error 
 		}
 		size, _ := d.After.(string)
 		disk := topKey(d.Path)
-		path := fmt.Sprintf("/nodes/%s/%s/%d/resize", url.PathEscape(c.Node), g.typ, vmid)
-		if err := x.client.RunTask(ctx, "PUT", path, url.Values{"disk": {disk}, "size": {size}}); err != nil {
+		if err := x.client.ResizeGuest(ctx, g.typ, c.Node, vmid, disk, size); err != nil {
 			return fmt.Errorf("resize %s of %s %d: %w", disk, g.noun, vmid, err)
 		}
 	}
@@ -397,6 +299,84 @@ func (g guest) updateCommon(ctx context.Context, x *execution, c *Change) error 
 		if err := x.client.GuestPower(ctx, g.typ, c.Node, vmid, action, params); err != nil {
 			return fmt.Errorf("%s %s %d: %w", action, g.noun, vmid, err)
 		}
+	}
+	return nil
+}
+
+// rebootTimeout bounds how long rebootAndWait waits for a rebooted guest
+// to run again.
+const rebootTimeout = 10 * time.Minute
+
+// rebootAndWait reboots a running guest so that its pending changes apply,
+// and returns once it runs again with nothing pending. qemu-server's
+// reboot task ends when the VM has stopped: the start that applies the
+// pending changes is a qmstart task of its own, which qmeventd's cleanup
+// runs afterwards (QemuServer.pm vm_reboot, CLI/qm.pm cleanup), so the
+// reboot task's end is not the guest's. pve-container's vzreboot starts
+// the container itself (LXC.pm vm_reboot).
+func (g guest) rebootAndWait(ctx context.Context, x *execution, node string, vmid int) error {
+	x.msg("rebooting %s %d", g.noun, vmid)
+	if err := x.client.GuestPower(ctx, g.typ, node, vmid, "reboot", nil); err != nil {
+		return fmt.Errorf("reboot %s %d: %w", g.noun, vmid, err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, rebootTimeout)
+	defer cancel()
+	var since int64 = -1 // when the reboot task started (server time)
+	for delay := 100 * time.Millisecond; ; delay = min(2*delay, 2*time.Second) {
+		st, err := x.client.GuestStatus(ctx, g.typ, node, vmid)
+		if err != nil {
+			return fmt.Errorf("%s %d after its reboot: %w", g.noun, vmid, err)
+		}
+		switch {
+		case st.Status == "running":
+			keys, err := x.client.GuestPendingKeys(ctx, g.typ, node, vmid)
+			if err != nil {
+				return fmt.Errorf("%s %d after its reboot: %w", g.noun, vmid, err)
+			}
+			if len(keys) > 0 {
+				return fmt.Errorf("%s %d runs again after its reboot, but still has pending changes: %s", g.noun, vmid, strings.Join(keys, ", "))
+			}
+			return nil
+		case g.typ != pve.QEMU:
+			return fmt.Errorf("%s %d is %s after its reboot", g.noun, vmid, st.Status)
+		}
+		if since < 0 {
+			if since, err = g.lastTaskStart(ctx, x, node, vmid, "qmreboot"); err != nil {
+				return err
+			}
+		}
+		if err := g.restartFailed(ctx, x, node, vmid, since); err != nil {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("wait for %s %d to run again after its reboot: %w", g.noun, vmid, ctx.Err())
+		case <-time.After(delay):
+		}
+	}
+}
+
+// lastTaskStart is when the newest task of typ for the guest started.
+func (g guest) lastTaskStart(ctx context.Context, x *execution, node string, vmid int, typ string) (int64, error) {
+	rows, err := x.client.NodeTasks(ctx, node, url.Values{"vmid": {strconv.Itoa(vmid)}, "typefilter": {typ}, "source": {"all"}, "limit": {"1"}})
+	if err != nil {
+		return 0, fmt.Errorf("find the %s task of %s %d: %w", typ, g.noun, vmid, err)
+	}
+	if len(rows) == 0 {
+		return 0, fmt.Errorf("find the %s task of %s %d: the node lists none", typ, g.noun, vmid)
+	}
+	return rows[0].StartTime, nil
+}
+
+// restartFailed reports the qmstart task that qmeventd ran after the
+// reboot (started at or after since) if it failed.
+func (g guest) restartFailed(ctx context.Context, x *execution, node string, vmid int, since int64) error {
+	rows, err := x.client.NodeTasks(ctx, node, url.Values{"vmid": {strconv.Itoa(vmid)}, "typefilter": {"qmstart"}, "source": {"all"}, "limit": {"1"}})
+	if err != nil {
+		return fmt.Errorf("%s %d after its reboot: %w", g.noun, vmid, err)
+	}
+	if len(rows) == 1 && rows[0].StartTime >= since && !rows[0].Running() && !rows[0].Succeeded() {
+		return fmt.Errorf("%s %d did not start again after its reboot: task %s failed: %s", g.noun, vmid, rows[0].UPID, rows[0].Status)
 	}
 	return nil
 }

@@ -29,9 +29,9 @@ var (
 	cloudinitRe = regexp.MustCompile(`[:/](vm-\d+-)?cloudinit(\.\w+)?$`)
 )
 
-// readPerms: /cluster/resources lists only the guests the token may audit
-// (and a guest's pool only when it may audit the pool); the config and
-// status reads check VM.Audit.
+// readPerms: /cluster/resources and the per-node guest lists show only
+// the guests the token may audit (and a guest's pool only when it may
+// audit the pool); the config and status reads check VM.Audit.
 func (g guest) readPerms(r *spec.Resource) []permNeed {
 	noun := guestNoun(string(g.typ))
 	path, why := "/vms", fmt.Sprintf("to find the %s by name (PVE lists only the guests a token may audit)", noun)

@@ -52,6 +52,9 @@ type liveConn struct {
 	acl       []pve.ACLEntry
 	aclRead   bool
 	perms     pve.Permissions // the token's effective permissions
+	// guests holds, per guest type, the guests as they are now (guestfind.go
+	// guestRows), read at most once.
+	guests map[pve.GuestType][]pve.ClusterResource
 	// volumes are storage listings by node, storage and content, and
 	// usersOfVolumes the VMs using each volume on their drives (content.go).
 	volumes        map[string][]pve.Volume
@@ -69,10 +72,11 @@ type liveNetwork struct {
 
 // Observe reads the live state the Set needs in few calls: the token's
 // permissions, /cluster/resources and /nodes once per connection, one
-// network list per node with network resources, the pool list once, one
-// config per managed VM that exists. A resource whose reads the token may
-// not make truthfully (PVE's lists hide what it may not audit) is not
-// read: it fails with the privileges it lacks.
+// guest list per node and guest type the Set has, one network list per
+// node with network resources, the pool list once, one config per managed
+// VM that exists. A resource whose reads the token may not make
+// truthfully (PVE's lists hide what it may not audit) is not read: it
+// fails with the privileges it lacks.
 //
 // It reads every resource of the Set, targets or not (the lists are per
 // connection anyway, and the reads are what make a plan cheap to trust).

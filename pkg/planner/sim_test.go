@@ -243,6 +243,21 @@ func TestSimVerifyRefusesCreatedMeanwhile(t *testing.T) {
 	}
 }
 
+// A VM created by someone else between plan and apply is found by its
+// name although /cluster/resources does not know the name yet.
+func TestSimVerifyRefusesVMCreatedMeanwhile(t *testing.T) {
+	sim := newSim(t)
+	ctx := context.Background()
+	p := planFor(t, sim, loadSpec(t, "kind: QemuVM\nname: web\nspec:\n  memory: 512\n"), Options{})
+	if err := sim.cl.CreateQemu(ctx, "pve", url.Values{"vmid": {"150"}, "name": {"web"}}); err != nil {
+		t.Fatal(err)
+	}
+	err := Verify(ctx, sim, p)
+	if err == nil || !strings.Contains(err.Error(), "QemuVM/web: now exists") {
+		t.Errorf("Verify: got %v want a refusal for QemuVM/web", err)
+	}
+}
+
 func TestSimVerifyRefusesGone(t *testing.T) {
 	sim := newSim(t)
 	ctx := context.Background()
@@ -373,31 +388,82 @@ func TestSimFailureSkipsDependents(t *testing.T) {
 
 func itoa(i int) string { return strconv.Itoa(i) }
 
+// guestsNow lists the guests of typ on nodes as they are now: the per-node
+// lists, not /cluster/resources, whose names and states lag (pvestatd).
+func guestsNow(t *testing.T, sim *simClients, typ pve.GuestType, nodes ...string) []pve.ClusterResource {
+	t.Helper()
+	var out []pve.ClusterResource
+	for _, n := range nodes {
+		rows, err := sim.cl.NodeGuests(context.Background(), typ, n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, rows...)
+	}
+	return out
+}
+
+// TestSimObserveFewCalls pins what a plan costs: the cluster-wide lists
+// once, one guest list per node that holds guests of a type the specs
+// have (none for containers here: there are none to find yet), one network
+// list per node with network resources, and one config per guest found.
+// The guest lists replace /cluster/resources' lagging names and states
+// (guestRows); a guest found by name costs nothing more.
 func TestSimObserveFewCalls(t *testing.T) {
-	sim, rc := newCountingSim(t)
-	set := loadSpec(t, example01YAML(t)+"\n---\nkind: Pool\nname: team\n---\nkind: QemuVM\nname: other\nspec:\n  vmid: 101\n  memory: 512\n")
-	applyPlan(t, sim, planFor(t, sim, set, Options{}))
+	sim, rc := newCountingSim(t, "pve", "pve2")
+	set := loadSpec(t, example01YAML(t)+`
+---
+kind: Pool
+name: team
+---
+kind: QemuVM
+name: other
+spec:
+  vmid: 101
+  memory: 512
+---
+kind: QemuVM
+name: far
+spec:
+  node: pve2
+  memory: 512
+---
+kind: LxcContainer
+name: ct
+spec:
+  ostemplate: local:vztmpl/debian-12-standard_12.7-1_amd64.tar.zst
+  vmid: 300
+`)
+	ctx := context.Background()
+	p := planFor(t, sim, set, Options{Targets: []string{"QemuVM/app-vm-1", "QemuVM/other", "QemuVM/far", "Pool/team"}})
+	applyPlan(t, sim, p)
 	rc.reset()
-	if _, err := Observe(context.Background(), sim, set); err != nil {
+	obs, err := Observe(ctx, sim, set)
+	if err != nil {
 		t.Fatal(err)
 	}
 	want := map[string]int{
-		"GET /access/permissions":        1, // the permission preflight, once per connection
-		"GET /cluster/resources":         1,
-		"GET /nodes":                     1,
-		"GET /nodes/pve/network":         1,
-		"GET /pools":                     1,
-		"GET /nodes/pve/qemu/100/config": 1,
-		"GET /nodes/pve/qemu/101/config": 1,
+		"GET /access/permissions":         1, // the permission preflight, once per connection
+		"GET /cluster/resources":          1,
+		"GET /nodes":                      1,
+		"GET /nodes/pve/network":          1,
+		"GET /pools":                      1,
+		"GET /nodes/pve/qemu":             1,
+		"GET /nodes/pve2/qemu":            1,
+		"GET /nodes/pve/qemu/100/config":  1,
+		"GET /nodes/pve/qemu/101/config":  1,
+		"GET /nodes/pve2/qemu/102/config": 1,
 	}
 	if diff := cmp.Diff(want, rc.reset()); diff != "" {
 		t.Errorf("requests (-want +got):\n%s", diff)
+	}
+	if lo := obs.objs["QemuVM/far"]; lo == nil || !lo.Exists || lo.Node != "pve2" {
+		t.Errorf("QemuVM/far: got %+v, want found by name on pve2", lo)
 	}
 }
 
 func TestSimNodeMoveReplaces(t *testing.T) {
 	sim := newSim(t, "pve", "pve2")
-	ctx := context.Background()
 	const doc = "kind: QemuVM\nname: mover\nspec:\n  node: pve\n  vmid: 150\n  memory: 1024\n  running: true\n"
 	applyPlan(t, sim, planFor(t, sim, loadSpec(t, doc), Options{}))
 	set := loadSpec(t, strings.Replace(doc, "node: pve", "node: pve2", 1))
@@ -407,12 +473,8 @@ func TestSimNodeMoveReplaces(t *testing.T) {
 		t.Fatalf("plan: got %s %s→%s want replace pve→pve2", c.Action, stateOf(c).PrevNode, c.Node)
 	}
 	applyPlan(t, sim, p)
-	rows, err := sim.cl.ClusterResources(ctx, "vm")
-	if err != nil {
-		t.Fatal(err)
-	}
 	var where []string
-	for _, r := range rows {
+	for _, r := range guestsNow(t, sim, pve.QEMU, "pve", "pve2") {
 		if r.VMID == 150 {
 			where = append(where, r.Node+"/"+r.Status)
 		}
@@ -497,12 +559,8 @@ spec:
 `
 	set := loadSpec(t, doc)
 	applyPlan(t, sim, planFor(t, sim, set, Options{}))
-	rows, err := sim.cl.ClusterResources(context.Background(), "vm")
-	if err != nil {
-		t.Fatal(err)
-	}
 	got := map[string]int{}
-	for _, r := range rows {
+	for _, r := range guestsNow(t, sim, pve.QEMU, "pve") {
 		got[r.Name] = r.VMID
 	}
 	want := map[string]int{"free": 102, "pinned": 100, "pinned2": 101, "ubuntu-24.04-cloud": 9000}

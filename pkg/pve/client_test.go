@@ -225,6 +225,8 @@ func TestErrorPredicates(t *testing.T) {
 		{name: "500 does not exist", err: &APIError{Status: 500, Message: "Configuration file 'nodes/pve/qemu-server/1.conf' does not exist"}, notFound: true},
 		{name: "400 no such", err: &APIError{Status: 400, Message: "no such interface 'vmbr9'"}, notFound: true},
 		{name: "500 not found", err: &APIError{Status: 500, Message: "pool 'x' not found"}, notFound: true},
+		{name: "500 no config on node", err: &APIError{Status: 500, Message: "unable to find configuration file for VM 100 on node 'pve'"}, notFound: true},
+		{name: "task lock failure", err: &TaskError{ExitStatus: lock}},
 		{name: "500 other", err: &APIError{Status: 500, Message: "internal error"}},
 		{name: "403 does not exist", err: &APIError{Status: 403, Message: "Permission check failed (user does not exist)"}},
 	}

@@ -87,7 +87,9 @@ func IsDigestMismatch(err error) bool {
 }
 
 // IsNotFound reports whether err says the object does not exist
-// (HTTP 404, or 500 "... does not exist" as PVE answers for missing VMs/ifaces).
+// (HTTP 404, or 500 "... does not exist" as PVE answers for missing
+// VMs/ifaces, "unable to find configuration file for VM N on node 'x'"
+// as qemu-server's check_running answers a reboot or clone of one).
 func IsNotFound(err error) bool {
 	var ae *APIError
 	if !errors.As(err, &ae) {
@@ -98,7 +100,8 @@ func IsNotFound(err error) bool {
 		return true
 	case 400, 500:
 		m := strings.ToLower(ae.Message)
-		return strings.Contains(m, "does not exist") || strings.Contains(m, "not found") || strings.Contains(m, "no such")
+		return strings.Contains(m, "does not exist") || strings.Contains(m, "not found") || strings.Contains(m, "no such") ||
+			strings.Contains(m, "unable to find configuration file")
 	}
 	return false
 }

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 )
 
 // GuestType is the API family of a guest: QEMU VMs live under
@@ -73,34 +74,67 @@ func (c *Client) CreateGuest(ctx context.Context, typ GuestType, node string, pa
 
 // UpdateGuest changes a guest's config and waits: POST …/config (a task)
 // for a VM, PUT …/config (synchronous) for a container, which has no POST.
+// A task that failed on the guest's lock changed nothing (qemu-server runs
+// the whole update under the lock) and is started again.
 func (c *Client) UpdateGuest(ctx context.Context, typ GuestType, node string, vmid int, params url.Values) error {
 	method := http.MethodPost
 	if typ == LXC {
 		method = http.MethodPut
 	}
-	return c.RunTask(ctx, method, guestPath(typ, node, vmid, "config"), params)
+	return c.RunIdempotentTask(ctx, method, guestPath(typ, node, vmid, "config"), params)
 }
 
+// powerActions maps each power action to whether repeating it after a
+// task that failed on the guest's lock is safe: start, stop, shutdown and
+// reboot lead to the same state however often they run.
 var powerActions = map[string]bool{
 	"start": true, "stop": true, "shutdown": true, "reboot": true,
-	"reset": true, "suspend": true, "resume": true,
+	"reset": false, "suspend": false, "resume": false,
 }
 
 // GuestPower POSTs …/{vmid}/status/{action} and waits.
 func (c *Client) GuestPower(ctx context.Context, typ GuestType, node string, vmid int, action string, params url.Values) error {
-	if !powerActions[action] {
+	idempotent, ok := powerActions[action]
+	if !ok {
 		return fmt.Errorf("%s %d: unknown power action %q (want start, stop, shutdown, reboot, reset, suspend or resume)", typ, vmid, action)
 	}
-	return c.RunTask(ctx, http.MethodPost, guestPath(typ, node, vmid, "status", action), params)
+	path := guestPath(typ, node, vmid, "status", action)
+	if idempotent {
+		return c.RunIdempotentTask(ctx, http.MethodPost, path, params)
+	}
+	return c.RunTask(ctx, http.MethodPost, path, params)
 }
 
 // DeleteGuest DELETEs …/{vmid} with purge=1 and destroy-unreferenced-disks=1
 // and waits.
 func (c *Client) DeleteGuest(ctx context.Context, typ GuestType, node string, vmid int) error {
-	return c.RunTask(ctx, http.MethodDelete, guestPath(typ, node, vmid), url.Values{
+	return c.RunIdempotentTask(ctx, http.MethodDelete, guestPath(typ, node, vmid), url.Values{
 		"purge":                      {"1"},
 		"destroy-unreferenced-disks": {"1"},
 	})
+}
+
+// ResizeGuest grows a disk (PUT …/resize) and waits. A resize to an
+// absolute size is repeated after a task that failed on the guest's lock;
+// a relative one ("+2G") is not: a second one would grow the disk twice
+// if the first had got further than the lock.
+func (c *Client) ResizeGuest(ctx context.Context, typ GuestType, node string, vmid int, disk, size string) error {
+	path := guestPath(typ, node, vmid, "resize")
+	params := url.Values{"disk": {disk}, "size": {size}}
+	if strings.HasPrefix(size, "+") {
+		return c.RunTask(ctx, http.MethodPut, path, params)
+	}
+	return c.RunIdempotentTask(ctx, http.MethodPut, path, params)
+}
+
+// CloneGuest clones a guest (POST …/clone, params include newid) and
+// waits. A QEMU clone whose task failed on a lock is started again:
+// qemu-server's worker locks the source and the target before it writes
+// the target's first (temporary) config file, so such a task left nothing
+// behind (API2/Qemu.pm clone_vm). A container's clone takes its locks
+// before it answers, so those failures are retried as requests.
+func (c *Client) CloneGuest(ctx context.Context, typ GuestType, node string, vmid int, params url.Values) error {
+	return c.RunIdempotentTask(ctx, http.MethodPost, guestPath(typ, node, vmid, "clone"), params)
 }
 
 // The QEMU forms of the guest calls.
@@ -131,4 +165,51 @@ func (c *Client) QemuPower(ctx context.Context, node string, vmid int, action st
 
 func (c *Client) DeleteQemu(ctx context.Context, node string, vmid int) error {
 	return c.DeleteGuest(ctx, QEMU, node, vmid)
+}
+
+// TemplateGuest converts a stopped guest into a template and waits; it
+// is safe to repeat after a task that failed on the guest's lock. A
+// container's call answers null although a worker runs (pve-container
+// API2/LXC.pm template forks it under the lock taken in the API process):
+// its config is polled until it says template.
+func (c *Client) TemplateGuest(ctx context.Context, typ GuestType, node string, vmid int) error {
+	err := c.RunIdempotentTask(ctx, http.MethodPost, guestPath(typ, node, vmid, "template"), nil)
+	if err != nil || typ != LXC {
+		return err
+	}
+	if c.cfg.taskTimeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, c.cfg.taskTimeout)
+		defer cancel()
+	}
+	for delay := c.cfg.pollMin; ; delay = min(delay*2, c.cfg.pollMax) {
+		cfg, err := c.GuestConfig(ctx, typ, node, vmid)
+		if err != nil {
+			return fmt.Errorf("wait for %s %d to become a template: %w", typ, vmid, err)
+		}
+		if cfg["template"] == "1" {
+			return nil
+		}
+		if err := sleep(ctx, delay); err != nil {
+			return fmt.Errorf("wait for %s %d to become a template: %w", typ, vmid, err)
+		}
+	}
+}
+
+// NodeGuests lists GET /nodes/{node}/qemu or …/lxc: the guests of one type
+// on a node, read from their configs and processes, so that a guest made a
+// moment ago is there with its name and power state. /cluster/resources
+// answers those from pvestatd's status data, up to ~10 s old (pve-manager
+// API2Tools.pm extract_vm_stats). The rows are shaped like the guest rows
+// of ClusterResources, with Type, Node and ID filled in (Pool is not).
+func (c *Client) NodeGuests(ctx context.Context, typ GuestType, node string) ([]ClusterResource, error) {
+	var rows []ClusterResource
+	if err := c.Do(ctx, http.MethodGet, apiPath("nodes", node, string(typ)), nil, &rows); err != nil {
+		return nil, err
+	}
+	for i := range rows {
+		rows[i].Type, rows[i].Node = string(typ), node
+		rows[i].ID = fmt.Sprintf("%s/%d", typ, rows[i].VMID)
+	}
+	return rows, nil
 }

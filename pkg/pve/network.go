@@ -45,9 +45,10 @@ func (c *Client) DeleteIface(ctx context.Context, node, iface string) error {
 	return c.Do(ctx, http.MethodDelete, apiPath("nodes", node, "network", iface), nil, nil)
 }
 
-// ApplyNetwork commits staged changes (PUT /nodes/{node}/network) and waits.
+// ApplyNetwork commits staged changes (PUT /nodes/{node}/network) and
+// waits; committing what is staged is safe to repeat.
 func (c *Client) ApplyNetwork(ctx context.Context, node string) error {
-	return c.RunTask(ctx, http.MethodPut, apiPath("nodes", node, "network"), nil)
+	return c.RunIdempotentTask(ctx, http.MethodPut, apiPath("nodes", node, "network"), nil)
 }
 
 // RevertNetwork discards staged changes (DELETE /nodes/{node}/network).

@@ -22,7 +22,10 @@ type TaskStatus struct {
 	ExitStatus string `json:"exitstatus,omitempty"`
 	Type       string `json:"type"`
 	ID         string `json:"id"`
-	User       string `json:"user"`
+	// User is the user a task runs as; for a token's task PVE names the
+	// token apart in TokenID (pve-manager Tasks.pm convert_token_task).
+	User    string `json:"user"`
+	TokenID string `json:"tokenid,omitempty"`
 }
 
 const (
@@ -258,4 +261,34 @@ func truncate(s string, n int) string {
 		return s
 	}
 	return s[:n] + "…"
+}
+
+// TaskRow is one row of GET /nodes/{node}/tasks. Status is the exit
+// status of an ended task ("OK", "WARNINGS: n" or the error) and empty
+// while it runs.
+type TaskRow struct {
+	UPID      string `json:"upid"`
+	Type      string `json:"type"`
+	ID        string `json:"id"`
+	User      string `json:"user"`
+	StartTime int64  `json:"starttime"`
+	EndTime   int64  `json:"endtime,omitempty"`
+	Status    string `json:"status,omitempty"`
+}
+
+// Running reports whether the task has not ended yet (PVE lists a running
+// task without a status, or with "RUNNING").
+func (r TaskRow) Running() bool { return r.Status == "" || r.Status == "RUNNING" }
+
+// Succeeded reports whether an ended task succeeded ("OK" or "WARNINGS: n").
+func (r TaskRow) Succeeded() bool { return !r.Running() && succeeded(r.Status) }
+
+// NodeTasks lists GET /nodes/{node}/tasks, newest first, filtered by
+// params (vmid, typefilter, source, limit…).
+func (c *Client) NodeTasks(ctx context.Context, node string, params url.Values) ([]TaskRow, error) {
+	var rows []TaskRow
+	if err := c.Do(ctx, http.MethodGet, apiPath("nodes", node, "tasks"), params, &rows); err != nil {
+		return nil, err
+	}
+	return rows, nil
 }

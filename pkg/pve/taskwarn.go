@@ -18,6 +18,8 @@ const (
 	TaskDone
 	// TaskLockRetry: a task-starting request met PVE's "can't lock file …
 	// got timeout" and is sent again after a pause (Request, Attempt, Err).
+	// When the task itself failed on the lock (RunIdempotentTask), UPID is
+	// that task and Err its *TaskError.
 	TaskLockRetry
 )
 

@@ -2,7 +2,6 @@ package pvesim
 
 import (
 	"maps"
-	"net/http"
 	"slices"
 	"strings"
 
@@ -120,15 +119,10 @@ func (s *Server) getCloudinit(k *guestKind, q *request) (any, error) {
 // with a cloud-init drive gets its image made anew from the config, which
 // drops the special section; one without has nothing to do.
 func (s *Server) regenerateCloudinit(k *guestKind, q *request) (any, error) {
-	v, err := s.guestOf(k, q)
+	// lock_config in the API process: the call waits for a busy lock.
+	v, err := s.lockedGuest(k, q)
 	if err != nil {
 		return nil, err
-	}
-	if err := s.checkLock(v.VMID); err != nil {
-		return nil, err
-	}
-	if l := v.Conf["lock"]; l != "" {
-		return nil, fail(http.StatusInternalServerError, "%s is locked (%s)", k.noun, l)
 	}
 	if isCloudinitVM(v) {
 		v.CloudInit = nil

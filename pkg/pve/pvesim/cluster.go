@@ -1,7 +1,6 @@
 package pvesim
 
 import (
-	"fmt"
 	"maps"
 	"net/http"
 	"slices"
@@ -138,33 +137,6 @@ func (s *Server) clusterResources(q *request) (any, error) {
 		}
 	}
 	return out, nil
-}
-
-// vmResource is a guest's /cluster/resources row.
-func (s *Server) vmResource(v *vm) map[string]any {
-	k := s.kindOf(v)
-	m := map[string]any{
-		"id": fmt.Sprintf("%s/%d", k.api, v.VMID), "type": k.api, "node": v.Node, "vmid": v.VMID,
-		"status": v.status(), "template": b2i(v.Conf["template"] == "1"),
-		"maxmem": vmMaxMem(v.Conf), "maxcpu": k.cpus(v.Conf), "maxdisk": vmMaxDisk(v.Conf),
-		"mem": 0, "cpu": 0, "disk": 0, "uptime": v.uptime(), "netin": 0, "netout": 0,
-		"diskread": 0, "diskwrite": 0,
-	}
-	m["name"] = s.statusName(v) // pvestatd's vmstatus: "VM 100" for an unnamed VM
-	if t := v.Conf["tags"]; t != "" {
-		m["tags"] = t
-	}
-	if l := v.Conf["lock"]; l != "" {
-		m["lock"] = l
-	}
-	if p := s.st.vmPool(v.VMID); p != "" {
-		m["pool"] = p
-	}
-	if v.Running {
-		m["mem"] = vmMaxMem(v.Conf) / 4
-		m["cpu"] = 0.01
-	}
-	return m
 }
 
 // nextID is pve-manager PVE/API2/Cluster.pm nextid. PVE answers the id as

@@ -21,6 +21,14 @@ func (s *Server) PutGuest(node string, vmid int, running bool, conf map[string]s
 	s.st.VMs[vmid] = v
 }
 
+// PutContainer installs a container directly, as if earlier tasks had made it.
+func (s *Server) PutContainer(node string, vmid int, running bool, conf map[string]string) {
+	s.PutGuest(node, vmid, running, conf)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.st.VMs[vmid].Type = s.lxc.typ
+}
+
 // HasGuest reports whether a guest with vmid exists (a stub being created included).
 func (s *Server) HasGuest(vmid int) bool {
 	s.mu.Lock()

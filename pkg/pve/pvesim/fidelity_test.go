@@ -92,7 +92,7 @@ func (e *env) run2(t *testing.T, method, path string, kv ...string) {
 
 func TestCloneLocks(t *testing.T) {
 	const timeout = "can't lock file '/var/lock/qemu-server/lock-%s.conf' - got timeout"
-	e := newEnv(t, pvesim.Options{TaskDuration: time.Hour})
+	e := newEnv(t, pvesim.Options{TaskDuration: time.Hour, LockWait: 20 * time.Millisecond})
 	e.Server.PutGuest("pve", 100, true, map[string]string{"name": "live", "memory": "512"})
 
 	// A stopped source is locked shared: clones of one template run side by side.
@@ -100,24 +100,40 @@ func TestCloneLocks(t *testing.T) {
 	e.task("POST", "/nodes/pve/qemu/9000/clone", "newid", "102")
 	// A running source is locked exclusively.
 	e.task("POST", "/nodes/pve/qemu/100/clone", "newid", "103")
+	for _, id := range []string{"101", "102", "103"} {
+		if c := e.config(id); c["lock"] != "clone" {
+			t.Errorf("got target %s config %v, want lock clone", id, c)
+		}
+	}
 
 	tests := []struct {
 		name, method, path string
 		kv                 []string
 		vmid               string
+		inTask             bool // the worker takes the lock: the task fails, not the call
 	}{
-		{"write to the template", "PUT", "/nodes/pve/qemu/9000/config", []string{"description", "x"}, "9000"},
-		{"write to a target", "PUT", "/nodes/pve/qemu/101/config", []string{"memory", "1024"}, "101"},
-		{"second clone of a running source", "POST", "/nodes/pve/qemu/100/clone", []string{"newid", "104"}, "100"},
-		{"write to a running source", "PUT", "/nodes/pve/qemu/100/config", []string{"name", "y"}, "100"},
+		{"write to the template", "PUT", "/nodes/pve/qemu/9000/config", []string{"description", "x"}, "9000", false},
+		{"write to a target", "PUT", "/nodes/pve/qemu/101/config", []string{"memory", "1024"}, "101", false},
+		{"second clone of a running source", "POST", "/nodes/pve/qemu/100/clone", []string{"newid", "104"}, "100", true},
+		{"write to a running source", "PUT", "/nodes/pve/qemu/100/config", []string{"name", "y"}, "100", false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			r := e.call(tc.method, tc.path, tc.kv...)
-			if want := strings.Replace(timeout, "%s", tc.vmid, 1); r.Status != 500 || r.Message != want {
+			want := strings.Replace(timeout, "%s", tc.vmid, 1)
+			if tc.inTask {
+				if st := e.wait(e.task(tc.method, tc.path, tc.kv...)); st.ExitStatus != want {
+					t.Errorf("got exit status %q, want %q", st.ExitStatus, want)
+				}
+				return
+			}
+			if r := e.call(tc.method, tc.path, tc.kv...); r.Status != 500 || r.Message != want {
 				t.Errorf("got %d %q, want 500 %q", r.Status, r.Message, want)
 			}
 		})
+	}
+	// The clone that could not lock its source left nothing behind.
+	if e.Server.HasGuest(104) {
+		t.Errorf("got VM 104 after its clone failed on the lock, want none")
 	}
 }
 

@@ -13,7 +13,7 @@ import (
 )
 
 // guestKind is what differs between QEMU VMs and LXC containers. The guest
-// handlers (guest.go, guestops.go) are written once against it; each
+// handlers (guest*.go) are written once against it; each
 // type's facts sit in one value, built in qemu.go and lxc.go.
 type guestKind struct {
 	typ     string // vm.Type: "" for QEMU, "lxc"
@@ -56,20 +56,42 @@ type guestKind struct {
 	stateBeforeFork bool
 	templateNoun    string // "you can't start a %s if it's a template"
 	destroyRunning  string // the error destroying a running guest (format, vmid)
-	// sharedCloneLock: a stopped clone source is locked shared, so clones
-	// of one template run side by side (qemu-server); else exclusively.
-	sharedCloneLock bool
 	// templateNull: POST …/template answers null although a worker runs.
 	templateNull bool
+	// syncLocks: clone and template take the guest locks in the API
+	// process (pve-container API2/LXC.pm clone_vm, template), not in the
+	// worker (qemu-server).
+	syncLocks bool
+	// resizeChecksBeforeFork: resize checks the disk, size and digest in
+	// the API process too (pve-container), not only in the worker.
+	resizeChecksBeforeFork bool
+	// resizeShrink refuses a smaller size; resizeSame, when set, refuses
+	// the same size (pve-container), else it is a no-op (qemu-server).
+	resizeShrink, resizeSame string
+	// createLockWait is the create worker's lock timeout in PVE seconds;
+	// createKeepsStub: a create worker that cannot get it leaves the
+	// config stub (pve-container) instead of removing it (qemu-server).
+	createLockWait  int
+	createKeepsStub bool
+	// shutdownTimeout is the shutdown's default timeout (seconds);
+	// stopsInTime says whether a guest that needs d to stop is seen down
+	// within timeout; shutdownTimedOut is the error when it is not,
+	// shutdownKill the log line when forceStop kills it instead.
+	shutdownTimeout  int
+	stopsInTime      func(d time.Duration, timeout int) bool
+	shutdownTimedOut string
+	shutdownKill     string
+	// rebootInTask: the reboot task starts the guest again itself
+	// (pve-container) instead of leaving that to a qmstart task.
+	rebootInTask bool
 }
 
 // guestHandler is a handler written once for both guest types.
 type guestHandler func(k *guestKind, q *request) (any, error)
 
-// route binds a guest handler to key for this kind; lock errors injected
-// on the route name this kind's lock file.
+// route binds a guest handler to key for this kind.
 func (k *guestKind) route(key string, h guestHandler) route {
-	return route{key: key, h: func(q *request) (any, error) { return h(k, q) }, guest: k}
+	return route{key: key, h: func(q *request) (any, error) { return h(k, q) }}
 }
 
 // name is how PVE names a guest in messages: "VM 100" or "CT 100".
@@ -134,15 +156,32 @@ func (s *Server) vmidTaken(old *vm) error {
 
 // guestOf finds the request's guest of kind k on its node.
 func (s *Server) guestOf(k *guestKind, q *request) (*vm, error) {
-	id, _ := strconv.Atoi(q.vars["vmid"])
-	v, ok := s.st.VMs[id]
-	if !ok || v.Node != q.vars["node"] || v.Type != k.typ {
-		return nil, k.noConfig(q.vars["node"], id)
+	return s.guestAt(k, q.vars["node"], vmidOf(q))
+}
+
+// guestAt finds guest vmid of kind k on node: a worker looks its guest up
+// again, since it may be gone by the time the worker runs.
+func (s *Server) guestAt(k *guestKind, node string, vmid int) (*vm, error) {
+	v, ok := s.st.VMs[vmid]
+	if !ok || v.Node != node || v.Type != k.typ {
+		return nil, k.noConfig(node, vmid)
 	}
 	return v, nil
 }
 
-// writableGuest finds the request's guest and checks that it may be written.
+func vmidOf(q *request) int {
+	id, _ := strconv.Atoi(q.vars["vmid"])
+	return id
+}
+
+// noConfigOnNode is qemu-server's check_running on a guest that is not
+// there (QemuConfig.pm assert_config_exists_on_node): reboot and clone
+// ask it before anything else.
+func noConfigOnNode(node string, vmid int) error {
+	return fail(http.StatusInternalServerError, "unable to find configuration file for VM %d on node '%s'", vmid, node)
+}
+
+// writableGuest finds the request's guest and checks its config lock.
 func (s *Server) writableGuest(k *guestKind, q *request) (*vm, error) {
 	v, err := s.guestOf(k, q)
 	if err != nil {
@@ -151,16 +190,42 @@ func (s *Server) writableGuest(k *guestKind, q *request) (*vm, error) {
 	return v, s.writable(v, q)
 }
 
-// writable checks the task lock (lock-timeout 500) and the config lock.
+// lockedGuest is writableGuest for a call that takes the guest's lock in
+// the API process (PUT config: lock_config): it waits for the lock like
+// PVE and looks the guest up again after the wait.
+func (s *Server) lockedGuest(k *guestKind, q *request) (*vm, error) {
+	if _, err := s.guestOf(k, q); err != nil {
+		return nil, err
+	}
+	if err := s.lockNow(q, s.guestLock(k, vmidOf(q))); err != nil {
+		return nil, err
+	}
+	return s.writableGuest(k, q)
+}
+
+// writable checks the config lock (check_lock) unless the request skips
+// it, which only root may. The flock is taken where PVE takes it
+// (locks.go).
 func (s *Server) writable(v *vm, q *request) error {
+	if err := skiplockRefused(q); err != nil {
+		return err
+	}
+	return s.configLock(v, q.bool("skiplock"))
+}
+
+// skiplockRefused: skiplock is root@pam's alone, refused before anything
+// else happens (the API handlers' raise_param_exc, before they fork).
+func skiplockRefused(q *request) error {
 	if q.bool("skiplock") && q.user != superuser {
 		return paramErr1("skiplock", "Only root may use this option.")
 	}
-	if err := s.checkLock(v.VMID); err != nil {
-		return err
-	}
-	if l := v.Conf["lock"]; l != "" && !q.bool("skiplock") {
-		// pve-guest-common AbstractConfig.pm check_lock names the guest type.
+	return nil
+}
+
+// configLock is check_lock: a guest whose config names a lock refuses;
+// pve-guest-common AbstractConfig.pm check_lock names the guest type.
+func (s *Server) configLock(v *vm, skiplock bool) error {
+	if l := v.Conf["lock"]; l != "" && !skiplock {
 		return fail(http.StatusInternalServerError, "%s is locked (%s)", s.kindOf(v).noun, l)
 	}
 	return nil
@@ -290,65 +355,6 @@ func (s *Server) newGuest(q *request, restore bool) (int, string, error) {
 		}
 	}
 	return id, poolID, nil
-}
-
-// startCreate registers v as a stub locked "create" and starts the create
-// worker: work writes its log (allocations, extraction), then the worker
-// installs conf, joins the pool and starts the guest when asked.
-func (s *Server) startCreate(k *guestKind, v *vm, conf map[string]string, poolID string, start bool, work func(t *task)) string {
-	v.Conf["lock"] = "create"
-	s.st.VMs[v.VMID] = v
-	id := v.VMID
-	return s.startTask(v.Node, k.tasks+"create", vmidString(id), []int{id}, func(t *task) error {
-		work(t)
-		v.Conf = conf
-		if poolID != "" {
-			if p, ok := s.st.Pools[poolID]; ok {
-				p.VMs = append(p.VMs, id)
-			}
-		}
-		if start {
-			return s.startGuest(t, v)
-		}
-		return nil
-	})
-}
-
-func (s *Server) destroyGuest(k *guestKind, q *request) (any, error) {
-	v, err := s.writableGuest(k, q)
-	if err != nil {
-		return nil, err
-	}
-	if v.Conf["protection"] == "1" {
-		return nil, fail(http.StatusInternalServerError, "can't remove %s - protection mode enabled", k.name(v.VMID))
-	}
-	if v.Running {
-		return nil, fail(http.StatusInternalServerError, k.destroyRunning, v.VMID)
-	}
-	id := v.VMID
-	upid := s.startTask(v.Node, k.tasks+"destroy", vmidString(id), []int{id}, func(t *task) error {
-		// destroy_vm refuses, inside the worker, a template whose base
-		// volumes linked clones still use.
-		if v.Conf["template"] == "1" {
-			for _, vol := range s.st.volumesOf(id) {
-				if s.st.volumeInUseAsBase(vol.volid()) {
-					return fmt.Errorf("base volume '%s' is still in use by linked cloned", vol.volid())
-				}
-			}
-		}
-		for _, vol := range s.st.volumesOf(id) {
-			delete(s.st.Volumes, vol.volid())
-			t.logf("  Logical volume \"%s\" successfully removed.", vol.Name)
-		}
-		s.st.removeFromPools(id)
-		delete(s.st.VMs, id)
-		s.dropACLTree("/vms/" + vmidString(id)) // remove_vm_access
-		if q.bool("purge") {
-			t.logf("purging VM %d from related configurations..", id)
-		}
-		return nil
-	})
-	return upid, nil
 }
 
 // effectiveConf is the config with pending changes applied
@@ -485,13 +491,24 @@ func (s *Server) postConfig(k *guestKind, q *request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The worker takes the lock (lock_config) before it writes anything: a
+	// worker that cannot get it changes nothing, and one that waited finds
+	// the guest as it is then (a destroy may have won the lock).
 	return s.startTask(v.Node, k.tasks+"config", vmidString(v.VMID), []int{v.VMID}, func(t *task) error {
+		if s.st.VMs[v.VMID] != v {
+			return k.noConfig(v.Node, v.VMID)
+		}
 		return workerErr(k.update(s, v, e, t))
 	}), nil
 }
 
-// putConfig is the synchronous update.
+// putConfig is the synchronous update: it takes the guest's lock in the
+// API process (qemu-server update_vm_api with $sync, pve-container
+// API2/LXC/Config.pm update_vm: lock_config), waiting like PVE.
 func (s *Server) putConfig(k *guestKind, q *request) (any, error) {
+	if _, err := s.lockedGuest(k, q); err != nil {
+		return nil, err
+	}
 	v, e, err := s.updateConfig(k, q)
 	if err != nil {
 		return nil, err

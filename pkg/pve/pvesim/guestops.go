@@ -5,335 +5,162 @@ import (
 	"maps"
 	"net/http"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/pvectl/pvectl/pkg/pve/schema"
 )
 
-// power starts, stops, shuts down or reboots a guest.
-func (s *Server) power(action string) guestHandler {
-	return func(k *guestKind, q *request) (any, error) {
-		v, err := s.writableGuest(k, q)
+// guestLock is lock_config on a guest of kind k: exclusive, 10 s.
+func (s *Server) guestLock(k *guestKind, vmid int) lockReq {
+	return lockReq{vmid: vmid, wait: s.pveWait(10), kind: k}
+}
+
+// templateGuest converts a stopped guest into a template. qemu-server
+// checks, then locks in the worker and checks again; pve-container locks
+// in the API process and forks the worker from inside the lock.
+func (s *Server) templateGuest(k *guestKind, q *request) (any, error) {
+	node, id := q.vars["node"], vmidOf(q)
+	check := func() (*vm, error) {
+		v, err := s.guestAt(k, node, id)
 		if err != nil {
 			return nil, err
 		}
-		id, name := v.VMID, k.name(v.VMID)
-		// pve-container checks the state before it forks; qemu-server's
-		// vm_start/vm_stop do it in the worker (stopping a stopped VM is OK).
-		switch {
-		case action == "reboot" && !v.Running:
-			return nil, fail(http.StatusInternalServerError, "%s not running", name)
-		case k.stateBeforeFork && action == "start" && v.Running:
-			return nil, fail(http.StatusInternalServerError, "%s already running", name)
-		case k.stateBeforeFork && (action == "stop" || action == "shutdown") && !v.Running:
-			return nil, fail(http.StatusInternalServerError, "%s not running", name)
-		}
-		return s.startTask(v.Node, k.tasks+action, vmidString(id), []int{id}, func(t *task) error {
-			switch action {
-			case "start":
-				if v.Conf["template"] == "1" {
-					return fmt.Errorf("you can't start a %s if it's a template", k.templateNoun)
-				}
-				if v.Running {
-					return fmt.Errorf("%s already running", name)
-				}
-				s.applyPending(v)
-				if _, ok := v.Conf["ide2"]; ok && strings.Contains(v.Conf["ide2"], "cloudinit") {
-					t.logf("generating cloud-init ISO")
-				}
-				return s.startGuest(t, v)
-			case "stop", "shutdown":
-				v.Running, v.StartedAt = false, 0
-			case "reboot":
-				if !v.Running {
-					return fmt.Errorf("%s not running", name)
-				}
-				s.applyPending(v)
-				v.Running, v.StartedAt = false, 0
-				return s.startGuest(t, v)
-			}
-			return nil
-		}), nil
-	}
-}
-
-func (s *Server) cloneGuest(k *guestKind, q *request) (any, error) {
-	src, err := s.guestOf(k, q)
-	if err != nil {
-		return nil, err
-	}
-	// qemu-server takes an exclusive flock on a running source, a shared one
-	// on a stopped source (so parallel clones of a template work), and holds
-	// it, with the target's, until the worker ends. pve-container locks the
-	// source exclusively.
-	sharedSrc := k.sharedCloneLock && !src.Running
-	if sharedSrc {
-		if err := s.checkSharedLock(src.VMID); err != nil {
+		if err := s.writable(v, q); err != nil {
 			return nil, err
 		}
-		if l := src.Conf["lock"]; l != "" {
-			return nil, fail(http.StatusInternalServerError, "%s is locked (%s)", k.noun, l)
+		if v.Conf["template"] == "1" {
+			return nil, fail(http.StatusInternalServerError, "you can't convert a template to a template")
 		}
-	} else if err := s.writable(src, q); err != nil {
+		if v.Running {
+			return nil, fail(http.StatusInternalServerError, "you can't convert a %s to template if %s is running", k.noun, k.noun)
+		}
+		return v, nil
+	}
+	if _, err := check(); err != nil {
 		return nil, err
 	}
-	newid, err := strconv.Atoi(q.get("newid"))
-	if err != nil {
-		return nil, paramErr1("newid", "property is missing and it is not optional")
-	}
-	if _, exists := s.st.VMs[newid]; exists {
-		return nil, fail(http.StatusInternalServerError, "unable to create VM %d: config file already exists", newid)
-	}
-	if sn := q.get("snapname"); sn != "" && sn != "current" {
-		return nil, fail(http.StatusInternalServerError, "snapshot '%s' does not exist", sn)
-	}
-	target := src.Node
-	if q.get("target") != "" {
-		target = q.get("target")
-		if !s.st.hasNode(target) {
-			return nil, paramErr1("target", "no such cluster node '%s'", target)
+	if k.syncLocks {
+		if err := s.lockNow(q, s.guestLock(k, id)); err != nil {
+			return nil, err
 		}
-	}
-	isTemplate := src.Conf["template"] == "1"
-	full := !isTemplate || q.bool("full")
-	if q.has("full") && !q.bool("full") && !isTemplate {
-		return nil, fail(http.StatusInternalServerError, "linked clone feature is only available for templates")
-	}
-	if !full && q.has("storage") {
-		return nil, fail(http.StatusInternalServerError, "parameter 'storage' not allowed for linked clones")
-	}
-	if !full && q.has("format") {
-		return nil, fail(http.StatusInternalServerError, "parameter 'format' not allowed for linked clones")
-	}
-	poolID := q.get("pool")
-	if poolID != "" {
-		if err := s.checkPoolExist(poolID); err != nil {
+		if _, err := check(); err != nil {
 			return nil, err
 		}
 	}
-	if err := s.checkClonePerms(k, q, src); err != nil {
-		return nil, err
-	}
-	var targetStorage *storage
-	if id := q.get("storage"); id != "" {
-		if targetStorage, err = s.imageStorage(id, target, "storage"); err != nil {
-			return nil, err
+	w := worker{locks: []lockReq{s.guestLock(k, id)}, uncontended: k.syncLocks, run: func(t *task) error {
+		v, err := s.guestAt(k, node, id)
+		if err != nil {
+			return err
 		}
-	}
-	if target != src.Node {
-		for key, val := range src.Conf {
-			file, _ := diskFile(val)
-			if vol, ok := s.st.Volumes[file]; ok && isDiskKey(key) && !s.st.Storages[vol.Storage].Shared {
-				return nil, fail(http.StatusInternalServerError, "can't clone VM to node '%s' (VM uses local storage)", target)
-			}
-		}
-	}
-
-	nv := &vm{VMID: newid, Node: target, Type: k.typ, Conf: map[string]string{"lock": "clone"}}
-	conf, logs, err := s.cloneConf(k, src, nv, full, targetStorage, q)
-	if err != nil {
-		return nil, err
-	}
-	s.st.VMs[newid] = nv
-	excl, shared := []int{src.VMID, newid}, []int(nil)
-	if sharedSrc {
-		excl, shared = []int{newid}, []int{src.VMID}
-	}
-	return s.startTaskShared(src.Node, k.tasks+"clone", vmidString(src.VMID), excl, shared, func(t *task) error {
-		t.Log = append(t.Log, logs...)
-		nv.Conf = conf
-		if poolID != "" {
-			if p, ok := s.st.Pools[poolID]; ok {
-				p.VMs = append(p.VMs, newid)
-			}
-		}
+		s.makeTemplate(t, v)
 		return nil
-	}), nil
-}
-
-// cloneConf builds the clone's config and its volumes: new MACs, new
-// SMBIOS uuid and vmgenid, disks copied (full) or layered on the base (linked).
-func (s *Server) cloneConf(k *guestKind, src, nv *vm, full bool, targetStorage *storage, q *request) (map[string]string, []string, error) {
-	conf := map[string]string{}
-	var logs []string
-	var created []*volume
-	undo := func() {
-		for _, vol := range created {
-			delete(s.st.Volumes, vol.volid())
-		}
+	}}
+	if !k.syncLocks {
+		w.begin = func(*task) error { _, err := check(); return err }
 	}
-	for _, key := range slices.Sorted(maps.Keys(src.Conf)) {
-		val := src.Conf[key]
-		switch {
-		case key == "lock" || key == "template" || isUnusedKey(key) || key == "parent" || key == "vmstate" || key == "snaptime":
-			continue
-		case isNetKey(key):
-			nval, err := k.normalizeNet(s, key, val, true)
-			if err != nil {
-				undo()
-				return nil, nil, err
-			}
-			conf[key] = nval
-		case key == "smbios1":
-			conf[key] = printProps(nil, nil, schema.SetProp(props(val), "uuid", s.newUUID()))
-		case key == "vmgenid":
-			conf[key] = s.newUUID()
-		case key == "meta":
-			conf[key] = fmt.Sprintf("creation-qemu=9.2.0,ctime=%d", time.Now().Unix())
-		case isDiskKey(key):
-			nval, line, err := s.cloneDisk(src, nv, key, val, full, targetStorage, &created)
-			if err != nil {
-				undo()
-				return nil, nil, err
-			}
-			if line != "" {
-				logs = append(logs, line)
-			}
-			conf[key] = nval
-		default:
-			conf[key] = val
-		}
-	}
-	if n := q.get(k.nameKey); n != "" {
-		conf[k.nameKey] = n
-	} else if n := src.Conf[k.nameKey]; n != "" {
-		conf[k.nameKey] = "Copy-of-" + k.noun + "-" + n
-	} else {
-		conf[k.nameKey] = fmt.Sprintf("Copy-of-%s-%d", k.noun, src.VMID)
-	}
-	if q.has("description") {
-		if d := k.description(q.get("description")); d != "" {
-			conf["description"] = d
-		} else {
-			delete(conf, "description")
-		}
-	}
-	return conf, logs, nil
-}
-
-func (s *Server) cloneDisk(src, nv *vm, key, val string, full bool, targetStorage *storage, created *[]*volume) (string, string, error) {
-	file, rest := diskFile(val)
-	vol, ok := s.st.Volumes[file]
-	if !ok || vol.Content != "images" && vol.Content != "rootdir" {
-		return val, "", nil // CD-ROM, ISO, "none", passthrough: shared as is
-	}
-	st := s.st.Storages[vol.Storage]
-	if full && targetStorage != nil {
-		st = targetStorage
-	}
-	if strings.Contains(vol.Name, "cloudinit") {
-		name := fmt.Sprintf("vm-%d-cloudinit", nv.VMID)
-		format := "raw"
-		if isFileStorage(st) {
-			name, format = fmt.Sprintf("%d/vm-%d-cloudinit.qcow2", nv.VMID, nv.VMID), "qcow2"
-		}
-		nvol := &volume{Storage: st.ID, Name: name, Content: "images", Format: format, Size: vol.Size, VMID: nv.VMID, Ctime: time.Now().Unix()}
-		s.st.addVolume(nvol)
-		*created = append(*created, nvol)
-		return printDrive(nvol.volid(), rest), "", nil
-	}
-	if full {
-		nvol := s.allocImage(st, nv.VMID, vol.Size, "vm")
-		nvol.Content = vol.Content
-		*created = append(*created, nvol)
-		rest = schema.SetProp(rest, "size", schema.FormatSize(vol.Size))
-		return printDrive(nvol.volid(), rest), fmt.Sprintf("create full clone of drive %s (%s)", key, vol.volid()), nil
-	}
-	// Linked clone: a new thin volume on the same storage whose name records its base.
-	nvol := s.allocImage(st, nv.VMID, vol.Size, "vm")
-	delete(s.st.Volumes, nvol.volid())
-	nvol.Name = vol.Name + "/" + nvol.Name
-	nvol.Parent = vol.volid()
-	nvol.Content = vol.Content
-	s.st.addVolume(nvol)
-	*created = append(*created, nvol)
-	rest = schema.SetProp(rest, "size", schema.FormatSize(vol.Size))
-	return printDrive(nvol.volid(), rest), fmt.Sprintf("create linked clone of drive %s (%s)", key, vol.volid()), nil
-}
-
-func (s *Server) templateGuest(k *guestKind, q *request) (any, error) {
-	v, err := s.writableGuest(k, q)
-	if err != nil {
-		return nil, err
-	}
-	if v.Running {
-		return nil, fail(http.StatusInternalServerError, "you can't convert a %s to template if %s is running", k.noun, k.noun)
-	}
-	if v.Conf["template"] == "1" {
-		return nil, fail(http.StatusInternalServerError, "you can't convert a template to a template")
-	}
-	upid := s.startTask(v.Node, k.tasks+"template", vmidString(v.VMID), []int{v.VMID}, func(t *task) error {
-		for _, key := range slices.Sorted(maps.Keys(v.Conf)) {
-			if !isDiskKey(key) {
-				continue
-			}
-			file, rest := diskFile(v.Conf[key])
-			vol, ok := s.st.Volumes[file]
-			if !ok || vol.Content != "images" && vol.Content != "rootdir" || strings.Contains(vol.Name, "cloudinit") {
-				continue
-			}
-			base := strings.Replace(vol.Name, fmt.Sprintf("vm-%d-disk-", v.VMID), fmt.Sprintf("base-%d-disk-", v.VMID), 1)
-			if base == vol.Name {
-				continue
-			}
-			delete(s.st.Volumes, file)
-			t.logf("  Renamed \"%s\" to \"%s\" in volume group \"%s\"", vol.Name, base, s.st.Storages[vol.Storage].VGName)
-			vol.Name = base
-			s.st.addVolume(vol)
-			v.Conf[key] = printDrive(vol.volid(), rest)
-		}
-		v.Conf["template"] = "1"
-		return nil
-	})
+	upid := s.startWorker(node, k.tasks+"template", vmidString(id), w).UPID
 	if k.templateNull {
 		return nil, nil // PVE answers null here, although a worker runs: poll the config
 	}
 	return upid, nil
 }
 
-func (s *Server) resizeGuest(k *guestKind, q *request) (any, error) {
-	v, err := s.writableGuest(k, q)
-	if err != nil {
-		return nil, err
-	}
-	if err := s.checkDigest(v, q); err != nil {
-		return nil, err
-	}
-	disk := q.get("disk")
-	val, ok := v.Conf[disk]
-	if !ok || !isDiskKey(disk) {
-		return nil, fail(http.StatusInternalServerError, "disk '%s' does not exist", disk)
-	}
-	file, rest := diskFile(val)
-	if m, _ := schema.PropValue(rest, "media"); m == "cdrom" {
-		return nil, fail(http.StatusInternalServerError, "you can't resize a cdrom")
-	}
-	var cur int64
-	if sz, ok := schema.PropValue(rest, "size"); ok {
-		cur, _, _ = parseSize(sz)
-	}
-	n, plus, err := parseSize(q.get("size"))
-	if err != nil {
-		return nil, paramErr1("size", "%v", err)
-	}
-	want := n
-	if plus {
-		want = cur + n
-	}
-	if want < cur {
-		return nil, fail(http.StatusInternalServerError, "shrinking disks is not supported")
-	}
-	return s.startTask(v.Node, "resize", vmidString(v.VMID), []int{v.VMID}, func(t *task) error {
-		_, rest := diskFile(v.Conf[disk])
-		v.Conf[disk] = printDrive(file, schema.SetProp(rest, "size", schema.FormatSize(want)))
-		if vol, ok := s.st.Volumes[file]; ok {
-			vol.Size = want
-			t.logf("  Size of logical volume %s changed from %s to %s.", vol.Name, schema.FormatSize(cur), schema.FormatSize(want))
+// makeTemplate renames the guest's disks to base volumes and marks it a template.
+func (s *Server) makeTemplate(t *task, v *vm) {
+	for _, key := range slices.Sorted(maps.Keys(v.Conf)) {
+		if !isDiskKey(key) {
+			continue
 		}
-		return nil
-	}), nil
+		file, rest := diskFile(v.Conf[key])
+		vol, ok := s.st.Volumes[file]
+		if !ok || vol.Content != "images" && vol.Content != "rootdir" || strings.Contains(vol.Name, "cloudinit") {
+			continue
+		}
+		base := strings.Replace(vol.Name, fmt.Sprintf("vm-%d-disk-", v.VMID), fmt.Sprintf("base-%d-disk-", v.VMID), 1)
+		if base == vol.Name {
+			continue
+		}
+		delete(s.st.Volumes, file)
+		t.logf("  Renamed \"%s\" to \"%s\" in volume group \"%s\"", vol.Name, base, s.st.Storages[vol.Storage].VGName)
+		vol.Name = base
+		s.st.addVolume(vol)
+		v.Conf[key] = printDrive(vol.volid(), rest)
+	}
+	v.Conf["template"] = "1"
+}
+
+// resizeGuest grows a disk. qemu-server checks everything in the worker,
+// under the lock (API2/Qemu.pm resize_vm: the digest, the config lock, the
+// disk, a CD-ROM, shrinking; the same size is a no-op); pve-container
+// checks before it forks and again in the worker (API2/LXC.pm resize_vm,
+// where the same size is an error).
+func (s *Server) resizeGuest(k *guestKind, q *request) (any, error) {
+	if err := skiplockRefused(q); err != nil {
+		return nil, err
+	}
+	node, id := q.vars["node"], vmidOf(q)
+	disk := q.get("disk")
+	check := func() (*vm, int64, int64, error) {
+		v, err := s.guestAt(k, node, id)
+		if err != nil {
+			return nil, 0, 0, err
+		}
+		if err := s.checkDigest(v, q); err != nil {
+			return nil, 0, 0, err
+		}
+		if err := s.writable(v, q); err != nil {
+			return nil, 0, 0, err
+		}
+		val, ok := v.Conf[disk]
+		if !ok || !isDiskKey(disk) {
+			return nil, 0, 0, fail(http.StatusInternalServerError, "disk '%s' does not exist", disk)
+		}
+		_, rest := diskFile(val)
+		if m, _ := schema.PropValue(rest, "media"); m == "cdrom" {
+			return nil, 0, 0, fail(http.StatusInternalServerError, "you can't resize a cdrom")
+		}
+		var cur int64
+		if sz, ok := schema.PropValue(rest, "size"); ok {
+			cur, _, _ = parseSize(sz)
+		}
+		n, plus, err := parseSize(q.get("size"))
+		if err != nil {
+			return nil, 0, 0, paramErr1("size", "%v", err)
+		}
+		want := n
+		if plus {
+			want = cur + n
+		}
+		switch {
+		case want < cur:
+			return nil, 0, 0, fail(http.StatusInternalServerError, "%s", k.resizeShrink)
+		case want == cur && k.resizeSame != "":
+			return nil, 0, 0, fail(http.StatusInternalServerError, "%s", k.resizeSame)
+		}
+		return v, cur, want, nil
+	}
+	if k.resizeChecksBeforeFork {
+		if _, _, _, err := check(); err != nil {
+			return nil, err
+		}
+	}
+	return s.startWorker(node, "resize", vmidString(id), worker{
+		locks: []lockReq{s.guestLock(k, id)},
+		run: func(t *task) error {
+			v, cur, want, err := check()
+			if err != nil || want == cur {
+				return err
+			}
+			file, rest := diskFile(v.Conf[disk])
+			v.Conf[disk] = printDrive(file, schema.SetProp(rest, "size", schema.FormatSize(want)))
+			if vol, ok := s.st.Volumes[file]; ok {
+				vol.Size = want
+				t.logf("  Size of logical volume %s changed from %s to %s.", vol.Name, schema.FormatSize(cur), schema.FormatSize(want))
+			}
+			return nil
+		},
+	}).UPID, nil
 }
 
 // startGuest boots a guest unless a NIC names a bridge that the node's

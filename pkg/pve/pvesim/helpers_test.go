@@ -196,3 +196,26 @@ func (e *env) config(vmid string, kv ...string) map[string]any {
 func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
 
 func jsonDecode(r io.Reader, v any) error { return json.NewDecoder(r).Decode(v) }
+
+// resource waits until the /cluster/resources row id satisfies ok: its
+// status data is pvestatd's, refreshed every StatusInterval (bounded).
+func (e *env) resource(id string, ok func(map[string]any) bool) map[string]any {
+	e.t.Helper()
+	var last map[string]any
+	for range 1000 {
+		var rows []map[string]any
+		e.ok(&rows, "GET", "/cluster/resources", "type", "vm")
+		last = nil
+		for _, r := range rows {
+			if r["id"] == id {
+				last = r
+			}
+		}
+		if last != nil && ok(last) {
+			return last
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	e.t.Fatalf("/cluster/resources row %s: got %v, never as wanted", id, last)
+	return nil
+}

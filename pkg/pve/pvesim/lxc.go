@@ -55,6 +55,23 @@ func lxcKind() *guestKind {
 		templateNoun:    "CT",
 		destroyRunning:  "unable to destroy CT %d - container is running",
 		templateNull:    true,
+		// pve-container API2/LXC.pm clone_vm and template: lock_config
+		// and create_and_lock_config in the API process.
+		syncLocks: true,
+		// pve-common Tools.pm assert_if_modified; API2/LXC.pm resize_vm.
+		resizeChecksBeforeFork: true,
+		resizeShrink:           "unable to shrink disk size",
+		resizeSame:             "disk is already at specified size",
+		// create_vm: lock_config in the worker; on failure the stub stays.
+		createLockWait:  10,
+		createKeepsStub: true,
+		// API2/LXC/Status.pm vm_shutdown: timeout 60 by default; LXC.pm
+		// vm_stop (lxc-stop kills quietly with forceStop); vm_reboot
+		// stops and starts in its own task.
+		shutdownTimeout:  60,
+		stopsInTime:      ctStopsInTime,
+		shutdownTimedOut: "container did not stop",
+		rebootInTask:     true,
 	}
 }
 
@@ -62,20 +79,20 @@ func (s *Server) lxcRoutes() []route {
 	k := s.lxc
 	return []route{
 		k.route("GET /nodes/{node}/lxc", s.listGuests),
-		k.route("POST /nodes/{node}/lxc", s.createCT).withTask(),
+		k.route("POST /nodes/{node}/lxc", s.createCT),
 		k.route("GET /nodes/{node}/lxc/{vmid}", s.guestIndex),
-		k.route("DELETE /nodes/{node}/lxc/{vmid}", s.destroyGuest).withTask(),
+		k.route("DELETE /nodes/{node}/lxc/{vmid}", s.destroyGuest),
 		k.route("GET /nodes/{node}/lxc/{vmid}/config", s.getConfig),
 		k.route("PUT /nodes/{node}/lxc/{vmid}/config", s.putConfig),
 		k.route("GET /nodes/{node}/lxc/{vmid}/pending", s.getPending),
 		k.route("GET /nodes/{node}/lxc/{vmid}/status/current", s.guestStatus),
-		k.route("POST /nodes/{node}/lxc/{vmid}/status/start", s.power("start")).withTask(),
-		k.route("POST /nodes/{node}/lxc/{vmid}/status/stop", s.power("stop")).withTask(),
-		k.route("POST /nodes/{node}/lxc/{vmid}/status/shutdown", s.power("shutdown")).withTask(),
-		k.route("POST /nodes/{node}/lxc/{vmid}/status/reboot", s.power("reboot")).withTask(),
-		k.route("POST /nodes/{node}/lxc/{vmid}/clone", s.cloneGuest).withTask(),
+		k.route("POST /nodes/{node}/lxc/{vmid}/status/start", s.power("start")),
+		k.route("POST /nodes/{node}/lxc/{vmid}/status/stop", s.power("stop")),
+		k.route("POST /nodes/{node}/lxc/{vmid}/status/shutdown", s.power("shutdown")),
+		k.route("POST /nodes/{node}/lxc/{vmid}/status/reboot", s.power("reboot")),
+		k.route("POST /nodes/{node}/lxc/{vmid}/clone", s.cloneGuest),
 		k.route("POST /nodes/{node}/lxc/{vmid}/template", s.templateGuest),
-		k.route("PUT /nodes/{node}/lxc/{vmid}/resize", s.resizeGuest).withTask(),
+		k.route("PUT /nodes/{node}/lxc/{vmid}/resize", s.resizeGuest),
 		k.route("GET /nodes/{node}/lxc/{vmid}/interfaces", s.ctInterfaces),
 	}
 }
@@ -227,6 +244,9 @@ func (s *Server) createCT(k *guestKind, q *request) (any, error) {
 	tv, ok := s.st.Volumes[tmpl]
 	if !ok || tv.Content != "vztmpl" && tv.Content != "backup" {
 		return nil, fail(http.StatusInternalServerError, "volume '%s' does not exist", tmpl)
+	}
+	if err := s.createLock(k, q, id); err != nil {
+		return nil, err
 	}
 	keys, _, _, err := configParams(k, q)
 	if err != nil {

@@ -12,7 +12,7 @@ import (
 )
 
 func TestContainerLifecycle(t *testing.T) {
-	e := newEnv(t, pvesim.Options{})
+	e := newEnv(t, pvesim.Options{StatusInterval: 5 * time.Millisecond})
 	upid := e.task("POST", "/nodes/pve/lxc", "vmid", "200", "hostname", "ct-1",
 		"ostemplate", "local:vztmpl/debian-12-standard_12.7-1_amd64.tar.zst",
 		"rootfs", "local-lvm:8", "net0", "name=eth0,bridge=vmbr0,ip=10.1.2.3/24,gw=10.1.2.1",
@@ -61,17 +61,9 @@ func TestContainerLifecycle(t *testing.T) {
 	if c["memory"] != float64(2048) || c["features"] != "nesting=1" {
 		t.Errorf("got memory %v features %v, want memory live and features pending", c["memory"], c["features"])
 	}
-	var rows []map[string]any
-	e.ok(&rows, "GET", "/cluster/resources", "type", "vm")
-	found := false
-	for _, r := range rows {
-		if r["id"] == "lxc/200" {
-			found = r["type"] == "lxc" && r["name"] == "ct-1" && r["status"] == "running"
-		}
-	}
-	if !found {
-		t.Errorf("got resources %v, want a running lxc/200 row", rows)
-	}
+	e.resource("lxc/200", func(r map[string]any) bool {
+		return r["type"] == "lxc" && r["name"] == "ct-1" && r["status"] == "running"
+	})
 	if r := e.call("DELETE", "/nodes/pve/lxc/200"); r.Status != 500 || !strings.Contains(r.Message, "container is running") {
 		t.Errorf("got %d %q deleting a running CT, want 500", r.Status, r.Message)
 	}
@@ -97,7 +89,7 @@ func TestContainerLifecycle(t *testing.T) {
 	}
 	e.run("POST", "/nodes/pve/lxc/200/clone", "newid", "201", "hostname", "ct-2")
 	e.ok(&c, "GET", "/nodes/pve/lxc/201/config")
-	if c["rootfs"] != "local-lvm:base-200-disk-0/vm-201-disk-0,size=8G" || c["hostname"] != "ct-2" {
+	if c["rootfs"] != "local-lvm:vm-201-disk-0,size=8G" || c["hostname"] != "ct-2" {
 		t.Errorf("got clone rootfs %v hostname %v", c["rootfs"], c["hostname"])
 	}
 	e.run("PUT", "/nodes/pve/lxc/201/resize", "disk", "rootfs", "size", "+2G")

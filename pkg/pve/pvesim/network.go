@@ -21,7 +21,7 @@ func (s *Server) networkRoutes() []route {
 	return []route{
 		r("GET /nodes/{node}/network", s.listNetwork),
 		r("POST /nodes/{node}/network", s.createIface),
-		r("PUT /nodes/{node}/network", s.applyNetwork).withTask(),
+		r("PUT /nodes/{node}/network", s.applyNetwork),
 		r("DELETE /nodes/{node}/network", s.revertNetwork),
 		r("GET /nodes/{node}/network/{iface}", s.getIface),
 		r("PUT /nodes/{node}/network/{iface}", s.updateIface),

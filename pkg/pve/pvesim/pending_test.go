@@ -301,7 +301,8 @@ func TestISONeedsMediaCdrom(t *testing.T) {
 
 // The visible write-backs of qemu-server and pve-container.
 func TestGuestReadBacks(t *testing.T) {
-	e := startEnv(t, simtest.Options{Conformance: true})
+	// pvestatd's status data every 5 ms: /cluster/resources names the VM soon.
+	e := startEnv(t, simtest.Options{Conformance: true, Sim: pvesim.Options{StatusInterval: 5 * time.Millisecond}})
 
 	// A cloud-init drive may sit on a storage without images content
 	// (check_storage_access skips it); an unnamed VM is "VM 100" in status
@@ -315,19 +316,13 @@ func TestGuestReadBacks(t *testing.T) {
 	e.ok(&st, "GET", "/nodes/pve/qemu/100/status/current")
 	var list []map[string]any
 	e.ok(&list, "GET", "/nodes/pve/qemu")
-	var res []map[string]any
-	e.ok(&res, "GET", "/cluster/resources", "type", "vm")
 	names := map[string]any{"status": st["name"]}
 	for _, r := range list {
 		if r["vmid"] == float64(100) {
 			names["list"] = r["name"]
 		}
 	}
-	for _, r := range res {
-		if r["vmid"] == float64(100) {
-			names["resources"] = r["name"]
-		}
-	}
+	names["resources"] = e.resource("qemu/100", func(r map[string]any) bool { return r["status"] != "unknown" })["name"]
 	if diff := cmp.Diff(map[string]any{"status": "VM 100", "list": "VM 100", "resources": "VM 100"}, names); diff != "" {
 		t.Errorf("name of an unnamed VM (-want +got)\n%s", diff)
 	}

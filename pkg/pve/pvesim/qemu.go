@@ -47,9 +47,18 @@ func qemuKind() *guestKind {
 				key, v.VMID, strings.TrimPrefix(key, "net"))
 			return fmt.Errorf("start failed: QEMU exited with code 1")
 		},
-		templateNoun:    "vm",
-		destroyRunning:  "VM %d is running - destroy failed",
-		sharedCloneLock: true,
+		templateNoun:   "vm",
+		destroyRunning: "VM %d is running - destroy failed",
+		// qemu-server API2/Qemu.pm resize_vm.
+		resizeShrink: "shrinking disks is not supported",
+		// create_vm: lock_config_full($vmid, 1) in the worker; on failure
+		// the worker unlinks the config.
+		createLockWait: 1,
+		// QemuServer.pm _do_vm_stop: $timeout = 60 unless given.
+		shutdownTimeout:  60,
+		stopsInTime:      qemuStopsInTime,
+		shutdownTimedOut: "VM quit/powerdown failed - got timeout",
+		shutdownKill:     "VM still running - terminating now with SIGTERM",
 	}
 }
 
@@ -57,21 +66,21 @@ func (s *Server) qemuRoutes() []route {
 	k := s.qemu
 	return []route{
 		k.route("GET /nodes/{node}/qemu", s.listGuests),
-		k.route("POST /nodes/{node}/qemu", s.createVM).withTask(),
+		k.route("POST /nodes/{node}/qemu", s.createVM),
 		k.route("GET /nodes/{node}/qemu/{vmid}", s.guestIndex),
-		k.route("DELETE /nodes/{node}/qemu/{vmid}", s.destroyGuest).withTask(),
+		k.route("DELETE /nodes/{node}/qemu/{vmid}", s.destroyGuest),
 		k.route("GET /nodes/{node}/qemu/{vmid}/config", s.getConfig),
-		k.route("POST /nodes/{node}/qemu/{vmid}/config", s.postConfig).withTask(),
+		k.route("POST /nodes/{node}/qemu/{vmid}/config", s.postConfig),
 		k.route("PUT /nodes/{node}/qemu/{vmid}/config", s.putConfig),
 		k.route("GET /nodes/{node}/qemu/{vmid}/pending", s.getPending),
 		k.route("GET /nodes/{node}/qemu/{vmid}/status/current", s.guestStatus),
-		k.route("POST /nodes/{node}/qemu/{vmid}/status/start", s.power("start")).withTask(),
-		k.route("POST /nodes/{node}/qemu/{vmid}/status/stop", s.power("stop")).withTask(),
-		k.route("POST /nodes/{node}/qemu/{vmid}/status/shutdown", s.power("shutdown")).withTask(),
-		k.route("POST /nodes/{node}/qemu/{vmid}/status/reboot", s.power("reboot")).withTask(),
-		k.route("POST /nodes/{node}/qemu/{vmid}/clone", s.cloneGuest).withTask(),
-		k.route("POST /nodes/{node}/qemu/{vmid}/template", s.templateGuest).withTask(),
-		k.route("PUT /nodes/{node}/qemu/{vmid}/resize", s.resizeGuest).withTask(),
+		k.route("POST /nodes/{node}/qemu/{vmid}/status/start", s.power("start")),
+		k.route("POST /nodes/{node}/qemu/{vmid}/status/stop", s.power("stop")),
+		k.route("POST /nodes/{node}/qemu/{vmid}/status/shutdown", s.power("shutdown")),
+		k.route("POST /nodes/{node}/qemu/{vmid}/status/reboot", s.power("reboot")),
+		k.route("POST /nodes/{node}/qemu/{vmid}/clone", s.cloneGuest),
+		k.route("POST /nodes/{node}/qemu/{vmid}/template", s.templateGuest),
+		k.route("PUT /nodes/{node}/qemu/{vmid}/resize", s.resizeGuest),
 		k.route("GET /nodes/{node}/qemu/{vmid}/agent/network-get-interfaces", s.agentIfaces),
 		k.route("GET /nodes/{node}/qemu/{vmid}/cloudinit", s.getCloudinit),
 		k.route("PUT /nodes/{node}/qemu/{vmid}/cloudinit", s.regenerateCloudinit),
@@ -84,6 +93,9 @@ func (s *Server) createVM(k *guestKind, q *request) (any, error) {
 		return nil, err
 	}
 	if err := s.checkCreatePerms(k, q, id, poolID); err != nil {
+		return nil, err
+	}
+	if err := s.createLock(k, q, id); err != nil {
 		return nil, err
 	}
 	keys, _, _, err := configParams(k, q)

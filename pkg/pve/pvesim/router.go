@@ -14,14 +14,11 @@ type handler func(q *request) (any, error)
 type route struct {
 	key     string
 	h       handler
-	task    bool       // starts a task: subject to injected lock contention
-	noFault bool       // exempt from injected faults (task status/log polling)
-	guest   *guestKind // a guest's route: injected lock errors name its lock file
+	noFault bool // exempt from injected faults (task status/log polling)
 }
 
 func r(key string, h handler) route { return route{key: key, h: h} }
 
-func (rt route) withTask() route    { rt.task = true; return rt }
 func (rt route) withNoFault() route { rt.noFault = true; return rt }
 
 // surfaces collects every surface's routes; each surface file declares

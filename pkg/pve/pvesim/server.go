@@ -30,14 +30,18 @@ type Options struct {
 	// Tokens are more API tokens to try the permission checks with: each
 	// is privilege-separated, and a user the simulator creates for one
 	// has no ACL (grant some with PUT /access/acl).
-	Tokens         []Token
-	Latency        time.Duration // added to every request
-	TaskDuration   time.Duration // how long a task runs before it ends (default 300ms)
-	StateFile      string        // loaded at New if present, saved atomically after each mutation
-	DataDir        string        // where simulated uploads/downloads land; created if set
-	ErrorRate      float64       // fraction of requests answered with a 500/596 fault (not task status/log)
-	LockContention float64       // fraction of task-starting writes answered with the lock-timeout 500
-	Seed           int64         // rng seed (0 = time-based)
+	Tokens       []Token
+	Latency      time.Duration // added to every request
+	TaskDuration time.Duration // how long a task runs before it ends (default 300ms)
+	StateFile    string        // loaded at New if present, saved atomically after each mutation
+	DataDir      string        // where simulated uploads/downloads land; created if set
+	ErrorRate    float64       // fraction of requests answered with a 500/596 fault (not task status/log)
+	// LockContention is the fraction of calls taking a guest lock that find
+	// it held by someone else for longer than PVE waits: the call fails
+	// with PVE's lock timeout where PVE takes the lock in the API process,
+	// its task fails where the worker takes it (docs/simulator.md).
+	LockContention float64
+	Seed           int64 // rng seed (0 = time-based)
 	Logf           func(format string, args ...any)
 
 	// TaskStatusDelay is how long after a task starts its status call answers
@@ -48,6 +52,15 @@ type Options struct {
 	// WarnRate is the fraction of otherwise successful tasks that end with
 	// exit status "WARNINGS: 1" and a "WARN: …" log line (success, not failure).
 	WarnRate float64
+	// LockWait is how long lock_config waits for a busy guest lock: PVE's
+	// 10 s by default. Other PVE waits scale with it (a clone's 1 s is a
+	// tenth). Tests shorten it.
+	LockWait time.Duration
+	// StatusInterval is how often pvestatd refreshes the status data that
+	// /cluster/resources answers from (name, status, template, maxmem…):
+	// PVE's 10 s by default. A guest newer than the last refresh is listed
+	// with status "unknown" only.
+	StatusInterval time.Duration
 	// Fingerprint is the SHA-256 fingerprint ("AA:BB:…") of the certificate
 	// the simulator is served with, answered as every node's
 	// ssl_fingerprint by GET /nodes; without TLS each node gets one of its own.
@@ -56,6 +69,12 @@ type Options struct {
 	// negative none.
 	AuthFailureDelay time.Duration
 }
+
+// PVE's own timings, the defaults of Options.
+const (
+	DefaultLockWait       = 10 * time.Second // pve-guest-common AbstractConfig.pm lock_config
+	DefaultStatusInterval = 10 * time.Second // pve-manager PVE/Service/pvestatd.pm $updatetime
+)
 
 // Server is the simulator; it is an http.Handler serving /api2/json/….
 type Server struct {
@@ -81,6 +100,9 @@ type Server struct {
 	// reqUser is the token of the request being handled: the tasks it
 	// starts run as it.
 	reqUser string
+	// lockFreed is closed (and replaced) whenever a task releases a lock.
+	lockFreed chan struct{}
+	stats     map[int]guestStat // pvestatd's last status data, by vmid
 
 	saveMu   sync.Mutex // serialises state file writes
 	saveSeq  uint64     // guarded by mu
@@ -126,8 +148,14 @@ func New(opts Options) (*Server, error) {
 	if opts.TaskStatusDelay == 0 {
 		opts.TaskStatusDelay = 50 * time.Millisecond
 	}
-	if opts.Latency < 0 {
-		return nil, errors.New("pvesim: latency must not be negative")
+	if opts.Latency < 0 || opts.LockWait < 0 || opts.StatusInterval < 0 {
+		return nil, errors.New("pvesim: latency, lock wait and status interval must not be negative")
+	}
+	if opts.LockWait == 0 {
+		opts.LockWait = DefaultLockWait
+	}
+	if opts.StatusInterval == 0 {
+		opts.StatusInterval = DefaultStatusInterval
 	}
 	if opts.DataDir != "" {
 		if err := os.MkdirAll(opts.DataDir, 0o755); err != nil {
@@ -139,15 +167,16 @@ func New(opts Options) (*Server, error) {
 		seed = time.Now().UnixNano()
 	}
 	s := &Server{
-		opts:    opts,
-		rng:     rand.New(rand.NewPCG(uint64(seed), uint64(seed)^0x9e3779b97f4a7c15)),
-		tasks:   map[string]*task{},
-		locks:   map[int]string{},
-		shared:  map[int]int{},
-		nextPID: 0x1000 + uint32(seed&0xffff),
-		done:    make(chan struct{}),
-		qemu:    qemuKind(),
-		lxc:     lxcKind(),
+		opts:      opts,
+		rng:       rand.New(rand.NewPCG(uint64(seed), uint64(seed)^0x9e3779b97f4a7c15)),
+		tasks:     map[string]*task{},
+		locks:     map[int]string{},
+		shared:    map[int]int{},
+		lockFreed: make(chan struct{}),
+		nextPID:   0x1000 + uint32(seed&0xffff),
+		done:      make(chan struct{}),
+		qemu:      qemuKind(),
+		lxc:       lxcKind(),
 	}
 	routes, err := routeTable(schema.Default(), s.surfaces()...)
 	if err != nil {
@@ -191,6 +220,7 @@ func New(opts Options) (*Server, error) {
 			return nil, fmt.Errorf("pvesim: state file %s: %w", opts.StateFile, err)
 		}
 	}
+	s.startStatusd()
 	return s, nil
 }
 
@@ -240,6 +270,7 @@ type withTop struct {
 
 // request is one parsed API call.
 type request struct {
+	ctx    context.Context // the HTTP request's: a lock wait ends with it
 	method string
 	path   string // below /api2/json
 	vars   map[string]string
@@ -311,7 +342,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) int {
 	if err != nil {
 		return writeErr(w, err)
 	}
-	q := &request{method: r.Method, path: path, vars: vars, params: params, user: authid, upload: up}
+	q := &request{ctx: r.Context(), method: r.Method, path: path, vars: vars, params: params, user: authid, upload: up}
 	defer func() {
 		if q.upload != nil { // not taken over by a task
 			os.Remove(q.upload.tmp)
@@ -346,13 +377,6 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) int {
 			return writeErr(w, fail(http.StatusInternalServerError, "simulated fault: internal server error"))
 		}
 		return writeErr(w, fail(596, "Connection timed out"))
-	}
-	if rt.task && s.opts.LockContention > 0 && s.rng.Float64() < s.opts.LockContention {
-		id, _ := strconv.Atoi(vars["vmid"])
-		if rt.guest != nil {
-			return writeErr(w, rt.guest.lockErr(id))
-		}
-		return writeErr(w, lockTimeout(id))
 	}
 	if node, ok := vars["node"]; ok && !s.st.hasNode(node) {
 		return writeErr(w, fail(http.StatusInternalServerError,

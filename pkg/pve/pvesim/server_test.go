@@ -264,9 +264,10 @@ func TestFaultInjection(t *testing.T) {
 	})
 	t.Run("lock contention", func(t *testing.T) {
 		e := newEnv(t, pvesim.Options{LockContention: 1})
-		r := e.call("POST", "/nodes/pve/qemu/9000/clone", "newid", "101")
-		if r.Status != 500 || r.Message != "can't lock file '/var/lock/qemu-server/lock-9000.conf' - got timeout" {
-			t.Errorf("got %d %q, want the lock timeout", r.Status, r.Message)
+		// qemu-server's clone locks in the worker: the task fails.
+		st := e.wait(e.task("POST", "/nodes/pve/qemu/9000/clone", "newid", "101"))
+		if st.ExitStatus != "can't lock file '/var/lock/qemu-server/lock-9000.conf' - got timeout" {
+			t.Errorf("got exit status %q, want the lock timeout", st.ExitStatus)
 		}
 		e.ok(nil, "GET", "/version")
 	})
@@ -376,14 +377,17 @@ func TestStateDropsUnfinishedCreate(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "state.json")
 	e := newEnv(t, pvesim.Options{StateFile: path, TaskDuration: time.Hour, Seed: 3})
 	e.task("POST", "/nodes/pve/qemu", "vmid", "100", "scsi0", "local-lvm:1")
+	e.task("POST", "/nodes/pve/qemu/9000/clone", "newid", "101")
 	e.Server.Close()
 
 	e2 := newEnv(t, pvesim.Options{StateFile: path})
-	if r := e2.call("GET", "/nodes/pve/qemu/100/config"); r.Status != 500 {
-		t.Errorf("got %d for a create that never finished, want it gone (500)", r.Status)
-	}
-	if vols := e2.Server.VolumesOf(100); len(vols) != 0 {
-		t.Errorf("got leftover volumes %v", vols)
+	for _, id := range []int{100, 101} {
+		if r := e2.call("GET", fmt.Sprintf("/nodes/pve/qemu/%d/config", id)); r.Status != 500 {
+			t.Errorf("got %d for VM %d whose create or clone never finished, want it gone (500)", r.Status, id)
+		}
+		if vols := e2.Server.VolumesOf(id); len(vols) != 0 {
+			t.Errorf("got leftover volumes %v", vols)
+		}
 	}
 }
 

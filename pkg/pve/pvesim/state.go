@@ -237,7 +237,7 @@ func loadState(path string) (*state, error) {
 	// Tasks do not survive a restart: a guest whose create or clone never
 	// finished is dropped with its volumes instead of lingering as a locked stub.
 	for id, v := range st.VMs {
-		if l := v.Conf["lock"]; (l == "create" || l == "clone") && len(v.Conf) == 1 {
+		if isStub(v.Conf) {
 			for _, vol := range st.volumesOf(id) {
 				delete(st.Volumes, vol.volid())
 			}
@@ -246,6 +246,19 @@ func loadState(path string) (*state, error) {
 		}
 	}
 	return &st, nil
+}
+
+// isStub reports whether conf is what a create or clone writes before its
+// worker has done its work: only the lock (and qemu-server's clone adds
+// its temporary file's comment, which reads back as the description).
+func isStub(conf map[string]string) bool {
+	switch conf["lock"] {
+	case "create":
+		return len(conf) == 1
+	case "clone":
+		return len(conf) == 1 || len(conf) == 2 && conf["description"] == cloneTempDescription
+	}
+	return false
 }
 
 // saveLocked writes the state file atomically. The snapshot is taken under

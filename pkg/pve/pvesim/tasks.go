@@ -1,8 +1,8 @@
 package pvesim
 
 import (
+	"errors"
 	"fmt"
-	"net/http"
 	"regexp"
 	"strconv"
 	"strings"
@@ -13,7 +13,7 @@ import (
 var upidFormat = regexp.MustCompile(`^UPID:([a-zA-Z0-9]([a-zA-Z0-9\-]*[a-zA-Z0-9])?):([0-9A-Fa-f]{8}):([0-9A-Fa-f]{8,9}):([0-9A-Fa-f]{8}):([^:\s/]+):([^:\s/]*):([^:\s/]+):$`)
 
 // task is one PVE worker. Its effect runs when it ends, TaskDuration after
-// it started, with s.mu held.
+// it got its locks, with s.mu held.
 type task struct {
 	UPID      string
 	Node      string
@@ -36,48 +36,39 @@ type task struct {
 // taskFunc is a task's effect: extra log lines, or an error that fails it.
 type taskFunc func(t *task) error
 
-func lockTimeout(vmid int) *apiError {
-	return fail(http.StatusInternalServerError, "can't lock file '/var/lock/qemu-server/lock-%d.conf' - got timeout", vmid)
+// worker is what a task does: the locks its forked worker takes first
+// (each waited for like PVE's lock_file_full), the checks PVE repeats
+// once it holds them, and the effect when it ends.
+type worker struct {
+	locks []lockReq
+	// begin runs as soon as the locks are held (at once when they were
+	// free): PVE's checks under the lock, and what the worker writes first
+	// (a clone target's temporary config). An error fails the task.
+	begin taskFunc
+	// abort cleans up when the locks could not be taken (a create removes
+	// its stub, as qemu-server's create worker unlinks the config).
+	abort func()
+	// run is the effect, TaskDuration after the locks were taken.
+	run taskFunc
+	// uncontended: the call rolled its injected lock contention at a lock
+	// taken in the API process already (create).
+	uncontended bool
+	// user runs the task ("" = the caller's token).
+	user string
 }
 
-func lockTimeoutCT(vmid int) *apiError {
-	return fail(http.StatusInternalServerError, "can't lock file '/run/lock/lxc/pve-config-%d.lock' - got timeout", vmid)
-}
-
-// checkLock answers the lock-timeout 500 when a task holds vmid, shared or
-// exclusively: an exclusive flock waits for every holder.
-func (s *Server) checkLock(vmid int) error {
-	if _, held := s.locks[vmid]; held || s.shared[vmid] > 0 {
-		return s.lockErr(vmid)
-	}
-	return nil
-}
-
-// checkSharedLock is checkLock for a shared flock (the source of a clone of
-// a stopped guest): it only waits for an exclusive holder, so clones of one
-// template can run side by side.
-func (s *Server) checkSharedLock(vmid int) error {
-	if _, held := s.locks[vmid]; held {
-		return s.lockErr(vmid)
-	}
-	return nil
-}
-
-func (s *Server) lockErr(vmid int) error {
-	if v, ok := s.st.VMs[vmid]; ok {
-		return s.kindOf(v).lockErr(vmid)
-	}
-	return lockTimeout(vmid)
-}
-
-// startTask registers a worker and schedules its effect. vmids are locked
-// until it ends. Called with s.mu held.
+// startTask registers a worker that locks vmids exclusively (lock_config)
+// and runs fn when it ends. Called with s.mu held.
 func (s *Server) startTask(node, typ, id string, vmids []int, fn taskFunc) string {
-	return s.startTaskShared(node, typ, id, vmids, nil, fn)
+	w := worker{run: fn}
+	for _, v := range vmids {
+		w.locks = append(w.locks, s.exclusive(v))
+	}
+	return s.startWorker(node, typ, id, w).UPID
 }
 
-// startTaskShared is startTask that also holds shared locks on shared.
-func (s *Server) startTaskShared(node, typ, id string, vmids, shared []int, fn taskFunc) string {
+// startWorker registers a task and starts its worker. Called with s.mu held.
+func (s *Server) startWorker(node, typ, id string, w worker) *task {
 	s.nextPID++
 	now := time.Now()
 	boot := s.st.Boot[node]
@@ -93,22 +84,40 @@ func (s *Server) startTaskShared(node, typ, id string, vmids, shared []int, fn t
 		ID:        id,
 		User:      s.taskUser(),
 		Running:   true,
-		vmids:     vmids,
-		shared:    shared,
 		started:   now,
+	}
+	if w.user != "" {
+		t.User = w.user
 	}
 	t.UPID = fmt.Sprintf("UPID:%s:%08X:%08X:%08X:%s:%s:%s:", node, t.PID, t.PStart, t.StartTime, typ, id, t.User)
 	s.tasks[t.UPID] = t
 	s.order = append(s.order, t.UPID)
-	for _, v := range vmids {
-		s.locks[v] = t.UPID
-	}
-	for _, v := range shared {
-		s.shared[v]++
+	phantom := len(w.locks) > 0 && !w.uncontended && s.contended()
+	held := !phantom && s.tryLocks(t, w.locks)
+	if held && !s.begin(t, w) {
+		return t
 	}
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
+		if !held {
+			s.mu.Lock()
+			err := s.takeLocks(t, w.locks, phantom)
+			if err == nil && !s.begin(t, w) {
+				err = errEnded
+			}
+			if err != nil {
+				if !errors.Is(err, errClosed) && !errors.Is(err, errEnded) {
+					if w.abort != nil {
+						w.abort()
+					}
+					s.endTask(t, err)
+				}
+				s.mu.Unlock()
+				return
+			}
+			s.mu.Unlock()
+		}
 		timer := time.NewTimer(s.opts.TaskDuration)
 		defer timer.Stop()
 		select {
@@ -121,9 +130,9 @@ func (s *Server) startTaskShared(node, typ, id string, vmids, shared []int, fn t
 		if s.closed {
 			return
 		}
-		s.finishTask(t, fn)
+		s.endTask(t, w.run(t))
 	}()
-	return t.UPID
+	return t
 }
 
 // taskUser is who a new task runs as: the token of the request that
@@ -135,25 +144,26 @@ func (s *Server) taskUser() string {
 	return s.opts.TokenID
 }
 
-func (s *Server) unlockTask(t *task) {
-	for _, v := range t.vmids {
-		if s.locks[v] == t.UPID {
-			delete(s.locks, v)
-		}
+// errEnded: begin failed the task already.
+var errEnded = errors.New("task ended")
+
+// begin runs the worker's first step under its locks; false when it
+// failed the task.
+func (s *Server) begin(t *task, w worker) bool {
+	if w.begin == nil {
+		return true
 	}
-	for _, v := range t.shared {
-		if s.shared[v]--; s.shared[v] <= 0 {
-			delete(s.shared, v)
-		}
+	if err := w.begin(t); err != nil {
+		s.endTask(t, err)
+		return false
 	}
-	t.vmids, t.shared = nil, nil
+	return true
 }
 
-// finishTask runs the task's effect and records its end. A panic in the
+// endTask records the task's end and releases its locks. A panic in an
 // effect is a simulator bug: it ends the process (and the test binary)
 // with its stack instead of passing for a plausible PVE task error.
-func (s *Server) finishTask(t *task, fn taskFunc) {
-	err := fn(t)
+func (s *Server) endTask(t *task, err error) {
 	s.unlockTask(t)
 	t.Running = false
 	t.EndTime = time.Now().Unix()
@@ -231,10 +241,16 @@ func (s *Server) unborn(t *task) bool {
 	return t.Running && time.Since(t.started) < s.opts.TaskStatusDelay
 }
 
+// row is the task as the status and list calls answer it. A token's task
+// names the user and the token apart (pve-manager PVE/API2/Tasks.pm
+// convert_token_task: split_tokenid), although its UPID holds "user!token".
 func (t *task) row() map[string]any {
 	m := map[string]any{
 		"upid": t.UPID, "node": t.Node, "pid": t.PID, "pstart": t.PStart,
 		"starttime": t.StartTime, "type": t.Type, "id": t.ID, "user": t.User,
+	}
+	if user, token, ok := strings.Cut(t.User, "!"); ok {
+		m["user"], m["tokenid"] = user, token
 	}
 	return m
 }

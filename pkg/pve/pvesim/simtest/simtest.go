@@ -25,6 +25,10 @@ const (
 	DefaultTokenSecret  = "5e3d1c0a-51d7-4e57-9f7a-00000000cafe"
 	DefaultTaskDuration = 20 * time.Millisecond
 	DefaultSeed         = 1
+	// DefaultLockWait stands for PVE's 10 s lock_config wait at the test
+	// task duration: ten tasks long, as PVE waits for about ten typical
+	// tasks. The status interval stays PVE's own (pvesim's default).
+	DefaultLockWait = 10 * DefaultTaskDuration
 	// DefaultAuthFailureDelay holds back a 401 briefly instead of PVE's 3 s.
 	DefaultAuthFailureDelay = 5 * time.Millisecond
 )
@@ -33,7 +37,7 @@ const (
 // defaults above.
 type Options struct {
 	// Sim configures the simulator; zero TokenID, TokenSecret, TaskDuration,
-	// Seed and AuthFailureDelay get the test defaults.
+	// LockWait, Seed and AuthFailureDelay get the test defaults.
 	Sim pvesim.Options
 	// TLS serves HTTPS with a certificate from pvesim.SelfSignedCert, as
 	// `pvectl sim --tls` does; Client pins its fingerprint.
@@ -74,6 +78,9 @@ func Start(tb testing.TB, opts Options) *Sim {
 	}
 	if so.Seed == 0 {
 		so.Seed = DefaultSeed
+	}
+	if so.LockWait == 0 {
+		so.LockWait = DefaultLockWait
 	}
 	if so.AuthFailureDelay == 0 {
 		so.AuthFailureDelay = DefaultAuthFailureDelay

@@ -1,0 +1,209 @@
+package planner
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/pvectl/pvectl/pkg/pve"
+	"github.com/pvectl/pvectl/pkg/spec"
+)
+
+// Finding guests: by vmid, else by name, among the guests as they are now.
+
+// find picks r's row: by vmid, else by name among guests of its type
+// that are not templates. rows hold the current rows of the guest's type
+// (guestRows) and any rows of other guest types, which only a vmid can hit.
+func (g guest) find(rows []pve.ClusterResource, r *spec.Resource, vmid int) (*pve.ClusterResource, error) {
+	if vmid != 0 {
+		for i := range rows {
+			if rows[i].VMID != vmid {
+				continue
+			}
+			if rows[i].Type == string(g.typ) {
+				return &rows[i], nil
+			}
+			if rows[i].Type == "qemu" || rows[i].Type == "lxc" {
+				return nil, fmt.Errorf("vmid %d is a %s, not a %s", vmid, guestNoun(rows[i].Type), g.noun)
+			}
+		}
+		return nil, nil
+	}
+	name := g.name(r)
+	var found []*pve.ClusterResource
+	for i := range rows {
+		if rows[i].Type == string(g.typ) && !rows[i].Template && rows[i].Name == name {
+			found = append(found, &rows[i])
+		}
+	}
+	switch len(found) {
+	case 0:
+		return nil, nil
+	case 1:
+		return found[0], nil
+	}
+	sort.Slice(found, func(i, j int) bool { return found[i].VMID < found[j].VMID })
+	ids := make([]string, len(found))
+	for i, f := range found {
+		ids[i] = strconv.Itoa(f.VMID)
+	}
+	return nil, fmt.Errorf("name %s matches %ss %s and %s: set vmid", name, guestNoun(string(g.typ)),
+		strings.Join(ids[:len(ids)-1], ", "), ids[len(ids)-1])
+}
+
+func guestNoun(typ string) string {
+	if typ == string(pve.LXC) {
+		return "container"
+	}
+	return "VM"
+}
+
+// guestRows are the guests of type typ as they are now, for finding and
+// judging guests. /cluster/resources knows every guest's vmid, node and
+// type (and pool) at once, but its name, status and template come from
+// pvestatd's status data, refreshed every ~10 s: a guest made a moment
+// ago is listed with status "unknown" and no name (pve-manager
+// API2/Cluster.pm resources, API2Tools.pm extract_vm_stats). Finding it by
+// that name would create it twice, judging its power state by that status
+// would start it twice. So the rows come from the per-node lists (one per
+// node that /cluster/resources places such a guest on), which read the
+// guests themselves, with the pool from /cluster/resources. A node that
+// /cluster/resources reports offline cannot be listed; its guests keep
+// their /cluster/resources rows (they cannot be changed there anyway).
+// Rows of the other guest types come along from /cluster/resources, for
+// the vmid checks of find.
+func guestRows(ctx context.Context, cl *pve.Client, resources []pve.ClusterResource, typ pve.GuestType) ([]pve.ClusterResource, error) {
+	online := map[string]bool{}
+	pools := map[int]string{}
+	var nodes []string
+	var out []pve.ClusterResource
+	listed := map[string]bool{}
+	for _, row := range resources {
+		switch {
+		case row.Type == "node":
+			online[row.Node] = row.Status == "online"
+		case row.Type == string(typ):
+			pools[row.VMID] = row.Pool
+			if !listed[row.Node] {
+				listed[row.Node] = true
+				nodes = append(nodes, row.Node)
+			}
+		case row.Type == "qemu" || row.Type == "lxc":
+			out = append(out, row)
+		}
+	}
+	sort.Strings(nodes)
+	for _, node := range nodes {
+		if known, up := online[node]; known && !up {
+			for _, row := range resources {
+				if row.Type == string(typ) && row.Node == node {
+					out = append(out, row)
+				}
+			}
+			continue
+		}
+		rows, err := cl.NodeGuests(ctx, typ, node)
+		if err != nil {
+			return nil, fmt.Errorf("list %ss of node %s: %w", guestNoun(string(typ)), node, err)
+		}
+		for _, row := range rows {
+			row.Pool = pools[row.VMID]
+			out = append(out, row)
+		}
+	}
+	return out, nil
+}
+
+// guestRows reads the connection's current guest rows of type typ once.
+func (lc *liveConn) guestRows(ctx context.Context, typ pve.GuestType) ([]pve.ClusterResource, error) {
+	if rows, ok := lc.guests[typ]; ok {
+		return rows, nil
+	}
+	rows, err := guestRows(ctx, lc.client, lc.resources, typ)
+	if err != nil {
+		return nil, err
+	}
+	if lc.guests == nil {
+		lc.guests = map[pve.GuestType][]pve.ClusterResource{}
+	}
+	lc.guests[typ] = rows
+	return rows, nil
+}
+
+func (g guest) observe(ctx context.Context, lc *liveConn, r *spec.Resource) (*liveObj, error) {
+	vmid, err := specVMID(r)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := lc.guestRows(ctx, g.typ)
+	if err != nil {
+		return nil, err
+	}
+	row, err := g.find(rows, r, vmid)
+	if err != nil {
+		return nil, err
+	}
+	if row == nil || paramNode(r) != "" {
+		// The desired node must exist even when the guest does (a move).
+		node, err := lc.node(r)
+		if err != nil {
+			return nil, err
+		}
+		if row == nil {
+			return &liveObj{Node: node, State: &guestLive{VMID: vmid}}, nil
+		}
+	}
+	lo := &liveObj{Exists: true, Node: row.Node, State: &guestLive{VMID: row.VMID, Status: row.Status, Pool: row.Pool}}
+	cl := lc.client
+	lo.load = func(ctx context.Context) error {
+		cfg, err := cl.GuestConfig(ctx, g.typ, lo.Node, row.VMID)
+		if err != nil {
+			return fmt.Errorf("read config of %s %d: %w", g.noun, row.VMID, err)
+		}
+		lo.Config, lo.Digest = cfg, cfg["digest"]
+		return nil
+	}
+	return lo, nil
+}
+
+// current re-reads the guest for Verify. A guest the plan found is read
+// where it was (its config, or its absence); a guest the plan creates is
+// looked for across the cluster, by vmid in /cluster/resources (current
+// for ids) or by name in the current guest rows.
+func (g guest) current(ctx context.Context, cl *pve.Client, c *Change) (*liveObj, error) {
+	st := stateOf(c)
+	if c.Action == Create {
+		resources, err := cl.ClusterResources(ctx, "")
+		if err != nil {
+			return nil, err
+		}
+		rows := resources
+		if st.VMID == 0 {
+			if rows, err = guestRows(ctx, cl, resources, g.typ); err != nil {
+				return nil, err
+			}
+		}
+		row, err := g.find(rows, c.Resource, st.VMID)
+		if err != nil || row == nil {
+			return &liveObj{}, err
+		}
+		return &liveObj{Exists: true, Node: row.Node}, nil
+	}
+	node := c.Node
+	if st.PrevNode != "" {
+		node = st.PrevNode
+	}
+	if st.VMID == 0 {
+		return &liveObj{}, nil
+	}
+	cfg, err := cl.GuestConfig(ctx, g.typ, node, st.VMID)
+	if pve.IsNotFound(err) {
+		return &liveObj{}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &liveObj{Exists: true, Node: node, Config: cfg, Digest: cfg["digest"], State: &guestLive{VMID: st.VMID}}, nil
+}

@@ -1,0 +1,63 @@
+package pve
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"regexp"
+	"strings"
+)
+
+// PVE takes a guest's config lock inside the task for most task-starting
+// calls (pve-guest-common AbstractConfig.pm lock_config, called from the
+// forked worker in qemu-server and pve-container): when another task holds
+// it for longer than the worker waits (10 s; 1 s for a clone), the call
+// answers a UPID and the *task* fails with "can't lock file '…' - got
+// timeout", having done nothing. StartTask retries the synchronous form of
+// that failure; the calls below also retry this one.
+
+// taskLockTimeoutRe is a task that failed on the lock it takes first: its
+// exit status is lock_file_full's message and nothing else. A lock failure
+// wrapped in another message ("clone failed: …") happened after the task
+// did something, and is not retried.
+var taskLockTimeoutRe = regexp.MustCompile(`^can't lock file '[^']*' - got timeout$`)
+
+// IsTaskLockTimeout reports whether err is a task that failed on taking
+// its guest lock, before it did anything.
+func IsTaskLockTimeout(err error) bool {
+	var te *TaskError
+	return errors.As(err, &te) && taskLockTimeoutRe.MatchString(strings.TrimSpace(te.ExitStatus))
+}
+
+// RunIdempotentTask is RunTask for a call that may safely be made again:
+// a task that failed on its guest lock is started again, with the backoff
+// and number of tries of the synchronous lock-timeout retry, and each
+// retry is reported to ctx's TaskObserver as a TaskLockRetry whose UPID is
+// the failed task's (and whose Err is its *TaskError). Only calls whose repetition
+// cannot do more than the first (a config change with its digest, power
+// actions, delete, a resize to an absolute size, template, a network
+// reload, a clone that locks before it writes) belong here.
+func (c *Client) RunIdempotentTask(ctx context.Context, method, path string, params url.Values) error {
+	tries := max(c.cfg.retries, 1)
+	for attempt := 1; ; attempt++ {
+		upid, err := c.StartTask(ctx, method, path, params)
+		if err != nil {
+			return err
+		}
+		if upid.IsZero() {
+			return nil
+		}
+		_, err = c.WaitTask(ctx, upid)
+		if err == nil || !IsTaskLockTimeout(err) {
+			return err
+		}
+		if attempt >= tries {
+			return fmt.Errorf("%w (gave up after %d attempts)", err, attempt)
+		}
+		observe(ctx, TaskEvent{Phase: TaskLockRetry, UPID: upid, Request: method + " " + path, Attempt: attempt, Err: err})
+		if serr := sleep(ctx, c.backoff(attempt)); serr != nil {
+			return fmt.Errorf("%w (while retrying: %w)", err, serr)
+		}
+	}
+}
