@@ -3,13 +3,32 @@ package planner
 import (
 	"context"
 	"fmt"
+	"net/url"
+	"slices"
+	"strings"
 
 	"github.com/pvectl/pvectl/pkg/pve"
 	"github.com/pvectl/pvectl/pkg/spec"
 )
 
-// poolKind manages Pool: identity is poolid. Members are not managed here.
+// poolKind manages Pool: identity is poolid. Guests join with their own
+// `pool` key (guest.go); a Pool's `storages` key manages its storage
+// members as a set.
 type poolKind struct{}
+
+// poolLive is a pool's storage members, read only when the spec manages
+// them (GET /pools?poolid=, one call per such pool).
+type poolLive struct{ Storages []string }
+
+// poolStorages is the spec's storage member set, ok false when the spec
+// does not manage storage members.
+func poolStorages(r *spec.Resource) (want []string, ok bool) {
+	k, isPool := r.Keys.(*spec.PoolKeys)
+	if !isPool || k == nil || k.Storages == nil {
+		return nil, false
+	}
+	return splitSet(strings.Join(*k.Storages, ",")), true
+}
 
 const poolCreatePath = "/pools"
 
@@ -40,25 +59,59 @@ func (poolKind) observe(ctx context.Context, lc *liveConn, r *spec.Resource) (*l
 	if err != nil {
 		return nil, err
 	}
-	return poolObj(pools, poolID(r)), nil
+	lo := poolObj(pools, poolID(r))
+	if _, managed := poolStorages(r); managed && lo.Exists {
+		cl, id := lc.client, poolID(r)
+		lo.load = func(ctx context.Context) error {
+			st, err := readPoolStorages(ctx, cl, id)
+			lo.State = st
+			return err
+		}
+	}
+	return lo, nil
+}
+
+func readPoolStorages(ctx context.Context, cl *pve.Client, id string) (*poolLive, error) {
+	p, err := cl.Pool(ctx, id)
+	if err != nil {
+		return nil, fmt.Errorf("read members of pool %s: %w", id, err)
+	}
+	var ids []string
+	for _, m := range p.Members {
+		if m.Type == "storage" && m.Storage != "" {
+			ids = append(ids, m.Storage) // one row per node: a set
+		}
+	}
+	return &poolLive{Storages: splitSet(strings.Join(ids, ","))}, nil
 }
 
 func (poolKind) compare(b *builder, r *spec.Resource, lo *liveObj, c *Change) error {
 	cmp := comparer{m: b.method("POST", poolCreatePath)}
 	c.Diff = cmp.diffParams(r.Params, r.Remove, lo.Config, poolIdentity)
+	if len(c.Diff) > 0 {
+		c.Params = map[string]string{"poolid": poolID(r)}
+		for _, d := range c.Diff {
+			if d.After == nil {
+				c.Params[d.Path] = "" // PUT /pools clears a field by sending it empty
+			} else {
+				c.Params[d.Path] = r.Params[d.Path]
+			}
+		}
+	}
+	if want, managed := poolStorages(r); managed {
+		var have []string
+		if pl, ok := lo.State.(*poolLive); ok {
+			have = pl.Storages
+		}
+		if !slices.Equal(have, want) {
+			c.Diff = append(c.Diff, FieldDiff{Path: "storages", Before: listAny(have), After: listAny(want)})
+		}
+	}
 	if len(c.Diff) == 0 {
 		c.Action = NoOp
 		return nil
 	}
 	c.Action, c.Reasons = Update, reasons(c.Diff)
-	c.Params = map[string]string{"poolid": poolID(r)}
-	for _, d := range c.Diff {
-		if d.After == nil {
-			c.Params[d.Path] = "" // PUT /pools clears a field by sending it empty
-		} else {
-			c.Params[d.Path] = r.Params[d.Path]
-		}
-	}
 	return nil
 }
 
@@ -69,18 +122,97 @@ func (poolKind) create(ctx context.Context, x *execution, c *Change) error {
 	if err := x.client.CreatePool(ctx, params); err != nil {
 		return fmt.Errorf("create pool %s: %w", id, err)
 	}
+	if want, managed := poolStorages(c.Resource); managed {
+		return setPoolStorages(ctx, x, id, nil, want)
+	}
 	return nil
 }
 
+// setPoolStorages adds the storages of want that have lacks and takes out
+// those it has that want lacks (PUT /pools storage=…, delete=1 to remove;
+// pve-manager PVE/API2/Pool.pm update_pool).
+func setPoolStorages(ctx context.Context, x *execution, id string, have, want []string) error {
+	var add, del []string
+	for _, s := range want {
+		if !slices.Contains(have, s) {
+			add = append(add, s)
+		}
+	}
+	for _, s := range have {
+		if !slices.Contains(want, s) {
+			del = append(del, s)
+		}
+	}
+	if len(add) > 0 {
+		x.msg("adding storage %s to pool %s", strings.Join(add, ", "), id)
+		if err := x.client.UpdatePool(ctx, url.Values{"poolid": {id}, "storage": {strings.Join(add, ",")}}); err != nil {
+			return fmt.Errorf("add storage to pool %s: %w", id, err)
+		}
+	}
+	if len(del) > 0 {
+		x.msg("taking storage %s out of pool %s", strings.Join(del, ", "), id)
+		if err := x.client.UpdatePool(ctx, url.Values{"poolid": {id}, "storage": {strings.Join(del, ",")}, "delete": {"1"}}); err != nil {
+			return fmt.Errorf("take storage out of pool %s: %w", id, err)
+		}
+	}
+	return nil
+}
+
+// listAny is a diff's value for a list (nil stays nil: "none").
+func listAny(xs []string) []any {
+	out := []any{}
+	for _, x := range xs {
+		out = append(out, x)
+	}
+	return out
+}
+
+// anyStrings reads listAny back, also after a plan file round trip.
+func anyStrings(v any) []string {
+	var out []string
+	switch xs := v.(type) {
+	case []any:
+		for _, x := range xs {
+			if s, ok := x.(string); ok {
+				out = append(out, s)
+			}
+		}
+	case []string:
+		out = xs
+	}
+	return out
+}
+
 func (poolKind) update(ctx context.Context, x *execution, c *Change) error {
-	if err := x.client.UpdatePool(ctx, toValues(c.Params)); err != nil {
-		return fmt.Errorf("update pool %s: %w", poolID(c.Resource), err)
+	id := poolID(c.Resource)
+	if len(c.Params) > 0 {
+		if err := x.client.UpdatePool(ctx, toValues(c.Params)); err != nil {
+			return fmt.Errorf("update pool %s: %w", id, err)
+		}
+	}
+	for _, d := range c.Diff {
+		if d.Path == "storages" {
+			return setPoolStorages(ctx, x, id, anyStrings(d.Before), anyStrings(d.After))
+		}
 	}
 	return nil
 }
 
 func (poolKind) remove(ctx context.Context, x *execution, c *Change) error {
 	id := poolID(c.Resource)
+	// PVE deletes only an empty pool: storage members the spec manages go
+	// first (guests leave through their own changes, which come first).
+	if _, managed := poolStorages(c.Resource); managed {
+		pl, err := readPoolStorages(ctx, x.client, id)
+		if err != nil && !pve.IsNotFound(err) {
+			return err
+		}
+		if err == nil {
+			if err := setPoolStorages(ctx, x, id, pl.Storages, nil); err != nil {
+				return err
+			}
+		}
+	}
 	if err := x.client.DeletePool(ctx, id); err != nil && !pve.IsNotFound(err) {
 		return fmt.Errorf("delete pool %s: %w", id, err)
 	}
@@ -92,7 +224,13 @@ func (poolKind) current(ctx context.Context, cl *pve.Client, c *Change) (*liveOb
 	if err != nil {
 		return nil, err
 	}
-	return poolObj(pools, poolID(c.Resource)), nil
+	lo := poolObj(pools, poolID(c.Resource))
+	if _, managed := poolStorages(c.Resource); managed && lo.Exists {
+		if lo.State, err = readPoolStorages(ctx, cl, poolID(c.Resource)); err != nil {
+			return nil, err
+		}
+	}
+	return lo, nil
 }
 
 // readPerms: GET /pools lists only pools the token may audit (pve-manager
@@ -101,10 +239,30 @@ func (poolKind) readPerms(r *spec.Resource) []permNeed {
 	return []permNeed{need("/pool/"+poolID(r), "to see the pool (PVE lists only the pools a token may audit)", "Pool.Audit")}
 }
 
-// changePerms: POST, PUT and DELETE /pools check Pool.Allocate on the pool.
+// changePerms: POST, PUT and DELETE /pools check Pool.Allocate on the pool;
+// changing a storage member also needs the right to change the storage's
+// permissions (pve-manager PVE/API2/Pool.pm update_pool).
 func (poolKind) changePerms(c *Change, _ *liveObj) []permNeed {
 	if c.Action == NoOp {
 		return nil
 	}
-	return []permNeed{need("/pool/"+poolID(c.Resource), "to "+c.Action.String()+" the pool", "Pool.Allocate")}
+	needs := []permNeed{need("/pool/"+poolID(c.Resource), "to "+c.Action.String()+" the pool", "Pool.Allocate")}
+	var touched []string
+	for _, d := range c.Diff {
+		if d.Path == "storages" {
+			before, after := anyStrings(d.Before), anyStrings(d.After)
+			for _, s := range append(before, after...) {
+				if slices.Contains(before, s) != slices.Contains(after, s) {
+					touched = append(touched, s)
+				}
+			}
+		}
+	}
+	if c.Action == Create || c.Action == Delete {
+		touched, _ = poolStorages(c.Resource)
+	}
+	for _, sid := range sortedUnique(touched) {
+		needs = append(needs, needAny("/storage/"+sid, "to change the pool membership of storage "+sid, "Permissions.Modify", "Datastore.Allocate"))
+	}
+	return needs
 }

@@ -158,3 +158,11 @@ func NetApply(r *Resource) *NetworkApplyKeys {
 	}
 	return &NetworkApplyKeys{}
 }
+
+// PoolKeys are a Pool's keys: its members beside the guests (a guest joins
+// with its own `pool` key).
+type PoolKeys struct {
+	// Storages, when set, is the full set of storage members: a storage
+	// not listed is taken out of the pool, [] empties it.
+	Storages *[]string `json:"storages,omitempty" doc:"The storages that are members of the pool (PUT /pools storage=…), as a full set: a storage not listed is taken out, [] takes all out. Absent: storage membership is not managed. A guest joins a pool with its own pool key."`
+}

@@ -282,9 +282,13 @@ var kindTable = sync.OnceValue(func() map[string]*kindInfo {
 			Noun:       "pool",
 			Create:     &apiCall{"POST", "/pools"},
 			Update:     &apiCall{"PUT", "/pools"},
+			Keys:       (*PoolKeys)(nil),
 			Identity:   "poolid",
 			Identities: singleIdentity("poolid", "poolid"),
 			RefValue:   paramValueOf("poolid"),
+			Refs: []refRule{
+				{Key: "storages", Values: poolStorages, Kinds: []string{KindStorage}, PresentOnly: true},
+			},
 		},
 		{
 			Name:       KindNetworkApply,

@@ -155,3 +155,16 @@ func volumeStorages(r *Resource) []refValue {
 	}
 	return out
 }
+
+// poolStorages references the storages a Pool lists as members.
+func poolStorages(r *Resource) []refValue {
+	k, ok := r.Keys.(*PoolKeys)
+	if !ok || k == nil || k.Storages == nil {
+		return nil
+	}
+	var out []refValue
+	for _, s := range *k.Storages {
+		out = append(out, refValue{"storages", s})
+	}
+	return out
+}
