@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -9,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/pvectl/pvectl/pkg/pve"
 	"github.com/pvectl/pvectl/pkg/pve/schema"
 )
 
@@ -20,16 +23,18 @@ type apidocOptions struct {
 }
 
 const apidocHelp = "PVE's API documentation (apidoc.js or its JSON) for PVE's descriptions; " +
-	"default: $PVECTL_APIDOC, ~/.config/pvectl/apidoc.js, or " + schema.NodeAPIDoc + "; \"\" for none"
+	"default: $PVECTL_APIDOC, ~/.config/pvectl/apidoc.js, " + schema.NodeAPIDoc +
+	", or the one the configured PVE serves (PROXMOX_URL" + pve.APIDocPath + "); \"\" for none"
 
 func (o *apidocOptions) addFlag(c *cobra.Command) {
 	c.Flags().StringVar(&o.path, "apidoc", "", apidocHelp)
 }
 
 // descriptions reads the apidoc: --apidoc, else PVECTL_APIDOC, else the
-// first of ~/.config/pvectl/apidoc.js and the PVE node's copy that exists.
-// A file named explicitly must be readable; `--apidoc ""` reads none.
-func (o *apidocOptions) descriptions(c *cobra.Command) (*schema.Descriptions, error) {
+// first of ~/.config/pvectl/apidoc.js and the PVE node's copy that exists,
+// else (with fetch) the copy the configured PVE serves beside its API. A file named
+// explicitly must be readable; `--apidoc ""` reads none.
+func (o *apidocOptions) descriptions(c *cobra.Command, g *globalOptions, fetch bool) (*schema.Descriptions, error) {
 	path, explicit := o.path, c.Flags().Changed("apidoc")
 	if !explicit {
 		path, explicit = os.LookupEnv("PVECTL_APIDOC")
@@ -59,5 +64,34 @@ func (o *apidocOptions) descriptions(c *cobra.Command) (*schema.Descriptions, er
 			return nil, fmt.Errorf("read PVE's API documentation: %w", err)
 		}
 	}
-	return nil, nil
+	if !fetch {
+		return nil, nil
+	}
+	return fromCluster(c.Context(), g), nil
+}
+
+// fromCluster fetches the API documentation the default connection's PVE
+// serves at pve.APIDocPath; nil when no connection is configured or the
+// node does not serve it (explain then says where to get one).
+func fromCluster(ctx context.Context, g *globalOptions) *schema.Descriptions {
+	if os.Getenv("PROXMOX_URL") == "" && g.profileName() == "" {
+		return nil
+	}
+	cs, err := newClients(g, nil, nil)
+	if err != nil {
+		return nil
+	}
+	cl, err := cs.Client("")
+	if err != nil {
+		return nil
+	}
+	b, err := cl.Document(ctx, pve.APIDocPath)
+	if err != nil {
+		return nil
+	}
+	d, err := schema.ReadDescriptions(bytes.NewReader(b))
+	if err != nil {
+		return nil
+	}
+	return d
 }

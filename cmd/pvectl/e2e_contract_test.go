@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/pvectl/pvectl/pkg/pve"
+	"github.com/pvectl/pvectl/pkg/pve/pvesim"
 )
 
 func writeSpec(t *testing.T, name, body string) string {
@@ -91,4 +92,21 @@ func TestE2EExamplesDir(t *testing.T) {
 	env.mustRun(0, "validate", "-f", dir)
 	env.mustRun(0, "apply", "-f", dir, "--auto-approve")
 	env.mustRun(0, "plan", "-f", dir, "--detailed-exitcode")
+}
+
+// TestE2EExplainFromCluster: with only a connection configured, explain
+// takes PVE's descriptions from the documentation the node serves beside
+// its API (the simulator serves the copy it is given, as a node serves
+// /usr/share/pve-docs).
+func TestE2EExplainFromCluster(t *testing.T) {
+	env := startSimOpts(t, pvesim.Options{APIDocFile: apidoc}, nil)
+	r := env.mustRun(0, "explain", "QemuVM.net0.tag")
+	if !strings.Contains(r.stdout, "VLAN tag to apply to packets on this interface.") {
+		t.Errorf("explain with a connection: no PVE description in\n%s", r.stdout)
+	}
+	bare := startSim(t) // serves no documentation: explain still works
+	r = bare.mustRun(0, "explain", "QemuVM.net0.tag")
+	if strings.Contains(r.stdout, "VLAN tag to apply") || !strings.Contains(r.stdout, "1 … 4094") {
+		t.Errorf("explain without served documentation:\n%s", r.stdout)
+	}
 }

@@ -24,13 +24,14 @@ or pending on a running guest until it restarts.
 
 PVE's descriptions come from PVE's API documentation, which pvectl does not
 carry (it is AGPL text): pass --apidoc, set PVECTL_APIDOC, run on a PVE node,
-or save https://NODE:8006/pve-docs/api-viewer/apidoc.js as
-~/.config/pvectl/apidoc.js.`,
+save https://NODE:8006/pve-docs/api-viewer/apidoc.js as
+~/.config/pvectl/apidoc.js — or configure a connection (PROXMOX_URL and a
+token): explain then reads the copy that node serves.`,
 		Example:           "  pvectl explain QemuVM\n  pvectl explain QemuVM.net0\n  pvectl explain QemuVM.net0.tag",
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: completeExplainPath,
 		RunE: func(c *cobra.Command, args []string) error {
-			d, err := o.descriptions(c)
+			d, err := o.descriptions(c, g, true)
 			if err != nil {
 				return err
 			}

@@ -24,7 +24,7 @@ printed.`,
 		Example: "  pvectl schema > pvectl.schema.json\n  pvectl schema --apidoc /usr/share/pve-docs/api-viewer/apidoc.js > pvectl.schema.json",
 		Args:    cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			d, err := o.descriptions(c)
+			d, err := o.descriptions(c, g, false)
 			if err != nil {
 				return err
 			}

@@ -29,6 +29,7 @@ type simOptions struct {
 	listen       string
 	state        string
 	dataDir      string
+	apidoc       string
 	nodes        []string
 	token        string
 	extraTokens  []string
@@ -68,6 +69,7 @@ tokens=ci@pve!plan. Tokens created through the API work as well.`,
 	f.StringVar(&o.listen, "listen", "127.0.0.1:8006", "address to listen on")
 	f.StringVar(&o.state, "state", "", "persist the simulated cluster in FILE (loaded at start)")
 	f.StringVar(&o.dataDir, "data-dir", "", "keep the bytes of uploaded and downloaded files as DIR/<storage>/<content>/<filename>")
+	f.StringVar(&o.apidoc, "apidoc", "", "serve this copy of PVE's API documentation at /pve-docs/api-viewer/apidoc.js, as a node does (for explain's descriptions)")
 	f.StringSliceVar(&o.nodes, "nodes", []string{"pve"}, "node names")
 	f.StringVar(&o.token, "token", simDefaultTokenID+"="+simDefaultTokenSecret, "the admin API token, ID=SECRET (no privilege separation)")
 	f.StringArrayVar(&o.extraTokens, "extra-token", nil, "add a privilege-separated API token without ACLs, ID=SECRET (repeatable)")
@@ -125,7 +127,7 @@ func (o *simOptions) run(ctx context.Context) error {
 	sim, err := pvesim.New(pvesim.Options{
 		Nodes: o.nodes, TokenID: id, TokenSecret: secret, Tokens: extra,
 		Latency: o.latency, TaskDuration: o.taskDuration,
-		StateFile: o.state, DataDir: o.dataDir,
+		StateFile: o.state, DataDir: o.dataDir, APIDocFile: o.apidoc,
 		ErrorRate: o.errorRate, LockContention: o.lockRate, WarnRate: o.warnRate,
 		LockWait: o.lockWait, StatusInterval: o.statusEvery,
 		Fingerprint: fp,

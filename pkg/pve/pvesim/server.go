@@ -35,6 +35,12 @@ type Options struct {
 	TaskDuration time.Duration // how long a task runs before it ends (default 300ms)
 	StateFile    string        // loaded at New if present, saved atomically after each mutation
 	DataDir      string        // where simulated uploads/downloads land; created if set
+	// APIDocFile is a copy of PVE's API documentation (apidoc.js or its
+	// JSON) served at /pve-docs/api-viewer/apidoc.js, as pveproxy serves
+	// it from /usr/share/pve-docs without authentication. The simulator
+	// carries none of its own (it is AGPL text): without a file that path
+	// is a 404.
+	APIDocFile string
 	ErrorRate    float64       // fraction of requests answered with a 500/596 fault (not task status/log)
 	// LockContention is the fraction of calls taking a guest lock that find
 	// it held by someone else for longer than PVE waits: the call fails
@@ -311,6 +317,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) int {
 		return 0
 	}
 	const prefix = "/api2/json"
+	if r.URL.Path == "/pve-docs/api-viewer/apidoc.js" && r.Method == http.MethodGet {
+		return s.serveAPIDoc(w)
+	}
 	if !strings.HasPrefix(r.URL.Path, prefix+"/") {
 		return writeErr(w, fail(http.StatusNotImplemented, "Method '%s %s' not implemented", r.Method, r.URL.Path))
 	}
@@ -560,4 +569,24 @@ func validNodeName(n string) bool {
 		}
 	}
 	return true
+}
+
+// serveAPIDoc answers GET /pve-docs/api-viewer/apidoc.js from
+// Options.APIDocFile (pve-manager PVE/Service/pveproxy.pm: /pve-docs/ is a
+// static directory, served to anyone).
+func (s *Server) serveAPIDoc(w http.ResponseWriter) int {
+	if s.opts.APIDocFile == "" {
+		http.Error(w, "File not found", http.StatusNotFound)
+		return http.StatusNotFound
+	}
+	b, err := os.ReadFile(s.opts.APIDocFile)
+	if err != nil {
+		http.Error(w, "File not found", http.StatusNotFound)
+		return http.StatusNotFound
+	}
+	w.Header().Set("Content-Type", "application/javascript")
+	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
+	w.WriteHeader(http.StatusOK)
+	w.Write(b)
+	return http.StatusOK
 }
