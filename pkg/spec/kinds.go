@@ -435,6 +435,16 @@ func supportedList() string { return strings.Join(SupportedKinds(), ", ") }
 
 func isPlannedKind(k string) bool { return slices.Contains(plannedKinds, k) }
 
+// RefValue is the value other resources name r by (a pool's poolid, a
+// bridge's iface, a downloaded file's volume id); "" when its kind is not
+// named by value.
+func RefValue(r *Resource) string {
+	if k := kindOf(r.Kind); k != nil && k.RefValue != nil {
+		return k.RefValue(r)
+	}
+	return ""
+}
+
 // Noun names a kind's PVE object in messages ("VM", "bridge"); "object"
 // for kinds without one.
 func Noun(kind string) string {
