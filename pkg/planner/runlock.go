@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/pvectl/pvectl/pkg/pve"
+	"github.com/pvectl/pvectl/pkg/spec"
 )
 
 // The run lock. pvectl keeps no state file, so two runs against one
@@ -29,8 +30,9 @@ import (
 // Pool.Allocate, holds nothing, and shows in the web UI's pool view while
 // a run holds it.
 
-// RunLockPool is the pool that is pvectl's run lock.
-const RunLockPool = "pvectl-lock"
+// RunLockPool is the pool that is pvectl's run lock (specs may not name
+// it: spec.RunLockPool).
+const RunLockPool = spec.RunLockPool
 
 // runLockPrefix starts the comment of a run lock pool.
 const runLockPrefix = "pvectl "

@@ -285,6 +285,7 @@ var kindTable = sync.OnceValue(func() map[string]*kindInfo {
 			Identity:   "poolid",
 			Identities: singleIdentity("poolid", "poolid"),
 			RefValue:   paramValueOf("poolid"),
+			Check:      checkPool,
 		},
 		{
 			Name:       KindNetworkApply,
@@ -434,6 +435,19 @@ func SupportedKinds() []string { return slices.Sorted(maps.Keys(kindTable())) }
 func supportedList() string { return strings.Join(SupportedKinds(), ", ") }
 
 func isPlannedKind(k string) bool { return slices.Contains(plannedKinds, k) }
+
+// RunLockPool is the pool that apply and destroy create and delete as
+// pvectl's run lock (pkg/planner runlock.go): no spec may manage it.
+const RunLockPool = "pvectl-lock"
+
+// checkPool refuses the run lock's pool: pvectl would overwrite its own
+// lock's comment, or delete it under a running apply.
+func checkPool(r *Resource) []problem {
+	if r.Params["poolid"] != RunLockPool {
+		return nil
+	}
+	return []problem{{"poolid", "the pool " + RunLockPool + " is pvectl's run lock, which apply and destroy create and delete: give this pool another poolid"}}
+}
 
 // RefValue is the value other resources name r by (a pool's poolid, a
 // bridge's iface, a downloaded file's volume id); "" when its kind is not
