@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"regexp"
 	"slices"
@@ -223,4 +225,33 @@ func TestE2EForceUnlock(t *testing.T) {
 	if got := env.guestNames(); !slices.Equal(got, []string{"fu"}) {
 		t.Errorf("VMs: got %v, want one", got)
 	}
+}
+
+// The run lock under faults: a create of the lock pool that PVE carried
+// out but whose answer was lost is recognised as this run's (by its ID),
+// and a delete that a proxy failed is sent again; the run goes on and
+// leaves no lock behind.
+func TestE2ERunLockUnderFaults(t *testing.T) {
+	p := &faultProxy{}
+	env := startSimOpts(t, pvesim.Options{TaskDuration: 10 * time.Millisecond}, p.wrap)
+	p.add(func(w http.ResponseWriter, r *http.Request, sim http.Handler) bool {
+		if r.URL.Path != "/api2/json/pools" {
+			return false
+		}
+		switch {
+		case r.Method == http.MethodPost && p.count("POST /pools") == 1:
+			rec := httptest.NewRecorder()
+			sim.ServeHTTP(rec, r)
+			resetConn(w, rec)
+			return true
+		case r.Method == http.MethodDelete && p.count("DELETE /pools") == 1:
+			proxy596(w, nil)
+			return true
+		}
+		return false
+	})
+	f := writeSpec(t, "one.yaml", vmsSpec([]string{"lf"}, nil))
+	env.mustRun(0, "apply", "-f", f, "--auto-approve")
+	env.noRunLock()
+	env.mustRun(0, "plan", "-f", f, "--detailed-exitcode")
 }

@@ -247,21 +247,29 @@ func takeRunLock(ctx context.Context, conn string, cl *pve.Client, info RunLockI
 	}
 	params := url.Values{"poolid": {RunLockPool}, "comment": {info.comment()}}
 	seen := ""
+	faults := 0
 	for delay := lockPollMin; ; delay = min(2*delay, lockPollMax) {
 		err := cl.CreatePool(ctx, params)
 		if err == nil {
 			return nil
 		}
 		var ae *pve.APIError
-		if !errors.As(err, &ae) {
-			// No answer: PVE may have made the pool. Ours if it names us.
-			if cur, rerr := readRunLock(ctx, cl); rerr == nil && cur != nil && cur.ID == info.ID {
+		if !errors.As(err, &ae) || !strings.Contains(ae.Message, "already exists") {
+			// No answer, or a proxy's: PVE may have made the pool. Ours if
+			// it names us; else (no pool, or another's) try again, a few
+			// times: the ID makes a second create safe.
+			cur, rerr := readRunLock(ctx, cl)
+			if rerr == nil && cur != nil && cur.ID == info.ID {
 				return nil
 			}
-			return fmt.Errorf("%s: take the run lock (create pool %s): %w", connLabel(conn), RunLockPool, err)
-		}
-		if !strings.Contains(ae.Message, "already exists") {
-			return fmt.Errorf("%s: take the run lock (create pool %s): %w", connLabel(conn), RunLockPool, err)
+			faults++
+			if !mayRetryLock(err) || faults >= lockCreateTries {
+				return fmt.Errorf("%s: take the run lock (create pool %s): %w", connLabel(conn), RunLockPool, err)
+			}
+			if err := sleepCtx(ctx, delay); err != nil {
+				return err
+			}
+			continue
 		}
 		held, err := lockedBy(ctx, conn, cl)
 		if err != nil {
@@ -277,11 +285,30 @@ func takeRunLock(ctx context.Context, conn string, cl *pve.Client, info RunLockI
 			seen = held.Holder.ID
 			waiting(held)
 		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(min(delay, time.Until(deadline)+time.Millisecond)):
+		if err := sleepCtx(ctx, min(delay, time.Until(deadline)+time.Millisecond)); err != nil {
+			return err
 		}
+	}
+}
+
+// lockCreateTries bounds the tries to create or delete the lock pool
+// when PVE's answer was lost or a proxy failed.
+const lockCreateTries = 3
+
+// mayRetryLock: a lost answer or a server-side failure other than PVE's
+// refusal may be tried again (the lock's ID tells whether the first one
+// got through); a 4xx will not change.
+func mayRetryLock(err error) bool {
+	var ae *pve.APIError
+	return !errors.As(err, &ae) || ae.Status >= 500
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(d):
+		return nil
 	}
 }
 
@@ -370,18 +397,29 @@ func (l *RunLock) Release(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
+// releaseOne deletes h's pool if it is still h's; a delete whose answer
+// was lost or failed in a proxy is tried again (the ID is checked first
+// each time, so a second delete never takes another run's lock).
 func releaseOne(ctx context.Context, h heldLock) error {
-	cur, err := readRunLock(ctx, h.client)
-	if err != nil {
-		return err
+	var err error
+	for try, delay := 1, lockPollMin; ; try, delay = try+1, 2*delay {
+		var cur *RunLockInfo
+		if cur, err = readRunLock(ctx, h.client); err != nil {
+			return err
+		}
+		if cur == nil || cur.ID != h.info.ID {
+			return nil // gone: removed, or force-unlocked (and maybe taken by another run)
+		}
+		if err = h.client.DeletePool(ctx, RunLockPool); err == nil || pve.IsNotFound(err) {
+			return nil
+		}
+		if !mayRetryLock(err) || try >= lockCreateTries {
+			return err
+		}
+		if err := sleepCtx(ctx, delay); err != nil {
+			return err
+		}
 	}
-	if cur == nil || cur.ID != h.info.ID {
-		return nil // removed by force-unlock (and maybe taken by another run)
-	}
-	if err := h.client.DeletePool(ctx, RunLockPool); err != nil && !pve.IsNotFound(err) {
-		return err
-	}
-	return nil
 }
 
 // ErrNoSuchLock is ForceUnlock's answer for a cluster that holds no run
