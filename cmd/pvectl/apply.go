@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -28,6 +29,11 @@ type applyOptions struct {
 	// allowForeign lets network commits take staged changes pvectl did
 	// not make (those the plan shows).
 	allowForeign bool
+	// lock takes the run lock in PVE; lockTimeout is how long to wait
+	// for another run's.
+	lock        bool
+	lockTimeout time.Duration
+	runLock     *planner.RunLock // held while the command runs
 }
 
 func newApplyCmd(g *globalOptions) *cobra.Command {
@@ -52,7 +58,16 @@ Confirmation: on a terminal apply asks; elsewhere it needs --auto-approve.`,
 	c.Flags().BoolVar(&o.autoApprove, "auto-approve", false, "apply without asking")
 	c.Flags().BoolVar(&o.json, "json", false, "progress as JSON lines")
 	o.addForeignFlag(c)
+	o.addLockFlags(c)
 	return c
+}
+
+// addLockFlags adds --lock and --lock-timeout: apply and destroy hold
+// pvectl's run lock in PVE (the pool pvectl-lock), so that two runs
+// against one cluster do not both create what is missing.
+func (o *applyOptions) addLockFlags(c *cobra.Command) {
+	c.Flags().BoolVar(&o.lock, "lock", true, "hold pvectl's run lock in PVE (the pool "+planner.RunLockPool+") while running, so that no other apply or destroy runs at the same time")
+	c.Flags().DurationVar(&o.lockTimeout, "lock-timeout", 0, "how long to wait for another run's lock (0: fail at once, naming its holder)")
 }
 
 // addForeignFlag adds --allow-foreign-network-changes: without it, a plan
@@ -78,6 +93,7 @@ interface removals are committed by the node's NetworkApply.`,
 	c.Flags().BoolVar(&o.autoApprove, "auto-approve", false, "destroy without asking")
 	c.Flags().BoolVar(&o.json, "json", false, "progress as JSON lines")
 	o.addForeignFlag(c)
+	o.addLockFlags(c)
 	return c
 }
 
@@ -133,6 +149,9 @@ func (o *applyOptions) run(ctx context.Context) error {
 	}
 	in := watchInterrupts(ctx, o.g.signals)
 	defer in.close()
+	// Deferred after in.close, so it runs first: while it runs, a further
+	// interrupt is still caught and the lock is still released.
+	defer o.releaseLock(ctx)
 	p, cl, err := o.prepare(in)
 	if in.interrupted() {
 		return errInterrupted
@@ -189,6 +208,9 @@ func (o *applyOptions) prepare(in *interrupts) (*planner.Plan, *clients, error) 
 		if err := cl.check(used); err != nil {
 			return nil, nil, err
 		}
+		if err := o.takeLock(ctx, cl, used); err != nil {
+			return nil, nil, err
+		}
 		if err := planner.Verify(ctx, cl, p); err != nil {
 			return nil, nil, err
 		}
@@ -201,7 +223,16 @@ func (o *applyOptions) prepare(in *interrupts) (*planner.Plan, *clients, error) 
 	if err != nil {
 		return nil, nil, err
 	}
-	p, cl, err := makePlan(ctx, o.g, set, planner.Options{Targets: o.targets, Destroy: o.destroy})
+	cl, err := specClients(o.g, set)
+	if err != nil {
+		return nil, nil, err
+	}
+	// The lock comes before the plan: a plan made while another run
+	// creates what is missing would create it again.
+	if err := o.takeLock(ctx, cl, usedConnections(set)); err != nil {
+		return nil, nil, err
+	}
+	p, err := planLive(ctx, o.g, set, cl, planner.Options{Targets: o.targets, Destroy: o.destroy}, o.notices())
 	if err != nil {
 		return nil, nil, err
 	}
@@ -230,6 +261,52 @@ func (o *applyOptions) prepare(in *interrupts) (*planner.Plan, *clients, error) 
 	}
 	return p, cl, nil
 }
+
+// notices is where lines beside the run go: stdout for humans, stderr
+// beside JSON lines.
+func (o *applyOptions) notices() io.Writer {
+	if o.json {
+		return o.g.streams.Err
+	}
+	return o.g.streams.Out
+}
+
+// takeLock takes the run lock on the clusters of conns (unless --lock=false).
+func (o *applyOptions) takeLock(ctx context.Context, cl *clients, conns []string) error {
+	if !o.lock {
+		return nil
+	}
+	w := o.notices()
+	l, err := planner.AcquireRunLock(ctx, cl, conns, planner.LockOptions{
+		Info:    planner.NewRunLockInfo(o.verb()),
+		Timeout: o.lockTimeout,
+		Waiting: func(e *planner.LockedError) {
+			fmt.Fprintf(w, "Waiting up to %s for the run lock: %s\n", o.lockTimeout, e)
+		},
+	})
+	if err != nil {
+		return &exitError{code: exitFailure, err: err}
+	}
+	o.runLock = l
+	return nil
+}
+
+// releaseLock gives the run lock back, also after an interrupt (which
+// cancelled ctx): a lock left behind would stop the next run.
+func (o *applyOptions) releaseLock(ctx context.Context) {
+	if o.runLock == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), lockReleaseTimeout)
+	defer cancel()
+	if err := o.runLock.Release(ctx); err != nil {
+		fmt.Fprintf(o.g.streams.Err, "Warning: %v\n", err)
+	}
+	o.runLock = nil
+}
+
+// lockReleaseTimeout bounds the release of the run lock at the end.
+const lockReleaseTimeout = 30 * time.Second
 
 func (o *applyOptions) verb() string {
 	if o.destroy {

@@ -53,6 +53,7 @@ func validateLines(t *testing.T, s *jsonschema.Schema, out string) map[string]in
 func TestE2EJSONEventsMatchSchema(t *testing.T) {
 	s := eventSchema(t)
 	env := startSimOpts(t, pvesim.Options{WarnRate: 1, LockContention: 0.3, Seed: 7}, nil)
+	stageBridge(t, env, "vmbr9") // js-broken is created, and cannot start
 	f := writeSpec(t, "mix.yaml", `kind: Pool
 name: js-pool
 ---
@@ -66,7 +67,8 @@ kind: QemuVM
 name: js-broken
 spec:
   memory: 512
-  scsi0: missing-store:4
+  net0: virtio,bridge=vmbr9
+  running: true
 ---
 kind: QemuVM
 name: js-after

@@ -88,11 +88,14 @@ func TestE2EDestroyKeepsProtected(t *testing.T) {
 }
 
 // A failing change skips only its dependents; the summary says what was and
-// was not done; after the cause is fixed a rerun converges.
+// was not done; after the cause is fixed a rerun converges. The failure is
+// one no plan can foresee: the VM's bridge is only staged on the node (a
+// hand edit not committed), so PVE creates the VM and cannot start it.
 func TestE2EFailureSkipsDependentsAndRerunConverges(t *testing.T) {
 	env := startSim(t)
+	stageBridge(t, env, "vmbr9")
 	dir := t.TempDir()
-	spec := func(storage string) string {
+	spec := func(bridge string) string {
 		return `kind: Pool
 name: ok-pool
 spec:
@@ -103,7 +106,8 @@ name: broken
 spec:
   vmid: 150
   memory: 512
-  scsi0: ` + storage + `:4
+  net0: virtio,bridge=` + bridge + `
+  running: true
 ---
 kind: QemuVM
 name: after-broken
@@ -114,7 +118,7 @@ spec:
 `
 	}
 	f := filepath.Join(dir, "s.yaml")
-	os.WriteFile(f, []byte(spec("missing-store")), 0o644)
+	os.WriteFile(f, []byte(spec("vmbr9")), 0o644)
 	r := env.mustRun(1, "apply", "-f", f, "--auto-approve")
 	for _, want := range []string{"QemuVM/broken", "QemuVM/after-broken", "Pool/ok-pool"} {
 		if !strings.Contains(r.stdout, want) {
@@ -131,9 +135,19 @@ spec:
 	if !hasPool(pools, "ok-pool") {
 		t.Errorf("the independent pool was not created: %+v", pools)
 	}
-	os.WriteFile(f, []byte(spec("local-lvm")), 0o644)
+	os.WriteFile(f, []byte(spec("vmbr0")), 0o644)
 	env.mustRun(0, "apply", "-f", f, "--auto-approve")
 	env.mustRun(0, "plan", "-f", f, "--detailed-exitcode")
+}
+
+// stageBridge stages a bridge on node pve without committing it, as a
+// hand edit in the web UI does: it is in the node's interfaces.new, not
+// up, so a VM on it is created but does not start.
+func stageBridge(t *testing.T, env *simEnv, name string) {
+	t.Helper()
+	if err := env.client.CreateIface(context.Background(), "pve", url.Values{"iface": {name}, "type": {"bridge"}, "autostart": {"1"}}); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // The demo's directory of examples applies and converges.

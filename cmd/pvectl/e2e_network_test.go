@@ -110,8 +110,14 @@ func TestE2EForeignNetworkChanges(t *testing.T) {
 	if !strings.Contains(r.stderr, "--allow-foreign-network-changes") {
 		t.Errorf("apply FILE without the flag: stderr lacks the refusal:\n%s", r.stderr)
 	}
-	for call := range env.requests.Reset() {
-		if !strings.HasPrefix(call, "GET ") {
+	for call, n := range env.requests.Reset() {
+		switch {
+		case call == "POST /pools" || call == "DELETE /pools":
+			// The run lock, taken and released by each of the two runs.
+			if n != 2 {
+				t.Errorf("%s sent %d times, want twice (the run lock of two runs)", call, n)
+			}
+		case !strings.HasPrefix(call, "GET "):
 			t.Errorf("a refused apply sent %s", call)
 		}
 	}

@@ -79,6 +79,27 @@ spec:
 		}
 	}
 	noSecret(e.mustRun(2, "plan", "-f", f, "--detailed-exitcode"))
+	// apply holds the run lock, a pool: the preflight names the privilege
+	// and where to grant it (above the pool, whose own ACLs PVE deletes
+	// with it), and nothing is changed.
+	r = e.mustRun(1, "apply", "-f", f, "--auto-approve")
+	noSecret(r)
+	for _, want := range []string{
+		"lacks Pool.Allocate on /pool/pvectl-lock, needed to take pvectl's run lock",
+		"pveum acl modify /pool --roles PVEPoolAdmin --tokens 'ci@pve!plan'",
+	} {
+		if !strings.Contains(r.stderr, want) {
+			t.Errorf("apply stderr:\n%s\nwant it to say %q", r.stderr, want)
+		}
+	}
+	if pools, err := e.client.Pools(ctx); err != nil || hasPool(pools, "team") {
+		t.Errorf("an apply refused for its lock changed something: pools %v (%v)", pools, err)
+	}
+	for _, who := range []url.Values{{"users": {"ci@pve"}}, {"tokens": {tok.Full}}} {
+		who.Set("path", "/pool")
+		who.Set("roles", "PVEPoolAdmin")
+		admin(http.MethodPut, "/access/acl", who, nil)
+	}
 	noSecret(e.mustRun(0, "apply", "-f", f, "--auto-approve"))
 	noSecret(e.mustRun(0, "plan", "-f", f, "--detailed-exitcode"))
 }

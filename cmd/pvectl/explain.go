@@ -7,6 +7,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/pvectl/pvectl/pkg/planner"
 	"github.com/pvectl/pvectl/pkg/pve"
 )
 
@@ -32,7 +33,10 @@ func explain(err error) (headline, todo string) {
 	var de *net.DNSError
 	var oe *net.OpError
 	var dl *pve.DeadlineError
+	var le *planner.LockedError
 	switch {
+	case errors.As(err, &le):
+		return le.Error(), le.Hint()
 	case errors.As(err, &ae) && ae.Status == 401:
 		return at("PVE refused the API token: 401 " + ae.Message),
 			"Check PROXMOX_TOKEN_ID (user@realm!tokenname) and PROXMOX_TOKEN_SECRET (or the Connection's tokenId and tokenSecret), and that the token exists on this cluster and has not expired (pveum user token list USER); with privilege separation the token needs ACLs of its own."

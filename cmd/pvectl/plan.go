@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"slices"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -121,7 +124,11 @@ func (o *planOptions) run(ctx context.Context) error {
 	}
 	in := watchInterrupts(ctx, o.g.signals)
 	defer in.close()
-	p, cl, err := makePlan(in.ctx, o.g, set, planner.Options{Targets: o.targets})
+	notices := o.g.streams.Out
+	if o.json {
+		notices = o.g.streams.Err
+	}
+	p, cl, err := makePlan(in.ctx, o.g, set, planner.Options{Targets: o.targets}, notices)
 	if in.interrupted() {
 		return errInterrupted
 	}
@@ -153,25 +160,70 @@ func (o *planOptions) run(ctx context.Context) error {
 }
 
 // makePlan observes live state and builds the plan.
-func makePlan(ctx context.Context, g *globalOptions, set *spec.Set, opts planner.Options) (*planner.Plan, *clients, error) {
-	cl, err := newClients(g, set, nil)
+func makePlan(ctx context.Context, g *globalOptions, set *spec.Set, opts planner.Options, notices io.Writer) (*planner.Plan, *clients, error) {
+	cl, err := specClients(g, set)
 	if err != nil {
 		return nil, nil, err
 	}
-	var used []string
-	for _, r := range set.Resources {
-		used = append(used, r.Connection)
-	}
-	if err := cl.check(used); err != nil {
-		return nil, nil, err
-	}
-	obs, err := planner.Observe(ctx, cl, set)
-	if err != nil {
-		return nil, nil, fmt.Errorf("read live state: %w", err)
-	}
-	p, err := planner.Build(ctx, set, obs, opts)
+	p, err := planLive(ctx, g, set, cl, opts, notices)
 	if err != nil {
 		return nil, nil, err
 	}
 	return p, cl, nil
+}
+
+// specClients makes the clients of the connections the specs use; missing
+// or malformed settings are invalid input, found before any API call.
+func specClients(g *globalOptions, set *spec.Set) (*clients, error) {
+	cl, err := newClients(g, set, nil)
+	if err != nil {
+		return nil, err
+	}
+	if err := cl.check(usedConnections(set)); err != nil {
+		return nil, err
+	}
+	return cl, nil
+}
+
+// usedConnections are the connection names the specs' resources use.
+func usedConnections(set *spec.Set) []string {
+	var used []string
+	for _, r := range set.Resources {
+		if !slices.Contains(used, r.Connection) {
+			used = append(used, r.Connection)
+		}
+	}
+	return used
+}
+
+// planLive plans against the live state, waiting up to --busy-timeout for
+// guests that PVE tasks hold (locked, or still being created); it says
+// on notices what it waits for.
+func planLive(ctx context.Context, g *globalOptions, set *spec.Set, cl *clients, opts planner.Options, notices io.Writer) (*planner.Plan, error) {
+	opts.BusyTimeout = g.busyTimeout
+	opts.Waiting = busyWaiter(notices, g.busyTimeout)
+	return planner.PlanLive(ctx, cl, set, opts)
+}
+
+// busyWaiter reports PlanLive's waits: the busy resources when they
+// change, else a line every stillRunningEvery.
+func busyWaiter(w io.Writer, limit time.Duration) func([]*planner.BusyError, time.Duration) {
+	var last string
+	var said time.Duration
+	return func(busy []*planner.BusyError, waited time.Duration) {
+		var lines []string
+		for _, b := range busy {
+			lines = append(lines, "  "+b.Address+": "+b.What)
+		}
+		now := strings.Join(lines, "\n")
+		switch {
+		case now != last:
+			fmt.Fprintf(w, "Waiting up to %s for PVE tasks that hold %d resource%s:\n%s\n", limit, len(busy), plural(len(busy)), now)
+		case waited-said >= stillRunningEvery:
+			fmt.Fprintf(w, "Still waiting for PVE tasks that hold %d resource%s… [%s elapsed]\n", len(busy), plural(len(busy)), roundDuration(waited).Round(time.Second))
+		default:
+			return
+		}
+		last, said = now, waited
+	}
 }

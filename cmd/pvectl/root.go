@@ -23,6 +23,11 @@ const (
 	exitInvalid = 3 // invalid input detected before any API call
 )
 
+// defaultBusyTimeout is --busy-timeout's default: long enough for the
+// creates and clones an interrupted run left running, short enough that a
+// forgotten lock does not hold a plan for long.
+const defaultBusyTimeout = 5 * time.Minute
+
 // Streams are the command's IO, injected so tests run the CLI in-process.
 type Streams struct {
 	In       io.Reader
@@ -56,6 +61,8 @@ type globalOptions struct {
 	parallelism    int
 	requestTimeout time.Duration
 	taskTimeout    time.Duration
+	// busyTimeout is how long planning waits for guests PVE tasks hold.
+	busyTimeout time.Duration
 	// streams are the command's IO; Out and Err pass every write through
 	// scrubber, which learns each secret as a connection or spec brings it.
 	streams  Streams
@@ -131,8 +138,8 @@ config file (--profile), or Connection documents in the specs.`,
 		if g.parallelism < 1 {
 			return invalid(fmt.Errorf("--parallelism %d: want 1 or more", g.parallelism))
 		}
-		if g.requestTimeout < 0 || g.taskTimeout < 0 {
-			return invalid(errors.New("--request-timeout and --task-timeout cannot be negative"))
+		if g.requestTimeout < 0 || g.taskTimeout < 0 || g.busyTimeout < 0 {
+			return invalid(errors.New("--request-timeout, --task-timeout and --busy-timeout cannot be negative"))
 		}
 		return nil
 	}
@@ -148,12 +155,14 @@ config file (--profile), or Connection documents in the specs.`,
 	pf.IntVar(&g.parallelism, "parallelism", 4, "how many changes apply at once")
 	pf.DurationVar(&g.requestTimeout, "request-timeout", pve.DefaultRequestTimeout, "how long one API request may wait for its answer, and again for its body (0: no limit)")
 	pf.DurationVar(&g.taskTimeout, "task-timeout", pve.DefaultTaskTimeout, "how long to wait for one PVE task (0: no limit)")
+	pf.DurationVar(&g.busyTimeout, "busy-timeout", defaultBusyTimeout, "how long planning waits for guests that PVE tasks hold (locked, or still being created or cloned) before it refuses them (0: no wait)")
 
 	root.AddCommand(
 		newValidateCmd(g),
 		newPlanCmd(g),
 		newApplyCmd(g),
 		newDestroyCmd(g),
+		newForceUnlockCmd(g),
 		newSimCmd(g),
 		newSchemaCmd(g),
 		newExplainCmd(g),

@@ -60,6 +60,11 @@ func summarize(p *planner.Plan, res *planner.Result) outcome {
 	}
 	for _, a := range slices.Sorted(maps.Keys(res.Failed)) {
 		o.failed = append(o.failed, item{Address: a, Action: action(a), Reason: res.Failed[a].Error()})
+		// A replace that destroyed the old object and failed to make the
+		// new one did destroy: the count says so, beside the failure.
+		if re := (*planner.ReplaceError)(nil); errors.As(res.Failed[a], &re) {
+			o.counts[planner.Delete.String()]++
+		}
 	}
 	for _, a := range slices.Sorted(maps.Keys(res.Unknown)) {
 		o.unknown = append(o.unknown, item{Address: a, Action: action(a), Reason: res.Unknown[a].Error()})

@@ -3,6 +3,8 @@ package planner
 // This file fixes the exported surface that cmd is written against.
 
 import (
+	"time"
+
 	"github.com/pvectl/pvectl/pkg/pve"
 	"github.com/pvectl/pvectl/pkg/pve/schema"
 	"github.com/pvectl/pvectl/pkg/spec"
@@ -100,6 +102,13 @@ type Options struct {
 	Targets []string // limit to these addresses and their dependencies (dependents for destroy)
 	// Schema supplies parameter facts for semantic comparison; nil = schema.Default().
 	Schema *schema.Table
+	// BusyTimeout is how long PlanLive waits for objects a PVE task holds
+	// (a locked guest, a guest still being created) before it refuses
+	// them (0: it does not wait).
+	BusyTimeout time.Duration
+	// Waiting, when set, hears from PlanLive what it waits for and how
+	// long it has waited.
+	Waiting func(busy []*BusyError, waited time.Duration)
 }
 
 // Hooks receive progress from Apply. All methods may be called concurrently.

@@ -95,6 +95,11 @@ func Build(ctx context.Context, set *spec.Set, obs *Observed, opts Options) (*Pl
 					continue
 				}
 			}
+			// What the change needs must exist, or be made by the specs.
+			if err := b.checkPrereqs(k, r, lo, c); err != nil {
+				fail(r, lo, err)
+				continue
+			}
 			if ns, ok := k.(netStager); ok && !r.ReadOnly {
 				b.noteUncommitted(r, lo, c, ns.nodeStaged(lo))
 			}

@@ -46,6 +46,10 @@ type guestLive struct {
 	VMID   int
 	Status string // running | stopped
 	Pool   string // the pool it belongs to ("" = none)
+	// Stubs are, for a guest found by name that does not exist, the
+	// guests of its type PVE is still creating or cloning: they have no
+	// name yet, and one of them may become this guest (guestbusy.go).
+	Stubs []int
 }
 
 // createIDTries bounds how often a create retries with a fresh vmid when
@@ -88,6 +92,11 @@ func (g guest) pinnedVMID(r *spec.Resource) int {
 // replacement can be built before the old guest is removed.
 func (g guest) createsFirst(r *spec.Resource) bool { return g.pinnedVMID(r) == 0 }
 
+// objectName is "VM 100", "container 200".
+func (g guest) objectName(c *Change) string {
+	return fmt.Sprintf("%s %d", guestNoun(string(g.typ)), stateOf(c).VMID)
+}
+
 func specVMID(r *spec.Resource) (int, error) {
 	v := r.Params["vmid"]
 	if v == "" {
@@ -108,14 +117,11 @@ func (g guest) name(r *spec.Resource) string {
 }
 
 // compareConfig compares the guest's config keys. done is true when the
-// change is decided already (the guest is locked by a task, or it must be
-// replaced); otherwise c holds the config diff and the update's params,
-// and the kind adds its own checks and compareCommon.
+// change is decided already (it must be replaced); otherwise c holds the
+// config diff and the update's params, and the kind adds its own checks
+// and compareCommon. A guest a task holds locked is compared as it is:
+// the engine refuses any change to it (busy).
 func (g guest) compareConfig(b *builder, r *spec.Resource, lo *liveObj, c *Change) (done bool, err error) {
-	if lock := lo.Config["lock"]; lock != "" {
-		c.Action, c.Reasons = NoOp, []string{"locked (" + lock + "): a task is in progress"}
-		return true, nil
-	}
 	if want := paramNode(r); want != "" && want != lo.Node {
 		stateOf(c).PrevNode, c.Node = lo.Node, want
 		c.Diff = []FieldDiff{{Path: "node", Before: lo.Node, After: want}}
@@ -160,6 +166,9 @@ func (g guest) updateConfig(ctx context.Context, x *execution, c *Change) error 
 			params.Set("digest", c.Digest)
 		}
 		if err := x.client.UpdateGuest(ctx, g.typ, c.Node, vmid, params); err != nil {
+			if pve.IsDigestMismatch(err) {
+				return &StaleError{Address: c.Address, Why: "digest", Err: err}
+			}
 			return fmt.Errorf("update %s %d: %w", g.noun, vmid, err)
 		}
 		// On a running guest PVE keeps what it cannot hot-plug pending; say

@@ -2,6 +2,7 @@ package planner
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strconv"
@@ -152,7 +153,11 @@ func (g guest) observe(ctx context.Context, lc *liveConn, r *spec.Resource) (*li
 			return nil, err
 		}
 		if row == nil {
-			return &liveObj{Node: node, State: &guestLive{VMID: vmid}}, nil
+			gl := &guestLive{VMID: vmid}
+			if vmid == 0 {
+				gl.Stubs = g.stubs(rows)
+			}
+			return &liveObj{Node: node, State: gl}, nil
 		}
 	}
 	lo := &liveObj{Exists: true, Node: row.Node, State: &guestLive{VMID: row.VMID, Status: row.Status, Pool: row.Pool}}
@@ -186,8 +191,19 @@ func (g guest) current(ctx context.Context, cl *pve.Client, c *Change) (*liveObj
 			}
 		}
 		row, err := g.find(rows, c.Resource, st.VMID)
-		if err != nil || row == nil {
+		if err != nil {
 			return &liveObj{}, err
+		}
+		if row == nil {
+			if st.VMID == 0 {
+				// A guest being created now may be this one: the plan
+				// cannot tell yet.
+				lo := &liveObj{State: &guestLive{Stubs: g.stubs(rows)}}
+				if b := g.busy(c.Resource, lo); b != nil {
+					return nil, errors.New(b.What + ": " + b.Hint)
+				}
+			}
+			return &liveObj{}, nil
 		}
 		return &liveObj{Exists: true, Node: row.Node}, nil
 	}

@@ -230,6 +230,23 @@ func (k ifaceKind) create(ctx context.Context, x *execution, c *Change) error {
 
 func (k ifaceKind) update(ctx context.Context, x *execution, c *Change) error {
 	iface := ifaceName(c.Resource)
+	// PVE keeps no digest for an interface and its PUT overwrites the
+	// whole definition, carried-over live settings included (carryLive):
+	// a hand edit made since the plan would be overwritten unseen, and a
+	// NetworkApply would make that live. So read it again right before
+	// the write, and refuse if it moved.
+	if c.Digest != "" {
+		now, err := k.current(ctx, x.client, c)
+		if err != nil {
+			return fmt.Errorf("re-read %s %s on node %s: %w", k.typ, iface, c.Node, err)
+		}
+		switch {
+		case !now.Exists:
+			return &StaleError{Address: c.Address, Why: fmt.Sprintf("%s is gone from node %s", iface, c.Node)}
+		case !sameIface(now, c.Digest):
+			return &StaleError{Address: c.Address, Why: fmt.Sprintf("%s on node %s was edited", iface, c.Node)}
+		}
+	}
 	if err := x.client.UpdateIface(ctx, c.Node, iface, toValues(c.Params)); err != nil {
 		return fmt.Errorf("update %s %s on node %s: %w", k.typ, iface, c.Node, err)
 	}
@@ -270,4 +287,42 @@ func (ifaceKind) changePerms(c *Change, _ *liveObj) []permNeed {
 		return nil
 	}
 	return []permNeed{need("/nodes/"+c.Node, "to "+c.Action.String()+" the interface", "Sys.Modify")}
+}
+
+// sameIface reports whether lo is the interface whose digest the plan
+// took. A bond's slave may have gained autostart meanwhile without an
+// edit: PVE's writer brings every bond slave up at boot (pve-common
+// Network/Interfaces.pm, the bond check), so a bond this run wrote may
+// have changed its slave, itself an interface of the run (a bond of
+// bonds).
+func sameIface(lo *liveObj, digest string) bool {
+	if lo.Digest == digest {
+		return true
+	}
+	st, _ := lo.State.(*ifaceLive)
+	if st == nil || lo.Config["autostart"] != "1" || !isSlave(st.Others, lo.Config["iface"]) {
+		return false
+	}
+	for _, before := range []string{"", "0"} {
+		cfg := maps.Clone(lo.Config)
+		if before == "" {
+			delete(cfg, "autostart")
+		} else {
+			cfg["autostart"] = before
+		}
+		if fieldsDigest(cfg) == digest {
+			return true
+		}
+	}
+	return false
+}
+
+// isSlave reports whether a bond among ifaces has name as a slave.
+func isSlave(ifaces map[string]pve.Config, name string) bool {
+	for _, c := range ifaces {
+		if c["type"] == "bond" && slices.Contains(schema.SplitList(c["slaves"]), name) {
+			return true
+		}
+	}
+	return false
 }

@@ -98,6 +98,24 @@ type (
 		removesLate(c *Change) bool
 		removeLate(ctx context.Context, x *execution, c *Change) error
 	}
+	// busyKind kinds can be held by a PVE task (a guest's config lock,
+	// a guest still being created): busy says what holds r's object, or
+	// what may be it when it was not found (nil: nothing). The engine
+	// neither changes a busy object nor takes it for absent (busy.go).
+	busyKind interface {
+		busy(r *spec.Resource, lo *liveObj) *BusyError
+	}
+	// objectNamer kinds name their object in messages better than their
+	// noun and identity do (a guest by its vmid: "VM 100").
+	objectNamer interface{ objectName(c *Change) string }
+	// prerequisiter kinds name what their change needs to exist first (a
+	// guest's pool, storages, bridges, template), for an object on node
+	// that is lo now (nil: one made anew). The engine checks them at plan
+	// time against the specs and the live state, and again, live, right
+	// before a replace removes the old object (prereq.go).
+	prerequisiter interface {
+		prereqs(r *spec.Resource, node string, lo *liveObj) []prereq
+	}
 )
 
 // kinds is the registry of supported kinds; read-only after package init.
@@ -170,10 +188,32 @@ func (x *execution) output(name, value string, sensitive bool) {
 	x.hooks.Output(x.change, name, value, sensitive)
 }
 
-// planChange settles the lifecycle of one resource — destroy, state:
+// planChange plans one resource, unless a PVE task holds its object: an
+// object a task holds is never changed, and one that was not found while
+// a task may be making it is not taken for absent (BusyError). One that
+// needs no change is left as it is.
+func (b *builder) planChange(k kindOps, r *spec.Resource, lo *liveObj) (*Change, error) {
+	var held *BusyError
+	if bk, ok := k.(busyKind); ok && !r.ReadOnly {
+		held = bk.busy(r, lo)
+	}
+	if held != nil && !lo.Exists {
+		return nil, held
+	}
+	c, err := b.planLifecycle(k, r, lo)
+	if held != nil {
+		if err != nil || c.Action != NoOp {
+			return nil, held
+		}
+		c.Reasons = append(c.Reasons, held.What+": nothing to change")
+	}
+	return c, err
+}
+
+// planLifecycle settles the lifecycle of one resource — destroy, state:
 // absent, managed: false, missing objects, protection — and asks the kind
 // to compare only when the object exists and should stay.
-func (b *builder) planChange(k kindOps, r *spec.Resource, lo *liveObj) (*Change, error) {
+func (b *builder) planLifecycle(k kindOps, r *spec.Resource, lo *liveObj) (*Change, error) {
 	c := &Change{Node: lo.Node, Digest: lo.Digest, Fingerprint: fingerprint(lo)}
 	if st, ok := k.(stateful); ok {
 		c.State = st.newState(lo)
@@ -265,7 +305,13 @@ func (b *builder) replace(r *spec.Resource, c *Change, reason string) error {
 	c.Reasons = append(c.Reasons, reason)
 	if cf, ok := kinds[r.Kind].(createFirster); ok && cf.createsFirst(r) {
 		c.CreateFirst = true
+		return nil
 	}
+	why := "the old one is destroyed first: the two cannot exist at once"
+	if vc, ok := kinds[r.Kind].(vmidClaimer); ok && vc.pinnedVMID(r) != 0 {
+		why = fmt.Sprintf("the old one is destroyed first: the new one needs its vmid %d", vc.pinnedVMID(r))
+	}
+	c.Reasons = append(c.Reasons, why)
 	return nil
 }
 
@@ -288,15 +334,50 @@ func apply(ctx context.Context, k kindOps, x *execution, c *Change) error {
 			}
 			return k.remove(ctx, x, c)
 		}
+		// The old one goes first: make sure the new one can be made
+		// before there is no going back.
+		if err := verifyPrereqs(ctx, k, x, c); err != nil {
+			return err
+		}
 		if err := k.remove(ctx, x, c); err != nil {
 			return err
 		}
 		if err := k.create(ctx, x, c); err != nil {
-			return fmt.Errorf("removed the old one; creating the new one failed: %w", err)
+			return &ReplaceError{Removed: objectName(k, c), Node: c.Node, Err: err}
 		}
 	}
 	return nil
 }
+
+// objectName names c's object in messages: "VM 100", "bridge vmbr1".
+func objectName(k kindOps, c *Change) string {
+	if n, ok := k.(objectNamer); ok {
+		return n.objectName(c)
+	}
+	name := spec.RefValue(c.Resource)
+	if name == "" {
+		name = c.Resource.Name
+	}
+	return spec.Noun(c.Resource.Kind) + " " + name
+}
+
+// ReplaceError is a replace that removed the old object and then failed
+// to create the new one: the object is gone until a rerun makes it.
+type ReplaceError struct {
+	Removed string // "VM 100"
+	Node    string // where the new one was to be made
+	Err     error
+}
+
+func (e *ReplaceError) Error() string {
+	where := ""
+	if e.Node != "" {
+		where = " on " + e.Node
+	}
+	return fmt.Sprintf("destroyed %s; creating it%s failed: %v", e.Removed, where, e.Err)
+}
+
+func (e *ReplaceError) Unwrap() error { return e.Err }
 
 // neverCreated is embedded by kinds the engine never creates nor removes
 // (singletons): reaching these is a bug in the engine.

@@ -62,6 +62,8 @@ type liveConn struct {
 	// storages is GET /storage, read once (storageList).
 	storages     []pve.Config
 	storagesRead bool
+	// pre holds what only prerequisites read (prereq.go).
+	pre prereqCache
 }
 
 // liveNetwork is one node's staged network view.
@@ -130,6 +132,7 @@ func Observe(ctx context.Context, clients Clients, set *spec.Set) (*Observed, er
 		obs.errs[addr] = err
 		delete(obs.objs, addr)
 	}
+	readPrereqs(ctx, set, obs)
 	return obs, ctx.Err()
 }
 

@@ -406,7 +406,8 @@ func guestsNow(t *testing.T, sim *simClients, typ pve.GuestType, nodes ...string
 // TestSimObserveFewCalls pins what a plan costs: the cluster-wide lists
 // once, one guest list per node that holds guests of a type the specs
 // have (none for containers here: there are none to find yet), one network
-// list per node with network resources, and one config per guest found.
+// list per node with network resources, one config per guest found, and
+// what a guest to create needs judged (its template's storage content).
 // The guest lists replace /cluster/resources' lagging names and states
 // (guestRows); a guest found by name costs nothing more.
 func TestSimObserveFewCalls(t *testing.T) {
@@ -453,6 +454,9 @@ spec:
 		"GET /nodes/pve/qemu/100/config":  1,
 		"GET /nodes/pve/qemu/101/config":  1,
 		"GET /nodes/pve2/qemu/102/config": 1,
+		// The container to create needs its template: the storage's
+		// templates are listed once (prerequisites).
+		"GET /nodes/pve/storage/local/content": 1,
 	}
 	if diff := cmp.Diff(want, rc.reset()); diff != "" {
 		t.Errorf("requests (-want +got):\n%s", diff)

@@ -79,11 +79,23 @@ func IsLockTimeout(err error) bool {
 }
 
 // IsDigestMismatch reports whether err is PVE's refusal of a write whose
-// digest is no longer the config's (pve-common Tools.pm
-// assert_if_modified): the write was not made.
+// digest is no longer the config's: the write was not made. pve-common's
+// Tools.pm assert_if_modified says "detected modified configuration",
+// qemu-server's update_vm_api "checksum mismatch (file change by other
+// user?)" — before it forks (a 500), or in the qmconfig task when the
+// config changed in between (the task fails).
 func IsDigestMismatch(err error) bool {
+	msg := ""
 	var ae *APIError
-	return errors.As(err, &ae) && ae.Status == 500 && strings.Contains(ae.Message, "detected modified configuration - file changed by other user")
+	var te *TaskError
+	switch {
+	case errors.As(err, &ae) && ae.Status == 500:
+		msg = ae.Message
+	case errors.As(err, &te):
+		msg = te.ExitStatus
+	}
+	return strings.Contains(msg, "detected modified configuration - file changed by other user") ||
+		strings.Contains(msg, "checksum mismatch (file change by other user?)")
 }
 
 // IsNotFound reports whether err says the object does not exist

@@ -29,6 +29,17 @@ func (c *Client) NetworkList(ctx context.Context, node string) (ifaces []Config,
 	return ifaces, changes, nil
 }
 
+// NetworkIfaces is GET /nodes/{node}/network filtered by params (e.g.
+// type=any_bridge: the node's bridges, staged ones included, and the SDN
+// vnets the caller may use or audit; pve-manager API2/Network.pm index).
+func (c *Client) NetworkIfaces(ctx context.Context, node string, params url.Values) ([]Config, error) {
+	var ifaces []Config
+	if err := c.Do(ctx, http.MethodGet, apiPath("nodes", node, "network"), params, &ifaces); err != nil {
+		return nil, err
+	}
+	return ifaces, nil
+}
+
 // CreateIface stages a new interface (POST /nodes/{node}/network).
 func (c *Client) CreateIface(ctx context.Context, node string, params url.Values) error {
 	return c.Do(ctx, http.MethodPost, apiPath("nodes", node, "network"), params, nil)

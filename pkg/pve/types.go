@@ -141,6 +141,11 @@ type ClusterResource struct {
 	Tags     string `json:"tags,omitempty"`
 	Pool     string `json:"pool,omitempty"`
 	Storage  string `json:"storage,omitempty"`
+	// Lock is a guest's config lock (create, clone, backup, migrate…),
+	// as the guest lists and /cluster/resources show it.
+	Lock string `json:"lock,omitempty"`
+	// Content is a storage's content types (for type storage).
+	Content string `json:"content,omitempty"`
 }
 
 // UnmarshalJSON takes template as 0/1 (or absent) and vmid as a number or a

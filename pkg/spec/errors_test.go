@@ -211,6 +211,11 @@ spec:
 			want:  []string{`a.yaml:2: name "bad pool" cannot be the Pool's poolid (invalid format - invalid pool ID 'bad pool'): set spec.poolid`},
 		},
 		{
+			name:  "the run lock's pool",
+			files: map[string]string{"a.yaml": "kind: Pool\nname: lock\nspec:\n  poolid: pvectl-lock\n"},
+			want:  []string{`a.yaml:4: Pool/lock: the pool pvectl-lock is pvectl's run lock, which apply and destroy create and delete: give this pool another poolid`},
+		},
+		{
 			name: "references: bad dependsOn, undefined target, undefined connection",
 			files: map[string]string{"a.yaml": `kind: Pool
 name: p

@@ -289,6 +289,7 @@ var kindTable = sync.OnceValue(func() map[string]*kindInfo {
 			Refs: []refRule{
 				{Key: "storages", Values: poolStorages, Kinds: []string{KindStorage}, PresentOnly: true},
 			},
+			Check:      checkPool,
 		},
 		{
 			Name:       KindNetworkApply,
@@ -438,6 +439,29 @@ func SupportedKinds() []string { return slices.Sorted(maps.Keys(kindTable())) }
 func supportedList() string { return strings.Join(SupportedKinds(), ", ") }
 
 func isPlannedKind(k string) bool { return slices.Contains(plannedKinds, k) }
+
+// RunLockPool is the pool that apply and destroy create and delete as
+// pvectl's run lock (pkg/planner runlock.go): no spec may manage it.
+const RunLockPool = "pvectl-lock"
+
+// checkPool refuses the run lock's pool: pvectl would overwrite its own
+// lock's comment, or delete it under a running apply.
+func checkPool(r *Resource) []problem {
+	if r.Params["poolid"] != RunLockPool {
+		return nil
+	}
+	return []problem{{"poolid", "the pool " + RunLockPool + " is pvectl's run lock, which apply and destroy create and delete: give this pool another poolid"}}
+}
+
+// RefValue is the value other resources name r by (a pool's poolid, a
+// bridge's iface, a downloaded file's volume id); "" when its kind is not
+// named by value.
+func RefValue(r *Resource) string {
+	if k := kindOf(r.Kind); k != nil && k.RefValue != nil {
+		return k.RefValue(r)
+	}
+	return ""
+}
 
 // Noun names a kind's PVE object in messages ("VM", "bridge"); "object"
 // for kinds without one.

@@ -1,0 +1,87 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/pvectl/pvectl/pkg/planner"
+	"github.com/pvectl/pvectl/pkg/spec"
+)
+
+type unlockOptions struct {
+	g *globalOptions
+	specOptions
+	id string
+}
+
+func newForceUnlockCmd(g *globalOptions) *cobra.Command {
+	o := &unlockOptions{g: g}
+	c := &cobra.Command{
+		Use:   "force-unlock LOCK_ID [-f PATH...]",
+		Short: "Remove a run lock that an apply or destroy left behind",
+		Long: `force-unlock removes pvectl's run lock (the pool ` + planner.RunLockPool + ` in PVE) whose ID
+is LOCK_ID, as the error of a run that found it prints it. apply and destroy
+hold the lock while they run and remove it at their end, also when
+interrupted; one is left behind only when pvectl was killed or lost the
+connection. Remove it only when that run no longer runs.
+
+Without -f it acts on the default connection; with -f, on every
+connection the specs use. A lock with another ID is left alone.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			o.id = args[0]
+			return o.run(c.Context())
+		},
+	}
+	o.addFlags(c, "")
+	return c
+}
+
+func (o *unlockOptions) run(ctx context.Context) error {
+	var set *spec.Set
+	conns := []string{""}
+	if len(o.files) > 0 {
+		var err error
+		if set, err = o.load(o.g); err != nil {
+			return err
+		}
+		if used := usedConnections(set); len(used) > 0 {
+			conns = used
+		}
+	}
+	cl, err := newClients(o.g, set, nil)
+	if err != nil {
+		return err
+	}
+	if err := cl.check(conns); err != nil {
+		return err
+	}
+	seen := map[string]bool{}
+	var misses []string
+	removed := 0
+	for _, name := range conns {
+		c, _ := cl.Client(name) // checked above
+		if seen[c.BaseURL()] {
+			continue
+		}
+		seen[c.BaseURL()] = true
+		info, err := planner.ForceUnlock(ctx, c, o.id)
+		if err != nil {
+			if errors.Is(err, planner.ErrNoSuchLock) {
+				misses = append(misses, err.Error())
+				continue
+			}
+			return &exitError{code: exitFailure, err: fmt.Errorf("force-unlock: %w", err)}
+		}
+		removed++
+		fmt.Fprintf(o.g.streams.Out, "Removed the run lock %s on %s (%s).\n", o.id, c.BaseURL(), info)
+	}
+	if removed == 0 {
+		return &exitError{code: exitFailure, err: errors.New("force-unlock: " + strings.Join(misses, "; "))}
+	}
+	return nil
+}

@@ -1,0 +1,304 @@
+package planner
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"net/url"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/pvectl/pvectl/pkg/pve"
+	"github.com/pvectl/pvectl/pkg/pve/acl"
+	"github.com/pvectl/pvectl/pkg/spec"
+)
+
+// A guest's prerequisites: its pool, the bridges of its NICs on its
+// node, the storages its new disks are allocated on (content images for
+// a VM, rootdir for a container), and the volumes it uses (ISO images,
+// an import source, a container's template). For a guest that exists on
+// its node, only what its spec changes: what it has now exists already.
+
+// prereqs lists what r's guest needs on node; lo is the guest as it is
+// (nil, absent or on another node: made anew, so everything).
+func (g guest) prereqs(r *spec.Resource, node string, lo *liveObj) []prereq {
+	fresh := lo == nil || !lo.Exists || lo.Node != node
+	var live pve.Config
+	livePool := ""
+	if !fresh {
+		live, livePool = lo.Config, liveOf(lo).Pool
+	}
+	var out []prereq
+	if pool := r.Params["pool"]; pool != "" && (fresh || livePool != pool) {
+		out = append(out, poolPrereq("pool", pool))
+	}
+	for _, key := range sortedKeys(r.Params) {
+		val := r.Params[key]
+		switch {
+		case netKeyRe.MatchString(key):
+			if br := subKey(val, "bridge"); br != "" && (fresh || subKey(live[key], "bridge") != br) {
+				out = append(out, bridgePrereq(key, br, node))
+			}
+		case g.isDisk(key):
+			if key == spec.ConfigDriveSlot && spec.Guest(r).ConfigDrive != nil {
+				continue // the ConfigDriveISO of the specs makes it
+			}
+			out = append(out, g.diskPrereqs(r, key, val, live[key], node, fresh)...)
+		}
+	}
+	if g.typ == pve.LXC && fresh {
+		if tmpl := r.Params["ostemplate"]; tmpl != "" && !strings.HasPrefix(tmpl, "/") && strings.Contains(tmpl, ":") {
+			out = append(out, volumePrereq("ostemplate", tmpl, "vztmpl", node))
+		}
+		if _, ok := r.Params["rootfs"]; !ok {
+			// pve-container create_vm: no rootfs is a 4 GiB one on
+			// `storage` (default local).
+			out = append(out, storagePrereq("storage", lxcStorage(r), "rootdir", node))
+		}
+	}
+	return out
+}
+
+// isDisk: the keys that hold a volume (QEMU drives, container mount points).
+func (g guest) isDisk(key string) bool {
+	if g.typ == pve.LXC {
+		return key == "rootfs" || mpKeyRe.MatchString(key)
+	}
+	return acl.IsQemuDrive(key)
+}
+
+// diskPrereqs are what one drive or mount point needs: its storage for a
+// new allocation ("local-lvm:32"), its volume when it names one, and an
+// import source. Only what is new: a fresh guest, a drive it lacks, or
+// one whose volume or storage changes.
+func (g guest) diskPrereqs(r *spec.Resource, key, val, old, node string, fresh bool) []prereq {
+	file := driveFile(val)
+	if file == "" || file == "none" || file == "cdrom" || strings.HasPrefix(file, "/") {
+		return nil
+	}
+	oldFile := driveFile(old)
+	added := fresh || old == ""
+	storage, volname, hasStorage := strings.Cut(file, ":")
+	content := "images"
+	if g.typ == pve.LXC {
+		content = "rootdir"
+	}
+	var out []prereq
+	switch m := newDiskRe.FindStringSubmatch(file); {
+	case m != nil: // a new allocation: storage:size
+		sid := m[2]
+		if sid == "" && g.typ == pve.LXC {
+			sid = lxcStorage(r)
+		}
+		oldStorage, _, _ := strings.Cut(oldFile, ":")
+		if sid != "" && (added || oldStorage != sid) {
+			out = append(out, storagePrereq(key, sid, content, node))
+		}
+	case hasStorage && volname == "cloudinit": // a cloud-init drive PVE allocates
+		if added {
+			out = append(out, storagePrereq(key, storage, "images", node))
+		}
+	case hasStorage && (added || oldFile != file):
+		if c := volumeContent(file); c != "images" {
+			out = append(out, volumePrereq(key, file, c, node))
+		} else {
+			// Another guest's disk, or a volume listed only to the
+			// guests' auditors: its storage is what can be judged.
+			out = append(out, storagePrereq(key, storage, content, node))
+		}
+	}
+	if src := subKey(val, "import-from"); src != "" && added && !strings.HasPrefix(src, "/") && strings.Contains(src, ":") {
+		if c := volumeContent(src); c != "images" {
+			out = append(out, volumePrereq(key+".import-from", src, c, node))
+		} else if sid, _, _ := strings.Cut(src, ":"); !ownedImageRe.MatchString(src) {
+			out = append(out, storagePrereq(key+".import-from", sid, "images", node))
+		}
+	}
+	return out
+}
+
+// lxcStorage is a container's default storage (pve-container create_vm).
+func lxcStorage(r *spec.Resource) string {
+	if s := r.Params["storage"]; s != "" {
+		return s
+	}
+	return "local"
+}
+
+var (
+	netKeyRe = regexp.MustCompile(`^net\d+$`)
+	mpKeyRe  = regexp.MustCompile(`^mp\d+$`)
+)
+
+// subKey is a property string's sub-key ("" when absent).
+func subKey(val, key string) string {
+	for _, kv := range splitProps(val) {
+		if kv.Key == key {
+			return kv.Value
+		}
+	}
+	return ""
+}
+
+func sortedKeys(m map[string]string) []string {
+	return slices.Sorted(maps.Keys(m))
+}
+
+// poolPrereq needs pool to exist. /cluster/resources lists the pools the
+// token may audit.
+func poolPrereq(key, pool string) prereq {
+	return prereq{key: key, what: "pool " + pool, kind: spec.KindPool, value: pool,
+		live: func(lc *liveConn) string {
+			if !lc.sees("/pool/"+pool, "Pool.Audit") {
+				return ""
+			}
+			for _, row := range lc.resources {
+				if row.Type == "pool" && row.Pool == pool {
+					return ""
+				}
+			}
+			return fmt.Sprintf("pool %s does not exist (in PVE or in these specs)", pool)
+		}}
+}
+
+// bridgePrereq needs bridge on node: a bridge of the node's network
+// (staged included: a NetworkApply of the specs commits it first) or an
+// SDN vnet, as GET /nodes/{node}/network?type=any_bridge lists them to a
+// token that may use or audit them (pve-manager API2/Network.pm index).
+func bridgePrereq(key, bridge, node string) prereq {
+	path := "/sdn/zones/localnetwork/" + bridge
+	return prereq{key: key, what: fmt.Sprintf("bridge %s on node %s", bridge, node), kind: spec.KindLinuxBridge, value: bridge, node: node,
+		read: func(ctx context.Context, lc *liveConn) error {
+			if !lc.sees(path, "SDN.Audit", "SDN.Use") || !lc.hasNode(node) {
+				return nil
+			}
+			_, err := lc.bridges(ctx, node)
+			return err
+		},
+		live: func(lc *liveConn) string {
+			list, read := lc.pre.bridges[node]
+			if !read || !lc.sees(path, "SDN.Audit", "SDN.Use") {
+				return ""
+			}
+			for _, c := range list {
+				if c["iface"] == bridge {
+					return ""
+				}
+			}
+			return fmt.Sprintf("bridge %s does not exist on node %s (in PVE or in these specs)", bridge, node)
+		}}
+}
+
+// bridges reads node's bridges and vnets once.
+func (lc *liveConn) bridges(ctx context.Context, node string) ([]pve.Config, error) {
+	if list, ok := lc.pre.bridges[node]; ok {
+		return list, nil
+	}
+	list, err := lc.client.NetworkIfaces(ctx, node, url.Values{"type": {"any_bridge"}})
+	if err != nil {
+		return nil, fmt.Errorf("list bridges of node %s: %w", node, err)
+	}
+	if lc.pre.bridges == nil {
+		lc.pre.bridges = map[string][]pve.Config{}
+	}
+	lc.pre.bridges[node] = list
+	return list, nil
+}
+
+// storagePrereq needs storage on node, taking content. /cluster/resources
+// lists a storage once per node where it is enabled, with its content
+// types, to a token with Datastore.Audit on it (Cluster.pm resources).
+func storagePrereq(key, storage, content, node string) prereq {
+	what := fmt.Sprintf("storage %s for %s on node %s", storage, content, node)
+	return prereq{key: key, what: what, kind: spec.KindStorage, value: storage,
+		fromSpec: func(p *spec.Resource) string { return specStorageTakes(p, storage, content, node) },
+		live:     func(lc *liveConn) string { return lc.storageTakes(storage, content, node) }}
+}
+
+// storageTakes judges storage on node for content from the live rows.
+func (lc *liveConn) storageTakes(storage, content, node string) string {
+	if !lc.sees("/storage/"+storage, "Datastore.Audit") {
+		return ""
+	}
+	var on []string
+	for _, row := range lc.resources {
+		if row.Type != "storage" || row.Storage != storage {
+			continue
+		}
+		if row.Node != node {
+			on = append(on, row.Node)
+			continue
+		}
+		if row.Content != "" && !slices.Contains(splitContent(row.Content), content) {
+			return fmt.Sprintf("storage %s does not take content %s (it takes %s)", storage, content, row.Content)
+		}
+		return ""
+	}
+	if len(on) > 0 {
+		slices.Sort(on)
+		return fmt.Sprintf("storage %s is not available on node %s (only on %s)", storage, node, strings.Join(on, ", "))
+	}
+	return fmt.Sprintf("storage %s does not exist, or is disabled (in PVE or in these specs)", storage)
+}
+
+// specStorageTakes judges a Storage of the specs by what it sets.
+func specStorageTakes(p *spec.Resource, storage, content, node string) string {
+	if p.Params["disable"] == "1" {
+		return fmt.Sprintf("storage %s is disabled (%s)", storage, p.Address())
+	}
+	if nodes := p.Params["nodes"]; nodes != "" && !slices.Contains(splitContent(nodes), node) {
+		return fmt.Sprintf("storage %s is not available on node %s (%s nodes: %s)", storage, node, p.Address(), nodes)
+	}
+	if c := p.Params["content"]; c != "" && !slices.Contains(splitContent(c), content) {
+		return fmt.Sprintf("storage %s does not take content %s (%s content: %s)", storage, content, p.Address(), c)
+	}
+	return ""
+}
+
+func splitContent(s string) []string {
+	return strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ';' || r == ' ' })
+}
+
+// volumePrereq needs the volume volid (of content) on node: its storage
+// there, taking the content, and the volume itself — or a file of the
+// specs that makes it (a DownloadedImage).
+func volumePrereq(key, volid, content, node string) prereq {
+	storage, _, _ := strings.Cut(volid, ":")
+	return prereq{key: key, what: fmt.Sprintf("%s on node %s", volid, node), kind: spec.KindDownloadedImage, value: volid, node: node,
+		read: func(ctx context.Context, lc *liveConn) error {
+			if !lc.sees("/storage/"+storage, "Datastore.Audit", "Datastore.AllocateSpace") || !lc.hasNode(node) {
+				return nil
+			}
+			_, err := lc.storageVolumes(ctx, node, storage, content)
+			return err
+		},
+		live: func(lc *liveConn) string {
+			if msg := lc.storageTakes(storage, content, node); msg != "" {
+				return msg
+			}
+			vs, read := lc.volumes[node+"\x00"+storage+"\x00"+content]
+			if !read || !lc.sees("/storage/"+storage, "Datastore.Audit", "Datastore.AllocateSpace") {
+				return ""
+			}
+			for _, v := range vs {
+				if v.VolID == volid {
+					return ""
+				}
+			}
+			return fmt.Sprintf("%s does not exist on node %s (in PVE or in these specs)", volid, node)
+		}}
+}
+
+// volumeContent is the content type a volume id's name says: iso/…,
+// vztmpl/…, import/…, snippets/…; else a guest image.
+func volumeContent(volid string) string {
+	_, name, _ := strings.Cut(volid, ":")
+	if dir, _, ok := strings.Cut(name, "/"); ok {
+		switch dir {
+		case "iso", "vztmpl", "import", "snippets":
+			return dir
+		}
+	}
+	return "images"
+}

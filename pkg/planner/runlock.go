@@ -1,0 +1,447 @@
+package planner
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"maps"
+	"net/url"
+	"os"
+	"os/user"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/pvectl/pvectl/pkg/pve"
+	"github.com/pvectl/pvectl/pkg/spec"
+)
+
+// The run lock. pvectl keeps no state file, so two runs against one
+// cluster would both find a VM missing and both create it. apply and
+// destroy therefore hold a lock that lives in PVE itself: a pool named
+// RunLockPool, whose comment says who holds it. PVE creates a pool under
+// the cluster-wide user.cfg lock and refuses one that exists ("pool '…'
+// already exists", pve-manager PVE/API2/Pool.pm create_pool), so exactly
+// one of two runs gets it; the holder deletes it when it ends. A pool is
+// also the lightest object PVE offers for this: it needs only
+// Pool.Allocate, holds nothing, and shows in the web UI's pool view while
+// a run holds it.
+
+// RunLockPool is the pool that is pvectl's run lock (specs may not name
+// it: spec.RunLockPool).
+const RunLockPool = spec.RunLockPool
+
+// runLockPrefix starts the comment of a run lock pool.
+const runLockPrefix = "pvectl "
+
+// RunLockInfo is who holds a run lock, as its pool's comment records it.
+type RunLockInfo struct {
+	// ID names this holding: force-unlock takes it, so that it removes
+	// only the lock its user saw.
+	ID        string
+	Operation string // apply | destroy
+	Owner     string // the OS user who ran pvectl
+	Host      string
+	PID       int
+	Started   time.Time
+	Token     string // the API token the run connects with
+}
+
+// NewRunLockInfo describes this process as the holder of a lock for op.
+func NewRunLockInfo(op string) RunLockInfo {
+	b := make([]byte, 8)
+	_, _ = rand.Read(b) // never fails (crypto/rand)
+	info := RunLockInfo{ID: hex.EncodeToString(b), Operation: op, PID: os.Getpid(), Started: time.Now().UTC().Truncate(time.Second)}
+	if u, err := user.Current(); err == nil {
+		info.Owner = u.Username
+	} else {
+		info.Owner = os.Getenv("USER")
+	}
+	info.Host, _ = os.Hostname()
+	return info
+}
+
+// comment is how the pool records the holder: "pvectl apply; owner=…;
+// host=…; pid=…; started=…; token=…; id=…" (one line: PVE keeps it in
+// user.cfg, escaped).
+func (i RunLockInfo) comment() string {
+	return fmt.Sprintf("%s%s; owner=%s; host=%s; pid=%d; started=%s; token=%s; id=%s", runLockPrefix,
+		i.Operation, clean(i.Owner), clean(i.Host), i.PID, i.Started.UTC().Format(time.RFC3339), clean(i.Token), i.ID)
+}
+
+// clean keeps a field within its place in the comment.
+func clean(s string) string {
+	return strings.NewReplacer(";", ",", "\n", " ", "\r", " ").Replace(s)
+}
+
+// parseRunLock reads a lock pool's comment; false when it is not one
+// pvectl wrote.
+func parseRunLock(comment string) (RunLockInfo, bool) {
+	rest, ok := strings.CutPrefix(strings.TrimSpace(comment), runLockPrefix)
+	if !ok {
+		return RunLockInfo{}, false
+	}
+	parts := strings.Split(rest, "; ")
+	info := RunLockInfo{Operation: parts[0]}
+	for _, p := range parts[1:] {
+		k, v, _ := strings.Cut(p, "=")
+		switch k {
+		case "owner":
+			info.Owner = v
+		case "host":
+			info.Host = v
+		case "pid":
+			info.PID, _ = strconv.Atoi(v)
+		case "started":
+			info.Started, _ = time.Parse(time.RFC3339, v)
+		case "token":
+			info.Token = v
+		case "id":
+			info.ID = v
+		}
+	}
+	return info, info.ID != ""
+}
+
+// String says who holds the lock: "apply by alice on build-1 (pid 4242,
+// token ci@pve!pvectl), started 2025-01-02 10:00:00 UTC".
+func (i RunLockInfo) String() string {
+	var extra []string
+	if i.PID != 0 {
+		extra = append(extra, fmt.Sprintf("pid %d", i.PID))
+	}
+	if i.Token != "" {
+		extra = append(extra, "token "+i.Token)
+	}
+	s := fmt.Sprintf("%s by %s on %s", i.Operation, orUnknown(i.Owner), orUnknown(i.Host))
+	if len(extra) > 0 {
+		s += " (" + strings.Join(extra, ", ") + ")"
+	}
+	if !i.Started.IsZero() {
+		s += ", started " + i.Started.UTC().Format("2006-01-02 15:04:05 UTC")
+	}
+	return s
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "?"
+	}
+	return s
+}
+
+// LockedError is another run's lock, found where this run wanted to take
+// its own.
+type LockedError struct {
+	Connection string // the connection's name ("" = default)
+	Endpoint   string // the cluster's API root
+	Holder     RunLockInfo
+	// Foreign is the comment of a pool named RunLockPool that pvectl did
+	// not write ("" when it did).
+	Foreign string
+	// Age is how long the holder has held it (by this machine's clock).
+	Age time.Duration
+	// Gone is set when the holder ran on this host and its process is
+	// gone: the lock is stale for certain.
+	Gone bool
+}
+
+func (e *LockedError) Error() string {
+	where := "on " + e.Endpoint
+	if e.Connection != "" {
+		where += " (" + connLabel(e.Connection) + ")"
+	}
+	if e.Foreign != "" {
+		return fmt.Sprintf("the pool %s exists %s but pvectl did not make it (comment %q): pvectl uses it as its run lock", RunLockPool, where, e.Foreign)
+	}
+	msg := fmt.Sprintf("another pvectl run holds the lock %s: %s (%s ago)", where, e.Holder, e.Age.Round(time.Second))
+	if e.Gone {
+		msg += "; that process is gone, so the lock is stale"
+	}
+	return msg
+}
+
+// Hint says what to do about the lock.
+func (e *LockedError) Hint() string {
+	if e.Foreign != "" {
+		return fmt.Sprintf("Rename or remove that pool in PVE (pveum pool delete %s), then run again.", RunLockPool)
+	}
+	if e.Gone {
+		return "Remove it with: pvectl force-unlock " + e.Holder.ID
+	}
+	return "Wait for that run to end (--lock-timeout waits for it), or, if it is no longer running, remove its lock with: pvectl force-unlock " + e.Holder.ID
+}
+
+// LockOptions tune AcquireRunLock.
+type LockOptions struct {
+	// Info describes this run (NewRunLockInfo); its Token is filled in
+	// per connection.
+	Info RunLockInfo
+	// Timeout is how long to wait for another run's lock (0: not at all).
+	Timeout time.Duration
+	// Waiting is told when the run starts to wait for a holder (once per
+	// holder).
+	Waiting func(e *LockedError)
+}
+
+// RunLock is the run locks a run holds, one per cluster.
+type RunLock struct {
+	held []heldLock
+}
+
+type heldLock struct {
+	conn   string
+	client *pve.Client
+	info   RunLockInfo
+}
+
+// lockPoll bounds the pause between two tries to take a lock.
+const (
+	lockPollMin = 500 * time.Millisecond
+	lockPollMax = 5 * time.Second
+)
+
+// AcquireRunLock takes the run lock on every cluster the named
+// connections reach (one lock per API endpoint, in a fixed order, so two
+// runs over the same clusters cannot each hold one and wait for the
+// other). When one is held by another run it waits up to opts.Timeout,
+// then fails with a *LockedError; locks taken so far are released.
+func AcquireRunLock(ctx context.Context, clients Clients, conns []string, opts LockOptions) (*RunLock, error) {
+	type target struct {
+		conn string
+		cl   *pve.Client
+	}
+	byEndpoint := map[string]target{}
+	for _, name := range conns {
+		cl, err := clients.Client(name)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", connLabel(name), err)
+		}
+		if _, dup := byEndpoint[cl.BaseURL()]; !dup {
+			byEndpoint[cl.BaseURL()] = target{name, cl}
+		}
+	}
+	lock := &RunLock{}
+	deadline := time.Now().Add(opts.Timeout)
+	for _, ep := range slices.Sorted(maps.Keys(byEndpoint)) {
+		t := byEndpoint[ep]
+		info := opts.Info
+		info.Token = t.cl.TokenID()
+		if err := takeRunLock(ctx, t.conn, t.cl, info, deadline, opts.Waiting); err != nil {
+			lock.Release(context.WithoutCancel(ctx))
+			return nil, err
+		}
+		lock.held = append(lock.held, heldLock{t.conn, t.cl, info})
+	}
+	return lock, nil
+}
+
+// takeRunLock creates the lock pool on one cluster, waiting for another
+// holder until deadline.
+func takeRunLock(ctx context.Context, conn string, cl *pve.Client, info RunLockInfo, deadline time.Time, waiting func(*LockedError)) error {
+	if err := checkLockPerms(ctx, conn, cl); err != nil {
+		return err
+	}
+	params := url.Values{"poolid": {RunLockPool}, "comment": {info.comment()}}
+	seen := ""
+	faults := 0
+	for delay := lockPollMin; ; delay = min(2*delay, lockPollMax) {
+		err := cl.CreatePool(ctx, params)
+		if err == nil {
+			return nil
+		}
+		var ae *pve.APIError
+		if !errors.As(err, &ae) || !strings.Contains(ae.Message, "already exists") {
+			// No answer, or a proxy's: PVE may have made the pool. Ours if
+			// it names us; else (no pool, or another's) try again, a few
+			// times: the ID makes a second create safe.
+			cur, rerr := readRunLock(ctx, cl)
+			if rerr == nil && cur != nil && cur.ID == info.ID {
+				return nil
+			}
+			faults++
+			if !mayRetryLock(err) || faults >= lockCreateTries {
+				return fmt.Errorf("%s: take the run lock (create pool %s): %w", connLabel(conn), RunLockPool, err)
+			}
+			if err := sleepCtx(ctx, delay); err != nil {
+				return err
+			}
+			continue
+		}
+		held, err := lockedBy(ctx, conn, cl)
+		if err != nil {
+			return err
+		}
+		if held == nil {
+			continue // released meanwhile: try again at once
+		}
+		if held.Foreign != "" || time.Now().After(deadline) || held.Gone {
+			return held
+		}
+		if held.Holder.ID != seen && waiting != nil {
+			seen = held.Holder.ID
+			waiting(held)
+		}
+		if err := sleepCtx(ctx, min(delay, time.Until(deadline)+time.Millisecond)); err != nil {
+			return err
+		}
+	}
+}
+
+// lockCreateTries bounds the tries to create or delete the lock pool
+// when PVE's answer was lost or a proxy failed.
+const lockCreateTries = 3
+
+// mayRetryLock: a lost answer or a server-side failure other than PVE's
+// refusal may be tried again (the lock's ID tells whether the first one
+// got through); a 4xx will not change.
+func mayRetryLock(err error) bool {
+	var ae *pve.APIError
+	return !errors.As(err, &ae) || ae.Status >= 500
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(d):
+		return nil
+	}
+}
+
+// checkLockPerms is the lock's permission preflight: creating and
+// deleting a pool checks Pool.Allocate on it (Pool.pm create_pool,
+// delete_pool). PVE drops the ACLs of a pool's own path with the pool
+// (AccessControl.pm delete_pool_acl), so the grant must sit above it.
+func checkLockPerms(ctx context.Context, conn string, cl *pve.Client) error {
+	perms, err := cl.Permissions(ctx)
+	if err != nil {
+		return fmt.Errorf("%s: %w", connLabel(conn), err)
+	}
+	path := "/pool/" + RunLockPool
+	if perms.Has(path, "Pool.Allocate") {
+		return nil
+	}
+	token := cl.TokenID()
+	user, _, _ := strings.Cut(token, "!")
+	return fmt.Errorf("%s: the API token %s lacks Pool.Allocate on %s, needed to take pvectl's run lock (the pool %s, which apply and destroy create and delete). "+
+		"Grant it on /pool, not on %s itself (PVE deletes a pool's own ACLs with the pool), e.g. the role PVEPoolAdmin: "+
+		"pveum acl modify /pool --roles PVEPoolAdmin --tokens '%s' (a privilege-separated token holds only what its user holds too: add --users %s); "+
+		"or run with --lock=false at your own risk",
+		connLabel(conn), token, path, RunLockPool, path, token, user)
+}
+
+// lockedBy reads who holds the lock pool (nil when there is none).
+func lockedBy(ctx context.Context, conn string, cl *pve.Client) (*LockedError, error) {
+	p, err := cl.Pool(ctx, RunLockPool)
+	if pve.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: read the run lock (pool %s): %w", connLabel(conn), RunLockPool, err)
+	}
+	e := &LockedError{Connection: conn, Endpoint: cl.BaseURL()}
+	info, ok := parseRunLock(p.Comment)
+	if !ok {
+		e.Foreign = p.Comment
+		if e.Foreign == "" {
+			e.Foreign = "(none)"
+		}
+		return e, nil
+	}
+	e.Holder = info
+	if !info.Started.IsZero() {
+		e.Age = max(time.Since(info.Started), 0)
+	}
+	if host, _ := os.Hostname(); host != "" && host == info.Host && info.PID > 0 {
+		e.Gone = processGone(info.PID)
+	}
+	return e, nil
+}
+
+// readRunLock returns the holder the lock pool names (nil: no lock, or
+// not a pvectl lock).
+func readRunLock(ctx context.Context, cl *pve.Client) (*RunLockInfo, error) {
+	p, err := cl.Pool(ctx, RunLockPool)
+	if pve.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	info, ok := parseRunLock(p.Comment)
+	if !ok {
+		return nil, nil
+	}
+	return &info, nil
+}
+
+// Release removes the locks this run holds. It checks first that each
+// is still its own (a force-unlock and another run may have taken its
+// place) and leaves other runs' locks alone. It goes on after a failure
+// and returns every problem, each saying how to remove the lock by hand.
+func (l *RunLock) Release(ctx context.Context) error {
+	if l == nil {
+		return nil
+	}
+	var errs []error
+	for _, h := range l.held {
+		if err := releaseOne(ctx, h); err != nil {
+			errs = append(errs, fmt.Errorf("%s: release the run lock: %w (remove it with: pvectl force-unlock %s)", connLabel(h.conn), err, h.info.ID))
+		}
+	}
+	l.held = nil
+	return errors.Join(errs...)
+}
+
+// releaseOne deletes h's pool if it is still h's; a delete whose answer
+// was lost or failed in a proxy is tried again (the ID is checked first
+// each time, so a second delete never takes another run's lock).
+func releaseOne(ctx context.Context, h heldLock) error {
+	var err error
+	for try, delay := 1, lockPollMin; ; try, delay = try+1, 2*delay {
+		var cur *RunLockInfo
+		if cur, err = readRunLock(ctx, h.client); err != nil {
+			return err
+		}
+		if cur == nil || cur.ID != h.info.ID {
+			return nil // gone: removed, or force-unlocked (and maybe taken by another run)
+		}
+		if err = h.client.DeletePool(ctx, RunLockPool); err == nil || pve.IsNotFound(err) {
+			return nil
+		}
+		if !mayRetryLock(err) || try >= lockCreateTries {
+			return err
+		}
+		if err := sleepCtx(ctx, delay); err != nil {
+			return err
+		}
+	}
+}
+
+// ErrNoSuchLock is ForceUnlock's answer for a cluster that holds no run
+// lock of the ID given.
+var ErrNoSuchLock = errors.New("no such run lock")
+
+// ForceUnlock removes the run lock whose ID is id from the cluster cl
+// talks to, and returns who held it. A lock with another ID (or none) is
+// an error: force-unlock removes only the lock its user saw.
+func ForceUnlock(ctx context.Context, cl *pve.Client, id string) (RunLockInfo, error) {
+	cur, err := readRunLock(ctx, cl)
+	if err != nil {
+		return RunLockInfo{}, fmt.Errorf("read the run lock (pool %s): %w", RunLockPool, err)
+	}
+	switch {
+	case cur == nil:
+		return RunLockInfo{}, fmt.Errorf("%w: %s holds no pvectl run lock", ErrNoSuchLock, cl.BaseURL())
+	case cur.ID != id:
+		return *cur, fmt.Errorf("%w: the run lock on %s has the ID %s, not %s (%s); it was left alone", ErrNoSuchLock, cl.BaseURL(), cur.ID, id, cur)
+	}
+	if err := cl.DeletePool(ctx, RunLockPool); err != nil && !pve.IsNotFound(err) {
+		return *cur, fmt.Errorf("delete pool %s: %w", RunLockPool, err)
+	}
+	return *cur, nil
+}

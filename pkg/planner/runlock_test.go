@@ -1,0 +1,136 @@
+package planner
+
+import (
+	"context"
+	"errors"
+	"net/url"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestRunLockComment(t *testing.T) {
+	in := RunLockInfo{ID: "0123456789abcdef", Operation: "destroy", Owner: "ci; runner", Host: "build-1", PID: 4242,
+		Started: time.Date(2025, 3, 4, 5, 6, 7, 0, time.UTC), Token: "ci@pve!pvectl"}
+	got, ok := parseRunLock(in.comment())
+	in.Owner = "ci, runner" // the separator cannot appear inside a field
+	if !ok || got != in {
+		t.Errorf("parseRunLock(%q):\n got %+v\nwant %+v", in.comment(), got, in)
+	}
+	for _, c := range []string{"", "team pool", "pvectl apply; owner=x"} {
+		if _, ok := parseRunLock(c); ok {
+			t.Errorf("parseRunLock(%q): a pvectl lock, want not one (no id)", c)
+		}
+	}
+}
+
+// Issue 10 part 1(a): the run lock is a pool PVE makes atomically; a
+// second run is refused naming the holder, or waits for it; the holder's
+// release and force-unlock remove only the lock they mean.
+func TestSimRunLock(t *testing.T) {
+	sim, rc := newCountingSim(t, "pve")
+	ctx := context.Background()
+	a := NewRunLockInfo("apply")
+	la, err := AcquireRunLock(ctx, sim, []string{"", "lab"}, LockOptions{Info: a})
+	if err != nil {
+		t.Fatalf("first run: %v", err)
+	}
+	if n := rc.reset()["POST /pools"]; n != 1 {
+		t.Errorf("two connections to one cluster took %d locks, want 1", n)
+	}
+
+	_, err = AcquireRunLock(ctx, sim, []string{""}, LockOptions{Info: NewRunLockInfo("destroy")})
+	var le *LockedError
+	if !errors.As(err, &le) || le.Holder.ID != a.ID || le.Holder.Operation != "apply" || le.Holder.PID != os.Getpid() || le.Gone {
+		t.Fatalf("second run: got %v, want refused naming the first", err)
+	}
+	for _, want := range []string{"another pvectl run holds the lock on " + sim.cl.BaseURL() + ": apply by ", "token " + simToken} {
+		if !strings.Contains(le.Error(), want) {
+			t.Errorf("refusal %q lacks %q", le.Error(), want)
+		}
+	}
+	if !strings.Contains(le.Hint(), "pvectl force-unlock "+a.ID) {
+		t.Errorf("hint %q does not say how to force-unlock", le.Hint())
+	}
+
+	// A run that waits gets the lock once the holder releases it.
+	waited := make(chan *LockedError, 4)
+	got := make(chan error, 1)
+	b := NewRunLockInfo("apply")
+	var lb *RunLock
+	go func() {
+		var err error
+		lb, err = AcquireRunLock(ctx, sim, []string{""}, LockOptions{Info: b, Timeout: time.Minute,
+			Waiting: func(e *LockedError) { waited <- e }})
+		got <- err
+	}()
+	if e := <-waited; e.Holder.ID != a.ID {
+		t.Errorf("waiting for %s, want %s", e.Holder.ID, a.ID)
+	}
+	if err := la.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-got; err != nil {
+		t.Fatalf("waiting run: %v", err)
+	}
+
+	// force-unlock takes only the ID it is given.
+	if _, err := ForceUnlock(ctx, sim.cl, a.ID); !errors.Is(err, ErrNoSuchLock) {
+		t.Errorf("force-unlock of a released lock's ID: got %v, want ErrNoSuchLock", err)
+	}
+	holder, err := ForceUnlock(ctx, sim.cl, b.ID)
+	if err != nil || holder.ID != b.ID {
+		t.Fatalf("force-unlock: got %+v, %v", holder, err)
+	}
+	c := NewRunLockInfo("apply")
+	lc, err := AcquireRunLock(ctx, sim, []string{""}, LockOptions{Info: c})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := lb.Release(ctx); err != nil {
+		t.Fatalf("release of a force-unlocked lock: %v", err)
+	}
+	if cur, err := readRunLock(ctx, sim.cl); err != nil || cur == nil || cur.ID != c.ID {
+		t.Errorf("after an old holder's release: lock %+v (%v), want the new holder's kept", cur, err)
+	}
+	if err := lc.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if cur, err := readRunLock(ctx, sim.cl); err != nil || cur != nil {
+		t.Errorf("after release: lock %+v (%v), want none", cur, err)
+	}
+}
+
+// A lock whose holder ran on this host and is gone is reported stale; a
+// pool of that name pvectl did not make is reported as such.
+func TestSimRunLockStaleAndForeign(t *testing.T) {
+	sim := newSim(t)
+	ctx := context.Background()
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Skipf("no true(1): %v", err)
+	}
+	gone := NewRunLockInfo("apply")
+	gone.PID = dead.ProcessState.Pid()
+	if err := sim.cl.CreatePool(ctx, url.Values{"poolid": {RunLockPool}, "comment": {gone.comment()}}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := AcquireRunLock(ctx, sim, []string{""}, LockOptions{Info: NewRunLockInfo("apply"), Timeout: time.Minute})
+	var le *LockedError
+	if !errors.As(err, &le) || !le.Gone || !strings.Contains(le.Error(), "that process is gone, so the lock is stale") ||
+		le.Hint() != "Remove it with: pvectl force-unlock "+gone.ID {
+		t.Fatalf("stale lock: got %v, want it reported stale at once", err)
+	}
+	if err := sim.cl.DeletePool(ctx, RunLockPool); err != nil {
+		t.Fatal(err)
+	}
+	if err := sim.cl.CreatePool(ctx, url.Values{"poolid": {RunLockPool}, "comment": {"made by hand"}}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = AcquireRunLock(ctx, sim, []string{""}, LockOptions{Info: NewRunLockInfo("apply")})
+	if !errors.As(err, &le) || le.Foreign != "made by hand" || !strings.Contains(le.Hint(), "pveum pool delete "+RunLockPool) {
+		t.Fatalf("foreign pool: got %v, want it named", err)
+	}
+}

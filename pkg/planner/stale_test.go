@@ -1,0 +1,96 @@
+package planner
+
+import (
+	"context"
+	"errors"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/pvectl/pvectl/pkg/pve"
+)
+
+// Issue 10 part 4: a VM edited by hand between plan and apply: PVE
+// refuses the plan's digest, and the failure says what to do.
+func TestSimVMChangedSincePlan(t *testing.T) {
+	sim := newSim(t)
+	const doc = "kind: QemuVM\nname: dg\nspec:\n  vmid: 140\n  memory: 512\n"
+	applyPlan(t, sim, planFor(t, sim, loadSpec(t, doc), Options{}))
+	p := planFor(t, sim, loadSpec(t, strings.Replace(doc, "512", "1024", 1)), Options{})
+	ctx := context.Background()
+	if err := sim.cl.UpdateGuest(ctx, pve.QEMU, "pve", 140, url.Values{"cores": {"3"}}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := Apply(ctx, sim, p, ApplyOptions{})
+	if err == nil {
+		t.Fatal("Apply: no error, want the stale update refused")
+	}
+	var se *StaleError
+	got := res.Failed["QemuVM/dg"]
+	if !errors.As(got, &se) || got.Error() != "QemuVM/dg changed since the plan (digest): run plan again" || !pve.IsDigestMismatch(got) {
+		t.Errorf("failure: got %v, want QemuVM/dg changed since the plan (digest): run plan again", got)
+	}
+	cfg, err := sim.cl.QemuConfig(ctx, "pve", 140)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg["memory"] != "512" || cfg["cores"] != "3" {
+		t.Errorf("config after the refused update: memory %s cores %s, want the hand edit kept (512, 3)", cfg["memory"], cfg["cores"])
+	}
+}
+
+// Issue 10 part 4: PVE keeps no digest for an interface, so apply reads
+// it again right before its write and refuses one edited since the plan:
+// the hand edit is neither overwritten nor committed.
+func TestSimBridgeChangedSincePlan(t *testing.T) {
+	sim := newSim(t)
+	ctx := context.Background()
+	const base = "kind: LinuxBridge\nname: vmbr1\nspec:\n  bridge_ports: eno2\n  comments: mine\n---\nkind: NetworkApply\nname: pve\ndependsOn: [LinuxBridge/vmbr1]\n"
+	applyPlan(t, sim, planFor(t, sim, loadSpec(t, base), Options{}))
+	p := planFor(t, sim, loadSpec(t, strings.Replace(base, "eno2", "eno3", 1)), Options{})
+	if err := sim.cl.UpdateIface(ctx, "pve", "vmbr1", url.Values{"type": {"bridge"}, "bridge_ports": {"eno2"}, "comments": {"edited by hand"}}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := Apply(ctx, sim, p, ApplyOptions{AllowForeignNetworkChanges: true})
+	if err == nil {
+		t.Fatal("Apply: no error, want the stale update refused")
+	}
+	if got := res.Failed["LinuxBridge/vmbr1"]; got == nil || got.Error() != "LinuxBridge/vmbr1 changed since the plan (vmbr1 on node pve was edited): run plan again" {
+		t.Errorf("failure: got %v", got)
+	}
+	if _, skipped := res.Skipped["NetworkApply/pve"]; !skipped {
+		t.Errorf("the commit ran after the refused update: %+v", res)
+	}
+	if got := liveIface(t, sim, "vmbr1"); strings.TrimSpace(got["comments"]) != "edited by hand" || got["bridge_ports"] != "eno2" {
+		t.Errorf("vmbr1 after the refused update: %v, want the hand edit as it was", got)
+	}
+}
+
+// A bond's slave that the same run's bond write brought up (autostart)
+// was not edited.
+func TestSameIfaceIgnoresSlaveAutostart(t *testing.T) {
+	before := pve.Config{"iface": "bond1", "type": "bond", "slaves": "eno3"}
+	after := pve.Config{"iface": "bond1", "type": "bond", "slaves": "eno3", "autostart": "1"}
+	others := map[string]pve.Config{"bond2": {"iface": "bond2", "type": "bond", "slaves": "bond1 eno4"}}
+	for _, tc := range []struct {
+		name   string
+		lo     *liveObj
+		digest string
+		want   bool
+	}{
+		{"unchanged", &liveObj{Config: before, Digest: fieldsDigest(before), State: &ifaceLive{}}, fieldsDigest(before), true},
+		{"a slave brought up", &liveObj{Config: after, Digest: fieldsDigest(after), State: &ifaceLive{Others: others}}, fieldsDigest(before), true},
+		{"brought up, not a slave", &liveObj{Config: after, Digest: fieldsDigest(after), State: &ifaceLive{}}, fieldsDigest(before), false},
+		{"a slave edited", &liveObj{Config: pve.Config{"iface": "bond1", "type": "bond", "slaves": "eno5", "autostart": "1"},
+			State: &ifaceLive{Others: others}}, fieldsDigest(before), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.lo.Digest == "" {
+				tc.lo.Digest = fieldsDigest(tc.lo.Config)
+			}
+			if got := sameIface(tc.lo, tc.digest); got != tc.want {
+				t.Errorf("sameIface: got %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
