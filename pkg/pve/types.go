@@ -141,6 +141,9 @@ type ClusterResource struct {
 	Tags     string `json:"tags,omitempty"`
 	Pool     string `json:"pool,omitempty"`
 	Storage  string `json:"storage,omitempty"`
+	// Lock is a guest's config lock ("clone", "create", "migrate"…), as
+	// the per-node guest lists give it: a task is working on the guest.
+	Lock string `json:"lock,omitempty"`
 }
 
 // UnmarshalJSON takes template as 0/1 (or absent) and vmid as a number or a
