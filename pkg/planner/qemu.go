@@ -248,6 +248,18 @@ func (k qemuKind) changePerms(c *Change, lo *liveObj) []permNeed {
 			}
 		}
 	}
+	if c.Action == Create || c.Action == Replace {
+		// What the plan derived (ipconfig0 from DNS) is set at create too.
+		id, _ := specVMID(c.Resource)
+		onGuest := func(why string, privs ...string) permNeed {
+			n := need(vmPath(id), why, privs...)
+			if pool := c.Resource.Params["pool"]; pool != "" {
+				n.or = "/pool/" + pool
+			}
+			return n
+		}
+		needs = append(needs, k.settingPerms(st.Derived, nil, nil, setting{onGuest: onGuest})...)
+	}
 	if st.Old != nil && (c.Action == Create || c.Action == Replace || c.Action == Update) {
 		needs = append(needs, k.oldPerms(st.Old)...)
 	}
@@ -255,14 +267,15 @@ func (k qemuKind) changePerms(c *Change, lo *liveObj) []permNeed {
 }
 
 // createExtraPerms: a new template is converted (VM.Allocate on it); a
-// clone is started unless running: false.
+// clone is started unless running: false (a plain create's start is in
+// the guest's create needs).
 func (k qemuKind) createExtraPerms(c *Change) []permNeed {
 	r := c.Resource
 	id, _ := specVMID(r)
 	if r.Params["template"] == "1" {
 		return []permNeed{need(vmPath(id), "to convert the VM into a template", "VM.Allocate")}
 	}
-	if g := spec.Guest(r); stateOf(c).Clone != nil && g.Running == nil {
+	if g := spec.Guest(r); stateOf(c).Clone != nil && (g.Running == nil || *g.Running) {
 		n := need(vmPath(id), "to start the VM (a clone is started unless running: false)", "VM.PowerMgmt")
 		if pool := r.Params["pool"]; pool != "" {
 			n.or = "/pool/" + pool

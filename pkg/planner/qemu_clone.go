@@ -226,9 +226,6 @@ func (k qemuKind) clonePerms(r *spec.Resource, src *guestRef, srcConf pve.Config
 			}
 		}
 	}
-	if pool != "" {
-		needs = append(needs, need("/pool/"+pool, "to check the clone's pool exists", "Pool.Audit"))
-	}
 	vals := map[string]string{}
 	for key, v := range r.Params {
 		if !k.notInConfig[key] && key != "name" && key != "template" && srcConf[key] != v {

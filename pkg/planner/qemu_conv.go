@@ -130,7 +130,7 @@ func (k qemuKind) planExtras(b *builder, r *spec.Resource, lo *liveObj, c *Chang
 
 func derivedFrom(ipconfig string) string {
 	if ipconfig == "ip=dhcp" {
-		return "DHCP (no ip given, no address in DNS)"
+		return "DHCP (no ip given, and no address from DNS)"
 	}
 	return "DNS (no ip given)"
 }
