@@ -120,6 +120,11 @@ func (k qemuKind) compare(b *builder, r *spec.Resource, lo *liveObj, c *Change) 
 	if err := k.compareTemplate(r, lo, c); err != nil {
 		return err
 	}
+	// A template is made by POST …/template (which turns the disks into
+	// base volumes), not by writing the flag.
+	if _, ok := c.Params["template"]; ok {
+		c.Params = withoutKey(c.Params, "template")
+	}
 	k.compareCommon(r, lo, c)
 	return k.compareExtras(b, r, lo, c)
 }
@@ -162,15 +167,7 @@ func (k qemuKind) create(ctx context.Context, x *execution, c *Change) error {
 
 func (k qemuKind) update(ctx context.Context, x *execution, c *Change) error {
 	st := stateOf(c)
-	saved := c.Params
-	if _, ok := c.Params["template"]; ok {
-		// A template is made by POST …/template (which turns the disks
-		// into base volumes), not by writing the flag.
-		c.Params = withoutKey(c.Params, "template")
-	}
-	err := k.updateConfig(ctx, x, c)
-	c.Params = saved
-	if err != nil {
+	if err := k.updateConfig(ctx, x, c); err != nil {
 		return err
 	}
 	if st.Regenerate {

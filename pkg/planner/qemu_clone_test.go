@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -448,8 +449,8 @@ func TestSimTemplateInPlace(t *testing.T) {
 	}
 	yaml := "kind: QemuVM\nname: base\nspec:\n  memory: 512\n  template: true\n  running: false\n"
 	p := planFor(t, sim, loadSpec(t, yaml), Options{})
-	if c := p.Change("QemuVM/base"); c.Action != Update || c.Params["template"] != "1" {
-		t.Fatalf("plan: %s %v", c.Action, c.Params)
+	if c := p.Change("QemuVM/base"); c.Action != Update || c.Params != nil || !slices.ContainsFunc(c.Diff, func(d FieldDiff) bool { return d.Path == "template" }) {
+		t.Fatalf("plan: %s %v %v, want an update by POST …/template alone", c.Action, c.Params, c.Diff)
 	}
 	applyPlan(t, sim, p)
 	cfg, err := sim.cl.QemuConfig(ctx, "pve", 100)

@@ -47,10 +47,17 @@ func qemuConveniences(r *Resource) []problem {
 			r.KeyPos[param] = pos
 		}
 	}
-	removes := func(key string) bool { return slices.Contains(r.Remove, key) }
+	// `key: null` beside the convenience drops a default of the PVE key
+	// (a Defaults ipconfig0 under a resource's ip): the convenience wins.
+	dropNull := func(key string) {
+		r.Remove = slices.DeleteFunc(r.Remove, func(k string) bool { return k == key })
+	}
 
 	if g.IP != nil || g.Gateway != nil {
-		if _, set := r.Params["ipconfig0"]; set || removes("ipconfig0") {
+		if g.IP != nil {
+			dropNull("ipconfig0")
+		}
+		if _, set := r.Params["ipconfig0"]; set {
 			key := "ip"
 			if g.IP == nil {
 				key = "gateway"
@@ -78,7 +85,8 @@ func qemuConveniences(r *Resource) []problem {
 		}
 	}
 	if g.SSHKeys != nil {
-		if _, set := r.Params["sshkeys"]; set || removes("sshkeys") {
+		dropNull("sshkeys")
+		if _, set := r.Params["sshkeys"]; set {
 			bad("sshKeys", "spec.sshKeys and spec.sshkeys both set cloud-init's keys: write one of them (a resource's sshKeys: null drops the Defaults' list)")
 		} else if v, err := SSHKeysParam(g.SSHKeys); err != nil {
 			bad("sshKeys", "spec.sshKeys: %v", err)

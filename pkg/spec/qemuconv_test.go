@@ -1,6 +1,7 @@
 package spec
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -35,6 +36,8 @@ func TestQemuConveniencesDerive(t *testing.T) {
 		{name: "i440fx is pc, also for a clone", spec: "image: ubuntu\n  machine: i440fx", want: map[string]string{"machine": "pc"}},
 		{name: "no q35 without image", spec: "memory: 512", none: []string{"machine", "ipconfig0", "net0", "sshkeys"}},
 		{name: "machine: null keeps a clone's machine", spec: "image: ubuntu\n  machine: null", none: []string{"machine"}},
+		{name: "ipconfig0: null beside ip drops a default", spec: "ipconfig0: null\n  ip: 10.0.0.5",
+			want: map[string]string{"ipconfig0": "ip=10.0.0.5/24,gw=10.0.0.1"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -46,6 +49,9 @@ func TestQemuConveniencesDerive(t *testing.T) {
 			for k, v := range tt.want {
 				if r.Params[k] != v {
 					t.Errorf("%s: got %q want %q", k, r.Params[k], v)
+				}
+				if slices.Contains(r.Remove, k) {
+					t.Errorf("%s: set and removed (%v)", k, r.Remove)
 				}
 			}
 			for _, k := range tt.none {
