@@ -125,6 +125,24 @@ func TestE2EStagingStackClones(t *testing.T) {
 		}
 	}
 
+	// A cloud-init change is an update, and the drive is made anew.
+	f2 := filepath.Join(t.TempDir(), "stack.yaml")
+	b, err := os.ReadFile(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(f2, []byte(strings.Replace(string(b), "ip: 10.8.10.50", "ip: 10.8.10.60", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r = env.mustRun(0, "apply", "-f", f2, "--auto-approve")
+	if !strings.Contains(r.stdout, "regenerating the cloud-init drive of vm") || !strings.Contains(r.stdout, "Apply complete: 1 updated.") {
+		t.Errorf("cloud-init change:\n%s", r.stdout)
+	}
+	if got := env.vmConfig("ix-sto1-db01")["ipconfig0"]; got != "ip=10.8.10.60/24,gw=10.8.10.1" {
+		t.Errorf("ipconfig0 after the change: %q", got)
+	}
+	env.mustRun(0, "plan", "-f", f2, "--detailed-exitcode")
+
 	r = env.mustRun(0, "destroy", "-f", f, "--auto-approve")
 	if !strings.Contains(r.stdout, "QemuVM/ix-sto1-db01 (protected)") {
 		t.Errorf("destroy does not say it kept the protected VM:\n%s", r.stdout)
@@ -173,4 +191,34 @@ func TestE2EParallelAppliesTakeDistinctVMIDs(t *testing.T) {
 	for _, f := range files {
 		env.mustRun(0, "plan", "-f", f, "--detailed-exitcode")
 	}
+}
+
+// A golden template made from the seeded one, a VM cloned from it that
+// replaces an older VM: every call under the schema checker, and both
+// plans clean afterwards.
+func TestE2ETemplateAndReplace(t *testing.T) {
+	env := startSim(t)
+	dir := t.TempDir()
+	first := filepath.Join(dir, "first.yaml")
+	second := filepath.Join(dir, "second.yaml")
+	if err := os.WriteFile(first, []byte("kind: QemuVM\nname: golden\nspec:\n  image: ubuntu-24.04\n  template: true\n  cores: 4\n"+
+		"---\nkind: QemuVM\nname: app-v1\nspec:\n  memory: 512\n  running: true\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(second, []byte("kind: QemuVM\nname: app-v2\nspec:\n  image: golden\n  full: false\n  ip: 10.0.0.7\n  replace: app-v1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	env.mustRun(0, "apply", "-f", first, "--auto-approve")
+	env.mustRun(0, "plan", "-f", first, "--detailed-exitcode")
+	r := env.mustRun(0, "apply", "-f", second, "--auto-approve")
+	if !strings.Contains(r.stdout, "(linked clone)") || !strings.Contains(r.stdout, "(app-v1) on node pve, which this VM replaces") {
+		t.Errorf("apply:\n%s", r.stdout)
+	}
+	if _, ok := env.vmByName("app-v1"); ok {
+		t.Error("app-v1 exists after app-v2 replaced it")
+	}
+	if row, ok := env.vmByName("app-v2"); !ok || row.Status != "running" {
+		t.Errorf("app-v2: %+v %v, want running", row, ok)
+	}
+	env.mustRun(0, "plan", "-f", second, "--detailed-exitcode")
 }
