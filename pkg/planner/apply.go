@@ -36,11 +36,19 @@ func Apply(ctx context.Context, clients Clients, plan *Plan, opts ApplyOptions) 
 	if err := CheckForeign(plan, opts.AllowForeignNetworkChanges); err != nil {
 		return nil, err
 	}
-	reserved := reservedVMIDs(plan)
+	alloc := map[string]*vmids{}
+	for conn, pinned := range reservedVMIDs(plan) {
+		alloc[conn] = newVMIDs(pinned)
+	}
+	for _, c := range plan.Changes {
+		if c.Resource != nil && alloc[c.Resource.Connection] == nil {
+			alloc[c.Resource.Connection] = newVMIDs(nil)
+		}
+	}
 	run := func(ctx context.Context, c *Change) error {
 		x := &execution{hooks: hooks, change: c, plan: plan, allowForeign: opts.AllowForeignNetworkChanges}
 		if c.Resource != nil {
-			x.reserved = reserved[c.Resource.Connection]
+			x.vmids = alloc[c.Resource.Connection]
 		}
 		return applyChange(ctx, clients, x)
 	}

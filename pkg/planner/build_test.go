@@ -335,6 +335,7 @@ func TestFindQemu(t *testing.T) {
 		{Type: "qemu", VMID: 102, Name: "web", Node: "pve"},
 		{Type: "qemu", VMID: 9000, Name: "tmpl", Node: "pve", Template: true},
 		{Type: "qemu", VMID: 103, Name: "db", Node: "pve"},
+		{Type: "qemu", VMID: 104, Name: "VM 104", Node: "pve", Lock: "clone"},
 		{Type: "lxc", VMID: 200, Name: "ct", Node: "pve"},
 	}
 	tests := []struct {
@@ -344,7 +345,10 @@ func TestFindQemu(t *testing.T) {
 		want   int
 		errHas string
 	}{
-		{name: "by vmid", r: &spec.Resource{Name: "x"}, vmid: 102, want: 102},
+		{name: "by vmid", r: &spec.Resource{Name: "web"}, vmid: 102, want: 102},
+		{name: "vmid held by another name", r: &spec.Resource{Name: "x"}, vmid: 102, errHas: `vmid 102 is held by VM "web" on node pve, not by "x": refusing to take it over`},
+		{name: "vmid of a guest in progress", r: &spec.Resource{Name: "x"}, vmid: 104, want: 104},
+		{name: "template spec finds its template", r: &spec.Resource{Name: "tmpl", Params: map[string]string{"template": "1"}}, want: 9000},
 		{name: "by name", r: &spec.Resource{Name: "db"}, want: 103},
 		{name: "name param wins", r: &spec.Resource{Name: "x", Params: map[string]string{"name": "db"}}, want: 103},
 		{name: "templates are not matched by name", r: &spec.Resource{Name: "tmpl"}},

@@ -17,9 +17,9 @@ import (
 
 // newSlowSim is a simulator whose tasks run long enough for a plan to
 // meet them running.
-func newSlowSim(t *testing.T) *simClients {
+func newSlowSim(t *testing.T, task time.Duration) *simClients {
 	t.Helper()
-	s := simtest.Start(t, simtest.Options{Sim: pvesim.Options{TokenID: simToken, TokenSecret: simSecret, TaskDuration: 3 * time.Second, Seed: 1}})
+	s := simtest.Start(t, simtest.Options{Sim: pvesim.Options{TokenID: simToken, TokenSecret: simSecret, TaskDuration: task, Seed: 1}})
 	return &simClients{cl: s.Client, conn: &spec.Connection{URL: s.URL, Nodes: []string{"pve"}}}
 }
 
@@ -53,7 +53,7 @@ func (w *waitRecorder) waiting(busy []*BusyError, _ time.Duration) {
 // absent while they exist nor judges a locked one. PlanLive waits for
 // them, then plans what is there.
 func TestSimGuestsBeingCreated(t *testing.T) {
-	sim := newSlowSim(t)
+	sim := newSlowSim(t, 3*time.Second)
 	startTask(t, sim, http.MethodPost, "/nodes/pve/qemu", url.Values{"vmid": {"105"}, "name": {"web"}, "memory": {"512"}})
 	startTask(t, sim, http.MethodPost, "/nodes/pve/qemu", url.Values{"vmid": {"500"}, "name": {"pinned"}, "memory": {"512"}})
 	set := loadSpec(t, `kind: QemuVM
@@ -113,7 +113,7 @@ spec:
 // A guest an unfinished task holds locked: nothing to change is fine (the
 // plan says so), a change is refused until the task ends.
 func TestSimLockedGuest(t *testing.T) {
-	sim := newSlowSim(t)
+	sim := newSlowSim(t, 3*time.Second)
 	const doc = "kind: LxcContainer\nname: src\nspec:\n  vmid: 200\n  ostemplate: local:vztmpl/debian-12-standard_12.7-1_amd64.tar.zst\n  rootfs: local-lvm:4\n  memory: 512\n"
 	applyPlan(t, sim, planFor(t, sim, loadSpec(t, doc), Options{}))
 	// pve-container marks a clone's source "disk" until the clone ends.
@@ -141,7 +141,7 @@ func TestSimLockedGuest(t *testing.T) {
 // A saved plan that creates a guest by name is refused while a guest
 // that may be it is still being created.
 func TestSimVerifyRefusesWhileCreating(t *testing.T) {
-	sim := newSlowSim(t)
+	sim := newSlowSim(t, 3*time.Second)
 	set := loadSpec(t, "kind: QemuVM\nname: web\nspec:\n  memory: 512\n")
 	p := planFor(t, sim, set, Options{})
 	startTask(t, sim, http.MethodPost, "/nodes/pve/qemu", url.Values{"vmid": {"105"}, "name": {"web"}, "memory": {"512"}})

@@ -467,6 +467,12 @@ func (c comparer) updateValue(key, desired, live string) string {
 			have = schema.SetProp(schema.DeleteProp(have, "size"), volKey, v)
 		}
 	}
+	if v, ok := schema.PropValue(want, volKey); isDisk && ok && strings.HasSuffix(v, ":cloudinit") {
+		if lv, _ := schema.PropValue(have, volKey); !strings.HasPrefix(lv, strings.TrimSuffix(v, "cloudinit")) {
+			// A cloud-init drive on another storage is made anew there.
+			have = schema.SetProp(schema.DeleteProp(have, "size"), volKey, v)
+		}
+	}
 	idx := map[string]int{}
 	for i, it := range have {
 		idx[it.Key] = i

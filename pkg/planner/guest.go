@@ -39,6 +39,32 @@ type guestState struct {
 	PrevNode string `json:"prevNode,omitempty"`
 	// Created is the vmid a create (or a replace's create) got.
 	Created int `json:"created,omitempty"`
+	// Derived are parameters the plan derived from live state (a VM's
+	// ipconfig0 from the address DNS holds for it).
+	Derived map[string]string `json:"derived,omitempty"`
+	// Clone is the template a create clones (a VM's image).
+	Clone *guestRef `json:"clone,omitempty"`
+	// Old is the guest that this one replaces (replace: OLD), destroyed
+	// once this one is up.
+	Old *guestRef `json:"old,omitempty"`
+	// Regenerate: the update changes the input of the VM's cloud-init
+	// drive, which PVE makes anew on request.
+	Regenerate bool `json:"regenerate,omitempty"`
+}
+
+// guestRef names a guest other than the change's own.
+type guestRef struct {
+	VMID   int    `json:"vmid"`
+	Node   string `json:"node"`
+	Name   string `json:"name,omitempty"`
+	Status string `json:"status,omitempty"` // as the plan found it
+}
+
+func (r *guestRef) String() string {
+	if r.Name == "" {
+		return fmt.Sprintf("%d on node %s", r.VMID, r.Node)
+	}
+	return fmt.Sprintf("%d (%s) on node %s", r.VMID, r.Name, r.Node)
 }
 
 // guestLive is what observe reads about a guest beside its config.
@@ -50,11 +76,21 @@ type guestLive struct {
 	// guests of its type PVE is still creating or cloning: they have no
 	// name yet, and one of them may become this guest (guestbusy.go).
 	Stubs []int
+	// What a kind settles at plan time from live state besides the
+	// guest's own (see guestState): Derived, Clone and Old. Unsettled is
+	// why some of it could not be (DNS not answering, an ambiguous
+	// replace), CloneErr why the template cannot be cloned: errors only
+	// for a change that needs them (a create or replace for CloneErr),
+	// never for a destroy.
+	Derived   map[string]string
+	Clone     *guestRef
+	Old       *guestRef
+	Unsettled error
+	CloneErr  error
+	// CloneConfig is the template's config, read for a create that clones
+	// it (what the clone needs: its disks' storages, its bridges).
+	CloneConfig pve.Config
 }
-
-// createIDTries bounds how often a create retries with a fresh vmid when
-// /cluster/nextid raced with someone else.
-const createIDTries = 5
 
 // shutdownTimeout is how long (seconds) a guest gets to shut down before
 // PVE stops it hard.
@@ -76,7 +112,10 @@ func liveOf(lo *liveObj) *guestLive {
 	return &guestLive{}
 }
 
-func (g guest) newState(lo *liveObj) any { return &guestState{VMID: liveOf(lo).VMID} }
+func (g guest) newState(lo *liveObj) any {
+	gl := liveOf(lo)
+	return &guestState{VMID: gl.VMID, Derived: gl.Derived, Clone: gl.Clone, Old: gl.Old}
+}
 
 func (g guest) decodeState(raw json.RawMessage) (any, error) {
 	st := &guestState{}
@@ -128,12 +167,16 @@ func (g guest) compareConfig(b *builder, r *spec.Resource, lo *liveObj, c *Chang
 		return true, b.replace(r, c, fmt.Sprintf("node changed: %s → %s", lo.Node, want))
 	}
 	cmp := comparer{m: b.method("POST", g.createPath)}
-	c.Diff = cmp.diffParams(r.Params, r.Remove, lo.Config, g.notInConfig)
+	want := wanted(r, liveOf(lo).Derived)
+	c.Diff = cmp.diffParams(want, r.Remove, lo.Config, g.notInConfig)
 	for _, d := range c.Diff {
 		if why, ok := g.replaceKeys[d.Path]; ok {
 			return true, b.replace(r, c, fmt.Sprintf("%s changes (%v → %v): %s", d.Path, d.Before, d.After, why))
 		}
-		if strings.HasSuffix(d.Path, ".storage") {
+		// A cloud-init drive holds nothing of its own: PVE makes it anew
+		// on the new storage and frees the old one (qemu-server
+		// vmconfig_register_unused_drive), so it moves in place.
+		if strings.HasSuffix(d.Path, ".storage") && !cloudinitRe.MatchString(":"+driveFile(want[topKey(d.Path)])) {
 			return true, b.replace(r, c, topKey(d.Path)+" moves to another storage")
 		}
 		if isResize(d) {
@@ -146,7 +189,7 @@ func (g guest) compareConfig(b *builder, r *spec.Resource, lo *liveObj, c *Chang
 			}
 		}
 	}
-	c.Params = cmp.updateParams(c.Diff, r.Params, lo.Config, isResize)
+	c.Params = cmp.updateParams(c.Diff, want, lo.Config, isResize)
 	if len(c.Params) == 0 {
 		c.Params = nil
 	}
@@ -214,72 +257,78 @@ func (g guest) compareCommon(r *spec.Resource, lo *liveObj, c *Change) {
 // create makes the guest with a vmid of its own (the pinned one, the one
 // a replace freed, or the next free one), then starts it if asked.
 func (g guest) create(ctx context.Context, x *execution, c *Change) error {
-	r := c.Resource
-	st := stateOf(c)
-	params := url.Values{}
-	for k, v := range r.Params {
-		if k != "node" {
-			params.Set(k, v)
-		}
-	}
-	fixed, err := specVMID(r)
+	vmid, err := g.createGuest(ctx, x, c, g.createParams(c))
 	if err != nil {
 		return err
 	}
-	if fixed == 0 && c.Action == Replace && !c.CreateFirst {
-		fixed = st.VMID // a replace keeps the vmid it frees
-	}
-	for try := 1; ; try++ {
-		vmid := fixed
-		if vmid == 0 {
-			if vmid, err = freeVMID(ctx, x); err != nil {
-				return fmt.Errorf("next free vmid: %w", err)
-			}
-		}
-		params.Set("vmid", strconv.Itoa(vmid))
-		x.msg("creating %s %d on node %s", g.noun, vmid, c.Node)
-		err = x.client.CreateGuest(ctx, g.typ, c.Node, params)
-		if err == nil {
-			st.Created = vmid
-			break
-		}
-		if fixed != 0 || try >= createIDTries || !strings.Contains(err.Error(), "already exists") {
-			return fmt.Errorf("create %s %d: %w", g.noun, vmid, err)
-		}
-		x.msg("vmid %d was taken meanwhile, retrying with a new one", vmid)
-	}
-	if want := spec.Guest(r).Running; want != nil && *want {
-		x.msg("starting %s %d", g.noun, st.Created)
-		if err := x.client.GuestPower(ctx, g.typ, c.Node, st.Created, "start", nil); err != nil {
-			return fmt.Errorf("start %s %d: %w", g.noun, st.Created, err)
+	if want := spec.Guest(c.Resource).Running; want != nil && *want {
+		x.msg("starting %s %d", g.noun, vmid)
+		if err := x.client.GuestPower(ctx, g.typ, c.Node, vmid, "start", nil); err != nil {
+			return fmt.Errorf("start %s %d: %w", g.noun, vmid, err)
 		}
 	}
 	return nil
 }
 
-// freeVMID asks PVE for the next free vmid, stepping over the ones other
-// guests of the plan are pinned to (they may not exist yet). Bounded.
-func freeVMID(ctx context.Context, x *execution) (int, error) {
-	id, err := x.client.NextID(ctx)
+// createParams are the create call's parameters: the spec's (with those
+// the plan derived) but node, which is in the path.
+func (g guest) createParams(c *Change) url.Values {
+	params := url.Values{}
+	for k, v := range wanted(c.Resource, stateOf(c).Derived) {
+		if k != "node" {
+			params.Set(k, v)
+		}
+	}
+	return params
+}
+
+// createGuest sends the create call with the vmid the change gets and
+// records it in the change's state.
+func (g guest) createGuest(ctx context.Context, x *execution, c *Change, params url.Values) (int, error) {
+	st := stateOf(c)
+	fixed, err := g.newVMID(c)
 	if err != nil {
 		return 0, err
 	}
-	for n := 0; n < 1000; n, id = n+1, id+1 {
-		if x.reserved[id] {
-			continue
-		}
-		if n == 0 {
-			return id, nil // NextID said it is free
-		}
-		free, err := x.client.VMIDFree(ctx, id)
-		if err != nil {
-			return 0, err
-		}
-		if free {
-			return id, nil
-		}
+	vmid, err := withNewVMID(ctx, x, fixed, g.noun, func(vmid int) error {
+		params.Set("vmid", strconv.Itoa(vmid))
+		x.msg("creating %s %d on node %s", g.noun, vmid, c.Node)
+		return x.client.CreateGuest(ctx, g.typ, c.Node, params)
+	})
+	if err != nil {
+		return 0, fmt.Errorf("create %s %d: %w", g.noun, vmid, err)
 	}
-	return 0, fmt.Errorf("no free vmid found after %d", id)
+	st.Created = vmid
+	return vmid, nil
+}
+
+// newVMID is the vmid a create must use (0: any free one): the pinned
+// one, or the one a replace frees.
+func (g guest) newVMID(c *Change) (int, error) {
+	fixed, err := specVMID(c.Resource)
+	if err != nil {
+		return 0, err
+	}
+	if fixed == 0 && c.Action == Replace && !c.CreateFirst {
+		fixed = stateOf(c).VMID // a replace keeps the vmid it frees
+	}
+	return fixed, nil
+}
+
+// wanted is r's parameters with those the plan derived from live state (a
+// VM's ipconfig0 from DNS) added.
+func wanted(r *spec.Resource, derived map[string]string) map[string]string {
+	if len(derived) == 0 {
+		return r.Params
+	}
+	out := make(map[string]string, len(r.Params)+len(derived))
+	for k, v := range r.Params {
+		out[k] = v
+	}
+	for k, v := range derived {
+		out[k] = v
+	}
+	return out
 }
 
 // updateCommon moves the guest between pools and reconciles its power

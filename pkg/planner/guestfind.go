@@ -18,13 +18,14 @@ import (
 // that are not templates. rows hold the current rows of the guest's type
 // (guestRows) and any rows of other guest types, which only a vmid can hit.
 func (g guest) find(rows []pve.ClusterResource, r *spec.Resource, vmid int) (*pve.ClusterResource, error) {
+	name := g.name(r)
 	if vmid != 0 {
 		for i := range rows {
 			if rows[i].VMID != vmid {
 				continue
 			}
 			if rows[i].Type == string(g.typ) {
-				return &rows[i], nil
+				return &rows[i], g.holder(&rows[i], name)
 			}
 			if rows[i].Type == "qemu" || rows[i].Type == "lxc" {
 				return nil, fmt.Errorf("vmid %d is a %s, not a %s", vmid, guestNoun(rows[i].Type), g.noun)
@@ -32,10 +33,12 @@ func (g guest) find(rows []pve.ClusterResource, r *spec.Resource, vmid int) (*pv
 		}
 		return nil, nil
 	}
-	name := g.name(r)
+	// A template is found by name only for a spec that makes one: a VM
+	// converted into a template by hand is another object.
+	templates := r.Params["template"] == "1"
 	var found []*pve.ClusterResource
 	for i := range rows {
-		if rows[i].Type == string(g.typ) && !rows[i].Template && rows[i].Name == name {
+		if rows[i].Type == string(g.typ) && (!rows[i].Template || templates) && rows[i].Name == name {
 			found = append(found, &rows[i])
 		}
 	}
@@ -52,6 +55,21 @@ func (g guest) find(rows []pve.ClusterResource, r *spec.Resource, vmid int) (*pv
 	}
 	return nil, fmt.Errorf("name %s matches %ss %s and %s: set vmid", name, guestNoun(string(g.typ)),
 		strings.Join(ids[:len(ids)-1], ", "), ids[len(ids)-1])
+}
+
+// holder checks that the guest holding a spec's vmid is the spec's own:
+// one of another name is someone else's, and taking it over would
+// rewrite (or replace) it. A guest under a lock is not judged here: a
+// task may still be making it (a clone's temporary config has no name:
+// PVE lists it as "VM N"), and the comparison reports it as in progress.
+// Neither is a row without a name (/cluster/resources before pvestatd
+// has seen the guest).
+func (g guest) holder(row *pve.ClusterResource, name string) error {
+	if row.Name == name || row.Lock != "" || row.Name == "" {
+		return nil
+	}
+	return fmt.Errorf("vmid %d is held by %s %q on node %s, not by %q: refusing to take it over; if it is this %s, set spec.%s to %q (or rename it in PVE), otherwise choose another vmid",
+		row.VMID, guestNoun(row.Type), row.Name, row.Node, name, g.noun, g.nameParam, row.Name)
 }
 
 func guestNoun(typ string) string {

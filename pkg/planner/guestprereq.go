@@ -33,7 +33,7 @@ func (g guest) prereqs(r *spec.Resource, node string, lo *liveObj) []prereq {
 	if pool := r.Params["pool"]; pool != "" && (fresh || livePool != pool) {
 		out = append(out, poolPrereq("pool", pool))
 	}
-	for _, key := range sortedKeys(r.Params) {
+	for _, key := range slices.Sorted(maps.Keys(r.Params)) {
 		val := r.Params[key]
 		switch {
 		case netKeyRe.MatchString(key):
@@ -139,10 +139,6 @@ func subKey(val, key string) string {
 		}
 	}
 	return ""
-}
-
-func sortedKeys(m map[string]string) []string {
-	return slices.Sorted(maps.Keys(m))
 }
 
 // poolPrereq needs pool to exist. /cluster/resources lists the pools the

@@ -168,11 +168,13 @@ type liveObj struct {
 // execution is what a kind's apply gets: the client of the change's
 // connection and a way to report progress.
 type execution struct {
-	client   *pve.Client
-	hooks    Hooks
-	change   *Change
-	reserved map[int]bool // vmids other changes of the plan are pinned to
-	plan     *Plan        // the plan being applied
+	client *pve.Client
+	hooks  Hooks
+	change *Change
+	// vmids allocates the vmids of new guests on the change's connection,
+	// one allocator per apply and connection (it knows the pinned ones).
+	vmids *vmids
+	plan  *Plan // the plan being applied
 	// allowForeign lets a network commit take staged changes pvectl did
 	// not make, those the plan showed.
 	allowForeign bool

@@ -2,12 +2,19 @@ package planner
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/pvectl/pvectl/pkg/pve"
 	"github.com/pvectl/pvectl/pkg/spec"
 )
 
-// qemuKind manages QemuVM: identity is vmid if set, else the VM name.
+// qemuKind manages QemuVM: identity is vmid if set, else the VM name. On
+// top of what guests share it clones from an image (qemu_clone.go), takes
+// an address from DNS, replaces an older VM, converts into a template and
+// regenerates the cloud-init drive (qemu_conv.go).
 type qemuKind struct{ guest }
 
 const qemuCreatePath = "/nodes/{node}/qemu"
@@ -21,18 +28,290 @@ var qemu = qemuKind{guest{
 	},
 }}
 
+// observe finds the VM as guests are found, and settles what its change
+// takes from live state beside it: the template an image names (and, for
+// a create, its config), the VM that replace names, and an address from
+// DNS.
+func (k qemuKind) observe(ctx context.Context, lc *liveConn, r *spec.Resource) (*liveObj, error) {
+	g := spec.Guest(r)
+	var rows []pve.ClusterResource
+	if g.Image != nil || g.Replace != nil {
+		var err error
+		if rows, err = lc.guestRows(ctx, pve.QEMU); err != nil {
+			return nil, err
+		}
+	}
+	lo, err := k.guest.observe(ctx, lc, r)
+	if err != nil {
+		return nil, err
+	}
+	gl := liveOf(lo)
+	var unsettled []error
+	if g.Image != nil {
+		gl.Clone, gl.CloneErr = pickImage(rows, *g.Image)
+		if gl.Clone != nil && !lo.Exists && paramNode(r) == "" {
+			lo.Node = gl.Clone.Node // design §3: the template's node
+		}
+	}
+	if g.Replace != nil {
+		var err error
+		if gl.Old, err = findOld(rows, *g.Replace, gl.VMID); err != nil {
+			unsettled = append(unsettled, err)
+		}
+	}
+	gl.Unsettled = errors.Join(unsettled...)
+	// The reads below run with the other loads; what they cannot settle
+	// fails only a change that needs it.
+	var loads []func(context.Context)
+	if gl.Clone != nil && !lo.Exists {
+		cl, src := lc.client, gl.Clone
+		loads = append(loads, func(ctx context.Context) {
+			cfg, err := cl.GuestConfig(ctx, pve.QEMU, src.Node, src.VMID)
+			if err != nil {
+				gl.CloneErr = fmt.Errorf("read config of template %d: %w", src.VMID, err)
+				return
+			}
+			gl.CloneConfig = cfg
+		})
+	}
+	if needsAddress(r) {
+		settings := lc.settings
+		loads = append(loads, func(ctx context.Context) {
+			v, err := addressConfig(ctx, settings, k.name(r), g)
+			if err != nil {
+				gl.Unsettled = errors.Join(gl.Unsettled, err)
+				return
+			}
+			gl.Derived = map[string]string{"ipconfig0": v}
+		})
+	}
+	if len(loads) > 0 {
+		own := lo.load
+		lo.load = func(ctx context.Context) error {
+			for _, load := range loads {
+				load(ctx)
+			}
+			if own != nil {
+				return own(ctx)
+			}
+			return nil
+		}
+	}
+	return lo, nil
+}
+
+// checkCreate shows what a create takes from live state: the template it
+// clones (which must be found), the derived address, the VM it replaces.
+func (k qemuKind) checkCreate(b *builder, r *spec.Resource, lo *liveObj, c *Change) error {
+	return k.planExtras(b, r, lo, c)
+}
+
 func (k qemuKind) compare(b *builder, r *spec.Resource, lo *liveObj, c *Change) error {
 	done, err := k.compareConfig(b, r, lo, c)
-	if done || err != nil {
+	if err != nil {
 		return err
 	}
+	if done {
+		if c.Action == Replace {
+			return k.planExtras(b, r, lo, c)
+		}
+		return nil
+	}
+	if err := k.compareTemplate(r, lo, c); err != nil {
+		return err
+	}
+	// A template is made by POST …/template (which turns the disks into
+	// base volumes), not by writing the flag.
+	if _, ok := c.Params["template"]; ok {
+		c.Params = withoutKey(c.Params, "template")
+	}
 	k.compareCommon(r, lo, c)
-	return nil
+	return k.compareExtras(b, r, lo, c)
+}
+
+// create makes the VM (a clone of the plan's template, or from its
+// parameters), converts it into a template or starts it as asked, and
+// once it is up destroys the VM it replaces.
+func (k qemuKind) create(ctx context.Context, x *execution, c *Change) error {
+	st := stateOf(c)
+	r := c.Resource
+	g := spec.Guest(r)
+	var vmid int
+	var err error
+	start := g.Running != nil && *g.Running
+	if st.Clone != nil {
+		vmid, err = k.cloneVM(ctx, x, c)
+		// The reference provider starts what it clones.
+		start = g.Running == nil || *g.Running
+	} else {
+		params := k.createParams(c)
+		params.Del("template") // POST …/template converts it, after
+		vmid, err = k.createGuest(ctx, x, c, params)
+	}
+	if err != nil {
+		return err
+	}
+	switch {
+	case r.Params["template"] == "1":
+		if err := k.toTemplate(ctx, x, c.Node, vmid); err != nil {
+			return err
+		}
+	case start:
+		x.msg("starting vm %d", vmid)
+		if err := x.client.GuestPower(ctx, pve.QEMU, c.Node, vmid, "start", nil); err != nil {
+			return fmt.Errorf("start vm %d: %w", vmid, err)
+		}
+	}
+	return k.up(ctx, x, c, vmid)
 }
 
 func (k qemuKind) update(ctx context.Context, x *execution, c *Change) error {
+	st := stateOf(c)
 	if err := k.updateConfig(ctx, x, c); err != nil {
 		return err
 	}
-	return k.updateCommon(ctx, x, c)
+	if st.Regenerate {
+		x.msg("regenerating the cloud-init drive of vm %d", st.VMID)
+		if err := x.client.RegenerateCloudinit(ctx, c.Node, st.VMID); err != nil {
+			return fmt.Errorf("regenerate the cloud-init drive of vm %d: %w", st.VMID, err)
+		}
+	}
+	if err := k.updateCommon(ctx, x, c); err != nil {
+		return err
+	}
+	if slices.ContainsFunc(c.Diff, func(d FieldDiff) bool { return d.Path == "template" && d.After == "1" }) {
+		if err := k.toTemplate(ctx, x, c.Node, st.VMID); err != nil {
+			return err
+		}
+	}
+	if st.Old != nil {
+		return k.removeOld(ctx, x, st.Old)
+	}
+	return nil
+}
+
+// toTemplate converts the stopped VM into a template.
+func (k qemuKind) toTemplate(ctx context.Context, x *execution, node string, vmid int) error {
+	x.msg("converting vm %d into a template", vmid)
+	if err := x.client.TemplateGuest(ctx, pve.QEMU, node, vmid); err != nil {
+		return fmt.Errorf("convert vm %d into a template: %w", vmid, err)
+	}
+	return nil
+}
+
+func (k qemuKind) readPerms(r *spec.Resource) []permNeed {
+	needs := k.guest.readPerms(r)
+	g := spec.Guest(r)
+	for _, ref := range []struct {
+		key string
+		val *string
+	}{{"image", g.Image}, {"replace", g.Replace}} {
+		if ref.val == nil {
+			continue
+		}
+		path, why := "/vms", fmt.Sprintf("to find the VM that %s names (PVE lists only the guests a token may audit)", ref.key)
+		if id, ok := numericVMID(*ref.val); ok {
+			path, why = vmPath(id), fmt.Sprintf("to see the VM that %s names (PVE hides the guests a token may not audit)", ref.key)
+		}
+		needs = append(needs, need(path, why, "VM.Audit"))
+	}
+	return needs
+}
+
+func (k qemuKind) changePerms(c *Change, lo *liveObj) []permNeed {
+	st := stateOf(c)
+	gl := liveOf(lo)
+	var needs []permNeed
+	switch {
+	case st.Clone != nil && c.Action == Create:
+		needs = k.clonePerms(c.Resource, st.Clone, gl.CloneConfig)
+		needs = append(needs, k.createExtraPerms(c)...)
+	case st.Clone != nil && c.Action == Replace:
+		needs = append(k.removePerms(lo, vmPath(st.VMID)), k.clonePerms(c.Resource, st.Clone, gl.CloneConfig)...)
+		needs = append(needs, k.createExtraPerms(c)...)
+	case c.Action == Create || c.Action == Replace:
+		needs = append(k.guest.changePerms(c, lo), k.createExtraPerms(c)...)
+	default:
+		needs = k.guest.changePerms(c, lo)
+		if c.Action == Update {
+			path := vmPath(st.VMID)
+			if st.Regenerate {
+				needs = append(needs, need(path, "to regenerate the cloud-init drive", "VM.Config.Cloudinit"))
+			}
+			for _, d := range c.Diff {
+				if d.Path == "template" {
+					needs = append(needs, need(path, "to convert the VM into a template", "VM.Allocate"))
+				}
+			}
+		}
+	}
+	if c.Action == Create || c.Action == Replace {
+		// What the plan derived (ipconfig0 from DNS) is set at create too.
+		id, _ := specVMID(c.Resource)
+		onGuest := func(why string, privs ...string) permNeed {
+			n := need(vmPath(id), why, privs...)
+			if pool := c.Resource.Params["pool"]; pool != "" {
+				n.or = "/pool/" + pool
+			}
+			return n
+		}
+		needs = append(needs, k.settingPerms(st.Derived, nil, nil, setting{onGuest: onGuest})...)
+	}
+	if st.Old != nil && (c.Action == Create || c.Action == Replace || c.Action == Update) {
+		needs = append(needs, k.oldPerms(st.Old)...)
+	}
+	return needs
+}
+
+// createExtraPerms: a new template is converted (VM.Allocate on it); a
+// clone is started unless running: false (a plain create's start is in
+// the guest's create needs).
+func (k qemuKind) createExtraPerms(c *Change) []permNeed {
+	r := c.Resource
+	id, _ := specVMID(r)
+	if r.Params["template"] == "1" {
+		return []permNeed{need(vmPath(id), "to convert the VM into a template", "VM.Allocate")}
+	}
+	if g := spec.Guest(r); stateOf(c).Clone != nil && (g.Running == nil || *g.Running) {
+		n := need(vmPath(id), "to start the VM (a clone is started unless running: false)", "VM.PowerMgmt")
+		if pool := r.Params["pool"]; pool != "" {
+			n.or = "/pool/" + pool
+		}
+		return []permNeed{n}
+	}
+	return nil
+}
+
+// fieldEffect: the clone keys act at create only, the conveniences are
+// the PVE keys they stand for, provisioning keys are not PVE's.
+func (k qemuKind) fieldEffect(ks *spec.KindSpec, key, sub string) (Effect, bool) {
+	update := ks.Update.String()
+	switch key {
+	case "image", "full":
+		return Effect{Kind: CreateOnly, Why: "read when the VM is cloned; a VM that exists keeps the disks it was made with"}, true
+	case "ip", "gateway":
+		return Effect{Kind: InPlace, How: update, Note: "written as ipconfig0; the cloud-init drive is regenerated (PUT …/cloudinit), the guest reads it at its next boot"}, true
+	case "vlan", "bridge":
+		return Effect{Kind: InPlace, How: update, Note: "written as net0's tag and bridge", Live: k.fieldLive("net0", key)}, true
+	case "sshKeys":
+		return Effect{Kind: InPlace, How: update, Note: "written as sshkeys; the cloud-init drive is regenerated (PUT …/cloudinit)"}, true
+	case "sshUser", "sshPort":
+		return Effect{Kind: InPlace, Note: "used by provisioning only: nothing in PVE changes"}, true
+	case "replace":
+		return Effect{Kind: InPlace, How: "DELETE /nodes/{node}/qemu/{vmid} of the VM it names", Note: "the named VM is destroyed once this one is up; one that does not exist is nothing to do"}, true
+	case "template":
+		return Effect{Kind: InPlace, How: "POST /nodes/{node}/qemu/{vmid}/template",
+			Note: "a stopped VM becomes a template; PVE cannot turn a template back into a VM, so 1 → 0 is refused at plan time"}, true
+	}
+	if isCloudinitKey(key) {
+		e, ok := k.guest.fieldEffect(ks, key, sub)
+		e.Note = strings.TrimSpace(e.Note + " The cloud-init drive is regenerated (PUT …/cloudinit).")
+		return e, ok
+	}
+	return k.guest.fieldEffect(ks, key, sub)
+}
+
+func (k qemuKind) fieldLive(key, sub string) *pve.LiveRule {
+	r := pve.GuestLiveRule(k.typ, key, sub)
+	return &r
 }

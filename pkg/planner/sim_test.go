@@ -364,7 +364,7 @@ func TestSimVMByNameWithNextID(t *testing.T) {
 
 func TestSimFailureSkipsDependents(t *testing.T) {
 	sim := newSim(t)
-	const doc = "kind: QemuVM\nname: clash\nspec:\n  vmid: 9000\n  memory: 1024\n---\n" +
+	const doc = "kind: QemuVM\nname: clash\nspec:\n  vmid: 9000\n  name: ubuntu-24.04-cloud\n  memory: 1024\n---\n" +
 		"kind: Pool\nname: after\ndependsOn: [QemuVM/clash]\n---\nkind: Pool\nname: other\n"
 	set := loadSpec(t, doc)
 	p := planFor(t, sim, set, Options{})

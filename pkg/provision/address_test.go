@@ -186,7 +186,7 @@ func TestDNSWire(t *testing.T) {
 		substr string
 	}{
 		{"other id", func(b []byte) []byte { b[0] = 0; return b }, errWrongID, ""},
-		{"nxdomain", func(b []byte) []byte { b[3] = 0x83; return b }, errNoRecord, ""},
+		{"nxdomain", func(b []byte) []byte { b[3] = 0x83; return b }, ErrNoRecord, ""},
 		{"servfail", func(b []byte) []byte { b[3] = 0x82; return b }, nil, "rcode 2"},
 		{"truncated flag", func(b []byte) []byte { b[2] |= 0x02; return b }, nil, "truncated"},
 		{"cut short", func(b []byte) []byte { return b[:len(b)-3] }, nil, "truncated record"},
@@ -195,7 +195,7 @@ func TestDNSWire(t *testing.T) {
 			binary.BigEndian.PutUint16(out[6:], 1)
 			return append(out, 0xc0, byte(len(q)), 0, 1, 0, 1, 0, 0, 0, 1, 0, 4, 1, 2, 3, 4)
 		}, nil, "loops"},
-		{"no answers", func(b []byte) []byte { binary.BigEndian.PutUint16(b[6:], 0); return b[:len(q)] }, errNoRecord, ""},
+		{"no answers", func(b []byte) []byte { binary.BigEndian.PutUint16(b[6:], 0); return b[:len(q)] }, ErrNoRecord, ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -210,5 +210,52 @@ func TestDNSWire(t *testing.T) {
 	}
 	if _, err := dnsQuery(1, strings.Repeat("a", 64)+".b"); err == nil {
 		t.Errorf("64-byte label accepted")
+	}
+}
+
+// LookupA asks once: an address, a definite "no record" (ErrNoRecord, also
+// when another server did not answer), or every server's failure.
+func TestLookupA(t *testing.T) {
+	t.Parallel()
+	dns := provisiontest.StartDNS(t, map[string]string{"web1.lab.test": "10.1.2.3"})
+	silent, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { silent.Close() })
+	tests := []struct {
+		name     string
+		servers  []string
+		fqdn     string
+		want     string
+		noRecord bool
+		errHas   string
+	}{
+		{name: "found", servers: []string{dns.Addr}, fqdn: "web1.lab.test", want: "10.1.2.3"},
+		{name: "second server", servers: []string{"127.0.0.1:1", dns.Addr}, fqdn: "web1.lab.test", want: "10.1.2.3"},
+		{name: "no record", servers: []string{dns.Addr}, fqdn: "db9.lab.test", noRecord: true},
+		{name: "no record beats a refused server", servers: []string{"127.0.0.1:1", dns.Addr}, fqdn: "db9.lab.test", noRecord: true},
+		{name: "no answer", servers: []string{silent.LocalAddr().String()}, fqdn: "web1.lab.test", errHas: "no answer"},
+		{name: "no servers", fqdn: "web1.lab.test", errHas: "no dns servers"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			got, err := LookupA(context.Background(), tc.servers, tc.fqdn)
+			switch {
+			case tc.noRecord:
+				if !errors.Is(err, ErrNoRecord) {
+					t.Fatalf("err %v, want ErrNoRecord", err)
+				}
+			case tc.errHas != "":
+				if err == nil || errors.Is(err, ErrNoRecord) || !strings.Contains(err.Error(), tc.errHas) {
+					t.Fatalf("err %v, want %q (not ErrNoRecord)", err, tc.errHas)
+				}
+			case err != nil:
+				t.Fatal(err)
+			case got.String() != tc.want:
+				t.Errorf("got %s, want %s", got, tc.want)
+			}
+		})
 	}
 }

@@ -12,9 +12,40 @@ import (
 	"time"
 )
 
-// errNoRecord is a DNS answer that the name has no A record (NXDOMAIN or
+// ErrNoRecord is a DNS answer that the name has no A record (NXDOMAIN or
 // an empty answer): definite, unlike a server that does not answer.
-var errNoRecord = errors.New("no A record")
+var ErrNoRecord = errors.New("no A record")
+
+// LookupA asks servers ("IP[:port]", port 53 by default), one after the
+// other and directly over UDP, for the A record of name, once each: the
+// first address wins. When none has one, the error is ErrNoRecord if a
+// server said so (a definite answer), else every server's failure. The
+// planner uses it to give a VM without a static IP the address DNS holds
+// for it; provisioning waits for a record through Resolve instead.
+func LookupA(ctx context.Context, servers []string, name string) (netip.Addr, error) {
+	if len(servers) == 0 {
+		return netip.Addr{}, errors.New("no dns servers")
+	}
+	var errs []error
+	none := ""
+	for _, srv := range servers {
+		a, err := lookupA(ctx, srv, name)
+		if err == nil {
+			return a, nil
+		}
+		if ctx.Err() != nil {
+			return netip.Addr{}, ctx.Err()
+		}
+		if errors.Is(err, ErrNoRecord) && none == "" {
+			none = srv
+		}
+		errs = append(errs, fmt.Errorf("%s: %w", srv, err))
+	}
+	if none != "" {
+		return netip.Addr{}, fmt.Errorf("%s at %s: %w", name, none, ErrNoRecord)
+	}
+	return netip.Addr{}, fmt.Errorf("%s: %w", name, errors.Join(errs...))
+}
 
 // DNS message constants (RFC 1035 §4.1).
 const (
@@ -131,7 +162,7 @@ func dnsAnswer(msg []byte, id uint16, name string) (netip.Addr, error) {
 	switch rcode := msg[3] & 0x0f; rcode {
 	case 0:
 	case dnsRcodeNX:
-		return netip.Addr{}, errNoRecord
+		return netip.Addr{}, ErrNoRecord
 	default:
 		return netip.Addr{}, fmt.Errorf("dns server answered rcode %d", rcode)
 	}
@@ -168,7 +199,7 @@ func dnsAnswer(msg []byte, id uint16, name string) (netip.Addr, error) {
 		}
 		off = rdata + rdlen
 	}
-	return netip.Addr{}, errNoRecord
+	return netip.Addr{}, ErrNoRecord
 }
 
 // dnsName reads a possibly compressed name at off; next is the offset

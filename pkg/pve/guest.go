@@ -167,6 +167,18 @@ func (c *Client) DeleteQemu(ctx context.Context, node string, vmid int) error {
 	return c.DeleteGuest(ctx, QEMU, node, vmid)
 }
 
+// RegenerateCloudinit is PUT /nodes/{node}/qemu/{vmid}/cloudinit: qemu-server
+// makes the VM's cloud-init image anew from its config (and swaps the
+// medium of a running VM), synchronously under the config lock
+// (API2/Qemu.pm cloudinit_update, QemuServer.pm
+// vmconfig_update_cloudinit_drive). A VM without a cloud-init drive has
+// nothing to regenerate; PVE answers success. The lock is taken in the API
+// process, so a busy one is a lock-timeout answer, retried (regenerating
+// twice is regenerating).
+func (c *Client) RegenerateCloudinit(ctx context.Context, node string, vmid int) error {
+	return c.RunIdempotentTask(ctx, http.MethodPut, guestPath(QEMU, node, vmid, "cloudinit"), nil)
+}
+
 // TemplateGuest converts a stopped guest into a template and waits; it
 // is safe to repeat after a task that failed on the guest's lock. A
 // container's call answers null although a worker runs (pve-container

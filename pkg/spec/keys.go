@@ -18,6 +18,21 @@ type GuestKeys struct {
 	// a CD-ROM (QemuVM only): Load writes the drive into Params
 	// (ConfigDriveSlot).
 	ConfigDrive *string `json:"configDrive,omitempty" doc:"A ConfigDriveISO of these specs (its document name) attached as a CD-ROM at ide3 with media=cdrom; a new version of the drive re-points the VM (QemuVM only)."`
+
+	// The reference provider's conveniences (QemuVM only). Load turns
+	// ip/gateway, vlan/bridge and sshKeys into PVE keys (qemuconv.go);
+	// image, full and replace steer the create; sshUser and sshPort are
+	// kept for provisioning.
+	Image   *string  `json:"image,omitempty" doc:"Clone an existing PVE template: its VMID as a numeric string (\"9000\"), or a substring of its name that only one template has (a template named exactly so wins). No match or several are a plan error listing the candidates. Then the spec's keys are applied to the clone in one config update; the clone is started unless running: false. Only read when the VM is created."`
+	Full    *bool    `json:"full,omitempty" doc:"With image: a full clone (default true: the VM does not depend on its template); false makes a linked clone, for which PVE refuses storage."`
+	IP      *string  `json:"ip,omitempty" doc:"Static IPv4 address of the first NIC, A.B.C.D or A.B.C.D/NN (/24 when no prefix is given), written as cloud-init ipconfig0 with a gateway; dhcp for DHCP. Without it (and without ipconfig0) a VM cloned from an image gets the address DNS holds for NAME.dnsDomain (the connection's dnsServers, asked at plan time), else DHCP."`
+	Gateway *string  `json:"gateway,omitempty" doc:"The IPv4 gateway of ipconfig0 (default: the first three octets of the address and .1)."`
+	VLAN    *int     `json:"vlan,omitempty" doc:"VLAN tag (1-4094) of the first NIC (net0 tag=), on bridge (default vmbr1)."`
+	Bridge  *string  `json:"bridge,omitempty" doc:"The bridge of the first NIC (net0 bridge=); default vmbr1 when vlan is set."`
+	SSHKeys []string `json:"sshKeys,omitempty" doc:"SSH public keys (OpenSSH format, one per item) for cloud-init's sshkeys, URL-encoded as PVE requires. A Defaults list is replaced, not extended, by a resource's own."`
+	SSHUser *string  `json:"sshUser,omitempty" doc:"The SSH user provisioning connects as (then PROXMOX_SSH_USER, the connection's sshUser, root). Not written to PVE: set ciuser for cloud-init's user."`
+	SSHPort *int     `json:"sshPort,omitempty" doc:"The SSH port provisioning connects to (default 22). Not written to PVE."`
+	Replace *string  `json:"replace,omitempty" doc:"An existing VM (its name or vmid) that is not in these specs: destroyed once this VM is up (created, configured, started). Nothing happens when it does not exist."`
 }
 
 // ConfigDriveKeys are a ConfigDriveISO's keys: the cloud-init seed (see

@@ -190,10 +190,11 @@ func ownTypes(keys any) map[string]ownType {
 }
 
 // guestPlannedKeys are QemuVM/Template keys of design §3 not implemented yet.
-var guestPlannedKeys = []string{
-	"image", "fromTemplate", "full", "ip", "gateway", "vlan", "sshKeys",
-	"sshUser", "sshPort", "provision", "forceConfigCheck", "replace",
-}
+var guestPlannedKeys = []string{"fromTemplate", "provision", "forceConfigCheck"}
+
+// qemuOnlyKeys are GuestKeys of the reference provider's VM conveniences,
+// which a container does not take.
+var qemuOnlyKeys = []string{"configDrive", "image", "full", "ip", "gateway", "vlan", "bridge", "sshKeys", "sshUser", "sshPort", "replace"}
 
 // kindTable returns the registry, built once; read-only.
 var kindTable = sync.OnceValue(func() map[string]*kindInfo {
@@ -218,7 +219,7 @@ var kindTable = sync.OnceValue(func() map[string]*kindInfo {
 			RefValue:     paramValueOf("vmid"), // an ACL path names a guest by vmid
 			Hint:         "a VM without vmid is found by its name: give each a different vmid or name, or remove one",
 			ValueAliases: map[string]map[string]string{"machine": {"i440fx": "pc"}},
-			Check:        checkISODrives,
+			Check:        checks(qemuConveniences, checkISODrives),
 			Refs: []refRule{
 				{Key: "pool", Values: paramValue("pool"), Kinds: []string{KindPool}, PresentOnly: true},
 				{Key: "netN.bridge", Values: subKeyValues("net", "bridge"), Kinds: []string{KindLinuxBridge}, SameNode: true, PresentOnly: true},
@@ -239,7 +240,7 @@ var kindTable = sync.OnceValue(func() map[string]*kindInfo {
 			Identities: guestIdentities("hostname", "CT hostname"),
 			RefValue:   paramValueOf("vmid"),
 			Hint:       "a container without vmid is found by its hostname: give each a different vmid or hostname, or remove one",
-			NotKeys:    []string{"configDrive"},
+			NotKeys:    qemuOnlyKeys,
 			Refs: []refRule{
 				{Key: "pool", Values: paramValue("pool"), Kinds: []string{KindPool}, PresentOnly: true},
 				{Key: "netN.bridge", Values: subKeyValues("net", "bridge"), Kinds: []string{KindLinuxBridge}, SameNode: true, PresentOnly: true},

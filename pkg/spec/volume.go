@@ -26,6 +26,18 @@ func collect(check func(r *Resource, report func(key, format string, args ...any
 	}
 }
 
+// checks runs a kind's checks in order: a later one sees what an earlier
+// one derived.
+func checks(cs ...func(r *Resource) []problem) func(r *Resource) []problem {
+	return func(r *Resource) []problem {
+		var out []problem
+		for _, c := range cs {
+			out = append(out, c(r)...)
+		}
+		return out
+	}
+}
+
 // downloadExt are the file names PVE's download-url accepts per content
 // type (pve-storage src/PVE/Storage.pm ISO_EXT_RE_0, VZTMPL_EXT_RE_1 and,
 // for import, SAFE_CHAR_CLASS_RE with UPLOAD_IMPORT_EXT_RE_1, as

@@ -83,7 +83,7 @@ func TestExplainUnknown(t *testing.T) {
 		{"Template", "", true},
 		{"QemuVM.memroy", "memory", false},
 		{"QemuVM.nte1", "net1", false},
-		{"QemuVM.image", "", true},
+		{"QemuVM.fromTemplate", "", true},
 		{"QemuVM.net0.tga", "tag", false},
 		{"QemuVM.cores.x", "", false},
 		{"QemuVM.net0.tag.x", "", false},

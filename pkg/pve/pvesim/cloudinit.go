@@ -2,8 +2,12 @@ package pvesim
 
 import (
 	"maps"
+	"net/http"
+	"net/url"
 	"slices"
 	"strings"
+
+	"golang.org/x/crypto/ssh"
 
 	"github.com/pvectl/pvectl/pkg/pve/schema"
 )
@@ -113,6 +117,29 @@ func (s *Server) getCloudinit(k *guestKind, q *request) (any, error) {
 		}
 	}
 	return out, nil
+}
+
+// checkSSHKeys is what create_vm and update_vm_api do with sshkeys before
+// anything else: URL-decode it and have ssh-keygen read each non-blank
+// line (pve-common Tools.pm validate_ssh_public_keys), failing the call
+// with one message for any key it cannot read.
+func checkSSHKeys(q *request) error {
+	if !q.has("sshkeys") {
+		return nil
+	}
+	raw, err := url.PathUnescape(q.get("sshkeys"))
+	if err != nil {
+		raw = q.get("sshkeys") // uri_unescape leaves a stray % as it is
+	}
+	for _, line := range strings.Split(raw, "\n") {
+		if strings.TrimSpace(line) == "" {
+			continue
+		}
+		if _, _, _, _, err := ssh.ParseAuthorizedKey([]byte(line)); err != nil {
+			return fail(http.StatusInternalServerError, "SSH public key validation error")
+		}
+	}
+	return nil
 }
 
 // regenerateCloudinit is cloudinit_update: under the config lock, a VM

@@ -458,6 +458,11 @@ func (s *Server) getPending(k *guestKind, q *request) (any, error) {
 // config lock (and, for POST, forks): the guest, its lock, the digest, the
 // parameters and their values. Nothing is written yet.
 func (s *Server) updateConfig(k *guestKind, q *request) (*vm, *configEdit, error) {
+	if k == s.qemu {
+		if err := checkSSHKeys(q); err != nil {
+			return nil, nil, err
+		}
+	}
 	v, err := s.writableGuest(k, q)
 	if err != nil {
 		return nil, nil, err

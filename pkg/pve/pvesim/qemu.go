@@ -88,6 +88,9 @@ func (s *Server) qemuRoutes() []route {
 }
 
 func (s *Server) createVM(k *guestKind, q *request) (any, error) {
+	if err := checkSSHKeys(q); err != nil {
+		return nil, err
+	}
 	id, poolID, err := s.newGuest(q, q.has("archive"))
 	if err != nil {
 		return nil, err

@@ -307,3 +307,20 @@ func TestNICWriteBack(t *testing.T) {
 		})
 	}
 }
+
+// sshkeys is URL-decoded and each line read as a public key, at create and
+// update, before anything else; a key that does not read fails the call
+// (pve-common Tools.pm validate_ssh_public_keys).
+func TestSSHKeysValidated(t *testing.T) {
+	e := newEnv(t, pvesim.Options{})
+	const key = "ssh-ed25519%20AAAAC3NzaC1lZDI1NTE5AAAAIMu2dTvNNTWYm9t4yw0mvQSzLvd9EcVBNi3AZdCpq7Bu%20ops%40example.com"
+	r := e.call("POST", "/nodes/pve/qemu", "vmid", "150", "sshkeys", "ssh-rsa%20nonsense")
+	if r.Status != 500 || r.Message != "SSH public key validation error" || e.Server.HasGuest(150) {
+		t.Errorf("create with a bad key: got %d %q (VM made: %v), want 500 SSH public key validation error", r.Status, r.Message, e.Server.HasGuest(150))
+	}
+	e.run("POST", "/nodes/pve/qemu", "vmid", "150", "sshkeys", key+"%0A%0A"+key)
+	if r := e.call("PUT", "/nodes/pve/qemu/150/config", "sshkeys", key+"%0Anot-a-key"); r.Status != 500 || r.Message != "SSH public key validation error" {
+		t.Errorf("update with a bad key: got %d %q", r.Status, r.Message)
+	}
+	e.ok(nil, "PUT", "/nodes/pve/qemu/150/config", "sshkeys", key)
+}

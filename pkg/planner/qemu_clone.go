@@ -1,0 +1,246 @@
+package planner
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"net/url"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/pvectl/pvectl/pkg/pve"
+	"github.com/pvectl/pvectl/pkg/pve/schema"
+	"github.com/pvectl/pvectl/pkg/spec"
+)
+
+// A QemuVM with `image` is made by cloning an existing PVE template
+// (design §3): the template is picked at plan time, the clone made with
+// POST …/clone, and the spec's keys applied to it in one config update
+// with the clone's digest.
+
+// pickImage finds the template image names: a VMID (numeric string) or a
+// part of a template's name that only one template has; a template named
+// exactly image wins over those that merely contain it.
+func pickImage(rows []pve.ClusterResource, image string) (*guestRef, error) {
+	image = strings.TrimSpace(image)
+	var templates []*pve.ClusterResource
+	for i := range rows {
+		if rows[i].Type == string(pve.QEMU) && rows[i].Template {
+			templates = append(templates, &rows[i])
+		}
+	}
+	sort.Slice(templates, func(i, j int) bool { return templates[i].VMID < templates[j].VMID })
+	ref := func(t *pve.ClusterResource) *guestRef { return &guestRef{VMID: t.VMID, Node: t.Node, Name: t.Name} }
+	if id, err := strconv.Atoi(image); err == nil {
+		for _, t := range templates {
+			if t.VMID == id {
+				return ref(t), nil
+			}
+		}
+		for i := range rows {
+			if rows[i].VMID == id && (rows[i].Type == "qemu" || rows[i].Type == "lxc") {
+				return nil, fmt.Errorf("image %q: %s %d is not a QEMU template (templates: %s)", image, guestNoun(rows[i].Type), id, candidates(templates))
+			}
+		}
+		return nil, fmt.Errorf("image %q: no template has vmid %d (templates: %s)", image, id, candidates(templates))
+	}
+	var found []*pve.ClusterResource
+	for _, t := range templates {
+		if t.Name == image {
+			return ref(t), nil
+		}
+		if strings.Contains(t.Name, image) {
+			found = append(found, t)
+		}
+	}
+	switch len(found) {
+	case 0:
+		return nil, fmt.Errorf("image %q: no template's name contains it (templates: %s)", image, candidates(templates))
+	case 1:
+		return ref(found[0]), nil
+	}
+	return nil, fmt.Errorf("image %q matches %d templates: %s; write more of the name, or the vmid", image, len(found), candidates(found))
+}
+
+// candidates lists templates for a message: "9000 (ubuntu-24.04-cloud)".
+func candidates(ts []*pve.ClusterResource) string {
+	if len(ts) == 0 {
+		return "none"
+	}
+	out := make([]string, len(ts))
+	for i, t := range ts {
+		out[i] = fmt.Sprintf("%d (%s)", t.VMID, t.Name)
+	}
+	return strings.Join(out, ", ")
+}
+
+// cloneParams are the clone call's parameters: the new VM's name, full or
+// linked, the target node when it is not the template's, and the create
+// parameters the clone call takes as well.
+func (k qemuKind) cloneParams(c *Change, src *guestRef) url.Values {
+	r := c.Resource
+	full := "1"
+	if f := spec.Guest(r).Full; f != nil && !*f {
+		full = "0"
+	}
+	params := url.Values{"name": {k.name(r)}, "full": {full}}
+	if c.Node != src.Node {
+		params.Set("target", c.Node)
+	}
+	for _, key := range []string{"pool", "storage", "bwlimit"} {
+		if v := r.Params[key]; v != "" {
+			params.Set(key, v)
+		}
+	}
+	return params
+}
+
+// cloneVM clones the template the plan picked, then applies the spec's
+// keys to the clone in one config update (with the clone's digest) and
+// grows the disks the spec makes larger. It returns the new vmid.
+func (k qemuKind) cloneVM(ctx context.Context, x *execution, c *Change) (int, error) {
+	st := stateOf(c)
+	src := st.Clone
+	fixed, err := k.newVMID(c)
+	if err != nil {
+		return 0, err
+	}
+	params := k.cloneParams(c, src)
+	vmid, err := withNewVMID(ctx, x, fixed, k.noun, func(vmid int) error {
+		params.Set("newid", strconv.Itoa(vmid))
+		x.msg("cloning template %s as vm %d on node %s (%s clone)", src, vmid, c.Node, map[string]string{"1": "full", "0": "linked"}[params.Get("full")])
+		return x.client.CloneGuest(ctx, pve.QEMU, src.Node, src.VMID, params)
+	})
+	if err != nil {
+		return 0, fmt.Errorf("clone template %d as vm %d: %w", src.VMID, vmid, err)
+	}
+	st.Created = vmid
+	if err := k.configureClone(ctx, x, c, vmid); err != nil {
+		return vmid, fmt.Errorf("vm %d (cloned from template %d): %w", vmid, src.VMID, err)
+	}
+	return vmid, nil
+}
+
+// configureClone compares the clone's config with the spec as any
+// existing VM's, and makes the update that follows.
+func (k qemuKind) configureClone(ctx context.Context, x *execution, c *Change, vmid int) error {
+	r := c.Resource
+	cfg, err := x.client.GuestConfig(ctx, pve.QEMU, c.Node, vmid)
+	if err != nil {
+		return fmt.Errorf("read its config: %w", err)
+	}
+	m, _ := schema.Default().Lookup("POST", k.createPath)
+	cmp := comparer{m: m}
+	want := maps.Clone(wanted(r, stateOf(c).Derived))
+	delete(want, "template") // POST …/template converts it, after
+	delete(want, "name")     // the clone call named it
+	diff := cmp.diffParams(want, r.Remove, cfg, k.notInConfig)
+	for _, d := range diff {
+		if strings.HasSuffix(d.Path, ".storage") {
+			return fmt.Errorf("%s is on storage %v after the clone, the spec wants %v: set storage: %v for a full clone (PVE moves every disk there)", topKey(d.Path), d.Before, d.After, d.After)
+		}
+		if isResize(d) {
+			before, _ := d.Before.(string)
+			after, _ := d.After.(string)
+			x, ok1 := parseSize(before)
+			y, ok2 := parseSize(after)
+			if ok1 && ok2 && y < x {
+				return fmt.Errorf("%s: the template's disk is %s, PVE cannot shrink it to %s", topKey(d.Path), before, after)
+			}
+		}
+	}
+	upd := cmp.updateParams(diff, want, cfg, isResize)
+	for key, v := range upd {
+		if _, had := cfg[key]; !had && strings.HasPrefix(key, "net") {
+			upd[key] = withNICModel(m, key, v)
+		}
+	}
+	if len(upd) == 0 && !slices.ContainsFunc(diff, isResize) {
+		return nil
+	}
+	x.msg("applying the spec to vm %d: %s", vmid, strings.Join(reasons(diff), ", "))
+	tmp := &Change{Address: c.Address, Resource: r, Node: c.Node, State: &guestState{VMID: vmid},
+		Params: upd, Digest: cfg["digest"], Diff: diff}
+	return k.updateConfig(ctx, x, tmp)
+}
+
+// withNICModel gives a NIC that only names sub-keys (vlan's bridge and tag
+// for a template that has no such NIC) PVE's required model: virtio.
+func withNICModel(m *schema.Method, key, v string) string {
+	if m == nil {
+		return v
+	}
+	p, ok := m.Param(key)
+	if !ok {
+		return v
+	}
+	items, err := schema.ParsePropertyString(v, p)
+	if err != nil {
+		return v
+	}
+	if _, ok := schema.PropValue(items, "model"); ok {
+		return v
+	}
+	return "virtio," + v
+}
+
+// clonePerms are what a clone and its configuration need (qemu-server
+// API2/Qemu.pm clone_vm: VM.Clone on the template, VM.Allocate on the new
+// VM or its pool, check_storage_access_clone and check_bridge_access over
+// the template's config), then what the update after it sets.
+func (k qemuKind) clonePerms(r *spec.Resource, src *guestRef, srcConf pve.Config) []permNeed {
+	id, _ := specVMID(r)
+	path, pool := vmPath(id), r.Params["pool"]
+	onGuest := func(why string, privs ...string) permNeed {
+		n := need(path, why, privs...)
+		if pool != "" {
+			n.or = "/pool/" + pool
+		}
+		return n
+	}
+	needs := []permNeed{
+		need(vmPath(src.VMID), fmt.Sprintf("to clone template %d", src.VMID), "VM.Clone"),
+		onGuest("to create the VM (a clone)", "VM.Allocate"),
+	}
+	target := r.Params["storage"]
+	for _, key := range slices.Sorted(maps.Keys(srcConf)) {
+		val := srcConf[key]
+		switch {
+		case strings.HasPrefix(key, "net"):
+			if n, ok := bridgeNeed(val, "to clone "+key); ok {
+				needs = append(needs, n)
+			}
+		case isDriveKey(key):
+			file := driveFile(val)
+			sid, _, ok := strings.Cut(file, ":")
+			switch {
+			case !ok || file == "none":
+			case slices.ContainsFunc(splitProps(val), func(kv schema.KV) bool { return kv.Key == "media" && kv.Value == "cdrom" }) && !cloudinitRe.MatchString(file):
+				needs = append(needs, volumeNeed(file, "to clone "+key))
+			case target != "":
+				needs = append(needs, need("/storage/"+target, "to clone "+key+" to storage "+target, "Datastore.AllocateSpace"))
+			default:
+				needs = append(needs, need("/storage/"+sid, "to clone "+key, "Datastore.AllocateSpace"))
+			}
+		}
+	}
+	vals := map[string]string{}
+	for key, v := range r.Params {
+		if !k.notInConfig[key] && key != "name" && key != "template" && srcConf[key] != v {
+			vals[key] = v
+		}
+	}
+	return append(needs, k.settingPerms(vals, r.Remove, srcConf, setting{onGuest: onGuest, storage: target})...)
+}
+
+// isDriveKey: a VM's disks and CD-ROMs, the EFI and TPM state.
+func isDriveKey(key string) bool {
+	for _, p := range []string{"ide", "sata", "scsi", "virtio"} {
+		if rest, ok := strings.CutPrefix(key, p); ok && isNumber(rest) {
+			return true
+		}
+	}
+	return key == "efidisk0" || key == "tpmstate0"
+}
