@@ -338,13 +338,17 @@ func TestSimVMIDHeldByAnother(t *testing.T) {
 	set = loadSpec(t, "kind: QemuVM\nname: web\nspec:\n  vmid: 150\n  memory: 512\n")
 	found := false
 	for range 200 {
-		p := planFor(t, slow, set, Options{})
-		c := p.Change("QemuVM/web")
-		if c.Action == NoOp && strings.Contains(strings.Join(c.Reasons, ";"), "locked (clone): a task is in progress") {
+		// In progress, not drift: the plan refuses to touch the VM while
+		// the clone's task works on it (PlanLive waits for it).
+		p, err := Build(ctx, set, mustObserve(t, slow, set), Options{})
+		if err != nil {
+			if !strings.Contains(err.Error(), "vm 150 is locked (clone): a PVE task is working on it") {
+				t.Fatalf("plan during the clone: %v", err)
+			}
 			found = true
 			break
 		}
-		if c.Action != Create {
+		if c := p.Change("QemuVM/web"); c.Action != Create {
 			t.Fatalf("plan during the clone: %s %v %v", c.Action, c.Reasons, c.Diff)
 		}
 	}
