@@ -35,10 +35,14 @@ type guest struct {
 // guestState is what a guest's change carries from plan to apply.
 type guestState struct {
 	VMID int `json:"vmid,omitempty"` // the guest's vmid (0: allocated at create)
-	// PrevNode is the node the guest lives on now when a replace moves it.
+	// PrevNode is the node the guest lives on now when the change moves
+	// it: a migration (update) or a replace.
 	PrevNode string `json:"prevNode,omitempty"`
 	// Created is the vmid a create (or a replace's create) got.
 	Created int `json:"created,omitempty"`
+	// Reboot: the update reboots the running guest to apply what PVE
+	// keeps pending (rebootOnPending).
+	Reboot bool `json:"reboot,omitempty"`
 }
 
 // guestLive is what observe reads about a guest beside its config.
@@ -46,6 +50,12 @@ type guestLive struct {
 	VMID   int
 	Status string // running | stopped
 	Pool   string // the pool it belongs to ("" = none)
+	// Pending are the config keys PVE keeps pending until the guest's
+	// next start (read for a running guest with rebootOnPending).
+	Pending []string
+	// Migration is what PVE says would keep a VM from migrating (read
+	// when the spec names another node).
+	Migration *pve.MigrationCheck
 }
 
 // createIDTries bounds how often a create retries with a fresh vmid when
@@ -116,33 +126,27 @@ func (g guest) compareConfig(b *builder, r *spec.Resource, lo *liveObj, c *Chang
 		c.Action, c.Reasons = NoOp, []string{"locked (" + lock + "): a task is in progress"}
 		return true, nil
 	}
-	if want := paramNode(r); want != "" && want != lo.Node {
-		stateOf(c).PrevNode, c.Node = lo.Node, want
-		c.Diff = []FieldDiff{{Path: "node", Before: lo.Node, After: want}}
-		return true, b.replace(r, c, fmt.Sprintf("node changed: %s → %s", lo.Node, want))
-	}
 	cmp := comparer{m: b.method("POST", g.createPath)}
 	c.Diff = cmp.diffParams(r.Params, r.Remove, lo.Config, g.notInConfig)
 	for _, d := range c.Diff {
 		if why, ok := g.replaceKeys[d.Path]; ok {
+			if want := paramNode(r); want != "" && want != lo.Node {
+				stateOf(c).PrevNode, c.Node = lo.Node, want
+			}
 			return true, b.replace(r, c, fmt.Sprintf("%s changes (%v → %v): %s", d.Path, d.Before, d.After, why))
 		}
-		if strings.HasSuffix(d.Path, ".storage") {
-			return true, b.replace(r, c, topKey(d.Path)+" moves to another storage")
-		}
-		if isResize(d) {
-			before, _ := d.Before.(string)
-			after, _ := d.After.(string)
-			x, ok1 := parseSize(before)
-			y, ok2 := parseSize(after)
-			if ok1 && ok2 && y < x {
-				return true, fmt.Errorf("%s: %s: PVE cannot shrink a disk (%s → %s)", r.Address(), topKey(d.Path), before, after)
-			}
-		}
 	}
-	c.Params = cmp.updateParams(c.Diff, r.Params, lo.Config, isResize)
+	if err := g.checkDisks(r, lo, c); err != nil {
+		return true, err
+	}
+	c.Params = cmp.updateParams(c.Diff, r.Params, lo.Config, func(d FieldDiff) bool { return isResize(d) || isMove(d) })
 	if len(c.Params) == 0 {
 		c.Params = nil
+	}
+	if want := paramNode(r); want != "" && want != lo.Node {
+		if err := g.planMigration(r, lo, c, want); err != nil {
+			return true, err
+		}
 	}
 	return false, nil
 }
@@ -154,20 +158,42 @@ func isResize(d FieldDiff) bool { return strings.HasSuffix(d.Path, ".size") }
 // disks that grew.
 func (g guest) updateConfig(ctx context.Context, x *execution, c *Change) error {
 	vmid := stateOf(c).VMID
-	if len(c.Params) > 0 {
-		params := toValues(c.Params)
-		if c.Digest != "" {
-			params.Set("digest", c.Digest)
+	params, digest := c.Params, c.Digest
+	after, stopped, err := g.moveDisks(ctx, x, c)
+	if err != nil {
+		return err
+	}
+	if after != nil {
+		// The moves changed the config: the update goes on from it.
+		params, digest = g.remerge(c, after), after["digest"]
+	}
+	params = grownSizes(c, params)
+	if len(params) > 0 {
+		values := toValues(params)
+		if digest != "" {
+			values.Set("digest", digest)
 		}
-		if err := x.client.UpdateGuest(ctx, g.typ, c.Node, vmid, params); err != nil {
+		if err := x.client.UpdateGuest(ctx, g.typ, c.Node, vmid, values); err != nil {
 			return fmt.Errorf("update %s %d: %w", g.noun, vmid, err)
 		}
-		// On a running guest PVE keeps what it cannot hot-plug pending; say
-		// so rather than reboot the guest behind the user's back.
-		if keys, err := x.client.GuestPendingKeys(ctx, g.typ, c.Node, vmid); err == nil && len(keys) > 0 {
-			x.msg("pending until %s %d restarts: %s", g.noun, vmid, strings.Join(keys, ", "))
+	}
+	if err := g.resize(ctx, x, c); err != nil {
+		return err
+	}
+	if stopped {
+		if want := spec.Guest(c.Resource).Running; want == nil || *want {
+			x.msg("starting %s %d again", g.noun, vmid)
+			if err := x.client.GuestPower(ctx, g.typ, c.Node, vmid, "start", nil); err != nil {
+				return fmt.Errorf("start %s %d: %w", g.noun, vmid, err)
+			}
 		}
 	}
+	return nil
+}
+
+// resize grows the disks that grew.
+func (g guest) resize(ctx context.Context, x *execution, c *Change) error {
+	vmid := stateOf(c).VMID
 	for _, d := range c.Diff {
 		if !isResize(d) {
 			continue
@@ -188,7 +214,8 @@ func (g guest) compareCommon(r *spec.Resource, lo *liveObj, c *Change) {
 	if d, ok := poolDiff(r, gl.Pool); ok {
 		c.Diff = append(c.Diff, d)
 	}
-	c.Reasons = reasons(c.Diff)
+	// What the kind noted (a migration, moved disks) follows the diff's.
+	c.Reasons = append(reasons(c.Diff), c.Reasons...)
 	if want := spec.Guest(r).Running; want != nil {
 		if got := gl.Status == "running"; got != *want {
 			c.Diff = append(c.Diff, FieldDiff{Path: "running", Before: got, After: *want})
@@ -200,6 +227,7 @@ func (g guest) compareCommon(r *spec.Resource, lo *liveObj, c *Change) {
 	} else {
 		c.Action = NoOp
 	}
+	g.notePending(r, lo, c)
 }
 
 // create makes the guest with a vmid of its own (the pinned one, the one
@@ -291,9 +319,19 @@ func (g guest) updateCommon(ctx context.Context, x *execution, c *Change) error 
 		}
 		// running: false asks the guest to shut down (ACPI), and stops it
 		// hard only if it has not within the timeout, as an operator would.
+		want, _ := d.After.(bool)
 		action, params := "shutdown", url.Values{"timeout": {strconv.Itoa(shutdownTimeout)}, "forceStop": {"1"}}
-		if want, _ := d.After.(bool); want {
+		if want {
 			action, params = "start", nil
+		}
+		// An earlier step of the update may have got it there already (a
+		// shutdown before a migration); PVE refuses to do it twice.
+		st, err := x.client.GuestStatus(ctx, g.typ, c.Node, vmid)
+		if err != nil {
+			return fmt.Errorf("status of %s %d: %w", g.noun, vmid, err)
+		}
+		if (st.Status == "running") == want {
+			continue
 		}
 		x.msg("%s %s %d", action, g.noun, vmid)
 		if err := x.client.GuestPower(ctx, g.typ, c.Node, vmid, action, params); err != nil {
@@ -382,7 +420,8 @@ func (g guest) restartFailed(ctx context.Context, x *execution, node string, vmi
 }
 
 // remove deletes the guest the change found (on the node a replace moves
-// it from), stopping it first: it is going away.
+// it from), shutting it down first (a hard stop after shutdownTimeout),
+// then with purge=1 and destroy-unreferenced-disks=1.
 func (g guest) remove(ctx context.Context, x *execution, c *Change) error {
 	st := stateOf(c)
 	node := c.Node
@@ -402,9 +441,9 @@ func (g guest) remove(ctx context.Context, x *execution, c *Change) error {
 		return fmt.Errorf("read status of %s %d: %w", g.noun, vmid, err)
 	}
 	if s.Status == "running" {
-		x.msg("stopping %s %d", g.noun, vmid)
-		if err := x.client.GuestPower(ctx, g.typ, node, vmid, "stop", nil); err != nil {
-			return fmt.Errorf("stop %s %d: %w", g.noun, vmid, err)
+		x.msg("shutting down %s %d (a hard stop after %d s)", g.noun, vmid, shutdownTimeout)
+		if err := g.shutdown(ctx, x, node, vmid); err != nil {
+			return err
 		}
 	}
 	x.msg("deleting %s %d", g.noun, vmid)

@@ -119,14 +119,25 @@ func TestSimPermissionPreflight(t *testing.T) {
 // plan time for every token, the admin's too.
 func TestSimRootOnlySetting(t *testing.T) {
 	admin := newSim(t)
-	set := loadSpec(t, "kind: QemuVM\nname: odd\nspec:\n  args: -no-reboot\n")
-	obs, err := Observe(context.Background(), admin, set)
-	if err != nil {
-		t.Fatal(err)
+	tests := []struct{ name, spec, want string }{
+		{"args", "args: -no-reboot", "QemuVM/odd: only root@pam may set args, and no API token (root@pam!pvectl neither) is root@pam, so PVE will refuse it: drop it"},
+		// A raw PCI address: the plan says to use a resource mapping.
+		{"hostpci host", "hostpci0: host=0000:01:00.0,pcie=1", "QemuVM/odd: only root@pam may pass a host device through by its address (hostpci0: host=0000:01:00.0), " +
+			"and no API token (root@pam!pvectl neither) is root@pam, so PVE will refuse it: use a resource mapping instead — create one for the device " +
+			"(Datacenter → Resource Mappings, or POST /cluster/mapping/pci), write hostpci0: mapping=NAME,pcie=1"},
 	}
-	_, err = Build(context.Background(), set, obs, Options{})
-	if err == nil || !strings.Contains(err.Error(), "QemuVM/odd: only root@pam may set args, and no API token (root@pam!pvectl neither) is root@pam") {
-		t.Errorf("got %v, want args refused for a token", err)
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			set := loadSpec(t, "kind: QemuVM\nname: odd\nspec:\n  "+tc.spec+"\n")
+			obs, err := Observe(context.Background(), admin, set)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = Build(context.Background(), set, obs, Options{})
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("got %v, want %q", err, tc.want)
+			}
+		})
 	}
 }
 

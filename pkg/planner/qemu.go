@@ -30,8 +30,17 @@ func (k qemuKind) compare(b *builder, r *spec.Resource, lo *liveObj, c *Change) 
 	return nil
 }
 
+// update migrates the guest if its node changed, changes its config
+// and disks, reboots it for pending changes when asked, and reconciles
+// pool and power.
 func (k qemuKind) update(ctx context.Context, x *execution, c *Change) error {
+	if err := k.migrate(ctx, x, c); err != nil {
+		return err
+	}
 	if err := k.updateConfig(ctx, x, c); err != nil {
+		return err
+	}
+	if err := k.applyPending(ctx, x, c); err != nil {
 		return err
 	}
 	return k.updateCommon(ctx, x, c)

@@ -62,7 +62,7 @@ func (s *Server) guestVolumes(v *vm) []guestVolume {
 			continue
 		}
 		gv := guestVolume{key: key, volid: file, vol: s.st.Volumes[file], unused: isUnusedKey(key),
-			cdrom: isCDROM(val, true), cloudinit: isCloudinitDrive(val)}
+			cdrom: isCDROM(val, false), cloudinit: isCloudinitDrive(val)}
 		out = append(out, gv)
 	}
 	return out
