@@ -44,7 +44,8 @@ func (g guest) planMigration(r *spec.Resource, lo *liveObj, c *Change, target st
 			how += ", with its local disks " + strings.Join(attachedLocalDisks(mc), ", ")
 		}
 	}
-	c.Reasons = append(c.Reasons, fmt.Sprintf("migrates %s %d from %s to %s (%s), keeping its vmid", g.noun, gl.VMID, lo.Node, target, how))
+	// It comes first: the rest of the update happens on the target.
+	c.Reasons = append([]string{fmt.Sprintf("migrates %s %d from %s to %s (%s), keeping its vmid", g.noun, gl.VMID, lo.Node, target, how)}, c.Reasons...)
 	return nil
 }
 

@@ -219,3 +219,37 @@ func TestSimDiskShrinkRefused(t *testing.T) {
 		t.Errorf("plan of a smaller disk: got %v", err)
 	}
 }
+
+// Adding UEFI to an existing VM — bios: ovmf and an EFI disk — is an
+// update, never a replace; on a running VM both wait for its next start.
+func TestSimAddEFIDiskIsAnUpdate(t *testing.T) {
+	for _, running := range []bool{false, true} {
+		t.Run(map[bool]string{false: "stopped", true: "running"}[running], func(t *testing.T) {
+			sim := newSim(t)
+			ctx := context.Background()
+			doc := "kind: QemuVM\nname: uefi\nspec:\n  vmid: 190\n  scsi0: local-lvm:4\n  running: " + map[bool]string{false: "false", true: "true"}[running] + "\n"
+			applyPlan(t, sim, planFor(t, sim, loadSpec(t, doc), Options{}))
+			set := loadSpec(t, doc+"  bios: ovmf\n  efidisk0: local-lvm:1,efitype=4m,pre-enrolled-keys=1\n")
+			p := planFor(t, sim, set, Options{})
+			c := p.Changes[0]
+			want := []FieldDiff{{Path: "bios", Before: nil, After: "ovmf"}, {Path: "efidisk0", Before: nil, After: "local-lvm:1,efitype=4m,pre-enrolled-keys=1"}}
+			if c.Action != Update || !cmp.Equal(want, c.Diff) {
+				t.Fatalf("plan: %s %+v, want an update adding bios and efidisk0", c.Action, c.Diff)
+			}
+			if pending := strings.Contains(strings.Join(c.Reasons, "\n"), "pending until reboot: bios, efidisk0"); pending != running {
+				t.Errorf("reasons %q: pending until reboot announced %v, want %v", c.Reasons, pending, running)
+			}
+			applyPlan(t, sim, p)
+			cfg, err := sim.cl.GuestConfig(ctx, pve.QEMU, "pve", 190)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cfg["bios"] != "ovmf" || !strings.HasPrefix(cfg["efidisk0"], "local-lvm:vm-190-disk-1,") {
+				t.Errorf("after apply: bios %q efidisk0 %q", cfg["bios"], cfg["efidisk0"])
+			}
+			if p := planFor(t, sim, set, Options{}); p.HasChanges() {
+				t.Errorf("second plan: %q %+v", summary(p), p.Changes[0].Diff)
+			}
+		})
+	}
+}
