@@ -3,8 +3,8 @@ package planner
 import (
 	"context"
 	"errors"
-	"net/http"
 	"fmt"
+	"net/http"
 	"sort"
 	"strconv"
 	"strings"

@@ -163,6 +163,52 @@ func TestPermNeedsOfAGuestUpdate(t *testing.T) {
 	}
 }
 
+// Moves, a migration and a reboot for pending changes need their
+// calls' privileges; a running container's move also powers it.
+func TestPermNeedsOfPlacement(t *testing.T) {
+	tests := []struct {
+		name string
+		qemu bool
+		st   guestState
+		diff []FieldDiff
+		live string
+		want []string
+	}{
+		{name: "vm disk move", qemu: true, st: guestState{VMID: 100},
+			diff: []FieldDiff{{Path: "scsi0.storage", Before: "local-lvm", After: "fast"}},
+			want: []string{"/vms/100 VM.Config.Disk", "/storage/fast Datastore.AllocateSpace"}},
+		{name: "running container volume move", st: guestState{VMID: 200}, live: "running",
+			diff: []FieldDiff{{Path: "rootfs.storage", Before: "local-lvm", After: "fast"}},
+			want: []string{"/vms/200 VM.Config.Disk", "/storage/fast Datastore.AllocateSpace", "/vms/200 VM.PowerMgmt"}},
+		{name: "migration", qemu: true, st: guestState{VMID: 100, PrevNode: "pve"},
+			diff: []FieldDiff{{Path: "node", Before: "pve", After: "pve2"}}, want: []string{"/vms/100 VM.Migrate"}},
+		{name: "reboot", qemu: true, st: guestState{VMID: 100, Reboot: true}, want: []string{"/vms/100 VM.PowerMgmt"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			st := tc.st
+			c := &Change{Action: Update, Node: "pve2", State: &st, Diff: tc.diff, Resource: &spec.Resource{Name: "x"}}
+			if tc.st.PrevNode == "" {
+				c.Node = "pve"
+			}
+			lo := &liveObj{Exists: true, State: &guestLive{VMID: tc.st.VMID, Status: tc.live}}
+			var needs []permNeed
+			if tc.qemu {
+				needs = qemu.changePerms(c, lo)
+			} else {
+				needs = lxc.changePerms(c, lo)
+			}
+			var got []string
+			for _, n := range needs {
+				got = append(got, n.path+" "+strings.Join(n.privs, "+"))
+			}
+			if strings.Join(got, "\n") != strings.Join(tc.want, "\n") {
+				t.Errorf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(tc.want, "\n"))
+			}
+		})
+	}
+}
+
 func TestPermNeedsOfAGuestRead(t *testing.T) {
 	tests := []struct {
 		name string
