@@ -64,7 +64,7 @@ func TestE2EBridgeAndVMLifecycle(t *testing.T) {
 	env.mustRun(2, "plan", "-f", f2, "--detailed-exitcode")
 	r = env.mustRun(0, "apply", "-f", f2, "--auto-approve")
 	// memory is not hot-pluggable: PVE keeps it pending and pvectl says so.
-	if !strings.Contains(r.stdout, "pending until vm 100 restarts: memory") {
+	if !strings.Contains(r.stdout, "vm 100: pending until reboot: memory") {
 		t.Errorf("apply does not say the memory change is pending:\n%s", r.stdout)
 	}
 	cfg, err := env.client.QemuConfig(ctx, "pve", 100)

@@ -193,7 +193,7 @@ func TestBuild(t *testing.T) {
 			errHas: "QemuVM/app-vm-1 is protected: refusing to delete",
 		},
 		{
-			name: "node move replaces",
+			name: "node move migrates",
 			set: func() *spec.Set {
 				s := example01()
 				s.Lookup("QemuVM/app-vm-1").Params["node"] = "pve2"
@@ -203,19 +203,24 @@ func TestBuild(t *testing.T) {
 			want: []string{
 				"noop LinuxBridge/vmbr1",
 				"noop NetworkApply/pve <- LinuxBridge/vmbr1",
-				"replace QemuVM/app-vm-1 <- NetworkApply/pve",
+				"update QemuVM/app-vm-1 <- NetworkApply/pve",
 			},
 		},
 		{
-			name: "node move of a protected VM is an error",
+			// A migration destroys nothing: protection does not stop it.
+			name: "node move of a protected VM migrates",
 			set: func() *spec.Set {
 				s := example01()
 				vm := s.Lookup("QemuVM/app-vm-1")
 				vm.Params["node"], vm.Protected = "pve2", true
 				return s
 			},
-			live:   liveApplied,
-			errHas: "refusing to replace",
+			live: liveApplied,
+			want: []string{
+				"noop LinuxBridge/vmbr1",
+				"noop NetworkApply/pve <- LinuxBridge/vmbr1",
+				"update QemuVM/app-vm-1 <- NetworkApply/pve",
+			},
 		},
 		{
 			name: "bridge of another type replaces",

@@ -98,7 +98,7 @@ func nounOf(ks *spec.KindSpec) string {
 	return "object"
 }
 
-// fieldEffect: a guest moves nodes by replace, joins pools through
+// fieldEffect: a guest moves nodes by migration, joins pools through
 // /pools, grows disks with resize and keeps create parameters out of the
 // comparison; on a running guest, PVE's hot-plug rules decide when an
 // in-place change takes effect.
@@ -110,7 +110,11 @@ func (g guest) fieldEffect(ks *spec.KindSpec, key, sub string) (Effect, bool) {
 	}
 	switch {
 	case key == "node":
-		return Effect{Kind: Replaces, Why: "pvectl does not migrate; it creates the " + ks.Noun + " on the new node and removes the old one"}, true
+		note := "a running VM migrates online (with-local-disks when it has disks on storages of its node), a stopped one offline; it keeps its vmid"
+		if g.typ == pve.LXC {
+			note = "a running container migrates in restart mode (PVE has no live migration for containers: shut down, moved, started on the target), a stopped one offline; it keeps its vmid"
+		}
+		return Effect{Kind: InPlace, How: "POST " + base + "/migrate", Note: note}, true
 	case key == "vmid":
 		return Effect{Kind: Names, Why: "vmid names the " + ks.Noun}, true
 	case key == g.nameParam:
@@ -132,6 +136,10 @@ func (g guest) fieldEffect(ks *spec.KindSpec, key, sub string) (Effect, bool) {
 	}
 	if vk := volumeKey(p.SubKeys()); vk != "" {
 		resize := "PUT " + base + "/resize"
+		move := "POST " + base + "/move_disk (delete=1)"
+		if g.typ == pve.LXC {
+			move = "POST " + base + "/move_volume (delete=1; PVE moves a container's volumes only while it is stopped, so a running one is shut down and started again)"
+		}
 		switch {
 		case createOnly[sub]:
 			return Effect{Kind: CreateOnly, Why: sub + " is read when the disk is made; PVE does not keep it"}, true
@@ -139,7 +147,7 @@ func (g guest) fieldEffect(ks *spec.KindSpec, key, sub string) (Effect, bool) {
 			return Effect{Kind: InPlace, How: resize, Note: "a disk only grows (a running guest too); a smaller size is refused at plan time"}, true
 		case sub == "" || sub == vk:
 			return Effect{Kind: InPlace, How: ks.Update.String(), Live: live(key, sub),
-				Note: fmt.Sprintf("a larger size (STORAGE:SIZE) grows the disk with %s, a smaller one is refused at plan time, and another storage replaces the %s", resize, ks.Noun)}, true
+				Note: fmt.Sprintf("a larger size (STORAGE:SIZE) grows the disk with %s, a smaller one is refused at plan time, and another storage moves the disk there with %s", resize, move)}, true
 		}
 	}
 	return Effect{Kind: InPlace, How: ks.Update.String(), Live: live(key, sub)}, true

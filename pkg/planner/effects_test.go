@@ -16,7 +16,8 @@ func TestFieldEffect(t *testing.T) {
 		how            string         // substring of How
 		live           pve.LiveChange // 0: no live rule
 	}{
-		{"QemuVM", "node", "", Replaces, "", 0},
+		{"QemuVM", "node", "", InPlace, "POST /nodes/{node}/qemu/{vmid}/migrate", 0},
+		{"LxcContainer", "node", "", InPlace, "POST /nodes/{node}/lxc/{vmid}/migrate", 0},
 		{"QemuVM", "vmid", "", Names, "", 0},
 		{"QemuVM", "memory", "", InPlace, "PUT /nodes/{node}/qemu/{vmid}/config", pve.LiveHotplug},
 		{"QemuVM", "cores", "", InPlace, "/config", pve.LivePending},
@@ -33,6 +34,7 @@ func TestFieldEffect(t *testing.T) {
 		{"LxcContainer", "ostemplate", "", CreateOnly, "", 0},
 		{"LxcContainer", "memory", "", InPlace, "PUT /nodes/{node}/lxc/{vmid}/config", pve.LiveNow},
 		{"LxcContainer", "rootfs", "size", InPlace, "PUT /nodes/{node}/lxc/{vmid}/resize", 0},
+		{"QemuVM", "ide1", "", InPlace, "/config", pve.LivePending},
 		{"LxcContainer", "mp0", "", InPlace, "/config", pve.LiveNewOnly},
 		{"LinuxBridge", "type", "", Fixed, "", 0},
 		{"LinuxBridge", "iface", "", Names, "", 0},

@@ -35,7 +35,8 @@ type guest struct {
 // guestState is what a guest's change carries from plan to apply.
 type guestState struct {
 	VMID int `json:"vmid,omitempty"` // the guest's vmid (0: allocated at create)
-	// PrevNode is the node the guest lives on now when a replace moves it.
+	// PrevNode is the node the guest lives on now when the change moves
+	// it: a migration (update) or a replace.
 	PrevNode string `json:"prevNode,omitempty"`
 	// Created is the vmid a create (or a replace's create) got.
 	Created int `json:"created,omitempty"`
@@ -50,6 +51,9 @@ type guestState struct {
 	// Regenerate: the update changes the input of the VM's cloud-init
 	// drive, which PVE makes anew on request.
 	Regenerate bool `json:"regenerate,omitempty"`
+	// Reboot: the update reboots the running guest to apply what PVE
+	// keeps pending (rebootOnPending).
+	Reboot bool `json:"reboot,omitempty"`
 }
 
 // guestRef names a guest other than the change's own.
@@ -90,6 +94,12 @@ type guestLive struct {
 	// CloneConfig is the template's config, read for a create that clones
 	// it (what the clone needs: its disks' storages, its bridges).
 	CloneConfig pve.Config
+	// Pending are the config keys PVE keeps pending until the guest's
+	// next start (read for a running guest with rebootOnPending).
+	Pending []string
+	// Migration is what PVE says would keep a VM from migrating (read
+	// when the spec names another node).
+	Migration *pve.MigrationCheck
 }
 
 // shutdownTimeout is how long (seconds) a guest gets to shut down before
@@ -161,37 +171,36 @@ func (g guest) name(r *spec.Resource) string {
 // and compareCommon. A guest a task holds locked is compared as it is:
 // the engine refuses any change to it (busy).
 func (g guest) compareConfig(b *builder, r *spec.Resource, lo *liveObj, c *Change) (done bool, err error) {
-	if want := paramNode(r); want != "" && want != lo.Node {
-		stateOf(c).PrevNode, c.Node = lo.Node, want
-		c.Diff = []FieldDiff{{Path: "node", Before: lo.Node, After: want}}
-		return true, b.replace(r, c, fmt.Sprintf("node changed: %s → %s", lo.Node, want))
-	}
 	cmp := comparer{m: b.method("POST", g.createPath)}
 	want := wanted(r, liveOf(lo).Derived)
 	c.Diff = cmp.diffParams(want, r.Remove, lo.Config, g.notInConfig)
-	for _, d := range c.Diff {
+	for i, d := range c.Diff {
 		if why, ok := g.replaceKeys[d.Path]; ok {
+			if want := paramNode(r); want != "" && want != lo.Node {
+				stateOf(c).PrevNode, c.Node = lo.Node, want
+			}
 			return true, b.replace(r, c, fmt.Sprintf("%s changes (%v → %v): %s", d.Path, d.Before, d.After, why))
 		}
-		// A cloud-init drive holds nothing of its own: PVE makes it anew
-		// on the new storage and frees the old one (qemu-server
-		// vmconfig_register_unused_drive), so it moves in place.
-		if strings.HasSuffix(d.Path, ".storage") && !cloudinitRe.MatchString(":"+driveFile(want[topKey(d.Path)])) {
-			return true, b.replace(r, c, topKey(d.Path)+" moves to another storage")
-		}
-		if isResize(d) {
-			before, _ := d.Before.(string)
-			after, _ := d.After.(string)
-			x, ok1 := parseSize(before)
-			y, ok2 := parseSize(after)
-			if ok1 && ok2 && y < x {
-				return true, fmt.Errorf("%s: %s: PVE cannot shrink a disk (%s → %s)", r.Address(), topKey(d.Path), before, after)
-			}
+		if isMove(d) && cloudinitRe.MatchString(":"+driveFile(want[topKey(d.Path)])) {
+			// A cloud-init drive holds nothing of its own: PVE makes it
+			// anew on the new storage and frees the old one (qemu-server
+			// vmconfig_register_unused_drive), so it changes in place
+			// rather than moving.
+			key := topKey(d.Path)
+			c.Diff[i] = FieldDiff{Path: key + ".file", Before: driveFile(lo.Config[key]), After: driveFile(want[key])}
 		}
 	}
-	c.Params = cmp.updateParams(c.Diff, want, lo.Config, isResize)
+	if err := g.checkDisks(r, lo, c); err != nil {
+		return true, err
+	}
+	c.Params = cmp.updateParams(c.Diff, want, lo.Config, func(d FieldDiff) bool { return isResize(d) || isMove(d) })
 	if len(c.Params) == 0 {
 		c.Params = nil
+	}
+	if want := paramNode(r); want != "" && want != lo.Node {
+		if err := g.planMigration(r, lo, c, want); err != nil {
+			return true, err
+		}
 	}
 	return false, nil
 }
@@ -203,23 +212,45 @@ func isResize(d FieldDiff) bool { return strings.HasSuffix(d.Path, ".size") }
 // disks that grew.
 func (g guest) updateConfig(ctx context.Context, x *execution, c *Change) error {
 	vmid := stateOf(c).VMID
-	if len(c.Params) > 0 {
-		params := toValues(c.Params)
-		if c.Digest != "" {
-			params.Set("digest", c.Digest)
+	params, digest := c.Params, c.Digest
+	after, stopped, err := g.moveDisks(ctx, x, c)
+	if err != nil {
+		return err
+	}
+	if after != nil {
+		// The moves changed the config: the update goes on from it.
+		params, digest = g.remerge(c, after), after["digest"]
+	}
+	params = grownSizes(c, params)
+	if len(params) > 0 {
+		values := toValues(params)
+		if digest != "" {
+			values.Set("digest", digest)
 		}
-		if err := x.client.UpdateGuest(ctx, g.typ, c.Node, vmid, params); err != nil {
+		if err := x.client.UpdateGuest(ctx, g.typ, c.Node, vmid, values); err != nil {
 			if pve.IsDigestMismatch(err) {
 				return &StaleError{Address: c.Address, Why: "digest", Err: err}
 			}
 			return fmt.Errorf("update %s %d: %w", g.noun, vmid, err)
 		}
-		// On a running guest PVE keeps what it cannot hot-plug pending; say
-		// so rather than reboot the guest behind the user's back.
-		if keys, err := x.client.GuestPendingKeys(ctx, g.typ, c.Node, vmid); err == nil && len(keys) > 0 {
-			x.msg("pending until %s %d restarts: %s", g.noun, vmid, strings.Join(keys, ", "))
+	}
+	if err := g.resize(ctx, x, c); err != nil {
+		return err
+	}
+	if stopped {
+		if want := spec.Guest(c.Resource).Running; want == nil || *want {
+			x.msg("starting %s %d again", g.noun, vmid)
+			if err := x.client.GuestPower(ctx, g.typ, c.Node, vmid, "start", nil); err != nil {
+				return fmt.Errorf("start %s %d: %w", g.noun, vmid, err)
+			}
 		}
 	}
+	return nil
+}
+
+// resize grows the disks that grew.
+func (g guest) resize(ctx context.Context, x *execution, c *Change) error {
+	vmid := stateOf(c).VMID
 	for _, d := range c.Diff {
 		if !isResize(d) {
 			continue
@@ -240,7 +271,8 @@ func (g guest) compareCommon(r *spec.Resource, lo *liveObj, c *Change) {
 	if d, ok := poolDiff(r, gl.Pool); ok {
 		c.Diff = append(c.Diff, d)
 	}
-	c.Reasons = reasons(c.Diff)
+	// What the kind noted (a migration, moved disks) follows the diff's.
+	c.Reasons = append(reasons(c.Diff), c.Reasons...)
 	if want := spec.Guest(r).Running; want != nil {
 		if got := gl.Status == "running"; got != *want {
 			c.Diff = append(c.Diff, FieldDiff{Path: "running", Before: got, After: *want})
@@ -252,6 +284,7 @@ func (g guest) compareCommon(r *spec.Resource, lo *liveObj, c *Change) {
 	} else {
 		c.Action = NoOp
 	}
+	g.notePending(r, lo, c)
 }
 
 // create makes the guest with a vmid of its own (the pinned one, the one
@@ -349,9 +382,19 @@ func (g guest) updateCommon(ctx context.Context, x *execution, c *Change) error 
 		}
 		// running: false asks the guest to shut down (ACPI), and stops it
 		// hard only if it has not within the timeout, as an operator would.
+		want, _ := d.After.(bool)
 		action, params := "shutdown", url.Values{"timeout": {strconv.Itoa(shutdownTimeout)}, "forceStop": {"1"}}
-		if want, _ := d.After.(bool); want {
+		if want {
 			action, params = "start", nil
+		}
+		// An earlier step of the update may have got it there already (a
+		// shutdown before a migration); PVE refuses to do it twice.
+		st, err := x.client.GuestStatus(ctx, g.typ, c.Node, vmid)
+		if err != nil {
+			return fmt.Errorf("status of %s %d: %w", g.noun, vmid, err)
+		}
+		if (st.Status == "running") == want {
+			continue
 		}
 		x.msg("%s %s %d", action, g.noun, vmid)
 		if err := x.client.GuestPower(ctx, g.typ, c.Node, vmid, action, params); err != nil {
@@ -440,7 +483,8 @@ func (g guest) restartFailed(ctx context.Context, x *execution, node string, vmi
 }
 
 // remove deletes the guest the change found (on the node a replace moves
-// it from), stopping it first: it is going away.
+// it from), shutting it down first (a hard stop after shutdownTimeout),
+// then with purge=1 and destroy-unreferenced-disks=1.
 func (g guest) remove(ctx context.Context, x *execution, c *Change) error {
 	st := stateOf(c)
 	node := c.Node
@@ -460,9 +504,9 @@ func (g guest) remove(ctx context.Context, x *execution, c *Change) error {
 		return fmt.Errorf("read status of %s %d: %w", g.noun, vmid, err)
 	}
 	if s.Status == "running" {
-		x.msg("stopping %s %d", g.noun, vmid)
-		if err := x.client.GuestPower(ctx, g.typ, node, vmid, "stop", nil); err != nil {
-			return fmt.Errorf("stop %s %d: %w", g.noun, vmid, err)
+		x.msg("shutting down %s %d (a hard stop after %d s)", g.noun, vmid, shutdownTimeout)
+		if err := g.shutdown(ctx, x, node, vmid); err != nil {
+			return err
 		}
 	}
 	x.msg("deleting %s %d", g.noun, vmid)

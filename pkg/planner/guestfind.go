@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"sort"
 	"strconv"
 	"strings"
@@ -186,9 +187,40 @@ func (g guest) observe(ctx context.Context, lc *liveConn, r *spec.Resource) (*li
 			return fmt.Errorf("read config of %s %d: %w", g.noun, row.VMID, err)
 		}
 		lo.Config, lo.Digest = cfg, cfg["digest"]
-		return nil
+		return g.loadPlacement(ctx, cl, r, lo)
 	}
 	return lo, nil
+}
+
+// loadPlacement reads, beside a guest's config, what its change may
+// need: the keys PVE keeps pending for a running guest with
+// rebootOnPending, and for a VM the spec puts on another node what PVE
+// says would keep it from migrating there. A token that may not ask the
+// latter (VM.Migrate) is told so by the permission check.
+func (g guest) loadPlacement(ctx context.Context, cl *pve.Client, r *spec.Resource, lo *liveObj) error {
+	gl := liveOf(lo)
+	if lo.Config["lock"] != "" {
+		return nil // a task is in progress: nothing is planned
+	}
+	if rop := spec.Guest(r).RebootOnPending; rop != nil && *rop && gl.Status == "running" {
+		keys, err := cl.GuestPendingKeys(ctx, g.typ, lo.Node, gl.VMID)
+		if err != nil {
+			return fmt.Errorf("read pending changes of %s %d: %w", g.noun, gl.VMID, err)
+		}
+		gl.Pending = keys
+	}
+	if want := paramNode(r); g.typ == pve.QEMU && want != "" && want != lo.Node {
+		mc, err := cl.MigrationCheck(ctx, lo.Node, gl.VMID, want)
+		var ae *pve.APIError
+		switch {
+		case errors.As(err, &ae) && ae.Status == http.StatusForbidden:
+		case err != nil:
+			return fmt.Errorf("ask whether %s %d can migrate to %s: %w", g.noun, gl.VMID, want, err)
+		default:
+			gl.Migration = mc
+		}
+	}
+	return nil
 }
 
 // current re-reads the guest for Verify. A guest the plan found is read

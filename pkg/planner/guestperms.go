@@ -125,8 +125,8 @@ func (g guest) createPerms(r *spec.Resource) []permNeed {
 	return append(needs, g.settingPerms(vals, nil, nil, setting{onGuest: onGuest, storage: storage, creating: true})...)
 }
 
-// updatePerms: each changed or deleted setting, disk growth, pool moves
-// and power changes.
+// updatePerms: each changed or deleted setting, disk growth and moves, a
+// migration, pool moves, power changes and reboots.
 func (g guest) updatePerms(c *Change, lo *liveObj, path string) []permNeed {
 	onGuest := func(why string, privs ...string) permNeed { return need(path, why, privs...) }
 	vals := map[string]string{}
@@ -140,10 +140,22 @@ func (g guest) updatePerms(c *Change, lo *liveObj, path string) []permNeed {
 		live = lo.Config
 	}
 	needs := g.settingPerms(vals, schema.SplitList(c.Params["delete"]), live, setting{onGuest: onGuest})
+	needs = append(needs, g.migratePerms(c, path)...)
+	if stateOf(c).Reboot {
+		needs = append(needs, onGuest("to reboot the "+guestNoun(string(g.typ))+" for its pending changes (rebootOnPending)", "VM.PowerMgmt"))
+	}
 	for _, d := range c.Diff {
 		switch {
 		case isResize(d):
 			needs = append(needs, onGuest("to grow "+topKey(d.Path), "VM.Config.Disk"))
+		case isMove(d):
+			// move_vm_disk, pve-container move_volume.
+			to, _ := d.After.(string)
+			needs = append(needs, onGuest("to move "+topKey(d.Path), "VM.Config.Disk"),
+				need("/storage/"+to, "to move "+topKey(d.Path)+" there", "Datastore.AllocateSpace"))
+			if g.typ == pve.LXC && lo != nil && liveOf(lo).Status == "running" {
+				needs = append(needs, onGuest("to stop the container for the move and start it again", "VM.PowerMgmt"))
+			}
 		case d.Path == "running":
 			needs = append(needs, onGuest("to start or shut down the "+guestNoun(string(g.typ)), "VM.PowerMgmt"))
 		case d.Path == "pool":
@@ -375,7 +387,15 @@ func devicePerms(key, val string, onGuest func(string, ...string) permNeed) []pe
 	switch {
 	case strings.HasPrefix(key, "usb"), strings.HasPrefix(key, "hostpci"):
 		if host := get("host", "host"); host != "" && !(strings.HasPrefix(key, "usb") && strings.EqualFold(host, "spice")) {
-			return []permNeed{{rootOnly: true, why: "pass a host device through (" + key + ")"}}
+			// qemu-server check_hostpci_perm, check_usb_perm: "only root
+			// can set '…' config for non-mapped devices".
+			kind, example := "usb", key+": mapping=NAME"
+			if strings.HasPrefix(key, "hostpci") {
+				kind, example = "pci", key+": mapping=NAME,pcie=1"
+			}
+			return []permNeed{{rootOnly: true, why: "pass a host device through by its address (" + key + ": host=" + host + ")",
+				hint: fmt.Sprintf("use a resource mapping instead — create one for the device (Datacenter → Resource Mappings, or POST /cluster/mapping/%s), "+
+					"write %s (keeping the device's other options) and grant the token Mapping.Use on /mapping/%s/NAME", kind, example, kind)}}
 		}
 		needs := []permNeed{onGuest(why, "VM.Config.HWType")}
 		if m := get("mapping", ""); m != "" {

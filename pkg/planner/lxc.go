@@ -35,8 +35,17 @@ func (k lxcKind) compare(b *builder, r *spec.Resource, lo *liveObj, c *Change) e
 	return nil
 }
 
+// update migrates the guest if its node changed, changes its config
+// and disks, reboots it for pending changes when asked, and reconciles
+// pool and power.
 func (k lxcKind) update(ctx context.Context, x *execution, c *Change) error {
+	if err := k.migrate(ctx, x, c); err != nil {
+		return err
+	}
 	if err := k.updateConfig(ctx, x, c); err != nil {
+		return err
+	}
+	if err := k.applyPending(ctx, x, c); err != nil {
 		return err
 	}
 	return k.updateCommon(ctx, x, c)

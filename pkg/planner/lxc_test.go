@@ -104,3 +104,95 @@ func TestSimLxcLifecycle(t *testing.T) {
 		}
 	}
 }
+
+// TestSimLxcKeys: the container keys of issue 7 — ssh-public-keys and
+// password at create only, features (nesting, as a token may), a pool,
+// mount points added and grown, hostname and NICs changed in place — and
+// a destroy that shuts the running container down before it deletes it.
+func TestSimLxcKeys(t *testing.T) {
+	sim := newSim(t)
+	ctx := context.Background()
+	const doc = `kind: Pool
+name: lab
+---
+kind: LxcContainer
+name: web01
+spec:
+  vmid: 210
+  ostemplate: local:vztmpl/debian-12-standard_12.7-1_amd64.tar.zst
+  rootfs: local-lvm:2
+  net0: name=eth0,bridge=vmbr0,ip=dhcp
+  ssh-public-keys: ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGq0 admin@example.com
+  password: ${CT_PASSWORD}
+  features: nesting=1
+  unprivileged: true
+  pool: lab
+  running: true
+`
+	set := loadSpec(t, doc)
+	applyPlan(t, sim, planFor(t, sim, set, Options{}))
+	if p := planFor(t, sim, set, Options{}); p.HasChanges() {
+		t.Fatalf("second plan: %q", summary(p))
+	}
+	cfg, err := sim.cl.GuestConfig(ctx, pve.LXC, "pve", 210)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg["features"] != "nesting=1" || cfg["hostname"] != "web01" || cfg["unprivileged"] != "1" {
+		t.Errorf("created: features %q hostname %q unprivileged %q", cfg["features"], cfg["hostname"], cfg["unprivileged"])
+	}
+	for _, k := range []string{"password", "ssh-public-keys", "ostemplate"} {
+		if _, ok := cfg[k]; ok {
+			t.Errorf("%s is in the config", k)
+		}
+	}
+
+	changed := loadSpec(t, strings.NewReplacer(
+		"  rootfs: local-lvm:2\n", "  rootfs: local-lvm:2\n  mp0: local-lvm:1,mp=/srv/data\n",
+		"ip=dhcp", "ip=dhcp,tag=20",
+	).Replace(doc))
+	// A pinned vmid is the container's identity: another hostname for it
+	// is a conflict, not a rename (never a silent takeover).
+	renamed := loadSpec(t, strings.Replace(doc, "  rootfs: local-lvm:2\n", "  rootfs: local-lvm:2\n  hostname: web01.lab\n", 1))
+	if _, err := Build(ctx, renamed, mustObserve(t, sim, renamed), Options{}); err == nil || !strings.Contains(err.Error(), "refusing to take it over") {
+		t.Errorf("another hostname for vmid 210: got %v, want the conflict", err)
+	}
+	p := planFor(t, sim, changed, Options{})
+	if c := p.Change("LxcContainer/web01"); c.Action != Update {
+		t.Fatalf("plan: %s %+v", c.Action, c.Diff)
+	}
+	applyPlan(t, sim, p)
+	cfg, _ = sim.cl.GuestConfig(ctx, pve.LXC, "pve", 210)
+	if !strings.HasPrefix(cfg["mp0"], "local-lvm:vm-210-disk-1,mp=/srv/data") || cfg["hostname"] != "web01" || !strings.Contains(cfg["net0"], "tag=20") {
+		t.Errorf("after the update: mp0 %q hostname %q net0 %q", cfg["mp0"], cfg["hostname"], cfg["net0"])
+	}
+	if p := planFor(t, sim, changed, Options{}); p.HasChanges() {
+		t.Fatalf("plan after the update: %q", summary(p))
+	}
+
+	grown := loadSpec(t, strings.NewReplacer(
+		"  rootfs: local-lvm:2\n", "  rootfs: local-lvm:3\n  mp0: local-lvm:2,mp=/srv/data\n",
+		"ip=dhcp", "ip=dhcp,tag=20").Replace(doc))
+	p = planFor(t, sim, grown, Options{})
+	var paths []string
+	for _, d := range p.Change("LxcContainer/web01").Diff {
+		paths = append(paths, d.Path)
+	}
+	if diff := cmp.Diff([]string{"mp0.size", "rootfs.size"}, paths); diff != "" {
+		t.Errorf("growth diff (-want +got):\n%s", diff)
+	}
+	applyPlan(t, sim, p)
+	cfg, _ = sim.cl.GuestConfig(ctx, pve.LXC, "pve", 210)
+	if !strings.Contains(cfg["mp0"], "size=2G") || !strings.Contains(cfg["rootfs"], "size=3G") {
+		t.Errorf("after growth: mp0 %q rootfs %q", cfg["mp0"], cfg["rootfs"])
+	}
+
+	d := planFor(t, sim, grown, Options{Destroy: true})
+	_, h := applyHooked(t, sim, d)
+	if msgs := strings.Join(h.messages, "\n"); !strings.Contains(msgs, "shutting down container 210") {
+		t.Errorf("destroy messages %q: no shutdown", h.messages)
+	}
+	if _, err := sim.cl.GuestConfig(ctx, pve.LXC, "pve", 210); !pve.IsNotFound(err) {
+		t.Errorf("container 210 after destroy: %v", err)
+	}
+}

@@ -34,6 +34,9 @@ type permNeed struct {
 	// alt are other needs any one of which does as well (Sys.Audit on
 	// /access instead of the right to change a path's permissions).
 	alt []permNeed
+	// hint says what to do instead of a root-only setting ("" for the
+	// general advice).
+	hint string
 }
 
 func need(path, why string, privs ...string) permNeed {
@@ -99,7 +102,11 @@ func (lc *liveConn) checkPerms(addr string, needs []permNeed) error {
 func (lc *liveConn) permMessage(n permNeed) string {
 	token := lc.client.TokenID()
 	if n.rootOnly {
-		return fmt.Sprintf("only root@pam may %s, and no API token (%s neither) is root@pam: drop it from the spec or set it by hand as root@pam", n.why, token)
+		what := "drop it from the spec or set it by hand as root@pam"
+		if n.hint != "" {
+			what = n.hint
+		}
+		return fmt.Sprintf("only root@pam may %s, and no API token (%s neither) is root@pam, so PVE will refuse it: %s", n.why, token, what)
 	}
 	where := n.path
 	if n.or != "" {

@@ -119,14 +119,25 @@ func TestSimPermissionPreflight(t *testing.T) {
 // plan time for every token, the admin's too.
 func TestSimRootOnlySetting(t *testing.T) {
 	admin := newSim(t)
-	set := loadSpec(t, "kind: QemuVM\nname: odd\nspec:\n  args: -no-reboot\n")
-	obs, err := Observe(context.Background(), admin, set)
-	if err != nil {
-		t.Fatal(err)
+	tests := []struct{ name, spec, want string }{
+		{"args", "args: -no-reboot", "QemuVM/odd: only root@pam may set args, and no API token (root@pam!pvectl neither) is root@pam, so PVE will refuse it: drop it"},
+		// A raw PCI address: the plan says to use a resource mapping.
+		{"hostpci host", "hostpci0: host=0000:01:00.0,pcie=1", "QemuVM/odd: only root@pam may pass a host device through by its address (hostpci0: host=0000:01:00.0), " +
+			"and no API token (root@pam!pvectl neither) is root@pam, so PVE will refuse it: use a resource mapping instead — create one for the device " +
+			"(Datacenter → Resource Mappings, or POST /cluster/mapping/pci), write hostpci0: mapping=NAME,pcie=1"},
 	}
-	_, err = Build(context.Background(), set, obs, Options{})
-	if err == nil || !strings.Contains(err.Error(), "QemuVM/odd: only root@pam may set args, and no API token (root@pam!pvectl neither) is root@pam") {
-		t.Errorf("got %v, want args refused for a token", err)
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			set := loadSpec(t, "kind: QemuVM\nname: odd\nspec:\n  "+tc.spec+"\n")
+			obs, err := Observe(context.Background(), admin, set)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = Build(context.Background(), set, obs, Options{})
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("got %v, want %q", err, tc.want)
+			}
+		})
 	}
 }
 
@@ -149,6 +160,52 @@ func TestPermNeedsOfAGuestUpdate(t *testing.T) {
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// Moves, a migration and a reboot for pending changes need their
+// calls' privileges; a running container's move also powers it.
+func TestPermNeedsOfPlacement(t *testing.T) {
+	tests := []struct {
+		name string
+		qemu bool
+		st   guestState
+		diff []FieldDiff
+		live string
+		want []string
+	}{
+		{name: "vm disk move", qemu: true, st: guestState{VMID: 100},
+			diff: []FieldDiff{{Path: "scsi0.storage", Before: "local-lvm", After: "fast"}},
+			want: []string{"/vms/100 VM.Config.Disk", "/storage/fast Datastore.AllocateSpace"}},
+		{name: "running container volume move", st: guestState{VMID: 200}, live: "running",
+			diff: []FieldDiff{{Path: "rootfs.storage", Before: "local-lvm", After: "fast"}},
+			want: []string{"/vms/200 VM.Config.Disk", "/storage/fast Datastore.AllocateSpace", "/vms/200 VM.PowerMgmt"}},
+		{name: "migration", qemu: true, st: guestState{VMID: 100, PrevNode: "pve"},
+			diff: []FieldDiff{{Path: "node", Before: "pve", After: "pve2"}}, want: []string{"/vms/100 VM.Migrate"}},
+		{name: "reboot", qemu: true, st: guestState{VMID: 100, Reboot: true}, want: []string{"/vms/100 VM.PowerMgmt"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			st := tc.st
+			c := &Change{Action: Update, Node: "pve2", State: &st, Diff: tc.diff, Resource: &spec.Resource{Name: "x"}}
+			if tc.st.PrevNode == "" {
+				c.Node = "pve"
+			}
+			lo := &liveObj{Exists: true, State: &guestLive{VMID: tc.st.VMID, Status: tc.live}}
+			var needs []permNeed
+			if tc.qemu {
+				needs = qemu.changePerms(c, lo)
+			} else {
+				needs = lxc.changePerms(c, lo)
+			}
+			var got []string
+			for _, n := range needs {
+				got = append(got, n.path+" "+strings.Join(n.privs, "+"))
+			}
+			if strings.Join(got, "\n") != strings.Join(tc.want, "\n") {
+				t.Errorf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(tc.want, "\n"))
+			}
+		})
 	}
 }
 

@@ -141,34 +141,42 @@ func TestSimNodeMoveOntoNodeWithoutBridge(t *testing.T) {
 	}
 }
 
+// ctReplaceSpec is a container with a pinned vmid on vmbr7: flipping its
+// unprivileged replaces it, and the old one must go first (the new one
+// needs its vmid). A node change would migrate instead.
+const ctReplaceSpec = "kind: LxcContainer\nname: mover\nspec:\n  node: pve\n  vmid: 150\n  ostemplate: local:vztmpl/debian-12-standard_12.7-1_amd64.tar.zst\n" +
+	"  rootfs: local-lvm:2\n  net0: name=eth0,bridge=vmbr7,ip=dhcp\n  unprivileged: true\n"
+
+func flipUnprivileged(doc string) string {
+	return strings.Replace(doc, "unprivileged: true", "unprivileged: false", 1)
+}
+
 // Issue 10 part 7: a replace that must destroy first checks, right before
-// it does, that the new one can be made — here the bridge went away from
-// the target node after the plan — and keeps the old one if not.
+// it does, that the new one can be made — here the bridge went away after
+// the plan — and keeps the old one if not.
 func TestSimReplaceVerifiesBeforeDestroying(t *testing.T) {
-	sim := newSim(t, "pve", "pve2")
+	sim := newSim(t)
 	addBridge(t, sim, "pve", "vmbr7")
-	addBridge(t, sim, "pve2", "vmbr7")
-	const doc = "kind: QemuVM\nname: mover\nspec:\n  node: pve\n  vmid: 150\n  memory: 512\n  net0: virtio,bridge=vmbr7\n"
-	applyPlan(t, sim, planFor(t, sim, loadSpec(t, doc), Options{}))
-	p := planFor(t, sim, loadSpec(t, strings.Replace(doc, "node: pve", "node: pve2", 1)), Options{})
+	applyPlan(t, sim, planFor(t, sim, loadSpec(t, ctReplaceSpec), Options{}))
+	p := planFor(t, sim, loadSpec(t, flipUnprivileged(ctReplaceSpec)), Options{})
 	c := p.Changes[0]
 	if c.Action != Replace || c.CreateFirst || !strings.Contains(strings.Join(c.Reasons, "; "), "the old one is destroyed first: the new one needs its vmid 150") {
 		t.Fatalf("plan: got %s (create first %v, reasons %q), want a replace that says the old one goes first", c.Action, c.CreateFirst, c.Reasons)
 	}
 	ctx := context.Background()
-	if err := sim.cl.DeleteIface(ctx, "pve2", "vmbr7"); err != nil {
+	if err := sim.cl.DeleteIface(ctx, "pve", "vmbr7"); err != nil {
 		t.Fatal(err)
 	}
-	if err := sim.cl.ApplyNetwork(ctx, "pve2"); err != nil {
+	if err := sim.cl.ApplyNetwork(ctx, "pve"); err != nil {
 		t.Fatal(err)
 	}
 	res, err := Apply(ctx, sim, p, ApplyOptions{})
-	if err == nil || !strings.Contains(res.Failed["QemuVM/mover"].Error(), "not replaced, the old one is kept") ||
-		!strings.Contains(res.Failed["QemuVM/mover"].Error(), "net0: bridge vmbr7 does not exist on node pve2") {
+	if err == nil || !strings.Contains(res.Failed["LxcContainer/mover"].Error(), "not replaced, the old one is kept") ||
+		!strings.Contains(res.Failed["LxcContainer/mover"].Error(), "net0: bridge vmbr7 does not exist on node pve") {
 		t.Fatalf("Apply: got %v, want the replace refused before the destroy", err)
 	}
-	if _, err := sim.cl.QemuConfig(ctx, "pve", 150); err != nil {
-		t.Errorf("vm 150 after the refused replace: %v", err)
+	if _, err := sim.cl.GuestConfig(ctx, pve.LXC, "pve", 150); err != nil {
+		t.Errorf("ct 150 after the refused replace: %v", err)
 	}
 }
 
@@ -176,18 +184,18 @@ func TestSimReplaceVerifiesBeforeDestroying(t *testing.T) {
 // one says so: the object is gone (here another client took the vmid in
 // between, which no check can foresee).
 func TestSimReplaceFailsAfterDestroying(t *testing.T) {
-	sim := newSim(t, "pve", "pve2")
-	const doc = "kind: QemuVM\nname: mover\nspec:\n  node: pve\n  vmid: 150\n  memory: 512\n"
-	applyPlan(t, sim, planFor(t, sim, loadSpec(t, doc), Options{}))
-	p := planFor(t, sim, loadSpec(t, strings.Replace(doc, "node: pve", "node: pve2", 1)), Options{})
+	sim := newSim(t)
+	addBridge(t, sim, "pve", "vmbr7")
+	applyPlan(t, sim, planFor(t, sim, loadSpec(t, ctReplaceSpec), Options{}))
+	p := planFor(t, sim, loadSpec(t, flipUnprivileged(ctReplaceSpec)), Options{})
 	h := &thiefHooks{cl: sim.cl}
 	res, err := Apply(context.Background(), sim, p, ApplyOptions{Hooks: h})
 	if err == nil {
 		t.Fatal("Apply: no error, want the create to fail")
 	}
 	var re *ReplaceError
-	if got := res.Failed["QemuVM/mover"]; !errors.As(got, &re) || !strings.HasPrefix(got.Error(), "destroyed VM 150; creating it on pve2 failed: ") {
-		t.Errorf("failure: got %v, want a ReplaceError that says VM 150 was destroyed", got)
+	if got := res.Failed["LxcContainer/mover"]; !errors.As(got, &re) || !strings.HasPrefix(got.Error(), "destroyed container 150; creating it on pve failed: ") {
+		t.Errorf("failure: got %v, want a ReplaceError that says container 150 was destroyed", got)
 	}
 }
 
@@ -199,7 +207,7 @@ type thiefHooks struct {
 }
 
 func (h *thiefHooks) Message(c *Change, msg string) {
-	if strings.HasPrefix(msg, "creating vm 150") {
+	if strings.HasPrefix(msg, "creating container 150") || strings.HasPrefix(msg, "creating vm 150") {
 		_ = h.cl.CreateGuest(context.Background(), pve.QEMU, "pve", url.Values{"vmid": {"150"}, "name": {"thief"}})
 	}
 }

@@ -165,8 +165,14 @@ func (k qemuKind) create(ctx context.Context, x *execution, c *Change) error {
 	return k.up(ctx, x, c, vmid)
 }
 
+// update migrates the guest if its node changed, changes its config
+// and disks, reboots it for pending changes when asked, and reconciles
+// pool and power.
 func (k qemuKind) update(ctx context.Context, x *execution, c *Change) error {
 	st := stateOf(c)
+	if err := k.migrate(ctx, x, c); err != nil {
+		return err
+	}
 	if err := k.updateConfig(ctx, x, c); err != nil {
 		return err
 	}
@@ -175,6 +181,9 @@ func (k qemuKind) update(ctx context.Context, x *execution, c *Change) error {
 		if err := x.client.RegenerateCloudinit(ctx, c.Node, st.VMID); err != nil {
 			return fmt.Errorf("regenerate the cloud-init drive of vm %d: %w", st.VMID, err)
 		}
+	}
+	if err := k.applyPending(ctx, x, c); err != nil {
+		return err
 	}
 	if err := k.updateCommon(ctx, x, c); err != nil {
 		return err

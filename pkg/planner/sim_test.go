@@ -466,31 +466,6 @@ spec:
 	}
 }
 
-func TestSimNodeMoveReplaces(t *testing.T) {
-	sim := newSim(t, "pve", "pve2")
-	const doc = "kind: QemuVM\nname: mover\nspec:\n  node: pve\n  vmid: 150\n  memory: 1024\n  running: true\n"
-	applyPlan(t, sim, planFor(t, sim, loadSpec(t, doc), Options{}))
-	set := loadSpec(t, strings.Replace(doc, "node: pve", "node: pve2", 1))
-	p := planFor(t, sim, set, Options{})
-	c := p.Changes[0]
-	if c.Action != Replace || stateOf(c).PrevNode != "pve" || c.Node != "pve2" {
-		t.Fatalf("plan: got %s %s→%s want replace pve→pve2", c.Action, stateOf(c).PrevNode, c.Node)
-	}
-	applyPlan(t, sim, p)
-	var where []string
-	for _, r := range guestsNow(t, sim, pve.QEMU, "pve", "pve2") {
-		if r.VMID == 150 {
-			where = append(where, r.Node+"/"+r.Status)
-		}
-	}
-	if diff := cmp.Diff([]string{"pve2/running"}, where); diff != "" {
-		t.Errorf("vm 150 after replace (-want +got):\n%s", diff)
-	}
-	if p := planFor(t, sim, set, Options{}); p.HasChanges() {
-		t.Errorf("plan after replace: got %q want noop", summary(p))
-	}
-}
-
 func TestSimDiskGrowsInPlace(t *testing.T) {
 	sim := newSim(t)
 	ctx := context.Background()

@@ -3,6 +3,7 @@ package pve
 import (
 	"regexp"
 	"slices"
+	"strings"
 )
 
 // LiveChange says when PVE applies a config change to a running guest.
@@ -110,6 +111,9 @@ func qemuLiveRule(key, sub string) LiveRule {
 			return LiveRule{When: LivePending, Source: src}
 		case sub != "" && sub != "file":
 			return LiveRule{When: LiveNow, Source: src, Note: "written to the config at once, as the running drive stays"}
+		case strings.HasPrefix(key, "ide") || strings.HasPrefix(key, "sata"):
+			return LiveRule{When: LivePending, Source: src,
+				Note: "IDE and SATA drives are not hot-plugged: a new drive or another volume waits for the next start; a CD-ROM changes its medium at once"}
 		}
 		return LiveRule{When: LiveHotplug, Feature: "disk", Source: src,
 			Note: "a new disk or another volume is plugged; I/O limits change without hotplug, aio, cache, discard, iothread, queues, ro, ssd, product and vendor stay pending"}

@@ -14,6 +14,9 @@ import (
 type GuestKeys struct {
 	// Running is the power state to reconcile.
 	Running *bool `json:"running,omitempty" doc:"The power state to reconcile: true starts the guest (after create too), false shuts it down (a hard stop after 180 s). Absent: the power state is not managed."`
+	// RebootOnPending reboots a running guest whose config changes PVE
+	// keeps pending until the next start, so that they apply.
+	RebootOnPending *bool `json:"rebootOnPending,omitempty" doc:"Reboot a running guest when changes stay pending until its next start (PVE cannot hot-plug them, e.g. cores or a new IDE disk), and wait until it runs again with nothing pending; also reboots for changes left pending by an earlier run. Default false: the plan and apply say what is pending until reboot, and nothing reboots."`
 	// ConfigDrive names a ConfigDriveISO of the specs that the VM gets as
 	// a CD-ROM (QemuVM only): Load writes the drive into Params
 	// (ConfigDriveSlot).

@@ -44,6 +44,10 @@ func (s *Server) storageContent(q *request) (any, error) {
 		if v.Storage != st.ID || content != "" && v.Content != content {
 			continue
 		}
+		// A guest's volume on a local storage is on the guest's node.
+		if n := s.volumeNode(v); n != "" && n != q.vars["node"] {
+			continue
+		}
 		if vmid != "" && vmidString(v.VMID) != vmid {
 			continue
 		}

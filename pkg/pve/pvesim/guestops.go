@@ -165,8 +165,16 @@ func (s *Server) resizeGuest(k *guestKind, q *request) (any, error) {
 
 // startGuest boots a guest unless a NIC names a bridge that the node's
 // running network config lacks (one only staged in interfaces.new counts as
-// missing): pve-bridge then fails and so does the start, as on PVE.
+// missing): pve-bridge then fails and so does the start, as on PVE; a VM's
+// host PCI devices must be there (mapping.go).
 func (s *Server) startGuest(t *task, v *vm) error {
+	if v.Type == s.qemu.typ {
+		// config_to_command parses the host devices before QEMU runs
+		// the bridge scripts.
+		if err := s.checkHostPCI(v); err != nil {
+			return err
+		}
+	}
 	running := s.st.Net[v.Node].Running
 	for _, key := range slices.Sorted(maps.Keys(v.Conf)) {
 		if !isNetKey(key) {

@@ -93,6 +93,9 @@ func (s *Server) lxcRoutes() []route {
 		k.route("POST /nodes/{node}/lxc/{vmid}/clone", s.cloneGuest),
 		k.route("POST /nodes/{node}/lxc/{vmid}/template", s.templateGuest),
 		k.route("PUT /nodes/{node}/lxc/{vmid}/resize", s.resizeGuest),
+		k.route("POST /nodes/{node}/lxc/{vmid}/move_volume", s.moveVolume),
+		k.route("GET /nodes/{node}/lxc/{vmid}/migrate", s.migratePrecondition),
+		k.route("POST /nodes/{node}/lxc/{vmid}/migrate", s.migrateGuest),
 		k.route("GET /nodes/{node}/lxc/{vmid}/interfaces", s.ctInterfaces),
 	}
 }

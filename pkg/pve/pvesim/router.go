@@ -35,6 +35,7 @@ func (s *Server) surfaces() [][]route {
 		s.accessRoutes(),
 		s.storageRoutes(),
 		s.contentRoutes(),
+		s.mappingRoutes(),
 	}
 }
 

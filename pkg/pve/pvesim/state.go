@@ -31,6 +31,9 @@ type state struct {
 	DNS     map[string]*dnsConf          `json:"dns"`     // by node
 	Boot    map[string]int64             `json:"boot"`    // node boot time (unix)
 	Access  *access                      `json:"access"`
+	// PCIMappings is mapping/pci.cfg: the cluster's PCI resource
+	// mappings by id (mapping.go).
+	PCIMappings map[string]*pciMapping `json:"pci_mappings,omitempty"`
 }
 
 // vm is a guest: a QEMU VM, or a container when Type is "lxc".

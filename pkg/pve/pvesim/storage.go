@@ -242,13 +242,23 @@ func (s *Server) imageStorage(id, node, param string) (*storage, error) {
 // allocImage creates a new image volume for vmid, named as the storage
 // plugin names them: vm-N-disk-K (lvm, zfs, rbd) or N/vm-N-disk-K.qcow2 (dir).
 func (s *Server) allocImage(st *storage, vmid int, size int64, prefix string) *volume {
-	format := "raw"
+	return s.allocImageFormat(st, vmid, size, prefix, "")
+}
+
+// allocImageFormat is allocImage in a format the caller chose: file
+// storages hold qcow2 (their default), raw and vmdk files; the others raw
+// only (pve-storage Plugin.pm default_format, plugins' formats).
+func (s *Server) allocImageFormat(st *storage, vmid int, size int64, prefix, format string) *volume {
+	if !isFileStorage(st) {
+		format = "raw"
+	} else if format != "raw" && format != "vmdk" {
+		format = "qcow2"
+	}
 	for k := 0; ; k++ {
 		base := fmt.Sprintf("%s-%d-disk-%d", prefix, vmid, k)
 		name := base
 		if isFileStorage(st) {
-			format = "qcow2"
-			name = fmt.Sprintf("%d/%s.qcow2", vmid, base)
+			name = fmt.Sprintf("%d/%s.%s", vmid, base, format)
 		}
 		if s.volNameTaken(st.ID, base) {
 			continue

@@ -53,6 +53,9 @@ type worker struct {
 	// uncontended: the call rolled its injected lock contention at a lock
 	// taken in the API process already (create).
 	uncontended bool
+	// lockFailed, when set, turns a lock the worker could not get into
+	// the task's error (a migration reports it as aborted).
+	lockFailed func(t *task, err error) error
 	// user runs the task ("" = the caller's token).
 	user string
 }
@@ -110,6 +113,9 @@ func (s *Server) startWorker(node, typ, id string, w worker) *task {
 				if !errors.Is(err, errClosed) && !errors.Is(err, errEnded) {
 					if w.abort != nil {
 						w.abort()
+					}
+					if w.lockFailed != nil {
+						err = w.lockFailed(t, err)
 					}
 					s.endTask(t, err)
 				}

@@ -1,0 +1,337 @@
+package pvesim
+
+import (
+	"crypto/sha1"
+	"fmt"
+	"maps"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/pvectl/pvectl/pkg/pve/schema"
+)
+
+// PCI resource mappings (/cluster/mapping/pci, pve-manager
+// PVE/API2/Cluster/Mapping/PCI.pm; the config is pve-guest-common
+// src/PVE/Mapping/PCI.pm's mapping/pci.cfg) and the PCI devices of the
+// simulated nodes, which a VM's hostpciN is checked against when it
+// starts (qemu-server src/PVE/QemuServer/PCI.pm parse_hostpci,
+// parse_hostpci_devices).
+
+// pciMapping is one section of mapping/pci.cfg.
+type pciMapping struct {
+	Description   string   `json:"description,omitempty"`
+	Mdev          bool     `json:"mdev,omitempty"`
+	LiveMigration bool     `json:"live-migration-capable,omitempty"`
+	Map           []string `json:"map"`
+}
+
+// pciDevice is a PCI function of a node as pci_device_info reads it
+// from sysfs.
+type pciDevice struct {
+	path, id, subsystem string
+	iommugroup          int
+}
+
+// nodePCIDevices are the PCI functions every simulated node has: a GPU
+// and its audio function in IOMMU group 14.
+func nodePCIDevices() []pciDevice {
+	return []pciDevice{
+		{path: "0000:01:00.0", id: "10de:2204", subsystem: "10de:1454", iommugroup: 14},
+		{path: "0000:01:00.1", id: "10de:1aef", subsystem: "10de:1454", iommugroup: 14},
+	}
+}
+
+// pciDeviceAt is pci_device_info: the function at path ("0000:01:00.0";
+// a path without the function means function 0).
+func pciDeviceAt(path string) (pciDevice, bool) {
+	path = strings.ToLower(path)
+	if !strings.Contains(path, ".") {
+		path += ".0"
+	}
+	if strings.Count(path, ":") == 1 {
+		path = "0000:" + path // lspci's short form
+	}
+	for _, d := range nodePCIDevices() {
+		if d.path == path {
+			return d, true
+		}
+	}
+	return pciDevice{}, false
+}
+
+func (s *Server) mappingRoutes() []route {
+	return []route{
+		r("GET /cluster/mapping/pci", s.listPCIMappings),
+		r("POST /cluster/mapping/pci", s.createPCIMapping),
+		r("GET /cluster/mapping/pci/{id}", s.getPCIMapping),
+		r("PUT /cluster/mapping/pci/{id}", s.updatePCIMapping),
+		r("DELETE /cluster/mapping/pci/{id}", s.deletePCIMapping),
+	}
+}
+
+// pciMapDigest is the SHA-1 of mapping/pci.cfg as written.
+func (s *Server) pciMapDigest() string {
+	var b strings.Builder
+	for _, id := range slices.Sorted(maps.Keys(s.st.PCIMappings)) {
+		m := s.st.PCIMappings[id]
+		fmt.Fprintf(&b, "%s\n", id)
+		if m.Description != "" {
+			fmt.Fprintf(&b, "\tdescription %s\n", m.Description)
+		}
+		if m.LiveMigration {
+			b.WriteString("\tlive-migration-capable 1\n")
+		}
+		for _, e := range m.Map {
+			fmt.Fprintf(&b, "\tmap %s\n", e)
+		}
+		if m.Mdev {
+			b.WriteString("\tmdev 1\n")
+		}
+		b.WriteString("\n")
+	}
+	return fmt.Sprintf("%x", sha1.Sum([]byte(b.String())))
+}
+
+func (m *pciMapping) answer() map[string]any {
+	out := map[string]any{"type": "pci", "map": slices.Clone(m.Map)}
+	if m.Description != "" {
+		out["description"] = m.Description
+	}
+	if m.Mdev {
+		out["mdev"] = 1
+	}
+	if m.LiveMigration {
+		out["live-migration-capable"] = 1
+	}
+	return out
+}
+
+// listPCIMappings lists the mappings the caller may see (Mapping.Modify,
+// .Use or .Audit on /mapping/pci/ID); with check-node each gets the
+// checks of that node: no entry for it, or an entry its hardware does not
+// match.
+func (s *Server) listPCIMappings(q *request) (any, error) {
+	checkNode := q.get("check-node")
+	if checkNode != "" && !s.st.hasNode(checkNode) {
+		return nil, fail(http.StatusInternalServerError, "no such cluster node '%s'", checkNode)
+	}
+	out := []map[string]any{}
+	for _, id := range slices.Sorted(maps.Keys(s.st.PCIMappings)) {
+		path := "/mapping/pci/" + id
+		if !s.can(q.user, path, "Mapping.Modify") && !s.can(q.user, path, "Mapping.Use") && !s.can(q.user, path, "Mapping.Audit") {
+			continue
+		}
+		m := s.st.PCIMappings[id]
+		row := m.answer()
+		row["id"], row["digest"] = id, s.pciMapDigest()
+		if checkNode != "" {
+			checks := []map[string]any{}
+			entries := pciNodeEntries(m, checkNode)
+			if len(entries) == 0 {
+				checks = append(checks, map[string]any{"severity": "warning", "message": "No mapping for node " + checkNode + "."})
+			}
+			for _, e := range entries {
+				if err := assertPCIValid(id, e, m); err != nil {
+					checks = append(checks, map[string]any{"severity": "error", "message": "Invalid configuration: " + err.Error()})
+				}
+			}
+			row["checks"] = checks
+		}
+		out = append(out, row)
+	}
+	return out, nil
+}
+
+func (s *Server) getPCIMapping(q *request) (any, error) {
+	id := q.vars["id"]
+	m, ok := s.st.PCIMappings[id]
+	if !ok {
+		return nil, fail(http.StatusInternalServerError, "mapping '%s' not found", id)
+	}
+	out := m.answer()
+	out["digest"] = s.pciMapDigest()
+	return out, nil
+}
+
+// pciMappingFrom is check_config of a create (Mapping/PCI.pm options:
+// map is required): the values of q as a section.
+func pciMappingFrom(q *request) (*pciMapping, error) {
+	if len(q.params["map"]) == 0 {
+		return nil, fail(http.StatusInternalServerError, "missing value for required option 'map'")
+	}
+	return &pciMapping{Description: q.get("description"), Mdev: q.bool("mdev"),
+		LiveMigration: q.bool("live-migration-capable"), Map: slices.Clone(q.params["map"])}, nil
+}
+
+func (s *Server) createPCIMapping(q *request) (any, error) {
+	id := q.get("id")
+	m, err := pciMappingFrom(q)
+	if err != nil {
+		return nil, err
+	}
+	if _, exists := s.st.PCIMappings[id]; exists {
+		return nil, fail(http.StatusInternalServerError, "create hardware mapping failed: pci ID '%s' already defined", id)
+	}
+	if s.st.PCIMappings == nil {
+		s.st.PCIMappings = map[string]*pciMapping{}
+	}
+	s.st.PCIMappings[id] = m
+	return nil, s.saveLocked()
+}
+
+// updatePCIMapping: PVE checks the values as for a create (map is
+// required in every update), under the config lock.
+func (s *Server) updatePCIMapping(q *request) (any, error) {
+	const failed = "update hardware mapping failed: "
+	id := q.vars["id"]
+	if d := q.get("digest"); d != "" && d != s.pciMapDigest() {
+		return nil, fail(http.StatusInternalServerError, failed+"detected modified configuration - file changed by other user? Try again.")
+	}
+	old, ok := s.st.PCIMappings[id]
+	if !ok {
+		return nil, fail(http.StatusInternalServerError, failed+"pci ID '%s' does not exist", id)
+	}
+	m, err := pciMappingFrom(q)
+	if err != nil {
+		return nil, fail(http.StatusInternalServerError, failed+"%s", err.Error())
+	}
+	next := *old
+	for _, k := range schema.SplitList(q.get("delete")) {
+		switch {
+		case k == "map":
+			return nil, fail(http.StatusInternalServerError, failed+"unable to delete required option 'map'")
+		case k != "description" && k != "mdev" && k != "live-migration-capable":
+			return nil, fail(http.StatusInternalServerError, failed+"no such option '%s'", k)
+		case q.has(k):
+			return nil, fail(http.StatusInternalServerError, failed+"cannot set and delete property '%s' at the same time!", k)
+		case k == "description":
+			next.Description = ""
+		case k == "mdev":
+			next.Mdev = false
+		default:
+			next.LiveMigration = false
+		}
+	}
+	next.Map = m.Map
+	if q.has("description") {
+		next.Description = m.Description
+	}
+	if q.has("mdev") {
+		next.Mdev = m.Mdev
+	}
+	if q.has("live-migration-capable") {
+		next.LiveMigration = m.LiveMigration
+	}
+	s.st.PCIMappings[id] = &next
+	return nil, s.saveLocked()
+}
+
+func (s *Server) deletePCIMapping(q *request) (any, error) {
+	delete(s.st.PCIMappings, q.vars["id"])
+	return nil, s.saveLocked()
+}
+
+// pciNodeEntries is get_node_mapping: the map entries of node.
+func pciNodeEntries(m *pciMapping, node string) []map[string]string {
+	var out []map[string]string
+	for _, e := range m.Map {
+		kv := map[string]string{}
+		for _, it := range props(e) {
+			kv[it.Key] = it.Value
+		}
+		if kv["node"] == node {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
+// assertPCIValid is Mapping/PCI.pm assert_valid: every path of the entry
+// exists on the node, and the ids (the IOMMU group of the first) it names
+// are the device's — a property the device has must be configured.
+func assertPCIValid(name string, e map[string]string, m *pciMapping) error {
+	for i, path := range strings.Split(e["path"], ";") {
+		if !strings.Contains(path, ".") {
+			path += ".0"
+		}
+		d, ok := pciDeviceAt(path)
+		if !ok {
+			return fmt.Errorf("pci device '%s' not found", path)
+		}
+		want := [][3]string{{"id", d.id, e["id"]}, {"subsystem-id", d.subsystem, e["subsystem-id"]}, {"mdev", "0", "0"}}
+		if m.Mdev {
+			want[2][2] = "1"
+		}
+		if i == 0 {
+			want = append(want, [3]string{"iommugroup", strconv.Itoa(d.iommugroup), e["iommugroup"]})
+		}
+		slices.SortFunc(want, func(a, b [3]string) int { return strings.Compare(a[0], b[0]) })
+		for _, w := range want {
+			switch {
+			case w[2] == "":
+				return fmt.Errorf("missing expected property '%s' for device '%s'", w[0], path)
+			case w[1] != w[2]:
+				return fmt.Errorf("'%s' does not match for '%s' (%s != %s)", w[0], name, w[1], w[2])
+			}
+		}
+	}
+	return nil
+}
+
+// checkHostPCI is what a VM start checks of its hostpciN devices
+// (PCI.pm parse_hostpci_devices, parse_hostpci): pcie needs q35; a
+// mapping needs an entry for the node that the node's hardware matches;
+// every device must exist.
+func (s *Server) checkHostPCI(v *vm) error {
+	q35 := strings.Contains(v.Conf["machine"], "q35")
+	for i := range 16 {
+		val, ok := v.Conf["hostpci"+strconv.Itoa(i)]
+		if !ok {
+			continue
+		}
+		kv := map[string]string{}
+		for j, it := range props(val) {
+			k := it.Key
+			if j == 0 && k == "" {
+				k = "host"
+			}
+			kv[k] = it.Value
+		}
+		host, mapping := kv["host"], kv["mapping"]
+		var paths []string
+		switch {
+		case host != "" && mapping != "":
+			return fmt.Errorf("Cannot set both 'host' and 'mapping'.")
+		case mapping != "":
+			m, ok := s.st.PCIMappings[mapping]
+			entries := []map[string]string(nil)
+			if ok {
+				entries = pciNodeEntries(m, v.Node)
+			}
+			if len(entries) == 0 {
+				return fmt.Errorf("PCI device mapping not found for '%s'", mapping)
+			}
+			for _, e := range entries {
+				if err := assertPCIValid(mapping, e, m); err != nil {
+					return fmt.Errorf("PCI device mapping invalid (hardware probably changed): %w", err)
+				}
+				paths = append(paths, strings.Split(e["path"], ";")...)
+			}
+		case host != "":
+			paths = strings.Split(host, ";")
+		default:
+			return fmt.Errorf("Either 'host' or 'mapping' must be set.")
+		}
+		for _, p := range paths {
+			if _, ok := pciDeviceAt(p); !ok {
+				return fmt.Errorf("no PCI device found for '%s'", p)
+			}
+		}
+		if kv["pcie"] == "1" && !q35 {
+			return fmt.Errorf("q35 machine model is not enabled")
+		}
+	}
+	return nil
+}

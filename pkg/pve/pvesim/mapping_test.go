@@ -1,0 +1,57 @@
+package pvesim_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/pvectl/pvectl/pkg/pve/pvesim/simtest"
+)
+
+// PCI mappings as pve-manager keeps them, and what a VM start makes of
+// its hostpciN: a mapping needs an entry for the node that its hardware
+// matches, a raw device must exist, pcie needs q35 (qemu-server
+// QemuServer/PCI.pm parse_hostpci, parse_hostpci_devices;
+// pve-guest-common Mapping/PCI.pm assert_valid).
+func TestPCIMappingsAndStart(t *testing.T) {
+	e := startEnv(t, simtest.Options{Conformance: true})
+	const good = "node=pve,path=0000:01:00.0,id=10de:2204,iommugroup=14,subsystem-id=10de:1454"
+	e.ok(nil, "POST", "/cluster/mapping/pci", "id", "gpu0", "map", good, "description", "the GPU")
+	if r := e.call("POST", "/cluster/mapping/pci", "id", "gpu0", "map", good); r.Status != 500 || r.Message != "create hardware mapping failed: pci ID 'gpu0' already defined" {
+		t.Errorf("second create: got %d %q", r.Status, r.Message)
+	}
+	e.ok(nil, "POST", "/cluster/mapping/pci", "id", "wrong", "map", "node=pve,path=0000:01:00.0,id=1234:5678,iommugroup=14,subsystem-id=10de:1454")
+	var list []map[string]any
+	e.ok(&list, "GET", "/cluster/mapping/pci", "check-node", "pve")
+	if len(list) != 2 || jsonString(t, list[0]["checks"]) != "[]" ||
+		!strings.Contains(jsonString(t, list[1]["checks"]), "Invalid configuration: 'id' does not match for 'wrong' (10de:2204 != 1234:5678)") {
+		t.Errorf("mappings checked on pve: got %v", list)
+	}
+
+	starts := []struct {
+		name, vmid string
+		kv         []string
+		exit       string
+	}{
+		{"mapped", "100", []string{"machine", "q35", "hostpci0", "mapping=gpu0,pcie=1"}, "OK"},
+		{"no entry", "101", []string{"hostpci0", "mapping=nope"}, "PCI device mapping not found for 'nope'"},
+		{"hardware changed", "102", []string{"hostpci0", "mapping=wrong"},
+			"PCI device mapping invalid (hardware probably changed): 'id' does not match for 'wrong' (10de:2204 != 1234:5678)"},
+		{"pcie without q35", "103", []string{"hostpci0", "mapping=gpu0,pcie=1"}, "q35 machine model is not enabled"},
+	}
+	for _, tc := range starts {
+		t.Run(tc.name, func(t *testing.T) {
+			e.run("POST", "/nodes/pve/qemu", append([]string{"vmid", tc.vmid}, tc.kv...)...)
+			if st := e.wait(e.task("POST", "/nodes/pve/qemu/"+tc.vmid+"/status/start")); st.ExitStatus != tc.exit {
+				t.Errorf("start: got %q want %q", st.ExitStatus, tc.exit)
+			}
+		})
+	}
+
+	if r := e.call("PUT", "/cluster/mapping/pci/gpu0", "description", "x"); r.Status != 500 || r.Message != "update hardware mapping failed: missing value for required option 'map'" {
+		t.Errorf("update without map: got %d %q", r.Status, r.Message)
+	}
+	e.ok(nil, "DELETE", "/cluster/mapping/pci/wrong")
+	if r := e.call("GET", "/cluster/mapping/pci/wrong"); r.Status != 500 || r.Message != "mapping 'wrong' not found" {
+		t.Errorf("deleted mapping: got %d %q", r.Status, r.Message)
+	}
+}
