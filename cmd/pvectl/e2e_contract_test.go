@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"os"
+	"net/url"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -108,5 +109,38 @@ func TestE2EExplainFromCluster(t *testing.T) {
 	r = bare.mustRun(0, "explain", "QemuVM.net0.tag")
 	if strings.Contains(r.stdout, "VLAN tag to apply") || !strings.Contains(r.stdout, "1 … 4094") {
 		t.Errorf("explain without served documentation:\n%s", r.stdout)
+	}
+}
+
+// TestE2EEveryKind is issue 8's acceptance over the design's example 04,
+// unchanged: every kind applies, the second plan is clean, destroy removes
+// them all. The cluster first gets the PCI mapping gpu0 the VM names (an
+// operator's setup, outside the specs).
+func TestE2EEveryKind(t *testing.T) {
+	env := startSimOpts(t, pvesim.Options{DataDir: t.TempDir()}, nil)
+	ctx := context.Background()
+	err := env.client.Do(ctx, "POST", "/cluster/mapping/pci", url.Values{"id": {"gpu0"},
+		"map": {"node=pve,path=0000:01:00.0,id=10de:2204,iommugroup=14,subsystem-id=10de:1454"}}, nil)
+	if err != nil {
+		t.Fatalf("create the mapping: %v", err)
+	}
+	f := example(t, "04-every-kind.yaml", nil)
+	secrets := filepath.Join(filepath.Dir(f), "secrets")
+	env.mustRun(0, "validate", "-f", f)
+	env.mustRun(0, "apply", "-f", f, "--auto-approve")
+	env.mustRun(0, "plan", "-f", f, "--detailed-exitcode")
+	if fi, err := os.Stat(filepath.Join(secrets, "ci-deploy.token")); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("the token's secretFile: %v %v, want mode 0600", fi, err)
+	}
+	r := env.mustRun(0, "destroy", "-f", f, "--auto-approve")
+	if strings.Contains(r.stdout, "kept") {
+		t.Errorf("destroy kept something:\n%s", r.stdout)
+	}
+	r = env.mustRun(2, "plan", "-f", f, "--detailed-exitcode", "--json")
+	p := parsePlan(t, r.stdout)
+	for _, c := range p.Changes {
+		if c.Action != "create" && c.Action != "noop" && c.Action != "apply" {
+			t.Errorf("after destroy: %s %s, want everything to be created again", c.Action, c.Address)
+		}
 	}
 }
