@@ -2,8 +2,8 @@ package main
 
 import (
 	"context"
-	"os"
 	"net/url"
+	"os"
 	"path/filepath"
 	"runtime"
 	"strings"

@@ -290,7 +290,7 @@ var kindTable = sync.OnceValue(func() map[string]*kindInfo {
 			Refs: []refRule{
 				{Key: "storages", Values: poolStorages, Kinds: []string{KindStorage}, PresentOnly: true},
 			},
-			Check:      checkPool,
+			Check: checkPool,
 		},
 		{
 			Name:       KindNetworkApply,

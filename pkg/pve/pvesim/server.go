@@ -41,7 +41,7 @@ type Options struct {
 	// carries none of its own (it is AGPL text): without a file that path
 	// is a 404.
 	APIDocFile string
-	ErrorRate    float64       // fraction of requests answered with a 500/596 fault (not task status/log)
+	ErrorRate  float64 // fraction of requests answered with a 500/596 fault (not task status/log)
 	// LockContention is the fraction of calls taking a guest lock that find
 	// it held by someone else for longer than PVE waits: the call fails
 	// with PVE's lock timeout where PVE takes the lock in the API process,
