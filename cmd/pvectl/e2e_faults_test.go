@@ -79,7 +79,7 @@ func proxy596(w http.ResponseWriter, _ *httptest.ResponseRecorder) {
 func TestE2EFaultsNothingDuplicatedOrLost(t *testing.T) {
 	p := &faultProxy{}
 	env := startSimOpts(t, pvesim.Options{TaskDuration: 50 * time.Millisecond}, p.wrap)
-	names := []string{"f-reset", "f-596", "f-endless", "f-plain"}
+	names := []string{"f-reset", "f-596", "f-lost", "f-500", "f-endless", "f-plain"}
 	f := writeSpec(t, "faults.yaml", vmsSpec(names, nil))
 	createOf := func(r *http.Request) string {
 		if r.Method != http.MethodPost || r.URL.Path != "/api2/json/nodes/pve/qemu" {
@@ -103,10 +103,26 @@ func TestE2EFaultsNothingDuplicatedOrLost(t *testing.T) {
 			w.Write([]byte(`{"data":null,"message":"proxy worker died"}`))
 			return true
 		},
-		// The first create of each VM that PVE carries out gets its fault.
+		// The first create of f-lost and f-500 never reaches PVE: the
+		// connection drops, or pveproxy answers a plain 500.
+		func(w http.ResponseWriter, r *http.Request, _ http.Handler) bool {
+			name := createOf(r)
+			if (name != "f-lost" && name != "f-500") || p.count("lost "+name) > 1 {
+				return false
+			}
+			if name == "f-lost" {
+				resetConn(w, nil)
+				return true
+			}
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusInternalServerError)
+			w.Write([]byte(`{"data":null,"message":"cfs-lock 'file-replication_cfg' error: got lock request timeout"}`))
+			return true
+		},
+		// The first create of each other VM that PVE carries out gets its fault.
 		func(w http.ResponseWriter, r *http.Request, sim http.Handler) bool {
 			name := createOf(r)
-			if name == "" || name == "f-plain" {
+			if name == "" || name == "f-plain" || name == "f-lost" || name == "f-500" {
 				return false
 			}
 			rec := httptest.NewRecorder()
@@ -151,8 +167,16 @@ func TestE2EFaultsNothingDuplicatedOrLost(t *testing.T) {
 	)
 	r := env.mustRun(1, "apply", "-f", f, "--auto-approve", "--task-timeout", "1s")
 	for _, want := range []*regexp.Regexp{
-		regexp.MustCompile(`QemuVM/f-reset: .*POST /nodes/pve/qemu: .*may have reached PVE`),
-		regexp.MustCompile(`QemuVM/f-596: .*POST /nodes/pve/qemu: 596 .*may have reached PVE`),
+		// Carried out but unanswered: the task is found and waited for.
+		regexp.MustCompile(`QemuVM/f-reset: POST /nodes/pve/qemu got no usable answer \(.*EOF.*\), but PVE started its task qmcreate \d+ on pve: waiting for it`),
+		regexp.MustCompile(`QemuVM/f-596: POST /nodes/pve/qemu got no usable answer \(596 Connection timed out\), but PVE started its task`),
+		// Never carried out: no task, so the create is sent again.
+		regexp.MustCompile(`QemuVM/f-lost: POST /nodes/pve/qemu failed in passing \(.*\); PVE did not start it: sending it again`),
+		regexp.MustCompile(`QemuVM/f-500: POST /nodes/pve/qemu failed in passing \(500 cfs-lock .*\); PVE did not start it: sending it again`),
+		regexp.MustCompile(`QemuVM/f-reset: Create complete`),
+		regexp.MustCompile(`QemuVM/f-596: Create complete`),
+		regexp.MustCompile(`QemuVM/f-lost: Create complete`),
+		regexp.MustCompile(`QemuVM/f-500: Create complete`),
 		regexp.MustCompile(`QemuVM/f-endless: .*timed out, the task may still be running`),
 		regexp.MustCompile(`QemuVM/f-plain: Create complete`),
 	} {
@@ -160,7 +184,8 @@ func TestE2EFaultsNothingDuplicatedOrLost(t *testing.T) {
 			t.Errorf("first apply output does not match %s:\n%s", want, r.stdout)
 		}
 	}
-	// PVE carried out all four: the next apply finds them and does nothing twice.
+	// PVE carried out all six, each once: the next apply finds them and
+	// does nothing twice.
 	r = env.mustRun(0, "apply", "-f", f, "--auto-approve")
 	if strings.Contains(r.stdout, "Creating...") {
 		t.Errorf("the second apply created again:\n%s", r.stdout)
@@ -219,4 +244,34 @@ func TestE2ETaskExitStatusScrubbed(t *testing.T) {
 			t.Errorf("%v: the exit status is not shown (scrubbed):\n%s", args, r.stdout)
 		}
 	}
+}
+
+// Issue 10 acceptance: 40 VMs (half of them started) on a cluster that
+// answers 10 % of requests with a passing fault and finds 5 % of guest
+// locks held converge in at most two applies: exactly 40 VMs, a clean
+// plan. Reads are asked again, a create that failed is looked for before
+// it is sent again, calls safe to repeat are repeated.
+func TestE2EFaultyClusterConvergesInTwoApplies(t *testing.T) {
+	env := startSimOpts(t, pvesim.Options{ErrorRate: 0.1, LockContention: 0.05, TaskDuration: 10 * time.Millisecond, LockWait: 20 * time.Millisecond}, nil)
+	var b strings.Builder
+	var names []string
+	for i := range 40 {
+		name := fmt.Sprintf("fault-%02d", i)
+		names = append(names, name)
+		fmt.Fprintf(&b, "---\nkind: QemuVM\nname: %s\nspec:\n  memory: 512\n  cores: 1\n", name)
+		if i%2 == 0 {
+			b.WriteString("  running: true\n")
+		}
+	}
+	f := writeSpec(t, "faulty.yaml", b.String())
+	args := []string{"apply", "-f", f, "--auto-approve", "--parallelism", "8"}
+	if r := env.run(args...); r.code != 0 {
+		t.Logf("first apply did not converge (exit %d):\n%s", r.code, r.stdout)
+		env.mustRun(0, args...)
+	}
+	got := env.guestNames()
+	if !slices.Equal(got, names) {
+		t.Errorf("VMs: got %v, want each of %v once", got, names)
+	}
+	env.mustRun(0, "plan", "-f", f, "--detailed-exitcode")
 }

@@ -23,6 +23,7 @@ type Client struct {
 	cfg  config
 
 	traceMu sync.Mutex // keeps one request's trace block in one piece
+	clock   clock      // PVE's clock, from its answers' Date header
 }
 
 type config struct {

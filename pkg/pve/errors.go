@@ -131,3 +131,17 @@ func FailedRequest(err error) string {
 	}
 	return ""
 }
+
+// Brief is a failed request's cause in a few words, without the request:
+// PVE's status and message, or what went wrong on the way ("EOF").
+func Brief(err error) string {
+	var ae *APIError
+	if errors.As(err, &ae) {
+		return fmt.Sprintf("%d %s", ae.Status, ae.Message)
+	}
+	var te *transportError
+	if errors.As(err, &te) {
+		return te.err.Error()
+	}
+	return err.Error()
+}

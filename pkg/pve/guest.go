@@ -67,9 +67,11 @@ func (c *Client) GuestPendingKeys(ctx context.Context, typ GuestType, node strin
 }
 
 // CreateGuest POSTs /nodes/{node}/{qemu|lxc} (params include vmid) and
-// waits for the task.
+// waits for the task. A create that failed in passing is looked for among
+// the node's tasks and sent again only when PVE never started it
+// (createretry.go).
 func (c *Client) CreateGuest(ctx context.Context, typ GuestType, node string, params url.Values) error {
-	return c.RunTask(ctx, http.MethodPost, apiPath("nodes", node, string(typ)), params)
+	return c.createGuest(ctx, typ, node, params)
 }
 
 // UpdateGuest changes a guest's config and waits: POST …/config (a task)

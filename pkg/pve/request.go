@@ -46,7 +46,7 @@ func (c *Client) Do(ctx context.Context, method, path string, params url.Values,
 
 // readTries bounds how often a GET is sent when PVE's proxy or the network
 // fails it in passing (595/596/599 and friends, a dropped connection).
-const readTries = 3
+const readTries = 5
 
 // DoRaw is Do returning the whole envelope. A GET that fails in transit is
 // sent again (it changes nothing); other methods are sent exactly once.
@@ -236,6 +236,7 @@ func (c *Client) doOnce(ctx context.Context, method, path string, params url.Val
 		return nil, terr
 	}
 	defer resp.Body.Close()
+	c.clock.observe(resp.Header.Get("Date"))
 	stopBody := deadline(cancel, "body", timeout)
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxResponse+1))
 	stopBody()

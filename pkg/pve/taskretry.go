@@ -31,7 +31,9 @@ func IsTaskLockTimeout(err error) bool {
 }
 
 // RunIdempotentTask is RunTask for a call that may safely be made again:
-// a task that failed on its guest lock is started again, with the backoff
+// a call answered with a plain 500 (createretry.go: PVE did nothing) is
+// sent again, reported as a TaskFaultRetry; a task that failed on its
+// guest lock is started again, with the backoff
 // and number of tries of the synchronous lock-timeout retry, and each
 // retry is reported to ctx's TaskObserver as a TaskLockRetry whose UPID is
 // the failed task's (and whose Err is its *TaskError). Only calls whose repetition
@@ -41,9 +43,42 @@ func IsTaskLockTimeout(err error) bool {
 func (c *Client) RunIdempotentTask(ctx context.Context, method, path string, params url.Values) error {
 	tries := max(c.cfg.retries, 1)
 	for attempt := 1; ; attempt++ {
+		sent := c.serverNow()
 		upid, err := c.StartTask(ctx, method, path, params)
 		if err != nil {
-			return err
+			if ctx.Err() != nil {
+				return err
+			}
+			// The call may have been carried out: its task is looked for
+			// (createretry.go) and waited for when found; when not, PVE
+			// never started it.
+			if mayHaveReached(err) {
+				node, typ, vmid, ok := guestTaskOf(method, path)
+				if !ok {
+					return err
+				}
+				found, ok, lerr := c.findGuestTask(ctx, node, typ, vmid, sent)
+				if lerr != nil {
+					return fmt.Errorf("%w (looking for its task failed too: %v)", err, lerr)
+				}
+				if ok {
+					observe(ctx, TaskEvent{Phase: TaskFound, UPID: found, Request: method + " " + path, Attempt: attempt, Err: err})
+					upid = found
+				}
+			}
+		}
+		if err != nil && upid.IsZero() {
+			// A plain 500 is the API handler failing before it forked
+			// the worker, and a call that got lost on its way was not
+			// found started: nothing was done, and it may be repeated.
+			if !(passingServerError(err) || mayHaveReached(err)) || attempt >= tries {
+				return err
+			}
+			observe(ctx, TaskEvent{Phase: TaskFaultRetry, Request: method + " " + path, Attempt: attempt, Err: err})
+			if serr := sleep(ctx, c.backoff(attempt)); serr != nil {
+				return fmt.Errorf("%w (while retrying: %w)", err, serr)
+			}
+			continue
 		}
 		if upid.IsZero() {
 			return nil

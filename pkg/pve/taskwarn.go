@@ -21,6 +21,15 @@ const (
 	// When the task itself failed on the lock (RunIdempotentTask), UPID is
 	// that task and Err its *TaskError.
 	TaskLockRetry
+	// TaskFaultRetry: a task-starting request failed in passing (Err) and
+	// PVE did not start it — a plain 500 for a call that is safe to
+	// repeat, or a create whose task was looked for and not found; it is
+	// sent again after a pause (Request, Attempt).
+	TaskFaultRetry
+	// TaskFound: a create got no usable answer (Err), but its task was
+	// found running or done in PVE (UPID) and is waited for instead of
+	// sending the create again (Request, Attempt).
+	TaskFound
 )
 
 // TaskEvent is what a TaskObserver hears about the tasks of one ctx.
@@ -33,9 +42,9 @@ type TaskEvent struct {
 	// Warnings are the "WARN: " lines (prefix cut off, scrubbed) of a task
 	// that stopped with "WARNINGS: n"; empty when its log was unreadable.
 	Warnings []string
-	Err      error  // TaskDone: why the task or the wait failed; TaskLockRetry: the lock timeout
-	Request  string // TaskLockRetry: "METHOD path"
-	Attempt  int    // TaskLockRetry: the attempt that failed (1 = the first)
+	Err      error  // TaskDone: why the task or the wait failed; TaskLockRetry: the lock timeout; TaskFaultRetry, TaskFound: the fault
+	Request  string // TaskLockRetry, TaskFaultRetry, TaskFound: "METHOD path"
+	Attempt  int    // TaskLockRetry, TaskFaultRetry, TaskFound: the attempt that failed (1 = the first)
 }
 
 // Warned reports whether the event is a task that succeeded with warnings

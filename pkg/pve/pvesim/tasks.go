@@ -312,6 +312,12 @@ func (s *Server) listTasks(q *request) (any, error) {
 	vmid := q.get("vmid")
 	typ := q.get("typefilter")
 	errorsOnly := q.bool("errors")
+	// since/until bound the start time, userfilter is a case-insensitive
+	// substring of the task's user (Tasks.pm node_tasks filter_task).
+	userFilter := strings.ToLower(q.get("userfilter"))
+	since, until := int64(q.int("since", 0)), int64(q.int("until", 0))
+	_, hasSince := q.params["since"]
+	_, hasUntil := q.params["until"]
 	// Tasks.pm node_tasks: every task with Sys.Audit on the node, else the
 	// caller's own, silently.
 	auditor := s.can(q.user, "/nodes/"+node, "Sys.Audit")
@@ -332,7 +338,10 @@ func (s *Server) listTasks(q *request) (any, error) {
 			!auditor && !taskOwner(t.User, q.user),
 			vmid != "" && t.ID != vmid,
 			typ != "" && t.Type != typ,
-			errorsOnly && (t.Running || t.Exit == "OK"):
+			errorsOnly && (t.Running || t.Exit == "OK"),
+			userFilter != "" && !strings.Contains(strings.ToLower(t.User), userFilter),
+			hasSince && t.StartTime < since,
+			hasUntil && t.StartTime > until:
 			continue
 		}
 		if skipped < start {

@@ -49,6 +49,9 @@ type Options struct {
 	// ClientOptions are applied after Client's defaults (the token, task
 	// polling every 1..5ms), so they can override them.
 	ClientOptions []pve.Option
+	// Wrap, when set, stands between the client and the rest (a fault
+	// injector: it may answer a request itself or pass it on).
+	Wrap func(http.Handler) http.Handler
 }
 
 // Sim is a running simulator. It stops when the test ends.
@@ -113,7 +116,11 @@ func Start(tb testing.TB, opts Options) *Sim {
 	if checker != nil {
 		h = conformance.Middleware(checker, h, violations.add)
 	}
-	s.HTTP = httptest.NewUnstartedServer(s.Requests.wrap(h))
+	h = s.Requests.wrap(h)
+	if opts.Wrap != nil {
+		h = opts.Wrap(h)
+	}
+	s.HTTP = httptest.NewUnstartedServer(h)
 	if opts.TLS {
 		s.HTTP.TLS = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
 		s.HTTP.StartTLS()

@@ -1,0 +1,221 @@
+package pve
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+)
+
+// Creating a guest is the one non-idempotent write pvectl sends again
+// after a fault, because it is the one whose outcome can be looked up for
+// certain: the vmid is pvectl's own (claimed for this run), and PVE names
+// the create task after it — qemu-server (PVE/API2/Qemu.pm create_vm)
+// forks a "qmcreate" worker, pve-container (src/PVE/API2/LXC.pm
+// create_vm) a "vzcreate" one, with the vmid as the task's id and the
+// caller as its user — and lists it among the node's active tasks before
+// it answers (PVE::RESTEnvironment fork_worker writes the active file
+// before the UPID is returned).
+//
+// So a create that got no answer, or pveproxy's 596 for a backend that did
+// not answer in time, is looked for in GET /nodes/{node}/tasks (vmid,
+// typefilter, the token's user, tasks since a moment before it was sent):
+// found, it is waited for like any task; not found, PVE never started it
+// and it is sent again. A plain 500 is the API handler dying before it
+// forked the worker (a cluster filesystem hiccup, a failed lock on a
+// shared file): nothing was done, and it is sent again too, unless it is
+// one of PVE's own refusals (the guest or something it names does not
+// exist, the vmid is taken). At most createTries sends in all.
+
+// createTries bounds how often one create is sent.
+const createTries = 3
+
+// createTaskTypes are the worker types of the create calls.
+var createTaskTypes = map[GuestType]string{QEMU: "qmcreate", LXC: "vzcreate"}
+
+// createGuest POSTs /nodes/{node}/{qemu|lxc} and waits for its task,
+// recovering from faults as described above.
+func (c *Client) createGuest(ctx context.Context, typ GuestType, node string, params url.Values) error {
+	path := apiPath("nodes", node, string(typ))
+	vmid, err := strconv.Atoi(params.Get("vmid"))
+	if err != nil {
+		// Without the vmid the task cannot be found again: one send.
+		return c.RunTask(ctx, http.MethodPost, path, params)
+	}
+	request := http.MethodPost + " " + path
+	uncertain := false // an earlier send may have been carried out
+	for attempt := 1; ; attempt++ {
+		sent := c.serverNow()
+		upid, err := c.StartTask(ctx, http.MethodPost, path, params)
+		if err == nil {
+			if upid.IsZero() {
+				return nil
+			}
+			_, err = c.WaitTask(ctx, upid)
+			return err
+		}
+		if ctx.Err() != nil {
+			return err
+		}
+		switch {
+		case mayHaveReached(err) || (uncertain && vmidTaken(err)):
+			uncertain = true
+			found, ok, lerr := c.findGuestTask(ctx, node, createTaskTypes[typ], vmid, sent)
+			if lerr != nil {
+				return fmt.Errorf("%w (looking for its task failed too: %v)", err, lerr)
+			}
+			if ok {
+				observe(ctx, TaskEvent{Phase: TaskFound, UPID: found, Request: request, Attempt: attempt, Err: err})
+				if _, werr := c.WaitTask(ctx, found); werr != nil {
+					return werr
+				}
+				_, cerr := c.GuestConfig(ctx, typ, node, vmid)
+				if cerr == nil {
+					return nil
+				}
+				if !IsNotFound(cerr) {
+					return cerr
+				}
+				// That task made a guest of this vmid that is gone again:
+				// a namesake destroyed since, not this create.
+			}
+		case !passingServerError(err):
+			return err
+		}
+		if attempt >= createTries {
+			return fmt.Errorf("%w (sent %d times)", err, attempt)
+		}
+		observe(ctx, TaskEvent{Phase: TaskFaultRetry, Request: request, Attempt: attempt, Err: err})
+		if serr := sleep(ctx, c.backoff(attempt)); serr != nil {
+			return fmt.Errorf("%w (while retrying: %w)", err, serr)
+		}
+	}
+}
+
+// passingServerError is a 500 that is not one of PVE's refusals: the API
+// handler failed before it did anything (see above).
+func passingServerError(err error) bool {
+	var api *APIError
+	if !errors.As(err, &api) || api.Status != http.StatusInternalServerError {
+		return false
+	}
+	return !IsNotFound(err) && !vmidTaken(err) && !IsLockTimeout(err)
+}
+
+// vmidTaken is PVE's refusal of a create whose vmid is in use
+// (PVE::Cluster::check_vmid_unused: "VM N already exists", "CT N already
+// exists").
+func vmidTaken(err error) bool {
+	var api *APIError
+	return errors.As(err, &api) && strings.Contains(api.Message, "already exists")
+}
+
+// findGuestTask looks, among node's tasks of type typ for vmid started by
+// this client's user since a moment before sent (on PVE's clock), for the
+// newest one.
+func (c *Client) findGuestTask(ctx context.Context, node, typ string, vmid int, sent time.Time) (UPID, bool, error) {
+	user, token, _ := strings.Cut(c.cfg.tokenID, "!")
+	q := url.Values{
+		"source":     {"all"},
+		"vmid":       {strconv.Itoa(vmid)},
+		"typefilter": {typ},
+		"since":      {strconv.FormatInt(sent.Add(-taskClockSlack).Unix(), 10)},
+		"limit":      {"10"},
+	}
+	if user != "" {
+		q.Set("userfilter", user)
+	}
+	var rows []struct {
+		UPID      string `json:"upid"`
+		User      string `json:"user"`
+		TokenID   string `json:"tokenid"`
+		StartTime int64  `json:"starttime"`
+	}
+	if err := c.Do(ctx, http.MethodGet, apiPath("nodes", node, "tasks"), q, &rows); err != nil {
+		return UPID{}, false, err
+	}
+	var best UPID
+	for _, r := range rows {
+		u, err := ParseUPID(r.UPID)
+		if err != nil || u.Type != typ || u.ID != strconv.Itoa(vmid) {
+			continue
+		}
+		// The task's user is the token ("user@realm!name"), whether PVE
+		// lists it whole or split into user and tokenid.
+		if c.cfg.tokenID != "" && u.User != c.cfg.tokenID && !(r.User == user && r.TokenID == token) {
+			continue
+		}
+		if best.IsZero() || u.StartTime > best.StartTime {
+			best = u
+		}
+	}
+	return best, !best.IsZero(), nil
+}
+
+// taskClockSlack is how far before the send a task may seem to have
+// started: PVE's clock is known from the Date header to the second,
+// and task start times are whole seconds.
+const taskClockSlack = 2 * time.Second
+
+// clock keeps the offset of PVE's clock (its answers' Date header) from
+// ours, so that "since the request was sent" can be asked on PVE's terms.
+type clock struct{ offset atomic.Int64 } // nanoseconds, PVE − local
+
+func (k *clock) observe(date string) {
+	if date == "" {
+		return
+	}
+	t, err := http.ParseTime(date)
+	if err != nil {
+		return
+	}
+	k.offset.Store(int64(time.Until(t)))
+}
+
+// serverNow is the current time on PVE's clock, as far as known.
+func (c *Client) serverNow() time.Time {
+	return time.Now().Add(time.Duration(c.clock.offset.Load()))
+}
+
+// guestTaskOf names the task a guest call starts, for the calls
+// RunIdempotentTask sends whose task PVE names after the guest (the
+// fork_worker calls of qemu-server PVE/API2/Qemu.pm and pve-container
+// src/PVE/API2/LXC.pm, LXC/Status.pm): destroy, power actions, a VM's
+// config update, template, resize. A clone's task is named after its
+// source, which several clones share: not found this way.
+func guestTaskOf(method, path string) (node, typ string, vmid int, ok bool) {
+	seg := strings.Split(strings.TrimPrefix(path, "/"), "/")
+	if len(seg) < 4 || seg[0] != "nodes" {
+		return "", "", 0, false
+	}
+	prefix := map[string]string{"qemu": "qm", "lxc": "vz"}[seg[2]]
+	id, err := strconv.Atoi(seg[3])
+	if prefix == "" || err != nil {
+		return "", "", 0, false
+	}
+	rest := strings.Join(seg[4:], "/")
+	switch {
+	case method == http.MethodDelete && rest == "":
+		typ = prefix + "destroy"
+	case method == http.MethodPost && strings.HasPrefix(rest, "status/"):
+		action := strings.TrimPrefix(rest, "status/")
+		if !powerActions[action] {
+			return "", "", 0, false
+		}
+		typ = prefix + action
+	case method == http.MethodPost && rest == "config" && seg[2] == "qemu":
+		typ = "qmconfig"
+	case method == http.MethodPost && rest == "template":
+		typ = prefix + "template"
+	case method == http.MethodPut && rest == "resize":
+		typ = "resize"
+	default:
+		return "", "", 0, false
+	}
+	return seg[1], typ, id, true
+}
