@@ -241,8 +241,9 @@ func taskOwner(taskUser, caller string) bool {
 	return caller == taskUser
 }
 
-// unborn reports whether the task is still inside the window in which PVE
-// has not written its task file: the status call answers 400 then.
+// unborn reports whether the task is still inside the injected window
+// (Options.TaskStatusDelay) in which its task file seems missing: the status
+// call answers 400 then. PVE writes the file before it answers the UPID.
 func (s *Server) unborn(t *task) bool {
 	return t.Running && time.Since(t.started) < s.opts.TaskStatusDelay
 }
