@@ -113,6 +113,13 @@ type Server struct {
 	// lockFreed is closed (and replaced) whenever a task releases a lock.
 	lockFreed chan struct{}
 	stats     map[int]guestStat // pvestatd's last status data, by vmid
+	// taskGate, while set, holds every task started meanwhile after its
+	// duration until it is closed: a test hook (export_test.go HoldTasks)
+	// for tests that look at a task while it runs. Never set otherwise.
+	taskGate chan struct{}
+	// lockWaiters counts the calls and workers waiting for a guest lock
+	// (a test hook: export_test.go LockWaiters).
+	lockWaiters int
 
 	saveMu   sync.Mutex // serialises state file writes
 	saveSeq  uint64     // guarded by mu

@@ -97,6 +97,7 @@ func (s *Server) startWorker(node, typ, id string, w worker) *task {
 	s.order = append(s.order, t.UPID)
 	phantom := len(w.locks) > 0 && !w.uncontended && s.contended()
 	held := !phantom && s.tryLocks(t, w.locks)
+	gate := s.taskGate
 	if held && !s.begin(t, w) {
 		return t
 	}
@@ -130,6 +131,13 @@ func (s *Server) startWorker(node, typ, id string, w worker) *task {
 		case <-s.done:
 			return
 		case <-timer.C:
+		}
+		if gate != nil {
+			select {
+			case <-s.done:
+				return
+			case <-gate:
+			}
 		}
 		s.mu.Lock()
 		defer s.mu.Unlock()
