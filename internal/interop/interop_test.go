@@ -2,6 +2,9 @@ package interop
 
 import (
 	"context"
+	"os/exec"
+	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -109,6 +112,15 @@ func TestGoProxmox(t *testing.T) {
 		!strings.HasPrefix(conf.SCSIs["scsi0"], "local-lvm:vm-100-disk-0,") || !strings.HasPrefix(conf.Nets["net0"], "virtio=BC:24:11:") {
 		t.Fatalf("created VM: %+v, config %+v", vm, conf)
 	}
+	vms, err := node.VirtualMachines(ctx)
+	if err != nil || len(vms) != 2 {
+		t.Fatalf("VirtualMachines: %+v, %v; want the template 9000 and VM 100", vms, err)
+	}
+	for _, v := range vms {
+		if want := v.VMID == 9000; bool(v.Template) != want {
+			t.Errorf("VirtualMachines: VM %d template %v, want %v", v.VMID, v.Template, want)
+		}
+	}
 	task, err = vm.Config(ctx,
 		proxmox.VirtualMachineOption{Name: "memory", Value: 1024},
 		proxmox.VirtualMachineOption{Name: "description", Value: "driven by go-proxmox"},
@@ -176,7 +188,7 @@ func TestGoProxmox(t *testing.T) {
 	// The VM goes.
 	task, err = vm.Delete(ctx, nil)
 	w.ok("delete VM", task, err)
-	vms, err := node.VirtualMachines(ctx)
+	vms, err = node.VirtualMachines(ctx)
 	if err != nil || slices.ContainsFunc(vms, func(v *proxmox.VirtualMachine) bool { return v.VMID == 100 }) {
 		t.Fatalf("VirtualMachines after delete: %v, %v", vms, err)
 	}
@@ -247,4 +259,19 @@ func resourceIDs(rs proxmox.ClusterResources) []string {
 		ids = append(ids, r.ID)
 	}
 	return ids
+}
+
+// TestLibraryIsTestOnly: no package of the module imports go-proxmox
+// outside its tests, so the pvectl binary does not link it.
+func TestLibraryIsTestOnly(t *testing.T) {
+	gotool := filepath.Join(runtime.GOROOT(), "bin", "go")
+	out, err := exec.Command(gotool, "list", "-deps", "github.com/pvectl/pvectl/...").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list -deps: %v\n%s", err, out)
+	}
+	for _, pkg := range strings.Fields(string(out)) {
+		if strings.HasPrefix(pkg, "github.com/luthermonson/go-proxmox") {
+			t.Errorf("%s is linked into the module's packages; import it from _test.go files only", pkg)
+		}
+	}
 }
