@@ -57,6 +57,9 @@ func TestGoProxmox(t *testing.T) {
 	if err != nil || vmid != 100 {
 		t.Fatalf("NextID: %d, %v; want 100", vmid, err)
 	}
+	if free, err := cl.CheckID(ctx, vmid); err != nil || !free {
+		t.Fatalf("CheckID(%d): %v, %v; want free", vmid, free, err)
+	}
 
 	// Node networking: create, apply (commit the staged change), read.
 	task, err := node.NewNetwork(ctx, &proxmox.NodeNetwork{
@@ -101,14 +104,23 @@ func TestGoProxmox(t *testing.T) {
 		proxmox.VirtualMachineOption{Name: "scsihw", Value: "virtio-scsi-single"},
 		proxmox.VirtualMachineOption{Name: "scsi0", Value: "local-lvm:4"},
 		proxmox.VirtualMachineOption{Name: "net0", Value: "virtio,bridge=vmbr0"},
+		proxmox.VirtualMachineOption{Name: "agent", Value: "enabled=1"},
+		proxmox.VirtualMachineOption{Name: "onboot", Value: 1},
+		proxmox.VirtualMachineOption{Name: "cpulimit", Value: 1.5},
+		proxmox.VirtualMachineOption{Name: "tags", Value: "web;interop"},
 	)
 	w.ok("create VM", task, err)
+	if free, err := cl.CheckID(ctx, vmid); err != nil || free {
+		t.Fatalf("CheckID(%d) after the create: %v, %v; want taken", vmid, free, err)
+	}
 	vm, err := node.VirtualMachine(ctx, vmid)
 	if err != nil {
 		t.Fatalf("VirtualMachine: %v", err)
 	}
 	conf := vm.VirtualMachineConfig
 	if vm.Name != "interop" || !vm.IsStopped() || bool(vm.Template) || conf.Memory != 512 || conf.Cores == nil || *conf.Cores != 2 ||
+		conf.Agent != "enabled=1" || !bool(conf.OnBoot) || conf.CPULimit == nil || *conf.CPULimit != 1.5 ||
+		!slices.Equal(conf.TagsSlice, []string{"interop", "web"}) ||
 		!strings.HasPrefix(conf.SCSIs["scsi0"], "local-lvm:vm-100-disk-0,") || !strings.HasPrefix(conf.Nets["net0"], "virtio=BC:24:11:") {
 		t.Fatalf("created VM: %+v, config %+v", vm, conf)
 	}
@@ -186,7 +198,7 @@ func TestGoProxmox(t *testing.T) {
 	}
 
 	// The VM goes.
-	task, err = vm.Delete(ctx, nil)
+	task, err = vm.Delete(ctx, &proxmox.VirtualMachineDeleteOptions{Purge: true, DestroyUnreferencedDisks: true})
 	w.ok("delete VM", task, err)
 	vms, err = node.VirtualMachines(ctx)
 	if err != nil || slices.ContainsFunc(vms, func(v *proxmox.VirtualMachine) bool { return v.VMID == 100 }) {
