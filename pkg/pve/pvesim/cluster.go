@@ -22,6 +22,7 @@ func (s *Server) clusterRoutes() []route {
 		r("GET /nodes/{node}/status", s.nodeStatus),
 		r("GET /cluster/resources", s.clusterResources),
 		r("GET /cluster/nextid", s.nextID),
+		r("GET /cluster/status", s.clusterStatus),
 	}
 }
 
@@ -93,6 +94,32 @@ func (s *Server) nodeStatus(q *request) (any, error) {
 		"rootfs":     map[string]any{"total": nodeDisk, "used": nodeDiskUsed, "free": nodeDisk - nodeDiskUsed, "avail": 85 * gib},
 		"uptime":     s.nodeUptime(n),
 	}, nil
+}
+
+// clusterStatus is pve-manager PVE/API2/Cluster.pm get_status. A single
+// node is a standalone host: its one fake entry has nodeid 0 and no
+// cluster row. Several nodes form the cluster "pvesim", whose corosync
+// config has been bumped once per node (pvecm create, then one pvecm add
+// each); the node that answers is the first.
+func (s *Server) clusterStatus(q *request) (any, error) {
+	nodes := s.st.Nodes
+	row := func(n string, id int) map[string]any {
+		return map[string]any{
+			"type": "node", "id": "node/" + n, "name": n, "nodeid": id, "ip": s.nodeIP(n),
+			"local": b2i(n == nodes[0]), "online": 1, "level": "",
+		}
+	}
+	if len(nodes) == 1 {
+		return []map[string]any{row(nodes[0], 0)}, nil
+	}
+	out := []map[string]any{{
+		"type": "cluster", "id": "cluster", "name": "pvesim",
+		"nodes": len(nodes), "version": len(nodes), "quorate": 1,
+	}}
+	for i, n := range nodes {
+		out = append(out, row(n, i+1))
+	}
+	return out, nil
 }
 
 func (s *Server) clusterResources(q *request) (any, error) {

@@ -62,3 +62,28 @@ func (s *Server) ConfigFile(vmid int) string {
 	defer s.mu.Unlock()
 	return renderConf(s.st.VMs[vmid])
 }
+
+// HoldTasks holds every task started from now on after its duration, still
+// running, until release is called (once): a test looks at a running task
+// without racing its end. Tasks started after release are not held.
+func (s *Server) HoldTasks() (release func()) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	gate := make(chan struct{})
+	s.taskGate = gate
+	return func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.taskGate == gate {
+			s.taskGate = nil
+		}
+		close(gate)
+	}
+}
+
+// LockWaiters is the number of calls and workers waiting for a guest lock.
+func (s *Server) LockWaiters() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.lockWaiters
+}

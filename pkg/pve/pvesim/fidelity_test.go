@@ -3,6 +3,7 @@ package pvesim_test
 import (
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -28,7 +29,22 @@ func (e *env) taskLog(upid string) []string {
 }
 
 func TestTaskStatusStartWindow(t *testing.T) {
-	t.Run("unreadable while the task file is missing", func(t *testing.T) {
+	// pve-common RESTEnvironment.pm fork_worker: the worker creates its task
+	// log before the parent answers the UPID, so by default the status of a
+	// task is readable at once.
+	t.Run("readable at once by default", func(t *testing.T) {
+		e := newEnv(t, pvesim.Options{TaskDuration: time.Hour})
+		upid := e.task("POST", "/nodes/pve/qemu", "vmid", "100")
+		var st taskStatus
+		e.ok(&st, "GET", "/nodes/pve/tasks/"+url.PathEscape(upid)+"/status")
+		if st.Status != "running" || st.ExitStatus != "" {
+			t.Errorf("got %+v right after the start, want running without exit status", st)
+		}
+		if log := e.taskLog(upid); slices.Contains(log, "unable to open file - No such file or directory") {
+			t.Errorf("log right after the start: %q, want the task's own log", log)
+		}
+	})
+	t.Run("injected: unreadable while the task file seems missing", func(t *testing.T) {
 		e := newEnv(t, pvesim.Options{TaskDuration: time.Hour, TaskStatusDelay: time.Hour})
 		upid := e.task("POST", "/nodes/pve/qemu", "vmid", "100")
 		r := e.call("GET", "/nodes/pve/tasks/"+url.PathEscape(upid)+"/status")
@@ -39,7 +55,7 @@ func TestTaskStatusStartWindow(t *testing.T) {
 			t.Errorf("log right after the start (-want +got)\n%s", diff)
 		}
 	})
-	t.Run("disabled", func(t *testing.T) {
+	t.Run("negative disables it", func(t *testing.T) {
 		e := newEnv(t, pvesim.Options{TaskDuration: time.Hour, TaskStatusDelay: -1})
 		upid := e.task("POST", "/nodes/pve/qemu", "vmid", "100")
 		var st taskStatus

@@ -136,6 +136,7 @@ func (s *Server) awaitLock(ctx context.Context, l lockReq, phantom bool, logf fu
 			return s.lockErr(l)
 		}
 		freed := s.lockFreed
+		s.lockWaiters++
 		s.mu.Unlock()
 		timer := time.NewTimer(left)
 		select {
@@ -146,6 +147,7 @@ func (s *Server) awaitLock(ctx context.Context, l lockReq, phantom bool, logf fu
 		}
 		timer.Stop()
 		s.mu.Lock()
+		s.lockWaiters--
 		if err := ctx.Err(); err != nil {
 			return err
 		}

@@ -80,3 +80,33 @@ func TestQueryURLMetadata(t *testing.T) {
 		})
 	}
 }
+
+// pve-manager API2/Cluster.pm get_status: a standalone node answers one
+// fake entry (nodeid 0, no cluster row); several nodes are a cluster with
+// a row of its own and a numbered row per member.
+func TestClusterStatus(t *testing.T) {
+	e := startEnv(t, simtest.Options{Conformance: true})
+	var rows []map[string]any
+	e.ok(&rows, "GET", "/cluster/status")
+	want := []map[string]any{{
+		"type": "node", "id": "node/pve", "name": "pve", "nodeid": float64(0), "ip": "192.168.100.2",
+		"local": float64(1), "online": float64(1), "level": "",
+	}}
+	if diff := cmp.Diff(want, rows); diff != "" {
+		t.Errorf("standalone node (-want +got)\n%s", diff)
+	}
+
+	e = startEnv(t, simtest.Options{Conformance: true, Sim: pvesim.Options{Nodes: []string{"pve", "pve2"}}})
+	rows = nil
+	e.ok(&rows, "GET", "/cluster/status")
+	want = []map[string]any{
+		{"type": "cluster", "id": "cluster", "name": "pvesim", "nodes": float64(2), "version": float64(2), "quorate": float64(1)},
+		{"type": "node", "id": "node/pve", "name": "pve", "nodeid": float64(1), "ip": "192.168.100.2",
+			"local": float64(1), "online": float64(1), "level": ""},
+		{"type": "node", "id": "node/pve2", "name": "pve2", "nodeid": float64(2), "ip": "192.168.100.2",
+			"local": float64(0), "online": float64(1), "level": ""},
+	}
+	if diff := cmp.Diff(want, rows); diff != "" {
+		t.Errorf("two-node cluster (-want +got)\n%s", diff)
+	}
+}

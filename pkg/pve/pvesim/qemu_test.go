@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -15,6 +16,8 @@ import (
 
 func TestCreateWriteBacksAndDigest(t *testing.T) {
 	e := newEnv(t, pvesim.Options{})
+	// The create task runs until the test has looked at it.
+	release := e.Server.HoldTasks()
 	upid := e.task("POST", "/nodes/pve/qemu",
 		"vmid", "100", "name", "web-1", "memory", "2048", "cores", "2",
 		"net0", "virtio,bridge=vmbr0,firewall=1",
@@ -30,6 +33,7 @@ func TestCreateWriteBacksAndDigest(t *testing.T) {
 	if c := e.config("100"); c["lock"] != "create" {
 		t.Errorf("got config %v during create, want lock create", c)
 	}
+	release()
 	if st := e.wait(upid); st.ExitStatus != "OK" || st.Type != "qmcreate" || st.ID != "100" || st.Node != "pve" {
 		t.Fatalf("got task status %+v, want qmcreate 100 OK", st)
 	}
@@ -219,20 +223,43 @@ func TestPowerPendingAndDestroy(t *testing.T) {
 }
 
 func TestCloneTemplateResize(t *testing.T) {
-	e := newEnv(t, pvesim.Options{})
+	// lock_config's wait is long here: the write to the source below must
+	// outwait the clone however slowly the machine runs.
+	e := newEnv(t, pvesim.Options{LockWait: time.Minute})
 
 	r := e.call("POST", "/nodes/pve/qemu/9000/clone", "newid", "101", "storage", "local-lvm")
 	if r.Status != 500 || !strings.Contains(r.Message, "linked clones") {
 		t.Errorf("got %d %q for storage on a linked clone, want 500", r.Status, r.Message)
 	}
 
+	// The clone runs until the test lets it end.
+	release := e.Server.HoldTasks()
 	upid := e.task("POST", "/nodes/pve/qemu/9000/clone", "newid", "101", "name", "app-1")
 	if c := e.config("101"); c["lock"] != "clone" {
 		t.Errorf("got target config %v during clone, want lock clone", c)
 	}
-	// A write to the source waits for the clone's lock (lock_config's
-	// 10 s, scaled), then goes through.
-	e.ok(nil, "PUT", "/nodes/pve/qemu/9000/config", "description", "x")
+	// A write to the source waits for the clone's lock (lock_config), then
+	// goes through once the clone has ended.
+	put := make(chan envelope, 1)
+	go func() {
+		r := envelope{Message: "the call failed the test"}
+		defer func() { put <- r }()
+		r = e.call("PUT", "/nodes/pve/qemu/9000/config", "description", "x")
+	}()
+	for i := 0; e.Server.LockWaiters() == 0; i++ {
+		select {
+		case r := <-put:
+			t.Fatalf("got %d %q writing to the source while the clone runs, want a wait for its lock", r.Status, r.Message)
+		case <-time.After(time.Millisecond):
+		}
+		if i == 10000 {
+			t.Fatal("the write to the source never waited for the clone's lock")
+		}
+	}
+	release()
+	if r := <-put; r.Status != 200 {
+		t.Fatalf("got %d %q writing to the source after the clone, want 200", r.Status, r.Message)
+	}
 	var st taskStatus
 	e.ok(&st, "GET", "/nodes/pve/tasks/"+url.PathEscape(upid)+"/status")
 	if st.Status != "stopped" || st.ExitStatus != "OK" || st.Type != "qmclone" || st.ID != "9000" {

@@ -50,10 +50,14 @@ type Options struct {
 	Seed           int64 // rng seed (0 = time-based)
 	Logf           func(format string, args ...any)
 
-	// TaskStatusDelay is how long after a task starts its status call answers
-	// 400 "no such task" (and its log "unable to open file"), as PVE does until
-	// the forked worker has written its task file. It never outlasts the task
-	// itself. 0 means the default of 50ms; negative disables it.
+	// TaskStatusDelay, when positive, is a fault to inject: for that long
+	// after a task starts its status call answers 400 "no such task" (and
+	// its log "unable to open file"), as if the task file were not written
+	// yet. PVE itself never does this on the task's node: fork_worker
+	// (pve-common src/PVE/RESTEnvironment.pm) lets the worker create its
+	// task log before it hands the parent the UPID the call answers, and
+	// pve-manager PVE/API2/Tasks.pm read_task_status only checks that file.
+	// It never outlasts the task itself. 0 or negative: no such window.
 	TaskStatusDelay time.Duration
 	// WarnRate is the fraction of otherwise successful tasks that end with
 	// exit status "WARNINGS: 1" and a "WARN: …" log line (success, not failure).
@@ -109,6 +113,13 @@ type Server struct {
 	// lockFreed is closed (and replaced) whenever a task releases a lock.
 	lockFreed chan struct{}
 	stats     map[int]guestStat // pvestatd's last status data, by vmid
+	// taskGate, while set, holds every task started meanwhile after its
+	// duration until it is closed: a test hook (export_test.go HoldTasks)
+	// for tests that look at a task while it runs. Never set otherwise.
+	taskGate chan struct{}
+	// lockWaiters counts the calls and workers waiting for a guest lock
+	// (a test hook: export_test.go LockWaiters).
+	lockWaiters int
 
 	saveMu   sync.Mutex // serialises state file writes
 	saveSeq  uint64     // guarded by mu
@@ -150,9 +161,6 @@ func New(opts Options) (*Server, error) {
 	if opts.ErrorRate < 0 || opts.ErrorRate > 1 || opts.LockContention < 0 || opts.LockContention > 1 ||
 		opts.WarnRate < 0 || opts.WarnRate > 1 {
 		return nil, errors.New("pvesim: error rate, lock contention and warn rate must be within [0,1]")
-	}
-	if opts.TaskStatusDelay == 0 {
-		opts.TaskStatusDelay = 50 * time.Millisecond
 	}
 	if opts.Latency < 0 || opts.LockWait < 0 || opts.StatusInterval < 0 {
 		return nil, errors.New("pvesim: latency, lock wait and status interval must not be negative")

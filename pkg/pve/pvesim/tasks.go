@@ -97,6 +97,7 @@ func (s *Server) startWorker(node, typ, id string, w worker) *task {
 	s.order = append(s.order, t.UPID)
 	phantom := len(w.locks) > 0 && !w.uncontended && s.contended()
 	held := !phantom && s.tryLocks(t, w.locks)
+	gate := s.taskGate
 	if held && !s.begin(t, w) {
 		return t
 	}
@@ -130,6 +131,13 @@ func (s *Server) startWorker(node, typ, id string, w worker) *task {
 		case <-s.done:
 			return
 		case <-timer.C:
+		}
+		if gate != nil {
+			select {
+			case <-s.done:
+				return
+			case <-gate:
+			}
 		}
 		s.mu.Lock()
 		defer s.mu.Unlock()
@@ -241,8 +249,9 @@ func taskOwner(taskUser, caller string) bool {
 	return caller == taskUser
 }
 
-// unborn reports whether the task is still inside the window in which PVE
-// has not written its task file: the status call answers 400 then.
+// unborn reports whether the task is still inside the injected window
+// (Options.TaskStatusDelay) in which its task file seems missing: the status
+// call answers 400 then. PVE writes the file before it answers the UPID.
 func (s *Server) unborn(t *task) bool {
 	return t.Running && time.Since(t.started) < s.opts.TaskStatusDelay
 }
