@@ -54,6 +54,9 @@ type guestState struct {
 	// Reboot: the update reboots the running guest to apply what PVE
 	// keeps pending (rebootOnPending).
 	Reboot bool `json:"reboot,omitempty"`
+	// Note is the user's text of the description of the template that a
+	// Template's rebuild removes: the new one gets it back.
+	Note string `json:"note,omitempty"`
 }
 
 // guestRef names a guest other than the change's own.
@@ -100,6 +103,10 @@ type guestLive struct {
 	// Migration is what PVE says would keep a VM from migrating (read
 	// when the spec names another node).
 	Migration *pve.MigrationCheck
+	// Linked are the guests cloned from this template by linked clone
+	// whose disks name its base volumes (read for a Template): PVE
+	// refuses to destroy the template while they exist.
+	Linked []guestRef
 }
 
 // shutdownTimeout is how long (seconds) a guest gets to shut down before

@@ -121,6 +121,7 @@ type (
 // kinds is the registry of supported kinds; read-only after package init.
 var kinds = map[string]kindOps{
 	spec.KindQemuVM:        qemu,
+	spec.KindTemplate:      templates,
 	spec.KindLxcContainer:  lxc,
 	spec.KindLinuxBridge:   bridgeKind,
 	spec.KindBondInterface: bondKind,

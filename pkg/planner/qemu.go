@@ -35,7 +35,7 @@ var qemu = qemuKind{guest{
 func (k qemuKind) observe(ctx context.Context, lc *liveConn, r *spec.Resource) (*liveObj, error) {
 	g := spec.Guest(r)
 	var rows []pve.ClusterResource
-	if g.Image != nil || g.Replace != nil {
+	if g.Image != nil || g.Replace != nil || g.FromTemplate != nil {
 		var err error
 		if rows, err = lc.guestRows(ctx, pve.QEMU); err != nil {
 			return nil, err
@@ -51,6 +51,14 @@ func (k qemuKind) observe(ctx context.Context, lc *liveConn, r *spec.Resource) (
 		gl.Clone, gl.CloneErr = pickImage(rows, *g.Image)
 		if gl.Clone != nil && !lo.Exists && paramNode(r) == "" {
 			lo.Node = gl.Clone.Node // design §3: the template's node
+		}
+	}
+	if g.FromTemplate != nil && !lo.Exists {
+		// The template as it is now; one baked in this run is taken
+		// from its change at apply time (cloneSource).
+		gl.Clone = findTemplate(rows, strings.TrimSpace(*g.FromTemplate))
+		if gl.Clone != nil && paramNode(r) == "" {
+			lo.Node = gl.Clone.Node
 		}
 	}
 	if g.Replace != nil {
@@ -139,6 +147,16 @@ func (k qemuKind) create(ctx context.Context, x *execution, c *Change) error {
 	var vmid int
 	var err error
 	start := g.Running != nil && *g.Running
+	if g.FromTemplate != nil {
+		src := cloneSource(x, c)
+		if src == nil {
+			return fmt.Errorf("fromTemplate: template %s was not found (it is neither in PVE nor baked by this plan)", *g.FromTemplate)
+		}
+		st.Clone = src
+		if paramNode(r) == "" {
+			c.Node = src.Node // a clone is made on its template's node
+		}
+	}
 	if st.Clone != nil {
 		vmid, err = k.cloneVM(ctx, x, c)
 		// The reference provider starts what it clones.
@@ -296,7 +314,7 @@ func (k qemuKind) createExtraPerms(c *Change) []permNeed {
 func (k qemuKind) fieldEffect(ks *spec.KindSpec, key, sub string) (Effect, bool) {
 	update := ks.Update.String()
 	switch key {
-	case "image", "full":
+	case "image", "full", "fromTemplate":
 		return Effect{Kind: CreateOnly, Why: "read when the VM is cloned; a VM that exists keeps the disks it was made with"}, true
 	case "ip", "gateway":
 		return Effect{Kind: InPlace, How: update, Note: "written as ipconfig0; the cloud-init drive is regenerated (PUT …/cloudinit), the guest reads it at its next boot"}, true

@@ -152,6 +152,7 @@ func (k qemuKind) configureClone(ctx context.Context, x *execution, c *Change, v
 		}
 	}
 	upd := cmp.updateParams(diff, want, cfg, isResize)
+	stripInherited(upd, want, cfg)
 	for key, v := range upd {
 		if _, had := cfg[key]; !had && strings.HasPrefix(key, "net") {
 			upd[key] = withNICModel(m, key, v)
@@ -243,4 +244,24 @@ func isDriveKey(key string) bool {
 		}
 	}
 	return key == "efidisk0" || key == "tpmstate0"
+}
+
+// stripInherited drops from a clone's description the blocks pvectl wrote
+// into its template's (a Template's recipe, the provisioning hashes and
+// host key pin of the bake): PVE copies the description, but they are
+// about the template, not the new VM. The text around them stays.
+func stripInherited(upd, want map[string]string, cfg pve.Config) {
+	user, blocks := splitDescription(cfg["description"])
+	if len(blocks) == 0 {
+		return
+	}
+	if d, set := want["description"]; set {
+		user = d
+	}
+	if user != "" {
+		upd["description"] = user
+		return
+	}
+	del := schema.SplitList(upd["delete"])
+	upd["delete"] = strings.Join(append(del, "description"), ",")
 }

@@ -26,7 +26,7 @@ import (
 // are: they may have no cloud-init at all.
 func needsAddress(r *spec.Resource) bool {
 	g := spec.Guest(r)
-	if g.Image == nil && g.Gateway == nil {
+	if g.Image == nil && g.FromTemplate == nil && g.Gateway == nil {
 		return false
 	}
 	if g.IP != nil {
@@ -111,12 +111,21 @@ func (k qemuKind) planExtras(b *builder, r *spec.Resource, lo *liveObj, c *Chang
 	if err := errors.Join(gl.CloneErr, gl.Unsettled); err != nil {
 		return fmt.Errorf("%s: %w", r.Address(), err)
 	}
-	if spec.Guest(r).Image != nil {
+	if g := spec.Guest(r); g.Image != nil || g.FromTemplate != nil {
 		kind := "full"
-		if f := spec.Guest(r).Full; f != nil && !*f {
+		if g.Full != nil && !*g.Full {
 			kind = "linked"
 		}
-		c.Reasons = append(c.Reasons, fmt.Sprintf("%s clone of template %s", kind, gl.Clone))
+		switch {
+		case g.FromTemplate == nil:
+			c.Reasons = append(c.Reasons, fmt.Sprintf("%s clone of template %s", kind, gl.Clone))
+		case b.templateChanges(r):
+			c.Reasons = append(c.Reasons, fmt.Sprintf("%s clone of %s, once it is baked", kind, spec.CloneSource(r)))
+		case gl.Clone != nil:
+			c.Reasons = append(c.Reasons, fmt.Sprintf("%s clone of %s (template %s)", kind, spec.CloneSource(r), gl.Clone))
+		default:
+			c.Reasons = append(c.Reasons, fmt.Sprintf("%s clone of %s", kind, spec.CloneSource(r)))
+		}
 	}
 	for _, key := range slices.Sorted(maps.Keys(gl.Derived)) {
 		if c.Action == Create {

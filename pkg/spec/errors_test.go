@@ -26,11 +26,11 @@ func TestLoadDiagnostics(t *testing.T) {
 			files: map[string]string{
 				"a.yaml": "kind: Pool\nname: p\ndependsOn: [LinuxBridge/vmbr1, User/s]\n",
 				"b.yaml": "kind: LinuxBridge\nname: vmbr1\nspec: {node: pve\n",
-				"c.yaml": "kind: Template\nname: s\n",
+				"c.yaml": "kind: Templat\nname: s\n",
 			},
 			want: []string{
 				`b.yaml:3: invalid YAML: did not find expected ',' or '}'`,
-				`c.yaml:1: kind "Template" is not supported yet by this pvectl (supported: ` + supportedList() + `)`,
+				`c.yaml:1: unknown kind "Templat" — did you mean "Template"? (supported: ` + supportedList() + `)`,
 			},
 		},
 		{
@@ -98,11 +98,10 @@ spec:
 			},
 		},
 		{
-			name:  "unknown kind with suggestion, and a kind not supported yet",
-			files: map[string]string{"a.yaml": "kind: QemuVm\nname: x\n---\nkind: Template\nname: s\n"},
+			name:  "unknown kind with suggestion",
+			files: map[string]string{"a.yaml": "kind: QemuVm\nname: x\n"},
 			want: []string{
 				`a.yaml:1: unknown kind "QemuVm" — did you mean "QemuVM"? (supported: ` + supportedList() + `)`,
-				`a.yaml:4: kind "Template" is not supported yet by this pvectl`,
 			},
 		},
 		{
@@ -271,8 +270,7 @@ spec:
 			want: []string{
 				`a.yaml:5: Defaults.QemuVM.cores: type check ('integer') failed - got 'many'`,
 				`a.yaml:6: Defaults.QemuVM cannot set name: it identifies each QemuVM (it defaults to the document's name)`,
-				`a.yaml:7: Defaults for kind "Template": the kind is not supported yet by this pvectl (supported: ` + supportedList() + `)`,
-				`a.yaml:8: Defaults for unknown kind "Qemu" — did you mean "QemuVM"?`,
+				`a.yaml:8: Defaults for unknown kind "Qemu" — did you mean "QemuVM"? (supported: ` + supportedList() + `)`,
 			},
 		},
 		{

@@ -36,6 +36,18 @@ type GuestKeys struct {
 	SSHUser *string  `json:"sshUser,omitempty" doc:"The SSH user provisioning connects as (then PROXMOX_SSH_USER, the connection's sshUser, root). Not written to PVE: set ciuser for cloud-init's user."`
 	SSHPort *int     `json:"sshPort,omitempty" doc:"The SSH port provisioning connects to (default 22). Not written to PVE."`
 	Replace *string  `json:"replace,omitempty" doc:"An existing VM (its name or vmid) that is not in these specs: destroyed once this VM is up (created, configured, started). Nothing happens when it does not exist."`
+
+	// Golden templates (design §4). FromTemplate names a Template of the
+	// specs that a QemuVM clones (an implicit dependency); BaseImage is
+	// the PVE template a Template is baked from (Template only).
+	FromTemplate *string `json:"fromTemplate,omitempty" doc:"Clone a Template of these specs (its document name): the VM waits for the template to be baked (an implicit dependency) and is then cloned from it as with image (full unless full: false), in parallel with the other VMs of that template. Only read when the VM is created. Not with image."`
+	BaseImage    *string `json:"baseImage,omitempty" doc:"The PVE template this Template is baked from: its VMID as a numeric string, or a substring of its name that only one template has (as QemuVM image). A change rebuilds the template."`
+}
+
+// Clones reports whether the guest is made by cloning a template (image,
+// fromTemplate, or a Template's baseImage).
+func (g *GuestKeys) Clones() bool {
+	return g.Image != nil || g.FromTemplate != nil || g.BaseImage != nil
 }
 
 // ConfigDriveKeys are a ConfigDriveISO's keys: the cloud-init seed (see

@@ -15,6 +15,7 @@ const (
 	KindConnection      = "Connection"
 	KindDefaults        = "Defaults"
 	KindQemuVM          = "QemuVM"
+	KindTemplate        = "Template"
 	KindPool            = "Pool"
 	KindLinuxBridge     = "LinuxBridge"
 	KindBondInterface   = "BondInterface"
@@ -190,11 +191,16 @@ func ownTypes(keys any) map[string]ownType {
 }
 
 // guestPlannedKeys are QemuVM/Template keys of design §3 not implemented yet.
-var guestPlannedKeys = []string{"fromTemplate", "provision", "forceConfigCheck"}
+var guestPlannedKeys = []string{"provision", "forceConfigCheck"}
 
 // qemuOnlyKeys are GuestKeys of the reference provider's VM conveniences,
 // which a container does not take.
-var qemuOnlyKeys = []string{"configDrive", "image", "full", "ip", "gateway", "vlan", "bridge", "sshKeys", "sshUser", "sshPort", "replace"}
+var qemuOnlyKeys = []string{"configDrive", "image", "full", "ip", "gateway", "vlan", "bridge", "sshKeys", "sshUser", "sshPort", "replace", "fromTemplate", "baseImage"}
+
+// templateNotKeys are the GuestKeys a Template does not take: the bake
+// decides how it is made and that it ends stopped, and a template
+// replaces nothing.
+var templateNotKeys = []string{"image", "fromTemplate", "full", "running", "rebootOnPending", "replace", "configDrive"}
 
 // kindTable returns the registry, built once; read-only.
 var kindTable = sync.OnceValue(func() map[string]*kindInfo {
@@ -219,6 +225,7 @@ var kindTable = sync.OnceValue(func() map[string]*kindInfo {
 			RefValue:     paramValueOf("vmid"), // an ACL path names a guest by vmid
 			Hint:         "a VM without vmid is found by its name: give each a different vmid or name, or remove one",
 			ValueAliases: map[string]map[string]string{"machine": {"i440fx": "pc"}},
+			NotKeys:      []string{"baseImage"},
 			Check:        checks(qemuConveniences, checkISODrives),
 			Refs: []refRule{
 				{Key: "pool", Values: paramValue("pool"), Kinds: []string{KindPool}, PresentOnly: true},
@@ -227,8 +234,37 @@ var kindTable = sync.OnceValue(func() map[string]*kindInfo {
 				{Key: "configDrive", Values: configDriveRef, Kinds: []string{KindConfigDriveISO}, SameNode: true},
 				{Key: "a drive's volume", Values: driveVolumes, Kinds: []string{KindDownloadedImage}, SameNode: true, PresentOnly: true},
 				{Key: "volumes", Values: volumeStorages, Kinds: []string{KindStorage}, PresentOnly: true},
+				// Absent templates too: resolveFromTemplate refuses them.
+				{Key: "fromTemplate", Values: fromTemplateRef, Kinds: []string{KindTemplate}},
 			},
-			Resolve: attachConfigDrive(KindConfigDriveISO),
+			Resolve: resolves(attachConfigDrive(KindConfigDriveISO), resolveFromTemplate(KindTemplate)),
+		},
+		{
+			// A golden image (design §4): a QEMU template baked from
+			// baseImage (clone, boot, provision, shut down, POST
+			// …/template) and rebuilt when its recipe changes.
+			Name:         KindTemplate,
+			Noun:         "template",
+			Create:       &apiCall{"POST", "/nodes/{node}/qemu"},
+			Keys:         (*GuestKeys)(nil),
+			NotKeys:      templateNotKeys,
+			Unsupported:  guestPlannedKeys,
+			Identity:     "name",
+			Unique:       []string{"vmid"},
+			Identities:   guestIdentities("name", "VM name"),
+			RefValue:     func(r *Resource) string { return r.Name },
+			Hint:         "a template is found by its name: give each a different name, or remove one",
+			Fixed:        map[string]string{"template": "1"},
+			Required:     []string{"baseImage"},
+			ValueAliases: map[string]map[string]string{"machine": {"i440fx": "pc"}},
+			Check:        checks(qemuConveniences, checkISODrives),
+			Refs: []refRule{
+				{Key: "pool", Values: paramValue("pool"), Kinds: []string{KindPool}, PresentOnly: true},
+				{Key: "netN.bridge", Values: subKeyValues("net", "bridge"), Kinds: []string{KindLinuxBridge}, SameNode: true, PresentOnly: true},
+				{Key: "netN.bridge", Values: subKeyValues("net", "bridge"), Kinds: []string{KindBondInterface}, SameNode: true, Refuse: nicOnBond},
+				{Key: "a drive's volume", Values: driveVolumes, Kinds: []string{KindDownloadedImage}, SameNode: true, PresentOnly: true},
+				{Key: "volumes", Values: volumeStorages, Kinds: []string{KindStorage}, PresentOnly: true},
+			},
 		},
 		{
 			Name:       KindLxcContainer,
@@ -430,9 +466,7 @@ func kindOf(name string) *kindInfo { return kindTable()[name] }
 
 // plannedKinds are the kinds of design §3 that this version does not
 // implement yet.
-var plannedKinds = []string{
-	"Template",
-}
+var plannedKinds = []string{}
 
 // SupportedKinds lists the kinds this version of pvectl accepts, sorted.
 func SupportedKinds() []string { return slices.Sorted(maps.Keys(kindTable())) }
@@ -471,4 +505,24 @@ func Noun(kind string) string {
 		return k.Noun
 	}
 	return "object"
+}
+
+// resolves runs several Resolve steps in turn.
+func resolves(rs ...func(r *Resource, find func(kind, value string) []*Resource) []problem) func(r *Resource, find func(kind, value string) []*Resource) []problem {
+	return func(r *Resource, find func(kind, value string) []*Resource) []problem {
+		var out []problem
+		for _, f := range rs {
+			out = append(out, f(r, find)...)
+		}
+		return out
+	}
+}
+
+// CloneSource is the address of the resource of the specs that r is
+// cloned from (a QemuVM's fromTemplate: "Template/NAME"), or "".
+func CloneSource(r *Resource) string {
+	if n := fromTemplateName(r); n != "" {
+		return KindTemplate + "/" + n
+	}
+	return ""
 }

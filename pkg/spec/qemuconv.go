@@ -121,19 +121,34 @@ func qemuConveniences(r *Resource) []problem {
 // machine of a clone that names none (design §3).
 func cloneKeys(r *Resource, g *GuestKeys, derive func(param, from, value string)) []problem {
 	var out []problem
-	if g.Image == nil {
+	if !g.Clones() {
 		if g.Full != nil {
-			out = append(out, problem{"full", "spec.full applies to clones: set image too, or drop full"})
+			out = append(out, problem{"full", "spec.full applies to clones: set image or fromTemplate too, or drop full"})
 		}
 		return out
 	}
-	img := strings.TrimSpace(*g.Image)
-	if img == "" {
-		out = append(out, problem{"image", "spec.image must name a template: its VMID or a part of its name"})
+	src := "image"
+	switch {
+	case g.Image != nil && g.FromTemplate != nil:
+		out = append(out, problem{"fromTemplate", "spec.image and spec.fromTemplate both say what the VM is cloned from: write one of them"})
+	case g.Image != nil:
+		if strings.TrimSpace(*g.Image) == "" {
+			out = append(out, problem{"image", "spec.image must name a template: its VMID or a part of its name"})
+		}
+	case g.FromTemplate != nil:
+		src = "fromTemplate"
+		if strings.TrimSpace(*g.FromTemplate) == "" {
+			out = append(out, problem{"fromTemplate", "spec.fromTemplate must name a Template of these specs"})
+		}
+	case g.BaseImage != nil:
+		src = "baseImage"
+		if strings.TrimSpace(*g.BaseImage) == "" {
+			out = append(out, problem{"baseImage", "spec.baseImage must name a PVE template: its VMID or a part of its name"})
+		}
 	}
 	for _, key := range slices.Sorted(maps.Keys(cloneRefused)) {
 		if _, set := r.Params[key]; set {
-			out = append(out, problem{key, fmt.Sprintf("spec.%s cannot go with image (a clone): %s", key, cloneRefused[key])})
+			out = append(out, problem{key, fmt.Sprintf("spec.%s cannot go with %s (a clone): %s", key, src, cloneRefused[key])})
 		}
 	}
 	if g.Full != nil && !*g.Full {
@@ -144,7 +159,7 @@ func cloneKeys(r *Resource, g *GuestKeys, derive func(param, from, value string)
 		}
 	}
 	if _, set := r.Params["machine"]; !set && !slices.Contains(r.Remove, "machine") {
-		derive("machine", "image", "q35")
+		derive("machine", src, "q35")
 	}
 	return out
 }
@@ -207,7 +222,7 @@ func netWithVLAN(net0 string, g *GuestKeys) (string, string, error) {
 		if items, err = schema.SplitPropertyString(net0); err != nil {
 			return "", "net0", fmt.Errorf("spec.net0: %v", err)
 		}
-	} else if g.Image == nil {
+	} else if !g.Clones() {
 		items = []schema.KV{{Key: "", Value: "virtio"}}
 	}
 	bridge := deref(g.Bridge)

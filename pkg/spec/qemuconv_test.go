@@ -94,7 +94,7 @@ func TestQemuConveniencesRefused(t *testing.T) {
 		{"not a key", "sshKeys: [ssh-rsa nonsense]", `a.yaml:4: QemuVM/vm: spec.sshKeys: item 1 is not an OpenSSH public key (TYPE BASE64 [COMMENT], as in id_ed25519.pub); PVE's ssh-keygen check would refuse it`},
 		{"sshKeys and sshkeys", "sshKeys: [\"" + testKey + "\"]\n  sshkeys: x", `a.yaml:4: QemuVM/vm: spec.sshKeys and spec.sshkeys both set cloud-init's keys: write one of them (a resource's sshKeys: null drops the Defaults' list)`},
 		{"sshPort", "sshPort: 70000", `a.yaml:4: QemuVM/vm: spec.sshPort must be a TCP port (1-65535), got 70000`},
-		{"full without image", "full: false", `a.yaml:4: QemuVM/vm: spec.full applies to clones: set image too, or drop full`},
+		{"full without image", "full: false", `a.yaml:4: QemuVM/vm: spec.full applies to clones: set image or fromTemplate too, or drop full`},
 		{"storage on a linked clone", "image: ubuntu\n  full: false\n  storage: local-lvm", `a.yaml:6: QemuVM/vm: PVE refuses storage for a linked clone (full: false): drop storage, or make a full clone`},
 		{"start with image", "image: ubuntu\n  start: true", `a.yaml:5: QemuVM/vm: spec.start cannot go with image (a clone): write running: false to keep a clone stopped (it is started by default)`},
 		{"archive with image", "image: ubuntu\n  archive: local:backup/vzdump-qemu-100.vma.zst", `a.yaml:5: QemuVM/vm: spec.archive cannot go with image (a clone): a clone is not a restore`},

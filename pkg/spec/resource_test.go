@@ -64,7 +64,8 @@ func TestCreateCall(t *testing.T) {
 		{KindNetworkApply, "PUT", "/nodes/{node}/network", true},
 		{KindConnection, "", "", false},
 		{KindStorage, "POST", "/storage", true},
-		{"Template", "", "", false},
+		{KindTemplate, "POST", "/nodes/{node}/qemu", true},
+		{"Nope", "", "", false},
 	}
 	for _, tt := range tests {
 		m, p, ok := CreateCall(tt.kind)

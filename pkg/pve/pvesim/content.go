@@ -486,11 +486,6 @@ func (s *Server) deleteVolume(q *request) (any, error) {
 	if v.Protect {
 		return nil, fail(http.StatusInternalServerError, "volume '%s' is protected", v.volid())
 	}
-	for _, o := range s.st.Volumes {
-		if o.Parent == v.volid() {
-			return nil, fail(http.StatusInternalServerError, "base volume '%s' is still in use by linked cloned", v.Name)
-		}
-	}
 	id := st.ID
 	if v.VMID != 0 {
 		id = fmt.Sprintf("%d@%s", v.VMID, st.ID)
@@ -498,6 +493,13 @@ func (s *Server) deleteVolume(q *request) (any, error) {
 	return s.startTask(q.vars["node"], "imgdel", id, nil, func(t *task) error {
 		if _, ok := s.st.Volumes[volid]; !ok {
 			return fmt.Errorf("volume '%s' does not exist", volid)
+		}
+		// vdisk_free runs in the imgdel worker and refuses a base volume
+		// that a linked clone names (pve-storage src/PVE/Storage.pm
+		// vdisk_free, volume_is_base_and_used; API2/Storage/Content.pm
+		// delete forks the worker first).
+		if s.st.volumeInUseAsBase(volid) {
+			return fmt.Errorf("base volume '%s' is still in use by linked clones", v.Name)
 		}
 		delete(s.st.Volumes, volid)
 		if v.Content != "images" {

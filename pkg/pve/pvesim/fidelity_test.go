@@ -1,6 +1,7 @@
 package pvesim_test
 
 import (
+	"fmt"
 	"net/url"
 	"regexp"
 	"slices"
@@ -153,18 +154,40 @@ func TestCloneLocks(t *testing.T) {
 	}
 }
 
+// A template whose base volume a linked clone names cannot be destroyed
+// (qemu-server QemuServer.pm destroy_vm), nor its base volume deleted
+// (pve-storage Storage.pm vdisk_free, in the imgdel worker); LVM-thin's
+// clones do not name their base, and PVE lets it go.
 func TestDestroyTemplateWithLinkedClone(t *testing.T) {
 	e := newEnv(t, pvesim.Options{})
-	e.run("POST", "/nodes/pve/qemu/9000/clone", "newid", "101")
-	st := e.wait(e.task("DELETE", "/nodes/pve/qemu/9000"))
-	if want := "base volume 'local-lvm:base-9000-disk-0' is still in use by linked cloned"; st.ExitStatus != want {
+	e.ok(nil, "POST", "/storage", "storage", "tpl", "type", "dir", "path", t.TempDir(), "content", "images")
+	e.run("POST", "/nodes/pve/qemu/9000/clone", "newid", "200", "full", "1", "storage", "tpl", "format", "qcow2")
+	e.run("POST", "/nodes/pve/qemu/200/template")
+	base := "tpl:200/base-200-disk-0.qcow2"
+	if c := e.config("200"); !strings.HasPrefix(fmt.Sprint(c["scsi0"]), base+",") {
+		t.Fatalf("got scsi0 %v, want the base volume %s", c["scsi0"], base)
+	}
+	e.run("POST", "/nodes/pve/qemu/200/clone", "newid", "201")
+	st := e.wait(e.task("DELETE", "/nodes/pve/qemu/200"))
+	if want := "base volume '" + base + "' is still in use by linked cloned"; st.ExitStatus != want {
 		t.Errorf("got exit status %q, want %q", st.ExitStatus, want)
 	}
-	if c := e.config("9000"); c["template"] != float64(1) {
+	if c := e.config("200"); c["template"] != float64(1) {
 		t.Errorf("got config %v after a refused destroy, want the template kept", c)
 	}
-	e.run("DELETE", "/nodes/pve/qemu/101")
+	st = e.wait(e.task("DELETE", "/nodes/pve/storage/tpl/content/"+url.PathEscape(base)))
+	if want := "base volume '200/base-200-disk-0.qcow2' is still in use by linked clones"; st.ExitStatus != want {
+		t.Errorf("deleting the base volume: got exit status %q, want %q", st.ExitStatus, want)
+	}
+	e.run("DELETE", "/nodes/pve/qemu/201")
+	e.run("DELETE", "/nodes/pve/qemu/200")
+
+	// LVM-thin: the clone's thin snapshot survives its base.
+	e.run("POST", "/nodes/pve/qemu/9000/clone", "newid", "101")
 	e.run("DELETE", "/nodes/pve/qemu/9000")
+	if c := e.config("101"); c["scsi0"] == nil {
+		t.Errorf("got config %v, want the linked clone kept with its disk", c)
+	}
 }
 
 func TestNetworkUpdateMerges(t *testing.T) {

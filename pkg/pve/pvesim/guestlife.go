@@ -94,7 +94,10 @@ func (s *Server) destroyGuest(k *guestKind, q *request) (any, error) {
 		run: func(t *task) error {
 			v := s.st.VMs[id]
 			// destroy_vm refuses, inside the worker, a template whose base
-			// volumes linked clones still use.
+			// volumes linked clones still use (qemu-server
+			// src/PVE/QemuServer.pm destroy_vm, "linked cloned" as PVE
+			// words it; pve-storage Storage.pm volume_is_base_and_used
+			// decides, blind to LVM-thin clones).
 			if v.Conf["template"] == "1" {
 				for _, vol := range s.st.volumesOf(id) {
 					if s.st.volumeInUseAsBase(vol.volid()) {

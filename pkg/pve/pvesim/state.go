@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 )
 
@@ -201,10 +202,21 @@ func (st *state) volumesOf(vmid int) []*volume {
 	return out
 }
 
-// volumeInUseAsBase reports whether a linked clone is layered on volid.
+// volumeInUseAsBase reports whether a linked clone names volid as its
+// base, as pve-storage src/PVE/Storage.pm volume_is_base_and_used finds
+// it: among the storage's images, one whose name carries the base
+// ("9000/base-9000-disk-0.qcow2/101/vm-101-disk-0.qcow2" on a file
+// storage, "base-9000-disk-0/vm-101-disk-0" on ZFS or RBD). An LVM-thin
+// clone is a thin snapshot named like any disk: PVE does not see it, and
+// lets its base go (src/PVE/Storage/LvmThinPlugin.pm, the note at the top;
+// the snapshot keeps its data).
 func (st *state) volumeInUseAsBase(volid string) bool {
+	sid, name, ok := strings.Cut(volid, ":")
+	if !ok {
+		return false
+	}
 	for _, o := range st.Volumes {
-		if o.Parent == volid {
+		if o.Storage == sid && strings.HasPrefix(o.Name, name+"/") {
 			return true
 		}
 	}

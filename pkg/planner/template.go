@@ -1,0 +1,376 @@
+package planner
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"maps"
+	"net/url"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/pvectl/pvectl/pkg/pve"
+	"github.com/pvectl/pvectl/pkg/spec"
+)
+
+// templateKind manages Template, a golden image (design §4): a QEMU
+// template of that name, baked from baseImage — a full clone with the
+// spec's keys applied, booted, provisioned, shut down and converted with
+// POST …/template — and rebuilt (removed, then baked again) when its
+// recipe changes. The recipe's hash lives in the template's description
+// ("[pvectl-template: recipe=<12 hex>]"), beside the user's text: no
+// state file. VMs with fromTemplate clone it once it is baked (the
+// implicit edge of spec's fromTemplate), in parallel.
+type templateKind struct{ qemuKind }
+
+var templates = templateKind{qemu}
+
+// recipeRE finds the template's block in its description.
+var recipeRE = regexp.MustCompile(`\[pvectl-template: recipe=([0-9a-f]{12})\]`)
+
+// recipe is the hash of what a template is made from: baseImage and the
+// config keys (not the description, which is the user's). A change of
+// either rebuilds the template.
+func recipe(r *spec.Resource) string {
+	h := sha256.New()
+	g := spec.Guest(r)
+	if g.BaseImage != nil {
+		fmt.Fprintf(h, "baseImage=%s\n", strings.TrimSpace(*g.BaseImage))
+	}
+	for _, k := range slices.Sorted(maps.Keys(r.Params)) {
+		if k == "description" {
+			continue
+		}
+		fmt.Fprintf(h, "%s=%s\n", k, r.Params[k])
+	}
+	for _, k := range r.Remove {
+		fmt.Fprintf(h, "-%s\n", k)
+	}
+	return hex.EncodeToString(h.Sum(nil))[:12]
+}
+
+// liveRecipe is the recipe hash the template's description records ("":
+// none).
+func liveRecipe(desc string) string {
+	if m := recipeRE.FindStringSubmatch(desc); m != nil {
+		return m[1]
+	}
+	return ""
+}
+
+// withRecipe returns desc with its template block set to hash: replaced
+// where it stands, or appended on a line of its own; the text around it
+// stays as it is, byte for byte.
+func withRecipe(desc, hash string) string {
+	blk := "[pvectl-template: recipe=" + hash + "]"
+	if loc := recipeRE.FindStringIndex(desc); loc != nil {
+		return desc[:loc[0]] + blk + desc[loc[1]:]
+	}
+	if desc != "" && !strings.HasSuffix(desc, "\n") {
+		desc += "\n"
+	}
+	return desc + blk
+}
+
+// observe finds the template by name (a template, or a VM of that name
+// that a bake left unfinished), the PVE template baseImage names, and,
+// for a template that exists, the linked clones that hold it.
+func (k templateKind) observe(ctx context.Context, lc *liveConn, r *spec.Resource) (*liveObj, error) {
+	rows, err := lc.guestRows(ctx, pve.QEMU)
+	if err != nil {
+		return nil, err
+	}
+	lo, err := k.guest.observe(ctx, lc, r)
+	if err != nil {
+		return nil, err
+	}
+	gl := liveOf(lo)
+	if g := spec.Guest(r); g.BaseImage != nil {
+		gl.Clone, gl.CloneErr = pickImage(rows, *g.BaseImage)
+		if gl.CloneErr != nil {
+			gl.CloneErr = fmt.Errorf("baseImage: %s", strings.TrimPrefix(gl.CloneErr.Error(), "image "))
+		}
+		if gl.Clone != nil && !lo.Exists && paramNode(r) == "" {
+			lo.Node = gl.Clone.Node // the base template's node, as image
+		}
+	}
+	cl, own := lc.client, lo.load
+	lo.load = func(ctx context.Context) error {
+		if own != nil {
+			if err := own(ctx); err != nil {
+				return err
+			}
+		}
+		if src := gl.Clone; src != nil {
+			cfg, err := cl.GuestConfig(ctx, pve.QEMU, src.Node, src.VMID)
+			if err != nil {
+				gl.CloneErr = fmt.Errorf("read config of template %d: %w", src.VMID, err)
+			} else {
+				gl.CloneConfig = cfg
+			}
+		}
+		if lo.Exists && lo.Config["template"] == "1" {
+			linked, err := linkedClones(ctx, cl, lo.Node, gl.VMID, lo.Config, rows)
+			if err != nil {
+				return err
+			}
+			gl.Linked = linked
+		}
+		return nil
+	}
+	return lo, nil
+}
+
+// linkedClones finds the guests whose disks are layered on the
+// template's base volumes. PVE tells them by name only: a linked clone on
+// a file storage, ZFS or RBD names its base ("9000/base-9000-disk-0.qcow2/
+// 101/vm-101-disk-0.qcow2"), and that is what keeps PVE from destroying
+// the template (pve-storage src/PVE/Storage.pm volume_is_base_and_used,
+// checked by qemu-server src/PVE/QemuServer.pm destroy_vm). LVM-thin's
+// thin snapshots do not name it, and PVE lets their base go (the note in
+// pve-storage src/PVE/Storage/LvmThinPlugin.pm): none is found there.
+func linkedClones(ctx context.Context, cl *pve.Client, node string, vmid int, cfg pve.Config, rows []pve.ClusterResource) ([]guestRef, error) {
+	bases := map[string][]string{} // storage → base volume names
+	for key, val := range cfg {
+		if !isDriveKey(key) || isCDROMValue(val) {
+			continue
+		}
+		sid, name, ok := strings.Cut(driveFile(val), ":")
+		if !ok || !strings.Contains(name, fmt.Sprintf("base-%d-", vmid)) {
+			continue
+		}
+		bases[sid] = append(bases[sid], name)
+	}
+	ids := map[int]bool{}
+	for _, sid := range slices.Sorted(maps.Keys(bases)) {
+		vols, err := cl.StorageContent(ctx, node, sid, "images")
+		if err != nil {
+			return nil, fmt.Errorf("list the volumes of storage %s (for the linked clones of template %d): %w", sid, vmid, err)
+		}
+		for _, v := range vols {
+			_, name, _ := strings.Cut(v.VolID, ":")
+			for _, b := range bases[sid] {
+				if strings.HasPrefix(name, b+"/") && v.VMID != vmid {
+					ids[v.VMID] = true
+				}
+			}
+		}
+	}
+	var out []guestRef
+	for _, id := range slices.Sorted(maps.Keys(ids)) {
+		ref := guestRef{VMID: id}
+		for _, row := range rows {
+			if row.VMID == id {
+				ref.Node, ref.Name = row.Node, row.Name
+			}
+		}
+		out = append(out, ref)
+	}
+	return out, nil
+}
+
+// createsFirst: a template is removed before it is baked again (design
+// §4), keeping its vmid: two templates of one name would leave the VMs
+// that clone it, and the next plan, to guess.
+func (k templateKind) createsFirst(*spec.Resource) bool { return false }
+
+func (k templateKind) checkCreate(b *builder, r *spec.Resource, lo *liveObj, c *Change) error {
+	return k.planBake(r, lo, c)
+}
+
+// planBake shows what a bake clones, and refuses one whose base is not
+// found.
+func (k templateKind) planBake(r *spec.Resource, lo *liveObj, c *Change) error {
+	gl := liveOf(lo)
+	if gl.CloneErr != nil {
+		return fmt.Errorf("%s: %w", r.Address(), gl.CloneErr)
+	}
+	c.Reasons = append(c.Reasons, fmt.Sprintf("baked from template %s: full clone, boot, provision, shut down, convert into a template", gl.Clone))
+	return nil
+}
+
+// compare keeps a template whose recipe block matches the spec, and
+// rebuilds any other: a changed recipe, a template pvectl did not bake, a
+// VM whose bake did not finish. A rebuild is refused while linked clones
+// hold the template.
+func (k templateKind) compare(b *builder, r *spec.Resource, lo *liveObj, c *Change) error {
+	gl := liveOf(lo)
+	want, have := recipe(r), liveRecipe(lo.Config["description"])
+	var why string
+	switch {
+	case lo.Config["template"] != "1":
+		why = fmt.Sprintf("VM %d is named %s but is not a template: a bake that did not finish", gl.VMID, k.name(r))
+	case have == "":
+		why = "the template has no [pvectl-template: …] block: pvectl did not bake it"
+	case have != want:
+		why = "its recipe changed (baseImage or config keys)"
+		c.Diff = append(c.Diff, FieldDiff{Path: "recipe", Before: have, After: want})
+	}
+	if why == "" {
+		c.Action, c.Reasons = NoOp, []string{"recipe unchanged"}
+		return nil
+	}
+	if err := k.refuseLinked(b, r, gl, "rebuild"); err != nil {
+		return err
+	}
+	if err := b.replace(r, c, why); err != nil {
+		return err
+	}
+	stateOf(c).Note = userDescription(lo.Config["description"])
+	return k.planBake(r, lo, c)
+}
+
+// checkRemove refuses to delete a template that linked clones still hold.
+func (k templateKind) checkRemove(b *builder, r *spec.Resource, lo *liveObj) error {
+	return k.refuseLinked(b, r, liveOf(lo), "remove")
+}
+
+// refuseLinked is the plan's refusal of what PVE would refuse: destroying
+// a template whose base volumes linked clones use ("base volume '…' is
+// still in use by linked cloned", qemu-server QemuServer.pm destroy_vm).
+// Clones that this plan destroys first do not count.
+func (k templateKind) refuseLinked(b *builder, r *spec.Resource, gl *guestLive, what string) error {
+	var holders []string
+	for _, l := range gl.Linked {
+		if o := b.guestOf(r.Connection, l.VMID); o != nil && (b.opts.Destroy || o.State == spec.Absent) {
+			continue
+		}
+		holders = append(holders, "VM "+l.String())
+	}
+	if len(holders) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%s: cannot %s template %d: linked clones use its disks as their base: %s; PVE refuses to destroy it while they exist (\"base volume … is still in use by linked cloned\"): destroy them first, or make them full clones (full: true) next time",
+		r.Address(), what, gl.VMID, strings.Join(holders, ", "))
+}
+
+// create bakes the template: a full clone of baseImage with the spec's
+// keys, booted, provisioned, shut down, its recipe written into its
+// description (after the user's text), converted into a template.
+func (k templateKind) create(ctx context.Context, x *execution, c *Change) error {
+	st := stateOf(c)
+	if st.Clone == nil {
+		return fmt.Errorf("%s: no base template was found at plan time", c.Address)
+	}
+	vmid, err := k.cloneVM(ctx, x, c)
+	if err != nil {
+		return err
+	}
+	x.msg("starting vm %d to bake it", vmid)
+	if err := x.client.GuestPower(ctx, pve.QEMU, c.Node, vmid, "start", nil); err != nil {
+		return fmt.Errorf("start vm %d: %w", vmid, err)
+	}
+	if err := k.bakeProvision(ctx, x, c, vmid); err != nil {
+		return err
+	}
+	x.msg("shutting down vm %d (a hard stop after %d s)", vmid, shutdownTimeout)
+	if err := k.shutdown(ctx, x, c.Node, vmid); err != nil {
+		return err
+	}
+	if err := k.writeRecipe(ctx, x, c, vmid); err != nil {
+		return err
+	}
+	return k.toTemplate(ctx, x, c.Node, vmid)
+}
+
+// bakeProvision runs the template's provisioning on the booted VM.
+func (k templateKind) bakeProvision(ctx context.Context, x *execution, c *Change, vmid int) error {
+	return nil
+}
+
+// writeRecipe sets the recipe block in the description as it is now
+// (provisioning wrote its blocks there), with the user's note of the
+// template this one replaces when the spec gives no description.
+func (k templateKind) writeRecipe(ctx context.Context, x *execution, c *Change, vmid int) error {
+	cfg, err := x.client.GuestConfig(ctx, pve.QEMU, c.Node, vmid)
+	if err != nil {
+		return fmt.Errorf("read config of vm %d: %w", vmid, err)
+	}
+	desc := cfg["description"]
+	if _, set := c.Resource.Params["description"]; !set && userDescription(desc) == "" && stateOf(c).Note != "" {
+		desc = withBlocks(stateOf(c).Note, desc)
+	}
+	values := url.Values{"description": {withRecipe(desc, recipe(c.Resource))}, "digest": {cfg["digest"]}}
+	if err := x.client.UpdateGuest(ctx, pve.QEMU, c.Node, vmid, values); err != nil {
+		return fmt.Errorf("write the recipe into the description of vm %d: %w", vmid, err)
+	}
+	return nil
+}
+
+// update is never planned: a template is kept or rebuilt.
+func (k templateKind) update(context.Context, *execution, *Change) error {
+	return errors.New("internal error: a template is never updated in place")
+}
+
+func (k templateKind) fieldEffect(ks *spec.KindSpec, key, sub string) (Effect, bool) {
+	switch key {
+	case "sshUser", "sshPort":
+		return Effect{Kind: InPlace, Note: "used by the bake's provisioning only: nothing in PVE changes"}, true
+	case "description":
+		return Effect{Kind: CreateOnly, Why: "written when the template is baked (the user's text, then pvectl's blocks); not part of the recipe"}, true
+	case "name", "vmid", "template", "node":
+		return k.guest.fieldEffect(ks, key, sub)
+	}
+	return Effect{Kind: Replaces, Why: "a template is baked once: a change of its recipe (baseImage, a config key) rebuilds it, and the VMs cloned from it keep what they were made with"}, true
+}
+
+// cloneSource finds, at apply time, the template a fromTemplate VM
+// clones: the Template's change of this plan, done by now (the VM
+// depends on it), with the vmid its bake got or the one it kept; else
+// what the plan found.
+func cloneSource(x *execution, c *Change) *guestRef {
+	addr := spec.CloneSource(c.Resource)
+	if addr == "" || x.plan == nil {
+		return stateOf(c).Clone
+	}
+	for _, tc := range x.plan.Changes {
+		r := tc.Resource
+		if r == nil || r.Kind+"/"+r.Name != addr || r.Connection != c.Resource.Connection {
+			continue
+		}
+		st := stateOf(tc)
+		id := st.VMID
+		if st.Created != 0 {
+			id = st.Created
+		}
+		if id == 0 {
+			break
+		}
+		return &guestRef{VMID: id, Node: tc.Node, Name: templates.name(r)}
+	}
+	return stateOf(c).Clone
+}
+
+// findTemplate finds the QEMU template named exactly name (nil: none, or
+// not one alone).
+func findTemplate(rows []pve.ClusterResource, name string) *guestRef {
+	var found *guestRef
+	for _, row := range rows {
+		if row.Type != string(pve.QEMU) || !row.Template || row.Name != name {
+			continue
+		}
+		if found != nil {
+			return nil
+		}
+		found = &guestRef{VMID: row.VMID, Node: row.Node, Name: row.Name}
+	}
+	return found
+}
+
+// templateChanges reports whether the Template that r clones is baked (or
+// rebuilt) by this plan: as far as the plan got, the resource's live
+// object is missing or not kept.
+func (b *builder) templateChanges(r *spec.Resource) bool {
+	addr := spec.CloneSource(r)
+	for _, o := range b.set.Resources {
+		if o.Connection != r.Connection || o.Kind+"/"+o.Name != addr {
+			continue
+		}
+		lo := b.obs.objs[o.Address()]
+		return lo == nil || !lo.Exists || lo.Config["template"] != "1" || liveRecipe(lo.Config["description"]) != recipe(o)
+	}
+	return false
+}
