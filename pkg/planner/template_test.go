@@ -1,0 +1,163 @@
+package planner
+
+import (
+	"context"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/pvectl/pvectl/pkg/pve"
+)
+
+func TestRecipeBlock(t *testing.T) {
+	tests := []struct{ name, desc, want string }{
+		{"empty", "", "[pvectl-template: recipe=0123456789ab]"},
+		{"appended after the note", "my note\n  indented ", "my note\n  indented \n[pvectl-template: recipe=0123456789ab]"},
+		{"replaced where it stands", "a\n[pvectl-template: recipe=ffffffffffff]\nb [pvectl-provision: x.yaml=aaaaaaaaaaaa]", "a\n[pvectl-template: recipe=0123456789ab]\nb [pvectl-provision: x.yaml=aaaaaaaaaaaa]"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := withRecipe(tt.desc, "0123456789ab")
+			if got != tt.want {
+				t.Errorf("got %q want %q", got, tt.want)
+			}
+			if liveRecipe(got) != "0123456789ab" {
+				t.Errorf("liveRecipe(%q) = %q", got, liveRecipe(got))
+			}
+		})
+	}
+}
+
+const templateYAML = `kind: Template
+name: golden
+spec:
+  baseImage: 24.04-cloud
+  cores: 4
+  memory: 2048
+---
+kind: QemuVM
+name: app-1
+spec:
+  fromTemplate: golden
+  memory: 1024
+---
+kind: QemuVM
+name: app-2
+spec:
+  fromTemplate: golden
+`
+
+// The template is baked once (clone, start, shut down, recipe, convert),
+// both VMs are cloned from it, nothing changes on a second plan, a user's
+// note survives, and a changed recipe rebuilds the template.
+func TestSimTemplateLifecycle(t *testing.T) {
+	sim := newSim(t)
+	ctx := context.Background()
+	p := planFor(t, sim, loadSpec(t, templateYAML), Options{})
+	tc := p.Change("Template/golden")
+	if tc.Action != Create || !strings.Contains(strings.Join(tc.Reasons, "; "), "baked from template 9000 (ubuntu-24.04-cloud)") {
+		t.Fatalf("template: %s %v, want a create baked from 9000", tc.Action, tc.Reasons)
+	}
+	if c := p.Change("QemuVM/app-1"); !strings.Contains(strings.Join(c.Reasons, "; "), "full clone of Template/golden, once it is baked") {
+		t.Errorf("app-1 reasons %v", c.Reasons)
+	}
+	_, h := applyHooked(t, sim, p)
+	msgs := strings.Join(h.messages, "\n")
+	for _, want := range []string{"starting vm", "shutting down vm", "converting vm"} {
+		if !strings.Contains(msgs, want) {
+			t.Errorf("messages lack %q:\n%s", want, msgs)
+		}
+	}
+	tid := stateOf(tc).Created
+	cfg, err := sim.cl.QemuConfig(ctx, "pve", tid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg["template"] != "1" || cfg["cores"] != "4" || liveRecipe(cfg["description"]) == "" || !strings.Contains(cfg["scsi0"], "base-") {
+		t.Fatalf("template config %v: want a template with base disks, cores 4 and a recipe block", cfg)
+	}
+	for _, vm := range []string{"QemuVM/app-1", "QemuVM/app-2"} {
+		st := stateOf(p.Change(vm))
+		vc, err := sim.cl.QemuConfig(ctx, "pve", st.Created)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Clone == nil || st.Clone.VMID != tid {
+			t.Errorf("%s cloned from %v, want template %d", vm, st.Clone, tid)
+		}
+		if vc["cores"] != "4" || strings.Contains(vc["description"], "[pvectl-") {
+			t.Errorf("%s config %v: want the template's cores and no inherited pvectl block", vm, vc)
+		}
+	}
+
+	// A user's note on the template survives: no change, no write.
+	note := "golden image — ask ops\n  before touching  "
+	if err := sim.cl.UpdateGuest(ctx, pve.QEMU, "pve", tid, url.Values{"description": {note + "\n" + cfg["description"]}}); err != nil {
+		t.Fatal(err)
+	}
+	p = planFor(t, sim, loadSpec(t, templateYAML), Options{})
+	for _, c := range p.Changes {
+		if c.Action != NoOp {
+			t.Errorf("second plan: %s %s %v, want noop", c.Address, c.Action, c.Reasons)
+		}
+	}
+
+	// A changed recipe rebuilds it, keeping its vmid and the user's note.
+	changed := strings.Replace(templateYAML, "cores: 4", "cores: 2", 1)
+	p = planFor(t, sim, loadSpec(t, changed), Options{})
+	tc = p.Change("Template/golden")
+	if tc.Action != Replace || tc.CreateFirst {
+		t.Fatalf("changed recipe: %s createFirst=%v %v, want a replace that removes first", tc.Action, tc.CreateFirst, tc.Reasons)
+	}
+	if c := p.Change("QemuVM/app-1"); c.Action != NoOp {
+		t.Errorf("app-1: %s %v: a VM keeps what it was cloned from", c.Action, c.Reasons)
+	}
+	applyPlan(t, sim, p)
+	cfg, err = sim.cl.QemuConfig(ctx, "pve", tid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg["template"] != "1" || cfg["cores"] != "2" || !strings.HasPrefix(cfg["description"], note+"\n[pvectl-template: recipe=") {
+		t.Fatalf("rebuilt template %d: %v, want cores 2 and the note first", tid, cfg)
+	}
+	if p := planFor(t, sim, loadSpec(t, changed), Options{}); p.Change("Template/golden").Action != NoOp {
+		t.Errorf("after the rebuild: %v", p.Change("Template/golden").Reasons)
+	}
+}
+
+// A template that linked clones hold (on a storage whose clones name
+// their base) is neither rebuilt nor removed: the plan says which VMs.
+func TestSimTemplateLinkedClonesRefuse(t *testing.T) {
+	sim := newSim(t)
+	yaml := `kind: Storage
+name: tpl
+spec: {type: dir, path: /srv/tpl, content: images}
+---
+kind: Template
+name: golden
+spec:
+  baseImage: "9000"
+  storage: tpl
+---
+kind: QemuVM
+name: linked-1
+spec:
+  fromTemplate: golden
+  full: false
+`
+	applyPlan(t, sim, planFor(t, sim, loadSpec(t, yaml), Options{}))
+	changed := strings.Replace(yaml, "storage: tpl\n", "storage: tpl\n  cores: 3\n", 1)
+	obs, err := Observe(context.Background(), sim, loadSpec(t, changed))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Build(context.Background(), loadSpec(t, changed), obs, Options{})
+	if err == nil || !strings.Contains(err.Error(), "Template/golden: cannot rebuild template") || !strings.Contains(err.Error(), "(linked-1)") {
+		t.Fatalf("got %v, want the rebuild refused naming linked-1", err)
+	}
+	// Destroying both is fine: the clone goes first.
+	p := planFor(t, sim, loadSpec(t, yaml), Options{Destroy: true})
+	if c := p.Change("Template/golden"); c.Action != Delete {
+		t.Errorf("destroy: %s %v", c.Action, c.Reasons)
+	}
+}
