@@ -31,7 +31,7 @@ type Options struct {
 	// Tokens are more API tokens to try the permission checks with: each
 	// is privilege-separated, and a user the simulator creates for one
 	// has no ACL (grant some with PUT /access/acl).
-	Tokens       []Token
+	Tokens []Token
 	// DHCPRange is where the guest agent's DHCP leases come from (a VM
 	// whose ipconfig0 has no static address): DefaultDHCPRange when
 	// invalid (zero), a loopback range so that nothing a test reaches
