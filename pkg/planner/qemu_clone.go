@@ -152,7 +152,7 @@ func (k qemuKind) configureClone(ctx context.Context, x *execution, c *Change, v
 		}
 	}
 	upd := cmp.updateParams(diff, want, cfg, isResize)
-	stripInherited(upd, want, cfg)
+	stripInherited(upd, cfg)
 	for key, v := range upd {
 		if _, had := cfg[key]; !had && strings.HasPrefix(key, "net") {
 			upd[key] = withNICModel(m, key, v)
@@ -246,22 +246,30 @@ func isDriveKey(key string) bool {
 	return key == "efidisk0" || key == "tpmstate0"
 }
 
-// stripInherited drops from a clone's description the blocks pvectl wrote
-// into its template's (a Template's recipe, the provisioning hashes and
-// host key pin of the bake): PVE copies the description, but they are
-// about the template, not the new VM. The text around them stays.
-func stripInherited(upd, want map[string]string, cfg pve.Config) {
-	user, blocks := splitDescription(cfg["description"])
-	if len(blocks) == 0 {
+// stripInherited drops from a clone's description the recipe block of
+// the Template it was cloned from: PVE copies the description, and the
+// recipe is the template's, not the new VM's. The provisioning blocks stay
+// (the clone's disk is a copy of what those files made; a new host key
+// is pinned anew, the VM being new), and so does the text around them.
+func stripInherited(upd map[string]string, cfg pve.Config) {
+	desc, set := upd["description"]
+	if !set {
+		desc = cfg["description"]
+	}
+	loc := recipeRE.FindStringIndex(desc)
+	if loc == nil {
 		return
 	}
-	if d, set := want["description"]; set {
-		user = d
+	start := loc[0]
+	if start > 0 && desc[start-1] == '\n' {
+		start-- // the line break withRecipe put before it
 	}
-	if user != "" {
-		upd["description"] = user
+	desc = desc[:start] + desc[loc[1]:]
+	if desc != "" {
+		upd["description"] = desc
 		return
 	}
+	delete(upd, "description")
 	del := schema.SplitList(upd["delete"])
 	upd["delete"] = strings.Join(append(del, "description"), ",")
 }

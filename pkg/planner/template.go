@@ -49,6 +49,13 @@ func recipe(r *spec.Resource) string {
 	for _, k := range r.Remove {
 		fmt.Fprintf(h, "-%s\n", k)
 	}
+	// The provisioning files by name: one dropped from the list rebuilds
+	// too (their contents are the provision block's, see compare).
+	if p := spec.Provisioning(r); p != nil {
+		for _, f := range p.Provision {
+			fmt.Fprintf(h, "provision=%s\n", f)
+		}
+	}
 	return hex.EncodeToString(h.Sum(nil))[:12]
 }
 
@@ -189,7 +196,13 @@ func (k templateKind) planBake(r *spec.Resource, lo *liveObj, c *Change) error {
 		return fmt.Errorf("%s: %w", r.Address(), gl.CloneErr)
 	}
 	c.Reasons = append(c.Reasons, fmt.Sprintf("baked from template %s: full clone, boot, provision, shut down, convert into a template", gl.Clone))
-	return nil
+	// What the bake's provisioning runs: from the description the clone
+	// gets (the spec's, else its base template's).
+	desc, set := r.Params["description"]
+	if !set {
+		desc = gl.CloneConfig["description"]
+	}
+	return planProvision(r, c, desc, true)
 }
 
 // compare keeps a template whose recipe block matches the spec, and
@@ -206,8 +219,23 @@ func (k templateKind) compare(b *builder, r *spec.Resource, lo *liveObj, c *Chan
 	case have == "":
 		why = "the template has no [pvectl-template: …] block: pvectl did not bake it"
 	case have != want:
-		why = "its recipe changed (baseImage or config keys)"
+		why = "its recipe changed (baseImage, config keys or the list of provisioning files)"
 		c.Diff = append(c.Diff, FieldDiff{Path: "recipe", Before: have, After: want})
+	default:
+		// A provisioning file that changed since the bake (or
+		// forceConfigCheck) rebuilds it: the description's provision
+		// block says what ran, as on any VM.
+		steps, err := pendingProvision(r, lo.Config["description"])
+		if err != nil {
+			return err
+		}
+		if len(steps) > 0 {
+			files := make([]string, len(steps))
+			for i, s := range steps {
+				files[i] = s.File + " (" + s.Reason + ")"
+			}
+			why = "its provisioning changed: " + strings.Join(files, ", ")
+		}
 	}
 	if why == "" {
 		c.Action, c.Reasons = NoOp, []string{"recipe unchanged"}
@@ -276,9 +304,25 @@ func (k templateKind) create(ctx context.Context, x *execution, c *Change) error
 	return k.toTemplate(ctx, x, c.Node, vmid)
 }
 
-// bakeProvision runs the template's provisioning on the booted VM.
+// bakeProvision runs the template's provisioning on the booted VM (the
+// planner's provisionGuest, as for any VM made in this run): each file's
+// hash lands in the description as it succeeds.
 func (k templateKind) bakeProvision(ctx context.Context, x *execution, c *Change, vmid int) error {
+	_, err := provisionGuest(ctx, x, c.Resource, provisionTarget{Node: c.Node, VMID: vmid, Name: k.name(c.Resource), New: true})
+	if err != nil {
+		return fmt.Errorf("bake vm %d: %w", vmid, err)
+	}
 	return nil
+}
+
+// changePerms: a bake starts and shuts down the VM it converts.
+func (k templateKind) changePerms(c *Change, lo *liveObj) []permNeed {
+	needs := k.qemuKind.changePerms(c, lo)
+	if c.Action == Create || c.Action == Replace {
+		id, _ := specVMID(c.Resource)
+		needs = append(needs, need(vmPath(id), "to start and shut down the VM the template is baked in", "VM.PowerMgmt"))
+	}
+	return needs
 }
 
 // writeRecipe sets the recipe block in the description as it is now

@@ -134,11 +134,11 @@ spec:
 			want:  []string{`a.yaml:4: environment variable OWNER is not set (write ${OWNER:-default} for a default)`},
 		},
 		{
-			name: "pvectl key not supported yet, wrong own type, fixed type",
+			name: "fromTemplate naming no Template, wrong own type, fixed type",
 			files: map[string]string{"a.yaml": `kind: QemuVM
 name: vm
 spec:
-  forceConfigCheck: true
+  fromTemplate: base
   running: "yes"
 ---
 kind: LinuxBridge
@@ -147,7 +147,7 @@ spec:
   type: bond
 `},
 			want: []string{
-				`a.yaml:4: field "forceConfigCheck" of QemuVM is not supported yet by this pvectl`,
+				`a.yaml:4: QemuVM/vm: fromTemplate: no Template named "base" in these specs (on this connection); to clone a PVE template the specs do not manage, use image`,
 				`a.yaml:5: spec.running: must be a boolean (true or false), got a string`,
 				`a.yaml:10: spec.type must be "bridge" for a LinuxBridge, got "bond"`,
 			},

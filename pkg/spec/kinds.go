@@ -165,13 +165,8 @@ func (k *kindInfo) ownKeys() []string {
 // ownTypes derives the own keys' shapes from the fields of a Keys struct.
 func ownTypes(keys any) map[string]ownType {
 	out := map[string]ownType{}
-	t := reflect.TypeOf(keys).Elem()
-	for i := range t.NumField() {
-		f := t.Field(i)
+	for _, f := range keyFields(reflect.TypeOf(keys).Elem()) {
 		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-		if name == "" || name == "-" {
-			continue
-		}
 		ft := f.Type
 		if ft.Kind() == reflect.Pointer {
 			ft = ft.Elem()
@@ -190,12 +185,29 @@ func ownTypes(keys any) map[string]ownType {
 	return out
 }
 
-// guestPlannedKeys are QemuVM/Template keys of design §3 not implemented yet.
-var guestPlannedKeys = []string{"provision", "forceConfigCheck"}
+// keyFields are the spec-key fields of a Keys struct: those with a JSON
+// name, the fields of embedded key sets (ProvisionKeys) included, and
+// not those Load sets itself (tagged internal).
+func keyFields(t reflect.Type) []reflect.StructField {
+	var out []reflect.StructField
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if f.Anonymous && f.Type.Kind() == reflect.Struct {
+			out = append(out, keyFields(f.Type)...)
+			continue
+		}
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name == "" || name == "-" || f.Tag.Get("internal") != "" {
+			continue
+		}
+		out = append(out, f)
+	}
+	return out
+}
 
 // qemuOnlyKeys are GuestKeys of the reference provider's VM conveniences,
 // which a container does not take.
-var qemuOnlyKeys = []string{"configDrive", "image", "full", "ip", "gateway", "vlan", "bridge", "sshKeys", "sshUser", "sshPort", "replace", "fromTemplate", "baseImage"}
+var qemuOnlyKeys = append([]string{"configDrive", "image", "full", "ip", "gateway", "vlan", "bridge", "sshKeys", "replace", "fromTemplate", "baseImage"}, ProvisionKeyNames...)
 
 // templateNotKeys are the GuestKeys a Template does not take: the bake
 // decides how it is made and that it ends stopped, and a template
@@ -218,7 +230,6 @@ var kindTable = sync.OnceValue(func() map[string]*kindInfo {
 			Noun:         "VM",
 			Create:       &apiCall{"POST", "/nodes/{node}/qemu"},
 			Keys:         (*GuestKeys)(nil),
-			Unsupported:  guestPlannedKeys,
 			Identity:     "name",
 			Unique:       []string{"vmid"},
 			Identities:   guestIdentities("name", "VM name"),
@@ -226,7 +237,7 @@ var kindTable = sync.OnceValue(func() map[string]*kindInfo {
 			Hint:         "a VM without vmid is found by its name: give each a different vmid or name, or remove one",
 			ValueAliases: map[string]map[string]string{"machine": {"i440fx": "pc"}},
 			NotKeys:      []string{"baseImage"},
-			Check:        checks(qemuConveniences, checkISODrives),
+			Check:        checks(qemuConveniences, checkISODrives, checkProvision),
 			Refs: []refRule{
 				{Key: "pool", Values: paramValue("pool"), Kinds: []string{KindPool}, PresentOnly: true},
 				{Key: "netN.bridge", Values: subKeyValues("net", "bridge"), Kinds: []string{KindLinuxBridge}, SameNode: true, PresentOnly: true},
@@ -248,7 +259,6 @@ var kindTable = sync.OnceValue(func() map[string]*kindInfo {
 			Create:       &apiCall{"POST", "/nodes/{node}/qemu"},
 			Keys:         (*GuestKeys)(nil),
 			NotKeys:      templateNotKeys,
-			Unsupported:  guestPlannedKeys,
 			Identity:     "name",
 			Unique:       []string{"vmid"},
 			Identities:   guestIdentities("name", "VM name"),
@@ -257,7 +267,7 @@ var kindTable = sync.OnceValue(func() map[string]*kindInfo {
 			Fixed:        map[string]string{"template": "1"},
 			Required:     []string{"baseImage"},
 			ValueAliases: map[string]map[string]string{"machine": {"i440fx": "pc"}},
-			Check:        checks(qemuConveniences, checkISODrives),
+			Check:        checks(qemuConveniences, checkISODrives, checkProvision),
 			Refs: []refRule{
 				{Key: "pool", Values: paramValue("pool"), Kinds: []string{KindPool}, PresentOnly: true},
 				{Key: "netN.bridge", Values: subKeyValues("net", "bridge"), Kinds: []string{KindLinuxBridge}, SameNode: true, PresentOnly: true},

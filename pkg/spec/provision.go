@@ -1,0 +1,76 @@
+package spec
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/pvectl/pvectl/pkg/provision"
+)
+
+// checkProvision checks a resource's provisioning keys offline (design §4):
+// each file has a known extension and a name the description block can
+// hold, and exists, relative to the spec file that names it (stdin: the
+// working directory); provisionTimeout is a positive duration, sshPort a
+// port. It records the files' absolute paths in ProvisionPaths.
+func checkProvision(r *Resource) []problem {
+	p := Provisioning(r)
+	if p == nil {
+		return nil
+	}
+	var out []problem
+	bad := func(key, format string, args ...any) { out = append(out, problem{key, fmt.Sprintf(format, args...)}) }
+	if p.SSHPort != nil && (*p.SSHPort < 1 || *p.SSHPort > 65535) {
+		bad("sshPort", "spec.sshPort must be a TCP port (1-65535), got %d", *p.SSHPort)
+	}
+	if p.ProvisionTimeout != nil {
+		if d, err := time.ParseDuration(strings.TrimSpace(*p.ProvisionTimeout)); err != nil || d <= 0 {
+			bad("provisionTimeout", "spec.provisionTimeout must be a positive duration like 90s, 10m or 1h, got %q", *p.ProvisionTimeout)
+		}
+	}
+	if g, ok := r.Keys.(*GuestKeys); ok && len(p.Provision) > 0 && g.Running != nil && !*g.Running {
+		bad("running", "spec.running is false but spec.provision needs the VM running: drop running: false, or provision")
+	}
+	base := "."
+	if f := r.KeyPos["provision"].File; f != "" && f != stdinName {
+		base = filepath.Dir(f)
+	}
+	p.ProvisionPaths = nil
+	seen := map[string]bool{}
+	for _, name := range p.Provision {
+		if err := provision.CheckName(name); err != nil {
+			bad("provision", "spec.provision: %v", err)
+			continue
+		}
+		if seen[name] {
+			bad("provision", "spec.provision lists %s twice", name)
+			continue
+		}
+		seen[name] = true
+		path := name
+		if !filepath.IsAbs(path) {
+			path = filepath.Join(base, path)
+		}
+		abs, err := filepath.Abs(path)
+		if err != nil {
+			bad("provision", "spec.provision: %s: %v", name, err)
+			continue
+		}
+		fi, err := os.Stat(abs)
+		switch {
+		case err != nil && os.IsNotExist(err):
+			bad("provision", "spec.provision: file %s not found (looked for %s, relative to the spec file)", name, abs)
+			continue
+		case err != nil:
+			bad("provision", "spec.provision: %s: %v", name, err)
+			continue
+		case !fi.Mode().IsRegular():
+			bad("provision", "spec.provision: %s is not a regular file", name)
+			continue
+		}
+		p.ProvisionPaths = append(p.ProvisionPaths, abs)
+	}
+	return out
+}
