@@ -267,7 +267,7 @@ var kindTable = sync.OnceValue(func() map[string]*kindInfo {
 			Fixed:        map[string]string{"template": "1"},
 			Required:     []string{"baseImage"},
 			ValueAliases: map[string]map[string]string{"machine": {"i440fx": "pc"}},
-			Check:        checks(qemuConveniences, checkISODrives, checkProvision),
+			Check:        checks(checkTemplate, qemuConveniences, checkISODrives, checkProvision),
 			Refs: []refRule{
 				{Key: "pool", Values: paramValue("pool"), Kinds: []string{KindPool}, PresentOnly: true},
 				{Key: "netN.bridge", Values: subKeyValues("net", "bridge"), Kinds: []string{KindLinuxBridge}, SameNode: true, PresentOnly: true},

@@ -42,3 +42,12 @@ func resolveFromTemplate(kind string) func(r *Resource, find func(kind, value st
 		return nil
 	}
 }
+
+// checkTemplate: a Template is baked from a PVE template, which it must
+// name.
+func checkTemplate(r *Resource) []problem {
+	if g, ok := r.Keys.(*GuestKeys); !ok || g == nil || g.BaseImage == nil {
+		return []problem{{"baseImage", "spec.baseImage is required: the PVE template to bake it from (its VMID, or a part of its name that only one template has)"}}
+	}
+	return nil
+}
