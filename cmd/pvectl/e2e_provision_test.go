@@ -1,0 +1,269 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"golang.org/x/crypto/ssh"
+
+	"github.com/pvectl/pvectl/pkg/provision/provisiontest"
+)
+
+// provRig is one provisioning e2e setup: the simulator, a real sshd on
+// 127.0.0.x standing in for the guests, the spec directory with its
+// playbooks, and the directory the playbooks change (the "machine").
+type provRig struct {
+	*simEnv
+	sshd *provisiontest.SSHD
+	dir  string // the spec file's directory
+	out  string // where the playbooks write runs.log
+	spec string // the spec file
+}
+
+func newProvRig(t *testing.T, env *simEnv, tools ...string) *provRig {
+	t.Helper()
+	provisiontest.Require(t, append([]string{"sshd", "ssh"}, tools...)...)
+	r := &provRig{simEnv: env, sshd: provisiontest.StartSSHD(t), dir: t.TempDir(), out: t.TempDir()}
+	r.extraEnv = append(r.extraEnv, "PROXMOX_SSH_PRIVATE_KEY="+r.sshd.KeyPath)
+	return r
+}
+
+// playbook writes an Ansible playbook that appends word to runs.log, or
+// fails printing word.
+func (r *provRig) playbook(name, word string, fail bool) {
+	r.t.Helper()
+	task := fmt.Sprintf("ansible.builtin.shell: echo %s >> %s/runs.log", word, r.out)
+	if fail {
+		task = fmt.Sprintf("ansible.builtin.fail:\n        msg: %q", word)
+	}
+	r.write(name, fmt.Sprintf("- hosts: all\n  gather_facts: false\n  tasks:\n    - name: %s\n      %s\n", word, task))
+}
+
+func (r *provRig) write(name, text string) {
+	r.t.Helper()
+	p := filepath.Join(r.dir, name)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		r.t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+		r.t.Fatal(err)
+	}
+}
+
+// runs is what the playbooks did so far, one word a line.
+func (r *provRig) runs() string {
+	b, _ := os.ReadFile(filepath.Join(r.out, "runs.log"))
+	return string(b)
+}
+
+// stagingSpec is example 02 with its addresses on loopback (the app VM at
+// the sshd), sshPort and sshUser set to the sshd's, and the bridge and
+// network commit its VLAN needs.
+func (r *provRig) stagingSpec() {
+	r.t.Helper()
+	s := example(r.t, "02-staging-stack.yaml", func(s string) string {
+		s = strings.ReplaceAll(s, "ip: 10.8.10.50", "ip: 127.0.0.250")
+		s = strings.ReplaceAll(s, "ip: 10.8.10.51", "ip: "+r.sshd.Host)
+		s = strings.ReplaceAll(s, "gateway: 10.8.10.254", fmt.Sprintf("gateway: 127.0.0.1\n  sshPort: %d\n  sshUser: %s", r.sshd.Port, r.sshd.User))
+		return s + "\n---\nkind: LinuxBridge\nname: vmbr1\nspec:\n  bridge_vlan_aware: true\n---\nkind: NetworkApply\nname: pve\n"
+	})
+	data, err := os.ReadFile(s)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	r.spec = filepath.Join(r.dir, "staging.yaml")
+	r.write("staging.yaml", string(data))
+}
+
+func (r *provRig) description(vm string) string {
+	return r.vmConfig(vm)["description"]
+}
+
+func (r *provRig) setDescription(vm, desc string) {
+	r.t.Helper()
+	row, _ := r.vmByName(vm)
+	if err := r.client.UpdateQemu(context.Background(), row.Node, row.VMID, url.Values{"description": {desc}}); err != nil {
+		r.t.Fatal(err)
+	}
+}
+
+// noSecrets fails when output holds the private key (any line of its
+// base64) or the key's passphrase-free PEM header.
+func (r *provRig) noSecrets(what, output string) {
+	r.t.Helper()
+	for _, line := range strings.Split(string(r.sshd.KeyPEM), "\n") {
+		if len(line) >= 16 && !strings.HasPrefix(line, "-----") && strings.Contains(output, line) {
+			r.t.Errorf("%s shows a line of the private key", what)
+		}
+	}
+	if strings.Contains(output, "PRIVATE KEY") {
+		r.t.Errorf("%s shows a private key", what)
+	}
+}
+
+var blockRE = regexp.MustCompile(`\[pvectl-provision: ([^\]]*)\]`)
+
+// recorded is the hash the VM's description records for file.
+func (r *provRig) recorded(vm, file string) string {
+	m := blockRE.FindStringSubmatch(r.description(vm))
+	if m == nil {
+		return ""
+	}
+	for _, e := range strings.Split(m[1], ",") {
+		if n, h, _ := strings.Cut(e, "="); n == file {
+			return h
+		}
+	}
+	return ""
+}
+
+// TestE2EProvisionStagingStack is issue 9's acceptance for QemuVM
+// provisioning against the simulator and a real sshd and ansible-playbook:
+// the first apply runs every file once; a second opens no SSH connection;
+// an edited playbook runs alone; a failing one exits non-zero with its
+// output and keeps its old hash; a rerun after the fix converges; the
+// user's note survives byte for byte; a new host key fails closed naming
+// both fingerprints and runs nothing; no key in any output.
+func TestE2EProvisionStagingStack(t *testing.T) {
+	r := newProvRig(t, startSim(t), "ansible-playbook")
+	r.playbook("playbooks/common.yaml", "common-1", false)
+	r.playbook("playbooks/app.yaml", "app-1", false)
+	r.stagingSpec()
+	const app = "ix-sto1-app01"
+	var outputs []string
+
+	// The plan says what will run and why, without SSH.
+	res := r.mustRun(0, "plan", "-f", r.spec)
+	outputs = append(outputs, res.stdout+res.stderr)
+	for _, want := range []string{"> run playbooks/common.yaml (new)", "> run playbooks/app.yaml (new)"} {
+		if !strings.Contains(res.stdout, want) {
+			t.Errorf("plan lacks %q:\n%s", want, res.stdout)
+		}
+	}
+	if n := r.sshd.Connections(); n != 0 {
+		t.Errorf("plan opened %d ssh connections, want 0", n)
+	}
+
+	res = r.mustRun(0, "apply", "-f", r.spec, "--auto-approve")
+	outputs = append(outputs, res.stdout+res.stderr)
+	if got := r.runs(); got != "common-1\napp-1\n" {
+		t.Errorf("first apply ran %q, want common-1 then app-1", got)
+	}
+	if !strings.Contains(res.stdout, "QemuVM/"+app+": | ") {
+		t.Errorf("apply output lacks the playbooks' output prefixed with the resource:\n%s", res.stdout)
+	}
+	desc := r.description(app)
+	if !strings.Contains(desc, "[pvectl-provision: playbooks/common.yaml=") || !strings.Contains(desc, "[pvectl-hostkey: ssh-ed25519 SHA256:") {
+		t.Fatalf("description after the first apply: %q", desc)
+	}
+	// A user's note, with characters that need care, stays byte for byte.
+	const note = "Web frontend — ask #team-web before touching.\n  indented, trailing space \n"
+	r.setDescription(app, note+desc)
+
+	// Nothing changed: the plan is clean and apply opens no SSH connection.
+	conns := r.sshd.Connections()
+	r.mustRun(0, "plan", "-f", r.spec, "--detailed-exitcode")
+	res = r.mustRun(0, "apply", "-f", r.spec, "--auto-approve")
+	outputs = append(outputs, res.stdout+res.stderr)
+	if n := r.sshd.Connections(); n != conns {
+		t.Errorf("second apply opened %d ssh connections, want 0", n-conns)
+	}
+	if got := r.runs(); got != "common-1\napp-1\n" {
+		t.Errorf("second apply ran files: %q", got)
+	}
+
+	// Editing one playbook runs only it; plan --json carries it.
+	r.playbook("playbooks/app.yaml", "app-2", false)
+	res = r.mustRun(2, "plan", "-f", r.spec, "--json", "--detailed-exitcode")
+	var plan struct {
+		Changes []struct {
+			Address   string `json:"address"`
+			Action    string `json:"action"`
+			Provision []struct {
+				File, Reason, Hash, Recorded string
+			} `json:"provision"`
+		} `json:"changes"`
+		Summary map[string]int `json:"summary"`
+	}
+	if err := json.Unmarshal([]byte(res.stdout), &plan); err != nil {
+		t.Fatalf("plan --json: %v\n%s", err, res.stdout)
+	}
+	found := false
+	for _, c := range plan.Changes {
+		if c.Address != "QemuVM/"+app {
+			continue
+		}
+		found = true
+		if c.Action != "provision" || len(c.Provision) != 1 || c.Provision[0].File != "playbooks/app.yaml" || c.Provision[0].Reason != "changed" ||
+			c.Provision[0].Recorded != r.recorded(app, "playbooks/app.yaml") || len(c.Provision[0].Hash) != 12 {
+			t.Errorf("plan --json change of %s: %+v", app, c)
+		}
+	}
+	if !found || plan.Summary["provision"] != 1 {
+		t.Errorf("plan --json: %s", res.stdout)
+	}
+	res = r.mustRun(0, "apply", "-f", r.spec, "--auto-approve")
+	outputs = append(outputs, res.stdout+res.stderr)
+	if got := r.runs(); got != "common-1\napp-1\napp-2\n" {
+		t.Errorf("after editing app.yaml ran %q, want only app-2 more", got)
+	}
+	if d := r.description(app); !strings.HasPrefix(d, note) {
+		t.Errorf("the user's note did not survive: %q", d)
+	}
+
+	// A failing playbook: exit non-zero with its output, hash not written.
+	before := r.recorded(app, "playbooks/app.yaml")
+	r.playbook("playbooks/app.yaml", "app-broken-on-purpose", true)
+	res = r.mustRun(1, "apply", "-f", r.spec, "--auto-approve")
+	outputs = append(outputs, res.stdout+res.stderr)
+	if _, summary, _ := strings.Cut(res.stdout, "Apply incomplete"); !strings.Contains(summary, `"msg": "app-broken-on-purpose"`) {
+		t.Errorf("failed apply's error lacks the playbook's output tail:\nstdout:\n%s\nstderr:\n%s", res.stdout, res.stderr)
+	}
+	if got := r.recorded(app, "playbooks/app.yaml"); got != before {
+		t.Errorf("failed playbook's hash was written: %s, want still %s", got, before)
+	}
+	// Fixed: the rerun converges, and the next plan is clean.
+	r.playbook("playbooks/app.yaml", "app-3", false)
+	res = r.mustRun(0, "apply", "-f", r.spec, "--auto-approve")
+	outputs = append(outputs, res.stdout+res.stderr)
+	if got := r.runs(); got != "common-1\napp-1\napp-2\napp-3\n" {
+		t.Errorf("after the fix ran %q", got)
+	}
+	r.mustRun(0, "plan", "-f", r.spec, "--detailed-exitcode")
+
+	// The guest's host key changes: fail closed, both fingerprints, nothing ran.
+	pinned := regexp.MustCompile(`\[pvectl-hostkey: ([^\]]*)\]`).FindStringSubmatch(r.description(app))[1]
+	r.sshd.RotateHostKey()
+	r.playbook("playbooks/common.yaml", "common-2", false)
+	res = r.mustRun(1, "apply", "-f", r.spec, "--auto-approve", "--debug")
+	outputs = append(outputs, res.stdout+res.stderr)
+	_, oldFP, _ := strings.Cut(pinned, " ")
+	newFP := fingerprintOf(r.sshd)
+	for _, want := range []string{"host key changed", oldFP, newFP} {
+		if _, summary, _ := strings.Cut(res.stdout, "Apply incomplete"); !strings.Contains(summary, want) {
+			t.Errorf("host key change: error lacks %q:\n%s", want, res.stdout)
+		}
+	}
+	if got := r.runs(); strings.Contains(got, "common-2") {
+		t.Errorf("a file ran against a changed host key: %q", got)
+	}
+	if d := r.description(app); !strings.HasPrefix(d, note) || !strings.Contains(d, pinned) {
+		t.Errorf("description after the refused run: %q", d)
+	}
+
+	for i, out := range outputs {
+		r.noSecrets(fmt.Sprintf("output %d", i), out)
+	}
+}
+
+// fingerprintOf is the sshd's current host key as ssh-keygen -l shows it.
+func fingerprintOf(s *provisiontest.SSHD) string {
+	return ssh.FingerprintSHA256(s.HostKey)
+}
