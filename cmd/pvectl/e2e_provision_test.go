@@ -4,16 +4,20 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
+	"net/netip"
 	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/crypto/ssh"
 
 	"github.com/pvectl/pvectl/pkg/provision/provisiontest"
+	"github.com/pvectl/pvectl/pkg/pve/pvesim"
 )
 
 // provRig is one provisioning e2e setup: the simulator, a real sshd on
@@ -266,4 +270,82 @@ func TestE2EProvisionStagingStack(t *testing.T) {
 // fingerprintOf is the sshd's current host key as ssh-keygen -l shows it.
 func fingerprintOf(s *provisiontest.SSHD) string {
 	return ssh.FingerprintSHA256(s.HostKey)
+}
+
+// TestE2EProvisionAddresses: a VM without ip is provisioned at the
+// address its DNS record gives, another at the guest agent's DHCP lease
+// (the simulator's --dhcp-range); an unreachable one fails at its
+// provisionTimeout naming the VM and the address, and the VM it
+// replaces is left alone, while a replace that provisioned destroys its
+// old VM.
+func TestE2EProvisionAddresses(t *testing.T) {
+	sshd := func() *provisiontest.SSHD {
+		provisiontest.Require(t, "sshd", "ssh", "ansible-playbook")
+		return provisiontest.StartSSHD(t)
+	}()
+	env := startSimOpts(t, pvesim.Options{TaskDuration: 30 * time.Millisecond, DHCPRange: netip.MustParsePrefix(sshd.Host + "/32")}, nil)
+	r := &provRig{simEnv: env, sshd: sshd, dir: t.TempDir(), out: t.TempDir()}
+	dns := provisiontest.StartDNS(t, map[string]string{"dns-vm.lab.test": sshd.Host})
+	closed := freeLoopbackPort(t, sshd.Host)
+	r.extraEnv = append(r.extraEnv, "PROXMOX_SSH_PRIVATE_KEY="+sshd.KeyPath,
+		"PROXMOX_DNS_DOMAIN=lab.test", "PROXMOX_DNS_SERVERS="+dns.Addr, "PROXMOX_SSH_USER="+sshd.User)
+	r.write("site.yaml", fmt.Sprintf("- hosts: all\n  gather_facts: false\n  tasks:\n    - ansible.builtin.shell: echo {{ inventory_hostname }} >> %s/runs.log\n", r.out))
+
+	// Old VMs that the new ones replace.
+	r.write("old.yaml", "kind: QemuVM\nname: old-good\nspec:\n  memory: 512\n---\nkind: QemuVM\nname: old-dead\nspec:\n  memory: 512\n")
+	r.mustRun(0, "apply", "-f", filepath.Join(r.dir, "old.yaml"), "--auto-approve")
+
+	vm := func(name, extra string) string {
+		return fmt.Sprintf("---\nkind: QemuVM\nname: %s\nspec:\n  image: \"9000\"\n  sshPort: %d\n  provision: site.yaml\n%s", name, sshd.Port, extra)
+	}
+	spec := vm("dns-vm", "  replace: old-good\n") + vm("agent-vm", "") +
+		strings.Replace(vm("dead-vm", fmt.Sprintf("  ip: %s\n  provisionTimeout: 2s\n  replace: old-dead\n", sshd.Host)), fmt.Sprintf("sshPort: %d", sshd.Port), fmt.Sprintf("sshPort: %d", closed), 1)
+	r.write("vms.yaml", spec)
+	res := r.mustRun(1, "apply", "-f", filepath.Join(r.dir, "vms.yaml"), "--auto-approve")
+
+	runs := r.runs()
+	if strings.Count(runs, sshd.Host+"\n") != 2 {
+		t.Errorf("runs %q, want the playbook once on each of dns-vm and agent-vm, at %s", runs, sshd.Host)
+	}
+	if got := r.vmConfig("dns-vm")["ipconfig0"]; !strings.HasPrefix(got, "ip="+sshd.Host+"/") {
+		t.Errorf("dns-vm's ipconfig0 %q, want its DNS address", got)
+	}
+	if got := r.vmConfig("agent-vm")["ipconfig0"]; got != "ip=dhcp" {
+		t.Errorf("agent-vm's ipconfig0 %q, want dhcp (found through the guest agent)", got)
+	}
+	_, summary, _ := strings.Cut(res.stdout, "Apply incomplete")
+	for _, want := range []string{"QemuVM/dead-vm", fmt.Sprintf("%s:%d", sshd.Host, closed), "provisionTimeout"} {
+		if !strings.Contains(summary, want) {
+			t.Errorf("the unreachable VM's error lacks %q:\n%s", want, res.stdout)
+		}
+	}
+	if _, ok := r.vmByName("old-good"); ok {
+		t.Error("old-good is still there after dns-vm, which replaces it, was provisioned")
+	}
+	if _, ok := r.vmByName("old-dead"); !ok {
+		t.Error("old-dead was destroyed although dead-vm, which replaces it, was never provisioned")
+	}
+	for _, name := range []string{"dns-vm", "agent-vm"} {
+		if r.recorded(name, "site.yaml") == "" {
+			t.Errorf("%s has no hash recorded: %q", name, r.description(name))
+		}
+	}
+	r.noSecrets("apply", res.stdout+res.stderr)
+
+	// Destroy never provisions (nor waits for SSH).
+	conns := sshd.Connections()
+	r.mustRun(0, "destroy", "-f", filepath.Join(r.dir, "vms.yaml"), "--auto-approve")
+	if sshd.Connections() != conns {
+		t.Error("destroy opened an ssh connection")
+	}
+}
+
+// freeLoopbackPort is a port on host where nothing listens.
+func freeLoopbackPort(t *testing.T, host string) int {
+	l, err := net.Listen("tcp", host+":0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
 }
