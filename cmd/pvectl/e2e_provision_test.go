@@ -349,3 +349,56 @@ func freeLoopbackPort(t *testing.T, host string) int {
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port
 }
+
+// TestE2EProvisionKeyNeverShown: a VM's own sshPrivateKey, the PEM from
+// ${VAR}, logs in, and no line of it shows in validate, plan (text, JSON,
+// the saved file), apply or --debug; a saved plan made with the
+// connection's key from PROXMOX_SSH_PRIVATE_KEY applies and provisions.
+func TestE2EProvisionKeyNeverShown(t *testing.T) {
+	r := newProvRig(t, startSim(t), "ansible-playbook")
+	r.extraEnv = []string{"APP_KEY=" + string(r.sshd.KeyPEM)} // no PROXMOX_SSH_PRIVATE_KEY: the spec's key must do
+	r.playbook("site.yaml", "keyed", false)
+	vm := func(name, extra string) string {
+		return fmt.Sprintf("---\nkind: QemuVM\nname: %s\nspec:\n  image: \"9000\"\n  ip: %s\n  sshPort: %d\n  sshUser: %s\n  provision: [site.yaml]\n%s",
+			name, r.sshd.Host, r.sshd.Port, r.sshd.User, extra)
+	}
+	r.write("key.yaml", vm("keyed", "  sshPrivateKey: ${APP_KEY}\n"))
+	spec := filepath.Join(r.dir, "key.yaml")
+	planFile := filepath.Join(r.dir, "keyed.plan")
+	var outs []string
+	for _, args := range [][]string{
+		{"validate", "-f", spec},
+		{"plan", "-f", spec},
+		{"plan", "-f", spec, "--json"},
+		{"plan", "-f", spec, "--out", planFile},
+		{"apply", "-f", spec, "--auto-approve", "--debug"},
+	} {
+		res := r.mustRun(0, args...)
+		outs = append(outs, res.stdout+res.stderr)
+	}
+	saved, err := os.ReadFile(planFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	outs = append(outs, string(saved))
+	for i, out := range outs {
+		r.noSecrets(fmt.Sprintf("output %d", i), out)
+	}
+	if got := r.runs(); got != "keyed\n" {
+		t.Fatalf("the VM's own key did not provision: runs %q", got)
+	}
+
+	// A saved plan: the connection's key is read again from the variable.
+	r.extraEnv = []string{"PROXMOX_SSH_PRIVATE_KEY=" + string(r.sshd.KeyPEM)}
+	r.playbook("other.yaml", "from-plan-file", false)
+	r.write("saved.yaml", strings.Replace(vm("saved", ""), "[site.yaml]", "[other.yaml]", 1))
+	planFile = filepath.Join(r.dir, "saved.plan")
+	r.mustRun(0, "plan", "-f", filepath.Join(r.dir, "saved.yaml"), "--out", planFile)
+	res := r.mustRun(0, "apply", planFile)
+	saved, _ = os.ReadFile(planFile)
+	r.noSecrets("saved plan", string(saved))
+	r.noSecrets("apply of the saved plan", res.stdout+res.stderr)
+	if got := r.runs(); got != "keyed\nfrom-plan-file\n" {
+		t.Errorf("apply of the saved plan: runs %q", got)
+	}
+}
