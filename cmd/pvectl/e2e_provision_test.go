@@ -402,3 +402,48 @@ func TestE2EProvisionKeyNeverShown(t *testing.T) {
 		t.Errorf("apply of the saved plan: runs %q", got)
 	}
 }
+
+// TestE2EProvisionPuppetAndAbsent: a Puppet manifest and a playbook run
+// in list order through the planner (the manifest over the SSH
+// connection, puppet apply on the "guest"); editing the manifest reruns
+// it alone; state: absent destroys without provisioning.
+func TestE2EProvisionPuppetAndAbsent(t *testing.T) {
+	r := newProvRig(t, startSim(t), "ansible-playbook", "puppet")
+	r.write("site.pp", fmt.Sprintf("exec { 'record site-1':\n  command => \"/bin/sh -c 'echo site-1 >> %s/runs.log'\",\n}\n", r.out))
+	r.playbook("app.yml", "app-1", false)
+	doc := func(state string) string {
+		return fmt.Sprintf("kind: QemuVM\nname: pp\n%sspec:\n  image: \"9000\"\n  ip: %s\n  sshPort: %d\n  sshUser: %s\n  provision: [site.pp, app.yml]\n",
+			state, r.sshd.Host, r.sshd.Port, r.sshd.User)
+	}
+	r.write("pp.yaml", doc(""))
+	spec := filepath.Join(r.dir, "pp.yaml")
+	r.mustRun(0, "apply", "-f", spec, "--auto-approve")
+	if got := r.runs(); got != "site-1\napp-1\n" {
+		t.Fatalf("first apply ran %q, want site-1 then app-1", got)
+	}
+	r.write("site.pp", fmt.Sprintf("exec { 'record site-2':\n  command => \"/bin/sh -c 'echo site-2 >> %s/runs.log'\",\n}\n", r.out))
+	res := r.mustRun(0, "plan", "-f", spec)
+	if !strings.Contains(res.stdout, "> run site.pp (changed)") || strings.Contains(res.stdout, "app.yml") {
+		t.Errorf("plan after editing the manifest:\n%s", res.stdout)
+	}
+	r.mustRun(0, "apply", "-f", spec, "--auto-approve")
+	if got := r.runs(); got != "site-1\napp-1\nsite-2\n" {
+		t.Errorf("after editing site.pp ran %q, want site-2 alone", got)
+	}
+
+	// state: absent with a changed file: destroyed, nothing runs.
+	r.playbook("app.yml", "app-2", false)
+	conns := r.sshd.Connections()
+	r.write("pp.yaml", doc("state: absent\n"))
+	res = r.mustRun(0, "plan", "-f", spec)
+	if strings.Contains(res.stdout, "> run") {
+		t.Errorf("plan of state: absent provisions:\n%s", res.stdout)
+	}
+	r.mustRun(0, "apply", "-f", spec, "--auto-approve")
+	if _, ok := r.vmByName("pp"); ok {
+		t.Error("state: absent left the VM")
+	}
+	if r.sshd.Connections() != conns || strings.Contains(r.runs(), "app-2") {
+		t.Error("state: absent provisioned")
+	}
+}
