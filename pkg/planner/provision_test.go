@@ -1,6 +1,8 @@
 package planner
 
 import (
+	"context"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -108,5 +110,63 @@ func TestProvisionAddressHelpers(t *testing.T) {
 		if got := agentEnabled(in); got != want {
 			t.Errorf("agentEnabled(%q) = %v, want %v", in, got, want)
 		}
+	}
+}
+
+// TestSimPlanProvision: against the simulator, the plan's provisioning
+// comes from descriptions alone: a clone from the template's block (what
+// the template ran counts), an existing VM from its own; a stopped VM
+// that is not to run is an error; destroy never provisions.
+func TestSimPlanProvision(t *testing.T) {
+	sim := newSim(t)
+	ctx := context.Background()
+	dir := t.TempDir()
+	for name, text := range map[string]string{"a.yaml": "- hosts: all\n", "b.yaml": "- hosts: all\n  tasks: []\n"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fa, err := provision.NewFile("a.yaml", filepath.Join(dir, "a.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The seeded template 9000 ran a.yaml.
+	if err := sim.cl.UpdateQemu(ctx, "pve", 9000, url.Values{"description": {"golden\n[pvectl-provision: a.yaml=" + fa.Hash + "]"}}); err != nil {
+		t.Fatal(err)
+	}
+	specPath := filepath.Join(dir, "spec.yaml")
+	write := func(yaml string) *spec.Set {
+		if err := os.WriteFile(specPath, []byte(yaml), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		set, err := spec.Load([]string{specPath}, spec.LoadOptions{Getenv: testGetenv})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return set
+	}
+	set := write("kind: QemuVM\nname: web\nspec:\n  image: \"9000\"\n  ip: 127.0.0.9\n  description: web's note\n  provision: [a.yaml, b.yaml]\n")
+	p := planFor(t, sim, set, Options{})
+	c := p.Change("QemuVM/web")
+	if c.Action != Create || len(c.Provision) != 1 || c.Provision[0].File != "b.yaml" || c.Provision[0].Reason != "new" {
+		t.Fatalf("clone of a template that ran a.yaml: %v %+v", c.Action, c.Provision)
+	}
+
+	// A stopped VM that is not to run cannot be provisioned.
+	if err := sim.cl.CreateQemu(ctx, "pve", url.Values{"vmid": {"120"}, "name": {"stopped"}, "memory": {"512"}}); err != nil {
+		t.Fatal(err)
+	}
+	set = write("kind: QemuVM\nname: stopped\nspec:\n  memory: 512\n  provision: [a.yaml]\n")
+	obs, err := Observe(ctx, sim, set)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Build(ctx, set, obs, Options{}); err == nil || !strings.Contains(err.Error(), "will not be running: set running: true") {
+		t.Errorf("stopped VM: got %v, want the plan to refuse", err)
+	}
+	// Destroy plans no provisioning.
+	p = planFor(t, sim, set, Options{Destroy: true})
+	if c := p.Change("QemuVM/stopped"); c.Action != Delete || len(c.Provision) != 0 {
+		t.Errorf("destroy: %v %+v", c.Action, c.Provision)
 	}
 }

@@ -130,8 +130,13 @@ func (k qemuKind) planProvision(r *spec.Resource, lo *liveObj, c *Change) error 
 	var willRun bool
 	if c.Action == Create || c.Action == Replace {
 		desc = r.Params["description"]
-		if _, set := r.Params["description"]; !set && st.Clone != nil && gl.CloneConfig != nil {
+		if st.Clone != nil && gl.CloneConfig != nil {
+			// The clone copies its template's description; the spec's
+			// text replaces the user's part and keeps the blocks.
 			desc = gl.CloneConfig["description"]
+			if text, set := r.Params["description"]; set {
+				desc = withBlocks(text, desc)
+			}
 		}
 		willRun = g.Running != nil && *g.Running
 		if st.Clone != nil {
