@@ -36,7 +36,7 @@ func TestExplainCommand(t *testing.T) {
 		want string
 	}{
 		{[]string{"explain", "QemuVM.memroy"}, 3, `QemuVM has no field "memroy" — did you mean "memory"?`},
-		{[]string{"explain", "Template"}, 3, "kind Template is not supported yet"},
+		{[]string{"explain", "Template.baseImage"}, 0, "The PVE template this Template is baked from"},
 		{[]string{"explain"}, 3, "accepts 1 arg"},
 		{[]string{"explain", "QemuVM.cores", "--apidoc", "/nonexistent/apidoc.js"}, 3, "read PVE's API documentation"},
 		{[]string{"explain", "QemuVM.cores", "--apidoc", ""}, 0, "not built into pvectl"},

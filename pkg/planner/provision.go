@@ -92,7 +92,6 @@ func planProvision(r *spec.Resource, c *Change, desc string, willRun bool) error
 	c.Provision = steps
 	if c.Action == NoOp {
 		c.Action = Provision
-		c.Reasons = nil
 	}
 	files := make([]string, len(steps))
 	for i, s := range steps {

@@ -138,8 +138,13 @@ func (k qemuKind) planProvision(r *spec.Resource, lo *liveObj, c *Change) error 
 	var willRun bool
 	if c.Action == Create || c.Action == Replace {
 		desc = r.Params["description"]
-		if _, set := r.Params["description"]; !set && st.Clone != nil && gl.CloneConfig != nil {
+		if st.Clone != nil && gl.CloneConfig != nil {
+			// The clone copies its template's description; the spec's
+			// text replaces the user's part and keeps the blocks.
 			desc = gl.CloneConfig["description"]
+			if text, set := r.Params["description"]; set {
+				desc = withBlocks(text, desc)
+			}
 		}
 		willRun = g.Running != nil && *g.Running
 		if st.Clone != nil {
@@ -400,7 +405,10 @@ func (k qemuKind) fieldEffect(ks *spec.KindSpec, key, sub string) (Effect, bool)
 		return Effect{Kind: InPlace, How: update, Note: "written as net0's tag and bridge", Live: k.fieldLive("net0", key)}, true
 	case "sshKeys":
 		return Effect{Kind: InPlace, How: update, Note: "written as sshkeys; the cloud-init drive is regenerated (PUT …/cloudinit)"}, true
-	case "sshUser", "sshPort", "sshPrivateKey", "provision", "forceConfigCheck", "provisionTimeout":
+	case "provision", "forceConfigCheck":
+		return Effect{Kind: InPlace, How: "ansible-playbook / puppet apply over SSH",
+			Note: "nothing in PVE changes but the description's [pvectl-provision: …] block: new and changed files (all with forceConfigCheck) run at the next apply, once the VM is up"}, true
+	case "sshUser", "sshPort", "sshPrivateKey", "provisionTimeout":
 		return Effect{Kind: InPlace, Note: "used by provisioning only: nothing in PVE changes"}, true
 	case "replace":
 		return Effect{Kind: InPlace, How: "DELETE /nodes/{node}/qemu/{vmid} of the VM it names", Note: "the named VM is destroyed once this one is up; one that does not exist is nothing to do"}, true

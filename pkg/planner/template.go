@@ -198,9 +198,9 @@ func (k templateKind) planBake(r *spec.Resource, lo *liveObj, c *Change) error {
 	c.Reasons = append(c.Reasons, fmt.Sprintf("baked from template %s: full clone, boot, provision, shut down, convert into a template", gl.Clone))
 	// What the bake's provisioning runs: from the description the clone
 	// gets (the spec's, else its base template's).
-	desc, set := r.Params["description"]
-	if !set {
-		desc = gl.CloneConfig["description"]
+	desc := gl.CloneConfig["description"]
+	if text, set := r.Params["description"]; set {
+		desc = withBlocks(text, desc)
 	}
 	return planProvision(r, c, desc, true)
 }
