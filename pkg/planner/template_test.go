@@ -2,6 +2,7 @@ package planner
 
 import (
 	"context"
+	"fmt"
 	"net/url"
 	"strings"
 	"testing"
@@ -159,5 +160,49 @@ spec:
 	p := planFor(t, sim, loadSpec(t, yaml), Options{Destroy: true})
 	if c := p.Change("Template/golden"); c.Action != Delete {
 		t.Errorf("destroy: %s %v", c.Action, c.Reasons)
+	}
+}
+
+func TestStripInherited(t *testing.T) {
+	tests := []struct {
+		name, live string
+		upd, want  map[string]string
+	}{
+		{"no block", "note", map[string]string{}, map[string]string{}},
+		{"only the recipe", "[pvectl-template: recipe=0123456789ab]", map[string]string{"delete": "tags"},
+			map[string]string{"delete": "tags,description"}},
+		{"note and provision kept", "note\n[pvectl-template: recipe=0123456789ab]\n[pvectl-provision: a.yaml=aaaaaaaaaaaa]", map[string]string{},
+			map[string]string{"description": "note\n[pvectl-provision: a.yaml=aaaaaaaaaaaa]"}},
+		{"the spec's text with the live blocks", "x\n[pvectl-template: recipe=0123456789ab]", map[string]string{"description": "mine\n[pvectl-template: recipe=0123456789ab]"},
+			map[string]string{"description": "mine"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			stripInherited(tt.upd, pve.Config{"description": tt.live})
+			if fmt.Sprint(tt.upd) != fmt.Sprint(tt.want) {
+				t.Errorf("got %v want %v", tt.upd, tt.want)
+			}
+		})
+	}
+}
+
+// A VM of the template's name that is no template (a bake that failed
+// after the clone) is rebuilt.
+func TestSimTemplateUnfinishedBake(t *testing.T) {
+	sim := newSim(t)
+	ctx := context.Background()
+	if err := sim.cl.CloneGuest(ctx, pve.QEMU, "pve", 9000, url.Values{"newid": {"150"}, "name": {"golden"}, "full": {"1"}}); err != nil {
+		t.Fatal(err)
+	}
+	yaml := "kind: Template\nname: golden\nspec:\n  baseImage: \"9000\"\n"
+	p := planFor(t, sim, loadSpec(t, yaml), Options{})
+	c := p.Change("Template/golden")
+	if c.Action != Replace || stateOf(c).VMID != 150 || !strings.Contains(strings.Join(c.Reasons, "; "), "is not a template: a bake that did not finish") {
+		t.Fatalf("got %s vmid %d %v, want a rebuild of VM 150", c.Action, stateOf(c).VMID, c.Reasons)
+	}
+	applyPlan(t, sim, p)
+	cfg, err := sim.cl.QemuConfig(ctx, "pve", 150)
+	if err != nil || cfg["template"] != "1" || liveRecipe(cfg["description"]) == "" {
+		t.Fatalf("VM 150 after the rebuild: %v, %v", cfg, err)
 	}
 }
