@@ -233,6 +233,27 @@ func TestE2EGoldenTemplate(t *testing.T) {
 	if r := env.mustRun(0, "plan", "-f", f, "--detailed-exitcode"); r.code != 0 {
 		t.Errorf("plan after the rebuild: exit %d\n%s", r.code, r.stdout)
 	}
+
+	// A playbook that fails fails the bake with its output; the VM it
+	// left is no template, and the run after the fix bakes it again.
+	if err := os.WriteFile(filepath.Join(dir, "docker.yaml"), []byte("- hosts: all\n  gather_facts: false\n  tasks:\n    - ansible.builtin.fail:\n        msg: boom-docker\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r = env.run("apply", "-f", f, "--auto-approve")
+	if r.code != 1 || !strings.Contains(r.stdout+r.stderr, "boom-docker") {
+		t.Fatalf("failing playbook: exit %d, want 1 with its output\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+	if _, ok := env.templateByName("ubuntu-docker-base"); ok {
+		t.Errorf("a failed bake left a template")
+	}
+	write("docker", " fixed")
+	env.mustRun(0, "apply", "-f", f, "--auto-approve")
+	if again, ok := env.templateByName("ubuntu-docker-base"); !ok || again.VMID != tpl.VMID {
+		t.Errorf("after the fix: template %v, want vmid %d", again, tpl.VMID)
+	}
+	if r := env.mustRun(0, "plan", "-f", f, "--detailed-exitcode"); r.code != 0 {
+		t.Errorf("plan after the fix: exit %d\n%s", r.code, r.stdout)
+	}
 }
 
 // A template that linked clones hold cannot be rebuilt: plan refuses,
