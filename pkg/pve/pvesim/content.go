@@ -64,8 +64,12 @@ func (s *Server) storageContent(q *request) (any, error) {
 		if v.VMID != 0 {
 			row["vmid"] = v.VMID
 		}
-		if v.Parent != "" {
-			row["parent"] = v.Parent
+		// Only the file storages report a linked clone's base, as qemu-img
+		// shows the backing file: "../9000/base-9000-disk-0.qcow2"
+		// (pve-storage src/PVE/Storage/Plugin.pm list_images; LVM-thin,
+		// ZFS and RBD list none).
+		if _, base, ok := strings.Cut(v.Parent, ":"); ok && isFileStorage(st) {
+			row["parent"] = "../" + base
 		}
 		out = append(out, row)
 	}

@@ -312,3 +312,33 @@ func TestPowerStateChecks(t *testing.T) {
 		t.Errorf("got %d %q starting a running CT, want 500 CT 200 already running", r.Status, r.Message)
 	}
 }
+
+// A linked clone on a file storage lists its base as qemu-img's backing
+// file (pve-storage Plugin.pm list_images); LVM-thin lists none.
+func TestLinkedCloneParent(t *testing.T) {
+	e := newEnv(t, pvesim.Options{})
+	e.ok(nil, "POST", "/storage", "storage", "tpl", "type", "dir", "path", t.TempDir(), "content", "images")
+	e.run("POST", "/nodes/pve/qemu/9000/clone", "newid", "200", "full", "1", "storage", "tpl", "format", "qcow2")
+	e.run("POST", "/nodes/pve/qemu/200/template")
+	e.run("POST", "/nodes/pve/qemu/200/clone", "newid", "201")
+	e.run("POST", "/nodes/pve/qemu/9000/clone", "newid", "101")
+	parents := map[string]any{}
+	for _, sid := range []string{"tpl", "local-lvm"} {
+		var rows []map[string]any
+		e.ok(&rows, "GET", "/nodes/pve/storage/"+sid+"/content")
+		for _, r := range rows {
+			parents[fmt.Sprint(r["volid"])] = r["parent"]
+		}
+	}
+	want := map[string]any{
+		"tpl:200/base-200-disk-0.qcow2":                         nil,
+		"tpl:200/base-200-disk-0.qcow2/201/vm-201-disk-0.qcow2": "../200/base-200-disk-0.qcow2",
+		"local-lvm:vm-101-disk-0":                               nil,
+	}
+	for volid, p := range want {
+		got, ok := parents[volid]
+		if !ok || got != p {
+			t.Errorf("%s: parent %v (listed %v), want %v; all: %v", volid, got, ok, p, parents)
+		}
+	}
+}
