@@ -1,0 +1,678 @@
+package planner
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/pvectl/pvectl/pkg/pve"
+	"github.com/pvectl/pvectl/pkg/pve/schema"
+	"github.com/pvectl/pvectl/pkg/secret"
+	"github.com/pvectl/pvectl/pkg/spec"
+)
+
+// Import turns live objects into spec documents (`pvectl import`). Each
+// kind that can be imported has the importer capability (import_<kind>.go):
+// it lists its live objects as resources whose identity is set, and turns
+// an object that the kind's own observe read into a document. The engine
+// here never names a kind: it selects, observes through the kinds'
+// observe (the same reads a plan makes), lays the documents out, and
+// checks that planning them against the live state is clean.
+
+// importer kinds can write their live objects as spec documents.
+type importer interface {
+	// importable lists the kind's live objects on lc (only node's, for a
+	// node-bound kind, when node is not ""), each as a resource with its
+	// identity set, ready for observe.
+	importable(ctx context.Context, ic *importCtx, node string) ([]importItem, error)
+	// importDoc writes the document of r's object, which observe read
+	// into lo; nil skips it (ic.warn says why).
+	importDoc(ic *importCtx, r *spec.Resource, lo *liveObj) (*ImportedDoc, error)
+}
+
+// importAuditor kinds say which privileges listing them truthfully needs:
+// PVE's lists hide what a token may not audit, so an import without them
+// would be silently incomplete.
+type importAuditor interface {
+	importPerms(node string) []permNeed
+}
+
+// importItem is one live object a kind can import.
+type importItem struct {
+	r *spec.Resource
+	// ids are what a user may write after "Kind/" to select it ("100",
+	// "app-vm-1"; "pve/vmbr1", "vmbr1").
+	ids []string
+}
+
+// ImportOptions selects what Import reads.
+type ImportOptions struct {
+	// Refs are "Kind/id" selections (QemuVM/100, LinuxBridge/pve/vmbr1).
+	Refs []string
+	// All imports every importable object (of Node when set, for the
+	// kinds that live on a node; cluster-wide kinds are all imported).
+	All  bool
+	Node string
+	// Connection is the connection read ("" = the environment's).
+	Connection string
+	// WithGenerated keeps what PVE generates when it creates an object
+	// (MAC addresses, a VM's vmgenid and SMBIOS UUID).
+	WithGenerated bool
+	// Schema holds the PVE parameter facts; nil means schema.Default().
+	Schema *schema.Table
+}
+
+// ImportedDoc is one document of an import, in the spec format.
+type ImportedDoc struct {
+	Kind string
+	Name string
+	// ReadOnly writes `managed: false`.
+	ReadOnly  bool
+	DependsOn []string
+	Spec      []Field
+	// Notes are written as comments above the document.
+	Notes []string
+
+	// secrets holds the live values of the ${VAR} placeholders in Spec,
+	// by variable: only the check that the documents plan clean reads
+	// them, they are never written.
+	secrets map[string]string
+}
+
+// Field is one spec key of an imported document. Value is a string, an
+// int, a bool or a []string.
+type Field struct {
+	Key   string
+	Value any
+}
+
+// Address is "Kind/name".
+func (d *ImportedDoc) Address() string { return d.Kind + "/" + d.Name }
+
+// Vars are the environment variables the document's placeholders name.
+func (d *ImportedDoc) Vars() []string { return slices.Sorted(maps.Keys(d.secrets)) }
+
+// ImportResult is what Import read.
+type ImportResult struct {
+	Docs []*ImportedDoc
+	// Warnings say what was left out and why.
+	Warnings []string
+}
+
+// Vars are the environment variables every placeholder of the import
+// names, sorted.
+func (res *ImportResult) Vars() []string {
+	var out []string
+	for _, d := range res.Docs {
+		out = append(out, d.Vars()...)
+	}
+	return sortedUnique(out)
+}
+
+// importCtx is what a kind's importer gets.
+type importCtx struct {
+	lc            *liveConn
+	table         *schema.Table
+	withGenerated bool
+	warnings      []string
+	// docs are the documents made so far, by address: kinds imported
+	// after others (a node's network commit) look at them.
+	docs map[string]*ImportedDoc
+	// explicit are the resources a Kind/id selection named.
+	explicit map[*spec.Resource]bool
+	// stagedWarned are the nodes whose staged network was warned about.
+	stagedWarned []string
+}
+
+// named reports whether r was selected by a Kind/id (not by --all).
+func (ic *importCtx) named(r *spec.Resource) bool { return ic.explicit[r] }
+
+func (ic *importCtx) warn(format string, args ...any) {
+	ic.warnings = append(ic.warnings, fmt.Sprintf(format, args...))
+}
+
+// method finds a create method's schema facts (nil when unknown).
+func (ic *importCtx) method(httpMethod, template string) *schema.Method {
+	m, ok := ic.table.Lookup(httpMethod, template)
+	if !ok {
+		return nil
+	}
+	return m
+}
+
+// ImportError is an import that cannot be trusted: the selection names
+// what does not exist, or planning the documents is not clean.
+type ImportError struct {
+	Problems []string
+}
+
+func (e *ImportError) Error() string { return strings.Join(e.Problems, "\n") }
+
+// Import reads the selected live objects and writes them as documents,
+// in dependency order. It returns an *ImportError when a selection finds
+// nothing or when a document would not plan clean (CheckImport).
+func Import(ctx context.Context, clients Clients, opts ImportOptions) (*ImportResult, error) {
+	if !opts.All && len(opts.Refs) == 0 {
+		return nil, errors.New("nothing to import: name objects (Kind/id) or pass --all")
+	}
+	table := opts.Schema
+	if table == nil {
+		table = schema.Default()
+	}
+	lc, err := openConn(ctx, clients, nil, opts.Connection)
+	if err != nil {
+		return nil, err
+	}
+	if opts.Node != "" && !lc.hasNode(opts.Node) {
+		return nil, fmt.Errorf("node %q is not in the cluster (nodes: %s)", opts.Node, strings.Join(lc.nodes, ", "))
+	}
+	ic := &importCtx{lc: lc, table: table, withGenerated: opts.WithGenerated, docs: map[string]*ImportedDoc{}, explicit: map[*spec.Resource]bool{}}
+
+	sel, problems := selectRefs(opts.Refs)
+	// Kinds that commit others' changes come last: they look at what was
+	// imported before them.
+	order := slices.Sorted(maps.Keys(kinds))
+	slices.SortStableFunc(order, func(a, b string) int {
+		return boolInt(is[netCommitter](a)) - boolInt(is[netCommitter](b))
+	})
+	for _, kind := range order {
+		k := kinds[kind]
+		im, ok := k.(importer)
+		ids := sel[kind]
+		if !opts.All && len(ids) == 0 {
+			continue
+		}
+		if !ok {
+			if len(ids) > 0 {
+				problems = append(problems, fmt.Sprintf("%s: this kind is not imported (%s)", kind, notImportedWhy(kind)))
+			}
+			continue
+		}
+		if ia, ok := k.(importAuditor); ok {
+			if err := lc.checkPerms(kind, ia.importPerms(opts.Node)); err != nil {
+				msg := fmt.Sprintf("%v: objects the token may not audit are not listed, so they are not imported", err)
+				if len(ids) > 0 {
+					problems = append(problems, msg)
+					continue
+				}
+				ic.warn("%s", msg)
+			}
+		}
+		node := opts.Node
+		if len(ids) > 0 {
+			node = "" // a named object is found wherever it is
+		}
+		items, err := im.importable(ctx, ic, node)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", kind, err)
+		}
+		picked := items
+		if len(ids) > 0 {
+			picked = nil
+			for _, id := range ids {
+				var hit []importItem
+				for _, it := range items {
+					if slices.Contains(it.ids, id) {
+						hit = append(hit, it)
+					}
+				}
+				switch len(hit) {
+				case 0:
+					problems = append(problems, fmt.Sprintf("%s/%s: not found%s", kind, id, idHint(items)))
+				case 1:
+					if !ic.explicit[hit[0].r] {
+						picked = append(picked, hit[0])
+					}
+					ic.explicit[hit[0].r] = true
+				default:
+					problems = append(problems, fmt.Sprintf("%s/%s: matches %d objects: name one by %s", kind, id, len(hit), hit[0].ids[0]))
+				}
+			}
+		}
+		for _, it := range picked {
+			doc, err := importOne(ctx, ic, k, im, it.r)
+			if err != nil {
+				problems = append(problems, err.Error())
+				continue
+			}
+			if doc == nil {
+				continue
+			}
+			ic.docs[doc.Address()] = doc
+		}
+	}
+	if len(problems) > 0 {
+		return nil, &ImportError{Problems: problems}
+	}
+	res := &ImportResult{Warnings: ic.warnings}
+	for _, addr := range slices.Sorted(maps.Keys(ic.docs)) {
+		d := ic.docs[addr]
+		// Only edges to documents of this import.
+		d.DependsOn = slices.DeleteFunc(sortedUnique(d.DependsOn), func(a string) bool { return ic.docs[a] == nil || a == addr })
+		res.Docs = append(res.Docs, d)
+	}
+	if err := res.order(table); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// notImportedWhy says why a kind has no importer.
+func notImportedWhy(kind string) string {
+	if kind == spec.KindConfigDriveISO {
+		return "a config drive is built from its spec's user data, which the ISO on the storage does not give back; a VM's CD-ROM that holds one is imported as the volume it names"
+	}
+	return "not supported"
+}
+
+func idHint(items []importItem) string {
+	if len(items) == 0 {
+		return " (there are none the token can see)"
+	}
+	var ids []string
+	for _, it := range items {
+		ids = append(ids, it.ids[0])
+	}
+	slices.Sort(ids)
+	if len(ids) > 8 {
+		ids = append(ids[:8], "…")
+	}
+	return " (there are: " + strings.Join(ids, ", ") + ")"
+}
+
+// selectRefs groups "Kind/id" selections by kind.
+func selectRefs(refs []string) (map[string][]string, []string) {
+	out := map[string][]string{}
+	var problems []string
+	for _, ref := range refs {
+		kind, id, ok := strings.Cut(ref, "/")
+		if !ok || id == "" {
+			problems = append(problems, fmt.Sprintf("%q: write Kind/id (QemuVM/100, LinuxBridge/pve/vmbr1, Pool/lab)", ref))
+			continue
+		}
+		if _, known := kinds[kind]; !known {
+			problems = append(problems, fmt.Sprintf("%q: unknown kind %s (kinds: %s)", ref, kind, strings.Join(slices.Sorted(maps.Keys(kinds)), ", ")))
+			continue
+		}
+		if !slices.Contains(out[kind], id) {
+			out[kind] = append(out[kind], id)
+		}
+	}
+	return out, problems
+}
+
+// importOne observes r with its kind's observe, as a plan would, and asks
+// the kind for its document.
+func importOne(ctx context.Context, ic *importCtx, k kindOps, im importer, r *spec.Resource) (*ImportedDoc, error) {
+	if p, ok := k.(permissioned); ok {
+		if err := ic.lc.checkPerms(r.Address(), p.readPerms(r)); err != nil {
+			return nil, err
+		}
+	}
+	lo, err := k.observe(ctx, ic.lc, r)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", r.Address(), err)
+	}
+	if lo.load != nil {
+		if err := lo.load(ctx); err != nil {
+			return nil, fmt.Errorf("%s: %w", r.Address(), err)
+		}
+		lo.load = nil
+	}
+	if !lo.Exists {
+		return nil, fmt.Errorf("%s: not found", r.Address())
+	}
+	return im.importDoc(ic, r, lo)
+}
+
+// order sorts the documents so that each comes after what it depends
+// on (the graph Load builds from them), by address otherwise.
+func (res *ImportResult) order(table *schema.Table) error {
+	set, err := res.load(table)
+	if err != nil {
+		return fmt.Errorf("internal error: the imported documents do not load: %w", err)
+	}
+	rank := map[string]int{}
+	for i, addr := range set.Graph.Order() {
+		rank[addr] = i
+	}
+	slices.SortStableFunc(res.Docs, func(a, b *ImportedDoc) int { return rank[a.Address()] - rank[b.Address()] })
+	return nil
+}
+
+// load reads the documents back as specs, the placeholders resolved to
+// the live values they stand for.
+func (res *ImportResult) load(table *schema.Table) (*spec.Set, error) {
+	var buf bytes.Buffer
+	if err := res.Encode(&buf); err != nil {
+		return nil, err
+	}
+	vals := map[string]string{}
+	for _, d := range res.Docs {
+		maps.Copy(vals, d.secrets)
+	}
+	getenv := func(name string) (string, bool) {
+		v, ok := vals[name]
+		return v, ok
+	}
+	return spec.Load([]string{spec.StdinPath}, spec.LoadOptions{Getenv: getenv, Schema: table, Stdin: &buf})
+}
+
+// CheckImport plans the documents against the live state and returns an
+// *ImportError naming each one whose plan is not clean: what import
+// writes must describe the objects as they are.
+func CheckImport(ctx context.Context, clients Clients, res *ImportResult, opts Options) error {
+	if len(res.Docs) == 0 {
+		return nil
+	}
+	table := opts.Schema
+	if table == nil {
+		table = schema.Default()
+	}
+	set, err := res.load(table)
+	if err != nil {
+		return fmt.Errorf("internal error: the imported documents do not load: %w", err)
+	}
+	p, err := PlanLive(ctx, clients, set, opts)
+	if err != nil {
+		return fmt.Errorf("plan the imported documents: %w", err)
+	}
+	var problems []string
+	for _, c := range p.Changes {
+		if c.Action == NoOp {
+			continue
+		}
+		why := strings.Join(c.Reasons, "; ")
+		var paths []string
+		for _, d := range c.Diff {
+			paths = append(paths, d.Path)
+		}
+		if len(paths) > 0 {
+			why += " (" + strings.Join(paths, ", ") + ")"
+		}
+		problems = append(problems, fmt.Sprintf("%s: planning the imported document is not clean: %s %s", c.Address, c.Action, why))
+	}
+	if len(problems) > 0 {
+		return &ImportError{Problems: problems}
+	}
+	return nil
+}
+
+// Encode writes the documents as one multi-document YAML stream.
+func (res *ImportResult) Encode(w interface{ Write([]byte) (int, error) }) error {
+	for i, d := range res.Docs {
+		if i > 0 {
+			if _, err := w.Write([]byte("---\n")); err != nil {
+				return err
+			}
+		}
+		b, err := d.YAML()
+		if err != nil {
+			return err
+		}
+		if _, err := w.Write(b); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// YAML renders the document, its notes as comments above it.
+func (d *ImportedDoc) YAML() ([]byte, error) {
+	doc := &yaml.Node{Kind: yaml.MappingNode}
+	add := func(key string, v *yaml.Node) {
+		doc.Content = append(doc.Content, &yaml.Node{Kind: yaml.ScalarNode, Value: key}, v)
+	}
+	add("kind", str(d.Kind))
+	add("name", str(d.Name))
+	if d.ReadOnly {
+		add("managed", &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!bool", Value: "false"})
+	}
+	if len(d.DependsOn) > 0 {
+		add("dependsOn", strList(d.DependsOn, yaml.FlowStyle))
+	}
+	body := &yaml.Node{Kind: yaml.MappingNode}
+	for _, f := range d.Spec {
+		var v *yaml.Node
+		switch x := f.Value.(type) {
+		case bool:
+			v = &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!bool", Value: strconv.FormatBool(x)}
+		case int:
+			v = &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!int", Value: strconv.Itoa(x)}
+		case []string:
+			v = strList(x, 0)
+		case string:
+			v = str(x)
+		default:
+			return nil, fmt.Errorf("internal error: %s: %s: unexpected value %T", d.Address(), f.Key, f.Value)
+		}
+		body.Content = append(body.Content, &yaml.Node{Kind: yaml.ScalarNode, Value: f.Key}, v)
+	}
+	add("spec", body)
+	if len(d.Notes) > 0 {
+		doc.HeadComment = strings.Join(d.Notes, "\n")
+	}
+	var buf bytes.Buffer
+	enc := yaml.NewEncoder(&buf)
+	enc.SetIndent(2)
+	if err := enc.Encode(doc); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), enc.Close()
+}
+
+func str(s string) *yaml.Node {
+	n := &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: s}
+	if strings.Contains(s, "\n") {
+		n.Style = yaml.LiteralStyle
+	}
+	return n
+}
+
+func strList(xs []string, style yaml.Style) *yaml.Node {
+	n := &yaml.Node{Kind: yaml.SequenceNode, Style: style}
+	for _, x := range xs {
+		n.Content = append(n.Content, str(x))
+	}
+	return n
+}
+
+// Helpers for the kinds' importers.
+
+// specFields turns a live config into spec fields with the facts of the
+// kind's create method m: only m's parameters, without skip's keys and
+// without what PVE assumes anyway (defaults, false flags); booleans and
+// integers typed; secrets as ${VAR} placeholders named after prefix
+// (STORAGE_NFS1_PASSWORD) with their live values kept for the check.
+// sub, when set, decides about each property-string sub-key: it returns
+// the value to write, or drop to leave it out.
+func (ic *importCtx) specFields(d *ImportedDoc, m *schema.Method, cfg pve.Config, prefix string, skip func(key string) bool, sub subRule) []Field {
+	var out []Field
+	accepts := acceptedParams(d.Kind)
+	for _, key := range slices.Sorted(maps.Keys(cfg)) {
+		v := cfg[key]
+		if (skip != nil && skip(key)) || !accepts(key) {
+			continue
+		}
+		var p *schema.Param
+		if m != nil {
+			var ok bool
+			if p, ok = m.Param(key); !ok {
+				continue
+			}
+		}
+		if v == "" || isDefault(key, p, v) || isDefaultPS(p, v) {
+			continue
+		}
+		if secret.Key(key) {
+			out = append(out, Field{key, d.placeholder(prefix, key, v)})
+			continue
+		}
+		if p != nil && len(p.SubKeys()) > 0 && sub != nil {
+			nv, keep := ic.propertyString(key, p, v, sub)
+			if !keep {
+				continue
+			}
+			v = nv
+		}
+		out = append(out, Field{key, typed(p, v)})
+	}
+	return out
+}
+
+// acceptedParams reports whether a kind's spec takes a PVE parameter
+// (a kind may take fewer than its create call has).
+func acceptedParams(kind string) func(string) bool {
+	ks, ok := spec.SpecOf(kind)
+	if !ok {
+		return func(string) bool { return false }
+	}
+	names := map[string]bool{}
+	for _, p := range ks.Params {
+		if p.Family != "" {
+			names[p.Family+"[n]"] = true
+		} else {
+			names[p.Name] = true
+		}
+	}
+	return func(key string) bool {
+		if names[key] {
+			return true
+		}
+		i := len(key)
+		for i > 0 && key[i-1] >= '0' && key[i-1] <= '9' {
+			i--
+		}
+		return i < len(key) && names[key[:i]+"[n]"]
+	}
+}
+
+// subRule says what becomes of one sub-key of a property string: its new
+// value, or keep false to leave it out.
+type subRule func(key, sub, value string, items []schema.KV) (string, bool)
+
+// propertyString rewrites a property string sub-key by sub-key: what
+// rule drops goes, and so do defaults (but the default key: "virtio" of
+// a NIC). keep false drops the whole key (nothing is left).
+func (ic *importCtx) propertyString(key string, p *schema.Param, v string, rule subRule) (string, bool) {
+	items, err := schema.ParsePropertyString(v, p)
+	if err != nil {
+		return v, true // kept as PVE wrote it
+	}
+	props := p.SubKeys()
+	var out []schema.KV
+	for _, it := range items {
+		sp := props[it.Key]
+		if sp != nil && !sp.DefaultKey && isDefault(it.Key, sp, it.Value) {
+			continue
+		}
+		nv, keep := rule(key, it.Key, it.Value, items)
+		if !keep {
+			continue
+		}
+		out = append(out, schema.KV{Key: it.Key, Value: nv})
+	}
+	if len(out) == 0 {
+		return "", false
+	}
+	return schema.FormatPropertyString(out, p), true
+}
+
+// keepSub keeps every sub-key as it is.
+func keepSub(_, _, value string, _ []schema.KV) (string, bool) { return value, true }
+
+// placeholder records a secret's live value under a variable and returns
+// "${VAR}".
+func (d *ImportedDoc) placeholder(prefix, key, value string) string {
+	name := envName(prefix + "_" + key)
+	if d.secrets == nil {
+		d.secrets = map[string]string{}
+	}
+	d.secrets[name] = value
+	d.Notes = append(d.Notes, fmt.Sprintf("# %s: set $%s (PVE does not give the secret back)", key, name))
+	return "${" + name + "}"
+}
+
+var nonEnv = regexp.MustCompile(`[^A-Z0-9_]+`)
+
+// envName makes an environment variable name of s ("nfs-1_password" →
+// "NFS_1_PASSWORD").
+func envName(s string) string {
+	n := strings.Trim(nonEnv.ReplaceAllString(strings.ToUpper(s), "_"), "_")
+	if n == "" || (n[0] >= '0' && n[0] <= '9') {
+		n = "PVE_" + n
+	}
+	return n
+}
+
+// typed is a wire value as YAML writes it best: booleans and integers
+// of the schema as such, the rest as strings.
+func typed(p *schema.Param, v string) any {
+	if p == nil {
+		return v
+	}
+	switch p.Type {
+	case "boolean":
+		if b, ok := schema.ParseBool(v); ok {
+			return b
+		}
+	case "integer":
+		if n, err := strconv.Atoi(v); err == nil {
+			return n
+		}
+	case "string":
+		// A one-field property string of a number (a VM's memory,
+		// [current=]N) reads best as the number.
+		if len(p.SubKeys()) == 1 {
+			if n, err := strconv.Atoi(v); err == nil {
+				return n
+			}
+		}
+	}
+	return v
+}
+
+// field returns the value of key among fs.
+func field(fs []Field, key string) (any, bool) {
+	for _, f := range fs {
+		if f.Key == key {
+			return f.Value, true
+		}
+	}
+	return nil, false
+}
+
+// withFirst puts the fields named first, in that order, before the others.
+func withFirst(fs []Field, first ...Field) []Field {
+	out := append([]Field(nil), first...)
+	for _, f := range fs {
+		if !slices.ContainsFunc(first, func(x Field) bool { return x.Key == f.Key }) {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// docName makes a document name unique among the import's documents of
+// kind: alt when name is taken.
+func (ic *importCtx) docName(kind, name, alt string) string {
+	if ic.docs[kind+"/"+name] == nil {
+		return name
+	}
+	return alt
+}
