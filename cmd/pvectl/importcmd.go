@@ -44,7 +44,7 @@ NetworkApply/pve, DownloadedImage/local:iso/debian.iso, ACL by
 path:principal:role). --all imports every object (of --node for the kinds
 that live on a node). See docs/import.md.`,
 		Example: "  pvectl import QemuVM/100 LinuxBridge/pve/vmbr1 Pool/lab\n  pvectl import --all --node pve -o cluster.yaml\n  pvectl import --all --out-dir specs/",
-		RunE: func(c *cobra.Command, args []string) error { return o.run(c.Context(), args) },
+		RunE:    func(c *cobra.Command, args []string) error { return o.run(c.Context(), args) },
 	}
 	c.Flags().BoolVar(&o.all, "all", false, "import every object (with --node: that node's, and the cluster-wide ones)")
 	c.Flags().StringVar(&o.node, "node", "", "with --all: only this node's guests, interfaces and settings")
