@@ -90,6 +90,9 @@ func (o *importOptions) run(ctx context.Context, args []string) error {
 	if in.interrupted() {
 		return errInterrupted
 	}
+	if ie := (*planner.ImportError)(nil); errors.As(err, &ie) && ie.Invalid {
+		return invalid(err)
+	}
 	if err != nil {
 		return err
 	}

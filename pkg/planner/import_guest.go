@@ -87,7 +87,6 @@ func (g guest) guestDoc(ic *importCtx, kind string, lo *liveObj, skip func(strin
 	fields = withFirst(fields, first...)
 	if gl.Pool != "" {
 		fields = append(fields, Field{"pool", gl.Pool})
-		d.DependsOn = append(d.DependsOn, spec.KindPool+"/"+gl.Pool)
 	}
 	if lo.Config["template"] != "1" {
 		fields = append(fields, Field{"running", gl.Status == "running"})

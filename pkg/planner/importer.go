@@ -152,6 +152,8 @@ func (ic *importCtx) method(httpMethod, template string) *schema.Method {
 // what does not exist, or planning the documents is not clean.
 type ImportError struct {
 	Problems []string
+	// Invalid: the selection itself is wrong (found before any API call).
+	Invalid bool
 }
 
 func (e *ImportError) Error() string { return strings.Join(e.Problems, "\n") }
@@ -167,6 +169,10 @@ func Import(ctx context.Context, clients Clients, opts ImportOptions) (*ImportRe
 	if table == nil {
 		table = schema.Default()
 	}
+	sel, problems := selectRefs(opts.Refs)
+	if len(problems) > 0 {
+		return nil, &ImportError{Problems: problems, Invalid: true}
+	}
 	lc, err := openConn(ctx, clients, nil, opts.Connection)
 	if err != nil {
 		return nil, err
@@ -176,7 +182,6 @@ func Import(ctx context.Context, clients Clients, opts ImportOptions) (*ImportRe
 	}
 	ic := &importCtx{lc: lc, table: table, withGenerated: opts.WithGenerated, docs: map[string]*ImportedDoc{}, explicit: map[*spec.Resource]bool{}}
 
-	sel, problems := selectRefs(opts.Refs)
 	// Kinds that commit others' changes come last: they look at what was
 	// imported before them.
 	order := slices.Sorted(maps.Keys(kinds))
@@ -602,6 +607,11 @@ func (d *ImportedDoc) placeholder(prefix, key, value string) string {
 	name := envName(prefix + "_" + key)
 	if d.secrets == nil {
 		d.secrets = map[string]string{}
+	}
+	if value == "" {
+		// PVE does not give it back at all: the check needs a value
+		// to load the document, and plan does not compare it.
+		value = "unreadable"
 	}
 	d.secrets[name] = value
 	d.Notes = append(d.Notes, fmt.Sprintf("# %s: set $%s (PVE does not give the secret back)", key, name))
