@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net/http"
 	"regexp"
 	"slices"
 	"strconv"
@@ -201,9 +202,14 @@ func Import(ctx context.Context, clients Clients, opts ImportOptions) (*ImportRe
 			}
 			continue
 		}
+		// With --all, a kind the token may not audit is imported as far as
+		// PVE shows it, after a warning; what PVE refuses outright is
+		// left out (the warning said why).
+		lacking := false
 		if ia, ok := k.(importAuditor); ok {
 			if err := lc.checkPerms(kind, ia.importPerms(opts.Node)); err != nil {
-				msg := fmt.Sprintf("%v: objects the token may not audit are not listed, so they are not imported", err)
+				lacking = true
+				msg := fmt.Sprintf("%v; what the token may not audit is not imported", err)
 				if len(ids) > 0 {
 					problems = append(problems, msg)
 					continue
@@ -217,6 +223,9 @@ func Import(ctx context.Context, clients Clients, opts ImportOptions) (*ImportRe
 		}
 		items, err := im.importable(ctx, ic, node)
 		if err != nil {
+			if lacking && forbidden(err) {
+				continue
+			}
 			return nil, fmt.Errorf("%s: %w", kind, err)
 		}
 		picked := items
@@ -244,6 +253,9 @@ func Import(ctx context.Context, clients Clients, opts ImportOptions) (*ImportRe
 		}
 		for _, it := range picked {
 			doc, err := importOne(ctx, ic, k, im, it.r)
+			if err != nil && lacking && forbidden(err) {
+				continue
+			}
 			if err != nil {
 				problems = append(problems, err.Error())
 				continue
@@ -268,6 +280,12 @@ func Import(ctx context.Context, clients Clients, opts ImportOptions) (*ImportRe
 		return nil, err
 	}
 	return res, nil
+}
+
+// forbidden reports whether PVE refused a read for want of privileges.
+func forbidden(err error) bool {
+	var ae *pve.APIError
+	return errors.As(err, &ae) && ae.Status == http.StatusForbidden
 }
 
 func boolInt(b bool) int {
