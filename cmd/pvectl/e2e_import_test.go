@@ -187,6 +187,9 @@ func TestE2EImportEveryKind(t *testing.T) {
 			t.Errorf("import output lacks %q:\n%s", want, r.stdout)
 		}
 	}
+	if !strings.Contains(r.stdout, "name: ubuntu-24.04-cloud\nspec:\n  node: pve\n  vmid: 9000\n") || !strings.Contains(r.stdout, "template: true") {
+		t.Errorf("the seeded template is not imported as a QemuVM with template: true:\n%s", r.stdout)
+	}
 	imported := writeFile(t, "all.yaml", r.stdout)
 	e.extraEnv = []string{"VM_300_CIPASSWORD=anything"}
 	e.mustRun(0, "plan", "-f", imported, "--detailed-exitcode")
@@ -243,4 +246,61 @@ func TestE2EImportRestrictedToken(t *testing.T) {
 	}
 	e.mustRun(3, "import", "Nope/1")
 	e.mustRun(3, "import")
+}
+
+// TestE2EImportGuests: a VM without a name is skipped with a warning, two
+// VMs of one name get documents of their own, --with-generated keeps the
+// MAC addresses, and a node with staged network changes makes the import
+// fail, naming the resource that would not plan clean.
+func TestE2EImportGuests(t *testing.T) {
+	e := startSim(t)
+	ctx := context.Background()
+	admin := func(method, path string, params url.Values) {
+		t.Helper()
+		var upid string
+		if err := e.client.Do(ctx, method, path, params, &upid); err != nil {
+			t.Fatalf("%s %s: %v", method, path, err)
+		}
+		if strings.HasPrefix(upid, "UPID:") {
+			u, err := pve.ParseUPID(upid)
+			if err == nil {
+				_, err = e.client.WaitTask(ctx, u)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	admin(http.MethodPost, "/nodes/pve/qemu", url.Values{"vmid": {"555"}, "memory": {"512"}})
+	for _, id := range []string{"556", "557"} {
+		admin(http.MethodPost, "/nodes/pve/qemu", url.Values{"vmid": {id}, "name": {"twin"}, "net0": {"virtio,bridge=vmbr0"}})
+	}
+	r := e.mustRun(0, "import", "--all", "--node", "pve")
+	if !strings.Contains(r.stderr, "Warning: VM 555 on node pve has no name: skipped") {
+		t.Errorf("no warning for the nameless VM:\n%s", r.stderr)
+	}
+	if strings.Contains(r.stdout, "vmid: 555") {
+		t.Errorf("the nameless VM was imported:\n%s", r.stdout)
+	}
+	for _, want := range []string{"name: twin\nspec:\n  node: pve\n  vmid: 556\n", "name: twin-557\nspec:\n  node: pve\n  vmid: 557\n  name: twin\n"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("import output lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	if generatedMAC.MatchString(r.stdout) {
+		t.Errorf("MAC addresses without --with-generated:\n%s", r.stdout)
+	}
+	e.mustRun(0, "plan", "-f", writeFile(t, "guests.yaml", r.stdout), "--detailed-exitcode")
+	r = e.mustRun(0, "import", "QemuVM/556", "--with-generated")
+	if !generatedMAC.MatchString(r.stdout) || !strings.Contains(r.stdout, "vmgenid:") {
+		t.Errorf("--with-generated did not keep the MAC and vmgenid:\n%s", r.stdout)
+	}
+	e.mustRun(0, "plan", "-f", writeFile(t, "gen.yaml", r.stdout), "--detailed-exitcode")
+
+	// A bridge staged by hand: the node's commit would not be clean.
+	admin(http.MethodPost, "/nodes/pve/network", url.Values{"iface": {"vmbr7"}, "type": {"bridge"}})
+	r = e.mustRun(1, "import", "--all", "--node", "pve")
+	if !strings.Contains(r.stderr, "NetworkApply/pve: the imported document does not plan clean: apply") || r.stdout != "" {
+		t.Errorf("import over staged network changes:\nstdout:\n%s\nstderr:\n%s", r.stdout, r.stderr)
+	}
 }

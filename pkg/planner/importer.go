@@ -420,15 +420,25 @@ func CheckImport(ctx context.Context, clients Clients, res *ImportResult, opts O
 		if c.Action == NoOp {
 			continue
 		}
-		why := strings.Join(c.Reasons, "; ")
+		// One line per change: a reason's first line (a staged network
+		// diff follows it), and the keys that differ.
+		var why []string
+		for _, r := range c.Reasons {
+			line, _, _ := strings.Cut(r, "\n")
+			why = append(why, strings.TrimSuffix(strings.TrimSpace(line), ":"))
+		}
 		var paths []string
 		for _, d := range c.Diff {
 			paths = append(paths, d.Path)
 		}
-		if len(paths) > 0 {
-			why += " (" + strings.Join(paths, ", ") + ")"
+		msg := fmt.Sprintf("%s: the imported document does not plan clean: %s", c.Address, c.Action)
+		if len(why) > 0 {
+			msg += ": " + strings.Join(why, "; ")
 		}
-		problems = append(problems, fmt.Sprintf("%s: planning the imported document is not clean: %s %s", c.Address, c.Action, why))
+		if len(paths) > 0 {
+			msg += " (" + strings.Join(paths, ", ") + ")"
+		}
+		problems = append(problems, msg)
 	}
 	if len(problems) > 0 {
 		return &ImportError{Problems: problems}
