@@ -245,6 +245,10 @@ func TestE2EImportRestrictedToken(t *testing.T) {
 		t.Errorf("import Pool/lab with a token that may not audit pools:\n%s", r.stderr)
 	}
 	e.mustRun(3, "import", "Nope/1")
+	r = e.mustRun(3, "import", "ConfigDriveISO/seed-web01")
+	if !strings.Contains(r.stderr, "ConfigDriveISO is not imported: a config drive is built from its spec's user data") {
+		t.Errorf("import ConfigDriveISO/…:\n%s", r.stderr)
+	}
 	e.mustRun(3, "import")
 }
 

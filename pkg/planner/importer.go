@@ -46,6 +46,11 @@ type importAuditor interface {
 	importPerms(node string) []permNeed
 }
 
+// importRefuser kinds are not imported, for the reason notImported gives.
+type importRefuser interface {
+	notImported() string
+}
+
 // importItem is one live object a kind can import.
 type importItem struct {
 	r *spec.Resource
@@ -197,10 +202,7 @@ func Import(ctx context.Context, clients Clients, opts ImportOptions) (*ImportRe
 			continue
 		}
 		if !ok {
-			if len(ids) > 0 {
-				problems = append(problems, fmt.Sprintf("%s: this kind is not imported (%s)", kind, notImportedWhy(kind)))
-			}
-			continue
+			continue // selectRefs refused a selection of it
 		}
 		// With --all, a kind the token may not audit is imported as far as
 		// PVE shows it, after a warning; what PVE refuses outright is
@@ -295,14 +297,6 @@ func boolInt(b bool) int {
 	return 0
 }
 
-// notImportedWhy says why a kind has no importer.
-func notImportedWhy(kind string) string {
-	if kind == spec.KindConfigDriveISO {
-		return "a config drive is built from its spec's user data, which the ISO on the storage does not give back; a VM's CD-ROM that holds one is imported as the volume it names"
-	}
-	return "not supported"
-}
-
 func idHint(items []importItem) string {
 	if len(items) == 0 {
 		return " (there are none the token can see)"
@@ -328,8 +322,17 @@ func selectRefs(refs []string) (map[string][]string, []string) {
 			problems = append(problems, fmt.Sprintf("%q: write Kind/id (QemuVM/100, LinuxBridge/pve/vmbr1, Pool/lab)", ref))
 			continue
 		}
-		if _, known := kinds[kind]; !known {
+		k, known := kinds[kind]
+		if !known {
 			problems = append(problems, fmt.Sprintf("%q: unknown kind %s (kinds: %s)", ref, kind, strings.Join(slices.Sorted(maps.Keys(kinds)), ", ")))
+			continue
+		}
+		if _, ok := k.(importer); !ok {
+			why := "not supported"
+			if ir, ok := k.(importRefuser); ok {
+				why = ir.notImported()
+			}
+			problems = append(problems, fmt.Sprintf("%q: %s is not imported: %s", ref, kind, why))
 			continue
 		}
 		if !slices.Contains(out[kind], id) {
