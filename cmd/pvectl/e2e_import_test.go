@@ -116,7 +116,7 @@ func TestE2EImportExample01(t *testing.T) {
 	}
 
 	// Gone, then made again from the imported specs.
-	e.mustRun(0, "destroy", "-f", f, "--auto-approve")
+	e.mustRun(0, "destroy", "-f", imported, "--target", "QemuVM/app-vm-1", "--target", "LinuxBridge/vmbr1", "--auto-approve")
 	if _, err := e.client.GuestConfig(ctx, pve.QEMU, "pve", 100); !pve.IsNotFound(err) {
 		t.Fatalf("VM 100 after destroy: %v", err)
 	}
