@@ -295,6 +295,12 @@ func TestE2EImportGuests(t *testing.T) {
 		t.Errorf("MAC addresses without --with-generated:\n%s", r.stdout)
 	}
 	e.mustRun(0, "plan", "-f", writeFile(t, "guests.yaml", r.stdout), "--detailed-exitcode")
+	r = e.mustRun(1, "import", "QemuVM/twin", "QemuVM/9999")
+	for _, want := range []string{"QemuVM/twin: matches 2 objects: name one of QemuVM/556, QemuVM/557", "QemuVM/9999: not found (there are: 555, 556, 557, 9000)"} {
+		if !strings.Contains(r.stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, r.stderr)
+		}
+	}
 	r = e.mustRun(0, "import", "QemuVM/556", "--with-generated")
 	if !generatedMAC.MatchString(r.stdout) || !strings.Contains(r.stdout, "vmgenid:") {
 		t.Errorf("--with-generated did not keep the MAC and vmgenid:\n%s", r.stdout)

@@ -164,9 +164,10 @@ type ImportError struct {
 
 func (e *ImportError) Error() string { return strings.Join(e.Problems, "\n") }
 
-// Import reads the selected live objects and writes them as documents,
-// in dependency order. It returns an *ImportError when a selection finds
-// nothing or when a document would not plan clean (CheckImport).
+// Import reads the selected live objects and makes them documents, in
+// dependency order. It returns an *ImportError when a selection is wrong
+// (Invalid: before any API call) or finds nothing, or an object cannot be
+// read. CheckImport then says whether the documents plan clean.
 func Import(ctx context.Context, clients Clients, opts ImportOptions) (*ImportResult, error) {
 	if !opts.All && len(opts.Refs) == 0 {
 		return nil, errors.New("nothing to import: name objects (Kind/id) or pass --all")
@@ -232,26 +233,9 @@ func Import(ctx context.Context, clients Clients, opts ImportOptions) (*ImportRe
 		}
 		picked := items
 		if len(ids) > 0 {
-			picked = nil
-			for _, id := range ids {
-				var hit []importItem
-				for _, it := range items {
-					if slices.Contains(it.ids, id) {
-						hit = append(hit, it)
-					}
-				}
-				switch len(hit) {
-				case 0:
-					problems = append(problems, fmt.Sprintf("%s/%s: not found%s", kind, id, idHint(items)))
-				case 1:
-					if !ic.explicit[hit[0].r] {
-						picked = append(picked, hit[0])
-					}
-					ic.explicit[hit[0].r] = true
-				default:
-					problems = append(problems, fmt.Sprintf("%s/%s: matches %d objects: name one by %s", kind, id, len(hit), hit[0].ids[0]))
-				}
-			}
+			var missing []string
+			picked, missing = ic.pick(kind, items, ids)
+			problems = append(problems, missing...)
 		}
 		for _, it := range picked {
 			doc, err := importOne(ctx, ic, k, im, it.r)
@@ -282,6 +266,34 @@ func Import(ctx context.Context, clients Clients, opts ImportOptions) (*ImportRe
 		return nil, err
 	}
 	return res, nil
+}
+
+// pick finds the items that ids name; each id must name exactly one.
+func (ic *importCtx) pick(kind string, items []importItem, ids []string) (picked []importItem, problems []string) {
+	for _, id := range ids {
+		var hit []importItem
+		for _, it := range items {
+			if slices.Contains(it.ids, id) {
+				hit = append(hit, it)
+			}
+		}
+		switch len(hit) {
+		case 0:
+			problems = append(problems, fmt.Sprintf("%s/%s: not found%s", kind, id, idHint(items)))
+		case 1:
+			if !ic.explicit[hit[0].r] {
+				picked = append(picked, hit[0])
+			}
+			ic.explicit[hit[0].r] = true
+		default:
+			var which []string
+			for _, it := range hit {
+				which = append(which, kind+"/"+it.ids[0])
+			}
+			problems = append(problems, fmt.Sprintf("%s/%s: matches %d objects: name one of %s", kind, id, len(hit), strings.Join(which, ", ")))
+		}
+	}
+	return picked, problems
 }
 
 // forbidden reports whether PVE refused a read for want of privileges.
