@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"maps"
 	"net/http"
@@ -60,6 +61,26 @@ func ifaceConfig(t *testing.T, e *simEnv, iface string) map[string]string {
 	return nil
 }
 
+var updateGolden = flag.Bool("update", false, "rewrite testdata/*.golden")
+
+// golden compares got with testdata/<TestName>.golden (-update rewrites it).
+func golden(t *testing.T, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", t.Name()+".golden")
+	if *updateGolden {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run with -update to write it)", err)
+	}
+	if got != string(want) {
+		t.Errorf("output differs from %s (run with -update to rewrite it):\ngot:\n%s\nwant:\n%s", path, got, want)
+	}
+}
+
 func writeFile(t *testing.T, name, body string) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), name)
@@ -85,6 +106,7 @@ func TestE2EImportExample01(t *testing.T) {
 	brBefore := ifaceConfig(t, e, "vmbr1")
 
 	r := e.mustRun(0, "import", "--all", "--node", "pve")
+	golden(t, r.stdout)
 	imported := writeFile(t, "imported.yaml", r.stdout)
 	for _, want := range []string{"kind: QemuVM\nname: app-vm-1\n", "kind: LinuxBridge\nname: vmbr1\n", "kind: NetworkApply\nname: pve\n",
 		"scsi0: local-lvm:32", "net1: virtio,bridge=vmbr1,tag=100", "running: true"} {

@@ -689,11 +689,15 @@ func typed(p *schema.Param, v string) any {
 			return n
 		}
 	case "string":
-		// A one-field property string of a number (a VM's memory,
-		// [current=]N) reads best as the number.
-		if len(p.SubKeys()) == 1 {
-			if n, err := strconv.Atoi(v); err == nil {
-				return n
+		// A property string of its default key alone reads best as that
+		// key's value: a VM's memory ([current=]N) as a number, its
+		// agent ([enabled=]1) as a boolean.
+		if items, err := schema.ParsePropertyString(v, p); err == nil && len(items) == 1 {
+			if sub := p.SubKeys()[items[0].Key]; sub != nil && sub.DefaultKey {
+				switch x := typed(sub, items[0].Value).(type) {
+				case bool, int:
+					return x
+				}
 			}
 		}
 	}
