@@ -179,6 +179,9 @@ func TestE2EImportEveryKind(t *testing.T) {
 	if err := e.client.Do(ctx, http.MethodPut, "/nodes/pve/qemu/300/config", url.Values{"cipassword": {password}, "ciuser": {"ops"}}, nil); err != nil {
 		t.Fatal(err)
 	}
+	if err := e.client.Do(ctx, http.MethodPut, "/pools", url.Values{"poolid": {"lab"}, "storage": {"nfs-images"}}, nil); err != nil {
+		t.Fatal(err)
+	}
 	tokenSecret, err := os.ReadFile(filepath.Join(filepath.Dir(f), "secrets", "ci-deploy.token"))
 	if err != nil || len(tokenSecret) < 8 {
 		t.Fatalf("the token's secret file: %v", err)
@@ -204,7 +207,8 @@ func TestE2EImportEveryKind(t *testing.T) {
 	if !strings.Contains(r.stdout, "cipassword: ${VM_300_CIPASSWORD}") || !strings.Contains(r.stderr, "VM_300_CIPASSWORD") {
 		t.Errorf("the VM's cipassword is not a placeholder named on stderr:\nstdout:\n%s\nstderr:\n%s", r.stdout, r.stderr)
 	}
-	for _, want := range []string{"kind: DownloadedImage\nname: debian-12-genericcloud-amd64.qcow2\nmanaged: false\n", "rootfs: local-lvm:8", "efidisk0: local-lvm:1,"} {
+	for _, want := range []string{"kind: DownloadedImage\nname: debian-12-genericcloud-amd64.qcow2\nmanaged: false\n", "rootfs: local-lvm:8", "efidisk0: local-lvm:1,",
+		"kind: Pool\nname: lab\nspec:\n  comment: Lab machines\n  storages:\n    - nfs-images\n"} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("import output lacks %q:\n%s", want, r.stdout)
 		}

@@ -20,7 +20,9 @@ func (poolKind) importable(ctx context.Context, ic *importCtx, _ string) ([]impo
 		if p.PoolID == spec.RunLockPool {
 			continue
 		}
-		r := &spec.Resource{Kind: spec.KindPool, Name: p.PoolID, State: spec.Present, Params: map[string]string{"poolid": p.PoolID}}
+		// A spec that manages storage members makes observe read them.
+		r := &spec.Resource{Kind: spec.KindPool, Name: p.PoolID, State: spec.Present, Params: map[string]string{"poolid": p.PoolID},
+			Keys: &spec.PoolKeys{Storages: &[]string{}}}
 		out = append(out, importItem{r: r, ids: []string{p.PoolID}})
 	}
 	return out, nil
@@ -35,13 +37,7 @@ func (poolKind) importDoc(ic *importCtx, _ *spec.Resource, lo *liveObj) (*Import
 	id := lo.Config["poolid"]
 	d := &ImportedDoc{Kind: spec.KindPool, Name: id}
 	d.Spec = ic.specFields(d, ic.method("POST", poolCreatePath), lo.Config, "pool_"+id, func(k string) bool { return k == "poolid" }, keepSub)
-	// The members are read apart, as observe does for a spec that
-	// manages them.
-	st, err := readPoolStorages(context.Background(), ic.lc.client, id)
-	if err != nil {
-		return nil, err
-	}
-	if len(st.Storages) > 0 {
+	if st, ok := lo.State.(*poolLive); ok && len(st.Storages) > 0 {
 		d.Spec = append(d.Spec, Field{"storages", st.Storages})
 	}
 	return d, nil

@@ -237,19 +237,14 @@ func Import(ctx context.Context, clients Clients, opts ImportOptions) (*ImportRe
 			picked, missing = ic.pick(kind, items, ids)
 			problems = append(problems, missing...)
 		}
-		for _, it := range picked {
-			doc, err := importOne(ctx, ic, k, im, it.r)
-			if err != nil && lacking && forbidden(err) {
-				continue
-			}
-			if err != nil {
+		docs, errs := importKind(ctx, ic, k, im, picked)
+		for _, err := range errs {
+			if !lacking || !forbidden(err) {
 				problems = append(problems, err.Error())
-				continue
 			}
-			if doc == nil {
-				continue
-			}
-			ic.docs[doc.Address()] = doc
+		}
+		for _, d := range docs {
+			ic.docs[d.Address()] = d
 		}
 	}
 	if len(problems) > 0 {
@@ -354,28 +349,59 @@ func selectRefs(refs []string) (map[string][]string, []string) {
 	return out, problems
 }
 
-// importOne observes r with its kind's observe, as a plan would, and asks
-// the kind for its document.
-func importOne(ctx context.Context, ic *importCtx, k kindOps, im importer, r *spec.Resource) (*ImportedDoc, error) {
-	if p, ok := k.(permissioned); ok {
-		if err := ic.lc.checkPerms(r.Address(), p.readPerms(r)); err != nil {
-			return nil, err
+// importKind observes the picked objects with their kind's observe, as a
+// plan would, runs their reads a few at a time (loadAll), and asks the
+// kind for their documents, in order.
+func importKind(ctx context.Context, ic *importCtx, k kindOps, im importer, picked []importItem) ([]*ImportedDoc, []error) {
+	var errs []error
+	objs := map[string]*liveObj{}
+	keys := make([]string, len(picked))
+	for i, it := range picked {
+		r := it.r
+		// Two guests of one name have one address: the id tells them apart.
+		keys[i] = r.Address()
+		if _, dup := objs[keys[i]]; dup || slices.ContainsFunc(picked[i+1:], func(o importItem) bool { return o.r.Address() == r.Address() }) {
+			keys[i] = fmt.Sprintf("%s (%s)", r.Address(), it.ids[0])
+		}
+		if p, ok := k.(permissioned); ok {
+			if err := ic.lc.checkPerms(r.Address(), p.readPerms(r)); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+		}
+		lo, err := k.observe(ctx, ic.lc, r)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", keys[i], err))
+			continue
+		}
+		objs[keys[i]] = lo
+	}
+	loadErrs := loadAll(ctx, objs)
+	var docs []*ImportedDoc
+	for i, it := range picked {
+		lo := objs[keys[i]]
+		switch {
+		case lo == nil:
+			continue
+		case loadErrs[keys[i]] != nil:
+			errs = append(errs, loadErrs[keys[i]])
+			continue
+		case !lo.Exists:
+			errs = append(errs, fmt.Errorf("%s: not found", keys[i]))
+			continue
+		}
+		d, err := im.importDoc(ic, it.r, lo)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", keys[i], err))
+			continue
+		}
+		if d != nil {
+			docs = append(docs, d)
+			// Later documents of the kind see the names taken.
+			ic.docs[d.Address()] = d
 		}
 	}
-	lo, err := k.observe(ctx, ic.lc, r)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", r.Address(), err)
-	}
-	if lo.load != nil {
-		if err := lo.load(ctx); err != nil {
-			return nil, fmt.Errorf("%s: %w", r.Address(), err)
-		}
-		lo.load = nil
-	}
-	if !lo.Exists {
-		return nil, fmt.Errorf("%s: not found", r.Address())
-	}
-	return im.importDoc(ic, r, lo)
+	return docs, errs
 }
 
 // order sorts the documents so that each comes after what it depends
