@@ -45,6 +45,16 @@ path:principal:role). --all imports every object (of --node for the kinds
 that live on a node). See docs/import.md.`,
 		Example: "  pvectl import QemuVM/100 LinuxBridge/pve/vmbr1 Pool/lab\n  pvectl import --all --node pve -o cluster.yaml\n  pvectl import --all --out-dir specs/",
 		RunE:    func(c *cobra.Command, args []string) error { return o.run(c.Context(), args) },
+		// Kinds complete offline; the ids are the cluster's (see --help).
+		ValidArgsFunction: func(_ *cobra.Command, _ []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+			var out []string
+			for _, k := range planner.ImportableKinds() {
+				if strings.HasPrefix(k+"/", toComplete) {
+					out = append(out, k+"/")
+				}
+			}
+			return out, cobra.ShellCompDirectiveNoSpace | cobra.ShellCompDirectiveNoFileComp
+		},
 	}
 	c.Flags().BoolVar(&o.all, "all", false, "import every object (with --node: that node's, and the cluster-wide ones)")
 	c.Flags().StringVar(&o.node, "node", "", "with --all: only this node's guests, interfaces and settings")

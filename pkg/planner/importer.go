@@ -51,6 +51,17 @@ type importRefuser interface {
 	notImported() string
 }
 
+// ImportableKinds lists the kinds Import can write, sorted.
+func ImportableKinds() []string {
+	var out []string
+	for _, kind := range slices.Sorted(maps.Keys(kinds)) {
+		if is[importer](kind) {
+			out = append(out, kind)
+		}
+	}
+	return out
+}
+
 // importItem is one live object a kind can import.
 type importItem struct {
 	r *spec.Resource
