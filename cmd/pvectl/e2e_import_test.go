@@ -182,6 +182,11 @@ func TestE2EImportEveryKind(t *testing.T) {
 	if err := e.client.Do(ctx, http.MethodPut, "/pools", url.Values{"poolid": {"lab"}, "storage": {"nfs-images"}}, nil); err != nil {
 		t.Fatal(err)
 	}
+	const pbsPassword = "pbs-s3cret-password"
+	if err := e.client.Do(ctx, http.MethodPost, "/storage", url.Values{"type": {"pbs"}, "storage": {"pbs1"}, "server": {"127.0.0.9"},
+		"datastore": {"store"}, "username": {"backup@pbs"}, "password": {pbsPassword}, "content": {"backup"}}, nil); err != nil {
+		t.Fatal(err)
+	}
 	tokenSecret, err := os.ReadFile(filepath.Join(filepath.Dir(f), "secrets", "ci-deploy.token"))
 	if err != nil || len(tokenSecret) < 8 {
 		t.Fatalf("the token's secret file: %v", err)
@@ -199,10 +204,13 @@ func TestE2EImportEveryKind(t *testing.T) {
 			t.Errorf("import output has %q:\n%s", not, r.stdout)
 		}
 	}
-	for _, secret := range []string{password, strings.TrimSpace(string(tokenSecret)), e2eTokenSecret} {
+	for _, secret := range []string{password, pbsPassword, strings.TrimSpace(string(tokenSecret)), e2eTokenSecret} {
 		if strings.Contains(r.stdout+r.stderr, secret) {
 			t.Errorf("import printed a secret (%.4s…)", secret)
 		}
+	}
+	if !strings.Contains(r.stdout, "password: ${STORAGE_PBS1_PASSWORD}") || !strings.Contains(r.stderr, "STORAGE_PBS1_PASSWORD") {
+		t.Errorf("the PBS storage's password is not a placeholder named on stderr:\nstdout:\n%s\nstderr:\n%s", r.stdout, r.stderr)
 	}
 	if !strings.Contains(r.stdout, "cipassword: ${VM_300_CIPASSWORD}") || !strings.Contains(r.stderr, "VM_300_CIPASSWORD") {
 		t.Errorf("the VM's cipassword is not a placeholder named on stderr:\nstdout:\n%s\nstderr:\n%s", r.stdout, r.stderr)
@@ -217,7 +225,7 @@ func TestE2EImportEveryKind(t *testing.T) {
 		t.Errorf("the seeded template is not imported as a QemuVM with template: true:\n%s", r.stdout)
 	}
 	imported := writeFile(t, "all.yaml", r.stdout)
-	e.extraEnv = []string{"VM_300_CIPASSWORD=anything"}
+	e.extraEnv = []string{"VM_300_CIPASSWORD=anything", "STORAGE_PBS1_PASSWORD=anything"}
 	e.mustRun(0, "plan", "-f", imported, "--detailed-exitcode")
 	e.extraEnv = nil
 	e.mustRun(3, "plan", "-f", imported) // the placeholder's variable is unset: refused

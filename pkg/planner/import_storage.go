@@ -71,6 +71,11 @@ func (storageKind) importDoc(ic *importCtx, _ *spec.Resource, lo *liveObj) (*Imp
 				fields = append(fields, Field{k, d.placeholder("storage_"+id, k, "")})
 			}
 		}
+		// A storage that logs in as a user (PBS, CIFS) has its password
+		// kept in /etc/pve/priv.
+		if _, done := field(fields, "password"); !done && t.IsSensitive("password") && lo.Config["username"] != "" {
+			fields = append(fields, Field{"password", d.placeholder("storage_"+id, "password", "")})
+		}
 		for _, k := range t.Sensitive {
 			if _, marked := lo.Config[k]; marked && t.IsMarked(k) {
 				if _, done := field(fields, k); !done {
