@@ -229,6 +229,32 @@ func TestE2EImportEveryKind(t *testing.T) {
 	e.mustRun(0, "plan", "-f", imported, "--detailed-exitcode")
 	e.extraEnv = nil
 	e.mustRun(3, "plan", "-f", imported) // the placeholder's variable is unset: refused
+
+	// Example 04's resources destroyed with the imported specs and made
+	// again from them: the same managed configuration. The container's
+	// template is the one thing PVE does not record.
+	e.extraEnv = []string{"VM_300_CIPASSWORD=" + password, "STORAGE_PBS1_PASSWORD=" + pbsPassword}
+	vmBefore, _ := e.client.GuestConfig(ctx, pve.QEMU, "pve", 300)
+	ctBefore, _ := e.client.GuestConfig(ctx, pve.LXC, "pve", 200)
+	withTemplate := writeFile(t, "all2.yaml", strings.Replace(r.stdout, "  vmid: 200\n", "  vmid: 200\n  ostemplate: local:vztmpl/debian-12-standard_12.7-1_amd64.tar.zst\n", 1))
+	var targets []string
+	for _, a := range []string{"Storage/nfs-images", "Storage/pbs1", "Pool/lab", "BondInterface/bond0", "User/ci@pve", "APIToken/deploy", "ACL/ci-pve-deploy-pool-lab-pvevmadmin", "LxcContainer/dns01", "QemuVM/gpu-worker"} {
+		targets = append(targets, "--target", a)
+	}
+	e.mustRun(0, append([]string{"destroy", "-f", withTemplate, "--auto-approve"}, targets...)...)
+	if _, err := e.client.GuestConfig(ctx, pve.QEMU, "pve", 300); !pve.IsNotFound(err) {
+		t.Fatalf("VM 300 after destroy: %v", err)
+	}
+	e.mustRun(0, "apply", "-f", withTemplate, "--auto-approve")
+	e.mustRun(0, "plan", "-f", withTemplate, "--detailed-exitcode")
+	vmAfter, _ := e.client.GuestConfig(ctx, pve.QEMU, "pve", 300)
+	if got, want := managedConfig(vmAfter), managedConfig(vmBefore); !maps.Equal(got, want) {
+		t.Errorf("VM 300 made again from the import:\ngot  %v\nwant %v", got, want)
+	}
+	ctAfter, _ := e.client.GuestConfig(ctx, pve.LXC, "pve", 200)
+	if got, want := managedConfig(ctAfter), managedConfig(ctBefore); !maps.Equal(got, want) {
+		t.Errorf("container 200 made again from the import:\ngot  %v\nwant %v", got, want)
+	}
 }
 
 // TestE2EImportRestrictedToken: a token that may not audit some objects
