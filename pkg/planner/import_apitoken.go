@@ -2,6 +2,7 @@ package planner
 
 import (
 	"context"
+	"maps"
 	"slices"
 	"strings"
 
@@ -20,8 +21,8 @@ func (tokenKind) importable(ctx context.Context, ic *importCtx, _ string) ([]imp
 	}
 	self := ic.lc.client.TokenID()
 	var out []importItem
-	for _, uid := range slices.Sorted(mapsKeys(users)) {
-		for _, tid := range slices.Sorted(mapsKeys(users[uid].Tokens)) {
+	for _, uid := range slices.Sorted(maps.Keys(users)) {
+		for _, tid := range slices.Sorted(maps.Keys(users[uid].Tokens)) {
 			full := uid + "!" + tid
 			if full == self {
 				continue

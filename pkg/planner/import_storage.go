@@ -2,6 +2,7 @@ package planner
 
 import (
 	"context"
+	"slices"
 
 	"github.com/pvectl/pvectl/pkg/pve/schema"
 	"github.com/pvectl/pvectl/pkg/spec"
@@ -21,22 +22,13 @@ func (storageKind) importable(ctx context.Context, ic *importCtx, node string) (
 	var out []importItem
 	for _, row := range rows {
 		id := row["storage"]
-		if node != "" && row["nodes"] != "" && !equalSetMember(row["nodes"], node) {
+		if node != "" && row["nodes"] != "" && !slices.Contains(splitSet(row["nodes"]), node) {
 			continue
 		}
 		r := &spec.Resource{Kind: spec.KindStorage, Name: id, State: spec.Present, Params: map[string]string{"storage": id}}
 		out = append(out, importItem{r: r, ids: []string{id}})
 	}
 	return out, nil
-}
-
-func equalSetMember(list, x string) bool {
-	for _, v := range splitSet(list) {
-		if v == x {
-			return true
-		}
-	}
-	return false
 }
 
 // importPerms: GET /storage lists only the storages a token may audit.

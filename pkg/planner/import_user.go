@@ -2,6 +2,7 @@ package planner
 
 import (
 	"context"
+	"maps"
 	"slices"
 	"strings"
 
@@ -20,7 +21,7 @@ func (userKind) importable(ctx context.Context, ic *importCtx, _ string) ([]impo
 		return nil, err
 	}
 	var out []importItem
-	for _, id := range slices.Sorted(mapsKeys(users)) {
+	for _, id := range slices.Sorted(maps.Keys(users)) {
 		if id == builtinUser {
 			continue
 		}
@@ -45,14 +46,4 @@ func (userKind) importDoc(ic *importCtx, r *spec.Resource, lo *liveObj) (*Import
 		return !setting || (cleared != "" && lo.Config[k] == cleared)
 	}, keepSub)
 	return d, nil
-}
-
-func mapsKeys[M ~map[K]V, K comparable, V any](m M) func(func(K) bool) {
-	return func(yield func(K) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
-	}
 }
