@@ -1,6 +1,10 @@
 package planner
 
 import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/pvectl/pvectl/pkg/pve"
@@ -107,5 +111,54 @@ spec:
 	}
 	if v, _ := field(d2.Spec, "net0"); v != "virtio=BC:24:11:07:3E:3A,bridge=vmbr0" {
 		t.Errorf("--with-generated net0: got %v", v)
+	}
+}
+
+// TestSimImportSelections: Kind/id selections against the simulator —
+// each id form finds its object, a multi-node --all keeps interfaces of
+// one name apart, and the result plans clean.
+func TestSimImportSelections(t *testing.T) {
+	sim := newSim(t, "pve", "pve2")
+	ctx := context.Background()
+	res, err := Import(ctx, sim, ImportOptions{Refs: []string{"QemuVM/ubuntu-24.04-cloud", "QemuVM/9000", "LinuxBridge/pve/vmbr0", "NodeDns/pve2", "Storage/local"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, d := range res.Docs {
+		got = append(got, d.Address())
+	}
+	if want := []string{"LinuxBridge/vmbr0", "NodeDns/pve2", "QemuVM/ubuntu-24.04-cloud", "Storage/local"}; !slices.Equal(got, want) {
+		t.Errorf("documents: got %v want %v", got, want)
+	}
+	if err := CheckImport(ctx, sim, res, Options{}); err != nil {
+		t.Errorf("CheckImport: %v", err)
+	}
+
+	res, err = Import(ctx, sim, ImportOptions{All: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := map[string]bool{}
+	for _, d := range res.Docs {
+		names[d.Address()] = true
+	}
+	for _, want := range []string{"LinuxBridge/vmbr0", "LinuxBridge/vmbr0-pve2", "NodeDns/pve", "NodeDns/pve2"} {
+		if !names[want] {
+			t.Errorf("--all on two nodes lacks %s: %v", want, names)
+		}
+	}
+	if err := CheckImport(ctx, sim, res, Options{}); err != nil {
+		t.Errorf("CheckImport of --all: %v", err)
+	}
+
+	_, err = Import(ctx, sim, ImportOptions{Refs: []string{"Pool", "Template/x", "QemuVM/nope"}})
+	var ie *ImportError
+	if !errors.As(err, &ie) || !ie.Invalid || len(ie.Problems) != 2 {
+		t.Errorf("bad selections: got %v, want two problems found before any call", err)
+	}
+	_, err = Import(ctx, sim, ImportOptions{Refs: []string{"QemuVM/nope"}})
+	if !errors.As(err, &ie) || ie.Invalid || !strings.Contains(err.Error(), "QemuVM/nope: not found (there are: 9000)") {
+		t.Errorf("a selection that finds nothing: got %v", err)
 	}
 }
