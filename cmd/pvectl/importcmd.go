@@ -42,7 +42,10 @@ by node/iface or iface (LinuxBridge/pve/vmbr1), the others by their id
 (Pool/lab, Storage/local, User/ci@pve, APIToken/ci@pve!deploy, NodeDns/pve,
 NetworkApply/pve, DownloadedImage/local:iso/debian.iso, ACL by
 path:principal:role). --all imports every object (of --node for the kinds
-that live on a node). See docs/import.md.`,
+that live on a node). See docs/import.md.
+
+Exit codes: 0 written, 1 API failure or documents that do not plan clean
+(nothing is written), 3 invalid selection or flags.`,
 		Example: "  pvectl import QemuVM/100 LinuxBridge/pve/vmbr1 Pool/lab\n  pvectl import --all --node pve -o cluster.yaml\n  pvectl import --all --out-dir specs/",
 		RunE:    func(c *cobra.Command, args []string) error { return o.run(c.Context(), args) },
 		// Kinds complete offline; the ids are the cluster's (see --help).
