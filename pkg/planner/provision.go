@@ -176,7 +176,8 @@ func provisionGuest(ctx context.Context, x *execution, r *spec.Resource, t provi
 	}
 	opts := provision.Options{
 		Timeout:  timeout,
-		Progress: func(msg string) { x.msg("%s", msg) },
+		// The hooks prefix the resource already.
+		Progress: func(msg string) { x.msg("%s", strings.TrimPrefix(msg, "vm "+t.Name+": ")) },
 		Output:   func(line string) { x.msg("| %s", line) },
 		SaveDescription: func(ctx context.Context, d string) error {
 			return x.client.UpdateQemu(ctx, t.Node, t.VMID, url.Values{"description": {d}})
