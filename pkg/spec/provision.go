@@ -33,6 +33,9 @@ func checkProvision(r *Resource) []problem {
 	if g, ok := r.Keys.(*GuestKeys); ok && len(p.Provision) > 0 && g.Running != nil && !*g.Running {
 		bad("running", "spec.running is false but spec.provision needs the VM running: drop running: false, or provision")
 	}
+	if _, isGuest := r.Keys.(*GuestKeys); isGuest && len(p.Provision) > 0 && r.Params["template"] == "1" {
+		bad("provision", "spec.provision: a template never runs, so it cannot be provisioned: drop template: true (a Template document bakes a provisioned golden image)")
+	}
 	base := "."
 	if f := r.KeyPos["provision"].File; f != "" && f != stdinName {
 		base = filepath.Dir(f)

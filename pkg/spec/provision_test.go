@@ -29,6 +29,8 @@ func TestProvisionKeys(t *testing.T) {
 			[]string{`a.yaml:4: QemuVM/vm: spec.provisionTimeout must be a positive duration like 90s, 10m or 1h, got "soon"`}},
 		{"stopped", map[string]string{"a.yaml": doc("  running: false\n  provision: a.yml\n"), "a.yml": "\n"},
 			[]string{"a.yaml:4: QemuVM/vm: spec.running is false but spec.provision needs the VM running"}},
+		{"template", map[string]string{"a.yaml": doc("  template: true\n  provision: a.yml\n"), "a.yml": "\n"},
+			[]string{"a.yaml:5: QemuVM/vm: spec.provision: a template never runs"}},
 		{"container has none", map[string]string{"a.yaml": "kind: LxcContainer\nname: ct\nspec:\n  provision: a.yml\n", "a.yml": "\n"},
 			[]string{`a.yaml:4: unknown field "provision" in LxcContainer spec`}},
 	}
