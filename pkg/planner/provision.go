@@ -175,7 +175,7 @@ func provisionGuest(ctx context.Context, x *execution, r *spec.Resource, t provi
 		AcceptNewHostKey: t.New,
 	}
 	opts := provision.Options{
-		Timeout:  timeout,
+		Timeout: timeout,
 		// The hooks prefix the resource already.
 		Progress: func(msg string) { x.msg("%s", strings.TrimPrefix(msg, "vm "+t.Name+": ")) },
 		Output:   func(line string) { x.msg("| %s", line) },
