@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"os/signal"
 	"strings"
@@ -34,6 +35,7 @@ type simOptions struct {
 	token        string
 	extraTokens  []string
 	latency      time.Duration
+	dhcpRange    string
 	taskDuration time.Duration
 	errorRate    float64
 	lockRate     float64
@@ -80,6 +82,7 @@ tokens=ci@pve!plan. Tokens created through the API work as well.`,
 	f.DurationVar(&o.lockWait, "lock-wait", pvesim.DefaultLockWait, "how long a guest lock is waited for (PVE's lock_config wait; a clone's 1 s scales with it)")
 	f.DurationVar(&o.statusEvery, "status-interval", pvesim.DefaultStatusInterval, "how often /cluster/resources' status data is refreshed (PVE's pvestatd interval)")
 	f.Float64Var(&o.warnRate, "warn-rate", 0, "fraction of successful tasks that end with 'WARNINGS: 1' (0..1)")
+	f.StringVar(&o.dhcpRange, "dhcp-range", pvesim.DefaultDHCPRange.String(), "where the guest agent's DHCP leases come from (IPv4 CIDR), for VMs without a static ipconfig0 address")
 	f.BoolVar(&o.tls, "tls", false, "serve HTTPS with a self-signed certificate (its fingerprint is printed)")
 	return c
 }
@@ -114,6 +117,10 @@ func (o *simOptions) run(ctx context.Context) error {
 			return invalid(errors.New("--error-rate, --lock-contention and --warn-rate take a fraction from 0 to 1"))
 		}
 	}
+	dhcp, err := netip.ParsePrefix(o.dhcpRange)
+	if err != nil || !dhcp.Addr().Is4() {
+		return invalid(fmt.Errorf("--dhcp-range %q: want an IPv4 range like 127.0.100.0/24", o.dhcpRange))
+	}
 	// The certificate comes first: GET /nodes answers its fingerprint.
 	var cert tls.Certificate
 	fp := ""
@@ -126,7 +133,7 @@ func (o *simOptions) run(ctx context.Context) error {
 	}
 	sim, err := pvesim.New(pvesim.Options{
 		Nodes: o.nodes, TokenID: id, TokenSecret: secret, Tokens: extra,
-		Latency: o.latency, TaskDuration: o.taskDuration,
+		Latency: o.latency, TaskDuration: o.taskDuration, DHCPRange: dhcp,
 		StateFile: o.state, DataDir: o.dataDir, APIDocFile: o.apidoc,
 		ErrorRate: o.errorRate, LockContention: o.lockRate, WarnRate: o.warnRate,
 		LockWait: o.lockWait, StatusInterval: o.statusEvery,

@@ -66,6 +66,10 @@ type Change struct {
 	// KeptFor names the protected resource that needs a kept one ("" when
 	// the resource is protected itself).
 	KeptFor string `json:"keptFor,omitempty"`
+	// Provision are the provisioning files the change runs once the guest
+	// is up (provision.go); a change that does nothing else is a
+	// Provision.
+	Provision []ProvisionStep `json:"provision,omitempty"`
 }
 
 // Plan is the result of planning: a value, serialisable as a plan file.

@@ -191,6 +191,9 @@ func withExecution(ctx context.Context, clients Clients, x *execution, fn func(c
 		}
 	})
 	x.client = cl
+	if x.conn == nil && clients != nil {
+		x.conn = clients.Connection(c.Resource.Connection)
+	}
 	return fn(ctx, x)
 }
 

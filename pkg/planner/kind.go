@@ -108,6 +108,11 @@ type (
 	// objectNamer kinds name their object in messages better than their
 	// noun and identity do (a guest by its vmid: "VM 100").
 	objectNamer interface{ objectName(c *Change) string }
+	// provisioner kinds run a Provision change: provisioning files on a
+	// guest that needs no other change (provision.go).
+	provisioner interface {
+		provision(ctx context.Context, x *execution, c *Change) error
+	}
 	// prerequisiter kinds name what their change needs to exist first (a
 	// guest's pool, storages, bridges, template), for an object on node
 	// that is lo now (nil: one made anew). The engine checks them at plan
@@ -178,6 +183,9 @@ type execution struct {
 	// allowForeign lets a network commit take staged changes pvectl did
 	// not make, those the plan showed.
 	allowForeign bool
+	// conn is the change's connection settings (DNS, SSH user and key for
+	// provisioning); nil when unknown.
+	conn *spec.Connection
 }
 
 func (x *execution) msg(format string, args ...any) {
@@ -326,6 +334,11 @@ func apply(ctx context.Context, k kindOps, x *execution, c *Change) error {
 		return k.update(ctx, x, c)
 	case Delete:
 		return k.remove(ctx, x, c)
+	case Provision:
+		if p, ok := k.(provisioner); ok {
+			return p.provision(ctx, x, c)
+		}
+		return fmt.Errorf("internal error: %s does not provision", c.Resource.Kind)
 	case Replace:
 		if c.CreateFirst {
 			if err := k.create(ctx, x, c); err != nil {

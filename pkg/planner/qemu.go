@@ -103,10 +103,56 @@ func (k qemuKind) observe(ctx context.Context, lc *liveConn, r *spec.Resource) (
 // checkCreate shows what a create takes from live state: the template it
 // clones (which must be found), the derived address, the VM it replaces.
 func (k qemuKind) checkCreate(b *builder, r *spec.Resource, lo *liveObj, c *Change) error {
-	return k.planExtras(b, r, lo, c)
+	if err := k.planExtras(b, r, lo, c); err != nil {
+		return err
+	}
+	return k.planProvision(r, lo, c)
 }
 
+// compare compares the VM and adds what provisioning will run.
 func (k qemuKind) compare(b *builder, r *spec.Resource, lo *liveObj, c *Change) error {
+	if err := k.compareVM(b, r, lo, c); err != nil {
+		return err
+	}
+	return k.planProvision(r, lo, c)
+}
+
+// planProvision: what provisioning runs on the VM once c is done, from
+// the description it will have — the live one, or for a new VM the
+// spec's (else its template's, which a clone copies).
+func (k qemuKind) planProvision(r *spec.Resource, lo *liveObj, c *Change) error {
+	if c.Action == Delete {
+		return nil
+	}
+	g := spec.Guest(r)
+	st, gl := stateOf(c), liveOf(lo)
+	var desc string
+	var willRun bool
+	if c.Action == Create || c.Action == Replace {
+		desc = r.Params["description"]
+		if st.Clone != nil && gl.CloneConfig != nil {
+			// The clone copies its template's description; the spec's
+			// text replaces the user's part and keeps the blocks.
+			desc = gl.CloneConfig["description"]
+			if text, set := r.Params["description"]; set {
+				desc = withBlocks(text, desc)
+			}
+		}
+		willRun = g.Running != nil && *g.Running
+		if st.Clone != nil {
+			willRun = g.Running == nil || *g.Running // a clone is started
+		}
+	} else {
+		desc = lo.Config["description"]
+		willRun = g.Running != nil && *g.Running || g.Running == nil && gl.Status == "running"
+	}
+	if r.Params["template"] == "1" {
+		willRun = false
+	}
+	return planProvision(r, c, desc, willRun)
+}
+
+func (k qemuKind) compareVM(b *builder, r *spec.Resource, lo *liveObj, c *Change) error {
 	done, err := k.compareConfig(b, r, lo, c)
 	if err != nil {
 		return err
@@ -193,10 +239,37 @@ func (k qemuKind) update(ctx context.Context, x *execution, c *Change) error {
 			return err
 		}
 	}
+	if err := k.provisionVM(ctx, x, c, st.VMID, false); err != nil {
+		return err
+	}
 	if st.Old != nil {
 		return k.removeOld(ctx, x, st.Old)
 	}
 	return nil
+}
+
+// provision runs the provisioning files of a VM that needs no other
+// change, then destroys the VM it replaces, if any.
+func (k qemuKind) provision(ctx context.Context, x *execution, c *Change) error {
+	st := stateOf(c)
+	if err := k.provisionVM(ctx, x, c, st.VMID, false); err != nil {
+		return err
+	}
+	if st.Old != nil {
+		return k.removeOld(ctx, x, st.Old)
+	}
+	return nil
+}
+
+// provisionVM runs what is pending of the VM's provisioning (nothing for
+// a template); isNew says the VM was made in this run.
+func (k qemuKind) provisionVM(ctx context.Context, x *execution, c *Change, vmid int, isNew bool) error {
+	r := c.Resource
+	if r.Params["template"] == "1" {
+		return nil
+	}
+	_, err := provisionGuest(ctx, x, r, provisionTarget{Node: c.Node, VMID: vmid, Name: k.name(r), New: isNew})
+	return err
 }
 
 // toTemplate converts the stopped VM into a template.
@@ -266,8 +339,18 @@ func (k qemuKind) changePerms(c *Change, lo *liveObj) []permNeed {
 		}
 		needs = append(needs, k.settingPerms(st.Derived, nil, nil, setting{onGuest: onGuest})...)
 	}
-	if st.Old != nil && (c.Action == Create || c.Action == Replace || c.Action == Update) {
+	if st.Old != nil && (c.Action == Create || c.Action == Replace || c.Action == Update || c.Action == Provision) {
 		needs = append(needs, k.oldPerms(st.Old)...)
+	}
+	if len(c.Provision) > 0 {
+		id := st.VMID
+		if c.Action == Create || c.Action == Replace {
+			id, _ = specVMID(c.Resource)
+		}
+		needs = append(needs, need(vmPath(id), "to record provisioning (what ran, the SSH host key) in the VM's description", "VM.Config.Options"))
+		if g := spec.Guest(c.Resource); g.IP == nil {
+			needs = append(needs, needAny(vmPath(id), "to ask the guest agent for the VM's address (no ip given)", "VM.GuestAgent.Audit", "VM.GuestAgent.Unrestricted"))
+		}
 	}
 	return needs
 }
@@ -304,7 +387,10 @@ func (k qemuKind) fieldEffect(ks *spec.KindSpec, key, sub string) (Effect, bool)
 		return Effect{Kind: InPlace, How: update, Note: "written as net0's tag and bridge", Live: k.fieldLive("net0", key)}, true
 	case "sshKeys":
 		return Effect{Kind: InPlace, How: update, Note: "written as sshkeys; the cloud-init drive is regenerated (PUT …/cloudinit)"}, true
-	case "sshUser", "sshPort":
+	case "provision", "forceConfigCheck":
+		return Effect{Kind: InPlace, How: "ansible-playbook / puppet apply over SSH",
+			Note: "nothing in PVE changes but the description's [pvectl-provision: …] block: new and changed files (all with forceConfigCheck) run at the next apply, once the VM is up"}, true
+	case "sshUser", "sshPort", "sshPrivateKey", "provisionTimeout":
 		return Effect{Kind: InPlace, Note: "used by provisioning only: nothing in PVE changes"}, true
 	case "replace":
 		return Effect{Kind: InPlace, How: "DELETE /nodes/{node}/qemu/{vmid} of the VM it names", Note: "the named VM is destroyed once this one is up; one that does not exist is nothing to do"}, true

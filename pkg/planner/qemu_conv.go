@@ -224,10 +224,12 @@ func hasCloudinitDrive(cfg pve.Config) bool {
 }
 
 // up runs once the new VM is up (created, configured, started or made a
-// template). Provisioning (design §4) belongs here, before the VM that
-// this one replaces goes: the old VM is destroyed only after the new one
-// is ready to take over.
+// template): provisioning (design §4), then the VM that this one
+// replaces goes — only after the new one is ready to take over.
 func (k qemuKind) up(ctx context.Context, x *execution, c *Change, vmid int) error {
+	if err := k.provisionVM(ctx, x, c, vmid, true); err != nil {
+		return err
+	}
 	if old := stateOf(c).Old; old != nil {
 		return k.removeOld(ctx, x, old)
 	}

@@ -227,3 +227,15 @@ func (c *Client) NodeGuests(ctx context.Context, typ GuestType, node string) ([]
 	}
 	return rows, nil
 }
+
+// AgentNetworkInterfaces is GET /nodes/{node}/qemu/{vmid}/agent/network-get-interfaces:
+// the guest agent's answer as PVE wraps it, {"result":[…]} (see
+// provision.ParseAgentInterfaces). PVE fails it (500) while the VM is
+// stopped, has no agent configured, or its agent is not running yet.
+func (c *Client) AgentNetworkInterfaces(ctx context.Context, node string, vmid int) (json.RawMessage, error) {
+	var out json.RawMessage
+	if err := c.Do(ctx, http.MethodGet, guestPath(QEMU, node, vmid, "agent", "network-get-interfaces"), nil, &out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}

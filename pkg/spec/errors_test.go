@@ -139,7 +139,7 @@ spec:
 			files: map[string]string{"a.yaml": `kind: QemuVM
 name: vm
 spec:
-  forceConfigCheck: true
+  fromTemplate: base
   running: "yes"
 ---
 kind: LinuxBridge
@@ -148,7 +148,7 @@ spec:
   type: bond
 `},
 			want: []string{
-				`a.yaml:4: field "forceConfigCheck" of QemuVM is not supported yet by this pvectl`,
+				`a.yaml:4: field "fromTemplate" of QemuVM is not supported yet by this pvectl`,
 				`a.yaml:5: spec.running: must be a boolean (true or false), got a string`,
 				`a.yaml:10: spec.type must be "bridge" for a LinuxBridge, got "bond"`,
 			},

@@ -33,10 +33,41 @@ type GuestKeys struct {
 	VLAN    *int     `json:"vlan,omitempty" doc:"VLAN tag (1-4094) of the first NIC (net0 tag=), on bridge (default vmbr1)."`
 	Bridge  *string  `json:"bridge,omitempty" doc:"The bridge of the first NIC (net0 bridge=); default vmbr1 when vlan is set."`
 	SSHKeys []string `json:"sshKeys,omitempty" doc:"SSH public keys (OpenSSH format, one per item) for cloud-init's sshkeys, URL-encoded as PVE requires. A Defaults list is replaced, not extended, by a resource's own."`
-	SSHUser *string  `json:"sshUser,omitempty" doc:"The SSH user provisioning connects as (then PROXMOX_SSH_USER, the connection's sshUser, root). Not written to PVE: set ciuser for cloud-init's user."`
-	SSHPort *int     `json:"sshPort,omitempty" doc:"The SSH port provisioning connects to (default 22). Not written to PVE."`
-	Replace *string  `json:"replace,omitempty" doc:"An existing VM (its name or vmid) that is not in these specs: destroyed once this VM is up (created, configured, started). Nothing happens when it does not exist."`
+	Replace *string  `json:"replace,omitempty" doc:"An existing VM (its name or vmid) that is not in these specs: destroyed once this VM is up (created, configured, started) and provisioned. Nothing happens when it does not exist."`
+
+	// ProvisionKeys are the provisioning keys (QemuVM only).
+	ProvisionKeys
 }
+
+// ProvisionKeys are the keys of hash-tracked provisioning (design §4,
+// docs/provisioning.md): a kind that provisions its guests (QemuVM,
+// Template) embeds them in its Keys struct and lists ProvisionKeyNames
+// among its own keys; checkProvision validates them.
+type ProvisionKeys struct {
+	Provision        []string `json:"provision,omitempty" doc:"Provisioning files run over SSH after the VM is up, in this order: .yaml/.yml with ansible-playbook, .pp with puppet apply; each relative to the spec file that names it. Only new and changed files run; what ran is recorded in the VM's description (see docs/provisioning.md)."`
+	ForceConfigCheck *bool    `json:"forceConfigCheck,omitempty" doc:"Run every provisioning file at each apply, not only new and changed ones."`
+	ProvisionTimeout *string  `json:"provisionTimeout,omitempty" doc:"How long provisioning waits for the VM's address, SSH and cloud-init together, as a Go duration (30s, 5m, 1h); default 10m. The files themselves run until they end."`
+	SSHUser          *string  `json:"sshUser,omitempty" doc:"The SSH user provisioning connects as (then PROXMOX_SSH_USER, the connection's sshUser, root). Not written to PVE: set ciuser for cloud-init's user."`
+	SSHPort          *int     `json:"sshPort,omitempty" doc:"The SSH port provisioning connects to (default 22). Not written to PVE."`
+	SSHPrivateKey    *string  `json:"sshPrivateKey,omitempty" doc:"The SSH private key provisioning logs in with: a path (~/ allowed) or the PEM itself, best as ${VAR}; else the connection's sshPrivateKey, PROXMOX_SSH_PRIVATE_KEY, then ssh-agent. Never printed."`
+	// ProvisionPaths are the files of Provision, resolved against the
+	// spec file that names them (absolute): set by Load, not a spec key.
+	ProvisionPaths []string `json:"provisionPaths,omitempty" internal:"true"`
+}
+
+// ProvisionKeyNames are the spec keys of ProvisionKeys.
+var ProvisionKeyNames = []string{"provision", "forceConfigCheck", "provisionTimeout", "sshUser", "sshPort", "sshPrivateKey"}
+
+// Provisioning returns the provisioning keys of r (nil when its kind has
+// none).
+func Provisioning(r *Resource) *ProvisionKeys {
+	if p, ok := r.Keys.(interface{ provisionKeys() *ProvisionKeys }); ok {
+		return p.provisionKeys()
+	}
+	return nil
+}
+
+func (p *ProvisionKeys) provisionKeys() *ProvisionKeys { return p }
 
 // ConfigDriveKeys are a ConfigDriveISO's keys: the cloud-init seed (see
 // pkg/cidata). Data fields are written into the image byte for byte.

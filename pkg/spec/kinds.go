@@ -164,13 +164,8 @@ func (k *kindInfo) ownKeys() []string {
 // ownTypes derives the own keys' shapes from the fields of a Keys struct.
 func ownTypes(keys any) map[string]ownType {
 	out := map[string]ownType{}
-	t := reflect.TypeOf(keys).Elem()
-	for i := range t.NumField() {
-		f := t.Field(i)
+	for _, f := range keyFields(reflect.TypeOf(keys).Elem()) {
 		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-		if name == "" || name == "-" {
-			continue
-		}
 		ft := f.Type
 		if ft.Kind() == reflect.Pointer {
 			ft = ft.Elem()
@@ -189,12 +184,32 @@ func ownTypes(keys any) map[string]ownType {
 	return out
 }
 
+// keyFields are the spec-key fields of a Keys struct: those with a JSON
+// name, the fields of embedded key sets (ProvisionKeys) included, and
+// not those Load sets itself (tagged internal).
+func keyFields(t reflect.Type) []reflect.StructField {
+	var out []reflect.StructField
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if f.Anonymous && f.Type.Kind() == reflect.Struct {
+			out = append(out, keyFields(f.Type)...)
+			continue
+		}
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name == "" || name == "-" || f.Tag.Get("internal") != "" {
+			continue
+		}
+		out = append(out, f)
+	}
+	return out
+}
+
 // guestPlannedKeys are QemuVM/Template keys of design §3 not implemented yet.
-var guestPlannedKeys = []string{"fromTemplate", "provision", "forceConfigCheck"}
+var guestPlannedKeys = []string{"fromTemplate"}
 
 // qemuOnlyKeys are GuestKeys of the reference provider's VM conveniences,
 // which a container does not take.
-var qemuOnlyKeys = []string{"configDrive", "image", "full", "ip", "gateway", "vlan", "bridge", "sshKeys", "sshUser", "sshPort", "replace"}
+var qemuOnlyKeys = append([]string{"configDrive", "image", "full", "ip", "gateway", "vlan", "bridge", "sshKeys", "replace"}, ProvisionKeyNames...)
 
 // kindTable returns the registry, built once; read-only.
 var kindTable = sync.OnceValue(func() map[string]*kindInfo {
@@ -219,7 +234,7 @@ var kindTable = sync.OnceValue(func() map[string]*kindInfo {
 			RefValue:     paramValueOf("vmid"), // an ACL path names a guest by vmid
 			Hint:         "a VM without vmid is found by its name: give each a different vmid or name, or remove one",
 			ValueAliases: map[string]map[string]string{"machine": {"i440fx": "pc"}},
-			Check:        checks(qemuConveniences, checkISODrives),
+			Check:        checks(qemuConveniences, checkISODrives, checkProvision),
 			Refs: []refRule{
 				{Key: "pool", Values: paramValue("pool"), Kinds: []string{KindPool}, PresentOnly: true},
 				{Key: "netN.bridge", Values: subKeyValues("net", "bridge"), Kinds: []string{KindLinuxBridge}, SameNode: true, PresentOnly: true},

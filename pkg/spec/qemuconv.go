@@ -94,9 +94,6 @@ func qemuConveniences(r *Resource) []problem {
 			derive("sshkeys", "sshKeys", v)
 		}
 	}
-	if g.SSHPort != nil && (*g.SSHPort < 1 || *g.SSHPort > 65535) {
-		bad("sshPort", "spec.sshPort must be a TCP port (1-65535), got %d", *g.SSHPort)
-	}
 	if g.Replace != nil {
 		switch old := strings.TrimSpace(*g.Replace); {
 		case old == "":

@@ -353,13 +353,9 @@ func (t ownType) exported() OwnType {
 // ownDocs reads the `doc` tags of a Keys struct, by key.
 func ownDocs(keys any) map[string]string {
 	out := map[string]string{}
-	t := reflect.TypeOf(keys).Elem()
-	for i := range t.NumField() {
-		f := t.Field(i)
+	for _, f := range keyFields(reflect.TypeOf(keys).Elem()) {
 		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-		if name != "" && name != "-" {
-			out[name] = f.Tag.Get("doc")
-		}
+		out[name] = f.Tag.Get("doc")
 	}
 	return out
 }

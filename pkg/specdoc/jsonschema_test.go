@@ -228,7 +228,7 @@ func TestSchemaAgreesWithValidate(t *testing.T) {
 		{"typo in the kind", "kind: QemuVm\nname: vm1\n", false},
 		{"typo in a top-level key", "kind: QemuVM\nname: vm1\ndependson: [Pool/x]\n", false},
 		{"typo in an own key", vm + "  runing: true\n", false},
-		{"planned key", vm + "  provision: [a.yaml]\n", false},
+		{"planned key", vm + "  fromTemplate: base\n", false},
 		{"enum", vm + "  ostype: linux\n", false},
 		{"range", vm + "  cores: 0\n", false},
 		{"sub-key range", vm + "  net0: {model: virtio, tag: 5000}\n", false},

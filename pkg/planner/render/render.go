@@ -99,7 +99,13 @@ func Human(w io.Writer, p *planner.Plan, opts Options) error {
 		for _, d := range c.Diff {
 			b.WriteString("      " + field(pl, d) + "\n")
 		}
+		for _, s := range c.Provision {
+			b.WriteString("      " + pl.change.Render(">") + " run " + s.File + " (" + s.Reason + ")\n")
+		}
 		for _, r := range c.Reasons {
+			if len(c.Provision) > 0 && strings.HasPrefix(r, "provision: ") {
+				continue // listed above, file by file
+			}
 			b.WriteString("      " + pl.note.Render("# "+r) + "\n")
 		}
 	}
@@ -183,6 +189,9 @@ type jsonChange struct {
 	Action  string              `json:"action"`
 	Diff    []planner.FieldDiff `json:"diff"`
 	Reasons []string            `json:"reasons"`
+	// Provision lists the provisioning files the change runs, and why;
+	// absent when it runs none.
+	Provision []planner.ProvisionStep `json:"provision,omitempty"`
 }
 
 type jsonSummary struct {
@@ -204,7 +213,7 @@ func JSON(w io.Writer, p *planner.Plan) error {
 		Summary:       jsonSummary{Create: s.Create, Update: s.Update, Replace: s.Replace, Delete: s.Delete, Provision: s.Provision, NoOp: s.NoOp},
 	}
 	for _, c := range p.Changes {
-		jc := jsonChange{Address: c.Address, Action: c.Action.String(), Diff: c.Diff, Reasons: c.Reasons}
+		jc := jsonChange{Address: c.Address, Action: c.Action.String(), Diff: c.Diff, Reasons: c.Reasons, Provision: c.Provision}
 		if jc.Diff == nil {
 			jc.Diff = []planner.FieldDiff{}
 		}

@@ -103,11 +103,26 @@ func plans() map[string]*planner.Plan {
 			change("LinuxBridge/vmbr1", planner.NoOp, nil),
 			change("QemuVM/app-vm-1", planner.NoOp, nil),
 		}},
+		// Provisioning: files that run on a VM that needs nothing else,
+		// and on one that is created.
+		"provision": {FormatVersion: "1", Changes: []*planner.Change{
+			provisioned(change("QemuVM/app-vm-1", planner.Provision, nil, "provision: playbooks/app.yaml (changed), site.pp (forced)"),
+				planner.ProvisionStep{File: "playbooks/app.yaml", Reason: "changed", Hash: "dabf664c904c", Recorded: "3b28da54ccc3"},
+				planner.ProvisionStep{File: "site.pp", Reason: "forced", Hash: "0123456789ab", Recorded: "0123456789ab"}),
+			provisioned(change("QemuVM/app-vm-2", planner.Create, []planner.FieldDiff{{Path: "memory", After: "2048"}}, "does not exist", "provision: playbooks/common.yaml (new)"),
+				planner.ProvisionStep{File: "playbooks/common.yaml", Reason: "new", Hash: "3b28da54ccc3"}),
+			change("QemuVM/db", planner.NoOp, nil),
+		}},
 	}
 }
 
+func provisioned(c *planner.Change, steps ...planner.ProvisionStep) *planner.Change {
+	c.Provision = steps
+	return c
+}
+
 func TestHuman(t *testing.T) {
-	for _, name := range []string{"create", "update", "destroy", "nochange", "keptonly", "staged", "stagedchange"} {
+	for _, name := range []string{"create", "update", "destroy", "nochange", "keptonly", "staged", "stagedchange", "provision"} {
 		t.Run(name, func(t *testing.T) {
 			var buf bytes.Buffer
 			if err := Human(&buf, plans()[name], Options{}); err != nil {
@@ -136,7 +151,7 @@ func TestHumanColor(t *testing.T) {
 }
 
 func TestJSON(t *testing.T) {
-	for _, name := range []string{"create", "update", "destroy", "nochange"} {
+	for _, name := range []string{"create", "update", "destroy", "nochange", "provision"} {
 		t.Run(name, func(t *testing.T) {
 			var buf bytes.Buffer
 			if err := JSON(&buf, plans()[name]); err != nil {

@@ -2,7 +2,6 @@ package pvesim
 
 import (
 	"fmt"
-	"net/http"
 	"strconv"
 	"strings"
 	"time"
@@ -199,39 +198,6 @@ func agentEnabled(conf map[string]string) bool {
 	}
 	e, _ := schema.PropValue(items, "enabled")
 	return e == "1"
-}
-
-// agentIfaces answers like qemu-guest-agent's guest-network-get-interfaces.
-// The IP is data only: ipconfig0's static address, else a made-up 10.x one.
-func (s *Server) agentIfaces(k *guestKind, q *request) (any, error) {
-	v, err := s.guestOf(k, q)
-	if err != nil {
-		return nil, err
-	}
-	if !agentEnabled(v.Conf) {
-		return nil, fail(http.StatusInternalServerError, "No QEMU guest agent configured")
-	}
-	if !v.Running {
-		return nil, fail(http.StatusInternalServerError, "VM %d is not running", v.VMID)
-	}
-	if time.Now().Before(v.agentAt) {
-		return nil, fail(http.StatusInternalServerError, "QEMU guest agent is not running")
-	}
-	ip, prefix := fmt.Sprintf("10.%d.%d.%d", 10+v.VMID/65536%200, v.VMID/256%256, v.VMID%250+2), 24
-	if ipc, ok := schema.PropValue(props(v.Conf["ipconfig0"]), "ip"); ok && ipc != "dhcp" {
-		addr, bits, _ := strings.Cut(ipc, "/")
-		ip = addr
-		if b, err := strconv.Atoi(bits); err == nil {
-			prefix = b
-		}
-	}
-	_, mac := netModelMAC(v.Conf["net0"])
-	return map[string]any{"result": []any{
-		map[string]any{"name": "lo", "hardware-address": "00:00:00:00:00:00",
-			"ip-addresses": []any{map[string]any{"ip-address": "127.0.0.1", "ip-address-type": "ipv4", "prefix": 8}}},
-		map[string]any{"name": "eth0", "hardware-address": strings.ToLower(mac),
-			"ip-addresses": []any{map[string]any{"ip-address": ip, "ip-address-type": "ipv4", "prefix": prefix}}},
-	}}, nil
 }
 
 // normalizeQemu applies PVE's write-backs for one VM config key.

@@ -8,6 +8,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"os"
 	"strconv"
@@ -30,7 +31,12 @@ type Options struct {
 	// Tokens are more API tokens to try the permission checks with: each
 	// is privilege-separated, and a user the simulator creates for one
 	// has no ACL (grant some with PUT /access/acl).
-	Tokens       []Token
+	Tokens []Token
+	// DHCPRange is where the guest agent's DHCP leases come from (a VM
+	// whose ipconfig0 has no static address): DefaultDHCPRange when
+	// invalid (zero), a loopback range so that nothing a test reaches
+	// leaves the machine.
+	DHCPRange    netip.Prefix
 	Latency      time.Duration // added to every request
 	TaskDuration time.Duration // how long a task runs before it ends (default 300ms)
 	StateFile    string        // loaded at New if present, saved atomically after each mutation
@@ -113,6 +119,9 @@ type Server struct {
 	// lockFreed is closed (and replaced) whenever a task releases a lock.
 	lockFreed chan struct{}
 	stats     map[int]guestStat // pvestatd's last status data, by vmid
+	// leases are the DHCP leases of the guest agents, by vmid (not
+	// persisted: a restarted simulator hands them out anew).
+	leases map[int]netip.Addr
 	// taskGate, while set, holds every task started meanwhile after its
 	// duration until it is closed: a test hook (export_test.go HoldTasks)
 	// for tests that look at a task while it runs. Never set otherwise.
@@ -158,6 +167,13 @@ func New(opts Options) (*Server, error) {
 	if opts.TaskDuration <= 0 {
 		opts.TaskDuration = 300 * time.Millisecond
 	}
+	if !opts.DHCPRange.IsValid() {
+		opts.DHCPRange = DefaultDHCPRange
+	}
+	if !opts.DHCPRange.Addr().Is4() {
+		return nil, fmt.Errorf("pvesim: DHCP range %s: want an IPv4 range", opts.DHCPRange)
+	}
+	opts.DHCPRange = opts.DHCPRange.Masked()
 	if opts.ErrorRate < 0 || opts.ErrorRate > 1 || opts.LockContention < 0 || opts.LockContention > 1 ||
 		opts.WarnRate < 0 || opts.WarnRate > 1 {
 		return nil, errors.New("pvesim: error rate, lock contention and warn rate must be within [0,1]")

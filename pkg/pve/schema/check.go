@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"unicode/utf8"
 )
 
 // Messages PVE's JSONSchema uses for parameter-level problems.
@@ -135,10 +136,13 @@ func (p *Param) Check(value string) error {
 			return errors.New("value does not match the regex pattern")
 		}
 	}
-	if p.MaxLength > 0 && len(value) > p.MaxLength {
+	// pve-common JSONSchema.pm check_type compares Perl's length() of the
+	// value, which pve-http-server (AnyEvent.pm decode_urlencoded) has
+	// decoded from UTF-8: characters, not bytes (a description's 8 KiB).
+	if n := utf8.RuneCountInString(value); p.MaxLength > 0 && n > p.MaxLength {
 		return fmt.Errorf("value may only be %d characters long", p.MaxLength)
 	}
-	if p.MinLength > 0 && len(value) < p.MinLength {
+	if p.MinLength > 0 && utf8.RuneCountInString(value) < p.MinLength {
 		return fmt.Errorf("value must be at least %d characters long", p.MinLength)
 	}
 	if numberRE.MatchString(value) {

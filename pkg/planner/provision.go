@@ -1,0 +1,265 @@
+package planner
+
+// Provisioning (design §4, docs/provisioning.md): the planner's side of
+// pkg/provision. Plan asks pendingProvision what would run, from the
+// description alone (never the network); apply runs provisionGuest once
+// the guest is up. Both take a resource whose keys embed
+// spec.ProvisionKeys, so every kind that provisions guests (QemuVM,
+// Template) shares them.
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/netip"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/pvectl/pvectl/pkg/provision"
+	"github.com/pvectl/pvectl/pkg/pve"
+	"github.com/pvectl/pvectl/pkg/spec"
+)
+
+// ProvisionStep is one provisioning file a change will run, and why
+// (the plan's `provision` list; JSON "provision").
+type ProvisionStep struct {
+	File   string `json:"file"`   // as the spec names it
+	Reason string `json:"reason"` // new | changed | forced | after an earlier change
+	Hash   string `json:"hash"`   // the file's hash now
+	// Recorded is the hash the description holds ("" when new).
+	Recorded string `json:"recorded,omitempty"`
+}
+
+// provisionFiles reads and hashes r's provisioning files, in list order
+// (nil when r provisions nothing).
+func provisionFiles(r *spec.Resource) ([]provision.File, error) {
+	p := spec.Provisioning(r)
+	if p == nil || len(p.Provision) == 0 {
+		return nil, nil
+	}
+	if len(p.ProvisionPaths) != len(p.Provision) {
+		return nil, fmt.Errorf("%s: the provisioning files were not resolved (load the specs with -f)", r.Address())
+	}
+	files := make([]provision.File, 0, len(p.Provision))
+	for i, name := range p.Provision {
+		f, err := provision.NewFile(name, p.ProvisionPaths[i])
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", r.Address(), err)
+		}
+		files = append(files, f)
+	}
+	return files, nil
+}
+
+func provisionPolicy(r *spec.Resource) provision.Policy {
+	p := spec.Provisioning(r)
+	return provision.Policy{Force: p != nil && p.ForceConfigCheck != nil && *p.ForceConfigCheck}
+}
+
+// pendingProvision is what provisioning would run on a guest of r whose
+// description is desc: the files that are new, changed or forced, in
+// list order. It reads the files and the description, never the network.
+func pendingProvision(r *spec.Resource, desc string) ([]ProvisionStep, error) {
+	files, err := provisionFiles(r)
+	if err != nil || len(files) == 0 {
+		return nil, err
+	}
+	steps, err := provision.Pending(desc, files, provisionPolicy(r))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", r.Address(), err)
+	}
+	out := make([]ProvisionStep, 0, len(steps))
+	for _, s := range steps {
+		out = append(out, ProvisionStep{File: s.File.Name, Reason: string(s.Reason), Hash: s.File.Hash, Recorded: s.Recorded})
+	}
+	return out, nil
+}
+
+// planProvision adds to c what provisioning will run on r's guest, whose
+// description will be desc when the change is done: c.Provision, a
+// reason, and the Provision action for a guest that needs nothing else.
+// willRun says whether the guest runs after the change; provisioning a
+// guest that will not is an error naming what to do.
+func planProvision(r *spec.Resource, c *Change, desc string, willRun bool) error {
+	steps, err := pendingProvision(r, desc)
+	if err != nil || len(steps) == 0 {
+		return err
+	}
+	if !willRun {
+		return fmt.Errorf("%s: %d provisioning file(s) to run but the VM will not be running: set running: true", r.Address(), len(steps))
+	}
+	c.Provision = steps
+	if c.Action == NoOp {
+		c.Action = Provision
+	}
+	files := make([]string, len(steps))
+	for i, s := range steps {
+		files[i] = s.File + " (" + s.Reason + ")"
+	}
+	c.Reasons = append(c.Reasons, "provision: "+strings.Join(files, ", "))
+	return nil
+}
+
+// provisionTarget is the guest provisionGuest works on.
+type provisionTarget struct {
+	Node string
+	VMID int
+	// Name is the guest's name: in messages and the DNS label.
+	Name string
+	// New: the guest was created or replaced in this run, so a host key
+	// that differs from the pin (a clone carries its template's) is
+	// pinned anew rather than refused.
+	New bool
+}
+
+// provisionGuest runs r's pending provisioning files on the guest t, as
+// pkg/provision.Run: it reads the guest's description (what ran, the host
+// key pin) and config (address, agent), and when anything is pending,
+// reaches the guest over SSH and runs the files, writing the
+// description back as each one succeeds (the user's text kept byte for
+// byte). Progress and the tools' output go to the change's hooks. Nothing
+// pending: no connection at all. It returns the files that ran.
+func provisionGuest(ctx context.Context, x *execution, r *spec.Resource, t provisionTarget) ([]string, error) {
+	files, err := provisionFiles(r)
+	if err != nil || len(files) == 0 {
+		return nil, err
+	}
+	cfg, err := x.client.GuestConfig(ctx, pve.QEMU, t.Node, t.VMID)
+	if err != nil {
+		return nil, fmt.Errorf("read vm %d before provisioning: %w", t.VMID, err)
+	}
+	desc := cfg["description"]
+	steps, err := provision.Pending(desc, files, provisionPolicy(r))
+	if err != nil {
+		return nil, fmt.Errorf("vm %s: %w", t.Name, err)
+	}
+	if len(steps) == 0 {
+		return nil, nil
+	}
+	p := spec.Provisioning(r)
+	conn := x.conn
+	if conn == nil {
+		conn = &spec.Connection{}
+	}
+	key := conn.SSHPrivateKey
+	if p.SSHPrivateKey != nil && strings.TrimSpace(*p.SSHPrivateKey) != "" {
+		key = *p.SSHPrivateKey
+	}
+	auth, err := provision.LoadAuth(key, nil)
+	if err != nil {
+		return nil, fmt.Errorf("vm %s: %w", t.Name, err)
+	}
+	defer auth.Close()
+	user := ""
+	if p.SSHUser != nil {
+		user = *p.SSHUser
+	}
+	port := 0
+	if p.SSHPort != nil {
+		port = *p.SSHPort
+	}
+	var timeout time.Duration
+	if p.ProvisionTimeout != nil {
+		timeout, _ = time.ParseDuration(strings.TrimSpace(*p.ProvisionTimeout)) // validated at load
+	}
+	target := provision.Target{
+		VM:               t.Name,
+		Description:      desc,
+		Files:            files,
+		Policy:           provisionPolicy(r),
+		Lookup:           provisionLookup(x, r, cfg, conn, t),
+		User:             provision.ResolveUser(user, conn.SSHUser, nil),
+		Port:             port,
+		Auth:             auth,
+		AcceptNewHostKey: t.New,
+	}
+	opts := provision.Options{
+		Timeout: timeout,
+		// The hooks prefix the resource already.
+		Progress: func(msg string) { x.msg("%s", strings.TrimPrefix(msg, "vm "+t.Name+": ")) },
+		Output:   func(line string) { x.msg("| %s", line) },
+		SaveDescription: func(ctx context.Context, d string) error {
+			return x.client.UpdateQemu(ctx, t.Node, t.VMID, url.Values{"description": {d}})
+		},
+	}
+	res, err := provision.Run(ctx, target, opts)
+	ran := make([]string, 0, len(res.Ran))
+	for _, s := range res.Ran {
+		ran = append(ran, s.File.Name)
+	}
+	return ran, err
+}
+
+// provisionLookup says where the guest's address comes from: the static
+// address of its ipconfig0 (the spec's ip, or what the plan derived),
+// else DNS as the connection says, else the guest agent when the VM has
+// one. Against a PVE on a loopback address (pvectl sim) the agent's
+// loopback leases are accepted: in the simulator loopback is all there is.
+func provisionLookup(x *execution, r *spec.Resource, cfg pve.Config, conn *spec.Connection, t provisionTarget) provision.Lookup {
+	l := provision.Lookup{DNSDomain: conn.DNSDomain, DNSServers: conn.DNSServers}
+	if ip := staticIP(cfg["ipconfig0"]); ip != "" {
+		l.IP = ip
+	} else if g := spec.Guest(r); g.IP != nil && !strings.EqualFold(*g.IP, "dhcp") {
+		l.IP = *g.IP
+	}
+	if agentEnabled(cfg["agent"]) {
+		cl, node, vmid := x.client, t.Node, t.VMID
+		l.Agent = func(ctx context.Context) ([]provision.AgentInterface, error) {
+			data, err := cl.AgentNetworkInterfaces(ctx, node, vmid)
+			if err != nil {
+				return nil, err
+			}
+			return provision.ParseAgentInterfaces(data)
+		}
+		l.AllowLoopback = loopbackAPI(x.client)
+	}
+	return l
+}
+
+// staticIP is the address of an ipconfig0 "ip=A.B.C.D/NN,gw=…" ("" for
+// dhcp or none).
+func staticIP(ipconfig string) string {
+	for _, part := range strings.Split(ipconfig, ",") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(part), "ip="); ok {
+			if pfx, err := netip.ParsePrefix(v); err == nil {
+				return pfx.Addr().String()
+			}
+			if a, err := netip.ParseAddr(v); err == nil {
+				return a.String()
+			}
+		}
+	}
+	return ""
+}
+
+// agentEnabled reads a VM's agent property string ("1", "enabled=1,…").
+func agentEnabled(agent string) bool {
+	for _, part := range strings.Split(agent, ",") {
+		k, v, ok := strings.Cut(strings.TrimSpace(part), "=")
+		if !ok {
+			return k == "1"
+		}
+		if k == "enabled" {
+			return v == "1"
+		}
+	}
+	return false
+}
+
+// loopbackAPI: the client talks to a PVE on a loopback address.
+func loopbackAPI(cl *pve.Client) bool {
+	if cl == nil {
+		return false
+	}
+	u, err := url.Parse(cl.BaseURL())
+	if err != nil {
+		return false
+	}
+	host := u.Hostname()
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
