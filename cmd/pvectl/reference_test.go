@@ -84,6 +84,8 @@ func TestCompletion(t *testing.T) {
 		{"targets without specs", []string{"apply", "--target", ""}, nil},
 		{"profiles", []string{"plan", "--config", cfg, "--profile", ""}, []string{"lab", "prod"}},
 		{"explain kinds", []string{"explain", "Qemu"}, []string{"QemuVM."}},
+		{"import kinds", []string{"import", "L"}, []string{"LinuxBridge/", "LxcContainer/"}},
+		{"import: no config drive", []string{"import", "Con"}, nil},
 		{"explain fields", []string{"explain", "QemuVM.runn"}, []string{"QemuVM.running"}},
 		{"explain sub-keys", []string{"explain", "QemuVM.net0.t"}, []string{"QemuVM.net0.tag", "QemuVM.net0.trunks"}},
 	} {

@@ -166,6 +166,7 @@ config file (--profile), or Connection documents in the specs.`,
 		newSimCmd(g),
 		newSchemaCmd(g),
 		newExplainCmd(g),
+		newImportCmd(g),
 		newVersionCmd(version),
 	)
 	registerCompletions(root, g)

@@ -175,8 +175,9 @@ func provisionGuest(ctx context.Context, x *execution, r *spec.Resource, t provi
 		AcceptNewHostKey: t.New,
 	}
 	opts := provision.Options{
-		Timeout:  timeout,
-		Progress: func(msg string) { x.msg("%s", msg) },
+		Timeout: timeout,
+		// The hooks prefix the resource already.
+		Progress: func(msg string) { x.msg("%s", strings.TrimPrefix(msg, "vm "+t.Name+": ")) },
 		Output:   func(line string) { x.msg("| %s", line) },
 		SaveDescription: func(ctx context.Context, d string) error {
 			return x.client.UpdateQemu(ctx, t.Node, t.VMID, url.Values{"description": {d}})

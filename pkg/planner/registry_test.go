@@ -15,7 +15,7 @@ import (
 func TestEngineNamesNoKind(t *testing.T) {
 	names := append(spec.SupportedKinds(), "Template", "LxcContainer", "Storage", "DownloadedImage",
 		"ConfigDriveISO", "BondInterface", "NodeDns", "User", "APIToken", "ACL")
-	engine := []string{"observe.go", "build.go", "apply.go", "verify.go", "planfile.go", "api.go", "action.go", "compare.go", "descblock.go"}
+	engine := []string{"observe.go", "build.go", "apply.go", "verify.go", "planfile.go", "api.go", "action.go", "compare.go", "descblock.go", "importer.go", "importdoc.go"}
 	for _, dir := range []string{".", "render"} {
 		files, err := filesOf(dir)
 		if err != nil {

@@ -78,8 +78,9 @@ func TestReachCloudInit(t *testing.T) {
 			g.sshd.SetCloudInit(tc.states...)
 			timeout := 20 * time.Second
 			if strings.Contains(tc.name, "deadline") {
-				// Room for one login and status on a loaded machine.
-				timeout = 5 * time.Second
+				// Room for one login and status on a loaded machine (5 s was
+				// too little under the full suite with -race).
+				timeout = 15 * time.Second
 			}
 			c, check, err := g.reach(t, timeout, "")
 			if tc.wantErr == "" {

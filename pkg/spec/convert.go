@@ -88,6 +88,13 @@ func (l *loader) convert(k *kindInfo, es []entry, r *Resource, own map[string]an
 				continue
 			}
 			own[key] = v
+			if e.val.Kind == yaml.SequenceNode {
+				// Each item's place, for problems with one of them
+				// ("provision[1]").
+				for i, item := range e.val.Content {
+					r.KeyPos[fmt.Sprintf("%s[%d]", key, i)] = nodePos(e.file, item)
+				}
+			}
 			continue
 		}
 		if k.unsupported(key) {

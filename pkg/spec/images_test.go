@@ -109,6 +109,7 @@ spec:
 		{"checksum alone", dl + "  checksum: abc\n", []string{`checksum and checksum-algorithm go together`}},
 		{"no url", strings.Replace(dl, "  url: https://cloud.debian.org/images/debian-12.qcow2\n", "", 1),
 			[]string{`spec.url is required`}},
+		{"read only without url", strings.Replace(strings.Replace(dl, "  url: https://cloud.debian.org/images/debian-12.qcow2\n", "", 1), "spec:", "managed: false\nspec:", 1), nil},
 		{"same file twice", dl + "---\n" + strings.Replace(dl, "name: debian", "name: debian2", 1),
 			[]string{`DownloadedImage/debian2 has the same volume local:import/debian-12.qcow2 on the default node as DownloadedImage/debian`}},
 		{"unknown key", dl + "  content-type: x\n", []string{`unknown field "content-type" in DownloadedImage spec`}},

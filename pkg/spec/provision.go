@@ -33,19 +33,27 @@ func checkProvision(r *Resource) []problem {
 	if g, ok := r.Keys.(*GuestKeys); ok && len(p.Provision) > 0 && g.Running != nil && !*g.Running {
 		bad("running", "spec.running is false but spec.provision needs the VM running: drop running: false, or provision")
 	}
+	if _, isGuest := r.Keys.(*GuestKeys); isGuest && len(p.Provision) > 0 && r.Params["template"] == "1" {
+		bad("provision", "spec.provision: a template never runs, so it cannot be provisioned: drop template: true (a Template document bakes a provisioned golden image)")
+	}
 	base := "."
 	if f := r.KeyPos["provision"].File; f != "" && f != stdinName {
 		base = filepath.Dir(f)
 	}
 	p.ProvisionPaths = nil
 	seen := map[string]bool{}
-	for _, name := range p.Provision {
+	for i, name := range p.Provision {
+		// The item's line when it was written as a list.
+		key := fmt.Sprintf("provision[%d]", i)
+		if _, ok := r.KeyPos[key]; !ok {
+			key = "provision"
+		}
 		if err := provision.CheckName(name); err != nil {
-			bad("provision", "spec.provision: %v", err)
+			bad(key, "spec.provision: %v", err)
 			continue
 		}
 		if seen[name] {
-			bad("provision", "spec.provision lists %s twice", name)
+			bad(key, "spec.provision lists %s twice", name)
 			continue
 		}
 		seen[name] = true
@@ -55,19 +63,19 @@ func checkProvision(r *Resource) []problem {
 		}
 		abs, err := filepath.Abs(path)
 		if err != nil {
-			bad("provision", "spec.provision: %s: %v", name, err)
+			bad(key, "spec.provision: %s: %v", name, err)
 			continue
 		}
 		fi, err := os.Stat(abs)
 		switch {
 		case err != nil && os.IsNotExist(err):
-			bad("provision", "spec.provision: file %s not found (looked for %s, relative to the spec file)", name, abs)
+			bad(key, "spec.provision: file %s not found (looked for %s, relative to the spec file)", name, abs)
 			continue
 		case err != nil:
-			bad("provision", "spec.provision: %s: %v", name, err)
+			bad(key, "spec.provision: %s: %v", name, err)
 			continue
 		case !fi.Mode().IsRegular():
-			bad("provision", "spec.provision: %s is not a regular file", name)
+			bad(key, "spec.provision: %s is not a regular file", name)
 			continue
 		}
 		p.ProvisionPaths = append(p.ProvisionPaths, abs)

@@ -20,7 +20,7 @@ func TestProvisionKeys(t *testing.T) {
 			"pb/common.yaml": "- hosts: all\n", "site.pp": "notice('x')\n"}, nil},
 		{"one string", map[string]string{"a.yaml": doc("  provision: pb/common.yaml\n"), "pb/common.yaml": "- hosts: all\n"}, nil},
 		{"missing file", map[string]string{"a.yaml": doc("  cores: 1\n  provision:\n    - nope.yaml\n")},
-			[]string{"a.yaml:5: QemuVM/vm: spec.provision: file nope.yaml not found"}},
+			[]string{"a.yaml:6: QemuVM/vm: spec.provision: file nope.yaml not found"}},
 		{"bad extension", map[string]string{"a.yaml": doc("  provision: [run.sh]\n"), "run.sh": "true\n"},
 			[]string{"a.yaml:4: QemuVM/vm: spec.provision: provision file run.sh: unknown extension"}},
 		{"listed twice", map[string]string{"a.yaml": doc("  provision: [a.yml, a.yml]\n"), "a.yml": "\n"},
@@ -29,6 +29,8 @@ func TestProvisionKeys(t *testing.T) {
 			[]string{`a.yaml:4: QemuVM/vm: spec.provisionTimeout must be a positive duration like 90s, 10m or 1h, got "soon"`}},
 		{"stopped", map[string]string{"a.yaml": doc("  running: false\n  provision: a.yml\n"), "a.yml": "\n"},
 			[]string{"a.yaml:4: QemuVM/vm: spec.running is false but spec.provision needs the VM running"}},
+		{"template", map[string]string{"a.yaml": doc("  template: true\n  provision: a.yml\n"), "a.yml": "\n"},
+			[]string{"a.yaml:5: QemuVM/vm: spec.provision: a template never runs"}},
 		{"container has none", map[string]string{"a.yaml": "kind: LxcContainer\nname: ct\nspec:\n  provision: a.yml\n", "a.yml": "\n"},
 			[]string{`a.yaml:4: unknown field "provision" in LxcContainer spec`}},
 	}

@@ -85,7 +85,7 @@ func checkDownload(r *Resource) []problem {
 	if content == "" {
 		out = append(out, problem{"", "spec.content is required: iso, vztmpl or import"})
 	}
-	if r.State == Present && r.Params["url"] == "" {
+	if r.State == Present && !r.ReadOnly && r.Params["url"] == "" {
 		out = append(out, problem{"", "spec.url is required: where the node downloads the file from"})
 	}
 	if file != "" {

@@ -1,0 +1,52 @@
+package planner
+
+import (
+	"context"
+	"regexp"
+	"strings"
+
+	"github.com/pvectl/pvectl/pkg/spec"
+)
+
+// ACL entries are imported one grant a document (path, principal, role),
+// as the kind manages them; propagate only when it is not PVE's default.
+// The user, token and pool a grant names are edges Load finds itself.
+
+func (aclKind) importable(ctx context.Context, ic *importCtx, _ string) ([]importItem, error) {
+	entries, err := ic.lc.aclList(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []importItem
+	for _, e := range entries {
+		params := map[string]string{"path": e.Path, e.Type + "s": e.UGID, "roles": e.Role}
+		r := &spec.Resource{Kind: spec.KindACL, Name: aclDocName(e.Path, e.UGID, e.Role), State: spec.Present, Params: params}
+		out = append(out, importItem{r: r, ids: []string{e.Path + ":" + e.UGID + ":" + e.Role, r.Name}})
+	}
+	return out, nil
+}
+
+var aclNameUnsafe = regexp.MustCompile(`[^a-z0-9]+`)
+
+// aclDocName names a grant's document: "ci-pve-deploy-pool-lab-pvevmadmin".
+func aclDocName(path, ugid, role string) string {
+	s := strings.ToLower(ugid + "-" + path + "-" + role)
+	return strings.Trim(aclNameUnsafe.ReplaceAllString(s, "-"), "-")
+}
+
+// importPerms: GET /access/acl lists only the entries on paths where the
+// token may change permissions, or every one with Sys.Audit on /access
+// (pve-access-control API2/ACL.pm read_acl).
+func (aclKind) importPerms(string) []permNeed {
+	return []permNeed{need("/access", "to list every ACL entry (PVE lists only those on paths whose permissions a token may change)", "Sys.Audit")}
+}
+
+func (aclKind) importDoc(ic *importCtx, r *spec.Resource, lo *liveObj) (*ImportedDoc, error) {
+	path, typ, ugid, role, _ := spec.ACLGrant(r)
+	d := &ImportedDoc{Kind: spec.KindACL, Name: r.Name}
+	d.Spec = []Field{{"path", path}, {typ + "s", ugid}, {"roles", role}}
+	if lo.Config["propagate"] == "0" {
+		d.Spec = append(d.Spec, Field{"propagate", false})
+	}
+	return d, nil
+}

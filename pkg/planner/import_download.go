@@ -1,0 +1,72 @@
+package planner
+
+import (
+	"context"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/pvectl/pvectl/pkg/spec"
+)
+
+// Files on storages (ISO images, container templates, disk images to
+// import) are imported as DownloadedImage documents with managed: false:
+// PVE does not record where a file came from, so pvectl can only read
+// them, and guests that use them depend on them. A config drive pvectl
+// built is not one (ConfigDriveISO is derived from its spec's user data,
+// which is not imported).
+
+// downloadContents are the content types a DownloadedImage can be.
+var downloadContents = []string{"iso", "vztmpl", "import"}
+
+// configDriveFile is the name pvectl gives a config drive it built:
+// <name>-<12 hex of its content's hash>.iso.
+var configDriveFile = regexp.MustCompile(`-[0-9a-f]{12}\.iso$`)
+
+func (downloadKind) importable(ctx context.Context, ic *importCtx, node string) ([]importItem, error) {
+	var out []importItem
+	for _, row := range ic.lc.resources {
+		if row.Type != "storage" || (node != "" && row.Node != node) {
+			continue
+		}
+		for _, content := range downloadContents {
+			if !slices.Contains(splitSet(row.Content), content) {
+				continue
+			}
+			vs, err := ic.lc.storageVolumes(ctx, row.Node, row.Storage, content)
+			if err != nil {
+				return nil, err
+			}
+			for _, v := range vs {
+				_, file, ok := strings.Cut(v.VolID, ":"+content+"/")
+				if !ok || strings.Contains(file, "/") {
+					continue
+				}
+				if content == "iso" && configDriveFile.MatchString(file) {
+					continue
+				}
+				r := &spec.Resource{Kind: spec.KindDownloadedImage, Name: file, State: spec.Present, ReadOnly: true,
+					Params: map[string]string{"node": row.Node, "storage": row.Storage, "content": content, "filename": file}}
+				out = append(out, importItem{r: r, ids: []string{v.VolID, row.Node + "/" + v.VolID, file}})
+			}
+		}
+	}
+	return out, nil
+}
+
+// importPerms: a storage's content is listed only with Datastore.Audit
+// or Datastore.AllocateSpace on it.
+func (downloadKind) importPerms(string) []permNeed {
+	return []permNeed{needAny("/storage", "to list the files on the storages", "Datastore.Audit", "Datastore.AllocateSpace")}
+}
+
+func (downloadKind) importDoc(ic *importCtx, r *spec.Resource, lo *liveObj) (*ImportedDoc, error) {
+	p := r.Params
+	file, node, storage := p["filename"], lo.Node, p["storage"]
+	d := &ImportedDoc{Kind: spec.KindDownloadedImage, ReadOnly: true,
+		Name: ic.docName(spec.KindDownloadedImage, file, file+"-"+storage+"-"+node)}
+	d.Spec = []Field{{"node", node}, {"storage", storage}, {"content", p["content"]}, {"filename", file}}
+	// No implicit edge leads from a file to its storage.
+	d.DependsOn = append(d.DependsOn, spec.KindStorage+"/"+storage)
+	return d, nil
+}

@@ -1,0 +1,147 @@
+package planner
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/pvectl/pvectl/pkg/pve"
+	"github.com/pvectl/pvectl/pkg/pve/schema"
+	"github.com/pvectl/pvectl/pkg/spec"
+)
+
+// What QEMU VMs and containers share in import: the guests are listed as
+// a plan finds them (guestRows: the per-node lists, not pvestatd's lagging
+// names), each one is observed by vmid, and its config is written with
+// the create call's parameters, its own disks as STORAGE:SIZE.
+
+// guestNotManaged are config keys PVE keeps for itself (snapshots, locks,
+// disks no drive uses): nobody writes them in a spec.
+var guestNotManaged = map[string]bool{"lock": true, "parent": true, "snaptime": true, "vmstate": true, "digest": true}
+
+func isUnused(key string) bool {
+	n, ok := strings.CutPrefix(key, "unused")
+	_, err := strconv.Atoi(n)
+	return ok && err == nil
+}
+
+func (g guest) importable(ctx context.Context, ic *importCtx, node string) ([]importItem, error) {
+	rows, err := ic.lc.guestRows(ctx, g.typ)
+	if err != nil {
+		return nil, err
+	}
+	kind := spec.KindQemuVM
+	if g.typ == pve.LXC {
+		kind = spec.KindLxcContainer
+	}
+	var out []importItem
+	for _, row := range rows {
+		if row.Type != string(g.typ) || (node != "" && row.Node != node) {
+			continue
+		}
+		id := strconv.Itoa(row.VMID)
+		name := row.Name
+		if name == "" {
+			name = g.noun + "-" + id
+		}
+		r := &spec.Resource{Kind: kind, Name: name, State: spec.Present,
+			Params: map[string]string{"vmid": id, "node": row.Node}}
+		ids := []string{id}
+		if row.Name != "" {
+			ids = append(ids, row.Name)
+		}
+		out = append(out, importItem{r: r, ids: ids})
+	}
+	return out, nil
+}
+
+// importPerms: the node lists show only the guests a token may audit.
+func (g guest) importPerms(string) []permNeed {
+	return []permNeed{need("/vms", "to list the guests (PVE lists only those a token may audit)", "VM.Audit")}
+}
+
+// guestDoc is the part of a guest's document both kinds write: node,
+// vmid, the config's create parameters, pool and power state. It is nil
+// (with a warning) for a guest without a name, which a spec cannot name.
+func (g guest) guestDoc(ic *importCtx, kind string, lo *liveObj, skip func(string) bool) *ImportedDoc {
+	gl := liveOf(lo)
+	name := lo.Config[g.nameParam]
+	if name == "" {
+		ic.warn("%s %d on node %s has no %s: skipped (a document needs a name; set one in PVE and import it again)",
+			guestNoun(string(g.typ)), gl.VMID, lo.Node, g.nameParam)
+		return nil
+	}
+	id := strconv.Itoa(gl.VMID)
+	d := &ImportedDoc{Kind: kind, Name: ic.docName(kind, name, name+"-"+id)}
+	m := ic.method("POST", g.createPath)
+	fields := ic.specFields(d, m, lo.Config, fmt.Sprintf("%s_%d", g.noun, gl.VMID), func(k string) bool {
+		return g.notInConfig[k] || guestNotManaged[k] || isUnused(k) || k == g.nameParam || skip(k)
+	}, g.subRule(ic, gl.VMID))
+	first := []Field{{"node", lo.Node}, {"vmid", gl.VMID}}
+	if d.Name != name {
+		first = append(first, Field{g.nameParam, name})
+	}
+	fields = withFirst(fields, first...)
+	if gl.Pool != "" {
+		fields = append(fields, Field{"pool", gl.Pool})
+	}
+	if lo.Config["template"] != "1" {
+		fields = append(fields, Field{"running", gl.Status == "running"})
+	}
+	d.Spec = fields
+	return d
+}
+
+// subRule drops what PVE generated in a guest's property strings (a
+// NIC's MAC address) unless asked for, and writes the guest's own disks
+// as STORAGE:SIZE.
+func (g guest) subRule(ic *importCtx, vmid int) subRule {
+	return func(key, sub, value string, items []schema.KV) (string, bool) {
+		p, _ := ic.method("POST", g.createPath).Param(key)
+		volKey := volumeKey(p.SubKeys())
+		switch {
+		case (sub == "macaddr" || sub == "hwaddr") && !ic.withGenerated:
+			return "", false
+		case volKey != "" && sub == volKey:
+			size, _ := schema.PropValue(items, "size")
+			return ownVolume(key, value, size, vmid), true
+		case volKey != "" && sub == "size":
+			return "", false // PVE reads it from the volume
+		}
+		return value, true
+	}
+}
+
+// ownVolumeRE matches the name of a volume PVE allocated for guest N:
+// vm-N-disk-K (base-N-disk-K for a template), with a path or an
+// extension on file storages, after a linked clone's base volume.
+var ownVolumeRE = regexp.MustCompile(`^(?:[^/]*/)*(?:vm|base|subvol)-(\d+)-(disk-\d+|cloudinit)(?:\.\w+)?$`)
+
+// ownVolume writes a volume of the guest's own as a create writes it
+// ("local-lvm:32", "local-lvm:cloudinit"); any other (an ISO, another
+// guest's disk) stays the volume it names.
+func ownVolume(key, vol, size string, vmid int) string {
+	m := diskVolRE.FindStringSubmatch(vol)
+	if m == nil {
+		return vol
+	}
+	own := ownVolumeRE.FindStringSubmatch(m[2])
+	if own == nil || own[1] != strconv.Itoa(vmid) {
+		return vol
+	}
+	if own[2] == "cloudinit" {
+		return m[1] + ":cloudinit"
+	}
+	b, ok := schema.ParseSize(size)
+	if fixedSizeDisks.MatchString(key) || !ok || b <= 0 {
+		return m[1] + ":1" // PVE chooses the size of an EFI vars or TPM state volume
+	}
+	gib := float64(b) / (1 << 30)
+	if gib == math.Trunc(gib) {
+		return m[1] + ":" + strconv.FormatInt(int64(gib), 10)
+	}
+	return m[1] + ":" + strconv.FormatFloat(gib, 'f', -1, 64)
+}

@@ -1,0 +1,43 @@
+package planner
+
+import (
+	"context"
+
+	"github.com/pvectl/pvectl/pkg/spec"
+)
+
+// A node's DNS settings are imported as its NodeDns: search and the name
+// servers it has.
+
+func (nodeDNSKind) importable(_ context.Context, ic *importCtx, node string) ([]importItem, error) {
+	nodes := ic.lc.nodes
+	if node != "" {
+		nodes = []string{node}
+	}
+	var out []importItem
+	for _, n := range nodes {
+		r := &spec.Resource{Kind: spec.KindNodeDns, Name: n, State: spec.Present, Params: map[string]string{"node": n}}
+		out = append(out, importItem{r: r, ids: []string{n}})
+	}
+	return out, nil
+}
+
+// importPerms: GET /nodes/{node}/dns needs Sys.Audit on the node.
+func (nodeDNSKind) importPerms(node string) []permNeed {
+	path := "/nodes"
+	if node != "" {
+		path = "/nodes/" + node
+	}
+	return []permNeed{need(path, "to read the node's DNS settings", "Sys.Audit")}
+}
+
+func (nodeDNSKind) importDoc(ic *importCtx, _ *spec.Resource, lo *liveObj) (*ImportedDoc, error) {
+	d := &ImportedDoc{Kind: spec.KindNodeDns, Name: lo.Node}
+	m := ic.method("PUT", "/nodes/{node}/dns")
+	fields := ic.specFields(d, m, lo.Config, "dns_"+lo.Node, func(k string) bool { return k == "node" }, keepSub)
+	if len(fields) == 0 {
+		return nil, nil
+	}
+	d.Spec = withFirst(fields, Field{"node", lo.Node})
+	return d, nil
+}

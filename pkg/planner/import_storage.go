@@ -1,0 +1,81 @@
+package planner
+
+import (
+	"context"
+	"slices"
+
+	"github.com/pvectl/pvectl/pkg/pve/schema"
+	"github.com/pvectl/pvectl/pkg/spec"
+)
+
+// Storages are imported from storage.cfg as GET /storage lists them: the
+// options their type takes, without those PVE fills in (a network
+// storage's mount point under /mnt/pve). The secrets PVE keeps apart
+// (pve-storage Plugin.pm sensitive_properties) never come back: a type
+// that needs one gets a ${VAR} placeholder, which plan does not compare.
+
+func (storageKind) importable(ctx context.Context, ic *importCtx, node string) ([]importItem, error) {
+	rows, err := ic.lc.storageList(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []importItem
+	for _, row := range rows {
+		id := row["storage"]
+		if node != "" && row["nodes"] != "" && !slices.Contains(splitSet(row["nodes"]), node) {
+			continue
+		}
+		r := &spec.Resource{Kind: spec.KindStorage, Name: id, State: spec.Present, Params: map[string]string{"storage": id}}
+		out = append(out, importItem{r: r, ids: []string{id}})
+	}
+	return out, nil
+}
+
+// importPerms: GET /storage lists only the storages a token may audit.
+func (storageKind) importPerms(string) []permNeed {
+	return []permNeed{needAny("/storage", "to list the storages (PVE lists only those a token may audit)", "Datastore.Audit", "Datastore.AllocateSpace")}
+}
+
+// networkMounts are the types PVE mounts under /mnt/pve/<storage> by
+// itself (pve-storage NFSPlugin.pm, CIFSPlugin.pm, CephFSPlugin.pm:
+// path defaults to the mount point).
+var networkMounts = map[string]bool{"nfs": true, "cifs": true, "cephfs": true, "glusterfs": true}
+
+func (storageKind) importDoc(ic *importCtx, _ *spec.Resource, lo *liveObj) (*ImportedDoc, error) {
+	id, typ := lo.Config["storage"], lo.Config["type"]
+	t, _ := schema.LookupStorageType(typ)
+	d := &ImportedDoc{Kind: spec.KindStorage, Name: id}
+	fields := ic.specFields(d, ic.method("POST", storageCreatePath), lo.Config, "storage_"+id, func(k string) bool {
+		switch {
+		case k == "storage" || k == "type":
+			return true
+		case k == "path" && networkMounts[typ] && lo.Config[k] == "/mnt/pve/"+id:
+			return true
+		case t != nil && !t.Takes(k):
+			return true // PVE's own (shared of a network type)
+		}
+		return false
+	}, keepSub)
+	fields = withFirst(fields, Field{"type", typ})
+	if t != nil {
+		for _, k := range t.Required() {
+			if t.IsSensitive(k) {
+				fields = append(fields, Field{k, d.placeholder("storage_"+id, k, "")})
+			}
+		}
+		// A storage that logs in as a user (PBS, CIFS) has its password
+		// kept in /etc/pve/priv.
+		if _, done := field(fields, "password"); !done && t.IsSensitive("password") && lo.Config["username"] != "" {
+			fields = append(fields, Field{"password", d.placeholder("storage_"+id, "password", "")})
+		}
+		for _, k := range t.Sensitive {
+			if _, marked := lo.Config[k]; marked && t.IsMarked(k) {
+				if _, done := field(fields, k); !done {
+					fields = append(fields, Field{k, d.placeholder("storage_"+id, k, "")})
+				}
+			}
+		}
+	}
+	d.Spec = fields
+	return d, nil
+}

@@ -1,0 +1,325 @@
+package planner
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"maps"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/pvectl/pvectl/pkg/pve"
+	"github.com/pvectl/pvectl/pkg/pve/schema"
+	"github.com/pvectl/pvectl/pkg/secret"
+	"github.com/pvectl/pvectl/pkg/spec"
+)
+
+// The documents of an import: their fields, made from a live config with
+// the facts of the kind's create call, and their YAML.
+
+// ImportedDoc is one document of an import, in the spec format.
+type ImportedDoc struct {
+	Kind string
+	Name string
+	// ReadOnly writes `managed: false`.
+	ReadOnly  bool
+	DependsOn []string
+	Spec      []Field
+	// Notes are written as comments above the document.
+	Notes []string
+
+	// secrets holds the live values of the ${VAR} placeholders in Spec,
+	// by variable: only the check that the documents plan clean reads
+	// them, they are never written.
+	secrets map[string]string
+}
+
+// Field is one spec key of an imported document. Value is a string, an
+// int, a bool or a []string.
+type Field struct {
+	Key   string
+	Value any
+}
+
+// Address is "Kind/name".
+func (d *ImportedDoc) Address() string { return d.Kind + "/" + d.Name }
+
+// Vars are the environment variables the document's placeholders name.
+func (d *ImportedDoc) Vars() []string { return slices.Sorted(maps.Keys(d.secrets)) }
+
+// Encode writes the documents as one multi-document YAML stream.
+func (res *ImportResult) Encode(w io.Writer) error {
+	for i, d := range res.Docs {
+		if i > 0 {
+			if _, err := w.Write([]byte("---\n")); err != nil {
+				return err
+			}
+		}
+		b, err := d.YAML()
+		if err != nil {
+			return err
+		}
+		if _, err := w.Write(b); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// YAML renders the document, its notes as comments above it.
+func (d *ImportedDoc) YAML() ([]byte, error) {
+	doc := &yaml.Node{Kind: yaml.MappingNode}
+	add := func(key string, v *yaml.Node) {
+		doc.Content = append(doc.Content, &yaml.Node{Kind: yaml.ScalarNode, Value: key}, v)
+	}
+	add("kind", str(d.Kind))
+	add("name", str(d.Name))
+	if d.ReadOnly {
+		add("managed", &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!bool", Value: "false"})
+	}
+	if len(d.DependsOn) > 0 {
+		add("dependsOn", strList(d.DependsOn, yaml.FlowStyle))
+	}
+	body := &yaml.Node{Kind: yaml.MappingNode}
+	for _, f := range d.Spec {
+		var v *yaml.Node
+		switch x := f.Value.(type) {
+		case bool:
+			v = &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!bool", Value: strconv.FormatBool(x)}
+		case int:
+			v = &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!int", Value: strconv.Itoa(x)}
+		case []string:
+			v = strList(x, 0)
+		case string:
+			v = str(x)
+		default:
+			return nil, fmt.Errorf("internal error: %s: %s: unexpected value %T", d.Address(), f.Key, f.Value)
+		}
+		body.Content = append(body.Content, &yaml.Node{Kind: yaml.ScalarNode, Value: f.Key}, v)
+	}
+	add("spec", body)
+	if len(d.Notes) > 0 {
+		doc.HeadComment = strings.Join(d.Notes, "\n")
+	}
+	var buf bytes.Buffer
+	enc := yaml.NewEncoder(&buf)
+	enc.SetIndent(2)
+	if err := enc.Encode(doc); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), enc.Close()
+}
+
+func str(s string) *yaml.Node {
+	n := &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: s}
+	if strings.Contains(s, "\n") {
+		n.Style = yaml.LiteralStyle
+	}
+	return n
+}
+
+func strList(xs []string, style yaml.Style) *yaml.Node {
+	n := &yaml.Node{Kind: yaml.SequenceNode, Style: style}
+	for _, x := range xs {
+		n.Content = append(n.Content, str(x))
+	}
+	return n
+}
+
+// Helpers for the kinds' importers.
+
+// specFields turns a live config into spec fields with the facts of the
+// kind's create method m: only m's parameters, without skip's keys and
+// without what PVE assumes anyway (defaults, false flags); booleans and
+// integers typed; secrets as ${VAR} placeholders named after prefix
+// (STORAGE_NFS1_PASSWORD) with their live values kept for the check.
+// sub, when set, decides about each property-string sub-key: it returns
+// the value to write, or drop to leave it out.
+func (ic *importCtx) specFields(d *ImportedDoc, m *schema.Method, cfg pve.Config, prefix string, skip func(key string) bool, sub subRule) []Field {
+	var out []Field
+	accepts := acceptedParams(d.Kind)
+	for _, key := range slices.Sorted(maps.Keys(cfg)) {
+		v := cfg[key]
+		if (skip != nil && skip(key)) || !accepts(key) {
+			continue
+		}
+		var p *schema.Param
+		if m != nil {
+			var ok bool
+			if p, ok = m.Param(key); !ok {
+				continue
+			}
+		}
+		if v == "" || isDefault(key, p, v) || isDefaultPS(p, v) {
+			continue
+		}
+		if secret.Key(key) {
+			out = append(out, Field{key, d.placeholder(prefix, key, v)})
+			continue
+		}
+		if p != nil && len(p.SubKeys()) > 0 && sub != nil {
+			nv, keep := ic.propertyString(key, p, v, sub)
+			if !keep {
+				continue
+			}
+			v = nv
+		}
+		out = append(out, Field{key, typed(p, v)})
+	}
+	return out
+}
+
+// acceptedParams reports whether a kind's spec takes a PVE parameter
+// (a kind may take fewer than its create call has).
+func acceptedParams(kind string) func(string) bool {
+	ks, ok := spec.SpecOf(kind)
+	if !ok {
+		return func(string) bool { return false }
+	}
+	names := map[string]bool{}
+	for _, p := range ks.Params {
+		if p.Family != "" {
+			names[p.Family+"[n]"] = true
+		} else {
+			names[p.Name] = true
+		}
+	}
+	return func(key string) bool {
+		if names[key] {
+			return true
+		}
+		i := len(key)
+		for i > 0 && key[i-1] >= '0' && key[i-1] <= '9' {
+			i--
+		}
+		return i < len(key) && names[key[:i]+"[n]"]
+	}
+}
+
+// subRule says what becomes of one sub-key of a property string: its new
+// value, or keep false to leave it out.
+type subRule func(key, sub, value string, items []schema.KV) (string, bool)
+
+// propertyString rewrites a property string sub-key by sub-key: what
+// rule drops goes, and so do defaults (but the default key: "virtio" of
+// a NIC). keep false drops the whole key (nothing is left).
+func (ic *importCtx) propertyString(key string, p *schema.Param, v string, rule subRule) (string, bool) {
+	items, err := schema.ParsePropertyString(v, p)
+	if err != nil {
+		return v, true // kept as PVE wrote it
+	}
+	props := p.SubKeys()
+	var out []schema.KV
+	for _, it := range items {
+		sp := props[it.Key]
+		if sp != nil && !sp.DefaultKey && isDefault(it.Key, sp, it.Value) {
+			continue
+		}
+		nv, keep := rule(key, it.Key, it.Value, items)
+		if !keep {
+			continue
+		}
+		out = append(out, schema.KV{Key: it.Key, Value: nv})
+	}
+	if len(out) == 0 {
+		return "", false
+	}
+	return schema.FormatPropertyString(out, p), true
+}
+
+// keepSub keeps every sub-key as it is.
+func keepSub(_, _, value string, _ []schema.KV) (string, bool) { return value, true }
+
+// placeholder records a secret's live value under a variable and returns
+// "${VAR}".
+func (d *ImportedDoc) placeholder(prefix, key, value string) string {
+	name := envName(prefix + "_" + key)
+	if d.secrets == nil {
+		d.secrets = map[string]string{}
+	}
+	if value == "" {
+		// PVE does not give it back at all: the check needs a value
+		// to load the document, and plan does not compare it.
+		value = "unreadable"
+	}
+	d.secrets[name] = value
+	d.Notes = append(d.Notes, fmt.Sprintf("# %s: set $%s (PVE does not give the secret back)", key, name))
+	return "${" + name + "}"
+}
+
+var nonEnv = regexp.MustCompile(`[^A-Z0-9_]+`)
+
+// envName makes an environment variable name of s ("nfs-1_password" →
+// "NFS_1_PASSWORD").
+func envName(s string) string {
+	n := strings.Trim(nonEnv.ReplaceAllString(strings.ToUpper(s), "_"), "_")
+	if n == "" || (n[0] >= '0' && n[0] <= '9') {
+		n = "PVE_" + n
+	}
+	return n
+}
+
+// typed is a wire value as YAML writes it best: booleans and integers
+// of the schema as such, the rest as strings.
+func typed(p *schema.Param, v string) any {
+	if p == nil {
+		return v
+	}
+	switch p.Type {
+	case "boolean":
+		if b, ok := schema.ParseBool(v); ok {
+			return b
+		}
+	case "integer":
+		if n, err := strconv.Atoi(v); err == nil {
+			return n
+		}
+	case "string":
+		// A property string of its default key alone reads best as that
+		// key's value: a VM's memory ([current=]N) as a number, its
+		// agent ([enabled=]1) as a boolean.
+		if items, err := schema.ParsePropertyString(v, p); err == nil && len(items) == 1 {
+			if sub := p.SubKeys()[items[0].Key]; sub != nil && sub.DefaultKey {
+				switch x := typed(sub, items[0].Value).(type) {
+				case bool, int:
+					return x
+				}
+			}
+		}
+	}
+	return v
+}
+
+// field returns the value of key among fs.
+func field(fs []Field, key string) (any, bool) {
+	for _, f := range fs {
+		if f.Key == key {
+			return f.Value, true
+		}
+	}
+	return nil, false
+}
+
+// withFirst puts the fields named first, in that order, before the others.
+func withFirst(fs []Field, first ...Field) []Field {
+	out := append([]Field(nil), first...)
+	for _, f := range fs {
+		if !slices.ContainsFunc(first, func(x Field) bool { return x.Key == f.Key }) {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// docName makes a document name unique among the import's documents of
+// kind: alt when name is taken.
+func (ic *importCtx) docName(kind, name, alt string) string {
+	if ic.docs[kind+"/"+name] == nil {
+		return name
+	}
+	return alt
+}
