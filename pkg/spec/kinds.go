@@ -237,7 +237,7 @@ var kindTable = sync.OnceValue(func() map[string]*kindInfo {
 			Hint:         "a VM without vmid is found by its name: give each a different vmid or name, or remove one",
 			ValueAliases: map[string]map[string]string{"machine": {"i440fx": "pc"}},
 			NotKeys:      []string{"baseImage"},
-			Check:        checks(qemuConveniences, checkISODrives, checkProvision),
+			Check:        checks(qemuConveniences, checkISODrives, checkProvision, checkNotTemplateProvision),
 			Refs: []refRule{
 				{Key: "pool", Values: paramValue("pool"), Kinds: []string{KindPool}, PresentOnly: true},
 				{Key: "netN.bridge", Values: subKeyValues("net", "bridge"), Kinds: []string{KindLinuxBridge}, SameNode: true, PresentOnly: true},

@@ -33,9 +33,6 @@ func checkProvision(r *Resource) []problem {
 	if g, ok := r.Keys.(*GuestKeys); ok && len(p.Provision) > 0 && g.Running != nil && !*g.Running {
 		bad("running", "spec.running is false but spec.provision needs the VM running: drop running: false, or provision")
 	}
-	if _, isGuest := r.Keys.(*GuestKeys); isGuest && len(p.Provision) > 0 && r.Params["template"] == "1" {
-		bad("provision", "spec.provision: a template never runs, so it cannot be provisioned: drop template: true (a Template document bakes a provisioned golden image)")
-	}
 	base := "."
 	if f := r.KeyPos["provision"].File; f != "" && f != stdinName {
 		base = filepath.Dir(f)
@@ -81,4 +78,14 @@ func checkProvision(r *Resource) []problem {
 		p.ProvisionPaths = append(p.ProvisionPaths, abs)
 	}
 	return out
+}
+
+// checkNotTemplateProvision refuses provision on a VM made a template
+// (template: true): it never runs. A Template document, which boots its
+// VM to provision it before the conversion, does not take this check.
+func checkNotTemplateProvision(r *Resource) []problem {
+	if p := Provisioning(r); p != nil && len(p.Provision) > 0 && r.Params["template"] == "1" {
+		return []problem{{"provision", "spec.provision: a template never runs, so it cannot be provisioned: drop template: true (a Template document bakes a provisioned golden image)"}}
+	}
+	return nil
 }
