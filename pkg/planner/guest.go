@@ -107,6 +107,9 @@ type guestLive struct {
 	// whose disks name its base volumes (read for a Template): PVE
 	// refuses to destroy the template while they exist.
 	Linked []guestRef
+	// LinkedErr is why Linked could not be read: an error only for a
+	// change that destroys the template.
+	LinkedErr error
 }
 
 // shutdownTimeout is how long (seconds) a guest gets to shut down before

@@ -120,11 +120,7 @@ func (k templateKind) observe(ctx context.Context, lc *liveConn, r *spec.Resourc
 			}
 		}
 		if lo.Exists && lo.Config["template"] == "1" {
-			linked, err := linkedClones(ctx, cl, lo.Node, gl.VMID, lo.Config, rows)
-			if err != nil {
-				return err
-			}
-			gl.Linked = linked
+			gl.Linked, gl.LinkedErr = linkedClones(ctx, cl, lo.Node, gl.VMID, lo.Config, rows)
 		}
 		return nil
 	}
@@ -261,6 +257,9 @@ func (k templateKind) checkRemove(b *builder, r *spec.Resource, lo *liveObj) err
 // still in use by linked cloned", qemu-server QemuServer.pm destroy_vm).
 // Clones that this plan destroys first do not count.
 func (k templateKind) refuseLinked(b *builder, r *spec.Resource, gl *guestLive, what string) error {
+	if gl.LinkedErr != nil {
+		return fmt.Errorf("%s: cannot %s template %d: whether linked clones hold it is unknown: %w", r.Address(), what, gl.VMID, gl.LinkedErr)
+	}
 	var holders []string
 	for _, l := range gl.Linked {
 		if o := b.guestOf(r.Connection, l.VMID); o != nil && (b.opts.Destroy || o.State == spec.Absent) {
