@@ -447,3 +447,52 @@ func TestE2EProvisionPuppetAndAbsent(t *testing.T) {
 		t.Error("state: absent provisioned")
 	}
 }
+
+// TestE2EProvisionDescriptionEditedMeanwhile: a description edited by
+// someone else while a playbook runs is never overwritten. The write of
+// the file's hash carries the digest of the config it follows, PVE
+// refuses it, apply fails saying so, and the rerun runs the file again
+// and keeps the other edit.
+func TestE2EProvisionDescriptionEditedMeanwhile(t *testing.T) {
+	r := newProvRig(t, startSim(t), "ansible-playbook")
+	started, proceed := filepath.Join(r.out, "started"), filepath.Join(r.out, "proceed")
+	// The playbook says it started, then waits (at most 60 s) for the
+	// test to edit the description.
+	r.write("slow.yaml", fmt.Sprintf("- hosts: all\n  gather_facts: false\n  tasks:\n    - name: wait\n      ansible.builtin.shell: touch %s; for i in $(seq 600); do [ -f %s ] && break; sleep 0.1; done; echo slow >> %s/runs.log\n",
+		started, proceed, r.out))
+	r.write("vm.yaml", fmt.Sprintf("kind: QemuVM\nname: ed\nspec:\n  image: \"9000\"\n  ip: %s\n  sshPort: %d\n  sshUser: %s\n  provision: [slow.yaml]\n",
+		r.sshd.Host, r.sshd.Port, r.sshd.User))
+	spec := filepath.Join(r.dir, "vm.yaml")
+
+	edited := make(chan struct{})
+	go func() {
+		defer close(edited)
+		for i := 0; i < 1200; i++ { // 120 s at most
+			if _, err := os.Stat(started); err == nil {
+				r.setDescription("ed", "edited by hand")
+				os.WriteFile(proceed, nil, 0o644)
+				return
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}()
+	res := r.run("apply", "-f", spec, "--auto-approve")
+	<-edited
+	if res.code == 0 || !strings.Contains(res.stdout+res.stderr, "changed while it was being provisioned (digest)") {
+		t.Fatalf("apply while the description was edited: exit %d\n%s\n%s", res.code, res.stdout, res.stderr)
+	}
+	if d := r.description("ed"); d != "edited by hand" {
+		t.Fatalf("description after the refused write: %q, want the hand edit kept", d)
+	}
+
+	// The rerun runs the file again (its hash was not recorded) and keeps
+	// the hand edit byte for byte, the block after it.
+	os.WriteFile(proceed, nil, 0o644)
+	r.mustRun(0, "apply", "-f", spec, "--auto-approve")
+	if got := r.runs(); got != "slow\nslow\n" {
+		t.Errorf("runs %q, want the file run twice", got)
+	}
+	if d := r.description("ed"); !strings.HasPrefix(d, "edited by hand") || r.recorded("ed", "slow.yaml") == "" {
+		t.Errorf("description after the rerun: %q", d)
+	}
+}

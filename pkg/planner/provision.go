@@ -129,7 +129,7 @@ func provisionGuest(ctx context.Context, x *execution, r *spec.Resource, t provi
 	if err != nil {
 		return nil, fmt.Errorf("read vm %d before provisioning: %w", t.VMID, err)
 	}
-	desc := cfg["description"]
+	desc, digest := cfg["description"], cfg["digest"]
 	steps, err := provision.Pending(desc, files, provisionPolicy(r))
 	if err != nil {
 		return nil, fmt.Errorf("vm %s: %w", t.Name, err)
@@ -179,8 +179,27 @@ func provisionGuest(ctx context.Context, x *execution, r *spec.Resource, t provi
 		// The hooks prefix the resource already.
 		Progress: func(msg string) { x.msg("%s", strings.TrimPrefix(msg, "vm "+t.Name+": ")) },
 		Output:   func(line string) { x.msg("| %s", line) },
+		// Each write carries the digest of the config it follows, so a
+		// description (or any key) edited by someone else meanwhile is
+		// never overwritten: PVE refuses the write (assert_if_modified in
+		// PVE/Tools.pm) and the file's hash stays unrecorded.
 		SaveDescription: func(ctx context.Context, d string) error {
-			return x.client.UpdateQemu(ctx, t.Node, t.VMID, url.Values{"description": {d}})
+			params := url.Values{"description": {d}}
+			if digest != "" {
+				params.Set("digest", digest)
+			}
+			if err := x.client.UpdateQemu(ctx, t.Node, t.VMID, params); err != nil {
+				if pve.IsDigestMismatch(err) {
+					return fmt.Errorf("QemuVM/%s changed while it was being provisioned (digest); its hash is not recorded: run apply again", t.Name)
+				}
+				return err
+			}
+			now, err := x.client.GuestConfig(ctx, pve.QEMU, t.Node, t.VMID)
+			if err != nil {
+				return fmt.Errorf("read vm %d after writing its description: %w", t.VMID, err)
+			}
+			digest = now["digest"]
+			return nil
 		},
 	}
 	res, err := provision.Run(ctx, target, opts)
