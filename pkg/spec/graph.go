@@ -147,13 +147,17 @@ func (ix *refIndex) deps(r *Resource) ([]Ref, []refusal) {
 		}
 	}
 	for _, rule := range k.Refs {
+		var values []refValue // extracted once for all the rule's kinds
+		if !rule.All {
+			values = rule.Values(r)
+		}
 		for _, kind := range rule.Kinds {
 			ck := r.Connection + "\x00" + kind
 			if rule.All {
 				add(rule, ix.byKind[ck], refValue{Key: rule.Key})
 				continue
 			}
-			for _, v := range rule.Values(r) {
+			for _, v := range values {
 				add(rule, ix.byValue[ck+"\x00"+v.Value], v)
 			}
 		}
@@ -197,11 +201,15 @@ func paramValueOf(param string) func(r *Resource) string {
 // family of property strings ("netN: …,bridge=vmbr1").
 func subKeyValues(family, sub string) func(r *Resource) []refValue {
 	return func(r *Resource) []refValue {
-		var out []refValue
-		for _, key := range slices.Sorted(maps.Keys(r.Params)) {
-			if !isFamilyKey(key, family) {
-				continue
+		var keys []string // the family's keys only, then sorted
+		for key := range r.Params {
+			if isFamilyKey(key, family) {
+				keys = append(keys, key)
 			}
+		}
+		slices.Sort(keys)
+		var out []refValue
+		for _, key := range keys {
 			if x := propValue(r.Params[key], sub); x != "" {
 				out = append(out, refValue{key, x})
 			}
