@@ -15,8 +15,9 @@ import (
 //     …): a moving average of the durations it saw, each taken as the
 //     middle of the last "running" and the first "stopped" poll.
 //   - A task is polled once as soon as it started (a task that fails at
-//     once is seen at once). One of a type the client knows is then not
-//     polled until just before its expected end,
+//     once is seen at once). One of a type the client knows is then
+//     polled at doubling ages (a task that fails early is seen at twice
+//     the age it failed at) but not past just before its expected end,
 //     then every fine step (pollMin, 250 ms) until a while after it.
 //   - A task of a type it does not know is polled every fine step for its
 //     first 8 steps (2 s: most guest tasks end by then).
@@ -90,9 +91,12 @@ func (p *taskPacer) reserve(now time.Time, gap time.Duration) time.Duration {
 func pollDelay(fine, longest, expect time.Duration, known bool, elapsed time.Duration) time.Duration {
 	if known {
 		// Sleep until just before the expected end (half a fine step
-		// early, so the end falls between two fine polls).
+		// early, so the end falls between two fine polls), but no longer
+		// than the task's age: a task that fails early (on its lock,
+		// after PVE's 1 s or 10 s wait) is seen at twice the age it
+		// failed at, not at the expected end.
 		if until := expect - elapsed - fine/2; until > fine {
-			return min(until, longest)
+			return min(until, max(elapsed, fine), longest)
 		}
 		if elapsed < expect+fineSteps*fine {
 			return fine
