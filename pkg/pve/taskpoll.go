@@ -26,7 +26,7 @@ import (
 //
 // So no task is polled more often than once per fine step (4 polls/s), a
 // task that ends near its expected time is noticed within a fine step of
-// its end, and all of a client's polls share a budget (pollBudget, 32/s by
+// its end, and all of a client's polls share a budget (config.pollGap: 32/s by
 // default: 8 tasks' worth of fine polls) so that many parallel waits do
 // not become a flood of status calls.
 
