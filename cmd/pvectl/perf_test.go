@@ -55,3 +55,26 @@ func TestReadConcurrency(t *testing.T) {
 		t.Errorf("--read-concurrency 0: exit %d, %s", code, errs)
 	}
 }
+
+// The hidden --cpuprofile writes a pprof profile (gzip) of the command.
+func TestCPUProfileFlag(t *testing.T) {
+	dir := t.TempDir()
+	specFile := filepath.Join(dir, "pool.yaml")
+	if err := os.WriteFile(specFile, []byte("kind: Pool\nname: lab\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	prof := filepath.Join(dir, "cpu.prof")
+	if code, _, errs := run(t, "--cpuprofile", prof, "validate", "-f", specFile); code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	b, err := os.ReadFile(prof)
+	if err != nil || len(b) < 2 || b[0] != 0x1f || b[1] != 0x8b {
+		t.Fatalf("profile: %v, %d bytes, want a gzip'd pprof profile", err, len(b))
+	}
+	if code, _, errs := run(t, "--cpuprofile", filepath.Join(dir, "no", "such", "dir", "x"), "validate", "-f", specFile); code != exitInvalid || !strings.Contains(errs, "--cpuprofile") {
+		t.Errorf("unwritable --cpuprofile: exit %d, %s", code, errs)
+	}
+	if code, out, _ := run(t, "--help"); code != 0 || strings.Contains(out, "cpuprofile") {
+		t.Errorf("--cpuprofile shows in --help (exit %d)", code)
+	}
+}
