@@ -147,6 +147,9 @@ func (ix *refIndex) deps(r *Resource) ([]Ref, []refusal) {
 		}
 	}
 	for _, rule := range k.Refs {
+		if !ix.hasAny(r.Connection, rule.Kinds) {
+			continue // nothing to name: the values are not even read
+		}
 		var values []refValue // extracted once for all the rule's kinds
 		if !rule.All {
 			values = rule.Values(r)
@@ -163,6 +166,17 @@ func (ix *refIndex) deps(r *Resource) ([]Ref, []refusal) {
 		}
 	}
 	return out, refused
+}
+
+// hasAny reports whether the specs have a resource of any of kinds on
+// the connection.
+func (ix *refIndex) hasAny(conn string, kinds []string) bool {
+	for _, kind := range kinds {
+		if len(ix.byKind[conn+"\x00"+kind]) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 func sameNode(a, b *Resource) bool {
