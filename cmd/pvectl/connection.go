@@ -122,6 +122,10 @@ func checkProfileKeys(prof map[string]string) error {
 		known[k.key] = true
 		names = append(names, k.key)
 	}
+	for _, k := range settingKeys {
+		known[k] = true
+		names = append(names, k)
+	}
 	for _, k := range slices.Sorted(maps.Keys(prof)) {
 		if known[k] {
 			continue

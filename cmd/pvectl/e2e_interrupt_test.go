@@ -113,10 +113,13 @@ func TestE2ESecondInterruptStopsWaiting(t *testing.T) {
 // An interrupt while planning (here: a server that never answers) ends
 // the command at once with one clean line and exit 130.
 func TestE2EInterruptDuringPlan(t *testing.T) {
-	url, accepted := neverAnswers(t)
-	env := &simEnv{t: t, url: url}
 	f := writeSpec(t, "one.yaml", vmsSpec([]string{"p"}, nil))
 	for _, cmd := range [][]string{{"plan", "-f", f}, {"apply", "-f", f, "--auto-approve"}} {
+		// A server per command: a plan opens several connections at once
+		// (its first reads go out together), and one left over from the
+		// last command must not count as this one's.
+		url, accepted := neverAnswers(t)
+		env := &simEnv{t: t, url: url}
 		run := env.start(nil, cmd...)
 		select { // it is reading live state
 		case <-accepted:

@@ -201,6 +201,11 @@ func usedConnections(set *spec.Set) []string {
 // on notices what it waits for.
 func planLive(ctx context.Context, g *globalOptions, set *spec.Set, cl *clients, opts planner.Options, notices io.Writer) (*planner.Plan, error) {
 	opts.BusyTimeout = g.busyTimeout
+	conc, err := g.resolveReadConcurrency()
+	if err != nil {
+		return nil, err
+	}
+	opts.ReadConcurrency = conc
 	opts.Waiting = busyWaiter(notices, g.busyTimeout)
 	return planner.PlanLive(ctx, cl, set, opts)
 }

@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/pvectl/pvectl/pkg/planner"
 	"github.com/pvectl/pvectl/pkg/pve"
 	"github.com/pvectl/pvectl/pkg/secret"
 	"github.com/pvectl/pvectl/pkg/spec"
@@ -54,11 +56,18 @@ func invalid(err error) error { return &exitError{code: exitInvalid, err: err} }
 
 // globalOptions are the flags every command shares.
 type globalOptions struct {
-	debug          bool
-	noColor        bool
-	profile        string
-	configFile     string
-	parallelism    int
+	debug       bool
+	noColor     bool
+	profile     string
+	configFile  string
+	parallelism int
+	// readConcurrency is --read-concurrency; readConcurrencySet says the
+	// flag was given (else the variable or the profile may set it).
+	readConcurrency    int
+	readConcurrencySet bool
+	// cpuProfile is the hidden --cpuprofile; stopProfile ends it.
+	cpuProfile     string
+	stopProfile    func()
 	requestTimeout time.Duration
 	taskTimeout    time.Duration
 	// busyTimeout is how long planning waits for guests PVE tasks hold.
@@ -83,6 +92,9 @@ func Execute(version string, args []string, streams Streams) int {
 	root.SetOut(streams.Out)
 	root.SetErr(streams.Err)
 	err := root.Execute()
+	if g.stopProfile != nil {
+		g.stopProfile()
+	}
 	if err == nil {
 		return exitOK
 	}
@@ -134,10 +146,21 @@ config file (--profile), or Connection documents in the specs.`,
 		Version:           version,
 		DisableAutoGenTag: true,
 	}
-	root.PersistentPreRunE = func(*cobra.Command, []string) error {
+	root.PersistentPreRunE = func(c *cobra.Command, _ []string) error {
 		if g.parallelism < 1 {
 			return invalid(fmt.Errorf("--parallelism %d: want 1 or more", g.parallelism))
 		}
+		if f := c.Flags().Lookup("read-concurrency"); f != nil && f.Changed {
+			if _, err := checkReadConcurrency("--read-concurrency", strconv.Itoa(g.readConcurrency)); err != nil {
+				return err
+			}
+			g.readConcurrencySet = true
+		}
+		stop, err := startCPUProfile(g.cpuProfile)
+		if err != nil {
+			return err
+		}
+		g.stopProfile = stop
 		if g.requestTimeout < 0 || g.taskTimeout < 0 || g.busyTimeout < 0 {
 			return invalid(errors.New("--request-timeout, --task-timeout and --busy-timeout cannot be negative"))
 		}
@@ -153,6 +176,9 @@ config file (--profile), or Connection documents in the specs.`,
 	pf.StringVar(&g.profile, "profile", "", "connection profile from the config file (env PVECTL_PROFILE)")
 	pf.StringVar(&g.configFile, "config", "", "config file with profiles (default $PVECTL_CONFIG or ~/.config/pvectl/config.yaml)")
 	pf.IntVar(&g.parallelism, "parallelism", 4, "how many changes apply at once")
+	pf.IntVar(&g.readConcurrency, "read-concurrency", planner.DefaultReadConcurrency, "how many reads a plan keeps in flight per connection (env "+readConcurrencyEnv+", profile key "+readConcurrencyKey+")")
+	pf.StringVar(&g.cpuProfile, "cpuprofile", "", "write a CPU profile of the command to this file (go tool pprof)")
+	_ = pf.MarkHidden("cpuprofile")
 	pf.DurationVar(&g.requestTimeout, "request-timeout", pve.DefaultRequestTimeout, "how long one API request may wait for its answer, and again for its body (0: no limit)")
 	pf.DurationVar(&g.taskTimeout, "task-timeout", pve.DefaultTaskTimeout, "how long to wait for one PVE task (0: no limit)")
 	pf.DurationVar(&g.busyTimeout, "busy-timeout", defaultBusyTimeout, "how long planning waits for guests that PVE tasks hold (locked, or still being created or cloned) before it refuses them (0: no wait)")

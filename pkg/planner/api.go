@@ -113,6 +113,9 @@ type Options struct {
 	// Waiting, when set, hears from PlanLive what it waits for and how
 	// long it has waited.
 	Waiting func(busy []*BusyError, waited time.Duration)
+	// ReadConcurrency caps PlanLive's reads in flight per connection
+	// (0: DefaultReadConcurrency).
+	ReadConcurrency int
 }
 
 // Hooks receive progress from Apply. All methods may be called concurrently.

@@ -65,7 +65,7 @@ func busyErrors(err error) (busy []*BusyError, only bool) {
 func PlanLive(ctx context.Context, clients Clients, set *spec.Set, opts Options) (*Plan, error) {
 	start := time.Now()
 	for delay := busyPollMin; ; delay = min(2*delay, busyPollMax) {
-		obs, err := Observe(ctx, clients, set)
+		obs, err := ObserveWith(ctx, clients, set, ObserveOptions{ReadConcurrency: opts.ReadConcurrency})
 		if err != nil {
 			return nil, fmt.Errorf("read live state: %w", err)
 		}

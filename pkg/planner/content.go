@@ -70,7 +70,7 @@ func volumeUsers(ctx context.Context, cl *pve.Client, rows []pve.ClusterResource
 		errs  []error
 		wg    sync.WaitGroup
 	)
-	sem := make(chan struct{}, observeParallelism)
+	sem := make(chan struct{}, DefaultReadConcurrency)
 	for _, row := range rows {
 		if row.Type != string(pve.QEMU) {
 			continue

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/pvectl/pvectl/pkg/pve"
 	"github.com/pvectl/pvectl/pkg/spec"
@@ -115,23 +116,40 @@ func guestRows(ctx context.Context, cl *pve.Client, resources []pve.ClusterResou
 		}
 	}
 	sort.Strings(nodes)
-	for _, node := range nodes {
+	// The nodes' lists go out at once (a cluster has few nodes); their rows
+	// are put together in node order.
+	perNode := make([][]pve.ClusterResource, len(nodes))
+	errs := make([]error, len(nodes))
+	var wg sync.WaitGroup
+	for i, node := range nodes {
 		if known, up := online[node]; known && !up {
 			for _, row := range resources {
 				if row.Type == string(typ) && row.Node == node {
-					out = append(out, row)
+					perNode[i] = append(perNode[i], row)
 				}
 			}
 			continue
 		}
-		rows, err := cl.NodeGuests(ctx, typ, node)
-		if err != nil {
-			return nil, fmt.Errorf("list %ss of node %s: %w", guestNoun(string(typ)), node, err)
-		}
-		for _, row := range rows {
-			row.Pool = pools[row.VMID]
-			out = append(out, row)
-		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rows, err := cl.NodeGuests(ctx, typ, node)
+			if err != nil {
+				errs[i] = fmt.Errorf("list %ss of node %s: %w", guestNoun(string(typ)), node, err)
+				return
+			}
+			for j := range rows {
+				rows[j].Pool = pools[rows[j].VMID]
+			}
+			perNode[i] = rows
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	for _, rows := range perNode {
+		out = append(out, rows...)
 	}
 	return out, nil
 }

@@ -64,6 +64,8 @@ type liveConn struct {
 	storagesRead bool
 	// pre holds what only prerequisites read (prereq.go).
 	pre prereqCache
+	// readConc caps this connection's reads in flight (ObserveOptions).
+	readConc int
 }
 
 // liveNetwork is one node's staged network view.
@@ -86,6 +88,31 @@ type liveNetwork struct {
 // kept in the Observed and reported by Build for the resources it plans:
 // the error returned here is only ctx's.
 func Observe(ctx context.Context, clients Clients, set *spec.Set) (*Observed, error) {
+	return ObserveWith(ctx, clients, set, ObserveOptions{})
+}
+
+// ObserveOptions tunes Observe.
+type ObserveOptions struct {
+	// ReadConcurrency caps the reads in flight per connection (config
+	// reads, per-node lists); 0: DefaultReadConcurrency. It is apart from
+	// ApplyOptions.Parallelism: reads are cheap for PVE (pveproxy serves
+	// them from its worker pool without a task), changes are not.
+	ReadConcurrency int
+}
+
+// DefaultReadConcurrency is how many reads Observe keeps in flight per
+// connection. A config read costs PVE a file read under pmxcfs, no task
+// and no lock, so a plan's time is its round trips: (lists +
+// ⌈guests/16⌉) × RTT. 16 keeps a remote cluster's latency hidden without
+// queueing much in pveproxy's small worker pool (docs/performance.md).
+const DefaultReadConcurrency = 16
+
+// ObserveWith is Observe with options.
+func ObserveWith(ctx context.Context, clients Clients, set *spec.Set, opts ObserveOptions) (*Observed, error) {
+	conc := opts.ReadConcurrency
+	if conc <= 0 {
+		conc = DefaultReadConcurrency
+	}
 	obs := &Observed{conns: map[string]*liveConn{}, objs: map[string]*liveObj{}, errs: map[string]error{}}
 	connErr := map[string]error{}
 	for _, r := range set.Resources {
@@ -103,7 +130,7 @@ func Observe(ctx context.Context, clients Clients, set *spec.Set) (*Observed, er
 				obs.errs[r.Address()] = err
 				continue
 			}
-			lc, err = openConn(ctx, clients, set, r.Connection)
+			lc, err = openConn(ctx, clients, set, r.Connection, conc)
 			if err != nil {
 				// A connection that cannot be read fails every resource on
 				// it for the same reason: Build says it once.
@@ -128,7 +155,7 @@ func Observe(ctx context.Context, clients Clients, set *spec.Set) (*Observed, er
 		}
 		obs.objs[r.Address()] = lo
 	}
-	for addr, err := range loadAll(ctx, obs.objs) {
+	for addr, err := range loadAll(ctx, obs.objs, conc) {
 		obs.errs[addr] = err
 		delete(obs.objs, addr)
 	}
@@ -136,18 +163,15 @@ func Observe(ctx context.Context, clients Clients, set *spec.Set) (*Observed, er
 	return obs, ctx.Err()
 }
 
-// observeParallelism caps concurrent per-object reads during Observe.
-const observeParallelism = 8
-
-// loadAll runs the objects' deferred reads, a few at a time, and returns
+// loadAll runs the objects' deferred reads, conc at a time, and returns
 // the errors by address.
-func loadAll(ctx context.Context, objs map[string]*liveObj) map[string]error {
+func loadAll(ctx context.Context, objs map[string]*liveObj, conc int) map[string]error {
 	var (
 		mu   sync.Mutex
 		errs = map[string]error{}
 		wg   sync.WaitGroup
 	)
-	sem := make(chan struct{}, observeParallelism)
+	sem := make(chan struct{}, conc)
 	for _, addr := range slices.Sorted(maps.Keys(objs)) {
 		lo := objs[addr]
 		if lo.load == nil {
@@ -171,26 +195,34 @@ func loadAll(ctx context.Context, objs map[string]*liveObj) map[string]error {
 	return errs
 }
 
-func openConn(ctx context.Context, clients Clients, set *spec.Set, name string) (*liveConn, error) {
+func openConn(ctx context.Context, clients Clients, set *spec.Set, name string, conc int) (*liveConn, error) {
 	label := connLabel(name)
 	cl, err := clients.Client(name)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", label, err)
 	}
-	lc := &liveConn{name: name, client: cl, networks: map[string]*liveNetwork{}}
+	lc := &liveConn{name: name, client: cl, networks: map[string]*liveNetwork{}, readConc: conc}
 	if set != nil && set.Connections[name] != nil {
 		lc.settings = set.Connections[name]
 	} else {
 		lc.settings = clients.Connection(name)
 	}
-	if lc.perms, err = cl.Permissions(ctx); err != nil {
-		return nil, fmt.Errorf("%s: %w", label, err)
-	}
-	if lc.resources, err = cl.ClusterResources(ctx, ""); err != nil {
-		return nil, fmt.Errorf("%s: read cluster resources: %w", label, err)
-	}
-	if lc.nodes, err = cl.NodeNames(ctx); err != nil {
-		return nil, fmt.Errorf("%s: list nodes: %w", label, err)
+	// The three lists do not depend on each other: they go out at once, so
+	// a plan pays one round trip for them, not three.
+	var permsErr, resErr, nodesErr error
+	var wg sync.WaitGroup
+	wg.Add(3)
+	go func() { defer wg.Done(); lc.perms, permsErr = cl.Permissions(ctx) }()
+	go func() { defer wg.Done(); lc.resources, resErr = cl.ClusterResources(ctx, "") }()
+	go func() { defer wg.Done(); lc.nodes, nodesErr = cl.NodeNames(ctx) }()
+	wg.Wait()
+	switch {
+	case permsErr != nil:
+		return nil, fmt.Errorf("%s: %w", label, permsErr)
+	case resErr != nil:
+		return nil, fmt.Errorf("%s: read cluster resources: %w", label, resErr)
+	case nodesErr != nil:
+		return nil, fmt.Errorf("%s: list nodes: %w", label, nodesErr)
 	}
 	sort.Strings(lc.nodes)
 	return lc, nil

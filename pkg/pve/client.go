@@ -24,6 +24,7 @@ type Client struct {
 
 	traceMu sync.Mutex // keeps one request's trace block in one piece
 	clock   clock      // PVE's clock, from its answers' Date header
+	pacer   taskPacer  // learned task durations, the poll budget (taskpoll.go)
 }
 
 type config struct {
@@ -34,10 +35,13 @@ type config struct {
 	debug                io.Writer
 	httpClient           *http.Client
 	pollMin, pollMax     time.Duration
-	retries              int
-	retryBase, retryCap  time.Duration
-	userAgent            string
-	taskTimeout          time.Duration
+	// pollGap is the client's poll budget: at most one status poll per
+	// gap across all its task waits (pollMin/8: 32/s by default).
+	pollGap             time.Duration
+	retries             int
+	retryBase, retryCap time.Duration
+	userAgent           string
+	taskTimeout         time.Duration
 	// requestTimeout bounds the wait for a request's status line and
 	// headers, and again for its body; uploadTimeout replaces it for
 	// uploads. 0: only the caller's ctx bounds them.
@@ -49,10 +53,11 @@ type config struct {
 
 func defaultConfig() config {
 	return config{
-		pollMin:        100 * time.Millisecond,
+		pollMin:        250 * time.Millisecond,
 		pollMax:        2 * time.Second,
+		pollGap:        250 * time.Millisecond / 8,
 		retries:        6,
-		retryBase:      200 * time.Millisecond,
+		retryBase:      50 * time.Millisecond,
 		retryCap:       5 * time.Second,
 		userAgent:      "pvectl",
 		taskTimeout:    DefaultTaskTimeout,
@@ -150,8 +155,8 @@ func newTransport(tlsCfg *tls.Config) *http.Transport {
 		}).DialContext,
 		TLSHandshakeTimeout:   10 * time.Second,
 		ExpectContinueTimeout: time.Second,
-		MaxIdleConns:          32,
-		MaxIdleConnsPerHost:   16,
+		MaxIdleConns:          64,
+		MaxIdleConnsPerHost:   32, // reads go 16 at a time (planner.DefaultReadConcurrency), polls besides
 		// pveproxy closes idle keep-alive connections after about 5s; reusing
 		// one at that moment fails the request, so give them up earlier.
 		IdleConnTimeout: 4 * time.Second,
@@ -222,19 +227,21 @@ func WithHTTPClient(hc *http.Client) Option {
 	return func(c *config) error { c.httpClient = hc; return nil }
 }
 
-// WithTaskPolling sets the task poll backoff bounds (default 100ms .. 2s).
+// WithTaskPolling sets the task poll steps (default 250ms .. 2s): min is
+// the fine step (no task is polled more often), max the longest; the
+// client's poll budget is 8 polls per min step (taskpoll.go).
 func WithTaskPolling(min, max time.Duration) Option {
 	return func(c *config) error {
 		if min <= 0 || max < min {
 			return fmt.Errorf("task polling: want 0 < min <= max, got %s .. %s", min, max)
 		}
-		c.pollMin, c.pollMax = min, max
+		c.pollMin, c.pollMax, c.pollGap = min, max, min/8
 		return nil
 	}
 }
 
 // WithRetry sets how often and how long task-starting requests that hit a
-// lock timeout are retried (default 6 tries, 200ms base, 5s cap, jittered).
+// lock timeout are retried (default 6 tries, 50ms base, 5s cap, jittered).
 // tries counts every attempt, the first included.
 func WithRetry(tries int, base, cap time.Duration) Option {
 	return func(c *config) error {

@@ -2,7 +2,9 @@ package pve_test
 
 import (
 	"context"
+	"net/http"
 	"net/url"
+	"strings"
 	"testing"
 	"time"
 
@@ -77,4 +79,41 @@ func TestSimGuestCalls(t *testing.T) {
 			t.Errorf("got %+v, %v, want user root@pam and token pvectl", st, err)
 		}
 	})
+}
+
+// WaitTask never polls a task more often than once per fine step, first
+// task of a type or learned: status polls ≤ time waited / step + 1. (A
+// bound on the count for the time the wait took: it holds however slow
+// the machine is.)
+func TestWaitTaskPollRate(t *testing.T) {
+	const step = 20 * time.Millisecond
+	s := simtest.Start(t, simtest.Options{
+		Sim:           pvesim.Options{TaskDuration: 300 * time.Millisecond},
+		ClientOptions: []pve.Option{pve.WithTaskPolling(step, 10*step)},
+	})
+	ctx := context.Background()
+	if err := s.Client.CreateQemu(ctx, "pve", url.Values{"vmid": {"100"}, "name": {"rate"}, "memory": {"512"}}); err != nil {
+		t.Fatal(err)
+	}
+	for i, action := range []string{"start", "stop", "start", "stop"} {
+		upid, err := s.Client.StartTask(ctx, http.MethodPost, "/nodes/pve/qemu/100/status/"+action, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Requests.Reset()
+		began := time.Now()
+		if _, err := s.Client.WaitTask(ctx, upid); err != nil {
+			t.Fatal(err)
+		}
+		waited := time.Since(began)
+		polls := 0
+		for k, n := range s.Requests.Reset() {
+			if strings.HasPrefix(k, "GET /nodes/pve/tasks/") && strings.HasSuffix(k, "/status") {
+				polls += n
+			}
+		}
+		if limit := int(waited/step) + 1; polls > limit {
+			t.Errorf("task %d (%s): %d polls in %s, more than one per %s (%d)", i, action, polls, waited, step, limit)
+		}
+	}
 }

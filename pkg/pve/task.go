@@ -127,17 +127,26 @@ func (c *Client) WaitTask(ctx context.Context, upid UPID) (st *TaskStatus, err e
 	}
 	path := taskPath(upid) + "/status"
 	started := time.Now()
-	delay := c.cfg.pollMin
+	var lastRunning time.Duration // when a poll last saw it running
 	failures := 0
 	for {
 		var st TaskStatus
+		sent := time.Now()
 		err := c.Do(ctx, http.MethodGet, path, nil, &st)
+		// PVE looked at the task about half a round trip after the poll
+		// was sent: the schedule is kept in that time.
+		looked := sent.Add(time.Since(sent) / 2).Sub(started)
 		switch {
 		case err == nil:
 			failures = 0
+			if st.Status != "stopped" {
+				lastRunning = looked
+			}
 			if st.Status == "stopped" {
 				st.ExitStatus = scrub(st.ExitStatus, c.secretsOf(nil))
 				if succeeded(st.ExitStatus) {
+					// It ended between the last two polls.
+					c.pacer.learn(upid.Type, (lastRunning+looked)/2)
 					if warningsRe.MatchString(strings.TrimSpace(st.ExitStatus)) && hasObserver(ctx) {
 						warnings = c.taskWarnings(ctx, upid)
 					}
@@ -157,10 +166,9 @@ func (c *Client) WaitTask(ctx context.Context, upid UPID) (st *TaskStatus, err e
 		default:
 			return nil, fmt.Errorf("wait for task %s: %w", upid.Raw, err)
 		}
-		if err := sleep(ctx, delay); err != nil {
+		if err := c.nextPoll(ctx, upid.Type, sent, looked); err != nil {
 			return nil, c.waitAborted(ctx, upid, err)
 		}
-		delay = min(delay*2, c.cfg.pollMax)
 	}
 }
 

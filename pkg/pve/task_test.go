@@ -278,11 +278,11 @@ func TestBackoff(t *testing.T) {
 		attempt  int
 		min, max time.Duration
 	}{
-		{1, 100 * time.Millisecond, 200 * time.Millisecond},
-		{2, 200 * time.Millisecond, 400 * time.Millisecond},
-		{3, 400 * time.Millisecond, 800 * time.Millisecond},
-		{5, 1600 * time.Millisecond, 3200 * time.Millisecond},
-		{6, 2500 * time.Millisecond, 5 * time.Second},
+		{1, 25 * time.Millisecond, 50 * time.Millisecond},
+		{2, 50 * time.Millisecond, 100 * time.Millisecond},
+		{3, 100 * time.Millisecond, 200 * time.Millisecond},
+		{5, 400 * time.Millisecond, 800 * time.Millisecond},
+		{6, 800 * time.Millisecond, 1600 * time.Millisecond},
 		{40, 2500 * time.Millisecond, 5 * time.Second},
 	}
 	for _, tc := range tests {

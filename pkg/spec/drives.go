@@ -2,7 +2,6 @@ package spec
 
 import (
 	"fmt"
-	"maps"
 	"regexp"
 	"slices"
 
@@ -22,10 +21,14 @@ var (
 // 'media=cdrom' is required for iso images"), and says what to write.
 func checkISODrives(r *Resource) []problem {
 	var out []problem
-	for _, key := range slices.Sorted(maps.Keys(r.Params)) {
-		if !qemuDriveKey.MatchString(key) {
-			continue
+	var keys []string // the drives only, then sorted
+	for key := range r.Params {
+		if qemuDriveKey.MatchString(key) {
+			keys = append(keys, key)
 		}
+	}
+	slices.Sort(keys)
+	for _, key := range keys {
 		items, err := schema.SplitPropertyString(r.Params[key])
 		if err != nil {
 			continue // the schema check reported it

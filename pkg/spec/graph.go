@@ -147,18 +147,36 @@ func (ix *refIndex) deps(r *Resource) ([]Ref, []refusal) {
 		}
 	}
 	for _, rule := range k.Refs {
+		if !ix.hasAny(r.Connection, rule.Kinds) {
+			continue // nothing to name: the values are not even read
+		}
+		var values []refValue // extracted once for all the rule's kinds
+		if !rule.All {
+			values = rule.Values(r)
+		}
 		for _, kind := range rule.Kinds {
 			ck := r.Connection + "\x00" + kind
 			if rule.All {
 				add(rule, ix.byKind[ck], refValue{Key: rule.Key})
 				continue
 			}
-			for _, v := range rule.Values(r) {
+			for _, v := range values {
 				add(rule, ix.byValue[ck+"\x00"+v.Value], v)
 			}
 		}
 	}
 	return out, refused
+}
+
+// hasAny reports whether the specs have a resource of any of kinds on
+// the connection.
+func (ix *refIndex) hasAny(conn string, kinds []string) bool {
+	for _, kind := range kinds {
+		if len(ix.byKind[conn+"\x00"+kind]) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 func sameNode(a, b *Resource) bool {
@@ -197,11 +215,15 @@ func paramValueOf(param string) func(r *Resource) string {
 // family of property strings ("netN: …,bridge=vmbr1").
 func subKeyValues(family, sub string) func(r *Resource) []refValue {
 	return func(r *Resource) []refValue {
-		var out []refValue
-		for _, key := range slices.Sorted(maps.Keys(r.Params)) {
-			if !isFamilyKey(key, family) {
-				continue
+		var keys []string // the family's keys only, then sorted
+		for key := range r.Params {
+			if isFamilyKey(key, family) {
+				keys = append(keys, key)
 			}
+		}
+		slices.Sort(keys)
+		var out []refValue
+		for _, key := range keys {
 			if x := propValue(r.Params[key], sub); x != "" {
 				out = append(out, refValue{key, x})
 			}

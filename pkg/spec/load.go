@@ -101,8 +101,12 @@ func Load(paths []string, opts LoadOptions) (*Set, error) {
 	if l.getenv == nil {
 		l.getenv = os.LookupEnv
 	}
+	// The schema facts are decoded (once per process) while the YAML is
+	// read: two independent start-up costs overlap.
+	var table chan *schema.Table
 	if l.table == nil {
-		l.table = schema.Default()
+		table = make(chan *schema.Table, 1)
+		go func() { table <- schema.Default() }()
 	}
 	if l.stdin == nil {
 		l.stdin = os.Stdin
@@ -110,6 +114,9 @@ func Load(paths []string, opts LoadOptions) (*Set, error) {
 	var docs []*document
 	for _, f := range l.expand(paths) {
 		docs = append(docs, l.readFile(f)...)
+	}
+	if table != nil {
+		l.table = <-table
 	}
 	set := l.build(docs)
 	if len(l.diags) > 0 {

@@ -85,14 +85,22 @@ func (st *state) addVolume(v *volume) { st.Volumes[v.volid()] = v }
 
 // newMAC returns a unique MAC with Proxmox's BC:24:11 OUI. Called with s.mu held.
 func (s *Server) newMAC() string {
-	used := map[string]bool{}
-	if s.st != nil {
-		for _, v := range s.st.VMs {
-			k := s.kindOf(v)
-			for key, val := range v.Conf {
-				if isNetKey(key) {
-					if mac := k.mac(val); mac != "" {
-						used[mac] = true
+	// The MACs in use are collected once (under s.mu), then each new one
+	// is added: scanning every guest per new NIC made creating thousands
+	// of guests quadratic. PVE itself draws a random address and checks
+	// nothing (pve-common Tools.pm random_ether_addr); the simulator keeps
+	// its own addresses distinct, which a MAC written by hand later could
+	// still collide with, as on PVE.
+	if s.macs == nil {
+		s.macs = map[string]bool{}
+		if s.st != nil {
+			for _, v := range s.st.VMs {
+				k := s.kindOf(v)
+				for key, val := range v.Conf {
+					if isNetKey(key) {
+						if mac := k.mac(val); mac != "" {
+							s.macs[mac] = true
+						}
 					}
 				}
 			}
@@ -100,7 +108,8 @@ func (s *Server) newMAC() string {
 	}
 	for range 1000 {
 		mac := fmt.Sprintf("BC:24:11:%02X:%02X:%02X", s.rng.IntN(256), s.rng.IntN(256), s.rng.IntN(256))
-		if !used[mac] {
+		if !s.macs[mac] {
+			s.macs[mac] = true
 			return mac
 		}
 	}

@@ -122,6 +122,8 @@ type Server struct {
 	// leases are the DHCP leases of the guest agents, by vmid (not
 	// persisted: a restarted simulator hands them out anew).
 	leases map[int]netip.Addr
+	// macs are the MAC addresses handed out or found in use (newMAC).
+	macs map[string]bool
 	// taskGate, while set, holds every task started meanwhile after its
 	// duration until it is closed: a test hook (export_test.go HoldTasks)
 	// for tests that look at a task while it runs. Never set otherwise.
@@ -130,9 +132,14 @@ type Server struct {
 	// (a test hook: export_test.go LockWaiters).
 	lockWaiters int
 
-	saveMu   sync.Mutex // serialises state file writes
-	saveSeq  uint64     // guarded by mu
-	savedSeq uint64     // guarded by saveMu
+	// The state file's writer (state.go saveLoop): saveSeq numbers the
+	// changes (guarded by mu), saveKick wakes the writer; savedSeq is the
+	// last change written (guarded by saveMu, which serialises writes).
+	saveMu    sync.Mutex
+	saveSeq   uint64
+	savedSeq  uint64
+	savedOnce bool
+	saveKick  chan struct{}
 
 	done chan struct{}
 	wg   sync.WaitGroup
@@ -205,6 +212,7 @@ func New(opts Options) (*Server, error) {
 		lockFreed: make(chan struct{}),
 		nextPID:   0x1000 + uint32(seed&0xffff),
 		done:      make(chan struct{}),
+		saveKick:  make(chan struct{}, 1),
 		qemu:      qemuKind(),
 		lxc:       lxcKind(),
 	}
@@ -244,11 +252,13 @@ func New(opts Options) (*Server, error) {
 		// Save once now: a state file that cannot be written is an error at
 		// start, not a silent loss of every change later.
 		s.mu.Lock()
-		err := s.saveLocked()
+		err := s.flushLocked()
 		s.mu.Unlock()
 		if err != nil {
 			return nil, fmt.Errorf("pvesim: state file %s: %w", opts.StateFile, err)
 		}
+		s.wg.Add(1)
+		go s.saveLoop()
 	}
 	s.startStatusd()
 	return s, nil
@@ -268,7 +278,7 @@ func (s *Server) Close() error {
 	s.wg.Wait()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.saveLocked()
+	return s.flushLocked()
 }
 
 // apiError is an answer other than 200.

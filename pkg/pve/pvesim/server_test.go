@@ -4,9 +4,11 @@ import (
 	"context"
 	"crypto/sha256"
 	"crypto/tls"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -399,4 +401,29 @@ func TestStateFileUnwritable(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "state file") {
 		t.Fatalf("New with an unwritable state file: got %v, want an error", err)
 	}
+}
+
+// The state file follows the changes while the simulator runs (in
+// batches, without waiting for Close), and is whole JSON whenever read.
+func TestStateFileWrittenWhileRunning(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state.json")
+	e := newEnv(t, pvesim.Options{StateFile: path})
+	e.ok(nil, "POST", "/pools", "poolid", "p1")
+	for range 500 { // bounded: 10 s
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var st struct {
+			Pools map[string]any `json:"pools"`
+		}
+		if err := json.Unmarshal(b, &st); err != nil {
+			t.Fatalf("state file is not whole JSON: %v", err)
+		}
+		if st.Pools["p1"] != nil {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatal("pool p1 never reached the state file while the simulator ran")
 }

@@ -224,6 +224,13 @@ func (st *state) volumeInUseAsBase(volid string) bool {
 }
 
 func loadState(path string) (*state, error) {
+	// A write a kill interrupted leaves its temporary file (writeAtomic);
+	// the state file itself is whole.
+	if tmps, err := filepath.Glob(filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+".*")); err == nil {
+		for _, tmp := range tmps {
+			os.Remove(tmp)
+		}
+	}
 	b, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
@@ -276,30 +283,94 @@ func isStub(conf map[string]string) bool {
 	return false
 }
 
-// saveLocked writes the state file atomically. The snapshot is taken under
-// s.mu; the write is serialised by saveMu and skipped when a newer snapshot
-// already landed.
+// The state file. Rewriting the whole file per change made a state file
+// of thousands of guests quadratic (170 s to create 2,000 VMs against 16 s
+// without). So one writer (saveLoop) writes the changes in batches: after
+// a write it pauses stateWritePause times as long as the snapshot held
+// the lock (at least stateWriteMin), so the writer never holds the state
+// more than a sixth of the time, and everything changed meanwhile makes
+// the next write. Every write is atomic (a temporary file, fsync, rename,
+// fsync of the directory): a kill leaves the previous file or the next,
+// never a torn one, and loses at most the changes of the last pause and
+// write (a graceful Close writes everything). The simulator knowingly
+// differs from PVE here: pmxcfs commits each write before the call
+// answers (docs/simulator.md).
+const (
+	stateWritePause = 5
+	stateWriteMin   = 20 * time.Millisecond
+)
+
+// saveLocked (under s.mu) records that the state changed: the writer
+// picks it up with whatever else changed meanwhile.
 func (s *Server) saveLocked() error {
 	if s.opts.StateFile == "" {
 		return nil
 	}
-	b, err := json.MarshalIndent(s.st, "", " ")
+	s.saveSeq++
+	select {
+	case s.saveKick <- struct{}{}:
+	default: // a kick is pending already
+	}
+	return nil
+}
+
+// flushLocked (under s.mu) writes the state now: at start (a state file
+// that cannot be written is an error then, not a silent loss later) and
+// at Close.
+func (s *Server) flushLocked() error {
+	if s.opts.StateFile == "" {
+		return nil
+	}
+	b, err := json.Marshal(s.st)
 	if err != nil {
 		return fmt.Errorf("pvesim: encode state: %w", err)
 	}
-	s.saveSeq++
-	seq := s.saveSeq
+	return s.writeState(b, s.saveSeq)
+}
+
+// writeState writes one snapshot, numbered seq, unless a newer one landed.
+func (s *Server) writeState(b []byte, seq uint64) error {
 	s.saveMu.Lock()
 	defer s.saveMu.Unlock()
-	if seq <= s.savedSeq {
+	if seq < s.savedSeq || (seq == s.savedSeq && s.savedOnce) {
 		return nil
 	}
 	if err := writeAtomic(s.opts.StateFile, b); err != nil {
 		s.logf("pvesim: save state: %v", err)
 		return err
 	}
-	s.savedSeq = seq
+	s.savedSeq, s.savedOnce = seq, true
 	return nil
+}
+
+// saveLoop is the state file's writer: it snapshots the state under s.mu
+// and writes it outside, then pauses so that the changes meanwhile make
+// one write, until done is closed (Close writes the rest).
+func (s *Server) saveLoop() {
+	defer s.wg.Done()
+	for {
+		select {
+		case <-s.done:
+			return
+		case <-s.saveKick:
+		}
+		s.mu.Lock()
+		held := time.Now()
+		seq := s.saveSeq
+		b, err := json.Marshal(s.st)
+		pause := max(stateWritePause*time.Since(held), stateWriteMin)
+		s.mu.Unlock()
+		if err != nil {
+			s.logf("pvesim: encode state: %v", err)
+		} else {
+			s.writeState(b, seq)
+		}
+		select {
+		case <-s.done:
+			return
+		case <-time.After(pause):
+		}
+	}
 }
 
 func writeAtomic(path string, b []byte) error {
@@ -314,6 +385,11 @@ func writeAtomic(path string, b []byte) error {
 		os.Remove(tmp)
 		return err
 	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		os.Remove(tmp)
+		return err
+	}
 	if err := f.Close(); err != nil {
 		os.Remove(tmp)
 		return err
@@ -321,6 +397,11 @@ func writeAtomic(path string, b []byte) error {
 	if err := os.Rename(tmp, path); err != nil {
 		os.Remove(tmp)
 		return err
+	}
+	// The rename itself is made durable by syncing the directory.
+	if d, err := os.Open(dir); err == nil {
+		d.Sync()
+		d.Close()
 	}
 	return nil
 }

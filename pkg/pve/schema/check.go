@@ -3,7 +3,6 @@ package schema
 import (
 	"errors"
 	"fmt"
-	"maps"
 	"net/url"
 	"regexp"
 	"slices"
@@ -210,11 +209,16 @@ func checkPropertyString(value string, props map[string]*Param) error {
 			return fmt.Errorf("%s: %s", it.Key, err.Error())
 		}
 	}
-	for _, k := range slices.Sorted(maps.Keys(props)) {
-		sub := props[k]
-		if !sub.Optional && sub.Alias == "" && !seen[k] {
-			return fmt.Errorf("%s: %s", k, msgMissing)
+	// The first missing sub-key by name, found without sorting the keys
+	// (this runs for every property string of every spec).
+	missing := ""
+	for k, sub := range props {
+		if !sub.Optional && sub.Alias == "" && !seen[k] && (missing == "" || k < missing) {
+			missing = k
 		}
+	}
+	if missing != "" {
+		return fmt.Errorf("%s: %s", missing, msgMissing)
 	}
 	return nil
 }

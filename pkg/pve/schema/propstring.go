@@ -88,14 +88,14 @@ func parseItems(s string, props map[string]*Param) ([]item, error) {
 			defaultKey = k
 		}
 	}
-	var items []item
-	seen := map[string]bool{}
+	items := make([]item, 0, len(parts))
 	bare := false
 	add := func(k, v string) error {
-		if seen[k] {
-			return fmt.Errorf("duplicate key in comma-separated list property: %s", k)
+		for _, it := range items { // a handful: no map
+			if it.Key == k {
+				return fmt.Errorf("duplicate key in comma-separated list property: %s", k)
+			}
 		}
-		seen[k] = true
 		items = append(items, item{KV: KV{Key: k, Value: v}, bare: bare})
 		return nil
 	}
@@ -144,6 +144,21 @@ type rawPart struct {
 // splitPropertyString splits on commas outside double quotes. As in PVE, a
 // value may be quoted ("a,b") with \" and \\ escapes inside the quotes.
 func splitPropertyString(s string) ([]rawPart, error) {
+	if strings.IndexByte(s, '"') < 0 {
+		// No quotes (nearly every value): the parts are substrings of s,
+		// cut at each "," and at the first "=" of each part, as below.
+		parts := make([]rawPart, 0, strings.Count(s, ",")+1)
+		for part := range strings.SplitSeq(s, ",") {
+			var p rawPart
+			if k, v, ok := strings.Cut(part, "="); ok {
+				p.key, p.hasKey, p.text = k, true, v
+			} else {
+				p.text = part
+			}
+			parts = append(parts, p)
+		}
+		return parts, nil
+	}
 	var parts []rawPart
 	var cur rawPart
 	var buf strings.Builder
