@@ -80,6 +80,8 @@ type ImportOptions struct {
 	WithGenerated bool
 	// Schema holds the PVE parameter facts; nil means schema.Default().
 	Schema *schema.Table
+	// ReadConcurrency caps the reads in flight (0: DefaultReadConcurrency).
+	ReadConcurrency int
 }
 
 // ImportResult is what Import read.
@@ -156,7 +158,11 @@ func Import(ctx context.Context, clients Clients, opts ImportOptions) (*ImportRe
 	if len(problems) > 0 {
 		return nil, &ImportError{Problems: problems, Invalid: true}
 	}
-	lc, err := openConn(ctx, clients, nil, opts.Connection)
+	conc := opts.ReadConcurrency
+	if conc <= 0 {
+		conc = DefaultReadConcurrency
+	}
+	lc, err := openConn(ctx, clients, nil, opts.Connection, conc)
 	if err != nil {
 		return nil, err
 	}
@@ -352,7 +358,7 @@ func importKind(ctx context.Context, ic *importCtx, k kindOps, im importer, pick
 		}
 		objs[keys[i]] = lo
 	}
-	loadErrs := loadAll(ctx, objs)
+	loadErrs := loadAll(ctx, objs, ic.lc.readConc)
 	var docs []*ImportedDoc
 	for i, it := range picked {
 		lo := objs[keys[i]]
