@@ -42,15 +42,28 @@ type importAuditor interface {
 }
 
 // importRefuser kinds are not imported, for the reason notImported gives.
+// The refusal wins over an importer the kind has through the kind it is
+// built on (importerOf).
 type importRefuser interface {
 	notImported() string
+}
+
+// importerOf is k's importer, unless k refuses import: a kind that embeds
+// another one has that one's methods, importer's among them, and says
+// with notImported that they do not make its own objects' documents.
+func importerOf(k kindOps) (importer, bool) {
+	if _, refused := k.(importRefuser); refused {
+		return nil, false
+	}
+	im, ok := k.(importer)
+	return im, ok
 }
 
 // ImportableKinds lists the kinds Import can write, sorted.
 func ImportableKinds() []string {
 	var out []string
 	for _, kind := range slices.Sorted(maps.Keys(kinds)) {
-		if is[importer](kind) {
+		if _, ok := importerOf(kinds[kind]); ok {
 			out = append(out, kind)
 		}
 	}
@@ -179,7 +192,7 @@ func Import(ctx context.Context, clients Clients, opts ImportOptions) (*ImportRe
 	})
 	for _, kind := range order {
 		k := kinds[kind]
-		im, ok := k.(importer)
+		im, ok := importerOf(k)
 		ids := sel[kind]
 		if !opts.All && len(ids) == 0 {
 			continue
@@ -316,7 +329,7 @@ func selectRefs(refs []string) (map[string][]string, []string) {
 			problems = append(problems, fmt.Sprintf("%q: unknown kind %s (kinds: %s)", ref, kind, strings.Join(slices.Sorted(maps.Keys(kinds)), ", ")))
 			continue
 		}
-		if _, ok := k.(importer); !ok {
+		if _, ok := importerOf(k); !ok {
 			why := "not supported"
 			if ir, ok := k.(importRefuser); ok {
 				why = ir.notImported()

@@ -157,6 +157,14 @@ func TestSimImportSelections(t *testing.T) {
 	if !errors.As(err, &ie) || !ie.Invalid || len(ie.Problems) != 2 {
 		t.Errorf("bad selections: got %v, want two problems found before any call", err)
 	}
+	// A Template is refused through its importRefuser capability, although
+	// it embeds the QemuVM kind's importer.
+	if want := `"Template/x": Template is not imported: PVE does not keep what a template was baked from (baseImage, the provisioning files); templates are imported as QemuVM with template: true`; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("Template/x: got %v, want %q", err, want)
+	}
+	if slices.Contains(ImportableKinds(), "Template") {
+		t.Errorf("ImportableKinds lists Template: %v", ImportableKinds())
+	}
 	_, err = Import(ctx, sim, ImportOptions{Refs: []string{"QemuVM/nope"}})
 	if !errors.As(err, &ie) || ie.Invalid || !strings.Contains(err.Error(), "QemuVM/nope: not found (there are: 9000)") {
 		t.Errorf("a selection that finds nothing: got %v", err)

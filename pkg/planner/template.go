@@ -421,12 +421,8 @@ func (b *builder) templateChanges(r *spec.Resource) bool {
 // notImported: PVE keeps a template's config but not its recipe (the
 // base it was baked from, the provisioning files), so an imported
 // Template could not plan clean; import writes PVE's templates as QemuVMs
-// with template: true.
+// with template: true. The refusal is what importerOf checks first: the
+// QemuVM importer that templateKind embeds does not import Templates.
 func (templateKind) notImported() string {
-	return "PVE does not keep what a Template is baked from (baseImage, the provisioning files); its templates are imported as QemuVM with template: true"
+	return "PVE does not keep what a template was baked from (baseImage, the provisioning files); templates are imported as QemuVM with template: true"
 }
-
-// importable shadows the QemuVM importer that templateKind would
-// otherwise inherit (a different signature on purpose: templateKind is
-// no importer, see notImported).
-func (templateKind) importable() {}
