@@ -59,12 +59,40 @@ func FieldEffect(kind, key, sub string) (Effect, error) {
 	if !ok {
 		return Effect{}, fmt.Errorf("kind %s is not supported", kind)
 	}
+	e, err := kindEffect(k, ks, key, sub)
+	if err != nil {
+		return Effect{}, err
+	}
+	// A kind that is only kept or rebuilt has no in-place change, whatever
+	// the update call of the kind it is built on says.
+	if rb, ok := k.(rebuilder); ok && e.Kind == InPlace {
+		e = Effect{Kind: Replaces, Why: rb.rebuilt()}
+	}
+	return e, nil
+}
+
+func kindEffect(k kindOps, ks *spec.KindSpec, key, sub string) (Effect, error) {
 	if fe, ok := k.(fieldEffecter); ok {
 		if e, ok := fe.fieldEffect(ks, key, sub); ok {
 			return e, nil
 		}
 	}
 	return factEffect(ks, key)
+}
+
+// Rebuilt says, for a kind whose objects are never updated in place (only
+// kept as they are or rebuilt), that it is so and when they are rebuilt;
+// ok is false for the other kinds, which change in place with the kind's
+// update call.
+func Rebuilt(kind string) (why string, ok bool) {
+	k, err := kindOf(kind)
+	if err != nil {
+		return "", false
+	}
+	if rb, ok := k.(rebuilder); ok {
+		return rb.rebuilt(), true
+	}
+	return "", false
 }
 
 // factEffect is the effect the spec facts decide.

@@ -105,6 +105,11 @@ type (
 	busyKind interface {
 		busy(r *spec.Resource, lo *liveObj) *BusyError
 	}
+	// rebuilder kinds are never updated in place: an existing object is
+	// kept as it is or rebuilt (removed and made again); rebuilt says so
+	// and when, for explain. FieldEffect never calls a change of such a
+	// kind in-place.
+	rebuilder interface{ rebuilt() string }
 	// objectNamer kinds name their object in messages better than their
 	// noun and identity do (a guest by its vmid: "VM 100").
 	objectNamer interface{ objectName(c *Change) string }

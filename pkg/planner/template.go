@@ -348,16 +348,36 @@ func (k templateKind) update(context.Context, *execution, *Change) error {
 	return errors.New("internal error: a template is never updated in place")
 }
 
+// rebuilt: a template is never updated in place (design §4).
+func (templateKind) rebuilt() string {
+	return "a template is kept as it is or rebuilt, never updated in place: a change of its recipe (baseImage, a PVE key, the list of provisioning files) or of a provisioning file removes it and bakes it again with the same vmid; the VMs cloned from it keep what they were made with"
+}
+
+// fieldEffect: every key that goes into the recipe rebuilds the template
+// (compare); the keys of how the bake connects, and the description, are
+// used by the bake only; name and vmid find the template as they find a
+// VM; template has its one value (the spec facts say so).
 func (k templateKind) fieldEffect(ks *spec.KindSpec, key, sub string) (Effect, bool) {
 	switch key {
-	case "sshUser", "sshPort":
-		return Effect{Kind: InPlace, Note: "used by the bake's provisioning only: nothing in PVE changes"}, true
+	case "sshUser", "sshPort", "sshPrivateKey", "provisionTimeout":
+		return Effect{Kind: CreateOnly, Why: "how the bake reaches the VM it provisions, not part of the recipe"}, true
 	case "description":
 		return Effect{Kind: CreateOnly, Why: "written when the template is baked (the user's text, then pvectl's blocks); not part of the recipe"}, true
-	case "name", "vmid", "template", "node":
+	case "template":
+		return Effect{}, false
+	case "vmid":
 		return k.guest.fieldEffect(ks, key, sub)
+	case "name":
+		return Effect{Kind: Names, Why: "without vmid, name is how pvectl finds the template",
+			Note: "with vmid set, the plan refuses a new name while that vmid holds the template of the old one"}, true
+	case "node":
+		return Effect{Kind: Replaces, Why: "node is part of the recipe: the template is removed and baked again on the new node (it is not migrated)"}, true
+	case "provision":
+		return Effect{Kind: Replaces, Why: "the list of provisioning files is part of the recipe, and a listed file whose contents changed rebuilds it too"}, true
+	case "forceConfigCheck":
+		return Effect{Kind: Replaces, Why: "with forceConfigCheck: true every provisioning file runs again at each apply, which for a template is a rebuild at each apply"}, true
 	}
-	return Effect{Kind: Replaces, Why: "a template is baked once: a change of its recipe (baseImage, a config key) rebuilds it, and the VMs cloned from it keep what they were made with"}, true
+	return Effect{Kind: Replaces, Why: "it is part of the recipe: the template is removed and baked again with the same vmid, and the VMs cloned from it keep what they were made with"}, true
 }
 
 // cloneSource finds, at apply time, the template a fromTemplate VM

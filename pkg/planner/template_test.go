@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/pvectl/pvectl/pkg/pve"
+	"github.com/pvectl/pvectl/pkg/spec"
 )
 
 func TestRecipeBlock(t *testing.T) {
@@ -204,5 +205,97 @@ func TestSimTemplateUnfinishedBake(t *testing.T) {
 	cfg, err := sim.cl.QemuConfig(ctx, "pve", 150)
 	if err != nil || cfg["template"] != "1" || liveRecipe(cfg["description"]) == "" {
 		t.Fatalf("VM 150 after the rebuild: %v, %v", cfg, err)
+	}
+}
+
+// A Template is kept or rebuilt, never updated: what explain says a
+// changed key does (FieldEffect) is what the plan of that change does.
+func TestSimTemplateFieldEffects(t *testing.T) {
+	const base = `kind: Template
+name: golden
+spec:
+  baseImage: "9000"
+  node: pve
+  cores: 4
+  sshUser: ubuntu
+`
+	sim := newSim(t, "pve", "pve2")
+	applyPlan(t, sim, planFor(t, sim, loadSpec(t, base), Options{}))
+	if why, ok := Rebuilt("Template"); !ok || !strings.Contains(why, "never updated in place") {
+		t.Errorf("Rebuilt(Template) = %q, %v", why, ok)
+	}
+	if _, ok := Rebuilt("QemuVM"); ok {
+		t.Error("a QemuVM is updated in place, Rebuilt says it is not")
+	}
+	for _, tt := range []struct {
+		key, from, to string
+		effect        EffectKind
+		action        Action
+	}{
+		{"cores", "cores: 4", "cores: 2", Replaces, Replace},
+		{"memory", "cores: 4", "cores: 4\n  memory: 1024", Replaces, Replace},
+		{"ip", "cores: 4", "cores: 4\n  ip: 10.0.5.50/24", Replaces, Replace},
+		{"node", "node: pve", "node: pve2", Replaces, Replace},
+		{"baseImage", `baseImage: "9000"`, "baseImage: ubuntu-24.04-cloud", Replaces, Replace}, // as written
+		{"vmid", `baseImage: "9000"`, `baseImage: "9000"` + "\n  vmid: 9100", Names, Create},
+		{"name", "name: golden", "name: golden2", Names, Create},
+		{"sshUser", "sshUser: ubuntu", "sshUser: admin", CreateOnly, NoOp},
+		{"provisionTimeout", "cores: 4", "cores: 4\n  provisionTimeout: 5m", CreateOnly, NoOp},
+		{"description", "cores: 4", "cores: 4\n  description: hello", CreateOnly, NoOp},
+	} {
+		t.Run(tt.key, func(t *testing.T) {
+			key := tt.key
+			e, err := FieldEffect("Template", key, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if e.Kind != tt.effect || e.How != "" || e.Live != nil {
+				t.Errorf("FieldEffect(Template, %s) = %+v, want kind %d and no in-place call", key, e, tt.effect)
+			}
+			changed := strings.Replace(base, tt.from, tt.to, 1)
+			if changed == base {
+				t.Fatalf("%q not in the spec", tt.from)
+			}
+			p := planFor(t, sim, loadSpec(t, changed), Options{})
+			var c *Change
+			for _, x := range p.Changes {
+				if x.Resource != nil && x.Resource.Kind == "Template" {
+					c = x
+				}
+			}
+			if c == nil || c.Action != tt.action {
+				t.Fatalf("plan of a changed %s: %v, want %s", key, c, tt.action)
+			}
+			for _, x := range p.Changes {
+				if x.Action == Update {
+					t.Errorf("%s: an update of a template is planned: %v", x.Address, x.Reasons)
+				}
+			}
+		})
+	}
+	// With vmid set, a new name is refused: the vmid holds the template
+	// of the old one.
+	pinned := strings.Replace(base, "cores: 4", "cores: 4\n  vmid: 9200", 1)
+	pinned = strings.Replace(pinned, "name: golden", "name: pinned", 1)
+	applyPlan(t, sim, planFor(t, sim, loadSpec(t, pinned), Options{}))
+	set := loadSpec(t, strings.Replace(pinned, "name: pinned", "name: pinned2", 1))
+	obs, err := Observe(context.Background(), sim, set)
+	if err == nil {
+		_, err = Build(context.Background(), set, obs, Options{})
+	}
+	if err == nil || !strings.Contains(err.Error(), "vmid 9200 is held by VM \"pinned\"") {
+		t.Errorf("a new name with vmid set: %v, want it refused", err)
+	}
+	// Every key of the kind: never in place.
+	ks, _ := spec.SpecOf("Template")
+	for _, key := range ks.Keys() {
+		if e, err := FieldEffect("Template", key, ""); err != nil || e.Kind == InPlace {
+			t.Errorf("Template.%s: %+v, %v: a template is never updated in place", key, e, err)
+		}
+	}
+	for _, sub := range []string{"size", "file", "cache"} {
+		if e, _ := FieldEffect("Template", "scsi0", sub); e.Kind != Replaces {
+			t.Errorf("Template.scsi0.%s: %+v, want a rebuild", sub, e)
+		}
 	}
 }

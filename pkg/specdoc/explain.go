@@ -121,7 +121,9 @@ func (x *explainer) kind() {
 	if k.Create != nil {
 		x.row("CREATE", k.Create.String())
 	}
-	if k.Update != nil {
+	if why, ok := planner.Rebuilt(k.Kind); ok {
+		x.row("UPDATE", "none: "+why)
+	} else if k.Update != nil {
 		x.row("UPDATE", k.Update.String())
 	}
 	if k.Identity != "" {

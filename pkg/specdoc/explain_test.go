@@ -47,7 +47,14 @@ func TestExplain(t *testing.T) {
 		{"QemuVM.running", []string{"(a pvectl key)", "TYPE:        boolean", "status/start"}},
 		{"QemuVM.dependsOn", []string{"a document key"}},
 		{"QemuVM", []string{"CREATE:      POST /nodes/{node}/qemu", "IDENTITY:    vmid when set, else name", "net0…net31", "PVECTL KEYS", "running", "fromTemplate"}},
-		{"Template", []string{"CREATE:      POST /nodes/{node}/qemu", "baseImage                string, required", "provision"}},
+		{"Template", []string{"CREATE:      POST /nodes/{node}/qemu", "baseImage                string, required", "provision",
+			"UPDATE:      none: a template is kept as it is or rebuilt, never updated in place"}},
+		{"Template.cores", []string{"Replaces the template: it is part of the recipe"}},
+		{"Template.scsi0.size", []string{"Replaces the template: it is part of the recipe"}},
+		{"Template.node", []string{"Replaces the template: node is part of the recipe", "it is not migrated"}},
+		{"Template.template", []string{"Fixed: a Template always has template=1"}},
+		{"Template.name", []string{"Names the template"}},
+		{"Template.sshUser", []string{"Used only to create the template (how the bake reaches the VM"}},
 		{"QemuVM.fromTemplate", []string{"Clone a Template of these specs"}},
 		{"LxcContainer.unprivileged", []string{"Replaces the container: PVE cannot convert a container"}},
 		{"LxcContainer.mp0", []string{"a new one is added at once"}},
@@ -129,5 +136,22 @@ func TestExplainEveryField(t *testing.T) {
 	}
 	if n < 300 {
 		t.Errorf("explained only %d paths", n)
+	}
+}
+
+// A Template is kept or rebuilt: explain never says one of its fields is
+// updated in place, nor names an update call for the kind.
+func TestExplainTemplateNeverUpdated(t *testing.T) {
+	ks, ok := spec.SpecOf("Template")
+	if !ok {
+		t.Fatal("no Template kind")
+	}
+	if got := explainText(t, "Template", nil); strings.Contains(got, "UPDATE:      PUT") {
+		t.Errorf("the kind names an update call:\n%s", got)
+	}
+	for _, key := range ks.Keys() {
+		if got := explainText(t, "Template."+key, nil); strings.Contains(got, "Updated in place") || strings.Contains(got, "On a running") {
+			t.Errorf("Template.%s says it is updated in place:\n%s", key, got)
+		}
 	}
 }
