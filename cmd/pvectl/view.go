@@ -27,9 +27,10 @@ const eventsVersion = "1"
 const stillRunningEvery = 10 * time.Second
 
 // progressView renders apply progress: plain lines, coloured lines on a
-// terminal, or JSON lines. It implements planner.Hooks and
-// planner.TaskHooks, and so knows what is running at any moment (for the
-// still-running lines and for interrupts).
+// terminal, or JSON lines. It implements planner.Hooks,
+// planner.TaskHooks and planner.PhaseHooks, and so knows what is running
+// at any moment and what it does (for the still-running lines and for
+// interrupts).
 type progressView struct {
 	w    io.Writer
 	json bool
@@ -52,11 +53,17 @@ type progressView struct {
 	outputs []output                  // one-time values, shown once at the end
 }
 
+var (
+	_ planner.TaskHooks  = (*progressView)(nil)
+	_ planner.PhaseHooks = (*progressView)(nil)
+)
+
 // runningChange is a change between PreApply and PostApply.
 type runningChange struct {
 	c     *planner.Change
 	start time.Time
-	tasks []pve.UPID // the tasks it waits for now (normally one)
+	tasks []pve.UPID    // the tasks it waits for now (normally one)
+	phase planner.Phase // what it does now, when its action does not say (zero: it does)
 	stop  chan struct{}
 }
 
@@ -136,16 +143,26 @@ func (v *progressView) tick(rc *runningChange) {
 			v.mu.Unlock()
 			return
 		}
-		fields := map[string]any{"progress": "still_running", "elapsed_seconds": elapsed.Seconds(),
-			"message": fmt.Sprintf("still %s", progressVerb(rc.c.Action))}
+		verb := progressVerb(rc.c.Action)
+		fields := map[string]any{"progress": "still_running", "elapsed_seconds": elapsed.Seconds()}
 		detail := roundDuration(elapsed).String() + " elapsed"
+		if ph := rc.phase; ph.Name != "" {
+			verb = ph.Name
+			pf := map[string]any{"name": ph.Name}
+			if ph.Detail != "" {
+				pf["detail"] = ph.Detail
+				detail += ", " + ph.Detail
+			}
+			fields["phase"] = pf
+		}
+		fields["message"] = "still " + verb
 		if len(rc.tasks) > 0 {
 			u := rc.tasks[len(rc.tasks)-1]
 			fields["task"] = taskFields(u)
 			detail += ", task " + u.Type
 		}
 		v.eventLocked("change_progress", rc.c, fields,
-			fmt.Sprintf("%s: Still %s… [%s]", rc.c.Address, progressVerb(rc.c.Action), detail))
+			fmt.Sprintf("%s: Still %s… [%s]", rc.c.Address, verb, detail))
 		v.mu.Unlock()
 	}
 }
@@ -208,6 +225,17 @@ func keptWhy(c *planner.Change) string {
 
 func (v *progressView) Message(c *planner.Change, msg string) {
 	v.event("change_progress", c, map[string]any{"progress": "message", "message": msg}, fmt.Sprintf("%s: %s", c.Address, msg))
+}
+
+// Phase keeps what a running change does now, for its still-running
+// lines: "Still provisioning… [20s elapsed, app.yaml]" rather than its
+// action's "Still creating…". The steps themselves come as messages.
+func (v *progressView) Phase(c *planner.Change, p planner.Phase) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if rc := v.running[c.Address]; rc != nil {
+		rc.phase = p
+	}
 }
 
 // Task follows a change's PVE tasks. JSON lines report each; humans see

@@ -100,6 +100,70 @@ func TestProgressLines(t *testing.T) {
 	}
 }
 
+// waitFor polls out until it holds want (bounded), and reports whether it
+// did.
+func waitFor(out *syncBuffer, want string) bool {
+	for i := 0; i < 2000; i++ {
+		if strings.Contains(out.String(), want) {
+			return true
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return false
+}
+
+// A change that reports a phase says what it does in its still-running
+// lines ("Still provisioning… [20s elapsed, app.yaml]"), then its action
+// again once the phase ends; its JSON lines carry the phase and match the
+// documented schema.
+func TestProgressPhaseLines(t *testing.T) {
+	for _, asJSON := range []bool{false, true} {
+		var out syncBuffer
+		v := newProgressView(&out, asJSON, false)
+		v.every = 5 * time.Millisecond
+		c := &planner.Change{Address: "QemuVM/app", Action: planner.Create}
+		v.PreApply(c)
+		v.Phase(c, planner.Phase{Name: "provisioning", Detail: "reaching the guest"})
+		want := []string{"QemuVM/app: Still provisioning… [", " elapsed, reaching the guest]"}
+		if asJSON {
+			want = []string{`"message":"still provisioning"`, `"phase":{"detail":"reaching the guest","name":"provisioning"}`}
+		}
+		if !waitFor(&out, want[1]) {
+			t.Fatalf("json=%v: no still-running line with the phase:\n%s", asJSON, out.String())
+		}
+		v.Phase(c, planner.Phase{Name: "provisioning", Detail: "app.yaml"})
+		detail := " elapsed, app.yaml]"
+		if asJSON {
+			detail = `"detail":"app.yaml"`
+		}
+		if !waitFor(&out, detail) {
+			t.Fatalf("json=%v: no still-running line naming the file:\n%s", asJSON, out.String())
+		}
+		v.Phase(c, planner.Phase{})
+		mark := len(out.String())
+		back := "QemuVM/app: Still creating… ["
+		if asJSON {
+			back = `"message":"still creating"`
+		}
+		for i := 0; i < 2000 && !strings.Contains(out.String()[mark:], back); i++ {
+			time.Sleep(time.Millisecond)
+		}
+		v.PostApply(c, nil)
+		got := out.String()
+		for _, w := range want {
+			if !strings.Contains(got, w) {
+				t.Errorf("json=%v: output lacks %q:\n%s", asJSON, w, got)
+			}
+		}
+		if !strings.Contains(got[mark:], back) {
+			t.Errorf("json=%v: after the phase ended, no %q:\n%s", asJSON, back, got[mark:])
+		}
+		if asJSON {
+			validateLines(t, eventSchema(t), got)
+		}
+	}
+}
+
 // A task that failed on its guest lock and is started again is shown like
 // a request's lock retry, with PVE's message and not the task's log; its
 // JSON line names the task.

@@ -138,6 +138,21 @@ type TaskHooks interface {
 	Task(c *Change, ev pve.TaskEvent)
 }
 
+// PhaseHooks is an optional extension of Hooks: a Hooks value that
+// implements it hears when a running change does something its action
+// does not name (a VM being created is being provisioned), and when that
+// ends, e.g. to say so in its still-running lines.
+type PhaseHooks interface {
+	Phase(c *Change, p Phase)
+}
+
+// Phase is what a running change is doing now. Name is a verb's -ing form
+// ("provisioning"), Detail what it is at ("app.yaml", "reaching the
+// guest"; may be ""). The zero Phase: the change is back to what its action says.
+type Phase struct {
+	Name, Detail string
+}
+
 // ApplyOptions tunes Apply.
 type ApplyOptions struct {
 	Parallelism int // default 4

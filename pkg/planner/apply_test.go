@@ -23,6 +23,7 @@ type recHooks struct {
 	skipped  []string
 	messages []string
 	outputs  []output
+	phases   []string // "address: name/detail", "address: -" for the zero Phase
 }
 
 // output is one value handed to Hooks.Output.
@@ -51,6 +52,16 @@ func (h *recHooks) Output(c *Change, name, value string, sensitive bool) {
 func (h *recHooks) Message(c *Change, msg string) {
 	h.mu.Lock()
 	h.messages = append(h.messages, c.Address+": "+msg)
+	h.mu.Unlock()
+}
+
+func (h *recHooks) Phase(c *Change, p Phase) {
+	h.mu.Lock()
+	s := c.Address + ": " + p.Name + "/" + p.Detail
+	if p == (Phase{}) {
+		s = c.Address + ": -"
+	}
+	h.phases = append(h.phases, s)
 	h.mu.Unlock()
 }
 

@@ -198,6 +198,14 @@ func (x *execution) msg(format string, args ...any) {
 	x.hooks.Message(x.change, fmt.Sprintf(format, args...))
 }
 
+// phase tells the hooks that take it what the change is doing now (the
+// zero Phase: what its action says again).
+func (x *execution) phase(p Phase) {
+	if ph, ok := x.hooks.(PhaseHooks); ok {
+		ph.Phase(x.change, p)
+	}
+}
+
 // output hands a one-time value (an API token's secret) to the hooks; it
 // never enters the plan, a message or an error.
 func (x *execution) output(name, value string, sensitive bool) {

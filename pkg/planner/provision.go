@@ -174,8 +174,13 @@ func provisionGuest(ctx context.Context, x *execution, r *spec.Resource, t provi
 		Auth:             auth,
 		AcceptNewHostKey: t.New,
 	}
+	// The change is provisioning now, whatever its action: reaching the
+	// guest, then each file.
+	x.phase(Phase{Name: "provisioning", Detail: "reaching the guest"})
+	defer x.phase(Phase{})
 	opts := provision.Options{
-		Timeout: timeout,
+		Timeout:     timeout,
+		FileStarted: func(name string) { x.phase(Phase{Name: "provisioning", Detail: name}) },
 		// The hooks prefix the resource already.
 		Progress: func(msg string) { x.msg("%s", strings.TrimPrefix(msg, "vm "+t.Name+": ")) },
 		Output:   func(line string) { x.msg("| %s", line) },

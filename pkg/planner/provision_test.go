@@ -2,6 +2,7 @@ package planner
 
 import (
 	"context"
+	"fmt"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -9,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/pvectl/pvectl/pkg/provision"
+	"github.com/pvectl/pvectl/pkg/provision/provisiontest"
 	"github.com/pvectl/pvectl/pkg/spec"
 )
 
@@ -168,5 +170,38 @@ func TestSimPlanProvision(t *testing.T) {
 	p = planFor(t, sim, set, Options{Destroy: true})
 	if c := p.Change("QemuVM/stopped"); c.Action != Delete || len(c.Provision) != 0 {
 		t.Errorf("destroy: %v %+v", c.Action, c.Provision)
+	}
+}
+
+// A bake's provisioning over a real sshd on loopback reports its phase to
+// the hooks that take it: reaching the guest, each file, and its end (the
+// CLI's still-running lines say "Still provisioning… [20s elapsed,
+// app.yaml]" rather than "Still creating…").
+func TestSimProvisionPhases(t *testing.T) {
+	provisiontest.Require(t, "sshd", "ssh", "ansible-playbook")
+	sshd := provisiontest.StartSSHD(t)
+	t.Setenv(provision.EnvPrivateKey, sshd.KeyPath)
+	dir, out := t.TempDir(), t.TempDir()
+	play := fmt.Sprintf("- hosts: all\n  gather_facts: false\n  tasks:\n    - name: mark\n      ansible.builtin.shell: echo ran >> %s\n", filepath.Join(out, "app.log"))
+	if err := os.WriteFile(filepath.Join(dir, "app.yaml"), []byte(play), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	set := loadSpecIn(t, dir, fmt.Sprintf(`kind: Template
+name: golden
+spec:
+  baseImage: "9000"
+  ip: %s
+  sshUser: %s
+  sshPort: %d
+  provision: [app.yaml]
+`, sshd.Host, sshd.User, sshd.Port))
+	sim := newSim(t)
+	_, h := applyHooked(t, sim, planFor(t, sim, set, Options{}))
+	want := []string{"Template/golden: provisioning/reaching the guest", "Template/golden: provisioning/app.yaml", "Template/golden: -"}
+	if strings.Join(h.phases, "\n") != strings.Join(want, "\n") {
+		t.Errorf("phases:\n%s\nwant:\n%s\nmessages:\n%s", strings.Join(h.phases, "\n"), strings.Join(want, "\n"), strings.Join(h.messages, "\n"))
+	}
+	if b, _ := os.ReadFile(filepath.Join(out, "app.log")); string(b) != "ran\n" {
+		t.Errorf("app.yaml ran %q, want once", b)
 	}
 }

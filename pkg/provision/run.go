@@ -46,6 +46,8 @@ type Options struct {
 	PollInterval time.Duration
 	// Progress gets one line per step and per change of what is awaited.
 	Progress func(msg string)
+	// FileStarted, when set, gets each file's name as it starts to run.
+	FileStarted func(name string)
 	// Output gets each line the files' tools print (the caller prefixes
 	// it with the resource). The private key's text never reaches it.
 	Output func(line string)
@@ -188,6 +190,9 @@ func Run(ctx context.Context, t Target, o Options) (Result, error) {
 	ran := map[string]string{}
 	for i, step := range steps {
 		say(o.Progress, "vm %s: running %s (%s) [%d/%d]", t.VM, step.File.Name, step.Reason, i+1, len(steps))
+		if o.FileStarted != nil {
+			o.FileStarted(step.File.Name)
+		}
 		if err := sess.run(ctx, step.File); err != nil {
 			return res, err
 		}

@@ -30,6 +30,7 @@ type rig struct {
 	saves    int
 	output   []string
 	progress []string
+	started  []string // FileStarted's names
 }
 
 func newRig(t *testing.T, tools ...string) *rig {
@@ -128,6 +129,11 @@ func (r *rig) options() provision.Options {
 			r.output = append(r.output, l)
 			r.mu.Unlock()
 		},
+		FileStarted: func(name string) {
+			r.mu.Lock()
+			r.started = append(r.started, name)
+			r.mu.Unlock()
+		},
 		SaveDescription: func(_ context.Context, d string) error {
 			r.mu.Lock()
 			r.desc = d
@@ -202,6 +208,9 @@ func TestRunLifecycle(t *testing.T) {
 	}
 	if got, want := strings.Join(r.runs(), " "), "common app site"; got != want {
 		t.Errorf("guest saw %q, want %q", got, want)
+	}
+	if got, want := strings.Join(r.started, " "), strings.Join(list, " "); got != want {
+		t.Errorf("FileStarted got %q, want %q", got, want)
 	}
 	if res.Address != r.sshd.Addr() {
 		t.Errorf("address %q, want %q", res.Address, r.sshd.Addr())
