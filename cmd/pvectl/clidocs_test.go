@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -175,4 +176,88 @@ func isSubcommandLine(c *cobra.Command, line string) bool {
 		}
 	}
 	return false
+}
+
+// TestCLIGuideNamesEveryFlag: the hand-written guide (docs/cli.md) names
+// every flag a command has, in that command's synopsis line or its
+// "## command" section; a global flag anywhere. (The generated reference
+// lists them anyway; the guide is what says what they do.)
+func TestCLIGuideNamesEveryFlag(t *testing.T) {
+	raw, err := os.ReadFile("../../docs/cli.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	guide := string(raw)
+	synopsis, sections := cliGuideParts(guide)
+	root := docsRoot()
+	for _, f := range usageFlags(root.PersistentFlags().FlagUsages()) {
+		if !strings.Contains(guide, "--"+f.name) {
+			t.Errorf("docs/cli.md does not name the global flag --%s", f.name)
+		}
+	}
+	for _, c := range root.Commands() {
+		if !c.IsAvailableCommand() || c.Name() == "completion" || c.Name() == "help" {
+			continue
+		}
+		text := synopsis[c.Name()] + sections[c.Name()]
+		if text == "" {
+			t.Errorf("docs/cli.md has neither a synopsis line nor a section for %q", c.Name())
+			continue
+		}
+		for _, f := range usageFlags(c.LocalNonPersistentFlags().FlagUsages()) {
+			if strings.Contains(text, "--"+f.name) || f.short != "" && strings.Contains(text, "-"+f.short+" ") {
+				continue
+			}
+			t.Errorf("docs/cli.md names no --%s of `pvectl %s` (neither its synopsis line nor its section)", f.name, c.Name())
+		}
+	}
+}
+
+// cliGuideParts splits docs/cli.md into each command's synopsis (the
+// lines from "pvectl NAME" in the first code block to the next
+// "pvectl …" line) and its "## NAME" section.
+func cliGuideParts(guide string) (synopsis, sections map[string]string) {
+	synopsis, sections = map[string]string{}, map[string]string{}
+	blocks := 0
+	cmd := ""
+	for line := range strings.Lines(guide) {
+		if strings.HasPrefix(line, "```") {
+			blocks++
+			cmd = ""
+			continue
+		}
+		if blocks == 1 {
+			if f := strings.Fields(line); len(f) > 1 && f[0] == "pvectl" {
+				cmd = f[1]
+			}
+			if cmd != "" {
+				synopsis[cmd] += line
+			}
+			continue
+		}
+		if h, ok := strings.CutPrefix(line, "## "); ok {
+			cmd = strings.TrimSpace(h)
+			continue
+		}
+		if blocks >= 2 && cmd != "" {
+			sections[cmd] += line
+		}
+	}
+	return synopsis, sections
+}
+
+type usageFlag struct{ name, short string }
+
+var usageFlagLine = regexp.MustCompile(`^\s+(?:-(\w), )?--([\w-]+)`)
+
+// usageFlags are the flags of a FlagSet's usage text (hidden ones are not
+// in it), --help left out.
+func usageFlags(usage string) []usageFlag {
+	var out []usageFlag
+	for line := range strings.Lines(usage) {
+		if m := usageFlagLine.FindStringSubmatch(line); m != nil && m[2] != "help" {
+			out = append(out, usageFlag{name: m[2], short: m[1]})
+		}
+	}
+	return out
 }

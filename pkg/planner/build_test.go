@@ -158,6 +158,18 @@ func TestBuild(t *testing.T) {
 			},
 		},
 		{
+			// A commit has nothing to remove of its own: targeting it
+			// destroys every interface of its node that the specs hold,
+			// and what uses them (docs/cli.md, destroy).
+			name: "destroy target of a NetworkApply takes its node's interfaces",
+			set:  example01, live: liveApplied, opts: Options{Destroy: true, Targets: []string{"NetworkApply/pve"}},
+			want: []string{
+				"delete QemuVM/app-vm-1",
+				"delete LinuxBridge/vmbr1 <- QemuVM/app-vm-1",
+				"apply NetworkApply/pve <- LinuxBridge/vmbr1,QemuVM/app-vm-1",
+			},
+		},
+		{
 			name: "destroy target of a leaf",
 			set:  example01, live: liveApplied, opts: Options{Destroy: true, Targets: []string{"QemuVM/app-vm-1"}},
 			want: []string{"delete QemuVM/app-vm-1"},

@@ -3,6 +3,7 @@ package planner
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math"
 	"regexp"
 	"strconv"
@@ -77,7 +78,7 @@ func (g guest) guestDoc(ic *importCtx, kind string, lo *liveObj, skip func(strin
 	id := strconv.Itoa(gl.VMID)
 	d := &ImportedDoc{Kind: kind, Name: ic.docName(kind, name, name+"-"+id)}
 	m := ic.method("POST", g.createPath)
-	fields := ic.specFields(d, m, lo.Config, fmt.Sprintf("%s_%d", g.noun, gl.VMID), func(k string) bool {
+	fields := ic.specFields(d, m, importedConfig(lo.Config), fmt.Sprintf("%s_%d", g.noun, gl.VMID), func(k string) bool {
 		return g.notInConfig[k] || guestNotManaged[k] || isUnused(k) || k == g.nameParam || skip(k)
 	}, g.subRule(ic, gl.VMID))
 	first := []Field{{"node", lo.Node}, {"vmid", gl.VMID}}
@@ -144,4 +145,22 @@ func ownVolume(key, vol, size string, vmid int) string {
 		return m[1] + ":" + strconv.FormatInt(int64(gib), 10)
 	}
 	return m[1] + ":" + strconv.FormatFloat(gib, 'f', -1, 64)
+}
+
+// importedConfig is a guest's config as a spec would set it: the
+// description is the user's text only, without pvectl's blocks (the
+// provisioning hashes, the host key pin), which plan never compares and
+// apply keeps; a description that is only blocks is left out.
+func importedConfig(cfg pve.Config) pve.Config {
+	d, ok := cfg["description"]
+	if !ok {
+		return cfg
+	}
+	out := maps.Clone(cfg)
+	if user := userDescription(d); user != "" {
+		out["description"] = user
+	} else {
+		delete(out, "description")
+	}
+	return out
 }

@@ -3,6 +3,7 @@ package planner
 import (
 	"context"
 	"errors"
+	"net/url"
 	"slices"
 	"strings"
 	"testing"
@@ -168,5 +169,39 @@ func TestSimImportSelections(t *testing.T) {
 	_, err = Import(ctx, sim, ImportOptions{Refs: []string{"QemuVM/nope"}})
 	if !errors.As(err, &ie) || ie.Invalid || !strings.Contains(err.Error(), "QemuVM/nope: not found (there are: 9000)") {
 		t.Errorf("a selection that finds nothing: got %v", err)
+	}
+}
+
+// TestSimImportDescriptionBlocks: a provisioned guest's description holds
+// pvectl's blocks after the user's text; import writes the user's text
+// only (none when there is none), and the document plans clean.
+func TestSimImportDescriptionBlocks(t *testing.T) {
+	sim := newSim(t, "pve")
+	ctx := context.Background()
+	blocks := "[pvectl-provision: playbooks/a.yaml=0123456789ab]\n[pvectl-hostkey: ssh-ed25519 SHA256:oXPtYld1JM7HAcVNCc6cRVQyGybj9TLEbPKBeiHvADw]"
+	for _, tc := range []struct {
+		name, desc string
+		want       any // the document's description; nil: none
+	}{
+		{"user text and blocks", "golden image  \n\tby ops\n\n" + blocks, "golden image  \n\tby ops"},
+		{"blocks only", blocks, nil},
+		{"legacy block", "web\n[puls-provision: a.yaml=0123456789ab]", "web"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := sim.cl.UpdateQemu(ctx, "pve", 9000, url.Values{"description": {tc.desc}}); err != nil {
+				t.Fatal(err)
+			}
+			res, err := Import(ctx, sim, ImportOptions{Refs: []string{"QemuVM/9000"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, ok := field(res.Docs[0].Spec, "description")
+			if tc.want == nil && ok || tc.want != nil && got != tc.want {
+				t.Errorf("description: got %q (present %v), want %v", got, ok, tc.want)
+			}
+			if err := CheckImport(ctx, sim, res, Options{}); err != nil {
+				t.Errorf("CheckImport: %v", err)
+			}
+		})
 	}
 }
