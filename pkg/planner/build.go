@@ -451,6 +451,13 @@ func (b *builder) selectTargets(deps map[string][]string) (map[string]bool, erro
 		if b.changes[t] == nil {
 			return nil, fmt.Errorf("target %s is not a resource of the specs", t)
 		}
+		// A commit has nothing of its own to remove; in the reversed
+		// graph it would pull in every interface of its node and every
+		// guest on them (the management bridge too, when the specs hold
+		// it). Refused, naming what to target instead.
+		if role, _ := b.netKey(t); b.opts.Destroy && role == netCommit {
+			return nil, fmt.Errorf("target %s: a network commit has nothing of its own to destroy; target the interfaces to remove (e.g. --target LinuxBridge/NAME), their node's commit comes with them", t)
+		}
 		visit(t)
 	}
 	// A selected interface only stages its change: take its node's commit
