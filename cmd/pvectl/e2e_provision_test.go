@@ -314,7 +314,9 @@ func TestE2EProvisionAddresses(t *testing.T) {
 		t.Errorf("agent-vm's ipconfig0 %q, want dhcp (found through the guest agent)", got)
 	}
 	_, summary, _ := strings.Cut(res.stdout, "Apply incomplete")
-	for _, want := range []string{"QemuVM/dead-vm", fmt.Sprintf("%s:%d", sshd.Host, closed), "provisionTimeout"} {
+	// What was done before it failed: the VM was created, the one it
+	// replaces kept.
+	for _, want := range []string{"QemuVM/dead-vm", "; provisioning failed:", fmt.Sprintf("%s:%d", sshd.Host, closed), "provisionTimeout"} {
 		if !strings.Contains(summary, want) {
 			t.Errorf("the unreachable VM's error lacks %q:\n%s", want, res.stdout)
 		}
@@ -324,6 +326,8 @@ func TestE2EProvisionAddresses(t *testing.T) {
 	}
 	if _, ok := r.vmByName("old-dead"); !ok {
 		t.Error("old-dead was destroyed although dead-vm, which replaces it, was never provisioned")
+	} else if old, _ := r.vmByName("old-dead"); !regexp.MustCompile(fmt.Sprintf(`created vm \d+ on pve, kept vm %d that it replaces; provisioning failed`, old.VMID)).MatchString(summary) {
+		t.Errorf("the unreachable VM's error does not say it was created and old-dead kept:\n%s", summary)
 	}
 	for _, name := range []string{"dns-vm", "agent-vm"} {
 		if r.recorded(name, "site.yaml") == "" {

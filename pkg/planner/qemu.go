@@ -287,7 +287,29 @@ func (k qemuKind) provisionVM(ctx context.Context, x *execution, c *Change, vmid
 		return nil
 	}
 	_, err := provisionGuest(ctx, x, r, provisionTarget{Node: c.Node, VMID: vmid, Name: k.name(r), New: isNew})
-	return err
+	if err == nil {
+		return nil
+	}
+	// Say what was done before provisioning failed: the VM stays (a
+	// rerun provisions it, nothing is created twice), and so does the
+	// VM it was to replace.
+	done := ""
+	switch {
+	case isNew:
+		done = fmt.Sprintf("created vm %d on %s", vmid, c.Node)
+	case c.Action != Provision && len(c.Diff) > 0:
+		done = fmt.Sprintf("updated vm %d", vmid)
+	}
+	if old := stateOf(c).Old; old != nil {
+		if done != "" {
+			done += ", "
+		}
+		done += fmt.Sprintf("kept vm %d that it replaces", old.VMID)
+	}
+	if done == "" {
+		return err
+	}
+	return fmt.Errorf("%s; provisioning failed: %w", done, err)
 }
 
 // toTemplate converts the stopped VM into a template.
