@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"crypto/ed25519"
 	"encoding/json"
+	"encoding/pem"
 	"fmt"
 	"net"
 	"net/netip"
@@ -498,5 +500,46 @@ func TestE2EProvisionDescriptionEditedMeanwhile(t *testing.T) {
 	}
 	if d := r.description("ed"); !strings.HasPrefix(d, "edited by hand") || r.recorded("ed", "slow.yaml") == "" {
 		t.Errorf("description after the rerun: %q", d)
+	}
+}
+
+// TestE2EProvisionPlanWithoutKey: a plan that will provision, made where
+// no SSH key is to be had, says so (a notice: plan-only jobs may lack the
+// key) instead of leaving it to apply after the approval; with a key it
+// says nothing. The plan opens no SSH either way.
+func TestE2EProvisionPlanWithoutKey(t *testing.T) {
+	env := startSim(t)
+	dir := t.TempDir()
+	write := func(name, text string) {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("site.yaml", "- hosts: all\n  gather_facts: false\n  tasks: []\n")
+	write("vm.yaml", "kind: QemuVM\nname: nokey\nspec:\n  image: \"9000\"\n  ip: 127.0.0.250\n  provision: [site.yaml]\n")
+	spec := filepath.Join(dir, "vm.yaml")
+	const notice = "warning: provisioning will fail here: no ssh key"
+
+	res := env.mustRun(0, "plan", "-f", spec)
+	if !strings.Contains(res.stdout, notice) {
+		t.Errorf("plan without a key lacks %q:\n%s", notice, res.stdout)
+	}
+
+	_, priv, err := ed25519.GenerateKey(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	block, err := ssh.MarshalPrivateKey(priv, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyPath := filepath.Join(t.TempDir(), "id_ed25519")
+	if err := os.WriteFile(keyPath, pem.EncodeToMemory(block), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env.extraEnv = append(env.extraEnv, "PROXMOX_SSH_PRIVATE_KEY="+keyPath)
+	res = env.mustRun(0, "plan", "-f", spec)
+	if strings.Contains(res.stdout, "warning: provisioning") || !strings.Contains(res.stdout, "> run site.yaml (new)") {
+		t.Errorf("plan with a key:\n%s", res.stdout)
 	}
 }

@@ -287,3 +287,27 @@ func loopbackAPI(cl *pve.Client) bool {
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
 }
+
+// noteMissingKey adds to c, when it provisions, a notice that no SSH key
+// is to be had here (the resource's or connection's sshPrivateKey,
+// PROXMOX_SSH_PRIVATE_KEY, an ssh-agent): apply would fail at this step
+// after the approval. A notice, not an error: a plan-only CI job may
+// hold the token but not the key. Reading the key touches no network.
+func (b *builder) noteMissingKey(r *spec.Resource, c *Change) {
+	if len(c.Provision) == 0 {
+		return
+	}
+	key := ""
+	if lc := b.obs.conns[r.Connection]; lc != nil && lc.settings != nil {
+		key = lc.settings.SSHPrivateKey
+	}
+	if p := spec.Provisioning(r); p != nil && p.SSHPrivateKey != nil && strings.TrimSpace(*p.SSHPrivateKey) != "" {
+		key = *p.SSHPrivateKey
+	}
+	auth, err := provision.LoadAuth(key, nil)
+	if err != nil {
+		c.Reasons = append(c.Reasons, fmt.Sprintf("warning: provisioning will fail here: %v", err))
+		return
+	}
+	auth.Close()
+}

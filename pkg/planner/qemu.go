@@ -114,7 +114,11 @@ func (k qemuKind) checkCreate(b *builder, r *spec.Resource, lo *liveObj, c *Chan
 	if err := k.planExtras(b, r, lo, c); err != nil {
 		return err
 	}
-	return k.planProvision(r, lo, c)
+	if err := k.planProvision(r, lo, c); err != nil {
+		return err
+	}
+	b.noteMissingKey(r, c)
+	return nil
 }
 
 // compare compares the VM and adds what provisioning will run.
@@ -122,7 +126,11 @@ func (k qemuKind) compare(b *builder, r *spec.Resource, lo *liveObj, c *Change) 
 	if err := k.compareVM(b, r, lo, c); err != nil {
 		return err
 	}
-	return k.planProvision(r, lo, c)
+	if err := k.planProvision(r, lo, c); err != nil {
+		return err
+	}
+	b.noteMissingKey(r, c)
+	return nil
 }
 
 // planProvision: what provisioning runs on the VM once c is done, from

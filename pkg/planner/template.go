@@ -181,7 +181,11 @@ func linkedClones(ctx context.Context, cl *pve.Client, node string, vmid int, cf
 func (k templateKind) createsFirst(*spec.Resource) bool { return false }
 
 func (k templateKind) checkCreate(b *builder, r *spec.Resource, lo *liveObj, c *Change) error {
-	return k.planBake(r, lo, c)
+	if err := k.planBake(r, lo, c); err != nil {
+		return err
+	}
+	b.noteMissingKey(r, c)
+	return nil
 }
 
 // planBake shows what a bake clones, and refuses one whose base is not
@@ -244,7 +248,11 @@ func (k templateKind) compare(b *builder, r *spec.Resource, lo *liveObj, c *Chan
 		return err
 	}
 	stateOf(c).Note = userDescription(lo.Config["description"])
-	return k.planBake(r, lo, c)
+	if err := k.planBake(r, lo, c); err != nil {
+		return err
+	}
+	b.noteMissingKey(r, c)
+	return nil
 }
 
 // checkRemove refuses to delete a template that linked clones still hold.
