@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"crypto/ed25519"
+	"encoding/base64"
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
@@ -525,11 +526,41 @@ func TestE2EProvisionPlanWithoutKey(t *testing.T) {
 		t.Errorf("plan without a key lacks %q:\n%s", notice, res.stdout)
 	}
 
+	// A key given as base64 of its PEM (as some CI secret stores hold
+	// it) is neither PEM nor a path: the notice says so without the
+	// value, in the output and in the saved plan.
 	_, priv, err := ed25519.GenerateKey(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	block, err := ssh.MarshalPrivateKey(priv, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	encoded := base64.StdEncoding.EncodeToString(pem.EncodeToMemory(block))
+	saved := filepath.Join(dir, "plan.json")
+	withEnv := env.extraEnv
+	env.extraEnv = append(withEnv, "PROXMOX_SSH_PRIVATE_KEY="+encoded)
+	res = env.mustRun(0, "plan", "-f", spec, "--out", saved)
+	data, err := os.ReadFile(saved)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(res.stdout, "warning: provisioning will fail here") || !strings.Contains(string(data), "warning: provisioning will fail here") {
+		t.Errorf("plan with an unusable key lacks the notice:\n%s", res.stdout)
+	}
+	for what, text := range map[string]string{"plan output": res.stdout + res.stderr, "saved plan": string(data)} {
+		if strings.Contains(text, encoded[:40]) {
+			t.Errorf("%s shows the key", what)
+		}
+	}
+	env.extraEnv = withEnv
+
+	_, priv, err = ed25519.GenerateKey(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	block, err = ssh.MarshalPrivateKey(priv, "")
 	if err != nil {
 		t.Fatal(err)
 	}

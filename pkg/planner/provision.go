@@ -13,11 +13,13 @@ import (
 	"net"
 	"net/netip"
 	"net/url"
+	"os"
 	"strings"
 	"time"
 
 	"github.com/pvectl/pvectl/pkg/provision"
 	"github.com/pvectl/pvectl/pkg/pve"
+	"github.com/pvectl/pvectl/pkg/secret"
 	"github.com/pvectl/pvectl/pkg/spec"
 )
 
@@ -306,7 +308,12 @@ func (b *builder) noteMissingKey(r *spec.Resource, c *Change) {
 	}
 	auth, err := provision.LoadAuth(key, nil)
 	if err != nil {
-		c.Reasons = append(c.Reasons, fmt.Sprintf("warning: provisioning will fail here: %v", err))
+		// Reasons go into saved plans, which no scrubber reads: a key
+		// that is neither PEM nor a readable path (say, base64 of a PEM)
+		// would be named as the path it was taken for.
+		env := os.Getenv(provision.EnvPrivateKey)
+		msg := secret.Scrub(err.Error(), []string{key, strings.TrimSpace(key), env, strings.TrimSpace(env)})
+		c.Reasons = append(c.Reasons, "warning: provisioning will fail here: "+msg)
 		return
 	}
 	auth.Close()
