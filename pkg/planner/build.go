@@ -20,6 +20,9 @@ type builder struct {
 	table   *schema.Table
 	changes map[string]*Change // planned so far, by address
 	failed  map[string]error   // resources that could not be planned (placeholders in changes)
+	// keyProblems is, per SSH key setting, why it cannot be used here
+	// ("" when it can): noteMissingKey looks once per key.
+	keyProblems map[string]string
 }
 
 // method finds a create method's schema facts; nil when the table lacks it.

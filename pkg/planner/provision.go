@@ -306,15 +306,24 @@ func (b *builder) noteMissingKey(r *spec.Resource, c *Change) {
 	if p := spec.Provisioning(r); p != nil && p.SSHPrivateKey != nil && strings.TrimSpace(*p.SSHPrivateKey) != "" {
 		key = *p.SSHPrivateKey
 	}
-	auth, err := provision.LoadAuth(key, nil)
-	if err != nil {
-		// Reasons go into saved plans, which no scrubber reads: a key
-		// that is neither PEM nor a readable path (say, base64 of a PEM)
-		// would be named as the path it was taken for.
-		env := os.Getenv(provision.EnvPrivateKey)
-		msg := secret.Scrub(err.Error(), []string{key, strings.TrimSpace(key), env, strings.TrimSpace(env)})
-		c.Reasons = append(c.Reasons, "warning: provisioning will fail here: "+msg)
-		return
+	// One look per key: many VMs share the connection's key.
+	msg, seen := b.keyProblems[key]
+	if !seen {
+		if auth, err := provision.LoadAuth(key, nil); err != nil {
+			// Reasons go into saved plans, which no scrubber reads: a key
+			// that is neither PEM nor a readable path (say, base64 of a
+			// PEM) would be named as the path it was taken for.
+			env := os.Getenv(provision.EnvPrivateKey)
+			msg = secret.Scrub(err.Error(), []string{key, strings.TrimSpace(key), env, strings.TrimSpace(env)})
+		} else {
+			auth.Close()
+		}
+		if b.keyProblems == nil {
+			b.keyProblems = map[string]string{}
+		}
+		b.keyProblems[key] = msg
 	}
-	auth.Close()
+	if msg != "" {
+		c.Reasons = append(c.Reasons, "warning: provisioning will fail here: "+msg)
+	}
 }
