@@ -72,15 +72,8 @@ func (k qemuKind) observe(ctx context.Context, lc *liveConn, r *spec.Resource) (
 	// fails only a change that needs it.
 	var loads []func(context.Context)
 	if gl.Clone != nil && !lo.Exists {
-		cl, src := lc.client, gl.Clone
-		loads = append(loads, func(ctx context.Context) {
-			cfg, err := cl.GuestConfig(ctx, pve.QEMU, src.Node, src.VMID)
-			if err != nil {
-				gl.CloneErr = fmt.Errorf("read config of template %d: %w", src.VMID, err)
-				return
-			}
-			gl.CloneConfig = cfg
-		})
+		cl := lc.client
+		loads = append(loads, func(ctx context.Context) { gl.loadCloneConfig(ctx, cl) })
 	}
 	if needsAddress(r) {
 		settings := lc.settings
@@ -106,6 +99,18 @@ func (k qemuKind) observe(ctx context.Context, lc *liveConn, r *spec.Resource) (
 		}
 	}
 	return lo, nil
+}
+
+// loadCloneConfig reads the config of the template gl clones (a create
+// that clones takes its description from it); a failed read is CloneErr.
+func (gl *guestLive) loadCloneConfig(ctx context.Context, cl *pve.Client) {
+	src := gl.Clone
+	cfg, err := cl.GuestConfig(ctx, pve.QEMU, src.Node, src.VMID)
+	if err != nil {
+		gl.CloneErr = fmt.Errorf("read config of template %d: %w", src.VMID, err)
+		return
+	}
+	gl.CloneConfig = cfg
 }
 
 // checkCreate shows what a create takes from live state: the template it

@@ -111,13 +111,8 @@ func (k templateKind) observe(ctx context.Context, lc *liveConn, r *spec.Resourc
 				return err
 			}
 		}
-		if src := gl.Clone; src != nil {
-			cfg, err := cl.GuestConfig(ctx, pve.QEMU, src.Node, src.VMID)
-			if err != nil {
-				gl.CloneErr = fmt.Errorf("read config of template %d: %w", src.VMID, err)
-			} else {
-				gl.CloneConfig = cfg
-			}
+		if gl.Clone != nil {
+			gl.loadCloneConfig(ctx, cl)
 		}
 		if lo.Exists && lo.Config["template"] == "1" {
 			gl.Linked, gl.LinkedErr = linkedClones(ctx, cl, lo.Node, gl.VMID, lo.Config, rows)
