@@ -119,11 +119,7 @@ func (k qemuKind) checkCreate(b *builder, r *spec.Resource, lo *liveObj, c *Chan
 	if err := k.planExtras(b, r, lo, c); err != nil {
 		return err
 	}
-	if err := k.planProvision(r, lo, c); err != nil {
-		return err
-	}
-	b.noteMissingKey(r, c)
-	return nil
+	return k.planProvision(b, r, lo, c)
 }
 
 // compare compares the VM and adds what provisioning will run.
@@ -131,17 +127,14 @@ func (k qemuKind) compare(b *builder, r *spec.Resource, lo *liveObj, c *Change) 
 	if err := k.compareVM(b, r, lo, c); err != nil {
 		return err
 	}
-	if err := k.planProvision(r, lo, c); err != nil {
-		return err
-	}
-	b.noteMissingKey(r, c)
-	return nil
+	return k.planProvision(b, r, lo, c)
 }
 
 // planProvision: what provisioning runs on the VM once c is done, from
 // the description it will have — the live one, or for a new VM the
-// spec's (else its template's, which a clone copies).
-func (k qemuKind) planProvision(r *spec.Resource, lo *liveObj, c *Change) error {
+// spec's (else its template's, which a clone copies) — and the notice
+// when no SSH key is to be had for it.
+func (k qemuKind) planProvision(b *builder, r *spec.Resource, lo *liveObj, c *Change) error {
 	if c.Action == Delete {
 		return nil
 	}
@@ -170,7 +163,11 @@ func (k qemuKind) planProvision(r *spec.Resource, lo *liveObj, c *Change) error 
 	if r.Params["template"] == "1" {
 		willRun = false
 	}
-	return planProvision(r, c, desc, willRun)
+	if err := planProvision(r, c, desc, willRun); err != nil {
+		return err
+	}
+	b.noteMissingKey(r, c)
+	return nil
 }
 
 func (k qemuKind) compareVM(b *builder, r *spec.Resource, lo *liveObj, c *Change) error {
@@ -270,17 +267,12 @@ func (k qemuKind) update(ctx context.Context, x *execution, c *Change) error {
 			return err
 		}
 	}
-	if err := k.provisionVM(ctx, x, c, st.VMID, false); err != nil {
-		return err
-	}
-	if st.Old != nil {
-		return k.removeOld(ctx, x, st.Old)
-	}
-	return nil
+	return k.provision(ctx, x, c)
 }
 
-// provision runs the provisioning files of a VM that needs no other
-// change, then destroys the VM it replaces, if any.
+// provision runs the provisioning files of the VM (the whole of a change
+// that needs nothing else, the end of an update), then destroys the VM
+// it replaces, if any.
 func (k qemuKind) provision(ctx context.Context, x *execution, c *Change) error {
 	st := stateOf(c)
 	if err := k.provisionVM(ctx, x, c, st.VMID, false); err != nil {
