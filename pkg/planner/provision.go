@@ -105,12 +105,17 @@ func planProvision(r *spec.Resource, c *Change, desc string, willRun bool) error
 	if c.Action == NoOp {
 		c.Action = Provision
 	}
+	c.Reasons = append(c.Reasons, "provision: "+stepList(steps))
+	return nil
+}
+
+// stepList names the steps with their reasons: "a.yaml (new), b.sh (changed)".
+func stepList(steps []ProvisionStep) string {
 	files := make([]string, len(steps))
 	for i, s := range steps {
 		files[i] = s.File + " (" + s.Reason + ")"
 	}
-	c.Reasons = append(c.Reasons, "provision: "+strings.Join(files, ", "))
-	return nil
+	return strings.Join(files, ", ")
 }
 
 // provisionTarget is the guest provisionGuest works on.
