@@ -94,15 +94,15 @@ func (o *importOptions) run(ctx context.Context, args []string) error {
 	}
 	in := watchInterrupts(ctx, o.g.signals)
 	defer in.close()
-	conc, err := o.g.resolveReadConcurrency()
+	popts, err := liveOptions(o.g, planner.Options{}, o.g.streams.Err)
 	if err != nil {
 		return err
 	}
 	res, err := planner.Import(in.ctx, cl, planner.ImportOptions{
-		Refs: args, All: o.all, Node: o.node, WithGenerated: o.withGenerated, ReadConcurrency: conc,
+		Refs: args, All: o.all, Node: o.node, WithGenerated: o.withGenerated, ReadConcurrency: popts.ReadConcurrency,
 	})
 	if err == nil {
-		err = planner.CheckImport(in.ctx, cl, res, planner.Options{BusyTimeout: o.g.busyTimeout, Waiting: busyWaiter(o.g.streams.Err, o.g.busyTimeout), ReadConcurrency: conc})
+		err = planner.CheckImport(in.ctx, cl, res, popts)
 	}
 	if in.interrupted() {
 		return errInterrupted

@@ -200,14 +200,25 @@ func usedConnections(set *spec.Set) []string {
 // guests that PVE tasks hold (locked, or still being created); it says
 // on notices what it waits for.
 func planLive(ctx context.Context, g *globalOptions, set *spec.Set, cl *clients, opts planner.Options, notices io.Writer) (*planner.Plan, error) {
-	opts.BusyTimeout = g.busyTimeout
-	conc, err := g.resolveReadConcurrency()
+	opts, err := liveOptions(g, opts, notices)
 	if err != nil {
 		return nil, err
 	}
+	return planner.PlanLive(ctx, cl, set, opts)
+}
+
+// liveOptions adds to opts what the global flags say about reading the
+// live state: --busy-timeout (its waits told on notices) and the read
+// concurrency.
+func liveOptions(g *globalOptions, opts planner.Options, notices io.Writer) (planner.Options, error) {
+	conc, err := g.resolveReadConcurrency()
+	if err != nil {
+		return opts, err
+	}
+	opts.BusyTimeout = g.busyTimeout
 	opts.ReadConcurrency = conc
 	opts.Waiting = busyWaiter(notices, g.busyTimeout)
-	return planner.PlanLive(ctx, cl, set, opts)
+	return opts, nil
 }
 
 // busyWaiter reports PlanLive's waits: the busy resources when they

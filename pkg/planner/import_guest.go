@@ -100,8 +100,7 @@ func (g guest) guestDoc(ic *importCtx, kind string, lo *liveObj, skip func(strin
 // NIC's MAC address) unless asked for, and writes the guest's own disks
 // as STORAGE:SIZE.
 func (g guest) subRule(ic *importCtx, vmid int) subRule {
-	return func(key, sub, value string, items []schema.KV) (string, bool) {
-		p, _ := ic.method("POST", g.createPath).Param(key)
+	return func(key string, p *schema.Param, sub, value string, items []schema.KV) (string, bool) {
 		volKey := volumeKey(p.SubKeys())
 		switch {
 		case (sub == "macaddr" || sub == "hwaddr") && !ic.withGenerated:

@@ -200,9 +200,10 @@ func acceptedParams(kind string) func(string) bool {
 	}
 }
 
-// subRule says what becomes of one sub-key of a property string: its new
-// value, or keep false to leave it out.
-type subRule func(key, sub, value string, items []schema.KV) (string, bool)
+// subRule says what becomes of one sub-key of a property string (the
+// parameter key, whose facts are p): its new value, or keep false to
+// leave it out.
+type subRule func(key string, p *schema.Param, sub, value string, items []schema.KV) (string, bool)
 
 // propertyString rewrites a property string sub-key by sub-key: what
 // rule drops goes, and so do defaults (but the default key: "virtio" of
@@ -219,7 +220,7 @@ func (ic *importCtx) propertyString(key string, p *schema.Param, v string, rule 
 		if sp != nil && !sp.DefaultKey && isDefault(it.Key, sp, it.Value) {
 			continue
 		}
-		nv, keep := rule(key, it.Key, it.Value, items)
+		nv, keep := rule(key, p, it.Key, it.Value, items)
 		if !keep {
 			continue
 		}
@@ -232,7 +233,9 @@ func (ic *importCtx) propertyString(key string, p *schema.Param, v string, rule 
 }
 
 // keepSub keeps every sub-key as it is.
-func keepSub(_, _, value string, _ []schema.KV) (string, bool) { return value, true }
+func keepSub(_ string, _ *schema.Param, _, value string, _ []schema.KV) (string, bool) {
+	return value, true
+}
 
 // placeholder records a secret's live value under a variable and returns
 // "${VAR}".

@@ -351,12 +351,20 @@ func importKind(ctx context.Context, ic *importCtx, k kindOps, im importer, pick
 	var errs []error
 	objs := map[string]*liveObj{}
 	keys := make([]string, len(picked))
+	// later counts the items still to come at each address (one pass,
+	// not a scan of the rest for every item).
+	later := map[string]int{}
+	for _, it := range picked {
+		later[it.r.Address()]++
+	}
 	for i, it := range picked {
 		r := it.r
 		// Two guests of one name have one address: the id tells them apart.
-		keys[i] = r.Address()
-		if _, dup := objs[keys[i]]; dup || slices.ContainsFunc(picked[i+1:], func(o importItem) bool { return o.r.Address() == r.Address() }) {
-			keys[i] = fmt.Sprintf("%s (%s)", r.Address(), it.ids[0])
+		addr := r.Address()
+		later[addr]--
+		keys[i] = addr
+		if _, dup := objs[addr]; dup || later[addr] > 0 {
+			keys[i] = fmt.Sprintf("%s (%s)", addr, it.ids[0])
 		}
 		if p, ok := k.(permissioned); ok {
 			if err := ic.lc.checkPerms(r.Address(), p.readPerms(r)); err != nil {

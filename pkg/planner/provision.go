@@ -54,6 +54,16 @@ func provisionFiles(r *spec.Resource) ([]provision.File, error) {
 	return files, nil
 }
 
+// provisionKey is the SSH key provisioning r uses: the resource's
+// sshPrivateKey when set, else the connection's connKey ("" leaves it
+// to provision.LoadAuth's environment and agent).
+func provisionKey(r *spec.Resource, connKey string) string {
+	if p := spec.Provisioning(r); p != nil && p.SSHPrivateKey != nil && strings.TrimSpace(*p.SSHPrivateKey) != "" {
+		return *p.SSHPrivateKey
+	}
+	return connKey
+}
+
 func provisionPolicy(r *spec.Resource) provision.Policy {
 	p := spec.Provisioning(r)
 	return provision.Policy{Force: p != nil && p.ForceConfigCheck != nil && *p.ForceConfigCheck}
@@ -95,12 +105,17 @@ func planProvision(r *spec.Resource, c *Change, desc string, willRun bool) error
 	if c.Action == NoOp {
 		c.Action = Provision
 	}
+	c.Reasons = append(c.Reasons, "provision: "+stepList(steps))
+	return nil
+}
+
+// stepList names the steps with their reasons: "a.yaml (new), b.sh (changed)".
+func stepList(steps []ProvisionStep) string {
 	files := make([]string, len(steps))
 	for i, s := range steps {
 		files[i] = s.File + " (" + s.Reason + ")"
 	}
-	c.Reasons = append(c.Reasons, "provision: "+strings.Join(files, ", "))
-	return nil
+	return strings.Join(files, ", ")
 }
 
 // provisionTarget is the guest provisionGuest works on.
@@ -132,7 +147,8 @@ func provisionGuest(ctx context.Context, x *execution, r *spec.Resource, t provi
 		return nil, fmt.Errorf("read vm %d before provisioning: %w", t.VMID, err)
 	}
 	desc, digest := cfg["description"], cfg["digest"]
-	steps, err := provision.Pending(desc, files, provisionPolicy(r))
+	policy := provisionPolicy(r)
+	steps, err := provision.Pending(desc, files, policy)
 	if err != nil {
 		return nil, fmt.Errorf("vm %s: %w", t.Name, err)
 	}
@@ -144,11 +160,7 @@ func provisionGuest(ctx context.Context, x *execution, r *spec.Resource, t provi
 	if conn == nil {
 		conn = &spec.Connection{}
 	}
-	key := conn.SSHPrivateKey
-	if p.SSHPrivateKey != nil && strings.TrimSpace(*p.SSHPrivateKey) != "" {
-		key = *p.SSHPrivateKey
-	}
-	auth, err := provision.LoadAuth(key, nil)
+	auth, err := provision.LoadAuth(provisionKey(r, conn.SSHPrivateKey), nil)
 	if err != nil {
 		return nil, fmt.Errorf("vm %s: %w", t.Name, err)
 	}
@@ -169,7 +181,7 @@ func provisionGuest(ctx context.Context, x *execution, r *spec.Resource, t provi
 		VM:               t.Name,
 		Description:      desc,
 		Files:            files,
-		Policy:           provisionPolicy(r),
+		Policy:           policy,
 		Lookup:           provisionLookup(x, r, cfg, conn, t),
 		User:             provision.ResolveUser(user, conn.SSHUser, nil),
 		Port:             port,
@@ -299,13 +311,11 @@ func (b *builder) noteMissingKey(r *spec.Resource, c *Change) {
 	if len(c.Provision) == 0 {
 		return
 	}
-	key := ""
+	connKey := ""
 	if lc := b.obs.conns[r.Connection]; lc != nil && lc.settings != nil {
-		key = lc.settings.SSHPrivateKey
+		connKey = lc.settings.SSHPrivateKey
 	}
-	if p := spec.Provisioning(r); p != nil && p.SSHPrivateKey != nil && strings.TrimSpace(*p.SSHPrivateKey) != "" {
-		key = *p.SSHPrivateKey
-	}
+	key := provisionKey(r, connKey)
 	// One look per key: many VMs share the connection's key.
 	msg, seen := b.keyProblems[key]
 	if !seen {

@@ -72,15 +72,8 @@ func (k qemuKind) observe(ctx context.Context, lc *liveConn, r *spec.Resource) (
 	// fails only a change that needs it.
 	var loads []func(context.Context)
 	if gl.Clone != nil && !lo.Exists {
-		cl, src := lc.client, gl.Clone
-		loads = append(loads, func(ctx context.Context) {
-			cfg, err := cl.GuestConfig(ctx, pve.QEMU, src.Node, src.VMID)
-			if err != nil {
-				gl.CloneErr = fmt.Errorf("read config of template %d: %w", src.VMID, err)
-				return
-			}
-			gl.CloneConfig = cfg
-		})
+		cl := lc.client
+		loads = append(loads, func(ctx context.Context) { gl.loadCloneConfig(ctx, cl) })
 	}
 	if needsAddress(r) {
 		settings := lc.settings
@@ -108,17 +101,25 @@ func (k qemuKind) observe(ctx context.Context, lc *liveConn, r *spec.Resource) (
 	return lo, nil
 }
 
+// loadCloneConfig reads the config of the template gl clones (a create
+// that clones takes its description from it); a failed read is CloneErr.
+func (gl *guestLive) loadCloneConfig(ctx context.Context, cl *pve.Client) {
+	src := gl.Clone
+	cfg, err := cl.GuestConfig(ctx, pve.QEMU, src.Node, src.VMID)
+	if err != nil {
+		gl.CloneErr = fmt.Errorf("read config of template %d: %w", src.VMID, err)
+		return
+	}
+	gl.CloneConfig = cfg
+}
+
 // checkCreate shows what a create takes from live state: the template it
 // clones (which must be found), the derived address, the VM it replaces.
 func (k qemuKind) checkCreate(b *builder, r *spec.Resource, lo *liveObj, c *Change) error {
 	if err := k.planExtras(b, r, lo, c); err != nil {
 		return err
 	}
-	if err := k.planProvision(r, lo, c); err != nil {
-		return err
-	}
-	b.noteMissingKey(r, c)
-	return nil
+	return k.planProvision(b, r, lo, c)
 }
 
 // compare compares the VM and adds what provisioning will run.
@@ -126,17 +127,14 @@ func (k qemuKind) compare(b *builder, r *spec.Resource, lo *liveObj, c *Change) 
 	if err := k.compareVM(b, r, lo, c); err != nil {
 		return err
 	}
-	if err := k.planProvision(r, lo, c); err != nil {
-		return err
-	}
-	b.noteMissingKey(r, c)
-	return nil
+	return k.planProvision(b, r, lo, c)
 }
 
 // planProvision: what provisioning runs on the VM once c is done, from
 // the description it will have — the live one, or for a new VM the
-// spec's (else its template's, which a clone copies).
-func (k qemuKind) planProvision(r *spec.Resource, lo *liveObj, c *Change) error {
+// spec's (else its template's, which a clone copies) — and the notice
+// when no SSH key is to be had for it.
+func (k qemuKind) planProvision(b *builder, r *spec.Resource, lo *liveObj, c *Change) error {
 	if c.Action == Delete {
 		return nil
 	}
@@ -165,7 +163,11 @@ func (k qemuKind) planProvision(r *spec.Resource, lo *liveObj, c *Change) error 
 	if r.Params["template"] == "1" {
 		willRun = false
 	}
-	return planProvision(r, c, desc, willRun)
+	if err := planProvision(r, c, desc, willRun); err != nil {
+		return err
+	}
+	b.noteMissingKey(r, c)
+	return nil
 }
 
 func (k qemuKind) compareVM(b *builder, r *spec.Resource, lo *liveObj, c *Change) error {
@@ -265,17 +267,12 @@ func (k qemuKind) update(ctx context.Context, x *execution, c *Change) error {
 			return err
 		}
 	}
-	if err := k.provisionVM(ctx, x, c, st.VMID, false); err != nil {
-		return err
-	}
-	if st.Old != nil {
-		return k.removeOld(ctx, x, st.Old)
-	}
-	return nil
+	return k.provision(ctx, x, c)
 }
 
-// provision runs the provisioning files of a VM that needs no other
-// change, then destroys the VM it replaces, if any.
+// provision runs the provisioning files of the VM (the whole of a change
+// that needs nothing else, the end of an update), then destroys the VM
+// it replaces, if any.
 func (k qemuKind) provision(ctx context.Context, x *execution, c *Change) error {
 	st := stateOf(c)
 	if err := k.provisionVM(ctx, x, c, st.VMID, false); err != nil {

@@ -111,13 +111,8 @@ func (k templateKind) observe(ctx context.Context, lc *liveConn, r *spec.Resourc
 				return err
 			}
 		}
-		if src := gl.Clone; src != nil {
-			cfg, err := cl.GuestConfig(ctx, pve.QEMU, src.Node, src.VMID)
-			if err != nil {
-				gl.CloneErr = fmt.Errorf("read config of template %d: %w", src.VMID, err)
-			} else {
-				gl.CloneConfig = cfg
-			}
+		if gl.Clone != nil {
+			gl.loadCloneConfig(ctx, cl)
 		}
 		if lo.Exists && lo.Config["template"] == "1" {
 			gl.Linked, gl.LinkedErr = linkedClones(ctx, cl, lo.Node, gl.VMID, lo.Config, rows)
@@ -181,16 +176,13 @@ func linkedClones(ctx context.Context, cl *pve.Client, node string, vmid int, cf
 func (k templateKind) createsFirst(*spec.Resource) bool { return false }
 
 func (k templateKind) checkCreate(b *builder, r *spec.Resource, lo *liveObj, c *Change) error {
-	if err := k.planBake(r, lo, c); err != nil {
-		return err
-	}
-	b.noteMissingKey(r, c)
-	return nil
+	return k.planBake(b, r, lo, c)
 }
 
-// planBake shows what a bake clones, and refuses one whose base is not
+// planBake shows what a bake clones and provisions (with the notice when
+// no SSH key is to be had for it), and refuses one whose base is not
 // found.
-func (k templateKind) planBake(r *spec.Resource, lo *liveObj, c *Change) error {
+func (k templateKind) planBake(b *builder, r *spec.Resource, lo *liveObj, c *Change) error {
 	gl := liveOf(lo)
 	if gl.CloneErr != nil {
 		return fmt.Errorf("%s: %w", r.Address(), gl.CloneErr)
@@ -202,7 +194,11 @@ func (k templateKind) planBake(r *spec.Resource, lo *liveObj, c *Change) error {
 	if text, set := r.Params["description"]; set {
 		desc = withBlocks(text, desc)
 	}
-	return planProvision(r, c, desc, true)
+	if err := planProvision(r, c, desc, true); err != nil {
+		return err
+	}
+	b.noteMissingKey(r, c)
+	return nil
 }
 
 // compare keeps a template whose recipe block matches the spec, and
@@ -230,11 +226,7 @@ func (k templateKind) compare(b *builder, r *spec.Resource, lo *liveObj, c *Chan
 			return err
 		}
 		if len(steps) > 0 {
-			files := make([]string, len(steps))
-			for i, s := range steps {
-				files[i] = s.File + " (" + s.Reason + ")"
-			}
-			why = "its provisioning changed: " + strings.Join(files, ", ")
+			why = "its provisioning changed: " + stepList(steps)
 		}
 	}
 	if why == "" {
@@ -248,11 +240,7 @@ func (k templateKind) compare(b *builder, r *spec.Resource, lo *liveObj, c *Chan
 		return err
 	}
 	stateOf(c).Note = userDescription(lo.Config["description"])
-	if err := k.planBake(r, lo, c); err != nil {
-		return err
-	}
-	b.noteMissingKey(r, c)
-	return nil
+	return k.planBake(b, r, lo, c)
 }
 
 // checkRemove refuses to delete a template that linked clones still hold.

@@ -139,9 +139,6 @@ func (c *Client) WaitTask(ctx context.Context, upid UPID) (st *TaskStatus, err e
 		switch {
 		case err == nil:
 			failures = 0
-			if st.Status != "stopped" {
-				lastRunning = looked
-			}
 			if st.Status == "stopped" {
 				st.ExitStatus = scrub(st.ExitStatus, c.secretsOf(nil))
 				if succeeded(st.ExitStatus) {
@@ -154,6 +151,7 @@ func (c *Client) WaitTask(ctx context.Context, upid UPID) (st *TaskStatus, err e
 				}
 				return &st, &TaskError{UPID: upid.Raw, ExitStatus: st.ExitStatus, LogTail: c.logTail(ctx, upid)}
 			}
+			lastRunning = looked
 		case ctx.Err() != nil:
 			return nil, c.waitAborted(ctx, upid, err)
 		case isStatus(err, http.StatusBadRequest) && time.Since(started) < c.cfg.taskStartGrace:
