@@ -14,6 +14,9 @@ RACE    ?= $(if $(shell command -v $(CC) 2>/dev/null),-race,)
 # Each fuzz target runs this long in `make test` (its seed corpus always runs
 # with the unit tests).
 FUZZTIME ?= 10s
+# staticcheck, pinned; `go run` fetches it through the module proxy (it is a
+# tool, so go.mod does not list it).
+STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 FUZZ     := ./pkg/spec:FuzzLoad ./pkg/pve/schema:FuzzPropertyStringRoundTrip
 
 .PHONY: all build test unit lint fuzz demo bench generate release-check release-snapshot clean
@@ -40,6 +43,7 @@ fuzz:
 lint:
 	@out=$$(gofmt -l $(GOFILES)); if [ -n "$$out" ]; then echo "gofmt -w needed on:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+	$(GO) run $(STATICCHECK) ./...
 
 # Build, start the embedded simulator on a free loopback port, plan and
 # apply examples/, then show that a second plan is clean.

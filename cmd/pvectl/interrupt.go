@@ -15,6 +15,8 @@ const exitInterrupted = 130
 
 // errInterrupted ends a command interrupted while planning or at the
 // prompt: one line, no "Error:" prefix.
+//
+//lint:ignore ST1005 printed alone as a sentence, as shells print such notes
 var errInterrupted = &exitError{code: exitInterrupted, err: errors.New("Interrupted: nothing was changed."), plain: true}
 
 // notifySignals delivers SIGINT and SIGTERM (what CI systems send on

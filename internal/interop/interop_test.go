@@ -2,10 +2,7 @@ package interop
 
 import (
 	"context"
-	"os"
 	"os/exec"
-	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -277,11 +274,9 @@ func resourceIDs(rs proxmox.ClusterResources) []string {
 // TestLibraryIsTestOnly: no package of the module imports go-proxmox
 // outside its tests, so the pvectl binary does not link it.
 func TestLibraryIsTestOnly(t *testing.T) {
-	gotool := filepath.Join(runtime.GOROOT(), "bin", "go")
-	if _, err := os.Stat(gotool); err != nil {
-		if gotool, err = exec.LookPath("go"); err != nil {
-			t.Fatalf("no go command to list the module's packages: %v", err)
-		}
+	gotool, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatalf("no go command to list the module's packages: %v", err)
 	}
 	out, err := exec.Command(gotool, "list", "-deps", "github.com/pvectl/pvectl/...").CombinedOutput()
 	if err != nil {

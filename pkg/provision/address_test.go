@@ -189,12 +189,12 @@ func TestDNSWire(t *testing.T) {
 		{"nxdomain", func(b []byte) []byte { b[3] = 0x83; return b }, ErrNoRecord, ""},
 		{"servfail", func(b []byte) []byte { b[3] = 0x82; return b }, nil, "rcode 2"},
 		{"truncated flag", func(b []byte) []byte { b[2] |= 0x02; return b }, nil, "truncated"},
-		{"cut short", func(b []byte) []byte { return b[:len(b)-3] }, nil, "truncated record"},
+		{"cut short", func(b []byte) []byte { return b[:len(b)-3] }, nil, "malformed"},
 		{"pointer loop", func(b []byte) []byte {
 			out := append([]byte(nil), b[:len(q)]...)
 			binary.BigEndian.PutUint16(out[6:], 1)
 			return append(out, 0xc0, byte(len(q)), 0, 1, 0, 1, 0, 0, 0, 1, 0, 4, 1, 2, 3, 4)
-		}, nil, "loops"},
+		}, nil, "malformed"},
 		{"no answers", func(b []byte) []byte { binary.BigEndian.PutUint16(b[6:], 0); return b[:len(q)] }, ErrNoRecord, ""},
 	}
 	for _, tc := range tests {

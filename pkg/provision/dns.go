@@ -10,6 +10,8 @@ import (
 	"net/netip"
 	"strings"
 	"time"
+
+	"golang.org/x/net/dns/dnsmessage"
 )
 
 // ErrNoRecord is a DNS answer that the name has no A record (NXDOMAIN or
@@ -46,13 +48,6 @@ func LookupA(ctx context.Context, servers []string, name string) (netip.Addr, er
 	}
 	return netip.Addr{}, fmt.Errorf("%s: %w", name, errors.Join(errs...))
 }
-
-// DNS message constants (RFC 1035 §4.1).
-const (
-	dnsTypeA   = 1
-	dnsClassIN = 1
-	dnsRcodeNX = 3
-)
 
 // lookupA asks one server, directly over UDP, for the A record of name.
 // pvectl asks the connection's dnsServers itself rather than the system
@@ -126,23 +121,26 @@ func dnsServerAddr(server string) (string, error) {
 
 // dnsQuery is a standard query with recursion desired for name's A record.
 func dnsQuery(id uint16, name string) ([]byte, error) {
-	msg := make([]byte, 12, 64)
-	binary.BigEndian.PutUint16(msg[0:], id)
-	msg[2] = 0x01 // RD
-	binary.BigEndian.PutUint16(msg[4:], 1)
 	name = strings.TrimSuffix(name, ".")
 	if name == "" || len(name) > 253 {
 		return nil, fmt.Errorf("dns name %q: invalid", name)
 	}
+	// dnsmessage checks the name's total length and its encoding, not
+	// empty or over-long labels: those are refused here, by name.
 	for _, label := range strings.Split(name, ".") {
 		if label == "" || len(label) > 63 {
 			return nil, fmt.Errorf("dns name %q: invalid label", name)
 		}
-		msg = append(msg, byte(len(label)))
-		msg = append(msg, label...)
 	}
-	msg = append(msg, 0, 0, dnsTypeA, 0, dnsClassIN)
-	return msg, nil
+	qname, err := dnsmessage.NewName(name + ".")
+	if err != nil {
+		return nil, fmt.Errorf("dns name %q: %w", name, err)
+	}
+	msg := dnsmessage.Message{
+		Header:    dnsmessage.Header{ID: id, RecursionDesired: true},
+		Questions: []dnsmessage.Question{{Name: qname, Type: dnsmessage.TypeA, Class: dnsmessage.ClassINET}},
+	}
+	return msg.Pack()
 }
 
 var errWrongID = errors.New("dns answer to another query")
@@ -150,96 +148,50 @@ var errWrongID = errors.New("dns answer to another query")
 // dnsAnswer reads a response to the query (id, name): the first A record of
 // the answer section, which a recursive server gives after any CNAMEs.
 func dnsAnswer(msg []byte, id uint16, name string) (netip.Addr, error) {
-	if len(msg) < 12 {
-		return netip.Addr{}, errors.New("dns answer too short")
+	var p dnsmessage.Parser
+	h, err := p.Start(msg)
+	if err != nil {
+		return netip.Addr{}, fmt.Errorf("dns answer malformed: %w", err)
 	}
-	if binary.BigEndian.Uint16(msg) != id || msg[2]&0x80 == 0 {
+	if h.ID != id || !h.Response {
 		return netip.Addr{}, errWrongID
 	}
-	if msg[2]&0x02 != 0 {
+	if h.Truncated {
 		return netip.Addr{}, errors.New("dns answer truncated")
 	}
-	switch rcode := msg[3] & 0x0f; rcode {
-	case 0:
-	case dnsRcodeNX:
+	switch h.RCode {
+	case dnsmessage.RCodeSuccess:
+	case dnsmessage.RCodeNameError:
 		return netip.Addr{}, ErrNoRecord
 	default:
-		return netip.Addr{}, fmt.Errorf("dns server answered rcode %d", rcode)
+		return netip.Addr{}, fmt.Errorf("dns server answered rcode %d", int(h.RCode))
 	}
-	qd := binary.BigEndian.Uint16(msg[4:])
-	an := binary.BigEndian.Uint16(msg[6:])
-	off := 12
-	for range qd {
-		qname, next, err := dnsName(msg, off)
-		if err != nil {
-			return netip.Addr{}, err
-		}
-		if !strings.EqualFold(qname, strings.TrimSuffix(name, ".")) {
+	qs, err := p.AllQuestions()
+	if err != nil {
+		return netip.Addr{}, fmt.Errorf("dns answer malformed: %w", err)
+	}
+	for _, q := range qs {
+		if !strings.EqualFold(strings.TrimSuffix(q.Name.String(), "."), strings.TrimSuffix(name, ".")) {
 			return netip.Addr{}, errWrongID
 		}
-		off = next + 4
 	}
-	for range an {
-		_, next, err := dnsName(msg, off)
-		if err != nil {
-			return netip.Addr{}, err
-		}
-		if next+10 > len(msg) {
-			return netip.Addr{}, errors.New("dns answer truncated record")
-		}
-		typ := binary.BigEndian.Uint16(msg[next:])
-		class := binary.BigEndian.Uint16(msg[next+2:])
-		rdlen := int(binary.BigEndian.Uint16(msg[next+8:]))
-		rdata := next + 10
-		if rdata+rdlen > len(msg) {
-			return netip.Addr{}, errors.New("dns answer truncated record")
-		}
-		if typ == dnsTypeA && class == dnsClassIN && rdlen == 4 {
-			return netip.AddrFrom4([4]byte(msg[rdata : rdata+4])), nil
-		}
-		off = rdata + rdlen
-	}
-	return netip.Addr{}, ErrNoRecord
-}
-
-// dnsName reads a possibly compressed name at off; next is the offset
-// after it in the message (not after a pointer's target). Pointers must
-// go backwards, so a loop cannot hold it.
-func dnsName(msg []byte, off int) (name string, next int, err error) {
-	var labels []string
-	next = -1
-	pos := off
 	for {
-		if pos >= len(msg) {
-			return "", 0, errors.New("dns name out of bounds")
+		ah, err := p.AnswerHeader()
+		if errors.Is(err, dnsmessage.ErrSectionDone) {
+			return netip.Addr{}, ErrNoRecord
 		}
-		l := int(msg[pos])
-		switch {
-		case l == 0:
-			if next < 0 {
-				next = pos + 1
+		if err != nil {
+			return netip.Addr{}, fmt.Errorf("dns answer malformed: %w", err)
+		}
+		if ah.Type == dnsmessage.TypeA && ah.Class == dnsmessage.ClassINET {
+			a, err := p.AResource()
+			if err != nil {
+				return netip.Addr{}, fmt.Errorf("dns answer malformed: %w", err)
 			}
-			return strings.Join(labels, "."), next, nil
-		case l&0xc0 == 0xc0:
-			if pos+1 >= len(msg) {
-				return "", 0, errors.New("dns name out of bounds")
-			}
-			ptr := int(binary.BigEndian.Uint16(msg[pos:]) & 0x3fff)
-			if next < 0 {
-				next = pos + 2
-			}
-			if ptr >= pos {
-				return "", 0, errors.New("dns name pointer loops")
-			}
-			pos = ptr
-		case l&0xc0 != 0:
-			return "", 0, errors.New("dns name has an unknown label type")
-		default:
-			if pos+1+l > len(msg) {
-				return "", 0, errors.New("dns name out of bounds")
-			}
-			labels = append(labels, string(msg[pos+1:pos+1+l]))
-			pos += 1 + l
+			return netip.AddrFrom4(a.A), nil
+		}
+		if err := p.SkipAnswer(); err != nil {
+			return netip.Addr{}, fmt.Errorf("dns answer malformed: %w", err)
 		}
 	}
 }

@@ -409,11 +409,9 @@ func (g *Graph) sorted(sel map[string]bool) (out, stuck []string) {
 			}
 		}
 	}
-	if sel != nil {
-		for v := range sel {
-			if _, ok := g.Deps[v]; !ok {
-				waiting[v] += 0 // a selected vertex without edges
-			}
+	for v := range sel {
+		if _, ok := g.Deps[v]; !ok {
+			waiting[v] += 0 // a selected vertex without edges
 		}
 	}
 	var ready []string

@@ -1,8 +1,6 @@
 package provisiontest
 
 import (
-	"encoding/binary"
-	"errors"
 	"net"
 	"net/netip"
 	"os"
@@ -11,6 +9,7 @@ import (
 	"testing"
 
 	"golang.org/x/crypto/ssh/agent"
+	"golang.org/x/net/dns/dnsmessage"
 )
 
 // DNS is an authoritative-only DNS server on UDP loopback answering A
@@ -68,55 +67,44 @@ func (d *DNS) Queries() int {
 }
 
 // answer builds the response to one query (RFC 1035 §4.1): the question
-// echoed, one A record pointing back at it, or NXDOMAIN.
+// echoed, one A record for it, or NXDOMAIN; nil for what is not one
+// standard query.
 func (d *DNS) answer(q []byte) []byte {
-	if len(q) < 12 || q[2]&0x80 != 0 || binary.BigEndian.Uint16(q[4:]) != 1 {
+	var p dnsmessage.Parser
+	h, err := p.Start(q)
+	if err != nil || h.Response {
 		return nil
 	}
-	name, end, err := readName(q, 12)
-	if err != nil || end+4 > len(q) {
+	qs, err := p.AllQuestions()
+	if err != nil || len(qs) != 1 {
 		return nil
 	}
-	qtype := binary.BigEndian.Uint16(q[end:])
+	question := qs[0]
+	name := strings.ToLower(strings.TrimSuffix(question.Name.String(), "."))
 	d.mu.Lock()
 	d.queries++
-	ip, ok := d.records[strings.ToLower(name)]
+	ip, ok := d.records[name]
 	d.mu.Unlock()
 
-	resp := append([]byte(nil), q[:end+4]...)
-	resp[2] = 0x84 | q[2]&0x01 // QR, AA, RD copied
-	resp[3] = 0x80             // RA, rcode 0
-	binary.BigEndian.PutUint16(resp[6:], 0)
-	binary.BigEndian.PutUint16(resp[8:], 0)
-	binary.BigEndian.PutUint16(resp[10:], 0)
+	resp := dnsmessage.Message{
+		Header: dnsmessage.Header{ID: h.ID, Response: true, Authoritative: true,
+			RecursionDesired: h.RecursionDesired, RecursionAvailable: true},
+		Questions: qs,
+	}
 	switch {
 	case !ok:
-		resp[3] |= 3 // NXDOMAIN
-	case qtype == 1:
-		binary.BigEndian.PutUint16(resp[6:], 1)
-		a := ip.As4()
-		resp = append(resp, 0xc0, 12, 0, 1, 0, 1, 0, 0, 0, 60, 0, 4)
-		resp = append(resp, a[:]...)
+		resp.Header.RCode = dnsmessage.RCodeNameError
+	case question.Type == dnsmessage.TypeA:
+		resp.Answers = []dnsmessage.Resource{{
+			Header: dnsmessage.ResourceHeader{Name: question.Name, Type: dnsmessage.TypeA, Class: dnsmessage.ClassINET, TTL: 60},
+			Body:   &dnsmessage.AResource{A: ip.As4()},
+		}}
 	}
-	return resp
-}
-
-func readName(msg []byte, off int) (string, int, error) {
-	var labels []string
-	for {
-		if off >= len(msg) {
-			return "", 0, errors.New("short")
-		}
-		l := int(msg[off])
-		if l == 0 {
-			return strings.Join(labels, "."), off + 1, nil
-		}
-		if l&0xc0 != 0 || off+1+l > len(msg) {
-			return "", 0, errors.New("bad label")
-		}
-		labels = append(labels, string(msg[off+1:off+1+l]))
-		off += 1 + l
+	b, err := resp.Pack()
+	if err != nil {
+		return nil
 	}
+	return b
 }
 
 // StartAgent serves an ssh-agent holding keys on a unix socket for the
