@@ -32,7 +32,9 @@ func (storageKind) importable(ctx context.Context, ic *importCtx, node string) (
 }
 
 // importLists: GET /storage.
-func (storageKind) importLists(lc *liveConn, _ string) []listRead { return []listRead{storagesRead(lc)} }
+func (storageKind) importLists(lc *liveConn, _ string) []listRead {
+	return []listRead{storagesRead(lc)}
+}
 
 // importPerms: GET /storage lists only the storages a token may audit.
 func (storageKind) importPerms(string) []permNeed {
