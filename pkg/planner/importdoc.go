@@ -176,7 +176,15 @@ func strList(xs []string, style yaml.Style) *yaml.Node {
 // the value to write, or drop to leave it out.
 func (ic *importCtx) specFields(d *ImportedDoc, m *schema.Method, cfg pve.Config, prefix string, skip func(key string) bool, sub subRule) []Field {
 	var out []Field
-	accepts := acceptedParams(d.Kind)
+	accepts := ic.accepts[d.Kind]
+	if accepts == nil {
+		// Once per kind: the kind's spec facts are built on each call.
+		accepts = acceptedParams(d.Kind)
+		if ic.accepts == nil {
+			ic.accepts = map[string]func(string) bool{}
+		}
+		ic.accepts[d.Kind] = accepts
+	}
 	for _, key := range slices.Sorted(maps.Keys(cfg)) {
 		v := cfg[key]
 		if (skip != nil && skip(key)) || !accepts(key) {

@@ -148,6 +148,9 @@ type importCtx struct {
 	explicit map[*spec.Resource]bool
 	// stagedWarned are the nodes whose staged network was warned about.
 	stagedWarned []string
+	// accepts are, by kind, the PVE parameters its spec takes
+	// (acceptedParams).
+	accepts map[string]func(string) bool
 }
 
 // named reports whether r was selected by a Kind/id (not by --all).
