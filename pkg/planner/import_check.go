@@ -123,32 +123,50 @@ func (res *ImportResult) reject(bad map[string]string) bool {
 }
 
 // loadEach loads the documents as one set; when they do not load, it
-// finds which ones do not, alone, and names them instead (bad).
+// names instead (bad) the documents Load's problems point into — one
+// that is wrong alone, or the second of two that clash.
 func loadEach(docs []*ImportedDoc, table *schema.Table) (*spec.Set, map[string]string, error) {
-	set, err := loadDocs(docs, table)
-	if err == nil {
-		return set, nil, nil
+	set, starts, err := loadDocs(docs, table)
+	var diags spec.Diagnostics
+	if err == nil || !errors.As(err, &diags) {
+		return set, nil, err
 	}
 	bad := map[string]string{}
-	for _, d := range docs {
-		alone := *d
-		alone.DependsOn = nil
-		if _, err := loadDocs([]*ImportedDoc{&alone}, table); err != nil {
-			bad[d.Address()] = "the document does not load: " + err.Error()
+	for _, dg := range diags {
+		// The document whose lines hold the problem: the last to start
+		// at or before it.
+		i, found := slices.BinarySearch(starts, dg.Pos.Line)
+		if !found {
+			i--
 		}
-	}
-	if len(bad) == 0 {
-		return nil, nil, fmt.Errorf("internal error: the imported documents do not load: %w", err)
+		if i < 0 || dg.Pos.Line == 0 {
+			return nil, nil, fmt.Errorf("internal error: the imported documents do not load: %w", err)
+		}
+		addr := docs[i].Address()
+		bad[addr] = strings.TrimPrefix(bad[addr]+"; ", "; ") + "the document does not load: " + dg.Msg
 	}
 	return nil, bad, nil
 }
 
 // loadDocs reads documents back as specs, the placeholders resolved to
-// the live values they stand for.
-func loadDocs(docs []*ImportedDoc, table *schema.Table) (*spec.Set, error) {
+// the live values they stand for; starts are the lines the documents
+// start at in what Load read.
+func loadDocs(docs []*ImportedDoc, table *schema.Table) (*spec.Set, []int, error) {
 	var buf bytes.Buffer
-	if err := encodeDocs(&buf, docs); err != nil {
-		return nil, err
+	starts := make([]int, len(docs))
+	line := 1
+	for i, d := range docs {
+		if i > 0 {
+			buf.WriteString("---\n")
+			line++
+		}
+		starts[i] = line
+		b, err := d.YAML()
+		if err != nil {
+			return nil, nil, err
+		}
+		buf.Write(b)
+		line += bytes.Count(b, []byte("\n"))
 	}
 	vals := map[string]string{}
 	for _, d := range docs {
@@ -158,5 +176,6 @@ func loadDocs(docs []*ImportedDoc, table *schema.Table) (*spec.Set, error) {
 		v, ok := vals[name]
 		return v, ok
 	}
-	return spec.Load([]string{spec.StdinPath}, spec.LoadOptions{Getenv: getenv, Schema: table, Stdin: &buf})
+	set, err := spec.Load([]string{spec.StdinPath}, spec.LoadOptions{Getenv: getenv, Schema: table, Stdin: &buf})
+	return set, starts, err
 }

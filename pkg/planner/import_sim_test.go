@@ -174,7 +174,7 @@ func TestSimImportInfrastructure(t *testing.T) {
 			t.Errorf("manage %v: NetworkApply/pve written: %v", manage, ok)
 		}
 		planImported(t, sim, res)
-		set, err := loadDocs(res.Docs, nil)
+		set, _, err := loadDocs(res.Docs, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

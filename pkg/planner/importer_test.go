@@ -3,6 +3,7 @@ package planner
 import (
 	"context"
 	"errors"
+	"maps"
 	"net/url"
 	"slices"
 	"strings"
@@ -198,6 +199,43 @@ func TestSimImportDescriptionBlocks(t *testing.T) {
 				t.Errorf("description: got %q (present %v), want %v", got, ok, tc.want)
 			}
 			planImported(t, sim, res)
+		})
+	}
+}
+
+// TestImportLoadProblems: documents that do not load are named (not the
+// whole import failed): one wrong alone, or the second of two that clash;
+// the others load.
+func TestImportLoadProblems(t *testing.T) {
+	pool := func(name string) *ImportedDoc {
+		return &ImportedDoc{Kind: "Pool", Name: name, Spec: []Field{{"comment", "c"}}}
+	}
+	badVM := &ImportedDoc{Kind: "QemuVM", Name: "bad", Spec: []Field{{"node", "pve"}, {"vmid", 100}, {"memory", "lots"}}}
+	for _, tc := range []struct {
+		name string
+		docs []*ImportedDoc
+		bad  []string
+	}{
+		{"clean", []*ImportedDoc{pool("a"), pool("b")}, nil},
+		{"one wrong", []*ImportedDoc{pool("a"), badVM, pool("b")}, []string{"QemuVM/bad"}},
+		{"two that clash", []*ImportedDoc{pool("a"), pool("b"), pool("a")}, []string{"Pool/a"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			set, bad, err := loadEach(tc.docs, schema.Default())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := slices.Sorted(maps.Keys(bad)); !slices.Equal(got, tc.bad) {
+				t.Errorf("bad: got %v want %v", bad, tc.bad)
+			}
+			if tc.bad == nil && (set == nil || len(set.Resources) != len(tc.docs)) {
+				t.Errorf("set: %v", set)
+			}
+			for _, why := range bad {
+				if !strings.HasPrefix(why, "the document does not load: ") {
+					t.Errorf("why: %q", why)
+				}
+			}
 		})
 	}
 }
