@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -271,5 +272,32 @@ func TestImportCallsPerGuest(t *testing.T) {
 	}
 	if len(repeated) > 0 {
 		t.Errorf("calls made more than once: %v", repeated)
+	}
+}
+
+// TestSimImportReadFailure: a guest whose config cannot be read (PVE
+// answers 500 for it alone) is named with why; every other object is
+// imported, and the import as a whole does not fail.
+func TestSimImportReadFailure(t *testing.T) {
+	s := simtest.Start(t, simtest.Options{Sim: pvesim.Options{TokenID: simToken, TokenSecret: simSecret, TaskDuration: time.Millisecond, Seed: 1},
+		Wrap: func(next http.Handler) http.Handler {
+			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/nodes/pve/qemu/9000/config") {
+					http.Error(w, "", http.StatusInternalServerError)
+					return
+				}
+				next.ServeHTTP(w, r)
+			})
+		}})
+	cl := &simClients{cl: s.Client, conn: &spec.Connection{URL: s.URL, Nodes: []string{"pve"}}}
+	res, err := Import(context.Background(), cl, ImportOptions{All: true})
+	if err != nil {
+		t.Fatalf("import --all: %v", err)
+	}
+	if len(res.Problems) != 1 || !strings.HasPrefix(res.Problems[0], "QemuVM/ubuntu-24.04-cloud: read config of vm 9000: ") {
+		t.Errorf("problems: %q", res.Problems)
+	}
+	if got := addresses(res.Docs); len(got) < 5 || slices.Contains(got, "QemuVM/ubuntu-24.04-cloud") {
+		t.Errorf("documents: %v", got)
 	}
 }
