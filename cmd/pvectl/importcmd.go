@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -16,13 +17,19 @@ import (
 )
 
 type importOptions struct {
-	g             *globalOptions
-	all           bool
-	node          string
-	out           string
-	outDir        string
-	withGenerated bool
+	g                    *globalOptions
+	all                  bool
+	node                 string
+	out                  string
+	outDir               string
+	withGenerated        bool
+	manageInfrastructure bool
+	withPowerState       bool
 }
+
+// exitSkipped is import's exit code when some objects were not written
+// as documents (stderr names each one and why); the others were written.
+const exitSkipped = 2
 
 func newImportCmd(g *globalOptions) *cobra.Command {
 	o := &importOptions{g: g}
@@ -31,11 +38,18 @@ func newImportCmd(g *globalOptions) *cobra.Command {
 		Short: "Write live resources as YAML specs that plan clean",
 		Long: `import reads live objects over the default connection (PROXMOX_* variables or
 --profile) and writes them as spec documents: only the keys a user manages,
-without what PVE generates (MAC addresses, a VM's vmgenid and SMBIOS UUID)
-unless --with-generated, without PVE's defaults, a guest's own disks as
-STORAGE:SIZE, secrets as ${VAR} placeholders (their variables are named on
-stderr). Before writing, import plans the documents against the live state
-and fails, naming the resource, when the plan is not clean.
+without PVE's defaults and what PVE generates (a VM's vmgenid and SMBIOS
+UUID) unless --with-generated, a guest's own disks as STORAGE:SIZE, its
+NICs' MAC addresses kept, secrets as ${VAR} placeholders (their variables
+are named on stderr). Guests get no running key unless --with-power-state.
+The node's own infrastructure (a bridge with the node's address, the
+installer's local and local-lvm storages, templates pvectl did not bake) is
+written managed: false unless --manage-infrastructure, so that a destroy of
+the documents never removes it.
+
+import reads the live state once and plans the documents against it: one
+that would not plan clean is written commented out, with why, and named on
+stderr; the others are written.
 
 Select objects as Kind/id: a guest by vmid or name (QemuVM/100), an interface
 by node/iface or iface (LinuxBridge/pve/vmbr1), the others by their id
@@ -44,8 +58,9 @@ NetworkApply/pve, DownloadedImage/local:iso/debian.iso, ACL by
 path:principal:role). --all imports every object (of --node for the kinds
 that live on a node). See docs/import.md.
 
-Exit codes: 0 written, 1 API failure or documents that do not plan clean
-(nothing is written), 3 invalid selection or flags.`,
+Exit codes: 0 every object written, 2 written but for the objects named on
+stderr (commented out, or not read), 1 API failure or a selection that finds
+nothing (nothing is written), 3 invalid selection or flags.`,
 		Example: "  pvectl import QemuVM/100 LinuxBridge/pve/vmbr1 Pool/lab\n  pvectl import --all --node pve -o cluster.yaml\n  pvectl import --all --out-dir specs/",
 		RunE:    func(c *cobra.Command, args []string) error { return o.run(c.Context(), args) },
 		// Kinds complete offline; the ids are the cluster's (see --help).
@@ -63,7 +78,10 @@ Exit codes: 0 written, 1 API failure or documents that do not plan clean
 	c.Flags().StringVar(&o.node, "node", "", "with --all: only this node's guests, interfaces and settings")
 	c.Flags().StringVarP(&o.out, "out", "o", "", "write the documents to FILE instead of stdout")
 	c.Flags().StringVar(&o.outDir, "out-dir", "", "write one file per document into DIR (made if missing)")
-	c.Flags().BoolVar(&o.withGenerated, "with-generated", false, "keep what PVE generated (MAC addresses, vmgenid, SMBIOS UUID)")
+	c.Flags().BoolVar(&o.withGenerated, "with-generated", false, "keep what PVE generated (vmgenid, SMBIOS UUID, a container's ostype and arch)")
+	c.Flags().BoolVar(&o.manageInfrastructure, "manage-infrastructure", false,
+		"import the node's bridge with its address, the installer's storages and templates pvectl did not bake as managed (default: managed: false)")
+	c.Flags().BoolVar(&o.withPowerState, "with-power-state", false, "write each guest's power state (running: true|false); without it, plan and apply leave power alone")
 	return c
 }
 
@@ -94,16 +112,14 @@ func (o *importOptions) run(ctx context.Context, args []string) error {
 	}
 	in := watchInterrupts(ctx, o.g.signals)
 	defer in.close()
-	popts, err := liveOptions(o.g, planner.Options{}, o.g.streams.Err)
+	conc, err := o.g.resolveReadConcurrency()
 	if err != nil {
 		return err
 	}
 	res, err := planner.Import(in.ctx, cl, planner.ImportOptions{
-		Refs: args, All: o.all, Node: o.node, WithGenerated: o.withGenerated, ReadConcurrency: popts.ReadConcurrency,
+		Refs: args, All: o.all, Node: o.node, WithGenerated: o.withGenerated, ReadConcurrency: conc,
+		ManageInfrastructure: o.manageInfrastructure, WithPowerState: o.withPowerState,
 	})
-	if err == nil {
-		err = planner.CheckImport(in.ctx, cl, res, popts)
-	}
 	if in.interrupted() {
 		return errInterrupted
 	}
@@ -117,17 +133,26 @@ func (o *importOptions) run(ctx context.Context, args []string) error {
 	for _, msg := range res.Warnings {
 		fmt.Fprintf(w, "Warning: %s\n", msg)
 	}
-	if len(res.Docs) == 0 {
-		fmt.Fprintln(w, "Nothing to import.")
-		return nil
-	}
-	if err := o.write(res); err != nil {
-		return err
+	if len(res.Docs)+len(res.Rejected) > 0 {
+		if err := o.write(res); err != nil {
+			return err
+		}
 	}
 	if vars := res.Vars(); len(vars) > 0 {
 		fmt.Fprintf(w, "The documents read secrets from the environment: set %s before plan or apply.\n", strings.Join(vars, ", "))
 	}
-	fmt.Fprintf(w, "Imported %d document%s.\n", len(res.Docs), plural(len(res.Docs)))
+	for _, msg := range res.Problems {
+		fmt.Fprintf(w, "Not imported: %s\n", msg)
+	}
+	switch n := len(res.Docs); {
+	case n == 0 && len(res.Problems) == 0:
+		fmt.Fprintln(w, "Nothing to import.")
+	case len(res.Problems) == 0:
+		fmt.Fprintf(w, "Imported %d document%s.\n", n, plural(n))
+	default:
+		fmt.Fprintf(w, "Imported %d document%s; %d object%s not imported (above).\n", n, plural(n), len(res.Problems), plural(len(res.Problems)))
+		return &exitError{code: exitSkipped}
+	}
 	return nil
 }
 
@@ -148,7 +173,7 @@ func (o *importOptions) write(res *planner.ImportResult) error {
 		return err
 	}
 	used := map[string]bool{}
-	for _, d := range res.Docs {
+	for _, d := range append(slices.Clip(res.Docs), res.Rejected...) {
 		b, err := d.YAML()
 		if err != nil {
 			return err

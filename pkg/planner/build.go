@@ -203,15 +203,33 @@ func (b *builder) commits(conn, node string) bool {
 // resources for one reason).
 func selectedErrors(failed map[string]error, sel map[string]bool) error {
 	seen := map[string]bool{}
-	var errs []error
+	re := &resourceErrors{byAddress: map[string]error{}}
 	for _, a := range slices.Sorted(maps.Keys(failed)) {
-		if msg := failed[a].Error(); sel[a] && !seen[msg] {
+		if !sel[a] {
+			continue
+		}
+		re.byAddress[a] = failed[a]
+		if msg := failed[a].Error(); !seen[msg] {
 			seen[msg] = true
-			errs = append(errs, failed[a])
+			re.errs = append(re.errs, failed[a])
 		}
 	}
-	return errors.Join(errs...)
+	if len(re.errs) == 0 {
+		return nil
+	}
+	return re
 }
+
+// resourceErrors is Build's refusal of resources it could not plan: each
+// one's error by address (import comments out those documents and keeps
+// the others), and the distinct errors, joined, as its message.
+type resourceErrors struct {
+	byAddress map[string]error
+	errs      []error
+}
+
+func (e *resourceErrors) Error() string   { return errors.Join(e.errs...).Error() }
+func (e *resourceErrors) Unwrap() []error { return e.errs }
 
 // forwardDeps is the spec's dependency graph restricted to planned resources.
 func (b *builder) forwardDeps() map[string][]string {

@@ -12,6 +12,9 @@ import (
 // as the kind manages them; propagate only when it is not PVE's default.
 // The user, token and pool a grant names are edges Load finds itself.
 
+// importLists: GET /access/acl.
+func (aclKind) importLists(lc *liveConn, _ string) []listRead { return []listRead{aclRead(lc)} }
+
 func (aclKind) importable(ctx context.Context, ic *importCtx, _ string) ([]importItem, error) {
 	entries, err := ic.lc.aclList(ctx)
 	if err != nil {

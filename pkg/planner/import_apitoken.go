@@ -14,6 +14,9 @@ import (
 // a create from the document makes a new one. The token this import runs
 // as is left out (destroying the specs would cut pvectl off).
 
+// importLists: the users with their tokens.
+func (tokenKind) importLists(lc *liveConn, _ string) []listRead { return []listRead{usersRead(lc)} }
+
 func (tokenKind) importable(ctx context.Context, ic *importCtx, _ string) ([]importItem, error) {
 	users, err := ic.lc.userList(ctx)
 	if err != nil {

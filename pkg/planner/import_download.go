@@ -54,6 +54,11 @@ func (downloadKind) importable(ctx context.Context, ic *importCtx, node string) 
 	return out, nil
 }
 
+// importLists: the content lists of the storages that hold files.
+func (downloadKind) importLists(lc *liveConn, node string) []listRead {
+	return volumeReads(lc, node, downloadContents)
+}
+
 // importPerms: a storage's content is listed only with Datastore.Audit
 // or Datastore.AllocateSpace on it.
 func (downloadKind) importPerms(string) []permNeed {

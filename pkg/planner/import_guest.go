@@ -59,13 +59,20 @@ func (g guest) importable(ctx context.Context, ic *importCtx, node string) ([]im
 	return out, nil
 }
 
+// importLists: the guest rows (the per-node lists of the type).
+func (g guest) importLists(lc *liveConn, _ string) []listRead {
+	return []listRead{guestRowsRead(lc, g.typ)}
+}
+
 // importPerms: the node lists show only the guests a token may audit.
 func (g guest) importPerms(string) []permNeed {
 	return []permNeed{need("/vms", "to list the guests (PVE lists only those a token may audit)", "VM.Audit")}
 }
 
 // guestDoc is the part of a guest's document both kinds write: node,
-// vmid, the config's create parameters, pool and power state. It is nil
+// vmid, the config's create parameters, pool, and the power state when
+// asked for (without it, a guest stopped for maintenance stays stopped
+// whatever the next apply does). It is nil
 // (with a warning) for a guest without a name, which a spec cannot name.
 func (g guest) guestDoc(ic *importCtx, kind string, lo *liveObj, skip func(string) bool) *ImportedDoc {
 	gl := liveOf(lo)
@@ -80,7 +87,7 @@ func (g guest) guestDoc(ic *importCtx, kind string, lo *liveObj, skip func(strin
 	m := ic.method("POST", g.createPath)
 	fields := ic.specFields(d, m, importedConfig(lo.Config), fmt.Sprintf("%s_%d", g.noun, gl.VMID), func(k string) bool {
 		return g.notInConfig[k] || guestNotManaged[k] || isUnused(k) || k == g.nameParam || skip(k)
-	}, g.subRule(ic, gl.VMID))
+	}, g.subRule(gl.VMID))
 	first := []Field{{"node", lo.Node}, {"vmid", gl.VMID}}
 	if d.Name != name {
 		first = append(first, Field{g.nameParam, name})
@@ -89,22 +96,30 @@ func (g guest) guestDoc(ic *importCtx, kind string, lo *liveObj, skip func(strin
 	if gl.Pool != "" {
 		fields = append(fields, Field{"pool", gl.Pool})
 	}
-	if lo.Config["template"] != "1" {
+	template := lo.Config["template"] == "1"
+	if ic.withPowerState && !template {
 		fields = append(fields, Field{"running", gl.Status == "running"})
 	}
 	d.Spec = fields
+	// A template pvectl did not bake (no recipe block) is the node's
+	// base image, which other guests are cloned from: read only.
+	if template && liveRecipe(lo.Config["description"]) == "" && !ic.manageInfrastructure {
+		d.ReadOnly = true
+		d.Notes = append(d.Notes, "# managed: false: a template pvectl did not bake (import with --manage-infrastructure to manage it).")
+	}
 	return d
 }
 
-// subRule drops what PVE generated in a guest's property strings (a
-// NIC's MAC address) unless asked for, and writes the guest's own disks
-// as STORAGE:SIZE.
-func (g guest) subRule(ic *importCtx, vmid int) subRule {
+// subRule writes the guest's own disks as STORAGE:SIZE. A NIC's MAC
+// address is kept, the user's or PVE's: the guest exists, and a create
+// from the document without it would get a new one (PVE generates one
+// for a NIC that has none: qemu-server PVE/QemuServer.pm parse_net,
+// pve-container src/PVE/LXC/Config.pm parse_lxc_network), which breaks
+// DHCP reservations and anything else keyed on it.
+func (g guest) subRule(vmid int) subRule {
 	return func(key string, p *schema.Param, sub, value string, items []schema.KV) (string, bool) {
 		volKey := volumeKey(p.SubKeys())
 		switch {
-		case (sub == "macaddr" || sub == "hwaddr") && !ic.withGenerated:
-			return "", false
 		case volKey != "" && sub == volKey:
 			size, _ := schema.PropValue(items, "size")
 			return ownVolume(key, value, size, vmid), true

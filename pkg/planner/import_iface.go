@@ -3,7 +3,9 @@ package planner
 import (
 	"context"
 	"slices"
+	"strings"
 
+	"github.com/pvectl/pvectl/pkg/pve"
 	"github.com/pvectl/pvectl/pkg/spec"
 )
 
@@ -43,6 +45,9 @@ func (k ifaceKind) importable(ctx context.Context, ic *importCtx, node string) (
 	}
 	return out, nil
 }
+
+// importLists: the nodes' network lists.
+func (ifaceKind) importLists(lc *liveConn, node string) []listRead { return networkReads(lc, node) }
 
 func (k ifaceKind) kindName() string {
 	if k.typ == "bond" {
@@ -85,5 +90,37 @@ func (k ifaceKind) importDoc(ic *importCtx, r *spec.Resource, lo *liveObj) (*Imp
 		first = append(first, Field{"iface", iface})
 	}
 	d.Spec = withFirst(fields, first...)
+	if !ic.manageInfrastructure && nodeInfra(ic.lc.networks[node], iface) {
+		d.ReadOnly = true
+		d.Notes = append(d.Notes, "# managed: false: the node's own network (import with --manage-infrastructure to manage it).")
+	}
 	return d, nil
+}
+
+// addressKeys are what give an interface an address or a route of the
+// node's own.
+var addressKeys = []string{"address", "cidr", "gateway", "address6", "cidr6", "gateway6"}
+
+// nodeInfra reports whether iface carries the node's own network: it
+// has an address or a gateway (the management bridge, vmbr0 with the
+// address the installer gave), or it is a port of an interface that does
+// (a bond under that bridge). Removing it would take the node off the
+// network.
+func nodeInfra(ln *liveNetwork, iface string) bool {
+	if ln == nil {
+		return false
+	}
+	carries := func(c pve.Config) bool {
+		return slices.ContainsFunc(addressKeys, func(k string) bool { return c[k] != "" })
+	}
+	if c := ln.iface(iface); c != nil && carries(c) {
+		return true
+	}
+	for _, c := range ln.ifaces {
+		ports := append(strings.Fields(c["bridge_ports"]), strings.Fields(c["slaves"])...)
+		if slices.Contains(ports, iface) && c["iface"] != iface && carries(c) {
+			return true
+		}
+	}
+	return false
 }

@@ -25,13 +25,17 @@ func (netApplyKind) importable(_ context.Context, ic *importCtx, node string) ([
 	return out, nil
 }
 
+// importLists: the nodes' network lists.
+func (netApplyKind) importLists(lc *liveConn, node string) []listRead { return networkReads(lc, node) }
+
 // importDoc writes the commit of a node, with --all only for a node
-// whose interfaces this import has.
+// whose interfaces this import manages.
 func (netApplyKind) importDoc(ic *importCtx, r *spec.Resource, lo *liveObj) (*ImportedDoc, error) {
 	var ifaces []string
 	for _, addr := range slices.Sorted(maps.Keys(ic.docs)) {
 		d := ic.docs[addr]
-		if is[netStager](d.Kind) && fieldString(d.Spec, "node") == lo.Node {
+		// A managed: false interface stages nothing to commit.
+		if is[netStager](d.Kind) && !d.ReadOnly && fieldString(d.Spec, "node") == lo.Node {
 			ifaces = append(ifaces, addr)
 		}
 	}

@@ -3,6 +3,7 @@ package planner
 import (
 	"context"
 
+	"github.com/pvectl/pvectl/pkg/pve"
 	"github.com/pvectl/pvectl/pkg/spec"
 )
 
@@ -17,9 +18,24 @@ func (nodeDNSKind) importable(_ context.Context, ic *importCtx, node string) ([]
 	var out []importItem
 	for _, n := range nodes {
 		r := &spec.Resource{Kind: spec.KindNodeDns, Name: n, State: spec.Present, Params: map[string]string{"node": n}}
-		out = append(out, importItem{r: r, ids: []string{n}})
+		out = append(out, importItem{r: r, ids: []string{n}, lo: dnsObj(ic.lc.client, n)})
 	}
 	return out, nil
+}
+
+// dnsObj is a node's DNS settings, read with the other objects' reads
+// (observe reads them at once: a plan has a NodeDns or two, an import
+// reads every node's beside the guests' configs).
+func dnsObj(cl *pve.Client, node string) *liveObj {
+	lo := &liveObj{Node: node}
+	lo.load = func(ctx context.Context) error {
+		got, err := readDNS(ctx, cl, node)
+		if err == nil {
+			*lo = *got
+		}
+		return err
+	}
+	return lo
 }
 
 // importPerms: GET /nodes/{node}/dns needs Sys.Audit on the node.

@@ -28,6 +28,9 @@ func (poolKind) importable(ctx context.Context, ic *importCtx, _ string) ([]impo
 	return out, nil
 }
 
+// importLists: GET /pools.
+func (poolKind) importLists(lc *liveConn, _ string) []listRead { return []listRead{poolsRead(lc)} }
+
 // importPerms: GET /pools lists only the pools a token may audit.
 func (poolKind) importPerms(string) []permNeed {
 	return []permNeed{need("/pool", "to list the pools (PVE lists only those a token may audit)", "Pool.Audit")}

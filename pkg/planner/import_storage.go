@@ -31,6 +31,11 @@ func (storageKind) importable(ctx context.Context, ic *importCtx, node string) (
 	return out, nil
 }
 
+// importLists: GET /storage.
+func (storageKind) importLists(lc *liveConn, _ string) []listRead {
+	return []listRead{storagesRead(lc)}
+}
+
 // importPerms: GET /storage lists only the storages a token may audit.
 func (storageKind) importPerms(string) []permNeed {
 	return []permNeed{needAny("/storage", "to list the storages (PVE lists only those a token may audit)", "Datastore.Audit", "Datastore.AllocateSpace")}
@@ -77,5 +82,16 @@ func (storageKind) importDoc(ic *importCtx, _ *spec.Resource, lo *liveObj) (*Imp
 		}
 	}
 	d.Spec = fields
+	if installerStorages[id] == typ && !ic.manageInfrastructure {
+		d.ReadOnly = true
+		d.Notes = append(d.Notes, "# managed: false: a storage the PVE installer made (import with --manage-infrastructure to manage it).")
+	}
 	return d, nil
 }
+
+// installerStorages are the storages the PVE installer writes into
+// storage.cfg, by id and type: `local` (the directory /var/lib/vz) and,
+// by the root file system, `local-lvm`, `local-zfs` or `local-btrfs`
+// (the admin guide's default storage.cfg). They are the node's disks,
+// not a spec's.
+var installerStorages = map[string]string{"local": "dir", "local-lvm": "lvmthin", "local-zfs": "zfspool", "local-btrfs": "btrfs"}

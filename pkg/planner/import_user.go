@@ -15,6 +15,9 @@ import (
 
 const builtinUser = "root@pam"
 
+// importLists: the users with their tokens.
+func (userKind) importLists(lc *liveConn, _ string) []listRead { return []listRead{usersRead(lc)} }
+
 func (userKind) importable(ctx context.Context, ic *importCtx, _ string) ([]importItem, error) {
 	users, err := ic.lc.userList(ctx)
 	if err != nil {

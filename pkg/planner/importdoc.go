@@ -32,10 +32,17 @@ type ImportedDoc struct {
 	// Notes are written as comments above the document.
 	Notes []string
 
+	// Problem, when set, is why the document does not plan clean (or
+	// does not load): it is written commented out, after this line.
+	Problem string
+
 	// secrets holds the live values of the ${VAR} placeholders in Spec,
 	// by variable: only the check that the documents plan clean reads
 	// them, they are never written.
 	secrets map[string]string
+	// live is what observe read of the object: the check plans the
+	// document against it instead of reading the object again.
+	live *liveObj
 }
 
 // Field is one spec key of an imported document. Value is a string, an
@@ -51,9 +58,14 @@ func (d *ImportedDoc) Address() string { return d.Kind + "/" + d.Name }
 // Vars are the environment variables the document's placeholders name.
 func (d *ImportedDoc) Vars() []string { return slices.Sorted(maps.Keys(d.secrets)) }
 
-// Encode writes the documents as one multi-document YAML stream.
+// Encode writes the documents as one multi-document YAML stream, those
+// that do not plan clean (Rejected) commented out at its end.
 func (res *ImportResult) Encode(w io.Writer) error {
-	for i, d := range res.Docs {
+	return encodeDocs(w, append(slices.Clip(res.Docs), res.Rejected...))
+}
+
+func encodeDocs(w io.Writer, docs []*ImportedDoc) error {
+	for i, d := range docs {
 		if i > 0 {
 			if _, err := w.Write([]byte("---\n")); err != nil {
 				return err
@@ -111,7 +123,30 @@ func (d *ImportedDoc) YAML() ([]byte, error) {
 	if err := enc.Encode(doc); err != nil {
 		return nil, err
 	}
-	return buf.Bytes(), enc.Close()
+	if err := enc.Close(); err != nil {
+		return nil, err
+	}
+	if d.Problem == "" {
+		return buf.Bytes(), nil
+	}
+	return commentedOut(d.Address(), d.Problem, buf.Bytes()), nil
+}
+
+// commentedOut is a document that does not plan clean, as comments: a
+// plan of the file does not see it, and a user sees why and what to fix.
+func commentedOut(addr, problem string, doc []byte) []byte {
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "# pvectl import: %s is commented out: it would not plan clean as written:\n", addr)
+	for _, line := range strings.Split(problem, "\n") {
+		fmt.Fprintf(&b, "#   %s\n", line)
+	}
+	b.WriteString("# Fix the document (or the object in PVE), then remove the leading \"# \" of its lines.\n")
+	for _, line := range strings.SplitAfter(string(doc), "\n") {
+		if line != "" {
+			b.WriteString("# " + line)
+		}
+	}
+	return b.Bytes()
 }
 
 func str(s string) *yaml.Node {
@@ -141,7 +176,15 @@ func strList(xs []string, style yaml.Style) *yaml.Node {
 // the value to write, or drop to leave it out.
 func (ic *importCtx) specFields(d *ImportedDoc, m *schema.Method, cfg pve.Config, prefix string, skip func(key string) bool, sub subRule) []Field {
 	var out []Field
-	accepts := acceptedParams(d.Kind)
+	accepts := ic.accepts[d.Kind]
+	if accepts == nil {
+		// Once per kind: the kind's spec facts are built on each call.
+		accepts = acceptedParams(d.Kind)
+		if ic.accepts == nil {
+			ic.accepts = map[string]func(string) bool{}
+		}
+		ic.accepts[d.Kind] = accepts
+	}
 	for _, key := range slices.Sorted(maps.Keys(cfg)) {
 		v := cfg[key]
 		if (skip != nil && skip(key)) || !accepts(key) {

@@ -1,7 +1,6 @@
 package planner
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -76,6 +75,9 @@ type importItem struct {
 	// ids are what a user may write after "Kind/" to select it ("100",
 	// "app-vm-1"; "pve/vmbr1", "vmbr1").
 	ids []string
+	// lo, when set, is the object as the listing observed it (its reads
+	// deferred, as observe's): the engine does not observe it again.
+	lo *liveObj
 }
 
 // ImportOptions selects what Import reads.
@@ -89,8 +91,16 @@ type ImportOptions struct {
 	// Connection is the connection read ("" = the environment's).
 	Connection string
 	// WithGenerated keeps what PVE generates when it creates an object
-	// (MAC addresses, a VM's vmgenid and SMBIOS UUID).
+	// (a VM's vmgenid and SMBIOS UUID, a container's ostype).
 	WithGenerated bool
+	// ManageInfrastructure imports the node's own infrastructure (the
+	// bridge with its address, the installer's storages, templates
+	// pvectl did not bake) as managed documents; without it they are
+	// managed: false, so a destroy of the documents never removes them.
+	ManageInfrastructure bool
+	// WithPowerState writes a guest's power state (running: true|false);
+	// without it an imported guest's power is left alone.
+	WithPowerState bool
 	// Schema holds the PVE parameter facts; nil means schema.Default().
 	Schema *schema.Table
 	// ReadConcurrency caps the reads in flight (0: DefaultReadConcurrency).
@@ -99,7 +109,14 @@ type ImportOptions struct {
 
 // ImportResult is what Import read.
 type ImportResult struct {
+	// Docs plan clean against the live state, in dependency order.
 	Docs []*ImportedDoc
+	// Rejected are documents that do not plan clean (Problem says why):
+	// Encode writes them commented out.
+	Rejected []*ImportedDoc
+	// Problems name, one line each, the objects that are not written as
+	// documents (Rejected, or not read at all) and why.
+	Problems []string
 	// Warnings say what was left out and why.
 	Warnings []string
 }
@@ -116,10 +133,14 @@ func (res *ImportResult) Vars() []string {
 
 // importCtx is what a kind's importer gets.
 type importCtx struct {
-	lc            *liveConn
-	table         *schema.Table
-	withGenerated bool
-	warnings      []string
+	lc                   *liveConn
+	table                *schema.Table
+	withGenerated        bool
+	manageInfrastructure bool
+	withPowerState       bool
+	warnings             []string
+	// failures are the objects that could not be read, one line each.
+	failures []string
 	// docs are the documents made so far, by address: kinds imported
 	// after others (a node's network commit) look at them.
 	docs map[string]*ImportedDoc
@@ -127,6 +148,9 @@ type importCtx struct {
 	explicit map[*spec.Resource]bool
 	// stagedWarned are the nodes whose staged network was warned about.
 	stagedWarned []string
+	// accepts are, by kind, the PVE parameters its spec takes
+	// (acceptedParams).
+	accepts map[string]func(string) bool
 }
 
 // named reports whether r was selected by a Kind/id (not by --all).
@@ -145,8 +169,10 @@ func (ic *importCtx) method(httpMethod, template string) *schema.Method {
 	return m
 }
 
-// ImportError is an import that cannot be trusted: the selection names
-// what does not exist, or planning the documents is not clean.
+// ImportError is an import that cannot be made at all: the selection
+// names what does not exist (or what the token may not read). One object
+// that cannot be read or does not plan clean is not one: it is in
+// ImportResult.Problems.
 type ImportError struct {
 	Problems []string
 	// Invalid: the selection itself is wrong (found before any API call).
@@ -155,10 +181,22 @@ type ImportError struct {
 
 func (e *ImportError) Error() string { return strings.Join(e.Problems, "\n") }
 
-// Import reads the selected live objects and makes them documents, in
-// dependency order. It returns an *ImportError when a selection is wrong
-// (Invalid: before any API call) or finds nothing, or an object cannot be
-// read. CheckImport then says whether the documents plan clean.
+// kindPick is one kind's objects an import writes, observed.
+type kindPick struct {
+	kind    string
+	im      importer
+	items   []importItem
+	keys    []string // the items' keys in objs
+	lacking bool     // the token may not audit all of the kind
+}
+
+// Import reads the selected live objects once and makes them documents,
+// in dependency order: the lists every kind needs at once, the objects'
+// own reads (configs) a few at a time, then the documents, which it
+// plans against what it read (check). It returns an *ImportError when a
+// selection is wrong (Invalid: before any API call) or finds nothing; an
+// object that cannot be read, or whose document does not plan clean, is
+// only left out (ImportResult.Problems).
 func Import(ctx context.Context, clients Clients, opts ImportOptions) (*ImportResult, error) {
 	if !opts.All && len(opts.Refs) == 0 {
 		return nil, errors.New("nothing to import: name objects (Kind/id) or pass --all")
@@ -182,7 +220,8 @@ func Import(ctx context.Context, clients Clients, opts ImportOptions) (*ImportRe
 	if opts.Node != "" && !lc.hasNode(opts.Node) {
 		return nil, fmt.Errorf("node %q is not in the cluster (nodes: %s)", opts.Node, strings.Join(lc.nodes, ", "))
 	}
-	ic := &importCtx{lc: lc, table: table, withGenerated: opts.WithGenerated, docs: map[string]*ImportedDoc{}, explicit: map[*spec.Resource]bool{}}
+	ic := &importCtx{lc: lc, table: table, withGenerated: opts.WithGenerated, manageInfrastructure: opts.ManageInfrastructure,
+		withPowerState: opts.WithPowerState, docs: map[string]*ImportedDoc{}, explicit: map[*spec.Resource]bool{}}
 
 	// Kinds that commit others' changes come last: they look at what was
 	// imported before them.
@@ -190,72 +229,138 @@ func Import(ctx context.Context, clients Clients, opts ImportOptions) (*ImportRe
 	slices.SortStableFunc(order, func(a, b string) int {
 		return boolInt(is[netCommitter](a)) - boolInt(is[netCommitter](b))
 	})
+	order = slices.DeleteFunc(order, func(kind string) bool {
+		_, ok := importerOf(kinds[kind])
+		return !ok || (!opts.All && len(sel[kind]) == 0)
+	})
+	ic.prefetch(ctx, order, opts.Node)
+	objs := map[string]*liveObj{}
+	var picks []*kindPick
 	for _, kind := range order {
-		k := kinds[kind]
-		im, ok := importerOf(k)
-		ids := sel[kind]
-		if !opts.All && len(ids) == 0 {
-			continue
-		}
-		if !ok {
-			continue // selectRefs refused a selection of it
-		}
-		// With --all, a kind the token may not audit is imported as far as
-		// PVE shows it, after a warning; what PVE refuses outright is
-		// left out (the warning said why).
-		lacking := false
-		if ia, ok := k.(importAuditor); ok {
-			if err := lc.checkPerms(kind, ia.importPerms(opts.Node)); err != nil {
-				lacking = true
-				msg := fmt.Sprintf("%v; what the token may not audit is not imported", err)
-				if len(ids) > 0 {
-					problems = append(problems, msg)
-					continue
-				}
-				ic.warn("%s", msg)
-			}
-		}
-		node := opts.Node
-		if len(ids) > 0 {
-			node = "" // a named object is found wherever it is
-		}
-		items, err := im.importable(ctx, ic, node)
-		if err != nil {
-			if lacking && forbidden(err) {
-				continue
-			}
-			return nil, fmt.Errorf("%s: %w", kind, err)
-		}
-		picked := items
-		if len(ids) > 0 {
-			var missing []string
-			picked, missing = ic.pick(kind, items, ids)
-			problems = append(problems, missing...)
-		}
-		docs, errs := importKind(ctx, ic, k, im, picked)
-		for _, err := range errs {
-			if !lacking || !forbidden(err) {
-				problems = append(problems, err.Error())
-			}
-		}
-		for _, d := range docs {
-			ic.docs[d.Address()] = d
+		kp, errs := ic.pickKind(ctx, kind, sel[kind], opts.Node, objs)
+		problems = append(problems, errs...)
+		if kp != nil {
+			picks = append(picks, kp)
 		}
 	}
 	if len(problems) > 0 {
 		return nil, &ImportError{Problems: problems}
 	}
-	res := &ImportResult{Warnings: ic.warnings}
+	loadErrs := loadAll(ctx, objs, ic.lc.readConc)
+	for _, kp := range picks {
+		ic.importKind(kp, objs, loadErrs)
+	}
+	res := &ImportResult{Warnings: ic.warnings, Problems: ic.failures}
 	for _, addr := range slices.Sorted(maps.Keys(ic.docs)) {
 		d := ic.docs[addr]
 		// Only edges to documents of this import.
 		d.DependsOn = slices.DeleteFunc(sortedUnique(d.DependsOn), func(a string) bool { return ic.docs[a] == nil || a == addr })
 		res.Docs = append(res.Docs, d)
 	}
-	if err := res.order(table); err != nil {
+	if err := ic.check(ctx, res); err != nil {
 		return nil, err
 	}
 	return res, nil
+}
+
+// pickKind lists kind's objects, picks those ids name (all of them with
+// no ids), checks that the token may read them and observes them into
+// objs, whose reads Import then runs all together. It returns the
+// selection's problems; an object that cannot be observed is a failure
+// of its own (ic.failures).
+func (ic *importCtx) pickKind(ctx context.Context, kind string, ids []string, node string, objs map[string]*liveObj) (*kindPick, []string) {
+	k := kinds[kind]
+	im, _ := importerOf(k)
+	kp := &kindPick{kind: kind, im: im}
+	// With --all, a kind the token may not audit is imported as far as
+	// PVE shows it, after a warning; what PVE refuses outright is left
+	// out (the warning said why).
+	if ia, ok := k.(importAuditor); ok {
+		if err := ic.lc.checkPerms(kind, ia.importPerms(node)); err != nil {
+			msg := fmt.Sprintf("%v; what the token may not audit is not imported", err)
+			if len(ids) > 0 {
+				return nil, []string{msg}
+			}
+			kp.lacking = true
+			ic.warn("%s", msg)
+		}
+	}
+	if len(ids) > 0 {
+		node = "" // a named object is found wherever it is
+	}
+	items, err := im.importable(ctx, ic, node)
+	if err != nil {
+		if kp.lacking && forbidden(err) {
+			return nil, nil
+		}
+		return nil, []string{fmt.Sprintf("%s: %v", kind, err)}
+	}
+	var problems []string
+	if len(ids) > 0 {
+		items, problems = ic.pick(kind, items, ids)
+	}
+	kp.items = items
+	kp.keys = itemKeys(items)
+	for i, it := range items {
+		if lo, err := ic.observe(ctx, k, it); err != nil {
+			ic.fail(kp, err)
+		} else {
+			objs[kp.keys[i]] = lo
+		}
+	}
+	return kp, problems
+}
+
+// observe reads one object as a plan would, unless its listing did.
+func (ic *importCtx) observe(ctx context.Context, k kindOps, it importItem) (*liveObj, error) {
+	r := it.r
+	if p, ok := k.(permissioned); ok {
+		if err := ic.lc.checkPerms(r.Address(), p.readPerms(r)); err != nil {
+			return nil, err
+		}
+	}
+	if it.lo != nil {
+		return it.lo, nil
+	}
+	lo, err := k.observe(ctx, ic.lc, r)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", r.Address(), err)
+	}
+	return lo, nil
+}
+
+// fail records an object that could not be read, unless the token may
+// not audit its kind and PVE said so (the warning said it already).
+func (ic *importCtx) fail(kp *kindPick, err error) {
+	if !kp.lacking || !forbidden(err) {
+		ic.failures = append(ic.failures, err.Error())
+	}
+}
+
+// itemKeys are the items' addresses, unique: objects of one address
+// (two guests of one name, one file on two nodes' storages) are told
+// apart by the first of their ids that does.
+func itemKeys(items []importItem) []string {
+	count := map[string]int{}
+	for _, it := range items {
+		count[it.r.Address()]++
+	}
+	keys := make([]string, len(items))
+	used := map[string]bool{}
+	for i, it := range items {
+		addr := it.r.Address()
+		key := addr
+		for j := 0; count[addr] > 1 && (key == addr || used[key]); j++ {
+			if j < len(it.ids) {
+				key = fmt.Sprintf("%s (%s)", addr, it.ids[j])
+			} else {
+				key = fmt.Sprintf("%s (#%d)", addr, i)
+			}
+		}
+		used[key] = true
+		keys[i] = key
+	}
+	return keys
 }
 
 // pick finds the items that ids name; each id must name exactly one.
@@ -344,148 +449,41 @@ func selectRefs(refs []string) (map[string][]string, []string) {
 	return out, problems
 }
 
-// importKind observes the picked objects with their kind's observe, as a
-// plan would, runs their reads a few at a time (loadAll), and asks the
-// kind for their documents, in order.
-func importKind(ctx context.Context, ic *importCtx, k kindOps, im importer, picked []importItem) ([]*ImportedDoc, []error) {
-	var errs []error
-	objs := map[string]*liveObj{}
-	keys := make([]string, len(picked))
-	// later counts the items still to come at each address (one pass,
-	// not a scan of the rest for every item).
-	later := map[string]int{}
-	for _, it := range picked {
-		later[it.r.Address()]++
-	}
-	for i, it := range picked {
-		r := it.r
-		// Two guests of one name have one address: the id tells them apart.
-		addr := r.Address()
-		later[addr]--
-		keys[i] = addr
-		if _, dup := objs[addr]; dup || later[addr] > 0 {
-			keys[i] = fmt.Sprintf("%s (%s)", addr, it.ids[0])
-		}
-		if p, ok := k.(permissioned); ok {
-			if err := ic.lc.checkPerms(r.Address(), p.readPerms(r)); err != nil {
-				errs = append(errs, err)
-				continue
-			}
-		}
-		lo, err := k.observe(ctx, ic.lc, r)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", keys[i], err))
-			continue
-		}
-		objs[keys[i]] = lo
-	}
-	loadErrs := loadAll(ctx, objs, ic.lc.readConc)
-	var docs []*ImportedDoc
-	for i, it := range picked {
-		lo := objs[keys[i]]
+// importKind asks the kind for the documents of its objects that were
+// read, in order.
+func (ic *importCtx) importKind(kp *kindPick, objs map[string]*liveObj, loadErrs map[string]error) {
+	for i, it := range kp.items {
+		key := kp.keys[i]
+		lo := objs[key]
 		switch {
 		case lo == nil:
-			continue
-		case loadErrs[keys[i]] != nil:
-			errs = append(errs, loadErrs[keys[i]])
+			continue // ic.fail said why
+		case loadErrs[key] != nil:
+			ic.fail(kp, loadErrs[key])
 			continue
 		case !lo.Exists:
-			errs = append(errs, fmt.Errorf("%s: not found", keys[i]))
+			ic.fail(kp, fmt.Errorf("%s: not found", key))
 			continue
 		}
-		d, err := im.importDoc(ic, it.r, lo)
+		d, err := kp.im.importDoc(ic, it.r, lo)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", keys[i], err))
+			ic.fail(kp, fmt.Errorf("%s: %w", key, err))
 			continue
 		}
 		if d != nil {
-			docs = append(docs, d)
+			d.live = lo
 			// Later documents of the kind see the names taken.
 			ic.docs[d.Address()] = d
 		}
 	}
-	return docs, errs
 }
 
 // order sorts the documents so that each comes after what it depends
-// on (the graph Load builds from them), by address otherwise.
-func (res *ImportResult) order(table *schema.Table) error {
-	set, err := res.load(table)
-	if err != nil {
-		return fmt.Errorf("internal error: the imported documents do not load: %w", err)
-	}
+// on (the graph of set, Load's of them), by address otherwise.
+func (res *ImportResult) order(set *spec.Set) {
 	rank := map[string]int{}
 	for i, addr := range set.Graph.Order() {
 		rank[addr] = i
 	}
 	slices.SortStableFunc(res.Docs, func(a, b *ImportedDoc) int { return rank[a.Address()] - rank[b.Address()] })
-	return nil
-}
-
-// load reads the documents back as specs, the placeholders resolved to
-// the live values they stand for.
-func (res *ImportResult) load(table *schema.Table) (*spec.Set, error) {
-	var buf bytes.Buffer
-	if err := res.Encode(&buf); err != nil {
-		return nil, err
-	}
-	vals := map[string]string{}
-	for _, d := range res.Docs {
-		maps.Copy(vals, d.secrets)
-	}
-	getenv := func(name string) (string, bool) {
-		v, ok := vals[name]
-		return v, ok
-	}
-	return spec.Load([]string{spec.StdinPath}, spec.LoadOptions{Getenv: getenv, Schema: table, Stdin: &buf})
-}
-
-// CheckImport plans the documents against the live state and returns an
-// *ImportError naming each one whose plan is not clean: what import
-// writes must describe the objects as they are.
-func CheckImport(ctx context.Context, clients Clients, res *ImportResult, opts Options) error {
-	if len(res.Docs) == 0 {
-		return nil
-	}
-	table := opts.Schema
-	if table == nil {
-		table = schema.Default()
-	}
-	set, err := res.load(table)
-	if err != nil {
-		return fmt.Errorf("internal error: the imported documents do not load: %w", err)
-	}
-	p, err := PlanLive(ctx, clients, set, opts)
-	if err != nil {
-		return fmt.Errorf("plan the imported documents: %w", err)
-	}
-	var problems []string
-	for _, c := range p.Changes {
-		if c.Action == NoOp {
-			continue
-		}
-		// One line per change: a reason's first line (a staged network
-		// diff follows it), and the keys that differ.
-		var why []string
-		for _, r := range c.Reasons {
-			line, _, _ := strings.Cut(r, "\n")
-			why = append(why, strings.TrimSuffix(strings.TrimSpace(line), ":"))
-		}
-		var paths []string
-		for _, d := range c.Diff {
-			paths = append(paths, d.Path)
-		}
-		msg := fmt.Sprintf("%s: the imported document does not plan clean: %s", c.Address, c.Action)
-		if len(why) > 0 {
-			msg += ": " + strings.Join(why, "; ")
-		}
-		if len(paths) > 0 {
-			msg += " (" + strings.Join(paths, ", ") + ")"
-		}
-		problems = append(problems, msg)
-	}
-	if len(problems) > 0 {
-		return &ImportError{Problems: problems}
-	}
-	return nil
 }

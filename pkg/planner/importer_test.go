@@ -3,6 +3,7 @@ package planner
 import (
 	"context"
 	"errors"
+	"maps"
 	"net/url"
 	"slices"
 	"strings"
@@ -53,9 +54,9 @@ func TestEnvName(t *testing.T) {
 }
 
 // TestImportQemuFields: a VM's config becomes the keys a user manages —
-// no generated values, no defaults, typed values, own disks as
-// STORAGE:SIZE, a secret as a placeholder whose value stays out of the
-// document.
+// no generated values but the MAC address, no defaults, typed values,
+// own disks as STORAGE:SIZE, a secret as a placeholder whose value stays
+// out of the document, no power state unless asked for.
 func TestImportQemuFields(t *testing.T) {
 	cfg := pve.Config{
 		"name": "web", "memory": "2048", "cores": "2", "sockets": "1", "numa": "0",
@@ -86,11 +87,10 @@ spec:
   cipassword: ${VM_100_CIPASSWORD}
   cores: 2
   memory: 2048
-  net0: virtio,bridge=vmbr0
+  net0: virtio=BC:24:11:07:3E:3A,bridge=vmbr0
   onboot: true
   scsi0: local-lvm:32,discard=on
   pool: lab
-  running: true
 `
 	if string(got) != want {
 		t.Errorf("got:\n%s\nwant:\n%s", got, want)
@@ -99,11 +99,14 @@ spec:
 		t.Errorf("Vars: got %v", v)
 	}
 
-	ic.withGenerated = true
+	ic.withGenerated, ic.withPowerState = true, true
 	ic.docs = map[string]*ImportedDoc{"QemuVM/web": d}
 	d2, _ := qemu.importDoc(ic, nil, lo)
 	if d2.Name != "web-100" {
 		t.Errorf("a second VM named web: got document %s, want web-100", d2.Name)
+	}
+	if v, _ := field(d2.Spec, "running"); v != true {
+		t.Errorf("--with-power-state: running is %v, want true", v)
 	}
 	for _, key := range []string{"vmgenid", "smbios1", "name"} {
 		if _, ok := field(d2.Spec, key); !ok {
@@ -132,9 +135,7 @@ func TestSimImportSelections(t *testing.T) {
 	if want := []string{"LinuxBridge/vmbr0", "NodeDns/pve2", "QemuVM/ubuntu-24.04-cloud", "Storage/local"}; !slices.Equal(got, want) {
 		t.Errorf("documents: got %v want %v", got, want)
 	}
-	if err := CheckImport(ctx, sim, res, Options{}); err != nil {
-		t.Errorf("CheckImport: %v", err)
-	}
+	planImported(t, sim, res)
 
 	res, err = Import(ctx, sim, ImportOptions{All: true})
 	if err != nil {
@@ -149,9 +150,7 @@ func TestSimImportSelections(t *testing.T) {
 			t.Errorf("--all on two nodes lacks %s: %v", want, names)
 		}
 	}
-	if err := CheckImport(ctx, sim, res, Options{}); err != nil {
-		t.Errorf("CheckImport of --all: %v", err)
-	}
+	planImported(t, sim, res)
 
 	_, err = Import(ctx, sim, ImportOptions{Refs: []string{"Pool", "Template/x", "QemuVM/nope"}})
 	var ie *ImportError
@@ -199,8 +198,43 @@ func TestSimImportDescriptionBlocks(t *testing.T) {
 			if tc.want == nil && ok || tc.want != nil && got != tc.want {
 				t.Errorf("description: got %q (present %v), want %v", got, ok, tc.want)
 			}
-			if err := CheckImport(ctx, sim, res, Options{}); err != nil {
-				t.Errorf("CheckImport: %v", err)
+			planImported(t, sim, res)
+		})
+	}
+}
+
+// TestImportLoadProblems: documents that do not load are named (not the
+// whole import failed): one wrong alone, or the second of two that clash;
+// the others load.
+func TestImportLoadProblems(t *testing.T) {
+	pool := func(name string) *ImportedDoc {
+		return &ImportedDoc{Kind: "Pool", Name: name, Spec: []Field{{"comment", "c"}}}
+	}
+	badVM := &ImportedDoc{Kind: "QemuVM", Name: "bad", Spec: []Field{{"node", "pve"}, {"vmid", 100}, {"memory", "lots"}}}
+	for _, tc := range []struct {
+		name string
+		docs []*ImportedDoc
+		bad  []string
+	}{
+		{"clean", []*ImportedDoc{pool("a"), pool("b")}, nil},
+		{"one wrong", []*ImportedDoc{pool("a"), badVM, pool("b")}, []string{"QemuVM/bad"}},
+		{"two that clash", []*ImportedDoc{pool("a"), pool("b"), pool("a")}, []string{"Pool/a"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			set, bad, err := loadEach(tc.docs, schema.Default())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := slices.Sorted(maps.Keys(bad)); !slices.Equal(got, tc.bad) {
+				t.Errorf("bad: got %v want %v", bad, tc.bad)
+			}
+			if tc.bad == nil && (set == nil || len(set.Resources) != len(tc.docs)) {
+				t.Errorf("set: %v", set)
+			}
+			for _, why := range bad {
+				if !strings.HasPrefix(why, "the document does not load: ") {
+					t.Errorf("why: %q", why)
+				}
 			}
 		})
 	}
