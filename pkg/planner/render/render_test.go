@@ -188,3 +188,42 @@ func TestJSONShape(t *testing.T) {
 		t.Errorf("JSON: got %s (-want +got):\n%s", buf.String(), diff)
 	}
 }
+
+func TestMarkdown(t *testing.T) {
+	for _, name := range []string{"create", "update", "destroy", "nochange", "provision"} {
+		t.Run(name, func(t *testing.T) {
+			var buf bytes.Buffer
+			if err := Markdown(&buf, plans()[name]); err != nil {
+				t.Fatal(err)
+			}
+			golden(t, buf.Bytes())
+		})
+	}
+}
+
+// TestMarkdownHostileValues: a value cannot end its code block, its table
+// cell or inject HTML into the summary line.
+func TestMarkdownHostileValues(t *testing.T) {
+	p := &planner.Plan{FormatVersion: "1", Changes: []*planner.Change{
+		change("QemuVM/a|b", planner.Update, []planner.FieldDiff{
+			{Path: "description", Before: "x", After: "```\n</details><script>"},
+		}, "description changed"),
+	}}
+	var buf bytes.Buffer
+	if err := Markdown(&buf, p); err != nil {
+		t.Fatal(err)
+	}
+	out := buf.String()
+	if !strings.Contains(out, "````diff\n") {
+		t.Errorf("fence not longer than the value's backticks:\n%s", out)
+	}
+	if !strings.Contains(out, "| `QemuVM/a\\|b` |") {
+		t.Errorf("pipe not escaped in the table:\n%s", out)
+	}
+	if strings.Count(out, "</details>") != 2 { // the block's own and the one inside the fenced value
+		t.Errorf("details blocks: %d closers:\n%s", strings.Count(out, "</details>"), out)
+	}
+	if strings.Contains(out, "\\n</details>") == false {
+		t.Errorf("the value's newline was not kept on one line:\n%s", out)
+	}
+}
