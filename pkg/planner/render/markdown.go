@@ -70,6 +70,13 @@ func verb(c *planner.Change) string {
 func changeLines(c *planner.Change) []string {
 	var out []string
 	for _, d := range c.Diff {
+		if lines, ok := textDiff(d.Before, d.After); ok {
+			out = append(out, "! "+d.Path+":")
+			for _, l := range lines {
+				out = append(out, string(l.op)+"     "+l.text)
+			}
+			continue
+		}
 		switch {
 		case d.Before == nil:
 			out = append(out, "+ "+d.Path+": "+oneLine(value(d.After)))
@@ -83,7 +90,8 @@ func changeLines(c *planner.Change) []string {
 		out = append(out, "# run "+s.File+" ("+s.Reason+")")
 	}
 	for _, r := range c.Reasons {
-		if len(c.Provision) > 0 && strings.HasPrefix(r, "provision: ") {
+		if len(c.Provision) > 0 && strings.HasPrefix(r, "provision: ") ||
+			echoesDiff(r, c.Diff) || c.Action == planner.Create && r == "does not exist" {
 			continue
 		}
 		out = append(out, "# "+oneLine(r))
