@@ -93,9 +93,10 @@ func (o *specOptions) load(g *globalOptions) (*spec.Set, error) {
 type planOptions struct {
 	g *globalOptions
 	specOptions
-	out      string
-	json     bool
-	detailed bool
+	out        string
+	json       bool
+	detailed   bool
+	privileges string
 }
 
 func newPlanCmd(g *globalOptions) *cobra.Command {
@@ -114,10 +115,14 @@ Exit codes: 0 success, 1 API or runtime failure, 3 invalid specs; with
 	c.Flags().StringVar(&o.out, "out", "", "save the plan to FILE for 'pvectl apply FILE'")
 	c.Flags().BoolVar(&o.json, "json", false, "print the plan as one JSON object")
 	c.Flags().BoolVar(&o.detailed, "detailed-exitcode", false, "exit 2 when there are changes, 0 when none")
+	c.Flags().StringVar(&o.privileges, "privileges", "warn", "privileges the token lacks for the changes: warn (list the grants that fix it; apply refuses) or strict (refuse the plan)")
 	return c
 }
 
 func (o *planOptions) run(ctx context.Context) error {
+	if !slices.Contains(privilegeModes, o.privileges) {
+		return invalid(fmt.Errorf("--privileges %q: want warn or strict", o.privileges))
+	}
 	set, err := o.load(o.g)
 	if err != nil {
 		return err
@@ -128,7 +133,7 @@ func (o *planOptions) run(ctx context.Context) error {
 	if o.json {
 		notices = o.g.streams.Err
 	}
-	p, cl, err := makePlan(in.ctx, o.g, set, planner.Options{Targets: o.targets}, notices)
+	p, cl, err := makePlan(in.ctx, o.g, set, planner.Options{Targets: o.targets, ReviewPrivileges: o.privileges == "warn"}, notices)
 	if in.interrupted() {
 		return errInterrupted
 	}
@@ -153,6 +158,7 @@ func (o *planOptions) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	printGrants(o.g.streams.Err, p)
 	if o.detailed && p.HasChanges() {
 		return &exitError{code: exitChanges}
 	}
