@@ -2,11 +2,14 @@ package main
 
 import (
 	"context"
+	"io"
 	"net/http"
+	"os/exec"
 	"net/url"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // Issue 23 (3), docs/ci.md's recipe: a PVEAuditor token plans a change —
@@ -83,4 +86,35 @@ func TestE2EReviewPlanWithAuditor(t *testing.T) {
 	// The deploy token (the simulator's admin) applies the reviewed plan.
 	e.runEnv(0, []string{"PROXMOX_TOKEN_SECRET=" + e2eTokenSecret, "PROXMOX_TOKEN_ID=" + e2eTokenID}, "apply", planFile)
 	e.mustRun(0, "plan", "-f", f, "--detailed-exitcode")
+}
+
+// Issue 23 (9): on a terminal, plan says what it reads before the plan
+// appears; through a pipe it does not.
+func TestE2EPlanSaysItReads(t *testing.T) {
+	e := startSim(t)
+	typer, term := openPTY(t)
+	var screen syncBuffer
+	go func() { _, _ = io.Copy(&screen, typer) }()
+	f := example(t, "01-bridge-and-vm.yaml", nil)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, pvectlBin, "plan", "-f", f, "--no-color")
+	cmd.Env = append(e.environ(), "HOME="+t.TempDir())
+	var stderr syncBuffer
+	cmd.Stdout, cmd.Stderr = term, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("plan on a terminal: %v\n%s", err, stderr.String())
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(screen.String(), "Plan: ") && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	got := screen.String()
+	if i := strings.Index(got, "Reading the live state of 3 resources through 1 connection"); i < 0 || i > strings.Index(got, "Plan: ") {
+		t.Errorf("plan on a terminal does not say what it reads first:\n%s", got)
+	}
+	r := e.run("plan", "-f", f)
+	if strings.Contains(r.stdout, "Reading the live state") {
+		t.Errorf("plan through a pipe says it reads:\n%s", r.stdout)
+	}
 }

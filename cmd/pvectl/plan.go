@@ -210,7 +210,20 @@ func planLive(ctx context.Context, g *globalOptions, set *spec.Set, cl *clients,
 	if err != nil {
 		return nil, err
 	}
+	sayReading(notices, set)
 	return planner.PlanLive(ctx, cl, set, opts)
+}
+
+// sayReading tells a person at a terminal what the plan reads before it
+// prints anything (a slow cluster takes seconds); logs and pipes get
+// nothing, so their output stays the plan's.
+func sayReading(w io.Writer, set *spec.Set) {
+	if !isTerminal(w) || len(set.Resources) == 0 {
+		return
+	}
+	conns := len(usedConnections(set))
+	fmt.Fprintf(w, "Reading the live state of %d resource%s through %d connection%s…\n",
+		len(set.Resources), plural(len(set.Resources)), conns, plural(conns))
 }
 
 // liveOptions adds to opts what the global flags say about reading the
