@@ -19,7 +19,7 @@ import (
 
 // topLevelKeys are the keys a document may have, in the order the error
 // message lists them.
-var topLevelKeys = []string{"kind", "name", "connection", "dependsOn", "protected", "managed", "state", "spec"}
+var topLevelKeys = []string{"kind", "name", "renamedFrom", "connection", "dependsOn", "protected", "managed", "state", "spec"}
 
 // loader carries one Load call's state and the problems found so far.
 type loader struct {
@@ -70,6 +70,8 @@ type document struct {
 	readOnly      bool // managed: false
 	managedPos    Pos
 	state         State
+	renamedFrom   string
+	renamedPos    Pos
 	spec          *yaml.Node // a mapping, or nil
 	// set records which header keys were written (Connection and Defaults
 	// documents accept only kind, name and spec).
@@ -384,6 +386,11 @@ func (l *loader) header(file string, m *yaml.Node) *document {
 			if strings.Contains(d.name, "/") {
 				l.errorf(vp, "name %q must not contain '/' (addresses are Kind/name)", d.name)
 				d.name = ""
+			}
+		case "renamedFrom":
+			d.renamedPos = vp
+			if v.ShortTag() != "!!null" {
+				d.renamedFrom = l.stringValue(file, "renamedFrom", v)
 			}
 		case "connection":
 			d.connectionPos = vp

@@ -58,6 +58,10 @@ type Resource struct {
 	// exist; others may depend on it) and never creates, changes or
 	// deletes it.
 	ReadOnly bool `json:"readOnly,omitempty"`
+	// RenamedFrom is the identity the object has in PVE before this
+	// document renames it in place (`renamedFrom:`, like Terraform's
+	// moved blocks); "" when none.
+	RenamedFrom string `json:"renamedFrom,omitempty"`
 
 	// Params are the PVE API parameters of the kind's create call, with PVE's
 	// own names, in wire form: booleans "1"/"0", numbers in decimal, property

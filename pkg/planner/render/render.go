@@ -96,7 +96,7 @@ func Human(w io.Writer, p *planner.Plan, opts Options) error {
 			verb += " (the new one is created before the old one is destroyed)"
 		}
 		fmt.Fprintf(&b, "\n  # %s %s\n", c.Address, verb)
-		fmt.Fprintf(&b, "  %s %s\n", st.Render(c.Symbol()), c.Address)
+		fmt.Fprintf(&b, "  %s %s%s\n", st.Render(c.Symbol()), c.Address, renamedNote(c))
 		for _, d := range c.Diff {
 			b.WriteString(field(pl, d, "      "))
 		}
@@ -191,6 +191,18 @@ func value(v any) string {
 		return fmt.Sprintf("%q", s)
 	}
 	return fmt.Sprint(v)
+}
+
+// renamedNote is " (renamed from OLD)" for a change that renames its
+// object in place (renamedFrom), "" otherwise.
+func renamedNote(c *planner.Change) string {
+	for _, r := range c.Reasons {
+		if old, ok := strings.CutPrefix(r, "renamed from "); ok {
+			old, _, _ = strings.Cut(old, " ")
+			return " (renamed from " + old + ")"
+		}
+	}
+	return ""
 }
 
 // echoesDiff reports a reason that only repeats a diff line ("memory

@@ -104,7 +104,7 @@ func plans() map[string]*planner.Plan {
 			change("QemuVM/app-vm-1", planner.Update, []planner.FieldDiff{
 				{Path: "description", Before: "Web server\nowner: ops\nticket: OPS-1\n", After: "Web server\nowner: platform\nticket: OPS-1\nsee runbook\n"},
 				{Path: "name", Before: "app", After: "app-1"},
-			}, "description changed", "name changed"),
+			}, "renamed from app (renamedFrom): VM 100 keeps its vmid, disks and addresses", "description changed", "name changed"),
 		}},
 		"nochange": {FormatVersion: "1", Changes: []*planner.Change{
 			change("LinuxBridge/vmbr1", planner.NoOp, nil),
