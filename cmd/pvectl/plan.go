@@ -21,6 +21,8 @@ import (
 type specOptions struct {
 	files   []string
 	targets []string
+	// deferUnset (validate): an unset ${VAR} is a value not known yet.
+	deferUnset bool
 }
 
 // addFlags adds -f and, when targetHelp is not empty, --target.
@@ -52,7 +54,7 @@ func (o *specOptions) load(g *globalOptions) (*spec.Set, error) {
 	if len(o.files) == 0 {
 		return nil, invalid(fmt.Errorf("no specs given: pass -f FILE or -f DIR (or -f - for stdin)"))
 	}
-	set, err := spec.Load(o.files, spec.LoadOptions{Stdin: g.streams.In})
+	set, err := spec.Load(o.files, spec.LoadOptions{Stdin: g.streams.In, DeferUnset: o.deferUnset})
 	if err != nil {
 		return nil, invalid(err)
 	}

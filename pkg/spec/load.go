@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -44,6 +46,10 @@ type loader struct {
 	// reports.
 	secrets  map[*yaml.Node]secretRef
 	deferred map[*yaml.Node]Diagnostic
+	// deferUnset and unsetVars: LoadOptions.DeferUnset and the variables
+	// it left unresolved.
+	deferUnset bool
+	unsetVars  map[string]bool
 }
 
 func (l *loader) errorf(pos Pos, format string, args ...any) {
@@ -99,7 +105,8 @@ const (
 // sorted by file and line, and the Set is nil.
 func Load(paths []string, opts LoadOptions) (*Set, error) {
 	l := &loader{getenv: opts.Getenv, table: opts.Schema, stdin: opts.Stdin, poisoned: map[*yaml.Node]bool{}, rejected: map[Ref]bool{},
-		secrets: map[*yaml.Node]secretRef{}, deferred: map[*yaml.Node]Diagnostic{}}
+		secrets: map[*yaml.Node]secretRef{}, deferred: map[*yaml.Node]Diagnostic{},
+		deferUnset: opts.DeferUnset, unsetVars: map[string]bool{}}
 	if l.getenv == nil {
 		l.getenv = os.LookupEnv
 	}
@@ -124,6 +131,7 @@ func Load(paths []string, opts LoadOptions) (*Set, error) {
 	if len(l.diags) > 0 {
 		return nil, l.sorted()
 	}
+	set.Unset = slices.Sorted(maps.Keys(l.unsetVars))
 	return set, nil
 }
 
