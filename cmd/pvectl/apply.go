@@ -214,6 +214,11 @@ func (o *applyOptions) prepare(in *interrupts) (*planner.Plan, *clients, error) 
 		if err := planner.Verify(ctx, cl, p); err != nil {
 			return nil, nil, err
 		}
+		// A saved plan may come from a read-only review token: the token
+		// that applies must hold what its changes need, before any write.
+		if err := planner.CheckPrivileges(ctx, cl, p); err != nil {
+			return nil, nil, &exitError{code: exitFailure, err: err}
+		}
 		if err := planner.CheckForeign(p, o.allowForeign); err != nil {
 			return nil, nil, &exitError{code: exitFailure, err: err}
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -104,5 +105,52 @@ func TestE2ESpecsFromStdin(t *testing.T) {
 	r = env.mustRun(3, "apply", "-f", "-")
 	if !strings.Contains(r.stderr, "-f - reads the specs from stdin") {
 		t.Errorf("apply -f - without --auto-approve: %s", r.stderr)
+	}
+}
+
+// Issue 23 (7): validate needs no variable at all — every example, and a
+// spec whose VM password and Connection URL come from unset variables,
+// validate with an empty environment (the unset ones named); plan reports
+// each at its file:line; a malformed reference stays a validate error.
+func TestE2EValidateNeedsNoVariables(t *testing.T) {
+	env := startSim(t)
+	none := []string{}
+	_, file, _, _ := runtime.Caller(0)
+	root := filepath.Join(filepath.Dir(file), "..", "..")
+	// examples/ is one set (its files name each other); the design's
+	// examples stand alone.
+	env.runEnv(0, none, "validate", "-f", filepath.Join(root, "examples"))
+	paths, _ := filepath.Glob(filepath.Join(root, "testdata", "examples", "*.yaml"))
+	for _, p := range paths {
+		env.runEnv(0, none, "validate", "-f", p)
+	}
+	f := writeSpec(t, "vars.yaml", `kind: Connection
+name: lab
+spec:
+  url: ${LAB_URL}
+  tokenId: ci@pve!deploy
+  tokenSecret: ${LAB_SECRET}
+---
+kind: QemuVM
+name: k3s
+connection: lab
+spec:
+  memory: ${K3S_MEMORY}
+  cipassword: ${K3S_PW}
+`)
+	r := env.runEnv(0, none, "validate", "-f", f)
+	if !strings.Contains(r.stdout, "Not set here, so their values are checked by plan: K3S_MEMORY, K3S_PW, LAB_SECRET, LAB_URL.") {
+		t.Errorf("validate with no variables:\n%s", r.stdout)
+	}
+	r = env.runEnv(3, none, "plan", "-f", f)
+	for _, want := range []string{f + ":12: environment variable K3S_MEMORY is not set", f + ":13: environment variable K3S_PW is not set"} {
+		if !strings.Contains(r.stderr, want) {
+			t.Errorf("plan: want %q, got:\n%s", want, r.stderr)
+		}
+	}
+	bad := writeSpec(t, "bad.yaml", "kind: Pool\nname: p\nspec:\n  comment: ${OOPS\n")
+	r = env.runEnv(3, none, "validate", "-f", bad)
+	if !strings.Contains(r.stderr, bad+":4: unterminated ${") {
+		t.Errorf("validate of a malformed reference:\n%s", r.stderr)
 	}
 }

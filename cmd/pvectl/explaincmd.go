@@ -15,9 +15,10 @@ import (
 func newExplainCmd(g *globalOptions) *cobra.Command {
 	var o apidocOptions
 	c := &cobra.Command{
-		Use:   "explain KIND[.FIELD[.SUBKEY]]",
+		Use:   "explain [KIND[.FIELD[.SUBKEY]]]",
 		Short: "Describe a kind, a spec field or a sub-key",
-		Long: `Describe a kind (its PVE calls, identity and keys), a field of its spec, or a
+		Long: `Without an argument, list the kinds. With one, describe a kind (its PVE
+calls, identity and keys), a field of its spec, or a
 sub-key of a property string: type, default, enum or range, PVE's description,
 and what changing it does to an existing object — updated in place, replaced,
 or pending on a running guest until it restarts.
@@ -27,10 +28,13 @@ carry (it is AGPL text): pass --apidoc, set PVECTL_APIDOC, run on a PVE node,
 save https://NODE:8006/pve-docs/api-viewer/apidoc.js as
 ~/.config/pvectl/apidoc.js — or configure a connection (PROXMOX_URL and a
 token): explain then reads the copy that node serves.`,
-		Example:           "  pvectl explain QemuVM\n  pvectl explain QemuVM.net0\n  pvectl explain QemuVM.net0.tag",
-		Args:              cobra.ExactArgs(1),
+		Example:           "  pvectl explain\n  pvectl explain QemuVM\n  pvectl explain QemuVM.net0\n  pvectl explain QemuVM.net0.tag",
+		Args:              cobra.MaximumNArgs(1),
 		ValidArgsFunction: completeExplainPath,
 		RunE: func(c *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return specdoc.ListKinds(g.streams.Out)
+			}
 			d, err := o.descriptions(c, g, true)
 			if err != nil {
 				return err

@@ -21,6 +21,8 @@ import (
 type specOptions struct {
 	files   []string
 	targets []string
+	// deferUnset (validate): an unset ${VAR} is a value not known yet.
+	deferUnset bool
 }
 
 // addFlags adds -f and, when targetHelp is not empty, --target.
@@ -52,7 +54,7 @@ func (o *specOptions) load(g *globalOptions) (*spec.Set, error) {
 	if len(o.files) == 0 {
 		return nil, invalid(fmt.Errorf("no specs given: pass -f FILE or -f DIR (or -f - for stdin)"))
 	}
-	set, err := spec.Load(o.files, spec.LoadOptions{Stdin: g.streams.In})
+	set, err := spec.Load(o.files, spec.LoadOptions{Stdin: g.streams.In, DeferUnset: o.deferUnset})
 	if err != nil {
 		return nil, invalid(err)
 	}
@@ -93,9 +95,10 @@ func (o *specOptions) load(g *globalOptions) (*spec.Set, error) {
 type planOptions struct {
 	g *globalOptions
 	specOptions
-	out      string
-	json     bool
-	detailed bool
+	out        string
+	json       bool
+	detailed   bool
+	privileges string
 }
 
 func newPlanCmd(g *globalOptions) *cobra.Command {
@@ -114,10 +117,14 @@ Exit codes: 0 success, 1 API or runtime failure, 3 invalid specs; with
 	c.Flags().StringVar(&o.out, "out", "", "save the plan to FILE for 'pvectl apply FILE'")
 	c.Flags().BoolVar(&o.json, "json", false, "print the plan as one JSON object")
 	c.Flags().BoolVar(&o.detailed, "detailed-exitcode", false, "exit 2 when there are changes, 0 when none")
+	c.Flags().StringVar(&o.privileges, "privileges", "warn", "privileges the token lacks for the changes: warn (list the grants that fix it; apply refuses) or strict (refuse the plan)")
 	return c
 }
 
 func (o *planOptions) run(ctx context.Context) error {
+	if !slices.Contains(privilegeModes, o.privileges) {
+		return invalid(fmt.Errorf("--privileges %q: want warn or strict", o.privileges))
+	}
 	set, err := o.load(o.g)
 	if err != nil {
 		return err
@@ -128,7 +135,7 @@ func (o *planOptions) run(ctx context.Context) error {
 	if o.json {
 		notices = o.g.streams.Err
 	}
-	p, cl, err := makePlan(in.ctx, o.g, set, planner.Options{Targets: o.targets}, notices)
+	p, cl, err := makePlan(in.ctx, o.g, set, planner.Options{Targets: o.targets, ReviewPrivileges: o.privileges == "warn"}, notices)
 	if in.interrupted() {
 		return errInterrupted
 	}
@@ -153,6 +160,7 @@ func (o *planOptions) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	printGrants(o.g.streams.Err, p)
 	if o.detailed && p.HasChanges() {
 		return &exitError{code: exitChanges}
 	}
@@ -204,7 +212,20 @@ func planLive(ctx context.Context, g *globalOptions, set *spec.Set, cl *clients,
 	if err != nil {
 		return nil, err
 	}
+	sayReading(notices, set)
 	return planner.PlanLive(ctx, cl, set, opts)
+}
+
+// sayReading tells a person at a terminal what the plan reads before it
+// prints anything (a slow cluster takes seconds); logs and pipes get
+// nothing, so their output stays the plan's.
+func sayReading(w io.Writer, set *spec.Set) {
+	if !isTerminal(w) || len(set.Resources) == 0 {
+		return
+	}
+	conns := len(usedConnections(set))
+	fmt.Fprintf(w, "Reading the live state of %d resource%s through %d connection%s…\n",
+		len(set.Resources), plural(len(set.Resources)), conns, plural(conns))
 }
 
 // liveOptions adds to opts what the global flags say about reading the

@@ -37,7 +37,8 @@ func TestExplainCommand(t *testing.T) {
 	}{
 		{[]string{"explain", "QemuVM.memroy"}, 3, `QemuVM has no field "memroy" — did you mean "memory"?`},
 		{[]string{"explain", "Template.baseImage"}, 0, "The PVE template this Template is baked from"},
-		{[]string{"explain"}, 3, "accepts 1 arg"},
+		{[]string{"explain"}, 0, "QemuVM           POST /nodes/{node}/qemu"}, // issue 23: the kinds, not an error
+		{[]string{"explain", "QemuVM", "LxcContainer"}, 3, "accepts at most 1 arg"},
 		{[]string{"explain", "QemuVM.cores", "--apidoc", "/nonexistent/apidoc.js"}, 3, "read PVE's API documentation"},
 		{[]string{"explain", "QemuVM.cores", "--apidoc", ""}, 0, "not built into pvectl"},
 	} {

@@ -193,6 +193,7 @@ config file (--profile), or Connection documents in the specs.`,
 		newSchemaCmd(g),
 		newExplainCmd(g),
 		newImportCmd(g),
+		newShowCmd(g),
 		newVersionCmd(version),
 	)
 	registerCompletions(root, g)

@@ -1,16 +1,20 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/netip"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -43,6 +47,7 @@ type simOptions struct {
 	lockWait     time.Duration
 	statusEvery  time.Duration
 	tls          bool
+	verbose      bool
 }
 
 func newSimCmd(g *globalOptions) *cobra.Command {
@@ -84,6 +89,7 @@ tokens=ci@pve!plan. Tokens created through the API work as well.`,
 	f.Float64Var(&o.warnRate, "warn-rate", 0, "fraction of successful tasks that end with 'WARNINGS: 1' (0..1)")
 	f.StringVar(&o.dhcpRange, "dhcp-range", pvesim.DefaultDHCPRange.String(), "where the guest agent's DHCP leases come from (IPv4 CIDR), for VMs without a static ipconfig0 address")
 	f.BoolVar(&o.tls, "tls", false, "serve HTTPS with a self-signed certificate (its fingerprint is printed)")
+	f.BoolVarP(&o.verbose, "verbose", "v", false, "log each request on stderr: method, path (no query, no body), status, time taken")
 	return c
 }
 
@@ -153,7 +159,11 @@ func (o *simOptions) run(ctx context.Context) error {
 	}
 	scheme := "http"
 	// pveproxy drops idle keep-alive connections after about 5 s: so does the simulator.
-	srv := &http.Server{Handler: sim, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 5 * time.Second}
+	var h http.Handler = sim
+	if o.verbose {
+		h = logRequests(o.g.streams.Err, sim)
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 5 * time.Second}
 	w := o.g.streams.Out
 	if o.tls {
 		srv.TLSConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
@@ -171,6 +181,7 @@ func (o *simOptions) run(ctx context.Context) error {
 	for _, t := range extra {
 		fmt.Fprintf(w, "  extra token %s (privilege-separated, no ACLs)\n", t.ID)
 	}
+	fmt.Fprintln(w, "Ctrl-C to stop.")
 
 	ctx, cancel := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer cancel()
@@ -229,4 +240,73 @@ func redactToken(s string) string {
 		return id + "=REDACTED"
 	}
 	return s
+}
+
+// logRequests writes one line per request to w once it is answered. Only
+// the path is logged: a query string or body may carry a password.
+func logRequests(w io.Writer, next http.Handler) http.Handler {
+	var mu sync.Mutex
+	return http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		sw := &statusWriter{ResponseWriter: rw, status: http.StatusOK}
+		next.ServeHTTP(sw, r)
+		mu.Lock()
+		defer mu.Unlock()
+		fmt.Fprintf(w, "%s %s %s %d %s\n", start.UTC().Format("15:04:05.000"), r.Method, r.URL.EscapedPath(), sw.status, time.Since(start).Round(time.Millisecond))
+	})
+}
+
+// statusWriter remembers the status a handler wrote; it passes Flush and
+// Hijack on, which the simulator's answers may use.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (s *statusWriter) WriteHeader(code int) {
+	s.status = code
+	s.ResponseWriter.WriteHeader(code)
+}
+
+func (s *statusWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }
+
+// Hijack hands the handler a connection whose first written line — the
+// status line, for answers the simulator writes itself (PVE's 401 that
+// closes the connection) — sets the logged status.
+func (s *statusWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	hj, ok := s.ResponseWriter.(http.Hijacker)
+	if !ok {
+		return nil, nil, errors.New("hijack not supported")
+	}
+	conn, rw, err := hj.Hijack()
+	if err != nil {
+		return conn, rw, err
+	}
+	sc := &statusConn{Conn: conn, w: s}
+	return sc, bufio.NewReadWriter(rw.Reader, bufio.NewWriter(sc)), nil
+}
+
+type statusConn struct {
+	net.Conn
+	w    *statusWriter
+	seen bool
+}
+
+func (c *statusConn) Write(p []byte) (int, error) {
+	if !c.seen {
+		c.seen = true
+		// "HTTP/1.1 401 No ticket\r\n"
+		if _, rest, ok := strings.Cut(string(p[:min(len(p), 64)]), " "); ok && len(rest) >= 3 {
+			if code, err := strconv.Atoi(rest[:3]); err == nil {
+				c.w.status = code
+			}
+		}
+	}
+	return c.Conn.Write(p)
+}
+
+func (s *statusWriter) Flush() {
+	if f, ok := s.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
 }

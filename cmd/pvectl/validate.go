@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -21,9 +22,10 @@ func newValidateCmd(g *globalOptions) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "validate -f PATH...",
 		Short: "Check specs offline: schema, references, cycles (no API call, no secret needed)",
-		Long: `validate checks the specs without contacting PVE and without any secret:
-an unset variable in a Connection's tokenSecret is reported by plan, which
-needs it.
+		Long: `validate checks the specs without contacting PVE and without any variable
+set: a ${VAR} whose variable is unset is checked for its syntax and place,
+and its value by plan, which needs it (lint jobs and pull requests from
+forks have no secrets).
 
 With --json it prints one object: {"format_version":"1","valid":…,
 "resources":N,"connections":N,"diagnostics":[{"file","line","column","message"}]}.`,
@@ -44,6 +46,7 @@ type diagnosticJSON struct {
 }
 
 func (o *validateOptions) run() error {
+	o.deferUnset = true
 	set, err := o.load(o.g)
 	if !o.json {
 		if err != nil {
@@ -51,11 +54,15 @@ func (o *validateOptions) run() error {
 		}
 		n, nc := len(set.Resources), len(set.Connections)
 		fmt.Fprintf(o.g.streams.Out, "Valid: %d resource%s, %d connection%s.\n", n, plural(n), nc, plural(nc))
+		if len(set.Unset) > 0 {
+			fmt.Fprintf(o.g.streams.Out, "Not set here, so their values are checked by plan: %s.\n", strings.Join(set.Unset, ", "))
+		}
 		return nil
 	}
 	out := map[string]any{"format_version": eventsVersion, "valid": err == nil, "diagnostics": []diagnosticJSON{}}
 	if err == nil {
 		out["resources"], out["connections"] = len(set.Resources), len(set.Connections)
+		out["unset"] = append([]string{}, set.Unset...)
 	}
 	var diags spec.Diagnostics
 	switch {

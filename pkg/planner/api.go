@@ -70,6 +70,9 @@ type Change struct {
 	// is up (provision.go); a change that does nothing else is a
 	// Provision.
 	Provision []ProvisionStep `json:"provision,omitempty"`
+	// Needs are the privileges the change's calls check (review.go):
+	// apply checks the applying token against them before any write.
+	Needs []Need `json:"needs,omitempty"`
 }
 
 // Plan is the result of planning: a value, serialisable as a plan file.
@@ -85,6 +88,9 @@ type Plan struct {
 	// settings without secrets (and where the secrets come from), so that
 	// `apply FILE` needs neither the specs nor more than the secrets.
 	Connections map[string]*SavedConnection `json:"connections,omitempty"`
+	// PrivilegeWarnings are the privileges the plan's token lacks for its
+	// changes (Options.ReviewPrivileges); empty otherwise.
+	PrivilegeWarnings []PrivilegeWarning `json:"privilegeWarnings,omitempty"`
 }
 
 // Summary counts changes per action.
@@ -116,6 +122,10 @@ type Options struct {
 	// ReadConcurrency caps PlanLive's reads in flight per connection
 	// (0: DefaultReadConcurrency).
 	ReadConcurrency int
+	// ReviewPrivileges plans changes whose calls the token may not make,
+	// carrying the missing privileges as Plan.PrivilegeWarnings (a review
+	// plan made with a read-only token) instead of failing them.
+	ReviewPrivileges bool
 }
 
 // Hooks receive progress from Apply. All methods may be called concurrently.

@@ -23,6 +23,9 @@ type builder struct {
 	// keyProblems is, per SSH key setting, why it cannot be used here
 	// ("" when it can): noteMissingKey looks once per key.
 	keyProblems map[string]string
+	// warnings are, per address, the privileges a review plan's token
+	// lacks for the change (Options.ReviewPrivileges).
+	warnings map[string][]PrivilegeWarning
 }
 
 // method finds a create method's schema facts; nil when the table lacks it.
@@ -91,9 +94,10 @@ func Build(ctx context.Context, set *spec.Set, obs *Observed, opts Options) (*Pl
 				continue
 			}
 			c.Address, c.Resource = r.Address(), r
-			// The token must hold what the change's calls check.
+			// The token must hold what the change's calls check; a review
+			// plan carries what it lacks as warnings.
 			if p, ok := k.(permissioned); ok {
-				if err := obs.conns[r.Connection].checkPerms(r.Address(), p.changePerms(c, lo)); err != nil {
+				if err := b.notePerms(obs.conns[r.Connection], r, c, p.changePerms(c, lo)); err != nil {
 					fail(r, lo, err)
 					continue
 				}
@@ -151,6 +155,7 @@ func Build(ctx context.Context, set *spec.Set, obs *Observed, opts Options) (*Pl
 			}
 			p.Endpoints[c.Resource.Connection] = ep
 		}
+		p.PrivilegeWarnings = append(p.PrivilegeWarnings, b.warnings[addr]...)
 		c.DependsOn = nil
 		for _, d := range deps[addr] {
 			if sel[d] {
@@ -160,6 +165,29 @@ func Build(ctx context.Context, set *spec.Set, obs *Observed, opts Options) (*Pl
 		p.Changes = append(p.Changes, c)
 	}
 	return p, nil
+}
+
+// notePerms records the privileges c's calls check (apply checks the
+// applying token against them) and checks the plan's token: a need it
+// lacks fails the resource, or in a review plan is a warning.
+func (b *builder) notePerms(lc *liveConn, r *spec.Resource, c *Change, needs []permNeed) error {
+	if c.Action != NoOp {
+		c.Needs = nil
+		for _, n := range needs {
+			c.Needs = append(c.Needs, exportNeed(n))
+		}
+	}
+	if !b.opts.ReviewPrivileges {
+		return lc.checkPerms(r.Address(), needs)
+	}
+	for _, n := range lc.unheld(needs) {
+		if b.warnings == nil {
+			b.warnings = map[string][]PrivilegeWarning{}
+		}
+		b.warnings[r.Address()] = append(b.warnings[r.Address()], PrivilegeWarning{
+			Address: r.Address(), Token: lc.client.TokenID(), Need: exportNeed(n), Message: lc.permMessage(n)})
+	}
+	return nil
 }
 
 // noteUncommitted says so when nothing in the specs commits the node's

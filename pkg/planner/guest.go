@@ -79,6 +79,9 @@ type guestLive struct {
 	VMID   int
 	Status string // running | stopped
 	Pool   string // the pool it belongs to ("" = none)
+	// RenamedFrom is the old name the guest was found by (the spec's
+	// renamedFrom; rename.go); "" when found by its own.
+	RenamedFrom string
 	// Stubs are, for a guest found by name that does not exist, the
 	// guests of its type PVE is still creating or cloning: they have no
 	// name yet, and one of them may become this guest (guestbusy.go).
@@ -283,6 +286,9 @@ func (g guest) compareCommon(r *spec.Resource, lo *liveObj, c *Change) {
 	}
 	// What the kind noted (a migration, moved disks) follows the diff's.
 	c.Reasons = append(reasons(c.Diff), c.Reasons...)
+	if gl.RenamedFrom != "" {
+		c.Reasons = append([]string{renameReason(g, gl)}, c.Reasons...)
+	}
 	if want := spec.Guest(r).Running; want != nil {
 		if got := gl.Status == "running"; got != *want {
 			c.Diff = append(c.Diff, FieldDiff{Path: "running", Before: got, After: *want})

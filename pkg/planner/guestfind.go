@@ -183,6 +183,15 @@ func (g guest) observe(ctx context.Context, lc *liveConn, r *spec.Resource) (*li
 	if err != nil {
 		return nil, err
 	}
+	renamed := ""
+	if row == nil && vmid == 0 && r.RenamedFrom != "" {
+		if row, err = g.find(rows, g.renamedFrom(r), 0); err != nil {
+			return nil, fmt.Errorf("renamedFrom: %w", err)
+		}
+		if row != nil {
+			renamed = r.RenamedFrom
+		}
+	}
 	if row == nil || paramNode(r) != "" {
 		// The desired node must exist even when the guest does (a move).
 		node, err := lc.node(r)
@@ -197,7 +206,7 @@ func (g guest) observe(ctx context.Context, lc *liveConn, r *spec.Resource) (*li
 			return &liveObj{Node: node, State: gl}, nil
 		}
 	}
-	lo := &liveObj{Exists: true, Node: row.Node, State: &guestLive{VMID: row.VMID, Status: row.Status, Pool: row.Pool}}
+	lo := &liveObj{Exists: true, Node: row.Node, State: &guestLive{VMID: row.VMID, Status: row.Status, Pool: row.Pool, RenamedFrom: renamed}}
 	cl := lc.client
 	lo.load = func(ctx context.Context) error {
 		cfg, err := cl.GuestConfig(ctx, g.typ, lo.Node, row.VMID)

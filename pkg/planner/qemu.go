@@ -119,6 +119,9 @@ func (k qemuKind) checkCreate(b *builder, r *spec.Resource, lo *liveObj, c *Chan
 	if err := k.planExtras(b, r, lo, c); err != nil {
 		return err
 	}
+	if spec.Guest(r).FromTemplate == nil && stateOf(c).Clone == nil {
+		c.Reasons = append(c.Reasons, importGrowReasons(r.Params)...)
+	}
 	return k.planProvision(b, r, lo, c)
 }
 
@@ -220,7 +223,10 @@ func (k qemuKind) create(ctx context.Context, x *execution, c *Change) error {
 	} else {
 		params := k.createParams(c)
 		params.Del("template") // POST …/template converts it, after
-		vmid, err = k.createGuest(ctx, x, c, params)
+		grows := importGrows(params)
+		if vmid, err = k.createGuest(ctx, x, c, params); err == nil {
+			err = growImported(ctx, x, c.Node, vmid, grows)
+		}
 	}
 	if err != nil {
 		return err
@@ -406,17 +412,21 @@ func (k qemuKind) changePerms(c *Change, lo *liveObj) []permNeed {
 func (k qemuKind) createExtraPerms(c *Change) []permNeed {
 	r := c.Resource
 	id, _ := specVMID(r)
+	var needs []permNeed
+	if stateOf(c).Clone == nil && len(importGrowReasons(r.Params)) > 0 {
+		needs = append(needs, need(vmPath(id), "to grow a disk imported at the image's size", "VM.Config.Disk"))
+	}
 	if r.Params["template"] == "1" {
-		return []permNeed{need(vmPath(id), "to convert the VM into a template", "VM.Allocate")}
+		return append(needs, need(vmPath(id), "to convert the VM into a template", "VM.Allocate"))
 	}
 	if g := spec.Guest(r); stateOf(c).Clone != nil && (g.Running == nil || *g.Running) {
 		n := need(vmPath(id), "to start the VM (a clone is started unless running: false)", "VM.PowerMgmt")
 		if pool := r.Params["pool"]; pool != "" {
 			n.or = "/pool/" + pool
 		}
-		return []permNeed{n}
+		return append(needs, n)
 	}
-	return nil
+	return needs
 }
 
 // fieldEffect: the clone keys act at create only, the conveniences are

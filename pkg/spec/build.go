@@ -55,6 +55,7 @@ func (l *loader) build(docs []*document) *Set {
 		}
 	}
 	l.checkIdentities(set.Resources)
+	l.checkRenames(set.Resources)
 	l.resolve(set.Resources)
 	l.link(set, docOf)
 	// Unset variables in secrets outside a Connection are plain errors.
@@ -138,6 +139,7 @@ func newResource(kind, name string) *Resource {
 func (l *loader) resource(d *document, k *kindInfo, defaults []entry) *Resource {
 	r := newResource(d.kind, d.name)
 	r.Connection, r.Protected, r.State, r.ReadOnly, r.Pos = d.connection, d.protected, d.state, d.readOnly, d.pos
+	l.renamed(d, k, r)
 	for _, ra := range d.dependsOn {
 		r.DependsOn = append(r.DependsOn, ra.Ref)
 	}
@@ -295,4 +297,39 @@ func (l *loader) connection(d *document, k *kindInfo, defaults []entry) *Connect
 		l.errorf(d.pos, "%s: set spec.tokenId (user@realm!tokenname) or spec.user and spec.tokenName", d.ref())
 	}
 	return c
+}
+
+// renamed takes a document's renamedFrom: only for kinds PVE can rename in
+// place, and never naming the document's own identity.
+func (l *loader) renamed(d *document, k *kindInfo, r *Resource) {
+	if d.renamedFrom == "" {
+		return
+	}
+	switch {
+	case !k.Renamable:
+		l.errorf(d.renamedPos, "%s cannot be renamed in place: PVE has no call that changes a %s's %s. Remove renamedFrom; the old object stays until it is destroyed (pvectl destroy --target %s/OLD with its old document)",
+			d.kind, k.Noun, k.Identity, d.kind)
+	case strings.Contains(d.renamedFrom, "/"):
+		l.errorf(d.renamedPos, "renamedFrom %q: write the object's old name (what PVE calls it now), without a kind", d.renamedFrom)
+	case d.renamedFrom == d.name:
+		l.errorf(d.renamedPos, "renamedFrom %q is the document's own name: remove it", d.renamedFrom)
+	default:
+		r.RenamedFrom = d.renamedFrom
+	}
+}
+
+// checkRenames refuses a renamedFrom that names the identity of another
+// document of the specs: both would claim one object.
+func (l *loader) checkRenames(rs []*Resource) {
+	for _, r := range rs {
+		if r.RenamedFrom == "" {
+			continue
+		}
+		id := kindOf(r.Kind).Identity
+		for _, o := range rs {
+			if o != r && o.Kind == r.Kind && o.Connection == r.Connection && o.Params[id] == r.RenamedFrom {
+				l.errorf(r.Pos, "%s: renamedFrom %q is also %s's %s: the rename would take that object; remove one of them", r.Address(), r.RenamedFrom, o.Address(), id)
+			}
+		}
+	}
 }

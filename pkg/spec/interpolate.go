@@ -1,6 +1,7 @@
 package spec
 
 import (
+	"errors"
 	"fmt"
 	"regexp"
 	"strings"
@@ -43,12 +44,20 @@ func interpolate(s string, getenv func(string) (string, bool)) (string, error) {
 		case hasDef && (!ok || v == ""):
 			v = def
 		case !ok:
-			return "", fmt.Errorf("environment variable %s is not set (write ${%s:-default} for a default)", name, name)
+			return "", &unsetVarError{name: name}
 		}
 		b.WriteString(v)
 		i += end + 1
 	}
 	return b.String(), nil
+}
+
+// unsetVarError is a ${VAR} without a default whose variable is not set:
+// an error at plan, a placeholder at validate (LoadOptions.DeferUnset).
+type unsetVarError struct{ name string }
+
+func (e *unsetVarError) Error() string {
+	return fmt.Sprintf("environment variable %s is not set (write ${%s:-default} for a default)", e.name, e.name)
 }
 
 func validVarName(s string) bool {
@@ -92,6 +101,14 @@ func (l *loader) interpolateTree(file string, n *yaml.Node, seen map[*yaml.Node]
 			return
 		}
 		v, err := interpolate(n.Value, l.getenv)
+		var unset *unsetVarError
+		if errors.As(err, &unset) && l.deferUnset {
+			// validate: the reference is well-formed and where a value
+			// may be; what it holds is plan's to check.
+			l.poisoned[n] = true
+			l.unsetVars[unset.name] = true
+			return
+		}
 		if err != nil {
 			d := Diagnostic{Pos: nodePos(file, n), Msg: err.Error()}
 			if l.secrets[n].secret {

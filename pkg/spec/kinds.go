@@ -84,6 +84,9 @@ type kindInfo struct {
 	// Immutable kinds have no call that changes an existing object (a
 	// downloaded file, an uploaded image): every key is create-only.
 	Immutable bool
+	// Renamable kinds can change their identity in place (a guest's name
+	// or hostname is a config key): `renamedFrom` applies to them only.
+	Renamable bool
 	// Keys is the kind's struct of pvectl (camelCase) keys, as a nil
 	// pointer of its type (e.g. (*GuestKeys)(nil)); its JSON field names
 	// are the keys, its field types their shapes. nil: no own keys.
@@ -228,6 +231,7 @@ var kindTable = sync.OnceValue(func() map[string]*kindInfo {
 		{
 			Name:         KindQemuVM,
 			Noun:         "VM",
+			Renamable:    true,
 			Create:       &apiCall{"POST", "/nodes/{node}/qemu"},
 			Keys:         (*GuestKeys)(nil),
 			Identity:     "name",
@@ -279,6 +283,7 @@ var kindTable = sync.OnceValue(func() map[string]*kindInfo {
 		{
 			Name:       KindLxcContainer,
 			Noun:       "container",
+			Renamable:  true,
 			Create:     &apiCall{"POST", "/nodes/{node}/lxc"},
 			Keys:       (*GuestKeys)(nil),
 			Identity:   "hostname",

@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -19,7 +21,7 @@ import (
 
 // topLevelKeys are the keys a document may have, in the order the error
 // message lists them.
-var topLevelKeys = []string{"kind", "name", "connection", "dependsOn", "protected", "managed", "state", "spec"}
+var topLevelKeys = []string{"kind", "name", "renamedFrom", "connection", "dependsOn", "protected", "managed", "state", "spec"}
 
 // loader carries one Load call's state and the problems found so far.
 type loader struct {
@@ -44,6 +46,10 @@ type loader struct {
 	// reports.
 	secrets  map[*yaml.Node]secretRef
 	deferred map[*yaml.Node]Diagnostic
+	// deferUnset and unsetVars: LoadOptions.DeferUnset and the variables
+	// it left unresolved.
+	deferUnset bool
+	unsetVars  map[string]bool
 }
 
 func (l *loader) errorf(pos Pos, format string, args ...any) {
@@ -70,6 +76,8 @@ type document struct {
 	readOnly      bool // managed: false
 	managedPos    Pos
 	state         State
+	renamedFrom   string
+	renamedPos    Pos
 	spec          *yaml.Node // a mapping, or nil
 	// set records which header keys were written (Connection and Defaults
 	// documents accept only kind, name and spec).
@@ -97,7 +105,8 @@ const (
 // sorted by file and line, and the Set is nil.
 func Load(paths []string, opts LoadOptions) (*Set, error) {
 	l := &loader{getenv: opts.Getenv, table: opts.Schema, stdin: opts.Stdin, poisoned: map[*yaml.Node]bool{}, rejected: map[Ref]bool{},
-		secrets: map[*yaml.Node]secretRef{}, deferred: map[*yaml.Node]Diagnostic{}}
+		secrets: map[*yaml.Node]secretRef{}, deferred: map[*yaml.Node]Diagnostic{},
+		deferUnset: opts.DeferUnset, unsetVars: map[string]bool{}}
 	if l.getenv == nil {
 		l.getenv = os.LookupEnv
 	}
@@ -122,6 +131,7 @@ func Load(paths []string, opts LoadOptions) (*Set, error) {
 	if len(l.diags) > 0 {
 		return nil, l.sorted()
 	}
+	set.Unset = slices.Sorted(maps.Keys(l.unsetVars))
 	return set, nil
 }
 
@@ -384,6 +394,11 @@ func (l *loader) header(file string, m *yaml.Node) *document {
 			if strings.Contains(d.name, "/") {
 				l.errorf(vp, "name %q must not contain '/' (addresses are Kind/name)", d.name)
 				d.name = ""
+			}
+		case "renamedFrom":
+			d.renamedPos = vp
+			if v.ShortTag() != "!!null" {
+				d.renamedFrom = l.stringValue(file, "renamedFrom", v)
 			}
 		case "connection":
 			d.connectionPos = vp

@@ -58,6 +58,10 @@ type Resource struct {
 	// exist; others may depend on it) and never creates, changes or
 	// deletes it.
 	ReadOnly bool `json:"readOnly,omitempty"`
+	// RenamedFrom is the identity the object has in PVE before this
+	// document renames it in place (`renamedFrom:`, like Terraform's
+	// moved blocks); "" when none.
+	RenamedFrom string `json:"renamedFrom,omitempty"`
 
 	// Params are the PVE API parameters of the kind's create call, with PVE's
 	// own names, in wire form: booleans "1"/"0", numbers in decimal, property
@@ -118,6 +122,8 @@ type Set struct {
 	Resources   []*Resource
 	Connections map[string]*Connection
 	Graph       *Graph
+	// Unset are the variables a DeferUnset load left unresolved, sorted.
+	Unset []string
 }
 
 // Lookup finds a resource by address.
@@ -166,4 +172,9 @@ type LoadOptions struct {
 	Schema *schema.Table
 	// Stdin is read for the path "-" (StdinPath); nil means os.Stdin.
 	Stdin io.Reader
+	// DeferUnset (validate) takes a ${VAR} whose variable is not set as
+	// a value not known yet: its syntax and place are checked, its value
+	// is not, and Set.Unset names the variable. Without it such a
+	// reference is an error at its file:line (plan, apply).
+	DeferUnset bool
 }

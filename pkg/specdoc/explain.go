@@ -460,3 +460,23 @@ func sentence(s string) string {
 	}
 	return s
 }
+
+// ListKinds writes every kind with what it manages (its PVE create call,
+// or "pvectl's own" for kinds without one) and the kinds of the design
+// this version does not support yet: what `explain` without a path shows.
+func ListKinds(w io.Writer) error {
+	var b strings.Builder
+	b.WriteString("KINDS (pvectl explain KIND for one)\n")
+	for _, k := range spec.KindSpecs() {
+		what := "pvectl's own"
+		if k.Create != nil {
+			what = k.Create.String()
+		}
+		fmt.Fprintf(&b, "  %-16s %s\n", k.Kind, what)
+	}
+	if planned := spec.PlannedKinds(); len(planned) > 0 {
+		fmt.Fprintf(&b, "\nNOT SUPPORTED YET\n  %s\n", strings.Join(planned, ", "))
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}

@@ -78,6 +78,24 @@ func interpolated() obj {
 
 func ref(def string) obj { return obj{"$ref": "#/$defs/" + def} }
 
+// orVar is a value that alts describe, or a ${VAR} reference. It is an
+// if/then/else, not one more anyOf alternative: a string holding "${" is
+// checked as a reference and nothing else is, so an editor's message for
+// `cores: 0` or `model: virtoi` is the range or the enum — never "expected
+// string" or the reference's pattern, which a best-match heuristic over an
+// anyOf picked before.
+func orVar(alts ...any) obj {
+	var other any = obj{"anyOf": alts}
+	if len(alts) == 1 {
+		other = alts[0]
+	}
+	return obj{
+		"if":   obj{"type": "string", "pattern": `\$\{`},
+		"then": ref(interpolatedDef),
+		"else": other,
+	}
+}
+
 // anyScalar is what Load keeps as written: any non-null scalar.
 func anyScalar() []string { return []string{"string", "number", "boolean"} }
 
@@ -140,10 +158,10 @@ func documentKey(k spec.DocumentKey) obj {
 	case "enum":
 		s = obj{"enum": k.Values}
 		if k.Name != "kind" { // the discriminator is written out
-			s = obj{"anyOf": []any{s, ref(interpolatedDef)}}
+			s = orVar(s)
 		}
 	case "boolean":
-		s = obj{"anyOf": []any{obj{"type": "boolean"}, ref(interpolatedDef)}}
+		s = orVar(obj{"type": "boolean"})
 	case "list":
 		item := obj{"type": "string", "pattern": refNamePattern}
 		s = obj{"anyOf": []any{obj{"type": "array", "items": item}, item, obj{"type": "null"}}}
@@ -232,12 +250,14 @@ func ownKey(o *spec.OwnKeySpec) obj {
 		typed = obj{"type": anyScalar()}
 	}
 	// null drops a value a Defaults document set.
-	return obj{"anyOf": []any{typed, ref(interpolatedDef), obj{"type": "null"}}, "description": o.Doc}
+	s := orVar(typed, obj{"type": "null"})
+	s["description"] = o.Doc
+	return s
 }
 
 // param is the schema of one PVE parameter as a spec key.
 func (g *generator) param(k *spec.KindSpec, p *spec.ParamSpec) obj {
-	alts := []any{ref(interpolatedDef)}
+	var alts []any
 	if p.Removable {
 		alts = append(alts, obj{"type": "null"})
 	}
@@ -261,7 +281,7 @@ func (g *generator) param(k *spec.KindSpec, p *spec.ParamSpec) obj {
 		// holding one would become several, so Load refuses it.
 		alts = append(alts, obj{"type": "array", "items": obj{"type": []string{"string", "number"}, "pattern": `^[^\s,;]+$`}})
 	}
-	s := obj{"anyOf": alts}
+	s := orVar(alts...)
 	desc := g.opts.Descriptions.Param(k.Create.Method, k.Create.Path, p.Name)
 	if desc == "" {
 		desc = fmt.Sprintf("PVE parameter of %s; `pvectl explain %s.%s` tells more.", k.Create, k.Kind, memberName(p))
@@ -309,11 +329,11 @@ func (g *generator) propertyMap(k *spec.KindSpec, p *spec.ParamSpec) obj {
 		if sub.Alias != "" && subs[sub.Alias] != nil {
 			target = subs[sub.Alias]
 		}
-		alts := append([]any{ref(interpolatedDef), obj{"type": "null"}}, g.scalar(target)...)
+		alts := append([]any{obj{"type": "null"}}, g.scalar(target)...)
 		alts = append(alts, g.shared("subList", func() obj {
 			return obj{"type": "array", "items": obj{"type": anyScalar()}, "description": "A list, joined with ';' in the property string."}
 		}))
-		s := obj{"anyOf": alts}
+		s := orVar(alts...)
 		desc := g.opts.Descriptions.SubKey(k.Create.Method, k.Create.Path, p.Name, name)
 		if sub.Alias != "" && sub.KeyAlias != "" {
 			desc = fmt.Sprintf("%s=VALUE is short for %s=%s,%s=VALUE.", name, sub.KeyAlias, name, sub.Alias)

@@ -339,3 +339,63 @@ func TestIndexRange(t *testing.T) {
 		}
 	}
 }
+
+// TestSchemaMessagesNameTheProblem (issue 23): what an editor shows for a
+// value out of range or not in an enum is that problem, as validate says
+// it — not the ${VAR} reference's pattern, and not only a type mismatch.
+// Editors show the failure of the alternative that best matches the value's
+// type; this takes the failures at the deepest location that are not type
+// mismatches, which is that alternative's.
+func TestSchemaMessagesNameTheProblem(t *testing.T) {
+	s := compiled(t, Options{})
+	typeOnly := regexp.MustCompile(`^got \w+, want \w+$|^'(anyOf|allOf)' failed$`)
+	for _, c := range []struct{ doc, want string }{
+		{"kind: QemuVM\nname: a\nspec:\n  cores: 0\n", "minimum: got 0, want 1"},
+		{"kind: QemuVM\nname: a\nspec:\n  net0: {model: virtoi, bridge: vmbr0}\n", "value must be one of 'e1000'"},
+		{"kind: QemuVM\nname: a\nspec:\n  net0: {model: virtio, bridge: vmbr0, tag: 5000}\n", "maximum: got 5,000, want 4,094"},
+		{"kind: LinuxBridge\nname: vmbr1\nspec:\n  node: pve\n  bridge_vlan_aware: maybe\n", "does not match pattern '^("},
+		{"kind: QemuVM\nname: a\nspec:\n  running: sometimes\n", "got string, want boolean"},
+	} {
+		err := s.Validate(yamlDocs(t, []byte(c.doc))[0])
+		if err == nil {
+			t.Errorf("%q: the schema accepts it", c.doc)
+			continue
+		}
+		lines := strings.Split(err.Error(), "\n")
+		if strings.Contains(err.Error(), `\$\{`) || strings.Contains(err.Error(), "interpolated") {
+			t.Errorf("%q: the message names the ${VAR} reference:\n%s", c.doc, err)
+		}
+		deepest, depth := []string{}, -1
+		for _, l := range lines {
+			at, msg, ok := strings.Cut(strings.TrimSpace(l), "': ")
+			if !ok || !strings.HasPrefix(at, "- at '") {
+				continue
+			}
+			d := strings.Count(at, "/")
+			switch {
+			case d > depth:
+				deepest, depth = []string{msg}, d
+			case d == depth:
+				deepest = append(deepest, msg)
+			}
+		}
+		// A value of the wrong type fails every alternative on its type:
+		// then the type is the message.
+		var problems []string
+		for _, m := range deepest {
+			if !typeOnly.MatchString(m) {
+				problems = append(problems, m)
+			}
+		}
+		if len(problems) == 0 {
+			problems = deepest
+		}
+		found := false
+		for _, m := range problems {
+			found = found || strings.Contains(m, c.want)
+		}
+		if !found {
+			t.Errorf("%q: the best-matching failure does not say %q; got %q of:\n%s", c.doc, c.want, problems, err)
+		}
+	}
+}

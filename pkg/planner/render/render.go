@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"regexp"
 	"strings"
 
 	"github.com/charmbracelet/lipgloss"
@@ -95,9 +96,9 @@ func Human(w io.Writer, p *planner.Plan, opts Options) error {
 			verb += " (the new one is created before the old one is destroyed)"
 		}
 		fmt.Fprintf(&b, "\n  # %s %s\n", c.Address, verb)
-		fmt.Fprintf(&b, "  %s %s\n", st.Render(c.Symbol()), c.Address)
+		fmt.Fprintf(&b, "  %s %s%s\n", st.Render(c.Symbol()), c.Address, renamedNote(c))
 		for _, d := range c.Diff {
-			b.WriteString("      " + field(pl, d) + "\n")
+			b.WriteString(field(pl, d, "      "))
 		}
 		for _, s := range c.Provision {
 			b.WriteString("      " + pl.change.Render(">") + " run " + s.File + " (" + s.Reason + ")\n")
@@ -105,6 +106,9 @@ func Human(w io.Writer, p *planner.Plan, opts Options) error {
 		for _, r := range c.Reasons {
 			if len(c.Provision) > 0 && strings.HasPrefix(r, "provision: ") {
 				continue // listed above, file by file
+			}
+			if echoesDiff(r, c.Diff) || (c.Action == planner.Create && r == "does not exist") {
+				continue // the diff line, or the verb, says it
 			}
 			b.WriteString("      " + pl.note.Render("# "+r) + "\n")
 		}
@@ -115,7 +119,7 @@ func Human(w io.Writer, p *planner.Plan, opts Options) error {
 }
 
 // quietReasons are noop reasons that say nothing the user must act on.
-var quietReasons = map[string]bool{"does not exist": true, "nothing to remove": true, "managed: false: read only": true}
+var quietReasons = map[string]bool{"does not exist": true, "nothing to remove": true, "managed: false: read only": true, "recipe unchanged": true}
 
 // noopNote is what the plan says about a change that does nothing: why a
 // destroy keeps it, or a reason worth reading (a VM locked by a task,
@@ -148,21 +152,72 @@ func keptNote(c *planner.Change) string {
 	return fmt.Sprintf("  # %s is protected and will be kept", c.Address)
 }
 
-func field(pl palette, d planner.FieldDiff) string {
+// field renders one diff as its line(s), each starting with indent: a
+// multi-line text (a description, cloud-init user data) as a line diff.
+func field(pl palette, d planner.FieldDiff, indent string) string {
+	if lines, ok := textDiff(d.Before, d.After); ok {
+		var b strings.Builder
+		b.WriteString(indent + pl.change.Render("~") + " " + d.Path + ":\n")
+		for _, l := range lines {
+			st := pl.note
+			switch l.op {
+			case '+':
+				st = pl.add
+			case '-':
+				st = pl.remove
+			}
+			b.WriteString(indent + "    " + st.Render(string(l.op)) + " " + l.text + "\n")
+		}
+		return b.String()
+	}
 	switch {
 	case d.Before == nil:
-		return pl.add.Render("+") + " " + d.Path + ": " + value(d.After)
+		return indent + pl.add.Render("+") + " " + d.Path + ": " + value(d.After) + "\n"
 	case d.After == nil:
-		return pl.remove.Render("-") + " " + d.Path + ": " + value(d.Before)
+		return indent + pl.remove.Render("-") + " " + d.Path + ": " + value(d.Before) + "\n"
 	}
-	return pl.change.Render("~") + " " + d.Path + ": " + value(d.Before) + " → " + value(d.After)
+	return indent + pl.change.Render("~") + " " + d.Path + ": " + value(d.Before) + " → " + value(d.After) + "\n"
 }
+
+// number is a value PVE's wire form carries as a string but people read
+// as a number: shown without quotes.
+var number = regexp.MustCompile(`^-?[0-9]+(\.[0-9]+)?$`)
 
 func value(v any) string {
 	if s, ok := v.(string); ok {
+		if number.MatchString(s) {
+			return s
+		}
 		return fmt.Sprintf("%q", s)
 	}
 	return fmt.Sprint(v)
+}
+
+// renamedNote is " (renamed from OLD)" for a change that renames its
+// object in place (renamedFrom), "" otherwise.
+func renamedNote(c *planner.Change) string {
+	for _, r := range c.Reasons {
+		if old, ok := strings.CutPrefix(r, "renamed from "); ok {
+			old, _, _ = strings.Cut(old, " ")
+			return " (renamed from " + old + ")"
+		}
+	}
+	return ""
+}
+
+// echoesDiff reports a reason that only repeats a diff line ("memory
+// changed" beside "~ memory: 2048 → 4096"); the JSON keeps it.
+func echoesDiff(reason string, diffs []planner.FieldDiff) bool {
+	key, verb, ok := strings.Cut(reason, " ")
+	if !ok || (verb != "changed" && verb != "added" && verb != "removed") {
+		return false
+	}
+	for _, d := range diffs {
+		if top, _, _ := strings.Cut(d.Path, "."); top == key {
+			return true
+		}
+	}
+	return false
 }
 
 func summaryLine(s planner.Summary) string {

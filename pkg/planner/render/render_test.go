@@ -99,6 +99,13 @@ func plans() map[string]*planner.Plan {
 			change("LinuxBridge/vmbr1", planner.NoOp, nil, "node pve has staged network changes that no NetworkApply in these specs commits (add `kind: NetworkApply` for node pve)"),
 			change("QemuVM/app-vm-1", planner.Update, []planner.FieldDiff{{Path: "memory", Before: "2048", After: "4096"}}, "memory changed"),
 		}},
+		// A multi-line text is a line diff; a single-line one stays on its line.
+		"multiline": {FormatVersion: "1", Changes: []*planner.Change{
+			change("QemuVM/app-vm-1", planner.Update, []planner.FieldDiff{
+				{Path: "description", Before: "Web server\nowner: ops\nticket: OPS-1\n", After: "Web server\nowner: platform\nticket: OPS-1\nsee runbook\n"},
+				{Path: "name", Before: "app", After: "app-1"},
+			}, "renamed from app (renamedFrom): VM 100 keeps its vmid, disks and addresses", "description changed", "name changed"),
+		}},
 		"nochange": {FormatVersion: "1", Changes: []*planner.Change{
 			change("LinuxBridge/vmbr1", planner.NoOp, nil),
 			change("QemuVM/app-vm-1", planner.NoOp, nil),
@@ -122,7 +129,7 @@ func provisioned(c *planner.Change, steps ...planner.ProvisionStep) *planner.Cha
 }
 
 func TestHuman(t *testing.T) {
-	for _, name := range []string{"create", "update", "destroy", "nochange", "keptonly", "staged", "stagedchange", "provision"} {
+	for _, name := range []string{"create", "update", "destroy", "nochange", "keptonly", "staged", "stagedchange", "provision", "multiline"} {
 		t.Run(name, func(t *testing.T) {
 			var buf bytes.Buffer
 			if err := Human(&buf, plans()[name], Options{}); err != nil {
@@ -186,5 +193,44 @@ func TestJSONShape(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("JSON: got %s (-want +got):\n%s", buf.String(), diff)
+	}
+}
+
+func TestMarkdown(t *testing.T) {
+	for _, name := range []string{"create", "update", "destroy", "nochange", "provision", "multiline"} {
+		t.Run(name, func(t *testing.T) {
+			var buf bytes.Buffer
+			if err := Markdown(&buf, plans()[name]); err != nil {
+				t.Fatal(err)
+			}
+			golden(t, buf.Bytes())
+		})
+	}
+}
+
+// TestMarkdownHostileValues: a value cannot end its code block, its table
+// cell or inject HTML into the summary line.
+func TestMarkdownHostileValues(t *testing.T) {
+	p := &planner.Plan{FormatVersion: "1", Changes: []*planner.Change{
+		change("QemuVM/a|b", planner.Update, []planner.FieldDiff{
+			{Path: "description", Before: "x", After: "```\n</details><script>"},
+		}, "description changed"),
+	}}
+	var buf bytes.Buffer
+	if err := Markdown(&buf, p); err != nil {
+		t.Fatal(err)
+	}
+	out := buf.String()
+	if !strings.Contains(out, "````diff\n") {
+		t.Errorf("fence not longer than the value's backticks:\n%s", out)
+	}
+	if !strings.Contains(out, "| `QemuVM/a\\|b` |") {
+		t.Errorf("pipe not escaped in the table:\n%s", out)
+	}
+	if strings.Count(out, "</details>") != 2 { // the block's own and the one inside the fenced value
+		t.Errorf("details blocks: %d closers:\n%s", strings.Count(out, "</details>"), out)
+	}
+	if !strings.Contains(out, "+     </details><script>\n````\n\n</details>") {
+		t.Errorf("the value's lines are not inside the fenced block:\n%s", out)
 	}
 }

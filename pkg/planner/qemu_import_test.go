@@ -1,0 +1,67 @@
+package planner
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// Issue 23 (5): a cloud image imported at a size of the spec's is one
+// apply — created as STORAGE:0,import-from (all PVE takes), then grown —
+// and the image's DownloadedImage comes first; the next plan is clean.
+func TestSimImportThenGrow(t *testing.T) {
+	sim, _ := newDataSim(t)
+	set := loadSpec(t, `kind: DownloadedImage
+name: noble
+spec:
+  node: pve
+  storage: local
+  content: import
+  filename: noble-server-cloudimg-amd64.qcow2
+  url: https://cloud-images.ubuntu.com/noble/current/noble-server-cloudimg-amd64.img
+---
+kind: QemuVM
+name: cloud-vm
+spec:
+  node: pve
+  memory: 1024
+  scsihw: virtio-scsi-pci
+  scsi0: local-lvm:20,import-from=local:import/noble-server-cloudimg-amd64.qcow2
+`)
+	p := planFor(t, sim, set, Options{})
+	if diff := cmp.Diff([]string{"create DownloadedImage/noble", "create QemuVM/cloud-vm <- DownloadedImage/noble"}, summary(p)); diff != "" {
+		t.Fatalf("plan (-want +got):\n%s", diff)
+	}
+	var vm *Change
+	for _, c := range p.Changes {
+		if c.Address == "QemuVM/cloud-vm" {
+			vm = c
+		}
+	}
+	if !slicesContain(vm.Reasons, "scsi0: imported from local:import/noble-server-cloudimg-amd64.qcow2 at the image's size, then grown to 20G") {
+		t.Errorf("the plan does not say the disk is imported then grown: %q", vm.Reasons)
+	}
+	applyPlan(t, sim, p)
+	vmid := stateOf(vm).Created
+	cfg, err := sim.cl.QemuConfig(context.Background(), "pve", vmid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := cfg["scsi0"]; !strings.HasSuffix(got, "size=20G") {
+		t.Errorf("scsi0 %q: want the imported disk grown to 20G", got)
+	}
+	if p := planFor(t, sim, set, Options{}); p.HasChanges() {
+		t.Errorf("second plan: %q, want clean", summary(p))
+	}
+}
+
+func slicesContain(list []string, prefix string) bool {
+	for _, s := range list {
+		if strings.HasPrefix(s, prefix) {
+			return true
+		}
+	}
+	return false
+}
