@@ -1,0 +1,74 @@
+package main
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/pvectl/pvectl/pkg/pve/pvesim"
+	"github.com/pvectl/pvectl/pkg/secret"
+)
+
+// oddSecret holds every character JSON, HTML and URL encodings change.
+// (PVE URL-unescapes the header value and splits it at its last "=": no
+// "+", "%" or "=" in a token secret.)
+const oddSecret = `odd"<>&\tok/-5f0c`
+
+// TestE2ESecretEncodingsJSONDebug is issue 17's acceptance for the
+// scrubber: a token secret and a guest password holding `"<>&\` appear in
+// no form (as written, JSON-escaped with or without HTML escaping,
+// URL-encoded, base64) in the output of plan, apply and a replan with
+// --json and --debug.
+func TestE2ESecretEncodingsJSONDebug(t *testing.T) {
+	const tokenID = "ci@pve!odd"
+	const pw = `pw"<>&\ word+/=?%-77`
+	env := startSimOpts(t, pvesim.Options{Tokens: []pvesim.Token{{ID: tokenID, Secret: oddSecret}}}, nil)
+	grant := url.Values{"path": {"/"}, "roles": {"Administrator"}, "tokens": {tokenID}, "users": {"ci@pve"}}
+	if err := env.client.Do(context.Background(), http.MethodPut, "/access/acl", grant, nil); err != nil {
+		t.Fatal(err)
+	}
+	env.extraEnv = []string{"PROXMOX_TOKEN_ID=" + tokenID, "PROXMOX_TOKEN_SECRET=" + oddSecret, "VM_PW=" + pw}
+	f := writeSpec(t, "vm.yaml", `kind: QemuVM
+name: odd
+spec:
+  node: pve
+  vmid: 120
+  memory: 512
+  ide2: local-lvm:cloudinit
+  ciuser: admin
+  cipassword: ${VM_PW}
+`)
+	var outs []string
+	for _, args := range [][]string{
+		{"plan", "--json", "--debug", "-f", f},
+		{"apply", "--json", "--debug", "--auto-approve", "-f", f},
+		{"plan", "--json", "--debug", "--detailed-exitcode", "-f", f},
+	} {
+		r := env.run(args...)
+		if r.code != 0 {
+			t.Fatalf("%v: exit %d\n%s\n%s", args, r.code, r.stdout, r.stderr)
+		}
+		outs = append(outs, r.stdout, r.stderr)
+	}
+	// A bad token: PVE's refusal and the client's error both go through
+	// the scrubber too.
+	env.extraEnv = []string{"PROXMOX_TOKEN_ID=" + tokenID, "PROXMOX_TOKEN_SECRET=" + oddSecret + "x", "VM_PW=" + pw}
+	r := env.run("plan", "--json", "--debug", "-f", f)
+	outs = append(outs, r.stdout, r.stderr)
+	assertNoSecretForms(t, strings.Join(outs, "\n"), oddSecret, pw, oddSecret+"x")
+}
+
+// assertNoSecretForms fails when out holds any encoded form of a secret.
+func assertNoSecretForms(t *testing.T, out string, secrets ...string) {
+	t.Helper()
+	for _, s := range secrets {
+		for _, form := range secret.Forms(s) {
+			if i := strings.Index(out, form); i >= 0 {
+				lo, hi := max(0, i-80), min(len(out), i+len(form)+40)
+				t.Errorf("output holds %q (a form of a secret) in:\n…%s…", form, out[lo:hi])
+			}
+		}
+	}
+}
