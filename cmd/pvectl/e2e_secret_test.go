@@ -72,3 +72,27 @@ func assertNoSecretForms(t *testing.T, out string, secrets ...string) {
 		}
 	}
 }
+
+// TestE2ESecretInPlainFieldValidate is issue 17's acceptance: a spec with
+// ${PROXMOX_TOKEN_SECRET} in a VM's description is refused by validate
+// (exit 3, file:line, nothing sent) without showing the secret; declared
+// with secretKeys it validates.
+func TestE2ESecretInPlainFieldValidate(t *testing.T) {
+	env := startSim(t)
+	body := "kind: QemuVM\nname: leaky\nspec:\n  memory: 512\n  description: \"token: ${PROXMOX_TOKEN_SECRET}\"\n"
+	f := writeSpec(t, "leak.yaml", body)
+	for _, cmd := range []string{"validate", "plan"} {
+		r := env.mustRun(3, cmd, "-f", f)
+		for _, want := range []string{"leak.yaml:5", "spec.description uses ${PROXMOX_TOKEN_SECRET}", "secretKeys: [description]"} {
+			if !strings.Contains(r.stderr, want) {
+				t.Errorf("%s stderr lacks %q:\n%s", cmd, want, r.stderr)
+			}
+		}
+		assertNoSecretForms(t, r.stdout+r.stderr, e2eTokenSecret)
+	}
+	if n := env.requests.Total(); n != 0 {
+		t.Errorf("a refused spec sent %d requests", n)
+	}
+	declared := writeSpec(t, "ok.yaml", strings.Replace(body, "spec:", "secretKeys: [description]\nspec:", 1))
+	env.mustRun(0, "validate", "-f", declared)
+}

@@ -44,6 +44,7 @@ type loader struct {
 	// reports.
 	secrets  map[*yaml.Node]secretRef
 	deferred map[*yaml.Node]Diagnostic
+	flow     *secretFlow // where secrets go (secretflow.go)
 }
 
 func (l *loader) errorf(pos Pos, format string, args ...any) {
@@ -119,6 +120,7 @@ func Load(paths []string, opts LoadOptions) (*Set, error) {
 		l.table = <-table
 	}
 	set := l.build(docs)
+	l.checkSecretFlow(set)
 	if len(l.diags) > 0 {
 		return nil, l.sorted()
 	}
@@ -308,6 +310,7 @@ func (l *loader) readFile(file string) []*document {
 			l.errorf(nodePos(file, body), "a document must be a mapping with kind, name and spec, got %s", describeNode(body))
 			continue
 		}
+		l.noteSecretFlow(file, body)
 		l.interpolateTree(file, body, map[*yaml.Node]bool{})
 		docs = append(docs, l.header(file, body))
 	}
