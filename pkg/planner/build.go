@@ -91,6 +91,7 @@ func Build(ctx context.Context, set *spec.Set, obs *Observed, opts Options) (*Pl
 				continue
 			}
 			c.Address, c.Resource = r.Address(), r
+			maskDeclared(c) // keys the document declares secret (secretKeys)
 			// The token must hold what the change's calls check.
 			if p, ok := k.(permissioned); ok {
 				if err := obs.conns[r.Connection].checkPerms(r.Address(), p.changePerms(c, lo)); err != nil {
