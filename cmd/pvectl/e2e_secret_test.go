@@ -4,6 +4,8 @@ import (
 	"context"
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -17,10 +19,13 @@ import (
 const oddSecret = `odd"<>&\tok/-5f0c`
 
 // TestE2ESecretEncodingsJSONDebug is issue 17's acceptance for the
-// scrubber: a token secret and a guest password holding `"<>&\` appear in
-// no form (as written, JSON-escaped with or without HTML escaping,
-// URL-encoded, base64) in the output of plan, apply and a replan with
-// --json and --debug.
+// scrubber and saved plans: a token secret and a guest password holding
+// `"<>&\` appear in no form (as written, JSON-escaped with or without
+// HTML escaping, URL-encoded, base64) in the output of plan, a saved plan,
+// its apply and a replan, all with --json and --debug, nor in the plan
+// file. The token secret is also in the VM's description, declared secret
+// (secretKeys): PVE echoes it JSON-escaped in every config read of the
+// --debug trace. The saved plan holds references, and applies.
 func TestE2ESecretEncodingsJSONDebug(t *testing.T) {
 	const tokenID = "ci@pve!odd"
 	const pw = `pw"<>&\ word+/=?%-77`
@@ -32,6 +37,7 @@ func TestE2ESecretEncodingsJSONDebug(t *testing.T) {
 	env.extraEnv = []string{"PROXMOX_TOKEN_ID=" + tokenID, "PROXMOX_TOKEN_SECRET=" + oddSecret, "VM_PW=" + pw}
 	f := writeSpec(t, "vm.yaml", `kind: QemuVM
 name: odd
+secretKeys: [description]
 spec:
   node: pve
   vmid: 120
@@ -39,11 +45,15 @@ spec:
   ide2: local-lvm:cloudinit
   ciuser: admin
   cipassword: ${VM_PW}
+  description: ${PROXMOX_TOKEN_SECRET}
 `)
+	planFile := filepath.Join(t.TempDir(), "odd.plan")
 	var outs []string
 	for _, args := range [][]string{
+		{"validate", "-f", f},
 		{"plan", "--json", "--debug", "-f", f},
-		{"apply", "--json", "--debug", "--auto-approve", "-f", f},
+		{"plan", "--debug", "--out", planFile, "-f", f},
+		{"apply", "--json", "--debug", "--auto-approve", planFile},
 		{"plan", "--json", "--debug", "--detailed-exitcode", "-f", f},
 	} {
 		r := env.run(args...)
@@ -51,6 +61,32 @@ spec:
 			t.Fatalf("%v: exit %d\n%s\n%s", args, r.code, r.stdout, r.stderr)
 		}
 		outs = append(outs, r.stdout, r.stderr)
+	}
+	// The declared key is (sensitive) in the plan's diff, not REDACTED
+	// by the scrubber after the fact.
+	masked := false
+	for _, c := range parsePlan(t, outs[2]).Changes {
+		for _, d := range c.Diff {
+			if d.Path == "description" {
+				masked = d.After == "(sensitive)"
+			}
+		}
+	}
+	if !masked {
+		t.Errorf("plan --json: description not shown (sensitive):\n%s", outs[2])
+	}
+	saved, err := os.ReadFile(planFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	assertNoSecretForms(t, string(saved), oddSecret, pw)
+	for _, ref := range []string{`"env": "PROXMOX_TOKEN_SECRET"`, `"env": "VM_PW"`} {
+		if !strings.Contains(string(saved), ref) {
+			t.Errorf("the saved plan lacks the reference %s:\n%s", ref, saved)
+		}
+	}
+	if got := env.vmConfig("odd")["description"]; got != oddSecret {
+		t.Errorf("description in PVE %q, want the declared secret (the user's intent)", got)
 	}
 	// A bad token: PVE's refusal and the client's error both go through
 	// the scrubber too.
