@@ -19,7 +19,7 @@ import (
 
 // topLevelKeys are the keys a document may have, in the order the error
 // message lists them.
-var topLevelKeys = []string{"kind", "name", "connection", "dependsOn", "protected", "managed", "state", "spec"}
+var topLevelKeys = []string{"kind", "name", "connection", "dependsOn", "protected", "managed", "state", SecretKeysKey, "spec"}
 
 // loader carries one Load call's state and the problems found so far.
 type loader struct {
