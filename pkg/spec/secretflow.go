@@ -263,7 +263,9 @@ func (l *loader) secretValues(set *Set) map[string]string {
 	for _, name := range sortedKeys(set.Connections) {
 		c := set.Connections[name]
 		add(c.TokenSecret, "Connection/"+name+" tokenSecret")
-		add(c.SSHPrivateKey, "Connection/"+name+" sshPrivateKey")
+		if keyText(c.SSHPrivateKey) {
+			add(c.SSHPrivateKey, "Connection/"+name+" sshPrivateKey")
+		}
 	}
 	for _, r := range set.Resources {
 		for k, v := range r.Params {
@@ -274,7 +276,7 @@ func (l *loader) secretValues(set *Set) map[string]string {
 	}
 	names := append(slices.Clone(secretEnvNames), sortedKeys(l.flow.vars)...)
 	for _, n := range names {
-		if v, ok := l.getenv(n); ok {
+		if v, ok := l.getenv(n); ok && (n != "PROXMOX_SSH_PRIVATE_KEY" || keyText(v)) {
 			add(v, "$"+n)
 		}
 	}
@@ -310,6 +312,10 @@ func SecretValues(set *Set) []string {
 	}
 	return out
 }
+
+// keyText: an SSH key setting holds the key itself, not a path to it (a
+// path is no secret, and may well appear in a plain key).
+func keyText(v string) bool { return strings.Contains(v, "-----BEGIN ") }
 
 func topKey(path string) string {
 	path = strings.TrimPrefix(path, "spec.")

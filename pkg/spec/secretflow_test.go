@@ -15,7 +15,8 @@ func TestSecretFlow(t *testing.T) {
 		return "kind: QemuVM\nname: web\n" + extra + "spec:\n  memory: 512\n"
 	}
 	conn := "kind: Connection\nname: ci\nspec:\n  url: https://127.0.0.1:8006\n  tokenId: root@pam!ci\n  tokenSecret: ${CI_SECRET}\n---\n"
-	getenv := env("PROXMOX_TOKEN_SECRET", tok, "CI_SECRET", tok, "VM_PW", pw, "NOTE", "plain text", "DB_PASSWORD", "x")
+	getenv := env("PROXMOX_TOKEN_SECRET", tok, "CI_SECRET", tok, "VM_PW", pw, "NOTE", "plain text", "DB_PASSWORD", "x",
+		"PROXMOX_SSH_PRIVATE_KEY", "/home/ci/.ssh/id_ed25519")
 	tests := []struct {
 		name, doc string
 		want      []string // substrings of the one diagnostic; none: loads
@@ -33,6 +34,7 @@ func TestSecretFlow(t *testing.T) {
 		{"declared", vm("secretKeys: [description]\n") + "  description: \"token ${PROXMOX_TOKEN_SECRET}\"\n", nil},
 		{"declared, one string", vm("secretKeys: description\n") + "  description: ${PROXMOX_TOKEN_SECRET}\n", nil},
 		{"plain variable", vm("") + "  description: ${NOTE}\n", nil},
+		{"a key's path is no secret value", vm("") + "  description: key at /home/ci/.ssh/id_ed25519\n", nil},
 		{"declared key not set", vm("secretKeys: [descripton]\n") + "  description: x\n", []string{"a.yaml:3:", `lists "descripton"`}},
 		{"declared on a Connection", "kind: Connection\nname: c\nsecretKeys: [url]\nspec:\n  url: https://127.0.0.1:8006\n  tokenId: a@pam!b\n  tokenSecret: ${CI_SECRET}\n",
 			[]string{"a.yaml:3:", "Connection documents take no secretKeys"}},
