@@ -73,6 +73,7 @@ func (o *specOptions) load(g *globalOptions) (*spec.Set, error) {
 	for _, c := range set.Connections {
 		g.scrubber.Add(c.TokenSecret, c.SSHPrivateKey)
 	}
+	g.scrubber.Add(spec.SecretValues(set)...) // keys declared secret (secretKeys) too
 	var bad []string
 	for _, t := range o.targets {
 		if set.Lookup(t) != nil {

@@ -94,6 +94,7 @@ func Build(ctx context.Context, set *spec.Set, obs *Observed, opts Options) (*Pl
 				continue
 			}
 			c.Address, c.Resource = r.Address(), r
+			maskDeclared(c) // keys the document declares secret (secretKeys)
 			// The token must hold what the change's calls check; a review
 			// plan carries what it lacks as warnings.
 			if p, ok := k.(permissioned); ok {

@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"os"
 	"reflect"
+	"slices"
 	"strings"
 
 	"github.com/pvectl/pvectl/pkg/secret"
+	"github.com/pvectl/pvectl/pkg/spec"
 )
 
 // planFile is the on-disk form of a Plan: Change.Action is not a JSON
@@ -22,18 +24,26 @@ type planFile struct {
 	// Connections: see Plan.Connections (added compatibly: a file without
 	// it still reads, and then needs the connection settings as before).
 	Connections map[string]*SavedConnection `json:"connections,omitempty"`
+	// Salt keys the hashes of the secret references (secretRef).
+	Salt string `json:"salt,omitempty"`
 }
 
 type fileChange struct {
 	Action string `json:"action"`
 	// State is the kind's change state, decoded by the kind (stateful).
 	State json.RawMessage `json:"state,omitempty"`
+	// Secrets reference the secret values left out: the variable each
+	// was read from and its hash; SentSecrets are those the update sends.
+	Secrets     map[string]secretRef `json:"secrets,omitempty"`
+	SentSecrets []string             `json:"sentSecrets,omitempty"`
 	*Change
 }
 
 // WriteFile saves p so that `apply FILE` can carry it out later. Secret
-// parameters are left out (and listed in the change's Redacted), so the
-// file is safe to keep next to the specs.
+// values (secret parameters and own keys, the keys a document declares
+// secret) are left out: one read from a ${VAR} is kept as a reference
+// (the variable's name and a keyed hash), which ReadFile resolves from
+// the environment again; any other is listed in the change's Redacted.
 func WriteFile(path string, p *Plan) error {
 	data, err := Marshal(p)
 	if err != nil {
@@ -61,8 +71,15 @@ func ReadFile(path string) (*Plan, error) {
 // Marshal renders the plan-file form of p, secrets left out.
 func Marshal(p *Plan) ([]byte, error) {
 	f := planFile{FormatVersion: p.FormatVersion, Destroy: p.Destroy, Changes: []*fileChange{}, Endpoints: p.Endpoints, Connections: p.Connections}
+	salt := newSalt()
 	for _, c := range p.Changes {
-		fc := &fileChange{Action: c.Action.String(), Change: redact(c)}
+		out, fromParams, fromUpdate := redact(c)
+		fc := &fileChange{Action: c.Action.String(), Change: out,
+			Secrets: secretRefs(c, sortedUnique(append(slices.Clone(fromParams), fromUpdate...)), salt)}
+		if fc.Secrets != nil {
+			f.Salt = salt
+			fc.SentSecrets = sortedUnique(fromUpdate)
+		}
 		if c.State != nil {
 			b, err := json.Marshal(c.State)
 			if err != nil {
@@ -75,8 +92,11 @@ func Marshal(p *Plan) ([]byte, error) {
 	return json.MarshalIndent(f, "", "  ")
 }
 
-// Unmarshal parses the plan-file form.
-func Unmarshal(data []byte) (*Plan, error) {
+// Unmarshal parses the plan-file form, reading the secrets it references
+// from the environment.
+func Unmarshal(data []byte) (*Plan, error) { return unmarshal(data, os.LookupEnv) }
+
+func unmarshal(data []byte, getenv func(string) (string, bool)) (*Plan, error) {
 	var f planFile
 	if err := json.Unmarshal(data, &f); err != nil {
 		return nil, err
@@ -111,22 +131,27 @@ func Unmarshal(data []byte) (*Plan, error) {
 		}
 		p.Changes = append(p.Changes, fc.Change)
 	}
+	if err := resolveFile(&f, getenv); err != nil {
+		return nil, err
+	}
 	return p, nil
 }
 
 // redact copies c without secret values (diffs are already masked by
 // Build). Redacted lists the dropped keys the change's own call would have
-// sent, so that Apply refuses it instead of writing something else.
-func redact(c *Change) *Change {
-	out := *c
-	var fromParams, fromUpdate []string
+// sent, so that Apply refuses it instead of writing something else (until
+// a reference puts the value back: resolveSecrets). It returns the keys
+// dropped from the resource and from the update's parameters.
+func redact(c *Change) (out *Change, fromParams, fromUpdate []string) {
+	cp := *c
+	isSecret := func(k string) bool { return spec.IsSecretKey(c.Resource, k) }
 	if c.Resource != nil {
 		r := *c.Resource
-		r.Params = dropSecrets(c.Resource.Params, &fromParams)
-		r.Keys = clearSecrets(c.Resource.Keys, &fromParams)
-		out.Resource = &r
+		r.Params = dropSecrets(c.Resource.Params, isSecret, &fromParams)
+		r.Keys = clearSecrets(c.Resource.Keys, c.Resource.SecretKeys, &fromParams)
+		cp.Resource = &r
 	}
-	out.Params = dropSecrets(c.Params, &fromUpdate)
+	cp.Params = dropSecrets(c.Params, isSecret, &fromUpdate)
 	needed := append([]string(nil), c.Redacted...)
 	switch c.Action {
 	case Create, Replace:
@@ -135,25 +160,26 @@ func redact(c *Change) *Change {
 		needed = append(needed, fromUpdate...)
 	}
 	if len(needed) > 0 {
-		out.Redacted = sortedUnique(needed)
+		cp.Redacted = sortedUnique(needed)
 	}
-	return &out
+	return &cp, fromParams, fromUpdate
 }
 
 // clearSecrets copies a kind's Keys struct with every secret field (by its
-// JSON name, at any depth) zeroed, naming the ones that were set.
-func clearSecrets(keys any, dropped *[]string) any {
+// JSON name, at any depth, and the top-level ones declared) zeroed,
+// naming the ones that were set.
+func clearSecrets(keys any, declared []string, dropped *[]string) any {
 	v := reflect.ValueOf(keys)
 	if keys == nil || v.Kind() != reflect.Pointer || v.IsNil() || v.Elem().Kind() != reflect.Struct {
 		return keys
 	}
 	cp := reflect.New(v.Elem().Type())
 	cp.Elem().Set(v.Elem())
-	clearStruct(cp.Elem(), dropped)
+	clearStruct(cp.Elem(), declared, dropped)
 	return cp.Interface()
 }
 
-func clearStruct(v reflect.Value, dropped *[]string) {
+func clearStruct(v reflect.Value, declared []string, dropped *[]string) {
 	t := v.Type()
 	for i := range t.NumField() {
 		f := t.Field(i)
@@ -162,7 +188,7 @@ func clearStruct(v reflect.Value, dropped *[]string) {
 			continue
 		}
 		fv := v.Field(i)
-		if secret.Key(name) {
+		if secret.Key(name) || slices.Contains(declared, name) {
 			if !fv.IsZero() {
 				*dropped = append(*dropped, name)
 			}
@@ -171,12 +197,12 @@ func clearStruct(v reflect.Value, dropped *[]string) {
 		}
 		switch fv.Kind() {
 		case reflect.Struct:
-			clearStruct(fv, dropped)
+			clearStruct(fv, declared, dropped)
 		case reflect.Pointer:
 			if !fv.IsNil() && fv.Elem().Kind() == reflect.Struct {
 				cp := reflect.New(fv.Elem().Type())
 				cp.Elem().Set(fv.Elem())
-				clearStruct(cp.Elem(), dropped)
+				clearStruct(cp.Elem(), nil, dropped)
 				fv.Set(cp)
 			}
 		case reflect.Slice:
@@ -184,7 +210,7 @@ func clearStruct(v reflect.Value, dropped *[]string) {
 				cp := reflect.MakeSlice(fv.Type(), fv.Len(), fv.Len())
 				reflect.Copy(cp, fv)
 				for j := range cp.Len() {
-					clearStruct(cp.Index(j), dropped)
+					clearStruct(cp.Index(j), nil, dropped)
 				}
 				fv.Set(cp)
 			}
@@ -192,13 +218,13 @@ func clearStruct(v reflect.Value, dropped *[]string) {
 	}
 }
 
-func dropSecrets[V any](m map[string]V, dropped *[]string) map[string]V {
+func dropSecrets[V any](m map[string]V, isSecret func(string) bool, dropped *[]string) map[string]V {
 	if m == nil {
 		return nil
 	}
 	out := make(map[string]V, len(m))
 	for k, v := range m {
-		if secret.Key(k) {
+		if isSecret(k) {
 			*dropped = append(*dropped, k)
 			continue
 		}

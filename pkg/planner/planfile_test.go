@@ -86,7 +86,7 @@ func TestPlanFileOmitsOwnKeySecrets(t *testing.T) {
 		Run      string `json:"run,omitempty"`
 	}{"nested-secret", "true"})
 	r := &spec.Resource{Kind: spec.KindQemuVM, Name: "vm", Params: map[string]string{"memory": "1024"}, Keys: keys}
-	c := redact(&Change{Address: "QemuVM/vm", Action: Create, Resource: r})
+	c, _, _ := redact(&Change{Address: "QemuVM/vm", Action: Create, Resource: r})
 	data, err := json.Marshal(c)
 	if err != nil {
 		t.Fatal(err)

@@ -194,6 +194,7 @@ func provisionGuest(ctx context.Context, x *execution, r *spec.Resource, t provi
 	defer x.phase(Phase{})
 	opts := provision.Options{
 		Timeout:     timeout,
+		Secrets:     provisionSecrets(r, conn),
 		FileStarted: func(name string) { x.phase(Phase{Name: "provisioning", Detail: name}) },
 		// The hooks prefix the resource already.
 		Progress: func(msg string) { x.msg("%s", strings.TrimPrefix(msg, "vm "+t.Name+": ")) },
@@ -227,6 +228,23 @@ func provisionGuest(ctx context.Context, x *execution, r *spec.Resource, t provi
 		ran = append(ran, s.File.Name)
 	}
 	return ran, err
+}
+
+// provisionSecrets are the values no provisioning tool's environment may
+// hold under any name: the connection's token secret and key, the
+// resource's own key and its secret parameters (cipassword, …), and the
+// values of the keys it declares secret (secretKeys).
+func provisionSecrets(r *spec.Resource, conn *spec.Connection) []string {
+	out := []string{conn.TokenSecret, conn.SSHPrivateKey}
+	if p := spec.Provisioning(r); p != nil && p.SSHPrivateKey != nil {
+		out = append(out, *p.SSHPrivateKey)
+	}
+	for k, v := range r.Params {
+		if secret.Key(k) {
+			out = append(out, v)
+		}
+	}
+	return out
 }
 
 // provisionLookup says where the guest's address comes from: the static

@@ -23,16 +23,13 @@ const (
 // Auth is how pvectl logs in to guests: one private key, or the keys an
 // ssh-agent holds. It never holds a passphrase and never prompts.
 type Auth struct {
-	source  string // where the key came from, for messages; never the key
-	signers []ssh.Signer
-	// pem is the unencrypted key, handed to ansible-playbook as a 0600
-	// temp file; nil when the agent signs.
-	pem []byte
-	// agentPub selects the agent's key for ansible's ssh (an encrypted key
-	// the agent holds); nil lets ssh offer all of the agent's keys.
-	agentPub  ssh.PublicKey
-	agentSock string
+	source string // where the key came from, for messages; never the key
+	// signers sign for pvectl's own SSH client and, through pvectl's
+	// in-process agent, for ansible's ssh: the key is never written out.
+	signers   []ssh.Signer
 	agentConn net.Conn
+	// pemText is the key as given (a PEM), kept out of child environments.
+	pemText string
 	// secrets are the PEM's base64 lines, removed from any output.
 	secrets []string
 }
@@ -94,13 +91,12 @@ func LoadAuth(key string, getenv func(string) string) (*Auth, error) {
 		if err := a.useAgent(sock, pub); err != nil {
 			return nil, fmt.Errorf("ssh private key from %s is encrypted and pvectl never asks for a passphrase: load it into ssh-agent (ssh-add) or use an unencrypted key: %w", source, err)
 		}
-		a.agentPub = pub
 		return a, nil
 	case err != nil:
 		return nil, fmt.Errorf("ssh private key from %s: not a private key pvectl can read (OpenSSH, PKCS#1, PKCS#8 or SEC1 PEM): %s", source, keyParseReason(err))
 	}
 	a.signers = []ssh.Signer{signer}
-	a.pem = data
+	a.pemText = string(data)
 	return a, nil
 }
 
@@ -130,7 +126,7 @@ func (a *Auth) useAgent(sock string, pub ssh.PublicKey) error {
 		conn.Close()
 		return fmt.Errorf("the ssh-agent at %s holds no keys", EnvAgent)
 	}
-	a.signers, a.agentSock, a.agentConn = signers, sock, conn
+	a.signers, a.agentConn = signers, conn
 	return nil
 }
 
@@ -154,6 +150,14 @@ func (a *Auth) Close() error {
 
 // String says where the key came from, never what it is.
 func (a *Auth) String() string { return a.source }
+
+// secretValues are the key's texts no child environment may hold.
+func (a *Auth) secretValues() []string {
+	if a == nil || a.pemText == "" {
+		return nil
+	}
+	return append([]string{a.pemText}, a.secrets...)
+}
 
 // redact removes the key's text from s, in case a tool echoes it.
 func (a *Auth) redact(s string) string {

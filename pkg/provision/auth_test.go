@@ -108,8 +108,8 @@ func TestLoadAuth(t *testing.T) {
 			if len(a.signers) == 0 || !sameKey(a.signers[0].PublicKey(), signer.PublicKey()) {
 				t.Errorf("signers do not hold the key")
 			}
-			if (a.pem != nil) != tc.wantPEM {
-				t.Errorf("pem for ansible: %v, want %v", a.pem != nil, tc.wantPEM)
+			if (a.pemText != "") != tc.wantPEM {
+				t.Errorf("pem kept out of child environments: %v, want %v", a.pemText != "", tc.wantPEM)
 			}
 		})
 	}

@@ -52,6 +52,9 @@
 // with a *HostKeyError naming both fingerprints, unless
 // Target.AcceptNewHostKey says the guest is new in this run (or the user
 // asked to re-pin). ansible-playbook gets a known_hosts file holding exactly
-// the verified key, with strict checking; the file, the private key copy
-// it needs and the rest of Run's temp directory are removed afterwards.
+// the verified key, with strict checking, and signs through pvectl's
+// in-process ssh-agent (agent.go): the private key is never written to
+// disk. Run's temp directory (pvectl-provision-PID-*, 0700) is removed
+// afterwards, and a dead process's by the next Run. ansible-playbook's
+// environment is an allow-list (env.go), never pvectl's secrets.
 package provision

@@ -59,11 +59,16 @@ type Options struct {
 	// AnsiblePlaybook and SSH name the executables ("ansible-playbook",
 	// "ssh" on PATH when empty).
 	AnsiblePlaybook, SSH string
-	// Env is ansible-playbook's environment (os.Environ() when nil);
-	// PROXMOX_SSH_PRIVATE_KEY and PROXMOX_TOKEN_SECRET are removed from it.
+	// Env is the environment ansible-playbook's is picked from
+	// (os.Environ() when nil): only the variables childEnv allows pass,
+	// never PROXMOX_* (see docs/provisioning.md).
 	Env []string
-	// TempDir is where Run's private directory (known_hosts, key file) is
-	// made and removed again; os.TempDir() when empty.
+	// Secrets are values ansible-playbook's environment never holds, under
+	// any name: the Connection's token secret, the spec's secrets.
+	Secrets []string
+	// TempDir is where Run's private directory (known_hosts, public key,
+	// agent socket) is made and removed again, and where directories of
+	// killed runs are removed; os.TempDir() when empty.
 	TempDir string
 }
 
@@ -178,13 +183,14 @@ func Run(ctx context.Context, t Target, o Options) (Result, error) {
 		}
 	}
 
-	dir, err := os.MkdirTemp(o.TempDir, "pvectl-provision-")
+	dir, err := makeRunDir(o.TempDir)
 	if err != nil {
 		return res, fmt.Errorf("vm %s: %w", t.VM, err)
 	}
 	sess := &session{vm: t.VM, host: ip.String(), port: port, user: user, auth: t.Auth,
 		client: client, hostKey: key, dir: dir, opts: &o}
 	defer os.RemoveAll(dir)
+	defer sess.agent.close()
 	defer sess.closeAnsible()
 
 	ran := map[string]string{}

@@ -39,7 +39,8 @@ func (e *RunError) Error() string {
 func (e *RunError) Unwrap() error { return e.Err }
 
 // session is what the runners of one Run share: the verified guest, the
-// login, and a private temp dir (0700) for the files ansible needs.
+// login, and a private temp dir (0700) for the files ansible needs (the
+// known_hosts file, the public key, the agent's socket; never the key).
 type session struct {
 	vm      string
 	host    string // IP
@@ -52,6 +53,7 @@ type session struct {
 	opts    *Options
 
 	once       sync.Once
+	agent      *keyAgent // serves the key to ansible's ssh; nil until needed
 	ansibleEnv []string
 	ansibleErr error
 	keyArgs    []string
@@ -176,8 +178,9 @@ func (s *session) ansible(ctx context.Context, f File, out *lineWriter) error {
 	return err
 }
 
-// prepareAnsible writes the known_hosts file and the key file once per
-// Run and builds ansible-playbook's environment.
+// prepareAnsible writes the known_hosts file and the public key file,
+// starts the agent that signs with the private key, once per Run, and
+// builds ansible-playbook's environment (childEnv).
 func (s *session) prepareAnsible() (env, keyArgs []string, err error) {
 	kh, err := writeKnownHosts(s.dir, net.JoinHostPort(s.host, strconv.Itoa(s.port)), s.hostKey)
 	if err != nil {
@@ -198,19 +201,19 @@ func (s *session) prepareAnsible() (env, keyArgs []string, err error) {
 	} else {
 		sshArgs = append(sshArgs, "-o", "ControlMaster=no")
 	}
-	switch {
-	case s.auth.pem != nil:
-		key := filepath.Join(s.dir, "id")
-		if err := os.WriteFile(key, s.auth.pem, 0o600); err != nil {
-			return nil, nil, fmt.Errorf("write the private key for ansible: %w", err)
-		}
-		keyArgs = []string{"--private-key", key}
-		sshArgs = append(sshArgs, "-o", "IdentitiesOnly=yes")
-	case s.auth.agentPub != nil:
+	// ssh signs with pvectl's in-process agent (never a key file), and
+	// offers only the key the public key file names.
+	ag, err := startAgent(s.dir, s.auth.signers)
+	if err != nil {
+		return nil, nil, err
+	}
+	s.agent = ag
+	sshArgs = append(sshArgs, "-o", "IdentityAgent="+shellQuote(ag.path))
+	if len(s.auth.signers) == 1 {
 		// A public key file as identity makes ssh use that key of the
 		// agent, and only it.
 		pub := filepath.Join(s.dir, "id.pub")
-		if err := os.WriteFile(pub, ssh.MarshalAuthorizedKey(s.auth.agentPub), 0o600); err != nil {
+		if err := os.WriteFile(pub, ssh.MarshalAuthorizedKey(s.auth.signers[0].PublicKey()), 0o600); err != nil {
 			return nil, nil, fmt.Errorf("write the public key for ansible: %w", err)
 		}
 		keyArgs = []string{"--private-key", pub}
@@ -224,9 +227,7 @@ func (s *session) prepareAnsible() (env, keyArgs []string, err error) {
 		"ANSIBLE_SSH_ARGS":            strings.Join(sshArgs, " "),
 		"ANSIBLE_HOST_KEY_CHECKING":   "True",
 		"ANSIBLE_RETRY_FILES_ENABLED": "False",
-	}
-	if s.auth.agentSock != "" {
-		set[EnvAgent] = s.auth.agentSock
+		EnvAgent:                      ag.path,
 	}
 	// Pipelining sends each module over the task's one ssh command
 	// instead of copying it first: several round trips fewer per task.
@@ -235,18 +236,7 @@ func (s *session) prepareAnsible() (env, keyArgs []string, err error) {
 	if !hasEnv(base, "ANSIBLE_PIPELINING") {
 		set["ANSIBLE_PIPELINING"] = "True"
 	}
-	for _, kv := range base {
-		k, _, _ := strings.Cut(kv, "=")
-		// Secrets pvectl was given stay with pvectl: a playbook's
-		// lookup('env') must not find them.
-		if _, ours := set[k]; ours || k == EnvPrivateKey || k == "PROXMOX_TOKEN_SECRET" {
-			continue
-		}
-		env = append(env, kv)
-	}
-	for k, v := range set {
-		env = append(env, k+"="+v)
-	}
+	env = childEnv(base, append(s.auth.secretValues(), s.opts.Secrets...), set)
 	return env, keyArgs, nil
 }
 

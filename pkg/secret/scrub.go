@@ -1,6 +1,8 @@
 package secret
 
 import (
+	"encoding/base64"
+	"encoding/json"
 	"io"
 	"net/url"
 	"slices"
@@ -16,8 +18,8 @@ const Redacted = "REDACTED"
 // would garble everything (name-based redaction still applies to it).
 const MinLen = 4
 
-// Scrub replaces every occurrence of the given secret values (and their
-// URL-encoded forms, as a server may echo a form body) in s with Redacted.
+// Scrub replaces every occurrence of the given secret values, and of every
+// encoded form of them (see Forms), in s with Redacted.
 // It is the one function pvectl uses to keep secrets out of what it
 // prints: the client's errors, task exit statuses and logs, traces, and
 // the CLI's output streams all pass through it.
@@ -45,15 +47,48 @@ func expand(values []string) []string {
 		if len(v) < MinLen {
 			continue
 		}
-		out = append(out, v)
-		for _, enc := range []string{url.QueryEscape(v), url.PathEscape(v)} {
-			if enc != v {
-				out = append(out, enc)
-			}
-		}
+		out = append(out, Forms(v)...)
 	}
 	slices.SortFunc(out, func(a, b string) int { return len(b) - len(a) })
 	return slices.Compact(out)
+}
+
+// Forms are the ways v can appear in what pvectl prints: as it is; inside
+// a JSON string (--json output, a PVE answer quoted in an error), with and
+// without Go's HTML escaping of <, > and &; URL-encoded as a form body or
+// query (space as +) and as a path segment (space as %20), as a server may
+// echo a request; and base64-encoded (standard and URL alphabets, padded
+// and raw), as HTTP Basic credentials and data blobs carry it. The same
+// encodings of the JSON form cover a JSON document that was URL-encoded.
+func Forms(v string) []string {
+	forms := []string{v}
+	add := func(f string) {
+		if f != "" && !slices.Contains(forms, f) {
+			forms = append(forms, f)
+		}
+	}
+	add(jsonString(v, true))
+	add(jsonString(v, false))
+	for _, f := range slices.Clone(forms) {
+		add(url.QueryEscape(f))
+		add(url.PathEscape(f))
+	}
+	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.URLEncoding, base64.RawStdEncoding, base64.RawURLEncoding} {
+		add(enc.EncodeToString([]byte(v)))
+	}
+	return forms
+}
+
+// jsonString is v as it appears between the quotes of a JSON string.
+func jsonString(v string, htmlEscape bool) string {
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(htmlEscape)
+	if err := enc.Encode(v); err != nil {
+		return ""
+	}
+	s := strings.TrimSuffix(b.String(), "\n")
+	return strings.TrimSuffix(strings.TrimPrefix(s, `"`), `"`)
 }
 
 // Scrubber holds the secret values known so far in one run (connection

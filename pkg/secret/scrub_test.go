@@ -2,7 +2,10 @@ package secret
 
 import (
 	"bytes"
+	"encoding/base64"
 	"fmt"
+	"net/url"
+	"strings"
 	"testing"
 )
 
@@ -49,5 +52,39 @@ func TestScrubberWriter(t *testing.T) {
 	var nilS *Scrubber
 	if got := nilS.Scrub("x"); got != "x" {
 		t.Errorf("nil Scrubber: got %q", got)
+	}
+}
+
+// TestScrubEncodings: a secret with JSON, HTML and URL metacharacters is
+// removed in every form it can be printed in.
+func TestScrubEncodings(t *testing.T) {
+	const v = `tok"<>&\ x+/=?%`
+	tests := map[string]string{
+		"json":          `{"msg":"bad token tok\"\u003c\u003e\u0026\\ x+/=?%"}`,
+		"json no html":  `{"msg":"bad token tok\"<>&\\ x+/=?%"}`,
+		"query":         "secret=" + url.QueryEscape(v),
+		"path":          "/x/" + url.PathEscape(v),
+		"json in query": "d=" + url.QueryEscape(`"tok\"<>&\\ x+/=?%"`),
+		"base64 std":    base64.StdEncoding.EncodeToString([]byte(v)),
+		"base64 url":    base64.URLEncoding.EncodeToString([]byte(v)),
+		"base64 raw":    base64.RawStdEncoding.EncodeToString([]byte(v)),
+		"base64 rawurl": base64.RawURLEncoding.EncodeToString([]byte(v)),
+	}
+	for name, text := range tests {
+		t.Run(name, func(t *testing.T) {
+			got := NewScrubber(v).Scrub(text)
+			if !strings.Contains(got, Redacted) {
+				t.Errorf("Scrub(%q) = %q: want the secret redacted", text, got)
+			}
+			for _, f := range Forms(v) {
+				if strings.Contains(got, f) {
+					t.Errorf("Scrub(%q) = %q: still holds form %q", text, got, f)
+				}
+			}
+		})
+	}
+	pem := "-----BEGIN KEY-----\nAAAAB3NzaC1yc2EAAAADAQAB\n-----END KEY-----\n"
+	if got := Scrub(`{"key":"`+jsonString(pem, true)+`"}`, []string{pem}); strings.Contains(got, "AAAAB3") {
+		t.Errorf("a multi-line secret in JSON: got %q", got)
 	}
 }

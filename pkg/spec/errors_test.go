@@ -86,7 +86,7 @@ spec:
 			name:  "unknown top-level key with suggestion",
 			files: map[string]string{"a.yaml": "kind: Pool\nname: p\nspecs: {}\n"},
 			want: []string{`a.yaml:3: unknown key "specs" in Pool/p — did you mean "spec"? ` +
-				`(allowed: kind, name, renamedFrom, connection, dependsOn, protected, managed, state, spec)`},
+				`(allowed: kind, name, renamedFrom, connection, dependsOn, protected, managed, state, secretKeys, spec)`},
 		},
 		{
 			name:  "kind and name required",

@@ -21,7 +21,7 @@ import (
 
 // topLevelKeys are the keys a document may have, in the order the error
 // message lists them.
-var topLevelKeys = []string{"kind", "name", "renamedFrom", "connection", "dependsOn", "protected", "managed", "state", "spec"}
+var topLevelKeys = []string{"kind", "name", "renamedFrom", "connection", "dependsOn", "protected", "managed", "state", SecretKeysKey, "spec"}
 
 // loader carries one Load call's state and the problems found so far.
 type loader struct {
@@ -50,6 +50,7 @@ type loader struct {
 	// it left unresolved.
 	deferUnset bool
 	unsetVars  map[string]bool
+	flow       *secretFlow // where secrets go (secretflow.go)
 }
 
 func (l *loader) errorf(pos Pos, format string, args ...any) {
@@ -128,6 +129,7 @@ func Load(paths []string, opts LoadOptions) (*Set, error) {
 		l.table = <-table
 	}
 	set := l.build(docs)
+	l.checkSecretFlow(set)
 	if len(l.diags) > 0 {
 		return nil, l.sorted()
 	}
@@ -318,6 +320,7 @@ func (l *loader) readFile(file string) []*document {
 			l.errorf(nodePos(file, body), "a document must be a mapping with kind, name and spec, got %s", describeNode(body))
 			continue
 		}
+		l.noteSecretFlow(file, body)
 		l.interpolateTree(file, body, map[*yaml.Node]bool{})
 		docs = append(docs, l.header(file, body))
 	}

@@ -363,8 +363,8 @@ func ownDocs(keys any) map[string]string {
 // DocumentKey is a top-level key of every document.
 type DocumentKey struct {
 	Name string
-	// Type is "string", "boolean", "list" (of Kind/name), "enum" (Values)
-	// or "map" (the spec).
+	// Type is "string", "boolean", "list" (of Kind/name), "keys" (a list
+	// of spec keys), "enum" (Values) or "map" (the spec).
 	Type     string
 	Values   []string
 	Required bool
@@ -386,6 +386,7 @@ func DocumentKeys() []DocumentKey {
 		"protected":   {Type: "boolean", ResourceOnly: true, Doc: "true: pvectl never destroys or replaces this resource."},
 		"managed":     {Type: "boolean", ResourceOnly: true, Doc: "false: pvectl only reads the object (it must exist; others may depend on it) and never creates, changes or deletes it."},
 		"state":       {Type: "enum", Values: []string{string(Present), string(Absent)}, ResourceOnly: true, Doc: "present (default) or absent: make sure the object is gone."},
+		SecretKeysKey: {Type: "keys", ResourceOnly: true, Doc: "Spec keys this document declares secret, e.g. [description] holding a ${VAR} that feeds a secret elsewhere: shown (sensitive), left out of saved plans (a ${VAR} is kept as a reference), scrubbed from output. A secret in any other plain key is an error."},
 		"spec":        {Type: "map", Doc: "The kind's keys: parameters of PVE's create call with PVE's names, and pvectl's own camelCase keys."},
 	}
 	out := make([]DocumentKey, 0, len(topLevelKeys))

@@ -76,6 +76,13 @@ type Resource struct {
 	// keys. A plan file round-trips it as that struct.
 	Keys any `json:"own,omitempty"`
 
+	// SecretKeys are the spec keys the document declares secret
+	// (`secretKeys:`, secretflow.go): treated as secret.Key names are.
+	// SecretEnv names, per secret key written as exactly ${VAR}, the
+	// variable: a saved plan records it (never the value).
+	SecretKeys []string          `json:"secretKeys,omitempty"`
+	SecretEnv  map[string]string `json:"secretEnv,omitempty"`
+
 	Pos    Pos            `json:"pos"`    // the document's "kind:" line
 	KeyPos map[string]Pos `json:"keyPos"` // position of each spec key (Params, Remove and Own keys)
 }

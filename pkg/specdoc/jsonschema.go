@@ -165,6 +165,9 @@ func documentKey(k spec.DocumentKey) obj {
 	case "list":
 		item := obj{"type": "string", "pattern": refNamePattern}
 		s = obj{"anyOf": []any{obj{"type": "array", "items": item}, item, obj{"type": "null"}}}
+	case "keys":
+		item := obj{"type": "string", "minLength": 1}
+		s = obj{"anyOf": []any{obj{"type": "array", "items": item}, item}}
 	case "map":
 		s = obj{"type": []string{"object", "null"}}
 	default:
