@@ -285,6 +285,11 @@ func TestBuildUpdate(t *testing.T) {
 		Fingerprint: fingerprint(live["QemuVM/app-vm-1"]),
 		DependsOn:   []string{"NetworkApply/pve"},
 		Params:      map[string]string{"memory": "4096"},
+		// What apply FILE checks the applying token against (review.go).
+		Needs: []Need{
+			{Path: "/vms/100", Privs: []string{"VM.Config.Memory"}, Why: "to set memory"},
+			{Path: "/vms/100", Privs: []string{"VM.PowerMgmt"}, Why: "to start or shut down the VM"},
+		},
 	}
 	if diff := cmp.Diff(want, c, cmpIgnoreResource); diff != "" {
 		t.Errorf("change: (-want +got):\n%s", diff)
