@@ -361,7 +361,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) int {
 	if path == "" {
 		path = "/"
 	}
-	rawPath := strings.TrimSuffix(strings.TrimPrefix(r.URL.EscapedPath(), prefix), "/")
+	rawPath := routePath(path)
 	authid, reason := s.authenticate(r)
 	if authid == "" {
 		return s.unauthorized(w, r, reason)
@@ -371,10 +371,8 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) int {
 	// a path PVE does not have.
 	m, vars, _ := schema.Default().Match(r.Method, rawPath)
 	if m != nil && segments(m.Path) != segments(rawPath) {
-		// PVE matches one path component per variable (pve-common
-		// RESTHandler.pm, map_path_to_methods: \S+ per {var}): a volume ID
-		// with an unescaped slash names no method there, although the
-		// schema's lenient trailing {volume} would take it.
+		// One path component per variable (see routePath): the
+		// schema's lenient trailing {volume} takes more.
 		m = nil
 	}
 	rt := s.routes[m]
