@@ -249,7 +249,7 @@ func (s *Server) normalizeNet(key, val string, newMAC bool) (string, error) {
 	if mac == "" || newMAC {
 		mac = s.newMAC()
 	}
-	rest := schema.DeleteProp(schema.DeleteProp(items, "model"), "macaddr")
+	rest := parseBools(net, schema.DeleteProp(schema.DeleteProp(items, "model"), "macaddr"))
 	lead := []schema.KV{{Key: "model", Value: model}, {Key: "macaddr", Value: strings.ToUpper(mac)}}
 	return printProps(net, lead, rest), nil
 }

@@ -62,6 +62,9 @@ var isoNameRe = regexp.MustCompile(`(?i)^iso/[^/]+\.(iso|img)$`)
 // failed request can undo them.
 func (s *Server) normalizeDisk(v *vm, key, val string, created *[]*volume) (string, error) {
 	file, rest := diskFile(val)
+	if p, ok := s.qemu.config.Param(key); ok {
+		rest = parseBools(p, rest) // print_drive writes parse_drive's values
+	}
 	if file == "" {
 		return "", paramErr1(key, "invalid format - missing volume")
 	}
