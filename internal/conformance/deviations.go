@@ -17,7 +17,7 @@ type Deviation struct {
 	// Integer: a string the schema declares is a JSON integer when the
 	// value is one.
 	Integer bool
-	Source string // the PVE source that makes the answer what it is
+	Source  string // the PVE source that makes the answer what it is
 }
 
 // Deviations is the whole list; keep it short, and cite each entry.

@@ -3,8 +3,8 @@ package pvesim
 import (
 	"fmt"
 	"net/http"
-	"slices"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
