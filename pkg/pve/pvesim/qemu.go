@@ -108,6 +108,11 @@ func (s *Server) createVM(k *guestKind, q *request) (any, error) {
 		return nil, err
 	}
 	v := &vm{VMID: id, Node: q.vars["node"], Type: k.typ, Conf: map[string]string{}}
+	if q.bool("template") {
+		// create_vm hands create_disks the new config: is_template
+		// makes its disks base volumes (qemu-server API2/Qemu.pm).
+		v.Conf["template"] = "1"
+	}
 	vals, created, err := s.buildValues(v, q, keys, true)
 	if err != nil {
 		return nil, err

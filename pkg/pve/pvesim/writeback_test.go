@@ -84,3 +84,40 @@ func TestContainerCreateVolumes(t *testing.T) {
 		t.Errorf("bare rootfs size from a token: got %d %q, want PVE's refusal", r.Status, r.Message)
 	}
 }
+
+// TestDriveWriteBack: the drive values qemu-server writes (API2/Qemu.pm
+// create_disks, QemuServer.pm clone_disk): an existing volume's size is
+// written whatever was sent, "format" goes once a disk is allocated or
+// copied, a template's new disks are base volumes, and a cloud-init
+// drive on a file storage is named by its format.
+func TestDriveWriteBack(t *testing.T) {
+	e := newEnv(t, pvesim.Options{})
+	e.ok(nil, "POST", "/storage", "storage", "d1", "type", "dir", "path", "/srv/d1", "content", "images")
+	e.run("POST", "/nodes/pve/qemu", "vmid", "100", "scsi0", "local-lvm:4,format=raw", "scsi1", "d1:1,format=raw",
+		"ide2", "d1:cloudinit,format=raw")
+	e.ok(nil, "PUT", "/nodes/pve/qemu/100/config", "scsi0", "local-lvm:vm-100-disk-0,discard=on")
+	e.ok(nil, "PUT", "/nodes/pve/qemu/100/config", "scsi1", "d1:100/vm-100-disk-0.raw,format=raw,size=9G")
+	c := e.config("100")
+	for key, want := range map[string]string{
+		"scsi0": "local-lvm:vm-100-disk-0,discard=on,size=4G",
+		"scsi1": "d1:100/vm-100-disk-0.raw,format=raw,size=1G",
+		"ide2":  "d1:100/vm-100-cloudinit.raw,media=cdrom",
+	} {
+		if c[key] != want {
+			t.Errorf("%s = %v, want %s", key, c[key], want)
+		}
+	}
+	e.run("POST", "/nodes/pve/qemu/100/move_disk", "disk", "scsi1", "storage", "local-lvm", "delete", "1")
+	if c := e.config("100"); c["scsi1"] != "local-lvm:vm-100-disk-1,size=1G" {
+		t.Errorf("moved scsi1 = %v, want the raw LVM-thin copy without format", c["scsi1"])
+	}
+
+	e.run("POST", "/nodes/pve/qemu", "vmid", "200", "template", "1", "scsi0", "local-lvm:1")
+	if c := e.config("200"); c["scsi0"] != "local-lvm:base-200-disk-0,size=1G" {
+		t.Errorf("template's scsi0 = %v, want a base volume", c["scsi0"])
+	}
+	e.run("POST", "/nodes/pve/qemu/200/clone", "newid", "201")
+	if c := e.config("201"); c["scsi0"] != "local-lvm:vm-201-disk-0,size=1G" {
+		t.Errorf("linked clone's scsi0 = %v", c["scsi0"])
+	}
+}
