@@ -4,8 +4,9 @@ import "strings"
 
 // Deviation is a place where PVE's answer contradicts its own return
 // schema. The checker accepts there what PVE really sends, and nothing
-// more: an integer written as a JSON string of digits, or (Absent) a
-// property the schema requires left out.
+// more: an integer written as a JSON string of digits, (Integer) a
+// JSON integer where the schema says string, or (Absent) a property the
+// schema requires left out.
 type Deviation struct {
 	Method, Path string // apidoc key: "GET", "/nodes/{node}/network"
 	// Where is the value below "data": "" for data itself, "[].mtu" for a
@@ -13,7 +14,10 @@ type Deviation struct {
 	Where string
 	// Absent: PVE leaves the property out when it has no value.
 	Absent bool
-	Source string // the PVE source that makes the answer what it is
+	// Integer: a string the schema declares is a JSON integer when the
+	// value is one.
+	Integer bool
+	Source  string // the PVE source that makes the answer what it is
 }
 
 // Deviations is the whole list; keep it short, and cite each entry.
@@ -26,9 +30,15 @@ var Deviations = []Deviation{
 		Source: "pve-common src/PVE/Network/Interfaces.pm __read_etc_network_interfaces: netmask6 is the prefix length split from the address text"},
 	{Method: "GET", Path: "/nodes/{node}/network", Where: "[].vlan-id",
 		Source: "pve-common src/PVE/Network/Interfaces.pm __read_etc_network_interfaces: vlan-id is text, from the file or from the interface name (eno1.10, vlan10)"},
+	{Method: "GET", Path: "/nodes/{node}/qemu/{vmid}/pending", Where: "[].value", Integer: true, Source: pendingSource},
+	{Method: "GET", Path: "/nodes/{node}/qemu/{vmid}/pending", Where: "[].pending", Integer: true, Source: pendingSource},
+	{Method: "GET", Path: "/nodes/{node}/lxc/{vmid}/pending", Where: "[].value", Integer: true, Source: pendingSource},
+	{Method: "GET", Path: "/nodes/{node}/lxc/{vmid}/pending", Where: "[].pending", Integer: true, Source: pendingSource},
 	{Method: "GET", Path: "/cluster/mapping/pci", Where: "[].description", Absent: true,
 		Source: "pve-manager PVE/API2/Cluster/Mapping/PCI.pm index: each row is the mapping's section of mapping/pci.cfg, which has no description unless one was set"},
 }
+
+const pendingSource = "pve-guest-common GuestHelpers.pm config_with_pending_array: values from qemu-server parse_vm_config / pve-container parse_pct_config, whose check_type makes integer and boolean options Perl numbers"
 
 // applyDeviations marks the return schemas the list names. An entry that
 // names nothing in the apidoc is reported: the list must not rot.
@@ -49,6 +59,10 @@ func applyDeviations(returns map[string]*Returns, devs []Deviation) []string {
 		switch {
 		case r != nil && d.Absent:
 			r.Optional = true
+		case r != nil && d.Integer && r.Type == "string":
+			r.StringAsInteger = true
+		case d.Integer:
+			stale = append(stale, d.Method+" "+d.Path+" "+d.Where)
 		case r == nil || r.Type != "integer":
 			stale = append(stale, d.Method+" "+d.Path+" "+d.Where)
 		default:

@@ -45,10 +45,21 @@ func Middleware(c *Checker, next http.Handler, report func(Violation)) http.Hand
 		}
 		rec := &recorder{ResponseWriter: w}
 		next.ServeHTTP(rec, r)
-		if rec.hijacked {
-			return
-		}
 		status := rec.status
+		if rec.hijacked {
+			// An answer written on the hijacked connection (the
+			// simulator's error answers, whose reason phrase net/http
+			// cannot write) is read back from what went out.
+			resp, err := http.ReadResponse(bufio.NewReader(bytes.NewReader(rec.raw.Bytes())), r)
+			if err != nil || resp.ContentLength == 0 || resp.Header.Get("Content-Length") == "" {
+				return // nothing readable, or no body (a 401)
+			}
+			rec.body.Reset()
+			if _, err := rec.body.ReadFrom(resp.Body); err != nil {
+				return
+			}
+			status = resp.StatusCode
+		}
 		if status == 0 {
 			status = http.StatusOK
 		}
@@ -141,6 +152,7 @@ type recorder struct {
 	http.ResponseWriter
 	status   int
 	body     bytes.Buffer
+	raw      bytes.Buffer // what went out on a hijacked connection
 	hijacked bool
 }
 
@@ -170,8 +182,17 @@ func (r *recorder) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	if !ok {
 		return nil, nil, errors.New("conformance: underlying ResponseWriter cannot hijack")
 	}
+	conn, rw, err := h.Hijack()
+	if err != nil {
+		return nil, nil, err
+	}
 	r.hijacked = true
-	return h.Hijack()
+	// What the handler writes is kept too, to check the answer.
+	if err := rw.Flush(); err != nil {
+		return nil, nil, err
+	}
+	tee := bufio.NewWriter(io.MultiWriter(conn, &r.raw))
+	return conn, bufio.NewReadWriter(rw.Reader, tee), nil
 }
 
 func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }

@@ -26,6 +26,8 @@ type Returns struct {
 	// IntegerAsString accepts an integer written as a string of digits
 	// too, where PVE's answer contradicts the schema (see Deviations).
 	IntegerAsString bool
+	// StringAsInteger accepts a JSON integer where a string is declared.
+	StringAsInteger bool
 }
 
 func returnsFromSchema(s map[string]any) *Returns {
@@ -121,6 +123,9 @@ func (r *Returns) check(path string, v any, errs *[]error) {
 		}
 		return
 	case "string":
+		if n, ok := v.(json.Number); ok && r.StringAsInteger && integerLit.MatchString(n.String()) {
+			return
+		}
 		if _, ok := v.(string); !ok {
 			bad("string")
 			return

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -235,6 +236,25 @@ func (g guest) updateConfig(ctx context.Context, x *execution, c *Change) error 
 		params, digest = g.remerge(c, after), after["digest"]
 	}
 	params = grownSizes(c, params)
+	grownFirst := false
+	if len(params) > 0 && hasResize(c) {
+		// Grow first: PVE writes an existing volume's size as the storage
+		// reports it when the drive is written (qemu-server create_disks:
+		// volume_size_info), and a resize changes only the current value,
+		// not a pending one (resize_vm); the update then reads the grown
+		// size. The resize changed the digest.
+		if err := g.resize(ctx, x, c); err != nil {
+			return err
+		}
+		grownFirst = true
+		if digest != "" {
+			cur, err := x.client.GuestConfig(ctx, g.typ, c.Node, vmid)
+			if err != nil {
+				return fmt.Errorf("read config of %s %d: %w", g.noun, vmid, err)
+			}
+			digest = cur["digest"]
+		}
+	}
 	if len(params) > 0 {
 		values := toValues(params)
 		if digest != "" {
@@ -247,8 +267,10 @@ func (g guest) updateConfig(ctx context.Context, x *execution, c *Change) error 
 			return fmt.Errorf("update %s %d: %w", g.noun, vmid, err)
 		}
 	}
-	if err := g.resize(ctx, x, c); err != nil {
-		return err
+	if !grownFirst {
+		if err := g.resize(ctx, x, c); err != nil {
+			return err
+		}
 	}
 	if stopped {
 		if want := spec.Guest(c.Resource).Running; want == nil || *want {
@@ -259,6 +281,11 @@ func (g guest) updateConfig(ctx context.Context, x *execution, c *Change) error 
 		}
 	}
 	return nil
+}
+
+// hasResize reports whether a disk of the change grows.
+func hasResize(c *Change) bool {
+	return slices.ContainsFunc(c.Diff, isResize)
 }
 
 // resize grows the disks that grew.

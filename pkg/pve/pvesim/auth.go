@@ -4,8 +4,6 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/hex"
-	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -98,8 +96,6 @@ func (s *Server) authenticate(r *http.Request) (id, reason string) {
 
 // unauthorized answers a 401 as pveproxy does: after its delay, with the
 // reason in the status line, no body, and the connection closed.
-// net/http writes its own reason phrase, so the answer is written on the
-// hijacked connection where it can be (HTTP/1.x).
 func (s *Server) unauthorized(w http.ResponseWriter, r *http.Request, reason string) int {
 	delay := s.opts.AuthFailureDelay
 	if delay == 0 {
@@ -108,24 +104,7 @@ func (s *Server) unauthorized(w http.ResponseWriter, r *http.Request, reason str
 	if delay > 0 && !sleepCtx(r.Context(), delay) {
 		return 0
 	}
-	if r.Body != nil {
-		// Read what the client sent, so closing does not reset the connection
-		// before it reads the answer.
-		io.Copy(io.Discard, io.LimitReader(r.Body, maxBody))
-	}
-	if hj, ok := w.(http.Hijacker); ok && r.ProtoMajor == 1 {
-		if conn, buf, err := hj.Hijack(); err == nil {
-			defer conn.Close()
-			date := time.Now().UTC().Format(http.TimeFormat)
-			fmt.Fprintf(buf, "%s 401 %s\r\nDate: %s\r\nExpires: %s\r\nCache-Control: max-age=0\r\nPragma: no-cache\r\nServer: pve-api-daemon/3.0\r\nConnection: close\r\n\r\n",
-				r.Proto, reason, date, date)
-			buf.Flush()
-			return http.StatusUnauthorized
-		}
-	}
-	w.Header().Set("Connection", "close")
-	w.WriteHeader(http.StatusUnauthorized)
-	return http.StatusUnauthorized
+	return writeAnswer(w, r, http.StatusUnauthorized, reason, nil)
 }
 
 // ensureToken makes sure a configured token exists with its secret. An

@@ -126,6 +126,18 @@ func (k *guestKind) confValue(key, val string) any {
 	return val
 }
 
+// pendingValue types a value of GET …/pending: the rows come from the
+// parsed config (pve-guest-common GuestHelpers.pm
+// config_with_pending_array over parse_vm_config / parse_pct_config), so
+// an integer or boolean option is a JSON number there too, while a
+// number-typed one stays the text of the file (check_type keeps it).
+func (k *guestKind) pendingValue(key, val string) any {
+	if p, ok := k.config.Param(key); ok && p.Type == "number" {
+		return val
+	}
+	return k.confValue(key, val)
+}
+
 // kindOf is the kind of a stored guest.
 func (s *Server) kindOf(v *vm) *guestKind {
 	if v.Type == s.lxc.typ {
@@ -438,10 +450,10 @@ func (s *Server) getPending(k *guestKind, q *request) (any, error) {
 	for _, key := range slices.Sorted(maps.Keys(keys)) {
 		row := map[string]any{"key": key}
 		if val, ok := conf[key]; ok {
-			row["value"] = val
+			row["value"] = k.pendingValue(key, val)
 		}
 		if val, ok := pending[key]; ok {
-			row["pending"] = val
+			row["pending"] = k.pendingValue(key, val)
 		}
 		if del, force := v.pendingDelete(key); del {
 			row["delete"] = 1

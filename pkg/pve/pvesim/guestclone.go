@@ -1,6 +1,7 @@
 package pvesim
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"net/http"
@@ -281,28 +282,27 @@ func (s *Server) cloneDisk(src, nv *vm, key, val string, full bool, targetStorag
 		st = targetStorage
 	}
 	if strings.Contains(vol.Name, "cloudinit") {
-		name := fmt.Sprintf("vm-%d-cloudinit", nv.VMID)
-		format := "raw"
-		if isFileStorage(st) {
-			name, format = fmt.Sprintf("%d/vm-%d-cloudinit.qcow2", nv.VMID, nv.VMID), "qcow2"
-		}
+		name, format := cloudinitName(st, nv.VMID, vol.Format)
 		nvol := &volume{Storage: st.ID, Name: name, Content: "images", Format: format, Size: vol.Size, VMID: nv.VMID, Ctime: time.Now().Unix()}
 		s.st.addVolume(nvol)
 		*created = append(*created, nvol)
-		return printDrive(nvol.volid(), rest), "", nil
+		return printDrive(nvol.volid(), clonedDriveProps(rest, nvol)), "", nil
 	}
 	if full {
 		nvol := s.allocImage(st, nv.VMID, vol.Size, "vm")
 		nvol.Content = vol.Content
 		*created = append(*created, nvol)
-		rest = schema.SetProp(rest, "size", schema.FormatSize(vol.Size))
-		return printDrive(nvol.volid(), rest), fmt.Sprintf("create full clone of drive %s (%s)", key, vol.volid()), nil
+		return printDrive(nvol.volid(), clonedDriveProps(rest, nvol)), fmt.Sprintf("create full clone of drive %s (%s)", key, vol.volid()), nil
 	}
 	// Linked clone: a new volume on the same storage layered on its base.
 	// LVM-thin names it like any other disk (a thin snapshot,
 	// pve-storage LvmThinPlugin.pm clone_image); file storages and ZFS
 	// put the base in the name (Plugin.pm clone_image:
 	// "9000/base-9000-disk-0.qcow2/101/vm-101-disk-0.qcow2").
+	// pve-storage Plugin.pm and LvmThinPlugin.pm clone_image.
+	if !isBaseVolume(vol) {
+		return "", "", errors.New("clone_image only works on base images")
+	}
 	nvol := s.allocImage(st, nv.VMID, vol.Size, "vm")
 	nvol.Parent = vol.volid()
 	nvol.Content = vol.Content
@@ -312,6 +312,11 @@ func (s *Server) cloneDisk(src, nv *vm, key, val string, full bool, targetStorag
 		s.st.addVolume(nvol)
 	}
 	*created = append(*created, nvol)
-	rest = schema.SetProp(rest, "size", schema.FormatSize(vol.Size))
-	return printDrive(nvol.volid(), rest), fmt.Sprintf("create linked clone of drive %s (%s)", key, vol.volid()), nil
+	return printDrive(nvol.volid(), clonedDriveProps(rest, nvol)), fmt.Sprintf("create linked clone of drive %s (%s)", key, vol.volid()), nil
+}
+
+// isBaseVolume reports whether vol is a base image, as parse_volname's
+// isBase reads its name: the last component starts with "base-".
+func isBaseVolume(vol *volume) bool {
+	return strings.HasPrefix(vol.Name[strings.LastIndex(vol.Name, "/")+1:], "base-")
 }

@@ -52,13 +52,44 @@ func printProps(p *schema.Param, lead, rest []schema.KV) string {
 	return schema.FormatPropertyString(append(slices.Clone(lead), sorted...), p)
 }
 
-// printDrive writes a drive back: its volume first, the options sorted.
+// printDrive writes a drive back: its volume first, then the required
+// keys, then the options sorted (pve-common JSONSchema.pm
+// print_property_string: default key, required keys, the rest). Of the
+// drive and mount point formats only a container mount point has a
+// required key besides its volume: "mp".
 func printDrive(file string, rest []schema.KV) string {
 	var lead []schema.KV
 	if file != "" {
 		lead = []schema.KV{{Value: file}}
 	}
+	if mp, ok := schema.PropValue(rest, "mp"); ok {
+		lead = append(lead, schema.KV{Key: "mp", Value: mp})
+		rest = schema.DeleteProp(rest, "mp")
+	}
 	return printProps(nil, lead, rest)
+}
+
+// parseBools reads the boolean sub-keys of a property string as
+// parse_property_string does (pve-common JSONSchema.pm: parse_boolean
+// turns 1/on/yes/true into 1 and 0/off/no/false into 0, any case), so
+// the value printed back says 1 or 0. p is the option's schema.
+func parseBools(p *schema.Param, items []schema.KV) []schema.KV {
+	if p == nil {
+		return items
+	}
+	subs := p.SubKeys()
+	out := slices.Clone(items)
+	for i, it := range out {
+		if sub := subs[it.Key]; sub != nil && sub.Type == "boolean" {
+			switch strings.ToLower(it.Value) {
+			case "1", "on", "yes", "true":
+				out[i].Value = "1"
+			case "0", "off", "no", "false":
+				out[i].Value = "0"
+			}
+		}
+	}
+	return out
 }
 
 // parseSize reads a resize's size: PVE's disk size with an optional "+"

@@ -121,7 +121,7 @@ func (s *Server) moveDisk(k *guestKind, q *request) (any, error) {
 			if m.v.Conf["template"] == "1" {
 				s.toBase(nvol)
 			}
-			m.v.Conf[key] = printDrive(nvol.volid(), m.rest)
+			m.v.Conf[key] = printDrive(nvol.volid(), clonedDriveProps(m.rest, nvol))
 			if q.bool("delete") {
 				t.logf("removing source volume '%s' after successful copy", m.vol.volid())
 				delete(s.st.Volumes, m.vol.volid())
@@ -229,10 +229,10 @@ func (s *Server) moveVolume(k *guestKind, q *request) (any, error) {
 // (qemu-server clone_disk, resolve_dst_disk_format).
 func (s *Server) copyVolume(vol *volume, v *vm, st *storage, format string) *volume {
 	if strings.Contains(vol.Name, "cloudinit") {
-		name, f := fmt.Sprintf("vm-%d-cloudinit", v.VMID), "raw"
-		if isFileStorage(st) {
-			name, f = fmt.Sprintf("%d/vm-%d-cloudinit.qcow2", v.VMID, v.VMID), "qcow2"
+		if format == "" {
+			format = vol.Format
 		}
+		name, f := cloudinitName(st, v.VMID, format)
 		nvol := &volume{Storage: st.ID, Name: name, Content: vol.Content, Format: f, Size: vol.Size, VMID: v.VMID, Ctime: time.Now().Unix()}
 		s.st.addVolume(nvol)
 		return nvol
@@ -243,6 +243,13 @@ func (s *Server) copyVolume(vol *volume, v *vm, st *storage, format string) *vol
 	nvol := s.allocImageFormat(st, v.VMID, vol.Size, "vm", format)
 	nvol.Content = vol.Content
 	return nvol
+}
+
+// clonedDriveProps are a copied drive's options as clone_disk writes
+// them: without "format", with the new volume's size (qemu-server
+// QemuServer.pm clone_disk).
+func clonedDriveProps(rest []schema.KV, nvol *volume) []schema.KV {
+	return schema.SetProp(schema.DeleteProp(rest, "format"), "size", schema.FormatSize(nvol.Size))
 }
 
 // toBase renames a template's copied volume to a base volume

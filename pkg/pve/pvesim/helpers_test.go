@@ -97,6 +97,14 @@ func (e *env) raw(method, path string, params url.Values, auth string) envelope 
 		env.Message = strings.TrimSpace(strings.TrimPrefix(resp.Status, strconv.Itoa(resp.StatusCode)))
 	} else if err := json.Unmarshal(b, &env); err != nil {
 		e.t.Fatalf("%s %s: decode %q: %v", method, path, b, err)
+	} else if resp.StatusCode >= 400 {
+		// PVE's reason phrase is the message's first line, and the
+		// body's message the whole text of the die, newline included.
+		first, _, _ := strings.Cut(env.Message, "\n")
+		if reason := strings.TrimPrefix(resp.Status, strconv.Itoa(resp.StatusCode)+" "); reason != first || !strings.HasSuffix(env.Message, "\n") {
+			e.t.Errorf("%s %s: status line %q with message %q, want the message's first line as the reason and a message ending in a newline", method, path, resp.Status, env.Message)
+		}
+		env.Message = strings.TrimSuffix(env.Message, "\n")
 	}
 	env.Status = resp.StatusCode
 	env.Empty = len(b) == 0

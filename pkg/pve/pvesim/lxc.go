@@ -3,6 +3,7 @@ package pvesim
 import (
 	"fmt"
 	"net/http"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -108,7 +109,8 @@ func (s *Server) normalizeCTNet(key, val string, newMAC bool) (string, error) {
 	if !ok || name == "" {
 		return "", paramErr1(key, "missing property - 'name'")
 	}
-	rest := schema.DeleteProp(items, "name")
+	p, _ := s.lxc.config.Param(key)
+	rest := parseBools(p, schema.DeleteProp(items, "name"))
 	if mac, ok := schema.PropValue(rest, "hwaddr"); !ok || mac == "" || newMAC {
 		rest = schema.SetProp(rest, "hwaddr", s.newMAC())
 	} else {
@@ -136,6 +138,9 @@ func (s *Server) normalizeCTValue(v *vm, key, val string, created *[]*volume) (s
 		return val, nil
 	}
 	file, rest := diskFile(val)
+	if p, ok := s.lxc.config.Param(key); ok {
+		rest = parseBools(p, rest) // print_ct_mountpoint writes parse_ct_mountpoint's values
+	}
 	if strings.HasPrefix(key, "mp") {
 		if _, ok := schema.PropValue(rest, "mp"); !ok {
 			return "", paramErr1(key, "missing property - 'mp'")
@@ -166,7 +171,9 @@ func (s *Server) normalizeCTValue(v *vm, key, val string, created *[]*volume) (s
 		return printDrive(file, rest), nil
 	}
 	if !st.allows("rootdir") {
-		return "", paramErr1(key, "storage '%s' does not support container directories", m[1])
+		// pve-container API2/LXC.pm create_vm check_and_activate_storage
+		// names the parameter "storage" whichever key held the volume.
+		return "", paramErr1("storage", "storage '%s' does not support container directories", m[1])
 	}
 	vol, nval, err := s.newCTVolume(v, st, m[2], rest, key)
 	if err != nil {
@@ -222,6 +229,20 @@ func (s *Server) allocMountPoint(v *vm, key, val string) (string, error) {
 	return nval, err
 }
 
+var bareSizeRe = regexp.MustCompile(`^\d+(\.\d+)?$`)
+
+// ctVolumeRank orders a container's keys for allocation: rootfs, the
+// mount points by number, then the rest.
+func ctVolumeRank(key string) int {
+	if key == "rootfs" {
+		return 0
+	}
+	if n, err := strconv.Atoi(strings.TrimPrefix(key, "mp")); err == nil && strings.HasPrefix(key, "mp") {
+		return 1 + n
+	}
+	return 1000
+}
+
 // ostypeOf guesses the container OS from the template name, as pct does from its contents.
 func ostypeOf(template string) string {
 	for _, os := range []string{"debian", "ubuntu", "alpine", "centos", "fedora", "archlinux", "opensuse", "gentoo", "nixos"} {
@@ -255,11 +276,24 @@ func (s *Server) createCT(k *guestKind, q *request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	storageID := orDefault(q.get("storage"), "local")
 	if !q.has("rootfs") {
-		storageID := orDefault(q.get("storage"), "local")
 		q.params.Set("rootfs", storageID+":4")
 		keys = append(keys, "rootfs")
 	}
+	// create_vm: a bare number for rootfs or a mount point is a size on
+	// the default storage (pve-container API2/LXC.pm; only root@pam gets
+	// this far with one: check_ct_modify_config_perm refuses it to anyone
+	// else, tokens included, as an arbitrary path).
+	for _, key := range keys {
+		if (key == "rootfs" || strings.HasPrefix(key, "mp")) && bareSizeRe.MatchString(q.get(key)) {
+			q.params.Set(key, storageID+":"+q.get(key))
+		}
+	}
+	// create_disks allocates in valid_volume_keys order: rootfs, then
+	// mp0, mp1, … (pve-container LXC.pm, LXC/Config.pm), which numbers
+	// the volumes.
+	slices.SortStableFunc(keys, func(a, b string) int { return ctVolumeRank(a) - ctVolumeRank(b) })
 	// create_vm takes unprivileged apart: it defaults to 1 for a new
 	// container and is written only when set (pve-container API2/LXC.pm).
 	unprivileged := !q.has("unprivileged") || q.bool("unprivileged")

@@ -286,7 +286,8 @@ func TestISONeedsMediaCdrom(t *testing.T) {
 		}
 	}
 	e.run("POST", "/nodes/pve/qemu", "vmid", "100", "ide2", "local:iso/a.iso,media=cdrom")
-	if c := e.config("100"); c["ide2"] != "local:iso/a.iso,media=cdrom" {
+	// create_disks writes the ISO's size (volume_size_info).
+	if c := e.config("100"); c["ide2"] != "local:iso/a.iso,media=cdrom,size=512M" {
 		t.Errorf("got ide2 %v, want the ISO as a CD-ROM", c["ide2"])
 	}
 	if r := e.call("POST", "/nodes/pve/qemu/100/config", "sata0", "local:iso/a.iso"); r.Status != 400 || r.Errors["sata0"] != want {

@@ -108,6 +108,11 @@ func (s *Server) createVM(k *guestKind, q *request) (any, error) {
 		return nil, err
 	}
 	v := &vm{VMID: id, Node: q.vars["node"], Type: k.typ, Conf: map[string]string{}}
+	if q.bool("template") {
+		// create_vm hands create_disks the new config: is_template
+		// makes its disks base volumes (qemu-server API2/Qemu.pm).
+		v.Conf["template"] = "1"
+	}
 	vals, created, err := s.buildValues(v, q, keys, true)
 	if err != nil {
 		return nil, err
@@ -249,7 +254,7 @@ func (s *Server) normalizeNet(key, val string, newMAC bool) (string, error) {
 	if mac == "" || newMAC {
 		mac = s.newMAC()
 	}
-	rest := schema.DeleteProp(schema.DeleteProp(items, "model"), "macaddr")
+	rest := parseBools(net, schema.DeleteProp(schema.DeleteProp(items, "model"), "macaddr"))
 	lead := []schema.KV{{Key: "model", Value: model}, {Key: "macaddr", Value: strings.ToUpper(mac)}}
 	return printProps(net, lead, rest), nil
 }

@@ -267,7 +267,7 @@ func TestCloneTemplateResize(t *testing.T) {
 	}
 	src, c := e.config("9000"), e.config("101")
 	// LVM-thin names a linked clone like any disk (LvmThinPlugin.pm clone_image).
-	if c["scsi0"] != "local-lvm:vm-101-disk-0,size=3584M" || c["ide2"] != "local-lvm:vm-101-cloudinit,media=cdrom" ||
+	if c["scsi0"] != "local-lvm:vm-101-disk-0,size=3584M" || c["ide2"] != "local-lvm:vm-101-cloudinit,media=cdrom,size=4M" ||
 		c["name"] != "app-1" || c["template"] != nil || c["net0"] == src["net0"] || c["smbios1"] == src["smbios1"] {
 		t.Errorf("got linked clone config %v (source %v)", c, src)
 	}

@@ -62,6 +62,9 @@ var isoNameRe = regexp.MustCompile(`(?i)^iso/[^/]+\.(iso|img)$`)
 // failed request can undo them.
 func (s *Server) normalizeDisk(v *vm, key, val string, created *[]*volume) (string, error) {
 	file, rest := diskFile(val)
+	if p, ok := s.qemu.config.Param(key); ok {
+		rest = parseBools(p, rest) // print_drive writes parse_drive's values
+	}
 	if file == "" {
 		return "", paramErr1(key, "invalid format - missing volume")
 	}
@@ -114,9 +117,17 @@ func (s *Server) normalizeDisk(v *vm, key, val string, created *[]*volume) (stri
 		if size <= 0 {
 			return "", paramErr1(key, "invalid disk size '%s'", m[2])
 		}
-		vol := s.allocImage(st, v.VMID, size, "vm")
+		// create_disks allocates in the format asked for (else the
+		// storage's default), makes it a base volume when the guest is a
+		// template (vdisk_create_base), and drops "format" once the disk
+		// exists (qemu-server API2/Qemu.pm create_disks).
+		format, _ := schema.PropValue(rest, "format")
+		vol := s.allocImageFormat(st, v.VMID, size, "vm", format)
+		if v.Conf["template"] == "1" {
+			s.toBase(vol)
+		}
 		*created = append(*created, vol)
-		rest = schema.SetProp(rest, "size", schema.FormatSize(size))
+		rest = schema.SetProp(schema.DeleteProp(rest, "format"), "size", schema.FormatSize(size))
 		return printDrive(vol.volid(), rest), nil
 	}
 	if m := ciDiskRe.FindStringSubmatch(file); m != nil {
@@ -140,11 +151,9 @@ func (s *Server) normalizeDisk(v *vm, key, val string, created *[]*volume) (stri
 		if !st.onNode(v.Node) {
 			return "", fail(http.StatusInternalServerError, "storage '%s' is not available on node '%s'", m[1], v.Node)
 		}
-		name := fmt.Sprintf("vm-%d-cloudinit", v.VMID)
-		format := "raw"
-		if isFileStorage(st) {
-			name, format = fmt.Sprintf("%d/vm-%d-cloudinit.qcow2", v.VMID, v.VMID), "qcow2"
-		}
+		format, _ := schema.PropValue(rest, "format")
+		name, format := cloudinitName(st, v.VMID, format)
+		rest = schema.DeleteProp(rest, "format") // create_disks: no longer needed
 		vol := &volume{Storage: st.ID, Name: name, Content: "images", Format: format, Size: 4 * mib, VMID: v.VMID}
 		if _, exists := s.st.Volumes[vol.volid()]; !exists {
 			s.st.addVolume(vol)
@@ -162,6 +171,23 @@ func (s *Server) normalizeDisk(v *vm, key, val string, created *[]*volume) (stri
 		if vol.Content != "images" && vol.Content != "rootdir" && vol.Content != "iso" {
 			return "", paramErr1(key, "content type needs to be 'images' or 'iso'")
 		}
+		// create_disks writes an existing volume's size as the storage
+		// reports it (volume_size_info), whatever the request said.
+		rest = schema.SetProp(rest, "size", schema.FormatSize(vol.Size))
 	}
 	return printDrive(file, rest), nil
+}
+
+// cloudinitName is the volume name and format of a new cloud-init drive:
+// on a storage with a path the format (asked for, else qcow2) is the
+// name's extension, elsewhere it is raw (qemu-server API2/Qemu.pm
+// create_disks, QemuServer.pm clone_disk).
+func cloudinitName(st *storage, vmid int, format string) (string, string) {
+	if !isFileStorage(st) {
+		return fmt.Sprintf("vm-%d-cloudinit", vmid), "raw"
+	}
+	if format != "raw" && format != "vmdk" {
+		format = "qcow2"
+	}
+	return fmt.Sprintf("%d/vm-%d-cloudinit.%s", vmid, vmid, format), format
 }

@@ -2,6 +2,8 @@ package pvesim
 
 import (
 	"fmt"
+	"net/url"
+	"strings"
 
 	"github.com/pvectl/pvectl/pkg/pve/schema"
 )
@@ -59,4 +61,28 @@ func routeTable(tbl *schema.Table, sets ...[]route) (map[*schema.Method]*route, 
 		}
 	}
 	return out, nil
+}
+
+// routePath is the path PVE finds a method for, escaped one component at
+// a time for schema.Match. pve-http-server unescapes the whole path
+// before it is split (AnyEvent.pm: uri_unescape), so an escaped "/" cuts
+// a component in two as a raw one does; pve-common RESTHandler.pm
+// find_handler skips empty components and map_path_to_methods takes one
+// component per {var} — except below {storage}/content, which pve-storage
+// registers with an empty fragmentDelimiter (API2/Storage/Status.pm), so
+// the rest of the path, slashes and all, is the volume id.
+func routePath(decoded string) string {
+	var comps []string
+	for _, c := range strings.Split(decoded, "/") {
+		if c != "" {
+			comps = append(comps, c)
+		}
+	}
+	if len(comps) > 6 && comps[0] == "nodes" && comps[2] == "storage" && comps[4] == "content" {
+		comps = append(comps[:5], strings.Join(comps[5:], "/"))
+	}
+	for i, c := range comps {
+		comps[i] = url.PathEscape(c)
+	}
+	return "/" + strings.Join(comps, "/")
 }

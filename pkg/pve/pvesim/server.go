@@ -355,13 +355,13 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) int {
 		return s.serveAPIDoc(w)
 	}
 	if !strings.HasPrefix(r.URL.Path, prefix+"/") {
-		return writeErr(w, fail(http.StatusNotImplemented, "Method '%s %s' not implemented", r.Method, r.URL.Path))
+		return writeErr(w, r, fail(http.StatusNotImplemented, "Method '%s %s' not implemented", r.Method, r.URL.Path))
 	}
 	path := strings.TrimSuffix(strings.TrimPrefix(r.URL.Path, prefix), "/")
 	if path == "" {
 		path = "/"
 	}
-	rawPath := strings.TrimSuffix(strings.TrimPrefix(r.URL.EscapedPath(), prefix), "/")
+	rawPath := routePath(path)
 	authid, reason := s.authenticate(r)
 	if authid == "" {
 		return s.unauthorized(w, r, reason)
@@ -371,19 +371,17 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) int {
 	// a path PVE does not have.
 	m, vars, _ := schema.Default().Match(r.Method, rawPath)
 	if m != nil && segments(m.Path) != segments(rawPath) {
-		// PVE matches one path component per variable (pve-common
-		// RESTHandler.pm, map_path_to_methods: \S+ per {var}): a volume ID
-		// with an unescaped slash names no method there, although the
-		// schema's lenient trailing {volume} would take it.
+		// One path component per variable (see routePath): the
+		// schema's lenient trailing {volume} takes more.
 		m = nil
 	}
 	rt := s.routes[m]
 	if rt == nil {
-		return writeErr(w, fail(http.StatusNotImplemented, "Method '%s %s' not implemented", r.Method, path))
+		return writeErr(w, r, fail(http.StatusNotImplemented, "Method '%s %s' not implemented", r.Method, path))
 	}
 	params, up, err := s.readParams(r)
 	if err != nil {
-		return writeErr(w, err)
+		return writeErr(w, r, err)
 	}
 	q := &request{ctx: r.Context(), method: r.Method, path: path, vars: vars, params: params, user: authid, upload: up}
 	defer func() {
@@ -405,31 +403,31 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
-		return writeErr(w, fail(http.StatusServiceUnavailable, "server shutting down"))
+		return writeErr(w, r, fail(http.StatusServiceUnavailable, "server shutting down"))
 	}
 	// PVE checks the method's permissions before it verifies the
 	// parameters (pve-manager PVE/HTTPServer.pm rest_handler).
 	if err := s.allowed(rt.key, q); err != nil {
-		return writeErr(w, asAPIError(err))
+		return writeErr(w, r, asAPIError(err))
 	}
 	if errs := checkParams(m, raw, vars); len(errs) > 0 {
-		return writeErr(w, paramErr(errs))
+		return writeErr(w, r, paramErr(errs))
 	}
 	if !rt.noFault && s.opts.ErrorRate > 0 && s.rng.Float64() < s.opts.ErrorRate {
 		if s.rng.IntN(2) == 0 {
-			return writeErr(w, fail(http.StatusInternalServerError, "simulated fault: internal server error"))
+			return writeErr(w, r, fail(http.StatusInternalServerError, "simulated fault: internal server error"))
 		}
-		return writeErr(w, fail(596, "Connection timed out"))
+		return writeErr(w, r, fail(596, "Connection timed out"))
 	}
 	if node, ok := vars["node"]; ok && !s.st.hasNode(node) {
-		return writeErr(w, fail(http.StatusInternalServerError,
+		return writeErr(w, r, fail(http.StatusInternalServerError,
 			"hostname lookup '%s' failed - failed to get address info for: %s: Name or service not known", node, node))
 	}
 	s.reqUser = q.user
 	data, herr := rt.h(q)
 	s.reqUser = ""
 	if herr != nil {
-		return writeErr(w, asAPIError(herr))
+		return writeErr(w, r, asAPIError(herr))
 	}
 	if r.Method != http.MethodGet {
 		s.saveLocked()
@@ -560,13 +558,20 @@ func checkParams(m *schema.Method, params url.Values, vars map[string]string) ma
 	return m.Check(all, schema.CheckOptions{})
 }
 
-func writeErr(w http.ResponseWriter, e *apiError) int {
-	body := map[string]any{"data": nil, "message": e.msg}
+// writeErr answers e as PVE's JSON formatter does (pve-http-server
+// Formatter/Standard.pm prepare_response_data: data null, the message,
+// and "errors" per parameter when there are any), with the message as
+// the status line's reason phrase.
+func writeErr(w http.ResponseWriter, r *http.Request, e *apiError) int {
+	body := map[string]any{"data": nil, "message": bodyMessage(e.msg)}
 	if len(e.errors) > 0 {
 		body["errors"] = e.errors
 	}
-	writeJSON(w, e.status, body)
-	return e.status
+	b, err := json.Marshal(body)
+	if err != nil {
+		b = []byte(`{"data":null,"message":"internal error encoding response\n"}`)
+	}
+	return writeAnswer(w, r, e.status, e.msg, b)
 }
 
 func writeData(w http.ResponseWriter, data any) int {

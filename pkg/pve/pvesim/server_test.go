@@ -37,8 +37,8 @@ func TestAuthAndUnknownPaths(t *testing.T) {
 		{"unknown path", "PVEAPIToken=" + testToken + "=" + testSecret, "/foo", 501, "Method 'GET /foo' not implemented"},
 		{"schema path without a handler", "PVEAPIToken=" + testToken + "=" + testSecret, "/cluster/ha/resources", 501,
 			"Method 'GET /cluster/ha/resources' not implemented"},
-		{"unescaped slash in a volume", "PVEAPIToken=" + testToken + "=" + testSecret, "/nodes/pve/storage/local/content/local:vztmpl/x.tar.zst",
-			501, "Method 'GET /nodes/pve/storage/local/content/local:vztmpl/x.tar.zst' not implemented"},
+		{"unescaped slash in a volume is routed", "PVEAPIToken=" + testToken + "=" + testSecret, "/nodes/pve/storage/local/content/local:vztmpl/x.tar.zst",
+			500, "volume 'local:vztmpl/x.tar.zst' does not exist"},
 		{"ok", "PVEAPIToken=" + testToken + "=" + testSecret, "/version", 200, ""},
 	}
 	for _, tc := range tests {

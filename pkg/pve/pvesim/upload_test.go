@@ -64,6 +64,7 @@ func (e *env) do(req *http.Request) envelope {
 		e.t.Fatal(err)
 	}
 	env.Status = resp.StatusCode
+	env.Message = strings.TrimSuffix(env.Message, "\n")
 	return env
 }
 
