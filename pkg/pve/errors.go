@@ -14,6 +14,9 @@ type APIError struct {
 	Status       int
 	Message      string
 	Errors       map[string]string // 400: per-parameter messages
+	// pveBody: the answer is PVE's own error envelope (request.go
+	// OutcomeUnknown).
+	pveBody bool
 }
 
 func (e *APIError) Error() string {

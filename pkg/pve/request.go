@@ -96,10 +96,29 @@ func retryableRead(method string, err error) bool {
 }
 
 // mayHaveReached reports whether a request that failed may still have been
-// carried out by PVE: it got no answer (beyond a failed dial or TLS
-// handshake), or pveproxy answered that it lost its backend (595–599,
-// 502–504) — the backend may have done the work all the same.
-func mayHaveReached(err error) bool {
+// carried out by PVE: OutcomeUnknown.
+func mayHaveReached(err error) bool { return OutcomeUnknown(err) }
+
+// OutcomeUnknown reports whether a write that failed may still have been
+// carried out by PVE, because the answer does not prove that PVE refused
+// it (docs/decisions.md "Outcome unknown"):
+//   - no answer at all, or one cut short, after the request may have left
+//     (a reset, a timeout; not a failed dial or TLS handshake);
+//   - a gateway's or pveproxy's own failure: 502, 503, 504, 595–599 —
+//     pveproxy answers those for a backend (pvedaemon, another node) that
+//     it lost, which may have done the work all the same;
+//   - a 500 that is not PVE's own error: PVE's API server puts every error
+//     of a handler into its JSON envelope as "message" (pve-http-server
+//     src/PVE/APIServer/Formatter/Standard.pm prepare_response_data), so a
+//     500 with no such message — an empty or HTML body, or only the bare
+//     status text, which is what that formatter writes for a handler that
+//     died without one — may have come from something in front of PVE, or
+//     from a handler that died after its work: it says nothing of what PVE
+//     did.
+//
+// A 500 with PVE's message ("unable to find storage…", a lock timeout), a
+// 501 and every 4xx are PVE's refusal: nothing was done.
+func OutcomeUnknown(err error) bool {
 	var te *transportError
 	if errors.As(err, &te) {
 		return te.maybeSent
@@ -107,8 +126,10 @@ func mayHaveReached(err error) bool {
 	var ae *APIError
 	if errors.As(err, &ae) {
 		switch ae.Status {
-		case http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout, 595, 596, 597, 599:
+		case http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout, 595, 596, 597, 598, 599:
 			return true
+		case http.StatusInternalServerError:
+			return !ae.pveBody
 		}
 	}
 	return false
@@ -288,6 +309,7 @@ func newAPIError(method, path string, resp *http.Response, raw []byte, secrets [
 	}
 	if json.Unmarshal(raw, &env) == nil {
 		e.Message = strings.TrimSpace(env.Message)
+		e.pveBody = e.Message != "" && e.Message != http.StatusText(resp.StatusCode)
 		for k, v := range env.Errors {
 			if e.Errors == nil {
 				e.Errors = map[string]string{}
