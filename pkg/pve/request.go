@@ -109,12 +109,13 @@ func mayHaveReached(err error) bool { return OutcomeUnknown(err) }
 //     it lost, which may have done the work all the same;
 //   - a 500 that is not PVE's own error: PVE's API server puts every error
 //     of a handler into its JSON envelope as "message" (pve-http-server
-//     src/PVE/APIServer/Formatter/Standard.pm prepare_response_data), so a
-//     500 with no such message — an empty or HTML body, or only the bare
-//     status text, which is what that formatter writes for a handler that
-//     died without one — may have come from something in front of PVE, or
-//     from a handler that died after its work: it says nothing of what PVE
-//     did.
+//     src/PVE/APIServer/Formatter/Standard.pm prepare_response_data) and
+//     into the status line (AnyEvent.pm, HTTP::Response->new($status,
+//     $message)), so a 500 with neither — an empty or HTML body and the
+//     bare status text, which is also what that formatter writes for a
+//     handler that died without a message — may have come from something
+//     in front of PVE, or from a handler that died after its work: it says
+//     nothing of what PVE did.
 //
 // A 500 with PVE's message ("unable to find storage…", a lock timeout), a
 // 501 and every 4xx are PVE's refusal: nothing was done.
@@ -309,7 +310,6 @@ func newAPIError(method, path string, resp *http.Response, raw []byte, secrets [
 	}
 	if json.Unmarshal(raw, &env) == nil {
 		e.Message = strings.TrimSpace(env.Message)
-		e.pveBody = e.Message != "" && e.Message != http.StatusText(resp.StatusCode)
 		for k, v := range env.Errors {
 			if e.Errors == nil {
 				e.Errors = map[string]string{}
@@ -321,6 +321,11 @@ func newAPIError(method, path string, resp *http.Response, raw []byte, secrets [
 			e.Errors[k] = scrub(strings.TrimSpace(s), secrets)
 		}
 	}
+	// PVE's own error carries its message in the envelope and in the
+	// status line (OutcomeUnknown); a generic text in both is no one's.
+	reason := strings.TrimSpace(strings.TrimPrefix(resp.Status, strconv.Itoa(resp.StatusCode)))
+	generic := http.StatusText(resp.StatusCode)
+	e.pveBody = (e.Message != "" && e.Message != generic) || (reason != "" && reason != generic)
 	if e.Message == "" && !json.Valid(raw) {
 		// A plain-text answer from something that is not PVE's API (a
 		// TLS server asked in plain HTTP says so in its body).
