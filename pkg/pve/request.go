@@ -130,7 +130,7 @@ func OutcomeUnknown(err error) bool {
 		case http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout, 595, 596, 597, 598, 599:
 			return true
 		case http.StatusInternalServerError:
-			return !ae.pveBody
+			return ae.Bare
 		}
 	}
 	return false
@@ -325,7 +325,7 @@ func newAPIError(method, path string, resp *http.Response, raw []byte, secrets [
 	// status line (OutcomeUnknown); a generic text in both is no one's.
 	reason := strings.TrimSpace(strings.TrimPrefix(resp.Status, strconv.Itoa(resp.StatusCode)))
 	generic := http.StatusText(resp.StatusCode)
-	e.pveBody = (e.Message != "" && e.Message != generic) || (reason != "" && reason != generic)
+	e.Bare = resp.StatusCode >= 500 && (e.Message == "" || e.Message == generic) && (reason == "" || reason == generic)
 	if e.Message == "" && !json.Valid(raw) {
 		// A plain-text answer from something that is not PVE's API (a
 		// TLS server asked in plain HTTP says so in its body).
