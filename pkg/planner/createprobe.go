@@ -52,9 +52,9 @@ const createPause = 200 * time.Millisecond
 type landing int
 
 const (
-	landedAbsent  landing = iota
-	landedAsSent          // there, as the spec wants it
-	landedPartly          // there, with fields still to update (probe holds the update)
+	landedAbsent landing = iota
+	landedAsSent         // there, as the spec wants it
+	landedPartly         // there, with fields still to update (probe holds the update)
 )
 
 // createChecked is the engine's create: k.create, with every unsure
