@@ -252,3 +252,8 @@ func guestTaskOf(method, path string) (node, typ string, vmid int, ok bool) {
 	}
 	return seg[1], typ, id, true
 }
+
+// ServerNow is the current time on PVE's clock, as far as its answers'
+// Date headers tell (the run lock's lease is kept on PVE's clock, which
+// every run that reads it shares).
+func (c *Client) ServerNow() time.Time { return c.serverNow() }
