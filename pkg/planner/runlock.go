@@ -502,4 +502,3 @@ func releaseOne(ctx context.Context, h heldLock) error {
 		}
 	}
 }
-
