@@ -47,6 +47,10 @@ var ambiguousKinds = []struct {
 		}
 		return false, err
 	})},
+	{"BondInterface", "kind: BondInterface\nname: bond0\nspec:\n  node: pve\n  iface: bond0\n  slaves: eno3 eno4\n", "POST", "/nodes/pve/network", ifaceThere("bond0")},
+	{"DownloadedImage", "kind: DownloadedImage\nname: img\nspec:\n  node: pve\n  storage: local\n  content: iso\n  filename: amb.iso\n  url: https://127.0.0.1/amb.iso\n",
+		"POST", "/nodes/pve/storage/local/download-url", volumes("local", "iso")},
+	{"ConfigDriveISO", "kind: ConfigDriveISO\nname: seed-amb\nspec:\n  storage: local\n  hostname: amb\n", "POST", "/nodes/pve/storage/local/upload", volumes("local", "iso")},
 	{"APIToken", "kind: User\nname: amb@pve\n---\nkind: APIToken\nname: amb\nspec:\n  userid: amb@pve\n  comment: made once\n", "POST", "/access/users/amb@pve/token/amb", exists(func(ctx context.Context, cl *pve.Client) (bool, error) {
 		users, err := cl.Users(ctx)
 		r := &spec.Resource{Kind: spec.KindAPIToken, Name: "amb", Params: map[string]string{"userid": "amb@pve"}}
@@ -61,6 +65,25 @@ var ambiguousKinds = []struct {
 		}
 		return false, err
 	})},
+}
+
+func ifaceThere(name string) func(context.Context, *pve.Client) (int, error) {
+	return exists(func(ctx context.Context, cl *pve.Client) (bool, error) {
+		ifaces, _, err := cl.NetworkList(ctx, "pve")
+		for _, i := range ifaces {
+			if i["iface"] == name {
+				return true, err
+			}
+		}
+		return false, err
+	})
+}
+
+func volumes(storage, content string) func(context.Context, *pve.Client) (int, error) {
+	return func(ctx context.Context, cl *pve.Client) (int, error) {
+		vs, err := cl.StorageContent(ctx, "pve", storage, content)
+		return len(vs), err
+	}
 }
 
 func guestsNamed(name string) func(context.Context, *pve.Client) (int, error) {
@@ -112,7 +135,7 @@ func TestAmbiguousCreateEveryKind(t *testing.T) {
 					return r.Method == k.method && r.URL.Path == "/api2/json"+k.path
 				}}
 				s := simtest.Start(t, simtest.Options{
-					Sim:           pvesim.Options{TokenID: simToken, TokenSecret: simSecret, TaskDuration: time.Millisecond, Seed: 1},
+					Sim:           pvesim.Options{TokenID: simToken, TokenSecret: simSecret, TaskDuration: time.Millisecond, Seed: 1, DataDir: t.TempDir()},
 					Wrap:          f.Wrap,
 					ClientOptions: []pve.Option{pve.WithRequestTimeout(500 * time.Millisecond)},
 				})

@@ -155,13 +155,21 @@ func (c *Client) findGuestTask(ctx context.Context, node, typ string, vmid int, 
 // node_tasks: vmid, typefilter, userfilter, since; source=all takes the
 // running ones too).
 func (c *Client) ownTasks(ctx context.Context, node, typ string, vmid int, sent time.Time) ([]UPID, error) {
+	return c.ownTasksOf(ctx, node, typ, strconv.Itoa(vmid), true, sent)
+}
+
+// ownTasksOf is ownTasks for a task id that is not a vmid (byVMID false:
+// the list cannot filter by it, pvectl does).
+func (c *Client) ownTasksOf(ctx context.Context, node, typ, id string, byVMID bool, sent time.Time) ([]UPID, error) {
 	user, token, _ := strings.Cut(c.cfg.tokenID, "!")
 	q := url.Values{
 		"source":     {"all"},
-		"vmid":       {strconv.Itoa(vmid)},
 		"typefilter": {typ},
 		"since":      {strconv.FormatInt(sent.Add(-taskClockSlack).Unix(), 10)},
 		"limit":      {"50"},
+	}
+	if byVMID {
+		q.Set("vmid", id)
 	}
 	if user != "" {
 		q.Set("userfilter", user)
@@ -177,7 +185,7 @@ func (c *Client) ownTasks(ctx context.Context, node, typ string, vmid int, sent 
 	var out []UPID
 	for _, r := range rows {
 		u, err := ParseUPID(r.UPID)
-		if err != nil || u.Type != typ || u.ID != strconv.Itoa(vmid) {
+		if err != nil || u.Type != typ || u.ID != id {
 			continue
 		}
 		// The task's user is the token ("user@realm!name"), whether PVE
