@@ -93,6 +93,35 @@ func createChecked(ctx context.Context, k kindOps, x *execution, c *Change) erro
 	}
 }
 
+// settled is the engine's update and delete: one whose answer does not
+// prove PVE refused it is read back, and done when PVE did it (the
+// object as the spec wants it; gone). It is not sent again: the next
+// plan shows what is left.
+func settled(ctx context.Context, k kindOps, x *execution, c *Change, err error) error {
+	if err == nil || ctx.Err() != nil || !pve.OutcomeUnknown(err) {
+		return err
+	}
+	lo, rerr := k.current(ctx, x.client, c)
+	if rerr != nil {
+		return fmt.Errorf("%w (outcome unknown: reading %s back failed too: %v)", err, objectName(k, c), rerr)
+	}
+	done := false
+	switch c.Action {
+	case Delete:
+		done = lo == nil || !lo.Exists
+	case Update:
+		if lo != nil && lo.Exists {
+			probe := &Change{Address: c.Address, Node: c.Node, Resource: c.Resource, Digest: lo.Digest}
+			done = k.compare(probeBuilder(), c.Resource, lo, probe) == nil && probe.Action == NoOp
+		}
+	}
+	if !done {
+		return fmt.Errorf("%w (outcome unknown: %s does not show it done; the next plan shows what is left)", err, objectName(k, c))
+	}
+	x.msg("%s got no usable answer (%s), but PVE did it", pve.FailedRequest(err), pve.Brief(err))
+	return nil
+}
+
 // adoptCreated takes the object an unsure create made as this change's.
 func adoptCreated(ctx context.Context, k kindOps, x *execution, c *Change, got landing, probe *Change, cause error) error {
 	x.msg("%s got no usable answer (%s), but PVE made %s: adopted", pve.FailedRequest(cause), pve.Brief(cause), objectName(k, c))

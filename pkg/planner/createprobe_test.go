@@ -162,3 +162,38 @@ func TestAmbiguousCreateEveryKind(t *testing.T) {
 		}
 	}
 }
+
+// An update or delete that PVE carried out, answered by a fault that does
+// not prove a refusal, is read back and counted done: the apply succeeds
+// with nothing sent twice, and the next plan is clean.
+func TestAmbiguousUpdateAndDelete(t *testing.T) {
+	for _, tc := range []struct {
+		name, before, after, method, path string
+	}{
+		{"Pool update", "kind: Pool\nname: amb\nspec:\n  comment: one\n", "kind: Pool\nname: amb\nspec:\n  comment: two\n", "PUT", "/pools"},
+		{"User update", "kind: User\nname: amb@pve\nspec:\n  comment: one\n", "kind: User\nname: amb@pve\nspec:\n  comment: two\n", "PUT", "/access/users/amb@pve"},
+		{"Pool delete", "kind: Pool\nname: amb\n", "kind: Pool\nname: amb\nstate: absent\n", "DELETE", "/pools"},
+	} {
+		for _, fault := range []string{"500", "596", "reset"} {
+			t.Run(tc.name+"/"+fault, func(t *testing.T) {
+				f := &simtest.CarriedOut{Fault: fault, Match: func(r *http.Request, _ []byte) bool {
+					return r.Method == tc.method && r.URL.Path == "/api2/json"+tc.path
+				}}
+				s := simtest.Start(t, simtest.Options{Sim: pvesim.Options{TokenID: simToken, TokenSecret: simSecret, TaskDuration: time.Millisecond, Seed: 1}, Wrap: f.Wrap})
+				sim := &simClients{cl: s.Client, conn: &spec.Connection{URL: s.URL, Nodes: []string{"pve"}}}
+				applyPlan(t, sim, planFor(t, sim, loadSpec(t, tc.before), Options{}))
+				after := loadSpec(t, tc.after)
+				h := &recHooks{}
+				if _, err := Apply(context.Background(), sim, planFor(t, sim, after, Options{}), ApplyOptions{Hooks: h}); err != nil {
+					t.Fatalf("apply: %v\nmessages:\n%s", err, strings.Join(h.messages, "\n"))
+				}
+				if f.Seen() != 1 {
+					t.Errorf("sent %d times, want once", f.Seen())
+				}
+				if p := planFor(t, sim, after, Options{}); p.HasChanges() {
+					t.Errorf("next plan: %v, want clean", summary(p))
+				}
+			})
+		}
+	}
+}

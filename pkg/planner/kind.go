@@ -344,10 +344,12 @@ func apply(ctx context.Context, k kindOps, x *execution, c *Change) error {
 	switch c.Action {
 	case Create:
 		return createChecked(ctx, k, x, c)
-	case Update, ApplyNet:
+	case Update:
+		return settled(ctx, k, x, c, k.update(ctx, x, c))
+	case ApplyNet:
 		return k.update(ctx, x, c)
 	case Delete:
-		return k.remove(ctx, x, c)
+		return settled(ctx, k, x, c, k.remove(ctx, x, c))
 	case Provision:
 		if p, ok := k.(provisioner); ok {
 			return p.provision(ctx, x, c)
