@@ -278,7 +278,7 @@ func AcquireRunLock(ctx context.Context, clients Clients, conns []string, opts L
 	}
 	lock := &RunLock{lease: newLease(opts.Lease)}
 	deadline := time.Now().Add(opts.Timeout)
-	for _, ep := range slices.Sorted(maps.Keys(byEndpoint)) {
+	for _, ep := range lockOrder(ctx, byEndpoint, func(t target) *pve.Client { return t.cl }) {
 		t := byEndpoint[ep]
 		info := opts.Info
 		info.Token = t.cl.TokenID()
@@ -296,6 +296,30 @@ func AcquireRunLock(ctx context.Context, clients Clients, conns []string, opts L
 	}
 	lock.lease.start(lock)
 	return lock, nil
+}
+
+// lockOrder is the order in which the clusters' locks are taken: by the
+// cluster's node set (GET /nodes, which every token may read), then by
+// URL, so that two runs that reach the same clusters through other URLs
+// (one by address, one by name) still take them in one order and cannot
+// each hold one and wait for the other. A cluster whose nodes cannot be
+// read sorts by its URL alone.
+func lockOrder[T any](ctx context.Context, byEndpoint map[string]T, client func(T) *pve.Client) []string {
+	key := map[string]string{}
+	for ep, t := range byEndpoint {
+		names, err := client(t).NodeNames(ctx)
+		if err == nil {
+			key[ep] = strings.Join(names, ",")
+		}
+	}
+	eps := slices.Collect(maps.Keys(byEndpoint))
+	slices.SortFunc(eps, func(a, b string) int {
+		if c := strings.Compare(key[a], key[b]); c != 0 {
+			return c
+		}
+		return strings.Compare(a, b)
+	})
+	return eps
 }
 
 // takeRunLock creates the lock pool on one cluster, waiting for another
