@@ -166,7 +166,7 @@ func (o *applyOptions) run(ctx context.Context) error {
 	}
 	in.applying(view)
 	res, err := planner.Apply(in.ctx, cl, p, planner.ApplyOptions{Parallelism: o.g.parallelism, Hooks: view, Stop: in.stop,
-		AllowForeignNetworkChanges: o.allowForeign})
+		AllowForeignNetworkChanges: o.allowForeign, Guard: o.runLock.Check})
 	view.summary(p, res, o.verb())
 	switch {
 	case err != nil && res == nil: // refused before anything ran

@@ -27,7 +27,13 @@ func newForceUnlockCmd(g *globalOptions) *cobra.Command {
 is LOCK_ID, as the error of a run that found it prints it. apply and destroy
 hold the lock while they run and remove it at their end, also when
 interrupted; one is left behind only when pvectl was killed or lost the
-connection. Remove it only when that run no longer runs.
+connection.
+
+The lock is a lease that its run renews while it runs. A lease that ran
+out (its run stopped writing) is removed at once. One that has not is
+revoked instead: that run stops before its next write, naming the lost
+lease, and removes the lock; a new run waits for that, or for the lease to
+run out. So force-unlock never lets two runs write at once.
 
 Without -f it acts on the default connection; with -f, on every
 connection the specs use. A lock with another ID is left alone.`,
@@ -78,6 +84,12 @@ func (o *unlockOptions) run(ctx context.Context) error {
 			return &exitError{code: exitFailure, err: fmt.Errorf("force-unlock: %w", err)}
 		}
 		removed++
+		if info.Revoked {
+			fmt.Fprintf(o.g.streams.Out, "Revoked the run lock %s on %s (%s): its lease runs until %s, so that run may still be writing. "+
+				"It stops before its next write and removes the lock; a new run waits for that, or for the lease to run out.\n",
+				o.id, c.BaseURL(), info, info.Expires.UTC().Format("2006-01-02 15:04:05 UTC"))
+			continue
+		}
 		fmt.Fprintf(o.g.streams.Out, "Removed the run lock %s on %s (%s).\n", o.id, c.BaseURL(), info)
 	}
 	if removed == 0 {

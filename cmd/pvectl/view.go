@@ -293,7 +293,10 @@ func (v *progressView) Task(c *planner.Change, ev pve.TaskEvent) {
 	case pve.TaskFaultRetry, pve.TaskFound:
 		// Each is rare and says something about the cluster: every one is shown.
 		progress, msg := "fault_retry", fmt.Sprintf("%s failed in passing (%s); PVE did not start it: sending it again", ev.Request, pve.Brief(ev.Err))
-		if ev.Phase == pve.TaskFound {
+		switch {
+		case ev.Phase == pve.TaskFound && ev.UPID.IsZero(): // a clone found by its new guest alone
+			progress, msg = "task_found", fmt.Sprintf("%s got no usable answer (%s), but PVE made it: adopted", ev.Request, pve.Brief(ev.Err))
+		case ev.Phase == pve.TaskFound:
 			progress, msg = "task_found", fmt.Sprintf("%s got no usable answer (%s), but PVE started its task %s: waiting for it", ev.Request, pve.Brief(ev.Err), ev.UPID.Raw)
 		}
 		f := map[string]any{"progress": progress, "message": msg, "request": ev.Request}

@@ -3,6 +3,7 @@ package planner
 // This file fixes the exported surface that cmd is written against.
 
 import (
+	"context"
 	"time"
 
 	"github.com/pvectl/pvectl/pkg/pve"
@@ -177,6 +178,10 @@ type ApplyOptions struct {
 	// Apply refuses such a plan before it changes anything; changes that
 	// appear after the plan are refused either way.
 	AllowForeignNetworkChanges bool
+	// Guard, when set, runs before each change starts (and before a late
+	// step): an error fails the change unstarted. The run lock's Check is
+	// one: a run that lost its lease stops before its next write.
+	Guard func(ctx context.Context) error
 }
 
 // ReasonInterrupted is the Skipped reason of a change that never started

@@ -46,6 +46,9 @@ func Apply(ctx context.Context, clients Clients, plan *Plan, opts ApplyOptions) 
 		}
 	}
 	run := func(ctx context.Context, c *Change) error {
+		if err := guard(ctx, opts.Guard); err != nil {
+			return err
+		}
 		x := &execution{hooks: hooks, change: c, plan: plan, allowForeign: opts.AllowForeignNetworkChanges}
 		if c.Resource != nil {
 			x.vmids = alloc[c.Resource.Connection]
@@ -61,6 +64,9 @@ func Apply(ctx context.Context, clients Clients, plan *Plan, opts ApplyOptions) 
 			return nil
 		}
 		return func(ctx context.Context) error {
+			if err := guard(ctx, opts.Guard); err != nil {
+				return err
+			}
 			x := &execution{hooks: hooks, change: c, plan: plan, allowForeign: opts.AllowForeignNetworkChanges}
 			return withExecution(ctx, clients, x, func(ctx context.Context, x *execution) error {
 				return lr.removeLate(ctx, x, c)
@@ -69,6 +75,14 @@ func Apply(ctx context.Context, clients Clients, plan *Plan, opts ApplyOptions) 
 	}
 	res := walkPhases(ctx, opts.Stop, plan.Changes, opts.Parallelism, hooks, run, late)
 	return res, res.err()
+}
+
+// guard runs g, if any, before a change writes.
+func guard(ctx context.Context, g func(context.Context) error) error {
+	if g == nil {
+		return nil
+	}
+	return g(ctx)
 }
 
 // checkPlan refuses plans Apply cannot walk safely: unknown versions, and

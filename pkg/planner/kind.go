@@ -343,11 +343,13 @@ func (b *builder) replace(r *spec.Resource, c *Change, reason string) error {
 func apply(ctx context.Context, k kindOps, x *execution, c *Change) error {
 	switch c.Action {
 	case Create:
-		return k.create(ctx, x, c)
-	case Update, ApplyNet:
+		return createChecked(ctx, k, x, c)
+	case Update:
+		return settled(ctx, k, x, c, k.update(ctx, x, c))
+	case ApplyNet:
 		return k.update(ctx, x, c)
 	case Delete:
-		return k.remove(ctx, x, c)
+		return settled(ctx, k, x, c, k.remove(ctx, x, c))
 	case Provision:
 		if p, ok := k.(provisioner); ok {
 			return p.provision(ctx, x, c)
@@ -355,7 +357,7 @@ func apply(ctx context.Context, k kindOps, x *execution, c *Change) error {
 		return fmt.Errorf("internal error: %s does not provision", c.Resource.Kind)
 	case Replace:
 		if c.CreateFirst {
-			if err := k.create(ctx, x, c); err != nil {
+			if err := createChecked(ctx, k, x, c); err != nil {
 				return err
 			}
 			if lr, ok := k.(lateRemover); ok && lr.removesLate(c) {
@@ -371,7 +373,7 @@ func apply(ctx context.Context, k kindOps, x *execution, c *Change) error {
 		if err := k.remove(ctx, x, c); err != nil {
 			return err
 		}
-		if err := k.create(ctx, x, c); err != nil {
+		if err := createChecked(ctx, k, x, c); err != nil {
 			return &ReplaceError{Removed: objectName(k, c), Node: c.Node, Err: err}
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/pvectl/pvectl/pkg/pve"
@@ -48,6 +49,13 @@ type RunLockInfo struct {
 	PID       int
 	Started   time.Time
 	Token     string // the API token the run connects with
+	// Expires is when the holder's lease runs out, on PVE's clock: the
+	// holder renews it while it runs (runlease.go). Zero in a lock an
+	// older pvectl took.
+	Expires time.Time
+	// Revoked: force-unlock took the lease away from a holder that may
+	// still run; it stops before its next write and removes the lock.
+	Revoked bool
 }
 
 // NewRunLockInfo describes this process as the holder of a lock for op.
@@ -68,8 +76,15 @@ func NewRunLockInfo(op string) RunLockInfo {
 // host=…; pid=…; started=…; token=…; id=…" (one line: PVE keeps it in
 // user.cfg, escaped).
 func (i RunLockInfo) comment() string {
-	return fmt.Sprintf("%s%s; owner=%s; host=%s; pid=%d; started=%s; token=%s; id=%s", runLockPrefix,
+	s := fmt.Sprintf("%s%s; owner=%s; host=%s; pid=%d; started=%s; token=%s; id=%s", runLockPrefix,
 		i.Operation, clean(i.Owner), clean(i.Host), i.PID, i.Started.UTC().Format(time.RFC3339), clean(i.Token), i.ID)
+	if !i.Expires.IsZero() {
+		s += "; expires=" + i.Expires.UTC().Format(time.RFC3339)
+	}
+	if i.Revoked {
+		s += "; revoked=1"
+	}
+	return s
 }
 
 // clean keeps a field within its place in the comment.
@@ -101,6 +116,10 @@ func parseRunLock(comment string) (RunLockInfo, bool) {
 			info.Token = v
 		case "id":
 			info.ID = v
+		case "expires":
+			info.Expires, _ = time.Parse(time.RFC3339, v)
+		case "revoked":
+			info.Revoked = v == "1"
 		}
 	}
 	return info, info.ID != ""
@@ -147,6 +166,9 @@ type LockedError struct {
 	// Gone is set when the holder ran on this host and its process is
 	// gone: the lock is stale for certain.
 	Gone bool
+	// Expired is how long ago the holder's lease ran out (0: it has not):
+	// the holder stopped writing then, so the lock is stale.
+	Expired time.Duration
 }
 
 func (e *LockedError) Error() string {
@@ -157,19 +179,29 @@ func (e *LockedError) Error() string {
 	if e.Foreign != "" {
 		return fmt.Sprintf("the pool %s exists %s but pvectl did not make it (comment %q): pvectl uses it as its run lock", RunLockPool, where, e.Foreign)
 	}
+	if e.Stale() {
+		msg := fmt.Sprintf("a stale pvectl run lock %s: %s, held for %s", where, e.Holder, e.Age.Round(time.Second))
+		if e.Gone {
+			return msg + "; that process is gone, so the lock is stale"
+		}
+		return msg + fmt.Sprintf("; its lease ran out %s ago without renewal, so that run stopped writing", e.Expired.Round(time.Second))
+	}
 	msg := fmt.Sprintf("another pvectl run holds the lock %s: %s (%s ago)", where, e.Holder, e.Age.Round(time.Second))
-	if e.Gone {
-		msg += "; that process is gone, so the lock is stale"
+	if e.Holder.Revoked {
+		msg += "; force-unlock revoked it: that run stops before its next write"
 	}
 	return msg
 }
+
+// Stale reports whether the lock's holder no longer runs or writes.
+func (e *LockedError) Stale() bool { return e.Gone || e.Expired > 0 }
 
 // Hint says what to do about the lock.
 func (e *LockedError) Hint() string {
 	if e.Foreign != "" {
 		return fmt.Sprintf("Rename or remove that pool in PVE (pveum pool delete %s), then run again.", RunLockPool)
 	}
-	if e.Gone {
+	if e.Stale() {
 		return "Remove it with: pvectl force-unlock " + e.Holder.ID
 	}
 	return "Wait for that run to end (--lock-timeout waits for it), or, if it is no longer running, remove its lock with: pvectl force-unlock " + e.Holder.ID
@@ -185,11 +217,23 @@ type LockOptions struct {
 	// Waiting is told when the run starts to wait for a holder (once per
 	// holder).
 	Waiting func(e *LockedError)
+	// Lease is how long the lock stays this run's without a renewal
+	// (0: DefaultLease); it is renewed every third of it.
+	Lease time.Duration
 }
 
 // RunLock is the run locks a run holds, one per cluster.
 type RunLock struct {
-	held []heldLock
+	lease *lease
+	mu    sync.Mutex // guards held's infos (renewal)
+	held  []heldLock
+}
+
+// holdings is a copy of the held locks.
+func (l *RunLock) holdings() []heldLock {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.held)
 }
 
 type heldLock struct {
@@ -205,10 +249,15 @@ const (
 )
 
 // AcquireRunLock takes the run lock on every cluster the named
-// connections reach (one lock per API endpoint, in a fixed order, so two
-// runs over the same clusters cannot each hold one and wait for the
-// other). When one is held by another run it waits up to opts.Timeout,
-// then fails with a *LockedError; locks taken so far are released.
+// connections reach, in a fixed order (so two runs over the same
+// clusters cannot each hold one and wait for the other), and keeps it as
+// a lease that it renews until Release (runlease.go). Connections with
+// one API root are one cluster; so are two roots of one cluster (an
+// address and a name, a load balancer and a node): the lock the first one
+// made, found through the second, carries this run's own ID and is taken
+// once, never waited for. When one is held by another run it waits up to
+// opts.Timeout, then fails with a *LockedError; locks taken so far are
+// released.
 func AcquireRunLock(ctx context.Context, clients Clients, conns []string, opts LockOptions) (*RunLock, error) {
 	type target struct {
 		conn string
@@ -224,34 +273,70 @@ func AcquireRunLock(ctx context.Context, clients Clients, conns []string, opts L
 			byEndpoint[cl.BaseURL()] = target{name, cl}
 		}
 	}
-	lock := &RunLock{}
+	if opts.Lease <= 0 {
+		opts.Lease = DefaultLease
+	}
+	lock := &RunLock{lease: newLease(opts.Lease)}
 	deadline := time.Now().Add(opts.Timeout)
-	for _, ep := range slices.Sorted(maps.Keys(byEndpoint)) {
+	for _, ep := range lockOrder(ctx, byEndpoint, func(t target) *pve.Client { return t.cl }) {
 		t := byEndpoint[ep]
 		info := opts.Info
 		info.Token = t.cl.TokenID()
-		if err := takeRunLock(ctx, t.conn, t.cl, info, deadline, opts.Waiting); err != nil {
+		sent := time.Now()
+		shared, err := takeRunLock(ctx, t.conn, t.cl, &info, opts.Lease, deadline, opts.Waiting)
+		if err != nil {
 			lock.Release(context.WithoutCancel(ctx))
 			return nil, err
 		}
+		if shared {
+			continue // a cluster taken through another connection already
+		}
 		lock.held = append(lock.held, heldLock{t.conn, t.cl, info})
+		lock.lease.renewed(sent)
 	}
+	lock.lease.start(lock)
 	return lock, nil
 }
 
-// takeRunLock creates the lock pool on one cluster, waiting for another
-// holder until deadline.
-func takeRunLock(ctx context.Context, conn string, cl *pve.Client, info RunLockInfo, deadline time.Time, waiting func(*LockedError)) error {
-	if err := checkLockPerms(ctx, conn, cl); err != nil {
-		return err
+// lockOrder is the order in which the clusters' locks are taken: by the
+// cluster's node set (GET /nodes, which every token may read), then by
+// URL, so that two runs that reach the same clusters through other URLs
+// (one by address, one by name) still take them in one order and cannot
+// each hold one and wait for the other. A cluster whose nodes cannot be
+// read sorts by its URL alone.
+func lockOrder[T any](ctx context.Context, byEndpoint map[string]T, client func(T) *pve.Client) []string {
+	key := map[string]string{}
+	for ep, t := range byEndpoint {
+		names, err := client(t).NodeNames(ctx)
+		if err == nil {
+			key[ep] = strings.Join(names, ",")
+		}
 	}
-	params := url.Values{"poolid": {RunLockPool}, "comment": {info.comment()}}
+	eps := slices.Collect(maps.Keys(byEndpoint))
+	slices.SortFunc(eps, func(a, b string) int {
+		if c := strings.Compare(key[a], key[b]); c != 0 {
+			return c
+		}
+		return strings.Compare(a, b)
+	})
+	return eps
+}
+
+// takeRunLock creates the lock pool on one cluster, waiting for another
+// holder until deadline. shared: the cluster holds this run's lock
+// already, taken through another connection.
+func takeRunLock(ctx context.Context, conn string, cl *pve.Client, info *RunLockInfo, ttl time.Duration, deadline time.Time, waiting func(*LockedError)) (shared bool, err error) {
+	if err := checkLockPerms(ctx, conn, cl); err != nil {
+		return false, err
+	}
 	seen := ""
 	faults := 0
 	for delay := lockPollMin; ; delay = min(2*delay, lockPollMax) {
+		info.Expires = cl.ServerNow().Add(ttl).Truncate(time.Second)
+		params := url.Values{"poolid": {RunLockPool}, "comment": {info.comment()}}
 		err := cl.CreatePool(ctx, params)
 		if err == nil {
-			return nil
+			return false, nil
 		}
 		var ae *pve.APIError
 		if !errors.As(err, &ae) || !strings.Contains(ae.Message, "already exists") {
@@ -260,33 +345,47 @@ func takeRunLock(ctx context.Context, conn string, cl *pve.Client, info RunLockI
 			// times: the ID makes a second create safe.
 			cur, rerr := readRunLock(ctx, cl)
 			if rerr == nil && cur != nil && cur.ID == info.ID {
-				return nil
+				return false, nil
 			}
 			faults++
 			if !mayRetryLock(err) || faults >= lockCreateTries {
-				return fmt.Errorf("%s: take the run lock (create pool %s): %w", connLabel(conn), RunLockPool, err)
+				return false, fmt.Errorf("%s: take the run lock (create pool %s): %w", connLabel(conn), RunLockPool, err)
 			}
 			if err := sleepCtx(ctx, delay); err != nil {
-				return err
+				return false, err
 			}
 			continue
 		}
 		held, err := lockedBy(ctx, conn, cl)
 		if err != nil {
-			return err
+			return false, err
 		}
-		if held == nil {
+		switch {
+		case held == nil:
 			continue // released meanwhile: try again at once
-		}
-		if held.Foreign != "" || time.Now().After(deadline) || held.Gone {
-			return held
+		case held.Foreign == "" && held.Holder.ID == info.ID:
+			return true, nil // this run's own, made through another connection
+		case held.Foreign == "" && held.Holder.Revoked:
+			// Revoked: its holder stops before its next write and removes
+			// it; it cannot write past its lease, after which it is
+			// removed here. Waited for whatever --lock-timeout says.
+			if held.Holder.ID != seen && waiting != nil {
+				seen = held.Holder.ID
+				waiting(held)
+			}
+			if err := awaitRevoked(ctx, cl, held, delay); err != nil {
+				return false, err
+			}
+			continue
+		case held.Foreign != "" || time.Now().After(deadline) || held.Stale():
+			return false, held
 		}
 		if held.Holder.ID != seen && waiting != nil {
 			seen = held.Holder.ID
 			waiting(held)
 		}
 		if err := sleepCtx(ctx, min(delay, time.Until(deadline)+time.Millisecond)); err != nil {
-			return err
+			return false, err
 		}
 	}
 }
@@ -359,6 +458,9 @@ func lockedBy(ctx context.Context, conn string, cl *pve.Client) (*LockedError, e
 	if host, _ := os.Hostname(); host != "" && host == info.Host && info.PID > 0 {
 		e.Gone = processGone(info.PID)
 	}
+	if !info.Expires.IsZero() {
+		e.Expired = max(cl.ServerNow().Sub(info.Expires.Add(leaseSlack)), 0)
+	}
 	return e, nil
 }
 
@@ -387,13 +489,16 @@ func (l *RunLock) Release(ctx context.Context) error {
 	if l == nil {
 		return nil
 	}
+	l.lease.stop()
 	var errs []error
-	for _, h := range l.held {
+	for _, h := range l.holdings() {
 		if err := releaseOne(ctx, h); err != nil {
 			errs = append(errs, fmt.Errorf("%s: release the run lock: %w (remove it with: pvectl force-unlock %s)", connLabel(h.conn), err, h.info.ID))
 		}
 	}
+	l.mu.Lock()
 	l.held = nil
+	l.mu.Unlock()
 	return errors.Join(errs...)
 }
 
@@ -420,28 +525,4 @@ func releaseOne(ctx context.Context, h heldLock) error {
 			return err
 		}
 	}
-}
-
-// ErrNoSuchLock is ForceUnlock's answer for a cluster that holds no run
-// lock of the ID given.
-var ErrNoSuchLock = errors.New("no such run lock")
-
-// ForceUnlock removes the run lock whose ID is id from the cluster cl
-// talks to, and returns who held it. A lock with another ID (or none) is
-// an error: force-unlock removes only the lock its user saw.
-func ForceUnlock(ctx context.Context, cl *pve.Client, id string) (RunLockInfo, error) {
-	cur, err := readRunLock(ctx, cl)
-	if err != nil {
-		return RunLockInfo{}, fmt.Errorf("read the run lock (pool %s): %w", RunLockPool, err)
-	}
-	switch {
-	case cur == nil:
-		return RunLockInfo{}, fmt.Errorf("%w: %s holds no pvectl run lock", ErrNoSuchLock, cl.BaseURL())
-	case cur.ID != id:
-		return *cur, fmt.Errorf("%w: the run lock on %s has the ID %s, not %s (%s); it was left alone", ErrNoSuchLock, cl.BaseURL(), cur.ID, id, cur)
-	}
-	if err := cl.DeletePool(ctx, RunLockPool); err != nil && !pve.IsNotFound(err) {
-		return *cur, fmt.Errorf("delete pool %s: %w", RunLockPool, err)
-	}
-	return *cur, nil
 }

@@ -76,21 +76,40 @@ func TestSimRunLock(t *testing.T) {
 		t.Fatalf("waiting run: %v", err)
 	}
 
-	// force-unlock takes only the ID it is given.
+	// force-unlock takes only the ID it is given, and revokes a lease
+	// that has not run out: the holder finds out before its next write,
+	// and a new run waits until it removed its lock.
 	if _, err := ForceUnlock(ctx, sim.cl, a.ID); !errors.Is(err, ErrNoSuchLock) {
 		t.Errorf("force-unlock of a released lock's ID: got %v, want ErrNoSuchLock", err)
 	}
 	holder, err := ForceUnlock(ctx, sim.cl, b.ID)
-	if err != nil || holder.ID != b.ID {
-		t.Fatalf("force-unlock: got %+v, %v", holder, err)
+	if err != nil || holder.ID != b.ID || !holder.Revoked {
+		t.Fatalf("force-unlock: got %+v, %v, want the live lease revoked", holder, err)
+	}
+	var lost *LostLeaseError
+	if err := lb.Check(ctx); !errors.As(err, &lost) || lost.Lease.ID != b.ID || !strings.Contains(err.Error(), "force-unlock revoked it; stopping before the next write") {
+		t.Fatalf("the holder's check: got %v, want the lost lease named", err)
 	}
 	c := NewRunLockInfo("apply")
-	lc, err := AcquireRunLock(ctx, sim, []string{""}, LockOptions{Info: c})
-	if err != nil {
-		t.Fatal(err)
+	var lc *RunLock
+	go func() {
+		var err error
+		lc, err = AcquireRunLock(ctx, sim, []string{""}, LockOptions{Info: c, Waiting: func(e *LockedError) { waited <- e }})
+		got <- err
+	}()
+	if e := <-waited; e.Holder.ID != b.ID || !e.Holder.Revoked {
+		t.Errorf("waiting for %+v, want the revoked %s", e.Holder, b.ID)
 	}
 	if err := lb.Release(ctx); err != nil {
-		t.Fatalf("release of a force-unlocked lock: %v", err)
+		t.Fatalf("release of a revoked lock: %v", err)
+	}
+	if err := <-got; err != nil {
+		t.Fatalf("run after the revoke: %v", err)
+	}
+	// An old holder's release leaves the new holder's lock alone.
+	old := &RunLock{lease: newLease(MinLease), held: []heldLock{{"", sim.cl, b}}}
+	if err := old.Release(ctx); err != nil {
+		t.Fatalf("release of a lost lock: %v", err)
 	}
 	if cur, err := readRunLock(ctx, sim.cl); err != nil || cur == nil || cur.ID != c.ID {
 		t.Errorf("after an old holder's release: lock %+v (%v), want the new holder's kept", cur, err)

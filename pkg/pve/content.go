@@ -68,7 +68,7 @@ func (c *Client) StorageContent(ctx context.Context, node, storage, content stri
 // DownloadURL is POST …/download-url (url, content, filename, checksum…):
 // the node fetches the file in a task, which this waits for.
 func (c *Client) DownloadURL(ctx context.Context, node, storage string, params url.Values) error {
-	return c.RunTask(ctx, http.MethodPost, storagePath(node, storage, "download-url"), params)
+	return c.downloadURL(ctx, node, storagePath(node, storage, "download-url"), params)
 }
 
 // DeleteVolume is DELETE …/content/{volume} (a full volid or a name on
@@ -129,8 +129,14 @@ func (c *Client) Upload(ctx context.Context, node, storage string, f UploadFile)
 	path := storagePath(node, storage, "upload")
 	raw := &rawBody{contentType: mw.FormDataContentType(), data: body.Bytes(),
 		note: fmt.Sprintf("(multipart: the fields above, then the file, %d bytes)", len(f.Data))}
+	sent := c.serverNow()
 	resp, err := c.doOnce(ctx, http.MethodPost, path, shown, raw)
 	if err != nil {
+		if OutcomeUnknown(err) && ctx.Err() == nil {
+			// Its task may run: whoever reads the file back next must
+			// see what it did (downloadretry.go settleTasks).
+			c.settleTasks(ctx, node, "imgcopy", "", sent)
+		}
 		return err
 	}
 	upid, err := taskID(http.MethodPost, path, resp)

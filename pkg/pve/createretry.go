@@ -22,15 +22,17 @@ import (
 // it answers (PVE::RESTEnvironment fork_worker writes the active file
 // before the UPID is returned).
 //
-// So a create that got no answer, or pveproxy's 596 for a backend that did
-// not answer in time, is looked for in GET /nodes/{node}/tasks (vmid,
-// typefilter, the token's user, tasks since a moment before it was sent):
-// found, it is waited for like any task; not found, PVE never started it
-// and it is sent again. A plain 500 is the API handler dying before it
-// forked the worker (a cluster filesystem hiccup, a failed lock on a
-// shared file): nothing was done, and it is sent again too, unless it is
-// one of PVE's own refusals (the guest or something it names does not
-// exist, the vmid is taken). At most createTries sends in all.
+// So a create whose answer does not prove that PVE refused it
+// (OutcomeUnknown: no answer, a gateway's or pveproxy's 5xx, a 500 without
+// PVE's message) is looked for in GET /nodes/{node}/tasks (vmid,
+// typefilter, the token's user, tasks since a moment before the first
+// such send): found, it is waited for like any task; not found, PVE never
+// started it and it is sent again. A 500 with PVE's message is its
+// refusal; one that is not a lasting one (a cluster filesystem hiccup, a
+// failed lock on a shared file) is looked for too, then sent again. Once
+// a send's outcome was unknown, PVE's "VM N already exists" for the same
+// vmid is looked up the same way: the guest is this create's own when its
+// task is, never another client's. At most createTries sends in all.
 
 // createTries bounds how often one create is sent.
 const createTries = 3
@@ -48,7 +50,7 @@ func (c *Client) createGuest(ctx context.Context, typ GuestType, node string, pa
 		return c.RunTask(ctx, http.MethodPost, path, params)
 	}
 	request := http.MethodPost + " " + path
-	uncertain := false // an earlier send may have been carried out
+	var since time.Time // the first send whose outcome is unknown
 	for attempt := 1; ; attempt++ {
 		sent := c.serverNow()
 		upid, err := c.StartTask(ctx, http.MethodPost, path, params)
@@ -62,30 +64,19 @@ func (c *Client) createGuest(ctx context.Context, typ GuestType, node string, pa
 		if ctx.Err() != nil {
 			return err
 		}
-		switch {
-		case mayHaveReached(err) || (uncertain && vmidTaken(err)):
-			uncertain = true
-			found, ok, lerr := c.findGuestTask(ctx, node, createTaskTypes[typ], vmid, sent)
-			if lerr != nil {
-				return fmt.Errorf("%w (looking for its task failed too: %v)", err, lerr)
-			}
-			if ok {
-				observe(ctx, TaskEvent{Phase: TaskFound, UPID: found, Request: request, Attempt: attempt, Err: err})
-				if _, werr := c.WaitTask(ctx, found); werr != nil {
-					return werr
-				}
-				_, cerr := c.GuestConfig(ctx, typ, node, vmid)
-				if cerr == nil {
-					return nil
-				}
-				if !IsNotFound(cerr) {
-					return cerr
-				}
-				// That task made a guest of this vmid that is gone again:
-				// a namesake destroyed since, not this create.
-			}
-		case !passingServerError(err):
+		unsure := OutcomeUnknown(err) || passingServerError(err)
+		if !unsure && !(vmidTaken(err) && !since.IsZero()) {
 			return err
+		}
+		if since.IsZero() {
+			since = sent
+		}
+		done, lerr := c.adoptCreate(ctx, typ, node, vmid, since, request, attempt, err)
+		if done || lerr != nil {
+			return lerr
+		}
+		if !unsure {
+			return err // taken, and not by a task of this create: another client's
 		}
 		if attempt >= createTries {
 			return fmt.Errorf("%w (sent %d times)", err, attempt)
@@ -95,6 +86,32 @@ func (c *Client) createGuest(ctx context.Context, typ GuestType, node string, pa
 			return fmt.Errorf("%w (while retrying: %w)", err, serr)
 		}
 	}
+}
+
+// adoptCreate looks for the create task of vmid that this client started
+// since then; found, it waits for it and reports done with the task's
+// outcome. A task whose guest is gone again was a namesake's, destroyed
+// since: not this create.
+func (c *Client) adoptCreate(ctx context.Context, typ GuestType, node string, vmid int, since time.Time, request string, attempt int, cause error) (bool, error) {
+	found, ok, err := c.findGuestTask(ctx, node, createTaskTypes[typ], vmid, since)
+	if err != nil {
+		return false, fmt.Errorf("%w (looking for its task failed too: %v)", cause, err)
+	}
+	if !ok {
+		return false, nil
+	}
+	observe(ctx, TaskEvent{Phase: TaskFound, UPID: found, Request: request, Attempt: attempt, Err: cause})
+	if _, err := c.WaitTask(ctx, found); err != nil {
+		return true, err
+	}
+	_, err = c.GuestConfig(ctx, typ, node, vmid)
+	switch {
+	case err == nil:
+		return true, nil
+	case IsNotFound(err):
+		return false, nil
+	}
+	return true, err
 }
 
 // passingServerError is a 500 that is not one of PVE's refusals: the API
@@ -119,30 +136,56 @@ func vmidTaken(err error) bool {
 // this client's user since a moment before sent (on PVE's clock), for the
 // newest one.
 func (c *Client) findGuestTask(ctx context.Context, node, typ string, vmid int, sent time.Time) (UPID, bool, error) {
+	own, err := c.ownTasks(ctx, node, typ, vmid, sent)
+	if err != nil || len(own) == 0 {
+		return UPID{}, false, err
+	}
+	best := own[0]
+	for _, u := range own[1:] {
+		if u.StartTime > best.StartTime {
+			best = u
+		}
+	}
+	return best, true, nil
+}
+
+// ownTasks lists node's tasks of type typ whose id is vmid, started by
+// this client's token since a moment before sent (on PVE's clock), as
+// GET /nodes/{node}/tasks filters them (pve-manager PVE/API2/Tasks.pm
+// node_tasks: vmid, typefilter, userfilter, since; source=all takes the
+// running ones too).
+func (c *Client) ownTasks(ctx context.Context, node, typ string, vmid int, sent time.Time) ([]UPID, error) {
+	return c.ownTasksOf(ctx, node, typ, strconv.Itoa(vmid), true, sent)
+}
+
+// ownTasksOf is ownTasks for a task id that is not a vmid (byVMID false:
+// the list cannot filter by it, pvectl does).
+func (c *Client) ownTasksOf(ctx context.Context, node, typ, id string, byVMID bool, sent time.Time) ([]UPID, error) {
 	user, token, _ := strings.Cut(c.cfg.tokenID, "!")
 	q := url.Values{
 		"source":     {"all"},
-		"vmid":       {strconv.Itoa(vmid)},
 		"typefilter": {typ},
 		"since":      {strconv.FormatInt(sent.Add(-taskClockSlack).Unix(), 10)},
-		"limit":      {"10"},
+		"limit":      {"50"},
+	}
+	if byVMID {
+		q.Set("vmid", id)
 	}
 	if user != "" {
 		q.Set("userfilter", user)
 	}
 	var rows []struct {
-		UPID      string `json:"upid"`
-		User      string `json:"user"`
-		TokenID   string `json:"tokenid"`
-		StartTime int64  `json:"starttime"`
+		UPID    string `json:"upid"`
+		User    string `json:"user"`
+		TokenID string `json:"tokenid"`
 	}
 	if err := c.Do(ctx, http.MethodGet, apiPath("nodes", node, "tasks"), q, &rows); err != nil {
-		return UPID{}, false, err
+		return nil, err
 	}
-	var best UPID
+	var out []UPID
 	for _, r := range rows {
 		u, err := ParseUPID(r.UPID)
-		if err != nil || u.Type != typ || u.ID != strconv.Itoa(vmid) {
+		if err != nil || u.Type != typ || u.ID != id {
 			continue
 		}
 		// The task's user is the token ("user@realm!name"), whether PVE
@@ -150,11 +193,9 @@ func (c *Client) findGuestTask(ctx context.Context, node, typ string, vmid int, 
 		if c.cfg.tokenID != "" && u.User != c.cfg.tokenID && !(r.User == user && r.TokenID == token) {
 			continue
 		}
-		if best.IsZero() || u.StartTime > best.StartTime {
-			best = u
-		}
+		out = append(out, u)
 	}
-	return best, !best.IsZero(), nil
+	return out, nil
 }
 
 // taskClockSlack is how far before the send a task may seem to have
@@ -219,3 +260,8 @@ func guestTaskOf(method, path string) (node, typ string, vmid int, ok bool) {
 	}
 	return seg[1], typ, id, true
 }
+
+// ServerNow is the current time on PVE's clock, as far as its answers'
+// Date headers tell (the run lock's lease is kept on PVE's clock, which
+// every run that reads it shares).
+func (c *Client) ServerNow() time.Time { return c.serverNow() }

@@ -14,6 +14,9 @@ type APIError struct {
 	Status       int
 	Message      string
 	Errors       map[string]string // 400: per-parameter messages
+	// Bare: a 5xx that carries PVE's message neither in its body nor in
+	// its status line — not PVE's own refusal (request.go OutcomeUnknown).
+	Bare bool
 }
 
 func (e *APIError) Error() string {

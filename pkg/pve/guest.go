@@ -135,8 +135,11 @@ func (c *Client) ResizeGuest(ctx context.Context, typ GuestType, node string, vm
 // the target's first (temporary) config file, so such a task left nothing
 // behind (API2/Qemu.pm clone_vm). A container's clone takes its locks
 // before it answers, so those failures are retried as requests.
+//
+// A clone whose answer does not prove PVE refused it is looked up before
+// it is sent again (cloneretry.go).
 func (c *Client) CloneGuest(ctx context.Context, typ GuestType, node string, vmid int, params url.Values) error {
-	return c.RunIdempotentTask(ctx, http.MethodPost, guestPath(typ, node, vmid, "clone"), params)
+	return c.cloneGuest(ctx, typ, node, vmid, params)
 }
 
 // The QEMU forms of the guest calls.

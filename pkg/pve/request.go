@@ -96,10 +96,30 @@ func retryableRead(method string, err error) bool {
 }
 
 // mayHaveReached reports whether a request that failed may still have been
-// carried out by PVE: it got no answer (beyond a failed dial or TLS
-// handshake), or pveproxy answered that it lost its backend (595–599,
-// 502–504) — the backend may have done the work all the same.
-func mayHaveReached(err error) bool {
+// carried out by PVE: OutcomeUnknown.
+func mayHaveReached(err error) bool { return OutcomeUnknown(err) }
+
+// OutcomeUnknown reports whether a write that failed may still have been
+// carried out by PVE, because the answer does not prove that PVE refused
+// it (docs/decisions.md "Outcome unknown"):
+//   - no answer at all, or one cut short, after the request may have left
+//     (a reset, a timeout; not a failed dial or TLS handshake);
+//   - a gateway's or pveproxy's own failure: 502, 503, 504, 595–599 —
+//     pveproxy answers those for a backend (pvedaemon, another node) that
+//     it lost, which may have done the work all the same;
+//   - a 500 that is not PVE's own error: PVE's API server puts every error
+//     of a handler into its JSON envelope as "message" (pve-http-server
+//     src/PVE/APIServer/Formatter/Standard.pm prepare_response_data) and
+//     into the status line (AnyEvent.pm, HTTP::Response->new($status,
+//     $message)), so a 500 with neither — an empty or HTML body and the
+//     bare status text, which is also what that formatter writes for a
+//     handler that died without a message — may have come from something
+//     in front of PVE, or from a handler that died after its work: it says
+//     nothing of what PVE did.
+//
+// A 500 with PVE's message ("unable to find storage…", a lock timeout), a
+// 501 and every 4xx are PVE's refusal: nothing was done.
+func OutcomeUnknown(err error) bool {
 	var te *transportError
 	if errors.As(err, &te) {
 		return te.maybeSent
@@ -107,8 +127,10 @@ func mayHaveReached(err error) bool {
 	var ae *APIError
 	if errors.As(err, &ae) {
 		switch ae.Status {
-		case http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout, 595, 596, 597, 599:
+		case http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout, 595, 596, 597, 598, 599:
 			return true
+		case http.StatusInternalServerError:
+			return ae.Bare
 		}
 	}
 	return false
@@ -299,6 +321,11 @@ func newAPIError(method, path string, resp *http.Response, raw []byte, secrets [
 			e.Errors[k] = scrub(strings.TrimSpace(s), secrets)
 		}
 	}
+	// PVE's own error carries its message in the envelope and in the
+	// status line (OutcomeUnknown); a generic text in both is no one's.
+	reason := strings.TrimSpace(strings.TrimPrefix(resp.Status, strconv.Itoa(resp.StatusCode)))
+	generic := http.StatusText(resp.StatusCode)
+	e.Bare = resp.StatusCode >= 500 && (e.Message == "" || e.Message == generic) && (reason == "" || reason == generic)
 	if e.Message == "" && !json.Valid(raw) {
 		// A plain-text answer from something that is not PVE's API (a
 		// TLS server asked in plain HTTP says so in its body).

@@ -143,7 +143,17 @@ func formatOf(content, filename string) string {
 
 // workerID makes a string safe as the id field of a UPID, like PVE's encode_text.
 func workerID(s string) string {
-	return strings.NewReplacer(":", "\\x3a", "/", "\\x2f", " ", "\\x20").Replace(s)
+	// pve-common src/PVE/ParseUtils.pm encode_text: control and high-bit
+	// bytes, ':' and '%' as %XX.
+	var b strings.Builder
+	for _, by := range []byte(s) {
+		if by < 0x20 || by > 0x7e || by == ':' || by == '%' {
+			fmt.Fprintf(&b, "%%%02X", by)
+			continue
+		}
+		b.WriteByte(by)
+	}
+	return b.String()
 }
 
 // downloadURL is pve-storage src/PVE/API2/Storage/Status.pm download_url:

@@ -312,59 +312,113 @@ func (s *Server) taskLog(q *request) (any, error) {
 	return withTop{data: out, top: map[string]any{"total": len(lines)}}, nil
 }
 
+// listTasks is GET /nodes/{node}/tasks as pve-manager PVE/API2/Tasks.pm
+// node_tasks answers it: the active tasks first (source active or all;
+// a running one has the status "RUNNING" and, not being converted yet,
+// its token's full id as user), then the archive, newest first. A task is
+// left out by userfilter (a case-insensitive substring of its user), the
+// caller's right to see it (Sys.Audit on the node, else its own),
+// typefilter (exact), vmid (the task's id), since/until (its start time)
+// and its status type (statusfilter, or errors: every type but ok —
+// pve-common PVE/UPID.pm normalize_status_type: no status is "unknown").
+// start skips that many matches and limit (0 allowed: none) bounds the
+// list; "total" counts every match.
 func (s *Server) listTasks(q *request) (any, error) {
-	node := q.vars["node"]
+	f := s.taskFilter(q)
+	start := max(q.int("start", 0), 0)
+	limit := q.int("limit", 50)
+	count := 0
+	out := []map[string]any{}
+	// keep is filter_task's tail: the match is counted, then start and
+	// limit apply.
+	keep := func(t *task) bool {
+		if !f(t) {
+			return false
+		}
+		count++
+		return count > start && len(out) < limit
+	}
 	source := q.get("source")
 	if source == "" {
 		source = "archive"
 	}
-	vmid := q.get("vmid")
-	typ := q.get("typefilter")
-	errorsOnly := q.bool("errors")
-	// since/until bound the start time, userfilter is a case-insensitive
-	// substring of the task's user (Tasks.pm node_tasks filter_task).
+	if source == "active" || source == "all" {
+		for i := len(s.order) - 1; i >= 0; i-- {
+			if t := s.tasks[s.order[i]]; t.Running && keep(t) {
+				m := t.row()
+				m["user"] = t.User
+				delete(m, "tokenid")
+				m["status"] = "RUNNING"
+				out = append(out, m)
+			}
+		}
+	}
+	if source != "active" {
+		for i := len(s.order) - 1; i >= 0; i-- {
+			if t := s.tasks[s.order[i]]; !t.Running && keep(t) {
+				m := t.row()
+				m["status"] = t.Exit
+				m["endtime"] = t.EndTime
+				out = append(out, m)
+			}
+		}
+	}
+	return withTop{data: out, top: map[string]any{"total": count}}, nil
+}
+
+// taskFilter is node_tasks' filter_task before start and limit: true for
+// a task the list shows.
+func (s *Server) taskFilter(q *request) func(t *task) bool {
+	node := q.vars["node"]
+	vmid, typ := q.get("vmid"), q.get("typefilter")
 	userFilter := strings.ToLower(q.get("userfilter"))
 	since, until := int64(q.int("since", 0)), int64(q.int("until", 0))
 	_, hasSince := q.params["since"]
 	_, hasUntil := q.params["until"]
-	// Tasks.pm node_tasks: every task with Sys.Audit on the node, else the
-	// caller's own, silently.
 	auditor := s.can(q.user, "/nodes/"+node, "Sys.Audit")
-	start := max(q.int("start", 0), 0)
-	limit := q.int("limit", 50)
-	if limit <= 0 {
-		limit = 50
+	types := map[string]bool{"ok": true, "warning": true, "error": true, "unknown": true}
+	switch {
+	case q.bool("errors"):
+		types["ok"] = false
+	case q.get("statusfilter") != "":
+		types = map[string]bool{}
+		for _, f := range strings.FieldsFunc(q.get("statusfilter"), func(r rune) bool { return r == ',' || r == ';' || r == ' ' || r == '\x00' }) {
+			types[strings.ToLower(f)] = true
+		}
 	}
-	out := []map[string]any{}
-	skipped := 0
-	// Newest first, as PVE lists its task index.
-	for i := len(s.order) - 1; i >= 0 && len(out) < limit; i-- {
-		t := s.tasks[s.order[i]]
-		switch {
-		case t.Node != node,
-			source == "archive" && t.Running,
-			source == "active" && !t.Running,
-			!auditor && !taskOwner(t.User, q.user),
-			vmid != "" && t.ID != vmid,
-			typ != "" && t.Type != typ,
-			errorsOnly && (t.Running || t.Exit == "OK"),
-			userFilter != "" && !strings.Contains(strings.ToLower(t.User), userFilter),
-			hasSince && t.StartTime < since,
-			hasUntil && t.StartTime > until:
-			continue
+	return func(t *task) bool {
+		// An archived token task is filtered as convert_token_task
+		// left it: by the user alone.
+		status, user := t.Exit, t.User
+		if t.Running {
+			status = ""
+		} else {
+			user, _, _ = strings.Cut(user, "!")
 		}
-		if skipped < start {
-			skipped++
-			continue
-		}
-		m := t.row()
-		if !t.Running {
-			m["status"] = t.Exit
-			m["endtime"] = t.EndTime
-		}
-		out = append(out, m)
+		return t.Node == node &&
+			(userFilter == "" || strings.Contains(strings.ToLower(user), userFilter)) &&
+			(auditor || taskOwner(t.User, q.user)) &&
+			(typ == "" || t.Type == typ) &&
+			(vmid == "" || t.ID == vmid) &&
+			(!hasSince || t.StartTime >= since) &&
+			(!hasUntil || t.StartTime <= until) &&
+			types[statusType(status)]
 	}
-	return out, nil
 }
+
+// statusType is pve-common PVE/UPID.pm normalize_status_type.
+func statusType(status string) string {
+	switch {
+	case status == "", status == "unexpected status":
+		return "unknown"
+	case status == "OK":
+		return "ok"
+	case taskWarningsRe.MatchString(status):
+		return "warning"
+	}
+	return "error"
+}
+
+var taskWarningsRe = regexp.MustCompile(`^WARNINGS: \d+$`)
 
 func vmidString(id int) string { return strconv.Itoa(id) }

@@ -1,0 +1,199 @@
+package planner
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pvectl/pvectl/pkg/pve"
+	"github.com/pvectl/pvectl/pkg/pve/pvesim"
+	"github.com/pvectl/pvectl/pkg/pve/pvesim/simtest"
+	"github.com/pvectl/pvectl/pkg/spec"
+)
+
+// ambiguousKinds are one create of every kind that makes an object, the
+// request that makes it, and how many objects of its name PVE holds.
+var ambiguousKinds = []struct {
+	name   string
+	yaml   string
+	method string
+	path   string // under /api2/json
+	count  func(ctx context.Context, cl *pve.Client) (int, error)
+}{
+	{"QemuVM without vmid", "kind: QemuVM\nname: amb\nspec:\n  memory: 512\n", "POST", "/nodes/pve/qemu", guestsNamed("amb")},
+	{"QemuVM with vmid", "kind: QemuVM\nname: amb\nspec:\n  vmid: 120\n  memory: 512\n", "POST", "/nodes/pve/qemu", guestsNamed("amb")},
+	{"LxcContainer", "kind: LxcContainer\nname: amb\nspec:\n  ostemplate: local:vztmpl/debian-12-standard_12.7-1_amd64.tar.zst\n  rootfs: local-lvm:4\n", "POST", "/nodes/pve/lxc", guestsNamed("amb")},
+	{"QemuVM clone", "kind: QemuVM\nname: amb\nspec:\n  image: 24.04-cloud\n", "POST", "/nodes/pve/qemu/9000/clone", guestsNamed("amb")},
+	{"Pool", "kind: Pool\nname: amb\nspec:\n  comment: made once\n", "POST", "/pools", exists(func(ctx context.Context, cl *pve.Client) (bool, error) {
+		_, err := cl.Pool(ctx, "amb")
+		return err == nil, ignoreNotFound(err)
+	})},
+	{"Storage", "kind: Storage\nname: amb\nspec:\n  type: dir\n  path: /srv/amb\n  content: iso\n", "POST", "/storage", exists(func(ctx context.Context, cl *pve.Client) (bool, error) {
+		rows, err := cl.Storages(ctx)
+		return storageObj(rows, "amb").Exists, err
+	})},
+	{"User", "kind: User\nname: amb@pve\nspec:\n  comment: made once\n", "POST", "/access/users", exists(func(ctx context.Context, cl *pve.Client) (bool, error) {
+		users, err := cl.Users(ctx)
+		return userObj(users, "amb@pve").Exists, err
+	})},
+	{"LinuxBridge", "kind: LinuxBridge\nname: vmbr7\nspec:\n  node: pve\n  iface: vmbr7\n", "POST", "/nodes/pve/network", exists(func(ctx context.Context, cl *pve.Client) (bool, error) {
+		ifaces, _, err := cl.NetworkList(ctx, "pve")
+		for _, i := range ifaces {
+			if i["iface"] == "vmbr7" {
+				return true, err
+			}
+		}
+		return false, err
+	})},
+	{"BondInterface", "kind: BondInterface\nname: bond0\nspec:\n  node: pve\n  iface: bond0\n  slaves: eno3 eno4\n", "POST", "/nodes/pve/network", ifaceThere("bond0")},
+	{"DownloadedImage", "kind: DownloadedImage\nname: img\nspec:\n  node: pve\n  storage: local\n  content: iso\n  filename: amb.iso\n  url: https://127.0.0.1/amb.iso\n",
+		"POST", "/nodes/pve/storage/local/download-url", volumes("local", "iso")},
+	{"ConfigDriveISO", "kind: ConfigDriveISO\nname: seed-amb\nspec:\n  storage: local\n  hostname: amb\n", "POST", "/nodes/pve/storage/local/upload", volumes("local", "iso")},
+	{"APIToken", "kind: User\nname: amb@pve\n---\nkind: APIToken\nname: amb\nspec:\n  userid: amb@pve\n  comment: made once\n", "POST", "/access/users/amb@pve/token/amb", exists(func(ctx context.Context, cl *pve.Client) (bool, error) {
+		users, err := cl.Users(ctx)
+		r := &spec.Resource{Kind: spec.KindAPIToken, Name: "amb", Params: map[string]string{"userid": "amb@pve"}}
+		return err == nil && tokenObj(users, r).Exists, err
+	})},
+	{"ACL", "kind: Pool\nname: amb\n---\nkind: ACL\nname: amb\nspec:\n  path: /pool/amb\n  users: root@pam\n  roles: PVEAuditor\n", "PUT", "/access/acl", exists(func(ctx context.Context, cl *pve.Client) (bool, error) {
+		entries, err := cl.ACL(ctx)
+		for _, e := range entries {
+			if e.Path == "/pool/amb" && e.Role == "PVEAuditor" {
+				return true, err
+			}
+		}
+		return false, err
+	})},
+}
+
+func ifaceThere(name string) func(context.Context, *pve.Client) (int, error) {
+	return exists(func(ctx context.Context, cl *pve.Client) (bool, error) {
+		ifaces, _, err := cl.NetworkList(ctx, "pve")
+		for _, i := range ifaces {
+			if i["iface"] == name {
+				return true, err
+			}
+		}
+		return false, err
+	})
+}
+
+func volumes(storage, content string) func(context.Context, *pve.Client) (int, error) {
+	return func(ctx context.Context, cl *pve.Client) (int, error) {
+		vs, err := cl.StorageContent(ctx, "pve", storage, content)
+		return len(vs), err
+	}
+}
+
+func guestsNamed(name string) func(context.Context, *pve.Client) (int, error) {
+	return func(ctx context.Context, cl *pve.Client) (int, error) {
+		// A guest's name in /cluster/resources lags (pvestatd): its
+		// config tells.
+		rs, err := cl.ClusterResources(ctx, "vm")
+		n := 0
+		for _, r := range rs {
+			cfg, cerr := cl.GuestConfig(ctx, pve.GuestType(r.Type), r.Node, r.VMID)
+			if cerr != nil {
+				return n, cerr
+			}
+			if cfg["name"] == name || cfg["hostname"] == name {
+				n++
+			}
+		}
+		return n, err
+	}
+}
+
+func exists(f func(context.Context, *pve.Client) (bool, error)) func(context.Context, *pve.Client) (int, error) {
+	return func(ctx context.Context, cl *pve.Client) (int, error) {
+		ok, err := f(ctx, cl)
+		if ok {
+			return 1, err
+		}
+		return 0, err
+	}
+}
+
+func ignoreNotFound(err error) error {
+	if pve.IsNotFound(err) {
+		return nil
+	}
+	return err
+}
+
+// Issue 17: a create of every kind that PVE carries out and whose answer
+// is replaced by one that does not prove a refusal (a bare 500, 502, 503,
+// 504, 595, 596, 599, a reset, no answer) is applied once: the apply
+// succeeds, the request was sent once, PVE holds exactly one object, and
+// the next plan is clean.
+func TestAmbiguousCreateEveryKind(t *testing.T) {
+	for _, k := range ambiguousKinds {
+		for _, fault := range simtest.AmbiguousFaults {
+			t.Run(k.name+"/"+fault, func(t *testing.T) {
+				f := &simtest.CarriedOut{Fault: fault, Match: func(r *http.Request, _ []byte) bool {
+					return r.Method == k.method && r.URL.Path == "/api2/json"+k.path
+				}}
+				s := simtest.Start(t, simtest.Options{
+					Sim:           pvesim.Options{TokenID: simToken, TokenSecret: simSecret, TaskDuration: time.Millisecond, Seed: 1, DataDir: t.TempDir()},
+					Wrap:          f.Wrap,
+					ClientOptions: []pve.Option{pve.WithRequestTimeout(500 * time.Millisecond)},
+				})
+				sim := &simClients{cl: s.Client, conn: &spec.Connection{URL: s.URL, Nodes: []string{"pve"}}}
+				set := loadSpec(t, k.yaml)
+				h := &recHooks{}
+				_, err := Apply(context.Background(), sim, planFor(t, sim, set, Options{}), ApplyOptions{Hooks: h})
+				if err != nil {
+					t.Fatalf("apply: %v\nmessages:\n%s", err, strings.Join(h.messages, "\n"))
+				}
+				if f.Fired() != 1 || f.Seen() != 1 {
+					t.Errorf("the create was sent %d times (%d faulted), want once", f.Seen(), f.Fired())
+				}
+				n, err := k.count(context.Background(), s.Client)
+				if err != nil || n != 1 {
+					t.Errorf("PVE holds %d objects (%v), want 1", n, err)
+				}
+				for _, c := range planFor(t, sim, set, Options{}).Changes {
+					if c.Action != NoOp {
+						t.Errorf("next plan: %s %s %v, want it clean", c.Action, c.Address, c.Reasons)
+					}
+				}
+			})
+		}
+	}
+}
+
+// An update or delete that PVE carried out, answered by a fault that does
+// not prove a refusal, is read back and counted done: the apply succeeds
+// with nothing sent twice, and the next plan is clean.
+func TestAmbiguousUpdateAndDelete(t *testing.T) {
+	for _, tc := range []struct {
+		name, before, after, method, path string
+	}{
+		{"Pool update", "kind: Pool\nname: amb\nspec:\n  comment: one\n", "kind: Pool\nname: amb\nspec:\n  comment: two\n", "PUT", "/pools"},
+		{"User update", "kind: User\nname: amb@pve\nspec:\n  comment: one\n", "kind: User\nname: amb@pve\nspec:\n  comment: two\n", "PUT", "/access/users/amb@pve"},
+		{"Pool delete", "kind: Pool\nname: amb\n", "kind: Pool\nname: amb\nstate: absent\n", "DELETE", "/pools"},
+	} {
+		for _, fault := range []string{"500", "596", "reset"} {
+			t.Run(tc.name+"/"+fault, func(t *testing.T) {
+				f := &simtest.CarriedOut{Fault: fault, Match: func(r *http.Request, _ []byte) bool {
+					return r.Method == tc.method && r.URL.Path == "/api2/json"+tc.path
+				}}
+				s := simtest.Start(t, simtest.Options{Sim: pvesim.Options{TokenID: simToken, TokenSecret: simSecret, TaskDuration: time.Millisecond, Seed: 1}, Wrap: f.Wrap})
+				sim := &simClients{cl: s.Client, conn: &spec.Connection{URL: s.URL, Nodes: []string{"pve"}}}
+				applyPlan(t, sim, planFor(t, sim, loadSpec(t, tc.before), Options{}))
+				after := loadSpec(t, tc.after)
+				h := &recHooks{}
+				if _, err := Apply(context.Background(), sim, planFor(t, sim, after, Options{}), ApplyOptions{Hooks: h}); err != nil {
+					t.Fatalf("apply: %v\nmessages:\n%s", err, strings.Join(h.messages, "\n"))
+				}
+				if f.Seen() != 1 {
+					t.Errorf("sent %d times, want once", f.Seen())
+				}
+				if p := planFor(t, sim, after, Options{}); p.HasChanges() {
+					t.Errorf("next plan: %v, want clean", summary(p))
+				}
+			})
+		}
+	}
+}
