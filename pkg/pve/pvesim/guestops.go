@@ -34,6 +34,9 @@ func (s *Server) templateGuest(k *guestKind, q *request) (any, error) {
 		if err := s.writable(v, q); err != nil {
 			return nil, err
 		}
+		if len(v.Snapshots) > 0 {
+			return nil, fail(http.StatusInternalServerError, "unable to create template, because %s contains snapshots", k.noun)
+		}
 		if v.Conf["template"] == "1" {
 			return nil, fail(http.StatusInternalServerError, "you can't convert a template to a template")
 		}

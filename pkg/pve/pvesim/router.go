@@ -36,6 +36,7 @@ func (s *Server) surfaces() [][]route {
 		s.storageRoutes(),
 		s.contentRoutes(),
 		s.mappingRoutes(),
+		s.snapshotRoutes(),
 	}
 }
 

@@ -1,0 +1,218 @@
+package pvesim_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/pvectl/pvectl/pkg/pve/pvesim/simtest"
+)
+
+// snapshots lists a guest's snapshots by name.
+func (e *env) snapshots(api, vmid string) map[string]map[string]any {
+	e.t.Helper()
+	var rows []map[string]any
+	e.ok(&rows, "GET", "/nodes/pve/"+api+"/"+vmid+"/snapshot")
+	out := map[string]map[string]any{}
+	for _, r := range rows {
+		out[r["name"].(string)] = r
+	}
+	return out
+}
+
+// A VM's snapshot: create (with its RAM while running), list with
+// `current` and `parent`, the lock while each task runs, the snapshot's
+// config, rollback and delete — AbstractConfig.pm snapshot_create,
+// snapshot_rollback, snapshot_delete; qemu-server API2/Qemu.pm.
+func TestVMSnapshotLifecycle(t *testing.T) {
+	e := startEnv(t, simtest.Options{Conformance: true})
+	e.run("POST", "/nodes/pve/qemu", "vmid", "100", "scsi0", "local-lvm:8", "memory", "1024", "start", "1")
+
+	release := e.Server.HoldTasks()
+	upid := e.task("POST", "/nodes/pve/qemu/100/snapshot", "snapname", "before", "vmstate", "1", "description", "first")
+	if got := e.config("100")["lock"]; got != "snapshot" {
+		t.Errorf("lock while qmsnapshot runs: got %v, want snapshot", got)
+	}
+	if got := e.snapshots("qemu", "100")["before"]["snapstate"]; got != "prepare" {
+		t.Errorf("snapstate while qmsnapshot runs: got %v, want prepare", got)
+	}
+	release()
+	if st := e.wait(upid); st.ExitStatus != "OK" || st.Type != "qmsnapshot" {
+		t.Fatalf("qmsnapshot: got %+v", st)
+	}
+	snaps := e.snapshots("qemu", "100")
+	if b := snaps["before"]; b["vmstate"] != 1.0 || b["description"] != "first" || b["snaptime"] == 0.0 || b["parent"] != nil {
+		t.Errorf("snapshot row: got %v", b)
+	}
+	if c := snaps["current"]; c["parent"] != "before" || c["running"] != 1.0 || c["description"] != "You are here!" {
+		t.Errorf("current row: got %v", c)
+	}
+	c := e.config("100")
+	if c["lock"] != nil || c["parent"] != "before" {
+		t.Errorf("config after the snapshot: lock %v parent %v", c["lock"], c["parent"])
+	}
+	var sc map[string]any
+	e.ok(&sc, "GET", "/nodes/pve/qemu/100/snapshot/before/config")
+	if vs, _ := sc["vmstate"].(string); vs != "local-lvm:vm-100-state-before" || sc["scsi0"] != c["scsi0"] || sc["memory"] != "1024" || sc["snaptime"] == nil {
+		t.Errorf("snapshot config: got %v", sc)
+	}
+	var vol map[string]any
+	e.ok(&vol, "GET", "/nodes/pve/storage/local-lvm/content/local-lvm:vm-100-state-before")
+
+	e.ok(nil, "PUT", "/nodes/pve/qemu/100/snapshot/before/config", "description", "renamed")
+	e.ok(&sc, "GET", "/nodes/pve/qemu/100/config", "snapshot", "before")
+	if sc["description"] != "renamed" || sc["digest"] == nil {
+		t.Errorf("GET config?snapshot=before: got %v", sc)
+	}
+
+	e.run("POST", "/nodes/pve/qemu/100/config", "memory", "2048")
+	e.run("POST", "/nodes/pve/qemu/100/snapshot", "snapname", "after")
+	if got := e.snapshots("qemu", "100")["after"]; got["parent"] != "before" || got["vmstate"] != 0.0 {
+		t.Errorf("second snapshot: got %v", got)
+	}
+
+	release = e.Server.HoldTasks()
+	upid = e.task("POST", "/nodes/pve/qemu/100/snapshot/before/rollback")
+	if got := e.config("100")["lock"]; got != "rollback" {
+		t.Errorf("lock while qmrollback runs: got %v, want rollback", got)
+	}
+	release()
+	if st := e.wait(upid); st.ExitStatus != "OK" {
+		t.Fatalf("qmrollback: %s", st.ExitStatus)
+	}
+	c = e.config("100")
+	if c["memory"] != "1024" && c["memory"] != 1024.0 || c["parent"] != "before" || c["lock"] != nil {
+		t.Errorf("config after the rollback: memory %v parent %v lock %v", c["memory"], c["parent"], c["lock"])
+	}
+	var status map[string]any
+	e.ok(&status, "GET", "/nodes/pve/qemu/100/status/current")
+	if status["status"] != "running" {
+		t.Errorf("a rollback to a snapshot with RAM starts the VM: got %v", status["status"])
+	}
+
+	release = e.Server.HoldTasks()
+	upid = e.task("DELETE", "/nodes/pve/qemu/100/snapshot/before")
+	if got := e.config("100")["lock"]; got != "snapshot-delete" {
+		t.Errorf("lock while qmdelsnapshot runs: got %v, want snapshot-delete", got)
+	}
+	release()
+	if st := e.wait(upid); st.ExitStatus != "OK" {
+		t.Fatalf("qmdelsnapshot: %s", st.ExitStatus)
+	}
+	snaps = e.snapshots("qemu", "100")
+	if _, ok := snaps["before"]; ok || snaps["after"]["parent"] != nil || snaps["current"]["parent"] != nil {
+		t.Errorf("after deleting the parent: got %v", snaps)
+	}
+	if r := e.call("GET", "/nodes/pve/storage/local-lvm/content/local-lvm:vm-100-state-before"); r.Status == 200 {
+		t.Errorf("the vmstate volume outlived its snapshot")
+	}
+}
+
+// PVE's refusals: reserved and invalid names, a name in use, a storage
+// that cannot snapshot (volume_has_feature: raw on a directory, LVM),
+// a template, a missing snapshot, and a template made of a VM with
+// snapshots (qemu-server API2/Qemu.pm template).
+func TestSnapshotRefusals(t *testing.T) {
+	e := startEnv(t, simtest.Options{}) // it sends what the schema refuses
+	e.ok(nil, "POST", "/storage", "storage", "images2", "type", "dir", "path", "/srv/images2", "content", "images,rootdir")
+	e.ok(nil, "POST", "/storage", "storage", "thick", "type", "lvm", "vgname", "vg0", "content", "images,rootdir")
+	e.run("POST", "/nodes/pve/qemu", "vmid", "100", "scsi0", "local-lvm:8")
+	e.run("POST", "/nodes/pve/qemu", "vmid", "102", "scsi0", "images2:8,format=qcow2")
+	e.run("POST", "/nodes/pve/qemu", "vmid", "103", "scsi0", "thick:8")
+	e.run("POST", "/nodes/pve/qemu/100/snapshot", "snapname", "s1")
+	e.run("POST", "/nodes/pve/lxc", "vmid", "200", "ostemplate", "local:vztmpl/debian-12-standard_12.7-1_amd64.tar.zst", "rootfs", "local-lvm:4")
+	// A container's volume on a directory is a raw file.
+	e.run("POST", "/nodes/pve/lxc", "vmid", "201", "ostemplate", "local:vztmpl/debian-12-standard_12.7-1_amd64.tar.zst", "rootfs", "images2:4")
+	if r := e.call("POST", "/nodes/pve/lxc/200/snapshot", "snapname", "s1", "vmstate", "1"); r.Status != 400 {
+		t.Errorf("vmstate on a container: got %d, want 400 (not a parameter)", r.Status)
+	}
+
+	calls := []struct {
+		name, vmid, snap string
+		status           int
+		msg              string
+	}{
+		{"reserved current", "100", "current", 500, "unable to use snapshot name 'current' (reserved name)"},
+		{"reserved pending", "100", "PENDING", 500, "unable to use snapshot name 'PENDING' (reserved name)"},
+		{"invalid name", "100", "1st", 400, ""},
+		{"missing guest", "199", "s2", 500, "Configuration file 'nodes/pve/qemu-server/199.conf' does not exist"},
+	}
+	for _, tc := range calls {
+		t.Run(tc.name, func(t *testing.T) {
+			r := e.call("POST", "/nodes/pve/qemu/"+tc.vmid+"/snapshot", "snapname", tc.snap)
+			if r.Status != tc.status || tc.msg != "" && r.Message != tc.msg {
+				t.Errorf("got %d %q %v, want %d %q", r.Status, r.Message, r.Errors, tc.status, tc.msg)
+			}
+		})
+	}
+	failing := []struct {
+		name, method, path string
+		kv                 []string
+		exit               string
+	}{
+		{"name in use", "POST", "/nodes/pve/qemu/100/snapshot", []string{"snapname", "s1"}, "snapshot name 's1' already used"},
+		{"raw on dir", "POST", "/nodes/pve/lxc/201/snapshot", []string{"snapname", "s1"}, "snapshot feature is not available"},
+		{"lvm", "POST", "/nodes/pve/qemu/103/snapshot", []string{"snapname", "s1"}, "snapshot feature is not available"},
+		{"missing rollback", "POST", "/nodes/pve/qemu/100/snapshot/nope/rollback", nil, "snapshot 'nope' does not exist"},
+		{"missing delete", "DELETE", "/nodes/pve/qemu/100/snapshot/nope", nil, "snapshot 'nope' does not exist"},
+	}
+	for _, tc := range failing {
+		t.Run(tc.name, func(t *testing.T) {
+			if st := e.wait(e.task(tc.method, tc.path, tc.kv...)); st.ExitStatus != tc.exit {
+				t.Errorf("exit status: got %q, want %q", st.ExitStatus, tc.exit)
+			}
+		})
+	}
+	e.run("POST", "/nodes/pve/qemu/102/snapshot", "snapname", "s1") // qcow2 on a directory can
+	if r := e.call("GET", "/nodes/pve/qemu/100/snapshot/nope/config"); r.Status != 500 || r.Message != "snapshot 'nope' does not exist" {
+		t.Errorf("config of a missing snapshot: got %d %q", r.Status, r.Message)
+	}
+	if r := e.call("POST", "/nodes/pve/qemu/100/template"); r.Status != 500 || r.Message != "unable to create template, because VM contains snapshots" {
+		t.Errorf("template of a VM with snapshots: got %d %q", r.Status, r.Message)
+	}
+	if r := e.call("DELETE", "/nodes/pve/qemu/100/snapshot/s1"); r.Status != 200 {
+		t.Fatalf("delete: %d %s", r.Status, r.Message)
+	}
+}
+
+// A container's snapshots work alike through vzsnapshot, vzrollback and
+// vzdelsnapshot (pve-container API2/LXC/Snapshot.pm); its list has no
+// vmstate, and a rollback of a running container stops it.
+func TestContainerSnapshotLifecycle(t *testing.T) {
+	e := startEnv(t, simtest.Options{Conformance: true})
+	e.run("POST", "/nodes/pve/lxc", "vmid", "200", "ostemplate", "local:vztmpl/debian-12-standard_12.7-1_amd64.tar.zst",
+		"rootfs", "local-lvm:4", "hostname", "ct1", "start", "1")
+	if r := e.call("POST", "/nodes/pve/lxc/200/snapshot", "snapname", "vzdump"); r.Status != 500 || !strings.Contains(r.Message, "reserved name") {
+		t.Errorf("vzdump: got %d %q", r.Status, r.Message)
+	}
+	release := e.Server.HoldTasks()
+	upid := e.task("POST", "/nodes/pve/lxc/200/snapshot", "snapname", "s1")
+	var c map[string]any
+	e.ok(&c, "GET", "/nodes/pve/lxc/200/config")
+	if c["lock"] != "snapshot" {
+		t.Errorf("lock while vzsnapshot runs: got %v", c["lock"])
+	}
+	release()
+	if st := e.wait(upid); st.ExitStatus != "OK" || st.Type != "vzsnapshot" {
+		t.Fatalf("vzsnapshot: %+v", st)
+	}
+	s1 := e.snapshots("lxc", "200")["s1"]
+	if _, ok := s1["vmstate"]; ok || s1["snaptime"] == nil {
+		t.Errorf("container snapshot row: got %v", s1)
+	}
+	e.ok(nil, "PUT", "/nodes/pve/lxc/200/config", "hostname", "renamed")
+	e.run("POST", "/nodes/pve/lxc/200/snapshot/s1/rollback")
+	e.ok(&c, "GET", "/nodes/pve/lxc/200/config")
+	if c["hostname"] != "ct1" || c["parent"] != "s1" {
+		t.Errorf("after the rollback: hostname %v parent %v", c["hostname"], c["parent"])
+	}
+	var status map[string]any
+	e.ok(&status, "GET", "/nodes/pve/lxc/200/status/current")
+	if status["status"] != "stopped" {
+		t.Errorf("a rollback stops the container: got %v", status["status"])
+	}
+	e.run("DELETE", "/nodes/pve/lxc/200/snapshot/s1")
+	if snaps := e.snapshots("lxc", "200"); len(snaps) != 1 {
+		t.Errorf("after delete: got %v", snaps)
+	}
+}
+
