@@ -29,8 +29,10 @@ import (
 // snapshotRoutes serves the snapshot paths of both guest types.
 func (s *Server) snapshotRoutes() []route {
 	var out []route
-	for _, k := range []*guestKind{s.qemu, s.lxc} {
-		base := "/nodes/{node}/" + k.api + "/{vmid}/snapshot"
+	// The path segment is spelled out: the kinds may not be built yet
+	// when the route table is (router_test.go).
+	for api, k := range map[string]*guestKind{"qemu": s.qemu, "lxc": s.lxc} {
+		base := "/nodes/{node}/" + api + "/{vmid}/snapshot"
 		out = append(out,
 			k.route("GET "+base, s.listSnapshots),
 			k.route("POST "+base, s.createSnapshot),

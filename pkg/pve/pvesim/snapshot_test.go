@@ -215,4 +215,3 @@ func TestContainerSnapshotLifecycle(t *testing.T) {
 		t.Errorf("after delete: got %v", snaps)
 	}
 }
-
