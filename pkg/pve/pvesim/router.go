@@ -37,6 +37,9 @@ func (s *Server) surfaces() [][]route {
 		s.contentRoutes(),
 		s.mappingRoutes(),
 		s.snapshotRoutes(),
+		s.aplinfoRoutes(),
+		s.unlinkRoutes(),
+		s.domainRoutes(),
 	}
 }
 

@@ -35,6 +35,8 @@ type state struct {
 	// PCIMappings is mapping/pci.cfg: the cluster's PCI resource
 	// mappings by id (mapping.go).
 	PCIMappings map[string]*pciMapping `json:"pci_mappings,omitempty"`
+	// Domains is domains.cfg (domains.go); nil until first used.
+	Domains *domains `json:"domains,omitempty"`
 }
 
 // vm is a guest: a QEMU VM, or a container when Type is "lxc".
