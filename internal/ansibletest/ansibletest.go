@@ -55,6 +55,7 @@ func (tg Target) vars(t testing.TB) map[string]any {
 func Playbook(t testing.TB, tg Target, playbook string, extra map[string]any) string {
 	t.Helper()
 	bin := testtool.Path(t, "ansible-playbook", "ansible python3-proxmoxer")
+	requireModules(t)
 	dir := t.TempDir()
 	vars := tg.vars(t)
 	for k, v := range extra {
@@ -111,6 +112,7 @@ func environ(dir string) []string {
 func Inventory(t testing.TB, tg Target) map[string]any {
 	t.Helper()
 	bin := testtool.Path(t, "ansible-inventory", "ansible python3-proxmoxer")
+	requireModules(t)
 	dir := t.TempDir()
 	v := tg.vars(t)
 	cfg := fmt.Sprintf(`plugin: community.general.proxmox
@@ -139,4 +141,19 @@ want_facts: true
 		t.Fatalf("ansible-inventory --list: %v\n%s\n%s", err, out.String(), errOut.String())
 	}
 	return list
+}
+
+// requireModules checks that the Python the modules run with (Debian's,
+// ANSIBLE_PYTHON_INTERPRETER) has proxmoxer and requests: without them
+// every module fails, so the test skips, or fails under RequireEnv.
+func requireModules(t testing.TB) {
+	t.Helper()
+	if exec.Command("/usr/bin/python3", "-c", "import proxmoxer, requests").Run() == nil {
+		return
+	}
+	msg := "/usr/bin/python3 cannot import proxmoxer and requests (apt-get install python3-proxmoxer python3-requests)"
+	if os.Getenv(testtool.RequireEnv) == "1" {
+		t.Fatalf("%s; %s=1 requires them", msg, testtool.RequireEnv)
+	}
+	t.Skipf("%s; skipping (set %s=1 to make this a failure)", msg, testtool.RequireEnv)
 }
