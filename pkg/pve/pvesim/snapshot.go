@@ -237,12 +237,19 @@ func (s *Server) createSnapshot(k *guestKind, q *request) (any, error) {
 	if err := s.reservedSnapshotName(k, name); err != nil {
 		return nil, err
 	}
-	v, err := s.guestOf(k, q)
-	if err != nil {
-		return nil, err
-	}
-	node, id := v.Node, v.VMID
+	node, id := q.vars["node"], vmidOf(q)
 	vmstate, comment := q.bool("vmstate"), q.get("description")
+	if k == s.qemu {
+		// qemu-server loads the config before it forks; pve-container
+		// does not (a missing CT fails the task).
+		v, err := s.guestOf(k, q)
+		if err != nil {
+			return nil, err
+		}
+		if err := ramBlockers(v, vmstate); err != nil {
+			return nil, err
+		}
+	}
 	return s.startWorker(node, k.tasks+"snapshot", vmidString(id), worker{
 		locks: []lockReq{s.guestLock(k, id)},
 		begin: func(t *task) error {
@@ -279,6 +286,9 @@ func (s *Server) prepareSnapshot(t *task, k *guestKind, v *vm, name string, vmst
 		return fmt.Errorf("you can't take a snapshot if it's a template")
 	}
 	if err := s.configLock(v, false); err != nil {
+		return err
+	}
+	if err := ramBlockers(v, vmstate && k == s.qemu); err != nil {
 		return err
 	}
 	if _, used := v.Snapshots[name]; used {
@@ -424,4 +434,30 @@ func (s *Server) vmstateStorage(v *vm) string {
 		return local
 	}
 	return "local"
+}
+
+// ramBlockers is qemu-server's check_non_migratable_resources for a
+// snapshot with RAM (QemuMigrate/Helpers.pm; before the worker and, as
+// __snapshot_assert_no_blockers, in it): AMD SEV, Intel TDX and
+// virtiofs devices cannot be saved.
+func ramBlockers(v *vm, vmstate bool) error {
+	if !vmstate {
+		return nil
+	}
+	var blockers []string
+	for _, key := range []string{"amd-sev", "intel-tdx"} {
+		if v.Conf[key] != "" {
+			blockers = append(blockers, key)
+		}
+	}
+	for key := range v.Conf {
+		if strings.HasPrefix(key, "virtiofs") {
+			blockers = append(blockers, "virtiofs")
+			break
+		}
+	}
+	if len(blockers) == 0 {
+		return nil
+	}
+	return fail(http.StatusInternalServerError, "Cannot live-migrate, snapshot (with RAM), or hibernate a VM with: %s", strings.Join(blockers, ", "))
 }

@@ -215,3 +215,27 @@ func TestContainerSnapshotLifecycle(t *testing.T) {
 		t.Errorf("after delete: got %v", snaps)
 	}
 }
+
+// Who may snapshot: VM.Snapshot for create and delete, either snapshot
+// privilege for a rollback, and a VM's rollback with start=1 also
+// VM.PowerMgmt (qemu-server API2/Qemu.pm rollback; pve-container's does
+// not ask); a missing container's
+// snapshot is a task that fails (pve-container reads the config in it).
+func TestSnapshotPermissionsAndChecks(t *testing.T) {
+	e := startEnv(t, simtest.Options{Conformance: true})
+	e.run("POST", "/nodes/pve/qemu", "vmid", "100", "scsi0", "local-lvm:8")
+	e.run("POST", "/nodes/pve/qemu/100/snapshot", "snapname", "s1")
+	e.ok(nil, "POST", "/access/roles", "roleid", "Snapper", "privs", "VM.Snapshot,VM.Audit")
+	tok := e.newToken("snap@pve", "tk", false)
+	e.grant("/vms/100", "Snapper", "users", "snap@pve")
+	wantDenied(t, e.as(tok, "POST", "/nodes/pve/qemu/100/snapshot/s1/rollback", "start", "1"), "/vms/100, VM.PowerMgmt")
+	if r := e.as(tok, "POST", "/nodes/pve/qemu/100/snapshot/s1/rollback"); r.Status != 200 {
+		t.Errorf("rollback with VM.Snapshot: got %d %q", r.Status, r.Message)
+	}
+	plain := e.newToken("plain@pve", "tk", false)
+	wantDenied(t, e.as(plain, "POST", "/nodes/pve/qemu/100/snapshot", "snapname", "s2"), "/vms/100, VM.Snapshot")
+
+	if st := e.wait(e.task("POST", "/nodes/pve/lxc/299/snapshot", "snapname", "s1")); st.ExitStatus != "Configuration file 'nodes/pve/lxc/299.conf' does not exist" {
+		t.Errorf("snapshot of a missing container: got %q", st.ExitStatus)
+	}
+}

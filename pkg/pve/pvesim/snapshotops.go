@@ -9,8 +9,8 @@ import (
 )
 
 // rollbackSnapshot is the rollback call (qemu-server API2/Qemu.pm
-// rollback, pve-container API2/LXC/Snapshot.pm rollback): `start` needs
-// VM.PowerMgmt before the worker forks; the qmrollback/vzrollback worker
+// rollback, pve-container API2/LXC/Snapshot.pm rollback): a VM's `start`
+// needs VM.PowerMgmt before the worker forks; the qmrollback/vzrollback worker
 // runs AbstractConfig.pm snapshot_rollback: under the lock it checks the
 // template, the snapshot, that every volume can roll back, the snapshot's
 // state and the config lock, stops a running guest and sets the lock
@@ -23,16 +23,13 @@ func (s *Server) rollbackSnapshot(k *guestKind, q *request) (any, error) {
 	name := q.vars["snapname"]
 	id := vmidOf(q)
 	start := q.bool("start")
-	if start {
+	if start && k == s.qemu { // pve-container does not check it
 		if err := s.check(q.user, "/vms/"+vmidString(id), "VM.PowerMgmt"); err != nil {
 			return nil, err
 		}
 	}
-	v, err := s.guestOf(k, q)
-	if err != nil {
-		return nil, err
-	}
-	node := v.Node
+	// The config is read in the worker only: a missing guest fails the task.
+	node := q.vars["node"]
 	return s.startWorker(node, k.tasks+"rollback", vmidString(id), worker{
 		locks: []lockReq{s.guestLock(k, id)},
 		begin: func(t *task) error {
@@ -168,11 +165,8 @@ func (s *Server) applySnapshot(k *guestKind, v *vm, name string, snap map[string
 // to the deleted snapshot's parent and the lock dropped.
 func (s *Server) deleteSnapshot(k *guestKind, q *request) (any, error) {
 	name := q.vars["snapname"]
-	v, err := s.guestOf(k, q)
-	if err != nil {
-		return nil, err
-	}
-	node, id := v.Node, v.VMID
+	// The config is read in the worker only: a missing guest fails the task.
+	node, id := q.vars["node"], vmidOf(q)
 	return s.startWorker(node, k.tasks+"delsnapshot", vmidString(id), worker{
 		locks: []lockReq{s.guestLock(k, id)},
 		begin: func(t *task) error {
