@@ -461,3 +461,19 @@ func ramBlockers(v *vm, vmstate bool) error {
 	}
 	return fail(http.StatusInternalServerError, "Cannot live-migrate, snapshot (with RAM), or hibernate a VM with: %s", strings.Join(blockers, ", "))
 }
+
+// source is the config a clone copies: the guest's, or that of the
+// snapshot it names (qemu-server API2/Qemu.pm clone_vm's $oldconf,
+// pve-container API2/LXC.pm clone_vm), without the snapshot's own
+// bookkeeping; the snapshot's description is copied like any option.
+func (c *cloneSpec) source() *vm {
+	snap, ok := c.src.Snapshots[c.snap]
+	if c.snap == "" || !ok {
+		return c.src
+	}
+	conf := maps.Clone(snap)
+	for _, key := range []string{"snapstate", "snaptime", "vmstate", "parent", "runningmachine", "runningcpu"} {
+		delete(conf, key)
+	}
+	return &vm{VMID: c.src.VMID, Node: c.src.Node, Type: c.src.Type, Conf: conf}
+}

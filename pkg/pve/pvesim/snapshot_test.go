@@ -239,3 +239,24 @@ func TestSnapshotPermissionsAndChecks(t *testing.T) {
 		t.Errorf("snapshot of a missing container: got %q", st.ExitStatus)
 	}
 }
+
+// A clone of a snapshot copies the snapshot's config, not the current
+// one (qemu-server API2/Qemu.pm clone_vm with snapname); a missing
+// snapshot is refused before the worker.
+func TestCloneFromSnapshot(t *testing.T) {
+	e := startEnv(t, simtest.Options{Conformance: true})
+	e.run("POST", "/nodes/pve/qemu", "vmid", "100", "scsi0", "local-lvm:8", "memory", "1024", "name", "src")
+	e.run("POST", "/nodes/pve/qemu/100/snapshot", "snapname", "s1", "description", "golden")
+	e.run("POST", "/nodes/pve/qemu/100/config", "memory", "4096")
+	if r := e.call("POST", "/nodes/pve/qemu/100/clone", "newid", "101", "snapname", "nope"); r.Status != 500 || r.Message != "snapshot 'nope' does not exist" {
+		t.Errorf("clone of a missing snapshot: got %d %q", r.Status, r.Message)
+	}
+	e.run("POST", "/nodes/pve/qemu/100/clone", "newid", "101", "snapname", "s1", "name", "from-s1")
+	c := e.config("101")
+	if c["memory"] != "1024" || c["description"] != "golden" || c["parent"] != nil || c["snaptime"] != nil {
+		t.Errorf("clone of s1: memory %v description %v parent %v snaptime %v", c["memory"], c["description"], c["parent"], c["snaptime"])
+	}
+	if got, _ := c["scsi0"].(string); !strings.HasPrefix(got, "local-lvm:vm-101-disk-0,") {
+		t.Errorf("clone of s1: scsi0 %v", c["scsi0"])
+	}
+}
