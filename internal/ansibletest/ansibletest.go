@@ -21,8 +21,10 @@ import (
 	"github.com/pvectl/pvectl/internal/testtool"
 )
 
-// Timeout bounds one ansible-playbook run.
-const Timeout = 90 * time.Second
+// Timeout bounds one ansible-playbook run: the lifecycle play needs
+// about 45 s of CPU (a Python process per task, and the modules poll a
+// task once a second), several times that on a loaded machine.
+const Timeout = 240 * time.Second
 
 // Target is the simulator the playbook talks to.
 type Target struct {
@@ -98,6 +100,8 @@ func environ(dir string) []string {
 		"ANSIBLE_PYTHON_INTERPRETER=/usr/bin/python3",
 		"ANSIBLE_NOCOLOR=1",
 		"ANSIBLE_RETRY_FILES_ENABLED=0",
+		"ANSIBLE_PIPELINING=1",
+		"ANSIBLE_CALLBACKS_ENABLED=ansible.posix.profile_tasks",
 		"ANSIBLE_GATHERING=explicit",
 		"ANSIBLE_DEPRECATION_WARNINGS=0",
 		"ANSIBLE_INVENTORY_UNPARSED_WARNING=0",
