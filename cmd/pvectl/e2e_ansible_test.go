@@ -43,7 +43,8 @@ func TestE2EAnsibleMadeImportsClean(t *testing.T) {
 
 // What pvectl made is seen by Ansible: the community.general.proxmox
 // inventory plugin (want_facts reads every guest's config and snapshot
-// list) finds pvectl's VM with its settings and its snapshot.
+// list) finds pvectl's VM with its settings and its snapshot; the
+// snapshot does not make pvectl's plan dirty.
 func TestE2EAnsibleSeesWhatPvectlMade(t *testing.T) {
 	e, tg := startTLSSim(t)
 	spec := `kind: QemuVM
@@ -57,7 +58,8 @@ spec:
   net0: virtio,bridge=vmbr0
   tags: [pvectl, web]
 `
-	e.mustRun(0, "apply", "-f", writeFile(t, "vm.yaml", spec), "--auto-approve")
+	specFile := writeFile(t, "vm.yaml", spec)
+	e.mustRun(0, "apply", "-f", specFile, "--auto-approve")
 	upid := ""
 	if err := e.client.Do(t.Context(), "POST", "/nodes/pve/qemu/320/snapshot", map[string][]string{"snapname": {"golden"}}, &upid); err != nil {
 		t.Fatal(err)
@@ -69,6 +71,9 @@ spec:
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A snapshot taken outside pvectl (its config now names a parent) is
+	// no drift.
+	e.mustRun(0, "plan", "-f", specFile, "--detailed-exitcode")
 	inv := ansibletest.Inventory(t, tg)
 	hv, _ := inv["_meta"].(map[string]any)["hostvars"].(map[string]any)
 	vm, ok := hv["made-by-pvectl"].(map[string]any)
