@@ -24,7 +24,7 @@ import (
 // Timeout bounds one ansible-playbook run: the lifecycle play needs
 // about 45 s of CPU (a Python process per task, and the modules poll a
 // task once a second), several times that on a loaded machine.
-const Timeout = 240 * time.Second
+const Timeout = 300 * time.Second
 
 // Target is the simulator the playbook talks to.
 type Target struct {

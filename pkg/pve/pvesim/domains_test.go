@@ -65,6 +65,14 @@ func TestDomains(t *testing.T) {
 	if _, ok := e.Server.RealmPassword("corp"); ok {
 		t.Errorf("delete=password kept the stored password")
 	}
+	// The list is for anyone (the login box needs it); the rest needs
+	// Realm.Allocate (Sys.Audit reads) on /access/realm.
+	tok := e.newToken("nobody@pve", "tk", false)
+	if r := e.as(tok, "GET", "/access/domains"); r.Status != 200 {
+		t.Errorf("GET /access/domains without privileges: got %d %q", r.Status, r.Message)
+	}
+	wantDenied(t, e.as(tok, "GET", "/access/domains/corp"), "/access/realm, Realm.Allocate|Sys.Audit")
+	wantDenied(t, e.as(tok, "DELETE", "/access/domains/corp"), "/access/realm, Realm.Allocate")
 	e.ok(nil, "DELETE", "/access/domains/sso")
 	e.ok(&rows, "GET", "/access/domains")
 	if len(rows) != 3 {
