@@ -247,7 +247,7 @@ func (s *Server) updateDomain(q *request) (any, error) {
 	d := s.realms()
 	failed := func(err error) error { return realmFailed("update auth server failed", err) }
 	if dg := q.get("digest"); dg != "" && dg != d.digest() {
-		return nil, failed(fmt.Errorf("detected modified configuration - file changed by other user? Try again."))
+		return nil, failed(fail(http.StatusInternalServerError, "detected modified configuration - file changed by other user? Try again."))
 	}
 	name := q.vars["realm"]
 	r, ok := d.Realms[name]
