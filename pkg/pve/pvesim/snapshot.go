@@ -477,3 +477,44 @@ func (c *cloneSpec) source() *vm {
 	}
 	return &vm{VMID: c.src.VMID, Node: c.src.Node, Type: c.src.Type, Conf: conf}
 }
+
+// snapshotMigrationProblem is why a migration cannot take a local volume
+// that a snapshot names (qemu-server QemuMigrate.pm scan_local_volumes:
+// not while the VM runs, and only on ZFS, raw on BTRFS or qcow2 files;
+// pve-container LXC/Migrate.pm phase1: only on ZFS and BTRFS), "" when
+// it can.
+func (s *Server) snapshotMigrationProblem(k *guestKind, v *vm, gv guestVolume) string {
+	if gv.vol == nil || !s.snapshotRefers(v, gv.volid) {
+		return ""
+	}
+	st := s.st.Storages[gv.vol.Storage]
+	if st == nil {
+		return ""
+	}
+	if k == s.lxc {
+		if st.Type == "zfspool" || st.Type == "btrfs" {
+			return ""
+		}
+		return "non-migratable snapshot exists"
+	}
+	if v.Running {
+		return "online storage migration not possible if non-replicated snapshot exists"
+	}
+	if st.Type == "zfspool" || st.Type == "btrfs" && gv.vol.Format == "raw" || gv.vol.Format == "qcow2" {
+		return ""
+	}
+	return "non-migratable snapshot exists"
+}
+
+// snapshotRefers reports whether one of v's snapshots names volid.
+func (s *Server) snapshotRefers(v *vm, volid string) bool {
+	for _, snap := range v.Snapshots {
+		sv := &vm{Conf: snap}
+		for key := range snap {
+			if f, ok := s.snapshotVolume(sv, key); ok && f == volid {
+				return true
+			}
+		}
+	}
+	return false
+}

@@ -1,9 +1,12 @@
 package pvesim_test
 
 import (
+	"fmt"
+	"net/url"
 	"strings"
 	"testing"
 
+	"github.com/pvectl/pvectl/pkg/pve/pvesim"
 	"github.com/pvectl/pvectl/pkg/pve/pvesim/simtest"
 )
 
@@ -259,4 +262,56 @@ func TestCloneFromSnapshot(t *testing.T) {
 	if got, _ := c["scsi0"].(string); !strings.HasPrefix(got, "local-lvm:vm-101-disk-0,") {
 		t.Errorf("clone of s1: scsi0 %v", c["scsi0"])
 	}
+}
+
+// A local volume that a snapshot names migrates only where PVE can take
+// its snapshots along: a VM's qcow2 file when stopped, not an LVM-thin
+// volume ("non-migratable snapshot exists"; QemuMigrate.pm
+// scan_local_volumes); a container's only on ZFS or BTRFS (LXC/Migrate.pm).
+func TestMigrateWithSnapshots(t *testing.T) {
+	e := startEnv(t, simtest.Options{Conformance: true, Sim: pvesim.Options{Nodes: []string{"pve", "pve2"}}})
+	e.ok(nil, "POST", "/storage", "storage", "images2", "type", "dir", "path", "/srv/images2", "content", "images,rootdir")
+	e.run("POST", "/nodes/pve/qemu", "vmid", "100", "scsi0", "local-lvm:4")
+	e.run("POST", "/nodes/pve/qemu", "vmid", "101", "scsi0", "images2:4,format=qcow2")
+	e.run("POST", "/nodes/pve/lxc", "vmid", "200", "ostemplate", "local:vztmpl/debian-12-standard_12.7-1_amd64.tar.zst", "rootfs", "local-lvm:4")
+	for _, g := range []string{"qemu/100", "qemu/101", "lxc/200"} {
+		e.run("POST", "/nodes/pve/"+g+"/snapshot", "snapname", "s1")
+	}
+	aborted := func(path, typ string, lines ...string) {
+		t.Helper()
+		if st := e.wait(e.task("POST", path, "target", "pve2")); st.ExitStatus != "migration aborted" {
+			t.Errorf("%s: got %q, want migration aborted", path, st.ExitStatus)
+		}
+		var log []map[string]any
+		e.ok(&log, "GET", "/nodes/pve/tasks/"+url.PathEscape(e.lastTask(t, typ))+"/log")
+		for _, l := range lines {
+			if !strings.Contains(fmtLog(log), l) {
+				t.Errorf("%s log lacks %q:\n%s", typ, l, fmtLog(log))
+			}
+		}
+	}
+	aborted("/nodes/pve/qemu/100/migrate", "qmigrate", "can't migrate local disk 'local-lvm:vm-100-disk-0': non-migratable snapshot exists",
+		"Problem found while scanning volumes - can't migrate VM - check log")
+	e.run("POST", "/nodes/pve/qemu/101/migrate", "target", "pve2")
+	aborted("/nodes/pve/lxc/200/migrate", "vzmigrate", "can't migrate local volume 'local-lvm:vm-200-disk-0': non-migratable snapshot exists",
+		"can't migrate CT - check log")
+}
+
+func fmtLog(rows []map[string]any) string {
+	var b strings.Builder
+	for _, r := range rows {
+		b.WriteString(fmt.Sprint(r["t"]) + "\n")
+	}
+	return b.String()
+}
+
+// lastTask is the UPID of the newest task of a type on node pve.
+func (e *env) lastTask(t *testing.T, typ string) string {
+	t.Helper()
+	var tasks []map[string]any
+	e.ok(&tasks, "GET", "/nodes/pve/tasks", "typefilter", typ, "limit", "1")
+	if len(tasks) == 0 {
+		t.Fatalf("no %s task", typ)
+	}
+	return tasks[0]["upid"].(string)
 }
