@@ -108,6 +108,16 @@ func TestVMSnapshotLifecycle(t *testing.T) {
 	if r := e.call("GET", "/nodes/pve/storage/local-lvm/content/local-lvm:vm-100-state-before"); r.Status == 200 {
 		t.Errorf("the vmstate volume outlived its snapshot")
 	}
+
+	// Destroying the VM frees its snapshots' RAM volumes too.
+	e.run("POST", "/nodes/pve/qemu/100/snapshot", "snapname", "ram2", "vmstate", "1")
+	e.run("POST", "/nodes/pve/qemu/100/status/stop")
+	e.run("DELETE", "/nodes/pve/qemu/100")
+	var vols []map[string]any
+	e.ok(&vols, "GET", "/nodes/pve/storage/local-lvm/content", "vmid", "100")
+	if len(vols) != 0 {
+		t.Errorf("volumes of the destroyed VM: %v", vols)
+	}
 }
 
 // PVE's refusals: reserved and invalid names, a name in use, a storage
