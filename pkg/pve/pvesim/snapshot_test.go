@@ -325,3 +325,25 @@ func (e *env) lastTask(t *testing.T, typ string) string {
 	}
 	return tasks[0]["upid"].(string)
 }
+
+// A disk detached after a snapshot becomes unusedN; deleting that unused
+// volume is refused while the snapshot names it (try_deallocate_drive),
+// and works once the snapshot is gone.
+func TestUnusedVolumeInSnapshot(t *testing.T) {
+	e := startEnv(t, simtest.Options{Conformance: true})
+	e.run("POST", "/nodes/pve/qemu", "vmid", "100", "scsi0", "local-lvm:4", "scsi1", "local-lvm:1")
+	e.run("POST", "/nodes/pve/qemu/100/snapshot", "snapname", "s1")
+	e.ok(nil, "PUT", "/nodes/pve/qemu/100/config", "delete", "scsi1")
+	if got := e.config("100")["unused0"]; got != "local-lvm:vm-100-disk-1" {
+		t.Fatalf("unused0: got %v", got)
+	}
+	r := e.call("PUT", "/nodes/pve/qemu/100/config", "delete", "unused0")
+	if r.Status != 500 || r.Message != "unable to delete 'local-lvm:vm-100-disk-1' - volume is still in use (snapshot?)" {
+		t.Errorf("delete unused0 named by a snapshot: got %d %q", r.Status, r.Message)
+	}
+	e.run("DELETE", "/nodes/pve/qemu/100/snapshot/s1")
+	e.ok(nil, "PUT", "/nodes/pve/qemu/100/config", "delete", "unused0")
+	if r := e.call("GET", "/nodes/pve/storage/local-lvm/content/local-lvm:vm-100-disk-1"); r.Status == 200 {
+		t.Errorf("the unused volume was not freed")
+	}
+}

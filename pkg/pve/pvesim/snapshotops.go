@@ -3,6 +3,7 @@ package pvesim
 import (
 	"fmt"
 	"maps"
+	"net/http"
 	"slices"
 	"strconv"
 	"strings"
@@ -233,4 +234,14 @@ func setOrDelete(m map[string]string, key, val string) {
 func snapshotTime(snap map[string]string) int64 {
 	t, _ := strconv.ParseInt(snap["snaptime"], 10, 64)
 	return t
+}
+
+// unusedInSnapshot refuses to free an unused volume that a snapshot
+// still names (qemu-server QemuServer.pm try_deallocate_drive, with
+// Drive.pm is_volume_in_use), as deleting unusedN does.
+func (s *Server) unusedInSnapshot(v *vm, volid string) error {
+	if s.snapshotRefers(v, volid) {
+		return fail(http.StatusInternalServerError, "unable to delete '%s' - volume is still in use (snapshot?)", volid)
+	}
+	return nil
 }
