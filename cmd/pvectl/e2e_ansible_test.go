@@ -39,6 +39,20 @@ func TestE2EAnsibleMadeImportsClean(t *testing.T) {
 		}
 	}
 	e.mustRun(0, "plan", "-f", writeFile(t, "ansible.yaml", r.stdout), "--detailed-exitcode")
+
+	// And Ansible's inventory reads both back, snapshot lists included
+	// (want_facts asks …/qemu/310/snapshot and …/lxc/311/snapshot).
+	hv, _ := ansibletest.Inventory(t, tg)["_meta"].(map[string]any)["hostvars"].(map[string]any)
+	for _, host := range []string{"ans-import-vm", "ans-import-ct"} {
+		h, ok := hv[host].(map[string]any)
+		if !ok {
+			t.Errorf("the inventory lacks %s: %v", host, hv)
+			continue
+		}
+		if snaps, ok := h["proxmox_snapshots"].([]any); !ok || len(snaps) != 0 {
+			t.Errorf("%s proxmox_snapshots: got %v, want an empty list", host, h["proxmox_snapshots"])
+		}
+	}
 }
 
 // What pvectl made is seen by Ansible: the community.general.proxmox
