@@ -347,3 +347,20 @@ func TestUnusedVolumeInSnapshot(t *testing.T) {
 		t.Errorf("the unused volume was not freed")
 	}
 }
+
+// ZFS rolls back to its most recent snapshot only (ZFSPoolPlugin.pm
+// volume_rollback_is_possible); LVM-thin to any.
+func TestRollbackZFSMostRecentOnly(t *testing.T) {
+	e := startEnv(t, simtest.Options{Conformance: true})
+	e.ok(nil, "POST", "/storage", "storage", "tank", "type", "zfspool", "pool", "rpool/data", "content", "images,rootdir")
+	e.run("POST", "/nodes/pve/qemu", "vmid", "100", "scsi0", "tank:4", "scsi1", "local-lvm:1")
+	e.run("POST", "/nodes/pve/qemu/100/snapshot", "snapname", "s1")
+	e.run("POST", "/nodes/pve/qemu/100/snapshot", "snapname", "s2")
+	if st := e.wait(e.task("POST", "/nodes/pve/qemu/100/snapshot/s1/rollback")); st.ExitStatus != "can't rollback, 's1' is not most recent snapshot on 'tank:vm-100-disk-0'" {
+		t.Errorf("rollback past a newer ZFS snapshot: got %q", st.ExitStatus)
+	}
+	if got := e.config("100")["lock"]; got != nil {
+		t.Errorf("a refused rollback left the lock %v", got)
+	}
+	e.run("POST", "/nodes/pve/qemu/100/snapshot/s2/rollback")
+}

@@ -97,7 +97,7 @@ func (s *Server) prepareRollback(t *task, k *guestKind, v *vm, name string) erro
 // its most recent snapshot (ZFSPoolPlugin.pm); LVM-thin and the file
 // storages to any (LvmThinPlugin.pm, Plugin.pm without volume chains).
 func (s *Server) rollbackPossible(v *vm, snap map[string]string, key, name string) error {
-	file, ok := (&vm{Conf: snap}).volumeOfKey(s, key)
+	file, ok := s.snapshotVolume(&vm{Conf: snap}, key)
 	if !ok {
 		return nil
 	}
@@ -112,7 +112,7 @@ func (s *Server) rollbackPossible(v *vm, snap map[string]string, key, name strin
 			found = true
 			continue
 		}
-		if f, ok := (&vm{Conf: v.Snapshots[other]}).volumeOfKey(s, key); found && ok && f == file {
+		if f, ok := s.snapshotVolume(&vm{Conf: v.Snapshots[other]}, key); found && ok && f == file {
 			later = append(later, other)
 		}
 	}
@@ -122,9 +122,6 @@ func (s *Server) rollbackPossible(v *vm, snap map[string]string, key, name strin
 	return nil
 }
 
-// volumeOfKey is snapshotVolume on v's config.
-func (v *vm) volumeOfKey(s *Server, key string) (string, bool) { return s.snapshotVolume(v, key) }
-
 // applySnapshot is the rollback's second pass: __snapshot_rollback_get_unused,
 // __snapshot_apply_config and, for a VM, __snapshot_rollback_hook (a new
 // vmgenid, the running machine dropped).
@@ -132,7 +129,7 @@ func (s *Server) applySnapshot(k *guestKind, v *vm, name string, snap map[string
 	delete(v.Conf, "lock")
 	inSnap := map[string]bool{}
 	for key := range snap {
-		if f, ok := (&vm{Conf: snap}).volumeOfKey(s, key); ok {
+		if f, ok := s.snapshotVolume(&vm{Conf: snap}, key); ok {
 			inSnap[f] = true
 		}
 	}
