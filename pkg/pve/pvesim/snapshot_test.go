@@ -223,6 +223,9 @@ func TestContainerSnapshotLifecycle(t *testing.T) {
 	if status["status"] != "stopped" {
 		t.Errorf("a rollback stops the container: got %v", status["status"])
 	}
+	if r := e.call("POST", "/nodes/pve/lxc/200/template"); r.Status != 500 || r.Message != "unable to create template, because CT contains snapshots" {
+		t.Errorf("template of a CT with snapshots: got %d %q", r.Status, r.Message)
+	}
 	e.run("DELETE", "/nodes/pve/lxc/200/snapshot/s1")
 	if snaps := e.snapshots("lxc", "200"); len(snaps) != 1 {
 		t.Errorf("after delete: got %v", snaps)
