@@ -395,7 +395,7 @@ func (s *Server) getConfig(k *guestKind, q *request) (any, error) {
 			msg := "cannot use 'snapshot' parameter with 'current'"
 			return nil, paramErr(map[string]string{"snapshot": msg, "current": msg})
 		}
-		return nil, fail(http.StatusInternalServerError, "snapshot '%s' does not exist", sn)
+		return s.snapshotConfigAt(k, v, sn)
 	}
 	conf := effectiveConf(v)
 	if q.bool("current") {

@@ -52,7 +52,7 @@ func (s *Server) cloneGuest(k *guestKind, q *request) (any, error) {
 			nv = &vm{VMID: newid, Node: c.target, Type: k.typ,
 				Conf: map[string]string{"lock": "clone", "description": cloneTempDescription}}
 			s.st.VMs[newid] = nv
-			conf, logs, err := s.cloneConf(k, c.src, nv, c.full, c.storage, q)
+			conf, logs, err := s.cloneConf(k, c.source(), nv, c.full, c.storage, q)
 			if err != nil {
 				delete(s.st.VMs, newid)
 				return fmt.Errorf("clone failed: %w", err)
@@ -87,6 +87,7 @@ type cloneSpec struct {
 	pool    string
 	conf    map[string]string // the target's config, built under the locks
 	logs    []string
+	snap    string // clone this snapshot of src (snapshot.go cloneSource)
 }
 
 // cloneCheck is clone_vm's $load_and_check (qemu-server), also the
@@ -109,10 +110,13 @@ func (s *Server) cloneCheck(k *guestKind, q *request, wasRunning bool) (*cloneSp
 	if _, exists := s.st.VMs[newid]; exists {
 		return nil, fail(http.StatusInternalServerError, "unable to create VM %d: config file already exists", newid)
 	}
-	if sn := q.get("snapname"); sn != "" && sn != "current" {
-		return nil, fail(http.StatusInternalServerError, "snapshot '%s' does not exist", sn)
-	}
 	c := &cloneSpec{src: src, target: src.Node, pool: q.get("pool")}
+	if sn := q.get("snapname"); sn != "" && sn != "current" {
+		if _, ok := src.Snapshots[sn]; !ok {
+			return nil, fail(http.StatusInternalServerError, "snapshot '%s' does not exist", sn)
+		}
+		c.snap = sn
+	}
 	if q.get("target") != "" {
 		c.target = q.get("target")
 		if !s.st.hasNode(c.target) {
@@ -187,7 +191,7 @@ func (s *Server) cloneCT(k *guestKind, q *request) (any, error) {
 	}
 	nv := &vm{VMID: newid, Node: c.target, Type: k.typ, Conf: map[string]string{"lock": "create"}}
 	s.st.VMs[newid] = nv
-	conf, logs, err := s.cloneConf(k, c.src, nv, c.full, c.storage, q)
+	conf, logs, err := s.cloneConf(k, c.source(), nv, c.full, c.storage, q)
 	if err != nil {
 		unlockSrc()
 		delete(s.st.VMs, newid)

@@ -236,6 +236,7 @@ func renderConf(v *vm) string {
 			fmt.Fprintf(&b, "delete: %s\n", strings.Join(v.PendingDel, ","))
 		}
 	}
+	b.WriteString(renderSnapshots(v))
 	if ci := cloudinitSection(v); len(ci) > 0 {
 		b.WriteString("\n[special:cloudinit]\n")
 		for _, k := range slices.Sorted(maps.Keys(ci)) {

@@ -415,6 +415,9 @@ func (s *Server) prepareMigration(m *migration, k *guestKind, v *vm, target stri
 		case gv.cdrom && !gv.cloudinit:
 			problems[gv.volid] = "local cdrom image"
 			continue
+		case s.snapshotMigrationProblem(s.qemu, v, gv) != "":
+			problems[gv.volid] = s.snapshotMigrationProblem(s.qemu, v, gv)
+			continue
 		case s.st.volumeInUseAsBase(gv.volid):
 			problems[gv.volid] = "referenced by linked clone(s)"
 			continue
@@ -484,10 +487,20 @@ func (s *Server) prepareCTMigration(m *migration, v *vm, target string, q *reque
 	}
 	m.log("info", "starting migration of CT %d to node '%s' (%s)", v.VMID, target, s.nodeIP(target))
 	v.Conf["lock"] = "migrate"
+	problems := map[string]string{}
 	for _, gv := range s.guestVolumes(v) {
 		if gv.vol != nil && s.isLocal(gv) {
+			if p := s.snapshotMigrationProblem(s.lxc, v, gv); p != "" {
+				problems[gv.volid] = p
+			}
 			m.log("info", "found local volume '%s' (in current VM config)", gv.volid)
 		}
+	}
+	for _, volid := range slices.Sorted(maps.Keys(problems)) {
+		m.log("warn", "can't migrate local volume '%s': %s", volid, problems[volid])
+	}
+	if len(problems) > 0 {
+		return fmt.Errorf("can't migrate CT - check log")
 	}
 	return nil
 }

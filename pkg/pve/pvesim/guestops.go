@@ -20,7 +20,7 @@ func (s *Server) guestLock(k *guestKind, vmid int) lockReq {
 // checks, then locks in the worker and checks again; pve-container locks
 // in the API process and forks the worker from inside the lock
 // (qemu-server src/PVE/API2/Qemu.pm template, its $load_and_check: the
-// config lock, a template already, a running VM; pve-container
+// config lock, snapshots, a template already, a running VM; pve-container
 // src/PVE/API2/LXC.pm template). The worker makes each disk a base
 // volume (QemuServer.pm template_create: vdisk_create_base, CD-ROMs and
 // cloud-init drives left alone).
@@ -33,6 +33,9 @@ func (s *Server) templateGuest(k *guestKind, q *request) (any, error) {
 		}
 		if err := s.writable(v, q); err != nil {
 			return nil, err
+		}
+		if len(v.Snapshots) > 0 {
+			return nil, fail(http.StatusInternalServerError, "unable to create template, because %s contains snapshots", k.noun)
 		}
 		if v.Conf["template"] == "1" {
 			return nil, fail(http.StatusInternalServerError, "you can't convert a template to a template")

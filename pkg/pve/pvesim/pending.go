@@ -257,6 +257,9 @@ func (s *Server) updateQemu(v *vm, e *configEdit, t *task) error {
 			if err := s.checkProtection(v, fmt.Sprintf("can't remove unused disk '%s'", file)); err != nil {
 				return err
 			}
+			if err := s.unusedInSnapshot(v, file); err != nil {
+				return err
+			}
 			s.removeKey(v, key)
 		case qemuDriveRe.MatchString(key):
 			if err := s.checkProtection(v, fmt.Sprintf("can't remove drive '%s'", key)); err != nil {

@@ -38,6 +38,10 @@ func (s *Server) surfaces() [][]route {
 		s.storageRoutes(),
 		s.contentRoutes(),
 		s.mappingRoutes(),
+		s.snapshotRoutes(),
+		s.aplinfoRoutes(),
+		s.unlinkRoutes(),
+		s.domainRoutes(),
 	}
 }
 

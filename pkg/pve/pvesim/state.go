@@ -35,6 +35,8 @@ type state struct {
 	// PCIMappings is mapping/pci.cfg: the cluster's PCI resource
 	// mappings by id (mapping.go).
 	PCIMappings map[string]*pciMapping `json:"pci_mappings,omitempty"`
+	// Domains is domains.cfg (domains.go); nil until first used.
+	Domains *domains `json:"domains,omitempty"`
 }
 
 // vm is a guest: a QEMU VM, or a container when Type is "lxc".
@@ -52,8 +54,12 @@ type vm struct {
 	// current cloud-init image was made from where they changed since,
 	// and "added" (qemu-server QemuServer.pm vmconfig_hotplug_pending).
 	CloudInit map[string]string `json:"cloudinit,omitempty"`
-	Running   bool              `json:"running,omitempty"`
-	StartedAt int64             `json:"started_at,omitempty"`
+	// Snapshots are the config file's snapshot sections by name: the
+	// copied config keys with snaptime, description, parent, vmstate and
+	// snapstate (snapshot.go).
+	Snapshots map[string]map[string]string `json:"snapshots,omitempty"`
+	Running   bool                         `json:"running,omitempty"`
+	StartedAt int64                        `json:"started_at,omitempty"`
 	// agentAt is when the guest agent answers after a boot (not persisted:
 	// after a restart of the simulator the agent is up at once).
 	agentAt time.Time
