@@ -190,6 +190,10 @@ func (g guest) observe(ctx context.Context, lc *liveConn, r *spec.Resource) (*li
 			return nil, err
 		}
 		if row == nil {
+			// A create: what the token cannot see must not be taken for absent.
+			if err := g.checkCreateVisible(ctx, lc, r, vmid); err != nil {
+				return nil, err
+			}
 			gl := &guestLive{VMID: vmid}
 			if vmid == 0 {
 				gl.Stubs = g.stubs(rows)

@@ -52,6 +52,9 @@ type liveConn struct {
 	acl       []pve.ACLEntry
 	aclRead   bool
 	perms     pve.Permissions // the token's effective permissions
+	// hidden is what the token cannot see under /vms, looked for once
+	// when a guest found by name would be created (visibility.go).
+	hidden *hiddenGuests
 	// guests holds, per guest type, the guests as they are now (guestfind.go
 	// guestRows), read at most once.
 	guests map[pve.GuestType][]pve.ClusterResource
