@@ -85,6 +85,10 @@ type Plan struct {
 	// settings without secrets (and where the secrets come from), so that
 	// `apply FILE` needs neither the specs nor more than the secrets.
 	Connections map[string]*SavedConnection `json:"connections,omitempty"`
+	// NotPlanned are the resources left out because their live state
+	// cannot be known now (their node is down: degraded.go); apply fails
+	// naming them after it applied the rest.
+	NotPlanned []NotPlanned `json:"not_planned,omitempty"`
 }
 
 // Summary counts changes per action.
