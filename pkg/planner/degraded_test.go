@@ -2,9 +2,11 @@ package planner
 
 import (
 	"context"
+	"net/http"
 	"net/url"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -181,5 +183,43 @@ func TestNotPlannedDependents(t *testing.T) {
 	}
 	if !sel["d"] || sel["a"] || sel["b"] || sel["c"] {
 		t.Errorf("selection left: %v, want only d", sel)
+	}
+}
+
+// TestSimDegradedUnreachable: a node /cluster/resources still calls
+// online but whose calls pveproxy cannot deliver (595, an empty body and
+// the connect error as the reason, pve-http-server proxy_request) is down
+// as well: its guests are unknown, the rest is planned.
+func TestSimDegradedUnreachable(t *testing.T) {
+	var cut atomic.Bool
+	s := simtest.Start(t, simtest.Options{
+		Sim: pvesim.Options{Nodes: []string{"pve", "pve2"}, TokenID: simToken, TokenSecret: simSecret, TaskDuration: time.Millisecond, Seed: 1},
+		Wrap: func(next http.Handler) http.Handler {
+			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if strings.HasPrefix(r.URL.Path, "/api2/json/nodes/pve2/") && cut.Load() {
+					w.WriteHeader(595)
+					return
+				}
+				next.ServeHTTP(w, r)
+			})
+		},
+	})
+	cl := &simClients{cl: s.Client, conn: &spec.Connection{URL: s.URL}}
+	for _, g := range []struct{ node, id, name string }{{"pve", "100", "web"}, {"pve2", "101", "db"}} {
+		if err := s.Client.CreateQemu(context.Background(), g.node, url.Values{"vmid": {g.id}, "name": {g.name}, "memory": {"512"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cut.Store(true)
+	set := loadSpec(t, "kind: QemuVM\nname: web\nspec:\n  memory: 1024\n---\nkind: QemuVM\nname: db\nspec:\n  vmid: 101\n  memory: 1024\n")
+	p, err := PlanLive(context.Background(), cl, set, Options{})
+	if err != nil {
+		t.Fatalf("plan with pve2 unreachable: %v", err)
+	}
+	if c := p.Change("QemuVM/web"); c == nil || c.Action != Update {
+		t.Errorf("web: %+v, want an update", c)
+	}
+	if len(p.NotPlanned) != 1 || p.NotPlanned[0].Address != "QemuVM/db" || !strings.HasPrefix(p.NotPlanned[0].Reason, "on node pve2, which cannot be reached (595") {
+		t.Errorf("not planned: %v, want db on pve2 that cannot be reached", p.NotPlanned)
 	}
 }
