@@ -150,6 +150,18 @@ func (g guest) guestUnknown(lc *liveConn, r *spec.Resource, rows []pve.ClusterRe
 		strings.Join(nodes, ", "), lc.down[nodes[0]], guestNoun(string(g.typ)), g.name(r))
 }
 
+// cloneSourceDown: a guest to clone from a template on a down node cannot
+// be made (the clone call goes to the template's node).
+func (lc *liveConn) cloneSourceDown(src *guestRef, exists bool) error {
+	if src == nil || exists {
+		return nil
+	}
+	if why := lc.down[src.Node]; why != "" {
+		return unknown("would be cloned from VM %d on node %s, %s", src.VMID, src.Node, why)
+	}
+	return nil
+}
+
 // staleName: a down node's guest row without its real name. PVE lists
 // one without status data with no name, and one whose status data was
 // taken while it had no name yet (a create in progress) as "VM N"

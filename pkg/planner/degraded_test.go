@@ -223,3 +223,38 @@ func TestSimDegradedUnreachable(t *testing.T) {
 		t.Errorf("not planned: %v, want db on pve2 that cannot be reached", p.NotPlanned)
 	}
 }
+
+// TestSimDegradedCloneSource: a VM to clone from a template on an offline
+// node cannot be made (the clone call goes to the template's node): it is
+// not planned, instead of a create that fails with a 595 at apply.
+func TestSimDegradedCloneSource(t *testing.T) {
+	cl, s := degradedSim(t, time.Hour)
+	if err := s.Server.SetNodeOffline("pve2", false); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := s.Client.CreateQemu(ctx, "pve2", url.Values{"vmid": {"9100"}, "name": {"tpl-far"}, "memory": {"512"}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Client.RunTask(ctx, http.MethodPost, "/nodes/pve2/qemu/9100/template", nil); err != nil {
+		t.Fatal(err)
+	}
+	for range 1000 { // until pvestatd has seen the template
+		rows, _ := s.Client.ClusterResources(ctx, "vm")
+		if slices.ContainsFunc(rows, func(r pve.ClusterResource) bool { return r.VMID == 9100 && r.Template }) {
+			break
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	if err := s.Server.SetNodeOffline("pve2", true); err != nil {
+		t.Fatal(err)
+	}
+	set := loadSpec(t, "kind: QemuVM\nname: clone1\nspec:\n  vmid: 150\n  image: \"9100\"\n  memory: 512\n")
+	p, err := PlanLive(ctx, cl, set, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.NotPlanned) != 1 || p.NotPlanned[0].String() != "QemuVM/clone1: would be cloned from VM 9100 on node pve2, which is offline — not planned" {
+		t.Errorf("not planned: %v", p.NotPlanned)
+	}
+}
