@@ -22,6 +22,8 @@ type planFile struct {
 	// Connections: see Plan.Connections (added compatibly: a file without
 	// it still reads, and then needs the connection settings as before).
 	Connections map[string]*SavedConnection `json:"connections,omitempty"`
+	// NotPlanned: see Plan.NotPlanned (added compatibly).
+	NotPlanned []NotPlanned `json:"not_planned,omitempty"`
 }
 
 type fileChange struct {
@@ -60,7 +62,7 @@ func ReadFile(path string) (*Plan, error) {
 
 // Marshal renders the plan-file form of p, secrets left out.
 func Marshal(p *Plan) ([]byte, error) {
-	f := planFile{FormatVersion: p.FormatVersion, Destroy: p.Destroy, Changes: []*fileChange{}, Endpoints: p.Endpoints, Connections: p.Connections}
+	f := planFile{FormatVersion: p.FormatVersion, Destroy: p.Destroy, Changes: []*fileChange{}, Endpoints: p.Endpoints, Connections: p.Connections, NotPlanned: p.NotPlanned}
 	for _, c := range p.Changes {
 		fc := &fileChange{Action: c.Action.String(), Change: redact(c)}
 		if c.State != nil {
@@ -84,7 +86,7 @@ func Unmarshal(data []byte) (*Plan, error) {
 	if f.FormatVersion != FormatVersion {
 		return nil, fmt.Errorf("plan format version %q is not supported (want %q)", f.FormatVersion, FormatVersion)
 	}
-	p := &Plan{FormatVersion: f.FormatVersion, Destroy: f.Destroy, Changes: []*Change{}, Endpoints: f.Endpoints, Connections: f.Connections}
+	p := &Plan{FormatVersion: f.FormatVersion, Destroy: f.Destroy, Changes: []*Change{}, Endpoints: f.Endpoints, Connections: f.Connections, NotPlanned: f.NotPlanned}
 	for i, fc := range f.Changes {
 		if fc == nil || fc.Change == nil {
 			return nil, fmt.Errorf("change %d is empty", i)
