@@ -149,3 +149,19 @@ func countNamed(t *testing.T, cl *pve.Client, name string) int {
 	}
 	return n
 }
+
+// TestSimVisibilityHiddenStorage: a storage a new disk needs, hidden by a
+// NoAccess below a propagated grant on /storage, is not taken for one the
+// token may allocate on.
+func TestSimVisibilityHiddenStorage(t *testing.T) {
+	admin := newSim(t)
+	tok, id := asToken(t, admin, "ci@pve", "plan")
+	grantBoth(t, admin, "ci@pve", id, "/vms", "PVEVMAdmin")
+	grantBoth(t, admin, "ci@pve", id, "/storage", "PVEDatastoreUser")
+	putACL(t, admin, "path", "/storage/local-lvm", "roles", "NoAccess", "tokens", id)
+	set := loadSpec(t, "kind: QemuVM\nname: web\nspec:\n  vmid: 150\n  memory: 512\n  scsi0: local-lvm:4\n")
+	_, err := PlanLive(context.Background(), tok, set, Options{})
+	if err == nil || !strings.Contains(err.Error(), "lacks Datastore.AllocateSpace on /storage/local-lvm") {
+		t.Fatalf("got %v, want a refusal naming Datastore.AllocateSpace on /storage/local-lvm", err)
+	}
+}
