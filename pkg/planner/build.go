@@ -55,7 +55,7 @@ func Build(ctx context.Context, set *spec.Set, obs *Observed, opts Options) (*Pl
 	// the graph still knows it; its error counts only if it is selected
 	// (a --target elsewhere is not blocked by it).
 	failed := map[string]error{}
-	unknown := map[string]string{}
+	unseen := map[string]string{} // by address: why its live state cannot be known
 	fail := func(r *spec.Resource, lo *liveObj, err error) {
 		c := &Change{Address: r.Address(), Action: NoOp, Resource: r, Diff: []FieldDiff{}, Reasons: []string{}}
 		if lo != nil {
@@ -82,7 +82,7 @@ func Build(ctx context.Context, set *spec.Set, obs *Observed, opts Options) (*Pl
 				// and its dependents out of the selection.
 				fail(r, nil, nil)
 				delete(failed, r.Address())
-				unknown[r.Address()] = why
+				unseen[r.Address()] = why
 				continue
 			}
 			if kerr != nil {
@@ -144,7 +144,7 @@ func Build(ctx context.Context, set *spec.Set, obs *Observed, opts Options) (*Pl
 	if err != nil {
 		return nil, err
 	}
-	skipped := notPlanned(unknown, sel, deps)
+	skipped := notPlanned(unseen, sel, deps)
 	if err := selectedErrors(failed, sel); err != nil {
 		return nil, err
 	}

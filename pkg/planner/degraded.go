@@ -84,13 +84,13 @@ func (lc *liveConn) downNodeOf(r *spec.Resource) (string, string) {
 	return n, lc.down[n]
 }
 
-// observeUnknown decides before a resource is read whether its node is
-// down: nil when it may be read.
-func (lc *liveConn) observeUnknown(r *spec.Resource) error {
+// downReason says, before a resource is read, why it cannot be: its
+// spec's node is down ("" when it may be read).
+func (lc *liveConn) downReason(r *spec.Resource) string {
 	if node, why := lc.downNodeOf(r); why != "" {
-		return unknown("on node %s, %s", node, why)
+		return fmt.Sprintf("on node %s, %s", node, why)
 	}
-	return nil
+	return ""
 }
 
 // asUnknown turns a read that failed because a node could not be reached
@@ -173,9 +173,9 @@ func staleName(row pve.ClusterResource) bool {
 // notPlanned takes out of sel the unknown resources and whatever depends
 // on them (a change needing an object whose state is unknown cannot be
 // planned either), returning them with their reasons, in address order.
-func notPlanned(unknown map[string]string, sel map[string]bool, deps map[string][]string) []NotPlanned {
+func notPlanned(unseen map[string]string, sel map[string]bool, deps map[string][]string) []NotPlanned {
 	out := map[string]string{}
-	for addr, why := range unknown {
+	for addr, why := range unseen {
 		if sel[addr] {
 			out[addr] = why
 		}

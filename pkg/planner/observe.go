@@ -151,8 +151,8 @@ func ObserveWith(ctx context.Context, clients Clients, set *spec.Set, opts Obser
 			obs.conns[r.Connection] = lc
 		}
 		// What is on a node that is down cannot be read, nor changed.
-		if err := lc.observeUnknown(r); err != nil {
-			obs.unknown[r.Address()] = err.(*unknownError).reason
+		if why := lc.downReason(r); why != "" {
+			obs.unknown[r.Address()] = why
 			continue
 		}
 		// PVE's lists hide what the token may not audit: a read without the
