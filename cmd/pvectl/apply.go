@@ -177,7 +177,22 @@ func (o *applyOptions) run(ctx context.Context) error {
 		// The summary above lists every failure; say it once more, short.
 		return &exitError{code: exitFailure, err: fmt.Errorf("%s did not complete (see the summary above)", o.verb())}
 	}
-	return nil
+	return notPlannedError(o.verb(), p)
+}
+
+// notPlannedError fails a run that left resources out because their live
+// state could not be known (a node offline or unreachable): what could be
+// seen was applied, the rest waits for the next run (docs/decisions.md).
+func notPlannedError(verb string, p *planner.Plan) error {
+	if len(p.NotPlanned) == 0 {
+		return nil
+	}
+	lines := make([]string, len(p.NotPlanned))
+	for i, n := range p.NotPlanned {
+		lines[i] = "  " + n.String()
+	}
+	return &exitError{code: exitFailure, err: fmt.Errorf("%s covered only what could be seen; %d not planned (run it again once their nodes are back):\n%s",
+		verb, len(p.NotPlanned), strings.Join(lines, "\n"))}
 }
 
 // prepare reads the saved plan or plans afresh, shows it and asks; a nil
@@ -250,7 +265,7 @@ func (o *applyOptions) prepare(in *interrupts) (*planner.Plan, *clients, error) 
 		if o.json { // the rendered plan said it for humans
 			newProgressView(w, true, false).summary(p, &planner.Result{}, o.verb())
 		}
-		return nil, nil, nil
+		return nil, nil, notPlannedError(o.verb(), p)
 	}
 	if err := planner.CheckForeign(p, o.allowForeign); err != nil {
 		return nil, nil, &exitError{code: exitFailure, err: err}

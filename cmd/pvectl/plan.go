@@ -162,7 +162,9 @@ func (o *planOptions) run(ctx context.Context) error {
 		return err
 	}
 	printGrants(o.g.streams.Err, p)
-	if o.detailed && p.HasChanges() {
+	// Resources that could not be planned (their node is down) are not
+	// known to be in sync: --detailed-exitcode says 2, as for changes.
+	if o.detailed && (p.HasChanges() || len(p.NotPlanned) > 0) {
 		return &exitError{code: exitChanges}
 	}
 	return nil

@@ -12,6 +12,7 @@ import (
 	"net/netip"
 	"os"
 	"os/signal"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -48,6 +49,7 @@ type simOptions struct {
 	statusEvery  time.Duration
 	tls          bool
 	verbose      bool
+	offline      []string
 }
 
 func newSimCmd(g *globalOptions) *cobra.Command {
@@ -88,6 +90,7 @@ tokens=ci@pve!plan. Tokens created through the API work as well.`,
 	f.DurationVar(&o.statusEvery, "status-interval", pvesim.DefaultStatusInterval, "how often /cluster/resources' status data is refreshed (PVE's pvestatd interval)")
 	f.Float64Var(&o.warnRate, "warn-rate", 0, "fraction of successful tasks that end with 'WARNINGS: 1' (0..1)")
 	f.StringVar(&o.dhcpRange, "dhcp-range", pvesim.DefaultDHCPRange.String(), "where the guest agent's DHCP leases come from (IPv4 CIDR), for VMs without a static ipconfig0 address")
+	f.StringArrayVar(&o.offline, "offline-node", nil, "a node that is down: calls proxied to it answer 595 No route to host, /nodes shows it offline (repeatable; not the first node, which answers)")
 	f.BoolVar(&o.tls, "tls", false, "serve HTTPS with a self-signed certificate (its fingerprint is printed)")
 	f.BoolVarP(&o.verbose, "verbose", "v", false, "log each request on stderr: method, path (no query, no body), status, time taken")
 	return c
@@ -111,6 +114,11 @@ func (o *simOptions) run(ctx context.Context) error {
 	}
 	if err := checkNodeNames(o.nodes); err != nil {
 		return invalid(err)
+	}
+	for _, n := range o.offline {
+		if !slices.Contains(o.nodes, n) || n == o.nodes[0] {
+			return invalid(fmt.Errorf("--offline-node %q: want one of --nodes other than the first (%s), which answers the API", n, o.nodes[0]))
+		}
 	}
 	if o.latency < 0 || o.taskDuration < 0 {
 		return invalid(errors.New("--latency and --task-duration cannot be negative"))
@@ -143,7 +151,7 @@ func (o *simOptions) run(ctx context.Context) error {
 		StateFile: o.state, DataDir: o.dataDir, APIDocFile: o.apidoc,
 		ErrorRate: o.errorRate, LockContention: o.lockRate, WarnRate: o.warnRate,
 		LockWait: o.lockWait, StatusInterval: o.statusEvery,
-		Fingerprint: fp,
+		Fingerprint: fp, OfflineNodes: o.offline,
 	})
 	if err != nil {
 		return err
@@ -180,6 +188,9 @@ func (o *simOptions) run(ctx context.Context) error {
 	fmt.Fprintf(w, "  export PROXMOX_URL=%s://%s PROXMOX_TOKEN_ID='%s' PROXMOX_TOKEN_SECRET=%s\n", scheme, ln.Addr(), id, shown)
 	for _, t := range extra {
 		fmt.Fprintf(w, "  extra token %s (privilege-separated, no ACLs)\n", t.ID)
+	}
+	if len(o.offline) > 0 {
+		fmt.Fprintf(w, "  offline nodes: %s (calls proxied to them answer 595)\n", strings.Join(o.offline, ","))
 	}
 	fmt.Fprintln(w, "Ctrl-C to stop.")
 

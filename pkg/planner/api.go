@@ -92,6 +92,10 @@ type Plan struct {
 	// PrivilegeWarnings are the privileges the plan's token lacks for its
 	// changes (Options.ReviewPrivileges); empty otherwise.
 	PrivilegeWarnings []PrivilegeWarning `json:"privilegeWarnings,omitempty"`
+	// NotPlanned are the resources left out because their live state
+	// cannot be known now (their node is down: degraded.go); apply fails
+	// naming them after it applied the rest.
+	NotPlanned []NotPlanned `json:"not_planned,omitempty"`
 }
 
 // Summary counts changes per action.

@@ -58,6 +58,7 @@ func Build(ctx context.Context, set *spec.Set, obs *Observed, opts Options) (*Pl
 	// the graph still knows it; its error counts only if it is selected
 	// (a --target elsewhere is not blocked by it).
 	failed := map[string]error{}
+	unseen := map[string]string{} // by address: why its live state cannot be known
 	fail := func(r *spec.Resource, lo *liveObj, err error) {
 		c := &Change{Address: r.Address(), Action: NoOp, Resource: r, Diff: []FieldDiff{}, Reasons: []string{}}
 		if lo != nil {
@@ -77,6 +78,14 @@ func Build(ctx context.Context, set *spec.Set, obs *Observed, opts Options) (*Pl
 			}
 			if err := obs.errs[r.Address()]; err != nil {
 				fail(r, nil, err)
+				continue
+			}
+			if why, ok := obs.unknown[r.Address()]; ok {
+				// A placeholder keeps the graph whole; notPlanned takes it
+				// and its dependents out of the selection.
+				fail(r, nil, nil)
+				delete(failed, r.Address())
+				unseen[r.Address()] = why
 				continue
 			}
 			if kerr != nil {
@@ -140,6 +149,7 @@ func Build(ctx context.Context, set *spec.Set, obs *Observed, opts Options) (*Pl
 	if err != nil {
 		return nil, err
 	}
+	skipped := notPlanned(unseen, sel, deps)
 	if err := selectedErrors(failed, sel); err != nil {
 		return nil, err
 	}
@@ -147,7 +157,7 @@ func Build(ctx context.Context, set *spec.Set, obs *Observed, opts Options) (*Pl
 	if err != nil {
 		return nil, err
 	}
-	p := &Plan{FormatVersion: FormatVersion, Destroy: opts.Destroy, Changes: []*Change{}}
+	p := &Plan{FormatVersion: FormatVersion, Destroy: opts.Destroy, Changes: []*Change{}, NotPlanned: skipped}
 	for _, addr := range order {
 		c := b.changes[addr]
 		if ep := obs.endpoint(c.Resource.Connection); ep != "" {

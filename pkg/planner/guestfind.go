@@ -95,7 +95,11 @@ func guestNoun(typ string) string {
 // their /cluster/resources rows (they cannot be changed there anyway).
 // Rows of the other guest types come along from /cluster/resources, for
 // the vmid checks of find.
-func guestRows(ctx context.Context, cl *pve.Client, resources []pve.ClusterResource, typ pve.GuestType) ([]pve.ClusterResource, error) {
+//
+// A node whose list pveproxy cannot get (595: it cannot reach the node)
+// is down as well: its guests keep their /cluster/resources rows, and
+// down (when not nil) hears of it (degraded.go).
+func guestRows(ctx context.Context, cl *pve.Client, resources []pve.ClusterResource, typ pve.GuestType, down func(node, why string)) ([]pve.ClusterResource, error) {
 	online := map[string]bool{}
 	pools := map[int]string{}
 	var nodes []string
@@ -121,13 +125,18 @@ func guestRows(ctx context.Context, cl *pve.Client, resources []pve.ClusterResou
 	perNode := make([][]pve.ClusterResource, len(nodes))
 	errs := make([]error, len(nodes))
 	var wg sync.WaitGroup
-	for i, node := range nodes {
-		if known, up := online[node]; known && !up {
-			for _, row := range resources {
-				if row.Type == string(typ) && row.Node == node {
-					perNode[i] = append(perNode[i], row)
-				}
+	fromResources := func(node string) []pve.ClusterResource {
+		var rows []pve.ClusterResource
+		for _, row := range resources {
+			if row.Type == string(typ) && row.Node == node {
+				rows = append(rows, row)
 			}
+		}
+		return rows
+	}
+	for i, node := range nodes {
+		if up, known := online[node]; known && !up {
+			perNode[i] = fromResources(node)
 			continue
 		}
 		wg.Add(1)
@@ -145,6 +154,12 @@ func guestRows(ctx context.Context, cl *pve.Client, resources []pve.ClusterResou
 		}()
 	}
 	wg.Wait()
+	for i, err := range errs {
+		if down != nil && isUnreachable(err) {
+			down(nodes[i], unreachableWhy(err))
+			perNode[i], errs[i] = fromResources(nodes[i]), nil
+		}
+	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
@@ -159,7 +174,7 @@ func (lc *liveConn) guestRows(ctx context.Context, typ pve.GuestType) ([]pve.Clu
 	if rows, ok := lc.guests[typ]; ok {
 		return rows, nil
 	}
-	rows, err := guestRows(ctx, lc.client, lc.resources, typ)
+	rows, err := guestRows(ctx, lc.client, lc.resources, typ, lc.markDown)
 	if err != nil {
 		return nil, err
 	}
@@ -192,6 +207,9 @@ func (g guest) observe(ctx context.Context, lc *liveConn, r *spec.Resource) (*li
 			renamed = r.RenamedFrom
 		}
 	}
+	if err := g.guestUnknown(lc, r, rows, row, vmid); err != nil {
+		return nil, err
+	}
 	if row == nil || paramNode(r) != "" {
 		// The desired node must exist even when the guest does (a move).
 		node, err := lc.node(r)
@@ -199,6 +217,10 @@ func (g guest) observe(ctx context.Context, lc *liveConn, r *spec.Resource) (*li
 			return nil, err
 		}
 		if row == nil {
+			// A create: what the token cannot see must not be taken for absent.
+			if err := g.checkCreateVisible(ctx, lc, r, vmid); err != nil {
+				return nil, err
+			}
 			gl := &guestLive{VMID: vmid}
 			if vmid == 0 {
 				gl.Stubs = g.stubs(rows)
@@ -263,7 +285,7 @@ func (g guest) current(ctx context.Context, cl *pve.Client, c *Change) (*liveObj
 		}
 		rows := resources
 		if st.VMID == 0 {
-			if rows, err = guestRows(ctx, cl, resources, g.typ); err != nil {
+			if rows, err = guestRows(ctx, cl, resources, g.typ, nil); err != nil {
 				return nil, err
 			}
 		}

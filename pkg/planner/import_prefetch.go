@@ -77,8 +77,13 @@ func importNodes(lc *liveConn, node string) []string {
 
 func guestRowsRead(lc *liveConn, typ pve.GuestType) listRead {
 	return listRead{key: "guests/" + string(typ), fetch: func(ctx context.Context) (func(), error) {
-		rows, err := guestRows(ctx, lc.client, lc.resources, typ)
+		// Reads run at once; what they learn is applied one at a time.
+		var down [][2]string
+		rows, err := guestRows(ctx, lc.client, lc.resources, typ, func(node, why string) { down = append(down, [2]string{node, why}) })
 		return func() {
+			for _, d := range down {
+				lc.markDown(d[0], d[1])
+			}
 			if lc.guests == nil {
 				lc.guests = map[pve.GuestType][]pve.ClusterResource{}
 			}

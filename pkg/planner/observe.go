@@ -25,6 +25,10 @@ type Observed struct {
 	// read. Build reports them only for the resources it plans, so that a
 	// broken resource does not block a --target elsewhere.
 	errs map[string]error
+	// unknown holds, by address, why a resource's live state cannot be
+	// known now (its node is down: degraded.go). Build leaves them out of
+	// the plan and lists them as not planned.
+	unknown map[string]string
 }
 
 // endpoint is the API root the named connection was read through ("" when
@@ -52,6 +56,12 @@ type liveConn struct {
 	acl       []pve.ACLEntry
 	aclRead   bool
 	perms     pve.Permissions // the token's effective permissions
+	// hidden is what the token cannot see under /vms, looked for once
+	// when a guest found by name would be created (visibility.go).
+	hidden *hiddenGuests
+	// down holds the nodes that are offline or cannot be reached, with
+	// why ("which is offline"): what is on them is unknown (degraded.go).
+	down map[string]string
 	// guests holds, per guest type, the guests as they are now (guestfind.go
 	// guestRows), read at most once.
 	guests map[pve.GuestType][]pve.ClusterResource
@@ -113,7 +123,7 @@ func ObserveWith(ctx context.Context, clients Clients, set *spec.Set, opts Obser
 	if conc <= 0 {
 		conc = DefaultReadConcurrency
 	}
-	obs := &Observed{conns: map[string]*liveConn{}, objs: map[string]*liveObj{}, errs: map[string]error{}}
+	obs := &Observed{conns: map[string]*liveConn{}, objs: map[string]*liveObj{}, errs: map[string]error{}, unknown: map[string]string{}}
 	connErr := map[string]error{}
 	for _, r := range set.Resources {
 		if err := ctx.Err(); err != nil {
@@ -140,6 +150,11 @@ func ObserveWith(ctx context.Context, clients Clients, set *spec.Set, opts Obser
 			}
 			obs.conns[r.Connection] = lc
 		}
+		// What is on a node that is down cannot be read, nor changed.
+		if why := lc.downReason(r); why != "" {
+			obs.unknown[r.Address()] = why
+			continue
+		}
 		// PVE's lists hide what the token may not audit: a read without the
 		// privileges would look like a missing object.
 		if p, ok := k.(permissioned); ok {
@@ -149,6 +164,11 @@ func ObserveWith(ctx context.Context, clients Clients, set *spec.Set, opts Obser
 			}
 		}
 		lo, err := k.observe(ctx, lc, r)
+		var ue *unknownError
+		if err = lc.asUnknown(r, err); errors.As(err, &ue) {
+			obs.unknown[r.Address()] = ue.reason
+			continue
+		}
 		if err != nil {
 			obs.errs[r.Address()] = fmt.Errorf("%s: %w", r.Address(), err)
 			continue
@@ -156,7 +176,11 @@ func ObserveWith(ctx context.Context, clients Clients, set *spec.Set, opts Obser
 		obs.objs[r.Address()] = lo
 	}
 	for addr, err := range loadAll(ctx, obs.objs, conc) {
-		obs.errs[addr] = err
+		if isUnreachable(err) {
+			obs.unknown[addr] = fmt.Sprintf("on node %s, %s", obs.objs[addr].Node, unreachableWhy(err))
+		} else {
+			obs.errs[addr] = err
+		}
 		delete(obs.objs, addr)
 	}
 	readPrereqs(ctx, set, obs)
@@ -225,6 +249,7 @@ func openConn(ctx context.Context, clients Clients, set *spec.Set, name string, 
 		return nil, fmt.Errorf("%s: list nodes: %w", label, nodesErr)
 	}
 	sort.Strings(lc.nodes)
+	lc.noteDownNodes()
 	return lc, nil
 }
 

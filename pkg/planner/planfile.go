@@ -26,6 +26,8 @@ type planFile struct {
 	Connections map[string]*SavedConnection `json:"connections,omitempty"`
 	// Salt keys the hashes of the secret references (secretRef).
 	Salt string `json:"salt,omitempty"`
+	// NotPlanned: see Plan.NotPlanned (added compatibly).
+	NotPlanned []NotPlanned `json:"not_planned,omitempty"`
 }
 
 type fileChange struct {
@@ -70,7 +72,7 @@ func ReadFile(path string) (*Plan, error) {
 
 // Marshal renders the plan-file form of p, secrets left out.
 func Marshal(p *Plan) ([]byte, error) {
-	f := planFile{FormatVersion: p.FormatVersion, Destroy: p.Destroy, Changes: []*fileChange{}, Endpoints: p.Endpoints, Connections: p.Connections}
+	f := planFile{FormatVersion: p.FormatVersion, Destroy: p.Destroy, Changes: []*fileChange{}, Endpoints: p.Endpoints, Connections: p.Connections, NotPlanned: p.NotPlanned}
 	salt := newSalt()
 	for _, c := range p.Changes {
 		out, fromParams, fromUpdate := redact(c)
@@ -104,7 +106,7 @@ func unmarshal(data []byte, getenv func(string) (string, bool)) (*Plan, error) {
 	if f.FormatVersion != FormatVersion {
 		return nil, fmt.Errorf("plan format version %q is not supported (want %q)", f.FormatVersion, FormatVersion)
 	}
-	p := &Plan{FormatVersion: f.FormatVersion, Destroy: f.Destroy, Changes: []*Change{}, Endpoints: f.Endpoints, Connections: f.Connections}
+	p := &Plan{FormatVersion: f.FormatVersion, Destroy: f.Destroy, Changes: []*Change{}, Endpoints: f.Endpoints, Connections: f.Connections, NotPlanned: f.NotPlanned}
 	for i, fc := range f.Changes {
 		if fc == nil || fc.Change == nil {
 			return nil, fmt.Errorf("change %d is empty", i)

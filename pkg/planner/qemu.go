@@ -68,6 +68,9 @@ func (k qemuKind) observe(ctx context.Context, lc *liveConn, r *spec.Resource) (
 		}
 	}
 	gl.Unsettled = errors.Join(unsettled...)
+	if err := lc.cloneSourceDown(gl.Clone, lo.Exists); err != nil {
+		return nil, err
+	}
 	// The reads below run with the other loads; what they cannot settle
 	// fails only a change that needs it.
 	var loads []func(context.Context)

@@ -444,7 +444,10 @@ spec:
 		t.Fatal(err)
 	}
 	want := map[string]int{
-		"GET /access/permissions":         1, // the permission preflight, once per connection
+		// The permission preflight, once per connection, and the storage
+		// the container to create relies on, asked for by its path: the
+		// listing leaves out a path where a NoAccess hides it (visibility.go).
+		"GET /access/permissions":         2,
 		"GET /cluster/resources":          1,
 		"GET /nodes":                      1,
 		"GET /nodes/pve/network":          1,

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
 )
 
@@ -75,4 +76,23 @@ func parentPath(path string) string {
 		return "/"
 	}
 	return path[:i]
+}
+
+// PermissionsAt asks PVE for the caller's privileges on one path. Unlike
+// the full listing, which leaves out every path where nothing is held
+// (pve-access-control RPCEnvironment.pm get_effective_permissions), PVE
+// answers a path asked for even when nothing is held there
+// (API2/AccessControl.pm permissions: `{ $path => {} }`), so a NoAccess
+// on the path shows as an empty set instead of the parent's privileges.
+func (c *Client) PermissionsAt(ctx context.Context, path string) (map[string]bool, error) {
+	var raw map[string]map[string]json.RawMessage
+	if err := c.Do(ctx, http.MethodGet, "/access/permissions", url.Values{"path": {path}}, &raw); err != nil {
+		return nil, fmt.Errorf("read permissions on %s: %w", path, err)
+	}
+	out := map[string]bool{}
+	for p, v := range raw[path] {
+		s := strings.Trim(string(v), `"`)
+		out[p] = s != "0" && s != "" && s != "false"
+	}
+	return out, nil
 }

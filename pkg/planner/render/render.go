@@ -72,6 +72,8 @@ func Human(w io.Writer, p *planner.Plan, opts Options) error {
 			}
 		}
 		switch {
+		case len(p.NotPlanned) > 0:
+			b.WriteString("No changes to what can be seen now.\n" + notPlannedBlock(pl, p))
 		case p.Destroy:
 			b.WriteString("Nothing to destroy.\n")
 		case notes > 0:
@@ -113,6 +115,7 @@ func Human(w io.Writer, p *planner.Plan, opts Options) error {
 			b.WriteString("      " + pl.note.Render("# "+r) + "\n")
 		}
 	}
+	b.WriteString(notPlannedBlock(pl, p))
 	b.WriteString("\n" + summaryLine(p.Summary()) + "\n")
 	_, err := io.WriteString(w, b.String())
 	return err
@@ -237,6 +240,9 @@ type jsonPlan struct {
 	FormatVersion string       `json:"format_version"`
 	Changes       []jsonChange `json:"changes"`
 	Summary       jsonSummary  `json:"summary"`
+	// NotPlanned lists what the plan leaves out because its live state
+	// cannot be known now (a node offline or unreachable); absent when none.
+	NotPlanned []planner.NotPlanned `json:"not_planned,omitempty"`
 }
 
 type jsonChange struct {
@@ -266,6 +272,7 @@ func JSON(w io.Writer, p *planner.Plan) error {
 		FormatVersion: planner.FormatVersion,
 		Changes:       []jsonChange{},
 		Summary:       jsonSummary{Create: s.Create, Update: s.Update, Replace: s.Replace, Delete: s.Delete, Provision: s.Provision, NoOp: s.NoOp},
+		NotPlanned:    p.NotPlanned,
 	}
 	for _, c := range p.Changes {
 		jc := jsonChange{Address: c.Address, Action: c.Action.String(), Diff: c.Diff, Reasons: c.Reasons, Provision: c.Provision}

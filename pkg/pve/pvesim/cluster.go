@@ -51,7 +51,7 @@ func (s *Server) nodeMemUsed(node string) int64 {
 func (s *Server) listNodes(q *request) (any, error) {
 	out := []map[string]any{}
 	for _, n := range s.st.Nodes {
-		row := s.nodeStats(n)
+		row := s.offlineNodeStats(n, s.nodeStats(n))
 		row["ssl_fingerprint"] = s.nodeFingerprint(n)
 		out = append(out, s.hideNodeStats(q.user, n, row))
 	}
@@ -106,7 +106,7 @@ func (s *Server) clusterStatus(q *request) (any, error) {
 	row := func(n string, id int) map[string]any {
 		return map[string]any{
 			"type": "node", "id": "node/" + n, "name": n, "nodeid": id, "ip": s.nodeIP(n),
-			"local": b2i(n == nodes[0]), "online": 1, "level": "",
+			"local": b2i(n == nodes[0]), "online": b2i(!s.nodeOffline(n)), "level": "",
 		}
 	}
 	if len(nodes) == 1 {
@@ -136,7 +136,7 @@ func (s *Server) clusterResources(q *request) (any, error) {
 	}
 	if typ == "" || typ == "node" {
 		for _, n := range s.st.Nodes {
-			row := s.nodeStats(n)
+			row := s.offlineNodeStats(n, s.nodeStats(n))
 			row["cgroup-mode"] = 2
 			out = append(out, s.hideNodeStats(q.user, n, row))
 		}

@@ -84,6 +84,12 @@ type Options struct {
 	// AuthFailureDelay is how long a 401 is held back: 0 means PVE's 3 s,
 	// negative none.
 	AuthFailureDelay time.Duration
+	// OfflineNodes are nodes that are down from the start (not the first:
+	// it answers the API); see nodeoffline.go and SetNodeOffline.
+	OfflineNodes []string
+	// StatusExpiry is how long an offline node's guests keep their last
+	// status data in /cluster/resources: PVE's 5 min by default.
+	StatusExpiry time.Duration
 }
 
 // PVE's own timings, the defaults of Options.
@@ -119,6 +125,9 @@ type Server struct {
 	// lockFreed is closed (and replaced) whenever a task releases a lock.
 	lockFreed chan struct{}
 	stats     map[int]guestStat // pvestatd's last status data, by vmid
+	// offline holds the nodes that are down, with when they went
+	// (nodeoffline.go).
+	offline map[string]time.Time
 	// leases are the DHCP leases of the guest agents, by vmid (not
 	// persisted: a restarted simulator hands them out anew).
 	leases map[int]netip.Addr
@@ -194,6 +203,9 @@ func New(opts Options) (*Server, error) {
 	if opts.StatusInterval == 0 {
 		opts.StatusInterval = DefaultStatusInterval
 	}
+	if opts.StatusExpiry <= 0 {
+		opts.StatusExpiry = DefaultStatusExpiry
+	}
 	if opts.DataDir != "" {
 		if err := os.MkdirAll(opts.DataDir, 0o755); err != nil {
 			return nil, fmt.Errorf("pvesim: data dir: %w", err)
@@ -247,6 +259,11 @@ func New(opts Options) (*Server, error) {
 	s.st.Access.ensureToken(Token{ID: opts.TokenID, Secret: opts.TokenSecret}, true)
 	for _, tk := range opts.Tokens {
 		s.st.Access.ensureToken(tk, false)
+	}
+	for _, n := range opts.OfflineNodes {
+		if err := s.setOfflineLocked(n, true); err != nil {
+			return nil, err
+		}
 	}
 	if opts.StateFile != "" {
 		// Save once now: a state file that cannot be written is an error at
@@ -409,6 +426,11 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) int {
 	// parameters (pve-manager PVE/HTTPServer.pm rest_handler).
 	if err := s.allowed(rt.key, q); err != nil {
 		return writeErr(w, r, asAPIError(err))
+	}
+	// A call for a node that is down ends in pveproxy, before the node
+	// that would check its parameters.
+	if e := s.unreachable(m.Path, vars); e != nil {
+		return writeErr(w, r, e)
 	}
 	if errs := checkParams(m, raw, vars); len(errs) > 0 {
 		return writeErr(w, r, paramErr(errs))

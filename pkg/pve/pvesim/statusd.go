@@ -40,7 +40,9 @@ func (s *Server) startStatusd() {
 			}
 			s.mu.Lock()
 			if !s.closed {
-				s.stats = s.statusData()
+				fresh := s.statusData()
+				s.frozenStats(fresh)
+				s.stats = fresh
 			}
 			s.mu.Unlock()
 		}
@@ -75,7 +77,7 @@ func (s *Server) vmResource(v *vm) map[string]any {
 		"id": fmt.Sprintf("%s/%d", k.api, v.VMID), "type": k.api, "node": v.Node, "vmid": v.VMID,
 		"status": "unknown",
 	}
-	for key, val := range s.stats[v.VMID] {
+	for key, val := range s.staleVMStats(v) {
 		m[key] = val
 	}
 	if t := v.Conf["tags"]; t != "" {

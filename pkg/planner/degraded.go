@@ -1,0 +1,208 @@
+package planner
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/pvectl/pvectl/pkg/pve"
+	"github.com/pvectl/pvectl/pkg/spec"
+)
+
+// Degraded clusters. A node that is offline (/cluster/resources and
+// /nodes say so: pve-manager API2Tools.pm extract_node_stats) or that
+// pveproxy cannot reach (it answers a call proxied there with 595 and
+// the connect error, pve-http-server APIServer/AnyEvent.pm proxy_request)
+// holds objects nobody can see or change now. What is on it, or may be,
+// is "unknown": never absent (creating it would make a second one once
+// the node is back), never changed. The plan covers the rest and lists
+// the unknown as not planned; apply applies the rest and fails naming
+// them (docs/decisions.md).
+
+// NotPlanned is a resource the plan leaves out because its live state
+// cannot be known now.
+type NotPlanned struct {
+	Address string `json:"address"`
+	Reason  string `json:"reason"`
+}
+
+// String is the line plan and apply show.
+func (n NotPlanned) String() string { return n.Address + ": " + n.Reason + " — not planned" }
+
+// unknownError is an observation that could not tell whether the object
+// exists or how it is: its node cannot be reached.
+type unknownError struct{ reason string }
+
+func (e *unknownError) Error() string { return e.reason + " — not planned" }
+
+func unknown(format string, args ...any) error {
+	return &unknownError{reason: fmt.Sprintf(format, args...)}
+}
+
+// noteDownNodes records the nodes /cluster/resources reports offline.
+func (lc *liveConn) noteDownNodes() {
+	for _, row := range lc.resources {
+		if row.Type == "node" && row.Status == "offline" {
+			lc.markDown(row.Node, "which is offline")
+		}
+	}
+}
+
+func (lc *liveConn) markDown(node, why string) {
+	if lc.down == nil {
+		lc.down = map[string]string{}
+	}
+	if _, known := lc.down[node]; !known {
+		lc.down[node] = why
+	}
+}
+
+// isUnreachable: pveproxy could not reach the node the call was for.
+func isUnreachable(err error) bool {
+	var ae *pve.APIError
+	return errors.As(err, &ae) && ae.Status == 595
+}
+
+// unreachableWhy says how a node failed to answer.
+func unreachableWhy(err error) string {
+	var ae *pve.APIError
+	if errors.As(err, &ae) && strings.TrimSpace(ae.Message) != "" {
+		return fmt.Sprintf("which cannot be reached (595 %s)", strings.TrimSpace(ae.Message))
+	}
+	return "which cannot be reached (595)"
+}
+
+// downNodeOf is the node r is bound to (its spec's, else the one it would
+// be made on) when that node is down, with why; "" otherwise.
+func (lc *liveConn) downNodeOf(r *spec.Resource) (string, string) {
+	n := paramNode(r)
+	if n == "" {
+		return "", ""
+	}
+	return n, lc.down[n]
+}
+
+// downReason says, before a resource is read, why it cannot be: its
+// spec's node is down ("" when it may be read).
+func (lc *liveConn) downReason(r *spec.Resource) string {
+	if node, why := lc.downNodeOf(r); why != "" {
+		return fmt.Sprintf("on node %s, %s", node, why)
+	}
+	return ""
+}
+
+// asUnknown turns a read that failed because a node could not be reached
+// into an unknown; other errors stay as they are.
+func (lc *liveConn) asUnknown(r *spec.Resource, err error) error {
+	var ue *unknownError
+	if err == nil || errors.As(err, &ue) || !isUnreachable(err) {
+		return err
+	}
+	node := paramNode(r)
+	if node == "" {
+		node, _ = lc.node(r)
+	}
+	why := unreachableWhy(err)
+	if node != "" {
+		lc.markDown(node, why)
+		return unknown("on node %s, %s", node, why)
+	}
+	return unknown("its node %s", strings.TrimPrefix(why, "which "))
+}
+
+// guestUnknown judges a guest found (row) or not (nil) while nodes are
+// down. A guest on a down node is unknown. One not found is unknown when
+// it would be made on a down node, or when it is found by name and a down
+// node holds guests of its type whose names PVE no longer has (its
+// status data expired: they are listed with status "unknown" only, or
+// it was taken before they had one), any of which may be it. Names a down node's guests still have are their
+// last known ones: they cannot change while the node is away (every
+// config change goes through the node).
+func (g guest) guestUnknown(lc *liveConn, r *spec.Resource, rows []pve.ClusterResource, row *pve.ClusterResource, vmid int) error {
+	if len(lc.down) == 0 {
+		return nil
+	}
+	if row != nil {
+		if why := lc.down[row.Node]; why != "" {
+			return unknown("on node %s, %s", row.Node, why)
+		}
+		return nil
+	}
+	if node, err := lc.node(r); err == nil && lc.down[node] != "" {
+		return unknown("would be created on node %s, %s", node, lc.down[node])
+	}
+	if vmid != 0 {
+		return nil // /cluster/resources lists every vmid, down nodes' too
+	}
+	var nodes []string
+	for _, x := range rows {
+		if x.Type == string(g.typ) && staleName(x) && lc.down[x.Node] != "" && !slices.Contains(nodes, x.Node) {
+			nodes = append(nodes, x.Node)
+		}
+	}
+	if len(nodes) == 0 {
+		return nil
+	}
+	slices.Sort(nodes)
+	return unknown("may be on node %s, %s: PVE no longer has the names of the guests there, so a %s named %s may exist already",
+		strings.Join(nodes, ", "), lc.down[nodes[0]], guestNoun(string(g.typ)), g.name(r))
+}
+
+// cloneSourceDown: a guest to clone from a template on a down node cannot
+// be made (the clone call goes to the template's node).
+func (lc *liveConn) cloneSourceDown(src *guestRef, exists bool) error {
+	if src == nil || exists {
+		return nil
+	}
+	if why := lc.down[src.Node]; why != "" {
+		return unknown("would be cloned from VM %d on node %s, %s", src.VMID, src.Node, why)
+	}
+	return nil
+}
+
+// staleName: a down node's guest row without its real name. PVE lists
+// one without status data with no name, and one whose status data was
+// taken while it had no name yet (a create in progress) as "VM N"
+// (qemu-server vmstatus, pve-container vmstatus).
+func staleName(row pve.ClusterResource) bool {
+	return row.Name == "" || row.Name == fmt.Sprintf("VM %d", row.VMID) || row.Name == fmt.Sprintf("CT%d", row.VMID)
+}
+
+// notPlanned takes out of sel the unknown resources and whatever depends
+// on them (a change needing an object whose state is unknown cannot be
+// planned either), returning them with their reasons, in address order.
+func notPlanned(unseen map[string]string, sel map[string]bool, deps map[string][]string) []NotPlanned {
+	out := map[string]string{}
+	for addr, why := range unseen {
+		if sel[addr] {
+			out[addr] = why
+		}
+	}
+	// Dependents, to a fixed point (bounded: each round adds one at least).
+	for range len(sel) {
+		added := false
+		for addr := range sel {
+			if _, done := out[addr]; done {
+				continue
+			}
+			for _, d := range deps[addr] {
+				if _, gone := out[d]; gone {
+					out[addr] = "depends on " + d + ", which is not planned"
+					added = true
+					break
+				}
+			}
+		}
+		if !added {
+			break
+		}
+	}
+	var list []NotPlanned
+	for _, addr := range slices.Sorted(maps.Keys(out)) {
+		delete(sel, addr)
+		list = append(list, NotPlanned{Address: addr, Reason: out[addr]})
+	}
+	return list
+}

@@ -1,0 +1,276 @@
+package planner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/pvectl/pvectl/pkg/pve"
+	"github.com/pvectl/pvectl/pkg/spec"
+)
+
+// Partial visibility. PVE's lists leave out, silently, every guest the
+// token may not audit (pve-manager API2/Cluster.pm resources: VM.Audit on
+// /vms/N). A guest found by name that is not in them may exist all the
+// same, hidden: creating it would make a second one. And the permission
+// listing cannot show the holes by itself: pve-access-control
+// RPCEnvironment.pm get_effective_permissions lists the top-level paths,
+// the paths ACLs name and pool members' paths, but leaves out every path
+// where nothing is held ("filter paths where user has NO permissions"), so
+// a NoAccess on /vms/101 for the token looks like no ACL at all. So before
+// a guest found by name is created, the engine looks for guests hidden
+// from the token with what PVE does tell it:
+//
+//   - the listing: VM.Audit on /vms that does not propagate (every guest
+//     not granted one by one is hidden), or a /vms/N path listed without
+//     VM.Audit (a narrower role there);
+//   - the ids PVE says are taken: /cluster/nextid is the lowest free id
+//     (pve-manager API2/Cluster.pm nextid, over the whole vmlist), so
+//     every id below it down to the first free one (asked with
+//     /cluster/nextid?vmid=N, which answers "VM N already exists" whoever
+//     may see it) is a guest; one missing from the lists is hidden;
+//   - the ACL entries the token may read (GET /access/acl lists them on
+//     the paths it may change permissions of, all of them with Sys.Audit
+//     on /access): an entry on /vms/N where the token holds no VM.Audit.
+//
+// A hidden guest above nextid whose ACL the token may not read cannot be
+// found: PVE tells the token nothing about it (docs/decisions.md).
+
+// maxHiddenProbes bounds the /cluster/nextid?vmid=N questions of one
+// connection's search below nextid.
+const maxHiddenProbes = 16
+
+// hiddenGuests is what a connection's token cannot see under /vms.
+type hiddenGuests struct {
+	paths []string // /vms/N, sorted by id
+	// noPropagate: VM.Audit on /vms does not reach the guests below it.
+	noPropagate bool
+	// more: the search below nextid stopped at its bound.
+	more bool
+}
+
+func (h *hiddenGuests) any() bool { return h.noPropagate || len(h.paths) > 0 }
+
+// hiddenGuests finds, once per connection, the guests hidden from its
+// token.
+func (lc *liveConn) hiddenGuests(ctx context.Context) (*hiddenGuests, error) {
+	if lc.hidden != nil {
+		return lc.hidden, nil
+	}
+	h := &hiddenGuests{}
+	// /vms/0 is no guest's path: it gets what an unlisted guest gets.
+	h.noPropagate = lc.perms.Has("/vms", "VM.Audit") && !lc.perms.Has("/vms/0", "VM.Audit")
+	ids := map[int]bool{}
+	for p := range lc.perms {
+		if id, ok := guestPathID(p); ok && !lc.perms.Has(p, "VM.Audit") {
+			ids[id] = true
+		}
+	}
+	visible := map[int]bool{}
+	for _, row := range lc.resources {
+		if row.Type == string(pve.QEMU) || row.Type == string(pve.LXC) {
+			visible[row.VMID] = true
+		}
+	}
+	more, err := lc.takenBelowNext(ctx, visible, ids)
+	if err != nil {
+		return nil, err
+	}
+	h.more = more
+	if err := lc.hiddenByACL(ctx, ids); err != nil {
+		return nil, err
+	}
+	for _, id := range slices.Sorted(maps.Keys(ids)) {
+		h.paths = append(h.paths, vmPath(id))
+	}
+	lc.hidden = h
+	return h, nil
+}
+
+// takenBelowNext adds to hidden the ids below /cluster/nextid's answer
+// that are taken but not visible, from nextid down to the first free id
+// (nextid counts from datacenter.cfg's lower bound, which the token may
+// not read). It reports whether it stopped at maxHiddenProbes.
+func (lc *liveConn) takenBelowNext(ctx context.Context, visible, hidden map[int]bool) (bool, error) {
+	next, err := lc.client.NextID(ctx)
+	if err != nil {
+		return false, fmt.Errorf("ask for the next free vmid: %w", err)
+	}
+	probes := 0
+	for id := next - 1; id >= 100; id-- {
+		if visible[id] {
+			continue
+		}
+		if probes == maxHiddenProbes {
+			return true, nil
+		}
+		probes++
+		free, err := lc.client.VMIDFree(ctx, id)
+		if err != nil {
+			return false, fmt.Errorf("ask whether vmid %d is taken: %w", id, err)
+		}
+		if free {
+			return false, nil
+		}
+		hidden[id] = true
+	}
+	return false, nil
+}
+
+// hiddenByACL adds to hidden the guests an ACL entry the token may read
+// names where the token holds no VM.Audit (asked for the path itself:
+// the listing leaves such a path out).
+func (lc *liveConn) hiddenByACL(ctx context.Context, hidden map[int]bool) error {
+	entries, err := lc.aclList(ctx)
+	if err != nil {
+		return fmt.Errorf("list ACL entries: %w", err)
+	}
+	for _, e := range entries {
+		id, ok := guestPathID(e.Path)
+		if !ok || hidden[id] {
+			continue
+		}
+		if err := lc.exactPath(ctx, e.Path); err != nil {
+			return err
+		}
+		if !lc.perms.Has(e.Path, "VM.Audit") {
+			hidden[id] = true
+		}
+	}
+	return nil
+}
+
+// guestPathID is N of an ACL path /vms/N.
+func guestPathID(path string) (int, bool) {
+	s, ok := strings.CutPrefix(path, "/vms/")
+	if !ok {
+		return 0, false
+	}
+	id, err := strconv.Atoi(s)
+	return id, err == nil && id > 0
+}
+
+// checkNameVisible refuses to let a guest found by name be created while
+// guests are hidden from the token: one of them may be it.
+func (lc *liveConn) checkNameVisible(ctx context.Context, noun, name string) error {
+	h, err := lc.hiddenGuests(ctx)
+	if err != nil {
+		return fmt.Errorf("check which guests the token can see: %w", err)
+	}
+	if !h.any() {
+		return nil
+	}
+	token := lc.client.TokenID()
+	user, _, _ := strings.Cut(token, "!")
+	const tail = " (a privilege-separated token holds only what its user holds too: grant it to --users %s as well)"
+	if h.noPropagate {
+		return fmt.Errorf("refusing to create the %s %q: the API token %s holds VM.Audit on /vms without propagation, so PVE hides every guest below it that is not granted one by one, and a %s named %s may exist already. "+
+			"Let it see them all: pveum acl modify /vms --roles PVEAuditor --tokens '%s' --propagate 1"+tail,
+			noun, name, token, noun, name, token, user)
+	}
+	paths := strings.Join(h.paths, ", ")
+	if h.more {
+		paths += " and maybe more"
+	}
+	first := h.paths[0]
+	return fmt.Errorf("refusing to create the %s %q: the API token %s cannot see %s (no VM.Audit there: a NoAccess or a narrower role on the path), PVE hides such guests from every list, and one of them may be the %s named %s. "+
+		"Let it see them: remove what hides them and grant VM.Audit, e.g. pveum acl delete %s --roles NoAccess --tokens '%s'; pveum acl modify %s --roles PVEAuditor --tokens '%s'"+tail,
+		noun, name, token, paths, noun, name, first, token, first, token, user)
+}
+
+// exactPath asks PVE for the token's privileges on one path that its
+// listing left out (a NoAccess there looks like the parent's rights in
+// the listing), once per path.
+func (lc *liveConn) exactPath(ctx context.Context, path string) error {
+	if lc.perms == nil {
+		return nil
+	}
+	if _, listed := lc.perms[path]; listed {
+		return nil
+	}
+	privs, err := lc.client.PermissionsAt(ctx, path)
+	if err != nil {
+		return err
+	}
+	lc.perms[path] = privs
+	return nil
+}
+
+// exactPerms makes the token's rights exact on the object paths of needs
+// (a pool or storage a create relies on): what the listing left
+// out is asked for, so a hidden pool or storage is not taken for one the
+// token may use.
+func (lc *liveConn) exactPerms(ctx context.Context, needs []permNeed) error {
+	for _, n := range needs {
+		for _, p := range append([]string{n.path, n.or}, altPaths(n)...) {
+			if !objectPath(p) {
+				continue
+			}
+			if err := lc.exactPath(ctx, p); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func altPaths(n permNeed) []string {
+	var out []string
+	for _, a := range n.alt {
+		out = append(out, a.path, a.or)
+	}
+	return out
+}
+
+// objectPath: /pool/P or /storage/S. (A guest's own /vms/N is not asked
+// for: a create of a vmid that a hidden guest holds is refused by PVE, "VM
+// N already exists", and asking for every new guest's path would cost a
+// call each.)
+func objectPath(p string) bool {
+	for _, pre := range []string{"/pool/", "/storage/"} {
+		if rest, ok := strings.CutPrefix(p, pre); ok && rest != "" && !strings.Contains(rest, "/") {
+			return true
+		}
+	}
+	return false
+}
+
+// checkCreateVisible runs before a guest is planned as created: the
+// guest, pool and storages its create relies on must be visible to the
+// token as they are, and a guest found by name must not be among those
+// hidden from it.
+func (g guest) checkCreateVisible(ctx context.Context, lc *liveConn, r *spec.Resource, vmid int) error {
+	if lc.perms == nil {
+		return nil
+	}
+	needs := append(g.readPerms(r), g.createPerms(r)...)
+	if err := lc.exactPerms(ctx, needs); err != nil {
+		return err
+	}
+	if err := lc.missingPerms(g.readPerms(r)); err != nil {
+		return err
+	}
+	if vmid != 0 {
+		return nil
+	}
+	return lc.checkNameVisible(ctx, guestNoun(string(g.typ)), g.name(r))
+}
+
+// missingPerms is checkPerms for an error its caller names the resource
+// of.
+func (lc *liveConn) missingPerms(needs []permNeed) error {
+	var msgs []string
+	for _, n := range needs {
+		if m := lc.permMessage(n); !lc.held(n) && !slices.Contains(msgs, m) {
+			msgs = append(msgs, m)
+		}
+	}
+	if len(msgs) == 0 {
+		return nil
+	}
+	return errors.New(strings.Join(msgs, "; "))
+}
