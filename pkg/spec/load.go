@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"regexp"
 	"sort"
 	"strconv"
@@ -166,66 +165,6 @@ func (l *loader) sorted() Diagnostics {
 // lists them at the first such message only.
 const kindsNote = "\x00supported kinds\x00"
 
-// expand turns the -f arguments into files: a directory contributes its
-// *.yaml and *.yml files (not recursively), sorted. A file named twice is
-// read once.
-func (l *loader) expand(paths []string) []string {
-	var files []string
-	seen := map[string]bool{}
-	add := func(f string) {
-		if c := filepath.Clean(f); !seen[c] {
-			seen[c] = true
-			files = append(files, f)
-		}
-	}
-	if len(paths) == 0 {
-		l.errorf(Pos{File: "-"}, "no spec files given (use -f PATH)")
-	}
-	for _, p := range paths {
-		if p == StdinPath {
-			add(p)
-			continue
-		}
-		fi, err := os.Stat(p)
-		if err != nil {
-			l.unreadable = true
-			l.errorf(Pos{File: p}, "%s", describeOSError(err))
-			continue
-		}
-		if !fi.IsDir() {
-			add(p)
-			continue
-		}
-		entries, err := os.ReadDir(p)
-		if err != nil {
-			l.unreadable = true
-			l.errorf(Pos{File: p}, "%s", describeOSError(err))
-			continue
-		}
-		n := 0
-		for _, e := range entries {
-			ext := strings.ToLower(filepath.Ext(e.Name()))
-			if e.IsDir() || (ext != ".yaml" && ext != ".yml") {
-				continue
-			}
-			add(filepath.Join(p, e.Name()))
-			n++
-		}
-		if n == 0 {
-			l.errorf(Pos{File: p}, "directory has no *.yaml or *.yml files")
-		}
-	}
-	return files
-}
-
-func describeOSError(err error) string {
-	var pe *os.PathError
-	if errors.As(err, &pe) {
-		return pe.Op + ": " + pe.Err.Error()
-	}
-	return err.Error()
-}
-
 var (
 	yamlLineRE      = regexp.MustCompile(`^yaml: line (\d+): `)
 	unknownAnchorRE = regexp.MustCompile(`^yaml: unknown anchor '([^']*)' referenced`)
@@ -255,17 +194,13 @@ var zeroBasedYAMLErrors = map[string]bool{
 // readFile decodes every document of a file, interpolates it and decodes its
 // header. A syntax error ends the file: the YAML decoder cannot resume.
 func (l *loader) readFile(file string) []*document {
-	var data []byte
-	var err error
 	if file == StdinPath {
 		file = stdinName
-		data, err = io.ReadAll(l.stdin)
-	} else {
-		data, err = os.ReadFile(file)
 	}
+	data, err := l.read(file)
 	if err != nil {
 		l.unreadable = true
-		l.errorf(Pos{File: file}, "%s", describeOSError(err))
+		l.errorf(Pos{File: file}, "%v", err)
 		return nil
 	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
