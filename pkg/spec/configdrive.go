@@ -2,7 +2,6 @@ package spec
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 
 	"github.com/pvectl/pvectl/pkg/cidata"
@@ -183,7 +182,7 @@ func readSeedFiles(r *Resource) []problem {
 		if spec := r.KeyPos[f.key].File; !filepath.IsAbs(path) && spec != "" && spec != stdinName {
 			path = filepath.Join(filepath.Dir(spec), path)
 		}
-		b, err := os.ReadFile(path)
+		b, err := readRegular(path)
 		if err != nil {
 			out = append(out, problem{f.key, fmt.Sprintf("%s: %v", f.key, err)})
 			continue

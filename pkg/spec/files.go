@@ -95,7 +95,11 @@ func (l *loader) expandDir(dir string, add func(string)) {
 func (l *loader) regular(path string, fi fs.FileInfo) bool {
 	if err := checkRegular(fi); err != nil {
 		l.unreadable = true
-		l.errorf(Pos{File: path}, "%v", err)
+		hint := ""
+		if !fi.Mode().IsRegular() {
+			hint = " (pipe a spec in with -f -)"
+		}
+		l.errorf(Pos{File: path}, "%v%s", err, hint)
 		return false
 	}
 	return true
@@ -104,7 +108,7 @@ func (l *loader) regular(path string, fi fs.FileInfo) bool {
 // checkRegular refuses what is not a regular file, or is one over the cap.
 func checkRegular(fi fs.FileInfo) error {
 	if !fi.Mode().IsRegular() {
-		return fmt.Errorf("not a regular file (%s): pvectl reads specs from regular files only; use -f - to pipe a spec in", fileType(fi.Mode()))
+		return fmt.Errorf("not a regular file (%s): pvectl reads regular files only", fileType(fi.Mode()))
 	}
 	if fi.Size() > MaxFileSize {
 		return fmt.Errorf("file is %s, over the %s limit for a spec file: is this the right file? (split a larger spec into several files)", sizeText(fi.Size()), sizeText(MaxFileSize))
@@ -139,33 +143,48 @@ func sizeText(n int64) string {
 var errTooLarge = fmt.Errorf("over the %s limit for a spec file: is this the right file? (split a larger spec into several files)", sizeText(MaxFileSize))
 
 // read returns the content of file (stdinName: LoadOptions.Stdin), at most
-// MaxFileSize bytes. A file is opened without blocking and checked again
-// on the open descriptor: it may have been swapped for a FIFO since expand
-// looked, and it may grow while read.
+// MaxFileSize bytes.
 func (l *loader) read(file string) ([]byte, error) {
 	if file == stdinName {
 		return readCapped(l.stdin)
 	}
+	data, err := readRegular(file)
+	if err != nil {
+		// The file is named by the diagnostic's position already.
+		return nil, errors.New(describeOSError(err))
+	}
+	return data, nil
+}
+
+// readRegular returns the content of a regular file of at most
+// MaxFileSize bytes; its errors name the file. The file is opened without blocking and checked on
+// the open descriptor: it may have been swapped for a FIFO since a Stat,
+// and it may grow while read.
+func readRegular(file string) ([]byte, error) {
 	f, err := os.OpenFile(file, os.O_RDONLY|openNonBlock, 0)
 	if err != nil {
-		return nil, errors.New(describeOSError(err))
+		return nil, err
 	}
 	defer f.Close()
 	fi, err := f.Stat()
+	if err == nil {
+		err = checkRegular(fi)
+	}
+	var data []byte
+	if err == nil {
+		data, err = readCapped(f)
+	}
 	if err != nil {
-		return nil, errors.New(describeOSError(err))
+		return nil, &fs.PathError{Op: "read", Path: file, Err: err}
 	}
-	if err := checkRegular(fi); err != nil {
-		return nil, err
-	}
-	return readCapped(f)
+	return data, nil
 }
 
 // readCapped reads r to its end, refusing more than MaxFileSize bytes.
 func readCapped(r io.Reader) ([]byte, error) {
 	data, err := io.ReadAll(io.LimitReader(r, MaxFileSize+1))
 	if err != nil {
-		return nil, errors.New(describeOSError(err))
+		return nil, err
 	}
 	if len(data) > MaxFileSize {
 		return nil, errTooLarge
@@ -173,9 +192,14 @@ func readCapped(r io.Reader) ([]byte, error) {
 	return data, nil
 }
 
+// describeOSError is err without the file name, which the diagnostic's
+// position gives ("open: permission denied").
 func describeOSError(err error) string {
 	var pe *os.PathError
-	if errors.As(err, &pe) {
+	switch {
+	case errors.As(err, &pe) && pe.Op == "read":
+		return describeOSError(pe.Err)
+	case errors.As(err, &pe):
 		return pe.Op + ": " + pe.Err.Error()
 	}
 	return err.Error()

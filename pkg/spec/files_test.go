@@ -76,6 +76,26 @@ func TestLoadRefusesHostileFiles(t *testing.T) {
 			want: []string{"big.yaml: file is 17.0 MiB, over the 16.0 MiB limit"},
 		},
 		{
+			name: "fifo as a config drive's userDataFile",
+			setup: func(t *testing.T, dir string) []string {
+				mkfifo(t, dir, "user-data")
+				p := filepath.Join(dir, "seed.yaml")
+				writeFile(t, p, "kind: ConfigDriveISO\nname: seed\nspec:\n  storage: local\n  userDataFile: user-data\n")
+				return []string{p}
+			},
+			want: []string{"seed.yaml:5: ConfigDriveISO/seed: userDataFile: read user-data: not a regular file (a FIFO)"},
+		},
+		{
+			name: "fifo as a connection's caFile",
+			setup: func(t *testing.T, dir string) []string {
+				ca := mkfifo(t, dir, "ca.pem")
+				p := filepath.Join(dir, "conn.yaml")
+				writeFile(t, p, "kind: Connection\nname: c\nspec:\n  url: https://127.0.0.1:8006\n  tokenId: a@pve!t\n  caFile: "+ca+"\n")
+				return []string{p}
+			},
+			want: []string{"conn.yaml:6: spec.caFile \"ca.pem\" is a FIFO, want a PEM file"},
+		},
+		{
 			name:  "endless stdin",
 			setup: func(t *testing.T, dir string) []string { return []string{StdinPath} },
 			stdin: zeros{},
