@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
 
@@ -316,6 +317,10 @@ func (l *loader) header(file string, m *yaml.Node) *document {
 		case "name":
 			d.namePos = vp
 			d.name = l.stringValue(file, "name", v)
+			if n := utf8.RuneCountInString(d.name); n > MaxNameLength {
+				l.errorf(vp, "name is %d characters long, over pvectl's limit of %d (a DNS name's): shorten it", n, MaxNameLength)
+				d.name = ""
+			}
 			if strings.Contains(d.name, "/") {
 				l.errorf(vp, "name %q must not contain '/' (addresses are Kind/name)", d.name)
 				d.name = ""
@@ -399,9 +404,13 @@ func (d *document) describe() string {
 func (d *document) ref() Ref { return Ref{d.kind, d.name} }
 
 // stringValue reads a scalar that must be a non-empty string.
+// Like every name and identity, it is one line of text (textProblem).
 func (l *loader) stringValue(file, key string, v *yaml.Node) string {
 	if v.Kind != yaml.ScalarNode || v.ShortTag() == "!!null" || v.Value == "" {
 		l.errorf(nodePos(file, v), "%s must be a non-empty string, got %s", key, describeNode(v))
+		return ""
+	}
+	if l.checkText(file, key, v, false) {
 		return ""
 	}
 	return v.Value
@@ -437,6 +446,9 @@ func (l *loader) dependsOn(file string, v *yaml.Node) []refAt {
 		it = resolveAlias(it)
 		if it.Kind != yaml.ScalarNode {
 			l.errorf(nodePos(file, it), "dependsOn entries must be strings Kind/name, got %s", describeNode(it))
+			continue
+		}
+		if l.checkText(file, "dependsOn", it, false) {
 			continue
 		}
 		r, err := parseRef(it.Value)
