@@ -157,6 +157,7 @@ func (l *loader) resource(d *document, k *kindInfo, defaults []entry) *Resource 
 		l.errorf(d.pos, "internal error: %v", err)
 	}
 	r.Keys = keys
+	l.report(r, requiredProblems(k, l.method(k), r))
 	if k.Check != nil {
 		l.report(r, k.Check(r))
 	}

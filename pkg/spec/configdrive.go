@@ -61,9 +61,6 @@ func ConfigDriveImage(r *Resource) (image []byte, filename string, err error) {
 // seed that cannot be built is reported at its key.
 func buildConfigDrive(r *Resource) []problem {
 	var out []problem
-	if r.Params["storage"] == "" {
-		out = append(out, problem{"", "spec.storage is required: the storage the image is uploaded to (one that holds iso content)"})
-	}
 	if _, err := cidata.VolumeName(r.Name, nil); err != nil {
 		out = append(out, problem{"", fmt.Sprintf("the name is the image's file name: %v", err)})
 		return out

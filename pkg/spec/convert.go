@@ -441,11 +441,12 @@ func propertyWire(key string, props map[string]*schema.Param, m *yaml.Node) (str
 	return strings.Join(parts, ","), nil
 }
 
-func article(typ string) string {
-	if typ == "integer" {
-		return "an integer"
+// article is "a NOUN" or "an NOUN".
+func article(noun string) string {
+	if noun != "" && strings.ContainsRune("aeiouAEIOU", rune(noun[0])) {
+		return "an " + noun
 	}
-	return "a " + typ
+	return "a " + noun
 }
 
 func boolHint(typ, written string) string {
