@@ -72,8 +72,27 @@ type document struct {
 	state         State
 	spec          *yaml.Node // a mapping, or nil
 	// set records which header keys were written (Connection and Defaults
-	// documents accept only kind, name and spec).
-	set map[string]Pos
+	// documents accept only kind, name and spec): a few, so a list (a map
+	// per document is most of the memory of many small documents).
+	set headerKeys
+}
+
+// headerKeys are the header keys of a document and where each was written.
+type headerKeys []headerKey
+
+type headerKey struct {
+	key string
+	pos Pos
+}
+
+// at returns where key was written, and whether it was.
+func (h headerKeys) at(key string) (Pos, bool) {
+	for _, k := range h {
+		if k.key == key {
+			return k.pos, true
+		}
+	}
+	return Pos{}, false
 }
 
 // refAt is a parsed dependsOn entry and where it was written.
@@ -305,7 +324,7 @@ func (l *loader) pairs(file string, m *yaml.Node, what string) [][2]*yaml.Node {
 
 // header decodes a document's top-level keys.
 func (l *loader) header(file string, m *yaml.Node) *document {
-	d := &document{file: file, pos: nodePos(file, m), set: map[string]Pos{}}
+	d := &document{file: file, pos: nodePos(file, m)}
 	var unknown [][2]*yaml.Node
 	for _, kv := range l.pairs(file, m, "document") {
 		k, v := kv[0], kv[1]
@@ -366,7 +385,7 @@ func (l *loader) header(file string, m *yaml.Node) *document {
 			unknown = append(unknown, kv)
 			continue
 		}
-		d.set[k.Value] = kp
+		d.set = append(d.set, headerKey{k.Value, kp})
 	}
 	if d.state == "" {
 		d.state = Present
@@ -376,10 +395,10 @@ func (l *loader) header(file string, m *yaml.Node) *document {
 		l.errorf(nodePos(file, kv[0]), "unknown key %q in %s%s (allowed: %s)",
 			kv[0].Value, d.describe(), didYouMean(kv[0].Value, topLevelKeys), strings.Join(topLevelKeys, ", "))
 	}
-	if _, ok := d.set["kind"]; !ok {
+	if _, ok := d.set.at("kind"); !ok {
 		l.errorf(d.pos, "kind is required%s", kindsNote)
 	}
-	if _, ok := d.set["name"]; !ok {
+	if _, ok := d.set.at("name"); !ok {
 		l.errorf(d.pos, "name is required in %s", d.describe())
 	}
 	if d.readOnly && d.state == Absent {
