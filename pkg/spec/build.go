@@ -49,10 +49,7 @@ func (l *loader) build(docs []*document) *Set {
 		case roleConnection:
 			set.Connections[d.name] = l.connection(d, k, defaults[d.kind])
 		case roleResource:
-			r := d.res
-			if r == nil {
-				r = l.resource(d, k, defaults[d.kind])
-			}
+			r := l.resource(d, k, defaults[d.kind])
 			d.spec = nil // converted: its YAML is garbage now
 			docOf[r] = d
 			set.Resources = append(set.Resources, r)

@@ -102,7 +102,6 @@ func (l *loader) regular(path string, fi fs.FileInfo) bool {
 		l.errorf(Pos{File: path}, "%v%s", err, hint)
 		return false
 	}
-	l.inputSize += fi.Size()
 	return true
 }
 

@@ -38,10 +38,6 @@ type loader struct {
 	// rejected are documents of unsupported kinds: references to them are
 	// not reported again as undefined.
 	rejected map[Ref]bool
-	// inputSize is the size of the files to read; stream is set when
-	// documents are converted as they are read (stream.go).
-	inputSize int64
-	stream    *streamState
 	// secrets are the values of secret keys (tokenSecret, …) as noted
 	// before interpolation; deferred are their interpolation errors, which
 	// a Connection takes over (Connection.Unresolved) and anything else
@@ -75,9 +71,6 @@ type document struct {
 	managedPos    Pos
 	state         State
 	spec          *yaml.Node // a mapping, or nil
-	// res is the resource converted while the file was read (streaming),
-	// or nil: build converts it.
-	res *Resource
 	// set records which header keys were written (Connection and Defaults
 	// documents accept only kind, name and spec): a few, so a list (a map
 	// per document is most of the memory of many small documents).
@@ -122,17 +115,6 @@ const (
 // dependency graph. Every problem is collected: the error is Diagnostics,
 // sorted by file and line, and the Set is nil.
 func Load(paths []string, opts LoadOptions) (*Set, error) {
-	set, again, err := load(paths, opts, true)
-	if again {
-		set, _, err = load(paths, opts, false)
-	}
-	return set, err
-}
-
-// load is one Load; streaming allows converting documents as they are
-// read (stream.go). again reports that it had to stop and Load must read
-// the files again without streaming.
-func load(paths []string, opts LoadOptions, streaming bool) (set *Set, again bool, err error) {
 	l := &loader{getenv: opts.Getenv, table: opts.Schema, stdin: opts.Stdin, poisoned: map[*yaml.Node]bool{}, rejected: map[Ref]bool{},
 		secrets: map[*yaml.Node]secretRef{}, deferred: map[*yaml.Node]Diagnostic{}}
 	if l.getenv == nil {
@@ -149,27 +131,17 @@ func load(paths []string, opts LoadOptions, streaming bool) (set *Set, again boo
 		l.stdin = os.Stdin
 	}
 	var docs []*document
-	files := l.expand(paths)
-	if streaming && l.streams(files) {
-		if table != nil {
-			l.table, table = <-table, nil
-		}
-		l.stream = &streamState{converted: map[Ref]bool{}}
-	}
-	for _, f := range files {
+	for _, f := range l.expand(paths) {
 		docs = append(docs, l.readFile(f)...)
-		if l.stream != nil && l.stream.abandoned {
-			return nil, true, nil
-		}
 	}
 	if table != nil {
 		l.table = <-table
 	}
-	set = l.build(docs)
+	set := l.build(docs)
 	if len(l.diags) > 0 {
-		return nil, false, l.sorted()
+		return nil, l.sorted()
 	}
-	return set, false, nil
+	return set, nil
 }
 
 // sorted orders the diagnostics by file, line and column and drops exact
@@ -292,9 +264,7 @@ func (l *loader) readFile(file string) []*document {
 			continue
 		}
 		l.interpolateTree(file, body, map[*yaml.Node]bool{})
-		d := l.header(file, body)
-		l.streamDoc(d)
-		docs = append(docs, d)
+		docs = append(docs, l.header(file, body))
 	}
 }
 
