@@ -235,7 +235,10 @@ func TestE2EImportEveryKind(t *testing.T) {
 		t.Errorf("the seeded template is not imported as a QemuVM with template: true:\n%s", r.stdout)
 	}
 	imported := writeFile(t, "all.yaml", r.stdout)
-	e.extraEnv = []string{"VM_300_CIPASSWORD=anything", "STORAGE_PBS1_PASSWORD=anything"}
+	if !strings.Contains(r.stdout, "ostemplate: ${CONTAINER_200_OSTEMPLATE}") || !strings.Contains(r.stderr, "CONTAINER_200_OSTEMPLATE") {
+		t.Errorf("the container's template (PVE does not record it) is not a placeholder named on stderr:\nstdout:\n%s\nstderr:\n%s", r.stdout, r.stderr)
+	}
+	e.extraEnv = []string{"VM_300_CIPASSWORD=anything", "STORAGE_PBS1_PASSWORD=anything", "CONTAINER_200_OSTEMPLATE=anything"}
 	e.mustRun(0, "plan", "-f", imported, "--detailed-exitcode")
 	e.extraEnv = nil
 	e.mustRun(3, "plan", "-f", imported) // the placeholder's variable is unset: refused
@@ -246,7 +249,7 @@ func TestE2EImportEveryKind(t *testing.T) {
 	e.extraEnv = []string{"VM_300_CIPASSWORD=" + password, "STORAGE_PBS1_PASSWORD=" + pbsPassword}
 	vmBefore, _ := e.client.GuestConfig(ctx, pve.QEMU, "pve", 300)
 	ctBefore, _ := e.client.GuestConfig(ctx, pve.LXC, "pve", 200)
-	withTemplate := writeFile(t, "all2.yaml", strings.Replace(r.stdout, "  vmid: 200\n", "  vmid: 200\n  ostemplate: local:vztmpl/debian-12-standard_12.7-1_amd64.tar.zst\n", 1))
+	withTemplate := writeFile(t, "all2.yaml", strings.Replace(r.stdout, "${CONTAINER_200_OSTEMPLATE}", "local:vztmpl/debian-12-standard_12.7-1_amd64.tar.zst", 1))
 	var targets []string
 	for _, a := range []string{"Storage/nfs-images", "Storage/pbs1", "Pool/lab", "BondInterface/bond0", "User/ci@pve", "APIToken/deploy", "ACL/ci-pve-deploy-pool-lab-pvevmadmin", "LxcContainer/dns01", "QemuVM/gpu-worker"} {
 		targets = append(targets, "--target", a)

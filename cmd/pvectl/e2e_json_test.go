@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
@@ -92,6 +93,10 @@ spec:
 	}
 	if counts, _ := sum["counts"].(map[string]any); counts["create"] != float64(2) {
 		t.Errorf("summary counts: got %v, want 2 creates", sum["counts"])
+	}
+	// Every task ends with a warning (WarnRate 1): each is in the summary.
+	if got := addresses(sum["warnings"]); !slices.Contains(got, "QemuVM/js-ok") {
+		t.Errorf("summary warnings: got %v, want the warned tasks' changes", got)
 	}
 
 	r = env.run("destroy", "-f", f, "--auto-approve", "--json")

@@ -177,4 +177,20 @@ func TestE2EFailedReloadIsReverted(t *testing.T) {
 		t.Errorf("commits: got %d, want 2 (the failed one and the revert)", n)
 	}
 	assertIface(t, env, "bond0", false)
+	// The bond was made and undone: the summary says reverted, not created.
+	for _, want := range []string{"Apply incomplete: 0 changed; 1 failed, 1 reverted.", "reverted (made, then undone):\n    BondInterface/bond0 (reverted: the network commit on node pve failed)"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("apply summary lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	// The same in --json, which the event schema allows.
+	r = env.mustRun(1, "apply", "-f", f, "--auto-approve", "--json")
+	validateLines(t, eventSchema(t), r.stdout)
+	sum := lastJSONLine(t, r.stdout)
+	if got := addresses(sum["reverted"]); len(got) != 1 || got[0] != "BondInterface/bond0" {
+		t.Errorf("--json summary reverted: got %v, want BondInterface/bond0", got)
+	}
+	if counts, _ := sum["counts"].(map[string]any); len(counts) != 0 || len(addresses(sum["done"])) != 0 {
+		t.Errorf("--json summary: got counts %v and done %v, want nothing done", sum["counts"], sum["done"])
+	}
 }

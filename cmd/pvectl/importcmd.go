@@ -139,7 +139,7 @@ func (o *importOptions) run(ctx context.Context, args []string) error {
 		}
 	}
 	if vars := res.Vars(); len(vars) > 0 {
-		fmt.Fprintf(w, "The documents read secrets from the environment: set %s before plan or apply.\n", strings.Join(vars, ", "))
+		fmt.Fprintf(w, "The documents read from the environment what PVE does not give back (secrets, a container's template): set %s before plan or apply.\n", strings.Join(vars, ", "))
 	}
 	for _, msg := range res.Problems {
 		fmt.Fprintf(w, "Not imported: %s\n", msg)

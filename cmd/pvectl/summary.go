@@ -37,7 +37,11 @@ type outcome struct {
 	counts                            map[string]int // done changes per action name
 	done, failed, notStarted, unknown []item
 	kept                              []item
-	interrupted                       bool
+	// reverted were made and then undone by a failed network commit's
+	// revert; warnings are one item per task that succeeded with
+	// "WARNINGS: n" (its change is done).
+	reverted, warnings []item
+	interrupted        bool
 }
 
 func summarize(p *planner.Plan, res *planner.Result) outcome {
@@ -71,6 +75,14 @@ func summarize(p *planner.Plan, res *planner.Result) outcome {
 	}
 	for _, a := range slices.Sorted(maps.Keys(res.Skipped)) {
 		o.notStarted = append(o.notStarted, item{Address: a, Action: action(a), Reason: res.Skipped[a]})
+	}
+	for _, a := range slices.Sorted(maps.Keys(res.Reverted)) {
+		o.reverted = append(o.reverted, item{Address: a, Action: action(a), Reason: res.Reverted[a]})
+	}
+	for _, a := range slices.Sorted(maps.Keys(res.Warnings)) {
+		for _, w := range res.Warnings[a] {
+			o.warnings = append(o.warnings, item{Address: a, Action: action(a), Reason: w})
+		}
 	}
 	for _, a := range slices.Sorted(maps.Keys(res.Kept)) {
 		if c := byAddr[a]; c != nil {
@@ -118,6 +130,7 @@ func (v *progressView) summary(p *planner.Plan, res *planner.Result, verb string
 			"operation": verb, "outcome": state, "counts": o.counts,
 			"done": nonNil(o.done), "failed": nonNil(o.failed), "not_started": nonNil(o.notStarted),
 			"unknown": nonNil(o.unknown), "kept": nonNil(o.kept),
+			"reverted": nonNil(o.reverted), "warnings": nonNil(o.warnings),
 		}, "")
 		return
 	}
@@ -139,11 +152,15 @@ func (v *progressView) summary(p *planner.Plan, res *planner.Result, verb string
 	if len(o.kept) > 0 {
 		keptNote = fmt.Sprintf(", %d kept (protected)", len(o.kept))
 	}
+	if n := len(o.warnings); n > 0 {
+		keptNote += fmt.Sprintf(", %d task warning%s", n, plural(n))
+	}
 	title := capitalize(verb)
 	fmt.Fprintln(w)
 	if state == "complete" {
 		fmt.Fprintln(w, paint(v.ok, fmt.Sprintf("%s complete: %s%s.", title, o.countLine(), keptNote)))
 		section("kept", o.kept, withReason)
+		section("task warnings (done, but read them)", o.warnings, withError)
 		return
 	}
 	var not []string
@@ -155,6 +172,9 @@ func (v *progressView) summary(p *planner.Plan, res *planner.Result, verb string
 	}
 	if n := len(o.notStarted); n > 0 {
 		not = append(not, fmt.Sprintf("%d not started", n))
+	}
+	if n := len(o.reverted); n > 0 {
+		not = append(not, fmt.Sprintf("%d reverted", n))
 	}
 	line := fmt.Sprintf("%s %s: %s", title, state, o.countLine())
 	if len(not) > 0 {
@@ -170,7 +190,9 @@ func (v *progressView) summary(p *planner.Plan, res *planner.Result, verb string
 		}
 		return withReason(it)
 	})
+	section("reverted (made, then undone)", o.reverted, withReason)
 	section("kept", o.kept, withReason)
+	section("task warnings (done, but read them)", o.warnings, withError)
 	if state == "interrupted" {
 		fmt.Fprintf(w, "Run the same command again to finish: pvectl converges from wherever it stopped.\n")
 		return

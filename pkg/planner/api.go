@@ -202,6 +202,13 @@ type Result struct {
 	// ran): their PVE task may still be running, so they are neither done
 	// nor failed; the next plan shows where they stand.
 	Unknown map[string]error
+	// Reverted are interface changes that were made and then undone when
+	// their node's network commit failed and was reverted (revertOnFailure):
+	// address → why. They are not in Done.
+	Reverted map[string]string
+	// Warnings are the warnings of tasks that succeeded with "WARNINGS: n"
+	// (PVE counts them as done): address → one message per such task.
+	Warnings map[string][]string
 	// Interrupted is set when Stop was closed or ctx cancelled.
 	Interrupted bool
 }

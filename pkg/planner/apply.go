@@ -45,11 +45,12 @@ func Apply(ctx context.Context, clients Clients, plan *Plan, opts ApplyOptions) 
 			alloc[c.Resource.Connection] = newVMIDs(nil)
 		}
 	}
+	warnings := &warnLog{}
 	run := func(ctx context.Context, c *Change) error {
 		if err := guard(ctx, opts.Guard); err != nil {
 			return err
 		}
-		x := &execution{hooks: hooks, change: c, plan: plan, allowForeign: opts.AllowForeignNetworkChanges}
+		x := &execution{hooks: hooks, change: c, plan: plan, allowForeign: opts.AllowForeignNetworkChanges, warnings: warnings}
 		if c.Resource != nil {
 			x.vmids = alloc[c.Resource.Connection]
 		}
@@ -67,13 +68,15 @@ func Apply(ctx context.Context, clients Clients, plan *Plan, opts ApplyOptions) 
 			if err := guard(ctx, opts.Guard); err != nil {
 				return err
 			}
-			x := &execution{hooks: hooks, change: c, plan: plan, allowForeign: opts.AllowForeignNetworkChanges}
+			x := &execution{hooks: hooks, change: c, plan: plan, allowForeign: opts.AllowForeignNetworkChanges, warnings: warnings}
 			return withExecution(ctx, clients, x, func(ctx context.Context, x *execution) error {
 				return lr.removeLate(ctx, x, c)
 			})
 		}
 	}
 	res := walkPhases(ctx, opts.Stop, plan.Changes, opts.Parallelism, hooks, run, late)
+	res.Warnings = warnings.all()
+	res.settleReverts()
 	return res, res.err()
 }
 
@@ -198,7 +201,9 @@ func withExecution(ctx context.Context, clients Clients, x *execution, fn func(c
 	th, _ := hooks.(TaskHooks)
 	ctx = pve.WithTaskObserver(ctx, func(ev pve.TaskEvent) {
 		if ev.Warned() {
-			hooks.Message(c, taskWarningMessage(*ev.Status, ev.Warnings))
+			msg := taskWarningMessage(*ev.Status, ev.Warnings)
+			hooks.Message(c, msg)
+			x.warnings.add(c.Address, msg)
 		}
 		if th != nil {
 			th.Task(c, ev)
@@ -254,7 +259,8 @@ func walkPhases(ctx context.Context, stop <-chan struct{}, changes []*Change, pa
 	if parallelism <= 0 {
 		parallelism = DefaultParallelism
 	}
-	res := &Result{Failed: map[string]error{}, Skipped: map[string]string{}, Kept: map[string]string{}, Unknown: map[string]error{}}
+	res := &Result{Failed: map[string]error{}, Skipped: map[string]string{}, Kept: map[string]string{}, Unknown: map[string]error{},
+		Reverted: map[string]string{}, Warnings: map[string][]string{}}
 	var mu sync.Mutex
 	done := map[string]bool{}
 	vs := map[string]*vertex{}

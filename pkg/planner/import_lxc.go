@@ -1,6 +1,8 @@
 package planner
 
 import (
+	"fmt"
+
 	"github.com/pvectl/pvectl/pkg/spec"
 )
 
@@ -10,15 +12,15 @@ import (
 var lxcDerived = map[string]bool{"ostype": true, "arch": true}
 
 // importDoc writes a container like a VM. PVE does not record the
-// template a container was made from: the document says so, and a create
-// from it needs ostemplate added.
+// template a container was made from, which a spec must name (the create
+// call requires it): the document reads it from a variable, and says so.
 func (k lxcKind) importDoc(ic *importCtx, _ *spec.Resource, lo *liveObj) (*ImportedDoc, error) {
 	d := k.guestDoc(ic, spec.KindLxcContainer, lo, func(key string) bool {
 		return lxcDerived[key] && !ic.withGenerated
 	})
 	if d != nil {
-		d.Notes = append(d.Notes, "# PVE does not record the template this container was made from:",
-			"# add spec.ostemplate (e.g. local:vztmpl/…) before this document creates it anew.")
+		d.Spec = append(d.Spec, Field{"ostemplate", d.unrecorded(fmt.Sprintf("%s_%d", k.noun, liveOf(lo).VMID), "ostemplate",
+			"PVE does not record the template this container was made from; only a create uses it: set the variable or write the template (e.g. local:vztmpl/…) here")})
 	}
 	return d, nil
 }

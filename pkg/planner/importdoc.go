@@ -297,6 +297,20 @@ func (d *ImportedDoc) placeholder(prefix, key, value string) string {
 	return "${" + name + "}"
 }
 
+// unrecorded is a ${VAR} placeholder for a value a spec must write but
+// PVE does not keep (a container's template); why is its note. The check
+// that the documents plan clean loads it with a stand-in value, which
+// plan does not compare (a create-only key).
+func (d *ImportedDoc) unrecorded(prefix, key, why string) string {
+	name := envName(prefix + "_" + key)
+	if d.secrets == nil {
+		d.secrets = map[string]string{}
+	}
+	d.secrets[name] = "unrecorded"
+	d.Notes = append(d.Notes, fmt.Sprintf("# %s: set $%s (%s)", key, name, why))
+	return "${" + name + "}"
+}
+
 var nonEnv = regexp.MustCompile(`[^A-Z0-9_]+`)
 
 // envName makes an environment variable name of s ("nfs-1_password" →

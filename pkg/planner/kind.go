@@ -192,6 +192,8 @@ type execution struct {
 	// conn is the change's connection settings (DNS, SSH user and key for
 	// provisioning); nil when unknown.
 	conn *spec.Connection
+	// warnings collects the task warnings of the apply; nil: not kept.
+	warnings *warnLog
 }
 
 func (x *execution) msg(format string, args ...any) {

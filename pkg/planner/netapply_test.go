@@ -2,6 +2,8 @@ package planner
 
 import (
 	"context"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 
@@ -178,7 +180,14 @@ func TestSimReloadFailure(t *testing.T) {
 				if byIface(after)["bond0"] == nil {
 					t.Error("without revert the new configuration stays, bond0 included")
 				}
+				if len(res.Reverted) != 0 || !slices.Contains(res.Done, "BondInterface/bond0") {
+					t.Errorf("without revert: got done %v, reverted %v; want bond0 done (it stays)", res.Done, res.Reverted)
+				}
 				return
+			}
+			// The interface changes were made and undone: reverted, not done.
+			if diff := cmp.Diff([]string{"BondInterface/bond0", "LinuxBridge/vmbr0"}, slices.Sorted(maps.Keys(res.Reverted))); diff != "" || len(res.Done) != 0 {
+				t.Errorf("with revert: got done %v, reverted %v; want both interfaces reverted and nothing done (-want +got):\n%s", res.Done, res.Reverted, diff)
 			}
 			if !strings.Contains(msg, "reverted: node pve's interfaces are back as the plan found them, and reloaded") || commits != 2 {
 				t.Errorf("with revert: got %d commits and %q, want 2 and the revert", commits, msg)

@@ -145,7 +145,7 @@ func revertNetwork(ctx context.Context, x *execution, node string, st *netCommit
 		if err := x.client.RevertNetwork(ctx, node); err != nil {
 			return fmt.Errorf("%w\n  nothing was committed; discarding the staged changes failed: %v", cause, err)
 		}
-		return fmt.Errorf("%w\n  nothing was committed; reverted: this run's staged changes on node %s were discarded", cause, node)
+		return st.reverted(x.plan, node, nil, fmt.Errorf("%w\n  nothing was committed; reverted: this run's staged changes on node %s were discarded", cause, node))
 	}
 	ops := restoreOps(now, st.Seen)
 	if len(ops) == 0 {
@@ -184,9 +184,28 @@ func revertNetwork(ctx context.Context, x *execution, node string, st *netCommit
 		for i, op := range ops {
 			left[i] = op.iface
 		}
-		return fmt.Errorf("%w\n  reverted and reloaded, but %s still differ from what the plan found on node %s", cause, strings.Join(left, ", "), node)
+		return st.reverted(x.plan, node, left, fmt.Errorf("%w\n  reverted and reloaded, but %s still differ from what the plan found on node %s", cause, strings.Join(left, ", "), node))
 	}
-	return fmt.Errorf("%w\n  reverted: node %s's interfaces are back as the plan found them, and reloaded", cause, node)
+	return st.reverted(x.plan, node, nil, fmt.Errorf("%w\n  reverted: node %s's interfaces are back as the plan found them, and reloaded", cause, node))
+}
+
+// reverted is err as a *RevertError naming the plan's interface changes
+// on node that the revert undid: all of them but those on the interfaces
+// left as they are.
+func (st *netCommitState) reverted(plan *Plan, node string, left []string, err error) error {
+	var addrs []string
+	for addr, iface := range st.Ours {
+		if slices.Contains(left, iface) {
+			continue
+		}
+		if plan == nil {
+			addrs = append(addrs, addr)
+		} else if c := plan.Change(addr); c != nil && c.Action != NoOp {
+			addrs = append(addrs, addr)
+		}
+	}
+	slices.Sort(addrs)
+	return &RevertError{Node: node, Reverted: addrs, err: err}
 }
 
 // maxRestoreRounds bounds the read-back rounds of a revert.

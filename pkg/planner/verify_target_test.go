@@ -273,8 +273,16 @@ func TestSimTaskWarningsAreReported(t *testing.T) {
 	sim := newSimWith(t, pvesim.Options{WarnRate: 1})
 	set := loadSpec(t, "kind: QemuVM\nname: web\nspec:\n  vmid: 130\n  memory: 1024\n")
 	h := &recHooks{}
-	if _, err := Apply(context.Background(), sim, planFor(t, sim, set, Options{}), ApplyOptions{Hooks: h}); err != nil {
+	res, err := Apply(context.Background(), sim, planFor(t, sim, set, Options{}), ApplyOptions{Hooks: h})
+	if err != nil {
 		t.Fatalf("Apply: got %v want success (warnings are not failures)", err)
+	}
+	// The Result keeps them, for the summary: one per task that warned.
+	if w := res.Warnings["QemuVM/web"]; len(w) == 0 || !strings.HasSuffix(w[0], "finished with warnings: simulated warning: the task succeeded with a complaint") {
+		t.Errorf("Result.Warnings: got %q, want QemuVM/web's task warning", res.Warnings)
+	}
+	if !slices.Contains(res.Done, "QemuVM/web") {
+		t.Errorf("Result.Done: got %v, want QemuVM/web (a warning is success)", res.Done)
 	}
 	found := false
 	for _, m := range h.messages {

@@ -41,9 +41,6 @@ func tokenRef(r *Resource) string {
 // cannot hold a file is refused here rather than after PVE made a secret
 // that would then have nowhere to go.
 func checkToken(r *Resource, report func(key, format string, args ...any)) {
-	if _, written := r.KeyPos["userid"]; !written {
-		report("", "spec.userid is required: the user (user@realm) the token belongs to")
-	}
 	k := Token(r)
 	if k.SecretFile == "" {
 		return
@@ -152,9 +149,7 @@ func checkACL(r *Resource, report func(key, format string, args ...any)) {
 	written := func(key string) bool { _, ok := r.KeyPos[key]; return ok && !contains(r.Remove, key) }
 	raw, set := r.Params["path"]
 	switch path, ok := acl.NormalizePath(raw); {
-	case !written("path"):
-		report("", "spec.path is required: the ACL path to grant on (/, /vms/100, /pool/lab, /storage/local …)")
-	case !set:
+	case !written("path"), !set: // missing: requiredProblems says so
 	case !ok || !acl.CheckPath(path):
 		report("path", "spec.path %q is not a path PVE accepts for an ACL (/, /access/groups/G, /nodes/N, /pool/P, /storage/S, /vms/ID, /sdn/…, /mapping/…)", raw)
 	default:
@@ -180,9 +175,7 @@ func checkACL(r *Resource, report func(key, format string, args ...any)) {
 		report(named[1], "spec.%s and spec.%s are both set: an ACL resource grants to one principal; write one ACL document for each", named[0], named[1])
 	}
 	switch roles, ok := r.Params["roles"]; {
-	case !written("roles"):
-		report("", "spec.roles is required: the role to grant (PVEVMAdmin, PVEAuditor, …)")
-	case !ok:
+	case !written("roles"), !ok: // missing: requiredProblems says so
 	case len(schema.SplitList(roles)) != 1:
 		report("roles", "spec.roles names %d roles: an ACL resource grants one role; write one ACL document for each", len(schema.SplitList(roles)))
 	}

@@ -49,8 +49,8 @@ name: a
 spec: {propagate: false}
 `, []string{
 			"a.yaml:1: ACL/a: spec.path is required",
-			"a.yaml:1: ACL/a: set one of spec.users, spec.groups or spec.tokens",
 			"a.yaml:1: ACL/a: spec.roles is required",
+			"a.yaml:1: ACL/a: set one of spec.users, spec.groups or spec.tokens",
 		}},
 		{"acl path PVE refuses", `kind: ACL
 name: a

@@ -33,7 +33,7 @@ func (l *loader) build(docs []*document) *Set {
 		byRef[d.ref()] = d
 		if k.Role != roleResource {
 			for _, key := range topLevelKeys {
-				if p, ok := d.set[key]; ok && key != "kind" && key != "name" && key != "spec" {
+				if p, ok := d.set.at(key); ok && key != "kind" && key != "name" && key != "spec" {
 					l.errorf(p, "%s documents take only kind, name and spec; %q does not apply", d.kind, key)
 				}
 			}
@@ -50,6 +50,7 @@ func (l *loader) build(docs []*document) *Set {
 			set.Connections[d.name] = l.connection(d, k, defaults[d.kind])
 		case roleResource:
 			r := l.resource(d, k, defaults[d.kind])
+			d.spec = nil // converted: its YAML is garbage now
 			docOf[r] = d
 			set.Resources = append(set.Resources, r)
 		}
@@ -159,6 +160,7 @@ func (l *loader) resource(d *document, k *kindInfo, defaults []entry) *Resource 
 		l.errorf(d.pos, "internal error: %v", err)
 	}
 	r.Keys = keys
+	l.report(r, requiredProblems(k, l.method(k), r))
 	if k.Check != nil {
 		l.report(r, k.Check(r))
 	}
@@ -179,11 +181,14 @@ func (l *loader) report(r *Resource, ps []problem) {
 // resolve lets each resource take what it needs from the others of the
 // specs it names (a VM's config drive), before the graph is built.
 func (l *loader) resolve(rs []*Resource) {
-	ix := newRefIndex(rs)
+	var ix *refIndex // built at the first resource that resolves anything
 	for _, r := range rs {
 		k := kindOf(r.Kind)
 		if k == nil || k.Resolve == nil {
 			continue
+		}
+		if ix == nil {
+			ix = newRefIndex(rs)
 		}
 		find := func(kind, value string) []*Resource {
 			return ix.byValue[r.Connection+"\x00"+kind+"\x00"+value]

@@ -2,7 +2,6 @@ package spec
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 
 	"github.com/pvectl/pvectl/pkg/cidata"
@@ -62,9 +61,6 @@ func ConfigDriveImage(r *Resource) (image []byte, filename string, err error) {
 // seed that cannot be built is reported at its key.
 func buildConfigDrive(r *Resource) []problem {
 	var out []problem
-	if r.Params["storage"] == "" {
-		out = append(out, problem{"", "spec.storage is required: the storage the image is uploaded to (one that holds iso content)"})
-	}
 	if _, err := cidata.VolumeName(r.Name, nil); err != nil {
 		out = append(out, problem{"", fmt.Sprintf("the name is the image's file name: %v", err)})
 		return out
@@ -183,7 +179,7 @@ func readSeedFiles(r *Resource) []problem {
 		if spec := r.KeyPos[f.key].File; !filepath.IsAbs(path) && spec != "" && spec != stdinName {
 			path = filepath.Join(filepath.Dir(spec), path)
 		}
-		b, err := os.ReadFile(path)
+		b, err := readRegular(path)
 		if err != nil {
 			out = append(out, problem{f.key, fmt.Sprintf("%s: %v", f.key, err)})
 			continue

@@ -88,6 +88,10 @@ func checkCAFile(path string) string {
 	if err == nil && fi.IsDir() {
 		return fmt.Sprintf("spec.caFile %q is a directory, want a PEM file", path)
 	}
+	if err == nil && !fi.Mode().IsRegular() {
+		// Never opened: opening a FIFO waits for a writer.
+		return fmt.Sprintf("spec.caFile %q is %s, want a PEM file", path, fileType(fi.Mode()))
+	}
 	if err == nil {
 		var f *os.File
 		if f, err = os.Open(path); err == nil {

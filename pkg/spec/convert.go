@@ -82,6 +82,9 @@ func (l *loader) convert(k *kindInfo, es []entry, r *Resource, own map[string]an
 				delete(own, key) // resets a Defaults value
 				continue
 			}
+			if t != ownBool && t != ownInt && l.checkText(e.file, e.what+"."+key, e.val, isMultiLineOwnKey(key)) {
+				continue
+			}
 			v, err := ownValue(t, e.val)
 			if err != nil {
 				l.errorf(vp, "%s.%s: %v", e.what, key, err)
@@ -125,6 +128,9 @@ func (l *loader) convert(k *kindInfo, es []entry, r *Resource, own map[string]an
 			// Never echo the value: it is a secret, in the wrong place.
 			l.errorf(vp, "%s.%s is a secret: write it as ${VAR} (exactly that, the whole value) and set VAR in the environment; "+
 				"a secret written into a spec file ends up in version control and backups", e.what, key)
+			continue
+		}
+		if l.checkText(e.file, e.what+"."+key, e.val, isMultiLineParam(key)) {
 			continue
 		}
 		wire, err := wireValue(key, p, e.val)
@@ -435,10 +441,27 @@ func propertyWire(key string, props map[string]*schema.Param, m *yaml.Node) (str
 	return strings.Join(parts, ","), nil
 }
 
+// article is "a NOUN" or "an NOUN".
+func article(noun string) string {
+	if noun != "" && strings.ContainsRune("aeiouAEIOU", rune(noun[0])) {
+		return "an " + noun
+	}
+	return "a " + noun
+}
+
+func boolHint(typ, written string) string {
+	if typ == "string" {
+		return fmt.Sprintf("quote it (\"%s\") to mean the word", written)
+	}
+	return "write the number you mean (a boolean is not taken as 1 or 0)"
+}
+
 // decimalRE is an integer written in plain decimal digits.
 var decimalRE = regexp.MustCompile(`^[-+]?[0-9]+$`)
 
-// scalarWire maps YAML booleans to 1/0 and, for numeric parameters,
+// scalarWire maps YAML booleans to 1/0 where PVE takes a boolean (or the
+// type is not known) and refuses them where it takes an integer, a number
+// or a string; for numeric parameters it
 // normalises YAML number spellings (0x10, 1_000, 1e3) to decimal. Anything
 // else is kept exactly as written, except that a boolean parameter written
 // as a string (yes, on, "true": YAML 1.1 habits) becomes 1/0, the only
@@ -446,6 +469,11 @@ var decimalRE = regexp.MustCompile(`^[-+]?[0-9]+$`)
 func scalarWire(typ string, v *yaml.Node) (string, error) {
 	switch v.ShortTag() {
 	case "!!bool":
+		if typ == "integer" || typ == "number" || typ == "string" {
+			// PVE's schema says what the value is: expire: true is not
+			// the timestamp 1, and a name is not "1".
+			return "", fmt.Errorf("%s is a YAML boolean, but PVE takes %s here: %s", v.Value, article(typ), boolHint(typ, v.Value))
+		}
 		if b, _ := boolValue(v); b {
 			return "1", nil
 		}

@@ -289,9 +289,9 @@ spec:
 		},
 		{
 			name:  "a secret from the environment is checked without showing it",
-			files: map[string]string{"a.yaml": "kind: LxcContainer\nname: ct\nspec:\n  password: ${PW}\n"},
+			files: map[string]string{"a.yaml": "kind: LxcContainer\nname: ct\nspec:\n  ostemplate: local:vztmpl/debian-12-standard_12.7-1_amd64.tar.zst\n  password: ${PW}\n"},
 			env:   env("PW", "abc"),
-			want:  []string{`a.yaml:4: spec.password: invalid value (not shown: it is a secret)`},
+			want:  []string{`a.yaml:5: spec.password: invalid value (not shown: it is a secret)`},
 		},
 		{
 			name:  "NetworkApply takes only node",

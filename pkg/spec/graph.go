@@ -55,9 +55,12 @@ func (l *loader) link(set *Set, docOf map[*Resource]*document) {
 		sort.Slice(r.DependsOn, func(i, j int) bool { return r.DependsOn[i].String() < r.DependsOn[j].String() })
 	}
 	set.Graph = newGraph(set.Resources)
+	// Only a resource with dependencies can be in a cycle.
 	rank := map[string]int{}
 	for i, r := range set.Resources {
-		rank[r.Address()] = i
+		if len(r.DependsOn) > 0 {
+			rank[r.Address()] = i
+		}
 	}
 	for _, cycle := range set.Graph.cycles(rank) {
 		l.errorf(index[cycle[0]].Pos, "dependency cycle: %s", strings.Join(cycle, " -> "))
@@ -283,6 +286,9 @@ func (g *Graph) cycles(rank map[string]int) [][]string {
 		stack = append(stack, v)
 		onStack[v] = true
 		for _, w := range g.Deps[v] {
+			if len(g.Deps[w]) == 0 {
+				continue // no way out of w: it is in no cycle, and leads to none
+			}
 			if _, seen := index[w]; !seen {
 				strong(w)
 				low[v] = min(low[v], low[w])
@@ -304,7 +310,14 @@ func (g *Graph) cycles(rank map[string]int) [][]string {
 			sccs = append(sccs, scc)
 		}
 	}
-	for _, v := range slices.Sorted(maps.Keys(g.Deps)) {
+	var from []string
+	for v, deps := range g.Deps {
+		if len(deps) > 0 {
+			from = append(from, v)
+		}
+	}
+	slices.Sort(from)
+	for _, v := range from {
 		if _, seen := index[v]; !seen {
 			strong(v)
 		}

@@ -33,17 +33,17 @@ spec: {url: "https://prod:8006", tokenId: "a@pve!t"}
 		},
 		{
 			name: "a VM and a container share the vmid space",
-			yaml: "kind: QemuVM\nname: a\nspec:\n  vmid: 150\n---\nkind: LxcContainer\nname: b\nspec:\n  vmid: 150\n",
+			yaml: "kind: QemuVM\nname: a\nspec:\n  vmid: 150\n---\nkind: LxcContainer\nname: b\nspec:\n  vmid: 150\n  ostemplate: local:vztmpl/debian-12-standard_12.7-1_amd64.tar.zst\n",
 			want: []string{`a.yaml:9: LxcContainer/b has the same vmid 150 as QemuVM/a (at a.yaml:4): both would manage the same guest (VMs and containers share vmids); a container without vmid is found by its hostname: give each a different vmid or hostname, or remove one`},
 		},
 		{
 			name: "a VM name and a container hostname do not clash",
-			yaml: "kind: QemuVM\nname: web\n---\nkind: LxcContainer\nname: web\n",
+			yaml: "kind: QemuVM\nname: web\n---\nkind: LxcContainer\nname: web\nspec: {ostemplate: local:vztmpl/debian-12-standard_12.7-1_amd64.tar.zst}\n",
 		},
 		{
 			name: "same container hostname without vmid",
-			yaml: "kind: LxcContainer\nname: dns\n---\nkind: LxcContainer\nname: b\nspec:\n  hostname: dns\n",
-			want: []string{`a.yaml:7: LxcContainer/b has the same CT hostname "dns" as LxcContainer/dns (at a.yaml:2): both would manage the same container; a container without vmid is found by its hostname: give each a different vmid or hostname, or remove one`},
+			yaml: "kind: LxcContainer\nname: dns\nspec: {ostemplate: local:vztmpl/debian-12-standard_12.7-1_amd64.tar.zst}\n---\nkind: LxcContainer\nname: b\nspec:\n  hostname: dns\n  ostemplate: local:vztmpl/debian-12-standard_12.7-1_amd64.tar.zst\n",
+			want: []string{`a.yaml:8: LxcContainer/b has the same CT hostname "dns" as LxcContainer/dns (at a.yaml:2): both would manage the same container; a container without vmid is found by its hostname: give each a different vmid or hostname, or remove one`},
 		},
 		{
 			name: "same vmid on different connections",

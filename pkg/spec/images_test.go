@@ -84,7 +84,7 @@ spec:
 			[]string{`a\.yaml:\d+: QemuVM/web01: configDrive: ConfigDriveISO/seed-web01 has state: absent`}},
 		{"ide3 taken", seedDoc + vmWithDrive + "  ide3: none,media=cdrom\n",
 			[]string{`a\.yaml:\d+: QemuVM/web01: ide3 is where configDrive attaches ConfigDriveISO/seed-web01`}},
-		{"containers take no config drive", "kind: LxcContainer\nname: ct\nspec:\n  configDrive: x\n",
+		{"containers take no config drive", "kind: LxcContainer\nname: ct\nspec:\n  configDrive: x\n  ostemplate: local:vztmpl/debian-12-standard_12.7-1_amd64.tar.zst\n",
 			[]string{`unknown field "configDrive" in LxcContainer spec`}},
 		{"bad network data", strings.Replace(seedDoc, "hostname: web01", "networkData: '[1]'\n  format: configdrive2", 1),
 			[]string{`a\.yaml:6: ConfigDriveISO/seed-web01: network data is not a JSON object`}},

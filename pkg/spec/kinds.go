@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"sync"
+
+	"github.com/pvectl/pvectl/pkg/pve/schema"
 )
 
 // Kind names. Only the registries (this file in spec, kind.go in the
@@ -118,6 +120,16 @@ type kindInfo struct {
 	ValueAliases map[string]map[string]string
 	// Required are own keys a document must set.
 	Required []string
+	// Filled are parameters the schema requires for Create that pvectl
+	// supplies itself (an allocated vmid, the node's live search domain);
+	// the node, the identity and Fixed parameters are always supplied.
+	// Every other required parameter must be written (requiredProblems).
+	Filled []string
+	// FoundBy are required parameters of Create that the object is found
+	// by: required even where nothing is created (state: absent).
+	FoundBy []string
+	// RequiredWhy says what a required parameter is, for its message.
+	RequiredWhy map[string]string
 	// Refused are parameters of Create that pvectl will not pass on, each
 	// with the reason a document that sets one is told.
 	Refused map[string]string
@@ -233,6 +245,7 @@ var kindTable = sync.OnceValue(func() map[string]*kindInfo {
 			Noun:         "VM",
 			Renamable:    true,
 			Create:       &apiCall{"POST", "/nodes/{node}/qemu"},
+			Filled:       []string{"vmid"}, // allocated by the planner when not written
 			Keys:         (*GuestKeys)(nil),
 			Identity:     "name",
 			Unique:       []string{"vmid"},
@@ -261,6 +274,7 @@ var kindTable = sync.OnceValue(func() map[string]*kindInfo {
 			Name:         KindTemplate,
 			Noun:         "template",
 			Create:       &apiCall{"POST", "/nodes/{node}/qemu"},
+			Filled:       []string{"vmid"},
 			Keys:         (*GuestKeys)(nil),
 			NotKeys:      templateNotKeys,
 			Identity:     "name",
@@ -281,10 +295,13 @@ var kindTable = sync.OnceValue(func() map[string]*kindInfo {
 			},
 		},
 		{
-			Name:       KindLxcContainer,
-			Noun:       "container",
-			Renamable:  true,
-			Create:     &apiCall{"POST", "/nodes/{node}/lxc"},
+			Name:      KindLxcContainer,
+			Noun:      "container",
+			Renamable: true,
+			Create:    &apiCall{"POST", "/nodes/{node}/lxc"},
+			Filled:    []string{"vmid"},
+			RequiredWhy: map[string]string{"ostemplate": "the template the container is made from, e.g. local:vztmpl/debian-12-standard_12.7-1_amd64.tar.zst " +
+				"(PVE does not record it: write it for a container that exists too)"},
 			Keys:       (*GuestKeys)(nil),
 			Identity:   "hostname",
 			Unique:     []string{"vmid"},
@@ -360,6 +377,12 @@ var kindTable = sync.OnceValue(func() map[string]*kindInfo {
 			Immutable: true,
 			Noun:      "downloaded file",
 			Create:    &apiCall{"POST", "/nodes/{node}/storage/{storage}/download-url"},
+			FoundBy:   []string{"storage", "content"},
+			RequiredWhy: map[string]string{
+				"storage": "the storage the file is downloaded to",
+				"content": "iso, vztmpl or import",
+				"url":     "where the node downloads the file from",
+			},
 			// The file name is the identity, defaulted from the document's
 			// name; storage and content complete it.
 			Identity:   "filename",
@@ -376,16 +399,21 @@ var kindTable = sync.OnceValue(func() map[string]*kindInfo {
 			Noun:      "config drive",
 			// pvectl builds the image and uploads it; only where it goes
 			// passes through. filename is derived (<name>-<hash>.iso).
-			Create:   &apiCall{"POST", "/nodes/{node}/storage/{storage}/upload"},
-			Params:   []string{"node", "storage"},
-			Keys:     (*ConfigDriveKeys)(nil),
-			Check:    buildConfigDrive,
-			RefValue: func(r *Resource) string { return r.Name },
+			Create:      &apiCall{"POST", "/nodes/{node}/storage/{storage}/upload"},
+			Params:      []string{"node", "storage"},
+			FoundBy:     []string{"storage"},
+			RequiredWhy: map[string]string{"storage": "the storage the image is uploaded to (one that holds iso content)"},
+			Keys:        (*ConfigDriveKeys)(nil),
+			Check:       buildConfigDrive,
+			RefValue:    func(r *Resource) string { return r.Name },
 		},
 		{
 			Name:   KindNodeDns,
 			Noun:   "node's DNS settings",
 			Create: &apiCall{"PUT", "/nodes/{node}/dns"},
+			// PVE rewrites resolv.conf from the call: the planner sends
+			// the live search domain when the spec has none (desiredDNS).
+			Filled: []string{"search"},
 			// The node is the identity, defaulted from the document's name.
 			Identity:   "node",
 			Identities: singleIdentity("node", "node"),
@@ -401,24 +429,31 @@ var kindTable = sync.OnceValue(func() map[string]*kindInfo {
 			Refused:    map[string]string{"password": passwordRefusal},
 		},
 		{
-			Name:       KindAPIToken,
-			Noun:       "API token",
-			Create:     &apiCall{"POST", "/access/users/{userid}/token/{tokenid}"},
-			Keys:       (*TokenKeys)(nil),
-			Identity:   "tokenid",
-			Identities: tokenIdentities,
-			Hint:       "a token is found by its userid and tokenid: give each a different tokenid, or remove one",
-			RefValue:   tokenRef,
+			Name:        KindAPIToken,
+			Noun:        "API token",
+			Create:      &apiCall{"POST", "/access/users/{userid}/token/{tokenid}"},
+			FoundBy:     []string{"userid"},
+			RequiredWhy: map[string]string{"userid": "the user (user@realm) the token belongs to"},
+			Keys:        (*TokenKeys)(nil),
+			Identity:    "tokenid",
+			Identities:  tokenIdentities,
+			Hint:        "a token is found by its userid and tokenid: give each a different tokenid, or remove one",
+			RefValue:    tokenRef,
 			Refs: []refRule{
 				{Key: "userid", Values: paramValue("userid"), Kinds: []string{KindUser}, PresentOnly: true},
 			},
 			Check: collect(checkToken),
 		},
 		{
-			Name:   KindACL,
-			Noun:   "ACL grant",
-			Create: &apiCall{"PUT", "/access/acl"},
-			Params: []string{"path", "users", "groups", "tokens", "roles", "propagate"},
+			Name:    KindACL,
+			Noun:    "ACL grant",
+			Create:  &apiCall{"PUT", "/access/acl"},
+			Params:  []string{"path", "users", "groups", "tokens", "roles", "propagate"},
+			FoundBy: []string{"path", "roles"},
+			RequiredWhy: map[string]string{
+				"path":  "the ACL path to grant on (/, /vms/100, /pool/lab, /storage/local …)",
+				"roles": "the role to grant (PVEVMAdmin, PVEAuditor, …)",
+			},
 			// No identity key: PVE has no ids for ACL entries, a grant is
 			// known by what it grants (aclIdentities).
 			Identities: aclIdentities,
@@ -433,9 +468,10 @@ var kindTable = sync.OnceValue(func() map[string]*kindInfo {
 			Check: collect(checkACL),
 		},
 		{
-			Name:   KindStorage,
-			Noun:   "storage",
-			Create: &apiCall{"POST", "/storage"},
+			Name:        KindStorage,
+			Noun:        "storage",
+			Create:      &apiCall{"POST", "/storage"},
+			RequiredWhy: map[string]string{"type": "one of " + strings.Join(schema.StorageTypeNames(), ", ")},
 			// The storage ID is the identity, defaulted from the document's name.
 			Identity:   "storage",
 			Identities: singleIdentity("storage", "storage"),

@@ -7,12 +7,12 @@ import (
 	"io"
 	"maps"
 	"os"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
 
@@ -81,8 +81,27 @@ type document struct {
 	renamedPos    Pos
 	spec          *yaml.Node // a mapping, or nil
 	// set records which header keys were written (Connection and Defaults
-	// documents accept only kind, name and spec).
-	set map[string]Pos
+	// documents accept only kind, name and spec): a few, so a list (a map
+	// per document is most of the memory of many small documents).
+	set headerKeys
+}
+
+// headerKeys are the header keys of a document and where each was written.
+type headerKeys []headerKey
+
+type headerKey struct {
+	key string
+	pos Pos
+}
+
+// at returns where key was written, and whether it was.
+func (h headerKeys) at(key string) (Pos, bool) {
+	for _, k := range h {
+		if k.key == key {
+			return k.pos, true
+		}
+	}
+	return Pos{}, false
 }
 
 // refAt is a parsed dependsOn entry and where it was written.
@@ -178,66 +197,6 @@ func (l *loader) sorted() Diagnostics {
 // lists them at the first such message only.
 const kindsNote = "\x00supported kinds\x00"
 
-// expand turns the -f arguments into files: a directory contributes its
-// *.yaml and *.yml files (not recursively), sorted. A file named twice is
-// read once.
-func (l *loader) expand(paths []string) []string {
-	var files []string
-	seen := map[string]bool{}
-	add := func(f string) {
-		if c := filepath.Clean(f); !seen[c] {
-			seen[c] = true
-			files = append(files, f)
-		}
-	}
-	if len(paths) == 0 {
-		l.errorf(Pos{File: "-"}, "no spec files given (use -f PATH)")
-	}
-	for _, p := range paths {
-		if p == StdinPath {
-			add(p)
-			continue
-		}
-		fi, err := os.Stat(p)
-		if err != nil {
-			l.unreadable = true
-			l.errorf(Pos{File: p}, "%s", describeOSError(err))
-			continue
-		}
-		if !fi.IsDir() {
-			add(p)
-			continue
-		}
-		entries, err := os.ReadDir(p)
-		if err != nil {
-			l.unreadable = true
-			l.errorf(Pos{File: p}, "%s", describeOSError(err))
-			continue
-		}
-		n := 0
-		for _, e := range entries {
-			ext := strings.ToLower(filepath.Ext(e.Name()))
-			if e.IsDir() || (ext != ".yaml" && ext != ".yml") {
-				continue
-			}
-			add(filepath.Join(p, e.Name()))
-			n++
-		}
-		if n == 0 {
-			l.errorf(Pos{File: p}, "directory has no *.yaml or *.yml files")
-		}
-	}
-	return files
-}
-
-func describeOSError(err error) string {
-	var pe *os.PathError
-	if errors.As(err, &pe) {
-		return pe.Op + ": " + pe.Err.Error()
-	}
-	return err.Error()
-}
-
 var (
 	yamlLineRE      = regexp.MustCompile(`^yaml: line (\d+): `)
 	unknownAnchorRE = regexp.MustCompile(`^yaml: unknown anchor '([^']*)' referenced`)
@@ -267,17 +226,13 @@ var zeroBasedYAMLErrors = map[string]bool{
 // readFile decodes every document of a file, interpolates it and decodes its
 // header. A syntax error ends the file: the YAML decoder cannot resume.
 func (l *loader) readFile(file string) []*document {
-	var data []byte
-	var err error
 	if file == StdinPath {
 		file = stdinName
-		data, err = io.ReadAll(l.stdin)
-	} else {
-		data, err = os.ReadFile(file)
 	}
+	data, err := l.read(file)
 	if err != nil {
 		l.unreadable = true
-		l.errorf(Pos{File: file}, "%s", describeOSError(err))
+		l.errorf(Pos{File: file}, "%v", err)
 		return nil
 	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
@@ -382,7 +337,7 @@ func (l *loader) pairs(file string, m *yaml.Node, what string) [][2]*yaml.Node {
 
 // header decodes a document's top-level keys.
 func (l *loader) header(file string, m *yaml.Node) *document {
-	d := &document{file: file, pos: nodePos(file, m), set: map[string]Pos{}}
+	d := &document{file: file, pos: nodePos(file, m)}
 	var unknown [][2]*yaml.Node
 	for _, kv := range l.pairs(file, m, "document") {
 		k, v := kv[0], kv[1]
@@ -394,6 +349,10 @@ func (l *loader) header(file string, m *yaml.Node) *document {
 		case "name":
 			d.namePos = vp
 			d.name = l.stringValue(file, "name", v)
+			if n := utf8.RuneCountInString(d.name); n > MaxNameLength {
+				l.errorf(vp, "name is %d characters long, over pvectl's limit of %d (a DNS name's): shorten it", n, MaxNameLength)
+				d.name = ""
+			}
 			if strings.Contains(d.name, "/") {
 				l.errorf(vp, "name %q must not contain '/' (addresses are Kind/name)", d.name)
 				d.name = ""
@@ -444,7 +403,7 @@ func (l *loader) header(file string, m *yaml.Node) *document {
 			unknown = append(unknown, kv)
 			continue
 		}
-		d.set[k.Value] = kp
+		d.set = append(d.set, headerKey{k.Value, kp})
 	}
 	if d.state == "" {
 		d.state = Present
@@ -454,10 +413,10 @@ func (l *loader) header(file string, m *yaml.Node) *document {
 		l.errorf(nodePos(file, kv[0]), "unknown key %q in %s%s (allowed: %s)",
 			kv[0].Value, d.describe(), didYouMean(kv[0].Value, topLevelKeys), strings.Join(topLevelKeys, ", "))
 	}
-	if _, ok := d.set["kind"]; !ok {
+	if _, ok := d.set.at("kind"); !ok {
 		l.errorf(d.pos, "kind is required%s", kindsNote)
 	}
-	if _, ok := d.set["name"]; !ok {
+	if _, ok := d.set.at("name"); !ok {
 		l.errorf(d.pos, "name is required in %s", d.describe())
 	}
 	if d.readOnly && d.state == Absent {
@@ -482,9 +441,13 @@ func (d *document) describe() string {
 func (d *document) ref() Ref { return Ref{d.kind, d.name} }
 
 // stringValue reads a scalar that must be a non-empty string.
+// Like every name and identity, it is one line of text (textProblem).
 func (l *loader) stringValue(file, key string, v *yaml.Node) string {
 	if v.Kind != yaml.ScalarNode || v.ShortTag() == "!!null" || v.Value == "" {
 		l.errorf(nodePos(file, v), "%s must be a non-empty string, got %s", key, describeNode(v))
+		return ""
+	}
+	if l.checkText(file, key, v, false) {
 		return ""
 	}
 	return v.Value
@@ -520,6 +483,9 @@ func (l *loader) dependsOn(file string, v *yaml.Node) []refAt {
 		it = resolveAlias(it)
 		if it.Kind != yaml.ScalarNode {
 			l.errorf(nodePos(file, it), "dependsOn entries must be strings Kind/name, got %s", describeNode(it))
+			continue
+		}
+		if l.checkText(file, "dependsOn", it, false) {
 			continue
 		}
 		r, err := parseRef(it.Value)

@@ -31,7 +31,7 @@ func TestProvisionKeys(t *testing.T) {
 			[]string{"a.yaml:4: QemuVM/vm: spec.running is false but spec.provision needs the VM running"}},
 		{"template", map[string]string{"a.yaml": doc("  template: true\n  provision: a.yml\n"), "a.yml": "\n"},
 			[]string{"a.yaml:5: QemuVM/vm: spec.provision: a template never runs"}},
-		{"container has none", map[string]string{"a.yaml": "kind: LxcContainer\nname: ct\nspec:\n  provision: a.yml\n", "a.yml": "\n"},
+		{"container has none", map[string]string{"a.yaml": "kind: LxcContainer\nname: ct\nspec:\n  provision: a.yml\n  ostemplate: local:vztmpl/debian-12-standard_12.7-1_amd64.tar.zst\n", "a.yml": "\n"},
 			[]string{`a.yaml:4: unknown field "provision" in LxcContainer spec`}},
 	}
 	for _, tt := range tests {

@@ -131,7 +131,7 @@ func TestQemuSSHKeysDefaults(t *testing.T) {
 
 // The conveniences are QemuVM's: a container refuses them as unknown.
 func TestLxcRefusesQemuConveniences(t *testing.T) {
-	_, diags := loadFiles(t, map[string]string{"a.yaml": "kind: LxcContainer\nname: ct\nspec:\n  image: ubuntu\n"}, nil)
+	_, diags := loadFiles(t, map[string]string{"a.yaml": "kind: LxcContainer\nname: ct\nspec:\n  image: ubuntu\n  ostemplate: local:vztmpl/debian-12-standard_12.7-1_amd64.tar.zst\n"}, nil)
 	if len(diags) != 1 || !strings.Contains(diags[0], `unknown field "image" in LxcContainer spec`) {
 		t.Errorf("diagnostics: %v", diags)
 	}

@@ -42,10 +42,7 @@ func storageProblems(r *Resource) map[string]string {
 	out := map[string]string{}
 	typ, ok := r.Params["type"]
 	if !ok {
-		if _, written := r.KeyPos["type"]; !written {
-			out["type"] = fmt.Sprintf("a storage needs its type, one of %s", strings.Join(schema.StorageTypeNames(), ", "))
-		}
-		return out // a written but bad type is reported already
+		return out // missing: requiredProblems says so; a bad type is reported already
 	}
 	t, ok := schema.LookupStorageType(typ)
 	if !ok {

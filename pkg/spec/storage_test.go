@@ -49,7 +49,7 @@ func TestStorageDiagnostics(t *testing.T) {
 		{
 			name: "no type",
 			spec: "kind: Storage\nname: st1\nspec:\n  path: /srv\n",
-			want: []string{`a.yaml:1: Storage/st1: spec.type: a storage needs its type, one of btrfs, cephfs, cifs, dir, esxi, iscsi, iscsidirect, lvm, lvmthin, nfs, pbs, rbd, zfs, zfspool`},
+			want: []string{`a.yaml:1: Storage/st1: spec.type is required: one of btrfs, cephfs, cifs, dir, esxi, iscsi, iscsidirect, lvm, lvmthin, nfs, pbs, rbd, zfs, zfspool`},
 		},
 		{
 			name: "required options, at the type",

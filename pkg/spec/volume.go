@@ -78,16 +78,7 @@ func normalizedFilename(f string) string {
 // type takes), so that the next plan finds what the download made.
 func checkDownload(r *Resource) []problem {
 	var out []problem
-	storage, content, file := r.Params["storage"], r.Params["content"], r.Params["filename"]
-	if storage == "" {
-		out = append(out, problem{"", "spec.storage is required: the storage the file is downloaded to"})
-	}
-	if content == "" {
-		out = append(out, problem{"", "spec.content is required: iso, vztmpl or import"})
-	}
-	if r.State == Present && !r.ReadOnly && r.Params["url"] == "" {
-		out = append(out, problem{"", "spec.url is required: where the node downloads the file from"})
-	}
+	content, file := r.Params["content"], r.Params["filename"]
 	if file != "" {
 		if n := normalizedFilename(file); n != file {
 			out = append(out, problem{"filename", fmt.Sprintf("PVE would store file %q as %q (it keeps only letters, digits, _ . and -): write filename: %s", file, n, n)})

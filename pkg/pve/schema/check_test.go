@@ -133,6 +133,8 @@ func TestParamCheckOtherSurfaces(t *testing.T) {
 		{"poolid", "POST", "/pools", "poolid", "team-a", ""},
 		{"userid", "POST", "/access/users", "userid", "deploy@pve", ""},
 		{"userid bad", "POST", "/access/users", "userid", "deploy", "invalid format - value 'deploy' does not look like a valid user name"},
+		{"userid too short", "POST", "/access/users", "userid", "@p", "invalid format - user name '@p' is too short"},
+		{"userid too long", "POST", "/access/users", "userid", "a@" + string(make([]byte, 63)), "value may only be 64 characters long"},
 		{"email ok", "POST", "/access/users", "email", "ops@example.com", ""},
 		{"email bad", "POST", "/access/users", "email", "ops-at-example", "invalid format - value does not look like a valid email address"},
 		{"lxc mp0", "POST", "/nodes/{node}/lxc", "mp0", "local-lvm:8,mp=/data", ""},

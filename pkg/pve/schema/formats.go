@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"regexp"
 	"strings"
+	"unicode/utf8"
 )
 
 // Named formats PVE registers in pve-common, qemu-server, pve-container and
@@ -193,8 +194,15 @@ var (
 	labelRE = regexp.MustCompile(`^[a-zA-Z0-9]([a-zA-Z0-9\-]*[a-zA-Z0-9])?$`)
 )
 
+// checkUserID follows pve-access-control Auth/Plugin.pm verify_username:
+// 3 to 64 characters (Perl's length of the decoded value), then the form.
 func checkUserID(v string) error {
-	if len(v) > 64 || !userRE.MatchString(v) {
+	switch n := utf8.RuneCountInString(v); {
+	case n < 3:
+		return fmt.Errorf("user name '%s' is too short", v)
+	case n > 64:
+		return fmt.Errorf("user name '%s' is too long (%d > 64)", v, n)
+	case !userRE.MatchString(v):
 		return fmt.Errorf("value '%s' does not look like a valid user name", v)
 	}
 	return nil

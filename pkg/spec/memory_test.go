@@ -1,0 +1,120 @@
+package spec
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+)
+
+// smallDocs is at least size bytes of minimal documents (format takes the
+// document's index), and how many there are.
+func smallDocs(size int, format string) (string, int) {
+	var b strings.Builder
+	n := 0
+	for b.Len() < size {
+		fmt.Fprintf(&b, format, n)
+		n++
+	}
+	return b.String(), n
+}
+
+const (
+	smallPool = "---\nkind: Pool\nname: p%d\n"
+	smallVM   = "---\nkind: QemuVM\nname: vm%d\nspec:\n  memory: 512\n  cores: 1\n"
+)
+
+// allocated is the bytes Load allocates for a file of n small documents.
+func allocated(t *testing.T, format string, n int) uint64 {
+	t.Helper()
+	var b strings.Builder
+	for i := range n {
+		fmt.Fprintf(&b, format, i)
+	}
+	path := filepath.Join(t.TempDir(), "s.yaml")
+	if err := os.WriteFile(path, []byte(b.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	runtime.GC()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	set, err := Load([]string{path}, LoadOptions{Getenv: env()})
+	runtime.ReadMemStats(&after)
+	if err != nil || len(set.Resources) != n {
+		t.Fatalf("Load of %d documents: %v", n, err)
+	}
+	return after.TotalAlloc - before.TotalAlloc
+}
+
+// Memory grows linearly with the number of documents, a few KiB each
+// (loosely bounded: the bound catches a quadratic step or a per-document
+// copy of something big, not a few bytes more).
+func TestLoadMemoryIsLinear(t *testing.T) {
+	if testing.Short() {
+		t.Skip("loads 30,000 documents")
+	}
+	allocated(t, smallPool, 10) // the schema facts, decoded once per process
+	for _, format := range []string{smallPool, smallVM} {
+		small, big := allocated(t, format, 5000), allocated(t, format, 10000)
+		perDoc := big / 10000
+		t.Logf("%q: %d B/document (5,000: %d MB, 10,000: %d MB)", format[4:16], perDoc, small>>20, big>>20)
+		if big > small*5/2 {
+			t.Errorf("%q: 10,000 documents allocate %d MB, 5,000 %d MB: not linear", format[4:16], big>>20, small>>20)
+		}
+		if perDoc > 8<<10 {
+			t.Errorf("%q: %d bytes allocated per document, want at most 8 KiB", format[4:16], perDoc)
+		}
+	}
+}
+
+// BenchmarkLoadSmallDocs is validate of 10 MiB of small documents (the
+// issue's hostile-file case): peak heap and allocation per op, as
+// docs/performance.md reports them.
+func BenchmarkLoadSmallDocs(b *testing.B) {
+	for _, c := range []struct{ name, format string }{{"pools", smallPool}, {"vms", smallVM}} {
+		b.Run(c.name, func(b *testing.B) {
+			data, n := smallDocs(10<<20, c.format)
+			path := filepath.Join(b.TempDir(), "s.yaml")
+			if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			var peak uint64
+			for range b.N {
+				runtime.GC()
+				stop, done := make(chan struct{}), make(chan uint64)
+				go samplePeak(stop, done)
+				set, err := Load([]string{path}, LoadOptions{Getenv: env()})
+				close(stop)
+				peak = max(peak, <-done)
+				if err != nil || len(set.Resources) != n {
+					b.Fatalf("Load: %v", err)
+				}
+			}
+			b.ReportMetric(float64(peak)/(1<<20), "peak-heap-MB")
+			b.ReportMetric(float64(n), "docs")
+		})
+	}
+}
+
+// samplePeak reports the largest heap in use seen until stop closes.
+func samplePeak(stop <-chan struct{}, done chan<- uint64) {
+	var peak uint64
+	var m runtime.MemStats
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		runtime.ReadMemStats(&m)
+		peak = max(peak, m.HeapInuse)
+		select {
+		case <-stop:
+			done <- peak
+			return
+		case <-tick.C:
+		}
+	}
+}
