@@ -120,4 +120,12 @@ func TestDriveWriteBack(t *testing.T) {
 	if c := e.config("201"); c["scsi0"] != "local-lvm:vm-201-disk-0,size=1G" {
 		t.Errorf("linked clone's scsi0 = %v", c["scsi0"])
 	}
+	// A volume that is not a base one has no clone feature: a linked
+	// clone of the template is refused before its worker (clone_vm).
+	e.run("POST", "/nodes/pve/qemu", "vmid", "300", "scsi0", "local-lvm:1")
+	e.ok(nil, "PUT", "/nodes/pve/qemu/200/config", "scsi1", "local-lvm:vm-300-disk-0")
+	r := e.call("POST", "/nodes/pve/qemu/200/clone", "newid", "202")
+	if want := "Linked clone feature is not supported for 'local-lvm:vm-300-disk-0' (scsi1)"; r.Status != 500 || r.Message != want {
+		t.Errorf("linked clone of a non-base volume: got %d %q, want 500 %q", r.Status, r.Message, want)
+	}
 }
