@@ -1,6 +1,7 @@
 package pvesim
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -101,4 +102,44 @@ func bodyMessage(msg string) string {
 		return msg
 	}
 	return msg + "\n"
+}
+
+// writeErr answers e as PVE's JSON formatter does (pve-http-server
+// Formatter/Standard.pm prepare_response_data: data null, the message,
+// and "errors" per parameter when there are any), with the message as
+// the status line's reason phrase.
+func writeErr(w http.ResponseWriter, r *http.Request, e *apiError) int {
+	body := map[string]any{"data": nil, "message": bodyMessage(e.msg)}
+	if len(e.errors) > 0 {
+		body["errors"] = e.errors
+	}
+	b, err := json.Marshal(body)
+	if err != nil {
+		b = []byte(`{"data":null,"message":"internal error encoding response\n"}`)
+	}
+	return writeAnswer(w, r, e.status, e.msg, b)
+}
+
+func writeData(w http.ResponseWriter, data any) int {
+	body := map[string]any{"data": data}
+	if wt, ok := data.(withTop); ok {
+		body["data"] = wt.data
+		for k, v := range wt.top {
+			body[k] = v
+		}
+	}
+	writeJSON(w, http.StatusOK, body)
+	return http.StatusOK
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		status = http.StatusInternalServerError
+		b = []byte(`{"data":null,"message":"internal error encoding response"}`)
+	}
+	w.Header().Set("Content-Type", "application/json;charset=UTF-8")
+	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
+	w.WriteHeader(status)
+	w.Write(b)
 }

@@ -1,7 +1,6 @@
 package pvesim
 
 import (
-	"errors"
 	"fmt"
 	"maps"
 	"net/http"
@@ -133,6 +132,11 @@ func (s *Server) cloneCheck(k *guestKind, q *request, wasRunning bool) (*cloneSp
 	}
 	if !c.full && q.has("format") {
 		return nil, fail(http.StatusInternalServerError, "parameter 'format' not allowed for linked clones")
+	}
+	if !c.full {
+		if err := s.linkedCloneable(k, src); err != nil {
+			return nil, err
+		}
 	}
 	if c.pool != "" {
 		if err := s.checkPoolExist(c.pool); err != nil {
@@ -303,10 +307,6 @@ func (s *Server) cloneDisk(src, nv *vm, key, val string, full bool, targetStorag
 	// pve-storage LvmThinPlugin.pm clone_image); file storages and ZFS
 	// put the base in the name (Plugin.pm clone_image:
 	// "9000/base-9000-disk-0.qcow2/101/vm-101-disk-0.qcow2").
-	// pve-storage Plugin.pm and LvmThinPlugin.pm clone_image.
-	if !isBaseVolume(vol) {
-		return "", "", errors.New("clone_image only works on base images")
-	}
 	nvol := s.allocImage(st, nv.VMID, vol.Size, "vm")
 	nvol.Parent = vol.volid()
 	nvol.Content = vol.Content
@@ -317,6 +317,33 @@ func (s *Server) cloneDisk(src, nv *vm, key, val string, full bool, targetStorag
 	}
 	*created = append(*created, nvol)
 	return printDrive(nvol.volid(), clonedDriveProps(rest, nvol)), fmt.Sprintf("create linked clone of drive %s (%s)", key, vol.volid()), nil
+}
+
+// linkedCloneable is clone_vm's check that every volume a linked clone
+// shares supports it: only a base volume has the clone feature
+// (pve-storage volume_has_feature, the plugins' "clone => { base => … }").
+// A VM copies its CD-ROMs' values, and copies cloud-init and TPM state
+// drives in full (qemu-server API2/Qemu.pm clone_vm); a container checks
+// every volume (pve-container API2/LXC.pm clone_vm).
+func (s *Server) linkedCloneable(k *guestKind, src *vm) error {
+	keys := slices.Sorted(maps.Keys(src.Conf))
+	slices.SortStableFunc(keys, func(a, b string) int { return ctVolumeRank(a) - ctVolumeRank(b) })
+	for _, key := range keys {
+		val := src.Conf[key]
+		if !isDiskKey(key) || k == s.qemu && (isCDROM(val, true) || isCloudinitDrive(val) || key == "tpmstate0") {
+			continue
+		}
+		file, _ := diskFile(val)
+		vol, ok := s.st.Volumes[file]
+		if !ok || isBaseVolume(vol) {
+			continue
+		}
+		if k == s.qemu {
+			return fail(http.StatusInternalServerError, "Linked clone feature is not supported for '%s' (%s)", file, key)
+		}
+		return fail(http.StatusInternalServerError, "Linked clone feature for '%s' is not available", file)
+	}
+	return nil
 }
 
 // isBaseVolume reports whether vol is a base image, as parse_volname's

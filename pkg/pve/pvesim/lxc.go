@@ -149,9 +149,13 @@ func (s *Server) normalizeCTValue(v *vm, key, val string, created *[]*volume) (s
 	m := newDiskRe.FindStringSubmatch(file)
 	if m == nil {
 		if vm := volidRe.FindStringSubmatch(file); vm != nil {
-			if _, ok := s.st.Volumes[file]; !ok {
+			vol, ok := s.st.Volumes[file]
+			if !ok {
 				return "", fail(http.StatusInternalServerError, "volume '%s' does not exist", file)
 			}
+			// apply_pending_mountpoint rescans an existing volume's size
+			// (pve-container LXC/Config.pm $rescan_volume).
+			rest = schema.SetProp(rest, "size", schema.FormatSize(vol.Size))
 			if created == nil {
 				if err := s.ctContentCheck(vm[1]); err != nil {
 					return "", err

@@ -120,4 +120,27 @@ func TestDriveWriteBack(t *testing.T) {
 	if c := e.config("201"); c["scsi0"] != "local-lvm:vm-201-disk-0,size=1G" {
 		t.Errorf("linked clone's scsi0 = %v", c["scsi0"])
 	}
+	// A volume that is not a base one has no clone feature: a linked
+	// clone of the template is refused before its worker (clone_vm).
+	e.run("POST", "/nodes/pve/qemu", "vmid", "300", "scsi0", "local-lvm:1")
+	e.ok(nil, "PUT", "/nodes/pve/qemu/200/config", "scsi1", "local-lvm:vm-300-disk-0")
+	r := e.call("POST", "/nodes/pve/qemu/200/clone", "newid", "202")
+	if want := "Linked clone feature is not supported for 'local-lvm:vm-300-disk-0' (scsi1)"; r.Status != 500 || r.Message != want {
+		t.Errorf("linked clone of a non-base volume: got %d %q, want 500 %q", r.Status, r.Message, want)
+	}
+}
+
+// TestMountPointResentKeepsSize: a container's volume re-sent without its
+// size gets the size the storage reports (pve-container LXC/Config.pm
+// apply_pending_mountpoint: $rescan_volume).
+func TestMountPointResentKeepsSize(t *testing.T) {
+	e := newEnv(t, pvesim.Options{})
+	e.run("POST", "/nodes/pve/lxc", "vmid", "200", "ostemplate", "local:vztmpl/debian-12-standard_12.7-1_amd64.tar.zst",
+		"rootfs", "local-lvm:4", "mp0", "local-lvm:1,mp=/data")
+	e.ok(nil, "PUT", "/nodes/pve/lxc/200/config", "mp0", "local-lvm:vm-200-disk-1,mp=/srv,backup=on")
+	var c map[string]any
+	e.ok(&c, "GET", "/nodes/pve/lxc/200/config")
+	if want := "local-lvm:vm-200-disk-1,mp=/srv,backup=1,size=1G"; c["mp0"] != want {
+		t.Errorf("mp0 = %v, want %s", c["mp0"], want)
+	}
 }
