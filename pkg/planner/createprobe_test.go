@@ -137,6 +137,7 @@ func TestAmbiguousCreateEveryKind(t *testing.T) {
 				s := simtest.Start(t, simtest.Options{
 					Sim:           pvesim.Options{TokenID: simToken, TokenSecret: simSecret, TaskDuration: time.Millisecond, Seed: 1, DataDir: t.TempDir()},
 					Wrap:          f.Wrap,
+					Conformance:   true, // the look-ups are valid PVE requests too
 					ClientOptions: []pve.Option{pve.WithRequestTimeout(500 * time.Millisecond)},
 				})
 				sim := &simClients{cl: s.Client, conn: &spec.Connection{URL: s.URL, Nodes: []string{"pve"}}}
@@ -179,7 +180,7 @@ func TestAmbiguousUpdateAndDelete(t *testing.T) {
 				f := &simtest.CarriedOut{Fault: fault, Match: func(r *http.Request, _ []byte) bool {
 					return r.Method == tc.method && r.URL.Path == "/api2/json"+tc.path
 				}}
-				s := simtest.Start(t, simtest.Options{Sim: pvesim.Options{TokenID: simToken, TokenSecret: simSecret, TaskDuration: time.Millisecond, Seed: 1}, Wrap: f.Wrap})
+				s := simtest.Start(t, simtest.Options{Sim: pvesim.Options{TokenID: simToken, TokenSecret: simSecret, TaskDuration: time.Millisecond, Seed: 1}, Wrap: f.Wrap, Conformance: true})
 				sim := &simClients{cl: s.Client, conn: &spec.Connection{URL: s.URL, Nodes: []string{"pve"}}}
 				applyPlan(t, sim, planFor(t, sim, loadSpec(t, tc.before), Options{}))
 				after := loadSpec(t, tc.after)
