@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"regexp"
 	"strings"
 	"time"
@@ -69,10 +70,16 @@ func createChecked(ctx context.Context, k kindOps, x *execution, c *Change) erro
 		if err == nil || ctx.Err() != nil {
 			return err
 		}
+		refused := false
 		switch {
 		case pve.OutcomeUnknown(err):
 			unsure = true
 		case unsure && alreadyExists(err):
+		case handlerDied(err):
+			// PVE's message, so a refusal by the rule; but a handler can
+			// die after its work too (pve-http-server AnyEvent.pm answers
+			// any error of the call with a 500): looked at, never resent.
+			refused = true
 		default:
 			return err
 		}
@@ -82,6 +89,9 @@ func createChecked(ctx context.Context, k kindOps, x *execution, c *Change) erro
 		}
 		if got != landedAbsent {
 			return adoptCreated(ctx, k, x, c, got, probe, err)
+		}
+		if refused {
+			return err
 		}
 		if !pve.OutcomeUnknown(err) || attempt >= createSends {
 			return fmt.Errorf("%w (outcome unknown: sent %d times, %s is not there)", err, attempt, objectName(k, c))
@@ -184,6 +194,14 @@ func diffPaths(d []FieldDiff) []string {
 		out = append(out, f.Path)
 	}
 	return out
+}
+
+// handlerDied is a 500 with PVE's message that names no lasting reason
+// (not a lock timeout, a missing object or a taken id).
+func handlerDied(err error) bool {
+	var ae *pve.APIError
+	return errors.As(err, &ae) && ae.Status == http.StatusInternalServerError &&
+		!pve.IsLockTimeout(err) && !pve.IsNotFound(err) && !alreadyExists(err)
 }
 
 // alreadyExistsRe is PVE's refusal of a create whose id is taken:

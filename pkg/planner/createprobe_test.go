@@ -3,6 +3,7 @@ package planner
 import (
 	"context"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -137,6 +138,7 @@ func TestAmbiguousCreateEveryKind(t *testing.T) {
 				s := simtest.Start(t, simtest.Options{
 					Sim:           pvesim.Options{TokenID: simToken, TokenSecret: simSecret, TaskDuration: time.Millisecond, Seed: 1, DataDir: t.TempDir()},
 					Wrap:          f.Wrap,
+					Conformance:   true, // the look-ups are valid PVE requests too
 					ClientOptions: []pve.Option{pve.WithRequestTimeout(500 * time.Millisecond)},
 				})
 				sim := &simClients{cl: s.Client, conn: &spec.Connection{URL: s.URL, Nodes: []string{"pve"}}}
@@ -179,7 +181,7 @@ func TestAmbiguousUpdateAndDelete(t *testing.T) {
 				f := &simtest.CarriedOut{Fault: fault, Match: func(r *http.Request, _ []byte) bool {
 					return r.Method == tc.method && r.URL.Path == "/api2/json"+tc.path
 				}}
-				s := simtest.Start(t, simtest.Options{Sim: pvesim.Options{TokenID: simToken, TokenSecret: simSecret, TaskDuration: time.Millisecond, Seed: 1}, Wrap: f.Wrap})
+				s := simtest.Start(t, simtest.Options{Sim: pvesim.Options{TokenID: simToken, TokenSecret: simSecret, TaskDuration: time.Millisecond, Seed: 1}, Wrap: f.Wrap, Conformance: true})
 				sim := &simClients{cl: s.Client, conn: &spec.Connection{URL: s.URL, Nodes: []string{"pve"}}}
 				applyPlan(t, sim, planFor(t, sim, loadSpec(t, tc.before), Options{}))
 				after := loadSpec(t, tc.after)
@@ -195,5 +197,45 @@ func TestAmbiguousUpdateAndDelete(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// A 500 with a message, after PVE carried the create out (a handler that
+// died after its work): looked at and adopted, not sent again; PVE's
+// refusal with a message is the apply's error, not sent again either.
+func TestAmbiguousCreateHandlerDiedAfterWork(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		carry  bool
+		wantOK bool
+	}{
+		{"carried out", true, true},
+		{"refused", false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			seen := 0
+			wrap := func(next http.Handler) http.Handler {
+				return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					if r.Method != http.MethodPost || r.URL.Path != "/api2/json/pools" {
+						next.ServeHTTP(w, r)
+						return
+					}
+					seen++
+					if tc.carry {
+						next.ServeHTTP(httptest.NewRecorder(), r)
+					}
+					w.Header().Set("Content-Type", "application/json")
+					w.WriteHeader(http.StatusInternalServerError)
+					_, _ = w.Write([]byte(`{"data":null,"message":"cfs-lock 'file-user_cfg' error: got lock request timeout"}`))
+				})
+			}
+			s := simtest.Start(t, simtest.Options{Sim: pvesim.Options{TokenID: simToken, TokenSecret: simSecret, TaskDuration: time.Millisecond, Seed: 1}, Wrap: wrap})
+			sim := &simClients{cl: s.Client, conn: &spec.Connection{URL: s.URL, Nodes: []string{"pve"}}}
+			set := loadSpec(t, "kind: Pool\nname: amb\n")
+			_, err := Apply(context.Background(), sim, planFor(t, sim, set, Options{}), ApplyOptions{Hooks: &recHooks{}})
+			if (err == nil) != tc.wantOK || seen != 1 {
+				t.Errorf("apply: %v after %d sends, want ok=%v after 1", err, seen, tc.wantOK)
+			}
+		})
 	}
 }

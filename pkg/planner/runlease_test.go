@@ -29,7 +29,7 @@ func TestSimRunLockLeaseRenewedAndExpires(t *testing.T) {
 	if err != nil || first == nil || first.Expires.IsZero() {
 		t.Fatalf("lock %+v (%v), want one with a lease", first, err)
 	}
-	if d := first.Expires.Sub(time.Now()); d < MinLease-2*time.Second || d > MinLease+2*time.Second {
+	if d := time.Until(first.Expires); d < MinLease-2*time.Second || d > MinLease+2*time.Second {
 		t.Errorf("lease runs out in %s, want about %s", d, MinLease)
 	}
 	renewed := false

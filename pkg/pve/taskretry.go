@@ -30,6 +30,12 @@ func IsTaskLockTimeout(err error) bool {
 	return errors.As(err, &te) && taskLockTimeoutRe.MatchString(strings.TrimSpace(te.ExitStatus))
 }
 
+// bare500 is a 500 without PVE's message (OutcomeUnknown).
+func bare500(err error) bool {
+	var ae *APIError
+	return errors.As(err, &ae) && ae.Status == 500 && ae.Bare
+}
+
 // RunIdempotentTask is RunTask for a call that may safely be made again:
 // a call answered with a plain 500 (createretry.go: PVE did nothing) is
 // sent again, reported as a TaskFaultRetry; a task that failed on its
@@ -51,12 +57,13 @@ func (c *Client) RunIdempotentTask(ctx context.Context, method, path string, par
 			}
 			// The call may have been carried out: its task is looked for
 			// (createretry.go) and waited for when found; when not, PVE
-			// never started it.
-			if mayHaveReached(err) {
-				node, typ, vmid, ok := guestTaskOf(method, path)
-				if !ok {
-					return err
-				}
+			// never started it. A call whose task cannot be looked up is
+			// given up — but after a bare 500 it is repeated, as before
+			// such a 500 counted as unknown (it is safe to repeat), unless
+			// it is a clone, which its caller looks up (cloneretry.go).
+			if node, typ, vmid, ok := guestTaskOf(method, path); mayHaveReached(err) && !ok && (!bare500(err) || strings.HasSuffix(path, "/clone")) {
+				return err
+			} else if mayHaveReached(err) && ok {
 				found, ok, lerr := c.findGuestTask(ctx, node, typ, vmid, sent)
 				if lerr != nil {
 					return fmt.Errorf("%w (looking for its task failed too: %v)", err, lerr)
