@@ -281,7 +281,7 @@ func TestBuildUpdate(t *testing.T) {
 			{Path: "running", Before: false, After: true},
 		},
 		Reasons: []string{"memory changed", "power state stopped, wanted running"},
-		Node:    "pve", State: &guestState{VMID: 100}, Digest: "d-vm",
+		Node:    "pve", State: &guestState{VMID: 100, Stopped: true}, Digest: "d-vm",
 		Fingerprint: fingerprint(live["QemuVM/app-vm-1"]),
 		DependsOn:   []string{"NetworkApply/pve"},
 		Params:      map[string]string{"memory": "4096"},
