@@ -371,7 +371,7 @@ func TestFindQemu(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			row, err := qemu.find(rows, tt.r, tt.vmid)
+			row, err := qemu.find(newGuestIndex(pve.QEMU, rows), tt.r, tt.vmid)
 			if tt.errHas != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.errHas) {
 					t.Fatalf("find: got error %v want %q", err, tt.errHas)

@@ -53,8 +53,8 @@ type liveConn struct {
 	aclRead   bool
 	perms     pve.Permissions // the token's effective permissions
 	// guests holds, per guest type, the guests as they are now (guestfind.go
-	// guestRows), read at most once.
-	guests map[pve.GuestType][]pve.ClusterResource
+	// guestRows), read at most once and indexed.
+	guests map[pve.GuestType]*guestIndex
 	// volumes are storage listings by node, storage and content, and
 	// usersOfVolumes the VMs using each volume on their drives (content.go).
 	volumes        map[string][]pve.Volume

@@ -149,7 +149,7 @@ func (c *Client) WaitTask(ctx context.Context, upid UPID) (st *TaskStatus, err e
 				st.ExitStatus = scrub(st.ExitStatus, c.secretsOf(nil))
 				if succeeded(st.ExitStatus) {
 					// It ended between the last two polls.
-					c.pacer.learn(upid.Type, (lastRunning+looked)/2)
+					c.pacer.learn(upid.Type, c.pollSteps().observedEnd(lastRunning, looked))
 					if warningsRe.MatchString(strings.TrimSpace(st.ExitStatus)) && hasObserver(ctx) {
 						warnings = c.taskWarnings(ctx, upid)
 					}

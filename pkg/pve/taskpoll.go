@@ -77,6 +77,17 @@ func (p *taskPacer) expected(typ string) (taskStats, bool) {
 	return s, ok
 }
 
+// observedEnd is the duration to learn from a task last seen running at
+// age running and stopped at age stopped: after a fine step, the stopped
+// poll (an upper bound of its end, so that the grid of the next tasks'
+// polls settles just after their end); after a longer one, the middle.
+func (s pollSteps) observedEnd(running, stopped time.Duration) time.Duration {
+	if stopped-running <= s.fine*5/2 {
+		return stopped
+	}
+	return (running + stopped) / 2
+}
+
 // learn folds one observed duration into its type's mean and deviation.
 func (p *taskPacer) learn(typ string, d time.Duration) {
 	if typ == "" || d <= 0 {
@@ -119,17 +130,36 @@ func (s pollSteps) delay(st taskStats, known bool, age time.Duration) time.Durat
 		return min(max(age/youngSteps, s.fine), s.longest)
 	}
 	from, to := s.window(st)
-	switch {
-	case age < from:
-		// Up to the window, but no longer than the task's age: a task
-		// that fails early (on its lock, after PVE's 1 s or 10 s wait)
-		// is seen at twice the age it failed at, not at the window.
-		return min(max(from-age, s.fine/2), max(age, s.fine), s.longest)
-	case age < to:
-		return s.fine
-	default:
+	if age >= to {
 		return min(max((age-to)/4, s.fine), s.longest)
 	}
+	// Up to the window, steps double with the task's age: a task that
+	// fails early (on its lock, after PVE's 1 s or 10 s wait) is seen at
+	// twice the age it failed at, not at the window.
+	next := age + min(max(age, s.fine), s.longest)
+	if next >= from {
+		// In the window, the polls fall on a grid of fine steps through
+		// the expected end, so that one comes just after it.
+		next = s.onGrid(st.mean, max(age+s.fine/4, from))
+	}
+	return next - age
+}
+
+// onGrid is the first time at or after t on the grid of fine steps
+// through anchor, with one more point a quarter step before the anchor:
+// a task that ends up to then is seen there and moves the learned end
+// (the anchor) down; so the anchor settles less than a quarter step after
+// the tasks' end.
+func (s pollSteps) onGrid(anchor, t time.Duration) time.Duration {
+	k := (t - anchor) / s.fine // truncated toward zero
+	g := anchor + k*s.fine
+	if g < t {
+		g += s.fine
+	}
+	if early := anchor - s.fine/4; early >= t && early < g {
+		return early
+	}
+	return g
 }
 
 // budgetWait is how much longer than its schedule a task of age that
@@ -155,7 +185,10 @@ func (s pollSteps) next(st taskStats, known bool, polls int, age time.Duration) 
 // task had run for looked. The schedule is kept in PVE's time, so a round
 // trip does not stretch the steps.
 func (c *Client) nextPoll(ctx context.Context, typ string, polls int, sent time.Time, looked time.Duration) error {
-	s := pollSteps{fine: c.cfg.pollMin, longest: c.cfg.pollMax}
 	st, known := c.pacer.expected(typ)
-	return sleep(ctx, time.Until(sent.Add(s.next(st, known, polls, looked))))
+	return sleep(ctx, time.Until(sent.Add(c.pollSteps().next(st, known, polls, looked))))
+}
+
+func (c *Client) pollSteps() pollSteps {
+	return pollSteps{fine: c.cfg.pollMin, longest: c.cfg.pollMax}
 }

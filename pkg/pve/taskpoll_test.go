@@ -26,14 +26,17 @@ func TestPollDelay(t *testing.T) {
 		{name: "unknown type: capped", age: time.Minute, want: longest},
 		{name: "known: young: a fine step", st: twoSec, known: true, age: 0, want: fine},
 		{name: "known: steps double with the age", st: twoSec, known: true, age: ms(600), want: ms(600)},
-		{name: "known: but stop at the window", st: twoSec, known: true, age: ms(1000), want: ms(937) + 500*time.Microsecond},
-		{name: "known: never a tiny step before the window", st: twoSec, known: true, age: ms(1930), want: fine / 2},
+		{name: "known: but stop at the window, on the grid through its end", st: twoSec, known: true, age: ms(1000), want: ms(950)},
+		{name: "known: at least half a step into the window", st: twoSec, known: true, age: ms(1930), want: ms(20)},
+		{name: "known: a quarter step before the expected end", st: twoSec, known: true, age: ms(1975), want: ms(18) + 750*time.Microsecond},
+		{name: "known: then at it", st: twoSec, known: true, age: ms(1993) + 750*time.Microsecond, want: ms(6) + 250*time.Microsecond},
+		{name: "known: the grid goes on past the expected end", st: twoSec, known: true, age: ms(2000), want: fine},
 		{name: "known: fine steps in the window", st: twoSec, known: true, age: ms(2000), want: fine},
 		{name: "known: overrun: fine steps at first", st: twoSec, known: true, age: ms(2100), want: fine},
 		{name: "known: overrun: steps grow with it", st: twoSec, known: true, age: ms(3062) + 500*time.Microsecond, want: ms(250)},
 		{name: "known: long task's steps are capped", st: taskStats{mean: time.Hour}, known: true, age: ms(10000), want: longest},
 		{name: "known: a wide deviation widens the window", st: taskStats{mean: 2 * time.Second, dev: ms(400)}, known: true, age: ms(1300), want: fine},
-		{name: "known short task: fine steps", st: taskStats{mean: ms(50)}, known: true, age: ms(5), want: fine},
+		{name: "known short task: on the grid through its end", st: taskStats{mean: ms(48)}, known: true, age: ms(5), want: ms(18)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -149,5 +152,37 @@ func TestTaskPacerLearns(t *testing.T) {
 	}
 	if _, ok := p.expected("qmstart"); ok {
 		t.Error("qmstart learned from a negative duration")
+	}
+}
+
+// Tasks of one type that take the same time: once the client has seen a
+// few, the grid of its polls settles just after their end, and they are
+// noticed a few ms after it (not half a fine step on average).
+func TestPollScheduleLearnsTheEnd(t *testing.T) {
+	for _, dur := range []time.Duration{ms(30), ms(50), ms(137), 2 * time.Second, time.Minute} {
+		var p taskPacer
+		var lag time.Duration
+		for range 40 {
+			st, known := p.expected("qmcreate")
+			age := time.Duration(0)
+			for polls := 0; ; polls++ {
+				next := age + prodSteps.next(st, known, polls, age)
+				if next >= dur {
+					lag = next - dur
+					p.learn("qmcreate", prodSteps.observedEnd(age, next))
+					break
+				}
+				age = next
+			}
+		}
+		// A long type's first task is seen late (an eighth of its age):
+		// its learned end comes down an eighth of the way per task.
+		want := prodSteps.fine / 4
+		if dur > 10*time.Second {
+			want = prodSteps.fine / 2
+		}
+		if lag > want {
+			t.Errorf("%s tasks: the 40th noticed %s late, want ≤ %s", dur, lag, want)
+		}
 	}
 }
