@@ -127,3 +127,29 @@ func TestCallsPerVM(t *testing.T) {
 		t.Errorf("update of a stopped VM's memory: want one PUT …/config and no task: %s", apply)
 	}
 }
+
+// TestCallsPerRunningVM: the same for VMs that run: a create is the
+// create and the start (two tasks); a memory update of a running VM is a
+// qmconfig task (PVE may hotplug it), its status and the keys PVE kept
+// pending.
+func TestCallsPerRunningVM(t *testing.T) {
+	const n = 12
+	s := simtest.Start(t, simtest.Options{Sim: pvesim.Options{TokenID: simToken, TokenSecret: simSecret, TaskDuration: 5 * time.Millisecond, Seed: 1}})
+	cl := &simClients{cl: s.Client, conn: &spec.Connection{Nodes: []string{"pve"}}}
+	check := func(what string, cc callCount, perVM, lists int) {
+		t.Helper()
+		if want := perVM*n + lists; cc.other != want {
+			t.Errorf("%s of %d VMs: %d calls besides polls, want %d (%d per VM + %d): %s", what, n, cc.other, want, perVM, lists, cc)
+		}
+	}
+	running := "  running: true\n"
+	plan, apply := planApply(t, cl, s, vmDocs(t, n, 512, running), 8)
+	check("plan before create", plan, 0, 5)
+	check("create and start", apply, 2, 0)
+	plan, apply = planApply(t, cl, s, vmDocs(t, n, 1024, running), 8)
+	check("plan of an update", plan, 1, 4)
+	check("update", apply, 3, 0)
+	if apply.byCall["POST /nodes/pve/qemu/1000/config"] != 1 || apply.byCall["PUT /nodes/pve/qemu/1000/config"] != 0 {
+		t.Errorf("update of a running VM's memory: want POST …/config (a task): %s", apply)
+	}
+}
