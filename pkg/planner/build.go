@@ -23,6 +23,9 @@ type builder struct {
 	// keyProblems is, per SSH key setting, why it cannot be used here
 	// ("" when it can): noteMissingKey looks once per key.
 	keyProblems map[string]string
+	// byAddr indexes the set's resources by connection and address
+	// (resourceAt), built on first use.
+	byAddr map[[2]string]*spec.Resource
 }
 
 // method finds a create method's schema facts; nil when the table lacks it.

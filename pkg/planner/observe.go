@@ -25,6 +25,8 @@ type Observed struct {
 	// read. Build reports them only for the resources it plans, so that a
 	// broken resource does not block a --target elsewhere.
 	errs map[string]error
+	// providers indexes the specs' resources for providerOf (prereq.go).
+	providers providerIndex
 }
 
 // endpoint is the API root the named connection was read through ("" when
@@ -66,6 +68,8 @@ type liveConn struct {
 	pre prereqCache
 	// readConc caps this connection's reads in flight (ObserveOptions).
 	readConc int
+	// cluster indexes resources' pools and storages (provindex.go).
+	cluster clusterIndex
 }
 
 // liveNetwork is one node's staged network view.

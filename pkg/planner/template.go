@@ -421,15 +421,12 @@ func findTemplate(ix *guestIndex, name string) *guestRef {
 // rebuilt) by this plan: as far as the plan got, the resource's live
 // object is missing or not kept.
 func (b *builder) templateChanges(r *spec.Resource) bool {
-	addr := spec.CloneSource(r)
-	for _, o := range b.set.Resources {
-		if o.Connection != r.Connection || o.Kind+"/"+o.Name != addr {
-			continue
-		}
-		lo := b.obs.objs[o.Address()]
-		return lo == nil || !lo.Exists || lo.Config["template"] != "1" || liveRecipe(lo.Config["description"]) != recipe(o)
+	o := b.resourceAt(r.Connection, spec.CloneSource(r))
+	if o == nil {
+		return false
 	}
-	return false
+	lo := b.obs.objs[o.Address()]
+	return lo == nil || !lo.Exists || lo.Config["template"] != "1" || liveRecipe(lo.Config["description"]) != recipe(o)
 }
 
 // notImported: PVE keeps a template's config but not its recipe (the
