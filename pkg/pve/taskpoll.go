@@ -15,14 +15,19 @@ import (
 //
 //   - The client learns how long each task type takes (qmcreate, qmstart,
 //     qmconfig, …): a smoothed mean and a smoothed deviation of the
-//     durations it saw (as TCP learns a round trip), each taken as the
-//     middle of the last "running" and the first "stopped" poll.
+//     durations it saw (as TCP learns a round trip), each taken as the age
+//     of the first "stopped" poll when the "running" one before was about
+//     a fine step earlier (else the middle of the two: observedEnd).
 //   - A task of a type it knows is polled at doubling ages from the fine
 //     step (a task that fails early is seen at twice the age it failed
-//     at) but never past the start of its window: the expected end ± a
-//     margin (twice the deviation, 1/32 of the duration, at least
-//     two fine steps). In the window it is polled every fine step. A task
-//     that overruns it is polled at steps growing with the overrun.
+//     at) up to its window: the expected end ± a margin (twice the
+//     deviation, 1/32 of the duration, at least two fine steps). In the
+//     window its polls fall on a grid of fine steps through the expected
+//     end, plus one a quarter step before it (onGrid): as the end is
+//     learned from the first stopped poll, the grid settles just after
+//     the tasks' end, and a task that ends as expected is seen a few ms
+//     after it. A task that overruns the window is polled at steps growing
+//     with the overrun.
 //   - A task of a type it does not know is polled every fine step while
 //     young, then every eighth of its age (it is seen at most 12.5 % late).
 //   - Steps are capped at pollMax (2 s).
