@@ -57,9 +57,11 @@ const pollEarnSteps = 10
 // at before the steps grow with its age.
 const youngSteps = 8
 
-// The smoothing of the learned mean and deviation (RFC 6298's α and β).
+// The smoothing of the learned mean and deviation (as RFC 6298's α and
+// β; the mean's weight is twice RFC 6298's, so that the grid of polls
+// follows a type whose tasks got shorter within a few tasks).
 const (
-	learnMean = 0.125
+	learnMean = 0.25
 	learnDev  = 0.25
 )
 

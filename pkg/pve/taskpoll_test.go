@@ -145,10 +145,10 @@ func TestTaskPacerLearns(t *testing.T) {
 	if st, _ := p.expected("qmcreate"); st.mean != 2*time.Second || st.dev > 2*time.Millisecond {
 		t.Errorf("qmcreate after 21 of 2s: %+v, want mean 2s, dev ~0", st)
 	}
-	// A slower one moves the mean by an eighth of the difference.
+	// A slower one moves the mean by a quarter of the difference.
 	p.learn("qmcreate", 3*time.Second)
-	if st, _ := p.expected("qmcreate"); st.mean != 2125*time.Millisecond {
-		t.Errorf("mean after a 3s task: %s, want 2.125s", st.mean)
+	if st, _ := p.expected("qmcreate"); st.mean != 2250*time.Millisecond {
+		t.Errorf("mean after a 3s task: %s, want 2.25s", st.mean)
 	}
 	if _, ok := p.expected("qmstart"); ok {
 		t.Error("qmstart learned from a negative duration")
