@@ -153,3 +153,35 @@ func TestCallsPerRunningVM(t *testing.T) {
 		t.Errorf("update of a running VM's memory: want POST …/config (a task): %s", apply)
 	}
 }
+
+// TestVerifyCallsPerVM: applying a saved plan re-reads what it changes:
+// its creates share one /cluster/resources list (not one each), its
+// updates read one config each.
+func TestVerifyCallsPerVM(t *testing.T) {
+	const n = 20
+	s := simtest.Start(t, simtest.Options{Sim: pvesim.Options{TokenID: simToken, TokenSecret: simSecret, TaskDuration: 5 * time.Millisecond, Seed: 1}})
+	cl := &simClients{cl: s.Client, conn: &spec.Connection{Nodes: []string{"pve"}}}
+	ctx := context.Background()
+	verify := func(set *spec.Set) callCount {
+		t.Helper()
+		p, err := PlanLive(ctx, cl, set, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Requests.Reset()
+		if err := Verify(ctx, cl, p); err != nil {
+			t.Fatal(err)
+		}
+		cc := countCalls(s.Requests.Reset())
+		if res, err := Apply(ctx, cl, p, ApplyOptions{Parallelism: 8}); err != nil || len(res.Failed) > 0 {
+			t.Fatalf("apply: %v %v", err, res.Failed)
+		}
+		return cc
+	}
+	if cc := verify(vmDocs(t, n, 512, "  running: false\n")); cc.other != 1 || cc.byCall["GET /cluster/resources"] != 1 {
+		t.Errorf("verify of %d creates: want one GET /cluster/resources and nothing else: %s", n, cc)
+	}
+	if cc := verify(vmDocs(t, n, 1024, "  running: false\n")); cc.other != n {
+		t.Errorf("verify of %d updates: want %d config reads: %s", n, n, cc)
+	}
+}

@@ -315,17 +315,12 @@ func (g guest) loadPlacement(ctx context.Context, cl *pve.Client, r *spec.Resour
 func (g guest) current(ctx context.Context, cl *pve.Client, c *Change) (*liveObj, error) {
 	st := stateOf(c)
 	if c.Action == Create {
-		resources, err := cl.ClusterResources(ctx, "")
+		// By vmid in /cluster/resources, by name in the guest rows; both
+		// read once per Verify (verifycache.go).
+		ix, err := currentGuests(ctx, cl, g.typ, st.VMID == 0)
 		if err != nil {
 			return nil, err
 		}
-		rows := resources
-		if st.VMID == 0 {
-			if rows, err = guestRows(ctx, cl, resources, g.typ); err != nil {
-				return nil, err
-			}
-		}
-		ix := newGuestIndex(g.typ, rows)
 		row, err := g.find(ix, c.Resource, st.VMID)
 		if err != nil {
 			return &liveObj{}, err
