@@ -19,7 +19,7 @@ FUZZTIME ?= 10s
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 FUZZ     := ./pkg/spec:FuzzLoad ./pkg/pve/schema:FuzzPropertyStringRoundTrip
 
-.PHONY: all build test unit lint fuzz demo bench generate release-check release-snapshot clean
+.PHONY: all build test unit lint fuzz demo bench bench-all generate release-check release-snapshot clean
 
 all: build
 
@@ -50,7 +50,17 @@ lint:
 demo: build
 	./scripts/demo.sh $(BIN) examples
 
-bench:
+# The figures of docs/performance.md, each printed as a ratio to its ideal
+# or bound (x-ideal, x-bound, ms-late…): the task benchmarks in process,
+# then the CLI against `pvectl sim --task-duration 50ms`. Opt-in sizes:
+# PVECTL_BENCH_N=2000 (the short-task counts), PVECTL_BENCH_SCALE=5000,50000
+# (BenchmarkPlanScale). bench-all runs every benchmark.
+bench: build
+	$(GO) test -run '^$$' -bench 'BenchmarkShortTasks|BenchmarkDependsOnChain|BenchmarkTaskLag|BenchmarkApplyCreates|BenchmarkPlanScale|BenchmarkPlan/vms=500/latency=20ms' -benchtime 1x -timeout 30m ./pkg/planner
+	$(GO) test -run '^$$' -bench BenchmarkTaskNoticed -benchtime 20x ./pkg/pve
+	N=$${PVECTL_BENCH_N:-200} ./scripts/bench-tasks.sh $(BIN)
+
+bench-all:
 	$(GO) test -run '^$$' -bench . -benchmem ./pkg/...
 
 # Regenerates what is derived and committed: the schema facts table, the

@@ -112,10 +112,9 @@ func BenchmarkApplyParallelism(b *testing.B) {
 	}
 }
 
-// BenchmarkApplyCreates is the apply row: 16 VM creates at
+// BenchmarkApplyCreates is the long creates' row: 16 VM creates at
 // --parallelism 8, each PVE task taking 2 s, with the production task
-// polling (250 ms fine steps, learned durations), without and with 30 %
-// lock contention. The ideal is ⌈16/8⌉ × 2 s = 4 s; x-ideal is the time
+// polling (taskpoll.go), without and with 30 % lock contention. The ideal is ⌈16/8⌉ × 2 s = 4 s; x-ideal is the time
 // over it.
 func BenchmarkApplyCreates(b *testing.B) {
 	const task = 2 * time.Second
@@ -127,7 +126,7 @@ func BenchmarkApplyCreates(b *testing.B) {
 				s := simtest.Start(b, simtest.Options{
 					Sim: pvesim.Options{TokenID: simToken, TokenSecret: simSecret, TaskDuration: task, Seed: 1,
 						LockContention: contention},
-					ClientOptions: []pve.Option{pve.WithTaskPolling(250*time.Millisecond, 2*time.Second)},
+					ClientOptions: []pve.Option{pve.WithTaskPolling(pve.DefaultPollMin, pve.DefaultPollMax)},
 				})
 				env := &simClients{cl: s.Client, conn: &spec.Connection{Nodes: []string{"pve"}}}
 				p := planOnce(b, env, set)

@@ -26,6 +26,9 @@ type builder struct {
 	// warnings are, per address, the privileges a review plan's token
 	// lacks for the change (Options.ReviewPrivileges).
 	warnings map[string][]PrivilegeWarning
+	// byAddr indexes the set's resources by connection and address
+	// (resourceAt), built on first use.
+	byAddr map[[2]string]*spec.Resource
 }
 
 // method finds a create method's schema facts; nil when the table lacks it.

@@ -281,7 +281,7 @@ func TestBuildUpdate(t *testing.T) {
 			{Path: "running", Before: false, After: true},
 		},
 		Reasons: []string{"memory changed", "power state stopped, wanted running"},
-		Node:    "pve", State: &guestState{VMID: 100}, Digest: "d-vm",
+		Node:    "pve", State: &guestState{VMID: 100, Stopped: true}, Digest: "d-vm",
 		Fingerprint: fingerprint(live["QemuVM/app-vm-1"]),
 		DependsOn:   []string{"NetworkApply/pve"},
 		Params:      map[string]string{"memory": "4096"},
@@ -376,7 +376,7 @@ func TestFindQemu(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			row, err := qemu.find(rows, tt.r, tt.vmid)
+			row, err := qemu.find(newGuestIndex(pve.QEMU, rows), tt.r, tt.vmid)
 			if tt.errHas != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.errHas) {
 					t.Fatalf("find: got error %v want %q", err, tt.errHas)

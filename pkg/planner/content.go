@@ -36,8 +36,8 @@ func (lc *liveConn) storageVolumes(ctx context.Context, node, storage, content s
 // hasStorage: /cluster/resources lists each storage once per node that
 // has it.
 func (lc *liveConn) hasStorage(node, storage string) bool {
-	return slices.ContainsFunc(lc.resources, func(r pve.ClusterResource) bool {
-		return r.Type == "storage" && r.Node == node && r.Storage == storage
+	return slices.ContainsFunc(lc.storageRows(storage), func(r *pve.ClusterResource) bool {
+		return r.Node == node
 	})
 }
 

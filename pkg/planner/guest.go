@@ -58,6 +58,9 @@ type guestState struct {
 	// Note is the user's text of the description of the template that a
 	// Template's rebuild removes: the new one gets it back.
 	Note string `json:"note,omitempty"`
+	// Stopped: the plan saw the guest stopped, so a VM's update that
+	// only rewrites its config is made synchronously (pve.QemuConfigIsQuick).
+	Stopped bool `json:"stopped,omitempty"`
 }
 
 // guestRef names a guest other than the change's own.
@@ -138,7 +141,7 @@ func liveOf(lo *liveObj) *guestLive {
 
 func (g guest) newState(lo *liveObj) any {
 	gl := liveOf(lo)
-	return &guestState{VMID: gl.VMID, Derived: gl.Derived, Clone: gl.Clone, Old: gl.Old}
+	return &guestState{VMID: gl.VMID, Derived: gl.Derived, Clone: gl.Clone, Old: gl.Old, Stopped: gl.Status == "stopped"}
 }
 
 func (g guest) decodeState(raw json.RawMessage) (any, error) {
@@ -219,6 +222,17 @@ func (g guest) compareConfig(b *builder, r *spec.Resource, lo *liveObj, c *Chang
 	return false, nil
 }
 
+// updateGuest writes a guest's config: a VM's change that only rewrites
+// its config synchronously (one call, no task to poll), any other with
+// the task PVE advises for it (pve.QemuConfigIsQuick).
+func (g guest) updateGuest(ctx context.Context, x *execution, c *Change, values url.Values, stopped bool) error {
+	vmid := stateOf(c).VMID
+	if g.typ == pve.QEMU && pve.QemuConfigIsQuick(values, !(stopped || stateOf(c).Stopped)) {
+		return x.client.UpdateQemuSync(ctx, c.Node, vmid, values)
+	}
+	return x.client.UpdateGuest(ctx, g.typ, c.Node, vmid, values)
+}
+
 func isResize(d FieldDiff) bool { return strings.HasSuffix(d.Path, ".size") }
 
 // updateConfig writes the changed config keys (with the digest of the
@@ -260,7 +274,7 @@ func (g guest) updateConfig(ctx context.Context, x *execution, c *Change) error 
 		if digest != "" {
 			values.Set("digest", digest)
 		}
-		if err := x.client.UpdateGuest(ctx, g.typ, c.Node, vmid, values); err != nil {
+		if err := g.updateGuest(ctx, x, c, values, stopped); err != nil {
 			if pve.IsDigestMismatch(err) {
 				return &StaleError{Address: c.Address, Why: "digest", Err: err}
 			}

@@ -2,7 +2,6 @@ package planner
 
 import (
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -23,19 +22,6 @@ import (
 //   - A guest that exists and is locked is mid-change: its config is not
 //     what it will be (a stub, a half-done migration), and PVE refuses
 //     what pvectl would do to it.
-
-// stubs are the vmids of guests of g's type that PVE is still creating or
-// cloning (locked create or clone), from the current guest rows.
-func (g guest) stubs(rows []pve.ClusterResource) []int {
-	var ids []int
-	for _, row := range rows {
-		if row.Type == string(g.typ) && (row.Lock == "create" || row.Lock == "clone") {
-			ids = append(ids, row.VMID)
-		}
-	}
-	slices.Sort(ids)
-	return ids
-}
 
 // busy says what holds r's guest: a lock on it, or, when it was looked
 // for by name and not found, guests still being created or cloned that

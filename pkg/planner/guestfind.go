@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -16,34 +17,89 @@ import (
 
 // Finding guests: by vmid, else by name, among the guests as they are now.
 
+// guestIndex is a connection's guest rows of one type (guestRows) indexed
+// once, so that finding each of many guests is a map lookup, not a scan
+// of every row (a plan of N guests would be quadratic).
+type guestIndex struct {
+	typ  pve.GuestType
+	rows []pve.ClusterResource
+	// byVMID is the first row of each vmid (qemu and lxc rows share one
+	// vmid space).
+	byVMID map[int]int
+	// byName are the rows of typ of each name, in row order.
+	byName map[string][]int
+	// stubs are the vmids of rows of typ that a create or clone holds
+	// (guestbusy.go), sorted.
+	stubs []int
+	// templates are the QEMU templates, by vmid (qemu_clone.go).
+	templates []*pve.ClusterResource
+}
+
+func newGuestIndex(typ pve.GuestType, rows []pve.ClusterResource) *guestIndex {
+	ix := &guestIndex{typ: typ, rows: rows, byVMID: make(map[int]int, len(rows)), byName: make(map[string][]int, len(rows))}
+	for i := range rows {
+		row := &rows[i]
+		if row.Type != "qemu" && row.Type != "lxc" {
+			continue
+		}
+		if _, ok := ix.byVMID[row.VMID]; !ok {
+			ix.byVMID[row.VMID] = i
+		}
+		if row.Type == string(pve.QEMU) && row.Template {
+			ix.templates = append(ix.templates, row)
+		}
+		if row.Type != string(typ) {
+			continue
+		}
+		ix.byName[row.Name] = append(ix.byName[row.Name], i)
+		if row.Lock == "create" || row.Lock == "clone" {
+			ix.stubs = append(ix.stubs, row.VMID)
+		}
+	}
+	slices.Sort(ix.stubs)
+	sort.SliceStable(ix.templates, func(i, j int) bool { return ix.templates[i].VMID < ix.templates[j].VMID })
+	return ix
+}
+
+// vmid is the guest row of vmid, of any guest type (nil: none).
+func (ix *guestIndex) vmid(id int) *pve.ClusterResource {
+	if i, ok := ix.byVMID[id]; ok {
+		return &ix.rows[i]
+	}
+	return nil
+}
+
+// named are the rows of the index's type named name, templates among
+// them only when withTemplates.
+func (ix *guestIndex) named(name string, withTemplates bool) []*pve.ClusterResource {
+	var out []*pve.ClusterResource
+	for _, i := range ix.byName[name] {
+		if !ix.rows[i].Template || withTemplates {
+			out = append(out, &ix.rows[i])
+		}
+	}
+	return out
+}
+
 // find picks r's row: by vmid, else by name among guests of its type
-// that are not templates. rows hold the current rows of the guest's type
-// (guestRows) and any rows of other guest types, which only a vmid can hit.
-func (g guest) find(rows []pve.ClusterResource, r *spec.Resource, vmid int) (*pve.ClusterResource, error) {
+// that are not templates. The index holds the current rows of the
+// guest's type (guestRows) and any rows of other guest types, which only
+// a vmid can hit.
+func (g guest) find(ix *guestIndex, r *spec.Resource, vmid int) (*pve.ClusterResource, error) {
 	name := g.name(r)
 	if vmid != 0 {
-		for i := range rows {
-			if rows[i].VMID != vmid {
-				continue
-			}
-			if rows[i].Type == string(g.typ) {
-				return &rows[i], g.holder(&rows[i], name)
-			}
-			if rows[i].Type == "qemu" || rows[i].Type == "lxc" {
-				return nil, fmt.Errorf("vmid %d is a %s, not a %s", vmid, guestNoun(rows[i].Type), g.noun)
-			}
+		row := ix.vmid(vmid)
+		switch {
+		case row == nil:
+			return nil, nil
+		case row.Type == string(g.typ):
+			return row, g.holder(row, name)
 		}
-		return nil, nil
+		return nil, fmt.Errorf("vmid %d is a %s, not a %s", vmid, guestNoun(row.Type), g.noun)
 	}
 	// A template is found by name only for a spec that makes one: a VM
 	// converted into a template by hand is another object.
-	templates := r.Params["template"] == "1"
-	var found []*pve.ClusterResource
-	for i := range rows {
-		if rows[i].Type == string(g.typ) && (!rows[i].Template || templates) && rows[i].Name == name {
-			found = append(found, &rows[i])
-		}
-	}
+	found := ix.named(name, r.Params["template"] == "1")
 	switch len(found) {
 	case 0:
 		return nil, nil
@@ -171,18 +227,29 @@ func guestRows(ctx context.Context, cl *pve.Client, resources []pve.ClusterResou
 
 // guestRows reads the connection's current guest rows of type typ once.
 func (lc *liveConn) guestRows(ctx context.Context, typ pve.GuestType) ([]pve.ClusterResource, error) {
-	if rows, ok := lc.guests[typ]; ok {
-		return rows, nil
+	ix, err := lc.guestIndex(ctx, typ)
+	if err != nil {
+		return nil, err
+	}
+	return ix.rows, nil
+}
+
+// guestIndex reads the connection's current guest rows of type typ once
+// and indexes them.
+func (lc *liveConn) guestIndex(ctx context.Context, typ pve.GuestType) (*guestIndex, error) {
+	if ix, ok := lc.guests[typ]; ok {
+		return ix, nil
 	}
 	rows, err := guestRows(ctx, lc.client, lc.resources, typ, lc.markDown)
 	if err != nil {
 		return nil, err
 	}
 	if lc.guests == nil {
-		lc.guests = map[pve.GuestType][]pve.ClusterResource{}
+		lc.guests = map[pve.GuestType]*guestIndex{}
 	}
-	lc.guests[typ] = rows
-	return rows, nil
+	ix := newGuestIndex(typ, rows)
+	lc.guests[typ] = ix
+	return ix, nil
 }
 
 func (g guest) observe(ctx context.Context, lc *liveConn, r *spec.Resource) (*liveObj, error) {
@@ -190,24 +257,24 @@ func (g guest) observe(ctx context.Context, lc *liveConn, r *spec.Resource) (*li
 	if err != nil {
 		return nil, err
 	}
-	rows, err := lc.guestRows(ctx, g.typ)
+	ix, err := lc.guestIndex(ctx, g.typ)
 	if err != nil {
 		return nil, err
 	}
-	row, err := g.find(rows, r, vmid)
+	row, err := g.find(ix, r, vmid)
 	if err != nil {
 		return nil, err
 	}
 	renamed := ""
 	if row == nil && vmid == 0 && r.RenamedFrom != "" {
-		if row, err = g.find(rows, g.renamedFrom(r), 0); err != nil {
+		if row, err = g.find(ix, g.renamedFrom(r), 0); err != nil {
 			return nil, fmt.Errorf("renamedFrom: %w", err)
 		}
 		if row != nil {
 			renamed = r.RenamedFrom
 		}
 	}
-	if err := g.guestUnknown(lc, r, rows, row, vmid); err != nil {
+	if err := g.guestUnknown(lc, r, ix.rows, row, vmid); err != nil {
 		return nil, err
 	}
 	if row == nil || paramNode(r) != "" {
@@ -223,7 +290,7 @@ func (g guest) observe(ctx context.Context, lc *liveConn, r *spec.Resource) (*li
 			}
 			gl := &guestLive{VMID: vmid}
 			if vmid == 0 {
-				gl.Stubs = g.stubs(rows)
+				gl.Stubs = ix.stubs
 			}
 			return &liveObj{Node: node, State: gl}, nil
 		}
@@ -279,17 +346,13 @@ func (g guest) loadPlacement(ctx context.Context, cl *pve.Client, r *spec.Resour
 func (g guest) current(ctx context.Context, cl *pve.Client, c *Change) (*liveObj, error) {
 	st := stateOf(c)
 	if c.Action == Create {
-		resources, err := cl.ClusterResources(ctx, "")
+		// By vmid in /cluster/resources, by name in the guest rows; both
+		// read once per Verify (verifycache.go).
+		ix, err := currentGuests(ctx, cl, g.typ, st.VMID == 0)
 		if err != nil {
 			return nil, err
 		}
-		rows := resources
-		if st.VMID == 0 {
-			if rows, err = guestRows(ctx, cl, resources, g.typ, nil); err != nil {
-				return nil, err
-			}
-		}
-		row, err := g.find(rows, c.Resource, st.VMID)
+		row, err := g.find(ix, c.Resource, st.VMID)
 		if err != nil {
 			return &liveObj{}, err
 		}
@@ -297,7 +360,7 @@ func (g guest) current(ctx context.Context, cl *pve.Client, c *Change) (*liveObj
 			if st.VMID == 0 {
 				// A guest being created now may be this one: the plan
 				// cannot tell yet.
-				lo := &liveObj{State: &guestLive{Stubs: g.stubs(rows)}}
+				lo := &liveObj{State: &guestLive{Stubs: ix.stubs}}
 				if b := g.busy(c.Resource, lo); b != nil {
 					return nil, errors.New(b.What + ": " + b.Hint)
 				}

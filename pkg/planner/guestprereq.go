@@ -149,10 +149,8 @@ func poolPrereq(key, pool string) prereq {
 			if !lc.sees("/pool/"+pool, "Pool.Audit") {
 				return ""
 			}
-			for _, row := range lc.resources {
-				if row.Type == "pool" && row.Pool == pool {
-					return ""
-				}
+			if lc.poolListed(pool) {
+				return ""
 			}
 			return fmt.Sprintf("pool %s does not exist (in PVE or in these specs)", pool)
 		}}
@@ -218,10 +216,7 @@ func (lc *liveConn) storageTakes(storage, content, node string) string {
 		return ""
 	}
 	var on []string
-	for _, row := range lc.resources {
-		if row.Type != "storage" || row.Storage != storage {
-			continue
-		}
+	for _, row := range lc.storageRows(storage) {
 		if row.Node != node {
 			on = append(on, row.Node)
 			continue

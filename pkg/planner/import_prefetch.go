@@ -85,9 +85,9 @@ func guestRowsRead(lc *liveConn, typ pve.GuestType) listRead {
 				lc.markDown(d[0], d[1])
 			}
 			if lc.guests == nil {
-				lc.guests = map[pve.GuestType][]pve.ClusterResource{}
+				lc.guests = map[pve.GuestType]*guestIndex{}
 			}
-			lc.guests[typ] = rows
+			lc.guests[typ] = newGuestIndex(typ, rows)
 		}, err
 	}}
 }

@@ -29,6 +29,8 @@ type Observed struct {
 	// known now (its node is down: degraded.go). Build leaves them out of
 	// the plan and lists them as not planned.
 	unknown map[string]string
+	// providers indexes the specs' resources for providerOf (prereq.go).
+	providers providerIndex
 }
 
 // endpoint is the API root the named connection was read through ("" when
@@ -63,8 +65,8 @@ type liveConn struct {
 	// why ("which is offline"): what is on them is unknown (degraded.go).
 	down map[string]string
 	// guests holds, per guest type, the guests as they are now (guestfind.go
-	// guestRows), read at most once.
-	guests map[pve.GuestType][]pve.ClusterResource
+	// guestRows), read at most once and indexed.
+	guests map[pve.GuestType]*guestIndex
 	// volumes are storage listings by node, storage and content, and
 	// usersOfVolumes the VMs using each volume on their drives (content.go).
 	volumes        map[string][]pve.Volume
@@ -76,6 +78,8 @@ type liveConn struct {
 	pre prereqCache
 	// readConc caps this connection's reads in flight (ObserveOptions).
 	readConc int
+	// cluster indexes resources' pools and storages (provindex.go).
+	cluster clusterIndex
 }
 
 // liveNetwork is one node's staged network view.

@@ -115,10 +115,7 @@ func providerOf(set *spec.Set, obs *Observed, r *spec.Resource, p prereq) *spec.
 	if p.kind == "" {
 		return nil
 	}
-	for _, x := range set.Resources {
-		if x.Connection != r.Connection || x.Kind != p.kind || spec.RefValue(x) != p.value {
-			continue
-		}
+	for _, x := range obs.providers.candidates(set, r.Connection, p.kind, p.value) {
 		if p.node != "" {
 			n := paramNode(x)
 			if lo := obs.objs[x.Address()]; lo != nil && lo.Node != "" {

@@ -34,10 +34,10 @@ var qemu = qemuKind{guest{
 // DNS.
 func (k qemuKind) observe(ctx context.Context, lc *liveConn, r *spec.Resource) (*liveObj, error) {
 	g := spec.Guest(r)
-	var rows []pve.ClusterResource
+	var rows *guestIndex
 	if g.Image != nil || g.Replace != nil || g.FromTemplate != nil {
 		var err error
-		if rows, err = lc.guestRows(ctx, pve.QEMU); err != nil {
+		if rows, err = lc.guestIndex(ctx, pve.QEMU); err != nil {
 			return nil, err
 		}
 	}

@@ -6,7 +6,6 @@ import (
 	"maps"
 	"net/url"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -23,28 +22,28 @@ import (
 // pickImage finds the template image names: a VMID (numeric string) or a
 // part of a template's name that only one template has; a template named
 // exactly image wins over those that merely contain it.
-func pickImage(rows []pve.ClusterResource, image string) (*guestRef, error) {
+func pickImage(ix *guestIndex, image string) (*guestRef, error) {
 	image = strings.TrimSpace(image)
-	var templates []*pve.ClusterResource
-	for i := range rows {
-		if rows[i].Type == string(pve.QEMU) && rows[i].Template {
-			templates = append(templates, &rows[i])
-		}
-	}
-	sort.Slice(templates, func(i, j int) bool { return templates[i].VMID < templates[j].VMID })
+	templates := ix.templates
 	ref := func(t *pve.ClusterResource) *guestRef { return &guestRef{VMID: t.VMID, Node: t.Node, Name: t.Name} }
 	if id, err := strconv.Atoi(image); err == nil {
-		for _, t := range templates {
-			if t.VMID == id {
-				return ref(t), nil
-			}
+		row := ix.vmid(id)
+		switch {
+		case row == nil:
+			return nil, fmt.Errorf("image %q: no template has vmid %d (templates: %s)", image, id, candidates(templates))
+		case row.Type != string(pve.QEMU) || !row.Template:
+			return nil, fmt.Errorf("image %q: %s %d is not a QEMU template (templates: %s)", image, guestNoun(row.Type), id, candidates(templates))
 		}
-		for i := range rows {
-			if rows[i].VMID == id && (rows[i].Type == "qemu" || rows[i].Type == "lxc") {
-				return nil, fmt.Errorf("image %q: %s %d is not a QEMU template (templates: %s)", image, guestNoun(rows[i].Type), id, candidates(templates))
-			}
+		return ref(row), nil
+	}
+	var exact *pve.ClusterResource
+	for _, t := range ix.named(image, true) {
+		if t.Template && (exact == nil || t.VMID < exact.VMID) {
+			exact = t
 		}
-		return nil, fmt.Errorf("image %q: no template has vmid %d (templates: %s)", image, id, candidates(templates))
+	}
+	if exact != nil {
+		return ref(exact), nil
 	}
 	var found []*pve.ClusterResource
 	for _, t := range templates {

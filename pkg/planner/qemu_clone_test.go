@@ -42,7 +42,7 @@ func TestPickImage(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.image, func(t *testing.T) {
-			got, err := pickImage(rows, tt.image)
+			got, err := pickImage(newGuestIndex(pve.QEMU, rows), tt.image)
 			if tt.errHas != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.errHas) {
 					t.Fatalf("got %v, %v want error %q", got, err, tt.errHas)
@@ -82,7 +82,7 @@ func TestFindOld(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.old, func(t *testing.T) {
-			got, err := findOld(rows, tt.old, tt.self)
+			got, err := findOld(newGuestIndex(pve.QEMU, rows), tt.old, tt.self)
 			if tt.errHas != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.errHas) {
 					t.Fatalf("got %v, %v want error %q", got, err, tt.errHas)

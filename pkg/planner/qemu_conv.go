@@ -69,20 +69,18 @@ func numericVMID(s string) (int, bool) {
 // findOld finds the VM that replace names (a vmid, else a name among the
 // VMs that are not templates); nil when it does not exist (any more).
 // self is the vmid of the spec's own VM (0 when it has none yet).
-func findOld(rows []pve.ClusterResource, old string, self int) (*guestRef, error) {
+func findOld(ix *guestIndex, old string, self int) (*guestRef, error) {
 	old = strings.TrimSpace(old)
 	id, byID := numericVMID(old)
 	var found []*pve.ClusterResource
-	for i := range rows {
-		row := &rows[i]
-		switch {
-		case byID && row.VMID == id && row.Type == string(pve.QEMU):
-			found = append(found, row)
-		case byID && row.VMID == id:
-			return nil, fmt.Errorf("replace: %s is a %s, not a VM", old, guestNoun(row.Type))
-		case !byID && row.Type == string(pve.QEMU) && !row.Template && row.Name == old:
-			found = append(found, row)
-		}
+	switch row := ix.vmid(id); {
+	case !byID:
+		found = ix.named(old, false)
+	case row == nil:
+	case row.Type == string(pve.QEMU):
+		found = append(found, row)
+	default:
+		return nil, fmt.Errorf("replace: %s is a %s, not a VM", old, guestNoun(row.Type))
 	}
 	switch {
 	case len(found) == 0:

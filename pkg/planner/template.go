@@ -86,7 +86,7 @@ func withRecipe(desc, hash string) string {
 // that a bake left unfinished), the PVE template baseImage names, and,
 // for a template that exists, the linked clones that hold it.
 func (k templateKind) observe(ctx context.Context, lc *liveConn, r *spec.Resource) (*liveObj, error) {
-	rows, err := lc.guestRows(ctx, pve.QEMU)
+	rows, err := lc.guestIndex(ctx, pve.QEMU)
 	if err != nil {
 		return nil, err
 	}
@@ -130,7 +130,7 @@ func (k templateKind) observe(ctx context.Context, lc *liveConn, r *spec.Resourc
 // checked by qemu-server src/PVE/QemuServer.pm destroy_vm). LVM-thin's
 // thin snapshots do not name it, and PVE lets their base go (the note in
 // pve-storage src/PVE/Storage/LvmThinPlugin.pm): none is found there.
-func linkedClones(ctx context.Context, cl *pve.Client, node string, vmid int, cfg pve.Config, rows []pve.ClusterResource) ([]guestRef, error) {
+func linkedClones(ctx context.Context, cl *pve.Client, node string, vmid int, cfg pve.Config, ix *guestIndex) ([]guestRef, error) {
 	bases := map[string][]string{} // storage → base volume names
 	for key, val := range cfg {
 		if !isDriveKey(key) || isCDROMValue(val) {
@@ -160,10 +160,8 @@ func linkedClones(ctx context.Context, cl *pve.Client, node string, vmid int, cf
 	var out []guestRef
 	for _, id := range slices.Sorted(maps.Keys(ids)) {
 		ref := guestRef{VMID: id}
-		for _, row := range rows {
-			if row.VMID == id {
-				ref.Node, ref.Name = row.Node, row.Name
-			}
+		if row := ix.vmid(id); row != nil {
+			ref.Node, ref.Name = row.Node, row.Name
 		}
 		out = append(out, ref)
 	}
@@ -405,10 +403,10 @@ func cloneSource(x *execution, c *Change) *guestRef {
 
 // findTemplate finds the QEMU template named exactly name (nil: none, or
 // not one alone).
-func findTemplate(rows []pve.ClusterResource, name string) *guestRef {
+func findTemplate(ix *guestIndex, name string) *guestRef {
 	var found *guestRef
-	for _, row := range rows {
-		if row.Type != string(pve.QEMU) || !row.Template || row.Name != name {
+	for _, row := range ix.named(name, true) {
+		if row.Type != string(pve.QEMU) || !row.Template {
 			continue
 		}
 		if found != nil {
@@ -423,15 +421,12 @@ func findTemplate(rows []pve.ClusterResource, name string) *guestRef {
 // rebuilt) by this plan: as far as the plan got, the resource's live
 // object is missing or not kept.
 func (b *builder) templateChanges(r *spec.Resource) bool {
-	addr := spec.CloneSource(r)
-	for _, o := range b.set.Resources {
-		if o.Connection != r.Connection || o.Kind+"/"+o.Name != addr {
-			continue
-		}
-		lo := b.obs.objs[o.Address()]
-		return lo == nil || !lo.Exists || lo.Config["template"] != "1" || liveRecipe(lo.Config["description"]) != recipe(o)
+	o := b.resourceAt(r.Connection, spec.CloneSource(r))
+	if o == nil {
+		return false
 	}
-	return false
+	lo := b.obs.objs[o.Address()]
+	return lo == nil || !lo.Exists || lo.Config["template"] != "1" || liveRecipe(lo.Config["description"]) != recipe(o)
 }
 
 // notImported: PVE keeps a template's config but not its recipe (the

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"sync"
 )
 
 // Verify re-reads live state for a saved plan and refuses it if a
@@ -21,15 +22,27 @@ func Verify(ctx context.Context, clients Clients, plan *Plan) error {
 		// Re-reading another cluster would only add confusing errors.
 		return err
 	}
-	var errs []error
-	for _, c := range plan.Changes {
+	// The changes are re-read DefaultReadConcurrency at a time, the lists
+	// they share once (verifycache.go); errors keep the plan's order.
+	ctx = withReadCache(ctx)
+	errs := make([]error, len(plan.Changes))
+	sem := make(chan struct{}, DefaultReadConcurrency)
+	var wg sync.WaitGroup
+	for i, c := range plan.Changes {
 		if c.Action == NoOp || c.Action == ApplyNet || c.Action == Provision {
 			continue
 		}
-		if err := verifyChange(ctx, clients, c); err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", c.Address, err))
-		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			if err := verifyChange(ctx, clients, c); err != nil {
+				errs[i] = fmt.Errorf("%s: %w", c.Address, err)
+			}
+		}()
 	}
+	wg.Wait()
 	return errors.Join(errs...)
 }
 

@@ -34,10 +34,8 @@ type config struct {
 	fingerprint          string // normalised: 64 lower-case hex digits
 	debug                io.Writer
 	httpClient           *http.Client
-	pollMin, pollMax     time.Duration
-	// pollGap is the client's poll budget: at most one status poll per
-	// gap across all its task waits (pollMin/8: 32/s by default).
-	pollGap             time.Duration
+	// pollMin is the fine poll step, pollMax the longest (taskpoll.go).
+	pollMin, pollMax    time.Duration
 	retries             int
 	retryBase, retryCap time.Duration
 	userAgent           string
@@ -53,9 +51,8 @@ type config struct {
 
 func defaultConfig() config {
 	return config{
-		pollMin:        250 * time.Millisecond,
-		pollMax:        2 * time.Second,
-		pollGap:        250 * time.Millisecond / 8,
+		pollMin:        DefaultPollMin,
+		pollMax:        DefaultPollMax,
 		retries:        6,
 		retryBase:      50 * time.Millisecond,
 		retryCap:       5 * time.Second,
@@ -227,15 +224,16 @@ func WithHTTPClient(hc *http.Client) Option {
 	return func(c *config) error { c.httpClient = hc; return nil }
 }
 
-// WithTaskPolling sets the task poll steps (default 250ms .. 2s): min is
-// the fine step (no task is polled more often), max the longest; the
-// client's poll budget is 8 polls per min step (taskpoll.go).
+// WithTaskPolling sets the task poll steps (default DefaultPollMin ..
+// DefaultPollMax): min is the fine step, max the longest; each task's
+// poll budget is a burst of 20 polls, then one per 10 min steps
+// (taskpoll.go).
 func WithTaskPolling(min, max time.Duration) Option {
 	return func(c *config) error {
 		if min <= 0 || max < min {
 			return fmt.Errorf("task polling: want 0 < min <= max, got %s .. %s", min, max)
 		}
-		c.pollMin, c.pollMax, c.pollGap = min, max, min/8
+		c.pollMin, c.pollMax = min, max
 		return nil
 	}
 }

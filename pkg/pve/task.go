@@ -129,13 +129,19 @@ func (c *Client) WaitTask(ctx context.Context, upid UPID) (st *TaskStatus, err e
 	started := time.Now()
 	var lastRunning time.Duration // when a poll last saw it running
 	failures := 0
-	for {
+	// The first poll waits a step too: a task that has just been started
+	// is running (taskpoll.go).
+	sent, looked := started, time.Duration(0)
+	for polls := 0; ; polls++ {
+		if err := c.nextPoll(ctx, upid.Type, polls, sent, looked); err != nil {
+			return nil, c.waitAborted(ctx, upid, err)
+		}
 		var st TaskStatus
-		sent := time.Now()
+		sent = time.Now()
 		err := c.Do(ctx, http.MethodGet, path, nil, &st)
 		// PVE looked at the task about half a round trip after the poll
 		// was sent: the schedule is kept in that time.
-		looked := sent.Add(time.Since(sent) / 2).Sub(started)
+		looked = sent.Add(time.Since(sent) / 2).Sub(started)
 		switch {
 		case err == nil:
 			failures = 0
@@ -143,7 +149,7 @@ func (c *Client) WaitTask(ctx context.Context, upid UPID) (st *TaskStatus, err e
 				st.ExitStatus = scrub(st.ExitStatus, c.secretsOf(nil))
 				if succeeded(st.ExitStatus) {
 					// It ended between the last two polls.
-					c.pacer.learn(upid.Type, (lastRunning+looked)/2)
+					c.pacer.learn(upid.Type, c.pollSteps().observedEnd(lastRunning, looked))
 					if warningsRe.MatchString(strings.TrimSpace(st.ExitStatus)) && hasObserver(ctx) {
 						warnings = c.taskWarnings(ctx, upid)
 					}
@@ -163,9 +169,6 @@ func (c *Client) WaitTask(ctx context.Context, upid UPID) (st *TaskStatus, err e
 			}
 		default:
 			return nil, fmt.Errorf("wait for task %s: %w", upid.Raw, err)
-		}
-		if err := c.nextPoll(ctx, upid.Type, sent, looked); err != nil {
-			return nil, c.waitAborted(ctx, upid, err)
 		}
 	}
 }

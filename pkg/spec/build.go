@@ -50,7 +50,10 @@ func (l *loader) build(docs []*document) *Set {
 			set.Connections[d.name] = l.connection(d, k, defaults[d.kind])
 		case roleResource:
 			r := l.resource(d, k, defaults[d.kind])
-			d.spec = nil // converted: its YAML is garbage now
+			// Its values and positions are r's now: the document's node
+			// tree is garbage (all of them at once are most of a big
+			// spec's memory).
+			d.spec = nil
 			docOf[r] = d
 			set.Resources = append(set.Resources, r)
 		}
