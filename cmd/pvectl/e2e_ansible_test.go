@@ -38,6 +38,12 @@ func TestE2EAnsibleMadeImportsClean(t *testing.T) {
 			t.Errorf("import output lacks %q:\n%s", want, r.stdout)
 		}
 	}
+	// PVE does not record a container's template: import names the
+	// variable that must give it, as the playbook did.
+	if !strings.Contains(r.stderr, "CONTAINER_311_OSTEMPLATE") {
+		t.Errorf("import does not name the container's template variable:\n%s", r.stderr)
+	}
+	e.extraEnv = append(e.extraEnv, "CONTAINER_311_OSTEMPLATE=local:vztmpl/debian-12-standard_12.7-1_amd64.tar.zst")
 	e.mustRun(0, "plan", "-f", writeFile(t, "ansible.yaml", r.stdout), "--detailed-exitcode")
 
 	// And Ansible's inventory reads both back, snapshot lists included

@@ -238,7 +238,8 @@ func TestE2EImportEveryKind(t *testing.T) {
 	if !strings.Contains(r.stdout, "ostemplate: ${CONTAINER_200_OSTEMPLATE}") || !strings.Contains(r.stderr, "CONTAINER_200_OSTEMPLATE") {
 		t.Errorf("the container's template (PVE does not record it) is not a placeholder named on stderr:\nstdout:\n%s\nstderr:\n%s", r.stdout, r.stderr)
 	}
-	e.extraEnv = []string{"VM_300_CIPASSWORD=anything", "STORAGE_PBS1_PASSWORD=anything", "CONTAINER_200_OSTEMPLATE=anything"}
+	// Distinct values: a secret's value in a plain field is refused.
+	e.extraEnv = []string{"VM_300_CIPASSWORD=vm-300-password", "STORAGE_PBS1_PASSWORD=pbs1-password", "CONTAINER_200_OSTEMPLATE=local:vztmpl/debian-12-standard_12.7-1_amd64.tar.zst"}
 	e.mustRun(0, "plan", "-f", imported, "--detailed-exitcode")
 	e.extraEnv = nil
 	e.mustRun(3, "plan", "-f", imported) // the placeholder's variable is unset: refused

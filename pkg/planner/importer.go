@@ -316,7 +316,7 @@ func (ic *importCtx) observe(ctx context.Context, k kindOps, it importItem) (*li
 	r := it.r
 	if p, ok := k.(permissioned); ok {
 		if err := ic.lc.checkPerms(r.Address(), p.readPerms(r)); err != nil {
-			return nil, err
+			return nil, &notAudited{err}
 		}
 	}
 	if it.lo != nil {
@@ -394,8 +394,16 @@ func (ic *importCtx) pick(kind string, items []importItem, ids []string) (picked
 // forbidden reports whether PVE refused a read for want of privileges.
 func forbidden(err error) bool {
 	var ae *pve.APIError
-	return errors.As(err, &ae) && ae.Status == http.StatusForbidden
+	var na *notAudited
+	return errors.As(err, &na) || errors.As(err, &ae) && ae.Status == http.StatusForbidden
 }
+
+// notAudited is a read the permission preflight refuses: what PVE would
+// answer with a 403, found before asking.
+type notAudited struct{ err error }
+
+func (e *notAudited) Error() string { return e.err.Error() }
+func (e *notAudited) Unwrap() error { return e.err }
 
 func boolInt(b bool) int {
 	if b {
