@@ -76,11 +76,18 @@ func (lc *liveConn) hiddenGuests(ctx context.Context) (*hiddenGuests, error) {
 			visible[row.VMID] = true
 		}
 	}
-	more, err := lc.takenBelowNext(ctx, visible, ids)
+	taken := map[int]bool{}
+	more, err := lc.takenBelowNext(ctx, visible, taken)
 	if err != nil {
 		return nil, err
 	}
 	h.more = more
+	if err := lc.dropNewGuests(ctx, taken); err != nil {
+		return nil, err
+	}
+	for id := range taken {
+		ids[id] = true
+	}
 	if err := lc.hiddenByACL(ctx, ids); err != nil {
 		return nil, err
 	}
@@ -119,6 +126,26 @@ func (lc *liveConn) takenBelowNext(ctx context.Context, visible, hidden map[int]
 		hidden[id] = true
 	}
 	return false, nil
+}
+
+// dropNewGuests removes from taken the guests a fresh /cluster/resources
+// lists: they were made after the lists this plan read (another run
+// creating guests at this moment), not hidden — /cluster/resources shows
+// a guest as soon as its config exists, to whoever may audit it
+// (pve-manager API2/Cluster.pm resources). Nothing to read when taken is
+// empty.
+func (lc *liveConn) dropNewGuests(ctx context.Context, taken map[int]bool) error {
+	if len(taken) == 0 {
+		return nil
+	}
+	rows, err := lc.client.ClusterResources(ctx, "vm")
+	if err != nil {
+		return fmt.Errorf("read the cluster's guests again: %w", err)
+	}
+	for _, row := range rows {
+		delete(taken, row.VMID)
+	}
+	return nil
 }
 
 // hiddenByACL adds to hidden the guests an ACL entry the token may read
