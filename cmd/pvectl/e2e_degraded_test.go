@@ -66,26 +66,8 @@ func TestE2EHiddenGuestRefused(t *testing.T) {
 	ctx := context.Background()
 	makeVM(t, e.client, "pve", "100", "web")
 	makeVM(t, e.client, "pve", "101", "db")
-	admin := func(method, path string, params url.Values, out any) {
-		t.Helper()
-		if err := e.client.Do(ctx, method, path, params, out); err != nil {
-			t.Fatalf("%s %s: %v", method, path, err)
-		}
-	}
-	admin(http.MethodPost, "/access/users", url.Values{"userid": {"ci@pve"}}, nil)
-	var tok struct {
-		Full  string `json:"full-tokenid"`
-		Value string `json:"value"`
-	}
-	admin(http.MethodPost, "/access/users/ci@pve/token/plan", url.Values{"privsep": {"1"}}, &tok)
-	for _, g := range []struct{ path, role string }{{"/vms", "PVEVMAdmin"}, {"/pool", "PVEPoolAdmin"}} {
-		for _, who := range []url.Values{{"users": {"ci@pve"}}, {"tokens": {tok.Full}}} {
-			who.Set("path", g.path)
-			who.Set("roles", g.role)
-			admin(http.MethodPut, "/access/acl", who, nil)
-		}
-	}
-	admin(http.MethodPut, "/access/acl", url.Values{"path": {"/vms/101"}, "roles": {"NoAccess"}, "tokens": {tok.Full}}, nil)
+	tok := e.privsepToken(t, "ci@pve", "plan", grant{"/vms", "PVEVMAdmin"}, grant{"/pool", "PVEPoolAdmin"})
+	e.adminDo(http.MethodPut, "/access/acl", url.Values{"path": {"/vms/101"}, "roles": {"NoAccess"}, "tokens": {tok.Full}}, nil)
 	e.extraEnv = []string{"PROXMOX_TOKEN_ID=" + tok.Full, "PROXMOX_TOKEN_SECRET=" + tok.Value}
 
 	// PVE's own listing does not show /vms/101 (a path where nothing is

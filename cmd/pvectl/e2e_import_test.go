@@ -285,17 +285,7 @@ func TestE2EImportRestrictedToken(t *testing.T) {
 		}
 	}
 	admin(http.MethodPost, "/pools", url.Values{"poolid": {"lab"}}, nil)
-	admin(http.MethodPost, "/access/users", url.Values{"userid": {"ro@pve"}}, nil)
-	var tok struct {
-		Full  string `json:"full-tokenid"`
-		Value string `json:"value"`
-	}
-	admin(http.MethodPost, "/access/users/ro@pve/token/import", url.Values{"privsep": {"1"}}, &tok)
-	for _, who := range []url.Values{{"users": {"ro@pve"}}, {"tokens": {tok.Full}}} {
-		who.Set("path", "/vms")
-		who.Set("roles", "PVEAuditor")
-		admin(http.MethodPut, "/access/acl", who, nil)
-	}
+	tok := e.privsepToken(t, "ro@pve", "import", grant{"/vms", "PVEAuditor"})
 	e.extraEnv = []string{"PROXMOX_TOKEN_ID=" + tok.Full, "PROXMOX_TOKEN_SECRET=" + tok.Value}
 
 	r := e.mustRun(0, "import", "--all", "--node", "pve")

@@ -16,18 +16,8 @@ import (
 func TestE2EPrivilegeSeparatedToken(t *testing.T) {
 	e := startSim(t)
 	ctx := context.Background()
-	admin := func(method, path string, params url.Values, out any) {
-		t.Helper()
-		if err := e.client.Do(ctx, method, path, params, out); err != nil {
-			t.Fatalf("%s %s: %v", method, path, err)
-		}
-	}
-	admin(http.MethodPost, "/access/users", url.Values{"userid": {"ci@pve"}}, nil)
-	var tok struct {
-		Full  string `json:"full-tokenid"`
-		Value string `json:"value"`
-	}
-	admin(http.MethodPost, "/access/users/ci@pve/token/plan", url.Values{"privsep": {"1"}}, &tok)
+	admin := e.adminDo
+	tok := e.privsepToken(t, "ci@pve", "plan")
 	e.extraEnv = []string{"PROXMOX_TOKEN_ID=" + tok.Full, "PROXMOX_TOKEN_SECRET=" + tok.Value}
 	noSecret := func(r result) {
 		t.Helper()

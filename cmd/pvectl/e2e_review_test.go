@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"io"
-	"net/http"
-	"net/url"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -20,23 +18,7 @@ import (
 func TestE2EReviewPlanWithAuditor(t *testing.T) {
 	e := startSim(t)
 	ctx := context.Background()
-	admin := func(method, path string, params url.Values, out any) {
-		t.Helper()
-		if err := e.client.Do(ctx, method, path, params, out); err != nil {
-			t.Fatalf("%s %s: %v", method, path, err)
-		}
-	}
-	admin(http.MethodPost, "/access/users", url.Values{"userid": {"ci@pve"}}, nil)
-	var tok struct {
-		Full  string `json:"full-tokenid"`
-		Value string `json:"value"`
-	}
-	admin(http.MethodPost, "/access/users/ci@pve/token/plan", url.Values{"privsep": {"1"}}, &tok)
-	for _, who := range []url.Values{{"users": {"ci@pve"}}, {"tokens": {tok.Full}}} {
-		who.Set("path", "/")
-		who.Set("roles", "PVEAuditor")
-		admin(http.MethodPut, "/access/acl", who, nil)
-	}
+	tok := e.privsepToken(t, "ci@pve", "plan", grant{"/", "PVEAuditor"})
 	auditor := []string{"PROXMOX_URL=" + e.url, "PROXMOX_TOKEN_ID=" + tok.Full, "PROXMOX_TOKEN_SECRET=" + tok.Value}
 	f := example(t, "01-bridge-and-vm.yaml", nil)
 	planFile := filepath.Join(t.TempDir(), "plan.out")
