@@ -186,11 +186,20 @@ func TestE2EOfflineNode(t *testing.T) {
 	if guestsNamed(t, e.client, "pve", "app") != 1 || guestsNamed(t, e.client, "pve", "db") != 0 || guestsNamed(t, e.client, "pve", "cache") != 0 {
 		t.Errorf("after apply: want app once on pve and neither db nor cache made there")
 	}
+	if !strings.Contains(r.stdout, "2 not planned") || !strings.Contains(r.stdout, "not planned (their node is down") {
+		t.Errorf("apply's summary does not list what it did not plan:\n%s", r.stdout)
+	}
 	// The healthy part is done: a run from the specs changes nothing and
 	// still says what it cannot see.
 	r = e.mustRun(1, "apply", "-f", f, "--auto-approve")
 	if !strings.Contains(r.stdout, "No changes to what can be seen now.") {
 		t.Errorf("second apply stdout:\n%s", r.stdout)
+	}
+	// --json: the summary event names them too (apply-events.schema.json).
+	r = e.mustRun(1, "apply", "-f", f, "--auto-approve", "--json")
+	validateLines(t, eventSchema(t), r.stdout)
+	if last := lastJSONLine(t, r.stdout); last["outcome"] != "incomplete" || len(last["not_planned"].([]any)) != 2 {
+		t.Errorf("apply --json summary: %v, want outcome incomplete and 2 not planned", last)
 	}
 
 	// pve2 back: db is found where it was, cache is made there.

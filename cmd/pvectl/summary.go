@@ -41,7 +41,9 @@ type outcome struct {
 	// revert; warnings are one item per task that succeeded with
 	// "WARNINGS: n" (its change is done).
 	reverted, warnings []item
-	interrupted        bool
+	// notPlanned were left out of the plan: their node is down.
+	notPlanned  []planner.NotPlanned
+	interrupted bool
 }
 
 func summarize(p *planner.Plan, res *planner.Result) outcome {
@@ -84,6 +86,7 @@ func summarize(p *planner.Plan, res *planner.Result) outcome {
 			o.warnings = append(o.warnings, item{Address: a, Action: action(a), Reason: w})
 		}
 	}
+	o.notPlanned = p.NotPlanned
 	for _, a := range slices.Sorted(maps.Keys(res.Kept)) {
 		if c := byAddr[a]; c != nil {
 			o.kept = append(o.kept, item{Address: a, Action: c.Action.String(), Reason: keptWhy(c)})
@@ -122,7 +125,7 @@ func (v *progressView) summary(p *planner.Plan, res *planner.Result, verb string
 	switch {
 	case o.interrupted:
 		state = "interrupted"
-	case len(o.failed)+len(o.notStarted)+len(o.unknown) > 0:
+	case len(o.failed)+len(o.notStarted)+len(o.unknown)+len(o.notPlanned) > 0:
 		state = "incomplete"
 	}
 	if v.json {
@@ -131,6 +134,7 @@ func (v *progressView) summary(p *planner.Plan, res *planner.Result, verb string
 			"done": nonNil(o.done), "failed": nonNil(o.failed), "not_started": nonNil(o.notStarted),
 			"unknown": nonNil(o.unknown), "kept": nonNil(o.kept),
 			"reverted": nonNil(o.reverted), "warnings": nonNil(o.warnings),
+			"not_planned": nonNil(o.notPlanned),
 		}, "")
 		return
 	}
@@ -176,6 +180,9 @@ func (v *progressView) summary(p *planner.Plan, res *planner.Result, verb string
 	if n := len(o.reverted); n > 0 {
 		not = append(not, fmt.Sprintf("%d reverted", n))
 	}
+	if n := len(o.notPlanned); n > 0 {
+		not = append(not, fmt.Sprintf("%d not planned", n))
+	}
 	line := fmt.Sprintf("%s %s: %s", title, state, o.countLine())
 	if len(not) > 0 {
 		line += "; " + strings.Join(not, ", ")
@@ -191,6 +198,11 @@ func (v *progressView) summary(p *planner.Plan, res *planner.Result, verb string
 		return withReason(it)
 	})
 	section("reverted (made, then undone)", o.reverted, withReason)
+	notPlanned := make([]item, len(o.notPlanned))
+	for i, n := range o.notPlanned {
+		notPlanned[i] = item{Address: n.Address, Reason: n.Reason}
+	}
+	section("not planned (their node is down; run again once it is back)", notPlanned, withError)
 	section("kept", o.kept, withReason)
 	section("task warnings (done, but read them)", o.warnings, withError)
 	if state == "interrupted" {
