@@ -1,0 +1,93 @@
+package main
+
+import (
+	"crypto/ed25519"
+	"crypto/rand"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"golang.org/x/crypto/ssh"
+)
+
+// TestE2ESSHRepin: a VM whose description pins a key its guest no longer
+// presents (a rebuild) is re-pinned by `ssh repin --yes`, which shows both
+// fingerprints and changes only the pin; without --yes off a terminal it
+// refuses with exit 3 and writes nothing; run again it finds the same key
+// and changes nothing; provisioning then trusts the guest again.
+func TestE2ESSHRepin(t *testing.T) {
+	r := newProvRig(t, startSim(t), "ansible-playbook")
+	r.playbook("site.yaml", "one", false)
+	r.write("vm.yaml", fmt.Sprintf("kind: QemuVM\nname: rp\nspec:\n  image: \"9000\"\n  ip: %s\n  sshPort: %d\n  sshUser: %s\n  provision: [site.yaml]\n",
+		r.sshd.Host, r.sshd.Port, r.sshd.User))
+	spec := filepath.Join(r.dir, "vm.yaml")
+	r.mustRun(0, "apply", "-f", spec, "--auto-approve")
+	good := r.description("rp")
+	realPin := "ssh-ed25519 " + fingerprintOf(r.sshd)
+	if !strings.Contains(good, "[pvectl-hostkey: "+realPin+"]") {
+		t.Fatalf("description after apply: %q", good)
+	}
+
+	// The key pinned before the "rebuild": another ed25519 key.
+	pub, _, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old, err := ssh.NewPublicKey(pub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	oldPin := "ssh-ed25519 " + ssh.FingerprintSHA256(old)
+	const note = "Web frontend — ask #team-web.\n  indented, trailing space \n"
+	stale := note + strings.Replace(good, realPin, oldPin, 1)
+	r.setDescription("rp", stale)
+	var outputs []string
+
+	// Off a terminal, without --yes: exit 3, nothing written, no SSH.
+	conns := r.sshd.Connections()
+	res := r.mustRun(3, "ssh", "repin", "QemuVM/rp", "-f", spec)
+	outputs = append(outputs, res.stdout+res.stderr)
+	if !strings.Contains(res.stderr, "--yes") {
+		t.Errorf("refusal does not name --yes:\n%s", res.stderr)
+	}
+	if d := r.description("rp"); d != stale {
+		t.Errorf("description changed without confirmation: %q", d)
+	}
+	if n := r.sshd.Connections(); n != conns {
+		t.Errorf("refused repin opened %d ssh connections", n-conns)
+	}
+
+	res = r.mustRun(0, "ssh", "repin", "QemuVM/rp", "-f", spec, "--yes")
+	outputs = append(outputs, res.stdout+res.stderr)
+	for _, want := range []string{"pinned:    " + oldPin, "presented: " + realPin, "Pinned " + realPin} {
+		if !strings.Contains(res.stdout, want) {
+			t.Errorf("repin output lacks %q:\n%s", want, res.stdout)
+		}
+	}
+	if d, want := r.description("rp"), note+good; d != want {
+		t.Errorf("description after repin:\n%q\nwant\n%q", d, want)
+	}
+
+	// The same key again: said so, nothing written.
+	res = r.mustRun(0, "ssh", "repin", "QemuVM/rp", "-f", spec, "--yes")
+	outputs = append(outputs, res.stdout+res.stderr)
+	if !strings.Contains(res.stdout, "nothing to change") || strings.Contains(res.stdout, "Pinned ") {
+		t.Errorf("repin of the pinned key:\n%s", res.stdout)
+	}
+	if d, want := r.description("rp"), note+good; d != want {
+		t.Errorf("description after the second repin: %q", d)
+	}
+
+	// The plan is clean, and provisioning trusts the guest again.
+	r.mustRun(0, "plan", "-f", spec, "--detailed-exitcode")
+	r.playbook("site.yaml", "two", false)
+	res = r.mustRun(0, "apply", "-f", spec, "--auto-approve")
+	outputs = append(outputs, res.stdout+res.stderr)
+	if got := r.runs(); got != "one\ntwo\n" {
+		t.Errorf("runs %q, want one then two", got)
+	}
+	for i, out := range outputs {
+		r.noSecrets(fmt.Sprintf("output %d", i), out)
+	}
+}
