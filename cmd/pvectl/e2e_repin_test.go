@@ -4,11 +4,17 @@ import (
 	"crypto/ed25519"
 	"crypto/rand"
 	"fmt"
+	"net"
+	"net/netip"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/crypto/ssh"
+
+	"github.com/pvectl/pvectl/pkg/provision/provisiontest"
+	"github.com/pvectl/pvectl/pkg/pve/pvesim"
 )
 
 // TestE2ESSHRepin: a VM whose description pins a key its guest no longer
@@ -90,4 +96,43 @@ func TestE2ESSHRepin(t *testing.T) {
 	for i, out := range outputs {
 		r.noSecrets(fmt.Sprintf("output %d", i), out)
 	}
+}
+
+// TestE2ESSHRepinAgentAddress: a DHCP VM is reached at the guest agent's
+// lease, as provisioning reaches it; a VM that was never pinned gets its
+// first pin; bad input is exit 3 before any call.
+func TestE2ESSHRepinAgentAddress(t *testing.T) {
+	provisiontest.Require(t, "sshd", "ssh")
+	sshd := provisiontest.StartSSHD(t)
+	env := startSimOpts(t, pvesim.Options{TaskDuration: 30 * time.Millisecond, DHCPRange: netip.MustParsePrefix(sshd.Host + "/32")}, nil)
+	r := &provRig{simEnv: env, sshd: sshd, dir: t.TempDir(), out: t.TempDir()}
+	r.write("vm.yaml", fmt.Sprintf("kind: QemuVM\nname: dhcp-vm\nspec:\n  image: \"9000\"\n  sshPort: %d\n---\nkind: LinuxBridge\nname: vmbr9\nspec: {}\n", sshd.Port))
+	spec := filepath.Join(r.dir, "vm.yaml")
+	r.mustRun(0, "apply", "-f", spec, "--auto-approve")
+	const note = "no pin yet\n"
+	r.setDescription("dhcp-vm", note)
+
+	for _, args := range [][]string{
+		{"QemuVM/nope", "--yes"},
+		{"LinuxBridge/vmbr9", "--yes"},
+		{"QemuVM/dhcp-vm", "--yes", "--address", "127.0.0.1:notaport"},
+	} {
+		before := r.requests.Total()
+		res := r.mustRun(3, append([]string{"ssh", "repin", "-f", spec}, args...)...)
+		if n := r.requests.Total() - before; n != 0 {
+			t.Errorf("repin %v: %d API calls before refusing:\n%s", args, n, res.stderr)
+		}
+	}
+
+	res := r.mustRun(0, "ssh", "repin", "QemuVM/dhcp-vm", "-f", spec, "--yes")
+	pin := "ssh-ed25519 " + fingerprintOf(sshd)
+	for _, want := range []string{"at " + net.JoinHostPort(sshd.Host, fmt.Sprint(sshd.Port)), "pinned:    (none)", "presented: " + pin} {
+		if !strings.Contains(res.stdout, want) {
+			t.Errorf("repin output lacks %q:\n%s", want, res.stdout)
+		}
+	}
+	if d, want := r.description("dhcp-vm"), note+"[pvectl-hostkey: "+pin+"]"; d != want {
+		t.Errorf("description %q, want %q", d, want)
+	}
+	r.mustRun(0, "plan", "-f", spec, "--detailed-exitcode")
 }

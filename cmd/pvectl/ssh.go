@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/netip"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -52,8 +53,10 @@ provisioning refuses a guest whose key is not the pinned one.
 
 It shows the pinned fingerprint and the presented one. The SSH handshake stops
 at the host key: nothing is authenticated, no key or password is sent. The
-address is --address, else the VM's static ip (its ipconfig0, or the spec's
-ip); the port is the spec's sshPort (22 by default).
+address is --address, else the one provisioning uses: the VM's static ip
+(its ipconfig0, or the spec's ip), else its DNS record (the connection's
+dnsDomain and dnsServers), else its guest agent's lease; the port is the
+spec's sshPort (22 by default).
 
 Confirmation: on a terminal repin asks; elsewhere it needs --yes. The
 description is written with the config's digest, so an edit made meanwhile
@@ -77,6 +80,9 @@ func (o *repinOptions) run(ctx context.Context, addr string) error {
 	}
 	r, err := repinResource(set, addr)
 	if err != nil {
+		return err
+	}
+	if err := o.checkAddress(); err != nil {
 		return err
 	}
 	if !o.yes && !isTerminal(o.g.streams.In) {
@@ -103,9 +109,9 @@ func (o *repinOptions) run(ctx context.Context, addr string) error {
 	if err != nil {
 		return &exitError{code: exitFailure, err: fmt.Errorf("vm %d: %w", row.VMID, err)}
 	}
-	target, err := o.sshAddress(r, cfg)
+	target, err := o.sshAddress(ctx, client, cl.Connection(r.Connection), r, row, cfg)
 	if err != nil {
-		return invalid(fmt.Errorf("ssh repin %s: %w", r.Address(), err))
+		return &exitError{code: exitFailure, err: fmt.Errorf("ssh repin %s: %w", r.Address(), err)}
 	}
 	key, err := provision.ProbeHostKey(ctx, target, repinTimeout)
 	if err != nil {
@@ -189,25 +195,38 @@ func repinResource(set *spec.Set, addr string) (*spec.Resource, error) {
 }
 
 // findVM is r's VM as plan finds it: by vmid, else by its name among the
-// VMs that are not templates; several of one name need a vmid.
+// VMs that are not templates; several of one name need a vmid. The rows
+// come from the lists of the nodes /cluster/resources places VMs on: its
+// own rows lack the name of a guest made a moment ago (pkg/planner
+// guestfind.go guestRows).
 func findVM(ctx context.Context, client *pve.Client, r *spec.Resource) (*pve.ClusterResource, error) {
-	rows, err := client.ClusterResources(ctx, "vm")
+	all, err := client.ClusterResources(ctx, "vm")
 	if err != nil {
 		return nil, fmt.Errorf("list guests: %w", err)
 	}
+	var nodes []string
+	for _, row := range all {
+		if row.Type == string(pve.QEMU) && !slices.Contains(nodes, row.Node) {
+			nodes = append(nodes, row.Node)
+		}
+	}
+	slices.Sort(nodes)
 	name := r.Params["name"]
 	if name == "" {
 		name = r.Name
 	}
 	vmid, _ := strconv.Atoi(r.Params["vmid"])
 	var found []*pve.ClusterResource
-	for i := range rows {
-		row := &rows[i]
-		if row.Type != string(pve.QEMU) || row.Template {
-			continue
+	for _, node := range nodes {
+		rows, err := client.NodeGuests(ctx, pve.QEMU, node)
+		if err != nil {
+			return nil, fmt.Errorf("list the VMs of node %s: %w", node, err)
 		}
-		if (vmid != 0 && row.VMID == vmid) || (vmid == 0 && row.Name == name) {
-			found = append(found, row)
+		for i := range rows {
+			row := &rows[i]
+			if !row.Template && ((vmid != 0 && row.VMID == vmid) || (vmid == 0 && row.Name == name)) {
+				found = append(found, row)
+			}
 		}
 	}
 	switch len(found) {
@@ -220,29 +239,85 @@ func findVM(ctx context.Context, client *pve.Client, r *spec.Resource) (*pve.Clu
 }
 
 // sshAddress is host:port of the guest's sshd: --address, else the
-// static ip of its ipconfig0 or spec, at the spec's sshPort (22).
-func (o *repinOptions) sshAddress(r *spec.Resource, cfg pve.Config) (string, error) {
+// address provisioning would use (pkg/planner provisionLookup): the static
+// ip of its ipconfig0 or spec, else its DNS record as the connection says,
+// else the guest agent's lease; at the spec's sshPort (22).
+func (o *repinOptions) sshAddress(ctx context.Context, client *pve.Client, conn *spec.Connection, r *spec.Resource, row *pve.ClusterResource, cfg pve.Config) (string, error) {
 	port := 22
 	if p := spec.Provisioning(r); p != nil && p.SSHPort != nil {
 		port = *p.SSHPort
 	}
 	if o.address != "" {
-		if h, p, err := net.SplitHostPort(o.address); err == nil {
-			if _, err := strconv.Atoi(p); err != nil || h == "" {
-				return "", fmt.Errorf("--address %q: want HOST[:PORT]", o.address)
-			}
-			return o.address, nil
+		if _, _, err := net.SplitHostPort(o.address); err == nil {
+			return o.address, nil // checkAddress
 		}
 		return net.JoinHostPort(o.address, strconv.Itoa(port)), nil
 	}
-	ip := ipconfigAddr(cfg["ipconfig0"])
-	if g := spec.Guest(r); ip == "" && g.IP != nil && !strings.EqualFold(*g.IP, "dhcp") {
-		ip, _, _ = strings.Cut(*g.IP, "/")
+	l := provision.Lookup{IP: ipconfigAddr(cfg["ipconfig0"])}
+	if g := spec.Guest(r); l.IP == "" && g.IP != nil && !strings.EqualFold(*g.IP, "dhcp") {
+		l.IP = *g.IP
 	}
-	if ip == "" {
-		return "", errors.New("the VM has no static ip: give its address with --address HOST[:PORT]")
+	if conn != nil {
+		l.DNSDomain, l.DNSServers = conn.DNSDomain, conn.DNSServers
 	}
-	return net.JoinHostPort(ip, strconv.Itoa(port)), nil
+	if agentOn(cfg["agent"]) {
+		l.Agent = func(ctx context.Context) ([]provision.AgentInterface, error) {
+			data, err := client.AgentNetworkInterfaces(ctx, row.Node, row.VMID)
+			if err != nil {
+				return nil, err
+			}
+			return provision.ParseAgentInterfaces(data)
+		}
+		l.AllowLoopback = loopbackURL(client.BaseURL())
+	}
+	ip, err := provision.Resolve(ctx, row.Name, l, provision.Options{Timeout: repinTimeout})
+	if err != nil {
+		return "", fmt.Errorf("%w (or give the address with --address HOST[:PORT])", err)
+	}
+	return net.JoinHostPort(ip.String(), strconv.Itoa(port)), nil
+}
+
+// checkAddress refuses a malformed --address before any call.
+func (o *repinOptions) checkAddress() error {
+	if o.address == "" {
+		return nil
+	}
+	host, port := o.address, "22"
+	if h, p, err := net.SplitHostPort(o.address); err == nil {
+		host, port = h, p
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 || host == "" || strings.ContainsAny(host, " /[]") {
+		return invalid(fmt.Errorf("--address %q: want HOST or HOST:PORT", o.address))
+	}
+	return nil
+}
+
+// agentOn reads a VM's agent property string ("1", "enabled=1,…").
+func agentOn(agent string) bool {
+	for _, part := range strings.Split(agent, ",") {
+		k, v, ok := strings.Cut(strings.TrimSpace(part), "=")
+		if !ok {
+			return k == "1"
+		}
+		if k == "enabled" {
+			return v == "1"
+		}
+	}
+	return false
+}
+
+// loopbackURL: the API is on a loopback address (pvectl sim), whose agent
+// leases are loopback ones too.
+func loopbackURL(base string) bool {
+	u, err := url.Parse(base)
+	if err != nil {
+		return false
+	}
+	if strings.EqualFold(u.Hostname(), "localhost") {
+		return true
+	}
+	ip := net.ParseIP(u.Hostname())
+	return ip != nil && ip.IsLoopback()
 }
 
 // ipconfigAddr is the address of an ipconfig0 "ip=A.B.C.D/NN,gw=…" (""
