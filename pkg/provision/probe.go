@@ -17,9 +17,9 @@ var errKeySeen = errors.New("host key seen")
 // ProbeHostKey connects to addr (host:port) and returns the host key the
 // SSH server presents, offering the algorithms a first use offers (as if
 // no key were pinned), so the key it returns is the one provisioning would
-// pin. The handshake stops in the host key callback, before any
-// authentication: no user name or key leaves this process but the probe's
-// placeholder user.
+// pin. The handshake stops in the host key callback, during the key
+// exchange: authentication never starts, so no user name, key or password
+// is sent (the config holds no auth method anyway).
 func ProbeHostKey(ctx context.Context, addr string, timeout time.Duration) (ssh.PublicKey, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
