@@ -100,7 +100,8 @@ func TestE2ESSHRepin(t *testing.T) {
 
 // TestE2ESSHRepinAgentAddress: a DHCP VM is reached at the guest agent's
 // lease, as provisioning reaches it; a VM that was never pinned gets its
-// first pin; bad input is exit 3 before any call.
+// first pin; bad input is exit 3 before any call; on a terminal it asks,
+// and only "yes" writes the pin.
 func TestE2ESSHRepinAgentAddress(t *testing.T) {
 	provisiontest.Require(t, "sshd", "ssh")
 	sshd := provisiontest.StartSSHD(t)
@@ -135,4 +136,24 @@ func TestE2ESSHRepinAgentAddress(t *testing.T) {
 		t.Errorf("description %q, want %q", d, want)
 	}
 	r.mustRun(0, "plan", "-f", spec, "--detailed-exitcode")
+
+	// On a terminal it asks: anything but "yes" writes nothing.
+	stale := note + "[pvectl-hostkey: ssh-ed25519 SHA256:" + strings.Repeat("A", 43) + "]"
+	for _, answer := range []string{"no", "yes"} {
+		r.setDescription("dhcp-vm", stale)
+		typer, term := openPTY(t)
+		run := r.start(term, "ssh", "repin", "QemuVM/dhcp-vm", "-f", spec)
+		run.waitFor("the question", func(out, _ string) bool { return strings.HasSuffix(out, "Enter a value: ") })
+		if _, err := typer.WriteString(answer + "\n"); err != nil {
+			t.Fatal(err)
+		}
+		res := run.wait()
+		want, code := stale, 1
+		if answer == "yes" {
+			want, code = note+"[pvectl-hostkey: "+pin+"]", 0
+		}
+		if d := r.description("dhcp-vm"); res.code != code || d != want {
+			t.Errorf("answer %q: exit %d, description %q; want exit %d, %q\n%s%s", answer, res.code, d, code, want, res.stdout, res.stderr)
+		}
+	}
 }
