@@ -194,6 +194,7 @@ config file (--profile), or Connection documents in the specs.`,
 		newExplainCmd(g),
 		newImportCmd(g),
 		newShowCmd(g),
+		newSSHCmd(g),
 		newVersionCmd(version),
 	)
 	registerCompletions(root, g)

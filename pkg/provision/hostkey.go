@@ -23,7 +23,7 @@ type HostKeyError struct {
 
 func (e *HostKeyError) Error() string {
 	return fmt.Sprintf("vm %s at %s: ssh host key changed: pinned %s, guest presented %s; nothing ran. "+
-		"If the guest was rebuilt on purpose, remove the [pvectl-hostkey: …] block from its description to trust the new key; otherwise someone may be intercepting the connection",
+		"If the guest was rebuilt on purpose, trust its new key with `pvectl ssh repin QemuVM/<name> -f SPECS` (or remove the [pvectl-hostkey: …] block from its description); otherwise someone may be intercepting the connection",
 		e.VM, e.Address, e.Pinned, e.Got)
 }
 
