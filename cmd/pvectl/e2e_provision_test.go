@@ -230,8 +230,13 @@ func TestE2EProvisionStagingStack(t *testing.T) {
 	r.playbook("playbooks/app.yaml", "app-broken-on-purpose", true)
 	res = r.mustRun(1, "apply", "-f", r.spec, "--auto-approve")
 	outputs = append(outputs, res.stdout+res.stderr)
-	if _, summary, _ := strings.Cut(res.stdout, "Apply incomplete"); !strings.Contains(summary, `"msg": "app-broken-on-purpose"`) {
-		t.Errorf("failed apply's error lacks the playbook's output tail:\nstdout:\n%s\nstderr:\n%s", res.stdout, res.stderr)
+	// Its output is printed once, as it runs; the failure line and the
+	// summary name the file and its exit status, not the output again.
+	if n := strings.Count(res.stdout, `"msg": "app-broken-on-purpose"`); n != 1 || !strings.Contains(res.stdout, `| fatal: [`) {
+		t.Errorf("the playbook's output is printed %d times, want once as it runs:\nstdout:\n%s\nstderr:\n%s", n, res.stdout, res.stderr)
+	}
+	if _, summary, _ := strings.Cut(res.stdout, "Apply incomplete"); !strings.Contains(summary, "provision file playbooks/app.yaml failed: exit status 2 (its output is above)") {
+		t.Errorf("failed apply's summary does not name the file and its exit status:\nstdout:\n%s\nstderr:\n%s", res.stdout, res.stderr)
 	}
 	if got := r.recorded(app, "playbooks/app.yaml"); got != before {
 		t.Errorf("failed playbook's hash was written: %s, want still %s", got, before)

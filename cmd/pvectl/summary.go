@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/pvectl/pvectl/pkg/planner"
+	"github.com/pvectl/pvectl/pkg/provision"
 	"github.com/pvectl/pvectl/pkg/pve"
 )
 
@@ -30,6 +31,9 @@ type item struct {
 	Address string `json:"address"`
 	Action  string `json:"action"`
 	Reason  string `json:"reason,omitempty"`
+	// Shown is the text summary's reason when it differs from Reason (a
+	// provisioning failure without the output printed as it ran).
+	Shown string `json:"-"`
 }
 
 // outcome sorts a Result into the summary's lists.
@@ -65,7 +69,7 @@ func summarize(p *planner.Plan, res *planner.Result) outcome {
 		}
 	}
 	for _, a := range slices.Sorted(maps.Keys(res.Failed)) {
-		o.failed = append(o.failed, item{Address: a, Action: action(a), Reason: res.Failed[a].Error()})
+		o.failed = append(o.failed, item{Address: a, Action: action(a), Reason: res.Failed[a].Error(), Shown: streamedError(res.Failed[a])})
 		// A replace that destroyed the old object and failed to make the
 		// new one did destroy: the count says so, beside the failure.
 		if re := (*planner.ReplaceError)(nil); errors.As(res.Failed[a], &re) {
@@ -151,7 +155,12 @@ func (v *progressView) summary(p *planner.Plan, res *planner.Result, verb string
 		}
 	}
 	withReason := func(it item) string { return it.Address + " (" + it.Reason + ")" }
-	withError := func(it item) string { return it.Address + ": " + it.Reason }
+	withError := func(it item) string {
+		if it.Shown != "" {
+			return it.Address + ": " + it.Shown
+		}
+		return it.Address + ": " + it.Reason
+	}
 	keptNote := ""
 	if len(o.kept) > 0 {
 		keptNote = fmt.Sprintf(", %d kept (protected)", len(o.kept))
@@ -238,4 +247,16 @@ func isAnswer(err error) bool {
 	var te *pve.TaskError
 	var ae *pve.APIError
 	return errors.As(err, &te) || errors.As(err, &ae)
+}
+
+// streamedError is err's text without the output tail of a provisioning
+// file that failed: the text view printed that output line by line as it
+// ran (the "| " lines), so it is shown once. "" for other errors, and for
+// a failure with no output (its text says all there is).
+func streamedError(err error) string {
+	var re *provision.RunError
+	if !errors.As(err, &re) || len(re.Tail) == 0 {
+		return ""
+	}
+	return strings.Replace(err.Error(), re.Error(), re.Brief()+" (its output is above)", 1)
 }

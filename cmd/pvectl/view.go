@@ -184,7 +184,11 @@ func (v *progressView) PostApply(c *planner.Change, err error) {
 	fields := map[string]any{"elapsed_seconds": took.Seconds()}
 	if err != nil {
 		fields["error"] = err.Error()
-		line := fmt.Sprintf("%s: failed after %s: %v", c.Address, took, err)
+		shown := err.Error()
+		if s := streamedError(err); s != "" {
+			shown = s
+		}
+		line := fmt.Sprintf("%s: failed after %s: %s", c.Address, took, shown)
 		if aborted && !isAnswer(err) {
 			fields["outcome_unknown"] = true
 			line = fmt.Sprintf("%s: stopped waiting after %s (outcome unknown): %v", c.Address, took, err)

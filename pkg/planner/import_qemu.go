@@ -1,6 +1,8 @@
 package planner
 
 import (
+	"strings"
+
 	"github.com/pvectl/pvectl/pkg/spec"
 )
 
@@ -17,5 +19,27 @@ func (k qemuKind) importDoc(ic *importCtx, _ *spec.Resource, lo *liveObj) (*Impo
 	d := k.guestDoc(ic, spec.KindQemuVM, lo, func(key string) bool {
 		return qemuGenerated[key] && !ic.withGenerated
 	})
+	if d != nil {
+		d.Spec = withSSHKeysList(d.Spec)
+	}
 	return d, nil
+}
+
+// withSSHKeysList writes cloud-init's sshkeys, URL-encoded in PVE
+// ("ssh-ed25519%20AAAA…%0A"), as pvectl's sshKeys list, a key an item,
+// when the list stands for the same keys (so the document plans clean);
+// anything else (a key ssh.ParseAuthorizedKey cannot read, a blank line
+// kept between keys) stays sshkeys as PVE holds it.
+func withSSHKeysList(fields []Field) []Field {
+	for i, f := range fields {
+		v, ok := f.Value.(string)
+		if f.Key != "sshkeys" || !ok {
+			continue
+		}
+		keys := strings.Split(unescapeKeys(v), "\n")
+		if enc, err := spec.SSHKeysParam(keys); err == nil && unescapeKeys(enc) == unescapeKeys(v) {
+			fields[i] = Field{"sshKeys", keys}
+		}
+	}
+	return fields
 }

@@ -295,7 +295,8 @@ func (b *builder) planLifecycle(k kindOps, r *spec.Resource, lo *liveObj) (*Chan
 	return c, nil
 }
 
-// createDiff lists what a create will set, as "+" fields. The node is the
+// createDiff lists what a create will set, as "+" fields, each under the
+// key the user wrote (ip, not the ipconfig0 it stands for). The node is the
 // resolved one (node is the object's place, not a parameter), so a create
 // whose spec leaves it out still shows where it lands.
 func createDiff(r *spec.Resource, node string) []FieldDiff {
@@ -304,6 +305,9 @@ func createDiff(r *spec.Resource, node string) []FieldDiff {
 		params = map[string]string{}
 	}
 	delete(params, "node")
+	for k := range spec.WrittenAs(r) {
+		delete(params, k) // the user's ip or vlan says it (an own field below)
+	}
 	if node != "" {
 		params["node"] = node
 	}

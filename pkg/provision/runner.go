@@ -29,11 +29,17 @@ type RunError struct {
 }
 
 func (e *RunError) Error() string {
-	msg := fmt.Sprintf("vm %s: provision file %s failed: %v", e.VM, e.File, e.Err)
+	msg := e.Brief()
 	if len(e.Tail) > 0 {
 		msg += "; last output:\n" + indent(strings.Join(e.Tail, "\n"))
 	}
 	return msg
+}
+
+// Brief is the error without its output's tail: for a view that printed
+// the output as it came, so it is shown once.
+func (e *RunError) Brief() string {
+	return fmt.Sprintf("vm %s: provision file %s failed: %v", e.VM, e.File, e.Err)
 }
 
 func (e *RunError) Unwrap() error { return e.Err }

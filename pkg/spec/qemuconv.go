@@ -114,6 +114,28 @@ func qemuConveniences(r *Resource) []problem {
 	return out
 }
 
+// WrittenAs maps the PVE keys of a QemuVM whose whole value its
+// conveniences wrote to the key the user wrote instead: ipconfig0 → ip,
+// and net0 → vlan (or bridge) when no net0 of the user's went into it.
+// A create's diff shows the user's key, not both. sshkeys is not in it:
+// the sshKeys list is not a diff line of its own.
+func WrittenAs(r *Resource) map[string]string {
+	out := map[string]string{}
+	g := Guest(r) // empty for other kinds: only a QemuVM takes ip and vlan
+	if g.IP != nil && r.Params["ipconfig0"] != "" {
+		out["ipconfig0"] = "ip"
+	}
+	if g.VLAN != nil || g.Bridge != nil {
+		if v, _, err := netWithVLAN("", g); err == nil && v == r.Params["net0"] {
+			out["net0"] = "vlan"
+			if g.VLAN == nil {
+				out["net0"] = "bridge"
+			}
+		}
+	}
+	return out
+}
+
 // cloneKeys checks what goes with image (and full), and makes q35 the
 // machine of a clone that names none (design §3).
 func cloneKeys(r *Resource, g *GuestKeys, derive func(param, from, value string)) []problem {

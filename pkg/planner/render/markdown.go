@@ -70,6 +70,7 @@ func verb(c *planner.Change) string {
 func changeLines(c *planner.Change) []string {
 	var out []string
 	for _, d := range c.Diff {
+		d = shown(d)
 		if lines, ok := textDiff(d.Before, d.After); ok {
 			out = append(out, "! "+d.Path+":")
 			for _, l := range lines {

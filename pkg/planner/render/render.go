@@ -158,6 +158,7 @@ func keptNote(c *planner.Change) string {
 // field renders one diff as its line(s), each starting with indent: a
 // multi-line text (a description, cloud-init user data) as a line diff.
 func field(pl palette, d planner.FieldDiff, indent string) string {
+	d = shown(d)
 	if lines, ok := textDiff(d.Before, d.After); ok {
 		var b strings.Builder
 		b.WriteString(indent + pl.change.Render("~") + " " + d.Path + ":\n")

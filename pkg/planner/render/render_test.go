@@ -106,6 +106,16 @@ func plans() map[string]*planner.Plan {
 				{Path: "name", Before: "app", After: "app-1"},
 			}, "renamed from app (renamedFrom): VM 100 keeps its vmid, disks and addresses", "description changed", "name changed"),
 		}},
+		// sshkeys is URL-encoded on the wire: shown decoded, a key a line.
+		"sshkeys": {FormatVersion: "1", Changes: []*planner.Change{
+			change("QemuVM/app-vm-1", planner.Update, []planner.FieldDiff{
+				{Path: "sshkeys", Before: "ssh-ed25519%20AAAAC3Nza%20ops%40laptop%0A", After: "ssh-ed25519%20AAAAC3Nza%20ops%40laptop%0Assh-ed25519%20AAAAC3Nzb%20ci%0A"},
+			}, "sshkeys changed"),
+			change("QemuVM/db", planner.Create, []planner.FieldDiff{
+				{Path: "node", After: "pve"},
+				{Path: "sshkeys", After: "ssh-ed25519%20AAAAC3Nza%20ops%40laptop%0A"},
+			}, "does not exist"),
+		}},
 		"nochange": {FormatVersion: "1", Changes: []*planner.Change{
 			change("LinuxBridge/vmbr1", planner.NoOp, nil),
 			change("QemuVM/app-vm-1", planner.NoOp, nil),
@@ -129,7 +139,7 @@ func provisioned(c *planner.Change, steps ...planner.ProvisionStep) *planner.Cha
 }
 
 func TestHuman(t *testing.T) {
-	for _, name := range []string{"create", "update", "destroy", "nochange", "keptonly", "staged", "stagedchange", "provision", "multiline"} {
+	for _, name := range []string{"create", "update", "destroy", "nochange", "keptonly", "staged", "stagedchange", "provision", "multiline", "sshkeys"} {
 		t.Run(name, func(t *testing.T) {
 			var buf bytes.Buffer
 			if err := Human(&buf, plans()[name], Options{}); err != nil {
@@ -197,7 +207,7 @@ func TestJSONShape(t *testing.T) {
 }
 
 func TestMarkdown(t *testing.T) {
-	for _, name := range []string{"create", "update", "destroy", "nochange", "provision", "multiline"} {
+	for _, name := range []string{"create", "update", "destroy", "nochange", "provision", "multiline", "sshkeys"} {
 		t.Run(name, func(t *testing.T) {
 			var buf bytes.Buffer
 			if err := Markdown(&buf, plans()[name]); err != nil {
