@@ -33,11 +33,21 @@ test: lint
 	$(GO) test $(RACE) -count=1 -timeout 15m ./...
 	$(MAKE) --no-print-directory fuzz
 
+# Go's fuzz coordinator can end a run at -fuzztime with "context deadline
+# exceeded" while a worker is still busy, writing no failing input: that
+# is the clock, not a finding, and is reported as such. A real finding
+# ("Failing input written to testdata/fuzz/…") always fails.
 fuzz:
 	@for t in $(FUZZ); do \
 	  pkg=$${t%%:*}; name=$${t##*:}; \
 	  echo "$(GO) test -run '^$$' -fuzz '^$$name\$$' -fuzztime $(FUZZTIME) $$pkg"; \
-	  $(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
+	  out=$$($(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) $$pkg 2>&1); rc=$$?; \
+	  echo "$$out"; \
+	  if [ $$rc -ne 0 ]; then \
+	    if echo "$$out" | grep -q 'context deadline exceeded' && ! echo "$$out" | grep -q 'Failing input written'; then \
+	      echo "note: $$name ended on the fuzz deadline with no failing input (not a finding)"; \
+	    else exit 1; fi; \
+	  fi; \
 	done
 
 lint:
