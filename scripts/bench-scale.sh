@@ -16,24 +16,12 @@ sizes=("$@")
 [ ${#sizes[@]} -gt 0 ] || sizes=(5000 50000)
 here=$(cd "$(dirname "$0")" && pwd)
 work=$(mktemp -d)
-sim_pid=
-stop_sim() {
-  if [ -n "$sim_pid" ]; then kill "$sim_pid" 2>/dev/null || true; wait "$sim_pid" 2>/dev/null || true; sim_pid=; fi
-}
+. "$here/sim-lib.sh"
 trap 'stop_sim; rm -rf "$work"' EXIT
 
-start_sim() { # state file
-  : >"$work/sim.log"
-  "$bin" sim --listen 127.0.0.1:0 --task-duration 1ms --status-interval 1h --state "$1" >"$work/sim.log" 2>&1 &
-  sim_pid=$!
-  url=
-  for _ in $(seq 1 600); do   # bounded: at most ~60 s (a big state loads slowly)
-    url=$(sed -n 's/^PVE simulator listening on \([^ ]*\).*/\1/p' "$work/sim.log" | head -n1)
-    [ -n "$url" ] && break
-    kill -0 "$sim_pid" 2>/dev/null || { cat "$work/sim.log"; exit 1; }
-    sleep 0.1
-  done
-  [ -n "$url" ] || { echo "simulator did not start"; cat "$work/sim.log"; exit 1; }
+start_state_sim() { # state file
+  # A big state loads slowly: wait up to ~60 s.
+  SIM_WAIT_TRIES=600 start_sim "$bin" "$work/sim.log" --task-duration 1ms --status-interval 1h --state "$1"
   export PROXMOX_URL=$url PROXMOX_TOKEN_ID='root@pam!pvectl' PROXMOX_TOKEN_SECRET=simulator
 }
 
@@ -46,7 +34,7 @@ vms() { # n: VMs without disks (the state below holds them)
 
 # One VM made by the simulator, the model of the copies.
 vms 1 >"$work/one.yaml"
-start_sim "$work/one.json"
+start_state_sim "$work/one.json"
 "$bin" apply -f "$work/one.yaml" --auto-approve >/dev/null
 stop_sim
 
@@ -77,7 +65,7 @@ for i in range(n):
     st["vms"][str(1000 + i)] = v
 json.dump(st, open(dst, "w"))
 EOF
-  start_sim "$work/state.json"
+  start_state_sim "$work/state.json"
   rss=$(ps -o rss= -p "$sim_pid")
   measure plan "$n" "$bin" plan -f "$work/vms.yaml" --detailed-exitcode
   awk -v n="$n" -v r="$rss" 'BEGIN { printf "%-22s N=%-6d RSS %7.1f MiB (%4.2f KB/VM)\n", "simulator", n, r / 1024, r / n }'

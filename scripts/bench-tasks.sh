@@ -11,23 +11,14 @@ bin=${1:-bin/pvectl}
 n=${N:-200}
 task_ms=50
 work=$(mktemp -d)
-sim_pid=
+. "$(dirname "$0")/sim-lib.sh"
 cleanup() {
-  if [ -n "$sim_pid" ]; then kill "$sim_pid" 2>/dev/null || true; wait "$sim_pid" 2>/dev/null || true; fi
+  stop_sim
   rm -rf "$work"
 }
 trap cleanup EXIT
 
-"$bin" sim --listen 127.0.0.1:0 --task-duration ${task_ms}ms >"$work/sim.log" 2>&1 &
-sim_pid=$!
-url=
-for _ in $(seq 1 100); do   # bounded: at most ~10 s
-  url=$(sed -n 's/^PVE simulator listening on \([^ ]*\).*/\1/p' "$work/sim.log" | head -n1)
-  [ -n "$url" ] && break
-  kill -0 "$sim_pid" 2>/dev/null || { cat "$work/sim.log"; exit 1; }
-  sleep 0.1
-done
-[ -n "$url" ] || { echo "simulator did not start"; cat "$work/sim.log"; exit 1; }
+start_sim "$bin" "$work/sim.log" --task-duration "${task_ms}ms"
 export PROXMOX_URL=$url PROXMOX_TOKEN_ID='root@pam!pvectl' PROXMOX_TOKEN_SECRET=simulator
 
 specs() { # memory

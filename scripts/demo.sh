@@ -5,9 +5,9 @@ set -euo pipefail
 bin=${1:-bin/pvectl}
 specs=${2:-examples}
 work=$(mktemp -d)
-sim_pid=
+. "$(dirname "$0")/sim-lib.sh"
 cleanup() {
-  if [ -n "$sim_pid" ]; then kill "$sim_pid" 2>/dev/null || true; wait "$sim_pid" 2>/dev/null || true; fi
+  stop_sim
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -19,16 +19,7 @@ else
 fi
 
 step "Starting the PVE simulator (pvectl sim) on a free loopback port"
-"$bin" sim --listen 127.0.0.1:0 --task-duration 200ms >"$work/sim.log" 2>&1 &
-sim_pid=$!
-url=
-for _ in $(seq 1 100); do   # bounded: at most ~10 s
-  url=$(sed -n 's/^PVE simulator listening on \([^ ]*\).*/\1/p' "$work/sim.log" | head -n1)
-  [ -n "$url" ] && break
-  kill -0 "$sim_pid" 2>/dev/null || { cat "$work/sim.log"; exit 1; }
-  sleep 0.1
-done
-[ -n "$url" ] || { echo "simulator did not start"; cat "$work/sim.log"; exit 1; }
+start_sim "$bin" "$work/sim.log" --task-duration 200ms
 echo "simulator at $url"
 
 export PROXMOX_URL=$url
