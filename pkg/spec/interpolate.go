@@ -35,6 +35,12 @@ func interpolate(s string, getenv func(string) (string, bool)) (string, error) {
 			return "", fmt.Errorf("unterminated ${ in %q (write $${ for a literal ${)", s[i:])
 		}
 		expr := s[i+2 : i+end]
+		if _, ok := parseOutputRef(expr); ok {
+			// Another resource's output (outputs.go): the planner's.
+			b.WriteString(s[i : i+end+1])
+			i += end + 1
+			continue
+		}
 		name, def, hasDef := strings.Cut(expr, ":-")
 		if !validVarName(name) {
 			return "", fmt.Errorf("invalid variable reference ${%s}: a name is letters, digits and _ (write $${ for a literal ${)", expr)
