@@ -165,7 +165,7 @@ func (l *loader) resource(d *document, k *kindInfo, defaults []entry) *Resource 
 	r.Keys = keys
 	l.report(r, requiredProblems(k, l.method(k), r))
 	if k.Check != nil {
-		l.report(r, k.Check(r))
+		l.report(r, checkWithSamples(r, k.Check))
 	}
 	return r
 }

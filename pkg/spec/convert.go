@@ -82,6 +82,11 @@ func (l *loader) convert(k *kindInfo, es []entry, r *Resource, own map[string]an
 				delete(own, key) // resets a Defaults value
 				continue
 			}
+			if nodeHasOutputRef(e.val) {
+				l.errorf(vp, "%s.%s: an output reference ${Kind/name.output} is taken in PVE parameters, not in pvectl's own keys: "+
+					"write the PVE parameter it stands for, or name the resource the way this key documents", e.what, key)
+				continue
+			}
 			if t != ownBool && t != ownInt && l.checkText(e.file, e.what+"."+key, e.val, isMultiLineOwnKey(key)) {
 				continue
 			}
@@ -133,7 +138,7 @@ func (l *loader) convert(k *kindInfo, es []entry, r *Resource, own map[string]an
 		if l.checkText(e.file, e.what+"."+key, e.val, isMultiLineParam(key)) {
 			continue
 		}
-		wire, err := wireValue(key, p, e.val)
+		wire, err := l.wireWithOutputs(key, p, e.val)
 		if err != nil {
 			pos, path := vp, key
 			var ae *atError
@@ -150,7 +155,7 @@ func (l *loader) convert(k *kindInfo, es []entry, r *Resource, own map[string]an
 			l.errorf(vp, "%s.%s must be %q for a %s, got %q", e.what, key, fixed, k.Name, wire)
 			continue
 		}
-		if err := p.Check(wire); err != nil {
+		if err := p.Check(withSamples(wire)); err != nil {
 			if secret.Key(key) {
 				l.errorf(vp, "%s.%s: invalid value (not shown: it is a secret)", e.what, key)
 			} else if p.Format == "urlencoded" {
@@ -508,4 +513,21 @@ func scalarWire(typ string, v *yaml.Node) (string, error) {
 		}
 	}
 	return v.Value, nil
+}
+
+// wireWithOutputs is wireValue for a value that may hold output
+// references (outputs.go): a scalar that holds one is converted with
+// samples in, to check its form, and kept as written (the planner puts
+// the values in); a property string written as a map keeps them in its
+// rendering.
+func (l *loader) wireWithOutputs(key string, p *schema.Param, val *yaml.Node) (string, error) {
+	if val.Kind != yaml.ScalarNode || !HasOutputRef(val.Value) {
+		return wireValue(key, p, val)
+	}
+	sample := *val
+	sample.Value = withSamples(val.Value)
+	if _, err := wireValue(key, p, &sample); err != nil {
+		return "", err
+	}
+	return val.Value, nil
 }

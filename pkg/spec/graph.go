@@ -37,6 +37,9 @@ func (l *loader) link(set *Set, docOf map[*Resource]*document) {
 			}
 			deps[ra.Ref] = true
 		}
+		for _, ref := range l.linkOutputs(r, index, all) {
+			deps[ref] = true
+		}
 		found, refused := refs.deps(r)
 		for _, ref := range found {
 			deps[ref] = true

@@ -98,6 +98,10 @@ type kindInfo struct {
 	Unsupported []string
 	// Identity is the PVE parameter defaulted from the document's name.
 	Identity string
+	// Outputs are the values the kind's changes produce during apply,
+	// that other resources name as ${Kind/name.output} (outputs.go); the
+	// identity is one too, known from the spec.
+	Outputs []OutputDoc
 	// Unique are other parameters that identify a resource when set (a
 	// QemuVM's vmid): no two resources may share one, so Defaults cannot
 	// set them.
@@ -242,6 +246,7 @@ var kindTable = sync.OnceValue(func() map[string]*kindInfo {
 		{Name: KindDefaults, Role: roleDefaults},
 		{
 			Name:         KindQemuVM,
+			Outputs:      guestOutputs("VM"),
 			Noun:         "VM",
 			Renamable:    true,
 			Create:       &apiCall{"POST", "/nodes/{node}/qemu"},
@@ -272,6 +277,7 @@ var kindTable = sync.OnceValue(func() map[string]*kindInfo {
 			// baseImage (clone, boot, provision, shut down, POST
 			// …/template) and rebuilt when its recipe changes.
 			Name:         KindTemplate,
+			Outputs:      guestOutputs("template"),
 			Noun:         "template",
 			Create:       &apiCall{"POST", "/nodes/{node}/qemu"},
 			Filled:       []string{"vmid"},
@@ -296,6 +302,7 @@ var kindTable = sync.OnceValue(func() map[string]*kindInfo {
 		},
 		{
 			Name:      KindLxcContainer,
+			Outputs:   guestOutputs("container"),
 			Noun:      "container",
 			Renamable: true,
 			Create:    &apiCall{"POST", "/nodes/{node}/lxc"},
@@ -374,6 +381,7 @@ var kindTable = sync.OnceValue(func() map[string]*kindInfo {
 		},
 		{
 			Name:      KindDownloadedImage,
+			Outputs:   []OutputDoc{{Name: "volid", Sample: "local:iso/image.iso", Doc: "the volume id of the downloaded file (storage:content/filename)"}},
 			Immutable: true,
 			Noun:      "downloaded file",
 			Create:    &apiCall{"POST", "/nodes/{node}/storage/{storage}/download-url"},
@@ -395,6 +403,7 @@ var kindTable = sync.OnceValue(func() map[string]*kindInfo {
 		},
 		{
 			Name:      KindConfigDriveISO,
+			Outputs:   []OutputDoc{{Name: "volid", Sample: "local:iso/seed-0123456789.iso", Doc: "the volume id of the ISO (storage:iso/<name>-<hash>.iso): it changes with the content"}},
 			Immutable: true,
 			Noun:      "config drive",
 			// pvectl builds the image and uploads it; only where it goes
@@ -430,6 +439,7 @@ var kindTable = sync.OnceValue(func() map[string]*kindInfo {
 		},
 		{
 			Name:        KindAPIToken,
+			Outputs:     []OutputDoc{{Name: "tokenid", Sample: "user@pve!token", Doc: "the full token id, user@realm!name"}},
 			Noun:        "API token",
 			Create:      &apiCall{"POST", "/access/users/{userid}/token/{tokenid}"},
 			FoundBy:     []string{"userid"},

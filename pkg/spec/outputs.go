@@ -3,6 +3,8 @@ package spec
 import (
 	"regexp"
 	"strings"
+
+	"go.yaml.in/yaml/v3"
 )
 
 // An output reference ${Kind/name.output} stands, in any string of a
@@ -52,9 +54,9 @@ func HasOutputRef(s string) bool {
 	return found
 }
 
-// ResolveOutputs replaces every output reference in s with its value from
-// get; ok is false (and s is returned unchanged) when get knows any of
-// them not.
+// ResolveOutputs replaces every output reference in s that get knows
+// with its value and keeps the others as they are; ok reports whether it
+// knew them all.
 func ResolveOutputs(s string, get func(OutputRef) (string, bool)) (string, bool) {
 	if !strings.Contains(s, "${") {
 		return s, true
@@ -71,11 +73,11 @@ func ResolveOutputs(s string, get func(OutputRef) (string, bool)) (string, bool)
 		b.WriteString(v)
 		last = end
 	})
-	if !ok {
-		return s, false
+	if last == 0 {
+		return s, ok
 	}
 	b.WriteString(s[last:])
-	return b.String(), true
+	return b.String(), ok
 }
 
 // walkOutputRefs calls f for each output reference in s with its byte
@@ -97,4 +99,170 @@ func walkOutputRefs(s string, f func(ref OutputRef, start, end int)) {
 		}
 		i = end
 	}
+}
+
+// OutputDoc is one output a kind produces.
+type OutputDoc struct {
+	Name string
+	// Sample is a value of the output's form: Load checks a value that
+	// holds a reference with its samples in, as PVE will get it.
+	Sample string
+	Doc    string
+}
+
+func guestOutputs(noun string) []OutputDoc {
+	return []OutputDoc{
+		{Name: "vmid", Sample: "100", Doc: "the " + noun + "'s vmid: the pinned one, or the one PVE's next free id gave at create"},
+		{Name: "node", Sample: "pve", Doc: "the node the " + noun + " is on"},
+	}
+}
+
+// KindOutputs lists what ${Kind/name.output} may name for kind: the
+// outputs its changes produce, then its identity key (known from the
+// spec, put in at load).
+func KindOutputs(kind string) []OutputDoc {
+	k := kindOf(kind)
+	if k == nil {
+		return nil
+	}
+	outs := append([]OutputDoc(nil), k.Outputs...)
+	if k.Identity != "" && k.Role == roleResource {
+		outs = append(outs, OutputDoc{Name: k.Identity, Sample: "x", Doc: "the " + k.Identity + " of the " + k.Noun + " (from its spec)"})
+	}
+	return outs
+}
+
+func outputDoc(kind, name string) (OutputDoc, bool) {
+	for _, o := range KindOutputs(kind) {
+		if o.Name == name {
+			return o, true
+		}
+	}
+	return OutputDoc{}, false
+}
+
+// withSamples is s with every output reference replaced by a sample of
+// its form, for checking the value as PVE will get it.
+func withSamples(s string) string {
+	v, _ := ResolveOutputs(s, func(ref OutputRef) (string, bool) {
+		if o, ok := outputDoc(ref.Kind, ref.Output); ok {
+			return o.Sample, true
+		}
+		return "x", true
+	})
+	return v
+}
+
+// nodeHasOutputRef reports whether a value node holds an output
+// reference anywhere.
+func nodeHasOutputRef(n *yaml.Node) bool {
+	if n == nil {
+		return false
+	}
+	if n.Kind == yaml.ScalarNode {
+		return HasOutputRef(n.Value)
+	}
+	for _, c := range n.Content {
+		if nodeHasOutputRef(c) {
+			return true
+		}
+	}
+	return false
+}
+
+// checkWithSamples runs check on r with every parameter that holds an
+// output reference set to its samples, then puts the references back:
+// the kind's checks see values of the form PVE will get, and their
+// messages show the value as written. A parameter naming an output that
+// does not exist is left out of the check (linkOutputs reports it).
+func checkWithSamples(r *Resource, check func(*Resource) []problem) []problem {
+	raw, sampled := map[string]string{}, map[string]string{}
+	for key, v := range r.Params {
+		if !HasOutputRef(v) {
+			continue
+		}
+		raw[key] = v
+		if allOutputsExist(v) {
+			sampled[key] = withSamples(v)
+			r.Params[key] = sampled[key]
+		} else {
+			delete(r.Params, key)
+		}
+	}
+	ps := check(r)
+	for key, v := range raw {
+		if _, kept := r.Params[key]; kept || sampled[key] == "" {
+			r.Params[key] = v
+		}
+		for i := range ps {
+			if s := sampled[key]; s != "" {
+				ps[i].msg = strings.ReplaceAll(ps[i].msg, s, v)
+			}
+		}
+	}
+	return ps
+}
+
+func allOutputsExist(s string) bool {
+	all := true
+	walkOutputRefs(s, func(ref OutputRef, _, _ int) {
+		_, ok := outputDoc(ref.Kind, ref.Output)
+		all = all && ok
+	})
+	return all
+}
+
+// linkOutputs checks r's output references — the kind, the resource and
+// the output exist, on r's connection — puts in those known from the
+// specs (an identity key) and returns the resources r depends on by them.
+func (l *loader) linkOutputs(r *Resource, index map[string]*Resource, all []Ref) []Ref {
+	var deps []Ref
+	for key, v := range r.Params {
+		if !strings.Contains(v, "${") {
+			continue
+		}
+		pos := r.Pos
+		if p, ok := r.KeyPos[key]; ok && p.File != "" {
+			pos = p
+		}
+		resolved, _ := ResolveOutputs(v, func(ref OutputRef) (string, bool) {
+			target := index[ref.Address()]
+			switch {
+			case kindOf(ref.Kind) == nil || kindOf(ref.Kind).Role != roleResource:
+				l.errorf(pos, "%s.%s: %s names kind %q, which is not a resource kind%s", r.Address(), key, ref, ref.Kind, didYouMean(ref.Kind, SupportedKinds()))
+				return "", false
+			case target == nil:
+				if !l.unreadable && !l.rejected[Ref{Kind: ref.Kind, Name: ref.Name}] {
+					l.errorf(pos, "%s.%s: %s names %s, which is not defined in the given files%s", r.Address(), key, ref, ref.Address(), didYouMeanRef(Ref{Kind: ref.Kind, Name: ref.Name}, all))
+				}
+				return "", false
+			case target.Connection != r.Connection:
+				l.errorf(pos, "%s.%s: %s names %s of another connection: an output is known on its own cluster only", r.Address(), key, ref, ref.Address())
+				return "", false
+			}
+			if _, ok := outputDoc(ref.Kind, ref.Output); !ok {
+				l.errorf(pos, "%s.%s: %s has no output %q (it has: %s)", r.Address(), key, ref.Address(), ref.Output, outputNames(ref.Kind))
+				return "", false
+			}
+			deps = append(deps, Ref{Kind: ref.Kind, Name: ref.Name})
+			if k := kindOf(ref.Kind); ref.Output == k.Identity {
+				if id, ok := target.Params[k.Identity]; ok && !HasOutputRef(id) {
+					return id, true
+				}
+			}
+			return "", false
+		})
+		if resolved != v {
+			r.Params[key] = resolved
+		}
+	}
+	return deps
+}
+
+func outputNames(kind string) string {
+	var names []string
+	for _, o := range KindOutputs(kind) {
+		names = append(names, o.Name)
+	}
+	return strings.Join(names, ", ")
 }
