@@ -46,15 +46,25 @@ func Apply(ctx context.Context, clients Clients, plan *Plan, opts ApplyOptions) 
 		}
 	}
 	warnings := &warnLog{}
+	outputs := &appliedOutputs{}
 	run := func(ctx context.Context, c *Change) error {
 		if err := guard(ctx, opts.Guard); err != nil {
 			return err
 		}
-		x := &execution{hooks: hooks, change: c, plan: plan, allowForeign: opts.AllowForeignNetworkChanges, warnings: warnings}
+		// The values its references name are known now: its
+		// dependencies are done (outputs.go).
+		if err := outputs.resolve(c); err != nil {
+			return err
+		}
+		x := &execution{hooks: hooks, change: c, plan: plan, allowForeign: opts.AllowForeignNetworkChanges, warnings: warnings, outputs: outputs}
 		if c.Resource != nil {
 			x.vmids = alloc[c.Resource.Connection]
 		}
-		return applyChange(ctx, clients, x)
+		err := applyChange(ctx, clients, x)
+		if err == nil {
+			outputs.record(c)
+		}
+		return err
 	}
 	late := func(c *Change) func(context.Context) error {
 		if c.Resource == nil {

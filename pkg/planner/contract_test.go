@@ -52,6 +52,11 @@ func TestKindContract(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(root, "docs", "kinds", name+".md")); err != nil {
 			missing("no docs page docs/kinds/" + name + ".md")
 		}
+		for _, o := range spec.KindOutputs(name) {
+			if _, ok := k.(outputter); !ok && (specs[name] == nil || o.Name != specs[name].Identity) {
+				missing("output " + o.Name + " is declared in its row (pkg/spec/kinds.go) but the kind produces none (outputter)")
+			}
+		}
 		ks := specs[name]
 		if ks == nil {
 			missing("not in the spec registry (pkg/spec/kinds.go)")

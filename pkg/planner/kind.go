@@ -194,6 +194,8 @@ type execution struct {
 	conn *spec.Connection
 	// warnings collects the task warnings of the apply; nil: not kept.
 	warnings *warnLog
+	// outputs are what the apply's changes produced so far (outputs.go).
+	outputs *appliedOutputs
 }
 
 func (x *execution) msg(format string, args ...any) {

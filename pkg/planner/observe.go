@@ -128,64 +128,46 @@ func ObserveWith(ctx context.Context, clients Clients, set *spec.Set, opts Obser
 		conc = DefaultReadConcurrency
 	}
 	obs := &Observed{conns: map[string]*liveConn{}, objs: map[string]*liveObj{}, errs: map[string]error{}, unknown: map[string]string{}}
-	connErr := map[string]error{}
+	ob := &observer{obs: obs, clients: clients, set: set, conc: conc, connErr: map[string]error{}}
+	// A resource whose parameters name another's output is read once that
+	// one was: the value goes in when it is known (outputs.go).
+	var later []*spec.Resource
 	for _, r := range set.Resources {
-		if err := ctx.Err(); err != nil {
+		if hasOutputRefs(r) {
+			later = append(later, r)
+			continue
+		}
+		if err := ob.observe(ctx, r); err != nil {
 			return obs, err
 		}
-		k, err := kindOf(r.Kind)
-		if err != nil {
-			obs.errs[r.Address()] = fmt.Errorf("%s: %w", r.Address(), err)
-			continue
-		}
-		lc, ok := obs.conns[r.Connection]
-		if !ok {
-			if err, failed := connErr[r.Connection]; failed {
-				obs.errs[r.Address()] = err
-				continue
-			}
-			lc, err = openConn(ctx, clients, set, r.Connection, conc)
-			if err != nil {
-				// A connection that cannot be read fails every resource on
-				// it for the same reason: Build says it once.
-				connErr[r.Connection] = err
-				obs.errs[r.Address()] = err
-				continue
-			}
-			obs.conns[r.Connection] = lc
-		}
-		// What is on a node that is down cannot be read, nor changed.
-		if why := lc.downReason(r); why != "" {
-			obs.unknown[r.Address()] = why
-			continue
-		}
-		// PVE's lists hide what the token may not audit: a read without the
-		// privileges would look like a missing object.
-		if p, ok := k.(permissioned); ok {
-			if err := lc.checkPerms(r.Address(), p.readPerms(r)); err != nil {
-				obs.errs[r.Address()] = err
-				continue
-			}
-		}
-		lo, err := k.observe(ctx, lc, r)
-		var ue *unknownError
-		if err = lc.asUnknown(r, err); errors.As(err, &ue) {
-			obs.unknown[r.Address()] = ue.reason
-			continue
-		}
-		if err != nil {
-			obs.errs[r.Address()] = fmt.Errorf("%s: %w", r.Address(), err)
-			continue
-		}
-		obs.objs[r.Address()] = lo
 	}
-	for addr, err := range loadAll(ctx, obs.objs, conc) {
-		if isUnreachable(err) {
-			obs.unknown[addr] = fmt.Sprintf("on node %s, %s", obs.objs[addr].Node, unreachableWhy(err))
-		} else {
-			obs.errs[addr] = err
+	ob.loadAll(ctx, obs.objs)
+	get := obs.planOutputs(set)
+	for len(later) > 0 {
+		waiting := map[string]bool{}
+		for _, r := range later {
+			waiting[r.Address()] = true
 		}
-		delete(obs.objs, addr)
+		var next []*spec.Resource
+		wave := map[string]*liveObj{}
+		for _, r := range later {
+			if waitsFor(r, waiting) {
+				next = append(next, r)
+				continue
+			}
+			obs.resolveAtPlan(r, get)
+			if err := ob.observe(ctx, r); err != nil {
+				return obs, err
+			}
+			if lo := obs.objs[r.Address()]; lo != nil {
+				wave[r.Address()] = lo
+			}
+		}
+		if len(next) == len(later) {
+			break // a cycle, which Load refuses: nothing can go first
+		}
+		ob.loadAll(ctx, wave)
+		later = next
 	}
 	readPrereqs(ctx, set, obs)
 	return obs, ctx.Err()
@@ -347,4 +329,91 @@ func fieldsDigest(cfg pve.Config) string {
 		fmt.Fprintf(h, "%s=%s\n", k, cfg[k])
 	}
 	return hex.EncodeToString(h.Sum(nil))
+}
+
+// observer reads resources' live objects for ObserveWith.
+type observer struct {
+	obs     *Observed
+	clients Clients
+	set     *spec.Set
+	conc    int
+	connErr map[string]error // by connection: why it could not be opened
+}
+
+// observe reads r's live object into obs; the error is only ctx's.
+func (ob *observer) observe(ctx context.Context, r *spec.Resource) error {
+	obs, clients, set, conc, connErr := ob.obs, ob.clients, ob.set, ob.conc, ob.connErr
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	k, err := kindOf(r.Kind)
+	if err != nil {
+		obs.errs[r.Address()] = fmt.Errorf("%s: %w", r.Address(), err)
+		return nil
+	}
+	lc, ok := obs.conns[r.Connection]
+	if !ok {
+		if err, failed := connErr[r.Connection]; failed {
+			obs.errs[r.Address()] = err
+			return nil
+		}
+		lc, err = openConn(ctx, clients, set, r.Connection, conc)
+		if err != nil {
+			// A connection that cannot be read fails every resource on
+			// it for the same reason: Build says it once.
+			connErr[r.Connection] = err
+			obs.errs[r.Address()] = err
+			return nil
+		}
+		obs.conns[r.Connection] = lc
+	}
+	// What is on a node that is down cannot be read, nor changed.
+	if why := lc.downReason(r); why != "" {
+		obs.unknown[r.Address()] = why
+		return nil
+	}
+	// PVE's lists hide what the token may not audit: a read without the
+	// privileges would look like a missing object.
+	if p, ok := k.(permissioned); ok {
+		if err := lc.checkPerms(r.Address(), p.readPerms(r)); err != nil {
+			obs.errs[r.Address()] = err
+			return nil
+		}
+	}
+	lo, err := k.observe(ctx, lc, r)
+	var ue *unknownError
+	if err = lc.asUnknown(r, err); errors.As(err, &ue) {
+		obs.unknown[r.Address()] = ue.reason
+		return nil
+	}
+	if err != nil {
+		obs.errs[r.Address()] = fmt.Errorf("%s: %w", r.Address(), err)
+		return nil
+	}
+	obs.objs[r.Address()] = lo
+	return nil
+}
+
+// loadAll runs the deferred reads of objs (obs's), moving what failed to
+// errs or unknown.
+func (ob *observer) loadAll(ctx context.Context, objs map[string]*liveObj) {
+	obs := ob.obs
+	for addr, err := range loadAll(ctx, objs, ob.conc) {
+		if isUnreachable(err) {
+			obs.unknown[addr] = fmt.Sprintf("on node %s, %s", obs.objs[addr].Node, unreachableWhy(err))
+		} else {
+			obs.errs[addr] = err
+		}
+		delete(obs.objs, addr)
+	}
+}
+
+// waitsFor reports whether r names the output of a resource in waiting.
+func waitsFor(r *spec.Resource, waiting map[string]bool) bool {
+	for addr := range outputTargets(r) {
+		if waiting[addr] {
+			return true
+		}
+	}
+	return false
 }

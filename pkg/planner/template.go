@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/pvectl/pvectl/pkg/pve"
@@ -375,30 +376,22 @@ func (k templateKind) fieldEffect(ks *spec.KindSpec, key, sub string) (Effect, b
 }
 
 // cloneSource finds, at apply time, the template a fromTemplate VM
-// clones: the Template's change of this plan, done by now (the VM
-// depends on it), with the vmid its bake got or the one it kept; else
-// what the plan found.
+// clones: the vmid and node the Template's change produced in this apply
+// (outputs.go; the VM depends on it), else the template the plan found.
 func cloneSource(x *execution, c *Change) *guestRef {
 	addr := spec.CloneSource(c.Resource)
-	if addr == "" || x.plan == nil {
+	conn := c.Resource.Connection
+	id, ok := x.outputs.produced(conn, addr, "vmid")
+	if addr == "" || !ok {
 		return stateOf(c).Clone
 	}
-	for _, tc := range x.plan.Changes {
-		r := tc.Resource
-		if r == nil || r.Kind+"/"+r.Name != addr || r.Connection != c.Resource.Connection {
-			continue
-		}
-		st := stateOf(tc)
-		id := st.VMID
-		if st.Created != 0 {
-			id = st.Created
-		}
-		if id == 0 {
-			break
-		}
-		return &guestRef{VMID: id, Node: tc.Node, Name: templates.name(r)}
+	vmid, err := strconv.Atoi(id)
+	if err != nil {
+		return stateOf(c).Clone
 	}
-	return stateOf(c).Clone
+	node, _ := x.outputs.produced(conn, addr, "node")
+	name, _ := x.outputs.produced(conn, addr, "name")
+	return &guestRef{VMID: vmid, Node: node, Name: name}
 }
 
 // findTemplate finds the QEMU template named exactly name (nil: none, or

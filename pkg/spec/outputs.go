@@ -126,7 +126,7 @@ func KindOutputs(kind string) []OutputDoc {
 		return nil
 	}
 	outs := append([]OutputDoc(nil), k.Outputs...)
-	if k.Identity != "" && k.Role == roleResource {
+	if _, explicit := declaredOutput(k, k.Identity); k.Identity != "" && k.Role == roleResource && !explicit {
 		outs = append(outs, OutputDoc{Name: k.Identity, Sample: "x", Doc: "the " + k.Identity + " of the " + k.Noun + " (from its spec)"})
 	}
 	return outs
@@ -245,7 +245,7 @@ func (l *loader) linkOutputs(r *Resource, index map[string]*Resource, all []Ref)
 				return "", false
 			}
 			deps = append(deps, Ref{Kind: ref.Kind, Name: ref.Name})
-			if k := kindOf(ref.Kind); ref.Output == k.Identity {
+			if k := kindOf(ref.Kind); ref.Output == k.Identity && !isDeclared(k, ref.Output) {
 				if id, ok := target.Params[k.Identity]; ok && !HasOutputRef(id) {
 					return id, true
 				}
@@ -266,3 +266,14 @@ func outputNames(kind string) string {
 	}
 	return strings.Join(names, ", ")
 }
+
+func declaredOutput(k *kindInfo, name string) (OutputDoc, bool) {
+	for _, o := range k.Outputs {
+		if o.Name == name {
+			return o, true
+		}
+	}
+	return OutputDoc{}, false
+}
+
+func isDeclared(k *kindInfo, name string) bool { _, ok := declaredOutput(k, name); return ok }

@@ -173,6 +173,14 @@ func (x *explainer) kind() {
 		}
 		x.block("PVECTL KEYS", lines...)
 	}
+	if outs := spec.KindOutputs(k.Kind); len(outs) > 0 {
+		var lines []string
+		for _, o := range outs {
+			lines = append(lines, fmt.Sprintf("%-24s %s", o.Name, o.Doc))
+		}
+		lines = append(lines, "Another resource names one as ${"+k.Kind+"/NAME.OUTPUT} in any PVE parameter: a dependency,", "put in once known (shown as known after apply until then).")
+		x.block("OUTPUTS", lines...)
+	}
 	if len(k.Unsupported) > 0 {
 		x.block("NOT SUPPORTED YET", strings.Join(k.Unsupported, ", "))
 	}

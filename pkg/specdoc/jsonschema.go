@@ -71,8 +71,8 @@ const (
 func interpolated() obj {
 	return obj{
 		"type":        "string",
-		"pattern":     `\$\{[A-Za-z_][A-Za-z0-9_]*(:-[^}]*)?\}`,
-		"description": "A value read from the environment when the spec is loaded: ${VAR} or ${VAR:-default}.",
+		"pattern":     `\$\{([A-Za-z_][A-Za-z0-9_]*(:-[^}]*)?|[A-Z][A-Za-z0-9]*/[^\s{}.$]+\.[a-z][A-Za-z0-9_]*)\}`,
+		"description": "A value read from the environment when the spec is loaded (${VAR} or ${VAR:-default}), or another resource's output (${Kind/name.output}, known after apply).",
 	}
 }
 

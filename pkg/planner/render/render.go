@@ -11,6 +11,7 @@ import (
 	"github.com/muesli/termenv"
 
 	"github.com/pvectl/pvectl/pkg/planner"
+	"github.com/pvectl/pvectl/pkg/spec"
 )
 
 // Options tunes Human.
@@ -191,6 +192,10 @@ func value(v any) string {
 	if s, ok := v.(string); ok {
 		if number.MatchString(s) {
 			return s
+		}
+		if spec.HasOutputRef(s) {
+			// Another resource's output, put in at apply time.
+			return fmt.Sprintf("%q (known after apply)", s)
 		}
 		return fmt.Sprintf("%q", s)
 	}

@@ -244,3 +244,15 @@ func TestMarkdownHostileValues(t *testing.T) {
 		t.Errorf("the value's lines are not inside the fenced block:\n%s", out)
 	}
 }
+
+func TestValueKnownAfterApply(t *testing.T) {
+	for in, want := range map[string]string{
+		"/vms/${QemuVM/app.vmid}": `"/vms/${QemuVM/app.vmid}" (known after apply)`,
+		"${HOME}":                 `"${HOME}"`,
+		"512":                     "512",
+	} {
+		if got := value(in); got != want {
+			t.Errorf("value(%q) = %s, want %s", in, got, want)
+		}
+	}
+}
