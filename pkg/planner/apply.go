@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/pvectl/pvectl/internal/dag"
 	"github.com/pvectl/pvectl/pkg/pve"
 )
 
@@ -235,29 +236,17 @@ func taskWarningMessage(st pve.TaskStatus, warnings []string) string {
 	return fmt.Sprintf("task %s finished with warnings: %s", st.UPID, strings.Join(warnings, "; "))
 }
 
-// vertex is one change during a walk.
-type vertex struct {
-	c *Change
-	// ready closes when the change's dependents may start: when it is
-	// finished, or, with a late step, when its first part is.
-	ready chan struct{}
-	// done closes when the change is finished, late step included.
-	done  chan struct{}
-	cause string // set when this change failed or was skipped for a failure: the failed address
-	// ok is set when the change finished without failing or being skipped.
-	ok bool
-}
-
 // walk is walkPhases without late steps.
 func walk(ctx context.Context, stop <-chan struct{}, changes []*Change, parallelism int, hooks Hooks, run func(context.Context, *Change) error) *Result {
 	return walkPhases(ctx, stop, changes, parallelism, hooks, run, nil)
 }
 
-// walkPhases runs every change once its dependencies are ready (the DAG
-// walk of OpenTofu's internal/dag): noops complete at once, real work holds
-// one of parallelism slots, and a failure skips its transitive dependents.
-// A closed stop starts nothing new (running changes finish); a cancelled
-// ctx also ends the running changes' waits, whose outcome is then unknown.
+// walkPhases runs every change once its dependencies are ready (the
+// generic walk of internal/dag): noops complete at once, real work holds
+// one of parallelism slots, and a failure skips its transitive
+// dependents. A closed stop starts nothing new (running changes finish);
+// a cancelled ctx also ends the running changes' waits, whose outcome is
+// then unknown.
 //
 // late, when it gives a step for a change, splits the change in two, as
 // OpenTofu destroys a deposed object after its dependents were updated:
@@ -272,172 +261,70 @@ func walkPhases(ctx context.Context, stop <-chan struct{}, changes []*Change, pa
 	res := &Result{Failed: map[string]error{}, Skipped: map[string]string{}, Kept: map[string]string{}, Unknown: map[string]error{},
 		Reverted: map[string]string{}, Warnings: map[string][]string{}}
 	var mu sync.Mutex
-	done := map[string]bool{}
-	vs := map[string]*vertex{}
-	dependents := map[string][]*vertex{}
+	byAddr := make(map[string]*Change, len(changes))
+	steps := make([]dag.Step, 0, len(changes))
 	for _, c := range changes {
-		vs[c.Address] = &vertex{c: c, ready: make(chan struct{}), done: make(chan struct{})}
+		byAddr[c.Address] = c
+		steps = append(steps, dag.Step{ID: c.Address, Deps: c.DependsOn, Idle: c.Action == NoOp})
 	}
-	for _, c := range changes {
-		for _, d := range c.DependsOn {
-			if vs[d] != nil {
-				dependents[d] = append(dependents[d], vs[c.Address])
+	w := &dag.Walker{
+		Parallelism: parallelism,
+		Stop:        stop,
+		Run:         func(ctx context.Context, addr string) error { return run(ctx, byAddr[addr]) },
+		Start:       func(addr string) { hooks.PreApply(byAddr[addr]) },
+		Idle: func(addr string) {
+			if c := byAddr[addr]; c.Kept {
+				reason := strings.Join(c.Reasons, "; ")
+				mu.Lock()
+				res.Kept[addr] = reason
+				mu.Unlock()
+				hooks.Skipped(c, reason)
 			}
-		}
-	}
-	stopped := func() bool {
-		select {
-		case <-stop:
-			return true
-		default:
-			return ctx.Err() != nil
-		}
-	}
-	skip := func(v *vertex, reason string) {
-		mu.Lock()
-		res.Skipped[v.c.Address] = reason
-		if reason == ReasonInterrupted {
-			res.Interrupted = true
-		}
-		mu.Unlock()
-		hooks.Skipped(v.c, reason)
-	}
-	keep := func(v *vertex) {
-		reason := strings.Join(v.c.Reasons, "; ")
-		mu.Lock()
-		res.Kept[v.c.Address] = reason
-		mu.Unlock()
-		hooks.Skipped(v.c, reason)
-	}
-	sem := make(chan struct{}, parallelism)
-	// acquire takes a slot, or reports false when the walk was stopped.
-	acquire := func() bool {
-		if stopped() {
-			return false
-		}
-		select {
-		case sem <- struct{}{}:
-		case <-stop:
-			return false
-		case <-ctx.Done():
-			return false
-		}
-		if stopped() {
-			<-sem
-			return false
-		}
-		return true
-	}
-	// finish records a step's outcome; false when it did not succeed.
-	finish := func(v *vertex, err error) bool {
-		mu.Lock()
-		defer mu.Unlock()
-		switch {
-		case err != nil && ctx.Err() != nil && !isAnswer(err):
-			// Waiting was stopped: PVE may still be carrying it out.
-			res.Unknown[v.c.Address] = err
-			res.Interrupted = true
-		case err != nil:
-			v.cause = v.c.Address
-			res.Failed[v.c.Address] = err
-		default:
-			return true
-		}
-		return false
-	}
-	var wg sync.WaitGroup
-	for _, c := range changes {
-		v := vs[c.Address]
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer close(v.done)
-			readied := false
-			ready := func() {
-				if !readied {
-					readied = true
-					close(v.ready)
-				}
+		},
+		Skipped: func(addr, cause string) {
+			reason := "dependency " + cause + " failed"
+			mu.Lock()
+			if cause == "" {
+				reason, res.Interrupted = ReasonInterrupted, true
 			}
-			defer ready()
-			for _, d := range v.c.DependsOn {
-				dv := vs[d]
-				if dv == nil {
-					continue
-				}
-				<-dv.ready
-				if dv.cause != "" && v.cause == "" {
-					v.cause = dv.cause
-				}
-			}
-			if v.cause != "" {
-				skip(v, "dependency "+v.cause+" failed")
-				return
-			}
-			if v.c.Action == NoOp { // not work: nothing to start or stop
-				if v.c.Kept {
-					keep(v)
-				}
-				v.ok = true
-				return
-			}
-			if !acquire() {
-				skip(v, ReasonInterrupted)
-				return
-			}
-			hooks.PreApply(v.c)
-			err := run(ctx, v.c)
-			var step func(context.Context) error
-			if err == nil && late != nil {
-				step = late(v.c)
-			}
-			if step == nil {
-				hooks.PostApply(v.c, err)
-				<-sem
-				if finish(v, err) {
-					mu.Lock()
-					done[v.c.Address], v.ok = true, true
-					mu.Unlock()
-				}
-				return
-			}
-			// The first part is done: let the dependents go, and come back
-			// when they are finished.
-			<-sem
-			ready()
-			failed := ""
-			for _, dv := range dependents[v.c.Address] {
-				<-dv.done
-				if !dv.ok && failed == "" {
-					failed = dv.c.Address
-				}
-			}
-			switch {
-			case failed != "":
-				hooks.Message(v.c, "kept what it removes after its dependents: "+failed+" did not finish")
-			case !acquire():
-				hooks.Message(v.c, "kept what it removes after its dependents: interrupted")
+			res.Skipped[addr] = reason
+			mu.Unlock()
+			hooks.Skipped(byAddr[addr], reason)
+		},
+		Held: func(addr, why string) {
+			if why == "interrupted" {
 				mu.Lock()
 				res.Interrupted = true
 				mu.Unlock()
-			default:
-				err = step(ctx)
-				<-sem
 			}
-			hooks.PostApply(v.c, err)
-			if finish(v, err) {
-				mu.Lock()
-				done[v.c.Address], v.ok = true, true
-				mu.Unlock()
+			hooks.Message(byAddr[addr], "kept what it removes after its dependents: "+why)
+		},
+		Done: func(addr string, err error) bool {
+			hooks.PostApply(byAddr[addr], err)
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err != nil && ctx.Err() != nil && !isAnswer(err):
+				// Waiting was stopped: PVE may still be carrying it out.
+				res.Unknown[addr] = err
+				res.Interrupted = true
+				return false
+			case err != nil:
+				res.Failed[addr] = err
+				return true
 			}
-		}()
+			return false
+		},
 	}
-	wg.Wait()
-	if stopped() {
+	if late != nil {
+		w.Late = func(addr string) func(context.Context) error { return late(byAddr[addr]) }
+	}
+	succeeded, stopped := w.Walk(ctx, steps)
+	if stopped {
 		res.Interrupted = true
 	}
 	for _, c := range changes {
-		if done[c.Address] {
+		if succeeded[c.Address] {
 			res.Done = append(res.Done, c.Address)
 		}
 	}

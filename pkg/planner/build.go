@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sort"
 
+	"github.com/pvectl/pvectl/internal/dag"
 	"github.com/pvectl/pvectl/pkg/pve/schema"
 	"github.com/pvectl/pvectl/pkg/spec"
 )
@@ -156,7 +157,7 @@ func Build(ctx context.Context, set *spec.Set, obs *Observed, opts Options) (*Pl
 	if err := selectedErrors(failed, sel); err != nil {
 		return nil, err
 	}
-	order, err := (&spec.Graph{Deps: deps}).OrderOf(sel)
+	order, err := (&dag.Graph{Deps: deps}).OrderOf(sel)
 	if err != nil {
 		return nil, err
 	}

@@ -102,11 +102,3 @@ func TestDiagnosticsError(t *testing.T) {
 		t.Errorf("Error: got %q want %q", got, want)
 	}
 }
-
-func TestOrderWithCycle(t *testing.T) {
-	g := &Graph{Deps: map[string][]string{"A/a": {"B/b"}, "B/b": {"A/a"}, "C/c": {}}}
-	want := []string{"C/c", "A/a", "B/b"}
-	if diff := cmp.Diff(want, g.Order()); diff != "" {
-		t.Errorf("Order: got %v want %v", g.Order(), want)
-	}
-}

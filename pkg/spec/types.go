@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/pvectl/pvectl/internal/dag"
 	"github.com/pvectl/pvectl/pkg/pve/schema"
 )
 
@@ -143,11 +144,8 @@ func (s *Set) Lookup(addr string) *Resource {
 	return nil
 }
 
-// Graph is the dependency DAG over resource addresses.
-type Graph struct {
-	// Deps maps an address to the addresses it depends on (sorted).
-	Deps map[string][]string
-}
+// Graph is the dependency DAG over resource addresses (internal/dag).
+type Graph = dag.Graph
 
 // Diagnostic is one problem with a spec.
 type Diagnostic struct {
