@@ -1,9 +1,13 @@
 package planner
 
 import (
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/pvectl/pvectl/pkg/spec"
 )
 
@@ -35,6 +39,49 @@ func checkTraits(name string, k kindOps, missing func(string)) {
 	}
 	checkStager(t, missing)
 	checkCommitter(name, k, missing)
+	for _, m := range oldMarkers {
+		if m.has(k) && !m.declared(t) {
+			missing("has the old marker method " + m.method + ": declare it in traits() as " + m.trait + " (the engine reads only the traits)")
+		}
+	}
+}
+
+// oldMarkers are the marker methods the kind contract had before traits,
+// each with the trait that replaced it. A kind written against the old
+// contract that still has one must declare the trait, or the engine would
+// silently stop seeing what the method said (a singleton created, a
+// template updated in place).
+var oldMarkers = []struct {
+	method, trait string
+	has           func(kindOps) bool
+	declared      func(kindTraits) bool
+}{
+	{"singleton()", "Singleton",
+		func(k kindOps) bool { _, ok := k.(interface{ singleton() }); return ok },
+		func(t kindTraits) bool { return t.Singleton }},
+	{"nodeStaged(lo)", "Stages/CommittedBy/StagedAlready",
+		func(k kindOps) bool { _, ok := k.(interface{ nodeStaged(*liveObj) bool }); return ok },
+		func(t kindTraits) bool { return t.Stages != "" }},
+	{"pinnedVMID(r)", "ClaimsVMID/PinnedVMID",
+		func(k kindOps) bool { _, ok := k.(interface{ pinnedVMID(*spec.Resource) int }); return ok },
+		func(t kindTraits) bool { return t.ClaimsVMID }},
+	{"createsFirst(r)", "CreatesFirst",
+		func(k kindOps) bool { _, ok := k.(interface{ createsFirst(*spec.Resource) bool }); return ok },
+		func(t kindTraits) bool { return t.CreatesFirst != nil }},
+	{"busy(r, lo)", "Busy",
+		func(k kindOps) bool {
+			_, ok := k.(interface {
+				busy(*spec.Resource, *liveObj) *BusyError
+			})
+			return ok
+		},
+		func(t kindTraits) bool { return t.Busy != nil }},
+	{"rebuilt()", "Rebuilt",
+		func(k kindOps) bool { _, ok := k.(interface{ rebuilt() string }); return ok },
+		func(t kindTraits) bool { return t.Rebuilt != "" }},
+	{"objectName(c)", "Noun/Name",
+		func(k kindOps) bool { _, ok := k.(interface{ objectName(*Change) string }); return ok },
+		func(t kindTraits) bool { return t.Name != nil }},
 }
 
 // checkStager: a kind that stages names the kind that commits its scope.
@@ -121,5 +168,60 @@ func TestStagingScope(t *testing.T) {
 	}
 	if role, key := stagingKey(spec.KindPool, "c", ""); role != netNone || key != "" {
 		t.Errorf("stagingKey(Pool) = %v %q, want none", role, key)
+	}
+}
+
+// fakeKind is a kind that has declared traits only, for the graph tests:
+// nothing calls its other methods.
+type fakeKind struct {
+	kindOps
+	t kindTraits
+}
+
+func (f fakeKind) traits() kindTraits { return f.t }
+
+// TestClusterStagingScope: a kind that stages in one scope of the whole
+// cluster, and the kind that commits it, plug in without an engine change:
+// the graph pairs them by scope string whatever the nodes of their
+// objects. A zone's user waits for the commit, a targeted zone brings the
+// commit along (and not the other zones), and a destroy commits after the
+// zones went, which go after their users.
+func TestClusterStagingScope(t *testing.T) {
+	kinds["FakeZone"] = fakeKind{t: kindTraits{Scope: scopeCluster, Stages: "cluster/sdn", StagedWhat: "SDN",
+		CommittedBy: "FakeSdnApply", StagedAlready: func(*liveObj) bool { return false }}}
+	kinds["FakeSdnApply"] = fakeKind{t: kindTraits{Scope: scopeCluster, Singleton: true, Commits: "cluster/sdn"}}
+	t.Cleanup(func() { delete(kinds, "FakeZone"); delete(kinds, "FakeSdnApply") })
+	b := &builder{changes: map[string]*Change{}}
+	for _, c := range []struct{ kind, name, node string }{
+		{"FakeZone", "z1", "pve1"}, {"FakeZone", "z2", "pve2"}, {"FakeSdnApply", "sdn", ""}, {spec.KindQemuVM, "vm", "pve1"},
+	} {
+		r := &spec.Resource{Kind: c.kind, Name: c.name, Connection: "c"}
+		b.changes[r.Address()] = &Change{Address: r.Address(), Resource: r, Node: c.node, Action: Create}
+	}
+	fwd := func() map[string][]string {
+		return map[string][]string{"FakeZone/z1": nil, "FakeZone/z2": nil,
+			"FakeSdnApply/sdn": {"FakeZone/z1", "FakeZone/z2"}, "QemuVM/vm": {"FakeZone/z1"}}
+	}
+
+	deps := fwd()
+	b.waitForCommits(deps)
+	if want := []string{"FakeSdnApply/sdn", "FakeZone/z1"}; !slices.Equal(deps["QemuVM/vm"], want) {
+		t.Errorf("waitForCommits: the zone's user waits for %v, want %v", deps["QemuVM/vm"], want)
+	}
+
+	b.opts.Targets = []string{"FakeZone/z2"}
+	sel, err := b.selectTargets(fwd())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := slices.Sorted(maps.Keys(sel)), []string{"FakeSdnApply/sdn", "FakeZone/z2"}; !slices.Equal(got, want) {
+		t.Errorf("selectTargets(FakeZone/z2) = %v, want %v", got, want)
+	}
+
+	rev := reverseDeps(fwd(), b.netKey)
+	want := map[string][]string{"FakeZone/z1": {"QemuVM/vm"}, "FakeZone/z2": {},
+		"FakeSdnApply/sdn": {"FakeZone/z1", "FakeZone/z2"}, "QemuVM/vm": {}}
+	if diff := cmp.Diff(want, rev, cmpopts.EquateEmpty()); diff != "" {
+		t.Errorf("reverseDeps: (-want +got):\n%s", diff)
 	}
 }
