@@ -154,11 +154,14 @@ func (g guest) pinnedVMID(r *spec.Resource) int {
 	return id
 }
 
-// traits: a guest lives in the cluster-wide vmid space. One without a
-// pinned vmid gets a new one, so its replacement can be built before the
-// old guest is removed. Messages name it by its vmid ("VM 100",
-// "container 200"); a PVE task (its config lock, a create) can hold it.
-func (g guest) traits() kindTraits {
+// guestTraits are a guest kind's traits (made once per kind, qemuTraits
+// and lxcTraits: the engine asks for them often, and the func fields
+// would allocate each time). A guest lives in the cluster-wide vmid
+// space. One without a pinned vmid gets a new one, so its replacement can
+// be built before the old guest is removed. Messages name it by its vmid
+// ("VM 100", "container 200"); a PVE task (its config lock, a create) can
+// hold it.
+func (g guest) guestTraits() kindTraits {
 	return kindTraits{
 		Scope:        scopeGuest,
 		ClaimsVMID:   true,

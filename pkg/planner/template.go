@@ -173,8 +173,8 @@ func linkedClones(ctx context.Context, cl *pve.Client, node string, vmid int, cf
 // keeping its vmid: two templates of one name would leave the VMs that
 // clone it, and the next plan, to guess. And it is never updated in place
 // (design §4).
-func (k templateKind) traits() kindTraits {
-	t := k.qemuKind.traits()
+func (templateKind) traits() kindTraits {
+	t := qemuTraits
 	t.CreatesFirst = nil
 	t.Rebuilt = "a template is kept as it is or rebuilt, never updated in place: a change of its recipe (baseImage, a PVE key, the list of provisioning files) or of a provisioning file removes it and bakes it again with the same vmid; the VMs cloned from it keep what they were made with"
 	return t
