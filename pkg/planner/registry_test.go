@@ -32,7 +32,7 @@ func TestEngineNamesNoKind(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, f := range found {
-			t.Errorf("%s: the engine must not name a kind (use a capability in kind.go)", f)
+			t.Errorf("%s: the engine must not name a kind (declare a trait or a door in kind.go)", f)
 		}
 	}
 }
