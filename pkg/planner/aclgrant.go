@@ -23,6 +23,9 @@ import (
 // delete=1.
 type aclKind struct{}
 
+// traits: the ACL is the cluster's.
+func (aclKind) traits() kindTraits { return kindTraits{Scope: scopeCluster} }
+
 // aclLive is what observe saw beside the grant: the other roles the
 // principal holds on the path.
 type aclLive struct{ others []string }

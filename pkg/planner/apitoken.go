@@ -23,6 +23,9 @@ import (
 // (regenerate), as PVE cannot show the old one again.
 type tokenKind struct{}
 
+// traits: a token belongs to a user, the cluster's.
+func (tokenKind) traits() kindTraits { return kindTraits{Scope: scopeCluster} }
+
 const tokenCreatePath = "/access/users/{userid}/token/{tokenid}"
 
 // tokenFields are a token's settings, with what PUT sends to clear one

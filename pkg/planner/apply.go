@@ -137,7 +137,7 @@ func CheckForeign(plan *Plan, allow bool) error {
 	}
 	var msgs []string
 	for _, c := range plan.Changes {
-		nc, ok := kinds[resourceKind(c)].(netCommitter)
+		nc, ok := kinds[resourceKind(c)].(committer)
 		if !ok || c.Action == NoOp {
 			continue
 		}
@@ -167,11 +167,7 @@ func reservedVMIDs(plan *Plan) map[string]map[int]bool {
 		if c.Resource == nil {
 			continue
 		}
-		vc, ok := kinds[c.Resource.Kind].(vmidClaimer)
-		if !ok {
-			continue
-		}
-		id := vc.pinnedVMID(c.Resource)
+		id := traitsOf(c.Resource.Kind).pinnedVMID(c.Resource)
 		if id == 0 {
 			continue
 		}

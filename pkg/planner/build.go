@@ -77,7 +77,7 @@ func Build(ctx context.Context, set *spec.Set, obs *Observed, opts Options) (*Pl
 				return nil, err
 			}
 			k, kerr := kindOf(r.Kind)
-			if (kerr == nil && is[netCommitter](r.Kind)) != late {
+			if (kerr == nil && k.traits().Commits != "") != late {
 				continue
 			}
 			if err := obs.errs[r.Address()]; err != nil {
@@ -121,8 +121,8 @@ func Build(ctx context.Context, set *spec.Set, obs *Observed, opts Options) (*Pl
 				fail(r, lo, err)
 				continue
 			}
-			if ns, ok := k.(netStager); ok && !r.ReadOnly {
-				b.noteUncommitted(r, lo, c, ns.nodeStaged(lo))
+			if t := k.traits(); t.Stages != "" && !r.ReadOnly {
+				b.noteUncommitted(r, lo, c, t.stagedAlready(lo))
 			}
 			if c.Diff == nil {
 				c.Diff = []FieldDiff{}
@@ -205,36 +205,35 @@ func (b *builder) notePerms(lc *liveConn, r *spec.Resource, c *Change, needs []p
 	return nil
 }
 
-// noteUncommitted says so when nothing in the specs commits the node's
-// network: PVE only stages interface changes, and without a NetworkApply
-// they would wait in interfaces.new while the plan looks done.
+// noteUncommitted says so when nothing in the specs commits the staging
+// scope of r's change (a node's network): PVE only stages such changes,
+// and without a commit (a NetworkApply) they would wait in
+// interfaces.new while the plan looks done.
 func (b *builder) noteUncommitted(r *spec.Resource, lo *liveObj, c *Change, staged bool) {
-	if b.commits(r.Connection, lo.Node) {
+	if _, key := stagingKey(r.Kind, r.Connection, lo.Node); b.commits(key) {
 		return
 	}
-	hint := fmt.Sprintf("(add `kind: NetworkApply` for node %s)", lo.Node)
-	switch {
-	case c.Action != NoOp:
-		c.Reasons = append(c.Reasons, fmt.Sprintf("the change will stay staged: no NetworkApply in these specs commits node %s's network %s", lo.Node, hint))
-	case staged:
-		c.Reasons = append(c.Reasons, fmt.Sprintf("node %s has staged network changes that no NetworkApply in these specs commits %s", lo.Node, hint))
+	t := traitsOf(r.Kind)
+	if why := uncommittedReason(t, stagingScope(t.Stages, lo.Node), c.Action != NoOp, staged); why != "" {
+		c.Reasons = append(c.Reasons, why)
 	}
 }
 
-// commits reports whether the Set has a NetworkApply for node on conn.
-func (b *builder) commits(conn, node string) bool {
+// commits reports whether the Set has a commit of the staging scope key.
+func (b *builder) commits(key string) bool {
 	for _, r := range b.set.Resources {
-		if !is[netCommitter](r.Kind) || r.Connection != conn || r.State == spec.Absent || r.ReadOnly {
+		if traitsOf(r.Kind).Commits == "" || r.State == spec.Absent || r.ReadOnly {
 			continue
 		}
+		node := ""
 		if lo := b.obs.objs[r.Address()]; lo != nil {
-			if lo.Node == node {
-				return true
-			}
-			continue
+			node = lo.Node
+		} else if node = paramNode(r); node == "" {
+			// Not observed (its own error is reported): judge by the
+			// spec, where a commit may be named after its node.
+			node = r.Name
 		}
-		// Not observed (its own error is reported): judge by the spec.
-		if n := paramNode(r); n == node || (n == "" && r.Name == node) {
+		if _, k := stagingKey(r.Kind, r.Connection, node); k == key {
 			return true
 		}
 	}
@@ -398,7 +397,7 @@ func (b *builder) keepProtectedNeeds(fwd map[string][]string) error {
 	for _, a := range slices.Sorted(maps.Keys(b.changes)) {
 		c := b.changes[a]
 		k, err := kindOf(c.Resource.Kind)
-		if err != nil || !is[netCommitter](c.Resource.Kind) || b.failed[a] != nil {
+		if err != nil || k.traits().Commits == "" || b.failed[a] != nil {
 			continue
 		}
 		nc, err := b.planChange(k, c.Resource, b.obs.objs[a])
@@ -413,30 +412,23 @@ func (b *builder) keepProtectedNeeds(fwd map[string][]string) error {
 	return nil
 }
 
-// netRole is a kind's part in a node's network changes.
+// netRole is a kind's part in staged changes (staging.go).
 type netRole int
 
 const (
 	netNone   netRole = iota
-	netStage          // stages a change in /etc/network/interfaces.new
-	netCommit         // commits a node's staged network changes
+	netStage          // stages a change (in a node's /etc/network/interfaces.new)
+	netCommit         // commits a staging scope's changes
 )
 
-// netKey says whether addr stages or commits network changes, and on which
-// connection and node.
+// netKey says whether addr stages or commits changes, and the key of its
+// staging scope (stagingKey).
 func (b *builder) netKey(addr string) (netRole, string) {
 	c := b.changes[addr]
 	if c == nil {
 		return netNone, ""
 	}
-	key := c.Resource.Connection + "\x00" + c.Node
-	switch {
-	case is[netStager](c.Resource.Kind):
-		return netStage, key
-	case is[netCommitter](c.Resource.Kind):
-		return netCommit, key
-	}
-	return netNone, ""
+	return stagingKey(c.Resource.Kind, c.Resource.Connection, c.Node)
 }
 
 // reverseDeps turns the forward graph around for destroy, then re-routes

@@ -22,6 +22,9 @@ import (
 // while a VM still has one (PVE would delete it from under the VM).
 type configDriveKind struct{}
 
+// traits: a config drive is a volume uploaded to a node's storage.
+func (configDriveKind) traits() kindTraits { return kindTraits{Scope: scopeNode} }
+
 // driveLive is what observe found beside the versions' listing.
 type driveLive struct {
 	Versions []pve.Volume

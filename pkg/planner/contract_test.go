@@ -13,8 +13,8 @@ import (
 	"github.com/pvectl/pvectl/pkg/spec"
 )
 
-// TestKindContract: every kind the planner registers ships whole — a
-// permission declaration (or a written reason it needs none), import
+// TestKindContract: every kind the planner registers ships whole — traits
+// declared coherently (checkTraits), a permission declaration (or a written reason it needs none), import
 // support or a written refusal, simulator routes for its create and
 // update calls, a docs page, a schema entry, an example, and bad-input
 // tests — and the failure names the kind and the missing part. The
@@ -41,6 +41,7 @@ func TestKindContract(t *testing.T) {
 	for _, name := range names {
 		k := kinds[name]
 		missing := func(what string) { t.Errorf("kind %s: %s", name, what) }
+		checkTraits(name, k, missing)
 		if _, ok := k.(permissioned); !ok && noPermissions[name] == "" {
 			missing("no permission declaration (readPerms/changePerms), nor a reason in noPermissions why it needs none")
 		}

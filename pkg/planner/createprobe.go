@@ -31,7 +31,7 @@ import (
 // The object did not exist when the plan was made and apply holds the
 // run lock, so an object of the very id pvectl just sent is its own: PVE's
 // "already exists" after an unsure send is looked up the same way, never
-// taken for another client's. Guests (vmidClaimer kinds) are found by
+// taken for another client's. Guests (kinds that claim vmids) are found by
 // their vmid and task in the request path instead (pkg/pve createretry.go,
 // cloneretry.go): a name is not an identity. A kind whose object holds
 // what only the create's answer carried (an API token's secret) is an
@@ -61,7 +61,7 @@ const (
 // createChecked is the engine's create: k.create, with every unsure
 // outcome read back before anything is sent again.
 func createChecked(ctx context.Context, k kindOps, x *execution, c *Change) error {
-	if _, guest := k.(vmidClaimer); guest {
+	if k.traits().ClaimsVMID { // keyed by its vmid instead (pkg/pve createretry.go)
 		return k.create(ctx, x, c)
 	}
 	unsure := false

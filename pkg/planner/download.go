@@ -19,6 +19,9 @@ import (
 // seen. docs/kinds/DownloadedImage.md says how to get a new file.
 type downloadKind struct{}
 
+// traits: a downloaded file is a volume on a node's storage.
+func (downloadKind) traits() kindTraits { return kindTraits{Scope: scopeNode} }
+
 // downloadNotParams are create parameters that name the target, not the
 // download (they are in the path, or the node the change runs on).
 var downloadNotParams = map[string]bool{"node": true, "storage": true}

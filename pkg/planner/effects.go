@@ -65,8 +65,8 @@ func FieldEffect(kind, key, sub string) (Effect, error) {
 	}
 	// A kind that is only kept or rebuilt has no in-place change, whatever
 	// the update call of the kind it is built on says.
-	if rb, ok := k.(rebuilder); ok && e.Kind == InPlace {
-		e = Effect{Kind: Replaces, Why: rb.rebuilt()}
+	if why := k.traits().Rebuilt; why != "" && e.Kind == InPlace {
+		e = Effect{Kind: Replaces, Why: why}
 	}
 	return e, nil
 }
@@ -89,10 +89,8 @@ func Rebuilt(kind string) (why string, ok bool) {
 	if err != nil {
 		return "", false
 	}
-	if rb, ok := k.(rebuilder); ok {
-		return rb.rebuilt(), true
-	}
-	return "", false
+	why = k.traits().Rebuilt
+	return why, why != ""
 }
 
 // factEffect is the effect the spec facts decide.

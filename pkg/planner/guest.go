@@ -154,13 +154,23 @@ func (g guest) pinnedVMID(r *spec.Resource) int {
 	return id
 }
 
-// createsFirst: a guest without a pinned vmid gets a new one, so its
-// replacement can be built before the old guest is removed.
-func (g guest) createsFirst(r *spec.Resource) bool { return g.pinnedVMID(r) == 0 }
-
-// objectName is "VM 100", "container 200".
-func (g guest) objectName(c *Change) string {
-	return fmt.Sprintf("%s %d", guestNoun(string(g.typ)), stateOf(c).VMID)
+// guestTraits are a guest kind's traits (made once per kind, qemuTraits
+// and lxcTraits: the engine asks for them often, and the func fields
+// would allocate each time). A guest lives in the cluster-wide vmid
+// space. One without a pinned vmid gets a new one, so its replacement can
+// be built before the old guest is removed. Messages name it by its vmid
+// ("VM 100", "container 200"); a PVE task (its config lock, a create) can
+// hold it.
+func (g guest) guestTraits() kindTraits {
+	return kindTraits{
+		Scope:        scopeGuest,
+		ClaimsVMID:   true,
+		PinnedVMID:   g.pinnedVMID,
+		CreatesFirst: func(r *spec.Resource) bool { return g.pinnedVMID(r) == 0 },
+		Noun:         guestNoun(string(g.typ)),
+		Name:         func(c *Change) string { return strconv.Itoa(stateOf(c).VMID) },
+		Busy:         g.busy,
+	}
 }
 
 func specVMID(r *spec.Resource) (int, error) {

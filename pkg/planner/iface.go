@@ -105,7 +105,15 @@ type ifaceLive struct {
 	Others map[string]pve.Config
 }
 
-func (ifaceKind) nodeStaged(lo *liveObj) bool {
+// traits: an interface lives on its node, and PVE stages its changes in
+// the node's interfaces.new until the node's NetworkApply commits them.
+func (ifaceKind) traits() kindTraits {
+	return kindTraits{Scope: scopeNode, Stages: string(scopeNode), StagedWhat: "network",
+		CommittedBy: spec.KindNetworkApply, StagedAlready: nodeStaged}
+}
+
+// nodeStaged says whether lo's node has uncommitted network changes.
+func nodeStaged(lo *liveObj) bool {
 	st, ok := lo.State.(*ifaceLive)
 	return ok && st.Staged
 }

@@ -35,7 +35,7 @@ func (netApplyKind) importDoc(ic *importCtx, r *spec.Resource, lo *liveObj) (*Im
 	for _, addr := range slices.Sorted(maps.Keys(ic.docs)) {
 		d := ic.docs[addr]
 		// A managed: false interface stages nothing to commit.
-		if is[netStager](d.Kind) && !d.ReadOnly && fieldString(d.Spec, "node") == lo.Node {
+		if traitsOf(d.Kind).CommittedBy == spec.KindNetworkApply && !d.ReadOnly && fieldString(d.Spec, "node") == lo.Node {
 			ifaces = append(ifaces, addr)
 		}
 	}

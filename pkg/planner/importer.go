@@ -227,7 +227,7 @@ func Import(ctx context.Context, clients Clients, opts ImportOptions) (*ImportRe
 	// imported before them.
 	order := slices.Sorted(maps.Keys(kinds))
 	slices.SortStableFunc(order, func(a, b string) int {
-		return boolInt(is[netCommitter](a)) - boolInt(is[netCommitter](b))
+		return boolInt(traitsOf(a).Commits != "") - boolInt(traitsOf(b).Commits != "")
 	})
 	order = slices.DeleteFunc(order, func(kind string) bool {
 		_, ok := importerOf(kinds[kind])

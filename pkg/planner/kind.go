@@ -32,31 +32,100 @@ type kindOps interface {
 	remove(ctx context.Context, x *execution, c *Change) error
 	// current re-reads c's object for Verify.
 	current(ctx context.Context, cl *pve.Client, c *Change) (*liveObj, error)
+	// traits declares what the engine treats the kind as (kindTraits).
+	traits() kindTraits
 }
 
-// Capabilities a kind may have, as optional interfaces.
-type (
-	// singleton kinds stand for something every node has once (its DNS
+// kindScope is where a kind's objects live.
+type kindScope string
+
+const (
+	scopeCluster kindScope = "cluster" // one for the cluster: a pool, a user, a storage definition
+	scopeNode    kindScope = "node"    // on one node: an interface, its DNS settings, a volume
+	scopeGuest   kindScope = "guest"   // a guest, in the cluster-wide vmid space
+)
+
+// kindTraits is what a kind declares about itself, once, in its traits
+// method: the engine reads these facts instead of discovering marker
+// interfaces by type assertion, and TestKindContract checks that they fit
+// together. Only doors that carry behaviour stay interfaces (below).
+type kindTraits struct {
+	Scope kindScope
+	// Singleton kinds stand for something every node has once (its DNS
 	// settings): never created nor deleted, left as they are by destroy.
-	singleton interface{ singleton() }
-	// netStager kinds stage a change in a node's interfaces.new that only
-	// the node's netCommitter makes live; nodeStaged says whether the
-	// node of lo has uncommitted changes already.
-	netStager interface{ nodeStaged(lo *liveObj) bool }
-	// netCommitter kinds commit a node's staged network changes. They are
-	// singletons planned after every other kind, in every mode (a destroy
-	// stages interface removals that need the commit too).
-	netCommitter interface {
+	Singleton bool
+	// ClaimsVMID kinds occupy a vmid of the cluster-wide guest space;
+	// PinnedVMID is the vmid r's spec fixes (0: none), reserved during
+	// apply so that a guest without one does not take it first.
+	ClaimsVMID bool
+	PinnedVMID func(r *spec.Resource) int
+	// CreatesFirst says whether r's replacement can be built beside the
+	// old object (the identity allows two at once): its replace creates
+	// the new one before it removes the old. nil: never.
+	CreatesFirst func(r *spec.Resource) bool
+	// Stages is the staging scope a change of the kind waits in until a
+	// change of CommittedBy commits it: "node" is the object's node's
+	// scope ("node/<node>", as a node's interfaces.new), any other value
+	// one scope of the cluster ("cluster/sdn"). StagedWhat names what
+	// waits there in messages ("network"); StagedAlready says whether
+	// lo's scope holds uncommitted changes already.
+	Stages        string
+	StagedWhat    string
+	CommittedBy   string
+	StagedAlready func(lo *liveObj) bool
+	// Commits is the staging scope the kind's changes commit, named as
+	// Stages names it. Such kinds implement committer and are planned
+	// after every other kind, in every mode (a destroy stages removals
+	// that need the commit too).
+	Commits string
+	// Rebuilt, when set, says the kind's objects are never updated in
+	// place, only kept as they are or rebuilt (removed and made again),
+	// and when, for explain; FieldEffect never calls a change in-place.
+	Rebuilt string
+	// Noun names the kind's objects in messages ("": spec.Noun), and
+	// Name one object after it (nil: the value others name it by, or
+	// its resource's name): "VM 100", "bridge vmbr1".
+	Noun string
+	Name func(c *Change) string
+	// Busy says what PVE task holds r's object (a guest's config lock), or
+	// what may be it when it was not found (nil: nothing). The engine
+	// neither changes a busy object nor takes it for absent (busy.go).
+	// nil: the kind's objects are never held.
+	Busy func(r *spec.Resource, lo *liveObj) *BusyError
+}
+
+// traitsOf is kind's declared traits (the zero value for an unknown kind).
+func traitsOf(kind string) kindTraits {
+	if k, ok := kinds[kind]; ok {
+		return k.traits()
+	}
+	return kindTraits{}
+}
+
+// pinnedVMID is the vmid r's spec fixes, for a kind that claims vmids (0:
+// none, or not such a kind).
+func (t kindTraits) pinnedVMID(r *spec.Resource) int {
+	if !t.ClaimsVMID || t.PinnedVMID == nil {
+		return 0
+	}
+	return t.PinnedVMID(r)
+}
+
+// Doors a kind may have, as optional interfaces: each carries behaviour.
+// What used to be a marker is a kindTraits field now: singleton →
+// Singleton, netStager → Stages/CommittedBy/StagedAlready, netCommitter →
+// Commits (with committer), vmidClaimer → ClaimsVMID/PinnedVMID,
+// createFirster → CreatesFirst, busyKind → Busy, rebuilder → Rebuilt,
+// objectNamer → Noun/Name. TestKindContract fails for a kind that still
+// has one of the old marker methods without its trait (oldMarkers).
+type (
+	// committer kinds (traits Commits) commit a staging scope's changes.
+	committer interface {
 		planCommit(b *builder, r *spec.Resource, lo *liveObj, c *Change) error
 		// foreign describes the staged changes pvectl did not make that
 		// c would commit ("" when there are none): Apply refuses them
 		// unless allowed.
 		foreign(c *Change) string
-	}
-	// vmidClaimer kinds occupy a vmid of the cluster-wide guest space.
-	vmidClaimer interface {
-		// pinnedVMID is the vmid r's spec fixes (0: none).
-		pinnedVMID(r *spec.Resource) int
 	}
 	// stateful kinds keep a state of their own on their changes (a guest's
 	// vmid): newState makes it for a change planned from lo, decodeState
@@ -65,10 +134,6 @@ type (
 		newState(lo *liveObj) any
 		decodeState(raw json.RawMessage) (any, error)
 	}
-	// createFirster kinds can build a replacement beside the old object
-	// (the identity allows two at once): their replace creates the new one
-	// before it removes the old.
-	createFirster interface{ createsFirst(r *spec.Resource) bool }
 	// createChecker kinds find, at plan time, what PVE would refuse in a
 	// create (a clash with what the node has already).
 	createChecker interface {
@@ -98,21 +163,6 @@ type (
 		removesLate(c *Change) bool
 		removeLate(ctx context.Context, x *execution, c *Change) error
 	}
-	// busyKind kinds can be held by a PVE task (a guest's config lock,
-	// a guest still being created): busy says what holds r's object, or
-	// what may be it when it was not found (nil: nothing). The engine
-	// neither changes a busy object nor takes it for absent (busy.go).
-	busyKind interface {
-		busy(r *spec.Resource, lo *liveObj) *BusyError
-	}
-	// rebuilder kinds are never updated in place: an existing object is
-	// kept as it is or rebuilt (removed and made again); rebuilt says so
-	// and when, for explain. FieldEffect never calls a change of such a
-	// kind in-place.
-	rebuilder interface{ rebuilt() string }
-	// objectNamer kinds name their object in messages better than their
-	// noun and identity do (a guest by its vmid: "VM 100").
-	objectNamer interface{ objectName(c *Change) string }
 	// provisioner kinds run a Provision change: provisioning files on a
 	// guest that needs no other change (provision.go).
 	provisioner interface {
@@ -153,12 +203,6 @@ func kindOf(kind string) (kindOps, error) {
 		return nil, fmt.Errorf("kind %s is not supported by the planner", kind)
 	}
 	return k, nil
-}
-
-// is reports whether kind has capability C.
-func is[C any](kind string) bool {
-	_, ok := kinds[kind].(C)
-	return ok
 }
 
 // liveObj is one resource's live object as read at plan (or verify) time.
@@ -222,8 +266,8 @@ func (x *execution) output(name, value string, sensitive bool) {
 // needs no change is left as it is.
 func (b *builder) planChange(k kindOps, r *spec.Resource, lo *liveObj) (*Change, error) {
 	var held *BusyError
-	if bk, ok := k.(busyKind); ok && !r.ReadOnly {
-		held = bk.busy(r, lo)
+	if busy := k.traits().Busy; busy != nil && !r.ReadOnly {
+		held = busy(r, lo)
 	}
 	if held != nil && !lo.Exists {
 		return nil, held
@@ -246,10 +290,10 @@ func (b *builder) planLifecycle(k kindOps, r *spec.Resource, lo *liveObj) (*Chan
 	if st, ok := k.(stateful); ok {
 		c.State = st.newState(lo)
 	}
-	if nc, ok := k.(netCommitter); ok {
+	if nc, ok := k.(committer); ok {
 		return c, nc.planCommit(b, r, lo, c)
 	}
-	_, single := k.(singleton)
+	single := k.traits().Singleton
 	switch {
 	case r.ReadOnly:
 		if !lo.Exists {
@@ -335,13 +379,14 @@ func (b *builder) replace(r *spec.Resource, c *Change, reason string) error {
 	}
 	c.Action = Replace
 	c.Reasons = append(c.Reasons, reason)
-	if cf, ok := kinds[r.Kind].(createFirster); ok && cf.createsFirst(r) {
+	t := traitsOf(r.Kind)
+	if t.CreatesFirst != nil && t.CreatesFirst(r) {
 		c.CreateFirst = true
 		return nil
 	}
 	why := "the old one is destroyed first: the two cannot exist at once"
-	if vc, ok := kinds[r.Kind].(vmidClaimer); ok && vc.pinnedVMID(r) != 0 {
-		why = fmt.Sprintf("the old one is destroyed first: the new one needs its vmid %d", vc.pinnedVMID(r))
+	if id := t.pinnedVMID(r); id != 0 {
+		why = fmt.Sprintf("the old one is destroyed first: the new one needs its vmid %d", id)
 	}
 	c.Reasons = append(c.Reasons, why)
 	return nil
@@ -390,14 +435,19 @@ func apply(ctx context.Context, k kindOps, x *execution, c *Change) error {
 
 // objectName names c's object in messages: "VM 100", "bridge vmbr1".
 func objectName(k kindOps, c *Change) string {
-	if n, ok := k.(objectNamer); ok {
-		return n.objectName(c)
+	t := k.traits()
+	noun := t.Noun
+	if noun == "" {
+		noun = spec.Noun(c.Resource.Kind)
+	}
+	if t.Name != nil {
+		return noun + " " + t.Name(c)
 	}
 	name := spec.RefValue(c.Resource)
 	if name == "" {
 		name = c.Resource.Name
 	}
-	return spec.Noun(c.Resource.Kind) + " " + name
+	return noun + " " + name
 }
 
 // ReplaceError is a replace that removed the old object and then failed

@@ -26,6 +26,10 @@ var lxc = lxcKind{guest{
 	replaceKeys: map[string]string{"unprivileged": "PVE cannot convert a container"},
 }}
 
+var lxcTraits = lxc.guestTraits()
+
+func (lxcKind) traits() kindTraits { return lxcTraits }
+
 func (k lxcKind) compare(b *builder, r *spec.Resource, lo *liveObj, c *Change) error {
 	done, err := k.compareConfig(b, r, lo, c)
 	if done || err != nil {

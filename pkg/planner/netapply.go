@@ -17,7 +17,11 @@ import (
 // is planned after every interface so it can see whether any will stage.
 type netApplyKind struct{ neverCreated }
 
-func (netApplyKind) singleton() {}
+// traits: every node has its network once (a singleton), and its commit
+// makes live what the node's interfaces staged.
+func (netApplyKind) traits() kindTraits {
+	return kindTraits{Scope: scopeNode, Singleton: true, Commits: string(scopeNode)}
+}
 
 // netNodeLive is what observe reads of a node for its commit: every
 // interface as PVE lists it (the staged view).
@@ -106,18 +110,17 @@ func (netApplyKind) planCommit(b *builder, r *spec.Resource, lo *liveObj, c *Cha
 	if st.Staged != "" {
 		c.Reasons = append(c.Reasons, foreignReasons(lo.Node, st.Staged)...)
 	}
+	_, mine := stagingKey(r.Kind, r.Connection, lo.Node) // the node's staging scope
 	for _, addr := range slices.Sorted(maps.Keys(b.changes)) {
 		o := b.changes[addr]
-		if !is[netStager](o.Resource.Kind) || o.Action == NoOp {
+		if role, key := b.netKey(addr); role != netStage || key != mine || o.Action == NoOp {
 			continue
 		}
-		if o.Node == lo.Node && o.Resource.Connection == r.Connection {
-			c.Reasons = append(c.Reasons, addr+" will stage a change")
-			if st.Ours == nil {
-				st.Ours = map[string]string{}
-			}
-			st.Ours[addr] = ifaceName(o.Resource)
+		c.Reasons = append(c.Reasons, addr+" will stage a change")
+		if st.Ours == nil {
+			st.Ours = map[string]string{}
 		}
+		st.Ours[addr] = ifaceName(o.Resource)
 	}
 	if len(c.Reasons) > 0 {
 		c.Action = ApplyNet

@@ -126,7 +126,7 @@ func dropsKey(r *spec.Resource, key string) bool {
 // ifaceResource is the resource of the specs that manages iface on node.
 func (b *builder) ifaceResource(conn, node, iface string) *spec.Resource {
 	for _, o := range b.set.Resources {
-		if o.Connection != conn || !is[netStager](o.Kind) || ifaceName(o) != iface {
+		if o.Connection != conn || !isIface(o.Kind) || ifaceName(o) != iface {
 			continue
 		}
 		if lo := b.obs.objs[o.Address()]; lo != nil && lo.Node == node {
@@ -141,7 +141,7 @@ func (b *builder) ifaceResource(conn, node, iface string) *spec.Resource {
 func (b *builder) ifaceSetters(r *spec.Resource, node, key string, held []string) []string {
 	var out []string
 	for _, o := range b.set.Resources {
-		if o == r || o.Connection != r.Connection || !is[netStager](o.Kind) || o.ReadOnly || o.State == spec.Absent ||
+		if o == r || o.Connection != r.Connection || !isIface(o.Kind) || o.ReadOnly || o.State == spec.Absent ||
 			b.opts.Destroy || o.Params[key] == "" || ifaceName(o) == ifaceName(r) || slices.Contains(held, ifaceName(o)) {
 			continue
 		}
@@ -282,6 +282,13 @@ func dropsPort(r *spec.Resource, p string) bool {
 		}
 	}
 	return false
+}
+
+// isIface reports whether kind is a network interface's (LinuxBridge,
+// BondInterface).
+func isIface(kind string) bool {
+	_, ok := kinds[kind].(ifaceKind)
+	return ok
 }
 
 // kindOfResource is r's kind (nil for nil or an unknown kind).

@@ -16,7 +16,8 @@ import (
 // deleted, and destroy leaves it as it is.
 type nodeDNSKind struct{ neverCreated }
 
-func (nodeDNSKind) singleton() {}
+// traits: every node has its DNS settings once (a singleton).
+func (nodeDNSKind) traits() kindTraits { return kindTraits{Scope: scopeNode, Singleton: true} }
 
 var dnsServers = []string{"dns1", "dns2", "dns3"}
 

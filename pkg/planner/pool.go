@@ -16,6 +16,9 @@ import (
 // members as a set.
 type poolKind struct{}
 
+// traits: a pool is the cluster's.
+func (poolKind) traits() kindTraits { return kindTraits{Scope: scopeCluster} }
+
 // poolLive is a pool's storage members, read only when the spec manages
 // them (GET /pools?poolid=, one call per such pool).
 type poolLive struct{ Storages []string }

@@ -28,6 +28,10 @@ var qemu = qemuKind{guest{
 	},
 }}
 
+var qemuTraits = qemu.guestTraits()
+
+func (qemuKind) traits() kindTraits { return qemuTraits }
+
 // observe finds the VM as guests are found, and settles what its change
 // takes from live state beside it: the template an image names (and, for
 // a create, its config), the VM that replace names, and an address from

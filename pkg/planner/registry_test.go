@@ -11,11 +11,11 @@ import (
 
 // TestEngineNamesNoKind: the engine (observe, build, apply, verify, the
 // plan file and render) never names a kind; kinds plug in through kindOps
-// and their capabilities, registered in kind.go.
+// (their declared traits and doors), registered in kind.go.
 func TestEngineNamesNoKind(t *testing.T) {
 	names := append(spec.SupportedKinds(), "Template", "LxcContainer", "Storage", "DownloadedImage",
 		"ConfigDriveISO", "BondInterface", "NodeDns", "User", "APIToken", "ACL")
-	engine := []string{"observe.go", "build.go", "apply.go", "verify.go", "planfile.go", "api.go", "action.go", "compare.go", "descblock.go", "importer.go", "importdoc.go"}
+	engine := []string{"observe.go", "build.go", "apply.go", "verify.go", "planfile.go", "api.go", "action.go", "compare.go", "descblock.go", "importer.go", "importdoc.go", "staging.go"}
 	for _, dir := range []string{".", "render"} {
 		files, err := filesOf(dir)
 		if err != nil {
@@ -32,7 +32,7 @@ func TestEngineNamesNoKind(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, f := range found {
-			t.Errorf("%s: the engine must not name a kind (use a capability in kind.go)", f)
+			t.Errorf("%s: the engine must not name a kind (declare a trait or a door in kind.go)", f)
 		}
 	}
 }

@@ -17,6 +17,9 @@ import (
 // /storage/{storage}), found by its storage ID.
 type storageKind struct{}
 
+// traits: a storage definition is the cluster's (storage.cfg).
+func (storageKind) traits() kindTraits { return kindTraits{Scope: scopeCluster} }
+
 const (
 	storageCreatePath = "/storage"
 	storageUpdatePath = "/storage/{storage}"

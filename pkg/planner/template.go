@@ -169,10 +169,17 @@ func linkedClones(ctx context.Context, cl *pve.Client, node string, vmid int, cf
 	return out, nil
 }
 
-// createsFirst: a template is removed before it is baked again (design
-// §4), keeping its vmid: two templates of one name would leave the VMs
-// that clone it, and the next plan, to guess.
-func (k templateKind) createsFirst(*spec.Resource) bool { return false }
+// traits are a VM's (PVE's template is a VM, and messages name it so),
+// except that a template is removed before it is baked again (design §4),
+// keeping its vmid: two templates of one name would leave the VMs that
+// clone it, and the next plan, to guess. And it is never updated in place
+// (design §4).
+func (templateKind) traits() kindTraits {
+	t := qemuTraits
+	t.CreatesFirst = nil
+	t.Rebuilt = "a template is kept as it is or rebuilt, never updated in place: a change of its recipe (baseImage, a PVE key, the list of provisioning files) or of a provisioning file removes it and bakes it again with the same vmid; the VMs cloned from it keep what they were made with"
+	return t
+}
 
 func (k templateKind) checkCreate(b *builder, r *spec.Resource, lo *liveObj, c *Change) error {
 	return k.planBake(b, r, lo, c)
@@ -341,11 +348,6 @@ func (k templateKind) writeRecipe(ctx context.Context, x *execution, c *Change, 
 // update is never planned: a template is kept or rebuilt.
 func (k templateKind) update(context.Context, *execution, *Change) error {
 	return errors.New("internal error: a template is never updated in place")
-}
-
-// rebuilt: a template is never updated in place (design §4).
-func (templateKind) rebuilt() string {
-	return "a template is kept as it is or rebuilt, never updated in place: a change of its recipe (baseImage, a PVE key, the list of provisioning files) or of a provisioning file removes it and bakes it again with the same vmid; the VMs cloned from it keep what they were made with"
 }
 
 // fieldEffect: every key that goes into the recipe rebuilds the template

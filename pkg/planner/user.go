@@ -17,6 +17,9 @@ import (
 // the user's groups (pve-access-control API2/User.pm update_user).
 type userKind struct{}
 
+// traits: a user is the cluster's.
+func (userKind) traits() kindTraits { return kindTraits{Scope: scopeCluster} }
+
 const userCreatePath = "/access/users"
 
 func userID(r *spec.Resource) string {
