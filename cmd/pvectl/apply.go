@@ -34,6 +34,11 @@ type applyOptions struct {
 	lock        bool
 	lockTimeout time.Duration
 	runLock     *planner.RunLock // held while the command runs
+	// snapshot plans snapshots before risky guest changes; keepSnapshots
+	// and rollback tune them (snapshot.go in the planner).
+	snapshot      bool
+	keepSnapshots int
+	rollback      bool
 }
 
 func newApplyCmd(g *globalOptions) *cobra.Command {
@@ -57,6 +62,9 @@ Confirmation: on a terminal apply asks; elsewhere it needs --auto-approve.`,
 	o.addFlags(c, targetNeeds)
 	c.Flags().BoolVar(&o.autoApprove, "auto-approve", false, "apply without asking")
 	c.Flags().BoolVar(&o.json, "json", false, "progress as JSON lines")
+	c.Flags().BoolVar(&o.snapshot, "snapshot", false, snapshotHelp)
+	c.Flags().IntVar(&o.keepSnapshots, "keep-snapshots", planner.DefaultKeepSnapshots, "how many pvectl-… snapshots each guest keeps after a change that took one (older ones are deleted; others' snapshots never)")
+	c.Flags().BoolVar(&o.rollback, "rollback-on-failure", false, "roll a guest back to the snapshot taken before its change when the change fails (otherwise the error prints the rollback command)")
 	o.addForeignFlag(c)
 	o.addLockFlags(c)
 	return c
@@ -79,7 +87,7 @@ func (o *applyOptions) addForeignFlag(c *cobra.Command) {
 }
 
 func newDestroyCmd(g *globalOptions) *cobra.Command {
-	o := &applyOptions{g: g, destroy: true}
+	o := &applyOptions{g: g, destroy: true, keepSnapshots: planner.DefaultKeepSnapshots}
 	c := &cobra.Command{
 		Use:   "destroy -f PATH...",
 		Short: "Remove every resource of the specs (protected ones are kept)",
@@ -98,6 +106,12 @@ interface removals are committed by the node's NetworkApply.`,
 }
 
 func (o *applyOptions) validate() error {
+	if o.keepSnapshots < 1 {
+		return invalid(fmt.Errorf("--keep-snapshots %d: keep at least 1 (the one taken before the change)", o.keepSnapshots))
+	}
+	if o.planFile != "" && o.snapshot {
+		return invalid(errors.New("--snapshot is part of the plan: make it with pvectl plan --snapshot --out FILE, then apply FILE"))
+	}
 	if o.planFile != "" {
 		if len(o.targets) > 0 {
 			return invalid(errors.New("--target cannot be combined with a plan file: the plan already fixes what is applied"))
@@ -166,7 +180,7 @@ func (o *applyOptions) run(ctx context.Context) error {
 	}
 	in.applying(view)
 	res, err := planner.Apply(in.ctx, cl, p, planner.ApplyOptions{Parallelism: o.g.parallelism, Hooks: view, Stop: in.stop,
-		AllowForeignNetworkChanges: o.allowForeign, Guard: o.runLock.Check})
+		AllowForeignNetworkChanges: o.allowForeign, Guard: o.runLock.Check, KeepSnapshots: o.keepSnapshots, RollbackOnFailure: o.rollback})
 	view.summary(p, res, o.verb())
 	switch {
 	case err != nil && res == nil: // refused before anything ran
@@ -252,7 +266,7 @@ func (o *applyOptions) prepare(in *interrupts) (*planner.Plan, *clients, error) 
 	if err := o.takeLock(ctx, cl, usedConnections(set)); err != nil {
 		return nil, nil, err
 	}
-	p, err := planLive(ctx, o.g, set, cl, planner.Options{Targets: o.targets, Destroy: o.destroy}, o.notices())
+	p, err := planLive(ctx, o.g, set, cl, planner.Options{Targets: o.targets, Destroy: o.destroy, Snapshot: o.snapshot}, o.notices())
 	if err != nil {
 		return nil, nil, err
 	}

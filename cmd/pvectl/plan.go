@@ -33,6 +33,9 @@ func (o *specOptions) addFlags(c *cobra.Command, targetHelp string) {
 	}
 }
 
+// snapshotHelp is --snapshot's, for plan and apply.
+const snapshotHelp = "take a PVE snapshot (pvectl-<time>) of each guest right before a change that touches its disks or reboots it; the plan says which, and names guests whose storage cannot snapshot"
+
 const (
 	targetNeeds      = "limit to this resource (Kind/name, repeatable) and what it depends on"
 	targetDependents = "limit to this resource (Kind/name, repeatable) and what depends on it"
@@ -100,6 +103,7 @@ type planOptions struct {
 	json       bool
 	detailed   bool
 	privileges string
+	snapshot   bool
 }
 
 func newPlanCmd(g *globalOptions) *cobra.Command {
@@ -118,6 +122,7 @@ Exit codes: 0 success, 1 API or runtime failure, 3 invalid specs; with
 	c.Flags().StringVar(&o.out, "out", "", "save the plan to FILE for 'pvectl apply FILE'")
 	c.Flags().BoolVar(&o.json, "json", false, "print the plan as one JSON object")
 	c.Flags().BoolVar(&o.detailed, "detailed-exitcode", false, "exit 2 when there are changes, 0 when none")
+	c.Flags().BoolVar(&o.snapshot, "snapshot", false, snapshotHelp)
 	c.Flags().StringVar(&o.privileges, "privileges", "warn", "privileges the token lacks for the changes: warn (list the grants that fix it; apply refuses) or strict (refuse the plan)")
 	return c
 }
@@ -136,7 +141,7 @@ func (o *planOptions) run(ctx context.Context) error {
 	if o.json {
 		notices = o.g.streams.Err
 	}
-	p, cl, err := makePlan(in.ctx, o.g, set, planner.Options{Targets: o.targets, ReviewPrivileges: o.privileges == "warn"}, notices)
+	p, cl, err := makePlan(in.ctx, o.g, set, planner.Options{Targets: o.targets, ReviewPrivileges: o.privileges == "warn", Snapshot: o.snapshot}, notices)
 	if in.interrupted() {
 		return errInterrupted
 	}

@@ -71,6 +71,9 @@ type Change struct {
 	// is up (provision.go); a change that does nothing else is a
 	// Provision.
 	Provision []ProvisionStep `json:"provision,omitempty"`
+	// Snapshot is the snapshot apply takes of the change's guest right
+	// before it (snapshot.go); nil: none.
+	Snapshot *SnapshotStep `json:"snapshot,omitempty"`
 	// Needs are the privileges the change's calls check (review.go):
 	// apply checks the applying token against them before any write.
 	Needs []Need `json:"needs,omitempty"`
@@ -131,6 +134,10 @@ type Options struct {
 	// carrying the missing privileges as Plan.PrivilegeWarnings (a review
 	// plan made with a read-only token) instead of failing them.
 	ReviewPrivileges bool
+	// Snapshot plans a snapshot of every guest right before a change
+	// that touches its disks or reboots it (apply --snapshot), as a
+	// guest's snapshotBeforeChange does for that guest (snapshot.go).
+	Snapshot bool
 }
 
 // Hooks receive progress from Apply. All methods may be called concurrently.
@@ -186,6 +193,12 @@ type ApplyOptions struct {
 	// step): an error fails the change unstarted. The run lock's Check is
 	// one: a run that lost its lease stops before its next write.
 	Guard func(ctx context.Context) error
+	// KeepSnapshots is how many pvectl-… snapshots a guest keeps after
+	// a change that took one (0: DefaultKeepSnapshots).
+	KeepSnapshots int
+	// RollbackOnFailure rolls a guest back to the snapshot taken before
+	// its change when the change fails (otherwise the error says how).
+	RollbackOnFailure bool
 }
 
 // ReasonInterrupted is the Skipped reason of a change that never started

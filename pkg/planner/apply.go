@@ -61,7 +61,7 @@ func Apply(ctx context.Context, clients Clients, plan *Plan, opts ApplyOptions) 
 		if c.Resource != nil {
 			x.vmids = alloc[c.Resource.Connection]
 		}
-		err := applyChange(ctx, clients, x)
+		err := withSnapshot(ctx, clients, x, opts, func() error { return applyChange(ctx, clients, x) })
 		if err == nil {
 			outputs.record(c)
 		}

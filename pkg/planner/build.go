@@ -134,6 +134,9 @@ func Build(ctx context.Context, set *spec.Set, obs *Observed, opts Options) (*Pl
 		}
 	}
 	b.failed = failed
+	if err := b.planSnapshots(ctx); err != nil {
+		return nil, err
+	}
 
 	deps := b.forwardDeps()
 	if !opts.Destroy {

@@ -16,7 +16,11 @@ type GuestKeys struct {
 	Running *bool `json:"running,omitempty" doc:"The power state to reconcile: true starts the guest (after create too), false shuts it down (a hard stop after 180 s). Absent: the power state is not managed."`
 	// RebootOnPending reboots a running guest whose config changes PVE
 	// keeps pending until the next start, so that they apply.
-	RebootOnPending *bool `json:"rebootOnPending,omitempty" doc:"Reboot a running guest when changes stay pending until its next start (PVE cannot hot-plug them, e.g. cores or a new IDE disk), and wait until it runs again with nothing pending; also reboots for changes left pending by an earlier run. Default false: the plan and apply say what is pending until reboot, and nothing reboots."`
+	// SnapshotBeforeChange takes a PVE snapshot of the guest right
+	// before a change that touches its disks or reboots it (as
+	// `apply --snapshot` does for every guest).
+	SnapshotBeforeChange *bool `json:"snapshotBeforeChange,omitempty" doc:"Take a PVE snapshot named pvectl-<time> of the guest right before a change that touches its disks or reboots it, as apply --snapshot does for every guest; the plan says so, the last --keep-snapshots of them are kept, and a failed change prints the rollback command. A guest whose volumes cannot be snapshotted (raw files on a directory storage, thick LVM) is named in the plan and changed without one."`
+	RebootOnPending      *bool `json:"rebootOnPending,omitempty" doc:"Reboot a running guest when changes stay pending until its next start (PVE cannot hot-plug them, e.g. cores or a new IDE disk), and wait until it runs again with nothing pending; also reboots for changes left pending by an earlier run. Default false: the plan and apply say what is pending until reboot, and nothing reboots."`
 	// ConfigDrive names a ConfigDriveISO of the specs that the VM gets as
 	// a CD-ROM (QemuVM only): Load writes the drive into Params
 	// (ConfigDriveSlot).
