@@ -345,3 +345,19 @@ func (s *Server) fwDeleteGroup(q *request) (any, error) {
 	delete(c.GroupComments, g)
 	return nil, s.fwSave(fwScope{env: "cluster", file: "cluster.fw"}, c)
 }
+
+// removeGuestFirewall is remove_vmfw_conf (pve-firewall
+// src/PVE/Firewall/Helpers.pm), which qemu-server and pve-container call
+// when a guest is destroyed (API2/Qemu.pm destroy_vm, API2/LXC.pm).
+func (s *Server) removeGuestFirewall(vmid int) {
+	delete(s.st.Firewall, guestFWFile(strconv.Itoa(vmid)))
+}
+
+// cloneGuestFirewall is clone_vmfw_conf: the clone gets a copy of the
+// source's file (or none), as clone_vm writes its temporary config.
+func (s *Server) cloneGuestFirewall(from, to int) {
+	s.removeGuestFirewall(to)
+	if raw := s.fwFileText(guestFWFile(strconv.Itoa(from))); raw != "" {
+		s.fwSaveText(guestFWFile(strconv.Itoa(to)), raw)
+	}
+}
