@@ -53,6 +53,10 @@ type fwConf struct {
 	Rules         []*fwRule
 	Groups        map[string][]*fwRule
 	GroupComments map[string]string
+	// SDN are the IP sets SDN makes of its vnets and guests
+	// (load_sdn_conf), which rules may name as "+sdn/…": not part of
+	// the file, filled by fwLoadCluster.
+	SDN map[string]string
 }
 
 func newFWConf() *fwConf {
@@ -94,6 +98,7 @@ func (s *Server) fwSaveText(file, raw string) {
 // fwLoadCluster is load_clusterfw_conf.
 func (s *Server) fwLoadCluster() *fwConf {
 	c := newFWConf()
+	c.SDN = s.sdnFirewallIPSets()
 	parseFWConf(s.fwFileText("cluster.fw"), "cluster", c, c)
 	return c
 }
@@ -364,7 +369,7 @@ func (c *fwConf) format(env string) string {
 	}
 	if len(c.Rules) > 0 {
 		b.WriteString("[RULES]\n\n")
-		formatFWRules(&b, c.Rules, env != "vnet")
+		formatFWRules(&b, c.Rules, true) // save_vnetfw_conf too writes -i
 		b.WriteString("\n")
 	}
 	if has["groups"] {

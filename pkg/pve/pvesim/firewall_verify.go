@@ -500,7 +500,7 @@ func (v *ruleVerifier) checkRef(param, value string, cluster, fw *fwConf) {
 			v.add(param, fmt.Sprintf("invalid ipset name '%s'", value))
 			return
 		}
-		if !hasIPSet(cluster, m[2]) && !hasIPSet(fw, m[2]) {
+		if !hasIPSet(cluster, m[2]) && !hasIPSet(fw, m[2]) && !hasSDNIPSet(cluster, m[2]) && !hasSDNIPSet(fw, m[2]) {
 			v.add(param, fmt.Sprintf("no such ipset '%s'", m[2]))
 		}
 		return
@@ -530,6 +530,14 @@ func hasIPSet(c *fwConf, name string) bool {
 		return false
 	}
 	_, ok := c.IPSets[name]
+	return ok
+}
+
+func hasSDNIPSet(c *fwConf, name string) bool {
+	if c == nil {
+		return false
+	}
+	_, ok := c.SDN[name]
 	return ok
 }
 
