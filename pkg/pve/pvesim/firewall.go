@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 )
 
@@ -278,7 +277,9 @@ func (s *Server) fwCreateGroup(q *request) (any, error) {
 }
 
 // fwRenameGroup moves a group to its new name and points the group rules
-// of every host and guest file, and the cluster's, at it ($rename_fw_rules).
+// at it ($rename_fw_rules): in every cluster node's host.fw, in the file
+// of every guest of the cluster (get_vmlist: a file of a vmid without a
+// guest is not looked at) and in the cluster's rules.
 func (s *Server) fwRenameGroup(c *fwConf, from, to string) {
 	c.Groups[to], c.GroupComments[to] = c.Groups[from], c.GroupComments[from]
 	delete(c.Groups, from)
@@ -286,37 +287,24 @@ func (s *Server) fwRenameGroup(c *fwConf, from, to string) {
 	if c.GroupComments[to] == "" {
 		delete(c.GroupComments, to)
 	}
-	renameGroupRules(c.Rules, from, to)
-	for _, file := range slices.Sorted(maps.Keys(s.st.Firewall)) {
-		env := fwFileEnv(file, s.st.VMs)
-		if env == "" || env == "cluster" || env == "vnet" {
-			continue
+	var files, envs []string
+	for _, n := range s.st.Nodes {
+		files, envs = append(files, "nodes/"+n+"/host.fw"), append(envs, "host")
+	}
+	for _, id := range slices.Sorted(maps.Keys(s.st.VMs)) {
+		env := "vm"
+		if s.st.VMs[id].Type == "lxc" {
+			env = "ct"
 		}
-		conf := s.fwLoad(file, env, c)
+		files, envs = append(files, guestFWFile(strconv.Itoa(id))), append(envs, env)
+	}
+	for i, file := range files {
+		conf := s.fwLoad(file, envs[i], c)
 		if renameGroupRules(conf.Rules, from, to) {
-			s.fwSaveText(file, conf.format(env))
+			s.fwSaveText(file, conf.format(envs[i]))
 		}
 	}
-}
-
-// fwFileEnv is the env of a stored firewall file by its name.
-func fwFileEnv(file string, vms map[int]*vm) string {
-	switch {
-	case file == "cluster.fw":
-		return "cluster"
-	case strings.HasPrefix(file, "nodes/"):
-		return "host"
-	case strings.HasPrefix(file, "sdn/"):
-		return "vnet"
-	case strings.HasPrefix(file, "firewall/"):
-		for _, v := range vms {
-			if file == guestFWFile(strconv.Itoa(v.VMID)) && v.Type == "lxc" {
-				return "ct"
-			}
-		}
-		return "vm"
-	}
-	return ""
+	renameGroupRules(c.Rules, from, to)
 }
 
 func renameGroupRules(rules []*fwRule, from, to string) bool {

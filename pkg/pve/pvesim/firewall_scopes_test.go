@@ -129,7 +129,7 @@ func TestFirewallGroupRename(t *testing.T) {
 // lowercased; all of it survives a restart with a state file.
 func TestFirewallReadBackAndState(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "state.json")
-	e := newEnv(t, pvesim.Options{StateFile: path})
+	e := startEnv(t, simtest.Options{Sim: pvesim.Options{StateFile: path}, Conformance: true})
 	e.ok(nil, "POST", "/cluster/firewall/ipset", "name", "Temp")
 	e.ok(nil, "POST", "/cluster/firewall/rules", "type", "in", "action", "DROP", "source", "+temp", "proto", "icmp", "icmp-type", "echo-request")
 	if r := e.call("GET", "/cluster/firewall/ipset/Temp"); r.Status != 500 || r.Message != "no such IPSet 'Temp'" {
