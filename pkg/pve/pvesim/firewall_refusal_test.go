@@ -42,6 +42,13 @@ func TestFirewallRefusals(t *testing.T) {
 		{"mixed families", "POST", rules, []string{"type", "in", "action", "ACCEPT", "source", "10.0.0.1", "dest", "2001:db8::2"}, 400, "dest", "detected mixed ipv4/ipv6 addresses in rule"},
 		{"mixed with an alias", "POST", rules, []string{"type", "in", "action", "ACCEPT", "source", "10.0.0.1", "dest", "gw6"}, 500, "", "detected mixed ipv4/ipv6 addresses in rule"},
 		{"macro conflict", "POST", rules, []string{"type", "in", "action", "ACCEPT", "macro", "SSH", "proto", "udp"}, 400, "proto", "parameter 'proto' already define in macro (value = 'tcp')"},
+		{"trailing comma", "POST", rules, []string{"type", "in", "action", "ACCEPT", "proto", "tcp", "dport", "22,"}, 400, "dport", "extraneous commas in list"},
+		{"range in a list", "POST", rules, []string{"type", "in", "action", "ACCEPT", "source", "10.0.0.1-10.0.0.5,10.0.0.9"}, 400, "source", "you can't use a range in a list"},
+		{"backwards address range", "POST", rules, []string{"type", "in", "action", "ACCEPT", "source", "10.0.0.9-10.0.0.1"}, 400, "source", "invalid IP address: Begin address is greater than End address 10.0.0.9 - 10.0.0.1"},
+		{"icmp name and port", "POST", rules, []string{"type", "in", "action", "ACCEPT", "proto", "icmp", "dport", "echo-request,22"}, 400, "dport", "ICMP ports not allowed in port range"},
+		{"icmp name on tcp", "POST", rules, []string{"type", "in", "action", "ACCEPT", "proto", "tcp", "dport", "echo-request"}, 400, "dport", "invalid port 'echo-request'"},
+		{"icmp-type with dport", "POST", rules, []string{"type", "in", "action", "ACCEPT", "proto", "icmp", "dport", "8", "icmp-type", "echo-request"}, 400, "icmp-type", "'icmp-type' cannot be specified together with 'dport'"},
+		{"icmpv6 type on icmp", "POST", rules, []string{"type", "in", "action", "ACCEPT", "proto", "icmp", "icmp-type", "neighbor-solicitation"}, 400, "icmp-type", "invalid icmp-type 'neighbor-solicitation' for proto 'icmp'"},
 		{"REJECT on forward", "POST", rules, []string{"type", "forward", "action", "REJECT"}, 400, "action", "cannot define REJECT rules on forward chain"},
 		{"group in a group", "POST", "/cluster/firewall/groups/web", []string{"type", "group", "action", "other"}, 400, "type", "invalid rule type 'group' for rule_env 'group'"},
 		{"iface in a group", "POST", "/cluster/firewall/groups/web", []string{"type", "in", "action", "ACCEPT", "iface", "eth0"}, 400, "type", "parameter -i not allowed for this rule type"},
@@ -106,5 +113,50 @@ func (tc fwRefusal) check(t *testing.T, e *env) {
 		t.Errorf("got errors %v, want one for %s", r.Errors, tc.param)
 	case tc.param != "" && tc.msg != "" && strings.TrimSpace(r.Errors[tc.param]) != tc.msg:
 		t.Errorf("got %s error %q, want %q", tc.param, r.Errors[tc.param], tc.msg)
+	}
+}
+
+// What PVE accepts that a stricter simulator might refuse: service names
+// and protocol numbers, ICMP names in an ICMP rule's dport, ranges, a
+// macro whose IPv6 variant fits an IPv6 rule, "+dc/" references, a group
+// rule naming no group (verify_rule checks only the name), 15 port
+// numbers, and a guest's firewall for a vmid without a guest (VM.pm does
+// not look).
+func TestFirewallAccepts(t *testing.T) {
+	e := startEnv(t, simtest.Options{Conformance: true})
+	e.ok(nil, "POST", "/cluster/firewall/ipset", "name", "admins")
+	const rules = "/cluster/firewall/rules"
+	accepted := [][]string{
+		{"type", "in", "action", "ACCEPT", "proto", "tcp", "dport", "ssh,http,8000:8080"},
+		{"type", "in", "action", "ACCEPT", "proto", "6", "sport", "1024:65535"},
+		{"type", "in", "action", "ACCEPT", "proto", "icmp", "dport", "echo-request"},
+		{"type", "in", "action", "ACCEPT", "source", "10.0.0.1-10.0.0.9"},
+		{"type", "in", "action", "ACCEPT", "source", "2001:db8::/64,2001:db8:1::1"},
+		{"type", "in", "action", "ACCEPT", "macro", "ping", "source", "2001:db8::1"},
+		{"type", "in", "action", "ACCEPT", "macro", "DHCPv6", "source", "10.0.0.1"},
+		{"type", "out", "action", "ACCEPT", "dest", "+dc/admins"},
+		{"type", "group", "action", "nosuchgroup"},
+		{"type", "in", "action", "ACCEPT", "proto", "udp", "dport", "1,2,3,4,5,6,7,8,9,10,11,12,13,14,15"},
+	}
+	for _, kv := range accepted {
+		if r := e.call("POST", rules, kv...); r.Status != 200 {
+			t.Errorf("POST %v: got %d %q %v, want 200", kv, r.Status, r.Message, r.Errors)
+		}
+	}
+	list, _ := fwRules(t, e, rules)
+	if len(list) != len(accepted) {
+		t.Fatalf("got %d rules, want %d", len(list), len(accepted))
+	}
+	for _, r := range list {
+		if r["errors"] != nil {
+			t.Errorf("rule reads back with errors: %v", r)
+		}
+	}
+	if list[4]["macro"] != "Ping" || list[4]["ipversion"] != float64(6) {
+		t.Errorf("macro by its preferred name, IPv6: got %v", list[4])
+	}
+	e.ok(nil, "POST", "/nodes/pve/qemu/4242/firewall/rules", "type", "in", "action", "DROP")
+	if _, short := fwRules(t, e, "/nodes/pve/qemu/4242/firewall/rules"); len(short) != 1 {
+		t.Errorf("rules of a vmid without a guest: got %q", short)
 	}
 }

@@ -173,3 +173,24 @@ func TestFirewallPermissions(t *testing.T) {
 		t.Errorf("change a guest's rules as its admin: got %d %q", r.Status, r.Message)
 	}
 }
+
+// Each node has its own host.fw (Firewall.pm $hostfw_conf_filename, the
+// node a call is proxied to): one node's rules and options are not
+// another's.
+func TestFirewallHostPerNode(t *testing.T) {
+	e := startEnv(t, simtest.Options{Sim: pvesim.Options{Nodes: []string{"pve", "pve2"}}, Conformance: true})
+	e.ok(nil, "PUT", "/nodes/pve2/firewall/options", "enable", "0", "tcpflags", "1")
+	e.ok(nil, "POST", "/nodes/pve2/firewall/rules", "type", "in", "action", "ACCEPT", "macro", "SSH")
+	if _, short := fwRules(t, e, "/nodes/pve/firewall/rules"); len(short) != 0 {
+		t.Errorf("pve's rules: got %q, want none", short)
+	}
+	if _, short := fwRules(t, e, "/nodes/pve2/firewall/rules"); len(short) != 1 {
+		t.Errorf("pve2's rules: got %q", short)
+	}
+	var o1, o2 map[string]any
+	e.ok(&o1, "GET", "/nodes/pve/firewall/options")
+	e.ok(&o2, "GET", "/nodes/pve2/firewall/options")
+	if len(o1) != 1 || o2["enable"] != float64(0) || o2["tcpflags"] != float64(1) {
+		t.Errorf("options: pve %v, pve2 %v", o1, o2)
+	}
+}

@@ -207,8 +207,10 @@ func parseFWAddressList(s string) (int, error) {
 		}
 		return 0, nil
 	}
+	// Perl's split drops trailing empty fields only: "a,,b" has an empty
+	// element (refused as an address), "a," is "extraneous commas".
 	elems := strings.Split(s, ",")
-	if strings.Contains(s, ",,") || strings.HasSuffix(s, ",") {
+	if strings.HasSuffix(s, ",") {
 		return 0, errors.New("extraneous commas in list")
 	}
 	ver, ranges := 0, false
@@ -232,7 +234,7 @@ func parseFWAddressList(s string) (int, error) {
 // parseFWPorts is parse_port_name_number_or_range; dport allows ICMP type
 // names (where they used to be kept).
 func parseFWPorts(s string, dport bool) error {
-	if strings.Contains(s, ",,") || strings.HasSuffix(s, ",") {
+	if strings.HasSuffix(s, ",") {
 		return errors.New("extraneous commas in list")
 	}
 	count, icmp := 0, false
