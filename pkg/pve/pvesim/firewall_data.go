@@ -1,7 +1,7 @@
-// Code generated from pve-firewall src/PVE/Firewall.pm ($pve_fw_macros,
-// $pve_ipv6fw_macros, $icmp_type_names, $icmpv6_type_names) and Debian
-// netbase's /etc/services and /etc/protocols, which a PVE node reads.
-// Data only: PVE's facts, no code of its.
+// Data extracted once from pve-firewall src/PVE/Firewall.pm
+// ($pve_fw_macros, $pve_ipv6fw_macros, $icmp_type_names,
+// $icmpv6_type_names) and Debian netbase's /etc/services and
+// /etc/protocols, which a PVE node reads: PVE's facts, no code of its.
 
 package pvesim
 

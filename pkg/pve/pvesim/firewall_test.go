@@ -41,6 +41,14 @@ func TestFirewallClusterScope(t *testing.T) {
 	if opts["enable"] != float64(1) || opts["policy_in"] != "DROP" || opts["ebtables"] != float64(0) || opts["digest"] == "" {
 		t.Errorf("options: got %v", opts)
 	}
+	// The anti-lockout call: an enable above 1 is stored as the time
+	// (Cluster.pm set_options), read as enabled for a minute.
+	e.ok(nil, "PUT", "/cluster/firewall/options", "enable", "2")
+	e.ok(&opts, "GET", "/cluster/firewall/options")
+	if n, _ := opts["enable"].(float64); n < 1e9 {
+		t.Errorf("enable 2: got %v, want the time", opts["enable"])
+	}
+	e.ok(nil, "PUT", "/cluster/firewall/options", "enable", "1")
 	if r := e.call("PUT", "/cluster/firewall/options", "policy_out", "ACCEPT", "digest", "0000"); r.Status != 500 ||
 		r.Message != "detected modified configuration - file changed by other user? Try again." {
 		t.Errorf("options with a stale digest: got %d %q", r.Status, r.Message)
