@@ -124,3 +124,17 @@ func TestFirewallClusterScope(t *testing.T) {
 		t.Errorf("macros: got %d", len(macros))
 	}
 }
+
+// The digest is PVE's (copy_list_with_digest: SHA-1 over "key:value\n"
+// of each entry, keys sorted): the value below is what Perl's
+// Digest::SHA gives for this rule as pve-firewall reads it back
+// (action, comment, enable, macro, source, type).
+func TestFirewallDigestIsPVEs(t *testing.T) {
+	e := startEnv(t, simtest.Options{Conformance: true})
+	e.ok(nil, "POST", "/cluster/firewall/ipset", "name", "web")
+	e.ok(nil, "POST", "/cluster/firewall/rules", "type", "in", "action", "ACCEPT", "macro", "ssh", "source", "+web", "enable", "1", "comment", "hi")
+	list, _ := fwRules(t, e, "/cluster/firewall/rules")
+	if got := list[0]["digest"]; got != "62920cb8cefc6e9f6b22351fef586fffcc1e74b6" {
+		t.Errorf("digest: got %v", got)
+	}
+}
