@@ -45,6 +45,8 @@ func TestFirewallRefusals(t *testing.T) {
 		{"trailing comma", "POST", rules, []string{"type", "in", "action", "ACCEPT", "proto", "tcp", "dport", "22,"}, 400, "dport", "extraneous commas in list"},
 		{"range in a list", "POST", rules, []string{"type", "in", "action", "ACCEPT", "source", "10.0.0.1-10.0.0.5,10.0.0.9"}, 400, "source", "you can't use a range in a list"},
 		{"backwards address range", "POST", rules, []string{"type", "in", "action", "ACCEPT", "source", "10.0.0.9-10.0.0.1"}, 400, "source", "invalid IP address: Begin address is greater than End address 10.0.0.9 - 10.0.0.1"},
+		{"empty list element", "POST", rules, []string{"type", "in", "action", "ACCEPT", "source", "10.0.0.1,,10.0.0.2"}, 400, "source", "invalid IP address: Invalid chars in IP"},
+		{"range of two families", "POST", rules, []string{"type", "in", "action", "ACCEPT", "dest", "10.0.0.1-2001:db8::1"}, 400, "dest", "invalid IP address: Not a valid IPv4 address 2001:db8::1"},
 		{"icmp name and port", "POST", rules, []string{"type", "in", "action", "ACCEPT", "proto", "icmp", "dport", "echo-request,22"}, 400, "dport", "ICMP ports not allowed in port range"},
 		{"icmp name on tcp", "POST", rules, []string{"type", "in", "action", "ACCEPT", "proto", "tcp", "dport", "echo-request"}, 400, "dport", "invalid port 'echo-request'"},
 		{"icmp-type with dport", "POST", rules, []string{"type", "in", "action", "ACCEPT", "proto", "icmp", "dport", "8", "icmp-type", "echo-request"}, 400, "icmp-type", "'icmp-type' cannot be specified together with 'dport'"},

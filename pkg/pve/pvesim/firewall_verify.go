@@ -121,36 +121,50 @@ func cleanCIDR(s string) string {
 }
 
 // netIPCheck is what Net::IP->new accepts of one address-list element:
-// an address, a clean prefix or a range; its error text is Net::IP's.
+// an address, a clean prefix or a range; its error text is Net::IP's
+// (checked against Net::IP 1.26 for the forms here; a prefix that is not
+// a number is ignored, as Net::IP does).
 func netIPCheck(elem string) (int, error) {
+	if elem == "" || strings.HasPrefix(elem, "-") || strings.HasSuffix(elem, "-") || strings.HasSuffix(elem, "/") {
+		return 0, fmt.Errorf("Invalid chars in IP %s", elem)
+	}
 	if lo, hi, ok := strings.Cut(elem, "-"); ok {
-		a, errA := netip.ParseAddr(strings.TrimSpace(lo))
-		b, errB := netip.ParseAddr(strings.TrimSpace(hi))
-		if errA != nil || errB != nil || a.Is4() != b.Is4() {
-			return 0, fmt.Errorf("Invalid IP address %s", elem)
-		}
-		if b.Less(a) {
-			return 0, fmt.Errorf("Begin address is greater than End address %s - %s", lo, hi)
-		}
-		return ipVersion(a), nil
+		return netIPRange(elem, strings.TrimSpace(lo), strings.TrimSpace(hi))
 	}
 	addr, plen, hasLen := strings.Cut(elem, "/")
 	a, err := parseNetIPAddr(addr)
 	if err != nil {
 		return 0, err
 	}
-	if !hasLen {
-		return ipVersion(a), nil
-	}
 	n, err := strconv.Atoi(plen)
-	if err != nil {
-		return 0, fmt.Errorf("Invalid prefix %s", elem)
+	if !hasLen || err != nil {
+		return ipVersion(a), nil
 	}
 	if n > a.BitLen() {
 		return 0, fmt.Errorf("Prefix length %d is longer than IP address (%d)", n, a.BitLen())
 	}
 	if p := netip.PrefixFrom(a, n); p.Masked().Addr() != a {
 		return 0, fmt.Errorf("Invalid prefix %s/%d", binaryIP(a), n)
+	}
+	return ipVersion(a), nil
+}
+
+// netIPRange checks "lo-hi": one family, lo not above hi.
+func netIPRange(elem, lo, hi string) (int, error) {
+	a, err := parseNetIPAddr(lo)
+	if err != nil {
+		return 0, err
+	}
+	b, err := parseNetIPAddr(hi)
+	switch {
+	case a.Is4() && (err != nil || !b.Is4()):
+		return 0, fmt.Errorf("Not a valid IPv4 address %s", hi)
+	case err != nil || a.Is4() != b.Is4():
+		return 0, fmt.Errorf("Invalid IP address %s", elem)
+	case b.Less(a) && a.Is4():
+		return 0, fmt.Errorf("Begin address is greater than End address %s - %s", a, b)
+	case b.Less(a):
+		return 0, fmt.Errorf("Begin address is greater than End address %s - %s", a.StringExpanded(), b.StringExpanded())
 	}
 	return ipVersion(a), nil
 }
