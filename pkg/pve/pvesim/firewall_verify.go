@@ -75,11 +75,10 @@ func fwAliasRef(s string) (scope, name string, ok bool) {
 }
 
 // resolveFWAlias is resolve_alias: the local alias unless the reference
-// says dc/, else the cluster's unless it says guest/.
+// says dc/, else the cluster's unless it says guest/. Reading cluster.fw
+// passes it as both (so "guest/x" finds the cluster's x there); the
+// cluster's create_ip passes no local one.
 func resolveFWAlias(cluster, local *fwConf, name, scope string) (*fwAlias, error) {
-	if cluster == local {
-		local = nil
-	}
 	key := strings.ToLower(name)
 	if scope != "dc/" && local != nil {
 		if a := local.Aliases[key]; a != nil {
