@@ -31,6 +31,7 @@ var (
 	fwPortRangeRE   = regexp.MustCompile(`^([0-9]+):([0-9]+)$`)
 	fwPortRE        = regexp.MustCompile(`^[0-9]+$`)
 	fwIfaceRE       = regexp.MustCompile(`(?i)^[a-z][a-z0-9_]{1,20}([:.]\d+)?$`)
+	fwGuestIfaceRE  = regexp.MustCompile(`^net(\d+)$`)
 )
 
 // fwMacro is one macro of Firewall.pm's tables.
@@ -451,7 +452,7 @@ func (v *ruleVerifier) checkIface(r *fwRule, env string) {
 	if !fwIfaceRE.MatchString(r.Iface) {
 		v.add("iface", fmt.Sprintf("invalid network interface name '%s'", r.Iface))
 	}
-	if (env == "vm" || env == "ct") && !regexp.MustCompile(`^net(\d+)$`).MatchString(r.Iface) {
+	if (env == "vm" || env == "ct") && !fwGuestIfaceRE.MatchString(r.Iface) {
 		v.add("iface", `value does not match the regex pattern 'net\d+'`)
 	}
 }
