@@ -4,6 +4,7 @@ import (
 	"maps"
 	"net/http"
 	"slices"
+	"strings"
 	"strconv"
 	"time"
 )
@@ -172,10 +173,9 @@ func (s *Server) fwPutOptions(scope func(*request) fwScope) handler {
 func (s *Server) fwMacroList(*request) (any, error) {
 	out := []map[string]any{}
 	for _, name := range slices.Sorted(maps.Keys(fwMacros)) {
-		d := fwMacros[name].descr
-		if d == "" {
-			d = name
-		}
+		// PVE's own wording is not copied: a description of ours, from
+		// the macro's rules.
+		d := fwMacroDescr(name, fwMacros[name])
 		out = append(out, map[string]any{"macro": name, "descr": d})
 	}
 	return out, nil
@@ -366,4 +366,23 @@ func sdnIPSetMap(names map[string]string) map[string][]*fwIPEntry {
 		out[n] = nil
 	}
 	return out
+}
+
+// fwMacroDescr describes a macro by its rules ("SSH: tcp 22").
+func fwMacroDescr(name string, m fwMacro) string {
+	var parts []string
+	for _, r := range m.rules {
+		p := r.proto
+		if r.dport != "" {
+			p += " " + r.dport
+		}
+		if r.sport != "" {
+			p += " from port " + r.sport
+		}
+		parts = append(parts, strings.TrimSpace(p))
+	}
+	if len(parts) == 0 {
+		return name
+	}
+	return name + ": " + strings.Join(parts, ", ")
 }

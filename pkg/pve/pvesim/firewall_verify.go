@@ -36,7 +36,6 @@ var (
 
 // fwMacro is one macro of Firewall.pm's tables.
 type fwMacro struct {
-	descr     string
 	ipversion int
 	rules     []fwMacroRule
 	v6        []fwMacroRule
