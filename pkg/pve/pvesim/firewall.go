@@ -4,8 +4,8 @@ import (
 	"maps"
 	"net/http"
 	"slices"
-	"strings"
 	"strconv"
+	"strings"
 	"time"
 )
 
