@@ -42,6 +42,7 @@ func (s *Server) surfaces() [][]route {
 		s.aplinfoRoutes(),
 		s.unlinkRoutes(),
 		s.domainRoutes(),
+		s.sdnRoutes(),
 	}
 }
 

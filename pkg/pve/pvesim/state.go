@@ -37,6 +37,8 @@ type state struct {
 	PCIMappings map[string]*pciMapping `json:"pci_mappings,omitempty"`
 	// Domains is domains.cfg (domains.go); nil until first used.
 	Domains *domains `json:"domains,omitempty"`
+	// SDN is /etc/pve/sdn and what the nodes generated from it (sdn.go).
+	SDN *sdnState `json:"sdn,omitempty"`
 }
 
 // vm is a guest: a QEMU VM, or a container when Type is "lxc".
