@@ -106,6 +106,15 @@ func (s *Server) sdn() *sdnState {
 	return d
 }
 
+// sdnRead is the SDN state for a reader: one that was never written
+// reads as empty and stays unmade (the state file gains no "sdn").
+func (s *Server) sdnRead() *sdnState {
+	if s.st.SDN == nil {
+		return &sdnState{}
+	}
+	return s.sdn()
+}
+
 // running is the committed config's file name (an empty one before the
 // first commit).
 func (d *sdnState) running(name string) sdnFile {
@@ -367,7 +376,7 @@ type sdnView struct {
 // view reads file name as the request asks (pending=1, running=1 or
 // neither; pending wins, as in the handlers' if/elsif).
 func (s *Server) sdnView(q *request, name string) sdnView {
-	d := s.sdn()
+	d := s.sdnRead()
 	switch {
 	case q.bool("pending"):
 		return sdnView{objs: pendingConfig(d.running(name), d.Files[name])}

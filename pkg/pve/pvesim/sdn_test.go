@@ -1,6 +1,7 @@
 package pvesim_test
 
 import (
+	"net/url"
 	"slices"
 	"strings"
 	"testing"
@@ -88,7 +89,7 @@ func TestSDNPendingAndRunning(t *testing.T) {
 	if st := e.wait(upid); st.ExitStatus != "start failed: QEMU exited with code 1" {
 		t.Errorf("start on a pending vnet: got %q", st.ExitStatus)
 	}
-	if log := strings.Join(e.taskLog(upid), "\n"); !strings.Contains(log, "bridge 'web' does not exist") {
+	if log := e.logOf(upid); !strings.Contains(log, "bridge 'web' does not exist") {
 		t.Errorf("start log: got %q", log)
 	}
 
@@ -136,4 +137,18 @@ func TestSDNPendingAndRunning(t *testing.T) {
 	if vnet["state"] != nil || vnet["tag"] != 10.0 {
 		t.Errorf("after a rollback: got %v", vnet)
 	}
+}
+
+// logOf is a task's log on the node its UPID names.
+func (e *env) logOf(upid string) string {
+	e.t.Helper()
+	var rows []struct {
+		T string `json:"t"`
+	}
+	e.ok(&rows, "GET", "/nodes/"+strings.Split(upid, ":")[1]+"/tasks/"+url.PathEscape(upid)+"/log", "limit", "500")
+	var b strings.Builder
+	for _, r := range rows {
+		b.WriteString(r.T + "\n")
+	}
+	return b.String()
 }

@@ -45,10 +45,10 @@ func (s *Server) sdnNodeRoutes() []route {
 // and the vnet is left out, Zones.pm generate_etc_network_config).
 // devices are the node's interfaces before the reload.
 func (s *Server) sdnGenerate(node string, devices map[string]*iface, t *task) {
-	d := s.sdn()
-	if d.Running == nil {
+	if s.sdnRead().Running == nil {
 		return
 	}
+	d := s.sdn()
 	run := d.Running.Config
 	st := &sdnNodeState{Version: d.Running.Version, Vnets: map[string]sdnUp{}}
 	for _, id := range slices.Sorted(maps.Keys(run["vnets"])) {
@@ -102,7 +102,7 @@ func zoneOnNode(z *sdnSection, node string) bool {
 // VLAN-aware (Zones/Plugin.pm tap_plug). A vnet only in the files is no
 // vnet yet: the classic bridge check applies to it.
 func (s *Server) sdnBridge(node, br, nic string) (isVnet bool, msg string) {
-	d := s.sdn()
+	d := s.sdnRead()
 	if d.Running == nil || d.Running.Config["vnets"][br] == nil {
 		return false, ""
 	}
@@ -133,7 +133,7 @@ func (n *sdnNodeState) vnet(id string) (sdnUp, bool) {
 // (check_sdn_bridge), as pve-manager adds them (type `vnet`, `active`,
 // `ipam`, `vlanaware`, `comments` from the alias).
 func (s *Server) sdnLocalVnets(user, node, filter string) []map[string]any {
-	d := s.sdn()
+	d := s.sdnRead()
 	if d.Running == nil || (filter != "any_bridge" && filter != "include_sdn" && filter != "vnet") {
 		return nil
 	}
@@ -171,7 +171,7 @@ func (s *Server) nodeSDNIndex(*request) (any, error) {
 // never generated), else `available`, or `error` when one of its vnets
 // could not be generated there.
 func (s *Server) zoneStatus(node string) (zones map[string]string, vnets map[string]map[string]any) {
-	d := s.sdn()
+	d := s.sdnRead()
 	if d.Running == nil {
 		return nil, nil
 	}
@@ -262,7 +262,7 @@ func (s *Server) sdnResources(user string) []map[string]any {
 				"network-type": "zone", "network": "localnetwork", "node": n, "status": "ok"})
 		}
 	}
-	run := s.sdn().Running
+	run := s.sdnRead().Running
 	for _, n := range s.st.Nodes {
 		zones, _ := s.zoneStatus(n)
 		for _, id := range slices.Sorted(maps.Keys(zones)) {
@@ -275,4 +275,14 @@ func (s *Server) sdnResources(user string) []map[string]any {
 		}
 	}
 	return out
+}
+
+// bridgeZone is the zone check_vnet_access (pve-guest-common
+// GuestHelpers.pm) checks a NIC's bridge in: a vnet's zone in the SDN
+// files, else `localnetwork`.
+func (s *Server) bridgeZone(bridge string) string {
+	if v := s.sdnRead().Files["vnets"][bridge]; v != nil {
+		return v.Opts["zone"]
+	}
+	return "localnetwork"
 }

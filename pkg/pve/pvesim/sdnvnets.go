@@ -27,7 +27,7 @@ func (s *Server) sdnVnetRoutes() []route {
 // the files ("sdn vnet 'x' does not exist", a 500) and the caller hold
 // one of privs on /sdn/zones/<zone>/<vnet>.
 func (s *Server) checkVnetAccess(q *request, vnet string, privs ...string) error {
-	v := s.sdn().Files["vnets"][vnet]
+	v := s.sdnRead().Files["vnets"][vnet]
 	if v == nil {
 		return die500(sdnMissing("vnets", vnet))
 	}
