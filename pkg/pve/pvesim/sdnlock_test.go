@@ -141,3 +141,63 @@ func TestSDNNodes(t *testing.T) {
 		t.Errorf("container on a pending vnet: got %q", st.ExitStatus)
 	}
 }
+
+// TestSDNDryRun: the node's interfaces.d/sdn as the next commit would
+// write it, diffed against the one it has; nothing once committed and
+// reloaded. A vlan zone on a bridge that is not VLAN-aware gets the
+// vmbr0vTAG bridge of the NIC's VLAN and a veth pair; a simple zone's
+// vnet holds its subnets' gateways and forwards.
+func TestSDNDryRun(t *testing.T) {
+	e := startEnv(t, simtest.Options{Conformance: true})
+	e.ok(nil, "POST", "/cluster/sdn/zones", "zone", "lan", "type", "vlan", "bridge", "vmbr0")
+	e.ok(nil, "POST", "/cluster/sdn/zones", "zone", "flat", "type", "simple")
+	e.ok(nil, "POST", "/cluster/sdn/vnets", "vnet", "web", "zone", "lan", "tag", "10", "alias", "web tier")
+	e.ok(nil, "POST", "/cluster/sdn/vnets", "vnet", "app", "zone", "flat")
+	e.ok(nil, "POST", "/cluster/sdn/vnets/app/subnets", "subnet", "192.168.5.0/24", "type", "subnet", "gateway", "192.168.5.1")
+	var dry map[string]string
+	e.ok(&dry, "GET", "/cluster/sdn/dry-run", "node", "pve")
+	_, body, _ := strings.Cut(dry["interfaces-diff"], "@@ -0,0 +1,")
+	_, body, _ = strings.Cut(body, "@@\n")
+	want := `+#version:1
++
++auto app
++iface app
++	address 192.168.5.1/24
++	bridge_ports none
++	bridge_stp off
++	bridge_fd 0
++	ip-forward on
++
++auto ln_web
++iface ln_web
++	link-type veth
++	veth-peer-name pr_web
++
++auto pr_web
++iface pr_web
++	link-type veth
++	veth-peer-name ln_web
++
++auto vmbr0v10
++iface vmbr0v10
++	bridge_ports  eno1.10 pr_web
++	bridge_stp off
++	bridge_fd 0
++
++auto web
++iface web
++	bridge_ports ln_web
++	bridge_stp off
++	bridge_fd 0
++	alias web tier
+`
+	if !strings.HasPrefix(dry["interfaces-diff"], "--- /etc/network/interfaces.d/sdn\t1970-01-01") || body != want {
+		t.Errorf("dry-run before a commit: got\n%s\nwant the hunk\n%s", dry["interfaces-diff"], want)
+	}
+	e.sdnApply()
+	dry = nil
+	e.ok(&dry, "GET", "/cluster/sdn/dry-run", "node", "pve")
+	if len(dry) != 0 {
+		t.Errorf("dry-run after the commit: got %v, want no difference", dry)
+	}
+}

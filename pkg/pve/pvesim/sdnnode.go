@@ -3,6 +3,7 @@ package pvesim
 import (
 	"maps"
 	"slices"
+	"time"
 
 	"github.com/pvectl/pvectl/pkg/pve/schema"
 )
@@ -20,6 +21,8 @@ import (
 type sdnNodeState struct {
 	Version int              `json:"version"`
 	Vnets   map[string]sdnUp `json:"vnets,omitempty"`
+	Text    string           `json:"text,omitempty"` // the file
+	At      int64            `json:"at,omitempty"`   // when it was written
 }
 
 // sdnUp is a vnet bridge on a node.
@@ -34,58 +37,26 @@ func (s *Server) sdnNodeRoutes() []route {
 		r("GET /nodes/{node}/sdn/zones", s.nodeSDNZones),
 		r("GET /nodes/{node}/sdn/zones/{zone}", s.nodeSDNZoneIndex),
 		r("GET /nodes/{node}/sdn/zones/{zone}/content", s.nodeSDNZoneContent),
+		r("GET /cluster/sdn/dry-run", s.sdnDryRun),
 	}
 }
 
 // sdnGenerate is generate_etc_network_config on node, in its reload
-// worker, before ifreload: each vnet of the running config whose zone
-// is there and includes the node, unless its zone plugin fails
-// (a vlan or qinq zone's bridge must exist on the node already:
-// Zones/Plugin.pm find_bridge; those failures are warnings in the log
-// and the vnet is left out, Zones.pm generate_etc_network_config).
-// devices are the node's interfaces before the reload.
+// worker, before ifreload: the file rendered from the running config
+// (sdnrender.go); a vnet whose zone plugin fails there (a vlan zone's
+// bridge missing: Zones/Plugin.pm find_bridge) is a warning in the log
+// and is left out. devices are the node's interfaces before the reload.
 func (s *Server) sdnGenerate(node string, devices map[string]*iface, t *task) {
 	if s.sdnRead().Running == nil {
 		return
 	}
 	d := s.sdn()
-	run := d.Running.Config
-	st := &sdnNodeState{Version: d.Running.Version, Vnets: map[string]sdnUp{}}
-	for _, id := range slices.Sorted(maps.Keys(run["vnets"])) {
-		v := run["vnets"][id]
-		zoneID := v.Opts["zone"]
-		z := run["zones"][zoneID]
-		if z == nil {
-			t.logf("can't generate vnet '%s': zone %s don't exist", id, zoneID)
-			continue
-		}
-		if !zoneOnNode(z, node) {
-			continue
-		}
-		if msg := zoneGenerateError(z, run, devices); msg != "" {
-			t.logf("zone %s : vnet %s : %s", zoneID, id, msg)
-			continue
-		}
-		st.Vnets[id] = sdnUp{Zone: zoneID, VlanAware: v.Opts["vlanaware"] == "1"}
+	r := renderSDN(d.Running.Config, node, devices)
+	for _, w := range r.warns {
+		t.logf("%s", w)
 	}
-	d.Nodes[node] = st
-}
-
-// zoneGenerateError is why a zone plugin's generate_sdn_config dies on
-// this node ("" when it does not).
-func zoneGenerateError(z *sdnSection, run sdnConfig, devices map[string]*iface) string {
-	switch z.Type {
-	case "vlan", "qinq":
-		br := z.Opts["bridge"]
-		if i := devices[br]; i == nil || (i.Type != "bridge" && i.Type != "OVSBridge") {
-			return "can't find bridge " + br
-		}
-	case "evpn":
-		if run["controllers"][z.Opts["controller"]] == nil {
-			return "missing controller"
-		}
-	}
-	return ""
+	d.Nodes[node] = &sdnNodeState{Version: d.Running.Version, Vnets: r.up,
+		Text: r.text(d.Running.Version), At: time.Now().Unix()}
 }
 
 // zoneOnNode is a zone's `nodes` (none: every node).
