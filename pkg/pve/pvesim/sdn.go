@@ -236,11 +236,18 @@ func (s *Server) sdnRollback(q *request) (any, error) {
 // and returns; reloadnetworkall does not wait for them (the FIXME
 // there), so the vnets are up on a node only when that node's
 // srvreload task has ended (sdnnode.go) — after reloadnetworkall has.
+// An offline node is skipped with its error in the log (the worker
+// warns and goes on); it generates the config at its next reload.
 func (s *Server) sdnReload(q *request) (any, error) {
+	frr := 0
 	err := s.sdnLocked(q.get("lock-token"), "could not commit SDN config", func(d *sdnState) error {
 		version := 1
 		if d.Running != nil {
 			version = d.Running.Version + 1
+		}
+		// running_config_has_frr before and after: controllers.
+		if len(d.running("controllers")) > 0 || len(d.Files["controllers"]) > 0 {
+			frr = 1
 		}
 		d.Running = &sdnRunning{Version: version, Config: d.Files.clone()}
 		if releaseAfter(q) {
@@ -254,6 +261,12 @@ func (s *Server) sdnReload(q *request) (any, error) {
 	return s.startTask(s.st.Nodes[0], "reloadnetworkall", "", nil, func(t *task) error {
 		for _, node := range s.st.Nodes {
 			t.logf("%s: reloading network config", node)
+			if s.nodeOffline(node) {
+				// pvesh's call is proxied to the node and fails; the
+				// worker warns with run_command's die and goes on.
+				t.logf("command 'pvesh set /nodes/%s/network --regenerate-frr %d' failed: exit code 255", node, frr)
+				continue
+			}
 			s.reloadNodeNetwork(node)
 		}
 		return nil

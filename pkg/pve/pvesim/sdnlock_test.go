@@ -201,3 +201,35 @@ func TestSDNDryRun(t *testing.T) {
 		t.Errorf("dry-run after the commit: got %v, want no difference", dry)
 	}
 }
+
+// TestSDNOfflineNode: reloadnetworkall goes on past a node it cannot
+// reach (the worker warns and continues); that node's zones stay
+// pending until it reloads its network itself.
+func TestSDNOfflineNode(t *testing.T) {
+	e := newEnv(t, pvesim.Options{Nodes: []string{"pve", "pve2"}})
+	e.ok(nil, "POST", "/cluster/sdn/zones", "zone", "flat", "type", "simple")
+	e.ok(nil, "POST", "/cluster/sdn/vnets", "vnet", "app", "zone", "flat")
+	if err := e.Server.SetNodeOffline("pve2", true); err != nil {
+		t.Fatal(err)
+	}
+	upid := e.task("PUT", "/cluster/sdn")
+	if st := e.wait(upid); st.ExitStatus != "OK" || st.Type != "reloadnetworkall" || st.Node != "pve" {
+		t.Fatalf("reloadnetworkall: got %+v", st)
+	}
+	if log := e.logOf(upid); !strings.Contains(log, "pve2: reloading network config\ncommand 'pvesh set /nodes/pve2/network --regenerate-frr 0' failed") {
+		t.Errorf("reloadnetworkall log: got %q", log)
+	}
+	if err := e.Server.SetNodeOffline("pve2", false); err != nil {
+		t.Fatal(err)
+	}
+	var st []map[string]any
+	e.ok(&st, "GET", "/nodes/pve2/sdn/zones")
+	if len(st) != 1 || st[0]["status"] != "pending" {
+		t.Errorf("pve2 after a commit it missed: got %v", st)
+	}
+	e.run("PUT", "/nodes/pve2/network")
+	e.ok(&st, "GET", "/nodes/pve2/sdn/zones")
+	if len(st) != 1 || st[0]["status"] != "available" {
+		t.Errorf("pve2 after its own reload: got %v", st)
+	}
+}
