@@ -131,6 +131,13 @@ func TestSDNPendingAndRunning(t *testing.T) {
 	if vnet["tag"] != 10.0 || vnet["alias"] != "web tier" {
 		t.Errorf("running vnet: got %v", vnet)
 	}
+	// A dropped integer is pending as the text "deleted".
+	e.ok(nil, "PUT", "/cluster/sdn/zones/lan", "delete", "mtu")
+	zones = nil
+	e.ok(&zones, "GET", "/cluster/sdn/zones", "pending", "1")
+	if p, _ := zones[0]["pending"].(map[string]any); zones[0]["state"] != "changed" || p["mtu"] != "deleted" || zones[0]["digest"] != nil {
+		t.Errorf("zone with mtu deleted: got %v", zones)
+	}
 	e.ok(nil, "POST", "/cluster/sdn/rollback")
 	vnet = nil
 	e.ok(&vnet, "GET", "/cluster/sdn/vnets/web", "pending", "1")

@@ -209,6 +209,9 @@ func (c *sdnClass) object(id string, o map[string]any, digest string) map[string
 		}
 	}
 	out[c.idKey] = id
+	// The pending and running views have no digest: PVE sends undef,
+	// a JSON null.
+	out["digest"] = nil
 	if digest != "" {
 		out["digest"] = digest
 	}

@@ -1,8 +1,11 @@
 package pvesim_test
 
 import (
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/pvectl/pvectl/pkg/pve/pvesim"
 	"github.com/pvectl/pvectl/pkg/pve/pvesim/simtest"
@@ -232,4 +235,27 @@ func TestSDNOfflineNode(t *testing.T) {
 	if len(st) != 1 || st[0]["status"] != "available" {
 		t.Errorf("pve2 after its own reload: got %v", st)
 	}
+}
+
+// TestSDNStateFile: the files, the running config and what the nodes
+// generated survive a restart with --state.
+func TestSDNStateFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state.json")
+	e := newEnv(t, pvesim.Options{StateFile: path})
+	e.ok(nil, "POST", "/cluster/sdn/zones", "zone", "flat", "type", "simple")
+	e.ok(nil, "POST", "/cluster/sdn/vnets", "vnet", "app", "zone", "flat")
+	e.sdnApply()
+	e.ok(nil, "PUT", "/cluster/sdn/vnets/app", "alias", "later")
+	var before []map[string]any
+	e.ok(&before, "GET", "/cluster/sdn/vnets", "pending", "1")
+	e.Server.Close()
+
+	e2 := newEnv(t, pvesim.Options{StateFile: path})
+	var after []map[string]any
+	e2.ok(&after, "GET", "/cluster/sdn/vnets", "pending", "1")
+	if diff := cmp.Diff(before, after); diff != "" {
+		t.Errorf("pending vnets after a restart (-want +got)\n%s", diff)
+	}
+	e2.run("POST", "/nodes/pve/qemu", "vmid", "100", "net0", "virtio,bridge=app")
+	e2.run("POST", "/nodes/pve/qemu/100/status/start")
 }
