@@ -259,3 +259,19 @@ func TestSDNStateFile(t *testing.T) {
 	e2.run("POST", "/nodes/pve/qemu", "vmid", "100", "net0", "virtio,bridge=app")
 	e2.run("POST", "/nodes/pve/qemu/100/status/start")
 }
+
+// TestSDNMigrate: a running VM on a vnet moves to a node where the vnet
+// is up; to one outside its zone's nodes it cannot start there.
+func TestSDNMigrate(t *testing.T) {
+	e := newEnv(t, pvesim.Options{Nodes: []string{"pve", "pve2", "pve3"}})
+	e.ok(nil, "POST", "/cluster/sdn/zones", "zone", "flat", "type", "simple", "nodes", "pve,pve2")
+	e.ok(nil, "POST", "/cluster/sdn/vnets", "vnet", "app", "zone", "flat")
+	e.sdnApply()
+	e.run("POST", "/nodes/pve/qemu", "vmid", "100", "net0", "virtio,bridge=app")
+	e.run("POST", "/nodes/pve/qemu/100/status/start")
+	e.run("POST", "/nodes/pve/qemu/100/migrate", "target", "pve2", "online", "1")
+	upid := e.task("POST", "/nodes/pve2/qemu/100/migrate", "target", "pve3", "online", "1")
+	if st := e.wait(upid); st.ExitStatus == "OK" || !strings.Contains(e.logOf(upid), "bridge 'app' does not exist") {
+		t.Errorf("migration to a node outside the zone: got %q\n%s", st.ExitStatus, e.logOf(upid))
+	}
+}
