@@ -252,8 +252,19 @@ func (s *Server) sdnResources(user string) []map[string]any {
 // GuestHelpers.pm) checks a NIC's bridge in: a vnet's zone in the SDN
 // files, else `localnetwork`.
 func (s *Server) bridgeZone(bridge string) string {
-	if v := s.sdnRead().Files["vnets"][bridge]; v != nil {
-		return v.Opts["zone"]
+	if zone, ok := s.sdnVnet(bridge); ok {
+		return zone
 	}
 	return "localnetwork"
+}
+
+// sdnVnet is a vnet of the SDN files and its zone, as
+// PVE::Network::SDN::Vnets::get_vnet finds it (for other areas: the
+// vnet firewall's checks).
+func (s *Server) sdnVnet(name string) (zone string, ok bool) {
+	v := s.sdnRead().Files["vnets"][name]
+	if v == nil {
+		return "", false
+	}
+	return v.Opts["zone"], true
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 
 	"github.com/pvectl/pvectl/pkg/pve/schema"
 )
@@ -129,7 +130,7 @@ func zoneUpdateHook(files sdnConfig, id string) error {
 // randomMAC is PVE::Tools::random_ether_addr with PVE's default prefix
 // (BC:24:11, as the guests' NICs get).
 func randomMAC() string {
-	b := []byte(uuidV7())
+	b := []byte(strings.ToUpper(uuidV7()))
 	return fmt.Sprintf("BC:24:11:%c%c:%c%c:%c%c", b[30], b[31], b[32], b[33], b[34], b[35])
 }
 
