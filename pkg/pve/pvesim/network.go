@@ -302,14 +302,15 @@ func (s *Server) revertNetwork(q *request) (any, error) {
 // moves interfaces.new over interfaces first and runs `ifreload -a` after,
 // so a failed reload leaves the new file in place and nothing staged.
 func (s *Server) applyNetwork(q *request) (any, error) {
-	return s.reloadNodeNetwork(q.vars["node"]), nil
+	return s.reloadNodeNetwork(q.vars["node"], ""), nil
 }
 
 // reloadNodeNetwork is reload_network_config's srvreload worker: the
 // staged file moved into place, the node's SDN file generated from the
-// running SDN config (sdnnode.go), `ifreload -a`.
-func (s *Server) reloadNodeNetwork(node string) string {
-	return s.startTask(node, "srvreload", "networking", nil, func(t *task) error {
+// running SDN config (sdnnode.go), `ifreload -a`; user runs it ("": the
+// caller).
+func (s *Server) reloadNodeNetwork(node, user string) string {
+	return s.startWorker(node, "srvreload", "networking", worker{user: user, run: func(t *task) error {
 		n := s.st.Net[node]
 		s.sdnGenerate(node, n.Running, t)
 		if n.Staged != nil {
@@ -317,7 +318,7 @@ func (s *Server) reloadNodeNetwork(node string) string {
 			n.RunningAt, n.StagedAt = time.Now().Unix(), 0
 		}
 		return ifreload(n.Running, t)
-	})
+	}}).UPID
 }
 
 // ifreload is what `ifreload -a` (ifupdown2) fails on here: a bond slave

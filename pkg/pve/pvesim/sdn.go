@@ -267,7 +267,8 @@ func (s *Server) sdnReload(q *request) (any, error) {
 				t.logf("command 'pvesh set /nodes/%s/network --regenerate-frr %d' failed: exit code 255", node, frr)
 				continue
 			}
-			s.reloadNodeNetwork(node)
+			// pvesh runs as root@pam.
+			s.reloadNodeNetwork(node, "root@pam")
 		}
 		return nil
 	}), nil

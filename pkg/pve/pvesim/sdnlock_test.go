@@ -225,6 +225,11 @@ func TestSDNOfflineNode(t *testing.T) {
 	if err := e.Server.SetNodeOffline("pve2", false); err != nil {
 		t.Fatal(err)
 	}
+	var tasks []map[string]any
+	e.ok(&tasks, "GET", "/nodes/pve/tasks", "typefilter", "srvreload", "source", "all")
+	if len(tasks) != 1 || tasks[0]["user"] != "root@pam" || tasks[0]["id"] != "networking" {
+		t.Errorf("srvreload started by reloadnetworkall (pvesh, as root@pam): got %v", tasks)
+	}
 	var st []map[string]any
 	e.ok(&st, "GET", "/nodes/pve2/sdn/zones")
 	if len(st) != 1 || st[0]["status"] != "pending" {
