@@ -111,6 +111,14 @@ func TestSDNPendingAndRunning(t *testing.T) {
 			t.Errorf("%s: zone status: got %v", node, st)
 		}
 	}
+	var content []map[string]any
+	e.ok(&content, "GET", "/nodes/pve/sdn/zones/lan/content")
+	if len(content) != 1 || content[0]["vnet"] != "web" || content[0]["status"] != "available" {
+		t.Errorf("zone content: got %v", content)
+	}
+	e.ok(nil, "GET", "/nodes/pve/sdn")
+	e.ok(nil, "GET", "/nodes/pve/sdn/zones/lan")
+	e.ok(nil, "GET", "/cluster/sdn")
 	var res []map[string]any
 	e.ok(&res, "GET", "/cluster/resources")
 	if r := byID(res, "id")["network/pve2/zone/lan"]; r == nil || r["status"] != "available" || r["zone-type"] != "vlan" {
