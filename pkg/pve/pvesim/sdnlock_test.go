@@ -280,3 +280,32 @@ func TestSDNMigrate(t *testing.T) {
 		t.Errorf("migration to a node outside the zone: got %q\n%s", st.ExitStatus, e.logOf(upid))
 	}
 }
+
+// TestSDNRenderZones: qinq and vxlan zones as their plugins write them
+// (QinQPlugin, VxlanPlugin generate_sdn_config): a qinq zone on a bridge
+// that is not VLAN-aware gets sv_ZONE on the bridge's NIC and the
+// VLAN-aware z_ZONE; a vxlan vnet tunnels to every peer but the node's
+// own address; a simple vnet's SNAT goes out through the default route.
+func TestSDNRenderZones(t *testing.T) {
+	e := startEnv(t, simtest.Options{Conformance: true})
+	e.ok(nil, "POST", "/cluster/sdn/zones", "zone", "qz", "type", "qinq", "bridge", "vmbr0", "tag", "200")
+	e.ok(nil, "POST", "/cluster/sdn/zones", "zone", "vx", "type", "vxlan", "peers", "192.168.100.2,192.168.100.3", "vxlan-port", "4790")
+	e.ok(nil, "POST", "/cluster/sdn/zones", "zone", "nat", "type", "simple")
+	e.ok(nil, "POST", "/cluster/sdn/vnets", "vnet", "cust", "zone", "qz", "tag", "30")
+	e.ok(nil, "POST", "/cluster/sdn/vnets", "vnet", "over", "zone", "vx", "tag", "7000")
+	e.ok(nil, "POST", "/cluster/sdn/vnets", "vnet", "out", "zone", "nat")
+	e.ok(nil, "POST", "/cluster/sdn/vnets/out/subnets", "subnet", "10.9.0.0/24", "type", "subnet", "gateway", "10.9.0.1", "snat", "1")
+	var dry map[string]string
+	e.ok(&dry, "GET", "/cluster/sdn/dry-run", "node", "pve")
+	for _, want := range []string{
+		"+auto sv_qz\n+iface sv_qz\n+\tvlan-raw-device eno1\n+\tvlan-id 200\n",
+		"+auto z_qz\n+iface z_qz\n+\tbridge-stp off\n+\tbridge-ports sv_qz ln_qz\n+\tbridge-fd 0\n+\tbridge-vlan-aware yes\n+\tbridge-vids 2-4094\n",
+		"+auto cust\n+iface cust\n+\tbridge_ports z_qz.30\n",
+		"+auto vxlan_over\n+iface vxlan_over\n+\tvxlan-id 7000\n+\tvxlan_remoteip 192.168.100.3\n+\tvxlan-port 4790\n+\tmtu 1450\n",
+		"+\tpost-up iptables -t nat -A POSTROUTING -s '10.9.0.0/24' -o vmbr0 -j SNAT --to-source 192.168.100.2\n",
+	} {
+		if !strings.Contains(dry["interfaces-diff"], want) {
+			t.Errorf("dry-run: missing\n%s\nin\n%s", want, dry["interfaces-diff"])
+		}
+	}
+}
