@@ -17,6 +17,9 @@ type Deviation struct {
 	// Integer: a string the schema declares is a JSON integer when the
 	// value is one.
 	Integer bool
+	// Deleted: any property of the object may be the string "deleted"
+	// whatever its declared type (SDN's pending values).
+	Deleted bool
 	Source  string // the PVE source that makes the answer what it is
 }
 
@@ -36,7 +39,16 @@ var Deviations = []Deviation{
 	{Method: "GET", Path: "/nodes/{node}/lxc/{vmid}/pending", Where: "[].pending", Integer: true, Source: pendingSource},
 	{Method: "GET", Path: "/cluster/mapping/pci", Where: "[].description", Absent: true,
 		Source: "pve-manager PVE/API2/Cluster/Mapping/PCI.pm index: each row is the mapping's section of mapping/pci.cfg, which has no description unless one was set"},
+	{Method: "GET", Path: "/cluster/sdn/zones", Where: "[].pending", Deleted: true, Source: sdnPendingSource},
+	{Method: "GET", Path: "/cluster/sdn/zones/{zone}", Where: "pending", Deleted: true, Source: sdnPendingSource},
+	{Method: "GET", Path: "/cluster/sdn/vnets", Where: "[].pending", Deleted: true, Source: sdnPendingSource},
+	{Method: "GET", Path: "/cluster/sdn/vnets/{vnet}", Where: "pending", Deleted: true, Source: sdnPendingSource},
+	{Method: "GET", Path: "/cluster/sdn/controllers", Where: "[].pending", Deleted: true, Source: sdnPendingSource},
+	{Method: "GET", Path: "/cluster/sdn/controllers/{controller}", Where: "pending", Deleted: true, Source: sdnPendingSource},
 }
+
+// sdnPendingSource is why SDN's `pending` objects break their schema.
+const sdnPendingSource = "pve-network src/PVE/Network/SDN.pm pending_config: a key the config files dropped is pending as the string 'deleted', whatever its type"
 
 const pendingSource = "pve-guest-common GuestHelpers.pm config_with_pending_array: values from qemu-server parse_vm_config / pve-container parse_pct_config, whose check_type makes integer and boolean options Perl numbers"
 
@@ -57,6 +69,10 @@ func applyDeviations(returns map[string]*Returns, devs []Deviation) []string {
 			}
 		}
 		switch {
+		case r != nil && d.Deleted && r.Type == "object":
+			r.DeletedValues = true
+		case d.Deleted:
+			stale = append(stale, d.Method+" "+d.Path+" "+d.Where)
 		case r != nil && d.Absent:
 			r.Optional = true
 		case r != nil && d.Integer && r.Type == "string":

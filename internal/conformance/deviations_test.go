@@ -36,6 +36,11 @@ func TestDeviationsAcceptOnlyWhatPVESends(t *testing.T) {
 				"GET /nodes/pve/network: response data[0].mtu: got string (2 bytes), want integer",
 				"GET /nodes/pve/network: response data[0].priority: got string (1 bytes), want integer",
 			}},
+		{"sdn pending deleted", "/cluster/sdn/vnets",
+			`{"data":[{"vnet":"web","type":"vnet","tag":10,"state":"changed","pending":{"tag":"deleted","vlanaware":"deleted"}}]}`, nil},
+		{"sdn pending other text", "/cluster/sdn/vnets",
+			`{"data":[{"vnet":"web","type":"vnet","tag":10,"state":"changed","pending":{"tag":"ten"}}]}`, []string{
+				"GET /cluster/sdn/vnets: response data[0].pending.tag: got string (3 bytes), want integer"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

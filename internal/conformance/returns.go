@@ -28,6 +28,9 @@ type Returns struct {
 	IntegerAsString bool
 	// StringAsInteger accepts a JSON integer where a string is declared.
 	StringAsInteger bool
+	// DeletedValues accepts the string "deleted" for any property of
+	// the object (see Deviations).
+	DeletedValues bool
 }
 
 func returnsFromSchema(s map[string]any) *Returns {
@@ -183,6 +186,9 @@ func (r *Returns) checkObject(path string, obj map[string]any, errs *[]error) {
 		sub := r.property(k)
 		if val == nil && (sub == nil || sub.Type != "null") {
 			// Perl's undef serialises as null: treat it as an absent property.
+			continue
+		}
+		if r.DeletedValues && val == "deleted" {
 			continue
 		}
 		switch {

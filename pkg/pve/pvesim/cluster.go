@@ -162,6 +162,8 @@ func (s *Server) clusterResources(q *request) (any, error) {
 				out = append(out, map[string]any{"id": "/pool/" + id, "type": "pool", "pool": id})
 			}
 		}
+		// PVE 9.1 lists SDN zones as type "network", without a filter only.
+		out = append(out, s.sdnResources(q.user)...)
 	}
 	return out, nil
 }

@@ -572,6 +572,11 @@ func (s *Server) canRunOn(v *vm) error {
 		if !ok {
 			continue
 		}
+		if vnet, msg := s.sdnBridge(v.Node, br, v.Conf[key]); vnet && msg != "" {
+			return fmt.Errorf("%s", msg)
+		} else if vnet {
+			continue
+		}
 		if i, exists := running[br]; !exists || i.Type != "bridge" && i.Type != "OVSBridge" {
 			return fmt.Errorf("bridge '%s' does not exist", br)
 		}

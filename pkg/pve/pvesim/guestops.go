@@ -192,6 +192,12 @@ func (s *Server) startGuest(t *task, v *vm) error {
 		if !ok {
 			continue
 		}
+		if vnet, msg := s.sdnBridge(v.Node, br, v.Conf[key]); vnet && msg == "" {
+			continue
+		} else if vnet {
+			t.logf("%s", msg)
+			return s.kindOf(v).bridgeMissing(t, v, key)
+		}
 		if i, exists := running[br]; exists && (i.Type == "bridge" || i.Type == "OVSBridge") {
 			continue
 		}

@@ -264,14 +264,15 @@ func (s *Server) checkQemuStorage(user string, vmid int, vals map[string]string,
 }
 
 // checkBridge is check_vnet_access (pve-guest-common GuestHelpers.pm) for
-// a NIC: SDN.Use on the bridge of the local zone, or on its VLAN.
+// a NIC: SDN.Use on the bridge in its zone (a vnet's zone in the SDN
+// files, else the local zone), or on its VLAN.
 func (s *Server) checkBridge(user, netVal string) error {
 	p := props(netVal)
 	bridge, ok := schema.PropValue(p, "bridge")
 	if !ok {
 		return nil
 	}
-	path := "/sdn/zones/localnetwork/" + bridge
+	path := "/sdn/zones/" + s.bridgeZone(bridge) + "/" + bridge
 	tag, _ := schema.PropValue(p, "tag")
 	trunks, _ := schema.PropValue(p, "trunks")
 	if tag != "" {

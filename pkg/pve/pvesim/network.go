@@ -200,6 +200,8 @@ func matchType(filter string, i *iface) bool {
 		return true
 	case "any_bridge", "any_local_bridge":
 		return i.Type == "bridge" || i.Type == "OVSBridge"
+	case "include_sdn": // every interface, and the vnets
+		return true
 	}
 	return i.Type == filter
 }
@@ -228,6 +230,7 @@ func (s *Server) listNetwork(q *request) (any, error) {
 		}
 		out = append(out, i.item(n.active(i)))
 	}
+	out = append(out, s.sdnLocalVnets(q.user, q.vars["node"], q.get("type"))...)
 	if ch := n.changes(s.st.Boot[q.vars["node"]]); ch != "" {
 		return withTop{data: out, top: map[string]any{"changes": ch}}, nil
 	}
@@ -299,15 +302,23 @@ func (s *Server) revertNetwork(q *request) (any, error) {
 // moves interfaces.new over interfaces first and runs `ifreload -a` after,
 // so a failed reload leaves the new file in place and nothing staged.
 func (s *Server) applyNetwork(q *request) (any, error) {
-	node := q.vars["node"]
-	return s.startTask(node, "srvreload", "networking", nil, func(t *task) error {
+	return s.reloadNodeNetwork(q.vars["node"], ""), nil
+}
+
+// reloadNodeNetwork is reload_network_config's srvreload worker: the
+// staged file moved into place, the node's SDN file generated from the
+// running SDN config (sdnnode.go), `ifreload -a`; user runs it ("": the
+// caller).
+func (s *Server) reloadNodeNetwork(node, user string) string {
+	return s.startWorker(node, "srvreload", "networking", worker{user: user, run: func(t *task) error {
 		n := s.st.Net[node]
+		s.sdnGenerate(node, n.Running, t)
 		if n.Staged != nil {
 			n.Running, n.Staged = n.Staged, nil
 			n.RunningAt, n.StagedAt = time.Now().Unix(), 0
 		}
 		return ifreload(n.Running, t)
-	}), nil
+	}}).UPID
 }
 
 // ifreload is what `ifreload -a` (ifupdown2) fails on here: a bond slave

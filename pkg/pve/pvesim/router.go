@@ -43,6 +43,8 @@ func (s *Server) surfaces() [][]route {
 		s.unlinkRoutes(),
 		s.domainRoutes(),
 		s.firewallRoutes(),
+
+		s.sdnRoutes(),
 	}
 }
 

@@ -41,6 +41,9 @@ type state struct {
 	// (cluster.fw, nodes/N/host.fw, firewall/VMID.fw): their text, as
 	// pmxcfs keeps it (firewall_conf.go).
 	Firewall map[string]string `json:"firewall,omitempty"`
+
+	// SDN is /etc/pve/sdn and what the nodes generated from it (sdn.go).
+	SDN *sdnState `json:"sdn,omitempty"`
 }
 
 // vm is a guest: a QEMU VM, or a container when Type is "lxc".
