@@ -10,7 +10,7 @@ import (
 
 // External metric servers: /etc/pve/status.cfg, as pve-manager
 // PVE/API2/Cluster/MetricServer.pm serves it, with the options of
-// PVE/Status/{InfluxDB,Graphite}.pm. An InfluxDB token is a sensitive
+// PVE/Status/{InfluxDB,Graphite,OpenTelemetry}.pm. An InfluxDB token is a sensitive
 // parameter (extract_sensitive_params): kept apart from status.cfg
 // (/etc/pve/priv/metricserver/<id>.pw, InfluxDB.pm set_credentials), so
 // read never answers it; the simulator keeps its SHA-256 only. create
@@ -31,7 +31,12 @@ func metricTypes() map[string]map[string]sectionOpt {
 	for _, k := range []string{"port", "mtu", "proto", "timeout", "path", "disable"} {
 		graphite[k] = opt[k]
 	}
-	return map[string]map[string]sectionOpt{"influxdb": influx, "graphite": graphite}
+	otel := map[string]sectionOpt{"server": {required: true}}
+	for _, k := range []string{"port", "disable", "otel-protocol", "otel-path", "otel-timeout", "otel-headers",
+		"otel-verify-ssl", "otel-max-body-size", "otel-resource-attributes", "otel-compression"} {
+		otel[k] = opt[k]
+	}
+	return map[string]map[string]sectionOpt{"influxdb": influx, "graphite": graphite, "opentelemetry": otel}
 }
 
 func (s *Server) metricServerRoutes() []route {
