@@ -10,24 +10,24 @@ import (
 // list carries type and comment only, so each realm is read (GET
 // /access/domains/{realm}, with the file's digest, sent back with the
 // update). type cannot change (the plugin is the section's type), nor an
-// OpenID realm's username-claim (fixed): both replace. The bind password
-// (ldap, ad) and the client key (openid) are write-only: PVE keeps them
-// apart (/etc/pve/priv) and never answers them, so they are sent at
+// OpenID realm's username-claim (fixed): both replace. The LDAP/AD bind
+// password is write-only: PVE keeps it apart (/etc/pve/priv/realm,
+// LDAP.pm ldap_set_credentials) and never answers it, so it is sent at
 // create and otherwise only under secretUpdate: always (docs/decisions.md).
+// An OpenID client-key is a secret too, but domains.cfg keeps it and read
+// answers it (OpenId.pm, Domains.pm read): it is compared like any
+// setting, masked in diffs and traces.
 var realmKind = &cfgKind{
 	kind: spec.KindRealm, noun: "realm", idParam: "realm",
 	listPath: "/access/domains", listID: "realm",
 	itemPath: "/access/domains/{id}", createPath: "/access/domains",
 	readItem: true,
 	fixed:    []string{"type", "username-claim"},
-	secrets:  []string{"password", "client-key"},
+	secrets:  []string{"password"},
 	// pam and pve are on every installation.
 	isBuiltin: func(row pve.Config) bool { return row["type"] == "pam" || row["type"] == "pve" },
 	importSecret: func(cfg pve.Config) string {
-		switch {
-		case cfg["type"] == "openid":
-			return "client-key"
-		case cfg["bind_dn"] != "":
+		if cfg["bind_dn"] != "" {
 			return "password"
 		}
 		return ""

@@ -21,9 +21,9 @@ const (
 )
 
 // SecretKeys are the own keys of a kind with a write-only secret (a
-// realm's bind password or client key, a metric server's token).
+// realm's bind password, a metric server's token).
 type SecretKeys struct {
-	SecretUpdate string `json:"secretUpdate,omitempty" doc:"When the write-only secret (a realm's password or client-key, a metric server's token) is sent: onCreate (default) sends it when the object is made and never again, as PVE never shows it back to compare; always sends it on every apply (the plan then always shows an update), for one apply after the secret's source changed. See docs/decisions.md."`
+	SecretUpdate string `json:"secretUpdate,omitempty" doc:"When the write-only secret (an LDAP or AD realm's bind password, a metric server's token) is sent: onCreate (default) sends it when the object is made and never again, as PVE never shows it back to compare; always sends it on every apply (the plan then always shows an update), for one apply after the secret's source changed. See docs/decisions.md."`
 }
 
 // Secrets returns r's secret keys (the zero value when it sets none).

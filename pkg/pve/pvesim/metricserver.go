@@ -156,3 +156,25 @@ func (s *Server) deleteMetricServer(q *request) (any, error) {
 	delete(s.st.MetricTokens, id)
 	return nil, s.saveLocked()
 }
+
+// MetricToken reports the SHA-256 (hex) of the token a metric server
+// keeps in the simulated /etc/pve/priv: tests check with it what pvectl
+// sent, since no API call shows it.
+func (s *Server) MetricToken(id string) (string, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	v, ok := s.st.MetricTokens[id]
+	return v, ok
+}
+
+// RealmSecret reports the SHA-256 (hex) of a realm's stored bind
+// password, as MetricToken does for a metric server.
+func (s *Server) RealmSecret(realm string) (string, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.st.Domains == nil {
+		return "", false
+	}
+	v, ok := s.st.Domains.Passwords[realm]
+	return v, ok
+}
