@@ -48,6 +48,11 @@ func (s *Server) listRealmSyncJobs(q *request) (any, error) {
 	for _, id := range slices.Sorted(maps.Keys(jobs)) {
 		row := typedAnswer("POST", realmSyncPath, jobs[id])
 		row["id"] = id
+		if _, set := row["enabled"]; !set {
+			// PVE's list schema requires it; a job without it is
+			// enabled (the option's default).
+			row["enabled"] = 1
+		}
 		out = append(out, row)
 	}
 	return out, nil
