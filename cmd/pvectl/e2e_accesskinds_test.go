@@ -143,3 +143,34 @@ func readFileT(t *testing.T, path string) string {
 	}
 	return string(b)
 }
+
+// TestE2EImportAccessKinds: import --all writes the role, group, LDAP realm
+// (its bind password a ${VAR} placeholder named on stderr), sync job,
+// cluster options and metric server that example 05 made, without PVE's
+// built-in roles and realms; the documents plan clean.
+func TestE2EImportAccessKinds(t *testing.T) {
+	const bindPW = "import-bind-pw-7c1e"
+	e := startSim(t)
+	e.extraEnv = []string{"LDAP_BIND_PW=" + bindPW, "INFLUX_TOKEN=import-token-44d2"}
+	e.mustRun(0, "apply", "--auto-approve", "-f", example(t, "05-access-and-cluster.yaml", nil))
+	e.extraEnv = nil
+	r := e.mustRun(0, "import", "--all")
+	for _, want := range []string{"kind: Role\nname: Operator\n", "kind: Group\nname: operators\n", "kind: Realm\nname: corp\n",
+		"kind: RealmSyncJob\nname: corp-nightly\n", "kind: ClusterOptions\nname: cluster\n", "kind: MetricServer\nname: influx\n",
+		"password: ${REALM_CORP_PASSWORD}"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("import output lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	for _, not := range []string{"name: PVEAdmin", "name: pam\n", "pvectl-options", bindPW} {
+		if strings.Contains(r.stdout, not) {
+			t.Errorf("import output has %q", not)
+		}
+	}
+	if !strings.Contains(r.stderr, "REALM_CORP_PASSWORD") {
+		t.Errorf("the placeholder's variable is not named on stderr:\n%s", r.stderr)
+	}
+	imported := writeFile(t, "all.yaml", r.stdout)
+	e.extraEnv = []string{"REALM_CORP_PASSWORD=whatever-it-was"}
+	e.mustRun(0, "plan", "-f", imported, "--detailed-exitcode")
+}
