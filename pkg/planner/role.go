@@ -18,6 +18,7 @@ var roleKind = &cfgKind{
 	dropped:   []string{"special"},
 	sets:      []string{"privs"},
 	always:    []string{"privs"}, // a PUT without privs empties the role
+	noDelete:  true,              // no delete parameter: privs: null sends it empty
 	isBuiltin: func(row pve.Config) bool { return row["special"] == "1" },
 	// GET /access/roles: user => 'all'.
 	readNeed: func(string) []permNeed { return nil },
