@@ -47,6 +47,7 @@ func TestAccessKindsDiagnostics(t *testing.T) {
 		}},
 		{"cluster option out of its enum", "kind: ClusterOptions\nname: c\nspec: {keyboard: klingon}\n", []string{"a.yaml:3: spec.keyboard:"}},
 		{"cluster option sub-key", "kind: ClusterOptions\nname: c\nspec:\n  migration: {type: fast}\n", []string{"a.yaml:4: spec.migration"}},
+		{"cluster options take no delete", "kind: ClusterOptions\nname: c\nspec: {delete: keyboard}\n", []string{"a.yaml:3: spec.delete is not accepted: pvectl sends delete itself"}},
 		{"metric server type", "kind: MetricServer\nname: influx\nspec: {type: prometheus, server: 127.0.0.7, port: 1}\n", []string{"a.yaml:3: spec.type:"}},
 		{"metric server needs server and port", "kind: MetricServer\nname: influx\nspec: {type: influxdb}\n", []string{
 			"a.yaml:1: MetricServer/influx: spec.port is required",

@@ -537,6 +537,7 @@ var kindTable = sync.OnceValue(func() map[string]*kindInfo {
 			Create:     &apiCall{"PUT", "/cluster/options"},
 			Identities: clusterOptionsIdentity,
 			Hint:       "the cluster has one set of options: write one ClusterOptions per connection",
+			Refused:    map[string]string{"delete": "pvectl sends delete itself: write a key as null to delete it (key: null), or drop a key pvectl wrote"},
 		},
 		{
 			Name:       KindMetricServer,
