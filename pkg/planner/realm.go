@@ -1,6 +1,8 @@
 package planner
 
 import (
+	"strings"
+
 	"github.com/pvectl/pvectl/pkg/pve"
 	"github.com/pvectl/pvectl/pkg/spec"
 )
@@ -88,6 +90,14 @@ var metricServerKind = &cfgKind{
 	// server's port is optional (PVE/Status/Graphite.pm: 2003 by default).
 	always:        []string{"server", "port"},
 	alwaysDefault: map[string]string{"port": "2003"},
+	// An InfluxDB server over HTTP(S) authenticates with the token (UDP
+	// takes none); PVE does not say whether one is stored.
+	importSecret: func(cfg pve.Config) string {
+		if cfg["type"] == "influxdb" && strings.HasPrefix(cfg["influxdbproto"], "http") {
+			return "token"
+		}
+		return ""
+	},
 	readNeed: func(string) []permNeed {
 		return []permNeed{need("/", "to read the metric servers", "Sys.Audit")}
 	},
