@@ -158,6 +158,9 @@ func (clusterOptionsKind) compare(b *builder, r *spec.Resource, lo *liveObj, c *
 	}
 	c.Params = cmp.updateParams(c.Diff, r.Params, lo.Config, func(d FieldDiff) bool { return topKey(d.Path) == "description" })
 	c.Params["description"] = optionsDescription(r, lo.Config["description"], want, remove)
+	if !slices.Equal(optionsMarked(lo.Config["description"]), want) {
+		c.Reasons = append(c.Reasons, "the datacenter notes record the keys pvectl writes: [pvectl-options: "+strings.Join(want, ",")+"]")
+	}
 	// The description stays: it holds the block.
 	if del := slices.DeleteFunc(strings.Split(c.Params["delete"], ","), func(k string) bool { return k == "" || k == "description" }); len(del) > 0 {
 		c.Params["delete"] = strings.Join(del, ",")
