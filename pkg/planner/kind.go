@@ -195,6 +195,12 @@ var kinds = map[string]kindOps{
 	spec.KindAPIToken:        tokenKind{},
 	spec.KindACL:             aclKind{},
 	spec.KindStorage:         storageKind{},
+	spec.KindRole:            roleKind,
+	spec.KindGroup:           groupKind,
+	spec.KindRealm:           realmKind,
+	spec.KindRealmSyncJob:    realmSyncKind,
+	spec.KindMetricServer:    metricServerKind,
+	spec.KindClusterOptions:  clusterOptionsKind{},
 }
 
 func kindOf(kind string) (kindOps, error) {

@@ -80,6 +80,9 @@ type liveConn struct {
 	readConc int
 	// cluster indexes resources' pools and storages (provindex.go).
 	cluster clusterIndex
+	// cfgLists are the lists of the config-file kinds by path, read once
+	// (cfgobj.go).
+	cfgLists map[string][]pve.Config
 }
 
 // liveNetwork is one node's staged network view.

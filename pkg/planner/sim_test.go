@@ -65,7 +65,8 @@ func loadSpec(t *testing.T, yaml string) *spec.Set {
 // testGetenv is the environment specs of these tests read: the secrets
 // they pass (a secret is never written into a spec).
 func testGetenv(name string) (string, bool) {
-	v, ok := map[string]string{"CT_PASSWORD": "hunter2-ct", "SMB_PASSWORD": "smb-s3cret", "PBS_PASSWORD": "pbs-s3cret"}[name]
+	v, ok := map[string]string{"CT_PASSWORD": "hunter2-ct", "SMB_PASSWORD": "smb-s3cret", "PBS_PASSWORD": "pbs-s3cret",
+		"LDAP_BIND_PW": "ldap-bind-s3cret", "INFLUX_TOKEN": "influx-t0ken"}[name]
 	return v, ok
 }
 

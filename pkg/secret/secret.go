@@ -24,6 +24,8 @@ var secret = map[string]bool{
 	"sshprivatekey":       true, // pvectl Connection and guests
 	"sshpassphrase":       true,
 	"key":                 true, // a private key PEM (custom certificates)
+	"client-key":          true, // openid realm: the client's secret
+	"token":               true, // influxdb metric server: the API token
 }
 
 // public names look secret (pass, secret, key, token, value) but hold

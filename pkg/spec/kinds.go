@@ -30,6 +30,12 @@ const (
 	KindAPIToken        = "APIToken"
 	KindACL             = "ACL"
 	KindStorage         = "Storage"
+	KindRole            = "Role"
+	KindGroup           = "Group"
+	KindRealm           = "Realm"
+	KindRealmSyncJob    = "RealmSyncJob"
+	KindClusterOptions  = "ClusterOptions"
+	KindMetricServer    = "MetricServer"
 )
 
 // ownType is the YAML shape a pvectl-own key accepts; it follows from the
@@ -436,6 +442,10 @@ var kindTable = sync.OnceValue(func() map[string]*kindInfo {
 			Identities: singleIdentity("userid", "userid"),
 			RefValue:   paramValueOf("userid"),
 			Refused:    map[string]string{"password": passwordRefusal},
+			Refs: []refRule{
+				{Key: "groups", Values: listValues("groups"), Kinds: []string{KindGroup}, PresentOnly: true},
+				{Key: "userid", Values: realmOfUser("userid"), Kinds: []string{KindRealm}, PresentOnly: true},
+			},
 		},
 		{
 			Name:        KindAPIToken,
@@ -474,6 +484,8 @@ var kindTable = sync.OnceValue(func() map[string]*kindInfo {
 				{Key: "tokens", Values: tokenUser, Kinds: []string{KindUser}, PresentOnly: true},
 				{Key: "path", Values: aclPathObject("/pool/"), Kinds: []string{KindPool}, PresentOnly: true},
 				{Key: "path", Values: aclPathObject("/vms/"), Kinds: []string{KindQemuVM, KindLxcContainer}, PresentOnly: true},
+				{Key: "groups", Values: listValues("groups"), Kinds: []string{KindGroup}, PresentOnly: true},
+				{Key: "roles", Values: listValues("roles"), Kinds: []string{KindRole}, PresentOnly: true},
 			},
 			Check: collect(checkACL),
 		},
@@ -488,6 +500,63 @@ var kindTable = sync.OnceValue(func() map[string]*kindInfo {
 			Hint:       "a storage ID names one storage.cfg entry: give each a different storage, or remove one",
 			RefValue:   paramValueOf("storage"),
 			Check:      checkStorage,
+		},
+		{
+			Name:       KindRole,
+			Noun:       "role",
+			Create:     &apiCall{"POST", "/access/roles"},
+			Identity:   "roleid",
+			Identities: singleIdentity("roleid", "roleid"),
+			RefValue:   paramValueOf("roleid"),
+			Check:      collect(checkRole),
+		},
+		{
+			Name:       KindGroup,
+			Noun:       "group",
+			Create:     &apiCall{"POST", "/access/groups"},
+			Identity:   "groupid",
+			Identities: singleIdentity("groupid", "groupid"),
+			RefValue:   paramValueOf("groupid"),
+		},
+		{
+			Name:        KindRealm,
+			Noun:        "realm",
+			Create:      &apiCall{"POST", "/access/domains"},
+			Update:      &apiCall{"PUT", "/access/domains/{realm}"},
+			Params:      realmParams(),
+			Keys:        (*SecretKeys)(nil),
+			RequiredWhy: map[string]string{"type": "ldap, ad or openid"},
+			Identity:    "realm",
+			Identities:  singleIdentity("realm", "realm"),
+			RefValue:    paramValueOf("realm"),
+			Check:       collect(checkRealm),
+		},
+		{
+			Name:        KindRealmSyncJob,
+			Noun:        "realm sync job",
+			Create:      &apiCall{"POST", "/cluster/jobs/realm-sync/{id}"},
+			RequiredWhy: map[string]string{"schedule": "when to sync, a PVE calendar event (daily, sat 02:00 …)"},
+			Identity:    "id",
+			Identities:  singleIdentity("id", "job id"),
+			Refs:        []refRule{{Key: "realm", Values: paramValue("realm"), Kinds: []string{KindRealm}}},
+			Check:       collect(checkRealmSync),
+		},
+		{
+			Name:       KindClusterOptions,
+			Noun:       "cluster options",
+			Create:     &apiCall{"PUT", "/cluster/options"},
+			Identities: clusterOptionsIdentity,
+			Hint:       "the cluster has one set of options: write one ClusterOptions per connection",
+			Refused:    map[string]string{"delete": "pvectl sends delete itself: write a key as null to delete it (key: null), or drop a key pvectl wrote"},
+		},
+		{
+			Name:       KindMetricServer,
+			Noun:       "metric server",
+			Create:     &apiCall{"POST", "/cluster/metrics/server/{id}"},
+			Keys:       (*SecretKeys)(nil),
+			Identity:   "id",
+			Identities: singleIdentity("id", "metric server id"),
+			Check:      collect(checkSecretUpdate),
 		},
 	}
 	table := map[string]*kindInfo{}

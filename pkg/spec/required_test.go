@@ -20,6 +20,9 @@ func TestRequiredParamsFromSchema(t *testing.T) {
 		KindAPIToken:        {"userid"},
 		KindACL:             {"path", "roles"},
 		KindStorage:         {"type"},
+		KindRealm:           {"type"},
+		KindRealmSyncJob:    {"schedule"},
+		KindMetricServer:    {"port", "server", "type"},
 	}
 	table := schema.Default()
 	for _, name := range SupportedKinds() {

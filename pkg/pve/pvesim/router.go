@@ -45,6 +45,10 @@ func (s *Server) surfaces() [][]route {
 		s.firewallRoutes(),
 
 		s.sdnRoutes(),
+
+		s.dcOptionRoutes(),
+		s.metricServerRoutes(),
+		s.realmSyncRoutes(),
 	}
 }
 

@@ -44,6 +44,15 @@ type state struct {
 
 	// SDN is /etc/pve/sdn and what the nodes generated from it (sdn.go).
 	SDN *sdnState `json:"sdn,omitempty"`
+
+	// Datacenter is datacenter.cfg as written (dcoptions.go).
+	Datacenter map[string]string `json:"datacenter,omitempty"`
+	// MetricServers is status.cfg, MetricTokens the stored tokens'
+	// digests by server (metricserver.go).
+	MetricServers sections          `json:"metric_servers,omitempty"`
+	MetricTokens  map[string]string `json:"metric_tokens,omitempty"`
+	// RealmSyncJobs are jobs.cfg's realm-sync sections (realmsync.go).
+	RealmSyncJobs sections `json:"realm_sync_jobs,omitempty"`
 }
 
 // vm is a guest: a QEMU VM, or a container when Type is "lxc".

@@ -1,0 +1,298 @@
+package planner
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+
+	"github.com/pvectl/pvectl/pkg/pve"
+	"github.com/pvectl/pvectl/pkg/spec"
+)
+
+// cfgKind manages an object of one of PVE's cluster-wide configuration
+// files that the API serves as a list plus create, read, update and
+// delete by id (roles, groups, realms, metric servers, realm-sync jobs).
+// What differs between them is data in the value, not code: one value per
+// kind (role.go, group.go, realm.go, metricserver.go, realmsync.go).
+type cfgKind struct {
+	kind    string // the spec kind
+	noun    string // "role", in messages
+	idParam string // the identity parameter ("roleid")
+	// listPath is the GET that lists every object, listID the member of a
+	// row that holds the id.
+	listPath, listID string
+	// itemPath is an object's path (GET, PUT, DELETE; POST too with
+	// createOnItem).
+	itemPath     string // template, "{id}" stands for the id
+	createPath   string // the POST that creates, as the schema names it
+	createOnItem bool   // the id is in the POST's path, not a parameter
+	// readItem: the list does not carry every option (realms, metric
+	// servers): each object is read (GET item, with the file's digest).
+	readItem bool
+	// dropped are members of PVE's answers that are not settings.
+	dropped []string
+	// sets are list-valued settings compared as sets (a role's privs).
+	sets []string
+	// fixed settings cannot change in place: the object is replaced.
+	fixed []string
+	// secrets are write-only settings PVE never answers: sent at create,
+	// and again only under secretUpdate: always.
+	secrets []string
+	// noDelete kinds have no delete parameter: a setting is cleared by
+	// sending it empty (groups).
+	noDelete bool
+	// always are settings every update carries (the schema requires them
+	// in a PUT, or PVE refuses an update that only deletes), with
+	// alwaysDefault's value when neither the spec nor PVE has one.
+	always        []string
+	alwaysDefault map[string]string
+	// isBuiltin says which listed objects PVE has built in: not imported.
+	isBuiltin func(row pve.Config) bool
+	// importSecret names the secret an object's document gets as a
+	// ${VAR} placeholder ("" for none), from its settings.
+	importSecret func(cfg pve.Config) string
+	// readNeed, changeNeed are the permissions of the calls (pve-access-control,
+	// pve-manager), for the preflight.
+	readNeed   func(id string) []permNeed
+	changeNeed func(c *Change, id string) []permNeed
+}
+
+func (k *cfgKind) id(r *spec.Resource) string {
+	if id := r.Params[k.idParam]; id != "" {
+		return id
+	}
+	return r.Name
+}
+
+func (k *cfgKind) path(id string) string {
+	return strings.ReplaceAll(k.itemPath, "{id}", url.PathEscape(id))
+}
+
+// list reads the kind's list once per connection.
+func (k *cfgKind) list(ctx context.Context, lc *liveConn) ([]pve.Config, error) {
+	if rows, ok := lc.cfgLists[k.listPath]; ok {
+		return rows, nil
+	}
+	rows, err := k.readList(ctx, lc.client)
+	if err != nil {
+		return nil, err
+	}
+	if lc.cfgLists == nil {
+		lc.cfgLists = map[string][]pve.Config{}
+	}
+	lc.cfgLists[k.listPath] = rows
+	return rows, nil
+}
+
+func (k *cfgKind) readList(ctx context.Context, cl *pve.Client) ([]pve.Config, error) {
+	var rows []pve.Config
+	if err := cl.Do(ctx, http.MethodGet, k.listPath, nil, &rows); err != nil {
+		return nil, fmt.Errorf("list %ss: %w", k.noun, err)
+	}
+	return rows, nil
+}
+
+// settings is a PVE answer as the object's settings: what is not a
+// setting dropped, sets sorted.
+func (k *cfgKind) settings(row pve.Config) pve.Config {
+	cfg := pve.Config{}
+	for key, v := range row {
+		if key == k.listID || key == k.idParam || key == "digest" || slices.Contains(k.dropped, key) {
+			continue
+		}
+		if slices.Contains(k.sets, key) {
+			v = strings.Join(splitSet(v), ",")
+		}
+		cfg[key] = v
+	}
+	return cfg
+}
+
+// find is the object with id among rows, without reading it.
+func (k *cfgKind) find(rows []pve.Config, id string) *liveObj {
+	for _, row := range rows {
+		if row[k.listID] == id {
+			cfg := k.settings(row)
+			return &liveObj{Exists: true, Config: cfg, Digest: fieldsDigest(cfg)}
+		}
+	}
+	return &liveObj{}
+}
+
+// readOne reads one object (GET item): its settings and the file's digest.
+func (k *cfgKind) readOne(ctx context.Context, cl *pve.Client, id string) (*liveObj, error) {
+	var cfg pve.Config
+	if err := cl.Do(ctx, http.MethodGet, k.path(id), nil, &cfg); err != nil {
+		if pve.IsNotFound(err) {
+			return &liveObj{}, nil
+		}
+		return nil, fmt.Errorf("read %s %s: %w", k.noun, id, err)
+	}
+	set := k.settings(cfg)
+	return &liveObj{Exists: true, Config: set, Digest: cfg["digest"]}, nil
+}
+
+func (k *cfgKind) observe(ctx context.Context, lc *liveConn, r *spec.Resource) (*liveObj, error) {
+	rows, err := k.list(ctx, lc)
+	if err != nil {
+		return nil, err
+	}
+	lo := k.find(rows, k.id(r))
+	if lo.Exists && k.readItem {
+		cl, id := lc.client, k.id(r)
+		lo.load = func(ctx context.Context) error {
+			got, err := k.readOne(ctx, cl, id)
+			if err == nil {
+				*lo = *got
+			}
+			return err
+		}
+	}
+	return lo, nil
+}
+
+func (k *cfgKind) current(ctx context.Context, cl *pve.Client, c *Change) (*liveObj, error) {
+	id := k.id(c.Resource)
+	if k.readItem {
+		return k.readOne(ctx, cl, id)
+	}
+	rows, err := k.readList(ctx, cl)
+	if err != nil {
+		return nil, err
+	}
+	return k.find(rows, id), nil
+}
+
+// skipped are the desired keys compare leaves alone: the identity, and
+// the secrets unless the spec wants them sent on every apply.
+func (k *cfgKind) skipped(r *spec.Resource) map[string]bool {
+	skip := map[string]bool{k.idParam: true, "id": true}
+	if spec.Secrets(r).SecretUpdate != spec.SecretAlways {
+		for _, s := range k.secrets {
+			skip[s] = true
+		}
+	}
+	return skip
+}
+
+func (k *cfgKind) compare(b *builder, r *spec.Resource, lo *liveObj, c *Change) error {
+	cmp := comparer{m: b.method("POST", k.createPath)}
+	skip := k.skipped(r)
+	var diffs []FieldDiff
+	for _, d := range cmp.diffParams(r.Params, r.Remove, lo.Config, skip) {
+		if slices.Contains(k.sets, d.Path) && d.Before != nil && d.After != nil && equalSet(fmt.Sprint(d.Before), fmt.Sprint(d.After)) {
+			continue
+		}
+		diffs = append(diffs, d)
+	}
+	for _, s := range k.secrets {
+		if _, want := r.Params[s]; want && !skip[s] {
+			diffs = append(diffs, fieldDiff(s, "", r.Params[s]))
+		}
+	}
+	c.Diff = diffs
+	if len(diffs) == 0 {
+		c.Action = NoOp
+		return nil
+	}
+	c.Reasons = reasons(diffs)
+	for _, s := range k.secrets {
+		if _, want := r.Params[s]; want && !skip[s] {
+			c.Reasons = append(c.Reasons, s+" is sent again (secretUpdate: always): PVE never shows it, so it cannot be compared")
+		}
+	}
+	var changed []string
+	for _, d := range diffs {
+		if f := topKey(d.Path); slices.Contains(k.fixed, f) && !slices.Contains(changed, f) {
+			changed = append(changed, f)
+		}
+	}
+	if len(changed) > 0 {
+		return b.replace(r, c, fmt.Sprintf("PVE cannot change a %s's %s once it exists: the replace deletes it and creates it again",
+			k.noun, strings.Join(changed, ", ")))
+	}
+	c.Action = Update
+	c.Params = k.updateParams(cmp, diffs, r, lo.Config)
+	return nil
+}
+
+// updateParams is what the PUT carries: the changed settings, deleted ones
+// in delete (or sent empty where the kind has no delete), and what every
+// update must carry.
+func (k *cfgKind) updateParams(cmp comparer, diffs []FieldDiff, r *spec.Resource, live pve.Config) map[string]string {
+	out := cmp.updateParams(diffs, r.Params, live, nil)
+	if del, ok := out["delete"]; ok && k.noDelete {
+		delete(out, "delete")
+		for _, key := range strings.Split(del, ",") {
+			out[key] = ""
+		}
+	}
+	for _, key := range k.always {
+		if _, set := out[key]; !set {
+			if v, ok := r.Params[key]; ok {
+				out[key] = v
+			} else if v, ok := live[key]; ok {
+				out[key] = v
+			} else if v, ok := k.alwaysDefault[key]; ok {
+				out[key] = v
+			}
+		}
+	}
+	return out
+}
+
+func (k *cfgKind) create(ctx context.Context, x *execution, c *Change) error {
+	id := k.id(c.Resource)
+	params := toValues(c.Resource.Params)
+	path := k.createPath
+	if k.createOnItem {
+		params.Del(k.idParam)
+		path = k.path(id)
+	} else {
+		params.Set(k.idParam, id)
+	}
+	if err := x.client.Do(ctx, http.MethodPost, path, params, nil); err != nil {
+		return fmt.Errorf("create %s %s: %w", k.noun, id, err)
+	}
+	return nil
+}
+
+func (k *cfgKind) update(ctx context.Context, x *execution, c *Change) error {
+	id := k.id(c.Resource)
+	params := toValues(c.Params)
+	if k.readItem && c.Digest != "" {
+		params.Set("digest", c.Digest)
+	}
+	if err := x.client.Do(ctx, http.MethodPut, k.path(id), params, nil); err != nil {
+		return fmt.Errorf("update %s %s: %w", k.noun, id, err)
+	}
+	return nil
+}
+
+func (k *cfgKind) remove(ctx context.Context, x *execution, c *Change) error {
+	id := k.id(c.Resource)
+	if err := x.client.Do(ctx, http.MethodDelete, k.path(id), nil, nil); err != nil && !pve.IsNotFound(err) {
+		return fmt.Errorf("delete %s %s: %w", k.noun, id, err)
+	}
+	return nil
+}
+
+func (k *cfgKind) readPerms(r *spec.Resource) []permNeed {
+	if k.readNeed == nil {
+		return nil
+	}
+	return k.readNeed(k.id(r))
+}
+
+func (k *cfgKind) changePerms(c *Change, _ *liveObj) []permNeed {
+	if c.Action == NoOp || k.changeNeed == nil {
+		return nil
+	}
+	return k.changeNeed(c, k.id(c.Resource))
+}
+
+// traits: a cluster-wide object of a section config.
+func (*cfgKind) traits() kindTraits { return kindTraits{Scope: scopeCluster} }

@@ -1,0 +1,40 @@
+package planner
+
+import (
+	"context"
+	"maps"
+
+	"github.com/pvectl/pvectl/pkg/spec"
+)
+
+// The cluster's options are imported as its ClusterOptions: the keys
+// datacenter.cfg has, without mac_prefix when it is PVE's default (the
+// reader answers it unset too) and without pvectl's block in the notes.
+
+func (clusterOptionsKind) importable(ctx context.Context, ic *importCtx, _ string) ([]importItem, error) {
+	r := &spec.Resource{Kind: spec.KindClusterOptions, Name: "cluster", State: spec.Present, Params: map[string]string{}}
+	return []importItem{{r: r, ids: []string{"cluster"}}}, nil
+}
+
+// importPerms: GET /cluster/options answers every option with Sys.Audit on / only.
+func (clusterOptionsKind) importPerms(string) []permNeed {
+	return []permNeed{need("/", "to read the cluster options", "Sys.Audit")}
+}
+
+func (clusterOptionsKind) importDoc(ic *importCtx, _ *spec.Resource, lo *liveObj) (*ImportedDoc, error) {
+	d := &ImportedDoc{Kind: spec.KindClusterOptions, Name: "cluster"}
+	cfg := maps.Clone(lo.Config)
+	if cfg["mac_prefix"] == "BC:24:11" {
+		delete(cfg, "mac_prefix")
+	}
+	if text := userDescription(cfg["description"]); text != "" {
+		cfg["description"] = text
+	} else {
+		delete(cfg, "description")
+	}
+	d.Spec = ic.specFields(d, ic.method("PUT", clusterOptionsPath), cfg, "cluster_options", func(k string) bool { return k == "delete" }, keepSub)
+	if len(d.Spec) == 0 {
+		return nil, nil
+	}
+	return d, nil
+}

@@ -1,0 +1,156 @@
+package pvesim
+
+import (
+	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/pvectl/pvectl/pkg/pve/schema"
+)
+
+// Datacenter options: /etc/pve/datacenter.cfg, as pve-manager
+// PVE/API2/Cluster.pm get_options/set_options serve it and pve-cluster
+// src/PVE/DataCenterConfig.pm parses and writes it. set_options writes
+// every given key and then removes those in `delete`; the writer checks
+// next-id's bounds. The reader answers property strings parsed (objects),
+// tag lists as arrays, the description (kept as the file's leading `#`
+// comment lines) with a newline after each line and always present, and
+// mac_prefix as PVE's OUI when unset. Without Sys.Audit on / only console
+// and tag-style are answered.
+
+const proxmoxOUI = "BC:24:11"
+
+// dcParsed are the keys the reader parses as property strings.
+var dcParsed = []string{"crs", "migration", "replication", "next-id", "ha", "notify", "u2f", "webauthn", "tag-style", "user-tag-access"}
+
+func (s *Server) dcOptionRoutes() []route {
+	return []route{
+		r("GET /cluster/options", s.getDCOptions),
+		r("PUT /cluster/options", s.setDCOptions),
+	}
+}
+
+func (s *Server) datacenter() map[string]string {
+	if s.st.Datacenter == nil {
+		s.st.Datacenter = map[string]string{}
+	}
+	return s.st.Datacenter
+}
+
+func (s *Server) getDCOptions(q *request) (any, error) {
+	cfg := s.datacenter()
+	out := map[string]any{}
+	if s.can(q.user, "/", "Sys.Audit") {
+		m, _ := schema.Default().Lookup("PUT", "/cluster/options")
+		for k, v := range cfg {
+			out[k] = dcValue(m, k, v)
+		}
+		out["description"] = dcDescription(cfg["description"])
+		if _, set := cfg["mac_prefix"]; !set {
+			out["mac_prefix"] = proxmoxOUI
+		}
+	} else {
+		m, _ := schema.Default().Lookup("PUT", "/cluster/options")
+		for _, k := range []string{"console", "tag-style"} {
+			if v, ok := cfg[k]; ok {
+				out[k] = dcValue(m, k, v)
+			}
+		}
+	}
+	out["allowed-tags"] = []string{}
+	return out, nil
+}
+
+// dcDescription is the description as the reader gets it back from the
+// comment lines: each line with its newline.
+func dcDescription(d string) string {
+	var b strings.Builder
+	for _, line := range strings.Split(d, "\n") {
+		if line != "" {
+			b.WriteString(line + "\n")
+		}
+	}
+	return b.String()
+}
+
+// dcValue is one stored value as the reader answers it.
+func dcValue(m *schema.Method, k, v string) any {
+	switch {
+	case k == "registered-tags":
+		return strings.Split(v, ";")
+	case slices.Contains(dcParsed, k) && m != nil:
+		p, _ := m.Param(k)
+		items, err := schema.ParsePropertyString(v, p)
+		if err != nil {
+			return v
+		}
+		obj := map[string]any{}
+		for _, it := range items {
+			obj[it.Key] = it.Value
+			if it.Key == "user-allow-list" {
+				obj[it.Key] = strings.Split(it.Value, ";")
+			}
+			if sp, ok := p.SubKeys()[it.Key]; ok && (sp.Type == "integer" || sp.Type == "boolean") {
+				if n, err := strconv.ParseInt(it.Value, 10, 64); err == nil {
+					obj[it.Key] = n
+				}
+			}
+		}
+		return obj
+	}
+	return v
+}
+
+// setDCOptions is set_options: the keys given are written, then the
+// deleted ones removed, then the file written (write_datacenter_config).
+func (s *Server) setDCOptions(q *request) (any, error) {
+	next := map[string]string{}
+	for k, v := range s.datacenter() {
+		next[k] = v
+	}
+	for k := range q.params {
+		if k != "delete" {
+			next[k] = q.get(k)
+		}
+	}
+	for _, k := range schema.SplitList(q.get("delete")) {
+		delete(next, k)
+	}
+	if err := checkNextID(next["next-id"]); err != nil {
+		return nil, err
+	}
+	if strings.EqualFold(next["mac_prefix"], proxmoxOUI) {
+		delete(next, "mac_prefix") // the writer leaves the default out
+	}
+	s.st.Datacenter = next
+	return nil, s.saveLocked()
+}
+
+// checkNextID is the writer's "lower <= upper" rule (defaults 100 and
+// 1000000).
+func checkNextID(v string) error {
+	if v == "" {
+		return nil
+	}
+	m, _ := schema.Default().Lookup("PUT", "/cluster/options")
+	p, _ := m.Param("next-id")
+	items, err := schema.ParsePropertyString(v, p)
+	if err != nil {
+		return fail(http.StatusInternalServerError, "%v", err)
+	}
+	bound := func(key string, def int) int {
+		if s, ok := schema.PropValue(items, key); ok {
+			if n, err := strconv.Atoi(s); err == nil {
+				return n
+			}
+		}
+		return def
+	}
+	lower, upper := bound("lower", 100), bound("upper", 1000000)
+	if lower > upper {
+		return fail(http.StatusInternalServerError, "%s", fmt.Sprintf("lower (%d) <= upper (%d) boundary rule broken", lower, upper))
+	}
+	return nil
+}
