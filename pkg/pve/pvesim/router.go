@@ -42,6 +42,9 @@ func (s *Server) surfaces() [][]route {
 		s.aplinfoRoutes(),
 		s.unlinkRoutes(),
 		s.domainRoutes(),
+		s.haRoutes(),
+		s.backupRoutes(),
+		s.replicationRoutes(),
 	}
 }
 

@@ -37,6 +37,11 @@ type state struct {
 	PCIMappings map[string]*pciMapping `json:"pci_mappings,omitempty"`
 	// Domains is domains.cfg (domains.go); nil until first used.
 	Domains *domains `json:"domains,omitempty"`
+	// HA is the HA manager's resources.cfg and rules.cfg (ha.go).
+	HA *haConfig `json:"ha,omitempty"`
+	// Jobs is jobs.cfg's vzdump jobs and replication.cfg (backup.go,
+	// replication.go).
+	Jobs *jobsConfig `json:"jobs,omitempty"`
 }
 
 // vm is a guest: a QEMU VM, or a container when Type is "lxc".
