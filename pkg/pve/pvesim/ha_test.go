@@ -4,7 +4,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
 )
 
 // running waits (bounded) until VM vmid's current status is want.
