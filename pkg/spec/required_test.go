@@ -20,6 +20,8 @@ func TestRequiredParamsFromSchema(t *testing.T) {
 		KindAPIToken:        {"userid"},
 		KindACL:             {"path", "roles"},
 		KindStorage:         {"type"},
+		KindHARule:          {"type"},
+		KindReplicationJob:  {"target"},
 	}
 	table := schema.Default()
 	for _, name := range SupportedKinds() {
