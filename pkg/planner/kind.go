@@ -145,6 +145,10 @@ var kinds = map[string]kindOps{
 	spec.KindAPIToken:        tokenKind{},
 	spec.KindACL:             aclKind{},
 	spec.KindStorage:         storageKind{},
+	spec.KindHAResource:      haResourceKind,
+	spec.KindHARule:          haRuleKind,
+	spec.KindBackupJob:       backupJobKind,
+	spec.KindReplicationJob:  replicationJobKind,
 }
 
 func kindOf(kind string) (kindOps, error) {

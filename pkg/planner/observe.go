@@ -80,6 +80,9 @@ type liveConn struct {
 	readConc int
 	// cluster indexes resources' pools and storages (provindex.go).
 	cluster clusterIndex
+	// sections are cluster-wide section-config lists by path, read once
+	// (section.go: HA, backup and replication jobs).
+	sections map[string][]pve.Config
 }
 
 // liveNetwork is one node's staged network view.
