@@ -52,3 +52,34 @@ func TestReplicationJobs(t *testing.T) {
 	}
 	t.Errorf("the runner never removed the deleted job")
 }
+
+// A destroy without purge keeps an HA-managed or replicated guest; with
+// purge its HA resource, replication jobs and backup-job entries go.
+func TestDestroyPurgesJobs(t *testing.T) {
+	e := twoNodes(t)
+	e.ok(nil, "POST", "/storage", "storage", "tank", "type", "zfspool", "pool", "rpool/data", "content", "images,rootdir")
+	e.run("POST", "/nodes/pve/qemu", "vmid", "100", "scsi0", "tank:1")
+	e.ok(nil, "POST", "/cluster/replication", "id", "100-0", "type", "local", "target", "pve2")
+	if r := e.call("DELETE", "/nodes/pve/qemu/100"); r.Message != "There is a replication job '100-0' for guest '100' - Please remove that first." {
+		t.Errorf("destroy of a replicated VM without purge: got %d %q", r.Status, r.Message)
+	}
+	e.ok(nil, "POST", "/cluster/ha/resources", "sid", "vm:100", "state", "stopped")
+	if r := e.call("DELETE", "/nodes/pve/qemu/100"); r.Message != "unable to remove VM 100 - used in HA resources and purge parameter not set." {
+		t.Errorf("destroy of an HA VM without purge: got %d %q", r.Status, r.Message)
+	}
+	e.ok(nil, "POST", "/cluster/backup", "id", "only100", "schedule", "daily", "vmid", "100")
+	e.ok(nil, "POST", "/cluster/backup", "id", "two", "schedule", "daily", "vmid", "100,101")
+	e.ok(nil, "POST", "/cluster/backup", "id", "most", "schedule", "daily", "all", "1", "exclude", "100")
+	e.run("DELETE", "/nodes/pve/qemu/100", "purge", "1")
+	var rows []map[string]any
+	for _, path := range []string{"/cluster/ha/resources", "/cluster/replication"} {
+		if e.ok(&rows, "GET", path); len(rows) != 0 {
+			t.Errorf("%s after a purging destroy: got %v", path, rows)
+		}
+	}
+	rows = nil
+	e.ok(&rows, "GET", "/cluster/backup")
+	if len(rows) != 2 || rows[0]["id"] != "two" || rows[0]["vmid"] != "101" || rows[1]["id"] != "most" || rows[1]["exclude"] != nil {
+		t.Errorf("backup jobs after a purging destroy: got %v", rows)
+	}
+}
