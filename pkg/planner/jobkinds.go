@@ -45,6 +45,36 @@ var haResourceKind = &sectionKind{
 	},
 }
 
+// haPowerNote: under HA the guest's power follows the resource's state;
+// the plan says so when the state is set or changes, since the HA manager,
+// not pvectl, then starts or stops the guest (and answers the guest's own
+// start or stop with hastart/hastop).
+func haPowerNote(p map[string]string, live pve.Config) []string {
+	want, had := haState(p["state"]), ""
+	if live != nil {
+		had = haState(live["state"])
+		if want == had {
+			return nil
+		}
+	}
+	switch want {
+	case "started":
+		return []string{"the HA manager starts the guest and keeps it running (its power follows state; a start or stop of it becomes an HA request)"}
+	case "stopped", "disabled":
+		return []string{"the HA manager stops the guest and keeps it stopped (its power follows state: " + want + ")"}
+	}
+	return []string{"the HA manager leaves the guest alone (state: ignored)"}
+}
+
+// haState is a requested state with PVE's default and alias (started,
+// enabled).
+func haState(s string) string {
+	if s == "" || s == "enabled" {
+		return "started"
+	}
+	return s
+}
+
 // haRuleKind is a PVE 9 HA rule (API2/HA/Rules.pm): its type cannot
 // change (the PUT needs the live one), its resources must be HA
 // resources and its nodes must exist.

@@ -137,3 +137,25 @@ func allNoop(summary []string) bool {
 	}
 	return true
 }
+
+// The plan says that the HA manager moves the guest's power.
+func TestHAPowerNote(t *testing.T) {
+	tests := []struct {
+		name string
+		p    map[string]string
+		live pve.Config
+		want string
+	}{
+		{"create, default state", map[string]string{}, nil, "the HA manager starts the guest"},
+		{"stop", map[string]string{"state": "stopped"}, pve.Config{"state": "started"}, "the HA manager stops the guest"},
+		{"enabled is started", map[string]string{"state": "enabled"}, pve.Config{}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := strings.Join(haPowerNote(tt.p, tt.live), ";")
+			if tt.want == "" && got != "" || !strings.Contains(got, tt.want) {
+				t.Errorf("got %q, want %q", got, tt.want)
+			}
+		})
+	}
+}

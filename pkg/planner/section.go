@@ -50,6 +50,10 @@ type sectionKind struct {
 	// check finds what PVE would refuse for r at plan time (a rule's
 	// nodes that do not exist), from the live state.
 	check func(ctx context.Context, lc *liveConn, p map[string]string, row pve.Config) error
+	// note says what else a create or a change does, for the plan (an
+	// HA resource's state moves its guest's power); live is nil for a
+	// create.
+	note func(p map[string]string, live pve.Config) []string
 	// importKeys are the keys of a live row an imported document keeps
 	// whatever skip says (a replication job's target).
 	importKeys []string
@@ -188,11 +192,22 @@ func (k *sectionKind) compare(b *builder, r *spec.Resource, lo *liveObj, c *Chan
 		return b.replace(r, c, fmt.Sprintf("PVE cannot change a %s's %s: the replace deletes it and creates it anew", k.noun, strings.Join(changed, ", ")))
 	}
 	c.Action = Update
+	if k.note != nil {
+		c.Reasons = append(c.Reasons, k.note(p, lo.Config)...)
+	}
 	c.Params = cmp.updateParams(c.Diff, p, lo.Config, nil)
 	for _, key := range k.updateKeys {
 		c.Params[key] = lo.Config[key]
 	}
 	c.Params[k.idKey] = lo.Config[k.idKey]
+	return nil
+}
+
+// checkCreate adds what the create does besides (note).
+func (k *sectionKind) checkCreate(_ *builder, r *spec.Resource, lo *liveObj, c *Change) error {
+	if k.note != nil {
+		c.Reasons = append(c.Reasons, k.note(sectionParams(r, lo), nil)...)
+	}
 	return nil
 }
 
