@@ -144,7 +144,7 @@ var backupJobKind = &sectionKind{
 // VM.Replicate to change it.
 var replicationJobKind = &sectionKind{
 	kind:       spec.KindReplicationJob,
-	importKeys: []string{"target"},
+	importKeys: []string{"target", "id"},
 	noun:       "replication job",
 	list:       "/cluster/replication",
 	item:       "/cluster/replication/%s",

@@ -2,7 +2,9 @@ package planner
 
 import (
 	"context"
+	"maps"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 
@@ -158,4 +160,35 @@ func TestHAPowerNote(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestSimImportJobKinds: import --all writes the HA resource and rule, the
+// backup job and the replication job with PVE's raw ids, and the written
+// documents plan clean.
+func TestSimImportJobKinds(t *testing.T) {
+	sim := newSim(t, "pve", "pve2")
+	applyPlan(t, sim, planFor(t, sim, loadSpec(t, jobsSpec), Options{}))
+	res, err := Import(context.Background(), sim, ImportOptions{All: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Problems) > 0 {
+		t.Errorf("problems: %v", res.Problems)
+	}
+	docs := map[string]*ImportedDoc{}
+	for _, d := range res.Docs {
+		docs[d.Address()] = d
+	}
+	for addr, key := range map[string]string{"HAResource/vm-120": "sid", "HARule/app-prefers-pve": "resources",
+		"BackupJob/nightly": "vmid", "ReplicationJob/120-0": "target"} {
+		d := docs[addr]
+		if d == nil {
+			t.Errorf("%s not imported (got %v)", addr, slices.Sorted(maps.Keys(docs)))
+			continue
+		}
+		if _, ok := field(d.Spec, key); !ok {
+			t.Errorf("%s: no %s in %v", addr, key, d.Spec)
+		}
+	}
+	planImported(t, sim, res)
 }
