@@ -107,7 +107,7 @@ func checkRuleNodes(_ context.Context, lc *liveConn, p map[string]string, _ pve.
 	if len(missing) == 0 {
 		return nil
 	}
-	return fmt.Errorf("nodes: the cluster has no node %s (its nodes: %s); PVE refuses the rule: cannot use non-existent node(s) %s.",
+	return fmt.Errorf("nodes: the cluster has no node %s (its nodes: %s): PVE refuses the rule (\"cannot use non-existent node(s) %s.\")",
 		strings.Join(missing, ", "), strings.Join(lc.nodes, ", "), strings.Join(missing, ", "))
 }
 
