@@ -201,6 +201,11 @@ var kinds = map[string]kindOps{
 	spec.KindRealmSyncJob:    realmSyncKind,
 	spec.KindMetricServer:    metricServerKind,
 	spec.KindClusterOptions:  clusterOptionsKind{},
+
+	spec.KindHAResource:      haResourceKind,
+	spec.KindHARule:          haRuleKind,
+	spec.KindBackupJob:       backupJobKind,
+	spec.KindReplicationJob:  replicationJobKind,
 }
 
 func kindOf(kind string) (kindOps, error) {

@@ -83,6 +83,10 @@ type liveConn struct {
 	// cfgLists are the lists of the config-file kinds by path, read once
 	// (cfgobj.go).
 	cfgLists map[string][]pve.Config
+
+	// sections are cluster-wide section-config lists by path, read once
+	// (section.go: HA, backup and replication jobs).
+	sections map[string][]pve.Config
 }
 
 // liveNetwork is one node's staged network view.

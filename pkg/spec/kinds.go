@@ -36,6 +36,11 @@ const (
 	KindRealmSyncJob    = "RealmSyncJob"
 	KindClusterOptions  = "ClusterOptions"
 	KindMetricServer    = "MetricServer"
+
+	KindHAResource     = "HAResource"
+	KindHARule         = "HARule"
+	KindBackupJob      = "BackupJob"
+	KindReplicationJob = "ReplicationJob"
 )
 
 // ownType is the YAML shape a pvectl-own key accepts; it follows from the
@@ -558,6 +563,76 @@ var kindTable = sync.OnceValue(func() map[string]*kindInfo {
 			Identities: singleIdentity("id", "metric server id"),
 			Check:      collect(checkSecretUpdate),
 		},
+		{
+			// pve-ha-manager API2/HA/Resources.pm; the guest is the
+			// identity (sid vm:<vmid>).
+			Name:       KindHAResource,
+			Noun:       "HA resource",
+			Create:     &apiCall{"POST", "/cluster/ha/resources"},
+			Params:     []string{"sid", "state", "failback", "max_restart", "max_relocate", "comment"},
+			Filled:     []string{"sid"}, // from guest (checkHAResource)
+			Keys:       (*HAResourceKeys)(nil),
+			Identities: singleIdentity("sid", "HA resource"),
+			Hint:       "a guest has one HA resource: write it once",
+			RefValue:   paramValueOf("sid"),
+			Check:      collect(checkHAResource),
+		},
+		{
+			// pve-ha-manager API2/HA/Rules.pm (PVE 9): the document's
+			// name is the rule id.
+			Name:        KindHARule,
+			Noun:        "HA rule",
+			Create:      &apiCall{"POST", "/cluster/ha/rules"},
+			Filled:      []string{"resources"}, // from guests (checkHARule)
+			Keys:        (*HARuleKeys)(nil),
+			Identity:    "rule",
+			Identities:  singleIdentity("rule", "HA rule"),
+			Hint:        "a rule id names one rule: give each a different name",
+			RequiredWhy: map[string]string{"type": "node-affinity (with nodes) or resource-affinity (with affinity)"},
+			Refs: []refRule{
+				{Key: "guests", Values: listValues("resources"), Kinds: []string{KindHAResource}, PresentOnly: true},
+			},
+			Check: collect(checkHARule),
+		},
+		{
+			// pve-manager API2/Backup.pm (jobs.cfg): the document's name
+			// is the job id.
+			Name:       KindBackupJob,
+			Noun:       "backup job",
+			Create:     &apiCall{"POST", "/cluster/backup"},
+			Keys:       (*BackupJobKeys)(nil),
+			Identity:   "id",
+			Identities: singleIdentity("id", "backup job"),
+			Hint:       "a job id names one backup job: give each a different name",
+			Refused: map[string]string{
+				"starttime": "the old form of schedule: write schedule (e.g. \"mon..fri 21:00\")",
+				"dow":       "the old form of schedule: write schedule (e.g. \"mon..fri 21:00\")",
+				"tmpdir":    "only root@pam may set it, and pvectl talks to PVE with an API token",
+				"dumpdir":   "only root@pam may set it, and pvectl talks to PVE with an API token",
+				"script":    "only root@pam may set it, and pvectl talks to PVE with an API token",
+			},
+			Refs: []refRule{
+				{Key: "storage", Values: paramValue("storage"), Kinds: []string{KindStorage}, PresentOnly: true},
+				{Key: "pool", Values: paramValue("pool"), Kinds: []string{KindPool}, PresentOnly: true},
+			},
+			Check: collect(checkBackupJob),
+		},
+		{
+			// pve-manager API2/ReplicationConfig.pm: identity guest +
+			// target; the job id <vmid>-<n> is pvectl's choice.
+			Name:        KindReplicationJob,
+			Noun:        "replication job",
+			Create:      &apiCall{"POST", "/cluster/replication"},
+			Params:      []string{"id", "target", "schedule", "rate", "comment", "disable"},
+			Filled:      []string{"id"},
+			FoundBy:     []string{"target"},
+			RequiredWhy: map[string]string{"target": "the node the guest's volumes replicate to"},
+			Fixed:       map[string]string{"type": "local"},
+			Keys:        (*ReplicationJobKeys)(nil),
+			Identities:  replicationIdentities,
+			Hint:        "PVE keeps one replication job per guest and target: write it once",
+			Check:       collect(checkReplicationJob),
+		},
 	}
 	table := map[string]*kindInfo{}
 	for _, k := range rows {
@@ -590,6 +665,10 @@ func bridgeInBridge(r, br *Resource, v refValue) string {
 	return fmt.Sprintf("%s: bridge_ports names %s, a bridge: Linux does not make a bridge the port of another bridge (the kernel refuses it when the commit brings the bridge up); use a bond, a NIC or a VLAN (%s.10) as the port",
 		r.Address(), br.Address(), v.Value)
 }
+
+// guestKinds are the kinds a guest or guests key names (jobs.go), with
+// the HA resource type PVE gives each (vm:<vmid>, ct:<vmid>).
+var guestKinds = map[string]string{KindQemuVM: "vm", KindLxcContainer: "ct"}
 
 // kindOf returns a kind's row, or nil.
 func kindOf(name string) *kindInfo { return kindTable()[name] }

@@ -23,6 +23,9 @@ func TestRequiredParamsFromSchema(t *testing.T) {
 		KindRealm:           {"type"},
 		KindRealmSyncJob:    {"schedule"},
 		KindMetricServer:    {"port", "server", "type"},
+
+		KindHARule:          {"type"},
+		KindReplicationJob:  {"target"},
 	}
 	table := schema.Default()
 	for _, name := range SupportedKinds() {

@@ -61,6 +61,8 @@ func TestExplain(t *testing.T) {
 		{"LinuxBridge.type", []string{`always "bridge"`, "Fixed: a LinuxBridge always has type=bridge"}},
 		{"Connection.tokenSecret", []string{"SECRET:      yes", "${VAR}"}},
 		{"Defaults", []string{"Kinds: ACL, APIToken, BondInterface", "Connection, DownloadedImage"}},
+
+		{"Defaults", []string{"Kinds: ACL, APIToken, BackupJob, BondInterface", "Connection, DownloadedImage, HAResource"}},
 		{"Defaults.QemuVM.memory", []string{"KIND:        QemuVM", "FIELD:       memory"}},
 	} {
 		t.Run(c.path, func(t *testing.T) {

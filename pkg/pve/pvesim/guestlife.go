@@ -80,6 +80,9 @@ func (s *Server) destroyGuest(k *guestKind, q *request) (any, error) {
 		if v.Conf["protection"] == "1" {
 			return nil, fail(http.StatusInternalServerError, "can't remove %s - protection mode enabled", k.name(v.VMID))
 		}
+		if err := s.destroyRefusal(v, q.bool("purge")); err != nil {
+			return nil, err // ha_purge.go
+		}
 		if v.Running {
 			return nil, fail(http.StatusInternalServerError, k.destroyRunning, v.VMID)
 		}
@@ -115,6 +118,7 @@ func (s *Server) destroyGuest(k *guestKind, q *request) (any, error) {
 			s.removeGuestFirewall(id)               // remove_vmfw_conf
 			if q.bool("purge") {
 				t.logf("purging VM %d from related configurations..", id)
+				s.purgeGuest(t, v) // ha_purge.go
 			}
 			return nil
 		},

@@ -18,6 +18,9 @@ func (s *Server) power(action string) guestHandler {
 			return nil, err
 		}
 		node, id := q.vars["node"], vmidOf(q)
+		if upid, managed, err := s.haPower(k, q, action, node, id); managed {
+			return upid, err // ha.go: the HA manager starts and stops it
+		}
 		v, _ := s.guestAt(k, node, id)
 		running := v != nil && v.Running
 		// pve-container checks the state before it forks; qemu-server's

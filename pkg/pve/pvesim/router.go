@@ -49,6 +49,10 @@ func (s *Server) surfaces() [][]route {
 		s.dcOptionRoutes(),
 		s.metricServerRoutes(),
 		s.realmSyncRoutes(),
+
+		s.haRoutes(),
+		s.backupRoutes(),
+		s.replicationRoutes(),
 	}
 }
 

@@ -53,6 +53,12 @@ type state struct {
 	MetricTokens  map[string]string `json:"metric_tokens,omitempty"`
 	// RealmSyncJobs are jobs.cfg's realm-sync sections (realmsync.go).
 	RealmSyncJobs sections `json:"realm_sync_jobs,omitempty"`
+
+	// HA is the HA manager's resources.cfg and rules.cfg (ha.go).
+	HA *haConfig `json:"ha,omitempty"`
+	// Jobs is jobs.cfg's vzdump jobs and replication.cfg (backup.go,
+	// replication.go).
+	Jobs *jobsConfig `json:"jobs,omitempty"`
 }
 
 // vm is a guest: a QEMU VM, or a container when Type is "lxc".

@@ -7,6 +7,8 @@ import (
 	"regexp"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/pvectl/pvectl/pkg/pve/calendar"
 )
 
 // Named formats PVE registers in pve-common, qemu-server, pve-container and
@@ -46,6 +48,7 @@ var simpleFormats = map[string]func(string) error{
 	"pve-qm-bootdev":       reFormatQ(`^(ide[0-3]|sata[0-5]|scsi([0-9]|[12][0-9]|30)|virtio([0-9]|1[0-5])|efidisk0|tpmstate0|net([0-9]|[12][0-9]|3[01])|usb([0-9]|1[0-3])|hostpci([0-9]|1[0-5]))$`, "invalid boot device '%s'"),
 	"pve-storage-path":     reFormatQ(`^/`, "invalid path '%s'"),
 	"pve-ha-resource-id":   reFormatQ(`^(?:(vm|ct):)?\d+$`, "invalid HA resource ID '%s'"),
+	"pve-calendar-event":   calendar.Verify,
 	"pve-replication-id":   reFormatQ(`^\d+-\d+$`, "invalid replication job ID '%s'"),
 	"pve-vlan-id-or-range": reFormatQ(`^\d+(-\d+)?$`, "invalid VLAN tag or range '%s'"),
 }

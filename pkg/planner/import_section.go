@@ -1,0 +1,58 @@
+package planner
+
+import (
+	"context"
+	"slices"
+	"strings"
+
+	"github.com/pvectl/pvectl/pkg/spec"
+)
+
+// HA resources and rules, backup jobs and replication jobs are imported
+// from their lists with PVE's raw ids (sid, resources, vmid, id): the
+// guests' documents may be named otherwise than their PVE names, so a
+// guest reference (QemuVM/<name>) is the user's to write.
+
+func (k *sectionKind) importable(ctx context.Context, ic *importCtx, _ string) ([]importItem, error) {
+	rows, err := ic.lc.sectionRows(ctx, k.list)
+	if err != nil {
+		return nil, err
+	}
+	var out []importItem
+	for _, row := range rows {
+		if row["remove_job"] != "" {
+			continue // a replication job being removed
+		}
+		id := row[k.idKey]
+		params := map[string]string{}
+		for _, key := range k.importKeys {
+			if v := row[key]; v != "" {
+				params[key] = v
+			}
+		}
+		params[k.idKey] = id
+		name := strings.ReplaceAll(id, ":", "-")
+		r := &spec.Resource{Kind: k.kind, Name: name, State: spec.Present, Params: params}
+		out = append(out, importItem{r: r, ids: []string{id, name}})
+	}
+	return out, nil
+}
+
+// importPerms: the lists need what reading them truthfully needs.
+func (k *sectionKind) importPerms(string) []permNeed { return k.read(map[string]string{}) }
+
+func (k *sectionKind) importDoc(ic *importCtx, r *spec.Resource, lo *liveObj) (*ImportedDoc, error) {
+	d := &ImportedDoc{Kind: k.kind, Name: r.Name}
+	id := lo.Config[k.idKey]
+	skip := func(key string) bool {
+		switch {
+		case slices.Contains(k.importKeys, key):
+			return false
+		case key == k.idKey:
+			return id == r.Name // the name is the id
+		}
+		return slices.Contains(k.skip, key) || key == "digest"
+	}
+	d.Spec = ic.specFields(d, ic.method("POST", k.list), lo.Config, strings.ToLower(k.kind)+"_"+r.Name, skip, keepSub)
+	return d, nil
+}

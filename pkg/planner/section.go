@@ -1,0 +1,312 @@
+package planner
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+
+	"github.com/pvectl/pvectl/pkg/pve"
+	"github.com/pvectl/pvectl/pkg/spec"
+)
+
+// sectionKind manages one entry of a cluster-wide section config that
+// PVE lists in one call, creates with a POST, changes with a PUT on the
+// entry (changed keys, delete for removed ones) and removes with a
+// DELETE on it: HA resources and rules, backup jobs, replication jobs
+// (jobkinds.go has each kind's facts). One list per connection is read
+// for all the kind's resources.
+type sectionKind struct {
+	kind     string
+	noun     string
+	list     string // GET path that lists every entry; also the POST path
+	item     string // path of one entry, with %s for its escaped id
+	idKey    string // the entry's id in a list row ("sid", "rule", "id")
+	newIDKey string // the POST parameter naming the id ("" when id is filled by newID)
+	// id is r's entry id from its (resolved) params; "" when not known.
+	id func(p map[string]string) string
+	// match finds r's row; nil: the row whose idKey is id.
+	match func(row pve.Config, p map[string]string) bool
+	// skip are live keys compare leaves alone (ids, types, PVE's own).
+	skip []string
+	// notSent are params of the spec the create call does not take (a
+	// replication job's guest: its id names it).
+	notSent []string
+	// fixed are keys PVE never changes on an entry: a change replaces.
+	fixed []string
+	// updateKeys are keys every update must send with the live value
+	// (an HA rule's type: the PUT requires it).
+	updateKeys []string
+	// objects are keys PVE gives as JSON objects that the create call
+	// takes as property strings (a backup job's prune-backups).
+	objects []string
+	// newID picks the id of an entry to create (a replication job's
+	// <vmid>-<n>), from the live rows; nil: the id is r's.
+	newID func(rows []pve.Config, p map[string]string) string
+	// check finds what PVE would refuse for r at plan time (a rule's
+	// nodes that do not exist), from the live state.
+	check func(ctx context.Context, lc *liveConn, p map[string]string, row pve.Config) error
+	// note says what else a create or a change does, for the plan (an
+	// HA resource's state moves its guest's power); live is nil for a
+	// create.
+	note func(p map[string]string, live pve.Config) []string
+	// importKeys are the keys of a live row an imported document keeps
+	// whatever skip says (a replication job's target).
+	importKeys []string
+	// read and change are the privileges of the calls.
+	read   func(p map[string]string) []permNeed
+	change func(c *Change, p map[string]string) []permNeed
+}
+
+// sectionLive is what observe read beside the row: r's params with the
+// guests' vmids put in (output references resolved).
+type sectionLive struct {
+	Params map[string]string `json:"params"`
+}
+
+// sectionRows reads a section list once per connection.
+func (lc *liveConn) sectionRows(ctx context.Context, path string) ([]pve.Config, error) {
+	if rows, ok := lc.sections[path]; ok {
+		return rows, nil
+	}
+	rows, err := readSection(ctx, lc.client, path)
+	if err != nil {
+		return nil, err
+	}
+	if lc.sections == nil {
+		lc.sections = map[string][]pve.Config{}
+	}
+	lc.sections[path] = rows
+	return rows, nil
+}
+
+func readSection(ctx context.Context, cl *pve.Client, path string) ([]pve.Config, error) {
+	var rows []pve.Config
+	if err := cl.Do(ctx, http.MethodGet, path, nil, &rows); err != nil {
+		return nil, fmt.Errorf("list %s: %w", path, err)
+	}
+	return rows, nil
+}
+
+// find is r's live entry among rows, as the create call's parameters
+// would write it.
+func (k *sectionKind) find(rows []pve.Config, p map[string]string) *liveObj {
+	id := k.id(p)
+	for _, row := range rows {
+		hit := row[k.idKey] == id && id != ""
+		if k.match != nil {
+			hit = k.match(row, p)
+		}
+		if !hit {
+			continue
+		}
+		cfg := maps.Clone(row)
+		delete(cfg, "digest")
+		for _, key := range k.objects {
+			if v, ok := cfg[key]; ok {
+				cfg[key] = objectToPropertyString(v)
+			}
+		}
+		return &liveObj{Exists: true, Config: cfg, Digest: fieldsDigest(cfg)}
+	}
+	return &liveObj{}
+}
+
+// objectToPropertyString turns a JSON object PVE answers for a property
+// string ({"keep-last":3}) back into the string ("keep-last=3").
+func objectToPropertyString(v string) string {
+	var obj map[string]any
+	if err := json.Unmarshal([]byte(v), &obj); err != nil {
+		return v
+	}
+	var parts []string
+	for _, key := range slices.Sorted(maps.Keys(obj)) {
+		parts = append(parts, fmt.Sprintf("%s=%v", key, obj[key]))
+	}
+	return strings.Join(parts, ",")
+}
+
+func (k *sectionKind) observe(ctx context.Context, lc *liveConn, r *spec.Resource) (*liveObj, error) {
+	p, known, err := lc.resolveGuests(ctx, r.Params)
+	if err != nil {
+		return nil, err
+	}
+	if !known {
+		// It names a guest not made yet: the entry cannot exist.
+		return &liveObj{State: &sectionLive{Params: p}}, nil
+	}
+	rows, err := lc.sectionRows(ctx, k.list)
+	if err != nil {
+		return nil, err
+	}
+	lo := k.find(rows, p)
+	lo.State = &sectionLive{Params: p}
+	if k.check != nil && r.State == spec.Present {
+		var row pve.Config
+		if lo.Exists {
+			row = lo.Config
+		}
+		if err := k.check(ctx, lc, p, row); err != nil {
+			return nil, fmt.Errorf("%s: %w", r.Address(), err)
+		}
+	}
+	return lo, nil
+}
+
+// params are r's params as observe resolved them.
+func sectionParams(r *spec.Resource, lo *liveObj) map[string]string {
+	if sl, ok := lo.State.(*sectionLive); ok && sl != nil {
+		return sl.Params
+	}
+	return r.Params
+}
+
+func (k *sectionKind) skipSet() map[string]bool {
+	out := map[string]bool{k.idKey: true, "digest": true}
+	for _, key := range k.skip {
+		out[key] = true
+	}
+	return out
+}
+
+func (k *sectionKind) compare(b *builder, r *spec.Resource, lo *liveObj, c *Change) error {
+	p := sectionParams(r, lo)
+	cmp := comparer{m: b.method("POST", k.list)}
+	c.Diff = cmp.diffParams(p, r.Remove, lo.Config, k.skipSet())
+	if len(c.Diff) == 0 {
+		c.Action = NoOp
+		return nil
+	}
+	c.Reasons = reasons(c.Diff)
+	var changed []string
+	for _, d := range c.Diff {
+		if key := topKey(d.Path); slices.Contains(k.fixed, key) && !slices.Contains(changed, key) {
+			changed = append(changed, key)
+		}
+	}
+	if len(changed) > 0 {
+		return b.replace(r, c, fmt.Sprintf("PVE cannot change a %s's %s: the replace deletes it and creates it anew", k.noun, strings.Join(changed, ", ")))
+	}
+	c.Action = Update
+	if k.note != nil {
+		c.Reasons = append(c.Reasons, k.note(p, lo.Config)...)
+	}
+	c.Params = cmp.updateParams(c.Diff, p, lo.Config, nil)
+	for _, key := range k.updateKeys {
+		c.Params[key] = lo.Config[key]
+	}
+	c.Params[k.idKey] = lo.Config[k.idKey]
+	return nil
+}
+
+// checkCreate adds what the create does besides (note).
+func (k *sectionKind) checkCreate(_ *builder, r *spec.Resource, lo *liveObj, c *Change) error {
+	if k.note != nil {
+		c.Reasons = append(c.Reasons, k.note(sectionParams(r, lo), nil)...)
+	}
+	return nil
+}
+
+// liveID is the id of c's live entry: the one compare read, else r's.
+func (k *sectionKind) liveID(ctx context.Context, cl *pve.Client, c *Change) (string, error) {
+	if id := c.Params[k.idKey]; id != "" {
+		return id, nil
+	}
+	p, known, err := resolveGuestsLive(ctx, cl, c.Resource.Params)
+	if err != nil || !known {
+		return "", err
+	}
+	rows, err := readSection(ctx, cl, k.list)
+	if err != nil {
+		return "", err
+	}
+	lo := k.find(rows, p)
+	if !lo.Exists {
+		return "", nil
+	}
+	return lo.Config[k.idKey], nil
+}
+
+func (k *sectionKind) create(ctx context.Context, x *execution, c *Change) error {
+	p, known, err := resolveGuestsLive(ctx, x.client, c.Resource.Params)
+	if err != nil {
+		return err
+	}
+	if !known {
+		return fmt.Errorf("create %s: a guest it names does not exist (yet): %s", k.noun, unresolvedRefs(c.Resource.Params))
+	}
+	params := toValues(p)
+	for _, key := range k.notSent {
+		params.Del(key)
+	}
+	if k.newID != nil && k.newIDKey != "" && params.Get(k.newIDKey) == "" {
+		rows, err := readSection(ctx, x.client, k.list)
+		if err != nil {
+			return err
+		}
+		params.Set(k.newIDKey, k.newID(rows, p))
+	}
+	if err := x.client.Do(ctx, http.MethodPost, k.list, params, nil); err != nil {
+		return fmt.Errorf("create %s %s: %w", k.noun, params.Get(k.newIDKey), err)
+	}
+	return nil
+}
+
+func (k *sectionKind) update(ctx context.Context, x *execution, c *Change) error {
+	id := c.Params[k.idKey]
+	params := url.Values{}
+	for key, v := range c.Params {
+		if key != k.idKey {
+			params.Set(key, v)
+		}
+	}
+	if err := x.client.Do(ctx, http.MethodPut, fmt.Sprintf(k.item, url.PathEscape(id)), params, nil); err != nil {
+		return fmt.Errorf("update %s %s: %w", k.noun, id, err)
+	}
+	return nil
+}
+
+func (k *sectionKind) remove(ctx context.Context, x *execution, c *Change) error {
+	id, err := k.liveID(ctx, x.client, c)
+	if err != nil || id == "" {
+		return err // gone already
+	}
+	if err := x.client.Do(ctx, http.MethodDelete, fmt.Sprintf(k.item, url.PathEscape(id)), nil, nil); err != nil && !pve.IsNotFound(err) {
+		return fmt.Errorf("delete %s %s: %w", k.noun, id, err)
+	}
+	return nil
+}
+
+func (k *sectionKind) current(ctx context.Context, cl *pve.Client, c *Change) (*liveObj, error) {
+	p, known, err := resolveGuestsLive(ctx, cl, c.Resource.Params)
+	if err != nil || !known {
+		return &liveObj{}, err
+	}
+	rows, err := readSection(ctx, cl, k.list)
+	if err != nil {
+		return nil, err
+	}
+	lo := k.find(rows, p)
+	lo.State = &sectionLive{Params: p}
+	return lo, nil
+}
+
+func (k *sectionKind) readPerms(r *spec.Resource) []permNeed { return k.read(r.Params) }
+
+func (k *sectionKind) changePerms(c *Change, lo *liveObj) []permNeed {
+	if c.Action == NoOp {
+		return nil
+	}
+	p := c.Resource.Params
+	if lo != nil {
+		p = sectionParams(c.Resource, lo)
+	}
+	return k.change(c, p)
+}
+
+// traits: a cluster-wide entry of a section config.
+func (*sectionKind) traits() kindTraits { return kindTraits{Scope: scopeCluster} }

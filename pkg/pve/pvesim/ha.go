@@ -1,0 +1,465 @@
+package pvesim
+
+import (
+	"crypto/sha1"
+	"fmt"
+	"maps"
+	"net/http"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// The HA manager's configuration as pve-ha-manager has it: resources
+// (src/PVE/API2/HA/Resources.pm, src/PVE/HA/Resources.pm and
+// Resources/PVEVM.pm, PVECT.pm), PVE 9's rules (src/PVE/API2/HA/Rules.pm,
+// src/PVE/HA/Rules.pm, Rules/NodeAffinity.pm, Rules/ResourceAffinity.pm)
+// and the status the API shows (src/PVE/API2/HA/Status.pm). The CRM and
+// LRM are modelled by their effect only: a resource's requested state is
+// carried out on its guest in a task of the LRM (haApply).
+
+// haConfig is resources.cfg and rules.cfg: sections by id, each a map of
+// the options as the file has them (rules' resources and nodes encoded as
+// the API gives them back, sorted).
+type haConfig struct {
+	Resources map[string]map[string]string `json:"resources,omitempty"` // by sid (vm:100)
+	Rules     map[string]map[string]string `json:"rules,omitempty"`     // by rule id
+	Order     map[string]int               `json:"order,omitempty"`     // rules' ordinals
+}
+
+func (s *Server) ha() *haConfig {
+	if s.st.HA == nil {
+		s.st.HA = &haConfig{}
+	}
+	h := s.st.HA
+	if h.Resources == nil {
+		h.Resources = map[string]map[string]string{}
+	}
+	if h.Rules == nil {
+		h.Rules = map[string]map[string]string{}
+	}
+	if h.Order == nil {
+		h.Order = map[string]int{}
+	}
+	return h
+}
+
+func (s *Server) haRoutes() []route {
+	return []route{
+		r("GET /cluster/ha/resources", s.listHAResources),
+		r("POST /cluster/ha/resources", s.createHAResource),
+		r("GET /cluster/ha/resources/{sid}", s.getHAResource),
+		r("PUT /cluster/ha/resources/{sid}", s.updateHAResource),
+		r("DELETE /cluster/ha/resources/{sid}", s.deleteHAResource),
+		r("GET /cluster/ha/rules", s.listHARules),
+		r("POST /cluster/ha/rules", s.createHARule),
+		r("GET /cluster/ha/rules/{rule}", s.getHARule),
+		r("PUT /cluster/ha/rules/{rule}", s.updateHARule),
+		r("DELETE /cluster/ha/rules/{rule}", s.deleteHARule),
+		r("GET /cluster/ha/status/current", s.haStatus),
+	}
+}
+
+// sectionDigest is the SHA-1 of a section config as written: every
+// section's header and options in a stable order.
+func sectionDigest(sections map[string]map[string]string) string {
+	var b strings.Builder
+	for _, id := range slices.Sorted(maps.Keys(sections)) {
+		fmt.Fprintf(&b, "%s\n", id)
+		for _, k := range slices.Sorted(maps.Keys(sections[id])) {
+			fmt.Fprintf(&b, "\t%s %s\n", k, sections[id][k])
+		}
+	}
+	return fmt.Sprintf("%x", sha1.Sum([]byte(b.String())))
+}
+
+// typedSection answers a section's options typed as the API's schema
+// types them (integers and booleans as JSON numbers).
+func typedSection(opts map[string]string, numeric ...string) map[string]any {
+	out := map[string]any{}
+	for k, v := range opts {
+		out[k] = v
+		if slices.Contains(numeric, k) {
+			if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+				out[k] = n
+			}
+		}
+	}
+	return out
+}
+
+var haNumeric = []string{"max_restart", "max_relocate", "failback", "strict", "disable"}
+
+// haBool is parse_boolean's reading of a boolean option, written as 0/1.
+func haBool(v string) string {
+	switch strings.ToLower(v) {
+	case "1", "true", "yes", "on":
+		return "1"
+	}
+	return "0"
+}
+
+var haVMIDName = regexp.MustCompile(`^[1-9][0-9]+$`)
+
+// parseSID is PVE::HA::Config::parse_sid: a bare vmid becomes vm:N or
+// ct:N by the guest's type; else TYPE:NAME.
+func (s *Server) parseSID(sid string) (full, typ, name string, err error) {
+	if n, convErr := strconv.Atoi(sid); convErr == nil && sid == strconv.Itoa(n) {
+		v, ok := s.st.VMs[n]
+		if !ok {
+			return "", "", "", fail(http.StatusInternalServerError, "unable to detect SID from VMID - VM/CT %d does not exist", n)
+		}
+		typ = "vm"
+		if v.Type == s.lxc.typ {
+			typ = "ct"
+		}
+		return typ + ":" + sid, typ, sid, nil
+	}
+	typ, name, ok := strings.Cut(sid, ":")
+	if !ok || typ == "" || name == "" || strings.ContainsAny(sid, " \t") {
+		return "", "", "", fail(http.StatusInternalServerError, "unable to parse service id '%s'", sid)
+	}
+	return sid, typ, name, nil
+}
+
+// haGuest is the guest a sid names, checked as the resource plugins'
+// verify_name and exists do.
+func (s *Server) haGuest(typ, name string) (*vm, error) {
+	if typ != "vm" && typ != "ct" {
+		return nil, fail(http.StatusInternalServerError, "unknown resource type '%s'", typ)
+	}
+	if !haVMIDName.MatchString(name) {
+		return nil, fail(http.StatusInternalServerError, "invalid VMID")
+	}
+	id, _ := strconv.Atoi(name)
+	v, ok := s.st.VMs[id]
+	if !ok {
+		return nil, fail(http.StatusInternalServerError, "resource '%s:%d' does not exist in cluster", typ, id)
+	}
+	if isCT := v.Type == s.lxc.typ; isCT != (typ == "ct") {
+		noun := "VM"
+		if typ == "ct" {
+			noun = "CT"
+		}
+		return nil, fail(http.StatusInternalServerError, "resource '%s:%d' - guest with ID %d is not a %s", typ, id, id, noun)
+	}
+	return v, nil
+}
+
+// haResourceOpts are the options a resource keeps (Resources.pm's
+// propertyList less sid and type; groups are gone in PVE 9).
+var haResourceOpts = []string{"state", "failback", "max_restart", "max_relocate", "comment"}
+
+func haResourceParams(q *request, into map[string]string) {
+	for _, k := range haResourceOpts {
+		if q.has(k) {
+			v := q.get(k)
+			if k == "failback" {
+				v = haBool(v)
+			}
+			into[k] = v
+		}
+	}
+}
+
+// haGroupRefused: the simulator has no HA groups, so they count as
+// migrated (have_groups_been_migrated) and a group is refused.
+func haGroupRefused(q *request) error {
+	if q.has("group") {
+		return fail(http.StatusInternalServerError, "invalid parameter 'group': ha groups have been migrated to rules")
+	}
+	return nil
+}
+
+func (s *Server) haResourceAnswer(sid string) map[string]any {
+	h := s.ha()
+	out := typedSection(h.Resources[sid], haNumeric...)
+	out["sid"], out["digest"] = sid, sectionDigest(h.Resources)
+	return out
+}
+
+func (s *Server) listHAResources(q *request) (any, error) {
+	h := s.ha()
+	out := []map[string]any{}
+	for _, sid := range slices.Sorted(maps.Keys(h.Resources)) {
+		if t := q.get("type"); t != "" && h.Resources[sid]["type"] != t {
+			continue
+		}
+		out = append(out, s.haResourceAnswer(sid))
+	}
+	return out, nil
+}
+
+func (s *Server) getHAResource(q *request) (any, error) {
+	sid, _, _, err := s.parseSID(q.vars["sid"])
+	if err != nil {
+		return nil, err
+	}
+	if _, ok := s.ha().Resources[sid]; !ok {
+		return nil, fail(http.StatusInternalServerError, "no such resource '%s'", sid)
+	}
+	return s.haResourceAnswer(sid), nil
+}
+
+// createHAResource is Resources.pm create: the guest must exist and be of
+// the sid's type; the CRM then brings it to its requested state.
+func (s *Server) createHAResource(q *request) (any, error) {
+	sid, typ, name, err := s.parseSID(q.get("sid"))
+	if err != nil {
+		return nil, err
+	}
+	if t := q.get("type"); t != "" && t != typ {
+		return nil, fail(http.StatusInternalServerError, "types does not match")
+	}
+	if err := haGroupRefused(q); err != nil {
+		return nil, err
+	}
+	v, err := s.haGuest(typ, name)
+	if err != nil {
+		return nil, err
+	}
+	h := s.ha()
+	if _, dup := h.Resources[sid]; dup {
+		return nil, fail(http.StatusInternalServerError, "create resource failed: resource ID '%s' already defined", sid)
+	}
+	opts := map[string]string{"type": typ}
+	haResourceParams(q, opts)
+	h.Resources[sid] = opts
+	s.haApply(v, opts)
+	return nil, s.saveLocked()
+}
+
+// updateHAResource is Resources.pm update (update_resources_config under
+// the HA domain lock, with the digest check).
+func (s *Server) updateHAResource(q *request) (any, error) {
+	const failed = "update resources config failed: "
+	sid, typ, name, err := s.parseSID(q.vars["sid"])
+	if err != nil {
+		return nil, err
+	}
+	if t := q.get("type"); t != "" && t != typ {
+		return nil, fail(http.StatusInternalServerError, "types does not match")
+	}
+	if err := haGroupRefused(q); err != nil {
+		return nil, err
+	}
+	h := s.ha()
+	if d := q.get("digest"); d != "" && d != sectionDigest(h.Resources) {
+		return nil, fail(http.StatusInternalServerError, failed+"detected modified configuration - file changed by other user? Try again.")
+	}
+	opts, ok := h.Resources[sid]
+	if !ok {
+		return nil, fail(http.StatusInternalServerError, failed+"no such resource '%s'", sid)
+	}
+	for _, k := range splitKeys(q.get("delete")) {
+		if !slices.Contains(haResourceOpts, k) {
+			return nil, fail(http.StatusInternalServerError, failed+"invalid option '%s'", k)
+		}
+		delete(opts, k)
+	}
+	haResourceParams(q, opts)
+	if v, err := s.haGuest(typ, name); err == nil {
+		s.haApply(v, opts)
+	}
+	return nil, s.saveLocked()
+}
+
+// deleteHAResource is Resources.pm delete: with purge (the default) the
+// resource leaves every rule, and a rule left without one goes.
+func (s *Server) deleteHAResource(q *request) (any, error) {
+	sid, _, _, err := s.parseSID(q.vars["sid"])
+	if err != nil {
+		return nil, err
+	}
+	h := s.ha()
+	if _, ok := h.Resources[sid]; !ok {
+		return nil, fail(http.StatusInternalServerError, "cannot delete service '%s', not HA managed!", sid)
+	}
+	delete(h.Resources, sid)
+	if !q.has("purge") || q.bool("purge") {
+		for id, rule := range h.Rules {
+			left := slices.DeleteFunc(splitKeys(rule["resources"]), func(x string) bool { return x == sid })
+			if len(left) == 0 {
+				delete(h.Rules, id)
+				delete(h.Order, id)
+				continue
+			}
+			rule["resources"] = strings.Join(left, ",")
+		}
+	}
+	return nil, s.saveLocked()
+}
+
+// splitKeys is PVE::Tools::split_list on a comma (or space) list.
+func splitKeys(v string) []string {
+	var out []string
+	for _, f := range strings.FieldsFunc(v, func(r rune) bool { return r == ',' || r == ';' || r == ' ' }) {
+		if f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// haManaged is vm_is_ha_managed: the guest has a resource whose state is
+// not ignored.
+func (s *Server) haManaged(v *vm) (string, map[string]string, bool) {
+	if s.st.HA == nil {
+		return "", nil, false
+	}
+	typ := "vm"
+	if v.Type == s.lxc.typ {
+		typ = "ct"
+	}
+	sid := typ + ":" + strconv.Itoa(v.VMID)
+	opts, ok := s.st.HA.Resources[sid]
+	if !ok || opts["state"] == "ignored" {
+		return "", nil, false
+	}
+	return sid, opts, true
+}
+
+// haWants is the power state a resource's requested state asks for
+// (started is the default; enabled is its alias).
+func haWants(opts map[string]string) bool {
+	switch opts["state"] {
+	case "", "started", "enabled":
+		return true
+	}
+	return false
+}
+
+// haApply is the CRM and LRM acting on a requested state: the LRM starts
+// or stops the guest in a task of its own (qmstart/qmstop, vzstart/vzstop
+// by root@pam), as pve-ha-manager's LRM runs the resource's start or
+// shutdown.
+func (s *Server) haApply(v *vm, opts map[string]string) {
+	if opts["state"] == "ignored" {
+		return
+	}
+	want := haWants(opts)
+	if want == v.Running {
+		return
+	}
+	k := s.kindOf(v)
+	action := "stop"
+	if want {
+		action = "start"
+	}
+	node, id := v.Node, v.VMID
+	s.startWorker(node, k.tasks+action, vmidString(id), worker{
+		user:  "root@pam",
+		locks: []lockReq{s.guestLock(k, id)},
+		run: func(t *task) error {
+			v, err := s.guestAt(k, node, id)
+			if err != nil {
+				return err
+			}
+			if want && !v.Running {
+				return s.startEffect(t, k, v, false)
+			}
+			if !want && v.Running {
+				v.Running, v.StartedAt = false, 0
+			}
+			return nil
+		},
+	})
+}
+
+// haPower answers a start, stop or shutdown of an HA-managed guest as
+// qemu-server (API2/Qemu.pm vm_start, vm_stop, vm_shutdown) and
+// pve-container (API2/LXC/Status.pm) do: the call becomes an hastart or
+// hastop task that sets the resource's requested state (ha-manager set
+// --state started; crm-command stop, which the CRM turns into state
+// stopped); the HA stack then starts or stops the guest. ok is false when
+// the guest is not HA-managed.
+func (s *Server) haPower(k *guestKind, q *request, action string, node string, id int) (any, bool, error) {
+	v, err := s.guestAt(k, node, id)
+	if err != nil || (action != "start" && action != "stop" && action != "shutdown") {
+		return nil, false, nil
+	}
+	_, opts, managed := s.haManaged(v)
+	if !managed {
+		return nil, false, nil
+	}
+	if action == "stop" && q.bool("overrule-shutdown") {
+		return nil, true, paramErr1("overrule-shutdown", "Not applicable for HA resources.")
+	}
+	typ, state, verb := "hastart", "started", "start"
+	if action != "start" {
+		typ, state, verb = "hastop", "stopped", "stop"
+	}
+	return s.startWorker(node, typ, vmidString(id), worker{
+		run: func(t *task) error {
+			t.logf("Requesting HA %s for %s %d", verb, k.noun, id)
+			opts["state"] = state
+			if v, err := s.guestAt(k, node, id); err == nil {
+				s.haApply(v, opts)
+			}
+			return s.saveLocked()
+		},
+	}).UPID, true, nil
+}
+
+// haStatus is Status.pm status (GET /cluster/ha/status/current): quorum,
+// master, one LRM per node, one service row per resource.
+func (s *Server) haStatus(q *request) (any, error) {
+	h := s.ha()
+	node := s.st.Nodes[0]
+	out := []map[string]any{{"id": "quorum", "type": "quorum", "node": node, "status": "OK", "quorate": 1}}
+	if len(h.Resources) > 0 {
+		out = append(out, map[string]any{"id": "master", "type": "master", "node": node, "status": node + " (active)"})
+	}
+	for _, n := range s.st.Nodes {
+		out = append(out, map[string]any{"id": "lrm:" + n, "type": "lrm", "node": n, "status": n + " (idle)"})
+	}
+	for _, sid := range slices.Sorted(maps.Keys(h.Resources)) {
+		opts := h.Resources[sid]
+		row := map[string]any{"id": "service:" + sid, "type": "service", "sid": sid}
+		_, name, _ := strings.Cut(sid, ":")
+		id, _ := strconv.Atoi(name)
+		state, where := "not found", "---"
+		if v, ok := s.st.VMs[id]; ok {
+			where, state = v.Node, haVerboseState(opts, v.Running)
+		}
+		row["node"] = where
+		row["state"] = state
+		row["status"] = fmt.Sprintf("%s (%s, %s)", sid, where, state)
+		row["request_state"] = opts["state"]
+		if row["request_state"] == "" {
+			row["request_state"] = "started"
+		}
+		for _, k := range []string{"max_restart", "max_relocate", "failback", "comment"} {
+			if v, ok := opts[k]; ok {
+				row[k] = typedSection(map[string]string{k: v}, haNumeric...)[k]
+			}
+		}
+		out = append(out, row)
+	}
+	return out, nil
+}
+
+// haVerboseState is PVE::HA::Tools::get_verbose_service_state for a
+// service the CRM has processed.
+func haVerboseState(opts map[string]string, running bool) string {
+	switch req := opts["state"]; {
+	case req == "ignored":
+		return "ignored"
+	case req == "disabled":
+		if running {
+			return "stopping"
+		}
+		return "disabled"
+	case haWants(opts):
+		if running {
+			return "started"
+		}
+		return "starting"
+	default:
+		if running {
+			return "stopping"
+		}
+		return "stopped"
+	}
+}

@@ -1,0 +1,99 @@
+package pvesim
+
+import (
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// What a guest's destroy does to the HA, replication and backup
+// configuration (qemu-server API2/Qemu.pm destroy_vm $early_checks and
+// its worker; pve-container's destroy does the same): without purge, an
+// HA-managed guest or one with replication jobs is not destroyed; with
+// purge, its replication jobs go (ReplicationConfig.pm remove_vmid_jobs),
+// it leaves every backup job (pve-guest-common VZDump/Plugin.pm
+// remove_vmid_from_backup_jobs: a job of only that guest goes) and its
+// HA resource goes, out of the rules too (delete_service_from_config).
+
+// destroyRefusal is $early_checks without purge.
+func (s *Server) destroyRefusal(v *vm, purge bool) error {
+	if purge {
+		return nil
+	}
+	if _, _, ok := s.haConfigured(v); ok {
+		return fail(http.StatusInternalServerError, "unable to remove %s %d - used in HA resources and purge parameter not set.", s.kindOf(v).noun, v.VMID)
+	}
+	if s.st.Jobs != nil {
+		for _, id := range sortedKeys(s.st.Jobs.Replication) {
+			if g, _, _ := parseReplJobID(id); g == v.VMID {
+				return fail(http.StatusInternalServerError, "There is a replication job '%s' for guest '%d' - Please remove that first.", id, v.VMID)
+			}
+		}
+	}
+	return nil
+}
+
+// haConfigured is service_is_configured (whatever its state).
+func (s *Server) haConfigured(v *vm) (string, map[string]string, bool) {
+	if s.st.HA == nil {
+		return "", nil, false
+	}
+	typ := "vm"
+	if v.Type == s.lxc.typ {
+		typ = "ct"
+	}
+	sid := typ + ":" + strconv.Itoa(v.VMID)
+	opts, ok := s.st.HA.Resources[sid]
+	return sid, opts, ok
+}
+
+// purgeGuest is the worker's purge of the related configurations.
+func (s *Server) purgeGuest(t *task, v *vm) {
+	id := strconv.Itoa(v.VMID)
+	if s.st.Jobs != nil {
+		for _, jid := range sortedKeys(s.st.Jobs.Replication) {
+			if g, _, _ := parseReplJobID(jid); g == v.VMID {
+				delete(s.st.Jobs.Replication, jid)
+			}
+		}
+		for _, jid := range sortedKeys(s.st.Jobs.Backup) {
+			job := s.st.Jobs.Backup[jid]
+			if list, ok := job["vmid"]; ok {
+				left := withoutVMID(list, id)
+				if left == "" {
+					delete(s.st.Jobs.Backup, jid)
+					delete(s.st.Jobs.BackupOrder, jid)
+					continue
+				}
+				job["vmid"] = left
+			} else if list, ok := job["exclude"]; ok {
+				if left := withoutVMID(list, id); left != "" {
+					job["exclude"] = left
+				} else {
+					delete(job, "exclude")
+				}
+			}
+		}
+	}
+	if sid, _, ok := s.haConfigured(v); ok {
+		h := s.ha()
+		delete(h.Resources, sid)
+		for rid, rule := range h.Rules {
+			left := slices.DeleteFunc(splitKeys(rule["resources"]), func(x string) bool { return x == sid })
+			if len(left) == 0 {
+				delete(h.Rules, rid)
+				delete(h.Order, rid)
+				continue
+			}
+			rule["resources"] = strings.Join(left, ",")
+		}
+		t.logf("NOTE: removed VM %d from HA resource configuration.", v.VMID)
+	}
+}
+
+// withoutVMID is remove_vmid_from_list.
+func withoutVMID(list, vmid string) string {
+	return strings.Join(slices.DeleteFunc(splitKeys(list), func(x string) bool { return x == vmid }), ",")
+}
+

@@ -1,0 +1,273 @@
+package pvesim
+
+import (
+	"fmt"
+	"maps"
+	"net/http"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// HA rules (PVE 9), as pve-ha-manager src/PVE/API2/HA/Rules.pm writes
+// them: section options per type (Rules/NodeAffinity.pm,
+// Rules/ResourceAffinity.pm options), resources that must be HA-managed,
+// nodes that must exist, and the feasibility checks a new or changed
+// rule must pass (Rules.pm check_feasibility: a resource in one
+// node-affinity rule only; a resource-affinity rule needs two resources).
+
+// haRuleOpts are the options each rule type takes (the plugins' options).
+var haRuleOpts = map[string][]string{
+	"node-affinity":     {"resources", "nodes", "strict", "disable", "comment"},
+	"resource-affinity": {"resources", "affinity", "disable", "comment"},
+}
+
+// haRuleRequired are the options a create must give (optional => 0).
+var haRuleRequired = map[string][]string{
+	"node-affinity":     {"resources", "nodes"},
+	"resource-affinity": {"resources", "affinity"},
+}
+
+var haNodePriority = regexp.MustCompile(`^([a-zA-Z0-9]([a-zA-Z0-9\-]*[a-zA-Z0-9])?)(:(\d+))?$`)
+
+// encodeHANodes is NodeAffinity.pm decode then encode: node[:priority]
+// sorted by node, a priority of 0 left out.
+func encodeHANodes(v string) string {
+	prio := map[string]int{}
+	for _, n := range splitKeys(v) {
+		m := haNodePriority.FindStringSubmatch(n)
+		if m == nil {
+			continue
+		}
+		p, _ := strconv.Atoi(m[4])
+		prio[m[1]] = p
+	}
+	var out []string
+	for _, n := range slices.Sorted(maps.Keys(prio)) {
+		if prio[n] != 0 {
+			out = append(out, fmt.Sprintf("%s:%d", n, prio[n]))
+		} else {
+			out = append(out, n)
+		}
+	}
+	return strings.Join(out, ",")
+}
+
+// encodeHAResources is Rules.pm decode then encode: a sorted set.
+func encodeHAResources(v string) string {
+	set := map[string]bool{}
+	for _, sid := range splitKeys(v) {
+		set[sid] = true
+	}
+	return strings.Join(slices.Sorted(maps.Keys(set)), ",")
+}
+
+// haRuleParams is the plugin's check_config: only the type's options, the
+// lists encoded as PVE keeps them.
+func haRuleParams(q *request, typ string, create bool) (map[string]string, error) {
+	allowed := haRuleOpts[typ]
+	opts := map[string]string{}
+	for _, k := range []string{"resources", "nodes", "affinity", "strict", "disable", "comment"} {
+		if !q.has(k) {
+			continue
+		}
+		if !slices.Contains(allowed, k) {
+			return nil, fail(http.StatusInternalServerError, "unexpected property '%s'", k)
+		}
+		v := q.get(k)
+		switch k {
+		case "resources":
+			v = encodeHAResources(v)
+		case "nodes":
+			v = encodeHANodes(v)
+		case "strict", "disable":
+			v = haBool(v)
+		}
+		opts[k] = v
+	}
+	// create and update drop a false disable (Rules.pm).
+	if opts["disable"] == "0" {
+		delete(opts, "disable")
+	}
+	if create {
+		for _, k := range haRuleRequired[typ] {
+			if _, ok := opts[k]; !ok {
+				return nil, fail(http.StatusInternalServerError, "missing value for required option '%s'", k)
+			}
+		}
+	}
+	return opts, nil
+}
+
+// checkHARuleRefs is $assert_valid_resources_param and
+// $assert_valid_nodes_param.
+func (s *Server) checkHARuleRefs(opts map[string]string) error {
+	if v, ok := opts["resources"]; ok {
+		sids := splitKeys(v)
+		if len(sids) == 0 {
+			return fmt.Errorf("no resources were specified")
+		}
+		var unmanaged []string
+		for _, sid := range sids {
+			if _, ok := s.ha().Resources[sid]; !ok {
+				unmanaged = append(unmanaged, sid)
+			}
+		}
+		if len(unmanaged) > 0 {
+			return fmt.Errorf("cannot use unmanaged resource(s) %s.", strings.Join(unmanaged, ", "))
+		}
+	}
+	if v, ok := opts["nodes"]; ok {
+		nodes := splitKeys(v)
+		if len(nodes) == 0 {
+			return fmt.Errorf("no nodes were specified")
+		}
+		var missing []string
+		for _, n := range nodes {
+			name, _, _ := strings.Cut(n, ":")
+			if !s.st.hasNode(name) {
+				missing = append(missing, name)
+			}
+		}
+		if len(missing) > 0 {
+			return fmt.Errorf("cannot use non-existent node(s) %s.", strings.Join(missing, ", "))
+		}
+	}
+	return nil
+}
+
+// haRuleInfeasible is $assert_feasibility for rule id: the errors of the
+// checks that blame it, as PVE::Exception stringifies them.
+func (s *Server) haRuleInfeasible(id string) error {
+	h := s.ha()
+	rule := h.Rules[id]
+	var errs []string
+	if rule["disable"] != "1" {
+		switch rule["type"] {
+		case "node-affinity":
+			for _, sid := range splitKeys(rule["resources"]) {
+				for other, o := range h.Rules {
+					if other != id && o["type"] == "node-affinity" && o["disable"] != "1" && slices.Contains(splitKeys(o["resources"]), sid) {
+						errs = append(errs, fmt.Sprintf("resource '%s' is already used in another node affinity rule", sid))
+						break
+					}
+				}
+			}
+		case "resource-affinity":
+			if len(splitKeys(rule["resources"])) < 2 {
+				errs = append(errs, "rule is ineffective as there are less than two resources")
+			}
+		}
+	}
+	if len(errs) == 0 {
+		return nil
+	}
+	return fmt.Errorf("Rule '%s' is invalid.\nresources: %s", id, strings.Join(errs, ", "))
+}
+
+func (s *Server) haRuleAnswer(id string) map[string]any {
+	h := s.ha()
+	out := typedSection(h.Rules[id], haNumeric...)
+	out["rule"], out["digest"], out["order"] = id, sectionDigest(h.Rules), h.Order[id]
+	return out
+}
+
+func (s *Server) listHARules(q *request) (any, error) {
+	h := s.ha()
+	ids := slices.SortedFunc(maps.Keys(h.Rules), func(a, b string) int { return h.Order[a] - h.Order[b] })
+	out := []map[string]any{}
+	for _, id := range ids {
+		rule := h.Rules[id]
+		if t := q.get("type"); t != "" && rule["type"] != t {
+			continue
+		}
+		if res := q.get("resource"); res != "" && !slices.Contains(splitKeys(rule["resources"]), res) {
+			continue
+		}
+		out = append(out, s.haRuleAnswer(id))
+	}
+	return out, nil
+}
+
+func (s *Server) getHARule(q *request) (any, error) {
+	id := q.vars["rule"]
+	if _, ok := s.ha().Rules[id]; !ok {
+		return nil, fail(http.StatusInternalServerError, "no such ha rule '%s'", id)
+	}
+	return s.haRuleAnswer(id), nil
+}
+
+func (s *Server) createHARule(q *request) (any, error) {
+	const failed = "create ha rule failed: "
+	typ, id := q.get("type"), q.get("rule")
+	opts, err := haRuleParams(q, typ, true)
+	if err != nil {
+		return nil, err
+	}
+	h := s.ha()
+	if _, dup := h.Rules[id]; dup {
+		return nil, fail(http.StatusInternalServerError, failed+"HA rule '%s' already defined", id)
+	}
+	if err := s.checkHARuleRefs(opts); err != nil {
+		return nil, fail(http.StatusInternalServerError, failed+"%s", err.Error())
+	}
+	opts["type"] = typ
+	next := 1
+	for _, o := range h.Order {
+		next = max(next, o+1)
+	}
+	h.Rules[id], h.Order[id] = opts, next
+	if err := s.haRuleInfeasible(id); err != nil {
+		delete(h.Rules, id)
+		delete(h.Order, id)
+		return nil, fail(http.StatusInternalServerError, failed+"%s", err.Error())
+	}
+	return nil, s.saveLocked()
+}
+
+func (s *Server) updateHARule(q *request) (any, error) {
+	const failed = "update HA rules failed: "
+	id := q.vars["rule"]
+	h := s.ha()
+	if d := q.get("digest"); d != "" && d != sectionDigest(h.Rules) {
+		return nil, fail(http.StatusInternalServerError, failed+"detected modified configuration - file changed by other user? Try again.")
+	}
+	rule, ok := h.Rules[id]
+	if !ok {
+		return nil, fail(http.StatusInternalServerError, failed+"HA rule '%s' does not exist", id)
+	}
+	typ := rule["type"]
+	opts, err := haRuleParams(q, typ, false)
+	if err != nil {
+		return nil, fail(http.StatusInternalServerError, failed+"%s", err.Error())
+	}
+	if err := s.checkHARuleRefs(opts); err != nil {
+		return nil, fail(http.StatusInternalServerError, failed+"%s", err.Error())
+	}
+	old := maps.Clone(rule)
+	for _, k := range splitKeys(q.get("delete")) {
+		if !slices.Contains(haRuleOpts[typ], k) {
+			return nil, fail(http.StatusInternalServerError, failed+"invalid option '%s'", k)
+		}
+		if slices.Contains(haRuleRequired[typ], k) {
+			return nil, fail(http.StatusInternalServerError, failed+"unable to delete required option '%s'", k)
+		}
+		delete(rule, k)
+	}
+	maps.Copy(rule, opts)
+	if err := s.haRuleInfeasible(id); err != nil {
+		h.Rules[id] = old
+		return nil, fail(http.StatusInternalServerError, failed+"%s", err.Error())
+	}
+	return nil, s.saveLocked()
+}
+
+// deleteHARule: PVE deletes without looking (a missing rule is no error).
+func (s *Server) deleteHARule(q *request) (any, error) {
+	id := q.vars["rule"]
+	h := s.ha()
+	delete(h.Rules, id)
+	delete(h.Order, id)
+	return nil, s.saveLocked()
+}
