@@ -30,7 +30,9 @@ import (
 // its own, so an imported or unchanged cluster plans clean.
 type clusterOptionsKind struct{ neverCreated }
 
-func (clusterOptionsKind) traits() kindTraits { return kindTraits{Scope: scopeCluster, Singleton: true} }
+func (clusterOptionsKind) traits() kindTraits {
+	return kindTraits{Scope: scopeCluster, Singleton: true}
+}
 
 const clusterOptionsPath = "/cluster/options"
 

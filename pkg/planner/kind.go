@@ -202,10 +202,10 @@ var kinds = map[string]kindOps{
 	spec.KindMetricServer:    metricServerKind,
 	spec.KindClusterOptions:  clusterOptionsKind{},
 
-	spec.KindHAResource:      haResourceKind,
-	spec.KindHARule:          haRuleKind,
-	spec.KindBackupJob:       backupJobKind,
-	spec.KindReplicationJob:  replicationJobKind,
+	spec.KindHAResource:     haResourceKind,
+	spec.KindHARule:         haRuleKind,
+	spec.KindBackupJob:      backupJobKind,
+	spec.KindReplicationJob: replicationJobKind,
 }
 
 func kindOf(kind string) (kindOps, error) {

@@ -24,8 +24,8 @@ func TestRequiredParamsFromSchema(t *testing.T) {
 		KindRealmSyncJob:    {"schedule"},
 		KindMetricServer:    {"port", "server", "type"},
 
-		KindHARule:          {"type"},
-		KindReplicationJob:  {"target"},
+		KindHARule:         {"type"},
+		KindReplicationJob: {"target"},
 	}
 	table := schema.Default()
 	for _, name := range SupportedKinds() {

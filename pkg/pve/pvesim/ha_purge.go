@@ -96,4 +96,3 @@ func (s *Server) purgeGuest(t *task, v *vm) {
 func withoutVMID(list, vmid string) string {
 	return strings.Join(slices.DeleteFunc(splitKeys(list), func(x string) bool { return x == vmid }), ",")
 }
-
