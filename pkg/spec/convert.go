@@ -176,6 +176,13 @@ func (l *loader) method(k *kindInfo) *schema.Method {
 	if m, ok := l.methods[k.Name]; ok {
 		return m
 	}
+	switch {
+	case l.table != nil:
+	case l.tableCh != nil:
+		l.table = <-l.tableCh // decoded while the first file was read
+	default:
+		l.table = schema.Default()
+	}
 	m, ok := l.table.Lookup(k.Create.Method, k.Create.Path)
 	if !ok {
 		l.errorf(Pos{File: "-"}, "internal error: the schema facts have no %s %s (needed for %s)", k.Create.Method, k.Create.Path, k.Name)

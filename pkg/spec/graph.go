@@ -11,7 +11,7 @@ import (
 )
 
 // link checks references, adds implicit edges and builds the graph.
-func (l *loader) link(set *Set, docOf map[*Resource]*document) {
+func (l *loader) link(set *Set, links map[*Resource]docLinks) {
 	index := map[string]*Resource{}
 	for _, r := range set.Resources {
 		index[r.Address()] = r
@@ -22,7 +22,7 @@ func (l *loader) link(set *Set, docOf map[*Resource]*document) {
 	}
 	refs := newRefIndex(set.Resources)
 	for _, r := range set.Resources {
-		d := docOf[r]
+		d := links[r]
 		if r.Connection != "" && set.Connections[r.Connection] == nil && !l.unreadable {
 			l.errorf(d.connectionPos, "connection %q is not defined: no Connection document has that name%s",
 				r.Connection, didYouMeanName(r.Connection, slices.Sorted(maps.Keys(set.Connections))))
