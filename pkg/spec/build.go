@@ -68,7 +68,7 @@ func replaceEntry(es []entry, e entry) []entry {
 func newResource(kind, name string) *Resource {
 	return &Resource{
 		Kind: kind, Name: name, State: Present,
-		Params: map[string]string{}, KeyPos: map[string]Pos{},
+		Params: map[string]string{},
 	}
 }
 
@@ -83,10 +83,13 @@ func (l *loader) resource(d *document, k *kindInfo, defaults []entry) *Resource 
 	}
 	es := mergeDefaults(l.entries(d.file, d.spec, "spec"), defaults)
 	own := map[string]any{}
+	// Its keys and the identity, allocated at once.
+	r.Params = make(map[string]string, len(es)+1)
+	r.KeyPos.grow(len(es) + 1)
 	l.convert(k, es, r, own)
 	if id := k.Identity; id != "" && !contains(r.Remove, id) {
 		// A written identity that is missing from Params was refused already.
-		if _, set := r.Params[id]; !set && r.KeyPos[id].File == "" {
+		if _, set := r.Params[id]; !set && r.KeyPos.File(id) == "" {
 			l.defaultIdentity(k, d, r)
 		}
 	}
@@ -108,7 +111,7 @@ func (l *loader) resource(d *document, k *kindInfo, defaults []entry) *Resource 
 func (l *loader) report(r *Resource, ps []problem) {
 	for _, p := range ps {
 		pos := r.Pos
-		if kp, ok := r.KeyPos[p.key]; ok && p.key != "" {
+		if kp, ok := r.KeyPos.Get(p.key); ok && p.key != "" {
 			pos = kp
 		}
 		l.errorf(pos, "%s: %s", r.Address(), p.msg)
@@ -156,7 +159,7 @@ func (l *loader) defaultIdentity(k *kindInfo, d *document, r *Resource) {
 		}
 	}
 	r.Params[id] = d.name
-	r.KeyPos[id] = d.namePos
+	r.KeyPos.Set(id, d.namePos)
 }
 
 // connection builds a Connection from its own keys.
@@ -190,7 +193,7 @@ func (l *loader) connection(d *document, k *kindInfo, defaults []entry) *Connect
 		}
 	}
 	at := func(key string) Pos {
-		if p, ok := tmp.KeyPos[key]; ok {
+		if p, ok := tmp.KeyPos.Get(key); ok {
 			return p
 		}
 		return d.pos

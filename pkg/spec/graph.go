@@ -43,7 +43,7 @@ func (l *loader) link(set *Set, links map[*Resource]docLinks) {
 		}
 		for _, x := range refused {
 			pos := r.Pos
-			if p, ok := r.KeyPos[x.key]; ok && p.File != "" {
+			if p, ok := r.KeyPos.Get(x.key); ok && p.File != "" {
 				pos = p
 			}
 			l.errorf(pos, "%s", x.msg)

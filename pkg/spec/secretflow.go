@@ -235,7 +235,7 @@ func (l *loader) checkSecretFlow(set *Set) {
 // checkDeclared: every key secretKeys names is set by the document.
 func (l *loader) checkDeclared(r *Resource, d *flowDoc) {
 	for _, k := range d.keys {
-		if _, ok := r.KeyPos[k]; !ok {
+		if !r.KeyPos.Has(k) {
 			l.errorf(d.pos, "%s lists %q, which %s's spec does not set", SecretKeysKey, k, r.Address())
 		}
 	}
@@ -253,7 +253,7 @@ func (l *loader) checkValues(r *Resource, values map[string]string) {
 		}
 		for _, sv := range sortedKeys(values) {
 			if strings.Contains(r.Params[k], sv) {
-				pos, ok := r.KeyPos[k]
+				pos, ok := r.KeyPos.Get(k)
 				if !ok {
 					pos = r.Pos // an identity key defaulted from the name
 				}

@@ -84,7 +84,7 @@ type Resource struct {
 	SecretEnv  map[string]string `json:"secretEnv,omitempty"`
 
 	Pos    Pos            `json:"pos"`    // the document's "kind:" line
-	KeyPos map[string]Pos `json:"keyPos"` // position of each spec key (Params, Remove and Own keys)
+	KeyPos KeyPositions `json:"keyPos"` // position of each spec key (Params, Remove and Own keys)
 }
 
 // Address is "Kind/name".
