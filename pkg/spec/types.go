@@ -83,7 +83,7 @@ type Resource struct {
 	SecretKeys []string          `json:"secretKeys,omitempty"`
 	SecretEnv  map[string]string `json:"secretEnv,omitempty"`
 
-	Pos    Pos            `json:"pos"`    // the document's "kind:" line
+	Pos    Pos          `json:"pos"`    // the document's "kind:" line
 	KeyPos KeyPositions `json:"keyPos"` // position of each spec key (Params, Remove and Own keys)
 }
 
