@@ -16,9 +16,15 @@ func (l *loader) link(set *Set, links map[*Resource]docLinks) {
 	for _, r := range set.Resources {
 		index[r.Address()] = r
 	}
-	all := make([]Ref, 0, len(set.Resources))
-	for _, r := range set.Resources {
-		all = append(all, r.Ref())
+	var all []Ref // every address, for "did you mean" (built at the first miss)
+	known := func() []Ref {
+		if all == nil {
+			all = make([]Ref, 0, len(set.Resources))
+			for _, r := range set.Resources {
+				all = append(all, r.Ref())
+			}
+		}
+		return all
 	}
 	refs := newRefIndex(set.Resources)
 	for _, r := range set.Resources {
@@ -31,7 +37,7 @@ func (l *loader) link(set *Set, links map[*Resource]docLinks) {
 		for _, ra := range d.dependsOn {
 			if index[ra.String()] == nil {
 				if !l.unreadable && !l.rejected[ra.Ref] {
-					l.errorf(ra.Pos, "dependsOn: %s is not defined in the given files%s", ra.Ref, didYouMeanRef(ra.Ref, all))
+					l.errorf(ra.Pos, "dependsOn: %s is not defined in the given files%s", ra.Ref, didYouMeanRef(ra.Ref, known()))
 				}
 				continue
 			}
