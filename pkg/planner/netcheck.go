@@ -66,7 +66,7 @@ func gatewayHolders(ifaces []pve.Config, self string) map[string][]string {
 
 // keyWhere names r and, when known, the file and line of its key.
 func keyWhere(r *spec.Resource, key string) string {
-	if p, ok := r.KeyPos[key]; ok && p.File != "" {
+	if p, ok := r.KeyPos.Get(key); ok && p.File != "" {
 		return fmt.Sprintf("%s (%s)", r.Address(), p)
 	}
 	return r.Address()

@@ -48,7 +48,7 @@ func checkToken(r *Resource, report func(key, format string, args ...any)) {
 	path := k.SecretFile
 	if !filepath.IsAbs(path) {
 		base := "."
-		if f := r.KeyPos["secretFile"].File; f != "" && f != stdinName {
+		if f := r.KeyPos.File("secretFile"); f != "" && f != stdinName {
 			base = filepath.Dir(f)
 		}
 		path = filepath.Join(base, path)
@@ -146,7 +146,7 @@ func aclPathObject(prefix string) func(r *Resource) []refValue {
 func checkACL(r *Resource, report func(key, format string, args ...any)) {
 	// A key written but missing from Params was reported already (a bad
 	// value, an unset ${VAR}).
-	written := func(key string) bool { _, ok := r.KeyPos[key]; return ok && !contains(r.Remove, key) }
+	written := func(key string) bool { return r.KeyPos.Has(key) && !contains(r.Remove, key) }
 	raw, set := r.Params["path"]
 	switch path, ok := acl.NormalizePath(raw); {
 	case !written("path"), !set: // missing: requiredProblems says so

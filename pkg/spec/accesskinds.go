@@ -125,10 +125,10 @@ func checkRealmSync(r *Resource, report func(key, format string, args ...any)) {
 	if r.State == Absent {
 		return
 	}
-	if _, written := r.KeyPos["realm"]; !written && r.Params["realm"] == "" {
+	if written := r.KeyPos.Has("realm"); !written && r.Params["realm"] == "" {
 		report("realm", "spec.realm is required: the LDAP or AD realm the job syncs (PVE refuses a job without it)")
 	}
-	if _, written := r.KeyPos["scope"]; !written && r.Params["scope"] == "" {
+	if written := r.KeyPos.Has("scope"); !written && r.Params["scope"] == "" {
 		report("scope", "spec.scope is required: users, groups or both (PVE refuses a job without it)")
 	}
 }

@@ -6,119 +6,53 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-// build turns decoded documents into a Set, reporting every problem.
-func (l *loader) build(docs []*document) *Set {
-	set := &Set{Connections: map[string]*Connection{}}
-	byRef := map[Ref]*document{}
-	var valid []*document
-	for _, d := range docs {
-		if d.kind == "" || d.name == "" {
-			continue // already reported by header
-		}
-		k := kindOf(d.kind)
-		if k == nil {
-			l.rejected[d.ref()] = true
-			if isPlannedKind(d.kind) {
-				l.errorf(d.pos, "kind %q is not supported yet by this pvectl%s", d.kind, kindsNote)
-			} else {
-				l.errorf(d.pos, "unknown kind %q%s%s", d.kind,
-					didYouMean(d.kind, append(SupportedKinds(), plannedKinds...)), kindsNote)
-			}
+// addDefaults merges a Defaults document into the defaults per kind (a
+// later document's key replaces an earlier one) and validates its values
+// as the kind's own, so a bad default is reported even when no resource
+// uses it.
+func (b *builder) addDefaults(d *document) {
+	l := b.l
+	if d.spec == nil {
+		return
+	}
+	for _, kv := range l.pairs(d.file, d.spec, "Defaults spec") {
+		kind, v := kv[0].Value, kv[1]
+		kp := nodePos(d.file, kv[0])
+		k := kindOf(kind)
+		switch {
+		case k != nil && k.Role == roleDefaults:
+			l.errorf(kp, "Defaults cannot hold defaults for Defaults")
+			continue
+		case k == nil && isPlannedKind(kind):
+			l.errorf(kp, "Defaults for kind %q: the kind is not supported yet by this pvectl%s", kind, kindsNote)
+			continue
+		case k == nil:
+			l.errorf(kp, "Defaults for unknown kind %q%s%s", kind,
+				didYouMean(kind, append(SupportedKinds(), plannedKinds...)), kindsNote)
+			continue
+		case v.Kind != yaml.MappingNode:
+			l.errorf(nodePos(d.file, v), "Defaults.%s must be a map of %s spec keys, got %s", kind, kind, describeNode(v))
 			continue
 		}
-		if prev, dup := byRef[d.ref()]; dup {
-			l.errorf(d.pos, "duplicate %s: also defined at %s", d.ref(), prev.pos)
-			continue
-		}
-		byRef[d.ref()] = d
-		if k.Role != roleResource {
-			for _, key := range topLevelKeys {
-				if p, ok := d.set.at(key); ok && key != "kind" && key != "name" && key != "spec" {
-					l.errorf(p, "%s documents take only kind, name and spec; %q does not apply", d.kind, key)
-				}
-			}
-		}
-		valid = append(valid, d)
-	}
-
-	defaults := l.defaults(valid)
-	docOf := map[*Resource]*document{}
-	for _, d := range valid {
-		k := kindOf(d.kind)
-		switch k.Role {
-		case roleConnection:
-			set.Connections[d.name] = l.connection(d, k, defaults[d.kind])
-		case roleResource:
-			r := l.resource(d, k, defaults[d.kind])
-			// Its values and positions are r's now: the document's node
-			// tree is garbage (all of them at once are most of a big
-			// spec's memory).
-			d.spec = nil
-			docOf[r] = d
-			set.Resources = append(set.Resources, r)
-		}
-	}
-	l.checkIdentities(set.Resources)
-	l.checkRenames(set.Resources)
-	l.resolve(set.Resources)
-	l.link(set, docOf)
-	// Unset variables in secrets outside a Connection are plain errors.
-	for _, d := range l.deferred {
-		l.diags = append(l.diags, d)
-	}
-	return set
-}
-
-// defaults merges the Defaults documents per kind in file order (a later
-// document's key replaces an earlier one) and validates each document's
-// values as the kind's own, so a bad default is reported even when no
-// resource uses it.
-func (l *loader) defaults(docs []*document) map[string][]entry {
-	out := map[string][]entry{}
-	for _, d := range docs {
-		if kindOf(d.kind).Role != roleDefaults || d.spec == nil {
-			continue
-		}
-		for _, kv := range l.pairs(d.file, d.spec, "Defaults spec") {
-			kind, v := kv[0].Value, kv[1]
-			kp := nodePos(d.file, kv[0])
-			k := kindOf(kind)
-			switch {
-			case k != nil && k.Role == roleDefaults:
-				l.errorf(kp, "Defaults cannot hold defaults for Defaults")
-				continue
-			case k == nil && isPlannedKind(kind):
-				l.errorf(kp, "Defaults for kind %q: the kind is not supported yet by this pvectl%s", kind, kindsNote)
-				continue
-			case k == nil:
-				l.errorf(kp, "Defaults for unknown kind %q%s%s", kind,
-					didYouMean(kind, append(SupportedKinds(), plannedKinds...)), kindsNote)
-				continue
-			case v.Kind != yaml.MappingNode:
-				l.errorf(nodePos(d.file, v), "Defaults.%s must be a map of %s spec keys, got %s", kind, kind, describeNode(v))
+		es := l.entries(d.file, v, "Defaults."+kind)
+		for i := 0; i < len(es); i++ {
+			// One default identity for every resource would collide.
+			switch key := es[i].key.Value; {
+			case key == k.Identity:
+				l.errorf(nodePos(d.file, es[i].key), "Defaults.%s cannot set %s: it identifies each %s (it defaults to the document's name)", kind, key, kind)
+			case contains(k.Unique, key):
+				l.errorf(nodePos(d.file, es[i].key), "Defaults.%s cannot set %s: it identifies each %s (every %s would get the same one)", kind, key, kind, kind)
+			default:
 				continue
 			}
-			es := l.entries(d.file, v, "Defaults."+kind)
-			for i := 0; i < len(es); i++ {
-				// One default identity for every resource would collide.
-				switch key := es[i].key.Value; {
-				case key == k.Identity:
-					l.errorf(nodePos(d.file, es[i].key), "Defaults.%s cannot set %s: it identifies each %s (it defaults to the document's name)", kind, key, kind)
-				case contains(k.Unique, key):
-					l.errorf(nodePos(d.file, es[i].key), "Defaults.%s cannot set %s: it identifies each %s (every %s would get the same one)", kind, key, kind, kind)
-				default:
-					continue
-				}
-				es = append(es[:i], es[i+1:]...)
-				i--
-			}
-			l.convert(k, es, newResource(d.kind, d.name), map[string]any{})
-			for _, e := range es {
-				out[kind] = replaceEntry(out[kind], e)
-			}
+			es = append(es[:i], es[i+1:]...)
+			i--
+		}
+		l.convert(k, es, newResource(d.kind, d.name), map[string]any{})
+		for _, e := range es {
+			b.defaults[kind] = replaceEntry(b.defaults[kind], e)
 		}
 	}
-	return out
 }
 
 func replaceEntry(es []entry, e entry) []entry {
@@ -134,7 +68,7 @@ func replaceEntry(es []entry, e entry) []entry {
 func newResource(kind, name string) *Resource {
 	return &Resource{
 		Kind: kind, Name: name, State: Present,
-		Params: map[string]string{}, KeyPos: map[string]Pos{},
+		Params: map[string]string{},
 	}
 }
 
@@ -149,10 +83,13 @@ func (l *loader) resource(d *document, k *kindInfo, defaults []entry) *Resource 
 	}
 	es := mergeDefaults(l.entries(d.file, d.spec, "spec"), defaults)
 	own := map[string]any{}
+	// Its keys and the identity, allocated at once.
+	r.Params = make(map[string]string, len(es)+1)
+	r.KeyPos.grow(len(es) + 1)
 	l.convert(k, es, r, own)
 	if id := k.Identity; id != "" && !contains(r.Remove, id) {
 		// A written identity that is missing from Params was refused already.
-		if _, set := r.Params[id]; !set && r.KeyPos[id].File == "" {
+		if _, set := r.Params[id]; !set && r.KeyPos.File(id) == "" {
 			l.defaultIdentity(k, d, r)
 		}
 	}
@@ -174,7 +111,7 @@ func (l *loader) resource(d *document, k *kindInfo, defaults []entry) *Resource 
 func (l *loader) report(r *Resource, ps []problem) {
 	for _, p := range ps {
 		pos := r.Pos
-		if kp, ok := r.KeyPos[p.key]; ok && p.key != "" {
+		if kp, ok := r.KeyPos.Get(p.key); ok && p.key != "" {
 			pos = kp
 		}
 		l.errorf(pos, "%s: %s", r.Address(), p.msg)
@@ -222,7 +159,7 @@ func (l *loader) defaultIdentity(k *kindInfo, d *document, r *Resource) {
 		}
 	}
 	r.Params[id] = d.name
-	r.KeyPos[id] = d.namePos
+	r.KeyPos.Set(id, d.namePos)
 }
 
 // connection builds a Connection from its own keys.
@@ -256,7 +193,7 @@ func (l *loader) connection(d *document, k *kindInfo, defaults []entry) *Connect
 		}
 	}
 	at := func(key string) Pos {
-		if p, ok := tmp.KeyPos[key]; ok {
+		if p, ok := tmp.KeyPos.Get(key); ok {
 			return p
 		}
 		return d.pos

@@ -142,8 +142,8 @@ func attachConfigDrive(kind string) func(r *Resource, find func(kind, value stri
 			return nil // its image could not be built: reported there
 		}
 		r.Params[ConfigDriveSlot] = d.Params["storage"] + ":iso/" + file + ",media=cdrom"
-		if p, ok := r.KeyPos["configDrive"]; ok {
-			r.KeyPos[ConfigDriveSlot] = p
+		if p, ok := r.KeyPos.Get("configDrive"); ok {
+			r.KeyPos.Set(ConfigDriveSlot, p)
 		}
 		return nil
 	}
@@ -176,7 +176,7 @@ func readSeedFiles(r *Resource) []problem {
 			continue
 		}
 		path := f.path
-		if spec := r.KeyPos[f.key].File; !filepath.IsAbs(path) && spec != "" && spec != stdinName {
+		if spec := r.KeyPos.File(f.key); !filepath.IsAbs(path) && spec != "" && spec != stdinName {
 			path = filepath.Join(filepath.Dir(spec), path)
 		}
 		b, err := readRegular(path)

@@ -66,7 +66,7 @@ func (l *loader) convert(k *kindInfo, es []entry, r *Resource, own map[string]an
 		isNull := e.val.Kind == yaml.ScalarNode && e.val.ShortTag() == "!!null"
 		if l.isPoisoned(e.val) {
 			// Reported already; record the key so that "required" holds.
-			r.KeyPos[key] = kp
+			r.KeyPos.Set(key, kp)
 			if _, isOwn := k.ownType(key); isOwn {
 				own[key] = nil
 			}
@@ -77,7 +77,7 @@ func (l *loader) convert(k *kindInfo, es []entry, r *Resource, own map[string]an
 			continue
 		}
 		if t, ok := k.ownType(key); ok {
-			r.KeyPos[key] = kp
+			r.KeyPos.Set(key, kp)
 			if isNull {
 				delete(own, key) // resets a Defaults value
 				continue
@@ -100,7 +100,7 @@ func (l *loader) convert(k *kindInfo, es []entry, r *Resource, own map[string]an
 				// Each item's place, for problems with one of them
 				// ("provision[1]").
 				for i, item := range e.val.Content {
-					r.KeyPos[fmt.Sprintf("%s[%d]", key, i)] = nodePos(e.file, item)
+					r.KeyPos.Set(fmt.Sprintf("%s[%d]", key, i), nodePos(e.file, item))
 				}
 			}
 			continue
@@ -118,7 +118,7 @@ func (l *loader) convert(k *kindInfo, es []entry, r *Resource, own map[string]an
 			l.errorf(kp, "unknown field %q in %s spec%s", key, k.Name, didYouMean(key, l.candidates(k, m, key)))
 			continue
 		}
-		r.KeyPos[key] = kp
+		r.KeyPos.Set(key, kp)
 		if isNull {
 			if !p.Optional || key == k.Identity || k.Fixed[key] != "" {
 				l.errorf(vp, "%s.%s cannot be null: %s needs it", e.what, key, k.Name)
@@ -180,6 +180,13 @@ func (l *loader) method(k *kindInfo) *schema.Method {
 	}
 	if m, ok := l.methods[k.Name]; ok {
 		return m
+	}
+	switch {
+	case l.table != nil:
+	case l.tableCh != nil:
+		l.table = <-l.tableCh // decoded while the first file was read
+	default:
+		l.table = schema.Default()
 	}
 	m, ok := l.table.Lookup(k.Create.Method, k.Create.Path)
 	if !ok {

@@ -146,7 +146,9 @@ var errTooLarge = fmt.Errorf("over the %s limit for a spec file: is this the rig
 // MaxFileSize bytes.
 func (l *loader) read(file string) ([]byte, error) {
 	if file == stdinName {
-		return readCapped(l.stdin)
+		data, err := readCapped(l.stdin)
+		l.stdinData = data // a restarted Load reads it again (stream.go)
+		return data, err
 	}
 	data, err := readRegular(file)
 	if err != nil {

@@ -10,18 +10,24 @@ import (
 )
 
 // link checks references, adds implicit edges and builds the graph.
-func (l *loader) link(set *Set, docOf map[*Resource]*document) {
+func (l *loader) link(set *Set, links map[*Resource]docLinks) {
 	index := map[string]*Resource{}
 	for _, r := range set.Resources {
 		index[r.Address()] = r
 	}
-	all := make([]Ref, 0, len(set.Resources))
-	for _, r := range set.Resources {
-		all = append(all, r.Ref())
+	var all []Ref // every address, for "did you mean" (built at the first miss)
+	known := func() []Ref {
+		if all == nil {
+			all = make([]Ref, 0, len(set.Resources))
+			for _, r := range set.Resources {
+				all = append(all, r.Ref())
+			}
+		}
+		return all
 	}
 	refs := newRefIndex(set.Resources)
 	for _, r := range set.Resources {
-		d := docOf[r]
+		d := links[r]
 		if r.Connection != "" && set.Connections[r.Connection] == nil && !l.unreadable {
 			l.errorf(d.connectionPos, "connection %q is not defined: no Connection document has that name%s",
 				r.Connection, didYouMeanName(r.Connection, slices.Sorted(maps.Keys(set.Connections))))
@@ -30,7 +36,7 @@ func (l *loader) link(set *Set, docOf map[*Resource]*document) {
 		for _, ra := range d.dependsOn {
 			if index[ra.String()] == nil {
 				if !l.unreadable && !l.rejected[ra.Ref] {
-					l.errorf(ra.Pos, "dependsOn: %s is not defined in the given files%s", ra.Ref, didYouMeanRef(ra.Ref, all))
+					l.errorf(ra.Pos, "dependsOn: %s is not defined in the given files%s", ra.Ref, didYouMeanRef(ra.Ref, known()))
 				}
 				continue
 			}
@@ -45,7 +51,7 @@ func (l *loader) link(set *Set, docOf map[*Resource]*document) {
 		}
 		for _, x := range refused {
 			pos := r.Pos
-			if p, ok := r.KeyPos[x.key]; ok && p.File != "" {
+			if p, ok := r.KeyPos.Get(x.key); ok && p.File != "" {
 				pos = p
 			}
 			l.errorf(pos, "%s", x.msg)

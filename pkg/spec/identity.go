@@ -51,7 +51,7 @@ func (l *loader) checkIdentities(rs []*Resource) {
 		for _, id := range k.Identities(r) {
 			key := r.Connection + "\x00" + id.ns + "\x00" + id.key
 			pos := r.Pos
-			if p, ok := r.KeyPos[id.what]; ok && p.File != "" {
+			if p, ok := r.KeyPos.Get(id.what); ok && p.File != "" {
 				pos = p
 			}
 			first, dup := seen[key]

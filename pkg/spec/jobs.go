@@ -71,8 +71,8 @@ func haSID(ref string) (string, error) {
 // key's position.
 func setDerived(r *Resource, param, from, value string) {
 	r.Params[param] = value
-	if p, ok := r.KeyPos[from]; ok {
-		r.KeyPos[param] = p
+	if p, ok := r.KeyPos.Get(from); ok {
+		r.KeyPos.Set(param, p)
 	}
 }
 
@@ -168,7 +168,7 @@ func checkBackupJob(r *Resource, report func(key, format string, args ...any)) {
 	if !on("all") && !on("exclude") && !on("pool") && !on("vmid") && !on("stop") {
 		report("", "the job backs up nothing: write guests, all: true (with exclude) or pool (PVE: vmid: property is missing)")
 	}
-	if _, written := r.KeyPos["schedule"]; !written {
+	if written := r.KeyPos.Has("schedule"); !written {
 		report("", "spec.schedule is required: when the job runs, as a PVE calendar event (e.g. \"21:00\", \"sat 02:30\", \"daily\")")
 	}
 }

@@ -29,6 +29,10 @@ type loader struct {
 	stdin  io.Reader
 	table  *schema.Table
 	diags  Diagnostics
+	// tableCh delivers table when it is being decoded meanwhile.
+	tableCh <-chan *schema.Table
+	// stdinData is what stdin held, for a second reading (stream.go).
+	stdinData []byte
 	// methods caches the schema facts per kind.
 	methods map[string]*schema.Method
 	// unreadable is set when a file could not be read or parsed: references
@@ -124,36 +128,40 @@ const (
 // dependency graph. Every problem is collected: the error is Diagnostics,
 // sorted by file and line, and the Set is nil.
 func Load(paths []string, opts LoadOptions) (*Set, error) {
-	l := &loader{getenv: opts.Getenv, table: opts.Schema, stdin: opts.Stdin, poisoned: map[*yaml.Node]bool{}, rejected: map[Ref]bool{},
-		secrets: map[*yaml.Node]secretRef{}, deferred: map[*yaml.Node]Diagnostic{},
-		deferUnset: opts.DeferUnset, unsetVars: map[string]bool{}}
-	if l.getenv == nil {
-		l.getenv = os.LookupEnv
-	}
+	l := newLoader(opts)
 	// The schema facts are decoded (once per process) while the YAML is
 	// read: two independent start-up costs overlap.
-	var table chan *schema.Table
 	if l.table == nil {
-		table = make(chan *schema.Table, 1)
+		table := make(chan *schema.Table, 1)
 		go func() { table <- schema.Default() }()
+		l.tableCh = table
 	}
 	if l.stdin == nil {
 		l.stdin = os.Stdin
 	}
-	var docs []*document
-	for _, f := range l.expand(paths) {
-		docs = append(docs, l.readFile(f)...)
+	set := l.stream(paths)
+	if set == nil {
+		// A Defaults document came after documents it sets defaults for:
+		// load again, every document read before any is built.
+		l = l.restart(opts)
+		set = l.build(l.readAll(paths))
 	}
-	if table != nil {
-		l.table = <-table
-	}
-	set := l.build(docs)
 	l.checkSecretFlow(set)
 	if len(l.diags) > 0 {
 		return nil, l.sorted()
 	}
 	set.Unset = slices.Sorted(maps.Keys(l.unsetVars))
 	return set, nil
+}
+
+func newLoader(opts LoadOptions) *loader {
+	l := &loader{getenv: opts.Getenv, table: opts.Schema, stdin: opts.Stdin, poisoned: map[*yaml.Node]bool{}, rejected: map[Ref]bool{},
+		secrets: map[*yaml.Node]secretRef{}, deferred: map[*yaml.Node]Diagnostic{},
+		deferUnset: opts.DeferUnset, unsetVars: map[string]bool{}}
+	if l.getenv == nil {
+		l.getenv = os.LookupEnv
+	}
+	return l
 }
 
 // sorted orders the diagnostics by file, line and column and drops exact
@@ -226,6 +234,14 @@ var zeroBasedYAMLErrors = map[string]bool{
 // readFile decodes every document of a file, interpolates it and decodes its
 // header. A syntax error ends the file: the YAML decoder cannot resume.
 func (l *loader) readFile(file string) []*document {
+	var docs []*document
+	l.eachDocument(file, func(d *document) { docs = append(docs, d) })
+	return docs
+}
+
+// eachDocument is readFile handing each document to use as soon as it is
+// read (its YAML tree can then be dropped before the next is read).
+func (l *loader) eachDocument(file string, use func(*document)) {
 	if file == StdinPath {
 		file = stdinName
 	}
@@ -233,15 +249,14 @@ func (l *loader) readFile(file string) []*document {
 	if err != nil {
 		l.unreadable = true
 		l.errorf(Pos{File: file}, "%v", err)
-		return nil
+		return
 	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
-	var docs []*document
 	for {
 		var root yaml.Node
 		err := dec.Decode(&root)
 		if errors.Is(err, io.EOF) {
-			return docs
+			return
 		}
 		if err != nil {
 			l.unreadable = true
@@ -257,7 +272,7 @@ func (l *loader) readFile(file string) []*document {
 				pos.Line = lineOf(data, "*"+m[1])
 			}
 			l.errorf(pos, "invalid YAML: %s", strings.TrimPrefix(msg, "yaml: "))
-			return docs
+			return
 		}
 		if len(root.Content) == 0 {
 			continue
@@ -265,7 +280,7 @@ func (l *loader) readFile(file string) []*document {
 		if a := aliasBomb(&root, maxExpandedNodes); a != nil {
 			l.unreadable = true
 			l.errorf(nodePos(file, a), "YAML aliases expand this document to more than %d values (an alias bomb?): write the values out, or share them with a Defaults document", maxExpandedNodes)
-			return docs
+			return
 		}
 		body := resolveAlias(root.Content[0])
 		if body.Kind == yaml.ScalarNode && body.ShortTag() == "!!null" {
@@ -277,7 +292,7 @@ func (l *loader) readFile(file string) []*document {
 		}
 		l.noteSecretFlow(file, body)
 		l.interpolateTree(file, body, map[*yaml.Node]bool{})
-		docs = append(docs, l.header(file, body))
+		use(l.header(file, body))
 	}
 }
 

@@ -32,7 +32,7 @@ func TestLoadExample(t *testing.T) {
 		t.Errorf("running: got %v want true", running)
 	}
 	wantKeyPos := Pos{File: "testdata/01-bridge-and-vm.yaml", Line: 24, Col: 3}
-	if got := vm.KeyPos["memory"]; got != wantKeyPos {
+	if got, _ := vm.KeyPos.Get("memory"); got != wantKeyPos {
 		t.Errorf("KeyPos[memory]: got %+v want %+v", got, wantKeyPos)
 	}
 	if got, want := vm.Pos.String(), "testdata/01-bridge-and-vm.yaml:18"; got != want {
@@ -161,7 +161,7 @@ name: vmbr1
 	}
 	// A defaulted key's position is the Defaults document's.
 	r := set.Lookup("QemuVM/small")
-	if got := r.KeyPos["memory"]; filepath.Base(got.File) != "0-defaults.yaml" || got.Line != 16 {
+	if got, _ := r.KeyPos.Get("memory"); filepath.Base(got.File) != "0-defaults.yaml" || got.Line != 16 {
 		t.Errorf("KeyPos[memory]: got %v want 0-defaults.yaml:16", got)
 	}
 }

@@ -118,3 +118,51 @@ func samplePeak(stop <-chan struct{}, done chan<- uint64) {
 		}
 	}
 }
+
+// retained is the bytes the Set of n small documents keeps alive after
+// Load (the heap after a collection, less the heap before).
+func retained(t *testing.T, format string, n int) uint64 {
+	t.Helper()
+	var b strings.Builder
+	for i := range n {
+		fmt.Fprintf(&b, format, i)
+	}
+	path := filepath.Join(t.TempDir(), "s.yaml")
+	if err := os.WriteFile(path, []byte(b.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	set, err := Load([]string{path}, LoadOptions{Getenv: env()})
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	if err != nil || len(set.Resources) != n {
+		t.Fatalf("Load of %d documents: %v", n, err)
+	}
+	runtime.KeepAlive(set)
+	return after.HeapAlloc - min(after.HeapAlloc, before.HeapAlloc)
+}
+
+// What a loaded resource keeps alive is what a big spec's peak is made of
+// (docs/performance.md): a Pool about 770 bytes, a small VM about 910,
+// most of it the Resource itself and its Params map. The bounds leave a
+// fifth for noise; a map of positions per resource again (+300 bytes), or
+// the documents' YAML trees kept, fails them.
+func TestLoadRetainedMemory(t *testing.T) {
+	if testing.Short() {
+		t.Skip("loads 20,000 documents")
+	}
+	allocated(t, smallPool, 10) // the schema facts, decoded once per process
+	for _, c := range []struct {
+		format string
+		bound  uint64
+	}{{smallPool, 950}, {smallVM, 1100}} {
+		const n = 10000
+		perDoc := retained(t, c.format, n) / n
+		t.Logf("%q: %d B/document retained", c.format[4:16], perDoc)
+		if perDoc > c.bound && !raceEnabled {
+			t.Errorf("%q: a loaded document keeps %d bytes alive, want at most %d", c.format[4:16], perDoc, c.bound)
+		}
+	}
+}

@@ -222,7 +222,7 @@ func (l *loader) linkOutputs(r *Resource, index map[string]*Resource, all []Ref)
 			continue
 		}
 		pos := r.Pos
-		if p, ok := r.KeyPos[key]; ok && p.File != "" {
+		if p, ok := r.KeyPos.Get(key); ok && p.File != "" {
 			pos = p
 		}
 		resolved, _ := ResolveOutputs(v, func(ref OutputRef) (string, bool) {

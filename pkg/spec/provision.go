@@ -34,7 +34,7 @@ func checkProvision(r *Resource) []problem {
 		bad("running", "spec.running is false but spec.provision needs the VM running: drop running: false, or provision")
 	}
 	base := "."
-	if f := r.KeyPos["provision"].File; f != "" && f != stdinName {
+	if f := r.KeyPos.File("provision"); f != "" && f != stdinName {
 		base = filepath.Dir(f)
 	}
 	p.ProvisionPaths = nil
@@ -42,7 +42,7 @@ func checkProvision(r *Resource) []problem {
 	for i, name := range p.Provision {
 		// The item's line when it was written as a list.
 		key := fmt.Sprintf("provision[%d]", i)
-		if _, ok := r.KeyPos[key]; !ok {
+		if !r.KeyPos.Has(key) {
 			key = "provision"
 		}
 		if err := provision.CheckName(name); err != nil {

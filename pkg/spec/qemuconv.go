@@ -43,8 +43,8 @@ func qemuConveniences(r *Resource) []problem {
 	bad := func(key, format string, args ...any) { out = append(out, problem{key, fmt.Sprintf(format, args...)}) }
 	derive := func(param, from, value string) {
 		r.Params[param] = value
-		if pos, ok := r.KeyPos[from]; ok {
-			r.KeyPos[param] = pos
+		if pos, ok := r.KeyPos.Get(from); ok {
+			r.KeyPos.Set(param, pos)
 		}
 	}
 	// `key: null` beside the convenience drops a default of the PVE key

@@ -24,7 +24,7 @@ func requiredProblems(k *kindInfo, m *schema.Method, r *Resource) []problem {
 	creates := r.State == Present && !r.ReadOnly
 	var out []problem
 	for _, name := range requiredParams(k, m) {
-		if _, written := r.KeyPos[name]; written {
+		if r.KeyPos.Has(name) {
 			continue // a written but refused value is reported at its line already
 		}
 		if !creates && !slices.Contains(k.FoundBy, name) {

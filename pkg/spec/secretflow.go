@@ -59,7 +59,7 @@ func (l *loader) noteSecretFlow(file string, m *yaml.Node) {
 	if l.flow == nil {
 		l.flow = &secretFlow{docs: map[Pos]*flowDoc{}, vars: map[string]string{}}
 	}
-	doc := &flowDoc{env: map[string]string{}}
+	doc := &flowDoc{}
 	docPos, kind := nodePos(file, m), ""
 	for i := 0; i+1 < len(m.Content); i += 2 {
 		if k := m.Content[i]; k.Value == "kind" {
@@ -74,11 +74,10 @@ func (l *loader) noteSecretFlow(file string, m *yaml.Node) {
 			break
 		}
 	}
-	l.flow.docs[docPos] = doc
 	for i := 0; i+1 < len(m.Content); i += 2 {
 		k, v := m.Content[i], resolveAlias(m.Content[i+1])
 		if k.Value != "spec" || v.Kind != yaml.MappingNode {
-			l.flowValue(file, docPos, k.Value, v, false, map[*yaml.Node]bool{})
+			l.flowValue(file, docPos, k.Value, v, false, nil)
 			continue
 		}
 		for j := 0; j+1 < len(v.Content); j += 2 {
@@ -86,11 +85,18 @@ func (l *loader) noteSecretFlow(file string, m *yaml.Node) {
 			isSecret := secret.Key(sk.Value) || slices.Contains(doc.keys, sk.Value)
 			if isSecret {
 				if mm := onlyVarRe.FindStringSubmatch(sv.Value); mm != nil && sv.Kind == yaml.ScalarNode {
+					if doc.env == nil {
+						doc.env = map[string]string{}
+					}
 					doc.env[sk.Value] = mm[1]
 				}
 			}
-			l.flowValue(file, docPos, "spec."+sk.Value, sv, isSecret, map[*yaml.Node]bool{})
+			l.flowValue(file, docPos, "spec."+sk.Value, sv, isSecret, nil)
 		}
+	}
+	if doc.pos != (Pos{}) || doc.env != nil {
+		// Most documents declare nothing: no entry (and map) for them.
+		l.flow.docs[docPos] = doc
 	}
 }
 
@@ -125,7 +131,14 @@ func (l *loader) flowValue(file string, doc Pos, path string, n *yaml.Node, isSe
 	if n == nil || seen[n] {
 		return
 	}
-	seen[n] = true
+	if n.Kind != yaml.ScalarNode {
+		// Only a collection can be reached twice (aliases); a scalar
+		// needs no map.
+		if seen == nil {
+			seen = map[*yaml.Node]bool{}
+		}
+		seen[n] = true
+	}
 	switch n.Kind {
 	case yaml.SequenceNode:
 		for _, c := range n.Content {
@@ -222,7 +235,7 @@ func (l *loader) checkSecretFlow(set *Set) {
 // checkDeclared: every key secretKeys names is set by the document.
 func (l *loader) checkDeclared(r *Resource, d *flowDoc) {
 	for _, k := range d.keys {
-		if _, ok := r.KeyPos[k]; !ok {
+		if !r.KeyPos.Has(k) {
 			l.errorf(d.pos, "%s lists %q, which %s's spec does not set", SecretKeysKey, k, r.Address())
 		}
 	}
@@ -231,13 +244,16 @@ func (l *loader) checkDeclared(r *Resource, d *flowDoc) {
 // checkValues refuses a plain parameter that holds a secret's value,
 // however it got there (a copy, another variable holding the same).
 func (l *loader) checkValues(r *Resource, values map[string]string) {
+	if len(values) == 0 {
+		return
+	}
 	for _, k := range sortedKeys(r.Params) {
 		if IsSecretKey(r, k) {
 			continue
 		}
 		for _, sv := range sortedKeys(values) {
 			if strings.Contains(r.Params[k], sv) {
-				pos, ok := r.KeyPos[k]
+				pos, ok := r.KeyPos.Get(k)
 				if !ok {
 					pos = r.Pos // an identity key defaulted from the name
 				}

@@ -50,7 +50,7 @@ func storageProblems(r *Resource) map[string]string {
 	}
 	var missing []string
 	for _, k := range t.Required() {
-		if _, written := r.KeyPos[k]; !written {
+		if !r.KeyPos.Has(k) {
 			missing = append(missing, "spec."+k)
 		}
 	}

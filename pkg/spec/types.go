@@ -84,8 +84,8 @@ type Resource struct {
 	SecretKeys []string          `json:"secretKeys,omitempty"`
 	SecretEnv  map[string]string `json:"secretEnv,omitempty"`
 
-	Pos    Pos            `json:"pos"`    // the document's "kind:" line
-	KeyPos map[string]Pos `json:"keyPos"` // position of each spec key (Params, Remove and Own keys)
+	Pos    Pos          `json:"pos"`    // the document's "kind:" line
+	KeyPos KeyPositions `json:"keyPos"` // position of each spec key (Params, Remove and Own keys)
 }
 
 // Address is "Kind/name".

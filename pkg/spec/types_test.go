@@ -17,7 +17,7 @@ func TestResourceJSON(t *testing.T) {
 		Params: map[string]string{"memory": "1024"}, Remove: []string{"tags"},
 		Keys:   &GuestKeys{Running: &on},
 		Pos:    Pos{File: "a.yaml", Line: 1, Col: 1},
-		KeyPos: map[string]Pos{"memory": {File: "a.yaml", Line: 4, Col: 3}},
+		KeyPos: KeyPositionsOf(map[string]Pos{"memory": {File: "a.yaml", Line: 4, Col: 3}}),
 	}
 	data, err := json.Marshal(r)
 	if err != nil {
