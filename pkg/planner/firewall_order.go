@@ -194,7 +194,7 @@ func longestRun(items []ruleItem) map[int]bool {
 			seq = append(seq, it.want)
 		}
 	}
-	tails := []int{}             // index into seq of the smallest tail of each length
+	tails := []int{}              // index into seq of the smallest tail of each length
 	prev := make([]int, len(seq)) // predecessor index into seq
 	for i, v := range seq {
 		lo, hi := 0, len(tails)
