@@ -51,9 +51,11 @@ func (s *Server) cloneGuest(k *guestKind, q *request) (any, error) {
 			nv = &vm{VMID: newid, Node: c.target, Type: k.typ,
 				Conf: map[string]string{"lock": "clone", "description": cloneTempDescription}}
 			s.st.VMs[newid] = nv
+			s.cloneGuestFirewall(id, newid) // clone_vmfw_conf
 			conf, logs, err := s.cloneConf(k, c.source(), nv, c.full, c.storage, q)
 			if err != nil {
 				delete(s.st.VMs, newid)
+				s.removeGuestFirewall(newid)
 				return fmt.Errorf("clone failed: %w", err)
 			}
 			c.conf, c.logs = conf, logs
@@ -195,10 +197,12 @@ func (s *Server) cloneCT(k *guestKind, q *request) (any, error) {
 	}
 	nv := &vm{VMID: newid, Node: c.target, Type: k.typ, Conf: map[string]string{"lock": "create"}}
 	s.st.VMs[newid] = nv
+	s.cloneGuestFirewall(id, newid) // clone_vmfw_conf
 	conf, logs, err := s.cloneConf(k, c.source(), nv, c.full, c.storage, q)
 	if err != nil {
 		unlockSrc()
 		delete(s.st.VMs, newid)
+		s.removeGuestFirewall(newid)
 		return nil, err
 	}
 	return s.startWorker(node, k.tasks+"clone", vmidString(id), worker{

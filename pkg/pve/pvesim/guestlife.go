@@ -112,6 +112,7 @@ func (s *Server) destroyGuest(k *guestKind, q *request) (any, error) {
 			s.st.removeFromPools(id)
 			delete(s.st.VMs, id)
 			s.dropACLTree("/vms/" + vmidString(id)) // remove_vm_access
+			s.removeGuestFirewall(id)               // remove_vmfw_conf
 			if q.bool("purge") {
 				t.logf("purging VM %d from related configurations..", id)
 			}

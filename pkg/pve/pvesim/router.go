@@ -42,6 +42,7 @@ func (s *Server) surfaces() [][]route {
 		s.aplinfoRoutes(),
 		s.unlinkRoutes(),
 		s.domainRoutes(),
+		s.firewallRoutes(),
 	}
 }
 
@@ -85,8 +86,22 @@ func routePath(decoded string) string {
 	if len(comps) > 6 && comps[0] == "nodes" && comps[2] == "storage" && comps[4] == "content" {
 		comps = append(comps[:5], strings.Join(comps[5:], "/"))
 	}
+	comps = joinIPSetEntry(comps)
 	for i, c := range comps {
 		comps[i] = url.PathEscape(c)
 	}
 	return "/" + strings.Join(comps, "/")
+}
+
+// joinIPSetEntry keeps the rest of a path below …/firewall/ipset/{name}
+// one component, the entry's cidr with its slash: pve-firewall registers
+// the {name} subclass with an empty fragmentDelimiter
+// (src/PVE/API2/Firewall/IPSet.pm, ClusterIPSetList, VMIPSetList).
+func joinIPSetEntry(comps []string) []string {
+	for i := 0; i+3 < len(comps); i++ {
+		if comps[i] == "firewall" && comps[i+1] == "ipset" && len(comps) > i+4 {
+			return append(comps[:i+3], strings.Join(comps[i+3:], "/"))
+		}
+	}
+	return comps
 }

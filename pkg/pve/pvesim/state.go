@@ -37,6 +37,10 @@ type state struct {
 	PCIMappings map[string]*pciMapping `json:"pci_mappings,omitempty"`
 	// Domains is domains.cfg (domains.go); nil until first used.
 	Domains *domains `json:"domains,omitempty"`
+	// Firewall holds the firewall's files by path below /etc/pve
+	// (cluster.fw, nodes/N/host.fw, firewall/VMID.fw): their text, as
+	// pmxcfs keeps it (firewall_conf.go).
+	Firewall map[string]string `json:"firewall,omitempty"`
 }
 
 // vm is a guest: a QEMU VM, or a container when Type is "lxc".

@@ -222,8 +222,10 @@ func pathVars(template string, segs []string) map[string]string {
 }
 
 // slashVars are the path variables whose values may contain "/" (volume
-// IDs such as "local:iso/a.iso"); only they may swallow extra segments.
-var slashVars = map[string]bool{"{volume}": true}
+// IDs such as "local:iso/a.iso", a firewall IP set entry's "10.0.0.0/8":
+// pve-firewall registers ipset/{name} with an empty fragmentDelimiter);
+// only they may swallow extra segments.
+var slashVars = map[string]bool{"{volume}": true, "{cidr}": true}
 
 func isVar(seg string) bool {
 	return len(seg) > 2 && seg[0] == '{' && seg[len(seg)-1] == '}'

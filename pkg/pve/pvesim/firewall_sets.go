@@ -1,0 +1,331 @@
+package pvesim
+
+import (
+	"fmt"
+	"maps"
+	"net/http"
+	"slices"
+	"strings"
+)
+
+// IP sets and aliases of the cluster and guest scopes (pve-firewall
+// src/PVE/API2/Firewall/IPSet.pm, Aliases.pm). The ipset {name} subclass
+// is registered with an empty fragmentDelimiter, so an entry's path holds
+// its cidr with the slash (router.go routePath).
+
+// fwIPSetList is ipset_index: the sets sorted, with the list's digest.
+func (s *Server) fwIPSetList(scope func(*request) fwScope) handler {
+	return func(q *request) (any, error) {
+		_, conf := s.fwLoadScope(scope(q))
+		out := []map[string]any{}
+		for _, name := range sortedKeys(conf.IPSets) {
+			row := map[string]any{"name": name}
+			if c := conf.IPSetComments[name]; c != "" {
+				row["comment"] = c
+			}
+			out = append(out, row)
+		}
+		out, _ = withDigest(out)
+		return out, nil
+	}
+}
+
+// fwCreateIPSet is create_ipset: a new set (a name taken is refused,
+// compared as given), or with rename a rename or comment update, digest
+// checked.
+func (s *Server) fwCreateIPSet(scope func(*request) fwScope) handler {
+	return func(q *request) (any, error) {
+		sc := scope(q)
+		_, conf := s.fwLoadScope(sc)
+		name, rename := q.get("name"), q.get("rename")
+		if rename == "" {
+			if _, ok := conf.IPSets[name]; ok {
+				return nil, paramErr1("name", "IPSet '%s' already exists", name)
+			}
+			conf.IPSets[name] = []*fwIPEntry{}
+			if q.has("comment") {
+				conf.IPSetComments[name] = q.get("comment")
+			}
+			return nil, s.fwSave(sc, conf)
+		}
+		list, _ := s.fwIPSetList(scope)(q)
+		if err := assertFWDigest(q, listDigest(list)); err != nil {
+			return nil, err
+		}
+		if _, ok := conf.IPSets[rename]; !ok {
+			return nil, paramErr1("name", "IPSet '%s' does not exist", rename)
+		}
+		if _, ok := conf.IPSets[name]; ok && name != rename {
+			return nil, paramErr1("name", "IPSet '%s' does already exist", name)
+		}
+		entries, comment := conf.IPSets[rename], conf.IPSetComments[rename]
+		delete(conf.IPSets, rename)
+		delete(conf.IPSetComments, rename)
+		conf.IPSets[name] = entries
+		if comment != "" {
+			conf.IPSetComments[name] = comment
+		}
+		if q.has("comment") {
+			conf.IPSetComments[name] = q.get("comment")
+		}
+		return nil, s.fwSave(sc, conf)
+	}
+}
+
+func listDigest(list any) string {
+	if rows, ok := list.([]map[string]any); ok && len(rows) > 0 {
+		return rows[0]["digest"].(string)
+	}
+	return fwDigest(nil)
+}
+
+// fwIPSet loads a scope and one of its sets (IPSet load_config's die).
+func (s *Server) fwIPSet(sc fwScope, name string) (cluster, conf *fwConf, set []*fwIPEntry, err error) {
+	cluster, conf = s.fwLoadScope(sc)
+	set, ok := conf.IPSets[name]
+	if !ok {
+		return nil, nil, nil, fail(http.StatusInternalServerError, "no such IPSet '%s'", name)
+	}
+	return cluster, conf, set, nil
+}
+
+func (s *Server) fwIPSetGet(scope func(*request) fwScope) handler {
+	return func(q *request) (any, error) {
+		_, _, set, err := s.fwIPSet(scope(q), q.vars["name"])
+		if err != nil {
+			return nil, err
+		}
+		out, _ := ipsetAnswer(set)
+		return out, nil
+	}
+}
+
+// fwIPSetDelete is delete_ipset: a set with entries only with force. PVE
+// does not look for rules naming it (they read back with an error).
+func (s *Server) fwIPSetDelete(scope func(*request) fwScope) handler {
+	return func(q *request) (any, error) {
+		sc := scope(q)
+		name := q.vars["name"]
+		_, conf, set, err := s.fwIPSet(sc, name)
+		if err != nil {
+			return nil, err
+		}
+		if len(set) > 0 && !q.bool("force") {
+			return nil, fail(http.StatusInternalServerError, "IPSet '%s' is not empty", name)
+		}
+		delete(conf.IPSets, name)
+		return nil, s.fwSave(sc, conf)
+	}
+}
+
+// checkIPOrCIDROrAlias is the IPorCIDRorAlias format.
+func checkIPOrCIDROrAlias(v string) error {
+	if _, _, ok := fwAliasRef(v); ok {
+		return nil
+	}
+	addr, plen, hasLen := strings.Cut(v, "/")
+	if _, err := parseNetIPAddr(addr); err != nil || strings.Count(addr, ".") != 3 && !strings.Contains(addr, ":") {
+		return fmt.Errorf("value does not look like a valid IP address or CIDR network")
+	}
+	if hasLen {
+		if !fwPortRE.MatchString(plen) {
+			return fmt.Errorf("value does not look like a valid IP address or CIDR network")
+		}
+		if _, err := netIPCheck(cleanCIDR(v)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// fwIPSetAdd is create_ip: an alias must resolve, an address is cleaned
+// (host bits cleared, /32 and /128 dropped); a duplicate or a zero
+// prefix is refused; the entry goes first (the file sorts them).
+func (s *Server) fwIPSetAdd(scope func(*request) fwScope) handler {
+	return func(q *request) (any, error) {
+		cidr := q.get("cidr")
+		if err := checkIPOrCIDROrAlias(cidr); err != nil {
+			return nil, paramErr1("cidr", "%s", err.Error())
+		}
+		sc := scope(q)
+		name := q.vars["name"]
+		cluster, conf, set, err := s.fwIPSet(sc, name)
+		if err != nil {
+			return nil, err
+		}
+		if scopePfx, alias, ok := fwAliasRef(cidr); ok {
+			if _, err := fwAliasConfs(sc, cluster, conf)(alias, scopePfx); err != nil {
+				return nil, fail(http.StatusInternalServerError, "%s", err.Error())
+			}
+		} else {
+			cidr, _, _ = parseIPOrCIDR(cleanCIDR(cidr))
+		}
+		for _, e := range set {
+			if e.CIDR == cidr {
+				return nil, paramErr1("cidr", "address '%s' already exists", cidr)
+			}
+		}
+		if fwZeroPrefixRE.MatchString(cidr) {
+			return nil, paramErr1("cidr", "a zero prefix is not allowed in ipset entries")
+		}
+		e := &fwIPEntry{CIDR: cidr, NoMatch: q.bool("nomatch"), Comment: q.get("comment")}
+		conf.IPSets[name] = append([]*fwIPEntry{e}, set...)
+		return nil, s.fwSave(sc, conf)
+	}
+}
+
+// fwAliasConfs is how create_ip calls resolve_alias: the cluster's
+// handler passes no cluster_conf, so its file is the cluster one.
+func fwAliasConfs(sc fwScope, cluster, conf *fwConf) func(name, scope string) (*fwAlias, error) {
+	return func(name, scope string) (*fwAlias, error) {
+		if sc.file == "cluster.fw" {
+			return resolveFWAlias(conf, nil, name, scope)
+		}
+		return resolveFWAlias(cluster, conf, name, scope)
+	}
+}
+
+// fwIPGet is read_ip: the entry with the list's digest, found by its
+// cidr as stored.
+func (s *Server) fwIPGet(scope func(*request) fwScope) handler {
+	return func(q *request) (any, error) {
+		_, _, set, err := s.fwIPSet(scope(q), q.vars["name"])
+		if err != nil {
+			return nil, err
+		}
+		out, _ := ipsetAnswer(set)
+		for _, e := range out {
+			if e["cidr"] == q.vars["cidr"] {
+				return e, nil
+			}
+		}
+		return nil, paramErr1("cidr", "no such IP/Network")
+	}
+}
+
+// fwIPUpdate is update_ip: nomatch and comment replaced by what is given
+// (left out: removed).
+func (s *Server) fwIPUpdate(scope func(*request) fwScope) handler {
+	return func(q *request) (any, error) {
+		sc := scope(q)
+		_, conf, set, err := s.fwIPSet(sc, q.vars["name"])
+		if err != nil {
+			return nil, err
+		}
+		_, digest := ipsetAnswer(set)
+		if err := assertFWDigest(q, digest); err != nil {
+			return nil, err
+		}
+		for _, e := range set {
+			if e.CIDR == q.vars["cidr"] {
+				e.NoMatch, e.Comment = q.bool("nomatch"), q.get("comment")
+				return nil, s.fwSave(sc, conf)
+			}
+		}
+		return nil, paramErr1("cidr", "no such IP/Network")
+	}
+}
+
+// fwIPRemove is remove_ip: an entry that is not there is no error.
+func (s *Server) fwIPRemove(scope func(*request) fwScope) handler {
+	return func(q *request) (any, error) {
+		sc := scope(q)
+		name := q.vars["name"]
+		_, conf, set, err := s.fwIPSet(sc, name)
+		if err != nil {
+			return nil, err
+		}
+		_, digest := ipsetAnswer(set)
+		if err := assertFWDigest(q, digest); err != nil {
+			return nil, err
+		}
+		kept := []*fwIPEntry{}
+		for _, e := range set {
+			if e.CIDR != q.vars["cidr"] {
+				kept = append(kept, e)
+			}
+		}
+		conf.IPSets[name] = kept
+		return nil, s.fwSave(sc, conf)
+	}
+}
+
+func (s *Server) fwAliasList(scope func(*request) fwScope) handler {
+	return func(q *request) (any, error) {
+		_, conf := s.fwLoadScope(scope(q))
+		out, _ := aliasesAnswer(conf.Aliases)
+		return out, nil
+	}
+}
+
+// fwAliasCreate is create_alias: names compare lowercased; the name is
+// kept as given.
+func (s *Server) fwAliasCreate(scope func(*request) fwScope) handler {
+	return func(q *request) (any, error) {
+		sc := scope(q)
+		_, conf := s.fwLoadScope(sc)
+		name := q.get("name")
+		key := strings.ToLower(name)
+		if conf.Aliases[key] != nil {
+			return nil, paramErr1("name", "alias '%s' already exists", name)
+		}
+		conf.Aliases[key] = &fwAlias{Name: name, CIDR: q.get("cidr"), Comment: q.get("comment")}
+		return nil, s.fwSave(sc, conf)
+	}
+}
+
+func (s *Server) fwAliasGet(scope func(*request) fwScope) handler {
+	return func(q *request) (any, error) {
+		_, conf := s.fwLoadScope(scope(q))
+		a := conf.Aliases[strings.ToLower(q.vars["name"])]
+		if a == nil {
+			return nil, paramErr1("name", "no such alias")
+		}
+		return a.answer(), nil
+	}
+}
+
+// fwAliasUpdate is update_alias: cidr and comment replaced, rename moves
+// it (a name taken is refused); digest checked.
+func (s *Server) fwAliasUpdate(scope func(*request) fwScope) handler {
+	return func(q *request) (any, error) {
+		sc := scope(q)
+		_, conf := s.fwLoadScope(sc)
+		_, digest := aliasesAnswer(conf.Aliases)
+		if err := assertFWDigest(q, digest); err != nil {
+			return nil, err
+		}
+		key := strings.ToLower(q.vars["name"])
+		if conf.Aliases[key] == nil {
+			return nil, paramErr1("name", "no such alias")
+		}
+		a := &fwAlias{Name: q.vars["name"], CIDR: q.get("cidr"), Comment: q.get("comment")}
+		conf.Aliases[key] = a
+		if rename := strings.ToLower(q.get("rename")); rename != "" && rename != key {
+			if conf.Aliases[rename] != nil {
+				return nil, paramErr1("name", "alias '%s' already exists", q.get("rename"))
+			}
+			a.Name = q.get("rename")
+			conf.Aliases[rename] = a
+			delete(conf.Aliases, key)
+		}
+		return nil, s.fwSave(sc, conf)
+	}
+}
+
+// fwAliasDelete is remove_alias: a missing alias is no error, and PVE
+// does not look for rules or IP sets naming it.
+func (s *Server) fwAliasDelete(scope func(*request) fwScope) handler {
+	return func(q *request) (any, error) {
+		sc := scope(q)
+		_, conf := s.fwLoadScope(sc)
+		_, digest := aliasesAnswer(conf.Aliases)
+		if err := assertFWDigest(q, digest); err != nil {
+			return nil, err
+		}
+		delete(conf.Aliases, strings.ToLower(q.vars["name"]))
+		return nil, s.fwSave(sc, conf)
+	}
+}
+
+func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }
