@@ -30,6 +30,8 @@ const (
 	KindAPIToken        = "APIToken"
 	KindACL             = "ACL"
 	KindStorage         = "Storage"
+	KindFirewall        = "Firewall"
+	KindSecurityGroup   = "SecurityGroup"
 )
 
 // ownType is the YAML shape a pvectl-own key accepts; it follows from the
@@ -41,6 +43,7 @@ const (
 	ownBool                      // true | false
 	ownInt                       // an integer
 	ownStringList                // a list of strings, or one comma-separated string
+	ownStructure                 // a map or a list of maps, as the key documents (a Firewall's rules)
 )
 
 func (t ownType) String() string {
@@ -51,6 +54,8 @@ func (t ownType) String() string {
 		return "an integer"
 	case ownStringList:
 		return "a list of strings (or one comma-separated string)"
+	case ownStructure:
+		return "a map or a list, as the key documents"
 	}
 	return "a string"
 }
@@ -193,6 +198,8 @@ func ownTypes(keys any) map[string]ownType {
 			out[name] = ownInt
 		case ft.Kind() == reflect.Slice && ft.Elem().Kind() == reflect.String:
 			out[name] = ownStringList
+		case ft.Kind() == reflect.Map || ft.Kind() == reflect.Slice:
+			out[name] = ownStructure
 		default:
 			out[name] = ownString
 		}
@@ -478,6 +485,38 @@ var kindTable = sync.OnceValue(func() map[string]*kindInfo {
 			Hint:       "a storage ID names one storage.cfg entry: give each a different storage, or remove one",
 			RefValue:   paramValueOf("storage"),
 			Check:      checkStorage,
+		},
+		{
+			// The whole firewall of one scope (issue 20): no one PVE call
+			// takes it, so every key is pvectl's; rules, options and
+			// entries are checked as PVE's parameters (firewall.go).
+			Name:       KindFirewall,
+			Noun:       "firewall",
+			Keys:       (*FirewallKeys)(nil),
+			Required:   []string{"scope"},
+			Identities: firewallIdentities,
+			RefValue:   firewallRefValue,
+			Hint:       "one Firewall document per scope: merge the two",
+			Check:      checkFirewall(map[string]string{KindQemuVM: FirewallQemu, KindLxcContainer: FirewallLxc}),
+			Refs: []refRule{
+				{Key: "rules", Values: ruleGroups, Kinds: []string{KindSecurityGroup}, PresentOnly: true},
+				{Key: "scope", Values: clusterFirewallRef, Kinds: []string{KindFirewall}, PresentOnly: true},
+			},
+		},
+		{
+			Name:   KindSecurityGroup,
+			Noun:   "security group",
+			Create: &apiCall{"POST", "/cluster/firewall/groups"},
+			// The same call changes the comment (Groups.pm: an existing
+			// group with rename=group).
+			Update:     &apiCall{"POST", "/cluster/firewall/groups"},
+			Params:     []string{"group", "comment"},
+			Keys:       (*SecurityGroupKeys)(nil),
+			Identity:   "group",
+			Identities: singleIdentity("group", "security group"),
+			RefValue:   paramValueOf("group"),
+			Hint:       "a security group is found by its name: give each a different group, or remove one",
+			Check:      checkSecurityGroup,
 		},
 	}
 	table := map[string]*kindInfo{}
