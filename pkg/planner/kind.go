@@ -145,6 +145,8 @@ var kinds = map[string]kindOps{
 	spec.KindAPIToken:        tokenKind{},
 	spec.KindACL:             aclKind{},
 	spec.KindStorage:         storageKind{},
+	spec.KindFirewall:        firewallKind{},
+	spec.KindSecurityGroup:   securityGroupKind{},
 }
 
 func kindOf(kind string) (kindOps, error) {

@@ -159,6 +159,10 @@ func keptNote(c *planner.Change) string {
 // multi-line text (a description, cloud-init user data) as a line diff.
 func field(pl palette, d planner.FieldDiff, indent string) string {
 	d = shown(d)
+	if d.Line != "" {
+		st := map[string]lipgloss.Style{"+": pl.add, "-": pl.remove, "~": pl.change}[itemSymbol(d)]
+		return indent + st.Render(itemSymbol(d)) + " " + d.Line + "\n"
+	}
 	if lines, ok := textDiff(d.Before, d.After); ok {
 		var b strings.Builder
 		b.WriteString(indent + pl.change.Render("~") + " " + d.Path + ":\n")
@@ -181,6 +185,18 @@ func field(pl palette, d planner.FieldDiff, indent string) string {
 		return indent + pl.remove.Render("-") + " " + d.Path + ": " + value(d.Before) + "\n"
 	}
 	return indent + pl.change.Render("~") + " " + d.Path + ": " + value(d.Before) + " → " + value(d.After) + "\n"
+}
+
+// itemSymbol is a list item's marker: "+" added, "-" removed, "~"
+// changed or moved.
+func itemSymbol(d planner.FieldDiff) string {
+	switch {
+	case d.Before == nil:
+		return "+"
+	case d.After == nil:
+		return "-"
+	}
+	return "~"
 }
 
 // number is a value PVE's wire form carries as a string but people read
