@@ -418,7 +418,9 @@ func writeIPSets(ctx context.Context, x *execution, st *fwState, w *spec.Firewal
 			return fmt.Errorf("IP set %s of %s: %w", name, st.Base, err)
 		}
 		if gone && lok && !dok {
-			if err := sendWithDigest(ctx, x, st.Base+"/ipset", http.MethodDelete, set, url.Values{}); err != nil {
+			// DELETE …/ipset/{name} takes no digest; without force PVE
+			// refuses a set that is not empty, so one filled meanwhile stays.
+			if err := x.client.Do(ctx, http.MethodDelete, set, nil, nil); err != nil {
 				return fmt.Errorf("delete IP set %s of %s: %w", name, st.Base, err)
 			}
 		}
@@ -479,7 +481,8 @@ func setIf(v url.Values, k, s string) {
 }
 
 // sendWithDigest reads the list at list for its digest and sends the
-// write with it (PVE checks it on the writes that take one).
+// write with it (PVE checks it on the PUTs and DELETEs of entries; its
+// POSTs take none).
 func sendWithDigest(ctx context.Context, x *execution, list, method, path string, params url.Values) error {
 	var rows []pve.Config
 	if err := x.client.Do(ctx, http.MethodGet, list, nil, &rows); err != nil {
