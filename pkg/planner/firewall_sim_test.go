@@ -143,3 +143,29 @@ func TestSimFirewallLockout(t *testing.T) {
 		t.Fatalf("apply with AllowLockout: %v", err)
 	}
 }
+
+// TestSimFirewallImport: import writes the cluster's firewall and its
+// security groups as documents that plan clean.
+func TestSimFirewallImport(t *testing.T) {
+	sim := newSim(t)
+	applyPlan(t, sim, planFor(t, sim, loadSpec(t, fwSpec), Options{}))
+	res, err := Import(context.Background(), sim, ImportOptions{Refs: []string{"Firewall/cluster", "SecurityGroup/web"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Rejected) > 0 || len(res.Docs) != 2 {
+		t.Fatalf("docs %d, rejected %+v", len(res.Docs), res.Rejected)
+	}
+	var b strings.Builder
+	if err := res.Encode(&b); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"kind: Firewall", "scope: cluster", "policy_in: DROP", "- 198.51.100.7", "action: web", "kind: SecurityGroup", "macro: HTTPS"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("imported YAML lacks %q:\n%s", want, b.String())
+		}
+	}
+	if p := planFor(t, sim, loadSpec(t, b.String()), Options{}); p.HasChanges() {
+		t.Fatalf("imported documents do not plan clean: %q\n%s", summary(p), b.String())
+	}
+}
