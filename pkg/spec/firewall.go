@@ -339,7 +339,7 @@ func verifyRule(rule map[string]string, scope string) []string {
 		if name, ok := macroName(mac); ok {
 			rule["macro"] = name
 		} else {
-			out = append(out, fmt.Sprintf("unknown macro %q (PVE's macros: pvectl explain Firewall.rules, or GET /cluster/firewall/macros)", mac))
+			out = append(out, fmt.Sprintf("unknown macro %q%s (PVE's macros: %s)", mac, didYouMean(mac, fwMacros), strings.Join(fwMacros, ", ")))
 		}
 	}
 	proto := rule["proto"]

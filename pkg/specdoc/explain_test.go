@@ -60,7 +60,7 @@ func TestExplain(t *testing.T) {
 		{"LxcContainer.mp0", []string{"a new one is added at once"}},
 		{"LinuxBridge.type", []string{`always "bridge"`, "Fixed: a LinuxBridge always has type=bridge"}},
 		{"Connection.tokenSecret", []string{"SECRET:      yes", "${VAR}"}},
-		{"Defaults", []string{"Kinds: ACL, APIToken, BondInterface", "Connection, DownloadedImage, LinuxBridge"}},
+		{"Defaults", []string{"Kinds: ACL, APIToken, BondInterface", "Connection, DownloadedImage, Firewall, LinuxBridge"}},
 		{"Defaults.QemuVM.memory", []string{"KIND:        QemuVM", "FIELD:       memory"}},
 	} {
 		t.Run(c.path, func(t *testing.T) {

@@ -272,6 +272,16 @@ type jsonChange struct {
 	Provision []planner.ProvisionStep `json:"provision,omitempty"`
 }
 
+// contractDiff is a diff as the JSON contract has it: path, before,
+// after (a list item's display line is the human plan's only).
+func contractDiff(ds []planner.FieldDiff) []planner.FieldDiff {
+	out := make([]planner.FieldDiff, len(ds))
+	for i, d := range ds {
+		out[i] = planner.FieldDiff{Path: d.Path, Before: d.Before, After: d.After}
+	}
+	return out
+}
+
 type jsonSummary struct {
 	Create    int `json:"create"`
 	Update    int `json:"update"`
@@ -292,10 +302,7 @@ func JSON(w io.Writer, p *planner.Plan) error {
 		NotPlanned:    p.NotPlanned,
 	}
 	for _, c := range p.Changes {
-		jc := jsonChange{Address: c.Address, Action: c.Action.String(), Diff: c.Diff, Reasons: c.Reasons, Provision: c.Provision}
-		if jc.Diff == nil {
-			jc.Diff = []planner.FieldDiff{}
-		}
+		jc := jsonChange{Address: c.Address, Action: c.Action.String(), Diff: contractDiff(c.Diff), Reasons: c.Reasons, Provision: c.Provision}
 		if jc.Reasons == nil {
 			jc.Reasons = []string{}
 		}
