@@ -30,6 +30,10 @@ type FieldDiff struct {
 	Path   string `json:"path"`
 	Before any    `json:"before"`
 	After  any    `json:"after"`
+	// Line, when set, is how the human plan shows one item of an ordered
+	// list ("[2] in ACCEPT tcp 22 from +admins", "[3] moved from 5"),
+	// after the item's symbol, instead of "path: before → after".
+	Line string `json:"line,omitempty"`
 }
 
 // Change is one resource's planned action.
@@ -189,6 +193,9 @@ type ApplyOptions struct {
 	// Apply refuses such a plan before it changes anything; changes that
 	// appear after the plan are refused either way.
 	AllowForeignNetworkChanges bool
+	// AllowLockout applies firewall changes the plan warned may cut
+	// pvectl's own access (CheckLockout); without it Apply refuses them.
+	AllowLockout bool
 	// Guard, when set, runs before each change starts (and before a late
 	// step): an error fails the change unstarted. The run lock's Check is
 	// one: a run that lost its lease stops before its next write.

@@ -37,6 +37,9 @@ func Apply(ctx context.Context, clients Clients, plan *Plan, opts ApplyOptions) 
 	if err := CheckForeign(plan, opts.AllowForeignNetworkChanges); err != nil {
 		return nil, err
 	}
+	if err := CheckLockout(plan, opts.AllowLockout); err != nil {
+		return nil, err
+	}
 	alloc := map[string]*vmids{}
 	for conn, pinned := range reservedVMIDs(plan) {
 		alloc[conn] = newVMIDs(pinned)

@@ -108,6 +108,8 @@ func (d *ImportedDoc) YAML() ([]byte, error) {
 			v = strList(x, 0)
 		case string:
 			v = str(x)
+		case *yaml.Node: // a structure the kind built (a firewall's rules)
+			v = x
 		default:
 			return nil, fmt.Errorf("internal error: %s: %s: unexpected value %T", d.Address(), f.Key, f.Value)
 		}

@@ -206,6 +206,9 @@ var kinds = map[string]kindOps{
 	spec.KindHARule:         haRuleKind,
 	spec.KindBackupJob:      backupJobKind,
 	spec.KindReplicationJob: replicationJobKind,
+
+	spec.KindFirewall:      firewallKind{},
+	spec.KindSecurityGroup: securityGroupKind{},
 }
 
 func kindOf(kind string) (kindOps, error) {

@@ -269,6 +269,15 @@ func ownValue(t ownType, v *yaml.Node) (any, error) {
 			return nil, bad
 		}
 		return i, nil
+	case ownStructure:
+		if v.Kind != yaml.MappingNode && v.Kind != yaml.SequenceNode {
+			return nil, bad
+		}
+		var out any
+		if err := v.Decode(&out); err != nil {
+			return nil, fmt.Errorf("%s: %v", bad, err)
+		}
+		return out, nil
 	case ownStringList:
 		var out []any
 		switch v.Kind {

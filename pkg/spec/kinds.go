@@ -41,6 +41,9 @@ const (
 	KindHARule         = "HARule"
 	KindBackupJob      = "BackupJob"
 	KindReplicationJob = "ReplicationJob"
+
+	KindFirewall      = "Firewall"
+	KindSecurityGroup = "SecurityGroup"
 )
 
 // ownType is the YAML shape a pvectl-own key accepts; it follows from the
@@ -52,6 +55,7 @@ const (
 	ownBool                      // true | false
 	ownInt                       // an integer
 	ownStringList                // a list of strings, or one comma-separated string
+	ownStructure                 // a map or a list of maps, as the key documents (a Firewall's rules)
 )
 
 func (t ownType) String() string {
@@ -62,6 +66,8 @@ func (t ownType) String() string {
 		return "an integer"
 	case ownStringList:
 		return "a list of strings (or one comma-separated string)"
+	case ownStructure:
+		return "a map or a list, as the key documents"
 	}
 	return "a string"
 }
@@ -208,6 +214,8 @@ func ownTypes(keys any) map[string]ownType {
 			out[name] = ownInt
 		case ft.Kind() == reflect.Slice && ft.Elem().Kind() == reflect.String:
 			out[name] = ownStringList
+		case ft.Kind() == reflect.Map || ft.Kind() == reflect.Slice:
+			out[name] = ownStructure
 		default:
 			out[name] = ownString
 		}
@@ -632,6 +640,38 @@ var kindTable = sync.OnceValue(func() map[string]*kindInfo {
 			Identities:  replicationIdentities,
 			Hint:        "PVE keeps one replication job per guest and target: write it once",
 			Check:       collect(checkReplicationJob),
+		},
+		{
+			// The whole firewall of one scope (issue 20): no one PVE call
+			// takes it, so every key is pvectl's; rules, options and
+			// entries are checked as PVE's parameters (firewall.go).
+			Name:       KindFirewall,
+			Noun:       "firewall",
+			Keys:       (*FirewallKeys)(nil),
+			Required:   []string{"scope"},
+			Identities: firewallIdentities,
+			RefValue:   firewallRefValue,
+			Hint:       "one Firewall document per scope: merge the two",
+			Check:      checkFirewall(map[string]string{KindQemuVM: FirewallQemu, KindLxcContainer: FirewallLxc}),
+			Refs: []refRule{
+				{Key: "rules", Values: ruleGroups, Kinds: []string{KindSecurityGroup}, PresentOnly: true},
+				{Key: "scope", Values: clusterFirewallRef, Kinds: []string{KindFirewall}, PresentOnly: true},
+			},
+		},
+		{
+			Name:   KindSecurityGroup,
+			Noun:   "security group",
+			Create: &apiCall{"POST", "/cluster/firewall/groups"},
+			// The same call changes the comment (Groups.pm: an existing
+			// group with rename=group).
+			Update:     &apiCall{"POST", "/cluster/firewall/groups"},
+			Params:     []string{"group", "comment"},
+			Keys:       (*SecurityGroupKeys)(nil),
+			Identity:   "group",
+			Identities: singleIdentity("group", "security group"),
+			RefValue:   paramValueOf("group"),
+			Hint:       "a security group is found by its name: give each a different group, or remove one",
+			Check:      checkSecurityGroup,
 		},
 	}
 	table := map[string]*kindInfo{}

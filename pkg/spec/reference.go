@@ -110,6 +110,8 @@ const (
 	OwnBoolean OwnType = "boolean" // true or false
 	OwnInteger OwnType = "integer"
 	OwnList    OwnType = "list" // a list of strings, or one comma-separated string
+	// OwnStructure is a map or a list of maps, as the key documents.
+	OwnStructure OwnType = "structure"
 )
 
 // OwnKeySpec is one pvectl key of a kind.
@@ -346,6 +348,8 @@ func (t ownType) exported() OwnType {
 		return OwnInteger
 	case ownStringList:
 		return OwnList
+	case ownStructure:
+		return OwnStructure
 	}
 	return OwnString
 }

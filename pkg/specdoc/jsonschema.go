@@ -244,6 +244,8 @@ func ownKey(o *spec.OwnKeySpec) obj {
 		typed = obj{"type": "boolean"}
 	case spec.OwnInteger:
 		typed = obj{"type": "integer"}
+	case spec.OwnStructure:
+		typed = obj{"type": []any{"object", "array"}}
 	case spec.OwnList:
 		typed = obj{"anyOf": []any{
 			obj{"type": "array", "items": obj{"type": anyScalar()}},

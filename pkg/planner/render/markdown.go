@@ -71,6 +71,10 @@ func changeLines(c *planner.Change) []string {
 	var out []string
 	for _, d := range c.Diff {
 		d = shown(d)
+		if d.Line != "" {
+			out = append(out, strings.Replace(itemSymbol(d), "~", "!", 1)+" "+oneLine(d.Line))
+			continue
+		}
 		if lines, ok := textDiff(d.Before, d.After); ok {
 			out = append(out, "! "+d.Path+":")
 			for _, l := range lines {

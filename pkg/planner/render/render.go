@@ -160,6 +160,10 @@ func keptNote(c *planner.Change) string {
 // multi-line text (a description, cloud-init user data) as a line diff.
 func field(pl palette, d planner.FieldDiff, indent string) string {
 	d = shown(d)
+	if d.Line != "" {
+		st := map[string]lipgloss.Style{"+": pl.add, "-": pl.remove, "~": pl.change}[itemSymbol(d)]
+		return indent + st.Render(itemSymbol(d)) + " " + d.Line + "\n"
+	}
 	if lines, ok := textDiff(d.Before, d.After); ok {
 		var b strings.Builder
 		b.WriteString(indent + pl.change.Render("~") + " " + d.Path + ":\n")
@@ -182,6 +186,18 @@ func field(pl palette, d planner.FieldDiff, indent string) string {
 		return indent + pl.remove.Render("-") + " " + d.Path + ": " + value(d.Before) + "\n"
 	}
 	return indent + pl.change.Render("~") + " " + d.Path + ": " + value(d.Before) + " → " + value(d.After) + "\n"
+}
+
+// itemSymbol is a list item's marker: "+" added, "-" removed, "~"
+// changed or moved.
+func itemSymbol(d planner.FieldDiff) string {
+	switch {
+	case d.Before == nil:
+		return "+"
+	case d.After == nil:
+		return "-"
+	}
+	return "~"
 }
 
 // number is a value PVE's wire form carries as a string but people read
@@ -261,6 +277,16 @@ type jsonChange struct {
 	Provision []planner.ProvisionStep `json:"provision,omitempty"`
 }
 
+// contractDiff is a diff as the JSON contract has it: path, before,
+// after (a list item's display line is the human plan's only).
+func contractDiff(ds []planner.FieldDiff) []planner.FieldDiff {
+	out := make([]planner.FieldDiff, len(ds))
+	for i, d := range ds {
+		out[i] = planner.FieldDiff{Path: d.Path, Before: d.Before, After: d.After}
+	}
+	return out
+}
+
 type jsonSummary struct {
 	Create    int `json:"create"`
 	Update    int `json:"update"`
@@ -281,10 +307,7 @@ func JSON(w io.Writer, p *planner.Plan) error {
 		NotPlanned:    p.NotPlanned,
 	}
 	for _, c := range p.Changes {
-		jc := jsonChange{Address: c.Address, Action: c.Action.String(), Diff: c.Diff, Reasons: c.Reasons, Provision: c.Provision}
-		if jc.Diff == nil {
-			jc.Diff = []planner.FieldDiff{}
-		}
+		jc := jsonChange{Address: c.Address, Action: c.Action.String(), Diff: contractDiff(c.Diff), Reasons: c.Reasons, Provision: c.Provision}
 		if jc.Reasons == nil {
 			jc.Reasons = []string{}
 		}

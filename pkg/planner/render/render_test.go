@@ -256,3 +256,32 @@ func TestValueKnownAfterApply(t *testing.T) {
 		}
 	}
 }
+
+// A list item's change reads as the item's line after its symbol in the
+// human plan; the JSON keeps the contract's path, before and after.
+func TestHumanListItems(t *testing.T) {
+	p := &planner.Plan{FormatVersion: planner.FormatVersion, Changes: []*planner.Change{{
+		Address: "Firewall/dc", Action: planner.Update,
+		Diff: []planner.FieldDiff{
+			{Path: "rules[2]", After: "in ACCEPT tcp 22 from +admins", Line: "[2] in ACCEPT tcp 22 from +admins"},
+			{Path: "rules[3]", Before: "[5] in DROP", After: "[3] in DROP", Line: "[3] moved from 5: in DROP"},
+			{Path: "rules[4]", Before: "out ACCEPT", Line: "[4] out ACCEPT"},
+		},
+	}}}
+	var b strings.Builder
+	if err := Human(&b, p, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"      + [2] in ACCEPT tcp 22 from +admins\n", "      ~ [3] moved from 5: in DROP\n", "      - [4] out ACCEPT\n"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("human plan lacks %q:\n%s", want, b.String())
+		}
+	}
+	b.Reset()
+	if err := JSON(&b, p); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(b.String(), "line") || !strings.Contains(b.String(), `"path":"rules[3]"`) {
+		t.Errorf("JSON plan: %s", b.String())
+	}
+}

@@ -1,0 +1,139 @@
+package planner
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"net/http"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/pvectl/pvectl/pkg/pve"
+	"github.com/pvectl/pvectl/pkg/spec"
+)
+
+// The cluster's firewall is imported as one Firewall (scope: cluster)
+// with its options, aliases, IP sets and rules; every security group as
+// a SecurityGroup with its comment and rules. Node and guest firewalls
+// are not imported yet (a guest's would need its QemuVM/LxcContainer
+// document's name as scope).
+
+func (firewallKind) importable(_ context.Context, _ *importCtx, node string) ([]importItem, error) {
+	if node != "" {
+		return nil, nil // the cluster's firewall is on no node
+	}
+	r := &spec.Resource{Kind: spec.KindFirewall, Name: "cluster", State: spec.Present, Params: map[string]string{},
+		Keys: &spec.FirewallKeys{Scope: "cluster", Wire: &spec.FirewallWire{Scope: spec.FirewallCluster}}}
+	return []importItem{{r: r, ids: []string{"cluster"}}}, nil
+}
+
+// importPerms: the cluster firewall's reads need Sys.Audit on /.
+func (firewallKind) importPerms(string) []permNeed {
+	return []permNeed{need("/", "to read the cluster's firewall", "Sys.Audit")}
+}
+
+func (firewallKind) importDoc(_ *importCtx, _ *spec.Resource, lo *liveObj) (*ImportedDoc, error) {
+	st := fwStateOf(lo)
+	if len(st.Options) == 0 && len(st.Rules.Rules) == 0 && len(st.Aliases) == 0 && len(st.IPSets) == 0 {
+		return nil, nil // nothing set: no document
+	}
+	d := &ImportedDoc{Kind: spec.KindFirewall, Name: "cluster", Spec: []Field{{"scope", "cluster"}}}
+	if len(st.Options) > 0 {
+		d.Spec = append(d.Spec, Field{"options", yamlOf(st.Options, false)})
+	}
+	if len(st.Aliases) > 0 {
+		aliases := map[string]any{}
+		for name, e := range st.Aliases {
+			aliases[name] = entryValue(e)
+		}
+		d.Spec = append(d.Spec, Field{"aliases", yamlOf(aliases, false)})
+	}
+	if len(st.IPSets) > 0 {
+		sets := map[string]any{}
+		for name, es := range st.IPSets {
+			list := []any{}
+			for _, e := range es {
+				list = append(list, entryValue(e))
+			}
+			sets[name] = list
+		}
+		d.Spec = append(d.Spec, Field{"ipsets", yamlOf(sets, false)})
+	}
+	if rules := importRules(st.Rules.Rules); len(rules) > 0 {
+		d.Spec = append(d.Spec, Field{"rules", yamlOf(rules, true)})
+	}
+	return d, nil
+}
+
+// yamlOf is v as a YAML node; flowItems writes a list's items on one
+// line each ({type: in, action: ACCEPT, …}).
+func yamlOf(v any, flowItems bool) *yaml.Node {
+	n := &yaml.Node{}
+	if err := n.Encode(v); err != nil {
+		return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!null"}
+	}
+	if flowItems {
+		for _, item := range n.Content {
+			item.Style = yaml.FlowStyle
+		}
+	}
+	return n
+}
+
+// entryValue is an alias or IP set entry as a spec writes it: the CIDR
+// alone, or a map when it has more.
+func entryValue(e map[string]string) any {
+	if len(e) == 1 {
+		return e["cidr"]
+	}
+	return e
+}
+
+// importRules are rules as a spec writes them (enable only when 0, the
+// spec's default being 1).
+func importRules(rules []map[string]string) []any {
+	out := []any{}
+	for _, r := range rules {
+		m := maps.Clone(r)
+		if m["enable"] == "1" {
+			delete(m, "enable")
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+func (securityGroupKind) importable(ctx context.Context, ic *importCtx, node string) ([]importItem, error) {
+	if node != "" {
+		return nil, nil
+	}
+	var rows []pve.Config
+	if err := ic.lc.client.Do(ctx, http.MethodGet, fwGroupsPath, nil, &rows); err != nil {
+		return nil, fmt.Errorf("list security groups: %w", err)
+	}
+	var out []importItem
+	for _, row := range rows {
+		g := row["group"]
+		r := &spec.Resource{Kind: spec.KindSecurityGroup, Name: g, State: spec.Present, Params: map[string]string{"group": g},
+			Keys: &spec.SecurityGroupKeys{Wire: &spec.FirewallWire{Scope: spec.FirewallGroup}}}
+		out = append(out, importItem{r: r, ids: []string{g}})
+	}
+	return out, nil
+}
+
+// importPerms: a group's rules need Sys.Audit on /.
+func (securityGroupKind) importPerms(string) []permNeed {
+	return []permNeed{need("/", "to read the security groups' rules", "Sys.Audit")}
+}
+
+func (securityGroupKind) importDoc(_ *importCtx, r *spec.Resource, lo *liveObj) (*ImportedDoc, error) {
+	st := sgStateOf(lo)
+	d := &ImportedDoc{Kind: spec.KindSecurityGroup, Name: groupName(r)}
+	if st.Comment != "" {
+		d.Spec = append(d.Spec, Field{"comment", st.Comment})
+	}
+	if rules := importRules(st.Rules.Rules); len(rules) > 0 {
+		d.Spec = append(d.Spec, Field{"rules", yamlOf(rules, true)})
+	}
+	return d, nil
+}

@@ -1,0 +1,161 @@
+package planner
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+
+	"github.com/pvectl/pvectl/pkg/pve"
+	"github.com/pvectl/pvectl/pkg/spec"
+)
+
+// securityGroupKind manages SecurityGroup: a cluster security group and
+// its ordered rules (pve-firewall API2/Firewall/Groups.pm and Rules.pm
+// GroupRules). POST /cluster/firewall/groups creates it, and with
+// rename=<itself> changes its comment; its rules are a rule list like a
+// scope's (firewall_rules.go); DELETE refuses a group with rules, so a
+// removal empties it first.
+type securityGroupKind struct{}
+
+const fwGroupsPath = "/cluster/firewall/groups"
+
+// sgState is a group as the plan read it.
+type sgState struct {
+	Comment string  `json:"comment,omitempty"`
+	Digest  string  `json:"digest,omitempty"` // the group list's
+	Rules   fwRules `json:"rules"`
+}
+
+func groupName(r *spec.Resource) string {
+	if g := r.Params["group"]; g != "" {
+		return g
+	}
+	return r.Name
+}
+
+func groupPath(name string) string { return fwGroupsPath + "/" + url.PathEscape(name) }
+
+func readGroup(ctx context.Context, cl *pve.Client, name string) (*liveObj, error) {
+	var rows []pve.Config
+	if err := cl.Do(ctx, http.MethodGet, fwGroupsPath, nil, &rows); err != nil {
+		return nil, fmt.Errorf("list security groups: %w", err)
+	}
+	for _, row := range rows {
+		if row["group"] != name {
+			continue
+		}
+		rules, err := readRules(ctx, cl, groupPath(name))
+		if err != nil {
+			return nil, err
+		}
+		st := &sgState{Comment: row["comment"], Digest: row["digest"], Rules: rules}
+		cfg := pve.Config{"group": name}
+		if st.Comment != "" {
+			cfg["comment"] = st.Comment
+		}
+		return &liveObj{Exists: true, Config: cfg, Digest: rules.Digest + st.Digest, State: st}, nil
+	}
+	return &liveObj{}, nil
+}
+
+func (securityGroupKind) observe(ctx context.Context, lc *liveConn, r *spec.Resource) (*liveObj, error) {
+	return readGroup(ctx, lc.client, groupName(r))
+}
+
+func sgStateOf(lo *liveObj) *sgState {
+	if lo != nil {
+		if st, ok := lo.State.(*sgState); ok {
+			return st
+		}
+	}
+	return &sgState{Rules: fwRules{Rules: []map[string]string{}}}
+}
+
+func (securityGroupKind) newState(lo *liveObj) any { return sgStateOf(lo) }
+
+func (securityGroupKind) decodeState(raw json.RawMessage) (any, error) {
+	st := &sgState{}
+	return st, json.Unmarshal(raw, st)
+}
+
+func (securityGroupKind) compare(b *builder, r *spec.Resource, lo *liveObj, c *Change) error {
+	w, err := wireOf(r)
+	if err != nil {
+		return err
+	}
+	st := sgStateOf(lo)
+	c.State = st
+	if want, set := r.Params["comment"]; set && want != st.Comment {
+		c.Diff = append(c.Diff, fieldDiff("comment", nilIfEmpty(st.Comment), want))
+	}
+	c.Diff = append(c.Diff, ruleDiffs("rules", st.Rules.Rules, w.Rules)...)
+	if len(c.Diff) == 0 {
+		c.Action = NoOp
+		return nil
+	}
+	c.Action, c.Reasons = Update, reasons(c.Diff)
+	return nil
+}
+
+func (securityGroupKind) create(ctx context.Context, x *execution, c *Change) error {
+	w, err := wireOf(c.Resource)
+	if err != nil {
+		return err
+	}
+	name := groupName(c.Resource)
+	params := url.Values{"group": {name}}
+	setIf(params, "comment", c.Resource.Params["comment"])
+	if err := x.client.Do(ctx, http.MethodPost, fwGroupsPath, params, nil); err != nil {
+		return fmt.Errorf("create security group %s: %w", name, err)
+	}
+	return applyRules(ctx, x, groupPath(name), fwRules{Rules: []map[string]string{}}, w.Rules)
+}
+
+func (securityGroupKind) update(ctx context.Context, x *execution, c *Change) error {
+	w, err := wireOf(c.Resource)
+	if err != nil {
+		return err
+	}
+	name := groupName(c.Resource)
+	st := sgStateOf(&liveObj{State: c.State})
+	if want, set := c.Resource.Params["comment"]; set && want != st.Comment {
+		params := url.Values{"group": {name}, "rename": {name}, "comment": {want}}
+		setIf(params, "digest", st.Digest)
+		if err := x.client.Do(ctx, http.MethodPost, fwGroupsPath, params, nil); err != nil {
+			return fmt.Errorf("change the comment of security group %s: %w", name, err)
+		}
+	}
+	return applyRules(ctx, x, groupPath(name), st.Rules, w.Rules)
+}
+
+func (securityGroupKind) remove(ctx context.Context, x *execution, c *Change) error {
+	name := groupName(c.Resource)
+	st := sgStateOf(&liveObj{State: c.State})
+	if err := applyRules(ctx, x, groupPath(name), st.Rules, nil); err != nil {
+		return err
+	}
+	if err := x.client.Do(ctx, http.MethodDelete, groupPath(name), nil, nil); err != nil {
+		return fmt.Errorf("delete security group %s: %w", name, err)
+	}
+	return nil
+}
+
+func (securityGroupKind) current(ctx context.Context, cl *pve.Client, c *Change) (*liveObj, error) {
+	return readGroup(ctx, cl, groupName(c.Resource))
+}
+
+// readPerms: GET /cluster/firewall/groups is open to all, but reading a
+// group's rules needs Sys.Audit on / (Groups.pm, Rules.pm GroupRules).
+func (securityGroupKind) readPerms(*spec.Resource) []permNeed {
+	return []permNeed{need("/", "to read the security group's rules", "Sys.Audit")}
+}
+
+// changePerms: every group and group-rule write checks Sys.Modify on /.
+func (securityGroupKind) changePerms(c *Change, _ *liveObj) []permNeed {
+	if c.Action == NoOp {
+		return nil
+	}
+	return []permNeed{need("/", "to "+c.Action.String()+" the security group", "Sys.Modify")}
+}

@@ -1,0 +1,584 @@
+package spec
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/netip"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/pvectl/pvectl/pkg/pve/schema"
+)
+
+// The firewall kinds (issue 20): Firewall, the whole firewall of one
+// scope (options, ordered rules, aliases, IP sets), and SecurityGroup, a
+// cluster security group with its ordered rules. Their facts are
+// pve-firewall's (src/PVE/Firewall.pm verify_rule, parse_port_name_number_or_range,
+// the name patterns; API2/Firewall/*.pm for the calls).
+
+// FirewallKeys are a Firewall's keys: all pvectl's own, since no one PVE
+// call takes them; each rule's, option's and entry's keys are PVE's.
+type FirewallKeys struct {
+	Scope   string         `json:"scope" doc:"Whose firewall: cluster, node/<node>, QemuVM/<name> or LxcContainer/<name> (a guest of these specs). The document is authoritative for that scope: rules, aliases and IP sets it does not list are removed."`
+	Options map[string]any `json:"options,omitempty" doc:"PVE's firewall options of the scope (enable, policy_in, policy_out, log_level_in, dhcp, ipfilter, macfilter, …; PUT …/firewall/options). Only the options written are managed."`
+	Rules   []any          `json:"rules,omitempty" doc:"The ordered rules: each a map of PVE's rule keys (type, action, macro, source, dest, proto, dport, sport, iface, icmp-type, log, enable, comment); list position is PVE's pos. enable defaults to 1. Reordering is applied as moves, never by deleting a rule the spec keeps."`
+	Aliases map[string]any `json:"aliases,omitempty" doc:"The scope's IP aliases: name → CIDR, or name → {cidr, comment} (cluster and guest scopes)."`
+	IPSets  map[string]any `json:"ipsets,omitempty" doc:"The scope's IP sets: name → list of CIDRs or aliases, each optionally {cidr, nomatch, comment} (cluster and guest scopes)."`
+
+	// Wire is the checked, normalized form the planner works from (Check
+	// sets it).
+	Wire *FirewallWire `json:"wire,omitempty" internal:"true"`
+}
+
+// SecurityGroupKeys are a SecurityGroup's own keys (group and comment
+// are PVE's parameters of POST /cluster/firewall/groups).
+type SecurityGroupKeys struct {
+	Rules []any `json:"rules,omitempty" doc:"The group's ordered rules, as a Firewall's rules (type in, out or forward; enable defaults to 1). Reordering is applied as moves."`
+
+	Wire *FirewallWire `json:"wire,omitempty" internal:"true"`
+}
+
+// FirewallWire is a firewall document in PVE's wire form.
+type FirewallWire struct {
+	// Scope is the parsed scope: "cluster", "node", "qemu", "lxc" or
+	// "group"; Node and Guest complete it (Guest is "Kind/name").
+	Scope string `json:"scope"`
+	Node  string `json:"node,omitempty"`
+	Guest string `json:"guest,omitempty"`
+	// Options are written options, rules each rule's parameters.
+	Options map[string]string   `json:"options,omitempty"`
+	Rules   []map[string]string `json:"rules,omitempty"`
+	// Aliases by (lower-case) name: cidr and comment.
+	Aliases map[string]map[string]string `json:"aliases,omitempty"`
+	// IPSets by name: their entries (cidr, nomatch, comment).
+	IPSets map[string][]map[string]string `json:"ipsets,omitempty"`
+}
+
+// Firewall scope names (FirewallWire.Scope).
+const (
+	FirewallCluster = "cluster"
+	FirewallNode    = "node"
+	FirewallQemu    = "qemu"
+	FirewallLxc     = "lxc"
+	FirewallGroup   = "group"
+)
+
+// FirewallWireOf returns a Firewall's or SecurityGroup's checked wire
+// form (nil when Load did not set it).
+func FirewallWireOf(r *Resource) *FirewallWire {
+	switch k := r.Keys.(type) {
+	case *FirewallKeys:
+		return k.Wire
+	case *SecurityGroupKeys:
+		return k.Wire
+	}
+	return nil
+}
+
+// ruleParams are the keys a rule takes (Firewall.pm $rule_properties,
+// less pos and digest, which pvectl sends itself).
+var ruleParams = []string{"type", "action", "macro", "source", "dest", "proto", "dport", "sport", "iface", "icmp-type", "log", "enable", "comment"}
+
+// RuleParams lists the rule keys a spec writes, in their display order.
+func RuleParams() []string { return slices.Clone(ruleParams) }
+
+// ruleTypes are the rule types each scope takes (Firewall.pm
+// $rule_env_direction_lookup).
+var ruleTypes = map[string][]string{
+	FirewallCluster: {"in", "out", "forward", "group"},
+	FirewallNode:    {"in", "out", "forward", "group"},
+	FirewallQemu:    {"in", "out", "group"},
+	FirewallLxc:     {"in", "out", "group"},
+	FirewallGroup:   {"in", "out", "forward"},
+}
+
+// protocolsWithPorts is Firewall.pm's $PROTOCOLS_WITH_PORTS.
+var protocolsWithPorts = []string{"udp", "17", "udplite", "136", "tcp", "6", "dccp", "33", "sctp", "132"}
+
+// fwNameRE is the pattern of security group, IP set and alias names
+// (Firewall.pm $security_group_name_pattern, $ipset_name_pattern,
+// $ip_alias_pattern).
+var fwNameRE = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9\-_]+$`)
+
+// maxSetName is the longest IP set or alias name PVE takes (Firewall.pm
+// $max_ipset_name_length, $max_alias_name_length).
+const maxSetName = 64
+
+// firewallScope parses a scope: cluster, node/<node>, or a guest
+// (guests maps the guest kinds to their scope: QemuVM/<name>,
+// LxcContainer/<name>).
+func firewallScope(s string, guests map[string]string) (w FirewallWire, msg string) {
+	if s == "cluster" {
+		return FirewallWire{Scope: FirewallCluster}, ""
+	}
+	kind, name, ok := strings.Cut(s, "/")
+	switch {
+	case !ok || name == "":
+	case kind == "node":
+		return FirewallWire{Scope: FirewallNode, Node: name}, ""
+	case guests[kind] != "":
+		return FirewallWire{Scope: guests[kind], Guest: s}, ""
+	case kind == "SdnVnet":
+		return w, "a vnet's firewall (SdnVnet/<name>) is not supported yet by this pvectl"
+	}
+	return w, fmt.Sprintf("scope %q: write cluster, node/<node>, QemuVM/<name> or LxcContainer/<name>", s)
+}
+
+// checkFirewall validates a Firewall and sets its wire form; guests maps
+// the guest kinds a scope may name to their scope.
+func checkFirewall(guests map[string]string) func(r *Resource) []problem {
+	return func(r *Resource) []problem { return checkFirewallIn(r, guests) }
+}
+
+func checkFirewallIn(r *Resource, guests map[string]string) []problem {
+	keys, _ := r.Keys.(*FirewallKeys)
+	if keys == nil || keys.Scope == "" {
+		return []problem{{"scope", "spec.scope is required: cluster, node/<node>, QemuVM/<name> or LxcContainer/<name>"}}
+	}
+	w, msg := firewallScope(keys.Scope, guests)
+	if msg != "" {
+		return []problem{{"scope", msg}}
+	}
+	var ps []problem
+	report := func(key, format string, args ...any) { ps = append(ps, problem{key, fmt.Sprintf(format, args...)}) }
+	switch w.Scope {
+	case FirewallNode:
+		r.Params["node"] = w.Node
+	case FirewallQemu, FirewallLxc:
+		// The guest's vmid is its output: known at plan time when the
+		// guest exists, else after it is made; the reference is also the
+		// dependency on the guest (outputs.go).
+		r.Params["vmid"] = "${" + w.Guest + ".vmid}"
+	}
+	w.Options = firewallOptions(r, w.Scope, keys.Options, report)
+	w.Rules = firewallRules(r, w.Scope, "rules", keys.Rules, report)
+	if w.Scope == FirewallNode && (len(keys.Aliases) > 0 || len(keys.IPSets) > 0) {
+		report("scope", "a node's firewall has no aliases or IP sets in PVE (only the cluster's and guests' have): write them in the cluster's Firewall")
+	} else {
+		w.Aliases = firewallAliases(keys.Aliases, report)
+		w.IPSets = firewallIPSets(keys.IPSets, report)
+	}
+	keys.Wire = &w
+	return ps
+}
+
+// checkSecurityGroup validates a SecurityGroup's rules and sets its wire
+// form; group and comment are checked as PVE parameters by Load.
+func checkSecurityGroup(r *Resource) []problem {
+	keys, _ := r.Keys.(*SecurityGroupKeys)
+	if keys == nil {
+		keys = &SecurityGroupKeys{}
+		r.Keys = keys
+	}
+	var ps []problem
+	report := func(key, format string, args ...any) { ps = append(ps, problem{key, fmt.Sprintf(format, args...)}) }
+	keys.Wire = &FirewallWire{Scope: FirewallGroup, Rules: firewallRules(r, FirewallGroup, "rules", keys.Rules, report)}
+	return ps
+}
+
+// optionsCall is the options call of each scope, whose parameters the
+// options are.
+var optionsCall = map[string]string{
+	FirewallCluster: "/cluster/firewall/options",
+	FirewallNode:    "/nodes/{node}/firewall/options",
+	FirewallQemu:    "/nodes/{node}/qemu/{vmid}/firewall/options",
+	FirewallLxc:     "/nodes/{node}/lxc/{vmid}/firewall/options",
+}
+
+func firewallOptions(r *Resource, scope string, opts map[string]any, report func(string, string, ...any)) map[string]string {
+	if len(opts) == 0 {
+		return nil
+	}
+	m, _ := schema.Default().Lookup("PUT", optionsCall[scope])
+	out := map[string]string{}
+	for _, name := range sortedKeys(opts) {
+		v := opts[name]
+		var p *schema.Param
+		if m != nil && !slices.Contains([]string{"node", "vmid", "digest", "delete"}, name) {
+			p, _ = m.Param(name)
+		}
+		if p == nil {
+			report("options", "options.%s: not an option of this scope's firewall%s", name, didYouMean(name, optionNames(m)))
+			continue
+		}
+		s, ok := wireScalar(v)
+		if !ok {
+			report("options", "options.%s must be a single value, got %v", name, v)
+			continue
+		}
+		if err := p.Check(s); err != nil {
+			report("options", "options.%s: %v", name, err)
+			continue
+		}
+		out[name] = s
+	}
+	return out
+}
+
+func optionNames(m *schema.Method) []string {
+	if m == nil {
+		return nil
+	}
+	var out []string
+	for name := range m.Params {
+		if name != "node" && name != "vmid" && name != "digest" && name != "delete" {
+			out = append(out, name)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// wireScalar is a decoded YAML scalar in PVE's wire form: booleans 1/0,
+// numbers in decimal, strings as written.
+func wireScalar(v any) (string, bool) {
+	switch x := v.(type) {
+	case string:
+		return x, true
+	case bool:
+		if x {
+			return "1", true
+		}
+		return "0", true
+	case json.Number:
+		return x.String(), true
+	case float64:
+		return strconv.FormatFloat(x, 'f', -1, 64), true
+	case int:
+		return strconv.Itoa(x), true
+	}
+	return "", false
+}
+
+// firewallRules checks each rule as PVE's verify_rule does for the scope
+// and returns them in wire form; enable defaults to 1 (PVE's POST leaves
+// a rule without enable disabled, which a declarative spec would not
+// mean: docs/decisions.md).
+func firewallRules(r *Resource, scope, key string, rules []any, report func(string, string, ...any)) []map[string]string {
+	m, _ := schema.Default().Lookup("POST", "/cluster/firewall/rules")
+	var out []map[string]string
+	for i, raw := range rules {
+		at := fmt.Sprintf("%s[%d]", key, i)
+		if !r.KeyPos.Has(at) {
+			at = key
+		}
+		item, ok := raw.(map[string]any)
+		if !ok {
+			report(at, "%s[%d] must be a map of rule keys (type, action, proto, dport, …), got %v", key, i, raw)
+			continue
+		}
+		rule := map[string]string{}
+		bad := false
+		for _, name := range sortedKeys(item) {
+			s, ok := wireScalar(item[name])
+			var p *schema.Param
+			if m != nil && slices.Contains(ruleParams, name) {
+				p, _ = m.Param(name)
+			}
+			switch {
+			case p == nil:
+				report(at, "%s[%d].%s: not a rule key%s", key, i, name, didYouMean(name, ruleParams))
+				bad = true
+				continue
+			case !ok:
+				report(at, "%s[%d].%s must be a single value, got %v", key, i, name, item[name])
+				bad = true
+				continue
+			}
+			if err := p.Check(s); err != nil {
+				report(at, "%s[%d].%s: %v", key, i, name, err)
+				bad = true
+				continue
+			}
+			rule[name] = s
+		}
+		if bad {
+			continue
+		}
+		if _, set := rule["enable"]; !set {
+			rule["enable"] = "1"
+		}
+		for _, msg := range verifyRule(rule, scope) {
+			report(at, "%s[%d]: %s", key, i, msg)
+		}
+		out = append(out, rule)
+	}
+	return out
+}
+
+// verifyRule finds, offline, what PVE's verify_rule refuses (Firewall.pm):
+// the type for the scope, the action, an unknown macro, ports out of range
+// or on a protocol without ports, iface on a guest. Macro names take PVE's
+// spelling (it stores the preferred one).
+func verifyRule(rule map[string]string, scope string) []string {
+	var out []string
+	typ, action := rule["type"], rule["action"]
+	if typ == "" {
+		out = append(out, "type is required (in, out, forward or group)")
+	} else if !slices.Contains(ruleTypes[scope], typ) {
+		out = append(out, fmt.Sprintf("type %q is not allowed here: PVE takes %s", typ, strings.Join(ruleTypes[scope], ", ")))
+	}
+	switch {
+	case action == "":
+		out = append(out, "action is required (ACCEPT, DROP, REJECT, or a security group for type group)")
+	case typ == "group":
+		if !fwNameRE.MatchString(action) {
+			out = append(out, fmt.Sprintf("action %q: a security group name (a letter, then letters, digits, - or _)", action))
+		}
+	case action != "ACCEPT" && action != "DROP" && action != "REJECT":
+		out = append(out, fmt.Sprintf("action %q: ACCEPT, DROP or REJECT (or type: group with a security group's name)", action))
+	case typ == "forward" && action == "REJECT":
+		out = append(out, "REJECT is not allowed on the forward chain (PVE: cannot define REJECT rules on forward chain)")
+	}
+	if iface := rule["iface"]; iface != "" && (scope == FirewallQemu || scope == FirewallLxc) && !regexp.MustCompile(`^net\d+$`).MatchString(iface) {
+		out = append(out, fmt.Sprintf("iface %q: a guest's rule names its NIC by config key (net0, net1, …)", iface))
+	}
+	if mac := rule["macro"]; mac != "" {
+		if name, ok := macroName(mac); ok {
+			rule["macro"] = name
+		} else {
+			out = append(out, fmt.Sprintf("unknown macro %q%s (PVE's macros: %s)", mac, didYouMean(mac, fwMacros), strings.Join(fwMacros, ", ")))
+		}
+	}
+	proto := rule["proto"]
+	icmp := proto == "icmp" || proto == "icmpv6" || proto == "ipv6-icmp" || proto == "1" || proto == "58"
+	for _, port := range []string{"dport", "sport"} {
+		v := rule[port]
+		if v == "" {
+			continue
+		}
+		if msg := checkPorts(v, port == "dport" && icmp); msg != "" {
+			out = append(out, fmt.Sprintf("%s %q: %s", port, v, msg))
+		}
+		switch {
+		case proto == "":
+			out = append(out, fmt.Sprintf("%s needs proto (PVE: missing property - '%s' requires this property)", port, port))
+		case !slices.Contains(protocolsWithPorts, proto) && !(port == "dport" && icmp):
+			out = append(out, fmt.Sprintf("%s: protocol %q does not support ports", port, proto))
+		}
+	}
+	if rule["icmp-type"] != "" && !icmp {
+		out = append(out, "icmp-type needs proto icmp, icmpv6 or ipv6-icmp")
+	}
+	return out
+}
+
+// checkPorts is parse_port_name_number_or_range: a comma list of ports
+// and first:last ranges, each at most 65535, ranges not backwards, at most
+// 15 numbers (a range counts two). Service names are checked by PVE
+// against the node's /etc/services.
+func checkPorts(s string, icmp bool) string {
+	count := 0
+	for _, item := range strings.Split(s, ",") {
+		if item == "" {
+			return "extraneous commas in list"
+		}
+		if a, b, ok := strings.Cut(item, ":"); ok {
+			x, errA := strconv.Atoi(a)
+			y, errB := strconv.Atoi(b)
+			switch {
+			case errA != nil || errB != nil:
+				return fmt.Sprintf("invalid port range %q", item)
+			case x > 65535 || y > 65535:
+				return fmt.Sprintf("port range %q is out of bounds (ports go up to 65535)", item)
+			case x > y:
+				return fmt.Sprintf("backwards range '%s' not allowed, did you mean '%d:%d'?", item, y, x)
+			}
+			count += 2
+			continue
+		}
+		if n, err := strconv.Atoi(item); err == nil {
+			if n > 65535 || n < 0 {
+				return fmt.Sprintf("invalid port '%s' (ports go up to 65535)", item)
+			}
+			count++
+			continue
+		}
+		if !icmp && !regexp.MustCompile(`^[A-Za-z][A-Za-z0-9._+-]*$`).MatchString(item) {
+			return fmt.Sprintf("invalid port '%s'", item)
+		}
+	}
+	if count > 15 {
+		return "too many entries in port list (> 15 numbers)"
+	}
+	return ""
+}
+
+func firewallAliases(in map[string]any, report func(string, string, ...any)) map[string]map[string]string {
+	if len(in) == 0 {
+		return nil
+	}
+	out := map[string]map[string]string{}
+	for _, name := range sortedKeys(in) {
+		if msg := setName(name); msg != "" {
+			report("aliases", "aliases.%s: %s", name, msg)
+			continue
+		}
+		entry := map[string]string{}
+		switch v := in[name].(type) {
+		case string:
+			entry["cidr"] = v
+		case map[string]any:
+			for k, x := range v {
+				s, ok := wireScalar(x)
+				if !ok || (k != "cidr" && k != "comment") {
+					report("aliases", "aliases.%s.%s: an alias takes cidr and comment", name, k)
+					continue
+				}
+				entry[k] = s
+			}
+		default:
+			report("aliases", "aliases.%s must be a CIDR or {cidr, comment}", name)
+			continue
+		}
+		cidr, msg := cleanCIDR(entry["cidr"])
+		if msg != "" {
+			report("aliases", "aliases.%s: %s", name, msg)
+			continue
+		}
+		entry["cidr"] = cidr
+		lower := strings.ToLower(name) // PVE keeps alias names in lower case (Aliases.pm)
+		if _, dup := out[lower]; dup {
+			report("aliases", "aliases.%s: PVE keeps alias names in lower case, and another alias is %q too", name, lower)
+			continue
+		}
+		out[lower] = entry
+	}
+	return out
+}
+
+func firewallIPSets(in map[string]any, report func(string, string, ...any)) map[string][]map[string]string {
+	if len(in) == 0 {
+		return nil
+	}
+	out := map[string][]map[string]string{}
+	for _, name := range sortedKeys(in) {
+		if msg := setName(name); msg != "" {
+			report("ipsets", "ipsets.%s: %s", name, msg)
+			continue
+		}
+		list, ok := in[name].([]any)
+		if !ok && in[name] != nil {
+			report("ipsets", "ipsets.%s must be a list of CIDRs (each a CIDR or {cidr, nomatch, comment})", name)
+			continue
+		}
+		entries := []map[string]string{}
+		seen := map[string]bool{}
+		for i, item := range list {
+			entry := map[string]string{}
+			switch v := item.(type) {
+			case string:
+				entry["cidr"] = v
+			case map[string]any:
+				for k, x := range v {
+					s, ok := wireScalar(x)
+					if !ok || (k != "cidr" && k != "comment" && k != "nomatch") {
+						report("ipsets", "ipsets.%s[%d].%s: an entry takes cidr, nomatch and comment", name, i, k)
+						continue
+					}
+					entry[k] = s
+				}
+			default:
+				report("ipsets", "ipsets.%s[%d] must be a CIDR or {cidr, nomatch, comment}", name, i)
+				continue
+			}
+			cidr, msg := cleanCIDR(entry["cidr"])
+			if msg == "" && strings.Contains(cidr, "/") && strings.HasSuffix(cidr, "/0") {
+				msg = "a zero prefix is not allowed in IP set entries"
+			}
+			if msg != "" {
+				report("ipsets", "ipsets.%s[%d]: %s", name, i, msg)
+				continue
+			}
+			if seen[cidr] {
+				report("ipsets", "ipsets.%s[%d]: address '%s' already exists in the set", name, i, cidr)
+				continue
+			}
+			seen[cidr] = true
+			entry["cidr"] = cidr
+			if n, ok := entry["nomatch"]; ok && n != "1" && n != "0" {
+				report("ipsets", "ipsets.%s[%d].nomatch must be true or false", name, i)
+			}
+			if entry["nomatch"] == "0" {
+				delete(entry, "nomatch")
+			}
+			entries = append(entries, entry)
+		}
+		out[name] = entries
+	}
+	return out
+}
+
+// setName checks an IP set or alias name (the pattern and length PVE's
+// schema has).
+func setName(name string) string {
+	if !fwNameRE.MatchString(name) || len(name) > maxSetName {
+		return fmt.Sprintf("PVE refuses the name %q: a letter, then at least one letter, digit, - or _ (at most %d characters)", name, maxSetName)
+	}
+	return ""
+}
+
+// cleanCIDR is an address or network as PVE stores it (Firewall.pm
+// clean_cidr, parse_ip_or_cidr): the network's address under its prefix;
+// an alias name is kept.
+func cleanCIDR(s string) (string, string) {
+	if s == "" {
+		return "", "cidr is required"
+	}
+	if fwAliasRefRE.MatchString(s) {
+		return s, ""
+	}
+	if p, err := netip.ParsePrefix(s); err == nil {
+		return p.Masked().String(), ""
+	}
+	if a, err := netip.ParseAddr(s); err == nil {
+		return a.String(), ""
+	}
+	return "", fmt.Sprintf("%q is not an IP address, a CIDR or an alias name", s)
+}
+
+var fwAliasRefRE = regexp.MustCompile(`^(dc/|guest/)?[A-Za-z][A-Za-z0-9\-_]+$`)
+
+// firewallIdentities: one Firewall per scope.
+func firewallIdentities(r *Resource) []identity {
+	keys, _ := r.Keys.(*FirewallKeys)
+	if keys == nil || keys.Scope == "" {
+		return nil
+	}
+	return []identity{{ns: r.Kind + "\x00scope", key: fmt.Sprintf("firewall scope %q", keys.Scope), what: "scope"}}
+}
+
+// firewallRefValue: a Firewall is named by its scope (a guest's firewall
+// depends on the cluster's, whose IP sets and aliases it may use).
+func firewallRefValue(r *Resource) string {
+	if keys, _ := r.Keys.(*FirewallKeys); keys != nil {
+		return keys.Scope
+	}
+	return ""
+}
+
+// clusterFirewallRef: every other scope's Firewall depends on the
+// cluster's (dc/ IP sets and aliases, the cluster's enable).
+func clusterFirewallRef(r *Resource) []refValue {
+	if firewallRefValue(r) == "" || firewallRefValue(r) == "cluster" {
+		return nil
+	}
+	return []refValue{{Key: "scope", Value: "cluster"}}
+}
+
+// ruleGroups are the security groups a firewall's rules name.
+func ruleGroups(r *Resource) []refValue {
+	w := FirewallWireOf(r)
+	if w == nil {
+		return nil
+	}
+	var out []refValue
+	for _, rule := range w.Rules {
+		if rule["type"] == "group" {
+			out = append(out, refValue{Key: "rules", Value: rule["action"]})
+		}
+	}
+	return out
+}
