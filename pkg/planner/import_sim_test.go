@@ -267,7 +267,10 @@ func TestImportCallsPerGuest(t *testing.T) {
 		t.Fatalf("imported %d documents, problems %v", len(res.Docs), res.Problems)
 	}
 	t.Logf("import --all of %d VMs: %d calls (%.3f per VM)", n, total, float64(total)/n)
-	if limit := n * 105 / 100; total > limit {
+	// Per VM at most 1.05 calls, plus the one list read of each
+	// cluster-wide kind (roles, groups, realms, HA, jobs, options …),
+	// whatever the number of VMs.
+	if limit := n*105/100 + 8; total > limit {
 		t.Errorf("import --all of %d VMs made %d calls, want ≤ %d", n, total, limit)
 	}
 	if len(repeated) > 0 {

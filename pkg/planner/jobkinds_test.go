@@ -85,7 +85,7 @@ func TestSimJobKindsLifecycle(t *testing.T) {
 		"create QemuVM/app <- Storage/tank",
 		"create BackupJob/nightly <- QemuVM/app",
 		"create HAResource/app <- QemuVM/app",
-		"create HARule/app-prefers-pve <- HAResource/app",
+		"create HARule/app-prefers-pve <- HAResource/app,QemuVM/app",
 		"create ReplicationJob/app-to-pve2 <- QemuVM/app",
 	}
 	if diff := cmp.Diff(want, summary(p)); diff != "" {

@@ -61,8 +61,10 @@ spec:
 			t.Errorf("%s params (-want +got)\n%s", tc.addr, diff)
 		}
 	}
-	if deps := set.Lookup("HARule/app-on-pve").DependsOn; len(deps) != 1 || deps[0].String() != "HAResource/app" {
-		t.Errorf("HARule depends on %v, want the HAResource of its guest", deps)
+	// The HAResource of its guest, and the guest whose vmid its
+	// resources name (an output reference).
+	if deps := set.Lookup("HARule/app-on-pve").DependsOn; len(deps) != 2 || deps[0].String() != "HAResource/app" || deps[1].String() != "QemuVM/app" {
+		t.Errorf("HARule depends on %v, want the HAResource of its guest and the guest", deps)
 	}
 }
 
@@ -115,7 +117,8 @@ func TestJobKindsDiagnostics(t *testing.T) {
 		{
 			name: "a replication job without target",
 			spec: "kind: ReplicationJob\nname: r\nspec:\n  guest: QemuVM/app\n",
-			want: []string{`a.yaml:1: ReplicationJob/r: spec.target is required: the node the guest's volumes replicate to`},
+			want: []string{`a.yaml:1: ReplicationJob/r: spec.target is required: the node the guest's volumes replicate to`,
+				"a.yaml:4: ReplicationJob/r.guest: ${QemuVM/app.vmid} names QemuVM/app, which is not defined in the given files"},
 		},
 		{
 			name: "two replication jobs for one guest and target",
