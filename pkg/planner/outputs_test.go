@@ -83,3 +83,24 @@ spec:
 	}
 	wantClean(t, planFor(t, sim, set, Options{}), "plan after apply")
 }
+
+// A guest's Firewall on a VM that pins no vmid: one apply makes the VM
+// and its rules (the vmid and node are the VM's outputs), and the next
+// plan is clean.
+func TestSimOutputRefGuestFirewall(t *testing.T) {
+	sim := newSim(t)
+	set := loadSpecIn(t, t.TempDir(), `kind: QemuVM
+name: app
+spec: {memory: 512, cores: 1}
+---
+kind: Firewall
+name: app-fw
+spec:
+  scope: QemuVM/app
+  options: {enable: true}
+  rules:
+    - {type: in, action: ACCEPT, proto: tcp, dport: "22"}
+`)
+	applyPlan(t, sim, planFor(t, sim, set, Options{}))
+	wantClean(t, planFor(t, sim, set, Options{}), "plan after apply")
+}

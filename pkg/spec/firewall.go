@@ -151,6 +151,8 @@ func checkFirewallIn(r *Resource, guests map[string]string) []problem {
 		// guest exists, else after it is made; the reference is also the
 		// dependency on the guest (outputs.go).
 		r.Params["vmid"] = "${" + w.Guest + ".vmid}"
+		// Its node too: the guest's firewall paths need both.
+		r.Params["node"] = "${" + w.Guest + ".node}"
 	}
 	w.Options = firewallOptions(r, w.Scope, keys.Options, report)
 	w.Rules = firewallRules(r, w.Scope, "rules", keys.Rules, report)
