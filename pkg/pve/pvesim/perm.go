@@ -283,15 +283,7 @@ func (s *Server) checkPermModify(id, path string) error {
 	if path == "" {
 		return s.check(id, "/access", "Permissions.Modify")
 	}
-	privs := []string{"Permissions.Modify"}
-	switch {
-	case strings.HasPrefix(path, "/storage/") && len(path) > len("/storage/"):
-		privs = append(privs, "Datastore.Allocate")
-	case strings.HasPrefix(path, "/vms/") && len(path) > len("/vms/"):
-		privs = append(privs, "VM.Allocate")
-	case strings.HasPrefix(path, "/pool/") && len(path) > len("/pool/"):
-		privs = append(privs, "Pool.Allocate")
-	}
+	privs := acl.PermModifyPrivs(path)
 	return s.checkAny(id, path, privs...)
 }
 

@@ -104,7 +104,7 @@ type Server struct {
 	routes map[*schema.Method]*route // by the schema method their key names
 	qemu   *guestKind
 	lxc    *guestKind
-	rules  map[string]*permRule // every API method's permission rule, by apidoc key
+	rules  map[string]*acl.Rule // every API method's permission rule, by apidoc key
 	// roleTable holds the built-in roles (pve-access-control) and
 	// allPrivs root@pam's privileges, every one propagated; read-only.
 	roleTable map[string]map[string]bool
@@ -233,7 +233,7 @@ func New(opts Options) (*Server, error) {
 		return nil, err
 	}
 	s.routes = routes
-	if s.rules, err = loadPermRules(); err != nil {
+	if s.rules, err = acl.Rules(); err != nil {
 		return nil, err
 	}
 	s.roleTable = acl.BuiltinRoles()
