@@ -110,8 +110,8 @@ func Build(ctx context.Context, set *spec.Set, obs *Observed, opts Options) (*Pl
 			maskDeclared(c) // keys the document declares secret (secretKeys)
 			// The token must hold what the change's calls check; a review
 			// plan carries what it lacks as warnings.
-			if p, ok := k.(permissioned); ok {
-				if err := b.notePerms(obs.conns[r.Connection], r, c, p.changePerms(c, lo)); err != nil {
+			if needs, ok := changeNeeds(k, c, lo); ok {
+				if err := b.notePerms(obs.conns[r.Connection], r, c, needs); err != nil {
 					fail(r, lo, err)
 					continue
 				}

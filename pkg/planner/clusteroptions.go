@@ -202,15 +202,15 @@ func (clusterOptionsKind) update(ctx context.Context, x *execution, c *Change) e
 	return nil
 }
 
-// readPerms: without Sys.Audit on / PVE answers console and tag-style only.
-func (clusterOptionsKind) readPerms(*spec.Resource) []permNeed {
-	return []permNeed{need("/", "to read the cluster options (without it PVE answers two of them)", "Sys.Audit")}
+// readCalls: GET /cluster/options is open to all, but without Sys.Audit
+// on / its handler answers console and tag-style only (pve-manager
+// API2/Cluster.pm get_options).
+func (clusterOptionsKind) readCalls(*spec.Resource) []apiCall {
+	return []apiCall{call("GET", clusterOptionsPath, "to read the cluster options").
+		with(need("/", "to read the cluster options (without it PVE answers two of them)", "Sys.Audit"))}
 }
 
-// changePerms: set_options checks Sys.Modify on /.
-func (clusterOptionsKind) changePerms(c *Change, _ *liveObj) []permNeed {
-	if c.Action == NoOp {
-		return nil
-	}
-	return []permNeed{need("/", "to change the cluster options", "Sys.Modify")}
+// changeCalls: PUT /cluster/options.
+func (clusterOptionsKind) changeCalls(*Change, *liveObj) []apiCall {
+	return []apiCall{call("PUT", clusterOptionsPath, "to change the cluster options")}
 }

@@ -4,67 +4,62 @@ import (
 	"github.com/pvectl/pvectl/pkg/spec"
 )
 
-// Permissions of the kinds that keep files on a storage (DownloadedImage,
-// ConfigDriveISO) and of a node's DNS settings, as the apidoc's rules and
-// pve-storage's handlers check them.
+// The calls of the kinds that keep files on a storage (DownloadedImage,
+// ConfigDriveISO) and of a node's DNS settings, whose needs the engine
+// derives from the apidoc's rules (permcalls.go) and pve-storage's
+// handler checks declared here.
 
-// storageContentRead: listing a storage's content checks Datastore.Audit
-// or Datastore.AllocateSpace on it (pve-storage API2/Storage/Content.pm
-// index).
-func storageContentRead(storage, why string) permNeed {
-	return needAny("/storage/"+storage, why, "Datastore.Audit", "Datastore.AllocateSpace")
+// contentRead: GET /nodes/{node}/storage/{storage}/content lists the
+// storage's volumes.
+func contentRead(node, storage, why string) apiCall {
+	return call("GET", "/nodes/{node}/storage/{storage}/content", why, "node", node, "storage", storage)
 }
 
-// storageFileDelete: deleting a volume checks Datastore.Allocate on the
-// storage (Content.pm delete; backups aside).
-func storageFileDelete(storage, why string) permNeed {
-	return need("/storage/"+storage, why, "Datastore.Allocate")
+// contentDelete: DELETE /nodes/{node}/storage/{storage}/content/{volume}
+// is open to all; its handler checks Datastore.Allocate on the storage
+// for what is not a backup (pve-storage API2/Storage/Content.pm delete).
+func contentDelete(node, storage, why string) apiCall {
+	return call("DELETE", "/nodes/{node}/storage/{storage}/content/{volume}", why, "node", node, "storage", storage).
+		with(need("/storage/"+storage, why, "Datastore.Allocate"))
 }
 
-func (downloadKind) readPerms(r *spec.Resource) []permNeed {
-	return []permNeed{storageContentRead(r.Params["storage"], "to see whether the file is on the storage")}
+func (downloadKind) readCalls(r *spec.Resource) []apiCall {
+	return []apiCall{contentRead(r.Params["node"], r.Params["storage"], "to see whether the file is on the storage")}
 }
 
-// changePerms: download-url checks Datastore.AllocateTemplate on the
-// storage and, since a download probes the node's network, Sys.Modify on /
-// or Sys.AccessNetwork on the node (its rule in PVE's apidoc).
-func (downloadKind) changePerms(c *Change, _ *liveObj) []permNeed {
+// changeCalls: POST .../download-url (its rule: the storage's
+// Datastore.AllocateTemplate and, since a download probes the node's
+// network, Sys.Audit and Sys.Modify on / or Sys.AccessNetwork on the
+// node); a delete or replace removes the file.
+func (downloadKind) changeCalls(c *Change, _ *liveObj) []apiCall {
 	storage := c.Resource.Params["storage"]
+	download := call("POST", "/nodes/{node}/storage/{storage}/download-url", "to download the file onto the storage",
+		"node", c.Node, "storage", storage)
 	switch c.Action {
-	case NoOp:
-		return nil
 	case Delete:
-		return []permNeed{storageFileDelete(storage, "to delete the file")}
+		return []apiCall{contentDelete(c.Node, storage, "to delete the file")}
+	case Replace:
+		return []apiCall{download, contentDelete(c.Node, storage, "to delete the file it replaces")}
 	}
-	net := need("/nodes/"+c.Node, "to let the node download (a download probes the node's network)", "Sys.AccessNetwork")
-	net.alt = []permNeed{need("/", "to let the node download", "Sys.Audit", "Sys.Modify")}
-	needs := []permNeed{need("/storage/"+storage, "to download the file onto the storage", "Datastore.AllocateTemplate"), net}
-	if c.Action == Replace {
-		needs = append(needs, storageFileDelete(storage, "to delete the file it replaces"))
-	}
-	return needs
+	return []apiCall{download}
 }
 
-func (configDriveKind) readPerms(r *spec.Resource) []permNeed {
-	return []permNeed{storageContentRead(r.Params["storage"], "to find the config drive's versions on the storage")}
+func (configDriveKind) readCalls(r *spec.Resource) []apiCall {
+	return []apiCall{contentRead(r.Params["node"], r.Params["storage"], "to find the config drive's versions on the storage")}
 }
 
-// changePerms: an upload checks Datastore.AllocateTemplate on the storage
-// (Content.pm upload's rule); a new version removes the old ones once no
-// VM uses them, and a destroy removes them all: Datastore.Allocate.
-func (configDriveKind) changePerms(c *Change, _ *liveObj) []permNeed {
+// changeCalls: an upload (POST .../upload); a new version removes the old
+// ones once no VM uses them, and a destroy removes them all.
+func (configDriveKind) changeCalls(c *Change, _ *liveObj) []apiCall {
 	storage := c.Resource.Params["storage"]
-	switch c.Action {
-	case NoOp:
-		return nil
-	case Delete:
-		return []permNeed{storageFileDelete(storage, "to delete the config drive's files")}
+	if c.Action == Delete {
+		return []apiCall{contentDelete(c.Node, storage, "to delete the config drive's files")}
 	}
-	needs := []permNeed{need("/storage/"+storage, "to upload the config drive", "Datastore.AllocateTemplate")}
+	calls := []apiCall{call("POST", "/nodes/{node}/storage/{storage}/upload", "to upload the config drive", "node", c.Node, "storage", storage)}
 	if c.Action != Create || len(driveStateOf(c).Stale) > 0 {
-		needs = append(needs, storageFileDelete(storage, "to delete the versions it replaces"))
+		calls = append(calls, contentDelete(c.Node, storage, "to delete the versions it replaces"))
 	}
-	return needs
+	return calls
 }
 
 func dnsNode(r *spec.Resource) string {
@@ -74,15 +69,12 @@ func dnsNode(r *spec.Resource) string {
 	return r.Name
 }
 
-// readPerms: GET /nodes/{node}/dns checks Sys.Audit on the node.
-func (nodeDNSKind) readPerms(r *spec.Resource) []permNeed {
-	return []permNeed{need("/nodes/"+dnsNode(r), "to read the node's DNS settings", "Sys.Audit")}
+// readCalls: GET /nodes/{node}/dns.
+func (nodeDNSKind) readCalls(r *spec.Resource) []apiCall {
+	return []apiCall{call("GET", "/nodes/{node}/dns", "to read the node's DNS settings", "node", dnsNode(r))}
 }
 
-// changePerms: PUT /nodes/{node}/dns checks Sys.Modify on the node.
-func (nodeDNSKind) changePerms(c *Change, _ *liveObj) []permNeed {
-	if c.Action == NoOp {
-		return nil
-	}
-	return []permNeed{need("/nodes/"+dnsNode(c.Resource), "to change the node's DNS settings", "Sys.Modify")}
+// changeCalls: PUT /nodes/{node}/dns.
+func (nodeDNSKind) changeCalls(c *Change, _ *liveObj) []apiCall {
+	return []apiCall{call("PUT", "/nodes/{node}/dns", "to change the node's DNS settings", "node", dnsNode(c.Resource))}
 }

@@ -277,24 +277,36 @@ func (ifaceKind) current(ctx context.Context, cl *pve.Client, c *Change) (*liveO
 	return ifaceObj(&liveNetwork{ifaces: ifaces, changes: changes}, c.Node, ifaceName(c.Resource)), nil
 }
 
-// readPerms: GET /nodes/{node}/network leaves out the bridges the token
-// may neither use nor audit (pve-manager API2/Network.pm index); other
-// interfaces are listed to anyone who may read the list.
-func (k ifaceKind) readPerms(r *spec.Resource) []permNeed {
-	if k.typ != "bridge" {
-		return nil
+// readCalls: GET /nodes/{node}/network is open to all but leaves out the
+// bridges the caller may neither use nor audit (pve-manager
+// API2/Network.pm index); other interfaces are listed to anyone.
+func (k ifaceKind) readCalls(r *spec.Resource) []apiCall {
+	c := call("GET", "/nodes/{node}/network", "to see the interface", "node", r.Params["node"])
+	if k.typ == "bridge" {
+		c = c.with(needAny("/sdn/zones/localnetwork/"+ifaceName(r),
+			"to see the bridge (PVE lists only the bridges a token may use or audit)", "SDN.Audit", "SDN.Use"))
 	}
-	return []permNeed{needAny("/sdn/zones/localnetwork/"+ifaceName(r),
-		"to see the bridge (PVE lists only the bridges a token may use or audit)", "SDN.Audit", "SDN.Use")}
+	return []apiCall{c}
 }
 
-// changePerms: creating, changing and deleting an interface check
-// Sys.Modify on the node.
-func (ifaceKind) changePerms(c *Change, _ *liveObj) []permNeed {
-	if c.Action == NoOp {
-		return nil
+// changeCalls: POST /nodes/{node}/network, PUT and DELETE
+// /nodes/{node}/network/{iface}.
+func (ifaceKind) changeCalls(c *Change, _ *liveObj) []apiCall {
+	why, iface := "to "+c.Action.String()+" the interface", ifaceName(c.Resource)
+	post := call("POST", "/nodes/{node}/network", why, "node", c.Node, "iface", iface)
+	put := call("PUT", "/nodes/{node}/network/{iface}", why, "node", c.Node, "iface", iface)
+	del := call("DELETE", "/nodes/{node}/network/{iface}", why, "node", c.Node, "iface", iface)
+	switch c.Action {
+	case Create:
+		return []apiCall{post}
+	case Update:
+		return []apiCall{put}
+	case Delete:
+		return []apiCall{del}
+	case Replace:
+		return []apiCall{del, post}
 	}
-	return []permNeed{need("/nodes/"+c.Node, "to "+c.Action.String()+" the interface", "Sys.Modify")}
+	return nil
 }
 
 // sameIface reports whether lo is the interface whose digest the plan

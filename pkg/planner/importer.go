@@ -314,8 +314,8 @@ func (ic *importCtx) pickKind(ctx context.Context, kind string, ids []string, no
 // observe reads one object as a plan would, unless its listing did.
 func (ic *importCtx) observe(ctx context.Context, k kindOps, it importItem) (*liveObj, error) {
 	r := it.r
-	if p, ok := k.(permissioned); ok {
-		if err := ic.lc.checkPerms(r.Address(), p.readPerms(r)); err != nil {
+	if needs, ok := readNeeds(k, r); ok {
+		if err := ic.lc.checkPerms(r.Address(), needs); err != nil {
 			return nil, &notAudited{err}
 		}
 	}

@@ -215,13 +215,14 @@ func (netApplyKind) current(ctx context.Context, cl *pve.Client, c *Change) (*li
 	return &liveObj{Exists: true, Node: c.Node}, nil
 }
 
-// readPerms: a node's network list and its staged changes are everyone's.
-func (netApplyKind) readPerms(*spec.Resource) []permNeed { return nil }
+// readCalls: a node's network list and its staged changes are everyone's
+// (GET /nodes/{node}/network is open to all).
+func (netApplyKind) readCalls(*spec.Resource) []apiCall { return nil }
 
-// changePerms: PUT /nodes/{node}/network checks Sys.Modify on the node.
-func (netApplyKind) changePerms(c *Change, _ *liveObj) []permNeed {
+// changeCalls: PUT /nodes/{node}/network commits the staged changes.
+func (netApplyKind) changeCalls(c *Change, _ *liveObj) []apiCall {
 	if c.Action != ApplyNet {
 		return nil
 	}
-	return []permNeed{need("/nodes/"+c.Node, "to commit the node's network changes", "Sys.Modify")}
+	return []apiCall{call("PUT", "/nodes/{node}/network", "to commit the node's network changes", "node", c.Node)}
 }

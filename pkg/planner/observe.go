@@ -381,8 +381,8 @@ func (ob *observer) observe(ctx context.Context, r *spec.Resource) error {
 	}
 	// PVE's lists hide what the token may not audit: a read without the
 	// privileges would look like a missing object.
-	if p, ok := k.(permissioned); ok {
-		if err := lc.checkPerms(r.Address(), p.readPerms(r)); err != nil {
+	if needs, ok := readNeeds(k, r); ok {
+		if err := lc.checkPerms(r.Address(), needs); err != nil {
 			obs.errs[r.Address()] = err
 			return nil
 		}

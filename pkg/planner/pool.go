@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/pvectl/pvectl/pkg/pve"
+	"github.com/pvectl/pvectl/pkg/pve/acl"
 	"github.com/pvectl/pvectl/pkg/spec"
 )
 
@@ -236,20 +237,27 @@ func (poolKind) current(ctx context.Context, cl *pve.Client, c *Change) (*liveOb
 	return lo, nil
 }
 
-// readPerms: GET /pools lists only pools the token may audit (pve-manager
-// API2/Pool.pm index).
-func (poolKind) readPerms(r *spec.Resource) []permNeed {
-	return []permNeed{need("/pool/"+poolID(r), "to see the pool (PVE lists only the pools a token may audit)", "Pool.Audit")}
+// readCalls: GET /pools is open to all but lists only the pools the
+// caller may audit (pve-manager API2/Pool.pm index).
+func (poolKind) readCalls(r *spec.Resource) []apiCall {
+	return []apiCall{call("GET", "/pools", "to see the pool").
+		with(need("/pool/"+poolID(r), "to see the pool (PVE lists only the pools a token may audit)", "Pool.Audit"))}
 }
 
-// changePerms: POST, PUT and DELETE /pools check Pool.Allocate on the pool;
-// changing a storage member also needs the right to change the storage's
-// permissions (pve-manager PVE/API2/Pool.pm update_pool).
-func (poolKind) changePerms(c *Change, _ *liveObj) []permNeed {
-	if c.Action == NoOp {
-		return nil
+// changeCalls: POST, PUT and DELETE /pools as create, update and remove
+// make them; a storage member moved in or out is a PUT whose handler also
+// checks the right to change the storage's permissions (check_perm_modify
+// on /storage/ID, pve-manager PVE/API2/Pool.pm update_pool).
+func (poolKind) changeCalls(c *Change, _ *liveObj) []apiCall {
+	id := poolID(c.Resource)
+	why := "to " + c.Action.String() + " the pool"
+	var calls []apiCall
+	switch c.Action {
+	case Create, Replace:
+		calls = append(calls, call("POST", "/pools", why, "poolid", id))
+	case Update:
+		calls = append(calls, call("PUT", "/pools", why, "poolid", id))
 	}
-	needs := []permNeed{need("/pool/"+poolID(c.Resource), "to "+c.Action.String()+" the pool", "Pool.Allocate")}
 	var touched []string
 	for _, d := range c.Diff {
 		if d.Path == "storages" {
@@ -261,11 +269,15 @@ func (poolKind) changePerms(c *Change, _ *liveObj) []permNeed {
 			}
 		}
 	}
-	if c.Action == Create || c.Action == Delete {
+	if c.Action != Update {
 		touched, _ = poolStorages(c.Resource)
 	}
 	for _, sid := range sortedUnique(touched) {
-		needs = append(needs, needAny("/storage/"+sid, "to change the pool membership of storage "+sid, "Permissions.Modify", "Datastore.Allocate"))
+		calls = append(calls, call("PUT", "/pools", why, "poolid", id).
+			with(needAny("/storage/"+sid, "to change the pool membership of storage "+sid, acl.PermModifyPrivs("/storage/"+sid)...)))
 	}
-	return needs
+	if c.Action == Delete || c.Action == Replace {
+		calls = append(calls, call("DELETE", "/pools", why, "poolid", id))
+	}
+	return calls
 }

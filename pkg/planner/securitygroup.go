@@ -146,16 +146,29 @@ func (securityGroupKind) current(ctx context.Context, cl *pve.Client, c *Change)
 	return readGroup(ctx, cl, groupName(c.Resource))
 }
 
-// readPerms: GET /cluster/firewall/groups is open to all, but reading a
-// group's rules needs Sys.Audit on / (Groups.pm, Rules.pm GroupRules).
-func (securityGroupKind) readPerms(*spec.Resource) []permNeed {
-	return []permNeed{need("/", "to read the security group's rules", "Sys.Audit")}
+// readCalls: GET /cluster/firewall/groups is open to all, then each
+// group's rules are read (GET /cluster/firewall/groups/{group}).
+func (securityGroupKind) readCalls(r *spec.Resource) []apiCall {
+	return []apiCall{call("GET", fwGroupsPath, "to read the security groups"),
+		call("GET", fwGroupsPath+"/{group}", "to read the security group's rules", "group", groupName(r))}
 }
 
-// changePerms: every group and group-rule write checks Sys.Modify on /.
-func (securityGroupKind) changePerms(c *Change, _ *liveObj) []permNeed {
-	if c.Action == NoOp {
-		return nil
+// changeCalls: the group's create or rename (POST), its rules (POST, PUT
+// and DELETE /cluster/firewall/groups/{group}[/{pos}]), its delete.
+func (securityGroupKind) changeCalls(c *Change, _ *liveObj) []apiCall {
+	name, why := groupName(c.Resource), "to "+c.Action.String()+" the security group"
+	rules := []apiCall{
+		call("POST", fwGroupsPath+"/{group}", why, "group", name),
+		call("PUT", fwGroupsPath+"/{group}/{pos}", why, "group", name, "pos", "0"),
+		call("DELETE", fwGroupsPath+"/{group}/{pos}", why, "group", name, "pos", "0"),
 	}
-	return []permNeed{need("/", "to "+c.Action.String()+" the security group", "Sys.Modify")}
+	switch c.Action {
+	case Create, Update:
+		return append([]apiCall{call("POST", fwGroupsPath, why, "group", name)}, rules...)
+	case Delete:
+		return append(rules, call("DELETE", fwGroupsPath+"/{group}", why, "group", name))
+	case Replace:
+		return append(append([]apiCall{call("POST", fwGroupsPath, why, "group", name)}, rules...), call("DELETE", fwGroupsPath+"/{group}", why, "group", name))
+	}
+	return nil
 }

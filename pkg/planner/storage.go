@@ -209,19 +209,27 @@ func (storageKind) current(ctx context.Context, cl *pve.Client, c *Change) (*liv
 	return storageObj(rows, storageID(c.Resource)), nil
 }
 
-// readPerms: GET /storage lists only the storages on whose path the token
-// holds Datastore.Audit or Datastore.AllocateSpace (pve-storage
-// API2/Storage/Config.pm index).
-func (storageKind) readPerms(r *spec.Resource) []permNeed {
-	return []permNeed{needAny("/storage/"+storageID(r), "to see the storage (PVE lists only the storages a token may audit)",
-		"Datastore.Audit", "Datastore.AllocateSpace")}
+// readCalls: GET /storage is open to all but lists only the storages on
+// whose path the caller holds Datastore.Audit or Datastore.AllocateSpace
+// (pve-storage API2/Storage/Config.pm index).
+func (storageKind) readCalls(r *spec.Resource) []apiCall {
+	return []apiCall{call("GET", "/storage", "to see the storage").
+		with(needAny("/storage/"+storageID(r), "to see the storage (PVE lists only the storages a token may audit)",
+			"Datastore.Audit", "Datastore.AllocateSpace"))}
 }
 
-// changePerms: POST, PUT and DELETE /storage check Datastore.Allocate on
-// /storage itself (Config.pm create, update, delete).
-func (storageKind) changePerms(c *Change, _ *liveObj) []permNeed {
-	if c.Action == NoOp {
-		return nil
+// changeCalls: POST /storage, PUT and DELETE /storage/{storage}.
+func (storageKind) changeCalls(c *Change, _ *liveObj) []apiCall {
+	id, why := storageID(c.Resource), "to "+c.Action.String()+" the storage"
+	switch c.Action {
+	case Create:
+		return []apiCall{call("POST", "/storage", why, "storage", id)}
+	case Update:
+		return []apiCall{call("PUT", "/storage/{storage}", why, "storage", id)}
+	case Delete:
+		return []apiCall{call("DELETE", "/storage/{storage}", why, "storage", id)}
+	case Replace:
+		return []apiCall{call("DELETE", "/storage/{storage}", why, "storage", id), call("POST", "/storage", why, "storage", id)}
 	}
-	return []permNeed{need("/storage", "to "+c.Action.String()+" the storage", "Datastore.Allocate")}
+	return nil
 }

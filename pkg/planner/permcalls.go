@@ -1,0 +1,213 @@
+package planner
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/pvectl/pvectl/pkg/pve/acl"
+	"github.com/pvectl/pvectl/pkg/spec"
+)
+
+// One permission model: a kind declares the API calls reading a resource
+// and carrying out a change make (method, the apidoc's path template, the
+// parameters the rule looks at), and the preflight derives what they need
+// from the same rules the simulator enforces — PVE's `permissions` of
+// each method, pkg/pve/acl — plus the checks the calls' handlers make,
+// declared beside the call with the PVE file that makes them.
+
+// apiCall is one call a read or a change makes.
+type apiCall struct {
+	method string
+	// path is the apidoc's template ("/nodes/{node}/dns"); its variables
+	// come from params.
+	path string
+	// params are the call's parameters its rule reads (path variables
+	// included), present when listed even if empty.
+	params map[string]string
+	// why says what for ("to create the pool"), completing "needed …".
+	why string
+	// handler are the checks the call's handler makes beyond its rule (a
+	// list filtered by privilege, a per-option check), each with the PVE
+	// file that makes it cited where it is declared.
+	handler []permNeed
+}
+
+// call is a call whose rule reads params, given as name, value pairs.
+func call(method, path, why string, params ...string) apiCall {
+	c := apiCall{method: method, path: path, why: why, params: map[string]string{}}
+	for i := 0; i+1 < len(params); i += 2 {
+		c.params[params[i]] = params[i+1]
+	}
+	return c
+}
+
+// with adds the checks the call's handler makes.
+func (c apiCall) with(handler ...permNeed) apiCall {
+	c.handler = append(c.handler, handler...)
+	return c
+}
+
+// callDeclarer kinds declare the calls reading r and carrying out c (lo
+// is the object as read) make; the engine derives the privileges from
+// them (callNeeds). Kinds not converted yet still write their needs by
+// hand (permissioned).
+type callDeclarer interface {
+	readCalls(r *spec.Resource) []apiCall
+	changeCalls(c *Change, lo *liveObj) []apiCall
+}
+
+// readNeeds are what reading r truthfully needs; ok is false when k
+// declares nothing.
+func readNeeds(k kindOps, r *spec.Resource) ([]permNeed, bool) {
+	switch p := k.(type) {
+	case callDeclarer:
+		return callNeeds(p.readCalls(r)), true
+	case permissioned:
+		return p.readPerms(r), true
+	}
+	return nil, false
+}
+
+// changeNeeds are what carrying out c needs.
+func changeNeeds(k kindOps, c *Change, lo *liveObj) ([]permNeed, bool) {
+	switch p := k.(type) {
+	case callDeclarer:
+		if c.Action == NoOp {
+			return nil, true
+		}
+		return callNeeds(p.changeCalls(c, lo)), true
+	case permissioned:
+		return p.changePerms(c, lo), true
+	}
+	return nil, false
+}
+
+// callNeeds derives what calls need: each one's rule, then its handler's
+// checks; a need two calls share is listed once, with the first one's why.
+func callNeeds(calls []apiCall) []permNeed {
+	var out []permNeed
+	seen := map[string]bool{}
+	add := func(n permNeed) {
+		key := needKey(n)
+		if !seen[key] {
+			seen[key] = true
+			out = append(out, n)
+		}
+	}
+	for _, c := range calls {
+		for _, n := range ruleNeeds(c) {
+			add(n)
+		}
+		for _, n := range c.handler {
+			add(n)
+		}
+	}
+	return out
+}
+
+// needKey is what n asks for, whatever it is for.
+func needKey(n permNeed) string {
+	key := fmt.Sprintf("%s|%s|%v|%s|%v|%s", n.path, strings.Join(n.privs, ","), n.anyOf, n.or, n.rootOnly, n.hint)
+	if n.rootOnly { // each root-only setting is its own refusal
+		key += "|" + n.why
+	}
+	for _, a := range n.alt {
+		key += "|alt:" + needKey(a)
+	}
+	return key
+}
+
+// ruleNeeds are what c's rule checks. A method the apidoc gives no rule
+// is root@pam's only; an open one ("user": "all") leaves its checks to
+// the handler.
+func ruleNeeds(c apiCall) []permNeed {
+	rule, known := acl.RuleOf(c.method, c.path)
+	if !known || rule == nil || (!rule.Open() && rule.Check == nil) {
+		return c.rootOnly()
+	}
+	if rule.Open() {
+		return nil
+	}
+	t, err := acl.Parse(rule.Check, func(name string) (string, bool) {
+		v, ok := c.params[name]
+		return v, ok
+	})
+	if err != nil {
+		return c.rootOnly()
+	}
+	needs, ok := testNeeds(t, c)
+	if !ok {
+		return c.rootOnly()
+	}
+	return needs
+}
+
+// rootOnly: no API token may make the call.
+func (c apiCall) rootOnly() []permNeed {
+	return []permNeed{{rootOnly: true, why: strings.TrimPrefix(c.why, "to ")}}
+}
+
+// testNeeds turns one test of a rule into needs; ok is false when no
+// API token can pass it.
+func testNeeds(t acl.Test, c apiCall) ([]permNeed, bool) {
+	switch t.Op {
+	case "and":
+		var out []permNeed
+		for _, sub := range t.Subs {
+			needs, ok := testNeeds(sub, c)
+			if !ok {
+				return nil, false
+			}
+			out = append(out, needs...)
+		}
+		return out, true
+	case "or":
+		return orNeeds(t, c)
+	case "perm":
+		if t.Absent || t.Path == "" {
+			return nil, false
+		}
+		return []permNeed{{path: t.Path, privs: t.Privs, anyOf: t.Any, why: c.why}}, true
+	case "perm-modify":
+		if t.Path == "" {
+			return nil, false
+		}
+		return []permNeed{needAny(t.Path, c.why, acl.PermModifyPrivs(t.Path)...)}, true
+	case "userid-group":
+		// The privileges on /access/groups, or on a group of the user:
+		// the preflight asks for /access/groups, as a user's groups are
+		// not known before it is read (RPCEnvironment.pm, "userid-group").
+		return []permNeed{needAny("/access/groups", c.why, t.Privs...)}, true
+	case "userid-param":
+		if t.Sub == "self" {
+			return nil, false // an API token is never the user it names
+		}
+		_, realm, _ := strings.Cut(c.params["userid"], "@")
+		return []permNeed{need("/access/realm/"+realm, c.why, "Realm.AllocateUser")}, true
+	}
+	return nil, false
+}
+
+// orNeeds: the first alternative a token can pass, with the others as
+// alternatives to it. An alternative that needs more than one grant is
+// left out (the preflight then asks for one of the others, which is
+// enough as well); none that can pass is a call no token may make.
+func orNeeds(t acl.Test, c apiCall) ([]permNeed, bool) {
+	var alts []permNeed
+	for _, sub := range t.Subs {
+		needs, ok := testNeeds(sub, c)
+		switch {
+		case !ok:
+		case len(needs) == 0:
+			return nil, true
+		case len(needs) == 1 && needs[0].or == "" && len(needs[0].alt) == 0:
+			alts = append(alts, needs[0])
+		}
+	}
+	if len(alts) == 0 {
+		return nil, false
+	}
+	first := alts[0]
+	first.alt = append(first.alt, alts[1:]...)
+	return []permNeed{first}, true
+}
