@@ -54,8 +54,13 @@ type cfgKind struct {
 	// importSecret names the secret an object's document gets as a
 	// ${VAR} placeholder ("" for none), from its settings.
 	importSecret func(cfg pve.Config) string
-	// readNeed, changeNeed are the permissions of the calls (pve-access-control,
-	// pve-manager), for the preflight.
+	// listNeeds are the checks of the list's handler when its rule is
+	// open to all (a list that shows only what the caller may see); the
+	// calls' rules come from the apidoc (permcalls.go).
+	listNeeds func(id string) []permNeed
+	// readNeed, changeNeed are transitional: the privileges of a kind not
+	// converted to declared calls yet, written by hand; when set they
+	// replace the derived ones.
 	readNeed   func(id string) []permNeed
 	changeNeed func(c *Change, id string) []permNeed
 }
@@ -280,18 +285,59 @@ func (k *cfgKind) remove(ctx context.Context, x *execution, c *Change) error {
 	return nil
 }
 
-func (k *cfgKind) readPerms(r *spec.Resource) []permNeed {
-	if k.readNeed == nil {
-		return nil
-	}
-	return k.readNeed(k.id(r))
+// tmpl is the apidoc's template of a path of the kind ("{id}" named as
+// the identity parameter).
+func (k *cfgKind) tmpl(path string) string {
+	return strings.ReplaceAll(path, "{id}", "{"+k.idParam+"}")
 }
 
-func (k *cfgKind) changePerms(c *Change, _ *liveObj) []permNeed {
-	if c.Action == NoOp || k.changeNeed == nil {
-		return nil
+// readCalls: the list, with what its handler filters by, and each object
+// when the list does not carry every option.
+func (k *cfgKind) readCalls(r *spec.Resource) []apiCall {
+	id := k.id(r)
+	if k.readNeed != nil {
+		return []apiCall{handOnly(k.readNeed(id))}
 	}
-	return k.changeNeed(c, k.id(c.Resource))
+	list := call("GET", k.listPath, "to see the "+k.noun+"s")
+	if k.listNeeds != nil {
+		list = list.with(k.listNeeds(id)...)
+	}
+	calls := []apiCall{list}
+	if k.readItem {
+		calls = append(calls, call("GET", k.tmpl(k.itemPath), "to read the "+k.noun+"'s settings", k.idParam, id))
+	}
+	return calls
+}
+
+// changeCalls: POST, PUT and DELETE as create, update and remove make
+// them, with the resource's parameters (a rule may read one: a realm sync
+// job's realm).
+func (k *cfgKind) changeCalls(c *Change, _ *liveObj) []apiCall {
+	id := k.id(c.Resource)
+	if k.changeNeed != nil {
+		return []apiCall{handOnly(k.changeNeed(c, id))}
+	}
+	why := "to " + c.Action.String() + " " + k.noun + " " + id
+	mk := func(method, path string) apiCall {
+		a := call(method, k.tmpl(path), why, k.idParam, id)
+		for key, v := range c.Resource.Params {
+			if _, ok := a.params[key]; !ok {
+				a.params[key] = v
+			}
+		}
+		return a
+	}
+	switch c.Action {
+	case Create:
+		return []apiCall{mk("POST", k.createPath)}
+	case Update:
+		return []apiCall{mk("PUT", k.itemPath)}
+	case Delete:
+		return []apiCall{mk("DELETE", k.itemPath)}
+	case Replace:
+		return []apiCall{mk("DELETE", k.itemPath), mk("POST", k.createPath)}
+	}
+	return nil
 }
 
 // traits: a cluster-wide object of a section config.

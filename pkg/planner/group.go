@@ -13,12 +13,13 @@ var groupKind = &cfgKind{
 	itemPath: "/access/groups/{id}", createPath: "/access/groups",
 	dropped:  []string{"users"},
 	noDelete: true,
-	// index lists only the groups the caller may see.
-	readNeed: func(id string) []permNeed {
-		return []permNeed{needAny("/access/groups", "to see the groups (PVE lists only those a token may audit)", "Sys.Audit", "Group.Allocate", "User.Modify")}
-	},
-	// create_group, update_group, delete_group: Group.Allocate on /access/groups.
-	changeNeed: func(c *Change, id string) []permNeed {
-		return []permNeed{need("/access/groups", "to "+c.Action.String()+" group "+id, "Group.Allocate")}
+	// index (open to all) lists only the groups on whose path
+	// (/access/groups/ID) the caller holds one of these (Group.pm index).
+	listNeeds: func(id string) []permNeed {
+		path := "/access/groups"
+		if id != "" {
+			path += "/" + id
+		}
+		return []permNeed{needAny(path, "to see the group (PVE lists only those a token may audit)", "Sys.Audit", "Group.Allocate", "User.Modify")}
 	},
 }

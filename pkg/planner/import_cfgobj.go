@@ -43,7 +43,9 @@ func (k *cfgKind) importLists(lc *liveConn, _ string) []listRead {
 	}}}
 }
 
-func (k *cfgKind) importPerms(string) []permNeed { return k.readPerms(&spec.Resource{Name: ""}) }
+func (k *cfgKind) importPerms(string) []permNeed {
+	return callNeeds(k.readCalls(&spec.Resource{Name: ""}))
+}
 
 func (k *cfgKind) importDoc(ic *importCtx, r *spec.Resource, lo *liveObj) (*ImportedDoc, error) {
 	id := k.id(r)

@@ -39,7 +39,9 @@ func (k *sectionKind) importable(ctx context.Context, ic *importCtx, _ string) (
 }
 
 // importPerms: the lists need what reading them truthfully needs.
-func (k *sectionKind) importPerms(string) []permNeed { return k.read(map[string]string{}) }
+func (k *sectionKind) importPerms(string) []permNeed {
+	return callNeeds(k.readCalls(&spec.Resource{Params: map[string]string{}}))
+}
 
 func (k *sectionKind) importDoc(ic *importCtx, r *spec.Resource, lo *liveObj) (*ImportedDoc, error) {
 	d := &ImportedDoc{Kind: k.kind, Name: r.Name}

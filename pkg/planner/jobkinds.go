@@ -39,10 +39,6 @@ var haResourceKind = &sectionKind{
 		return row["sid"] == sid
 	},
 	skip: []string{"type", "group"},
-	read: clusterAudit("to see the HA resources"),
-	change: func(c *Change, _ map[string]string) []permNeed {
-		return []permNeed{need("/", "to "+c.Action.String()+" the HA resource", "Sys.Console")}
-	},
 }
 
 // haPowerNote: under HA the guest's power follows the resource's state;
@@ -89,10 +85,6 @@ var haRuleKind = &sectionKind{
 	fixed:      []string{"type"},
 	updateKeys: []string{"type"},
 	check:      checkRuleNodes,
-	read:       clusterAudit("to see the HA rules"),
-	change: func(c *Change, _ map[string]string) []permNeed {
-		return []permNeed{need("/", "to "+c.Action.String()+" the HA rule", "Sys.Console")}
-	},
 }
 
 // checkRuleNodes is Rules.pm $assert_valid_nodes_param at plan time.
@@ -124,14 +116,32 @@ var backupJobKind = &sectionKind{
 	id:      func(p map[string]string) string { return p["id"] },
 	skip:    []string{"type", "next-run"},
 	objects: []string{"prune-backups", "fleecing", "performance"},
-	read:    clusterAudit("to see the backup jobs"),
-	change: func(c *Change, p map[string]string) []permNeed {
+	// Backup.pm assert_param_permission_create/_update: beyond the
+	// rule's Sys.Modify on /, the job's storage and pool.
+	changeNeeds: func(c *Change, p map[string]string) []permNeed {
 		why := "to " + c.Action.String() + " the backup job"
-		out := []permNeed{need("/", why, "Sys.Modify")}
-		if st := p["storage"]; st != "" && c.Action != Delete {
-			out = append(out, need("/storage/"+st, why+" that writes to storage "+st, "Datastore.Allocate"))
+		if c.Action == Delete {
+			return nil
 		}
-		if pool := p["pool"]; pool != "" && c.Action != Delete {
+		// An update checks the storage it sends and the job's current
+		// one; the pool only when it sends one.
+		storages := []string{p["storage"]}
+		pool := p["pool"]
+		if c.Action == Update {
+			pool = c.Params["pool"]
+			for _, d := range c.Diff {
+				if old, ok := d.Before.(string); ok && d.Path == "storage" {
+					storages = append(storages, old)
+				}
+			}
+		}
+		var out []permNeed
+		for _, st := range sortedUnique(storages) {
+			if st != "" {
+				out = append(out, need("/storage/"+st, why+" that writes to storage "+st, "Datastore.Allocate"))
+			}
+		}
+		if pool != "" {
 			out = append(out, need("/pool/"+pool, why+" of pool "+pool, "VM.Backup"))
 		}
 		return out
@@ -164,10 +174,13 @@ var replicationJobKind = &sectionKind{
 	notSent: []string{"guest"},
 	newID:   replicationJobID,
 	check:   checkReplicationTarget,
-	read: func(p map[string]string) []permNeed {
+	// Its calls are open to all; ReplicationConfig.pm's handlers list
+	// only the jobs of guests the caller may audit and check VM.Replicate
+	// on the guest for every write.
+	listNeeds: func(p map[string]string) []permNeed {
 		return []permNeed{need(guestACLPath(p["guest"]), "to see the replication job (PVE lists only those of guests a token may audit)", "VM.Audit")}
 	},
-	change: func(c *Change, p map[string]string) []permNeed {
+	changeNeeds: func(c *Change, p map[string]string) []permNeed {
 		return []permNeed{need(guestACLPath(p["guest"]), "to "+c.Action.String()+" the replication job", "VM.Replicate")}
 	},
 }
@@ -210,10 +223,4 @@ func checkReplicationTarget(ctx context.Context, lc *liveConn, p map[string]stri
 		}
 	}
 	return nil
-}
-
-// clusterAudit: the section lists need Sys.Audit on / (their GET's
-// permissions).
-func clusterAudit(why string) func(map[string]string) []permNeed {
-	return func(map[string]string) []permNeed { return []permNeed{need("/", why, "Sys.Audit")} }
 }

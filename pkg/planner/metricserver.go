@@ -32,10 +32,4 @@ var metricServerKind = &cfgKind{
 		}
 		return ""
 	},
-	readNeed: func(string) []permNeed {
-		return []permNeed{need("/", "to read the metric servers", "Sys.Audit")}
-	},
-	changeNeed: func(c *Change, id string) []permNeed {
-		return []permNeed{need("/", "to "+c.Action.String()+" metric server "+id, "Sys.Modify")}
-	},
 }

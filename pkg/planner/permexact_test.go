@@ -24,6 +24,8 @@ import (
 type exactCase struct {
 	name, before, after string
 	destroy             bool
+	// setup is made by the admin before before.
+	setup string
 }
 
 // planNeeds are the plan's change needs and the read needs of its
@@ -82,6 +84,9 @@ func grantExactly(t *testing.T, admin *simClients, user, token string, needs []p
 func runExact(t *testing.T, tc exactCase, drop int) (changes []permNeed, failed error) {
 	t.Helper()
 	admin := newSim(t)
+	if tc.setup != "" {
+		applyPlan(t, admin, planFor(t, admin, loadSpec(t, tc.setup), Options{}))
+	}
 	if tc.before != "" {
 		applyPlan(t, admin, planFor(t, admin, loadSpec(t, tc.before), Options{}))
 	}
@@ -168,5 +173,33 @@ func TestSimDerivedNeedsExactNodeKinds(t *testing.T) {
 		{name: "ConfigDriveISO create", after: drive},
 		{name: "ConfigDriveISO update", before: drive, after: strings.Replace(drive, "amb\n", "amb2\n", 1)},
 		{name: "ConfigDriveISO delete", before: drive, after: drive, destroy: true},
+	})
+}
+
+// TestSimDerivedNeedsExactConfigKinds covers the kinds of section configs
+// (user.cfg, jobs.cfg, ha, status.cfg).
+func TestSimDerivedNeedsExactConfigKinds(t *testing.T) {
+	group := "kind: Group\nname: ops\nspec:\n  comment: operators\n"
+	role := "kind: Role\nname: Operator\nspec:\n  privs: [VM.Audit, VM.Console]\n"
+	metric := "kind: MetricServer\nname: graph\nspec:\n  type: graphite\n  server: 127.0.0.7\n  port: 2003\n"
+	vm := "kind: QemuVM\nname: app\nspec:\n  vmid: 100\n  memory: 512\n"
+	ha := "kind: HAResource\nname: app\nspec:\n  guest: 100\n  state: stopped\n  comment: app\n"
+	backup := "kind: BackupJob\nname: nightly\nspec:\n  schedule: \"21:00\"\n  all: true\n  storage: local\n"
+	checkExact(t, []exactCase{
+		{name: "Group create", after: group},
+		{name: "Group update", before: group, after: strings.Replace(group, "operators", "ops", 1)},
+		{name: "Group delete", before: group, after: group, destroy: true},
+		{name: "Role create", after: role},
+		{name: "Role update", before: role, after: strings.Replace(role, "VM.Console", "VM.PowerMgmt", 1)},
+		{name: "Role delete", before: role, after: role, destroy: true},
+		{name: "MetricServer create", after: metric},
+		{name: "MetricServer update", before: metric, after: strings.Replace(metric, "2003", "2004", 1)},
+		{name: "MetricServer delete", before: metric, after: metric, destroy: true},
+		{name: "HAResource create", before: vm, after: ha},
+		{name: "HAResource update", setup: vm, before: ha, after: strings.Replace(ha, "comment: app", "comment: app 2", 1)},
+		{name: "HAResource delete", setup: vm, before: ha, after: ha, destroy: true},
+		{name: "BackupJob create", after: backup},
+		{name: "BackupJob update", before: backup, after: strings.Replace(backup, "21:00", "22:00", 1)},
+		{name: "BackupJob delete", before: backup, after: backup, destroy: true},
 	})
 }

@@ -32,12 +32,4 @@ var realmKind = &cfgKind{
 		}
 		return ""
 	},
-	// read: Realm.Allocate or Sys.Audit on /access/realm.
-	readNeed: func(string) []permNeed {
-		return []permNeed{needAny("/access/realm", "to read the realm's settings", "Realm.Allocate", "Sys.Audit")}
-	},
-	// create, update, delete: Realm.Allocate on /access/realm.
-	changeNeed: func(c *Change, id string) []permNeed {
-		return []permNeed{need("/access/realm", "to "+c.Action.String()+" realm "+id, "Realm.Allocate")}
-	},
 }

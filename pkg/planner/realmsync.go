@@ -14,19 +14,4 @@ var realmSyncKind = &cfgKind{
 	dropped: []string{"type", "last-run", "next-run"},
 	fixed:   []string{"realm"},
 	always:  []string{"schedule"},
-	readNeed: func(string) []permNeed {
-		return []permNeed{need("/", "to list the realm sync jobs", "Sys.Audit")}
-	},
-	// create_job, update_job: Realm.AllocateUser on the realm and
-	// User.Modify on /access/groups; delete_job: Sys.Modify on /.
-	changeNeed: func(c *Change, id string) []permNeed {
-		if c.Action == Delete {
-			return []permNeed{need("/", "to delete realm sync job "+id, "Sys.Modify")}
-		}
-		realm := c.Resource.Params["realm"]
-		return []permNeed{
-			need("/access/realm/"+realm, "to "+c.Action.String()+" a sync job of realm "+realm, "Realm.AllocateUser"),
-			need("/access/groups", "to "+c.Action.String()+" realm sync job "+id, "User.Modify"),
-		}
-	},
 }

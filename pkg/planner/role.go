@@ -20,10 +20,4 @@ var roleKind = &cfgKind{
 	always:    []string{"privs"}, // a PUT without privs empties the role
 	noDelete:  true,              // no delete parameter: privs: null sends it empty
 	isBuiltin: func(row pve.Config) bool { return row["special"] == "1" },
-	// GET /access/roles: user => 'all'.
-	readNeed: func(string) []permNeed { return nil },
-	// create_role, update_role, delete_role: Sys.Modify on /access.
-	changeNeed: func(c *Change, id string) []permNeed {
-		return []permNeed{need("/access", "to "+c.Action.String()+" role "+id, "Sys.Modify")}
-	},
 }

@@ -240,6 +240,12 @@ func (s *Server) updateBackupJob(q *request) (any, error) {
 	if !ok {
 		return nil, fail(http.StatusInternalServerError, "no such vzdump job")
 	}
+	// pve-manager PVE/API2/Backup.pm assert_param_permission_update with
+	// the current job: its storage needs Datastore.Allocate too, whatever
+	// the update changes.
+	if st := job["storage"]; st != "" && !s.can(q.user, "/storage/"+st, "Datastore.Allocate") {
+		return nil, permDenied("/storage/"+st, "Datastore.Allocate")
+	}
 	next := maps.Clone(job)
 	for _, k := range del {
 		if !s.backupOptionExists(k) && k != "comment" && k != "repeat-missed" {
