@@ -181,51 +181,43 @@ func grantText(r *spec.Resource) string {
 // permModify is RPCEnvironment.pm check_perm_modify: Permissions.Modify
 // on the path, or the allocate privilege of the object it names.
 func permModify(path, why string) permNeed {
-	privs := []string{"Permissions.Modify"}
-	switch {
-	case strings.HasPrefix(path, "/storage/"):
-		privs = append(privs, "Datastore.Allocate")
-	case strings.HasPrefix(path, "/vms/"):
-		privs = append(privs, "VM.Allocate")
-	case strings.HasPrefix(path, "/pool/"):
-		privs = append(privs, "Pool.Allocate")
-	}
-	return needAny(path, why, privs...)
+	return needAny(path, why, acl.PermModifyPrivs(path)...)
 }
 
-// readPerms: GET /access/acl lists only the entries on paths where the
-// caller may change permissions, or every entry with Sys.Audit on /access
-// (API2/ACL.pm read_acl).
-func (aclKind) readPerms(r *spec.Resource) []permNeed {
+// readCalls: GET /access/acl is open to all but lists only the entries on
+// paths where the caller may change permissions, or every entry with
+// Sys.Audit on /access (API2/ACL.pm read_acl).
+func (aclKind) readCalls(r *spec.Resource) []apiCall {
+	list := call("GET", "/access/acl", "to see the grant")
 	path, _, _, _, ok := spec.ACLGrant(r)
 	if !ok {
-		return nil
+		return []apiCall{list}
 	}
 	n := permModify(path, "to see the grant (PVE lists only the ACL entries on paths where the token may change permissions)")
 	n.alt = []permNeed{need("/access", "", "Sys.Audit")}
-	return []permNeed{n}
+	return []apiCall{list.with(n)}
 }
 
-// changePerms: PUT /access/acl checks perm-modify on the path; without
-// Permissions.Modify there, the caller may only grant or revoke a role
-// whose every privilege it holds there itself, and never NoAccess
-// (update_acl). A custom role's privileges are not known here: PVE
-// decides at apply.
-func (aclKind) changePerms(c *Change, _ *liveObj) []permNeed {
+// changeCalls: PUT /access/acl (its rule: perm-modify on the path), to
+// grant and to revoke. Without Permissions.Modify there, update_acl lets
+// the caller grant or revoke only a role whose every privilege it holds
+// there itself, and never NoAccess (API2/ACL.pm). A custom role's
+// privileges are not known here: PVE decides at apply.
+func (aclKind) changeCalls(c *Change, _ *liveObj) []apiCall {
 	path, _, _, role, ok := spec.ACLGrant(c.Resource)
-	if !ok || c.Action == NoOp {
+	if !ok {
 		return nil
 	}
 	why := "to " + c.Action.String() + " " + grantText(c.Resource)
-	needs := []permNeed{permModify(path, why)}
+	put := call("PUT", "/access/acl", why, "path", path)
 	privs, builtin := acl.BuiltinRoles()[role]
 	switch {
 	case role == acl.NoAccess:
-		needs = append(needs, need(path, why+" (NoAccess needs it)", "Permissions.Modify"))
+		put = put.with(need(path, why+" (NoAccess needs it)", "Permissions.Modify"))
 	case builtin:
 		n := need(path, why+" (or every privilege of the role)", "Permissions.Modify")
 		n.alt = []permNeed{need(path, why, slices.Sorted(maps.Keys(privs))...)}
-		needs = append(needs, n)
+		put = put.with(n)
 	}
-	return needs
+	return []apiCall{put}
 }

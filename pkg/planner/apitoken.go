@@ -183,16 +183,31 @@ func (tokenKind) current(ctx context.Context, cl *pve.Client, c *Change) (*liveO
 	return tokenObj(users, c.Resource), nil
 }
 
-func (tokenKind) readPerms(*spec.Resource) []permNeed { return []permNeed{usersAudit("the token")} }
+// readCalls: tokens come with the users (GET /access/users?full=1).
+func (tokenKind) readCalls(*spec.Resource) []apiCall {
+	return []apiCall{call("GET", "/access/users", "to see the token").with(usersAudit("the token"))}
+}
 
-// changePerms: the token calls check User.Modify for the token's user
-// (userid-group; their "self" alternative never holds for an API token,
-// which is not its user).
-func (tokenKind) changePerms(c *Change, _ *liveObj) []permNeed {
-	if c.Action == NoOp {
-		return nil
+// changeCalls: POST, PUT (a new secret too) and DELETE
+// /access/users/{userid}/token/{tokenid}; their rules' "self"
+// alternative never holds for an API token, which is not its user.
+func (tokenKind) changeCalls(c *Change, _ *liveObj) []apiCall {
+	why := "to " + c.Action.String() + " the API token"
+	uid, tid := tokenIDs(c.Resource)
+	mk := func(method string) apiCall {
+		return call(method, "/access/users/{userid}/token/{tokenid}", why, "userid", uid, "tokenid", tid)
 	}
-	return []permNeed{need("/access/groups", "to "+c.Action.String()+" the API token", "User.Modify")}
+	switch c.Action {
+	case Create:
+		return []apiCall{mk("POST")}
+	case Update:
+		return []apiCall{mk("PUT")}
+	case Delete:
+		return []apiCall{mk("DELETE")}
+	case Replace:
+		return []apiCall{mk("DELETE"), mk("POST")}
+	}
+	return nil
 }
 
 // deliverSecret puts a secret PVE answered once where the spec wants it:

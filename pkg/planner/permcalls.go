@@ -24,8 +24,11 @@ type apiCall struct {
 	// params are the call's parameters its rule reads (path variables
 	// included), present when listed even if empty.
 	params map[string]string
-	// why says what for ("to create the pool"), completing "needed …".
-	why string
+	// why says what for ("to create the pool"), completing "needed …";
+	// privWhy says it for the needs of one privilege where that says more
+	// ("to create a user of realm pve").
+	why     string
+	privWhy map[string]string
 	// handler are the checks the call's handler makes beyond its rule (a
 	// list filtered by privilege, a per-option check), each with the PVE
 	// file that makes it cited where it is declared.
@@ -44,6 +47,15 @@ func call(method, path, why string, params ...string) apiCall {
 // handOnly carries the needs a kind not converted yet writes by hand
 // (transitional: a kind declares its calls instead).
 func handOnly(needs []permNeed) apiCall { return apiCall{handler: needs} }
+
+// saying says why for the needs of priv.
+func (c apiCall) saying(priv, why string) apiCall {
+	if c.privWhy == nil {
+		c.privWhy = map[string]string{}
+	}
+	c.privWhy[priv] = why
+	return c
+}
 
 // with adds the checks the call's handler makes.
 func (c apiCall) with(handler ...permNeed) apiCall {
@@ -145,6 +157,11 @@ func ruleNeeds(c apiCall) []permNeed {
 	needs, ok := testNeeds(t, c)
 	if !ok {
 		return c.rootOnly()
+	}
+	for i, n := range needs {
+		if w, ok := c.privWhy[strings.Join(n.privs, ",")]; ok {
+			needs[i].why = w
+		}
 	}
 	return needs
 }

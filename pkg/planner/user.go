@@ -187,21 +187,29 @@ func usersAudit(what string) permNeed {
 	return needAny("/access/groups", "to see "+what+" (PVE lists only the users a token may audit)", "User.Modify", "Sys.Audit")
 }
 
-func (userKind) readPerms(*spec.Resource) []permNeed { return []permNeed{usersAudit("the user")} }
+// readCalls: GET /access/users is open to all but lists only the users
+// the caller may audit.
+func (userKind) readCalls(*spec.Resource) []apiCall {
+	return []apiCall{call("GET", "/access/users", "to see the user").with(usersAudit("the user"))}
+}
 
-// changePerms are the `permissions` of the user calls: creating and
-// deleting check Realm.AllocateUser on the user's realm and User.Modify on
-// the groups (userid-param, userid-group in RPCEnvironment.pm);
-// changing checks User.Modify.
-func (userKind) changePerms(c *Change, _ *liveObj) []permNeed {
-	id := userID(c.Resource)
+// changeCalls: POST /access/users, PUT and DELETE /access/users/{userid}
+// (their rules: userid-param, userid-group in RPCEnvironment.pm).
+func (userKind) changeCalls(c *Change, _ *liveObj) []apiCall {
+	id, why := userID(c.Resource), "to "+c.Action.String()+" the user"
 	_, realm, _ := strings.Cut(id, "@")
-	modify := need("/access/groups", "to "+c.Action.String()+" the user", "User.Modify")
+	ofRealm := "to " + c.Action.String() + " a user of realm " + realm
+	post := call("POST", "/access/users", why, "userid", id, "groups", c.Resource.Params["groups"]).saying("Realm.AllocateUser", ofRealm)
+	del := call("DELETE", "/access/users/{userid}", why, "userid", id).saying("Realm.AllocateUser", ofRealm)
 	switch c.Action {
-	case Create, Delete, Replace:
-		return []permNeed{need("/access/realm/"+realm, "to "+c.Action.String()+" a user of realm "+realm, "Realm.AllocateUser"), modify}
+	case Create:
+		return []apiCall{post}
 	case Update:
-		return []permNeed{modify}
+		return []apiCall{call("PUT", "/access/users/{userid}", why, "userid", id)}
+	case Delete:
+		return []apiCall{del}
+	case Replace:
+		return []apiCall{del, post}
 	}
 	return nil
 }
