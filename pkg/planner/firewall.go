@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/pvectl/pvectl/pkg/pve"
+	"github.com/pvectl/pvectl/pkg/pve/acl"
 	"github.com/pvectl/pvectl/pkg/spec"
 )
 
@@ -549,38 +550,59 @@ func (firewallKind) objectName(c *Change) string {
 	return "firewall"
 }
 
-// readPerms: reading a scope's firewall needs Sys.Audit on / (cluster),
-// on /nodes/{node} (a node), VM.Audit on /vms/{vmid} (a guest)
-// (pve-firewall API2/Firewall/{Cluster,Host,VM}.pm, Rules.pm
-// rules_audit_permissions).
-func (firewallKind) readPerms(r *spec.Resource) []permNeed {
-	return fwPerms(r, "to read the firewall", "Sys.Audit", "VM.Audit")
-}
-
-// changePerms: writing it needs Sys.Modify on / or /nodes/{node}, or
-// VM.Config.Network on /vms/{vmid} (rules_modify_permissions).
-func (firewallKind) changePerms(c *Change, _ *liveObj) []permNeed {
-	if c.Action == NoOp {
-		return nil
-	}
-	return fwPerms(c.Resource, "to "+c.Action.String()+" the firewall", "Sys.Modify", "VM.Config.Network")
-}
-
-func fwPerms(r *spec.Resource, why, sysPriv, vmPriv string) []permNeed {
+// fwTmpl is a scope's path as the apidoc spells it, and the parameters
+// that fill it; a node's firewall has no aliases nor IP sets.
+func fwTmpl(r *spec.Resource) (string, []string, bool) {
 	w := spec.FirewallWireOf(r)
 	if w == nil {
-		return nil
+		return "", nil, false
 	}
 	switch w.Scope {
 	case spec.FirewallCluster:
-		return []permNeed{need("/", why, sysPriv)}
+		return "/cluster/firewall", nil, true
 	case spec.FirewallNode:
-		return []permNeed{need("/nodes/"+w.Node, why, sysPriv)}
+		return "/nodes/{node}/firewall", []string{"node", w.Node}, true
 	}
-	if vmid := r.Params["vmid"]; vmid != "" && !spec.HasOutputRef(vmid) {
-		return []permNeed{need("/vms/"+vmid, why, vmPriv)}
+	return "/nodes/{node}/" + w.Scope + "/{vmid}/firewall", []string{"node", r.Params["node"], "vmid", r.Params["vmid"]}, true
+}
+
+// readCalls: a scope's options, rules, aliases and IP sets (pve-firewall
+// API2/Firewall/{Cluster,Host,VM}.pm, Rules.pm, Aliases.pm, IPSet.pm).
+func (firewallKind) readCalls(r *spec.Resource) []apiCall {
+	base, vars, ok := fwTmpl(r)
+	if !ok {
+		return nil
 	}
-	return []permNeed{need("/vms", why, vmPriv)}
+	var calls []apiCall
+	for _, sub := range []string{"/options", "/rules", "/aliases", "/ipset"} {
+		if _, known := acl.RuleOf("GET", base+sub); known {
+			calls = append(calls, call("GET", base+sub, "to read the firewall", vars...))
+		}
+	}
+	return calls
+}
+
+// changeCalls: the writes a change may make: options, rules, aliases and
+// IP sets (their rules are the scope's one privilege).
+func (firewallKind) changeCalls(c *Change, _ *liveObj) []apiCall {
+	base, vars, ok := fwTmpl(c.Resource)
+	if !ok {
+		return nil
+	}
+	why := "to " + c.Action.String() + " the firewall"
+	pos := append([]string{"pos", "0"}, vars...)
+	calls := []apiCall{
+		call("PUT", base+"/options", why, vars...),
+		call("POST", base+"/rules", why, vars...),
+		call("PUT", base+"/rules/{pos}", why, pos...),
+		call("DELETE", base+"/rules/{pos}", why, pos...),
+	}
+	for _, sub := range []string{"/aliases", "/ipset"} {
+		if _, known := acl.RuleOf("POST", base+sub); known {
+			calls = append(calls, call("POST", base+sub, why, vars...))
+		}
+	}
+	return calls
 }
 
 // traits: one scope's firewall (cluster, node or guest: the spec says),

@@ -149,6 +149,9 @@ func ruleNeeds(c apiCall) []permNeed {
 	}
 	t, err := acl.Parse(rule.Check, func(name string) (string, bool) {
 		v, ok := c.params[name]
+		if spec.HasOutputRef(v) {
+			v = "" // known after apply: see unknownTail
+		}
 		return v, ok
 	})
 	if err != nil {
@@ -191,7 +194,7 @@ func testNeeds(t acl.Test, c apiCall) ([]permNeed, bool) {
 		if t.Absent || t.Path == "" {
 			return nil, false
 		}
-		return []permNeed{{path: t.Path, privs: t.Privs, anyOf: t.Any, why: c.why}}, true
+		return []permNeed{{path: unknownTail(t.Path), privs: t.Privs, anyOf: t.Any, why: c.why}}, true
 	case "perm-modify":
 		if t.Path == "" {
 			return nil, false
@@ -210,6 +213,19 @@ func testNeeds(t acl.Test, c apiCall) ([]permNeed, bool) {
 		return []permNeed{need("/access/realm/"+realm, c.why, "Realm.AllocateUser")}, true
 	}
 	return nil, false
+}
+
+// unknownTail cuts a path at a value not known before apply (template_
+// replace's "-", a vmid a create in the same apply allocates): the need is
+// asked on its parent (/vms), from where a grant reaches every guest.
+func unknownTail(path string) string {
+	if i := strings.Index(path+"/", "/-/"); i >= 0 {
+		if i == 0 {
+			return "/"
+		}
+		return path[:i]
+	}
+	return path
 }
 
 // orNeeds: the first alternative a token can pass, with the others as

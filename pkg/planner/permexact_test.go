@@ -155,8 +155,10 @@ func runExact(t *testing.T, tc exactCase, drop int) (changes []permNeed, failed 
 	if err != nil {
 		errs = append(errs, err)
 	}
-	for a, e := range res.Failed {
-		errs = append(errs, fmt.Errorf("%s: %w", a, e))
+	if res != nil {
+		for a, e := range res.Failed {
+			errs = append(errs, fmt.Errorf("%s: %w", a, e))
+		}
 	}
 	if drop < 0 && len(errs) == 0 && !tc.destroy {
 		if after := planFor(t, tok, set, Options{}); after.HasChanges() {
@@ -285,5 +287,18 @@ func TestSimDerivedNeedsExactAccessKinds(t *testing.T) {
 		{name: "APIToken delete", setup: user, before: token, after: token, destroy: true},
 		{name: "ACL create", setup: lab, after: grant},
 		{name: "ACL delete", setup: lab, before: grant, after: grant, destroy: true},
+	})
+}
+
+// TestSimDerivedNeedsExactFirewall covers a firewall of each scope.
+func TestSimDerivedNeedsExactFirewall(t *testing.T) {
+	node := "kind: Firewall\nname: host\nspec:\n  scope: node/pve\n  options:\n    log_level_in: info\n  rules:\n    - {type: in, action: ACCEPT, proto: tcp, dport: 22}\n"
+	guest := "kind: QemuVM\nname: app\nspec:\n  vmid: 100\n  memory: 512\n---\nkind: Firewall\nname: app\nspec:\n  scope: QemuVM/app\n  rules:\n    - {type: in, action: ACCEPT, macro: HTTPS}\n"
+	vm := "kind: QemuVM\nname: app\nspec:\n  vmid: 100\n  memory: 512\n"
+	checkExact(t, []exactCase{
+		{name: "Firewall node create", after: node},
+		{name: "Firewall node update", before: node, after: strings.Replace(node, "22", "2222", 1)},
+		{name: "Firewall guest create", before: vm, after: guest},
+		{name: "Firewall guest update", before: guest, after: strings.Replace(guest, "HTTPS", "SSH", 1)},
 	})
 }
