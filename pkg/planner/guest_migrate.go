@@ -168,11 +168,3 @@ func (g guest) migrate(ctx context.Context, x *execution, c *Change) error {
 	}
 	return nil
 }
-
-// migratePerms: VM.Migrate on the guest.
-func (g guest) migratePerms(c *Change, path string) []permNeed {
-	if st := stateOf(c); st.PrevNode == "" || st.PrevNode == c.Node || c.Action != Update {
-		return nil
-	}
-	return []permNeed{need(path, "to migrate the "+guestNoun(string(g.typ))+" to "+c.Node, "VM.Migrate")}
-}

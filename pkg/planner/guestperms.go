@@ -5,6 +5,7 @@ import (
 	"maps"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/pvectl/pvectl/pkg/pve"
@@ -13,9 +14,9 @@ import (
 	"github.com/pvectl/pvectl/pkg/spec"
 )
 
-// What a guest's reads and calls need (the permissioned capability of
-// QemuVM and LxcContainer): the `permissions` of the calls guest.go makes
-// and the checks of their handlers — qemu-server API2/Qemu.pm
+// The calls of a guest's reads and changes (QemuVM and LxcContainer), with
+// the checks their handlers make beyond their rules (which the engine
+// derives from the apidoc, permcalls.go) — qemu-server API2/Qemu.pm
 // (create_vm, update_vm_api: check_vm_modify_config_perm,
 // check_storage_access, check_bridge_access, the device checks) and
 // pve-container API2/LXC.pm, LXC.pm check_ct_modify_config_perm.
@@ -29,10 +30,10 @@ var (
 	cloudinitRe = regexp.MustCompile(`[:/](vm-\d+-)?cloudinit(\.\w+)?$`)
 )
 
-// readPerms: /cluster/resources and the per-node guest lists show only
-// the guests the token may audit (and a guest's pool only when it may
-// audit the pool); the config and status reads check VM.Audit.
-func (g guest) readPerms(r *spec.Resource) []permNeed {
+// listNeeds: /cluster/resources and the per-node guest lists are open to
+// all but show only the guests the caller may audit (and a guest's pool
+// only when it may audit the pool: pve-manager API2/Cluster.pm resources).
+func (g guest) listNeeds(r *spec.Resource) []permNeed {
 	noun := guestNoun(string(g.typ))
 	path, why := "/vms", fmt.Sprintf("to find the %s by name (PVE lists only the guests a token may audit)", noun)
 	if id, _ := specVMID(r); id != 0 {
@@ -48,18 +49,23 @@ func (g guest) readPerms(r *spec.Resource) []permNeed {
 	return needs
 }
 
-// changePerms are the needs of the change's calls.
-func (g guest) changePerms(c *Change, lo *liveObj) []permNeed {
+// readCalls: the cluster's resources, as the guest index reads them.
+func (g guest) readCalls(r *spec.Resource) []apiCall {
+	return []apiCall{call("GET", "/cluster/resources", "to find the "+guestNoun(string(g.typ))).with(g.listNeeds(r)...)}
+}
+
+// changeCalls are the calls of the change.
+func (g guest) changeCalls(c *Change, lo *liveObj) []apiCall {
 	st := stateOf(c)
 	switch c.Action {
 	case Create:
-		return g.createPerms(c.Resource)
+		return g.createCalls(c.Node, c.Resource)
 	case Update:
-		return g.updatePerms(c, lo, vmPath(st.VMID))
+		return g.updateCalls(c, lo, st.VMID)
 	case Delete:
-		return g.removePerms(lo, vmPath(st.VMID))
+		return g.removeCalls(c.Node, lo, st.VMID)
 	case Replace:
-		return append(g.removePerms(lo, vmPath(st.VMID)), g.createPerms(c.Resource)...)
+		return append(g.removeCalls(c.Node, lo, st.VMID), g.createCalls(c.Node, c.Resource)...)
 	}
 	return nil
 }
@@ -72,16 +78,44 @@ func vmPath(vmid int) string {
 	return fmt.Sprintf("/vms/%d", vmid)
 }
 
-func (g guest) removePerms(lo *liveObj, path string) []permNeed {
-	needs := []permNeed{need(path, "to delete the "+guestNoun(string(g.typ)), "VM.Allocate")}
-	if lo != nil && liveOf(lo).Status == "running" {
-		needs = append(needs, need(path, "to stop the "+guestNoun(string(g.typ))+" before deleting it", "VM.PowerMgmt"))
+// guestCall is a call on the guest (/nodes/{node}/{type}/{vmid}<sub>); a
+// vmid not known yet (0) makes its rule ask on /vms.
+func (g guest) guestCall(method, sub, why, node string, vmid int) apiCall {
+	id := ""
+	if vmid != 0 {
+		id = strconv.Itoa(vmid)
 	}
-	return needs
+	return call(method, "/nodes/{node}/"+string(g.typ)+"/{vmid}"+sub, why, "node", node, "vmid", id)
+}
+
+// removeCalls: a running guest is stopped first, then deleted.
+func (g guest) removeCalls(node string, lo *liveObj, vmid int) []apiCall {
+	noun := guestNoun(string(g.typ))
+	var calls []apiCall
+	if lo != nil && liveOf(lo).Status == "running" {
+		calls = append(calls, g.guestCall("POST", "/status/stop", "to stop the "+noun+" before deleting it", node, vmid))
+	}
+	return append(calls, g.guestCall("DELETE", "", "to delete the "+noun, node, vmid))
+}
+
+// createCalls: POST /nodes/{node}/{type} is open to all; create_vm checks
+// VM.Allocate on the new guest (or the pool it joins) and what each
+// setting needs (createPerms). A guest wanted running is started: on a
+// guest in a pool, the pool's grant counts (check_vm_perm).
+func (g guest) createCalls(node string, r *spec.Resource) []apiCall {
+	id, _ := specVMID(r)
+	calls := []apiCall{call("POST", "/nodes/{node}/"+string(g.typ), "to create the "+guestNoun(string(g.typ)), "node", node).with(g.createPerms(r)...)}
+	if want := spec.Guest(r).Running; want != nil && *want || r.Params["start"] == "1" {
+		start := g.guestCall("POST", "/status/start", "to start the "+guestNoun(string(g.typ)), node, id)
+		start.pool = r.Params["pool"]
+		calls = append(calls, start)
+	}
+	return calls
 }
 
 // createPerms: VM.Allocate on the new guest (or the pool it joins), and
-// what each setting needs.
+// what each setting needs (qemu-server API2/Qemu.pm create_vm,
+// pve-container API2/LXC.pm create_vm).
 func (g guest) createPerms(r *spec.Resource) []permNeed {
 	id, _ := specVMID(r)
 	path, pool := vmPath(id), r.Params["pool"]
@@ -92,11 +126,7 @@ func (g guest) createPerms(r *spec.Resource) []permNeed {
 		}
 		return n
 	}
-	allocate := onGuest("to create the "+guestNoun(string(g.typ)), "VM.Allocate")
-	needs := []permNeed{allocate}
-	if want := spec.Guest(r).Running; want != nil && *want || r.Params["start"] == "1" {
-		needs = append(needs, onGuest("to start the "+guestNoun(string(g.typ)), "VM.PowerMgmt"))
-	}
+	needs := []permNeed{onGuest("to create the "+guestNoun(string(g.typ)), "VM.Allocate")}
 	storage := r.Params["storage"]
 	if storage != "" {
 		needs = append(needs, need("/storage/"+storage, "to allocate the "+guestNoun(string(g.typ))+"'s disks", "Datastore.AllocateSpace"))
@@ -125,9 +155,11 @@ func (g guest) createPerms(r *spec.Resource) []permNeed {
 	return append(needs, g.settingPerms(vals, nil, nil, setting{onGuest: onGuest, storage: storage, creating: true})...)
 }
 
-// updatePerms: each changed or deleted setting, disk growth and moves, a
-// migration, pool moves, power changes and reboots.
-func (g guest) updatePerms(c *Change, lo *liveObj, path string) []permNeed {
+// updateCalls: the config write (its handler checks each changed or
+// deleted setting: update_vm_api, pve-container update_vm), disk growth
+// and moves, a migration, pool moves, power changes and reboots.
+func (g guest) updateCalls(c *Change, lo *liveObj, vmid int) []apiCall {
+	noun, node, path := guestNoun(string(g.typ)), c.Node, vmPath(vmid)
 	onGuest := func(why string, privs ...string) permNeed { return need(path, why, privs...) }
 	vals := map[string]string{}
 	for k, v := range c.Params {
@@ -139,37 +171,60 @@ func (g guest) updatePerms(c *Change, lo *liveObj, path string) []permNeed {
 	if lo != nil {
 		live = lo.Config
 	}
-	needs := g.settingPerms(vals, schema.SplitList(c.Params["delete"]), live, setting{onGuest: onGuest})
-	needs = append(needs, g.migratePerms(c, path)...)
+	var calls []apiCall
+	if needs := g.settingPerms(vals, schema.SplitList(c.Params["delete"]), live, setting{onGuest: onGuest}); len(needs) > 0 {
+		// The config write's own rule (any VM.Config.* privilege) is
+		// implied by its settings' needs: it is left to them.
+		calls = append(calls, apiCall{why: "to change the " + noun + "'s settings", handler: needs})
+	}
+	if st := stateOf(c); st.PrevNode != "" && st.PrevNode != c.Node {
+		calls = append(calls, g.guestCall("POST", "/migrate", "to migrate the "+noun+" to "+c.Node, st.PrevNode, vmid))
+	}
 	if stateOf(c).Reboot {
-		needs = append(needs, onGuest("to reboot the "+guestNoun(string(g.typ))+" for its pending changes (rebootOnPending)", "VM.PowerMgmt"))
+		calls = append(calls, g.guestCall("POST", "/status/reboot", "to reboot the "+noun+" for its pending changes (rebootOnPending)", node, vmid))
 	}
 	for _, d := range c.Diff {
-		switch {
-		case isResize(d):
-			needs = append(needs, onGuest("to grow "+topKey(d.Path), "VM.Config.Disk"))
-		case isMove(d):
-			// move_vm_disk, pve-container move_volume.
-			to, _ := d.After.(string)
-			needs = append(needs, onGuest("to move "+topKey(d.Path), "VM.Config.Disk"),
-				need("/storage/"+to, "to move "+topKey(d.Path)+" there", "Datastore.AllocateSpace"))
-			if g.typ == pve.LXC && lo != nil && liveOf(lo).Status == "running" {
-				needs = append(needs, onGuest("to stop the container for the move and start it again", "VM.PowerMgmt"))
-			}
-		case d.Path == "running":
-			needs = append(needs, onGuest("to start or shut down the "+guestNoun(string(g.typ)), "VM.PowerMgmt"))
-		case d.Path == "pool":
-			// Pool.pm update_pool: Pool.Allocate on the pool, the right to
-			// change the guest's permissions, and on the pool it leaves.
-			needs = append(needs, needAny(path, "to move the "+guestNoun(string(g.typ))+" between pools", "Permissions.Modify", "VM.Allocate"))
-			for _, p := range []any{d.Before, d.After} {
-				if s, ok := p.(string); ok && s != "" {
-					needs = append(needs, need("/pool/"+s, "to move the "+guestNoun(string(g.typ))+" between pools", "Pool.Allocate"))
-				}
+		calls = append(calls, g.diffCalls(d, lo, node, vmid)...)
+	}
+	return calls
+}
+
+// diffCalls are the calls one difference makes beyond the config write.
+func (g guest) diffCalls(d FieldDiff, lo *liveObj, node string, vmid int) []apiCall {
+	noun, path := guestNoun(string(g.typ)), vmPath(vmid)
+	switch {
+	case isResize(d):
+		return []apiCall{g.guestCall("PUT", "/resize", "to grow "+topKey(d.Path), node, vmid)}
+	case isMove(d):
+		// qemu-server move_vm_disk, pve-container move_volume: the
+		// target storage is checked by the handler.
+		to, _ := d.After.(string)
+		sub := "/move_disk"
+		if g.typ == pve.LXC {
+			sub = "/move_volume"
+		}
+		calls := []apiCall{g.guestCall("POST", sub, "to move "+topKey(d.Path), node, vmid).
+			with(need("/storage/"+to, "to move "+topKey(d.Path)+" there", "Datastore.AllocateSpace"))}
+		if g.typ == pve.LXC && lo != nil && liveOf(lo).Status == "running" {
+			calls = append(calls, g.guestCall("POST", "/status/shutdown", "to stop the container for the move and start it again", node, vmid))
+		}
+		return calls
+	case d.Path == "running":
+		return []apiCall{g.guestCall("POST", "/status/start", "to start or shut down the "+noun, node, vmid)}
+	case d.Path == "pool":
+		// Pool.pm update_pool: Pool.Allocate on the pool it joins and on
+		// the one it leaves (each a PUT /pools), and the right to change
+		// the guest's permissions (check_perm_modify on /vms/N).
+		var calls []apiCall
+		for _, p := range []any{d.Before, d.After} {
+			if s, ok := p.(string); ok && s != "" {
+				calls = append(calls, call("PUT", "/pools", "to move the "+noun+" between pools", "poolid", s).
+					with(needAny(path, "to move the "+noun+" between pools", "Permissions.Modify", "VM.Allocate")))
 			}
 		}
+		return calls
 	}
-	return needs
+	return nil
 }
 
 // setting is how settingPerms checks: the need on the guest (its path, or

@@ -29,6 +29,9 @@ type apiCall struct {
 	// ("to create a user of realm pve").
 	why     string
 	privWhy map[string]string
+	// pool is the pool a new guest joins: a need on its /vms path is met
+	// on /pool/{pool} as well (check_vm_perm, compile_acl_path).
+	pool string
 	// handler are the checks the call's handler makes beyond its rule (a
 	// list filtered by privilege, a per-option check), each with the PVE
 	// file that makes it cited where it is declared.
@@ -164,6 +167,9 @@ func ruleNeeds(c apiCall) []permNeed {
 	for i, n := range needs {
 		if w, ok := c.privWhy[strings.Join(n.privs, ",")]; ok {
 			needs[i].why = w
+		}
+		if c.pool != "" && strings.HasPrefix(n.path, "/vms") {
+			needs[i].or = "/pool/" + c.pool
 		}
 	}
 	return needs

@@ -147,15 +147,15 @@ func TestPermNeedsOfAGuestUpdate(t *testing.T) {
 		Diff:   []FieldDiff{{Path: "scsi0.size", Before: "4G", After: "8G"}, {Path: "pool", Before: "a", After: "b"}, {Path: "running", Before: false, After: true}}}
 	lo := &liveObj{Exists: true, Config: pve.Config{"ide2": "local:iso/x.iso,media=cdrom", "net1": "virtio,bridge=vmbr1"}}
 	var got []string
-	for _, n := range qemu.changePerms(c, lo) {
+	for _, n := range callNeeds(qemu.changeCalls(c, lo)) {
 		got = append(got, n.path+" "+strings.Join(n.privs, map[bool]string{true: "|", false: "+"}[n.anyOf]))
 	}
 	want := []string{
-		"/vms/100 VM.Config.CDROM", "/vms/100 VM.Config.CDROM", // the old and the new drive
+		"/vms/100 VM.Config.CDROM", // the old and the new drive: one need
 		"/vms/100 VM.Config.Cloudinit|VM.Config.Network", "/vms/100 VM.Config.Memory",
 		"/vms/100 VM.Config.Network", "/sdn/zones/localnetwork/vmbr1 SDN.Use", // deleting net1
 		"/vms/100 VM.Config.Disk", // the resize
-		"/vms/100 Permissions.Modify|VM.Allocate", "/pool/a Pool.Allocate", "/pool/b Pool.Allocate",
+		"/pool/a Pool.Allocate", "/vms/100 Permissions.Modify|VM.Allocate", "/pool/b Pool.Allocate",
 		"/vms/100 VM.PowerMgmt",
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
@@ -194,9 +194,9 @@ func TestPermNeedsOfPlacement(t *testing.T) {
 			lo := &liveObj{Exists: true, State: &guestLive{VMID: tc.st.VMID, Status: tc.live}}
 			var needs []permNeed
 			if tc.qemu {
-				needs = qemu.changePerms(c, lo)
+				needs = callNeeds(qemu.changeCalls(c, lo))
 			} else {
-				needs = lxc.changePerms(c, lo)
+				needs = callNeeds(lxc.changeCalls(c, lo))
 			}
 			var got []string
 			for _, n := range needs {
@@ -223,7 +223,7 @@ func TestPermNeedsOfAGuestRead(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			var got []string
-			for _, n := range lxc.readPerms(tc.r) {
+			for _, n := range callNeeds(lxc.readCalls(tc.r)) {
 				got = append(got, n.path+" "+strings.Join(n.privs, "+"))
 			}
 			if strings.Join(got, "\n") != tc.want {

@@ -339,8 +339,9 @@ func (k qemuKind) toTemplate(ctx context.Context, x *execution, node string, vmi
 	return nil
 }
 
-func (k qemuKind) readPerms(r *spec.Resource) []permNeed {
-	needs := k.guest.readPerms(r)
+// readCalls: the guest index, and the VMs image and replace name.
+func (k qemuKind) readCalls(r *spec.Resource) []apiCall {
+	needs := k.listNeeds(r)
 	g := spec.Guest(r)
 	for _, ref := range []struct {
 		key string
@@ -355,39 +356,42 @@ func (k qemuKind) readPerms(r *spec.Resource) []permNeed {
 		}
 		needs = append(needs, need(path, why, "VM.Audit"))
 	}
-	return needs
+	return []apiCall{call("GET", "/cluster/resources", "to find the VM").with(needs...)}
 }
 
-func (k qemuKind) changePerms(c *Change, lo *liveObj) []permNeed {
+// changeCalls: a guest's calls, a clone's instead of the create for a VM
+// made from a template, the conversions and regeneration, the VM it
+// replaces (replace:) and what provisioning writes and asks.
+func (k qemuKind) changeCalls(c *Change, lo *liveObj) []apiCall {
 	st := stateOf(c)
 	gl := liveOf(lo)
-	var needs []permNeed
+	var calls []apiCall
 	switch {
-	case st.Clone != nil && c.Action == Create:
-		needs = k.clonePerms(c.Resource, st.Clone, gl.CloneConfig)
-		needs = append(needs, k.createExtraPerms(c)...)
-	case st.Clone != nil && c.Action == Replace:
-		needs = append(k.removePerms(lo, vmPath(st.VMID)), k.clonePerms(c.Resource, st.Clone, gl.CloneConfig)...)
-		needs = append(needs, k.createExtraPerms(c)...)
+	case st.Clone != nil && (c.Action == Create || c.Action == Replace):
+		if c.Action == Replace {
+			calls = k.removeCalls(c.Node, lo, st.VMID)
+		}
+		calls = append(calls, k.cloneCall(c.Node, c.Resource, st.Clone, gl.CloneConfig))
+		calls = append(calls, k.createExtraCalls(c)...)
 	case c.Action == Create || c.Action == Replace:
-		needs = append(k.guest.changePerms(c, lo), k.createExtraPerms(c)...)
+		calls = append(k.guest.changeCalls(c, lo), k.createExtraCalls(c)...)
 	default:
-		needs = k.guest.changePerms(c, lo)
+		calls = k.guest.changeCalls(c, lo)
 		if c.Action == Update {
-			path := vmPath(st.VMID)
 			if st.Regenerate {
-				needs = append(needs, need(path, "to regenerate the cloud-init drive", "VM.Config.Cloudinit"))
+				calls = append(calls, k.guestCall("PUT", "/cloudinit", "to regenerate the cloud-init drive", c.Node, st.VMID))
 			}
 			for _, d := range c.Diff {
 				if d.Path == "template" {
-					needs = append(needs, need(path, "to convert the VM into a template", "VM.Allocate"))
+					calls = append(calls, k.guestCall("POST", "/template", "to convert the VM into a template", c.Node, st.VMID))
 				}
 			}
 		}
 	}
+	id := st.VMID
 	if c.Action == Create || c.Action == Replace {
+		id, _ = specVMID(c.Resource)
 		// What the plan derived (ipconfig0 from DNS) is set at create too.
-		id, _ := specVMID(c.Resource)
 		onGuest := func(why string, privs ...string) permNeed {
 			n := need(vmPath(id), why, privs...)
 			if pool := c.Resource.Params["pool"]; pool != "" {
@@ -395,45 +399,44 @@ func (k qemuKind) changePerms(c *Change, lo *liveObj) []permNeed {
 			}
 			return n
 		}
-		needs = append(needs, k.settingPerms(st.Derived, nil, nil, setting{onGuest: onGuest})...)
+		if needs := k.settingPerms(st.Derived, nil, nil, setting{onGuest: onGuest}); len(needs) > 0 {
+			calls = append(calls, apiCall{why: "to set what the plan derived", handler: needs})
+		}
 	}
 	if st.Old != nil && (c.Action == Create || c.Action == Replace || c.Action == Update || c.Action == Provision) {
-		needs = append(needs, k.oldPerms(st.Old)...)
+		calls = append(calls, k.oldCalls(st.Old)...)
 	}
 	if len(c.Provision) > 0 {
-		id := st.VMID
-		if c.Action == Create || c.Action == Replace {
-			id, _ = specVMID(c.Resource)
-		}
-		needs = append(needs, need(vmPath(id), "to record provisioning (what ran, the SSH host key) in the VM's description", "VM.Config.Options"))
+		// update_vm_api checks the description's category
+		// (VM.Config.Options) beyond the config write's rule.
+		calls = append(calls, k.guestCall("POST", "/config", "to record provisioning (what ran, the SSH host key) in the VM's description", c.Node, id).
+			with(need(vmPath(id), "to record provisioning (what ran, the SSH host key) in the VM's description", "VM.Config.Options")))
 		if g := spec.Guest(c.Resource); g.IP == nil {
-			needs = append(needs, needAny(vmPath(id), "to ask the guest agent for the VM's address (no ip given)", "VM.GuestAgent.Audit", "VM.GuestAgent.Unrestricted"))
+			calls = append(calls, k.guestCall("GET", "/agent/network-get-interfaces", "to ask the guest agent for the VM's address (no ip given)", c.Node, id))
 		}
 	}
-	return needs
+	return calls
 }
 
-// createExtraPerms: a new template is converted (VM.Allocate on it); a
-// clone is started unless running: false (a plain create's start is in
-// the guest's create needs).
-func (k qemuKind) createExtraPerms(c *Change) []permNeed {
+// createExtraCalls: a disk imported at the image's size is grown; a new
+// template is converted; a clone is started unless running: false (a
+// plain create's start is among the guest's create calls).
+func (k qemuKind) createExtraCalls(c *Change) []apiCall {
 	r := c.Resource
 	id, _ := specVMID(r)
-	var needs []permNeed
+	var calls []apiCall
 	if stateOf(c).Clone == nil && len(importGrowReasons(r.Params)) > 0 {
-		needs = append(needs, need(vmPath(id), "to grow a disk imported at the image's size", "VM.Config.Disk"))
+		calls = append(calls, k.guestCall("PUT", "/resize", "to grow a disk imported at the image's size", c.Node, id))
 	}
 	if r.Params["template"] == "1" {
-		return append(needs, need(vmPath(id), "to convert the VM into a template", "VM.Allocate"))
+		return append(calls, k.guestCall("POST", "/template", "to convert the VM into a template", c.Node, id))
 	}
 	if g := spec.Guest(r); stateOf(c).Clone != nil && (g.Running == nil || *g.Running) {
-		n := need(vmPath(id), "to start the VM (a clone is started unless running: false)", "VM.PowerMgmt")
-		if pool := r.Params["pool"]; pool != "" {
-			n.or = "/pool/" + pool
-		}
-		return append(needs, n)
+		start := k.guestCall("POST", "/status/start", "to start the VM (a clone is started unless running: false)", c.Node, id)
+		start.pool = r.Params["pool"]
+		return append(calls, start)
 	}
-	return needs
+	return calls
 }
 
 // fieldEffect: the clone keys act at create only, the conveniences are

@@ -186,11 +186,27 @@ func withNICModel(m *schema.Method, key, v string) string {
 	return "virtio," + v
 }
 
-// clonePerms are what a clone and its configuration need (qemu-server
-// API2/Qemu.pm clone_vm: VM.Clone on the template, VM.Allocate on the new
-// VM or its pool, check_storage_access_clone and check_bridge_access over
-// the template's config), then what the update after it sets.
-func (k qemuKind) clonePerms(r *spec.Resource, src *guestRef, srcConf pve.Config) []permNeed {
+// cloneCall is POST /nodes/{node}/qemu/{vmid}/clone: its rule asks
+// VM.Clone on the template and VM.Allocate on the new VM or its pool;
+// clone_vm (qemu-server API2/Qemu.pm) checks check_storage_access_clone
+// and check_bridge_access over the template's config, then the update
+// after it what it sets.
+func (k qemuKind) cloneCall(node string, r *spec.Resource, src *guestRef, srcConf pve.Config) apiCall {
+	id, _ := specVMID(r)
+	newid := ""
+	if id != 0 {
+		newid = strconv.Itoa(id)
+	}
+	clone := call("POST", "/nodes/{node}/qemu/{vmid}/clone", "to create the VM (a clone)", "node", node,
+		"vmid", strconv.Itoa(src.VMID), "newid", newid).saying("VM.Clone", fmt.Sprintf("to clone template %d", src.VMID))
+	if pool := r.Params["pool"]; pool != "" {
+		clone.params["pool"] = pool
+	}
+	return clone.with(k.clonePerms(r, srcConf)...)
+}
+
+// clonePerms are what clone_vm's handler and the update after it check.
+func (k qemuKind) clonePerms(r *spec.Resource, srcConf pve.Config) []permNeed {
 	id, _ := specVMID(r)
 	path, pool := vmPath(id), r.Params["pool"]
 	onGuest := func(why string, privs ...string) permNeed {
@@ -200,10 +216,7 @@ func (k qemuKind) clonePerms(r *spec.Resource, src *guestRef, srcConf pve.Config
 		}
 		return n
 	}
-	needs := []permNeed{
-		need(vmPath(src.VMID), fmt.Sprintf("to clone template %d", src.VMID), "VM.Clone"),
-		onGuest("to create the VM (a clone)", "VM.Allocate"),
-	}
+	var needs []permNeed
 	target := r.Params["storage"]
 	for _, key := range slices.Sorted(maps.Keys(srcConf)) {
 		val := srcConf[key]

@@ -265,14 +265,14 @@ func (k qemuKind) removeOld(ctx context.Context, x *execution, old *guestRef) er
 	return nil
 }
 
-// oldPerms: deleting the replaced VM (and stopping it first).
-func (k qemuKind) oldPerms(old *guestRef) []permNeed {
-	path := vmPath(old.VMID)
-	needs := []permNeed{need(path, "to destroy VM "+old.String()+", which this VM replaces", "VM.Allocate")}
+// oldCalls: the VM this one replaces is stopped when running, then
+// destroyed.
+func (k qemuKind) oldCalls(old *guestRef) []apiCall {
+	var calls []apiCall
 	if old.Status == "running" {
-		needs = append(needs, need(path, "to stop VM "+old.String()+" before destroying it", "VM.PowerMgmt"))
+		calls = append(calls, k.guestCall("POST", "/status/stop", "to stop VM "+old.String()+" before destroying it", old.Node, old.VMID))
 	}
-	return needs
+	return append(calls, k.guestCall("DELETE", "", "to destroy VM "+old.String()+", which this VM replaces", old.Node, old.VMID))
 }
 
 func withoutKey(m map[string]string, key string) map[string]string {

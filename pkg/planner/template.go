@@ -316,14 +316,15 @@ func (k templateKind) bakeProvision(ctx context.Context, x *execution, c *Change
 	return nil
 }
 
-// changePerms: a bake starts and shuts down the VM it converts.
-func (k templateKind) changePerms(c *Change, lo *liveObj) []permNeed {
-	needs := k.qemuKind.changePerms(c, lo)
+// changeCalls: a bake starts and shuts down the VM it converts.
+func (k templateKind) changeCalls(c *Change, lo *liveObj) []apiCall {
+	calls := k.qemuKind.changeCalls(c, lo)
 	if c.Action == Create || c.Action == Replace {
 		id, _ := specVMID(c.Resource)
-		needs = append(needs, need(vmPath(id), "to start and shut down the VM the template is baked in", "VM.PowerMgmt"))
+		why := "to start and shut down the VM the template is baked in"
+		calls = append(calls, k.guestCall("POST", "/status/start", why, c.Node, id), k.guestCall("POST", "/status/shutdown", why, c.Node, id))
 	}
-	return needs
+	return calls
 }
 
 // writeRecipe sets the recipe block in the description as it is now

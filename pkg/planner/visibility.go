@@ -274,11 +274,11 @@ func (g guest) checkCreateVisible(ctx context.Context, lc *liveConn, r *spec.Res
 	if lc.perms == nil {
 		return nil
 	}
-	needs := append(g.readPerms(r), g.createPerms(r)...)
+	needs := append(g.listNeeds(r), g.createPerms(r)...)
 	if err := lc.exactPerms(ctx, needs); err != nil {
 		return err
 	}
-	if err := lc.missingPerms(g.readPerms(r)); err != nil {
+	if err := lc.missingPerms(g.listNeeds(r)); err != nil {
 		return err
 	}
 	if vmid != 0 {
