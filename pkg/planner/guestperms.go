@@ -46,6 +46,11 @@ func (g guest) listNeeds(r *spec.Resource) []permNeed {
 		// pool: null — whichever pool it is in must be visible.
 		needs = append(needs, need("/pool", "to see whether the "+noun+" is in a pool (PVE hides the pools a token may not audit)", "Pool.Audit"))
 	}
+	// The plan looks the template up on its storage, which the resources
+	// list shows only with Datastore.Audit (Cluster.pm resources).
+	if sid, _, ok := strings.Cut(r.Params["ostemplate"], ":"); ok && g.typ == pve.LXC && !strings.HasPrefix(sid, "/") {
+		needs = append(needs, need("/storage/"+sid, "to find the template on its storage (PVE lists only the storages a token may audit)", "Datastore.Audit"))
+	}
 	return needs
 }
 
