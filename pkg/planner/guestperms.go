@@ -327,10 +327,10 @@ func (g guest) valuePerms(key, val, old string, deleting bool, sc setting) []per
 		// A create checks only the storage; a change what the old and the
 		// new drive are.
 		if !sc.creating && old != "" {
-			needs = append(needs, onGuest(why, drivePrivs(old)...))
+			needs = append(needs, onGuest(why, acl.DrivePrivs(old)...))
 		}
 		if !sc.creating && !deleting {
-			needs = append(needs, onGuest(why, drivePrivs(val)...))
+			needs = append(needs, onGuest(why, acl.DrivePrivs(val)...))
 		}
 		if !deleting {
 			needs = append(needs, driveStorage(val, why, sc.storage)...)
@@ -344,26 +344,6 @@ func (g guest) valuePerms(key, val, old string, deleting bool, sc setting) []per
 		needs = append(needs, devicePerms(key, val, onGuest)...)
 	}
 	return needs
-}
-
-// drivePrivs: a cloud-init drive needs VM.Config.Cloudinit and
-// VM.Config.CDROM, a CD-ROM VM.Config.CDROM, a disk VM.Config.Disk
-// (update_vm_api's check_drive_perms).
-func drivePrivs(val string) []string {
-	file := driveFile(val)
-	media := ""
-	for _, kv := range splitProps(val) {
-		if kv.Key == "media" {
-			media = kv.Value
-		}
-	}
-	switch {
-	case cloudinitRe.MatchString(file):
-		return []string{"VM.Config.Cloudinit", "VM.Config.CDROM"}
-	case media == "cdrom":
-		return []string{"VM.Config.CDROM"}
-	}
-	return []string{"VM.Config.Disk"}
 }
 
 // driveStorage is check_storage_access for one drive value.

@@ -60,6 +60,40 @@ var (
 // IsQemuDrive reports whether key names a QEMU drive (is_valid_drivename).
 func IsQemuDrive(key string) bool { return qemuDriveRe.MatchString(key) }
 
+// cloudinitVolRe is qemu-server's drive_is_cloudinit on a drive's volume.
+var cloudinitVolRe = regexp.MustCompile(`[:/](vm-\d+-)?cloudinit(\.(raw|qcow2|vmdk|cloop|cow|qcow|qed|vhdx|vpc))?$`)
+
+// IsCloudinitVolume reports whether a drive's volume is a cloud-init
+// drive (drive_is_cloudinit).
+func IsCloudinitVolume(file string) bool { return cloudinitVolRe.MatchString(file) }
+
+// DrivePrivs are the privileges on the guest that changing (or deleting)
+// a QEMU drive of value val needs, as update_vm_api checks the old and
+// the new drive (qemu-server API2/Qemu.pm, its check_drive_perms): a
+// cloud-init drive VM.Config.Cloudinit and VM.Config.CDROM, a CD-ROM
+// VM.Config.CDROM, a disk VM.Config.Disk.
+func DrivePrivs(val string) []string {
+	file, cdrom := "", false
+	for i, item := range strings.Split(val, ",") {
+		k, v, named := strings.Cut(item, "=")
+		switch {
+		case !named && i == 0:
+			file = item
+		case k == "file" || k == "volume":
+			file = v
+		case k == "media":
+			cdrom = v == "cdrom"
+		}
+	}
+	switch {
+	case IsCloudinitVolume(file):
+		return []string{"VM.Config.Cloudinit", "VM.Config.CDROM"}
+	case cdrom:
+		return []string{"VM.Config.CDROM"}
+	}
+	return []string{"VM.Config.Disk"}
+}
+
 // QemuOption is what a QEMU option needs (check_vm_modify_config_perm):
 // its category's privilege; drives and devices by value; an option of no
 // category is root@pam's alone.

@@ -1,6 +1,7 @@
 package acl
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -42,5 +43,21 @@ func TestGuestOptions(t *testing.T) {
 				t.Errorf("(-want +got)\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestDrivePrivs: what changing a drive needs, by what it is.
+func TestDrivePrivs(t *testing.T) {
+	for val, want := range map[string]string{
+		"local-lvm:vm-100-disk-0,size=4G":          "VM.Config.Disk",
+		"local:iso/x.iso,media=cdrom":              "VM.Config.CDROM",
+		"none,media=cdrom":                         "VM.Config.CDROM",
+		"local-lvm:vm-100-cloudinit,media=cdrom":   "VM.Config.Cloudinit,VM.Config.CDROM",
+		"file=local:100/vm-100-cloudinit.qcow2":    "VM.Config.Cloudinit,VM.Config.CDROM",
+		"local-lvm:4,import-from=local:import/a.q": "VM.Config.Disk",
+	} {
+		if got := strings.Join(DrivePrivs(val), ","); got != want {
+			t.Errorf("DrivePrivs(%q): got %s, want %s", val, got, want)
+		}
 	}
 }

@@ -265,16 +265,7 @@ func (s *Server) checkUpdatePerms(k *guestKind, q *request, v *vm, keys, deletes
 		return err
 	}
 	vm := func(privs ...string) error { return s.checkVMPerm(user, v.VMID, "", false, privs...) }
-	drive := func(val string) error {
-		file, _ := diskFile(val)
-		switch {
-		case cloudinitFileRe.MatchString(file):
-			return vm("VM.Config.Cloudinit", "VM.Config.CDROM")
-		case isCDROM(val, true):
-			return vm("VM.Config.CDROM")
-		}
-		return vm("VM.Config.Disk")
-	}
+	drive := func(val string) error { return vm(acl.DrivePrivs(val)...) }
 	for _, opt := range dels {
 		val, ok := conf[opt]
 		if !ok {
