@@ -319,3 +319,14 @@ func TestSimDerivedNeedsExactGuests(t *testing.T) {
 		{name: "LxcContainer delete", before: ct, after: ct, destroy: true},
 	})
 }
+
+// TestSimDerivedNeedsExactTemplates covers a bake (clone, start, shut
+// down, convert) and a VM cloned from a template. Their vmids are pinned:
+// a guest found by name needs VM.Audit on every guest (/vms propagated),
+// which no grant on one path gives.
+func TestSimDerivedNeedsExactTemplates(t *testing.T) {
+	checkExact(t, []exactCase{
+		{name: "Template create", after: "kind: Template\nname: golden\nspec:\n  baseImage: \"9000\"\n  vmid: 150\n  cores: 2\n"},
+		{name: "QemuVM clone", after: "kind: QemuVM\nname: c1\nspec:\n  image: \"9000\"\n  vmid: 151\n  memory: 1024\n"},
+	})
+}

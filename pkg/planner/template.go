@@ -316,13 +316,33 @@ func (k templateKind) bakeProvision(ctx context.Context, x *execution, c *Change
 	return nil
 }
 
-// changeCalls: a bake starts and shuts down the VM it converts.
+// readCalls: a VM's, and the template baseImage names, which the guest
+// lists show only to a token that may audit it.
+func (k templateKind) readCalls(r *spec.Resource) []apiCall {
+	calls := k.qemuKind.readCalls(r)
+	if g := spec.Guest(r); g.BaseImage != nil {
+		path, why := "/vms", "to find the template baseImage names (PVE lists only the guests a token may audit)"
+		if id, ok := numericVMID(*g.BaseImage); ok {
+			path, why = vmPath(id), "to see the template baseImage names (PVE hides the guests a token may not audit)"
+		}
+		calls[0] = calls[0].with(need(path, why, "VM.Audit"))
+	}
+	return calls
+}
+
+// changeCalls: a bake starts and shuts down the VM it converts, writes
+// the recipe into its description and converts it.
 func (k templateKind) changeCalls(c *Change, lo *liveObj) []apiCall {
 	calls := k.qemuKind.changeCalls(c, lo)
 	if c.Action == Create || c.Action == Replace {
 		id, _ := specVMID(c.Resource)
 		why := "to start and shut down the VM the template is baked in"
-		calls = append(calls, k.guestCall("POST", "/status/start", why, c.Node, id), k.guestCall("POST", "/status/shutdown", why, c.Node, id))
+		recipe := "to write the recipe into the template's description"
+		calls = append(calls, k.guestCall("POST", "/status/start", why, c.Node, id), k.guestCall("POST", "/status/shutdown", why, c.Node, id),
+			// update_vm_api checks the description's category beyond the
+			// config write's rule (qemu-server API2/Qemu.pm).
+			k.guestCall("POST", "/config", recipe, c.Node, id).with(need(vmPath(id), recipe, "VM.Config.Options")),
+			k.guestCall("POST", "/template", "to convert the baked VM into a template", c.Node, id))
 	}
 	return calls
 }
