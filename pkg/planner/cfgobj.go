@@ -318,24 +318,29 @@ func (k *cfgKind) changeCalls(c *Change, _ *liveObj) []apiCall {
 		return []apiCall{handOnly(k.changeNeed(c, id))}
 	}
 	why := "to " + c.Action.String() + " " + k.noun + " " + id
-	mk := func(method, path string) apiCall {
+	// The parameters each call sends: a create the resource's, an update
+	// what changed (a realm sync job's realm is not among them, so PVE
+	// checks its rule on /access/realm/-).
+	mk := func(method, path string, sent map[string]string) apiCall {
 		a := call(method, k.tmpl(path), why, k.idParam, id)
-		for key, v := range c.Resource.Params {
+		for key, v := range sent {
 			if _, ok := a.params[key]; !ok {
 				a.params[key] = v
 			}
 		}
 		return a
 	}
+	create := mk("POST", k.createPath, c.Resource.Params)
+	del := mk("DELETE", k.itemPath, nil)
 	switch c.Action {
 	case Create:
-		return []apiCall{mk("POST", k.createPath)}
+		return []apiCall{create}
 	case Update:
-		return []apiCall{mk("PUT", k.itemPath)}
+		return []apiCall{mk("PUT", k.itemPath, c.Params)}
 	case Delete:
-		return []apiCall{mk("DELETE", k.itemPath)}
+		return []apiCall{del}
 	case Replace:
-		return []apiCall{mk("DELETE", k.itemPath), mk("POST", k.createPath)}
+		return []apiCall{del, create}
 	}
 	return nil
 }

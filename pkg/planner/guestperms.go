@@ -86,7 +86,7 @@ func vmPath(vmid int) string {
 // guestCall is a call on the guest (/nodes/{node}/{type}/{vmid}<sub>); a
 // vmid not known yet (0) makes its rule ask on /vms.
 func (g guest) guestCall(method, sub, why, node string, vmid int) apiCall {
-	id := ""
+	id := knownAfterApply // allocated at apply
 	if vmid != 0 {
 		id = strconv.Itoa(vmid)
 	}

@@ -153,7 +153,7 @@ func ruleNeeds(c apiCall) []permNeed {
 	t, err := acl.Parse(rule.Check, func(name string) (string, bool) {
 		v, ok := c.params[name]
 		if spec.HasOutputRef(v) {
-			v = "" // known after apply: see unknownTail
+			v = knownAfterApply
 		}
 		return v, ok
 	})
@@ -221,11 +221,16 @@ func testNeeds(t acl.Test, c apiCall) ([]permNeed, bool) {
 	return nil, false
 }
 
-// unknownTail cuts a path at a value not known before apply (template_
-// replace's "-", a vmid a create in the same apply allocates): the need is
-// asked on its parent (/vms), from where a grant reaches every guest.
+// knownAfterApply stands in a path for a value a change in the same apply
+// produces (a vmid a create allocates: ${QemuVM/app.vmid}).
+const knownAfterApply = "known-after-apply"
+
+// unknownTail cuts a path at a value not known before apply: the need is
+// asked on its parent (/vms), from where a grant reaches every guest. A
+// parameter the call does not send stays PVE's "-" (template_replace), as
+// PVE checks that path.
 func unknownTail(path string) string {
-	if i := strings.Index(path+"/", "/-/"); i >= 0 {
+	if i := strings.Index(path+"/", "/"+knownAfterApply+"/"); i >= 0 {
 		if i == 0 {
 			return "/"
 		}

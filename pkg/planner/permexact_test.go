@@ -27,8 +27,8 @@ import (
 type exactCase struct {
 	name, before, after string
 	destroy             bool
-	// setup is made by the admin before before.
-	setup string
+	// setup, then then, are made by the admin before before.
+	setup, then string
 }
 
 // planNeeds are the plan's change needs and the read needs of its
@@ -129,8 +129,10 @@ func impliedWithout(needs []permNeed, drop int) bool {
 func runExact(t *testing.T, tc exactCase, drop int) (reads, changes []permNeed, failed error) {
 	t.Helper()
 	admin := newSim(t)
-	if tc.setup != "" {
-		applyPlan(t, admin, planFor(t, admin, loadSpec(t, tc.setup), Options{}))
+	for _, doc := range []string{tc.setup, tc.then} {
+		if doc != "" {
+			applyPlan(t, admin, planFor(t, admin, loadSpec(t, doc), Options{}))
+		}
 	}
 	if tc.before != "" {
 		applyPlan(t, admin, planFor(t, admin, loadSpec(t, tc.before), Options{}))
@@ -328,5 +330,26 @@ func TestSimDerivedNeedsExactTemplates(t *testing.T) {
 	checkExact(t, []exactCase{
 		{name: "Template create", after: "kind: Template\nname: golden\nspec:\n  baseImage: \"9000\"\n  vmid: 150\n  cores: 2\n"},
 		{name: "QemuVM clone", after: "kind: QemuVM\nname: c1\nspec:\n  image: \"9000\"\n  vmid: 151\n  memory: 1024\n"},
+	})
+}
+
+// TestSimDerivedNeedsExactRealmsAndRules covers realms, their sync jobs
+// and HA rules.
+func TestSimDerivedNeedsExactRealmsAndRules(t *testing.T) {
+	realm := "kind: Realm\nname: corp\nspec:\n  type: ldap\n  server1: 127.0.0.5\n  base_dn: dc=corp\n  user_attr: uid\n  comment: corp\n"
+	sync := "kind: RealmSyncJob\nname: nightly\nspec:\n  realm: corp\n  schedule: \"02:30\"\n  scope: users\n"
+	vm := "kind: QemuVM\nname: app\nspec:\n  vmid: 100\n  memory: 512\n"
+	ha := "kind: HAResource\nname: app\nspec:\n  guest: 100\n  state: stopped\n"
+	rule := "kind: HARule\nname: keep\nspec:\n  type: node-affinity\n  resources: vm:100\n  nodes: pve\n  comment: keep\n"
+	checkExact(t, []exactCase{
+		{name: "Realm create", after: realm},
+		{name: "Realm update", before: realm, after: strings.Replace(realm, "comment: corp", "comment: corp 2", 1)},
+		{name: "Realm delete", before: realm, after: realm, destroy: true},
+		{name: "RealmSyncJob create", setup: realm, after: sync},
+		{name: "RealmSyncJob update", setup: realm, before: sync, after: strings.Replace(sync, "02:30", "03:30", 1)},
+		{name: "RealmSyncJob delete", setup: realm, before: sync, after: sync, destroy: true},
+		{name: "HARule create", setup: vm, then: ha, after: rule},
+		{name: "HARule update", setup: vm, then: ha, before: rule, after: strings.Replace(rule, "comment: keep", "comment: kept", 1)},
+		{name: "HARule delete", setup: vm, then: ha, before: rule, after: rule, destroy: true},
 	})
 }

@@ -193,7 +193,7 @@ func withNICModel(m *schema.Method, key, v string) string {
 // after it what it sets.
 func (k qemuKind) cloneCall(node string, r *spec.Resource, src *guestRef, srcConf pve.Config) apiCall {
 	id, _ := specVMID(r)
-	newid := ""
+	newid := knownAfterApply // allocated at apply
 	if id != 0 {
 		newid = strconv.Itoa(id)
 	}
