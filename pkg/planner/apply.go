@@ -74,8 +74,13 @@ func Apply(ctx context.Context, clients Clients, plan *Plan, opts ApplyOptions) 
 		if c.Resource == nil {
 			return nil
 		}
-		lr, ok := kinds[c.Resource.Kind].(lateRemover)
-		if !ok || !lr.removesLate(c) {
+		var part func(ctx context.Context, x *execution, c *Change) error
+		if lr, ok := kinds[c.Resource.Kind].(lateRemover); ok && lr.removesLate(c) {
+			part = lr.removeLate
+		} else if lw, ok := kinds[c.Resource.Kind].(lateWriter); ok && lw.writesLate(c, plan) {
+			part = lw.writeLate
+		}
+		if part == nil {
 			return nil
 		}
 		return func(ctx context.Context) error {
@@ -84,7 +89,7 @@ func Apply(ctx context.Context, clients Clients, plan *Plan, opts ApplyOptions) 
 			}
 			x := &execution{hooks: hooks, change: c, plan: plan, allowForeign: opts.AllowForeignNetworkChanges, warnings: warnings}
 			return withExecution(ctx, clients, x, func(ctx context.Context, x *execution) error {
-				return lr.removeLate(ctx, x, c)
+				return part(ctx, x, c)
 			})
 		}
 	}
@@ -296,7 +301,7 @@ func walkPhases(ctx context.Context, stop <-chan struct{}, changes []*Change, pa
 				res.Interrupted = true
 				mu.Unlock()
 			}
-			hooks.Message(byAddr[addr], "kept what it removes after its dependents: "+why)
+			hooks.Message(byAddr[addr], heldMessage(byAddr[addr])+why)
 		},
 		Done: func(addr string, err error) bool {
 			hooks.PostApply(byAddr[addr], err)

@@ -318,16 +318,23 @@ func (firewallKind) update(ctx context.Context, x *execution, c *Change) error {
 			return err
 		}
 	}
+	if err := writeSets(ctx, x, st, w); err != nil || firewallWritesLate(c, x.plan) {
+		return err
+	}
 	return writeFirewall(ctx, x, st, w)
 }
 
-func writeFirewall(ctx context.Context, x *execution, st *fwState, w *spec.FirewallWire) error {
+// writeSets creates and changes the aliases and IP sets the rules use.
+func writeSets(ctx context.Context, x *execution, st *fwState, w *spec.FirewallWire) error {
 	if err := writeAliases(ctx, x, st, w, false); err != nil {
 		return err
 	}
-	if err := writeIPSets(ctx, x, st, w, false); err != nil {
-		return err
-	}
+	return writeIPSets(ctx, x, st, w, false)
+}
+
+// writeFirewall writes the rules, removes what they no longer name and
+// sets the options (the aliases and IP sets are written already).
+func writeFirewall(ctx context.Context, x *execution, st *fwState, w *spec.FirewallWire) error {
 	if err := applyRules(ctx, x, st.Base+"/rules", st.Rules, w.Rules); err != nil {
 		return err
 	}

@@ -654,7 +654,7 @@ var kindTable = sync.OnceValue(func() map[string]*kindInfo {
 			Hint:       "one Firewall document per scope: merge the two",
 			Check:      checkFirewall(map[string]string{KindQemuVM: FirewallQemu, KindLxcContainer: FirewallLxc}),
 			Refs: []refRule{
-				{Key: "rules", Values: ruleGroups, Kinds: []string{KindSecurityGroup}, PresentOnly: true},
+				{Key: "rules", Values: ruleGroups, Kinds: []string{KindSecurityGroup}, PresentOnly: true, Skip: GroupUsesFirewallSets},
 				{Key: "scope", Values: clusterFirewallRef, Kinds: []string{KindFirewall}, PresentOnly: true},
 			},
 		},
@@ -672,6 +672,9 @@ var kindTable = sync.OnceValue(func() map[string]*kindInfo {
 			RefValue:   paramValueOf("group"),
 			Hint:       "a security group is found by its name: give each a different group, or remove one",
 			Check:      checkSecurityGroup,
+			Refs: []refRule{
+				{Key: "rules", Values: ruleSetUsers, Kinds: []string{KindFirewall}, PresentOnly: true, Skip: usesNoSetOf},
+			},
 		},
 	}
 	table := map[string]*kindInfo{}
