@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -25,13 +24,7 @@ const ambiguousVM = "kind: Storage\nname: tank\nspec: {type: zfspool, pool: rpoo
 // and how many such objects PVE holds afterwards. Together with
 // ambiguousKinds they cover every kind that makes objects
 // (TestAmbiguousTablesCoverEveryKind).
-var ambiguousClusterKinds = []struct {
-	name   string
-	yaml   string
-	method string
-	path   string // under /api2/json
-	count  func(ctx context.Context, cl *pve.Client) (int, error)
-}{
+var ambiguousClusterKinds = []ambiguousCase{
 	{"Role", "kind: Role\nname: amb\nspec:\n  privs: VM.Audit\n", "POST", "/access/roles", rowsWith("/access/roles", "roleid", "amb")},
 	{"Group", "kind: Group\nname: amb\nspec:\n  comment: made once\n", "POST", "/access/groups", rowsWith("/access/groups", "groupid", "amb")},
 	{"Realm", "kind: Realm\nname: amb\nspec:\n  type: ldap\n  server1: 127.0.0.5\n  base_dn: dc=corp,dc=example\n  user_attr: uid\n  bind_dn: cn=pve,dc=corp,dc=example\n  password: ${LDAP_BIND_PW}\n",
@@ -69,40 +62,7 @@ func rowsWith(path, key, value string) func(context.Context, *pve.Client) (int, 
 // answered by a fault that does not prove a refusal, is applied once —
 // the request is sent once, PVE holds one object, the next plan is clean.
 func TestAmbiguousCreateClusterKinds(t *testing.T) {
-	for _, k := range ambiguousClusterKinds {
-		for _, fault := range simtest.AmbiguousFaults {
-			t.Run(k.name+"/"+fault, func(t *testing.T) {
-				f := &simtest.CarriedOut{Fault: fault, Match: func(r *http.Request, _ []byte) bool {
-					return r.Method == k.method && r.URL.Path == "/api2/json"+k.path
-				}}
-				s := simtest.Start(t, simtest.Options{
-					Sim:           pvesim.Options{Nodes: []string{"pve", "pve2"}, TokenID: simToken, TokenSecret: simSecret, TaskDuration: time.Millisecond, Seed: 1, DataDir: t.TempDir()},
-					Wrap:          f.Wrap,
-					Conformance:   true,
-					ClientOptions: []pve.Option{pve.WithRequestTimeout(500 * time.Millisecond)},
-				})
-				sim := &simClients{cl: s.Client, conn: &spec.Connection{URL: s.URL, Nodes: []string{"pve"}}}
-				set := loadSpec(t, k.yaml)
-				h := &recHooks{}
-				_, err := Apply(context.Background(), sim, planFor(t, sim, set, Options{}), ApplyOptions{Hooks: h})
-				if err != nil {
-					t.Fatalf("apply: %v\nmessages:\n%s", err, strings.Join(h.messages, "\n"))
-				}
-				if f.Fired() != 1 || f.Seen() != 1 {
-					t.Errorf("the create was sent %d times (%d faulted), want once", f.Seen(), f.Fired())
-				}
-				n, err := k.count(context.Background(), s.Client)
-				if err != nil || n != 1 {
-					t.Errorf("PVE holds %d objects (%v), want 1", n, err)
-				}
-				for _, c := range planFor(t, sim, set, Options{}).Changes {
-					if c.Action != NoOp {
-						t.Errorf("next plan: %s %s %v, want it clean", c.Action, c.Address, c.Reasons)
-					}
-				}
-			})
-		}
-	}
+	testAmbiguousCreates(t, ambiguousClusterKinds, []string{"pve", "pve2"})
 }
 
 // The updates and deletes of the cluster-wide kinds, and each kind of
@@ -118,9 +78,7 @@ func TestAmbiguousUpdateAndDeleteClusterKinds(t *testing.T) {
 		return fmt.Sprintf(fw, policy, comment, cidrs, rules)
 	}
 	base := fwSpec("ACCEPT", "one", "198.51.100.7, 198.51.100.8", r12)
-	for _, tc := range []struct {
-		name, before, after, method, path string
-	}{
+	testAmbiguousChanges(t, []ambiguousChange{
 		{"Firewall rule move", base, fwSpec("ACCEPT", "one", "198.51.100.7, 198.51.100.8", r21), "PUT", "/cluster/firewall/rules/0"},
 		{"Firewall rule delete", base, fwSpec("ACCEPT", "one", "198.51.100.7, 198.51.100.8", r12[:strings.Index(r12, "\n")+1]), "DELETE", "/cluster/firewall/rules/1"},
 		{"Firewall options", base, fwSpec("DROP", "one", "198.51.100.7, 198.51.100.8", r12), "PUT", "/cluster/firewall/options"},
@@ -130,31 +88,7 @@ func TestAmbiguousUpdateAndDeleteClusterKinds(t *testing.T) {
 			ambiguousVM + "kind: BackupJob\nname: amb\nspec:\n  schedule: weekly\n  guests: [QemuVM/app]\n  storage: local\n", "PUT", "/cluster/backup/amb"},
 		{"Role delete", "kind: Role\nname: amb\nspec:\n  privs: VM.Audit\n", "kind: Role\nname: amb\nstate: absent\n", "DELETE", "/access/roles/amb"},
 		{"SecurityGroup rule move", "kind: SecurityGroup\nname: amb\nspec:\n  rules:\n" + r12, "kind: SecurityGroup\nname: amb\nspec:\n  rules:\n" + r21, "PUT", "/cluster/firewall/groups/amb/0"},
-	} {
-		for _, fault := range []string{"500", "596", "reset"} {
-			t.Run(tc.name+"/"+fault, func(t *testing.T) {
-				var armed atomic.Bool // the set-up's own writes pass
-				f := &simtest.CarriedOut{Fault: fault, Match: func(r *http.Request, _ []byte) bool {
-					return armed.Load() && r.Method == tc.method && r.URL.Path == "/api2/json"+tc.path
-				}}
-				s := simtest.Start(t, simtest.Options{Sim: pvesim.Options{Nodes: []string{"pve", "pve2"}, TokenID: simToken, TokenSecret: simSecret, TaskDuration: time.Millisecond, Seed: 1}, Wrap: f.Wrap, Conformance: true})
-				sim := &simClients{cl: s.Client, conn: &spec.Connection{URL: s.URL, Nodes: []string{"pve"}}}
-				applyPlan(t, sim, planFor(t, sim, loadSpec(t, tc.before), Options{}))
-				after := loadSpec(t, tc.after)
-				armed.Store(true)
-				h := &recHooks{}
-				if _, err := Apply(context.Background(), sim, planFor(t, sim, after, Options{}), ApplyOptions{Hooks: h}); err != nil {
-					t.Fatalf("apply: %v\nmessages:\n%s", err, strings.Join(h.messages, "\n"))
-				}
-				if f.Seen() != 1 {
-					t.Errorf("sent %d times, want once", f.Seen())
-				}
-				if p := planFor(t, sim, after, Options{}); p.HasChanges() {
-					t.Errorf("next plan: %v, want clean", summary(p))
-				}
-			})
-		}
-	}
+	}, []string{"pve", "pve2"})
 }
 
 // A rule insert whose answer is lost and that PVE did not carry out is
