@@ -47,19 +47,6 @@ func (h *heldLocks) take(ctx context.Context, key string, acquire func(ctx conte
 	return token, nil
 }
 
-// token is key's token while it is held ("" when not).
-func (h *heldLocks) token(key string) string {
-	if h == nil {
-		return ""
-	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if l := h.held[key]; l != nil {
-		return l.token
-	}
-	return ""
-}
-
 // released forgets key: a call released the lock with its work (a commit
 // with release-lock).
 func (h *heldLocks) released(key string) {

@@ -114,3 +114,36 @@ func TestSimSdnForeignPending(t *testing.T) {
 		t.Errorf("pending after the refusal: %v", pend)
 	}
 }
+
+// TestSimSdnLockReleasedOnFailure: a write PVE refuses (a vnet of a zone
+// that does not exist) fails the apply after the zone was written under
+// SDN's lock; the lock is given back all the same, and the zone stays
+// pending (nothing commits it).
+func TestSimSdnLockReleasedOnFailure(t *testing.T) {
+	sim := newSim(t, "pve")
+	set := loadSpec(t, `kind: SdnZone
+name: lan
+spec: {type: vlan, bridge: vmbr0}
+---
+kind: SdnVnet
+name: web
+dependsOn: [SdnZone/lan]
+spec: {zone: nozone, tag: 10}
+---
+kind: SdnApply
+name: sdn
+`)
+	p := planFor(t, sim, set, Options{})
+	ctx := context.Background()
+	if _, err := Apply(ctx, sim, p, ApplyOptions{}); err == nil || !strings.Contains(err.Error(), "create sdn vnet object failed") {
+		t.Fatalf("apply: got %v, want PVE's refusal of the vnet", err)
+	}
+	var tok string
+	if err := sim.cl.Do(ctx, http.MethodPost, "/cluster/sdn/lock", url.Values{"allow-pending": {"1"}}, &tok); err != nil {
+		t.Fatalf("the lock after the failed apply: %v", err)
+	}
+	pend, _ := readPending(func(path string) ([]pve.Config, error) { return readSDN(ctx, sim.cl, path) })
+	if len(pend) != 1 || pend[0].Key != "zones/lan" {
+		t.Errorf("pending after the failure: %v", pend)
+	}
+}
