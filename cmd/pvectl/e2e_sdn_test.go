@@ -159,3 +159,39 @@ func TestE2ESdnForeignPending(t *testing.T) {
 		t.Error("the refused apply made a VM")
 	}
 }
+
+// import --all writes the cluster's SDN (zones, vnets, subnets and the
+// commit), and the imported documents plan clean.
+func TestE2ESdnImport(t *testing.T) {
+	e := startSim(t)
+	spec := writeSpec(t, "sdn.yaml", `kind: SdnZone
+name: imp
+spec: {type: vlan, bridge: vmbr0, mtu: 1450}
+---
+kind: SdnVnet
+name: impa
+spec: {zone: imp, tag: 7, alias: first}
+---
+kind: SdnVnet
+name: impb
+spec: {zone: imp, tag: 8, vlanaware: true}
+---
+kind: SdnSubnet
+name: impa-v4
+spec: {vnet: impa, subnet: 10.7.0.0/24, gateway: 10.7.0.1, snat: true, dhcp-range: "start-address=10.7.0.100,end-address=10.7.0.199"}
+---
+kind: SdnApply
+name: sdn
+`)
+	e.mustRun(0, "apply", "-f", spec, "--auto-approve")
+	e.mustRun(0, "plan", "-f", spec, "--detailed-exitcode")
+	r := e.mustRun(0, "import", "--all")
+	for _, want := range []string{"kind: SdnZone\nname: imp\n", "kind: SdnVnet\nname: impa\n", "kind: SdnVnet\nname: impb\n",
+		"kind: SdnSubnet\nname: impa-10.7.0.0-24\n", "kind: SdnApply\nname: sdn\n", "dhcp-range: start-address=10.7.0.100,end-address=10.7.0.199"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("import output lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	imported := writeSpec(t, "imported.yaml", r.stdout)
+	e.mustRun(0, "plan", "-f", imported, "--detailed-exitcode")
+}
