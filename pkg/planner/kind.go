@@ -219,6 +219,12 @@ var kinds = map[string]kindOps{
 
 	spec.KindFirewall:      firewallKind{},
 	spec.KindSecurityGroup: securityGroupKind{},
+
+	spec.KindSdnZone:       sdnZoneKind,
+	spec.KindSdnVnet:       sdnVnetKind,
+	spec.KindSdnSubnet:     sdnSubnetKind,
+	spec.KindSdnController: sdnControllerKind,
+	spec.KindSdnApply:      sdnApplyKind{},
 }
 
 func kindOf(kind string) (kindOps, error) {
@@ -264,6 +270,9 @@ type execution struct {
 	warnings *warnLog
 	// outputs are what the apply's changes produced so far (outputs.go).
 	outputs *appliedOutputs
+	// locks are the locks in PVE the apply's changes hold for the ones
+	// after them (heldlock.go); Apply releases them at its end.
+	locks *heldLocks
 }
 
 func (x *execution) msg(format string, args ...any) {
