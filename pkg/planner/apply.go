@@ -79,7 +79,7 @@ func Apply(ctx context.Context, clients Clients, plan *Plan, opts ApplyOptions) 
 		var part func(ctx context.Context, x *execution, c *Change) error
 		if lr, ok := kinds[c.Resource.Kind].(lateRemover); ok && lr.removesLate(c) {
 			part = lr.removeLate
-		} else if lw, ok := kinds[c.Resource.Kind].(lateWriter); ok && lw.writesLate(c, plan) {
+		} else if lw, ok := kinds[c.Resource.Kind].(lateWriter); ok && lw.writesLate(c) {
 			part = lw.writeLate
 		}
 		if part == nil {

@@ -38,6 +38,9 @@ type fwState struct {
 	Lockout string `json:"lockout,omitempty"`
 	// Client is the address pvectl reaches PVE from (lockout.go).
 	Client string `json:"client,omitempty"`
+	// RulesLate: the rules, removals and options wait for the security
+	// groups that use this scope's sets (firewall_late.go).
+	RulesLate bool `json:"rulesLate,omitempty"`
 }
 
 // fwBase is a scope's API path; "" while its guest's vmid or node is not
@@ -86,15 +89,23 @@ func (firewallKind) observe(ctx context.Context, lc *liveConn, r *spec.Resource)
 	if base == "" {
 		return &liveObj{}, nil // the guest is made by this apply
 	}
-	st, err := readFirewall(ctx, lc.client, w, base)
-	if err != nil {
-		if isNotFound(err) && w.Guest != "" {
-			return &liveObj{}, nil
+	// Each scope is its own four lists: read with the other objects'
+	// deferred reads, several at a time (loadAll), not one after another.
+	lo := &liveObj{Exists: true, Node: w.Node, Config: pve.Config{}}
+	lo.load = func(ctx context.Context) error {
+		st, err := readFirewall(ctx, lc.client, w, base)
+		if err != nil {
+			if isNotFound(err) && w.Guest != "" {
+				lo.Exists, lo.Node = false, ""
+				return nil
+			}
+			return err
 		}
-		return nil, err
+		st.Client = clientAddr(lc.client.BaseURL())
+		lo.Digest, lo.State = st.Rules.Digest+st.OptionsDigest, st
+		return nil
 	}
-	st.Client = clientAddr(lc.client.BaseURL())
-	return &liveObj{Exists: true, Node: w.Node, Config: pve.Config{}, Digest: st.Rules.Digest + st.OptionsDigest, State: st}, nil
+	return lo, nil
 }
 
 // readFirewall reads a scope's options, rules, aliases and IP sets.
@@ -281,6 +292,7 @@ func (firewallKind) compare(b *builder, r *spec.Resource, lo *liveObj, c *Change
 	st := fwStateOf(lo)
 	c.Diff = fwDiffs(st, w)
 	st.Lockout = lockoutRisk(st, w)
+	st.RulesLate = groupsUseSets(b.set, r)
 	c.State = st
 	if len(c.Diff) == 0 {
 		c.Action = NoOp
@@ -318,7 +330,7 @@ func (firewallKind) update(ctx context.Context, x *execution, c *Change) error {
 			return err
 		}
 	}
-	if err := writeSets(ctx, x, st, w); err != nil || firewallWritesLate(c, x.plan) {
+	if err := writeSets(ctx, x, st, w); err != nil || firewallWritesLate(c) {
 		return err
 	}
 	return writeFirewall(ctx, x, st, w)

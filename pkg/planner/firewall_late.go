@@ -14,22 +14,28 @@ import (
 // src/PVE/Firewall.pm verify_rule: "no such ipset", and a group rule's
 // "no such security group").
 
-// firewallWritesLate reports whether c's rules wait for its dependents:
-// a create or update of the cluster's firewall that a SecurityGroup of the
-// plan depends on.
-func firewallWritesLate(c *Change, p *Plan) bool {
-	if p == nil || c.Resource == nil || (c.Action != Create && c.Action != Update) {
+// groupsUseSets reports whether a security group of set (present, on
+// fw's connection) uses an IP set or alias that fw declares: decided at
+// plan time, kept in the change's state (and so in a saved plan).
+func groupsUseSets(set *spec.Set, fw *spec.Resource) bool {
+	if set == nil {
 		return false
 	}
-	for _, o := range p.Changes {
-		if o.Resource != nil && spec.GroupUsesFirewallSets(c.Resource, o.Resource) {
+	for _, o := range set.Resources {
+		if o.Connection == fw.Connection && o.State == spec.Present && spec.GroupUsesFirewallSets(fw, o) {
 			return true
 		}
 	}
 	return false
 }
 
-func (firewallKind) writesLate(c *Change, p *Plan) bool { return firewallWritesLate(c, p) }
+// firewallWritesLate reports whether c's rules wait for its dependents.
+func firewallWritesLate(c *Change) bool {
+	st, _ := c.State.(*fwState)
+	return st != nil && st.RulesLate && (c.Action == Create || c.Action == Update)
+}
+
+func (firewallKind) writesLate(c *Change) bool { return firewallWritesLate(c) }
 
 // writeLate is the second part: the rules, removals and options, from the
 // state the plan read (the first part wrote only aliases and IP sets,

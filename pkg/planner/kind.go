@@ -170,7 +170,7 @@ type (
 	// change's first part (create or update), lets the dependents go,
 	// then writeLate.
 	lateWriter interface {
-		writesLate(c *Change, p *Plan) bool
+		writesLate(c *Change) bool
 		writeLate(ctx context.Context, x *execution, c *Change) error
 	}
 	// provisioner kinds run a Provision change: provisioning files on a
