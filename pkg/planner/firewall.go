@@ -544,6 +544,12 @@ func (firewallKind) current(ctx context.Context, cl *pve.Client, c *Change) (*li
 	if base == "" {
 		return &liveObj{}, nil
 	}
+	if w.Scope == spec.FirewallVnet {
+		lc := &liveConn{client: cl}
+		if committed, err := vnetCommitted(ctx, lc, w.Vnet); err != nil || !committed {
+			return &liveObj{}, err
+		}
+	}
 	st, err := readFirewall(ctx, cl, w, base)
 	if err != nil {
 		return nil, err

@@ -187,3 +187,33 @@ spec:
 		t.Errorf("vnets after destroy: %v", rows)
 	}
 }
+
+// TestSimSdnPendingChangedSincePlan: a zone someone else writes after
+// the plan (which saw nothing pending) is found by the commit's re-read
+// under the lock: nothing is committed, this plan's writes stay pending
+// beside it, and the lock is given back.
+func TestSimSdnPendingChangedSincePlan(t *testing.T) {
+	sim := newSim(t, "pve")
+	set := loadSpec(t, sdnSpec)
+	p := planFor(t, sim, set, Options{})
+	ctx := context.Background()
+	if err := sim.cl.Do(ctx, http.MethodPost, "/cluster/sdn/zones", url.Values{"zone": {"late"}, "type": {"simple"}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Apply(ctx, sim, p, ApplyOptions{AllowForeignSDNChanges: true})
+	if err == nil || !strings.Contains(err.Error(), "not those the plan showed") || !strings.Contains(err.Error(), "zone late: new") {
+		t.Fatalf("apply: got %v, want the commit refused naming the late zone", err)
+	}
+	pend, _ := readPending(func(path string) ([]pve.Config, error) { return readSDN(ctx, sim.cl, path) })
+	keys := []string{}
+	for _, p := range pend {
+		keys = append(keys, p.Key)
+	}
+	if want := []string{"subnets/web/10.10.0.0/24", "vnets/web", "zones/lan", "zones/late"}; !slices.Equal(keys, want) {
+		t.Errorf("pending after the refusal: %v, want %v", keys, want)
+	}
+	var tok string
+	if err := sim.cl.Do(ctx, http.MethodPost, "/cluster/sdn/lock", url.Values{"allow-pending": {"1"}}, &tok); err != nil {
+		t.Errorf("the lock after the refused commit: %v", err)
+	}
+}
