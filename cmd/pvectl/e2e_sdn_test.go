@@ -195,3 +195,17 @@ name: sdn
 	imported := writeSpec(t, "imported.yaml", r.stdout)
 	e.mustRun(0, "plan", "-f", imported, "--detailed-exitcode")
 }
+
+// A saved plan of the SDN example applies as planned (the commit's state
+// round-trips the plan file), and plans clean afterwards.
+func TestE2ESdnSavedPlan(t *testing.T) {
+	e := startSim(t)
+	spec := example(t, "06-sdn.yaml", nil)
+	plan := spec + ".plan"
+	e.mustRun(2, "plan", "-f", spec, "--out", plan, "--detailed-exitcode")
+	e.mustRun(0, "apply", plan)
+	if p := e.sdnPendingNow(); len(p) != 0 {
+		t.Errorf("pending after applying the saved plan: %v", p)
+	}
+	e.mustRun(0, "plan", "-f", spec, "--detailed-exitcode")
+}

@@ -51,6 +51,8 @@ func fwBase(w *spec.FirewallWire, r *spec.Resource) string {
 		return "/cluster/firewall"
 	case spec.FirewallNode:
 		return "/nodes/" + url.PathEscape(w.Node) + "/firewall"
+	case spec.FirewallVnet:
+		return "/cluster/sdn/vnets/" + url.PathEscape(w.Vnet) + "/firewall"
 	}
 	vmid, node := r.Params["vmid"], r.Params["node"]
 	if vmid == "" || node == "" || spec.HasOutputRef(vmid) || spec.HasOutputRef(node) {
@@ -89,6 +91,14 @@ func (firewallKind) observe(ctx context.Context, lc *liveConn, r *spec.Resource)
 	if base == "" {
 		return &liveObj{}, nil // the guest is made by this apply
 	}
+	if w.Scope == spec.FirewallVnet {
+		// PVE serves a vnet's firewall once the vnet is committed
+		// (pve-firewall Helpers.pm check_vnet_access reads the running
+		// config): before, it has none, and the SDN commit comes first.
+		if committed, err := vnetCommitted(ctx, lc, w.Vnet); err != nil || !committed {
+			return &liveObj{}, err
+		}
+	}
 	// Each scope is its own four lists: read with the other objects'
 	// deferred reads, several at a time (loadAll), not one after another.
 	lo := &liveObj{Exists: true, Node: w.Node, Config: pve.Config{}}
@@ -123,8 +133,8 @@ func readFirewall(ctx context.Context, cl *pve.Client, w *spec.FirewallWire, bas
 		return nil, err
 	}
 	st.Rules = rules
-	if w.Scope == spec.FirewallNode {
-		return st, nil // a node has no aliases or IP sets
+	if w.Scope == spec.FirewallNode || w.Scope == spec.FirewallVnet {
+		return st, nil // a node or vnet has no aliases or IP sets
 	}
 	if st.Aliases, err = readAliases(ctx, cl, base); err != nil {
 		return nil, err
@@ -388,7 +398,7 @@ func writeOptions(ctx context.Context, x *execution, st *fwState, want map[strin
 // the spec does not list (gone=true); each write carries the digest of
 // the list as it is read right before.
 func writeAliases(ctx context.Context, x *execution, st *fwState, w *spec.FirewallWire, gone bool) error {
-	if w.Scope == spec.FirewallNode {
+	if w.Scope == spec.FirewallNode || w.Scope == spec.FirewallVnet {
 		return nil
 	}
 	base := st.Base + "/aliases"
@@ -423,7 +433,7 @@ func writeAliases(ctx context.Context, x *execution, st *fwState, w *spec.Firewa
 // writeIPSets creates sets and their entries (gone=false), or removes
 // entries and sets the spec does not list (gone=true).
 func writeIPSets(ctx context.Context, x *execution, st *fwState, w *spec.FirewallWire, gone bool) error {
-	if w.Scope == spec.FirewallNode {
+	if w.Scope == spec.FirewallNode || w.Scope == spec.FirewallVnet {
 		return nil
 	}
 	for _, name := range unionKeys(st.IPSets, w.IPSets) {
@@ -560,6 +570,12 @@ func (firewallKind) current(ctx context.Context, cl *pve.Client, c *Change) (*li
 	if base == "" {
 		return &liveObj{}, nil
 	}
+	if w.Scope == spec.FirewallVnet {
+		lc := &liveConn{client: cl}
+		if committed, err := vnetCommitted(ctx, lc, w.Vnet); err != nil || !committed {
+			return &liveObj{}, err
+		}
+	}
 	st, err := readFirewall(ctx, cl, w, base)
 	if err != nil {
 		return nil, err
@@ -602,6 +618,14 @@ func fwPerms(r *spec.Resource, why, sysPriv, vmPriv string) []permNeed {
 		return []permNeed{need("/", why, sysPriv)}
 	case spec.FirewallNode:
 		return []permNeed{need("/nodes/"+w.Node, why, sysPriv)}
+	case spec.FirewallVnet:
+		// Vnet.pm: SDN.Audit or SDN.Allocate to read, SDN.Allocate to
+		// write, on /sdn/zones/<zone>/<vnet>; the zone is not in the
+		// Firewall's spec, so the check is on /sdn/zones.
+		if sysPriv == "Sys.Audit" {
+			return []permNeed{needAny("/sdn/zones", why, "SDN.Audit", "SDN.Allocate")}
+		}
+		return []permNeed{need("/sdn/zones", why, "SDN.Allocate")}
 	}
 	if vmid := r.Params["vmid"]; vmid != "" && !spec.HasOutputRef(vmid) {
 		return []permNeed{need("/vms/"+vmid, why, vmPriv)}

@@ -103,3 +103,7 @@ func (sdnApplyKind) importDoc(ic *importCtx, r *spec.Resource, _ *liveObj) (*Imp
 	}
 	return &ImportedDoc{Kind: spec.KindSdnApply, Name: r.Name}, nil
 }
+
+// importPerms: the commit is judged from every pending SDN change, which
+// only a token that may audit /sdn sees.
+func (k sdnApplyKind) importPerms(string) []permNeed { return k.readPerms(nil) }

@@ -389,3 +389,18 @@ func sdnZoneOf(p map[string]string, lo *liveObj) string {
 	}
 	return sdnLive(lo).Zone
 }
+
+// vnetCommitted says whether vnet is in the running SDN configuration
+// (listed, and not new in the files).
+func vnetCommitted(ctx context.Context, lc *liveConn, vnet string) (bool, error) {
+	rows, err := lc.sdnRows(ctx, "/cluster/sdn/vnets")
+	if err != nil {
+		return false, err
+	}
+	for _, row := range rows {
+		if row["vnet"] == vnet {
+			return row["state"] != "new", nil
+		}
+	}
+	return false, nil
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 
@@ -145,5 +146,74 @@ name: sdn
 	pend, _ := readPending(func(path string) ([]pve.Config, error) { return readSDN(ctx, sim.cl, path) })
 	if len(pend) != 1 || pend[0].Key != "zones/lan" {
 		t.Errorf("pending after the failure: %v", pend)
+	}
+}
+
+// TestSimSdnVnetFirewall: a vnet's Firewall (scope SdnVnet/<vnet>) waits
+// for the SDN commit (PVE serves a vnet's firewall only once the vnet
+// runs), writes its options and forward rules, plans clean, and is
+// emptied by destroy before the vnet goes.
+func TestSimSdnVnetFirewall(t *testing.T) {
+	sim := newSim(t, "pve")
+	set := loadSpec(t, sdnSpec+`---
+kind: Firewall
+name: web-fw
+spec:
+  scope: SdnVnet/web
+  options: {enable: 1, policy_forward: DROP}
+  rules:
+    - {type: forward, action: ACCEPT, proto: tcp, dport: 443, comment: https}
+    - {type: forward, action: ACCEPT, macro: Ping}
+`)
+	p := planFor(t, sim, set, Options{})
+	if c := p.Change("Firewall/web-fw"); c == nil || c.Action != Create || !slices.Contains(c.DependsOn, "SdnApply/sdn") {
+		t.Fatalf("the vnet's firewall: %+v", c)
+	}
+	applyPlan(t, sim, p)
+	ctx := context.Background()
+	var rules []pve.Config
+	if err := sim.cl.Do(ctx, http.MethodGet, "/cluster/sdn/vnets/web/firewall/rules", nil, &rules); err != nil || len(rules) != 2 || rules[0]["dport"] != "443" || rules[1]["macro"] != "Ping" {
+		t.Fatalf("vnet rules: %v %v", rules, err)
+	}
+	var opts pve.Config
+	if err := sim.cl.Do(ctx, http.MethodGet, "/cluster/sdn/vnets/web/firewall/options", nil, &opts); err != nil || opts["policy_forward"] != "DROP" || opts["enable"] != "1" {
+		t.Fatalf("vnet options: %v %v", opts, err)
+	}
+	if got := summary(planFor(t, sim, set, Options{})); !allNoop(got) {
+		t.Errorf("second plan: got %v, want no changes", got)
+	}
+	applyPlan(t, sim, planFor(t, sim, set, Options{Destroy: true}))
+	if rows, _ := readSDN(ctx, sim.cl, "/cluster/sdn/vnets"); len(rows) != 0 {
+		t.Errorf("vnets after destroy: %v", rows)
+	}
+}
+
+// TestSimSdnPendingChangedSincePlan: a zone someone else writes after
+// the plan (which saw nothing pending) is found by the commit's re-read
+// under the lock: nothing is committed, this plan's writes stay pending
+// beside it, and the lock is given back.
+func TestSimSdnPendingChangedSincePlan(t *testing.T) {
+	sim := newSim(t, "pve")
+	set := loadSpec(t, sdnSpec)
+	p := planFor(t, sim, set, Options{})
+	ctx := context.Background()
+	if err := sim.cl.Do(ctx, http.MethodPost, "/cluster/sdn/zones", url.Values{"zone": {"late"}, "type": {"simple"}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Apply(ctx, sim, p, ApplyOptions{AllowForeignSDNChanges: true})
+	if err == nil || !strings.Contains(err.Error(), "not those the plan showed") || !strings.Contains(err.Error(), "zone late: new") {
+		t.Fatalf("apply: got %v, want the commit refused naming the late zone", err)
+	}
+	pend, _ := readPending(func(path string) ([]pve.Config, error) { return readSDN(ctx, sim.cl, path) })
+	keys := []string{}
+	for _, p := range pend {
+		keys = append(keys, p.Key)
+	}
+	if want := []string{"subnets/web/10.10.0.0/24", "vnets/web", "zones/lan", "zones/late"}; !slices.Equal(keys, want) {
+		t.Errorf("pending after the refusal: %v, want %v", keys, want)
+	}
+	var tok string
+	if err := sim.cl.Do(ctx, http.MethodPost, "/cluster/sdn/lock", url.Values{"allow-pending": {"1"}}, &tok); err != nil {
+		t.Errorf("the lock after the refused commit: %v", err)
 	}
 }

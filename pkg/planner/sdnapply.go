@@ -228,7 +228,9 @@ func (st *sdnCommitState) check(pend []sdnPending, plan *Plan, allow bool) error
 	}
 	ok := map[string]bool{}
 	for addr, key := range st.Ours {
-		if c := plan.Change(addr); plan == nil || (c != nil && c.Action != NoOp) {
+		if plan == nil {
+			ok[key] = true
+		} else if c := plan.Change(addr); c != nil && c.Action != NoOp {
 			ok[key] = true
 		}
 	}

@@ -661,10 +661,11 @@ var kindTable = sync.OnceValue(func() map[string]*kindInfo {
 			Identities: firewallIdentities,
 			RefValue:   firewallRefValue,
 			Hint:       "one Firewall document per scope: merge the two",
-			Check:      checkFirewall(map[string]string{KindQemuVM: FirewallQemu, KindLxcContainer: FirewallLxc, KindSdnVnet: firewallVnet}),
+			Check:      checkFirewall(map[string]string{KindQemuVM: FirewallQemu, KindLxcContainer: FirewallLxc, KindSdnVnet: FirewallVnet}),
 			Refs: []refRule{
 				{Key: "rules", Values: ruleGroups, Kinds: []string{KindSecurityGroup}, PresentOnly: true, Skip: GroupUsesFirewallSets},
 				{Key: "scope", Values: clusterFirewallRef, Kinds: []string{KindFirewall}, PresentOnly: true},
+				{Key: "scope", Values: vnetScopeRef, Kinds: []string{KindSdnVnet}, PresentOnly: true},
 			},
 		},
 		{
