@@ -117,6 +117,16 @@ func TestPruneOwnedOrphans(t *testing.T) {
 	if strings.Contains(r.stdout, "worker-1") {
 		t.Errorf("worker-1 is still planned after the prune:\n%s", r.stdout)
 	}
+	// import --stack adopts the hand-made VM: its mark names its own vmid
+	// now, and with no document naming it, it is this stack's orphan.
+	r = e.mustRun(0, "import", "QemuVM/150", "--stack", "default")
+	if !strings.Contains(r.stderr, "Adopted 1 object into stack default: QemuVM/by-hand") || strings.Contains(r.stdout, "pvectl-owner") || strings.Contains(r.stdout, "pvectl;") {
+		t.Errorf("import --stack: stdout\n%s\nstderr\n%s", r.stdout, r.stderr)
+	}
+	r = e.mustRun(0, "plan", "-f", two, "--detailed-exitcode")
+	if !strings.Contains(r.stdout, "# QemuVM/by-hand (vmid 150): made by this stack, in no spec — --prune to remove") {
+		t.Errorf("the adopted VM is not listed as this stack's:\n%s", r.stdout)
+	}
 	// The other stack sees its own VM in its spec, and ours as nobody's.
 	r = e.mustRun(0, "plan", "-f", other, "--stack", "team-b", "--prune", "--detailed-exitcode")
 	if strings.Contains(r.stdout, "worker-") {

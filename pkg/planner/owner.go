@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/pvectl/pvectl/pkg/pve"
 	"github.com/pvectl/pvectl/pkg/spec"
 )
 
@@ -124,6 +125,8 @@ type ownedObj struct {
 type ownerKind interface {
 	markOwner(c *Change, stack string)
 	findOwned(ctx context.Context, lc *liveConn, kind string, obs *Observed, set *spec.Set) ([]*ownedObj, error)
+	// adopt writes stack's mark on lo's object (owner_adopt.go).
+	adopt(ctx context.Context, cl *pve.Client, lo *liveObj, stack string) (bool, error)
 }
 
 // readOwned finds, per connection the Set uses, the owned objects no
