@@ -82,8 +82,11 @@ func (c comparer) diffParams(desired map[string]string, remove []string, live pv
 			// pvectl's own blocks in it are not the user's text.
 			lv = userDescription(lv)
 		case "tags":
-			// Nor is the owner tag the user's (owner.go).
-			lv = withoutOwnerTag(lv)
+			// Nor is the owner tag the user's (owner.go), unless the
+			// spec sets it too.
+			if !hasOwnerTag(dv) {
+				lv = withoutOwnerTag(lv)
+			}
 		}
 		p := c.param(k)
 		switch {

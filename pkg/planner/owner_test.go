@@ -73,6 +73,10 @@ func TestOwnerTagNotDrift(t *testing.T) {
 	if got, want := params["tags"], "db;pvectl"; got != want {
 		t.Errorf("update keeps the owner tag: got %q want %q", got, want)
 	}
+	// A spec that sets the tag itself compares it as written.
+	if d := cmp.diffParams(map[string]string{"tags": "pvectl;web"}, nil, live, nil); len(d) != 0 {
+		t.Errorf("the spec's own pvectl tag: got diff %v want none", d)
+	}
 	if got := importedConfig(live); got["tags"] != "web" || got["description"] != "x" {
 		t.Errorf("import writes tags %q, description %q; want web, x", got["tags"], got["description"])
 	}
