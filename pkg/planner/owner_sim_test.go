@@ -1,0 +1,75 @@
+package planner
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/pvectl/pvectl/pkg/pve"
+)
+
+const ownerVMSpec = `kind: QemuVM
+name: keep
+spec:
+  memory: 512
+`
+
+// TestSimPruneContainer: a container pvectl creates carries the owner mark
+// of the plan's stack; once its document is gone the plan lists it, a
+// plan of another stack does not, and a saved --prune plan removes it —
+// through Verify, as any saved delete — and nothing else.
+func TestSimPruneContainer(t *testing.T) {
+	sim := newSim(t)
+	ctx := context.Background()
+	both := loadSpec(t, lxcSpec+"---\n"+ownerVMSpec)
+	p := planFor(t, sim, both, Options{Stack: "lab"})
+	applyPlan(t, sim, p)
+	if p := planFor(t, sim, both, Options{Stack: "lab", Prune: true}); p.HasChanges() || len(p.Orphans) != 0 {
+		t.Fatalf("plan after create: %v, orphans %v; want clean (the mark is no drift)", summary(p), p.Orphans)
+	}
+	ct := stateOf(p.Change("LxcContainer/dns01")).Created
+	cfg, err := sim.cl.GuestConfig(ctx, pve.LXC, "pve", ct)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stack, id, ok := parseOwnerMark(cfg["description"]); !ok || stack != "lab" || id != ct || !hasOwnerTag(cfg["tags"]) {
+		t.Fatalf("container %d: description %q tags %q, want the owner mark of stack lab and the pvectl tag", ct, cfg["description"], cfg["tags"])
+	}
+
+	vmOnly := loadSpec(t, ownerVMSpec)
+	p = planFor(t, sim, vmOnly, Options{Stack: "lab"})
+	want := []Orphan{{Address: "LxcContainer/dns01", Node: "pve", What: "vmid " + itoa(ct), Stack: "lab"}}
+	if diff := cmp.Diff(want, p.Orphans); diff != "" || p.HasChanges() {
+		t.Fatalf("orphans (-want +got):\n%s\nchanges: %v", diff, summary(p))
+	}
+	if p := planFor(t, sim, vmOnly, Options{Stack: "other", Prune: true}); len(p.Orphans) != 0 || p.HasChanges() {
+		t.Fatalf("stack other: orphans %v, changes %v; want none", p.Orphans, summary(p))
+	}
+
+	p = planFor(t, sim, vmOnly, Options{Stack: "lab", Prune: true})
+	if diff := cmp.Diff([]string{"delete LxcContainer/dns01", "noop QemuVM/keep"}, summary(p)); diff != "" {
+		t.Fatalf("plan --prune (-want +got):\n%s", diff)
+	}
+	if c := p.Change("LxcContainer/dns01"); !c.Pruned || len(c.Needs) == 0 {
+		t.Errorf("the prune change: pruned %v, needs %v; want pruned with the delete's privileges", c.Pruned, c.Needs)
+	}
+	file := filepath.Join(t.TempDir(), "prune.plan")
+	if err := WriteFile(file, p); err != nil {
+		t.Fatal(err)
+	}
+	saved, err := ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := Verify(ctx, sim, saved); err != nil {
+		t.Fatalf("Verify of the saved prune plan: %v", err)
+	}
+	applyPlan(t, sim, saved)
+	if _, err := sim.cl.GuestConfig(ctx, pve.LXC, "pve", ct); !pve.IsNotFound(err) {
+		t.Errorf("container %d after the prune: %v, want gone", ct, err)
+	}
+	if p := planFor(t, sim, vmOnly, Options{Stack: "lab", Prune: true}); p.HasChanges() || len(p.Orphans) != 0 {
+		t.Errorf("after the prune: %v, orphans %v; want clean", summary(p), p.Orphans)
+	}
+}
