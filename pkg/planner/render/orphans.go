@@ -27,3 +27,21 @@ func orphansBlock(pl palette, p *planner.Plan) string {
 	}
 	return "\n" + b.String()
 }
+
+// markdownOrphans lists the orphans for a pull-request comment ("" when
+// there are none): they change nothing, but a reviewer should know.
+func markdownOrphans(p *planner.Plan) string {
+	if len(p.Orphans) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString("\nMade by this stack, in no spec (`--prune` removes them):\n\n")
+	for _, o := range p.Orphans {
+		line := "- " + codeSpan(o.Address) + " (" + o.What + ")"
+		if o.Protected {
+			line += ", protected in PVE: `--prune` keeps it"
+		}
+		b.WriteString(line + "\n")
+	}
+	return b.String()
+}
