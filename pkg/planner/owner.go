@@ -178,10 +178,18 @@ func (b *builder) markCreated(k kindOps, c *Change) {
 // protected one (PVE's protection flag) is kept and shown apart.
 func (b *builder) planOwned() []Orphan {
 	var orphans []Orphan
+	// Two connections may reach one cluster: a guest is one orphan, found
+	// through the first (by node, vmid and config digest).
+	seen := map[string]bool{}
 	for _, o := range b.obs.owned {
 		if o.stack != b.stackOf(o.res.Connection) {
 			continue // another stack's: never touched
 		}
+		key := o.lo.Node + "/" + o.what + "/" + o.lo.Digest
+		if seen[key] {
+			continue
+		}
+		seen[key] = true
 		addr := o.res.Address()
 		if b.changes[addr] != nil {
 			o.res.Name += "-" + strings.TrimPrefix(o.what, "vmid ")

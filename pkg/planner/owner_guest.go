@@ -65,7 +65,7 @@ func (g guest) ownerPerms(c *Change) []permNeed {
 // name), reads their configs and keeps those whose owner block names their
 // own vmid. Templates are never owned: other guests are cloned from them.
 func (g guest) findOwned(ctx context.Context, lc *liveConn, kind string, obs *Observed, set *spec.Set) ([]*ownedObj, error) {
-	vmids, names := claimedGuests(lc.name, obs, set)
+	vmids, names := claimedGuests(obs, set)
 	var cands []pve.ClusterResource
 	for _, row := range lc.resources {
 		if row.Type != string(g.typ) || row.Template || !hasOwnerTag(row.Tags) || vmids[row.VMID] || lc.down[row.Node] != "" {
@@ -124,16 +124,14 @@ func (g guest) findOwned(ctx context.Context, lc *liveConn, kind string, obs *Ob
 	return out, nil
 }
 
-// claimedGuests are the vmids and names the documents of set on conn
-// name, for any guest kind: the vmids found (observed) or pinned, the
-// names and the names renamed from. A guest one of them may be is never
-// taken for an orphan, even when its document could not be read.
-func claimedGuests(conn string, obs *Observed, set *spec.Set) (map[int]bool, map[string]bool) {
+// claimedGuests are the vmids and names the documents of set name, for
+// any guest kind: the vmids found (observed) or pinned, the names and the
+// names renamed from. A guest one of them may be is never taken for an
+// orphan, even when its document could not be read. Every connection's
+// documents count: two connections may reach one cluster.
+func claimedGuests(obs *Observed, set *spec.Set) (map[int]bool, map[string]bool) {
 	vmids, names := map[int]bool{}, map[string]bool{}
 	for _, r := range set.Resources {
-		if r.Connection != conn {
-			continue
-		}
 		t := traitsOf(r.Kind)
 		if !t.ClaimsVMID {
 			continue

@@ -73,3 +73,23 @@ func TestSimPruneContainer(t *testing.T) {
 		t.Errorf("after the prune: %v, orphans %v; want clean", summary(p), p.Orphans)
 	}
 }
+
+// TestSimOwnedTwoConnections: two connections that reach one cluster see
+// each other's documents — a guest one of them names is no orphan of the
+// other — and an orphan found through both is listed once.
+func TestSimOwnedTwoConnections(t *testing.T) {
+	sim := newSim(t)
+	conn := "kind: Connection\nname: lab\nspec:\n  url: https://127.0.0.1:8006\n  tokenId: \"a@pve!t\"\n---\n"
+	onLab := func(name string) string {
+		return "kind: QemuVM\nname: " + name + "\nconnection: lab\nspec:\n  memory: 512\n---\n"
+	}
+	all := loadSpec(t, conn+onLab("worker")+onLab("gone")+ownerVMSpec)
+	applyPlan(t, sim, planFor(t, sim, all, Options{}))
+	if p := planFor(t, sim, all, Options{}); p.HasChanges() || len(p.Orphans) != 0 {
+		t.Fatalf("plan after create: %v, orphans %v; want clean", summary(p), p.Orphans)
+	}
+	p := planFor(t, sim, loadSpec(t, conn+onLab("worker")+ownerVMSpec), Options{})
+	if len(p.Orphans) != 1 || p.Orphans[0].Address != "QemuVM/gone" {
+		t.Errorf("orphans %+v, want QemuVM/gone once", p.Orphans)
+	}
+}
