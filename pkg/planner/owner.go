@@ -180,7 +180,8 @@ func (b *builder) planOwned() []Orphan {
 	var orphans []Orphan
 	// Two connections may reach one cluster: a guest is one orphan, found
 	// through the first (by node, vmid and config digest).
-	seen := map[string]bool{}
+	seen, used := map[string]bool{}, map[string]bool{}
+	taken := func(addr string) bool { return b.changes[addr] != nil || used[addr] }
 	for _, o := range b.obs.owned {
 		if o.stack != b.stackOf(o.res.Connection) {
 			continue // another stack's: never touched
@@ -190,20 +191,22 @@ func (b *builder) planOwned() []Orphan {
 			continue
 		}
 		seen[key] = true
-		addr := o.res.Address()
-		if b.changes[addr] != nil {
-			o.res.Name += "-" + strings.TrimPrefix(o.what, "vmid ")
-			addr = o.res.Address()
+		res := *o.res // Build may run again on the same Observed
+		addr := res.Address()
+		if taken(addr) { // two orphans of one name: the vmid tells them apart
+			res.Name += "-" + strings.TrimPrefix(o.what, "vmid ")
+			addr = res.Address()
 		}
-		if b.changes[addr] != nil {
+		if taken(addr) {
 			continue
 		}
+		used[addr] = true
 		if !b.opts.Prune || b.opts.Destroy {
-			orphans = append(orphans, Orphan{Address: addr, Connection: o.res.Connection, Node: o.lo.Node, What: o.what, Stack: o.stack, Protected: o.protected})
+			orphans = append(orphans, Orphan{Address: addr, Connection: res.Connection, Node: o.lo.Node, What: o.what, Stack: o.stack, Protected: o.protected})
 			continue
 		}
-		k := kinds[o.res.Kind]
-		c := &Change{Address: addr, Resource: o.res, Node: o.lo.Node, Digest: o.lo.Digest, Fingerprint: fingerprint(o.lo), Pruned: true, Diff: []FieldDiff{}}
+		k := kinds[res.Kind]
+		c := &Change{Address: addr, Resource: &res, Node: o.lo.Node, Digest: o.lo.Digest, Fingerprint: fingerprint(o.lo), Pruned: true, Diff: []FieldDiff{}}
 		if st, is := k.(stateful); is {
 			c.State = st.newState(o.lo)
 		}
@@ -213,7 +216,7 @@ func (b *builder) planOwned() []Orphan {
 		default:
 			c.Action, c.Reasons = Delete, []string{"made by stack " + o.stack + ", in no spec: --prune"}
 			if p, is := k.(permissioned); is {
-				if err := b.notePerms(b.obs.conns[o.res.Connection], o.res, c, p.changePerms(c, o.lo)); err != nil {
+				if err := b.notePerms(b.obs.conns[res.Connection], &res, c, p.changePerms(c, o.lo)); err != nil {
 					b.changes[addr], b.failed[addr] = c, err
 					continue
 				}

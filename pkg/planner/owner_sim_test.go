@@ -2,6 +2,7 @@ package planner
 
 import (
 	"context"
+	"net/url"
 	"path/filepath"
 	"testing"
 
@@ -91,5 +92,35 @@ func TestSimOwnedTwoConnections(t *testing.T) {
 	p := planFor(t, sim, loadSpec(t, conn+onLab("worker")+ownerVMSpec), Options{})
 	if len(p.Orphans) != 1 || p.Orphans[0].Address != "QemuVM/gone" {
 		t.Errorf("orphans %+v, want QemuVM/gone once", p.Orphans)
+	}
+}
+
+// TestSimOwnedSameName: two orphans of one name are told apart by vmid;
+// one marked for another vmid (a hand-made clone) or without the tag is
+// nobody's.
+func TestSimOwnedSameName(t *testing.T) {
+	sim := newSim(t)
+	ctx := context.Background()
+	mk := func(vmid int, tags, desc string) {
+		t.Helper()
+		v := url.Values{"vmid": {itoa(vmid)}, "name": {"dup"}, "memory": {"512"}, "description": {desc}}
+		if tags != "" {
+			v.Set("tags", tags)
+		}
+		if err := sim.cl.CreateGuest(ctx, pve.QEMU, "pve", v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mk(201, "pvectl", ownerMark(DefaultStack, 201))
+	mk(202, "pvectl;web", "note\n"+ownerMark(DefaultStack, 202))
+	mk(203, "pvectl", ownerMark(DefaultStack, 201)) // a clone of 201
+	mk(204, "", ownerMark(DefaultStack, 204))       // the tag was removed
+	p := planFor(t, sim, loadSpec(t, ownerVMSpec), Options{})
+	var got []string
+	for _, o := range p.Orphans {
+		got = append(got, o.Address+" "+o.What)
+	}
+	if diff := cmp.Diff([]string{"QemuVM/dup vmid 201", "QemuVM/dup-202 vmid 202"}, got); diff != "" {
+		t.Errorf("orphans (-want +got):\n%s", diff)
 	}
 }
