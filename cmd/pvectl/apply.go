@@ -303,7 +303,9 @@ func (o *applyOptions) prepare(in *interrupts) (*planner.Plan, *clients, error) 
 	if err := planner.CheckLockout(p, o.allowLockout); err != nil {
 		return nil, nil, &exitError{code: exitFailure, err: err}
 	}
-	sayPruned(w, p)
+	if !o.json { // stdout carries only JSON lines then
+		sayPruned(w, p)
+	}
 	if !o.autoApprove {
 		ok, err := confirm(ctx, o.g.streams.In, w, o.destroy)
 		if err != nil {
