@@ -89,6 +89,10 @@ func (g guest) findOwned(ctx context.Context, lc *liveConn, kind string, obs *Ob
 		lo := &liveObj{Exists: true, Node: row.Node, State: gl}
 		lo.load = func(ctx context.Context) error {
 			cfg, err := lc.client.GuestConfig(ctx, g.typ, row.Node, row.VMID)
+			if pve.IsNotFound(err) {
+				lo.Exists = false // deleted since the list: nothing to prune
+				return nil
+			}
 			if err != nil {
 				return fmt.Errorf("read config of %s %d: %w", g.noun, row.VMID, err)
 			}
@@ -107,6 +111,9 @@ func (g guest) findOwned(ctx context.Context, lc *liveConn, kind string, obs *Ob
 	var out []*ownedObj
 	for _, key := range slices.Sorted(maps.Keys(objs)) {
 		lo := objs[key]
+		if !lo.Exists {
+			continue
+		}
 		vmid := liveOf(lo).VMID
 		stack, markVMID, ok := parseOwnerMark(lo.Config["description"])
 		name := lo.Config[g.nameParam]
