@@ -63,13 +63,17 @@ func (g guest) ownerPerms(c *Change) []permNeed {
 // findOwned finds the guests of the kind's type on lc that carry the owner
 // tag and no document of set names (by vmid, as observed or pinned, or by
 // name), reads their configs and keeps those whose owner block names their
-// own vmid. Templates are never owned: other guests are cloned from them.
+// own vmid. Templates are never owned: other guests are cloned from them;
+// nor are guests still being created or cloned.
 func (g guest) findOwned(ctx context.Context, lc *liveConn, kind string, obs *Observed, set *spec.Set) ([]*ownedObj, error) {
 	vmids, names := claimedGuests(obs, set)
 	var cands []pve.ClusterResource
 	for _, row := range lc.resources {
 		if row.Type != string(g.typ) || row.Template || !hasOwnerTag(row.Tags) || vmids[row.VMID] || lc.down[row.Node] != "" {
 			continue
+		}
+		if row.Lock == "create" || row.Lock == "clone" {
+			continue // still being made, maybe by another run's document
 		}
 		cands = append(cands, row)
 	}
