@@ -84,6 +84,11 @@ func TestPruneOwnedOrphans(t *testing.T) {
 		}
 	}
 
+	r = e.mustRun(0, "plan", "-f", two, "--json")
+	if !strings.Contains(r.stdout, fmt.Sprintf(`"orphans":[{"address":"QemuVM/worker-1","node":"pve","what":"vmid %d","stack":"default"}`, vm["worker-1"])) {
+		t.Errorf("plan --json does not list the orphan:\n%s", r.stdout)
+	}
+
 	r = e.mustRun(2, "plan", "-f", two, "--prune", "--detailed-exitcode")
 	if !strings.Contains(r.stdout, "# QemuVM/worker-1 will be destroyed") || !strings.Contains(r.stdout, "1 to destroy") {
 		t.Errorf("plan --prune does not destroy worker-1:\n%s", r.stdout)
