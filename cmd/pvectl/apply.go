@@ -44,6 +44,7 @@ type applyOptions struct {
 	snapshot      bool
 	keepSnapshots int
 	rollback      bool
+	ownerOptions
 }
 
 func newApplyCmd(g *globalOptions) *cobra.Command {
@@ -69,6 +70,7 @@ Confirmation: on a terminal apply asks; elsewhere it needs --auto-approve.`,
 	c.Flags().BoolVar(&o.json, "json", false, "progress as JSON lines")
 	c.Flags().BoolVar(&o.snapshot, "snapshot", false, snapshotHelp)
 	c.Flags().IntVar(&o.keepSnapshots, "keep-snapshots", planner.DefaultKeepSnapshots, "how many pvectl-… snapshots each guest keeps after a change that took one (older ones are deleted; others' snapshots never)")
+	o.addOwnerFlags(c, true)
 	c.Flags().BoolVar(&o.rollback, "rollback-on-failure", false, "roll a guest back to the snapshot taken before its change when the change fails (otherwise the error prints the rollback command)")
 	o.addForeignFlag(c)
 	o.addLockFlags(c)
@@ -124,6 +126,9 @@ func (o *applyOptions) validate() error {
 	if o.planFile != "" {
 		if len(o.targets) > 0 {
 			return invalid(errors.New("--target cannot be combined with a plan file: the plan already fixes what is applied"))
+		}
+		if o.prune || o.stack != "" {
+			return invalid(errors.New("--prune and --stack cannot be combined with a plan file: the plan already fixes what is applied (plan --prune --out FILE)"))
 		}
 		if looksLikeSpecs(o.planFile) {
 			return invalid(fmt.Errorf("%s looks like specs, not a plan file: pvectl apply -f %s (a plan file comes from 'pvectl plan --out FILE')", o.planFile, o.planFile))
@@ -265,6 +270,10 @@ func (o *applyOptions) prepare(in *interrupts) (*planner.Plan, *clients, error) 
 		}
 		return p, cl, nil
 	}
+	stack, err := o.resolveStack()
+	if err != nil {
+		return nil, nil, err
+	}
 	set, err := o.load(o.g)
 	if err != nil {
 		return nil, nil, err
@@ -278,7 +287,7 @@ func (o *applyOptions) prepare(in *interrupts) (*planner.Plan, *clients, error) 
 	if err := o.takeLock(ctx, cl, usedConnections(set)); err != nil {
 		return nil, nil, err
 	}
-	p, err := planLive(ctx, o.g, set, cl, planner.Options{Targets: o.targets, Destroy: o.destroy, Snapshot: o.snapshot}, o.notices())
+	p, err := planLive(ctx, o.g, set, cl, planner.Options{Targets: o.targets, Destroy: o.destroy, Snapshot: o.snapshot, Stack: stack, Prune: o.prune}, o.notices())
 	if err != nil {
 		return nil, nil, err
 	}
@@ -298,6 +307,9 @@ func (o *applyOptions) prepare(in *interrupts) (*planner.Plan, *clients, error) 
 	}
 	if err := planner.CheckLockout(p, o.allowLockout); err != nil {
 		return nil, nil, &exitError{code: exitFailure, err: err}
+	}
+	if !o.json { // stdout carries only JSON lines then
+		sayPruned(w, p)
 	}
 	if !o.autoApprove {
 		ok, err := confirm(ctx, o.g.streams.In, w, o.destroy)

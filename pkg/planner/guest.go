@@ -60,6 +60,9 @@ type guestState struct {
 	// Stopped: the plan saw the guest stopped, so a VM's update that
 	// only rewrites its config is made synchronously (pve.QemuConfigIsQuick).
 	Stopped bool `json:"stopped,omitempty"`
+	// Owner is the stack a create marks the new guest with (owner.go);
+	// "": no mark.
+	Owner string `json:"owner,omitempty"`
 }
 
 // guestRef names a guest other than the change's own.
@@ -371,6 +374,7 @@ func (g guest) createGuest(ctx context.Context, x *execution, c *Change, params 
 	}
 	vmid, err := withNewVMID(ctx, x, fixed, g.noun, func(vmid int) error {
 		params.Set("vmid", strconv.Itoa(vmid))
+		ownerValues(c, params, vmid)
 		x.msg("creating %s %d on node %s", g.noun, vmid, c.Node)
 		return x.client.CreateGuest(ctx, g.typ, c.Node, params)
 	})

@@ -53,13 +53,13 @@ func (g guest) changePerms(c *Change, lo *liveObj) []permNeed {
 	st := stateOf(c)
 	switch c.Action {
 	case Create:
-		return g.createPerms(c.Resource)
+		return append(g.createPerms(c.Resource), g.ownerPerms(c)...)
 	case Update:
 		return g.updatePerms(c, lo, vmPath(st.VMID))
 	case Delete:
 		return g.removePerms(lo, vmPath(st.VMID))
 	case Replace:
-		return append(g.removePerms(lo, vmPath(st.VMID)), g.createPerms(c.Resource)...)
+		return slices.Concat(g.removePerms(lo, vmPath(st.VMID)), g.createPerms(c.Resource), g.ownerPerms(c))
 	}
 	return nil
 }

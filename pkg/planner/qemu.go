@@ -365,10 +365,10 @@ func (k qemuKind) changePerms(c *Change, lo *liveObj) []permNeed {
 	switch {
 	case st.Clone != nil && c.Action == Create:
 		needs = k.clonePerms(c.Resource, st.Clone, gl.CloneConfig)
-		needs = append(needs, k.createExtraPerms(c)...)
+		needs = slices.Concat(needs, k.createExtraPerms(c), k.ownerPerms(c))
 	case st.Clone != nil && c.Action == Replace:
 		needs = append(k.removePerms(lo, vmPath(st.VMID)), k.clonePerms(c.Resource, st.Clone, gl.CloneConfig)...)
-		needs = append(needs, k.createExtraPerms(c)...)
+		needs = slices.Concat(needs, k.createExtraPerms(c), k.ownerPerms(c))
 	case c.Action == Create || c.Action == Replace:
 		needs = append(k.guest.changePerms(c, lo), k.createExtraPerms(c)...)
 	default:
