@@ -29,6 +29,9 @@ type applyOptions struct {
 	// allowForeign lets network commits take staged changes pvectl did
 	// not make (those the plan shows).
 	allowForeign bool
+	// allowForeignSDN lets SdnApply commit pending SDN changes pvectl did
+	// not make, those the plan showed.
+	allowForeignSDN bool
 	// allowLockout applies firewall changes that may cut pvectl's access.
 	allowLockout bool
 	// lock takes the run lock in PVE; lockTimeout is how long to wait
@@ -41,6 +44,7 @@ type applyOptions struct {
 	snapshot      bool
 	keepSnapshots int
 	rollback      bool
+	ownerOptions
 }
 
 func newApplyCmd(g *globalOptions) *cobra.Command {
@@ -66,6 +70,7 @@ Confirmation: on a terminal apply asks; elsewhere it needs --auto-approve.`,
 	c.Flags().BoolVar(&o.json, "json", false, "progress as JSON lines")
 	c.Flags().BoolVar(&o.snapshot, "snapshot", false, snapshotHelp)
 	c.Flags().IntVar(&o.keepSnapshots, "keep-snapshots", planner.DefaultKeepSnapshots, "how many pvectl-… snapshots each guest keeps after a change that took one (older ones are deleted; others' snapshots never)")
+	o.addOwnerFlags(c, true)
 	c.Flags().BoolVar(&o.rollback, "rollback-on-failure", false, "roll a guest back to the snapshot taken before its change when the change fails (otherwise the error prints the rollback command)")
 	o.addForeignFlag(c)
 	o.addLockFlags(c)
@@ -86,6 +91,8 @@ func (o *applyOptions) addLockFlags(c *cobra.Command) {
 func (o *applyOptions) addForeignFlag(c *cobra.Command) {
 	c.Flags().BoolVar(&o.allowForeign, "allow-foreign-network-changes", false,
 		"let a NetworkApply commit staged network changes that pvectl did not make (the plan lists them)")
+	c.Flags().BoolVar(&o.allowForeignSDN, "allow-foreign-sdn-changes", false,
+		"let an SdnApply commit pending SDN changes that pvectl did not make (the plan lists them)")
 	c.Flags().BoolVar(&o.allowLockout, "allow-lockout", false,
 		"apply a Firewall that the plan warns may cut pvectl's access to PVE's API (8006) and SSH (22)")
 }
@@ -119,6 +126,9 @@ func (o *applyOptions) validate() error {
 	if o.planFile != "" {
 		if len(o.targets) > 0 {
 			return invalid(errors.New("--target cannot be combined with a plan file: the plan already fixes what is applied"))
+		}
+		if o.prune || o.stack != "" {
+			return invalid(errors.New("--prune and --stack cannot be combined with a plan file: the plan already fixes what is applied (plan --prune --out FILE)"))
 		}
 		if looksLikeSpecs(o.planFile) {
 			return invalid(fmt.Errorf("%s looks like specs, not a plan file: pvectl apply -f %s (a plan file comes from 'pvectl plan --out FILE')", o.planFile, o.planFile))
@@ -184,7 +194,7 @@ func (o *applyOptions) run(ctx context.Context) error {
 	}
 	in.applying(view)
 	res, err := planner.Apply(in.ctx, cl, p, planner.ApplyOptions{Parallelism: o.g.parallelism, Hooks: view, Stop: in.stop,
-		AllowForeignNetworkChanges: o.allowForeign, AllowLockout: o.allowLockout, Guard: o.runLock.Check, KeepSnapshots: o.keepSnapshots, RollbackOnFailure: o.rollback})
+		AllowForeignNetworkChanges: o.allowForeign, AllowForeignSDNChanges: o.allowForeignSDN, AllowLockout: o.allowLockout, Guard: o.runLock.Check, KeepSnapshots: o.keepSnapshots, RollbackOnFailure: o.rollback})
 	view.summary(p, res, o.verb())
 	switch {
 	case err != nil && res == nil: // refused before anything ran
@@ -252,13 +262,17 @@ func (o *applyOptions) prepare(in *interrupts) (*planner.Plan, *clients, error) 
 		if err := planner.CheckPrivileges(ctx, cl, p); err != nil {
 			return nil, nil, &exitError{code: exitFailure, err: err}
 		}
-		if err := planner.CheckForeign(p, o.allowForeign); err != nil {
+		if err := planner.CheckForeign(p, planner.ForeignAllowed{Network: o.allowForeign, SDN: o.allowForeignSDN}); err != nil {
 			return nil, nil, &exitError{code: exitFailure, err: err}
 		}
 		if err := planner.CheckLockout(p, o.allowLockout); err != nil {
 			return nil, nil, &exitError{code: exitFailure, err: err}
 		}
 		return p, cl, nil
+	}
+	stack, err := o.resolveStack()
+	if err != nil {
+		return nil, nil, err
 	}
 	set, err := o.load(o.g)
 	if err != nil {
@@ -273,7 +287,7 @@ func (o *applyOptions) prepare(in *interrupts) (*planner.Plan, *clients, error) 
 	if err := o.takeLock(ctx, cl, usedConnections(set)); err != nil {
 		return nil, nil, err
 	}
-	p, err := planLive(ctx, o.g, set, cl, planner.Options{Targets: o.targets, Destroy: o.destroy, Snapshot: o.snapshot}, o.notices())
+	p, err := planLive(ctx, o.g, set, cl, planner.Options{Targets: o.targets, Destroy: o.destroy, Snapshot: o.snapshot, Stack: stack, Prune: o.prune}, o.notices())
 	if err != nil {
 		return nil, nil, err
 	}
@@ -288,11 +302,14 @@ func (o *applyOptions) prepare(in *interrupts) (*planner.Plan, *clients, error) 
 		}
 		return nil, nil, notPlannedError(o.verb(), p)
 	}
-	if err := planner.CheckForeign(p, o.allowForeign); err != nil {
+	if err := planner.CheckForeign(p, planner.ForeignAllowed{Network: o.allowForeign, SDN: o.allowForeignSDN}); err != nil {
 		return nil, nil, &exitError{code: exitFailure, err: err}
 	}
 	if err := planner.CheckLockout(p, o.allowLockout); err != nil {
 		return nil, nil, &exitError{code: exitFailure, err: err}
+	}
+	if !o.json { // stdout carries only JSON lines then
+		sayPruned(w, p)
 	}
 	if !o.autoApprove {
 		ok, err := confirm(ctx, o.g.streams.In, w, o.destroy)

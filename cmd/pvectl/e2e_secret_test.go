@@ -85,7 +85,8 @@ spec:
 			t.Errorf("the saved plan lacks the reference %s:\n%s", ref, saved)
 		}
 	}
-	if got := env.vmConfig("odd")["description"]; got != oddSecret {
+	// The user's text, then pvectl's owner block (planner owner.go).
+	if got := env.vmConfig("odd")["description"]; !strings.HasPrefix(got, oddSecret+"\n[pvectl-owner: ") {
 		t.Errorf("description in PVE %q, want the declared secret (the user's intent)", got)
 	}
 	// A bad token: PVE's refusal and the client's error both go through

@@ -25,6 +25,8 @@ type importOptions struct {
 	withGenerated        bool
 	manageInfrastructure bool
 	withPowerState       bool
+	// adopt is --stack: the stack the imported guests are adopted into.
+	adopt ownerOptions
 }
 
 // exitSkipped is import's exit code when some objects were not written
@@ -81,6 +83,7 @@ nothing (nothing is written), 3 invalid selection or flags.`,
 	c.Flags().BoolVar(&o.withGenerated, "with-generated", false, "keep what PVE generated (vmgenid, SMBIOS UUID, a container's ostype and arch)")
 	c.Flags().BoolVar(&o.manageInfrastructure, "manage-infrastructure", false,
 		"import the node's bridge with its address, the installer's storages and templates pvectl did not bake as managed (default: managed: false)")
+	c.Flags().StringVar(&o.adopt.stack, "stack", "", "adopt the imported guests into this stack: write its ownership mark on each (a config write), so that plan lists them once no document names them and --prune may remove them")
 	c.Flags().BoolVar(&o.withPowerState, "with-power-state", false, "write each guest's power state (running: true|false); without it, plan and apply leave power alone")
 	return c
 }
@@ -109,6 +112,12 @@ func (o *importOptions) run(ctx context.Context, args []string) error {
 	}
 	if err := cl.check([]string{""}); err != nil {
 		return err
+	}
+	stack := ""
+	if o.adopt.stack != "" {
+		if stack, err = o.adopt.resolveStack(); err != nil {
+			return err
+		}
 	}
 	in := watchInterrupts(ctx, o.g.signals)
 	defer in.close()
@@ -143,6 +152,18 @@ func (o *importOptions) run(ctx context.Context, args []string) error {
 	}
 	for _, msg := range res.Problems {
 		fmt.Fprintf(w, "Not imported: %s\n", msg)
+	}
+	if stack != "" {
+		adopted, problems := planner.Adopt(in.ctx, cl, "", res, stack)
+		if len(adopted) > 0 {
+			fmt.Fprintf(w, "Adopted %d object%s into stack %s: %s\n", len(adopted), plural(len(adopted)), stack, strings.Join(adopted, ", "))
+		}
+		for _, msg := range problems {
+			fmt.Fprintf(w, "Not adopted: %s\n", msg)
+		}
+		if len(problems) > 0 {
+			return &exitError{code: exitFailure, err: fmt.Errorf("%d object%s not adopted into stack %s (above)", len(problems), plural(len(problems)), stack)}
+		}
 	}
 	switch n := len(res.Docs); {
 	case n == 0 && len(res.Problems) == 0:

@@ -104,6 +104,7 @@ type planOptions struct {
 	detailed   bool
 	privileges string
 	snapshot   bool
+	ownerOptions
 }
 
 func newPlanCmd(g *globalOptions) *cobra.Command {
@@ -123,6 +124,7 @@ Exit codes: 0 success, 1 API or runtime failure, 3 invalid specs; with
 	c.Flags().BoolVar(&o.json, "json", false, "print the plan as one JSON object")
 	c.Flags().BoolVar(&o.detailed, "detailed-exitcode", false, "exit 2 when there are changes, 0 when none")
 	c.Flags().BoolVar(&o.snapshot, "snapshot", false, snapshotHelp)
+	o.addOwnerFlags(c, true)
 	c.Flags().StringVar(&o.privileges, "privileges", "warn", "privileges the token lacks for the changes: warn (list the grants that fix it; apply refuses) or strict (refuse the plan)")
 	return c
 }
@@ -130,6 +132,10 @@ Exit codes: 0 success, 1 API or runtime failure, 3 invalid specs; with
 func (o *planOptions) run(ctx context.Context) error {
 	if !slices.Contains(privilegeModes, o.privileges) {
 		return invalid(fmt.Errorf("--privileges %q: want warn or strict", o.privileges))
+	}
+	stack, err := o.resolveStack()
+	if err != nil {
+		return err
 	}
 	set, err := o.load(o.g)
 	if err != nil {
@@ -141,7 +147,7 @@ func (o *planOptions) run(ctx context.Context) error {
 	if o.json {
 		notices = o.g.streams.Err
 	}
-	p, cl, err := makePlan(in.ctx, o.g, set, planner.Options{Targets: o.targets, ReviewPrivileges: o.privileges == "warn", Snapshot: o.snapshot}, notices)
+	p, cl, err := makePlan(in.ctx, o.g, set, planner.Options{Targets: o.targets, ReviewPrivileges: o.privileges == "warn", Snapshot: o.snapshot, Stack: stack, Prune: o.prune}, notices)
 	if in.interrupted() {
 		return errInterrupted
 	}

@@ -81,6 +81,10 @@ type Change struct {
 	// Needs are the privileges the change's calls check (review.go):
 	// apply checks the applying token against them before any write.
 	Needs []Need `json:"needs,omitempty"`
+	// Pruned marks the removal of an object its stack made that no
+	// document names (Options.Prune): its Resource is made up from the
+	// live object.
+	Pruned bool `json:"pruned,omitempty"`
 }
 
 // Plan is the result of planning: a value, serialisable as a plan file.
@@ -103,6 +107,12 @@ type Plan struct {
 	// cannot be known now (their node is down: degraded.go); apply fails
 	// naming them after it applied the rest.
 	NotPlanned []NotPlanned `json:"not_planned,omitempty"`
+	// Orphans are the objects the plan's stack made that no document
+	// names; Options.Prune plans their removal instead (owner.go).
+	Orphans []Orphan `json:"orphans,omitempty"`
+	// OwnedUnread says, per connection, why owned objects could not be
+	// looked for: none of them is listed or pruned there.
+	OwnedUnread []string `json:"ownedUnread,omitempty"`
 }
 
 // Summary counts changes per action.
@@ -142,6 +152,13 @@ type Options struct {
 	// that touches its disks or reboots it (apply --snapshot), as a
 	// guest's snapshotBeforeChange does for that guest (snapshot.go).
 	Snapshot bool
+	// Stack is the stack whose ownership marks the plan writes on what it
+	// creates and whose owned objects it lists or prunes (owner.go); "":
+	// each connection's stack, else DefaultStack.
+	Stack string
+	// Prune plans the removal of the stack's owned objects that no
+	// document names (Plan.Orphans otherwise only lists them).
+	Prune bool
 }
 
 // Hooks receive progress from Apply. All methods may be called concurrently.
@@ -193,6 +210,10 @@ type ApplyOptions struct {
 	// Apply refuses such a plan before it changes anything; changes that
 	// appear after the plan are refused either way.
 	AllowForeignNetworkChanges bool
+	// AllowForeignSDNChanges lets the cluster's SDN commit (SdnApply)
+	// take the pending SDN changes pvectl did not make that the plan
+	// showed, as AllowForeignNetworkChanges does for a node's network.
+	AllowForeignSDNChanges bool
 	// AllowLockout applies firewall changes the plan warned may cut
 	// pvectl's own access (CheckLockout); without it Apply refuses them.
 	AllowLockout bool

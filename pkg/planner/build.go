@@ -107,6 +107,7 @@ func Build(ctx context.Context, set *spec.Set, obs *Observed, opts Options) (*Pl
 				continue
 			}
 			c.Address, c.Resource = r.Address(), r
+			b.markCreated(k, c)
 			maskDeclared(c) // keys the document declares secret (secretKeys)
 			// The token must hold what the change's calls check; a review
 			// plan carries what it lacks as warnings.
@@ -134,6 +135,7 @@ func Build(ctx context.Context, set *spec.Set, obs *Observed, opts Options) (*Pl
 		}
 	}
 	b.failed = failed
+	orphans := b.planOwned()
 	if err := b.planSnapshots(ctx); err != nil {
 		return nil, err
 	}
@@ -164,7 +166,8 @@ func Build(ctx context.Context, set *spec.Set, obs *Observed, opts Options) (*Pl
 	if err != nil {
 		return nil, err
 	}
-	p := &Plan{FormatVersion: FormatVersion, Destroy: opts.Destroy, Changes: []*Change{}, NotPlanned: skipped}
+	p := &Plan{FormatVersion: FormatVersion, Destroy: opts.Destroy, Changes: []*Change{}, NotPlanned: skipped,
+		Orphans: orphans, OwnedUnread: obs.ownedErrs}
 	for _, addr := range order {
 		c := b.changes[addr]
 		if ep := obs.endpoint(c.Resource.Connection); ep != "" {

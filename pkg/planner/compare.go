@@ -77,9 +77,16 @@ func (c comparer) diffParams(desired map[string]string, remove []string, live pv
 		}
 		dv := desired[k]
 		lv, has := live[k]
-		if k == "description" {
+		switch k {
+		case "description":
 			// pvectl's own blocks in it are not the user's text.
 			lv = userDescription(lv)
+		case "tags":
+			// Nor is the owner tag the user's (owner.go), unless the
+			// spec sets it too.
+			if !hasOwnerTag(dv) {
+				lv = withoutOwnerTag(lv)
+			}
 		}
 		p := c.param(k)
 		switch {
@@ -446,8 +453,13 @@ func sortedUnique(s []string) []string {
 // the desired sub-keys laid over it, so that what PVE generated (MAC
 // addresses, disk volume names) survives the write.
 func (c comparer) updateValue(key, desired, live string) string {
-	if key == "description" {
+	switch key {
+	case "description":
 		return withBlocks(desired, live)
+	case "tags":
+		if hasOwnerTag(live) {
+			return withOwnerTag(desired) // the owner tag stays
+		}
 	}
 	p := c.param(key)
 	if p == nil || len(p.SubKeys()) == 0 || live == "" {

@@ -39,6 +39,9 @@ type fwState struct {
 	Lockout string `json:"lockout,omitempty"`
 	// Client is the address pvectl reaches PVE from (lockout.go).
 	Client string `json:"client,omitempty"`
+	// RulesLate: the rules, removals and options wait for the security
+	// groups that use this scope's sets (firewall_late.go).
+	RulesLate bool `json:"rulesLate,omitempty"`
 }
 
 // fwBase is a scope's API path; "" while its guest's vmid or node is not
@@ -49,6 +52,8 @@ func fwBase(w *spec.FirewallWire, r *spec.Resource) string {
 		return "/cluster/firewall"
 	case spec.FirewallNode:
 		return "/nodes/" + url.PathEscape(w.Node) + "/firewall"
+	case spec.FirewallVnet:
+		return "/cluster/sdn/vnets/" + url.PathEscape(w.Vnet) + "/firewall"
 	}
 	vmid, node := r.Params["vmid"], r.Params["node"]
 	if vmid == "" || node == "" || spec.HasOutputRef(vmid) || spec.HasOutputRef(node) {
@@ -87,15 +92,31 @@ func (firewallKind) observe(ctx context.Context, lc *liveConn, r *spec.Resource)
 	if base == "" {
 		return &liveObj{}, nil // the guest is made by this apply
 	}
-	st, err := readFirewall(ctx, lc.client, w, base)
-	if err != nil {
-		if isNotFound(err) && w.Guest != "" {
-			return &liveObj{}, nil
+	if w.Scope == spec.FirewallVnet {
+		// PVE serves a vnet's firewall once the vnet is committed
+		// (pve-firewall Helpers.pm check_vnet_access reads the running
+		// config): before, it has none, and the SDN commit comes first.
+		if committed, err := vnetCommitted(ctx, lc, w.Vnet); err != nil || !committed {
+			return &liveObj{}, err
 		}
-		return nil, err
 	}
-	st.Client = clientAddr(lc.client.BaseURL())
-	return &liveObj{Exists: true, Node: w.Node, Config: pve.Config{}, Digest: st.Rules.Digest + st.OptionsDigest, State: st}, nil
+	// Each scope is its own four lists: read with the other objects'
+	// deferred reads, several at a time (loadAll), not one after another.
+	lo := &liveObj{Exists: true, Node: w.Node, Config: pve.Config{}}
+	lo.load = func(ctx context.Context) error {
+		st, err := readFirewall(ctx, lc.client, w, base)
+		if err != nil {
+			if isNotFound(err) && w.Guest != "" {
+				lo.Exists, lo.Node = false, ""
+				return nil
+			}
+			return err
+		}
+		st.Client = clientAddr(lc.client.BaseURL())
+		lo.Digest, lo.State = st.Rules.Digest+st.OptionsDigest, st
+		return nil
+	}
+	return lo, nil
 }
 
 // readFirewall reads a scope's options, rules, aliases and IP sets.
@@ -113,8 +134,8 @@ func readFirewall(ctx context.Context, cl *pve.Client, w *spec.FirewallWire, bas
 		return nil, err
 	}
 	st.Rules = rules
-	if w.Scope == spec.FirewallNode {
-		return st, nil // a node has no aliases or IP sets
+	if w.Scope == spec.FirewallNode || w.Scope == spec.FirewallVnet {
+		return st, nil // a node or vnet has no aliases or IP sets
 	}
 	if st.Aliases, err = readAliases(ctx, cl, base); err != nil {
 		return nil, err
@@ -282,6 +303,7 @@ func (firewallKind) compare(b *builder, r *spec.Resource, lo *liveObj, c *Change
 	st := fwStateOf(lo)
 	c.Diff = fwDiffs(st, w)
 	st.Lockout = lockoutRisk(st, w)
+	st.RulesLate = groupsUseSets(b.set, r)
 	c.State = st
 	if len(c.Diff) == 0 {
 		c.Action = NoOp
@@ -319,16 +341,23 @@ func (firewallKind) update(ctx context.Context, x *execution, c *Change) error {
 			return err
 		}
 	}
+	if err := writeSets(ctx, x, st, w); err != nil || firewallWritesLate(c) {
+		return err
+	}
 	return writeFirewall(ctx, x, st, w)
 }
 
-func writeFirewall(ctx context.Context, x *execution, st *fwState, w *spec.FirewallWire) error {
+// writeSets creates and changes the aliases and IP sets the rules use.
+func writeSets(ctx context.Context, x *execution, st *fwState, w *spec.FirewallWire) error {
 	if err := writeAliases(ctx, x, st, w, false); err != nil {
 		return err
 	}
-	if err := writeIPSets(ctx, x, st, w, false); err != nil {
-		return err
-	}
+	return writeIPSets(ctx, x, st, w, false)
+}
+
+// writeFirewall writes the rules, removes what they no longer name and
+// sets the options (the aliases and IP sets are written already).
+func writeFirewall(ctx context.Context, x *execution, st *fwState, w *spec.FirewallWire) error {
 	if err := applyRules(ctx, x, st.Base+"/rules", st.Rules, w.Rules); err != nil {
 		return err
 	}
@@ -359,7 +388,8 @@ func writeOptions(ctx context.Context, x *execution, st *fwState, want map[strin
 	if st.OptionsDigest != "" {
 		params.Set("digest", st.OptionsDigest)
 	}
-	if err := x.client.Do(ctx, http.MethodPut, st.Base+"/options", params, nil); err != nil {
+	put := func() error { return x.client.Do(ctx, http.MethodPut, st.Base+"/options", params, nil) }
+	if err := unsureStep(ctx, x, true, put, lookOptions(x, st.Base, params, st.Options)); err != nil {
 		return fmt.Errorf("write firewall options %s: %w", st.Base, err)
 	}
 	return nil
@@ -369,7 +399,7 @@ func writeOptions(ctx context.Context, x *execution, st *fwState, want map[strin
 // the spec does not list (gone=true); each write carries the digest of
 // the list as it is read right before.
 func writeAliases(ctx context.Context, x *execution, st *fwState, w *spec.FirewallWire, gone bool) error {
-	if w.Scope == spec.FirewallNode {
+	if w.Scope == spec.FirewallNode || w.Scope == spec.FirewallVnet {
 		return nil
 	}
 	base := st.Base + "/aliases"
@@ -393,7 +423,8 @@ func writeAliases(ctx context.Context, x *execution, st *fwState, w *spec.Firewa
 		default:
 			continue
 		}
-		if err := sendWithDigest(ctx, x, base, method, path, params); err != nil {
+		send := func() error { return sendWithDigest(ctx, x, base, method, path, params) }
+		if err := unsureStep(ctx, x, true, send, lookAlias(x, st.Base, name, dv, dok && !gone, lv, lok)); err != nil {
 			return fmt.Errorf("alias %s of %s: %w", name, st.Base, err)
 		}
 	}
@@ -403,7 +434,7 @@ func writeAliases(ctx context.Context, x *execution, st *fwState, w *spec.Firewa
 // writeIPSets creates sets and their entries (gone=false), or removes
 // entries and sets the spec does not list (gone=true).
 func writeIPSets(ctx context.Context, x *execution, st *fwState, w *spec.FirewallWire, gone bool) error {
-	if w.Scope == spec.FirewallNode {
+	if w.Scope == spec.FirewallNode || w.Scope == spec.FirewallVnet {
 		return nil
 	}
 	for _, name := range unionKeys(st.IPSets, w.IPSets) {
@@ -411,7 +442,10 @@ func writeIPSets(ctx context.Context, x *execution, st *fwState, w *spec.Firewal
 		dv, dok := w.IPSets[name]
 		set := st.Base + "/ipset/" + url.PathEscape(name)
 		if !gone && !lok && dok {
-			if err := sendWithDigest(ctx, x, st.Base+"/ipset", http.MethodPost, st.Base+"/ipset", url.Values{"name": {name}}); err != nil {
+			send := func() error {
+				return sendWithDigest(ctx, x, st.Base+"/ipset", http.MethodPost, st.Base+"/ipset", url.Values{"name": {name}})
+			}
+			if err := unsureStep(ctx, x, true, send, lookIPSet(x, st.Base, name, true)); err != nil {
 				return fmt.Errorf("create IP set %s of %s: %w", name, st.Base, err)
 			}
 		}
@@ -421,7 +455,8 @@ func writeIPSets(ctx context.Context, x *execution, st *fwState, w *spec.Firewal
 		if gone && lok && !dok {
 			// DELETE …/ipset/{name} takes no digest; without force PVE
 			// refuses a set that is not empty, so one filled meanwhile stays.
-			if err := x.client.Do(ctx, http.MethodDelete, set, nil, nil); err != nil {
+			del := func() error { return x.client.Do(ctx, http.MethodDelete, set, nil, nil) }
+			if err := unsureStep(ctx, x, true, del, lookIPSet(x, st.Base, name, false)); err != nil {
 				return fmt.Errorf("delete IP set %s of %s: %w", name, st.Base, err)
 			}
 		}
@@ -461,7 +496,8 @@ func writeIPSetEntries(ctx context.Context, x *execution, set string, live, want
 		default:
 			continue
 		}
-		if err := sendWithDigest(ctx, x, set, method, path, params); err != nil {
+		send := func() error { return sendWithDigest(ctx, x, set, method, path, params) }
+		if err := unsureStep(ctx, x, true, send, lookEntry(x, set, cidr, dv, dok && !gone, lv, lok)); err != nil {
 			return fmt.Errorf("entry %s: %w", cidr, err)
 		}
 	}
@@ -535,6 +571,12 @@ func (firewallKind) current(ctx context.Context, cl *pve.Client, c *Change) (*li
 	if base == "" {
 		return &liveObj{}, nil
 	}
+	if w.Scope == spec.FirewallVnet {
+		lc := &liveConn{client: cl}
+		if committed, err := vnetCommitted(ctx, lc, w.Vnet); err != nil || !committed {
+			return &liveObj{}, err
+		}
+	}
 	st, err := readFirewall(ctx, cl, w, base)
 	if err != nil {
 		return nil, err
@@ -562,6 +604,8 @@ func fwTmpl(r *spec.Resource) (string, []string, bool) {
 		return "/cluster/firewall", nil, true
 	case spec.FirewallNode:
 		return "/nodes/{node}/firewall", []string{"node", w.Node}, true
+	case spec.FirewallVnet:
+		return "/cluster/sdn/vnets/{vnet}/firewall", []string{"vnet", w.Vnet}, true
 	}
 	return "/nodes/{node}/" + w.Scope + "/{vmid}/firewall", []string{"node", r.Params["node"], "vmid", r.Params["vmid"]}, true
 }
@@ -578,6 +622,12 @@ func (firewallKind) readCalls(r *spec.Resource) []apiCall {
 		if _, known := acl.RuleOf("GET", base+sub); known {
 			calls = append(calls, call("GET", base+sub, "to read the firewall", vars...))
 		}
+	}
+	if w := spec.FirewallWireOf(r); w.Scope == spec.FirewallVnet {
+		// A vnet's firewall calls are open to all; Vnet.pm checks SDN.Audit
+		// or SDN.Allocate on /sdn/zones/<zone>/<vnet>. The zone is not in
+		// the Firewall's spec: the check is asked on /sdn/zones.
+		calls[0] = calls[0].with(needAny("/sdn/zones", "to read the firewall", "SDN.Audit", "SDN.Allocate"))
 	}
 	return calls
 }
@@ -601,6 +651,10 @@ func (firewallKind) changeCalls(c *Change, _ *liveObj) []apiCall {
 		if _, known := acl.RuleOf("POST", base+sub); known {
 			calls = append(calls, call("POST", base+sub, why, vars...))
 		}
+	}
+	if w := spec.FirewallWireOf(c.Resource); w.Scope == spec.FirewallVnet {
+		// Vnet.pm: SDN.Allocate to write (see readCalls).
+		calls[0] = calls[0].with(need("/sdn/zones", why, "SDN.Allocate"))
 	}
 	return calls
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -61,6 +60,9 @@ type guestState struct {
 	// Stopped: the plan saw the guest stopped, so a VM's update that
 	// only rewrites its config is made synchronously (pve.QemuConfigIsQuick).
 	Stopped bool `json:"stopped,omitempty"`
+	// Owner is the stack a create marks the new guest with (owner.go);
+	// "": no mark.
+	Owner string `json:"owner,omitempty"`
 }
 
 // guestRef names a guest other than the change's own.
@@ -266,8 +268,9 @@ func (g guest) updateConfig(ctx context.Context, x *execution, c *Change) error 
 		// reports it when the drive is written (qemu-server create_disks:
 		// volume_size_info), and a resize changes only the current value,
 		// not a pending one (resize_vm); the update then reads the grown
-		// size. The resize changed the digest.
-		if err := g.resize(ctx, x, c); err != nil {
+		// size. The first resize carries the digest the plan read (a hand
+		// edit since is refused, not grown over); it changes the digest.
+		if err := g.resize(ctx, x, c, digest); err != nil {
 			return err
 		}
 		grownFirst = true
@@ -292,7 +295,7 @@ func (g guest) updateConfig(ctx context.Context, x *execution, c *Change) error 
 		}
 	}
 	if !grownFirst {
-		if err := g.resize(ctx, x, c); err != nil {
+		if err := g.resize(ctx, x, c, ""); err != nil {
 			return err
 		}
 	}
@@ -302,27 +305,6 @@ func (g guest) updateConfig(ctx context.Context, x *execution, c *Change) error 
 			if err := x.client.GuestPower(ctx, g.typ, c.Node, vmid, "start", nil); err != nil {
 				return fmt.Errorf("start %s %d: %w", g.noun, vmid, err)
 			}
-		}
-	}
-	return nil
-}
-
-// hasResize reports whether a disk of the change grows.
-func hasResize(c *Change) bool {
-	return slices.ContainsFunc(c.Diff, isResize)
-}
-
-// resize grows the disks that grew.
-func (g guest) resize(ctx context.Context, x *execution, c *Change) error {
-	vmid := stateOf(c).VMID
-	for _, d := range c.Diff {
-		if !isResize(d) {
-			continue
-		}
-		size, _ := d.After.(string)
-		disk := topKey(d.Path)
-		if err := x.client.ResizeGuest(ctx, g.typ, c.Node, vmid, disk, size); err != nil {
-			return fmt.Errorf("resize %s of %s %d: %w", disk, g.noun, vmid, err)
 		}
 	}
 	return nil
@@ -392,6 +374,7 @@ func (g guest) createGuest(ctx context.Context, x *execution, c *Change, params 
 	}
 	vmid, err := withNewVMID(ctx, x, fixed, g.noun, func(vmid int) error {
 		params.Set("vmid", strconv.Itoa(vmid))
+		ownerValues(c, params, vmid)
 		x.msg("creating %s %d on node %s", g.noun, vmid, c.Node)
 		return x.client.CreateGuest(ctx, g.typ, c.Node, params)
 	})

@@ -64,15 +64,22 @@ func (g guest) changeCalls(c *Change, lo *liveObj) []apiCall {
 	st := stateOf(c)
 	switch c.Action {
 	case Create:
-		return g.createCalls(c.Node, c.Resource)
+		return g.withOwner(c, g.createCalls(c.Node, c.Resource))
 	case Update:
 		return g.updateCalls(c, lo, st.VMID)
 	case Delete:
 		return g.removeCalls(c.Node, lo, st.VMID)
 	case Replace:
-		return append(g.removeCalls(c.Node, lo, st.VMID), g.createCalls(c.Node, c.Resource)...)
+		return append(g.removeCalls(c.Node, lo, st.VMID), g.withOwner(c, g.createCalls(c.Node, c.Resource))...)
 	}
 	return nil
+}
+
+// withOwner: the owner tag a create writes is create_vm's check of tags
+// (VM.Config.Options), beside the create's call.
+func (g guest) withOwner(c *Change, calls []apiCall) []apiCall {
+	calls[0] = calls[0].with(g.ownerPerms(c)...)
+	return calls
 }
 
 // vmPath is /vms/N, or /vms for a guest whose vmid is not known yet.

@@ -166,15 +166,21 @@ func ownVolume(key, vol, size string, vmid int) string {
 // provisioning hashes, the host key pin), which plan never compares and
 // apply keeps; a description that is only blocks is left out.
 func importedConfig(cfg pve.Config) pve.Config {
-	d, ok := cfg["description"]
-	if !ok {
-		return cfg
-	}
 	out := maps.Clone(cfg)
-	if user := userDescription(d); user != "" {
-		out["description"] = user
-	} else {
-		delete(out, "description")
+	if d, ok := cfg["description"]; ok {
+		if user := userDescription(d); user != "" {
+			out["description"] = user
+		} else {
+			delete(out, "description")
+		}
+	}
+	// The owner tag is pvectl's too (owner.go).
+	if t, ok := cfg["tags"]; ok {
+		if user := withoutOwnerTag(t); user != "" {
+			out["tags"] = user
+		} else {
+			delete(out, "tags")
+		}
 	}
 	return out
 }

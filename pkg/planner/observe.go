@@ -31,6 +31,11 @@ type Observed struct {
 	unknown map[string]string
 	// providers indexes the specs' resources for providerOf (prereq.go).
 	providers providerIndex
+	// owned are the live objects with an owner mark that no document
+	// names, and ownedErrs why they could not be looked for on a
+	// connection (owner.go).
+	owned     []*ownedObj
+	ownedErrs []string
 }
 
 // endpoint is the API root the named connection was read through ("" when
@@ -177,6 +182,7 @@ func ObserveWith(ctx context.Context, clients Clients, set *spec.Set, opts Obser
 		later = next
 	}
 	readPrereqs(ctx, set, obs)
+	ob.readOwned(ctx)
 	return obs, ctx.Err()
 }
 

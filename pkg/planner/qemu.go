@@ -371,7 +371,7 @@ func (k qemuKind) changeCalls(c *Change, lo *liveObj) []apiCall {
 		if c.Action == Replace {
 			calls = k.removeCalls(c.Node, lo, st.VMID)
 		}
-		calls = append(calls, k.cloneCall(c.Node, c.Resource, st.Clone, gl.CloneConfig))
+		calls = append(calls, k.cloneCall(c.Node, c.Resource, st.Clone, gl.CloneConfig).with(k.ownerPerms(c)...))
 		calls = append(calls, k.createExtraCalls(c)...)
 	case c.Action == Create || c.Action == Replace:
 		calls = append(k.guest.changeCalls(c, lo), k.createExtraCalls(c)...)

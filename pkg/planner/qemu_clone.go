@@ -151,6 +151,7 @@ func (k qemuKind) configureClone(ctx context.Context, x *execution, c *Change, v
 		}
 	}
 	upd := cmp.updateParams(diff, want, cfg, isResize)
+	ownerParams(c, upd, cfg, vmid) // before: the template's recipe block goes
 	stripInherited(upd, cfg)
 	for key, v := range upd {
 		if _, had := cfg[key]; !had && strings.HasPrefix(key, "net") {

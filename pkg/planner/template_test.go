@@ -87,8 +87,13 @@ func TestSimTemplateLifecycle(t *testing.T) {
 		if st.Clone == nil || st.Clone.VMID != tid {
 			t.Errorf("%s cloned from %v, want template %d", vm, st.Clone, tid)
 		}
-		if vc["cores"] != "4" || strings.Contains(vc["description"], "[pvectl-") {
+		// Its own owner block is the only pvectl block (owner.go).
+		if vc["cores"] != "4" || strings.Contains(vc["description"], "[pvectl-template") ||
+			userDescription(vc["description"]) != "" {
 			t.Errorf("%s config %v: want the template's cores and no inherited pvectl block", vm, vc)
+		}
+		if stack, id, ok := parseOwnerMark(vc["description"]); !ok || stack != DefaultStack || id != st.Created {
+			t.Errorf("%s: owner mark %q %d %v, want %s and its vmid %d", vm, stack, id, ok, DefaultStack, st.Created)
 		}
 	}
 

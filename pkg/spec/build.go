@@ -215,6 +215,11 @@ func (l *loader) connection(d *document, k *kindInfo, defaults []entry) *Connect
 			l.errorf(at("tlsFingerprint"), "%s", msg)
 		}
 	}
+	if c.Stack != "" && own["stack"] != nil {
+		if err := CheckStack(c.Stack); err != nil {
+			l.errorf(at("stack"), "spec.stack: %v", err)
+		}
+	}
 	if c.CAFile != "" && own["caFile"] != nil {
 		if msg := checkCAFile(c.CAFile); msg != "" {
 			l.errorf(at("caFile"), "%s", msg)

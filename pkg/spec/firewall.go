@@ -47,6 +47,8 @@ type FirewallWire struct {
 	Scope string `json:"scope"`
 	Node  string `json:"node,omitempty"`
 	Guest string `json:"guest,omitempty"`
+	// Vnet is the SDN vnet of scope "vnet".
+	Vnet string `json:"vnet,omitempty"`
 	// Options are written options, rules each rule's parameters.
 	Options map[string]string   `json:"options,omitempty"`
 	Rules   []map[string]string `json:"rules,omitempty"`
@@ -62,6 +64,7 @@ const (
 	FirewallNode    = "node"
 	FirewallQemu    = "qemu"
 	FirewallLxc     = "lxc"
+	FirewallVnet    = "vnet" // an SDN vnet's (pve-firewall API2/Firewall/Vnet.pm)
 	FirewallGroup   = "group"
 )
 
@@ -91,6 +94,7 @@ var ruleTypes = map[string][]string{
 	FirewallNode:    {"in", "out", "forward", "group"},
 	FirewallQemu:    {"in", "out", "group"},
 	FirewallLxc:     {"in", "out", "group"},
+	FirewallVnet:    {"forward", "group"},
 	FirewallGroup:   {"in", "out", "forward"},
 }
 
@@ -118,10 +122,10 @@ func firewallScope(s string, guests map[string]string) (w FirewallWire, msg stri
 	case !ok || name == "":
 	case kind == "node":
 		return FirewallWire{Scope: FirewallNode, Node: name}, ""
+	case guests[kind] == FirewallVnet:
+		return FirewallWire{Scope: FirewallVnet, Vnet: name}, ""
 	case guests[kind] != "":
 		return FirewallWire{Scope: guests[kind], Guest: s}, ""
-	case kind == "SdnVnet":
-		return w, "a vnet's firewall (SdnVnet/<name>) is not supported yet by this pvectl"
 	}
 	return w, fmt.Sprintf("scope %q: write cluster, node/<node>, QemuVM/<name> or LxcContainer/<name>", s)
 }
@@ -156,8 +160,8 @@ func checkFirewallIn(r *Resource, guests map[string]string) []problem {
 	}
 	w.Options = firewallOptions(r, w.Scope, keys.Options, report)
 	w.Rules = firewallRules(r, w.Scope, "rules", keys.Rules, report)
-	if w.Scope == FirewallNode && (len(keys.Aliases) > 0 || len(keys.IPSets) > 0) {
-		report("scope", "a node's firewall has no aliases or IP sets in PVE (only the cluster's and guests' have): write them in the cluster's Firewall")
+	if (w.Scope == FirewallNode || w.Scope == FirewallVnet) && (len(keys.Aliases) > 0 || len(keys.IPSets) > 0) {
+		report("scope", "a %s's firewall has no aliases or IP sets in PVE (only the cluster's and guests' have): write them in the cluster's Firewall", w.Scope)
 	} else {
 		w.Aliases = firewallAliases(keys.Aliases, report)
 		w.IPSets = firewallIPSets(keys.IPSets, report)
@@ -187,6 +191,7 @@ var optionsCall = map[string]string{
 	FirewallNode:    "/nodes/{node}/firewall/options",
 	FirewallQemu:    "/nodes/{node}/qemu/{vmid}/firewall/options",
 	FirewallLxc:     "/nodes/{node}/lxc/{vmid}/firewall/options",
+	FirewallVnet:    "/cluster/sdn/vnets/{vnet}/firewall/options",
 }
 
 func firewallOptions(r *Resource, scope string, opts map[string]any, report func(string, string, ...any)) map[string]string {
@@ -559,6 +564,16 @@ func firewallRefValue(r *Resource) string {
 		return keys.Scope
 	}
 	return ""
+}
+
+// vnetScopeRef: a vnet's Firewall names its vnet (by its id) in scope;
+// PVE serves the vnet's firewall once the vnet is committed, so the
+// Firewall waits for the SDN commit too (the staging engine adds it).
+func vnetScopeRef(r *Resource) []refValue {
+	if w := FirewallWireOf(r); w != nil && w.Scope == FirewallVnet {
+		return []refValue{{Key: "scope", Value: w.Vnet}}
+	}
+	return nil
 }
 
 // clusterFirewallRef: every other scope's Firewall depends on the

@@ -39,6 +39,9 @@ kind: Firewall
 name: vnet
 spec:
   scope: SdnVnet/v1
+  rules:
+    - {type: in, action: ACCEPT}
+  aliases: {a2: 10.0.0.2}
 ---
 kind: Firewall
 name: node
@@ -70,10 +73,11 @@ spec:
 		`fw.yaml:19: Firewall/dc: rules[7].porto: not a rule key — did you mean "proto"?`,
 		`fw.yaml:26: Firewall/vm: rules[0]: type "forward" is not allowed here: PVE takes in, out, group`,
 		`fw.yaml:26: Firewall/vm: rules[0]: iface "eth0": a guest's rule names its NIC by config key`,
-		"fw.yaml:31: Firewall/vnet: a vnet's firewall (SdnVnet/<name>) is not supported yet",
-		"fw.yaml:36: Firewall/node: a node's firewall has no aliases or IP sets in PVE",
-		`fw.yaml:40: name "a-group-name-that-is-too-long" cannot be the SecurityGroup's group (value may only be 18 characters long)`,
-		`fw.yaml:43: SecurityGroup/a-group-name-that-is-too-long: rules[0]: type "group" is not allowed here: PVE takes in, out, forward`,
+		"fw.yaml:31: Firewall/vnet: a vnet's firewall has no aliases or IP sets in PVE",
+		`fw.yaml:33: Firewall/vnet: rules[0]: type "in" is not allowed here: PVE takes forward, group`,
+		"fw.yaml:39: Firewall/node: a node's firewall has no aliases or IP sets in PVE",
+		`fw.yaml:43: name "a-group-name-that-is-too-long" cannot be the SecurityGroup's group (value may only be 18 characters long)`,
+		`fw.yaml:46: SecurityGroup/a-group-name-that-is-too-long: rules[0]: type "group" is not allowed here: PVE takes in, out, forward`,
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("diagnostics lack %q; got:\n%s", want, got)

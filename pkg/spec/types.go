@@ -112,6 +112,7 @@ type Connection struct {
 	Insecure       bool     `json:"insecure" doc:"true: do not verify PVE's TLS certificate (prefer tlsFingerprint)."`
 	TLSFingerprint string   `json:"tlsFingerprint" doc:"Pin PVE's certificate by its SHA-256 fingerprint (64 hex digits, colons optional)."`
 	CAFile         string   `json:"caFile" doc:"A PEM file of CA certificates to trust besides the system roots."`
+	Stack          string   `json:"stack" doc:"The stack this connection's objects belong to: what pvectl creates is marked with it, and plan lists (plan --prune removes) the objects of this stack that no document names. --stack and PVECTL_STACK override it; default: default."`
 	Pos            Pos      `json:"-"`
 	// SecretEnv names, per secret key (tokenSecret, sshPrivateKey), the
 	// environment variable its value came from when it was written as

@@ -22,6 +22,7 @@ func Markdown(w io.Writer, p *planner.Plan) error {
 		} else {
 			b.WriteString("No changes. Live state matches the specs.\n")
 		}
+		b.WriteString(markdownOrphans(p))
 		_, err := io.WriteString(w, b.String())
 		return err
 	}
@@ -52,6 +53,7 @@ func Markdown(w io.Writer, p *planner.Plan) error {
 		}
 		b.WriteString("\n</details>\n")
 	}
+	b.WriteString(markdownOrphans(p))
 	_, err := io.WriteString(w, b.String())
 	return err
 }

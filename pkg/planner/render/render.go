@@ -72,6 +72,10 @@ func Human(w io.Writer, p *planner.Plan, opts Options) error {
 				notes++
 			}
 		}
+		if ob := orphansBlock(pl, p); ob != "" {
+			b.WriteString(strings.TrimPrefix(ob, "\n"))
+			notes++
+		}
 		switch {
 		case len(p.NotPlanned) > 0:
 			b.WriteString("No changes to what can be seen now.\n" + notPlannedBlock(pl, p))
@@ -116,6 +120,7 @@ func Human(w io.Writer, p *planner.Plan, opts Options) error {
 			b.WriteString("      " + pl.note.Render("# "+r) + "\n")
 		}
 	}
+	b.WriteString(orphansBlock(pl, p))
 	b.WriteString(notPlannedBlock(pl, p))
 	b.WriteString("\n" + summaryLine(p.Summary()) + "\n")
 	_, err := io.WriteString(w, b.String())
@@ -265,6 +270,9 @@ type jsonPlan struct {
 	// NotPlanned lists what the plan leaves out because its live state
 	// cannot be known now (a node offline or unreachable); absent when none.
 	NotPlanned []planner.NotPlanned `json:"not_planned,omitempty"`
+	// Orphans lists what the plan's stack made and no document names
+	// (removed only with --prune); absent when none.
+	Orphans []planner.Orphan `json:"orphans,omitempty"`
 }
 
 type jsonChange struct {
@@ -305,6 +313,7 @@ func JSON(w io.Writer, p *planner.Plan) error {
 		Changes:       []jsonChange{},
 		Summary:       jsonSummary{Create: s.Create, Update: s.Update, Replace: s.Replace, Delete: s.Delete, Provision: s.Provision, NoOp: s.NoOp},
 		NotPlanned:    p.NotPlanned,
+		Orphans:       p.Orphans,
 	}
 	for _, c := range p.Changes {
 		jc := jsonChange{Address: c.Address, Action: c.Action.String(), Diff: contractDiff(c.Diff), Reasons: c.Reasons, Provision: c.Provision}

@@ -97,6 +97,7 @@ func (s *Server) firewallRoutes() []route {
 	rs = append(rs, s.fwRuleRoutes("/cluster/firewall/groups/{group}", "/{pos}", groupScope)...)
 	rs = append(rs, s.fwRuleRoutes("/nodes/{node}/firewall/rules", "/{pos}", hostScope)...)
 	rs = append(rs, s.fwSetRoutes("/cluster/firewall", clusterScope)...)
+	rs = append(rs, s.vnetFirewallRoutes()...)
 	for kind, scope := range map[string]func(*request) fwScope{"qemu": vmScope, "lxc": ctScope} {
 		base := "/nodes/{node}/" + kind + "/{vmid}/firewall"
 		rs = append(rs,

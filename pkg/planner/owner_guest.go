@@ -1,0 +1,191 @@
+package planner
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"net/url"
+	"slices"
+	"strconv"
+
+	"github.com/pvectl/pvectl/pkg/pve"
+	"github.com/pvectl/pvectl/pkg/spec"
+)
+
+// Guests carry their owner in two fields PVE keeps and a clone copies
+// (qemu-server src/PVE/API2/Qemu.pm clone_vm copies every key but the
+// disks and a few, description and tags among those it copies): the
+// owner tag, which /cluster/resources lists for every guest (pve-manager
+// PVE/API2/Cluster.pm resources reads lock and tags from the config), and
+// the owner block in the description naming the stack and the vmid (a
+// hand-made clone has another vmid, so it is not owned).
+
+// markOwner records the stack on a change that makes a guest: its create
+// writes the mark (ownerParams).
+func (g guest) markOwner(c *Change, stack string) { stateOf(c).Owner = stack }
+
+// ownerParams adds the owner mark of the change's stack to a create's (or
+// a clone's first update's) parameters, over what the guest has (live:
+// the clone's config, nil for a create): the owner tag merged into the
+// tags, the owner block after the description's text.
+func ownerParams(c *Change, params map[string]string, live pve.Config, vmid int) {
+	stack := stateOf(c).Owner
+	if stack == "" {
+		return
+	}
+	desc, set := params["description"]
+	if !set {
+		desc = live["description"]
+	}
+	params["description"] = withOwnerMark(desc, stack, vmid)
+	tags, set := params["tags"]
+	if !set {
+		tags = live["tags"]
+	}
+	params["tags"] = withOwnerTag(tags)
+}
+
+// ownerPerms is what writing the owner mark at create needs: the owner
+// tag is checked as any tag (pve-guest-common PVE/GuestHelpers.pm
+// assert_tag_permissions, VM.Config.Options on the guest).
+func (g guest) ownerPerms(c *Change) []permNeed {
+	if stateOf(c).Owner == "" {
+		return nil
+	}
+	id, _ := specVMID(c.Resource)
+	n := need(vmPath(id), "to tag the "+guestNoun(string(g.typ))+" with its owner (pvectl)", "VM.Config.Options")
+	if pool := c.Resource.Params["pool"]; pool != "" {
+		n.or = "/pool/" + pool
+	}
+	return []permNeed{n}
+}
+
+// findOwned finds the guests of the kind's type on lc that carry the owner
+// tag and no document of set names (by vmid, as observed or pinned, or by
+// name), reads their configs and keeps those whose owner block names their
+// own vmid. Templates are never owned: other guests are cloned from them;
+// nor are guests still being created or cloned.
+func (g guest) findOwned(ctx context.Context, lc *liveConn, kind string, obs *Observed, set *spec.Set) ([]*ownedObj, error) {
+	vmids, names := claimedGuests(obs, set)
+	var cands []pve.ClusterResource
+	for _, row := range lc.resources {
+		if row.Type != string(g.typ) || row.Template || !hasOwnerTag(row.Tags) || vmids[row.VMID] || lc.down[row.Node] != "" {
+			continue
+		}
+		if row.Lock == "create" || row.Lock == "clone" {
+			continue // still being made, maybe by another run's document
+		}
+		cands = append(cands, row)
+	}
+	if len(cands) == 0 {
+		return nil, nil
+	}
+	ix, err := lc.guestIndex(ctx, g.typ)
+	if err != nil {
+		return nil, err
+	}
+	objs := map[string]*liveObj{}
+	for _, row := range cands {
+		gl := &guestLive{VMID: row.VMID, Status: row.Status, Pool: row.Pool}
+		if cur := ix.vmid(row.VMID); cur != nil {
+			gl.Status = cur.Status
+		}
+		lo := &liveObj{Exists: true, Node: row.Node, State: gl}
+		lo.load = func(ctx context.Context) error {
+			cfg, err := lc.client.GuestConfig(ctx, g.typ, row.Node, row.VMID)
+			if pve.IsNotFound(err) {
+				lo.Exists = false // deleted since the list: nothing to prune
+				return nil
+			}
+			if err != nil {
+				return fmt.Errorf("read config of %s %d: %w", g.noun, row.VMID, err)
+			}
+			lo.Config, lo.Digest = cfg, cfg["digest"]
+			return nil
+		}
+		objs[strconv.Itoa(row.VMID)] = lo
+	}
+	var errs []error
+	for _, err := range loadAll(ctx, objs, lc.readConc) {
+		errs = append(errs, err)
+	}
+	if len(errs) > 0 {
+		return nil, errs[0]
+	}
+	var out []*ownedObj
+	for _, key := range slices.Sorted(maps.Keys(objs)) {
+		lo := objs[key]
+		if !lo.Exists {
+			continue
+		}
+		vmid := liveOf(lo).VMID
+		stack, markVMID, ok := parseOwnerMark(lo.Config["description"])
+		name := lo.Config[g.nameParam]
+		if !ok || markVMID != vmid || names[name] {
+			continue
+		}
+		if name == "" {
+			name = fmt.Sprintf("%s-%d", g.noun, vmid)
+		}
+		r := &spec.Resource{Kind: kind, Name: name, Connection: lc.name, State: spec.Present,
+			Params: map[string]string{"vmid": strconv.Itoa(vmid), "node": lo.Node, g.nameParam: name}}
+		out = append(out, &ownedObj{res: r, stack: stack, what: "vmid " + strconv.Itoa(vmid),
+			protected: lo.Config["protection"] == "1", lo: lo})
+	}
+	return out, nil
+}
+
+// claimedGuests are the vmids and names the documents of set name, for
+// any guest kind: the vmids found (observed) or pinned, the names and the
+// names renamed from. A guest one of them may be is never taken for an
+// orphan, even when its document could not be read. Every connection's
+// documents count: two connections may reach one cluster.
+func claimedGuests(obs *Observed, set *spec.Set) (map[int]bool, map[string]bool) {
+	vmids, names := map[int]bool{}, map[string]bool{}
+	for _, r := range set.Resources {
+		t := traitsOf(r.Kind)
+		if !t.ClaimsVMID {
+			continue
+		}
+		if id := t.pinnedVMID(r); id != 0 {
+			vmids[id] = true
+		}
+		if lo := obs.objs[r.Address()]; lo != nil && lo.Exists {
+			if gl, ok := lo.State.(*guestLive); ok && gl.VMID != 0 {
+				vmids[gl.VMID] = true
+			}
+		}
+		for _, k := range []string{"name", "hostname"} {
+			if n := r.Params[k]; n != "" {
+				names[n] = true
+			}
+		}
+		names[r.Name] = true
+		if r.RenamedFrom != "" {
+			names[r.RenamedFrom] = true
+		}
+	}
+	return vmids, names
+}
+
+// markOwner and findOwned: a Template is never owned (guests are cloned
+// from it; a forgotten one is removed with destroy or by hand).
+func (templateKind) markOwner(*Change, string) {}
+
+func (templateKind) findOwned(context.Context, *liveConn, string, *Observed, *spec.Set) ([]*ownedObj, error) {
+	return nil, nil
+}
+
+// ownerValues is ownerParams for a create's url.Values.
+func ownerValues(c *Change, params url.Values, vmid int) {
+	m := map[string]string{}
+	for _, k := range []string{"description", "tags"} {
+		if params.Has(k) {
+			m[k] = params.Get(k)
+		}
+	}
+	ownerParams(c, m, nil, vmid)
+	for k, v := range m {
+		params.Set(k, v)
+	}
+}

@@ -1,0 +1,102 @@
+package planner
+
+import (
+	"net/url"
+	"testing"
+
+	gocmp "github.com/google/go-cmp/cmp"
+	"github.com/pvectl/pvectl/pkg/pve"
+	"github.com/pvectl/pvectl/pkg/spec"
+)
+
+func TestOwnerMark(t *testing.T) {
+	tests := []struct {
+		name, desc, want string
+	}{
+		{"empty", "", "[pvectl-owner: stack=prod,vmid=101]"},
+		{"user text kept byte for byte", "web\n\nserver  \n", "web\n\nserver  \n[pvectl-owner: stack=prod,vmid=101]"},
+		{"after provisioning's block", "web\n[pvectl-provision: a.yaml=0123456789ab]", "web\n[pvectl-provision: a.yaml=0123456789ab]\n[pvectl-owner: stack=prod,vmid=101]"},
+		{"an inherited mark is replaced", "web\n[pvectl-owner: stack=dev,vmid=9000]", "web\n[pvectl-owner: stack=prod,vmid=101]"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := withOwnerMark(tt.desc, "prod", 101)
+			if got != tt.want {
+				t.Errorf("withOwnerMark(%q) = %q, want %q", tt.desc, got, tt.want)
+			}
+			stack, vmid, ok := parseOwnerMark(got)
+			if !ok || stack != "prod" || vmid != 101 {
+				t.Errorf("parseOwnerMark(%q) = %q, %d, %v; want prod, 101, true", got, stack, vmid, ok)
+			}
+			if user := userDescription(got); user != userDescription(tt.desc) && tt.name != "an inherited mark is replaced" {
+				t.Errorf("the user's text changed: got %q want %q", user, userDescription(tt.desc))
+			}
+		})
+	}
+	if _, _, ok := parseOwnerMark("[pvectl-owner: stack=a b,vmid=1]"); ok {
+		t.Error("parseOwnerMark accepts a stack with a space")
+	}
+}
+
+func TestOwnerTags(t *testing.T) {
+	tests := []struct{ tags, with, without string }{
+		{"", "pvectl", ""},
+		{"web", "web;pvectl", "web"},
+		{"pvectl;web", "pvectl;web", "web"},
+		{"a,b pvectl", "a,b pvectl", "a;b"},
+		{"pvectl-x", "pvectl-x;pvectl", "pvectl-x"},
+	}
+	for _, tt := range tests {
+		if got := withOwnerTag(tt.tags); got != tt.with {
+			t.Errorf("withOwnerTag(%q) = %q, want %q", tt.tags, got, tt.with)
+		}
+		if got := withoutOwnerTag(tt.tags); got != tt.without {
+			t.Errorf("withoutOwnerTag(%q) = %q, want %q", tt.tags, got, tt.without)
+		}
+	}
+}
+
+// TestOwnerTagNotDrift: the owner tag PVE keeps beside the spec's tags is
+// no drift, and an update of the tags keeps it.
+func TestOwnerTagNotDrift(t *testing.T) {
+	cmp := qemuComparer(t)
+	live := pve.Config{"tags": "pvectl;web", "description": "x\n[pvectl-owner: stack=default,vmid=100]"}
+	if d := cmp.diffParams(map[string]string{"tags": "web", "description": "x"}, nil, live, nil); len(d) != 0 {
+		t.Errorf("same tags and text: got diff %v want none", d)
+	}
+	d := cmp.diffParams(map[string]string{"tags": "db"}, nil, live, nil)
+	want := []FieldDiff{{Path: "tags", Before: "web", After: "db"}}
+	if diff := gocmp.Diff(want, d); diff != "" {
+		t.Errorf("changed tags (-want +got):\n%s", diff)
+	}
+	params := cmp.updateParams(d, map[string]string{"tags": "db"}, live, nil)
+	if got, want := params["tags"], "db;pvectl"; got != want {
+		t.Errorf("update keeps the owner tag: got %q want %q", got, want)
+	}
+	// A spec that sets the tag itself compares it as written.
+	if d := cmp.diffParams(map[string]string{"tags": "pvectl;web"}, nil, live, nil); len(d) != 0 {
+		t.Errorf("the spec's own pvectl tag: got diff %v want none", d)
+	}
+	if got := importedConfig(live); got["tags"] != "web" || got["description"] != "x" {
+		t.Errorf("import writes tags %q, description %q; want web, x", got["tags"], got["description"])
+	}
+}
+
+// TestOwnerCreateParams: a create writes the mark for the vmid it gets;
+// a change without a stack writes none.
+func TestOwnerCreateParams(t *testing.T) {
+	c := &Change{Resource: &spec.Resource{Kind: "QemuVM", Name: "web"}, State: &guestState{Owner: "prod"}}
+	params := url.Values{"description": {"hello"}, "tags": {"web"}}
+	ownerValues(c, params, 123)
+	if got, want := params.Get("description"), "hello\n[pvectl-owner: stack=prod,vmid=123]"; got != want {
+		t.Errorf("description %q, want %q", got, want)
+	}
+	if got, want := params.Get("tags"), "web;pvectl"; got != want {
+		t.Errorf("tags %q, want %q", got, want)
+	}
+	plain := url.Values{}
+	ownerValues(&Change{State: &guestState{}}, plain, 123)
+	if len(plain) != 0 {
+		t.Errorf("no stack: params %v, want none", plain)
+	}
+}
