@@ -106,4 +106,4 @@ func (sdnApplyKind) importDoc(ic *importCtx, r *spec.Resource, _ *liveObj) (*Imp
 
 // importPerms: the commit is judged from every pending SDN change, which
 // only a token that may audit /sdn sees.
-func (k sdnApplyKind) importPerms(string) []permNeed { return k.readPerms(nil) }
+func (k sdnApplyKind) importPerms(string) []permNeed { return callNeeds(k.readCalls(nil)) }

@@ -353,3 +353,16 @@ func TestSimDerivedNeedsExactRealmsAndRules(t *testing.T) {
 		{name: "HARule delete", setup: vm, then: ha, before: rule, after: rule, destroy: true},
 	})
 }
+
+// TestSimDerivedNeedsExactSdn covers SDN entries with their commit.
+func TestSimDerivedNeedsExactSdn(t *testing.T) {
+	zone := "kind: SdnZone\nname: lan\nspec: {type: vlan, bridge: vmbr0}\n"
+	vnet := "kind: SdnVnet\nname: web\nspec: {zone: lan, tag: 10}\n"
+	apply := "---\nkind: SdnApply\nname: sdn\n"
+	checkExact(t, []exactCase{
+		{name: "SdnZone create", after: zone + apply},
+		{name: "SdnVnet create", setup: zone + apply, after: vnet + apply},
+		{name: "SdnVnet update", setup: zone + apply, before: vnet + apply, after: strings.Replace(vnet, "tag: 10", "tag: 20", 1) + apply},
+		{name: "SdnVnet delete", setup: zone + apply, before: vnet + apply, after: vnet, destroy: true},
+	})
+}

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/pvectl/pvectl/pkg/pve"
+	"github.com/pvectl/pvectl/pkg/pve/acl"
 	"github.com/pvectl/pvectl/pkg/spec"
 )
 
@@ -358,27 +359,48 @@ func (k *sdnObjKind) traits() kindTraits {
 	return t
 }
 
-// readPerms: the lists show only the entries the token may audit or
-// allocate (their GET's permissions).
-func (k *sdnObjKind) readPerms(r *spec.Resource) []permNeed {
-	return []permNeed{needAny(k.acl(r.Params, sdnZoneOf(r.Params, nil)), "to see the "+spec.Noun(k.kind)+" (PVE lists only those a token may audit)", "SDN.Audit", "SDN.Allocate")}
+// readCalls: the lists are open to all but show only the entries the
+// token may audit or allocate (SDN's API2 index handlers).
+func (k *sdnObjKind) readCalls(r *spec.Resource) []apiCall {
+	return []apiCall{call("GET", k.createPath, "to see the "+spec.Noun(k.kind), "vnet", r.Params["vnet"]).
+		with(needAny(k.acl(r.Params, sdnZoneOf(r.Params, nil)), "to see the "+spec.Noun(k.kind)+" (PVE lists only those a token may audit)", "SDN.Audit", "SDN.Allocate"))}
 }
 
-// changePerms: SDN.Allocate where each call checks it (the create on the
-// parent path, the others on the object), and on /sdn for the lock every
-// write takes (SDN.pm lock).
-func (k *sdnObjKind) changePerms(c *Change, lo *liveObj) []permNeed {
-	if c.Action == NoOp {
-		return nil
-	}
+// changeCalls: the lock every write takes (POST /cluster/sdn/lock, SDN.pm
+// lock), then the create on the list, the update or delete on the entry.
+// Where a call's rule is open to all (vnets, subnets) its handler checks
+// SDN.Allocate on the entry's path (the create's parent for a create).
+func (k *sdnObjKind) changeCalls(c *Change, lo *liveObj) []apiCall {
 	p := c.Resource.Params
 	why := "to " + c.Action.String() + " the " + spec.Noun(k.kind)
-	out := []permNeed{need("/sdn", "to take SDN's lock for the write", "SDN.Allocate")}
+	item := k.createPath + "/{" + k.idKey + "}"
 	path := k.acl(p, sdnZoneOf(p, lo))
-	if c.Action == Create && k.createACL != nil {
-		path = k.createACL(p)
+	createPath := path
+	if k.createACL != nil {
+		createPath = k.createACL(p)
 	}
-	return append(out, need(path, why, "SDN.Allocate"))
+	mk := func(method, tmpl, aclPath string) apiCall {
+		a := call(method, tmpl, why, k.idKey, p[k.idKey], "zone", p["zone"], "vnet", p["vnet"])
+		if a.params[k.idKey] == "" {
+			a.params[k.idKey] = c.Resource.Name
+		}
+		if r, _ := acl.RuleOf(method, tmpl); r.Open() {
+			a = a.with(need(aclPath, why, "SDN.Allocate"))
+		}
+		return a
+	}
+	calls := []apiCall{call("POST", "/cluster/sdn/lock", "to take SDN's lock for the write")}
+	switch c.Action {
+	case Create:
+		calls = append(calls, mk("POST", k.createPath, createPath))
+	case Update:
+		calls = append(calls, mk("PUT", item, path))
+	case Delete:
+		calls = append(calls, mk("DELETE", item, path))
+	case Replace:
+		calls = append(calls, mk("DELETE", item, path), mk("POST", k.createPath, createPath))
+	}
+	return calls
 }
 
 // sdnZoneOf is the zone of a vnet or subnet: the spec's, else the live

@@ -317,15 +317,18 @@ func (sdnApplyKind) current(context.Context, *pve.Client, *Change) (*liveObj, er
 	return &liveObj{Exists: true}, nil
 }
 
-// readPerms: the pending lists show only what the token may audit.
-func (sdnApplyKind) readPerms(*spec.Resource) []permNeed {
-	return []permNeed{needAny("/sdn", "to see every pending SDN change (PVE lists only what a token may audit)", "SDN.Audit", "SDN.Allocate")}
+// readCalls: the pending lists are open to all but show only what the
+// token may audit (SDN's API2 index handlers).
+func (sdnApplyKind) readCalls(*spec.Resource) []apiCall {
+	return []apiCall{call("GET", "/cluster/sdn/zones", "to see every pending SDN change").
+		with(needAny("/sdn", "to see every pending SDN change (PVE lists only what a token may audit)", "SDN.Audit", "SDN.Allocate"))}
 }
 
-// changePerms: PUT /cluster/sdn and the lock check SDN.Allocate on /sdn.
-func (sdnApplyKind) changePerms(c *Change, _ *liveObj) []permNeed {
+// changeCalls: the lock, then PUT /cluster/sdn commits.
+func (sdnApplyKind) changeCalls(c *Change, _ *liveObj) []apiCall {
 	if c.Action != ApplyNet {
 		return nil
 	}
-	return []permNeed{need("/sdn", "to commit the cluster's SDN configuration", "SDN.Allocate")}
+	return []apiCall{call("POST", "/cluster/sdn/lock", "to commit the cluster's SDN configuration"),
+		call("PUT", "/cluster/sdn", "to commit the cluster's SDN configuration")}
 }
