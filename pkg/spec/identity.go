@@ -37,28 +37,28 @@ const nsVMID = "vmid"
 // checkIdentities reports every resource whose PVE identity another one of
 // the same connection already has, at the second one, naming the first.
 func (l *loader) checkIdentities(rs []*Resource) {
+	// A claim is small (its position is found again for a message): the
+	// map holds every resource at once.
 	type claim struct {
 		r       *Resource
-		pos     Pos
+		what    string
 		passive bool
 	}
-	seen := map[string]claim{} // connection, namespace and identity → first claim
+	type claimKey struct{ conn, ns, key string }
+	seen := make(map[claimKey]claim, len(rs)) // connection, namespace and identity → first claim
 	for _, r := range rs {
 		k := kindOf(r.Kind)
 		if k == nil || k.Identities == nil {
 			continue
 		}
 		for _, id := range k.Identities(r) {
-			key := r.Connection + "\x00" + id.ns + "\x00" + id.key
-			pos := r.Pos
-			if p, ok := r.KeyPos.Get(id.what); ok && p.File != "" {
-				pos = p
-			}
+			key := claimKey{r.Connection, id.ns, id.key}
 			first, dup := seen[key]
 			if !dup {
-				seen[key] = claim{r, pos, id.passive}
+				seen[key] = claim{r, id.what, id.passive}
 				continue
 			}
+			pos := identityPos(r, id.what)
 			if first.passive && id.passive {
 				continue
 			}
@@ -75,10 +75,19 @@ func (l *loader) checkIdentities(rs []*Resource) {
 				why = id.clash
 			}
 			l.errorf(pos, "%s has the same %s as %s (at %s): %s",
-				r.Address(), id.key, first.r.Address(), first.pos, why)
+				r.Address(), id.key, first.r.Address(), identityPos(first.r, first.what), why)
 			break
 		}
 	}
+}
+
+// identityPos is where r's identity from spec key what was written: the
+// key, or the document.
+func identityPos(r *Resource, what string) Pos {
+	if p, ok := r.KeyPos.Get(what); ok && p.File != "" {
+		return p
+	}
+	return r.Pos
 }
 
 // guestIdentities identifies a guest by vmid when it has one, else by its
