@@ -49,6 +49,19 @@ func fileRef(file string) *string {
 	return p.(*string)
 }
 
+// filePos is a Pos in 16 bytes rather than 32, for what Load keeps of
+// every document at once.
+type filePos struct {
+	file      *string
+	line, col int32
+}
+
+func newFilePos(p Pos) filePos {
+	return filePos{file: fileRef(p.File), line: int32(p.Line), col: int32(p.Col)}
+}
+
+func (p filePos) pos() Pos { return Pos{File: *p.file, Line: int(p.line), Col: int(p.col)} }
+
 // Get returns where key was written, and whether it was.
 func (k KeyPositions) Get(key string) (Pos, bool) {
 	for _, e := range k.list {
