@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 )
 
 // KeyPositions is where each spec key of a resource was written. It is a
@@ -30,9 +31,15 @@ func (e keyPos) pos() Pos {
 	return Pos{File: *e.file, Line: int(e.line), Col: int(e.col)}
 }
 
-// fileNames interns the file names of positions (string → *string): a
-// process reads a few files, so it stays small.
-var fileNames sync.Map
+// fileNames interns the file names of positions: a process reads a few
+// files, so it stays small. lastFile is the name found last: the next
+// position is almost always in the same file, and that lookup takes no
+// lock (a sync.Map would box each string key: an allocation per lookup).
+var (
+	fileMu    sync.Mutex
+	fileNames = map[string]*string{}
+	lastFile  atomic.Pointer[string]
+)
 
 // noFile is the name of positions without a file.
 var noFile = new(string)
@@ -42,11 +49,19 @@ func fileRef(file string) *string {
 	if file == "" {
 		return noFile
 	}
-	if p, ok := fileNames.Load(file); ok {
-		return p.(*string)
+	if p := lastFile.Load(); p != nil && *p == file {
+		return p
 	}
-	p, _ := fileNames.LoadOrStore(file, &file)
-	return p.(*string)
+	fileMu.Lock()
+	p, ok := fileNames[file]
+	if !ok {
+		p = new(string)
+		*p = file
+		fileNames[file] = p
+	}
+	fileMu.Unlock()
+	lastFile.Store(p)
+	return p
 }
 
 // filePos is a Pos in 16 bytes rather than 32, for what Load keeps of

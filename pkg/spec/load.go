@@ -273,8 +273,9 @@ func (l *loader) eachDocument(file string, use func(*document)) {
 		return
 	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
+	var root yaml.Node // one for the file: only its Content is kept
 	for {
-		var root yaml.Node
+		root = yaml.Node{}
 		err := dec.Decode(&root)
 		if errors.Is(err, io.EOF) {
 			return
