@@ -76,10 +76,9 @@ func newResource(kind, name string) *Resource {
 // the identity key defaulted from the document's name.
 func (l *loader) resource(d *document, k *kindInfo, defaults []entry) *Resource {
 	es := mergeDefaults(l.entries(d.file, d.spec, "spec"), defaults)
-	// The kind's name rather than the document's copy of it (one string
-	// for every resource of the kind); its keys and the identity, allocated
-	// at once.
-	r := &Resource{Kind: k.Name, Name: d.name, State: Present, Params: make(map[string]string, len(es)+1)}
+	// d.kind is the kind's own name string (accept), one for every
+	// resource of the kind; its keys and the identity, allocated at once.
+	r := &Resource{Kind: d.kind, Name: d.name, State: Present, Params: make(map[string]string, len(es)+1)}
 	r.Connection, r.Protected, r.State, r.ReadOnly, r.Pos = d.connection, d.protected, d.state, d.readOnly, d.pos
 	l.renamed(d, k, r)
 	for _, ra := range d.dependsOn {

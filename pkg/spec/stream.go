@@ -134,7 +134,9 @@ func (b *builder) accept(d *document) bool {
 		}
 		return false
 	}
-	d.kind = k.Name // one copy of the kind's name, not one per document
+	if k.Name == d.kind {
+		d.kind = k.Name // one copy of the kind's name, not one per document
+	}
 	if prev, dup := b.seen[d.ref()]; dup {
 		l.errorf(d.pos, "duplicate %s: also defined at %s", d.ref(), prev.pos())
 		return false
