@@ -44,6 +44,8 @@ const (
 
 	KindFirewall      = "Firewall"
 	KindSecurityGroup = "SecurityGroup"
+
+	KindHardwareMapping = "HardwareMapping"
 )
 
 // ownType is the YAML shape a pvectl-own key accepts; it follows from the
@@ -288,6 +290,7 @@ var kindTable = sync.OnceValue(func() map[string]*kindInfo {
 				{Key: "volumes", Values: volumeStorages, Kinds: []string{KindStorage}, PresentOnly: true},
 				// Absent templates too: resolveFromTemplate refuses them.
 				{Key: "fromTemplate", Values: fromTemplateRef, Kinds: []string{KindTemplate}},
+				{Key: "a mapped device", Values: guestMappingRefs, Kinds: []string{KindHardwareMapping}, PresentOnly: true, Refuse: mappingWithoutNode},
 			},
 			Resolve: resolves(attachConfigDrive(KindConfigDriveISO), resolveFromTemplate(KindTemplate)),
 		},
@@ -672,6 +675,24 @@ var kindTable = sync.OnceValue(func() map[string]*kindInfo {
 			RefValue:   paramValueOf("group"),
 			Hint:       "a security group is found by its name: give each a different group, or remove one",
 			Check:      checkSecurityGroup,
+		},
+		{
+			// pve-manager API2/Cluster/Mapping/{PCI,USB,Dir}.pm: the
+			// document's name is the mapping id; type picks the API. The
+			// create call named is the PCI one, whose options are a
+			// superset (checkHardwareMapping refuses mdev and
+			// live-migration-capable elsewhere).
+			Name:       KindHardwareMapping,
+			Noun:       "hardware mapping",
+			Create:     &apiCall{"POST", "/cluster/mapping/pci"},
+			Params:     []string{"id", "description", "mdev", "live-migration-capable"},
+			Keys:       (*HardwareMappingKeys)(nil),
+			Required:   []string{"type"},
+			Identity:   "id",
+			Identities: mappingIdentities,
+			Hint:       "a mapping id names one mapping of its type: give each a different name",
+			RefValue:   mappingRefValue,
+			Check:      collect(checkHardwareMapping),
 		},
 	}
 	table := map[string]*kindInfo{}
