@@ -209,6 +209,8 @@ var kinds = map[string]kindOps{
 
 	spec.KindFirewall:      firewallKind{},
 	spec.KindSecurityGroup: securityGroupKind{},
+
+	spec.KindHardwareMapping: hwmapKind{},
 }
 
 func kindOf(kind string) (kindOps, error) {
