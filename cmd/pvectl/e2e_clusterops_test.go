@@ -301,3 +301,47 @@ func clusterOpsDestroyOrder(t *testing.T, out string) {
 		}
 	}
 }
+
+// TestE2EImportHardwareMappings: import --all writes the pci, usb and dir
+// mappings (a usb one sharing a pci one's id as usb-<id>, with its id),
+// and the documents plan clean.
+func TestE2EImportHardwareMappings(t *testing.T) {
+	env := startSim(t)
+	f := writeSpec(t, "maps.yaml", `kind: HardwareMapping
+name: gpu
+spec:
+  type: pci
+  description: the GPU
+  map: ["node=pve,path=0000:01:00.0,id=10de:2204,iommugroup=14,subsystem-id=10de:1454"]
+---
+kind: HardwareMapping
+name: stick
+spec:
+  type: usb
+  map: [{node: pve, id: "0781:5583", path: "1-2"}]
+---
+kind: HardwareMapping
+name: share
+spec:
+  type: dir
+  map: [{node: pve, path: /srv/share}]
+`)
+	env.mustRun(0, "apply", "-f", f, "--auto-approve")
+	err := env.client.Do(context.Background(), http.MethodPost, "/cluster/mapping/usb", url.Values{"id": {"gpu"}, "map": {"node=pve,id=051d:0002"}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := env.mustRun(0, "import", "--all")
+	for _, want := range []string{
+		"kind: HardwareMapping\nname: gpu\nspec:\n  type: pci\n",
+		"kind: HardwareMapping\nname: usb-gpu\nspec:\n  id: gpu\n  type: usb\n",
+		"kind: HardwareMapping\nname: stick\n", "node=pve,path=1-2,id=0781:5583",
+		"kind: HardwareMapping\nname: share\n", "node=pve,path=/srv/share",
+	} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("import output lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	imported := writeSpec(t, "all.yaml", r.stdout)
+	env.mustRun(0, "plan", "-f", imported, "--detailed-exitcode")
+}

@@ -117,3 +117,55 @@ func TestSimHardwareMappingLifecycle(t *testing.T) {
 		}
 	}
 }
+
+// TestSimMappedDevicePreflight: a token that may configure VMs but holds
+// nothing on a mapping gets a plan refused naming Mapping.Use (and the
+// mapping it cannot see); with PVEMappingUser on /mapping/pci/gpu it
+// passes the GPU to a VM without being root, as qemu-server's
+// check_hostpci_perm allows, and PVE starts it.
+func TestSimMappedDevicePreflight(t *testing.T) {
+	admin := newSim(t)
+	const mapping = `kind: HardwareMapping
+name: gpu
+spec:
+  type: pci
+  map: ["node=pve,path=0000:01:00.0,id=10de:2204,iommugroup=14,subsystem-id=10de:1454"]
+`
+	applyPlan(t, admin, planFor(t, admin, loadSpec(t, mapping), Options{}))
+	tok, id := asToken(t, admin, "ci@pve", "gpu")
+	grantBoth(t, admin, "ci@pve", id, "/vms", "PVEVMAdmin")
+	grantBoth(t, admin, "ci@pve", id, "/storage", "PVEDatastoreUser")
+	grantBoth(t, admin, "ci@pve", id, "/sdn/zones/localnetwork", "PVESDNUser")
+	set := loadSpec(t, mapping+`---
+kind: QemuVM
+name: cuda
+spec:
+  node: pve
+  memory: 1024
+  machine: q35
+  scsi0: local-lvm:4
+  hostpci0: mapping=gpu,pcie=1
+  running: true
+`)
+	ctx := context.Background()
+	obs, err := Observe(ctx, tok, set)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Build(ctx, set, obs, Options{})
+	for _, want := range []string{
+		"HardwareMapping/gpu: the API token ci@pve!gpu lacks Mapping.Audit or Mapping.Use or Mapping.Modify on /mapping/pci/gpu, needed to see the mapping",
+		"QemuVM/cuda: the API token ci@pve!gpu lacks Mapping.Use on /mapping/pci/gpu, needed to set hostpci0",
+	} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("plan without rights on the mapping: got %v\nwant it to say %q", err, want)
+		}
+	}
+	grantBoth(t, admin, "ci@pve", id, "/mapping/pci/gpu", "PVEMappingUser")
+	p := planFor(t, tok, set, Options{})
+	if s := p.Summary(); s.Create != 1 {
+		t.Fatalf("got %+v (%q), want the VM created", s, summary(p))
+	}
+	applyPlan(t, tok, p)
+	wantClean(t, planFor(t, tok, set, Options{}), "plan after apply")
+}

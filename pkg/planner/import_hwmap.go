@@ -76,7 +76,7 @@ func (hwmapKind) importDoc(ic *importCtx, r *spec.Resource, lo *liveObj) (*Impor
 		}
 	}
 	d.Spec = append(d.Spec, ic.specFields(d, ic.method("POST", hwmapListPath(typ)), settings, "hardwaremapping_"+r.Name, func(string) bool { return false }, keepSub)...)
-	var entries []any
+	var entries []string
 	for _, e := range strings.Split(lo.Config["map"], "\n") {
 		if e != "" {
 			entries = append(entries, e)
