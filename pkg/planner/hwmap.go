@@ -231,3 +231,18 @@ func (hwmapKind) changePerms(c *Change, _ *liveObj) []permNeed {
 
 // traits: a cluster-wide entry of a mapping config.
 func (hwmapKind) traits() kindTraits { return kindTraits{Scope: scopeCluster} }
+
+// fieldEffect: type names which of PVE's three mapping files the mapping
+// is in, so a new one is another mapping; every update carries the whole
+// map.
+func (hwmapKind) fieldEffect(_ *spec.KindSpec, key, _ string) (Effect, bool) {
+	switch key {
+	case "type":
+		return Effect{Kind: Names, Why: "pci, usb and dir mappings are three configs in PVE, one API each"}, true
+	case "map":
+		return Effect{Kind: InPlace, How: "PUT /cluster/mapping/<type>/{id}", Note: "the whole map is sent (PVE requires it in every update); entries compare as a set"}, true
+	case "description":
+		return Effect{Kind: InPlace, How: "PUT /cluster/mapping/<type>/{id}", Note: "with the whole map"}, true
+	}
+	return Effect{}, false
+}

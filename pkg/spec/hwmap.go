@@ -29,7 +29,7 @@ const (
 
 // HardwareMappingKeys are a HardwareMapping's own keys.
 type HardwareMappingKeys struct {
-	Type string `json:"type" doc:"The mapping's type: pci, usb or dir (PVE's /cluster/mapping/<type>). Cannot change: a new type replaces the mapping."`
+	Type string `json:"type" doc:"The mapping's type: pci, usb or dir (PVE's /cluster/mapping/<type>). A new type names another mapping; the old one is left."`
 	Map  []any  `json:"map,omitempty" doc:"The mapping's entries, one per node (a PCI mapping may list several devices of one node): each PVE's property string (node=pve,path=0000:01:00.0,id=10de:2204,iommugroup=14,subsystem-id=10de:1454 for pci; node=pve,id=0781:5583[,path=1-2] for usb; node=pve,path=/srv/share for dir) or the same as a map ({node: pve, path: /srv/share}). A guest that names the mapping needs an entry for its node. Compared as a set."`
 
 	// Entries is the checked, normalized map the planner sends (Check

@@ -320,6 +320,7 @@ var kindTable = sync.OnceValue(func() map[string]*kindInfo {
 				{Key: "netN.bridge", Values: subKeyValues("net", "bridge"), Kinds: []string{KindBondInterface}, SameNode: true, Refuse: nicOnBond},
 				{Key: "a drive's volume", Values: driveVolumes, Kinds: []string{KindDownloadedImage}, SameNode: true, PresentOnly: true},
 				{Key: "volumes", Values: volumeStorages, Kinds: []string{KindStorage}, PresentOnly: true},
+				{Key: "a mapped device", Values: guestMappingRefs, Kinds: []string{KindHardwareMapping}, PresentOnly: true, Refuse: mappingWithoutNode},
 			},
 		},
 		{
