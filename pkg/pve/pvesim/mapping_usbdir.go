@@ -108,8 +108,10 @@ func (s *Server) devMapDigest(t *mapType) string {
 	return fmt.Sprintf("%x", sha1.Sum([]byte(b.String())))
 }
 
-func (m *devMapping) answer() map[string]any {
-	out := map[string]any{"map": slices.Clone(m.Map)}
+// answer is the section as PVE's SectionConfig parse_config reads it
+// (its type set on it).
+func (m *devMapping) answer(typ string) map[string]any {
+	out := map[string]any{"type": typ, "map": slices.Clone(m.Map)}
 	if m.Description != "" {
 		out["description"] = m.Description
 	}
@@ -145,7 +147,7 @@ func (s *Server) listDevMappings(t *mapType, q *request) (any, error) {
 		if !s.can(q.user, path, "Mapping.Modify") && !s.can(q.user, path, "Mapping.Use") && !s.can(q.user, path, "Mapping.Audit") {
 			continue
 		}
-		row := ms[id].answer()
+		row := ms[id].answer(t.name)
 		row["id"], row["digest"] = id, s.devMapDigest(t)
 		if checkNode != "" {
 			checks := []map[string]any{}
@@ -171,7 +173,7 @@ func (s *Server) getDevMapping(t *mapType, q *request) (any, error) {
 	if !ok {
 		return nil, fail(http.StatusInternalServerError, "mapping '%s' not found", id)
 	}
-	out := m.answer()
+	out := m.answer(t.name)
 	out["digest"] = s.devMapDigest(t)
 	return out, nil
 }
