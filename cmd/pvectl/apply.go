@@ -29,6 +29,9 @@ type applyOptions struct {
 	// allowForeign lets network commits take staged changes pvectl did
 	// not make (those the plan shows).
 	allowForeign bool
+	// allowForeignSDN lets SdnApply commit pending SDN changes pvectl did
+	// not make, those the plan showed.
+	allowForeignSDN bool
 	// allowLockout applies firewall changes that may cut pvectl's access.
 	allowLockout bool
 	// lock takes the run lock in PVE; lockTimeout is how long to wait
@@ -86,6 +89,8 @@ func (o *applyOptions) addLockFlags(c *cobra.Command) {
 func (o *applyOptions) addForeignFlag(c *cobra.Command) {
 	c.Flags().BoolVar(&o.allowForeign, "allow-foreign-network-changes", false,
 		"let a NetworkApply commit staged network changes that pvectl did not make (the plan lists them)")
+	c.Flags().BoolVar(&o.allowForeignSDN, "allow-foreign-sdn-changes", false,
+		"let an SdnApply commit pending SDN changes that pvectl did not make (the plan lists them)")
 	c.Flags().BoolVar(&o.allowLockout, "allow-lockout", false,
 		"apply a Firewall that the plan warns may cut pvectl's access to PVE's API (8006) and SSH (22)")
 }
@@ -184,7 +189,7 @@ func (o *applyOptions) run(ctx context.Context) error {
 	}
 	in.applying(view)
 	res, err := planner.Apply(in.ctx, cl, p, planner.ApplyOptions{Parallelism: o.g.parallelism, Hooks: view, Stop: in.stop,
-		AllowForeignNetworkChanges: o.allowForeign, AllowLockout: o.allowLockout, Guard: o.runLock.Check, KeepSnapshots: o.keepSnapshots, RollbackOnFailure: o.rollback})
+		AllowForeignNetworkChanges: o.allowForeign, AllowForeignSDNChanges: o.allowForeignSDN, AllowLockout: o.allowLockout, Guard: o.runLock.Check, KeepSnapshots: o.keepSnapshots, RollbackOnFailure: o.rollback})
 	view.summary(p, res, o.verb())
 	switch {
 	case err != nil && res == nil: // refused before anything ran
@@ -252,7 +257,7 @@ func (o *applyOptions) prepare(in *interrupts) (*planner.Plan, *clients, error) 
 		if err := planner.CheckPrivileges(ctx, cl, p); err != nil {
 			return nil, nil, &exitError{code: exitFailure, err: err}
 		}
-		if err := planner.CheckForeign(p, o.allowForeign); err != nil {
+		if err := planner.CheckForeign(p, planner.ForeignAllowed{Network: o.allowForeign, SDN: o.allowForeignSDN}); err != nil {
 			return nil, nil, &exitError{code: exitFailure, err: err}
 		}
 		if err := planner.CheckLockout(p, o.allowLockout); err != nil {
@@ -288,7 +293,7 @@ func (o *applyOptions) prepare(in *interrupts) (*planner.Plan, *clients, error) 
 		}
 		return nil, nil, notPlannedError(o.verb(), p)
 	}
-	if err := planner.CheckForeign(p, o.allowForeign); err != nil {
+	if err := planner.CheckForeign(p, planner.ForeignAllowed{Network: o.allowForeign, SDN: o.allowForeignSDN}); err != nil {
 		return nil, nil, &exitError{code: exitFailure, err: err}
 	}
 	if err := planner.CheckLockout(p, o.allowLockout); err != nil {

@@ -193,6 +193,10 @@ type ApplyOptions struct {
 	// Apply refuses such a plan before it changes anything; changes that
 	// appear after the plan are refused either way.
 	AllowForeignNetworkChanges bool
+	// AllowForeignSDNChanges lets the cluster's SDN commit (SdnApply)
+	// take the pending SDN changes pvectl did not make that the plan
+	// showed, as AllowForeignNetworkChanges does for a node's network.
+	AllowForeignSDNChanges bool
 	// AllowLockout applies firewall changes the plan warned may cut
 	// pvectl's own access (CheckLockout); without it Apply refuses them.
 	AllowLockout bool

@@ -34,7 +34,7 @@ func Apply(ctx context.Context, clients Clients, plan *Plan, opts ApplyOptions) 
 	if hooks == nil {
 		hooks = nopHooks{}
 	}
-	if err := CheckForeign(plan, opts.AllowForeignNetworkChanges); err != nil {
+	if err := CheckForeign(plan, opts.foreign()); err != nil {
 		return nil, err
 	}
 	if err := CheckLockout(plan, opts.AllowLockout); err != nil {
@@ -51,6 +51,8 @@ func Apply(ctx context.Context, clients Clients, plan *Plan, opts ApplyOptions) 
 	}
 	warnings := &warnLog{}
 	outputs := &appliedOutputs{}
+	locks := &heldLocks{}
+	allow := func(c *Change) bool { return opts.foreign().allows(traitsOf(resourceKind(c)).Commits) }
 	run := func(ctx context.Context, c *Change) error {
 		if err := guard(ctx, opts.Guard); err != nil {
 			return err
@@ -60,7 +62,7 @@ func Apply(ctx context.Context, clients Clients, plan *Plan, opts ApplyOptions) 
 		if err := outputs.resolve(c); err != nil {
 			return err
 		}
-		x := &execution{hooks: hooks, change: c, plan: plan, allowForeign: opts.AllowForeignNetworkChanges, warnings: warnings, outputs: outputs}
+		x := &execution{hooks: hooks, change: c, plan: plan, allowForeign: allow(c), warnings: warnings, outputs: outputs, locks: locks}
 		if c.Resource != nil {
 			x.vmids = alloc[c.Resource.Connection]
 		}
@@ -74,23 +76,33 @@ func Apply(ctx context.Context, clients Clients, plan *Plan, opts ApplyOptions) 
 		if c.Resource == nil {
 			return nil
 		}
-		lr, ok := kinds[c.Resource.Kind].(lateRemover)
-		if !ok || !lr.removesLate(c) {
+		var part func(ctx context.Context, x *execution, c *Change) error
+		if lr, ok := kinds[c.Resource.Kind].(lateRemover); ok && lr.removesLate(c) {
+			part = lr.removeLate
+		} else if lw, ok := kinds[c.Resource.Kind].(lateWriter); ok && lw.writesLate(c, plan) {
+			part = lw.writeLate
+		}
+		if part == nil {
 			return nil
 		}
 		return func(ctx context.Context) error {
 			if err := guard(ctx, opts.Guard); err != nil {
 				return err
 			}
-			x := &execution{hooks: hooks, change: c, plan: plan, allowForeign: opts.AllowForeignNetworkChanges, warnings: warnings}
+			x := &execution{hooks: hooks, change: c, plan: plan, allowForeign: allow(c), warnings: warnings, locks: locks}
 			return withExecution(ctx, clients, x, func(ctx context.Context, x *execution) error {
-				return lr.removeLate(ctx, x, c)
+				return part(ctx, x, c)
 			})
 		}
 	}
 	res := walkPhases(ctx, opts.Stop, plan.Changes, opts.Parallelism, hooks, run, late)
 	res.Warnings = warnings.all()
 	res.settleReverts()
+	// Locks a change took for the changes after it (SDN's) go back on
+	// every path, failures and interrupts included.
+	if err := locks.releaseAll(ctx); err != nil {
+		return res, errors.Join(res.err(), err)
+	}
 	return res, res.err()
 }
 
@@ -129,30 +141,65 @@ func checkPlan(plan *Plan) error {
 	return nil
 }
 
-// CheckForeign refuses a plan whose network commits would make live
-// staged changes that pvectl did not make, unless they are allowed. Apply
-// checks it before anything runs (staging this plan's own changes and
-// then refusing the commit would leave the node half done); the CLI asks
-// first, before its confirmation question.
-func CheckForeign(plan *Plan, allow bool) error {
-	if allow {
-		return nil
+// ForeignAllowed says which staging scopes' commits may take staged
+// changes pvectl did not make (the plan showed them): a node's network
+// (--allow-foreign-network-changes), the cluster's SDN
+// (--allow-foreign-sdn-changes).
+type ForeignAllowed struct{ Network, SDN bool }
+
+// sdnScope is the staging scope of the cluster's SDN configuration.
+const sdnScope = "cluster/sdn"
+
+// allows says whether a commit of scope (a kind's Commits) may take
+// foreign staged changes.
+func (a ForeignAllowed) allows(scope string) bool {
+	if scope == sdnScope {
+		return a.SDN
 	}
+	return a.Network
+}
+
+// foreignFlag names the flag that lets a commit of scope take them.
+func foreignFlag(scope string) string {
+	if scope == sdnScope {
+		return "--allow-foreign-sdn-changes"
+	}
+	return "--allow-foreign-network-changes"
+}
+
+func (o ApplyOptions) foreign() ForeignAllowed {
+	return ForeignAllowed{Network: o.AllowForeignNetworkChanges, SDN: o.AllowForeignSDNChanges}
+}
+
+// CheckForeign refuses a plan whose commits would make live staged
+// changes that pvectl did not make (a node's network, the cluster's SDN),
+// unless they are allowed. Apply checks it before anything runs (staging
+// this plan's own changes and then refusing the commit would leave them
+// half done); the CLI asks first, before its confirmation question.
+func CheckForeign(plan *Plan, allow ForeignAllowed) error {
 	var msgs []string
+	var flags []string
 	for _, c := range plan.Changes {
 		nc, ok := kinds[resourceKind(c)].(committer)
 		if !ok || c.Action == NoOp {
 			continue
 		}
+		scope := traitsOf(resourceKind(c)).Commits
+		if allow.allows(scope) {
+			continue
+		}
 		if f := nc.foreign(c); f != "" {
 			msgs = append(msgs, c.Address+": "+f)
+			if fl := foreignFlag(scope); !slices.Contains(flags, fl) {
+				flags = append(flags, fl)
+			}
 		}
 	}
 	if len(msgs) == 0 {
 		return nil
 	}
-	return fmt.Errorf("refusing to commit network changes that pvectl did not make (the plan lists them):\n  %s\nReview them on the node; then revert them there, or apply with --allow-foreign-network-changes to commit them with this plan's changes. Nothing was changed",
-		strings.Join(msgs, "\n  "))
+	return fmt.Errorf("refusing to commit staged changes that pvectl did not make (the plan lists them):\n  %s\nReview them; then revert them there, or apply with %s to commit them with this plan's changes. Nothing was changed",
+		strings.Join(msgs, "\n  "), strings.Join(flags, " and "))
 }
 
 func resourceKind(c *Change) string {
@@ -296,7 +343,7 @@ func walkPhases(ctx context.Context, stop <-chan struct{}, changes []*Change, pa
 				res.Interrupted = true
 				mu.Unlock()
 			}
-			hooks.Message(byAddr[addr], "kept what it removes after its dependents: "+why)
+			hooks.Message(byAddr[addr], heldMessage(byAddr[addr])+why)
 		},
 		Done: func(addr string, err error) bool {
 			hooks.PostApply(byAddr[addr], err)

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -16,13 +17,7 @@ import (
 
 // ambiguousKinds are one create of every kind that makes an object, the
 // request that makes it, and how many objects of its name PVE holds.
-var ambiguousKinds = []struct {
-	name   string
-	yaml   string
-	method string
-	path   string // under /api2/json
-	count  func(ctx context.Context, cl *pve.Client) (int, error)
-}{
+var ambiguousKinds = []ambiguousCase{
 	{"QemuVM without vmid", "kind: QemuVM\nname: amb\nspec:\n  memory: 512\n", "POST", "/nodes/pve/qemu", guestsNamed("amb")},
 	{"QemuVM with vmid", "kind: QemuVM\nname: amb\nspec:\n  vmid: 120\n  memory: 512\n", "POST", "/nodes/pve/qemu", guestsNamed("amb")},
 	{"LxcContainer", "kind: LxcContainer\nname: amb\nspec:\n  ostemplate: local:vztmpl/debian-12-standard_12.7-1_amd64.tar.zst\n  rootfs: local-lvm:4\n", "POST", "/nodes/pve/lxc", guestsNamed("amb")},
@@ -129,14 +124,30 @@ func ignoreNotFound(err error) error {
 // succeeds, the request was sent once, PVE holds exactly one object, and
 // the next plan is clean.
 func TestAmbiguousCreateEveryKind(t *testing.T) {
-	for _, k := range ambiguousKinds {
+	testAmbiguousCreates(t, ambiguousKinds, nil)
+}
+
+// ambiguousCase is one create of a kind, the request that makes it, and
+// how many objects of its name PVE holds.
+type ambiguousCase struct {
+	name   string
+	yaml   string
+	method string
+	path   string // under /api2/json
+	count  func(ctx context.Context, cl *pve.Client) (int, error)
+}
+
+// testAmbiguousCreates applies each case with its create faulted by each
+// ambiguous answer, on a simulator of nodes (nil: one node).
+func testAmbiguousCreates(t *testing.T, cases []ambiguousCase, nodes []string) {
+	for _, k := range cases {
 		for _, fault := range simtest.AmbiguousFaults {
 			t.Run(k.name+"/"+fault, func(t *testing.T) {
 				f := &simtest.CarriedOut{Fault: fault, Match: func(r *http.Request, _ []byte) bool {
 					return r.Method == k.method && r.URL.Path == "/api2/json"+k.path
 				}}
 				s := simtest.Start(t, simtest.Options{
-					Sim:           pvesim.Options{TokenID: simToken, TokenSecret: simSecret, TaskDuration: time.Millisecond, Seed: 1, DataDir: t.TempDir()},
+					Sim:           pvesim.Options{Nodes: nodes, TokenID: simToken, TokenSecret: simSecret, TaskDuration: time.Millisecond, Seed: 1, DataDir: t.TempDir()},
 					Wrap:          f.Wrap,
 					Conformance:   true, // the look-ups are valid PVE requests too
 					ClientOptions: []pve.Option{pve.WithRequestTimeout(500 * time.Millisecond)},
@@ -169,22 +180,33 @@ func TestAmbiguousCreateEveryKind(t *testing.T) {
 // not prove a refusal, is read back and counted done: the apply succeeds
 // with nothing sent twice, and the next plan is clean.
 func TestAmbiguousUpdateAndDelete(t *testing.T) {
-	for _, tc := range []struct {
-		name, before, after, method, path string
-	}{
+	testAmbiguousChanges(t, []ambiguousChange{
 		{"Pool update", "kind: Pool\nname: amb\nspec:\n  comment: one\n", "kind: Pool\nname: amb\nspec:\n  comment: two\n", "PUT", "/pools"},
 		{"User update", "kind: User\nname: amb@pve\nspec:\n  comment: one\n", "kind: User\nname: amb@pve\nspec:\n  comment: two\n", "PUT", "/access/users/amb@pve"},
 		{"Pool delete", "kind: Pool\nname: amb\n", "kind: Pool\nname: amb\nstate: absent\n", "DELETE", "/pools"},
-	} {
+	}, nil)
+}
+
+// ambiguousChange is a spec applied first (before), then changed (after)
+// with the request method path faulted.
+type ambiguousChange struct{ name, before, after, method, path string }
+
+// testAmbiguousChanges applies each case's before, then its after with
+// the request faulted (500, 596, a reset) on a simulator of nodes (nil:
+// one node): sent once, the apply succeeds, the next plan is clean.
+func testAmbiguousChanges(t *testing.T, cases []ambiguousChange, nodes []string) {
+	for _, tc := range cases {
 		for _, fault := range []string{"500", "596", "reset"} {
 			t.Run(tc.name+"/"+fault, func(t *testing.T) {
+				var armed atomic.Bool // the set-up's own writes pass
 				f := &simtest.CarriedOut{Fault: fault, Match: func(r *http.Request, _ []byte) bool {
-					return r.Method == tc.method && r.URL.Path == "/api2/json"+tc.path
+					return armed.Load() && r.Method == tc.method && r.URL.Path == "/api2/json"+tc.path
 				}}
-				s := simtest.Start(t, simtest.Options{Sim: pvesim.Options{TokenID: simToken, TokenSecret: simSecret, TaskDuration: time.Millisecond, Seed: 1}, Wrap: f.Wrap, Conformance: true})
+				s := simtest.Start(t, simtest.Options{Sim: pvesim.Options{Nodes: nodes, TokenID: simToken, TokenSecret: simSecret, TaskDuration: time.Millisecond, Seed: 1}, Wrap: f.Wrap, Conformance: true})
 				sim := &simClients{cl: s.Client, conn: &spec.Connection{URL: s.URL, Nodes: []string{"pve"}}}
 				applyPlan(t, sim, planFor(t, sim, loadSpec(t, tc.before), Options{}))
 				after := loadSpec(t, tc.after)
+				armed.Store(true)
 				h := &recHooks{}
 				if _, err := Apply(context.Background(), sim, planFor(t, sim, after, Options{}), ApplyOptions{Hooks: h}); err != nil {
 					t.Fatalf("apply: %v\nmessages:\n%s", err, strings.Join(h.messages, "\n"))

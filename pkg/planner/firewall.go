@@ -318,16 +318,23 @@ func (firewallKind) update(ctx context.Context, x *execution, c *Change) error {
 			return err
 		}
 	}
+	if err := writeSets(ctx, x, st, w); err != nil || firewallWritesLate(c, x.plan) {
+		return err
+	}
 	return writeFirewall(ctx, x, st, w)
 }
 
-func writeFirewall(ctx context.Context, x *execution, st *fwState, w *spec.FirewallWire) error {
+// writeSets creates and changes the aliases and IP sets the rules use.
+func writeSets(ctx context.Context, x *execution, st *fwState, w *spec.FirewallWire) error {
 	if err := writeAliases(ctx, x, st, w, false); err != nil {
 		return err
 	}
-	if err := writeIPSets(ctx, x, st, w, false); err != nil {
-		return err
-	}
+	return writeIPSets(ctx, x, st, w, false)
+}
+
+// writeFirewall writes the rules, removes what they no longer name and
+// sets the options (the aliases and IP sets are written already).
+func writeFirewall(ctx context.Context, x *execution, st *fwState, w *spec.FirewallWire) error {
 	if err := applyRules(ctx, x, st.Base+"/rules", st.Rules, w.Rules); err != nil {
 		return err
 	}
@@ -358,7 +365,8 @@ func writeOptions(ctx context.Context, x *execution, st *fwState, want map[strin
 	if st.OptionsDigest != "" {
 		params.Set("digest", st.OptionsDigest)
 	}
-	if err := x.client.Do(ctx, http.MethodPut, st.Base+"/options", params, nil); err != nil {
+	put := func() error { return x.client.Do(ctx, http.MethodPut, st.Base+"/options", params, nil) }
+	if err := unsureStep(ctx, x, true, put, lookOptions(x, st.Base, params, st.Options)); err != nil {
 		return fmt.Errorf("write firewall options %s: %w", st.Base, err)
 	}
 	return nil
@@ -392,7 +400,8 @@ func writeAliases(ctx context.Context, x *execution, st *fwState, w *spec.Firewa
 		default:
 			continue
 		}
-		if err := sendWithDigest(ctx, x, base, method, path, params); err != nil {
+		send := func() error { return sendWithDigest(ctx, x, base, method, path, params) }
+		if err := unsureStep(ctx, x, true, send, lookAlias(x, st.Base, name, dv, dok && !gone, lv, lok)); err != nil {
 			return fmt.Errorf("alias %s of %s: %w", name, st.Base, err)
 		}
 	}
@@ -410,7 +419,10 @@ func writeIPSets(ctx context.Context, x *execution, st *fwState, w *spec.Firewal
 		dv, dok := w.IPSets[name]
 		set := st.Base + "/ipset/" + url.PathEscape(name)
 		if !gone && !lok && dok {
-			if err := sendWithDigest(ctx, x, st.Base+"/ipset", http.MethodPost, st.Base+"/ipset", url.Values{"name": {name}}); err != nil {
+			send := func() error {
+				return sendWithDigest(ctx, x, st.Base+"/ipset", http.MethodPost, st.Base+"/ipset", url.Values{"name": {name}})
+			}
+			if err := unsureStep(ctx, x, true, send, lookIPSet(x, st.Base, name, true)); err != nil {
 				return fmt.Errorf("create IP set %s of %s: %w", name, st.Base, err)
 			}
 		}
@@ -420,7 +432,8 @@ func writeIPSets(ctx context.Context, x *execution, st *fwState, w *spec.Firewal
 		if gone && lok && !dok {
 			// DELETE …/ipset/{name} takes no digest; without force PVE
 			// refuses a set that is not empty, so one filled meanwhile stays.
-			if err := x.client.Do(ctx, http.MethodDelete, set, nil, nil); err != nil {
+			del := func() error { return x.client.Do(ctx, http.MethodDelete, set, nil, nil) }
+			if err := unsureStep(ctx, x, true, del, lookIPSet(x, st.Base, name, false)); err != nil {
 				return fmt.Errorf("delete IP set %s of %s: %w", name, st.Base, err)
 			}
 		}
@@ -460,7 +473,8 @@ func writeIPSetEntries(ctx context.Context, x *execution, set string, live, want
 		default:
 			continue
 		}
-		if err := sendWithDigest(ctx, x, set, method, path, params); err != nil {
+		send := func() error { return sendWithDigest(ctx, x, set, method, path, params) }
+		if err := unsureStep(ctx, x, true, send, lookEntry(x, set, cidr, dv, dok && !gone, lv, lok)); err != nil {
 			return fmt.Errorf("entry %s: %w", cidr, err)
 		}
 	}

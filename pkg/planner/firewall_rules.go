@@ -177,7 +177,7 @@ func applyRules(ctx context.Context, x *execution, path string, planned fwRules,
 		case !slices.Equal(ruleTexts(now.Rules), cur):
 			return fmt.Errorf("firewall rules %s changed by someone else during the apply (after %d of %d writes): plan again", path, i, len(ops))
 		}
-		text, err := writeRuleOp(ctx, x, path, op, now, want)
+		text, err := writeRuleOp(ctx, x, path, op, now, want, cur)
 		if err != nil {
 			return err
 		}
@@ -187,7 +187,9 @@ func applyRules(ctx context.Context, x *execution, path string, planned fwRules,
 }
 
 // writeRuleOp sends one write and returns the rule's text after it.
-func writeRuleOp(ctx context.Context, x *execution, path string, op ruleOp, now fwRules, want []map[string]string) (string, error) {
+// An unsure answer is read back against cur, the list's texts before it
+// (firewall_unsure.go).
+func writeRuleOp(ctx context.Context, x *execution, path string, op ruleOp, now fwRules, want []map[string]string, cur []string) (string, error) {
 	pos := path + "/" + strconv.Itoa(op.Pos)
 	var params url.Values
 	var method, target, what string
@@ -214,7 +216,9 @@ func writeRuleOp(ctx context.Context, x *execution, path string, op ruleOp, now 
 	if now.Digest != "" {
 		params.Set("digest", now.Digest)
 	}
-	if err := x.client.Do(ctx, method, target, params, nil); err != nil {
+	send := func() error { return x.client.Do(ctx, method, target, params, nil) }
+	look := lookRules(x, path, cur, applyRuleOp(cur, op, text))
+	if err := unsureStep(ctx, x, op.Kind != ruleInsert, send, look); err != nil {
 		return "", fmt.Errorf("%s of %s: %w", what, path, err)
 	}
 	x.msg("%s", what)

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -266,8 +265,9 @@ func (g guest) updateConfig(ctx context.Context, x *execution, c *Change) error 
 		// reports it when the drive is written (qemu-server create_disks:
 		// volume_size_info), and a resize changes only the current value,
 		// not a pending one (resize_vm); the update then reads the grown
-		// size. The resize changed the digest.
-		if err := g.resize(ctx, x, c); err != nil {
+		// size. The first resize carries the digest the plan read (a hand
+		// edit since is refused, not grown over); it changes the digest.
+		if err := g.resize(ctx, x, c, digest); err != nil {
 			return err
 		}
 		grownFirst = true
@@ -292,7 +292,7 @@ func (g guest) updateConfig(ctx context.Context, x *execution, c *Change) error 
 		}
 	}
 	if !grownFirst {
-		if err := g.resize(ctx, x, c); err != nil {
+		if err := g.resize(ctx, x, c, ""); err != nil {
 			return err
 		}
 	}
@@ -302,27 +302,6 @@ func (g guest) updateConfig(ctx context.Context, x *execution, c *Change) error 
 			if err := x.client.GuestPower(ctx, g.typ, c.Node, vmid, "start", nil); err != nil {
 				return fmt.Errorf("start %s %d: %w", g.noun, vmid, err)
 			}
-		}
-	}
-	return nil
-}
-
-// hasResize reports whether a disk of the change grows.
-func hasResize(c *Change) bool {
-	return slices.ContainsFunc(c.Diff, isResize)
-}
-
-// resize grows the disks that grew.
-func (g guest) resize(ctx context.Context, x *execution, c *Change) error {
-	vmid := stateOf(c).VMID
-	for _, d := range c.Diff {
-		if !isResize(d) {
-			continue
-		}
-		size, _ := d.After.(string)
-		disk := topKey(d.Path)
-		if err := x.client.ResizeGuest(ctx, g.typ, c.Node, vmid, disk, size); err != nil {
-			return fmt.Errorf("resize %s of %s %d: %w", disk, g.noun, vmid, err)
 		}
 	}
 	return nil

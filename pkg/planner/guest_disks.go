@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -188,4 +189,31 @@ func grownSizes(c *Change, params map[string]string) map[string]string {
 		return params
 	}
 	return out
+}
+
+// hasResize reports whether a disk of the change grows.
+func hasResize(c *Change) bool {
+	return slices.ContainsFunc(c.Diff, isResize)
+}
+
+// resize grows the disks that grew; the first resize carries digest
+// (when not "").
+func (g guest) resize(ctx context.Context, x *execution, c *Change, digest string) error {
+	vmid := stateOf(c).VMID
+	for _, d := range c.Diff {
+		if !isResize(d) {
+			continue
+		}
+		size, _ := d.After.(string)
+		disk := topKey(d.Path)
+		err := x.client.ResizeGuestIf(ctx, g.typ, c.Node, vmid, disk, size, digest)
+		if pve.IsDigestMismatch(err) {
+			return &StaleError{Address: c.Address, Why: "digest", Err: err}
+		}
+		if err != nil {
+			return fmt.Errorf("resize %s of %s %d: %w", disk, g.noun, vmid, err)
+		}
+		digest = ""
+	}
+	return nil
 }

@@ -163,6 +163,7 @@ func poolPrereq(key, pool string) prereq {
 func bridgePrereq(key, bridge, node string) prereq {
 	path := "/sdn/zones/localnetwork/" + bridge
 	return prereq{key: key, what: fmt.Sprintf("bridge %s on node %s", bridge, node), kind: spec.KindLinuxBridge, value: bridge, node: node,
+		anyNodeKind: spec.KindSdnVnet,
 		read: func(ctx context.Context, lc *liveConn) error {
 			if !lc.sees(path, "SDN.Audit", "SDN.Use") || !lc.hasNode(node) {
 				return nil

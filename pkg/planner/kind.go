@@ -163,6 +163,16 @@ type (
 		removesLate(c *Change) bool
 		removeLate(ctx context.Context, x *execution, c *Change) error
 	}
+	// lateWriter kinds write part of a change only after the change's
+	// dependents finished: a cluster Firewall whose IP sets a
+	// SecurityGroup's rules use writes the sets, lets the group go, then
+	// its rules, which name the group (firewall_late.go). Apply runs the
+	// change's first part (create or update), lets the dependents go,
+	// then writeLate.
+	lateWriter interface {
+		writesLate(c *Change, p *Plan) bool
+		writeLate(ctx context.Context, x *execution, c *Change) error
+	}
 	// provisioner kinds run a Provision change: provisioning files on a
 	// guest that needs no other change (provision.go).
 	provisioner interface {
@@ -210,6 +220,12 @@ var kinds = map[string]kindOps{
 	spec.KindFirewall:      firewallKind{},
 	spec.KindSecurityGroup: securityGroupKind{},
 
+	spec.KindSdnZone:       sdnZoneKind,
+	spec.KindSdnVnet:       sdnVnetKind,
+	spec.KindSdnSubnet:     sdnSubnetKind,
+	spec.KindSdnController: sdnControllerKind,
+	spec.KindSdnApply:      sdnApplyKind{},
+
 	spec.KindHardwareMapping: hwmapKind{},
 }
 
@@ -256,6 +272,9 @@ type execution struct {
 	warnings *warnLog
 	// outputs are what the apply's changes produced so far (outputs.go).
 	outputs *appliedOutputs
+	// locks are the locks in PVE the apply's changes hold for the ones
+	// after them (heldlock.go); Apply releases them at its end.
+	locks *heldLocks
 }
 
 func (x *execution) msg(format string, args ...any) {

@@ -30,6 +30,9 @@ type prereq struct {
 	// provide it: its kind, its spec.RefValue, and the node it must be
 	// on ("": any). kind "": the specs cannot provide it.
 	kind, value, node string
+	// anyNodeKind is another kind whose resource named value provides
+	// it on every node (an SDN vnet is a bridge wherever its zone is).
+	anyNodeKind string
 	// fromSpec judges a provider of the specs: "" when it provides what
 	// is needed, else the problem. nil: any provider does.
 	fromSpec func(p *spec.Resource) string
@@ -126,6 +129,11 @@ func providerOf(set *spec.Set, obs *Observed, r *spec.Resource, p prereq) *spec.
 			}
 		}
 		return x
+	}
+	if p.anyNodeKind != "" {
+		if xs := obs.providers.candidates(set, r.Connection, p.anyNodeKind, p.value); len(xs) > 0 {
+			return xs[0]
+		}
 	}
 	return nil
 }

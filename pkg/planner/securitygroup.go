@@ -38,10 +38,16 @@ func groupName(r *spec.Resource) string {
 func groupPath(name string) string { return fwGroupsPath + "/" + url.PathEscape(name) }
 
 func readGroup(ctx context.Context, cl *pve.Client, name string) (*liveObj, error) {
-	var rows []pve.Config
-	if err := cl.Do(ctx, http.MethodGet, fwGroupsPath, nil, &rows); err != nil {
-		return nil, fmt.Errorf("list security groups: %w", err)
+	rows, err := readSection(ctx, cl, fwGroupsPath)
+	if err != nil {
+		return nil, err
 	}
+	return groupFrom(ctx, cl, rows, name)
+}
+
+// groupFrom finds the group name among the list's rows and reads its
+// rules.
+func groupFrom(ctx context.Context, cl *pve.Client, rows []pve.Config, name string) (*liveObj, error) {
 	for _, row := range rows {
 		if row["group"] != name {
 			continue
@@ -61,7 +67,11 @@ func readGroup(ctx context.Context, cl *pve.Client, name string) (*liveObj, erro
 }
 
 func (securityGroupKind) observe(ctx context.Context, lc *liveConn, r *spec.Resource) (*liveObj, error) {
-	return readGroup(ctx, lc.client, groupName(r))
+	rows, err := lc.sectionRows(ctx, fwGroupsPath) // the list once per plan
+	if err != nil {
+		return nil, err
+	}
+	return groupFrom(ctx, lc.client, rows, groupName(r))
 }
 
 func sgStateOf(lo *liveObj) *sgState {

@@ -94,3 +94,32 @@ func TestSameIfaceIgnoresSlaveAutostart(t *testing.T) {
 		})
 	}
 }
+
+// A VM edited by hand between plan and apply, when the plan grows a disk
+// and changes the config: the disk grows first, and that first resize
+// carries the plan's digest, so the hand edit is refused before anything
+// is written (the grown disk would otherwise change the digest the update
+// then checks).
+func TestSimVMChangedSincePlanGrowFirst(t *testing.T) {
+	sim := newSim(t)
+	const doc = "kind: QemuVM\nname: dg\nspec:\n  vmid: 141\n  memory: 512\n  scsi0: local-lvm:4\n"
+	applyPlan(t, sim, planFor(t, sim, loadSpec(t, doc), Options{}))
+	grown := strings.NewReplacer("512", "1024", "local-lvm:4", "local-lvm:6").Replace(doc)
+	p := planFor(t, sim, loadSpec(t, grown), Options{})
+	ctx := context.Background()
+	if err := sim.cl.UpdateGuest(ctx, pve.QEMU, "pve", 141, url.Values{"cores": {"3"}}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := Apply(ctx, sim, p, ApplyOptions{})
+	var se *StaleError
+	if got := res.Failed["QemuVM/dg"]; err == nil || !errors.As(got, &se) {
+		t.Fatalf("apply: %v (QemuVM/dg: %v), want the stale change refused", err, got)
+	}
+	cfg, err := sim.cl.QemuConfig(ctx, "pve", 141)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg["memory"] != "512" || cfg["cores"] != "3" || !strings.Contains(cfg["scsi0"], "size=4G") {
+		t.Errorf("config after the refused change: memory %s cores %s scsi0 %s, want the hand edit alone (512, 3, 4G)", cfg["memory"], cfg["cores"], cfg["scsi0"])
+	}
+}

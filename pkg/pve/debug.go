@@ -105,6 +105,9 @@ func (c *Client) traceResponse(method, path string, resp *http.Response, raw []b
 	var b strings.Builder
 	fmt.Fprintf(&b, "<-- %s (%dms) %s %s\n", resp.Status, d.Milliseconds(), method, path)
 	body := redactBody(raw)
+	if secretAnswer[method+" "+path] && body != "" {
+		body = redacted // the answer is a secret itself, not a member of one
+	}
 	if len(body) > traceBodyMax {
 		body = body[:traceBodyMax] + fmt.Sprintf("… (%d bytes more)", len(body)-traceBodyMax)
 	}
@@ -120,6 +123,10 @@ func (c *Client) traceFailure(method, path string, err error, d time.Duration) {
 	}
 	c.trace(scrub(fmt.Sprintf("<-- error (%dms) %s %s: %v\n", d.Milliseconds(), method, path, err), c.secretsOf(nil)))
 }
+
+// secretAnswer are the calls whose whole answer is a secret: SDN's lock
+// token (pve-network SDN.pm lock returns it as the data).
+var secretAnswer = map[string]bool{"POST /cluster/sdn/lock": true}
 
 // redactBody masks secret members of a JSON answer (a created token's
 // "value", a login "ticket") and renders it compactly on one line.

@@ -121,8 +121,19 @@ func (c *Client) DeleteGuest(ctx context.Context, typ GuestType, node string, vm
 // a relative one ("+2G") is not: a second one would grow the disk twice
 // if the first had got further than the lock.
 func (c *Client) ResizeGuest(ctx context.Context, typ GuestType, node string, vmid int, disk, size string) error {
+	return c.ResizeGuestIf(ctx, typ, node, vmid, disk, size, "")
+}
+
+// ResizeGuestIf is ResizeGuest sent with the config digest the caller
+// read (when not ""): PVE refuses it when the config changed since
+// (qemu-server API2/Qemu.pm resize_vm, pve-container API2/LXC.pm
+// resize_vm: assert_if_modified).
+func (c *Client) ResizeGuestIf(ctx context.Context, typ GuestType, node string, vmid int, disk, size, digest string) error {
 	path := guestPath(typ, node, vmid, "resize")
 	params := url.Values{"disk": {disk}, "size": {size}}
+	if digest != "" {
+		params.Set("digest", digest)
+	}
 	if strings.HasPrefix(size, "+") {
 		return c.RunTask(ctx, http.MethodPut, path, params)
 	}

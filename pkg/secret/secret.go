@@ -26,6 +26,7 @@ var secret = map[string]bool{
 	"key":                 true, // a private key PEM (custom certificates)
 	"client-key":          true, // openid realm: the client's secret
 	"token":               true, // influxdb metric server: the API token
+	"lock-token":          true, // SDN's cluster lock (PVE 9): whoever has it may write SDN
 }
 
 // public names look secret (pass, secret, key, token, value) but hold

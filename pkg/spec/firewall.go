@@ -62,7 +62,10 @@ const (
 	FirewallNode    = "node"
 	FirewallQemu    = "qemu"
 	FirewallLxc     = "lxc"
-	FirewallGroup   = "group"
+	// firewallVnet marks the scope of an SDN vnet, which this version
+	// does not manage yet.
+	firewallVnet  = "vnet"
+	FirewallGroup = "group"
 )
 
 // FirewallWireOf returns a Firewall's or SecurityGroup's checked wire
@@ -118,10 +121,10 @@ func firewallScope(s string, guests map[string]string) (w FirewallWire, msg stri
 	case !ok || name == "":
 	case kind == "node":
 		return FirewallWire{Scope: FirewallNode, Node: name}, ""
+	case guests[kind] == firewallVnet:
+		return w, "a vnet's firewall (" + kind + "/<name>) is not supported yet by this pvectl"
 	case guests[kind] != "":
 		return FirewallWire{Scope: guests[kind], Guest: s}, ""
-	case kind == "SdnVnet":
-		return w, "a vnet's firewall (SdnVnet/<name>) is not supported yet by this pvectl"
 	}
 	return w, fmt.Sprintf("scope %q: write cluster, node/<node>, QemuVM/<name> or LxcContainer/<name>", s)
 }

@@ -96,6 +96,12 @@ type refRule struct {
 	// All references every resource of Kinds (on the same node), whatever
 	// its value: a node's NetworkApply commits after all its interfaces.
 	All bool
+	// Skip, when set, leaves out the edge from r to target when it says
+	// so: the two are ordered the other way round, and r's kind finishes
+	// its change after target (a cluster Firewall whose IP sets a
+	// SecurityGroup's rules use: the group waits for the sets, the
+	// firewall's rules naming the group wait for the group).
+	Skip func(r, target *Resource) bool
 	// Refuse, when set, makes naming a resource of Kinds an error rather
 	// than an edge: it says why PVE cannot use that object there (a VM's
 	// NIC on a bond); "" accepts that one (an edge: a guest's mapping that
@@ -146,7 +152,7 @@ func (ix *refIndex) deps(r *Resource) ([]Ref, []refusal) {
 	var refused []refusal
 	add := func(rule refRule, targets []*Resource, v refValue) {
 		for _, o := range targets {
-			if o == r || (rule.PresentOnly && o.State != Present) || (rule.SameNode && !sameNode(r, o)) {
+			if o == r || (rule.PresentOnly && o.State != Present) || (rule.SameNode && !sameNode(r, o)) || (rule.Skip != nil && rule.Skip(r, o)) {
 				continue
 			}
 			if rule.Refuse != nil {

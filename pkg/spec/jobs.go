@@ -126,11 +126,11 @@ func checkHARule(r *Resource, report func(key, format string, args ...any)) {
 		switch {
 		case typ == t && !has && r.State == Present:
 			report("type", "a %s rule needs spec.%s (PVE refuses it without: missing value for required option '%s')", t, key, key)
-		case typ != t && has:
+		case typ != t && has && typ != "":
 			report(key, "%s is an option of %s rules only (PVE refuses it for a %s rule: unexpected property '%s')", key, t, typ, key)
 		}
 	}
-	if _, has := r.Params["strict"]; has && typ != "node-affinity" {
+	if _, has := r.Params["strict"]; has && typ != "node-affinity" && typ != "" {
 		report("strict", "strict is an option of node-affinity rules only (PVE refuses it for a %s rule: unexpected property 'strict')", typ)
 	}
 }

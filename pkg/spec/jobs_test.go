@@ -115,6 +115,16 @@ func TestJobKindsDiagnostics(t *testing.T) {
 			want: []string{`a.yaml:7: HARule/r1: affinity is an option of resource-affinity rules only (PVE refuses it for a node-affinity rule: unexpected property 'affinity')`},
 		},
 		{
+			name: "an HA rule without a type",
+			spec: "kind: HARule\nname: r1\nspec:\n  guests: [100]\n  nodes: pve\n",
+			want: []string{`a.yaml:1: HARule/r1: spec.type is required: node-affinity (with nodes) or resource-affinity (with affinity)`},
+		},
+		{
+			name: "a retention key PVE does not know",
+			spec: "kind: BackupJob\nname: nightly\nspec:\n  schedule: daily\n  all: true\n  prune-backups: {keep-lastt: 3}\n",
+			want: []string{`a.yaml:6: spec.prune-backups: invalid format - property 'keep-lastt' is not defined — did you mean "keep-last"? (allowed: keep-all, keep-daily, keep-hourly, keep-last, keep-monthly, keep-weekly, keep-yearly)`},
+		},
+		{
 			name: "a replication job without target",
 			spec: "kind: ReplicationJob\nname: r\nspec:\n  guest: QemuVM/app\n",
 			want: []string{`a.yaml:1: ReplicationJob/r: spec.target is required: the node the guest's volumes replicate to`,

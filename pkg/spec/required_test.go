@@ -26,6 +26,11 @@ func TestRequiredParamsFromSchema(t *testing.T) {
 
 		KindHARule:         {"type"},
 		KindReplicationJob: {"target"},
+
+		KindSdnZone:       {"type"},
+		KindSdnVnet:       {"zone"},
+		KindSdnSubnet:     {"subnet", "vnet"},
+		KindSdnController: {"type"},
 	}
 	table := schema.Default()
 	for _, name := range SupportedKinds() {

@@ -26,7 +26,7 @@ var verbs = map[planner.Action]string{
 	planner.Replace:   "must be replaced",
 	planner.Delete:    "will be destroyed",
 	planner.Provision: "will be provisioned",
-	planner.ApplyNet:  "will commit staged network changes",
+	planner.ApplyNet:  "will commit staged changes",
 }
 
 type palette struct {

@@ -116,6 +116,19 @@ var propertyFormats = map[string]map[string]*Param{
 		"uuid":         {Type: "string", Optional: true, Pattern: `[a-fA-F0-9]{8}(?:-[a-fA-F0-9]{4}){3}-[a-fA-F0-9]{12}`},
 		"version":      {Type: "string", Optional: true},
 	},
+	// prune-backups: the apidoc's typetext lists the keys (the format is
+	// registered by pve-common's JSONSchema.pm; pve-storage
+	// API2/Storage/PruneBackups.pm parses it): keep-all a boolean, the
+	// others counts.
+	"prune-backups": {
+		"keep-all":     {Type: "boolean", Optional: true},
+		"keep-daily":   {Type: "integer", Optional: true},
+		"keep-hourly":  {Type: "integer", Optional: true},
+		"keep-last":    {Type: "integer", Optional: true},
+		"keep-monthly": {Type: "integer", Optional: true},
+		"keep-weekly":  {Type: "integer", Optional: true},
+		"keep-yearly":  {Type: "integer", Optional: true},
+	},
 	"pve-startup-order": {
 		"order": {Type: "integer", Optional: true, DefaultKey: true, Min: ptr(0)},
 		"up":    {Type: "integer", Optional: true, Min: ptr(0)},

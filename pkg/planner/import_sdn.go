@@ -1,0 +1,105 @@
+package planner
+
+import (
+	"context"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/pvectl/pvectl/pkg/pve"
+	"github.com/pvectl/pvectl/pkg/spec"
+)
+
+// The SDN kinds are imported from the files' view of their lists (what
+// PVE will run after the next commit), subnets by the vnets of the files;
+// the cluster's SdnApply comes with them (--all) so that their plan
+// does not say their changes would stay pending.
+
+func (k *sdnObjKind) importable(ctx context.Context, ic *importCtx, _ string) ([]importItem, error) {
+	paths := []string{k.listPath(nil)}
+	if k.file == "subnets" {
+		vnets, err := ic.lc.sdnRows(ctx, "/cluster/sdn/vnets")
+		if err != nil {
+			return nil, err
+		}
+		paths = nil
+		for _, v := range vnets {
+			if v["state"] == "deleted" {
+				continue
+			}
+			paths = append(paths, k.listPath(map[string]string{"vnet": v["vnet"]}))
+		}
+	}
+	var out []importItem
+	for _, path := range paths {
+		rows, err := ic.lc.sdnRows(ctx, path)
+		if err != nil {
+			return nil, err
+		}
+		for _, row := range rows {
+			if row["state"] == "deleted" {
+				continue // only in the running config
+			}
+			out = append(out, k.importItem(row))
+		}
+	}
+	return out, nil
+}
+
+// importItem is a listed entry as a resource: named by its id (a
+// subnet: <vnet>-<network>-<mask>).
+func (k *sdnObjKind) importItem(row pve.Config) importItem {
+	if k.file == "subnets" {
+		name := row["vnet"] + "-" + strings.Replace(row["cidr"], "/", "-", 1)
+		r := &spec.Resource{Kind: k.kind, Name: name, State: spec.Present,
+			Params: map[string]string{"vnet": row["vnet"], "subnet": row["cidr"], "type": "subnet"}}
+		return importItem{r: r, ids: []string{name, row["subnet"]}}
+	}
+	id := row[k.idKey]
+	r := &spec.Resource{Kind: k.kind, Name: id, State: spec.Present, Params: map[string]string{k.idKey: id}}
+	return importItem{r: r, ids: []string{id}}
+}
+
+// importPerms: the lists show only what the token may audit.
+func (k *sdnObjKind) importPerms(string) []permNeed {
+	return []permNeed{needAny("/sdn", "to list every "+spec.Noun(k.kind)+" (PVE lists only those a token may audit)", "SDN.Audit", "SDN.Allocate")}
+}
+
+func (k *sdnObjKind) importDoc(ic *importCtx, r *spec.Resource, lo *liveObj) (*ImportedDoc, error) {
+	d := &ImportedDoc{Kind: k.kind, Name: r.Name}
+	fixed := k.file == "vnets" || k.file == "subnets"
+	skip := func(key string) bool {
+		return key == k.idKey || key == "digest" || (fixed && key == "type") || key == "vnet" || key == "lock-token"
+	}
+	var head []Field
+	if k.file == "subnets" {
+		head = []Field{{"vnet", r.Params["vnet"]}, {"subnet", r.Params["subnet"]}}
+	}
+	m := ic.method("POST", k.createPath)
+	d.Spec = append(head, ic.specFields(d, m, lo.Config, strings.ToLower(k.kind)+"_"+r.Name, skip, keepSub)...)
+	if k.file == "vnets" {
+		d.Spec = append([]Field{{"zone", lo.Config["zone"]}}, slices.DeleteFunc(d.Spec, func(f Field) bool { return f.Key == "zone" })...)
+	}
+	return d, nil
+}
+
+// SdnApply: one per connection, written with --all when SDN objects were
+// imported, or when named.
+func (sdnApplyKind) importable(context.Context, *importCtx, string) ([]importItem, error) {
+	r := &spec.Resource{Kind: spec.KindSdnApply, Name: "sdn", State: spec.Present, Params: map[string]string{}}
+	return []importItem{{r: r, ids: []string{"sdn"}}}, nil
+}
+
+func (sdnApplyKind) importDoc(ic *importCtx, r *spec.Resource, _ *liveObj) (*ImportedDoc, error) {
+	staged := false
+	for _, addr := range slices.Sorted(maps.Keys(ic.docs)) {
+		d := ic.docs[addr]
+		if traitsOf(d.Kind).CommittedBy == spec.KindSdnApply && !d.ReadOnly {
+			staged = true
+		}
+	}
+	if !staged && !ic.named(r) {
+		return nil, nil
+	}
+	return &ImportedDoc{Kind: spec.KindSdnApply, Name: r.Name}, nil
+}

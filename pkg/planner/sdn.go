@@ -1,0 +1,391 @@
+package planner
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/pvectl/pvectl/pkg/pve"
+	"github.com/pvectl/pvectl/pkg/spec"
+)
+
+// SDN zones, vnets, subnets and controllers (issue 20): entries of
+// pve-network's section-config files (src/PVE/API2/Network/SDN/Zones.pm,
+// Vnets.pm, Subnets.pm, Controllers.pm). Every write lands in the files
+// only — pending — until the cluster's SdnApply commits them
+// (sdnapply.go), so the kinds stage into the scope "cluster/sdn". The
+// lists answer the files by default, which is what pvectl compares; the
+// `pending=1` view says whether an object waits for a commit. Every write
+// carries the token of SDN's lock, taken by the apply's first SDN write
+// (sdnlock.go).
+type sdnObjKind struct {
+	kind string
+	file string // the config file: "zones", "vnets", "subnets", "controllers"
+	// idKey is the entry's id in a list row and the create parameter
+	// naming it ("zone"); subnets are found by their CIDR instead.
+	idKey string
+	// createPath is the POST that creates, as the schema names it.
+	createPath string
+	// fixed are keys PVE's update does not take: a change replaces.
+	fixed []string
+	// dropped are members of a row that are not settings.
+	dropped []string
+	// acl is the ACL path of an object (its zone for a vnet or subnet,
+	// from the live vnet when the spec does not say it).
+	acl func(p map[string]string, zone string) string
+	// createACL is the path the create checks.
+	createACL func(p map[string]string) string
+}
+
+var (
+	sdnZoneKind = &sdnObjKind{kind: spec.KindSdnZone, file: "zones", idKey: "zone", createPath: "/cluster/sdn/zones",
+		fixed: []string{"type"}, dropped: []string{"state", "pending", "mac", "ipam"},
+		acl:       func(p map[string]string, _ string) string { return "/sdn/zones/" + p["zone"] },
+		createACL: func(map[string]string) string { return "/sdn/zones" }}
+	sdnVnetKind = &sdnObjKind{kind: spec.KindSdnVnet, file: "vnets", idKey: "vnet", createPath: "/cluster/sdn/vnets",
+		fixed: []string{"type"}, dropped: []string{"state", "pending"},
+		acl:       func(p map[string]string, _ string) string { return "/sdn/zones/" + p["zone"] + "/" + p["vnet"] },
+		createACL: func(p map[string]string) string { return "/sdn/zones/" + p["zone"] }}
+	sdnSubnetKind = &sdnObjKind{kind: spec.KindSdnSubnet, file: "subnets", idKey: "subnet", createPath: "/cluster/sdn/vnets/{vnet}/subnets",
+		fixed:   []string{"type", "vnet"},
+		dropped: []string{"state", "pending", "id", "zone", "network", "mask", "cidr", "subnet"},
+		acl: func(p map[string]string, zone string) string {
+			if zone == "" {
+				return "/sdn/zones" // its vnet is not made yet
+			}
+			return "/sdn/zones/" + zone + "/" + p["vnet"]
+		}}
+	sdnControllerKind = &sdnObjKind{kind: spec.KindSdnController, file: "controllers", idKey: "controller", createPath: "/cluster/sdn/controllers",
+		fixed: []string{"type"}, dropped: []string{"state", "pending"},
+		acl:       func(map[string]string, string) string { return "/sdn/controllers" },
+		createACL: func(map[string]string) string { return "/sdn/controllers" }}
+)
+
+// sdnObjLive is what observe read beside the settings: PVE's id of the
+// entry (a subnet's <zone>-<network>-<mask>), the vnet's zone (a
+// subnet's ACL path), and the entry's pending state (new, changed,
+// deleted; "" when committed).
+type sdnObjLive struct {
+	ID      string
+	Zone    string
+	Pending string
+}
+
+func sdnLive(lo *liveObj) *sdnObjLive {
+	if lo != nil {
+		if sl, ok := lo.State.(*sdnObjLive); ok {
+			return sl
+		}
+	}
+	return &sdnObjLive{}
+}
+
+// listPath is the GET listing r's entries (a subnet: its vnet's).
+func (k *sdnObjKind) listPath(p map[string]string) string {
+	if k.file == "subnets" {
+		return "/cluster/sdn/vnets/" + url.PathEscape(p["vnet"]) + "/subnets"
+	}
+	return "/cluster/sdn/" + k.file
+}
+
+func (k *sdnObjKind) itemPath(p map[string]string, id string) string {
+	return k.listPath(p) + "/" + url.PathEscape(id)
+}
+
+// sdnRows reads an SDN list once per connection (sdnFilesView).
+func (lc *liveConn) sdnRows(ctx context.Context, path string) ([]pve.Config, error) {
+	if rows, ok := lc.sections[path]; ok {
+		return rows, nil
+	}
+	rows, err := readSDN(ctx, lc.client, path)
+	if err != nil {
+		return nil, err
+	}
+	if lc.sections == nil {
+		lc.sections = map[string][]pve.Config{}
+	}
+	lc.sections[path] = rows
+	return rows, nil
+}
+
+// readSDN reads an SDN list in its pending view (pending=1: SDN.pm
+// pending_config), once for both views: each row as the files have it,
+// with `state` (new, changed, deleted; "" when committed) kept.
+func readSDN(ctx context.Context, cl *pve.Client, path string) ([]pve.Config, error) {
+	var rows []pve.Config
+	if err := cl.Do(ctx, http.MethodGet, path, url.Values{"pending": {"1"}}, &rows); err != nil {
+		return nil, fmt.Errorf("list %s: %w", path, err)
+	}
+	return sdnFilesView(rows), nil
+}
+
+// sdnFilesView turns pending_config's rows (the running values at the
+// top, what the files changed under `pending`, a key the files dropped
+// as "deleted") into the files' values.
+func sdnFilesView(rows []pve.Config) []pve.Config {
+	out := make([]pve.Config, 0, len(rows))
+	for _, row := range rows {
+		cfg := pve.Config{}
+		for k, v := range row {
+			if k != "pending" {
+				cfg[k] = v
+			}
+		}
+		var pend map[string]any
+		_ = json.Unmarshal([]byte(row["pending"]), &pend)
+		for k, v := range pend {
+			switch v := v.(type) {
+			case string:
+				if v == "deleted" {
+					delete(cfg, k)
+				} else {
+					cfg[k] = v
+				}
+			case float64:
+				cfg[k] = strconv.FormatFloat(v, 'f', -1, 64)
+			case []any:
+				var parts []string
+				for _, x := range v {
+					parts = append(parts, fmt.Sprint(x))
+				}
+				cfg[k] = strings.Join(parts, "\n")
+			case map[string]any:
+			default:
+				cfg[k] = fmt.Sprint(v)
+			}
+		}
+		out = append(out, cfg)
+	}
+	return out
+}
+
+// matches says whether row is r's entry.
+func (k *sdnObjKind) matches(row pve.Config, p map[string]string) bool {
+	if k.file == "subnets" {
+		return row["cidr"] == p["subnet"] && p["subnet"] != ""
+	}
+	return row[k.idKey] == p[k.idKey] && p[k.idKey] != ""
+}
+
+// settings are a row's settings as the spec writes them: a subnet's
+// DHCP ranges (objects in PVE's answer) as one property string a line.
+func (k *sdnObjKind) settings(row pve.Config) pve.Config {
+	cfg := pve.Config{}
+	for key, v := range row {
+		if key == k.idKey || key == "digest" || slices.Contains(k.dropped, key) {
+			continue
+		}
+		if key == "dhcp-range" {
+			v = dhcpRangeLines(v)
+			if v == "" {
+				continue
+			}
+		}
+		cfg[key] = v
+	}
+	if k.file == "subnets" {
+		cfg["vnet"] = row["vnet"]
+	}
+	return cfg
+}
+
+// dhcpRangeLines turns Subnets.pm's list of {start-address,end-address}
+// into "start-address=A,end-address=B" lines.
+func dhcpRangeLines(raw string) string {
+	var ranges []map[string]string
+	if err := json.Unmarshal([]byte(raw), &ranges); err != nil {
+		return raw
+	}
+	var lines []string
+	for _, r := range ranges {
+		lines = append(lines, "start-address="+r["start-address"]+",end-address="+r["end-address"])
+	}
+	return strings.Join(lines, "\n")
+}
+
+// find reads r's entry from the lists (files and pending views).
+func (k *sdnObjKind) find(read func(path string) ([]pve.Config, error), p map[string]string) (*liveObj, error) {
+	live := &sdnObjLive{}
+	if k.file == "subnets" {
+		vnets, err := read("/cluster/sdn/vnets")
+		if err != nil {
+			return nil, err
+		}
+		i := slices.IndexFunc(vnets, func(row pve.Config) bool { return row["vnet"] == p["vnet"] && row["state"] != "deleted" })
+		if i < 0 {
+			return &liveObj{State: live}, nil // no vnet, no subnet on it
+		}
+		live.Zone = vnets[i]["zone"]
+	}
+	rows, err := read(k.listPath(p))
+	if err != nil {
+		return nil, err
+	}
+	lo := &liveObj{State: live}
+	for _, row := range rows {
+		if !k.matches(row, p) {
+			continue
+		}
+		live.Pending = row["state"]
+		if row["state"] == "deleted" {
+			break // only in the running config: gone from the files
+		}
+		cfg := k.settings(row)
+		live.ID = row[k.idKey]
+		*lo = liveObj{Exists: true, Config: cfg, Digest: fieldsDigest(cfg), State: live}
+		break
+	}
+	return lo, nil
+}
+
+func (k *sdnObjKind) observe(ctx context.Context, lc *liveConn, r *spec.Resource) (*liveObj, error) {
+	return k.find(func(path string) ([]pve.Config, error) { return lc.sdnRows(ctx, path) }, r.Params)
+}
+
+func (k *sdnObjKind) current(ctx context.Context, cl *pve.Client, c *Change) (*liveObj, error) {
+	return k.find(func(path string) ([]pve.Config, error) { return readSDN(ctx, cl, path) }, c.Resource.Params)
+}
+
+func (k *sdnObjKind) compare(b *builder, r *spec.Resource, lo *liveObj, c *Change) error {
+	cmp := comparer{m: b.method("POST", k.createPath)}
+	skip := map[string]bool{k.idKey: true, "digest": true, "lock-token": true}
+	if k.file == "subnets" {
+		skip["subnet"] = true
+	}
+	c.Diff = cmp.diffParams(r.Params, r.Remove, lo.Config, skip)
+	if len(c.Diff) == 0 {
+		c.Action = NoOp
+		return nil
+	}
+	c.Reasons = reasons(c.Diff)
+	var changed []string
+	for _, d := range c.Diff {
+		if key := topKey(d.Path); slices.Contains(k.fixed, key) && !slices.Contains(changed, key) {
+			changed = append(changed, key)
+		}
+	}
+	if len(changed) > 0 {
+		return b.replace(r, c, fmt.Sprintf("PVE cannot change an %s's %s: the replace deletes it and creates it anew", spec.Noun(k.kind), strings.Join(changed, ", ")))
+	}
+	c.Action = Update
+	c.Params = cmp.updateParams(c.Diff, r.Params, lo.Config, nil)
+	return nil
+}
+
+// liveID is PVE's id of c's entry, read again (a subnet's id follows its
+// vnet's zone); "" when it is gone.
+func (k *sdnObjKind) liveID(ctx context.Context, cl *pve.Client, c *Change) (string, error) {
+	if k.file != "subnets" {
+		return c.Resource.Params[k.idKey], nil
+	}
+	lo, err := k.current(ctx, cl, c)
+	if err != nil || !lo.Exists {
+		return "", err
+	}
+	return sdnLive(lo).ID, nil
+}
+
+func (k *sdnObjKind) create(ctx context.Context, x *execution, c *Change) error {
+	token, err := sdnToken(ctx, x)
+	if err != nil {
+		return err
+	}
+	p := c.Resource.Params
+	params := toValues(p)
+	path := k.createPath
+	if k.file == "subnets" {
+		params.Del("vnet")
+		path = k.listPath(p)
+	}
+	params.Set("lock-token", token)
+	if err := x.client.Do(ctx, http.MethodPost, path, params, nil); err != nil {
+		return fmt.Errorf("create %s: %w", objectName(k, c), err)
+	}
+	return nil
+}
+
+func (k *sdnObjKind) update(ctx context.Context, x *execution, c *Change) error {
+	token, err := sdnToken(ctx, x)
+	if err != nil {
+		return err
+	}
+	id, err := k.liveID(ctx, x.client, c)
+	if err != nil {
+		return err
+	}
+	if id == "" {
+		return fmt.Errorf("update %s: it is gone since the plan", objectName(k, c))
+	}
+	params := toValues(c.Params)
+	params.Set("lock-token", token)
+	if err := x.client.Do(ctx, http.MethodPut, k.itemPath(c.Resource.Params, id), params, nil); err != nil {
+		return fmt.Errorf("update %s: %w", objectName(k, c), err)
+	}
+	return nil
+}
+
+func (k *sdnObjKind) remove(ctx context.Context, x *execution, c *Change) error {
+	token, err := sdnToken(ctx, x)
+	if err != nil {
+		return err
+	}
+	id, err := k.liveID(ctx, x.client, c)
+	if err != nil || id == "" {
+		return err // gone already
+	}
+	params := url.Values{"lock-token": {token}}
+	if err := x.client.Do(ctx, http.MethodDelete, k.itemPath(c.Resource.Params, id), params, nil); err != nil && !pve.IsNotFound(err) {
+		return fmt.Errorf("delete %s: %w", objectName(k, c), err)
+	}
+	return nil
+}
+
+// traits: a cluster-wide entry whose changes wait in the cluster's SDN
+// scope until the SdnApply commits them.
+func (k *sdnObjKind) traits() kindTraits {
+	t := kindTraits{Scope: scopeCluster, Stages: sdnScope, StagedWhat: "SDN configuration", CommittedBy: spec.KindSdnApply,
+		StagedAlready: func(lo *liveObj) bool { return sdnLive(lo).Pending != "" }}
+	if k.file == "subnets" {
+		t.Name = func(c *Change) string {
+			return c.Resource.Params["subnet"] + " on vnet " + c.Resource.Params["vnet"]
+		}
+	}
+	return t
+}
+
+// readPerms: the lists show only the entries the token may audit or
+// allocate (their GET's permissions).
+func (k *sdnObjKind) readPerms(r *spec.Resource) []permNeed {
+	return []permNeed{needAny(k.acl(r.Params, sdnZoneOf(r.Params, nil)), "to see the "+spec.Noun(k.kind)+" (PVE lists only those a token may audit)", "SDN.Audit", "SDN.Allocate")}
+}
+
+// changePerms: SDN.Allocate where each call checks it (the create on the
+// parent path, the others on the object), and on /sdn for the lock every
+// write takes (SDN.pm lock).
+func (k *sdnObjKind) changePerms(c *Change, lo *liveObj) []permNeed {
+	if c.Action == NoOp {
+		return nil
+	}
+	p := c.Resource.Params
+	why := "to " + c.Action.String() + " the " + spec.Noun(k.kind)
+	out := []permNeed{need("/sdn", "to take SDN's lock for the write", "SDN.Allocate")}
+	path := k.acl(p, sdnZoneOf(p, lo))
+	if c.Action == Create && k.createACL != nil {
+		path = k.createACL(p)
+	}
+	return append(out, need(path, why, "SDN.Allocate"))
+}
+
+// sdnZoneOf is the zone of a vnet or subnet: the spec's, else the live
+// vnet's ("" when neither says).
+func sdnZoneOf(p map[string]string, lo *liveObj) string {
+	if z := p["zone"]; z != "" {
+		return z
+	}
+	return sdnLive(lo).Zone
+}

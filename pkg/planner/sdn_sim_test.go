@@ -1,0 +1,149 @@
+package planner
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/pvectl/pvectl/pkg/pve"
+)
+
+const sdnSpec = `kind: SdnZone
+name: lan
+spec: {type: vlan, bridge: vmbr0}
+---
+kind: SdnVnet
+name: web
+spec: {zone: lan, tag: 10, alias: web tier}
+---
+kind: SdnSubnet
+name: web-v4
+spec: {vnet: web, subnet: 10.10.0.0/24, gateway: 10.10.0.1, snat: true}
+---
+kind: SdnApply
+name: sdn
+---
+kind: QemuVM
+name: web1
+spec:
+  vmid: 130
+  memory: 512
+  net0: virtio,bridge=web
+  running: true
+`
+
+// TestSimSdnLifecycle: one apply writes the zone, vnet and subnet as
+// pending, commits them (nothing stays pending, the lock is released)
+// and starts a VM on the vnet; the next plan is clean; destroy removes
+// subnet, vnet and zone, then commits, leaving nothing pending.
+func TestSimSdnLifecycle(t *testing.T) {
+	sim := newSim(t, "pve")
+	set := loadSpec(t, sdnSpec)
+	p := planFor(t, sim, set, Options{})
+	want := []string{
+		"create SdnZone/lan",
+		"create SdnVnet/web <- SdnZone/lan",
+		"create SdnSubnet/web-v4 <- SdnVnet/web",
+		"apply SdnApply/sdn <- SdnSubnet/web-v4,SdnVnet/web,SdnZone/lan",
+		"create QemuVM/web1 <- SdnApply/sdn,SdnVnet/web",
+	}
+	if diff := cmp.Diff(want, summary(p)); diff != "" {
+		t.Fatalf("plan (-want +got):\n%s", diff)
+	}
+	applyPlan(t, sim, p)
+	ctx := context.Background()
+	pend, err := readPending(func(path string) ([]pve.Config, error) { return readSDN(ctx, sim.cl, path) })
+	if err != nil || len(pend) != 0 {
+		t.Fatalf("pending after apply: %v %v", pend, err)
+	}
+	if r := sectionRow(t, sim.cl, "/cluster/sdn/vnets", "vnet", "web"); r == nil || r["tag"] != "10" || r["alias"] != "web tier" {
+		t.Errorf("vnet: %v", r)
+	}
+	// The lock is free again: taking it without a token works.
+	var tok string
+	if err := sim.cl.Do(ctx, http.MethodPost, "/cluster/sdn/lock", nil, &tok); err != nil {
+		t.Fatalf("lock after apply: %v", err)
+	}
+	if err := sim.cl.Do(ctx, http.MethodDelete, "/cluster/sdn/lock", url.Values{"lock-token": {tok}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range guestsNow(t, sim, pve.QEMU, "pve") {
+		if g.VMID == 130 && g.Status != "running" {
+			t.Errorf("VM on the vnet: status %q, want running", g.Status)
+		}
+	}
+	if got := summary(planFor(t, sim, set, Options{})); !allNoop(got) {
+		t.Errorf("second plan: got %v, want no changes", got)
+	}
+
+	p = planFor(t, sim, set, Options{Destroy: true})
+	applyPlan(t, sim, p)
+	pend, err = readPending(func(path string) ([]pve.Config, error) { return readSDN(ctx, sim.cl, path) })
+	if err != nil || len(pend) != 0 {
+		t.Fatalf("pending after destroy: %v %v", pend, err)
+	}
+	if rows, _ := readSDN(ctx, sim.cl, "/cluster/sdn/zones"); len(rows) != 0 {
+		t.Errorf("zones after destroy: %v", rows)
+	}
+}
+
+// TestSimSdnForeignPending: a zone someone else left pending is listed
+// by the plan and refused by apply without the flag; it stays pending.
+func TestSimSdnForeignPending(t *testing.T) {
+	sim := newSim(t, "pve")
+	ctx := context.Background()
+	if err := sim.cl.Do(ctx, http.MethodPost, "/cluster/sdn/zones", url.Values{"zone": {"other"}, "type": {"simple"}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	set := loadSpec(t, sdnSpec)
+	p := planFor(t, sim, set, Options{})
+	c := p.Change("SdnApply/sdn")
+	if c == nil || !strings.Contains(strings.Join(c.Reasons, "\n"), "zone other: new") {
+		t.Fatalf("plan does not list the foreign zone: %+v", c)
+	}
+	_, err := Apply(ctx, sim, p, ApplyOptions{})
+	if err == nil || !strings.Contains(err.Error(), "zone other: new") || !strings.Contains(err.Error(), "--allow-foreign-sdn-changes") {
+		t.Fatalf("apply: got %v, want a refusal naming the zone and the flag", err)
+	}
+	pend, _ := readPending(func(path string) ([]pve.Config, error) { return readSDN(ctx, sim.cl, path) })
+	if len(pend) != 1 || pend[0].Key != "zones/other" {
+		t.Errorf("pending after the refusal: %v", pend)
+	}
+}
+
+// TestSimSdnLockReleasedOnFailure: a write PVE refuses (a vnet of a zone
+// that does not exist) fails the apply after the zone was written under
+// SDN's lock; the lock is given back all the same, and the zone stays
+// pending (nothing commits it).
+func TestSimSdnLockReleasedOnFailure(t *testing.T) {
+	sim := newSim(t, "pve")
+	set := loadSpec(t, `kind: SdnZone
+name: lan
+spec: {type: vlan, bridge: vmbr0}
+---
+kind: SdnVnet
+name: web
+dependsOn: [SdnZone/lan]
+spec: {zone: nozone, tag: 10}
+---
+kind: SdnApply
+name: sdn
+`)
+	p := planFor(t, sim, set, Options{})
+	ctx := context.Background()
+	if _, err := Apply(ctx, sim, p, ApplyOptions{}); err == nil || !strings.Contains(err.Error(), "create sdn vnet object failed") {
+		t.Fatalf("apply: got %v, want PVE's refusal of the vnet", err)
+	}
+	var tok string
+	if err := sim.cl.Do(ctx, http.MethodPost, "/cluster/sdn/lock", url.Values{"allow-pending": {"1"}}, &tok); err != nil {
+		t.Fatalf("the lock after the failed apply: %v", err)
+	}
+	pend, _ := readPending(func(path string) ([]pve.Config, error) { return readSDN(ctx, sim.cl, path) })
+	if len(pend) != 1 || pend[0].Key != "zones/lan" {
+		t.Errorf("pending after the failure: %v", pend)
+	}
+}

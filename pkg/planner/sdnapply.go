@@ -1,0 +1,329 @@
+package planner
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/pvectl/pvectl/pkg/pve"
+	"github.com/pvectl/pvectl/pkg/spec"
+)
+
+// sdnApplyKind commits the cluster's pending SDN configuration
+// (SdnApply): pve-network src/PVE/API2/Network/SDN.pm reload, a task
+// that makes the files the running config and reloads every node's
+// network. As NetworkApply for a node, it is planned after every SDN
+// change, commits only what the plan showed plus what it wrote, and
+// refuses pending changes by others unless they are allowed.
+type sdnApplyKind struct{ neverCreated }
+
+// traits: the cluster has one SDN configuration (a singleton), and the
+// commit makes live what the SDN kinds wrote.
+func (sdnApplyKind) traits() kindTraits {
+	return kindTraits{Scope: scopeCluster, Singleton: true, Commits: sdnScope}
+}
+
+// sdnPending is one pending entry of the SDN files: its key
+// ("zones/lan", "subnets/v1/10.0.0.0/24") and how the plan shows it.
+type sdnPending struct {
+	Key  string `json:"key"`
+	Text string `json:"text"`
+}
+
+// sdnCommitState is what an SdnApply change carries from plan to apply:
+// the pending entries the plan found (none of them this plan's: it had
+// written nothing yet) and the entries the plan's own changes write.
+type sdnCommitState struct {
+	Pending []sdnPending      `json:"pending,omitempty"`
+	Ours    map[string]string `json:"ours,omitempty"` // address → key
+}
+
+func (sdnApplyKind) newState(lo *liveObj) any {
+	st := &sdnCommitState{}
+	if p, ok := lo.State.([]sdnPending); ok {
+		st.Pending = p
+	}
+	return st
+}
+
+func (sdnApplyKind) decodeState(raw json.RawMessage) (any, error) {
+	var st sdnCommitState
+	if err := json.Unmarshal(raw, &st); err != nil {
+		return nil, err
+	}
+	return &st, nil
+}
+
+func sdnCommit(c *Change) *sdnCommitState {
+	st, _ := c.State.(*sdnCommitState)
+	return st
+}
+
+// sdnKey is the pending key of an SDN kind's resource ("" for others).
+func sdnKey(r *spec.Resource) string {
+	k, ok := kinds[r.Kind].(*sdnObjKind)
+	if !ok {
+		return ""
+	}
+	if k.file == "subnets" {
+		return "subnets/" + r.Params["vnet"] + "/" + r.Params["subnet"]
+	}
+	return k.file + "/" + r.Params[k.idKey]
+}
+
+// readPending lists the pending entries of the four files (their
+// pending=1 views: an entry with a state), subnets by the vnets of the
+// files.
+func readPending(read func(path string) ([]pve.Config, error)) ([]sdnPending, error) {
+	var out []sdnPending
+	add := func(key, noun, id string, row pve.Config) {
+		if row["state"] == "" {
+			return
+		}
+		text := noun + " " + id + ": " + row["state"]
+		var pend map[string]any
+		if row["state"] == "changed" && json.Unmarshal([]byte(row["pending"]), &pend) == nil && len(pend) > 0 {
+			text += " (" + strings.Join(slices.Sorted(maps.Keys(pend)), ", ") + ")"
+		}
+		out = append(out, sdnPending{Key: key, Text: text})
+	}
+	for _, k := range []*sdnObjKind{sdnControllerKind, sdnZoneKind, sdnVnetKind} {
+		rows, err := read("/cluster/sdn/" + k.file)
+		if err != nil {
+			return nil, err
+		}
+		for _, row := range rows {
+			add(k.file+"/"+row[k.idKey], strings.TrimPrefix(spec.Noun(k.kind), "SDN "), row[k.idKey], row)
+		}
+	}
+	vnets, err := read("/cluster/sdn/vnets")
+	if err != nil {
+		return nil, err
+	}
+	for _, v := range vnets {
+		if v["state"] == "deleted" {
+			continue // its subnets cannot be listed any more (nor be left: PVE refuses to delete a vnet with subnets)
+		}
+		rows, err := read(sdnSubnetKind.listPath(map[string]string{"vnet": v["vnet"]}))
+		if err != nil {
+			return nil, err
+		}
+		for _, row := range rows {
+			add("subnets/"+row["vnet"]+"/"+row["cidr"], "subnet", row["cidr"]+" on vnet "+row["vnet"], row)
+		}
+	}
+	slices.SortFunc(out, func(a, b sdnPending) int { return strings.Compare(a.Key, b.Key) })
+	return out, nil
+}
+
+func (sdnApplyKind) observe(ctx context.Context, lc *liveConn, _ *spec.Resource) (*liveObj, error) {
+	pend, err := readPending(func(path string) ([]pve.Config, error) { return lc.sdnRows(ctx, path) })
+	if err != nil {
+		return nil, err
+	}
+	return &liveObj{Exists: true, State: pend}, nil
+}
+
+// planCommit decides whether the cluster's SDN needs a commit: entries
+// are pending already (made by others: the plan lists them, and apply
+// commits them only when allowed), or an SDN change of this plan will
+// write one (a destroy's removals too).
+func (sdnApplyKind) planCommit(b *builder, r *spec.Resource, lo *liveObj, c *Change) error {
+	c.Action, c.Digest, c.Fingerprint = NoOp, "", ""
+	switch {
+	case r.State == spec.Absent:
+		c.Reasons = []string{"nothing to remove"}
+		return nil
+	case r.ReadOnly:
+		c.Reasons = []string{"managed: false: never commits"}
+		return nil
+	}
+	st := sdnCommit(c)
+	if st == nil {
+		st = &sdnCommitState{}
+		c.State = st
+	}
+	st.Ours = nil
+	if len(st.Pending) > 0 {
+		c.Reasons = append(c.Reasons, "the cluster has pending SDN changes that pvectl did not make; apply commits them only with --allow-foreign-sdn-changes:")
+		for _, p := range st.Pending {
+			c.Reasons = append(c.Reasons, "  "+p.Text)
+		}
+	}
+	_, mine := stagingKey(r.Kind, r.Connection, lo.Node)
+	for _, addr := range slices.Sorted(maps.Keys(b.changes)) {
+		o := b.changes[addr]
+		if role, key := b.netKey(addr); role != netStage || key != mine || o.Action == NoOp {
+			continue
+		}
+		c.Reasons = append(c.Reasons, addr+" will write a pending change")
+		if st.Ours == nil {
+			st.Ours = map[string]string{}
+		}
+		st.Ours[addr] = sdnKey(o.Resource)
+	}
+	if len(c.Reasons) > 0 {
+		c.Action = ApplyNet
+	}
+	return nil
+}
+
+func (sdnApplyKind) foreign(c *Change) string {
+	if st := sdnCommit(c); st != nil && len(st.Pending) > 0 {
+		var names []string
+		for _, p := range st.Pending {
+			names = append(names, p.Text)
+		}
+		return "the cluster has pending SDN changes that pvectl did not make: " + strings.Join(names, "; ")
+	}
+	return ""
+}
+
+// compare is planCommit: the engine calls planCommit in every mode.
+func (k sdnApplyKind) compare(b *builder, r *spec.Resource, lo *liveObj, c *Change) error {
+	return k.planCommit(b, r, lo, c)
+}
+
+// update commits, under SDN's lock, once the pending entries are what
+// the plan saw (when allowed) plus what the plan wrote; then it waits
+// until every node runs the new configuration.
+func (sdnApplyKind) update(ctx context.Context, x *execution, c *Change) error {
+	read := func(path string) ([]pve.Config, error) { return readSDN(ctx, x.client, path) }
+	token, err := sdnToken(ctx, x) // no one else writes from here on
+	if err != nil {
+		return err
+	}
+	pend, err := readPending(read)
+	if err != nil {
+		return err
+	}
+	if len(pend) == 0 {
+		x.msg("nothing pending in SDN: no commit needed")
+		return nil
+	}
+	if err := sdnCommit(c).check(pend, x.plan, x.allowForeign); err != nil {
+		return err
+	}
+	x.msg("committing the cluster's SDN configuration")
+	params := url.Values{"lock-token": {token}, "release-lock": {"1"}}
+	if err := x.client.RunTask(ctx, http.MethodPut, "/cluster/sdn", params); err != nil {
+		return fmt.Errorf("commit SDN configuration: %w", err)
+	}
+	x.locks.released(sdnLockKey(x))
+	return waitSDNNodes(ctx, x)
+}
+
+// check refuses a commit that would make live what the plan did not
+// show: pending entries by others (unless allowed, and then only those
+// the plan listed) and entries that became pending since the plan.
+func (st *sdnCommitState) check(pend []sdnPending, plan *Plan, allow bool) error {
+	if st == nil {
+		return fmt.Errorf("the plan does not record SDN's pending changes as it found them: run plan again")
+	}
+	ok := map[string]bool{}
+	for addr, key := range st.Ours {
+		if c := plan.Change(addr); plan == nil || (c != nil && c.Action != NoOp) {
+			ok[key] = true
+		}
+	}
+	seen := map[string]bool{}
+	for _, p := range st.Pending {
+		seen[p.Key] = true
+	}
+	if len(st.Pending) > 0 && !allow {
+		return fmt.Errorf("the cluster has pending SDN changes that pvectl did not make: not committing them without --allow-foreign-sdn-changes")
+	}
+	var unexpected []string
+	for _, p := range pend {
+		if !ok[p.Key] && !seen[p.Key] {
+			unexpected = append(unexpected, p.Text)
+		}
+	}
+	if len(unexpected) > 0 {
+		return fmt.Errorf("SDN's pending changes are not those the plan showed (someone edited them since): %s; not committing (this plan's changes stay pending): review them, then run plan again",
+			strings.Join(unexpected, "; "))
+	}
+	return nil
+}
+
+// sdnNodeWait bounds the wait for the nodes' network reloads.
+const sdnNodeWait = 2 * time.Minute
+
+// waitSDNNodes waits until every online node runs the committed
+// configuration: reload's worker starts each node's network reload and
+// does not wait for it (SDN.pm reload), and a guest on a vnet starts
+// only where the vnet is up. A node's zones say "pending" until then
+// (Nodes/Zones.pm status), "error" when a vnet could not be made there.
+func waitSDNNodes(ctx context.Context, x *execution) error {
+	var nodes []struct {
+		Node   string `json:"node"`
+		Status string `json:"status"`
+	}
+	if err := x.client.Do(ctx, http.MethodGet, "/nodes", nil, &nodes); err != nil {
+		return fmt.Errorf("list nodes: %w", err)
+	}
+	deadline := time.Now().Add(sdnNodeWait)
+	for _, n := range nodes {
+		if n.Status != "" && n.Status != "online" {
+			x.msg("node %s is %s: it gets the SDN configuration at its next network reload", n.Node, n.Status)
+			continue
+		}
+		for {
+			var zones []pve.Config
+			if err := x.client.Do(ctx, http.MethodGet, "/nodes/"+url.PathEscape(n.Node)+"/sdn/zones", nil, &zones); err != nil {
+				return fmt.Errorf("read SDN status of node %s: %w", n.Node, err)
+			}
+			pending, failed := zoneStates(zones)
+			if len(failed) > 0 {
+				return fmt.Errorf("committed, but node %s could not bring up zone(s) %s: see the node's network reload task log", n.Node, strings.Join(failed, ", "))
+			}
+			if len(pending) == 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				return fmt.Errorf("committed, but node %s still runs the old SDN configuration of zone(s) %s after %s", n.Node, strings.Join(pending, ", "), sdnNodeWait)
+			}
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(200 * time.Millisecond):
+			}
+		}
+	}
+	return nil
+}
+
+func zoneStates(zones []pve.Config) (pending, failed []string) {
+	for _, z := range zones {
+		switch z["status"] {
+		case "pending":
+			pending = append(pending, z["zone"])
+		case "error":
+			failed = append(failed, z["zone"])
+		}
+	}
+	return pending, failed
+}
+
+func (sdnApplyKind) current(context.Context, *pve.Client, *Change) (*liveObj, error) {
+	return &liveObj{Exists: true}, nil
+}
+
+// readPerms: the pending lists show only what the token may audit.
+func (sdnApplyKind) readPerms(*spec.Resource) []permNeed {
+	return []permNeed{needAny("/sdn", "to see every pending SDN change (PVE lists only what a token may audit)", "SDN.Audit", "SDN.Allocate")}
+}
+
+// changePerms: PUT /cluster/sdn and the lock check SDN.Allocate on /sdn.
+func (sdnApplyKind) changePerms(c *Change, _ *liveObj) []permNeed {
+	if c.Action != ApplyNet {
+		return nil
+	}
+	return []permNeed{need("/sdn", "to commit the cluster's SDN configuration", "SDN.Allocate")}
+}

@@ -1,0 +1,238 @@
+package spec
+
+import (
+	"fmt"
+	"net/netip"
+	"strconv"
+	"strings"
+)
+
+// The SDN kinds (issue 20): zones, vnets, subnets and controllers are
+// entries of pve-network's section-config files (src/PVE/API2/Network/
+// SDN/{Zones,Vnets,Subnets,Controllers}.pm); every write is pending until
+// an SdnApply commits it cluster-wide (`PUT /cluster/sdn`). Their keys
+// are PVE's parameters; what the rows here add is what PVE's plugins
+// refuse, found before any call.
+
+// sdnLockRefused: pvectl takes SDN's lock itself (the token is a secret
+// of the run).
+var sdnLockRefused = map[string]string{
+	"lock-token": "pvectl takes SDN's lock itself for the apply and sends its token: leave lock-token out",
+}
+
+// sdnZoneOptions are each zone type's options (pve-network
+// src/PVE/Network/SDN/Zones/*Plugin.pm options(); true: required).
+var sdnZoneOptions = func() map[string]map[string]bool {
+	common := []string{"nodes", "mtu", "dns", "reversedns", "dnszone", "ipam"}
+	opts := func(required []string, optional ...string) map[string]bool {
+		m := map[string]bool{}
+		for _, k := range append(common, optional...) {
+			m[k] = false
+		}
+		for _, k := range required {
+			m[k] = true
+		}
+		return m
+	}
+	return map[string]map[string]bool{
+		"simple": opts(nil, "dhcp"),
+		"vlan":   opts([]string{"bridge"}, "bridge-disable-mac-learning"),
+		"qinq":   opts([]string{"tag", "bridge"}, "bridge-disable-mac-learning", "vlan-protocol"),
+		"vxlan":  opts(nil, "peers", "vxlan-port", "fabric"),
+		"evpn": opts([]string{"vrf-vxlan", "controller"}, "exitnodes", "exitnodes-local-routing", "exitnodes-primary",
+			"advertise-subnets", "disable-arp-nd-suppression", "bridge-disable-mac-learning", "rt-import", "vxlan-port", "mac"),
+	}
+}()
+
+// checkSdnZone: a type the issue covers, each key one its plugin takes
+// (SectionConfig check_config: "unexpected property"), its required ones
+// set, and a vxlan zone with exactly one of peers and fabric
+// (VxlanPlugin on_update_hook).
+func checkSdnZone(r *Resource, report func(key, format string, args ...any)) {
+	typ := r.Params["type"]
+	opts, ok := sdnZoneOptions[typ]
+	if !ok {
+		if typ != "" {
+			report("type", "pvectl manages SDN zones of type simple, vlan, qinq, vxlan and evpn, not %q", typ)
+		}
+		return
+	}
+	for _, k := range sortedKeys(r.Params) {
+		if _, ok := opts[k]; !ok && k != "zone" && k != "type" {
+			report(k, "a %s zone has no option %s (PVE refuses it: unexpected property '%s'); its options: %s", typ, k, k, strings.Join(sortedKeys(opts), ", "))
+		}
+	}
+	for _, k := range sortedKeys(opts) {
+		if opts[k] && r.State == Present && r.Params[k] == "" {
+			report(k, "a %s zone needs %s (PVE refuses it without: missing value for required option '%s')", typ, k, k)
+		}
+	}
+	if typ == "vxlan" && r.State == Present && (r.Params["peers"] != "") == (r.Params["fabric"] != "") {
+		report("peers", "a vxlan zone needs exactly one of peers and fabric (PVE refuses it otherwise)")
+	}
+}
+
+// checkSdnController: the keys of the controller type
+// (Controllers/*Plugin.pm options(); required ones set).
+func checkSdnController(r *Resource, report func(key, format string, args ...any)) {
+	types := map[string]map[string]bool{
+		"evpn": {"asn": true, "peers": false, "fabric": false},
+		"bgp":  {"node": true, "asn": true, "peers": true, "bgp-multipath-as-path-relax": false, "ebgp": false, "ebgp-multihop": false, "loopback": false},
+		"isis": {"isis-domain": true, "isis-net": true, "isis-ifaces": true, "node": true, "loopback": false},
+	}
+	typ := r.Params["type"]
+	opts, ok := types[typ]
+	if !ok {
+		if typ != "" {
+			report("type", "pvectl manages SDN controllers of type evpn, bgp and isis, not %q", typ)
+		}
+		return
+	}
+	for _, k := range sortedKeys(r.Params) {
+		if _, ok := opts[k]; !ok && k != "controller" && k != "type" {
+			report(k, "the %s controller has no option %s (PVE refuses it: unexpected property '%s'); its options: %s", typ, k, k, strings.Join(sortedKeys(opts), ", "))
+		}
+	}
+	for _, k := range sortedKeys(opts) {
+		if opts[k] && r.State == Present && r.Params[k] == "" {
+			report(k, "the %s controller needs %s (PVE refuses it without: missing value for required option '%s')", typ, k, k)
+		}
+	}
+}
+
+// checkVnetInZone is the zone plugin's vnet_update_hook, for a vnet whose
+// zone is in the specs: a simple zone takes no tag, a vlan or qinq zone a
+// tag up to 4096 (a vlan zone needs one), a vxlan or evpn zone a VNI up
+// to 16777216, and an evpn vnet cannot be VLAN-aware
+// (Zones/{Simple,Vlan,Qinq,Vxlan,Evpn}Plugin.pm).
+func checkVnetInZone(zoneKind string) func(r *Resource, find func(kind, value string) []*Resource) []problem {
+	return func(r *Resource, find func(kind, value string) []*Resource) []problem {
+		return vnetInZone(r, find(zoneKind, r.Params["zone"]))
+	}
+}
+
+func vnetInZone(r *Resource, zones []*Resource) []problem {
+	if len(zones) != 1 || r.State != Present {
+		return nil
+	}
+	z := zones[0]
+	typ := z.Params["type"]
+	tagStr, hasTag := r.Params["tag"]
+	tag, _ := strconv.Atoi(tagStr)
+	where := fmt.Sprintf("zone %s (%s, a %s zone)", r.Params["zone"], z.Address(), typ)
+	switch {
+	case typ == "simple" && hasTag:
+		return []problem{{"tag", "a vnet of " + where + " takes no tag (PVE: vlan tag is not allowed on simple zone): leave tag out"}}
+	case typ == "vlan" && !hasTag:
+		return []problem{{"tag", "a vnet of " + where + " needs its VLAN tag (1-4096)"}}
+	case (typ == "vlan" || typ == "qinq") && tag > 4096:
+		return []problem{{"tag", fmt.Sprintf("tag %d is out of range for a vnet of %s: VLAN tags go up to 4096 (PVE: vlan tag max value is 4096)", tag, where)}}
+	case (typ == "vxlan" || typ == "evpn") && !hasTag:
+		return []problem{{"tag", "a vnet of " + where + " needs its VXLAN id (tag, 1-16777216)"}}
+	case typ == "evpn" && r.Params["vlanaware"] == "1":
+		return []problem{{"vlanaware", "a vnet of " + where + " cannot be VLAN-aware (PVE: vlan-aware option can't be enabled with evpn)"}}
+	}
+	return nil
+}
+
+// subnetIdentities: a vnet has a CIDR once (PVE's subnet id is the zone
+// and the CIDR).
+func subnetIdentities(r *Resource) []identity {
+	v, s := r.Params["vnet"], r.Params["subnet"]
+	if v == "" || s == "" {
+		return nil
+	}
+	return []identity{{ns: r.Kind, key: fmt.Sprintf("subnet %s on vnet %s", s, v), what: "subnet"}}
+}
+
+// checkSdnSubnet is SubnetPlugin's on_update_hook and validate_dhcp_ranges
+// offline: a CIDR PVE takes, the gateway inside it (an IPv4 /32 may have
+// one outside), each DHCP range inside it, start before end, no two
+// ranges overlapping.
+func checkSdnSubnet(r *Resource, report func(key, format string, args ...any)) {
+	s := r.Params["subnet"]
+	if s == "" {
+		return
+	}
+	p, err := netip.ParsePrefix(s)
+	if err != nil || p.Bits() < 8 {
+		report("subnet", "%q is not a CIDR PVE takes (an address and a mask of 8 or more: 10.0.0.0/24)", s)
+		return
+	}
+	net := p.Masked()
+	if gw := r.Params["gateway"]; gw != "" {
+		a, err := netip.ParseAddr(gw)
+		if err != nil || (!net.Contains(a) && !(a.Is4() && p.Bits() == 32)) {
+			report("gateway", "gateway %s is not in subnet %s (PVE refuses it)", gw, s)
+		}
+	}
+	type span struct{ a, b netip.Addr }
+	var seen []span
+	for _, line := range strings.Split(r.Params["dhcp-range"], "\n") {
+		if line == "" {
+			continue
+		}
+		var start, end netip.Addr
+		for _, kv := range strings.Split(line, ",") {
+			k, v, _ := strings.Cut(kv, "=")
+			a, _ := netip.ParseAddr(strings.TrimSpace(v))
+			switch k {
+			case "start-address":
+				start = a
+			case "end-address":
+				end = a
+			}
+		}
+		switch {
+		case !start.IsValid() || !end.IsValid():
+			report("dhcp-range", "%q: a DHCP range is start-address=IP,end-address=IP", line)
+		case start.Compare(end) > 0:
+			report("dhcp-range", "%q: start-address %s is after end-address %s", line, start, end)
+		case !net.Contains(start) || !net.Contains(end):
+			report("dhcp-range", "%q is not inside subnet %s (PVE refuses it)", line, s)
+		default:
+			for _, o := range seen {
+				if start.Compare(o.b) <= 0 && o.a.Compare(end) <= 0 {
+					report("dhcp-range", "%q overlaps another DHCP range of the subnet (PVE: dhcp ranges must not overlap)", line)
+				}
+			}
+			seen = append(seen, span{start, end})
+		}
+	}
+}
+
+// checkSubnetInVnet: PVE refuses a subnet on a VLAN-aware vnet
+// (SubnetPlugin on_update_hook), and pvectl refuses two subnets of one
+// vnet that overlap (PVE keeps both, and routes neither reliably:
+// docs/decisions.md).
+func checkSubnetInVnet(vnetKind, subnetKind string) func(r *Resource, find func(kind, value string) []*Resource) []problem {
+	return func(r *Resource, find func(kind, value string) []*Resource) []problem {
+		if r.State != Present {
+			return nil
+		}
+		return subnetInVnet(r, find(vnetKind, r.Params["vnet"]), find(subnetKind, r.Params["vnet"]))
+	}
+}
+
+func subnetInVnet(r *Resource, vnets, siblings []*Resource) []problem {
+	var out []problem
+	for _, v := range vnets {
+		if v.Params["vlanaware"] == "1" {
+			out = append(out, problem{"vnet", fmt.Sprintf("vnet %s (%s) is VLAN-aware: PVE refuses a subnet on it (you can't add a subnet on a vlanaware vnet)", r.Params["vnet"], v.Address())})
+		}
+	}
+	mine, err := netip.ParsePrefix(r.Params["subnet"])
+	if err != nil {
+		return out
+	}
+	for _, o := range siblings {
+		if o == r || o.State != Present {
+			continue
+		}
+		other, err := netip.ParsePrefix(o.Params["subnet"])
+		if err == nil && other.Masked() != mine.Masked() && mine.Masked().Overlaps(other.Masked()) {
+			out = append(out, problem{"subnet", fmt.Sprintf("subnet %s overlaps %s of %s on the same vnet %s: give the vnet subnets that do not overlap", r.Params["subnet"], o.Params["subnet"], o.Address(), r.Params["vnet"])})
+		}
+	}
+	return out
+}
