@@ -41,6 +41,12 @@ var ambiguousClusterKinds = []ambiguousCase{
 	{"Firewall rule", "kind: Firewall\nname: dc\nspec:\n  scope: cluster\n  rules:\n    - {type: in, action: ACCEPT, proto: tcp, dport: 22, comment: amb}\n", "POST", "/cluster/firewall/rules", rowsWith("/cluster/firewall/rules", "comment", "amb")},
 	{"Firewall IP set", "kind: Firewall\nname: dc\nspec:\n  scope: cluster\n  ipsets:\n    amb: [198.51.100.7]\n", "POST", "/cluster/firewall/ipset", rowsWith("/cluster/firewall/ipset", "name", "amb")},
 	{"Firewall IP set entry", "kind: Firewall\nname: dc\nspec:\n  scope: cluster\n  ipsets:\n    amb: [198.51.100.7]\n", "POST", "/cluster/firewall/ipset/amb", rowsWith("/cluster/firewall/ipset/amb", "cidr", "198.51.100.7")},
+	{"SdnZone", "kind: SdnZone\nname: amb\nspec: {type: vlan, bridge: vmbr0}\n---\nkind: SdnApply\nname: sdn\n", "POST", "/cluster/sdn/zones", rowsWith("/cluster/sdn/zones", "zone", "amb")},
+	{"SdnVnet", "kind: SdnZone\nname: zamb\nspec: {type: vlan, bridge: vmbr0}\n---\nkind: SdnVnet\nname: amb\nspec: {zone: zamb, tag: 110}\n---\nkind: SdnApply\nname: sdn\n",
+		"POST", "/cluster/sdn/vnets", rowsWith("/cluster/sdn/vnets", "vnet", "amb")},
+	{"SdnSubnet", "kind: SdnZone\nname: zamb\nspec: {type: vlan, bridge: vmbr0}\n---\nkind: SdnVnet\nname: vamb\nspec: {zone: zamb, tag: 110}\n---\nkind: SdnSubnet\nname: amb\nspec: {vnet: vamb, subnet: 10.110.0.0/24, gateway: 10.110.0.1}\n---\nkind: SdnApply\nname: sdn\n",
+		"POST", "/cluster/sdn/vnets/vamb/subnets", rowsWith("/cluster/sdn/vnets/vamb/subnets", "cidr", "10.110.0.0/24")},
+	{"SdnController", "kind: SdnController\nname: amb\nspec: {type: evpn, asn: 65000, peers: 127.0.0.1}\n---\nkind: SdnApply\nname: sdn\n", "POST", "/cluster/sdn/controllers", rowsWith("/cluster/sdn/controllers", "controller", "amb")},
 	{"Firewall alias", "kind: Firewall\nname: dc\nspec:\n  scope: cluster\n  aliases:\n    amb: 192.0.2.0/24\n", "POST", "/cluster/firewall/aliases", rowsWith("/cluster/firewall/aliases", "name", "amb")},
 	{"HardwareMapping", "kind: HardwareMapping\nname: amb\nspec:\n  type: usb\n  map: [\"node=pve,id=0781:5583\"]\n", "POST", "/cluster/mapping/usb", rowsWith("/cluster/mapping/usb", "id", "amb")},
 }
