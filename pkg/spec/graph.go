@@ -108,7 +108,8 @@ type refRule struct {
 	Skip func(r, target *Resource) bool
 	// Refuse, when set, makes naming a resource of Kinds an error rather
 	// than an edge: it says why PVE cannot use that object there (a VM's
-	// NIC on a bond).
+	// NIC on a bond); "" accepts that one (an edge: a guest's mapping that
+	// has an entry for its node).
 	Refuse func(r, target *Resource, v refValue) string
 }
 
@@ -181,10 +182,12 @@ func (ix *refIndex) deps(r *Resource) ([]Ref, []refusal) {
 				continue
 			}
 			if rule.Refuse != nil {
-				if r.State == Present {
-					refused = append(refused, refusal{v.Key, rule.Refuse(r, o, v)})
+				if msg := rule.Refuse(r, o, v); msg != "" {
+					if r.State == Present {
+						refused = append(refused, refusal{v.Key, msg})
+					}
+					continue
 				}
-				continue
 			}
 			out = append(out, o.Ref())
 		}
