@@ -19,12 +19,16 @@ else
 fi
 
 step "Starting the PVE simulator (pvectl sim) on a free loopback port"
-start_sim "$bin" "$work/sim.log" --task-duration 200ms
+# Two nodes: examples/07-cluster-ops.yaml replicates a VM to pve2.
+start_sim "$bin" "$work/sim.log" --task-duration 200ms --nodes pve,pve2
 echo "simulator at $url"
 
 export PROXMOX_URL=$url
 export PROXMOX_TOKEN_ID='root@pam!pvectl'
 export PROXMOX_TOKEN_SECRET=simulator
+# The LDAP realm's bind password of examples/07-cluster-ops.yaml (the
+# simulator connects to no directory); never printed.
+export LDAP_BIND_PW=${LDAP_BIND_PW:-demo-bind-password}
 
 step "pvectl validate -f $specs"
 "$bin" validate -f "$specs"

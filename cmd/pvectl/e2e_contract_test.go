@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/pvectl/pvectl/pkg/pve"
 	"github.com/pvectl/pvectl/pkg/pve/pvesim"
@@ -85,14 +86,17 @@ func TestE2ELxcContainer(t *testing.T) {
 }
 
 // TestE2EExamplesDir is `make demo`'s job as a test: every spec in
-// examples/ validates, applies, and plans clean afterwards.
+// examples/ validates, applies, and plans clean afterwards, on the demo's
+// two nodes (07-cluster-ops.yaml replicates to pve2) with the demo's
+// LDAP bind password in the environment.
 func TestE2EExamplesDir(t *testing.T) {
-	env := startSim(t)
+	env := startSimOpts(t, pvesim.Options{Nodes: []string{"pve", "pve2"}, TaskDuration: 30 * time.Millisecond}, nil)
 	_, file, _, _ := runtime.Caller(0)
 	dir := filepath.Join(filepath.Dir(file), "..", "..", "examples")
+	vars := []string{"PROXMOX_URL=" + env.url, "PROXMOX_TOKEN_ID=" + e2eTokenID, "PROXMOX_TOKEN_SECRET=" + e2eTokenSecret, "LDAP_BIND_PW=demo-bind-password"}
 	env.mustRun(0, "validate", "-f", dir)
-	env.mustRun(0, "apply", "-f", dir, "--auto-approve")
-	env.mustRun(0, "plan", "-f", dir, "--detailed-exitcode")
+	env.runEnv(0, vars, "apply", "-f", dir, "--auto-approve")
+	env.runEnv(0, vars, "plan", "-f", dir, "--detailed-exitcode")
 }
 
 // TestE2EExplainFromCluster: with only a connection configured, explain

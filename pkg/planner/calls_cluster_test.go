@@ -47,6 +47,9 @@ var clusterKindCalls = []struct {
 		return fmt.Sprintf("kind: QemuVM\nname: fw%d\nspec:\n  vmid: %d\n  memory: 512\n---\nkind: Firewall\nname: fw%d\nspec:\n  scope: QemuVM/fw%d\n  options: {enable: 1}\n  rules:\n    - {type: in, action: ACCEPT, macro: SSH}\n",
 			i, 400+i, i, i)
 	}, "", 1 + 4}, // the guest's config; the firewall's options, rules, aliases and IP sets
+	{"HardwareMapping", func(i int) string {
+		return fmt.Sprintf("kind: HardwareMapping\nname: share%d\nspec:\n  type: dir\n  map: [\"node=pve,path=/srv/s%d\"]\n", i, i)
+	}, "", 0}, // the type's list carries every setting
 }
 
 func TestNoOpPlanCallsPerClusterKind(t *testing.T) {

@@ -48,6 +48,7 @@ var ambiguousClusterKinds = []ambiguousCase{
 		"POST", "/cluster/sdn/vnets/vamb/subnets", rowsWith("/cluster/sdn/vnets/vamb/subnets", "cidr", "10.110.0.0/24")},
 	{"SdnController", "kind: SdnController\nname: amb\nspec: {type: evpn, asn: 65000, peers: 127.0.0.1}\n---\nkind: SdnApply\nname: sdn\n", "POST", "/cluster/sdn/controllers", rowsWith("/cluster/sdn/controllers", "controller", "amb")},
 	{"Firewall alias", "kind: Firewall\nname: dc\nspec:\n  scope: cluster\n  aliases:\n    amb: 192.0.2.0/24\n", "POST", "/cluster/firewall/aliases", rowsWith("/cluster/firewall/aliases", "name", "amb")},
+	{"HardwareMapping", "kind: HardwareMapping\nname: amb\nspec:\n  type: usb\n  map: [\"node=pve,id=0781:5583\"]\n", "POST", "/cluster/mapping/usb", rowsWith("/cluster/mapping/usb", "id", "amb")},
 }
 
 // rowsWith counts the rows of the list at path whose key is value.
@@ -92,6 +93,8 @@ func TestAmbiguousUpdateAndDeleteClusterKinds(t *testing.T) {
 		{"Firewall IP set entry delete", base, fwSpec("ACCEPT", "one", "198.51.100.7", r12), "DELETE", "/cluster/firewall/ipset/admins/198.51.100.8"},
 		{"BackupJob update", ambiguousVM + "kind: BackupJob\nname: amb\nspec:\n  schedule: daily\n  guests: [QemuVM/app]\n  storage: local\n",
 			ambiguousVM + "kind: BackupJob\nname: amb\nspec:\n  schedule: weekly\n  guests: [QemuVM/app]\n  storage: local\n", "PUT", "/cluster/backup/amb"},
+		{"HardwareMapping update", "kind: HardwareMapping\nname: amb\nspec:\n  type: dir\n  description: one\n  map: [\"node=pve,path=/srv\"]\n",
+			"kind: HardwareMapping\nname: amb\nspec:\n  type: dir\n  description: two\n  map: [\"node=pve,path=/srv\"]\n", "PUT", "/cluster/mapping/dir/amb"},
 		{"Role delete", "kind: Role\nname: amb\nspec:\n  privs: VM.Audit\n", "kind: Role\nname: amb\nstate: absent\n", "DELETE", "/access/roles/amb"},
 		{"SecurityGroup rule move", "kind: SecurityGroup\nname: amb\nspec:\n  rules:\n" + r12, "kind: SecurityGroup\nname: amb\nspec:\n  rules:\n" + r21, "PUT", "/cluster/firewall/groups/amb/0"},
 	}, []string{"pve", "pve2"})

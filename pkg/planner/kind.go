@@ -225,6 +225,8 @@ var kinds = map[string]kindOps{
 	spec.KindSdnSubnet:     sdnSubnetKind,
 	spec.KindSdnController: sdnControllerKind,
 	spec.KindSdnApply:      sdnApplyKind{},
+
+	spec.KindHardwareMapping: hwmapKind{},
 }
 
 func kindOf(kind string) (kindOps, error) {

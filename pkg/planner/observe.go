@@ -187,7 +187,9 @@ func ObserveWith(ctx context.Context, clients Clients, set *spec.Set, opts Obser
 }
 
 // loadAll runs the objects' deferred reads, conc at a time, and returns
-// the errors by address.
+// the errors by address. A read's goroutine starts when a slot is free:
+// one per object waiting on the slots was a goroutine stack and more per
+// guest, ~100 MB of a 50,000-VM plan (docs/performance.md).
 func loadAll(ctx context.Context, objs map[string]*liveObj, conc int) map[string]error {
 	var (
 		mu   sync.Mutex
@@ -201,9 +203,9 @@ func loadAll(ctx context.Context, objs map[string]*liveObj, conc int) map[string
 			continue
 		}
 		wg.Add(1)
+		sem <- struct{}{}
 		go func() {
 			defer wg.Done()
-			sem <- struct{}{}
 			defer func() { <-sem }()
 			err := lo.load(ctx)
 			lo.load = nil

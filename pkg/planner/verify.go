@@ -33,9 +33,9 @@ func Verify(ctx context.Context, clients Clients, plan *Plan) error {
 			continue
 		}
 		wg.Add(1)
+		sem <- struct{}{} // a goroutine per slot, not per change
 		go func() {
 			defer wg.Done()
-			sem <- struct{}{}
 			defer func() { <-sem }()
 			if err := verifyChange(ctx, clients, c); err != nil {
 				errs[i] = fmt.Errorf("%s: %w", c.Address, err)

@@ -7,6 +7,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // Config is a PVE object's configuration with every value rendered as PVE
@@ -33,11 +34,34 @@ func (c *Config) UnmarshalJSON(b []byte) error {
 			return fmt.Errorf("config key %q: %w", k, err)
 		}
 		if ok {
-			out[k] = s
+			out[configKey(k)] = s
 		}
 	}
 	*c = out
 	return nil
+}
+
+// configKeys holds one copy of each config key decoded: a plan reads the
+// config of every guest at once, and their keys (memory, net0, digest, …)
+// are the same few dozen, a string each per guest otherwise. Bounded: a
+// server that invents keys gets its own copies past the bound.
+var configKeys = struct {
+	sync.Mutex
+	m map[string]string
+}{m: map[string]string{}}
+
+const maxConfigKeys = 4096
+
+func configKey(k string) string {
+	configKeys.Lock()
+	defer configKeys.Unlock()
+	if v, ok := configKeys.m[k]; ok {
+		return v
+	}
+	if len(configKeys.m) < maxConfigKeys {
+		configKeys.m[k] = k
+	}
+	return k
 }
 
 // formValue renders one JSON value as PVE's form encoding would carry it;

@@ -75,16 +75,16 @@ func newResource(kind, name string) *Resource {
 // resource builds a managed resource: spec with defaults merged, validated,
 // the identity key defaulted from the document's name.
 func (l *loader) resource(d *document, k *kindInfo, defaults []entry) *Resource {
-	r := newResource(d.kind, d.name)
+	es := mergeDefaults(l.entries(d.file, d.spec, "spec"), defaults)
+	// d.kind is the kind's own name string (accept), one for every
+	// resource of the kind; its keys and the identity, allocated at once.
+	r := &Resource{Kind: d.kind, Name: d.name, State: Present, Params: make(map[string]string, len(es)+1)}
 	r.Connection, r.Protected, r.State, r.ReadOnly, r.Pos = d.connection, d.protected, d.state, d.readOnly, d.pos
 	l.renamed(d, k, r)
 	for _, ra := range d.dependsOn {
 		r.DependsOn = append(r.DependsOn, ra.Ref)
 	}
-	es := mergeDefaults(l.entries(d.file, d.spec, "spec"), defaults)
 	own := map[string]any{}
-	// Its keys and the identity, allocated at once.
-	r.Params = make(map[string]string, len(es)+1)
 	r.KeyPos.grow(len(es) + 1)
 	l.convert(k, es, r, own)
 	if id := k.Identity; id != "" && !contains(r.Remove, id) {
@@ -128,10 +128,10 @@ func (l *loader) resolve(rs []*Resource) {
 			continue
 		}
 		if ix == nil {
-			ix = newRefIndex(rs)
+			ix = newRefIndex(rs, true)
 		}
 		find := func(kind, value string) []*Resource {
-			return ix.byValue[r.Connection+"\x00"+kind+"\x00"+value]
+			return ix.byValue[refKey{r.Connection, kind, value}]
 		}
 		l.report(r, k.Resolve(r, find))
 	}

@@ -33,6 +33,7 @@ func (l *loader) entries(file string, m *yaml.Node, what string) []entry {
 	}
 	var es []entry
 	for _, kv := range l.pairs(file, m, what) {
+		kv[0].Value = l.intern(kv[0].Value) // kept as Params' and KeyPos' keys
 		es = append(es, entry{file, kv[0], kv[1], what})
 	}
 	return es

@@ -11,9 +11,12 @@ import (
 
 // link checks references, adds implicit edges and builds the graph.
 func (l *loader) link(set *Set, links map[*Resource]docLinks) {
-	index := map[string]*Resource{}
-	for _, r := range set.Resources {
-		index[r.Address()] = r
+	// Each address is made once, for the index, the graph and the ranks.
+	addrs := make([]string, len(set.Resources))
+	index := make(map[string]*Resource, len(set.Resources))
+	for i, r := range set.Resources {
+		addrs[i] = r.Address()
+		index[addrs[i]] = r
 	}
 	var all []Ref // every address, for "did you mean" (built at the first miss)
 	known := func() []Ref {
@@ -25,14 +28,15 @@ func (l *loader) link(set *Set, links map[*Resource]docLinks) {
 		}
 		return all
 	}
-	refs := newRefIndex(set.Resources)
+	refs := newRefIndex(set.Resources, false)
+	deps := map[Ref]bool{} // one map, cleared for each resource
 	for _, r := range set.Resources {
+		clear(deps)
 		d := links[r]
 		if r.Connection != "" && set.Connections[r.Connection] == nil && !l.unreadable {
 			l.errorf(d.connectionPos, "connection %q is not defined: no Connection document has that name%s",
 				r.Connection, didYouMeanName(r.Connection, slices.Sorted(maps.Keys(set.Connections))))
 		}
-		deps := map[Ref]bool{}
 		for _, ra := range d.dependsOn {
 			if index[ra.String()] == nil {
 				if !l.unreadable && !l.rejected[ra.Ref] {
@@ -62,12 +66,12 @@ func (l *loader) link(set *Set, links map[*Resource]docLinks) {
 		}
 		sort.Slice(r.DependsOn, func(i, j int) bool { return r.DependsOn[i].String() < r.DependsOn[j].String() })
 	}
-	set.Graph = newGraph(set.Resources)
+	set.Graph = newGraphOf(set.Resources, addrs)
 	// Only a resource with dependencies can be in a cycle.
 	rank := map[string]int{}
 	for i, r := range set.Resources {
 		if len(r.DependsOn) > 0 {
-			rank[r.Address()] = i
+			rank[addrs[i]] = i
 		}
 	}
 	for _, cycle := range set.Graph.Cycles(rank) {
@@ -104,7 +108,8 @@ type refRule struct {
 	Skip func(r, target *Resource) bool
 	// Refuse, when set, makes naming a resource of Kinds an error rather
 	// than an edge: it says why PVE cannot use that object there (a VM's
-	// NIC on a bond).
+	// NIC on a bond); "" accepts that one (an edge: a guest's mapping that
+	// has an entry for its node).
 	Refuse func(r, target *Resource, v refValue) string
 }
 
@@ -115,24 +120,46 @@ type refValue struct{ Key, Value string }
 type refusal struct{ key, msg string }
 
 // refIndex finds referenced resources by connection, kind and value
-// without comparing every pair of resources.
+// without comparing every pair of resources. Its keys are structs, so a
+// lookup allocates nothing.
 type refIndex struct {
-	byValue map[string][]*Resource // connection, kind, value
-	byKind  map[string][]*Resource // connection, kind
+	byValue map[refKey][]*Resource // connection, kind, value
+	byKind  map[refKey][]*Resource // connection, kind (value "")
 }
 
-func newRefIndex(rs []*Resource) *refIndex {
-	ix := &refIndex{byValue: map[string][]*Resource{}, byKind: map[string][]*Resource{}}
+// refKey is a connection, a kind and, in byValue, a value.
+type refKey struct{ conn, kind, value string }
+
+// newRefIndex indexes rs. By value it indexes the kinds that a rule of a
+// kind of rs references (link), or with allKinds every kind (Resolve
+// finds any kind): a spec of many resources that nothing references by
+// value (10 MB of Pools) builds no such index.
+func newRefIndex(rs []*Resource, allKinds bool) *refIndex {
+	ix := &refIndex{byValue: map[refKey][]*Resource{}, byKind: map[refKey][]*Resource{}}
 	for _, r := range rs {
-		k := kindOf(r.Kind)
-		if k == nil {
+		if kindOf(r.Kind) == nil {
 			continue
 		}
-		ck := r.Connection + "\x00" + r.Kind
+		ck := refKey{conn: r.Connection, kind: r.Kind}
 		ix.byKind[ck] = append(ix.byKind[ck], r)
-		if k.RefValue != nil {
+	}
+	referenced := map[string]bool{}
+	for ck := range ix.byKind {
+		for _, rule := range kindOf(ck.kind).Refs {
+			for _, kind := range rule.Kinds {
+				referenced[kind] = referenced[kind] || !rule.All
+			}
+		}
+	}
+	for ck, rs := range ix.byKind {
+		k := kindOf(ck.kind)
+		if k.RefValue == nil || !(allKinds || referenced[ck.kind]) {
+			continue
+		}
+		for _, r := range rs {
 			if v := k.RefValue(r); v != "" {
-				ix.byValue[ck+"\x00"+v] = append(ix.byValue[ck+"\x00"+v], r)
+				vk := refKey{ck.conn, ck.kind, v}
+				ix.byValue[vk] = append(ix.byValue[vk], r)
 			}
 		}
 	}
@@ -155,10 +182,12 @@ func (ix *refIndex) deps(r *Resource) ([]Ref, []refusal) {
 				continue
 			}
 			if rule.Refuse != nil {
-				if r.State == Present {
-					refused = append(refused, refusal{v.Key, rule.Refuse(r, o, v)})
+				if msg := rule.Refuse(r, o, v); msg != "" {
+					if r.State == Present {
+						refused = append(refused, refusal{v.Key, msg})
+					}
+					continue
 				}
-				continue
 			}
 			out = append(out, o.Ref())
 		}
@@ -172,13 +201,12 @@ func (ix *refIndex) deps(r *Resource) ([]Ref, []refusal) {
 			values = rule.Values(r)
 		}
 		for _, kind := range rule.Kinds {
-			ck := r.Connection + "\x00" + kind
 			if rule.All {
-				add(rule, ix.byKind[ck], refValue{Key: rule.Key})
+				add(rule, ix.byKind[refKey{conn: r.Connection, kind: kind}], refValue{Key: rule.Key})
 				continue
 			}
 			for _, v := range values {
-				add(rule, ix.byValue[ck+"\x00"+v.Value], v)
+				add(rule, ix.byValue[refKey{r.Connection, kind, v.Value}], v)
 			}
 		}
 	}
@@ -189,7 +217,7 @@ func (ix *refIndex) deps(r *Resource) ([]Ref, []refusal) {
 // the connection.
 func (ix *refIndex) hasAny(conn string, kinds []string) bool {
 	for _, kind := range kinds {
-		if len(ix.byKind[conn+"\x00"+kind]) > 0 {
+		if len(ix.byKind[refKey{conn: conn, kind: kind}]) > 0 {
 			return true
 		}
 	}
@@ -271,14 +299,23 @@ func propValue(s, key string) string {
 }
 
 func newGraph(rs []*Resource) *Graph {
-	g := &Graph{Deps: map[string][]string{}}
-	for _, r := range rs {
-		deps := []string{}
+	addrs := make([]string, len(rs))
+	for i, r := range rs {
+		addrs[i] = r.Address()
+	}
+	return newGraphOf(rs, addrs)
+}
+
+// newGraphOf is newGraph with each resource's address made already.
+func newGraphOf(rs []*Resource, addrs []string) *Graph {
+	g := &Graph{Deps: make(map[string][]string, len(rs))}
+	for i, r := range rs {
+		deps := make([]string, 0, len(r.DependsOn))
 		for _, d := range r.DependsOn {
 			deps = append(deps, d.String())
 		}
 		sort.Strings(deps)
-		g.Deps[r.Address()] = deps
+		g.Deps[addrs[i]] = deps
 	}
 	return g
 }

@@ -2,6 +2,7 @@ package spec
 
 import (
 	"fmt"
+	"hash/maphash"
 	"strconv"
 
 	"github.com/pvectl/pvectl/pkg/pve/schema"
@@ -37,33 +38,25 @@ const nsVMID = "vmid"
 // checkIdentities reports every resource whose PVE identity another one of
 // the same connection already has, at the second one, naming the first.
 func (l *loader) checkIdentities(rs []*Resource) {
-	type claim struct {
-		r       *Resource
-		pos     Pos
-		passive bool
-	}
-	seen := map[string]claim{} // connection, namespace and identity → first claim
-	for _, r := range rs {
+	seen := newClaims(rs)
+	for i, r := range rs {
 		k := kindOf(r.Kind)
 		if k == nil || k.Identities == nil {
 			continue
 		}
-		for _, id := range k.Identities(r) {
-			key := r.Connection + "\x00" + id.ns + "\x00" + id.key
-			pos := r.Pos
-			if p, ok := r.KeyPos.Get(id.what); ok && p.File != "" {
-				pos = p
-			}
-			first, dup := seen[key]
+		for j, id := range k.Identities(r) {
+			key := claimKey{r.Connection, id.ns, id.key}
+			ref, dup := seen.find(key)
 			if !dup {
-				seen[key] = claim{r, pos, id.passive}
+				seen.add(key, claimRef{int32(i), int32(j)})
 				continue
 			}
-			if first.passive && id.passive {
+			first, fid := seen.identity(ref)
+			if fid.passive && id.passive {
 				continue
 			}
 			noun, hint := Noun(r.Kind), k.Hint
-			if first.r.Kind != r.Kind && id.noun != "" {
+			if first.Kind != r.Kind && id.noun != "" {
 				// Two kinds in one namespace: name what they share.
 				noun = id.noun
 			}
@@ -74,11 +67,73 @@ func (l *loader) checkIdentities(rs []*Resource) {
 			if id.clash != "" {
 				why = id.clash
 			}
-			l.errorf(pos, "%s has the same %s as %s (at %s): %s",
-				r.Address(), id.key, first.r.Address(), first.pos, why)
+			l.errorf(identityPos(r, id.what), "%s has the same %s as %s (at %s): %s",
+				r.Address(), id.key, first.Address(), identityPos(first, fid.what), why)
 			break
 		}
 	}
+}
+
+// claimKey is an identity in its connection and namespace.
+type claimKey struct{ conn, ns, key string }
+
+// claimRef is the first claim of an identity: the index of the resource
+// and of the identity among its kind's Identities.
+type claimRef struct{ r, id int32 }
+
+// claims are the identities claimed so far. Every resource is in it at
+// once, so it keeps each key as its 64-bit hash (a map slot of 16 bytes
+// rather than ~90, and no key string kept alive); a key whose hash an
+// earlier different key has (a collision) is kept whole in exact.
+type claims struct {
+	rs     []*Resource
+	hash   func(claimKey) uint64
+	byHash map[uint64]claimRef
+	exact  map[claimKey]claimRef
+}
+
+func newClaims(rs []*Resource) *claims {
+	seed := maphash.MakeSeed()
+	return &claims{rs: rs, hash: func(k claimKey) uint64 { return maphash.Comparable(seed, k) },
+		byHash: make(map[uint64]claimRef, len(rs)), exact: map[claimKey]claimRef{}}
+}
+
+// identity is the resource and identity a claim stands for.
+func (c *claims) identity(ref claimRef) (*Resource, identity) {
+	r := c.rs[ref.r]
+	return r, kindOf(r.Kind).Identities(r)[ref.id]
+}
+
+// find returns the first claim of key.
+func (c *claims) find(key claimKey) (claimRef, bool) {
+	ref, ok := c.byHash[c.hash(key)]
+	if !ok {
+		return claimRef{}, false
+	}
+	if r, id := c.identity(ref); (claimKey{r.Connection, id.ns, id.key}) == key {
+		return ref, true
+	}
+	ref, ok = c.exact[key]
+	return ref, ok
+}
+
+// add records the first claim of key (find returned false).
+func (c *claims) add(key claimKey, ref claimRef) {
+	h := c.hash(key)
+	if _, taken := c.byHash[h]; taken {
+		c.exact[key] = ref
+		return
+	}
+	c.byHash[h] = ref
+}
+
+// identityPos is where r's identity from spec key what was written: the
+// key, or the document.
+func identityPos(r *Resource, what string) Pos {
+	if p, ok := r.KeyPos.Get(what); ok && p.File != "" {
+		return p
+	}
+	return r.Pos
 }
 
 // guestIdentities identifies a guest by vmid when it has one, else by its

@@ -179,3 +179,35 @@ func TestConnectionCAFileUnreadable(t *testing.T) {
 		t.Errorf("diagnostics: got %q\nwant %q\n(-want +got):\n%s", got, want, diff)
 	}
 }
+
+// The identity check keeps hashes of the keys; keys whose hashes collide
+// must still be told apart (here every key hashes alike) and a repeated
+// key still found.
+func TestClaimsHashCollisions(t *testing.T) {
+	var rs []*Resource
+	for _, id := range []string{"a", "b", "c", "b"} {
+		rs = append(rs, &Resource{Kind: "Pool", Name: id + "x", Params: map[string]string{"poolid": id}})
+	}
+	c := newClaims(rs)
+	c.hash = func(claimKey) uint64 { return 1 }
+	var dups []int
+	for i, r := range rs {
+		id := kindOf("Pool").Identities(r)[0]
+		key := claimKey{r.Connection, id.ns, id.key}
+		if ref, dup := c.find(key); dup {
+			first, fid := c.identity(ref)
+			if first != rs[1] || fid.key != id.key {
+				t.Errorf("%s: found %s (%s), want Pool/bx", r.Address(), first.Address(), fid.key)
+			}
+			dups = append(dups, i)
+			continue
+		}
+		c.add(key, claimRef{int32(i), 0})
+	}
+	if diff := cmp.Diff([]int{3}, dups); diff != "" {
+		t.Errorf("duplicates (-want +got):\n%s", diff)
+	}
+	if len(c.exact) != 2 {
+		t.Errorf("collided keys kept whole: %d, want 2", len(c.exact))
+	}
+}

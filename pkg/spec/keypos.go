@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 )
 
 // KeyPositions is where each spec key of a resource was written. It is a
@@ -15,18 +17,71 @@ type KeyPositions struct {
 	list []keyPos
 }
 
-// keyPos is one key's position; file shares its bytes with every other
-// position in the same file.
+// keyPos is one key's position: 32 bytes. file points at the one copy of
+// the file's name (fileNames), shared by every position in that file,
+// which saves a string header per key.
 type keyPos struct {
-	key, file string
+	key       string
+	file      *string
 	line, col int32
 }
+
+// pos is the entry as a Pos.
+func (e keyPos) pos() Pos {
+	return Pos{File: *e.file, Line: int(e.line), Col: int(e.col)}
+}
+
+// fileNames interns the file names of positions: a process reads a few
+// files, so it stays small. lastFile is the name found last: the next
+// position is almost always in the same file, and that lookup takes no
+// lock (a sync.Map would box each string key: an allocation per lookup).
+var (
+	fileMu    sync.Mutex
+	fileNames = map[string]*string{}
+	lastFile  atomic.Pointer[string]
+)
+
+// noFile is the name of positions without a file.
+var noFile = new(string)
+
+// fileRef is the shared copy of file's name.
+func fileRef(file string) *string {
+	if file == "" {
+		return noFile
+	}
+	if p := lastFile.Load(); p != nil && *p == file {
+		return p
+	}
+	fileMu.Lock()
+	p, ok := fileNames[file]
+	if !ok {
+		p = new(string)
+		*p = file
+		fileNames[file] = p
+	}
+	fileMu.Unlock()
+	lastFile.Store(p)
+	return p
+}
+
+// filePos is a Pos in 16 bytes rather than 32, for what Load keeps of
+// every document at once.
+type filePos struct {
+	file      *string
+	line, col int32
+}
+
+func newFilePos(p Pos) filePos {
+	return filePos{file: fileRef(p.File), line: int32(p.Line), col: int32(p.Col)}
+}
+
+func (p filePos) pos() Pos { return Pos{File: *p.file, Line: int(p.line), Col: int(p.col)} }
 
 // Get returns where key was written, and whether it was.
 func (k KeyPositions) Get(key string) (Pos, bool) {
 	for _, e := range k.list {
 		if e.key == key {
-			return Pos{File: e.file, Line: int(e.line), Col: int(e.col)}, true
+			return e.pos(), true
 		}
 	}
 	return Pos{}, false
@@ -46,7 +101,12 @@ func (k KeyPositions) File(key string) string {
 
 // Set records where key was written, replacing an earlier position.
 func (k *KeyPositions) Set(key string, p Pos) {
-	e := keyPos{key: key, file: p.File, line: int32(p.Line), col: int32(p.Col)}
+	e := keyPos{key: key, line: int32(p.Line), col: int32(p.Col)}
+	if n := len(k.list); n > 0 && *k.list[n-1].file == p.File {
+		e.file = k.list[n-1].file // a resource's keys are mostly in one file
+	} else {
+		e.file = fileRef(p.File)
+	}
 	for i := range k.list {
 		if k.list[i].key == key {
 			k.list[i] = e
@@ -69,7 +129,7 @@ func (k KeyPositions) Equal(o KeyPositions) bool {
 		return false
 	}
 	for _, e := range k.list {
-		if p, ok := o.Get(e.key); !ok || p != (Pos{File: e.file, Line: int(e.line), Col: int(e.col)}) {
+		if p, ok := o.Get(e.key); !ok || p != e.pos() {
 			return false
 		}
 	}
@@ -80,7 +140,7 @@ func (k KeyPositions) Equal(o KeyPositions) bool {
 func (k KeyPositions) Map() map[string]Pos {
 	m := make(map[string]Pos, len(k.list))
 	for _, e := range k.list {
-		m[e.key] = Pos{File: e.file, Line: int(e.line), Col: int(e.col)}
+		m[e.key] = e.pos()
 	}
 	return m
 }

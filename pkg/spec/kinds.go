@@ -50,6 +50,8 @@ const (
 	KindSdnSubnet     = "SdnSubnet"
 	KindSdnController = "SdnController"
 	KindSdnApply      = "SdnApply"
+
+	KindHardwareMapping = "HardwareMapping"
 )
 
 // ownType is the YAML shape a pvectl-own key accepts; it follows from the
@@ -295,6 +297,7 @@ var kindTable = sync.OnceValue(func() map[string]*kindInfo {
 				{Key: "volumes", Values: volumeStorages, Kinds: []string{KindStorage}, PresentOnly: true},
 				// Absent templates too: resolveFromTemplate refuses them.
 				{Key: "fromTemplate", Values: fromTemplateRef, Kinds: []string{KindTemplate}},
+				{Key: "a mapped device", Values: guestMappingRefs, Kinds: []string{KindHardwareMapping}, PresentOnly: true, Refuse: mappingWithoutNode},
 			},
 			Resolve: resolves(attachConfigDrive(KindConfigDriveISO), resolveFromTemplate(KindTemplate)),
 		},
@@ -325,6 +328,7 @@ var kindTable = sync.OnceValue(func() map[string]*kindInfo {
 				{Key: "netN.bridge", Values: subKeyValues("net", "bridge"), Kinds: []string{KindBondInterface}, SameNode: true, Refuse: nicOnBond},
 				{Key: "a drive's volume", Values: driveVolumes, Kinds: []string{KindDownloadedImage}, SameNode: true, PresentOnly: true},
 				{Key: "volumes", Values: volumeStorages, Kinds: []string{KindStorage}, PresentOnly: true},
+				{Key: "a mapped device", Values: guestMappingRefs, Kinds: []string{KindHardwareMapping}, PresentOnly: true, Refuse: mappingWithoutNode},
 			},
 		},
 		{
@@ -768,6 +772,24 @@ var kindTable = sync.OnceValue(func() map[string]*kindInfo {
 			Hint:       "SDN is committed cluster-wide: write one SdnApply per connection",
 			// Absent ones too: their removal is pending and needs the commit.
 			Refs: []refRule{{Key: "sdn", Kinds: []string{KindSdnZone, KindSdnVnet, KindSdnSubnet, KindSdnController}, All: true}},
+		},
+		{
+			// pve-manager API2/Cluster/Mapping/{PCI,USB,Dir}.pm: the
+			// document's name is the mapping id; type picks the API. The
+			// create call named is the PCI one, whose options are a
+			// superset (checkHardwareMapping refuses mdev and
+			// live-migration-capable elsewhere).
+			Name:       KindHardwareMapping,
+			Noun:       "hardware mapping",
+			Create:     &apiCall{"POST", "/cluster/mapping/pci"},
+			Params:     []string{"id", "description", "mdev", "live-migration-capable"},
+			Keys:       (*HardwareMappingKeys)(nil),
+			Required:   []string{"type"},
+			Identity:   "id",
+			Identities: mappingIdentities,
+			Hint:       "a mapping id names one mapping of its type: give each a different name",
+			RefValue:   mappingRefValue,
+			Check:      collect(checkHardwareMapping),
 		},
 	}
 	table := map[string]*kindInfo{}

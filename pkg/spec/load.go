@@ -55,6 +55,9 @@ type loader struct {
 	deferUnset bool
 	unsetVars  map[string]bool
 	flow       *secretFlow // where secrets go (secretflow.go)
+	// keys holds one copy of each spec key read (intern), so that the
+	// Params and KeyPos of many resources share their keys' bytes.
+	keys map[string]string
 }
 
 func (l *loader) errorf(pos Pos, format string, args ...any) {
@@ -164,6 +167,24 @@ func newLoader(opts LoadOptions) *loader {
 	return l
 }
 
+// maxInterned bounds the keys interned: a spec has a few hundred distinct
+// keys at most; a hostile one with more keeps its own copies.
+const maxInterned = 4096
+
+// intern returns the loader's copy of the key s.
+func (l *loader) intern(s string) string {
+	if v, ok := l.keys[s]; ok {
+		return v
+	}
+	if l.keys == nil {
+		l.keys = map[string]string{}
+	}
+	if len(l.keys) < maxInterned {
+		l.keys[s] = s
+	}
+	return s
+}
+
 // sorted orders the diagnostics by file, line and column and drops exact
 // duplicates (a bad Defaults value is seen once per resource it merges into).
 func (l *loader) sorted() Diagnostics {
@@ -252,8 +273,9 @@ func (l *loader) eachDocument(file string, use func(*document)) {
 		return
 	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
+	var root yaml.Node // one for the file: only its Content is kept
 	for {
-		var root yaml.Node
+		root = yaml.Node{}
 		err := dec.Decode(&root)
 		if errors.Is(err, io.EOF) {
 			return

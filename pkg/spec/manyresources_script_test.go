@@ -45,3 +45,25 @@ func TestManyResourcesScript(t *testing.T) {
 		t.Error("many-resources.sh x: exit 0, want an error")
 	}
 }
+
+// TestSmallDocsScript: scripts/small-docs.sh writes the documents
+// BenchmarkLoadSmallDocs loads (smallDocs), byte for byte.
+func TestSmallDocsScript(t *testing.T) {
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Skip("bash not found: scripts/small-docs.sh not checked")
+	}
+	script := filepath.Join("..", "..", "scripts", "small-docs.sh")
+	for _, c := range []struct{ shape, format string }{{"pools", smallPool}, {"vms", smallVM}} {
+		out, err := exec.Command(bash, script, c.shape, "5000").Output()
+		if err != nil {
+			t.Fatalf("small-docs.sh %s: %v", c.shape, err)
+		}
+		if want, _ := smallDocs(5000, c.format); string(out) != want {
+			t.Errorf("small-docs.sh %s 5000 differs from smallDocs", c.shape)
+		}
+	}
+	if err := exec.Command(bash, script, "x").Run(); err == nil {
+		t.Error("small-docs.sh x: exit 0, want an error")
+	}
+}

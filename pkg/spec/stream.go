@@ -17,7 +17,7 @@ import (
 type builder struct {
 	l        *loader
 	set      *Set
-	seen     map[Ref]Pos        // the documents accepted, for duplicates
+	seen     map[Ref]filePos    // the documents accepted, for duplicates
 	defaults map[string][]entry // the Defaults merged so far, per kind
 	built    map[string]bool    // the kinds a document was built of
 	links    map[*Resource]docLinks
@@ -32,7 +32,7 @@ type docLinks struct {
 }
 
 func newBuilder(l *loader) *builder {
-	return &builder{l: l, set: &Set{Connections: map[string]*Connection{}}, seen: map[Ref]Pos{},
+	return &builder{l: l, set: &Set{Connections: map[string]*Connection{}}, seen: map[Ref]filePos{},
 		defaults: map[string][]entry{}, built: map[string]bool{}, links: map[*Resource]docLinks{}}
 }
 
@@ -134,11 +134,14 @@ func (b *builder) accept(d *document) bool {
 		}
 		return false
 	}
+	if k.Name == d.kind {
+		d.kind = k.Name // one copy of the kind's name, not one per document
+	}
 	if prev, dup := b.seen[d.ref()]; dup {
-		l.errorf(d.pos, "duplicate %s: also defined at %s", d.ref(), prev)
+		l.errorf(d.pos, "duplicate %s: also defined at %s", d.ref(), prev.pos())
 		return false
 	}
-	b.seen[d.ref()] = d.pos
+	b.seen[d.ref()] = newFilePos(d.pos)
 	if k.Role != roleResource {
 		for _, key := range topLevelKeys {
 			if p, ok := d.set.at(key); ok && key != "kind" && key != "name" && key != "spec" {

@@ -104,8 +104,11 @@ func (s *Server) localResources(v *vm, running bool) (local []string, mapped map
 			}
 			if m := get("mapping"); m != "" {
 				mapped[key] = map[string]any{"name": m}
+				um := s.st.USBMappings[m]
 				for _, n := range s.st.Nodes {
-					missing[n] = append(missing[n], key) // USB mappings are not simulated
+					if um == nil || len(nodeEntries(um.Map, n)) == 0 {
+						missing[n] = append(missing[n], key)
+					}
 				}
 			}
 		case strings.HasPrefix(key, "hostpci"):

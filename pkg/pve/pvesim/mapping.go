@@ -333,5 +333,5 @@ func (s *Server) checkHostPCI(v *vm) error {
 			return fmt.Errorf("q35 machine model is not enabled")
 		}
 	}
-	return nil
+	return s.checkMappedUSBDir(v)
 }

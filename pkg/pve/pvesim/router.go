@@ -38,6 +38,7 @@ func (s *Server) surfaces() [][]route {
 		s.storageRoutes(),
 		s.contentRoutes(),
 		s.mappingRoutes(),
+		s.devMappingRoutes(),
 		s.snapshotRoutes(),
 		s.aplinfoRoutes(),
 		s.unlinkRoutes(),

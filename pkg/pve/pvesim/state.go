@@ -35,6 +35,10 @@ type state struct {
 	// PCIMappings is mapping/pci.cfg: the cluster's PCI resource
 	// mappings by id (mapping.go).
 	PCIMappings map[string]*pciMapping `json:"pci_mappings,omitempty"`
+	// USBMappings and DirMappings are mapping/usb.cfg and
+	// mapping/directory.cfg (mapping_usbdir.go).
+	USBMappings map[string]*devMapping `json:"usb_mappings,omitempty"`
+	DirMappings map[string]*devMapping `json:"dir_mappings,omitempty"`
 	// Domains is domains.cfg (domains.go); nil until first used.
 	Domains *domains `json:"domains,omitempty"`
 	// Firewall holds the firewall's files by path below /etc/pve

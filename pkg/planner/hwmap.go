@@ -1,0 +1,248 @@
+package planner
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+
+	"github.com/pvectl/pvectl/pkg/pve"
+	"github.com/pvectl/pvectl/pkg/spec"
+)
+
+// hwmapKind manages HardwareMapping: a resource mapping of
+// mapping/{pci,usb,directory}.cfg (pve-manager
+// PVE/API2/Cluster/Mapping/{PCI,USB,Dir}.pm, pve-guest-common
+// src/PVE/Mapping/*.pm). Each type is a list, a POST, and GET, PUT and
+// DELETE on /cluster/mapping/<type>/<id>. Every write carries the whole
+// map (check_config with create set: map is required in an update too);
+// the entries are compared as a set of property strings in one key
+// order. The list shows only the mappings the token holds Mapping.Audit,
+// .Use or .Modify on, so reading needs one of them on the mapping.
+type hwmapKind struct{}
+
+// hwmapSettings are the settings compare looks at besides map.
+var hwmapSettings = []string{"description", "mdev", "live-migration-capable"}
+
+func hwmapListPath(typ string) string { return "/cluster/mapping/" + typ }
+
+func hwmapItemPath(typ, id string) string {
+	return hwmapListPath(typ) + "/" + url.PathEscape(id)
+}
+
+func hwmapID(r *spec.Resource) string {
+	if id := r.Params["id"]; id != "" {
+		return id
+	}
+	return r.Name
+}
+
+func hwmapType(r *spec.Resource) string { return spec.MappingKeys(r).Type }
+
+// hwmapRows reads a type's list once per connection.
+func (lc *liveConn) hwmapRows(ctx context.Context, typ string) ([]pve.Config, error) {
+	path := hwmapListPath(typ)
+	if rows, ok := lc.cfgLists[path]; ok {
+		return rows, nil
+	}
+	rows, err := readHWMaps(ctx, lc.client, typ)
+	if err != nil {
+		return nil, err
+	}
+	if lc.cfgLists == nil {
+		lc.cfgLists = map[string][]pve.Config{}
+	}
+	lc.cfgLists[path] = rows
+	return rows, nil
+}
+
+func readHWMaps(ctx context.Context, cl *pve.Client, typ string) ([]pve.Config, error) {
+	var rows []pve.Config
+	if err := cl.Do(ctx, http.MethodGet, hwmapListPath(typ), nil, &rows); err != nil {
+		return nil, fmt.Errorf("list %s mappings: %w", typ, err)
+	}
+	return rows, nil
+}
+
+// hwmapEntries turns the map PVE answers (a JSON array, as pve.Config
+// keeps it) into normalized entries, sorted.
+func hwmapEntries(raw string) []string {
+	var list []string
+	if err := json.Unmarshal([]byte(raw), &list); err != nil && raw != "" {
+		list = []string{raw}
+	}
+	out := make([]string, 0, len(list))
+	for _, e := range list {
+		if norm, _, err := spec.NormalizeMappingEntry(e); err == nil {
+			out = append(out, norm)
+		} else {
+			out = append(out, e)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// hwmapFind is the mapping id among rows, its settings with map as
+// normalized entries joined by newlines.
+func hwmapFind(rows []pve.Config, id string) *liveObj {
+	for _, row := range rows {
+		if row["id"] != id {
+			continue
+		}
+		cfg := pve.Config{}
+		for _, key := range hwmapSettings {
+			if v, ok := row[key]; ok {
+				cfg[key] = v
+			}
+		}
+		cfg["map"] = strings.Join(hwmapEntries(row["map"]), "\n")
+		return &liveObj{Exists: true, Config: cfg, Digest: fieldsDigest(cfg)}
+	}
+	return &liveObj{}
+}
+
+func (hwmapKind) observe(ctx context.Context, lc *liveConn, r *spec.Resource) (*liveObj, error) {
+	rows, err := lc.hwmapRows(ctx, hwmapType(r))
+	if err != nil {
+		return nil, err
+	}
+	return hwmapFind(rows, hwmapID(r)), nil
+}
+
+func (hwmapKind) current(ctx context.Context, cl *pve.Client, c *Change) (*liveObj, error) {
+	rows, err := readHWMaps(ctx, cl, hwmapType(c.Resource))
+	if err != nil {
+		return nil, err
+	}
+	return hwmapFind(rows, hwmapID(c.Resource)), nil
+}
+
+func (hwmapKind) compare(b *builder, r *spec.Resource, lo *liveObj, c *Change) error {
+	typ := hwmapType(r)
+	cmp := comparer{m: b.method("POST", hwmapListPath(typ))}
+	desired := map[string]string{}
+	for _, key := range hwmapSettings {
+		if v, ok := r.Params[key]; ok {
+			desired[key] = v
+		}
+	}
+	diffs := cmp.diffParams(desired, r.Remove, lo.Config, map[string]bool{"map": true})
+	want := spec.MappingKeys(r).Entries
+	have := strings.Split(lo.Config["map"], "\n")
+	if lo.Config["map"] == "" {
+		have = nil
+	}
+	if !slices.Equal(want, have) {
+		diffs = append(diffs, FieldDiff{Path: "map", Before: have, After: want})
+	}
+	c.Diff = diffs
+	if len(diffs) == 0 {
+		c.Action = NoOp
+		return nil
+	}
+	c.Reasons = reasons(diffs)
+	c.Action = Update
+	var scalar []FieldDiff
+	for _, d := range diffs {
+		if d.Path != "map" {
+			scalar = append(scalar, d)
+		}
+	}
+	c.Params = cmp.updateParams(scalar, desired, lo.Config, nil)
+	// Every update carries the whole map (PVE requires it).
+	c.Params["map"] = strings.Join(want, "\n")
+	return nil
+}
+
+// hwmapValues are the form values of a write: the params, and map as
+// one value per entry (an array on the wire).
+func hwmapValues(params map[string]string) url.Values {
+	v := url.Values{}
+	for key, x := range params {
+		if key == "map" {
+			for _, e := range strings.Split(x, "\n") {
+				if e != "" {
+					v.Add("map", e)
+				}
+			}
+			continue
+		}
+		v.Set(key, x)
+	}
+	return v
+}
+
+func (hwmapKind) create(ctx context.Context, x *execution, c *Change) error {
+	r := c.Resource
+	typ, id := hwmapType(r), hwmapID(r)
+	params := map[string]string{"id": id, "map": strings.Join(spec.MappingKeys(r).Entries, "\n")}
+	for _, key := range hwmapSettings {
+		if v, ok := r.Params[key]; ok {
+			params[key] = v
+		}
+	}
+	if err := x.client.Do(ctx, http.MethodPost, hwmapListPath(typ), hwmapValues(params), nil); err != nil {
+		return fmt.Errorf("create %s mapping %s: %w", typ, id, err)
+	}
+	return nil
+}
+
+func (hwmapKind) update(ctx context.Context, x *execution, c *Change) error {
+	typ, id := hwmapType(c.Resource), hwmapID(c.Resource)
+	if err := x.client.Do(ctx, http.MethodPut, hwmapItemPath(typ, id), hwmapValues(c.Params), nil); err != nil {
+		return fmt.Errorf("update %s mapping %s: %w", typ, id, err)
+	}
+	return nil
+}
+
+func (hwmapKind) remove(ctx context.Context, x *execution, c *Change) error {
+	typ, id := hwmapType(c.Resource), hwmapID(c.Resource)
+	if err := x.client.Do(ctx, http.MethodDelete, hwmapItemPath(typ, id), nil, nil); err != nil && !pve.IsNotFound(err) {
+		return fmt.Errorf("delete %s mapping %s: %w", typ, id, err)
+	}
+	return nil
+}
+
+// readPerms: the list leaves out what the token holds none of
+// Mapping.Audit, .Use, .Modify on (Mapping/*.pm index); a mapping not
+// seen would be planned as new.
+func (hwmapKind) readPerms(r *spec.Resource) []permNeed {
+	return []permNeed{needAny("/mapping/"+hwmapType(r)+"/"+hwmapID(r), "to see the mapping (PVE lists only those a token may audit, use or modify)",
+		"Mapping.Audit", "Mapping.Use", "Mapping.Modify")}
+}
+
+// changePerms: create and delete need Mapping.Modify on /mapping/<type>,
+// an update on /mapping/<type>/<id> (Mapping/*.pm create, delete, update).
+func (hwmapKind) changePerms(c *Change, _ *liveObj) []permNeed {
+	typ, id := hwmapType(c.Resource), hwmapID(c.Resource)
+	why := "to " + c.Action.String() + " " + typ + " mapping " + id
+	switch c.Action {
+	case NoOp:
+		return nil
+	case Update:
+		return []permNeed{need("/mapping/"+typ+"/"+id, why, "Mapping.Modify")}
+	}
+	return []permNeed{need("/mapping/"+typ, why, "Mapping.Modify")}
+}
+
+// traits: a cluster-wide entry of a mapping config.
+func (hwmapKind) traits() kindTraits { return kindTraits{Scope: scopeCluster} }
+
+// fieldEffect: type names which of PVE's three mapping files the mapping
+// is in, so a new one is another mapping; every update carries the whole
+// map.
+func (hwmapKind) fieldEffect(_ *spec.KindSpec, key, _ string) (Effect, bool) {
+	switch key {
+	case "type":
+		return Effect{Kind: Names, Why: "pci, usb and dir mappings are three configs in PVE, one API each"}, true
+	case "map":
+		return Effect{Kind: InPlace, How: "PUT /cluster/mapping/<type>/{id}", Note: "the whole map is sent (PVE requires it in every update); entries compare as a set"}, true
+	case "description":
+		return Effect{Kind: InPlace, How: "PUT /cluster/mapping/<type>/{id}", Note: "with the whole map"}, true
+	}
+	return Effect{}, false
+}

@@ -1,0 +1,87 @@
+package planner
+
+import (
+	"context"
+	"strings"
+
+	"github.com/pvectl/pvectl/pkg/pve"
+	"github.com/pvectl/pvectl/pkg/spec"
+)
+
+// Hardware mappings are imported from the three lists (pci, usb, dir):
+// the document's name is the mapping id, its map PVE's entries as
+// property strings. A pci and a usb mapping may share an id; the second
+// one's document is named <type>-<id>.
+
+var hwmapTypes = []string{spec.MappingPCI, spec.MappingUSB, spec.MappingDir}
+
+func (hwmapKind) importable(ctx context.Context, ic *importCtx, _ string) ([]importItem, error) {
+	var out []importItem
+	used := map[string]bool{}
+	for _, typ := range hwmapTypes {
+		rows, err := ic.lc.hwmapRows(ctx, typ)
+		if err != nil {
+			return nil, err
+		}
+		for _, row := range rows {
+			id := row["id"]
+			if id == "" {
+				continue
+			}
+			name := id
+			if used[name] {
+				name = typ + "-" + id
+			}
+			used[name] = true
+			r := &spec.Resource{Kind: spec.KindHardwareMapping, Name: name, State: spec.Present,
+				Params: map[string]string{"id": id}, Keys: &spec.HardwareMappingKeys{Type: typ}}
+			out = append(out, importItem{r: r, ids: []string{name, typ + "/" + id}})
+		}
+	}
+	return out, nil
+}
+
+func (hwmapKind) importLists(lc *liveConn, _ string) []listRead {
+	var out []listRead
+	for _, typ := range hwmapTypes {
+		path := hwmapListPath(typ)
+		out = append(out, listRead{key: path, fetch: func(ctx context.Context) (func(), error) {
+			rows, err := readHWMaps(ctx, lc.client, typ)
+			return func() {
+				if lc.cfgLists == nil {
+					lc.cfgLists = map[string][]pve.Config{}
+				}
+				lc.cfgLists[path] = rows
+			}, err
+		}})
+	}
+	return out
+}
+
+// importPerms: listing shows what the token may audit; nothing more is
+// needed to read.
+func (hwmapKind) importPerms(string) []permNeed { return nil }
+
+func (hwmapKind) importDoc(ic *importCtx, r *spec.Resource, lo *liveObj) (*ImportedDoc, error) {
+	typ := hwmapType(r)
+	d := &ImportedDoc{Kind: spec.KindHardwareMapping, Name: r.Name}
+	if id := hwmapID(r); id != r.Name {
+		d.Spec = append(d.Spec, Field{"id", id})
+	}
+	d.Spec = append(d.Spec, Field{"type", typ})
+	settings := pve.Config{}
+	for _, key := range hwmapSettings {
+		if v, ok := lo.Config[key]; ok {
+			settings[key] = v
+		}
+	}
+	d.Spec = append(d.Spec, ic.specFields(d, ic.method("POST", hwmapListPath(typ)), settings, "hardwaremapping_"+r.Name, func(string) bool { return false }, keepSub)...)
+	var entries []string
+	for _, e := range strings.Split(lo.Config["map"], "\n") {
+		if e != "" {
+			entries = append(entries, e)
+		}
+	}
+	d.Spec = append(d.Spec, Field{"map", entries})
+	return d, nil
+}

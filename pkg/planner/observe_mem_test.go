@@ -1,0 +1,56 @@
+package planner
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"sync"
+	"testing"
+)
+
+// Observe's deferred reads run conc at a time, and only conc goroutines
+// exist for them at once: a goroutine per guest waiting for a slot was a
+// stack each, ~100 MB of a 50,000-VM plan (docs/performance.md).
+func TestLoadAllGoroutinesBounded(t *testing.T) {
+	const n, conc = 2000, 4
+	base := runtime.NumGoroutine()
+	var mu sync.Mutex
+	peak, running, maxRunning, loaded := 0, 0, 0, 0
+	objs := map[string]*liveObj{}
+	for i := range n {
+		lo := &liveObj{}
+		lo.load = func(context.Context) error {
+			mu.Lock()
+			running++
+			maxRunning = max(maxRunning, running)
+			peak = max(peak, runtime.NumGoroutine()-base)
+			mu.Unlock()
+			runtime.Gosched()
+			mu.Lock()
+			running--
+			loaded++
+			mu.Unlock()
+			if i == 7 {
+				return fmt.Errorf("boom")
+			}
+			return nil
+		}
+		objs[fmt.Sprintf("QemuVM/vm%04d", i)] = lo
+	}
+	errs := loadAll(context.Background(), objs, conc)
+	if loaded != n || len(errs) != 1 || errs["QemuVM/vm0007"] == nil {
+		t.Fatalf("loaded %d of %d, errors %v", loaded, n, errs)
+	}
+	if maxRunning > conc {
+		t.Errorf("%d loads ran at once, want at most %d", maxRunning, conc)
+	}
+	// conc goroutines, and a few the runtime or the test may start.
+	if peak > conc+8 {
+		t.Errorf("%d goroutines more than before during the loads, want at most %d", peak, conc+8)
+	}
+	for addr, lo := range objs {
+		if lo.load != nil {
+			t.Fatalf("%s: load kept after it ran", addr)
+		}
+	}
+}
