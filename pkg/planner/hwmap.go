@@ -207,26 +207,34 @@ func (hwmapKind) remove(ctx context.Context, x *execution, c *Change) error {
 	return nil
 }
 
-// readPerms: the list leaves out what the token holds none of
-// Mapping.Audit, .Use, .Modify on (Mapping/*.pm index); a mapping not
-// seen would be planned as new.
-func (hwmapKind) readPerms(r *spec.Resource) []permNeed {
-	return []permNeed{needAny("/mapping/"+hwmapType(r)+"/"+hwmapID(r), "to see the mapping (PVE lists only those a token may audit, use or modify)",
-		"Mapping.Audit", "Mapping.Use", "Mapping.Modify")}
+// readCalls: GET /cluster/mapping/<type> is open to all but leaves out
+// what the token holds none of Mapping.Audit, .Use, .Modify on
+// (Mapping/*.pm index); a mapping not seen would be planned as new.
+func (hwmapKind) readCalls(r *spec.Resource) []apiCall {
+	typ := hwmapType(r)
+	return []apiCall{call("GET", "/cluster/mapping/"+typ, "to see the mapping").
+		with(needAny("/mapping/"+typ+"/"+hwmapID(r), "to see the mapping (PVE lists only those a token may audit, use or modify)",
+			"Mapping.Audit", "Mapping.Use", "Mapping.Modify"))}
 }
 
-// changePerms: create and delete need Mapping.Modify on /mapping/<type>,
-// an update on /mapping/<type>/<id> (Mapping/*.pm create, delete, update).
-func (hwmapKind) changePerms(c *Change, _ *liveObj) []permNeed {
+// changeCalls: POST /cluster/mapping/<type>, PUT and DELETE on the
+// mapping (Mapping/*.pm create, update, delete).
+func (hwmapKind) changeCalls(c *Change, _ *liveObj) []apiCall {
 	typ, id := hwmapType(c.Resource), hwmapID(c.Resource)
 	why := "to " + c.Action.String() + " " + typ + " mapping " + id
+	post := call("POST", "/cluster/mapping/"+typ, why, "id", id)
+	del := call("DELETE", "/cluster/mapping/"+typ+"/{id}", why, "id", id)
 	switch c.Action {
-	case NoOp:
-		return nil
+	case Create:
+		return []apiCall{post}
 	case Update:
-		return []permNeed{need("/mapping/"+typ+"/"+id, why, "Mapping.Modify")}
+		return []apiCall{call("PUT", "/cluster/mapping/"+typ+"/{id}", why, "id", id)}
+	case Delete:
+		return []apiCall{del}
+	case Replace:
+		return []apiCall{del, post}
 	}
-	return []permNeed{need("/mapping/"+typ, why, "Mapping.Modify")}
+	return nil
 }
 
 // traits: a cluster-wide entry of a mapping config.

@@ -366,3 +366,13 @@ func TestSimDerivedNeedsExactSdn(t *testing.T) {
 		{name: "SdnVnet delete", setup: zone + apply, before: vnet + apply, after: vnet, destroy: true},
 	})
 }
+
+// TestSimDerivedNeedsExactHardwareMapping covers a USB mapping.
+func TestSimDerivedNeedsExactHardwareMapping(t *testing.T) {
+	usb := "kind: HardwareMapping\nname: stick\nspec:\n  type: usb\n  description: a stick\n  map: [\"node=pve,id=0781:5583,path=1-2\"]\n"
+	checkExact(t, []exactCase{
+		{name: "HardwareMapping create", after: usb},
+		{name: "HardwareMapping update", before: usb, after: strings.Replace(usb, "a stick", "the stick", 1)},
+		{name: "HardwareMapping delete", before: usb, after: usb, destroy: true},
+	})
+}
