@@ -58,11 +58,6 @@ type cfgKind struct {
 	// open to all (a list that shows only what the caller may see); the
 	// calls' rules come from the apidoc (permcalls.go).
 	listNeeds func(id string) []permNeed
-	// readNeed, changeNeed are transitional: the privileges of a kind not
-	// converted to declared calls yet, written by hand; when set they
-	// replace the derived ones.
-	readNeed   func(id string) []permNeed
-	changeNeed func(c *Change, id string) []permNeed
 }
 
 func (k *cfgKind) id(r *spec.Resource) string {
@@ -295,9 +290,6 @@ func (k *cfgKind) tmpl(path string) string {
 // when the list does not carry every option.
 func (k *cfgKind) readCalls(r *spec.Resource) []apiCall {
 	id := k.id(r)
-	if k.readNeed != nil {
-		return []apiCall{handOnly(k.readNeed(id))}
-	}
 	list := call("GET", k.listPath, "to see the "+k.noun+"s")
 	if k.listNeeds != nil {
 		list = list.with(k.listNeeds(id)...)
@@ -314,9 +306,6 @@ func (k *cfgKind) readCalls(r *spec.Resource) []apiCall {
 // job's realm).
 func (k *cfgKind) changeCalls(c *Change, _ *liveObj) []apiCall {
 	id := k.id(c.Resource)
-	if k.changeNeed != nil {
-		return []apiCall{handOnly(k.changeNeed(c, id))}
-	}
 	why := "to " + c.Action.String() + " " + k.noun + " " + id
 	// The parameters each call sends: a create the resource's, an update
 	// what changed (a realm sync job's realm is not among them, so PVE

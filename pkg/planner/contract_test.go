@@ -42,8 +42,7 @@ func TestKindContract(t *testing.T) {
 		k := kinds[name]
 		missing := func(what string) { t.Errorf("kind %s: %s", name, what) }
 		checkTraits(name, k, missing)
-		_, declares := k.(callDeclarer)
-		if _, byHand := k.(permissioned); !declares && !byHand && noPermissions[name] == "" {
+		if _, declares := k.(callDeclarer); !declares && noPermissions[name] == "" {
 			missing("no permission declaration (readCalls/changeCalls), nor a reason in noPermissions why it needs none")
 		}
 		_, imports := k.(importer)

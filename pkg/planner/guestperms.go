@@ -185,9 +185,11 @@ func (g guest) updateCalls(c *Change, lo *liveObj, vmid int) []apiCall {
 	}
 	var calls []apiCall
 	if needs := g.settingPerms(vals, schema.SplitList(c.Params["delete"]), live, setting{onGuest: onGuest}); len(needs) > 0 {
-		// The config write's own rule (any VM.Config.* privilege) is
-		// implied by its settings' needs: it is left to them.
-		calls = append(calls, apiCall{why: "to change the " + noun + "'s settings", handler: needs})
+		method := "POST" // qemu-server's async config write; pve-container's is a PUT
+		if g.typ == pve.LXC {
+			method = "PUT"
+		}
+		calls = append(calls, g.guestCall(method, "/config", "to change the "+noun+"'s settings", node, vmid).with(needs...))
 	}
 	if st := stateOf(c); st.PrevNode != "" && st.PrevNode != c.Node {
 		calls = append(calls, g.guestCall("POST", "/migrate", "to migrate the "+noun+" to "+c.Node, st.PrevNode, vmid))

@@ -139,15 +139,6 @@ type (
 	createChecker interface {
 		checkCreate(b *builder, r *spec.Resource, lo *liveObj, c *Change) error
 	}
-	// permissioned kinds say which privileges (ACL path and privilege, from
-	// the `permissions` of the calls they make) reading r truthfully needs
-	// — PVE's lists hide what a token may not audit — and which carrying
-	// out c needs (lo is the object as read); the engine checks them
-	// against the token's permissions before it plans (perms.go).
-	permissioned interface {
-		readPerms(r *spec.Resource) []permNeed
-		changePerms(c *Change, lo *liveObj) []permNeed
-	}
 	// removeChecker kinds find, at plan time, what PVE would refuse in a
 	// delete (an interface another one still uses as its port).
 	removeChecker interface {

@@ -47,10 +47,6 @@ func call(method, path, why string, params ...string) apiCall {
 	return c
 }
 
-// handOnly carries the needs a kind not converted yet writes by hand
-// (transitional: a kind declares its calls instead).
-func handOnly(needs []permNeed) apiCall { return apiCall{handler: needs} }
-
 // saying says why for the needs of priv.
 func (c apiCall) saying(priv, why string) apiCall {
 	if c.privWhy == nil {
@@ -66,10 +62,11 @@ func (c apiCall) with(handler ...permNeed) apiCall {
 	return c
 }
 
-// callDeclarer kinds declare the calls reading r and carrying out c (lo
-// is the object as read) make; the engine derives the privileges from
-// them (callNeeds). Kinds not converted yet still write their needs by
-// hand (permissioned).
+// callDeclarer kinds declare the calls reading r truthfully makes —
+// PVE's lists hide what a token may not audit — and the calls carrying
+// out c makes (lo is the object as read); the engine derives the
+// privileges from them (callNeeds) and checks them against the token's
+// permissions before it plans (perms.go).
 type callDeclarer interface {
 	readCalls(r *spec.Resource) []apiCall
 	changeCalls(c *Change, lo *liveObj) []apiCall
@@ -78,27 +75,22 @@ type callDeclarer interface {
 // readNeeds are what reading r truthfully needs; ok is false when k
 // declares nothing.
 func readNeeds(k kindOps, r *spec.Resource) ([]permNeed, bool) {
-	switch p := k.(type) {
-	case callDeclarer:
+	if p, ok := k.(callDeclarer); ok {
 		return callNeeds(p.readCalls(r)), true
-	case permissioned:
-		return p.readPerms(r), true
 	}
 	return nil, false
 }
 
 // changeNeeds are what carrying out c needs.
 func changeNeeds(k kindOps, c *Change, lo *liveObj) ([]permNeed, bool) {
-	switch p := k.(type) {
-	case callDeclarer:
-		if c.Action == NoOp {
-			return nil, true
-		}
-		return callNeeds(p.changeCalls(c, lo)), true
-	case permissioned:
-		return p.changePerms(c, lo), true
+	p, ok := k.(callDeclarer)
+	if !ok {
+		return nil, false
 	}
-	return nil, false
+	if c.Action == NoOp {
+		return nil, true
+	}
+	return callNeeds(p.changeCalls(c, lo)), true
 }
 
 // callNeeds derives what calls need: each one's rule, then its handler's
@@ -141,7 +133,7 @@ func needKey(n permNeed) string {
 // the handler.
 func ruleNeeds(c apiCall) []permNeed {
 	if c.method == "" {
-		return nil // handOnly
+		return nil // no call of its own: its handler's checks alone
 	}
 	rule, known := acl.RuleOf(c.method, c.path)
 	if !known || rule == nil || (!rule.Open() && rule.Check == nil) {

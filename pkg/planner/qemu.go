@@ -400,6 +400,7 @@ func (k qemuKind) changeCalls(c *Change, lo *liveObj) []apiCall {
 			return n
 		}
 		if needs := k.settingPerms(st.Derived, nil, nil, setting{onGuest: onGuest}); len(needs) > 0 {
+			// create_vm checks them with the create's other settings.
 			calls = append(calls, apiCall{why: "to set what the plan derived", handler: needs})
 		}
 	}

@@ -64,11 +64,6 @@ type sectionKind struct {
 	// (permcalls.go).
 	listNeeds   func(p map[string]string) []permNeed
 	changeNeeds func(c *Change, p map[string]string) []permNeed
-	// read and change are transitional: the privileges of a kind not
-	// converted to declared calls yet, written by hand; when set they
-	// replace the derived ones.
-	read   func(p map[string]string) []permNeed
-	change func(c *Change, p map[string]string) []permNeed
 }
 
 // sectionLive is what observe read beside the row: r's params with the
@@ -309,9 +304,6 @@ func (k *sectionKind) itemTmpl() string { return strings.Replace(k.item, "%s", "
 
 // readCalls: the list (GET), with what its handler filters by.
 func (k *sectionKind) readCalls(r *spec.Resource) []apiCall {
-	if k.read != nil {
-		return []apiCall{handOnly(k.read(r.Params))}
-	}
 	c := call("GET", k.list, "to see the "+k.noun+"s")
 	if k.listNeeds != nil {
 		c = c.with(k.listNeeds(r.Params)...)
@@ -325,9 +317,6 @@ func (k *sectionKind) changeCalls(c *Change, lo *liveObj) []apiCall {
 	p := c.Resource.Params
 	if lo != nil {
 		p = sectionParams(c.Resource, lo)
-	}
-	if k.change != nil {
-		return []apiCall{handOnly(k.change(c, p))}
 	}
 	why, id := "to "+c.Action.String()+" the "+k.noun, k.id(p)
 	post := call("POST", k.list, why, k.idKey, id)
