@@ -2,6 +2,7 @@ package planner
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/pvectl/pvectl/pkg/pve/acl"
@@ -105,15 +106,38 @@ func callNeeds(calls []apiCall) []permNeed {
 			out = append(out, n)
 		}
 	}
+	fromRule := map[string]bool{}
 	for _, c := range calls {
 		for _, n := range ruleNeeds(c) {
+			fromRule[needKey(n)] = true
 			add(n)
 		}
 		for _, n := range c.handler {
 			add(n)
 		}
 	}
-	return out
+	all := slices.Clone(out)
+	return slices.DeleteFunc(out, func(n permNeed) bool { return fromRule[needKey(n)] && impliedBy(n, all) })
+}
+
+// impliedBy reports whether a rule's any-of need is met by any need of
+// needs anyway: another asks one of its privileges on the same path (a
+// config write's "any VM.Config.*" beside its settings' VM.Config.Memory).
+func impliedBy(n permNeed, needs []permNeed) bool {
+	if !n.anyOf || len(n.alt) > 0 || n.rootOnly {
+		return false
+	}
+	for _, o := range needs {
+		if o.rootOnly || o.path != n.path || o.or != n.or || len(o.alt) > 0 || (o.anyOf && len(o.privs) != 1) || needKey(o) == needKey(n) {
+			continue
+		}
+		for _, p := range o.privs {
+			if slices.Contains(n.privs, p) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // needKey is what n asks for, whatever it is for.
