@@ -13,7 +13,6 @@ import (
 	"strings"
 
 	"github.com/pvectl/pvectl/pkg/pve"
-	"github.com/pvectl/pvectl/pkg/pve/acl"
 	"github.com/pvectl/pvectl/pkg/spec"
 )
 
@@ -590,73 +589,6 @@ func (firewallKind) objectName(c *Change) string {
 		return "firewall of " + keys.Scope
 	}
 	return "firewall"
-}
-
-// fwTmpl is a scope's path as the apidoc spells it, and the parameters
-// that fill it; a node's firewall has no aliases nor IP sets.
-func fwTmpl(r *spec.Resource) (string, []string, bool) {
-	w := spec.FirewallWireOf(r)
-	if w == nil {
-		return "", nil, false
-	}
-	switch w.Scope {
-	case spec.FirewallCluster:
-		return "/cluster/firewall", nil, true
-	case spec.FirewallNode:
-		return "/nodes/{node}/firewall", []string{"node", w.Node}, true
-	case spec.FirewallVnet:
-		return "/cluster/sdn/vnets/{vnet}/firewall", []string{"vnet", w.Vnet}, true
-	}
-	return "/nodes/{node}/" + w.Scope + "/{vmid}/firewall", []string{"node", r.Params["node"], "vmid", r.Params["vmid"]}, true
-}
-
-// readCalls: a scope's options, rules, aliases and IP sets (pve-firewall
-// API2/Firewall/{Cluster,Host,VM}.pm, Rules.pm, Aliases.pm, IPSet.pm).
-func (firewallKind) readCalls(r *spec.Resource) []apiCall {
-	base, vars, ok := fwTmpl(r)
-	if !ok {
-		return nil
-	}
-	var calls []apiCall
-	for _, sub := range []string{"/options", "/rules", "/aliases", "/ipset"} {
-		if _, known := acl.RuleOf("GET", base+sub); known {
-			calls = append(calls, call("GET", base+sub, "to read the firewall", vars...))
-		}
-	}
-	if w := spec.FirewallWireOf(r); w.Scope == spec.FirewallVnet {
-		// A vnet's firewall calls are open to all; Vnet.pm checks SDN.Audit
-		// or SDN.Allocate on /sdn/zones/<zone>/<vnet>. The zone is not in
-		// the Firewall's spec: the check is asked on /sdn/zones.
-		calls[0] = calls[0].with(needAny("/sdn/zones", "to read the firewall", "SDN.Audit", "SDN.Allocate"))
-	}
-	return calls
-}
-
-// changeCalls: the writes a change may make: options, rules, aliases and
-// IP sets (their rules are the scope's one privilege).
-func (firewallKind) changeCalls(c *Change, _ *liveObj) []apiCall {
-	base, vars, ok := fwTmpl(c.Resource)
-	if !ok {
-		return nil
-	}
-	why := "to " + c.Action.String() + " the firewall"
-	pos := append([]string{"pos", "0"}, vars...)
-	calls := []apiCall{
-		call("PUT", base+"/options", why, vars...),
-		call("POST", base+"/rules", why, vars...),
-		call("PUT", base+"/rules/{pos}", why, pos...),
-		call("DELETE", base+"/rules/{pos}", why, pos...),
-	}
-	for _, sub := range []string{"/aliases", "/ipset"} {
-		if _, known := acl.RuleOf("POST", base+sub); known {
-			calls = append(calls, call("POST", base+sub, why, vars...))
-		}
-	}
-	if w := spec.FirewallWireOf(c.Resource); w.Scope == spec.FirewallVnet {
-		// Vnet.pm: SDN.Allocate to write (see readCalls).
-		calls[0] = calls[0].with(need("/sdn/zones", why, "SDN.Allocate"))
-	}
-	return calls
 }
 
 // traits: one scope's firewall (cluster, node or guest: the spec says),
