@@ -83,6 +83,14 @@ func TestSimSdnLifecycle(t *testing.T) {
 	}
 
 	p = planFor(t, sim, set, Options{Destroy: true})
+	// Reverse order: subnet, vnet (after the VM on it), zone; the commit
+	// last.
+	for _, e := range [][2]string{{"SdnVnet/web", "SdnSubnet/web-v4"}, {"SdnVnet/web", "QemuVM/web1"},
+		{"SdnZone/lan", "SdnVnet/web"}, {"SdnApply/sdn", "SdnVnet/web"}, {"SdnApply/sdn", "SdnZone/lan"}} {
+		if c := p.Change(e[0]); c == nil || !slices.Contains(c.DependsOn, e[1]) {
+			t.Errorf("destroy: %s does not wait for %s: %v", e[0], e[1], summary(p))
+		}
+	}
 	applyPlan(t, sim, p)
 	pend, err = readPending(func(path string) ([]pve.Config, error) { return readSDN(ctx, sim.cl, path) })
 	if err != nil || len(pend) != 0 {
