@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/url"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -82,6 +83,14 @@ func TestSimSdnLifecycle(t *testing.T) {
 	}
 
 	p = planFor(t, sim, set, Options{Destroy: true})
+	// Reverse order: subnet, vnet (after the VM on it), zone; the commit
+	// last.
+	for _, e := range [][2]string{{"SdnVnet/web", "SdnSubnet/web-v4"}, {"SdnVnet/web", "QemuVM/web1"},
+		{"SdnZone/lan", "SdnVnet/web"}, {"SdnApply/sdn", "SdnVnet/web"}, {"SdnApply/sdn", "SdnZone/lan"}} {
+		if c := p.Change(e[0]); c == nil || !slices.Contains(c.DependsOn, e[1]) {
+			t.Errorf("destroy: %s does not wait for %s: %v", e[0], e[1], summary(p))
+		}
+	}
 	applyPlan(t, sim, p)
 	pend, err = readPending(func(path string) ([]pve.Config, error) { return readSDN(ctx, sim.cl, path) })
 	if err != nil || len(pend) != 0 {
@@ -215,5 +224,29 @@ func TestSimSdnPendingChangedSincePlan(t *testing.T) {
 	var tok string
 	if err := sim.cl.Do(ctx, http.MethodPost, "/cluster/sdn/lock", url.Values{"allow-pending": {"1"}}, &tok); err != nil {
 		t.Errorf("the lock after the refused commit: %v", err)
+	}
+}
+
+// TestSimSdnEvpn: the design's EVPN example (testdata/examples) applies
+// in order — controller, zone, vnet, subnet, commit — and plans clean.
+func TestSimSdnEvpn(t *testing.T) {
+	sim := newSim(t, "pve")
+	b, err := os.ReadFile("../../testdata/examples/06-sdn-evpn.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	set := loadSpec(t, string(b))
+	p := planFor(t, sim, set, Options{})
+	if c := p.Change("SdnZone/evpnz"); c == nil || !slices.Contains(c.DependsOn, "SdnController/evpnctl") {
+		t.Fatalf("the evpn zone does not depend on its controller: %+v", c)
+	}
+	applyPlan(t, sim, p)
+	if got := summary(planFor(t, sim, set, Options{})); !allNoop(got) {
+		t.Errorf("second plan: got %v, want no changes", got)
+	}
+	applyPlan(t, sim, planFor(t, sim, set, Options{Destroy: true}))
+	pend, _ := readPending(func(path string) ([]pve.Config, error) { return readSDN(context.Background(), sim.cl, path) })
+	if len(pend) != 0 {
+		t.Errorf("pending after destroy: %v", pend)
 	}
 }

@@ -93,6 +93,9 @@ func checkSdnController(r *Resource, report func(key, format string, args ...any
 			report(k, "the %s controller has no option %s (PVE refuses it: unexpected property '%s'); its options: %s", typ, k, k, strings.Join(sortedKeys(opts), ", "))
 		}
 	}
+	if typ == "evpn" && r.State == Present && (r.Params["peers"] != "") == (r.Params["fabric"] != "") {
+		report("peers", "an evpn controller needs exactly one of peers and fabric (PVE refuses it otherwise)")
+	}
 	for _, k := range sortedKeys(opts) {
 		if opts[k] && r.State == Present && r.Params[k] == "" {
 			report(k, "the %s controller needs %s (PVE refuses it without: missing value for required option '%s')", typ, k, k)

@@ -48,6 +48,10 @@ kind: SdnController
 name: bgp1
 spec: {type: bgp, node: pve, asn: 65000, peers: 10.0.0.2, isis-domain: x}
 ---
+kind: SdnController
+name: ctl2
+spec: {type: evpn, asn: 65001}
+---
 kind: SdnApply
 name: sdn
 ---
@@ -69,6 +73,7 @@ name: sdn2
 		"sdn.yaml:31: SdnSubnet/s3: vnet v2 (SdnVnet/v2) is VLAN-aware",
 		"SdnController/ctl: the evpn controller needs asn",
 		"SdnController/bgp1: the bgp controller has no option isis-domain",
+		"SdnController/ctl2: an evpn controller needs exactly one of peers and fabric",
 		"SdnApply/sdn2 has the same SDN commit as SdnApply/sdn",
 	} {
 		if !strings.Contains(got, want) {
