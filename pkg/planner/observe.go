@@ -92,6 +92,10 @@ type liveConn struct {
 	// sections are cluster-wide section-config lists by path, read once
 	// (section.go: HA, backup and replication jobs).
 	sections map[string][]pve.Config
+	// shared are lists that deferred reads (several at once) share, each
+	// read once (sharedRows).
+	sharedMu sync.Mutex
+	shared   map[string]*sharedList
 }
 
 // liveNetwork is one node's staged network view.

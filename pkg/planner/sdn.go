@@ -100,18 +100,7 @@ func (k *sdnObjKind) itemPath(p map[string]string, id string) string {
 
 // sdnRows reads an SDN list once per connection (sdnFilesView).
 func (lc *liveConn) sdnRows(ctx context.Context, path string) ([]pve.Config, error) {
-	if rows, ok := lc.sections[path]; ok {
-		return rows, nil
-	}
-	rows, err := readSDN(ctx, lc.client, path)
-	if err != nil {
-		return nil, err
-	}
-	if lc.sections == nil {
-		lc.sections = map[string][]pve.Config{}
-	}
-	lc.sections[path] = rows
-	return rows, nil
+	return lc.sharedRows(ctx, path, func(ctx context.Context) ([]pve.Config, error) { return readSDN(ctx, lc.client, path) })
 }
 
 // readSDN reads an SDN list in its pending view (pending=1: SDN.pm
@@ -245,7 +234,20 @@ func (k *sdnObjKind) find(read func(path string) ([]pve.Config, error), p map[st
 }
 
 func (k *sdnObjKind) observe(ctx context.Context, lc *liveConn, r *spec.Resource) (*liveObj, error) {
-	return k.find(func(path string) ([]pve.Config, error) { return lc.sdnRows(ctx, path) }, r.Params)
+	if k.file != "subnets" {
+		return k.find(func(path string) ([]pve.Config, error) { return lc.sdnRows(ctx, path) }, r.Params)
+	}
+	// Each vnet's subnets are a list of their own: read as a deferred
+	// load, several vnets at once (loadAll), each list once.
+	lo, p := &liveObj{}, r.Params
+	lo.load = func(ctx context.Context) error {
+		got, err := k.find(func(path string) ([]pve.Config, error) { return lc.sdnRows(ctx, path) }, p)
+		if err == nil {
+			*lo = *got
+		}
+		return err
+	}
+	return lo, nil
 }
 
 func (k *sdnObjKind) current(ctx context.Context, cl *pve.Client, c *Change) (*liveObj, error) {

@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/pvectl/pvectl/pkg/pve"
@@ -122,12 +123,51 @@ func readPending(read func(path string) ([]pve.Config, error)) ([]sdnPending, er
 	return out, nil
 }
 
+// observe reads the pending set as a deferred load: the vnets' subnet
+// lists, one per vnet, are read several at once (and shared with the
+// subnets' own reads), not one after another.
 func (sdnApplyKind) observe(ctx context.Context, lc *liveConn, _ *spec.Resource) (*liveObj, error) {
-	pend, err := readPending(func(path string) ([]pve.Config, error) { return lc.sdnRows(ctx, path) })
-	if err != nil {
-		return nil, err
+	lo := &liveObj{Exists: true}
+	lo.load = func(ctx context.Context) error {
+		read := func(path string) ([]pve.Config, error) { return lc.sdnRows(ctx, path) }
+		vnets, err := read("/cluster/sdn/vnets")
+		if err != nil {
+			return err
+		}
+		var paths []string
+		for _, v := range vnets {
+			if v["state"] != "deleted" {
+				paths = append(paths, sdnSubnetKind.listPath(map[string]string{"vnet": v["vnet"]}))
+			}
+		}
+		readEach(ctx, paths, lc.readConc, read)
+		pend, err := readPending(read)
+		lo.State = pend
+		return err
 	}
-	return &liveObj{Exists: true, State: pend}, nil
+	return lo, nil
+}
+
+// readEach calls read for every path, conc at a time; what it read or
+// failed to read is found again by the caller's reads (sharedRows).
+func readEach(ctx context.Context, paths []string, conc int, read func(string) ([]pve.Config, error)) {
+	if conc < 1 {
+		conc = 1
+	}
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, conc)
+	for _, p := range paths {
+		if ctx.Err() != nil {
+			break
+		}
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			_, _ = read(p)
+		}()
+	}
+	wg.Wait()
 }
 
 // planCommit decides whether the cluster's SDN needs a commit: entries
