@@ -112,6 +112,7 @@ func Build(ctx context.Context, set *spec.Set, obs *Observed, opts Options) (*Pl
 			// The token must hold what the change's calls check; a review
 			// plan carries what it lacks as warnings.
 			if needs, ok := changeNeeds(k, c, lo); ok {
+				needs = vnetZoneNeeds(b.set, obs.conns[r.Connection], r.Connection, needs)
 				if err := b.notePerms(obs.conns[r.Connection], r, c, needs); err != nil {
 					fail(r, lo, err)
 					continue

@@ -165,7 +165,13 @@ func bridgePrereq(key, bridge, node string) prereq {
 	return prereq{key: key, what: fmt.Sprintf("bridge %s on node %s", bridge, node), kind: spec.KindLinuxBridge, value: bridge, node: node,
 		anyNodeKind: spec.KindSdnVnet,
 		read: func(ctx context.Context, lc *liveConn) error {
-			if !lc.sees(path, "SDN.Audit", "SDN.Use") || !lc.hasNode(node) {
+			if !lc.hasNode(node) {
+				return nil
+			}
+			if !lc.sees(path, "SDN.Audit", "SDN.Use") {
+				// It may be a vnet of another zone, whose use is granted
+				// there: the vnet list says which (sdn_vnetzone.go).
+				_, _ = lc.sdnRows(ctx, "/cluster/sdn/vnets")
 				return nil
 			}
 			_, err := lc.bridges(ctx, node)
@@ -198,6 +204,12 @@ func (lc *liveConn) bridges(ctx context.Context, node string) ([]pve.Config, err
 		lc.pre.bridges = map[string][]pve.Config{}
 	}
 	lc.pre.bridges[node] = list
+	// A NIC on a vnet needs SDN.Use in the vnet's zone, which only the
+	// vnet list says (sdn_vnetzone.go): read it once when vnets are in
+	// use; a token that may not list them is checked on the local zone.
+	if slices.ContainsFunc(list, func(row pve.Config) bool { return row["type"] == "vnet" }) {
+		_, _ = lc.sdnRows(ctx, "/cluster/sdn/vnets")
+	}
 	return list, nil
 }
 

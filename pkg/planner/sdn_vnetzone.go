@@ -1,0 +1,64 @@
+package planner
+
+import (
+	"strings"
+
+	"github.com/pvectl/pvectl/pkg/spec"
+)
+
+// A guest's NIC on a bridge needs SDN.Use on the bridge in its zone
+// (pve-guest-common GuestHelpers.pm check_vnet_access): `localnetwork`
+// for a plain bridge, the vnet's own zone for an SDN vnet. The guest's
+// needs name the local zone (guestperms.go bridgeNeed); vnetZoneNeeds
+// puts a vnet's zone in, from the vnets the specs define and those a
+// plan read live (the SDN kinds' shared list), as the simulator checks
+// (pvesim bridgeZone).
+
+const localZonePrefix = "/sdn/zones/localnetwork/"
+
+// vnetZoneNeeds rewrites the bridge needs of needs whose bridge is a vnet
+// of the connection conn.
+func vnetZoneNeeds(set *spec.Set, lc *liveConn, conn string, needs []permNeed) []permNeed {
+	var zones map[string]string
+	for i, n := range needs {
+		rest, ok := strings.CutPrefix(n.path, localZonePrefix)
+		if !ok {
+			continue
+		}
+		if zones == nil {
+			zones = vnetZones(set, lc, conn)
+		}
+		bridge, tag, _ := strings.Cut(rest, "/")
+		if z := zones[bridge]; z != "" {
+			needs[i].path = "/sdn/zones/" + z + "/" + bridge
+			if tag != "" {
+				needs[i].path += "/" + tag
+			}
+		}
+	}
+	return needs
+}
+
+// vnetZones maps each vnet known to the plan to its zone: the specs'
+// SdnVnet documents first, then the live list if the plan read it.
+func vnetZones(set *spec.Set, lc *liveConn, conn string) map[string]string {
+	out := map[string]string{}
+	if lc != nil {
+		lc.sharedMu.Lock()
+		l := lc.shared["/cluster/sdn/vnets"]
+		lc.sharedMu.Unlock()
+		if l != nil {
+			for _, row := range l.rows {
+				out[row["vnet"]] = row["zone"]
+			}
+		}
+	}
+	if set != nil {
+		for _, r := range set.Resources {
+			if r.Kind == spec.KindSdnVnet && r.Connection == conn && r.State == spec.Present {
+				out[r.Params["vnet"]] = r.Params["zone"]
+			}
+		}
+	}
+	return out
+}
