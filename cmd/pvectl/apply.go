@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/pvectl/pvectl/internal/durfmt"
 	"github.com/pvectl/pvectl/pkg/planner"
 	"github.com/pvectl/pvectl/pkg/planner/render"
 	"github.com/pvectl/pvectl/pkg/spec"
@@ -342,7 +343,7 @@ func (o *applyOptions) takeLock(ctx context.Context, cl *clients, conns []string
 		Info:    planner.NewRunLockInfo(o.verb()),
 		Timeout: o.lockTimeout,
 		Waiting: func(e *planner.LockedError) {
-			fmt.Fprintf(w, "Waiting up to %s for the run lock: %s\n", o.lockTimeout, e)
+			fmt.Fprintf(w, "Waiting up to %s for the run lock: %s\n", durfmt.Format(o.lockTimeout), e)
 		},
 	})
 	if err != nil {

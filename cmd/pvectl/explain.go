@@ -7,6 +7,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/pvectl/pvectl/internal/durfmt"
 	"github.com/pvectl/pvectl/pkg/planner"
 	"github.com/pvectl/pvectl/pkg/pve"
 )
@@ -51,9 +52,9 @@ func explain(err error) (headline, todo string) {
 		return at("the server speaks plain HTTP, but the URL says https://"),
 			"Use http:// only for a local `pvectl sim` (loopback); PVE itself serves HTTPS on port 8006: check the port."
 	case errors.As(err, &dl):
-		what := fmt.Sprintf("PVE did not answer %s within %s", req, dl.Timeout)
+		what := fmt.Sprintf("PVE did not answer %s within %s", req, durfmt.Format(dl.Timeout))
 		if dl.Phase == "body" {
-			what = fmt.Sprintf("PVE's answer to %s did not finish within %s", req, dl.Timeout)
+			what = fmt.Sprintf("PVE's answer to %s did not finish within %s", req, durfmt.Format(dl.Timeout))
 		}
 		if ctx := strings.TrimSuffix(where, req); ctx != "" {
 			what += " (" + strings.TrimSuffix(ctx, ": ") + ")"

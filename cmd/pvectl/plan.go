@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/pvectl/pvectl/internal/durfmt"
 	"github.com/pvectl/pvectl/pkg/planner"
 	"github.com/pvectl/pvectl/pkg/planner/render"
 	"github.com/pvectl/pvectl/pkg/secret"
@@ -269,9 +270,9 @@ func busyWaiter(w io.Writer, limit time.Duration) func([]*planner.BusyError, tim
 		now := strings.Join(lines, "\n")
 		switch {
 		case now != last:
-			fmt.Fprintf(w, "Waiting up to %s for PVE tasks that hold %d resource%s:\n%s\n", limit, len(busy), plural(len(busy)), now)
+			fmt.Fprintf(w, "Waiting up to %s for PVE tasks that hold %d resource%s:\n%s\n", durfmt.Format(limit), len(busy), plural(len(busy)), now)
 		case waited-said >= stillRunningEvery:
-			fmt.Fprintf(w, "Still waiting for PVE tasks that hold %d resource%s… [%s elapsed]\n", len(busy), plural(len(busy)), roundDuration(waited).Round(time.Second))
+			fmt.Fprintf(w, "Still waiting for PVE tasks that hold %d resource%s… [%s elapsed]\n", len(busy), plural(len(busy)), durfmt.Format(waited))
 		default:
 			return
 		}

@@ -21,6 +21,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/pvectl/pvectl/internal/durfmt"
 	"github.com/pvectl/pvectl/pkg/pve/pvesim"
 )
 
@@ -86,7 +87,7 @@ tokens=ci@pve!plan. Tokens created through the API work as well.`,
 	f.DurationVar(&o.taskDuration, "task-duration", 300*time.Millisecond, "how long each task runs")
 	f.Float64Var(&o.errorRate, "error-rate", 0, "fraction of requests answered with a server fault (0..1)")
 	f.Float64Var(&o.lockRate, "lock-contention", 0, "fraction of calls that find their guest lock busy for longer than PVE waits: their task (or the call, where PVE locks before it answers) fails with a lock timeout (0..1)")
-	f.DurationVar(&o.lockWait, "lock-wait", pvesim.DefaultLockWait, "how long a guest lock is waited for (PVE's lock_config wait; a clone's 1 s scales with it)")
+	f.DurationVar(&o.lockWait, "lock-wait", pvesim.DefaultLockWait, "how long a guest lock is waited for (PVE's lock_config wait; a clone's 1s scales with it)")
 	f.DurationVar(&o.statusEvery, "status-interval", pvesim.DefaultStatusInterval, "how often /cluster/resources' status data is refreshed (PVE's pvestatd interval)")
 	f.Float64Var(&o.warnRate, "warn-rate", 0, "fraction of successful tasks that end with 'WARNINGS: 1' (0..1)")
 	f.StringVar(&o.dhcpRange, "dhcp-range", pvesim.DefaultDHCPRange.String(), "where the guest agent's DHCP leases come from (IPv4 CIDR), for VMs without a static ipconfig0 address")
@@ -263,7 +264,7 @@ func logRequests(w io.Writer, next http.Handler) http.Handler {
 		next.ServeHTTP(sw, r)
 		mu.Lock()
 		defer mu.Unlock()
-		fmt.Fprintf(w, "%s %s %s %d %s\n", start.UTC().Format("15:04:05.000"), r.Method, r.URL.EscapedPath(), sw.status, time.Since(start).Round(time.Millisecond))
+		fmt.Fprintf(w, "%s %s %s %d %s\n", start.UTC().Format("15:04:05.000"), r.Method, r.URL.EscapedPath(), sw.status, durfmt.Format(time.Since(start)))
 	})
 }
 

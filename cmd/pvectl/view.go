@@ -14,6 +14,7 @@ import (
 	"github.com/charmbracelet/lipgloss"
 	"github.com/muesli/termenv"
 
+	"github.com/pvectl/pvectl/internal/durfmt"
 	"github.com/pvectl/pvectl/pkg/planner"
 	"github.com/pvectl/pvectl/pkg/pve"
 )
@@ -145,7 +146,7 @@ func (v *progressView) tick(rc *runningChange) {
 		}
 		verb := progressVerb(rc.c.Action)
 		fields := map[string]any{"progress": "still_running", "elapsed_seconds": elapsed.Seconds()}
-		detail := roundDuration(elapsed).String() + " elapsed"
+		detail := durfmt.Format(elapsed) + " elapsed"
 		if ph := rc.phase; ph.Name != "" {
 			verb = ph.Name
 			pf := map[string]any{"name": ph.Name}
@@ -179,7 +180,7 @@ func (v *progressView) PostApply(c *planner.Change, err error) {
 	var took time.Duration
 	if rc != nil {
 		close(rc.stop)
-		took = roundDuration(time.Since(rc.start))
+		took = durfmt.Round(time.Since(rc.start))
 	}
 	fields := map[string]any{"elapsed_seconds": took.Seconds()}
 	if err != nil {
@@ -188,10 +189,10 @@ func (v *progressView) PostApply(c *planner.Change, err error) {
 		if s := streamedError(err); s != "" {
 			shown = s
 		}
-		line := fmt.Sprintf("%s: failed after %s: %s", c.Address, took, shown)
+		line := fmt.Sprintf("%s: failed after %s: %s", c.Address, durfmt.Format(took), shown)
 		if aborted && !isAnswer(err) {
 			fields["outcome_unknown"] = true
-			line = fmt.Sprintf("%s: stopped waiting after %s (outcome unknown): %v", c.Address, took, err)
+			line = fmt.Sprintf("%s: stopped waiting after %s (outcome unknown): %v", c.Address, durfmt.Format(took), err)
 		}
 		v.event("change_failed", c, fields, paint(v.bad, line))
 		return
@@ -200,7 +201,7 @@ func (v *progressView) PostApply(c *planner.Change, err error) {
 	if c.Action == planner.ApplyNet {
 		noun = "Network commit" // not "Apply complete" in the middle of an apply
 	}
-	v.event("change_complete", c, fields, paint(v.ok, fmt.Sprintf("%s: %s complete after %s", c.Address, noun, took)))
+	v.event("change_complete", c, fields, paint(v.ok, fmt.Sprintf("%s: %s complete after %s", c.Address, noun, durfmt.Format(took))))
 }
 
 // Skipped: a kept resource is shown as it happens; changes that did not
@@ -420,15 +421,4 @@ func capitalize(s string) string {
 		return s
 	}
 	return strings.ToUpper(s[:1]) + s[1:]
-}
-
-// roundDuration keeps two significant parts: 12ms, 1.3s, 2m5s.
-func roundDuration(d time.Duration) time.Duration {
-	switch {
-	case d < time.Second:
-		return d.Round(time.Millisecond)
-	case d < time.Minute:
-		return d.Round(100 * time.Millisecond)
-	}
-	return d.Round(time.Second)
 }

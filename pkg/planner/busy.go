@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/pvectl/pvectl/internal/durfmt"
 	"github.com/pvectl/pvectl/pkg/spec"
 )
 
@@ -26,7 +27,7 @@ type BusyError struct {
 func (e *BusyError) Error() string {
 	msg := e.Address + ": " + e.What
 	if e.Waited > 0 {
-		msg += fmt.Sprintf(" (still, after waiting %s)", e.Waited.Round(time.Second))
+		msg += fmt.Sprintf(" (still, after waiting %s)", durfmt.Format(e.Waited))
 	}
 	return msg + ": " + e.Hint
 }

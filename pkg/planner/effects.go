@@ -2,7 +2,9 @@ package planner
 
 import (
 	"fmt"
+	"time"
 
+	"github.com/pvectl/pvectl/internal/durfmt"
 	"github.com/pvectl/pvectl/pkg/pve"
 	"github.com/pvectl/pvectl/pkg/spec"
 )
@@ -150,7 +152,7 @@ func (g guest) fieldEffect(ks *spec.KindSpec, key, sub string) (Effect, bool) {
 		return Effect{Kind: InPlace, How: "PUT /pools (allow-move=1)", Note: "pool membership is not part of the config"}, true
 	case key == "running":
 		return Effect{Kind: InPlace, How: "POST " + base + "/status/start or …/status/shutdown",
-			Note: fmt.Sprintf("a shutdown that takes longer than %d s is a hard stop", shutdownTimeout)}, true
+			Note: fmt.Sprintf("a shutdown that takes longer than %s is a hard stop", durfmt.Format(shutdownTimeout*time.Second))}, true
 	case g.replaceKeys[key] != "":
 		return Effect{Kind: Replaces, Why: g.replaceKeys[key]}, true
 	case g.notInConfig[key]:

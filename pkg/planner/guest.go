@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pvectl/pvectl/internal/durfmt"
 	"github.com/pvectl/pvectl/pkg/pve"
 	"github.com/pvectl/pvectl/pkg/spec"
 )
@@ -554,7 +555,7 @@ func (g guest) remove(ctx context.Context, x *execution, c *Change) error {
 		return fmt.Errorf("read status of %s %d: %w", g.noun, vmid, err)
 	}
 	if s.Status == "running" {
-		x.msg("shutting down %s %d (a hard stop after %d s)", g.noun, vmid, shutdownTimeout)
+		x.msg("shutting down %s %d (a hard stop after %s)", g.noun, vmid, durfmt.Format(shutdownTimeout*time.Second))
 		if err := g.shutdown(ctx, x, node, vmid); err != nil {
 			return err
 		}

@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/pvectl/pvectl/internal/durfmt"
 	"github.com/pvectl/pvectl/pkg/pve"
 	"github.com/pvectl/pvectl/pkg/spec"
 )
@@ -180,13 +181,13 @@ func (e *LockedError) Error() string {
 		return fmt.Sprintf("the pool %s exists %s but pvectl did not make it (comment %q): pvectl uses it as its run lock", RunLockPool, where, e.Foreign)
 	}
 	if e.Stale() {
-		msg := fmt.Sprintf("a stale pvectl run lock %s: %s, held for %s", where, e.Holder, e.Age.Round(time.Second))
+		msg := fmt.Sprintf("a stale pvectl run lock %s: %s, held for %s", where, e.Holder, durfmt.Format(e.Age))
 		if e.Gone {
 			return msg + "; that process is gone, so the lock is stale"
 		}
-		return msg + fmt.Sprintf("; its lease ran out %s ago without renewal, so that run stopped writing", e.Expired.Round(time.Second))
+		return msg + fmt.Sprintf("; its lease ran out %s ago without renewal, so that run stopped writing", durfmt.Format(e.Expired))
 	}
-	msg := fmt.Sprintf("another pvectl run holds the lock %s: %s (%s ago)", where, e.Holder, e.Age.Round(time.Second))
+	msg := fmt.Sprintf("another pvectl run holds the lock %s: %s (%s ago)", where, e.Holder, durfmt.Format(e.Age))
 	if e.Holder.Revoked {
 		msg += "; force-unlock revoked it: that run stops before its next write"
 	}

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/pvectl/pvectl/internal/durfmt"
 	"github.com/pvectl/pvectl/pkg/pve"
 	"github.com/pvectl/pvectl/pkg/spec"
 )
@@ -329,7 +330,7 @@ func waitSDNNodes(ctx context.Context, x *execution) error {
 				break
 			}
 			if time.Now().After(deadline) {
-				return fmt.Errorf("committed, but node %s still runs the old SDN configuration of zone(s) %s after %s", n.Node, strings.Join(pending, ", "), sdnNodeWait)
+				return fmt.Errorf("committed, but node %s still runs the old SDN configuration of zone(s) %s after %s", n.Node, strings.Join(pending, ", "), durfmt.Format(sdnNodeWait))
 			}
 			select {
 			case <-ctx.Done():

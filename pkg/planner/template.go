@@ -12,7 +12,9 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
+	"github.com/pvectl/pvectl/internal/durfmt"
 	"github.com/pvectl/pvectl/pkg/pve"
 	"github.com/pvectl/pvectl/pkg/spec"
 )
@@ -295,7 +297,7 @@ func (k templateKind) create(ctx context.Context, x *execution, c *Change) error
 	if err := k.bakeProvision(ctx, x, c, vmid); err != nil {
 		return err
 	}
-	x.msg("shutting down vm %d (a hard stop after %d s)", vmid, shutdownTimeout)
+	x.msg("shutting down vm %d (a hard stop after %s)", vmid, durfmt.Format(shutdownTimeout*time.Second))
 	if err := k.shutdown(ctx, x, c.Node, vmid); err != nil {
 		return err
 	}

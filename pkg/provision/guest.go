@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"golang.org/x/crypto/ssh"
+
+	"github.com/pvectl/pvectl/internal/durfmt"
 )
 
 // Bounds of one attempt inside a wait; the wait's deadline bounds them all.
@@ -187,7 +189,7 @@ func runCommand(ctx context.Context, client *ssh.Client, cmd string, stdin []byt
 		if ctx.Err() != nil {
 			return 0, buf.String(), ctx.Err()
 		}
-		return 0, buf.String(), fmt.Errorf("%q did not finish within %s", cmd, timeout)
+		return 0, buf.String(), fmt.Errorf("%q did not finish within %s", cmd, durfmt.Format(timeout))
 	case errors.As(err, &exit):
 		return exit.ExitStatus(), buf.String(), nil
 	case err != nil:

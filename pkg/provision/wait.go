@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/pvectl/pvectl/internal/durfmt"
 )
 
 // Default waits; Options overrides them.
@@ -33,7 +35,7 @@ func (e *WaitError) Error() string {
 	if e.Last != nil {
 		last = e.Last.Error()
 	}
-	return fmt.Sprintf("vm %s%s: gave up after %s waiting for %s (provisionTimeout); last error: %s", e.VM, at, e.Timeout, e.Waiting, last)
+	return fmt.Sprintf("vm %s%s: gave up after %s waiting for %s (provisionTimeout); last error: %s", e.VM, at, durfmt.Format(e.Timeout), e.Waiting, last)
 }
 
 func (e *WaitError) Unwrap() error { return e.Last }

@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/pvectl/pvectl/internal/durfmt"
 )
 
 // maxResponse bounds how much of an answer is read: the largest legitimate
@@ -146,9 +148,9 @@ type DeadlineError struct {
 
 func (e *DeadlineError) Error() string {
 	if e.Phase == "body" {
-		return fmt.Sprintf("the answer did not finish within %s", e.Timeout)
+		return fmt.Sprintf("the answer did not finish within %s", durfmt.Format(e.Timeout))
 	}
-	return fmt.Sprintf("no answer within %s", e.Timeout)
+	return fmt.Sprintf("no answer within %s", durfmt.Format(e.Timeout))
 }
 
 // IsTimeout reports whether err is a request that hit its deadline.

@@ -13,7 +13,7 @@ import (
 // key's description in `pvectl explain` and the JSON Schema.
 type GuestKeys struct {
 	// Running is the power state to reconcile.
-	Running *bool `json:"running,omitempty" doc:"The power state to reconcile: true starts the guest (after create too), false shuts it down (a hard stop after 180 s). Absent: the power state is not managed."`
+	Running *bool `json:"running,omitempty" doc:"The power state to reconcile: true starts the guest (after create too), false shuts it down (a hard stop after 3m0s). Absent: the power state is not managed."`
 	// RebootOnPending reboots a running guest whose config changes PVE
 	// keeps pending until the next start, so that they apply.
 	// SnapshotBeforeChange takes a PVE snapshot of the guest right
