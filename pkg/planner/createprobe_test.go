@@ -150,7 +150,9 @@ func testAmbiguousCreates(t *testing.T, cases []ambiguousCase, nodes []string) {
 					Sim:           pvesim.Options{Nodes: nodes, TokenID: simToken, TokenSecret: simSecret, TaskDuration: time.Millisecond, Seed: 1, DataDir: t.TempDir()},
 					Wrap:          f.Wrap,
 					Conformance:   true, // the look-ups are valid PVE requests too
-					ClientOptions: []pve.Option{pve.WithRequestTimeout(time.Second)}, // the "timeout" fault; a loaded CI machine answers the read-backs well within it
+					// The "timeout" fault waits for it; a loaded CI machine
+					// answers the read-backs well within a second.
+					ClientOptions: []pve.Option{pve.WithRequestTimeout(time.Second)},
 				})
 				sim := &simClients{cl: s.Client, conn: &spec.Connection{URL: s.URL, Nodes: []string{"pve"}}}
 				set := loadSpec(t, k.yaml)
