@@ -147,9 +147,9 @@ func testAmbiguousCreates(t *testing.T, cases []ambiguousCase, nodes []string) {
 					return r.Method == k.method && r.URL.Path == "/api2/json"+k.path
 				}}
 				s := simtest.Start(t, simtest.Options{
-					Sim:           pvesim.Options{Nodes: nodes, TokenID: simToken, TokenSecret: simSecret, TaskDuration: time.Millisecond, Seed: 1, DataDir: t.TempDir()},
-					Wrap:          f.Wrap,
-					Conformance:   true, // the look-ups are valid PVE requests too
+					Sim:         pvesim.Options{Nodes: nodes, TokenID: simToken, TokenSecret: simSecret, TaskDuration: time.Millisecond, Seed: 1, DataDir: t.TempDir()},
+					Wrap:        f.Wrap,
+					Conformance: true, // the look-ups are valid PVE requests too
 					// The "timeout" fault waits for it; a loaded CI machine
 					// answers the read-backs well within a second.
 					ClientOptions: []pve.Option{pve.WithRequestTimeout(time.Second)},
