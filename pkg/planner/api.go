@@ -34,6 +34,18 @@ type FieldDiff struct {
 	// list ("[2] in ACCEPT tcp 22 from +admins", "[3] moved from 5"),
 	// after the item's symbol, instead of "path: before → after".
 	Line string `json:"line,omitempty"`
+	// Label, when set, is the key the plan text shows instead of Path:
+	// the convenience the user wrote (ip for ipconfig0.ip, vlan for
+	// net0.tag). Path stays PVE's, for the effects, privileges and JSON.
+	Label string `json:"label,omitempty"`
+}
+
+// Shown is the key the plan text names: Label, else Path.
+func (d FieldDiff) Shown() string {
+	if d.Label != "" {
+		return d.Label
+	}
+	return d.Path
 }
 
 // Change is one resource's planned action.

@@ -1,6 +1,7 @@
 package planner
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 )
@@ -46,6 +47,51 @@ func TestCreateDiffConveniences(t *testing.T) {
 				if c.Resource.Params[k] != v {
 					t.Errorf("param %s: got %q want %q", k, c.Resource.Params[k], v)
 				}
+			}
+		})
+	}
+}
+
+// TestUpdateDiffConveniences: an update's diff keeps PVE's paths (what
+// the update sends, and its effects and privileges are worked out from)
+// and labels those the user wrote as a convenience with it (ip, gateway,
+// vlan): the plan text shows the label. Keys written as PVE's own, and
+// the sub-keys of a net0 the user wrote, get no label.
+func TestUpdateDiffConveniences(t *testing.T) {
+	sim := newSim(t)
+	type shown struct{ path, label string }
+	for i, tc := range []struct {
+		name, before, after string
+		want                []shown
+	}{
+		{"ip", "ip: 10.0.5.20/24", "ip: 10.0.5.21/24",
+			[]shown{{"ipconfig0.ip", "ip"}}},
+		{"ip and gateway", "ip: 10.0.5.20/24\n  gateway: 10.0.5.1", "ip: 10.0.6.20/24\n  gateway: 10.0.6.254",
+			[]shown{{"ipconfig0.ip", "ip"}, {"ipconfig0.gw", "gateway"}}},
+		{"vlan", "bridge: vmbr0\n  vlan: 30", "bridge: vmbr0\n  vlan: 40",
+			[]shown{{"net0.tag", "vlan"}}},
+		{"net0 written beside vlan", "net0: e1000,bridge=vmbr0\n  vlan: 30", "net0: e1000,bridge=vmbr0,firewall=1\n  vlan: 40",
+			[]shown{{"net0.firewall", ""}, {"net0.tag", "vlan"}}},
+		{"PVE keys", "ipconfig0: ip=10.0.5.20/24,gw=10.0.5.1\n  net0: virtio,bridge=vmbr0,tag=30",
+			"ipconfig0: ip=10.0.5.21/24,gw=10.0.5.1\n  net0: virtio,bridge=vmbr0,tag=40",
+			[]shown{{"ipconfig0.ip", ""}, {"net0.tag", ""}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			doc := func(keys string) string {
+				return fmt.Sprintf("kind: QemuVM\nname: web%d\nspec:\n  memory: 1024\n  running: false\n  %s\n", i, keys)
+			}
+			addr := fmt.Sprintf("QemuVM/web%d", i)
+			applyPlan(t, sim, planFor(t, sim, loadSpec(t, doc(tc.before)), Options{}))
+			if c := planFor(t, sim, loadSpec(t, doc(tc.before)), Options{}).Change(addr); c.Action != NoOp {
+				t.Fatalf("after apply: %s %v, want noop", c.Action, c.Diff)
+			}
+			c := planFor(t, sim, loadSpec(t, doc(tc.after)), Options{}).Change(addr)
+			var got []shown
+			for _, d := range c.Diff {
+				got = append(got, shown{d.Path, d.Label})
+			}
+			if c.Action != Update || !slices.Equal(got, tc.want) {
+				t.Errorf("%s, diff %+v; want an update of %+v", c.Action, got, tc.want)
 			}
 		})
 	}

@@ -299,6 +299,9 @@ func (b *builder) planChange(k kindOps, r *spec.Resource, lo *liveObj) (*Change,
 		return nil, held
 	}
 	c, err := b.planLifecycle(k, r, lo)
+	if err == nil {
+		labelDiff(r, c)
+	}
 	if held != nil {
 		if err != nil || c.Action != NoOp {
 			return nil, held
@@ -365,6 +368,21 @@ func (b *builder) planLifecycle(k kindOps, r *spec.Resource, lo *liveObj) (*Chan
 		}
 	}
 	return c, nil
+}
+
+// labelDiff names each diff line the user wrote as a convenience by it
+// (spec.ShownAs): the plan text shows ip where the update sends
+// ipconfig0.ip. Path is left as it is.
+func labelDiff(r *spec.Resource, c *Change) {
+	if len(c.Diff) == 0 {
+		return
+	}
+	shown := spec.ShownAs(r)
+	for i, d := range c.Diff {
+		if l, ok := shown[d.Path]; ok && d.Line == "" {
+			c.Diff[i].Label = l
+		}
+	}
 }
 
 // createDiff lists what a create will set, as "+" fields, each under the

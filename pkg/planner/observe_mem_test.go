@@ -44,9 +44,11 @@ func TestLoadAllGoroutinesBounded(t *testing.T) {
 	if maxRunning > conc {
 		t.Errorf("%d loads ran at once, want at most %d", maxRunning, conc)
 	}
-	// conc goroutines, and a few the runtime or the test may start.
-	if peak > conc+8 {
-		t.Errorf("%d goroutines more than before during the loads, want at most %d", peak, conc+8)
+	// conc goroutines, and what the runtime, the test binary and the
+	// servers of earlier tests start or end meanwhile (the count is the
+	// process's): one goroutine per object would be n.
+	if slack := conc + 64; peak > slack {
+		t.Errorf("%d goroutines more than before during the loads, want at most %d (one per object would be %d)", peak, slack, n)
 	}
 	for addr, lo := range objs {
 		if lo.load != nil {

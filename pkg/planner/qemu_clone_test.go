@@ -213,8 +213,8 @@ spec:
 	counter.reset()
 	p = planFor(t, sim, loadSpec(t, strings.Replace(yaml, "10.0.5.20", "10.0.5.21", 1)), Options{})
 	c = p.Change("QemuVM/web")
-	if c.Action != Update || len(c.Diff) != 1 || c.Diff[0].Path != "ipconfig0.ip" || !stateOf(c).Regenerate {
-		t.Fatalf("ip change: %s %+v regenerate=%v, want an update of ipconfig0.ip that regenerates", c.Action, c.Diff, stateOf(c).Regenerate)
+	if c.Action != Update || len(c.Diff) != 1 || c.Diff[0].Path != "ipconfig0.ip" || c.Diff[0].Label != "ip" || !stateOf(c).Regenerate {
+		t.Fatalf("ip change: %s %+v regenerate=%v, want an update of ipconfig0.ip (shown as ip) that regenerates", c.Action, c.Diff, stateOf(c).Regenerate)
 	}
 	applyPlan(t, sim, p)
 	path := fmt.Sprintf("PUT /nodes/pve/qemu/%d/cloudinit", st.Created)

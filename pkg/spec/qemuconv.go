@@ -136,6 +136,36 @@ func WrittenAs(r *Resource) map[string]string {
 	return out
 }
 
+// ShownAs maps the paths of a QemuVM's diff (a PVE key or key.sub-key)
+// that its conveniences wrote to the convenience the user wrote, for the
+// plan text: an update's ipconfig0.ip reads as ip, net0.tag as vlan,
+// sshkeys as sshKeys. A key the user wrote as PVE's own is not in it (so
+// it is shown as written); nor is an address pvectl settled from DNS
+// (ipconfig0.ip without ip). The gateway sub-key reads as gateway when
+// ip or gateway was written: ip implies its gateway (IPConfig).
+func ShownAs(r *Resource) map[string]string {
+	out := WrittenAs(r)
+	g := Guest(r)
+	if g.IP != nil && r.Params["ipconfig0"] != "" {
+		out["ipconfig0.ip"] = "ip"
+	}
+	if g.Gateway != nil || out["ipconfig0"] != "" {
+		out["ipconfig0.gw"] = "gateway"
+	}
+	if g.VLAN != nil {
+		out["net0.tag"] = "vlan"
+	}
+	if g.Bridge != nil || out["net0"] != "" {
+		// A vlan without bridge or net0 tags the default bridge: the
+		// bridge key is where the user changes it.
+		out["net0.bridge"] = "bridge"
+	}
+	if g.SSHKeys != nil && r.Params["sshkeys"] != "" {
+		out["sshkeys"] = "sshKeys"
+	}
+	return out
+}
+
 // cloneKeys checks what goes with image (and full), and makes q35 the
 // machine of a clone that names none (design §3).
 func cloneKeys(r *Resource, g *GuestKeys, derive func(param, from, value string)) []problem {

@@ -144,3 +144,32 @@ func TestVLANBridgeIsADependency(t *testing.T) {
 		t.Errorf("deps (-want +got):\n%s", diff)
 	}
 }
+
+// ShownAs names the diff paths the conveniences wrote by the key the user
+// wrote, and leaves PVE keys the user wrote (or an address settled from
+// DNS, for gateway alone) under PVE's name.
+func TestShownAs(t *testing.T) {
+	tests := []struct {
+		name, spec string
+		want       map[string]string
+	}{
+		{"ip", "ip: 10.0.0.5", map[string]string{"ipconfig0": "ip", "ipconfig0.ip": "ip", "ipconfig0.gw": "gateway"}},
+		{"gateway alone: the address is DNS's", "gateway: 10.0.0.254", map[string]string{"ipconfig0.gw": "gateway"}},
+		{"vlan", "vlan: 30", map[string]string{"net0": "vlan", "net0.tag": "vlan", "net0.bridge": "bridge"}},
+		{"bridge", "bridge: vmbr2", map[string]string{"net0": "bridge", "net0.bridge": "bridge"}},
+		{"vlan beside a written net0", "net0: virtio,bridge=vmbr3\n  vlan: 7", map[string]string{"net0.tag": "vlan"}},
+		{"sshKeys", "sshKeys:\n    - " + testKey, map[string]string{"sshkeys": "sshKeys"}},
+		{"PVE keys", "ipconfig0: ip=dhcp\n  net0: virtio,bridge=vmbr0,tag=3\n  sshkeys: " + URIEscape(testKey), map[string]string{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			set, diags := loadFiles(t, map[string]string{"a.yaml": "kind: QemuVM\nname: vm\nspec:\n  " + tt.spec + "\n"}, nil)
+			if len(diags) > 0 {
+				t.Fatalf("diagnostics: %v", diags)
+			}
+			if diff := cmp.Diff(tt.want, ShownAs(set.Resources[0])); diff != "" {
+				t.Errorf("ShownAs (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

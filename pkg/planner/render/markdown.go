@@ -78,7 +78,7 @@ func changeLines(c *planner.Change) []string {
 			continue
 		}
 		if lines, ok := textDiff(d.Before, d.After); ok {
-			out = append(out, "! "+d.Path+":")
+			out = append(out, "! "+d.Shown()+":")
 			for _, l := range lines {
 				out = append(out, string(l.op)+"     "+l.text)
 			}
@@ -86,11 +86,11 @@ func changeLines(c *planner.Change) []string {
 		}
 		switch {
 		case d.Before == nil:
-			out = append(out, "+ "+d.Path+": "+oneLine(value(d.After)))
+			out = append(out, "+ "+d.Shown()+": "+oneLine(value(d.After)))
 		case d.After == nil:
-			out = append(out, "- "+d.Path+": "+oneLine(value(d.Before)))
+			out = append(out, "- "+d.Shown()+": "+oneLine(value(d.Before)))
 		default:
-			out = append(out, "! "+d.Path+": "+oneLine(value(d.Before))+" → "+oneLine(value(d.After)))
+			out = append(out, "! "+d.Shown()+": "+oneLine(value(d.Before))+" → "+oneLine(value(d.After)))
 		}
 	}
 	for _, s := range c.Provision {

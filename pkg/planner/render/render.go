@@ -171,7 +171,7 @@ func field(pl palette, d planner.FieldDiff, indent string) string {
 	}
 	if lines, ok := textDiff(d.Before, d.After); ok {
 		var b strings.Builder
-		b.WriteString(indent + pl.change.Render("~") + " " + d.Path + ":\n")
+		b.WriteString(indent + pl.change.Render("~") + " " + d.Shown() + ":\n")
 		for _, l := range lines {
 			st := pl.note
 			switch l.op {
@@ -186,11 +186,11 @@ func field(pl palette, d planner.FieldDiff, indent string) string {
 	}
 	switch {
 	case d.Before == nil:
-		return indent + pl.add.Render("+") + " " + d.Path + ": " + value(d.After) + "\n"
+		return indent + pl.add.Render("+") + " " + d.Shown() + ": " + value(d.After) + "\n"
 	case d.After == nil:
-		return indent + pl.remove.Render("-") + " " + d.Path + ": " + value(d.Before) + "\n"
+		return indent + pl.remove.Render("-") + " " + d.Shown() + ": " + value(d.Before) + "\n"
 	}
-	return indent + pl.change.Render("~") + " " + d.Path + ": " + value(d.Before) + " → " + value(d.After) + "\n"
+	return indent + pl.change.Render("~") + " " + d.Shown() + ": " + value(d.Before) + " → " + value(d.After) + "\n"
 }
 
 // itemSymbol is a list item's marker: "+" added, "-" removed, "~"

@@ -116,6 +116,21 @@ func plans() map[string]*planner.Plan {
 				{Path: "sshkeys", After: "ssh-ed25519%20AAAAC3Nza%20ops%40laptop%0A"},
 			}, "does not exist"),
 		}},
+		// An update of what the user wrote as conveniences names them (the
+		// labels); a VM written with PVE's keys keeps PVE's paths.
+		"conveniences": {FormatVersion: "1", Changes: []*planner.Change{
+			change("QemuVM/app-vm-1", planner.Update, []planner.FieldDiff{
+				{Path: "ipconfig0.ip", Before: "10.0.0.5/24", After: "10.0.1.6/24", Label: "ip"},
+				{Path: "ipconfig0.gw", Before: "10.0.0.1", After: "10.0.1.1", Label: "gateway"},
+				{Path: "net0.bridge", Before: "vmbr0", After: "vmbr1", Label: "bridge"},
+				{Path: "net0.tag", Before: "100", After: "200", Label: "vlan"},
+				{Path: "sshkeys", Before: "ssh-ed25519%20AAAAC3Nza%20ops%40laptop%0A", After: "ssh-ed25519%20AAAAC3Nza%20ops%40laptop%0Assh-ed25519%20AAAAC3Nzb%20ci%0A", Label: "sshKeys"},
+			}, "ipconfig0 changed", "net0 changed", "sshkeys changed"),
+			change("QemuVM/db", planner.Update, []planner.FieldDiff{
+				{Path: "ipconfig0.ip", Before: "10.0.0.7/24", After: "10.0.0.8/24"},
+				{Path: "net0.tag", Before: "100", After: nil},
+			}, "ipconfig0 changed", "net0 changed"),
+		}},
 		"nochange": {FormatVersion: "1", Changes: []*planner.Change{
 			change("LinuxBridge/vmbr1", planner.NoOp, nil),
 			change("QemuVM/app-vm-1", planner.NoOp, nil),
@@ -139,7 +154,7 @@ func provisioned(c *planner.Change, steps ...planner.ProvisionStep) *planner.Cha
 }
 
 func TestHuman(t *testing.T) {
-	for _, name := range []string{"create", "update", "destroy", "nochange", "keptonly", "staged", "stagedchange", "provision", "multiline", "sshkeys"} {
+	for _, name := range []string{"create", "update", "destroy", "nochange", "keptonly", "staged", "stagedchange", "provision", "multiline", "sshkeys", "conveniences"} {
 		t.Run(name, func(t *testing.T) {
 			var buf bytes.Buffer
 			if err := Human(&buf, plans()[name], Options{}); err != nil {
@@ -168,7 +183,7 @@ func TestHumanColor(t *testing.T) {
 }
 
 func TestJSON(t *testing.T) {
-	for _, name := range []string{"create", "update", "destroy", "nochange", "provision"} {
+	for _, name := range []string{"create", "update", "destroy", "nochange", "provision", "conveniences"} {
 		t.Run(name, func(t *testing.T) {
 			var buf bytes.Buffer
 			if err := JSON(&buf, plans()[name]); err != nil {
@@ -207,7 +222,7 @@ func TestJSONShape(t *testing.T) {
 }
 
 func TestMarkdown(t *testing.T) {
-	for _, name := range []string{"create", "update", "destroy", "nochange", "provision", "multiline", "sshkeys"} {
+	for _, name := range []string{"create", "update", "destroy", "nochange", "provision", "multiline", "sshkeys", "conveniences"} {
 		t.Run(name, func(t *testing.T) {
 			var buf bytes.Buffer
 			if err := Markdown(&buf, plans()[name]); err != nil {
