@@ -47,6 +47,11 @@ func (g guest) prereqs(r *spec.Resource, node string, lo *liveObj) []prereq {
 			out = append(out, g.diskPrereqs(r, key, val, live[key], node, fresh)...)
 		}
 	}
+	for _, m := range spec.GuestMappings(r) {
+		if fresh || live[m.Key] != r.Params[m.Key] {
+			out = append(out, mappingPrereq(m, node))
+		}
+	}
 	if g.typ == pve.LXC && fresh {
 		if tmpl := r.Params["ostemplate"]; tmpl != "" && !strings.HasPrefix(tmpl, "/") && strings.Contains(tmpl, ":") {
 			out = append(out, volumePrereq("ostemplate", tmpl, "vztmpl", node))

@@ -246,9 +246,25 @@ func guestMappingRefs(r *Resource) []refValue {
 	return out
 }
 
+// GuestMapping is a mapping a guest's device names: the spec key, the
+// mapping's type and id.
+type GuestMapping struct{ Key, Type, ID string }
+
+// GuestMappings are the mappings r's devices name (hostpciN and usbN by
+// mapping=, virtiofsN by its dir id).
+func GuestMappings(r *Resource) []GuestMapping {
+	var out []GuestMapping
+	for _, v := range guestMappingRefs(r) {
+		typ, id, _ := strings.Cut(v.Value, "/")
+		out = append(out, GuestMapping{Key: v.Key, Type: typ, ID: id})
+	}
+	return out
+}
+
 // mappingWithoutNode refuses a guest's mapped device whose mapping has no
 // entry for the guest's node; "" accepts it (an edge). A guest whose node
-// is left to the connection is checked by PVE when it starts.
+// is left to the connection is checked by the plan, once its node is
+// known (pkg/planner hwmap_prereq.go).
 func mappingWithoutNode(r, m *Resource, v refValue) string {
 	node := r.Node()
 	if node == "" || HasOutputRef(node) || slices.Contains(MappingNodes(m), node) {
