@@ -47,9 +47,14 @@ func (g guest) prereqs(r *spec.Resource, node string, lo *liveObj) []prereq {
 			out = append(out, g.diskPrereqs(r, key, val, live[key], node, fresh)...)
 		}
 	}
+	gk := spec.Guest(r)
+	starts := gk.Running != nil && *gk.Running
+	if p := spec.Provisioning(r); p != nil && len(p.Provision) > 0 {
+		starts = true
+	}
 	for _, m := range spec.GuestMappings(r) {
 		if fresh || live[m.Key] != r.Params[m.Key] {
-			out = append(out, mappingPrereq(m, node))
+			out = append(out, mappingPrereq(m, node, starts))
 		}
 	}
 	if g.typ == pve.LXC && fresh {

@@ -15,8 +15,12 @@ import (
 // Mapping/Dir.pm find_on_current_node). `validate` refuses it already
 // when the guest's spec writes its node (pkg/spec hwmap.go); this is the
 // plan's check for a node the connection's default or placement chose,
-// against the specs' mapping or the live one.
-func mappingPrereq(m spec.GuestMapping, node string) prereq {
+// against the specs' mapping or the live one. A mapping PVE does not have
+// at all is refused only for a guest the apply starts: PVE makes a guest
+// naming it (qemu-server API2/Qemu.pm check_hostpci_perm asks only
+// Mapping.Use on its path), a later start fails; one of the specs' with
+// no entry for the node is a mistake either way, as `validate` says.
+func mappingPrereq(m spec.GuestMapping, node string, starts bool) prereq {
 	refusal := mappingRefusal(m, node)
 	return prereq{key: m.Key, what: fmt.Sprintf("%s mapping %s with an entry for node %s", m.Type, m.ID, node),
 		kind: spec.KindHardwareMapping, value: m.Type + "/" + m.ID,
@@ -40,7 +44,10 @@ func mappingPrereq(m spec.GuestMapping, node string) prereq {
 			}
 			lo := hwmapFind(rows, m.ID)
 			if !lo.Exists {
-				return fmt.Sprintf("%s mapping %s does not exist (in PVE or in these specs)", m.Type, m.ID)
+				if !starts {
+					return ""
+				}
+				return fmt.Sprintf("%s mapping %s does not exist (in PVE or in these specs): %s; make it first (kind HardwareMapping), or drop running: true", m.Type, m.ID, mappingRefusal(m, node))
 			}
 			for _, e := range strings.Split(lo.Config["map"], "\n") {
 				if _, kv, err := spec.NormalizeMappingEntry(e); err == nil && kv["node"] == node {

@@ -31,6 +31,16 @@ func TestSimMappingWithoutGuestNode(t *testing.T) {
 	if err := plan(vm); err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "USB device mapping not found for 'stick'") {
 		t.Errorf("mapping in PVE: %v, want %q", err, want)
 	}
+	// A mapping PVE does not have: PVE makes a stopped guest naming it
+	// (its start fails), so only a guest the apply starts is refused.
+	missing := strings.Replace(vm, "mapping=stick", "mapping=nosuch", 1)
+	if err := plan(missing); err != nil {
+		t.Errorf("stopped guest, missing mapping: %v, want a plan", err)
+	}
+	if err := plan(missing + "  running: true\n"); err == nil || !strings.Contains(err.Error(), "usb mapping nosuch does not exist") ||
+		!strings.Contains(err.Error(), "USB device mapping not found for 'nosuch'") {
+		t.Errorf("started guest, missing mapping: %v, want it refused", err)
+	}
 	both := strings.Replace(onPve2, `["node=pve2,id=0781:5583,path=1-2"]`, `["node=pve2,id=0781:5583,path=1-2", "node=pve,id=0781:5583,path=1-2"]`, 1)
 	if err := plan(both + "---\n" + vm); err != nil {
 		t.Errorf("with an entry for pve: %v, want a plan", err)
