@@ -288,7 +288,7 @@ func (o *applyOptions) prepare(in *interrupts) (*planner.Plan, *clients, error) 
 	if err := o.takeLock(ctx, cl, usedConnections(set)); err != nil {
 		return nil, nil, err
 	}
-	p, err := planLive(ctx, o.g, set, cl, planner.Options{Targets: o.targets, Destroy: o.destroy, Snapshot: o.snapshot, Stack: stack, Prune: o.prune}, o.notices())
+	p, err := planLive(ctx, o.g, set, cl, planner.Options{Targets: o.targets, Destroy: o.destroy, Snapshot: o.snapshot, Stack: stack, Prune: o.prune, DriveCache: cacheDir()}, o.notices())
 	if err != nil {
 		return nil, nil, err
 	}

@@ -71,6 +71,9 @@ func seedFiles(t *testing.T, dir string) []string {
 func TestE2EConfigDriveAndImage(t *testing.T) {
 	xorriso := testtool.Path(t, "xorriso", "xorriso")
 	e, dir := startDataSim(t)
+	// One cache across runs, as a user's machine keeps it (HOME is new
+	// per run here): the edit below shows the old userData's lines.
+	e.extraEnv = append(e.extraEnv, "PVECTL_CACHE_DIR="+t.TempDir())
 	spec := imagesSpec(t, nil)
 	e.mustRun(0, "apply", "-f", spec, "--auto-approve")
 	if r := e.run("plan", "-f", spec, "--detailed-exitcode"); r.code != 0 {
@@ -126,6 +129,11 @@ func TestE2EConfigDriveAndImage(t *testing.T) {
 	}
 	if want := []string{"update ConfigDriveISO/seed-web01", "update QemuVM/web01"}; !slices.Equal(actions, want) {
 		t.Errorf("plan after the edit: %v, want %v", actions, want)
+	}
+	// Issue 23: the userData change shows the changed lines.
+	shown := e.mustRun(0, "plan", "-f", edited).stdout
+	if !regexp.MustCompile(`(?m)^ +- packages: \[nginx\]\n +\+ packages: \[nginx, curl\]$`).MatchString(shown) || strings.Contains(shown, "not known on this machine") {
+		t.Errorf("plan after the edit does not show the changed lines of userData:\n%s", shown)
 	}
 	e.mustRun(0, "apply", "-f", edited, "--auto-approve")
 	files = seedFiles(t, dir)

@@ -148,7 +148,7 @@ func (o *planOptions) run(ctx context.Context) error {
 	if o.json {
 		notices = o.g.streams.Err
 	}
-	p, cl, err := makePlan(in.ctx, o.g, set, planner.Options{Targets: o.targets, ReviewPrivileges: o.privileges == "warn", Snapshot: o.snapshot, Stack: stack, Prune: o.prune}, notices)
+	p, cl, err := makePlan(in.ctx, o.g, set, planner.Options{Targets: o.targets, ReviewPrivileges: o.privileges == "warn", Snapshot: o.snapshot, Stack: stack, Prune: o.prune, DriveCache: cacheDir()}, notices)
 	if in.interrupted() {
 		return errInterrupted
 	}

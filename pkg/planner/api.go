@@ -171,6 +171,10 @@ type Options struct {
 	// Prune plans the removal of the stack's owned objects that no
 	// document names (Plan.Orphans otherwise only lists them).
 	Prune bool
+	// DriveCache is the directory where plans keep what they showed of
+	// each config drive version, so that a later plan can diff a new
+	// version's content against it (drivecache.go); "": no cache.
+	DriveCache string
 }
 
 // Hooks receive progress from Apply. All methods may be called concurrently.

@@ -126,12 +126,19 @@ func (k configDriveKind) compare(b *builder, r *spec.Resource, lo *liveObj, c *C
 			others = append(others, v)
 		}
 	}
+	rememberDrive(b.opts.DriveCache, r, name)
 	switch {
 	case cur == nil:
 		st.Upload = true
 		before := any(nil)
 		if len(others) > 0 {
-			before = fileOf(others[len(others)-1].VolID)
+			old := fileOf(others[len(others)-1].VolID)
+			before = old
+			diff, why := driveContentDiff(b.opts.DriveCache, r, old)
+			c.Diff = append(c.Diff, diff...)
+			if why != "" {
+				c.Reasons = append(c.Reasons, why)
+			}
 		}
 		c.Diff = append(c.Diff, FieldDiff{Path: "filename", Before: before, After: name})
 		c.Reasons = append(c.Reasons, "new version "+name)
@@ -155,6 +162,13 @@ func (k configDriveKind) compare(b *builder, r *spec.Resource, lo *liveObj, c *C
 	if st.Upload || len(st.Stale) > 0 {
 		c.Action = Update
 	}
+	return nil
+}
+
+// checkCreate remembers what the plan shows of the first version, for
+// the diff of the next (drivecache.go).
+func (configDriveKind) checkCreate(b *builder, r *spec.Resource, _ *liveObj, _ *Change) error {
+	rememberDrive(b.opts.DriveCache, r, r.Params["filename"])
 	return nil
 }
 
