@@ -269,3 +269,78 @@ type Result struct {
 	// Interrupted is set when Stop was closed or ctx cancelled.
 	Interrupted bool
 }
+
+// The entry points, in the order a run takes them: Observe reads, Build
+// plans what was read (PlanLive does both and waits for busy objects),
+// Verify checks a saved plan against PVE before Apply carries it out;
+// Import writes documents for what exists.
+
+// Observe reads the live state the Set needs in few calls: the token's
+// permissions, /cluster/resources and /nodes once per connection, one
+// guest list per node and guest type the Set has, one network list per
+// node with network resources, the pool list once, one config per managed
+// VM that exists. A resource whose reads the token may not make
+// truthfully (PVE's lists hide what it may not audit) is not read: it
+// fails with the privileges it lacks.
+//
+// It reads every resource of the Set, targets or not (the lists are per
+// connection anyway, and the reads are what make a plan cheap to trust).
+// What cannot be read for one resource, or for its whole connection, is
+// kept in the Observed and reported by Build for the resources it plans:
+// the error returned here is only ctx's.
+func Observe(ctx context.Context, clients Clients, set *spec.Set) (*Observed, error) {
+	return observeWith(ctx, clients, set, ObserveOptions{})
+}
+
+// ObserveWith is Observe with options.
+func ObserveWith(ctx context.Context, clients Clients, set *spec.Set, opts ObserveOptions) (*Observed, error) {
+	return observeWith(ctx, clients, set, opts)
+}
+
+// Build compares desired with observed and returns the Plan. (A function
+// named Plan would collide with the type.)
+func Build(ctx context.Context, set *spec.Set, obs *Observed, opts Options) (*Plan, error) {
+	return buildPlan(ctx, set, obs, opts)
+}
+
+// PlanLive observes the live state and builds the plan (Observe, then
+// Build). While the only problems are busy objects (BusyError), it waits
+// for them and plans again, up to opts.BusyTimeout, telling
+// opts.Waiting; what is still busy then is refused, saying how long it
+// waited.
+func PlanLive(ctx context.Context, clients Clients, set *spec.Set, opts Options) (*Plan, error) {
+	return planLive(ctx, clients, set, opts)
+}
+
+// Verify re-reads live state for a saved plan and refuses it if a
+// connection now points at another cluster than the plan was made against
+// (Plan.Endpoints), or (error naming the resource) if any recorded config
+// digest changed since it was made, an object to create now exists, or an
+// object to update or delete is gone.
+func Verify(ctx context.Context, clients Clients, plan *Plan) error {
+	return verifyAll(ctx, clients, plan)
+}
+
+// Apply executes plan: every change after its dependencies, at most
+// opts.Parallelism at once; a failure skips only its dependents.
+// The error is non-nil when anything failed or was left undone; Result says
+// what was and was not done.
+//
+// Stopping has two levels, as Terraform's interrupt: closing opts.Stop
+// starts nothing new while the running changes go on to their end (their
+// PVE tasks are waited for and reported by their real outcome);
+// cancelling ctx also stops waiting for them (Result.Unknown).
+func Apply(ctx context.Context, clients Clients, plan *Plan, opts ApplyOptions) (*Result, error) {
+	return applyAll(ctx, clients, plan, opts)
+}
+
+// Import reads the selected live objects once and makes them documents,
+// in dependency order: the lists every kind needs at once, the objects'
+// own reads (configs) a few at a time, then the documents, which it
+// plans against what it read (check). It returns an *ImportError when a
+// selection is wrong (Invalid: before any API call) or finds nothing; an
+// object that cannot be read, or whose document does not plan clean, is
+// only left out (ImportResult.Problems).
+func Import(ctx context.Context, clients Clients, opts ImportOptions) (*ImportResult, error) {
+	return importAll(ctx, clients, opts)
+}

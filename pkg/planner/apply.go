@@ -17,16 +17,8 @@ import (
 // DefaultParallelism caps concurrent changes when ApplyOptions leaves it 0.
 const DefaultParallelism = 4
 
-// Apply executes plan: every change after its dependencies, at most
-// opts.Parallelism at once; a failure skips only its dependents.
-// The error is non-nil when anything failed or was left undone; Result says
-// what was and was not done.
-//
-// Stopping has two levels, as Terraform's interrupt: closing opts.Stop
-// starts nothing new while the running changes go on to their end (their
-// PVE tasks are waited for and reported by their real outcome);
-// cancelling ctx also stops waiting for them (Result.Unknown).
-func Apply(ctx context.Context, clients Clients, plan *Plan, opts ApplyOptions) (*Result, error) {
+// applyAll is Apply (api.go).
+func applyAll(ctx context.Context, clients Clients, plan *Plan, opts ApplyOptions) (*Result, error) {
 	if err := checkPlan(plan); err != nil {
 		return nil, err
 	}

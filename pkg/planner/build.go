@@ -21,6 +21,15 @@ type builder struct {
 	table   *schema.Table
 	changes map[string]*Change // planned so far, by address
 	failed  map[string]error   // resources that could not be planned (placeholders in changes)
+	unseen  map[string]string  // by address: why its live state cannot be known
+	// What the later steps of build make: the orphans listed or pruned,
+	// the dependency graph, the selection, what is not planned, and the
+	// order of the selected changes.
+	orphans []Orphan
+	deps    map[string][]string
+	sel     map[string]bool
+	skipped []NotPlanned
+	order   []string
 	// keyProblems is, per SSH key setting, why it cannot be used here
 	// ("" when it can): noteMissingKey looks once per key.
 	keyProblems map[string]string
@@ -44,9 +53,11 @@ func (b *builder) method(httpMethod, template string) *schema.Method {
 	return m
 }
 
-// Build compares desired with observed and returns the Plan. (A function
-// named Plan would collide with the type.)
-func Build(ctx context.Context, set *spec.Set, obs *Observed, opts Options) (*Plan, error) {
+// buildPlan compares desired with observed and returns the Plan, in steps
+// over one builder: each resource's change (or why it has none), the
+// owned objects no document names and the snapshots before risky
+// changes, the dependency graph, the selection, and the ordered plan.
+func buildPlan(ctx context.Context, set *spec.Set, obs *Observed, opts Options) (*Plan, error) {
 	if set == nil || obs == nil {
 		return nil, errors.New("build plan: nil set or observed state")
 	}
@@ -54,124 +65,166 @@ func Build(ctx context.Context, set *spec.Set, obs *Observed, opts Options) (*Pl
 	if table == nil {
 		table = schema.Default()
 	}
-	b := &builder{set: set, obs: obs, opts: opts, table: table, changes: map[string]*Change{}}
-	resources := append([]*spec.Resource(nil), set.Resources...)
-	sort.Slice(resources, func(i, j int) bool { return resources[i].Address() < resources[j].Address() })
-
-	// A resource that cannot be planned gets a placeholder change, so that
-	// the graph still knows it; its error counts only if it is selected
-	// (a --target elsewhere is not blocked by it).
-	failed := map[string]error{}
-	unseen := map[string]string{} // by address: why its live state cannot be known
-	fail := func(r *spec.Resource, lo *liveObj, err error) {
-		c := &Change{Address: r.Address(), Action: NoOp, Resource: r, Diff: []FieldDiff{}, Reasons: []string{}}
-		if lo != nil {
-			c.Node = lo.Node
-		}
-		b.changes[c.Address], failed[c.Address] = c, err
+	b := &builder{set: set, obs: obs, opts: opts, table: table, changes: map[string]*Change{},
+		failed: map[string]error{}, unseen: map[string]string{}}
+	steps := []func(context.Context) error{
+		b.planResources,
+		b.planExtras,
+		b.linkGraph,
+		b.selectChanges,
 	}
-	// Network commits are decided last: they look at the interface changes.
+	for _, step := range steps {
+		if err := step(ctx); err != nil {
+			return nil, err
+		}
+	}
+	return b.assemble(), nil
+}
+
+// planResources plans every resource of the set, in address order. A
+// resource that cannot be planned gets a placeholder change, so that the
+// graph still knows it; its error counts only if it is selected (a
+// --target elsewhere is not blocked by it). Network commits are decided
+// last: they look at the interface changes.
+func (b *builder) planResources(ctx context.Context) error {
+	resources := append([]*spec.Resource(nil), b.set.Resources...)
+	sort.Slice(resources, func(i, j int) bool { return resources[i].Address() < resources[j].Address() })
 	for _, late := range []bool{false, true} {
 		for _, r := range resources {
 			if err := ctx.Err(); err != nil {
-				return nil, err
+				return err
 			}
 			k, kerr := kindOf(r.Kind)
 			if (kerr == nil && k.traits().Commits != "") != late {
 				continue
 			}
-			if err := obs.errs[r.Address()]; err != nil {
-				fail(r, nil, err)
-				continue
-			}
-			if why, ok := obs.unknown[r.Address()]; ok {
-				// A placeholder keeps the graph whole; notPlanned takes it
-				// and its dependents out of the selection.
-				fail(r, nil, nil)
-				delete(failed, r.Address())
-				unseen[r.Address()] = why
-				continue
-			}
-			if kerr != nil {
-				fail(r, nil, fmt.Errorf("%s: %w", r.Address(), kerr))
-				continue
-			}
-			lo := obs.objs[r.Address()]
-			if lo == nil {
-				fail(r, nil, fmt.Errorf("%s: live state was not observed", r.Address()))
-				continue
-			}
-			c, err := b.planChange(k, r, lo)
-			if err != nil {
-				fail(r, lo, err)
-				continue
-			}
-			c.Address, c.Resource = r.Address(), r
-			b.markCreated(k, c)
-			maskDeclared(c) // keys the document declares secret (secretKeys)
-			// The token must hold what the change's calls check; a review
-			// plan carries what it lacks as warnings.
-			if needs, ok := changeNeeds(k, c, lo); ok {
-				needs = vnetZoneNeeds(b.set, obs.conns[r.Connection], r.Connection, needs)
-				if err := b.notePerms(obs.conns[r.Connection], r, c, needs); err != nil {
-					fail(r, lo, err)
-					continue
-				}
-			}
-			// What the change needs must exist, or be made by the specs.
-			if err := b.checkPrereqs(k, r, lo, c); err != nil {
-				fail(r, lo, err)
-				continue
-			}
-			if t := k.traits(); t.Stages != "" && !r.ReadOnly {
-				b.noteUncommitted(r, lo, c, t.stagedAlready(lo))
-			}
-			if c.Diff == nil {
-				c.Diff = []FieldDiff{}
-			}
-			if c.Reasons == nil {
-				c.Reasons = []string{}
-			}
-			b.changes[c.Address] = c
+			b.planResource(r, k, kerr)
 		}
 	}
-	b.failed = failed
-	orphans := b.planOwned()
-	if err := b.planSnapshots(ctx); err != nil {
-		return nil, err
-	}
+	return nil
+}
 
+// planResource plans r's change into b.changes, or its placeholder.
+func (b *builder) planResource(r *spec.Resource, k kindOps, kerr error) {
+	obs := b.obs
+	if err := obs.errs[r.Address()]; err != nil {
+		b.fail(r, nil, err)
+		return
+	}
+	if why, ok := obs.unknown[r.Address()]; ok {
+		// A placeholder keeps the graph whole; notPlanned takes it and
+		// its dependents out of the selection.
+		b.fail(r, nil, nil)
+		delete(b.failed, r.Address())
+		b.unseen[r.Address()] = why
+		return
+	}
+	if kerr != nil {
+		b.fail(r, nil, fmt.Errorf("%s: %w", r.Address(), kerr))
+		return
+	}
+	lo := obs.objs[r.Address()]
+	if lo == nil {
+		b.fail(r, nil, fmt.Errorf("%s: live state was not observed", r.Address()))
+		return
+	}
+	c, err := b.planChange(k, r, lo)
+	if err != nil {
+		b.fail(r, lo, err)
+		return
+	}
+	c.Address, c.Resource = r.Address(), r
+	b.markCreated(k, c)
+	maskDeclared(c) // keys the document declares secret (secretKeys)
+	// The token must hold what the change's calls check; a review plan
+	// carries what it lacks as warnings.
+	if needs, ok := changeNeeds(k, c, lo); ok {
+		needs = vnetZoneNeeds(b.set, obs.conns[r.Connection], r.Connection, needs)
+		if err := b.notePerms(obs.conns[r.Connection], r, c, needs); err != nil {
+			b.fail(r, lo, err)
+			return
+		}
+	}
+	// What the change needs must exist, or be made by the specs.
+	if err := b.checkPrereqs(k, r, lo, c); err != nil {
+		b.fail(r, lo, err)
+		return
+	}
+	if t := k.traits(); t.Stages != "" && !r.ReadOnly {
+		b.noteUncommitted(r, lo, c, t.stagedAlready(lo))
+	}
+	if c.Diff == nil {
+		c.Diff = []FieldDiff{}
+	}
+	if c.Reasons == nil {
+		c.Reasons = []string{}
+	}
+	b.changes[c.Address] = c
+}
+
+// fail records r as not planned: a placeholder change, and err (nil: it
+// is not planned for another reason, noted by the caller).
+func (b *builder) fail(r *spec.Resource, lo *liveObj, err error) {
+	c := &Change{Address: r.Address(), Action: NoOp, Resource: r, Diff: []FieldDiff{}, Reasons: []string{}}
+	if lo != nil {
+		c.Node = lo.Node
+	}
+	b.changes[c.Address], b.failed[c.Address] = c, err
+}
+
+// planExtras adds what no document asks for directly: the removal of
+// owned objects no document names (--prune) and snapshots before risky
+// changes.
+func (b *builder) planExtras(ctx context.Context) error {
+	b.orphans = b.planOwned()
+	return b.planSnapshots(ctx)
+}
+
+// linkGraph draws the dependency graph between the changes: forward for
+// a plan, reversed for a destroy.
+func (b *builder) linkGraph(context.Context) error {
 	deps := b.forwardDeps()
-	if !opts.Destroy {
+	if !b.opts.Destroy {
 		// Forward only: in a destroy these edges would make a bridge's
 		// deletion wait for every user of its node's network, and a
 		// target pull them all in.
 		b.waitForCommits(deps)
 		b.deleteUsersFirst(deps)
+		b.deps = deps
+		return nil
 	}
-	if opts.Destroy {
-		if err := b.keepProtectedNeeds(deps); err != nil {
-			return nil, err
-		}
-		deps = reverseDeps(deps, b.netKey)
+	if err := b.keepProtectedNeeds(deps); err != nil {
+		return err
 	}
-	sel, err := b.selectTargets(deps)
+	b.deps = reverseDeps(deps, b.netKey)
+	return nil
+}
+
+// selectChanges picks the changes the plan carries (targets and their
+// needs, less what cannot be planned) and orders them.
+func (b *builder) selectChanges(context.Context) error {
+	sel, err := b.selectTargets(b.deps)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	skipped := notPlanned(unseen, sel, deps)
-	if err := selectedErrors(failed, sel); err != nil {
-		return nil, err
+	b.skipped = notPlanned(b.unseen, sel, b.deps)
+	if err := selectedErrors(b.failed, sel); err != nil {
+		return err
 	}
-	order, err := (&dag.Graph{Deps: deps}).OrderOf(sel)
-	if err != nil {
-		return nil, err
-	}
-	p := &Plan{FormatVersion: FormatVersion, Destroy: opts.Destroy, Changes: []*Change{}, NotPlanned: skipped,
-		Orphans: orphans, OwnedUnread: obs.ownedErrs}
-	for _, addr := range order {
+	b.order, err = (&dag.Graph{Deps: b.deps}).OrderOf(sel)
+	b.sel = sel
+	return err
+}
+
+// assemble is the plan: the selected changes in order, each with its
+// selected dependencies, the endpoints they go to and the warnings a
+// review plan carries.
+func (b *builder) assemble() *Plan {
+	p := &Plan{FormatVersion: FormatVersion, Destroy: b.opts.Destroy, Changes: []*Change{}, NotPlanned: b.skipped,
+		Orphans: b.orphans, OwnedUnread: b.obs.ownedErrs}
+	for _, addr := range b.order {
 		c := b.changes[addr]
-		if ep := obs.endpoint(c.Resource.Connection); ep != "" {
+		if ep := b.obs.endpoint(c.Resource.Connection); ep != "" {
 			if p.Endpoints == nil {
 				p.Endpoints = map[string]string{}
 			}
@@ -179,14 +232,14 @@ func Build(ctx context.Context, set *spec.Set, obs *Observed, opts Options) (*Pl
 		}
 		p.PrivilegeWarnings = append(p.PrivilegeWarnings, b.warnings[addr]...)
 		c.DependsOn = nil
-		for _, d := range deps[addr] {
-			if sel[d] {
+		for _, d := range b.deps[addr] {
+			if b.sel[d] {
 				c.DependsOn = append(c.DependsOn, d)
 			}
 		}
 		p.Changes = append(p.Changes, c)
 	}
-	return p, nil
+	return p
 }
 
 // notePerms records the privileges c's calls check (apply checks the

@@ -58,12 +58,8 @@ func busyErrors(err error) (busy []*BusyError, only bool) {
 	return busy, only && len(busy) > 0
 }
 
-// PlanLive observes the live state and builds the plan (Observe, then
-// Build). While the only problems are busy objects (BusyError), it waits
-// for them and plans again, up to opts.BusyTimeout, telling
-// opts.Waiting; what is still busy then is refused, saying how long it
-// waited.
-func PlanLive(ctx context.Context, clients Clients, set *spec.Set, opts Options) (*Plan, error) {
+// planLive is PlanLive (api.go).
+func planLive(ctx context.Context, clients Clients, set *spec.Set, opts Options) (*Plan, error) {
 	start := time.Now()
 	for delay := busyPollMin; ; delay = min(2*delay, busyPollMax) {
 		obs, err := ObserveWith(ctx, clients, set, ObserveOptions{ReadConcurrency: opts.ReadConcurrency})

@@ -190,14 +190,8 @@ type kindPick struct {
 	lacking bool     // the token may not audit all of the kind
 }
 
-// Import reads the selected live objects once and makes them documents,
-// in dependency order: the lists every kind needs at once, the objects'
-// own reads (configs) a few at a time, then the documents, which it
-// plans against what it read (check). It returns an *ImportError when a
-// selection is wrong (Invalid: before any API call) or finds nothing; an
-// object that cannot be read, or whose document does not plan clean, is
-// only left out (ImportResult.Problems).
-func Import(ctx context.Context, clients Clients, opts ImportOptions) (*ImportResult, error) {
+// importAll is Import (api.go).
+func importAll(ctx context.Context, clients Clients, opts ImportOptions) (*ImportResult, error) {
 	if !opts.All && len(opts.Refs) == 0 {
 		return nil, errors.New("nothing to import: name objects (Kind/id) or pass --all")
 	}

@@ -104,23 +104,6 @@ type liveNetwork struct {
 	changes string
 }
 
-// Observe reads the live state the Set needs in few calls: the token's
-// permissions, /cluster/resources and /nodes once per connection, one
-// guest list per node and guest type the Set has, one network list per
-// node with network resources, the pool list once, one config per managed
-// VM that exists. A resource whose reads the token may not make
-// truthfully (PVE's lists hide what it may not audit) is not read: it
-// fails with the privileges it lacks.
-//
-// It reads every resource of the Set, targets or not (the lists are per
-// connection anyway, and the reads are what make a plan cheap to trust).
-// What cannot be read for one resource, or for its whole connection, is
-// kept in the Observed and reported by Build for the resources it plans:
-// the error returned here is only ctx's.
-func Observe(ctx context.Context, clients Clients, set *spec.Set) (*Observed, error) {
-	return ObserveWith(ctx, clients, set, ObserveOptions{})
-}
-
 // ObserveOptions tunes Observe.
 type ObserveOptions struct {
 	// ReadConcurrency caps the reads in flight per connection (config
@@ -137,8 +120,8 @@ type ObserveOptions struct {
 // queueing much in pveproxy's small worker pool (docs/performance.md).
 const DefaultReadConcurrency = 16
 
-// ObserveWith is Observe with options.
-func ObserveWith(ctx context.Context, clients Clients, set *spec.Set, opts ObserveOptions) (*Observed, error) {
+// observeWith is ObserveWith (api.go).
+func observeWith(ctx context.Context, clients Clients, set *spec.Set, opts ObserveOptions) (*Observed, error) {
 	conc := opts.ReadConcurrency
 	if conc <= 0 {
 		conc = DefaultReadConcurrency

@@ -9,12 +9,8 @@ import (
 	"sync"
 )
 
-// Verify re-reads live state for a saved plan and refuses it if a
-// connection now points at another cluster than the plan was made against
-// (Plan.Endpoints), or (error naming the resource) if any recorded config
-// digest changed since it was made, an object to create now exists, or an
-// object to update or delete is gone.
-func Verify(ctx context.Context, clients Clients, plan *Plan) error {
+// verifyAll is Verify (api.go).
+func verifyAll(ctx context.Context, clients Clients, plan *Plan) error {
 	if err := checkPlan(plan); err != nil {
 		return err
 	}
