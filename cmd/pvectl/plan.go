@@ -14,7 +14,6 @@ import (
 	"github.com/pvectl/pvectl/internal/durfmt"
 	"github.com/pvectl/pvectl/pkg/planner"
 	"github.com/pvectl/pvectl/pkg/planner/render"
-	"github.com/pvectl/pvectl/pkg/secret"
 	"github.com/pvectl/pvectl/pkg/spec"
 )
 
@@ -62,22 +61,9 @@ func (o *specOptions) load(g *globalOptions) (*spec.Set, error) {
 	if err != nil {
 		return nil, invalid(err)
 	}
-	for _, r := range set.Resources {
-		for k, v := range r.Params {
-			if secret.Key(k) {
-				g.scrubber.Add(v)
-			}
-		}
-		for k, v := range r.OwnFields() {
-			if s, ok := v.(string); ok && secret.Key(k) {
-				g.scrubber.Add(s)
-			}
-		}
-	}
-	for _, c := range set.Connections {
-		g.scrubber.Add(c.TokenSecret, c.SSHPrivateKey)
-	}
-	g.scrubber.Add(spec.SecretValues(set)...) // keys declared secret (secretKeys) too
+	// Secret parameters and own keys, those declared secret (secretKeys)
+	// and the connections' secrets.
+	g.scrubber.Add(spec.SecretValues(set)...)
 	var bad []string
 	for _, t := range o.targets {
 		if set.Lookup(t) != nil {

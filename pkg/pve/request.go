@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/pvectl/pvectl/internal/durfmt"
@@ -262,7 +263,17 @@ func (c *Client) doOnce(ctx context.Context, method, path string, params url.Val
 	defer resp.Body.Close()
 	c.clock.observe(resp.Header.Get("Date"))
 	stopBody := deadline(cancel, "body", timeout)
-	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxResponse+1))
+	// The answer is read into a pooled buffer: a plan reads one config
+	// per guest, and nothing below keeps raw (the envelope's members and
+	// every message are copies).
+	buf := bodyPool.Get().(*bytes.Buffer)
+	buf.Reset()
+	defer putBody(buf)
+	if n := resp.ContentLength; n > 0 && n <= maxResponse {
+		buf.Grow(int(n) + bytes.MinRead) // ReadFrom wants MinRead free to see the end
+	}
+	_, err = buf.ReadFrom(io.LimitReader(resp.Body, maxResponse+1))
+	raw := buf.Bytes()
 	stopBody()
 	if err != nil {
 		err = deadlineCause(rctx, err)
@@ -281,7 +292,7 @@ func (c *Client) doOnce(ctx context.Context, method, path string, params url.Val
 		return nil, newAPIError(method, path, resp, raw, secrets)
 	}
 	out := &Response{Status: resp.StatusCode}
-	if len(strings.TrimSpace(string(raw))) == 0 {
+	if len(bytes.TrimSpace(raw)) == 0 {
 		return out, nil
 	}
 	var env struct {
@@ -377,9 +388,20 @@ func (c *Client) transportError(method, path string, err error) error {
 	return te
 }
 
+// bodyPool holds the buffers answers are read into (doOnce).
+var bodyPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// putBody returns an answer's buffer to the pool, unless a big answer
+// grew it (a pool of big buffers would hold their memory).
+func putBody(b *bytes.Buffer) {
+	if b.Cap() <= 1<<20 {
+		bodyPool.Put(b)
+	}
+}
+
 func isNull(raw json.RawMessage) bool {
-	s := strings.TrimSpace(string(raw))
-	return s == "" || s == "null"
+	s := bytes.TrimSpace(raw) // no copy: a config's answer is read per guest
+	return len(s) == 0 || string(s) == "null"
 }
 
 func compactJSON(raw json.RawMessage) string {

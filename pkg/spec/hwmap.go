@@ -227,8 +227,18 @@ func mappingRefValue(r *Resource) string {
 // and usbN by mapping=, virtiofsN by dirid (its first, unnamed value).
 func guestMappingRefs(r *Resource) []refValue {
 	var out []refValue
+	var devices []string // the few device keys, not every key sorted per family
+	for key := range r.Params {
+		if isFamilyKey(key, "hostpci") || isFamilyKey(key, "usb") || isFamilyKey(key, "virtiofs") {
+			devices = append(devices, key)
+		}
+	}
+	if len(devices) == 0 {
+		return nil
+	}
+	slices.Sort(devices)
 	for _, fam := range []struct{ family, typ, sub string }{{"hostpci", MappingPCI, "mapping"}, {"usb", MappingUSB, "mapping"}, {"virtiofs", MappingDir, "dirid"}} {
-		for _, key := range slices.Sorted(maps.Keys(r.Params)) {
+		for _, key := range devices {
 			if !isFamilyKey(key, fam.family) {
 				continue
 			}

@@ -157,7 +157,17 @@ func (r *Resource) OwnFields() map[string]any {
 	if r.Keys == nil {
 		return out
 	}
-	b, err := json.Marshal(r.Keys)
+	if fastOwnFields(r.Keys, out) {
+		return out
+	}
+	return ownFieldsJSON(r.Keys)
+}
+
+// ownFieldsJSON is OwnFields through a JSON round trip: the reference
+// that fastOwnFields follows, and what a Keys struct it cannot walk takes.
+func ownFieldsJSON(keys any) map[string]any {
+	out := map[string]any{}
+	b, err := json.Marshal(keys)
 	if err != nil {
 		return out
 	}
