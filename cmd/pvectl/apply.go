@@ -17,6 +17,7 @@ import (
 	"github.com/pvectl/pvectl/internal/durfmt"
 	"github.com/pvectl/pvectl/pkg/planner"
 	"github.com/pvectl/pvectl/pkg/planner/render"
+	"github.com/pvectl/pvectl/pkg/runlock"
 	"github.com/pvectl/pvectl/pkg/spec"
 )
 
@@ -39,7 +40,7 @@ type applyOptions struct {
 	// for another run's.
 	lock        bool
 	lockTimeout time.Duration
-	runLock     *planner.RunLock // held while the command runs
+	runLock     *runlock.Lock // held while the command runs
 	// snapshot plans snapshots before risky guest changes; keepSnapshots
 	// and rollback tune them (snapshot.go in the planner).
 	snapshot      bool
@@ -82,7 +83,7 @@ Confirmation: on a terminal apply asks; elsewhere it needs --auto-approve.`,
 // pvectl's run lock in PVE (the pool pvectl-lock), so that two runs
 // against one cluster do not both create what is missing.
 func (o *applyOptions) addLockFlags(c *cobra.Command) {
-	c.Flags().BoolVar(&o.lock, "lock", true, "hold pvectl's run lock in PVE (the pool "+planner.RunLockPool+") while running, so that no other apply or destroy runs at the same time")
+	c.Flags().BoolVar(&o.lock, "lock", true, "hold pvectl's run lock in PVE (the pool "+runlock.Pool+") while running, so that no other apply or destroy runs at the same time")
 	c.Flags().DurationVar(&o.lockTimeout, "lock-timeout", 0, "how long to wait for another run's lock (0: fail at once, naming its holder)")
 }
 
@@ -339,10 +340,10 @@ func (o *applyOptions) takeLock(ctx context.Context, cl *clients, conns []string
 		return nil
 	}
 	w := o.notices()
-	l, err := planner.AcquireRunLock(ctx, cl, conns, planner.LockOptions{
-		Info:    planner.NewRunLockInfo(o.verb()),
+	l, err := runlock.Acquire(ctx, cl, conns, runlock.Options{
+		Info:    runlock.NewInfo(o.verb()),
 		Timeout: o.lockTimeout,
-		Waiting: func(e *planner.LockedError) {
+		Waiting: func(e *runlock.LockedError) {
 			fmt.Fprintf(w, "Waiting up to %s for the run lock: %s\n", durfmt.Format(o.lockTimeout), e)
 		},
 	})

@@ -8,14 +8,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pvectl/pvectl/pkg/planner"
 	"github.com/pvectl/pvectl/pkg/pve/pvesim"
+	"github.com/pvectl/pvectl/pkg/runlock"
 )
 
 // runLockID reads the ID of the run lock PVE holds now ("" when none).
 func (e *simEnv) runLockID() string {
 	e.t.Helper()
-	p, err := e.client.Pool(context.Background(), planner.RunLockPool)
+	p, err := e.client.Pool(context.Background(), runlock.Pool)
 	if err != nil {
 		return ""
 	}

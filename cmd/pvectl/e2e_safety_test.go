@@ -13,9 +13,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pvectl/pvectl/pkg/planner"
 	"github.com/pvectl/pvectl/pkg/pve"
 	"github.com/pvectl/pvectl/pkg/pve/pvesim"
+	"github.com/pvectl/pvectl/pkg/runlock"
 )
 
 func tenNames(prefix string) []string {
@@ -33,8 +33,8 @@ func (e *simEnv) noRunLock() {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	if hasPool(pools, planner.RunLockPool) {
-		e.t.Errorf("the run lock %s is still there", planner.RunLockPool)
+	if hasPool(pools, runlock.Pool) {
+		e.t.Errorf("the run lock %s is still there", runlock.Pool)
 	}
 }
 

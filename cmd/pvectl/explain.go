@@ -8,8 +8,8 @@ import (
 	"syscall"
 
 	"github.com/pvectl/pvectl/internal/durfmt"
-	"github.com/pvectl/pvectl/pkg/planner"
 	"github.com/pvectl/pvectl/pkg/pve"
+	"github.com/pvectl/pvectl/pkg/runlock"
 )
 
 // explain turns a run-time error that users meet when they first point
@@ -34,7 +34,7 @@ func explain(err error) (headline, todo string) {
 	var de *net.DNSError
 	var oe *net.OpError
 	var dl *pve.DeadlineError
-	var le *planner.LockedError
+	var le *runlock.LockedError
 	switch {
 	case errors.As(err, &le):
 		return le.Error(), le.Hint()

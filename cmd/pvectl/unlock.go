@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/pvectl/pvectl/pkg/planner"
+	"github.com/pvectl/pvectl/pkg/runlock"
 	"github.com/pvectl/pvectl/pkg/spec"
 )
 
@@ -23,7 +23,7 @@ func newForceUnlockCmd(g *globalOptions) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "force-unlock LOCK_ID [-f PATH...]",
 		Short: "Remove a run lock that an apply or destroy left behind",
-		Long: `force-unlock removes pvectl's run lock (the pool ` + planner.RunLockPool + ` in PVE) whose ID
+		Long: `force-unlock removes pvectl's run lock (the pool ` + runlock.Pool + ` in PVE) whose ID
 is LOCK_ID, as the error of a run that found it prints it. apply and destroy
 hold the lock while they run and remove it at their end, also when
 interrupted; one is left behind only when pvectl was killed or lost the
@@ -75,9 +75,9 @@ func (o *unlockOptions) run(ctx context.Context) error {
 			continue
 		}
 		seen[c.BaseURL()] = true
-		info, err := planner.ForceUnlock(ctx, c, o.id)
+		info, err := runlock.ForceUnlock(ctx, c, o.id)
 		if err != nil {
-			if errors.Is(err, planner.ErrNoSuchLock) {
+			if errors.Is(err, runlock.ErrNoSuchLock) {
 				misses = append(misses, err.Error())
 				continue
 			}

@@ -227,3 +227,15 @@ func alreadyExists(err error) bool {
 	}
 	return false
 }
+
+// sleepCtx pauses for d, or until ctx ends (its error).
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}

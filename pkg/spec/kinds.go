@@ -326,7 +326,7 @@ func supportedList() string { return strings.Join(SupportedKinds(), ", ") }
 func isPlannedKind(k string) bool { return slices.Contains(plannedKinds, k) }
 
 // RunLockPool is the pool that apply and destroy create and delete as
-// pvectl's run lock (pkg/planner runlock.go): no spec may manage it.
+// pvectl's run lock (pkg/runlock): no spec may manage it.
 const RunLockPool = "pvectl-lock"
 
 // checkPool refuses the run lock's pool: pvectl would overwrite its own

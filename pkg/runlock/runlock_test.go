@@ -1,4 +1,4 @@
-package planner
+package runlock
 
 import (
 	"context"
@@ -12,16 +12,16 @@ import (
 )
 
 func TestRunLockComment(t *testing.T) {
-	in := RunLockInfo{ID: "0123456789abcdef", Operation: "destroy", Owner: "ci; runner", Host: "build-1", PID: 4242,
+	in := Info{ID: "0123456789abcdef", Operation: "destroy", Owner: "ci; runner", Host: "build-1", PID: 4242,
 		Started: time.Date(2025, 3, 4, 5, 6, 7, 0, time.UTC), Token: "ci@pve!pvectl"}
-	got, ok := parseRunLock(in.comment())
+	got, ok := parseComment(in.comment())
 	in.Owner = "ci, runner" // the separator cannot appear inside a field
 	if !ok || got != in {
-		t.Errorf("parseRunLock(%q):\n got %+v\nwant %+v", in.comment(), got, in)
+		t.Errorf("parseComment(%q):\n got %+v\nwant %+v", in.comment(), got, in)
 	}
 	for _, c := range []string{"", "team pool", "pvectl apply; owner=x"} {
-		if _, ok := parseRunLock(c); ok {
-			t.Errorf("parseRunLock(%q): a pvectl lock, want not one (no id)", c)
+		if _, ok := parseComment(c); ok {
+			t.Errorf("parseComment(%q): a pvectl lock, want not one (no id)", c)
 		}
 	}
 }
@@ -32,8 +32,8 @@ func TestRunLockComment(t *testing.T) {
 func TestSimRunLock(t *testing.T) {
 	sim, rc := newCountingSim(t, "pve")
 	ctx := context.Background()
-	a := NewRunLockInfo("apply")
-	la, err := AcquireRunLock(ctx, sim, []string{"", "lab"}, LockOptions{Info: a})
+	a := NewInfo("apply")
+	la, err := Acquire(ctx, sim, []string{"", "lab"}, Options{Info: a})
 	if err != nil {
 		t.Fatalf("first run: %v", err)
 	}
@@ -41,7 +41,7 @@ func TestSimRunLock(t *testing.T) {
 		t.Errorf("two connections to one cluster took %d locks, want 1", n)
 	}
 
-	_, err = AcquireRunLock(ctx, sim, []string{""}, LockOptions{Info: NewRunLockInfo("destroy")})
+	_, err = Acquire(ctx, sim, []string{""}, Options{Info: NewInfo("destroy")})
 	var le *LockedError
 	if !errors.As(err, &le) || le.Holder.ID != a.ID || le.Holder.Operation != "apply" || le.Holder.PID != os.Getpid() || le.Gone {
 		t.Fatalf("second run: got %v, want refused naming the first", err)
@@ -58,11 +58,11 @@ func TestSimRunLock(t *testing.T) {
 	// A run that waits gets the lock once the holder releases it.
 	waited := make(chan *LockedError, 4)
 	got := make(chan error, 1)
-	b := NewRunLockInfo("apply")
-	var lb *RunLock
+	b := NewInfo("apply")
+	var lb *Lock
 	go func() {
 		var err error
-		lb, err = AcquireRunLock(ctx, sim, []string{""}, LockOptions{Info: b, Timeout: time.Minute,
+		lb, err = Acquire(ctx, sim, []string{""}, Options{Info: b, Timeout: time.Minute,
 			Waiting: func(e *LockedError) { waited <- e }})
 		got <- err
 	}()
@@ -90,11 +90,11 @@ func TestSimRunLock(t *testing.T) {
 	if err := lb.Check(ctx); !errors.As(err, &lost) || lost.Lease.ID != b.ID || !strings.Contains(err.Error(), "force-unlock revoked it; stopping before the next write") {
 		t.Fatalf("the holder's check: got %v, want the lost lease named", err)
 	}
-	c := NewRunLockInfo("apply")
-	var lc *RunLock
+	c := NewInfo("apply")
+	var lc *Lock
 	go func() {
 		var err error
-		lc, err = AcquireRunLock(ctx, sim, []string{""}, LockOptions{Info: c, Waiting: func(e *LockedError) { waited <- e }})
+		lc, err = Acquire(ctx, sim, []string{""}, Options{Info: c, Waiting: func(e *LockedError) { waited <- e }})
 		got <- err
 	}()
 	if e := <-waited; e.Holder.ID != b.ID || !e.Holder.Revoked {
@@ -107,17 +107,17 @@ func TestSimRunLock(t *testing.T) {
 		t.Fatalf("run after the revoke: %v", err)
 	}
 	// An old holder's release leaves the new holder's lock alone.
-	old := &RunLock{lease: newLease(MinLease), held: []heldLock{{"", sim.cl, b}}}
+	old := &Lock{lease: newLease(MinLease), held: []heldLock{{"", sim.cl, b}}}
 	if err := old.Release(ctx); err != nil {
 		t.Fatalf("release of a lost lock: %v", err)
 	}
-	if cur, err := readRunLock(ctx, sim.cl); err != nil || cur == nil || cur.ID != c.ID {
+	if cur, err := readLock(ctx, sim.cl); err != nil || cur == nil || cur.ID != c.ID {
 		t.Errorf("after an old holder's release: lock %+v (%v), want the new holder's kept", cur, err)
 	}
 	if err := lc.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if cur, err := readRunLock(ctx, sim.cl); err != nil || cur != nil {
+	if cur, err := readLock(ctx, sim.cl); err != nil || cur != nil {
 		t.Errorf("after release: lock %+v (%v), want none", cur, err)
 	}
 }
@@ -131,25 +131,25 @@ func TestSimRunLockStaleAndForeign(t *testing.T) {
 	if err := dead.Run(); err != nil {
 		t.Skipf("no true(1): %v", err)
 	}
-	gone := NewRunLockInfo("apply")
+	gone := NewInfo("apply")
 	gone.PID = dead.ProcessState.Pid()
-	if err := sim.cl.CreatePool(ctx, url.Values{"poolid": {RunLockPool}, "comment": {gone.comment()}}); err != nil {
+	if err := sim.cl.CreatePool(ctx, url.Values{"poolid": {Pool}, "comment": {gone.comment()}}); err != nil {
 		t.Fatal(err)
 	}
-	_, err := AcquireRunLock(ctx, sim, []string{""}, LockOptions{Info: NewRunLockInfo("apply"), Timeout: time.Minute})
+	_, err := Acquire(ctx, sim, []string{""}, Options{Info: NewInfo("apply"), Timeout: time.Minute})
 	var le *LockedError
 	if !errors.As(err, &le) || !le.Gone || !strings.Contains(le.Error(), "that process is gone, so the lock is stale") ||
 		le.Hint() != "Remove it with: pvectl force-unlock "+gone.ID {
 		t.Fatalf("stale lock: got %v, want it reported stale at once", err)
 	}
-	if err := sim.cl.DeletePool(ctx, RunLockPool); err != nil {
+	if err := sim.cl.DeletePool(ctx, Pool); err != nil {
 		t.Fatal(err)
 	}
-	if err := sim.cl.CreatePool(ctx, url.Values{"poolid": {RunLockPool}, "comment": {"made by hand"}}); err != nil {
+	if err := sim.cl.CreatePool(ctx, url.Values{"poolid": {Pool}, "comment": {"made by hand"}}); err != nil {
 		t.Fatal(err)
 	}
-	_, err = AcquireRunLock(ctx, sim, []string{""}, LockOptions{Info: NewRunLockInfo("apply")})
-	if !errors.As(err, &le) || le.Foreign != "made by hand" || !strings.Contains(le.Hint(), "pveum pool delete "+RunLockPool) {
+	_, err = Acquire(ctx, sim, []string{""}, Options{Info: NewInfo("apply")})
+	if !errors.As(err, &le) || le.Foreign != "made by hand" || !strings.Contains(le.Hint(), "pveum pool delete "+Pool) {
 		t.Fatalf("foreign pool: got %v, want it named", err)
 	}
 }

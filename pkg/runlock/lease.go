@@ -1,4 +1,4 @@
-package planner
+package runlock
 
 import (
 	"context"
@@ -17,7 +17,7 @@ import (
 // keeps its own deadline on its own clock, from before each renewal was
 // sent and leaseSlack short of the lease, and writes nothing past it
 // unless a renewal pushed it on; it also reads the lock back before each
-// change (RunLock.Check) and stops at once when the lock is no longer its
+// change (Lock.Check) and stops at once when the lock is no longer its
 // own. Another run takes no lease over before it ran out (plus
 // leaseSlack): by then its holder has stopped writing for certain.
 //
@@ -29,7 +29,7 @@ import (
 // out is stale: runs name it with its owner, host and age, and
 // force-unlock removes it at once.
 
-// DefaultLease is the run lock's lease when LockOptions leaves it 0.
+// DefaultLease is the run lock's lease when Options leaves it 0.
 const DefaultLease = time.Minute
 
 // MinLease is the shortest lease: it must outlast leaseSlack on both
@@ -40,7 +40,7 @@ const MinLease = 6 * time.Second
 // has whole seconds, and the answer took a while).
 const leaseSlack = 2 * time.Second
 
-// lease is a RunLock's renewal and deadline.
+// lease is a Lock's renewal and deadline.
 type lease struct {
 	ttl time.Duration
 
@@ -92,7 +92,7 @@ func (l *lease) state() (time.Time, error) {
 
 // start renews the lease of lock's held locks every third of it until
 // stop.
-func (l *lease) start(lock *RunLock) {
+func (l *lease) start(lock *Lock) {
 	l.mu.Lock()
 	l.started = true
 	l.mu.Unlock()
@@ -141,7 +141,7 @@ func (l *lease) stop() {
 type LostLeaseError struct {
 	Connection string
 	Endpoint   string
-	Lease      RunLockInfo
+	Lease      Info
 	Why        string
 }
 
@@ -154,7 +154,7 @@ func (e *LostLeaseError) Error() string {
 }
 
 // renew renews every held lock once; false when the lease is lost.
-func (l *RunLock) renew(timeout time.Duration) bool {
+func (l *Lock) renew(timeout time.Duration) bool {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	sent := time.Now()
@@ -171,7 +171,7 @@ func (l *RunLock) renew(timeout time.Duration) bool {
 		}
 		next := h.info
 		next.Expires = h.client.ServerNow().Add(l.lease.ttl).Truncate(time.Second)
-		if err := h.client.UpdatePool(ctx, url.Values{"poolid": {RunLockPool}, "comment": {next.comment()}}); err != nil {
+		if err := h.client.UpdatePool(ctx, url.Values{"poolid": {Pool}, "comment": {next.comment()}}); err != nil {
 			all = false
 			continue
 		}
@@ -189,8 +189,8 @@ func (l *RunLock) renew(timeout time.Duration) bool {
 
 // confirm reads h's lock back: a *LostLeaseError when it is no longer
 // this run's.
-func (l *RunLock) confirm(ctx context.Context, h heldLock) error {
-	cur, err := readRunLock(ctx, h.client)
+func (l *Lock) confirm(ctx context.Context, h heldLock) error {
+	cur, err := readLock(ctx, h.client)
 	if err != nil {
 		return err
 	}
@@ -211,9 +211,9 @@ func (l *RunLock) confirm(ctx context.Context, h heldLock) error {
 // Check is the run lock's guard before a write: an error when the lease
 // is lost (revoked or taken away, as read back now; or run out without
 // renewal). A lock that cannot be read just now is not taken for lost:
-// the lease's own deadline still holds. A nil RunLock (--lock=false)
+// the lease's own deadline still holds. A nil Lock (--lock=false)
 // always passes.
-func (l *RunLock) Check(ctx context.Context) error {
+func (l *Lock) Check(ctx context.Context) error {
 	if l == nil {
 		return nil
 	}
@@ -248,16 +248,16 @@ func (l *RunLock) Check(ctx context.Context) error {
 func awaitRevoked(ctx context.Context, cl *pve.Client, held *LockedError, delay time.Duration) error {
 	end := held.Holder.Expires.Add(leaseSlack)
 	for {
-		cur, err := readRunLock(ctx, cl)
+		cur, err := readLock(ctx, cl)
 		if err != nil {
-			return fmt.Errorf("read the run lock (pool %s): %w", RunLockPool, err)
+			return fmt.Errorf("read the run lock (pool %s): %w", Pool, err)
 		}
 		if cur == nil || cur.ID != held.Holder.ID {
 			return nil
 		}
 		left := end.Sub(cl.ServerNow())
 		if left <= 0 || cur.Expires.IsZero() {
-			if err := cl.DeletePool(ctx, RunLockPool); err != nil && !pve.IsNotFound(err) {
+			if err := cl.DeletePool(ctx, Pool); err != nil && !pve.IsNotFound(err) {
 				return fmt.Errorf("remove the revoked run lock %s: %w", cur.ID, err)
 			}
 			return nil
@@ -279,14 +279,14 @@ var ErrNoSuchLock = errors.New("no such run lock")
 // new run waits for that or for the lease to run out. A lock with another
 // ID (or none) is an error: force-unlock removes only the lock its user
 // saw.
-func ForceUnlock(ctx context.Context, cl *pve.Client, id string) (RunLockInfo, error) {
-	cur, err := readRunLock(ctx, cl)
+func ForceUnlock(ctx context.Context, cl *pve.Client, id string) (Info, error) {
+	cur, err := readLock(ctx, cl)
 	if err != nil {
-		return RunLockInfo{}, fmt.Errorf("read the run lock (pool %s): %w", RunLockPool, err)
+		return Info{}, fmt.Errorf("read the run lock (pool %s): %w", Pool, err)
 	}
 	switch {
 	case cur == nil:
-		return RunLockInfo{}, fmt.Errorf("%w: %s holds no pvectl run lock", ErrNoSuchLock, cl.BaseURL())
+		return Info{}, fmt.Errorf("%w: %s holds no pvectl run lock", ErrNoSuchLock, cl.BaseURL())
 	case cur.ID != id:
 		return *cur, fmt.Errorf("%w: the run lock on %s has the ID %s, not %s (%s); it was left alone", ErrNoSuchLock, cl.BaseURL(), cur.ID, id, cur)
 	}
@@ -297,13 +297,13 @@ func ForceUnlock(ctx context.Context, cl *pve.Client, id string) (RunLockInfo, e
 	if held != nil && held.Foreign == "" && !held.Stale() && !cur.Expires.IsZero() {
 		rev := *cur
 		rev.Revoked = true
-		if err := cl.UpdatePool(ctx, url.Values{"poolid": {RunLockPool}, "comment": {rev.comment()}}); err != nil {
+		if err := cl.UpdatePool(ctx, url.Values{"poolid": {Pool}, "comment": {rev.comment()}}); err != nil {
 			return *cur, fmt.Errorf("revoke the run lock %s: %w", id, err)
 		}
 		return rev, nil
 	}
-	if err := cl.DeletePool(ctx, RunLockPool); err != nil && !pve.IsNotFound(err) {
-		return *cur, fmt.Errorf("delete pool %s: %w", RunLockPool, err)
+	if err := cl.DeletePool(ctx, Pool); err != nil && !pve.IsNotFound(err) {
+		return *cur, fmt.Errorf("delete pool %s: %w", Pool, err)
 	}
 	return *cur, nil
 }

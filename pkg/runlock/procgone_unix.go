@@ -1,6 +1,6 @@
 //go:build unix
 
-package planner
+package runlock
 
 import (
 	"errors"

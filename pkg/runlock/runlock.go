@@ -1,4 +1,4 @@
-package planner
+package runlock
 
 import (
 	"context"
@@ -24,7 +24,7 @@ import (
 // The run lock. pvectl keeps no state file, so two runs against one
 // cluster would both find a VM missing and both create it. apply and
 // destroy therefore hold a lock that lives in PVE itself: a pool named
-// RunLockPool, whose comment says who holds it. PVE creates a pool under
+// Pool, whose comment says who holds it. PVE creates a pool under
 // the cluster-wide user.cfg lock and refuses one that exists ("pool '…'
 // already exists", pve-manager PVE/API2/Pool.pm create_pool), so exactly
 // one of two runs gets it; the holder deletes it when it ends. A pool is
@@ -32,15 +32,15 @@ import (
 // Pool.Allocate, holds nothing, and shows in the web UI's pool view while
 // a run holds it.
 
-// RunLockPool is the pool that is pvectl's run lock (specs may not name
+// Pool is the pool that is pvectl's run lock (specs may not name
 // it: spec.RunLockPool).
-const RunLockPool = spec.RunLockPool
+const Pool = spec.RunLockPool
 
-// runLockPrefix starts the comment of a run lock pool.
-const runLockPrefix = "pvectl "
+// commentPrefix starts the comment of a run lock pool.
+const commentPrefix = "pvectl "
 
-// RunLockInfo is who holds a run lock, as its pool's comment records it.
-type RunLockInfo struct {
+// Info is who holds a run lock, as its pool's comment records it.
+type Info struct {
 	// ID names this holding: force-unlock takes it, so that it removes
 	// only the lock its user saw.
 	ID        string
@@ -51,7 +51,7 @@ type RunLockInfo struct {
 	Started   time.Time
 	Token     string // the API token the run connects with
 	// Expires is when the holder's lease runs out, on PVE's clock: the
-	// holder renews it while it runs (runlease.go). Zero in a lock an
+	// holder renews it while it runs (lease.go). Zero in a lock an
 	// older pvectl took.
 	Expires time.Time
 	// Revoked: force-unlock took the lease away from a holder that may
@@ -59,11 +59,11 @@ type RunLockInfo struct {
 	Revoked bool
 }
 
-// NewRunLockInfo describes this process as the holder of a lock for op.
-func NewRunLockInfo(op string) RunLockInfo {
+// NewInfo describes this process as the holder of a lock for op.
+func NewInfo(op string) Info {
 	b := make([]byte, 8)
 	_, _ = rand.Read(b) // never fails (crypto/rand)
-	info := RunLockInfo{ID: hex.EncodeToString(b), Operation: op, PID: os.Getpid(), Started: time.Now().UTC().Truncate(time.Second)}
+	info := Info{ID: hex.EncodeToString(b), Operation: op, PID: os.Getpid(), Started: time.Now().UTC().Truncate(time.Second)}
 	if u, err := user.Current(); err == nil {
 		info.Owner = u.Username
 	} else {
@@ -76,8 +76,8 @@ func NewRunLockInfo(op string) RunLockInfo {
 // comment is how the pool records the holder: "pvectl apply; owner=…;
 // host=…; pid=…; started=…; token=…; id=…" (one line: PVE keeps it in
 // user.cfg, escaped).
-func (i RunLockInfo) comment() string {
-	s := fmt.Sprintf("%s%s; owner=%s; host=%s; pid=%d; started=%s; token=%s; id=%s", runLockPrefix,
+func (i Info) comment() string {
+	s := fmt.Sprintf("%s%s; owner=%s; host=%s; pid=%d; started=%s; token=%s; id=%s", commentPrefix,
 		i.Operation, clean(i.Owner), clean(i.Host), i.PID, i.Started.UTC().Format(time.RFC3339), clean(i.Token), i.ID)
 	if !i.Expires.IsZero() {
 		s += "; expires=" + i.Expires.UTC().Format(time.RFC3339)
@@ -93,15 +93,15 @@ func clean(s string) string {
 	return strings.NewReplacer(";", ",", "\n", " ", "\r", " ").Replace(s)
 }
 
-// parseRunLock reads a lock pool's comment; false when it is not one
+// parseComment reads a lock pool's comment; false when it is not one
 // pvectl wrote.
-func parseRunLock(comment string) (RunLockInfo, bool) {
-	rest, ok := strings.CutPrefix(strings.TrimSpace(comment), runLockPrefix)
+func parseComment(comment string) (Info, bool) {
+	rest, ok := strings.CutPrefix(strings.TrimSpace(comment), commentPrefix)
 	if !ok {
-		return RunLockInfo{}, false
+		return Info{}, false
 	}
 	parts := strings.Split(rest, "; ")
-	info := RunLockInfo{Operation: parts[0]}
+	info := Info{Operation: parts[0]}
 	for _, p := range parts[1:] {
 		k, v, _ := strings.Cut(p, "=")
 		switch k {
@@ -128,7 +128,7 @@ func parseRunLock(comment string) (RunLockInfo, bool) {
 
 // String says who holds the lock: "apply by alice on build-1 (pid 4242,
 // token ci@pve!pvectl), started 2025-01-02 10:00:00 UTC".
-func (i RunLockInfo) String() string {
+func (i Info) String() string {
 	var extra []string
 	if i.PID != 0 {
 		extra = append(extra, fmt.Sprintf("pid %d", i.PID))
@@ -158,8 +158,8 @@ func orUnknown(s string) string {
 type LockedError struct {
 	Connection string // the connection's name ("" = default)
 	Endpoint   string // the cluster's API root
-	Holder     RunLockInfo
-	// Foreign is the comment of a pool named RunLockPool that pvectl did
+	Holder     Info
+	// Foreign is the comment of a pool named Pool that pvectl did
 	// not write ("" when it did).
 	Foreign string
 	// Age is how long the holder has held it (by this machine's clock).
@@ -178,7 +178,7 @@ func (e *LockedError) Error() string {
 		where += " (" + connLabel(e.Connection) + ")"
 	}
 	if e.Foreign != "" {
-		return fmt.Sprintf("the pool %s exists %s but pvectl did not make it (comment %q): pvectl uses it as its run lock", RunLockPool, where, e.Foreign)
+		return fmt.Sprintf("the pool %s exists %s but pvectl did not make it (comment %q): pvectl uses it as its run lock", Pool, where, e.Foreign)
 	}
 	if e.Stale() {
 		msg := fmt.Sprintf("a stale pvectl run lock %s: %s, held for %s", where, e.Holder, durfmt.Format(e.Age))
@@ -200,7 +200,7 @@ func (e *LockedError) Stale() bool { return e.Gone || e.Expired > 0 }
 // Hint says what to do about the lock.
 func (e *LockedError) Hint() string {
 	if e.Foreign != "" {
-		return fmt.Sprintf("Rename or remove that pool in PVE (pveum pool delete %s), then run again.", RunLockPool)
+		return fmt.Sprintf("Rename or remove that pool in PVE (pveum pool delete %s), then run again.", Pool)
 	}
 	if e.Stale() {
 		return "Remove it with: pvectl force-unlock " + e.Holder.ID
@@ -208,11 +208,11 @@ func (e *LockedError) Hint() string {
 	return "Wait for that run to end (--lock-timeout waits for it), or, if it is no longer running, remove its lock with: pvectl force-unlock " + e.Holder.ID
 }
 
-// LockOptions tune AcquireRunLock.
-type LockOptions struct {
-	// Info describes this run (NewRunLockInfo); its Token is filled in
+// Options tune Acquire.
+type Options struct {
+	// Info describes this run (NewInfo); its Token is filled in
 	// per connection.
-	Info RunLockInfo
+	Info Info
 	// Timeout is how long to wait for another run's lock (0: not at all).
 	Timeout time.Duration
 	// Waiting is told when the run starts to wait for a holder (once per
@@ -223,15 +223,15 @@ type LockOptions struct {
 	Lease time.Duration
 }
 
-// RunLock is the run locks a run holds, one per cluster.
-type RunLock struct {
+// Lock is the run locks a run holds, one per cluster.
+type Lock struct {
 	lease *lease
 	mu    sync.Mutex // guards held's infos (renewal)
 	held  []heldLock
 }
 
 // holdings is a copy of the held locks.
-func (l *RunLock) holdings() []heldLock {
+func (l *Lock) holdings() []heldLock {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return slices.Clone(l.held)
@@ -240,7 +240,7 @@ func (l *RunLock) holdings() []heldLock {
 type heldLock struct {
 	conn   string
 	client *pve.Client
-	info   RunLockInfo
+	info   Info
 }
 
 // lockPoll bounds the pause between two tries to take a lock.
@@ -249,17 +249,17 @@ const (
 	lockPollMax = 5 * time.Second
 )
 
-// AcquireRunLock takes the run lock on every cluster the named
+// Acquire takes the run lock on every cluster the named
 // connections reach, in a fixed order (so two runs over the same
 // clusters cannot each hold one and wait for the other), and keeps it as
-// a lease that it renews until Release (runlease.go). Connections with
+// a lease that it renews until Release (lease.go). Connections with
 // one API root are one cluster; so are two roots of one cluster (an
 // address and a name, a load balancer and a node): the lock the first one
 // made, found through the second, carries this run's own ID and is taken
 // once, never waited for. When one is held by another run it waits up to
 // opts.Timeout, then fails with a *LockedError; locks taken so far are
 // released.
-func AcquireRunLock(ctx context.Context, clients Clients, conns []string, opts LockOptions) (*RunLock, error) {
+func Acquire(ctx context.Context, clients Clients, conns []string, opts Options) (*Lock, error) {
 	type target struct {
 		conn string
 		cl   *pve.Client
@@ -277,14 +277,14 @@ func AcquireRunLock(ctx context.Context, clients Clients, conns []string, opts L
 	if opts.Lease <= 0 {
 		opts.Lease = DefaultLease
 	}
-	lock := &RunLock{lease: newLease(opts.Lease)}
+	lock := &Lock{lease: newLease(opts.Lease)}
 	deadline := time.Now().Add(opts.Timeout)
 	for _, ep := range lockOrder(ctx, byEndpoint, func(t target) *pve.Client { return t.cl }) {
 		t := byEndpoint[ep]
 		info := opts.Info
 		info.Token = t.cl.TokenID()
 		sent := time.Now()
-		shared, err := takeRunLock(ctx, t.conn, t.cl, &info, opts.Lease, deadline, opts.Waiting)
+		shared, err := take(ctx, t.conn, t.cl, &info, opts.Lease, deadline, opts.Waiting)
 		if err != nil {
 			lock.Release(context.WithoutCancel(ctx))
 			return nil, err
@@ -323,10 +323,10 @@ func lockOrder[T any](ctx context.Context, byEndpoint map[string]T, client func(
 	return eps
 }
 
-// takeRunLock creates the lock pool on one cluster, waiting for another
+// take creates the lock pool on one cluster, waiting for another
 // holder until deadline. shared: the cluster holds this run's lock
 // already, taken through another connection.
-func takeRunLock(ctx context.Context, conn string, cl *pve.Client, info *RunLockInfo, ttl time.Duration, deadline time.Time, waiting func(*LockedError)) (shared bool, err error) {
+func take(ctx context.Context, conn string, cl *pve.Client, info *Info, ttl time.Duration, deadline time.Time, waiting func(*LockedError)) (shared bool, err error) {
 	if err := checkLockPerms(ctx, conn, cl); err != nil {
 		return false, err
 	}
@@ -334,7 +334,7 @@ func takeRunLock(ctx context.Context, conn string, cl *pve.Client, info *RunLock
 	faults := 0
 	for delay := lockPollMin; ; delay = min(2*delay, lockPollMax) {
 		info.Expires = cl.ServerNow().Add(ttl).Truncate(time.Second)
-		params := url.Values{"poolid": {RunLockPool}, "comment": {info.comment()}}
+		params := url.Values{"poolid": {Pool}, "comment": {info.comment()}}
 		err := cl.CreatePool(ctx, params)
 		if err == nil {
 			return false, nil
@@ -344,13 +344,13 @@ func takeRunLock(ctx context.Context, conn string, cl *pve.Client, info *RunLock
 			// No answer, or a proxy's: PVE may have made the pool. Ours if
 			// it names us; else (no pool, or another's) try again, a few
 			// times: the ID makes a second create safe.
-			cur, rerr := readRunLock(ctx, cl)
+			cur, rerr := readLock(ctx, cl)
 			if rerr == nil && cur != nil && cur.ID == info.ID {
 				return false, nil
 			}
 			faults++
 			if !mayRetryLock(err) || faults >= lockCreateTries {
-				return false, fmt.Errorf("%s: take the run lock (create pool %s): %w", connLabel(conn), RunLockPool, err)
+				return false, fmt.Errorf("%s: take the run lock (create pool %s): %w", connLabel(conn), Pool, err)
 			}
 			if err := sleepCtx(ctx, delay); err != nil {
 				return false, err
@@ -421,7 +421,7 @@ func checkLockPerms(ctx context.Context, conn string, cl *pve.Client) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", connLabel(conn), err)
 	}
-	path := "/pool/" + RunLockPool
+	path := "/pool/" + Pool
 	if perms.Has(path, "Pool.Allocate") {
 		return nil
 	}
@@ -431,20 +431,20 @@ func checkLockPerms(ctx context.Context, conn string, cl *pve.Client) error {
 		"Grant it on /pool, not on %s itself (PVE deletes a pool's own ACLs with the pool), e.g. the role PVEPoolAdmin: "+
 		"pveum acl modify /pool --roles PVEPoolAdmin --tokens '%s' (a privilege-separated token holds only what its user holds too: add --users %s); "+
 		"or run with --lock=false at your own risk",
-		connLabel(conn), token, path, RunLockPool, path, token, user)
+		connLabel(conn), token, path, Pool, path, token, user)
 }
 
 // lockedBy reads who holds the lock pool (nil when there is none).
 func lockedBy(ctx context.Context, conn string, cl *pve.Client) (*LockedError, error) {
-	p, err := cl.Pool(ctx, RunLockPool)
+	p, err := cl.Pool(ctx, Pool)
 	if pve.IsNotFound(err) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%s: read the run lock (pool %s): %w", connLabel(conn), RunLockPool, err)
+		return nil, fmt.Errorf("%s: read the run lock (pool %s): %w", connLabel(conn), Pool, err)
 	}
 	e := &LockedError{Connection: conn, Endpoint: cl.BaseURL()}
-	info, ok := parseRunLock(p.Comment)
+	info, ok := parseComment(p.Comment)
 	if !ok {
 		e.Foreign = p.Comment
 		if e.Foreign == "" {
@@ -465,17 +465,17 @@ func lockedBy(ctx context.Context, conn string, cl *pve.Client) (*LockedError, e
 	return e, nil
 }
 
-// readRunLock returns the holder the lock pool names (nil: no lock, or
+// readLock returns the holder the lock pool names (nil: no lock, or
 // not a pvectl lock).
-func readRunLock(ctx context.Context, cl *pve.Client) (*RunLockInfo, error) {
-	p, err := cl.Pool(ctx, RunLockPool)
+func readLock(ctx context.Context, cl *pve.Client) (*Info, error) {
+	p, err := cl.Pool(ctx, Pool)
 	if pve.IsNotFound(err) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, err
 	}
-	info, ok := parseRunLock(p.Comment)
+	info, ok := parseComment(p.Comment)
 	if !ok {
 		return nil, nil
 	}
@@ -486,7 +486,7 @@ func readRunLock(ctx context.Context, cl *pve.Client) (*RunLockInfo, error) {
 // is still its own (a force-unlock and another run may have taken its
 // place) and leaves other runs' locks alone. It goes on after a failure
 // and returns every problem, each saying how to remove the lock by hand.
-func (l *RunLock) Release(ctx context.Context) error {
+func (l *Lock) Release(ctx context.Context) error {
 	if l == nil {
 		return nil
 	}
@@ -509,14 +509,14 @@ func (l *RunLock) Release(ctx context.Context) error {
 func releaseOne(ctx context.Context, h heldLock) error {
 	var err error
 	for try, delay := 1, lockPollMin; ; try, delay = try+1, 2*delay {
-		var cur *RunLockInfo
-		if cur, err = readRunLock(ctx, h.client); err != nil {
+		var cur *Info
+		if cur, err = readLock(ctx, h.client); err != nil {
 			return err
 		}
 		if cur == nil || cur.ID != h.info.ID {
 			return nil // gone: removed, or force-unlocked (and maybe taken by another run)
 		}
-		if err = h.client.DeletePool(ctx, RunLockPool); err == nil || pve.IsNotFound(err) {
+		if err = h.client.DeletePool(ctx, Pool); err == nil || pve.IsNotFound(err) {
 			return nil
 		}
 		if !mayRetryLock(err) || try >= lockCreateTries {
@@ -526,4 +526,18 @@ func releaseOne(ctx context.Context, h heldLock) error {
 			return err
 		}
 	}
+}
+
+// Clients gives the API client of a named connection ("" is the one
+// configured from PROXMOX_* variables); planner.Clients is one.
+type Clients interface {
+	Client(connection string) (*pve.Client, error)
+}
+
+// connLabel names a connection in messages, as the planner does.
+func connLabel(name string) string {
+	if name == "" {
+		return "default connection"
+	}
+	return "connection " + name
 }

@@ -1,4 +1,4 @@
-package planner
+package runlock
 
 import (
 	"context"
@@ -20,12 +20,12 @@ import (
 func TestSimRunLockLeaseRenewedAndExpires(t *testing.T) {
 	sim := newSim(t)
 	ctx := context.Background()
-	l, err := AcquireRunLock(ctx, sim, []string{""}, LockOptions{Info: NewRunLockInfo("apply"), Lease: MinLease})
+	l, err := Acquire(ctx, sim, []string{""}, Options{Info: NewInfo("apply"), Lease: MinLease})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer l.Release(ctx)
-	first, err := readRunLock(ctx, sim.cl)
+	first, err := readLock(ctx, sim.cl)
 	if err != nil || first == nil || first.Expires.IsZero() {
 		t.Fatalf("lock %+v (%v), want one with a lease", first, err)
 	}
@@ -35,7 +35,7 @@ func TestSimRunLockLeaseRenewedAndExpires(t *testing.T) {
 	renewed := false
 	for range 40 { // a renewal comes every MinLease/3
 		time.Sleep(100 * time.Millisecond)
-		if cur, err := readRunLock(ctx, sim.cl); err == nil && cur != nil && cur.Expires.After(first.Expires) {
+		if cur, err := readLock(ctx, sim.cl); err == nil && cur != nil && cur.Expires.After(first.Expires) {
 			renewed = true
 			break
 		}
@@ -61,12 +61,12 @@ func TestSimRunLockLeaseRenewedAndExpires(t *testing.T) {
 func TestSimRunLockStaleLease(t *testing.T) {
 	sim := newSim(t)
 	ctx := context.Background()
-	old := RunLockInfo{ID: "00aa11bb22cc33dd", Operation: "apply", Owner: "alice", Host: "build-7", PID: 4242,
+	old := Info{ID: "00aa11bb22cc33dd", Operation: "apply", Owner: "alice", Host: "build-7", PID: 4242,
 		Started: time.Now().Add(-10 * time.Minute).UTC().Truncate(time.Second), Expires: time.Now().Add(-5 * time.Minute).UTC().Truncate(time.Second)}
-	if err := sim.cl.CreatePool(ctx, url.Values{"poolid": {RunLockPool}, "comment": {old.comment()}}); err != nil {
+	if err := sim.cl.CreatePool(ctx, url.Values{"poolid": {Pool}, "comment": {old.comment()}}); err != nil {
 		t.Fatal(err)
 	}
-	_, err := AcquireRunLock(ctx, sim, []string{""}, LockOptions{Info: NewRunLockInfo("apply"), Timeout: time.Minute})
+	_, err := Acquire(ctx, sim, []string{""}, Options{Info: NewInfo("apply"), Timeout: time.Minute})
 	var le *LockedError
 	if !errors.As(err, &le) || !le.Stale() {
 		t.Fatalf("got %v, want the stale lease reported at once", err)
@@ -80,7 +80,7 @@ func TestSimRunLockStaleLease(t *testing.T) {
 	if err != nil || info.Revoked {
 		t.Fatalf("force-unlock of a stale lease: %+v, %v, want it removed", info, err)
 	}
-	if cur, err := readRunLock(ctx, sim.cl); err != nil || cur != nil {
+	if cur, err := readLock(ctx, sim.cl); err != nil || cur != nil {
 		t.Errorf("after force-unlock: %+v (%v), want no lock", cur, err)
 	}
 }
@@ -112,7 +112,7 @@ func TestSimRunLockOneClusterTwoURLs(t *testing.T) {
 	}
 	ctx := context.Background()
 	s.Requests.Reset()
-	l, err := AcquireRunLock(ctx, cl, []string{"a", "b"}, LockOptions{Info: NewRunLockInfo("apply")})
+	l, err := Acquire(ctx, cl, []string{"a", "b"}, Options{Info: NewInfo("apply")})
 	if err != nil {
 		t.Fatalf("a run over two URLs of one cluster: %v", err)
 	}
@@ -128,37 +128,7 @@ func TestSimRunLockOneClusterTwoURLs(t *testing.T) {
 	if err := l.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if cur, err := readRunLock(ctx, cl.b); err != nil || cur != nil {
+	if cur, err := readLock(ctx, cl.b); err != nil || cur != nil {
 		t.Errorf("after release: %+v (%v), want no lock", cur, err)
-	}
-}
-
-// Issue 17: force-unlock while a run holds the lease: that run's apply
-// stops before its next write, naming the lost lease, and makes nothing.
-func TestSimApplyStopsOnLostLease(t *testing.T) {
-	sim := newSim(t)
-	ctx := context.Background()
-	info := NewRunLockInfo("apply")
-	l, err := AcquireRunLock(ctx, sim, []string{""}, LockOptions{Info: info})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Release(ctx)
-	p := planFor(t, sim, loadSpec(t, "kind: Pool\nname: lease-a\n---\nkind: Pool\nname: lease-b\n"), Options{})
-	if _, err := ForceUnlock(ctx, sim.cl, info.ID); err != nil {
-		t.Fatal(err)
-	}
-	res, err := Apply(ctx, sim, p, ApplyOptions{Guard: l.Check})
-	if err == nil || len(res.Done) != 0 || !strings.Contains(err.Error(), "lost the run lock "+info.ID) {
-		t.Fatalf("apply after the revoke: %v (done %v), want it stopped naming the lease", err, res.Done)
-	}
-	pools, err := sim.cl.Pools(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range pools {
-		if strings.HasPrefix(p.PoolID, "lease-") {
-			t.Errorf("pool %s was made after the lease was lost", p.PoolID)
-		}
 	}
 }

@@ -1,6 +1,6 @@
 //go:build !unix
 
-package planner
+package runlock
 
 // processGone cannot tell here: a lock is never judged stale by its
 // process alone.
