@@ -40,16 +40,13 @@ type importAuditor interface {
 	importPerms(node string) []permNeed
 }
 
-// importRefuser kinds are not imported, for the reason notImported gives.
-// The refusal wins over an importer the kind has through the kind it is
-// built on (importerOf).
+// importRefuser kinds are not imported, for the reason notImported gives
+// (the contract test asks a kind for an importer or this refusal).
 type importRefuser interface {
 	notImported() string
 }
 
-// importerOf is k's importer, unless k refuses import: a kind that embeds
-// another one has that one's methods, importer's among them, and says
-// with notImported that they do not make its own objects' documents.
+// importerOf is k's importer; a kind that refuses import has none.
 func importerOf(k kindOps) (importer, bool) {
 	if _, refused := k.(importRefuser); refused {
 		return nil, false

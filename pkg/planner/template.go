@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -27,9 +28,16 @@ import (
 // ("[pvectl-template: recipe=<12 hex>]"), beside the user's text: no
 // state file. VMs with fromTemplate clone it once it is baked (the
 // implicit edge of spec's fromTemplate), in parallel.
-type templateKind struct{ qemuKind }
+//
+// A template is not a VM with doors shut: it has a VM (vm), whose steps
+// the bake uses (clone, start, shutdown, convert) and whose doors it
+// passes on one by one where a template is like a VM (its state, vmid and
+// node as outputs, prerequisites, removal, permissions of its reads). It
+// has none of a VM's in-place updates, imports, ownership marks, or
+// snapshots.
+type templateKind struct{ vm qemuKind }
 
-var templates = templateKind{qemu}
+var templates = templateKind{vm: qemu}
 
 // recipeRE finds the template's block in its description.
 var recipeRE = regexp.MustCompile(`\[pvectl-template: recipe=([0-9a-f]{12})\]`)
@@ -93,7 +101,7 @@ func (k templateKind) observe(ctx context.Context, lc *liveConn, r *spec.Resourc
 	if err != nil {
 		return nil, err
 	}
-	lo, err := k.guest.observe(ctx, lc, r)
+	lo, err := k.vm.observe(ctx, lc, r)
 	if err != nil {
 		return nil, err
 	}
@@ -219,7 +227,7 @@ func (k templateKind) compare(b *builder, r *spec.Resource, lo *liveObj, c *Chan
 	var why string
 	switch {
 	case lo.Config["template"] != "1":
-		why = fmt.Sprintf("VM %d is named %s but is not a template: a bake that did not finish", gl.VMID, k.name(r))
+		why = fmt.Sprintf("VM %d is named %s but is not a template: a bake that did not finish", gl.VMID, k.vm.name(r))
 	case have == "":
 		why = "the template has no [pvectl-template: …] block: pvectl did not bake it"
 	case have != want:
@@ -286,7 +294,7 @@ func (k templateKind) create(ctx context.Context, x *execution, c *Change) error
 	if st.Clone == nil {
 		return fmt.Errorf("%s: no base template was found at plan time", c.Address)
 	}
-	vmid, err := k.cloneVM(ctx, x, c)
+	vmid, err := k.vm.cloneVM(ctx, x, c)
 	if err != nil {
 		return err
 	}
@@ -298,20 +306,20 @@ func (k templateKind) create(ctx context.Context, x *execution, c *Change) error
 		return err
 	}
 	x.msg("shutting down vm %d (a hard stop after %s)", vmid, durfmt.Format(shutdownTimeout*time.Second))
-	if err := k.shutdown(ctx, x, c.Node, vmid); err != nil {
+	if err := k.vm.shutdown(ctx, x, c.Node, vmid); err != nil {
 		return err
 	}
 	if err := k.writeRecipe(ctx, x, c, vmid); err != nil {
 		return err
 	}
-	return k.toTemplate(ctx, x, c.Node, vmid)
+	return k.vm.toTemplate(ctx, x, c.Node, vmid)
 }
 
 // bakeProvision runs the template's provisioning on the booted VM (the
 // planner's provisionGuest, as for any VM made in this run): each file's
 // hash lands in the description as it succeeds.
 func (k templateKind) bakeProvision(ctx context.Context, x *execution, c *Change, vmid int) error {
-	_, err := provisionGuest(ctx, x, c.Resource, provisionTarget{Node: c.Node, VMID: vmid, Name: k.name(c.Resource), New: true})
+	_, err := provisionGuest(ctx, x, c.Resource, provisionTarget{Node: c.Node, VMID: vmid, Name: k.vm.name(c.Resource), New: true})
 	if err != nil {
 		return fmt.Errorf("bake vm %d: %w", vmid, err)
 	}
@@ -321,7 +329,7 @@ func (k templateKind) bakeProvision(ctx context.Context, x *execution, c *Change
 // readCalls: a VM's, and the template baseImage names, which the guest
 // lists show only to a token that may audit it.
 func (k templateKind) readCalls(r *spec.Resource) []apiCall {
-	calls := k.qemuKind.readCalls(r)
+	calls := k.vm.readCalls(r)
 	if g := spec.Guest(r); g.BaseImage != nil {
 		path, why := "/vms", "to find the template baseImage names (PVE lists only the guests a token may audit)"
 		if id, ok := numericVMID(*g.BaseImage); ok {
@@ -335,16 +343,16 @@ func (k templateKind) readCalls(r *spec.Resource) []apiCall {
 // changeCalls: a bake starts and shuts down the VM it converts, writes
 // the recipe into its description and converts it.
 func (k templateKind) changeCalls(c *Change, lo *liveObj) []apiCall {
-	calls := k.qemuKind.changeCalls(c, lo)
+	calls := k.vm.changeCalls(c, lo)
 	if c.Action == Create || c.Action == Replace {
 		id, _ := specVMID(c.Resource)
 		why := "to start and shut down the VM the template is baked in"
 		recipe := "to write the recipe into the template's description"
-		calls = append(calls, k.guestCall("POST", "/status/start", why, c.Node, id), k.guestCall("POST", "/status/shutdown", why, c.Node, id),
+		calls = append(calls, k.vm.guestCall("POST", "/status/start", why, c.Node, id), k.vm.guestCall("POST", "/status/shutdown", why, c.Node, id),
 			// update_vm_api checks the description's category beyond the
 			// config write's rule (qemu-server API2/Qemu.pm).
-			k.guestCall("POST", "/config", recipe, c.Node, id).with(need(vmPath(id), recipe, "VM.Config.Options")),
-			k.guestCall("POST", "/template", "to convert the baked VM into a template", c.Node, id))
+			k.vm.guestCall("POST", "/config", recipe, c.Node, id).with(need(vmPath(id), recipe, "VM.Config.Options")),
+			k.vm.guestCall("POST", "/template", "to convert the baked VM into a template", c.Node, id))
 	}
 	return calls
 }
@@ -386,7 +394,7 @@ func (k templateKind) fieldEffect(ks *spec.KindSpec, key, sub string) (Effect, b
 	case "template":
 		return Effect{}, false
 	case "vmid":
-		return k.guest.fieldEffect(ks, key, sub)
+		return k.vm.fieldEffect(ks, key, sub)
 	case "name":
 		return Effect{Kind: Names, Why: "without vmid, name is how pvectl finds the template",
 			Note: "with vmid set, the plan refuses a new name while that vmid holds the template of the old one"}, true
@@ -450,8 +458,31 @@ func (b *builder) templateChanges(r *spec.Resource) bool {
 // notImported: PVE keeps a template's config but not its recipe (the
 // base it was baked from, the provisioning files), so an imported
 // Template could not plan clean; import writes PVE's templates as QemuVMs
-// with template: true. The refusal is what importerOf checks first: the
-// QemuVM importer that templateKind embeds does not import Templates.
+// with template: true. importerOf says this reason for Template instead
+// of a bare "cannot be imported".
 func (templateKind) notImported() string {
 	return "PVE does not keep what a template was baked from (baseImage, the provisioning files); templates are imported as QemuVM with template: true"
+}
+
+// The doors a template passes on to its VM: a template is removed, read
+// back, numbered, placed and permitted as a VM is.
+
+func (k templateKind) remove(ctx context.Context, x *execution, c *Change) error {
+	return k.vm.remove(ctx, x, c)
+}
+
+func (k templateKind) current(ctx context.Context, cl *pve.Client, c *Change) (*liveObj, error) {
+	return k.vm.current(ctx, cl, c)
+}
+
+func (k templateKind) newState(lo *liveObj) any { return k.vm.newState(lo) }
+
+func (k templateKind) decodeState(raw json.RawMessage) (any, error) { return k.vm.decodeState(raw) }
+
+func (k templateKind) prereqs(r *spec.Resource, node string, lo *liveObj) []prereq {
+	return k.vm.prereqs(r, node, lo)
+}
+
+func (k templateKind) outputs(r *spec.Resource, lo *liveObj, c *Change) map[string]string {
+	return k.vm.outputs(r, lo, c)
 }
