@@ -76,9 +76,9 @@ func volumeUsers(ctx context.Context, cl *pve.Client, rows []pve.ClusterResource
 			continue
 		}
 		wg.Add(1)
+		sem <- struct{}{} // a goroutine per free slot, not one per VM waiting
 		go func() {
 			defer wg.Done()
-			sem <- struct{}{}
 			defer func() { <-sem }()
 			cfg, err := cl.GuestConfig(ctx, pve.QEMU, row.Node, row.VMID)
 			mu.Lock()

@@ -42,8 +42,8 @@ func (firewallKind) readCalls(r *spec.Resource) []apiCall {
 	if w := spec.FirewallWireOf(r); w.Scope == spec.FirewallVnet {
 		// A vnet's firewall calls are open to all; Vnet.pm checks SDN.Audit
 		// or SDN.Allocate on /sdn/zones/<zone>/<vnet>. The zone is not in
-		// the Firewall's spec: the check is asked on /sdn/zones.
-		calls[0] = calls[0].with(needAny("/sdn/zones", "to read the firewall", "SDN.Audit", "SDN.Allocate"))
+		// the Firewall's spec: vnetZoneNeeds puts it in (sdn_vnetzone.go).
+		calls[0] = calls[0].with(needAny(vnetZoneMarker+w.Vnet, "to read the firewall", "SDN.Audit", "SDN.Allocate"))
 	}
 	return calls
 }
@@ -70,7 +70,7 @@ func (firewallKind) changeCalls(c *Change, _ *liveObj) []apiCall {
 	}
 	if w := spec.FirewallWireOf(c.Resource); w.Scope == spec.FirewallVnet {
 		// Vnet.pm: SDN.Allocate to write (see readCalls).
-		calls[0] = calls[0].with(need("/sdn/zones", why, "SDN.Allocate"))
+		calls[0] = calls[0].with(need(vnetZoneMarker+w.Vnet, why, "SDN.Allocate"))
 	}
 	return calls
 }

@@ -48,9 +48,9 @@ func (ic *importCtx) prefetch(ctx context.Context, kindNames []string, node stri
 	var wg sync.WaitGroup
 	for i, r := range reads {
 		wg.Add(1)
+		sem <- struct{}{} // a goroutine per free slot, not one per read waiting
 		go func() {
 			defer wg.Done()
-			sem <- struct{}{}
 			defer func() { <-sem }()
 			if keep, err := r.fetch(ctx); err == nil {
 				keeps[i] = keep

@@ -377,6 +377,7 @@ func (ob *observer) observe(ctx context.Context, r *spec.Resource) error {
 	// PVE's lists hide what the token may not audit: a read without the
 	// privileges would look like a missing object.
 	if needs, ok := readNeeds(k, r); ok {
+		needs = vnetZoneNeeds(set, lc, r.Connection, needs)
 		if err := lc.checkPerms(r.Address(), needs); err != nil {
 			obs.errs[r.Address()] = err
 			return nil

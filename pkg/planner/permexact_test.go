@@ -41,7 +41,7 @@ func planNeeds(t *testing.T, set *spec.Set, p *Plan) (reads, changes []permNeed)
 			t.Fatal(err)
 		}
 		if needs, ok := readNeeds(k, r); ok {
-			reads = append(reads, needs...)
+			reads = append(reads, vnetZoneNeeds(set, nil, r.Connection, needs)...)
 		}
 	}
 	seen := map[string]bool{}
@@ -302,6 +302,19 @@ func TestSimDerivedNeedsExactFirewall(t *testing.T) {
 		{name: "Firewall node update", before: node, after: strings.Replace(node, "22", "2222", 1)},
 		{name: "Firewall guest create", before: vm, after: guest},
 		{name: "Firewall guest update", before: guest, after: strings.Replace(guest, "HTTPS", "SSH", 1)},
+	})
+}
+
+// TestSimDerivedNeedsExactVnetFirewall: a vnet's firewall needs its
+// privilege on the vnet in its zone (Vnet.pm), found from the specs'
+// SdnVnet, not on /sdn/zones as a whole.
+func TestSimDerivedNeedsExactVnetFirewall(t *testing.T) {
+	sdn := "kind: SdnZone\nname: lan\nspec: {type: vlan, bridge: vmbr0}\n---\nkind: SdnVnet\nname: web\nspec: {zone: lan, tag: 10}\n---\nkind: SdnApply\nname: sdn\n"
+	fw := "kind: Firewall\nname: web\nspec:\n  scope: SdnVnet/web\n  options: {enable: 1}\n  rules:\n    - {type: forward, action: ACCEPT, proto: tcp, dport: 443}\n"
+	vnetDoc := "kind: SdnVnet\nname: web\nspec: {zone: lan, tag: 10}\nmanaged: false\n---\n"
+	checkExact(t, []exactCase{
+		{name: "Firewall vnet create", setup: sdn, after: vnetDoc + fw},
+		{name: "Firewall vnet update", setup: sdn, before: vnetDoc + fw, after: vnetDoc + strings.Replace(fw, "443", "8443", 1)},
 	})
 }
 

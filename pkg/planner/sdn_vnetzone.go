@@ -12,15 +12,34 @@ import (
 // needs name the local zone (guestperms.go bridgeNeed); vnetZoneNeeds
 // puts a vnet's zone in, from the vnets the specs define and those a
 // plan read live (the SDN kinds' shared list), as the simulator checks
-// (pvesim bridgeZone).
+// (pvesim bridgeZone). A vnet's firewall calls need SDN.Audit or
+// SDN.Allocate on /sdn/zones/<zone>/<vnet> (pve-firewall
+// API2/Firewall/Vnet.pm); the Firewall names only the vnet, so its needs
+// carry vnetZoneMarker+vnet, which vnetZoneNeeds turns into the vnet's
+// path in its zone, or /sdn/zones when the zone is not known (stricter
+// than PVE, never kinder).
 
 const localZonePrefix = "/sdn/zones/localnetwork/"
 
-// vnetZoneNeeds rewrites the bridge needs of needs whose bridge is a vnet
-// of the connection conn.
+// vnetZoneMarker+vnet stands for a vnet's path in its zone until
+// vnetZoneNeeds resolves it; it is never checked as it is.
+const vnetZoneMarker = "/sdn/vnet-zone/"
+
+// vnetZoneNeeds rewrites the needs of needs whose path is a vnet of the
+// connection conn: bridge needs and vnet firewall needs.
 func vnetZoneNeeds(set *spec.Set, lc *liveConn, conn string, needs []permNeed) []permNeed {
 	var zones map[string]string
 	for i, n := range needs {
+		if vnet, ok := strings.CutPrefix(n.path, vnetZoneMarker); ok {
+			if zones == nil {
+				zones = vnetZones(set, lc, conn)
+			}
+			needs[i].path = "/sdn/zones"
+			if z := zones[vnet]; z != "" {
+				needs[i].path = "/sdn/zones/" + z + "/" + vnet
+			}
+			continue
+		}
 		rest, ok := strings.CutPrefix(n.path, localZonePrefix)
 		if !ok {
 			continue
