@@ -102,6 +102,9 @@ type kindInfo struct {
 	// Create is the PVE call that creates the kind: its parameters are the
 	// spec keys passed through verbatim. nil for kinds with own keys only.
 	Create *apiCall
+	// CallNote says how the calls' paths differ per object when one
+	// spec key picks the API (a mapping's type), for explain.
+	CallNote string
 	// Params, when set, limits the accepted parameters of Create.
 	Params []string
 	// Update is the PVE call that changes an existing object, when it is

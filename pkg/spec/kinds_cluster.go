@@ -139,6 +139,7 @@ func clusterRows() []*kindInfo {
 			Name:       KindHardwareMapping,
 			Noun:       "hardware mapping",
 			Create:     &apiCall{"POST", "/cluster/mapping/pci"},
+			CallNote:   "pci in these paths is the spec's type: /cluster/mapping/pci, /cluster/mapping/usb or /cluster/mapping/dir (mdev and live-migration-capable are PCI's only)",
 			Params:     []string{"id", "description", "mdev", "live-migration-capable"},
 			Keys:       (*HardwareMappingKeys)(nil),
 			Required:   []string{"type"},

@@ -34,6 +34,9 @@ type KindSpec struct {
 	// the kind has own keys only); Update is the call that changes an
 	// existing object (nil when PVE has none).
 	Create, Update *Call
+	// CallNote says how the calls' paths differ per object ("" when they
+	// do not).
+	CallNote string
 	// Immutable: no call changes an existing object; every key is
 	// create-only.
 	Immutable bool
@@ -230,7 +233,7 @@ func kindSpec(k *kindInfo, table *schema.Table) *KindSpec {
 	ks := &KindSpec{
 		Kind: k.Name, Noun: k.Noun, Resource: k.Role == roleResource, Defaults: k.Role == roleDefaults,
 		Identity: k.Identity, Unique: slices.Clone(k.Unique), Unsupported: slices.Clone(k.Unsupported),
-		Immutable: k.Immutable,
+		Immutable: k.Immutable, CallNote: k.CallNote,
 	}
 	if k.Keys != nil {
 		ks.Own = ownKeySpecs(k)

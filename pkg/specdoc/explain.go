@@ -126,6 +126,9 @@ func (x *explainer) kind() {
 	} else if k.Update != nil {
 		x.row("UPDATE", k.Update.String())
 	}
+	if k.CallNote != "" {
+		x.row("PATHS", k.CallNote)
+	}
 	if k.Identity != "" {
 		id := k.Identity + " (default: the document's name)"
 		if len(k.Unique) > 0 {

@@ -56,6 +56,7 @@ func TestExplain(t *testing.T) {
 		{"Template.name", []string{"Names the template"}},
 		{"Template.sshUser", []string{"Used only to create the template (how the bake reaches the VM"}},
 		{"QemuVM.fromTemplate", []string{"Clone a Template of these specs"}},
+		{"HardwareMapping", []string{"CREATE:      POST /cluster/mapping/pci", "PATHS:       pci in these paths is the spec's type: /cluster/mapping/pci, /cluster/mapping/usb or /cluster/mapping/dir"}},
 		{"LxcContainer.unprivileged", []string{"Replaces the container: PVE cannot convert a container"}},
 		{"LxcContainer.mp0", []string{"a new one is added at once"}},
 		{"LinuxBridge.type", []string{`always "bridge"`, "Fixed: a LinuxBridge always has type=bridge"}},
