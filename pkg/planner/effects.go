@@ -2,6 +2,8 @@ package planner
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/pvectl/pvectl/internal/durfmt"
@@ -93,6 +95,22 @@ func Rebuilt(kind string) (why string, ok bool) {
 	}
 	why = k.traits().Rebuilt
 	return why, why != ""
+}
+
+// Commits names what a committing kind's change commits ("network",
+// "SDN configuration"): what the kinds it commits for stage. "" for a
+// kind that commits nothing.
+func Commits(kind string) string {
+	k, err := kindOf(kind)
+	if err != nil || k.traits().Commits == "" {
+		return ""
+	}
+	for _, name := range slices.Sorted(maps.Keys(kinds)) {
+		if t := kinds[name].traits(); t.CommittedBy == kind && t.StagedWhat != "" {
+			return t.StagedWhat
+		}
+	}
+	return ""
 }
 
 // factEffect is the effect the spec facts decide.

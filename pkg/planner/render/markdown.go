@@ -59,7 +59,7 @@ func Markdown(w io.Writer, p *planner.Plan) error {
 }
 
 func verb(c *planner.Change) string {
-	v := verbs[c.Action]
+	v := verbOf(c)
 	if c.Action == planner.Replace && c.CreateFirst {
 		v += " (create before destroy)"
 	}

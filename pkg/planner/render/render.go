@@ -29,6 +29,17 @@ var verbs = map[planner.Action]string{
 	planner.ApplyNet:  "will commit staged network changes",
 }
 
+// verbOf is what c will do: a commit names what it commits (network,
+// SDN configuration).
+func verbOf(c *planner.Change) string {
+	if c.Action == planner.ApplyNet && c.Resource != nil {
+		if what := planner.Commits(c.Resource.Kind); what != "" {
+			return "will commit staged " + what + " changes"
+		}
+	}
+	return verbs[c.Action]
+}
+
 type palette struct {
 	add, change, remove, note lipgloss.Style
 }
@@ -98,7 +109,7 @@ func Human(w io.Writer, p *planner.Plan, opts Options) error {
 			continue
 		}
 		st := pl.action(c.Action)
-		verb := verbs[c.Action]
+		verb := verbOf(c)
 		if c.Action == planner.Replace && c.CreateFirst {
 			verb += " (the new one is created before the old one is destroyed)"
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/pvectl/pvectl/pkg/planner"
+	"github.com/pvectl/pvectl/pkg/spec"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/*.golden")
@@ -298,5 +299,26 @@ func TestHumanListItems(t *testing.T) {
 	}
 	if strings.Contains(b.String(), "line") || !strings.Contains(b.String(), `"path":"rules[3]"`) {
 		t.Errorf("JSON plan: %s", b.String())
+	}
+}
+
+// A commit names what it commits: a node's network, or SDN's
+// configuration cluster-wide.
+func TestCommitVerbs(t *testing.T) {
+	for kind, want := range map[string]string{
+		"NetworkApply": "# NetworkApply/x will commit staged network changes",
+		"SdnApply":     "# SdnApply/x will commit staged SDN configuration changes",
+	} {
+		p := &planner.Plan{FormatVersion: planner.FormatVersion, Changes: []*planner.Change{{
+			Address: kind + "/x", Action: planner.ApplyNet, Resource: &spec.Resource{Kind: kind, Name: "x"},
+			Diff: []planner.FieldDiff{}, Reasons: []string{},
+		}}}
+		var b strings.Builder
+		if err := Human(&b, p, Options{}); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("%s: the plan lacks %q:\n%s", kind, want, b.String())
+		}
 	}
 }
