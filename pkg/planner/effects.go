@@ -156,11 +156,7 @@ func (g guest) fieldEffect(ks *spec.KindSpec, key, sub string) (Effect, bool) {
 	}
 	switch {
 	case key == "node":
-		note := "a running VM migrates online (with-local-disks when it has disks on storages of its node), a stopped one offline; it keeps its vmid"
-		if g.typ == pve.LXC {
-			note = "a running container migrates in restart mode (PVE has no live migration for containers: shut down, moved, started on the target), a stopped one offline; it keeps its vmid"
-		}
-		return Effect{Kind: InPlace, How: "POST " + base + "/migrate", Note: note}, true
+		return Effect{Kind: InPlace, How: "POST " + base + "/migrate", Note: g.migrateNote}, true
 	case key == "vmid":
 		return Effect{Kind: Names, Why: "vmid names the " + ks.Noun}, true
 	case key == g.nameParam:
@@ -182,9 +178,9 @@ func (g guest) fieldEffect(ks *spec.KindSpec, key, sub string) (Effect, bool) {
 	}
 	if vk := volumeKey(p.SubKeys()); vk != "" {
 		resize := "PUT " + base + "/resize"
-		move := "POST " + base + "/move_disk (delete=1)"
-		if g.typ == pve.LXC {
-			move = "POST " + base + "/move_volume (delete=1; PVE moves a container's volumes only while it is stopped, so a running one is shut down and started again)"
+		move := "POST " + base + g.moveSub + " (delete=1)"
+		if g.stopsToMove {
+			move = "POST " + base + g.moveSub + " (delete=1; PVE moves a container's volumes only while it is stopped, so a running one is shut down and started again)"
 		}
 		switch {
 		case createOnly[sub]:

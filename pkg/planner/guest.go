@@ -11,6 +11,7 @@ import (
 
 	"github.com/pvectl/pvectl/internal/durfmt"
 	"github.com/pvectl/pvectl/pkg/pve"
+	"github.com/pvectl/pvectl/pkg/pve/acl"
 	"github.com/pvectl/pvectl/pkg/spec"
 )
 
@@ -31,6 +32,82 @@ type guest struct {
 	// replaceKeys are config keys PVE refuses to change on an existing
 	// guest, with why: a change means a new guest.
 	replaceKeys map[string]string
+
+	// What else differs between the types, one value each (qemu.go,
+	// lxc.go), read by the code they share instead of testing typ, as the
+	// simulator's guestKind does (pkg/pve/pvesim/guest.go).
+
+	specKind string // the spec kind of the type's guests: QemuVM, LxcContainer
+	cli      string // the node's command line tool for the type: qm, pct
+	// configMethod is the config write's method: POST for qemu-server's
+	// asynchronous update_vm, PUT for pve-container's update_vm.
+	configMethod string
+	// quickConfig reports whether a config write of values is made
+	// synchronously (pve.QemuConfigIsQuick for a VM; never for a
+	// container).
+	quickConfig func(values url.Values, running bool) bool
+	// option is the permission table of a config key: acl.QemuOption,
+	// acl.CTOption.
+	option func(key string) acl.Option
+	// ownValuePerms are the needs of a setting whose value decides them
+	// (acl.Option.ByValue) beyond tags and NICs: a VM's drives, serial
+	// ports and devices, a container's feature flags and mount points.
+	ownValuePerms func(key, val, old string, deleting bool, sc setting) []permNeed
+	// checksOldBridge: a NIC's change checks the bridge of its old value
+	// too (pve-container), not only when the NIC is deleted (qemu-server).
+	checksOldBridge bool
+	// findNeeds are what finding the guest needs beyond the guest lists
+	// (a container's template on its storage).
+	findNeeds func(r *spec.Resource) []permNeed
+	// createNeeds are what a create needs beyond its settings (a
+	// container's template, root disk and privileged mode); it may take
+	// keys out of vals that create_vm does not check, and returns the
+	// default storage of new volumes.
+	createNeeds func(r *spec.Resource, vals map[string]string, storage string) ([]permNeed, string)
+	// createPrereqs are what a guest made anew needs on node beyond its
+	// settings (a container's template and root disk storage).
+	createPrereqs func(r *spec.Resource, node string) []prereq
+	// isDisk: a spec key that holds a volume, for prerequisites
+	// (acl.IsQemuDrive; a container's rootfs and mpN).
+	isDisk func(key string) bool
+	// isVolumeKey: a config key that holds a volume of the guest, for
+	// snapshots (a VM's drives, a container's root and mount points).
+	isVolumeKey func(key string) bool
+	// diskContent is the storage content of the guest's volumes: images
+	// (QEMU), rootdir (containers).
+	diskContent string
+	// defaultStorage is where a new volume that names no storage goes
+	// ("": PVE's own default, a VM's); a container's is create_vm's.
+	defaultStorage func(r *spec.Resource) string
+	// moveSub is the call that moves a volume to another storage:
+	// /move_disk (qemu-server move_vm_disk), /move_volume (pve-container
+	// move_volume).
+	moveSub string
+	// moveFormat: a move passes the drive's format= on (qemu-server's
+	// move_vm_disk takes one, pve-container's move_volume none).
+	moveFormat bool
+	// stopsToMove: a running guest is shut down to move its volumes and
+	// started again (PVE moves a container's only while it is stopped).
+	stopsToMove bool
+	// restartMigrate: a running guest migrates in restart mode (PVE has
+	// no live migration for containers), not online.
+	restartMigrate bool
+	// migrateNote is what the effects say a change of node does.
+	migrateNote string
+	// checksMigration: the plan asks PVE what would keep the guest from
+	// migrating (GET …/qemu/{vmid}/migrate; containers have no such call).
+	checksMigration bool
+	// migrationBlockers is what PVE would refuse in migrating the guest
+	// to target (running: while it runs).
+	migrationBlockers func(r *spec.Resource, lo *liveObj, target string, running bool) error
+	// ownPending is the type's own rule on whether changing key stays
+	// pending on the running guest, before pve.GuestLiveRule's: decided
+	// false leaves it to those.
+	ownPending func(key string, live pve.Config, val string, deleting bool) (pends, decided bool)
+	// rebootCheck judges a guest that is status, not running, after its
+	// reboot: an error ends the wait, nil waits on. since is when the
+	// reboot task started (-1: not read yet). See rebootAndWait.
+	rebootCheck func(ctx context.Context, x *execution, g guest, node string, vmid int, status string, since *int64) error
 }
 
 // guestState is what a guest's change carries from plan to apply.
@@ -240,7 +317,7 @@ func (g guest) compareConfig(b *builder, r *spec.Resource, lo *liveObj, c *Chang
 // the task PVE advises for it (pve.QemuConfigIsQuick).
 func (g guest) updateGuest(ctx context.Context, x *execution, c *Change, values url.Values, stopped bool) error {
 	vmid := stateOf(c).VMID
-	if g.typ == pve.QEMU && pve.QemuConfigIsQuick(values, !(stopped || stateOf(c).Stopped)) {
+	if g.quickConfig(values, !(stopped || stateOf(c).Stopped)) {
 		return x.client.UpdateQemuSync(ctx, c.Node, vmid, values)
 	}
 	return x.client.UpdateGuest(ctx, g.typ, c.Node, vmid, values)
@@ -455,84 +532,6 @@ func (g guest) updateCommon(ctx context.Context, x *execution, c *Change) error 
 	return nil
 }
 
-// rebootTimeout bounds how long rebootAndWait waits for a rebooted guest
-// to run again.
-const rebootTimeout = 10 * time.Minute
-
-// rebootAndWait reboots a running guest so that its pending changes apply,
-// and returns once it runs again with nothing pending. qemu-server's
-// reboot task ends when the VM has stopped: the start that applies the
-// pending changes is a qmstart task of its own, which qmeventd's cleanup
-// runs afterwards (QemuServer.pm vm_reboot, CLI/qm.pm cleanup), so the
-// reboot task's end is not the guest's. pve-container's vzreboot starts
-// the container itself (LXC.pm vm_reboot).
-func (g guest) rebootAndWait(ctx context.Context, x *execution, node string, vmid int) error {
-	x.msg("rebooting %s %d", g.noun, vmid)
-	if err := x.client.GuestPower(ctx, g.typ, node, vmid, "reboot", nil); err != nil {
-		return fmt.Errorf("reboot %s %d: %w", g.noun, vmid, err)
-	}
-	ctx, cancel := context.WithTimeout(ctx, rebootTimeout)
-	defer cancel()
-	var since int64 = -1 // when the reboot task started (server time)
-	for delay := 100 * time.Millisecond; ; delay = min(2*delay, 2*time.Second) {
-		st, err := x.client.GuestStatus(ctx, g.typ, node, vmid)
-		if err != nil {
-			return fmt.Errorf("%s %d after its reboot: %w", g.noun, vmid, err)
-		}
-		switch {
-		case st.Status == "running":
-			keys, err := x.client.GuestPendingKeys(ctx, g.typ, node, vmid)
-			if err != nil {
-				return fmt.Errorf("%s %d after its reboot: %w", g.noun, vmid, err)
-			}
-			if len(keys) > 0 {
-				return fmt.Errorf("%s %d runs again after its reboot, but still has pending changes: %s", g.noun, vmid, strings.Join(keys, ", "))
-			}
-			return nil
-		case g.typ != pve.QEMU:
-			return fmt.Errorf("%s %d is %s after its reboot", g.noun, vmid, st.Status)
-		}
-		if since < 0 {
-			if since, err = g.lastTaskStart(ctx, x, node, vmid, "qmreboot"); err != nil {
-				return err
-			}
-		}
-		if err := g.restartFailed(ctx, x, node, vmid, since); err != nil {
-			return err
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("wait for %s %d to run again after its reboot: %w", g.noun, vmid, ctx.Err())
-		case <-time.After(delay):
-		}
-	}
-}
-
-// lastTaskStart is when the newest task of typ for the guest started.
-func (g guest) lastTaskStart(ctx context.Context, x *execution, node string, vmid int, typ string) (int64, error) {
-	rows, err := x.client.NodeTasks(ctx, node, url.Values{"vmid": {strconv.Itoa(vmid)}, "typefilter": {typ}, "source": {"all"}, "limit": {"1"}})
-	if err != nil {
-		return 0, fmt.Errorf("find the %s task of %s %d: %w", typ, g.noun, vmid, err)
-	}
-	if len(rows) == 0 {
-		return 0, fmt.Errorf("find the %s task of %s %d: the node lists none", typ, g.noun, vmid)
-	}
-	return rows[0].StartTime, nil
-}
-
-// restartFailed reports the qmstart task that qmeventd ran after the
-// reboot (started at or after since) if it failed.
-func (g guest) restartFailed(ctx context.Context, x *execution, node string, vmid int, since int64) error {
-	rows, err := x.client.NodeTasks(ctx, node, url.Values{"vmid": {strconv.Itoa(vmid)}, "typefilter": {"qmstart"}, "source": {"all"}, "limit": {"1"}})
-	if err != nil {
-		return fmt.Errorf("%s %d after its reboot: %w", g.noun, vmid, err)
-	}
-	if len(rows) == 1 && rows[0].StartTime >= since && !rows[0].Running() && !rows[0].Succeeded() {
-		return fmt.Errorf("%s %d did not start again after its reboot: task %s failed: %s", g.noun, vmid, rows[0].UPID, rows[0].Status)
-	}
-	return nil
-}
-
 // remove deletes the guest the change found (on the node a replace moves
 // it from), shutting it down first (a hard stop after shutdownTimeout),
 // then with purge=1 and destroy-unreferenced-disks=1.
@@ -565,39 +564,6 @@ func (g guest) remove(ctx context.Context, x *execution, c *Change) error {
 		return fmt.Errorf("delete %s %d: %w", g.noun, vmid, err)
 	}
 	return nil
-}
-
-// poolDiff compares the guest's pool membership (a create parameter that
-// PVE keeps in the pool, not in the config) with the spec's `pool`.
-func poolDiff(r *spec.Resource, live string) (FieldDiff, bool) {
-	want, set := r.Params["pool"]
-	removing := false
-	for _, k := range r.Remove {
-		removing = removing || k == "pool"
-	}
-	switch {
-	case set && want != live:
-		var before any
-		if live != "" {
-			before = live
-		}
-		return FieldDiff{Path: "pool", Before: before, After: want}, true
-	case removing && live != "":
-		return FieldDiff{Path: "pool", Before: live, After: nil}, true
-	}
-	return FieldDiff{}, false
-}
-
-// movePool puts the guest into the pool d.After, or takes it out of d.Before.
-func movePool(ctx context.Context, x *execution, noun string, vmid int, d FieldDiff) error {
-	id := strconv.Itoa(vmid)
-	if to, ok := d.After.(string); ok && to != "" {
-		x.msg("moving %s %d into pool %s", noun, vmid, to)
-		return x.client.UpdatePool(ctx, url.Values{"poolid": {to}, "vms": {id}, "allow-move": {"1"}})
-	}
-	from, _ := d.Before.(string)
-	x.msg("taking %s %d out of pool %s", noun, vmid, from)
-	return x.client.UpdatePool(ctx, url.Values{"poolid": {from}, "vms": {id}, "delete": {"1"}})
 }
 
 func powerWord(running bool) string {

@@ -62,7 +62,7 @@ func (g guest) checkDisks(r *spec.Resource, lo *liveObj, c *Change) error {
 		what = append(what, m.key+" → "+m.storage)
 	}
 	note := fmt.Sprintf("moves %s (old volumes deleted)", strings.Join(what, ", "))
-	if g.typ == pve.LXC && liveOf(lo).Status == "running" {
+	if g.stopsToMove && liveOf(lo).Status == "running" {
 		note += "; PVE moves a container's volumes only while it is stopped: it is shut down for the move"
 		if want := spec.Guest(r).Running; want == nil || *want {
 			note += " and started again"
@@ -83,7 +83,7 @@ func (g guest) moveDisks(ctx context.Context, x *execution, c *Change) (after pv
 		return nil, false, nil
 	}
 	vmid := stateOf(c).VMID
-	if g.typ == pve.LXC {
+	if g.stopsToMove {
 		st, err := x.client.GuestStatus(ctx, g.typ, c.Node, vmid)
 		if err != nil {
 			return nil, false, fmt.Errorf("status of %s %d: %w", g.noun, vmid, err)
@@ -102,7 +102,7 @@ func (g guest) moveDisks(ctx context.Context, x *execution, c *Change) (after pv
 		if digest != "" {
 			params.Set("digest", digest)
 		}
-		if f := driveFormat(c.Resource.Params[m.key]); f != "" && g.typ == pve.QEMU {
+		if f := driveFormat(c.Resource.Params[m.key]); f != "" && g.moveFormat {
 			params.Set("format", f)
 		}
 		x.msg("moving %s of %s %d to storage %s", m.key, g.noun, vmid, m.storage)

@@ -36,7 +36,7 @@ func (g guest) planMigration(r *spec.Resource, lo *liveObj, c *Change, target st
 	}
 	how := "offline"
 	switch {
-	case running && g.typ == pve.LXC:
+	case running && g.restartMigrate:
 		how = "in restart mode: PVE has no live migration for containers, it is shut down, moved and started on " + target
 	case running:
 		how = "online"
@@ -59,57 +59,6 @@ func attachedLocalDisks(mc *pve.MigrationCheck) []string {
 		}
 	}
 	return out
-}
-
-// migrationBlockers is what PVE would refuse in the migration.
-func (g guest) migrationBlockers(r *spec.Resource, lo *liveObj, target string, running bool) error {
-	addr, vmid := r.Address(), liveOf(lo).VMID
-	if g.typ == pve.LXC {
-		for key, val := range lo.Config {
-			if (key == "rootfs" || strings.HasPrefix(key, "mp")) && strings.HasPrefix(driveFile(val), "/") && !hasProp(val, "shared", "1") {
-				return fmt.Errorf("%s: PVE cannot migrate container %d: %s is a bind mount or device of node %s (mark it shared=1 if the path exists on %s too, or remove it)",
-					addr, vmid, key, lo.Node, target)
-			}
-		}
-		return nil
-	}
-	mc := liveOf(lo).Migration
-	if mc == nil {
-		return nil // not readable (the permission check reports why)
-	}
-	why := mc.NotAllowed[target]
-	if len(why.UnavailableStorages) > 0 {
-		return fmt.Errorf("%s: PVE cannot migrate vm %d to %s: its storage %s is not available there", addr, vmid, target, strings.Join(why.UnavailableStorages, ", "))
-	}
-	if len(why.UnavailableResources) > 0 {
-		return fmt.Errorf("%s: PVE cannot migrate vm %d to %s: the resource mapping of %s has no device of that node; add %s's device to the mapping (Datacenter → Resource Mappings)",
-			addr, vmid, target, strings.Join(why.UnavailableResources, ", "), target)
-	}
-	var local, notLive []string
-	for _, res := range mc.LocalResources {
-		if m, ok := mc.Mapped[res]; ok {
-			if !m.LiveMigration {
-				notLive = append(notLive, res+" (mapping "+m.Name+")")
-			}
-			continue
-		}
-		local = append(local, res)
-	}
-	if len(local) > 0 {
-		return fmt.Errorf("%s: PVE cannot migrate vm %d: it uses devices of node %s (%s); pass host devices through a resource mapping (hostpciN: mapping=NAME) that has an entry for %s",
-			addr, vmid, lo.Node, strings.Join(local, ", "), target)
-	}
-	if running && len(notLive) > 0 {
-		return fmt.Errorf("%s: PVE cannot migrate vm %d while it runs: %s cannot move live; set running: false to migrate it stopped, or mark the mapping live-migration-capable",
-			addr, vmid, strings.Join(notLive, ", "))
-	}
-	for _, d := range mc.LocalDisks {
-		if d.CDROM && !cloudinitRe.MatchString(d.Volid) {
-			return fmt.Errorf("%s: PVE cannot migrate vm %d: %s holds %s, an image on a storage of node %s only; eject it (%s: none,media=cdrom) or keep the image on a shared storage",
-				addr, vmid, d.DriveName, d.Volid, lo.Node, d.DriveName)
-		}
-	}
-	return nil
 }
 
 func hasProp(val, key, want string) bool {
@@ -146,7 +95,7 @@ func (g guest) migrate(ctx context.Context, x *execution, c *Change) error {
 	params := url.Values{}
 	how := "offline"
 	switch {
-	case running && g.typ == pve.LXC:
+	case running && g.restartMigrate:
 		params.Set("restart", "1")
 		params.Set("timeout", strconv.Itoa(shutdownTimeout))
 		how = "restart mode"

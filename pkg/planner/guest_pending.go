@@ -4,8 +4,11 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"net/url"
 	"slices"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/pvectl/pvectl/pkg/pve"
 	"github.com/pvectl/pvectl/pkg/pve/schema"
@@ -48,18 +51,10 @@ func (g guest) pendingUntilReboot(c *Change, live pve.Config) []string {
 // pends reports whether changing key (its sub-keys subs) to val, or
 // deleting it, stays pending on the running guest.
 func (g guest) pends(key string, subs []string, live pve.Config, val string, deleting bool) bool {
-	old, had := live[key]
-	if g.typ == pve.QEMU {
-		switch {
-		case key == "balloon" && !deleting:
-			// Turning the balloon device on or off is not hot-pluggable.
-			if (had && old == "0") != (val == "0") {
-				return true
-			}
-		case qemuDriveKey(key) && had && !deleting && isCDROMValue(old) && isCDROMValue(val):
-			return false // a CD-ROM changes its medium (vmconfig_update_disk)
-		}
+	if pends, decided := g.ownPending(key, live, val, deleting); decided {
+		return pends
 	}
+	_, had := live[key]
 	if len(subs) == 0 {
 		subs = []string{""}
 	}
@@ -95,19 +90,6 @@ func hotplugFeatures(v string) map[string]bool {
 		out[f] = true
 	}
 	return out
-}
-
-func qemuDriveKey(key string) bool {
-	for _, bus := range []string{"ide", "sata", "scsi", "virtio"} {
-		if n, ok := strings.CutPrefix(key, bus); ok && n != "" && strings.Trim(n, "0123456789") == "" {
-			return true
-		}
-	}
-	return false
-}
-
-func isCDROMValue(val string) bool {
-	return slices.ContainsFunc(splitProps(val), func(kv schema.KV) bool { return kv.Key == "media" && kv.Value == "cdrom" })
 }
 
 // notePending adds to c what its update will leave pending on a running
@@ -173,4 +155,62 @@ func (g guest) applyPending(ctx context.Context, x *execution, c *Change) error 
 		return nil
 	}
 	return g.rebootAndWait(ctx, x, c.Node, vmid)
+}
+
+// rebootTimeout bounds how long rebootAndWait waits for a rebooted guest
+// to run again.
+const rebootTimeout = 10 * time.Minute
+
+// rebootAndWait reboots a running guest so that its pending changes apply,
+// and returns once it runs again with nothing pending. qemu-server's
+// reboot task ends when the VM has stopped: the start that applies the
+// pending changes is a qmstart task of its own, which qmeventd's cleanup
+// runs afterwards (QemuServer.pm vm_reboot, CLI/qm.pm cleanup), so the
+// reboot task's end is not the guest's. pve-container's vzreboot starts
+// the container itself (LXC.pm vm_reboot). rebootCheck judges a guest
+// not running yet by these rules.
+func (g guest) rebootAndWait(ctx context.Context, x *execution, node string, vmid int) error {
+	x.msg("rebooting %s %d", g.noun, vmid)
+	if err := x.client.GuestPower(ctx, g.typ, node, vmid, "reboot", nil); err != nil {
+		return fmt.Errorf("reboot %s %d: %w", g.noun, vmid, err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, rebootTimeout)
+	defer cancel()
+	var since int64 = -1 // when the reboot task started (server time)
+	for delay := 100 * time.Millisecond; ; delay = min(2*delay, 2*time.Second) {
+		st, err := x.client.GuestStatus(ctx, g.typ, node, vmid)
+		if err != nil {
+			return fmt.Errorf("%s %d after its reboot: %w", g.noun, vmid, err)
+		}
+		if st.Status == "running" {
+			keys, err := x.client.GuestPendingKeys(ctx, g.typ, node, vmid)
+			if err != nil {
+				return fmt.Errorf("%s %d after its reboot: %w", g.noun, vmid, err)
+			}
+			if len(keys) > 0 {
+				return fmt.Errorf("%s %d runs again after its reboot, but still has pending changes: %s", g.noun, vmid, strings.Join(keys, ", "))
+			}
+			return nil
+		}
+		if err := g.rebootCheck(ctx, x, g, node, vmid, st.Status, &since); err != nil {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("wait for %s %d to run again after its reboot: %w", g.noun, vmid, ctx.Err())
+		case <-time.After(delay):
+		}
+	}
+}
+
+// lastTaskStart is when the newest task of typ for the guest started.
+func (g guest) lastTaskStart(ctx context.Context, x *execution, node string, vmid int, typ string) (int64, error) {
+	rows, err := x.client.NodeTasks(ctx, node, url.Values{"vmid": {strconv.Itoa(vmid)}, "typefilter": {typ}, "source": {"all"}, "limit": {"1"}})
+	if err != nil {
+		return 0, fmt.Errorf("find the %s task of %s %d: %w", typ, g.noun, vmid, err)
+	}
+	if len(rows) == 0 {
+		return 0, fmt.Errorf("find the %s task of %s %d: the node lists none", typ, g.noun, vmid)
+	}
+	return rows[0].StartTime, nil
 }

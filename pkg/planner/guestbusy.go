@@ -5,7 +5,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/pvectl/pvectl/pkg/pve"
 	"github.com/pvectl/pvectl/pkg/spec"
 )
 
@@ -28,7 +27,7 @@ import (
 // may become it. nil when nothing does.
 func (g guest) busy(r *spec.Resource, lo *liveObj) *BusyError {
 	gl := liveOf(lo)
-	cli := g.cli()
+	cli := g.cli
 	if lo.Exists {
 		lock := lo.Config["lock"]
 		if lock == "" {
@@ -51,14 +50,6 @@ func (g guest) busy(r *spec.Resource, lo *liveObj) *BusyError {
 			guestNoun(string(g.typ)), g.name(r), pluralNoun(guestNoun(string(g.typ)), len(ids)), list),
 		Hint: fmt.Sprintf("run again when their tasks have ended; if no task runs, a create that failed left it behind: remove it in PVE ('%s destroy %s') or give this %s a vmid",
 			cli, ids[0], guestNoun(string(g.typ)))}
-}
-
-// cli is the node's command line tool for the guest type.
-func (g guest) cli() string {
-	if g.typ == pve.LXC {
-		return "pct"
-	}
-	return "qm"
 }
 
 func pluralNoun(noun string, n int) string {

@@ -325,7 +325,7 @@ func (g guest) loadPlacement(ctx context.Context, cl *pve.Client, r *spec.Resour
 		}
 		gl.Pending = keys
 	}
-	if want := paramNode(r); g.typ == pve.QEMU && want != "" && want != lo.Node {
+	if want := paramNode(r); g.checksMigration && want != "" && want != lo.Node {
 		mc, err := cl.MigrationCheck(ctx, lo.Node, gl.VMID, want)
 		var ae *pve.APIError
 		switch {

@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	"github.com/pvectl/pvectl/pkg/pve"
-	"github.com/pvectl/pvectl/pkg/pve/acl"
 	"github.com/pvectl/pvectl/pkg/pve/schema"
 	"github.com/pvectl/pvectl/pkg/spec"
 )
@@ -46,12 +45,7 @@ func (g guest) listNeeds(r *spec.Resource) []permNeed {
 		// pool: null — whichever pool it is in must be visible.
 		needs = append(needs, need("/pool", "to see whether the "+noun+" is in a pool (PVE hides the pools a token may not audit)", "Pool.Audit"))
 	}
-	// The plan looks the template up on its storage, which the resources
-	// list shows only with Datastore.Audit (Cluster.pm resources).
-	if sid, _, ok := strings.Cut(r.Params["ostemplate"], ":"); ok && g.typ == pve.LXC && !strings.HasPrefix(sid, "/") {
-		needs = append(needs, need("/storage/"+sid, "to find the template on its storage (PVE lists only the storages a token may audit)", "Datastore.Audit"))
-	}
-	return needs
+	return append(needs, g.findNeeds(r)...)
 }
 
 // readCalls: the cluster's resources, as the guest index reads them.
@@ -149,21 +143,8 @@ func (g guest) createPerms(r *spec.Resource) []permNeed {
 			vals[k] = v
 		}
 	}
-	if g.typ == pve.LXC {
-		delete(vals, "unprivileged") // pve-container's create_vm takes it out before its check
-		if storage == "" {
-			storage = "local"
-		}
-		if r.Params["unprivileged"] == "0" {
-			needs = append(needs, need("/", "to create a privileged container", "Sys.Modify"))
-		}
-		if tmpl := r.Params["ostemplate"]; tmpl != "" {
-			needs = append(needs, volumeNeed(tmpl, "to read the template "+tmpl))
-		}
-		if _, ok := vals["rootfs"]; !ok {
-			needs = append(needs, need("/storage/"+storage, "to allocate the root disk", "Datastore.AllocateSpace"))
-		}
-	}
+	extra, storage := g.createNeeds(r, vals, storage)
+	needs = append(needs, extra...)
 	return append(needs, g.settingPerms(vals, nil, nil, setting{onGuest: onGuest, storage: storage, creating: true})...)
 }
 
@@ -185,11 +166,7 @@ func (g guest) updateCalls(c *Change, lo *liveObj, vmid int) []apiCall {
 	}
 	var calls []apiCall
 	if needs := g.settingPerms(vals, schema.SplitList(c.Params["delete"]), live, setting{onGuest: onGuest}); len(needs) > 0 {
-		method := "POST" // qemu-server's async config write; pve-container's is a PUT
-		if g.typ == pve.LXC {
-			method = "PUT"
-		}
-		calls = append(calls, g.guestCall(method, "/config", "to change the "+noun+"'s settings", node, vmid).with(needs...))
+		calls = append(calls, g.guestCall(g.configMethod, "/config", "to change the "+noun+"'s settings", node, vmid).with(needs...))
 	}
 	if st := stateOf(c); st.PrevNode != "" && st.PrevNode != c.Node {
 		calls = append(calls, g.guestCall("POST", "/migrate", "to migrate the "+noun+" to "+c.Node, st.PrevNode, vmid))
@@ -213,13 +190,9 @@ func (g guest) diffCalls(d FieldDiff, lo *liveObj, node string, vmid int) []apiC
 		// qemu-server move_vm_disk, pve-container move_volume: the
 		// target storage is checked by the handler.
 		to, _ := d.After.(string)
-		sub := "/move_disk"
-		if g.typ == pve.LXC {
-			sub = "/move_volume"
-		}
-		calls := []apiCall{g.guestCall("POST", sub, "to move "+topKey(d.Path), node, vmid).
+		calls := []apiCall{g.guestCall("POST", g.moveSub, "to move "+topKey(d.Path), node, vmid).
 			with(need("/storage/"+to, "to move "+topKey(d.Path)+" there", "Datastore.AllocateSpace"))}
-		if g.typ == pve.LXC && lo != nil && liveOf(lo).Status == "running" {
+		if g.stopsToMove && lo != nil && liveOf(lo).Status == "running" {
 			calls = append(calls, g.guestCall("POST", "/status/shutdown", "to stop the container for the move and start it again", node, vmid))
 		}
 		return calls
@@ -259,10 +232,7 @@ func (g guest) settingPerms(vals map[string]string, dels []string, live pve.Conf
 		if deleting {
 			why = "to delete " + key
 		}
-		o := acl.QemuOption(key)
-		if g.typ == pve.LXC {
-			o = acl.CTOption(key)
-		}
+		o := g.option(key)
 		if o.RootOnly {
 			add(permNeed{rootOnly: true, why: "set " + key})
 			return
@@ -288,8 +258,9 @@ func (g guest) settingPerms(vals map[string]string, dels []string, live pve.Conf
 	return needs
 }
 
-// valuePerms are the needs that depend on a setting's value: a drive's
-// kind and storage, a NIC's bridge, a device, a mount point, feature flags.
+// valuePerms are the needs that depend on a setting's value: tags, a
+// NIC's bridge, and what the type decides (ownValuePerms: a drive's kind
+// and storage, a device, a mount point, feature flags).
 func (g guest) valuePerms(key, val, old string, deleting bool, sc setting) []permNeed {
 	why := "to set " + key
 	onGuest := sc.onGuest
@@ -303,54 +274,12 @@ func (g guest) valuePerms(key, val, old string, deleting bool, sc setting) []per
 	case key == "tags":
 		needs = append(needs, onGuest(why, "VM.Config.Options"))
 	case strings.HasPrefix(key, "net"):
-		if g.typ == pve.LXC || deleting {
+		if g.checksOldBridge || deleting {
 			bridge(old)
 		}
 		bridge(val)
-	case g.typ == pve.LXC && key == "features":
-		feats := map[string]bool{}
-		for _, v := range []string{old, val} {
-			for _, kv := range splitProps(v) {
-				feats[kv.Key] = true
-			}
-		}
-		delete(feats, "nesting")
-		if len(feats) > 0 {
-			return []permNeed{{rootOnly: true, why: "set feature flags other than nesting"}}
-		}
-		needs = append(needs, onGuest("to change nesting", "VM.Allocate"))
-	case g.typ == pve.LXC: // rootfs, mpN
-		file := driveFile(val)
-		switch m := newDiskRe.FindStringSubmatch(file); {
-		case deleting || file == "":
-		case strings.HasPrefix(file, "/"):
-			return []permNeed{{rootOnly: true, why: "bind-mount a host path (" + key + ")"}}
-		case m != nil && m[2] != "":
-			needs = append(needs, need("/storage/"+m[2], "to allocate "+key, "Datastore.AllocateSpace"))
-		case m != nil:
-			needs = append(needs, need("/storage/"+sc.storage, "to allocate "+key, "Datastore.AllocateSpace"))
-		default:
-			needs = append(needs, volumeNeed(file, "to use "+file+" as "+key))
-		}
-	case acl.IsQemuDrive(key) || key == "cdrom":
-		// A create checks only the storage; a change what the old and the
-		// new drive are.
-		if !sc.creating && old != "" {
-			needs = append(needs, onGuest(why, acl.DrivePrivs(old)...))
-		}
-		if !sc.creating && !deleting {
-			needs = append(needs, onGuest(why, acl.DrivePrivs(val)...))
-		}
-		if !deleting {
-			needs = append(needs, driveStorage(val, why, sc.storage)...)
-		}
-	case strings.HasPrefix(key, "serial"):
-		if val != "" && val != "socket" {
-			return []permNeed{{rootOnly: true, why: "connect a real serial device (" + key + ")"}}
-		}
-		needs = append(needs, onGuest(why, "VM.Config.HWType"))
-	case strings.HasPrefix(key, "usb"), strings.HasPrefix(key, "hostpci"), key == "rng0", strings.HasPrefix(key, "virtiofs"):
-		needs = append(needs, devicePerms(key, val, onGuest)...)
+	default:
+		return g.ownValuePerms(key, val, old, deleting, sc)
 	}
 	return needs
 }

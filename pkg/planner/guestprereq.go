@@ -10,7 +10,6 @@ import (
 	"strings"
 
 	"github.com/pvectl/pvectl/pkg/pve"
-	"github.com/pvectl/pvectl/pkg/pve/acl"
 	"github.com/pvectl/pvectl/pkg/spec"
 )
 
@@ -57,25 +56,10 @@ func (g guest) prereqs(r *spec.Resource, node string, lo *liveObj) []prereq {
 			out = append(out, mappingPrereq(m, node, starts))
 		}
 	}
-	if g.typ == pve.LXC && fresh {
-		if tmpl := r.Params["ostemplate"]; tmpl != "" && !strings.HasPrefix(tmpl, "/") && strings.Contains(tmpl, ":") {
-			out = append(out, volumePrereq("ostemplate", tmpl, "vztmpl", node))
-		}
-		if _, ok := r.Params["rootfs"]; !ok {
-			// pve-container create_vm: no rootfs is a 4 GiB one on
-			// `storage` (default local).
-			out = append(out, storagePrereq("storage", lxcStorage(r), "rootdir", node))
-		}
+	if fresh {
+		out = append(out, g.createPrereqs(r, node)...)
 	}
 	return out
-}
-
-// isDisk: the keys that hold a volume (QEMU drives, container mount points).
-func (g guest) isDisk(key string) bool {
-	if g.typ == pve.LXC {
-		return key == "rootfs" || mpKeyRe.MatchString(key)
-	}
-	return acl.IsQemuDrive(key)
 }
 
 // diskPrereqs are what one drive or mount point needs: its storage for a
@@ -90,16 +74,13 @@ func (g guest) diskPrereqs(r *spec.Resource, key, val, old, node string, fresh b
 	oldFile := driveFile(old)
 	added := fresh || old == ""
 	storage, volname, hasStorage := strings.Cut(file, ":")
-	content := "images"
-	if g.typ == pve.LXC {
-		content = "rootdir"
-	}
+	content := g.diskContent
 	var out []prereq
 	switch m := newDiskRe.FindStringSubmatch(file); {
 	case m != nil: // a new allocation: storage:size
 		sid := m[2]
-		if sid == "" && g.typ == pve.LXC {
-			sid = lxcStorage(r)
+		if sid == "" {
+			sid = g.defaultStorage(r)
 		}
 		oldStorage, _, _ := strings.Cut(oldFile, ":")
 		if sid != "" && (added || oldStorage != sid) {
@@ -126,14 +107,6 @@ func (g guest) diskPrereqs(r *spec.Resource, key, val, old, node string, fresh b
 		}
 	}
 	return out
-}
-
-// lxcStorage is a container's default storage (pve-container create_vm).
-func lxcStorage(r *spec.Resource) string {
-	if s := r.Params["storage"]; s != "" {
-		return s
-	}
-	return "local"
 }
 
 var (

@@ -34,10 +34,7 @@ func (g guest) importable(ctx context.Context, ic *importCtx, node string) ([]im
 	if err != nil {
 		return nil, err
 	}
-	kind := spec.KindQemuVM
-	if g.typ == pve.LXC {
-		kind = spec.KindLxcContainer
-	}
+	kind := g.specKind
 	var out []importItem
 	for _, row := range rows {
 		if row.Type != string(g.typ) || (node != "" && row.Node != node) {

@@ -2,8 +2,12 @@ package planner
 
 import (
 	"context"
+	"fmt"
+	"net/url"
+	"strings"
 
 	"github.com/pvectl/pvectl/pkg/pve"
+	"github.com/pvectl/pvectl/pkg/pve/acl"
 	"github.com/pvectl/pvectl/pkg/spec"
 )
 
@@ -24,6 +28,28 @@ var lxc = lxcKind{guest{
 	// unprivileged (pve-container src/PVE/LXC/Config.pm update_pct_config:
 	// "unable to modify read-only option").
 	replaceKeys: map[string]string{"unprivileged": "PVE cannot convert a container"},
+
+	specKind:          spec.KindLxcContainer,
+	cli:               "pct",
+	configMethod:      "PUT",
+	quickConfig:       func(url.Values, bool) bool { return false },
+	option:            acl.CTOption,
+	ownValuePerms:     lxcValuePerms,
+	checksOldBridge:   true,
+	findNeeds:         lxcFindNeeds,
+	createNeeds:       lxcCreateNeeds,
+	createPrereqs:     lxcCreatePrereqs,
+	isDisk:            lxcDiskKey,
+	isVolumeKey:       lxcVolumeKey,
+	diskContent:       "rootdir",
+	defaultStorage:    lxcStorage,
+	moveSub:           "/move_volume",
+	stopsToMove:       true,
+	restartMigrate:    true,
+	migrateNote:       "a running container migrates in restart mode (PVE has no live migration for containers: shut down, moved, started on the target), a stopped one offline; it keeps its vmid",
+	migrationBlockers: lxcMigrationBlockers,
+	ownPending:        func(string, pve.Config, string, bool) (bool, bool) { return false, false },
+	rebootCheck:       lxcRebootCheck,
 }}
 
 var lxcTraits = lxc.guestTraits()
@@ -53,4 +79,118 @@ func (k lxcKind) update(ctx context.Context, x *execution, c *Change) error {
 		return err
 	}
 	return k.updateCommon(ctx, x, c)
+}
+
+// lxcStorage is a container's default storage (pve-container create_vm).
+func lxcStorage(r *spec.Resource) string {
+	if s := r.Params["storage"]; s != "" {
+		return s
+	}
+	return "local"
+}
+
+// lxcDiskKey: a container's root disk and mount points (mpN).
+func lxcDiskKey(key string) bool {
+	return key == "rootfs" || mpKeyRe.MatchString(key)
+}
+
+// lxcVolumeKey: a config key of a container's root disk or a mount point.
+func lxcVolumeKey(key string) bool {
+	rest, ok := strings.CutPrefix(key, "mp")
+	return key == "rootfs" || ok && isNumber(rest)
+}
+
+// lxcFindNeeds: the plan looks the template up on its storage, which the
+// resources list shows only with Datastore.Audit (Cluster.pm resources).
+func lxcFindNeeds(r *spec.Resource) []permNeed {
+	if sid, _, ok := strings.Cut(r.Params["ostemplate"], ":"); ok && !strings.HasPrefix(sid, "/") {
+		return []permNeed{need("/storage/"+sid, "to find the template on its storage (PVE lists only the storages a token may audit)", "Datastore.Audit")}
+	}
+	return nil
+}
+
+// lxcCreateNeeds are what pve-container's create_vm checks beyond the
+// settings: a privileged container, the template, the root disk (on
+// `storage`, default local, when the spec has no rootfs).
+func lxcCreateNeeds(r *spec.Resource, vals map[string]string, storage string) ([]permNeed, string) {
+	delete(vals, "unprivileged") // pve-container's create_vm takes it out before its check
+	if storage == "" {
+		storage = "local"
+	}
+	var needs []permNeed
+	if r.Params["unprivileged"] == "0" {
+		needs = append(needs, need("/", "to create a privileged container", "Sys.Modify"))
+	}
+	if tmpl := r.Params["ostemplate"]; tmpl != "" {
+		needs = append(needs, volumeNeed(tmpl, "to read the template "+tmpl))
+	}
+	if _, ok := vals["rootfs"]; !ok {
+		needs = append(needs, need("/storage/"+storage, "to allocate the root disk", "Datastore.AllocateSpace"))
+	}
+	return needs, storage
+}
+
+// lxcValuePerms are what a container's feature flags and mount points
+// (rootfs, mpN) need (LXC.pm check_ct_modify_config_perm).
+func lxcValuePerms(key, val, old string, deleting bool, sc setting) []permNeed {
+	if key == "features" {
+		feats := map[string]bool{}
+		for _, v := range []string{old, val} {
+			for _, kv := range splitProps(v) {
+				feats[kv.Key] = true
+			}
+		}
+		delete(feats, "nesting")
+		if len(feats) > 0 {
+			return []permNeed{{rootOnly: true, why: "set feature flags other than nesting"}}
+		}
+		return []permNeed{sc.onGuest("to change nesting", "VM.Allocate")}
+	}
+	file := driveFile(val)
+	switch m := newDiskRe.FindStringSubmatch(file); {
+	case deleting || file == "":
+	case strings.HasPrefix(file, "/"):
+		return []permNeed{{rootOnly: true, why: "bind-mount a host path (" + key + ")"}}
+	case m != nil && m[2] != "":
+		return []permNeed{need("/storage/"+m[2], "to allocate "+key, "Datastore.AllocateSpace")}
+	case m != nil:
+		return []permNeed{need("/storage/"+sc.storage, "to allocate "+key, "Datastore.AllocateSpace")}
+	default:
+		return []permNeed{volumeNeed(file, "to use "+file+" as "+key)}
+	}
+	return nil
+}
+
+// lxcCreatePrereqs: a new container's template, and the storage of its
+// root disk when the spec has no rootfs (pve-container create_vm: a
+// 4 GiB one on `storage`, default local).
+func lxcCreatePrereqs(r *spec.Resource, node string) []prereq {
+	var out []prereq
+	if tmpl := r.Params["ostemplate"]; tmpl != "" && !strings.HasPrefix(tmpl, "/") && strings.Contains(tmpl, ":") {
+		out = append(out, volumePrereq("ostemplate", tmpl, "vztmpl", node))
+	}
+	if _, ok := r.Params["rootfs"]; !ok {
+		out = append(out, storagePrereq("storage", lxcStorage(r), "rootdir", node))
+	}
+	return out
+}
+
+// lxcMigrationBlockers: PVE cannot migrate a container with a bind mount
+// or device of its node that is not marked shared (LXC/Migrate.pm
+// prepare).
+func lxcMigrationBlockers(r *spec.Resource, lo *liveObj, target string, _ bool) error {
+	addr, vmid := r.Address(), liveOf(lo).VMID
+	for key, val := range lo.Config {
+		if (key == "rootfs" || strings.HasPrefix(key, "mp")) && strings.HasPrefix(driveFile(val), "/") && !hasProp(val, "shared", "1") {
+			return fmt.Errorf("%s: PVE cannot migrate container %d: %s is a bind mount or device of node %s (mark it shared=1 if the path exists on %s too, or remove it)",
+				addr, vmid, key, lo.Node, target)
+		}
+	}
+	return nil
+}
+
+// lxcRebootCheck: pve-container's vzreboot starts the container itself
+// (LXC.pm vm_reboot), so one not running once it ended did not start.
+func lxcRebootCheck(_ context.Context, _ *execution, g guest, _ string, vmid int, status string, _ *int64) error {
+	return fmt.Errorf("%s %d is %s after its reboot", g.noun, vmid, status)
 }

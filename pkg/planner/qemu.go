@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/pvectl/pvectl/pkg/pve"
+	"github.com/pvectl/pvectl/pkg/pve/acl"
 	"github.com/pvectl/pvectl/pkg/spec"
 )
 
@@ -26,6 +27,27 @@ var qemu = qemuKind{guest{
 		"unique": true, "archive": true, "live-restore": true, "bwlimit": true,
 		"import-working-storage": true, "force": true, "ha-managed": true,
 	},
+
+	specKind:          spec.KindQemuVM,
+	cli:               "qm",
+	configMethod:      "POST",
+	quickConfig:       pve.QemuConfigIsQuick,
+	option:            acl.QemuOption,
+	ownValuePerms:     qemuValuePerms,
+	findNeeds:         qemuFindNeeds,
+	createNeeds:       qemuCreateNeeds,
+	createPrereqs:     qemuCreatePrereqs,
+	isDisk:            acl.IsQemuDrive,
+	isVolumeKey:       isDriveKey,
+	diskContent:       "images",
+	defaultStorage:    qemuDefaultStorage,
+	moveSub:           "/move_disk",
+	moveFormat:        true,
+	migrateNote:       "a running VM migrates online (with-local-disks when it has disks on storages of its node), a stopped one offline; it keeps its vmid",
+	checksMigration:   true,
+	migrationBlockers: qemuMigrationBlockers,
+	ownPending:        qemuPending,
+	rebootCheck:       qemuRebootCheck,
 }}
 
 var qemuTraits = qemu.guestTraits()

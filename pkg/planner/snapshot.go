@@ -41,9 +41,11 @@ type SnapshotStep struct {
 }
 
 // snapshotKind kinds are guests: snapshotRisk says why a change of
-// theirs deserves a snapshot ("" when it does not).
+// theirs deserves a snapshot ("" when it does not), unsnapshottable which
+// volume of theirs PVE could not snapshot.
 type snapshotKind interface {
 	snapshotRisk(c *Change) (pve.GuestType, string)
+	unsnapshottable(conf pve.Config, types map[string]string) string
 }
 
 func (g guest) snapshotRisk(c *Change) (pve.GuestType, string) {
@@ -65,16 +67,6 @@ func (g guest) snapshotRisk(c *Change) (pve.GuestType, string) {
 		return g.typ, "it reboots the guest"
 	}
 	return g.typ, ""
-}
-
-// isVolumeKey: a key that holds a volume of the guest (a VM's drives, a
-// container's root and mount points).
-func (g guest) isVolumeKey(key string) bool {
-	if g.typ == pve.LXC {
-		rest, ok := strings.CutPrefix(key, "mp")
-		return key == "rootfs" || ok && isNumber(rest)
-	}
-	return isDriveKey(key)
 }
 
 // planSnapshots marks the changes that take a snapshot first.
@@ -108,7 +100,7 @@ func (b *builder) planSnapshots(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("%s: read the storages to plan its snapshot: %w", addr, err)
 		}
-		if bad := unsnapshottable(typ, lo.Config, storageTypes(storages)); bad != "" {
+		if bad := sk.unsnapshottable(lo.Config, storageTypes(storages)); bad != "" {
 			c.Reasons = append(c.Reasons, "no snapshot first ("+why+"): "+bad)
 			continue
 		}
@@ -138,10 +130,10 @@ func storageTypes(rows []pve.Config) map[string]string {
 // LVM-thin, ZFS and RBD volumes can; directory-like storages and thick
 // LVM only qcow2 (src/PVE/Storage/Plugin.pm, LVMPlugin.pm), BTRFS raw and
 // qcow2 too (BTRFSPlugin.pm); a base volume or a path never.
-func unsnapshottable(typ pve.GuestType, conf pve.Config, types map[string]string) string {
+func (g guest) unsnapshottable(conf pve.Config, types map[string]string) string {
 	keys := slices.Sorted(maps.Keys(conf))
 	for _, key := range keys {
-		if !(guest{typ: typ}).isVolumeKey(key) {
+		if !g.isVolumeKey(key) {
 			continue
 		}
 		items, _ := schema.SplitPropertyString(conf[key])
