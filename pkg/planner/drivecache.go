@@ -112,7 +112,13 @@ func driveContentDiff(dir string, r *spec.Resource, oldFile string) ([]FieldDiff
 		old = map[string]string{}
 	}
 	var out []FieldDiff
-	keys := slices.Sorted(maps.Keys(mergeKeys(old, now)))
+	keys := slices.Collect(maps.Keys(now))
+	for k := range old {
+		if _, ok := now[k]; !ok {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
 	for _, k := range keys {
 		b, hadB := old[k]
 		a, hasA := now[k]
@@ -132,15 +138,4 @@ func driveContentDiff(dir string, r *spec.Resource, oldFile string) ([]FieldDiff
 		return out, ""
 	}
 	return out, "the content of " + oldFile + " is not known on this machine (PVE cannot give an ISO back): shown is the new content"
-}
-
-func mergeKeys(a, b map[string]string) map[string]bool {
-	out := map[string]bool{}
-	for k := range a {
-		out[k] = true
-	}
-	for k := range b {
-		out[k] = true
-	}
-	return out
 }
