@@ -211,11 +211,11 @@ func findVM(ctx context.Context, client *pve.Client, r *spec.Resource) (*pve.Clu
 		}
 	}
 	slices.Sort(nodes)
-	name := r.Params["name"]
+	name := r.Params.Get("name")
 	if name == "" {
 		name = r.Name
 	}
-	vmid, _ := strconv.Atoi(r.Params["vmid"])
+	vmid, _ := strconv.Atoi(r.Params.Get("vmid"))
 	var found []*pve.ClusterResource
 	for _, node := range nodes {
 		rows, err := client.NodeGuests(ctx, pve.QEMU, node)

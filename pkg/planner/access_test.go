@@ -315,7 +315,7 @@ func TestSimAccessPreflight(t *testing.T) {
 }
 
 func TestPermNeedsOfAGrant(t *testing.T) {
-	r := &spec.Resource{Kind: "ACL", Name: "g", Params: map[string]string{"path": "/vms/100", "users": "a@pve", "roles": "PVEVMUser"}}
+	r := &spec.Resource{Kind: "ACL", Name: "g", Params: spec.ParamsOf(map[string]string{"path": "/vms/100", "users": "a@pve", "roles": "PVEVMUser"})}
 	var got []string
 	for _, n := range callNeeds((aclKind{}).changeCalls(&Change{Action: Create, Resource: r}, nil)) {
 		s := n.path + " " + privList(n)

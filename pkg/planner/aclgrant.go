@@ -51,7 +51,7 @@ func grantParams(r *spec.Resource) map[string]string {
 
 // wantPropagate is the spec's propagate flag; PVE's default is 1.
 func wantPropagate(r *spec.Resource) string {
-	if v, ok := r.Params["propagate"]; ok {
+	if v, ok := r.Params.Lookup("propagate"); ok {
 		return v
 	}
 	return "1"

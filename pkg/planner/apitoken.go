@@ -40,11 +40,11 @@ type tokenLive struct {
 }
 
 func tokenIDs(r *spec.Resource) (userid, tokenid string) {
-	tokenid = r.Params["tokenid"]
+	tokenid = r.Params.Get("tokenid")
 	if tokenid == "" {
 		tokenid = r.Name
 	}
-	return r.Params["userid"], tokenid
+	return r.Params.Get("userid"), tokenid
 }
 
 func fullTokenID(r *spec.Resource) string {
@@ -92,7 +92,7 @@ func (tokenKind) compare(b *builder, r *spec.Resource, lo *liveObj, c *Change) e
 	cmp := comparer{m: b.method("POST", tokenCreatePath)}
 	want := map[string]string{}
 	for k, cleared := range tokenFields {
-		if v, ok := r.Params[k]; ok {
+		if v, ok := r.Params.Lookup(k); ok {
 			want[k] = v
 		} else if slices.Contains(r.Remove, k) {
 			want[k] = cleared
@@ -132,7 +132,7 @@ func (tokenKind) compare(b *builder, r *spec.Resource, lo *liveObj, c *Change) e
 
 func (tokenKind) create(ctx context.Context, x *execution, c *Change) error {
 	uid, tid := tokenIDs(c.Resource)
-	params := toValues(c.Resource.Params)
+	params := toValues(c.Resource.Params.Map())
 	params.Del("userid")
 	params.Del("tokenid")
 	s, err := x.client.CreateToken(ctx, uid, tid, params)

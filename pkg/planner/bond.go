@@ -18,14 +18,14 @@ func checkBondCall(_ *builder, r *spec.Resource, lo *liveObj, sent map[string]st
 	mode := sent["bond_mode"]
 	from := "its bond_mode"
 	switch {
-	case r.Params["bond_mode"] != "":
+	case r.Params.Get("bond_mode") != "":
 	case mode != "":
 		from = "its live bond_mode (the spec sets none)"
 	default:
 		mode, from = "balance-rr", "PVE's default mode (the spec sets no bond_mode)"
 	}
 	for _, key := range spec.BondModeOptions() {
-		if _, set := r.Params[key]; set && spec.BondModeDrops(key, mode) {
+		if _, set := r.Params.Lookup(key); set && spec.BondModeDrops(key, mode) {
 			return nil, fmt.Errorf("%s: %s is kept only with bond_mode %s, and this bond has %s, %s: PVE would not write it and the plan would never settle; set bond_mode, or drop %s",
 				keyWhere(r, key), key, spec.BondModeNeed(key), from, mode, key)
 		}

@@ -13,7 +13,7 @@ var bridgeKind = ifaceKind{typ: "bridge", ports: "bridge_ports", check: checkBri
 
 // checkBridgeCall finds what PVE would not keep in a bridge's call.
 func checkBridgeCall(_ *builder, r *spec.Resource, lo *liveObj, _ map[string]string) ([]string, error) {
-	if _, ok := r.Params["bridge_vids"]; ok && !vlanAware(r, lo) {
+	if _, ok := r.Params.Lookup("bridge_vids"); ok && !vlanAware(r, lo) {
 		return nil, fmt.Errorf("%s: bridge_vids is kept only on a VLAN-aware bridge (PVE writes no VLAN list otherwise, and the plan would never settle): set bridge_vlan_aware: true, or drop bridge_vids", keyWhere(r, "bridge_vids"))
 	}
 	return nil, nil
@@ -22,7 +22,7 @@ func checkBridgeCall(_ *builder, r *spec.Resource, lo *liveObj, _ map[string]str
 // vlanAware is whether r's bridge will be VLAN-aware after the plan: the
 // spec's flag, else the live one.
 func vlanAware(r *spec.Resource, lo *liveObj) bool {
-	if v, ok := r.Params["bridge_vlan_aware"]; ok {
+	if v, ok := r.Params.Lookup("bridge_vlan_aware"); ok {
 		on, _ := schema.ParseBool(v)
 		return on
 	}

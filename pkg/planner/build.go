@@ -345,11 +345,6 @@ func (b *builder) forwardDeps() map[string][]string {
 				ds = append(ds, d)
 			}
 		}
-		if b.set.Graph != nil {
-			for _, d := range b.set.Graph.Deps[addr] {
-				add(d)
-			}
-		}
 		for _, ref := range b.changes[addr].Resource.DependsOn {
 			add(ref.String())
 		}

@@ -15,15 +15,15 @@ import (
 func example01() *spec.Set {
 	on := true
 	br := &spec.Resource{Kind: spec.KindLinuxBridge, Name: "vmbr1", State: spec.Present,
-		Params: map[string]string{"node": "pve", "iface": "vmbr1", "bridge_ports": "eno2", "bridge_vlan_aware": "1", "autostart": "1"}}
+		Params: spec.ParamsOf(map[string]string{"node": "pve", "iface": "vmbr1", "bridge_ports": "eno2", "bridge_vlan_aware": "1", "autostart": "1"})}
 	na := &spec.Resource{Kind: spec.KindNetworkApply, Name: "pve", State: spec.Present,
 		DependsOn: []spec.Ref{{Kind: spec.KindLinuxBridge, Name: "vmbr1"}},
-		Params:    map[string]string{"node": "pve"}}
+		Params:    spec.ParamsOf(map[string]string{"node": "pve"})}
 	vm := &spec.Resource{Kind: spec.KindQemuVM, Name: "app-vm-1", State: spec.Present,
 		DependsOn: []spec.Ref{{Kind: spec.KindNetworkApply, Name: "pve"}},
-		Params: map[string]string{"node": "pve", "vmid": "100", "name": "app-vm-1", "memory": "2048", "cores": "2",
+		Params: spec.ParamsOf(map[string]string{"node": "pve", "vmid": "100", "name": "app-vm-1", "memory": "2048", "cores": "2",
 			"sockets": "1", "cpu": "host", "ostype": "l26", "scsihw": "virtio-scsi-pci", "scsi0": "local-lvm:32",
-			"net0": "virtio,bridge=vmbr0", "net1": "virtio,bridge=vmbr1,tag=100", "boot": "order=scsi0;net0"},
+			"net0": "virtio,bridge=vmbr0", "net1": "virtio,bridge=vmbr1,tag=100", "boot": "order=scsi0;net0"}),
 		Keys: &spec.GuestKeys{Running: &on}}
 	return &spec.Set{
 		Resources: []*spec.Resource{br, na, vm},
@@ -204,7 +204,7 @@ func TestBuild(t *testing.T) {
 			name: "node move migrates",
 			set: func() *spec.Set {
 				s := example01()
-				s.Lookup("QemuVM/app-vm-1").Params["node"] = "pve2"
+				s.Lookup("QemuVM/app-vm-1").Params.Set("node", "pve2")
 				return s
 			},
 			live: liveApplied,
@@ -220,7 +220,8 @@ func TestBuild(t *testing.T) {
 			set: func() *spec.Set {
 				s := example01()
 				vm := s.Lookup("QemuVM/app-vm-1")
-				vm.Params["node"], vm.Protected = "pve2", true
+				vm.Params.Set("node", "pve2")
+				vm.Protected = true
 				return s
 			},
 			live: liveApplied,
@@ -266,7 +267,7 @@ func TestBuild(t *testing.T) {
 
 func TestBuildUpdate(t *testing.T) {
 	set := example01()
-	set.Lookup("QemuVM/app-vm-1").Params["memory"] = "4096"
+	set.Lookup("QemuVM/app-vm-1").Params.Set("memory", "4096")
 	live := liveApplied()
 	liveOf(live["QemuVM/app-vm-1"]).Status = "stopped"
 	p, err := build(t, set, live, Options{})
@@ -300,7 +301,7 @@ var cmpIgnoreResource = cmp.FilterPath(func(p cmp.Path) bool { return p.String()
 
 func TestBuildShrinkRefused(t *testing.T) {
 	set := example01()
-	set.Lookup("QemuVM/app-vm-1").Params["scsi0"] = "local-lvm:16"
+	set.Lookup("QemuVM/app-vm-1").Params.Set("scsi0", "local-lvm:16")
 	_, err := build(t, set, liveApplied(), Options{})
 	if err == nil || !strings.Contains(err.Error(), "cannot shrink") {
 		t.Fatalf("Build: got %v want a shrink error", err)
@@ -366,9 +367,9 @@ func TestFindQemu(t *testing.T) {
 		{name: "by vmid", r: &spec.Resource{Name: "web"}, vmid: 102, want: 102},
 		{name: "vmid held by another name", r: &spec.Resource{Name: "x"}, vmid: 102, errHas: `vmid 102 is held by VM "web" on node pve, not by "x": refusing to take it over`},
 		{name: "vmid of a guest in progress", r: &spec.Resource{Name: "x"}, vmid: 104, want: 104},
-		{name: "template spec finds its template", r: &spec.Resource{Name: "tmpl", Params: map[string]string{"template": "1"}}, want: 9000},
+		{name: "template spec finds its template", r: &spec.Resource{Name: "tmpl", Params: spec.ParamsOf(map[string]string{"template": "1"})}, want: 9000},
 		{name: "by name", r: &spec.Resource{Name: "db"}, want: 103},
-		{name: "name param wins", r: &spec.Resource{Name: "x", Params: map[string]string{"name": "db"}}, want: 103},
+		{name: "name param wins", r: &spec.Resource{Name: "x", Params: spec.ParamsOf(map[string]string{"name": "db"})}, want: 103},
 		{name: "templates are not matched by name", r: &spec.Resource{Name: "tmpl"}},
 		{name: "missing", r: &spec.Resource{Name: "nope"}},
 		{name: "ambiguous", r: &spec.Resource{Name: "web"}, errHas: "name web matches VMs 101 and 102: set vmid"},

@@ -61,7 +61,7 @@ type cfgKind struct {
 }
 
 func (k *cfgKind) id(r *spec.Resource) string {
-	if id := r.Params[k.idParam]; id != "" {
+	if id := r.Params.Get(k.idParam); id != "" {
 		return id
 	}
 	return r.Name
@@ -182,15 +182,15 @@ func (k *cfgKind) compare(b *builder, r *spec.Resource, lo *liveObj, c *Change) 
 	cmp := comparer{m: b.method("POST", k.createPath)}
 	skip := k.skipped(r)
 	var diffs []FieldDiff
-	for _, d := range cmp.diffParams(r.Params, r.Remove, lo.Config, skip) {
+	for _, d := range cmp.diffParams(r.Params.Map(), r.Remove, lo.Config, skip) {
 		if slices.Contains(k.sets, d.Path) && d.Before != nil && d.After != nil && equalSet(fmt.Sprint(d.Before), fmt.Sprint(d.After)) {
 			continue
 		}
 		diffs = append(diffs, d)
 	}
 	for _, s := range k.secrets {
-		if _, want := r.Params[s]; want && !skip[s] {
-			diffs = append(diffs, fieldDiff(s, "", r.Params[s]))
+		if _, want := r.Params.Lookup(s); want && !skip[s] {
+			diffs = append(diffs, fieldDiff(s, "", r.Params.Get(s)))
 		}
 	}
 	c.Diff = diffs
@@ -200,7 +200,7 @@ func (k *cfgKind) compare(b *builder, r *spec.Resource, lo *liveObj, c *Change) 
 	}
 	c.Reasons = reasons(diffs)
 	for _, s := range k.secrets {
-		if _, want := r.Params[s]; want && !skip[s] {
+		if _, want := r.Params.Lookup(s); want && !skip[s] {
 			c.Reasons = append(c.Reasons, s+" is sent again (secretUpdate: always): PVE never shows it, so it cannot be compared")
 		}
 	}
@@ -223,7 +223,7 @@ func (k *cfgKind) compare(b *builder, r *spec.Resource, lo *liveObj, c *Change) 
 // in delete (or sent empty where the kind has no delete), and what every
 // update must carry.
 func (k *cfgKind) updateParams(cmp comparer, diffs []FieldDiff, r *spec.Resource, live pve.Config) map[string]string {
-	out := cmp.updateParams(diffs, r.Params, live, nil)
+	out := cmp.updateParams(diffs, r.Params.Map(), live, nil)
 	if del, ok := out["delete"]; ok && k.noDelete {
 		delete(out, "delete")
 		for _, key := range strings.Split(del, ",") {
@@ -232,7 +232,7 @@ func (k *cfgKind) updateParams(cmp comparer, diffs []FieldDiff, r *spec.Resource
 	}
 	for _, key := range k.always {
 		if _, set := out[key]; !set {
-			if v, ok := r.Params[key]; ok {
+			if v, ok := r.Params.Lookup(key); ok {
 				out[key] = v
 			} else if v, ok := live[key]; ok {
 				out[key] = v
@@ -246,7 +246,7 @@ func (k *cfgKind) updateParams(cmp comparer, diffs []FieldDiff, r *spec.Resource
 
 func (k *cfgKind) create(ctx context.Context, x *execution, c *Change) error {
 	id := k.id(c.Resource)
-	params := toValues(c.Resource.Params)
+	params := toValues(c.Resource.Params.Map())
 	path := k.createPath
 	if k.createOnItem {
 		params.Del(k.idParam)
@@ -319,7 +319,7 @@ func (k *cfgKind) changeCalls(c *Change, _ *liveObj) []apiCall {
 		}
 		return a
 	}
-	create := mk("POST", k.createPath, c.Resource.Params)
+	create := mk("POST", k.createPath, c.Resource.Params.Map())
 	del := mk("DELETE", k.itemPath, nil)
 	switch c.Action {
 	case Create:

@@ -134,7 +134,7 @@ func optionScalar(v any, sep string) string {
 
 // optionsWanted are the keys the spec manages: those it writes.
 func optionsWanted(r *spec.Resource) []string {
-	return slices.Sorted(maps.Keys(r.Params))
+	return r.Params.Keys()
 }
 
 func (clusterOptionsKind) compare(b *builder, r *spec.Resource, lo *liveObj, c *Change) error {
@@ -147,7 +147,7 @@ func (clusterOptionsKind) compare(b *builder, r *spec.Resource, lo *liveObj, c *
 			remove, dropped = append(remove, k), append(dropped, k)
 		}
 	}
-	c.Diff = cmp.diffParams(r.Params, remove, lo.Config, nil)
+	c.Diff = cmp.diffParams(r.Params.Map(), remove, lo.Config, nil)
 	if len(c.Diff) == 0 {
 		c.Action = NoOp
 		return nil
@@ -158,7 +158,7 @@ func (clusterOptionsKind) compare(b *builder, r *spec.Resource, lo *liveObj, c *
 			c.Reasons = append(c.Reasons, k+" removed: pvectl set it (the [pvectl-options] block of the datacenter notes records it) and the spec no longer writes it")
 		}
 	}
-	c.Params = cmp.updateParams(c.Diff, r.Params, lo.Config, func(d FieldDiff) bool { return topKey(d.Path) == "description" })
+	c.Params = cmp.updateParams(c.Diff, r.Params.Map(), lo.Config, func(d FieldDiff) bool { return topKey(d.Path) == "description" })
 	c.Params["description"] = optionsDescription(r, lo.Config["description"], want, remove)
 	if !slices.Equal(optionsMarked(lo.Config["description"]), want) {
 		c.Reasons = append(c.Reasons, "the datacenter notes record the keys pvectl writes: [pvectl-options: "+strings.Join(want, ",")+"]")
@@ -177,7 +177,7 @@ func (clusterOptionsKind) compare(b *builder, r *spec.Resource, lo *liveObj, c *
 // the keys the spec writes.
 func optionsDescription(r *spec.Resource, live string, want, remove []string) string {
 	text := userDescription(live)
-	if d, ok := r.Params["description"]; ok {
+	if d, ok := r.Params.Lookup("description"); ok {
 		text = strings.TrimRight(d, "\n")
 	} else if slices.Contains(remove, "description") {
 		text = ""

@@ -429,7 +429,7 @@ func TestPoolDiff(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := &spec.Resource{Kind: spec.KindQemuVM, Name: "vm", Params: tt.params, Remove: tt.remove}
+			r := &spec.Resource{Kind: spec.KindQemuVM, Name: "vm", Params: spec.ParamsOf(tt.params), Remove: tt.remove}
 			got, ok := poolDiff(r, tt.live)
 			if (tt.want != nil) != ok {
 				t.Fatalf("poolDiff changed = %v, want %v", ok, tt.want != nil)

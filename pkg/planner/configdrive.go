@@ -69,7 +69,7 @@ func (configDriveKind) decodeState(raw json.RawMessage) (any, error) {
 
 // driveVolid is the volume of the spec's version.
 func driveVolid(r *spec.Resource) string {
-	return r.Params["storage"] + ":iso/" + r.Params["filename"]
+	return r.Params.Get("storage") + ":iso/" + r.Params.Get("filename")
 }
 
 // driveObj finds the versions of r's drive among an ISO listing.
@@ -93,7 +93,7 @@ func (configDriveKind) observe(ctx context.Context, lc *liveConn, r *spec.Resour
 	if err != nil {
 		return nil, err
 	}
-	vs, err := lc.storageVolumes(ctx, node, r.Params["storage"], "iso")
+	vs, err := lc.storageVolumes(ctx, node, r.Params.Get("storage"), "iso")
 	if err != nil {
 		return nil, err
 	}
@@ -168,7 +168,7 @@ func (k configDriveKind) compare(b *builder, r *spec.Resource, lo *liveObj, c *C
 // checkCreate remembers what the plan shows of the first version, for
 // the diff of the next (drivecache.go).
 func (configDriveKind) checkCreate(b *builder, r *spec.Resource, _ *liveObj, _ *Change) error {
-	rememberDrive(b.opts.DriveCache, r, r.Params["filename"])
+	rememberDrive(b.opts.DriveCache, r, r.Params.Get("filename"))
 	return nil
 }
 
@@ -214,7 +214,7 @@ func (b *builder) guestOf(conn string, vmid int) *spec.Resource {
 // a live drive with it that the spec does not give another value, or a
 // desired drive with it.
 func (b *builder) keepsVolume(o *spec.Resource, volid string) bool {
-	for k, v := range o.Params {
+	for k, v := range o.Params.All() {
 		if driveKey.MatchString(k) && driveVolume(v) == volid {
 			return true
 		}
@@ -224,7 +224,7 @@ func (b *builder) keepsVolume(o *spec.Resource, volid string) bool {
 		if !driveKey.MatchString(k) || driveVolume(v) != volid {
 			continue
 		}
-		if want, set := o.Params[k]; !set || driveVolume(want) == volid {
+		if want, set := o.Params.Lookup(k); !set || driveVolume(want) == volid {
 			return true
 		}
 	}
@@ -250,11 +250,11 @@ func (configDriveKind) upload(ctx context.Context, x *execution, c *Change) erro
 	if err != nil {
 		return fmt.Errorf("build %s: %w", r.Address(), err)
 	}
-	if name != r.Params["filename"] {
-		return fmt.Errorf("the image builds as %s, but the plan has %s (another pvectl version made the plan?): run plan again", name, r.Params["filename"])
+	if name != r.Params.Get("filename") {
+		return fmt.Errorf("the image builds as %s, but the plan has %s (another pvectl version made the plan?): run plan again", name, r.Params.Get("filename"))
 	}
-	x.msg("uploading %s (%d bytes) to %s on node %s", name, len(img), r.Params["storage"], c.Node)
-	if err := x.client.Upload(ctx, c.Node, r.Params["storage"], pve.UploadFile{Content: "iso", Filename: name, Data: img}); err != nil {
+	x.msg("uploading %s (%d bytes) to %s on node %s", name, len(img), r.Params.Get("storage"), c.Node)
+	if err := x.client.Upload(ctx, c.Node, r.Params.Get("storage"), pve.UploadFile{Content: "iso", Filename: name, Data: img}); err != nil {
 		return fmt.Errorf("upload %s: %w", name, err)
 	}
 	return nil
@@ -288,7 +288,7 @@ func (configDriveKind) removeVersions(ctx context.Context, x *execution, c *Chan
 	if err != nil {
 		return err
 	}
-	storage := c.Resource.Params["storage"]
+	storage := c.Resource.Params.Get("storage")
 	for _, v := range volids {
 		if ids := users[v]; len(ids) > 0 {
 			vms := make([]string, len(ids))
@@ -310,7 +310,7 @@ func (configDriveKind) removeVersions(ctx context.Context, x *execution, c *Chan
 }
 
 func (configDriveKind) current(ctx context.Context, cl *pve.Client, c *Change) (*liveObj, error) {
-	vs, err := cl.StorageContent(ctx, c.Node, c.Resource.Params["storage"], "iso")
+	vs, err := cl.StorageContent(ctx, c.Node, c.Resource.Params.Get("storage"), "iso")
 	if err != nil && !pve.IsNotFound(err) { // a storage the plan makes
 		return nil, err
 	}

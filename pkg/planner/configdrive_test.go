@@ -92,7 +92,7 @@ func TestSimConfigDriveLifecycle(t *testing.T) {
 	sim, dir := newDataSim(t)
 	ctx := context.Background()
 	set := loadSpec(t, driveSpec)
-	first := set.Lookup("ConfigDriveISO/seed-web01").Params["filename"]
+	first := set.Lookup("ConfigDriveISO/seed-web01").Params.Get("filename")
 
 	p := planFor(t, sim, set, Options{})
 	if diff := cmp.Diff([]string{"create ConfigDriveISO/seed-web01", "create QemuVM/web01 <- ConfigDriveISO/seed-web01"}, summary(p)); diff != "" {
@@ -113,7 +113,7 @@ func TestSimConfigDriveLifecycle(t *testing.T) {
 
 	// An edited seed: a new version, the VM re-pointed, the old one removed after it.
 	edited := loadSpec(t, strings.Replace(driveSpec, "nginx", "apache2", 1))
-	second := edited.Lookup("ConfigDriveISO/seed-web01").Params["filename"]
+	second := edited.Lookup("ConfigDriveISO/seed-web01").Params.Get("filename")
 	p = planFor(t, sim, edited, Options{})
 	if diff := cmp.Diff([]string{"update ConfigDriveISO/seed-web01", "update QemuVM/web01 <- ConfigDriveISO/seed-web01"}, summary(p)); diff != "" {
 		t.Fatalf("plan after the edit (-want +got):\n%s", diff)
@@ -261,7 +261,7 @@ func TestSimConfigDriveSavedPlan(t *testing.T) {
 		t.Fatalf("Verify: %v", err)
 	}
 	applySeq(t, sim, p)
-	want := edited.Lookup("ConfigDriveISO/seed-web01").Params["filename"]
+	want := edited.Lookup("ConfigDriveISO/seed-web01").Params.Get("filename")
 	if diff := cmp.Diff([]string{want}, isoFiles(t, dir)); diff != "" {
 		t.Errorf("ISO files after applying the saved plan (-want +got):\n%s", diff)
 	}

@@ -44,8 +44,8 @@ func TestCreateDiffConveniences(t *testing.T) {
 				t.Errorf("%s, diff %v; want a create showing %v", c.Action, got, tc.want)
 			}
 			for k, v := range tc.params {
-				if c.Resource.Params[k] != v {
-					t.Errorf("param %s: got %q want %q", k, c.Resource.Params[k], v)
+				if c.Resource.Params.Get(k) != v {
+					t.Errorf("param %s: got %q want %q", k, c.Resource.Params.Get(k), v)
 				}
 			}
 		})

@@ -49,7 +49,7 @@ var ambiguousKinds = []ambiguousCase{
 	{"ConfigDriveISO", "kind: ConfigDriveISO\nname: seed-amb\nspec:\n  storage: local\n  hostname: amb\n", "POST", "/nodes/pve/storage/local/upload", volumes("local", "iso")},
 	{"APIToken", "kind: User\nname: amb@pve\n---\nkind: APIToken\nname: amb\nspec:\n  userid: amb@pve\n  comment: made once\n", "POST", "/access/users/amb@pve/token/amb", exists(func(ctx context.Context, cl *pve.Client) (bool, error) {
 		users, err := cl.Users(ctx)
-		r := &spec.Resource{Kind: spec.KindAPIToken, Name: "amb", Params: map[string]string{"userid": "amb@pve"}}
+		r := &spec.Resource{Kind: spec.KindAPIToken, Name: "amb", Params: spec.ParamsOf(map[string]string{"userid": "amb@pve"})}
 		return err == nil && tokenObj(users, r).Exists, err
 	})},
 	{"ACL", "kind: Pool\nname: amb\n---\nkind: ACL\nname: amb\nspec:\n  path: /pool/amb\n  users: root@pam\n  roles: PVEAuditor\n", "PUT", "/access/acl", exists(func(ctx context.Context, cl *pve.Client) (bool, error) {

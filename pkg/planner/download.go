@@ -27,7 +27,7 @@ func (downloadKind) traits() kindTraits { return kindTraits{Scope: scopeNode} }
 var downloadNotParams = map[string]bool{"node": true, "storage": true}
 
 func downloadVolid(r *spec.Resource) string {
-	return r.Params["storage"] + ":" + r.Params["content"] + "/" + r.Params["filename"]
+	return r.Params.Get("storage") + ":" + r.Params.Get("content") + "/" + r.Params.Get("filename")
 }
 
 func volumeObj(node string, vs []pve.Volume, volid string) *liveObj {
@@ -45,7 +45,7 @@ func (downloadKind) observe(ctx context.Context, lc *liveConn, r *spec.Resource)
 	if err != nil {
 		return nil, err
 	}
-	vs, err := lc.storageVolumes(ctx, node, r.Params["storage"], r.Params["content"])
+	vs, err := lc.storageVolumes(ctx, node, r.Params.Get("storage"), r.Params.Get("content"))
 	if err != nil {
 		return nil, err
 	}
@@ -61,14 +61,14 @@ func (downloadKind) compare(b *builder, r *spec.Resource, lo *liveObj, c *Change
 func (downloadKind) create(ctx context.Context, x *execution, c *Change) error {
 	r := c.Resource
 	params := url.Values{}
-	for k, v := range r.Params {
+	for k, v := range r.Params.All() {
 		if !downloadNotParams[k] {
 			params.Set(k, v)
 		}
 	}
 	vol := downloadVolid(r)
-	x.msg("downloading %s to %s on node %s", r.Params["url"], vol, c.Node)
-	if err := x.client.DownloadURL(ctx, c.Node, r.Params["storage"], params); err != nil {
+	x.msg("downloading %s to %s on node %s", r.Params.Get("url"), vol, c.Node)
+	if err := x.client.DownloadURL(ctx, c.Node, r.Params.Get("storage"), params); err != nil {
 		return fmt.Errorf("download %s: %w", vol, err)
 	}
 	return nil
@@ -80,7 +80,7 @@ func (downloadKind) update(context.Context, *execution, *Change) error {
 
 func (downloadKind) remove(ctx context.Context, x *execution, c *Change) error {
 	vol := downloadVolid(c.Resource)
-	if err := x.client.DeleteVolume(ctx, c.Node, c.Resource.Params["storage"], vol); err != nil && !pve.IsNotFound(err) {
+	if err := x.client.DeleteVolume(ctx, c.Node, c.Resource.Params.Get("storage"), vol); err != nil && !pve.IsNotFound(err) {
 		return fmt.Errorf("delete %s: %w", vol, err)
 	}
 	return nil
@@ -88,7 +88,7 @@ func (downloadKind) remove(ctx context.Context, x *execution, c *Change) error {
 
 func (downloadKind) current(ctx context.Context, cl *pve.Client, c *Change) (*liveObj, error) {
 	r := c.Resource
-	vs, err := cl.StorageContent(ctx, c.Node, r.Params["storage"], r.Params["content"])
+	vs, err := cl.StorageContent(ctx, c.Node, r.Params.Get("storage"), r.Params.Get("content"))
 	if err != nil && !pve.IsNotFound(err) { // a storage the plan makes
 		return nil, err
 	}

@@ -24,7 +24,7 @@ func contentDelete(node, storage, why string) apiCall {
 }
 
 func (downloadKind) readCalls(r *spec.Resource) []apiCall {
-	return []apiCall{contentRead(r.Params["node"], r.Params["storage"], "to see whether the file is on the storage")}
+	return []apiCall{contentRead(r.Params.Get("node"), r.Params.Get("storage"), "to see whether the file is on the storage")}
 }
 
 // changeCalls: POST .../download-url (its rule: the storage's
@@ -32,7 +32,7 @@ func (downloadKind) readCalls(r *spec.Resource) []apiCall {
 // network, Sys.Audit and Sys.Modify on / or Sys.AccessNetwork on the
 // node); a delete or replace removes the file.
 func (downloadKind) changeCalls(c *Change, _ *liveObj) []apiCall {
-	storage := c.Resource.Params["storage"]
+	storage := c.Resource.Params.Get("storage")
 	download := call("POST", "/nodes/{node}/storage/{storage}/download-url", "to download the file onto the storage",
 		"node", c.Node, "storage", storage)
 	switch c.Action {
@@ -45,13 +45,13 @@ func (downloadKind) changeCalls(c *Change, _ *liveObj) []apiCall {
 }
 
 func (configDriveKind) readCalls(r *spec.Resource) []apiCall {
-	return []apiCall{contentRead(r.Params["node"], r.Params["storage"], "to find the config drive's versions on the storage")}
+	return []apiCall{contentRead(r.Params.Get("node"), r.Params.Get("storage"), "to find the config drive's versions on the storage")}
 }
 
 // changeCalls: an upload (POST .../upload); a new version removes the old
 // ones once no VM uses them, and a destroy removes them all.
 func (configDriveKind) changeCalls(c *Change, _ *liveObj) []apiCall {
-	storage := c.Resource.Params["storage"]
+	storage := c.Resource.Params.Get("storage")
 	if c.Action == Delete {
 		return []apiCall{contentDelete(c.Node, storage, "to delete the config drive's files")}
 	}
@@ -63,7 +63,7 @@ func (configDriveKind) changeCalls(c *Change, _ *liveObj) []apiCall {
 }
 
 func dnsNode(r *spec.Resource) string {
-	if n := r.Params["node"]; n != "" {
+	if n := r.Params.Get("node"); n != "" {
 		return n
 	}
 	return r.Name

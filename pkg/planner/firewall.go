@@ -54,7 +54,7 @@ func fwBase(w *spec.FirewallWire, r *spec.Resource) string {
 	case spec.FirewallVnet:
 		return "/cluster/sdn/vnets/" + url.PathEscape(w.Vnet) + "/firewall"
 	}
-	vmid, node := r.Params["vmid"], r.Params["node"]
+	vmid, node := r.Params.Get("vmid"), r.Params.Get("node")
 	if vmid == "" || node == "" || spec.HasOutputRef(vmid) || spec.HasOutputRef(node) {
 		return ""
 	}
@@ -77,12 +77,12 @@ func (firewallKind) observe(ctx context.Context, lc *liveConn, r *spec.Resource)
 	if w.Scope == spec.FirewallNode && !lc.hasNode(w.Node) {
 		return nil, fmt.Errorf("node %q is not in the cluster", w.Node)
 	}
-	if (w.Scope == spec.FirewallQemu || w.Scope == spec.FirewallLxc) && r.Params["node"] == "" {
+	if (w.Scope == spec.FirewallQemu || w.Scope == spec.FirewallLxc) && r.Params.Get("node") == "" {
 		// The guest's node follows from its vmid when the vmid is known.
-		if vmid, err := strconv.Atoi(r.Params["vmid"]); err == nil {
+		if vmid, err := strconv.Atoi(r.Params.Get("vmid")); err == nil {
 			for _, res := range lc.resources {
 				if res.VMID == vmid && res.Type == w.Scope {
-					r.Params["node"] = res.Node
+					r.Params.Set("node", res.Node)
 				}
 			}
 		}

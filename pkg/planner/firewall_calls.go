@@ -23,7 +23,7 @@ func fwTmpl(r *spec.Resource) (string, []string, bool) {
 	case spec.FirewallVnet:
 		return "/cluster/sdn/vnets/{vnet}/firewall", []string{"vnet", w.Vnet}, true
 	}
-	return "/nodes/{node}/" + w.Scope + "/{vmid}/firewall", []string{"node", r.Params["node"], "vmid", r.Params["vmid"]}, true
+	return "/nodes/{node}/" + w.Scope + "/{vmid}/firewall", []string{"node", r.Params.Get("node"), "vmid", r.Params.Get("vmid")}, true
 }
 
 // readCalls: a scope's options, rules, aliases and IP sets (pve-firewall

@@ -50,7 +50,7 @@ func TestBridgeUpdateCarriesLiveSettings(t *testing.T) {
 			for k, v := range tt.params {
 				params[k] = v
 			}
-			br := &spec.Resource{Kind: spec.KindLinuxBridge, Name: "vmbr1", State: spec.Present, Params: params, Remove: tt.remove}
+			br := &spec.Resource{Kind: spec.KindLinuxBridge, Name: "vmbr1", State: spec.Present, Params: spec.ParamsOf(params), Remove: tt.remove}
 			set := &spec.Set{Resources: []*spec.Resource{br}, Graph: &spec.Graph{Deps: map[string][]string{}}}
 			live := map[string]*liveObj{"LinuxBridge/vmbr1": {Exists: true, Node: "pve", Config: liveBridge, Digest: fieldsDigest(liveBridge)}}
 			p, err := build(t, set, live, Options{})
@@ -73,21 +73,21 @@ func TestBridgeUpdateCarriesLiveSettings(t *testing.T) {
 func twoBridges() (*spec.Set, map[string]*liveObj) {
 	bridge := func(name string) *spec.Resource {
 		return &spec.Resource{Kind: spec.KindLinuxBridge, Name: name, State: spec.Present,
-			Params: map[string]string{"node": "pve", "iface": name, "bridge_ports": "none"}}
+			Params: spec.ParamsOf(map[string]string{"node": "pve", "iface": name, "bridge_ports": "none"})}
 	}
 	vm := func(name, vmid, br string) *spec.Resource {
 		return &spec.Resource{Kind: spec.KindQemuVM, Name: name, State: spec.Present,
 			DependsOn: []spec.Ref{{Kind: spec.KindLinuxBridge, Name: br}},
-			Params:    map[string]string{"node": "pve", "vmid": vmid, "name": name, "net0": "virtio,bridge=" + br}}
+			Params:    spec.ParamsOf(map[string]string{"node": "pve", "vmid": vmid, "name": name, "net0": "virtio,bridge=" + br})}
 	}
 	na := &spec.Resource{Kind: spec.KindNetworkApply, Name: "pve", State: spec.Present,
 		DependsOn: []spec.Ref{{Kind: spec.KindLinuxBridge, Name: "vmbr1"}, {Kind: spec.KindLinuxBridge, Name: "vmbr2"}},
-		Params:    map[string]string{"node": "pve"}}
+		Params:    spec.ParamsOf(map[string]string{"node": "pve"})}
 	set := &spec.Set{Resources: []*spec.Resource{bridge("vmbr1"), bridge("vmbr2"), na, vm("a", "101", "vmbr1"), vm("b", "102", "vmbr2")}}
 	set.Graph = &spec.Graph{Deps: map[string][]string{}}
 	for _, r := range set.Resources {
 		for _, d := range r.DependsOn {
-			set.Graph.Deps[r.Address()] = append(set.Graph.Deps[r.Address()], d.String())
+			set.DepGraph().Deps[r.Address()] = append(set.DepGraph().Deps[r.Address()], d.String())
 		}
 	}
 	brLive := func(name string) *liveObj {
@@ -185,14 +185,14 @@ func TestBuildGraphRules(t *testing.T) {
 }
 
 func TestBuildAbsentUserGoesFirst(t *testing.T) {
-	pool := &spec.Resource{Kind: spec.KindPool, Name: "p", State: spec.Absent, Params: map[string]string{"poolid": "p"}}
+	pool := &spec.Resource{Kind: spec.KindPool, Name: "p", State: spec.Absent, Params: spec.ParamsOf(map[string]string{"poolid": "p"})}
 	vm := &spec.Resource{Kind: spec.KindQemuVM, Name: "vm", State: spec.Absent,
 		DependsOn: []spec.Ref{{Kind: spec.KindPool, Name: "p"}},
-		Params:    map[string]string{"vmid": "100", "name": "vm", "pool": "p"}}
-	keep := &spec.Resource{Kind: spec.KindPool, Name: "q", State: spec.Present, Params: map[string]string{"poolid": "q"}}
+		Params:    spec.ParamsOf(map[string]string{"vmid": "100", "name": "vm", "pool": "p"})}
+	keep := &spec.Resource{Kind: spec.KindPool, Name: "q", State: spec.Present, Params: spec.ParamsOf(map[string]string{"poolid": "q"})}
 	vm2 := &spec.Resource{Kind: spec.KindQemuVM, Name: "vm2", State: spec.Absent,
 		DependsOn: []spec.Ref{{Kind: spec.KindPool, Name: "q"}},
-		Params:    map[string]string{"vmid": "101", "name": "vm2", "pool": "q"}}
+		Params:    spec.ParamsOf(map[string]string{"vmid": "101", "name": "vm2", "pool": "q"})}
 	set := &spec.Set{Resources: []*spec.Resource{pool, vm, keep, vm2}, Graph: &spec.Graph{Deps: map[string][]string{
 		"QemuVM/vm": {"Pool/p"}, "QemuVM/vm2": {"Pool/q"},
 	}}}

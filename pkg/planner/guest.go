@@ -254,7 +254,7 @@ func (g guest) guestTraits() kindTraits {
 }
 
 func specVMID(r *spec.Resource) (int, error) {
-	v := r.Params["vmid"]
+	v := r.Params.Get("vmid")
 	if v == "" {
 		return 0, nil
 	}
@@ -266,7 +266,7 @@ func specVMID(r *spec.Resource) (int, error) {
 }
 
 func (g guest) name(r *spec.Resource) string {
-	if n := r.Params[g.nameParam]; n != "" {
+	if n := r.Params.Get(g.nameParam); n != "" {
 		return n
 	}
 	return r.Name
@@ -480,10 +480,10 @@ func (g guest) newVMID(c *Change) (int, error) {
 // VM's ipconfig0 from DNS) added.
 func wanted(r *spec.Resource, derived map[string]string) map[string]string {
 	if len(derived) == 0 {
-		return r.Params
+		return r.Params.Map()
 	}
-	out := make(map[string]string, len(r.Params)+len(derived))
-	for k, v := range r.Params {
+	out := make(map[string]string, r.Params.Len()+len(derived))
+	for k, v := range r.Params.All() {
 		out[k] = v
 	}
 	for k, v := range derived {

@@ -102,7 +102,7 @@ func (g guest) moveDisks(ctx context.Context, x *execution, c *Change) (after pv
 		if digest != "" {
 			params.Set("digest", digest)
 		}
-		if f := driveFormat(c.Resource.Params[m.key]); f != "" && g.moveFormat {
+		if f := driveFormat(c.Resource.Params.Get(m.key)); f != "" && g.moveFormat {
 			params.Set("format", f)
 		}
 		x.msg("moving %s of %s %d to storage %s", m.key, g.noun, vmid, m.storage)
@@ -141,7 +141,7 @@ func (g guest) remerge(c *Change, after pve.Config) map[string]string {
 	}
 	for _, m := range moves(c) {
 		if _, ok := params[m.key]; ok {
-			params[m.key] = cmp.updateValue(m.key, c.Resource.Params[m.key], after[m.key])
+			params[m.key] = cmp.updateValue(m.key, c.Resource.Params.Get(m.key), after[m.key])
 		}
 	}
 	return params

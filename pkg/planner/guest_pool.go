@@ -14,7 +14,7 @@ import (
 // poolDiff compares the guest's pool membership (a create parameter that
 // PVE keeps in the pool, not in the config) with the spec's `pool`.
 func poolDiff(r *spec.Resource, live string) (FieldDiff, bool) {
-	want, set := r.Params["pool"]
+	want, set := r.Params.Lookup("pool")
 	removing := false
 	for _, k := range r.Remove {
 		removing = removing || k == "pool"

@@ -99,7 +99,7 @@ func (g guest) find(ix *guestIndex, r *spec.Resource, vmid int) (*pve.ClusterRes
 	}
 	// A template is found by name only for a spec that makes one: a VM
 	// converted into a template by hand is another object.
-	found := ix.named(name, r.Params["template"] == "1")
+	found := ix.named(name, r.Params.Get("template") == "1")
 	switch len(found) {
 	case 0:
 		return nil, nil

@@ -39,7 +39,7 @@ func (g guest) listNeeds(r *spec.Resource) []permNeed {
 		path, why = fmt.Sprintf("/vms/%d", id), fmt.Sprintf("to see the %s (PVE hides the guests a token may not audit)", noun)
 	}
 	needs := []permNeed{need(path, why, "VM.Audit")}
-	if pool := r.Params["pool"]; pool != "" {
+	if pool := r.Params.Get("pool"); pool != "" {
 		needs = append(needs, need("/pool/"+pool, "to see the "+noun+"'s pool (PVE hides the pools a token may not audit)", "Pool.Audit"))
 	} else if slices.Contains(r.Remove, "pool") {
 		// pool: null — whichever pool it is in must be visible.
@@ -111,9 +111,9 @@ func (g guest) removeCalls(node string, lo *liveObj, vmid int) []apiCall {
 func (g guest) createCalls(node string, r *spec.Resource) []apiCall {
 	id, _ := specVMID(r)
 	calls := []apiCall{call("POST", "/nodes/{node}/"+string(g.typ), "to create the "+guestNoun(string(g.typ)), "node", node).with(g.createPerms(r)...)}
-	if want := spec.Guest(r).Running; want != nil && *want || r.Params["start"] == "1" {
+	if want := spec.Guest(r).Running; want != nil && *want || r.Params.Get("start") == "1" {
 		start := g.guestCall("POST", "/status/start", "to start the "+guestNoun(string(g.typ)), node, id)
-		start.pool = r.Params["pool"]
+		start.pool = r.Params.Get("pool")
 		calls = append(calls, start)
 	}
 	return calls
@@ -124,7 +124,7 @@ func (g guest) createCalls(node string, r *spec.Resource) []apiCall {
 // pve-container API2/LXC.pm create_vm).
 func (g guest) createPerms(r *spec.Resource) []permNeed {
 	id, _ := specVMID(r)
-	path, pool := vmPath(id), r.Params["pool"]
+	path, pool := vmPath(id), r.Params.Get("pool")
 	onGuest := func(why string, privs ...string) permNeed {
 		n := need(path, why, privs...)
 		if pool != "" {
@@ -133,12 +133,12 @@ func (g guest) createPerms(r *spec.Resource) []permNeed {
 		return n
 	}
 	needs := []permNeed{onGuest("to create the "+guestNoun(string(g.typ)), "VM.Allocate")}
-	storage := r.Params["storage"]
+	storage := r.Params.Get("storage")
 	if storage != "" {
 		needs = append(needs, need("/storage/"+storage, "to allocate the "+guestNoun(string(g.typ))+"'s disks", "Datastore.AllocateSpace"))
 	}
 	vals := map[string]string{}
-	for k, v := range r.Params {
+	for k, v := range r.Params.All() {
 		if !g.notInConfig[k] {
 			vals[k] = v
 		}

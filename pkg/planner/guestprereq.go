@@ -3,7 +3,6 @@ package planner
 import (
 	"context"
 	"fmt"
-	"maps"
 	"net/url"
 	"regexp"
 	"slices"
@@ -29,11 +28,11 @@ func (g guest) prereqs(r *spec.Resource, node string, lo *liveObj) []prereq {
 		live, livePool = lo.Config, liveOf(lo).Pool
 	}
 	var out []prereq
-	if pool := r.Params["pool"]; pool != "" && (fresh || livePool != pool) {
+	if pool := r.Params.Get("pool"); pool != "" && (fresh || livePool != pool) {
 		out = append(out, poolPrereq("pool", pool))
 	}
-	for _, key := range slices.Sorted(maps.Keys(r.Params)) {
-		val := r.Params[key]
+	for _, key := range r.Params.Keys() {
+		val := r.Params.Get(key)
 		switch {
 		case netKeyRe.MatchString(key):
 			if br := subKey(val, "bridge"); br != "" && (fresh || subKey(live[key], "bridge") != br) {
@@ -52,7 +51,7 @@ func (g guest) prereqs(r *spec.Resource, node string, lo *liveObj) []prereq {
 		starts = true
 	}
 	for _, m := range spec.GuestMappings(r) {
-		if fresh || live[m.Key] != r.Params[m.Key] {
+		if fresh || live[m.Key] != r.Params.Get(m.Key) {
 			out = append(out, mappingPrereq(m, node, starts))
 		}
 	}
@@ -231,13 +230,13 @@ func (lc *liveConn) storageTakes(storage, content, node string) string {
 
 // specStorageTakes judges a Storage of the specs by what it sets.
 func specStorageTakes(p *spec.Resource, storage, content, node string) string {
-	if p.Params["disable"] == "1" {
+	if p.Params.Get("disable") == "1" {
 		return fmt.Sprintf("storage %s is disabled (%s)", storage, p.Address())
 	}
-	if nodes := p.Params["nodes"]; nodes != "" && !slices.Contains(splitContent(nodes), node) {
+	if nodes := p.Params.Get("nodes"); nodes != "" && !slices.Contains(splitContent(nodes), node) {
 		return fmt.Sprintf("storage %s is not available on node %s (%s nodes: %s)", storage, node, p.Address(), nodes)
 	}
-	if c := p.Params["content"]; c != "" && !slices.Contains(splitContent(c), content) {
+	if c := p.Params.Get("content"); c != "" && !slices.Contains(splitContent(c), content) {
 		return fmt.Sprintf("storage %s does not take content %s (%s content: %s)", storage, content, p.Address(), c)
 	}
 	return ""

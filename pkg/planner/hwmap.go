@@ -34,7 +34,7 @@ func hwmapItemPath(typ, id string) string {
 }
 
 func hwmapID(r *spec.Resource) string {
-	if id := r.Params["id"]; id != "" {
+	if id := r.Params.Get("id"); id != "" {
 		return id
 	}
 	return r.Name
@@ -126,7 +126,7 @@ func (hwmapKind) compare(b *builder, r *spec.Resource, lo *liveObj, c *Change) e
 	cmp := comparer{m: b.method("POST", hwmapListPath(typ))}
 	desired := map[string]string{}
 	for _, key := range hwmapSettings {
-		if v, ok := r.Params[key]; ok {
+		if v, ok := r.Params.Lookup(key); ok {
 			desired[key] = v
 		}
 	}
@@ -181,7 +181,7 @@ func (hwmapKind) create(ctx context.Context, x *execution, c *Change) error {
 	typ, id := hwmapType(r), hwmapID(r)
 	params := map[string]string{"id": id, "map": strings.Join(spec.MappingKeys(r).Entries, "\n")}
 	for _, key := range hwmapSettings {
-		if v, ok := r.Params[key]; ok {
+		if v, ok := r.Params.Lookup(key); ok {
 			params[key] = v
 		}
 	}

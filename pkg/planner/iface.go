@@ -119,7 +119,7 @@ func nodeStaged(lo *liveObj) bool {
 }
 
 func ifaceName(r *spec.Resource) string {
-	if n := r.Params["iface"]; n != "" {
+	if n := r.Params.Get("iface"); n != "" {
 		return n
 	}
 	return r.Name
@@ -158,7 +158,7 @@ func (k ifaceKind) compare(b *builder, r *spec.Resource, lo *liveObj, c *Change)
 		return b.replace(r, c, fmt.Sprintf("%s is a %s, not a %s", ifaceName(r), typ, k.typ))
 	}
 	cmp := comparer{m: b.method("POST", networkCreatePath)}
-	c.Diff = cmp.diffParams(r.Params, r.Remove, lo.Config, ifaceIdentity)
+	c.Diff = cmp.diffParams(r.Params.Map(), r.Remove, lo.Config, ifaceIdentity)
 	if len(c.Diff) == 0 {
 		c.Action = NoOp
 		return nil
@@ -208,7 +208,7 @@ func (k ifaceKind) checkCall(b *builder, r *spec.Resource, lo *liveObj, c *Chang
 // ifaceParams is the full desired definition of an interface.
 func ifaceParams(r *spec.Resource, typ string) map[string]string {
 	out := map[string]string{"type": typ}
-	for k, v := range r.Params {
+	for k, v := range r.Params.All() {
 		if k != "node" && k != "iface" {
 			out[k] = v
 		}
@@ -281,7 +281,7 @@ func (ifaceKind) current(ctx context.Context, cl *pve.Client, c *Change) (*liveO
 // bridges the caller may neither use nor audit (pve-manager
 // API2/Network.pm index); other interfaces are listed to anyone.
 func (k ifaceKind) readCalls(r *spec.Resource) []apiCall {
-	c := call("GET", "/nodes/{node}/network", "to see the interface", "node", r.Params["node"])
+	c := call("GET", "/nodes/{node}/network", "to see the interface", "node", r.Params.Get("node"))
 	if k.typ == "bridge" {
 		c = c.with(needAny("/sdn/zones/localnetwork/"+ifaceName(r),
 			"to see the bridge (PVE lists only the bridges a token may use or audit)", "SDN.Audit", "SDN.Use"))

@@ -23,7 +23,7 @@ func (aclKind) importable(ctx context.Context, ic *importCtx, _ string) ([]impor
 	var out []importItem
 	for _, e := range entries {
 		params := map[string]string{"path": e.Path, e.Type + "s": e.UGID, "roles": e.Role}
-		r := &spec.Resource{Kind: spec.KindACL, Name: aclDocName(e.Path, e.UGID, e.Role), State: spec.Present, Params: params}
+		r := &spec.Resource{Kind: spec.KindACL, Name: aclDocName(e.Path, e.UGID, e.Role), State: spec.Present, Params: spec.ParamsOf(params)}
 		out = append(out, importItem{r: r, ids: []string{e.Path + ":" + e.UGID + ":" + e.Role, r.Name}})
 	}
 	return out, nil

@@ -30,7 +30,7 @@ func (tokenKind) importable(ctx context.Context, ic *importCtx, _ string) ([]imp
 			if full == self {
 				continue
 			}
-			r := &spec.Resource{Kind: spec.KindAPIToken, Name: tid, State: spec.Present, Params: map[string]string{"userid": uid, "tokenid": tid}}
+			r := &spec.Resource{Kind: spec.KindAPIToken, Name: tid, State: spec.Present, Params: spec.ParamsOf(map[string]string{"userid": uid, "tokenid": tid})}
 			out = append(out, importItem{r: r, ids: []string{full}})
 		}
 	}

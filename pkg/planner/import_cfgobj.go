@@ -25,7 +25,7 @@ func (k *cfgKind) importable(ctx context.Context, ic *importCtx, _ string) ([]im
 		if id == "" || (k.isBuiltin != nil && k.isBuiltin(row)) {
 			continue
 		}
-		r := &spec.Resource{Kind: k.kind, Name: id, State: spec.Present, Params: map[string]string{k.idParam: id}}
+		r := &spec.Resource{Kind: k.kind, Name: id, State: spec.Present, Params: spec.ParamsOf(map[string]string{k.idParam: id})}
 		out = append(out, importItem{r: r, ids: []string{id}})
 	}
 	return out, nil

@@ -12,7 +12,7 @@ import (
 // reader answers it unset too) and without pvectl's block in the notes.
 
 func (clusterOptionsKind) importable(ctx context.Context, ic *importCtx, _ string) ([]importItem, error) {
-	r := &spec.Resource{Kind: spec.KindClusterOptions, Name: "cluster", State: spec.Present, Params: map[string]string{}}
+	r := &spec.Resource{Kind: spec.KindClusterOptions, Name: "cluster", State: spec.Present, Params: spec.NewParams(0)}
 	return []importItem{{r: r, ids: []string{"cluster"}}}, nil
 }
 

@@ -46,7 +46,7 @@ func (downloadKind) importable(ctx context.Context, ic *importCtx, node string) 
 					continue
 				}
 				r := &spec.Resource{Kind: spec.KindDownloadedImage, Name: file, State: spec.Present, ReadOnly: true,
-					Params: map[string]string{"node": row.Node, "storage": row.Storage, "content": content, "filename": file}}
+					Params: spec.ParamsOf(map[string]string{"node": row.Node, "storage": row.Storage, "content": content, "filename": file})}
 				out = append(out, importItem{r: r, ids: []string{v.VolID, row.Node + "/" + v.VolID, file}})
 			}
 		}
@@ -67,10 +67,10 @@ func (downloadKind) importPerms(string) []permNeed {
 
 func (downloadKind) importDoc(ic *importCtx, r *spec.Resource, lo *liveObj) (*ImportedDoc, error) {
 	p := r.Params
-	file, node, storage := p["filename"], lo.Node, p["storage"]
+	file, node, storage := p.Get("filename"), lo.Node, p.Get("storage")
 	d := &ImportedDoc{Kind: spec.KindDownloadedImage, ReadOnly: true,
 		Name: ic.docName(spec.KindDownloadedImage, file, file+"-"+storage+"-"+node)}
-	d.Spec = []Field{{"node", node}, {"storage", storage}, {"content", p["content"]}, {"filename", file}}
+	d.Spec = []Field{{"node", node}, {"storage", storage}, {"content", p.Get("content")}, {"filename", file}}
 	// No implicit edge leads from a file to its storage.
 	d.DependsOn = append(d.DependsOn, spec.KindStorage+"/"+storage)
 	return d, nil

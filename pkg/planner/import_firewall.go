@@ -22,7 +22,7 @@ func (firewallKind) importable(_ context.Context, _ *importCtx, node string) ([]
 	if node != "" {
 		return nil, nil // the cluster's firewall is on no node
 	}
-	r := &spec.Resource{Kind: spec.KindFirewall, Name: "cluster", State: spec.Present, Params: map[string]string{},
+	r := &spec.Resource{Kind: spec.KindFirewall, Name: "cluster", State: spec.Present, Params: spec.NewParams(0),
 		Keys: &spec.FirewallKeys{Scope: "cluster", Wire: &spec.FirewallWire{Scope: spec.FirewallCluster}}}
 	return []importItem{{r: r, ids: []string{"cluster"}}}, nil
 }
@@ -114,7 +114,7 @@ func (securityGroupKind) importable(ctx context.Context, ic *importCtx, node str
 	var out []importItem
 	for _, row := range rows {
 		g := row["group"]
-		r := &spec.Resource{Kind: spec.KindSecurityGroup, Name: g, State: spec.Present, Params: map[string]string{"group": g},
+		r := &spec.Resource{Kind: spec.KindSecurityGroup, Name: g, State: spec.Present, Params: spec.ParamsOf(map[string]string{"group": g}),
 			Keys: &spec.SecurityGroupKeys{Wire: &spec.FirewallWire{Scope: spec.FirewallGroup}}}
 		out = append(out, importItem{r: r, ids: []string{g}})
 	}

@@ -46,7 +46,7 @@ func (g guest) importable(ctx context.Context, ic *importCtx, node string) ([]im
 			name = g.noun + "-" + id
 		}
 		r := &spec.Resource{Kind: kind, Name: name, State: spec.Present,
-			Params: map[string]string{"vmid": id, "node": row.Node}}
+			Params: spec.ParamsOf(map[string]string{"vmid": id, "node": row.Node})}
 		ids := []string{id}
 		if row.Name != "" {
 			ids = append(ids, row.Name)

@@ -34,7 +34,7 @@ func (hwmapKind) importable(ctx context.Context, ic *importCtx, _ string) ([]imp
 			}
 			used[name] = true
 			r := &spec.Resource{Kind: spec.KindHardwareMapping, Name: name, State: spec.Present,
-				Params: map[string]string{"id": id}, Keys: &spec.HardwareMappingKeys{Type: typ}}
+				Params: spec.ParamsOf(map[string]string{"id": id}), Keys: &spec.HardwareMappingKeys{Type: typ}}
 			out = append(out, importItem{r: r, ids: []string{name, typ + "/" + id}})
 		}
 	}

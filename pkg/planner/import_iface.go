@@ -39,7 +39,7 @@ func (k ifaceKind) importable(ctx context.Context, ic *importCtx, node string) (
 				continue
 			}
 			iface := c["iface"]
-			r := &spec.Resource{Kind: kind, Name: iface, State: spec.Present, Params: map[string]string{"node": n, "iface": iface}}
+			r := &spec.Resource{Kind: kind, Name: iface, State: spec.Present, Params: spec.ParamsOf(map[string]string{"node": n, "iface": iface})}
 			out = append(out, importItem{r: r, ids: []string{n + "/" + iface, iface}})
 		}
 	}

@@ -19,7 +19,7 @@ func (netApplyKind) importable(_ context.Context, ic *importCtx, node string) ([
 	}
 	var out []importItem
 	for _, n := range nodes {
-		r := &spec.Resource{Kind: spec.KindNetworkApply, Name: n, State: spec.Present, Params: map[string]string{"node": n}}
+		r := &spec.Resource{Kind: spec.KindNetworkApply, Name: n, State: spec.Present, Params: spec.ParamsOf(map[string]string{"node": n})}
 		out = append(out, importItem{r: r, ids: []string{n}})
 	}
 	return out, nil

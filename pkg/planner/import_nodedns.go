@@ -17,7 +17,7 @@ func (nodeDNSKind) importable(_ context.Context, ic *importCtx, node string) ([]
 	}
 	var out []importItem
 	for _, n := range nodes {
-		r := &spec.Resource{Kind: spec.KindNodeDns, Name: n, State: spec.Present, Params: map[string]string{"node": n}}
+		r := &spec.Resource{Kind: spec.KindNodeDns, Name: n, State: spec.Present, Params: spec.ParamsOf(map[string]string{"node": n})}
 		out = append(out, importItem{r: r, ids: []string{n}, lo: dnsObj(ic.lc.client, n)})
 	}
 	return out, nil

@@ -21,7 +21,7 @@ func (poolKind) importable(ctx context.Context, ic *importCtx, _ string) ([]impo
 			continue
 		}
 		// A spec that manages storage members makes observe read them.
-		r := &spec.Resource{Kind: spec.KindPool, Name: p.PoolID, State: spec.Present, Params: map[string]string{"poolid": p.PoolID},
+		r := &spec.Resource{Kind: spec.KindPool, Name: p.PoolID, State: spec.Present, Params: spec.ParamsOf(map[string]string{"poolid": p.PoolID}),
 			Keys: &spec.PoolKeys{Storages: &[]string{}}}
 		out = append(out, importItem{r: r, ids: []string{p.PoolID}})
 	}

@@ -52,11 +52,11 @@ func (k *sdnObjKind) importItem(row pve.Config) importItem {
 	if k.file == "subnets" {
 		name := row["vnet"] + "-" + strings.Replace(row["cidr"], "/", "-", 1)
 		r := &spec.Resource{Kind: k.kind, Name: name, State: spec.Present,
-			Params: map[string]string{"vnet": row["vnet"], "subnet": row["cidr"], "type": "subnet"}}
+			Params: spec.ParamsOf(map[string]string{"vnet": row["vnet"], "subnet": row["cidr"], "type": "subnet"})}
 		return importItem{r: r, ids: []string{name, row["subnet"]}}
 	}
 	id := row[k.idKey]
-	r := &spec.Resource{Kind: k.kind, Name: id, State: spec.Present, Params: map[string]string{k.idKey: id}}
+	r := &spec.Resource{Kind: k.kind, Name: id, State: spec.Present, Params: spec.ParamsOf(map[string]string{k.idKey: id})}
 	return importItem{r: r, ids: []string{id}}
 }
 
@@ -73,7 +73,7 @@ func (k *sdnObjKind) importDoc(ic *importCtx, r *spec.Resource, lo *liveObj) (*I
 	}
 	var head []Field
 	if k.file == "subnets" {
-		head = []Field{{"vnet", r.Params["vnet"]}, {"subnet", r.Params["subnet"]}}
+		head = []Field{{"vnet", r.Params.Get("vnet")}, {"subnet", r.Params.Get("subnet")}}
 	}
 	m := ic.method("POST", k.createPath)
 	d.Spec = append(head, ic.specFields(d, m, lo.Config, strings.ToLower(k.kind)+"_"+r.Name, skip, keepSub)...)
@@ -86,7 +86,7 @@ func (k *sdnObjKind) importDoc(ic *importCtx, r *spec.Resource, lo *liveObj) (*I
 // SdnApply: one per connection, written with --all when SDN objects were
 // imported, or when named.
 func (sdnApplyKind) importable(context.Context, *importCtx, string) ([]importItem, error) {
-	r := &spec.Resource{Kind: spec.KindSdnApply, Name: "sdn", State: spec.Present, Params: map[string]string{}}
+	r := &spec.Resource{Kind: spec.KindSdnApply, Name: "sdn", State: spec.Present, Params: spec.NewParams(0)}
 	return []importItem{{r: r, ids: []string{"sdn"}}}, nil
 }
 

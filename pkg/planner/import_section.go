@@ -32,7 +32,7 @@ func (k *sectionKind) importable(ctx context.Context, ic *importCtx, _ string) (
 		}
 		params[k.idKey] = id
 		name := strings.ReplaceAll(id, ":", "-")
-		r := &spec.Resource{Kind: k.kind, Name: name, State: spec.Present, Params: params}
+		r := &spec.Resource{Kind: k.kind, Name: name, State: spec.Present, Params: spec.ParamsOf(params)}
 		out = append(out, importItem{r: r, ids: []string{id, name}})
 	}
 	return out, nil
@@ -40,7 +40,7 @@ func (k *sectionKind) importable(ctx context.Context, ic *importCtx, _ string) (
 
 // importPerms: the lists need what reading them truthfully needs.
 func (k *sectionKind) importPerms(string) []permNeed {
-	return callNeeds(k.readCalls(&spec.Resource{Params: map[string]string{}}))
+	return callNeeds(k.readCalls(&spec.Resource{Params: spec.NewParams(0)}))
 }
 
 func (k *sectionKind) importDoc(ic *importCtx, r *spec.Resource, lo *liveObj) (*ImportedDoc, error) {

@@ -25,7 +25,7 @@ func (storageKind) importable(ctx context.Context, ic *importCtx, node string) (
 		if node != "" && row["nodes"] != "" && !slices.Contains(splitSet(row["nodes"]), node) {
 			continue
 		}
-		r := &spec.Resource{Kind: spec.KindStorage, Name: id, State: spec.Present, Params: map[string]string{"storage": id}}
+		r := &spec.Resource{Kind: spec.KindStorage, Name: id, State: spec.Present, Params: spec.ParamsOf(map[string]string{"storage": id})}
 		out = append(out, importItem{r: r, ids: []string{id}})
 	}
 	return out, nil

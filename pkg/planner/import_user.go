@@ -28,7 +28,7 @@ func (userKind) importable(ctx context.Context, ic *importCtx, _ string) ([]impo
 		if id == builtinUser {
 			continue
 		}
-		r := &spec.Resource{Kind: spec.KindUser, Name: id, State: spec.Present, Params: map[string]string{"userid": id}}
+		r := &spec.Resource{Kind: spec.KindUser, Name: id, State: spec.Present, Params: spec.ParamsOf(map[string]string{"userid": id})}
 		out = append(out, importItem{r: r, ids: []string{id}})
 	}
 	return out, nil

@@ -482,7 +482,7 @@ func (ic *importCtx) importKind(kp *kindPick, objs map[string]*liveObj, loadErrs
 // on (the graph of set, Load's of them), by address otherwise.
 func (res *ImportResult) order(set *spec.Set) {
 	rank := map[string]int{}
-	for i, addr := range set.Graph.Order() {
+	for i, addr := range set.Order() {
 		rank[addr] = i
 	}
 	slices.SortStableFunc(res.Docs, func(a, b *ImportedDoc) int { return rank[a.Address()] - rank[b.Address()] })

@@ -390,20 +390,20 @@ func labelDiff(r *spec.Resource, c *Change) {
 // resolved one (node is the object's place, not a parameter), so a create
 // whose spec leaves it out still shows where it lands.
 func createDiff(r *spec.Resource, node string) []FieldDiff {
-	params := maps.Clone(r.Params)
+	params := r.Params.Clone()
 	if params == nil {
-		params = map[string]string{}
+		params = spec.NewParams(0)
 	}
-	delete(params, "node")
+	params.Delete("node")
 	for k := range spec.WrittenAs(r) {
-		delete(params, k) // the user's ip or vlan says it (an own field below)
+		params.Delete(k) // the user's ip or vlan says it (an own field below)
 	}
 	if node != "" {
-		params["node"] = node
+		params.Set("node", node)
 	}
 	var out []FieldDiff
-	for _, k := range slices.Sorted(maps.Keys(params)) {
-		out = append(out, fieldDiff(k, nil, params[k]))
+	for _, k := range params.Keys() {
+		out = append(out, fieldDiff(k, nil, params.Get(k)))
 	}
 	own := r.OwnFields()
 	for _, k := range slices.Sorted(maps.Keys(own)) {
@@ -525,4 +525,4 @@ func (neverCreated) remove(context.Context, *execution, *Change) error {
 }
 
 // paramNode is the node the spec names, if any.
-func paramNode(r *spec.Resource) string { return r.Params["node"] }
+func paramNode(r *spec.Resource) string { return r.Params.Get("node") }

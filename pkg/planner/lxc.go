@@ -83,7 +83,7 @@ func (k lxcKind) update(ctx context.Context, x *execution, c *Change) error {
 
 // lxcStorage is a container's default storage (pve-container create_vm).
 func lxcStorage(r *spec.Resource) string {
-	if s := r.Params["storage"]; s != "" {
+	if s := r.Params.Get("storage"); s != "" {
 		return s
 	}
 	return "local"
@@ -103,7 +103,7 @@ func lxcVolumeKey(key string) bool {
 // lxcFindNeeds: the plan looks the template up on its storage, which the
 // resources list shows only with Datastore.Audit (Cluster.pm resources).
 func lxcFindNeeds(r *spec.Resource) []permNeed {
-	if sid, _, ok := strings.Cut(r.Params["ostemplate"], ":"); ok && !strings.HasPrefix(sid, "/") {
+	if sid, _, ok := strings.Cut(r.Params.Get("ostemplate"), ":"); ok && !strings.HasPrefix(sid, "/") {
 		return []permNeed{need("/storage/"+sid, "to find the template on its storage (PVE lists only the storages a token may audit)", "Datastore.Audit")}
 	}
 	return nil
@@ -118,10 +118,10 @@ func lxcCreateNeeds(r *spec.Resource, vals map[string]string, storage string) ([
 		storage = "local"
 	}
 	var needs []permNeed
-	if r.Params["unprivileged"] == "0" {
+	if r.Params.Get("unprivileged") == "0" {
 		needs = append(needs, need("/", "to create a privileged container", "Sys.Modify"))
 	}
-	if tmpl := r.Params["ostemplate"]; tmpl != "" {
+	if tmpl := r.Params.Get("ostemplate"); tmpl != "" {
 		needs = append(needs, volumeNeed(tmpl, "to read the template "+tmpl))
 	}
 	if _, ok := vals["rootfs"]; !ok {
@@ -166,10 +166,10 @@ func lxcValuePerms(key, val, old string, deleting bool, sc setting) []permNeed {
 // 4 GiB one on `storage`, default local).
 func lxcCreatePrereqs(r *spec.Resource, node string) []prereq {
 	var out []prereq
-	if tmpl := r.Params["ostemplate"]; tmpl != "" && !strings.HasPrefix(tmpl, "/") && strings.Contains(tmpl, ":") {
+	if tmpl := r.Params.Get("ostemplate"); tmpl != "" && !strings.HasPrefix(tmpl, "/") && strings.Contains(tmpl, ":") {
 		out = append(out, volumePrereq("ostemplate", tmpl, "vztmpl", node))
 	}
-	if _, ok := r.Params["rootfs"]; !ok {
+	if _, ok := r.Params.Lookup("rootfs"); !ok {
 		out = append(out, storagePrereq("storage", lxcStorage(r), "rootdir", node))
 	}
 	return out

@@ -30,7 +30,7 @@ func TestSimManagedFalse(t *testing.T) {
 	sim := newSim(t)
 	ctx := context.Background()
 	set := loadSpec(t, managedFalseSpec)
-	if diff := cmp.Diff([]string{"LinuxBridge/vmbr0"}, set.Graph.Deps["QemuVM/on-vmbr0"]); diff != "" {
+	if diff := cmp.Diff([]string{"LinuxBridge/vmbr0"}, set.DepGraph().Deps["QemuVM/on-vmbr0"]); diff != "" {
 		t.Errorf("the VM depends on the read-only bridge (-want +got):\n%s", diff)
 	}
 	p := planFor(t, sim, set, Options{})

@@ -142,7 +142,7 @@ func (b *builder) ifaceSetters(r *spec.Resource, node, key string, held []string
 	var out []string
 	for _, o := range b.set.Resources {
 		if o == r || o.Connection != r.Connection || !isIface(o.Kind) || o.ReadOnly || o.State == spec.Absent ||
-			b.opts.Destroy || o.Params[key] == "" || ifaceName(o) == ifaceName(r) || slices.Contains(held, ifaceName(o)) {
+			b.opts.Destroy || o.Params.Get(key) == "" || ifaceName(o) == ifaceName(r) || slices.Contains(held, ifaceName(o)) {
 			continue
 		}
 		if lo := b.obs.objs[o.Address()]; lo != nil && lo.Node == node {
@@ -155,8 +155,8 @@ func (b *builder) ifaceSetters(r *spec.Resource, node, key string, held []string
 
 // dependsOn reports whether r waits for o (an edge of the specs, direct or not).
 func (b *builder) dependsOn(r, o *spec.Resource) bool {
-	if b.set.Graph != nil {
-		return b.set.Graph.Reaches(r.Address(), o.Address())
+	if b.set != nil {
+		return b.set.DepGraph().Reaches(r.Address(), o.Address())
 	}
 	for _, d := range r.DependsOn {
 		if d.String() == o.Address() {
@@ -175,7 +175,7 @@ func (b *builder) dependsOn(r, o *spec.Resource) bool {
 // check_duplicate_ports). A port the node's configuration names but the
 // host lacks is a warning: PVE stages it, and the commit's ifreload fails.
 func (k ifaceKind) checkPorts(b *builder, r *spec.Resource, lo *liveObj) ([]string, error) {
-	v, set := r.Params[k.ports]
+	v, set := r.Params.Lookup(k.ports)
 	if !set {
 		return nil, nil
 	}
@@ -277,7 +277,7 @@ func dropsPort(r *spec.Resource, p string) bool {
 		if slices.Contains(r.Remove, k) {
 			return true
 		}
-		if v, set := r.Params[k]; set && !slices.Contains(schema.SplitList(v), p) {
+		if v, set := r.Params.Lookup(k); set && !slices.Contains(schema.SplitList(v), p) {
 			return true
 		}
 	}

@@ -50,18 +50,18 @@ func readDNS(ctx context.Context, cl *pve.Client, node string) (*liveObj, error)
 // search domain keeps the live one.
 func desiredDNS(r *spec.Resource, live pve.Config) map[string]string {
 	out := map[string]string{}
-	managed := slices.ContainsFunc(dnsServers, func(k string) bool { _, ok := r.Params[k]; return ok })
+	managed := slices.ContainsFunc(dnsServers, func(k string) bool { _, ok := r.Params.Lookup(k); return ok })
 	for _, k := range dnsServers {
 		v := live[k]
 		if managed {
-			v = r.Params[k]
+			v = r.Params.Get(k)
 		}
 		if v != "" {
 			out[k] = v
 		}
 	}
 	out["search"] = live["search"]
-	if s := r.Params["search"]; s != "" {
+	if s := r.Params.Get("search"); s != "" {
 		out["search"] = s
 	}
 	return out

@@ -51,7 +51,7 @@ func guestOutputs(lo *liveObj, c *Change) map[string]string {
 // hasOutputRefs reports whether r's parameters hold a reference not put
 // in yet.
 func hasOutputRefs(r *spec.Resource) bool {
-	for _, v := range r.Params {
+	for _, v := range r.Params.All() {
 		if spec.HasOutputRef(v) {
 			return true
 		}
@@ -62,7 +62,7 @@ func hasOutputRefs(r *spec.Resource) bool {
 // outputTargets are the addresses r's references name.
 func outputTargets(r *spec.Resource) map[string]bool {
 	out := map[string]bool{}
-	for _, v := range r.Params {
+	for _, v := range r.Params.All() {
 		for _, ref := range spec.OutputRefs(v) {
 			out[ref.Address()] = true
 		}
@@ -113,7 +113,7 @@ func (o *Observed) planOutputs(set *spec.Set) func(spec.OutputRef) (string, bool
 // resolveAtPlan puts the outputs known now into r's parameters (r is the
 // set's; a saved plan keeps the references that stay).
 func (o *Observed) resolveAtPlan(r *spec.Resource, get func(spec.OutputRef) (string, bool)) {
-	r.Params = resolveParams(r.Params, get)
+	r.Params = spec.ParamsOf(resolveParams(r.Params.Map(), get))
 }
 
 // appliedOutputs are the outputs the changes of one apply produced, by
@@ -138,7 +138,7 @@ func (a *appliedOutputs) record(c *Change) {
 	}
 	// The identity, known from the spec, goes with them.
 	for _, o := range spec.KindOutputs(c.Resource.Kind) {
-		if v, ok := c.Resource.Params[o.Name]; ok && outs[o.Name] == "" && !spec.HasOutputRef(v) {
+		if v, ok := c.Resource.Params.Lookup(o.Name); ok && outs[o.Name] == "" && !spec.HasOutputRef(v) {
 			outs[o.Name] = v
 		}
 	}
@@ -168,7 +168,7 @@ func (a *appliedOutputs) resolve(c *Change) error {
 		return v, ok
 	}
 	r := *c.Resource
-	r.Params = resolveParams(r.Params, get)
+	r.Params = spec.ParamsOf(resolveParams(r.Params.Map(), get))
 	params := resolveParams(c.Params, get)
 	if missing != nil {
 		return &unknownOutputError{ref: *missing}

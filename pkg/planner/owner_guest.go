@@ -54,7 +54,7 @@ func (g guest) ownerPerms(c *Change) []permNeed {
 	}
 	id, _ := specVMID(c.Resource)
 	n := need(vmPath(id), "to tag the "+guestNoun(string(g.typ))+" with its owner (pvectl)", "VM.Config.Options")
-	if pool := c.Resource.Params["pool"]; pool != "" {
+	if pool := c.Resource.Params.Get("pool"); pool != "" {
 		n.or = "/pool/" + pool
 	}
 	return []permNeed{n}
@@ -128,7 +128,7 @@ func (g guest) findOwned(ctx context.Context, lc *liveConn, kind string, obs *Ob
 			name = fmt.Sprintf("%s-%d", g.noun, vmid)
 		}
 		r := &spec.Resource{Kind: kind, Name: name, Connection: lc.name, State: spec.Present,
-			Params: map[string]string{"vmid": strconv.Itoa(vmid), "node": lo.Node, g.nameParam: name}}
+			Params: spec.ParamsOf(map[string]string{"vmid": strconv.Itoa(vmid), "node": lo.Node, g.nameParam: name})}
 		out = append(out, &ownedObj{res: r, stack: stack, what: "vmid " + strconv.Itoa(vmid),
 			protected: lo.Config["protection"] == "1", lo: lo})
 	}
@@ -156,7 +156,7 @@ func claimedGuests(obs *Observed, set *spec.Set) (map[int]bool, map[string]bool)
 			}
 		}
 		for _, k := range []string{"name", "hostname"} {
-			if n := r.Params[k]; n != "" {
+			if n := r.Params.Get(k); n != "" {
 				names[n] = true
 			}
 		}

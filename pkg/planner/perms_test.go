@@ -218,8 +218,8 @@ func TestPermNeedsOfAGuestRead(t *testing.T) {
 		want string
 	}{
 		{"by name", &spec.Resource{Name: "web"}, "/vms VM.Audit"},
-		{"pinned vmid", &spec.Resource{Name: "web", Params: map[string]string{"vmid": "150"}}, "/vms/150 VM.Audit"},
-		{"in a pool", &spec.Resource{Name: "web", Params: map[string]string{"pool": "dev"}}, "/vms VM.Audit\n/pool/dev Pool.Audit"},
+		{"pinned vmid", &spec.Resource{Name: "web", Params: spec.ParamsOf(map[string]string{"vmid": "150"})}, "/vms/150 VM.Audit"},
+		{"in a pool", &spec.Resource{Name: "web", Params: spec.ParamsOf(map[string]string{"pool": "dev"})}, "/vms VM.Audit\n/pool/dev Pool.Audit"},
 		{"out of any pool", &spec.Resource{Name: "web", Remove: []string{"pool"}}, "/vms VM.Audit\n/pool Pool.Audit"},
 	}
 	for _, tc := range tests {

@@ -149,7 +149,7 @@ func redact(c *Change) (out *Change, fromParams, fromUpdate []string) {
 	isSecret := func(k string) bool { return spec.IsSecretKey(c.Resource, k) }
 	if c.Resource != nil {
 		r := *c.Resource
-		r.Params = dropSecrets(c.Resource.Params, isSecret, &fromParams)
+		r.Params = spec.ParamsOf(dropSecrets(c.Resource.Params.Map(), isSecret, &fromParams))
 		r.Keys = clearSecrets(c.Resource.Keys, c.Resource.SecretKeys, &fromParams)
 		cp.Resource = &r
 	}

@@ -76,7 +76,7 @@ func secretRefs(c *Change, dropped []string, salt string) map[string]secretRef {
 		if env == "" {
 			continue
 		}
-		v, ok := r.Params[k]
+		v, ok := r.Params.Lookup(k)
 		if !ok {
 			if s, isStr := own[k].(string); isStr {
 				v, ok = s, true
@@ -110,9 +110,9 @@ func resolveSecrets(c *Change, refs map[string]secretRef, salt string, sentInUpd
 		}
 		if c.Resource != nil && !restoreOwn(c.Resource.Keys, k, v) {
 			if c.Resource.Params == nil {
-				c.Resource.Params = map[string]string{}
+				c.Resource.Params = spec.NewParams(0)
 			}
-			c.Resource.Params[k] = v
+			c.Resource.Params.Set(k, v)
 		}
 		if slices.Contains(sentInUpdate, k) {
 			if c.Params == nil {

@@ -18,7 +18,7 @@ func TestPlanFileSecretReferences(t *testing.T) {
 	newPlan := func() *Plan {
 		r := &spec.Resource{Kind: spec.KindQemuVM, Name: "vm", SecretKeys: []string{"description"},
 			SecretEnv: map[string]string{"cipassword": "VM_PW", "description": "NOTE"},
-			Params:    map[string]string{"cipassword": pw, "description": note, "memory": "1024"}}
+			Params:    spec.ParamsOf(map[string]string{"cipassword": pw, "description": note, "memory": "1024"})}
 		c := &Change{Address: "QemuVM/vm", Action: Update, Resource: r,
 			Diff:   []FieldDiff{fieldDiff("description", "old", note), fieldDiff("memory", "512", "1024")},
 			Params: map[string]string{"description": note, "memory": "1024"}}
@@ -49,7 +49,7 @@ func TestPlanFileSecretReferences(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := got.Changes[0]
-	if len(c.Redacted) != 0 || c.Params["description"] != note || c.Resource.Params["cipassword"] != pw || c.Params["cipassword"] != "" {
+	if len(c.Redacted) != 0 || c.Params["description"] != note || c.Resource.Params.Get("cipassword") != pw || c.Params["cipassword"] != "" {
 		t.Errorf("resolved: redacted %v, update params %v, resource params %v", c.Redacted, c.Params, c.Resource.Params)
 	}
 

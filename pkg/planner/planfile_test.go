@@ -13,7 +13,7 @@ import (
 
 func TestPlanFileRoundTrip(t *testing.T) {
 	set := example01()
-	set.Lookup("QemuVM/app-vm-1").Params["memory"] = "4096"
+	set.Lookup("QemuVM/app-vm-1").Params.Set("memory", "4096")
 	p, err := build(t, set, liveApplied(), Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -33,7 +33,7 @@ func TestPlanFileRoundTrip(t *testing.T) {
 }
 
 func TestPlanFileOmitsSecrets(t *testing.T) {
-	r := &spec.Resource{Kind: spec.KindQemuVM, Name: "vm", Params: map[string]string{"cipassword": "hunter2", "memory": "1024"}}
+	r := &spec.Resource{Kind: spec.KindQemuVM, Name: "vm", Params: spec.ParamsOf(map[string]string{"cipassword": "hunter2", "memory": "1024"})}
 	p := &Plan{FormatVersion: "1", Changes: []*Change{{
 		Address: "QemuVM/vm", Action: Update, Resource: r,
 		Diff:    []FieldDiff{fieldDiff("cipassword", "x", "hunter2")},
@@ -56,8 +56,8 @@ func TestPlanFileOmitsSecrets(t *testing.T) {
 	if diff := cmp.Diff([]string{"cipassword"}, got.Changes[0].Redacted); diff != "" {
 		t.Errorf("Redacted (-want +got):\n%s", diff)
 	}
-	if r.Params["cipassword"] != "hunter2" {
-		t.Errorf("Marshal modified the plan: got cipassword %q", r.Params["cipassword"])
+	if r.Params.Get("cipassword") != "hunter2" {
+		t.Errorf("Marshal modified the plan: got cipassword %q", r.Params.Get("cipassword"))
 	}
 	err = applyChange(t.Context(), nil, &execution{hooks: nopHooks{}, change: got.Changes[0]})
 	if err == nil || !strings.Contains(err.Error(), "omits secret parameter(s) cipassword") {
@@ -85,7 +85,7 @@ func TestPlanFileOmitsOwnKeySecrets(t *testing.T) {
 		Password string `json:"password,omitempty"`
 		Run      string `json:"run,omitempty"`
 	}{"nested-secret", "true"})
-	r := &spec.Resource{Kind: spec.KindQemuVM, Name: "vm", Params: map[string]string{"memory": "1024"}, Keys: keys}
+	r := &spec.Resource{Kind: spec.KindQemuVM, Name: "vm", Params: spec.ParamsOf(map[string]string{"memory": "1024"}), Keys: keys}
 	c, _, _ := redact(&Change{Address: "QemuVM/vm", Action: Create, Resource: r})
 	data, err := json.Marshal(c)
 	if err != nil {
@@ -130,7 +130,7 @@ func TestPlanFileErrors(t *testing.T) {
 }
 
 func TestPlanFileRedactedOnlyWhenNeeded(t *testing.T) {
-	r := &spec.Resource{Kind: spec.KindQemuVM, Name: "vm", Params: map[string]string{"cipassword": "hunter2", "memory": "2048"}}
+	r := &spec.Resource{Kind: spec.KindQemuVM, Name: "vm", Params: spec.ParamsOf(map[string]string{"cipassword": "hunter2", "memory": "2048"})}
 	p := &Plan{FormatVersion: "1", Changes: []*Change{{
 		Address: "QemuVM/vm", Action: Update, Resource: r, Params: map[string]string{"memory": "2048"},
 	}}}

@@ -39,7 +39,7 @@ const poolCreatePath = "/pools"
 var poolIdentity = map[string]bool{"poolid": true}
 
 func poolID(r *spec.Resource) string {
-	if id := r.Params["poolid"]; id != "" {
+	if id := r.Params.Get("poolid"); id != "" {
 		return id
 	}
 	return r.Name
@@ -91,14 +91,14 @@ func readPoolStorages(ctx context.Context, cl *pve.Client, id string) (*poolLive
 
 func (poolKind) compare(b *builder, r *spec.Resource, lo *liveObj, c *Change) error {
 	cmp := comparer{m: b.method("POST", poolCreatePath)}
-	c.Diff = cmp.diffParams(r.Params, r.Remove, lo.Config, poolIdentity)
+	c.Diff = cmp.diffParams(r.Params.Map(), r.Remove, lo.Config, poolIdentity)
 	if len(c.Diff) > 0 {
 		c.Params = map[string]string{"poolid": poolID(r)}
 		for _, d := range c.Diff {
 			if d.After == nil {
 				c.Params[d.Path] = "" // PUT /pools clears a field by sending it empty
 			} else {
-				c.Params[d.Path] = r.Params[d.Path]
+				c.Params[d.Path] = r.Params.Get(d.Path)
 			}
 		}
 	}
@@ -121,7 +121,7 @@ func (poolKind) compare(b *builder, r *spec.Resource, lo *liveObj, c *Change) er
 
 func (poolKind) create(ctx context.Context, x *execution, c *Change) error {
 	id := poolID(c.Resource)
-	params := toValues(c.Resource.Params)
+	params := toValues(c.Resource.Params.Map())
 	params.Set("poolid", id)
 	if err := x.client.CreatePool(ctx, params); err != nil {
 		return fmt.Errorf("create pool %s: %w", id, err)

@@ -239,7 +239,7 @@ func provisionSecrets(r *spec.Resource, conn *spec.Connection) []string {
 	if p := spec.Provisioning(r); p != nil && p.SSHPrivateKey != nil {
 		out = append(out, *p.SSHPrivateKey)
 	}
-	for k, v := range r.Params {
+	for k, v := range r.Params.All() {
 		if secret.Key(k) {
 			out = append(out, v)
 		}

@@ -34,7 +34,7 @@ func provisionResource(t *testing.T, force bool, files ...[2]string) *spec.Resou
 	if force {
 		keys.ForceConfigCheck = &force
 	}
-	return &spec.Resource{Kind: spec.KindQemuVM, Name: "vm", Params: map[string]string{"name": "vm"}, Keys: keys}
+	return &spec.Resource{Kind: spec.KindQemuVM, Name: "vm", Params: spec.ParamsOf(map[string]string{"name": "vm"}), Keys: keys}
 }
 
 func hashOf(t *testing.T, r *spec.Resource, i int) string {

@@ -149,7 +149,7 @@ func (k qemuKind) checkCreate(b *builder, r *spec.Resource, lo *liveObj, c *Chan
 		return err
 	}
 	if spec.Guest(r).FromTemplate == nil && stateOf(c).Clone == nil {
-		c.Reasons = append(c.Reasons, importGrowReasons(r.Params)...)
+		c.Reasons = append(c.Reasons, importGrowReasons(r.Params.Map())...)
 	}
 	return k.planProvision(b, r, lo, c)
 }
@@ -175,12 +175,12 @@ func (k qemuKind) planProvision(b *builder, r *spec.Resource, lo *liveObj, c *Ch
 	var desc string
 	var willRun bool
 	if c.Action == Create || c.Action == Replace {
-		desc = r.Params["description"]
+		desc = r.Params.Get("description")
 		if st.Clone != nil && gl.CloneConfig != nil {
 			// The clone copies its template's description; the spec's
 			// text replaces the user's part and keeps the blocks.
 			desc = gl.CloneConfig["description"]
-			if text, set := r.Params["description"]; set {
+			if text, set := r.Params.Lookup("description"); set {
 				desc = withBlocks(text, desc)
 			}
 		}
@@ -192,7 +192,7 @@ func (k qemuKind) planProvision(b *builder, r *spec.Resource, lo *liveObj, c *Ch
 		desc = lo.Config["description"]
 		willRun = g.Running != nil && *g.Running || g.Running == nil && gl.Status == "running"
 	}
-	if r.Params["template"] == "1" {
+	if r.Params.Get("template") == "1" {
 		willRun = false
 	}
 	if err := planProvision(r, c, desc, willRun); err != nil {
@@ -261,7 +261,7 @@ func (k qemuKind) create(ctx context.Context, x *execution, c *Change) error {
 		return err
 	}
 	switch {
-	case r.Params["template"] == "1":
+	case r.Params.Get("template") == "1":
 		if err := k.toTemplate(ctx, x, c.Node, vmid); err != nil {
 			return err
 		}
@@ -323,7 +323,7 @@ func (k qemuKind) provision(ctx context.Context, x *execution, c *Change) error 
 // a template); isNew says the VM was made in this run.
 func (k qemuKind) provisionVM(ctx context.Context, x *execution, c *Change, vmid int, isNew bool) error {
 	r := c.Resource
-	if r.Params["template"] == "1" {
+	if r.Params.Get("template") == "1" {
 		return nil
 	}
 	_, err := provisionGuest(ctx, x, r, provisionTarget{Node: c.Node, VMID: vmid, Name: k.name(r), New: isNew})
@@ -416,7 +416,7 @@ func (k qemuKind) changeCalls(c *Change, lo *liveObj) []apiCall {
 		// What the plan derived (ipconfig0 from DNS) is set at create too.
 		onGuest := func(why string, privs ...string) permNeed {
 			n := need(vmPath(id), why, privs...)
-			if pool := c.Resource.Params["pool"]; pool != "" {
+			if pool := c.Resource.Params.Get("pool"); pool != "" {
 				n.or = "/pool/" + pool
 			}
 			return n
@@ -448,15 +448,15 @@ func (k qemuKind) createExtraCalls(c *Change) []apiCall {
 	r := c.Resource
 	id, _ := specVMID(r)
 	var calls []apiCall
-	if stateOf(c).Clone == nil && len(importGrowReasons(r.Params)) > 0 {
+	if stateOf(c).Clone == nil && len(importGrowReasons(r.Params.Map())) > 0 {
 		calls = append(calls, k.guestCall("PUT", "/resize", "to grow a disk imported at the image's size", c.Node, id))
 	}
-	if r.Params["template"] == "1" {
+	if r.Params.Get("template") == "1" {
 		return append(calls, k.guestCall("POST", "/template", "to convert the VM into a template", c.Node, id))
 	}
 	if g := spec.Guest(r); stateOf(c).Clone != nil && (g.Running == nil || *g.Running) {
 		start := k.guestCall("POST", "/status/start", "to start the VM (a clone is started unless running: false)", c.Node, id)
-		start.pool = r.Params["pool"]
+		start.pool = r.Params.Get("pool")
 		return append(calls, start)
 	}
 	return calls

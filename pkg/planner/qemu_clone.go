@@ -89,7 +89,7 @@ func (k qemuKind) cloneParams(c *Change, src *guestRef) url.Values {
 		params.Set("target", c.Node)
 	}
 	for _, key := range []string{"pool", "storage", "bwlimit"} {
-		if v := r.Params[key]; v != "" {
+		if v := r.Params.Get(key); v != "" {
 			params.Set(key, v)
 		}
 	}
@@ -200,7 +200,7 @@ func (k qemuKind) cloneCall(node string, r *spec.Resource, src *guestRef, srcCon
 	}
 	clone := call("POST", "/nodes/{node}/qemu/{vmid}/clone", "to create the VM (a clone)", "node", node,
 		"vmid", strconv.Itoa(src.VMID), "newid", newid).saying("VM.Clone", fmt.Sprintf("to clone template %d", src.VMID))
-	if pool := r.Params["pool"]; pool != "" {
+	if pool := r.Params.Get("pool"); pool != "" {
 		clone.params["pool"] = pool
 	}
 	return clone.with(k.clonePerms(r, srcConf)...)
@@ -209,7 +209,7 @@ func (k qemuKind) cloneCall(node string, r *spec.Resource, src *guestRef, srcCon
 // clonePerms are what clone_vm's handler and the update after it check.
 func (k qemuKind) clonePerms(r *spec.Resource, srcConf pve.Config) []permNeed {
 	id, _ := specVMID(r)
-	path, pool := vmPath(id), r.Params["pool"]
+	path, pool := vmPath(id), r.Params.Get("pool")
 	onGuest := func(why string, privs ...string) permNeed {
 		n := need(path, why, privs...)
 		if pool != "" {
@@ -218,7 +218,7 @@ func (k qemuKind) clonePerms(r *spec.Resource, srcConf pve.Config) []permNeed {
 		return n
 	}
 	var needs []permNeed
-	target := r.Params["storage"]
+	target := r.Params.Get("storage")
 	for _, key := range slices.Sorted(maps.Keys(srcConf)) {
 		val := srcConf[key]
 		switch {
@@ -241,7 +241,7 @@ func (k qemuKind) clonePerms(r *spec.Resource, srcConf pve.Config) []permNeed {
 		}
 	}
 	vals := map[string]string{}
-	for key, v := range r.Params {
+	for key, v := range r.Params.All() {
 		if !k.notInConfig[key] && key != "name" && key != "template" && srcConf[key] != v {
 			vals[key] = v
 		}

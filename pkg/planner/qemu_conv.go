@@ -32,7 +32,7 @@ func needsAddress(r *spec.Resource) bool {
 	if g.IP != nil {
 		return false
 	}
-	_, set := r.Params["ipconfig0"]
+	_, set := r.Params.Lookup("ipconfig0")
 	return !set && !slices.Contains(r.Remove, "ipconfig0")
 }
 
@@ -154,7 +154,7 @@ func (k qemuKind) planOld(b *builder, r *spec.Resource, gl *guestLive, c *Change
 		if o == r || o.Kind != r.Kind || o.Connection != r.Connection || o.State == spec.Absent {
 			continue
 		}
-		if k.name(o) == old || o.Params["vmid"] == old || gl.Old != nil && b.guestOf(o.Connection, gl.Old.VMID) == o {
+		if k.name(o) == old || o.Params.Get("vmid") == old || gl.Old != nil && b.guestOf(o.Connection, gl.Old.VMID) == o {
 			return fmt.Errorf("%s: replace: %s names %s of these specs: replace is for a VM the specs do not manage (write state: absent on %s to remove it)",
 				r.Address(), old, o.Address(), o.Address())
 		}

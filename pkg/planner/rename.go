@@ -2,7 +2,6 @@ package planner
 
 import (
 	"fmt"
-	"maps"
 
 	"github.com/pvectl/pvectl/pkg/spec"
 )
@@ -19,8 +18,8 @@ import (
 // old name.
 func (g guest) renamedFrom(r *spec.Resource) *spec.Resource {
 	old := *r
-	old.Params = maps.Clone(r.Params)
-	old.Params[g.nameParam] = r.RenamedFrom
+	old.Params = r.Params.Clone()
+	old.Params.Set(g.nameParam, r.RenamedFrom)
 	return &old
 }
 

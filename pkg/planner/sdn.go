@@ -235,13 +235,13 @@ func (k *sdnObjKind) find(read func(path string) ([]pve.Config, error), p map[st
 
 func (k *sdnObjKind) observe(ctx context.Context, lc *liveConn, r *spec.Resource) (*liveObj, error) {
 	if k.file != "subnets" {
-		return k.find(func(path string) ([]pve.Config, error) { return lc.sdnRows(ctx, path) }, r.Params)
+		return k.find(func(path string) ([]pve.Config, error) { return lc.sdnRows(ctx, path) }, r.Params.Map())
 	}
 	// Each vnet's subnets are a list of their own: read as a deferred
 	// load, several vnets at once (loadAll), each list once.
 	lo, p := &liveObj{}, r.Params
 	lo.load = func(ctx context.Context) error {
-		got, err := k.find(func(path string) ([]pve.Config, error) { return lc.sdnRows(ctx, path) }, p)
+		got, err := k.find(func(path string) ([]pve.Config, error) { return lc.sdnRows(ctx, path) }, p.Map())
 		if err == nil {
 			*lo = *got
 		}
@@ -251,7 +251,7 @@ func (k *sdnObjKind) observe(ctx context.Context, lc *liveConn, r *spec.Resource
 }
 
 func (k *sdnObjKind) current(ctx context.Context, cl *pve.Client, c *Change) (*liveObj, error) {
-	return k.find(func(path string) ([]pve.Config, error) { return readSDN(ctx, cl, path) }, c.Resource.Params)
+	return k.find(func(path string) ([]pve.Config, error) { return readSDN(ctx, cl, path) }, c.Resource.Params.Map())
 }
 
 func (k *sdnObjKind) compare(b *builder, r *spec.Resource, lo *liveObj, c *Change) error {
@@ -260,7 +260,7 @@ func (k *sdnObjKind) compare(b *builder, r *spec.Resource, lo *liveObj, c *Chang
 	if k.file == "subnets" {
 		skip["subnet"] = true
 	}
-	c.Diff = cmp.diffParams(r.Params, r.Remove, lo.Config, skip)
+	c.Diff = cmp.diffParams(r.Params.Map(), r.Remove, lo.Config, skip)
 	if len(c.Diff) == 0 {
 		c.Action = NoOp
 		return nil
@@ -276,7 +276,7 @@ func (k *sdnObjKind) compare(b *builder, r *spec.Resource, lo *liveObj, c *Chang
 		return b.replace(r, c, fmt.Sprintf("PVE cannot change an %s's %s: the replace deletes it and creates it anew", spec.Noun(k.kind), strings.Join(changed, ", ")))
 	}
 	c.Action = Update
-	c.Params = cmp.updateParams(c.Diff, r.Params, lo.Config, nil)
+	c.Params = cmp.updateParams(c.Diff, r.Params.Map(), lo.Config, nil)
 	return nil
 }
 
@@ -284,7 +284,7 @@ func (k *sdnObjKind) compare(b *builder, r *spec.Resource, lo *liveObj, c *Chang
 // vnet's zone); "" when it is gone.
 func (k *sdnObjKind) liveID(ctx context.Context, cl *pve.Client, c *Change) (string, error) {
 	if k.file != "subnets" {
-		return c.Resource.Params[k.idKey], nil
+		return c.Resource.Params.Get(k.idKey), nil
 	}
 	lo, err := k.current(ctx, cl, c)
 	if err != nil || !lo.Exists {
@@ -299,11 +299,11 @@ func (k *sdnObjKind) create(ctx context.Context, x *execution, c *Change) error 
 		return err
 	}
 	p := c.Resource.Params
-	params := toValues(p)
+	params := toValues(p.Map())
 	path := k.createPath
 	if k.file == "subnets" {
 		params.Del("vnet")
-		path = k.listPath(p)
+		path = k.listPath(p.Map())
 	}
 	params.Set("lock-token", token)
 	if err := x.client.Do(ctx, http.MethodPost, path, params, nil); err != nil {
@@ -326,7 +326,7 @@ func (k *sdnObjKind) update(ctx context.Context, x *execution, c *Change) error 
 	}
 	params := toValues(c.Params)
 	params.Set("lock-token", token)
-	if err := x.client.Do(ctx, http.MethodPut, k.itemPath(c.Resource.Params, id), params, nil); err != nil {
+	if err := x.client.Do(ctx, http.MethodPut, k.itemPath(c.Resource.Params.Map(), id), params, nil); err != nil {
 		return fmt.Errorf("update %s: %w", objectName(k, c), err)
 	}
 	return nil
@@ -342,7 +342,7 @@ func (k *sdnObjKind) remove(ctx context.Context, x *execution, c *Change) error 
 		return err // gone already
 	}
 	params := url.Values{"lock-token": {token}}
-	if err := x.client.Do(ctx, http.MethodDelete, k.itemPath(c.Resource.Params, id), params, nil); err != nil && !pve.IsNotFound(err) {
+	if err := x.client.Do(ctx, http.MethodDelete, k.itemPath(c.Resource.Params.Map(), id), params, nil); err != nil && !pve.IsNotFound(err) {
 		return fmt.Errorf("delete %s: %w", objectName(k, c), err)
 	}
 	return nil
@@ -355,7 +355,7 @@ func (k *sdnObjKind) traits() kindTraits {
 		StagedAlready: func(lo *liveObj) bool { return sdnLive(lo).Pending != "" }}
 	if k.file == "subnets" {
 		t.Name = func(c *Change) string {
-			return c.Resource.Params["subnet"] + " on vnet " + c.Resource.Params["vnet"]
+			return c.Resource.Params.Get("subnet") + " on vnet " + c.Resource.Params.Get("vnet")
 		}
 	}
 	return t
@@ -364,8 +364,8 @@ func (k *sdnObjKind) traits() kindTraits {
 // readCalls: the lists are open to all but show only the entries the
 // token may audit or allocate (SDN's API2 index handlers).
 func (k *sdnObjKind) readCalls(r *spec.Resource) []apiCall {
-	return []apiCall{call("GET", k.createPath, "to see the "+spec.Noun(k.kind), "vnet", r.Params["vnet"]).
-		with(needAny(k.acl(r.Params, sdnZoneOf(r.Params, nil)), "to see the "+spec.Noun(k.kind)+" (PVE lists only those a token may audit)", "SDN.Audit", "SDN.Allocate"))}
+	return []apiCall{call("GET", k.createPath, "to see the "+spec.Noun(k.kind), "vnet", r.Params.Get("vnet")).
+		with(needAny(k.acl(r.Params.Map(), sdnZoneOf(r.Params.Map(), nil)), "to see the "+spec.Noun(k.kind)+" (PVE lists only those a token may audit)", "SDN.Audit", "SDN.Allocate"))}
 }
 
 // changeCalls: the lock every write takes (POST /cluster/sdn/lock, SDN.pm
@@ -376,13 +376,13 @@ func (k *sdnObjKind) changeCalls(c *Change, lo *liveObj) []apiCall {
 	p := c.Resource.Params
 	why := "to " + c.Action.String() + " the " + spec.Noun(k.kind)
 	item := k.createPath + "/{" + k.idKey + "}"
-	path := k.acl(p, sdnZoneOf(p, lo))
+	path := k.acl(p.Map(), sdnZoneOf(p.Map(), lo))
 	createPath := path
 	if k.createACL != nil {
-		createPath = k.createACL(p)
+		createPath = k.createACL(p.Map())
 	}
 	mk := func(method, tmpl, aclPath string) apiCall {
-		a := call(method, tmpl, why, k.idKey, p[k.idKey], "zone", p["zone"], "vnet", p["vnet"])
+		a := call(method, tmpl, why, k.idKey, p.Get(k.idKey), "zone", p.Get("zone"), "vnet", p.Get("vnet"))
 		if a.params[k.idKey] == "" {
 			a.params[k.idKey] = c.Resource.Name
 		}

@@ -75,7 +75,7 @@ func vnetZones(set *spec.Set, lc *liveConn, conn string) map[string]string {
 	if set != nil {
 		for _, r := range set.Resources {
 			if r.Kind == spec.KindSdnVnet && r.Connection == conn && r.State == spec.Present {
-				out[r.Params["vnet"]] = r.Params["zone"]
+				out[r.Params.Get("vnet")] = r.Params.Get("zone")
 			}
 		}
 	}

@@ -74,9 +74,9 @@ func sdnKey(r *spec.Resource) string {
 		return ""
 	}
 	if k.file == "subnets" {
-		return "subnets/" + r.Params["vnet"] + "/" + r.Params["subnet"]
+		return "subnets/" + r.Params.Get("vnet") + "/" + r.Params.Get("subnet")
 	}
-	return k.file + "/" + r.Params[k.idKey]
+	return k.file + "/" + r.Params.Get(k.idKey)
 }
 
 // readPending lists the pending entries of the four files (their

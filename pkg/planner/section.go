@@ -135,7 +135,7 @@ func objectToPropertyString(v string) string {
 }
 
 func (k *sectionKind) observe(ctx context.Context, lc *liveConn, r *spec.Resource) (*liveObj, error) {
-	p, known, err := lc.resolveGuests(ctx, r.Params)
+	p, known, err := lc.resolveGuests(ctx, r.Params.Map())
 	if err != nil {
 		return nil, err
 	}
@@ -166,7 +166,7 @@ func sectionParams(r *spec.Resource, lo *liveObj) map[string]string {
 	if sl, ok := lo.State.(*sectionLive); ok && sl != nil {
 		return sl.Params
 	}
-	return r.Params
+	return r.Params.Map()
 }
 
 func (k *sectionKind) skipSet() map[string]bool {
@@ -220,7 +220,7 @@ func (k *sectionKind) liveID(ctx context.Context, cl *pve.Client, c *Change) (st
 	if id := c.Params[k.idKey]; id != "" {
 		return id, nil
 	}
-	p, known, err := resolveGuestsLive(ctx, cl, c.Resource.Params)
+	p, known, err := resolveGuestsLive(ctx, cl, c.Resource.Params.Map())
 	if err != nil || !known {
 		return "", err
 	}
@@ -236,12 +236,12 @@ func (k *sectionKind) liveID(ctx context.Context, cl *pve.Client, c *Change) (st
 }
 
 func (k *sectionKind) create(ctx context.Context, x *execution, c *Change) error {
-	p, known, err := resolveGuestsLive(ctx, x.client, c.Resource.Params)
+	p, known, err := resolveGuestsLive(ctx, x.client, c.Resource.Params.Map())
 	if err != nil {
 		return err
 	}
 	if !known {
-		return fmt.Errorf("create %s: a guest it names does not exist (yet): %s", k.noun, unresolvedRefs(c.Resource.Params))
+		return fmt.Errorf("create %s: a guest it names does not exist (yet): %s", k.noun, unresolvedRefs(c.Resource.Params.Map()))
 	}
 	params := toValues(p)
 	for _, key := range k.notSent {
@@ -286,7 +286,7 @@ func (k *sectionKind) remove(ctx context.Context, x *execution, c *Change) error
 }
 
 func (k *sectionKind) current(ctx context.Context, cl *pve.Client, c *Change) (*liveObj, error) {
-	p, known, err := resolveGuestsLive(ctx, cl, c.Resource.Params)
+	p, known, err := resolveGuestsLive(ctx, cl, c.Resource.Params.Map())
 	if err != nil || !known {
 		return &liveObj{}, err
 	}
@@ -306,7 +306,7 @@ func (k *sectionKind) itemTmpl() string { return strings.Replace(k.item, "%s", "
 func (k *sectionKind) readCalls(r *spec.Resource) []apiCall {
 	c := call("GET", k.list, "to see the "+k.noun+"s")
 	if k.listNeeds != nil {
-		c = c.with(k.listNeeds(r.Params)...)
+		c = c.with(k.listNeeds(r.Params.Map())...)
 	}
 	return []apiCall{c}
 }
@@ -316,9 +316,9 @@ func (k *sectionKind) readCalls(r *spec.Resource) []apiCall {
 func (k *sectionKind) changeCalls(c *Change, lo *liveObj) []apiCall {
 	p := c.Resource.Params
 	if lo != nil {
-		p = sectionParams(c.Resource, lo)
+		p = spec.ParamsOf(sectionParams(c.Resource, lo))
 	}
-	why, id := "to "+c.Action.String()+" the "+k.noun, k.id(p)
+	why, id := "to "+c.Action.String()+" the "+k.noun, k.id(p.Map())
 	post := call("POST", k.list, why, k.idKey, id)
 	put := call("PUT", k.itemTmpl(), why, k.idKey, id)
 	del := call("DELETE", k.itemTmpl(), why, k.idKey, id)
@@ -334,7 +334,7 @@ func (k *sectionKind) changeCalls(c *Change, lo *liveObj) []apiCall {
 		calls = []apiCall{del, post}
 	}
 	if k.changeNeeds != nil && len(calls) > 0 {
-		calls[len(calls)-1] = calls[len(calls)-1].with(k.changeNeeds(c, p)...)
+		calls[len(calls)-1] = calls[len(calls)-1].with(k.changeNeeds(c, p.Map())...)
 	}
 	return calls
 }

@@ -29,7 +29,7 @@ type sgState struct {
 }
 
 func groupName(r *spec.Resource) string {
-	if g := r.Params["group"]; g != "" {
+	if g := r.Params.Get("group"); g != "" {
 		return g
 	}
 	return r.Name
@@ -97,7 +97,7 @@ func (securityGroupKind) compare(b *builder, r *spec.Resource, lo *liveObj, c *C
 	}
 	st := sgStateOf(lo)
 	c.State = st
-	if want, set := r.Params["comment"]; set && want != st.Comment {
+	if want, set := r.Params.Lookup("comment"); set && want != st.Comment {
 		c.Diff = append(c.Diff, fieldDiff("comment", nilIfEmpty(st.Comment), want))
 	}
 	c.Diff = append(c.Diff, ruleDiffs("rules", st.Rules.Rules, w.Rules)...)
@@ -116,7 +116,7 @@ func (securityGroupKind) create(ctx context.Context, x *execution, c *Change) er
 	}
 	name := groupName(c.Resource)
 	params := url.Values{"group": {name}}
-	setIf(params, "comment", c.Resource.Params["comment"])
+	setIf(params, "comment", c.Resource.Params.Get("comment"))
 	if err := x.client.Do(ctx, http.MethodPost, fwGroupsPath, params, nil); err != nil {
 		return fmt.Errorf("create security group %s: %w", name, err)
 	}
@@ -130,7 +130,7 @@ func (securityGroupKind) update(ctx context.Context, x *execution, c *Change) er
 	}
 	name := groupName(c.Resource)
 	st := sgStateOf(&liveObj{State: c.State})
-	if want, set := c.Resource.Params["comment"]; set && want != st.Comment {
+	if want, set := c.Resource.Params.Lookup("comment"); set && want != st.Comment {
 		params := url.Values{"group": {name}, "rename": {name}, "comment": {want}}
 		setIf(params, "digest", st.Digest)
 		if err := x.client.Do(ctx, http.MethodPost, fwGroupsPath, params, nil); err != nil {

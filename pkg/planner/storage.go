@@ -26,7 +26,7 @@ const (
 )
 
 func storageID(r *spec.Resource) string {
-	if id := r.Params["storage"]; id != "" {
+	if id := r.Params.Get("storage"); id != "" {
 		return id
 	}
 	return r.Name
@@ -118,7 +118,7 @@ func storageSkip(t *schema.StorageType, desired map[string]string, live pve.Conf
 func (storageKind) compare(b *builder, r *spec.Resource, lo *liveObj, c *Change) error {
 	t, _ := schema.LookupStorageType(lo.Config["type"])
 	cmp := comparer{m: b.method("POST", storageCreatePath)}
-	c.Diff = cmp.diffParams(r.Params, r.Remove, lo.Config, storageSkip(t, r.Params, lo.Config))
+	c.Diff = cmp.diffParams(r.Params.Map(), r.Remove, lo.Config, storageSkip(t, r.Params.Map(), lo.Config))
 	if len(c.Diff) == 0 {
 		c.Action = NoOp
 		return nil
@@ -137,13 +137,13 @@ func (storageKind) compare(b *builder, r *spec.Resource, lo *liveObj, c *Change)
 			strings.Join(changed, ", "), storageID(r)))
 	}
 	c.Action, c.Reasons = Update, reasons(c.Diff)
-	c.Params = cmp.updateParams(c.Diff, r.Params, lo.Config, nil)
+	c.Params = cmp.updateParams(c.Diff, r.Params.Map(), lo.Config, nil)
 	return nil
 }
 
 func (storageKind) create(ctx context.Context, x *execution, c *Change) error {
 	id := storageID(c.Resource)
-	params := toValues(c.Resource.Params)
+	params := toValues(c.Resource.Params.Map())
 	params.Set("storage", id)
 	if err := x.client.CreateStorage(ctx, params); err != nil {
 		return fmt.Errorf("create storage %s: %w", id, err)

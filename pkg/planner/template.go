@@ -51,11 +51,11 @@ func recipe(r *spec.Resource) string {
 	if g.BaseImage != nil {
 		fmt.Fprintf(h, "baseImage=%s\n", strings.TrimSpace(*g.BaseImage))
 	}
-	for _, k := range slices.Sorted(maps.Keys(r.Params)) {
+	for _, k := range r.Params.Keys() {
 		if k == "description" {
 			continue
 		}
-		fmt.Fprintf(h, "%s=%s\n", k, r.Params[k])
+		fmt.Fprintf(h, "%s=%s\n", k, r.Params.Get(k))
 	}
 	for _, k := range r.Remove {
 		fmt.Fprintf(h, "-%s\n", k)
@@ -207,7 +207,7 @@ func (k templateKind) planBake(b *builder, r *spec.Resource, lo *liveObj, c *Cha
 	// What the bake's provisioning runs: from the description the clone
 	// gets (the spec's, else its base template's).
 	desc := gl.CloneConfig["description"]
-	if text, set := r.Params["description"]; set {
+	if text, set := r.Params.Lookup("description"); set {
 		desc = withBlocks(text, desc)
 	}
 	if err := planProvision(r, c, desc, true); err != nil {
@@ -366,7 +366,7 @@ func (k templateKind) writeRecipe(ctx context.Context, x *execution, c *Change, 
 		return fmt.Errorf("read config of vm %d: %w", vmid, err)
 	}
 	desc := cfg["description"]
-	if _, set := c.Resource.Params["description"]; !set && userDescription(desc) == "" && stateOf(c).Note != "" {
+	if _, set := c.Resource.Params.Lookup("description"); !set && userDescription(desc) == "" && stateOf(c).Note != "" {
 		desc = withBlocks(stateOf(c).Note, desc)
 	}
 	values := url.Values{"description": {withRecipe(desc, recipe(c.Resource))}, "digest": {cfg["digest"]}}

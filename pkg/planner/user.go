@@ -23,7 +23,7 @@ func (userKind) traits() kindTraits { return kindTraits{Scope: scopeCluster} }
 const userCreatePath = "/access/users"
 
 func userID(r *spec.Resource) string {
-	if id := r.Params["userid"]; id != "" {
+	if id := r.Params.Get("userid"); id != "" {
 		return id
 	}
 	return r.Name
@@ -90,7 +90,7 @@ func (userKind) observe(ctx context.Context, lc *liveConn, r *spec.Resource) (*l
 // writes, and the cleared value of each key it writes as null.
 func desiredUser(r *spec.Resource) map[string]string {
 	out := map[string]string{}
-	for k, v := range r.Params {
+	for k, v := range r.Params.All() {
 		if _, ok := userFields[k]; ok {
 			out[k] = v
 		}
@@ -142,7 +142,7 @@ func sameAccessValue(cmp comparer, key, desired, live string) bool {
 
 func (userKind) create(ctx context.Context, x *execution, c *Change) error {
 	id := userID(c.Resource)
-	params := toValues(c.Resource.Params)
+	params := toValues(c.Resource.Params.Map())
 	params.Set("userid", id)
 	if err := x.client.CreateUser(ctx, params); err != nil {
 		return fmt.Errorf("create user %s: %w", id, err)
@@ -199,7 +199,7 @@ func (userKind) changeCalls(c *Change, _ *liveObj) []apiCall {
 	id, why := userID(c.Resource), "to "+c.Action.String()+" the user"
 	_, realm, _ := strings.Cut(id, "@")
 	ofRealm := "to " + c.Action.String() + " a user of realm " + realm
-	post := call("POST", "/access/users", why, "userid", id, "groups", c.Resource.Params["groups"]).saying("Realm.AllocateUser", ofRealm)
+	post := call("POST", "/access/users", why, "userid", id, "groups", c.Resource.Params.Get("groups")).saying("Realm.AllocateUser", ofRealm)
 	del := call("DELETE", "/access/users/{userid}", why, "userid", id).saying("Realm.AllocateUser", ofRealm)
 	switch c.Action {
 	case Create:

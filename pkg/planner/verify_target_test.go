@@ -121,7 +121,7 @@ func shrinkingB() (*spec.Set, map[string]*liveObj) {
 	set, live := twoBridges()
 	for _, r := range set.Resources {
 		if r.Address() == "QemuVM/b" {
-			r.Params["scsi0"] = "local-lvm:8"
+			r.Params.Set("scsi0", "local-lvm:8")
 		}
 	}
 	live["QemuVM/b"].Config["scsi0"] = "local-lvm:vm-102-disk-0,size=32G"

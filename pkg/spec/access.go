@@ -29,7 +29,7 @@ func tokenIdentities(r *Resource) []identity {
 
 // tokenRef is how ACLs name a token: "user@realm!tokenid".
 func tokenRef(r *Resource) string {
-	u, t := r.Params["userid"], r.Params["tokenid"]
+	u, t := r.Params.Get("userid"), r.Params.Get("tokenid")
 	if u == "" || t == "" {
 		return ""
 	}
@@ -88,18 +88,18 @@ var aclPrincipals = []struct{ param, typ string }{{"users", "user"}, {"groups", 
 // token). ok is false when the spec does not say it unambiguously (Load
 // refuses such a resource).
 func ACLGrant(r *Resource) (path, typ, ugid, role string, ok bool) {
-	path, ok = acl.NormalizePath(r.Params["path"])
+	path, ok = acl.NormalizePath(r.Params.Get("path"))
 	if !ok {
 		return "", "", "", "", false
 	}
 	n := 0
 	for _, p := range aclPrincipals {
-		if v, set := r.Params[p.param]; set {
+		if v, set := r.Params.Lookup(p.param); set {
 			n++
 			typ, ugid = p.typ, v
 		}
 	}
-	role = r.Params["roles"]
+	role = r.Params.Get("roles")
 	if n != 1 || len(schema.SplitList(ugid)) != 1 || len(schema.SplitList(role)) != 1 {
 		return "", "", "", "", false
 	}
@@ -118,7 +118,7 @@ func aclIdentities(r *Resource) []identity {
 
 // tokenUser references the user of a token an ACL names.
 func tokenUser(r *Resource) []refValue {
-	if u, _, ok := strings.Cut(r.Params["tokens"], "!"); ok && u != "" {
+	if u, _, ok := strings.Cut(r.Params.Get("tokens"), "!"); ok && u != "" {
 		return []refValue{{"tokens", u}}
 	}
 	return nil
@@ -129,7 +129,7 @@ func tokenUser(r *Resource) []refValue {
 // lab/dev; "/vms/100" the guest 100).
 func aclPathObject(prefix string) func(r *Resource) []refValue {
 	return func(r *Resource) []refValue {
-		path, ok := acl.NormalizePath(r.Params["path"])
+		path, ok := acl.NormalizePath(r.Params.Get("path"))
 		if !ok {
 			return nil
 		}
@@ -147,13 +147,13 @@ func checkACL(r *Resource, report func(key, format string, args ...any)) {
 	// A key written but missing from Params was reported already (a bad
 	// value, an unset ${VAR}).
 	written := func(key string) bool { return r.KeyPos.Has(key) && !contains(r.Remove, key) }
-	raw, set := r.Params["path"]
+	raw, set := r.Params.Lookup("path")
 	switch path, ok := acl.NormalizePath(raw); {
 	case !written("path"), !set: // missing: requiredProblems says so
 	case !ok || !acl.CheckPath(path):
 		report("path", "spec.path %q is not a path PVE accepts for an ACL (/, /access/groups/G, /nodes/N, /pool/P, /storage/S, /vms/ID, /sdn/…, /mapping/…)", raw)
 	default:
-		r.Params["path"] = path
+		r.Params.Set("path", path)
 	}
 	var named []string
 	for _, p := range aclPrincipals {
@@ -161,7 +161,7 @@ func checkACL(r *Resource, report func(key, format string, args ...any)) {
 			continue
 		}
 		named = append(named, p.param)
-		if v, ok := r.Params[p.param]; !ok {
+		if v, ok := r.Params.Lookup(p.param); !ok {
 			continue
 		} else if n := len(schema.SplitList(v)); n != 1 {
 			report(p.param, "spec.%s names %d %s: an ACL resource is one grant; write one ACL document for each", p.param, n, p.param)
@@ -174,7 +174,7 @@ func checkACL(r *Resource, report func(key, format string, args ...any)) {
 	default:
 		report(named[1], "spec.%s and spec.%s are both set: an ACL resource grants to one principal; write one ACL document for each", named[0], named[1])
 	}
-	switch roles, ok := r.Params["roles"]; {
+	switch roles, ok := r.Params.Lookup("roles"); {
 	case !written("roles"), !ok: // missing: requiredProblems says so
 	case len(schema.SplitList(roles)) != 1:
 		report("roles", "spec.roles names %d roles: an ACL resource grants one role; write one ACL document for each", len(schema.SplitList(roles)))

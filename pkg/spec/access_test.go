@@ -143,7 +143,7 @@ spec: {path: /, groups: ops, roles: PVEAuditor}
 	}
 	deps := map[string][]string{}
 	for _, r := range set.Resources {
-		deps[r.Address()] = set.Graph.Deps[r.Address()]
+		deps[r.Address()] = set.DepGraph().Deps[r.Address()]
 	}
 	if diff := cmp.Diff(map[string][]string{
 		"Pool/lab":        {},
@@ -164,10 +164,10 @@ spec: {path: /, groups: ops, roles: PVEAuditor}
 		t.Errorf("absolute secretFile: got %q", got)
 	}
 	tok := set.Lookup("APIToken/deploy")
-	if diff := cmp.Diff(map[string]string{"userid": "ci@pve", "tokenid": "deploy", "privsep": "1"}, tok.Params); diff != "" {
+	if diff := cmp.Diff(map[string]string{"userid": "ci@pve", "tokenid": "deploy", "privsep": "1"}, tok.Params.Map()); diff != "" {
 		t.Errorf("token params (-want +got):\n%s", diff)
 	}
-	if got := set.Lookup("User/ci@pve").Params["groups"]; got != "b,a" {
+	if got := set.Lookup("User/ci@pve").Params.Get("groups"); got != "b,a" {
 		t.Errorf("groups on the wire: got %q, want b,a", got)
 	}
 	for addr, want := range map[string][5]string{

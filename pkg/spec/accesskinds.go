@@ -52,10 +52,10 @@ var pveRoleNamespace = regexp.MustCompile(`(?i)^pve`)
 // namespace, and a privilege PVE does not know (add_role_privs: "invalid
 // privilege").
 func checkRole(r *Resource, report func(key, format string, args ...any)) {
-	if id := r.Params["roleid"]; pveRoleNamespace.MatchString(id) {
+	if id := r.Params.Get("roleid"); pveRoleNamespace.MatchString(id) {
 		report("roleid", "role %q: PVE reserves role ids starting with PVE (any case) for its built-in roles; give the role another name", id)
 	}
-	for _, p := range schema.SplitList(r.Params["privs"]) {
+	for _, p := range schema.SplitList(r.Params.Get("privs")) {
 		if !acl.ValidPrivilege(p) {
 			report("privs", "privs: %q is not a PVE privilege (PVE refuses it: \"invalid privilege '%s'\")%s", p, p, didYouMean(p, acl.Privileges()))
 		}
@@ -71,7 +71,7 @@ var realmSecret = map[string]string{"ldap": "password", "ad": "password", "openi
 // reserved name", "unable to create builtin type"), and a secret on a
 // type that has none (PVE ignores a password there with a warning).
 func checkRealm(r *Resource, report func(key, format string, args ...any)) {
-	id, typ := r.Params["realm"], r.Params["type"]
+	id, typ := r.Params.Get("realm"), r.Params.Get("type")
 	switch {
 	case id == "pam" || id == "pve":
 		report("realm", "realm %q is built in: PVE has it on every installation and refuses to create or change its type (manage its comment or default by hand)", id)
@@ -79,7 +79,7 @@ func checkRealm(r *Resource, report func(key, format string, args ...any)) {
 		report("type", "type %q is a built-in realm type: PVE creates no realm of it; use ldap, ad or openid", typ)
 	}
 	for _, k := range []string{"password", "client-key"} {
-		if _, set := r.Params[k]; set && typ != "" && realmSecret[typ] != k {
+		if _, set := r.Params.Lookup(k); set && typ != "" && realmSecret[typ] != k {
 			report(k, "%s: a realm of type %s has no %s (ldap and ad take password, openid takes client-key)", k, typ, k)
 		}
 	}
@@ -94,7 +94,7 @@ func clusterOptionsIdentity(r *Resource) []identity {
 // realmOfUser is the realm part of a user id ("alice@corp" → corp).
 func realmOfUser(param string) func(r *Resource) []refValue {
 	return func(r *Resource) []refValue {
-		if _, realm, ok := strings.Cut(r.Params[param], "@"); ok && realm != "" {
+		if _, realm, ok := strings.Cut(r.Params.Get(param), "@"); ok && realm != "" {
 			return []refValue{{param, realm}}
 		}
 		return nil
@@ -125,10 +125,10 @@ func checkRealmSync(r *Resource, report func(key, format string, args ...any)) {
 	if r.State == Absent {
 		return
 	}
-	if written := r.KeyPos.Has("realm"); !written && r.Params["realm"] == "" {
+	if written := r.KeyPos.Has("realm"); !written && r.Params.Get("realm") == "" {
 		report("realm", "spec.realm is required: the LDAP or AD realm the job syncs (PVE refuses a job without it)")
 	}
-	if written := r.KeyPos.Has("scope"); !written && r.Params["scope"] == "" {
+	if written := r.KeyPos.Has("scope"); !written && r.Params.Get("scope") == "" {
 		report("scope", "spec.scope is required: users, groups or both (PVE refuses a job without it)")
 	}
 }

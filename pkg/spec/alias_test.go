@@ -39,7 +39,7 @@ func TestLoadAliasBomb(t *testing.T) {
 	}
 
 	set := mustLoad(t, map[string]string{"ok.yaml": "kind: Pool\nname: &n shared\nspec:\n  comment: *n\n"}, nil)
-	if got := set.Resources[0].Params["comment"]; got != "shared" {
+	if got := set.Resources[0].Params.Get("comment"); got != "shared" {
 		t.Errorf("an ordinary alias: got comment %q want shared", got)
 	}
 }

@@ -68,7 +68,7 @@ func replaceEntry(es []entry, e entry) []entry {
 func newResource(kind, name string) *Resource {
 	return &Resource{
 		Kind: kind, Name: name, State: Present,
-		Params: map[string]string{},
+		Params: NewParams(0),
 	}
 }
 
@@ -78,7 +78,7 @@ func (l *loader) resource(d *document, k *kindInfo, defaults []entry) *Resource 
 	es := mergeDefaults(l.entries(d.file, d.spec, "spec"), defaults)
 	// d.kind is the kind's own name string (accept), one for every
 	// resource of the kind; its keys and the identity, allocated at once.
-	r := &Resource{Kind: d.kind, Name: d.name, State: Present, Params: make(map[string]string, len(es)+1)}
+	r := &Resource{Kind: d.kind, Name: d.name, State: Present, Params: NewParams(len(es) + 1)}
 	r.Connection, r.Protected, r.State, r.ReadOnly, r.Pos = d.connection, d.protected, d.state, d.readOnly, d.pos
 	l.renamed(d, k, r)
 	for _, ra := range d.dependsOn {
@@ -89,7 +89,7 @@ func (l *loader) resource(d *document, k *kindInfo, defaults []entry) *Resource 
 	l.convert(k, es, r, own)
 	if id := k.Identity; id != "" && !contains(r.Remove, id) {
 		// A written identity that is missing from Params was refused already.
-		if _, set := r.Params[id]; !set && r.KeyPos.File(id) == "" {
+		if _, set := r.Params.Lookup(id); !set && r.KeyPos.File(id) == "" {
 			l.defaultIdentity(k, d, r)
 		}
 	}
@@ -158,7 +158,7 @@ func (l *loader) defaultIdentity(k *kindInfo, d *document, r *Resource) {
 			}
 		}
 	}
-	r.Params[id] = d.name
+	r.Params.Set(id, d.name)
 	r.KeyPos.Set(id, d.namePos)
 }
 
@@ -277,7 +277,7 @@ func (l *loader) checkRenames(rs []*Resource) {
 		}
 		id := kindOf(r.Kind).Identity
 		for _, o := range rs {
-			if o != r && o.Kind == r.Kind && o.Connection == r.Connection && o.Params[id] == r.RenamedFrom {
+			if o != r && o.Kind == r.Kind && o.Connection == r.Connection && o.Params.Get(id) == r.RenamedFrom {
 				l.errorf(r.Pos, "%s: renamedFrom %q is also %s's %s: the rename would take that object; remove one of them", r.Address(), r.RenamedFrom, o.Address(), id)
 			}
 		}

@@ -75,7 +75,7 @@ func buildConfigDrive(r *Resource) []problem {
 	if err != nil {
 		return append(out, problem{seedKey(r), err.Error()})
 	}
-	r.Params["filename"] = name
+	r.Params.Set("filename", name)
 	return out
 }
 
@@ -134,14 +134,14 @@ func attachConfigDrive(kind string) func(r *Resource, find func(kind, value stri
 		if d.State != Present {
 			return []problem{{"configDrive", fmt.Sprintf("configDrive: %s has state: absent", d.Address())}}
 		}
-		if _, set := r.Params[ConfigDriveSlot]; set || contains(r.Remove, ConfigDriveSlot) {
+		if _, set := r.Params.Lookup(ConfigDriveSlot); set || contains(r.Remove, ConfigDriveSlot) {
 			return []problem{{ConfigDriveSlot, fmt.Sprintf("%s is where configDrive attaches %s: leave %s out of the spec, or drop configDrive", ConfigDriveSlot, d.Address(), ConfigDriveSlot)}}
 		}
-		file := d.Params["filename"]
+		file := d.Params.Get("filename")
 		if file == "" {
 			return nil // its image could not be built: reported there
 		}
-		r.Params[ConfigDriveSlot] = d.Params["storage"] + ":iso/" + file + ",media=cdrom"
+		r.Params.Set(ConfigDriveSlot, d.Params.Get("storage")+":iso/"+file+",media=cdrom")
 		if p, ok := r.KeyPos.Get("configDrive"); ok {
 			r.KeyPos.Set(ConfigDriveSlot, p)
 		}

@@ -166,10 +166,10 @@ func (l *loader) convert(k *kindInfo, es []entry, r *Resource, own map[string]an
 			}
 			continue
 		}
-		r.Params[key] = wire
+		r.Params.Set(key, wire)
 	}
 	for key, v := range k.Fixed {
-		r.Params[key] = v
+		r.Params.Set(key, v)
 	}
 }
 

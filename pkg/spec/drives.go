@@ -22,14 +22,14 @@ var (
 func checkISODrives(r *Resource) []problem {
 	var out []problem
 	var keys []string // the drives only, then sorted
-	for key := range r.Params {
+	for key := range r.Params.All() {
 		if qemuDriveKey.MatchString(key) {
 			keys = append(keys, key)
 		}
 	}
 	slices.Sort(keys)
 	for _, key := range keys {
-		items, err := schema.SplitPropertyString(r.Params[key])
+		items, err := schema.SplitPropertyString(r.Params.Get(key))
 		if err != nil {
 			continue // the schema check reported it
 		}

@@ -149,14 +149,14 @@ func checkFirewallIn(r *Resource, guests map[string]string) []problem {
 	report := func(key, format string, args ...any) { ps = append(ps, problem{key, fmt.Sprintf(format, args...)}) }
 	switch w.Scope {
 	case FirewallNode:
-		r.Params["node"] = w.Node
+		r.Params.Set("node", w.Node)
 	case FirewallQemu, FirewallLxc:
 		// The guest's vmid is its output: known at plan time when the
 		// guest exists, else after it is made; the reference is also the
 		// dependency on the guest (outputs.go).
-		r.Params["vmid"] = "${" + w.Guest + ".vmid}"
+		r.Params.Set("vmid", "${"+w.Guest+".vmid}")
 		// Its node too: the guest's firewall paths need both.
-		r.Params["node"] = "${" + w.Guest + ".node}"
+		r.Params.Set("node", "${"+w.Guest+".node}")
 	}
 	w.Options = firewallOptions(r, w.Scope, keys.Options, report)
 	w.Rules = firewallRules(r, w.Scope, "rules", keys.Rules, report)

@@ -116,7 +116,7 @@ spec:
 	if w.Aliases["admin"]["cidr"] != "10.0.0.5" || w.IPSets["admins"][0]["cidr"] != "10.0.0.0/8" || w.IPSets["admins"][1]["nomatch"] != "1" {
 		t.Errorf("aliases %v ipsets %v", w.Aliases, w.IPSets)
 	}
-	if deps := set.Graph.Deps["Firewall/dc"]; !strings.Contains(strings.Join(deps, ","), "SecurityGroup/web") {
+	if deps := set.DepGraph().Deps["Firewall/dc"]; !strings.Contains(strings.Join(deps, ","), "SecurityGroup/web") {
 		t.Errorf("deps = %v, want SecurityGroup/web", deps)
 	}
 	if g := FirewallWireOf(set.Lookup("SecurityGroup/web")); g == nil || g.Rules[0]["dport"] != "443" {

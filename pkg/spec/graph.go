@@ -66,15 +66,20 @@ func (l *loader) link(set *Set, links map[*Resource]docLinks) {
 		}
 		sort.Slice(r.DependsOn, func(i, j int) bool { return r.DependsOn[i].String() < r.DependsOn[j].String() })
 	}
-	set.Graph = newGraphOf(set.Resources, addrs)
-	// Only a resource with dependencies can be in a cycle.
+	// Only a resource with dependencies can be in a cycle: the check
+	// builds the graph of those alone. The whole graph is made when a plan
+	// asks for it (Set.DepGraph), not kept by Load: for a spec of many
+	// small documents it was a tenth of what Load keeps alive.
 	rank := map[string]int{}
+	var from []*Resource
+	var fromAddrs []string
 	for i, r := range set.Resources {
 		if len(r.DependsOn) > 0 {
 			rank[addrs[i]] = i
+			from, fromAddrs = append(from, r), append(fromAddrs, addrs[i])
 		}
 	}
-	for _, cycle := range set.Graph.Cycles(rank) {
+	for _, cycle := range newGraphOf(from, fromAddrs).Cycles(rank) {
 		l.errorf(index[cycle[0]].Pos, "dependency cycle: %s", strings.Join(cycle, " -> "))
 	}
 }
@@ -225,14 +230,14 @@ func (ix *refIndex) hasAny(conn string, kinds []string) bool {
 }
 
 func sameNode(a, b *Resource) bool {
-	na, nb := a.Params["node"], b.Params["node"]
+	na, nb := a.Params.Get("node"), b.Params.Get("node")
 	return na == "" || nb == "" || na == nb
 }
 
 // paramValue references by a parameter's value ("pool: lab").
 func paramValue(param string) func(r *Resource) []refValue {
 	return func(r *Resource) []refValue {
-		if v := r.Params[param]; v != "" {
+		if v := r.Params.Get(param); v != "" {
 			return []refValue{{param, v}}
 		}
 		return nil
@@ -244,7 +249,7 @@ func paramValue(param string) func(r *Resource) []refValue {
 func listValues(param string) func(r *Resource) []refValue {
 	return func(r *Resource) []refValue {
 		var out []refValue
-		for _, v := range schema.SplitList(r.Params[param]) {
+		for _, v := range schema.SplitList(r.Params.Get(param)) {
 			out = append(out, refValue{param, v})
 		}
 		return out
@@ -253,7 +258,7 @@ func listValues(param string) func(r *Resource) []refValue {
 
 // paramValueOf is a kind's RefValue: the value of one parameter.
 func paramValueOf(param string) func(r *Resource) string {
-	return func(r *Resource) string { return r.Params[param] }
+	return func(r *Resource) string { return r.Params.Get(param) }
 }
 
 // subKeyValues references by a sub-key of every member of an indexed
@@ -261,7 +266,7 @@ func paramValueOf(param string) func(r *Resource) string {
 func subKeyValues(family, sub string) func(r *Resource) []refValue {
 	return func(r *Resource) []refValue {
 		var keys []string // the family's keys only, then sorted
-		for key := range r.Params {
+		for key := range r.Params.All() {
 			if isFamilyKey(key, family) {
 				keys = append(keys, key)
 			}
@@ -269,7 +274,7 @@ func subKeyValues(family, sub string) func(r *Resource) []refValue {
 		slices.Sort(keys)
 		var out []refValue
 		for _, key := range keys {
-			if x := propValue(r.Params[key], sub); x != "" {
+			if x := propValue(r.Params.Get(key), sub); x != "" {
 				out = append(out, refValue{key, x})
 			}
 		}
@@ -324,8 +329,14 @@ func newGraphOf(rs []*Resource, addrs []string) *Graph {
 // resources that are ready together, addresses sort. Members of a cycle
 // (which Load rejects) come last, sorted.
 func (s *Set) Order() []string {
+	return s.DepGraph().Order()
+}
+
+// DepGraph returns the dependency graph of the resources, made at the
+// first call (Load does not keep one).
+func (s *Set) DepGraph() *Graph {
 	if s.Graph == nil {
 		s.Graph = newGraph(s.Resources)
 	}
-	return s.Graph.Order()
+	return s.Graph
 }

@@ -68,7 +68,7 @@ spec:
 		// No edges to absent targets; the explicit edge deduplicated.
 		"QemuVM/b": {"QemuVM/a"},
 	}
-	if diff := cmp.Diff(want, set.Graph.Deps); diff != "" {
+	if diff := cmp.Diff(want, set.DepGraph().Deps); diff != "" {
 		t.Errorf("Graph.Deps (-want +got):\n%s", diff)
 	}
 	if got, want := set.Lookup("QemuVM/a").DependsOn, []Ref{{"LinuxBridge", "vmbr1"}, {"Pool", "web"}}; !cmp.Equal(got, want) {

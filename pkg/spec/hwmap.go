@@ -138,7 +138,7 @@ func checkHardwareMapping(r *Resource, report func(key, format string, args ...a
 		return
 	}
 	for _, opt := range []string{"mdev", "live-migration-capable"} {
-		if _, set := r.Params[opt]; set && typ != MappingPCI {
+		if _, set := r.Params.Lookup(opt); set && typ != MappingPCI {
 			report(opt, "%s is an option of pci mappings only (PVE refuses it for a %s mapping: property is not defined in schema)", opt, typ)
 		}
 	}
@@ -206,7 +206,7 @@ func MappingNodes(r *Resource) []string {
 
 // mappingIdentities: a mapping id is unique per type.
 func mappingIdentities(r *Resource) []identity {
-	id := r.Params["id"]
+	id := r.Params.Get("id")
 	if id == "" {
 		return nil
 	}
@@ -217,7 +217,7 @@ func mappingIdentities(r *Resource) []identity {
 // mappingRefValue is how guests name a mapping: <type>/<id>, as its ACL
 // path /mapping/<type>/<id> does.
 func mappingRefValue(r *Resource) string {
-	if id := r.Params["id"]; id != "" && MappingKeys(r).Type != "" {
+	if id := r.Params.Get("id"); id != "" && MappingKeys(r).Type != "" {
 		return MappingKeys(r).Type + "/" + id
 	}
 	return ""
@@ -228,7 +228,7 @@ func mappingRefValue(r *Resource) string {
 func guestMappingRefs(r *Resource) []refValue {
 	var out []refValue
 	var devices []string // the few device keys, not every key sorted per family
-	for key := range r.Params {
+	for key := range r.Params.All() {
 		if isFamilyKey(key, "hostpci") || isFamilyKey(key, "usb") || isFamilyKey(key, "virtiofs") {
 			devices = append(devices, key)
 		}
@@ -242,7 +242,7 @@ func guestMappingRefs(r *Resource) []refValue {
 			if !isFamilyKey(key, fam.family) {
 				continue
 			}
-			items, err := schema.SplitPropertyString(r.Params[key])
+			items, err := schema.SplitPropertyString(r.Params.Get(key))
 			if err != nil {
 				continue
 			}

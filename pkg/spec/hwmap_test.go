@@ -32,7 +32,7 @@ spec:
   virtiofs0: share
 `}, nil)
 	gpu := set.Lookup("HardwareMapping/gpu")
-	if diff := cmp.Diff(map[string]string{"id": "gpu", "description": "the GPU", "live-migration-capable": "1"}, gpu.Params); diff != "" {
+	if diff := cmp.Diff(map[string]string{"id": "gpu", "description": "the GPU", "live-migration-capable": "1"}, gpu.Params.Map()); diff != "" {
 		t.Errorf("gpu params (-want +got):\n%s", diff)
 	}
 	want := []string{"node=pve,path=0000:01:00.0,id=10de:2204,iommugroup=14,subsystem-id=10de:1454",

@@ -144,12 +144,12 @@ func identityPos(r *Resource, what string) Pos {
 // by its vmid.
 func guestIdentities(nameParam, nameLabel string) func(r *Resource) []identity {
 	return func(r *Resource) []identity {
-		name := r.Params[nameParam]
+		name := r.Params.Get(nameParam)
 		if name == "" {
 			name = r.Name
 		}
 		byName := fmt.Sprintf("%s %q", nameLabel, name)
-		if v, ok := r.Params["vmid"]; ok {
+		if v, ok := r.Params.Lookup("vmid"); ok {
 			n, err := strconv.Atoi(v)
 			if err != nil {
 				return nil // reported by the schema check
@@ -170,12 +170,12 @@ func guestIdentities(nameParam, nameLabel string) func(r *Resource) []identity {
 // slaves): PVE puts a port on one interface only.
 func ifaceIdentities(portKey string) func(r *Resource) []identity {
 	return func(r *Resource) []identity {
-		i := r.Params["iface"]
+		i := r.Params.Get("iface")
 		if i == "" {
 			return nil
 		}
 		node := "the default node"
-		if n := r.Params["node"]; n != "" {
+		if n := r.Params.Get("node"); n != "" {
 			node = "node " + strconv.Quote(n)
 		}
 		out := []identity{{ns: "iface", key: fmt.Sprintf("iface %q on %s", i, node), what: "iface",
@@ -183,7 +183,7 @@ func ifaceIdentities(portKey string) func(r *Resource) []identity {
 		if r.State != Present {
 			return out
 		}
-		for _, p := range schema.SplitList(r.Params[portKey]) {
+		for _, p := range schema.SplitList(r.Params.Get(portKey)) {
 			if p == "none" {
 				continue
 			}
@@ -198,7 +198,7 @@ func ifaceIdentities(portKey string) func(r *Resource) []identity {
 // its poolid, in a namespace of its own kind.
 func singleIdentity(param, label string) func(r *Resource) []identity {
 	return func(r *Resource) []identity {
-		if v := r.Params[param]; v != "" {
+		if v := r.Params.Get(param); v != "" {
 			return []identity{{ns: r.Kind + "\x00" + param, key: fmt.Sprintf("%s %q", label, v), what: param}}
 		}
 		return nil

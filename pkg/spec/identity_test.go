@@ -186,7 +186,7 @@ func TestConnectionCAFileUnreadable(t *testing.T) {
 func TestClaimsHashCollisions(t *testing.T) {
 	var rs []*Resource
 	for _, id := range []string{"a", "b", "c", "b"} {
-		rs = append(rs, &Resource{Kind: "Pool", Name: id + "x", Params: map[string]string{"poolid": id}})
+		rs = append(rs, &Resource{Kind: "Pool", Name: id + "x", Params: ParamsOf(map[string]string{"poolid": id})})
 	}
 	c := newClaims(rs)
 	c.hash = func(claimKey) uint64 { return 1 }

@@ -56,7 +56,7 @@ func BondModeNeed(key string) string { return strings.Join(bondModeKeeps[key], "
 // checkPortList: the writer's checks split ports and slaves on blanks only
 // (`split(/\s+/, …)`), so "eno3,eno4" is one interface that does not exist.
 func checkPortList(r *Resource, key string) []problem {
-	v := r.Params[key]
+	v := r.Params.Get(key)
 	if !strings.ContainsAny(v, ",;") {
 		return nil
 	}
@@ -75,23 +75,23 @@ func checkBridge(r *Resource) []problem {
 // live or default mode.
 func checkBond(r *Resource) []problem {
 	var out []problem
-	if name := r.Params["iface"]; name != "" && !bondName.MatchString(name) {
+	if name := r.Params.Get("iface"); name != "" && !bondName.MatchString(name) {
 		out = append(out, problem{"iface", fmt.Sprintf("iface %q: PVE recognises a bond by its name only (bond0, bond1, …); any other name reads back as an interface of unknown type", name)})
 	}
-	mode, modeSet := r.Params["bond_mode"]
+	mode, modeSet := r.Params.Lookup("bond_mode")
 	if modeSet && !slices.Contains(linuxBondModes, mode) {
 		out = append(out, problem{"bond_mode", fmt.Sprintf("bond_mode %q is an Open vSwitch bond mode; a Linux bond takes %s", mode, strings.Join(linuxBondModes, ", "))})
 	}
 	if modeSet {
 		for _, key := range BondModeOptions() {
-			if _, set := r.Params[key]; set && BondModeDrops(key, mode) {
+			if _, set := r.Params.Lookup(key); set && BondModeDrops(key, mode) {
 				out = append(out, problem{key, fmt.Sprintf("%s is kept only with bond_mode %s (PVE does not write it for %s, and the plan would never settle): drop it, or change bond_mode",
 					key, BondModeNeed(key), mode)})
 			}
 		}
 	}
-	if p := r.Params["bond-primary"]; p != "" {
-		if slaves, ok := r.Params["slaves"]; ok && !slices.Contains(schema.SplitList(slaves), p) {
+	if p := r.Params.Get("bond-primary"); p != "" {
+		if slaves, ok := r.Params.Lookup("slaves"); ok && !slices.Contains(schema.SplitList(slaves), p) {
 			out = append(out, problem{"bond-primary", fmt.Sprintf("bond-primary %q is not one of the slaves (PVE refuses: bond-primary interface is not a slave)", p)})
 		}
 	}

@@ -124,7 +124,7 @@ name: pve
 		"LinuxBridge/vmbr1":   {"BondInterface/bond1"},
 		"NetworkApply/pve":    {"BondInterface/bond0", "BondInterface/bond1", "LinuxBridge/vmbr1"},
 	}
-	if diff := cmp.Diff(want, set.Graph.Deps); diff != "" {
+	if diff := cmp.Diff(want, set.DepGraph().Deps); diff != "" {
 		t.Errorf("edges (-want +got):\n%s", diff)
 	}
 }

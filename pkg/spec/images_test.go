@@ -43,23 +43,23 @@ func TestConfigDriveLoad(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := "seed-web01-" + cidata.Hash(img) + ".iso"
-	if got := iso.Params["filename"]; got != want {
+	if got := iso.Params.Get("filename"); got != want {
 		t.Errorf("filename: got %q want %q (the hash of the image the seed builds)", got, want)
 	}
-	if got := vm.Params["ide3"]; got != "local:iso/"+want+",media=cdrom" {
+	if got := vm.Params.Get("ide3"); got != "local:iso/"+want+",media=cdrom" {
 		t.Errorf("ide3: got %q", got)
 	}
-	if !slices.Contains(set.Graph.Deps["QemuVM/web01"], "ConfigDriveISO/seed-web01") {
-		t.Errorf("deps of the VM: %v, want the config drive", set.Graph.Deps["QemuVM/web01"])
+	if !slices.Contains(set.DepGraph().Deps["QemuVM/web01"], "ConfigDriveISO/seed-web01") {
+		t.Errorf("deps of the VM: %v, want the config drive", set.DepGraph().Deps["QemuVM/web01"])
 	}
 	// Same seed, same name: a second load is byte-identical.
 	again := mustLoad(t, map[string]string{"a.yaml": seedDoc + vmWithDrive}, nil)
-	if got := again.Lookup("ConfigDriveISO/seed-web01").Params["filename"]; got != want {
+	if got := again.Lookup("ConfigDriveISO/seed-web01").Params.Get("filename"); got != want {
 		t.Errorf("second load: got %q want %q", got, want)
 	}
 	// Another user-data is another volume.
 	edited := mustLoad(t, map[string]string{"a.yaml": strings.Replace(seedDoc, "nginx", "apache2", 1) + vmWithDrive}, nil)
-	if got := edited.Lookup("ConfigDriveISO/seed-web01").Params["filename"]; got == want || !strings.HasPrefix(got, "seed-web01-") {
+	if got := edited.Lookup("ConfigDriveISO/seed-web01").Params.Get("filename"); got == want || !strings.HasPrefix(got, "seed-web01-") {
 		t.Errorf("edited seed: got %q, want another seed-web01-<hash>.iso", got)
 	}
 }
@@ -173,7 +173,7 @@ spec:
 		"LxcContainer/ct": {"DownloadedImage/tmpl"},
 	}
 	for addr, deps := range want {
-		if diff := cmp.Diff(deps, set.Graph.Deps[addr]); diff != "" {
+		if diff := cmp.Diff(deps, set.DepGraph().Deps[addr]); diff != "" {
 			t.Errorf("deps of %s (-want +got):\n%s", addr, diff)
 		}
 	}
@@ -205,7 +205,7 @@ spec:
 	}
 	inline := mustLoad(t, map[string]string{"a.yaml": "kind: ConfigDriveISO\nname: seed\nspec:\n  storage: local\n" +
 		"  userData: |\n    #cloud-config\n    packages: [vim]\n  networkConfig: |\n    version: 2\n"}, nil)
-	if got, want := r.Params["filename"], inline.Lookup("ConfigDriveISO/seed").Params["filename"]; got != want {
+	if got, want := r.Params.Get("filename"), inline.Lookup("ConfigDriveISO/seed").Params.Get("filename"); got != want {
 		t.Errorf("from files: %s, inline: %s, want the same image", got, want)
 	}
 

@@ -70,7 +70,7 @@ func haSID(ref string) (string, error) {
 // setDerived sets a PVE parameter derived from an own key, at the own
 // key's position.
 func setDerived(r *Resource, param, from, value string) {
-	r.Params[param] = value
+	r.Params.Set(param, value)
 	if p, ok := r.KeyPos.Get(from); ok {
 		r.KeyPos.Set(param, p)
 	}
@@ -79,7 +79,7 @@ func setDerived(r *Resource, param, from, value string) {
 // checkHAResource: one guest, by guest or by sid.
 func checkHAResource(r *Resource, report func(key, format string, args ...any)) {
 	k, _ := r.Keys.(*HAResourceKeys)
-	_, hasSID := r.Params["sid"]
+	_, hasSID := r.Params.Lookup("sid")
 	switch {
 	case k != nil && k.Guest != nil && hasSID:
 		report("guest", "write guest or sid, not both: both name the guest")
@@ -101,7 +101,7 @@ func checkHAResource(r *Resource, report func(key, format string, args ...any)) 
 // otherwise).
 func checkHARule(r *Resource, report func(key, format string, args ...any)) {
 	if k, _ := r.Keys.(*HARuleKeys); k != nil && k.Guests != nil {
-		if _, raw := r.Params["resources"]; raw {
+		if _, raw := r.Params.Lookup("resources"); raw {
 			report("guests", "write guests or resources, not both: both name the rule's guests")
 			return
 		}
@@ -116,13 +116,13 @@ func checkHARule(r *Resource, report func(key, format string, args ...any)) {
 		}
 		setDerived(r, "resources", "guests", strings.Join(sids, ","))
 	}
-	if _, ok := r.Params["resources"]; !ok && r.State == Present {
+	if _, ok := r.Params.Lookup("resources"); !ok && r.State == Present {
 		report("", "spec.guests is required: the guests the rule is about (QemuVM/<name>…), or PVE's resources")
 	}
-	typ := r.Params["type"]
+	typ := r.Params.Get("type")
 	needs := map[string]string{"node-affinity": "nodes", "resource-affinity": "affinity"}
 	for t, key := range needs {
-		_, has := r.Params[key]
+		_, has := r.Params.Lookup(key)
 		switch {
 		case typ == t && !has && r.State == Present:
 			report("type", "a %s rule needs spec.%s (PVE refuses it without: missing value for required option '%s')", t, key, key)
@@ -130,7 +130,7 @@ func checkHARule(r *Resource, report func(key, format string, args ...any)) {
 			report(key, "%s is an option of %s rules only (PVE refuses it for a %s rule: unexpected property '%s')", key, t, typ, key)
 		}
 	}
-	if _, has := r.Params["strict"]; has && typ != "node-affinity" && typ != "" {
+	if _, has := r.Params.Lookup("strict"); has && typ != "node-affinity" && typ != "" {
 		report("strict", "strict is an option of node-affinity rules only (PVE refuses it for a %s rule: unexpected property 'strict')", typ)
 	}
 }
@@ -141,7 +141,7 @@ func checkHARule(r *Resource, report func(key, format string, args ...any)) {
 // (pkg/pve/calendar).
 func checkBackupJob(r *Resource, report func(key, format string, args ...any)) {
 	if k, _ := r.Keys.(*BackupJobKeys); k != nil && k.Guests != nil {
-		if _, raw := r.Params["vmid"]; raw {
+		if _, raw := r.Params.Lookup("vmid"); raw {
 			report("guests", "write guests or vmid, not both: both name the guests to back up")
 			return
 		}
@@ -156,7 +156,7 @@ func checkBackupJob(r *Resource, report func(key, format string, args ...any)) {
 		}
 		setDerived(r, "vmid", "guests", strings.Join(ids, ","))
 	}
-	on := func(key string) bool { v, ok := r.Params[key]; return ok && v != "" && v != "0" }
+	on := func(key string) bool { v, ok := r.Params.Lookup(key); return ok && v != "" && v != "0" }
 	for _, key := range []string{"all", "exclude", "pool"} {
 		if on(key) && on("vmid") {
 			report(key, "%s conflicts with guests (PVE: option conflicts with option 'vmid'): choose guests, all (with exclude) or pool", key)
@@ -177,7 +177,7 @@ func checkBackupJob(r *Resource, report func(key, format string, args ...any)) {
 // picks the job id <vmid>-<n> for a guest.
 func checkReplicationJob(r *Resource, report func(key, format string, args ...any)) {
 	k, _ := r.Keys.(*ReplicationJobKeys)
-	id, hasID := r.Params["id"]
+	id, hasID := r.Params.Lookup("id")
 	switch {
 	case k != nil && k.Guest != nil && hasID:
 		report("guest", "write guest or id, not both: the id <vmid>-<n> names the guest already")
@@ -190,7 +190,7 @@ func checkReplicationJob(r *Resource, report func(key, format string, args ...an
 		setDerived(r, "guest", "guest", vmid)
 	case hasID:
 		vmid, _, _ := strings.Cut(id, "-")
-		r.Params["guest"] = vmid
+		r.Params.Set("guest", vmid)
 	default:
 		report("", "spec.guest is required: the guest whose volumes replicate (QemuVM/<name>)")
 	}
@@ -199,7 +199,7 @@ func checkReplicationJob(r *Resource, report func(key, format string, args ...an
 // replicationIdentities: one job per guest and target
 // (ReplicationConfig.pm write_config).
 func replicationIdentities(r *Resource) []identity {
-	g, t := r.Params["guest"], r.Params["target"]
+	g, t := r.Params.Get("guest"), r.Params.Get("target")
 	if g == "" || t == "" {
 		return nil
 	}

@@ -57,7 +57,7 @@ spec:
 		if r == nil {
 			t.Fatalf("%s not loaded", tc.addr)
 		}
-		if diff := cmp.Diff(tc.want, r.Params); diff != "" {
+		if diff := cmp.Diff(tc.want, r.Params.Map()); diff != "" {
 			t.Errorf("%s params (-want +got)\n%s", tc.addr, diff)
 		}
 	}

@@ -335,7 +335,7 @@ const RunLockPool = "pvectl-lock"
 // checkPool refuses the run lock's pool: pvectl would overwrite its own
 // lock's comment, or delete it under a running apply.
 func checkPool(r *Resource) []problem {
-	if r.Params["poolid"] != RunLockPool {
+	if r.Params.Get("poolid") != RunLockPool {
 		return nil
 	}
 	return []problem{{"poolid", "the pool " + RunLockPool + " is pvectl's run lock, which apply and destroy create and delete: give this pool another poolid"}}

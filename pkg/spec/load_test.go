@@ -25,7 +25,7 @@ func TestLoadExample(t *testing.T) {
 		"scsi0": "local-lvm:32", "net0": "virtio,bridge=vmbr0", "net1": "virtio,bridge=vmbr1,tag=100",
 		"boot": "order=scsi0;net0",
 	}
-	if diff := cmp.Diff(wantParams, vm.Params); diff != "" {
+	if diff := cmp.Diff(wantParams, vm.Params.Map()); diff != "" {
 		t.Errorf("QemuVM params: got %v want %v (-want +got):\n%s", vm.Params, wantParams, diff)
 	}
 	if running := Guest(vm).Running; running == nil || !*running {
@@ -44,7 +44,7 @@ func TestLoadExample(t *testing.T) {
 		// net1 uses vmbr1: an implicit edge beside the explicit one.
 		"QemuVM/app-vm-1": {"LinuxBridge/vmbr1", "NetworkApply/pve"},
 	}
-	if diff := cmp.Diff(wantDeps, set.Graph.Deps); diff != "" {
+	if diff := cmp.Diff(wantDeps, set.DepGraph().Deps); diff != "" {
 		t.Errorf("Graph.Deps (-want +got):\n%s", diff)
 	}
 	wantOrder := []string{"LinuxBridge/vmbr1", "NetworkApply/pve", "QemuVM/app-vm-1"}
@@ -56,7 +56,7 @@ func TestLoadExample(t *testing.T) {
 		"node": "pve", "iface": "vmbr1", "type": "bridge", "bridge_ports": "eno2",
 		"bridge_vlan_aware": "1", "autostart": "1",
 	}
-	if diff := cmp.Diff(wantBridge, br.Params); diff != "" {
+	if diff := cmp.Diff(wantBridge, br.Params.Map()); diff != "" {
 		t.Errorf("LinuxBridge params (-want +got):\n%s", diff)
 	}
 }
@@ -151,7 +151,7 @@ name: vmbr1
 			if r == nil {
 				t.Fatalf("%s missing", tt.addr)
 			}
-			if diff := cmp.Diff(tt.wantParams, r.Params); diff != "" {
+			if diff := cmp.Diff(tt.wantParams, r.Params.Map()); diff != "" {
 				t.Errorf("Params: got %v want %v (-want +got):\n%s", r.Params, tt.wantParams, diff)
 			}
 			if diff := cmp.Diff(tt.wantOwn, r.OwnFields()); diff != "" {
@@ -248,7 +248,7 @@ func TestLoadGetenvDefault(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Load: %v", err)
 	}
-	if got, want := set.Resources[0].Params["comment"], os.Getenv("PVECTL_SPEC_TEST_COMMENT"); got != want {
+	if got, want := set.Resources[0].Params.Get("comment"), os.Getenv("PVECTL_SPEC_TEST_COMMENT"); got != want {
 		t.Errorf("comment: got %q want %q", got, want)
 	}
 }

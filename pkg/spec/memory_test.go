@@ -119,7 +119,7 @@ func TestResourceSizes(t *testing.T) {
 // pools (a VM's pool), and Resolve's index has every kind.
 func TestRefIndexOnlyReferencedKinds(t *testing.T) {
 	pool := func(name string) *Resource {
-		return &Resource{Kind: "Pool", Name: name, State: Present, Params: map[string]string{"poolid": name}}
+		return &Resource{Kind: "Pool", Name: name, State: Present, Params: ParamsOf(map[string]string{"poolid": name})}
 	}
 	pools := []*Resource{pool("a"), pool("b")}
 	if ix := newRefIndex(pools, false); len(ix.byValue) != 0 || len(ix.byKind) != 1 {
@@ -128,7 +128,7 @@ func TestRefIndexOnlyReferencedKinds(t *testing.T) {
 	if ix := newRefIndex(pools, true); len(ix.byValue) != 2 {
 		t.Errorf("pools for Resolve: %d values indexed, want 2", len(ix.byValue))
 	}
-	vm := &Resource{Kind: "QemuVM", Name: "vm", State: Present, Params: map[string]string{"name": "vm", "pool": "b"}}
+	vm := &Resource{Kind: "QemuVM", Name: "vm", State: Present, Params: ParamsOf(map[string]string{"name": "vm", "pool": "b"})}
 	ix := newRefIndex(append(pools, vm), false)
 	if got := ix.byValue[refKey{"", "Pool", "b"}]; len(got) != 1 || got[0] != pools[1] {
 		t.Errorf("a VM beside the pools: pool b indexed as %v", got)
@@ -213,12 +213,13 @@ func retained(t *testing.T, format string, n int) uint64 {
 }
 
 // What a loaded resource keeps alive is what a big spec's peak is made of
-// (docs/performance.md): a Pool about 740 bytes, a small VM about 830
-// (770 and 900 before round 5), most of it the Resource itself (256) and
-// its Params map (~340). The bounds leave 3-4 % for noise; a map of
-// positions per resource again (+300 bytes), 48-byte key positions, a
-// kind name or spec key copied per resource, or the documents' YAML trees
-// kept, fail them.
+// (docs/performance.md): a Pool about 370 bytes, a small VM about 520
+// (740 and 830 before round 6, 770 and 900 before round 5), most of it
+// the Resource itself (256). The bounds leave 4-5 % for noise; Params as
+// a Go map again (+290 bytes), a kept dependency graph (+90), a map of
+// positions per resource (+300), 48-byte key positions, a kind name or
+// spec key copied per resource, or the documents' YAML trees kept, fail
+// them.
 func TestLoadRetainedMemory(t *testing.T) {
 	if testing.Short() {
 		t.Skip("loads 20,000 documents")
@@ -227,7 +228,7 @@ func TestLoadRetainedMemory(t *testing.T) {
 	for _, c := range []struct {
 		format string
 		bound  uint64
-	}{{smallPool, 765}, {smallVM, 865}} {
+	}{{smallPool, 390}, {smallVM, 545}} {
 		const n = 10000
 		perDoc := retained(t, c.format, n) / n
 		t.Logf("%q: %d B/document retained", c.format[4:16], perDoc)

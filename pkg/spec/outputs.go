@@ -177,22 +177,22 @@ func nodeHasOutputRef(n *yaml.Node) bool {
 // does not exist is left out of the check (linkOutputs reports it).
 func checkWithSamples(r *Resource, check func(*Resource) []problem) []problem {
 	raw, sampled := map[string]string{}, map[string]string{}
-	for key, v := range r.Params {
+	for key, v := range r.Params.All() {
 		if !HasOutputRef(v) {
 			continue
 		}
 		raw[key] = v
 		if allOutputsExist(v) {
 			sampled[key] = withSamples(v)
-			r.Params[key] = sampled[key]
+			r.Params.Set(key, sampled[key])
 		} else {
-			delete(r.Params, key)
+			r.Params.Delete(key)
 		}
 	}
 	ps := check(r)
 	for key, v := range raw {
-		if _, kept := r.Params[key]; kept || sampled[key] == "" {
-			r.Params[key] = v
+		if _, kept := r.Params.Lookup(key); kept || sampled[key] == "" {
+			r.Params.Set(key, v)
 		}
 		for i := range ps {
 			if s := sampled[key]; s != "" {
@@ -217,7 +217,7 @@ func allOutputsExist(s string) bool {
 // specs (an identity key) and returns the resources r depends on by them.
 func (l *loader) linkOutputs(r *Resource, index map[string]*Resource, all []Ref) []Ref {
 	var deps []Ref
-	for key, v := range r.Params {
+	for key, v := range r.Params.All() {
 		if !strings.Contains(v, "${") {
 			continue
 		}
@@ -246,14 +246,14 @@ func (l *loader) linkOutputs(r *Resource, index map[string]*Resource, all []Ref)
 			}
 			deps = append(deps, Ref{Kind: ref.Kind, Name: ref.Name})
 			if k := kindOf(ref.Kind); ref.Output == k.Identity && !isDeclared(k, ref.Output) {
-				if id, ok := target.Params[k.Identity]; ok && !HasOutputRef(id) {
+				if id, ok := target.Params.Lookup(k.Identity); ok && !HasOutputRef(id) {
 					return id, true
 				}
 			}
 			return "", false
 		})
 		if resolved != v {
-			r.Params[key] = resolved
+			r.Params.Set(key, resolved)
 		}
 	}
 	return deps

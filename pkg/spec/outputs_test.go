@@ -35,13 +35,13 @@ spec: {path: "/pool/${Pool/dev.poolid}", users: ops@pve, roles: PVEAuditor}
 		byAddr[r.Address()] = r
 	}
 	acl := byAddr["ACL/app-ops"]
-	if got := acl.Params["path"]; got != "/vms/${QemuVM/app.vmid}" {
+	if got := acl.Params.Get("path"); got != "/vms/${QemuVM/app.vmid}" {
 		t.Errorf("path = %q, want the reference kept for the planner", got)
 	}
 	if !slices.Contains(acl.DependsOn, Ref{Kind: KindQemuVM, Name: "app"}) {
 		t.Errorf("ACL/app-ops depends on %v, want QemuVM/app (implicit)", acl.DependsOn)
 	}
-	if got := byAddr["ACL/dev-ops"].Params["path"]; got != "/pool/dev" {
+	if got := byAddr["ACL/dev-ops"].Params.Get("path"); got != "/pool/dev" {
 		t.Errorf("identity output: path = %q, want /pool/dev put in at load", got)
 	}
 }

@@ -84,7 +84,7 @@ func checkProvision(r *Resource) []problem {
 // (template: true): it never runs. A Template document, which boots its
 // VM to provision it before the conversion, does not take this check.
 func checkNotTemplateProvision(r *Resource) []problem {
-	if p := Provisioning(r); p != nil && len(p.Provision) > 0 && r.Params["template"] == "1" {
+	if p := Provisioning(r); p != nil && len(p.Provision) > 0 && r.Params.Get("template") == "1" {
 		return []problem{{"provision", "spec.provision: a template never runs, so it cannot be provisioned: drop template: true (a Template document bakes a provisioned golden image)"}}
 	}
 	return nil

@@ -42,7 +42,7 @@ func qemuConveniences(r *Resource) []problem {
 	var out []problem
 	bad := func(key, format string, args ...any) { out = append(out, problem{key, fmt.Sprintf(format, args...)}) }
 	derive := func(param, from, value string) {
-		r.Params[param] = value
+		r.Params.Set(param, value)
 		if pos, ok := r.KeyPos.Get(from); ok {
 			r.KeyPos.Set(param, pos)
 		}
@@ -57,7 +57,7 @@ func qemuConveniences(r *Resource) []problem {
 		if g.IP != nil {
 			dropNull("ipconfig0")
 		}
-		if _, set := r.Params["ipconfig0"]; set {
+		if _, set := r.Params.Lookup("ipconfig0"); set {
 			key := "ip"
 			if g.IP == nil {
 				key = "gateway"
@@ -74,7 +74,7 @@ func qemuConveniences(r *Resource) []problem {
 		}
 	}
 	if g.VLAN != nil || g.Bridge != nil {
-		if v, key, err := netWithVLAN(r.Params["net0"], g); err != nil {
+		if v, key, err := netWithVLAN(r.Params.Get("net0"), g); err != nil {
 			bad(key, "%v", err)
 		} else {
 			from := "vlan"
@@ -86,7 +86,7 @@ func qemuConveniences(r *Resource) []problem {
 	}
 	if g.SSHKeys != nil {
 		dropNull("sshkeys")
-		if _, set := r.Params["sshkeys"]; set {
+		if _, set := r.Params.Lookup("sshkeys"); set {
 			bad("sshKeys", "spec.sshKeys and spec.sshkeys both set cloud-init's keys: write one of them (a resource's sshKeys: null drops the Defaults' list)")
 		} else if v, err := SSHKeysParam(g.SSHKeys); err != nil {
 			bad("sshKeys", "spec.sshKeys: %v", err)
@@ -98,15 +98,15 @@ func qemuConveniences(r *Resource) []problem {
 		switch old := strings.TrimSpace(*g.Replace); {
 		case old == "":
 			bad("replace", "spec.replace must name an existing VM (its name or vmid)")
-		case old == r.Params["name"] || old == r.Params["vmid"]:
+		case old == r.Params.Get("name") || old == r.Params.Get("vmid"):
 			bad("replace", "spec.replace names this VM itself (%s): name the VM it replaces", old)
 		}
 	}
-	if r.Params["template"] == "1" {
+	if r.Params.Get("template") == "1" {
 		if g.Running != nil && *g.Running {
 			bad("running", "a template cannot run (template: 1): drop running: true")
 		}
-		if r.Params["start"] == "1" {
+		if r.Params.Get("start") == "1" {
 			bad("start", "a template cannot run (template: 1): drop start")
 		}
 	}
@@ -122,11 +122,11 @@ func qemuConveniences(r *Resource) []problem {
 func WrittenAs(r *Resource) map[string]string {
 	out := map[string]string{}
 	g := Guest(r) // empty for other kinds: only a QemuVM takes ip and vlan
-	if g.IP != nil && r.Params["ipconfig0"] != "" {
+	if g.IP != nil && r.Params.Get("ipconfig0") != "" {
 		out["ipconfig0"] = "ip"
 	}
 	if g.VLAN != nil || g.Bridge != nil {
-		if v, _, err := netWithVLAN("", g); err == nil && v == r.Params["net0"] {
+		if v, _, err := netWithVLAN("", g); err == nil && v == r.Params.Get("net0") {
 			out["net0"] = "vlan"
 			if g.VLAN == nil {
 				out["net0"] = "bridge"
@@ -146,7 +146,7 @@ func WrittenAs(r *Resource) map[string]string {
 func ShownAs(r *Resource) map[string]string {
 	out := WrittenAs(r)
 	g := Guest(r)
-	if g.IP != nil && r.Params["ipconfig0"] != "" {
+	if g.IP != nil && r.Params.Get("ipconfig0") != "" {
 		out["ipconfig0.ip"] = "ip"
 	}
 	if g.Gateway != nil || out["ipconfig0"] != "" {
@@ -160,7 +160,7 @@ func ShownAs(r *Resource) map[string]string {
 		// bridge key is where the user changes it.
 		out["net0.bridge"] = "bridge"
 	}
-	if g.SSHKeys != nil && r.Params["sshkeys"] != "" {
+	if g.SSHKeys != nil && r.Params.Get("sshkeys") != "" {
 		out["sshkeys"] = "sshKeys"
 	}
 	return out
@@ -196,18 +196,18 @@ func cloneKeys(r *Resource, g *GuestKeys, derive func(param, from, value string)
 		}
 	}
 	for _, key := range slices.Sorted(maps.Keys(cloneRefused)) {
-		if _, set := r.Params[key]; set {
+		if _, set := r.Params.Lookup(key); set {
 			out = append(out, problem{key, fmt.Sprintf("spec.%s cannot go with %s (a clone): %s", key, src, cloneRefused[key])})
 		}
 	}
 	if g.Full != nil && !*g.Full {
-		if _, set := r.Params["storage"]; set {
+		if _, set := r.Params.Lookup("storage"); set {
 			// qemu-server API2/Qemu.pm clone_vm: "parameter 'storage' not
 			// allowed for linked clones".
 			out = append(out, problem{"storage", "PVE refuses storage for a linked clone (full: false): drop storage, or make a full clone"})
 		}
 	}
-	if _, set := r.Params["machine"]; !set && !slices.Contains(r.Remove, "machine") {
+	if _, set := r.Params.Lookup("machine"); !set && !slices.Contains(r.Remove, "machine") {
 		derive("machine", src, "q35")
 	}
 	return out

@@ -47,15 +47,15 @@ func TestQemuConveniencesDerive(t *testing.T) {
 			}
 			r := set.Resources[0]
 			for k, v := range tt.want {
-				if r.Params[k] != v {
-					t.Errorf("%s: got %q want %q", k, r.Params[k], v)
+				if r.Params.Get(k) != v {
+					t.Errorf("%s: got %q want %q", k, r.Params.Get(k), v)
 				}
 				if slices.Contains(r.Remove, k) {
 					t.Errorf("%s: set and removed (%v)", k, r.Remove)
 				}
 			}
 			for _, k := range tt.none {
-				if v, ok := r.Params[k]; ok {
+				if v, ok := r.Params.Lookup(k); ok {
 					t.Errorf("%s: got %q want none", k, v)
 				}
 			}
@@ -120,8 +120,8 @@ func TestQemuSSHKeysDefaults(t *testing.T) {
 		"---\nkind: QemuVM\nname: c\nspec:\n  sshKeys: null\n  sshkeys: " + URIEscape(other) + "\n"}, nil)
 	want := map[string]string{"a": URIEscape(testKey), "b": URIEscape(other), "c": URIEscape(other)}
 	for _, r := range set.Resources {
-		if r.Params["sshkeys"] != want[r.Name] {
-			t.Errorf("%s: sshkeys %q want %q", r.Name, r.Params["sshkeys"], want[r.Name])
+		if r.Params.Get("sshkeys") != want[r.Name] {
+			t.Errorf("%s: sshkeys %q want %q", r.Name, r.Params.Get("sshkeys"), want[r.Name])
 		}
 		if u := Guest(r).SSHUser; u == nil || *u != "ubuntu" {
 			t.Errorf("%s: sshUser %v want ubuntu from Defaults", r.Name, u)
@@ -140,7 +140,7 @@ func TestLxcRefusesQemuConveniences(t *testing.T) {
 // vlan's bridge is an implicit dependency like a written net0's.
 func TestVLANBridgeIsADependency(t *testing.T) {
 	set := mustLoad(t, map[string]string{"a.yaml": "kind: LinuxBridge\nname: vmbr1\n---\nkind: QemuVM\nname: vm\nspec:\n  vlan: 10\n"}, nil)
-	if diff := cmp.Diff([]string{"LinuxBridge/vmbr1"}, set.Graph.Deps["QemuVM/vm"]); diff != "" {
+	if diff := cmp.Diff([]string{"LinuxBridge/vmbr1"}, set.DepGraph().Deps["QemuVM/vm"]); diff != "" {
 		t.Errorf("deps (-want +got):\n%s", diff)
 	}
 }

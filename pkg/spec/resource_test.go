@@ -10,7 +10,7 @@ import (
 
 func TestResourceAccessors(t *testing.T) {
 	on := true
-	r := &Resource{Kind: KindQemuVM, Name: "vm", Params: map[string]string{"node": "pve"}, Keys: &GuestKeys{Running: &on}}
+	r := &Resource{Kind: KindQemuVM, Name: "vm", Params: ParamsOf(map[string]string{"node": "pve"}), Keys: &GuestKeys{Running: &on}}
 	if v := Guest(r).Running; v == nil || !*v {
 		t.Errorf("Guest(r).Running: got %v want true", v)
 	}
@@ -30,9 +30,9 @@ func TestResourceAccessors(t *testing.T) {
 func TestResourceJSONRoundTrip(t *testing.T) {
 	off := false
 	for _, in := range []*Resource{
-		{Kind: KindQemuVM, Name: "a", Params: map[string]string{"name": "a"}, Keys: &GuestKeys{Running: &off}},
-		{Kind: KindQemuVM, Name: "b", Params: map[string]string{"name": "b"}},
-		{Kind: KindPool, Name: "p", Params: map[string]string{"poolid": "p"}},
+		{Kind: KindQemuVM, Name: "a", Params: ParamsOf(map[string]string{"name": "a"}), Keys: &GuestKeys{Running: &off}},
+		{Kind: KindQemuVM, Name: "b", Params: ParamsOf(map[string]string{"name": "b"})},
+		{Kind: KindPool, Name: "p", Params: ParamsOf(map[string]string{"poolid": "p"})},
 	} {
 		b, err := json.Marshal(in)
 		if err != nil {
@@ -88,7 +88,7 @@ name: p
 `}, nil)
 	r := set.Lookup("QemuVM/vm")
 	want := map[string]string{"name": "vm", "net0": "model=virtio,bridge=vmbr0,tag=10", "net1": "model=virtio,bridge=vmbr0,tag=10"}
-	if diff := cmp.Diff(want, r.Params); diff != "" {
+	if diff := cmp.Diff(want, r.Params.Map()); diff != "" {
 		t.Errorf("Params (-want +got):\n%s", diff)
 	}
 }

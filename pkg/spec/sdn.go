@@ -49,7 +49,7 @@ var sdnZoneOptions = func() map[string]map[string]bool {
 // set, and a vxlan zone with exactly one of peers and fabric
 // (VxlanPlugin on_update_hook).
 func checkSdnZone(r *Resource, report func(key, format string, args ...any)) {
-	typ := r.Params["type"]
+	typ := r.Params.Get("type")
 	opts, ok := sdnZoneOptions[typ]
 	if !ok {
 		if typ != "" {
@@ -57,17 +57,17 @@ func checkSdnZone(r *Resource, report func(key, format string, args ...any)) {
 		}
 		return
 	}
-	for _, k := range sortedKeys(r.Params) {
+	for _, k := range r.Params.Keys() {
 		if _, ok := opts[k]; !ok && k != "zone" && k != "type" {
 			report(k, "a %s zone has no option %s (PVE refuses it: unexpected property '%s'); its options: %s", typ, k, k, strings.Join(sortedKeys(opts), ", "))
 		}
 	}
 	for _, k := range sortedKeys(opts) {
-		if opts[k] && r.State == Present && r.Params[k] == "" {
+		if opts[k] && r.State == Present && r.Params.Get(k) == "" {
 			report(k, "a %s zone needs %s (PVE refuses it without: missing value for required option '%s')", typ, k, k)
 		}
 	}
-	if typ == "vxlan" && r.State == Present && (r.Params["peers"] != "") == (r.Params["fabric"] != "") {
+	if typ == "vxlan" && r.State == Present && (r.Params.Get("peers") != "") == (r.Params.Get("fabric") != "") {
 		report("peers", "a vxlan zone needs exactly one of peers and fabric (PVE refuses it otherwise)")
 	}
 }
@@ -80,7 +80,7 @@ func checkSdnController(r *Resource, report func(key, format string, args ...any
 		"bgp":  {"node": true, "asn": true, "peers": true, "bgp-multipath-as-path-relax": false, "ebgp": false, "ebgp-multihop": false, "loopback": false},
 		"isis": {"isis-domain": true, "isis-net": true, "isis-ifaces": true, "node": true, "loopback": false},
 	}
-	typ := r.Params["type"]
+	typ := r.Params.Get("type")
 	opts, ok := types[typ]
 	if !ok {
 		if typ != "" {
@@ -88,16 +88,16 @@ func checkSdnController(r *Resource, report func(key, format string, args ...any
 		}
 		return
 	}
-	for _, k := range sortedKeys(r.Params) {
+	for _, k := range r.Params.Keys() {
 		if _, ok := opts[k]; !ok && k != "controller" && k != "type" {
 			report(k, "the %s controller has no option %s (PVE refuses it: unexpected property '%s'); its options: %s", typ, k, k, strings.Join(sortedKeys(opts), ", "))
 		}
 	}
-	if typ == "evpn" && r.State == Present && (r.Params["peers"] != "") == (r.Params["fabric"] != "") {
+	if typ == "evpn" && r.State == Present && (r.Params.Get("peers") != "") == (r.Params.Get("fabric") != "") {
 		report("peers", "an evpn controller needs exactly one of peers and fabric (PVE refuses it otherwise)")
 	}
 	for _, k := range sortedKeys(opts) {
-		if opts[k] && r.State == Present && r.Params[k] == "" {
+		if opts[k] && r.State == Present && r.Params.Get(k) == "" {
 			report(k, "the %s controller needs %s (PVE refuses it without: missing value for required option '%s')", typ, k, k)
 		}
 	}
@@ -110,7 +110,7 @@ func checkSdnController(r *Resource, report func(key, format string, args ...any
 // (Zones/{Simple,Vlan,Qinq,Vxlan,Evpn}Plugin.pm).
 func checkVnetInZone(zoneKind string) func(r *Resource, find func(kind, value string) []*Resource) []problem {
 	return func(r *Resource, find func(kind, value string) []*Resource) []problem {
-		return vnetInZone(r, find(zoneKind, r.Params["zone"]))
+		return vnetInZone(r, find(zoneKind, r.Params.Get("zone")))
 	}
 }
 
@@ -119,10 +119,10 @@ func vnetInZone(r *Resource, zones []*Resource) []problem {
 		return nil
 	}
 	z := zones[0]
-	typ := z.Params["type"]
-	tagStr, hasTag := r.Params["tag"]
+	typ := z.Params.Get("type")
+	tagStr, hasTag := r.Params.Lookup("tag")
 	tag, _ := strconv.Atoi(tagStr)
-	where := fmt.Sprintf("zone %s (%s, a %s zone)", r.Params["zone"], z.Address(), typ)
+	where := fmt.Sprintf("zone %s (%s, a %s zone)", r.Params.Get("zone"), z.Address(), typ)
 	switch {
 	case typ == "simple" && hasTag:
 		return []problem{{"tag", "a vnet of " + where + " takes no tag (PVE: vlan tag is not allowed on simple zone): leave tag out"}}
@@ -132,7 +132,7 @@ func vnetInZone(r *Resource, zones []*Resource) []problem {
 		return []problem{{"tag", fmt.Sprintf("tag %d is out of range for a vnet of %s: VLAN tags go up to 4096 (PVE: vlan tag max value is 4096)", tag, where)}}
 	case (typ == "vxlan" || typ == "evpn") && !hasTag:
 		return []problem{{"tag", "a vnet of " + where + " needs its VXLAN id (tag, 1-16777216)"}}
-	case typ == "evpn" && r.Params["vlanaware"] == "1":
+	case typ == "evpn" && r.Params.Get("vlanaware") == "1":
 		return []problem{{"vlanaware", "a vnet of " + where + " cannot be VLAN-aware (PVE: vlan-aware option can't be enabled with evpn)"}}
 	}
 	return nil
@@ -141,7 +141,7 @@ func vnetInZone(r *Resource, zones []*Resource) []problem {
 // subnetIdentities: a vnet has a CIDR once (PVE's subnet id is the zone
 // and the CIDR).
 func subnetIdentities(r *Resource) []identity {
-	v, s := r.Params["vnet"], r.Params["subnet"]
+	v, s := r.Params.Get("vnet"), r.Params.Get("subnet")
 	if v == "" || s == "" {
 		return nil
 	}
@@ -153,7 +153,7 @@ func subnetIdentities(r *Resource) []identity {
 // one outside), each DHCP range inside it, start before end, no two
 // ranges overlapping.
 func checkSdnSubnet(r *Resource, report func(key, format string, args ...any)) {
-	s := r.Params["subnet"]
+	s := r.Params.Get("subnet")
 	if s == "" {
 		return
 	}
@@ -163,7 +163,7 @@ func checkSdnSubnet(r *Resource, report func(key, format string, args ...any)) {
 		return
 	}
 	net := p.Masked()
-	if gw := r.Params["gateway"]; gw != "" {
+	if gw := r.Params.Get("gateway"); gw != "" {
 		a, err := netip.ParseAddr(gw)
 		if err != nil || (!net.Contains(a) && !(a.Is4() && p.Bits() == 32)) {
 			report("gateway", "gateway %s is not in subnet %s (PVE refuses it)", gw, s)
@@ -171,7 +171,7 @@ func checkSdnSubnet(r *Resource, report func(key, format string, args ...any)) {
 	}
 	type span struct{ a, b netip.Addr }
 	var seen []span
-	for _, line := range strings.Split(r.Params["dhcp-range"], "\n") {
+	for _, line := range strings.Split(r.Params.Get("dhcp-range"), "\n") {
 		if line == "" {
 			continue
 		}
@@ -213,18 +213,18 @@ func checkSubnetInVnet(vnetKind, subnetKind string) func(r *Resource, find func(
 		if r.State != Present {
 			return nil
 		}
-		return subnetInVnet(r, find(vnetKind, r.Params["vnet"]), find(subnetKind, r.Params["vnet"]))
+		return subnetInVnet(r, find(vnetKind, r.Params.Get("vnet")), find(subnetKind, r.Params.Get("vnet")))
 	}
 }
 
 func subnetInVnet(r *Resource, vnets, siblings []*Resource) []problem {
 	var out []problem
 	for _, v := range vnets {
-		if v.Params["vlanaware"] == "1" {
-			out = append(out, problem{"vnet", fmt.Sprintf("vnet %s (%s) is VLAN-aware: PVE refuses a subnet on it (you can't add a subnet on a vlanaware vnet)", r.Params["vnet"], v.Address())})
+		if v.Params.Get("vlanaware") == "1" {
+			out = append(out, problem{"vnet", fmt.Sprintf("vnet %s (%s) is VLAN-aware: PVE refuses a subnet on it (you can't add a subnet on a vlanaware vnet)", r.Params.Get("vnet"), v.Address())})
 		}
 	}
-	mine, err := netip.ParsePrefix(r.Params["subnet"])
+	mine, err := netip.ParsePrefix(r.Params.Get("subnet"))
 	if err != nil {
 		return out
 	}
@@ -232,9 +232,9 @@ func subnetInVnet(r *Resource, vnets, siblings []*Resource) []problem {
 		if o == r || o.State != Present {
 			continue
 		}
-		other, err := netip.ParsePrefix(o.Params["subnet"])
+		other, err := netip.ParsePrefix(o.Params.Get("subnet"))
 		if err == nil && other.Masked() != mine.Masked() && mine.Masked().Overlaps(other.Masked()) {
-			out = append(out, problem{"subnet", fmt.Sprintf("subnet %s overlaps %s of %s on the same vnet %s: give the vnet subnets that do not overlap", r.Params["subnet"], o.Params["subnet"], o.Address(), r.Params["vnet"])})
+			out = append(out, problem{"subnet", fmt.Sprintf("subnet %s overlaps %s of %s on the same vnet %s: give the vnet subnets that do not overlap", r.Params.Get("subnet"), o.Params.Get("subnet"), o.Address(), r.Params.Get("vnet"))})
 		}
 	}
 	return out

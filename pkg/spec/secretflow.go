@@ -247,12 +247,12 @@ func (l *loader) checkValues(r *Resource, values map[string]string) {
 	if len(values) == 0 {
 		return
 	}
-	for _, k := range sortedKeys(r.Params) {
+	for _, k := range r.Params.Keys() {
 		if IsSecretKey(r, k) {
 			continue
 		}
 		for _, sv := range sortedKeys(values) {
-			if strings.Contains(r.Params[k], sv) {
+			if strings.Contains(r.Params.Get(k), sv) {
 				pos, ok := r.KeyPos.Get(k)
 				if !ok {
 					pos = r.Pos // an identity key defaulted from the name
@@ -284,7 +284,7 @@ func (l *loader) secretValues(set *Set) map[string]string {
 		}
 	}
 	for _, r := range set.Resources {
-		for k, v := range r.Params {
+		for k, v := range r.Params.All() {
 			if IsSecretKey(r, k) {
 				add(v, r.Address()+" "+k)
 			}
@@ -312,7 +312,7 @@ func IsSecretKey(r *Resource, key string) bool {
 func SecretValues(set *Set) []string {
 	var out []string
 	for _, r := range set.Resources {
-		for k, v := range r.Params {
+		for k, v := range r.Params.All() {
 			if IsSecretKey(r, k) {
 				out = append(out, v)
 			}

@@ -40,7 +40,7 @@ func checkStorage(r *Resource) []problem {
 // storageProblems are the storage plugins' objections, by spec key.
 func storageProblems(r *Resource) map[string]string {
 	out := map[string]string{}
-	typ, ok := r.Params["type"]
+	typ, ok := r.Params.Lookup("type")
 	if !ok {
 		return out // missing: requiredProblems says so; a bad type is reported already
 	}
@@ -58,14 +58,14 @@ func storageProblems(r *Resource) map[string]string {
 		out["type"] = fmt.Sprintf("a %s storage needs %s: PVE refuses to create it without (\"missing value for required option\")",
 			typ, joinAnd(missing))
 	}
-	for k := range r.Params {
+	for k := range r.Params.All() {
 		if k == "storage" || k == "type" || t.Takes(k) {
 			continue
 		}
 		out[k] = fmt.Sprintf("a %s storage has no option %s: PVE refuses it (\"unexpected property\"); a %s storage takes %s",
 			typ, k, typ, strings.Join(t.OptionNames(), ", "))
 	}
-	if c, ok := r.Params["content"]; ok && out["content"] == "" {
+	if c, ok := r.Params.Lookup("content"); ok && out["content"] == "" {
 		var bad []string
 		for _, x := range schema.SplitList(c) {
 			if !t.HoldsContent(x) {
@@ -88,7 +88,7 @@ func storageProblems(r *Resource) map[string]string {
 			out[k] = fmt.Sprintf("cannot be null: PVE never changes a %s storage's %s after its creation", typ, k)
 		}
 	}
-	if p, ok := r.Params["path"]; ok && (typ == "dir" || typ == "btrfs") && !dirPathRe.MatchString(p) {
+	if p, ok := r.Params.Lookup("path"); ok && (typ == "dir" || typ == "btrfs") && !dirPathRe.MatchString(p) {
 		out["path"] = fmt.Sprintf("%q is no path PVE accepts for a %s storage (an absolute path of letters, digits and - _ . @ /)", p, typ)
 	}
 	return out
@@ -128,8 +128,8 @@ func volumeStorages(r *Resource) []refValue {
 			add(key, m[1])
 		}
 	}
-	for _, key := range slices.Sorted(maps.Keys(r.Params)) {
-		v := r.Params[key]
+	for _, key := range r.Params.Keys() {
+		v := r.Params.Get(key)
 		switch {
 		case guestVolumeKeyRe.MatchString(key):
 			items, _ := schema.SplitPropertyString(v)

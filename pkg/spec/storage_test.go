@@ -30,10 +30,10 @@ spec:
 	nfs := set.Lookup("Storage/nfs-images")
 	want := map[string]string{"storage": "nfs-images", "type": "nfs", "server": "10.8.10.20", "export": "/srv/images",
 		"content": "iso,vztmpl,images", "nodes": "pve", "disable": "0"}
-	if diff := cmp.Diff(want, nfs.Params); diff != "" {
+	if diff := cmp.Diff(want, nfs.Params.Map()); diff != "" {
 		t.Errorf("nfs params (-want +got)\n%s", diff)
 	}
-	if got := set.Lookup("Storage/smb").Params; got["storage"] != "smb-backup" || got["password"] != "pa55word" {
+	if got := set.Lookup("Storage/smb").Params; got.Get("storage") != "smb-backup" || got.Get("password") != "pa55word" {
 		t.Errorf("got smb params %v, want the spec's storage id and the password from the environment", got)
 	}
 }
@@ -180,7 +180,7 @@ spec:
 		"LxcContainer/ct": {"Storage/fast", "Storage/iso", "Storage/nfs-images", "Storage/snippets"},
 	}
 	for addr, deps := range want {
-		if diff := cmp.Diff(deps, set.Graph.Deps[addr]); diff != "" {
+		if diff := cmp.Diff(deps, set.DepGraph().Deps[addr]); diff != "" {
 			t.Errorf("%s deps (-want +got)\n%s", addr, diff)
 		}
 	}

@@ -56,8 +56,8 @@ func TestDefaultsWhereverWritten(t *testing.T) {
 					want["cores"] = "2"
 				}
 				for k, v := range want {
-					if r.Params[k] != v {
-						t.Errorf("%s: %s = %q, want %q (params %v)", from, k, r.Params[k], v, r.Params)
+					if r.Params.Get(k) != v {
+						t.Errorf("%s: %s = %q, want %q (params %v)", from, k, r.Params.Get(k), v, r.Params)
 					}
 				}
 			}

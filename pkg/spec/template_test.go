@@ -30,7 +30,7 @@ spec:
 			vm = r
 		}
 	}
-	if tpl.Params["template"] != "1" || tpl.Params["name"] != "golden" || tpl.Params["machine"] != "q35" || tpl.Params["ipconfig0"] != "ip=10.0.5.50/24,gw=10.0.5.1" {
+	if tpl.Params.Get("template") != "1" || tpl.Params.Get("name") != "golden" || tpl.Params.Get("machine") != "q35" || tpl.Params.Get("ipconfig0") != "ip=10.0.5.50/24,gw=10.0.5.1" {
 		t.Errorf("template params %v", tpl.Params)
 	}
 	var deps []string
@@ -43,7 +43,7 @@ spec:
 	if got := CloneSource(vm); got != "Template/golden" {
 		t.Errorf("CloneSource = %q", got)
 	}
-	if vm.Params["machine"] != "q35" {
+	if vm.Params.Get("machine") != "q35" {
 		t.Errorf("a fromTemplate clone gets machine q35, got %v", vm.Params)
 	}
 }

@@ -75,8 +75,8 @@ func TestBooleanParamsStayZeroOne(t *testing.T) {
 	set := mustLoad(t, map[string]string{"a.yaml": "kind: QemuVM\nname: vm\nspec:\n  onboot: true\n  agent: false\n  net0: {model: virtio, bridge: vmbr0, firewall: true}\n"}, nil)
 	got := set.Lookup("QemuVM/vm").Params
 	for key, want := range map[string]string{"onboot": "1", "agent": "0", "net0": "model=virtio,bridge=vmbr0,firewall=1"} {
-		if got[key] != want {
-			t.Errorf("%s: got %q want %q", key, got[key], want)
+		if got.Get(key) != want {
+			t.Errorf("%s: got %q want %q", key, got.Get(key), want)
 		}
 	}
 }

@@ -69,7 +69,7 @@ type Resource struct {
 	// strings rendered "k=v,k=v" (a map in YAML is rendered in its key order;
 	// a string is kept as written). Identity keys defaulted from Name are set
 	// here (QemuVM "name", LinuxBridge "iface", Pool "poolid").
-	Params map[string]string `json:"params"`
+	Params *Params `json:"params"`
 	// Remove lists PVE keys written as `key: null`: delete them (delete=k1,k2).
 	Remove []string `json:"remove"`
 	// Keys holds pvectl's camelCase keys (running, image, …) decoded into
@@ -130,7 +130,9 @@ type Connection struct {
 type Set struct {
 	Resources   []*Resource
 	Connections map[string]*Connection
-	Graph       *Graph
+	// Graph is the dependency graph: use DepGraph, which makes it at the
+	// first call.
+	Graph *Graph
 	// Unset are the variables a DeferUnset load left unresolved, sorted.
 	Unset []string
 }

@@ -14,7 +14,7 @@ func TestResourceJSON(t *testing.T) {
 	r := &Resource{
 		Kind: KindQemuVM, Name: "vm", Connection: "lab",
 		DependsOn: []Ref{{KindPool, "p"}}, Protected: true, State: Present,
-		Params: map[string]string{"memory": "1024"}, Remove: []string{"tags"},
+		Params: ParamsOf(map[string]string{"memory": "1024"}), Remove: []string{"tags"},
 		Keys:   &GuestKeys{Running: &on},
 		Pos:    Pos{File: "a.yaml", Line: 1, Col: 1},
 		KeyPos: KeyPositionsOf(map[string]Pos{"memory": {File: "a.yaml", Line: 4, Col: 3}}),

@@ -102,7 +102,7 @@ func TestLoadValues(t *testing.T) {
 			}
 			set := mustLoad(t, map[string]string{"a.yaml": doc}, tt.env)
 			r := set.Resources[0]
-			if diff := cmp.Diff(tt.wantParams, r.Params); diff != "" {
+			if diff := cmp.Diff(tt.wantParams, r.Params.Map()); diff != "" {
 				t.Errorf("Params: got %v want %v (-want +got):\n%s", r.Params, tt.wantParams, diff)
 			}
 			if diff := cmp.Diff(tt.wantRemove, r.Remove); diff != "" {

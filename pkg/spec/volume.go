@@ -2,7 +2,6 @@ package spec
 
 import (
 	"fmt"
-	"maps"
 	"regexp"
 	"slices"
 	"strings"
@@ -78,7 +77,7 @@ func normalizedFilename(f string) string {
 // type takes), so that the next plan finds what the download made.
 func checkDownload(r *Resource) []problem {
 	var out []problem
-	content, file := r.Params["content"], r.Params["filename"]
+	content, file := r.Params.Get("content"), r.Params.Get("filename")
 	if file != "" {
 		if n := normalizedFilename(file); n != file {
 			out = append(out, problem{"filename", fmt.Sprintf("PVE would store file %q as %q (it keeps only letters, digits, _ . and -): write filename: %s", file, n, n)})
@@ -86,7 +85,7 @@ func checkDownload(r *Resource) []problem {
 			out = append(out, problem{"filename", fmt.Sprintf("file %q: content %s takes a name ending in %s", file, content, downloadExtHint[content])})
 		}
 	}
-	switch c := r.Params["compression"]; {
+	switch c := r.Params.Get("compression"); {
 	case c == "":
 	case !slices.Contains(compressions, c):
 		// PVE's schema has no enum here (an undefined variable in
@@ -95,7 +94,7 @@ func checkDownload(r *Resource) []problem {
 	case content != "" && content != "iso":
 		out = append(out, problem{"compression", fmt.Sprintf("compression %s: PVE decompresses only ISO images (content: iso), not %s", c, content)})
 	}
-	if (r.Params["checksum"] == "") != (r.Params["checksum-algorithm"] == "") {
+	if (r.Params.Get("checksum") == "") != (r.Params.Get("checksum-algorithm") == "") {
 		out = append(out, problem{"checksum", "checksum and checksum-algorithm go together"})
 	}
 	return out
@@ -104,7 +103,7 @@ func checkDownload(r *Resource) []problem {
 // downloadVolid is the volume a downloaded file becomes, as other
 // resources name it ("local:iso/debian.iso").
 func downloadVolid(r *Resource) string {
-	s, c, f := r.Params["storage"], r.Params["content"], r.Params["filename"]
+	s, c, f := r.Params.Get("storage"), r.Params.Get("content"), r.Params.Get("filename")
 	if s == "" || c == "" || f == "" {
 		return ""
 	}
@@ -119,7 +118,7 @@ func volumeIdentities(r *Resource) []identity {
 		return nil
 	}
 	node := "the default node"
-	if n := r.Params["node"]; n != "" {
+	if n := r.Params.Get("node"); n != "" {
 		node = "node " + n
 	}
 	return []identity{{ns: "volume", key: fmt.Sprintf("volume %s on %s", v, node), what: "filename"}}
@@ -130,8 +129,8 @@ func volumeIdentities(r *Resource) []identity {
 // source. Values that are no volume simply match nothing.
 func driveVolumes(r *Resource) []refValue {
 	var out []refValue
-	for _, key := range slices.Sorted(maps.Keys(r.Params)) {
-		v := r.Params[key]
+	for _, key := range r.Params.Keys() {
+		v := r.Params.Get(key)
 		items, err := schema.SplitPropertyString(v)
 		if err != nil {
 			continue
