@@ -266,12 +266,12 @@ func (g guest) observe(ctx context.Context, lc *liveConn, r *spec.Resource) (*li
 		return nil, err
 	}
 	renamed := ""
-	if row == nil && vmid == 0 && r.RenamedFrom != "" {
+	if row == nil && vmid == 0 && r.RenamedFrom() != "" {
 		if row, err = g.find(ix, g.renamedFrom(r), 0); err != nil {
 			return nil, fmt.Errorf("renamedFrom: %w", err)
 		}
 		if row != nil {
-			renamed = r.RenamedFrom
+			renamed = r.RenamedFrom()
 		}
 	}
 	if err := g.guestUnknown(lc, r, ix.rows, row, vmid); err != nil {

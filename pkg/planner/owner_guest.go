@@ -161,8 +161,8 @@ func claimedGuests(obs *Observed, set *spec.Set) (map[int]bool, map[string]bool)
 			}
 		}
 		names[r.Name] = true
-		if r.RenamedFrom != "" {
-			names[r.RenamedFrom] = true
+		if r.RenamedFrom() != "" {
+			names[r.RenamedFrom()] = true
 		}
 	}
 	return vmids, names

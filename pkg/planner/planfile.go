@@ -150,7 +150,7 @@ func redact(c *Change) (out *Change, fromParams, fromUpdate []string) {
 	if c.Resource != nil {
 		r := *c.Resource
 		r.Params = spec.ParamsOf(dropSecrets(c.Resource.Params.Map(), isSecret, &fromParams))
-		r.Keys = clearSecrets(c.Resource.Keys, c.Resource.SecretKeys, &fromParams)
+		r.Keys = clearSecrets(c.Resource.Keys, c.Resource.SecretKeys(), &fromParams)
 		cp.Resource = &r
 	}
 	cp.Params = dropSecrets(c.Params, isSecret, &fromUpdate)

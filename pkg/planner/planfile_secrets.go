@@ -46,7 +46,7 @@ func secretHash(salt, value string) string {
 // as (sensitive) in c's diff, as fieldDiff does for secret names.
 func maskDeclared(c *Change) {
 	r := c.Resource
-	if r == nil || len(r.SecretKeys) == 0 {
+	if r == nil || len(r.SecretKeys()) == 0 {
 		return
 	}
 	for i, d := range c.Diff {
@@ -66,13 +66,13 @@ func maskDeclared(c *Change) {
 // leaves out (keys in dropped), for those read from a variable.
 func secretRefs(c *Change, dropped []string, salt string) map[string]secretRef {
 	r := c.Resource
-	if r == nil || len(r.SecretEnv) == 0 {
+	if r == nil || len(r.SecretEnv()) == 0 {
 		return nil
 	}
 	own := r.OwnFields()
 	out := map[string]secretRef{}
 	for _, k := range dropped {
-		env := r.SecretEnv[k]
+		env := r.SecretEnv()[k]
 		if env == "" {
 			continue
 		}

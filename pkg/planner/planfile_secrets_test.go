@@ -16,9 +16,9 @@ import (
 func TestPlanFileSecretReferences(t *testing.T) {
 	const pw, note = "hunter2-long-pw", "token 5e3d1c0a-secret"
 	newPlan := func() *Plan {
-		r := &spec.Resource{Kind: spec.KindQemuVM, Name: "vm", SecretKeys: []string{"description"},
-			SecretEnv: map[string]string{"cipassword": "VM_PW", "description": "NOTE"},
-			Params:    spec.ParamsOf(map[string]string{"cipassword": pw, "description": note, "memory": "1024"})}
+		r := &spec.Resource{Kind: spec.KindQemuVM, Name: "vm", Rare: &spec.Rare{SecretKeys: []string{"description"},
+			SecretEnv: map[string]string{"cipassword": "VM_PW", "description": "NOTE"}},
+			Params: spec.ParamsOf(map[string]string{"cipassword": pw, "description": note, "memory": "1024"})}
 		c := &Change{Address: "QemuVM/vm", Action: Update, Resource: r,
 			Diff:   []FieldDiff{fieldDiff("description", "old", note), fieldDiff("memory", "512", "1024")},
 			Params: map[string]string{"description": note, "memory": "1024"}}

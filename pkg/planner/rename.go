@@ -19,7 +19,7 @@ import (
 func (g guest) renamedFrom(r *spec.Resource) *spec.Resource {
 	old := *r
 	old.Params = r.Params.Clone()
-	old.Params.Set(g.nameParam, r.RenamedFrom)
+	old.Params.Set(g.nameParam, r.RenamedFrom())
 	return &old
 }
 

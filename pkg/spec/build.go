@@ -264,7 +264,7 @@ func (l *loader) renamed(d *document, k *kindInfo, r *Resource) {
 	case d.renamedFrom == d.name:
 		l.errorf(d.renamedPos, "renamedFrom %q is the document's own name: remove it", d.renamedFrom)
 	default:
-		r.RenamedFrom = d.renamedFrom
+		r.rare().RenamedFrom = d.renamedFrom
 	}
 }
 
@@ -272,13 +272,13 @@ func (l *loader) renamed(d *document, k *kindInfo, r *Resource) {
 // document of the specs: both would claim one object.
 func (l *loader) checkRenames(rs []*Resource) {
 	for _, r := range rs {
-		if r.RenamedFrom == "" {
+		if r.RenamedFrom() == "" {
 			continue
 		}
 		id := kindOf(r.Kind).Identity
 		for _, o := range rs {
-			if o != r && o.Kind == r.Kind && o.Connection == r.Connection && o.Params.Get(id) == r.RenamedFrom {
-				l.errorf(r.Pos, "%s: renamedFrom %q is also %s's %s: the rename would take that object; remove one of them", r.Address(), r.RenamedFrom, o.Address(), id)
+			if o != r && o.Kind == r.Kind && o.Connection == r.Connection && o.Params.Get(id) == r.RenamedFrom() {
+				l.errorf(r.Pos, "%s: renamedFrom %q is also %s's %s: the rename would take that object; remove one of them", r.Address(), r.RenamedFrom(), o.Address(), id)
 			}
 		}
 	}

@@ -11,23 +11,7 @@ import (
 
 // link checks references, adds implicit edges and builds the graph.
 func (l *loader) link(set *Set, links map[*Resource]docLinks) {
-	// Each address is made once, for the index, the graph and the ranks.
-	addrs := make([]string, len(set.Resources))
-	index := make(map[string]*Resource, len(set.Resources))
-	for i, r := range set.Resources {
-		addrs[i] = r.Address()
-		index[addrs[i]] = r
-	}
-	var all []Ref // every address, for "did you mean" (built at the first miss)
-	known := func() []Ref {
-		if all == nil {
-			all = make([]Ref, 0, len(set.Resources))
-			for _, r := range set.Resources {
-				all = append(all, r.Ref())
-			}
-		}
-		return all
-	}
+	index := &resourceIndex{rs: set.Resources}
 	refs := newRefIndex(set.Resources, false)
 	deps := map[Ref]bool{} // one map, cleared for each resource
 	for _, r := range set.Resources {
@@ -38,15 +22,15 @@ func (l *loader) link(set *Set, links map[*Resource]docLinks) {
 				r.Connection, didYouMeanName(r.Connection, slices.Sorted(maps.Keys(set.Connections))))
 		}
 		for _, ra := range d.dependsOn {
-			if index[ra.String()] == nil {
+			if index.get(ra.String()) == nil {
 				if !l.unreadable && !l.rejected[ra.Ref] {
-					l.errorf(ra.Pos, "dependsOn: %s is not defined in the given files%s", ra.Ref, didYouMeanRef(ra.Ref, known()))
+					l.errorf(ra.Pos, "dependsOn: %s is not defined in the given files%s", ra.Ref, didYouMeanRef(ra.Ref, index.refs()))
 				}
 				continue
 			}
 			deps[ra.Ref] = true
 		}
-		for _, ref := range l.linkOutputs(r, index, all) {
+		for _, ref := range l.linkOutputs(r, index) {
 			deps[ref] = true
 		}
 		found, refused := refs.deps(r)
@@ -72,16 +56,46 @@ func (l *loader) link(set *Set, links map[*Resource]docLinks) {
 	// small documents it was a tenth of what Load keeps alive.
 	rank := map[string]int{}
 	var from []*Resource
-	var fromAddrs []string
 	for i, r := range set.Resources {
 		if len(r.DependsOn) > 0 {
-			rank[addrs[i]] = i
-			from, fromAddrs = append(from, r), append(fromAddrs, addrs[i])
+			rank[r.Address()] = i
+			from = append(from, r)
 		}
 	}
-	for _, cycle := range newGraphOf(from, fromAddrs).Cycles(rank) {
-		l.errorf(index[cycle[0]].Pos, "dependency cycle: %s", strings.Join(cycle, " -> "))
+	for _, cycle := range newGraph(from).Cycles(rank) {
+		l.errorf(index.get(cycle[0]).Pos, "dependency cycle: %s", strings.Join(cycle, " -> "))
 	}
+}
+
+// resourceIndex finds the specs' resources by address. Its map and the
+// list of every address (for "did you mean") are made at the first
+// lookup: a spec without dependsOn or output references makes neither,
+// which for many small documents is a fifth of Load's peak.
+type resourceIndex struct {
+	rs  []*Resource
+	m   map[string]*Resource
+	all []Ref
+}
+
+func (x *resourceIndex) get(addr string) *Resource {
+	if x.m == nil {
+		x.m = make(map[string]*Resource, len(x.rs))
+		for _, r := range x.rs {
+			x.m[r.Address()] = r
+		}
+	}
+	return x.m[addr]
+}
+
+// refs are every resource's reference, in the specs' order.
+func (x *resourceIndex) refs() []Ref {
+	if x.all == nil {
+		x.all = make([]Ref, 0, len(x.rs))
+		for _, r := range x.rs {
+			x.all = append(x.all, r.Ref())
+		}
+	}
+	return x.all
 }
 
 // refRule is one kind of implicit reference a resource makes: the values
@@ -304,23 +318,14 @@ func propValue(s, key string) string {
 }
 
 func newGraph(rs []*Resource) *Graph {
-	addrs := make([]string, len(rs))
-	for i, r := range rs {
-		addrs[i] = r.Address()
-	}
-	return newGraphOf(rs, addrs)
-}
-
-// newGraphOf is newGraph with each resource's address made already.
-func newGraphOf(rs []*Resource, addrs []string) *Graph {
 	g := &Graph{Deps: make(map[string][]string, len(rs))}
-	for i, r := range rs {
+	for _, r := range rs {
 		deps := make([]string, 0, len(r.DependsOn))
 		for _, d := range r.DependsOn {
 			deps = append(deps, d.String())
 		}
 		sort.Strings(deps)
-		g.Deps[addrs[i]] = deps
+		g.Deps[r.Address()] = deps
 	}
 	return g
 }

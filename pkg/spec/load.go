@@ -422,11 +422,9 @@ func (l *loader) header(file string, m *yaml.Node) *document {
 			}
 		case "state":
 			s := l.stringValue(file, "state", v)
-			switch State(s) {
-			case Present, Absent:
-				d.state = State(s)
-			case "":
-			default:
+			if st, ok := ParseState(s); ok {
+				d.state = st
+			} else if s != "" {
 				l.errorf(vp, "state must be present or absent, got %q", s)
 			}
 		case "spec":
@@ -442,7 +440,7 @@ func (l *loader) header(file string, m *yaml.Node) *document {
 		}
 		d.set = append(d.set, headerKey{k.Value, kp})
 	}
-	if d.state == "" {
+	if d.state == 0 {
 		d.state = Present
 	}
 	// Reported after the loop so that the message can name the resource.

@@ -95,16 +95,17 @@ func TestLoadAllocationPerDocument(t *testing.T) {
 }
 
 // The sizes a big spec is made of (docs/performance.md, "10 MB of small
-// documents"): a Resource in the 256-byte size class (a field more moves it
-// to 288 bytes for every resource: move rarely set fields behind a
-// pointer instead), a key position in 32 bytes, a document's position
-// kept for the duplicate check in 16.
+// documents"): a Resource in the 192-byte size class (a field more moves it
+// to 208 bytes for every resource: put rarely set fields in Rare, behind
+// its pointer, instead), its Params a pointer, a key position in 32 bytes,
+// a document's position kept for the duplicate check in 16.
 func TestResourceSizes(t *testing.T) {
 	for _, c := range []struct {
 		what       string
 		size, want uintptr
 	}{
-		{"spec.Resource", unsafe.Sizeof(Resource{}), 256},
+		{"spec.Resource", unsafe.Sizeof(Resource{}), 192},
+		{"spec.Params (a resource's share)", unsafe.Sizeof(Resource{}.Params), 8},
 		{"a KeyPositions entry", unsafe.Sizeof(keyPos{}), 32},
 		{"a document's kept position", unsafe.Sizeof(filePos{}), 16},
 	} {

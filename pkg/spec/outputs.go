@@ -215,7 +215,7 @@ func allOutputsExist(s string) bool {
 // linkOutputs checks r's output references — the kind, the resource and
 // the output exist, on r's connection — puts in those known from the
 // specs (an identity key) and returns the resources r depends on by them.
-func (l *loader) linkOutputs(r *Resource, index map[string]*Resource, all []Ref) []Ref {
+func (l *loader) linkOutputs(r *Resource, index *resourceIndex) []Ref {
 	var deps []Ref
 	for key, v := range r.Params.All() {
 		if !strings.Contains(v, "${") {
@@ -226,14 +226,14 @@ func (l *loader) linkOutputs(r *Resource, index map[string]*Resource, all []Ref)
 			pos = p
 		}
 		resolved, _ := ResolveOutputs(v, func(ref OutputRef) (string, bool) {
-			target := index[ref.Address()]
+			target := index.get(ref.Address())
 			switch {
 			case kindOf(ref.Kind) == nil || kindOf(ref.Kind).Role != roleResource:
 				l.errorf(pos, "%s.%s: %s names kind %q, which is not a resource kind%s", r.Address(), key, ref, ref.Kind, didYouMean(ref.Kind, SupportedKinds()))
 				return "", false
 			case target == nil:
 				if !l.unreadable && !l.rejected[Ref{Kind: ref.Kind, Name: ref.Name}] {
-					l.errorf(pos, "%s.%s: %s names %s, which is not defined in the given files%s", r.Address(), key, ref, ref.Address(), didYouMeanRef(Ref{Kind: ref.Kind, Name: ref.Name}, all))
+					l.errorf(pos, "%s.%s: %s names %s, which is not defined in the given files%s", r.Address(), key, ref, ref.Address(), didYouMeanRef(Ref{Kind: ref.Kind, Name: ref.Name}, index.refs()))
 				}
 				return "", false
 			case target.Connection != r.Connection:

@@ -392,7 +392,7 @@ func DocumentKeys() []DocumentKey {
 		"dependsOn":   {Type: "list", ResourceOnly: true, Doc: "Resources (Kind/name) to apply before this one, besides the implicit references (pool:, netN bridge=)."},
 		"protected":   {Type: "boolean", ResourceOnly: true, Doc: "true: pvectl never destroys or replaces this resource."},
 		"managed":     {Type: "boolean", ResourceOnly: true, Doc: "false: pvectl only reads the object (it must exist; others may depend on it) and never creates, changes or deletes it."},
-		"state":       {Type: "enum", Values: []string{string(Present), string(Absent)}, ResourceOnly: true, Doc: "present (default) or absent: make sure the object is gone."},
+		"state":       {Type: "enum", Values: []string{Present.String(), Absent.String()}, ResourceOnly: true, Doc: "present (default) or absent: make sure the object is gone."},
 		SecretKeysKey: {Type: "keys", ResourceOnly: true, Doc: "Spec keys this document declares secret, e.g. [description] holding a ${VAR} that feeds a secret elsewhere: shown (sensitive), left out of saved plans (a ${VAR} is kept as a reference), scrubbed from output. A secret in any other plain key is an error."},
 		"spec":        {Type: "map", Doc: "The kind's keys: parameters of PVE's create call with PVE's names, and pvectl's own camelCase keys."},
 	}

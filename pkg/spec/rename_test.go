@@ -9,7 +9,7 @@ import (
 // cannot rename, for its own name and for another document's identity.
 func TestRenamedFrom(t *testing.T) {
 	set := mustLoad(t, map[string]string{"spec.yaml": "kind: QemuVM\nname: worker-01\nrenamedFrom: worker-1\nspec: {memory: 512}\n"}, nil)
-	if got := set.Resources[0].RenamedFrom; got != "worker-1" {
+	if got := set.Resources[0].RenamedFrom(); got != "worker-1" {
 		t.Errorf("RenamedFrom %q, want worker-1", got)
 	}
 	for _, c := range []struct{ doc, want string }{

@@ -220,9 +220,11 @@ func (l *loader) checkSecretFlow(set *Set) {
 	for _, r := range set.Resources {
 		d := f.docs[r.Pos]
 		if d != nil {
-			r.SecretKeys = d.keys
+			if len(d.keys) > 0 {
+				r.rare().SecretKeys = d.keys
+			}
 			if len(d.env) > 0 {
-				r.SecretEnv = d.env
+				r.rare().SecretEnv = d.env
 			}
 			l.checkDeclared(r, d)
 		}
@@ -303,7 +305,7 @@ func (l *loader) secretValues(set *Set) map[string]string {
 // path under one) is secret: by its name (secret.Key) or because the
 // document declares it (secretKeys).
 func IsSecretKey(r *Resource, key string) bool {
-	return secret.Key(key) || (r != nil && slices.Contains(r.SecretKeys, topKey(key)))
+	return secret.Key(key) || (r != nil && slices.Contains(r.SecretKeys(), topKey(key)))
 }
 
 // SecretValues are the values of every secret key of the set (the

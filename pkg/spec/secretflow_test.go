@@ -70,11 +70,11 @@ func TestSecretKeysOnResource(t *testing.T) {
 	set := mustLoad(t, map[string]string{"a.yaml": "kind: QemuVM\nname: web\nsecretKeys: [description]\nspec:\n  ide2: local-lvm:cloudinit\n  cipassword: ${VM_PW}\n  description: ${NOTE}\n"},
 		env("VM_PW", "hunter2-long", "NOTE", "n"))
 	r := set.Lookup("QemuVM/web")
-	if !slices.Equal(r.SecretKeys, []string{"description"}) {
-		t.Errorf("SecretKeys %v", r.SecretKeys)
+	if !slices.Equal(r.SecretKeys(), []string{"description"}) {
+		t.Errorf("SecretKeys %v", r.SecretKeys())
 	}
-	if r.SecretEnv["cipassword"] != "VM_PW" || r.SecretEnv["description"] != "NOTE" {
-		t.Errorf("SecretEnv %v", r.SecretEnv)
+	if r.SecretEnv()["cipassword"] != "VM_PW" || r.SecretEnv()["description"] != "NOTE" {
+		t.Errorf("SecretEnv %v", r.SecretEnv())
 	}
 	if !IsSecretKey(r, "description") || IsSecretKey(r, "memory") || !IsSecretKey(r, "cipassword") {
 		t.Errorf("IsSecretKey")

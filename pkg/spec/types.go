@@ -6,6 +6,7 @@ package spec
 import (
 	"fmt"
 	"io"
+	"strconv"
 
 	"github.com/pvectl/pvectl/internal/dag"
 	"github.com/pvectl/pvectl/pkg/pve/schema"
@@ -39,13 +40,52 @@ func (r Ref) String() string { return r.Kind + "/" + r.Name }
 // ParseRef parses "Kind/name".
 func ParseRef(s string) (Ref, error) { return parseRef(s) }
 
-// State is the desired existence of a resource.
-type State string
+// State is the desired existence of a resource. It is one byte, beside
+// the resource's two flags, so that a Resource stays in the 192-byte size
+// class (TestResourceSizes); its text is "present" or "absent" (JSON, %s).
+type State uint8
 
 const (
-	Present State = "present"
-	Absent  State = "absent"
+	_ State = iota // unset
+	Present
+	Absent
 )
+
+var stateNames = [...]string{"", "present", "absent"}
+
+func (s State) String() string {
+	if int(s) < len(stateNames) {
+		return stateNames[s]
+	}
+	return "state(" + strconv.Itoa(int(s)) + ")"
+}
+
+// ParseState is the State named s; false when s names none.
+func ParseState(s string) (State, bool) {
+	for i, n := range stateNames {
+		if n == s && s != "" {
+			return State(i), true
+		}
+	}
+	return 0, false
+}
+
+// MarshalText writes the state's name: a saved plan's form is unchanged.
+func (s State) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
+
+// UnmarshalText reads "present", "absent" or "" (unset).
+func (s *State) UnmarshalText(b []byte) error {
+	if len(b) == 0 {
+		*s = 0
+		return nil
+	}
+	st, ok := ParseState(string(b))
+	if !ok {
+		return fmt.Errorf("state must be present or absent, got %q", b)
+	}
+	*s = st
+	return nil
+}
 
 // Resource is one validated, interpolated, defaulted document.
 type Resource struct {
@@ -59,10 +99,10 @@ type Resource struct {
 	// exist; others may depend on it) and never creates, changes or
 	// deletes it.
 	ReadOnly bool `json:"readOnly,omitempty"`
-	// RenamedFrom is the identity the object has in PVE before this
-	// document renames it in place (`renamedFrom:`, like Terraform's
-	// moved blocks); "" when none.
-	RenamedFrom string `json:"renamedFrom,omitempty"`
+	// Rare holds what few resources have: read it through RenamedFrom,
+	// SecretKeys and SecretEnv (nil reads as none). Its JSON fields are
+	// the resource's own, as before it moved here.
+	*Rare
 
 	// Params are the PVE API parameters of the kind's create call, with PVE's
 	// own names, in wire form: booleans "1"/"0", numbers in decimal, property
@@ -77,15 +117,56 @@ type Resource struct {
 	// keys. A plan file round-trips it as that struct.
 	Keys any `json:"own,omitempty"`
 
+	Pos    Pos          `json:"pos"`    // the document's "kind:" line
+	KeyPos KeyPositions `json:"keyPos"` // position of each spec key (Params, Remove and Own keys)
+}
+
+// Rare is the part of a Resource that few resources have, behind a
+// pointer so that every other resource stays in the 192-byte size class
+// (TestResourceSizes): 10 MB of small documents are mostly Resources.
+type Rare struct {
+	// RenamedFrom is the identity the object has in PVE before this
+	// document renames it in place (`renamedFrom:`, like Terraform's
+	// moved blocks); "" when none.
+	RenamedFrom string `json:"renamedFrom,omitempty"`
 	// SecretKeys are the spec keys the document declares secret
 	// (`secretKeys:`, secretflow.go): treated as secret.Key names are.
 	// SecretEnv names, per secret key written as exactly ${VAR}, the
 	// variable: a saved plan records it (never the value).
 	SecretKeys []string          `json:"secretKeys,omitempty"`
 	SecretEnv  map[string]string `json:"secretEnv,omitempty"`
+}
 
-	Pos    Pos          `json:"pos"`    // the document's "kind:" line
-	KeyPos KeyPositions `json:"keyPos"` // position of each spec key (Params, Remove and Own keys)
+// RenamedFrom is Rare.RenamedFrom, "" when r has none.
+func (r *Resource) RenamedFrom() string {
+	if r.Rare == nil {
+		return ""
+	}
+	return r.Rare.RenamedFrom
+}
+
+// SecretKeys is Rare.SecretKeys, nil when r has none.
+func (r *Resource) SecretKeys() []string {
+	if r.Rare == nil {
+		return nil
+	}
+	return r.Rare.SecretKeys
+}
+
+// SecretEnv is Rare.SecretEnv, nil when r has none.
+func (r *Resource) SecretEnv() map[string]string {
+	if r.Rare == nil {
+		return nil
+	}
+	return r.Rare.SecretEnv
+}
+
+// rare returns r.Rare, made if r has none, to write into.
+func (r *Resource) rare() *Rare {
+	if r.Rare == nil {
+		r.Rare = &Rare{}
+	}
+	return r.Rare
 }
 
 // Address is "Kind/name".
