@@ -156,6 +156,29 @@ func workerID(s string) string {
 	return b.String()
 }
 
+// checkFileExt is the file name check of upload and download_url: the
+// extension must suit the content.
+func checkFileExt(content, filename string) error {
+	if !downloadExt[content].MatchString(filename) {
+		msg := "wrong file extension"
+		if content == "import" {
+			msg = "invalid filename or wrong extension"
+		}
+		return paramErr1("filename", "%s", msg)
+	}
+	return nil
+}
+
+// checksumParams are an upload's or download's checksum algorithm and
+// checksum: both or neither.
+func checksumParams(q *request) (algo, want string, err error) {
+	algo, want = q.get("checksum-algorithm"), q.get("checksum")
+	if (algo == "") != (want == "") {
+		return "", "", paramErr1("checksum-algorithm", "'checksum' and 'checksum-algorithm' must be given together")
+	}
+	return algo, want, nil
+}
+
 // downloadURL is pve-storage src/PVE/API2/Storage/Status.pm download_url:
 // the storage, content and file name are checked at once; whether the file
 // exists is decided by the worker (pve-common Tools.pm
@@ -179,16 +202,12 @@ func (s *Server) downloadURL(q *request) (any, error) {
 		return nil, fail(http.StatusInternalServerError, "storage '%s' is not configured for content-type '%s'", st.ID, content)
 	}
 	filename := normalizeFilename(q.get("filename"))
-	if !downloadExt[content].MatchString(filename) {
-		msg := "wrong file extension"
-		if content == "import" {
-			msg = "invalid filename or wrong extension"
-		}
-		return nil, paramErr1("filename", "%s", msg)
+	if err := checkFileExt(content, filename); err != nil {
+		return nil, err
 	}
-	algo, want := q.get("checksum-algorithm"), q.get("checksum")
-	if (algo == "") != (want == "") {
-		return nil, paramErr1("checksum-algorithm", "'checksum' and 'checksum-algorithm' must be given together")
+	algo, want, err := checksumParams(q)
+	if err != nil {
+		return nil, err
 	}
 	name := content + "/" + filename
 	dst := s.volumePath(st, &volume{Content: content, Name: name})

@@ -118,19 +118,15 @@ func (s *Server) uploadFile(q *request) (any, error) {
 	}
 	content := q.get("content")
 	filename := normalizeFilename(q.get("filename"))
-	if !downloadExt[content].MatchString(filename) {
-		msg := "wrong file extension"
-		if content == "import" {
-			msg = "invalid filename or wrong extension"
-		}
-		return nil, paramErr1("filename", "%s", msg)
+	if err := checkFileExt(content, filename); err != nil {
+		return nil, err
 	}
 	if !st.allows(content) {
 		return nil, fail(http.StatusInternalServerError, "storage '%s' does not support '%s' content", st.ID, content)
 	}
-	algo, want := q.get("checksum-algorithm"), q.get("checksum")
-	if (algo == "") != (want == "") {
-		return nil, paramErr1("checksum-algorithm", "'checksum' and 'checksum-algorithm' must be given together")
+	algo, want, err := checksumParams(q)
+	if err != nil {
+		return nil, err
 	}
 	q.upload = nil // the task owns the temp file now
 	name := content + "/" + filename
