@@ -113,7 +113,14 @@ func (k *guestKind) confValue(key, val string) any {
 	if !ok {
 		return val
 	}
-	switch p.Type {
+	return typedValue(p.Type, val)
+}
+
+// typedValue is val as check_type returns a value of a parameter of type
+// typ: a boolean or integer becomes an integer, a number a float; a value
+// that does not parse, or of another type, stays the string.
+func typedValue(typ, val string) any {
+	switch typ {
 	case "boolean", "integer":
 		if n, err := strconv.ParseInt(val, 10, 64); err == nil {
 			return n
