@@ -305,15 +305,7 @@ func splitKeys(v string) []string {
 // haManaged is vm_is_ha_managed: the guest has a resource whose state is
 // not ignored.
 func (s *Server) haManaged(v *vm) (string, map[string]string, bool) {
-	if s.st.HA == nil {
-		return "", nil, false
-	}
-	typ := "vm"
-	if v.Type == s.lxc.typ {
-		typ = "ct"
-	}
-	sid := typ + ":" + strconv.Itoa(v.VMID)
-	opts, ok := s.st.HA.Resources[sid]
+	sid, opts, ok := s.haConfigured(v)
 	if !ok || opts["state"] == "ignored" {
 		return "", nil, false
 	}
