@@ -9,8 +9,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/pvectl/pvectl/pkg/pve/schema"
 )
 
 // migrationBlockerRe are the config keys of devices that tie a VM to its
@@ -406,23 +404,8 @@ func (s *Server) canRunOn(v *vm) error {
 			return err
 		}
 	}
-	running := s.st.Net[v.Node].Running
-	for _, key := range slices.Sorted(maps.Keys(v.Conf)) {
-		if !isNetKey(key) {
-			continue
-		}
-		br, ok := schema.PropValue(props(v.Conf[key]), "bridge")
-		if !ok {
-			continue
-		}
-		if vnet, msg := s.sdnBridge(v.Node, br, v.Conf[key]); vnet && msg != "" {
-			return fmt.Errorf("%s", msg)
-		} else if vnet {
-			continue
-		}
-		if i, exists := running[br]; !exists || i.Type != "bridge" && i.Type != "OVSBridge" {
-			return fmt.Errorf("bridge '%s' does not exist", br)
-		}
+	if _, msg := s.missingBridge(v); msg != "" {
+		return fmt.Errorf("%s", msg)
 	}
 	return nil
 }
