@@ -27,11 +27,8 @@ func (s *Server) guestLock(k *guestKind, vmid int) lockReq {
 func (s *Server) templateGuest(k *guestKind, q *request) (any, error) {
 	node, id := q.vars["node"], vmidOf(q)
 	check := func() (*vm, error) {
-		v, err := s.guestAt(k, node, id)
+		v, err := s.writableGuest(k, q)
 		if err != nil {
-			return nil, err
-		}
-		if err := s.writable(v, q); err != nil {
 			return nil, err
 		}
 		if len(v.Snapshots) > 0 {
