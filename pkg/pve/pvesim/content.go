@@ -156,6 +156,23 @@ func workerID(s string) string {
 	return b.String()
 }
 
+// fileStorage is the storage of an upload or download: enabled and file
+// based (notFile is the message for one that is not, with %s for its
+// type: the two calls word it differently).
+func (s *Server) fileStorage(q *request, notFile string) (*storage, error) {
+	st, err := s.nodeStorage1(q)
+	if err != nil {
+		return nil, err
+	}
+	if st.Disable {
+		return nil, fail(http.StatusInternalServerError, "storage '%s' is disabled", st.ID)
+	}
+	if !isFileStorage(st) {
+		return nil, fail(http.StatusInternalServerError, notFile, st.Type)
+	}
+	return st, nil
+}
+
 // checkFileExt is the file name check of upload and download_url: the
 // extension must suit the content.
 func checkFileExt(content, filename string) error {
@@ -187,15 +204,9 @@ func checksumParams(q *request) (algo, want string, err error) {
 // simulator never fetches anything: a download is data, and a host that
 // cannot resolve (RFC 6761 .invalid) fails as wget does.
 func (s *Server) downloadURL(q *request) (any, error) {
-	st, err := s.nodeStorage1(q)
+	st, err := s.fileStorage(q, "can't upload to storage type '%s', not a file based storage!")
 	if err != nil {
 		return nil, err
-	}
-	if st.Disable {
-		return nil, fail(http.StatusInternalServerError, "storage '%s' is disabled", st.ID)
-	}
-	if !isFileStorage(st) {
-		return nil, fail(http.StatusInternalServerError, "can't upload to storage type '%s', not a file based storage!", st.Type)
 	}
 	content, rawURL := q.get("content"), q.get("url")
 	if !st.allows(content) {

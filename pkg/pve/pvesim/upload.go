@@ -102,15 +102,9 @@ func (s *Server) readMultipart(r *http.Request, params url.Values) (*upload, *ap
 // place, overwriting one of the same name ("we simply overwrite the
 // destination file if it already exists").
 func (s *Server) uploadFile(q *request) (any, error) {
-	st, err := s.nodeStorage1(q)
+	st, err := s.fileStorage(q, "can't upload to storage type '%s'")
 	if err != nil {
 		return nil, err
-	}
-	if st.Disable {
-		return nil, fail(http.StatusInternalServerError, "storage '%s' is disabled", st.ID)
-	}
-	if !isFileStorage(st) {
-		return nil, fail(http.StatusInternalServerError, "can't upload to storage type '%s'", st.Type)
 	}
 	up := q.upload
 	if up == nil {
