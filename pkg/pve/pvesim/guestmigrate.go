@@ -115,7 +115,7 @@ func (s *Server) localResources(v *vm, running bool) (local []string, mapped map
 				mapped[key] = info
 				pm := s.st.PCIMappings[m]
 				for _, n := range s.st.Nodes {
-					if pm == nil || len(pciNodeEntries(pm, n)) == 0 {
+					if pm == nil || len(nodeEntries(pm.Map, n)) == 0 {
 						missing[n] = append(missing[n], key)
 					}
 				}
