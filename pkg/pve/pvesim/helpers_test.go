@@ -248,3 +248,13 @@ func (e *env) checkStarts(t *testing.T, cases []startCase) {
 		})
 	}
 }
+
+// agentIfaces is the answer of GET …/agent/network-get-interfaces.
+type agentIfaces struct {
+	Result []struct {
+		Name string `json:"name"`
+		IPs  []struct {
+			IP string `json:"ip-address"`
+		} `json:"ip-addresses"`
+	} `json:"result"`
+}
