@@ -202,17 +202,27 @@ func (s *Server) getHAResource(q *request) (any, error) {
 	return s.haResourceAnswer(sid), nil
 }
 
+// haResourceCall parses the sid of a create or update call: its type
+// parameter, if sent, must be the sid's, and it may not name a group.
+func (s *Server) haResourceCall(q *request, sidParam string) (sid, typ, name string, err error) {
+	sid, typ, name, err = s.parseSID(sidParam)
+	if err != nil {
+		return "", "", "", err
+	}
+	if t := q.get("type"); t != "" && t != typ {
+		return "", "", "", fail(http.StatusInternalServerError, "types does not match")
+	}
+	if err := haGroupRefused(q); err != nil {
+		return "", "", "", err
+	}
+	return sid, typ, name, nil
+}
+
 // createHAResource is Resources.pm create: the guest must exist and be of
 // the sid's type; the CRM then brings it to its requested state.
 func (s *Server) createHAResource(q *request) (any, error) {
-	sid, typ, name, err := s.parseSID(q.get("sid"))
+	sid, typ, name, err := s.haResourceCall(q, q.get("sid"))
 	if err != nil {
-		return nil, err
-	}
-	if t := q.get("type"); t != "" && t != typ {
-		return nil, fail(http.StatusInternalServerError, "types does not match")
-	}
-	if err := haGroupRefused(q); err != nil {
 		return nil, err
 	}
 	v, err := s.haGuest(typ, name)
@@ -234,14 +244,8 @@ func (s *Server) createHAResource(q *request) (any, error) {
 // the HA domain lock, with the digest check).
 func (s *Server) updateHAResource(q *request) (any, error) {
 	const failed = "update resources config failed: "
-	sid, typ, name, err := s.parseSID(q.vars["sid"])
+	sid, typ, name, err := s.haResourceCall(q, q.vars["sid"])
 	if err != nil {
-		return nil, err
-	}
-	if t := q.get("type"); t != "" && t != typ {
-		return nil, fail(http.StatusInternalServerError, "types does not match")
-	}
-	if err := haGroupRefused(q); err != nil {
 		return nil, err
 	}
 	h := s.ha()
