@@ -89,13 +89,36 @@ func (s *Server) fwIPSet(sc fwScope, name string) (cluster, conf *fwConf, set []
 	return cluster, conf, set, nil
 }
 
+// fwIPSetRows is the answer rows of a scope's set.
+func (s *Server) fwIPSetRows(sc fwScope, name string) ([]map[string]any, error) {
+	_, _, set, err := s.fwIPSet(sc, name)
+	if err != nil {
+		return nil, err
+	}
+	out, _ := ipsetAnswer(set)
+	return out, nil
+}
+
+// fwIPSetAt loads a scope's set for a change of an entry: the call's
+// digest must be the set's.
+func (s *Server) fwIPSetAt(q *request, sc fwScope, name string) (conf *fwConf, set []*fwIPEntry, err error) {
+	_, conf, set, err = s.fwIPSet(sc, name)
+	if err != nil {
+		return nil, nil, err
+	}
+	_, digest := ipsetAnswer(set)
+	if err := assertFWDigest(q, digest); err != nil {
+		return nil, nil, err
+	}
+	return conf, set, nil
+}
+
 func (s *Server) fwIPSetGet(scope func(*request) fwScope) handler {
 	return func(q *request) (any, error) {
-		_, _, set, err := s.fwIPSet(scope(q), q.vars["name"])
+		out, err := s.fwIPSetRows(scope(q), q.vars["name"])
 		if err != nil {
 			return nil, err
 		}
-		out, _ := ipsetAnswer(set)
 		return out, nil
 	}
 }
@@ -189,11 +212,10 @@ func fwAliasConfs(sc fwScope, cluster, conf *fwConf) func(name, scope string) (*
 // cidr as stored.
 func (s *Server) fwIPGet(scope func(*request) fwScope) handler {
 	return func(q *request) (any, error) {
-		_, _, set, err := s.fwIPSet(scope(q), q.vars["name"])
+		out, err := s.fwIPSetRows(scope(q), q.vars["name"])
 		if err != nil {
 			return nil, err
 		}
-		out, _ := ipsetAnswer(set)
 		for _, e := range out {
 			if e["cidr"] == q.vars["cidr"] {
 				return e, nil
@@ -208,12 +230,8 @@ func (s *Server) fwIPGet(scope func(*request) fwScope) handler {
 func (s *Server) fwIPUpdate(scope func(*request) fwScope) handler {
 	return func(q *request) (any, error) {
 		sc := scope(q)
-		_, conf, set, err := s.fwIPSet(sc, q.vars["name"])
+		conf, set, err := s.fwIPSetAt(q, sc, q.vars["name"])
 		if err != nil {
-			return nil, err
-		}
-		_, digest := ipsetAnswer(set)
-		if err := assertFWDigest(q, digest); err != nil {
 			return nil, err
 		}
 		for _, e := range set {
@@ -231,12 +249,8 @@ func (s *Server) fwIPRemove(scope func(*request) fwScope) handler {
 	return func(q *request) (any, error) {
 		sc := scope(q)
 		name := q.vars["name"]
-		_, conf, set, err := s.fwIPSet(sc, name)
+		conf, set, err := s.fwIPSetAt(q, sc, name)
 		if err != nil {
-			return nil, err
-		}
-		_, digest := ipsetAnswer(set)
-		if err := assertFWDigest(q, digest); err != nil {
 			return nil, err
 		}
 		kept := []*fwIPEntry{}
