@@ -343,23 +343,14 @@ func (s *Server) haApply(v *vm, opts map[string]string) {
 	if want {
 		action = "start"
 	}
-	node, id := v.Node, v.VMID
-	s.startWorker(node, k.tasks+action, vmidString(id), worker{
-		user:  "root@pam",
-		locks: []lockReq{s.guestLock(k, id)},
-		run: func(t *task) error {
-			v, err := s.guestAt(k, node, id)
-			if err != nil {
-				return err
-			}
-			if want && !v.Running {
-				return s.startEffect(t, k, v, false)
-			}
-			if !want && v.Running {
-				v.Running, v.StartedAt = false, 0
-			}
-			return nil
-		},
+	s.rootGuestTask(k, v, action, func(t *task, v *vm) error {
+		if want && !v.Running {
+			return s.startEffect(t, k, v, false)
+		}
+		if !want && v.Running {
+			v.Running, v.StartedAt = false, 0
+		}
+		return nil
 	})
 }
 
