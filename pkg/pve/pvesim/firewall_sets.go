@@ -299,14 +299,24 @@ func (s *Server) fwAliasGet(scope func(*request) fwScope) handler {
 	}
 }
 
+// fwAliasesAt loads a scope's aliases for a change: the call's digest
+// must be theirs.
+func (s *Server) fwAliasesAt(q *request, sc fwScope) (*fwConf, error) {
+	_, conf := s.fwLoadScope(sc)
+	_, digest := aliasesAnswer(conf.Aliases)
+	if err := assertFWDigest(q, digest); err != nil {
+		return nil, err
+	}
+	return conf, nil
+}
+
 // fwAliasUpdate is update_alias: cidr and comment replaced, rename moves
 // it (a name taken is refused); digest checked.
 func (s *Server) fwAliasUpdate(scope func(*request) fwScope) handler {
 	return func(q *request) (any, error) {
 		sc := scope(q)
-		_, conf := s.fwLoadScope(sc)
-		_, digest := aliasesAnswer(conf.Aliases)
-		if err := assertFWDigest(q, digest); err != nil {
+		conf, err := s.fwAliasesAt(q, sc)
+		if err != nil {
 			return nil, err
 		}
 		key := strings.ToLower(q.vars["name"])
@@ -332,9 +342,8 @@ func (s *Server) fwAliasUpdate(scope func(*request) fwScope) handler {
 func (s *Server) fwAliasDelete(scope func(*request) fwScope) handler {
 	return func(q *request) (any, error) {
 		sc := scope(q)
-		_, conf := s.fwLoadScope(sc)
-		_, digest := aliasesAnswer(conf.Aliases)
-		if err := assertFWDigest(q, digest); err != nil {
+		conf, err := s.fwAliasesAt(q, sc)
+		if err != nil {
 			return nil, err
 		}
 		delete(conf.Aliases, strings.ToLower(q.vars["name"]))
