@@ -21,14 +21,7 @@ func TestAgentNetworkInterfaces(t *testing.T) {
 	e.run("POST", "/nodes/pve/qemu", "vmid", "103", "memory", "512", "net0", "virtio,bridge=vmbr0", "agent", "1")
 	e.run("POST", "/nodes/pve/qemu", "vmid", "104", "memory", "512", "net0", "virtio,bridge=vmbr0", "agent", "1")
 	get := func(id string) (int, string, string) {
-		var out struct {
-			Result []struct {
-				Name string `json:"name"`
-				IPs  []struct {
-					IP string `json:"ip-address"`
-				} `json:"ip-addresses"`
-			} `json:"result"`
-		}
+		var out agentIfaces
 		r := e.call("GET", "/nodes/pve/qemu/"+id+"/agent/network-get-interfaces")
 		if r.Status != 200 {
 			return r.Status, r.Message, ""

@@ -1,10 +1,15 @@
 package pvesim
 
 import (
+	"crypto/sha512"
+	"encoding/base64"
+	"fmt"
 	"maps"
 	"net/http"
 	"net/url"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 
 	"golang.org/x/crypto/ssh"
@@ -155,4 +160,38 @@ func (s *Server) regenerateCloudinit(k *guestKind, q *request) (any, error) {
 		v.CloudInit = nil
 	}
 	return nil, nil
+}
+
+// hashPassword stores cipassword as qemu-server does: a crypt(3)-style
+// SHA-512 hash unless it is one already, or the plain text for Windows,
+// whose cloud-init reads it so (update_vm_api). The simulator's hash has
+// crypt's shape but not its rounds: nothing ever reads it back, GET config
+// answers "**********".
+func (s *Server) hashPassword(v *vm, pw string) string {
+	if windowsVersion(effectiveConf(v)["ostype"]) > 0 || cryptRe.MatchString(pw) {
+		return pw
+	}
+	salt := fmt.Sprintf("%016x", s.rng.Uint64())
+	sum := sha512.Sum512([]byte(salt + pw))
+	return "$6$" + salt + "$" + base64.RawStdEncoding.EncodeToString(sum[:])
+}
+
+var (
+	cryptRe = regexp.MustCompile(`^\$(?:[156]|2[ay])(\$.+){2}`)
+	winOSRe = regexp.MustCompile(`^win(\d+)$`)
+)
+
+// windowsVersion is qemu-server Helpers.pm windows_version.
+func windowsVersion(ostype string) int {
+	switch ostype {
+	case "wxp", "w2k3", "w2k":
+		return 5
+	case "w2k8", "wvista":
+		return 6
+	}
+	if m := winOSRe.FindStringSubmatch(ostype); m != nil {
+		n, _ := strconv.Atoi(m[1])
+		return n
+	}
+	return 0
 }

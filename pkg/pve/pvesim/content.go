@@ -156,14 +156,10 @@ func workerID(s string) string {
 	return b.String()
 }
 
-// downloadURL is pve-storage src/PVE/API2/Storage/Status.pm download_url:
-// the storage, content and file name are checked at once; whether the file
-// exists is decided by the worker (pve-common Tools.pm
-// download_file_from_url): with a checksum that matches the file it ends
-// OK without downloading, with another checksum or none it fails. The
-// simulator never fetches anything: a download is data, and a host that
-// cannot resolve (RFC 6761 .invalid) fails as wget does.
-func (s *Server) downloadURL(q *request) (any, error) {
+// fileStorage is the storage of an upload or download: enabled and file
+// based (notFile is the message for one that is not, with %s for its
+// type: the two calls word it differently).
+func (s *Server) fileStorage(q *request, notFile string) (*storage, error) {
 	st, err := s.nodeStorage1(q)
 	if err != nil {
 		return nil, err
@@ -172,23 +168,57 @@ func (s *Server) downloadURL(q *request) (any, error) {
 		return nil, fail(http.StatusInternalServerError, "storage '%s' is disabled", st.ID)
 	}
 	if !isFileStorage(st) {
-		return nil, fail(http.StatusInternalServerError, "can't upload to storage type '%s', not a file based storage!", st.Type)
+		return nil, fail(http.StatusInternalServerError, notFile, st.Type)
+	}
+	return st, nil
+}
+
+// checkFileExt is the file name check of upload and download_url: the
+// extension must suit the content.
+func checkFileExt(content, filename string) error {
+	if !downloadExt[content].MatchString(filename) {
+		msg := "wrong file extension"
+		if content == "import" {
+			msg = "invalid filename or wrong extension"
+		}
+		return paramErr1("filename", "%s", msg)
+	}
+	return nil
+}
+
+// checksumParams are an upload's or download's checksum algorithm and
+// checksum: both or neither.
+func checksumParams(q *request) (algo, want string, err error) {
+	algo, want = q.get("checksum-algorithm"), q.get("checksum")
+	if (algo == "") != (want == "") {
+		return "", "", paramErr1("checksum-algorithm", "'checksum' and 'checksum-algorithm' must be given together")
+	}
+	return algo, want, nil
+}
+
+// downloadURL is pve-storage src/PVE/API2/Storage/Status.pm download_url:
+// the storage, content and file name are checked at once; whether the file
+// exists is decided by the worker (pve-common Tools.pm
+// download_file_from_url): with a checksum that matches the file it ends
+// OK without downloading, with another checksum or none it fails. The
+// simulator never fetches anything: a download is data, and a host that
+// cannot resolve (RFC 6761 .invalid) fails as wget does.
+func (s *Server) downloadURL(q *request) (any, error) {
+	st, err := s.fileStorage(q, "can't upload to storage type '%s', not a file based storage!")
+	if err != nil {
+		return nil, err
 	}
 	content, rawURL := q.get("content"), q.get("url")
 	if !st.allows(content) {
 		return nil, fail(http.StatusInternalServerError, "storage '%s' is not configured for content-type '%s'", st.ID, content)
 	}
 	filename := normalizeFilename(q.get("filename"))
-	if !downloadExt[content].MatchString(filename) {
-		msg := "wrong file extension"
-		if content == "import" {
-			msg = "invalid filename or wrong extension"
-		}
-		return nil, paramErr1("filename", "%s", msg)
+	if err := checkFileExt(content, filename); err != nil {
+		return nil, err
 	}
-	algo, want := q.get("checksum-algorithm"), q.get("checksum")
-	if (algo == "") != (want == "") {
-		return nil, paramErr1("checksum-algorithm", "'checksum' and 'checksum-algorithm' must be given together")
+	algo, want, err := checksumParams(q)
+	if err != nil {
+		return nil, err
 	}
 	name := content + "/" + filename
 	dst := s.volumePath(st, &volume{Content: content, Name: name})

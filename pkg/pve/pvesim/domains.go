@@ -21,18 +21,15 @@ import (
 // connects to a directory server: `check-connection` is refused where PVE
 // refuses it and otherwise not simulated (the realm is written).
 
-// realmOpt is one option of a realm type (Auth plugins' options()).
-type realmOpt struct{ required, fixed bool }
-
 // realmTypes are the plugins' options: required ones have no `optional`.
-func realmTypes() map[string]map[string]realmOpt {
-	opt := func(required []string, optional ...string) map[string]realmOpt {
-		m := map[string]realmOpt{}
+func realmTypes() map[string]map[string]sectionOpt {
+	opt := func(required []string, optional ...string) map[string]sectionOpt {
+		m := map[string]sectionOpt{}
 		for _, k := range required {
-			m[k] = realmOpt{required: true}
+			m[k] = sectionOpt{required: true}
 		}
 		for _, k := range optional {
-			m[k] = realmOpt{}
+			m[k] = sectionOpt{}
 		}
 		return m
 	}
@@ -41,8 +38,8 @@ func realmTypes() map[string]map[string]realmOpt {
 		"sync-defaults-options", "mode", "case-sensitive", "server2", "bind_dn", "password"}
 	openid := opt([]string{"issuer-url", "client-id"}, "client-key", "autocreate", "groups-claim", "groups-autocreate",
 		"groups-overwrite", "prompt", "scopes", "acr-values", "audiences", "default", "comment", "query-userinfo")
-	openid["username-claim"] = realmOpt{fixed: true}
-	return map[string]map[string]realmOpt{
+	openid["username-claim"] = sectionOpt{fixed: true}
+	return map[string]map[string]sectionOpt{
 		"pam":    opt(nil, "default", "comment", "tfa"),
 		"pve":    opt(nil, "default", "comment", "tfa"),
 		"ldap":   opt([]string{"server1", "base_dn", "user_attr"}, common...),
@@ -165,24 +162,7 @@ func realmParams(q *request) map[string]string {
 
 // checkRealmConfig is SectionConfig check_config for the realm's type.
 func checkRealmConfig(typ string, params map[string]string, create bool) error {
-	opts := realmTypes()[typ]
-	for _, k := range slices.Sorted(maps.Keys(params)) {
-		o, ok := opts[k]
-		if !create && ok && o.fixed {
-			return fmt.Errorf("can't change value of fixed parameter '%s'", k)
-		}
-		if !ok {
-			return fmt.Errorf("unexpected property '%s'", k)
-		}
-	}
-	if create {
-		for _, k := range slices.Sorted(maps.Keys(opts)) {
-			if _, set := params[k]; opts[k].required && !set {
-				return fmt.Errorf("missing value for required option '%s'", k)
-			}
-		}
-	}
-	return nil
+	return checkSection(realmTypes()[typ], params, create)
 }
 
 // realmFailed is lock_domain_config's die with its prefix.

@@ -69,9 +69,9 @@ func (s *Server) fwRuleGet(scope func(*request) fwScope) handler {
 		if err != nil {
 			return nil, err
 		}
-		pos, _ := strconv.Atoi(q.vars["pos"])
-		if pos >= len(rules) {
-			return nil, fail(http.StatusInternalServerError, "no rule at position %d", pos)
+		pos, err := rulePos(q, rules)
+		if err != nil {
+			return nil, err
 		}
 		out, _ := rulesAnswer(rules)
 		return out[pos], nil
@@ -156,23 +156,39 @@ func (s *Server) fwRuleCreate(scope func(*request) fwScope) handler {
 	}
 }
 
+// rulePos is a rule call's {pos}, which must name a rule of the list.
+func rulePos(q *request, rules []*fwRule) (int, error) {
+	pos, _ := strconv.Atoi(q.vars["pos"])
+	if pos >= len(rules) {
+		return 0, fail(http.StatusInternalServerError, "no rule at position %d", pos)
+	}
+	return pos, nil
+}
+
+// fwRuleAt loads the scope's rules for a change of the one at {pos}: the
+// call's digest must be the list's, pos must name a rule.
+func (s *Server) fwRuleAt(q *request, sc fwScope) (cluster, conf *fwConf, rules []*fwRule, pos int, err error) {
+	cluster, conf, rules, err = s.fwScopeRules(sc)
+	if err != nil {
+		return nil, nil, nil, 0, err
+	}
+	_, digest := rulesAnswer(rules)
+	if err := assertFWDigest(q, digest); err != nil {
+		return nil, nil, nil, 0, err
+	}
+	pos, err = rulePos(q, rules)
+	return cluster, conf, rules, pos, err
+}
+
 func (s *Server) fwRuleUpdate(scope func(*request) fwScope) handler {
 	return func(q *request) (any, error) {
 		if err := fwCheckFormats(q); err != nil {
 			return nil, err
 		}
 		sc := scope(q)
-		cluster, conf, rules, err := s.fwScopeRules(sc)
+		cluster, conf, rules, pos, err := s.fwRuleAt(q, sc)
 		if err != nil {
 			return nil, err
-		}
-		_, digest := rulesAnswer(rules)
-		if err := assertFWDigest(q, digest); err != nil {
-			return nil, err
-		}
-		pos, _ := strconv.Atoi(q.vars["pos"])
-		if pos >= len(rules) {
-			return nil, fail(http.StatusInternalServerError, "no rule at position %d", pos)
 		}
 		if q.has("moveto") && q.int("moveto", pos) != pos {
 			setRules(sc, conf, moveRule(rules, pos, q.int("moveto", pos)))
@@ -233,17 +249,9 @@ func deleteRuleProps(r *fwRule, list string) error {
 func (s *Server) fwRuleDelete(scope func(*request) fwScope) handler {
 	return func(q *request) (any, error) {
 		sc := scope(q)
-		_, conf, rules, err := s.fwScopeRules(sc)
+		_, conf, rules, pos, err := s.fwRuleAt(q, sc)
 		if err != nil {
 			return nil, err
-		}
-		_, digest := rulesAnswer(rules)
-		if err := assertFWDigest(q, digest); err != nil {
-			return nil, err
-		}
-		pos, _ := strconv.Atoi(q.vars["pos"])
-		if pos >= len(rules) {
-			return nil, fail(http.StatusInternalServerError, "no rule at position %d", pos)
 		}
 		setRules(sc, conf, append(rules[:pos:pos], rules[pos+1:]...))
 		return nil, s.fwSave(sc, conf)

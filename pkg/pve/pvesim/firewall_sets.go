@@ -89,13 +89,36 @@ func (s *Server) fwIPSet(sc fwScope, name string) (cluster, conf *fwConf, set []
 	return cluster, conf, set, nil
 }
 
+// fwIPSetRows is the answer rows of a scope's set.
+func (s *Server) fwIPSetRows(sc fwScope, name string) ([]map[string]any, error) {
+	_, _, set, err := s.fwIPSet(sc, name)
+	if err != nil {
+		return nil, err
+	}
+	out, _ := ipsetAnswer(set)
+	return out, nil
+}
+
+// fwIPSetAt loads a scope's set for a change of an entry: the call's
+// digest must be the set's.
+func (s *Server) fwIPSetAt(q *request, sc fwScope, name string) (conf *fwConf, set []*fwIPEntry, err error) {
+	_, conf, set, err = s.fwIPSet(sc, name)
+	if err != nil {
+		return nil, nil, err
+	}
+	_, digest := ipsetAnswer(set)
+	if err := assertFWDigest(q, digest); err != nil {
+		return nil, nil, err
+	}
+	return conf, set, nil
+}
+
 func (s *Server) fwIPSetGet(scope func(*request) fwScope) handler {
 	return func(q *request) (any, error) {
-		_, _, set, err := s.fwIPSet(scope(q), q.vars["name"])
+		out, err := s.fwIPSetRows(scope(q), q.vars["name"])
 		if err != nil {
 			return nil, err
 		}
-		out, _ := ipsetAnswer(set)
 		return out, nil
 	}
 }
@@ -189,11 +212,10 @@ func fwAliasConfs(sc fwScope, cluster, conf *fwConf) func(name, scope string) (*
 // cidr as stored.
 func (s *Server) fwIPGet(scope func(*request) fwScope) handler {
 	return func(q *request) (any, error) {
-		_, _, set, err := s.fwIPSet(scope(q), q.vars["name"])
+		out, err := s.fwIPSetRows(scope(q), q.vars["name"])
 		if err != nil {
 			return nil, err
 		}
-		out, _ := ipsetAnswer(set)
 		for _, e := range out {
 			if e["cidr"] == q.vars["cidr"] {
 				return e, nil
@@ -208,12 +230,8 @@ func (s *Server) fwIPGet(scope func(*request) fwScope) handler {
 func (s *Server) fwIPUpdate(scope func(*request) fwScope) handler {
 	return func(q *request) (any, error) {
 		sc := scope(q)
-		_, conf, set, err := s.fwIPSet(sc, q.vars["name"])
+		conf, set, err := s.fwIPSetAt(q, sc, q.vars["name"])
 		if err != nil {
-			return nil, err
-		}
-		_, digest := ipsetAnswer(set)
-		if err := assertFWDigest(q, digest); err != nil {
 			return nil, err
 		}
 		for _, e := range set {
@@ -231,12 +249,8 @@ func (s *Server) fwIPRemove(scope func(*request) fwScope) handler {
 	return func(q *request) (any, error) {
 		sc := scope(q)
 		name := q.vars["name"]
-		_, conf, set, err := s.fwIPSet(sc, name)
+		conf, set, err := s.fwIPSetAt(q, sc, name)
 		if err != nil {
-			return nil, err
-		}
-		_, digest := ipsetAnswer(set)
-		if err := assertFWDigest(q, digest); err != nil {
 			return nil, err
 		}
 		kept := []*fwIPEntry{}
@@ -285,14 +299,24 @@ func (s *Server) fwAliasGet(scope func(*request) fwScope) handler {
 	}
 }
 
+// fwAliasesAt loads a scope's aliases for a change: the call's digest
+// must be theirs.
+func (s *Server) fwAliasesAt(q *request, sc fwScope) (*fwConf, error) {
+	_, conf := s.fwLoadScope(sc)
+	_, digest := aliasesAnswer(conf.Aliases)
+	if err := assertFWDigest(q, digest); err != nil {
+		return nil, err
+	}
+	return conf, nil
+}
+
 // fwAliasUpdate is update_alias: cidr and comment replaced, rename moves
 // it (a name taken is refused); digest checked.
 func (s *Server) fwAliasUpdate(scope func(*request) fwScope) handler {
 	return func(q *request) (any, error) {
 		sc := scope(q)
-		_, conf := s.fwLoadScope(sc)
-		_, digest := aliasesAnswer(conf.Aliases)
-		if err := assertFWDigest(q, digest); err != nil {
+		conf, err := s.fwAliasesAt(q, sc)
+		if err != nil {
 			return nil, err
 		}
 		key := strings.ToLower(q.vars["name"])
@@ -318,9 +342,8 @@ func (s *Server) fwAliasUpdate(scope func(*request) fwScope) handler {
 func (s *Server) fwAliasDelete(scope func(*request) fwScope) handler {
 	return func(q *request) (any, error) {
 		sc := scope(q)
-		_, conf := s.fwLoadScope(sc)
-		_, digest := aliasesAnswer(conf.Aliases)
-		if err := assertFWDigest(q, digest); err != nil {
+		conf, err := s.fwAliasesAt(q, sc)
+		if err != nil {
 			return nil, err
 		}
 		delete(conf.Aliases, strings.ToLower(q.vars["name"]))

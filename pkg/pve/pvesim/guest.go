@@ -113,7 +113,14 @@ func (k *guestKind) confValue(key, val string) any {
 	if !ok {
 		return val
 	}
-	switch p.Type {
+	return typedValue(p.Type, val)
+}
+
+// typedValue is val as check_type returns a value of a parameter of type
+// typ: a boolean or integer becomes an integer, a number a float; a value
+// that does not parse, or of another type, stays the string.
+func typedValue(typ, val string) any {
+	switch typ {
 	case "boolean", "integer":
 		if n, err := strconv.ParseInt(val, 10, 64); err == nil {
 			return n
@@ -262,6 +269,45 @@ func (s *Server) statusName(v *vm) string {
 		return n
 	}
 	return k.statusName(v.VMID)
+}
+
+// addConfStatus adds to a guest's list row or status answer what both
+// types take from its config: the name, tags and lock when set, and
+// whether it is a template.
+func (s *Server) addConfStatus(m map[string]any, v *vm) {
+	m["name"] = s.statusName(v)
+	for _, k := range []string{"tags", "lock"} {
+		if val := v.Conf[k]; val != "" {
+			m[k] = val
+		}
+	}
+	if v.Conf["template"] == "1" {
+		m["template"] = 1
+	}
+}
+
+// guestRoutes are the routes QEMU VMs and containers share, below
+// /nodes/{node}/<api> (qemu or lxc).
+func (s *Server) guestRoutes(k *guestKind, api string) []route {
+	p := "/nodes/{node}/" + api
+	return []route{
+		k.route("GET "+p, s.listGuests),
+		k.route("GET "+p+"/{vmid}", s.guestIndex),
+		k.route("DELETE "+p+"/{vmid}", s.destroyGuest),
+		k.route("GET "+p+"/{vmid}/config", s.getConfig),
+		k.route("PUT "+p+"/{vmid}/config", s.putConfig),
+		k.route("GET "+p+"/{vmid}/pending", s.getPending),
+		k.route("GET "+p+"/{vmid}/status/current", s.guestStatus),
+		k.route("POST "+p+"/{vmid}/status/start", s.power("start")),
+		k.route("POST "+p+"/{vmid}/status/stop", s.power("stop")),
+		k.route("POST "+p+"/{vmid}/status/shutdown", s.power("shutdown")),
+		k.route("POST "+p+"/{vmid}/status/reboot", s.power("reboot")),
+		k.route("POST "+p+"/{vmid}/clone", s.cloneGuest),
+		k.route("POST "+p+"/{vmid}/template", s.templateGuest),
+		k.route("PUT "+p+"/{vmid}/resize", s.resizeGuest),
+		k.route("GET "+p+"/{vmid}/migrate", s.migratePrecondition),
+		k.route("POST "+p+"/{vmid}/migrate", s.migrateGuest),
+	}
 }
 
 func (s *Server) listGuests(k *guestKind, q *request) (any, error) {

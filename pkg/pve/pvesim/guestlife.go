@@ -70,11 +70,8 @@ func (s *Server) destroyGuest(k *guestKind, q *request) (any, error) {
 	// (qemu-server destroy_vm $early_checks, pve-container destroy_vm):
 	// the guest may have changed while the worker waited.
 	check := func() (*vm, error) {
-		v, err := s.guestAt(k, node, id)
+		v, err := s.writableGuest(k, q)
 		if err != nil {
-			return nil, err
-		}
-		if err := s.writable(v, q); err != nil {
 			return nil, err
 		}
 		if v.Conf["protection"] == "1" {

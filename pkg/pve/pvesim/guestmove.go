@@ -60,46 +60,8 @@ func (s *Server) moveDisk(k *guestKind, q *request) (any, error) {
 	if err := s.check(q.user, "/storage/"+storeID, "Datastore.AllocateSpace"); err != nil {
 		return nil, err
 	}
-	node, id, key := q.vars["node"], vmidOf(q), q.get("disk")
-	check := func() (*moveCheck, error) {
-		v, err := s.guestAt(k, node, id)
-		if err != nil {
-			return nil, err
-		}
-		if err := s.configLock(v, false); err != nil {
-			return nil, err
-		}
-		// pve-common Tools.pm assert_if_modified, not update_vm_api's message.
-		if d := q.get("digest"); d != "" && d != digest(v) {
-			return nil, fail(http.StatusInternalServerError, "detected modified configuration - file changed by other user? Try again.")
-		}
-		val, ok := v.Conf[key]
-		if !ok {
-			return nil, fail(http.StatusInternalServerError, "disk '%s' does not exist", key)
-		}
-		file, rest := diskFile(val)
-		if file == "" {
-			return nil, fail(http.StatusInternalServerError, "disk '%s' has no associated volume", key)
-		}
-		if isCDROM(val, true) {
-			return nil, fail(http.StatusInternalServerError, "you can't move a cdrom")
-		}
-		vol, ok := s.st.Volumes[file]
-		if !ok {
-			return nil, fail(http.StatusInternalServerError, "volume '%s' does not exist", file)
-		}
-		if vol.Storage == storeID && (q.get("format") == "" || vol.Format == q.get("format")) {
-			return nil, fail(http.StatusInternalServerError, "you can't move to the same storage with same format")
-		}
-		st, err := s.moveTargetStorage(storeID, node)
-		if err != nil {
-			return nil, err
-		}
-		if !st.allows("images") {
-			return nil, paramErr1("storage", "storage '%s' does not support vm images", storeID)
-		}
-		return &moveCheck{v: v, key: key, vol: vol, rest: rest, target: st}, nil
-	}
+	node, id := q.vars["node"], vmidOf(q)
+	check := func() (*moveCheck, error) { return s.checkMoveDisk(k, q, node, id, storeID) }
 	if _, err := check(); err != nil {
 		return nil, err
 	}
@@ -111,27 +73,79 @@ func (s *Server) moveDisk(k *guestKind, q *request) (any, error) {
 			if err != nil {
 				return err
 			}
-			t.logf("copying volume '%s' from current storage '%s' to target storage '%s'", m.vol.volid(), m.vol.Storage, storeID)
-			if m.v.Running {
-				t.logf("drive mirror is starting for drive-%s", key)
-				t.logf("drive-%s: transferred %s of %s (100.00%%) in 1s, ready", key, schema.FormatSize(m.vol.Size), schema.FormatSize(m.vol.Size))
-			}
-			nvol := s.copyVolume(m.vol, m.v, m.target, q.get("format"))
-			t.logf("create full clone of drive %s (%s)", key, m.vol.volid())
-			if m.v.Conf["template"] == "1" {
-				s.toBase(nvol)
-			}
-			m.v.Conf[key] = printDrive(nvol.volid(), clonedDriveProps(m.rest, nvol))
-			if q.bool("delete") {
-				t.logf("removing source volume '%s' after successful copy", m.vol.volid())
-				delete(s.st.Volumes, m.vol.volid())
-			} else {
-				unused := s.addUnused(m.v, m.vol.volid())
-				t.logf("adding source volume '%s' as '%s' to config", m.vol.volid(), unused)
-			}
+			s.runMoveDisk(t, m, storeID, q.get("format"), q.bool("delete"))
 			return nil
 		},
 	}).UPID, nil
+}
+
+// checkMoveDisk is move_vm_disk's $load_and_check_move: the VM unlocked
+// and unchanged, the drive a disk with a volume, the target a different
+// storage (or format) that holds images and is enabled on the node.
+func (s *Server) checkMoveDisk(k *guestKind, q *request, node string, id int, storeID string) (*moveCheck, error) {
+	key := q.get("disk")
+	v, err := s.guestAt(k, node, id)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.configLock(v, false); err != nil {
+		return nil, err
+	}
+	// pve-common Tools.pm assert_if_modified, not update_vm_api's message.
+	if d := q.get("digest"); d != "" && d != digest(v) {
+		return nil, fail(http.StatusInternalServerError, "detected modified configuration - file changed by other user? Try again.")
+	}
+	val, ok := v.Conf[key]
+	if !ok {
+		return nil, fail(http.StatusInternalServerError, "disk '%s' does not exist", key)
+	}
+	file, rest := diskFile(val)
+	if file == "" {
+		return nil, fail(http.StatusInternalServerError, "disk '%s' has no associated volume", key)
+	}
+	if isCDROM(val, true) {
+		return nil, fail(http.StatusInternalServerError, "you can't move a cdrom")
+	}
+	vol, ok := s.st.Volumes[file]
+	if !ok {
+		return nil, fail(http.StatusInternalServerError, "volume '%s' does not exist", file)
+	}
+	if vol.Storage == storeID && (q.get("format") == "" || vol.Format == q.get("format")) {
+		return nil, fail(http.StatusInternalServerError, "you can't move to the same storage with same format")
+	}
+	st, err := s.moveTargetStorage(storeID, node)
+	if err != nil {
+		return nil, err
+	}
+	if !st.allows("images") {
+		return nil, paramErr1("storage", "storage '%s' does not support vm images", storeID)
+	}
+	return &moveCheck{v: v, key: key, vol: vol, rest: rest, target: st}, nil
+}
+
+// runMoveDisk is the qmmove worker's copy to storage storeID: the drive
+// points at the copy (in format, "" for the default), the source is freed
+// (del) or becomes unusedN.
+func (s *Server) runMoveDisk(t *task, m *moveCheck, storeID, format string, del bool) {
+	key := m.key
+	t.logf("copying volume '%s' from current storage '%s' to target storage '%s'", m.vol.volid(), m.vol.Storage, storeID)
+	if m.v.Running {
+		t.logf("drive mirror is starting for drive-%s", key)
+		t.logf("drive-%s: transferred %s of %s (100.00%%) in 1s, ready", key, schema.FormatSize(m.vol.Size), schema.FormatSize(m.vol.Size))
+	}
+	nvol := s.copyVolume(m.vol, m.v, m.target, format)
+	t.logf("create full clone of drive %s (%s)", key, m.vol.volid())
+	if m.v.Conf["template"] == "1" {
+		s.toBase(nvol)
+	}
+	m.v.Conf[key] = printDrive(nvol.volid(), clonedDriveProps(m.rest, nvol))
+	if del {
+		t.logf("removing source volume '%s' after successful copy", m.vol.volid())
+		delete(s.st.Volumes, m.vol.volid())
+	} else {
+		unused := s.addUnused(m.v, m.vol.volid())
+		t.logf("adding source volume '%s' as '%s' to config", m.vol.volid(), unused)
+	}
 }
 
 // moveVolume is POST /nodes/{node}/lxc/{vmid}/move_volume to another

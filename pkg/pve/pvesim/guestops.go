@@ -27,11 +27,8 @@ func (s *Server) guestLock(k *guestKind, vmid int) lockReq {
 func (s *Server) templateGuest(k *guestKind, q *request) (any, error) {
 	node, id := q.vars["node"], vmidOf(q)
 	check := func() (*vm, error) {
-		v, err := s.guestAt(k, node, id)
+		v, err := s.writableGuest(k, q)
 		if err != nil {
-			return nil, err
-		}
-		if err := s.writable(v, q); err != nil {
 			return nil, err
 		}
 		if len(v.Snapshots) > 0 {
@@ -183,6 +180,18 @@ func (s *Server) startGuest(t *task, v *vm) error {
 			return err
 		}
 	}
+	if key, msg := s.missingBridge(v); msg != "" {
+		t.logf("%s", msg)
+		return s.kindOf(v).bridgeMissing(t, v, key)
+	}
+	s.boot(v)
+	return nil
+}
+
+// missingBridge is the first NIC (by key) whose bridge the node's running
+// network lacks, or whose SDN vnet cannot serve it; msg says why ("" when
+// every NIC has its bridge).
+func (s *Server) missingBridge(v *vm) (key, msg string) {
 	running := s.st.Net[v.Node].Running
 	for _, key := range slices.Sorted(maps.Keys(v.Conf)) {
 		if !isNetKey(key) {
@@ -195,17 +204,14 @@ func (s *Server) startGuest(t *task, v *vm) error {
 		if vnet, msg := s.sdnBridge(v.Node, br, v.Conf[key]); vnet && msg == "" {
 			continue
 		} else if vnet {
-			t.logf("%s", msg)
-			return s.kindOf(v).bridgeMissing(t, v, key)
+			return key, msg
 		}
 		if i, exists := running[br]; exists && (i.Type == "bridge" || i.Type == "OVSBridge") {
 			continue
 		}
-		t.logf("bridge '%s' does not exist", br)
-		return s.kindOf(v).bridgeMissing(t, v, key)
+		return key, fmt.Sprintf("bridge '%s' does not exist", br)
 	}
-	s.boot(v)
-	return nil
+	return "", ""
 }
 
 // boot marks a guest running; like a real guest, its agent needs a moment

@@ -264,8 +264,15 @@ func (s *Server) checkUpdatePerms(k *guestKind, q *request, v *vm, keys, deletes
 	if err := s.checkBridges(user, vals); err != nil {
 		return err
 	}
-	vm := func(privs ...string) error { return s.checkVMPerm(user, v.VMID, "", false, privs...) }
-	drive := func(val string) error { return vm(acl.DrivePrivs(val)...) }
+	if err := s.checkQemuDeletePerms(user, v, conf, dels); err != nil {
+		return err
+	}
+	return s.checkQemuWritePerms(user, v, vals)
+}
+
+// checkQemuDeletePerms is update_vm_api's per-key check of the keys to
+// delete (conf is the VM's config with its pending values).
+func (s *Server) checkQemuDeletePerms(user string, v *vm, conf map[string]string, dels []string) error {
 	for _, opt := range dels {
 		val, ok := conf[opt]
 		if !ok {
@@ -274,13 +281,13 @@ func (s *Server) checkUpdatePerms(k *guestKind, q *request, v *vm, keys, deletes
 		var err error
 		switch {
 		case isUnusedKey(opt):
-			err = vm("VM.Config.Disk")
+			err = s.checkVMPerm(user, v.VMID, "", false, "VM.Config.Disk")
 		case acl.IsQemuDrive(opt):
-			err = drive(val)
+			err = s.checkVMPerm(user, v.VMID, "", false, acl.DrivePrivs(val)...)
 		case qemuValueKeyRe.MatchString(opt):
 			err = s.checkQemuDevice(user, v.VMID, "", opt, val)
 		case opt == "tags":
-			err = vm("VM.Config.Options")
+			err = s.checkVMPerm(user, v.VMID, "", false, "VM.Config.Options")
 		case isNetKey(opt):
 			err = s.checkBridge(user, val)
 		}
@@ -288,6 +295,14 @@ func (s *Server) checkUpdatePerms(k *guestKind, q *request, v *vm, keys, deletes
 			return err
 		}
 	}
+	return nil
+}
+
+// checkQemuWritePerms is update_vm_api's per-key check of the values to
+// write: a drive or device is checked as it was and as it becomes.
+func (s *Server) checkQemuWritePerms(user string, v *vm, vals map[string]string) error {
+	vm := func(privs ...string) error { return s.checkVMPerm(user, v.VMID, "", false, privs...) }
+	drive := func(val string) error { return vm(acl.DrivePrivs(val)...) }
 	for _, opt := range slices.Sorted(maps.Keys(vals)) {
 		if p, ok := v.Pending[opt]; ok && p == vals[opt] {
 			continue // unchanged

@@ -144,8 +144,18 @@ func (s *Server) reboot(t *task, k *guestKind, v *vm, timeout int) error {
 	if err := s.shutdownGuest(t, k, v, timeout, false); err != nil {
 		return err
 	}
-	id, node := v.VMID, v.Node
-	s.startWorker(node, k.tasks+"start", vmidString(id), worker{
+	s.rootGuestTask(k, v, "start", func(t *task, v *vm) error {
+		return s.startEffect(t, k, v, false)
+	})
+	return nil
+}
+
+// rootGuestTask starts task k.tasks+action on guest v as root@pam, as PVE's
+// own services do; under the guest's lock it runs on the guest as it then
+// is.
+func (s *Server) rootGuestTask(k *guestKind, v *vm, action string, run func(*task, *vm) error) {
+	node, id := v.Node, v.VMID
+	s.startWorker(node, k.tasks+action, vmidString(id), worker{
 		user:  "root@pam",
 		locks: []lockReq{s.guestLock(k, id)},
 		run: func(t *task) error {
@@ -153,8 +163,7 @@ func (s *Server) reboot(t *task, k *guestKind, v *vm, timeout int) error {
 			if err != nil {
 				return err
 			}
-			return s.startEffect(t, k, v, false)
+			return run(t, v)
 		},
 	})
-	return nil
 }

@@ -202,17 +202,27 @@ func (s *Server) getHAResource(q *request) (any, error) {
 	return s.haResourceAnswer(sid), nil
 }
 
+// haResourceCall parses the sid of a create or update call: its type
+// parameter, if sent, must be the sid's, and it may not name a group.
+func (s *Server) haResourceCall(q *request, sidParam string) (sid, typ, name string, err error) {
+	sid, typ, name, err = s.parseSID(sidParam)
+	if err != nil {
+		return "", "", "", err
+	}
+	if t := q.get("type"); t != "" && t != typ {
+		return "", "", "", fail(http.StatusInternalServerError, "types does not match")
+	}
+	if err := haGroupRefused(q); err != nil {
+		return "", "", "", err
+	}
+	return sid, typ, name, nil
+}
+
 // createHAResource is Resources.pm create: the guest must exist and be of
 // the sid's type; the CRM then brings it to its requested state.
 func (s *Server) createHAResource(q *request) (any, error) {
-	sid, typ, name, err := s.parseSID(q.get("sid"))
+	sid, typ, name, err := s.haResourceCall(q, q.get("sid"))
 	if err != nil {
-		return nil, err
-	}
-	if t := q.get("type"); t != "" && t != typ {
-		return nil, fail(http.StatusInternalServerError, "types does not match")
-	}
-	if err := haGroupRefused(q); err != nil {
 		return nil, err
 	}
 	v, err := s.haGuest(typ, name)
@@ -234,14 +244,8 @@ func (s *Server) createHAResource(q *request) (any, error) {
 // the HA domain lock, with the digest check).
 func (s *Server) updateHAResource(q *request) (any, error) {
 	const failed = "update resources config failed: "
-	sid, typ, name, err := s.parseSID(q.vars["sid"])
+	sid, typ, name, err := s.haResourceCall(q, q.vars["sid"])
 	if err != nil {
-		return nil, err
-	}
-	if t := q.get("type"); t != "" && t != typ {
-		return nil, fail(http.StatusInternalServerError, "types does not match")
-	}
-	if err := haGroupRefused(q); err != nil {
 		return nil, err
 	}
 	h := s.ha()
@@ -305,15 +309,7 @@ func splitKeys(v string) []string {
 // haManaged is vm_is_ha_managed: the guest has a resource whose state is
 // not ignored.
 func (s *Server) haManaged(v *vm) (string, map[string]string, bool) {
-	if s.st.HA == nil {
-		return "", nil, false
-	}
-	typ := "vm"
-	if v.Type == s.lxc.typ {
-		typ = "ct"
-	}
-	sid := typ + ":" + strconv.Itoa(v.VMID)
-	opts, ok := s.st.HA.Resources[sid]
+	sid, opts, ok := s.haConfigured(v)
 	if !ok || opts["state"] == "ignored" {
 		return "", nil, false
 	}
@@ -347,23 +343,14 @@ func (s *Server) haApply(v *vm, opts map[string]string) {
 	if want {
 		action = "start"
 	}
-	node, id := v.Node, v.VMID
-	s.startWorker(node, k.tasks+action, vmidString(id), worker{
-		user:  "root@pam",
-		locks: []lockReq{s.guestLock(k, id)},
-		run: func(t *task) error {
-			v, err := s.guestAt(k, node, id)
-			if err != nil {
-				return err
-			}
-			if want && !v.Running {
-				return s.startEffect(t, k, v, false)
-			}
-			if !want && v.Running {
-				v.Running, v.StartedAt = false, 0
-			}
-			return nil
-		},
+	s.rootGuestTask(k, v, action, func(t *task, v *vm) error {
+		if want && !v.Running {
+			return s.startEffect(t, k, v, false)
+		}
+		if !want && v.Running {
+			v.Running, v.StartedAt = false, 0
+		}
+		return nil
 	})
 }
 

@@ -227,3 +227,34 @@ func (e *env) resource(id string, ok func(map[string]any) bool) map[string]any {
 	e.t.Fatalf("/cluster/resources row %s: got %v, never as wanted", id, last)
 	return nil
 }
+
+// startCase is a VM created with kv and started: its start task's exit
+// status.
+type startCase struct {
+	name, vmid string
+	kv         []string
+	exit       string
+}
+
+// checkStarts creates and starts each case's VM, a subtest each.
+func (e *env) checkStarts(t *testing.T, cases []startCase) {
+	t.Helper()
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			e.run("POST", "/nodes/pve/qemu", append([]string{"vmid", tc.vmid}, tc.kv...)...)
+			if st := e.wait(e.task("POST", "/nodes/pve/qemu/"+tc.vmid+"/status/start")); st.ExitStatus != tc.exit {
+				t.Errorf("start: got %q want %q", st.ExitStatus, tc.exit)
+			}
+		})
+	}
+}
+
+// agentIfaces is the answer of GET …/agent/network-get-interfaces.
+type agentIfaces struct {
+	Result []struct {
+		Name string `json:"name"`
+		IPs  []struct {
+			IP string `json:"ip-address"`
+		} `json:"ip-addresses"`
+	} `json:"result"`
+}

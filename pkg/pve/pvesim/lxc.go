@@ -78,27 +78,11 @@ func lxcKind() *guestKind {
 
 func (s *Server) lxcRoutes() []route {
 	k := s.lxc
-	return []route{
-		k.route("GET /nodes/{node}/lxc", s.listGuests),
+	return append(s.guestRoutes(k, "lxc"),
 		k.route("POST /nodes/{node}/lxc", s.createCT),
-		k.route("GET /nodes/{node}/lxc/{vmid}", s.guestIndex),
-		k.route("DELETE /nodes/{node}/lxc/{vmid}", s.destroyGuest),
-		k.route("GET /nodes/{node}/lxc/{vmid}/config", s.getConfig),
-		k.route("PUT /nodes/{node}/lxc/{vmid}/config", s.putConfig),
-		k.route("GET /nodes/{node}/lxc/{vmid}/pending", s.getPending),
-		k.route("GET /nodes/{node}/lxc/{vmid}/status/current", s.guestStatus),
-		k.route("POST /nodes/{node}/lxc/{vmid}/status/start", s.power("start")),
-		k.route("POST /nodes/{node}/lxc/{vmid}/status/stop", s.power("stop")),
-		k.route("POST /nodes/{node}/lxc/{vmid}/status/shutdown", s.power("shutdown")),
-		k.route("POST /nodes/{node}/lxc/{vmid}/status/reboot", s.power("reboot")),
-		k.route("POST /nodes/{node}/lxc/{vmid}/clone", s.cloneGuest),
-		k.route("POST /nodes/{node}/lxc/{vmid}/template", s.templateGuest),
-		k.route("PUT /nodes/{node}/lxc/{vmid}/resize", s.resizeGuest),
 		k.route("POST /nodes/{node}/lxc/{vmid}/move_volume", s.moveVolume),
-		k.route("GET /nodes/{node}/lxc/{vmid}/migrate", s.migratePrecondition),
-		k.route("POST /nodes/{node}/lxc/{vmid}/migrate", s.migrateGuest),
 		k.route("GET /nodes/{node}/lxc/{vmid}/interfaces", s.ctInterfaces),
-	}
+	)
 }
 
 // normalizeCTNet writes a container NIC back as PVE does:
@@ -353,15 +337,7 @@ func ctRow(s *Server, v *vm) map[string]any {
 		"maxdisk": vmMaxDisk(v.Conf), "cpus": ctCPUs(v.Conf), "mem": 0, "disk": 0, "cpu": 0,
 		"uptime": v.uptime(), "netin": 0, "netout": 0, "diskread": 0, "diskwrite": 0,
 	}
-	m["name"] = s.statusName(v)
-	for _, k := range []string{"tags", "lock"} {
-		if val := v.Conf[k]; val != "" {
-			m[k] = val
-		}
-	}
-	if v.Conf["template"] == "1" {
-		m["template"] = 1
-	}
+	s.addConfStatus(m, v)
 	if v.Running {
 		m["mem"] = vmMaxMem(v.Conf) / 8
 		m["disk"] = vmMaxDisk(v.Conf) / 4

@@ -128,7 +128,7 @@ func (s *Server) listPCIMappings(q *request) (any, error) {
 		row["id"], row["digest"] = id, s.pciMapDigest()
 		if checkNode != "" {
 			checks := []map[string]any{}
-			entries := pciNodeEntries(m, checkNode)
+			entries := nodeEntries(m.Map, checkNode)
 			if len(entries) == 0 {
 				checks = append(checks, map[string]any{"severity": "warning", "message": "No mapping for node " + checkNode + "."})
 			}
@@ -233,21 +233,6 @@ func (s *Server) deletePCIMapping(q *request) (any, error) {
 	return nil, s.saveLocked()
 }
 
-// pciNodeEntries is get_node_mapping: the map entries of node.
-func pciNodeEntries(m *pciMapping, node string) []map[string]string {
-	var out []map[string]string
-	for _, e := range m.Map {
-		kv := map[string]string{}
-		for _, it := range props(e) {
-			kv[it.Key] = it.Value
-		}
-		if kv["node"] == node {
-			out = append(out, kv)
-		}
-	}
-	return out
-}
-
 // assertPCIValid is Mapping/PCI.pm assert_valid: every path of the entry
 // exists on the node, and the ids (the IOMMU group of the first) it names
 // are the device's — a property the device has must be configured.
@@ -308,7 +293,7 @@ func (s *Server) checkHostPCI(v *vm) error {
 			m, ok := s.st.PCIMappings[mapping]
 			entries := []map[string]string(nil)
 			if ok {
-				entries = pciNodeEntries(m, v.Node)
+				entries = nodeEntries(m.Map, v.Node)
 			}
 			if len(entries) == 0 {
 				return fmt.Errorf("PCI device mapping not found for '%s'", mapping)

@@ -27,25 +27,14 @@ func TestPCIMappingsAndStart(t *testing.T) {
 		t.Errorf("mappings checked on pve: got %v", list)
 	}
 
-	starts := []struct {
-		name, vmid string
-		kv         []string
-		exit       string
-	}{
+	starts := []startCase{
 		{"mapped", "100", []string{"machine", "q35", "hostpci0", "mapping=gpu0,pcie=1"}, "OK"},
 		{"no entry", "101", []string{"hostpci0", "mapping=nope"}, "PCI device mapping not found for 'nope'"},
 		{"hardware changed", "102", []string{"hostpci0", "mapping=wrong"},
 			"PCI device mapping invalid (hardware probably changed): 'id' does not match for 'wrong' (10de:2204 != 1234:5678)"},
 		{"pcie without q35", "103", []string{"hostpci0", "mapping=gpu0,pcie=1"}, "q35 machine model is not enabled"},
 	}
-	for _, tc := range starts {
-		t.Run(tc.name, func(t *testing.T) {
-			e.run("POST", "/nodes/pve/qemu", append([]string{"vmid", tc.vmid}, tc.kv...)...)
-			if st := e.wait(e.task("POST", "/nodes/pve/qemu/"+tc.vmid+"/status/start")); st.ExitStatus != tc.exit {
-				t.Errorf("start: got %q want %q", st.ExitStatus, tc.exit)
-			}
-		})
-	}
+	e.checkStarts(t, starts)
 
 	if r := e.call("PUT", "/cluster/mapping/pci/gpu0", "description", "x"); r.Status != 500 || r.Message != "update hardware mapping failed: missing value for required option 'map'" {
 		t.Errorf("update without map: got %d %q", r.Status, r.Message)

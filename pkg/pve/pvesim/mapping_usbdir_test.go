@@ -50,25 +50,14 @@ func TestUSBAndDirMappings(t *testing.T) {
 		}
 	}
 
-	starts := []struct {
-		name, vmid string
-		kv         []string
-		exit       string
-	}{
+	starts := []startCase{
 		{"usb mapped", "100", []string{"usb0", "mapping=stick"}, "OK"},
 		{"usb unknown", "101", []string{"usb0", "mapping=nope"}, "USB device mapping not found for 'nope'"},
 		{"usb hardware gone", "102", []string{"usb0", "mapping=gone"}, "USB Mapping invalid (hardware probably changed): usb device '1234:5678' not found"},
 		{"dir mapped", "103", []string{"virtiofs0", "dirid=share"}, "OK"},
 		{"dir unknown", "104", []string{"virtiofs0", "dirid=nope"}, "Directory ID nope does not exist."},
 	}
-	for _, tc := range starts {
-		t.Run(tc.name, func(t *testing.T) {
-			e.run("POST", "/nodes/pve/qemu", append([]string{"vmid", tc.vmid}, tc.kv...)...)
-			if st := e.wait(e.task("POST", "/nodes/pve/qemu/"+tc.vmid+"/status/start")); st.ExitStatus != tc.exit {
-				t.Errorf("start: got %q want %q", st.ExitStatus, tc.exit)
-			}
-		})
-	}
+	e.checkStarts(t, starts)
 	if r := e.call("PUT", "/cluster/mapping/dir/share", "map", "node=pve,path=/nowhere"); r.Status != 500 || r.Message != "update directory mapping failed: Path /nowhere does not exist" {
 		t.Errorf("dir update to a missing path: got %d %q", r.Status, r.Message)
 	}

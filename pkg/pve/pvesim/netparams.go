@@ -28,13 +28,39 @@ func ifaceFromParams(q *request, cfg map[string]*iface, name string, old *iface)
 			i.clear(d)
 		}
 	}
-	addr, err := addresses(q)
+	addr, err := checkIfaceCall(q, cfg, name, old == nil)
 	if err != nil {
 		return nil, err
 	}
-	if old != nil && addr.err != nil {
+	i.Type = q.get("type")
+	i.setParams(q)
+	i.setAddresses(addr)
+	if q.has("bridge_vids") {
+		vids := schema.SplitList(q.get("bridge_vids"))
+		if len(vids) == 0 {
+			return nil, paramErr1("bridge_vids", "VLAN list items are empty")
+		}
+		if old == nil {
+			// create_network stores the list space separated; update_network
+			// normalises only its own copy after the merge, so a PUT keeps
+			// the separators it was sent (and writes them to the file).
+			i.BridgeVids = strings.Join(vids, " ")
+		}
+	}
+	return i, nil
+}
+
+// checkIfaceCall is the checks of create_network (create) and
+// update_network against the call and the other interfaces in cfg, in
+// PVE's order; it answers the call's addresses.
+func checkIfaceCall(q *request, cfg map[string]*iface, name string, create bool) (addrs, error) {
+	addr, err := addresses(q)
+	if err != nil {
+		return addr, err
+	}
+	if !create && addr.err != nil {
 		// update_network maps cidr before its other checks.
-		return nil, addr.err
+		return addr, addr.err
 	}
 	// Network.pm check_duplicate_gateway(6), in this order, before the
 	// ports and the address checks.
@@ -43,27 +69,34 @@ func ifaceFromParams(q *request, cfg map[string]*iface, name string, old *iface)
 			continue
 		}
 		if holder := holding(cfg, name, g.key); holder != "" {
-			return nil, paramErr1(g.key, "%s already exists on interface '%s'.", g.what, holder)
+			return addr, paramErr1(g.key, "%s already exists on interface '%s'.", g.what, holder)
 		}
 	}
 	if err := checkDuplicatePorts(q, cfg, name); err != nil {
-		return nil, err
+		return addr, err
 	}
 	if addr.err != nil {
-		return nil, addr.err
+		return addr, addr.err
 	}
-	if old == nil && strings.HasPrefix(q.get("type"), "OVS") {
+	if create && strings.HasPrefix(q.get("type"), "OVS") {
 		// create_network: a PVE node has no Open vSwitch unless it is
 		// installed (update_network does not look).
-		return nil, fail(http.StatusInternalServerError, "Open VSwitch is not installed (need package 'openvswitch-switch')")
+		return addr, fail(http.StatusInternalServerError, "Open VSwitch is not installed (need package 'openvswitch-switch')")
 	}
+	return addr, nil
+}
 
-	i.Type = q.get("type")
-	str := map[string]*string{"comments": &i.Comments, "comments6": &i.Comments6, "gateway": &i.Gateway,
+// strSettings are an interface's string settings by their API names.
+func (i *iface) strSettings() map[string]*string {
+	return map[string]*string{"comments": &i.Comments, "comments6": &i.Comments6, "gateway": &i.Gateway,
 		"gateway6": &i.Gateway6, "bond_mode": &i.BondMode, "bond-primary": &i.BondPrimary,
 		"bond_xmit_hash_policy": &i.BondXmitHashPolicy, "vlan-raw-device": &i.VlanRawDevice,
 		"bridge_ports": &i.BridgePorts, "slaves": &i.Slaves, "bridge_vids": &i.BridgeVids}
-	for k, f := range str {
+}
+
+// setParams overwrites the settings the call sent, addresses aside.
+func (i *iface) setParams(q *request) {
+	for k, f := range i.strSettings() {
 		if q.has(k) {
 			*f = q.get(k)
 		}
@@ -84,6 +117,11 @@ func ifaceFromParams(q *request, cfg map[string]*iface, name string, old *iface)
 	if q.has("vlan-id") {
 		i.VlanID = q.int("vlan-id", 0)
 	}
+}
+
+// setAddresses sets the address families and methods from the call's
+// addresses: static for one it sent, manual else.
+func (i *iface) setAddresses(addr addrs) {
 	i.Families = nil
 	i.Method, i.Method6 = "manual", "manual"
 	if addr.v4 != "" {
@@ -97,19 +135,6 @@ func ifaceFromParams(q *request, cfg map[string]*iface, name string, old *iface)
 	if len(i.Families) == 0 {
 		i.Families = []string{"inet"}
 	}
-	if q.has("bridge_vids") {
-		vids := schema.SplitList(q.get("bridge_vids"))
-		if len(vids) == 0 {
-			return nil, paramErr1("bridge_vids", "VLAN list items are empty")
-		}
-		if old == nil {
-			// create_network stores the list space separated; update_network
-			// normalises only its own copy after the merge, so a PUT keeps
-			// the separators it was sent (and writes them to the file).
-			i.BridgeVids = strings.Join(vids, " ")
-		}
-	}
-	return i, nil
 }
 
 // addrs are the addresses of a call, cidr and address/netmask merged as
@@ -219,40 +244,22 @@ func portsOf(i *iface) []string {
 // clear removes one setting named as in the API (PUT's delete list): the
 // key leaves the interface's hash; cidr also takes address and netmask.
 func (i *iface) clear(key string) {
+	if f, ok := i.strSettings()[key]; ok {
+		*f = ""
+		return
+	}
 	switch key {
 	case "cidr", "address":
 		i.CIDR = ""
 	case "cidr6", "address6":
 		i.CIDR6 = ""
-	case "gateway":
-		i.Gateway = ""
-	case "gateway6":
-		i.Gateway6 = ""
-	case "comments":
-		i.Comments = ""
-	case "comments6":
-		i.Comments6 = ""
 	case "mtu":
 		i.MTU = 0
 	case "autostart":
 		i.Autostart = false
-	case "bridge_ports":
-		i.BridgePorts = ""
 	case "bridge_vlan_aware":
 		i.BridgeVlanAware = false
-	case "bridge_vids":
-		i.BridgeVids = ""
-	case "slaves":
-		i.Slaves = ""
-	case "bond_mode":
-		i.BondMode = ""
-	case "bond-primary":
-		i.BondPrimary = ""
-	case "bond_xmit_hash_policy":
-		i.BondXmitHashPolicy = ""
 	case "vlan-id":
 		i.VlanID = 0
-	case "vlan-raw-device":
-		i.VlanRawDevice = ""
 	}
 }

@@ -1,15 +1,12 @@
 package pvesim
 
 import (
-	"crypto/sha512"
-	"encoding/base64"
 	"fmt"
 	"maps"
 	"net/http"
 	"regexp"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 
 	"github.com/pvectl/pvectl/pkg/pve/schema"
@@ -217,162 +214,189 @@ func (s *Server) updateQemu(v *vm, e *configEdit, t *task) error {
 		return fail(http.StatusInternalServerError, "VM is locked (%s)", l)
 	}
 	taskLog(t, "%s", e.log)
-	vals := maps.Clone(e.vals)
-	keys := slices.Clone(e.keys)
-	deletes := slices.Clone(e.deletes)
-	reverted := map[string]bool{}
-	for _, key := range e.reverts {
-		if cur, ok := v.Conf[key]; ok {
-			vals[key], reverted[key] = cur, true
-			keys = append(keys, key)
-		} else if _, ok := v.Pending[key]; ok {
-			deletes = append(deletes, key)
+	u := newQemuUpdate(v, e, t)
+	for _, key := range u.deletes {
+		if err := s.deleteQemuKey(u, key); err != nil {
+			return err
 		}
 	}
-	sort.Strings(keys)
-	modified := map[string]bool{}
-	order := bootOrder(v.Conf)
-
-	for _, key := range deletes {
-		modified[key] = true
-		val, ok := v.Conf[key]
-		pend, isPending := v.Pending[key]
-		if !ok {
-			val, ok = pend, isPending
-		}
-		if !ok {
-			taskWarn(t, "cannot delete '%s' - not set in current configuration!", key)
-			modified[key] = false
-			continue
-		}
-		v.dropPending(key)
-		if slices.Contains(order, key) {
-			order = slices.DeleteFunc(order, func(d string) bool { return d == key })
-			v.setPending("boot", printBootOrder(order))
-			modified["boot"] = true
-		}
-		switch {
-		case isUnusedKey(key):
-			file, _ := diskFile(val)
-			if err := s.checkProtection(v, fmt.Sprintf("can't remove unused disk '%s'", file)); err != nil {
-				return err
-			}
-			if err := s.unusedInSnapshot(v, file); err != nil {
-				return err
-			}
-			s.removeKey(v, key)
-		case qemuDriveRe.MatchString(key):
-			if err := s.checkProtection(v, fmt.Sprintf("can't remove drive '%s'", key)); err != nil {
-				return err
-			}
-			if isPending {
-				s.registerUnused(v, pend)
-			}
-			v.addPendingDelete(key, e.force)
-		case key == "tags":
-			delete(v.Conf, key)
-		default:
-			v.addPendingDelete(key, e.force)
+	for _, key := range u.keys {
+		if err := s.writeQemuKey(u, key); err != nil {
+			return err
 		}
 	}
-
-	for _, key := range keys {
-		modified[key] = true
-		val := vals[key]
-		if p, ok := v.Pending[key]; ok && p == val {
-			continue
-		}
-		switch {
-		case qemuDriveRe.MatchString(key):
-			oldPending, hadPending := v.Pending[key]
-			if !reverted[key] {
-				var created []*volume
-				nval, err := s.normalizeDisk(v, key, val, &created)
-				if err != nil {
-					return err
-				}
-				for _, vol := range created {
-					taskLog(t, "%s: successfully created disk '%s'", key, vol.volid())
-				}
-				val = nval
-			}
-			v.setPending(key, val)
-			if hadPending {
-				s.registerUnused(v, oldPending)
-			}
-			if len(order) > 0 && isCDROM(val, true) && !slices.Contains(order, key) {
-				order = append(order, key)
-				v.setPending("boot", printBootOrder(order))
-				modified["boot"] = true
-			}
-		case key == "cipassword":
-			v.Conf[key] = s.hashPassword(v, val)
-		case key == "boot":
-			if devs, ok := schema.PropValue(props(val), "order"); ok && devs != "" {
-				list := schema.SplitList(devs)
-				for _, dev := range list {
-					_, inConf := v.Conf[dev]
-					_, inPending := v.Pending[dev]
-					_, inParams := vals[dev]
-					if !inConf && !inPending && !inParams || slices.Contains(deletes, dev) {
-						return fmt.Errorf("invalid bootorder: device '%s' does not exist'", dev)
-					}
-				}
-				val = printBootOrder(list)
-				if _, ok := v.Conf["bootdisk"]; ok {
-					v.addPendingDelete("bootdisk", false)
-				}
-			}
-			v.setPending(key, val)
-		default:
-			v.setPending(key, val)
-		}
-		v.removePendingDelete(key)
-	}
-
 	cleanupPending(v)
 	if !v.hasPending() {
 		return nil
 	}
 	if v.Running {
-		return s.hotplugQemu(v, modified)
+		return s.hotplugQemu(v, u.modified)
 	}
 	s.applyPendingQemu(v)
 	return nil
 }
 
-// hashPassword stores cipassword as qemu-server does: a crypt(3)-style
-// SHA-512 hash unless it is one already, or the plain text for Windows,
-// whose cloud-init reads it so (update_vm_api). The simulator's hash has
-// crypt's shape but not its rounds: nothing ever reads it back, GET config
-// answers "**********".
-func (s *Server) hashPassword(v *vm, pw string) string {
-	if windowsVersion(effectiveConf(v)["ostype"]) > 0 || cryptRe.MatchString(pw) {
-		return pw
-	}
-	salt := fmt.Sprintf("%016x", s.rng.Uint64())
-	sum := sha512.Sum512([]byte(salt + pw))
-	return "$6$" + salt + "$" + base64.RawStdEncoding.EncodeToString(sum[:])
+// qemuUpdate is one updateQemu in progress: the edit with its reverts
+// folded in (a reverted key is written back with its current value, or
+// deleted when only pending), the boot order as it changes, and the keys
+// modified so far.
+type qemuUpdate struct {
+	v        *vm
+	e        *configEdit
+	t        *task
+	vals     map[string]string
+	keys     []string // sorted
+	deletes  []string
+	reverted map[string]bool
+	modified map[string]bool
+	order    []string
 }
 
-var (
-	cryptRe = regexp.MustCompile(`^\$(?:[156]|2[ay])(\$.+){2}`)
-	winOSRe = regexp.MustCompile(`^win(\d+)$`)
-)
+func newQemuUpdate(v *vm, e *configEdit, t *task) *qemuUpdate {
+	u := &qemuUpdate{v: v, e: e, t: t,
+		vals: maps.Clone(e.vals), keys: slices.Clone(e.keys), deletes: slices.Clone(e.deletes),
+		reverted: map[string]bool{}, modified: map[string]bool{}, order: bootOrder(v.Conf)}
+	for _, key := range e.reverts {
+		if cur, ok := v.Conf[key]; ok {
+			u.vals[key], u.reverted[key] = cur, true
+			u.keys = append(u.keys, key)
+		} else if _, ok := v.Pending[key]; ok {
+			u.deletes = append(u.deletes, key)
+		}
+	}
+	sort.Strings(u.keys)
+	return u
+}
 
-// windowsVersion is qemu-server Helpers.pm windows_version.
-func windowsVersion(ostype string) int {
-	switch ostype {
-	case "wxp", "w2k3", "w2k":
-		return 5
-	case "w2k8", "wvista":
-		return 6
+// setBootOrder makes order the VM's pending boot order.
+func (u *qemuUpdate) setBootOrder(order []string) {
+	u.order = order
+	u.v.setPending("boot", printBootOrder(order))
+	u.modified["boot"] = true
+}
+
+// deleteQemuKey is one key of update_vm_api's delete loop.
+func (s *Server) deleteQemuKey(u *qemuUpdate, key string) error {
+	v := u.v
+	u.modified[key] = true
+	val, ok := v.Conf[key]
+	pend, isPending := v.Pending[key]
+	if !ok {
+		val, ok = pend, isPending
 	}
-	if m := winOSRe.FindStringSubmatch(ostype); m != nil {
-		n, _ := strconv.Atoi(m[1])
-		return n
+	if !ok {
+		taskWarn(u.t, "cannot delete '%s' - not set in current configuration!", key)
+		u.modified[key] = false
+		return nil
 	}
-	return 0
+	v.dropPending(key)
+	if slices.Contains(u.order, key) {
+		u.setBootOrder(slices.DeleteFunc(u.order, func(d string) bool { return d == key }))
+	}
+	switch {
+	case isUnusedKey(key):
+		file, _ := diskFile(val)
+		if err := s.checkProtection(v, fmt.Sprintf("can't remove unused disk '%s'", file)); err != nil {
+			return err
+		}
+		if err := s.unusedInSnapshot(v, file); err != nil {
+			return err
+		}
+		s.removeKey(v, key)
+	case qemuDriveRe.MatchString(key):
+		if err := s.checkProtection(v, fmt.Sprintf("can't remove drive '%s'", key)); err != nil {
+			return err
+		}
+		if isPending {
+			s.registerUnused(v, pend)
+		}
+		v.addPendingDelete(key, u.e.force)
+	case key == "tags":
+		delete(v.Conf, key)
+	default:
+		v.addPendingDelete(key, u.e.force)
+	}
+	return nil
+}
+
+// writeQemuKey is one key of update_vm_api's write loop: the value goes
+// to [PENDING], a drive normalized and allocated first, cipassword hashed
+// straight into the config.
+func (s *Server) writeQemuKey(u *qemuUpdate, key string) error {
+	v := u.v
+	u.modified[key] = true
+	val := u.vals[key]
+	if p, ok := v.Pending[key]; ok && p == val {
+		return nil
+	}
+	switch {
+	case qemuDriveRe.MatchString(key):
+		if err := s.writeQemuDrive(u, key, val); err != nil {
+			return err
+		}
+	case key == "cipassword":
+		v.Conf[key] = s.hashPassword(v, val)
+	case key == "boot":
+		nval, err := u.checkBoot(val)
+		if err != nil {
+			return err
+		}
+		v.setPending(key, nval)
+	default:
+		v.setPending(key, val)
+	}
+	v.removePendingDelete(key)
+	return nil
+}
+
+// writeQemuDrive writes a drive to [PENDING]: a new value is normalized
+// (allocating what it asks for), the pending value it replaces is
+// registered unused, and a CD-ROM joins an explicit boot order.
+func (s *Server) writeQemuDrive(u *qemuUpdate, key, val string) error {
+	v := u.v
+	oldPending, hadPending := v.Pending[key]
+	if !u.reverted[key] {
+		var created []*volume
+		nval, err := s.normalizeDisk(v, key, val, &created)
+		if err != nil {
+			return err
+		}
+		for _, vol := range created {
+			taskLog(u.t, "%s: successfully created disk '%s'", key, vol.volid())
+		}
+		val = nval
+	}
+	v.setPending(key, val)
+	if hadPending {
+		s.registerUnused(v, oldPending)
+	}
+	if len(u.order) > 0 && isCDROM(val, true) && !slices.Contains(u.order, key) {
+		u.setBootOrder(append(u.order, key))
+	}
+	return nil
+}
+
+// checkBoot checks a new boot option's order: every device must exist in
+// the config, [PENDING] or this update and not be deleted by it. An order
+// replaces the legacy bootdisk.
+func (u *qemuUpdate) checkBoot(val string) (string, error) {
+	devs, ok := schema.PropValue(props(val), "order")
+	if !ok || devs == "" {
+		return val, nil
+	}
+	list := schema.SplitList(devs)
+	for _, dev := range list {
+		_, inConf := u.v.Conf[dev]
+		_, inPending := u.v.Pending[dev]
+		_, inParams := u.vals[dev]
+		if !inConf && !inPending && !inParams || slices.Contains(u.deletes, dev) {
+			return "", fmt.Errorf("invalid bootorder: device '%s' does not exist'", dev)
+		}
+	}
+	if _, ok := u.v.Conf["bootdisk"]; ok {
+		u.v.addPendingDelete("bootdisk", false)
+	}
+	return printBootOrder(list), nil
 }
 
 // applyPendingQemu is vmconfig_apply_pending: a stopped VM takes every

@@ -63,30 +63,14 @@ func qemuKind() *guestKind {
 
 func (s *Server) qemuRoutes() []route {
 	k := s.qemu
-	return []route{
-		k.route("GET /nodes/{node}/qemu", s.listGuests),
+	return append(s.guestRoutes(k, "qemu"),
 		k.route("POST /nodes/{node}/qemu", s.createVM),
-		k.route("GET /nodes/{node}/qemu/{vmid}", s.guestIndex),
-		k.route("DELETE /nodes/{node}/qemu/{vmid}", s.destroyGuest),
-		k.route("GET /nodes/{node}/qemu/{vmid}/config", s.getConfig),
 		k.route("POST /nodes/{node}/qemu/{vmid}/config", s.postConfig),
-		k.route("PUT /nodes/{node}/qemu/{vmid}/config", s.putConfig),
-		k.route("GET /nodes/{node}/qemu/{vmid}/pending", s.getPending),
-		k.route("GET /nodes/{node}/qemu/{vmid}/status/current", s.guestStatus),
-		k.route("POST /nodes/{node}/qemu/{vmid}/status/start", s.power("start")),
-		k.route("POST /nodes/{node}/qemu/{vmid}/status/stop", s.power("stop")),
-		k.route("POST /nodes/{node}/qemu/{vmid}/status/shutdown", s.power("shutdown")),
-		k.route("POST /nodes/{node}/qemu/{vmid}/status/reboot", s.power("reboot")),
-		k.route("POST /nodes/{node}/qemu/{vmid}/clone", s.cloneGuest),
-		k.route("POST /nodes/{node}/qemu/{vmid}/template", s.templateGuest),
-		k.route("PUT /nodes/{node}/qemu/{vmid}/resize", s.resizeGuest),
 		k.route("POST /nodes/{node}/qemu/{vmid}/move_disk", s.moveDisk),
-		k.route("GET /nodes/{node}/qemu/{vmid}/migrate", s.migratePrecondition),
-		k.route("POST /nodes/{node}/qemu/{vmid}/migrate", s.migrateGuest),
 		k.route("GET /nodes/{node}/qemu/{vmid}/agent/network-get-interfaces", s.agentIfaces),
 		k.route("GET /nodes/{node}/qemu/{vmid}/cloudinit", s.getCloudinit),
 		k.route("PUT /nodes/{node}/qemu/{vmid}/cloudinit", s.regenerateCloudinit),
-	}
+	)
 }
 
 func (s *Server) createVM(k *guestKind, q *request) (any, error) {
@@ -147,15 +131,7 @@ func qemuRow(s *Server, v *vm) map[string]any {
 		"cpus": vmCPUs(v.Conf), "mem": 0, "cpu": 0, "uptime": v.uptime(),
 		"netin": 0, "netout": 0, "diskread": 0, "diskwrite": 0,
 	}
-	row["name"] = s.statusName(v)
-	for _, k := range []string{"tags", "lock"} {
-		if val := v.Conf[k]; val != "" {
-			row[k] = val
-		}
-	}
-	if v.Conf["template"] == "1" {
-		row["template"] = 1
-	}
+	s.addConfStatus(row, v)
 	if v.Running {
 		row["qmpstatus"] = "running"
 		row["pid"] = 10000 + v.VMID
@@ -172,17 +148,9 @@ func qemuStatus(s *Server, v *vm) map[string]any {
 		"netin": 0, "netout": 0, "diskread": 0, "diskwrite": 0, "ha": map[string]any{"managed": 0},
 		"qmpstatus": v.status(),
 	}
-	m["name"] = s.statusName(v)
-	for _, k := range []string{"tags", "lock"} {
-		if val := v.Conf[k]; val != "" {
-			m[k] = val
-		}
-	}
+	s.addConfStatus(m, v)
 	if agentEnabled(v.Conf) {
 		m["agent"] = 1
-	}
-	if v.Conf["template"] == "1" {
-		m["template"] = 1
 	}
 	if strings.HasPrefix(v.Conf["serial0"], "socket") {
 		m["serial"] = 1

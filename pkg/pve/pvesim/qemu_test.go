@@ -183,14 +183,7 @@ func TestPowerPendingAndDestroy(t *testing.T) {
 		t.Errorf("got pending %v, want a memory row", pending)
 	}
 
-	var agent struct {
-		Result []struct {
-			Name string `json:"name"`
-			IPs  []struct {
-				IP string `json:"ip-address"`
-			} `json:"ip-addresses"`
-		} `json:"result"`
-	}
+	var agent agentIfaces
 	e.ok(&agent, "GET", "/nodes/pve/qemu/100/agent/network-get-interfaces")
 	if len(agent.Result) != 2 || agent.Result[1].IPs[0].IP != "192.168.100.50" {
 		t.Errorf("got agent interfaces %+v, want eth0 192.168.100.50", agent)

@@ -78,89 +78,10 @@ func (s *Server) normalizeDisk(v *vm, key, val string, created *[]*volume) (stri
 		}
 	}
 	if m := newDiskRe.FindStringSubmatch(file); m != nil {
-		gbs, _ := strconv.ParseFloat(m[2], 64)
-		src, importing := schema.PropValue(rest, "import-from")
-		if importing && gbs != 0 {
-			return "", paramErr1(key, "'import-from' requires special syntax - use <storage ID>:0,import-from=<source>")
-		}
-		if created == nil {
-			if err := s.checkImageStorage(m[1]); err != nil {
-				return "", err
-			}
-			return printDrive(file, rest), nil
-		}
-		st, err := s.imageStorage(m[1], v.Node, "storage")
-		if err != nil {
-			return "", err
-		}
-		size := int64(gbs * float64(gib))
-		if importing {
-			sv, ok := s.st.Volumes[src]
-			if !ok && !strings.HasPrefix(src, "/") {
-				return "", fail(500, "volume '%s' does not exist", src)
-			}
-			size = 2 * gib
-			if ok {
-				size = sv.Size
-			}
-			rest = schema.DeleteProp(rest, "import-from")
-		}
-		switch key {
-		case "efidisk0":
-			size = 128 << 10
-			if t, _ := schema.PropValue(rest, "efitype"); t == "4m" {
-				size = 4 * mib
-			}
-		case "tpmstate0":
-			size = 4 * mib
-		}
-		if size <= 0 {
-			return "", paramErr1(key, "invalid disk size '%s'", m[2])
-		}
-		// create_disks allocates in the format asked for (else the
-		// storage's default), makes it a base volume when the guest is a
-		// template (vdisk_create_base), and drops "format" once the disk
-		// exists (qemu-server API2/Qemu.pm create_disks).
-		format, _ := schema.PropValue(rest, "format")
-		vol := s.allocImageFormat(st, v.VMID, size, "vm", format)
-		if v.Conf["template"] == "1" {
-			s.toBase(vol)
-		}
-		*created = append(*created, vol)
-		rest = schema.SetProp(schema.DeleteProp(rest, "format"), "size", schema.FormatSize(size))
-		return printDrive(vol.volid(), rest), nil
+		return s.newDiskDrive(v, key, file, rest, m, created)
 	}
 	if m := ciDiskRe.FindStringSubmatch(file); m != nil {
-		// check_storage_access skips cloud-init volumes: the storage need not
-		// hold images (a cloud-init drive on "local" is fine).
-		st, ok := s.st.Storages[m[1]]
-		if !ok {
-			return "", fail(http.StatusInternalServerError, "storage '%s' does not exist", m[1])
-		}
-		if created == nil {
-			return printDrive(file, rest), nil
-		}
-		// create_disks refuses a second cloud-init drive.
-		for _, conf := range []map[string]string{v.Conf, v.Pending} {
-			for _, other := range slices.Sorted(maps.Keys(conf)) {
-				if other != key && qemuDriveRe.MatchString(other) && isCloudinitDrive(conf[other]) {
-					return "", fmt.Errorf("%s - cloud-init drive is already attached at '%s'", key, other)
-				}
-			}
-		}
-		if !st.onNode(v.Node) {
-			return "", fail(http.StatusInternalServerError, "storage '%s' is not available on node '%s'", m[1], v.Node)
-		}
-		format, _ := schema.PropValue(rest, "format")
-		name, format := cloudinitName(st, v.VMID, format)
-		rest = schema.DeleteProp(rest, "format") // create_disks: no longer needed
-		vol := &volume{Storage: st.ID, Name: name, Content: "images", Format: format, Size: 4 * mib, VMID: v.VMID}
-		if _, exists := s.st.Volumes[vol.volid()]; !exists {
-			s.st.addVolume(vol)
-			*created = append(*created, vol)
-		}
-		rest = schema.SetProp(rest, "media", "cdrom")
-		return printDrive(vol.volid(), rest), nil
+		return s.cloudinitDrive(v, key, file, rest, m[1], created)
 	}
 	if volidRe.MatchString(file) {
 		vol, ok := s.st.Volumes[file]
@@ -176,6 +97,103 @@ func (s *Server) normalizeDisk(v *vm, key, val string, created *[]*volume) (stri
 		rest = schema.SetProp(rest, "size", schema.FormatSize(vol.Size))
 	}
 	return printDrive(file, rest), nil
+}
+
+// newDiskDrive is normalizeDisk for a new disk, "STOR:SIZE" or
+// "STOR:0,import-from=…" (m is newDiskRe's match of file).
+func (s *Server) newDiskDrive(v *vm, key, file string, rest []schema.KV, m []string, created *[]*volume) (string, error) {
+	gbs, _ := strconv.ParseFloat(m[2], 64)
+	src, importing := schema.PropValue(rest, "import-from")
+	if importing && gbs != 0 {
+		return "", paramErr1(key, "'import-from' requires special syntax - use <storage ID>:0,import-from=<source>")
+	}
+	if created == nil {
+		if err := s.checkImageStorage(m[1]); err != nil {
+			return "", err
+		}
+		return printDrive(file, rest), nil
+	}
+	st, err := s.imageStorage(m[1], v.Node, "storage")
+	if err != nil {
+		return "", err
+	}
+	size := int64(gbs * float64(gib))
+	if importing {
+		sv, ok := s.st.Volumes[src]
+		if !ok && !strings.HasPrefix(src, "/") {
+			return "", fail(500, "volume '%s' does not exist", src)
+		}
+		size = 2 * gib
+		if ok {
+			size = sv.Size
+		}
+		rest = schema.DeleteProp(rest, "import-from")
+	}
+	size = fixedDiskSize(key, rest, size)
+	if size <= 0 {
+		return "", paramErr1(key, "invalid disk size '%s'", m[2])
+	}
+	// create_disks allocates in the format asked for (else the
+	// storage's default), makes it a base volume when the guest is a
+	// template (vdisk_create_base), and drops "format" once the disk
+	// exists (qemu-server API2/Qemu.pm create_disks).
+	format, _ := schema.PropValue(rest, "format")
+	vol := s.allocImageFormat(st, v.VMID, size, "vm", format)
+	if v.Conf["template"] == "1" {
+		s.toBase(vol)
+	}
+	*created = append(*created, vol)
+	rest = schema.SetProp(schema.DeleteProp(rest, "format"), "size", schema.FormatSize(size))
+	return printDrive(vol.volid(), rest), nil
+}
+
+// fixedDiskSize is the size of an EFI or TPM state disk, whatever was
+// asked for; size for any other drive.
+func fixedDiskSize(key string, rest []schema.KV, size int64) int64 {
+	switch key {
+	case "efidisk0":
+		if t, _ := schema.PropValue(rest, "efitype"); t == "4m" {
+			return 4 * mib
+		}
+		return 128 << 10
+	case "tpmstate0":
+		return 4 * mib
+	}
+	return size
+}
+
+// cloudinitDrive is normalizeDisk for "STOR:cloudinit" on storage stor.
+func (s *Server) cloudinitDrive(v *vm, key, file string, rest []schema.KV, stor string, created *[]*volume) (string, error) {
+	// check_storage_access skips cloud-init volumes: the storage need not
+	// hold images (a cloud-init drive on "local" is fine).
+	st, ok := s.st.Storages[stor]
+	if !ok {
+		return "", fail(http.StatusInternalServerError, "storage '%s' does not exist", stor)
+	}
+	if created == nil {
+		return printDrive(file, rest), nil
+	}
+	// create_disks refuses a second cloud-init drive.
+	for _, conf := range []map[string]string{v.Conf, v.Pending} {
+		for _, other := range slices.Sorted(maps.Keys(conf)) {
+			if other != key && qemuDriveRe.MatchString(other) && isCloudinitDrive(conf[other]) {
+				return "", fmt.Errorf("%s - cloud-init drive is already attached at '%s'", key, other)
+			}
+		}
+	}
+	if !st.onNode(v.Node) {
+		return "", fail(http.StatusInternalServerError, "storage '%s' is not available on node '%s'", stor, v.Node)
+	}
+	format, _ := schema.PropValue(rest, "format")
+	name, format := cloudinitName(st, v.VMID, format)
+	rest = schema.DeleteProp(rest, "format") // create_disks: no longer needed
+	vol := &volume{Storage: st.ID, Name: name, Content: "images", Format: format, Size: 4 * mib, VMID: v.VMID}
+	if _, exists := s.st.Volumes[vol.volid()]; !exists {
+		s.st.addVolume(vol)
+		*created = append(*created, vol)
+	}
+	rest = schema.SetProp(rest, "media", "cdrom")
+	return printDrive(vol.volid(), rest), nil
 }
 
 // cloudinitName is the volume name and format of a new cloud-init drive:

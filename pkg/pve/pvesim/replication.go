@@ -84,12 +84,17 @@ func replAnswer(id string, job map[string]string) map[string]any {
 	return out
 }
 
-func (s *Server) replVMPerm(q *request, guest int, priv string) error {
+// replJobGuest is the guest of job id, on which the caller needs priv.
+func (s *Server) replJobGuest(q *request, id, priv string) (int, error) {
+	guest, _, err := parseReplJobID(id)
+	if err != nil {
+		return 0, err
+	}
 	path := "/vms/" + strconv.Itoa(guest)
 	if !s.can(q.user, path, priv) {
-		return permDenied(path, priv)
+		return 0, permDenied(path, priv)
 	}
-	return nil
+	return guest, nil
 }
 
 func (s *Server) listReplication(q *request) (any, error) {
@@ -109,11 +114,7 @@ func (s *Server) listReplication(q *request) (any, error) {
 func (s *Server) getReplication(q *request) (any, error) {
 	s.replRunner()
 	id := q.vars["id"]
-	guest, _, err := parseReplJobID(id)
-	if err != nil {
-		return nil, err
-	}
-	if err := s.replVMPerm(q, guest, "VM.Audit"); err != nil {
+	if _, err := s.replJobGuest(q, id, "VM.Audit"); err != nil {
 		return nil, err
 	}
 	job, ok := s.jobs().Replication[id]
@@ -175,11 +176,8 @@ func replParams(q *request) map[string]string {
 // createReplication is ReplicationConfig.pm create.
 func (s *Server) createReplication(q *request) (any, error) {
 	id := q.get("id")
-	guest, _, err := parseReplJobID(id)
+	guest, err := s.replJobGuest(q, id, "VM.Replicate")
 	if err != nil {
-		return nil, err
-	}
-	if err := s.replVMPerm(q, guest, "VM.Replicate"); err != nil {
 		return nil, err
 	}
 	v, ok := s.st.VMs[guest]
@@ -222,11 +220,7 @@ func (s *Server) createReplication(q *request) (any, error) {
 // updateReplication is ReplicationConfig.pm update: the target is fixed.
 func (s *Server) updateReplication(q *request) (any, error) {
 	id := q.vars["id"]
-	guest, _, err := parseReplJobID(id)
-	if err != nil {
-		return nil, err
-	}
-	if err := s.replVMPerm(q, guest, "VM.Replicate"); err != nil {
+	if _, err := s.replJobGuest(q, id, "VM.Replicate"); err != nil {
 		return nil, err
 	}
 	s.replRunner()
@@ -258,11 +252,7 @@ func (s *Server) updateReplication(q *request) (any, error) {
 // local with keep); force drops it from the config at once.
 func (s *Server) deleteReplication(q *request) (any, error) {
 	id := q.vars["id"]
-	guest, _, err := parseReplJobID(id)
-	if err != nil {
-		return nil, err
-	}
-	if err := s.replVMPerm(q, guest, "VM.Replicate"); err != nil {
+	if _, err := s.replJobGuest(q, id, "VM.Replicate"); err != nil {
 		return nil, err
 	}
 	j := s.jobs()

@@ -246,3 +246,56 @@ func (s *Server) sdnGet(q *request, c *sdnClass, id string) (map[string]any, err
 	}
 	return c.object(id, o, v.digest), nil
 }
+
+// The zones and the controllers are typed sections with the same index,
+// create and update around their plugins' hooks (pve-network
+// API2/Network/SDN/Zones.pm, Controllers.pm).
+
+// sdnTypedList is index: the objects of c the caller may audit or
+// allocate on /sdn/<file>/<id>, of one type if asked.
+func (s *Server) sdnTypedList(q *request, c *sdnClass) []map[string]any {
+	v := s.sdnView(q, c.name)
+	out := []map[string]any{}
+	for _, id := range slices.Sorted(maps.Keys(v.objs)) {
+		if !s.canAny(q.user, "/sdn/"+c.name+"/"+id, "SDN.Audit", "SDN.Allocate") {
+			continue
+		}
+		o := c.object(id, v.objs[id], v.digest)
+		if t := q.get("type"); t != "" && o["type"] != t {
+			continue
+		}
+		out = append(out, o)
+	}
+	return out
+}
+
+// sdnTypedCreate is create: the type's check_config before the lock (its
+// dies unprefixed), then under it a new id and add, which adds the
+// section sec as id.
+func (s *Server) sdnTypedCreate(q *request, c *sdnClass, add func(d *sdnState, id string, sec *sdnSection) error) error {
+	id := q.get(c.idKey)
+	sec, err := c.check(q.get("type"), sdnParams(q, "type", c.idKey, "lock-token"), true)
+	if err != nil {
+		return die500(err)
+	}
+	return s.sdnLocked(q.get("lock-token"), "create sdn "+c.idKey+" object failed", func(d *sdnState) error {
+		if d.Files[c.name][id] != nil {
+			return fmt.Errorf("sdn %s object ID '%s' already defined", c.idKey, id)
+		}
+		return add(d, id, sec)
+	})
+}
+
+// sdnTypedUpdateStart is how update begins under the lock: the digest,
+// the section (old), and its type's check_config of the call's values.
+func sdnTypedUpdateStart(d *sdnState, c *sdnClass, q *request, id string) (old, opts *sdnSection, err error) {
+	if err := assertDigest(d.Files[c.name], c, q.get("digest")); err != nil {
+		return nil, nil, err
+	}
+	old = d.Files[c.name][id]
+	if old == nil {
+		return nil, nil, sdnMissing(c.name, id)
+	}
+	opts, err = c.check(old.Type, sdnParams(q, c.idKey, "digest", "delete", "lock-token"), false)
+	return old, opts, err
+}

@@ -25,20 +25,7 @@ func (s *Server) sdnControllerRoutes() []route {
 // listSDNControllers is index: the controllers the caller may audit or
 // allocate on /sdn/controllers/<id>, of one type if asked.
 func (s *Server) listSDNControllers(q *request) (any, error) {
-	c := sdnClasses()["controllers"]
-	v := s.sdnView(q, "controllers")
-	out := []map[string]any{}
-	for _, id := range slices.Sorted(maps.Keys(v.objs)) {
-		if !s.canAny(q.user, "/sdn/controllers/"+id, "SDN.Audit", "SDN.Allocate") {
-			continue
-		}
-		o := c.object(id, v.objs[id], v.digest)
-		if t := q.get("type"); t != "" && o["type"] != t {
-			continue
-		}
-		out = append(out, o)
-	}
-	return out, nil
+	return s.sdnTypedList(q, sdnClasses()["controllers"]), nil
 }
 
 func (s *Server) getSDNController(q *request) (any, error) {
@@ -48,16 +35,7 @@ func (s *Server) getSDNController(q *request) (any, error) {
 // createSDNController is create: check_config before the lock, then a
 // new id and the plugin's on_update_hook.
 func (s *Server) createSDNController(q *request) (any, error) {
-	c := sdnClasses()["controllers"]
-	id := q.get("controller")
-	sec, err := c.check(q.get("type"), sdnParams(q, "type", "controller", "lock-token"), true)
-	if err != nil {
-		return nil, die500(err)
-	}
-	return nil, s.sdnLocked(q.get("lock-token"), "create sdn controller object failed", func(d *sdnState) error {
-		if d.Files["controllers"][id] != nil {
-			return fmt.Errorf("sdn controller object ID '%s' already defined", id)
-		}
+	return nil, s.sdnTypedCreate(q, sdnClasses()["controllers"], func(d *sdnState, id string, sec *sdnSection) error {
 		files := d.Files.clone()
 		files["controllers"][id] = sec
 		if err := s.controllerUpdateHook(files["controllers"], id); err != nil {
@@ -107,14 +85,7 @@ func (s *Server) updateSDNController(q *request) (any, error) {
 	c := sdnClasses()["controllers"]
 	id := q.vars["controller"]
 	return nil, s.sdnLocked(q.get("lock-token"), "update sdn controller object failed", func(d *sdnState) error {
-		if err := assertDigest(d.Files["controllers"], c, q.get("digest")); err != nil {
-			return err
-		}
-		old := d.Files["controllers"][id]
-		if old == nil {
-			return sdnMissing("controllers", id)
-		}
-		opts, err := c.check(old.Type, sdnParams(q, "controller", "digest", "delete", "lock-token"), false)
+		_, opts, err := sdnTypedUpdateStart(d, c, q, id)
 		if err != nil {
 			return err
 		}

@@ -25,20 +25,7 @@ func (s *Server) sdnZoneRoutes() []route {
 // listSDNZones is index: the zones the caller may audit or allocate on
 // /sdn/zones/<zone>, of one type if asked.
 func (s *Server) listSDNZones(q *request) (any, error) {
-	c := sdnClasses()["zones"]
-	v := s.sdnView(q, "zones")
-	out := []map[string]any{}
-	for _, id := range slices.Sorted(maps.Keys(v.objs)) {
-		if !s.canAny(q.user, "/sdn/zones/"+id, "SDN.Audit", "SDN.Allocate") {
-			continue
-		}
-		o := c.object(id, v.objs[id], v.digest)
-		if t := q.get("type"); t != "" && o["type"] != t {
-			continue
-		}
-		out = append(out, o)
-	}
-	return out, nil
+	return s.sdnTypedList(q, sdnClasses()["zones"]), nil
 }
 
 func (s *Server) getSDNZone(q *request) (any, error) {
@@ -49,16 +36,7 @@ func (s *Server) getSDNZone(q *request) (any, error) {
 // dies unprefixed), then under it: a new id, the dns servers, ipam and
 // the plugin's on_update_hook.
 func (s *Server) createSDNZone(q *request) (any, error) {
-	c := sdnClasses()["zones"]
-	id, typ := q.get("zone"), q.get("type")
-	sec, err := c.check(typ, sdnParams(q, "type", "zone", "lock-token"), true)
-	if err != nil {
-		return nil, die500(err)
-	}
-	return nil, s.sdnLocked(q.get("lock-token"), "create sdn zone object failed", func(d *sdnState) error {
-		if d.Files["zones"][id] != nil {
-			return fmt.Errorf("sdn zone object ID '%s' already defined", id)
-		}
+	return nil, s.sdnTypedCreate(q, sdnClasses()["zones"], func(d *sdnState, id string, sec *sdnSection) error {
 		if err := zoneRefs(sec); err != nil {
 			return err
 		}
@@ -141,14 +119,7 @@ func (s *Server) updateSDNZone(q *request) (any, error) {
 	c := sdnClasses()["zones"]
 	id := q.vars["zone"]
 	return nil, s.sdnLocked(q.get("lock-token"), "update sdn zone object failed", func(d *sdnState) error {
-		if err := assertDigest(d.Files["zones"], c, q.get("digest")); err != nil {
-			return err
-		}
-		old := d.Files["zones"][id]
-		if old == nil {
-			return sdnMissing("zones", id)
-		}
-		opts, err := c.check(old.Type, sdnParams(q, "zone", "digest", "delete", "lock-token"), false)
+		old, opts, err := sdnTypedUpdateStart(d, c, q, id)
 		if err != nil {
 			return err
 		}

@@ -20,84 +20,6 @@ import (
 	"github.com/pvectl/pvectl/pkg/pve/schema"
 )
 
-// Options configures a simulator.
-type Options struct {
-	Nodes []string // default ["pve"]
-	// TokenID and TokenSecret are the admin token: a token of its user
-	// without privilege separation (root@pam's by default, so it holds
-	// every privilege; another user is made an Administrator on /).
-	TokenID     string // default "root@pam!pvectl"
-	TokenSecret string // required
-	// Tokens are more API tokens to try the permission checks with: each
-	// is privilege-separated, and a user the simulator creates for one
-	// has no ACL (grant some with PUT /access/acl).
-	Tokens []Token
-	// DHCPRange is where the guest agent's DHCP leases come from (a VM
-	// whose ipconfig0 has no static address): DefaultDHCPRange when
-	// invalid (zero), a loopback range so that nothing a test reaches
-	// leaves the machine.
-	DHCPRange    netip.Prefix
-	Latency      time.Duration // added to every request
-	TaskDuration time.Duration // how long a task runs before it ends (default 300ms)
-	StateFile    string        // loaded at New if present, saved atomically after each mutation
-	DataDir      string        // where simulated uploads/downloads land; created if set
-	// APIDocFile is a copy of PVE's API documentation (apidoc.js or its
-	// JSON) served at /pve-docs/api-viewer/apidoc.js, as pveproxy serves
-	// it from /usr/share/pve-docs without authentication. The simulator
-	// carries none of its own (it is AGPL text): without a file that path
-	// is a 404.
-	APIDocFile string
-	ErrorRate  float64 // fraction of requests answered with a 500/596 fault (not task status/log)
-	// LockContention is the fraction of calls taking a guest lock that find
-	// it held by someone else for longer than PVE waits: the call fails
-	// with PVE's lock timeout where PVE takes the lock in the API process,
-	// its task fails where the worker takes it (docs/simulator.md).
-	LockContention float64
-	Seed           int64 // rng seed (0 = time-based)
-	Logf           func(format string, args ...any)
-
-	// TaskStatusDelay, when positive, is a fault to inject: for that long
-	// after a task starts its status call answers 400 "no such task" (and
-	// its log "unable to open file"), as if the task file were not written
-	// yet. PVE itself never does this on the task's node: fork_worker
-	// (pve-common src/PVE/RESTEnvironment.pm) lets the worker create its
-	// task log before it hands the parent the UPID the call answers, and
-	// pve-manager PVE/API2/Tasks.pm read_task_status only checks that file.
-	// It never outlasts the task itself. 0 or negative: no such window.
-	TaskStatusDelay time.Duration
-	// WarnRate is the fraction of otherwise successful tasks that end with
-	// exit status "WARNINGS: 1" and a "WARN: …" log line (success, not failure).
-	WarnRate float64
-	// LockWait is how long lock_config waits for a busy guest lock: PVE's
-	// 10 s by default. Other PVE waits scale with it (a clone's 1 s is a
-	// tenth). Tests shorten it.
-	LockWait time.Duration
-	// StatusInterval is how often pvestatd refreshes the status data that
-	// /cluster/resources answers from (name, status, template, maxmem…):
-	// PVE's 10 s by default. A guest newer than the last refresh is listed
-	// with status "unknown" only.
-	StatusInterval time.Duration
-	// Fingerprint is the SHA-256 fingerprint ("AA:BB:…") of the certificate
-	// the simulator is served with, answered as every node's
-	// ssl_fingerprint by GET /nodes; without TLS each node gets one of its own.
-	Fingerprint string
-	// AuthFailureDelay is how long a 401 is held back: 0 means PVE's 3 s,
-	// negative none.
-	AuthFailureDelay time.Duration
-	// OfflineNodes are nodes that are down from the start (not the first:
-	// it answers the API); see nodeoffline.go and SetNodeOffline.
-	OfflineNodes []string
-	// StatusExpiry is how long an offline node's guests keep their last
-	// status data in /cluster/resources: PVE's 5 min by default.
-	StatusExpiry time.Duration
-}
-
-// PVE's own timings, the defaults of Options.
-const (
-	DefaultLockWait       = 10 * time.Second // pve-guest-common AbstractConfig.pm lock_config
-	DefaultStatusInterval = 10 * time.Second // pve-manager PVE/Service/pvestatd.pm $updatetime
-)
-
 // Server is the simulator; it is an http.Handler serving /api2/json/….
 type Server struct {
 	opts   Options
@@ -158,112 +80,20 @@ const maxBody = 512 << 10
 
 // New validates opts, loads or seeds the state and returns a ready server.
 func New(opts Options) (*Server, error) {
-	if len(opts.Nodes) == 0 {
-		opts.Nodes = []string{"pve"}
-	}
-	for _, n := range opts.Nodes {
-		if !validNodeName(n) {
-			return nil, fmt.Errorf("pvesim: invalid node name %q", n)
-		}
-	}
-	if opts.TokenID == "" {
-		opts.TokenID = "root@pam!pvectl"
-	}
-	if !strings.Contains(opts.TokenID, "@") || !strings.Contains(opts.TokenID, "!") {
-		return nil, fmt.Errorf("pvesim: token id %q is not user@realm!name", opts.TokenID)
-	}
-	if opts.TokenSecret == "" {
-		return nil, errors.New("pvesim: a token secret is required")
-	}
-	for _, tk := range opts.Tokens {
-		if _, _, ok := splitTokenID(tk.ID); !ok || tk.Secret == "" || tk.ID == opts.TokenID {
-			return nil, fmt.Errorf("pvesim: token %q: want a distinct user@realm!name with a secret", tk.ID)
-		}
-	}
-	if opts.TaskDuration <= 0 {
-		opts.TaskDuration = 300 * time.Millisecond
-	}
-	if !opts.DHCPRange.IsValid() {
-		opts.DHCPRange = DefaultDHCPRange
-	}
-	if !opts.DHCPRange.Addr().Is4() {
-		return nil, fmt.Errorf("pvesim: DHCP range %s: want an IPv4 range", opts.DHCPRange)
-	}
-	opts.DHCPRange = opts.DHCPRange.Masked()
-	if opts.ErrorRate < 0 || opts.ErrorRate > 1 || opts.LockContention < 0 || opts.LockContention > 1 ||
-		opts.WarnRate < 0 || opts.WarnRate > 1 {
-		return nil, errors.New("pvesim: error rate, lock contention and warn rate must be within [0,1]")
-	}
-	if opts.Latency < 0 || opts.LockWait < 0 || opts.StatusInterval < 0 {
-		return nil, errors.New("pvesim: latency, lock wait and status interval must not be negative")
-	}
-	if opts.LockWait == 0 {
-		opts.LockWait = DefaultLockWait
-	}
-	if opts.StatusInterval == 0 {
-		opts.StatusInterval = DefaultStatusInterval
-	}
-	if opts.StatusExpiry <= 0 {
-		opts.StatusExpiry = DefaultStatusExpiry
+	if err := opts.normalize(); err != nil {
+		return nil, err
 	}
 	if opts.DataDir != "" {
 		if err := os.MkdirAll(opts.DataDir, 0o755); err != nil {
 			return nil, fmt.Errorf("pvesim: data dir: %w", err)
 		}
 	}
-	seed := opts.Seed
-	if seed == 0 {
-		seed = time.Now().UnixNano()
-	}
-	s := &Server{
-		opts:      opts,
-		rng:       rand.New(rand.NewPCG(uint64(seed), uint64(seed)^0x9e3779b97f4a7c15)),
-		tasks:     map[string]*task{},
-		locks:     map[int]string{},
-		shared:    map[int]int{},
-		lockFreed: make(chan struct{}),
-		nextPID:   0x1000 + uint32(seed&0xffff),
-		done:      make(chan struct{}),
-		saveKick:  make(chan struct{}, 1),
-		qemu:      qemuKind(),
-		lxc:       lxcKind(),
-	}
-	routes, err := routeTable(schema.Default(), s.surfaces()...)
-	if err != nil {
+	s := newServer(opts)
+	if err := s.loadTables(); err != nil {
 		return nil, err
 	}
-	s.routes = routes
-	if s.rules, err = acl.Rules(); err != nil {
+	if err := s.initState(); err != nil {
 		return nil, err
-	}
-	s.roleTable = acl.BuiltinRoles()
-	s.allPrivs = map[string]bool{}
-	for p := range s.roleTable[acl.Administrator] {
-		s.allPrivs[p] = true
-	}
-	loaded := false
-	if opts.StateFile != "" {
-		st, err := loadState(opts.StateFile)
-		if err != nil {
-			return nil, err
-		}
-		if st != nil {
-			s.st = st
-			loaded = true
-		}
-	}
-	if !loaded {
-		s.st = s.seed()
-	}
-	s.st.ensureNodes(opts.Nodes, s)
-	s.st.Access.ensureToken(Token{ID: opts.TokenID, Secret: opts.TokenSecret}, true)
-	for _, tk := range opts.Tokens {
-		s.st.Access.ensureToken(tk, false)
-	}
-	for _, n := range opts.OfflineNodes {
-		if err := s.setOfflineLocked(n, true); err != nil {
-			return nil, err
-		}
 	}
 	if opts.StateFile != "" {
 		// Save once now: a state file that cannot be written is an error at
@@ -279,6 +109,71 @@ func New(opts Options) (*Server, error) {
 	}
 	s.startStatusd()
 	return s, nil
+}
+
+// newServer makes a server of normalized options, without state yet.
+func newServer(opts Options) *Server {
+	seed := opts.Seed
+	if seed == 0 {
+		seed = time.Now().UnixNano()
+	}
+	return &Server{
+		opts:      opts,
+		rng:       rand.New(rand.NewPCG(uint64(seed), uint64(seed)^0x9e3779b97f4a7c15)),
+		tasks:     map[string]*task{},
+		locks:     map[int]string{},
+		shared:    map[int]int{},
+		lockFreed: make(chan struct{}),
+		nextPID:   0x1000 + uint32(seed&0xffff),
+		done:      make(chan struct{}),
+		saveKick:  make(chan struct{}, 1),
+		qemu:      qemuKind(),
+		lxc:       lxcKind(),
+	}
+}
+
+// loadTables builds the route table, the permission rules and the roles.
+func (s *Server) loadTables() error {
+	routes, err := routeTable(schema.Default(), s.surfaces()...)
+	if err != nil {
+		return err
+	}
+	s.routes = routes
+	if s.rules, err = acl.Rules(); err != nil {
+		return err
+	}
+	s.roleTable = acl.BuiltinRoles()
+	s.allPrivs = map[string]bool{}
+	for p := range s.roleTable[acl.Administrator] {
+		s.allPrivs[p] = true
+	}
+	return nil
+}
+
+// initState loads the state file or seeds a state, and makes it hold the
+// options' nodes and tokens and take the offline nodes down.
+func (s *Server) initState() error {
+	if s.opts.StateFile != "" {
+		st, err := loadState(s.opts.StateFile)
+		if err != nil {
+			return err
+		}
+		s.st = st
+	}
+	if s.st == nil {
+		s.st = s.seed()
+	}
+	s.st.ensureNodes(s.opts.Nodes, s)
+	s.st.Access.ensureToken(Token{ID: s.opts.TokenID, Secret: s.opts.TokenSecret}, true)
+	for _, tk := range s.opts.Tokens {
+		s.st.Access.ensureToken(tk, false)
+	}
+	for _, n := range s.opts.OfflineNodes {
+		if err := s.setOfflineLocked(n, true); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Close stops running task goroutines (their effects are dropped, like a
@@ -314,32 +209,19 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) int {
 	if s.opts.Latency > 0 && !sleepCtx(r.Context(), s.opts.Latency) {
 		return 0
 	}
-	const prefix = "/api2/json"
 	if r.URL.Path == "/pve-docs/api-viewer/apidoc.js" && r.Method == http.MethodGet {
 		return s.serveAPIDoc(w)
 	}
-	if !strings.HasPrefix(r.URL.Path, prefix+"/") {
+	path, ok := apiPath(r.URL.Path)
+	if !ok {
 		return writeErr(w, r, fail(http.StatusNotImplemented, "Method '%s %s' not implemented", r.Method, r.URL.Path))
-	}
-	path := strings.TrimSuffix(strings.TrimPrefix(r.URL.Path, prefix), "/")
-	if path == "" {
-		path = "/"
 	}
 	rawPath := routePath(path)
 	authid, reason := s.authenticate(r)
 	if authid == "" {
 		return s.unauthorized(w, r, reason)
 	}
-	// One match against the schema's path templates picks the handler and
-	// the parameter facts; a schema path without a handler is answered like
-	// a path PVE does not have.
-	m, vars, _ := schema.Default().Match(r.Method, rawPath)
-	if m != nil && segments(m.Path) != segments(rawPath) {
-		// One path component per variable (see routePath): the
-		// schema's lenient trailing {volume} takes more.
-		m = nil
-	}
-	rt := s.routes[m]
+	m, vars, rt := s.match(r.Method, rawPath)
 	if rt == nil {
 		return writeErr(w, r, fail(http.StatusNotImplemented, "Method '%s %s' not implemented", r.Method, path))
 	}
@@ -366,42 +248,81 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) int {
 
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.closed {
-		return writeErr(w, r, fail(http.StatusServiceUnavailable, "server shutting down"))
-	}
-	// PVE checks the method's permissions before it verifies the
-	// parameters (pve-manager PVE/HTTPServer.pm rest_handler).
-	if err := s.allowed(rt.key, q); err != nil {
-		return writeErr(w, r, asAPIError(err))
-	}
-	// A call for a node that is down ends in pveproxy, before the node
-	// that would check its parameters.
-	if e := s.unreachable(m.Path, vars); e != nil {
-		return writeErr(w, r, e)
-	}
-	if errs := checkParams(m, raw, vars); len(errs) > 0 {
-		return writeErr(w, r, paramErr(errs))
-	}
-	if !rt.noFault && s.opts.ErrorRate > 0 && s.rng.Float64() < s.opts.ErrorRate {
-		if s.rng.IntN(2) == 0 {
-			return writeErr(w, r, fail(http.StatusInternalServerError, "simulated fault: internal server error"))
-		}
-		return writeErr(w, r, fail(596, "Connection timed out"))
-	}
-	if node, ok := vars["node"]; ok && !s.st.hasNode(node) {
-		return writeErr(w, r, fail(http.StatusInternalServerError,
-			"hostname lookup '%s' failed - failed to get address info for: %s: Name or service not known", node, node))
-	}
-	s.reqUser = q.user
-	data, herr := rt.h(q)
-	s.reqUser = ""
-	if herr != nil {
-		return writeErr(w, r, asAPIError(herr))
+	data, aerr := s.dispatchLocked(m, rt, q, raw)
+	if aerr != nil {
+		return writeErr(w, r, aerr)
 	}
 	if r.Method != http.MethodGet {
 		s.saveLocked()
 	}
 	return writeData(w, data)
+}
+
+// apiPath is an /api2/json URL path's API path ("/" for the root), false
+// for a path outside the API.
+func apiPath(urlPath string) (string, bool) {
+	const prefix = "/api2/json"
+	if !strings.HasPrefix(urlPath, prefix+"/") {
+		return "", false
+	}
+	path := strings.TrimSuffix(strings.TrimPrefix(urlPath, prefix), "/")
+	if path == "" {
+		path = "/"
+	}
+	return path, true
+}
+
+// match finds a call's schema method, path variables and route; rt is nil
+// for a path PVE does not have.
+func (s *Server) match(method, rawPath string) (m *schema.Method, vars map[string]string, rt *route) {
+	// One match against the schema's path templates picks the handler and
+	// the parameter facts; a schema path without a handler is answered like
+	// a path PVE does not have.
+	m, vars, _ = schema.Default().Match(method, rawPath)
+	if m != nil && segments(m.Path) != segments(rawPath) {
+		// One path component per variable (see routePath): the
+		// schema's lenient trailing {volume} takes more.
+		m = nil
+	}
+	return m, vars, s.routes[m]
+}
+
+// dispatchLocked checks a call as PVE does before its handler runs, then
+// runs the handler.
+func (s *Server) dispatchLocked(m *schema.Method, rt *route, q *request, raw url.Values) (any, *apiError) {
+	if s.closed {
+		return nil, fail(http.StatusServiceUnavailable, "server shutting down")
+	}
+	// PVE checks the method's permissions before it verifies the
+	// parameters (pve-manager PVE/HTTPServer.pm rest_handler).
+	if err := s.allowed(rt.key, q); err != nil {
+		return nil, asAPIError(err)
+	}
+	// A call for a node that is down ends in pveproxy, before the node
+	// that would check its parameters.
+	if e := s.unreachable(m.Path, q.vars); e != nil {
+		return nil, e
+	}
+	if errs := checkParams(m, raw, q.vars); len(errs) > 0 {
+		return nil, paramErr(errs)
+	}
+	if !rt.noFault && s.opts.ErrorRate > 0 && s.rng.Float64() < s.opts.ErrorRate {
+		if s.rng.IntN(2) == 0 {
+			return nil, fail(http.StatusInternalServerError, "simulated fault: internal server error")
+		}
+		return nil, fail(596, "Connection timed out")
+	}
+	if node, ok := q.vars["node"]; ok && !s.st.hasNode(node) {
+		return nil, fail(http.StatusInternalServerError,
+			"hostname lookup '%s' failed - failed to get address info for: %s: Name or service not known", node, node)
+	}
+	s.reqUser = q.user
+	data, herr := rt.h(q)
+	s.reqUser = ""
+	if herr != nil {
+		return nil, asAPIError(herr)
+	}
+	return data, nil
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) bool {

@@ -73,15 +73,7 @@ func TestVMSnapshotLifecycle(t *testing.T) {
 		t.Errorf("second snapshot: got %v", got)
 	}
 
-	release = e.Server.HoldTasks()
-	upid = e.task("POST", "/nodes/pve/qemu/100/snapshot/before/rollback")
-	if got := e.config("100")["lock"]; got != "rollback" {
-		t.Errorf("lock while qmrollback runs: got %v, want rollback", got)
-	}
-	release()
-	if st := e.wait(upid); st.ExitStatus != "OK" {
-		t.Fatalf("qmrollback: %s", st.ExitStatus)
-	}
+	e.heldTask(t, "100", "rollback", "qmrollback", "POST", "/nodes/pve/qemu/100/snapshot/before/rollback")
 	c = e.config("100")
 	if c["memory"] != "1024" && c["memory"] != 1024.0 || c["parent"] != "before" || c["lock"] != nil {
 		t.Errorf("config after the rollback: memory %v parent %v lock %v", c["memory"], c["parent"], c["lock"])
@@ -92,15 +84,7 @@ func TestVMSnapshotLifecycle(t *testing.T) {
 		t.Errorf("a rollback to a snapshot with RAM starts the VM: got %v", status["status"])
 	}
 
-	release = e.Server.HoldTasks()
-	upid = e.task("DELETE", "/nodes/pve/qemu/100/snapshot/before")
-	if got := e.config("100")["lock"]; got != "snapshot-delete" {
-		t.Errorf("lock while qmdelsnapshot runs: got %v, want snapshot-delete", got)
-	}
-	release()
-	if st := e.wait(upid); st.ExitStatus != "OK" {
-		t.Fatalf("qmdelsnapshot: %s", st.ExitStatus)
-	}
+	e.heldTask(t, "100", "snapshot-delete", "qmdelsnapshot", "DELETE", "/nodes/pve/qemu/100/snapshot/before")
 	snaps = e.snapshots("qemu", "100")
 	if _, ok := snaps["before"]; ok || snaps["after"]["parent"] != nil || snaps["current"]["parent"] != nil {
 		t.Errorf("after deleting the parent: got %v", snaps)
@@ -366,4 +350,19 @@ func TestRollbackZFSMostRecentOnly(t *testing.T) {
 		t.Errorf("a refused rollback left the lock %v", got)
 	}
 	e.run("POST", "/nodes/pve/qemu/100/snapshot/s2/rollback")
+}
+
+// heldTask runs a task held until VM vmid's config shows lock, then lets
+// it end, which it must do OK.
+func (e *env) heldTask(t *testing.T, vmid, lock, name, method, path string, kv ...string) {
+	t.Helper()
+	release := e.Server.HoldTasks()
+	upid := e.task(method, path, kv...)
+	if got := e.config(vmid)["lock"]; got != lock {
+		t.Errorf("lock while %s runs: got %v, want %s", name, got, lock)
+	}
+	release()
+	if st := e.wait(upid); st.ExitStatus != "OK" {
+		t.Fatalf("%s: %s", name, st.ExitStatus)
+	}
 }

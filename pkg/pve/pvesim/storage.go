@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
@@ -82,17 +81,7 @@ func storageValue(key, val string) any {
 	if !ok {
 		return val
 	}
-	switch p.Type {
-	case "boolean", "integer":
-		if n, err := strconv.ParseInt(val, 10, 64); err == nil {
-			return n
-		}
-	case "number":
-		if f, err := strconv.ParseFloat(val, 64); err == nil {
-			return f
-		}
-	}
-	return val
+	return typedValue(p.Type, val)
 }
 
 func (s *Server) storageDigest() string {

@@ -102,15 +102,9 @@ func (s *Server) readMultipart(r *http.Request, params url.Values) (*upload, *ap
 // place, overwriting one of the same name ("we simply overwrite the
 // destination file if it already exists").
 func (s *Server) uploadFile(q *request) (any, error) {
-	st, err := s.nodeStorage1(q)
+	st, err := s.fileStorage(q, "can't upload to storage type '%s'")
 	if err != nil {
 		return nil, err
-	}
-	if st.Disable {
-		return nil, fail(http.StatusInternalServerError, "storage '%s' is disabled", st.ID)
-	}
-	if !isFileStorage(st) {
-		return nil, fail(http.StatusInternalServerError, "can't upload to storage type '%s'", st.Type)
 	}
 	up := q.upload
 	if up == nil {
@@ -118,19 +112,15 @@ func (s *Server) uploadFile(q *request) (any, error) {
 	}
 	content := q.get("content")
 	filename := normalizeFilename(q.get("filename"))
-	if !downloadExt[content].MatchString(filename) {
-		msg := "wrong file extension"
-		if content == "import" {
-			msg = "invalid filename or wrong extension"
-		}
-		return nil, paramErr1("filename", "%s", msg)
+	if err := checkFileExt(content, filename); err != nil {
+		return nil, err
 	}
 	if !st.allows(content) {
 		return nil, fail(http.StatusInternalServerError, "storage '%s' does not support '%s' content", st.ID, content)
 	}
-	algo, want := q.get("checksum-algorithm"), q.get("checksum")
-	if (algo == "") != (want == "") {
-		return nil, paramErr1("checksum-algorithm", "'checksum' and 'checksum-algorithm' must be given together")
+	algo, want, err := checksumParams(q)
+	if err != nil {
+		return nil, err
 	}
 	q.upload = nil // the task owns the temp file now
 	name := content + "/" + filename

@@ -69,25 +69,7 @@ type Sim struct {
 // Start runs a simulator for the test (or benchmark) tb.
 func Start(tb testing.TB, opts Options) *Sim {
 	tb.Helper()
-	so := opts.Sim
-	if so.TokenID == "" {
-		so.TokenID = DefaultTokenID
-	}
-	if so.TokenSecret == "" {
-		so.TokenSecret = DefaultTokenSecret
-	}
-	if so.TaskDuration == 0 {
-		so.TaskDuration = DefaultTaskDuration
-	}
-	if so.Seed == 0 {
-		so.Seed = DefaultSeed
-	}
-	if so.LockWait == 0 {
-		so.LockWait = DefaultLockWait
-	}
-	if so.AuthFailureDelay == 0 {
-		so.AuthFailureDelay = DefaultAuthFailureDelay
-	}
+	so := withTestDefaults(opts.Sim)
 	var checker *conformance.Checker
 	if opts.Conformance {
 		c, err := loadChecker()
@@ -110,25 +92,7 @@ func Start(tb testing.TB, opts Options) *Sim {
 		tb.Fatalf("simtest: pvesim.New: %v", err)
 	}
 	s := &Sim{TokenID: so.TokenID, Secret: so.TokenSecret, Server: srv, Requests: newCounter()}
-
-	var h http.Handler = srv
-	var violations violationLog
-	if checker != nil {
-		h = conformance.Middleware(checker, h, violations.add)
-	}
-	h = s.Requests.wrap(h)
-	if opts.Wrap != nil {
-		h = opts.Wrap(h)
-	}
-	s.HTTP = httptest.NewUnstartedServer(h)
-	if opts.TLS {
-		s.HTTP.TLS = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
-		s.HTTP.StartTLS()
-		s.Fingerprint = so.Fingerprint
-	} else {
-		s.HTTP.Start()
-	}
-	s.URL = s.HTTP.URL
+	violations := s.startHTTP(opts, checker, cert, so.Fingerprint)
 	tb.Cleanup(func() {
 		s.HTTP.Close()
 		if err := srv.Close(); err != nil {
@@ -148,6 +112,54 @@ func Start(tb testing.TB, opts Options) *Sim {
 		tb.Fatalf("simtest: client: %v", err)
 	}
 	return s
+}
+
+// withTestDefaults fills the zero fields of so that have a test default.
+func withTestDefaults(so pvesim.Options) pvesim.Options {
+	if so.TokenID == "" {
+		so.TokenID = DefaultTokenID
+	}
+	if so.TokenSecret == "" {
+		so.TokenSecret = DefaultTokenSecret
+	}
+	if so.TaskDuration == 0 {
+		so.TaskDuration = DefaultTaskDuration
+	}
+	if so.Seed == 0 {
+		so.Seed = DefaultSeed
+	}
+	if so.LockWait == 0 {
+		so.LockWait = DefaultLockWait
+	}
+	if so.AuthFailureDelay == 0 {
+		so.AuthFailureDelay = DefaultAuthFailureDelay
+	}
+	return so
+}
+
+// startHTTP serves the simulator behind the conformance checker (when
+// set), the request counter and opts.Wrap, over TLS with cert when
+// opts.TLS; it answers the log the checker reports to.
+func (s *Sim) startHTTP(opts Options, checker *conformance.Checker, cert tls.Certificate, fingerprint string) *violationLog {
+	var h http.Handler = s.Server
+	violations := &violationLog{}
+	if checker != nil {
+		h = conformance.Middleware(checker, h, violations.add)
+	}
+	h = s.Requests.wrap(h)
+	if opts.Wrap != nil {
+		h = opts.Wrap(h)
+	}
+	s.HTTP = httptest.NewUnstartedServer(h)
+	if opts.TLS {
+		s.HTTP.TLS = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+		s.HTTP.StartTLS()
+		s.Fingerprint = fingerprint
+	} else {
+		s.HTTP.Start()
+	}
+	s.URL = s.HTTP.URL
+	return violations
 }
 
 // violationLog collects what the conformance middleware reports; requests
