@@ -228,50 +228,60 @@ func notPlannedError(verb string, p *planner.Plan) error {
 // prepare reads the saved plan or plans afresh, shows it and asks; a nil
 // plan with no error means there is nothing to do (or the answer was no).
 func (o *applyOptions) prepare(in *interrupts) (*planner.Plan, *clients, error) {
-	ctx, w := in.ctx, o.g.streams.Out
 	if o.planFile != "" {
-		p, err := planner.ReadFile(o.planFile)
-		if err != nil {
-			return nil, nil, invalid(err)
-		}
-		var set *spec.Set
-		if len(o.files) > 0 { // named connections are defined in the specs
-			if set, err = o.load(o.g); err != nil {
-				return nil, nil, err
-			}
-		}
-		cl, err := newClients(o.g, set, p.Connections)
-		if err != nil {
-			return nil, nil, err
-		}
-		var used []string
-		for _, c := range p.Changes {
-			if c.Resource != nil {
-				used = append(used, c.Resource.Connection)
-			}
-		}
-		if err := cl.check(used); err != nil {
-			return nil, nil, err
-		}
-		if err := o.takeLock(ctx, cl, used); err != nil {
-			return nil, nil, err
-		}
-		if err := planner.Verify(ctx, cl, p); err != nil {
-			return nil, nil, err
-		}
-		// A saved plan may come from a read-only review token: the token
-		// that applies must hold what its changes need, before any write.
-		if err := planner.CheckPrivileges(ctx, cl, p); err != nil {
-			return nil, nil, &exitError{code: exitFailure, err: err}
-		}
-		if err := planner.CheckForeign(p, planner.ForeignAllowed{Network: o.allowForeign, SDN: o.allowForeignSDN}); err != nil {
-			return nil, nil, &exitError{code: exitFailure, err: err}
-		}
-		if err := planner.CheckLockout(p, o.allowLockout); err != nil {
-			return nil, nil, &exitError{code: exitFailure, err: err}
-		}
-		return p, cl, nil
+		return o.prepareSaved(in.ctx)
 	}
+	return o.prepareFresh(in.ctx)
+}
+
+// prepareSaved reads --plan's saved plan and checks it still holds: the
+// live state it was made from (Verify), the token's privileges, and the
+// changes' safety (refuseUnsafe).
+func (o *applyOptions) prepareSaved(ctx context.Context) (*planner.Plan, *clients, error) {
+	p, err := planner.ReadFile(o.planFile)
+	if err != nil {
+		return nil, nil, invalid(err)
+	}
+	var set *spec.Set
+	if len(o.files) > 0 { // named connections are defined in the specs
+		if set, err = o.load(o.g); err != nil {
+			return nil, nil, err
+		}
+	}
+	cl, err := newClients(o.g, set, p.Connections)
+	if err != nil {
+		return nil, nil, err
+	}
+	var used []string
+	for _, c := range p.Changes {
+		if c.Resource != nil {
+			used = append(used, c.Resource.Connection)
+		}
+	}
+	if err := cl.check(used); err != nil {
+		return nil, nil, err
+	}
+	if err := o.takeLock(ctx, cl, used); err != nil {
+		return nil, nil, err
+	}
+	if err := planner.Verify(ctx, cl, p); err != nil {
+		return nil, nil, err
+	}
+	// A saved plan may come from a read-only review token: the token
+	// that applies must hold what its changes need, before any write.
+	if err := planner.CheckPrivileges(ctx, cl, p); err != nil {
+		return nil, nil, &exitError{code: exitFailure, err: err}
+	}
+	if err := o.refuseUnsafe(p); err != nil {
+		return nil, nil, err
+	}
+	return p, cl, nil
+}
+
+// prepareFresh plans the specs against the live clusters, shows the plan
+// and asks for approval (unless --auto-approve).
+func (o *applyOptions) prepareFresh(ctx context.Context) (*planner.Plan, *clients, error) {
+	w := o.g.streams.Out
 	stack, err := o.resolveStack()
 	if err != nil {
 		return nil, nil, err
@@ -304,11 +314,8 @@ func (o *applyOptions) prepare(in *interrupts) (*planner.Plan, *clients, error) 
 		}
 		return nil, nil, notPlannedError(o.verb(), p)
 	}
-	if err := planner.CheckForeign(p, planner.ForeignAllowed{Network: o.allowForeign, SDN: o.allowForeignSDN}); err != nil {
-		return nil, nil, &exitError{code: exitFailure, err: err}
-	}
-	if err := planner.CheckLockout(p, o.allowLockout); err != nil {
-		return nil, nil, &exitError{code: exitFailure, err: err}
+	if err := o.refuseUnsafe(p); err != nil {
+		return nil, nil, err
 	}
 	if !o.json { // stdout carries only JSON lines then
 		sayPruned(w, p)
@@ -323,6 +330,20 @@ func (o *applyOptions) prepare(in *interrupts) (*planner.Plan, *clients, error) 
 		}
 	}
 	return p, cl, nil
+}
+
+// refuseUnsafe refuses a plan whose commits would take along staged
+// network or SDN changes pvectl did not make (CheckForeign), or whose
+// firewall changes would cut pvectl's own access (CheckLockout), unless
+// the flags allow it.
+func (o *applyOptions) refuseUnsafe(p *planner.Plan) error {
+	if err := planner.CheckForeign(p, planner.ForeignAllowed{Network: o.allowForeign, SDN: o.allowForeignSDN}); err != nil {
+		return &exitError{code: exitFailure, err: err}
+	}
+	if err := planner.CheckLockout(p, o.allowLockout); err != nil {
+		return &exitError{code: exitFailure, err: err}
+	}
+	return nil
 }
 
 // notices is where lines beside the run go: stdout for humans, stderr

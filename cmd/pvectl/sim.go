@@ -98,43 +98,13 @@ tokens=ci@pve!plan. Tokens created through the API work as well.`,
 }
 
 func (o *simOptions) run(ctx context.Context) error {
-	id, secret, ok := strings.Cut(o.token, "=")
-	if !ok || id == "" || secret == "" || !strings.Contains(id, "!") {
-		return invalid(fmt.Errorf("--token %q: want ID=SECRET with ID like user@realm!name", redactToken(o.token)))
-	}
-	var extra []pvesim.Token
-	for _, t := range o.extraTokens {
-		eid, esecret, ok := strings.Cut(t, "=")
-		if !ok || eid == "" || esecret == "" || !strings.Contains(eid, "!") || eid == id {
-			return invalid(fmt.Errorf("--extra-token %q: want ID=SECRET with ID like user@realm!name, other than --token's", redactToken(t)))
-		}
-		extra = append(extra, pvesim.Token{ID: eid, Secret: esecret})
-	}
-	if err := loopbackListen(o.listen); err != nil {
+	id, secret, extra, err := o.tokens()
+	if err != nil {
 		return invalid(err)
 	}
-	if err := checkNodeNames(o.nodes); err != nil {
+	dhcp, err := o.checkFlags()
+	if err != nil {
 		return invalid(err)
-	}
-	for _, n := range o.offline {
-		if !slices.Contains(o.nodes, n) || n == o.nodes[0] {
-			return invalid(fmt.Errorf("--offline-node %q: want one of --nodes other than the first (%s), which answers the API", n, o.nodes[0]))
-		}
-	}
-	if o.latency < 0 || o.taskDuration < 0 {
-		return invalid(errors.New("--latency and --task-duration cannot be negative"))
-	}
-	if o.lockWait <= 0 || o.statusEvery <= 0 {
-		return invalid(errors.New("--lock-wait and --status-interval must be positive"))
-	}
-	for _, r := range []float64{o.errorRate, o.lockRate, o.warnRate} {
-		if r < 0 || r > 1 {
-			return invalid(errors.New("--error-rate, --lock-contention and --warn-rate take a fraction from 0 to 1"))
-		}
-	}
-	dhcp, err := netip.ParsePrefix(o.dhcpRange)
-	if err != nil || !dhcp.Addr().Is4() {
-		return invalid(fmt.Errorf("--dhcp-range %q: want an IPv4 range like 127.0.100.0/24", o.dhcpRange))
 	}
 	// The certificate comes first: GET /nodes answers its fingerprint.
 	var cert tls.Certificate
@@ -159,12 +129,9 @@ func (o *simOptions) run(ctx context.Context) error {
 	}
 	defer sim.Close()
 
-	ln, err := net.Listen("tcp", o.listen)
+	ln, err := o.listenTCP()
 	if err != nil {
-		if errors.Is(err, syscall.EADDRINUSE) {
-			return fmt.Errorf("--listen %s: the port is in use (another pvectl sim, or PVE itself?)\n  Pick another port, or --listen 127.0.0.1:0 for a free one (it is printed)", o.listen)
-		}
-		return fmt.Errorf("--listen %s: %w", o.listen, err)
+		return err
 	}
 	scheme := "http"
 	// pveproxy drops idle keep-alive connections after about 5 s: so does the simulator.
@@ -181,12 +148,80 @@ func (o *simOptions) run(ctx context.Context) error {
 		fmt.Fprintf(w, "TLS certificate SHA-256 fingerprint: %s\n", fp)
 		fmt.Fprintf(w, "  export PROXMOX_TLS_FINGERPRINT=%s\n", fp)
 	}
-	fmt.Fprintf(w, "PVE simulator listening on %s://%s (nodes %s, token %s)\n", scheme, ln.Addr(), strings.Join(o.nodes, ","), id)
+	o.printBanner(w, scheme, ln.Addr(), id, extra)
+	return serveUntilStopped(ctx, srv, ln)
+}
+
+// tokens reads --token (its ID and secret) and the --extra-token tokens.
+func (o *simOptions) tokens() (string, string, []pvesim.Token, error) {
+	id, secret, ok := strings.Cut(o.token, "=")
+	if !ok || id == "" || secret == "" || !strings.Contains(id, "!") {
+		return "", "", nil, fmt.Errorf("--token %q: want ID=SECRET with ID like user@realm!name", redactToken(o.token))
+	}
+	var extra []pvesim.Token
+	for _, t := range o.extraTokens {
+		eid, esecret, ok := strings.Cut(t, "=")
+		if !ok || eid == "" || esecret == "" || !strings.Contains(eid, "!") || eid == id {
+			return "", "", nil, fmt.Errorf("--extra-token %q: want ID=SECRET with ID like user@realm!name, other than --token's", redactToken(t))
+		}
+		extra = append(extra, pvesim.Token{ID: eid, Secret: esecret})
+	}
+	return id, secret, extra, nil
+}
+
+// checkFlags checks the flags other than the tokens, and returns
+// --dhcp-range's prefix.
+func (o *simOptions) checkFlags() (netip.Prefix, error) {
+	if err := loopbackListen(o.listen); err != nil {
+		return netip.Prefix{}, err
+	}
+	if err := checkNodeNames(o.nodes); err != nil {
+		return netip.Prefix{}, err
+	}
+	for _, n := range o.offline {
+		if !slices.Contains(o.nodes, n) || n == o.nodes[0] {
+			return netip.Prefix{}, fmt.Errorf("--offline-node %q: want one of --nodes other than the first (%s), which answers the API", n, o.nodes[0])
+		}
+	}
+	if o.latency < 0 || o.taskDuration < 0 {
+		return netip.Prefix{}, errors.New("--latency and --task-duration cannot be negative")
+	}
+	if o.lockWait <= 0 || o.statusEvery <= 0 {
+		return netip.Prefix{}, errors.New("--lock-wait and --status-interval must be positive")
+	}
+	for _, r := range []float64{o.errorRate, o.lockRate, o.warnRate} {
+		if r < 0 || r > 1 {
+			return netip.Prefix{}, errors.New("--error-rate, --lock-contention and --warn-rate take a fraction from 0 to 1")
+		}
+	}
+	dhcp, err := netip.ParsePrefix(o.dhcpRange)
+	if err != nil || !dhcp.Addr().Is4() {
+		return netip.Prefix{}, fmt.Errorf("--dhcp-range %q: want an IPv4 range like 127.0.100.0/24", o.dhcpRange)
+	}
+	return dhcp, nil
+}
+
+// listenTCP listens on --listen, saying what to do when the port is taken.
+func (o *simOptions) listenTCP() (net.Listener, error) {
+	ln, err := net.Listen("tcp", o.listen)
+	if err != nil {
+		if errors.Is(err, syscall.EADDRINUSE) {
+			return nil, fmt.Errorf("--listen %s: the port is in use (another pvectl sim, or PVE itself?)\n  Pick another port, or --listen 127.0.0.1:0 for a free one (it is printed)", o.listen)
+		}
+		return nil, fmt.Errorf("--listen %s: %w", o.listen, err)
+	}
+	return ln, nil
+}
+
+// printBanner says where the simulator listens and how to point pvectl at
+// it; the secret only when it is the well-known default.
+func (o *simOptions) printBanner(w io.Writer, scheme string, addr net.Addr, id string, extra []pvesim.Token) {
+	fmt.Fprintf(w, "PVE simulator listening on %s://%s (nodes %s, token %s)\n", scheme, addr, strings.Join(o.nodes, ","), id)
 	shown := "<the secret given to --token>"
 	if o.token == simDefaultTokenID+"="+simDefaultTokenSecret {
 		shown = simDefaultTokenSecret // the well-known default guards nothing
 	}
-	fmt.Fprintf(w, "  export PROXMOX_URL=%s://%s PROXMOX_TOKEN_ID='%s' PROXMOX_TOKEN_SECRET=%s\n", scheme, ln.Addr(), id, shown)
+	fmt.Fprintf(w, "  export PROXMOX_URL=%s://%s PROXMOX_TOKEN_ID='%s' PROXMOX_TOKEN_SECRET=%s\n", scheme, addr, id, shown)
 	for _, t := range extra {
 		fmt.Fprintf(w, "  extra token %s (privilege-separated, no ACLs)\n", t.ID)
 	}
@@ -194,7 +229,11 @@ func (o *simOptions) run(ctx context.Context) error {
 		fmt.Fprintf(w, "  offline nodes: %s (calls proxied to them answer 595)\n", strings.Join(o.offline, ","))
 	}
 	fmt.Fprintln(w, "Ctrl-C to stop.")
+}
 
+// serveUntilStopped serves srv on ln until the server fails, or ctx ends
+// or SIGINT or SIGTERM comes: then it shuts srv down (waiting at most 5 s).
+func serveUntilStopped(ctx context.Context, srv *http.Server, ln net.Listener) error {
 	ctx, cancel := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer cancel()
 	errc := make(chan error, 1)

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"slices"
 	"strings"
@@ -125,13 +126,7 @@ func (v *progressView) summary(p *planner.Plan, res *planner.Result, verb string
 	}
 	defer v.printSecrets()
 	o := summarize(p, res)
-	state := "complete"
-	switch {
-	case o.interrupted:
-		state = "interrupted"
-	case len(o.failed)+len(o.notStarted)+len(o.unknown)+len(o.notPlanned) > 0:
-		state = "incomplete"
-	}
+	state := o.state()
 	if v.json {
 		v.event("summary", nil, map[string]any{
 			"operation": verb, "outcome": state, "counts": o.counts,
@@ -144,38 +139,78 @@ func (v *progressView) summary(p *planner.Plan, res *planner.Result, verb string
 	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
+	v.printSummary(o, verb, state)
+}
+
+// state is the outcome in one word: complete, interrupted or incomplete.
+func (o outcome) state() string {
+	switch {
+	case o.interrupted:
+		return "interrupted"
+	case len(o.failed)+len(o.notStarted)+len(o.unknown)+len(o.notPlanned) > 0:
+		return "incomplete"
+	}
+	return "complete"
+}
+
+// printSummary is the text summary (v.mu held): the count line, then one
+// section per list that has items, then what to do next when the run did
+// not complete.
+func (v *progressView) printSummary(o outcome, verb, state string) {
 	w := v.w
-	section := func(title string, items []item, show func(item) string) {
-		if len(items) == 0 {
-			return
-		}
-		fmt.Fprintf(w, "  %s:\n", title)
-		for _, it := range items {
-			fmt.Fprintf(w, "    %s\n", pve.ShortenUPIDs(indentMore(show(it))))
-		}
-	}
-	withReason := func(it item) string { return it.Address + " (" + it.Reason + ")" }
-	withError := func(it item) string {
-		if it.Shown != "" {
-			return it.Address + ": " + it.Shown
-		}
-		return it.Address + ": " + it.Reason
-	}
-	keptNote := ""
-	if len(o.kept) > 0 {
-		keptNote = fmt.Sprintf(", %d kept (protected)", len(o.kept))
-	}
-	if n := len(o.warnings); n > 0 {
-		keptNote += fmt.Sprintf(", %d task warning%s", n, plural(n))
-	}
+	keptNote := o.keptNote()
 	title := capitalize(verb)
 	fmt.Fprintln(w)
 	if state == "complete" {
 		fmt.Fprintln(w, paint(v.ok, fmt.Sprintf("%s complete: %s%s.", title, o.countLine(), keptNote)))
-		section("kept", o.kept, withReason)
-		section("task warnings (done, but read them)", o.warnings, withError)
+		printSection(w, "kept", o.kept, withReason)
+		printSection(w, "task warnings (done, but read them)", o.warnings, withError)
 		return
 	}
+	line := fmt.Sprintf("%s %s: %s", title, state, o.countLine())
+	if not := o.notDone(); len(not) > 0 {
+		line += "; " + strings.Join(not, ", ")
+	}
+	fmt.Fprintln(w, paint(v.bad, line+keptNote+"."))
+	printSection(w, "done", o.done, func(it item) string { return it.Address + " (" + doneNoun(it.Action) + ")" })
+	printSection(w, "failed", o.failed, withError)
+	printSection(w, "outcome unknown (stopped waiting; the PVE task may still be running)", o.unknown, withError)
+	printSection(w, "not started", o.notStarted, func(it item) string {
+		if it.Reason == planner.ReasonInterrupted {
+			return it.Address + " (interrupted)"
+		}
+		return withReason(it)
+	})
+	printSection(w, "reverted (made, then undone)", o.reverted, withReason)
+	notPlanned := make([]item, len(o.notPlanned))
+	for i, n := range o.notPlanned {
+		notPlanned[i] = item{Address: n.Address, Reason: n.Reason}
+	}
+	printSection(w, "not planned (their node is down; run again once it is back)", notPlanned, withError)
+	printSection(w, "kept", o.kept, withReason)
+	printSection(w, "task warnings (done, but read them)", o.warnings, withError)
+	if state == "interrupted" {
+		fmt.Fprintf(w, "Run the same command again to finish: pvectl converges from wherever it stopped.\n")
+		return
+	}
+	fmt.Fprintln(w, "Fix the cause and run the same command again: pvectl converges from wherever it stopped.")
+}
+
+// keptNote follows the count line: ", 1 kept (protected), 2 task
+// warnings", "" when there are neither.
+func (o outcome) keptNote() string {
+	note := ""
+	if len(o.kept) > 0 {
+		note = fmt.Sprintf(", %d kept (protected)", len(o.kept))
+	}
+	if n := len(o.warnings); n > 0 {
+		note += fmt.Sprintf(", %d task warning%s", n, plural(n))
+	}
+	return note
+}
+
+// notDone counts what was not done: "1 failed", "2 not started" …
+func (o outcome) notDone() []string {
 	var not []string
 	if n := len(o.failed); n > 0 {
 		not = append(not, fmt.Sprintf("%d failed", n))
@@ -192,33 +227,30 @@ func (v *progressView) summary(p *planner.Plan, res *planner.Result, verb string
 	if n := len(o.notPlanned); n > 0 {
 		not = append(not, fmt.Sprintf("%d not planned", n))
 	}
-	line := fmt.Sprintf("%s %s: %s", title, state, o.countLine())
-	if len(not) > 0 {
-		line += "; " + strings.Join(not, ", ")
-	}
-	fmt.Fprintln(w, paint(v.bad, line+keptNote+"."))
-	section("done", o.done, func(it item) string { return it.Address + " (" + doneNoun(it.Action) + ")" })
-	section("failed", o.failed, withError)
-	section("outcome unknown (stopped waiting; the PVE task may still be running)", o.unknown, withError)
-	section("not started", o.notStarted, func(it item) string {
-		if it.Reason == planner.ReasonInterrupted {
-			return it.Address + " (interrupted)"
-		}
-		return withReason(it)
-	})
-	section("reverted (made, then undone)", o.reverted, withReason)
-	notPlanned := make([]item, len(o.notPlanned))
-	for i, n := range o.notPlanned {
-		notPlanned[i] = item{Address: n.Address, Reason: n.Reason}
-	}
-	section("not planned (their node is down; run again once it is back)", notPlanned, withError)
-	section("kept", o.kept, withReason)
-	section("task warnings (done, but read them)", o.warnings, withError)
-	if state == "interrupted" {
-		fmt.Fprintf(w, "Run the same command again to finish: pvectl converges from wherever it stopped.\n")
+	return not
+}
+
+// printSection writes a titled list of items, one line each (show), or
+// nothing when there are none.
+func printSection(w io.Writer, title string, items []item, show func(item) string) {
+	if len(items) == 0 {
 		return
 	}
-	fmt.Fprintln(w, "Fix the cause and run the same command again: pvectl converges from wherever it stopped.")
+	fmt.Fprintf(w, "  %s:\n", title)
+	for _, it := range items {
+		fmt.Fprintf(w, "    %s\n", pve.ShortenUPIDs(indentMore(show(it))))
+	}
+}
+
+// withReason shows an item as its address and reason in parentheses.
+func withReason(it item) string { return it.Address + " (" + it.Reason + ")" }
+
+// withError shows an item as its address and error (Shown, when set).
+func withError(it item) string {
+	if it.Shown != "" {
+		return it.Address + ": " + it.Shown
+	}
+	return it.Address + ": " + it.Reason
 }
 
 // indentMore keeps the continuation lines of a multi-line error (a task

@@ -165,18 +165,7 @@ func provisionGuest(ctx context.Context, x *execution, r *spec.Resource, t provi
 		return nil, fmt.Errorf("vm %s: %w", t.Name, err)
 	}
 	defer auth.Close()
-	user := ""
-	if p.SSHUser != nil {
-		user = *p.SSHUser
-	}
-	port := 0
-	if p.SSHPort != nil {
-		port = *p.SSHPort
-	}
-	var timeout time.Duration
-	if p.ProvisionTimeout != nil {
-		timeout, _ = time.ParseDuration(strings.TrimSpace(*p.ProvisionTimeout)) // validated at load
-	}
+	user, port, timeout := provisionLogin(p)
 	target := provision.Target{
 		VM:               t.Name,
 		Description:      desc,
@@ -197,30 +186,9 @@ func provisionGuest(ctx context.Context, x *execution, r *spec.Resource, t provi
 		Secrets:     provisionSecrets(r, conn),
 		FileStarted: func(name string) { x.phase(Phase{Name: "provisioning", Detail: name}) },
 		// The hooks prefix the resource already.
-		Progress: func(msg string) { x.msg("%s", strings.TrimPrefix(msg, "vm "+t.Name+": ")) },
-		Output:   func(line string) { x.msg("| %s", line) },
-		// Each write carries the digest of the config it follows, so a
-		// description (or any key) edited by someone else meanwhile is
-		// never overwritten: PVE refuses the write (assert_if_modified in
-		// PVE/Tools.pm) and the file's hash stays unrecorded.
-		SaveDescription: func(ctx context.Context, d string) error {
-			params := url.Values{"description": {d}}
-			if digest != "" {
-				params.Set("digest", digest)
-			}
-			if err := x.client.UpdateQemu(ctx, t.Node, t.VMID, params); err != nil {
-				if pve.IsDigestMismatch(err) {
-					return fmt.Errorf("QemuVM/%s changed while it was being provisioned (digest); its hash is not recorded: run apply again", t.Name)
-				}
-				return err
-			}
-			now, err := x.client.GuestConfig(ctx, pve.QEMU, t.Node, t.VMID)
-			if err != nil {
-				return fmt.Errorf("read vm %d after writing its description: %w", t.VMID, err)
-			}
-			digest = now["digest"]
-			return nil
-		},
+		Progress:        func(msg string) { x.msg("%s", strings.TrimPrefix(msg, "vm "+t.Name+": ")) },
+		Output:          func(line string) { x.msg("| %s", line) },
+		SaveDescription: descriptionSaver(x, t, digest),
 	}
 	res, err := provision.Run(ctx, target, opts)
 	ran := make([]string, 0, len(res.Ran))
@@ -228,6 +196,49 @@ func provisionGuest(ctx context.Context, x *execution, r *spec.Resource, t provi
 		ran = append(ran, s.File.Name)
 	}
 	return ran, err
+}
+
+// provisionLogin is the spec's SSH user and port (""/0: provision's
+// defaults) and provisionTimeout (0: the default).
+func provisionLogin(p *spec.ProvisionKeys) (user string, port int, timeout time.Duration) {
+	if p.SSHUser != nil {
+		user = *p.SSHUser
+	}
+	if p.SSHPort != nil {
+		port = *p.SSHPort
+	}
+	if p.ProvisionTimeout != nil {
+		timeout, _ = time.ParseDuration(strings.TrimSpace(*p.ProvisionTimeout)) // validated at load
+	}
+	return user, port, timeout
+}
+
+// descriptionSaver writes the guest's description for provision.Run
+// (Options.SaveDescription), starting from the config of digest.
+//
+// Each write carries the digest of the config it follows, so a
+// description (or any key) edited by someone else meanwhile is never
+// overwritten: PVE refuses the write (assert_if_modified in PVE/Tools.pm)
+// and the file's hash stays unrecorded.
+func descriptionSaver(x *execution, t provisionTarget, digest string) func(ctx context.Context, d string) error {
+	return func(ctx context.Context, d string) error {
+		params := url.Values{"description": {d}}
+		if digest != "" {
+			params.Set("digest", digest)
+		}
+		if err := x.client.UpdateQemu(ctx, t.Node, t.VMID, params); err != nil {
+			if pve.IsDigestMismatch(err) {
+				return fmt.Errorf("QemuVM/%s changed while it was being provisioned (digest); its hash is not recorded: run apply again", t.Name)
+			}
+			return err
+		}
+		now, err := x.client.GuestConfig(ctx, pve.QEMU, t.Node, t.VMID)
+		if err != nil {
+			return fmt.Errorf("read vm %d after writing its description: %w", t.VMID, err)
+		}
+		digest = now["digest"]
+		return nil
+	}
 }
 
 // provisionSecrets are the values no provisioning tool's environment may

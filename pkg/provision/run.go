@@ -106,31 +106,12 @@ type Result struct {
 // each one's hash as it succeeds. The first failure ends the run.
 func Run(ctx context.Context, t Target, o Options) (Result, error) {
 	res := Result{Description: t.Description}
-	if t.VM == "" {
-		return res, errors.New("provision: no vm name")
-	}
-	steps, err := Pending(t.Description, t.Files, t.Policy)
-	if err != nil {
-		return res, fmt.Errorf("vm %s: %w", t.VM, err)
-	}
-	if len(steps) == 0 {
-		return res, nil
-	}
-	if o.SaveDescription == nil {
-		return res, errors.New("provision: Options.SaveDescription is required")
-	}
-	if t.Auth == nil {
-		return res, fmt.Errorf("vm %s: no ssh key (see LoadAuth)", t.VM)
+	steps, err := pendingSteps(t, &o)
+	if err != nil || len(steps) == 0 {
+		return res, err
 	}
 	st, _ := ParseDescription(t.Description) // Pending parsed it already
-	port := t.Port
-	if port == 0 {
-		port = 22
-	}
-	user := t.User
-	if user == "" {
-		user = "root"
-	}
+	port, user := t.login()
 
 	w := newWaiter(t.VM, &o)
 	ip, err := resolve(ctx, w, t.VM, t.Lookup)
@@ -140,45 +121,20 @@ func Run(ctx context.Context, t Target, o Options) (Result, error) {
 	addr := net.JoinHostPort(ip.String(), strconv.Itoa(port))
 	res.Address = addr
 	check := &hostKeyCheck{vm: t.VM, addr: addr, pinned: st.HostKey, acceptNew: t.AcceptNewHostKey}
-	pinned := st.HostKey
-	if t.AcceptNewHostKey {
-		pinned = ""
-	}
-	cfg := &ssh.ClientConfig{
-		User:              user,
-		Auth:              []ssh.AuthMethod{ssh.PublicKeys(t.Auth.signers...)},
-		HostKeyCallback:   check.callback,
-		HostKeyAlgorithms: algosFor(pinned),
-	}
-	client, err := reach(ctx, w, addr, cfg, check)
+	client, err := reach(ctx, w, addr, clientConfig(t, st, user, check), check)
 	if err != nil {
 		return res, err
 	}
 	defer client.Close()
 	say(o.Progress, "vm %s: reached %s as %s", t.VM, addr, user)
 
-	desc := t.Description
-	save := func(next State) error {
-		d, err := WriteDescription(desc, next)
-		if err != nil {
-			return fmt.Errorf("vm %s: %w", t.VM, err)
-		}
-		if d == desc {
-			return nil
-		}
-		if err := o.SaveDescription(ctx, d); err != nil {
-			return fmt.Errorf("vm %s: save description: %w", t.VM, err)
-		}
-		desc, res.Description = d, d
-		return nil
-	}
 	key := check.key()
 	if pin := Pin(key); pin != st.HostKey {
 		say(o.Progress, "vm %s: pinning ssh host key %s", t.VM, pin)
 		// nextState also turns a legacy block into pvectl's.
 		st = nextState(st, t.Files, nil)
 		st.HostKey = pin
-		if err := save(st); err != nil {
+		if err := saveState(ctx, t.VM, &o, &res, st); err != nil {
 			return res, err
 		}
 	}
@@ -205,12 +161,81 @@ func Run(ctx context.Context, t Target, o Options) (Result, error) {
 		ran[step.File.Name] = step.File.Hash
 		res.Ran = append(res.Ran, step)
 		st = nextState(st, t.Files, ran)
-		if err := save(st); err != nil {
+		if err := saveState(ctx, t.VM, &o, &res, st); err != nil {
 			return res, err
 		}
 		say(o.Progress, "vm %s: %s done", t.VM, step.File.Name)
 	}
 	return res, nil
+}
+
+// pendingSteps are the files Run is to run (Pending), none when nothing
+// is pending; with some, it refuses a Run that cannot save the
+// description or log in.
+func pendingSteps(t Target, o *Options) ([]Step, error) {
+	if t.VM == "" {
+		return nil, errors.New("provision: no vm name")
+	}
+	steps, err := Pending(t.Description, t.Files, t.Policy)
+	if err != nil {
+		return nil, fmt.Errorf("vm %s: %w", t.VM, err)
+	}
+	if len(steps) == 0 {
+		return nil, nil
+	}
+	if o.SaveDescription == nil {
+		return nil, errors.New("provision: Options.SaveDescription is required")
+	}
+	if t.Auth == nil {
+		return nil, fmt.Errorf("vm %s: no ssh key (see LoadAuth)", t.VM)
+	}
+	return steps, nil
+}
+
+// login is the SSH port and user, defaulted (22, root).
+func (t *Target) login() (port int, user string) {
+	port = t.Port
+	if port == 0 {
+		port = 22
+	}
+	user = t.User
+	if user == "" {
+		user = "root"
+	}
+	return port, user
+}
+
+// clientConfig is the SSH login as user with the target's keys; check
+// judges the host key. It offers the pinned key's algorithms (algosFor),
+// all of them when a new key is to be accepted anyway.
+func clientConfig(t Target, st State, user string, check *hostKeyCheck) *ssh.ClientConfig {
+	pinned := st.HostKey
+	if t.AcceptNewHostKey {
+		pinned = ""
+	}
+	return &ssh.ClientConfig{
+		User:              user,
+		Auth:              []ssh.AuthMethod{ssh.PublicKeys(t.Auth.signers...)},
+		HostKeyCallback:   check.callback,
+		HostKeyAlgorithms: algosFor(pinned),
+	}
+}
+
+// saveState writes next into the guest's description, res.Description,
+// and saves it (Options.SaveDescription) when that changed it.
+func saveState(ctx context.Context, vm string, o *Options, res *Result, next State) error {
+	d, err := WriteDescription(res.Description, next)
+	if err != nil {
+		return fmt.Errorf("vm %s: %w", vm, err)
+	}
+	if d == res.Description {
+		return nil
+	}
+	if err := o.SaveDescription(ctx, d); err != nil {
+		return fmt.Errorf("vm %s: save description: %w", vm, err)
+	}
+	res.Description = d
+	return nil
 }
 
 // nextState is the block after the files in ran succeeded: one entry per

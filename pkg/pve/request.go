@@ -200,50 +200,18 @@ type rawBody struct {
 
 func (c *Client) doOnce(ctx context.Context, method, path string, params url.Values, upload *rawBody) (*Response, error) {
 	method = strings.ToUpper(method)
-	switch method {
-	case http.MethodGet, http.MethodPost, http.MethodPut, http.MethodDelete:
-	default:
-		return nil, fmt.Errorf("%s %s: unsupported method", method, path)
-	}
-	if !strings.HasPrefix(path, "/") || strings.Contains(path, "//") || strings.ContainsAny(path, "?#") {
-		return nil, fmt.Errorf("%s %s: invalid API path (want /segment/…, relative to /api2/json, no empty segments)", method, path)
+	if err := checkCall(method, path); err != nil {
+		return nil, err
 	}
 	secrets := c.secretsOf(params)
-	target := c.base.String() + path
-	var body io.Reader
-	encoded := params.Encode()
-	form := method == http.MethodPost || method == http.MethodPut
-	switch {
-	case upload != nil:
-		// A *bytes.Reader gives the request its Content-Length: pveproxy
-		// refuses chunked uploads.
-		body = bytes.NewReader(upload.data)
-	case form:
-		body = strings.NewReader(encoded)
-	case encoded != "":
-		target += "?" + encoded
-	}
 	// The request's own ctx carries its deadlines: one for the status
 	// line and headers, a fresh one of the same length for the body.
 	rctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	timeout := c.timeoutFor(method, path)
-	req, err := http.NewRequestWithContext(rctx, method, target, body)
+	req, err := c.newRequest(rctx, method, path, params, upload)
 	if err != nil {
-		return nil, fmt.Errorf("%s %s: %w", method, path, err)
-	}
-	req.Header.Set("Accept", "application/json")
-	if c.cfg.userAgent != "" {
-		req.Header.Set("User-Agent", c.cfg.userAgent)
-	}
-	switch {
-	case upload != nil:
-		req.Header.Set("Content-Type", upload.contentType)
-	case form:
-		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	}
-	if c.cfg.tokenID != "" {
-		req.Header.Set("Authorization", "PVEAPIToken="+c.cfg.tokenID+"="+c.cfg.tokenSecret)
+		return nil, err
 	}
 
 	start := time.Now()
@@ -291,7 +259,65 @@ func (c *Client) doOnce(ctx context.Context, method, path string, params url.Val
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		return nil, newAPIError(method, path, resp, raw, secrets)
 	}
-	out := &Response{Status: resp.StatusCode}
+	return decodeEnvelope(method, path, resp.StatusCode, raw)
+}
+
+// checkCall refuses a method doOnce does not send and a path that is not
+// one under /api2/json (method is upper case).
+func checkCall(method, path string) error {
+	switch method {
+	case http.MethodGet, http.MethodPost, http.MethodPut, http.MethodDelete:
+	default:
+		return fmt.Errorf("%s %s: unsupported method", method, path)
+	}
+	if !strings.HasPrefix(path, "/") || strings.Contains(path, "//") || strings.ContainsAny(path, "?#") {
+		return fmt.Errorf("%s %s: invalid API path (want /segment/…, relative to /api2/json, no empty segments)", method, path)
+	}
+	return nil
+}
+
+// newRequest builds doOnce's HTTP request on ctx: params go in the form
+// body of a POST or PUT and in the query otherwise; an upload is the body
+// in their place.
+func (c *Client) newRequest(ctx context.Context, method, path string, params url.Values, upload *rawBody) (*http.Request, error) {
+	target := c.base.String() + path
+	var body io.Reader
+	encoded := params.Encode()
+	form := method == http.MethodPost || method == http.MethodPut
+	switch {
+	case upload != nil:
+		// A *bytes.Reader gives the request its Content-Length: pveproxy
+		// refuses chunked uploads.
+		body = bytes.NewReader(upload.data)
+	case form:
+		body = strings.NewReader(encoded)
+	case encoded != "":
+		target += "?" + encoded
+	}
+	req, err := http.NewRequestWithContext(ctx, method, target, body)
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: %w", method, path, err)
+	}
+	req.Header.Set("Accept", "application/json")
+	if c.cfg.userAgent != "" {
+		req.Header.Set("User-Agent", c.cfg.userAgent)
+	}
+	switch {
+	case upload != nil:
+		req.Header.Set("Content-Type", upload.contentType)
+	case form:
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	}
+	if c.cfg.tokenID != "" {
+		req.Header.Set("Authorization", "PVEAPIToken="+c.cfg.tokenID+"="+c.cfg.tokenSecret)
+	}
+	return req, nil
+}
+
+// decodeEnvelope reads a 2xx answer's JSON envelope into a Response; an
+// empty body is a Response with only its status. raw is not kept.
+func decodeEnvelope(method, path string, status int, raw []byte) (*Response, error) {
+	out := &Response{Status: status}
 	if len(bytes.TrimSpace(raw)) == 0 {
 		return out, nil
 	}
@@ -301,7 +327,7 @@ func (c *Client) doOnce(ctx context.Context, method, path string, params url.Val
 		Total   json.RawMessage `json:"total"`
 	}
 	if err := json.Unmarshal(raw, &env); err != nil {
-		return nil, fmt.Errorf("%s %s: %d answer is not a JSON envelope: %w", method, path, resp.StatusCode, err)
+		return nil, fmt.Errorf("%s %s: %d answer is not a JSON envelope: %w", method, path, status, err)
 	}
 	out.Data, out.Changes = env.Data, env.Changes
 	if !isNull(env.Total) {
