@@ -175,6 +175,28 @@ func (l *loader) connection(d *document, k *kindInfo, defaults []entry) *Connect
 		c = keys.(*Connection)
 	}
 	c.Name, c.Pos = d.name, d.pos
+	l.connectionSecrets(c, es)
+	at := func(key string) Pos {
+		if p, ok := tmp.KeyPos.Get(key); ok {
+			return p
+		}
+		return d.pos
+	}
+	for _, key := range k.Required {
+		// nil is a value whose interpolation failed (reported already).
+		if v, ok := own[key]; !ok || v == "" {
+			l.errorf(d.pos, "%s: spec.%s is required", d.ref(), key)
+		}
+	}
+	l.checkConnectionValues(c, own, at)
+	l.connectionToken(d, c, own, at)
+	return c
+}
+
+// connectionSecrets records, per key of es written as a secret ${VAR},
+// the variable (a saved plan keeps its name), and takes the variables a
+// deferred load left unset.
+func (l *loader) connectionSecrets(c *Connection, es []entry) {
 	for _, e := range es {
 		v := resolveAlias(e.val)
 		ref, ok := l.secrets[v]
@@ -192,19 +214,12 @@ func (l *loader) connection(d *document, k *kindInfo, defaults []entry) *Connect
 			c.SecretEnv[e.key.Value] = ref.env
 		}
 	}
-	at := func(key string) Pos {
-		if p, ok := tmp.KeyPos.Get(key); ok {
-			return p
-		}
-		return d.pos
-	}
-	for _, key := range k.Required {
-		// nil is a value whose interpolation failed (reported already).
-		if v, ok := own[key]; !ok || v == "" {
-			l.errorf(d.pos, "%s: spec.%s is required", d.ref(), key)
-		}
-	}
-	// A nil value failed to interpolate: reported already.
+}
+
+// checkConnectionValues checks the values that have a form of their own
+// (own holds what the spec wrote; a nil value failed to interpolate and is
+// reported already).
+func (l *loader) checkConnectionValues(c *Connection, own map[string]any, at func(string) Pos) {
 	if c.URL != "" && own["url"] != nil {
 		if msg := checkURL(c.URL); msg != "" {
 			l.errorf(at("url"), "%s", msg)
@@ -225,6 +240,11 @@ func (l *loader) connection(d *document, k *kindInfo, defaults []entry) *Connect
 			l.errorf(at("caFile"), "%s", msg)
 		}
 	}
+}
+
+// connectionToken checks the token's identity, tokenId or user and
+// tokenName, and sets c.TokenID from the latter.
+func (l *loader) connectionToken(d *document, c *Connection, own map[string]any, at func(string) Pos) {
 	has := func(key string) bool { _, ok := own[key]; return ok }
 	switch {
 	case c.TokenID == "" && has("tokenId"):
@@ -246,7 +266,6 @@ func (l *loader) connection(d *document, k *kindInfo, defaults []entry) *Connect
 	default:
 		l.errorf(d.pos, "%s: set spec.tokenId (user@realm!tokenname) or spec.user and spec.tokenName", d.ref())
 	}
-	return c
 }
 
 // renamed takes a document's renamedFrom: only for kinds PVE can rename in

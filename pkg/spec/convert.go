@@ -62,115 +62,138 @@ func mergeDefaults(own, defaults []entry) []entry {
 // value's line.
 func (l *loader) convert(k *kindInfo, es []entry, r *Resource, own map[string]any) {
 	for _, e := range es {
-		key := e.key.Value
-		kp, vp := nodePos(e.file, e.key), nodePos(e.file, e.val)
-		isNull := e.val.Kind == yaml.ScalarNode && e.val.ShortTag() == "!!null"
-		if l.isPoisoned(e.val) {
-			// Reported already; record the key so that "required" holds.
-			r.KeyPos.Set(key, kp)
-			if _, isOwn := k.ownType(key); isOwn {
-				own[key] = nil
-			}
-			continue
-		}
-		if why, ok := k.Refused[key]; ok {
-			l.errorf(kp, "%s.%s is not accepted: %s", e.what, key, why)
-			continue
-		}
-		if t, ok := k.ownType(key); ok {
-			r.KeyPos.Set(key, kp)
-			if isNull {
-				delete(own, key) // resets a Defaults value
-				continue
-			}
-			if nodeHasOutputRef(e.val) {
-				l.errorf(vp, "%s.%s: an output reference ${Kind/name.output} is taken in PVE parameters, not in pvectl's own keys: "+
-					"write the PVE parameter it stands for, or name the resource the way this key documents", e.what, key)
-				continue
-			}
-			if t != ownBool && t != ownInt && l.checkText(e.file, e.what+"."+key, e.val, isMultiLineOwnKey(key)) {
-				continue
-			}
-			v, err := ownValue(t, e.val)
-			if err != nil {
-				l.errorf(vp, "%s.%s: %v", e.what, key, err)
-				continue
-			}
-			own[key] = v
-			if e.val.Kind == yaml.SequenceNode {
-				// Each item's place, for problems with one of them
-				// ("provision[1]").
-				for i, item := range e.val.Content {
-					r.KeyPos.Set(fmt.Sprintf("%s[%d]", key, i), nodePos(e.file, item))
-				}
-			}
-			continue
-		}
-		if k.unsupported(key) {
-			l.errorf(kp, "field %q of %s is not supported yet by this pvectl", key, k.Name)
-			continue
-		}
-		m := l.method(k)
-		var p *schema.Param
-		if m != nil && k.acceptsParam(key) {
-			p, _ = m.Param(key)
-		}
-		if p == nil {
-			l.errorf(kp, "unknown field %q in %s spec%s", key, k.Name, didYouMean(key, l.candidates(k, m, key)))
-			continue
-		}
-		r.KeyPos.Set(key, kp)
-		if isNull {
-			if !p.Optional || key == k.Identity || k.Fixed[key] != "" {
-				l.errorf(vp, "%s.%s cannot be null: %s needs it", e.what, key, k.Name)
-				continue
-			}
-			if !contains(r.Remove, key) {
-				r.Remove = append(r.Remove, key)
-			}
-			continue
-		}
-		if secret.Key(key) && l.secrets[e.val].env == "" {
-			// Never echo the value: it is a secret, in the wrong place.
-			l.errorf(vp, "%s.%s is a secret: write it as ${VAR} (exactly that, the whole value) and set VAR in the environment; "+
-				"a secret written into a spec file ends up in version control and backups", e.what, key)
-			continue
-		}
-		if l.checkText(e.file, e.what+"."+key, e.val, isMultiLineParam(key)) {
-			continue
-		}
-		wire, err := l.wireWithOutputs(key, p, e.val)
-		if err != nil {
-			pos, path := vp, key
-			var ae *atError
-			if errors.As(err, &ae) {
-				pos, path = nodePos(e.file, ae.node), key+ae.sub
-			}
-			l.errorf(pos, "%s.%s: %v", e.what, path, err)
-			continue
-		}
-		if alias, ok := k.ValueAliases[key][wire]; ok {
-			wire = alias
-		}
-		if fixed, ok := k.Fixed[key]; ok && wire != fixed {
-			l.errorf(vp, "%s.%s must be %q for a %s, got %q", e.what, key, fixed, k.Name, wire)
-			continue
-		}
-		if err := p.Check(withSamples(wire)); err != nil {
-			if secret.Key(key) {
-				l.errorf(vp, "%s.%s: invalid value (not shown: it is a secret)", e.what, key)
-			} else if p.Format == "urlencoded" {
-				l.errorf(vp, "%s.%s: %v (PVE wants this value URL-encoded: %%20 for a space, %%0A between lines)", e.what, key, err)
-			} else {
-				l.errorf(vp, "%s.%s: %v", e.what, key, err)
-			}
-			continue
-		}
-		r.Params.Set(key, wire)
+		l.convertEntry(k, e, r, own)
 	}
 	for key, v := range k.Fixed {
 		r.Params.Set(key, v)
 	}
+}
+
+// convertEntry puts one spec key into r: one of pvectl's own keys into
+// own, a PVE parameter into r.Params in wire form (or r.Remove for null).
+func (l *loader) convertEntry(k *kindInfo, e entry, r *Resource, own map[string]any) {
+	key := e.key.Value
+	kp, vp := nodePos(e.file, e.key), nodePos(e.file, e.val)
+	isNull := e.val.Kind == yaml.ScalarNode && e.val.ShortTag() == "!!null"
+	if l.isPoisoned(e.val) {
+		// Reported already; record the key so that "required" holds.
+		r.KeyPos.Set(key, kp)
+		if _, isOwn := k.ownType(key); isOwn {
+			own[key] = nil
+		}
+		return
+	}
+	if why, ok := k.Refused[key]; ok {
+		l.errorf(kp, "%s.%s is not accepted: %s", e.what, key, why)
+		return
+	}
+	if t, ok := k.ownType(key); ok {
+		r.KeyPos.Set(key, kp)
+		if isNull {
+			delete(own, key) // resets a Defaults value
+			return
+		}
+		l.convertOwn(t, e, r, own)
+		return
+	}
+	if k.unsupported(key) {
+		l.errorf(kp, "field %q of %s is not supported yet by this pvectl", key, k.Name)
+		return
+	}
+	m := l.method(k)
+	var p *schema.Param
+	if m != nil && k.acceptsParam(key) {
+		p, _ = m.Param(key)
+	}
+	if p == nil {
+		l.errorf(kp, "unknown field %q in %s spec%s", key, k.Name, didYouMean(key, l.candidates(k, m, key)))
+		return
+	}
+	r.KeyPos.Set(key, kp)
+	if isNull {
+		if !p.Optional || key == k.Identity || k.Fixed[key] != "" {
+			l.errorf(vp, "%s.%s cannot be null: %s needs it", e.what, key, k.Name)
+			return
+		}
+		if !contains(r.Remove, key) {
+			r.Remove = append(r.Remove, key)
+		}
+		return
+	}
+	if wire, ok := l.paramWire(k, e, p); ok {
+		r.Params.Set(key, wire)
+	}
+}
+
+// convertOwn decodes one of pvectl's own keys (not null) into own.
+func (l *loader) convertOwn(t ownType, e entry, r *Resource, own map[string]any) {
+	key, vp := e.key.Value, nodePos(e.file, e.val)
+	if nodeHasOutputRef(e.val) {
+		l.errorf(vp, "%s.%s: an output reference ${Kind/name.output} is taken in PVE parameters, not in pvectl's own keys: "+
+			"write the PVE parameter it stands for, or name the resource the way this key documents", e.what, key)
+		return
+	}
+	if t != ownBool && t != ownInt && l.checkText(e.file, e.what+"."+key, e.val, isMultiLineOwnKey(key)) {
+		return
+	}
+	v, err := ownValue(t, e.val)
+	if err != nil {
+		l.errorf(vp, "%s.%s: %v", e.what, key, err)
+		return
+	}
+	own[key] = v
+	if e.val.Kind == yaml.SequenceNode {
+		// Each item's place, for problems with one of them
+		// ("provision[1]").
+		for i, item := range e.val.Content {
+			r.KeyPos.Set(fmt.Sprintf("%s[%d]", key, i), nodePos(e.file, item))
+		}
+	}
+}
+
+// paramWire is a PVE parameter's value (not null) in wire form, checked
+// against the schema and the kind's rules; false when it was refused
+// (reported).
+func (l *loader) paramWire(k *kindInfo, e entry, p *schema.Param) (string, bool) {
+	key, vp := e.key.Value, nodePos(e.file, e.val)
+	if secret.Key(key) && l.secrets[e.val].env == "" {
+		// Never echo the value: it is a secret, in the wrong place.
+		l.errorf(vp, "%s.%s is a secret: write it as ${VAR} (exactly that, the whole value) and set VAR in the environment; "+
+			"a secret written into a spec file ends up in version control and backups", e.what, key)
+		return "", false
+	}
+	if l.checkText(e.file, e.what+"."+key, e.val, isMultiLineParam(key)) {
+		return "", false
+	}
+	wire, err := l.wireWithOutputs(key, p, e.val)
+	if err != nil {
+		pos, path := vp, key
+		var ae *atError
+		if errors.As(err, &ae) {
+			pos, path = nodePos(e.file, ae.node), key+ae.sub
+		}
+		l.errorf(pos, "%s.%s: %v", e.what, path, err)
+		return "", false
+	}
+	if alias, ok := k.ValueAliases[key][wire]; ok {
+		wire = alias
+	}
+	if fixed, ok := k.Fixed[key]; ok && wire != fixed {
+		l.errorf(vp, "%s.%s must be %q for a %s, got %q", e.what, key, fixed, k.Name, wire)
+		return "", false
+	}
+	if err := p.Check(withSamples(wire)); err != nil {
+		switch {
+		case secret.Key(key):
+			l.errorf(vp, "%s.%s: invalid value (not shown: it is a secret)", e.what, key)
+		case p.Format == "urlencoded":
+			l.errorf(vp, "%s.%s: %v (PVE wants this value URL-encoded: %%20 for a space, %%0A between lines)", e.what, key, err)
+		default:
+			l.errorf(vp, "%s.%s: %v", e.what, key, err)
+		}
+		return "", false
+	}
+	return wire, true
 }
 
 // method returns the schema facts of the kind's create call (nil for

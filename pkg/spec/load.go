@@ -377,75 +377,89 @@ func (l *loader) header(file string, m *yaml.Node) *document {
 	d := &document{file: file, pos: nodePos(file, m)}
 	var unknown [][2]*yaml.Node
 	for _, kv := range l.pairs(file, m, "document") {
-		k, v := kv[0], kv[1]
-		kp, vp := nodePos(file, k), nodePos(file, v)
-		switch k.Value {
-		case "kind":
-			d.pos = kp
-			d.kind = l.stringValue(file, "kind", v)
-		case "name":
-			d.namePos = vp
-			d.name = l.stringValue(file, "name", v)
-			if n := utf8.RuneCountInString(d.name); n > MaxNameLength {
-				l.errorf(vp, "name is %d characters long, over pvectl's limit of %d (a DNS name's): shorten it", n, MaxNameLength)
-				d.name = ""
-			}
-			if strings.Contains(d.name, "/") {
-				l.errorf(vp, "name %q must not contain '/' (addresses are Kind/name)", d.name)
-				d.name = ""
-			}
-		case "renamedFrom":
-			d.renamedPos = vp
-			if v.ShortTag() != "!!null" {
-				d.renamedFrom = l.stringValue(file, "renamedFrom", v)
-			}
-		case "connection":
-			d.connectionPos = vp
-			if v.ShortTag() != "!!null" {
-				d.connection = l.stringValue(file, "connection", v)
-			}
-		case "dependsOn":
-			d.dependsOn = l.dependsOn(file, v)
-		case "protected":
-			d.protectedPos = vp
-			if b, ok := boolValue(v); ok {
-				d.protected = b
-			} else {
-				l.errorf(vp, "protected must be a boolean (true or false), got %s", describeNode(v))
-			}
-		case "managed":
-			d.managedPos = vp
-			if b, ok := boolValue(v); ok {
-				d.readOnly = !b
-			} else {
-				l.errorf(vp, "managed must be a boolean (true or false), got %s", describeNode(v))
-			}
-		case "state":
-			s := l.stringValue(file, "state", v)
-			if st, ok := ParseState(s); ok {
-				d.state = st
-			} else if s != "" {
-				l.errorf(vp, "state must be present or absent, got %q", s)
-			}
-		case "spec":
-			switch {
-			case v.Kind == yaml.MappingNode:
-				d.spec = v
-			case v.ShortTag() != "!!null":
-				l.errorf(vp, "spec must be a map, got %s", describeNode(v))
-			}
-		default:
+		if !l.readHeaderKey(d, kv[0], kv[1]) {
 			unknown = append(unknown, kv)
 			continue
 		}
-		d.set = append(d.set, headerKey{k.Value, kp})
+		d.set = append(d.set, headerKey{kv[0].Value, nodePos(file, kv[0])})
 	}
 	if d.state == 0 {
 		d.state = Present
 	}
-	// Reported after the loop so that the message can name the resource.
+	l.checkHeader(d, unknown)
+	return d
+}
+
+// readHeaderKey reads one top-level key k of d; false when k is none.
+func (l *loader) readHeaderKey(d *document, k, v *yaml.Node) bool {
+	file := d.file
+	kp, vp := nodePos(file, k), nodePos(file, v)
+	switch k.Value {
+	case "kind":
+		d.pos = kp
+		d.kind = l.stringValue(file, "kind", v)
+	case "name":
+		d.namePos = vp
+		d.name = l.stringValue(file, "name", v)
+		if n := utf8.RuneCountInString(d.name); n > MaxNameLength {
+			l.errorf(vp, "name is %d characters long, over pvectl's limit of %d (a DNS name's): shorten it", n, MaxNameLength)
+			d.name = ""
+		}
+		if strings.Contains(d.name, "/") {
+			l.errorf(vp, "name %q must not contain '/' (addresses are Kind/name)", d.name)
+			d.name = ""
+		}
+	case "renamedFrom":
+		d.renamedPos = vp
+		if v.ShortTag() != "!!null" {
+			d.renamedFrom = l.stringValue(file, "renamedFrom", v)
+		}
+	case "connection":
+		d.connectionPos = vp
+		if v.ShortTag() != "!!null" {
+			d.connection = l.stringValue(file, "connection", v)
+		}
+	case "dependsOn":
+		d.dependsOn = l.dependsOn(file, v)
+	case "protected":
+		d.protectedPos = vp
+		if b, ok := boolValue(v); ok {
+			d.protected = b
+		} else {
+			l.errorf(vp, "protected must be a boolean (true or false), got %s", describeNode(v))
+		}
+	case "managed":
+		d.managedPos = vp
+		if b, ok := boolValue(v); ok {
+			d.readOnly = !b
+		} else {
+			l.errorf(vp, "managed must be a boolean (true or false), got %s", describeNode(v))
+		}
+	case "state":
+		s := l.stringValue(file, "state", v)
+		if st, ok := ParseState(s); ok {
+			d.state = st
+		} else if s != "" {
+			l.errorf(vp, "state must be present or absent, got %q", s)
+		}
+	case "spec":
+		switch {
+		case v.Kind == yaml.MappingNode:
+			d.spec = v
+		case v.ShortTag() != "!!null":
+			l.errorf(vp, "spec must be a map, got %s", describeNode(v))
+		}
+	default:
+		return false
+	}
+	return true
+}
+
+// checkHeader reports what is wrong with d's top-level keys as a whole
+// (after the loop, so that the message can name the resource).
+func (l *loader) checkHeader(d *document, unknown [][2]*yaml.Node) {
 	for _, kv := range unknown {
-		l.errorf(nodePos(file, kv[0]), "unknown key %q in %s%s (allowed: %s)",
+		l.errorf(nodePos(d.file, kv[0]), "unknown key %q in %s%s (allowed: %s)",
 			kv[0].Value, d.describe(), didYouMean(kv[0].Value, topLevelKeys), strings.Join(topLevelKeys, ", "))
 	}
 	if _, ok := d.set.at("kind"); !ok {
@@ -460,7 +474,6 @@ func (l *loader) header(file string, m *yaml.Node) *document {
 	if d.protected && d.state == Absent {
 		l.errorf(d.protectedPos, "%s is protected: true and state: absent; a protected resource cannot be destroyed (remove one of them)", d.describe())
 	}
-	return d
 }
 
 func (d *document) describe() string {
