@@ -23,7 +23,8 @@ import (
 //     at) up to its window: the expected end ± a margin (twice the
 //     deviation, 1/32 of the duration, at least two fine steps). In the
 //     window its polls fall on a grid of fine steps through the expected
-//     end, plus one a quarter step before it (onGrid): as the end is
+//     end, plus one a quarter step before it and quarter steps for one
+//     step after it (onGrid): as the end is
 //     learned from the first stopped poll, the grid settles just after
 //     the tasks' end, and a task that ends as expected is seen a few ms
 //     after it. A task that overruns the window is polled at steps growing
@@ -158,6 +159,12 @@ func (s pollSteps) delay(st taskStats, known bool, age time.Duration) time.Durat
 // (the anchor) down; so the anchor settles less than a quarter step after
 // the tasks' end.
 func (s pollSteps) onGrid(anchor, t time.Duration) time.Duration {
+	if q := s.fine / 4; t > anchor && t <= anchor+s.fine && q > 0 {
+		// Just past the expected end the points come every quarter
+		// step: a task that ends a little later than its type's mean is
+		// seen a few ms after it, not a whole step.
+		return anchor + (t-anchor+q-1)/q*q
+	}
 	k := (t - anchor) / s.fine // truncated toward zero
 	g := anchor + k*s.fine
 	if g < t {
