@@ -233,7 +233,7 @@ func (l *Lock) Check(ctx context.Context) error {
 		return err
 	}
 	for _, h := range held {
-		err := l.confirm(ctx, h)
+		err := h.reads.do(ctx, func(ctx context.Context) error { return l.confirm(ctx, h) })
 		var le *LostLeaseError
 		if errors.As(err, &le) {
 			l.lease.lose(err)

@@ -241,6 +241,8 @@ type heldLock struct {
 	conn   string
 	client *pve.Client
 	info   Info
+	// reads shares Check's read-backs of this lock (fresh.go).
+	reads *freshRead
 }
 
 // lockPoll bounds the pause between two tries to take a lock.
@@ -292,7 +294,7 @@ func Acquire(ctx context.Context, clients Clients, conns []string, opts Options)
 		if shared {
 			continue // a cluster taken through another connection already
 		}
-		lock.held = append(lock.held, heldLock{t.conn, t.cl, info})
+		lock.held = append(lock.held, heldLock{conn: t.conn, client: t.cl, info: info, reads: &freshRead{}})
 		lock.lease.renewed(sent)
 	}
 	lock.lease.start(lock)

@@ -107,7 +107,7 @@ func TestSimRunLock(t *testing.T) {
 		t.Fatalf("run after the revoke: %v", err)
 	}
 	// An old holder's release leaves the new holder's lock alone.
-	old := &Lock{lease: newLease(MinLease), held: []heldLock{{"", sim.cl, b}}}
+	old := &Lock{lease: newLease(MinLease), held: []heldLock{{client: sim.cl, info: b}}}
 	if err := old.Release(ctx); err != nil {
 		t.Fatalf("release of a lost lock: %v", err)
 	}
