@@ -238,8 +238,8 @@ func (l *loader) candidates(k *kindInfo, m *schema.Method, key string) []string 
 	if sm := indexedRE.FindStringSubmatch(key); sm != nil {
 		idx = sm[2]
 	}
-	if k.Params != nil {
-		return append(c, k.Params...)
+	if k.params() != nil {
+		return append(c, k.params()...)
 	}
 	for name := range m.Params {
 		if fam, ok := strings.CutSuffix(name, "[n]"); ok {

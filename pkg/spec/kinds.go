@@ -105,8 +105,11 @@ type kindInfo struct {
 	// CallNote says how the calls' paths differ per object when one
 	// spec key picks the API (a mapping's type), for explain.
 	CallNote string
-	// Params, when set, limits the accepted parameters of Create.
-	Params []string
+	// Params, when set, limits the accepted parameters of Create; read
+	// it through params(). ParamsFrom derives them instead, on first use
+	// (from the schema, which a plan file's reader need not load).
+	Params     []string
+	ParamsFrom func() []string
 	// Update is the PVE call that changes an existing object, when it is
 	// not found from Create (see updateCall in reference.go).
 	Update *apiCall
@@ -179,11 +182,22 @@ type kindInfo struct {
 
 	// own caches the own keys' shapes, derived from Keys.
 	own func() map[string]ownType
+	// lazyParams caches ParamsFrom.
+	lazyParams func() []string
 }
 
 // acceptsParam reports whether a PVE parameter may be written in the spec.
 func (k *kindInfo) acceptsParam(name string) bool {
-	return k.Create != nil && (k.Params == nil || slices.Contains(k.Params, name))
+	params := k.params()
+	return k.Create != nil && (params == nil || slices.Contains(params, name))
+}
+
+// params is Params, or what ParamsFrom derives (once).
+func (k *kindInfo) params() []string {
+	if k.lazyParams != nil {
+		return k.lazyParams()
+	}
+	return k.Params
 }
 
 func (k *kindInfo) unsupported(key string) bool { return slices.Contains(k.Unsupported, key) }
@@ -288,6 +302,9 @@ var kindTable = sync.OnceValue(func() map[string]*kindInfo {
 				}
 				return own
 			})
+		}
+		if k.ParamsFrom != nil {
+			k.lazyParams = sync.OnceValue(k.ParamsFrom)
 		}
 		table[k.Name] = k
 	}

@@ -49,7 +49,7 @@ func realmRow() *kindInfo {
 		Noun:        "realm",
 		Create:      &apiCall{"POST", "/access/domains"},
 		Update:      &apiCall{"PUT", "/access/domains/{realm}"},
-		Params:      realmParams(),
+		ParamsFrom:  realmParams,
 		Keys:        (*SecretKeys)(nil),
 		RequiredWhy: map[string]string{"type": "ldap, ad or openid"},
 		Identity:    "realm",
