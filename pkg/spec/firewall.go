@@ -106,6 +106,13 @@ var protocolsWithPorts = []string{"udp", "17", "udplite", "136", "tcp", "6", "dc
 // $ip_alias_pattern).
 var fwNameRE = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9\-_]+$`)
 
+// guestIfaceRE is how a guest's rule names its NIC (net0, net1, …);
+// portNameRE a service name in a port list (ssh, http).
+var (
+	guestIfaceRE = regexp.MustCompile(`^net\d+$`)
+	portNameRE   = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9._+-]*$`)
+)
+
 // maxSetName is the longest IP set or alias name PVE takes (Firewall.pm
 // $max_ipset_name_length, $max_alias_name_length).
 const maxSetName = 64
@@ -339,7 +346,7 @@ func verifyRule(rule map[string]string, scope string) []string {
 	case typ == "forward" && action == "REJECT":
 		out = append(out, "REJECT is not allowed on the forward chain (PVE: cannot define REJECT rules on forward chain)")
 	}
-	if iface := rule["iface"]; iface != "" && (scope == FirewallQemu || scope == FirewallLxc) && !regexp.MustCompile(`^net\d+$`).MatchString(iface) {
+	if iface := rule["iface"]; iface != "" && (scope == FirewallQemu || scope == FirewallLxc) && !guestIfaceRE.MatchString(iface) {
 		out = append(out, fmt.Sprintf("iface %q: a guest's rule names its NIC by config key (net0, net1, …)", iface))
 	}
 	if mac := rule["macro"]; mac != "" {
@@ -403,7 +410,7 @@ func checkPorts(s string, icmp bool) string {
 			count++
 			continue
 		}
-		if !icmp && !regexp.MustCompile(`^[A-Za-z][A-Za-z0-9._+-]*$`).MatchString(item) {
+		if !icmp && !portNameRE.MatchString(item) {
 			return fmt.Sprintf("invalid port '%s'", item)
 		}
 	}
