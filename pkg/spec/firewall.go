@@ -106,12 +106,8 @@ var protocolsWithPorts = []string{"udp", "17", "udplite", "136", "tcp", "6", "dc
 // $ip_alias_pattern).
 var fwNameRE = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9\-_]+$`)
 
-// guestIfaceRE is how a guest's rule names its NIC (net0, net1, …);
-// portNameRE a service name in a port list (ssh, http).
-var (
-	guestIfaceRE = regexp.MustCompile(`^net\d+$`)
-	portNameRE   = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9._+-]*$`)
-)
+// A guest rule's NIC (net0, …); a service name in a port list (ssh).
+var guestIfaceRE, portNameRE = regexp.MustCompile(`^net\d+$`), regexp.MustCompile(`^[A-Za-z][A-Za-z0-9._+-]*$`)
 
 // maxSetName is the longest IP set or alias name PVE takes (Firewall.pm
 // $max_ipset_name_length, $max_alias_name_length).
