@@ -158,7 +158,9 @@ func (r *guestRef) String() string {
 	return fmt.Sprintf("%d (%s) on node %s", r.VMID, r.Name, r.Node)
 }
 
-// guestLive is what observe reads about a guest beside its config.
+// guestLive is what observe reads about a guest beside its config. A
+// plan keeps one per guest, so what few guests need is in guestMore,
+// made only for those (read it with more, write it with setMore).
 type guestLive struct {
 	VMID   int
 	Status string // running | stopped
@@ -166,6 +168,11 @@ type guestLive struct {
 	// RenamedFrom is the old name the guest was found by (the spec's
 	// renamedFrom; rename.go); "" when found by its own.
 	RenamedFrom string
+	rare        *guestMore
+}
+
+// guestMore is what observe reads for some guests only.
+type guestMore struct {
 	// Stubs are, for a guest found by name that does not exist, the
 	// guests of its type PVE is still creating or cloning: they have no
 	// name yet, and one of them may become this guest (guestbusy.go).
@@ -199,6 +206,22 @@ type guestLive struct {
 	LinkedErr error
 }
 
+// more is what was read of guestMore (all zero when nothing was).
+func (gl *guestLive) more() guestMore {
+	if gl.rare == nil {
+		return guestMore{}
+	}
+	return *gl.rare
+}
+
+// setMore returns guestMore to write, made on first use.
+func (gl *guestLive) setMore() *guestMore {
+	if gl.rare == nil {
+		gl.rare = &guestMore{}
+	}
+	return gl.rare
+}
+
 // shutdownTimeout is how long (seconds) a guest gets to shut down before
 // PVE stops it hard.
 const shutdownTimeout = 180
@@ -221,7 +244,7 @@ func liveOf(lo *liveObj) *guestLive {
 
 func (g guest) newState(lo *liveObj) any {
 	gl := liveOf(lo)
-	return &guestState{VMID: gl.VMID, Derived: gl.Derived, Clone: gl.Clone, Old: gl.Old, Stopped: gl.Status == "stopped"}
+	return &guestState{VMID: gl.VMID, Derived: gl.more().Derived, Clone: gl.more().Clone, Old: gl.more().Old, Stopped: gl.Status == "stopped"}
 }
 
 func (g guest) decodeState(raw json.RawMessage) (any, error) {
@@ -279,7 +302,7 @@ func (g guest) name(r *spec.Resource) string {
 // the engine refuses any change to it (busy).
 func (g guest) compareConfig(b *builder, r *spec.Resource, lo *liveObj, c *Change) (done bool, err error) {
 	cmp := comparer{m: b.method("POST", g.createPath)}
-	want := wanted(r, liveOf(lo).Derived)
+	want := wanted(r, liveOf(lo).more().Derived)
 	c.Diff = cmp.diffParams(want, r.Remove, lo.Config, g.notInConfig)
 	for i, d := range c.Diff {
 		if why, ok := g.replaceKeys[d.Path]; ok {

@@ -40,7 +40,7 @@ func (g guest) planMigration(r *spec.Resource, lo *liveObj, c *Change, target st
 		how = "in restart mode: PVE has no live migration for containers, it is shut down, moved and started on " + target
 	case running:
 		how = "online"
-		if mc := gl.Migration; mc != nil && len(attachedLocalDisks(mc)) > 0 {
+		if mc := gl.more().Migration; mc != nil && len(attachedLocalDisks(mc)) > 0 {
 			how += ", with its local disks " + strings.Join(attachedLocalDisks(mc), ", ")
 		}
 	}

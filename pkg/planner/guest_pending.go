@@ -112,10 +112,10 @@ func (g guest) notePending(r *spec.Resource, lo *liveObj, c *Change) {
 			c.Reasons = append(c.Reasons, fmt.Sprintf("rebootOnPending: %s will be rebooted to apply them", noun))
 		}
 	}
-	if reboot && len(gl.Pending) > 0 {
+	if reboot && len(gl.more().Pending) > 0 {
 		stateOf(c).Reboot = true
 		c.Reasons = append(c.Reasons, fmt.Sprintf("pending until reboot since an earlier change: %s; rebootOnPending: %s will be rebooted to apply them",
-			strings.Join(gl.Pending, ", "), noun))
+			strings.Join(gl.more().Pending, ", "), noun))
 		if c.Action == NoOp {
 			c.Action = Update
 		}

@@ -37,15 +37,15 @@ func (g guest) busy(r *spec.Resource, lo *liveObj) *BusyError {
 			What: fmt.Sprintf("%s %d is locked (%s): a PVE task is working on it", g.noun, gl.VMID, lock),
 			Hint: fmt.Sprintf("run again when the task has ended; if no task runs, one that failed left the lock (see the node's task log), and '%s unlock %d' on the node removes it", cli, gl.VMID)}
 	}
-	if len(gl.Stubs) == 0 {
+	if len(gl.more().Stubs) == 0 {
 		return nil
 	}
-	ids := make([]string, len(gl.Stubs))
-	for i, id := range gl.Stubs {
+	ids := make([]string, len(gl.more().Stubs))
+	for i, id := range gl.more().Stubs {
 		ids[i] = strconv.Itoa(id)
 	}
 	list := strings.Join(ids, ", ")
-	return &BusyError{Address: r.Address(), VMIDs: gl.Stubs,
+	return &BusyError{Address: r.Address(), VMIDs: gl.more().Stubs,
 		What: fmt.Sprintf("no %s is named %s, but PVE is still creating or cloning %s %s (locked, no name yet): one of them may become it",
 			guestNoun(string(g.typ)), g.name(r), pluralNoun(guestNoun(string(g.typ)), len(ids)), list),
 		Hint: fmt.Sprintf("run again when their tasks have ended; if no task runs, a create that failed left it behind: remove it in PVE ('%s destroy %s') or give this %s a vmid",

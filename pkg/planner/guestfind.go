@@ -290,7 +290,7 @@ func (g guest) observe(ctx context.Context, lc *liveConn, r *spec.Resource) (*li
 			}
 			gl := &guestLive{VMID: vmid}
 			if vmid == 0 {
-				gl.Stubs = ix.stubs
+				gl.setMore().Stubs = ix.stubs
 			}
 			return &liveObj{Node: node, State: gl}, nil
 		}
@@ -323,7 +323,7 @@ func (g guest) loadPlacement(ctx context.Context, cl *pve.Client, r *spec.Resour
 		if err != nil {
 			return fmt.Errorf("read pending changes of %s %d: %w", g.noun, gl.VMID, err)
 		}
-		gl.Pending = keys
+		gl.setMore().Pending = keys
 	}
 	if want := paramNode(r); g.checksMigration && want != "" && want != lo.Node {
 		mc, err := cl.MigrationCheck(ctx, lo.Node, gl.VMID, want)
@@ -333,7 +333,7 @@ func (g guest) loadPlacement(ctx context.Context, cl *pve.Client, r *spec.Resour
 		case err != nil:
 			return fmt.Errorf("ask whether %s %d can migrate to %s: %w", g.noun, gl.VMID, want, err)
 		default:
-			gl.Migration = mc
+			gl.setMore().Migration = mc
 		}
 	}
 	return nil
@@ -360,7 +360,7 @@ func (g guest) current(ctx context.Context, cl *pve.Client, c *Change) (*liveObj
 			if st.VMID == 0 {
 				// A guest being created now may be this one: the plan
 				// cannot tell yet.
-				lo := &liveObj{State: &guestLive{Stubs: ix.stubs}}
+				lo := &liveObj{State: &guestLive{rare: &guestMore{Stubs: ix.stubs}}}
 				if b := g.busy(c.Resource, lo); b != nil {
 					return nil, errors.New(b.What + ": " + b.Hint)
 				}

@@ -74,33 +74,38 @@ func (k qemuKind) observe(ctx context.Context, lc *liveConn, r *spec.Resource) (
 	gl := liveOf(lo)
 	var unsettled []error
 	if g.Image != nil {
-		gl.Clone, gl.CloneErr = pickImage(rows, *g.Image)
-		if gl.Clone != nil && !lo.Exists && paramNode(r) == "" {
-			lo.Node = gl.Clone.Node // design §3: the template's node
+		m := gl.setMore()
+		m.Clone, m.CloneErr = pickImage(rows, *g.Image)
+		if m.Clone != nil && !lo.Exists && paramNode(r) == "" {
+			lo.Node = m.Clone.Node // design §3: the template's node
 		}
 	}
 	if g.FromTemplate != nil && !lo.Exists {
 		// The template as it is now; one baked in this run is taken
 		// from its change at apply time (cloneSource).
-		gl.Clone = findTemplate(rows, strings.TrimSpace(*g.FromTemplate))
-		if gl.Clone != nil && paramNode(r) == "" {
-			lo.Node = gl.Clone.Node
+		m := gl.setMore()
+		m.Clone = findTemplate(rows, strings.TrimSpace(*g.FromTemplate))
+		if m.Clone != nil && paramNode(r) == "" {
+			lo.Node = m.Clone.Node
 		}
 	}
 	if g.Replace != nil {
-		var err error
-		if gl.Old, err = findOld(rows, *g.Replace, gl.VMID); err != nil {
+		old, err := findOld(rows, *g.Replace, gl.VMID)
+		if err != nil {
 			unsettled = append(unsettled, err)
 		}
+		gl.setMore().Old = old
 	}
-	gl.Unsettled = errors.Join(unsettled...)
-	if err := lc.cloneSourceDown(gl.Clone, lo.Exists); err != nil {
+	if err := errors.Join(unsettled...); err != nil {
+		gl.setMore().Unsettled = err
+	}
+	if err := lc.cloneSourceDown(gl.more().Clone, lo.Exists); err != nil {
 		return nil, err
 	}
 	// The reads below run with the other loads; what they cannot settle
 	// fails only a change that needs it.
 	var loads []func(context.Context)
-	if gl.Clone != nil && !lo.Exists {
+	if gl.more().Clone != nil && !lo.Exists {
 		cl := lc.client
 		loads = append(loads, func(ctx context.Context) { gl.loadCloneConfig(ctx, cl) })
 	}
@@ -108,11 +113,12 @@ func (k qemuKind) observe(ctx context.Context, lc *liveConn, r *spec.Resource) (
 		settings := lc.settings
 		loads = append(loads, func(ctx context.Context) {
 			v, err := addressConfig(ctx, settings, k.name(r), g)
+			m := gl.setMore()
 			if err != nil {
-				gl.Unsettled = errors.Join(gl.Unsettled, err)
+				m.Unsettled = errors.Join(m.Unsettled, err)
 				return
 			}
-			gl.Derived = map[string]string{"ipconfig0": v}
+			m.Derived = map[string]string{"ipconfig0": v}
 		})
 	}
 	if len(loads) > 0 {
@@ -133,13 +139,14 @@ func (k qemuKind) observe(ctx context.Context, lc *liveConn, r *spec.Resource) (
 // loadCloneConfig reads the config of the template gl clones (a create
 // that clones takes its description from it); a failed read is CloneErr.
 func (gl *guestLive) loadCloneConfig(ctx context.Context, cl *pve.Client) {
-	src := gl.Clone
+	m := gl.setMore()
+	src := m.Clone
 	cfg, err := cl.GuestConfig(ctx, pve.QEMU, src.Node, src.VMID)
 	if err != nil {
-		gl.CloneErr = fmt.Errorf("read config of template %d: %w", src.VMID, err)
+		m.CloneErr = fmt.Errorf("read config of template %d: %w", src.VMID, err)
 		return
 	}
-	gl.CloneConfig = cfg
+	m.CloneConfig = cfg
 }
 
 // checkCreate shows what a create takes from live state: the template it
@@ -176,10 +183,10 @@ func (k qemuKind) planProvision(b *builder, r *spec.Resource, lo *liveObj, c *Ch
 	var willRun bool
 	if c.Action == Create || c.Action == Replace {
 		desc = r.Params.Get("description")
-		if st.Clone != nil && gl.CloneConfig != nil {
+		if st.Clone != nil && gl.more().CloneConfig != nil {
 			// The clone copies its template's description; the spec's
 			// text replaces the user's part and keeps the blocks.
-			desc = gl.CloneConfig["description"]
+			desc = gl.more().CloneConfig["description"]
 			if text, set := r.Params.Lookup("description"); set {
 				desc = withBlocks(text, desc)
 			}
@@ -393,7 +400,7 @@ func (k qemuKind) changeCalls(c *Change, lo *liveObj) []apiCall {
 		if c.Action == Replace {
 			calls = k.removeCalls(c.Node, lo, st.VMID)
 		}
-		calls = append(calls, k.cloneCall(c.Node, c.Resource, st.Clone, gl.CloneConfig).with(k.ownerPerms(c)...))
+		calls = append(calls, k.cloneCall(c.Node, c.Resource, st.Clone, gl.more().CloneConfig).with(k.ownerPerms(c)...))
 		calls = append(calls, k.createExtraCalls(c)...)
 	case c.Action == Create || c.Action == Replace:
 		calls = append(k.guest.changeCalls(c, lo), k.createExtraCalls(c)...)

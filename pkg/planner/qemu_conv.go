@@ -106,7 +106,7 @@ func findOld(ix *guestIndex, old string, self int) (*guestRef, error) {
 // replaces.
 func (k qemuKind) planExtras(b *builder, r *spec.Resource, lo *liveObj, c *Change) error {
 	gl := liveOf(lo)
-	if err := errors.Join(gl.CloneErr, gl.Unsettled); err != nil {
+	if err := errors.Join(gl.more().CloneErr, gl.more().Unsettled); err != nil {
 		return fmt.Errorf("%s: %w", r.Address(), err)
 	}
 	if g := spec.Guest(r); g.Image != nil || g.FromTemplate != nil {
@@ -116,20 +116,20 @@ func (k qemuKind) planExtras(b *builder, r *spec.Resource, lo *liveObj, c *Chang
 		}
 		switch {
 		case g.FromTemplate == nil:
-			c.Reasons = append(c.Reasons, fmt.Sprintf("%s clone of template %s", kind, gl.Clone))
+			c.Reasons = append(c.Reasons, fmt.Sprintf("%s clone of template %s", kind, gl.more().Clone))
 		case b.templateChanges(r):
 			c.Reasons = append(c.Reasons, fmt.Sprintf("%s clone of %s, once it is baked", kind, spec.CloneSource(r)))
-		case gl.Clone != nil:
-			c.Reasons = append(c.Reasons, fmt.Sprintf("%s clone of %s (template %s)", kind, spec.CloneSource(r), gl.Clone))
+		case gl.more().Clone != nil:
+			c.Reasons = append(c.Reasons, fmt.Sprintf("%s clone of %s (template %s)", kind, spec.CloneSource(r), gl.more().Clone))
 		default:
 			c.Reasons = append(c.Reasons, fmt.Sprintf("%s clone of %s", kind, spec.CloneSource(r)))
 		}
 	}
-	for _, key := range slices.Sorted(maps.Keys(gl.Derived)) {
+	for _, key := range slices.Sorted(maps.Keys(gl.more().Derived)) {
 		if c.Action == Create {
-			c.Diff = append(c.Diff, fieldDiff(key, nil, gl.Derived[key]))
+			c.Diff = append(c.Diff, fieldDiff(key, nil, gl.more().Derived[key]))
 		}
-		c.Reasons = append(c.Reasons, key+" from "+derivedFrom(gl.Derived[key]))
+		c.Reasons = append(c.Reasons, key+" from "+derivedFrom(gl.more().Derived[key]))
 	}
 	sort.SliceStable(c.Diff, func(i, j int) bool { return c.Diff[i].Path < c.Diff[j].Path })
 	return k.planOld(b, r, gl, c)
@@ -154,13 +154,13 @@ func (k qemuKind) planOld(b *builder, r *spec.Resource, gl *guestLive, c *Change
 		if o == r || o.Kind != r.Kind || o.Connection != r.Connection || o.State == spec.Absent {
 			continue
 		}
-		if k.name(o) == old || o.Params.Get("vmid") == old || gl.Old != nil && b.guestOf(o.Connection, gl.Old.VMID) == o {
+		if k.name(o) == old || o.Params.Get("vmid") == old || gl.more().Old != nil && b.guestOf(o.Connection, gl.more().Old.VMID) == o {
 			return fmt.Errorf("%s: replace: %s names %s of these specs: replace is for a VM the specs do not manage (write state: absent on %s to remove it)",
 				r.Address(), old, o.Address(), o.Address())
 		}
 	}
-	if gl.Old != nil {
-		c.Reasons = append(c.Reasons, fmt.Sprintf("then destroys VM %s, which it replaces", gl.Old))
+	if gl.more().Old != nil {
+		c.Reasons = append(c.Reasons, fmt.Sprintf("then destroys VM %s, which it replaces", gl.more().Old))
 	}
 	return nil
 }
@@ -188,14 +188,14 @@ func (k qemuKind) compareTemplate(r *spec.Resource, lo *liveObj, c *Change) erro
 // replace names and that is still there.
 func (k qemuKind) compareExtras(b *builder, r *spec.Resource, lo *liveObj, c *Change) error {
 	gl := liveOf(lo)
-	if gl.Unsettled != nil {
-		return fmt.Errorf("%s: %w", r.Address(), gl.Unsettled)
+	if gl.more().Unsettled != nil {
+		return fmt.Errorf("%s: %w", r.Address(), gl.more().Unsettled)
 	}
 	if err := k.planOld(b, r, gl, c); err != nil {
 		return err
 	}
-	if gl.Old != nil {
-		c.Diff = append(c.Diff, FieldDiff{Path: "replace", Before: "VM " + gl.Old.String(), After: nil})
+	if gl.more().Old != nil {
+		c.Diff = append(c.Diff, FieldDiff{Path: "replace", Before: "VM " + gl.more().Old.String(), After: nil})
 		c.Action = Update
 	}
 	for _, d := range c.Diff {

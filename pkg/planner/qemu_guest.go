@@ -98,7 +98,7 @@ func isCDROMValue(val string) bool {
 // QemuMigrate.pm prepare and scan_local_volumes).
 func qemuMigrationBlockers(r *spec.Resource, lo *liveObj, target string, running bool) error {
 	addr, vmid := r.Address(), liveOf(lo).VMID
-	mc := liveOf(lo).Migration
+	mc := liveOf(lo).more().Migration
 	if mc == nil {
 		return nil // not readable (the permission check reports why)
 	}

@@ -107,12 +107,13 @@ func (k templateKind) observe(ctx context.Context, lc *liveConn, r *spec.Resourc
 	}
 	gl := liveOf(lo)
 	if g := spec.Guest(r); g.BaseImage != nil {
-		gl.Clone, gl.CloneErr = pickImage(rows, *g.BaseImage)
-		if gl.CloneErr != nil {
-			gl.CloneErr = fmt.Errorf("baseImage: %s", strings.TrimPrefix(gl.CloneErr.Error(), "image "))
+		m := gl.setMore()
+		m.Clone, m.CloneErr = pickImage(rows, *g.BaseImage)
+		if m.CloneErr != nil {
+			m.CloneErr = fmt.Errorf("baseImage: %s", strings.TrimPrefix(m.CloneErr.Error(), "image "))
 		}
-		if gl.Clone != nil && !lo.Exists && paramNode(r) == "" {
-			lo.Node = gl.Clone.Node // the base template's node, as image
+		if m.Clone != nil && !lo.Exists && paramNode(r) == "" {
+			lo.Node = m.Clone.Node // the base template's node, as image
 		}
 	}
 	cl, own := lc.client, lo.load
@@ -122,11 +123,12 @@ func (k templateKind) observe(ctx context.Context, lc *liveConn, r *spec.Resourc
 				return err
 			}
 		}
-		if gl.Clone != nil {
+		if gl.more().Clone != nil {
 			gl.loadCloneConfig(ctx, cl)
 		}
 		if lo.Exists && lo.Config["template"] == "1" {
-			gl.Linked, gl.LinkedErr = linkedClones(ctx, cl, lo.Node, gl.VMID, lo.Config, rows)
+			m := gl.setMore()
+			m.Linked, m.LinkedErr = linkedClones(ctx, cl, lo.Node, gl.VMID, lo.Config, rows)
 		}
 		return nil
 	}
@@ -200,13 +202,13 @@ func (k templateKind) checkCreate(b *builder, r *spec.Resource, lo *liveObj, c *
 // found.
 func (k templateKind) planBake(b *builder, r *spec.Resource, lo *liveObj, c *Change) error {
 	gl := liveOf(lo)
-	if gl.CloneErr != nil {
-		return fmt.Errorf("%s: %w", r.Address(), gl.CloneErr)
+	if gl.more().CloneErr != nil {
+		return fmt.Errorf("%s: %w", r.Address(), gl.more().CloneErr)
 	}
-	c.Reasons = append(c.Reasons, fmt.Sprintf("baked from template %s: full clone, boot, provision, shut down, convert into a template", gl.Clone))
+	c.Reasons = append(c.Reasons, fmt.Sprintf("baked from template %s: full clone, boot, provision, shut down, convert into a template", gl.more().Clone))
 	// What the bake's provisioning runs: from the description the clone
 	// gets (the spec's, else its base template's).
-	desc := gl.CloneConfig["description"]
+	desc := gl.more().CloneConfig["description"]
 	if text, set := r.Params.Lookup("description"); set {
 		desc = withBlocks(text, desc)
 	}
@@ -269,11 +271,11 @@ func (k templateKind) checkRemove(b *builder, r *spec.Resource, lo *liveObj) err
 // still in use by linked cloned", qemu-server QemuServer.pm destroy_vm).
 // Clones that this plan destroys first do not count.
 func (k templateKind) refuseLinked(b *builder, r *spec.Resource, gl *guestLive, what string) error {
-	if gl.LinkedErr != nil {
-		return fmt.Errorf("%s: cannot %s template %d: whether linked clones hold it is unknown: %w", r.Address(), what, gl.VMID, gl.LinkedErr)
+	if gl.more().LinkedErr != nil {
+		return fmt.Errorf("%s: cannot %s template %d: whether linked clones hold it is unknown: %w", r.Address(), what, gl.VMID, gl.more().LinkedErr)
 	}
 	var holders []string
-	for _, l := range gl.Linked {
+	for _, l := range gl.more().Linked {
 		if o := b.guestOf(r.Connection, l.VMID); o != nil && (b.opts.Destroy || o.State == spec.Absent) {
 			continue
 		}
