@@ -17,7 +17,8 @@ import (
 // keeps its own deadline on its own clock, from before each renewal was
 // sent and leaseSlack short of the lease, and writes nothing past it
 // unless a renewal pushed it on; it also reads the lock back before each
-// change (Lock.Check) and stops at once when the lock is no longer its
+// change (Lock.Check; changes that check at once share a read sent after
+// they asked: fresh.go) and stops at once when the lock is no longer its
 // own. Another run takes no lease over before it ran out (plus
 // leaseSlack): by then its holder has stopped writing for certain.
 //
