@@ -41,7 +41,7 @@ name: via-default
 	if strings.Contains(string(b), e2eTokenSecret) {
 		t.Fatal("the plan file holds the token secret")
 	}
-	for _, want := range []string{`"LAB_SECRET"`, `"PROXMOX_TOKEN_SECRET"`, `"url": "` + env.url + `"`} {
+	for _, want := range []string{`"LAB_SECRET"`, `"PROXMOX_TOKEN_SECRET"`, `"url":"` + env.url + `"`} {
 		if !strings.Contains(string(b), want) {
 			t.Errorf("plan file lacks %s:\n%s", want, b)
 		}

@@ -80,7 +80,7 @@ spec:
 		t.Fatal(err)
 	}
 	assertNoSecretForms(t, string(saved), oddSecret, pw)
-	for _, ref := range []string{`"env": "PROXMOX_TOKEN_SECRET"`, `"env": "VM_PW"`} {
+	for _, ref := range []string{`"env":"PROXMOX_TOKEN_SECRET"`, `"env":"VM_PW"`} {
 		if !strings.Contains(string(saved), ref) {
 			t.Errorf("the saved plan lacks the reference %s:\n%s", ref, saved)
 		}

@@ -91,7 +91,7 @@ func Marshal(p *Plan) ([]byte, error) {
 		}
 		f.Changes = append(f.Changes, fc)
 	}
-	return json.MarshalIndent(f, "", "  ")
+	return json.Marshal(f)
 }
 
 // Unmarshal parses the plan-file form, reading the secrets it references

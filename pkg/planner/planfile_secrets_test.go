@@ -38,7 +38,7 @@ func TestPlanFileSecretReferences(t *testing.T) {
 			t.Fatalf("plan file holds %q:\n%s", v, data)
 		}
 	}
-	for _, ref := range []string{`"env": "VM_PW"`, `"env": "NOTE"`, `"salt":`} {
+	for _, ref := range []string{`"env":"VM_PW"`, `"env":"NOTE"`, `"salt":`} {
 		if !strings.Contains(string(data), ref) {
 			t.Errorf("plan file lacks %s:\n%s", ref, data)
 		}
