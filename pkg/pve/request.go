@@ -41,10 +41,22 @@ func (c *Client) Do(ctx context.Context, method, path string, params url.Values,
 	if out == nil || isNull(resp.Data) {
 		return nil
 	}
-	if err := json.Unmarshal(resp.Data, out); err != nil {
+	if d, ok := out.(answerDecoder); ok {
+		err = d.decodeAnswer(resp.Data)
+	} else {
+		err = json.Unmarshal(resp.Data, out)
+	}
+	if err != nil {
 		return fmt.Errorf("%s %s: decode answer: %w", strings.ToUpper(method), path, err)
 	}
 	return nil
+}
+
+// answerDecoder is an answer type that reads the JSON of Do's answer
+// itself, checking all of it (Config): encoding/json's own pass over the
+// text first would only repeat that.
+type answerDecoder interface {
+	decodeAnswer([]byte) error
 }
 
 // readTries bounds how often a GET is sent when PVE's proxy or the network

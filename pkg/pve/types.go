@@ -17,29 +17,32 @@ import (
 type Config map[string]string
 
 // UnmarshalJSON renders each member as its form value: strings as they are,
-// numbers in decimal, booleans as 1/0, anything else as compact JSON.
+// numbers in decimal, booleans as 1/0, anything else as compact JSON
+// (decodeConfigJSON, in one pass).
 func (c *Config) UnmarshalJSON(b []byte) error {
-	var raw map[string]json.RawMessage
-	if err := json.Unmarshal(b, &raw); err != nil {
+	out := Config{} // grown as needed: a hint would have to be guessed
+	null, err := decodeConfigJSON(b, func(k, v string, set bool) {
+		if set {
+			out[configKey(k)] = v
+		} else {
+			delete(out, k)
+		}
+	})
+	switch {
+	case err != nil:
 		return err
-	}
-	if raw == nil {
+	case null:
 		*c = nil
-		return nil
+	default:
+		*c = out
 	}
-	out := make(Config, len(raw))
-	for k, v := range raw {
-		s, ok, err := formValue(v)
-		if err != nil {
-			return fmt.Errorf("config key %q: %w", k, err)
-		}
-		if ok {
-			out[configKey(k)] = s
-		}
-	}
-	*c = out
 	return nil
 }
+
+// decodeAnswer is UnmarshalJSON for Client.Do, which hands it the answer
+// without encoding/json's pass over it first (decodeConfigJSON checks
+// the whole text itself).
+func (c *Config) decodeAnswer(b []byte) error { return c.UnmarshalJSON(b) }
 
 // configKeys holds one copy of each config key decoded: a plan reads the
 // config of every guest at once, and their keys (memory, net0, digest, …)

@@ -1,0 +1,111 @@
+package pve
+
+import (
+	"encoding/json"
+	"maps"
+	"testing"
+)
+
+// referenceConfig is what encoding/json makes of a config answer, the way
+// Config's decoder worked before decodeConfigJSON: the members as raw
+// JSON, each rendered by formValue (the last of a repeated key wins).
+func referenceConfig(b []byte) (map[string]string, bool, error) {
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return nil, false, err
+	}
+	if raw == nil {
+		return nil, true, nil
+	}
+	out := map[string]string{}
+	for k, v := range raw {
+		s, ok, err := formValue(v)
+		if err != nil {
+			return nil, false, err
+		}
+		if ok {
+			out[k] = s
+		}
+	}
+	return out, false, nil
+}
+
+func scanned(b []byte) (map[string]string, bool, error) {
+	out := map[string]string{}
+	null, err := decodeConfigJSON(b, func(k, v string, set bool) {
+		if set {
+			out[k] = v
+		} else {
+			delete(out, k)
+		}
+	})
+	if null {
+		out = nil
+	}
+	return out, null, err
+}
+
+var configJSONCases = []string{
+	`{"memory":512,"name":"vm1","onboot":true,"template":false,"desc":null}`,
+	` { "a" : "b" , "c" : 1.50 , "d" : 2e3 , "e" : -0 } `,
+	`{"net0":"virtio=BC:24:11:00:00:01,bridge=vmbr0","digest":"0123abcd"}`,
+	`{"esc":"a\"b\\c\/d\u00e9\n","uni":"héllo","ctl":"\u0001"}`,
+	`{"nested":{"b":[1, 2, {"c":"}"}]},"arr":[ "x" , null ]}`,
+	`{"dup":"1","dup":"2"}`, `{"gone":"1","gone":null}`,
+	`{}`, `null`, ` null `, `{"big":12345678901234567890,"f":1.25e-3,"neg":-7}`,
+	"{\"bad\":\"\xff\xfe\"}", `{"k\u0041":"v"}`,
+	// Refused by both.
+	``, ` `, `[]`, `"s"`, `1`, `{`, `{"a"}`, `{"a":}`, `{"a":1,}`, `{"a":1 "b":2}`, `{a:1}`,
+	`{"a":01}`, `{"a":1.}`, `{"a":.5}`, `{"a":1e}`, `{"a":-}`, `{"a":+1}`, `{"a":tru}`, `{"a":nul}`,
+	`{"a":"x` + "\n" + `"}`, `{"a":"\x"}`, `{"a":"\u12"}`, `{"a":[1,}]}`, `{"a":{"b"}}`, `{"a":1}x`, `{"a":1}{}`,
+	`{"a":1e400}`, `nullx`, "{\"a\":\"\xef\xbb\xbf\"}", "\xef\xbb\xbf{}",
+}
+
+func TestDecodeConfigJSONMatchesEncodingJSON(t *testing.T) {
+	for _, in := range configJSONCases {
+		checkConfigJSON(t, []byte(in))
+	}
+}
+
+func checkConfigJSON(t *testing.T, in []byte) {
+	t.Helper()
+	want, wantNull, wantErr := referenceConfig(in)
+	got, gotNull, gotErr := scanned(in)
+	switch {
+	case (wantErr == nil) != (gotErr == nil):
+		t.Errorf("%q: error %v, encoding/json's %v", in, gotErr, wantErr)
+	case wantErr != nil:
+	case gotNull != wantNull || !maps.Equal(got, want):
+		t.Errorf("%q: %v (null %v), encoding/json's %v (null %v)", in, got, gotNull, want, wantNull)
+	}
+}
+
+func FuzzDecodeConfigJSON(f *testing.F) {
+	for _, in := range configJSONCases {
+		f.Add([]byte(in))
+	}
+	f.Fuzz(func(t *testing.T, in []byte) { checkConfigJSON(t, in) })
+}
+
+// A VM's config answer as PVE gives it, decoded through encoding/json
+// (the way before) and in one pass.
+func BenchmarkDecodeConfig(b *testing.B) {
+	in := []byte(`{"boot":"order=scsi0;net0","cores":1,"cpu":"x86-64-v2-AES","description":"[pvectl-owner: stack=default,vmid=1000]","digest":"5b2d5d1e3f4b2c9c7e0b6b1f1c3a9e8d7f6a5b4c","memory":"512","meta":"creation-qemu=9.0.2,ctime=1733000000","name":"vm1000","net0":"virtio=BC:24:12:00:03:E8,bridge=vmbr0","numa":0,"ostype":"l26","scsihw":"virtio-scsi-single","smbios1":"uuid=3c3b4f9e-2a61-4f0e-9a0e-0b8c6a4f2d11","sockets":1,"tags":"pvectl","vmgenid":"8e5b7d0c-5c4e-4d51-9a3b-2f1f6b9c1e22"}`)
+	b.Run("encoding-json", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, _, err := referenceConfig(in); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("one-pass", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			var c Config
+			if err := c.decodeAnswer(in); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
