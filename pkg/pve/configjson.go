@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -234,7 +235,7 @@ func (s *jsonScan) skipNested() error {
 	for s.i < len(s.b) {
 		switch s.b[s.i] {
 		case '"':
-			if _, err := s.str(); err != nil {
+			if err := s.skipStr(); err != nil {
 				return err
 			}
 			continue
@@ -250,4 +251,106 @@ func (s *jsonScan) skipNested() error {
 		s.i++
 	}
 	return errJSONEnd
+}
+
+// skipStr moves past a string without unquoting it (its validity is
+// checked apart).
+func (s *jsonScan) skipStr() error {
+	if !s.take('"') {
+		return s.fail("want a string")
+	}
+	for s.i < len(s.b) {
+		switch s.b[s.i] {
+		case '"':
+			s.i++
+			return nil
+		case '\\':
+			s.i += 2
+		default:
+			s.i++
+		}
+	}
+	return errJSONEnd
+}
+
+// skipValue moves past any value, checking only its extent: literals and
+// numbers are checked whole, strings, objects and arrays are not.
+func (s *jsonScan) skipValue() error {
+	if s.i >= len(s.b) {
+		return errJSONEnd
+	}
+	switch c := s.b[s.i]; {
+	case c == '"':
+		return s.skipStr()
+	case c == '{' || c == '[':
+		return s.skipNested()
+	case s.literal("null") || s.literal("true") || s.literal("false"):
+		return nil
+	case (c == '-' || c >= '0' && c <= '9') && s.number():
+		return nil
+	}
+	return s.fail("want a value")
+}
+
+// envelopeMembers reads the top level of a 2xx answer — PVE's envelope,
+// {"data": …} with now and then "changes" or "total" — in one pass and
+// returns those members' raw values, not copied. Their insides are left
+// to whoever decodes them (each reader of Response.Data and .Changes
+// decodes it, which checks it; Do checks a data it does not decode);
+// every other member is checked here. Keys match as encoding/json
+// matches a struct's fields (ignoring case; the last of a repeated one
+// counts); a JSON null is an envelope without members.
+func envelopeMembers(raw []byte) (data, changes, total []byte, err error) {
+	s := &jsonScan{b: raw}
+	s.space()
+	if s.literal("null") {
+		return nil, nil, nil, s.atEnd()
+	}
+	if !s.take('{') {
+		return nil, nil, nil, s.fail("want a JSON object")
+	}
+	s.space()
+	if s.take('}') {
+		return nil, nil, nil, s.atEnd()
+	}
+	for {
+		s.space()
+		k, err := s.str()
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		s.space()
+		if !s.take(':') {
+			return nil, nil, nil, s.fail("want ':' after an object key")
+		}
+		s.space()
+		start := s.i
+		if err := s.skipValue(); err != nil {
+			return nil, nil, nil, err
+		}
+		v := raw[start:s.i]
+		switch {
+		case strings.EqualFold(k, "data"):
+			data = v
+		case strings.EqualFold(k, "changes"):
+			changes = v
+		case strings.EqualFold(k, "total"):
+			if !json.Valid(v) {
+				return nil, nil, nil, fmt.Errorf("invalid JSON in member %q", k)
+			}
+			total = v
+		default:
+			if !json.Valid(v) {
+				return nil, nil, nil, fmt.Errorf("invalid JSON in member %q", k)
+			}
+		}
+		s.space()
+		if s.take(',') {
+			continue
+		}
+		if s.take('}') {
+			return data, changes, total, s.atEnd()
+		}
+		return nil, nil, nil, s.fail("want ',' or '}' in an object")
+	}
 }

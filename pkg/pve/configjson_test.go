@@ -109,3 +109,55 @@ func BenchmarkDecodeConfig(b *testing.B) {
 		}
 	})
 }
+
+// referenceEnvelope is encoding/json's reading of an envelope, the way
+// decodeEnvelope read it before envelopeMembers.
+func referenceEnvelope(b []byte) (data, changes, total []byte, err error) {
+	var env struct {
+		Data    json.RawMessage `json:"data"`
+		Changes json.RawMessage `json:"changes"`
+		Total   json.RawMessage `json:"total"`
+	}
+	err = json.Unmarshal(b, &env)
+	return env.Data, env.Changes, env.Total, err
+}
+
+var envelopeCases = []string{
+	`{"data":{"a":1}}`, `{"data":null}`, `{"data":"UPID:x"}`, `{"data":[1,{"b":"}"}],"total":3}`,
+	` { "changes" : "--- a" , "data" : [ ] } `, `{"Data":1,"data":2}`, `{"DATA":true}`, `{"success":1,"data":0}`,
+	`null`, `{}`, `{"data":{"x":"\u00e9\\\""}}`, `{"total":"12","data":[]}`,
+	// Refused by both.
+	``, `[]`, `{"data":1,}`, `{"data":}`, `{"other":[1,}]}`, `{"total":{]}`, `{"data":1}x`, `{"a":tru}`, `{"a":"\x"}`,
+}
+
+func TestEnvelopeMembersMatchEncodingJSON(t *testing.T) {
+	for _, in := range envelopeCases {
+		checkEnvelope(t, []byte(in))
+	}
+}
+
+// checkEnvelope: the same members as encoding/json, and the same
+// verdict once the members are decoded (envelopeMembers leaves data's
+// and changes' insides to their readers, which check them).
+func checkEnvelope(t *testing.T, in []byte) {
+	t.Helper()
+	wd, wc, wt, werr := referenceEnvelope(in)
+	gd, gc, gt, gerr := envelopeMembers(in)
+	if gerr == nil && (len(gd) > 0 && !json.Valid(gd) || len(gc) > 0 && !json.Valid(gc)) {
+		gerr = errJSONEnd // what the member's reader would find
+	}
+	switch {
+	case (werr == nil) != (gerr == nil):
+		t.Errorf("%q: error %v, encoding/json's %v", in, gerr, werr)
+	case werr != nil:
+	case string(gd) != string(wd) || string(gc) != string(wc) || string(gt) != string(wt):
+		t.Errorf("%q: data %q changes %q total %q, encoding/json's %q %q %q", in, gd, gc, gt, wd, wc, wt)
+	}
+}
+
+func FuzzEnvelopeMembers(f *testing.F) {
+	for _, in := range envelopeCases {
+		f.Add([]byte(in))
+	}
+	f.Fuzz(func(t *testing.T, in []byte) { checkEnvelope(t, in) })
+}

@@ -39,6 +39,10 @@ func (c *Client) Do(ctx context.Context, method, path string, params url.Values,
 		return err
 	}
 	if out == nil || isNull(resp.Data) {
+		if !json.Valid(resp.Data) && len(resp.Data) > 0 {
+			// Not decoded, so checked here (envelopeMembers leaves it).
+			return fmt.Errorf("%s %s: decode answer: invalid JSON in data", strings.ToUpper(method), path)
+		}
 		return nil
 	}
 	if d, ok := out.(answerDecoder); ok {
@@ -333,18 +337,15 @@ func decodeEnvelope(method, path string, status int, raw []byte) (*Response, err
 	if len(bytes.TrimSpace(raw)) == 0 {
 		return out, nil
 	}
-	var env struct {
-		Data    json.RawMessage `json:"data"`
-		Changes json.RawMessage `json:"changes"`
-		Total   json.RawMessage `json:"total"`
-	}
-	if err := json.Unmarshal(raw, &env); err != nil {
+	data, changes, total, err := envelopeMembers(raw)
+	if err != nil {
 		return nil, fmt.Errorf("%s %s: %d answer is not a JSON envelope: %w", method, path, status, err)
 	}
-	out.Data, out.Changes = env.Data, env.Changes
-	if !isNull(env.Total) {
+	// Copies: raw is a pooled buffer.
+	out.Data, out.Changes = bytes.Clone(data), bytes.Clone(changes)
+	if !isNull(total) {
 		var n flexInt
-		if err := json.Unmarshal(env.Total, &n); err == nil {
+		if err := json.Unmarshal(total, &n); err == nil {
 			out.Total = int(n)
 		}
 	}
