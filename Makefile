@@ -17,7 +17,7 @@ FUZZTIME ?= 10s
 # staticcheck, pinned; `go run` fetches it through the module proxy (it is a
 # tool, so go.mod does not list it).
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
-FUZZ     := ./pkg/spec:FuzzLoad ./pkg/pve/schema:FuzzPropertyStringRoundTrip ./pkg/pve:FuzzDecodeConfigJSON ./pkg/pve:FuzzEnvelopeMembers
+FUZZ     := ./pkg/spec:FuzzLoad ./pkg/pve/schema:FuzzPropertyStringRoundTrip ./pkg/pve:FuzzDecodeConfigJSON ./pkg/pve:FuzzEnvelopeMembers ./pkg/pve:FuzzClusterResourceJSON
 
 .PHONY: all build test unit lint fuzz demo bench bench-all generate release-check release-snapshot clean
 

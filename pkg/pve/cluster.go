@@ -27,7 +27,7 @@ func (c *Client) ClusterResources(ctx context.Context, typ string) ([]ClusterRes
 	if typ != "" {
 		params = url.Values{"type": {typ}}
 	}
-	var out []ClusterResource
+	var out resourceList
 	if err := c.Do(ctx, http.MethodGet, "/cluster/resources", params, &out); err != nil {
 		return nil, err
 	}

@@ -161,3 +161,66 @@ func FuzzEnvelopeMembers(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, in []byte) { checkEnvelope(t, in) })
 }
+
+// referenceRow is encoding/json's reading of a resource row, the way
+// ClusterResource's decoder worked before (through an aux struct).
+func referenceRow(b []byte) (ClusterResource, error) {
+	type plain ClusterResource
+	var r ClusterResource
+	aux := struct {
+		*plain
+		VMID     flexInt  `json:"vmid"`
+		Template flexBool `json:"template"`
+	}{plain: (*plain)(&r)}
+	err := json.Unmarshal(b, &aux)
+	r.VMID, r.Template = int(aux.VMID), bool(aux.Template)
+	return r, err
+}
+
+var rowCases = []string{
+	`{"id":"qemu/100","type":"qemu","node":"pve","vmid":100,"name":"a","status":"running","template":0,"maxmem":2048,"cpu":0.5}`,
+	`{"vmid":"101","template":1,"tags":"x;y","pool":"p","lock":"backup","Storage":"local","CONTENT":"iso","extra":{"a":[1]}}`,
+	`{"name":null,"name":"b"}`, `{"name":"b","name":null}`, `null`, `{}`, `{"vmid":null,"template":"0"}`,
+	`{"name":"\u00e9\"x"}`, "{\"name\":\"\xff\"}",
+	// Refused by both.
+	`{"name":5}`, `{"name":true}`, `{"vmid":"x"}`, `{"template":2}`, `{"vmid":1.5e400}`, `{"id":{"a":1}}`,
+	`{"x":[1,}]}`, `{"name":"a",}`, `[]`, `{"name":"a"}x`, `{"template":[}`, `{"vmid":[1,}`,
+}
+
+func TestClusterResourceMatchesEncodingJSON(t *testing.T) {
+	for _, in := range rowCases {
+		checkRow(t, []byte(in))
+	}
+}
+
+func checkRow(t *testing.T, in []byte) {
+	t.Helper()
+	want, werr := referenceRow(in)
+	var got ClusterResource
+	gerr := got.UnmarshalJSON(in)
+	switch {
+	case (werr == nil) != (gerr == nil):
+		t.Errorf("%q: error %v, encoding/json's %v", in, gerr, werr)
+	case werr == nil && got != want:
+		t.Errorf("%q: %+v, encoding/json's %+v", in, got, want)
+	}
+	// The row as one of a list: the same verdict and row.
+	list := append(append([]byte(`[{"id":"x"}, `), in...), ']')
+	var rows resourceList
+	lerr := rows.decodeAnswer(list)
+	var ref []ClusterResource
+	rerr := json.Unmarshal(list, &ref)
+	switch {
+	case (lerr == nil) != (rerr == nil):
+		t.Errorf("list %q: error %v, encoding/json's %v", list, lerr, rerr)
+	case lerr == nil && (len(rows) != len(ref) || rows[1] != ref[1]):
+		t.Errorf("list %q: %+v, encoding/json's %+v", list, rows, ref)
+	}
+}
+
+func FuzzClusterResourceJSON(f *testing.F) {
+	for _, in := range rowCases {
+		f.Add([]byte(in))
+	}
+	f.Fuzz(func(t *testing.T, in []byte) { checkRow(t, in) })
+}

@@ -231,7 +231,7 @@ func (c *Client) TemplateGuest(ctx context.Context, typ GuestType, node string, 
 // API2Tools.pm extract_vm_stats). The rows are shaped like the guest rows
 // of ClusterResources, with Type, Node and ID filled in (Pool is not).
 func (c *Client) NodeGuests(ctx context.Context, typ GuestType, node string) ([]ClusterResource, error) {
-	var rows []ClusterResource
+	var rows resourceList
 	if err := c.Do(ctx, http.MethodGet, apiPath("nodes", node, string(typ)), nil, &rows); err != nil {
 		return nil, err
 	}

@@ -176,19 +176,147 @@ type ClusterResource struct {
 }
 
 // UnmarshalJSON takes template as 0/1 (or absent) and vmid as a number or a
-// string.
+// string. It reads the row in one pass (a plan reads a row per guest, twice)
+// and is as strict as encoding/json: a member of the wrong type or bad
+// JSON anywhere is an error (FuzzClusterResourceJSON).
 func (r *ClusterResource) UnmarshalJSON(b []byte) error {
-	type plain ClusterResource
-	aux := struct {
-		*plain
-		VMID     flexInt  `json:"vmid"`
-		Template flexBool `json:"template"`
-	}{plain: (*plain)(r)}
-	if err := json.Unmarshal(b, &aux); err != nil {
-		return err
+	s := &jsonScan{b: b}
+	s.space()
+	if s.literal("null") {
+		return s.atEnd()
 	}
-	r.VMID, r.Template = int(aux.VMID), bool(aux.Template)
+	if !s.take('{') {
+		return s.fail("want a JSON object")
+	}
+	s.space()
+	if s.take('}') {
+		return s.atEnd()
+	}
+	for {
+		s.space()
+		k, err := s.str()
+		if err != nil {
+			return err
+		}
+		s.space()
+		if !s.take(':') {
+			return s.fail("want ':' after an object key")
+		}
+		s.space()
+		start := s.i
+		if err := s.skipValue(); err != nil {
+			return err
+		}
+		if err := r.member(k, b[start:s.i]); err != nil {
+			return err
+		}
+		s.space()
+		if s.take(',') {
+			continue
+		}
+		if s.take('}') {
+			return s.atEnd()
+		}
+		return s.fail("want ',' or '}' in an object")
+	}
+}
+
+// member sets the field JSON key k names (matched as encoding/json
+// matches a struct's fields: ignoring case) from its raw value v.
+func (r *ClusterResource) member(k string, v []byte) error {
+	switch {
+	case strings.EqualFold(k, "vmid"):
+		var n flexInt
+		if err := n.UnmarshalJSON(v); err != nil {
+			return err
+		}
+		r.VMID = int(n)
+		return nil
+	case strings.EqualFold(k, "template"):
+		var t flexBool
+		if err := t.UnmarshalJSON(v); err != nil {
+			return err
+		}
+		r.Template = bool(t)
+		return nil
+	}
+	field := r.stringField(k)
+	switch {
+	case field == nil:
+		if !json.Valid(v) {
+			return fmt.Errorf("invalid JSON in member %q", k)
+		}
+	case string(v) == "null": // leaves the field as it is
+	case v[0] == '"':
+		str, err := (&jsonScan{b: v}).str()
+		if err != nil {
+			return err
+		}
+		*field = str
+	case !json.Valid(v):
+		return fmt.Errorf("invalid JSON in member %q", k)
+	default:
+		return fmt.Errorf("json: cannot unmarshal %s into Go struct field ClusterResource.%s of type string", v, k)
+	}
 	return nil
+}
+
+// stringField is the string field key k names, nil for none.
+func (r *ClusterResource) stringField(k string) *string {
+	for _, f := range []struct {
+		name string
+		p    *string
+	}{
+		{"id", &r.ID}, {"type", &r.Type}, {"node", &r.Node}, {"name", &r.Name}, {"status", &r.Status},
+		{"tags", &r.Tags}, {"pool", &r.Pool}, {"storage", &r.Storage}, {"lock", &r.Lock}, {"content", &r.Content},
+	} {
+		if strings.EqualFold(k, f.name) {
+			return f.p
+		}
+	}
+	return nil
+}
+
+// resourceList is a list answer of ClusterResource rows, read in one
+// pass (Client.Do hands it the answer as it is).
+type resourceList []ClusterResource
+
+func (l *resourceList) decodeAnswer(b []byte) error {
+	s := &jsonScan{b: b}
+	s.space()
+	if s.literal("null") {
+		*l = nil
+		return s.atEnd()
+	}
+	if !s.take('[') {
+		return s.fail("want a JSON array")
+	}
+	out := []ClusterResource{}
+	s.space()
+	if s.take(']') {
+		*l = out
+		return s.atEnd()
+	}
+	for {
+		s.space()
+		start := s.i
+		if err := s.skipValue(); err != nil {
+			return err
+		}
+		out = append(out, ClusterResource{})
+		if err := out[len(out)-1].UnmarshalJSON(b[start:s.i]); err != nil {
+			return err
+		}
+		s.space()
+		if s.take(',') {
+			continue
+		}
+		if s.take(']') {
+			*l = out
+			return s.atEnd()
+		}
+		return s.fail("want ',' or ']' in an array")
+	}
 }
 
 // MarshalJSON writes template the way PVE does (1, or absent), so that a
