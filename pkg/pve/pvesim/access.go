@@ -447,7 +447,7 @@ func (s *Server) deleteGroup(q *request) (any, error) {
 	}
 	delete(s.st.Access.Groups, id)
 	for _, u := range s.st.Access.Users {
-		u.Groups = removeString(u.Groups, id)
+		u.Groups = removeValue(u.Groups, id)
 	}
 	s.dropACL(func(e aclEntry) bool { return e.Type == "group" && e.UGID == id })
 	return nil, nil

@@ -73,9 +73,15 @@ func (s *Server) createRole(q *request) (any, error) {
 	if err != nil {
 		return nil, fail(http.StatusInternalServerError, "create role failed: %v", err)
 	}
+	s.storeRole(id, privs)
+	return nil, nil
+}
+
+// storeRole keeps a role's privileges as user.cfg does: sorted, each
+// once, comma-separated.
+func (s *Server) storeRole(id string, privs []string) {
 	slices.Sort(privs)
 	s.st.Access.Roles[id] = strings.Join(slices.Compact(privs), ",")
-	return nil, nil
 }
 
 func (s *Server) updateRole(q *request) (any, error) {
@@ -94,8 +100,7 @@ func (s *Server) updateRole(q *request) (any, error) {
 	if q.bool("append") {
 		privs = append(privs, schema.SplitList(old)...)
 	}
-	slices.Sort(privs)
-	s.st.Access.Roles[id] = strings.Join(slices.Compact(privs), ",")
+	s.storeRole(id, privs)
 	return nil, nil
 }
 

@@ -1,13 +1,11 @@
 package pvesim
 
 import (
-	"crypto/sha1"
 	"fmt"
 	"maps"
 	"net/http"
 	"slices"
 	"strconv"
-	"strings"
 
 	"github.com/pvectl/pvectl/pkg/pve/schema"
 )
@@ -77,20 +75,10 @@ func (s *Server) realms() *domains {
 	return s.st.Domains
 }
 
-// domainsDigest is the SHA-1 of domains.cfg as written.
+// digest is the SHA-1 of domains.cfg as written: a section config, as
+// sections are.
 func (d *domains) digest() string {
-	var b strings.Builder
-	for _, name := range slices.Sorted(maps.Keys(d.Realms)) {
-		r := d.Realms[name]
-		fmt.Fprintf(&b, "%s: %s\n", r["type"], name)
-		for _, k := range slices.Sorted(maps.Keys(r)) {
-			if k != "type" {
-				fmt.Fprintf(&b, "\t%s %s\n", k, r[k])
-			}
-		}
-		b.WriteString("\n")
-	}
-	return fmt.Sprintf("%x", sha1.Sum([]byte(b.String())))
+	return sections(d.Realms).digest()
 }
 
 // listDomains is index: realm, type, comment, default and the tfa type.

@@ -30,7 +30,7 @@ func TestDomains(t *testing.T) {
 	if corp["type"] != "ldap" || corp["secure"] != 1.0 || corp["default"] != 1.0 || corp["digest"] == nil || corp["password"] != nil {
 		t.Errorf("GET corp: got %v", corp)
 	}
-	if pw, ok := e.Server.RealmPassword("corp"); !ok || pw == "s3cret-bind" || pw == "" {
+	if pw, ok := e.Server.RealmSecret("corp"); !ok || pw == "s3cret-bind" || pw == "" {
 		t.Errorf("stored password: %q %v, want its digest", pw, ok)
 	}
 	refusals := []struct {
@@ -62,7 +62,7 @@ func TestDomains(t *testing.T) {
 		}
 	}
 	e.ok(nil, "PUT", "/access/domains/corp", "delete", "password,bind_dn")
-	if _, ok := e.Server.RealmPassword("corp"); ok {
+	if _, ok := e.Server.RealmSecret("corp"); ok {
 		t.Errorf("delete=password kept the stored password")
 	}
 	// The list is for anyone (the login box needs it); the rest needs

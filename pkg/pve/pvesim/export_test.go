@@ -87,14 +87,3 @@ func (s *Server) LockWaiters() int {
 	defer s.mu.Unlock()
 	return s.lockWaiters
 }
-
-// RealmPassword is the stored digest of a realm's bind password.
-func (s *Server) RealmPassword(realm string) (string, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.st.Domains == nil {
-		return "", false
-	}
-	pw, ok := s.st.Domains.Passwords[realm]
-	return pw, ok
-}

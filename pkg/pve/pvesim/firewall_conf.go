@@ -489,11 +489,7 @@ func (r *fwRule) answer() map[string]any {
 
 // rulesAnswer is a rule list with positions and the list's digest.
 func rulesAnswer(rules []*fwRule) ([]map[string]any, string) {
-	out := make([]map[string]any, len(rules))
-	for i, r := range rules {
-		out[i] = r.answer()
-	}
-	out, d := withDigest(out)
+	out, d := withDigest(answers(rules))
 	for i := range out {
 		out[i]["pos"] = i
 	}
@@ -515,11 +511,16 @@ func (e *fwIPEntry) answer() map[string]any {
 }
 
 func ipsetAnswer(entries []*fwIPEntry) ([]map[string]any, string) {
+	return withDigest(answers(entries))
+}
+
+// answers is each entry's answer, in order.
+func answers[T interface{ answer() map[string]any }](entries []T) []map[string]any {
 	out := make([]map[string]any, len(entries))
 	for i, e := range entries {
 		out[i] = e.answer()
 	}
-	return withDigest(out)
+	return out
 }
 
 func (a *fwAlias) answer() map[string]any {

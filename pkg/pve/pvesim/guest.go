@@ -578,13 +578,3 @@ func (s *Server) putConfig(k *guestKind, q *request) (any, error) {
 	}
 	return nil, k.update(s, v, e, nil)
 }
-
-func removeString(xs []string, x string) []string {
-	out := xs[:0]
-	for _, v := range xs {
-		if v != x {
-			out = append(out, v)
-		}
-	}
-	return out
-}

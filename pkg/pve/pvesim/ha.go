@@ -282,17 +282,23 @@ func (s *Server) deleteHAResource(q *request) (any, error) {
 	}
 	delete(h.Resources, sid)
 	if !q.has("purge") || q.bool("purge") {
-		for id, rule := range h.Rules {
-			left := slices.DeleteFunc(splitKeys(rule["resources"]), func(x string) bool { return x == sid })
-			if len(left) == 0 {
-				delete(h.Rules, id)
-				delete(h.Order, id)
-				continue
-			}
-			rule["resources"] = strings.Join(left, ",")
-		}
+		h.purgeFromRules(sid)
 	}
 	return nil, s.saveLocked()
+}
+
+// purgeFromRules takes sid out of every rule's resources; a rule left
+// without one goes.
+func (h *haConfig) purgeFromRules(sid string) {
+	for id, rule := range h.Rules {
+		left := slices.DeleteFunc(splitKeys(rule["resources"]), func(x string) bool { return x == sid })
+		if len(left) == 0 {
+			delete(h.Rules, id)
+			delete(h.Order, id)
+			continue
+		}
+		rule["resources"] = strings.Join(left, ",")
+	}
 }
 
 // splitKeys is PVE::Tools::split_list on a comma (or space) list.

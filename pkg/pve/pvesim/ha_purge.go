@@ -79,15 +79,7 @@ func (s *Server) purgeGuest(t *task, v *vm) {
 	if sid, _, ok := s.haConfigured(v); ok {
 		h := s.ha()
 		delete(h.Resources, sid)
-		for rid, rule := range h.Rules {
-			left := slices.DeleteFunc(splitKeys(rule["resources"]), func(x string) bool { return x == sid })
-			if len(left) == 0 {
-				delete(h.Rules, rid)
-				delete(h.Order, rid)
-				continue
-			}
-			rule["resources"] = strings.Join(left, ",")
-		}
+		h.purgeFromRules(sid)
 		t.logf("NOTE: removed VM %d from HA resource configuration.", v.VMID)
 	}
 }

@@ -201,6 +201,18 @@ func (e *env) config(vmid string, kv ...string) map[string]any {
 	return c
 }
 
+// rowsBy reads GET path's list as its rows by their field key.
+func (e *env) rowsBy(key, path string, kv ...string) map[string]map[string]any {
+	e.t.Helper()
+	var rows []map[string]any
+	e.ok(&rows, "GET", path, kv...)
+	out := map[string]map[string]any{}
+	for _, r := range rows {
+		out[r[key].(string)] = r
+	}
+	return out
+}
+
 func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
 
 func jsonDecode(r io.Reader, v any) error { return json.NewDecoder(r).Decode(v) }

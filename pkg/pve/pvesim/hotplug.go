@@ -170,18 +170,30 @@ func (s *Server) hotplugQemu(v *vm, sel map[string]bool) error {
 	return nil
 }
 
+// hotUSBOrCPU is what the delete and the set loop of
+// vmconfig_hotplug_pending do alike: tablet and usbN go with usb
+// hot-plug, vcpus with cpu hot-plug. ok is false for any other key.
+func hotUSBOrCPU(conf map[string]string, key string, f map[string]bool) (hot, ok bool) {
+	switch {
+	case key == "tablet":
+		return f["usb"], true
+	case usbKeyRe.MatchString(key):
+		return usbHotplug(conf, f), true
+	case key == "vcpus":
+		return f["cpu"], true
+	}
+	return false, false
+}
+
 // qemuHotDelete reports whether a running VM drops key at once.
 func qemuHotDelete(conf map[string]string, key string, f map[string]bool) (bool, error) {
+	if hot, ok := hotUSBOrCPU(conf, key, f); ok {
+		return hot, nil
+	}
 	switch {
 	case key == "hotplug":
 		hp := conf["hotplug"]
 		return !strings.Contains(hp, "cpu") && !strings.Contains(hp, "memory"), nil
-	case key == "tablet":
-		return f["usb"], nil
-	case usbKeyRe.MatchString(key):
-		return usbHotplug(conf, f), nil
-	case key == "vcpus":
-		return f["cpu"], nil
 	case key == "balloon":
 		return conf["balloon"] != "0", nil // enabling the balloon device is not hot-pluggable
 	case isFastPlug(key):
@@ -203,6 +215,9 @@ func qemuHotDelete(conf map[string]string, key string, f map[string]bool) (bool,
 
 // qemuHotSet reports whether a running VM takes key=val at once.
 func qemuHotSet(conf map[string]string, key, val string, f map[string]bool) (bool, error) {
+	if hot, ok := hotUSBOrCPU(conf, key, f); ok {
+		return hot, nil
+	}
 	switch {
 	case key == "hotplug":
 		hp := conf["hotplug"]
@@ -212,12 +227,6 @@ func qemuHotSet(conf map[string]string, key, val string, f map[string]bool) (boo
 			}
 		}
 		return true, nil
-	case key == "tablet":
-		return f["usb"], nil
-	case usbKeyRe.MatchString(key):
-		return usbHotplug(conf, f), nil
-	case key == "vcpus":
-		return f["cpu"], nil
 	case key == "balloon":
 		// Turning the balloon device on or off is not hot-pluggable.
 		_, had := conf["balloon"]

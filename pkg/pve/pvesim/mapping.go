@@ -197,18 +197,16 @@ func (s *Server) updatePCIMapping(q *request) (any, error) {
 	if err != nil {
 		return nil, fail(http.StatusInternalServerError, failed+"%s", err.Error())
 	}
+	dels, err := mappingDeletes(q, failed, "description", "mdev", "live-migration-capable")
+	if err != nil {
+		return nil, err
+	}
 	next := *old
-	for _, k := range schema.SplitList(q.get("delete")) {
-		switch {
-		case k == "map":
-			return nil, fail(http.StatusInternalServerError, failed+"unable to delete required option 'map'")
-		case k != "description" && k != "mdev" && k != "live-migration-capable":
-			return nil, fail(http.StatusInternalServerError, failed+"no such option '%s'", k)
-		case q.has(k):
-			return nil, fail(http.StatusInternalServerError, failed+"cannot set and delete property '%s' at the same time!", k)
-		case k == "description":
+	for _, k := range dels {
+		switch k {
+		case "description":
 			next.Description = ""
-		case k == "mdev":
+		case "mdev":
 			next.Mdev = false
 		default:
 			next.LiveMigration = false
@@ -226,6 +224,24 @@ func (s *Server) updatePCIMapping(q *request) (any, error) {
 	}
 	s.st.PCIMappings[id] = &next
 	return nil, s.saveLocked()
+}
+
+// mappingDeletes checks an update's delete list: map is required, the
+// optional keys may go, and none may be set as well; an error is a 500
+// with the failed prefix.
+func mappingDeletes(q *request, failed string, optional ...string) ([]string, error) {
+	dels := schema.SplitList(q.get("delete"))
+	for _, k := range dels {
+		switch {
+		case k == "map":
+			return nil, fail(http.StatusInternalServerError, "%sunable to delete required option 'map'", failed)
+		case !slices.Contains(optional, k):
+			return nil, fail(http.StatusInternalServerError, "%sno such option '%s'", failed, k)
+		case q.has(k):
+			return nil, fail(http.StatusInternalServerError, "%scannot set and delete property '%s' at the same time!", failed, k)
+		}
+	}
+	return dels, nil
 }
 
 func (s *Server) deletePCIMapping(q *request) (any, error) {

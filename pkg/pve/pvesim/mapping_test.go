@@ -44,3 +44,36 @@ func TestPCIMappingsAndStart(t *testing.T) {
 		t.Errorf("deleted mapping: got %d %q", r.Status, r.Message)
 	}
 }
+
+// An update's delete list as SectionConfig's delete_from_config checks
+// it: map is required, other keys are unknown, and a key may not be set
+// and deleted at once.
+func TestMappingDeleteRefusals(t *testing.T) {
+	e := startEnv(t, simtest.Options{Conformance: true})
+	const pci = "node=pve,path=0000:01:00.0,id=10de:2204,iommugroup=14,subsystem-id=10de:1454"
+	const usb = "node=pve,id=0781:5583,path=1-2"
+	e.ok(nil, "POST", "/cluster/mapping/pci", "id", "gpu0", "map", pci, "description", "the GPU")
+	e.ok(nil, "POST", "/cluster/mapping/usb", "id", "stick", "map", usb, "description", "a flash drive")
+	for _, c := range []struct{ path, m, del, also, want string }{
+		{"pci/gpu0", pci, "map", "", "unable to delete required option 'map'"},
+		{"pci/gpu0", pci, "mdev,nope", "", "no such option 'nope'"},
+		{"pci/gpu0", pci, "mdev", "mdev", "cannot set and delete property 'mdev' at the same time!"},
+		{"usb/stick", usb, "map", "", "unable to delete required option 'map'"},
+		{"usb/stick", usb, "mdev", "", "no such option 'mdev'"},
+		{"usb/stick", usb, "description", "description", "cannot set and delete property 'description' at the same time!"},
+	} {
+		args := []string{"map", c.m, "delete", c.del}
+		if c.also != "" {
+			args = append(args, c.also, "1")
+		}
+		r := e.call("PUT", "/cluster/mapping/"+c.path, args...)
+		if r.Status != 500 || r.Message != "update hardware mapping failed: "+c.want {
+			t.Errorf("%s delete %s: got %d %q", c.path, c.del, r.Status, r.Message)
+		}
+	}
+	var got map[string]any
+	e.ok(&got, "GET", "/cluster/mapping/pci/gpu0")
+	if got["description"] != "the GPU" {
+		t.Errorf("refused updates changed the mapping: %v", got)
+	}
+}

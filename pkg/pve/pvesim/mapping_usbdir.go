@@ -9,8 +9,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-
-	"github.com/pvectl/pvectl/pkg/pve/schema"
 )
 
 // USB and directory resource mappings (/cluster/mapping/usb and
@@ -225,18 +223,13 @@ func (s *Server) updateDevMapping(t *mapType, q *request) (any, error) {
 	if err != nil {
 		return nil, fail(http.StatusInternalServerError, failed+"%s", err.Error())
 	}
+	dels, err := mappingDeletes(q, failed, "description")
+	if err != nil {
+		return nil, err
+	}
 	next := *old
-	for _, k := range schema.SplitList(q.get("delete")) {
-		switch {
-		case k == "map":
-			return nil, fail(http.StatusInternalServerError, "%sunable to delete required option 'map'", failed)
-		case k != "description":
-			return nil, fail(http.StatusInternalServerError, failed+"no such option '%s'", k)
-		case q.has(k):
-			return nil, fail(http.StatusInternalServerError, failed+"cannot set and delete property '%s' at the same time!", k)
-		default:
-			next.Description = ""
-		}
+	if len(dels) > 0 { // description, the one key that may go
+		next.Description = ""
 	}
 	next.Map = m.Map
 	if q.has("description") {

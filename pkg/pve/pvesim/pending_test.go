@@ -14,13 +14,7 @@ import (
 // pendingRows reads GET …/pending as key → row.
 func (e *env) pendingRows(typ, vmid string) map[string]map[string]any {
 	e.t.Helper()
-	var rows []map[string]any
-	e.ok(&rows, "GET", "/nodes/pve/"+typ+"/"+vmid+"/pending")
-	out := map[string]map[string]any{}
-	for _, r := range rows {
-		out[r["key"].(string)] = r
-	}
-	return out
+	return e.rowsBy("key", "/nodes/pve/"+typ+"/"+vmid+"/pending")
 }
 
 // qemu-server API2/Qemu.pm update_vm_api: POST config forks first and

@@ -175,7 +175,7 @@ func (s *Server) updatePool(q *request) (any, error) {
 		case del && !member:
 			return nil, failed("VM %d is not a pool member", id)
 		case del:
-			vms = removeInt(vms, id)
+			vms = removeValue(vms, id)
 		case member:
 			return nil, failed("VM %d is already a pool member", id)
 		default:
@@ -198,7 +198,7 @@ func (s *Server) updatePool(q *request) (any, error) {
 		case del && !member:
 			return nil, failed("Storage '%s' is not a pool member", sid)
 		case del:
-			storages = removeString(storages, sid)
+			storages = removeValue(storages, sid)
 		case member:
 			return nil, failed("Storage '%s' is already a pool member", sid)
 		default:
@@ -209,7 +209,7 @@ func (s *Server) updatePool(q *request) (any, error) {
 		p.Comment = q.get("comment")
 	}
 	for id, from := range moved {
-		s.st.Pools[from].VMs = removeInt(s.st.Pools[from].VMs, id)
+		s.st.Pools[from].VMs = removeValue(s.st.Pools[from].VMs, id)
 	}
 	p.VMs, p.Storages = vms, storages
 	return nil, nil

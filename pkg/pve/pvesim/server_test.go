@@ -81,20 +81,16 @@ func TestNewValidates(t *testing.T) {
 
 func TestSeedAndClusterResources(t *testing.T) {
 	e := newEnv(t, pvesim.Options{Nodes: []string{"pve", "pve2"}})
-	var rows []map[string]any
-	e.ok(&rows, "GET", "/cluster/resources")
-	ids := map[string]map[string]any{}
-	for _, r := range rows {
-		ids[r["id"].(string)] = r
-	}
+	ids := e.rowsBy("id", "/cluster/resources")
 	for _, id := range []string{"qemu/9000", "node/pve", "node/pve2", "storage/pve/local", "storage/pve2/local-lvm"} {
 		if ids[id] == nil {
-			t.Errorf("got no %s row in %v", id, rows)
+			t.Errorf("got no %s row in %v", id, ids)
 		}
 	}
 	if vm := ids["qemu/9000"]; vm["template"] != float64(1) || vm["name"] != "ubuntu-24.04-cloud" || vm["node"] != "pve" || vm["vmid"] != float64(9000) {
 		t.Errorf("got template row %v", vm)
 	}
+	var rows []map[string]any
 	e.ok(&rows, "GET", "/cluster/resources", "type", "vm")
 	if len(rows) != 1 || rows[0]["type"] != "qemu" {
 		t.Errorf("got type=vm rows %v, want only qemu/9000", rows)

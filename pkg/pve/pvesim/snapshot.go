@@ -1,6 +1,7 @@
 package pvesim
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"net/http"
@@ -145,6 +146,24 @@ func snapshotOf(v *vm, name string) (map[string]string, error) {
 	return snap, nil
 }
 
+// lockedSnapshot is a snapshot task's second pass: the guest read again,
+// its config lock still the one the first pass set (wrongLock, the task's
+// error, otherwise) and the snapshot named.
+func (s *Server) lockedSnapshot(k *guestKind, node string, id int, name, lock, wrongLock string) (*vm, map[string]string, error) {
+	v, err := s.guestAt(k, node, id)
+	if err != nil {
+		return nil, nil, err
+	}
+	if v.Conf["lock"] != lock {
+		return nil, nil, errors.New(wrongLock)
+	}
+	snap, err := snapshotOf(v, name)
+	if err != nil {
+		return nil, nil, err
+	}
+	return v, snap, nil
+}
+
 // snapshotAnswer types a snapshot section as GET …/config does a config.
 func (s *Server) snapshotAnswer(k *guestKind, snap map[string]string) map[string]any {
 	out := map[string]any{}
@@ -260,14 +279,7 @@ func (s *Server) createSnapshot(k *guestKind, q *request) (any, error) {
 			return s.prepareSnapshot(t, k, v, name, vmstate, comment)
 		},
 		run: func(t *task) error {
-			v, err := s.guestAt(k, node, id)
-			if err != nil {
-				return err
-			}
-			if v.Conf["lock"] != "snapshot" {
-				return fmt.Errorf("missing snapshot lock")
-			}
-			snap, err := snapshotOf(v, name)
+			v, snap, err := s.lockedSnapshot(k, node, id, name, "snapshot", "missing snapshot lock")
 			if err != nil {
 				return err
 			}

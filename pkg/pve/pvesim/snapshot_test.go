@@ -13,13 +13,7 @@ import (
 // snapshots lists a guest's snapshots by name.
 func (e *env) snapshots(api, vmid string) map[string]map[string]any {
 	e.t.Helper()
-	var rows []map[string]any
-	e.ok(&rows, "GET", "/nodes/pve/"+api+"/"+vmid+"/snapshot")
-	out := map[string]map[string]any{}
-	for _, r := range rows {
-		out[r["name"].(string)] = r
-	}
-	return out
+	return e.rowsBy("name", "/nodes/pve/"+api+"/"+vmid+"/snapshot")
 }
 
 // A VM's snapshot: create (with its RAM while running), list with

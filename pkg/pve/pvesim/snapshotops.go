@@ -41,14 +41,7 @@ func (s *Server) rollbackSnapshot(k *guestKind, q *request) (any, error) {
 			return s.prepareRollback(t, k, v, name)
 		},
 		run: func(t *task) error {
-			v, err := s.guestAt(k, node, id)
-			if err != nil {
-				return err
-			}
-			if v.Conf["lock"] != "rollback" {
-				return fmt.Errorf("got wrong lock")
-			}
-			snap, err := snapshotOf(v, name)
+			v, snap, err := s.lockedSnapshot(k, node, id, name, "rollback", "got wrong lock")
 			if err != nil {
 				return err
 			}
@@ -187,14 +180,7 @@ func (s *Server) deleteSnapshot(k *guestKind, q *request) (any, error) {
 			return nil
 		},
 		run: func(t *task) error {
-			v, err := s.guestAt(k, node, id)
-			if err != nil {
-				return err
-			}
-			if v.Conf["lock"] != "snapshot-delete" {
-				return fmt.Errorf("encountered invalid lock, expected 'snapshot-delete'")
-			}
-			snap, err := snapshotOf(v, name)
+			v, snap, err := s.lockedSnapshot(k, node, id, name, "snapshot-delete", "encountered invalid lock, expected 'snapshot-delete'")
 			if err != nil {
 				return err
 			}

@@ -200,11 +200,12 @@ func (st *state) vmPool(vmid int) string {
 
 func (st *state) removeFromPools(vmid int) {
 	for _, p := range st.Pools {
-		p.VMs = removeInt(p.VMs, vmid)
+		p.VMs = removeValue(p.VMs, vmid)
 	}
 }
 
-func removeInt(xs []int, x int) []int {
+// removeValue drops every x from xs, in place.
+func removeValue[T comparable](xs []T, x T) []T {
 	out := xs[:0]
 	for _, v := range xs {
 		if v != x {

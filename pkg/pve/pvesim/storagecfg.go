@@ -268,7 +268,7 @@ func (s *Server) deleteStorage(q *request) (any, error) {
 	// storage's ACLs and pool memberships go too.
 	s.dropACL(func(e aclEntry) bool { return e.Path == "/storage/"+id })
 	for _, p := range s.st.Pools {
-		p.Storages = removeString(p.Storages, st.ID)
+		p.Storages = removeValue(p.Storages, st.ID)
 	}
 	s.dropACLTree("/storage/" + st.ID) // remove_storage_access
 	return nil, nil
