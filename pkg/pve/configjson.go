@@ -26,42 +26,14 @@ import (
 // itself.
 func decodeConfigJSON(b []byte, add func(k, v string, set bool)) (null bool, err error) {
 	s := &jsonScan{b: b}
-	s.space()
-	if s.literal("null") {
-		return true, s.atEnd()
-	}
-	if !s.take('{') {
-		return false, s.fail("want a JSON object")
-	}
-	s.space()
-	if s.take('}') {
-		return false, s.atEnd()
-	}
-	for {
-		s.space()
-		k, err := s.str()
-		if err != nil {
-			return false, err
-		}
-		s.space()
-		if !s.take(':') {
-			return false, s.fail("want ':' after an object key")
-		}
-		s.space()
+	return s.object(func(k string) error {
 		v, ok, err := s.value()
 		if err != nil {
-			return false, fmt.Errorf("config key %q: %w", k, err)
+			return fmt.Errorf("config key %q: %w", k, err)
 		}
 		add(k, v, ok)
-		s.space()
-		if s.take(',') {
-			continue
-		}
-		if s.take('}') {
-			return false, s.atEnd()
-		}
-		return false, s.fail("want ',' or '}' in an object")
-	}
+		return nil
+	})
 }
 
 // jsonScan is a position in a JSON text.
@@ -113,6 +85,87 @@ func (s *jsonScan) atEnd() error {
 		return s.fail("data after the top-level value")
 	}
 	return nil
+}
+
+// object reads the whole text as one JSON object (or null, reported as
+// null), calling member with each key when the scan stands at its value:
+// member must move past the value.
+func (s *jsonScan) object(member func(k string) error) (null bool, err error) {
+	s.space()
+	if s.literal("null") {
+		return true, s.atEnd()
+	}
+	if !s.take('{') {
+		return false, s.fail("want a JSON object")
+	}
+	s.space()
+	if s.take('}') {
+		return false, s.atEnd()
+	}
+	for {
+		s.space()
+		k, err := s.str()
+		if err != nil {
+			return false, err
+		}
+		s.space()
+		if !s.take(':') {
+			return false, s.fail("want ':' after an object key")
+		}
+		s.space()
+		if err := member(k); err != nil {
+			return false, err
+		}
+		s.space()
+		if s.take(',') {
+			continue
+		}
+		if s.take('}') {
+			return false, s.atEnd()
+		}
+		return false, s.fail("want ',' or '}' in an object")
+	}
+}
+
+// array reads the whole text as one JSON array (or null), calling elem
+// with each element's raw text.
+func (s *jsonScan) array(elem func(raw []byte) error) (null bool, err error) {
+	s.space()
+	if s.literal("null") {
+		return true, s.atEnd()
+	}
+	if !s.take('[') {
+		return false, s.fail("want a JSON array")
+	}
+	s.space()
+	if s.take(']') {
+		return false, s.atEnd()
+	}
+	for {
+		s.space()
+		start := s.i
+		if err := s.skipValue(); err != nil {
+			return false, err
+		}
+		if err := elem(s.b[start:s.i]); err != nil {
+			return false, err
+		}
+		s.space()
+		if s.take(',') {
+			continue
+		}
+		if s.take(']') {
+			return false, s.atEnd()
+		}
+		return false, s.fail("want ',' or ']' in an array")
+	}
+}
+
+// rawValue moves past a value and returns its text (see skipValue).
+func (s *jsonScan) rawValue() ([]byte, error) {
+	start := s.i
+	err := s.skipValue()
+	return s.b[start:s.i], err
 }
 
 // value reads one member's value as its form value; ok is false for null.
@@ -302,55 +355,24 @@ func (s *jsonScan) skipValue() error {
 // counts); a JSON null is an envelope without members.
 func envelopeMembers(raw []byte) (data, changes, total []byte, err error) {
 	s := &jsonScan{b: raw}
-	s.space()
-	if s.literal("null") {
-		return nil, nil, nil, s.atEnd()
-	}
-	if !s.take('{') {
-		return nil, nil, nil, s.fail("want a JSON object")
-	}
-	s.space()
-	if s.take('}') {
-		return nil, nil, nil, s.atEnd()
-	}
-	for {
-		s.space()
-		k, err := s.str()
-		if err != nil {
-			return nil, nil, nil, err
-		}
-		s.space()
-		if !s.take(':') {
-			return nil, nil, nil, s.fail("want ':' after an object key")
-		}
-		s.space()
-		start := s.i
-		if err := s.skipValue(); err != nil {
-			return nil, nil, nil, err
-		}
-		v := raw[start:s.i]
+	_, err = s.object(func(k string) error {
+		v, err := s.rawValue()
 		switch {
+		case err != nil:
+			return err
 		case strings.EqualFold(k, "data"):
 			data = v
 		case strings.EqualFold(k, "changes"):
 			changes = v
+		case !json.Valid(v):
+			return fmt.Errorf("invalid JSON in member %q", k)
 		case strings.EqualFold(k, "total"):
-			if !json.Valid(v) {
-				return nil, nil, nil, fmt.Errorf("invalid JSON in member %q", k)
-			}
 			total = v
-		default:
-			if !json.Valid(v) {
-				return nil, nil, nil, fmt.Errorf("invalid JSON in member %q", k)
-			}
 		}
-		s.space()
-		if s.take(',') {
-			continue
-		}
-		if s.take('}') {
-			return data, changes, total, s.atEnd()
-		}
-		return nil, nil, nil, s.fail("want ',' or '}' in an object")
+		return nil
+	})
+	if err != nil {
+		return nil, nil, nil, err
 	}
+	return data, changes, total, nil
 }

@@ -181,44 +181,14 @@ type ClusterResource struct {
 // JSON anywhere is an error (FuzzClusterResourceJSON).
 func (r *ClusterResource) UnmarshalJSON(b []byte) error {
 	s := &jsonScan{b: b}
-	s.space()
-	if s.literal("null") {
-		return s.atEnd()
-	}
-	if !s.take('{') {
-		return s.fail("want a JSON object")
-	}
-	s.space()
-	if s.take('}') {
-		return s.atEnd()
-	}
-	for {
-		s.space()
-		k, err := s.str()
+	_, err := s.object(func(k string) error {
+		v, err := s.rawValue()
 		if err != nil {
 			return err
 		}
-		s.space()
-		if !s.take(':') {
-			return s.fail("want ':' after an object key")
-		}
-		s.space()
-		start := s.i
-		if err := s.skipValue(); err != nil {
-			return err
-		}
-		if err := r.member(k, b[start:s.i]); err != nil {
-			return err
-		}
-		s.space()
-		if s.take(',') {
-			continue
-		}
-		if s.take('}') {
-			return s.atEnd()
-		}
-		return s.fail("want ',' or '}' in an object")
-	}
+		return r.member(k, v)
+	})
+	return err
 }
 
 // member sets the field JSON key k names (matched as encoding/json
@@ -282,41 +252,20 @@ func (r *ClusterResource) stringField(k string) *string {
 type resourceList []ClusterResource
 
 func (l *resourceList) decodeAnswer(b []byte) error {
-	s := &jsonScan{b: b}
-	s.space()
-	if s.literal("null") {
-		*l = nil
-		return s.atEnd()
-	}
-	if !s.take('[') {
-		return s.fail("want a JSON array")
-	}
 	out := []ClusterResource{}
-	s.space()
-	if s.take(']') {
-		*l = out
-		return s.atEnd()
-	}
-	for {
-		s.space()
-		start := s.i
-		if err := s.skipValue(); err != nil {
-			return err
-		}
+	null, err := (&jsonScan{b: b}).array(func(raw []byte) error {
 		out = append(out, ClusterResource{})
-		if err := out[len(out)-1].UnmarshalJSON(b[start:s.i]); err != nil {
-			return err
-		}
-		s.space()
-		if s.take(',') {
-			continue
-		}
-		if s.take(']') {
-			*l = out
-			return s.atEnd()
-		}
-		return s.fail("want ',' or ']' in an array")
+		return out[len(out)-1].UnmarshalJSON(raw)
+	})
+	switch {
+	case err != nil:
+		return err
+	case null:
+		*l = nil
+	default:
+		*l = out
 	}
+	return nil
 }
 
 // MarshalJSON writes template the way PVE does (1, or absent), so that a
