@@ -70,30 +70,30 @@ func TestE2EAccessAndClusterKinds(t *testing.T) {
 			t.Fatalf("GET %s: %v", path, err)
 		}
 	}
-	var role pve.Config
+	var role *pve.Config
 	get("/access/roles/Operator", &role)
 	for _, p := range []string{"VM.Audit", "VM.Console", "VM.PowerMgmt", "VM.Snapshot", "Datastore.Audit"} {
-		if role[p] != "1" {
+		if role.Get(p) != "1" {
 			t.Errorf("role Operator lacks %s: %v", p, role)
 		}
 	}
-	var acl []pve.Config
+	var acl []*pve.Config
 	get("/access/acl", &acl)
 	granted := false
 	for _, e := range acl {
-		granted = granted || (e["path"] == "/vms" && e["type"] == "group" && e["ugid"] == "operators" && e["roleid"] == "Operator")
+		granted = granted || (e.Get("path") == "/vms" && e.Get("type") == "group" && e.Get("ugid") == "operators" && e.Get("roleid") == "Operator")
 	}
 	if !granted {
 		t.Errorf("no ACL entry granting Operator to group operators on /vms: %v", acl)
 	}
-	var realm, job, opts, metric pve.Config
+	var realm, job, opts, metric *pve.Config
 	get("/access/domains/corp", &realm)
 	get("/cluster/jobs/realm-sync/corp-nightly", &job)
 	get("/cluster/options", &opts)
 	get("/cluster/metrics/server/influx", &metric)
 	for _, c := range []struct {
 		what      string
-		cfg       pve.Config
+		cfg       *pve.Config
 		key, want string
 	}{
 		{"realm", realm, "type", "ldap"}, {"realm", realm, "bind_dn", "cn=pve,ou=services,dc=corp,dc=example"},
@@ -102,7 +102,7 @@ func TestE2EAccessAndClusterKinds(t *testing.T) {
 		{"options", opts, "keyboard", "en-us"}, {"options", opts, "migration", `{"network":"10.10.0.0/24","type":"secure"}`},
 		{"metric server", metric, "port", "8089"}, {"metric server", metric, "token", ""},
 	} {
-		if got := c.cfg[c.key]; got != c.want {
+		if got := c.cfg.Get(c.key); got != c.want {
 			t.Errorf("%s %s: got %q want %q", c.what, c.key, got, c.want)
 		}
 	}

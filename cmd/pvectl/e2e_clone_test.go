@@ -44,7 +44,7 @@ func (e *simEnv) vmByName(name string) (pve.ClusterResource, bool) {
 	return pve.ClusterResource{}, false
 }
 
-func (e *simEnv) vmConfig(name string) pve.Config {
+func (e *simEnv) vmConfig(name string) *pve.Config {
 	e.t.Helper()
 	row, ok := e.vmByName(name)
 	if !ok {
@@ -77,25 +77,25 @@ func TestE2EStagingStackClones(t *testing.T) {
 
 	const key = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIMu2dTvNNTWYm9t4yw0mvQSzLvd9EcVBNi3AZdCpq7Bu ops@example.com"
 	db, app := env.vmConfig("ix-sto1-db01"), env.vmConfig("ix-sto1-app01")
-	if got := db["ipconfig0"]; got != "ip=10.8.10.50/24,gw=10.8.10.1" {
+	if got := db.Get("ipconfig0"); got != "ip=10.8.10.50/24,gw=10.8.10.1" {
 		t.Errorf("ix-sto1-db01 ipconfig0 = %q, want ip=10.8.10.50/24,gw=10.8.10.1", got)
 	}
 	for _, want := range []string{"bridge=vmbr1", "tag=2010", "virtio="} {
-		if !strings.Contains(db["net0"], want) {
-			t.Errorf("ix-sto1-db01 net0 = %q, want %s in it", db["net0"], want)
+		if !strings.Contains(db.Get("net0"), want) {
+			t.Errorf("ix-sto1-db01 net0 = %q, want %s in it", db.Get("net0"), want)
 		}
 	}
-	if keys, err := url.PathUnescape(db["sshkeys"]); err != nil || keys != key {
-		t.Errorf("ix-sto1-db01 sshkeys = %q (%q, %v), want the Defaults key %q", db["sshkeys"], keys, err, key)
+	if keys, err := url.PathUnescape(db.Get("sshkeys")); err != nil || keys != key {
+		t.Errorf("ix-sto1-db01 sshkeys = %q (%q, %v), want the Defaults key %q", db.Get("sshkeys"), keys, err, key)
 	}
-	if db["machine"] != "q35" {
-		t.Errorf("ix-sto1-db01 machine = %q, want q35 (the default for clones)", db["machine"])
+	if db.Get("machine") != "q35" {
+		t.Errorf("ix-sto1-db01 machine = %q, want q35 (the default for clones)", db.Get("machine"))
 	}
-	if got := app["ipconfig0"]; got != "ip=10.8.10.51/24,gw=10.8.10.254" {
+	if got := app.Get("ipconfig0"); got != "ip=10.8.10.51/24,gw=10.8.10.254" {
 		t.Errorf("ix-sto1-app01 ipconfig0 = %q, want ip=10.8.10.51/24,gw=10.8.10.254", got)
 	}
-	if app["machine"] != "pc" {
-		t.Errorf("ix-sto1-app01 machine = %q, want pc (i440fx)", app["machine"])
+	if app.Get("machine") != "pc" {
+		t.Errorf("ix-sto1-app01 machine = %q, want pc (i440fx)", app.Get("machine"))
 	}
 	for _, name := range []string{"ix-sto1-db01", "ix-sto1-app01"} {
 		if row, _ := env.vmByName(name); row.Status != "running" {
@@ -138,7 +138,7 @@ func TestE2EStagingStackClones(t *testing.T) {
 	if !strings.Contains(r.stdout, "regenerating the cloud-init drive of vm") || !strings.Contains(r.stdout, "Apply complete: 1 updated.") {
 		t.Errorf("cloud-init change:\n%s", r.stdout)
 	}
-	if got := env.vmConfig("ix-sto1-db01")["ipconfig0"]; got != "ip=10.8.10.60/24,gw=10.8.10.1" {
+	if got := env.vmConfig("ix-sto1-db01").Get("ipconfig0"); got != "ip=10.8.10.60/24,gw=10.8.10.1" {
 		t.Errorf("ipconfig0 after the change: %q", got)
 	}
 	env.mustRun(0, "plan", "-f", f2, "--detailed-exitcode")

@@ -147,8 +147,8 @@ func TestE2EClusterOpsAcceptance(t *testing.T) {
 func clusterOpsVMID(t *testing.T, cl *pve.Client) int {
 	t.Helper()
 	for _, row := range sectionRows(t, cl, "/nodes/pve/qemu") {
-		if row["name"] == "ops-vm" {
-			n, err := strconv.Atoi(row["vmid"])
+		if row.Get("name") == "ops-vm" {
+			n, err := strconv.Atoi(row.Get("vmid"))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -174,12 +174,12 @@ func clusterOpsCheckLive(t *testing.T, cl *pve.Client, vmid int) {
 	}
 	for _, c := range checks {
 		rows := sectionRows(t, cl, c.path)
-		if len(rows) != 1 || rows[0][c.key] != c.want {
+		if len(rows) != 1 || rows[0].Get(c.key) != c.want {
 			t.Errorf("%s: got %v, want one entry with %s %s", c.path, rows, c.key, c.want)
 		}
 	}
-	var one pve.Config
-	get := func(path string) pve.Config {
+	var one *pve.Config
+	get := func(path string) *pve.Config {
 		t.Helper()
 		one = nil
 		if err := cl.Do(context.Background(), http.MethodGet, path, nil, &one); err != nil {
@@ -187,22 +187,22 @@ func clusterOpsCheckLive(t *testing.T, cl *pve.Client, vmid int) {
 		}
 		return one
 	}
-	if c := get("/storage/tank"); c["type"] != "zfspool" || c["nodes"] != "pve,pve2" {
+	if c := get("/storage/tank"); c.Get("type") != "zfspool" || c.Get("nodes") != "pve,pve2" {
 		t.Errorf("storage tank: %v", c)
 	}
-	if c := get("/cluster/mapping/pci/ops-gpu"); !strings.Contains(c["map"], "node=pve2,") {
+	if c := get("/cluster/mapping/pci/ops-gpu"); !strings.Contains(c.Get("map"), "node=pve2,") {
 		t.Errorf("pci mapping: %v", c)
 	}
-	if c := get("/access/domains/corp"); c["type"] != "ldap" || c["password"] != "" {
+	if c := get("/access/domains/corp"); c.Get("type") != "ldap" || c.Get("password") != "" {
 		t.Errorf("realm: %v", c)
 	}
-	if c := get("/cluster/options"); c["keyboard"] != "de" {
+	if c := get("/cluster/options"); c.Get("keyboard") != "de" {
 		t.Errorf("cluster options: %v", c)
 	}
 	roles := sectionRows(t, cl, "/access/roles")
 	found := false
 	for _, r := range roles {
-		found = found || r["roleid"] == "ops-operator" && strings.Contains(r["privs"], "Mapping.Use")
+		found = found || r.Get("roleid") == "ops-operator" && strings.Contains(r.Get("privs"), "Mapping.Use")
 	}
 	if !found {
 		t.Errorf("role ops-operator missing: %v", roles)
@@ -210,7 +210,7 @@ func clusterOpsCheckLive(t *testing.T, cl *pve.Client, vmid int) {
 	acl := sectionRows(t, cl, "/access/acl")
 	found = false
 	for _, a := range acl {
-		found = found || a["ugid"] == "operators" && a["roleid"] == "ops-operator" && a["path"] == "/vms"
+		found = found || a.Get("ugid") == "operators" && a.Get("roleid") == "ops-operator" && a.Get("path") == "/vms"
 	}
 	if !found {
 		t.Errorf("ACL of operators missing: %v", acl)
@@ -264,7 +264,7 @@ func clusterOpsSnapshot(t *testing.T, env *simEnv, run func(int, ...string) resu
 	if name == "" {
 		t.Fatalf("no pvectl-… snapshot of VM %d: %v", vmid, snaps)
 	}
-	var before pve.Config
+	var before *pve.Config
 	path := "/nodes/pve/qemu/" + strconv.Itoa(vmid) + "/snapshot/" + url.PathEscape(name) + "/config"
 	if err := env.client.Do(ctx, http.MethodGet, path, nil, &before); err != nil {
 		t.Fatal(err)
@@ -273,8 +273,8 @@ func clusterOpsSnapshot(t *testing.T, env *simEnv, run func(int, ...string) resu
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(before["scsi0"], "size=4G") || !strings.Contains(now["scsi0"], "size=6G") {
-		t.Errorf("snapshot %s has scsi0 %q, the VM %q: want the snapshot taken before the change", name, before["scsi0"], now["scsi0"])
+	if !strings.Contains(before.Get("scsi0"), "size=4G") || !strings.Contains(now.Get("scsi0"), "size=6G") {
+		t.Errorf("snapshot %s has scsi0 %q, the VM %q: want the snapshot taken before the change", name, before.Get("scsi0"), now.Get("scsi0"))
 	}
 	run(0, "plan", "-f", f, "--detailed-exitcode")
 }

@@ -105,8 +105,8 @@ func TestE2EConfigDriveAndImage(t *testing.T) {
 	}
 	cfg, err := e.client.GuestConfig(context.Background(), pve.QEMU, "pve", 300)
 	// qemu-server's create_disks writes the ISO's size as the storage reports it.
-	if err != nil || !strings.HasPrefix(cfg["ide3"], "local:iso/"+filepath.Base(first)+",media=cdrom,size=") {
-		t.Errorf("vm 300 ide3: %q (%v), want the drive", cfg["ide3"], err)
+	if err != nil || !strings.HasPrefix(cfg.Get("ide3"), "local:iso/"+filepath.Base(first)+",media=cdrom,size=") {
+		t.Errorf("vm 300 ide3: %q (%v), want the drive", cfg.Get("ide3"), err)
 	}
 
 	// Another cluster, the same spec: the same bytes.
@@ -144,8 +144,8 @@ func TestE2EConfigDriveAndImage(t *testing.T) {
 		t.Errorf("user-data of the new version: %q", got)
 	}
 	cfg, _ = e.client.GuestConfig(context.Background(), pve.QEMU, "pve", 300)
-	if !strings.HasPrefix(cfg["ide3"], "local:iso/"+filepath.Base(files[0])+",") {
-		t.Errorf("vm 300 ide3 after the edit: %q, want %s", cfg["ide3"], filepath.Base(files[0]))
+	if !strings.HasPrefix(cfg.Get("ide3"), "local:iso/"+filepath.Base(files[0])+",") {
+		t.Errorf("vm 300 ide3 after the edit: %q, want %s", cfg.Get("ide3"), filepath.Base(files[0]))
 	}
 	if r := e.run("plan", "-f", edited, "--detailed-exitcode"); r.code != 0 {
 		t.Fatalf("plan after the edit was applied: exit %d, want 0\n%s%s", r.code, r.stdout, r.stderr)

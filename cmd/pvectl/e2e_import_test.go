@@ -27,10 +27,10 @@ var generatedMAC = regexp.MustCompile(`(=|hwaddr=)[0-9A-Fa-f]{2}(:[0-9A-Fa-f]{2}
 // managedConfig is a VM's config without what PVE generates or keeps
 // for itself, and without PVE's defaults (written or not, they are the
 // same configuration): what must be the same after it is made again.
-func managedConfig(cfg pve.Config) map[string]string {
+func managedConfig(cfg *pve.Config) map[string]string {
 	m, _ := schema.Default().Lookup("POST", "/nodes/{node}/qemu")
 	out := map[string]string{}
-	for k, v := range cfg {
+	for k, v := range cfg.All() {
 		switch k {
 		case "digest", "vmgenid", "smbios1", "meta":
 			continue
@@ -52,8 +52,8 @@ func ifaceConfig(t *testing.T, e *simEnv, iface string) map[string]string {
 		t.Fatal(err)
 	}
 	for _, c := range ifaces {
-		if c["iface"] == iface {
-			out := maps.Clone(map[string]string(c))
+		if c.Get("iface") == iface {
+			out := c.Map()
 			delete(out, "priority")
 			delete(out, "active")
 			return out

@@ -12,9 +12,9 @@ import (
 	"github.com/pvectl/pvectl/pkg/pve/pvesim"
 )
 
-func sectionRows(t *testing.T, cl *pve.Client, path string) []pve.Config {
+func sectionRows(t *testing.T, cl *pve.Client, path string) []*pve.Config {
 	t.Helper()
-	var rows []pve.Config
+	var rows []*pve.Config
 	if err := cl.Do(context.Background(), http.MethodGet, path, nil, &rows); err != nil {
 		t.Fatalf("GET %s: %v", path, err)
 	}
@@ -41,7 +41,7 @@ func TestE2EClusterOps(t *testing.T) {
 	}
 	for _, c := range checks {
 		rows := sectionRows(t, cl, c.path)
-		if len(rows) != 1 || rows[0][c.key] != c.want {
+		if len(rows) != 1 || rows[0].Get(c.key) != c.want {
 			t.Errorf("%s: got %v, want one entry with %s %s", c.path, rows, c.key, c.want)
 		}
 	}
@@ -55,8 +55,8 @@ func TestE2EClusterOps(t *testing.T) {
 		t.Errorf("plan after a hand edit of the schedule:\n%s", r.stdout)
 	}
 	env.mustRun(0, "apply", "-f", f, "--auto-approve")
-	if rows := sectionRows(t, cl, "/cluster/backup"); rows[0]["schedule"] != "mon..fri 21:00" {
-		t.Errorf("schedule after apply: got %q", rows[0]["schedule"])
+	if rows := sectionRows(t, cl, "/cluster/backup"); rows[0].Get("schedule") != "mon..fri 21:00" {
+		t.Errorf("schedule after apply: got %q", rows[0].Get("schedule"))
 	}
 	env.mustRun(0, "plan", "-f", f, "--detailed-exitcode")
 

@@ -46,8 +46,8 @@ func TestE2ESavedPlan(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg["cores"] != "2" {
-		t.Errorf("a refused plan changed cores to %q", cfg["cores"])
+	if cfg.Get("cores") != "2" {
+		t.Errorf("a refused plan changed cores to %q", cfg.Get("cores"))
 	}
 }
 

@@ -57,8 +57,8 @@ func TestE2EEveryKindNetwork(t *testing.T) {
 	}
 	var bond map[string]string
 	for _, i := range ifaces {
-		if i["iface"] == "bond0" {
-			bond = i
+		if i.Get("iface") == "bond0" {
+			bond = i.Map()
 		}
 	}
 	if bond == nil || bond["slaves"] != "eno3 eno4" || bond["bond_mode"] != "802.3ad" || bond["bond_xmit_hash_policy"] != "layer3+4" || changes != "" {
@@ -126,7 +126,7 @@ func TestE2EForeignNetworkChanges(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, i := range ifaces {
-		if i["iface"] == "bond0" {
+		if i.Get("iface") == "bond0" {
 			t.Error("a refused apply staged bond0")
 		}
 	}

@@ -49,8 +49,8 @@ func TestE2EDiskGrowShrinkAndPower(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.HasPrefix(cfg["scsi0"], "local-lvm:vm-100-disk-0,") || !strings.Contains(cfg["scsi0"], "size=40G") {
-		t.Errorf("scsi0 after the resize: %q, want the same volume at 40G", cfg["scsi0"])
+	if !strings.HasPrefix(cfg.Get("scsi0"), "local-lvm:vm-100-disk-0,") || !strings.Contains(cfg.Get("scsi0"), "size=40G") {
+		t.Errorf("scsi0 after the resize: %q, want the same volume at 40G", cfg.Get("scsi0"))
 	}
 	env.mustRun(0, "plan", "-f", grown, "--detailed-exitcode")
 
@@ -150,9 +150,9 @@ func TestE2EEveryKindComputeUEFIAndPCI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg["bios"] != "ovmf" || !strings.HasPrefix(cfg["efidisk0"], "local-lvm:vm-300-disk-") || !strings.Contains(cfg["efidisk0"], "pre-enrolled-keys=1") ||
-		cfg["hostpci0"] != "mapping=gpu0,pcie=1" || cfg["machine"] != "q35" {
-		t.Errorf("VM 300: bios %q efidisk0 %q hostpci0 %q machine %q", cfg["bios"], cfg["efidisk0"], cfg["hostpci0"], cfg["machine"])
+	if cfg.Get("bios") != "ovmf" || !strings.HasPrefix(cfg.Get("efidisk0"), "local-lvm:vm-300-disk-") || !strings.Contains(cfg.Get("efidisk0"), "pre-enrolled-keys=1") ||
+		cfg.Get("hostpci0") != "mapping=gpu0,pcie=1" || cfg.Get("machine") != "q35" {
+		t.Errorf("VM 300: bios %q efidisk0 %q hostpci0 %q machine %q", cfg.Get("bios"), cfg.Get("efidisk0"), cfg.Get("hostpci0"), cfg.Get("machine"))
 	}
 	if st, err := env.client.GuestStatus(ctx, pve.LXC, "pve", 200); err != nil || st.Status != "running" {
 		t.Errorf("CT 200: %+v %v, want running", st, err)
@@ -209,8 +209,8 @@ func TestE2EMigrateRunningVM(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, k := range []string{"scsi0", "efidisk0", "net0"} {
-		if before[k] != after[k] {
-			t.Errorf("%s: %q before, %q after", k, before[k], after[k])
+		if before.Get(k) != after.Get(k) {
+			t.Errorf("%s: %q before, %q after", k, before.Get(k), after.Get(k))
 		}
 	}
 	if st, err := env.client.QemuStatus(ctx, "pve2", 100); err != nil || st.Status != "running" {

@@ -90,7 +90,7 @@ func (r *provRig) stagingSpec() {
 }
 
 func (r *provRig) description(vm string) string {
-	return r.vmConfig(vm)["description"]
+	return r.vmConfig(vm).Get("description")
 }
 
 func (r *provRig) setDescription(vm, desc string) {
@@ -315,10 +315,10 @@ func TestE2EProvisionAddresses(t *testing.T) {
 	if strings.Count(runs, sshd.Host+"\n") != 2 {
 		t.Errorf("runs %q, want the playbook once on each of dns-vm and agent-vm, at %s", runs, sshd.Host)
 	}
-	if got := r.vmConfig("dns-vm")["ipconfig0"]; !strings.HasPrefix(got, "ip="+sshd.Host+"/") {
+	if got := r.vmConfig("dns-vm").Get("ipconfig0"); !strings.HasPrefix(got, "ip="+sshd.Host+"/") {
 		t.Errorf("dns-vm's ipconfig0 %q, want its DNS address", got)
 	}
-	if got := r.vmConfig("agent-vm")["ipconfig0"]; got != "ip=dhcp" {
+	if got := r.vmConfig("agent-vm").Get("ipconfig0"); got != "ip=dhcp" {
 		t.Errorf("agent-vm's ipconfig0 %q, want dhcp (found through the guest agent)", got)
 	}
 	_, summary, _ := strings.Cut(res.stdout, "Apply incomplete")

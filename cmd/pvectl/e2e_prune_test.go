@@ -54,12 +54,12 @@ func TestPruneOwnedOrphans(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantMark := fmt.Sprintf("[pvectl-owner: stack=default,vmid=%d]", vm["worker-1"])
-	if !strings.Contains(cfg["description"], wantMark) || !strings.Contains(cfg["tags"], "pvectl") {
-		t.Fatalf("worker-1: description %q, tags %q; want the mark %s and the pvectl tag", cfg["description"], cfg["tags"], wantMark)
+	if !strings.Contains(cfg.Get("description"), wantMark) || !strings.Contains(cfg.Get("tags"), "pvectl") {
+		t.Fatalf("worker-1: description %q, tags %q; want the mark %s and the pvectl tag", cfg.Get("description"), cfg.Get("tags"), wantMark)
 	}
 	// A clone made by hand copies description and tags: it names
 	// worker-1's vmid, not its own, so it is nobody's.
-	hand := url.Values{"vmid": {"150"}, "name": {"by-hand"}, "memory": {"512"}, "tags": {cfg["tags"]}, "description": {cfg["description"]}}
+	hand := url.Values{"vmid": {"150"}, "name": {"by-hand"}, "memory": {"512"}, "tags": {cfg.Get("tags")}, "description": {cfg.Get("description")}}
 	if err := e.client.CreateGuest(ctx, pve.QEMU, "pve", hand); err != nil {
 		t.Fatal(err)
 	}

@@ -71,8 +71,8 @@ func TestE2EBridgeAndVMLifecycle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg["memory"] != "4096" {
-		t.Errorf("memory after apply = %q, want 4096", cfg["memory"])
+	if cfg.Get("memory") != "4096" {
+		t.Errorf("memory after apply = %q, want 4096", cfg.Get("memory"))
 	}
 	env.mustRun(0, "plan", "-f", f2, "--detailed-exitcode")
 
@@ -92,7 +92,7 @@ func assertIface(t *testing.T, env *simEnv, iface string, want bool) {
 	}
 	found := false
 	for _, i := range ifaces {
-		if i["iface"] == iface {
+		if i.Get("iface") == iface {
 			found = true
 		}
 	}

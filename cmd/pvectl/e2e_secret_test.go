@@ -86,7 +86,7 @@ spec:
 		}
 	}
 	// The user's text, then pvectl's owner block (planner owner.go).
-	if got := env.vmConfig("odd")["description"]; !strings.HasPrefix(got, oddSecret+"\n[pvectl-owner: ") {
+	if got := env.vmConfig("odd").Get("description"); !strings.HasPrefix(got, oddSecret+"\n[pvectl-owner: ") {
 		t.Errorf("description in PVE %q, want the declared secret (the user's intent)", got)
 	}
 	// A bad token: PVE's refusal and the client's error both go through

@@ -92,8 +92,8 @@ func TestE2EStorage(t *testing.T) {
 	}
 	var ids []string
 	for _, row := range rows {
-		ids = append(ids, row["storage"])
-		for k, v := range row {
+		ids = append(ids, row.Get("storage"))
+		for k, v := range row.All() {
 			if strings.Contains(v, smbPassword) {
 				t.Errorf("GET /storage shows the password in %s", k)
 			}

@@ -44,7 +44,7 @@ func (e *simEnv) description(vmid int) string {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	return cfg["description"]
+	return cfg.Get("description")
 }
 
 // markerPlaybook appends a line to dir/name.log on each run: a real,
@@ -168,7 +168,7 @@ func TestE2EGoldenTemplate(t *testing.T) {
 	}
 	for _, vm := range []string{"prod-game-01", "prod-game-02"} {
 		cfg := env.vmConfig(vm)
-		if cfg["cores"] != "4" || cfg["memory"] != "4096" {
+		if cfg.Get("cores") != "4" || cfg.Get("memory") != "4096" {
 			t.Errorf("%s: %v, want the template's cores and memory", vm, cfg)
 		}
 	}

@@ -104,7 +104,7 @@ func (o *repinOptions) run(ctx context.Context, addr string) error {
 	if err != nil {
 		return &exitError{code: exitFailure, err: fmt.Errorf("read vm %d: %w", row.VMID, err)}
 	}
-	desc := cfg["description"]
+	desc := cfg.Get("description")
 	state, err := provision.ParseDescription(desc)
 	if err != nil {
 		return &exitError{code: exitFailure, err: fmt.Errorf("vm %d: %w", row.VMID, err)}
@@ -117,7 +117,7 @@ func (o *repinOptions) run(ctx context.Context, addr string) error {
 	if err != nil {
 		return &exitError{code: exitFailure, err: fmt.Errorf("ssh repin %s: %w", r.Address(), err)}
 	}
-	return o.write(ctx, client, r, row, cfg["digest"], desc, state, provision.Pin(key), target)
+	return o.write(ctx, client, r, row, cfg.Get("digest"), desc, state, provision.Pin(key), target)
 }
 
 // write shows both fingerprints and, once confirmed, writes the new pin.
@@ -242,7 +242,7 @@ func findVM(ctx context.Context, client *pve.Client, r *spec.Resource) (*pve.Clu
 // address provisioning would use (pkg/planner provisionLookup): the static
 // ip of its ipconfig0 or spec, else its DNS record as the connection says,
 // else the guest agent's lease; at the spec's sshPort (22).
-func (o *repinOptions) sshAddress(ctx context.Context, client *pve.Client, conn *spec.Connection, r *spec.Resource, row *pve.ClusterResource, cfg pve.Config) (string, error) {
+func (o *repinOptions) sshAddress(ctx context.Context, client *pve.Client, conn *spec.Connection, r *spec.Resource, row *pve.ClusterResource, cfg *pve.Config) (string, error) {
 	port := 22
 	if p := spec.Provisioning(r); p != nil && p.SSHPort != nil {
 		port = *p.SSHPort
@@ -253,14 +253,14 @@ func (o *repinOptions) sshAddress(ctx context.Context, client *pve.Client, conn 
 		}
 		return net.JoinHostPort(o.address, strconv.Itoa(port)), nil
 	}
-	l := provision.Lookup{IP: ipconfigAddr(cfg["ipconfig0"])}
+	l := provision.Lookup{IP: ipconfigAddr(cfg.Get("ipconfig0"))}
 	if g := spec.Guest(r); l.IP == "" && g.IP != nil && !strings.EqualFold(*g.IP, "dhcp") {
 		l.IP = *g.IP
 	}
 	if conn != nil {
 		l.DNSDomain, l.DNSServers = conn.DNSDomain, conn.DNSServers
 	}
-	if agentOn(cfg["agent"]) {
+	if agentOn(cfg.Get("agent")) {
 		l.Agent = func(ctx context.Context) ([]provision.AgentInterface, error) {
 			data, err := client.AgentNetworkInterfaces(ctx, row.Node, row.VMID)
 			if err != nil {

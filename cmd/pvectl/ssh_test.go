@@ -33,12 +33,12 @@ func TestRepinWriteDigest(t *testing.T) {
 	o := &repinOptions{g: &globalOptions{streams: Streams{Out: &out, Err: &out}}, yes: true}
 	row := &pve.ClusterResource{Node: "pve", VMID: 150, Name: "dg"}
 	pin := "ssh-ed25519 SHA256:" + strings.Repeat("A", 43)
-	err = o.write(ctx, env.client, &spec.Resource{Kind: "QemuVM", Name: "dg"}, row, cfg["digest"], cfg["description"], provision.State{}, pin, "127.0.0.1:22")
+	err = o.write(ctx, env.client, &spec.Resource{Kind: "QemuVM", Name: "dg"}, row, cfg.Get("digest"), cfg.Get("description"), provision.State{}, pin, "127.0.0.1:22")
 	var ee *exitError
 	if !errors.As(err, &ee) || ee.code != exitFailure || !strings.Contains(err.Error(), "digest") {
 		t.Fatalf("write with a stale digest: %v", err)
 	}
-	if d := env.vmConfig("dg")["description"]; d != "edited meanwhile" {
+	if d := env.vmConfig("dg").Get("description"); d != "edited meanwhile" {
 		t.Errorf("description %q, want the edit kept", d)
 	}
 }

@@ -151,7 +151,7 @@ func TestSimAccessLifecycle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(pve.Config{"userid": "ci@pve", "comment": "CI deployer", "email": "ci@example.org", "enable": "1", "expire": "0", "groups": "ops", "realm-type": "pve"},
+	if diff := cmp.Diff(pve.ConfigOf(map[string]string{"userid": "ci@pve", "comment": "CI deployer", "email": "ci@example.org", "enable": "1", "expire": "0", "groups": "ops", "realm-type": "pve"}),
 		users["ci@pve"].Config); diff != "" {
 		t.Errorf("user in PVE (-want +got):\n%s", diff)
 	}

@@ -78,22 +78,22 @@ func TestSimAccessKindsLifecycle(t *testing.T) {
 	if p := planFor(t, sim, set, Options{}); p.HasChanges() {
 		t.Fatalf("second plan: got %q want clean: %+v", summary(p), p.Changes)
 	}
-	get := func(path string) pve.Config {
+	get := func(path string) *pve.Config {
 		t.Helper()
-		var cfg pve.Config
+		var cfg *pve.Config
 		if err := sim.cl.Do(ctx, "GET", path, nil, &cfg); err != nil {
 			t.Fatal(err)
 		}
 		return cfg
 	}
-	if c := get("/access/domains/corp"); c["server1"] != "127.0.0.5" || c["password"] != "" {
+	if c := get("/access/domains/corp"); c.Get("server1") != "127.0.0.5" || c.Get("password") != "" {
 		t.Errorf("realm: got %v", c)
 	}
-	if c := get("/cluster/metrics/server/influx"); c["port"] != "8089" || c["token"] != "" {
+	if c := get("/cluster/metrics/server/influx"); c.Get("port") != "8089" || c.Get("token") != "" {
 		t.Errorf("metric server: got %v", c)
 	}
 	opts := get("/cluster/options")
-	if !strings.Contains(opts["description"], "[pvectl-options: description,keyboard,migration,next-id]") || opts["keyboard"] != "de" {
+	if !strings.Contains(opts.Get("description"), "[pvectl-options: description,keyboard,migration,next-id]") || opts.Get("keyboard") != "de" {
 		t.Errorf("cluster options: got %v", opts)
 	}
 
@@ -127,8 +127,8 @@ func TestSimAccessKindsLifecycle(t *testing.T) {
 	dropped := loadSpec(t, strings.Replace(accessKindsSpec, "  keyboard: de\n", "", 1))
 	p = planFor(t, sim, dropped, Options{})
 	applyPlan(t, sim, p)
-	if opts := get("/cluster/options"); opts["keyboard"] != "" {
-		t.Errorf("dropped keyboard: still %q", opts["keyboard"])
+	if opts := get("/cluster/options"); opts.Get("keyboard") != "" {
+		t.Errorf("dropped keyboard: still %q", opts.Get("keyboard"))
 	}
 
 	d := planFor(t, sim, set, Options{Destroy: true})
@@ -138,12 +138,12 @@ func TestSimAccessKindsLifecycle(t *testing.T) {
 		{"/access/domains", "realm", "corp"}, {"/cluster/jobs/realm-sync", "id", "corp-nightly"},
 		{"/cluster/metrics/server", "id", "influx"},
 	} {
-		var rows []pve.Config
+		var rows []*pve.Config
 		if err := sim.cl.Do(ctx, "GET", list.path, nil, &rows); err != nil {
 			t.Fatal(err)
 		}
 		for _, row := range rows {
-			if row[list.idKey] == list.id {
+			if row.Get(list.idKey) == list.id {
 				t.Errorf("destroy left %s %s", list.path, list.id)
 			}
 		}

@@ -72,10 +72,10 @@ func aclObj(entries []pve.ACLEntry, r *spec.Resource) *liveObj {
 			others = append(others, e.Role)
 			continue
 		}
-		cfg := pve.Config(grantParams(r))
-		cfg["propagate"] = "0"
+		cfg := pve.ConfigOf(grantParams(r))
+		cfg.Set("propagate", "0")
 		if e.Propagate {
-			cfg["propagate"] = "1"
+			cfg.Set("propagate", "1")
 		}
 		lo.Exists, lo.Config, lo.Digest = true, cfg, fieldsDigest(cfg)
 	}
@@ -93,7 +93,7 @@ func (aclKind) observe(ctx context.Context, lc *liveConn, r *spec.Resource) (*li
 }
 
 func (aclKind) compare(_ *builder, r *spec.Resource, lo *liveObj, c *Change) error {
-	want, live := wantPropagate(r), lo.Config["propagate"]
+	want, live := wantPropagate(r), lo.Config.Get("propagate")
 	if want == live {
 		c.Action = NoOp
 		return nil

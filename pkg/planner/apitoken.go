@@ -61,10 +61,10 @@ func tokenObj(users map[string]*pve.User, r *spec.Resource) *liveObj {
 		return &liveObj{}
 	}
 	t := u.Tokens[tid]
-	cfg := pve.Config{"expire": "0", "privsep": "1"}
+	cfg := pve.ConfigOf(map[string]string{"expire": "0", "privsep": "1"})
 	for k := range tokenFields {
-		if v := t[k]; v != "" {
-			cfg[k] = v
+		if v := t.Get(k); v != "" {
+			cfg.Set(k, v)
 		}
 	}
 	return &liveObj{Exists: true, Config: cfg, Digest: fieldsDigest(cfg)}
@@ -99,8 +99,8 @@ func (tokenKind) compare(b *builder, r *spec.Resource, lo *liveObj, c *Change) e
 		}
 	}
 	for _, k := range slices.Sorted(maps.Keys(want)) {
-		if !sameAccessValue(cmp, k, want[k], lo.Config[k]) {
-			c.Diff = append(c.Diff, fieldDiff(k, nilIfEmpty(lo.Config[k]), nilIfEmpty(want[k])))
+		if !sameAccessValue(cmp, k, want[k], lo.Config.Get(k)) {
+			c.Diff = append(c.Diff, fieldDiff(k, nilIfEmpty(lo.Config.Get(k)), nilIfEmpty(want[k])))
 		}
 	}
 	c.Reasons = reasons(c.Diff)

@@ -62,8 +62,8 @@ func TestSimBondLifecycle(t *testing.T) {
 	}
 	bond := liveIface(t, sim, "bond0")
 	for k, v := range map[string]string{"type": "bond", "slaves": "eno3 eno4", "bond_mode": "802.3ad", "bond_xmit_hash_policy": "layer3+4", "active": "1"} {
-		if bond[k] != v {
-			t.Errorf("bond0 %s: got %q want %q", k, bond[k], v)
+		if bond.Get(k) != v {
+			t.Errorf("bond0 %s: got %q want %q", k, bond.Get(k), v)
 		}
 	}
 	if p := planFor(t, sim, set, Options{}); p.HasChanges() {
@@ -80,7 +80,7 @@ func TestSimBondLifecycle(t *testing.T) {
 		t.Fatalf("mode change: got %s with params %v, want an update with type, slaves and delete=bond_xmit_hash_policy", c.Action, c.Params)
 	}
 	applyPlan(t, sim, p)
-	if got := liveIface(t, sim, "bond0"); got["bond-primary"] != "eno3" || got["mtu"] != "9000" || got["bond_xmit_hash_policy"] != "" {
+	if got := liveIface(t, sim, "bond0"); got.Get("bond-primary") != "eno3" || got.Get("mtu") != "9000" || got.Get("bond_xmit_hash_policy") != "" {
 		t.Errorf("bond0 after the mode change: got %v", got)
 	}
 	if p := planFor(t, sim, set, Options{}); p.HasChanges() {

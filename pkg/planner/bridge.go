@@ -29,6 +29,6 @@ func vlanAware(r *spec.Resource, lo *liveObj) bool {
 	if slices.Contains(r.Remove, "bridge_vlan_aware") {
 		return false
 	}
-	on, _ := schema.ParseBool(lo.Config["bridge_vlan_aware"])
+	on, _ := schema.ParseBool(lo.Config.Get("bridge_vlan_aware"))
 	return on
 }

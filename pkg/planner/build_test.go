@@ -38,21 +38,21 @@ func example01() *spec.Set {
 // liveApplied is example01's live state after a successful apply.
 func liveApplied() map[string]*liveObj {
 	return map[string]*liveObj{
-		"LinuxBridge/vmbr1": {Exists: true, Node: "pve", Digest: "d-br", Config: pve.Config{
-			"iface": "vmbr1", "type": "bridge", "bridge_ports": "eno2", "bridge_vlan_aware": "1", "autostart": "1", "active": "1"}},
-		"NetworkApply/pve": {Exists: true, Node: "pve", Config: pve.Config{"changes": ""}},
-		"QemuVM/app-vm-1": {Exists: true, Node: "pve", State: &guestLive{VMID: 100, Status: "running"}, Digest: "d-vm", Config: pve.Config{
+		"LinuxBridge/vmbr1": {Exists: true, Node: "pve", Digest: "d-br", Config: pve.ConfigOf(map[string]string{
+			"iface": "vmbr1", "type": "bridge", "bridge_ports": "eno2", "bridge_vlan_aware": "1", "autostart": "1", "active": "1"})},
+		"NetworkApply/pve": {Exists: true, Node: "pve", Config: pve.ConfigOf(map[string]string{"changes": ""})},
+		"QemuVM/app-vm-1": {Exists: true, Node: "pve", State: &guestLive{VMID: 100, Status: "running"}, Digest: "d-vm", Config: pve.ConfigOf(map[string]string{
 			"name": "app-vm-1", "memory": "2048", "cores": "2", "sockets": "1", "cpu": "host", "ostype": "l26",
 			"scsihw": "virtio-scsi-pci", "scsi0": "local-lvm:vm-100-disk-0,size=32G",
 			"net0": "virtio=BC:24:11:00:00:01,bridge=vmbr0", "net1": "virtio=BC:24:11:00:00:02,bridge=vmbr1,tag=100",
-			"boot": "order=scsi0;net0", "digest": "d-vm"}},
+			"boot": "order=scsi0;net0", "digest": "d-vm"})},
 	}
 }
 
 func liveEmpty() map[string]*liveObj {
 	return map[string]*liveObj{
 		"LinuxBridge/vmbr1": {Node: "pve"},
-		"NetworkApply/pve":  {Exists: true, Node: "pve", Config: pve.Config{"changes": ""}},
+		"NetworkApply/pve":  {Exists: true, Node: "pve", Config: pve.ConfigOf(map[string]string{"changes": ""})},
 		"QemuVM/app-vm-1":   {Node: "pve", State: &guestLive{VMID: 100}},
 	}
 }
@@ -107,7 +107,7 @@ func TestBuild(t *testing.T) {
 			set:  example01,
 			live: func() map[string]*liveObj {
 				l := liveApplied()
-				l["NetworkApply/pve"].Config["changes"] = "--- /etc/network/interfaces\n+++ ..."
+				l["NetworkApply/pve"].Config.Set("changes", "--- /etc/network/interfaces\n+++ ...")
 				return l
 			},
 			want: []string{
@@ -236,7 +236,7 @@ func TestBuild(t *testing.T) {
 			set:  example01,
 			live: func() map[string]*liveObj {
 				l := liveApplied()
-				l["LinuxBridge/vmbr1"].Config["type"] = "bond"
+				l["LinuxBridge/vmbr1"].Config.Set("type", "bond")
 				return l
 			},
 			want: []string{

@@ -50,10 +50,10 @@ type cfgKind struct {
 	always        []string
 	alwaysDefault map[string]string
 	// isBuiltin says which listed objects PVE has built in: not imported.
-	isBuiltin func(row pve.Config) bool
+	isBuiltin func(row *pve.Config) bool
 	// importSecret names the secret an object's document gets as a
 	// ${VAR} placeholder ("" for none), from its settings.
-	importSecret func(cfg pve.Config) string
+	importSecret func(cfg *pve.Config) string
 	// listNeeds are the checks of the list's handler when its rule is
 	// open to all (a list that shows only what the caller may see); the
 	// calls' rules come from the apidoc (permcalls.go).
@@ -72,7 +72,7 @@ func (k *cfgKind) path(id string) string {
 }
 
 // list reads the kind's list once per connection.
-func (k *cfgKind) list(ctx context.Context, lc *liveConn) ([]pve.Config, error) {
+func (k *cfgKind) list(ctx context.Context, lc *liveConn) ([]*pve.Config, error) {
 	if rows, ok := lc.cfgLists[k.listPath]; ok {
 		return rows, nil
 	}
@@ -81,14 +81,14 @@ func (k *cfgKind) list(ctx context.Context, lc *liveConn) ([]pve.Config, error) 
 		return nil, err
 	}
 	if lc.cfgLists == nil {
-		lc.cfgLists = map[string][]pve.Config{}
+		lc.cfgLists = map[string][]*pve.Config{}
 	}
 	lc.cfgLists[k.listPath] = rows
 	return rows, nil
 }
 
-func (k *cfgKind) readList(ctx context.Context, cl *pve.Client) ([]pve.Config, error) {
-	var rows []pve.Config
+func (k *cfgKind) readList(ctx context.Context, cl *pve.Client) ([]*pve.Config, error) {
+	var rows []*pve.Config
 	if err := cl.Do(ctx, http.MethodGet, k.listPath, nil, &rows); err != nil {
 		return nil, fmt.Errorf("list %ss: %w", k.noun, err)
 	}
@@ -97,24 +97,24 @@ func (k *cfgKind) readList(ctx context.Context, cl *pve.Client) ([]pve.Config, e
 
 // settings is a PVE answer as the object's settings: what is not a
 // setting dropped, sets sorted.
-func (k *cfgKind) settings(row pve.Config) pve.Config {
-	cfg := pve.Config{}
-	for key, v := range row {
+func (k *cfgKind) settings(row *pve.Config) *pve.Config {
+	cfg := pve.NewConfig(0)
+	for key, v := range row.All() {
 		if key == k.listID || key == k.idParam || key == "digest" || slices.Contains(k.dropped, key) {
 			continue
 		}
 		if slices.Contains(k.sets, key) {
 			v = strings.Join(splitSet(v), ",")
 		}
-		cfg[key] = v
+		cfg.Set(key, v)
 	}
 	return cfg
 }
 
 // find is the object with id among rows, without reading it.
-func (k *cfgKind) find(rows []pve.Config, id string) *liveObj {
+func (k *cfgKind) find(rows []*pve.Config, id string) *liveObj {
 	for _, row := range rows {
-		if row[k.listID] == id {
+		if row.Get(k.listID) == id {
 			cfg := k.settings(row)
 			return &liveObj{Exists: true, Config: cfg, Digest: fieldsDigest(cfg)}
 		}
@@ -124,7 +124,7 @@ func (k *cfgKind) find(rows []pve.Config, id string) *liveObj {
 
 // readOne reads one object (GET item): its settings and the file's digest.
 func (k *cfgKind) readOne(ctx context.Context, cl *pve.Client, id string) (*liveObj, error) {
-	var cfg pve.Config
+	var cfg *pve.Config
 	if err := cl.Do(ctx, http.MethodGet, k.path(id), nil, &cfg); err != nil {
 		if pve.IsNotFound(err) {
 			return &liveObj{}, nil
@@ -132,7 +132,7 @@ func (k *cfgKind) readOne(ctx context.Context, cl *pve.Client, id string) (*live
 		return nil, fmt.Errorf("read %s %s: %w", k.noun, id, err)
 	}
 	set := k.settings(cfg)
-	return &liveObj{Exists: true, Config: set, Digest: cfg["digest"]}, nil
+	return &liveObj{Exists: true, Config: set, Digest: cfg.Get("digest")}, nil
 }
 
 func (k *cfgKind) observe(ctx context.Context, lc *liveConn, r *spec.Resource) (*liveObj, error) {
@@ -222,7 +222,7 @@ func (k *cfgKind) compare(b *builder, r *spec.Resource, lo *liveObj, c *Change) 
 // updateParams is what the PUT carries: the changed settings, deleted ones
 // in delete (or sent empty where the kind has no delete), and what every
 // update must carry.
-func (k *cfgKind) updateParams(cmp comparer, diffs []FieldDiff, r *spec.Resource, live pve.Config) map[string]string {
+func (k *cfgKind) updateParams(cmp comparer, diffs []FieldDiff, r *spec.Resource, live *pve.Config) map[string]string {
 	out := cmp.updateParams(diffs, r.Params.Map(), live, nil)
 	if del, ok := out["delete"]; ok && k.noDelete {
 		delete(out, "delete")
@@ -234,7 +234,7 @@ func (k *cfgKind) updateParams(cmp comparer, diffs []FieldDiff, r *spec.Resource
 		if _, set := out[key]; !set {
 			if v, ok := r.Params.Lookup(key); ok {
 				out[key] = v
-			} else if v, ok := live[key]; ok {
+			} else if v, ok := live.Lookup(key); ok {
 				out[key] = v
 			} else if v, ok := k.alwaysDefault[key]; ok {
 				out[key] = v

@@ -65,7 +65,7 @@ func readClusterOptions(ctx context.Context, cl *pve.Client) (*liveObj, error) {
 		return nil, fmt.Errorf("read cluster options: %w", err)
 	}
 	m, _ := schema.Default().Lookup("PUT", clusterOptionsPath)
-	cfg := pve.Config{}
+	cfg := pve.NewConfig(0)
 	for k, v := range raw {
 		if k == "allowed-tags" {
 			continue
@@ -75,11 +75,11 @@ func readClusterOptions(ctx context.Context, cl *pve.Client) (*liveObj, error) {
 			return nil, fmt.Errorf("read cluster options: %s: %w", k, err)
 		}
 		if s != "" {
-			cfg[k] = s
+			cfg.Set(k, s)
 		}
 	}
-	if d, ok := cfg["description"]; ok {
-		cfg["description"] = strings.TrimRight(d, "\n")
+	if d, ok := cfg.Lookup("description"); ok {
+		cfg.Set("description", strings.TrimRight(d, "\n"))
 	}
 	return &liveObj{Exists: true, Config: cfg, Digest: fieldsDigest(cfg)}, nil
 }
@@ -102,11 +102,11 @@ func optionValue(m *schema.Method, key string, v json.RawMessage) (string, error
 	if json.Unmarshal(v, &list) == nil && list != nil {
 		return optionScalar(list, ";"), nil
 	}
-	var cfg pve.Config
+	var cfg *pve.Config
 	if err := json.Unmarshal([]byte(`{"v":`+string(v)+`}`), &cfg); err != nil {
 		return "", err
 	}
-	return cfg["v"], nil
+	return cfg.Get("v"), nil
 }
 
 // optionScalar renders a decoded JSON value as its form value (lists
@@ -142,7 +142,7 @@ func (clusterOptionsKind) compare(b *builder, r *spec.Resource, lo *liveObj, c *
 	want := optionsWanted(r)
 	remove := slices.Clone(r.Remove)
 	var dropped []string
-	for _, k := range optionsMarked(lo.Config["description"]) {
+	for _, k := range optionsMarked(lo.Config.Get("description")) {
 		if !slices.Contains(want, k) && !slices.Contains(remove, k) {
 			remove, dropped = append(remove, k), append(dropped, k)
 		}
@@ -154,13 +154,13 @@ func (clusterOptionsKind) compare(b *builder, r *spec.Resource, lo *liveObj, c *
 	}
 	c.Action, c.Reasons = Update, reasons(c.Diff)
 	for _, k := range dropped {
-		if _, live := lo.Config[k]; live {
+		if _, live := lo.Config.Lookup(k); live {
 			c.Reasons = append(c.Reasons, k+" removed: pvectl set it (the [pvectl-options] block of the datacenter notes records it) and the spec no longer writes it")
 		}
 	}
 	c.Params = cmp.updateParams(c.Diff, r.Params.Map(), lo.Config, func(d FieldDiff) bool { return topKey(d.Path) == "description" })
-	c.Params["description"] = optionsDescription(r, lo.Config["description"], want, remove)
-	if !slices.Equal(optionsMarked(lo.Config["description"]), want) {
+	c.Params["description"] = optionsDescription(r, lo.Config.Get("description"), want, remove)
+	if !slices.Equal(optionsMarked(lo.Config.Get("description")), want) {
 		c.Reasons = append(c.Reasons, "the datacenter notes record the keys pvectl writes: [pvectl-options: "+strings.Join(want, ",")+"]")
 	}
 	// The description stays: it holds the block.

@@ -69,14 +69,14 @@ func (c comparer) param(key string) *schema.Param {
 
 // diffParams compares only the keys the user wrote (minus skip) plus the
 // keys to remove; live keys nobody asked about are never drift.
-func (c comparer) diffParams(desired map[string]string, remove []string, live pve.Config, skip map[string]bool) []FieldDiff {
+func (c comparer) diffParams(desired map[string]string, remove []string, live *pve.Config, skip map[string]bool) []FieldDiff {
 	var out []FieldDiff
 	for _, k := range slices.Sorted(maps.Keys(desired)) {
 		if skip[k] {
 			continue
 		}
 		dv := desired[k]
-		lv, has := live[k]
+		lv, has := live.Lookup(k)
 		switch k {
 		case "description":
 			// pvectl's own blocks in it are not the user's text.
@@ -102,7 +102,7 @@ func (c comparer) diffParams(desired map[string]string, remove []string, live pv
 		}
 	}
 	for _, k := range sortedUnique(remove) {
-		if lv, has := live[k]; has && !skip[k] {
+		if lv, has := live.Lookup(k); has && !skip[k] {
 			out = append(out, fieldDiff(k, lv, nil))
 		}
 	}
@@ -523,7 +523,7 @@ func topKey(path string) string {
 // updateParams builds an update's wire parameters from its diffs: changed
 // keys with their merged values and "delete" for removed ones. Keys in skip
 // (pvectl's own, or handled by another call) are left out.
-func (c comparer) updateParams(diffs []FieldDiff, desired map[string]string, live map[string]string, skip func(FieldDiff) bool) map[string]string {
+func (c comparer) updateParams(diffs []FieldDiff, desired map[string]string, live *pve.Config, skip func(FieldDiff) bool) map[string]string {
 	out := map[string]string{}
 	var del []string
 	for _, d := range diffs {
@@ -535,7 +535,7 @@ func (c comparer) updateParams(diffs []FieldDiff, desired map[string]string, liv
 			continue
 		}
 		if dv, ok := desired[k]; ok {
-			out[k] = c.updateValue(k, dv, live[k])
+			out[k] = c.updateValue(k, dv, live.Get(k))
 		} else if d.After == nil {
 			del = append(del, k)
 		}

@@ -35,7 +35,7 @@ func TestCDROMVolumes(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			desired := map[string]string{"ide3": tc.desired}
-			live := pve.Config{"ide3": tc.live}
+			live := pve.ConfigOf(map[string]string{"ide3": tc.live})
 			d := cmpr.diffParams(desired, nil, live, nil)
 			if diff := cmp.Diff(tc.diff, d); diff != "" {
 				t.Errorf("diff (-want +got):\n%s", diff)

@@ -25,212 +25,212 @@ func TestDiffParamsQemu(t *testing.T) {
 		name    string
 		desired map[string]string
 		remove  []string
-		live    pve.Config
+		live    *pve.Config
 		want    []FieldDiff
 	}{
 		{
 			name:    "equal numbers",
 			desired: map[string]string{"memory": "2048", "cores": "2"},
-			live:    pve.Config{"memory": "2048", "cores": "2", "sockets": "1"},
+			live:    pve.ConfigOf(map[string]string{"memory": "2048", "cores": "2", "sockets": "1"}),
 		},
 		{
 			name:    "memory changed keeps the plain path",
 			desired: map[string]string{"memory": "4096"},
-			live:    pve.Config{"memory": "2048"},
+			live:    pve.ConfigOf(map[string]string{"memory": "2048"}),
 			want:    []FieldDiff{{Path: "memory", Before: "2048", After: "4096"}},
 		},
 		{
 			name:    "generated MAC is not drift",
 			desired: map[string]string{"net0": "virtio,bridge=vmbr0"},
-			live:    pve.Config{"net0": "virtio=BC:24:11:AA:BB:CC,bridge=vmbr0"},
+			live:    pve.ConfigOf(map[string]string{"net0": "virtio=BC:24:11:AA:BB:CC,bridge=vmbr0"}),
 		},
 		{
 			name:    "model written as a key",
 			desired: map[string]string{"net0": "model=virtio,bridge=vmbr0"},
-			live:    pve.Config{"net0": "virtio=BC:24:11:AA:BB:CC,bridge=vmbr0"},
+			live:    pve.ConfigOf(map[string]string{"net0": "virtio=BC:24:11:AA:BB:CC,bridge=vmbr0"}),
 		},
 		{
 			name:    "vlan tag changed is a sub-key diff",
 			desired: map[string]string{"net1": "virtio,bridge=vmbr1,tag=200"},
-			live:    pve.Config{"net1": "virtio=BC:24:11:AA:BB:CD,bridge=vmbr1,tag=100"},
+			live:    pve.ConfigOf(map[string]string{"net1": "virtio=BC:24:11:AA:BB:CD,bridge=vmbr1,tag=100"}),
 			want:    []FieldDiff{{Path: "net1.tag", Before: "100", After: "200"}},
 		},
 		{
 			name:    "sub-key added",
 			desired: map[string]string{"net1": "virtio,bridge=vmbr1,firewall=1"},
-			live:    pve.Config{"net1": "virtio=BC:24:11:AA:BB:CD,bridge=vmbr1"},
+			live:    pve.ConfigOf(map[string]string{"net1": "virtio=BC:24:11:AA:BB:CD,bridge=vmbr1"}),
 			want:    []FieldDiff{{Path: "net1.firewall", Before: nil, After: "1"}},
 		},
 		{
 			name:    "allocated disk equals its volume",
 			desired: map[string]string{"scsi0": "local-lvm:32"},
-			live:    pve.Config{"scsi0": "local-lvm:vm-100-disk-0,size=32G"},
+			live:    pve.ConfigOf(map[string]string{"scsi0": "local-lvm:vm-100-disk-0,size=32G"}),
 		},
 		{
 			name:    "disk size in other units",
 			desired: map[string]string{"scsi0": "local-lvm:32"},
-			live:    pve.Config{"scsi0": "local-lvm:vm-100-disk-0,size=32768M"},
+			live:    pve.ConfigOf(map[string]string{"scsi0": "local-lvm:vm-100-disk-0,size=32768M"}),
 		},
 		{
 			name:    "disk grows",
 			desired: map[string]string{"scsi0": "local-lvm:64"},
-			live:    pve.Config{"scsi0": "local-lvm:vm-100-disk-0,size=32G"},
+			live:    pve.ConfigOf(map[string]string{"scsi0": "local-lvm:vm-100-disk-0,size=32G"}),
 			want:    []FieldDiff{{Path: "scsi0.size", Before: "32G", After: "64G"}},
 		},
 		{
 			name:    "disk on other storage",
 			desired: map[string]string{"scsi0": "fast:32"},
-			live:    pve.Config{"scsi0": "local-lvm:vm-100-disk-0,size=32G"},
+			live:    pve.ConfigOf(map[string]string{"scsi0": "local-lvm:vm-100-disk-0,size=32G"}),
 			want:    []FieldDiff{{Path: "scsi0.storage", Before: "local-lvm", After: "fast"}},
 		},
 		{
 			name:    "import-from is create-only",
 			desired: map[string]string{"scsi0": "local-lvm:0,import-from=local:import/noble.qcow2"},
-			live:    pve.Config{"scsi0": "local-lvm:vm-100-disk-0,size=3584M"},
+			live:    pve.ConfigOf(map[string]string{"scsi0": "local-lvm:vm-100-disk-0,size=3584M"}),
 		},
 		{
 			name:    "cloud-init drive",
 			desired: map[string]string{"ide2": "local-lvm:cloudinit"},
-			live:    pve.Config{"ide2": "local-lvm:vm-100-cloudinit,media=cdrom"},
+			live:    pve.ConfigOf(map[string]string{"ide2": "local-lvm:vm-100-cloudinit,media=cdrom"}),
 		},
 		{
 			name:    "booleans",
 			desired: map[string]string{"onboot": "1"},
-			live:    pve.Config{"onboot": "1"},
+			live:    pve.ConfigOf(map[string]string{"onboot": "1"}),
 		},
 		{
 			name:    "boolean written as true",
 			desired: map[string]string{"onboot": "true"},
-			live:    pve.Config{"onboot": "1"},
+			live:    pve.ConfigOf(map[string]string{"onboot": "1"}),
 		},
 		{
 			name:    "schema default equals absent",
 			desired: map[string]string{"onboot": "0", "cores": "1", "ostype": "other", "memory": "512"},
-			live:    pve.Config{},
+			live:    pve.NewConfig(0),
 		},
 		{
 			name:    "non-default absent is a diff",
 			desired: map[string]string{"cores": "2"},
-			live:    pve.Config{},
+			live:    pve.NewConfig(0),
 			want:    []FieldDiff{{Path: "cores", Before: nil, After: "2"}},
 		},
 		{
 			name:    "tags as sets",
 			desired: map[string]string{"tags": "web,prod"},
-			live:    pve.Config{"tags": "prod;web"},
+			live:    pve.ConfigOf(map[string]string{"tags": "prod;web"}),
 		},
 		{
 			name:    "tags differ",
 			desired: map[string]string{"tags": "web prod db"},
-			live:    pve.Config{"tags": "prod;web"},
+			live:    pve.ConfigOf(map[string]string{"tags": "prod;web"}),
 			want:    []FieldDiff{{Path: "tags", Before: "prod;web", After: "web prod db"}},
 		},
 		{
 			name:    "description trailing newline",
 			desired: map[string]string{"description": "hello"},
-			live:    pve.Config{"description": "hello\n"},
+			live:    pve.ConfigOf(map[string]string{"description": "hello\n"}),
 		},
 		{
 			name:    "description trailing whitespace stripped by qemu-server",
 			desired: map[string]string{"description": "hello \nworld  \n\n"},
-			live:    pve.Config{"description": "hello \nworld"},
+			live:    pve.ConfigOf(map[string]string{"description": "hello \nworld"}),
 		},
 		{
 			name:    "description changed inside",
 			desired: map[string]string{"description": "hello world"},
-			live:    pve.Config{"description": "hello \nworld"},
+			live:    pve.ConfigOf(map[string]string{"description": "hello \nworld"}),
 			want:    []FieldDiff{{Path: "description", Before: "hello \nworld", After: "hello world"}},
 		},
 		{
 			name:    "identity keys are not compared",
 			desired: map[string]string{"node": "pve", "vmid": "100"},
-			live:    pve.Config{},
+			live:    pve.NewConfig(0),
 		},
 		{
 			name:    "live extras are ignored",
 			desired: map[string]string{"cores": "2"},
-			live:    pve.Config{"cores": "2", "smbios1": "uuid=x", "vmgenid": "y", "digest": "z"},
+			live:    pve.ConfigOf(map[string]string{"cores": "2", "smbios1": "uuid=x", "vmgenid": "y", "digest": "z"}),
 		},
 		{
 			name:   "null removes a present key",
 			remove: []string{"tags", "agent"},
-			live:   pve.Config{"tags": "a"},
+			live:   pve.ConfigOf(map[string]string{"tags": "a"}),
 			want:   []FieldDiff{{Path: "tags", Before: "a", After: nil}},
 		},
 		{
 			name:    "secrets are masked",
 			desired: map[string]string{"cipassword": "hunter2"},
-			live:    pve.Config{"cipassword": "hunter1"},
+			live:    pve.ConfigOf(map[string]string{"cipassword": "hunter1"}),
 			want:    []FieldDiff{{Path: "cipassword", Before: secret.Shown, After: secret.Shown}},
 		},
 		{
 			name:    "secret PVE answers masked cannot drift",
 			desired: map[string]string{"cipassword": "hunter2"},
-			live:    pve.Config{"cipassword": "**********"},
+			live:    pve.ConfigOf(map[string]string{"cipassword": "**********"}),
 		},
 		{
 			name:    "secret missing live is added",
 			desired: map[string]string{"cipassword": "hunter2"},
-			live:    pve.Config{},
+			live:    pve.NewConfig(0),
 			want:    []FieldDiff{{Path: "cipassword", Before: nil, After: secret.Shown}},
 		},
 		{
 			name:    "ssh keys escaped differently",
 			desired: map[string]string{"sshkeys": "ssh-ed25519%20AAAAC3Nza%2B1%20me@host%0A"},
-			live:    pve.Config{"sshkeys": "ssh-ed25519%20AAAAC3Nza%2B1%20me%40host"},
+			live:    pve.ConfigOf(map[string]string{"sshkeys": "ssh-ed25519%20AAAAC3Nza%2B1%20me%40host"}),
 		},
 		{
 			name:    "ssh keys changed",
 			desired: map[string]string{"sshkeys": "ssh-ed25519%20BBBB%20me"},
-			live:    pve.Config{"sshkeys": "ssh-ed25519%20AAAA%20me"},
+			live:    pve.ConfigOf(map[string]string{"sshkeys": "ssh-ed25519%20AAAA%20me"}),
 			want:    []FieldDiff{{Path: "sshkeys", Before: "ssh-ed25519%20AAAA%20me", After: "ssh-ed25519%20BBBB%20me"}},
 		},
 		{
 			name:    "empty value equals absent",
 			desired: map[string]string{"tags": "", "description": ""},
-			live:    pve.Config{},
+			live:    pve.NewConfig(0),
 		},
 		{
 			name:    "efidisk size is PVE's choice",
 			desired: map[string]string{"efidisk0": "local-lvm:1,efitype=4m,pre-enrolled-keys=1"},
-			live:    pve.Config{"efidisk0": "local-lvm:vm-100-disk-1,efitype=4m,pre-enrolled-keys=1,size=4M"},
+			live:    pve.ConfigOf(map[string]string{"efidisk0": "local-lvm:vm-100-disk-1,efitype=4m,pre-enrolled-keys=1,size=4M"}),
 		},
 		{
 			name:    "tpm state size is PVE's choice",
 			desired: map[string]string{"tpmstate0": "local-lvm:1,version=v2.0"},
-			live:    pve.Config{"tpmstate0": "local-lvm:vm-100-disk-2,size=4M,version=v2.0"},
+			live:    pve.ConfigOf(map[string]string{"tpmstate0": "local-lvm:vm-100-disk-2,size=4M,version=v2.0"}),
 		},
 		{
 			name:    "efidisk on other storage still differs",
 			desired: map[string]string{"efidisk0": "fast:1,efitype=4m"},
-			live:    pve.Config{"efidisk0": "local-lvm:vm-100-disk-1,efitype=4m,size=4M"},
+			live:    pve.ConfigOf(map[string]string{"efidisk0": "local-lvm:vm-100-disk-1,efitype=4m,size=4M"}),
 			want:    []FieldDiff{{Path: "efidisk0.storage", Before: "local-lvm", After: "fast"}},
 		},
 		{
 			name:    "disk write-backs and dropped raw format",
 			desired: map[string]string{"scsi0": "local-lvm:32,format=raw,iothread=1,ssd=1,discard=on"},
-			live:    pve.Config{"scsi0": "local-lvm:vm-100-disk-0,discard=on,iothread=1,size=32G,ssd=1"},
+			live:    pve.ConfigOf(map[string]string{"scsi0": "local-lvm:vm-100-disk-0,discard=on,iothread=1,size=32G,ssd=1"}),
 		},
 		{
 			name:    "qcow2 format read from the volume name",
 			desired: map[string]string{"scsi0": "local:32,format=qcow2"},
-			live:    pve.Config{"scsi0": "local:100/vm-100-disk-0.qcow2,size=32G"},
+			live:    pve.ConfigOf(map[string]string{"scsi0": "local:100/vm-100-disk-0.qcow2,size=32G"}),
 		},
 		{
 			name:    "format differing from the volume name",
 			desired: map[string]string{"scsi0": "local:32,format=qcow2"},
-			live:    pve.Config{"scsi0": "local:100/vm-100-disk-0.raw,size=32G"},
+			live:    pve.ConfigOf(map[string]string{"scsi0": "local:100/vm-100-disk-0.raw,size=32G"}),
 			want:    []FieldDiff{{Path: "scsi0.format", Before: "raw", After: "qcow2"}},
 		},
 		{
 			name:    "false flag without schema default equals absent",
 			desired: map[string]string{"net0": "virtio,bridge=vmbr0,firewall=0"},
-			live:    pve.Config{"net0": "virtio=BC:24:11:AA:BB:CC,bridge=vmbr0"},
+			live:    pve.ConfigOf(map[string]string{"net0": "virtio=BC:24:11:AA:BB:CC,bridge=vmbr0"}),
 		},
 		{
 			name:    "true flag without schema default absent is a diff",
 			desired: map[string]string{"net0": "virtio,bridge=vmbr0,firewall=1"},
-			live:    pve.Config{"net0": "virtio=BC:24:11:AA:BB:CC,bridge=vmbr0"},
+			live:    pve.ConfigOf(map[string]string{"net0": "virtio=BC:24:11:AA:BB:CC,bridge=vmbr0"}),
 			want:    []FieldDiff{{Path: "net0.firewall", Before: nil, After: "1"}},
 		},
 	}
@@ -253,66 +253,66 @@ func TestDiffParamsBridge(t *testing.T) {
 	tests := []struct {
 		name    string
 		desired map[string]string
-		live    pve.Config
+		live    *pve.Config
 		want    []FieldDiff
 	}{
 		{
 			name:    "ports as sets",
 			desired: map[string]string{"bridge_ports": "eno2 eno3", "bridge_vlan_aware": "1", "autostart": "1"},
-			live:    pve.Config{"bridge_ports": "eno3 eno2", "bridge_vlan_aware": "1", "autostart": "1", "active": "1"},
+			live:    pve.ConfigOf(map[string]string{"bridge_ports": "eno3 eno2", "bridge_vlan_aware": "1", "autostart": "1", "active": "1"}),
 		},
 		{
 			name:    "vlan awareness changed",
 			desired: map[string]string{"bridge_vlan_aware": "1"},
-			live:    pve.Config{"bridge_vlan_aware": "0"},
+			live:    pve.ConfigOf(map[string]string{"bridge_vlan_aware": "0"}),
 			want:    []FieldDiff{{Path: "bridge_vlan_aware", Before: "0", After: "1"}},
 		},
 		{
 			name:    "comments newline",
 			desired: map[string]string{"comments": "data"},
-			live:    pve.Config{"comments": "data\n"},
+			live:    pve.ConfigOf(map[string]string{"comments": "data\n"}),
 		},
 		{
 			name:    "comment lines as PVE reads them back",
 			desired: map[string]string{"comments": "uplink  \nrack 4\n\n"},
-			live:    pve.Config{"comments": "uplink\nrack 4\n"},
+			live:    pve.ConfigOf(map[string]string{"comments": "uplink\nrack 4\n"}),
 		},
 		{
 			name:    "comment text changed",
 			desired: map[string]string{"comments": "uplink"},
-			live:    pve.Config{"comments": "downlink\n"},
+			live:    pve.ConfigOf(map[string]string{"comments": "downlink\n"}),
 			want:    []FieldDiff{{Path: "comments", Before: "downlink\n", After: "uplink"}},
 		},
 		{
 			name:    "PVE's VLAN list of a VLAN-aware bridge is not drift",
 			desired: map[string]string{"bridge_vlan_aware": "1", "mtu": "9000"},
-			live:    pve.Config{"bridge_vlan_aware": "1", "bridge_vids": "2-4094", "mtu": "9000"},
+			live:    pve.ConfigOf(map[string]string{"bridge_vlan_aware": "1", "bridge_vids": "2-4094", "mtu": "9000"}),
 		},
 		{
 			name:    "false flags read back absent",
 			desired: map[string]string{"autostart": "0", "bridge_vlan_aware": "0"},
-			live:    pve.Config{"type": "bridge"},
+			live:    pve.ConfigOf(map[string]string{"type": "bridge"}),
 		},
 		{
 			name:    "true flag absent is a diff",
 			desired: map[string]string{"autostart": "1"},
-			live:    pve.Config{"type": "bridge"},
+			live:    pve.ConfigOf(map[string]string{"type": "bridge"}),
 			want:    []FieldDiff{{Path: "autostart", Before: nil, After: "1"}},
 		},
 		{
 			name:    "vlan ranges as sets",
 			desired: map[string]string{"bridge_vids": "100 2-10"},
-			live:    pve.Config{"bridge_vids": "2-10 100"},
+			live:    pve.ConfigOf(map[string]string{"bridge_vids": "2-10 100"}),
 		},
 		{
 			name:    "dotted netmask reads back as a prefix",
 			desired: map[string]string{"address": "10.0.0.1", "netmask": "255.255.255.0"},
-			live:    pve.Config{"address": "10.0.0.1", "netmask": "24", "cidr": "10.0.0.1/24"},
+			live:    pve.ConfigOf(map[string]string{"address": "10.0.0.1", "netmask": "24", "cidr": "10.0.0.1/24"}),
 		},
 		{
 			name:    "netmask changed",
 			desired: map[string]string{"netmask": "255.255.0.0"},
-			live:    pve.Config{"netmask": "24"},
+			live:    pve.ConfigOf(map[string]string{"netmask": "24"}),
 			want:    []FieldDiff{{Path: "netmask", Before: "24", After: "255.255.0.0"}},
 		},
 	}
@@ -332,49 +332,49 @@ func TestUpdateParams(t *testing.T) {
 		name    string
 		desired map[string]string
 		remove  []string
-		live    pve.Config
+		live    *pve.Config
 		want    map[string]string
 	}{
 		{
 			name:    "scalar",
 			desired: map[string]string{"memory": "4096", "cores": "2"},
-			live:    pve.Config{"memory": "2048", "cores": "2"},
+			live:    pve.ConfigOf(map[string]string{"memory": "2048", "cores": "2"}),
 			want:    map[string]string{"memory": "4096"},
 		},
 		{
 			name:    "nic keeps its MAC",
 			desired: map[string]string{"net1": "virtio,bridge=vmbr1,tag=200"},
-			live:    pve.Config{"net1": "virtio=BC:24:11:AA:BB:CD,bridge=vmbr1,tag=100"},
+			live:    pve.ConfigOf(map[string]string{"net1": "virtio=BC:24:11:AA:BB:CD,bridge=vmbr1,tag=100"}),
 			want:    map[string]string{"net1": "virtio=BC:24:11:AA:BB:CD,bridge=vmbr1,tag=200"},
 		},
 		{
 			name:    "disk option keeps its volume, resize is separate",
 			desired: map[string]string{"scsi0": "local-lvm:64,cache=writeback"},
-			live:    pve.Config{"scsi0": "local-lvm:vm-100-disk-0,size=32G"},
+			live:    pve.ConfigOf(map[string]string{"scsi0": "local-lvm:vm-100-disk-0,size=32G"}),
 			want:    map[string]string{"scsi0": "local-lvm:vm-100-disk-0,size=32G,cache=writeback"},
 		},
 		{
 			name:    "existing disk is not sent a format",
 			desired: map[string]string{"scsi0": "local-lvm:32,format=raw,ssd=1"},
-			live:    pve.Config{"scsi0": "local-lvm:vm-100-disk-0,size=32G"},
+			live:    pve.ConfigOf(map[string]string{"scsi0": "local-lvm:vm-100-disk-0,size=32G"}),
 			want:    map[string]string{"scsi0": "local-lvm:vm-100-disk-0,size=32G,ssd=1"},
 		},
 		{
 			name:    "a CD-ROM gets the new ISO",
 			desired: map[string]string{"ide2": "local:iso/b.iso,media=cdrom"},
-			live:    pve.Config{"ide2": "local:iso/a.iso,media=cdrom"},
+			live:    pve.ConfigOf(map[string]string{"ide2": "local:iso/a.iso,media=cdrom"}),
 			want:    map[string]string{"ide2": "local:iso/b.iso,media=cdrom"},
 		},
 		{
 			name:    "a CD-ROM is emptied",
 			desired: map[string]string{"ide2": "none,media=cdrom"},
-			live:    pve.Config{"ide2": "local:iso/a.iso,media=cdrom"},
+			live:    pve.ConfigOf(map[string]string{"ide2": "local:iso/a.iso,media=cdrom"}),
 			want:    map[string]string{"ide2": "none,media=cdrom"},
 		},
 		{
 			name:   "delete",
 			remove: []string{"tags", "agent"},
-			live:   pve.Config{"tags": "a", "agent": "1"},
+			live:   pve.ConfigOf(map[string]string{"tags": "a", "agent": "1"}),
 			want:   map[string]string{"delete": "agent,tags"},
 		},
 	}
@@ -447,15 +447,15 @@ func TestSendFlags(t *testing.T) {
 	tests := []struct {
 		name       string
 		params     map[string]string
-		live       pve.Config
+		live       *pve.Config
 		wantParams map[string]string
 		wantDelete []string
 	}{
 		{"false is left out of a create", map[string]string{"bridge_vlan_aware": "0", "autostart": "0"}, nil,
 			map[string]string{"autostart": "0"}, nil},
-		{"false is deleted on update", map[string]string{"bridge_vlan_aware": "0"}, pve.Config{"bridge_vlan_aware": "1"},
+		{"false is deleted on update", map[string]string{"bridge_vlan_aware": "0"}, pve.ConfigOf(map[string]string{"bridge_vlan_aware": "1"}),
 			map[string]string{}, []string{"bridge_vlan_aware"}},
-		{"true is sent", map[string]string{"bridge_vlan_aware": "1"}, pve.Config{}, map[string]string{"bridge_vlan_aware": "1"}, nil},
+		{"true is sent", map[string]string{"bridge_vlan_aware": "1"}, pve.NewConfig(0), map[string]string{"bridge_vlan_aware": "1"}, nil},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

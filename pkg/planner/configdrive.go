@@ -84,7 +84,7 @@ func driveObj(node string, r *spec.Resource, vs []pve.Volume) *liveObj {
 		}
 	}
 	slices.Sort(fields)
-	cfg := pve.Config{"versions": strings.Join(fields, ",")}
+	cfg := pve.ConfigOf(map[string]string{"versions": strings.Join(fields, ",")})
 	return &liveObj{Exists: len(dl.Versions) > 0, Node: node, Config: cfg, Digest: fieldsDigest(cfg), State: dl}
 }
 
@@ -220,7 +220,7 @@ func (b *builder) keepsVolume(o *spec.Resource, volid string) bool {
 		}
 	}
 	lo := b.obs.objs[o.Address()]
-	for k, v := range lo.Config {
+	for k, v := range lo.Config.All() {
 		if !driveKey.MatchString(k) || driveVolume(v) != volid {
 			continue
 		}

@@ -104,8 +104,8 @@ func TestSimConfigDriveLifecycle(t *testing.T) {
 		t.Errorf("uploaded file: %d bytes (%v), want the %d bytes of the image", len(got), err, len(img))
 	}
 	cfg, err := sim.cl.GuestConfig(ctx, pve.QEMU, "pve", 150)
-	if err != nil || !strings.HasPrefix(cfg["ide3"], "local:iso/"+first+",media=cdrom") {
-		t.Fatalf("vm 150 ide3: %q (%v), want the drive as a CD-ROM", cfg["ide3"], err)
+	if err != nil || !strings.HasPrefix(cfg.Get("ide3"), "local:iso/"+first+",media=cdrom") {
+		t.Fatalf("vm 150 ide3: %q (%v), want the drive as a CD-ROM", cfg.Get("ide3"), err)
 	}
 	if p := planFor(t, sim, set, Options{}); p.HasChanges() {
 		t.Fatalf("second plan: %q, want clean", summary(p))
@@ -136,8 +136,8 @@ func TestSimConfigDriveLifecycle(t *testing.T) {
 		t.Errorf("ISO files (-want +got):\n%s", diff)
 	}
 	cfg, _ = sim.cl.GuestConfig(ctx, pve.QEMU, "pve", 150)
-	if !strings.HasPrefix(cfg["ide3"], "local:iso/"+second+",") {
-		t.Errorf("vm 150 ide3: %q, want the new version", cfg["ide3"])
+	if !strings.HasPrefix(cfg.Get("ide3"), "local:iso/"+second+",") {
+		t.Errorf("vm 150 ide3: %q, want the new version", cfg.Get("ide3"))
 	}
 	if p := planFor(t, sim, edited, Options{}); p.HasChanges() {
 		t.Fatalf("plan after the edit was applied: %q, want clean", summary(p))

@@ -90,7 +90,7 @@ func volumeUsers(ctx context.Context, cl *pve.Client, rows []pve.ClusterResource
 				errs = append(errs, fmt.Errorf("read config of vm %d: %w", row.VMID, err))
 				return
 			}
-			for k, v := range cfg {
+			for k, v := range cfg.All() {
 				if !driveKey.MatchString(k) {
 					continue
 				}

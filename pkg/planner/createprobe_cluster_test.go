@@ -57,7 +57,7 @@ func rowsWith(path, key, value string) func(context.Context, *pve.Client) (int, 
 		rows, err := readSection(ctx, cl, path)
 		n := 0
 		for _, r := range rows {
-			if r[key] == value {
+			if r.Get(key) == value {
 				n++
 			}
 		}

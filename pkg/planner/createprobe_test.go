@@ -37,7 +37,7 @@ var ambiguousKinds = []ambiguousCase{
 	{"LinuxBridge", "kind: LinuxBridge\nname: vmbr7\nspec:\n  node: pve\n  iface: vmbr7\n", "POST", "/nodes/pve/network", exists(func(ctx context.Context, cl *pve.Client) (bool, error) {
 		ifaces, _, err := cl.NetworkList(ctx, "pve")
 		for _, i := range ifaces {
-			if i["iface"] == "vmbr7" {
+			if i.Get("iface") == "vmbr7" {
 				return true, err
 			}
 		}
@@ -67,7 +67,7 @@ func ifaceThere(name string) func(context.Context, *pve.Client) (int, error) {
 	return exists(func(ctx context.Context, cl *pve.Client) (bool, error) {
 		ifaces, _, err := cl.NetworkList(ctx, "pve")
 		for _, i := range ifaces {
-			if i["iface"] == name {
+			if i.Get("iface") == name {
 				return true, err
 			}
 		}
@@ -93,7 +93,7 @@ func guestsNamed(name string) func(context.Context, *pve.Client) (int, error) {
 			if cerr != nil {
 				return n, cerr
 			}
-			if cfg["name"] == name || cfg["hostname"] == name {
+			if cfg.Get("name") == name || cfg.Get("hostname") == name {
 				n++
 			}
 		}

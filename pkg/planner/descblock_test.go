@@ -4,6 +4,8 @@ import (
 	"testing"
 
 	gocmp "github.com/google/go-cmp/cmp"
+
+	"github.com/pvectl/pvectl/pkg/pve"
 )
 
 func TestSplitDescription(t *testing.T) {
@@ -44,7 +46,7 @@ func TestWithBlocks(t *testing.T) {
 // neither drift nor lost when the user's text changes.
 func TestDescriptionBlockNotDrift(t *testing.T) {
 	cmp := qemuComparer(t)
-	live := map[string]string{"description": "web server\n[pvectl-provision: a.yaml=0123456789ab]\n"}
+	live := pve.ConfigOf(map[string]string{"description": "web server\n[pvectl-provision: a.yaml=0123456789ab]\n"})
 	if d := cmp.diffParams(map[string]string{"description": "web server"}, nil, live, nil); len(d) != 0 {
 		t.Errorf("same user text: got diff %v want none", d)
 	}

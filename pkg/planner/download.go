@@ -33,7 +33,7 @@ func downloadVolid(r *spec.Resource) string {
 func volumeObj(node string, vs []pve.Volume, volid string) *liveObj {
 	for _, v := range vs {
 		if v.VolID == volid {
-			cfg := pve.Config{"volid": v.VolID, "size": strconv.FormatInt(v.Size, 10)}
+			cfg := pve.ConfigOf(map[string]string{"volid": v.VolID, "size": strconv.FormatInt(v.Size, 10)})
 			return &liveObj{Exists: true, Node: node, Config: cfg, Digest: fieldsDigest(cfg)}
 		}
 	}

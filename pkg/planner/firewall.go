@@ -101,7 +101,7 @@ func (firewallKind) observe(ctx context.Context, lc *liveConn, r *spec.Resource)
 	}
 	// Each scope is its own four lists: read with the other objects'
 	// deferred reads, several at a time (loadAll), not one after another.
-	lo := &liveObj{Exists: true, Node: w.Node, Config: pve.Config{}}
+	lo := &liveObj{Exists: true, Node: w.Node, Config: pve.NewConfig(0)}
 	lo.load = func(ctx context.Context) error {
 		st, err := readFirewall(ctx, lc.client, w, base)
 		if err != nil {
@@ -121,13 +121,13 @@ func (firewallKind) observe(ctx context.Context, lc *liveConn, r *spec.Resource)
 // readFirewall reads a scope's options, rules, aliases and IP sets.
 func readFirewall(ctx context.Context, cl *pve.Client, w *spec.FirewallWire, base string) (*fwState, error) {
 	st := &fwState{Base: base, Options: map[string]string{}}
-	var opts pve.Config
+	var opts *pve.Config
 	if err := cl.Do(ctx, http.MethodGet, base+"/options", nil, &opts); err != nil {
 		return nil, fmt.Errorf("read firewall options %s: %w", base, err)
 	}
-	st.OptionsDigest = opts["digest"]
-	delete(opts, "digest")
-	st.Options = opts
+	st.OptionsDigest = opts.Get("digest")
+	opts.Delete("digest")
+	st.Options = opts.Map()
 	rules, err := readRules(ctx, cl, base+"/rules")
 	if err != nil {
 		return nil, err
@@ -146,49 +146,49 @@ func readFirewall(ctx context.Context, cl *pve.Client, w *spec.FirewallWire, bas
 }
 
 func readAliases(ctx context.Context, cl *pve.Client, base string) (map[string]map[string]string, error) {
-	var rows []pve.Config
+	var rows []*pve.Config
 	if err := cl.Do(ctx, http.MethodGet, base+"/aliases", nil, &rows); err != nil {
 		return nil, fmt.Errorf("read firewall aliases %s: %w", base, err)
 	}
 	out := map[string]map[string]string{}
 	for _, row := range rows {
-		e := map[string]string{"cidr": row["cidr"]}
-		if c := row["comment"]; c != "" {
+		e := map[string]string{"cidr": row.Get("cidr")}
+		if c := row.Get("comment"); c != "" {
 			e["comment"] = c
 		}
-		out[row["name"]] = e
+		out[row.Get("name")] = e
 	}
 	return out, nil
 }
 
 func readIPSets(ctx context.Context, cl *pve.Client, base string) (map[string][]map[string]string, error) {
-	var sets []pve.Config
+	var sets []*pve.Config
 	if err := cl.Do(ctx, http.MethodGet, base+"/ipset", nil, &sets); err != nil {
 		return nil, fmt.Errorf("read firewall IP sets %s: %w", base, err)
 	}
 	out := map[string][]map[string]string{}
 	for _, s := range sets {
-		entries, err := readIPSet(ctx, cl, base, s["name"])
+		entries, err := readIPSet(ctx, cl, base, s.Get("name"))
 		if err != nil {
 			return nil, err
 		}
-		out[s["name"]] = entries
+		out[s.Get("name")] = entries
 	}
 	return out, nil
 }
 
 func readIPSet(ctx context.Context, cl *pve.Client, base, name string) ([]map[string]string, error) {
-	var rows []pve.Config
+	var rows []*pve.Config
 	if err := cl.Do(ctx, http.MethodGet, base+"/ipset/"+url.PathEscape(name), nil, &rows); err != nil {
 		return nil, fmt.Errorf("read firewall IP set %s of %s: %w", name, base, err)
 	}
 	out := []map[string]string{}
 	for _, row := range rows {
-		e := map[string]string{"cidr": row["cidr"]}
-		if row["nomatch"] == "1" {
+		e := map[string]string{"cidr": row.Get("cidr")}
+		if row.Get("nomatch") == "1" {
 			e["nomatch"] = "1"
 		}
-		if c := row["comment"]; c != "" {
+		if c := row.Get("comment"); c != "" {
 			e["comment"] = c
 		}
 		out = append(out, e)
@@ -520,12 +520,12 @@ func setIf(v url.Values, k, s string) {
 // write with it (PVE checks it on the PUTs and DELETEs of entries; its
 // POSTs take none).
 func sendWithDigest(ctx context.Context, x *execution, list, method, path string, params url.Values) error {
-	var rows []pve.Config
+	var rows []*pve.Config
 	if err := x.client.Do(ctx, http.MethodGet, list, nil, &rows); err != nil {
 		return err
 	}
-	if len(rows) > 0 && rows[0]["digest"] != "" && method != http.MethodPost {
-		params.Set("digest", rows[0]["digest"])
+	if len(rows) > 0 && rows[0].Get("digest") != "" && method != http.MethodPost {
+		params.Set("digest", rows[0].Get("digest"))
 	}
 	return x.client.Do(ctx, method, path, params, nil)
 }
@@ -580,7 +580,7 @@ func (firewallKind) current(ctx context.Context, cl *pve.Client, c *Change) (*li
 	if err != nil {
 		return nil, err
 	}
-	return &liveObj{Exists: true, Node: w.Node, Config: pve.Config{}, Digest: st.Rules.Digest + st.OptionsDigest, State: st}, nil
+	return &liveObj{Exists: true, Node: w.Node, Config: pve.NewConfig(0), Digest: st.Rules.Digest + st.OptionsDigest, State: st}, nil
 }
 
 // objectName: "the cluster's firewall", "node pve's firewall".

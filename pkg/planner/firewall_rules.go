@@ -26,7 +26,7 @@ type fwRules struct {
 
 // readRules reads GET <path> (a rules list).
 func readRules(ctx context.Context, cl *pve.Client, path string) (fwRules, error) {
-	var rows []pve.Config
+	var rows []*pve.Config
 	if err := cl.Do(ctx, http.MethodGet, path, nil, &rows); err != nil {
 		return fwRules{}, fmt.Errorf("read firewall rules %s: %w", path, err)
 	}
@@ -34,12 +34,12 @@ func readRules(ctx context.Context, cl *pve.Client, path string) (fwRules, error
 	for _, row := range rows {
 		rule := map[string]string{}
 		for _, k := range spec.RuleParams() {
-			if v := row[k]; v != "" {
+			if v := row.Get(k); v != "" {
 				rule[k] = v
 			}
 		}
 		out.Rules = append(out.Rules, rule)
-		out.Digest = row["digest"]
+		out.Digest = row.Get("digest")
 	}
 	return out, nil
 }

@@ -98,11 +98,11 @@ func lookAlias(x *execution, base, name string, want map[string]string, wantOK b
 // (exists=true) or delete of the set name.
 func lookIPSet(x *execution, base, name string, exists bool) func(context.Context) (stepState, error) {
 	return func(ctx context.Context) (stepState, error) {
-		var sets []pve.Config
+		var sets []*pve.Config
 		if err := x.client.Do(ctx, http.MethodGet, base+"/ipset", nil, &sets); err != nil {
 			return stepOther, err
 		}
-		there := slices.ContainsFunc(sets, func(s pve.Config) bool { return s["name"] == name })
+		there := slices.ContainsFunc(sets, func(s *pve.Config) bool { return s.Get("name") == name })
 		if there == exists {
 			return stepDone, nil
 		}
@@ -113,13 +113,13 @@ func lookIPSet(x *execution, base, name string, exists bool) func(context.Contex
 // lookEntry reads the IP set at set back for an unsure write of cidr.
 func lookEntry(x *execution, set, cidr string, want map[string]string, wantOK bool, was map[string]string, wasOK bool) func(context.Context) (stepState, error) {
 	return func(ctx context.Context) (stepState, error) {
-		var rows []pve.Config
+		var rows []*pve.Config
 		if err := x.client.Do(ctx, http.MethodGet, set, nil, &rows); err != nil {
 			return stepOther, err
 		}
 		for _, row := range rows {
-			if row["cidr"] == cidr {
-				got := map[string]string{"cidr": cidr, "nomatch": row["nomatch"], "comment": row["comment"]}
+			if row.Get("cidr") == cidr {
+				got := map[string]string{"cidr": cidr, "nomatch": row.Get("nomatch"), "comment": row.Get("comment")}
 				return entryState(got, true, want, wantOK, was, wasOK), nil
 			}
 		}
@@ -131,7 +131,7 @@ func lookEntry(x *execution, set, cidr string, want map[string]string, wantOK bo
 // (its delete list included) over before.
 func lookOptions(x *execution, base string, params url.Values, before map[string]string) func(context.Context) (stepState, error) {
 	return func(ctx context.Context) (stepState, error) {
-		var now pve.Config
+		var now *pve.Config
 		if err := x.client.Do(ctx, http.MethodGet, base+"/options", nil, &now); err != nil {
 			return stepOther, err
 		}
@@ -142,13 +142,13 @@ func lookOptions(x *execution, base string, params url.Values, before map[string
 				continue
 			case "delete":
 				for _, d := range strings.Split(params.Get(k), ",") {
-					done = done && now[d] == ""
-					untouched = untouched && now[d] == before[d]
+					done = done && now.Get(d) == ""
+					untouched = untouched && now.Get(d) == before[d]
 				}
 				continue
 			}
-			done = done && now[k] == params.Get(k)
-			untouched = untouched && now[k] == before[k]
+			done = done && now.Get(k) == params.Get(k)
+			untouched = untouched && now.Get(k) == before[k]
 		}
 		switch {
 		case done:

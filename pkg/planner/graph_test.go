@@ -12,12 +12,12 @@ import (
 // method from the call, so settings the spec does not manage (the address
 // above all) must travel with every update, in one spelling only.
 func TestBridgeUpdateCarriesLiveSettings(t *testing.T) {
-	liveBridge := pve.Config{
+	liveBridge := pve.ConfigOf(map[string]string{
 		"iface": "vmbr1", "type": "bridge", "method": "static", "method6": "manual", "families": `["inet"]`,
 		"bridge_ports": "eno2", "bridge_stp": "off", "bridge_fd": "0", "autostart": "1", "active": "1", "priority": "5",
 		"cidr": "10.0.0.2/24", "address": "10.0.0.2", "netmask": "24", "gateway": "10.0.0.1",
 		"comments": "uplink\n", "bridge_vids": "2-4094",
-	}
+	})
 	tests := []struct {
 		name   string
 		params map[string]string
@@ -91,16 +91,16 @@ func twoBridges() (*spec.Set, map[string]*liveObj) {
 		}
 	}
 	brLive := func(name string) *liveObj {
-		cfg := pve.Config{"iface": name, "type": "bridge", "bridge_ports": "none"}
+		cfg := pve.ConfigOf(map[string]string{"iface": name, "type": "bridge", "bridge_ports": "none"})
 		return &liveObj{Exists: true, Node: "pve", Config: cfg, Digest: fieldsDigest(cfg)}
 	}
 	vmLive := func(name string, vmid int, br string) *liveObj {
-		return &liveObj{Exists: true, Node: "pve", State: &guestLive{VMID: vmid, Status: "stopped"}, Config: pve.Config{
-			"name": name, "net0": "virtio=BC:24:11:00:00:01,bridge=" + br}}
+		return &liveObj{Exists: true, Node: "pve", State: &guestLive{VMID: vmid, Status: "stopped"}, Config: pve.ConfigOf(map[string]string{
+			"name": name, "net0": "virtio=BC:24:11:00:00:01,bridge=" + br})}
 	}
 	live := map[string]*liveObj{
 		"LinuxBridge/vmbr1": brLive("vmbr1"), "LinuxBridge/vmbr2": brLive("vmbr2"),
-		"NetworkApply/pve": {Exists: true, Node: "pve", Config: pve.Config{"changes": ""}},
+		"NetworkApply/pve": {Exists: true, Node: "pve", Config: pve.ConfigOf(map[string]string{"changes": ""})},
 		"QemuVM/a":         vmLive("a", 101, "vmbr1"), "QemuVM/b": vmLive("b", 102, "vmbr2"),
 	}
 	return set, live
@@ -197,10 +197,10 @@ func TestBuildAbsentUserGoesFirst(t *testing.T) {
 		"QemuVM/vm": {"Pool/p"}, "QemuVM/vm2": {"Pool/q"},
 	}}}
 	live := map[string]*liveObj{
-		"Pool/p":     {Exists: true, Config: pve.Config{"poolid": "p"}},
-		"Pool/q":     {Exists: true, Config: pve.Config{"poolid": "q"}},
-		"QemuVM/vm":  {Exists: true, Node: "pve", State: &guestLive{VMID: 100, Status: "stopped", Pool: "p"}, Config: pve.Config{"name": "vm"}},
-		"QemuVM/vm2": {Exists: true, Node: "pve", State: &guestLive{VMID: 101, Status: "stopped", Pool: "q"}, Config: pve.Config{"name": "vm2"}},
+		"Pool/p":     {Exists: true, Config: pve.ConfigOf(map[string]string{"poolid": "p"})},
+		"Pool/q":     {Exists: true, Config: pve.ConfigOf(map[string]string{"poolid": "q"})},
+		"QemuVM/vm":  {Exists: true, Node: "pve", State: &guestLive{VMID: 100, Status: "stopped", Pool: "p"}, Config: pve.ConfigOf(map[string]string{"name": "vm"})},
+		"QemuVM/vm2": {Exists: true, Node: "pve", State: &guestLive{VMID: 101, Status: "stopped", Pool: "q"}, Config: pve.ConfigOf(map[string]string{"name": "vm2"})},
 	}
 	p, err := build(t, set, live, Options{})
 	if err != nil {

@@ -103,7 +103,7 @@ type guest struct {
 	// ownPending is the type's own rule on whether changing key stays
 	// pending on the running guest, before pve.GuestLiveRule's: decided
 	// false leaves it to those.
-	ownPending func(key string, live pve.Config, val string, deleting bool) (pends, decided bool)
+	ownPending func(key string, live *pve.Config, val string, deleting bool) (pends, decided bool)
 	// rebootCheck judges a guest that is status, not running, after its
 	// reboot: an error ends the wait, nil waits on. since is when the
 	// reboot task started (-1: not read yet). See rebootAndWait.
@@ -190,7 +190,7 @@ type guestMore struct {
 	CloneErr  error
 	// CloneConfig is the template's config, read for a create that clones
 	// it (what the clone needs: its disks' storages, its bridges).
-	CloneConfig pve.Config
+	CloneConfig *pve.Config
 	// Pending are the config keys PVE keeps pending until the guest's
 	// next start (read for a running guest with rebootOnPending).
 	Pending []string
@@ -317,7 +317,7 @@ func (g guest) compareConfig(b *builder, r *spec.Resource, lo *liveObj, c *Chang
 			// vmconfig_register_unused_drive), so it changes in place
 			// rather than moving.
 			key := topKey(d.Path)
-			c.Diff[i] = FieldDiff{Path: key + ".file", Before: driveFile(lo.Config[key]), After: driveFile(want[key])}
+			c.Diff[i] = FieldDiff{Path: key + ".file", Before: driveFile(lo.Config.Get(key)), After: driveFile(want[key])}
 		}
 	}
 	if err := g.checkDisks(r, lo, c); err != nil {
@@ -360,7 +360,7 @@ func (g guest) updateConfig(ctx context.Context, x *execution, c *Change) error 
 	}
 	if after != nil {
 		// The moves changed the config: the update goes on from it.
-		params, digest = g.remerge(c, after), after["digest"]
+		params, digest = g.remerge(c, after), after.Get("digest")
 	}
 	params = grownSizes(c, params)
 	grownFirst := false
@@ -380,7 +380,7 @@ func (g guest) updateConfig(ctx context.Context, x *execution, c *Change) error 
 			if err != nil {
 				return fmt.Errorf("read config of %s %d: %w", g.noun, vmid, err)
 			}
-			digest = cur["digest"]
+			digest = cur.Get("digest")
 		}
 	}
 	if len(params) > 0 {

@@ -77,7 +77,7 @@ func (g guest) checkDisks(r *spec.Resource, lo *liveObj, c *Change) error {
 // the config, so the config as it is after them is returned (nil when
 // nothing moved) for the rest of the update. A running container is shut
 // down first; stopped reports that.
-func (g guest) moveDisks(ctx context.Context, x *execution, c *Change) (after pve.Config, stopped bool, err error) {
+func (g guest) moveDisks(ctx context.Context, x *execution, c *Change) (after *pve.Config, stopped bool, err error) {
 	ms := moves(c)
 	if len(ms) == 0 {
 		return nil, false, nil
@@ -112,7 +112,7 @@ func (g guest) moveDisks(ctx context.Context, x *execution, c *Change) (after pv
 		if after, err = x.client.GuestConfig(ctx, g.typ, c.Node, vmid); err != nil {
 			return nil, stopped, fmt.Errorf("read config of %s %d: %w", g.noun, vmid, err)
 		}
-		digest = after["digest"]
+		digest = after.Get("digest")
 	}
 	return after, stopped, nil
 }
@@ -130,7 +130,7 @@ func driveFormat(val string) string {
 // remerge rebuilds c's update parameters of moved disks over the config
 // as it is after the moves (their new volumes), so that the update does
 // not point them back at the old ones.
-func (g guest) remerge(c *Change, after pve.Config) map[string]string {
+func (g guest) remerge(c *Change, after *pve.Config) map[string]string {
 	cmp := comparer{}
 	if m, ok := schema.Default().Lookup("POST", g.createPath); ok {
 		cmp.m = m
@@ -141,7 +141,7 @@ func (g guest) remerge(c *Change, after pve.Config) map[string]string {
 	}
 	for _, m := range moves(c) {
 		if _, ok := params[m.key]; ok {
-			params[m.key] = cmp.updateValue(m.key, c.Resource.Params.Get(m.key), after[m.key])
+			params[m.key] = cmp.updateValue(m.key, c.Resource.Params.Get(m.key), after.Get(m.key))
 		}
 	}
 	return params

@@ -24,7 +24,7 @@ import (
 
 // pendingUntilReboot predicts which keys of c's config update a running
 // guest with config live keeps pending.
-func (g guest) pendingUntilReboot(c *Change, live pve.Config) []string {
+func (g guest) pendingUntilReboot(c *Change, live *pve.Config) []string {
 	subs := map[string][]string{}
 	for _, d := range c.Diff {
 		k, sub, _ := strings.Cut(d.Path, ".")
@@ -50,11 +50,11 @@ func (g guest) pendingUntilReboot(c *Change, live pve.Config) []string {
 
 // pends reports whether changing key (its sub-keys subs) to val, or
 // deleting it, stays pending on the running guest.
-func (g guest) pends(key string, subs []string, live pve.Config, val string, deleting bool) bool {
+func (g guest) pends(key string, subs []string, live *pve.Config, val string, deleting bool) bool {
 	if pends, decided := g.ownPending(key, live, val, deleting); decided {
 		return pends
 	}
-	_, had := live[key]
+	_, had := live.Lookup(key)
 	if len(subs) == 0 {
 		subs = []string{""}
 	}
@@ -68,7 +68,7 @@ func (g guest) pends(key string, subs []string, live pve.Config, val string, del
 				return true
 			}
 		case pve.LiveHotplug:
-			if !hotplugFeatures(live["hotplug"])[rule.Feature] {
+			if !hotplugFeatures(live.Get("hotplug"))[rule.Feature] {
 				return true
 			}
 		}

@@ -18,12 +18,12 @@ func TestSimRebootAndWait(t *testing.T) {
 		name    string
 		change  url.Values // made on the running VM; stays pending
 		errHas  string
-		applied func(pve.Config) bool
+		applied func(*pve.Config) bool
 	}{
 		{
 			name:    "pending applied",
 			change:  url.Values{"cores": {"2"}},
-			applied: func(c pve.Config) bool { return c["cores"] == "2" },
+			applied: func(c *pve.Config) bool { return c.Get("cores") == "2" },
 		},
 		{
 			// hotplug=0 keeps the NIC change pending; the restart then

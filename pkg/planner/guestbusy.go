@@ -29,7 +29,7 @@ func (g guest) busy(r *spec.Resource, lo *liveObj) *BusyError {
 	gl := liveOf(lo)
 	cli := g.cli
 	if lo.Exists {
-		lock := lo.Config["lock"]
+		lock := lo.Config.Get("lock")
 		if lock == "" {
 			return nil
 		}

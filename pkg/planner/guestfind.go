@@ -302,7 +302,7 @@ func (g guest) observe(ctx context.Context, lc *liveConn, r *spec.Resource) (*li
 		if err != nil {
 			return fmt.Errorf("read config of %s %d: %w", g.noun, row.VMID, err)
 		}
-		lo.Config, lo.Digest = cfg, cfg["digest"]
+		lo.Config, lo.Digest = cfg, cfg.Get("digest")
 		return g.loadPlacement(ctx, cl, r, lo)
 	}
 	return lo, nil
@@ -315,7 +315,7 @@ func (g guest) observe(ctx context.Context, lc *liveConn, r *spec.Resource) (*li
 // latter (VM.Migrate) is told so by the permission check.
 func (g guest) loadPlacement(ctx context.Context, cl *pve.Client, r *spec.Resource, lo *liveObj) error {
 	gl := liveOf(lo)
-	if lo.Config["lock"] != "" {
+	if lo.Config.Get("lock") != "" {
 		return nil // a task is in progress: nothing is planned
 	}
 	if rop := spec.Guest(r).RebootOnPending; rop != nil && *rop && gl.Status == "running" {
@@ -383,5 +383,5 @@ func (g guest) current(ctx context.Context, cl *pve.Client, c *Change) (*liveObj
 	if err != nil {
 		return nil, err
 	}
-	return &liveObj{Exists: true, Node: node, Config: cfg, Digest: cfg["digest"], State: &guestLive{VMID: st.VMID}}, nil
+	return &liveObj{Exists: true, Node: node, Config: cfg, Digest: cfg.Get("digest"), State: &guestLive{VMID: st.VMID}}, nil
 }

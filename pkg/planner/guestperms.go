@@ -160,7 +160,7 @@ func (g guest) updateCalls(c *Change, lo *liveObj, vmid int) []apiCall {
 			vals[k] = v
 		}
 	}
-	var live pve.Config
+	var live *pve.Config
 	if lo != nil {
 		live = lo.Config
 	}
@@ -224,7 +224,7 @@ type setting struct {
 
 // settingPerms are what setting vals and deleting dels need; live holds
 // the current values (nil at create).
-func (g guest) settingPerms(vals map[string]string, dels []string, live pve.Config, sc setting) []permNeed {
+func (g guest) settingPerms(vals map[string]string, dels []string, live *pve.Config, sc setting) []permNeed {
 	var needs []permNeed
 	add := func(n ...permNeed) { needs = append(needs, n...) }
 	check := func(key, val string, deleting bool) {
@@ -246,7 +246,7 @@ func (g guest) settingPerms(vals map[string]string, dels []string, live pve.Conf
 			add(need("/", why, p))
 		}
 		if o.ByValue {
-			add(g.valuePerms(key, val, live[key], deleting, sc)...)
+			add(g.valuePerms(key, val, live.Get(key), deleting, sc)...)
 		}
 	}
 	for _, k := range slices.Sorted(maps.Keys(vals)) {

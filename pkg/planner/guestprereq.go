@@ -22,7 +22,7 @@ import (
 // (nil, absent or on another node: made anew, so everything).
 func (g guest) prereqs(r *spec.Resource, node string, lo *liveObj) []prereq {
 	fresh := lo == nil || !lo.Exists || lo.Node != node
-	var live pve.Config
+	var live *pve.Config
 	livePool := ""
 	if !fresh {
 		live, livePool = lo.Config, liveOf(lo).Pool
@@ -35,14 +35,14 @@ func (g guest) prereqs(r *spec.Resource, node string, lo *liveObj) []prereq {
 		val := r.Params.Get(key)
 		switch {
 		case netKeyRe.MatchString(key):
-			if br := subKey(val, "bridge"); br != "" && (fresh || subKey(live[key], "bridge") != br) {
+			if br := subKey(val, "bridge"); br != "" && (fresh || subKey(live.Get(key), "bridge") != br) {
 				out = append(out, bridgePrereq(key, br, node))
 			}
 		case g.isDisk(key):
 			if key == spec.ConfigDriveSlot && spec.Guest(r).ConfigDrive != nil {
 				continue // the ConfigDriveISO of the specs makes it
 			}
-			out = append(out, g.diskPrereqs(r, key, val, live[key], node, fresh)...)
+			out = append(out, g.diskPrereqs(r, key, val, live.Get(key), node, fresh)...)
 		}
 	}
 	gk := spec.Guest(r)
@@ -51,7 +51,7 @@ func (g guest) prereqs(r *spec.Resource, node string, lo *liveObj) []prereq {
 		starts = true
 	}
 	for _, m := range spec.GuestMappings(r) {
-		if fresh || live[m.Key] != r.Params.Get(m.Key) {
+		if fresh || live.Get(m.Key) != r.Params.Get(m.Key) {
 			out = append(out, mappingPrereq(m, node, starts))
 		}
 	}
@@ -165,7 +165,7 @@ func bridgePrereq(key, bridge, node string) prereq {
 				return ""
 			}
 			for _, c := range list {
-				if c["iface"] == bridge {
+				if c.Get("iface") == bridge {
 					return ""
 				}
 			}
@@ -174,7 +174,7 @@ func bridgePrereq(key, bridge, node string) prereq {
 }
 
 // bridges reads node's bridges and vnets once.
-func (lc *liveConn) bridges(ctx context.Context, node string) ([]pve.Config, error) {
+func (lc *liveConn) bridges(ctx context.Context, node string) ([]*pve.Config, error) {
 	if list, ok := lc.pre.bridges[node]; ok {
 		return list, nil
 	}
@@ -183,13 +183,13 @@ func (lc *liveConn) bridges(ctx context.Context, node string) ([]pve.Config, err
 		return nil, fmt.Errorf("list bridges of node %s: %w", node, err)
 	}
 	if lc.pre.bridges == nil {
-		lc.pre.bridges = map[string][]pve.Config{}
+		lc.pre.bridges = map[string][]*pve.Config{}
 	}
 	lc.pre.bridges[node] = list
 	// A NIC on a vnet needs SDN.Use in the vnet's zone, which only the
 	// vnet list says (sdn_vnetzone.go): read it once when vnets are in
 	// use; a token that may not list them is checked on the local zone.
-	if slices.ContainsFunc(list, func(row pve.Config) bool { return row["type"] == "vnet" }) {
+	if slices.ContainsFunc(list, func(row *pve.Config) bool { return row.Get("type") == "vnet" }) {
 		_, _ = lc.sdnRows(ctx, "/cluster/sdn/vnets")
 	}
 	return list, nil

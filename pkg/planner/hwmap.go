@@ -43,7 +43,7 @@ func hwmapID(r *spec.Resource) string {
 func hwmapType(r *spec.Resource) string { return spec.MappingKeys(r).Type }
 
 // hwmapRows reads a type's list once per connection.
-func (lc *liveConn) hwmapRows(ctx context.Context, typ string) ([]pve.Config, error) {
+func (lc *liveConn) hwmapRows(ctx context.Context, typ string) ([]*pve.Config, error) {
 	path := hwmapListPath(typ)
 	if rows, ok := lc.cfgLists[path]; ok {
 		return rows, nil
@@ -53,14 +53,14 @@ func (lc *liveConn) hwmapRows(ctx context.Context, typ string) ([]pve.Config, er
 		return nil, err
 	}
 	if lc.cfgLists == nil {
-		lc.cfgLists = map[string][]pve.Config{}
+		lc.cfgLists = map[string][]*pve.Config{}
 	}
 	lc.cfgLists[path] = rows
 	return rows, nil
 }
 
-func readHWMaps(ctx context.Context, cl *pve.Client, typ string) ([]pve.Config, error) {
-	var rows []pve.Config
+func readHWMaps(ctx context.Context, cl *pve.Client, typ string) ([]*pve.Config, error) {
+	var rows []*pve.Config
 	if err := cl.Do(ctx, http.MethodGet, hwmapListPath(typ), nil, &rows); err != nil {
 		return nil, fmt.Errorf("list %s mappings: %w", typ, err)
 	}
@@ -88,18 +88,18 @@ func hwmapEntries(raw string) []string {
 
 // hwmapFind is the mapping id among rows, its settings with map as
 // normalized entries joined by newlines.
-func hwmapFind(rows []pve.Config, id string) *liveObj {
+func hwmapFind(rows []*pve.Config, id string) *liveObj {
 	for _, row := range rows {
-		if row["id"] != id {
+		if row.Get("id") != id {
 			continue
 		}
-		cfg := pve.Config{}
+		cfg := pve.NewConfig(0)
 		for _, key := range hwmapSettings {
-			if v, ok := row[key]; ok {
-				cfg[key] = v
+			if v, ok := row.Lookup(key); ok {
+				cfg.Set(key, v)
 			}
 		}
-		cfg["map"] = strings.Join(hwmapEntries(row["map"]), "\n")
+		cfg.Set("map", strings.Join(hwmapEntries(row.Get("map")), "\n"))
 		return &liveObj{Exists: true, Config: cfg, Digest: fieldsDigest(cfg)}
 	}
 	return &liveObj{}
@@ -132,8 +132,8 @@ func (hwmapKind) compare(b *builder, r *spec.Resource, lo *liveObj, c *Change) e
 	}
 	diffs := cmp.diffParams(desired, r.Remove, lo.Config, map[string]bool{"map": true})
 	want := spec.MappingKeys(r).Entries
-	have := strings.Split(lo.Config["map"], "\n")
-	if lo.Config["map"] == "" {
+	have := strings.Split(lo.Config.Get("map"), "\n")
+	if lo.Config.Get("map") == "" {
 		have = nil
 	}
 	if !slices.Equal(want, have) {

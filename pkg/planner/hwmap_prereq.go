@@ -49,7 +49,7 @@ func mappingPrereq(m spec.GuestMapping, node string, starts bool) prereq {
 				}
 				return fmt.Sprintf("%s mapping %s does not exist (in PVE or in these specs): %s; make it first (kind HardwareMapping), or drop running: true", m.Type, m.ID, mappingRefusal(m, node))
 			}
-			for _, e := range strings.Split(lo.Config["map"], "\n") {
+			for _, e := range strings.Split(lo.Config.Get("map"), "\n") {
 				if _, kv, err := spec.NormalizeMappingEntry(e); err == nil && kv["node"] == node {
 					return ""
 				}

@@ -57,18 +57,18 @@ func TestSimHardwareMappingLifecycle(t *testing.T) {
 	}
 	applyPlan(t, sim, p)
 	wantClean(t, planFor(t, sim, set, Options{}), "second plan")
-	get := func(path string) pve.Config {
+	get := func(path string) *pve.Config {
 		t.Helper()
-		var cfg pve.Config
+		var cfg *pve.Config
 		if err := sim.cl.Do(ctx, "GET", path, nil, &cfg); err != nil {
 			t.Fatal(err)
 		}
 		return cfg
 	}
-	if c := get("/cluster/mapping/pci/gpu"); c["description"] != "the GPU" || !strings.Contains(c["map"], "node=pve2,") {
+	if c := get("/cluster/mapping/pci/gpu"); c.Get("description") != "the GPU" || !strings.Contains(c.Get("map"), "node=pve2,") {
 		t.Errorf("pci mapping: got %v", c)
 	}
-	if c := get("/cluster/mapping/dir/share"); c["map"] != `["node=pve,path=/srv/share"]` {
+	if c := get("/cluster/mapping/dir/share"); c.Get("map") != `["node=pve,path=/srv/share"]` {
 		t.Errorf("dir mapping: got %v", c)
 	}
 
@@ -92,7 +92,7 @@ func TestSimHardwareMappingLifecycle(t *testing.T) {
 	}
 	applyPlan(t, sim, p)
 	wantClean(t, planFor(t, sim, set, Options{}), "plan after restore")
-	if c := get("/cluster/mapping/dir/share"); c["description"] != "shared files" {
+	if c := get("/cluster/mapping/dir/share"); c.Get("description") != "shared files" {
 		t.Errorf("dir description not restored: %v", c)
 	}
 
@@ -108,7 +108,7 @@ func TestSimHardwareMappingLifecycle(t *testing.T) {
 	}
 	applyPlan(t, sim, d)
 	for _, typ := range []string{"pci", "usb", "dir"} {
-		var rows []pve.Config
+		var rows []*pve.Config
 		if err := sim.cl.Do(ctx, "GET", "/cluster/mapping/"+typ, nil, &rows); err != nil {
 			t.Fatal(err)
 		}

@@ -59,7 +59,7 @@ func ifaceKeys(put *schema.Method) []string {
 // out the address would stage the interface without its IP and gateway,
 // and the commit would cut whatever ran over it (often the management
 // network). Keys the spec removes stay out.
-func carryLive(params map[string]string, live pve.Config, remove []string, put *schema.Method) {
+func carryLive(params map[string]string, live *pve.Config, remove []string, put *schema.Method) {
 	skip := map[string]bool{"node": true, "iface": true, "type": true, "delete": true, "digest": true}
 	for _, k := range remove {
 		skip[k] = true
@@ -74,14 +74,14 @@ func carryLive(params map[string]string, live pve.Config, remove []string, put *
 		switch {
 		case managed:
 			skip[cidr], skip[addr], skip[mask] = true, true, true
-		case live[cidr] != "":
+		case live.Get(cidr) != "":
 			skip[addr], skip[mask] = true, true
 		default:
 			skip[cidr] = true
 		}
 	}
 	for _, k := range ifaceKeys(put) {
-		v, has := live[k]
+		v, has := live.Lookup(k)
 		if _, set := params[k]; set || !has || skip[k] {
 			continue
 		}
@@ -102,7 +102,7 @@ type ifaceLive struct {
 	Holders map[string][]string
 	// Others are the node's other interfaces, by name (for the checks of
 	// ports and slaves).
-	Others map[string]pve.Config
+	Others map[string]*pve.Config
 }
 
 // traits: an interface lives on its node, and PVE stages its changes in
@@ -138,10 +138,10 @@ func (ifaceKind) observe(ctx context.Context, lc *liveConn, r *spec.Resource) (*
 }
 
 func ifaceObj(ln *liveNetwork, node, iface string) *liveObj {
-	others := map[string]pve.Config{}
+	others := map[string]*pve.Config{}
 	for _, c := range ln.ifaces {
-		if c["iface"] != iface {
-			others[c["iface"]] = c
+		if c.Get("iface") != iface {
+			others[c.Get("iface")] = c
 		}
 	}
 	st := &ifaceLive{Staged: ln.changes != "", Holders: gatewayHolders(ln.ifaces, iface), Others: others}
@@ -153,7 +153,7 @@ func ifaceObj(ln *liveNetwork, node, iface string) *liveObj {
 }
 
 func (k ifaceKind) compare(b *builder, r *spec.Resource, lo *liveObj, c *Change) error {
-	if typ := lo.Config["type"]; typ != k.typ {
+	if typ := lo.Config.Get("type"); typ != k.typ {
 		c.Diff = []FieldDiff{{Path: "type", Before: typ, After: k.typ}}
 		return b.replace(r, c, fmt.Sprintf("%s is a %s, not a %s", ifaceName(r), typ, k.typ))
 	}
@@ -169,7 +169,7 @@ func (k ifaceKind) compare(b *builder, r *spec.Resource, lo *liveObj, c *Change)
 	carryLive(c.Params, lo.Config, r.Remove, b.method("PUT", networkUpdatePath))
 	del := sendFlags(c.Params, lo.Config)
 	for _, key := range r.Remove {
-		if _, ok := lo.Config[key]; ok {
+		if _, ok := lo.Config.Lookup(key); ok {
 			del = append(del, key)
 		}
 	}
@@ -320,15 +320,15 @@ func sameIface(lo *liveObj, digest string) bool {
 		return true
 	}
 	st, _ := lo.State.(*ifaceLive)
-	if st == nil || lo.Config["autostart"] != "1" || !isSlave(st.Others, lo.Config["iface"]) {
+	if st == nil || lo.Config.Get("autostart") != "1" || !isSlave(st.Others, lo.Config.Get("iface")) {
 		return false
 	}
 	for _, before := range []string{"", "0"} {
-		cfg := maps.Clone(lo.Config)
+		cfg := lo.Config.Clone()
 		if before == "" {
-			delete(cfg, "autostart")
+			cfg.Delete("autostart")
 		} else {
-			cfg["autostart"] = before
+			cfg.Set("autostart", before)
 		}
 		if fieldsDigest(cfg) == digest {
 			return true
@@ -338,9 +338,9 @@ func sameIface(lo *liveObj, digest string) bool {
 }
 
 // isSlave reports whether a bond among ifaces has name as a slave.
-func isSlave(ifaces map[string]pve.Config, name string) bool {
+func isSlave(ifaces map[string]*pve.Config, name string) bool {
 	for _, c := range ifaces {
-		if c["type"] == "bond" && slices.Contains(schema.SplitList(c["slaves"]), name) {
+		if c.Get("type") == "bond" && slices.Contains(schema.SplitList(c.Get("slaves")), name) {
 			return true
 		}
 	}

@@ -48,7 +48,7 @@ func (aclKind) importDoc(ic *importCtx, r *spec.Resource, lo *liveObj) (*Importe
 	path, typ, ugid, role, _ := spec.ACLGrant(r)
 	d := &ImportedDoc{Kind: spec.KindACL, Name: r.Name}
 	d.Spec = []Field{{"path", path}, {typ + "s", ugid}, {"roles", role}}
-	if lo.Config["propagate"] == "0" {
+	if lo.Config.Get("propagate") == "0" {
 		d.Spec = append(d.Spec, Field{"propagate", false})
 	}
 	return d, nil

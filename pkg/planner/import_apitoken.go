@@ -48,7 +48,7 @@ func (tokenKind) importDoc(ic *importCtx, r *spec.Resource, lo *liveObj) (*Impor
 	d := &ImportedDoc{Kind: spec.KindAPIToken, Name: name}
 	fields := ic.specFields(d, ic.method("POST", tokenCreatePath), lo.Config, "token_"+uid+"_"+tid, func(k string) bool {
 		cleared, setting := tokenFields[k]
-		return !setting || (cleared != "" && lo.Config[k] == cleared)
+		return !setting || (cleared != "" && lo.Config.Get(k) == cleared)
 	}, keepSub)
 	d.Spec = withFirst(fields, Field{"userid", uid}, Field{"tokenid", tid})
 	d.Notes = append(d.Notes, "# PVE shows a token's secret only when it makes the token: a create from this",

@@ -21,7 +21,7 @@ func (k *cfgKind) importable(ctx context.Context, ic *importCtx, _ string) ([]im
 	}
 	var out []importItem
 	for _, row := range rows {
-		id := row[k.listID]
+		id := row.Get(k.listID)
 		if id == "" || (k.isBuiltin != nil && k.isBuiltin(row)) {
 			continue
 		}
@@ -36,7 +36,7 @@ func (k *cfgKind) importLists(lc *liveConn, _ string) []listRead {
 		rows, err := k.readList(ctx, lc.client)
 		return func() {
 			if lc.cfgLists == nil {
-				lc.cfgLists = map[string][]pve.Config{}
+				lc.cfgLists = map[string][]*pve.Config{}
 			}
 			lc.cfgLists[k.listPath] = rows
 		}, err

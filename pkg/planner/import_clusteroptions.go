@@ -2,7 +2,6 @@ package planner
 
 import (
 	"context"
-	"maps"
 
 	"github.com/pvectl/pvectl/pkg/spec"
 )
@@ -23,14 +22,14 @@ func (clusterOptionsKind) importPerms(string) []permNeed {
 
 func (clusterOptionsKind) importDoc(ic *importCtx, _ *spec.Resource, lo *liveObj) (*ImportedDoc, error) {
 	d := &ImportedDoc{Kind: spec.KindClusterOptions, Name: "cluster"}
-	cfg := maps.Clone(lo.Config)
-	if cfg["mac_prefix"] == "BC:24:11" {
-		delete(cfg, "mac_prefix")
+	cfg := lo.Config.Clone()
+	if cfg.Get("mac_prefix") == "BC:24:11" {
+		cfg.Delete("mac_prefix")
 	}
-	if text := userDescription(cfg["description"]); text != "" {
-		cfg["description"] = text
+	if text := userDescription(cfg.Get("description")); text != "" {
+		cfg.Set("description", text)
 	} else {
-		delete(cfg, "description")
+		cfg.Delete("description")
 	}
 	d.Spec = ic.specFields(d, ic.method("PUT", clusterOptionsPath), cfg, "cluster_options", func(k string) bool { return k == "delete" }, keepSub)
 	if len(d.Spec) == 0 {

@@ -107,13 +107,13 @@ func (securityGroupKind) importable(ctx context.Context, ic *importCtx, node str
 	if node != "" {
 		return nil, nil
 	}
-	var rows []pve.Config
+	var rows []*pve.Config
 	if err := ic.lc.client.Do(ctx, http.MethodGet, fwGroupsPath, nil, &rows); err != nil {
 		return nil, fmt.Errorf("list security groups: %w", err)
 	}
 	var out []importItem
 	for _, row := range rows {
-		g := row["group"]
+		g := row.Get("group")
 		r := &spec.Resource{Kind: spec.KindSecurityGroup, Name: g, State: spec.Present, Params: spec.ParamsOf(map[string]string{"group": g}),
 			Keys: &spec.SecurityGroupKeys{Wire: &spec.FirewallWire{Scope: spec.FirewallGroup}}}
 		out = append(out, importItem{r: r, ids: []string{g}})

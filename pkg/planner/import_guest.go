@@ -3,7 +3,6 @@ package planner
 import (
 	"context"
 	"fmt"
-	"maps"
 	"math"
 	"regexp"
 	"strconv"
@@ -73,7 +72,7 @@ func (g guest) importPerms(string) []permNeed {
 // (with a warning) for a guest without a name, which a spec cannot name.
 func (g guest) guestDoc(ic *importCtx, kind string, lo *liveObj, skip func(string) bool) *ImportedDoc {
 	gl := liveOf(lo)
-	name := lo.Config[g.nameParam]
+	name := lo.Config.Get(g.nameParam)
 	if name == "" {
 		ic.warn("%s %d on node %s has no %s: skipped (a document needs a name; set one in PVE and import it again)",
 			guestNoun(string(g.typ)), gl.VMID, lo.Node, g.nameParam)
@@ -93,14 +92,14 @@ func (g guest) guestDoc(ic *importCtx, kind string, lo *liveObj, skip func(strin
 	if gl.Pool != "" {
 		fields = append(fields, Field{"pool", gl.Pool})
 	}
-	template := lo.Config["template"] == "1"
+	template := lo.Config.Get("template") == "1"
 	if ic.withPowerState && !template {
 		fields = append(fields, Field{"running", gl.Status == "running"})
 	}
 	d.Spec = fields
 	// A template pvectl did not bake (no recipe block) is the node's
 	// base image, which other guests are cloned from: read only.
-	if template && liveRecipe(lo.Config["description"]) == "" && !ic.manageInfrastructure {
+	if template && liveRecipe(lo.Config.Get("description")) == "" && !ic.manageInfrastructure {
 		d.ReadOnly = true
 		d.Notes = append(d.Notes, "# managed: false: a template pvectl did not bake (import with --manage-infrastructure to manage it).")
 	}
@@ -162,21 +161,21 @@ func ownVolume(key, vol, size string, vmid int) string {
 // description is the user's text only, without pvectl's blocks (the
 // provisioning hashes, the host key pin), which plan never compares and
 // apply keeps; a description that is only blocks is left out.
-func importedConfig(cfg pve.Config) pve.Config {
-	out := maps.Clone(cfg)
-	if d, ok := cfg["description"]; ok {
+func importedConfig(cfg *pve.Config) *pve.Config {
+	out := cfg.Clone()
+	if d, ok := cfg.Lookup("description"); ok {
 		if user := userDescription(d); user != "" {
-			out["description"] = user
+			out.Set("description", user)
 		} else {
-			delete(out, "description")
+			out.Delete("description")
 		}
 	}
 	// The owner tag is pvectl's too (owner.go).
-	if t, ok := cfg["tags"]; ok {
+	if t, ok := cfg.Lookup("tags"); ok {
 		if user := withoutOwnerTag(t); user != "" {
-			out["tags"] = user
+			out.Set("tags", user)
 		} else {
-			delete(out, "tags")
+			out.Delete("tags")
 		}
 	}
 	return out

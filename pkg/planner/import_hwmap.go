@@ -24,7 +24,7 @@ func (hwmapKind) importable(ctx context.Context, ic *importCtx, _ string) ([]imp
 			return nil, err
 		}
 		for _, row := range rows {
-			id := row["id"]
+			id := row.Get("id")
 			if id == "" {
 				continue
 			}
@@ -49,7 +49,7 @@ func (hwmapKind) importLists(lc *liveConn, _ string) []listRead {
 			rows, err := readHWMaps(ctx, lc.client, typ)
 			return func() {
 				if lc.cfgLists == nil {
-					lc.cfgLists = map[string][]pve.Config{}
+					lc.cfgLists = map[string][]*pve.Config{}
 				}
 				lc.cfgLists[path] = rows
 			}, err
@@ -69,15 +69,15 @@ func (hwmapKind) importDoc(ic *importCtx, r *spec.Resource, lo *liveObj) (*Impor
 		d.Spec = append(d.Spec, Field{"id", id})
 	}
 	d.Spec = append(d.Spec, Field{"type", typ})
-	settings := pve.Config{}
+	settings := pve.NewConfig(0)
 	for _, key := range hwmapSettings {
-		if v, ok := lo.Config[key]; ok {
-			settings[key] = v
+		if v, ok := lo.Config.Lookup(key); ok {
+			settings.Set(key, v)
 		}
 	}
 	d.Spec = append(d.Spec, ic.specFields(d, ic.method("POST", hwmapListPath(typ)), settings, "hardwaremapping_"+r.Name, func(string) bool { return false }, keepSub)...)
 	var entries []string
-	for _, e := range strings.Split(lo.Config["map"], "\n") {
+	for _, e := range strings.Split(lo.Config.Get("map"), "\n") {
 		if e != "" {
 			entries = append(entries, e)
 		}

@@ -35,10 +35,10 @@ func (k ifaceKind) importable(ctx context.Context, ic *importCtx, node string) (
 			ic.warn("node %s has uncommitted network changes: its interfaces are imported as staged, and its NetworkApply will commit them", n)
 		}
 		for _, c := range ln.ifaces {
-			if c["type"] != k.typ {
+			if c.Get("type") != k.typ {
 				continue
 			}
-			iface := c["iface"]
+			iface := c.Get("iface")
 			r := &spec.Resource{Kind: kind, Name: iface, State: spec.Present, Params: spec.ParamsOf(map[string]string{"node": n, "iface": iface})}
 			out = append(out, importItem{r: r, ids: []string{n + "/" + iface, iface}})
 		}
@@ -70,17 +70,17 @@ func (k ifaceKind) importPerms(node string) []permNeed {
 // cidr and address/netmask both, and refuses a call with both).
 func (k ifaceKind) importDoc(ic *importCtx, r *spec.Resource, lo *liveObj) (*ImportedDoc, error) {
 	kind := k.kindName()
-	iface, node := lo.Config["iface"], lo.Node
+	iface, node := lo.Config.Get("iface"), lo.Node
 	d := &ImportedDoc{Kind: kind, Name: ic.docName(kind, iface, iface+"-"+node)}
 	m := ic.method("POST", networkCreatePath)
 	fields := ic.specFields(d, m, lo.Config, "iface_"+node+"_"+iface, func(key string) bool {
 		switch {
 		case key == "node" || key == "iface" || key == "type":
 			return true
-		case (key == "address" || key == "netmask") && lo.Config["cidr"] != "",
-			(key == "address6" || key == "netmask6") && lo.Config["cidr6"] != "":
+		case (key == "address" || key == "netmask") && lo.Config.Get("cidr") != "",
+			(key == "address6" || key == "netmask6") && lo.Config.Get("cidr6") != "":
 			return true
-		case ifaceGenerated[key] != "" && lo.Config[key] == ifaceGenerated[key] && !ic.withGenerated:
+		case ifaceGenerated[key] != "" && lo.Config.Get(key) == ifaceGenerated[key] && !ic.withGenerated:
 			return true
 		}
 		return false
@@ -110,15 +110,15 @@ func nodeInfra(ln *liveNetwork, iface string) bool {
 	if ln == nil {
 		return false
 	}
-	carries := func(c pve.Config) bool {
-		return slices.ContainsFunc(addressKeys, func(k string) bool { return c[k] != "" })
+	carries := func(c *pve.Config) bool {
+		return slices.ContainsFunc(addressKeys, func(k string) bool { return c.Get(k) != "" })
 	}
 	if c := ln.iface(iface); c != nil && carries(c) {
 		return true
 	}
 	for _, c := range ln.ifaces {
-		ports := append(strings.Fields(c["bridge_ports"]), strings.Fields(c["slaves"])...)
-		if slices.Contains(ports, iface) && c["iface"] != iface && carries(c) {
+		ports := append(strings.Fields(c.Get("bridge_ports")), strings.Fields(c.Get("slaves"))...)
+		if slices.Contains(ports, iface) && c.Get("iface") != iface && carries(c) {
 			return true
 		}
 	}

@@ -37,7 +37,7 @@ func (poolKind) importPerms(string) []permNeed {
 }
 
 func (poolKind) importDoc(ic *importCtx, _ *spec.Resource, lo *liveObj) (*ImportedDoc, error) {
-	id := lo.Config["poolid"]
+	id := lo.Config.Get("poolid")
 	d := &ImportedDoc{Kind: spec.KindPool, Name: id}
 	d.Spec = ic.specFields(d, ic.method("POST", poolCreatePath), lo.Config, "pool_"+id, func(k string) bool { return k == "poolid" }, keepSub)
 	if st, ok := lo.State.(*poolLive); ok && len(st.Storages) > 0 {

@@ -24,10 +24,10 @@ func (k *sdnObjKind) importable(ctx context.Context, ic *importCtx, _ string) ([
 		}
 		paths = nil
 		for _, v := range vnets {
-			if v["state"] == "deleted" {
+			if v.Get("state") == "deleted" {
 				continue
 			}
-			paths = append(paths, k.listPath(map[string]string{"vnet": v["vnet"]}))
+			paths = append(paths, k.listPath(map[string]string{"vnet": v.Get("vnet")}))
 		}
 	}
 	var out []importItem
@@ -37,7 +37,7 @@ func (k *sdnObjKind) importable(ctx context.Context, ic *importCtx, _ string) ([
 			return nil, err
 		}
 		for _, row := range rows {
-			if row["state"] == "deleted" {
+			if row.Get("state") == "deleted" {
 				continue // only in the running config
 			}
 			out = append(out, k.importItem(row))
@@ -48,14 +48,14 @@ func (k *sdnObjKind) importable(ctx context.Context, ic *importCtx, _ string) ([
 
 // importItem is a listed entry as a resource: named by its id (a
 // subnet: <vnet>-<network>-<mask>).
-func (k *sdnObjKind) importItem(row pve.Config) importItem {
+func (k *sdnObjKind) importItem(row *pve.Config) importItem {
 	if k.file == "subnets" {
-		name := row["vnet"] + "-" + strings.Replace(row["cidr"], "/", "-", 1)
+		name := row.Get("vnet") + "-" + strings.Replace(row.Get("cidr"), "/", "-", 1)
 		r := &spec.Resource{Kind: k.kind, Name: name, State: spec.Present,
-			Params: spec.ParamsOf(map[string]string{"vnet": row["vnet"], "subnet": row["cidr"], "type": "subnet"})}
-		return importItem{r: r, ids: []string{name, row["subnet"]}}
+			Params: spec.ParamsOf(map[string]string{"vnet": row.Get("vnet"), "subnet": row.Get("cidr"), "type": "subnet"})}
+		return importItem{r: r, ids: []string{name, row.Get("subnet")}}
 	}
-	id := row[k.idKey]
+	id := row.Get(k.idKey)
 	r := &spec.Resource{Kind: k.kind, Name: id, State: spec.Present, Params: spec.ParamsOf(map[string]string{k.idKey: id})}
 	return importItem{r: r, ids: []string{id}}
 }
@@ -78,7 +78,7 @@ func (k *sdnObjKind) importDoc(ic *importCtx, r *spec.Resource, lo *liveObj) (*I
 	m := ic.method("POST", k.createPath)
 	d.Spec = append(head, ic.specFields(d, m, lo.Config, strings.ToLower(k.kind)+"_"+r.Name, skip, keepSub)...)
 	if k.file == "vnets" {
-		d.Spec = append([]Field{{"zone", lo.Config["zone"]}}, slices.DeleteFunc(d.Spec, func(f Field) bool { return f.Key == "zone" })...)
+		d.Spec = append([]Field{{"zone", lo.Config.Get("zone")}}, slices.DeleteFunc(d.Spec, func(f Field) bool { return f.Key == "zone" })...)
 	}
 	return d, nil
 }

@@ -20,13 +20,13 @@ func (k *sectionKind) importable(ctx context.Context, ic *importCtx, _ string) (
 	}
 	var out []importItem
 	for _, row := range rows {
-		if row["remove_job"] != "" {
+		if row.Get("remove_job") != "" {
 			continue // a replication job being removed
 		}
-		id := row[k.idKey]
+		id := row.Get(k.idKey)
 		params := map[string]string{}
 		for _, key := range k.importKeys {
-			if v := row[key]; v != "" {
+			if v := row.Get(key); v != "" {
 				params[key] = v
 			}
 		}
@@ -45,7 +45,7 @@ func (k *sectionKind) importPerms(string) []permNeed {
 
 func (k *sectionKind) importDoc(ic *importCtx, r *spec.Resource, lo *liveObj) (*ImportedDoc, error) {
 	d := &ImportedDoc{Kind: k.kind, Name: r.Name}
-	id := lo.Config[k.idKey]
+	id := lo.Config.Get(k.idKey)
 	skip := func(key string) bool {
 		switch {
 		case slices.Contains(k.importKeys, key):

@@ -21,8 +21,8 @@ func (storageKind) importable(ctx context.Context, ic *importCtx, node string) (
 	}
 	var out []importItem
 	for _, row := range rows {
-		id := row["storage"]
-		if node != "" && row["nodes"] != "" && !slices.Contains(splitSet(row["nodes"]), node) {
+		id := row.Get("storage")
+		if node != "" && row.Get("nodes") != "" && !slices.Contains(splitSet(row.Get("nodes")), node) {
 			continue
 		}
 		r := &spec.Resource{Kind: spec.KindStorage, Name: id, State: spec.Present, Params: spec.ParamsOf(map[string]string{"storage": id})}
@@ -47,14 +47,14 @@ func (storageKind) importPerms(string) []permNeed {
 var networkMounts = map[string]bool{"nfs": true, "cifs": true, "cephfs": true, "glusterfs": true}
 
 func (storageKind) importDoc(ic *importCtx, _ *spec.Resource, lo *liveObj) (*ImportedDoc, error) {
-	id, typ := lo.Config["storage"], lo.Config["type"]
+	id, typ := lo.Config.Get("storage"), lo.Config.Get("type")
 	t, _ := schema.LookupStorageType(typ)
 	d := &ImportedDoc{Kind: spec.KindStorage, Name: id}
 	fields := ic.specFields(d, ic.method("POST", storageCreatePath), lo.Config, "storage_"+id, func(k string) bool {
 		switch {
 		case k == "storage" || k == "type":
 			return true
-		case k == "path" && networkMounts[typ] && lo.Config[k] == "/mnt/pve/"+id:
+		case k == "path" && networkMounts[typ] && lo.Config.Get(k) == "/mnt/pve/"+id:
 			return true
 		case t != nil && !t.Takes(k):
 			return true // PVE's own (shared of a network type)
@@ -70,11 +70,11 @@ func (storageKind) importDoc(ic *importCtx, _ *spec.Resource, lo *liveObj) (*Imp
 		}
 		// A storage that logs in as a user (PBS, CIFS) has its password
 		// kept in /etc/pve/priv.
-		if _, done := field(fields, "password"); !done && t.IsSensitive("password") && lo.Config["username"] != "" {
+		if _, done := field(fields, "password"); !done && t.IsSensitive("password") && lo.Config.Get("username") != "" {
 			fields = append(fields, Field{"password", d.placeholder("storage_"+id, "password", "")})
 		}
 		for _, k := range t.Sensitive {
-			if _, marked := lo.Config[k]; marked && t.IsMarked(k) {
+			if _, marked := lo.Config.Lookup(k); marked && t.IsMarked(k) {
 				if _, done := field(fields, k); !done {
 					fields = append(fields, Field{k, d.placeholder("storage_"+id, k, "")})
 				}

@@ -46,7 +46,7 @@ func (userKind) importDoc(ic *importCtx, r *spec.Resource, lo *liveObj) (*Import
 	d.Spec = ic.specFields(d, ic.method("POST", userCreatePath), lo.Config, "user_"+strings.ReplaceAll(id, "@", "_"), func(k string) bool {
 		// What PUT sends to clear a setting is PVE's default.
 		cleared, setting := userFields[k]
-		return !setting || (cleared != "" && lo.Config[k] == cleared)
+		return !setting || (cleared != "" && lo.Config.Get(k) == cleared)
 	}, keepSub)
 	return d, nil
 }

@@ -176,7 +176,7 @@ func strList(xs []string, style yaml.Style) *yaml.Node {
 // (STORAGE_NFS1_PASSWORD) with their live values kept for the check.
 // sub, when set, decides about each property-string sub-key: it returns
 // the value to write, or drop to leave it out.
-func (ic *importCtx) specFields(d *ImportedDoc, m *schema.Method, cfg pve.Config, prefix string, skip func(key string) bool, sub subRule) []Field {
+func (ic *importCtx) specFields(d *ImportedDoc, m *schema.Method, cfg *pve.Config, prefix string, skip func(key string) bool, sub subRule) []Field {
 	var out []Field
 	accepts := ic.accepts[d.Kind]
 	if accepts == nil {
@@ -187,8 +187,7 @@ func (ic *importCtx) specFields(d *ImportedDoc, m *schema.Method, cfg pve.Config
 		}
 		ic.accepts[d.Kind] = accepts
 	}
-	for _, key := range slices.Sorted(maps.Keys(cfg)) {
-		v := cfg[key]
+	for key, v := range cfg.All() {
 		if (skip != nil && skip(key)) || !accepts(key) {
 			continue
 		}

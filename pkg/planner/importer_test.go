@@ -58,7 +58,7 @@ func TestEnvName(t *testing.T) {
 // own disks as STORAGE:SIZE, a secret as a placeholder whose value stays
 // out of the document, no power state unless asked for.
 func TestImportQemuFields(t *testing.T) {
-	cfg := pve.Config{
+	cfg := pve.ConfigOf(map[string]string{
 		"name": "web", "memory": "2048", "cores": "2", "sockets": "1", "numa": "0",
 		"net0":       "virtio=BC:24:11:07:3E:3A,bridge=vmbr0,firewall=0",
 		"scsi0":      "local-lvm:vm-100-disk-0,size=32G,discard=on",
@@ -67,7 +67,7 @@ func TestImportQemuFields(t *testing.T) {
 		"meta":       "creation-qemu=9.2.0,ctime=1796315204",
 		"cipassword": "**********", "digest": "abc", "unused0": "local-lvm:vm-100-disk-9", "lock": "backup",
 		"onboot": "1",
-	}
+	})
 	lo := &liveObj{Exists: true, Node: "pve", Config: cfg, State: &guestLive{VMID: 100, Status: "running", Pool: "lab"}}
 	ic := &importCtx{table: schema.Default(), docs: map[string]*ImportedDoc{}}
 	d, err := qemu.importDoc(ic, nil, lo)

@@ -28,15 +28,15 @@ var haResourceKind = &sectionKind{
 	idKey: "sid",
 	id:    func(p map[string]string) string { return p["sid"] },
 	// A bare vmid (PVE's parse_sid finds its type) matches vm:N and ct:N.
-	match: func(row pve.Config, p map[string]string) bool {
+	match: func(row *pve.Config, p map[string]string) bool {
 		sid := p["sid"]
 		if sid == "" {
 			return false
 		}
 		if _, err := strconv.Atoi(sid); err == nil {
-			return strings.HasSuffix(row["sid"], ":"+sid)
+			return strings.HasSuffix(row.Get("sid"), ":"+sid)
 		}
-		return row["sid"] == sid
+		return row.Get("sid") == sid
 	},
 	skip: []string{"type", "group"},
 }
@@ -45,10 +45,10 @@ var haResourceKind = &sectionKind{
 // the plan says so when the state is set or changes, since the HA manager,
 // not pvectl, then starts or stops the guest (and answers the guest's own
 // start or stop with hastart/hastop).
-func haPowerNote(p map[string]string, live pve.Config) []string {
+func haPowerNote(p map[string]string, live *pve.Config) []string {
 	want, had := haState(p["state"]), ""
 	if live != nil {
-		had = haState(live["state"])
+		had = haState(live.Get("state"))
 		if want == had {
 			return nil
 		}
@@ -88,7 +88,7 @@ var haRuleKind = &sectionKind{
 }
 
 // checkRuleNodes is Rules.pm $assert_valid_nodes_param at plan time.
-func checkRuleNodes(_ context.Context, lc *liveConn, p map[string]string, _ pve.Config) error {
+func checkRuleNodes(_ context.Context, lc *liveConn, p map[string]string, _ *pve.Config) error {
 	var missing []string
 	for _, n := range splitSet(p["nodes"]) {
 		name, _, _ := strings.Cut(n, ":")
@@ -161,14 +161,14 @@ var replicationJobKind = &sectionKind{
 	idKey:      "id",
 	newIDKey:   "id",
 	id:         func(p map[string]string) string { return p["id"] },
-	match: func(row pve.Config, p map[string]string) bool {
-		if row["remove_job"] != "" {
+	match: func(row *pve.Config, p map[string]string) bool {
+		if row.Get("remove_job") != "" {
 			return false // marked for removal: the runner takes it away
 		}
 		if id := p["id"]; id != "" {
-			return row["id"] == id
+			return row.Get("id") == id
 		}
-		return row["guest"] == p["guest"] && row["target"] == p["target"] && p["guest"] != ""
+		return row.Get("guest") == p["guest"] && row.Get("target") == p["target"] && p["guest"] != ""
 	},
 	skip:    []string{"guest", "jobnum", "source", "remove_job", "type", "target"},
 	notSent: []string{"guest"},
@@ -194,10 +194,10 @@ func guestACLPath(vmid string) string {
 }
 
 // replicationJobID is the first free <vmid>-<n>.
-func replicationJobID(rows []pve.Config, p map[string]string) string {
+func replicationJobID(rows []*pve.Config, p map[string]string) string {
 	used := map[string]bool{}
 	for _, row := range rows {
-		used[row["id"]] = true
+		used[row.Get("id")] = true
 	}
 	for n := 0; ; n++ {
 		if id := fmt.Sprintf("%s-%d", p["guest"], n); !used[id] {
@@ -208,7 +208,7 @@ func replicationJobID(rows []pve.Config, p map[string]string) string {
 
 // checkReplicationTarget is ReplicationConfig.pm create's refusal of the
 // guest's own node, at plan time for a guest that exists.
-func checkReplicationTarget(ctx context.Context, lc *liveConn, p map[string]string, _ pve.Config) error {
+func checkReplicationTarget(ctx context.Context, lc *liveConn, p map[string]string, _ *pve.Config) error {
 	vmid, err := strconv.Atoi(p["guest"])
 	if err != nil {
 		return nil

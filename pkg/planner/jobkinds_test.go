@@ -58,14 +58,14 @@ spec:
   schedule: "*/15"
 `
 
-func sectionRow(t *testing.T, cl *pve.Client, path, key, id string) pve.Config {
+func sectionRow(t *testing.T, cl *pve.Client, path, key, id string) *pve.Config {
 	t.Helper()
 	rows, err := readSection(context.Background(), cl, path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, r := range rows {
-		if r[key] == id {
+		if r.Get(key) == id {
 			return r
 		}
 	}
@@ -93,16 +93,16 @@ func TestSimJobKindsLifecycle(t *testing.T) {
 	}
 	applyPlan(t, sim, p)
 	cl := sim.cl
-	if r := sectionRow(t, cl, "/cluster/ha/resources", "sid", "vm:120"); r == nil || r["max_restart"] != "2" {
+	if r := sectionRow(t, cl, "/cluster/ha/resources", "sid", "vm:120"); r == nil || r.Get("max_restart") != "2" {
 		t.Errorf("HA resource: got %v", r)
 	}
-	if r := sectionRow(t, cl, "/cluster/ha/rules", "rule", "app-prefers-pve"); r == nil || r["resources"] != "vm:120" || r["nodes"] != "pve:2,pve2:1" {
+	if r := sectionRow(t, cl, "/cluster/ha/rules", "rule", "app-prefers-pve"); r == nil || r.Get("resources") != "vm:120" || r.Get("nodes") != "pve:2,pve2:1" {
 		t.Errorf("HA rule: got %v", r)
 	}
-	if r := sectionRow(t, cl, "/cluster/backup", "id", "nightly"); r == nil || r["vmid"] != "120" || r["schedule"] != "mon..fri 21:00" {
+	if r := sectionRow(t, cl, "/cluster/backup", "id", "nightly"); r == nil || r.Get("vmid") != "120" || r.Get("schedule") != "mon..fri 21:00" {
 		t.Errorf("backup job: got %v", r)
 	}
-	if r := sectionRow(t, cl, "/cluster/replication", "id", "120-0"); r == nil || r["target"] != "pve2" || r["schedule"] != "*/15" {
+	if r := sectionRow(t, cl, "/cluster/replication", "id", "120-0"); r == nil || r.Get("target") != "pve2" || r.Get("schedule") != "*/15" {
 		t.Errorf("replication job: got %v", r)
 	}
 	if got := summary(planFor(t, sim, set, Options{})); !allNoop(got) {
@@ -118,8 +118,8 @@ func TestSimJobKindsLifecycle(t *testing.T) {
 		t.Fatalf("after a hand edit: got %v", summary(p))
 	}
 	applyPlan(t, sim, p)
-	if r := sectionRow(t, cl, "/cluster/backup", "id", "nightly"); r["schedule"] != "mon..fri 21:00" {
-		t.Errorf("schedule after apply: got %q", r["schedule"])
+	if r := sectionRow(t, cl, "/cluster/backup", "id", "nightly"); r.Get("schedule") != "mon..fri 21:00" {
+		t.Errorf("schedule after apply: got %q", r.Get("schedule"))
 	}
 
 	p = planFor(t, sim, set, Options{Destroy: true})
@@ -145,12 +145,12 @@ func TestHAPowerNote(t *testing.T) {
 	tests := []struct {
 		name string
 		p    map[string]string
-		live pve.Config
+		live *pve.Config
 		want string
 	}{
 		{"create, default state", map[string]string{}, nil, "the HA manager starts the guest"},
-		{"stop", map[string]string{"state": "stopped"}, pve.Config{"state": "started"}, "the HA manager stops the guest"},
-		{"enabled is started", map[string]string{"state": "enabled"}, pve.Config{}, ""},
+		{"stop", map[string]string{"state": "stopped"}, pve.ConfigOf(map[string]string{"state": "started"}), "the HA manager stops the guest"},
+		{"enabled is started", map[string]string{"state": "enabled"}, pve.NewConfig(0), ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

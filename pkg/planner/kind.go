@@ -232,8 +232,8 @@ func kindOf(kind string) (kindOps, error) {
 type liveObj struct {
 	Exists bool
 	Node   string
-	Config pve.Config // the object's configuration as PVE reports it
-	Digest string     // PVE's config digest, or our own sha1 over the fields
+	Config *pve.Config // the object's configuration as PVE reports it
+	Digest string      // PVE's config digest, or our own sha1 over the fields
 	// State is what the kind read beside the config (a guest's vmid, power
 	// state and pool; whether a node has staged network changes).
 	State any

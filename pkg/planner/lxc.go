@@ -48,7 +48,7 @@ var lxc = lxcKind{guest{
 	restartMigrate:    true,
 	migrateNote:       "a running container migrates in restart mode (PVE has no live migration for containers: shut down, moved, started on the target), a stopped one offline; it keeps its vmid",
 	migrationBlockers: lxcMigrationBlockers,
-	ownPending:        func(string, pve.Config, string, bool) (bool, bool) { return false, false },
+	ownPending:        func(string, *pve.Config, string, bool) (bool, bool) { return false, false },
 	rebootCheck:       lxcRebootCheck,
 }}
 
@@ -180,7 +180,7 @@ func lxcCreatePrereqs(r *spec.Resource, node string) []prereq {
 // prepare).
 func lxcMigrationBlockers(r *spec.Resource, lo *liveObj, target string, _ bool) error {
 	addr, vmid := r.Address(), liveOf(lo).VMID
-	for key, val := range lo.Config {
+	for key, val := range lo.Config.All() {
 		if (key == "rootfs" || strings.HasPrefix(key, "mp")) && strings.HasPrefix(driveFile(val), "/") && !hasProp(val, "shared", "1") {
 			return fmt.Errorf("%s: PVE cannot migrate container %d: %s is a bind mount or device of node %s (mark it shared=1 if the path exists on %s too, or remove it)",
 				addr, vmid, key, lo.Node, target)

@@ -60,8 +60,8 @@ func TestSimLxcLifecycle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg["memory"] != "1024" || !strings.Contains(cfg["rootfs"], "size=10G") {
-		t.Errorf("after update: memory %q rootfs %q want 1024 and size=10G", cfg["memory"], cfg["rootfs"])
+	if cfg.Get("memory") != "1024" || !strings.Contains(cfg.Get("rootfs"), "size=10G") {
+		t.Errorf("after update: memory %q rootfs %q want 1024 and size=10G", cfg.Get("memory"), cfg.Get("rootfs"))
 	}
 	if st, _ := sim.cl.GuestStatus(ctx, pve.LXC, "pve", vmid); st == nil || st.Status != "stopped" {
 		t.Errorf("running: false did not stop the container: %+v", st)
@@ -138,11 +138,11 @@ spec:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg["features"] != "nesting=1" || cfg["hostname"] != "web01" || cfg["unprivileged"] != "1" {
-		t.Errorf("created: features %q hostname %q unprivileged %q", cfg["features"], cfg["hostname"], cfg["unprivileged"])
+	if cfg.Get("features") != "nesting=1" || cfg.Get("hostname") != "web01" || cfg.Get("unprivileged") != "1" {
+		t.Errorf("created: features %q hostname %q unprivileged %q", cfg.Get("features"), cfg.Get("hostname"), cfg.Get("unprivileged"))
 	}
 	for _, k := range []string{"password", "ssh-public-keys", "ostemplate"} {
-		if _, ok := cfg[k]; ok {
+		if _, ok := cfg.Lookup(k); ok {
 			t.Errorf("%s is in the config", k)
 		}
 	}
@@ -163,8 +163,8 @@ spec:
 	}
 	applyPlan(t, sim, p)
 	cfg, _ = sim.cl.GuestConfig(ctx, pve.LXC, "pve", 210)
-	if !strings.HasPrefix(cfg["mp0"], "local-lvm:vm-210-disk-1,mp=/srv/data") || cfg["hostname"] != "web01" || !strings.Contains(cfg["net0"], "tag=20") {
-		t.Errorf("after the update: mp0 %q hostname %q net0 %q", cfg["mp0"], cfg["hostname"], cfg["net0"])
+	if !strings.HasPrefix(cfg.Get("mp0"), "local-lvm:vm-210-disk-1,mp=/srv/data") || cfg.Get("hostname") != "web01" || !strings.Contains(cfg.Get("net0"), "tag=20") {
+		t.Errorf("after the update: mp0 %q hostname %q net0 %q", cfg.Get("mp0"), cfg.Get("hostname"), cfg.Get("net0"))
 	}
 	if p := planFor(t, sim, changed, Options{}); p.HasChanges() {
 		t.Fatalf("plan after the update: %q", summary(p))
@@ -183,8 +183,8 @@ spec:
 	}
 	applyPlan(t, sim, p)
 	cfg, _ = sim.cl.GuestConfig(ctx, pve.LXC, "pve", 210)
-	if !strings.Contains(cfg["mp0"], "size=2G") || !strings.Contains(cfg["rootfs"], "size=3G") {
-		t.Errorf("after growth: mp0 %q rootfs %q", cfg["mp0"], cfg["rootfs"])
+	if !strings.Contains(cfg.Get("mp0"), "size=2G") || !strings.Contains(cfg.Get("rootfs"), "size=3G") {
+		t.Errorf("after growth: mp0 %q rootfs %q", cfg.Get("mp0"), cfg.Get("rootfs"))
 	}
 
 	d := planFor(t, sim, grown, Options{Destroy: true})

@@ -48,8 +48,8 @@ func TestSimManagedFalse(t *testing.T) {
 		t.Errorf("apply staged network changes:\n%s", changes)
 	}
 	for _, i := range ifaces {
-		if i["iface"] == "vmbr0" && i["bridge_ports"] != "eno1" {
-			t.Errorf("vmbr0 was changed: bridge_ports %q", i["bridge_ports"])
+		if i.Get("iface") == "vmbr0" && i.Get("bridge_ports") != "eno1" {
+			t.Errorf("vmbr0 was changed: bridge_ports %q", i.Get("bridge_ports"))
 		}
 	}
 
@@ -64,7 +64,7 @@ func TestSimManagedFalse(t *testing.T) {
 	}
 	found := false
 	for _, i := range ifaces {
-		found = found || i["iface"] == "vmbr0"
+		found = found || i.Get("iface") == "vmbr0"
 	}
 	if !found {
 		t.Errorf("destroy removed the read-only vmbr0")

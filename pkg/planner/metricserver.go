@@ -26,8 +26,8 @@ var metricServerKind = &cfgKind{
 	alwaysDefault: map[string]string{"port": "2003"},
 	// An InfluxDB server over HTTP(S) authenticates with the token (UDP
 	// takes none); PVE does not say whether one is stored.
-	importSecret: func(cfg pve.Config) string {
-		if cfg["type"] == "influxdb" && strings.HasPrefix(cfg["influxdbproto"], "http") {
+	importSecret: func(cfg *pve.Config) string {
+		if cfg.Get("type") == "influxdb" && strings.HasPrefix(cfg.Get("influxdbproto"), "http") {
 			return "token"
 		}
 		return ""

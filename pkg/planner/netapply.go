@@ -25,7 +25,7 @@ func (netApplyKind) traits() kindTraits {
 
 // netNodeLive is what observe reads of a node for its commit: every
 // interface as PVE lists it (the staged view).
-type netNodeLive struct{ Ifaces []pve.Config }
+type netNodeLive struct{ Ifaces []*pve.Config }
 
 // netCommitState is what a NetworkApply change carries from plan to apply,
 // saved plans included: the node's network as the plan read it, to tell
@@ -37,14 +37,14 @@ type netCommitState struct {
 	// nothing yet, so all of it was made by others.
 	Staged string `json:"staged,omitempty"`
 	// Seen is every interface of the node as the plan read it.
-	Seen []pve.Config `json:"seen,omitempty"`
+	Seen []*pve.Config `json:"seen,omitempty"`
 	// Ours maps the plan's interface changes on the node (addresses) to
 	// the interfaces they stage.
 	Ours map[string]string `json:"ours,omitempty"`
 }
 
 func (netApplyKind) newState(lo *liveObj) any {
-	st := &netCommitState{Staged: stagedDiff(lo.Config["changes"])}
+	st := &netCommitState{Staged: stagedDiff(lo.Config.Get("changes"))}
 	if nl, ok := lo.State.(*netNodeLive); ok {
 		st.Seen = nl.Ifaces
 	}
@@ -81,7 +81,7 @@ func (netApplyKind) observe(ctx context.Context, lc *liveConn, r *spec.Resource)
 	if err != nil {
 		return nil, err
 	}
-	return &liveObj{Exists: true, Node: node, Config: pve.Config{"changes": ln.changes}, State: &netNodeLive{Ifaces: ln.ifaces}}, nil
+	return &liveObj{Exists: true, Node: node, Config: pve.ConfigOf(map[string]string{"changes": ln.changes}), State: &netNodeLive{Ifaces: ln.ifaces}}, nil
 }
 
 // maxShownLines caps the staged diff a plan shows.
@@ -103,7 +103,7 @@ func (netApplyKind) planCommit(b *builder, r *spec.Resource, lo *liveObj, c *Cha
 	}
 	st := commitState(c)
 	if st == nil {
-		st = &netCommitState{Staged: stagedDiff(lo.Config["changes"])}
+		st = &netCommitState{Staged: stagedDiff(lo.Config.Get("changes"))}
 		c.State = st
 	}
 	st.Ours = nil

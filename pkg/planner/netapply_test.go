@@ -70,7 +70,7 @@ func TestSimForeignStagedChanges(t *testing.T) {
 	if _, changes, _ := sim.cl.NetworkList(context.Background(), "pve"); changes != "" {
 		t.Errorf("after the commit: still staged %q", changes)
 	}
-	if liveIface(t, sim, "vmbr9")["active"] != "1" || liveIface(t, sim, "bond0")["active"] != "1" {
+	if liveIface(t, sim, "vmbr9").Get("active") != "1" || liveIface(t, sim, "bond0").Get("active") != "1" {
 		t.Errorf("vmbr9 and bond0 should both be committed and up")
 	}
 	if p := planFor(t, sim, set, Options{}); p.HasChanges() {
@@ -203,10 +203,10 @@ func TestSimReloadFailure(t *testing.T) {
 	}
 }
 
-func digests(ifaces []pve.Config) map[string]string {
+func digests(ifaces []*pve.Config) map[string]string {
 	out := map[string]string{}
 	for _, c := range ifaces {
-		out[c["iface"]] = ifaceDigest(c)
+		out[c.Get("iface")] = ifaceDigest(c)
 	}
 	return out
 }

@@ -30,7 +30,7 @@ var gatewayKeys = []string{"gateway", "gateway6"}
 // sendFlags rewrites params (a create's or an update's) so that a false
 // flag of definedIsOn is not sent as 0; it returns the keys an update must
 // delete instead (those the live interface has).
-func sendFlags(params map[string]string, live pve.Config) []string {
+func sendFlags(params map[string]string, live *pve.Config) []string {
 	var del []string
 	for k := range definedIsOn {
 		v, set := params[k]
@@ -39,7 +39,7 @@ func sendFlags(params map[string]string, live pve.Config) []string {
 		}
 		if on, ok := schema.ParseBool(v); ok && !on {
 			delete(params, k)
-			if _, has := live[k]; has {
+			if _, has := live.Lookup(k); has {
 				del = append(del, k)
 			}
 		}
@@ -49,15 +49,15 @@ func sendFlags(params map[string]string, live pve.Config) []string {
 
 // gatewayHolders names, per gateway key, the interfaces of a node other
 // than self that have it set.
-func gatewayHolders(ifaces []pve.Config, self string) map[string][]string {
+func gatewayHolders(ifaces []*pve.Config, self string) map[string][]string {
 	out := map[string][]string{}
 	for _, i := range ifaces {
-		if i["iface"] == self {
+		if i.Get("iface") == self {
 			continue
 		}
 		for _, k := range gatewayKeys {
-			if i[k] != "" {
-				out[k] = append(out[k], i["iface"])
+			if i.Get(k) != "" {
+				out[k] = append(out[k], i.Get("iface"))
 			}
 		}
 	}
@@ -204,17 +204,17 @@ func (k ifaceKind) checkPorts(b *builder, r *spec.Resource, lo *liveObj) ([]stri
 			}
 			return nil, fmt.Errorf("%s: %s names %s, which node %s does not have (PVE refuses: %s)", at, k.ports, p, lo.Node, missingPortMsg(k.typ, ifaceName(r), p))
 		}
-		typ := live["type"]
+		typ := live.Get("type")
 		switch {
 		case k.typ == "bond" && typ != "eth" && typ != "bond":
 			return nil, fmt.Errorf("%s: slaves names %s, a %s: a bond's slaves are NICs or bonds (PVE refuses: bond '%s' - wrong interface type on slave '%s' ('%s' != 'eth or bond'))",
 				at, p, typ, ifaceName(r), p, typ)
 		case k.typ == "bridge" && (typ == "bridge" || typ == "OVSBridge"):
 			return nil, fmt.Errorf("%s: bridge_ports names %s, a bridge: Linux does not make a bridge the port of another bridge (the kernel refuses it when the commit brings the bridge up)", at, p)
-		case k.typ == "bridge" && managed == nil && (live["method"] == "static" || live["method6"] == "static"):
+		case k.typ == "bridge" && managed == nil && (live.Get("method") == "static" || live.Get("method6") == "static"):
 			return nil, fmt.Errorf("%s: bridge_ports names %s, which has an address of its own (PVE refuses: iface %s - ip address can't be set on interface if bridged in %s): move the address to the bridge",
 				at, p, p, ifaceName(r))
-		case typ == "eth" && live["exists"] != "1":
+		case typ == "eth" && live.Get("exists") != "1":
 			warns = append(warns, fmt.Sprintf("%s %s is in node %s's network configuration but not on the host: the commit's reload will fail on it", k.ports, p, lo.Node))
 		}
 		for _, h := range portHolders(others, p) {
@@ -246,7 +246,7 @@ func missingPortMsg(typ, iface, port string) string {
 
 // vlanPort reports whether p is a VLAN port (eno1.10) whose parent exists
 // or is created: the writer makes such a port on the fly.
-func vlanPort(p string, live map[string]pve.Config, managed func(string) bool) bool {
+func vlanPort(p string, live map[string]*pve.Config, managed func(string) bool) bool {
 	parent, id, ok := strings.Cut(p, ".")
 	if !ok || parent == "" || id == "" || strings.Trim(id, "0123456789") != "" {
 		return false
@@ -255,11 +255,11 @@ func vlanPort(p string, live map[string]pve.Config, managed func(string) bool) b
 }
 
 // portHolders names the interfaces that list p among their ports or slaves.
-func portHolders(ifaces map[string]pve.Config, p string) []string {
+func portHolders(ifaces map[string]*pve.Config, p string) []string {
 	var out []string
 	for _, name := range slices.Sorted(maps.Keys(ifaces)) {
 		for _, k := range []string{"bridge_ports", "slaves", "ovs_ports", "ovs_bonds"} {
-			if slices.Contains(schema.SplitList(ifaces[name][k]), p) {
+			if slices.Contains(schema.SplitList(ifaces[name].Get(k)), p) {
 				out = append(out, name)
 				break
 			}
@@ -316,7 +316,7 @@ func (k ifaceKind) checkRemove(b *builder, r *spec.Resource, lo *liveObj) error 
 		switch {
 		case owner == nil:
 			return fmt.Errorf("%s: interface %s of node %s, which these specs do not manage, uses %s as a port (PVE refuses to delete it: %s): take it out of %s first",
-				r.Address(), h, lo.Node, name, missingPortMsg(st.Others[h]["type"], h, name), h)
+				r.Address(), h, lo.Node, name, missingPortMsg(st.Others[h].Get("type"), h, name), h)
 		case b.opts.Destroy:
 		case owner.State == spec.Absent && b.dependsOn(owner, r):
 			// Both go, and the plan deletes the user first.

@@ -42,7 +42,7 @@ func (st *netCommitState) ours(plan *Plan) map[string]bool {
 
 // check refuses to commit what the plan did not see: staged changes by
 // others that were not allowed, and edits made since the plan.
-func (st *netCommitState) check(node string, ifaces []pve.Config, changes string, ours map[string]bool, allow bool) error {
+func (st *netCommitState) check(node string, ifaces []*pve.Config, changes string, ours map[string]bool, allow bool) error {
 	if st == nil {
 		return fmt.Errorf("node %s: the plan does not record the node's network as it found it: run plan again", node)
 	}
@@ -65,12 +65,12 @@ func (st *netCommitState) check(node string, ifaces []pve.Config, changes string
 // changedOthers lists the interfaces, other than ours, whose staged view
 // differs from the plan's. A slave of one of our bonds may have gained
 // autostart: PVE's writer brings every bond slave up at boot.
-func (st *netCommitState) changedOthers(ifaces []pve.Config, ours map[string]bool) []string {
+func (st *netCommitState) changedOthers(ifaces []*pve.Config, ours map[string]bool) []string {
 	seen, now := byIface(st.Seen), byIface(ifaces)
 	slaves := map[string]bool{}
 	for name := range ours {
-		for _, cfg := range []pve.Config{seen[name], now[name]} {
-			for _, s := range schema.SplitList(cfg["slaves"]) {
+		for _, cfg := range []*pve.Config{seen[name], now[name]} {
+			for _, s := range schema.SplitList(cfg.Get("slaves")) {
 				slaves[s] = true
 			}
 		}
@@ -96,24 +96,24 @@ func (st *netCommitState) changedOthers(ifaces []pve.Config, ours map[string]boo
 	return out
 }
 
-func byIface(ifaces []pve.Config) map[string]pve.Config {
-	out := make(map[string]pve.Config, len(ifaces))
+func byIface(ifaces []*pve.Config) map[string]*pve.Config {
+	out := make(map[string]*pve.Config, len(ifaces))
 	for _, c := range ifaces {
-		out[c["iface"]] = c
+		out[c.Get("iface")] = c
 	}
 	return out
 }
 
 // ifaceDigest fingerprints an interface's staged view ("" for none).
-func ifaceDigest(cfg pve.Config) string {
+func ifaceDigest(cfg *pve.Config) string {
 	if cfg == nil {
 		return ""
 	}
 	return fieldsDigest(cfg)
 }
 
-func without(cfg pve.Config, key string) pve.Config {
-	out := maps.Clone(cfg)
-	delete(out, key)
+func without(cfg *pve.Config, key string) *pve.Config {
+	out := cfg.Clone()
+	out.Delete(key)
 	return out
 }

@@ -53,7 +53,7 @@ func (op restoreOp) run(ctx context.Context, cl *pve.Client, node string) error 
 // restoreOps are the calls that make now (the node's interfaces) look as
 // seen: the ones it lacks created, the ones it has in addition deleted,
 // the changed ones redefined in full, keys they did not have deleted.
-func restoreOps(now, seen []pve.Config) []restoreOp {
+func restoreOps(now, seen []*pve.Config) []restoreOp {
 	put, _ := schema.Default().Lookup("PUT", networkUpdatePath)
 	was, is := byIface(seen), byIface(now)
 	var ops []restoreOp
@@ -69,7 +69,7 @@ func restoreOps(now, seen []pve.Config) []restoreOp {
 		}
 		p := map[string]string{}
 		carryLive(p, old, nil, put)
-		p["type"] = old["type"]
+		p["type"] = old.Get("type")
 		if cur == nil {
 			p["iface"] = name
 			ops = append(ops, restoreOp{iface: name, method: "POST", params: toValues(p)})
@@ -85,15 +85,15 @@ func restoreOps(now, seen []pve.Config) []restoreOp {
 
 // extraKeys are the settings cur has and old had not, as PUT's delete
 // names them (cidr takes address and netmask with it).
-func extraKeys(old, cur pve.Config, put *schema.Method) []string {
+func extraKeys(old, cur *pve.Config, put *schema.Method) []string {
 	skip := map[string]bool{"node": true, "iface": true, "type": true, "delete": true, "digest": true,
 		"address": true, "netmask": true, "address6": true, "netmask6": true}
 	var out []string
 	for _, k := range ifaceKeys(put) {
-		if _, has := cur[k]; !has || skip[k] {
+		if _, has := cur.Lookup(k); !has || skip[k] {
 			continue
 		}
-		if _, had := old[k]; !had {
+		if _, had := old.Lookup(k); !had {
 			out = append(out, k)
 		}
 	}

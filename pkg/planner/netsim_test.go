@@ -36,14 +36,14 @@ func planErr(t *testing.T, cl Clients, set *spec.Set) error {
 	return err
 }
 
-func liveIface(t *testing.T, sim *simClients, name string) pve.Config {
+func liveIface(t *testing.T, sim *simClients, name string) *pve.Config {
 	t.Helper()
 	ifaces, _, err := sim.cl.NetworkList(context.Background(), "pve")
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, i := range ifaces {
-		if i["iface"] == name {
+		if i.Get("iface") == name {
 			return i
 		}
 	}
@@ -71,7 +71,7 @@ func TestSimBridgeVlanAwareFalse(t *testing.T) {
 			}
 		}
 		applyPlan(t, sim, p)
-		if got := liveIface(t, sim, "vmbr1")["bridge_vlan_aware"] == "1"; got != aware {
+		if got := liveIface(t, sim, "vmbr1").Get("bridge_vlan_aware") == "1"; got != aware {
 			t.Errorf("step %d: got VLAN-aware %v, want %v", i, got, aware)
 		}
 		if p := planFor(t, sim, set, Options{}); p.HasChanges() {
@@ -139,10 +139,10 @@ func TestSimSecondDefaultGateway(t *testing.T) {
 		t.Fatalf("plan (-want +got):\n%s", diff)
 	}
 	applyPlan(t, sim, p)
-	if got := liveIface(t, sim, "vmbr1")["gateway"]; got != "10.0.0.1" {
+	if got := liveIface(t, sim, "vmbr1").Get("gateway"); got != "10.0.0.1" {
 		t.Errorf("vmbr1 gateway: got %q want 10.0.0.1", got)
 	}
-	if got := liveIface(t, sim, "vmbr0"); got["gateway"] != "" || got["cidr"] != "192.168.100.2/24" {
+	if got := liveIface(t, sim, "vmbr0"); got.Get("gateway") != "" || got.Get("cidr") != "192.168.100.2/24" {
 		t.Errorf("vmbr0: got %v, want its address without the gateway", got)
 	}
 	if p := planFor(t, sim, set, Options{}); p.HasChanges() {

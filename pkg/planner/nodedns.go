@@ -32,12 +32,12 @@ func (nodeDNSKind) observe(ctx context.Context, lc *liveConn, r *spec.Resource) 
 }
 
 func readDNS(ctx context.Context, cl *pve.Client, node string) (*liveObj, error) {
-	var cfg pve.Config
+	var cfg *pve.Config
 	if err := cl.Do(ctx, http.MethodGet, dnsPath(node), nil, &cfg); err != nil {
 		return nil, fmt.Errorf("read DNS settings of node %s: %w", node, err)
 	}
 	if cfg == nil {
-		cfg = pve.Config{}
+		cfg = pve.NewConfig(0)
 	}
 	return &liveObj{Exists: true, Node: node, Config: cfg, Digest: fieldsDigest(cfg)}, nil
 }
@@ -48,11 +48,11 @@ func readDNS(ctx context.Context, cl *pve.Client, node string) (*liveObj, error)
 // So a spec that names any server manages the list, and the others go; a
 // spec that names none leaves the live servers alone, and one without a
 // search domain keeps the live one.
-func desiredDNS(r *spec.Resource, live pve.Config) map[string]string {
+func desiredDNS(r *spec.Resource, live *pve.Config) map[string]string {
 	out := map[string]string{}
 	managed := slices.ContainsFunc(dnsServers, func(k string) bool { _, ok := r.Params.Lookup(k); return ok })
 	for _, k := range dnsServers {
-		v := live[k]
+		v := live.Get(k)
 		if managed {
 			v = r.Params.Get(k)
 		}
@@ -60,7 +60,7 @@ func desiredDNS(r *spec.Resource, live pve.Config) map[string]string {
 			out[k] = v
 		}
 	}
-	out["search"] = live["search"]
+	out["search"] = live.Get("search")
 	if s := r.Params.Get("search"); s != "" {
 		out["search"] = s
 	}
@@ -70,7 +70,7 @@ func desiredDNS(r *spec.Resource, live pve.Config) map[string]string {
 func (nodeDNSKind) compare(b *builder, r *spec.Resource, lo *liveObj, c *Change) error {
 	want := desiredDNS(r, lo.Config)
 	for _, k := range append([]string{"search"}, dnsServers...) {
-		before, after := lo.Config[k], want[k]
+		before, after := lo.Config.Get(k), want[k]
 		if before == after {
 			continue
 		}

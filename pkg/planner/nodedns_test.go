@@ -15,9 +15,9 @@ import (
 func TestSimNodeDNS(t *testing.T) {
 	sim := newSim(t)
 	ctx := context.Background()
-	read := func() pve.Config {
+	read := func() *pve.Config {
 		t.Helper()
-		var cfg pve.Config
+		var cfg *pve.Config
 		if err := sim.cl.Do(ctx, "GET", "/nodes/pve/dns", nil, &cfg); err != nil {
 			t.Fatal(err)
 		}
@@ -35,7 +35,7 @@ func TestSimNodeDNS(t *testing.T) {
 		t.Fatalf("plan: got %s (-want +got):\n%s", c.Action, diff)
 	}
 	applyPlan(t, sim, p)
-	if diff := cmp.Diff(pve.Config{"search": "lab.example.com", "dns1": "10.8.10.11", "dns2": "10.8.10.12"}, read()); diff != "" {
+	if diff := cmp.Diff(pve.ConfigOf(map[string]string{"search": "lab.example.com", "dns1": "10.8.10.11", "dns2": "10.8.10.12"}), read()); diff != "" {
 		t.Errorf("after apply (-want +got):\n%s", diff)
 	}
 	if p := planFor(t, sim, set, Options{}); p.HasChanges() {
@@ -54,7 +54,7 @@ func TestSimNodeDNS(t *testing.T) {
 	search := loadSpec(t, "kind: NodeDns\nname: pve\nspec:\n  search: other.example.com\n")
 	p = planFor(t, sim, search, Options{})
 	applyPlan(t, sim, p)
-	if diff := cmp.Diff(pve.Config{"search": "other.example.com", "dns1": "10.8.10.11", "dns2": "10.8.10.12"}, read()); diff != "" {
+	if diff := cmp.Diff(pve.ConfigOf(map[string]string{"search": "other.example.com", "dns1": "10.8.10.11", "dns2": "10.8.10.12"}), read()); diff != "" {
 		t.Errorf("search-only spec (-want +got):\n%s", diff)
 	}
 	if d := planFor(t, sim, search, Options{Destroy: true}); d.HasChanges() {

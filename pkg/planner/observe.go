@@ -77,7 +77,7 @@ type liveConn struct {
 	volumes        map[string][]pve.Volume
 	usersOfVolumes map[string][]int
 	// storages is GET /storage, read once (storageList).
-	storages     []pve.Config
+	storages     []*pve.Config
 	storagesRead bool
 	// pre holds what only prerequisites read (prereq.go).
 	pre prereqCache
@@ -87,11 +87,11 @@ type liveConn struct {
 	cluster clusterIndex
 	// cfgLists are the lists of the config-file kinds by path, read once
 	// (cfgobj.go).
-	cfgLists map[string][]pve.Config
+	cfgLists map[string][]*pve.Config
 
 	// sections are cluster-wide section-config lists by path, read once
 	// (section.go: HA, backup and replication jobs).
-	sections map[string][]pve.Config
+	sections map[string][]*pve.Config
 	// shared are lists that deferred reads (several at once) share, each
 	// read once (sharedRows).
 	sharedMu sync.Mutex
@@ -100,7 +100,7 @@ type liveConn struct {
 
 // liveNetwork is one node's staged network view.
 type liveNetwork struct {
-	ifaces  []pve.Config
+	ifaces  []*pve.Config
 	changes string
 }
 
@@ -279,9 +279,9 @@ func (lc *liveConn) network(ctx context.Context, node string) (*liveNetwork, err
 	return ln, nil
 }
 
-func (ln *liveNetwork) iface(name string) pve.Config {
+func (ln *liveNetwork) iface(name string) *pve.Config {
 	for _, c := range ln.ifaces {
-		if c["iface"] == name {
+		if c.Get("iface") == name {
 			return c
 		}
 	}
@@ -310,9 +310,9 @@ func fingerprint(lo *liveObj) string {
 		return ""
 	}
 	cfg := lo.Config
-	if d, ok := cfg["description"]; ok {
-		cfg = maps.Clone(cfg)
-		cfg["description"] = userDescription(d)
+	if d, ok := cfg.Lookup("description"); ok {
+		cfg = cfg.Clone()
+		cfg.Set("description", userDescription(d))
 	}
 	return fieldsDigest(cfg)
 }
@@ -321,14 +321,14 @@ func fingerprint(lo *liveObj) string {
 // flip by themselves (active after a commit) are left out, and so is an
 // interface's priority: its position in the file, which moves when
 // another interface is added before it.
-func fieldsDigest(cfg pve.Config) string {
+func fieldsDigest(cfg *pve.Config) string {
 	h := sha1.New()
-	for _, k := range slices.Sorted(maps.Keys(cfg)) {
+	for k, v := range cfg.All() {
 		switch k {
 		case "active", "exists", "digest", "priority", "altnames":
 			continue
 		}
-		fmt.Fprintf(h, "%s=%s\n", k, cfg[k])
+		fmt.Fprintf(h, "%s=%s\n", k, v)
 	}
 	return hex.EncodeToString(h.Sum(nil))
 }

@@ -78,7 +78,7 @@ spec:
 		t.Fatal(err)
 	}
 	cfg, err := sim.cl.GuestConfig(ctx, pve.QEMU, "pve", vmid)
-	if err != nil || cfg["name"] != "app" {
+	if err != nil || cfg.Get("name") != "app" {
 		t.Errorf("the grant's guest %d: config %v, %v; want the VM app", vmid, cfg, err)
 	}
 	wantClean(t, planFor(t, sim, set, Options{}), "plan after apply")

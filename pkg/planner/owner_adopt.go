@@ -48,18 +48,18 @@ func (g guest) adopt(ctx context.Context, cl *pve.Client, lo *liveObj, stack str
 	if vmid == 0 {
 		return false, nil
 	}
-	desc := lo.Config["description"]
+	desc := lo.Config.Get("description")
 	if have, id, ok := parseOwnerMark(desc); ok && id == vmid {
 		if have != stack {
 			return false, fmt.Errorf("%s %d belongs to stack %s", g.noun, vmid, have)
 		}
-		if hasOwnerTag(lo.Config["tags"]) {
+		if hasOwnerTag(lo.Config.Get("tags")) {
 			return true, nil
 		}
 	}
 	values := url.Values{
 		"description": {withOwnerMark(desc, stack, vmid)},
-		"tags":        {withOwnerTag(lo.Config["tags"])},
+		"tags":        {withOwnerTag(lo.Config.Get("tags"))},
 	}
 	if lo.Digest != "" {
 		values.Set("digest", lo.Digest)

@@ -28,19 +28,19 @@ func (g guest) markOwner(c *Change, stack string) { stateOf(c).Owner = stack }
 // a clone's first update's) parameters, over what the guest has (live:
 // the clone's config, nil for a create): the owner tag merged into the
 // tags, the owner block after the description's text.
-func ownerParams(c *Change, params map[string]string, live pve.Config, vmid int) {
+func ownerParams(c *Change, params map[string]string, live *pve.Config, vmid int) {
 	stack := stateOf(c).Owner
 	if stack == "" {
 		return
 	}
 	desc, set := params["description"]
 	if !set {
-		desc = live["description"]
+		desc = live.Get("description")
 	}
 	params["description"] = withOwnerMark(desc, stack, vmid)
 	tags, set := params["tags"]
 	if !set {
-		tags = live["tags"]
+		tags = live.Get("tags")
 	}
 	params["tags"] = withOwnerTag(tags)
 }
@@ -100,7 +100,7 @@ func (g guest) findOwned(ctx context.Context, lc *liveConn, kind string, obs *Ob
 			if err != nil {
 				return fmt.Errorf("read config of %s %d: %w", g.noun, row.VMID, err)
 			}
-			lo.Config, lo.Digest = cfg, cfg["digest"]
+			lo.Config, lo.Digest = cfg, cfg.Get("digest")
 			return nil
 		}
 		objs[strconv.Itoa(row.VMID)] = lo
@@ -119,8 +119,8 @@ func (g guest) findOwned(ctx context.Context, lc *liveConn, kind string, obs *Ob
 			continue
 		}
 		vmid := liveOf(lo).VMID
-		stack, markVMID, ok := parseOwnerMark(lo.Config["description"])
-		name := lo.Config[g.nameParam]
+		stack, markVMID, ok := parseOwnerMark(lo.Config.Get("description"))
+		name := lo.Config.Get(g.nameParam)
 		if !ok || markVMID != vmid || names[name] {
 			continue
 		}
@@ -130,7 +130,7 @@ func (g guest) findOwned(ctx context.Context, lc *liveConn, kind string, obs *Ob
 		r := &spec.Resource{Kind: kind, Name: name, Connection: lc.name, State: spec.Present,
 			Params: spec.ParamsOf(map[string]string{"vmid": strconv.Itoa(vmid), "node": lo.Node, g.nameParam: name})}
 		out = append(out, &ownedObj{res: r, stack: stack, what: "vmid " + strconv.Itoa(vmid),
-			protected: lo.Config["protection"] == "1", lo: lo})
+			protected: lo.Config.Get("protection") == "1", lo: lo})
 	}
 	return out, nil
 }

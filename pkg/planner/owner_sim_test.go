@@ -34,8 +34,8 @@ func TestSimPruneContainer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if stack, id, ok := parseOwnerMark(cfg["description"]); !ok || stack != "lab" || id != ct || !hasOwnerTag(cfg["tags"]) {
-		t.Fatalf("container %d: description %q tags %q, want the owner mark of stack lab and the pvectl tag", ct, cfg["description"], cfg["tags"])
+	if stack, id, ok := parseOwnerMark(cfg.Get("description")); !ok || stack != "lab" || id != ct || !hasOwnerTag(cfg.Get("tags")) {
+		t.Fatalf("container %d: description %q tags %q, want the owner mark of stack lab and the pvectl tag", ct, cfg.Get("description"), cfg.Get("tags"))
 	}
 
 	vmOnly := loadSpec(t, ownerVMSpec)

@@ -60,7 +60,7 @@ func TestOwnerTags(t *testing.T) {
 // no drift, and an update of the tags keeps it.
 func TestOwnerTagNotDrift(t *testing.T) {
 	cmp := qemuComparer(t)
-	live := pve.Config{"tags": "pvectl;web", "description": "x\n[pvectl-owner: stack=default,vmid=100]"}
+	live := pve.ConfigOf(map[string]string{"tags": "pvectl;web", "description": "x\n[pvectl-owner: stack=default,vmid=100]"})
 	if d := cmp.diffParams(map[string]string{"tags": "web", "description": "x"}, nil, live, nil); len(d) != 0 {
 		t.Errorf("same tags and text: got diff %v want none", d)
 	}
@@ -77,8 +77,8 @@ func TestOwnerTagNotDrift(t *testing.T) {
 	if d := cmp.diffParams(map[string]string{"tags": "pvectl;web"}, nil, live, nil); len(d) != 0 {
 		t.Errorf("the spec's own pvectl tag: got diff %v want none", d)
 	}
-	if got := importedConfig(live); got["tags"] != "web" || got["description"] != "x" {
-		t.Errorf("import writes tags %q, description %q; want web, x", got["tags"], got["description"])
+	if got := importedConfig(live); got.Get("tags") != "web" || got.Get("description") != "x" {
+		t.Errorf("import writes tags %q, description %q; want web, x", got.Get("tags"), got.Get("description"))
 	}
 }
 

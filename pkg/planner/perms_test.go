@@ -145,7 +145,7 @@ func TestPermNeedsOfAGuestUpdate(t *testing.T) {
 	c := &Change{Action: Update, State: &guestState{VMID: 100},
 		Params: map[string]string{"memory": "2048", "ide2": "none,media=cdrom", "ipconfig0": "ip=dhcp", "delete": "net1"},
 		Diff:   []FieldDiff{{Path: "scsi0.size", Before: "4G", After: "8G"}, {Path: "pool", Before: "a", After: "b"}, {Path: "running", Before: false, After: true}}}
-	lo := &liveObj{Exists: true, Config: pve.Config{"ide2": "local:iso/x.iso,media=cdrom", "net1": "virtio,bridge=vmbr1"}}
+	lo := &liveObj{Exists: true, Config: pve.ConfigOf(map[string]string{"ide2": "local:iso/x.iso,media=cdrom", "net1": "virtio,bridge=vmbr1"})}
 	var got []string
 	for _, n := range callNeeds(qemu.changeCalls(c, lo)) {
 		got = append(got, n.path+" "+strings.Join(n.privs, map[bool]string{true: "|", false: "+"}[n.anyOf]))

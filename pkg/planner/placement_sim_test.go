@@ -82,8 +82,8 @@ func TestSimNodeChangeMigrates(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, k := range []string{"scsi0", "rootfs", "net0"} {
-				if before[k] != after[k] {
-					t.Errorf("%s: %q before, %q after the migration", k, before[k], after[k])
+				if before.Get(k) != after.Get(k) {
+					t.Errorf("%s: %q before, %q after the migration", k, before.Get(k), after.Get(k))
 				}
 			}
 			vols, err := sim.cl.StorageContent(ctx, "pve2", "local-lvm", "")
@@ -176,10 +176,10 @@ func TestSimDiskMoves(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if cfg[tc.key] != tc.want {
-				t.Errorf("%s after the move: got %q want %q", tc.key, cfg[tc.key], tc.want)
+			if cfg.Get(tc.key) != tc.want {
+				t.Errorf("%s after the move: got %q want %q", tc.key, cfg.Get(tc.key), tc.want)
 			}
-			oldVol := driveFile(old[tc.key])
+			oldVol := driveFile(old.Get(tc.key))
 			vols, err := sim.cl.StorageContent(ctx, "pve", "local-lvm", "")
 			if err != nil {
 				t.Fatal(err)
@@ -189,7 +189,7 @@ func TestSimDiskMoves(t *testing.T) {
 					t.Errorf("old volume %s still there after the move", oldVol)
 				}
 			}
-			for k, v := range cfg {
+			for k, v := range cfg.All() {
 				if strings.HasPrefix(k, "unused") {
 					t.Errorf("%s = %s after a move with delete=1", k, v)
 				}
@@ -244,8 +244,8 @@ func TestSimAddEFIDiskIsAnUpdate(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if cfg["bios"] != "ovmf" || !strings.HasPrefix(cfg["efidisk0"], "local-lvm:vm-190-disk-1,") {
-				t.Errorf("after apply: bios %q efidisk0 %q", cfg["bios"], cfg["efidisk0"])
+			if cfg.Get("bios") != "ovmf" || !strings.HasPrefix(cfg.Get("efidisk0"), "local-lvm:vm-190-disk-1,") {
+				t.Errorf("after apply: bios %q efidisk0 %q", cfg.Get("bios"), cfg.Get("efidisk0"))
 			}
 			if p := planFor(t, sim, set, Options{}); p.HasChanges() {
 				t.Errorf("second plan: %q %+v", summary(p), p.Changes[0].Diff)

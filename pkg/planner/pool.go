@@ -48,9 +48,9 @@ func poolID(r *spec.Resource) string {
 func poolObj(pools []pve.Pool, id string) *liveObj {
 	for _, p := range pools {
 		if p.PoolID == id {
-			cfg := pve.Config{"poolid": p.PoolID}
+			cfg := pve.ConfigOf(map[string]string{"poolid": p.PoolID})
 			if p.Comment != "" {
-				cfg["comment"] = p.Comment
+				cfg.Set("comment", p.Comment)
 			}
 			return &liveObj{Exists: true, Config: cfg, Digest: fieldsDigest(cfg)}
 		}

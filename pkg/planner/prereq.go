@@ -48,7 +48,7 @@ type prereq struct {
 // connection: bridge lists by node (type any_bridge: local bridges and
 // SDN vnets).
 type prereqCache struct {
-	bridges map[string][]pve.Config
+	bridges map[string][]*pve.Config
 }
 
 // readPrereqs reads, after the objects themselves, what judging the

@@ -146,7 +146,7 @@ func provisionGuest(ctx context.Context, x *execution, r *spec.Resource, t provi
 	if err != nil {
 		return nil, fmt.Errorf("read vm %d before provisioning: %w", t.VMID, err)
 	}
-	desc, digest := cfg["description"], cfg["digest"]
+	desc, digest := cfg.Get("description"), cfg.Get("digest")
 	policy := provisionPolicy(r)
 	steps, err := provision.Pending(desc, files, policy)
 	if err != nil {
@@ -236,7 +236,7 @@ func descriptionSaver(x *execution, t provisionTarget, digest string) func(ctx c
 		if err != nil {
 			return fmt.Errorf("read vm %d after writing its description: %w", t.VMID, err)
 		}
-		digest = now["digest"]
+		digest = now.Get("digest")
 		return nil
 	}
 }
@@ -263,14 +263,14 @@ func provisionSecrets(r *spec.Resource, conn *spec.Connection) []string {
 // else DNS as the connection says, else the guest agent when the VM has
 // one. Against a PVE on a loopback address (pvectl sim) the agent's
 // loopback leases are accepted: in the simulator loopback is all there is.
-func provisionLookup(x *execution, r *spec.Resource, cfg pve.Config, conn *spec.Connection, t provisionTarget) provision.Lookup {
+func provisionLookup(x *execution, r *spec.Resource, cfg *pve.Config, conn *spec.Connection, t provisionTarget) provision.Lookup {
 	l := provision.Lookup{DNSDomain: conn.DNSDomain, DNSServers: conn.DNSServers}
-	if ip := staticIP(cfg["ipconfig0"]); ip != "" {
+	if ip := staticIP(cfg.Get("ipconfig0")); ip != "" {
 		l.IP = ip
 	} else if g := spec.Guest(r); g.IP != nil && !strings.EqualFold(*g.IP, "dhcp") {
 		l.IP = *g.IP
 	}
-	if agentEnabled(cfg["agent"]) {
+	if agentEnabled(cfg.Get("agent")) {
 		cl, node, vmid := x.client, t.Node, t.VMID
 		l.Agent = func(ctx context.Context) ([]provision.AgentInterface, error) {
 			data, err := cl.AgentNetworkInterfaces(ctx, node, vmid)

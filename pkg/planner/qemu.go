@@ -186,7 +186,7 @@ func (k qemuKind) planProvision(b *builder, r *spec.Resource, lo *liveObj, c *Ch
 		if st.Clone != nil && gl.more().CloneConfig != nil {
 			// The clone copies its template's description; the spec's
 			// text replaces the user's part and keeps the blocks.
-			desc = gl.more().CloneConfig["description"]
+			desc = gl.more().CloneConfig.Get("description")
 			if text, set := r.Params.Lookup("description"); set {
 				desc = withBlocks(text, desc)
 			}
@@ -196,7 +196,7 @@ func (k qemuKind) planProvision(b *builder, r *spec.Resource, lo *liveObj, c *Ch
 			willRun = g.Running == nil || *g.Running // a clone is started
 		}
 	} else {
-		desc = lo.Config["description"]
+		desc = lo.Config.Get("description")
 		willRun = g.Running != nil && *g.Running || g.Running == nil && gl.Status == "running"
 	}
 	if r.Params.Get("template") == "1" {

@@ -154,7 +154,7 @@ func (k qemuKind) configureClone(ctx context.Context, x *execution, c *Change, v
 	ownerParams(c, upd, cfg, vmid) // before: the template's recipe block goes
 	stripInherited(upd, cfg)
 	for key, v := range upd {
-		if _, had := cfg[key]; !had && strings.HasPrefix(key, "net") {
+		if _, had := cfg.Lookup(key); !had && strings.HasPrefix(key, "net") {
 			upd[key] = withNICModel(m, key, v)
 		}
 	}
@@ -163,7 +163,7 @@ func (k qemuKind) configureClone(ctx context.Context, x *execution, c *Change, v
 	}
 	x.msg("applying the spec to vm %d: %s", vmid, strings.Join(reasons(diff), ", "))
 	tmp := &Change{Address: c.Address, Resource: r, Node: c.Node, State: &guestState{VMID: vmid},
-		Params: upd, Digest: cfg["digest"], Diff: diff}
+		Params: upd, Digest: cfg.Get("digest"), Diff: diff}
 	return k.updateConfig(ctx, x, tmp)
 }
 
@@ -192,7 +192,7 @@ func withNICModel(m *schema.Method, key, v string) string {
 // clone_vm (qemu-server API2/Qemu.pm) checks check_storage_access_clone
 // and check_bridge_access over the template's config, then the update
 // after it what it sets.
-func (k qemuKind) cloneCall(node string, r *spec.Resource, src *guestRef, srcConf pve.Config) apiCall {
+func (k qemuKind) cloneCall(node string, r *spec.Resource, src *guestRef, srcConf *pve.Config) apiCall {
 	id, _ := specVMID(r)
 	newid := knownAfterApply // allocated at apply
 	if id != 0 {
@@ -207,7 +207,7 @@ func (k qemuKind) cloneCall(node string, r *spec.Resource, src *guestRef, srcCon
 }
 
 // clonePerms are what clone_vm's handler and the update after it check.
-func (k qemuKind) clonePerms(r *spec.Resource, srcConf pve.Config) []permNeed {
+func (k qemuKind) clonePerms(r *spec.Resource, srcConf *pve.Config) []permNeed {
 	id, _ := specVMID(r)
 	path, pool := vmPath(id), r.Params.Get("pool")
 	onGuest := func(why string, privs ...string) permNeed {
@@ -219,8 +219,7 @@ func (k qemuKind) clonePerms(r *spec.Resource, srcConf pve.Config) []permNeed {
 	}
 	var needs []permNeed
 	target := r.Params.Get("storage")
-	for _, key := range slices.Sorted(maps.Keys(srcConf)) {
-		val := srcConf[key]
+	for key, val := range srcConf.All() {
 		switch {
 		case strings.HasPrefix(key, "net"):
 			if n, ok := bridgeNeed(val, "to clone "+key); ok {
@@ -242,7 +241,7 @@ func (k qemuKind) clonePerms(r *spec.Resource, srcConf pve.Config) []permNeed {
 	}
 	vals := map[string]string{}
 	for key, v := range r.Params.All() {
-		if !k.notInConfig[key] && key != "name" && key != "template" && srcConf[key] != v {
+		if !k.notInConfig[key] && key != "name" && key != "template" && srcConf.Get(key) != v {
 			vals[key] = v
 		}
 	}
@@ -264,10 +263,10 @@ func isDriveKey(key string) bool {
 // recipe is the template's, not the new VM's. The provisioning blocks stay
 // (the clone's disk is a copy of what those files made; a new host key
 // is pinned anew, the VM being new), and so does the text around them.
-func stripInherited(upd map[string]string, cfg pve.Config) {
+func stripInherited(upd map[string]string, cfg *pve.Config) {
 	desc, set := upd["description"]
 	if !set {
-		desc = cfg["description"]
+		desc = cfg.Get("description")
 	}
 	loc := recipeRE.FindStringIndex(desc)
 	if loc == nil {

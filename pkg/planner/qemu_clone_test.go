@@ -192,12 +192,12 @@ spec:
 		"name": "web", "memory": "1024", "ipconfig0": "ip=10.0.5.20/24,gw=10.0.5.1", "machine": "q35",
 		"scsi0": fmt.Sprintf("local-lvm:vm-%d-disk-0,size=8G", st.Created),
 	} {
-		if cfg[key] != want {
-			t.Errorf("%s: got %q want %q", key, cfg[key], want)
+		if cfg.Get(key) != want {
+			t.Errorf("%s: got %q want %q", key, cfg.Get(key), want)
 		}
 	}
-	if !strings.Contains(cfg["net0"], "bridge=vmbr0,tag=30") || !strings.HasPrefix(cfg["net0"], "virtio=") {
-		t.Errorf("net0 %q: want the template's virtio NIC on vmbr0 tag 30", cfg["net0"])
+	if !strings.Contains(cfg.Get("net0"), "bridge=vmbr0,tag=30") || !strings.HasPrefix(cfg.Get("net0"), "virtio=") {
+		t.Errorf("net0 %q: want the template's virtio NIC on vmbr0 tag 30", cfg.Get("net0"))
 	}
 	if s, err := sim.cl.QemuStatus(ctx, "pve", st.Created); err != nil || s.Status != "running" {
 		t.Errorf("status %v, %v: a clone is started", s, err)
@@ -459,7 +459,7 @@ func TestSimTemplateInPlace(t *testing.T) {
 	}
 	applyPlan(t, sim, p)
 	cfg, err := sim.cl.QemuConfig(ctx, "pve", 100)
-	if err != nil || cfg["template"] != "1" || !strings.Contains(cfg["scsi0"], "base-100-disk-0") {
+	if err != nil || cfg.Get("template") != "1" || !strings.Contains(cfg.Get("scsi0"), "base-100-disk-0") {
 		t.Errorf("vm 100: %v %v, want a template with base volumes", cfg, err)
 	}
 	if c := planFor(t, sim, loadSpec(t, yaml), Options{}).Change("QemuVM/base"); c.Action != NoOp {
@@ -507,12 +507,12 @@ func TestSimCloudinitDriveMovesInPlace(t *testing.T) {
 	}
 	applyPlan(t, sim, p)
 	cfg, err := sim.cl.QemuConfig(ctx, "pve", 120)
-	if err != nil || !strings.HasPrefix(cfg["ide2"], "ci:120/vm-120-cloudinit") {
-		t.Fatalf("ide2 %q (%v): want the drive on ci", cfg["ide2"], err)
+	if err != nil || !strings.HasPrefix(cfg.Get("ide2"), "ci:120/vm-120-cloudinit") {
+		t.Fatalf("ide2 %q (%v): want the drive on ci", cfg.Get("ide2"), err)
 	}
-	for key := range cfg {
+	for key := range cfg.All() {
 		if strings.HasPrefix(key, "unused") {
-			t.Errorf("%s: %s, want the old cloud-init volume freed", key, cfg[key])
+			t.Errorf("%s: %s, want the old cloud-init volume freed", key, cfg.Get(key))
 		}
 	}
 	if c := planFor(t, sim, loadSpec(t, moved), Options{}).Change("QemuVM/vm"); c.Action != NoOp {

@@ -221,8 +221,8 @@ func isCloudinitKey(key string) bool {
 
 // hasCloudinitDrive: a drive of the config is a cloud-init drive
 // (qemu-server drive_is_cloudinit).
-func hasCloudinitDrive(cfg pve.Config) bool {
-	for key, val := range cfg {
+func hasCloudinitDrive(cfg *pve.Config) bool {
+	for key, val := range cfg.All() {
 		if isDriveKey(key) && cloudinitRe.MatchString(driveFile(val)) {
 			return true
 		}
@@ -254,8 +254,8 @@ func (k qemuKind) removeOld(ctx context.Context, x *execution, old *guestRef) er
 	if err != nil {
 		return fmt.Errorf("read vm %d, which this VM replaces: %w", old.VMID, err)
 	}
-	if old.Name != "" && cfg["name"] != old.Name {
-		return fmt.Errorf("vm %d, which this VM replaces, is now named %q, not %q: not destroying it", old.VMID, cfg["name"], old.Name)
+	if old.Name != "" && cfg.Get("name") != old.Name {
+		return fmt.Errorf("vm %d, which this VM replaces, is now named %q, not %q: not destroying it", old.VMID, cfg.Get("name"), old.Name)
 	}
 	x.msg("destroying vm %s, which this VM replaces", old)
 	tmp := &Change{Node: old.Node, State: &guestState{VMID: old.VMID}}

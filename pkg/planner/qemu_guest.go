@@ -66,8 +66,8 @@ func qemuValuePerms(key, val, old string, deleting bool, sc setting) []permNeed 
 // qemuPending is what qemu-server keeps pending beyond pve.GuestLiveRule:
 // turning the balloon device on or off; a CD-ROM that changes its medium
 // is not (vmconfig_hotplug_pending, vmconfig_update_disk).
-func qemuPending(key string, live pve.Config, val string, deleting bool) (pends, decided bool) {
-	old, had := live[key]
+func qemuPending(key string, live *pve.Config, val string, deleting bool) (pends, decided bool) {
+	old, had := live.Lookup(key)
 	switch {
 	case key == "balloon" && !deleting:
 		// Turning the balloon device on or off is not hot-pluggable.

@@ -49,7 +49,7 @@ spec:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := cfg["scsi0"]; !strings.HasSuffix(got, "size=20G") {
+	if got := cfg.Get("scsi0"); !strings.HasSuffix(got, "size=20G") {
 		t.Errorf("scsi0 %q: want the imported disk grown to 20G", got)
 	}
 	if p := planFor(t, sim, set, Options{}); p.HasChanges() {

@@ -25,9 +25,9 @@ var realmKind = &cfgKind{
 	fixed:    []string{"type", "username-claim"},
 	secrets:  []string{"password"},
 	// pam and pve are on every installation.
-	isBuiltin: func(row pve.Config) bool { return row["type"] == "pam" || row["type"] == "pve" },
-	importSecret: func(cfg pve.Config) string {
-		if cfg["bind_dn"] != "" {
+	isBuiltin: func(row *pve.Config) bool { return row.Get("type") == "pam" || row.Get("type") == "pve" },
+	importSecret: func(cfg *pve.Config) string {
+		if cfg.Get("bind_dn") != "" {
 			return "password"
 		}
 		return ""

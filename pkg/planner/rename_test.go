@@ -35,12 +35,12 @@ func TestSimRenamedFrom(t *testing.T) {
 	}
 	applyPlan(t, sim, p)
 	vm, err := sim.cl.QemuConfig(ctx, "pve", ids["QemuVM/worker-1"])
-	if err != nil || vm["name"] != "worker-01" {
-		t.Errorf("vm %d after the rename: name %q (%v), want worker-01 with the same vmid", ids["QemuVM/worker-1"], vm["name"], err)
+	if err != nil || vm.Get("name") != "worker-01" {
+		t.Errorf("vm %d after the rename: name %q (%v), want worker-01 with the same vmid", ids["QemuVM/worker-1"], vm.Get("name"), err)
 	}
 	ct, err := sim.cl.GuestConfig(ctx, "lxc", "pve", ids["LxcContainer/dns1"])
-	if err != nil || ct["hostname"] != "dns01" {
-		t.Errorf("ct %d after the rename: hostname %q (%v), want dns01", ids["LxcContainer/dns1"], ct["hostname"], err)
+	if err != nil || ct.Get("hostname") != "dns01" {
+		t.Errorf("ct %d after the rename: hostname %q (%v), want dns01", ids["LxcContainer/dns1"], ct.Get("hostname"), err)
 	}
 	if p := planFor(t, sim, loadSpec(t, renamed), Options{}); p.HasChanges() {
 		t.Errorf("plan after the rename: %q, want clean", summary(p))

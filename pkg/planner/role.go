@@ -19,5 +19,5 @@ var roleKind = &cfgKind{
 	sets:      []string{"privs"},
 	always:    []string{"privs"}, // a PUT without privs empties the role
 	noDelete:  true,              // no delete parameter: privs: null sends it empty
-	isBuiltin: func(row pve.Config) bool { return row["special"] == "1" },
+	isBuiltin: func(row *pve.Config) bool { return row.Get("special") == "1" },
 }

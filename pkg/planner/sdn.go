@@ -99,15 +99,15 @@ func (k *sdnObjKind) itemPath(p map[string]string, id string) string {
 }
 
 // sdnRows reads an SDN list once per connection (sdnFilesView).
-func (lc *liveConn) sdnRows(ctx context.Context, path string) ([]pve.Config, error) {
-	return lc.sharedRows(ctx, path, func(ctx context.Context) ([]pve.Config, error) { return readSDN(ctx, lc.client, path) })
+func (lc *liveConn) sdnRows(ctx context.Context, path string) ([]*pve.Config, error) {
+	return lc.sharedRows(ctx, path, func(ctx context.Context) ([]*pve.Config, error) { return readSDN(ctx, lc.client, path) })
 }
 
 // readSDN reads an SDN list in its pending view (pending=1: SDN.pm
 // pending_config), once for both views: each row as the files have it,
 // with `state` (new, changed, deleted; "" when committed) kept.
-func readSDN(ctx context.Context, cl *pve.Client, path string) ([]pve.Config, error) {
-	var rows []pve.Config
+func readSDN(ctx context.Context, cl *pve.Client, path string) ([]*pve.Config, error) {
+	var rows []*pve.Config
 	if err := cl.Do(ctx, http.MethodGet, path, url.Values{"pending": {"1"}}, &rows); err != nil {
 		return nil, fmt.Errorf("list %s: %w", path, err)
 	}
@@ -117,36 +117,36 @@ func readSDN(ctx context.Context, cl *pve.Client, path string) ([]pve.Config, er
 // sdnFilesView turns pending_config's rows (the running values at the
 // top, what the files changed under `pending`, a key the files dropped
 // as "deleted") into the files' values.
-func sdnFilesView(rows []pve.Config) []pve.Config {
-	out := make([]pve.Config, 0, len(rows))
+func sdnFilesView(rows []*pve.Config) []*pve.Config {
+	out := make([]*pve.Config, 0, len(rows))
 	for _, row := range rows {
-		cfg := pve.Config{}
-		for k, v := range row {
+		cfg := pve.NewConfig(0)
+		for k, v := range row.All() {
 			if k != "pending" {
-				cfg[k] = v
+				cfg.Set(k, v)
 			}
 		}
 		var pend map[string]any
-		_ = json.Unmarshal([]byte(row["pending"]), &pend)
+		_ = json.Unmarshal([]byte(row.Get("pending")), &pend)
 		for k, v := range pend {
 			switch v := v.(type) {
 			case string:
 				if v == "deleted" {
-					delete(cfg, k)
+					cfg.Delete(k)
 				} else {
-					cfg[k] = v
+					cfg.Set(k, v)
 				}
 			case float64:
-				cfg[k] = strconv.FormatFloat(v, 'f', -1, 64)
+				cfg.Set(k, strconv.FormatFloat(v, 'f', -1, 64))
 			case []any:
 				var parts []string
 				for _, x := range v {
 					parts = append(parts, fmt.Sprint(x))
 				}
-				cfg[k] = strings.Join(parts, "\n")
+				cfg.Set(k, strings.Join(parts, "\n"))
 			case map[string]any:
 			default:
-				cfg[k] = fmt.Sprint(v)
+				cfg.Set(k, fmt.Sprint(v))
 			}
 		}
 		out = append(out, cfg)
@@ -155,18 +155,18 @@ func sdnFilesView(rows []pve.Config) []pve.Config {
 }
 
 // matches says whether row is r's entry.
-func (k *sdnObjKind) matches(row pve.Config, p map[string]string) bool {
+func (k *sdnObjKind) matches(row *pve.Config, p map[string]string) bool {
 	if k.file == "subnets" {
-		return row["cidr"] == p["subnet"] && p["subnet"] != ""
+		return row.Get("cidr") == p["subnet"] && p["subnet"] != ""
 	}
-	return row[k.idKey] == p[k.idKey] && p[k.idKey] != ""
+	return row.Get(k.idKey) == p[k.idKey] && p[k.idKey] != ""
 }
 
 // settings are a row's settings as the spec writes them: a subnet's
 // DHCP ranges (objects in PVE's answer) as one property string a line.
-func (k *sdnObjKind) settings(row pve.Config) pve.Config {
-	cfg := pve.Config{}
-	for key, v := range row {
+func (k *sdnObjKind) settings(row *pve.Config) *pve.Config {
+	cfg := pve.NewConfig(0)
+	for key, v := range row.All() {
 		if key == k.idKey || key == "digest" || slices.Contains(k.dropped, key) {
 			continue
 		}
@@ -176,10 +176,10 @@ func (k *sdnObjKind) settings(row pve.Config) pve.Config {
 				continue
 			}
 		}
-		cfg[key] = v
+		cfg.Set(key, v)
 	}
 	if k.file == "subnets" {
-		cfg["vnet"] = row["vnet"]
+		cfg.Set("vnet", row.Get("vnet"))
 	}
 	return cfg
 }
@@ -199,18 +199,18 @@ func dhcpRangeLines(raw string) string {
 }
 
 // find reads r's entry from the lists (files and pending views).
-func (k *sdnObjKind) find(read func(path string) ([]pve.Config, error), p map[string]string) (*liveObj, error) {
+func (k *sdnObjKind) find(read func(path string) ([]*pve.Config, error), p map[string]string) (*liveObj, error) {
 	live := &sdnObjLive{}
 	if k.file == "subnets" {
 		vnets, err := read("/cluster/sdn/vnets")
 		if err != nil {
 			return nil, err
 		}
-		i := slices.IndexFunc(vnets, func(row pve.Config) bool { return row["vnet"] == p["vnet"] && row["state"] != "deleted" })
+		i := slices.IndexFunc(vnets, func(row *pve.Config) bool { return row.Get("vnet") == p["vnet"] && row.Get("state") != "deleted" })
 		if i < 0 {
 			return &liveObj{State: live}, nil // no vnet, no subnet on it
 		}
-		live.Zone = vnets[i]["zone"]
+		live.Zone = vnets[i].Get("zone")
 	}
 	rows, err := read(k.listPath(p))
 	if err != nil {
@@ -221,12 +221,12 @@ func (k *sdnObjKind) find(read func(path string) ([]pve.Config, error), p map[st
 		if !k.matches(row, p) {
 			continue
 		}
-		live.Pending = row["state"]
-		if row["state"] == "deleted" {
+		live.Pending = row.Get("state")
+		if row.Get("state") == "deleted" {
 			break // only in the running config: gone from the files
 		}
 		cfg := k.settings(row)
-		live.ID = row[k.idKey]
+		live.ID = row.Get(k.idKey)
 		*lo = liveObj{Exists: true, Config: cfg, Digest: fieldsDigest(cfg), State: live}
 		break
 	}
@@ -235,13 +235,13 @@ func (k *sdnObjKind) find(read func(path string) ([]pve.Config, error), p map[st
 
 func (k *sdnObjKind) observe(ctx context.Context, lc *liveConn, r *spec.Resource) (*liveObj, error) {
 	if k.file != "subnets" {
-		return k.find(func(path string) ([]pve.Config, error) { return lc.sdnRows(ctx, path) }, r.Params.Map())
+		return k.find(func(path string) ([]*pve.Config, error) { return lc.sdnRows(ctx, path) }, r.Params.Map())
 	}
 	// Each vnet's subnets are a list of their own: read as a deferred
 	// load, several vnets at once (loadAll), each list once.
 	lo, p := &liveObj{}, r.Params
 	lo.load = func(ctx context.Context) error {
-		got, err := k.find(func(path string) ([]pve.Config, error) { return lc.sdnRows(ctx, path) }, p.Map())
+		got, err := k.find(func(path string) ([]*pve.Config, error) { return lc.sdnRows(ctx, path) }, p.Map())
 		if err == nil {
 			*lo = *got
 		}
@@ -251,7 +251,7 @@ func (k *sdnObjKind) observe(ctx context.Context, lc *liveConn, r *spec.Resource
 }
 
 func (k *sdnObjKind) current(ctx context.Context, cl *pve.Client, c *Change) (*liveObj, error) {
-	return k.find(func(path string) ([]pve.Config, error) { return readSDN(ctx, cl, path) }, c.Resource.Params.Map())
+	return k.find(func(path string) ([]*pve.Config, error) { return readSDN(ctx, cl, path) }, c.Resource.Params.Map())
 }
 
 func (k *sdnObjKind) compare(b *builder, r *spec.Resource, lo *liveObj, c *Change) error {
@@ -422,8 +422,8 @@ func vnetCommitted(ctx context.Context, lc *liveConn, vnet string) (bool, error)
 		return false, err
 	}
 	for _, row := range rows {
-		if row["vnet"] == vnet {
-			return row["state"] != "new", nil
+		if row.Get("vnet") == vnet {
+			return row.Get("state") != "new", nil
 		}
 	}
 	return false, nil

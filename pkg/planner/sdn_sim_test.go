@@ -58,11 +58,11 @@ func TestSimSdnLifecycle(t *testing.T) {
 	}
 	applyPlan(t, sim, p)
 	ctx := context.Background()
-	pend, err := readPending(func(path string) ([]pve.Config, error) { return readSDN(ctx, sim.cl, path) })
+	pend, err := readPending(func(path string) ([]*pve.Config, error) { return readSDN(ctx, sim.cl, path) })
 	if err != nil || len(pend) != 0 {
 		t.Fatalf("pending after apply: %v %v", pend, err)
 	}
-	if r := sectionRow(t, sim.cl, "/cluster/sdn/vnets", "vnet", "web"); r == nil || r["tag"] != "10" || r["alias"] != "web tier" {
+	if r := sectionRow(t, sim.cl, "/cluster/sdn/vnets", "vnet", "web"); r == nil || r.Get("tag") != "10" || r.Get("alias") != "web tier" {
 		t.Errorf("vnet: %v", r)
 	}
 	// The lock is free again: taking it without a token works.
@@ -92,7 +92,7 @@ func TestSimSdnLifecycle(t *testing.T) {
 		}
 	}
 	applyPlan(t, sim, p)
-	pend, err = readPending(func(path string) ([]pve.Config, error) { return readSDN(ctx, sim.cl, path) })
+	pend, err = readPending(func(path string) ([]*pve.Config, error) { return readSDN(ctx, sim.cl, path) })
 	if err != nil || len(pend) != 0 {
 		t.Fatalf("pending after destroy: %v %v", pend, err)
 	}
@@ -119,7 +119,7 @@ func TestSimSdnForeignPending(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "zone other: new") || !strings.Contains(err.Error(), "--allow-foreign-sdn-changes") {
 		t.Fatalf("apply: got %v, want a refusal naming the zone and the flag", err)
 	}
-	pend, _ := readPending(func(path string) ([]pve.Config, error) { return readSDN(ctx, sim.cl, path) })
+	pend, _ := readPending(func(path string) ([]*pve.Config, error) { return readSDN(ctx, sim.cl, path) })
 	if len(pend) != 1 || pend[0].Key != "zones/other" {
 		t.Errorf("pending after the refusal: %v", pend)
 	}
@@ -152,7 +152,7 @@ name: sdn
 	if err := sim.cl.Do(ctx, http.MethodPost, "/cluster/sdn/lock", url.Values{"allow-pending": {"1"}}, &tok); err != nil {
 		t.Fatalf("the lock after the failed apply: %v", err)
 	}
-	pend, _ := readPending(func(path string) ([]pve.Config, error) { return readSDN(ctx, sim.cl, path) })
+	pend, _ := readPending(func(path string) ([]*pve.Config, error) { return readSDN(ctx, sim.cl, path) })
 	if len(pend) != 1 || pend[0].Key != "zones/lan" {
 		t.Errorf("pending after the failure: %v", pend)
 	}
@@ -180,12 +180,12 @@ spec:
 	}
 	applyPlan(t, sim, p)
 	ctx := context.Background()
-	var rules []pve.Config
-	if err := sim.cl.Do(ctx, http.MethodGet, "/cluster/sdn/vnets/web/firewall/rules", nil, &rules); err != nil || len(rules) != 2 || rules[0]["dport"] != "443" || rules[1]["macro"] != "Ping" {
+	var rules []*pve.Config
+	if err := sim.cl.Do(ctx, http.MethodGet, "/cluster/sdn/vnets/web/firewall/rules", nil, &rules); err != nil || len(rules) != 2 || rules[0].Get("dport") != "443" || rules[1].Get("macro") != "Ping" {
 		t.Fatalf("vnet rules: %v %v", rules, err)
 	}
-	var opts pve.Config
-	if err := sim.cl.Do(ctx, http.MethodGet, "/cluster/sdn/vnets/web/firewall/options", nil, &opts); err != nil || opts["policy_forward"] != "DROP" || opts["enable"] != "1" {
+	var opts *pve.Config
+	if err := sim.cl.Do(ctx, http.MethodGet, "/cluster/sdn/vnets/web/firewall/options", nil, &opts); err != nil || opts.Get("policy_forward") != "DROP" || opts.Get("enable") != "1" {
 		t.Fatalf("vnet options: %v %v", opts, err)
 	}
 	if got := summary(planFor(t, sim, set, Options{})); !allNoop(got) {
@@ -213,7 +213,7 @@ func TestSimSdnPendingChangedSincePlan(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "not those the plan showed") || !strings.Contains(err.Error(), "zone late: new") {
 		t.Fatalf("apply: got %v, want the commit refused naming the late zone", err)
 	}
-	pend, _ := readPending(func(path string) ([]pve.Config, error) { return readSDN(ctx, sim.cl, path) })
+	pend, _ := readPending(func(path string) ([]*pve.Config, error) { return readSDN(ctx, sim.cl, path) })
 	keys := []string{}
 	for _, p := range pend {
 		keys = append(keys, p.Key)
@@ -245,7 +245,7 @@ func TestSimSdnEvpn(t *testing.T) {
 		t.Errorf("second plan: got %v, want no changes", got)
 	}
 	applyPlan(t, sim, planFor(t, sim, set, Options{Destroy: true}))
-	pend, _ := readPending(func(path string) ([]pve.Config, error) { return readSDN(context.Background(), sim.cl, path) })
+	pend, _ := readPending(func(path string) ([]*pve.Config, error) { return readSDN(context.Background(), sim.cl, path) })
 	if len(pend) != 0 {
 		t.Errorf("pending after destroy: %v", pend)
 	}

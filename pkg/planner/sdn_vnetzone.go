@@ -68,7 +68,7 @@ func vnetZones(set *spec.Set, lc *liveConn, conn string) map[string]string {
 		lc.sharedMu.Unlock()
 		if l != nil {
 			for _, row := range l.rows {
-				out[row["vnet"]] = row["zone"]
+				out[row.Get("vnet")] = row.Get("zone")
 			}
 		}
 	}

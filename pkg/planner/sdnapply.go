@@ -82,15 +82,15 @@ func sdnKey(r *spec.Resource) string {
 // readPending lists the pending entries of the four files (their
 // pending=1 views: an entry with a state), subnets by the vnets of the
 // files.
-func readPending(read func(path string) ([]pve.Config, error)) ([]sdnPending, error) {
+func readPending(read func(path string) ([]*pve.Config, error)) ([]sdnPending, error) {
 	var out []sdnPending
-	add := func(key, noun, id string, row pve.Config) {
-		if row["state"] == "" {
+	add := func(key, noun, id string, row *pve.Config) {
+		if row.Get("state") == "" {
 			return
 		}
-		text := noun + " " + id + ": " + row["state"]
+		text := noun + " " + id + ": " + row.Get("state")
 		var pend map[string]any
-		if row["state"] == "changed" && json.Unmarshal([]byte(row["pending"]), &pend) == nil && len(pend) > 0 {
+		if row.Get("state") == "changed" && json.Unmarshal([]byte(row.Get("pending")), &pend) == nil && len(pend) > 0 {
 			text += " (" + strings.Join(slices.Sorted(maps.Keys(pend)), ", ") + ")"
 		}
 		out = append(out, sdnPending{Key: key, Text: text})
@@ -101,7 +101,7 @@ func readPending(read func(path string) ([]pve.Config, error)) ([]sdnPending, er
 			return nil, err
 		}
 		for _, row := range rows {
-			add(k.file+"/"+row[k.idKey], strings.TrimPrefix(spec.Noun(k.kind), "SDN "), row[k.idKey], row)
+			add(k.file+"/"+row.Get(k.idKey), strings.TrimPrefix(spec.Noun(k.kind), "SDN "), row.Get(k.idKey), row)
 		}
 	}
 	vnets, err := read("/cluster/sdn/vnets")
@@ -109,15 +109,15 @@ func readPending(read func(path string) ([]pve.Config, error)) ([]sdnPending, er
 		return nil, err
 	}
 	for _, v := range vnets {
-		if v["state"] == "deleted" {
+		if v.Get("state") == "deleted" {
 			continue // its subnets cannot be listed any more (nor be left: PVE refuses to delete a vnet with subnets)
 		}
-		rows, err := read(sdnSubnetKind.listPath(map[string]string{"vnet": v["vnet"]}))
+		rows, err := read(sdnSubnetKind.listPath(map[string]string{"vnet": v.Get("vnet")}))
 		if err != nil {
 			return nil, err
 		}
 		for _, row := range rows {
-			add("subnets/"+row["vnet"]+"/"+row["cidr"], "subnet", row["cidr"]+" on vnet "+row["vnet"], row)
+			add("subnets/"+row.Get("vnet")+"/"+row.Get("cidr"), "subnet", row.Get("cidr")+" on vnet "+row.Get("vnet"), row)
 		}
 	}
 	slices.SortFunc(out, func(a, b sdnPending) int { return strings.Compare(a.Key, b.Key) })
@@ -130,15 +130,15 @@ func readPending(read func(path string) ([]pve.Config, error)) ([]sdnPending, er
 func (sdnApplyKind) observe(ctx context.Context, lc *liveConn, _ *spec.Resource) (*liveObj, error) {
 	lo := &liveObj{Exists: true}
 	lo.load = func(ctx context.Context) error {
-		read := func(path string) ([]pve.Config, error) { return lc.sdnRows(ctx, path) }
+		read := func(path string) ([]*pve.Config, error) { return lc.sdnRows(ctx, path) }
 		vnets, err := read("/cluster/sdn/vnets")
 		if err != nil {
 			return err
 		}
 		var paths []string
 		for _, v := range vnets {
-			if v["state"] != "deleted" {
-				paths = append(paths, sdnSubnetKind.listPath(map[string]string{"vnet": v["vnet"]}))
+			if v.Get("state") != "deleted" {
+				paths = append(paths, sdnSubnetKind.listPath(map[string]string{"vnet": v.Get("vnet")}))
 			}
 		}
 		readEach(ctx, paths, lc.readConc, read)
@@ -151,7 +151,7 @@ func (sdnApplyKind) observe(ctx context.Context, lc *liveConn, _ *spec.Resource)
 
 // readEach calls read for every path, conc at a time; what it read or
 // failed to read is found again by the caller's reads (sharedRows).
-func readEach(ctx context.Context, paths []string, conc int, read func(string) ([]pve.Config, error)) {
+func readEach(ctx context.Context, paths []string, conc int, read func(string) ([]*pve.Config, error)) {
 	if conc < 1 {
 		conc = 1
 	}
@@ -235,7 +235,7 @@ func (k sdnApplyKind) compare(b *builder, r *spec.Resource, lo *liveObj, c *Chan
 // the plan saw (when allowed) plus what the plan wrote; then it waits
 // until every node runs the new configuration.
 func (sdnApplyKind) update(ctx context.Context, x *execution, c *Change) error {
-	read := func(path string) ([]pve.Config, error) { return readSDN(ctx, x.client, path) }
+	read := func(path string) ([]*pve.Config, error) { return readSDN(ctx, x.client, path) }
 	token, err := sdnToken(ctx, x) // no one else writes from here on
 	if err != nil {
 		return err
@@ -318,7 +318,7 @@ func waitSDNNodes(ctx context.Context, x *execution) error {
 			continue
 		}
 		for {
-			var zones []pve.Config
+			var zones []*pve.Config
 			if err := x.client.Do(ctx, http.MethodGet, "/nodes/"+url.PathEscape(n.Node)+"/sdn/zones", nil, &zones); err != nil {
 				return fmt.Errorf("read SDN status of node %s: %w", n.Node, err)
 			}
@@ -342,13 +342,13 @@ func waitSDNNodes(ctx context.Context, x *execution) error {
 	return nil
 }
 
-func zoneStates(zones []pve.Config) (pending, failed []string) {
+func zoneStates(zones []*pve.Config) (pending, failed []string) {
 	for _, z := range zones {
-		switch z["status"] {
+		switch z.Get("status") {
 		case "pending":
-			pending = append(pending, z["zone"])
+			pending = append(pending, z.Get("zone"))
 		case "error":
-			failed = append(failed, z["zone"])
+			failed = append(failed, z.Get("zone"))
 		}
 	}
 	return pending, failed

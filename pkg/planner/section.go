@@ -30,7 +30,7 @@ type sectionKind struct {
 	// id is r's entry id from its (resolved) params; "" when not known.
 	id func(p map[string]string) string
 	// match finds r's row; nil: the row whose idKey is id.
-	match func(row pve.Config, p map[string]string) bool
+	match func(row *pve.Config, p map[string]string) bool
 	// skip are live keys compare leaves alone (ids, types, PVE's own).
 	skip []string
 	// notSent are params of the spec the create call does not take (a
@@ -46,14 +46,14 @@ type sectionKind struct {
 	objects []string
 	// newID picks the id of an entry to create (a replication job's
 	// <vmid>-<n>), from the live rows; nil: the id is r's.
-	newID func(rows []pve.Config, p map[string]string) string
+	newID func(rows []*pve.Config, p map[string]string) string
 	// check finds what PVE would refuse for r at plan time (a rule's
 	// nodes that do not exist), from the live state.
-	check func(ctx context.Context, lc *liveConn, p map[string]string, row pve.Config) error
+	check func(ctx context.Context, lc *liveConn, p map[string]string, row *pve.Config) error
 	// note says what else a create or a change does, for the plan (an
 	// HA resource's state moves its guest's power); live is nil for a
 	// create.
-	note func(p map[string]string, live pve.Config) []string
+	note func(p map[string]string, live *pve.Config) []string
 	// importKeys are the keys of a live row an imported document keeps
 	// whatever skip says (a replication job's target).
 	importKeys []string
@@ -73,7 +73,7 @@ type sectionLive struct {
 }
 
 // sectionRows reads a section list once per connection.
-func (lc *liveConn) sectionRows(ctx context.Context, path string) ([]pve.Config, error) {
+func (lc *liveConn) sectionRows(ctx context.Context, path string) ([]*pve.Config, error) {
 	if rows, ok := lc.sections[path]; ok {
 		return rows, nil
 	}
@@ -82,14 +82,14 @@ func (lc *liveConn) sectionRows(ctx context.Context, path string) ([]pve.Config,
 		return nil, err
 	}
 	if lc.sections == nil {
-		lc.sections = map[string][]pve.Config{}
+		lc.sections = map[string][]*pve.Config{}
 	}
 	lc.sections[path] = rows
 	return rows, nil
 }
 
-func readSection(ctx context.Context, cl *pve.Client, path string) ([]pve.Config, error) {
-	var rows []pve.Config
+func readSection(ctx context.Context, cl *pve.Client, path string) ([]*pve.Config, error) {
+	var rows []*pve.Config
 	if err := cl.Do(ctx, http.MethodGet, path, nil, &rows); err != nil {
 		return nil, fmt.Errorf("list %s: %w", path, err)
 	}
@@ -98,21 +98,21 @@ func readSection(ctx context.Context, cl *pve.Client, path string) ([]pve.Config
 
 // find is r's live entry among rows, as the create call's parameters
 // would write it.
-func (k *sectionKind) find(rows []pve.Config, p map[string]string) *liveObj {
+func (k *sectionKind) find(rows []*pve.Config, p map[string]string) *liveObj {
 	id := k.id(p)
 	for _, row := range rows {
-		hit := row[k.idKey] == id && id != ""
+		hit := row.Get(k.idKey) == id && id != ""
 		if k.match != nil {
 			hit = k.match(row, p)
 		}
 		if !hit {
 			continue
 		}
-		cfg := maps.Clone(row)
-		delete(cfg, "digest")
+		cfg := row.Clone()
+		cfg.Delete("digest")
 		for _, key := range k.objects {
-			if v, ok := cfg[key]; ok {
-				cfg[key] = objectToPropertyString(v)
+			if v, ok := cfg.Lookup(key); ok {
+				cfg.Set(key, objectToPropertyString(v))
 			}
 		}
 		return &liveObj{Exists: true, Config: cfg, Digest: fieldsDigest(cfg)}
@@ -150,7 +150,7 @@ func (k *sectionKind) observe(ctx context.Context, lc *liveConn, r *spec.Resourc
 	lo := k.find(rows, p)
 	lo.State = &sectionLive{Params: p}
 	if k.check != nil && r.State == spec.Present {
-		var row pve.Config
+		var row *pve.Config
 		if lo.Exists {
 			row = lo.Config
 		}
@@ -201,9 +201,9 @@ func (k *sectionKind) compare(b *builder, r *spec.Resource, lo *liveObj, c *Chan
 	}
 	c.Params = cmp.updateParams(c.Diff, p, lo.Config, nil)
 	for _, key := range k.updateKeys {
-		c.Params[key] = lo.Config[key]
+		c.Params[key] = lo.Config.Get(key)
 	}
-	c.Params[k.idKey] = lo.Config[k.idKey]
+	c.Params[k.idKey] = lo.Config.Get(k.idKey)
 	return nil
 }
 
@@ -232,7 +232,7 @@ func (k *sectionKind) liveID(ctx context.Context, cl *pve.Client, c *Change) (st
 	if !lo.Exists {
 		return "", nil
 	}
-	return lo.Config[k.idKey], nil
+	return lo.Config.Get(k.idKey), nil
 }
 
 func (k *sectionKind) create(ctx context.Context, x *execution, c *Change) error {

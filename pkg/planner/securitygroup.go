@@ -47,19 +47,19 @@ func readGroup(ctx context.Context, cl *pve.Client, name string) (*liveObj, erro
 
 // groupFrom finds the group name among the list's rows and reads its
 // rules.
-func groupFrom(ctx context.Context, cl *pve.Client, rows []pve.Config, name string) (*liveObj, error) {
+func groupFrom(ctx context.Context, cl *pve.Client, rows []*pve.Config, name string) (*liveObj, error) {
 	for _, row := range rows {
-		if row["group"] != name {
+		if row.Get("group") != name {
 			continue
 		}
 		rules, err := readRules(ctx, cl, groupPath(name))
 		if err != nil {
 			return nil, err
 		}
-		st := &sgState{Comment: row["comment"], Digest: row["digest"], Rules: rules}
-		cfg := pve.Config{"group": name}
+		st := &sgState{Comment: row.Get("comment"), Digest: row.Get("digest"), Rules: rules}
+		cfg := pve.ConfigOf(map[string]string{"group": name})
 		if st.Comment != "" {
-			cfg["comment"] = st.Comment
+			cfg.Set("comment", st.Comment)
 		}
 		return &liveObj{Exists: true, Config: cfg, Digest: rules.Digest + st.Digest, State: st}, nil
 	}

@@ -11,13 +11,13 @@ import (
 // that asks, waited for by the others.
 type sharedList struct {
 	once sync.Once
-	rows []pve.Config
+	rows []*pve.Config
 	err  error
 }
 
 // sharedRows is the list at path, read once with read however many
 // deferred reads (loadAll runs them at once) ask for it.
-func (lc *liveConn) sharedRows(ctx context.Context, path string, read func(context.Context) ([]pve.Config, error)) ([]pve.Config, error) {
+func (lc *liveConn) sharedRows(ctx context.Context, path string, read func(context.Context) ([]*pve.Config, error)) ([]*pve.Config, error) {
 	lc.sharedMu.Lock()
 	if lc.shared == nil {
 		lc.shared = map[string]*sharedList{}

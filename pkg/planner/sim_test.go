@@ -173,8 +173,8 @@ func TestSimExample01Lifecycle(t *testing.T) {
 	}
 	applyPlan(t, sim, saved)
 	cfg, err := sim.cl.QemuConfig(ctx, "pve", 100)
-	if err != nil || cfg["memory"] != "4096" {
-		t.Errorf("memory after update: got %q, %v want 4096", cfg["memory"], err)
+	if err != nil || cfg.Get("memory") != "4096" {
+		t.Errorf("memory after update: got %q, %v want 4096", cfg.Get("memory"), err)
 	}
 	if p := planFor(t, sim, set, Options{}); p.HasChanges() {
 		t.Errorf("plan after update: got %q want all noop", summary(p))
@@ -207,7 +207,7 @@ func TestSimExample01Lifecycle(t *testing.T) {
 		t.Errorf("network changes after destroy: got %q want none (committed)", changes)
 	}
 	for _, i := range ifaces {
-		if i["iface"] == "vmbr1" {
+		if i.Get("iface") == "vmbr1" {
 			t.Errorf("vmbr1 still exists after destroy")
 		}
 	}
@@ -256,8 +256,8 @@ func TestSimBridgeUpdateIsCommitted(t *testing.T) {
 		t.Errorf("pending changes: got %q want none", changes)
 	}
 	for _, i := range ifaces {
-		if i["iface"] == "vmbr1" && !equalSet(i["bridge_ports"], "eno2 eno3") {
-			t.Errorf("vmbr1 ports: got %q want eno2 eno3", i["bridge_ports"])
+		if i.Get("iface") == "vmbr1" && !equalSet(i.Get("bridge_ports"), "eno2 eno3") {
+			t.Errorf("vmbr1 ports: got %q want eno2 eno3", i.Get("bridge_ports"))
 		}
 	}
 	if p := planFor(t, sim, set, Options{}); p.HasChanges() {
@@ -425,7 +425,7 @@ func TestSimDiskGrowsInPlace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := cfg["scsi0"]; !strings.Contains(got, "vm-120-disk-0") || !strings.Contains(got, "size=12G") || !strings.Contains(got, "cache=writeback") {
+	if got := cfg.Get("scsi0"); !strings.Contains(got, "vm-120-disk-0") || !strings.Contains(got, "size=12G") || !strings.Contains(got, "cache=writeback") {
 		t.Errorf("scsi0 after update: got %q want the same volume, 12G, writeback", got)
 	}
 	if p := planFor(t, sim, set, Options{}); p.HasChanges() {
@@ -520,16 +520,16 @@ func TestSimBridgeUpdateKeepsUnmanagedAddress(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var got pve.Config
+	var got *pve.Config
 	for _, i := range ifaces {
-		if i["iface"] == "vmbr1" {
+		if i.Get("iface") == "vmbr1" {
 			got = i
 		}
 	}
 	want := map[string]string{"method": "static", "cidr": "10.0.0.2/24", "gateway": "10.0.0.1", "bridge_vlan_aware": "1", "autostart": "1"}
 	for k, v := range want {
-		if got[k] != v {
-			t.Errorf("vmbr1 %s: got %q want %q (all: %v)", k, got[k], v, got)
+		if got.Get(k) != v {
+			t.Errorf("vmbr1 %s: got %q want %q (all: %v)", k, got.Get(k), v, got)
 		}
 	}
 	if p := planFor(t, sim, set, Options{}); p.HasChanges() {

@@ -45,7 +45,7 @@ type SnapshotStep struct {
 // volume of theirs PVE could not snapshot.
 type snapshotKind interface {
 	snapshotRisk(c *Change) (pve.GuestType, string)
-	unsnapshottable(conf pve.Config, types map[string]string) string
+	unsnapshottable(conf *pve.Config, types map[string]string) string
 }
 
 func (g guest) snapshotRisk(c *Change) (pve.GuestType, string) {
@@ -115,10 +115,10 @@ func wantsSnapshot(r *spec.Resource) bool {
 	return g.SnapshotBeforeChange != nil && *g.SnapshotBeforeChange
 }
 
-func storageTypes(rows []pve.Config) map[string]string {
+func storageTypes(rows []*pve.Config) map[string]string {
 	out := map[string]string{}
 	for _, row := range rows {
-		out[row["storage"]] = row["type"]
+		out[row.Get("storage")] = row.Get("type")
 	}
 	return out
 }
@@ -130,21 +130,21 @@ func storageTypes(rows []pve.Config) map[string]string {
 // LVM-thin, ZFS and RBD volumes can; directory-like storages and thick
 // LVM only qcow2 (src/PVE/Storage/Plugin.pm, LVMPlugin.pm), BTRFS raw and
 // qcow2 too (BTRFSPlugin.pm); a base volume or a path never.
-func (g guest) unsnapshottable(conf pve.Config, types map[string]string) string {
-	keys := slices.Sorted(maps.Keys(conf))
+func (g guest) unsnapshottable(conf *pve.Config, types map[string]string) string {
+	keys := conf.Keys()
 	for _, key := range keys {
 		if !g.isVolumeKey(key) {
 			continue
 		}
-		items, _ := schema.SplitPropertyString(conf[key])
+		items, _ := schema.SplitPropertyString(conf.Get(key))
 		if media, _ := schema.PropValue(items, "media"); media == "cdrom" {
 			continue
 		}
-		volid := strings.TrimPrefix(strings.SplitN(conf[key], ",", 2)[0], "file=")
+		volid := strings.TrimPrefix(strings.SplitN(conf.Get(key), ",", 2)[0], "file=")
 		if volid == "none" {
 			continue
 		}
-		if why := volumeSnapshotRefusal(volid, conf[key], types); why != "" {
+		if why := volumeSnapshotRefusal(volid, conf.Get(key), types); why != "" {
 			return fmt.Sprintf("%s (%s) %s", key, volid, why)
 		}
 	}
@@ -317,22 +317,22 @@ func pruneSnapshots(ctx context.Context, cl *pve.Client, s *SnapshotStep, keep i
 // after differs from it only by the snapshot's bookkeeping (parent), the
 // change goes on with the new digest: a hand edit between plan and apply
 // is still refused.
-func followSnapshotDigest(ctx context.Context, cl *pve.Client, c *Change, s *SnapshotStep, before pve.Config) error {
-	if c.Digest == "" || before["digest"] != c.Digest {
+func followSnapshotDigest(ctx context.Context, cl *pve.Client, c *Change, s *SnapshotStep, before *pve.Config) error {
+	if c.Digest == "" || before.Get("digest") != c.Digest {
 		return nil // changed since the plan: the change's own write is refused, as without a snapshot
 	}
 	after, err := cl.GuestConfig(ctx, s.Type, s.Node, s.VMID)
 	if err != nil {
 		return fmt.Errorf("read %s %d after its snapshot: %w", s.Type, s.VMID, err)
 	}
-	strip := func(cfg pve.Config) pve.Config {
-		out := maps.Clone(cfg)
-		delete(out, "digest")
-		delete(out, "parent")
+	strip := func(cfg *pve.Config) *pve.Config {
+		out := cfg.Clone()
+		out.Delete("digest")
+		out.Delete("parent")
 		return out
 	}
-	if maps.Equal(strip(before), strip(after)) {
-		c.Digest = after["digest"]
+	if strip(before).Equal(strip(after)) {
+		c.Digest = after.Get("digest")
 	}
 	return nil
 }

@@ -54,8 +54,8 @@ func TestSimSnapshotBeforeRiskyChange(t *testing.T) {
 			t.Errorf("apply %d: vm 151 has snapshots", i)
 		}
 		cfg, err := sim.cl.GuestConfig(ctx, pve.QEMU, "pve", 150)
-		if err != nil || !strings.Contains(cfg["scsi0"], "size="+size+"G") {
-			t.Errorf("apply %d: scsi0 = %q (%v), want the change made after the snapshot", i, cfg["scsi0"], err)
+		if err != nil || !strings.Contains(cfg.Get("scsi0"), "size="+size+"G") {
+			t.Errorf("apply %d: scsi0 = %q (%v), want the change made after the snapshot", i, cfg.Get("scsi0"), err)
 		}
 		wantClean(t, planFor(t, sim, loadSpec(t, spec), Options{Snapshot: true}), "plan after the apply")
 	}
@@ -94,8 +94,8 @@ func TestSimSnapshotRollbackOnFailure(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The snapshot was taken after the hand edit, which stays.
-	if cfg["cores"] != "2" || cfg["scsi0"] != "local-lvm:vm-150-disk-0,size=4G" {
-		t.Errorf("after the rollback: cores %q, scsi0 %q; want the config of right before the change (cores 2, size=4G)", cfg["cores"], cfg["scsi0"])
+	if cfg.Get("cores") != "2" || cfg.Get("scsi0") != "local-lvm:vm-150-disk-0,size=4G" {
+		t.Errorf("after the rollback: cores %q, scsi0 %q; want the config of right before the change (cores 2, size=4G)", cfg.Get("cores"), cfg.Get("scsi0"))
 	}
 }
 

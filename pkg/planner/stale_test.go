@@ -34,8 +34,8 @@ func TestSimVMChangedSincePlan(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg["memory"] != "512" || cfg["cores"] != "3" {
-		t.Errorf("config after the refused update: memory %s cores %s, want the hand edit kept (512, 3)", cfg["memory"], cfg["cores"])
+	if cfg.Get("memory") != "512" || cfg.Get("cores") != "3" {
+		t.Errorf("config after the refused update: memory %s cores %s, want the hand edit kept (512, 3)", cfg.Get("memory"), cfg.Get("cores"))
 	}
 }
 
@@ -61,7 +61,7 @@ func TestSimBridgeChangedSincePlan(t *testing.T) {
 	if _, skipped := res.Skipped["NetworkApply/pve"]; !skipped {
 		t.Errorf("the commit ran after the refused update: %+v", res)
 	}
-	if got := liveIface(t, sim, "vmbr1"); strings.TrimSpace(got["comments"]) != "edited by hand" || got["bridge_ports"] != "eno2" {
+	if got := liveIface(t, sim, "vmbr1"); strings.TrimSpace(got.Get("comments")) != "edited by hand" || got.Get("bridge_ports") != "eno2" {
 		t.Errorf("vmbr1 after the refused update: %v, want the hand edit as it was", got)
 	}
 }
@@ -69,9 +69,9 @@ func TestSimBridgeChangedSincePlan(t *testing.T) {
 // A bond's slave that the same run's bond write brought up (autostart)
 // was not edited.
 func TestSameIfaceIgnoresSlaveAutostart(t *testing.T) {
-	before := pve.Config{"iface": "bond1", "type": "bond", "slaves": "eno3"}
-	after := pve.Config{"iface": "bond1", "type": "bond", "slaves": "eno3", "autostart": "1"}
-	others := map[string]pve.Config{"bond2": {"iface": "bond2", "type": "bond", "slaves": "bond1 eno4"}}
+	before := pve.ConfigOf(map[string]string{"iface": "bond1", "type": "bond", "slaves": "eno3"})
+	after := pve.ConfigOf(map[string]string{"iface": "bond1", "type": "bond", "slaves": "eno3", "autostart": "1"})
+	others := map[string]*pve.Config{"bond2": pve.ConfigOf(map[string]string{"iface": "bond2", "type": "bond", "slaves": "bond1 eno4"})}
 	for _, tc := range []struct {
 		name   string
 		lo     *liveObj
@@ -81,7 +81,7 @@ func TestSameIfaceIgnoresSlaveAutostart(t *testing.T) {
 		{"unchanged", &liveObj{Config: before, Digest: fieldsDigest(before), State: &ifaceLive{}}, fieldsDigest(before), true},
 		{"a slave brought up", &liveObj{Config: after, Digest: fieldsDigest(after), State: &ifaceLive{Others: others}}, fieldsDigest(before), true},
 		{"brought up, not a slave", &liveObj{Config: after, Digest: fieldsDigest(after), State: &ifaceLive{}}, fieldsDigest(before), false},
-		{"a slave edited", &liveObj{Config: pve.Config{"iface": "bond1", "type": "bond", "slaves": "eno5", "autostart": "1"},
+		{"a slave edited", &liveObj{Config: pve.ConfigOf(map[string]string{"iface": "bond1", "type": "bond", "slaves": "eno5", "autostart": "1"}),
 			State: &ifaceLive{Others: others}}, fieldsDigest(before), false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -119,7 +119,7 @@ func TestSimVMChangedSincePlanGrowFirst(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg["memory"] != "512" || cfg["cores"] != "3" || !strings.Contains(cfg["scsi0"], "size=4G") {
-		t.Errorf("config after the refused change: memory %s cores %s scsi0 %s, want the hand edit alone (512, 3, 4G)", cfg["memory"], cfg["cores"], cfg["scsi0"])
+	if cfg.Get("memory") != "512" || cfg.Get("cores") != "3" || !strings.Contains(cfg.Get("scsi0"), "size=4G") {
+		t.Errorf("config after the refused change: memory %s cores %s scsi0 %s, want the hand edit alone (512, 3, 4G)", cfg.Get("memory"), cfg.Get("cores"), cfg.Get("scsi0"))
 	}
 }

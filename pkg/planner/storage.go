@@ -3,7 +3,6 @@ package planner
 import (
 	"context"
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 
@@ -33,7 +32,7 @@ func storageID(r *spec.Resource) string {
 }
 
 // storageList reads GET /storage once per connection.
-func (lc *liveConn) storageList(ctx context.Context) ([]pve.Config, error) {
+func (lc *liveConn) storageList(ctx context.Context) ([]*pve.Config, error) {
 	if lc.storagesRead {
 		return lc.storages, nil
 	}
@@ -50,14 +49,14 @@ func (lc *liveConn) storageList(ctx context.Context) ([]pve.Config, error) {
 // object's Digest (sent with an update, see update) while the fingerprint
 // (the engine's, over this storage's fields only) decides whether this
 // storage changed.
-func storageObj(rows []pve.Config, id string) *liveObj {
+func storageObj(rows []*pve.Config, id string) *liveObj {
 	for _, row := range rows {
-		if row["storage"] != id {
+		if row.Get("storage") != id {
 			continue
 		}
-		cfg := maps.Clone(row)
-		delete(cfg, "digest")
-		return &liveObj{Exists: true, Config: cfg, Digest: row["digest"]}
+		cfg := row.Clone()
+		cfg.Delete("digest")
+		return &liveObj{Exists: true, Config: cfg, Digest: row.Get("digest")}
 	}
 	return &liveObj{}
 }
@@ -99,7 +98,7 @@ func (b *builder) storageFixed(t *schema.StorageType) map[string]bool {
 // in storage.cfg (a PBS encryption key's fingerprint) is compared by that
 // mark only: added when the mark is missing, never compared by value.
 // Removals (key: null) are not skipped: a mark that is there goes.
-func storageSkip(t *schema.StorageType, desired map[string]string, live pve.Config) map[string]bool {
+func storageSkip(t *schema.StorageType, desired map[string]string, live *pve.Config) map[string]bool {
 	skip := map[string]bool{"storage": true}
 	if t == nil {
 		return skip
@@ -108,7 +107,7 @@ func storageSkip(t *schema.StorageType, desired map[string]string, live pve.Conf
 		if _, want := desired[k]; !want {
 			continue
 		}
-		if _, marked := live[k]; marked || !t.IsMarked(k) {
+		if _, marked := live.Lookup(k); marked || !t.IsMarked(k) {
 			skip[k] = true
 		}
 	}
@@ -116,7 +115,7 @@ func storageSkip(t *schema.StorageType, desired map[string]string, live pve.Conf
 }
 
 func (storageKind) compare(b *builder, r *spec.Resource, lo *liveObj, c *Change) error {
-	t, _ := schema.LookupStorageType(lo.Config["type"])
+	t, _ := schema.LookupStorageType(lo.Config.Get("type"))
 	cmp := comparer{m: b.method("POST", storageCreatePath)}
 	c.Diff = cmp.diffParams(r.Params.Map(), r.Remove, lo.Config, storageSkip(t, r.Params.Map(), lo.Config))
 	if len(c.Diff) == 0 {
@@ -166,7 +165,7 @@ func (storageKind) update(ctx context.Context, x *execution, c *Change) error {
 	id := storageID(c.Resource)
 	var err error
 	for range storageUpdateTries {
-		var rows []pve.Config
+		var rows []*pve.Config
 		if rows, err = x.client.Storages(ctx); err != nil {
 			return fmt.Errorf("read storage %s: %w", id, err)
 		}

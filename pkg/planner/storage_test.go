@@ -44,14 +44,14 @@ spec:
   scsi0: nfs-images:1
 `
 
-func storageConfig(t *testing.T, cl *pve.Client, id string) pve.Config {
+func storageConfig(t *testing.T, cl *pve.Client, id string) *pve.Config {
 	t.Helper()
 	rows, err := cl.Storages(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, r := range rows {
-		if r["storage"] == id {
+		if r.Get("storage") == id {
 			return r
 		}
 	}
@@ -90,7 +90,7 @@ func TestSimStorageLifecycle(t *testing.T) {
 	if got, ok := s.Server.StorageSecret("smb", "password"); !ok || got != sha256hex("smb-s3cret") {
 		t.Errorf("smb password in PVE: got %q %v, want the one from the environment", got, ok)
 	}
-	if cfg := storageConfig(t, s.Client, "nfs-images"); cfg["content"] != "images,iso,vztmpl" || cfg["path"] != "/mnt/pve/nfs-images" {
+	if cfg := storageConfig(t, s.Client, "nfs-images"); cfg.Get("content") != "images,iso,vztmpl" || cfg.Get("path") != "/mnt/pve/nfs-images" {
 		t.Errorf("nfs-images as PVE has it: %v", cfg)
 	}
 	if p := planFor(t, sim, set, Options{}); p.HasChanges() {
@@ -108,7 +108,7 @@ func TestSimStorageLifecycle(t *testing.T) {
 		t.Errorf("smb update params (-want +got):\n%s", diff)
 	}
 	applyPlan(t, sim, p)
-	if cfg := storageConfig(t, s.Client, "nfs-images"); cfg["options"] != "vers=4.2" {
+	if cfg := storageConfig(t, s.Client, "nfs-images"); cfg.Get("options") != "vers=4.2" {
 		t.Errorf("nfs-images after update: %v", cfg)
 	}
 	if p := planFor(t, sim, set, Options{}); p.HasChanges() {
@@ -131,7 +131,7 @@ func TestSimStorageLifecycle(t *testing.T) {
 		t.Fatalf("smb: got %s %q, want a replace naming server", smb.Action, smb.Reasons)
 	}
 	applyPlan(t, sim, p)
-	if cfg := storageConfig(t, s.Client, "smb"); cfg["server"] != "files2.lab" {
+	if cfg := storageConfig(t, s.Client, "smb"); cfg.Get("server") != "files2.lab" {
 		t.Errorf("smb after replace: %v", cfg)
 	}
 	if got, _ := s.Server.StorageSecret("smb", "password"); got != sha256hex("smb-s3cret") {
@@ -232,40 +232,40 @@ func TestDiffParamsStorage(t *testing.T) {
 		name    string
 		desired map[string]string
 		remove  []string
-		live    pve.Config
+		live    *pve.Config
 		want    []FieldDiff
 	}{
 		{
 			name:    "content and nodes are sets",
 			desired: map[string]string{"content": "iso,vztmpl,images", "nodes": "b,a"},
-			live:    pve.Config{"content": "images,iso,vztmpl", "nodes": "a,b"},
+			live:    pve.ConfigOf(map[string]string{"content": "images,iso,vztmpl", "nodes": "a,b"}),
 		},
 		{
 			name:    "a content type more is a change",
 			desired: map[string]string{"content": "iso,images"},
-			live:    pve.Config{"content": "images"},
+			live:    pve.ConfigOf(map[string]string{"content": "images"}),
 			want:    []FieldDiff{{Path: "content", Before: "images", After: "iso,images"}},
 		},
 		{
 			name:    "paths compare canonical",
 			desired: map[string]string{"path": "/srv/vz/", "export": "/srv//images"},
-			live:    pve.Config{"path": "/srv/vz", "export": "/srv/images"},
+			live:    pve.ConfigOf(map[string]string{"path": "/srv/vz", "export": "/srv/images"}),
 		},
 		{
 			name:    "booleans as PVE answers them",
 			desired: map[string]string{"disable": "0", "krbd": "1"},
-			live:    pve.Config{"krbd": "1"},
+			live:    pve.ConfigOf(map[string]string{"krbd": "1"}),
 		},
 		{
 			name:    "secrets are never compared by value, and a missing mark is added",
 			desired: map[string]string{"password": "x", "encryption-key": "{}", "master-pubkey": "cGVt"},
-			live:    pve.Config{"encryption-key": "aa:bb"},
+			live:    pve.ConfigOf(map[string]string{"encryption-key": "aa:bb"}),
 			want:    []FieldDiff{{Path: "master-pubkey", Before: nil, After: "cGVt"}},
 		},
 		{
 			name:   "a removed mark is a delete",
 			remove: []string{"encryption-key"},
-			live:   pve.Config{"encryption-key": "aa:bb"},
+			live:   pve.ConfigOf(map[string]string{"encryption-key": "aa:bb"}),
 			want:   []FieldDiff{{Path: "encryption-key", Before: secret.Shown, After: nil}},
 		},
 	}

@@ -126,7 +126,7 @@ func (k templateKind) observe(ctx context.Context, lc *liveConn, r *spec.Resourc
 		if gl.more().Clone != nil {
 			gl.loadCloneConfig(ctx, cl)
 		}
-		if lo.Exists && lo.Config["template"] == "1" {
+		if lo.Exists && lo.Config.Get("template") == "1" {
 			m := gl.setMore()
 			m.Linked, m.LinkedErr = linkedClones(ctx, cl, lo.Node, gl.VMID, lo.Config, rows)
 		}
@@ -143,9 +143,9 @@ func (k templateKind) observe(ctx context.Context, lc *liveConn, r *spec.Resourc
 // checked by qemu-server src/PVE/QemuServer.pm destroy_vm). LVM-thin's
 // thin snapshots do not name it, and PVE lets their base go (the note in
 // pve-storage src/PVE/Storage/LvmThinPlugin.pm): none is found there.
-func linkedClones(ctx context.Context, cl *pve.Client, node string, vmid int, cfg pve.Config, ix *guestIndex) ([]guestRef, error) {
+func linkedClones(ctx context.Context, cl *pve.Client, node string, vmid int, cfg *pve.Config, ix *guestIndex) ([]guestRef, error) {
 	bases := map[string][]string{} // storage → base volume names
-	for key, val := range cfg {
+	for key, val := range cfg.All() {
 		if !isDriveKey(key) || isCDROMValue(val) {
 			continue
 		}
@@ -208,7 +208,7 @@ func (k templateKind) planBake(b *builder, r *spec.Resource, lo *liveObj, c *Cha
 	c.Reasons = append(c.Reasons, fmt.Sprintf("baked from template %s: full clone, boot, provision, shut down, convert into a template", gl.more().Clone))
 	// What the bake's provisioning runs: from the description the clone
 	// gets (the spec's, else its base template's).
-	desc := gl.more().CloneConfig["description"]
+	desc := gl.more().CloneConfig.Get("description")
 	if text, set := r.Params.Lookup("description"); set {
 		desc = withBlocks(text, desc)
 	}
@@ -225,10 +225,10 @@ func (k templateKind) planBake(b *builder, r *spec.Resource, lo *liveObj, c *Cha
 // hold the template.
 func (k templateKind) compare(b *builder, r *spec.Resource, lo *liveObj, c *Change) error {
 	gl := liveOf(lo)
-	want, have := recipe(r), liveRecipe(lo.Config["description"])
+	want, have := recipe(r), liveRecipe(lo.Config.Get("description"))
 	var why string
 	switch {
-	case lo.Config["template"] != "1":
+	case lo.Config.Get("template") != "1":
 		why = fmt.Sprintf("VM %d is named %s but is not a template: a bake that did not finish", gl.VMID, k.vm.name(r))
 	case have == "":
 		why = "the template has no [pvectl-template: …] block: pvectl did not bake it"
@@ -239,7 +239,7 @@ func (k templateKind) compare(b *builder, r *spec.Resource, lo *liveObj, c *Chan
 		// A provisioning file that changed since the bake (or
 		// forceConfigCheck) rebuilds it: the description's provision
 		// block says what ran, as on any VM.
-		steps, err := pendingProvision(r, lo.Config["description"])
+		steps, err := pendingProvision(r, lo.Config.Get("description"))
 		if err != nil {
 			return err
 		}
@@ -257,7 +257,7 @@ func (k templateKind) compare(b *builder, r *spec.Resource, lo *liveObj, c *Chan
 	if err := b.replace(r, c, why); err != nil {
 		return err
 	}
-	stateOf(c).Note = userDescription(lo.Config["description"])
+	stateOf(c).Note = userDescription(lo.Config.Get("description"))
 	return k.planBake(b, r, lo, c)
 }
 
@@ -367,11 +367,11 @@ func (k templateKind) writeRecipe(ctx context.Context, x *execution, c *Change, 
 	if err != nil {
 		return fmt.Errorf("read config of vm %d: %w", vmid, err)
 	}
-	desc := cfg["description"]
+	desc := cfg.Get("description")
 	if _, set := c.Resource.Params.Lookup("description"); !set && userDescription(desc) == "" && stateOf(c).Note != "" {
 		desc = withBlocks(stateOf(c).Note, desc)
 	}
-	values := url.Values{"description": {withRecipe(desc, recipe(c.Resource))}, "digest": {cfg["digest"]}}
+	values := url.Values{"description": {withRecipe(desc, recipe(c.Resource))}, "digest": {cfg.Get("digest")}}
 	if err := x.client.UpdateGuest(ctx, pve.QEMU, c.Node, vmid, values); err != nil {
 		return fmt.Errorf("write the recipe into the description of vm %d: %w", vmid, err)
 	}
@@ -454,7 +454,7 @@ func (b *builder) templateChanges(r *spec.Resource) bool {
 		return false
 	}
 	lo := b.obs.objs[o.Address()]
-	return lo == nil || !lo.Exists || lo.Config["template"] != "1" || liveRecipe(lo.Config["description"]) != recipe(o)
+	return lo == nil || !lo.Exists || lo.Config.Get("template") != "1" || liveRecipe(lo.Config.Get("description")) != recipe(o)
 }
 
 // notImported: PVE keeps a template's config but not its recipe (the

@@ -75,7 +75,7 @@ func TestSimTemplateLifecycle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg["template"] != "1" || cfg["cores"] != "4" || liveRecipe(cfg["description"]) == "" || !strings.Contains(cfg["scsi0"], "base-") {
+	if cfg.Get("template") != "1" || cfg.Get("cores") != "4" || liveRecipe(cfg.Get("description")) == "" || !strings.Contains(cfg.Get("scsi0"), "base-") {
 		t.Fatalf("template config %v: want a template with base disks, cores 4 and a recipe block", cfg)
 	}
 	for _, vm := range []string{"QemuVM/app-1", "QemuVM/app-2"} {
@@ -88,18 +88,18 @@ func TestSimTemplateLifecycle(t *testing.T) {
 			t.Errorf("%s cloned from %v, want template %d", vm, st.Clone, tid)
 		}
 		// Its own owner block is the only pvectl block (owner.go).
-		if vc["cores"] != "4" || strings.Contains(vc["description"], "[pvectl-template") ||
-			userDescription(vc["description"]) != "" {
+		if vc.Get("cores") != "4" || strings.Contains(vc.Get("description"), "[pvectl-template") ||
+			userDescription(vc.Get("description")) != "" {
 			t.Errorf("%s config %v: want the template's cores and no inherited pvectl block", vm, vc)
 		}
-		if stack, id, ok := parseOwnerMark(vc["description"]); !ok || stack != DefaultStack || id != st.Created {
+		if stack, id, ok := parseOwnerMark(vc.Get("description")); !ok || stack != DefaultStack || id != st.Created {
 			t.Errorf("%s: owner mark %q %d %v, want %s and its vmid %d", vm, stack, id, ok, DefaultStack, st.Created)
 		}
 	}
 
 	// A user's note on the template survives: no change, no write.
 	note := "golden image — ask ops\n  before touching  "
-	if err := sim.cl.UpdateGuest(ctx, pve.QEMU, "pve", tid, url.Values{"description": {note + "\n" + cfg["description"]}}); err != nil {
+	if err := sim.cl.UpdateGuest(ctx, pve.QEMU, "pve", tid, url.Values{"description": {note + "\n" + cfg.Get("description")}}); err != nil {
 		t.Fatal(err)
 	}
 	p = planFor(t, sim, loadSpec(t, templateYAML), Options{})
@@ -124,7 +124,7 @@ func TestSimTemplateLifecycle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg["template"] != "1" || cfg["cores"] != "2" || !strings.HasPrefix(cfg["description"], note+"\n[pvectl-template: recipe=") {
+	if cfg.Get("template") != "1" || cfg.Get("cores") != "2" || !strings.HasPrefix(cfg.Get("description"), note+"\n[pvectl-template: recipe=") {
 		t.Fatalf("rebuilt template %d: %v, want cores 2 and the note first", tid, cfg)
 	}
 	if p := planFor(t, sim, loadSpec(t, changed), Options{}); p.Change("Template/golden").Action != NoOp {
@@ -184,7 +184,7 @@ func TestStripInherited(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			stripInherited(tt.upd, pve.Config{"description": tt.live})
+			stripInherited(tt.upd, pve.ConfigOf(map[string]string{"description": tt.live}))
 			if fmt.Sprint(tt.upd) != fmt.Sprint(tt.want) {
 				t.Errorf("got %v want %v", tt.upd, tt.want)
 			}
@@ -208,7 +208,7 @@ func TestSimTemplateUnfinishedBake(t *testing.T) {
 	}
 	applyPlan(t, sim, p)
 	cfg, err := sim.cl.QemuConfig(ctx, "pve", 150)
-	if err != nil || cfg["template"] != "1" || liveRecipe(cfg["description"]) == "" {
+	if err != nil || cfg.Get("template") != "1" || liveRecipe(cfg.Get("description")) == "" {
 		t.Fatalf("VM 150 after the rebuild: %v, %v", cfg, err)
 	}
 }

@@ -60,20 +60,20 @@ func userObj(users map[string]*pve.User, id string) *liveObj {
 	if u == nil {
 		return &liveObj{}
 	}
-	cfg := pve.Config{}
+	cfg := pve.NewConfig(0)
 	for k := range userFields {
-		if v := u.Config[k]; v != "" {
-			cfg[k] = v
+		if v := u.Config.Get(k); v != "" {
+			cfg.Set(k, v)
 		}
 	}
-	if cfg["expire"] == "" {
-		cfg["expire"] = "0"
+	if cfg.Get("expire") == "" {
+		cfg.Set("expire", "0")
 	}
-	if cfg["enable"] == "" {
-		cfg["enable"] = "1"
+	if cfg.Get("enable") == "" {
+		cfg.Set("enable", "1")
 	}
-	if g := splitSet(cfg["groups"]); len(g) > 0 {
-		cfg["groups"] = strings.Join(g, ",")
+	if g := splitSet(cfg.Get("groups")); len(g) > 0 {
+		cfg.Set("groups", strings.Join(g, ","))
 	}
 	return &liveObj{Exists: true, Config: cfg, Digest: fieldsDigest(cfg)}
 }
@@ -107,7 +107,7 @@ func (userKind) compare(b *builder, r *spec.Resource, lo *liveObj, c *Change) er
 	cmp := comparer{m: b.method("POST", userCreatePath)}
 	want := desiredUser(r)
 	for _, k := range slices.Sorted(maps.Keys(want)) {
-		dv, lv := want[k], lo.Config[k]
+		dv, lv := want[k], lo.Config.Get(k)
 		if sameAccessValue(cmp, k, dv, lv) {
 			continue
 		}

@@ -124,7 +124,7 @@ func shrinkingB() (*spec.Set, map[string]*liveObj) {
 			r.Params.Set("scsi0", "local-lvm:8")
 		}
 	}
-	live["QemuVM/b"].Config["scsi0"] = "local-lvm:vm-102-disk-0,size=32G"
+	live["QemuVM/b"].Config.Set("scsi0", "local-lvm:vm-102-disk-0,size=32G")
 	return set, live
 }
 
@@ -389,8 +389,8 @@ func TestSimVerifyIgnoresPvectlBlock(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg["memory"] != "1024" || !strings.Contains(cfg["description"], "[pvectl-provision: a.yaml=0123456789ab]") {
-		t.Errorf("after apply: memory %q description %q, want 1024 and the block kept", cfg["memory"], cfg["description"])
+	if cfg.Get("memory") != "1024" || !strings.Contains(cfg.Get("description"), "[pvectl-provision: a.yaml=0123456789ab]") {
+		t.Errorf("after apply: memory %q description %q, want 1024 and the block kept", cfg.Get("memory"), cfg.Get("description"))
 	}
 	if p := planFor(t, sim, loadSpec(t, strings.Replace(doc, "512", "1024", 1)), Options{}); p.HasChanges() {
 		t.Errorf("plan after apply: got %q want noop (the block is not drift)", summary(p))

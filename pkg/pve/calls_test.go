@@ -69,7 +69,7 @@ func TestTypedCalls(t *testing.T) {
 			want: &Version{Version: "9.1.1", Release: "9.1", RepoID: "ab12"}, reqs: []string{"GET /version?"}},
 		{name: "node names sorted", call: func() (any, error) { return c.NodeNames(ctx) }, want: []string{"pve", "pve2"}, reqs: []string{"GET /nodes?"}},
 		{name: "qemu config", call: func() (any, error) { return c.QemuConfig(ctx, "pve", 100) },
-			want: Config{"memory": "2048", "digest": "d1"}, reqs: []string{"GET /nodes/pve/qemu/100/config?"}},
+			want: ConfigOf(map[string]string{"memory": "2048", "digest": "d1"}), reqs: []string{"GET /nodes/pve/qemu/100/config?"}},
 		{name: "qemu status", call: func() (any, error) { return c.QemuStatus(ctx, "pve", 100) },
 			want: &QemuStatus{Status: "running", QMPStatus: "running"}, reqs: []string{"GET /nodes/pve/qemu/100/status/current?"}},
 		{name: "create qemu", call: func() (any, error) {

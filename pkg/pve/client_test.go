@@ -143,7 +143,7 @@ func TestEnvelope(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantIfaces := []Config{{"iface": "vmbr0", "type": "bridge", "autostart": "1", "active": "1", "priority": "3", "families": `["inet"]`}}
+	wantIfaces := []*Config{ConfigOf(map[string]string{"iface": "vmbr0", "type": "bridge", "autostart": "1", "active": "1", "priority": "3", "families": `["inet"]`})}
 	if diff := cmp.Diff(wantIfaces, ifaces); diff != "" {
 		t.Errorf("ifaces (-want +got):\n%s", diff)
 	}

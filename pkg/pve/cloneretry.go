@@ -90,10 +90,10 @@ func (c *Client) adoptClone(ctx context.Context, typ GuestType, node string, src
 	case err != nil:
 		return true, fmt.Errorf("%w (reading vmid %d back failed too: %v)", cause, newid, err)
 	}
-	if name := params.Get(nameParam(typ)); name != "" && cfg["name"] != name && cfg["hostname"] != name {
+	if name := params.Get(nameParam(typ)); name != "" && cfg.Get("name") != name && cfg.Get("hostname") != name {
 		return true, fmt.Errorf("%w (vmid %d exists now, but is not the %q this clone sent: another client's)", cause, newid, name)
 	}
-	if cfg["lock"] == "clone" {
+	if cfg.Get("lock") == "clone" {
 		return true, fmt.Errorf("%w (vmid %d is still being cloned by a task pvectl did not find)", cause, newid)
 	}
 	ev := TaskEvent{Phase: TaskFound, Request: request, Attempt: attempt, Err: cause}

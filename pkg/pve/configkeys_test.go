@@ -9,18 +9,18 @@ import (
 // Decoded configs share their keys' bytes (a plan holds every guest's
 // config at once), and keep their values.
 func TestConfigKeysShared(t *testing.T) {
-	var a, b Config
+	var a, b *Config
 	if err := json.Unmarshal([]byte(`{"memory":512,"net0":"virtio,bridge=vmbr0","onboot":true,"x":null}`), &a); err != nil {
 		t.Fatal(err)
 	}
 	if err := json.Unmarshal([]byte(`{"memory":1024,"net0":"e1000,bridge=vmbr1"}`), &b); err != nil {
 		t.Fatal(err)
 	}
-	if a["memory"] != "512" || b["memory"] != "1024" || a["onboot"] != "1" || len(a) != 3 || b["net0"] != "e1000,bridge=vmbr1" {
+	if a.Get("memory") != "512" || b.Get("memory") != "1024" || a.Get("onboot") != "1" || a.Len() != 3 || b.Get("net0") != "e1000,bridge=vmbr1" {
 		t.Fatalf("decoded %v and %v", a, b)
 	}
-	keyData := func(c Config, key string) *byte {
-		for k := range c {
+	keyData := func(c *Config, key string) *byte {
+		for k := range c.All() {
 			if k == key {
 				return unsafe.StringData(k)
 			}

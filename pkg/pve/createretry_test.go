@@ -149,7 +149,7 @@ func TestCreateIgnoresANamesakesTask(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg, err := s.Client.QemuConfig(ctx, "pve", 100)
-	if err != nil || cfg["name"] != "new" || f.posts != 3 {
+	if err != nil || cfg.Get("name") != "new" || f.posts != 3 {
 		t.Errorf("got config %v (%v) after %d POSTs, want the new VM after 3", cfg, err, f.posts)
 	}
 }

@@ -25,13 +25,10 @@ func guestPath(typ GuestType, node string, vmid int, rest ...string) string {
 
 // GuestConfig is GET …/{vmid}/config: the config with pending changes
 // applied, and its digest.
-func (c *Client) GuestConfig(ctx context.Context, typ GuestType, node string, vmid int) (Config, error) {
-	var cfg Config
-	if err := c.Do(ctx, http.MethodGet, guestPath(typ, node, vmid, "config"), nil, &cfg); err != nil {
+func (c *Client) GuestConfig(ctx context.Context, typ GuestType, node string, vmid int) (*Config, error) {
+	cfg := &Config{} // Do decodes into it (decodeAnswer); null leaves it empty
+	if err := c.Do(ctx, http.MethodGet, guestPath(typ, node, vmid, "config"), nil, cfg); err != nil {
 		return nil, err
-	}
-	if cfg == nil {
-		cfg = Config{}
 	}
 	return cfg, nil
 }
@@ -155,7 +152,7 @@ func (c *Client) CloneGuest(ctx context.Context, typ GuestType, node string, vmi
 
 // The QEMU forms of the guest calls.
 
-func (c *Client) QemuConfig(ctx context.Context, node string, vmid int) (Config, error) {
+func (c *Client) QemuConfig(ctx context.Context, node string, vmid int) (*Config, error) {
 	return c.GuestConfig(ctx, QEMU, node, vmid)
 }
 
@@ -215,7 +212,7 @@ func (c *Client) TemplateGuest(ctx context.Context, typ GuestType, node string, 
 		if err != nil {
 			return fmt.Errorf("wait for %s %d to become a template: %w", typ, vmid, err)
 		}
-		if cfg["template"] == "1" {
+		if cfg.Get("template") == "1" {
 			return nil
 		}
 		if err := sleep(ctx, delay); err != nil {

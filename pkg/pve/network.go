@@ -10,7 +10,7 @@ import (
 
 // NetworkList is GET /nodes/{node}/network: the staged view of every
 // interface, and the staged diff ("" when nothing is pending).
-func (c *Client) NetworkList(ctx context.Context, node string) (ifaces []Config, changes string, err error) {
+func (c *Client) NetworkList(ctx context.Context, node string) (ifaces []*Config, changes string, err error) {
 	path := apiPath("nodes", node, "network")
 	resp, err := c.DoRaw(ctx, http.MethodGet, path, nil)
 	if err != nil {
@@ -32,8 +32,8 @@ func (c *Client) NetworkList(ctx context.Context, node string) (ifaces []Config,
 // NetworkIfaces is GET /nodes/{node}/network filtered by params (e.g.
 // type=any_bridge: the node's bridges, staged ones included, and the SDN
 // vnets the caller may use or audit; pve-manager API2/Network.pm index).
-func (c *Client) NetworkIfaces(ctx context.Context, node string, params url.Values) ([]Config, error) {
-	var ifaces []Config
+func (c *Client) NetworkIfaces(ctx context.Context, node string, params url.Values) ([]*Config, error) {
+	var ifaces []*Config
 	if err := c.Do(ctx, http.MethodGet, apiPath("nodes", node, "network"), params, &ifaces); err != nil {
 		return nil, err
 	}

@@ -32,7 +32,7 @@ func TestAnswersAsPVEAndAsTheSchema(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			want := []Config{{"iface": "eno1.10", "type": "vlan", "mtu": "9000", "vlan-id": "10", "netmask": "24"}}
+			want := []*Config{ConfigOf(map[string]string{"iface": "eno1.10", "type": "vlan", "mtu": "9000", "vlan-id": "10", "netmask": "24"})}
 			if diff := cmp.Diff(want, ifaces); diff != "" {
 				t.Errorf("NetworkList (-want +got)\n%s", diff)
 			}

@@ -60,7 +60,7 @@ func TestSimGuestCalls(t *testing.T) {
 			t.Fatal(err)
 		}
 		cfg, err := cl.GuestConfig(ctx, pve.LXC, "pve", 200)
-		if err != nil || cfg["template"] != "1" {
+		if err != nil || cfg.Get("template") != "1" {
 			t.Errorf("got config %v, %v after TemplateGuest, want template 1", cfg, err)
 		}
 	})

@@ -11,8 +11,8 @@ import (
 // (Datastore.Audit or Datastore.AllocateSpace on /storage/ID), each with
 // its options as PVE's section-config parser reads them, and the digest
 // of the whole storage.cfg. Secrets are never among them.
-func (c *Client) Storages(ctx context.Context) ([]Config, error) {
-	var rows []Config
+func (c *Client) Storages(ctx context.Context) ([]*Config, error) {
+	var rows []*Config
 	if err := c.Do(ctx, http.MethodGet, "/storage", nil, &rows); err != nil {
 		return nil, err
 	}

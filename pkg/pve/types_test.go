@@ -16,22 +16,22 @@ func TestConfigDecoding(t *testing.T) {
 		"families": ["inet", "inet6"], "obj": {"a": 1},
 		"gone": null, "neg": -3
 	}`
-	var got Config
+	var got *Config
 	if err := json.Unmarshal([]byte(in), &got); err != nil {
 		t.Fatal(err)
 	}
-	want := Config{
+	want := ConfigOf(map[string]string{
 		"memory": "2048", "cores": "4", "balloon": "0", "cpuunits": "1", "ratio": "0.5", "big": "1000",
 		"onboot": "1", "agent": "0",
 		"net0":   "virtio=BC:24:11:AA:BB:CC,bridge=vmbr0",
 		"digest": "3b4f2c", "description": "line1\nline2",
 		"families": `["inet","inet6"]`, "obj": `{"a":1}`,
 		"neg": "-3",
-	}
+	})
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Config (-want +got):\n%s", diff)
 	}
-	var null Config
+	var null *Config
 	if err := json.Unmarshal([]byte(`null`), &null); err != nil || null != nil {
 		t.Errorf("got %v, %v; want nil config from null", null, err)
 	}

@@ -16,10 +16,10 @@ type User struct {
 	ID string
 	// Config holds the settings as form values (enable, expire, email,
 	// firstname, lastname, comment, keys, groups as a comma list).
-	Config Config
+	Config *Config
 	// Tokens holds each token's settings (comment, expire, privsep) by
 	// token id (the part after "!").
-	Tokens map[string]Config
+	Tokens map[string]*Config
 }
 
 // Users lists the users the caller may see, with their tokens, in one
@@ -44,7 +44,7 @@ func (c *Client) Users(ctx context.Context) (map[string]*User, error) {
 			}
 		}
 		delete(row, "tokens")
-		u := &User{ID: id, Tokens: map[string]Config{}}
+		u := &User{ID: id, Tokens: map[string]*Config{}}
 		var err error
 		if u.Config, err = configOf(row); err != nil {
 			return nil, fmt.Errorf("list users: %s: %w", id, err)
@@ -54,8 +54,8 @@ func (c *Client) Users(ctx context.Context) (map[string]*User, error) {
 			if err != nil {
 				return nil, fmt.Errorf("list users: %s: token: %w", id, err)
 			}
-			tid := cfg["tokenid"]
-			delete(cfg, "tokenid")
+			tid := cfg.Get("tokenid")
+			cfg.Delete("tokenid")
 			u.Tokens[tid] = cfg
 		}
 		out[id] = u
@@ -64,17 +64,17 @@ func (c *Client) Users(ctx context.Context) (map[string]*User, error) {
 }
 
 // configOf renders decoded JSON members as a Config.
-func configOf(m map[string]json.RawMessage) (Config, error) {
+func configOf(m map[string]json.RawMessage) (*Config, error) {
 	b, err := json.Marshal(m)
 	if err != nil {
 		return nil, err
 	}
-	var cfg Config
+	var cfg *Config
 	if err := json.Unmarshal(b, &cfg); err != nil {
 		return nil, err
 	}
 	if cfg == nil {
-		cfg = Config{}
+		cfg = NewConfig(0)
 	}
 	return cfg, nil
 }

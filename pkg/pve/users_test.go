@@ -40,10 +40,10 @@ func TestAccessCalls(t *testing.T) {
 	if ci == nil || len(users) != 2 {
 		t.Fatalf("got users %v, want root@pam and ci@pve", users)
 	}
-	if diff := cmp.Diff(Config{"userid": "ci@pve", "enable": "0", "expire": "1900000000", "groups": "ops,dev", "comment": "CI"}, ci.Config); diff != "" {
+	if diff := cmp.Diff(ConfigOf(map[string]string{"userid": "ci@pve", "enable": "0", "expire": "1900000000", "groups": "ops,dev", "comment": "CI"}), ci.Config); diff != "" {
 		t.Errorf("ci@pve config (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff(map[string]Config{"deploy": {"privsep": "1", "comment": "d"}, "x": {"privsep": "0", "expire": "5"}}, ci.Tokens); diff != "" {
+	if diff := cmp.Diff(map[string]*Config{"deploy": ConfigOf(map[string]string{"privsep": "1", "comment": "d"}), "x": ConfigOf(map[string]string{"privsep": "0", "expire": "5"})}, ci.Tokens); diff != "" {
 		t.Errorf("ci@pve tokens (-want +got):\n%s", diff)
 	}
 	if q, _ := url.ParseQuery(f.requests()[0].Query); q.Get("full") != "1" {
