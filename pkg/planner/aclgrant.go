@@ -32,15 +32,21 @@ type aclLive struct{ others []string }
 
 // aclList reads GET /access/acl once.
 func (lc *liveConn) aclList(ctx context.Context) ([]pve.ACLEntry, error) {
-	if lc.aclRead {
-		return lc.acl, nil
+	return readOnce(&lc.aclRead, &lc.acl, func() ([]pve.ACLEntry, error) { return lc.client.ACL(ctx) })
+}
+
+// readOnce is *v, read by fetch the first time (done says it was).
+func readOnce[T any](done *bool, v *T, fetch func() (T, error)) (T, error) {
+	if *done {
+		return *v, nil
 	}
-	entries, err := lc.client.ACL(ctx)
+	x, err := fetch()
 	if err != nil {
-		return nil, err
+		var zero T
+		return zero, err
 	}
-	lc.acl, lc.aclRead = entries, true
-	return entries, nil
+	*v, *done = x, true
+	return x, nil
 }
 
 // grantParams are the PUT /access/acl parameters naming r's grant.

@@ -534,13 +534,9 @@ func sendWithDigest(ctx context.Context, x *execution, list, method, path string
 // options the spec set are deleted (PVE's defaults again; the firewall
 // of the scope is off unless enable has a default of its own).
 func (firewallKind) remove(ctx context.Context, x *execution, c *Change) error {
-	w, err := wireOf(c.Resource)
-	if err != nil {
+	w, st, err := fwWriteState(c)
+	if err != nil || st == nil {
 		return err
-	}
-	st, _ := c.State.(*fwState)
-	if st == nil || st.Base == "" {
-		return nil
 	}
 	empty := &spec.FirewallWire{Scope: w.Scope}
 	if err := applyRules(ctx, x, st.Base+"/rules", st.Rules, nil); err != nil {

@@ -41,13 +41,9 @@ func (firewallKind) writesLate(c *Change) bool { return firewallWritesLate(c) }
 // state the plan read (the first part wrote only aliases and IP sets,
 // which the rule list's digest does not cover).
 func (firewallKind) writeLate(ctx context.Context, x *execution, c *Change) error {
-	w, err := wireOf(c.Resource)
-	if err != nil {
+	w, st, err := fwWriteState(c)
+	if err != nil || st == nil {
 		return err
-	}
-	st, _ := c.State.(*fwState)
-	if st == nil || st.Base == "" {
-		return nil
 	}
 	return writeFirewall(ctx, x, st, w)
 }
@@ -60,4 +56,18 @@ func heldMessage(c *Change) string {
 		}
 	}
 	return "kept what it removes after its dependents: "
+}
+
+// fwWriteState is what a write of c's firewall needs: its wire form and
+// the state the plan read (nil when the plan read none: nothing there).
+func fwWriteState(c *Change) (*spec.FirewallWire, *fwState, error) {
+	w, err := wireOf(c.Resource)
+	if err != nil {
+		return nil, nil, err
+	}
+	st, _ := c.State.(*fwState)
+	if st == nil || st.Base == "" {
+		return w, nil, nil
+	}
+	return w, st, nil
 }

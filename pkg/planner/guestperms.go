@@ -119,19 +119,25 @@ func (g guest) createCalls(node string, r *spec.Resource) []apiCall {
 	return calls
 }
 
-// createPerms: VM.Allocate on the new guest (or the pool it joins), and
-// what each setting needs (qemu-server API2/Qemu.pm create_vm,
-// pve-container API2/LXC.pm create_vm).
-func (g guest) createPerms(r *spec.Resource) []permNeed {
+// onNewGuest makes the needs on a guest r creates: on its path, or on
+// the pool it joins (PVE accepts either for a new guest).
+func onNewGuest(r *spec.Resource) func(why string, privs ...string) permNeed {
 	id, _ := specVMID(r)
 	path, pool := vmPath(id), r.Params.Get("pool")
-	onGuest := func(why string, privs ...string) permNeed {
+	return func(why string, privs ...string) permNeed {
 		n := need(path, why, privs...)
 		if pool != "" {
 			n.or = "/pool/" + pool
 		}
 		return n
 	}
+}
+
+// createPerms: VM.Allocate on the new guest (or the pool it joins), and
+// what each setting needs (qemu-server API2/Qemu.pm create_vm,
+// pve-container API2/LXC.pm create_vm).
+func (g guest) createPerms(r *spec.Resource) []permNeed {
+	onGuest := onNewGuest(r)
 	needs := []permNeed{onGuest("to create the "+guestNoun(string(g.typ)), "VM.Allocate")}
 	storage := r.Params.Get("storage")
 	if storage != "" {

@@ -44,19 +44,7 @@ func hwmapType(r *spec.Resource) string { return spec.MappingKeys(r).Type }
 
 // hwmapRows reads a type's list once per connection.
 func (lc *liveConn) hwmapRows(ctx context.Context, typ string) ([]*pve.Config, error) {
-	path := hwmapListPath(typ)
-	if rows, ok := lc.cfgLists[path]; ok {
-		return rows, nil
-	}
-	rows, err := readHWMaps(ctx, lc.client, typ)
-	if err != nil {
-		return nil, err
-	}
-	if lc.cfgLists == nil {
-		lc.cfgLists = map[string][]*pve.Config{}
-	}
-	lc.cfgLists[path] = rows
-	return rows, nil
+	return cachedRows(&lc.cfgLists, hwmapListPath(typ), func() ([]*pve.Config, error) { return readHWMaps(ctx, lc.client, typ) })
 }
 
 func readHWMaps(ctx context.Context, cl *pve.Client, typ string) ([]*pve.Config, error) {

@@ -110,22 +110,32 @@ func (netApplyKind) planCommit(b *builder, r *spec.Resource, lo *liveObj, c *Cha
 	if st.Staged != "" {
 		c.Reasons = append(c.Reasons, foreignReasons(lo.Node, st.Staged)...)
 	}
-	_, mine := stagingKey(r.Kind, r.Connection, lo.Node) // the node's staging scope
+	st.Ours = b.stagedBy(c, r, lo, "will stage a change", ifaceName) // the node's staging scope
+	return nil
+}
+
+// stagedBy lists, for the commit change c of r, the changes of the plan
+// that stage into its scope (what it will commit: their addresses and
+// the names in the staging), giving each as a reason (addr+" "+why); c
+// applies when it has any reason. Interfaces and SDN objects alike.
+func (b *builder) stagedBy(c *Change, r *spec.Resource, lo *liveObj, why string, name func(*spec.Resource) string) map[string]string {
+	var ours map[string]string
+	_, mine := stagingKey(r.Kind, r.Connection, lo.Node)
 	for _, addr := range slices.Sorted(maps.Keys(b.changes)) {
 		o := b.changes[addr]
 		if role, key := b.netKey(addr); role != netStage || key != mine || o.Action == NoOp {
 			continue
 		}
-		c.Reasons = append(c.Reasons, addr+" will stage a change")
-		if st.Ours == nil {
-			st.Ours = map[string]string{}
+		c.Reasons = append(c.Reasons, addr+" "+why)
+		if ours == nil {
+			ours = map[string]string{}
 		}
-		st.Ours[addr] = ifaceName(o.Resource)
+		ours[addr] = name(o.Resource)
 	}
 	if len(c.Reasons) > 0 {
 		c.Action = ApplyNet
 	}
-	return nil
+	return ours
 }
 
 // foreignReasons show the staged changes pvectl did not make, as the diff

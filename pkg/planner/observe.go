@@ -290,15 +290,13 @@ func (ln *liveNetwork) iface(name string) *pve.Config {
 
 // poolList reads /pools once.
 func (lc *liveConn) poolList(ctx context.Context) ([]pve.Pool, error) {
-	if lc.poolsRead {
-		return lc.pools, nil
-	}
-	pools, err := lc.client.Pools(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("list pools: %w", err)
-	}
-	lc.pools, lc.poolsRead = pools, true
-	return pools, nil
+	return readOnce(&lc.poolsRead, &lc.pools, func() ([]pve.Pool, error) {
+		pools, err := lc.client.Pools(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("list pools: %w", err)
+		}
+		return pools, nil
+	})
 }
 
 // fingerprint is pvectl's hash of a live object for Verify: its fields

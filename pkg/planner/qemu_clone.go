@@ -208,15 +208,7 @@ func (k qemuKind) cloneCall(node string, r *spec.Resource, src *guestRef, srcCon
 
 // clonePerms are what clone_vm's handler and the update after it check.
 func (k qemuKind) clonePerms(r *spec.Resource, srcConf *pve.Config) []permNeed {
-	id, _ := specVMID(r)
-	path, pool := vmPath(id), r.Params.Get("pool")
-	onGuest := func(why string, privs ...string) permNeed {
-		n := need(path, why, privs...)
-		if pool != "" {
-			n.or = "/pool/" + pool
-		}
-		return n
-	}
+	onGuest := onNewGuest(r)
 	var needs []permNeed
 	target := r.Params.Get("storage")
 	for key, val := range srcConf.All() {

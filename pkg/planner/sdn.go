@@ -266,13 +266,7 @@ func (k *sdnObjKind) compare(b *builder, r *spec.Resource, lo *liveObj, c *Chang
 		return nil
 	}
 	c.Reasons = reasons(c.Diff)
-	var changed []string
-	for _, d := range c.Diff {
-		if key := topKey(d.Path); slices.Contains(k.fixed, key) && !slices.Contains(changed, key) {
-			changed = append(changed, key)
-		}
-	}
-	if len(changed) > 0 {
+	if changed := fixedChanged(c.Diff, k.fixed); len(changed) > 0 {
 		return b.replace(r, c, fmt.Sprintf("PVE cannot change an %s's %s: the replace deletes it and creates it anew", spec.Noun(k.kind), strings.Join(changed, ", ")))
 	}
 	c.Action = Update

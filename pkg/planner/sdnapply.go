@@ -197,21 +197,7 @@ func (sdnApplyKind) planCommit(b *builder, r *spec.Resource, lo *liveObj, c *Cha
 			c.Reasons = append(c.Reasons, "  "+p.Text)
 		}
 	}
-	_, mine := stagingKey(r.Kind, r.Connection, lo.Node)
-	for _, addr := range slices.Sorted(maps.Keys(b.changes)) {
-		o := b.changes[addr]
-		if role, key := b.netKey(addr); role != netStage || key != mine || o.Action == NoOp {
-			continue
-		}
-		c.Reasons = append(c.Reasons, addr+" will write a pending change")
-		if st.Ours == nil {
-			st.Ours = map[string]string{}
-		}
-		st.Ours[addr] = sdnKey(o.Resource)
-	}
-	if len(c.Reasons) > 0 {
-		c.Action = ApplyNet
-	}
+	st.Ours = b.stagedBy(c, r, lo, "will write a pending change", sdnKey)
 	return nil
 }
 

@@ -74,18 +74,36 @@ type sectionLive struct {
 
 // sectionRows reads a section list once per connection.
 func (lc *liveConn) sectionRows(ctx context.Context, path string) ([]*pve.Config, error) {
-	if rows, ok := lc.sections[path]; ok {
+	return cachedRows(&lc.sections, path, func() ([]*pve.Config, error) { return readSection(ctx, lc.client, path) })
+}
+
+// cachedRows is the list at key of cache, read once (the cache made on
+// first use).
+func cachedRows(cache *map[string][]*pve.Config, key string, read func() ([]*pve.Config, error)) ([]*pve.Config, error) {
+	if rows, ok := (*cache)[key]; ok {
 		return rows, nil
 	}
-	rows, err := readSection(ctx, lc.client, path)
+	rows, err := read()
 	if err != nil {
 		return nil, err
 	}
-	if lc.sections == nil {
-		lc.sections = map[string][]*pve.Config{}
+	if *cache == nil {
+		*cache = map[string][]*pve.Config{}
 	}
-	lc.sections[path] = rows
+	(*cache)[key] = rows
 	return rows, nil
+}
+
+// fixedChanged are the keys of fixed (those PVE cannot change in place)
+// that diffs change, each once, in diff order.
+func fixedChanged(diffs []FieldDiff, fixed []string) []string {
+	var changed []string
+	for _, d := range diffs {
+		if key := topKey(d.Path); slices.Contains(fixed, key) && !slices.Contains(changed, key) {
+			changed = append(changed, key)
+		}
+	}
+	return changed
 }
 
 func readSection(ctx context.Context, cl *pve.Client, path string) ([]*pve.Config, error) {
@@ -186,13 +204,7 @@ func (k *sectionKind) compare(b *builder, r *spec.Resource, lo *liveObj, c *Chan
 		return nil
 	}
 	c.Reasons = reasons(c.Diff)
-	var changed []string
-	for _, d := range c.Diff {
-		if key := topKey(d.Path); slices.Contains(k.fixed, key) && !slices.Contains(changed, key) {
-			changed = append(changed, key)
-		}
-	}
-	if len(changed) > 0 {
+	if changed := fixedChanged(c.Diff, k.fixed); len(changed) > 0 {
 		return b.replace(r, c, fmt.Sprintf("PVE cannot change a %s's %s: the replace deletes it and creates it anew", k.noun, strings.Join(changed, ", ")))
 	}
 	c.Action = Update

@@ -33,15 +33,13 @@ func storageID(r *spec.Resource) string {
 
 // storageList reads GET /storage once per connection.
 func (lc *liveConn) storageList(ctx context.Context) ([]*pve.Config, error) {
-	if lc.storagesRead {
-		return lc.storages, nil
-	}
-	rows, err := lc.client.Storages(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("list storages: %w", err)
-	}
-	lc.storages, lc.storagesRead = rows, true
-	return rows, nil
+	return readOnce(&lc.storagesRead, &lc.storages, func() ([]*pve.Config, error) {
+		rows, err := lc.client.Storages(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("list storages: %w", err)
+		}
+		return rows, nil
+	})
 }
 
 // storageObj finds id among the rows. The digest PVE gives is the whole

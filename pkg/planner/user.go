@@ -41,15 +41,7 @@ var userFields = map[string]string{
 
 // userList reads GET /access/users?full=1 once: users and their tokens.
 func (lc *liveConn) userList(ctx context.Context) (map[string]*pve.User, error) {
-	if lc.usersRead {
-		return lc.users, nil
-	}
-	users, err := lc.client.Users(ctx)
-	if err != nil {
-		return nil, err
-	}
-	lc.users, lc.usersRead = users, true
-	return users, nil
+	return readOnce(&lc.usersRead, &lc.users, func() (map[string]*pve.User, error) { return lc.client.Users(ctx) })
 }
 
 // userObj is a user as PVE lists it, with every setting spelled as PUT
