@@ -34,11 +34,7 @@ func accessExample(t *testing.T) string {
 	if len(docs) != len(keep) {
 		t.Fatalf("example 04: found %d of the documents %v", len(docs), keep)
 	}
-	path := filepath.Join(t.TempDir(), "04-access.yaml")
-	if err := os.WriteFile(path, []byte(strings.Join(docs, "\n---\n")+"\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return path
+	return writeSpec(t, "04-access.yaml", strings.Join(docs, "\n---\n")+"\n")
 }
 
 // TestE2EAccessKinds is issue 8's acceptance for User, APIToken and ACL:

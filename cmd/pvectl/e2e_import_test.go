@@ -82,13 +82,11 @@ func golden(t *testing.T, got string) {
 	}
 }
 
+// writeFile is writeSpec: body in a file of its own, name in a new
+// temporary directory.
 func writeFile(t *testing.T, name, body string) string {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), name)
-	if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return path
+	return writeSpec(t, name, body)
 }
 
 // TestE2EImportExample01 is issue 12's acceptance: after example 01 is
