@@ -24,6 +24,25 @@ func clearProxmoxEnv(t *testing.T) {
 	t.Setenv("XDG_CONFIG_HOME", "")
 }
 
+// checkDefaultConnection: g's default connection is want, or, when wantErr
+// is set, an error that says it.
+func checkDefaultConnection(t *testing.T, g *globalOptions, want spec.Connection, wantErr string) {
+	t.Helper()
+	got, err := g.defaultConnection()
+	if wantErr != "" {
+		if err == nil || !strings.Contains(err.Error(), wantErr) {
+			t.Fatalf("got error %v, want %q", err, wantErr)
+		}
+		return
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, *got); diff != "" {
+		t.Errorf("connection (-want +got):\n%s", diff)
+	}
+}
+
 func TestDefaultConnection(t *testing.T) {
 	cfg := filepath.Join(t.TempDir(), "config.yaml")
 	const file = `profiles:
@@ -78,20 +97,7 @@ func TestDefaultConnection(t *testing.T) {
 			for k, v := range tt.env {
 				t.Setenv(k, v)
 			}
-			g := &globalOptions{profile: tt.profile, configFile: cfg}
-			got, err := g.defaultConnection()
-			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("got error %v, want %q", err, tt.wantErr)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if diff := cmp.Diff(tt.want, *got); diff != "" {
-				t.Errorf("connection (-want +got):\n%s", diff)
-			}
+			checkDefaultConnection(t, &globalOptions{profile: tt.profile, configFile: cfg}, tt.want, tt.wantErr)
 		})
 	}
 }
@@ -122,20 +128,7 @@ func TestConfigProfiles(t *testing.T) {
 			if err := os.WriteFile(cfg, []byte(tt.file), 0o600); err != nil {
 				t.Fatal(err)
 			}
-			g := &globalOptions{profile: tt.profile, configFile: cfg}
-			got, err := g.defaultConnection()
-			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("got error %v, want %q", err, tt.wantErr)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if diff := cmp.Diff(tt.want, *got); diff != "" {
-				t.Errorf("connection (-want +got):\n%s", diff)
-			}
+			checkDefaultConnection(t, &globalOptions{profile: tt.profile, configFile: cfg}, tt.want, tt.wantErr)
 		})
 	}
 	clearProxmoxEnv(t)
