@@ -140,11 +140,7 @@ func TestE2EAccessKinds(t *testing.T) {
 	}
 
 	d := run(0, "destroy", "--auto-approve", "--debug", "-f", f)
-	for _, want := range []string{"ACL/ci-deploy-lab: Delete complete", "APIToken/ci-deploy: removed secretFile", "User/ci@pve: Delete complete", "Destroy complete: 4 destroyed."} {
-		if !strings.Contains(d.stdout, want) {
-			t.Errorf("destroy output lacks %q:\n%s", want, d.stdout)
-		}
-	}
+	containsAll(t, "destroy output", d.stdout, "ACL/ci-deploy-lab: Delete complete", "APIToken/ci-deploy: removed secretFile", "User/ci@pve: Delete complete", "Destroy complete: 4 destroyed.")
 	if _, err := os.Stat(secretFile); !os.IsNotExist(err) {
 		t.Errorf("secretFile after destroy: %v, want it gone", err)
 	}

@@ -68,11 +68,7 @@ func TestE2EStagingStackClones(t *testing.T) {
 	f := stagingStack(t)
 
 	r := env.mustRun(0, "apply", "-f", f, "--auto-approve")
-	for _, want := range []string{"full clone of template 9000 (ubuntu-24.04-cloud) on node pve", "Apply complete: 3 created, 1 network commit."} {
-		if !strings.Contains(r.stdout, want) {
-			t.Errorf("apply output lacks %q:\n%s", want, r.stdout)
-		}
-	}
+	containsAll(t, "apply output", r.stdout, "full clone of template 9000 (ubuntu-24.04-cloud) on node pve", "Apply complete: 3 created, 1 network commit.")
 	env.mustRun(0, "plan", "-f", f, "--detailed-exitcode")
 
 	const key = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIMu2dTvNNTWYm9t4yw0mvQSzLvd9EcVBNi3AZdCpq7Bu ops@example.com"

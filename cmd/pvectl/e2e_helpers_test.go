@@ -292,3 +292,14 @@ func (e *simEnv) startEnvIn(env []string, in *os.File, args ...string) *bgRun {
 	})
 	return b
 }
+
+// containsAll fails the test for each of wants that got lacks; what names
+// got in the message.
+func containsAll(t *testing.T, what, got string, wants ...string) {
+	t.Helper()
+	for _, want := range wants {
+		if !strings.Contains(got, want) {
+			t.Errorf("%s lacks %q:\n%s", what, want, got)
+		}
+	}
+}

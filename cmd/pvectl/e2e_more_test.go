@@ -77,11 +77,7 @@ func TestE2EDestroyKeepsProtected(t *testing.T) {
 	})
 	env.mustRun(0, "apply", "-f", f, "--auto-approve")
 	r := env.mustRun(0, "destroy", "-f", f, "--auto-approve")
-	for _, want := range []string{"QemuVM/app-vm-1 is protected and will be kept", "LinuxBridge/vmbr1 will be kept"} {
-		if !strings.Contains(r.stdout, want) {
-			t.Errorf("destroy output lacks %q:\n%s", want, r.stdout)
-		}
-	}
+	containsAll(t, "destroy output", r.stdout, "QemuVM/app-vm-1 is protected and will be kept", "LinuxBridge/vmbr1 will be kept")
 	if _, err := env.client.QemuConfig(context.Background(), "pve", 100); err != nil {
 		t.Errorf("protected VM 100 was removed: %v", err)
 	}
@@ -120,11 +116,7 @@ spec:
 	f := filepath.Join(dir, "s.yaml")
 	os.WriteFile(f, []byte(spec("vmbr9")), 0o644)
 	r := env.mustRun(1, "apply", "-f", f, "--auto-approve")
-	for _, want := range []string{"QemuVM/broken", "QemuVM/after-broken", "Pool/ok-pool"} {
-		if !strings.Contains(r.stdout, want) {
-			t.Errorf("summary lacks %s:\n%s", want, r.stdout)
-		}
-	}
+	containsAll(t, "summary", r.stdout, "QemuVM/broken", "QemuVM/after-broken", "Pool/ok-pool")
 	if _, err := env.client.QemuConfig(context.Background(), "pve", 151); !pveNotFound(err) {
 		t.Errorf("the dependent of a failed change was applied (err %v)", err)
 	}
@@ -272,13 +264,9 @@ func TestE2EDestroyMixedKept(t *testing.T) {
 	}
 	env.mustRun(0, "apply", "-f", dir, "--auto-approve")
 	r := env.mustRun(0, "destroy", "-f", dir, "--auto-approve")
-	for _, want := range []string{
+	containsAll(t, "destroy output", r.stdout,
 		"QemuVM/app-vm-1: kept (protected)",
 		"LinuxBridge/vmbr1: kept (protected QemuVM/app-vm-1 needs it)",
 		"Destroy complete: 2 destroyed, 2 kept (protected).",
-	} {
-		if !strings.Contains(r.stdout, want) {
-			t.Errorf("destroy output lacks %q:\n%s", want, r.stdout)
-		}
-	}
+	)
 }

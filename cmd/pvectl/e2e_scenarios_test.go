@@ -131,11 +131,7 @@ dependsOn: [QemuVM/a]
 	env := &simEnv{t: t, url: srv.URL}
 	for _, cmd := range [][]string{{"validate", "-f", bad}, {"plan", "-f", bad}, {"apply", "-f", bad, "--auto-approve"}} {
 		r := env.mustRun(3, cmd...)
-		for _, want := range []string{bad + ":5", "memroy", bad + ":6", "cores", "cycle", "QemuVM/a", "Pool/b"} {
-			if !strings.Contains(r.stderr, want) {
-				t.Errorf("%s: stderr lacks %q:\n%s", cmd[0], want, r.stderr)
-			}
-		}
+		containsAll(t, cmd[0]+": stderr", r.stderr, bad+":5", "memroy", bad+":6", "cores", "cycle", "QemuVM/a", "Pool/b")
 	}
 	if n := calls.Load(); n != 0 {
 		t.Errorf("invalid specs made %d API calls, want 0", n)

@@ -292,11 +292,7 @@ spec:
 		t.Fatal(err)
 	}
 	r := env.mustRun(1, "plan", "-f", f)
-	for _, want := range []string{"Template/golden: cannot rebuild template", "(linked-a)", "(linked-b)", "destroy them first"} {
-		if !strings.Contains(r.stderr, want) {
-			t.Errorf("plan stderr lacks %q:\n%s", want, r.stderr)
-		}
-	}
+	containsAll(t, "plan stderr", r.stderr, "Template/golden: cannot rebuild template", "(linked-a)", "(linked-b)", "destroy them first")
 	if _, ok := env.templateByName("golden"); !ok {
 		t.Errorf("the template is gone after a refused plan")
 	}
