@@ -29,19 +29,33 @@ func stagingStack(t *testing.T) string {
 	})
 }
 
-// vmByName finds a VM (not a template) on node pve by name.
-func (e *simEnv) vmByName(name string) (pve.ClusterResource, bool) {
+// qemuGuests lists node pve's QEMU guests, templates included, from the
+// node's own list (current, unlike /cluster/resources' names).
+func (e *simEnv) qemuGuests() []pve.ClusterResource {
 	e.t.Helper()
 	rows, err := e.client.NodeGuests(context.Background(), pve.QEMU, "pve")
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	for _, r := range rows {
-		if r.Name == name && !r.Template {
+	return rows
+}
+
+// qemuByName finds the QEMU guest on node pve named name that is a
+// template or not, as template says.
+func (e *simEnv) qemuByName(name string, template bool) (pve.ClusterResource, bool) {
+	e.t.Helper()
+	for _, r := range e.qemuGuests() {
+		if r.Name == name && r.Template == template {
 			return r, true
 		}
 	}
 	return pve.ClusterResource{}, false
+}
+
+// vmByName finds a VM (not a template) on node pve by name.
+func (e *simEnv) vmByName(name string) (pve.ClusterResource, bool) {
+	e.t.Helper()
+	return e.qemuByName(name, false)
 }
 
 func (e *simEnv) vmConfig(name string) pve.Config {

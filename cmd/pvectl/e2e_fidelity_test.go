@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pvectl/pvectl/pkg/pve"
 	"github.com/pvectl/pvectl/pkg/pve/pvesim"
 )
 
@@ -32,12 +31,8 @@ func runningVMs(t *testing.T, n int) string {
 // own list (current, unlike /cluster/resources).
 func (e *simEnv) vmNames() map[string]int {
 	e.t.Helper()
-	rows, err := e.client.NodeGuests(context.Background(), pve.QEMU, "pve")
-	if err != nil {
-		e.t.Fatal(err)
-	}
 	out := map[string]int{}
-	for _, r := range rows {
+	for _, r := range e.qemuGuests() {
 		if !r.Template {
 			out[r.Name]++
 		}
@@ -97,11 +92,7 @@ func TestE2ELockContentionConverges(t *testing.T) {
 		}
 	}
 	env.wantVMs(16)
-	rows, err := env.client.NodeGuests(context.Background(), pve.QEMU, "pve")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, r := range rows {
+	for _, r := range env.qemuGuests() {
 		if !r.Template && r.Status != "running" {
 			t.Errorf("VM %s is %s, want running", r.Name, r.Status)
 		}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"os"
 	"regexp"
 	"slices"
@@ -10,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pvectl/pvectl/pkg/pve"
 	"github.com/pvectl/pvectl/pkg/pve/pvesim"
 )
 
@@ -18,12 +16,8 @@ import (
 // /cluster/resources knows a new VM's name only once pvestatd ran.
 func (e *simEnv) guestNames() []string {
 	e.t.Helper()
-	rows, err := e.client.NodeGuests(context.Background(), pve.QEMU, "pve")
-	if err != nil {
-		e.t.Fatal(err)
-	}
 	var names []string
-	for _, r := range rows {
+	for _, r := range e.qemuGuests() {
 		if !r.Template {
 			names = append(names, r.Name)
 		}

@@ -19,16 +19,7 @@ import (
 // templateByName finds the QEMU template named name on node pve.
 func (e *simEnv) templateByName(name string) (pve.ClusterResource, bool) {
 	e.t.Helper()
-	rows, err := e.client.NodeGuests(context.Background(), pve.QEMU, "pve")
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	for _, r := range rows {
-		if r.Name == name && r.Template {
-			return r, true
-		}
-	}
-	return pve.ClusterResource{}, false
+	return e.qemuByName(name, true)
 }
 
 func (e *simEnv) describe(vmid int, desc string) {
