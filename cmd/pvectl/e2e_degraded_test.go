@@ -68,7 +68,7 @@ func TestE2EHiddenGuestRefused(t *testing.T) {
 	makeVM(t, e.client, "pve", "101", "db")
 	tok := e.privsepToken(t, "ci@pve", "plan", grant{"/vms", "PVEVMAdmin"}, grant{"/pool", "PVEPoolAdmin"})
 	e.adminDo(http.MethodPut, "/access/acl", url.Values{"path": {"/vms/101"}, "roles": {"NoAccess"}, "tokens": {tok.Full}}, nil)
-	e.extraEnv = []string{"PROXMOX_TOKEN_ID=" + tok.Full, "PROXMOX_TOKEN_SECRET=" + tok.Value}
+	e.extraEnv = tok.env()
 
 	// PVE's own listing does not show /vms/101 (a path where nothing is
 	// held is left out): the refusal must come from elsewhere.

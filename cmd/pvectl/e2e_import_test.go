@@ -276,7 +276,7 @@ func TestE2EImportRestrictedToken(t *testing.T) {
 	}
 	admin(http.MethodPost, "/pools", url.Values{"poolid": {"lab"}}, nil)
 	tok := e.privsepToken(t, "ro@pve", "import", grant{"/vms", "PVEAuditor"})
-	e.extraEnv = []string{"PROXMOX_TOKEN_ID=" + tok.Full, "PROXMOX_TOKEN_SECRET=" + tok.Value}
+	e.extraEnv = tok.env()
 
 	r := e.mustRun(0, "import", "--all", "--node", "pve")
 	if !strings.Contains(r.stdout, "name: app-vm-1") {

@@ -18,7 +18,7 @@ func TestE2EPrivilegeSeparatedToken(t *testing.T) {
 	ctx := context.Background()
 	admin := e.adminDo
 	tok := e.privsepToken(t, "ci@pve", "plan")
-	e.extraEnv = []string{"PROXMOX_TOKEN_ID=" + tok.Full, "PROXMOX_TOKEN_SECRET=" + tok.Value}
+	e.extraEnv = tok.env()
 	noSecret := func(r result) {
 		t.Helper()
 		if strings.Contains(r.stdout+r.stderr, tok.Value) {

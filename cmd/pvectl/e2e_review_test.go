@@ -19,7 +19,7 @@ func TestE2EReviewPlanWithAuditor(t *testing.T) {
 	e := startSim(t)
 	ctx := context.Background()
 	tok := e.privsepToken(t, "ci@pve", "plan", grant{"/", "PVEAuditor"})
-	auditor := []string{"PROXMOX_URL=" + e.url, "PROXMOX_TOKEN_ID=" + tok.Full, "PROXMOX_TOKEN_SECRET=" + tok.Value}
+	auditor := append([]string{"PROXMOX_URL=" + e.url}, tok.env()...)
 	f := example(t, "01-bridge-and-vm.yaml", nil)
 	planFile := filepath.Join(t.TempDir(), "plan.out")
 
