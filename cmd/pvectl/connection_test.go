@@ -43,8 +43,14 @@ func checkDefaultConnection(t *testing.T, g *globalOptions, want spec.Connection
 	}
 }
 
+// writeConfig writes body as a config file, config.yaml (0600) in a new
+// temporary directory.
+func writeConfig(t *testing.T, body string) string {
+	t.Helper()
+	return writeTemp(t, "config.yaml", body, 0o600)
+}
+
 func TestDefaultConnection(t *testing.T) {
-	cfg := filepath.Join(t.TempDir(), "config.yaml")
 	const file = `profiles:
   lab:
     url: https://pve.lab.test:8006
@@ -54,9 +60,7 @@ func TestDefaultConnection(t *testing.T) {
   other:
     url: https://other.test:8006
 `
-	if err := os.WriteFile(cfg, []byte(file), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	cfg := writeConfig(t, file)
 	tests := []struct {
 		name    string
 		profile string
@@ -124,11 +128,7 @@ func TestConfigProfiles(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			clearProxmoxEnv(t)
-			cfg := filepath.Join(t.TempDir(), "config.yaml")
-			if err := os.WriteFile(cfg, []byte(tt.file), 0o600); err != nil {
-				t.Fatal(err)
-			}
-			checkDefaultConnection(t, &globalOptions{profile: tt.profile, configFile: cfg}, tt.want, tt.wantErr)
+			checkDefaultConnection(t, &globalOptions{profile: tt.profile, configFile: writeConfig(t, tt.file)}, tt.want, tt.wantErr)
 		})
 	}
 	clearProxmoxEnv(t)
