@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -20,11 +18,7 @@ func runningVMs(t *testing.T, n int) string {
 	for i := 1; i <= n; i++ {
 		fmt.Fprintf(&b, "---\nkind: QemuVM\nname: vm-%02d\nspec:\n  memory: 512\n  cores: 1\n  running: true\n", i)
 	}
-	f := filepath.Join(t.TempDir(), "vms.yaml")
-	if err := os.WriteFile(f, []byte(b.String()), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return f
+	return writeSpec(t, "vms.yaml", b.String())
 }
 
 // vmNames counts the non-template VMs by name on node pve, from the node's

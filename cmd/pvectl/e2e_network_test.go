@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"net/url"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -147,11 +146,7 @@ func TestE2EFailedReloadIsReverted(t *testing.T) {
 	if err := env.client.ApplyNetwork(ctx, "pve"); err != nil {
 		t.Fatal(err)
 	}
-	f := filepath.Join(t.TempDir(), "bond.yaml")
-	const doc = "kind: BondInterface\nname: bond0\nspec:\n  slaves: eno3 eno9\n  autostart: true\n---\nkind: NetworkApply\nname: pve\nspec:\n  revertOnFailure: true\n"
-	if err := os.WriteFile(f, []byte(doc), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	f := writeSpec(t, "bond.yaml", "kind: BondInterface\nname: bond0\nspec:\n  slaves: eno3 eno9\n  autostart: true\n---\nkind: NetworkApply\nname: pve\nspec:\n  revertOnFailure: true\n")
 	r := env.mustRun(2, "plan", "-f", f, "--detailed-exitcode", "--no-color")
 	if !strings.Contains(r.stdout, "slaves eno9 is in node pve's network configuration but not on the host") {
 		t.Errorf("plan lacks the warning about eno9:\n%s", r.stdout)

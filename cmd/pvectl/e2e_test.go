@@ -130,11 +130,7 @@ func example(t *testing.T, name string, edit func(string) string) string {
 	if edit != nil {
 		s = edit(s)
 	}
-	dst := filepath.Join(t.TempDir(), name)
-	if err := os.WriteFile(dst, []byte(s), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return dst
+	return writeSpec(t, name, s)
 }
 
 type jsonPlan struct {
