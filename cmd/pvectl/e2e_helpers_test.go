@@ -255,11 +255,7 @@ func addresses(v any) []string {
 func (e *simEnv) runEnv(want int, env []string, args ...string) result {
 	e.t.Helper()
 	run := e.startEnv(append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + e.t.TempDir()}, env...), args...)
-	r := run.wait()
-	if r.code != want {
-		e.t.Fatalf("pvectl %s: exit %d, want %d\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), r.code, want, r.stdout, r.stderr)
-	}
-	return r
+	return e.wantExit(run.wait(), want, args)
 }
 
 // startEnv is start with exactly env.

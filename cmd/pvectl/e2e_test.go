@@ -75,14 +75,7 @@ func (e *simEnv) run(args ...string) result {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, pvectlBin, args...)
-	cmd.Env = []string{
-		"PATH=" + os.Getenv("PATH"),
-		"HOME=" + e.t.TempDir(),
-		"PROXMOX_URL=" + e.url,
-		"PROXMOX_TOKEN_ID=" + e2eTokenID,
-		"PROXMOX_TOKEN_SECRET=" + e2eTokenSecret,
-	}
-	cmd.Env = append(cmd.Env, e.extraEnv...)
+	cmd.Env = e.environ()
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
@@ -105,7 +98,13 @@ func (e *simEnv) run(args ...string) result {
 
 func (e *simEnv) mustRun(want int, args ...string) result {
 	e.t.Helper()
-	r := e.run(args...)
+	return e.wantExit(e.run(args...), want, args)
+}
+
+// wantExit fails the test unless r, pvectl's run with args, exited with
+// want; it returns r.
+func (e *simEnv) wantExit(r result, want int, args []string) result {
+	e.t.Helper()
 	if r.code != want {
 		e.t.Fatalf("pvectl %s: exit %d, want %d\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), r.code, want, r.stdout, r.stderr)
 	}
