@@ -37,10 +37,7 @@ func TestE2EInterruptWaitsForRunningTasks(t *testing.T) {
 		return strings.Contains(out, "QemuVM/int-a: Creating...") && strings.Contains(out, "QemuVM/int-b: Creating...")
 	})
 	run.signal(os.Interrupt)
-	r := run.wait()
-	if r.code != 1 {
-		t.Fatalf("exit %d, want 1\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
-	}
+	r := run.waitExit(1)
 	containsAll(t, "stdout", r.stdout,
 		"\nInterrupt received: waiting for 2 running PVE tasks to finish (interrupt again to stop waiting)\n",
 		"QemuVM/int-a: Create complete after",
@@ -70,10 +67,7 @@ func TestE2ESecondInterruptStopsWaiting(t *testing.T) {
 	run.signal(syscall.SIGTERM)
 	run.waitFor("the interrupt notice", func(_, errs string) bool { return strings.Contains(errs, "Interrupt received") })
 	run.signal(os.Interrupt)
-	r := run.wait()
-	if r.code != 1 {
-		t.Fatalf("exit %d, want 1\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
-	}
+	r := run.waitExit(1)
 	if !strings.Contains(r.stderr, "Interrupt received: waiting for 2 running PVE tasks to finish (interrupt again to stop waiting)") {
 		t.Errorf("stderr lacks the first notice:\n%s", r.stderr)
 	}

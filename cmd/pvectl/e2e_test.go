@@ -98,15 +98,15 @@ func (e *simEnv) run(args ...string) result {
 
 func (e *simEnv) mustRun(want int, args ...string) result {
 	e.t.Helper()
-	return e.wantExit(e.run(args...), want, args)
+	return wantExit(e.t, e.run(args...), want, args)
 }
 
 // wantExit fails the test unless r, pvectl's run with args, exited with
 // want; it returns r.
-func (e *simEnv) wantExit(r result, want int, args []string) result {
-	e.t.Helper()
+func wantExit(t *testing.T, r result, want int, args []string) result {
+	t.Helper()
 	if r.code != want {
-		e.t.Fatalf("pvectl %s: exit %d, want %d\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), r.code, want, r.stdout, r.stderr)
+		t.Fatalf("pvectl %s: exit %d, want %d\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), r.code, want, r.stdout, r.stderr)
 	}
 	return r
 }
