@@ -145,14 +145,7 @@ func stageBridge(t *testing.T, env *simEnv, name string) {
 // The demo's directory of examples applies and converges.
 func TestE2EExamplesDirectory(t *testing.T) {
 	env := startSim(t)
-	dir := t.TempDir()
-	for _, n := range []string{"01-bridge-and-vm.yaml", "02-pool-and-worker.yaml"} {
-		b, err := os.ReadFile(example(t, n, nil))
-		if err != nil {
-			t.Fatal(err)
-		}
-		os.WriteFile(filepath.Join(dir, n), b, 0o644)
-	}
+	dir := examplesDir(t, nil, "01-bridge-and-vm.yaml", "02-pool-and-worker.yaml")
 	env.mustRun(0, "validate", "-f", dir)
 	env.mustRun(2, "plan", "-f", dir, "--detailed-exitcode")
 	env.mustRun(0, "apply", "-f", dir, "--auto-approve", "--parallelism", "2")
@@ -252,16 +245,9 @@ func TestE2EMissingConnectionSettings(t *testing.T) {
 // A destroy that removes some resources and keeps protected ones says both.
 func TestE2EDestroyMixedKept(t *testing.T) {
 	env := startSim(t)
-	dir := t.TempDir()
-	for _, n := range []string{"01-bridge-and-vm.yaml", "02-pool-and-worker.yaml"} {
-		b, err := os.ReadFile(example(t, n, func(s string) string {
-			return strings.Replace(s, "name: app-vm-1\n", "name: app-vm-1\nprotected: true\n", 1)
-		}))
-		if err != nil {
-			t.Fatal(err)
-		}
-		os.WriteFile(filepath.Join(dir, n), b, 0o644)
-	}
+	dir := examplesDir(t, func(s string) string {
+		return strings.Replace(s, "name: app-vm-1\n", "name: app-vm-1\nprotected: true\n", 1)
+	}, "01-bridge-and-vm.yaml", "02-pool-and-worker.yaml")
 	env.mustRun(0, "apply", "-f", dir, "--auto-approve")
 	r := env.mustRun(0, "destroy", "-f", dir, "--auto-approve")
 	containsAll(t, "destroy output", r.stdout,

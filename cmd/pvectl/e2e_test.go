@@ -114,6 +114,26 @@ func wantExit(t *testing.T, r result, want int, args []string) result {
 // example copies a shared or local example into a temp dir and returns its path.
 func example(t *testing.T, name string, edit func(string) string) string {
 	t.Helper()
+	return writeSpec(t, name, exampleText(t, name, edit))
+}
+
+// examplesDir copies the examples names, each edited by edit (nil: none),
+// into one new temporary directory and returns it.
+func examplesDir(t *testing.T, edit func(string) string, names ...string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for _, n := range names {
+		if err := os.WriteFile(filepath.Join(dir, n), []byte(exampleText(t, n, edit)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// exampleText is the text of a shared or local example, edited by edit
+// (nil: none).
+func exampleText(t *testing.T, name string, edit func(string) string) string {
+	t.Helper()
 	_, file, _, _ := runtime.Caller(0)
 	root := filepath.Join(filepath.Dir(file), "..", "..")
 	// The product's examples, else the design's (testdata/examples).
@@ -129,7 +149,7 @@ func example(t *testing.T, name string, edit func(string) string) string {
 	if edit != nil {
 		s = edit(s)
 	}
-	return writeSpec(t, name, s)
+	return s
 }
 
 type jsonPlan struct {
