@@ -274,10 +274,7 @@ spec:
   fromTemplate: golden
   full: false
 `
-	f := filepath.Join(t.TempDir(), "golden.yaml")
-	if err := os.WriteFile(f, []byte(spec), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	f := writeSpec(t, "golden.yaml", spec)
 	env.mustRun(0, "apply", "-f", f, "--auto-approve")
 	if err := os.WriteFile(f, []byte(strings.Replace(spec, "cores: 2", "cores: 3", 1)), 0o644); err != nil {
 		t.Fatal(err)
