@@ -24,8 +24,33 @@ func clearProxmoxEnv(t *testing.T) {
 	t.Setenv("XDG_CONFIG_HOME", "")
 }
 
+// checkDefaultConnection: g's default connection is want, or, when wantErr
+// is set, an error that says it.
+func checkDefaultConnection(t *testing.T, g *globalOptions, want spec.Connection, wantErr string) {
+	t.Helper()
+	got, err := g.defaultConnection()
+	if wantErr != "" {
+		if err == nil || !strings.Contains(err.Error(), wantErr) {
+			t.Fatalf("got error %v, want %q", err, wantErr)
+		}
+		return
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, *got); diff != "" {
+		t.Errorf("connection (-want +got):\n%s", diff)
+	}
+}
+
+// writeConfig writes body as a config file, config.yaml (0600) in a new
+// temporary directory.
+func writeConfig(t *testing.T, body string) string {
+	t.Helper()
+	return writeTemp(t, "config.yaml", body, 0o600)
+}
+
 func TestDefaultConnection(t *testing.T) {
-	cfg := filepath.Join(t.TempDir(), "config.yaml")
 	const file = `profiles:
   lab:
     url: https://pve.lab.test:8006
@@ -35,9 +60,7 @@ func TestDefaultConnection(t *testing.T) {
   other:
     url: https://other.test:8006
 `
-	if err := os.WriteFile(cfg, []byte(file), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	cfg := writeConfig(t, file)
 	tests := []struct {
 		name    string
 		profile string
@@ -78,20 +101,7 @@ func TestDefaultConnection(t *testing.T) {
 			for k, v := range tt.env {
 				t.Setenv(k, v)
 			}
-			g := &globalOptions{profile: tt.profile, configFile: cfg}
-			got, err := g.defaultConnection()
-			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("got error %v, want %q", err, tt.wantErr)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if diff := cmp.Diff(tt.want, *got); diff != "" {
-				t.Errorf("connection (-want +got):\n%s", diff)
-			}
+			checkDefaultConnection(t, &globalOptions{profile: tt.profile, configFile: cfg}, tt.want, tt.wantErr)
 		})
 	}
 }
@@ -118,24 +128,7 @@ func TestConfigProfiles(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			clearProxmoxEnv(t)
-			cfg := filepath.Join(t.TempDir(), "config.yaml")
-			if err := os.WriteFile(cfg, []byte(tt.file), 0o600); err != nil {
-				t.Fatal(err)
-			}
-			g := &globalOptions{profile: tt.profile, configFile: cfg}
-			got, err := g.defaultConnection()
-			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("got error %v, want %q", err, tt.wantErr)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if diff := cmp.Diff(tt.want, *got); diff != "" {
-				t.Errorf("connection (-want +got):\n%s", diff)
-			}
+			checkDefaultConnection(t, &globalOptions{profile: tt.profile, configFile: writeConfig(t, tt.file)}, tt.want, tt.wantErr)
 		})
 	}
 	clearProxmoxEnv(t)

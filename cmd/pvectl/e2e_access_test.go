@@ -34,11 +34,7 @@ func accessExample(t *testing.T) string {
 	if len(docs) != len(keep) {
 		t.Fatalf("example 04: found %d of the documents %v", len(docs), keep)
 	}
-	path := filepath.Join(t.TempDir(), "04-access.yaml")
-	if err := os.WriteFile(path, []byte(strings.Join(docs, "\n---\n")+"\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return path
+	return writeSpec(t, "04-access.yaml", strings.Join(docs, "\n---\n")+"\n")
 }
 
 // TestE2EAccessKinds is issue 8's acceptance for User, APIToken and ACL:
@@ -144,11 +140,7 @@ func TestE2EAccessKinds(t *testing.T) {
 	}
 
 	d := run(0, "destroy", "--auto-approve", "--debug", "-f", f)
-	for _, want := range []string{"ACL/ci-deploy-lab: Delete complete", "APIToken/ci-deploy: removed secretFile", "User/ci@pve: Delete complete", "Destroy complete: 4 destroyed."} {
-		if !strings.Contains(d.stdout, want) {
-			t.Errorf("destroy output lacks %q:\n%s", want, d.stdout)
-		}
-	}
+	containsAll(t, "destroy output", d.stdout, "ACL/ci-deploy-lab: Delete complete", "APIToken/ci-deploy: removed secretFile", "User/ci@pve: Delete complete", "Destroy complete: 4 destroyed.")
 	if _, err := os.Stat(secretFile); !os.IsNotExist(err) {
 		t.Errorf("secretFile after destroy: %v, want it gone", err)
 	}

@@ -33,11 +33,7 @@ func TestE2EAnsibleMadeImportsClean(t *testing.T) {
 	e, tg := startTLSSim(t)
 	ansibletest.Playbook(t, tg, filepath.Join("..", "..", "internal", "ansibletest", "testdata", "made-by-ansible.yml"), nil)
 	r := e.mustRun(0, "import", "QemuVM/310", "LxcContainer/311")
-	for _, want := range []string{"vmid: 310", "vmid: 311", "ans-import-vm", "ans-import-ct"} {
-		if !strings.Contains(r.stdout, want) {
-			t.Errorf("import output lacks %q:\n%s", want, r.stdout)
-		}
-	}
+	containsAll(t, "import output", r.stdout, "vmid: 310", "vmid: 311", "ans-import-vm", "ans-import-ct")
 	// PVE does not record a container's template: import names the
 	// variable that must give it, as the playbook did.
 	if !strings.Contains(r.stderr, "CONTAINER_311_OSTEMPLATE") {

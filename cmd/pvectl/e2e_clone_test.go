@@ -29,19 +29,33 @@ func stagingStack(t *testing.T) string {
 	})
 }
 
-// vmByName finds a VM (not a template) on node pve by name.
-func (e *simEnv) vmByName(name string) (pve.ClusterResource, bool) {
+// qemuGuests lists node pve's QEMU guests, templates included, from the
+// node's own list (current, unlike /cluster/resources' names).
+func (e *simEnv) qemuGuests() []pve.ClusterResource {
 	e.t.Helper()
 	rows, err := e.client.NodeGuests(context.Background(), pve.QEMU, "pve")
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	for _, r := range rows {
-		if r.Name == name && !r.Template {
+	return rows
+}
+
+// qemuByName finds the QEMU guest on node pve named name that is a
+// template or not, as template says.
+func (e *simEnv) qemuByName(name string, template bool) (pve.ClusterResource, bool) {
+	e.t.Helper()
+	for _, r := range e.qemuGuests() {
+		if r.Name == name && r.Template == template {
 			return r, true
 		}
 	}
 	return pve.ClusterResource{}, false
+}
+
+// vmByName finds a VM (not a template) on node pve by name.
+func (e *simEnv) vmByName(name string) (pve.ClusterResource, bool) {
+	e.t.Helper()
+	return e.qemuByName(name, false)
 }
 
 func (e *simEnv) vmConfig(name string) *pve.Config {
@@ -68,11 +82,7 @@ func TestE2EStagingStackClones(t *testing.T) {
 	f := stagingStack(t)
 
 	r := env.mustRun(0, "apply", "-f", f, "--auto-approve")
-	for _, want := range []string{"full clone of template 9000 (ubuntu-24.04-cloud) on node pve", "Apply complete: 3 created, 1 network commit."} {
-		if !strings.Contains(r.stdout, want) {
-			t.Errorf("apply output lacks %q:\n%s", want, r.stdout)
-		}
-	}
+	containsAll(t, "apply output", r.stdout, "full clone of template 9000 (ubuntu-24.04-cloud) on node pve", "Apply complete: 3 created, 1 network commit.")
 	env.mustRun(0, "plan", "-f", f, "--detailed-exitcode")
 
 	const key = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIMu2dTvNNTWYm9t4yw0mvQSzLvd9EcVBNi3AZdCpq7Bu ops@example.com"

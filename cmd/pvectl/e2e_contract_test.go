@@ -16,8 +16,15 @@ import (
 
 func writeSpec(t *testing.T, name, body string) string {
 	t.Helper()
+	return writeTemp(t, name, body, 0o644)
+}
+
+// writeTemp writes body to a file name with mode perm in a new temporary
+// directory.
+func writeTemp(t *testing.T, name, body string, perm os.FileMode) string {
+	t.Helper()
 	path := filepath.Join(t.TempDir(), name)
-	if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+	if err := os.WriteFile(path, []byte(body), perm); err != nil {
 		t.Fatal(err)
 	}
 	return path

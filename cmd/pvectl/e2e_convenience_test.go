@@ -25,14 +25,10 @@ func TestE2EUpdateNamesConvenienceKeys(t *testing.T) {
 	for name, tc := range map[string]struct {
 		out, sym string
 	}{"plan": {text, "~"}, "show": {show, "~"}, "markdown": {md, "!"}} {
-		for _, want := range []string{
-			tc.sym + ` ip: "10.0.0.5/24" → "10.0.0.6/24"`, tc.sym + " vlan: 30 → 40",
-			tc.sym + ` ipconfig0.ip: "10.0.0.7/24" → "10.0.0.8/24"`, tc.sym + " net0.tag: 30 → 40",
-		} {
-			if !strings.Contains(tc.out, want) {
-				t.Errorf("%s lacks %q:\n%s", name, want, tc.out)
-			}
-		}
+		containsAll(t, name, tc.out,
+			tc.sym+` ip: "10.0.0.5/24" → "10.0.0.6/24"`, tc.sym+" vlan: 30 → 40",
+			tc.sym+` ipconfig0.ip: "10.0.0.7/24" → "10.0.0.8/24"`, tc.sym+" net0.tag: 30 → 40",
+		)
 		if n := strings.Count(tc.out, "ipconfig0") + strings.Count(tc.out, "net0"); n != 2 {
 			t.Errorf("%s names PVE's keys %d times, want 2 (db's only):\n%s", name, n, tc.out)
 		}

@@ -3,14 +3,11 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/pvectl/pvectl/pkg/pve"
 	"github.com/pvectl/pvectl/pkg/pve/pvesim"
 )
 
@@ -21,23 +18,15 @@ func runningVMs(t *testing.T, n int) string {
 	for i := 1; i <= n; i++ {
 		fmt.Fprintf(&b, "---\nkind: QemuVM\nname: vm-%02d\nspec:\n  memory: 512\n  cores: 1\n  running: true\n", i)
 	}
-	f := filepath.Join(t.TempDir(), "vms.yaml")
-	if err := os.WriteFile(f, []byte(b.String()), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return f
+	return writeSpec(t, "vms.yaml", b.String())
 }
 
 // vmNames counts the non-template VMs by name on node pve, from the node's
 // own list (current, unlike /cluster/resources).
 func (e *simEnv) vmNames() map[string]int {
 	e.t.Helper()
-	rows, err := e.client.NodeGuests(context.Background(), pve.QEMU, "pve")
-	if err != nil {
-		e.t.Fatal(err)
-	}
 	out := map[string]int{}
-	for _, r := range rows {
+	for _, r := range e.qemuGuests() {
 		if !r.Template {
 			out[r.Name]++
 		}
@@ -97,11 +86,7 @@ func TestE2ELockContentionConverges(t *testing.T) {
 		}
 	}
 	env.wantVMs(16)
-	rows, err := env.client.NodeGuests(context.Background(), pve.QEMU, "pve")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, r := range rows {
+	for _, r := range env.qemuGuests() {
 		if !r.Template && r.Status != "running" {
 			t.Errorf("VM %s is %s, want running", r.Name, r.Status)
 		}

@@ -129,6 +129,12 @@ func (b *bgRun) waitFor(what string, ok func(stdout, stderr string) bool) {
 	b.t.Fatalf("timed out waiting for %s\nstdout:\n%s\nstderr:\n%s", what, b.out, b.err)
 }
 
+// waitExit is wait, failing the test unless the run exited with want.
+func (b *bgRun) waitExit(want int) result {
+	b.t.Helper()
+	return wantExit(b.t, b.wait(), want, b.cmd.Args[1:])
+}
+
 func (b *bgRun) signal(sig os.Signal) {
 	b.t.Helper()
 	if err := b.cmd.Process.Signal(sig); err != nil {
@@ -254,12 +260,7 @@ func addresses(v any) []string {
 // runEnv runs the binary with exactly env (plus PATH and HOME).
 func (e *simEnv) runEnv(want int, env []string, args ...string) result {
 	e.t.Helper()
-	run := e.startEnv(append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + e.t.TempDir()}, env...), args...)
-	r := run.wait()
-	if r.code != want {
-		e.t.Fatalf("pvectl %s: exit %d, want %d\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), r.code, want, r.stdout, r.stderr)
-	}
-	return r
+	return e.startEnv(append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + e.t.TempDir()}, env...), args...).waitExit(want)
 }
 
 // startEnv is start with exactly env.
@@ -291,4 +292,15 @@ func (e *simEnv) startEnvIn(env []string, in *os.File, args ...string) *bgRun {
 		<-b.done
 	})
 	return b
+}
+
+// containsAll fails the test for each of wants that got lacks; what names
+// got in the message.
+func containsAll(t *testing.T, what, got string, wants ...string) {
+	t.Helper()
+	for _, want := range wants {
+		if !strings.Contains(got, want) {
+			t.Errorf("%s lacks %q:\n%s", what, want, got)
+		}
+	}
 }

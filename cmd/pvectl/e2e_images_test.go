@@ -38,11 +38,7 @@ spec:
 	if edit != nil {
 		s = edit(s)
 	}
-	p := filepath.Join(t.TempDir(), "images.yaml")
-	if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return writeSpec(t, "images.yaml", s)
 }
 
 func startDataSim(t *testing.T) (*simEnv, string) {

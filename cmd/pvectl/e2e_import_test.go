@@ -82,13 +82,11 @@ func golden(t *testing.T, got string) {
 	}
 }
 
+// writeFile is writeSpec: body in a file of its own, name in a new
+// temporary directory.
 func writeFile(t *testing.T, name, body string) string {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), name)
-	if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return path
+	return writeSpec(t, name, body)
 }
 
 // TestE2EImportExample01 is issue 12's acceptance: after example 01 is
@@ -108,12 +106,8 @@ func TestE2EImportExample01(t *testing.T) {
 
 	r := e.mustRun(0, "import", "--all", "--node", "pve")
 	golden(t, generatedMAC.ReplaceAllString(r.stdout, "=MAC"))
-	for _, want := range []string{"kind: QemuVM\nname: app-vm-1\n", "kind: LinuxBridge\nname: vmbr1\n", "kind: NetworkApply\nname: pve\n",
-		"scsi0: local-lvm:32", "kind: LinuxBridge\nname: vmbr0\nmanaged: false\n"} {
-		if !strings.Contains(r.stdout, want) {
-			t.Errorf("import output lacks %q:\n%s", want, r.stdout)
-		}
-	}
+	containsAll(t, "import output", r.stdout, "kind: QemuVM\nname: app-vm-1\n", "kind: LinuxBridge\nname: vmbr1\n", "kind: NetworkApply\nname: pve\n",
+		"scsi0: local-lvm:32", "kind: LinuxBridge\nname: vmbr0\nmanaged: false\n")
 	if !regexp.MustCompile(`net1: virtio=BC:24:11(:[0-9A-F]{2}){3},bridge=vmbr1,tag=100\n`).MatchString(r.stdout) {
 		t.Errorf("import output does not keep the MAC of net1:\n%s", r.stdout)
 	}
@@ -225,12 +219,8 @@ func TestE2EImportEveryKind(t *testing.T) {
 	if !strings.Contains(r.stdout, "cipassword: ${VM_300_CIPASSWORD}") || !strings.Contains(r.stderr, "VM_300_CIPASSWORD") {
 		t.Errorf("the VM's cipassword is not a placeholder named on stderr:\nstdout:\n%s\nstderr:\n%s", r.stdout, r.stderr)
 	}
-	for _, want := range []string{"kind: DownloadedImage\nname: debian-12-genericcloud-amd64.qcow2\nmanaged: false\n", "rootfs: local-lvm:8", "efidisk0: local-lvm:1,",
-		"kind: Pool\nname: lab\nspec:\n  comment: Lab machines\n  storages:\n    - nfs-images\n"} {
-		if !strings.Contains(r.stdout, want) {
-			t.Errorf("import output lacks %q:\n%s", want, r.stdout)
-		}
-	}
+	containsAll(t, "import output", r.stdout, "kind: DownloadedImage\nname: debian-12-genericcloud-amd64.qcow2\nmanaged: false\n", "rootfs: local-lvm:8", "efidisk0: local-lvm:1,",
+		"kind: Pool\nname: lab\nspec:\n  comment: Lab machines\n  storages:\n    - nfs-images\n")
 	if !strings.Contains(r.stdout, "name: ubuntu-24.04-cloud\nmanaged: false\nspec:\n  node: pve\n  vmid: 9000\n") || !strings.Contains(r.stdout, "template: true") {
 		t.Errorf("the seeded template is not imported as a QemuVM with template: true:\n%s", r.stdout)
 	}
@@ -286,21 +276,17 @@ func TestE2EImportRestrictedToken(t *testing.T) {
 	}
 	admin(http.MethodPost, "/pools", url.Values{"poolid": {"lab"}}, nil)
 	tok := e.privsepToken(t, "ro@pve", "import", grant{"/vms", "PVEAuditor"})
-	e.extraEnv = []string{"PROXMOX_TOKEN_ID=" + tok.Full, "PROXMOX_TOKEN_SECRET=" + tok.Value}
+	e.extraEnv = tok.env()
 
 	r := e.mustRun(0, "import", "--all", "--node", "pve")
 	if !strings.Contains(r.stdout, "name: app-vm-1") {
 		t.Errorf("the VM the token may audit was not imported:\n%s\nstderr:\n%s", r.stdout, r.stderr)
 	}
-	for _, want := range []string{
-		"Warning: Pool: the API token " + tok.Full + " lacks Pool.Audit on /pool",
-		"Warning: LinuxBridge: the API token " + tok.Full + " lacks Sys.Audit on /nodes/pve",
+	containsAll(t, "stderr", r.stderr,
+		"Warning: Pool: the API token "+tok.Full+" lacks Pool.Audit on /pool",
+		"Warning: LinuxBridge: the API token "+tok.Full+" lacks Sys.Audit on /nodes/pve",
 		"what the token may not audit is not imported",
-	} {
-		if !strings.Contains(r.stderr, want) {
-			t.Errorf("stderr lacks %q:\n%s", want, r.stderr)
-		}
-	}
+	)
 	if strings.Contains(r.stdout+r.stderr, tok.Value) {
 		t.Error("import printed the token's secret")
 	}
@@ -351,11 +337,7 @@ func TestE2EImportGuests(t *testing.T) {
 	if strings.Contains(r.stdout, "vmid: 555") {
 		t.Errorf("the nameless VM was imported:\n%s", r.stdout)
 	}
-	for _, want := range []string{"name: twin\nspec:\n  node: pve\n  vmid: 556\n", "name: twin-557\nspec:\n  node: pve\n  vmid: 557\n  name: twin\n"} {
-		if !strings.Contains(r.stdout, want) {
-			t.Errorf("import output lacks %q:\n%s", want, r.stdout)
-		}
-	}
+	containsAll(t, "import output", r.stdout, "name: twin\nspec:\n  node: pve\n  vmid: 556\n", "name: twin-557\nspec:\n  node: pve\n  vmid: 557\n  name: twin\n")
 	if !strings.Contains(r.stdout, "  net0: virtio=BC:24:11:") {
 		t.Errorf("the generated MAC addresses of existing guests are not kept:\n%s", r.stdout)
 	}
@@ -364,11 +346,7 @@ func TestE2EImportGuests(t *testing.T) {
 	}
 	e.mustRun(0, "plan", "-f", writeFile(t, "guests.yaml", r.stdout), "--detailed-exitcode")
 	r = e.mustRun(1, "import", "QemuVM/twin", "QemuVM/9999")
-	for _, want := range []string{"QemuVM/twin: matches 2 objects: name one of QemuVM/556, QemuVM/557", "QemuVM/9999: not found (there are: 555, 556, 557, 9000)"} {
-		if !strings.Contains(r.stderr, want) {
-			t.Errorf("stderr lacks %q:\n%s", want, r.stderr)
-		}
-	}
+	containsAll(t, "stderr", r.stderr, "QemuVM/twin: matches 2 objects: name one of QemuVM/556, QemuVM/557", "QemuVM/9999: not found (there are: 555, 556, 557, 9000)")
 	r = e.mustRun(0, "import", "QemuVM/556", "--with-generated")
 	if !generatedMAC.MatchString(r.stdout) || !strings.Contains(r.stdout, "vmgenid:") {
 		t.Errorf("--with-generated did not keep the MAC and vmgenid:\n%s", r.stdout)

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"os"
 	"regexp"
 	"slices"
@@ -10,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pvectl/pvectl/pkg/pve"
 	"github.com/pvectl/pvectl/pkg/pve/pvesim"
 )
 
@@ -18,12 +16,8 @@ import (
 // /cluster/resources knows a new VM's name only once pvestatd ran.
 func (e *simEnv) guestNames() []string {
 	e.t.Helper()
-	rows, err := e.client.NodeGuests(context.Background(), pve.QEMU, "pve")
-	if err != nil {
-		e.t.Fatal(err)
-	}
 	var names []string
-	for _, r := range rows {
+	for _, r := range e.qemuGuests() {
 		if !r.Template {
 			names = append(names, r.Name)
 		}
@@ -43,20 +37,13 @@ func TestE2EInterruptWaitsForRunningTasks(t *testing.T) {
 		return strings.Contains(out, "QemuVM/int-a: Creating...") && strings.Contains(out, "QemuVM/int-b: Creating...")
 	})
 	run.signal(os.Interrupt)
-	r := run.wait()
-	if r.code != 1 {
-		t.Fatalf("exit %d, want 1\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
-	}
-	for _, want := range []string{
+	r := run.waitExit(1)
+	containsAll(t, "stdout", r.stdout,
 		"\nInterrupt received: waiting for 2 running PVE tasks to finish (interrupt again to stop waiting)\n",
 		"QemuVM/int-a: Create complete after",
 		"QemuVM/int-b: Create complete after",
 		"Apply interrupted: 2 created.",
-	} {
-		if !strings.Contains(r.stdout, want) {
-			t.Errorf("stdout lacks %q:\n%s", want, r.stdout)
-		}
-	}
+	)
 	if strings.Contains(r.stdout, "failed") {
 		t.Errorf("an interrupt made something fail:\n%s", r.stdout)
 	}
@@ -80,10 +67,7 @@ func TestE2ESecondInterruptStopsWaiting(t *testing.T) {
 	run.signal(syscall.SIGTERM)
 	run.waitFor("the interrupt notice", func(_, errs string) bool { return strings.Contains(errs, "Interrupt received") })
 	run.signal(os.Interrupt)
-	r := run.wait()
-	if r.code != 1 {
-		t.Fatalf("exit %d, want 1\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
-	}
+	r := run.waitExit(1)
 	if !strings.Contains(r.stderr, "Interrupt received: waiting for 2 running PVE tasks to finish (interrupt again to stop waiting)") {
 		t.Errorf("stderr lacks the first notice:\n%s", r.stderr)
 	}

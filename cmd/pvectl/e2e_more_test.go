@@ -77,11 +77,7 @@ func TestE2EDestroyKeepsProtected(t *testing.T) {
 	})
 	env.mustRun(0, "apply", "-f", f, "--auto-approve")
 	r := env.mustRun(0, "destroy", "-f", f, "--auto-approve")
-	for _, want := range []string{"QemuVM/app-vm-1 is protected and will be kept", "LinuxBridge/vmbr1 will be kept"} {
-		if !strings.Contains(r.stdout, want) {
-			t.Errorf("destroy output lacks %q:\n%s", want, r.stdout)
-		}
-	}
+	containsAll(t, "destroy output", r.stdout, "QemuVM/app-vm-1 is protected and will be kept", "LinuxBridge/vmbr1 will be kept")
 	if _, err := env.client.QemuConfig(context.Background(), "pve", 100); err != nil {
 		t.Errorf("protected VM 100 was removed: %v", err)
 	}
@@ -120,11 +116,7 @@ spec:
 	f := filepath.Join(dir, "s.yaml")
 	os.WriteFile(f, []byte(spec("vmbr9")), 0o644)
 	r := env.mustRun(1, "apply", "-f", f, "--auto-approve")
-	for _, want := range []string{"QemuVM/broken", "QemuVM/after-broken", "Pool/ok-pool"} {
-		if !strings.Contains(r.stdout, want) {
-			t.Errorf("summary lacks %s:\n%s", want, r.stdout)
-		}
-	}
+	containsAll(t, "summary", r.stdout, "QemuVM/broken", "QemuVM/after-broken", "Pool/ok-pool")
 	if _, err := env.client.QemuConfig(context.Background(), "pve", 151); !pveNotFound(err) {
 		t.Errorf("the dependent of a failed change was applied (err %v)", err)
 	}
@@ -153,14 +145,7 @@ func stageBridge(t *testing.T, env *simEnv, name string) {
 // The demo's directory of examples applies and converges.
 func TestE2EExamplesDirectory(t *testing.T) {
 	env := startSim(t)
-	dir := t.TempDir()
-	for _, n := range []string{"01-bridge-and-vm.yaml", "02-pool-and-worker.yaml"} {
-		b, err := os.ReadFile(example(t, n, nil))
-		if err != nil {
-			t.Fatal(err)
-		}
-		os.WriteFile(filepath.Join(dir, n), b, 0o644)
-	}
+	dir := examplesDir(t, nil, "01-bridge-and-vm.yaml", "02-pool-and-worker.yaml")
 	env.mustRun(0, "validate", "-f", dir)
 	env.mustRun(2, "plan", "-f", dir, "--detailed-exitcode")
 	env.mustRun(0, "apply", "-f", dir, "--auto-approve", "--parallelism", "2")
@@ -260,25 +245,14 @@ func TestE2EMissingConnectionSettings(t *testing.T) {
 // A destroy that removes some resources and keeps protected ones says both.
 func TestE2EDestroyMixedKept(t *testing.T) {
 	env := startSim(t)
-	dir := t.TempDir()
-	for _, n := range []string{"01-bridge-and-vm.yaml", "02-pool-and-worker.yaml"} {
-		b, err := os.ReadFile(example(t, n, func(s string) string {
-			return strings.Replace(s, "name: app-vm-1\n", "name: app-vm-1\nprotected: true\n", 1)
-		}))
-		if err != nil {
-			t.Fatal(err)
-		}
-		os.WriteFile(filepath.Join(dir, n), b, 0o644)
-	}
+	dir := examplesDir(t, func(s string) string {
+		return strings.Replace(s, "name: app-vm-1\n", "name: app-vm-1\nprotected: true\n", 1)
+	}, "01-bridge-and-vm.yaml", "02-pool-and-worker.yaml")
 	env.mustRun(0, "apply", "-f", dir, "--auto-approve")
 	r := env.mustRun(0, "destroy", "-f", dir, "--auto-approve")
-	for _, want := range []string{
+	containsAll(t, "destroy output", r.stdout,
 		"QemuVM/app-vm-1: kept (protected)",
 		"LinuxBridge/vmbr1: kept (protected QemuVM/app-vm-1 needs it)",
 		"Destroy complete: 2 destroyed, 2 kept (protected).",
-	} {
-		if !strings.Contains(r.stdout, want) {
-			t.Errorf("destroy output lacks %q:\n%s", want, r.stdout)
-		}
-	}
+	)
 }

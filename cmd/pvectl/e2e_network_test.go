@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"net/url"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -41,11 +40,7 @@ func TestE2EEveryKindNetwork(t *testing.T) {
 	env := startSim(t)
 	f := every04(t)
 	r := env.mustRun(2, "plan", "-f", f, "--detailed-exitcode", "--no-color")
-	for _, want := range []string{"+ BondInterface/bond0", "! NetworkApply/pve", "BondInterface/bond0 will stage a change"} {
-		if !strings.Contains(r.stdout, want) {
-			t.Errorf("plan lacks %q:\n%s", want, r.stdout)
-		}
-	}
+	containsAll(t, "plan", r.stdout, "+ BondInterface/bond0", "! NetworkApply/pve", "BondInterface/bond0 will stage a change")
 	env.requests.Reset()
 	env.mustRun(0, "apply", "-f", f, "--auto-approve", "--no-color")
 	if n := env.networkCommits(); n != 1 {
@@ -93,11 +88,7 @@ func TestE2EForeignNetworkChanges(t *testing.T) {
 	}
 	f := every04(t)
 	r := env.mustRun(2, "plan", "-f", f, "--detailed-exitcode", "--no-color")
-	for _, want := range []string{"node pve has staged network changes that pvectl did not make", "+auto vmbr9", "+iface vmbr9 inet manual", "+#staged by hand"} {
-		if !strings.Contains(r.stdout, want) {
-			t.Errorf("plan lacks %q:\n%s", want, r.stdout)
-		}
-	}
+	containsAll(t, "plan", r.stdout, "node pve has staged network changes that pvectl did not make", "+auto vmbr9", "+iface vmbr9 inet manual", "+#staged by hand")
 	planFile := filepath.Join(t.TempDir(), "plan.out")
 	env.mustRun(2, "plan", "-f", f, "--out", planFile, "--detailed-exitcode", "--no-color")
 
@@ -155,11 +146,7 @@ func TestE2EFailedReloadIsReverted(t *testing.T) {
 	if err := env.client.ApplyNetwork(ctx, "pve"); err != nil {
 		t.Fatal(err)
 	}
-	f := filepath.Join(t.TempDir(), "bond.yaml")
-	const doc = "kind: BondInterface\nname: bond0\nspec:\n  slaves: eno3 eno9\n  autostart: true\n---\nkind: NetworkApply\nname: pve\nspec:\n  revertOnFailure: true\n"
-	if err := os.WriteFile(f, []byte(doc), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	f := writeSpec(t, "bond.yaml", "kind: BondInterface\nname: bond0\nspec:\n  slaves: eno3 eno9\n  autostart: true\n---\nkind: NetworkApply\nname: pve\nspec:\n  revertOnFailure: true\n")
 	r := env.mustRun(2, "plan", "-f", f, "--detailed-exitcode", "--no-color")
 	if !strings.Contains(r.stdout, "slaves eno9 is in node pve's network configuration but not on the host") {
 		t.Errorf("plan lacks the warning about eno9:\n%s", r.stdout)
@@ -167,22 +154,14 @@ func TestE2EFailedReloadIsReverted(t *testing.T) {
 	env.requests.Reset()
 	r = env.mustRun(1, "apply", "-f", f, "--auto-approve", "--no-color")
 	out := r.stdout + r.stderr
-	for _, want := range []string{"command 'ifreload -a' failed: exit code 1", "bond0 : error: bond0: skipping slave eno9, does not exist",
-		"reverted: node pve's interfaces are back as the plan found them, and reloaded"} {
-		if !strings.Contains(out, want) {
-			t.Errorf("apply output lacks %q:\n%s", want, out)
-		}
-	}
+	containsAll(t, "apply output", out, "command 'ifreload -a' failed: exit code 1", "bond0 : error: bond0: skipping slave eno9, does not exist",
+		"reverted: node pve's interfaces are back as the plan found them, and reloaded")
 	if n := env.networkCommits(); n != 2 {
 		t.Errorf("commits: got %d, want 2 (the failed one and the revert)", n)
 	}
 	assertIface(t, env, "bond0", false)
 	// The bond was made and undone: the summary says reverted, not created.
-	for _, want := range []string{"Apply incomplete: 0 changed; 1 failed, 1 reverted.", "reverted (made, then undone):\n    BondInterface/bond0 (reverted: the network commit on node pve failed)"} {
-		if !strings.Contains(r.stdout, want) {
-			t.Errorf("apply summary lacks %q:\n%s", want, r.stdout)
-		}
-	}
+	containsAll(t, "apply summary", r.stdout, "Apply incomplete: 0 changed; 1 failed, 1 reverted.", "reverted (made, then undone):\n    BondInterface/bond0 (reverted: the network commit on node pve failed)")
 	// The same in --json, which the event schema allows.
 	r = env.mustRun(1, "apply", "-f", f, "--auto-approve", "--json")
 	validateLines(t, eventSchema(t), r.stdout)

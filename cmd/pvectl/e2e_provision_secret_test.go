@@ -59,11 +59,7 @@ spec:
 			t.Errorf("the playbook's environment holds %q:\n%s", bad, env)
 		}
 	}
-	for _, want := range []string{"PATH=", "LC_ALL=C.UTF-8", "SSH_AUTH_SOCK=", "/agent.sock"} {
-		if !strings.Contains(env, want) {
-			t.Errorf("the playbook's environment lacks %q:\n%s", want, env)
-		}
-	}
+	containsAll(t, "the playbook's environment", env, "PATH=", "LC_ALL=C.UTF-8", "SSH_AUTH_SOCK=", "/agent.sock")
 }
 
 // TestE2EProvisionSIGKILLLeavesNoKey is issue 17's acceptance: pvectl

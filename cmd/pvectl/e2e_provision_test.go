@@ -149,11 +149,7 @@ func TestE2EProvisionStagingStack(t *testing.T) {
 	// The plan says what will run and why, without SSH.
 	res := r.mustRun(0, "plan", "-f", r.spec)
 	outputs = append(outputs, res.stdout+res.stderr)
-	for _, want := range []string{"> run playbooks/common.yaml (new)", "> run playbooks/app.yaml (new)"} {
-		if !strings.Contains(res.stdout, want) {
-			t.Errorf("plan lacks %q:\n%s", want, res.stdout)
-		}
-	}
+	containsAll(t, "plan", res.stdout, "> run playbooks/common.yaml (new)", "> run playbooks/app.yaml (new)")
 	if n := r.sshd.Connections(); n != 0 {
 		t.Errorf("plan opened %d ssh connections, want 0", n)
 	}

@@ -42,11 +42,7 @@ func TestPruneOwnedOrphans(t *testing.T) {
 
 	vm := map[string]int{}
 	// The node's list reads the guests (/cluster/resources' names lag).
-	rows, err := e.client.NodeGuests(ctx, pve.QEMU, "pve")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, r := range rows {
+	for _, r := range e.qemuGuests() {
 		vm[r.Name] = r.VMID
 	}
 	cfg, err := e.client.GuestConfig(ctx, pve.QEMU, "pve", vm["worker-1"])
@@ -101,12 +97,8 @@ func TestPruneOwnedOrphans(t *testing.T) {
 	if !strings.Contains(r.stdout, "--prune destroys 1 object this stack made") || !strings.Contains(r.stdout, "--prune keeps 1 of them") {
 		t.Errorf("apply --prune does not list what it prunes apart:\n%s", r.stdout)
 	}
-	rows, err = e.client.NodeGuests(ctx, pve.QEMU, "pve")
-	if err != nil {
-		t.Fatal(err)
-	}
 	left := map[string]bool{}
-	for _, r := range rows {
+	for _, r := range e.qemuGuests() {
 		left[r.Name+"/"+strconv.Itoa(r.VMID)] = true
 	}
 	for name, want := range map[string]bool{"worker-1": false, "worker-2": true, "worker-3": true, "other-1": true, "by-hand": true} {

@@ -66,11 +66,7 @@ func TestE2ESSHRepin(t *testing.T) {
 
 	res = r.mustRun(0, "ssh", "repin", "QemuVM/rp", "-f", spec, "--yes")
 	outputs = append(outputs, res.stdout+res.stderr)
-	for _, want := range []string{"pinned:    " + oldPin, "presented: " + realPin, "Pinned " + realPin} {
-		if !strings.Contains(res.stdout, want) {
-			t.Errorf("repin output lacks %q:\n%s", want, res.stdout)
-		}
-	}
+	containsAll(t, "repin output", res.stdout, "pinned:    "+oldPin, "presented: "+realPin, "Pinned "+realPin)
 	if d, want := r.description("rp"), note+good; d != want {
 		t.Errorf("description after repin:\n%q\nwant\n%q", d, want)
 	}
@@ -127,11 +123,7 @@ func TestE2ESSHRepinAgentAddress(t *testing.T) {
 
 	res := r.mustRun(0, "ssh", "repin", "QemuVM/dhcp-vm", "-f", spec, "--yes")
 	pin := "ssh-ed25519 " + fingerprintOf(sshd)
-	for _, want := range []string{"at " + net.JoinHostPort(sshd.Host, fmt.Sprint(sshd.Port)), "pinned:    (none)", "presented: " + pin} {
-		if !strings.Contains(res.stdout, want) {
-			t.Errorf("repin output lacks %q:\n%s", want, res.stdout)
-		}
-	}
+	containsAll(t, "repin output", res.stdout, "at "+net.JoinHostPort(sshd.Host, fmt.Sprint(sshd.Port)), "pinned:    (none)", "presented: "+pin)
 	if d, want := r.description("dhcp-vm"), note+"[pvectl-hostkey: "+pin+"]"; d != want {
 		t.Errorf("description %q, want %q", d, want)
 	}

@@ -41,11 +41,7 @@ name: via-default
 	if strings.Contains(string(b), e2eTokenSecret) {
 		t.Fatal("the plan file holds the token secret")
 	}
-	for _, want := range []string{`"LAB_SECRET"`, `"PROXMOX_TOKEN_SECRET"`, `"url":"` + env.url + `"`} {
-		if !strings.Contains(string(b), want) {
-			t.Errorf("plan file lacks %s:\n%s", want, b)
-		}
-	}
+	containsAll(t, "plan file", string(b), `"LAB_SECRET"`, `"PROXMOX_TOKEN_SECRET"`, `"url":"`+env.url+`"`)
 
 	// Only the secrets: no URL, no token id, no specs.
 	secrets := []string{"LAB_SECRET=" + e2eTokenSecret, "PROXMOX_TOKEN_SECRET=" + e2eTokenSecret}
@@ -143,11 +139,7 @@ spec:
 		t.Errorf("validate with no variables:\n%s", r.stdout)
 	}
 	r = env.runEnv(3, none, "plan", "-f", f)
-	for _, want := range []string{f + ":12: environment variable K3S_MEMORY is not set", f + ":13: environment variable K3S_PW is not set"} {
-		if !strings.Contains(r.stderr, want) {
-			t.Errorf("plan: want %q, got:\n%s", want, r.stderr)
-		}
-	}
+	containsAll(t, "plan stderr", r.stderr, f+":12: environment variable K3S_MEMORY is not set", f+":13: environment variable K3S_PW is not set")
 	bad := writeSpec(t, "bad.yaml", "kind: Pool\nname: p\nspec:\n  comment: ${OOPS\n")
 	r = env.runEnv(3, none, "validate", "-f", bad)
 	if !strings.Contains(r.stderr, bad+":4: unterminated ${") {

@@ -4,8 +4,6 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -112,9 +110,7 @@ func TestE2EValidateReportsAllProblemsWithoutAPICalls(t *testing.T) {
 		http.Error(w, "no", http.StatusTeapot)
 	}))
 	defer srv.Close()
-	dir := t.TempDir()
-	bad := filepath.Join(dir, "bad.yaml")
-	const spec = `kind: QemuVM
+	bad := writeSpec(t, "bad.yaml", `kind: QemuVM
 name: a
 dependsOn: [Pool/b]
 spec:
@@ -124,18 +120,11 @@ spec:
 kind: Pool
 name: b
 dependsOn: [QemuVM/a]
-`
-	if err := os.WriteFile(bad, []byte(spec), 0o644); err != nil {
-		t.Fatal(err)
-	}
+`)
 	env := &simEnv{t: t, url: srv.URL}
 	for _, cmd := range [][]string{{"validate", "-f", bad}, {"plan", "-f", bad}, {"apply", "-f", bad, "--auto-approve"}} {
 		r := env.mustRun(3, cmd...)
-		for _, want := range []string{bad + ":5", "memroy", bad + ":6", "cores", "cycle", "QemuVM/a", "Pool/b"} {
-			if !strings.Contains(r.stderr, want) {
-				t.Errorf("%s: stderr lacks %q:\n%s", cmd[0], want, r.stderr)
-			}
-		}
+		containsAll(t, cmd[0]+": stderr", r.stderr, bad+":5", "memroy", bad+":6", "cores", "cycle", "QemuVM/a", "Pool/b")
 	}
 	if n := calls.Load(); n != 0 {
 		t.Errorf("invalid specs made %d API calls, want 0", n)

@@ -186,12 +186,8 @@ name: sdn
 	e.mustRun(0, "apply", "-f", spec, "--auto-approve")
 	e.mustRun(0, "plan", "-f", spec, "--detailed-exitcode")
 	r := e.mustRun(0, "import", "--all")
-	for _, want := range []string{"kind: SdnZone\nname: imp\n", "kind: SdnVnet\nname: impa\n", "kind: SdnVnet\nname: impb\n",
-		"kind: SdnSubnet\nname: impa-10.7.0.0-24\n", "kind: SdnApply\nname: sdn\n", "dhcp-range: start-address=10.7.0.100,end-address=10.7.0.199"} {
-		if !strings.Contains(r.stdout, want) {
-			t.Errorf("import output lacks %q:\n%s", want, r.stdout)
-		}
-	}
+	containsAll(t, "import output", r.stdout, "kind: SdnZone\nname: imp\n", "kind: SdnVnet\nname: impa\n", "kind: SdnVnet\nname: impb\n",
+		"kind: SdnSubnet\nname: impa-10.7.0.0-24\n", "kind: SdnApply\nname: sdn\n", "dhcp-range: start-address=10.7.0.100,end-address=10.7.0.199")
 	imported := writeSpec(t, "imported.yaml", r.stdout)
 	e.mustRun(0, "plan", "-f", imported, "--detailed-exitcode")
 }

@@ -120,11 +120,7 @@ func TestE2ESecretInPlainFieldValidate(t *testing.T) {
 	f := writeSpec(t, "leak.yaml", body)
 	for _, cmd := range []string{"validate", "plan"} {
 		r := env.mustRun(3, cmd, "-f", f)
-		for _, want := range []string{"leak.yaml:5", "spec.description uses ${PROXMOX_TOKEN_SECRET}", "secretKeys: [description]"} {
-			if !strings.Contains(r.stderr, want) {
-				t.Errorf("%s stderr lacks %q:\n%s", cmd, want, r.stderr)
-			}
-		}
+		containsAll(t, cmd+" stderr", r.stderr, "leak.yaml:5", "spec.description uses ${PROXMOX_TOKEN_SECRET}", "secretKeys: [description]")
 		assertNoSecretForms(t, r.stdout+r.stderr, e2eTokenSecret)
 	}
 	if n := env.requests.Total(); n != 0 {

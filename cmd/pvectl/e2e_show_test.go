@@ -32,11 +32,7 @@ spec:
 
 	// No PROXMOX_* at all: show reads only the file.
 	md := env.runEnv(0, []string{}, "show", plan, "--markdown")
-	for _, want := range []string{"### pvectl plan", "**Plan: 2 to create", "| `+` | `Pool/reviewed` | will be created |", "<summary><code>User/ci@pve</code> will be created</summary>", "+ comment: \"made | for review\""} {
-		if !strings.Contains(md.stdout, want) {
-			t.Errorf("show --markdown lacks %q:\n%s", want, md.stdout)
-		}
-	}
+	containsAll(t, "show --markdown", md.stdout, "### pvectl plan", "**Plan: 2 to create", "| `+` | `Pool/reviewed` | will be created |", "<summary><code>User/ci@pve</code> will be created</summary>", "+ comment: \"made | for review\"")
 	if strings.Contains(md.stdout, e2eTokenSecret) || strings.Contains(md.stderr, e2eTokenSecret) {
 		t.Errorf("show --markdown printed the token secret:\n%s", md.stdout)
 	}

@@ -19,16 +19,7 @@ import (
 // templateByName finds the QEMU template named name on node pve.
 func (e *simEnv) templateByName(name string) (pve.ClusterResource, bool) {
 	e.t.Helper()
-	rows, err := e.client.NodeGuests(context.Background(), pve.QEMU, "pve")
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	for _, r := range rows {
-		if r.Name == name && r.Template {
-			return r, true
-		}
-	}
-	return pve.ClusterResource{}, false
+	return e.qemuByName(name, true)
 }
 
 func (e *simEnv) describe(vmid int, desc string) {
@@ -283,20 +274,13 @@ spec:
   fromTemplate: golden
   full: false
 `
-	f := filepath.Join(t.TempDir(), "golden.yaml")
-	if err := os.WriteFile(f, []byte(spec), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	f := writeSpec(t, "golden.yaml", spec)
 	env.mustRun(0, "apply", "-f", f, "--auto-approve")
 	if err := os.WriteFile(f, []byte(strings.Replace(spec, "cores: 2", "cores: 3", 1)), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	r := env.mustRun(1, "plan", "-f", f)
-	for _, want := range []string{"Template/golden: cannot rebuild template", "(linked-a)", "(linked-b)", "destroy them first"} {
-		if !strings.Contains(r.stderr, want) {
-			t.Errorf("plan stderr lacks %q:\n%s", want, r.stderr)
-		}
-	}
+	containsAll(t, "plan stderr", r.stderr, "Template/golden: cannot rebuild template", "(linked-a)", "(linked-b)", "destroy them first")
 	if _, ok := env.templateByName("golden"); !ok {
 		t.Errorf("the template is gone after a refused plan")
 	}

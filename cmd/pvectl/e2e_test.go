@@ -75,14 +75,7 @@ func (e *simEnv) run(args ...string) result {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, pvectlBin, args...)
-	cmd.Env = []string{
-		"PATH=" + os.Getenv("PATH"),
-		"HOME=" + e.t.TempDir(),
-		"PROXMOX_URL=" + e.url,
-		"PROXMOX_TOKEN_ID=" + e2eTokenID,
-		"PROXMOX_TOKEN_SECRET=" + e2eTokenSecret,
-	}
-	cmd.Env = append(cmd.Env, e.extraEnv...)
+	cmd.Env = e.environ()
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
@@ -105,15 +98,41 @@ func (e *simEnv) run(args ...string) result {
 
 func (e *simEnv) mustRun(want int, args ...string) result {
 	e.t.Helper()
-	r := e.run(args...)
+	return wantExit(e.t, e.run(args...), want, args)
+}
+
+// wantExit fails the test unless r, pvectl's run with args, exited with
+// want; it returns r.
+func wantExit(t *testing.T, r result, want int, args []string) result {
+	t.Helper()
 	if r.code != want {
-		e.t.Fatalf("pvectl %s: exit %d, want %d\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), r.code, want, r.stdout, r.stderr)
+		t.Fatalf("pvectl %s: exit %d, want %d\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), r.code, want, r.stdout, r.stderr)
 	}
 	return r
 }
 
 // example copies a shared or local example into a temp dir and returns its path.
 func example(t *testing.T, name string, edit func(string) string) string {
+	t.Helper()
+	return writeSpec(t, name, exampleText(t, name, edit))
+}
+
+// examplesDir copies the examples names, each edited by edit (nil: none),
+// into one new temporary directory and returns it.
+func examplesDir(t *testing.T, edit func(string) string, names ...string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for _, n := range names {
+		if err := os.WriteFile(filepath.Join(dir, n), []byte(exampleText(t, n, edit)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// exampleText is the text of a shared or local example, edited by edit
+// (nil: none).
+func exampleText(t *testing.T, name string, edit func(string) string) string {
 	t.Helper()
 	_, file, _, _ := runtime.Caller(0)
 	root := filepath.Join(filepath.Dir(file), "..", "..")
@@ -130,11 +149,7 @@ func example(t *testing.T, name string, edit func(string) string) string {
 	if edit != nil {
 		s = edit(s)
 	}
-	dst := filepath.Join(t.TempDir(), name)
-	if err := os.WriteFile(dst, []byte(s), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return dst
+	return s
 }
 
 type jsonPlan struct {

@@ -13,6 +13,11 @@ type apiToken struct {
 	Value string `json:"value"`
 }
 
+// env is the environment that has pvectl use the token.
+func (tok apiToken) env() []string {
+	return []string{"PROXMOX_TOKEN_ID=" + tok.Full, "PROXMOX_TOKEN_SECRET=" + tok.Value}
+}
+
 // grant is one role on one path.
 type grant struct{ path, role string }
 

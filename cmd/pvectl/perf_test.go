@@ -10,10 +10,7 @@ import (
 // --read-concurrency: the flag, else PVECTL_READ_CONCURRENCY, else the
 // profile's readConcurrency, else 16; bad values are invalid input.
 func TestReadConcurrency(t *testing.T) {
-	cfg := filepath.Join(t.TempDir(), "config.yaml")
-	if err := os.WriteFile(cfg, []byte("profiles:\n  default:\n    url: https://pve.test:8006\n    readConcurrency: 24\n  bad:\n    readConcurrency: lots\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	cfg := writeConfig(t, "profiles:\n  default:\n    url: https://pve.test:8006\n    readConcurrency: 24\n  bad:\n    readConcurrency: lots\n")
 	tests := []struct {
 		name    string
 		flag    int // 0: not given

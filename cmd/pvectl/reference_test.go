@@ -25,11 +25,7 @@ func TestExplainCommand(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
-	for _, want := range []string{"TYPE:        integer", "RANGE:       1 … 4094", "VLAN tag to apply to packets on this interface."} {
-		if !strings.Contains(out, want) {
-			t.Errorf("output lacks %q:\n%s", want, out)
-		}
-	}
+	containsAll(t, "output", out, "TYPE:        integer", "RANGE:       1 … 4094", "VLAN tag to apply to packets on this interface.")
 	for _, c := range []struct {
 		args []string
 		code int

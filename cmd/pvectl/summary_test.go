@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"strings"
 	"testing"
 
 	"github.com/pvectl/pvectl/pkg/planner"
@@ -21,22 +20,14 @@ func TestSummaryRevertedAndWarnings(t *testing.T) {
 	res := &planner.Result{Done: []string{"QemuVM/vm"}, Warnings: map[string][]string{"QemuVM/vm": {warning}}}
 	var out bytes.Buffer
 	newProgressView(&out, false, false).summary(p, res, "apply")
-	for _, want := range []string{"Apply complete: 1 created, 1 task warning.\n",
-		"  task warnings (done, but read them):\n    QemuVM/vm: task qmclone 9000 on pve finished with warnings: w\n"} {
-		if !strings.Contains(out.String(), want) {
-			t.Errorf("got:\n%s\nwant %q", out.String(), want)
-		}
-	}
+	containsAll(t, "output", out.String(), "Apply complete: 1 created, 1 task warning.\n",
+		"  task warnings (done, but read them):\n    QemuVM/vm: task qmclone 9000 on pve finished with warnings: w\n")
 	res.Failed = map[string]error{"NetworkApply/pve": errors.New("apply network on node pve: reload failed")}
 	res.Reverted = map[string]string{"BondInterface/bond0": "reverted: the network commit on node pve failed"}
 	out.Reset()
 	newProgressView(&out, false, false).summary(p, res, "apply")
-	for _, want := range []string{"Apply incomplete: 1 created; 1 failed, 1 reverted, 1 task warning.\n",
-		"  reverted (made, then undone):\n    BondInterface/bond0 (reverted: the network commit on node pve failed)\n"} {
-		if !strings.Contains(out.String(), want) {
-			t.Errorf("got:\n%s\nwant %q", out.String(), want)
-		}
-	}
+	containsAll(t, "output", out.String(), "Apply incomplete: 1 created; 1 failed, 1 reverted, 1 task warning.\n",
+		"  reverted (made, then undone):\n    BondInterface/bond0 (reverted: the network commit on node pve failed)\n")
 	out.Reset()
 	newProgressView(&out, true, false).summary(p, res, "apply")
 	var line map[string]any
