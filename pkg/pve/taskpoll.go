@@ -23,14 +23,17 @@ import (
 //     at) up to its window: the expected end ± a margin (twice the
 //     deviation, 1/32 of the duration, at least two fine steps). In the
 //     window its polls fall on a grid of fine steps through the expected
-//     end, plus one a quarter step before it and quarter steps for one
+//     end, plus one a quarter step before it and eighth steps for one
 //     step after it (onGrid): as the end is
 //     learned from the first stopped poll, the grid settles just after
 //     the tasks' end, and a task that ends as expected is seen a few ms
 //     after it. A task that overruns the window is polled at steps growing
 //     with the overrun.
-//   - A task of a type it does not know is polled every fine step while
-//     young, then every eighth of its age (it is seen at most 12.5 % late).
+//   - A task of a type it does not know is polled a fine step after it
+//     started, then every half step while young (the first tasks of an
+//     apply are all of types not seen yet: a whole wave of them waits for
+//     the poll after their end), then every eighth of its age (it is seen
+//     at most 12.5 % late).
 //   - Steps are capped at pollMax (2 s).
 //   - Each task has its own poll budget: a burst of pollBurst polls, then
 //     one poll per pollEarnSteps fine steps (4/s by default). A task that
@@ -54,9 +57,15 @@ const pollBurst = 20
 // 25 ms).
 const pollEarnSteps = 10
 
-// youngSteps is how many fine steps a task of an unknown type is polled
-// at before the steps grow with its age.
+// youngSteps: a task of an unknown type is polled every half fine step
+// until an eighth of its age (1/youngSteps) is longer.
 const youngSteps = 8
+
+// endSplit: for a fine step past a task type's expected end, the polls
+// come every 1/endSplit of a fine step (3 ms at 25 ms): most tasks end
+// there, and each ms they wait unseen is a ms every task after them
+// waits too (a create at --parallelism P hands its slot to the next).
+const endSplit = 8
 
 // The smoothing of the learned mean and deviation (as RFC 6298's α and
 // β; the mean's weight is twice RFC 6298's, so that the grid of polls
@@ -135,7 +144,10 @@ func (s pollSteps) window(st taskStats) (from, to time.Duration) {
 // has run for age, whose type's stats are st (when known).
 func (s pollSteps) delay(st taskStats, known bool, age time.Duration) time.Duration {
 	if !known {
-		return min(max(age/youngSteps, s.fine), s.longest)
+		if age < s.fine {
+			return s.fine - age
+		}
+		return min(max(age/youngSteps, s.fine/2), s.longest)
 	}
 	from, to := s.window(st)
 	if age >= to {
@@ -148,7 +160,7 @@ func (s pollSteps) delay(st taskStats, known bool, age time.Duration) time.Durat
 	if next >= from {
 		// In the window, the polls fall on a grid of fine steps through
 		// the expected end, so that one comes just after it.
-		next = s.onGrid(st.mean, max(age+s.fine/4, from))
+		next = s.onGrid(st.mean, max(age+s.fine/endSplit, from))
 	}
 	return next - age
 }
@@ -159,8 +171,8 @@ func (s pollSteps) delay(st taskStats, known bool, age time.Duration) time.Durat
 // (the anchor) down; so the anchor settles less than a quarter step after
 // the tasks' end.
 func (s pollSteps) onGrid(anchor, t time.Duration) time.Duration {
-	if q := s.fine / 4; t > anchor && t <= anchor+s.fine && q > 0 {
-		// Just past the expected end the points come every quarter
+	if q := s.fine / endSplit; t > anchor && t <= anchor+s.fine && q > 0 {
+		// Just past the expected end the points come every 1/endSplit
 		// step: a task that ends a little later than its type's mean is
 		// seen a few ms after it, not a whole step.
 		return anchor + (t-anchor+q-1)/q*q

@@ -20,8 +20,10 @@ func TestPollDelay(t *testing.T) {
 		age   time.Duration
 		want  time.Duration
 	}{
-		{name: "unknown type: fine steps while young", age: 0, want: fine},
-		{name: "unknown type: fine steps for 8 steps", age: ms(190), want: fine},
+		{name: "unknown type: a fine step first", age: 0, want: fine},
+		{name: "unknown type: half steps while young", age: fine, want: fine / 2},
+		{name: "unknown type: half steps for 4 steps", age: ms(99), want: fine / 2},
+		{name: "unknown type: an eighth of its age from there", age: ms(190), want: ms(190) / 8},
 		{name: "unknown type: then an eighth of its age", age: ms(4000), want: ms(500)},
 		{name: "unknown type: capped", age: time.Minute, want: longest},
 		{name: "known: young: a fine step", st: twoSec, known: true, age: 0, want: fine},
@@ -30,9 +32,9 @@ func TestPollDelay(t *testing.T) {
 		{name: "known: at least half a step into the window", st: twoSec, known: true, age: ms(1930), want: ms(20)},
 		{name: "known: a quarter step before the expected end", st: twoSec, known: true, age: ms(1975), want: ms(18) + 750*time.Microsecond},
 		{name: "known: then at it", st: twoSec, known: true, age: ms(1993) + 750*time.Microsecond, want: ms(6) + 250*time.Microsecond},
-		{name: "known: quarter steps for a step past the expected end", st: twoSec, known: true, age: ms(2000), want: fine / 4},
-		{name: "known: on the quarter grid, at least a quarter step on", st: twoSec, known: true, age: ms(2010), want: ms(8) + 750*time.Microsecond},
-		{name: "known: the last quarter step", st: twoSec, known: true, age: ms(2018) + 750*time.Microsecond, want: fine / 4},
+		{name: "known: eighth steps for a step past the expected end", st: twoSec, known: true, age: ms(2000), want: fine / 8},
+		{name: "known: on the eighth grid, at least an eighth step on", st: twoSec, known: true, age: ms(2010), want: ms(5) + 625*time.Microsecond},
+		{name: "known: the last eighth step", st: twoSec, known: true, age: ms(2021) + 875*time.Microsecond, want: fine / 8},
 		{name: "known: then fine steps in the window", st: twoSec, known: true, age: ms(2025), want: fine},
 		{name: "known: overrun: fine steps at first", st: twoSec, known: true, age: ms(2100), want: fine},
 		{name: "known: overrun: steps grow with it", st: twoSec, known: true, age: ms(3062) + 500*time.Microsecond, want: ms(250)},
