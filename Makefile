@@ -17,6 +17,9 @@ FUZZTIME ?= 10s
 # staticcheck, pinned; `go run` fetches it through the module proxy (it is a
 # tool, so go.mod does not list it).
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
+# deadcode, pinned the same way: a function no program or test reaches
+# fails lint (issue 19: no unreachable code).
+DEADCODE ?= golang.org/x/tools/cmd/deadcode@v0.53.0
 FUZZ     := ./pkg/spec:FuzzLoad ./pkg/pve/schema:FuzzPropertyStringRoundTrip ./pkg/pve:FuzzDecodeConfigJSON ./pkg/pve:FuzzEnvelopeMembers ./pkg/pve:FuzzClusterResourceJSON
 
 .PHONY: all build test unit lint fuzz demo bench bench-all generate release-check release-snapshot clean
@@ -54,6 +57,7 @@ lint:
 	@out=$$(gofmt -l $(GOFILES)); if [ -n "$$out" ]; then echo "gofmt -w needed on:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) run $(STATICCHECK) ./...
+	@out=$$($(GO) run $(DEADCODE) -test ./...) || exit 1; if [ -n "$$out" ]; then echo "unreachable code:"; echo "$$out"; exit 1; fi
 
 # Build, start the embedded simulator on a free loopback port, plan and
 # apply examples/, then show that a second plan is clean.

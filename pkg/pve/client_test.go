@@ -78,6 +78,7 @@ func TestNewClientOptions(t *testing.T) {
 		{name: "bad polling", opts: []Option{WithTaskPolling(0, 0)}, wantErr: "task polling"},
 		{name: "bad retry", opts: []Option{WithRetry(0, 0, 0)}, wantErr: "retry"},
 		{name: "negative task timeout", opts: []Option{WithTaskTimeout(-1)}, wantErr: "task timeout"},
+		{name: "user agent with a line break", opts: []Option{WithUserAgent("ci\r\nX-Evil: 1")}, wantErr: "line break"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -369,6 +370,23 @@ func TestRequestDeadline(t *testing.T) {
 				t.Errorf("got %d requests, want 1 (a request that timed out is not sent again)", got)
 			}
 		})
+	}
+}
+
+// Every request says who sends it: "pvectl", or what WithUserAgent set.
+func TestUserAgent(t *testing.T) {
+	for _, tc := range []struct {
+		opts []Option
+		want string
+	}{{want: "pvectl"}, {opts: []Option{WithUserAgent("ci-deploy/1.0")}, want: "ci-deploy/1.0"}} {
+		f := newFakePVE(t, false)
+		f.handle("GET /version", data(map[string]any{"version": "9.1"}))
+		if err := f.client(t, tc.opts...).Do(context.Background(), http.MethodGet, "/version", nil, nil); err != nil {
+			t.Fatal(err)
+		}
+		if got := f.requests()[0].UserAgent; got != tc.want {
+			t.Errorf("User-Agent %q, want %q", got, tc.want)
+		}
 	}
 }
 

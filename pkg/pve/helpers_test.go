@@ -21,7 +21,7 @@ const (
 
 // seen is one request as the fake PVE received it.
 type seen struct {
-	Method, Path, RawPath, Query, Body, Auth, ContentType string
+	Method, Path, RawPath, Query, Body, Auth, ContentType, UserAgent string
 }
 
 // fakePVE is a real HTTP server with a route table keyed "METHOD /path"
@@ -63,6 +63,7 @@ func (f *fakePVE) serve(w http.ResponseWriter, r *http.Request) {
 	f.reqs = append(f.reqs, seen{
 		Method: r.Method, Path: path, RawPath: r.URL.EscapedPath(), Query: r.URL.RawQuery,
 		Body: string(body), Auth: r.Header.Get("Authorization"), ContentType: r.Header.Get("Content-Type"),
+		UserAgent: r.Header.Get("User-Agent"),
 	})
 	h := f.routes[r.Method+" "+path]
 	f.mu.Unlock()

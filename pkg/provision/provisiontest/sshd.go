@@ -259,9 +259,6 @@ func (s *SSHD) Connections() int {
 	return strings.Count(s.readLog(), "Connection from ")
 }
 
-// Log is the server's log, for failure messages.
-func (s *SSHD) Log() string { return s.readLog() }
-
 func (s *SSHD) readLog() string {
 	b, _ := os.ReadFile(s.logPath)
 	return string(b)

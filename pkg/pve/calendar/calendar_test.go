@@ -16,8 +16,12 @@ func TestParse(t *testing.T) {
 		" daily ", "monday 4:00", "*/15 UTC",
 	}
 	for _, v := range valid {
-		if _, err := Parse(v); err != nil {
+		ev, err := Parse(v)
+		if err != nil {
 			t.Errorf("Parse(%q): %v, want it accepted", v, err)
+		}
+		if got, want := ev.String(), strings.TrimSpace(v); got != want {
+			t.Errorf("Parse(%q).String() = %q, want %q", v, got, want)
 		}
 	}
 	invalid := map[string]string{
