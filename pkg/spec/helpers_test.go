@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 // writeFiles writes name → content into a fresh directory and returns it.
@@ -31,6 +33,15 @@ func env(kv ...string) func(string) (string, bool) {
 		m[kv[i]] = kv[i+1]
 	}
 	return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
+}
+
+// wantDiags loads doc as a.yaml and checks its diagnostics are want.
+func wantDiags(t *testing.T, doc string, want []string) {
+	t.Helper()
+	_, got := loadFiles(t, map[string]string{"a.yaml": doc}, nil)
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("diagnostics: got %q\nwant %q\n(-want +got):\n%s", got, want, diff)
+	}
 }
 
 // loadFiles writes files, loads the given names (all files when names is

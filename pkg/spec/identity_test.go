@@ -95,10 +95,7 @@ spec: {url: "https://prod:8006", tokenId: "a@pve!t"}
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, got := loadFiles(t, map[string]string{"a.yaml": tt.yaml}, nil)
-			if diff := cmp.Diff(tt.want, got); diff != "" {
-				t.Errorf("diagnostics: got %q\nwant %q\n(-want +got):\n%s", got, tt.want, diff)
-			}
+			wantDiags(t, tt.yaml, tt.want)
 		})
 	}
 }

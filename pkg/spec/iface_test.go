@@ -81,10 +81,7 @@ func TestInterfaceChecks(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, got := loadFiles(t, map[string]string{"a.yaml": tt.yaml}, nil)
-			if diff := cmp.Diff(tt.want, got); diff != "" {
-				t.Errorf("diagnostics: got %q\nwant %q\n(-want +got):\n%s", got, tt.want, diff)
-			}
+			wantDiags(t, tt.yaml, tt.want)
 		})
 	}
 }

@@ -70,10 +70,7 @@ func TestRequiredCreateParams(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, diags := loadFiles(t, map[string]string{"a.yaml": tt.doc}, nil)
-			if diff := cmp.Diff(tt.want, diags); diff != "" {
-				t.Errorf("diagnostics: got %q want %q (-want +got):\n%s", diags, tt.want, diff)
-			}
+			wantDiags(t, tt.doc, tt.want)
 		})
 	}
 }

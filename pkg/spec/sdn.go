@@ -44,62 +44,78 @@ var sdnZoneOptions = func() map[string]map[string]bool {
 	}
 }()
 
-// checkSdnZone: a type the issue covers, each key one its plugin takes
-// (SectionConfig check_config: "unexpected property"), its required ones
-// set, and a vxlan zone with exactly one of peers and fabric
-// (VxlanPlugin on_update_hook).
-func checkSdnZone(r *Resource, report func(key, format string, args ...any)) {
-	typ := r.Params.Get("type")
-	opts, ok := sdnZoneOptions[typ]
+// sdnTyped is an SDN section whose options depend on its type (a zone's
+// or a controller's): SectionConfig check_config refuses a key the
+// type's plugin does not list ("unexpected property") and a required one
+// left out ("missing value for required option").
+type sdnTyped struct {
+	idKey   string                     // the section's id key
+	article string                     // "a" or "the", before the type
+	noun    string                     // "zone", "controller"
+	managed string                     // the types pvectl manages, for the message
+	options map[string]map[string]bool // by type; true: required
+}
+
+// check reports r's type, keys and required keys against the type's
+// plugin; ok is false when the type is not one pvectl manages.
+func (t sdnTyped) check(r *Resource, report func(key, format string, args ...any)) (typ string, ok bool) {
+	typ = r.Params.Get("type")
+	opts, ok := t.options[typ]
 	if !ok {
 		if typ != "" {
-			report("type", "pvectl manages SDN zones of type simple, vlan, qinq, vxlan and evpn, not %q", typ)
+			report("type", "pvectl manages SDN %ss of type %s, not %q", t.noun, t.managed, typ)
 		}
-		return
+		return typ, false
 	}
 	for _, k := range r.Params.Keys() {
-		if _, ok := opts[k]; !ok && k != "zone" && k != "type" {
-			report(k, "a %s zone has no option %s (PVE refuses it: unexpected property '%s'); its options: %s", typ, k, k, strings.Join(sortedKeys(opts), ", "))
+		if _, ok := opts[k]; !ok && k != t.idKey && k != "type" {
+			report(k, "%s %s %s has no option %s (PVE refuses it: unexpected property '%s'); its options: %s", t.article, typ, t.noun, k, k, strings.Join(sortedKeys(opts), ", "))
 		}
 	}
 	for _, k := range sortedKeys(opts) {
 		if opts[k] && r.State == Present && r.Params.Get(k) == "" {
-			report(k, "a %s zone needs %s (PVE refuses it without: missing value for required option '%s')", typ, k, k)
+			report(k, "%s %s %s needs %s (PVE refuses it without: missing value for required option '%s')", t.article, typ, t.noun, k, k)
 		}
 	}
-	if typ == "vxlan" && r.State == Present && (r.Params.Get("peers") != "") == (r.Params.Get("fabric") != "") {
-		report("peers", "a vxlan zone needs exactly one of peers and fabric (PVE refuses it otherwise)")
+	return typ, true
+}
+
+// exactlyOnePeersOrFabric reports a section that sets both or neither
+// of peers and fabric (VxlanPlugin on_update_hook, EvpnPlugin's
+// controller check).
+func exactlyOnePeersOrFabric(r *Resource, what string, report func(key, format string, args ...any)) {
+	if r.State == Present && (r.Params.Get("peers") != "") == (r.Params.Get("fabric") != "") {
+		report("peers", "%s needs exactly one of peers and fabric (PVE refuses it otherwise)", what)
 	}
 }
 
-// checkSdnController: the keys of the controller type
+// sdnZones: the zone types the issue covers, each key one its plugin
+// takes (pve-network src/PVE/Network/SDN/Zones/*Plugin.pm options()).
+var sdnZones = sdnTyped{idKey: "zone", article: "a", noun: "zone", managed: "simple, vlan, qinq, vxlan and evpn", options: sdnZoneOptions}
+
+// sdnControllers: the controller types and their keys
 // (Controllers/*Plugin.pm options(); required ones set).
+var sdnControllers = sdnTyped{idKey: "controller", article: "the", noun: "controller", managed: "evpn, bgp and isis", options: map[string]map[string]bool{
+	"evpn": {"asn": true, "peers": false, "fabric": false},
+	"bgp":  {"node": true, "asn": true, "peers": true, "bgp-multipath-as-path-relax": false, "ebgp": false, "ebgp-multihop": false, "loopback": false},
+	"isis": {"isis-domain": true, "isis-net": true, "isis-ifaces": true, "node": true, "loopback": false},
+}}
+
+// checkSdnZone: a zone of a type the issue covers with its plugin's keys,
+// and a vxlan zone with exactly one of peers and fabric (VxlanPlugin
+// on_update_hook).
+func checkSdnZone(r *Resource, report func(key, format string, args ...any)) {
+	if typ, ok := sdnZones.check(r, report); ok && typ == "vxlan" {
+		exactlyOnePeersOrFabric(r, "a vxlan zone", report)
+	}
+}
+
+// checkSdnController: a controller of a type pvectl manages with its
+// plugin's keys, and an evpn controller with exactly one of peers and
+// fabric.
 func checkSdnController(r *Resource, report func(key, format string, args ...any)) {
-	types := map[string]map[string]bool{
-		"evpn": {"asn": true, "peers": false, "fabric": false},
-		"bgp":  {"node": true, "asn": true, "peers": true, "bgp-multipath-as-path-relax": false, "ebgp": false, "ebgp-multihop": false, "loopback": false},
-		"isis": {"isis-domain": true, "isis-net": true, "isis-ifaces": true, "node": true, "loopback": false},
-	}
-	typ := r.Params.Get("type")
-	opts, ok := types[typ]
-	if !ok {
-		if typ != "" {
-			report("type", "pvectl manages SDN controllers of type evpn, bgp and isis, not %q", typ)
-		}
-		return
-	}
-	for _, k := range r.Params.Keys() {
-		if _, ok := opts[k]; !ok && k != "controller" && k != "type" {
-			report(k, "the %s controller has no option %s (PVE refuses it: unexpected property '%s'); its options: %s", typ, k, k, strings.Join(sortedKeys(opts), ", "))
-		}
-	}
-	if typ == "evpn" && r.State == Present && (r.Params.Get("peers") != "") == (r.Params.Get("fabric") != "") {
-		report("peers", "an evpn controller needs exactly one of peers and fabric (PVE refuses it otherwise)")
-	}
-	for _, k := range sortedKeys(opts) {
-		if opts[k] && r.State == Present && r.Params.Get(k) == "" {
-			report(k, "the %s controller needs %s (PVE refuses it without: missing value for required option '%s')", typ, k, k)
-		}
+	if typ, ok := sdnControllers.check(r, report); ok && typ == "evpn" {
+		exactlyOnePeersOrFabric(r, "an evpn controller", report)
 	}
 }
 

@@ -3,8 +3,6 @@ package spec
 import (
 	"strings"
 	"testing"
-
-	"github.com/google/go-cmp/cmp"
 )
 
 // Names, labels, comments and identities are one line of plain text; a
@@ -62,10 +60,7 @@ func TestLoadRefusesHostileText(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, diags := loadFiles(t, map[string]string{"a.yaml": tt.doc}, nil)
-			if diff := cmp.Diff(tt.want, diags); diff != "" {
-				t.Errorf("diagnostics: got %q want %q (-want +got):\n%s", diags, tt.want, diff)
-			}
+			wantDiags(t, tt.doc, tt.want)
 		})
 	}
 }
