@@ -7,13 +7,46 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-func mustMethod(t *testing.T, method, path string) *Method {
+// mustMethod is the schema's method at path (the test stops without it).
+func mustMethod(t testing.TB, method, path string) *Method {
 	t.Helper()
 	m, ok := Default().Lookup(method, path)
 	if !ok {
 		t.Fatalf("Lookup(%s, %s): not found", method, path)
 	}
 	return m
+}
+
+// wantCheck checks value against m's parameter param: want is the error
+// PVE's schema check gives ("" none).
+func wantCheck(t *testing.T, m *Method, param, value, want string) {
+	t.Helper()
+	p, ok := m.Param(param)
+	if !ok {
+		t.Fatalf("Param(%q): not found", param)
+	}
+	if got := errText(p.Check(value)); got != want {
+		t.Errorf("Check(%q) on %s:\ngot  %q\nwant %q", value, param, got, want)
+	}
+}
+
+// errText is err's message, "" for none.
+func errText(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+// wantResult checks a call's result and error message ("" none).
+func wantResult[T any](t *testing.T, got T, err error, want T, wantErr string) {
+	t.Helper()
+	if gotErr := errText(err); gotErr != wantErr {
+		t.Fatalf("error: got %q want %q", gotErr, wantErr)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("result (-want +got):\n%s", diff)
+	}
 }
 
 func TestParamCheckQemuCreate(t *testing.T) {
@@ -95,17 +128,7 @@ func TestParamCheckQemuCreate(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p, ok := m.Param(tt.param)
-			if !ok {
-				t.Fatalf("Param(%q): not found", tt.param)
-			}
-			got := ""
-			if err := p.Check(tt.value); err != nil {
-				got = err.Error()
-			}
-			if got != tt.want {
-				t.Errorf("Check(%q) on %s:\ngot  %q\nwant %q", tt.value, tt.param, got, tt.want)
-			}
+			wantCheck(t, m, tt.param, tt.value, tt.want)
 		})
 	}
 }
@@ -147,18 +170,7 @@ func TestParamCheckOtherSurfaces(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			m := mustMethod(t, tt.method, tt.path)
-			p, ok := m.Param(tt.param)
-			if !ok {
-				t.Fatalf("Param(%q): not found", tt.param)
-			}
-			got := ""
-			if err := p.Check(tt.value); err != nil {
-				got = err.Error()
-			}
-			if got != tt.want {
-				t.Errorf("Check(%q) on %s:\ngot  %q\nwant %q", tt.value, tt.param, got, tt.want)
-			}
+			wantCheck(t, mustMethod(t, tt.method, tt.path), tt.param, tt.value, tt.want)
 		})
 	}
 }

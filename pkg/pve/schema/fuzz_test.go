@@ -10,10 +10,7 @@ import (
 // items — with no schema, and with the schemas of a NIC (default key and
 // key alias) and a disk (default key, many sub-keys).
 func FuzzPropertyStringRoundTrip(f *testing.F) {
-	qm, ok := Default().Lookup("POST", "/nodes/{node}/qemu")
-	if !ok {
-		f.Fatal("no qemu create method in the schema")
-	}
+	qm := mustMethod(f, "POST", "/nodes/{node}/qemu")
 	net, _ := qm.Param("net0")
 	scsi, _ := qm.Param("scsi0")
 	params := []*Param{nil, net, scsi}

@@ -8,10 +8,7 @@ import (
 )
 
 func TestJoinLists(t *testing.T) {
-	m, ok := Default().Lookup("PUT", "/nodes/{node}/qemu/{vmid}/config")
-	if !ok {
-		t.Fatal("PUT config is not in the table")
-	}
+	m := mustMethod(t, "PUT", "/nodes/{node}/qemu/{vmid}/config")
 	tests := []struct {
 		name      string
 		in, want  url.Values

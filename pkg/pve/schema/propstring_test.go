@@ -36,16 +36,7 @@ func TestParsePropertyString(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got, err := ParsePropertyString(tt.in, tt.p)
-			gotErr := ""
-			if err != nil {
-				gotErr = err.Error()
-			}
-			if gotErr != tt.wantErr {
-				t.Fatalf("error: got %q want %q", gotErr, tt.wantErr)
-			}
-			if diff := cmp.Diff(tt.want, got); diff != "" {
-				t.Errorf("items (-want +got):\n%s", diff)
-			}
+			wantResult(t, got, err, tt.want, tt.wantErr)
 		})
 	}
 }
@@ -113,16 +104,7 @@ func TestSplitPropertyString(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got, err := SplitPropertyString(tt.in)
-			gotErr := ""
-			if err != nil {
-				gotErr = err.Error()
-			}
-			if gotErr != tt.wantErr {
-				t.Fatalf("error: got %q want %q", gotErr, tt.wantErr)
-			}
-			if diff := cmp.Diff(tt.want, got); diff != "" {
-				t.Errorf("items (-want +got):\n%s", diff)
-			}
+			wantResult(t, got, err, tt.want, tt.wantErr)
 		})
 	}
 }

@@ -16,14 +16,7 @@ import (
 // and no create parameter is left without a type (but authsupported,
 // which RBDPlugin.pm defines and no type lists).
 func TestStorageTypesMatchTheAPISchema(t *testing.T) {
-	create, ok := Default().Lookup("POST", "/storage")
-	if !ok {
-		t.Fatal("no POST /storage in the facts")
-	}
-	update, ok := Default().Lookup("PUT", "/storage/{storage}")
-	if !ok {
-		t.Fatal("no PUT /storage/{storage} in the facts")
-	}
+	create, update := mustMethod(t, "POST", "/storage"), mustMethod(t, "PUT", "/storage/{storage}")
 	typ, _ := create.Param("type")
 	if diff := cmp.Diff(slices.Sorted(slices.Values(typ.Enum)), StorageTypeNames()); diff != "" {
 		t.Errorf("storage types (-schema enum +table)\n%s", diff)

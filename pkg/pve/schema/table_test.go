@@ -66,14 +66,31 @@ func TestMatchMisses(t *testing.T) {
 	}
 }
 
+// getTable is a table of GET methods at paths.
+func getTable(paths ...string) *Table {
+	tbl := &Table{Methods: map[string]*Method{}}
+	for _, p := range paths {
+		tbl.Methods["GET "+p] = &Method{Method: "GET", Path: p}
+	}
+	return tbl
+}
+
+// wantMatch checks which template GET path matches in tbl ("" none).
+func wantMatch(t *testing.T, tbl *Table, path, want string) {
+	t.Helper()
+	m, _, ok := tbl.Match("GET", path)
+	switch {
+	case want == "" && ok:
+		t.Errorf("got %q want no match", m.Path)
+	case want != "" && !ok:
+		t.Fatalf("Match: not found")
+	case want != "" && m.Path != want:
+		t.Errorf("got %q want %q", m.Path, want)
+	}
+}
+
 func TestMatchPrefersLiterals(t *testing.T) {
-	tbl := &Table{Methods: map[string]*Method{
-		"GET /a/{x}/c":    {Method: "GET", Path: "/a/{x}/c"},
-		"GET /a/b/{y}":    {Method: "GET", Path: "/a/b/{y}"},
-		"GET /a/{x}":      {Method: "GET", Path: "/a/{x}"},
-		"GET /a/b":        {Method: "GET", Path: "/a/b"},
-		"GET /v/{volume}": {Method: "GET", Path: "/v/{volume}"},
-	}}
+	tbl := getTable("/a/{x}/c", "/a/b/{y}", "/a/{x}", "/a/b", "/v/{volume}")
 	tests := []struct{ path, want string }{
 		{"/a/b/c", "/a/b/{y}"},
 		{"/a/z/c", "/a/{x}/c"},
@@ -84,34 +101,13 @@ func TestMatchPrefersLiterals(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.path, func(t *testing.T) {
-			m, _, ok := tbl.Match("GET", tt.path)
-			if tt.want == "" {
-				if ok {
-					t.Errorf("got %q want no match", m.Path)
-				}
-				return
-			}
-			if !ok {
-				t.Fatalf("Match: not found")
-			}
-			if m.Path != tt.want {
-				t.Errorf("got %q want %q", m.Path, tt.want)
-			}
+			wantMatch(t, tbl, tt.path, tt.want)
 		})
 	}
 }
 
 func TestMatchTieBreaks(t *testing.T) {
-	tbl := &Table{Methods: map[string]*Method{
-		"GET /s/{b}":            {Method: "GET", Path: "/s/{b}"},
-		"GET /s/{a}":            {Method: "GET", Path: "/s/{a}"},
-		"GET /g/{volume}":       {Method: "GET", Path: "/g/{volume}"},
-		"GET /g/x/{volume}":     {Method: "GET", Path: "/g/x/{volume}"},
-		"GET /g/{n}/{volume}":   {Method: "GET", Path: "/g/{n}/{volume}"},
-		"GET /g/{n}/y/{volume}": {Method: "GET", Path: "/g/{n}/y/{volume}"},
-		"GET /h/{volume}":       {Method: "GET", Path: "/h/{volume}"},
-		"GET /h/{n}/{m}":        {Method: "GET", Path: "/h/{n}/{m}"},
-	}}
+	tbl := getTable("/s/{b}", "/s/{a}", "/g/{volume}", "/g/x/{volume}", "/g/{n}/{volume}", "/g/{n}/y/{volume}", "/h/{volume}", "/h/{n}/{m}")
 	tests := []struct{ path, want string }{
 		{"/s/q", "/s/{a}"},                  // equal shapes: the smaller template
 		{"/g/x/a/b", "/g/x/{volume}"},       // greedy: literal first
@@ -122,13 +118,7 @@ func TestMatchTieBreaks(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.path, func(t *testing.T) {
-			m, _, ok := tbl.Match("GET", tt.path)
-			if !ok {
-				t.Fatalf("Match: not found")
-			}
-			if m.Path != tt.want {
-				t.Errorf("got %q want %q", m.Path, tt.want)
-			}
+			wantMatch(t, tbl, tt.path, tt.want)
 		})
 	}
 }
