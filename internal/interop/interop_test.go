@@ -18,17 +18,10 @@ import (
 // with go-proxmox's own calls, unchanged: every call must succeed and read
 // back what it wrote.
 func TestGoProxmox(t *testing.T) {
-	sim := simtest.Start(t, simtest.Options{
-		Conformance: true,
-		Sim: pvesim.Options{
-			TaskDuration:   10 * time.Millisecond,
-			StatusInterval: 20 * time.Millisecond,
-		},
+	ctx, c, w := goProxmox(t, pvesim.Options{
+		TaskDuration:   10 * time.Millisecond,
+		StatusInterval: 20 * time.Millisecond,
 	})
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	c := proxmox.NewClient(sim.URL+"/api2/json", proxmox.WithAPIToken(sim.TokenID, sim.Secret))
-	w := &waiter{t: t, ctx: ctx}
 
 	// Version, nodes, cluster.
 	v, err := c.Version(ctx)
@@ -212,6 +205,18 @@ func TestGoProxmox(t *testing.T) {
 }
 
 // waiter waits for tasks and conditions, bounded by the test's context.
+// goProxmox starts a simulator with opts behind the official-schema
+// checker and a go-proxmox client of it, with a context that ends the
+// test after two minutes and a waiter for its tasks.
+func goProxmox(t *testing.T, opts pvesim.Options) (context.Context, *proxmox.Client, *waiter) {
+	t.Helper()
+	sim := simtest.Start(t, simtest.Options{Conformance: true, Sim: opts})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	c := proxmox.NewClient(sim.URL+"/api2/json", proxmox.WithAPIToken(sim.TokenID, sim.Secret))
+	return ctx, c, &waiter{t: t, ctx: ctx}
+}
+
 type waiter struct {
 	t   *testing.T
 	ctx context.Context

@@ -1,14 +1,12 @@
 package interop
 
 import (
-	"context"
 	"testing"
 	"time"
 
 	proxmox "github.com/luthermonson/go-proxmox"
 
 	"github.com/pvectl/pvectl/pkg/pve/pvesim"
-	"github.com/pvectl/pvectl/pkg/pve/pvesim/simtest"
 )
 
 // TestGoProxmoxSDN drives SDN with go-proxmox's own calls, unchanged: a
@@ -17,14 +15,7 @@ import (
 // started; the vnet updated; the subnet, vnet and zone deleted and
 // committed.
 func TestGoProxmoxSDN(t *testing.T) {
-	sim := simtest.Start(t, simtest.Options{
-		Conformance: true,
-		Sim:         pvesim.Options{TaskDuration: 10 * time.Millisecond},
-	})
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	c := proxmox.NewClient(sim.URL+"/api2/json", proxmox.WithAPIToken(sim.TokenID, sim.Secret))
-	w := &waiter{t: t, ctx: ctx}
+	ctx, c, w := goProxmox(t, pvesim.Options{TaskDuration: 10 * time.Millisecond})
 	cl, err := c.Cluster(ctx)
 	if err != nil {
 		t.Fatal(err)

@@ -1,14 +1,12 @@
 package interop
 
 import (
-	"context"
 	"testing"
 	"time"
 
 	proxmox "github.com/luthermonson/go-proxmox"
 
 	"github.com/pvectl/pvectl/pkg/pve/pvesim"
-	"github.com/pvectl/pvectl/pkg/pve/pvesim/simtest"
 )
 
 // TestGoProxmoxSnapshotsAndRealms drives the snapshot and realm endpoints
@@ -17,14 +15,7 @@ import (
 // updated, its sub-resources, a rollback and a delete; the realms listed
 // and read.
 func TestGoProxmoxSnapshotsAndRealms(t *testing.T) {
-	sim := simtest.Start(t, simtest.Options{
-		Conformance: true,
-		Sim:         pvesim.Options{TaskDuration: 10 * time.Millisecond},
-	})
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	c := proxmox.NewClient(sim.URL+"/api2/json", proxmox.WithAPIToken(sim.TokenID, sim.Secret))
-	w := &waiter{t: t, ctx: ctx}
+	ctx, c, w := goProxmox(t, pvesim.Options{TaskDuration: 10 * time.Millisecond})
 	node, err := c.Node(ctx, "pve")
 	if err != nil {
 		t.Fatal(err)
