@@ -7,6 +7,8 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/pvectl/pvectl/pkg/pve/schema"
 )
 
 // Returns is the subset of a method's "returns" JSONSchema that response
@@ -37,7 +39,7 @@ func returnsFromSchema(s map[string]any) *Returns {
 	if s == nil {
 		return nil
 	}
-	r := &Returns{Optional: truthy(s["optional"])}
+	r := &Returns{Optional: schema.Truthy(s["optional"])}
 	r.Type, _ = s["type"].(string)
 	if e, ok := s["enum"].([]any); ok {
 		for _, v := range e {
@@ -56,7 +58,7 @@ func returnsFromSchema(s map[string]any) *Returns {
 	case map[string]any:
 		r.Additional = returnsFromSchema(ap)
 	case float64, bool, string:
-		r.Closed = !truthy(ap)
+		r.Closed = !schema.Truthy(ap)
 	}
 	if items, ok := s["items"].(map[string]any); ok {
 		r.Items = returnsFromSchema(items)
@@ -69,18 +71,6 @@ func returnsFromSchema(s map[string]any) *Returns {
 		}
 	}
 	return r
-}
-
-func truthy(v any) bool {
-	switch x := v.(type) {
-	case bool:
-		return x
-	case float64:
-		return x != 0
-	case string:
-		return x != "" && x != "0"
-	}
-	return false
 }
 
 func jsonText(v any) string {

@@ -55,7 +55,7 @@ func methodFromInfo(verb, path string, info map[string]any) (*Method, error) {
 	if params == nil {
 		return m, nil
 	}
-	m.AdditionalProperties = truthy(params["additionalProperties"])
+	m.AdditionalProperties = Truthy(params["additionalProperties"])
 	props, _ := params["properties"].(map[string]any)
 	for name, raw := range props {
 		s, ok := raw.(map[string]any)
@@ -74,8 +74,8 @@ func methodFromInfo(verb, path string, info map[string]any) (*Method, error) {
 // descriptions; the apidoc spells booleans as 0/1 and numbers loosely.
 func paramFromSchema(s map[string]any) *Param {
 	p := &Param{
-		Optional:   truthy(s["optional"]),
-		DefaultKey: truthy(s["default_key"]),
+		Optional:   Truthy(s["optional"]),
+		DefaultKey: Truthy(s["default_key"]),
 		Min:        number(s["minimum"]),
 		Max:        number(s["maximum"]),
 	}
@@ -129,7 +129,10 @@ func paramFromSchema(s map[string]any) *Param {
 	return p
 }
 
-func truthy(v any) bool {
+// Truthy is a JSON schema flag's value as PVE's schema writes them: true,
+// a non-zero number, or a string other than "" and "0" (the apidoc has
+// all three for optional and additionalProperties).
+func Truthy(v any) bool {
 	switch x := v.(type) {
 	case bool:
 		return x
