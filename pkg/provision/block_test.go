@@ -47,14 +47,8 @@ func TestParseDescription(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := ParseDescription(tc.desc)
-			if tc.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("err %v, want %q", err, tc.wantErr)
-				}
+			if failedAsWanted(t, err, tc.wantErr) {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			if d := cmp.Diff(tc.want, got); d != "" {
 				t.Errorf("state (-want +got):\n%s", d)

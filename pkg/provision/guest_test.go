@@ -3,7 +3,6 @@ package provision
 import (
 	"context"
 	"errors"
-	"net"
 	"strconv"
 	"strings"
 	"sync"
@@ -117,18 +116,12 @@ func TestReachCloudInit(t *testing.T) {
 // it waited for.
 func TestReachDeadline(t *testing.T) {
 	t.Parallel()
-	// A port nobody listens on: bound, then closed.
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
+	addr := closedPort(t).String()
 	var shown []string
 	o := Options{Timeout: 500 * time.Millisecond, PollInterval: 10 * time.Millisecond, Progress: func(m string) { shown = append(shown, m) }}
 	check := &hostKeyCheck{vm: "web-7", addr: addr}
 	cfg := &ssh.ClientConfig{User: "root", HostKeyCallback: check.callback}
-	_, err = reach(context.Background(), newWaiter("web-7", &o), addr, cfg, check)
+	_, err := reach(context.Background(), newWaiter("web-7", &o), addr, cfg, check)
 	var we *WaitError
 	if !errors.As(err, &we) {
 		t.Fatalf("err %v, want a WaitError", err)
@@ -147,16 +140,11 @@ func TestReachDeadline(t *testing.T) {
 // not a WaitError.
 func TestReachCancel(t *testing.T) {
 	t.Parallel()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
+	addr := closedPort(t).String()
 	ctx, cancel := context.WithCancel(context.Background())
 	o := Options{Timeout: time.Hour, PollInterval: 10 * time.Millisecond, Progress: func(string) { cancel() }}
 	check := &hostKeyCheck{vm: "x", addr: addr}
-	_, err = reach(ctx, newWaiter("x", &o), addr, &ssh.ClientConfig{User: "root", HostKeyCallback: check.callback}, check)
+	_, err := reach(ctx, newWaiter("x", &o), addr, &ssh.ClientConfig{User: "root", HostKeyCallback: check.callback}, check)
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("err %v, want context.Canceled", err)
 	}
