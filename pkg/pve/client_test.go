@@ -114,10 +114,10 @@ func TestAuthAndEncoding(t *testing.T) {
 	got := f.requests()
 	want := []seen{
 		{Method: "GET", Path: "/cluster/resources", RawPath: "/api2/json/cluster/resources", Query: "type=vm",
-			Auth: "PVEAPIToken=root@pam!ci=" + testSecret},
+			Auth: "PVEAPIToken=root@pam!ci=" + testSecret, UserAgent: "pvectl"},
 		{Method: "POST", Path: "/nodes/pve/qemu/100/config", RawPath: "/api2/json/nodes/pve/qemu/100/config",
 			Body: "memory=2048&name=a+b", Auth: "PVEAPIToken=root@pam!ci=" + testSecret,
-			ContentType: "application/x-www-form-urlencoded"},
+			ContentType: "application/x-www-form-urlencoded", UserAgent: "pvectl"},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("requests (-want +got):\n%s", diff)
