@@ -7,12 +7,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/pvectl/pvectl/internal/lazyre"
 	"github.com/pvectl/pvectl/pkg/planner"
 )
 
@@ -207,7 +207,7 @@ func (o *importOptions) write(res *planner.ImportResult) error {
 	return nil
 }
 
-var unsafeFileChars = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
+var unsafeFileChars = lazyre.New(`[^A-Za-z0-9._-]+`)
 
 // fileName is a document's file in --out-dir: kind-name.yaml, lowercase,
 // made safe and unique.

@@ -4,10 +4,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
-	"regexp"
 	"slices"
 	"strings"
 
+	"github.com/pvectl/pvectl/internal/lazyre"
 	"github.com/pvectl/pvectl/pkg/pve/schema"
 )
 
@@ -81,7 +81,7 @@ func jsonText(v any) string {
 	return string(b)
 }
 
-var integerLit = regexp.MustCompile(`^-?\d+$`)
+var integerLit = lazyre.New(`^-?\d+$`)
 
 // Check validates a value decoded with json.Decoder.UseNumber, collecting
 // every problem with its JSON path ("data[2].vmid").

@@ -6,10 +6,10 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
-	"regexp"
 	"slices"
 	"strings"
 
+	"github.com/pvectl/pvectl/internal/lazyre"
 	"github.com/pvectl/pvectl/pkg/pve"
 	"github.com/pvectl/pvectl/pkg/pve/schema"
 	"github.com/pvectl/pvectl/pkg/spec"
@@ -37,7 +37,7 @@ func (clusterOptionsKind) traits() kindTraits {
 const clusterOptionsPath = "/cluster/options"
 
 // optionsBlockRE finds the block of the keys pvectl wrote.
-var optionsBlockRE = regexp.MustCompile(`\[pvectl-options: ([^\]\n]*)\]`)
+var optionsBlockRE = lazyre.New(`\[pvectl-options: ([^\]\n]*)\]`)
 
 // optionsMarked are the keys the live description records.
 func optionsMarked(desc string) []string {

@@ -5,12 +5,12 @@ import (
 	"net"
 	"net/url"
 	"path"
-	"regexp"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
 
+	"github.com/pvectl/pvectl/internal/lazyre"
 	"github.com/pvectl/pvectl/pkg/pve"
 	"github.com/pvectl/pvectl/pkg/pve/schema"
 	"github.com/pvectl/pvectl/pkg/secret"
@@ -39,7 +39,7 @@ var setFormats = map[string]bool{
 
 // fixedSizeDisks get a size PVE chooses (4 MiB for an OVMF vars or TPM
 // state volume), whatever "STOR:N" asked for: their size is never drift.
-var fixedSizeDisks = regexp.MustCompile(`^(efidisk|tpmstate)\d+$`)
+var fixedSizeDisks = lazyre.New(`^(efidisk|tpmstate)\d+$`)
 
 // commentKeys are free text whose end PVE rewrites: a container's
 // description gains a newline (pve-container parse_pct_config), a VM's
@@ -127,7 +127,7 @@ func fieldDiff(path string, before, after any) FieldDiff {
 }
 
 // diskVolRE matches a volume written as "STORAGE:SIZE" (GiB) or "STORAGE:VOLUME".
-var diskVolRE = regexp.MustCompile(`^([^:]+):(.+)$`)
+var diskVolRE = lazyre.New(`^([^:]+):(.+)$`)
 
 // diffPropertyString compares sub-key by sub-key, only the sub-keys the user wrote.
 func (c comparer) diffPropertyString(key string, p *schema.Param, dv, lv string) []FieldDiff {

@@ -3,10 +3,10 @@ package planner
 import (
 	"context"
 	"fmt"
-	"regexp"
 	"slices"
 	"sync"
 
+	"github.com/pvectl/pvectl/internal/lazyre"
 	"github.com/pvectl/pvectl/pkg/pve"
 	"github.com/pvectl/pvectl/pkg/pve/schema"
 )
@@ -56,7 +56,7 @@ func (lc *liveConn) volumeUsers(ctx context.Context) (map[string][]int, error) {
 }
 
 // driveKey matches the config keys of a VM that hold a volume.
-var driveKey = regexp.MustCompile(`^(ide|sata|scsi|virtio|unused)\d+$|^(efidisk0|tpmstate0)$`)
+var driveKey = lazyre.New(`^(ide|sata|scsi|virtio|unused)\d+$|^(efidisk0|tpmstate0)$`)
 
 // volumeUsers maps each volume on a drive of a QEMU VM in rows (templates
 // included) to the vmids of those VMs. PVE does not say which VMs use a

@@ -5,10 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"regexp"
 	"strings"
 	"time"
 
+	"github.com/pvectl/pvectl/internal/lazyre"
 	"github.com/pvectl/pvectl/pkg/pve"
 	"github.com/pvectl/pvectl/pkg/pve/schema"
 	"github.com/pvectl/pvectl/pkg/spec"
@@ -210,7 +210,7 @@ func handlerDied(err error) bool {
 // (AccessControl), "Token already exists." (API2/User.pm),
 // "interface already exists" (pve-manager API2/Network.pm), the last two
 // as a parameter's error.
-var alreadyExistsRe = regexp.MustCompile(`(?i)already (?:exists|defined)`)
+var alreadyExistsRe = lazyre.New(`(?i)already (?:exists|defined)`)
 
 func alreadyExists(err error) bool {
 	var ae *pve.APIError

@@ -1,15 +1,16 @@
 package planner
 
 import (
-	"regexp"
 	"strings"
+
+	"github.com/pvectl/pvectl/internal/lazyre"
 )
 
 // pvectl remembers what it needs in the guest's description, beside the
 // user's own text: blocks like "[pvectl-provision: a.yaml=…,b.yaml=…]" and
 // the legacy "[puls-provision: …]" of the tool pvectl replaces. The text
 // around them is the user's, kept byte for byte.
-var descBlockRE = regexp.MustCompile(`\[(?:pvectl-[a-z][a-z0-9-]*|puls-provision): [^\]\n]*\]`)
+var descBlockRE = lazyre.New(`\[(?:pvectl-[a-z][a-z0-9-]*|puls-provision): [^\]\n]*\]`)
 
 // splitDescription separates the user's text from pvectl's blocks. The
 // blocks are returned as written, in order; the user's text loses them and

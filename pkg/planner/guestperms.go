@@ -3,11 +3,11 @@ package planner
 import (
 	"fmt"
 	"maps"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/pvectl/pvectl/internal/lazyre"
 	"github.com/pvectl/pvectl/pkg/pve"
 	"github.com/pvectl/pvectl/pkg/pve/schema"
 	"github.com/pvectl/pvectl/pkg/spec"
@@ -22,11 +22,11 @@ import (
 
 var (
 	// newDiskRe is a disk to allocate: "[storage:]size".
-	newDiskRe = regexp.MustCompile(`^(([^/:\s]+):)?(\d+(\.\d+)?)$`)
+	newDiskRe = lazyre.New(`^(([^/:\s]+):)?(\d+(\.\d+)?)$`)
 	// ownedImageRe reads a guest image's owner from its volume name.
-	ownedImageRe = regexp.MustCompile(`(?:^|[:/])(?:vm|base|subvol|basevol)-(\d+)-`)
+	ownedImageRe = lazyre.New(`(?:^|[:/])(?:vm|base|subvol|basevol)-(\d+)-`)
 	// cloudinitRe is qemu-server's drive_is_cloudinit.
-	cloudinitRe = regexp.MustCompile(`[:/](vm-\d+-)?cloudinit(\.\w+)?$`)
+	cloudinitRe = lazyre.New(`[:/](vm-\d+-)?cloudinit(\.\w+)?$`)
 )
 
 // listNeeds: /cluster/resources and the per-node guest lists are open to

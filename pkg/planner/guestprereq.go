@@ -4,10 +4,10 @@ import (
 	"context"
 	"fmt"
 	"net/url"
-	"regexp"
 	"slices"
 	"strings"
 
+	"github.com/pvectl/pvectl/internal/lazyre"
 	"github.com/pvectl/pvectl/pkg/pve"
 	"github.com/pvectl/pvectl/pkg/spec"
 )
@@ -109,8 +109,8 @@ func (g guest) diskPrereqs(r *spec.Resource, key, val, old, node string, fresh b
 }
 
 var (
-	netKeyRe = regexp.MustCompile(`^net\d+$`)
-	mpKeyRe  = regexp.MustCompile(`^mp\d+$`)
+	netKeyRe = lazyre.New(`^net\d+$`)
+	mpKeyRe  = lazyre.New(`^mp\d+$`)
 )
 
 // subKey is a property string's sub-key ("" when absent).

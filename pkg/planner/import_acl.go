@@ -2,9 +2,9 @@ package planner
 
 import (
 	"context"
-	"regexp"
 	"strings"
 
+	"github.com/pvectl/pvectl/internal/lazyre"
 	"github.com/pvectl/pvectl/pkg/spec"
 )
 
@@ -29,7 +29,7 @@ func (aclKind) importable(ctx context.Context, ic *importCtx, _ string) ([]impor
 	return out, nil
 }
 
-var aclNameUnsafe = regexp.MustCompile(`[^a-z0-9]+`)
+var aclNameUnsafe = lazyre.New(`[^a-z0-9]+`)
 
 // aclDocName names a grant's document: "ci-pve-deploy-pool-lab-pvevmadmin".
 func aclDocName(path, ugid, role string) string {

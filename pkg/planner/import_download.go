@@ -2,10 +2,10 @@ package planner
 
 import (
 	"context"
-	"regexp"
 	"slices"
 	"strings"
 
+	"github.com/pvectl/pvectl/internal/lazyre"
 	"github.com/pvectl/pvectl/pkg/spec"
 )
 
@@ -21,7 +21,7 @@ var downloadContents = []string{"iso", "vztmpl", "import"}
 
 // configDriveFile is the name pvectl gives a config drive it built:
 // <name>-<12 hex of its content's hash>.iso.
-var configDriveFile = regexp.MustCompile(`-[0-9a-f]{12}\.iso$`)
+var configDriveFile = lazyre.New(`-[0-9a-f]{12}\.iso$`)
 
 func (downloadKind) importable(ctx context.Context, ic *importCtx, node string) ([]importItem, error) {
 	var out []importItem

@@ -4,10 +4,10 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"regexp"
 	"strconv"
 	"strings"
 
+	"github.com/pvectl/pvectl/internal/lazyre"
 	"github.com/pvectl/pvectl/pkg/pve"
 	"github.com/pvectl/pvectl/pkg/pve/schema"
 	"github.com/pvectl/pvectl/pkg/spec"
@@ -129,7 +129,7 @@ func (g guest) subRule(vmid int) subRule {
 // ownVolumeRE matches the name of a volume PVE allocated for guest N:
 // vm-N-disk-K (base-N-disk-K for a template), with a path or an
 // extension on file storages, after a linked clone's base volume.
-var ownVolumeRE = regexp.MustCompile(`^(?:[^/]*/)*(?:vm|base|subvol)-(\d+)-(disk-\d+|cloudinit)(?:\.\w+)?$`)
+var ownVolumeRE = lazyre.New(`^(?:[^/]*/)*(?:vm|base|subvol)-(\d+)-(disk-\d+|cloudinit)(?:\.\w+)?$`)
 
 // ownVolume writes a volume of the guest's own as a create writes it
 // ("local-lvm:32", "local-lvm:cloudinit"); any other (an ISO, another

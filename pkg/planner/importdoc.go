@@ -5,13 +5,13 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/pvectl/pvectl/internal/lazyre"
 	"github.com/pvectl/pvectl/pkg/pve"
 	"github.com/pvectl/pvectl/pkg/pve/schema"
 	"github.com/pvectl/pvectl/pkg/secret"
@@ -312,7 +312,7 @@ func (d *ImportedDoc) unrecorded(prefix, key, why string) string {
 	return "${" + name + "}"
 }
 
-var nonEnv = regexp.MustCompile(`[^A-Z0-9_]+`)
+var nonEnv = lazyre.New(`[^A-Z0-9_]+`)
 
 // envName makes an environment variable name of s ("nfs-1_password" →
 // "NFS_1_PASSWORD").

@@ -4,11 +4,11 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/pvectl/pvectl/internal/lazyre"
 	"github.com/pvectl/pvectl/pkg/pve"
 	"github.com/pvectl/pvectl/pkg/spec"
 )
@@ -32,7 +32,7 @@ const ownerTag = "pvectl"
 // ownerMarkRE is the owner block of a guest's description; a block like
 // pvectl's others (descblock.go), so the user's text and provisioning's
 // blocks are kept around it.
-var ownerMarkRE = regexp.MustCompile(`\[pvectl-owner: stack=([A-Za-z0-9][A-Za-z0-9_.-]*),vmid=([0-9]+)\]`)
+var ownerMarkRE = lazyre.New(`\[pvectl-owner: stack=([A-Za-z0-9][A-Za-z0-9_.-]*),vmid=([0-9]+)\]`)
 
 // ownerMark is the block that names stack as the owner of guest vmid. The
 // vmid binds it to this guest: a clone made by hand copies description

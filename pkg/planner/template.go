@@ -9,13 +9,13 @@ import (
 	"fmt"
 	"maps"
 	"net/url"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/pvectl/pvectl/internal/durfmt"
+	"github.com/pvectl/pvectl/internal/lazyre"
 	"github.com/pvectl/pvectl/pkg/pve"
 	"github.com/pvectl/pvectl/pkg/spec"
 )
@@ -40,7 +40,7 @@ type templateKind struct{ vm qemuKind }
 var templates = templateKind{vm: qemu}
 
 // recipeRE finds the template's block in its description.
-var recipeRE = regexp.MustCompile(`\[pvectl-template: recipe=([0-9a-f]{12})\]`)
+var recipeRE = lazyre.New(`\[pvectl-template: recipe=([0-9a-f]{12})\]`)
 
 // recipe is the hash of what a template is made from: baseImage and the
 // config keys (not the description, which is the user's). A change of

@@ -3,10 +3,10 @@ package planner
 import (
 	"context"
 	"fmt"
-	"regexp"
 	"strconv"
 	"sync"
 
+	"github.com/pvectl/pvectl/internal/lazyre"
 	"github.com/pvectl/pvectl/pkg/pve"
 )
 
@@ -71,7 +71,7 @@ func (a *vmids) next(ctx context.Context, cl *pve.Client) (int, error) {
 // ("VM 105 already exists on node 'pve'", "CT 105 already exists…"), and
 // clone_vm's config file check ("unable to create VM 105: config file
 // already exists"), before or inside the worker.
-var vmidTakenRe = regexp.MustCompile(`\b(?:VM|CT) (\d+) already exists|unable to create (?:VM|CT) (\d+): config file already exists`)
+var vmidTakenRe = lazyre.New(`\b(?:VM|CT) (\d+) already exists|unable to create (?:VM|CT) (\d+): config file already exists`)
 
 // vmidTaken reports whether err says that vmid is taken.
 func vmidTaken(err error, vmid int) bool {

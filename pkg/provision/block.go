@@ -2,9 +2,10 @@ package provision
 
 import (
 	"fmt"
-	"regexp"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/pvectl/pvectl/internal/lazyre"
 )
 
 // MaxDescription is PVE's limit on a guest's description, in characters:
@@ -18,12 +19,12 @@ const MaxDescription = 8 * 1024
 // All keep inside the shape pkg/planner strips from description
 // comparisons: "[pvectl-<word>: …]" or "[puls-provision: …]" on one line.
 var (
-	provisionRE = regexp.MustCompile(`\[pvectl-provision: ([^\]\n]*)\]`)
-	legacyRE    = regexp.MustCompile(`\[puls-provision: ([^\]\n]*)\]`)
-	hostKeyRE   = regexp.MustCompile(`\[pvectl-hostkey: ([^\]\n]*)\]`)
-	hashRE      = regexp.MustCompile(`^[0-9a-f]{12}$`)
-	legacyHash  = regexp.MustCompile(`^[0-9a-fA-F]{8,64}$`)
-	pinRE       = regexp.MustCompile(`^([a-z0-9@.-]+) (SHA256:[A-Za-z0-9+/]{43})$`)
+	provisionRE = lazyre.New(`\[pvectl-provision: ([^\]\n]*)\]`)
+	legacyRE    = lazyre.New(`\[puls-provision: ([^\]\n]*)\]`)
+	hostKeyRE   = lazyre.New(`\[pvectl-hostkey: ([^\]\n]*)\]`)
+	hashRE      = lazyre.New(`^[0-9a-f]{12}$`)
+	legacyHash  = lazyre.New(`^[0-9a-fA-F]{8,64}$`)
+	pinRE       = lazyre.New(`^([a-z0-9@.-]+) (SHA256:[A-Za-z0-9+/]{43})$`)
 )
 
 // FileHash is one file's entry in the provision block.
@@ -177,7 +178,7 @@ func WriteDescription(desc string, s State) (string, error) {
 
 // replaceBlock puts blk where re's block stands; an empty blk removes the
 // block and the line break pvectl put before it.
-func replaceBlock(desc string, re *regexp.Regexp, blk string) string {
+func replaceBlock(desc string, re *lazyre.Regexp, blk string) string {
 	loc := re.FindStringIndex(desc)
 	start, end := loc[0], loc[1]
 	if blk == "" && start > 0 && desc[start-1] == '\n' && (end == len(desc) || desc[end] == '\n') {

@@ -8,10 +8,11 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"regexp"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/pvectl/pvectl/internal/lazyre"
 )
 
 // Client talks to one PVE API endpoint (https://host:8006, API under /api2/json).
@@ -69,7 +70,7 @@ type Option func(*config) error
 
 // tokenIDRe is PVE's pve-userid "!" pve-tokenid. The user part may itself
 // contain "@" (john@example.com@pve); the realm and token name may not.
-var tokenIDRe = regexp.MustCompile(`^[^\s:/!]+@[A-Za-z][A-Za-z0-9.\-_]+![A-Za-z][A-Za-z0-9.\-_]+$`)
+var tokenIDRe = lazyre.New(`^[^\s:/!]+@[A-Za-z][A-Za-z0-9.\-_]+![A-Za-z][A-Za-z0-9.\-_]+$`)
 
 // NewClient validates baseURL ("https://pve:8006" or "http://127.0.0.1:8006";
 // plain http only for loopback hosts) and the options.

@@ -3,9 +3,10 @@ package pve
 import (
 	"errors"
 	"fmt"
-	"regexp"
 	"sort"
 	"strings"
+
+	"github.com/pvectl/pvectl/internal/lazyre"
 )
 
 // APIError is a non-2xx answer from PVE.
@@ -73,7 +74,7 @@ func (e *TaskError) Error() string {
 	return b.String()
 }
 
-var lockTimeoutRe = regexp.MustCompile(`can't lock file '[^']*' - got timeout`)
+var lockTimeoutRe = lazyre.New(`can't lock file '[^']*' - got timeout`)
 
 // IsLockTimeout reports whether err is PVE's "can't lock file … got timeout" 500.
 func IsLockTimeout(err error) bool {

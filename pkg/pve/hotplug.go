@@ -1,9 +1,10 @@
 package pve
 
 import (
-	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/pvectl/pvectl/internal/lazyre"
 )
 
 // LiveChange says when PVE applies a config change to a running guest.
@@ -58,7 +59,7 @@ var (
 	qemuDiskPending = []string{"aio", "discard", "iothread", "queues", "product", "cache", "ssd", "vendor", "ro"}
 	// qemuDiskThrottle are the I/O limits vmconfig_update_disk applies
 	// with set_io_throttle.
-	qemuDiskThrottle = regexp.MustCompile(`^(mbps|iops)(_rd|_wr)?(_max)?$|^(bps|iops)(_rd|_wr)?_max_length$`)
+	qemuDiskThrottle = lazyre.New(`^(mbps|iops)(_rd|_wr)?(_max)?$|^(bps|iops)(_rd|_wr)?_max_length$`)
 
 	// lxcFastPlug are applied to a running container's config at once
 	// (LXC/Config.pm $LXC_FASTPLUG_OPTIONS); cores is a cgroup setting.
@@ -66,12 +67,12 @@ var (
 	// lxcCgroup are applied to the running container's cgroup.
 	lxcCgroup = []string{"cpulimit", "cpuunits", "memory", "swap"}
 
-	ipconfigRE = regexp.MustCompile(`^ipconfig\d+$`)
-	netRE      = regexp.MustCompile(`^net\d+$`)
-	qemuDiskRE = regexp.MustCompile(`^(ide|sata|scsi|virtio)\d+$`)
-	unusedRE   = regexp.MustCompile(`^unused\d+$`)
-	usbRE      = regexp.MustCompile(`^usb\d+$`)
-	lxcDevRE   = regexp.MustCompile(`^(mp|dev)\d+$`)
+	ipconfigRE = lazyre.New(`^ipconfig\d+$`)
+	netRE      = lazyre.New(`^net\d+$`)
+	qemuDiskRE = lazyre.New(`^(ide|sata|scsi|virtio)\d+$`)
+	unusedRE   = lazyre.New(`^unused\d+$`)
+	usbRE      = lazyre.New(`^usb\d+$`)
+	lxcDevRE   = lazyre.New(`^(mp|dev)\d+$`)
 )
 
 // GuestLiveRule returns PVE's rule for changing key (and, when sub is not

@@ -8,10 +8,11 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/url"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/pvectl/pvectl/internal/lazyre"
 )
 
 // TaskStatus is GET /nodes/{node}/tasks/{upid}/status.
@@ -37,7 +38,7 @@ const (
 	maxPollFailures = 3
 )
 
-var warningsRe = regexp.MustCompile(`^WARNINGS: \d+$`)
+var warningsRe = lazyre.New(`^WARNINGS: \d+$`)
 
 // succeeded reports whether a stopped task's exit status means success;
 // "WARNINGS: n" is success (the object exists).

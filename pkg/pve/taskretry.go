@@ -5,8 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"regexp"
 	"strings"
+
+	"github.com/pvectl/pvectl/internal/lazyre"
 )
 
 // PVE takes a guest's config lock inside the task for most task-starting
@@ -21,7 +22,7 @@ import (
 // exit status is lock_file_full's message and nothing else. A lock failure
 // wrapped in another message ("clone failed: …") happened after the task
 // did something, and is not retried.
-var taskLockTimeoutRe = regexp.MustCompile(`^can't lock file '[^']*' - got timeout$`)
+var taskLockTimeoutRe = lazyre.New(`^can't lock file '[^']*' - got timeout$`)
 
 // IsTaskLockTimeout reports whether err is a task that failed on taking
 // its guest lock, before it did anything.

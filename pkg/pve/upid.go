@@ -2,9 +2,10 @@ package pve
 
 import (
 	"fmt"
-	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/pvectl/pvectl/internal/lazyre"
 )
 
 // UPID is a parsed PVE task id.
@@ -23,8 +24,8 @@ type UPID struct {
 const upidPattern = `UPID:([a-zA-Z0-9]([a-zA-Z0-9\-]*[a-zA-Z0-9])?):([0-9A-Fa-f]{8}):([0-9A-Fa-f]{8,9}):([0-9A-Fa-f]{8}):([^:\s/]+):([^:\s/]*):([^:\s/]+):`
 
 var (
-	upidRe   = regexp.MustCompile(`^` + upidPattern + `$`)
-	upidInRe = regexp.MustCompile(upidPattern)
+	upidRe   = lazyre.New(`^` + upidPattern + `$`)
+	upidInRe = lazyre.New(upidPattern)
 )
 
 // ParseUPID parses exactly PVE's UPID format (trailing colon required).

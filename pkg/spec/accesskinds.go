@@ -2,10 +2,10 @@ package spec
 
 import (
 	"maps"
-	"regexp"
 	"slices"
 	"strings"
 
+	"github.com/pvectl/pvectl/internal/lazyre"
 	"github.com/pvectl/pvectl/pkg/pve/acl"
 	"github.com/pvectl/pvectl/pkg/pve/schema"
 )
@@ -46,7 +46,7 @@ func checkSecretUpdate(r *Resource, report func(key, format string, args ...any)
 // pveRoleNamespace is PVE's reserved role prefix (pve-access-control
 // API2/Role.pm create_role: "cannot use role ID starting with the
 // (case-insensitive) 'PVE' namespace").
-var pveRoleNamespace = regexp.MustCompile(`(?i)^pve`)
+var pveRoleNamespace = lazyre.New(`(?i)^pve`)
 
 // checkRole refuses what PVE's create_role refuses: a role id in PVE's
 // namespace, and a privilege PVE does not know (add_role_privs: "invalid

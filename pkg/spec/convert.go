@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"maps"
 	"math"
-	"regexp"
 	"slices"
 	"sort"
 	"strconv"
@@ -13,6 +12,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/pvectl/pvectl/internal/lazyre"
 	"github.com/pvectl/pvectl/pkg/pve/schema"
 	"github.com/pvectl/pvectl/pkg/secret"
 )
@@ -224,7 +224,7 @@ func (l *loader) method(k *kindInfo) *schema.Method {
 	return m
 }
 
-var indexedRE = regexp.MustCompile(`^(.*?)(\d+)$`)
+var indexedRE = lazyre.New(`^(.*?)(\d+)$`)
 
 // candidates lists what key might have meant: own and planned keys and the
 // create call's parameters, with families ("net[n]") spelled with the
@@ -502,7 +502,7 @@ func boolHint(typ, written string) string {
 }
 
 // decimalRE is an integer written in plain decimal digits.
-var decimalRE = regexp.MustCompile(`^[-+]?[0-9]+$`)
+var decimalRE = lazyre.New(`^[-+]?[0-9]+$`)
 
 // scalarWire maps YAML booleans to 1/0 where PVE takes a boolean (or the
 // type is not known) and refuses them where it takes an integer, a number

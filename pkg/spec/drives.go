@@ -2,18 +2,18 @@ package spec
 
 import (
 	"fmt"
-	"regexp"
 	"slices"
 
+	"github.com/pvectl/pvectl/internal/lazyre"
 	"github.com/pvectl/pvectl/pkg/pve/schema"
 )
 
 var (
 	// qemuDriveKey is qemu-server's is_valid_drivename.
-	qemuDriveKey = regexp.MustCompile(`^((ide|sata|scsi|virtio)\d+|efidisk0|tpmstate0)$`)
+	qemuDriveKey = lazyre.New(`^((ide|sata|scsi|virtio)\d+|efidisk0|tpmstate0)$`)
 	// isoVolume is a volume ID of an ISO image: pve-storage Plugin.pm
 	// parse_volname reads STORAGE:iso/NAME.iso (or .img) as one.
-	isoVolume = regexp.MustCompile(`(?i)^[a-z][a-z0-9\-_.]*[a-z0-9]:iso/[^/]+\.(iso|img)$`)
+	isoVolume = lazyre.New(`(?i)^[a-z][a-z0-9\-_.]*[a-z0-9]:iso/[^/]+\.(iso|img)$`)
 )
 
 // checkISODrives refuses an ISO image in a drive without media=cdrom, as

@@ -4,11 +4,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/netip"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/pvectl/pvectl/internal/lazyre"
 	"github.com/pvectl/pvectl/pkg/pve/schema"
 )
 
@@ -104,10 +104,10 @@ var protocolsWithPorts = []string{"udp", "17", "udplite", "136", "tcp", "6", "dc
 // fwNameRE is the pattern of security group, IP set and alias names
 // (Firewall.pm $security_group_name_pattern, $ipset_name_pattern,
 // $ip_alias_pattern).
-var fwNameRE = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9\-_]+$`)
+var fwNameRE = lazyre.New(`^[A-Za-z][A-Za-z0-9\-_]+$`)
 
 // A guest rule's NIC (net0, …); a service name in a port list (ssh).
-var guestIfaceRE, portNameRE = regexp.MustCompile(`^net\d+$`), regexp.MustCompile(`^[A-Za-z][A-Za-z0-9._+-]*$`)
+var guestIfaceRE, portNameRE = lazyre.New(`^net\d+$`), lazyre.New(`^[A-Za-z][A-Za-z0-9._+-]*$`)
 
 // maxSetName is the longest IP set or alias name PVE takes (Firewall.pm
 // $max_ipset_name_length, $max_alias_name_length).
@@ -549,7 +549,7 @@ func cleanCIDR(s string) (string, string) {
 	return "", fmt.Sprintf("%q is not an IP address, a CIDR or an alias name", s)
 }
 
-var fwAliasRefRE = regexp.MustCompile(`^(dc/|guest/)?[A-Za-z][A-Za-z0-9\-_]+$`)
+var fwAliasRefRE = lazyre.New(`^(dc/|guest/)?[A-Za-z][A-Za-z0-9\-_]+$`)
 
 // firewallIdentities: one Firewall per scope.
 func firewallIdentities(r *Resource) []identity {

@@ -2,10 +2,10 @@ package spec
 
 import (
 	"fmt"
-	"regexp"
 	"slices"
 	"strings"
 
+	"github.com/pvectl/pvectl/internal/lazyre"
 	"github.com/pvectl/pvectl/pkg/pve/schema"
 )
 
@@ -27,7 +27,7 @@ var linuxBondModes = []string{"balance-rr", "active-backup", "balance-xor", "bro
 
 // bondName is the reader's test for a bond: it types an interface by its
 // name, so a bond named otherwise reads back as "unknown".
-var bondName = regexp.MustCompile(`^bond\d+$`)
+var bondName = lazyre.New(`^bond\d+$`)
 
 // bondModeKeeps says which mode-bound options the writer writes
 // (__interface_to_string): the hash policy for balance-xor and 802.3ad,

@@ -3,11 +3,11 @@ package spec
 import (
 	"errors"
 	"fmt"
-	"regexp"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/pvectl/pvectl/internal/lazyre"
 	"github.com/pvectl/pvectl/pkg/secret"
 )
 
@@ -152,7 +152,7 @@ type secretRef struct {
 	env    string // the variable it is read from when written as exactly ${VAR}
 }
 
-var onlyVarRe = regexp.MustCompile(`^\$\{([A-Za-z_][A-Za-z0-9_]*)\}$`)
+var onlyVarRe = lazyre.New(`^\$\{([A-Za-z_][A-Za-z0-9_]*)\}$`)
 
 // secretValue notes, before interpolation, that n is the value of a secret
 // key and which variable holds it when it is written as exactly ${VAR}:

@@ -2,8 +2,9 @@ package spec
 
 import (
 	"fmt"
-	"regexp"
 	"strings"
+
+	"github.com/pvectl/pvectl/internal/lazyre"
 )
 
 // Cluster operations kinds (issue 21): HAResource, HARule, BackupJob and
@@ -34,10 +35,10 @@ type ReplicationJobKeys struct {
 }
 
 // guestRefRe is a resource named by kind and document name.
-var guestRefRe = regexp.MustCompile(`^([A-Z][A-Za-z0-9]*)/([^\s{}.$/]+)$`)
+var guestRefRe = lazyre.New(`^([A-Z][A-Za-z0-9]*)/([^\s{}.$/]+)$`)
 
 // vmidRe is a raw vmid (pve-vmid).
-var vmidRe = regexp.MustCompile(`^[1-9][0-9]{2,8}$`)
+var vmidRe = lazyre.New(`^[1-9][0-9]{2,8}$`)
 
 // guestVMID turns one guest reference into the vmid PVE wants, as an
 // output reference when it names a guest of the specs; haType is vm or

@@ -7,7 +7,6 @@ import (
 	"io"
 	"maps"
 	"os"
-	"regexp"
 	"slices"
 	"sort"
 	"strconv"
@@ -16,6 +15,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/pvectl/pvectl/internal/lazyre"
 	"github.com/pvectl/pvectl/pkg/pve/schema"
 )
 
@@ -227,8 +227,8 @@ func (l *loader) sorted() Diagnostics {
 const kindsNote = "\x00supported kinds\x00"
 
 var (
-	yamlLineRE      = regexp.MustCompile(`^yaml: line (\d+): `)
-	unknownAnchorRE = regexp.MustCompile(`^yaml: unknown anchor '([^']*)' referenced`)
+	yamlLineRE      = lazyre.New(`^yaml: line (\d+): `)
+	unknownAnchorRE = lazyre.New(`^yaml: unknown anchor '([^']*)' referenced`)
 )
 
 // lineOf returns the 1-based line of the first occurrence of s in data, or

@@ -1,9 +1,9 @@
 package spec
 
 import (
-	"regexp"
 	"strings"
 
+	"github.com/pvectl/pvectl/internal/lazyre"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -27,7 +27,7 @@ func (o OutputRef) String() string { return "${" + o.Kind + "/" + o.Name + "." +
 
 // outputRefRe matches the inside of a ${…}: a kind, "/", a name (no dot,
 // brace or space; a name with dots cannot be referenced), ".", an output.
-var outputRefRe = regexp.MustCompile(`^([A-Z][A-Za-z0-9]*)/([^\s{}.$]+)\.([a-z][A-Za-z0-9_]*)$`)
+var outputRefRe = lazyre.New(`^([A-Z][A-Za-z0-9]*)/([^\s{}.$]+)\.([a-z][A-Za-z0-9_]*)$`)
 
 // parseOutputRef reads the inside of a ${…} as an output reference.
 func parseOutputRef(expr string) (OutputRef, bool) {

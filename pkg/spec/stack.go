@@ -2,13 +2,14 @@ package spec
 
 import (
 	"fmt"
-	"regexp"
+
+	"github.com/pvectl/pvectl/internal/lazyre"
 )
 
 // stackRE is what a stack name may be: it is written into guests'
 // descriptions as "[pvectl-owner: stack=NAME,vmid=N]" (planner/owner.go),
 // so it holds none of the block's separators.
-var stackRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
+var stackRE = lazyre.New(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
 
 // CheckStack refuses a stack name pvectl cannot write into an ownership
 // mark.

@@ -3,10 +3,10 @@ package spec
 import (
 	"fmt"
 	"maps"
-	"regexp"
 	"slices"
 	"strings"
 
+	"github.com/pvectl/pvectl/internal/lazyre"
 	"github.com/pvectl/pvectl/pkg/pve/schema"
 )
 
@@ -19,7 +19,7 @@ import (
 
 // dirPathRe is DirPlugin.pm check_config's test of a directory path
 // (BTRFSPlugin.pm reuses it).
-var dirPathRe = regexp.MustCompile(`^/[-/a-zA-Z0-9_.@]+$`)
+var dirPathRe = lazyre.New(`^/[-/a-zA-Z0-9_.@]+$`)
 
 // checkStorage is a storage row's Check. A storage that is only read
 // (managed: false) or removed (state: absent) needs no type.
@@ -103,11 +103,11 @@ func joinAnd(items []string) string {
 
 // guestVolumeKeyRe names the guest parameters that hold a volume: QEMU's
 // drives and unused volumes, a container's root and mount points.
-var guestVolumeKeyRe = regexp.MustCompile(`^((ide|sata|scsi|virtio|unused|mp)\d+|efidisk0|tpmstate0|rootfs)$`)
+var guestVolumeKeyRe = lazyre.New(`^((ide|sata|scsi|virtio|unused|mp)\d+|efidisk0|tpmstate0|rootfs)$`)
 
 // volumeIDRe is the storage part of a volume ID (pve-storage Plugin.pm
 // parse_volume_id), "local-lvm" in "local-lvm:vm-100-disk-0" or "local-lvm:32".
-var volumeIDRe = regexp.MustCompile(`^([a-z][a-z0-9\-_.]*[a-z0-9]):`)
+var volumeIDRe = lazyre.New(`^([a-z][a-z0-9\-_.]*[a-z0-9]):`)
 
 // volumeStorages are the storages a guest's values name: the volume (or
 // "STORAGE:SIZE" allocation) and import-from source of each disk, the

@@ -2,10 +2,10 @@ package spec
 
 import (
 	"fmt"
-	"regexp"
 	"slices"
 	"strings"
 
+	"github.com/pvectl/pvectl/internal/lazyre"
 	"github.com/pvectl/pvectl/pkg/pve/schema"
 )
 
@@ -41,10 +41,10 @@ func checks(cs ...func(r *Resource) []problem) func(r *Resource) []problem {
 // type (pve-storage src/PVE/Storage.pm ISO_EXT_RE_0, VZTMPL_EXT_RE_1 and,
 // for import, SAFE_CHAR_CLASS_RE with UPLOAD_IMPORT_EXT_RE_1, as
 // src/PVE/API2/Storage/Status.pm download_url applies them).
-var downloadExt = map[string]*regexp.Regexp{
-	"iso":    regexp.MustCompile(`(?i)^[^/]+\.(?:iso|img)$`),
-	"vztmpl": regexp.MustCompile(`(?i)^[^/]+\.(?:tar|tar\.(?:gz|xz|zst|bz2))$`),
-	"import": regexp.MustCompile(`^[a-zA-Z0-9\-.+=_]+\.(?:ova|qcow2|raw|vmdk)$`),
+var downloadExt = map[string]*lazyre.Regexp{
+	"iso":    lazyre.New(`(?i)^[^/]+\.(?:iso|img)$`),
+	"vztmpl": lazyre.New(`(?i)^[^/]+\.(?:tar|tar\.(?:gz|xz|zst|bz2))$`),
+	"import": lazyre.New(`^[a-zA-Z0-9\-.+=_]+\.(?:ova|qcow2|raw|vmdk)$`),
 }
 
 var downloadExtHint = map[string]string{
@@ -60,7 +60,7 @@ var compressions = []string{"gz", "lzo", "zst", "bz2"}
 
 // unsafeFileChars are what pve-storage's normalize_content_filename
 // (src/PVE/Storage.pm) replaces by "_".
-var unsafeFileChars = regexp.MustCompile(`[^a-zA-Z0-9_.-]`)
+var unsafeFileChars = lazyre.New(`[^a-zA-Z0-9_.-]`)
 
 // normalizedFilename is the name PVE stores a downloaded or uploaded file
 // under: the part after the last slash, unsafe characters replaced.

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/pvectl/pvectl/internal/lazyre"
 	"github.com/pvectl/pvectl/pkg/pve/schema"
 	"github.com/pvectl/pvectl/pkg/spec"
 )
@@ -456,7 +457,7 @@ func enumValues(enum []string) []any {
 
 // flagGroupRE finds inline flag groups ("(?i:"), which RE2 has and
 // editors' ECMAScript engines may not.
-var flagGroupRE = regexp.MustCompile(`\(\?[a-zA-Z]`)
+var flagGroupRE = lazyre.New(`\(\?[a-zA-Z]`)
 
 // portable keeps a pattern editors can run too.
 func portable(re string) string {

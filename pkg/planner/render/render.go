@@ -4,12 +4,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"regexp"
 	"strings"
 
 	"github.com/charmbracelet/lipgloss"
 	"github.com/muesli/termenv"
 
+	"github.com/pvectl/pvectl/internal/lazyre"
 	"github.com/pvectl/pvectl/pkg/planner"
 	"github.com/pvectl/pvectl/pkg/spec"
 )
@@ -218,7 +218,7 @@ func itemSymbol(d planner.FieldDiff) string {
 
 // number is a value PVE's wire form carries as a string but people read
 // as a number: shown without quotes.
-var number = regexp.MustCompile(`^-?[0-9]+(\.[0-9]+)?$`)
+var number = lazyre.New(`^-?[0-9]+(\.[0-9]+)?$`)
 
 func value(v any) string {
 	if s, ok := v.(string); ok {

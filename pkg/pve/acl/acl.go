@@ -6,10 +6,11 @@ package acl
 
 import (
 	"maps"
-	"regexp"
 	"slices"
 	"strings"
 	"sync"
+
+	"github.com/pvectl/pvectl/internal/lazyre"
 )
 
 // privGroup is one category of pve-access-control AccessControl.pm
@@ -160,7 +161,7 @@ func RoleFor(privs ...string) string {
 
 var (
 	// checkPathRe is AccessControl.pm's check_path: the paths an ACL may name.
-	checkPathRe = regexp.MustCompile(`^(?:/|/access|/access/groups|/access/groups/[[:alnum:]._-]+|/access/realm|/access/realm/[[:alnum:]._-]+` +
+	checkPathRe = lazyre.New(`^(?:/|/access|/access/groups|/access/groups/[[:alnum:]._-]+|/access/realm|/access/realm/[[:alnum:]._-]+` +
 		`|/nodes|/nodes/[[:alnum:]._-]+|/pool|/pool/[A-Za-z0-9._-]+(?:/[A-Za-z0-9._-]+){0,2}` +
 		`|/sdn|/sdn/controllers|/sdn/controllers/[[:alnum:]_-]+|/sdn/dns|/sdn/dns/[[:alnum:]]+` +
 		`|/sdn/fabrics|/sdn/fabrics/[[:alnum:]]+|/sdn/ipams|/sdn/ipams/[[:alnum:]]+` +
@@ -169,8 +170,8 @@ var (
 		`|/sdn/zones/[[:alnum:]._-]+/[[:alnum:]._-]+/[1-9][0-9]{0,3}` +
 		`|/storage|/storage/[[:alnum:]._-]+|/vms|/vms/[1-9][0-9]{2,}` +
 		`|/mapping|/mapping/[[:alnum:]._-]+|/mapping/[[:alnum:]._-]+/[[:alnum:]._-]+)$`)
-	normalizedRe = regexp.MustCompile(`^[[:alnum:]._/-]+$`)
-	slashesRe    = regexp.MustCompile(`/+`)
+	normalizedRe = lazyre.New(`^[[:alnum:]._/-]+$`)
+	slashesRe    = lazyre.New(`/+`)
 )
 
 // CheckPath reports whether path is one an ACL may be set on

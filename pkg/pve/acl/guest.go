@@ -1,8 +1,9 @@
 package acl
 
 import (
-	"regexp"
 	"strings"
+
+	"github.com/pvectl/pvectl/internal/lazyre"
 )
 
 // Option is what setting or deleting one guest config option needs.
@@ -52,16 +53,16 @@ var qemuOptions = func() map[string]Option {
 
 var (
 	// qemuDriveRe is is_valid_drivename (qemu-server QemuServer/Drive.pm).
-	qemuDriveRe = regexp.MustCompile(`^(ide[0-3]|sata[0-5]|scsi([0-9]|[12][0-9]|30)|virtio([0-9]|1[0-5])|efidisk0|tpmstate0)$`)
+	qemuDriveRe = lazyre.New(`^(ide[0-3]|sata[0-5]|scsi([0-9]|[12][0-9]|30)|virtio([0-9]|1[0-5])|efidisk0|tpmstate0)$`)
 	// qemuByValueRe are the QEMU keys whose check depends on the value.
-	qemuByValueRe = regexp.MustCompile(`^(unused|serial|usb|hostpci|virtiofs)\d+$`)
+	qemuByValueRe = lazyre.New(`^(unused|serial|usb|hostpci|virtiofs)\d+$`)
 )
 
 // IsQemuDrive reports whether key names a QEMU drive (is_valid_drivename).
 func IsQemuDrive(key string) bool { return qemuDriveRe.MatchString(key) }
 
 // cloudinitVolRe is qemu-server's drive_is_cloudinit on a drive's volume.
-var cloudinitVolRe = regexp.MustCompile(`[:/](vm-\d+-)?cloudinit(\.(raw|qcow2|vmdk|cloop|cow|qcow|qed|vhdx|vpc))?$`)
+var cloudinitVolRe = lazyre.New(`[:/](vm-\d+-)?cloudinit(\.(raw|qcow2|vmdk|cloop|cow|qcow|qed|vhdx|vpc))?$`)
 
 // IsCloudinitVolume reports whether a drive's volume is a cloud-init
 // drive (drive_is_cloudinit).

@@ -7,8 +7,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"regexp"
 	"sync"
+
+	"github.com/pvectl/pvectl/internal/lazyre"
 )
 
 // Rule is one API method's `permissions` in PVE's API schema (without the
@@ -229,7 +230,7 @@ func PermModifyPrivs(path string) []string {
 	return privs
 }
 
-var templateVar = regexp.MustCompile(`\{([^}]+)\}`)
+var templateVar = lazyre.New(`\{([^}]+)\}`)
 
 // templateReplace is PVE::Tools::template_replace: {name} becomes the
 // parameter's value, or "-" when it is empty.

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"unicode/utf8"
+
+	"github.com/pvectl/pvectl/internal/lazyre"
 )
 
 // Messages PVE's JSONSchema uses for parameter-level problems.
@@ -228,8 +230,8 @@ func typeError(typ, value string) error {
 }
 
 var (
-	integerRE = regexp.MustCompile(`^[+-]?\d+$`)
-	numberRE  = regexp.MustCompile(`^[+-]?(\d+\.\d*|\d*\.\d+|\d+)([eE][+-]?\d+)?$`)
+	integerRE = lazyre.New(`^[+-]?\d+$`)
+	numberRE  = lazyre.New(`^[+-]?(\d+\.\d*|\d*\.\d+|\d+)([eE][+-]?\d+)?$`)
 )
 
 // ParseBool reads a boolean the way PVE does (1/0, true/false, yes/no, on/off).
@@ -274,11 +276,11 @@ func compilePattern(pat string) *regexp.Regexp {
 }
 
 var (
-	perlFlagsRE   = regexp.MustCompile(`\(\?\^([a-z]*):`)
-	openRepeatRE  = regexp.MustCompile(`\{,(\d+)\}`)
-	bigRepeatRE   = regexp.MustCompile(`\{\d+,\d+\}`)
-	nulEscapeRE   = regexp.MustCompile(`\\0([^0-7]|$)`)
-	perlAnchorsRE = regexp.MustCompile(`\\[zZA]`)
+	perlFlagsRE   = lazyre.New(`\(\?\^([a-z]*):`)
+	openRepeatRE  = lazyre.New(`\{,(\d+)\}`)
+	bigRepeatRE   = lazyre.New(`\{\d+,\d+\}`)
+	nulEscapeRE   = lazyre.New(`\\0([^0-7]|$)`)
+	perlAnchorsRE = lazyre.New(`\\[zZA]`)
 )
 
 // translatePattern rewrites the Perl-isms found in PVE's schema into RE2:

@@ -4,10 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
-	"regexp"
 	"strings"
 	"unicode/utf8"
 
+	"github.com/pvectl/pvectl/internal/lazyre"
 	"github.com/pvectl/pvectl/pkg/pve/calendar"
 )
 
@@ -184,7 +184,7 @@ func isListSep(r rune) bool {
 }
 
 func reFormat(expr, msg string) func(string) error {
-	re := regexp.MustCompile(expr)
+	re := lazyre.New(expr)
 	return func(v string) error {
 		if !re.MatchString(v) {
 			return errors.New(msg)
@@ -195,7 +195,7 @@ func reFormat(expr, msg string) func(string) error {
 
 // reFormatQ is reFormat with the offending value quoted in the message.
 func reFormatQ(expr, msg string) func(string) error {
-	re := regexp.MustCompile(expr)
+	re := lazyre.New(expr)
 	return func(v string) error {
 		if !re.MatchString(v) {
 			return fmt.Errorf(msg, v)
@@ -205,9 +205,9 @@ func reFormatQ(expr, msg string) func(string) error {
 }
 
 var (
-	userRE  = regexp.MustCompile(`^[^\s:/]+@[A-Za-z][A-Za-z0-9.\-_]+$`)
-	tokenRE = regexp.MustCompile(`^[^\s:/]+@[A-Za-z][A-Za-z0-9.\-_]+![A-Za-z][A-Za-z0-9.\-_]+$`)
-	labelRE = regexp.MustCompile(`^[a-zA-Z0-9]([a-zA-Z0-9\-]*[a-zA-Z0-9])?$`)
+	userRE  = lazyre.New(`^[^\s:/]+@[A-Za-z][A-Za-z0-9.\-_]+$`)
+	tokenRE = lazyre.New(`^[^\s:/]+@[A-Za-z][A-Za-z0-9.\-_]+![A-Za-z][A-Za-z0-9.\-_]+$`)
+	labelRE = lazyre.New(`^[a-zA-Z0-9]([a-zA-Z0-9\-]*[a-zA-Z0-9])?$`)
 )
 
 // checkUserID follows pve-access-control Auth/Plugin.pm verify_username:

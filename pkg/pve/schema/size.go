@@ -1,13 +1,14 @@
 package schema
 
 import (
-	"regexp"
 	"strconv"
+
+	"github.com/pvectl/pvectl/internal/lazyre"
 )
 
 // sizeRE is PVE's disk size: a number with an optional binary unit
 // (pve-common src/PVE/JSONSchema.pm parse_size).
-var sizeRE = regexp.MustCompile(`^(\d+(?:\.\d+)?)([KMGT](?:iB)?)?$`)
+var sizeRE = lazyre.New(`^(\d+(?:\.\d+)?)([KMGT](?:iB)?)?$`)
 
 // ParseSize reads a PVE disk size ("32G", "512M", "1.5T", "4096") in
 // bytes, as PVE does: a bare number is bytes, units are powers of 1024,
