@@ -41,13 +41,8 @@ func (s *Server) jobs() *jobsConfig {
 }
 
 func (s *Server) backupRoutes() []route {
-	return []route{
-		r("GET /cluster/backup", s.listBackupJobs),
-		r("POST /cluster/backup", s.createBackupJob),
-		r("GET /cluster/backup/{id}", s.getBackupJob),
-		r("PUT /cluster/backup/{id}", s.updateBackupJob),
-		r("DELETE /cluster/backup/{id}", s.deleteBackupJob),
-	}
+	return crudRoutes("/cluster/backup", "/{id}",
+		s.listBackupJobs, s.createBackupJob, s.getBackupJob, s.updateBackupJob, s.deleteBackupJob)
 }
 
 // backupNumeric are the job options the API gives as numbers; the

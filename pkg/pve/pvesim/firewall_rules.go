@@ -16,13 +16,8 @@ import (
 
 // fwRuleRoutes are the list and item routes of a scope's rules.
 func (s *Server) fwRuleRoutes(base, item string, scope func(*request) fwScope) []route {
-	return []route{
-		r("GET "+base, s.fwRulesGet(scope)),
-		r("POST "+base, s.fwRuleCreate(scope)),
-		r("GET "+base+item, s.fwRuleGet(scope)),
-		r("PUT "+base+item, s.fwRuleUpdate(scope)),
-		r("DELETE "+base+item, s.fwRuleDelete(scope)),
-	}
+	return crudRoutes(base, item,
+		s.fwRulesGet(scope), s.fwRuleCreate(scope), s.fwRuleGet(scope), s.fwRuleUpdate(scope), s.fwRuleDelete(scope))
 }
 
 // fwRuleFields are the rule parameters copy_rule_data copies.

@@ -62,13 +62,8 @@ func pciDeviceAt(path string) (pciDevice, bool) {
 }
 
 func (s *Server) mappingRoutes() []route {
-	return []route{
-		r("GET /cluster/mapping/pci", s.listPCIMappings),
-		r("POST /cluster/mapping/pci", s.createPCIMapping),
-		r("GET /cluster/mapping/pci/{id}", s.getPCIMapping),
-		r("PUT /cluster/mapping/pci/{id}", s.updatePCIMapping),
-		r("DELETE /cluster/mapping/pci/{id}", s.deletePCIMapping),
-	}
+	return crudRoutes("/cluster/mapping/pci", "/{id}",
+		s.listPCIMappings, s.createPCIMapping, s.getPCIMapping, s.updatePCIMapping, s.deletePCIMapping)
 }
 
 // pciMapDigest is the SHA-1 of mapping/pci.cfg as written.

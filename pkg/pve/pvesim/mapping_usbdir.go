@@ -76,14 +76,12 @@ func (s *Server) dirMapType() *mapType {
 func (s *Server) devMappingRoutes() []route {
 	var out []route
 	for _, t := range []*mapType{s.usbMapType(), s.dirMapType()} {
-		base := "/cluster/mapping/" + t.name
-		out = append(out,
-			r("GET "+base, func(q *request) (any, error) { return s.listDevMappings(t, q) }),
-			r("POST "+base, func(q *request) (any, error) { return s.createDevMapping(t, q) }),
-			r("GET "+base+"/{id}", func(q *request) (any, error) { return s.getDevMapping(t, q) }),
-			r("PUT "+base+"/{id}", func(q *request) (any, error) { return s.updateDevMapping(t, q) }),
-			r("DELETE "+base+"/{id}", func(q *request) (any, error) { return s.deleteDevMapping(t, q) }),
-		)
+		out = append(out, crudRoutes("/cluster/mapping/"+t.name, "/{id}",
+			func(q *request) (any, error) { return s.listDevMappings(t, q) },
+			func(q *request) (any, error) { return s.createDevMapping(t, q) },
+			func(q *request) (any, error) { return s.getDevMapping(t, q) },
+			func(q *request) (any, error) { return s.updateDevMapping(t, q) },
+			func(q *request) (any, error) { return s.deleteDevMapping(t, q) })...)
 	}
 	return out
 }

@@ -40,21 +40,11 @@ func metricTypes() map[string]map[string]sectionOpt {
 }
 
 func (s *Server) metricServerRoutes() []route {
-	return []route{
-		r("GET /cluster/metrics/server", s.listMetricServers),
-		r("GET /cluster/metrics/server/{id}", s.getMetricServer),
-		r("POST /cluster/metrics/server/{id}", s.createMetricServer),
-		r("PUT /cluster/metrics/server/{id}", s.updateMetricServer),
-		r("DELETE /cluster/metrics/server/{id}", s.deleteMetricServer),
-	}
+	return idRoutes("/cluster/metrics/server",
+		s.listMetricServers, s.createMetricServer, s.getMetricServer, s.updateMetricServer, s.deleteMetricServer)
 }
 
-func (s *Server) metricServers() sections {
-	if s.st.MetricServers == nil {
-		s.st.MetricServers = sections{}
-	}
-	return s.st.MetricServers
-}
+func (s *Server) metricServers() sections { return sectionsIn(&s.st.MetricServers) }
 
 // listMetricServers is server_index: id, disable (0 when unset), type,
 // server, port.

@@ -18,15 +18,10 @@ import (
 // dies are 500s, and nothing is written) and reads it back.
 
 func (s *Server) networkRoutes() []route {
-	return []route{
-		r("GET /nodes/{node}/network", s.listNetwork),
-		r("POST /nodes/{node}/network", s.createIface),
+	return append(crudRoutes("/nodes/{node}/network", "/{iface}",
+		s.listNetwork, s.createIface, s.getIface, s.updateIface, s.deleteIface),
 		r("PUT /nodes/{node}/network", s.applyNetwork),
-		r("DELETE /nodes/{node}/network", s.revertNetwork),
-		r("GET /nodes/{node}/network/{iface}", s.getIface),
-		r("PUT /nodes/{node}/network/{iface}", s.updateIface),
-		r("DELETE /nodes/{node}/network/{iface}", s.deleteIface),
-	}
+		r("DELETE /nodes/{node}/network", s.revertNetwork))
 }
 
 // nodeNet models /etc/network/interfaces (Running) and, when edits are

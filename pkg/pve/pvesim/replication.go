@@ -30,13 +30,8 @@ var replJobID = regexp.MustCompile(`^(\d+)-(\d+)$`)
 const replRemovedAt = "_removed_at"
 
 func (s *Server) replicationRoutes() []route {
-	return []route{
-		r("GET /cluster/replication", s.listReplication),
-		r("POST /cluster/replication", s.createReplication),
-		r("GET /cluster/replication/{id}", s.getReplication),
-		r("PUT /cluster/replication/{id}", s.updateReplication),
-		r("DELETE /cluster/replication/{id}", s.deleteReplication),
-	}
+	return crudRoutes("/cluster/replication", "/{id}",
+		s.listReplication, s.createReplication, s.getReplication, s.updateReplication, s.deleteReplication)
 }
 
 // parseReplJobID is parse_replication_job_id.

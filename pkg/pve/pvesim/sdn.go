@@ -125,13 +125,24 @@ func (d *sdnState) running(name string) sdnFile {
 }
 
 func (s *Server) sdnRoutes() []route {
-	return slices.Concat([]route{
-		r("GET /cluster/sdn", s.sdnIndex),
-		r("PUT /cluster/sdn", s.sdnReload),
-		r("POST /cluster/sdn/lock", s.sdnLock),
-		r("DELETE /cluster/sdn/lock", s.sdnReleaseLock),
-		r("POST /cluster/sdn/rollback", s.sdnRollback),
-	}, s.sdnZoneRoutes(), s.sdnVnetRoutes(), s.sdnSubnetRoutes(), s.sdnControllerRoutes(), s.sdnNodeRoutes())
+	return slices.Concat(
+		[]route{
+			r("GET /cluster/sdn", s.sdnIndex),
+			r("PUT /cluster/sdn", s.sdnReload),
+			r("POST /cluster/sdn/lock", s.sdnLock),
+			r("DELETE /cluster/sdn/lock", s.sdnReleaseLock),
+			r("POST /cluster/sdn/rollback", s.sdnRollback),
+		},
+		crudRoutes("/cluster/sdn/zones", "/{zone}",
+			s.listSDNZones, s.createSDNZone, s.getSDNZone, s.updateSDNZone, s.deleteSDNZone),
+		crudRoutes("/cluster/sdn/vnets", "/{vnet}",
+			s.listSDNVnets, s.createSDNVnet, s.getSDNVnet, s.updateSDNVnet, s.deleteSDNVnet),
+		crudRoutes("/cluster/sdn/vnets/{vnet}/subnets", "/{subnet}",
+			s.listSDNSubnets, s.createSDNSubnet, s.getSDNSubnet, s.updateSDNSubnet, s.deleteSDNSubnet),
+		crudRoutes("/cluster/sdn/controllers", "/{controller}",
+			s.listSDNControllers, s.createSDNController, s.getSDNController, s.updateSDNController, s.deleteSDNController),
+		s.sdnNodeRoutes(),
+	)
 }
 
 // sdnIndex is SDN.pm index.
