@@ -249,12 +249,7 @@ func (s *Server) createIface(q *request) (any, error) {
 	if _, exists := cfg[name]; exists {
 		return nil, paramErr1("iface", "interface already exists")
 	}
-	i, err := ifaceFromParams(q, cfg, name, nil)
-	if err != nil {
-		return nil, err
-	}
-	cfg[name] = i
-	return nil, n.stage(cfg)
+	return n.putIface(q, cfg, name, nil)
 }
 
 // updateIface is pve-manager Network.pm update_network.
@@ -266,6 +261,13 @@ func (s *Server) updateIface(q *request) (any, error) {
 	if !ok {
 		return nil, paramErr1("iface", "interface does not exist")
 	}
+	return n.putIface(q, cfg, name, old)
+}
+
+// putIface is the end of create and update: the interface built from the
+// request's parameters (over old, nil for a new one), put into cfg, and
+// cfg staged.
+func (n *nodeNet) putIface(q *request, cfg map[string]*iface, name string, old *iface) (any, error) {
 	i, err := ifaceFromParams(q, cfg, name, old)
 	if err != nil {
 		return nil, err
