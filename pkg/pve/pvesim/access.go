@@ -318,9 +318,7 @@ func (s *Server) createToken(q *request) (any, error) {
 	if q.has("privsep") {
 		t.Privsep = q.bool("privsep")
 	}
-	if u.Tokens == nil {
-		u.Tokens = map[string]*token{}
-	}
+	ensureMap(&u.Tokens)
 	value := s.newUUID()
 	t.SecretHash = secretHash(value) // the value itself is answered once, never kept
 	u.Tokens[tid] = t

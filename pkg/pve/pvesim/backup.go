@@ -28,15 +28,9 @@ func (s *Server) jobs() *jobsConfig {
 		s.st.Jobs = &jobsConfig{}
 	}
 	j := s.st.Jobs
-	if j.Backup == nil {
-		j.Backup = map[string]map[string]string{}
-	}
-	if j.BackupOrder == nil {
-		j.BackupOrder = map[string]int{}
-	}
-	if j.Replication == nil {
-		j.Replication = map[string]map[string]string{}
-	}
+	ensureMap(&j.Backup)
+	ensureMap(&j.BackupOrder)
+	ensureMap(&j.Replication)
 	return j
 }
 

@@ -196,9 +196,7 @@ func clearDefault(d *domains) {
 // setRealmPassword is ldap_set_credentials: the digest only.
 func (s *Server) setRealmPassword(realm, pw string) {
 	d := s.realms()
-	if d.Passwords == nil {
-		d.Passwords = map[string]string{}
-	}
+	ensureMap(&d.Passwords)
 	d.Passwords[realm] = secretHash(pw)
 }
 

@@ -89,9 +89,7 @@ func (s *Server) fwSaveText(file, raw string) {
 		delete(s.st.Firewall, file)
 		return
 	}
-	if s.st.Firewall == nil {
-		s.st.Firewall = map[string]string{}
-	}
+	ensureMap(&s.st.Firewall)
 	s.st.Firewall[file] = raw
 }
 

@@ -33,15 +33,9 @@ func (s *Server) ha() *haConfig {
 		s.st.HA = &haConfig{}
 	}
 	h := s.st.HA
-	if h.Resources == nil {
-		h.Resources = map[string]map[string]string{}
-	}
-	if h.Rules == nil {
-		h.Rules = map[string]map[string]string{}
-	}
-	if h.Order == nil {
-		h.Order = map[string]int{}
-	}
+	ensureMap(&h.Resources)
+	ensureMap(&h.Rules)
+	ensureMap(&h.Order)
 	return h
 }
 

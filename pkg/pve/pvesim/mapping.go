@@ -169,9 +169,7 @@ func (s *Server) createPCIMapping(q *request) (any, error) {
 	if _, exists := s.st.PCIMappings[id]; exists {
 		return nil, fail(http.StatusInternalServerError, "create hardware mapping failed: pci ID '%s' already defined", id)
 	}
-	if s.st.PCIMappings == nil {
-		s.st.PCIMappings = map[string]*pciMapping{}
-	}
+	ensureMap(&s.st.PCIMappings)
 	s.st.PCIMappings[id] = m
 	return nil, s.saveLocked()
 }

@@ -50,10 +50,7 @@ func (s *Server) usbMapType() *mapType {
 	return &mapType{name: "usb", what: "usb", checksKey: "errors",
 		createFail: "create hardware mapping failed: ", updateFail: "update hardware mapping failed: ",
 		mappings: func(st *state) map[string]*devMapping {
-			if st.USBMappings == nil {
-				st.USBMappings = map[string]*devMapping{}
-			}
-			return st.USBMappings
+			return ensureMap(&st.USBMappings)
 		},
 		assertValid: assertUSBValid,
 	}
@@ -63,10 +60,7 @@ func (s *Server) dirMapType() *mapType {
 	return &mapType{name: "dir", what: "dir", checksKey: "checks",
 		createFail: "create directory mapping failed: ", updateFail: "update directory mapping failed: ",
 		mappings: func(st *state) map[string]*devMapping {
-			if st.DirMappings == nil {
-				st.DirMappings = map[string]*devMapping{}
-			}
-			return st.DirMappings
+			return ensureMap(&st.DirMappings)
 		},
 		assertWrite: assertDirMapList,
 		assertValid: func(_ string, e map[string]string) error { return assertDirValid(e["path"]) },

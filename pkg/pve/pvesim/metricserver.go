@@ -44,7 +44,7 @@ func (s *Server) metricServerRoutes() []route {
 		s.listMetricServers, s.createMetricServer, s.getMetricServer, s.updateMetricServer, s.deleteMetricServer)
 }
 
-func (s *Server) metricServers() sections { return sectionsIn(&s.st.MetricServers) }
+func (s *Server) metricServers() sections { return ensureMap(&s.st.MetricServers) }
 
 // listMetricServers is server_index: id, disable (0 when unset), type,
 // server, port.
@@ -100,9 +100,7 @@ func (s *Server) createMetricServer(q *request) (any, error) {
 // setMetricToken is on_add_hook / on_update_hook: a token sent is stored
 // (its digest), one sent empty or deleted removes it.
 func (s *Server) setMetricToken(id string, q *request) {
-	if s.st.MetricTokens == nil {
-		s.st.MetricTokens = map[string]string{}
-	}
+	ensureMap(&s.st.MetricTokens)
 	if t := q.get("token"); t != "" {
 		s.st.MetricTokens[id] = secretHash(t)
 	} else if q.has("token") || slices.Contains(schema.SplitList(q.get("delete")), "token") {

@@ -27,7 +27,7 @@ func (s *Server) realmSyncRoutes() []route {
 		s.listRealmSyncJobs, s.createRealmSyncJob, s.getRealmSyncJob, s.updateRealmSyncJob, s.deleteRealmSyncJob)
 }
 
-func (s *Server) realmSyncJobs() sections { return sectionsIn(&s.st.RealmSyncJobs) }
+func (s *Server) realmSyncJobs() sections { return ensureMap(&s.st.RealmSyncJobs) }
 
 const realmSyncPath = "/cluster/jobs/realm-sync/{id}"
 

@@ -100,9 +100,7 @@ func (s *Server) sdn() *sdnState {
 			d.Files[name] = sdnFile{}
 		}
 	}
-	if d.Nodes == nil {
-		d.Nodes = map[string]*sdnNodeState{}
-	}
+	ensureMap(&d.Nodes)
 	return d
 }
 

@@ -19,14 +19,6 @@ import (
 // key at once.
 type sections map[string]map[string]string
 
-// sectionsIn is the file *p, made empty where there is none yet.
-func sectionsIn(p *sections) sections {
-	if *p == nil {
-		*p = sections{}
-	}
-	return *p
-}
-
 // sectionOpt is one option of a section type (a plugin's options()).
 type sectionOpt struct{ required, fixed bool }
 

@@ -326,9 +326,7 @@ func (s *Server) prepareSnapshot(t *task, k *guestKind, v *vm, name string, vmst
 	if comment != "" {
 		snap["description"] = comment
 	}
-	if v.Snapshots == nil {
-		v.Snapshots = map[string]map[string]string{}
-	}
+	ensureMap(&v.Snapshots)
 	v.Snapshots[name] = snap
 	for _, key := range slices.Sorted(maps.Keys(v.Conf)) {
 		if file, ok := s.snapshotVolume(v, key); ok && k == s.qemu {
