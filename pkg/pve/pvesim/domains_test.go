@@ -12,8 +12,7 @@ import (
 // deleted with their plugins' options; the bind password never answered.
 func TestDomains(t *testing.T) {
 	e := startEnv(t, simtest.Options{Conformance: true})
-	var rows []map[string]any
-	e.ok(&rows, "GET", "/access/domains")
+	rows := e.rows("/access/domains")
 	if len(rows) != 2 || rows[0]["realm"] != "pam" || rows[1]["realm"] != "pve" || rows[1]["type"] != "pve" {
 		t.Fatalf("GET /access/domains: got %v, want pam and pve", rows)
 	}
@@ -25,8 +24,7 @@ func TestDomains(t *testing.T) {
 	if strings.Contains(string(r.Data), "s3cret") {
 		t.Errorf("the bind password is answered: %s", r.Data)
 	}
-	var corp map[string]any
-	e.ok(&corp, "GET", "/access/domains/corp")
+	corp := e.object("/access/domains/corp")
 	if corp["type"] != "ldap" || corp["secure"] != 1.0 || corp["default"] != 1.0 || corp["digest"] == nil || corp["password"] != nil {
 		t.Errorf("GET corp: got %v", corp)
 	}
@@ -85,8 +83,7 @@ func TestDomains(t *testing.T) {
 // the index (pve-manager PVE/API2/Nodes.pm aplinfo, apl_download).
 func TestAplinfo(t *testing.T) {
 	e := startEnv(t, simtest.Options{Conformance: true})
-	var apls []map[string]any
-	e.ok(&apls, "GET", "/nodes/pve/aplinfo")
+	apls := e.rows("/nodes/pve/aplinfo")
 	var tmpl string
 	for _, a := range apls {
 		if a["os"] == "ubuntu-24.04" {
@@ -106,8 +103,7 @@ func TestAplinfo(t *testing.T) {
 	if st.ExitStatus != "OK" || st.Type != "download" {
 		t.Fatalf("download task: %+v", st)
 	}
-	var vol map[string]any
-	e.ok(&vol, "GET", "/nodes/pve/storage/local/content/local:vztmpl%2F"+tmpl)
+	e.object("/nodes/pve/storage/local/content/local:vztmpl%2F" + tmpl) // the volume reads back as an object
 	e.run("POST", "/nodes/pve/lxc", "vmid", "200", "ostemplate", "local:vztmpl/"+tmpl, "rootfs", "local-lvm:4")
 }
 
@@ -126,8 +122,7 @@ func TestUnlink(t *testing.T) {
 	if c["scsi2"] != nil || c["unused0"] != nil || c["unused1"] != nil {
 		t.Errorf("after a forced unlink: %v", c)
 	}
-	var vols []map[string]any
-	e.ok(&vols, "GET", "/nodes/pve/storage/local-lvm/content", "vmid", "100")
+	vols := e.rows("/nodes/pve/storage/local-lvm/content", "vmid", "100")
 	if len(vols) != 1 {
 		t.Errorf("volumes of VM 100 after a forced unlink: %v", vols)
 	}

@@ -108,8 +108,7 @@ func TestSDNRefusals(t *testing.T) {
 	}
 	// Overlapping (not equal) subnets in one zone: PVE compares neither.
 	e.ok(nil, "POST", "/cluster/sdn/vnets/web/subnets", "subnet", "10.0.0.0/16", "type", "subnet")
-	var subnets []map[string]any
-	e.ok(&subnets, "GET", "/cluster/sdn/vnets/web/subnets")
+	subnets := e.rows("/cluster/sdn/vnets/web/subnets")
 	if len(subnets) != 2 {
 		t.Errorf("subnets: got %v", subnets)
 	}

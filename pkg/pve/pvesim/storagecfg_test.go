@@ -23,8 +23,7 @@ func TestStorageConfig(t *testing.T) {
 	e := startEnv(t, simtest.Options{Conformance: true})
 	e.ok(nil, "POST", "/storage", "storage", "nfs1", "type", "nfs", "server", "10.0.0.5", "export", "/srv/pve",
 		"content", "iso,backup")
-	var cfg map[string]any
-	e.ok(&cfg, "GET", "/storage/nfs1")
+	cfg := e.object("/storage/nfs1")
 	delete(cfg, "digest")
 	want := map[string]any{"storage": "nfs1", "type": "nfs", "server": "10.0.0.5", "export": "/srv/pve",
 		"content": "backup,iso", "path": "/mnt/pve/nfs1", "shared": float64(1)}
@@ -99,8 +98,7 @@ func TestStorageConfig(t *testing.T) {
 	if cfg["content"] != "iso,rootdir" || cfg["nodes"] != "pve" || cfg["disable"] != float64(1) || cfg["options"] != "vers=4.2" {
 		t.Errorf("got %v after the update", cfg)
 	}
-	var rows []map[string]any
-	e.ok(&rows, "GET", "/nodes/pve/storage", "storage", "nfs1")
+	rows := e.rows("/nodes/pve/storage", "storage", "nfs1")
 	if len(rows) != 1 || rows[0]["enabled"] != float64(0) {
 		t.Errorf("got node storage %v, want disabled nfs1", rows)
 	}
@@ -134,8 +132,7 @@ func TestStorageSecrets(t *testing.T) {
 	}
 	e.ok(nil, "POST", "/storage", "storage", "ceph", "type", "rbd", "pool", "vms", "keyring", "[client.admin]")
 
-	var all []map[string]any
-	e.ok(&all, "GET", "/storage")
+	all := e.rows("/storage")
 	for _, st := range all {
 		for k, v := range st {
 			if s, ok := v.(string); ok && (strings.Contains(s, "s3cr3t") || strings.Contains(s, "client.admin") || strings.Contains(s, "AAAA")) {
@@ -167,8 +164,7 @@ func TestStorageSecrets(t *testing.T) {
 	if _, ok := e.Server.StorageSecret("pbs", "password"); ok {
 		t.Error("delete=password kept it")
 	}
-	var pbs map[string]any
-	e.ok(&pbs, "GET", "/storage/pbs")
+	pbs := e.object("/storage/pbs")
 	if _, ok := pbs["encryption-key"]; ok {
 		t.Errorf("got %v, want no encryption-key after deleting it", pbs)
 	}
@@ -183,8 +179,7 @@ func TestStorageSecrets(t *testing.T) {
 func TestStorageDeleteCleansUp(t *testing.T) {
 	e := startEnv(t, simtest.Options{Conformance: true})
 	e.ok(nil, "POST", "/storage", "storage", "d1", "type", "dir", "path", "/srv/d1/")
-	var cfg map[string]any
-	e.ok(&cfg, "GET", "/storage/d1")
+	cfg := e.object("/storage/d1")
 	if cfg["path"] != "/srv/d1" {
 		t.Errorf("got path %v, want PVE's canonical /srv/d1", cfg["path"])
 	}
@@ -197,15 +192,13 @@ func TestStorageDeleteCleansUp(t *testing.T) {
 	}
 	e.ok(nil, "DELETE", "/storage/vg1")
 	e.ok(nil, "DELETE", "/storage/d1")
-	var acl []map[string]any
-	e.ok(&acl, "GET", "/access/acl")
+	acl := e.rows("/access/acl")
 	for _, a := range acl {
 		if a["path"] == "/storage/d1" {
 			t.Errorf("ACL %v outlived its storage", a)
 		}
 	}
-	var pools []map[string]any
-	e.ok(&pools, "GET", "/pools", "poolid", "p1")
+	pools := e.rows("/pools", "poolid", "p1")
 	if len(pools) != 1 || len(pools[0]["members"].([]any)) != 0 {
 		t.Errorf("got pool %v, want no members", pools)
 	}
