@@ -225,6 +225,28 @@ func (e *env) rowsBy(key, path string, kv ...string) map[string]map[string]any {
 	return out
 }
 
+// refusal is a call that must fail: its status and message.
+type refusal struct {
+	name, method, path string
+	kv                 []string
+	status             int
+	msg                string
+}
+
+// refuses runs each refusal as a subtest: the call must answer exactly
+// its status and message.
+func (e *env) refuses(t *testing.T, tests []refusal) {
+	t.Helper()
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r := e.call(tc.method, tc.path, tc.kv...)
+			if r.Status != tc.status || r.Message != tc.msg {
+				t.Errorf("got %d %q %v, want %d %q", r.Status, r.Message, r.Errors, tc.status, tc.msg)
+			}
+		})
+	}
+}
+
 func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
 
 func jsonDecode(r io.Reader, v any) error { return json.NewDecoder(r).Decode(v) }

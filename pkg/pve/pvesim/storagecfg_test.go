@@ -33,14 +33,7 @@ func TestStorageConfig(t *testing.T) {
 	e.ok(nil, "POST", "/storage", "storage", "pbs1", "type", "pbs", "server", "10.0.0.9", "datastore", "main",
 		"username", "backup@pbs", "password", "hunter2")
 
-	tests := []struct {
-		name   string
-		method string
-		path   string
-		kv     []string
-		status int
-		msg    string
-	}{
+	tests := []refusal{
 		{"duplicate", "POST", "/storage", []string{"storage", "nfs1", "type", "dir", "path", "/x"}, 500,
 			"create storage failed: storage ID 'nfs1' already defined"},
 		{"missing path", "POST", "/storage", []string{"storage", "d1", "type", "dir"}, 500,
@@ -83,14 +76,7 @@ func TestStorageConfig(t *testing.T) {
 			"delete storage failed: storage 'nope' does not exist"},
 		{"read unknown", "GET", "/storage/nope", nil, 500, "storage 'nope' does not exist"},
 	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			r := e.call(tc.method, tc.path, tc.kv...)
-			if r.Status != tc.status || r.Message != tc.msg {
-				t.Errorf("got %d %q %v, want %d %q", r.Status, r.Message, r.Errors, tc.status, tc.msg)
-			}
-		})
-	}
+	e.refuses(t, tests)
 
 	// Content PVE cannot put on the type is dropped (Plugin.pm decode_value warns).
 	e.ok(nil, "PUT", "/storage/nfs1", "content", "iso,rootdir", "nodes", "pve", "disable", "1", "options", "vers=4.2")
