@@ -24,10 +24,7 @@ type jobsConfig struct {
 }
 
 func (s *Server) jobs() *jobsConfig {
-	if s.st.Jobs == nil {
-		s.st.Jobs = &jobsConfig{}
-	}
-	j := s.st.Jobs
+	j := ensure(&s.st.Jobs)
 	ensureMap(&j.Backup)
 	ensureMap(&j.BackupOrder)
 	ensureMap(&j.Replication)

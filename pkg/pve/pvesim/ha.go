@@ -29,10 +29,7 @@ type haConfig struct {
 }
 
 func (s *Server) ha() *haConfig {
-	if s.st.HA == nil {
-		s.st.HA = &haConfig{}
-	}
-	h := s.st.HA
+	h := ensure(&s.st.HA)
 	ensureMap(&h.Resources)
 	ensureMap(&h.Rules)
 	ensureMap(&h.Order)

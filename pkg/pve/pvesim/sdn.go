@@ -88,13 +88,8 @@ type sdnState struct {
 
 // sdn is the SDN state, made on first use.
 func (s *Server) sdn() *sdnState {
-	if s.st.SDN == nil {
-		s.st.SDN = &sdnState{}
-	}
-	d := s.st.SDN
-	if d.Files == nil {
-		d.Files = sdnConfig{}
-	}
+	d := ensure(&s.st.SDN)
+	ensureMap(&d.Files)
 	for _, name := range sdnFiles {
 		if d.Files[name] == nil {
 			d.Files[name] = sdnFile{}

@@ -163,6 +163,14 @@ type dnsConf struct {
 	DNS3   string `json:"dns3,omitempty"`
 }
 
+// ensure is the value *p points at, a zero one made first where *p is nil.
+func ensure[T any](p **T) *T {
+	if *p == nil {
+		*p = new(T)
+	}
+	return *p
+}
+
 // ensureMap is the map *p, made empty first where it is nil.
 func ensureMap[M ~map[K]V, K comparable, V any](p *M) M {
 	if *p == nil {
