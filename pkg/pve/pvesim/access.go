@@ -12,13 +12,8 @@ import (
 func (s *Server) accessRoutes() []route {
 	return slices.Concat(
 		crudRoutes("/access/users", "/{userid}", s.listUsers, s.createUser, s.getUser, s.updateUser, s.deleteUser),
-		[]route{
-			r("GET /access/users/{userid}/token", s.listTokens),
-			r("GET /access/users/{userid}/token/{tokenid}", s.getToken),
-			r("POST /access/users/{userid}/token/{tokenid}", s.createToken),
-			r("PUT /access/users/{userid}/token/{tokenid}", s.updateToken),
-			r("DELETE /access/users/{userid}/token/{tokenid}", s.deleteToken),
-		},
+		idRoutes("/access/users/{userid}/token", "/{tokenid}",
+			s.listTokens, s.createToken, s.getToken, s.updateToken, s.deleteToken),
 		crudRoutes("/access/groups", "/{groupid}", s.listGroups, s.createGroup, s.getGroup, s.updateGroup, s.deleteGroup),
 		crudRoutes("/access/roles", "/{roleid}", s.listRoles, s.createRole, s.getRole, s.updateRole, s.deleteRole),
 		[]route{

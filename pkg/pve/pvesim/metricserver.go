@@ -40,7 +40,7 @@ func metricTypes() map[string]map[string]sectionOpt {
 }
 
 func (s *Server) metricServerRoutes() []route {
-	return idRoutes("/cluster/metrics/server",
+	return idRoutes("/cluster/metrics/server", "/{id}",
 		s.listMetricServers, s.createMetricServer, s.getMetricServer, s.updateMetricServer, s.deleteMetricServer)
 }
 

@@ -23,7 +23,7 @@ func realmSyncOptions() map[string]sectionOpt {
 }
 
 func (s *Server) realmSyncRoutes() []route {
-	return idRoutes("/cluster/jobs/realm-sync",
+	return idRoutes("/cluster/jobs/realm-sync", "/{id}",
 		s.listRealmSyncJobs, s.createRealmSyncJob, s.getRealmSyncJob, s.updateRealmSyncJob, s.deleteRealmSyncJob)
 }
 

@@ -36,10 +36,10 @@ func crudRoutes(base, item string, list, create, get, update, del handler) []rou
 }
 
 // idRoutes are the crudRoutes of a collection whose create names the new
-// id in its path: POST at base+"/{id}", not at base.
-func idRoutes(base string, list, create, get, update, del handler) []route {
-	rs := crudRoutes(base, "/{id}", list, create, get, update, del)
-	rs[1].key = "POST " + base + "/{id}"
+// item in its path: POST at base+item, not at base.
+func idRoutes(base, item string, list, create, get, update, del handler) []route {
+	rs := crudRoutes(base, item, list, create, get, update, del)
+	rs[1].key = "POST " + base + item
 	return rs
 }
 
