@@ -98,20 +98,8 @@ func (r *fwRule) set(k, v string) {
 		}
 		n, _ := strconv.Atoi(v)
 		r.Enable = &n
-	case "type":
-		r.Type = v
-	case "action":
-		r.Action = v
-	case "macro":
-		r.Macro = v
-	case "iface":
-		r.Iface = v
-	case "proto":
-		r.Proto = v
-	case "comment":
-		r.Comment = v
 	default:
-		if p := r.flagField(k); p != nil {
+		if p, _ := r.field(k); p != nil {
 			*p = v
 		}
 	}
