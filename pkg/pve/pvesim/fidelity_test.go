@@ -196,8 +196,7 @@ func TestNetworkUpdateMerges(t *testing.T) {
 	e.ok(nil, "POST", "/nodes/pve/network", "iface", "vmbr1", "type", "bridge", "bridge_ports", "eno2",
 		"bridge_vlan_aware", "1", "bridge_vids", "2,3 4", "autostart", "1", "comments", "lab", "cidr", "10.0.0.1/24")
 	get := func() map[string]any {
-		m := e.object("/nodes/pve/network/vmbr1")
-		return m
+		return e.object("/nodes/pve/network/vmbr1")
 	}
 	pick := func(m map[string]any, keys ...string) map[string]any {
 		out := map[string]any{}
