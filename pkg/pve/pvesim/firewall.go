@@ -256,7 +256,7 @@ func (s *Server) fwCreateGroup(q *request) (any, error) {
 		return nil, s.fwSave(fwScope{env: "cluster", file: "cluster.fw"}, c)
 	}
 	_, digest := groupsAnswer(c)
-	if err := assertFWDigest(q, digest); err != nil {
+	if err := assertIfModified(q, digest); err != nil {
 		return nil, err
 	}
 	if _, ok := c.Groups[rename]; !ok {

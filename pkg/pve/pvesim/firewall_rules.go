@@ -156,7 +156,7 @@ func (s *Server) fwRuleAt(q *request, sc fwScope) (cluster, conf *fwConf, rules 
 		return nil, nil, nil, 0, err
 	}
 	_, digest := rulesAnswer(rules)
-	if err := assertFWDigest(q, digest); err != nil {
+	if err := assertIfModified(q, digest); err != nil {
 		return nil, nil, nil, 0, err
 	}
 	pos, err = rulePos(q, rules)

@@ -111,8 +111,8 @@ func (s *Server) setMetricToken(id string, q *request) {
 func (s *Server) updateMetricServer(q *request) (any, error) {
 	cfg := s.metricServers()
 	id := q.vars["id"]
-	if d := q.get("digest"); d != "" && d != cfg.digest() {
-		return nil, fail(http.StatusInternalServerError, "detected modified configuration - file changed by other user? Try again.")
+	if err := assertIfModified(q, cfg.digest()); err != nil {
+		return nil, err
 	}
 	sec, ok := cfg[id]
 	if !ok {

@@ -220,8 +220,8 @@ func (s *Server) updateReplication(q *request) (any, error) {
 	}
 	s.replRunner()
 	j := s.jobs()
-	if d := q.get("digest"); d != "" && d != sectionDigest(j.Replication) {
-		return nil, fail(http.StatusInternalServerError, "detected modified configuration - file changed by other user? Try again.")
+	if err := assertIfModified(q, sectionDigest(j.Replication)); err != nil {
+		return nil, err
 	}
 	job, ok := j.Replication[id]
 	if !ok {
