@@ -163,7 +163,7 @@ func clusterOpsVMID(t *testing.T, cl *pve.Client) int {
 func clusterOpsCheckLive(t *testing.T, cl *pve.Client, vmid int) {
 	t.Helper()
 	id := strconv.Itoa(vmid)
-	checks := []struct{ path, key, want string }{
+	checkSectionEntries(t, cl, []sectionEntry{
 		{"/cluster/ha/resources", "sid", "vm:" + id},
 		{"/cluster/ha/rules", "resources", "vm:" + id},
 		{"/cluster/backup", "vmid", id},
@@ -171,13 +171,7 @@ func clusterOpsCheckLive(t *testing.T, cl *pve.Client, vmid int) {
 		{"/cluster/replication", "target", "pve2"},
 		{"/cluster/mapping/pci", "id", "ops-gpu"},
 		{"/cluster/metrics/server", "server", "127.0.0.7"},
-	}
-	for _, c := range checks {
-		rows := sectionRows(t, cl, c.path)
-		if len(rows) != 1 || rows[0].Get(c.key) != c.want {
-			t.Errorf("%s: got %v, want one entry with %s %s", c.path, rows, c.key, c.want)
-		}
-	}
+	})
 	var one *pve.Config
 	get := func(path string) *pve.Config {
 		t.Helper()

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"net/url"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -129,12 +128,7 @@ func TestE2EExplainFromCluster(t *testing.T) {
 // operator's setup, outside the specs).
 func TestE2EEveryKind(t *testing.T) {
 	env := startSimOpts(t, pvesim.Options{DataDir: t.TempDir()}, nil)
-	ctx := context.Background()
-	err := env.client.Do(ctx, "POST", "/cluster/mapping/pci", url.Values{"id": {"gpu0"},
-		"map": {"node=pve,path=0000:01:00.0,id=10de:2204,iommugroup=14,subsystem-id=10de:1454"}}, nil)
-	if err != nil {
-		t.Fatalf("create the mapping: %v", err)
-	}
+	env.addGPUMapping()
 	f := example(t, "04-every-kind.yaml", nil)
 	secrets := filepath.Join(filepath.Dir(f), "secrets")
 	env.mustRun(0, "validate", "-f", f)

@@ -65,11 +65,16 @@ func resetConn(w http.ResponseWriter, _ *httptest.ResponseRecorder) {
 	}
 }
 
+// writeJSON answers status with the JSON body.
+func writeJSON(w http.ResponseWriter, status int, body []byte) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	w.Write(body)
+}
+
 // proxy596 answers as pveproxy does when its backend does not.
 func proxy596(w http.ResponseWriter, _ *httptest.ResponseRecorder) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(596)
-	w.Write([]byte(`{"data":null,"message":"Connection timed out"}`))
+	writeJSON(w, 596, []byte(`{"data":null,"message":"Connection timed out"}`))
 }
 
 // Issue 10 acceptance: under injected faults — a POST that PVE carried
@@ -98,9 +103,7 @@ func TestE2EFaultsNothingDuplicatedOrLost(t *testing.T) {
 			if r.Method != http.MethodGet || p.count("GET "+r.URL.String()) > 1 {
 				return false
 			}
-			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(http.StatusInternalServerError)
-			w.Write([]byte(`{"data":null,"message":"proxy worker died"}`))
+			writeJSON(w, http.StatusInternalServerError, []byte(`{"data":null,"message":"proxy worker died"}`))
 			return true
 		},
 		// The first create of f-lost and f-500 never reaches PVE: the
@@ -114,9 +117,7 @@ func TestE2EFaultsNothingDuplicatedOrLost(t *testing.T) {
 				resetConn(w, nil)
 				return true
 			}
-			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(http.StatusInternalServerError)
-			w.Write([]byte(`{"data":null,"message":"cfs-lock 'file-replication_cfg' error: got lock request timeout"}`))
+			writeJSON(w, http.StatusInternalServerError, []byte(`{"data":null,"message":"cfs-lock 'file-replication_cfg' error: got lock request timeout"}`))
 			return true
 		},
 		// The first create of each other VM that PVE carries out gets its fault.
@@ -128,9 +129,7 @@ func TestE2EFaultsNothingDuplicatedOrLost(t *testing.T) {
 			rec := httptest.NewRecorder()
 			sim.ServeHTTP(rec, r)
 			if rec.Code != http.StatusOK || p.count("carried out "+name) > 1 {
-				w.Header().Set("Content-Type", "application/json")
-				w.WriteHeader(rec.Code)
-				w.Write(rec.Body.Bytes())
+				writeJSON(w, rec.Code, rec.Body.Bytes())
 				return true
 			}
 			switch name {
@@ -144,9 +143,7 @@ func TestE2EFaultsNothingDuplicatedOrLost(t *testing.T) {
 				endlessMu.Lock()
 				endless = env.Data
 				endlessMu.Unlock()
-				w.Header().Set("Content-Type", "application/json")
-				w.WriteHeader(rec.Code)
-				w.Write(rec.Body.Bytes())
+				writeJSON(w, rec.Code, rec.Body.Bytes())
 			}
 			return true
 		},
@@ -231,9 +228,7 @@ func TestE2ETaskExitStatusScrubbed(t *testing.T) {
 		if strings.HasSuffix(r.URL.Path, "/log") {
 			body = strings.Replace(body, `"t":"`, `"t":"secret `+e2eTokenSecret+` `, 1)
 		}
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(rec.Code)
-		w.Write([]byte(body))
+		writeJSON(w, rec.Code, []byte(body))
 		return true
 	})
 	for i, extra := range [][]string{nil, {"--json"}} {

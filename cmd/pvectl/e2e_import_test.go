@@ -172,11 +172,7 @@ func TestE2EImportExample01(t *testing.T) {
 func TestE2EImportEveryKind(t *testing.T) {
 	e := startSimOpts(t, pvesim.Options{DataDir: t.TempDir()}, nil)
 	ctx := context.Background()
-	err := e.client.Do(ctx, "POST", "/cluster/mapping/pci", url.Values{"id": {"gpu0"},
-		"map": {"node=pve,path=0000:01:00.0,id=10de:2204,iommugroup=14,subsystem-id=10de:1454"}}, nil)
-	if err != nil {
-		t.Fatalf("create the mapping: %v", err)
-	}
+	e.addGPUMapping()
 	f := example(t, "04-every-kind.yaml", nil)
 	e.mustRun(0, "apply", "-f", f, "--auto-approve")
 	const password = "hunter2-cloudinit-pw"

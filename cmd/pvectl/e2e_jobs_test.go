@@ -21,6 +21,22 @@ func sectionRows(t *testing.T, cl *pve.Client, path string) []*pve.Config {
 	return rows
 }
 
+// sectionEntry is one entry a section list must hold: at path, with key
+// set to want.
+type sectionEntry struct{ path, key, want string }
+
+// checkSectionEntries requires each list to hold exactly one entry, the
+// one named.
+func checkSectionEntries(t *testing.T, cl *pve.Client, entries []sectionEntry) {
+	t.Helper()
+	for _, c := range entries {
+		rows := sectionRows(t, cl, c.path)
+		if len(rows) != 1 || rows[0].Get(c.key) != c.want {
+			t.Errorf("%s: got %v, want one entry with %s %s", c.path, rows, c.key, c.want)
+		}
+	}
+}
+
 // Issue 21 over testdata/examples/05-cluster-ops.yaml on a two-node
 // simulator: a zfspool storage, a VM, its HA resource and node-affinity
 // rule, a backup job and a replication job apply in one go with the VM's
@@ -33,18 +49,12 @@ func TestE2EClusterOps(t *testing.T) {
 	env.mustRun(0, "apply", "-f", f, "--auto-approve")
 	env.mustRun(0, "plan", "-f", f, "--detailed-exitcode")
 	cl := env.client
-	checks := []struct{ path, key, want string }{
+	checkSectionEntries(t, cl, []sectionEntry{
 		{"/cluster/ha/resources", "sid", "vm:140"},
 		{"/cluster/ha/rules", "resources", "vm:140"},
 		{"/cluster/backup", "vmid", "140"},
 		{"/cluster/replication", "guest", "140"},
-	}
-	for _, c := range checks {
-		rows := sectionRows(t, cl, c.path)
-		if len(rows) != 1 || rows[0].Get(c.key) != c.want {
-			t.Errorf("%s: got %v, want one entry with %s %s", c.path, rows, c.key, c.want)
-		}
-	}
+	})
 
 	err := cl.Do(context.Background(), http.MethodPut, "/cluster/backup/nightly", url.Values{"schedule": {"sun 04:00"}}, nil)
 	if err != nil {

@@ -6,7 +6,6 @@ package main
 
 import (
 	"context"
-	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -165,11 +164,7 @@ func TestE2EEveryKindComputeUEFIAndPCI(t *testing.T) {
 	if !strings.Contains(r.stdout+r.stderr, "PCI device mapping not found for 'gpu0'") {
 		t.Errorf("start without the mapping:\nstdout:\n%s\nstderr:\n%s", r.stdout, r.stderr)
 	}
-	err = env.client.Do(ctx, "POST", "/cluster/mapping/pci", url.Values{"id": {"gpu0"},
-		"map": {"node=pve,path=0000:01:00.0,id=10de:2204,iommugroup=14,subsystem-id=10de:1454"}}, nil)
-	if err != nil {
-		t.Fatalf("create the mapping: %v", err)
-	}
+	env.addGPUMapping()
 	env.mustRun(0, "apply", "-f", running, "--auto-approve")
 	if st, err := env.client.QemuStatus(ctx, "pve", 300); err != nil || st.Status != "running" {
 		t.Errorf("VM 300 with its mapping: %+v %v, want running", st, err)

@@ -10,31 +10,18 @@ import (
 )
 
 func (s *Server) accessRoutes() []route {
-	return []route{
-		r("GET /access/users", s.listUsers),
-		r("POST /access/users", s.createUser),
-		r("GET /access/users/{userid}", s.getUser),
-		r("PUT /access/users/{userid}", s.updateUser),
-		r("DELETE /access/users/{userid}", s.deleteUser),
-		r("GET /access/users/{userid}/token", s.listTokens),
-		r("GET /access/users/{userid}/token/{tokenid}", s.getToken),
-		r("POST /access/users/{userid}/token/{tokenid}", s.createToken),
-		r("PUT /access/users/{userid}/token/{tokenid}", s.updateToken),
-		r("DELETE /access/users/{userid}/token/{tokenid}", s.deleteToken),
-		r("GET /access/groups", s.listGroups),
-		r("POST /access/groups", s.createGroup),
-		r("GET /access/groups/{groupid}", s.getGroup),
-		r("PUT /access/groups/{groupid}", s.updateGroup),
-		r("DELETE /access/groups/{groupid}", s.deleteGroup),
-		r("GET /access/roles", s.listRoles),
-		r("POST /access/roles", s.createRole),
-		r("GET /access/roles/{roleid}", s.getRole),
-		r("PUT /access/roles/{roleid}", s.updateRole),
-		r("DELETE /access/roles/{roleid}", s.deleteRole),
-		r("GET /access/acl", s.listACL),
-		r("PUT /access/acl", s.updateACL),
-		r("GET /access/permissions", s.getPermissions),
-	}
+	return slices.Concat(
+		crudRoutes("/access/users", "/{userid}", s.listUsers, s.createUser, s.getUser, s.updateUser, s.deleteUser),
+		idRoutes("/access/users/{userid}/token", "/{tokenid}",
+			s.listTokens, s.createToken, s.getToken, s.updateToken, s.deleteToken),
+		crudRoutes("/access/groups", "/{groupid}", s.listGroups, s.createGroup, s.getGroup, s.updateGroup, s.deleteGroup),
+		crudRoutes("/access/roles", "/{roleid}", s.listRoles, s.createRole, s.getRole, s.updateRole, s.deleteRole),
+		[]route{
+			r("GET /access/acl", s.listACL),
+			r("PUT /access/acl", s.updateACL),
+			r("GET /access/permissions", s.getPermissions),
+		},
+	)
 }
 
 // access is /etc/pve/user.cfg: users with their tokens, groups, custom roles, ACLs.
@@ -326,9 +313,7 @@ func (s *Server) createToken(q *request) (any, error) {
 	if q.has("privsep") {
 		t.Privsep = q.bool("privsep")
 	}
-	if u.Tokens == nil {
-		u.Tokens = map[string]*token{}
-	}
+	ensureMap(&u.Tokens)
 	value := s.newUUID()
 	t.SecretHash = secretHash(value) // the value itself is answered once, never kept
 	u.Tokens[tid] = t

@@ -31,8 +31,7 @@ func TestUsersTokensACL(t *testing.T) {
 		created.Info["privsep"] != float64(1) {
 		t.Errorf("got token %+v", created)
 	}
-	var tok map[string]any
-	e.ok(&tok, "GET", "/access/users/ci@pve/token/deploy")
+	tok := e.object("/access/users/ci@pve/token/deploy")
 	if _, leaked := tok["value"]; leaked || tok["comment"] != "deploy" {
 		t.Errorf("got token info %v, want comment and no value", tok)
 	}
@@ -45,8 +44,7 @@ func TestUsersTokensACL(t *testing.T) {
 	if r := e.call("PUT", "/access/acl", "path", "/", "roles", "NoSuchRole", "users", "ci@pve"); r.Status != 500 {
 		t.Errorf("got %d for an unknown role, want 500", r.Status)
 	}
-	var acl []map[string]any
-	e.ok(&acl, "GET", "/access/acl")
+	acl := e.rows("/access/acl")
 	want := []map[string]any{
 		{"path": "/storage", "type": "group", "ugid": "ops", "roleid": "PVEDatastoreUser", "propagate": float64(1)},
 		{"path": "/vms/100", "type": "token", "ugid": "ci@pve!deploy", "roleid": "PVEVMAdmin", "propagate": float64(0)},
@@ -57,8 +55,7 @@ func TestUsersTokensACL(t *testing.T) {
 	e.ok(nil, "PUT", "/access/acl", "path", "/vms/100", "roles", "PVEVMAdmin", "tokens", "ci@pve!deploy", "delete", "1")
 	e.ok(nil, "PUT", "/access/users/ci@pve", "groups", "", "email", "new@example.org")
 
-	var u map[string]any
-	e.ok(&u, "GET", "/access/users/ci@pve")
+	u := e.object("/access/users/ci@pve")
 	if u["email"] != "new@example.org" || len(u["groups"].([]any)) != 0 || u["tokens"].(map[string]any)["deploy"] == nil {
 		t.Errorf("got user %v", u)
 	}
@@ -69,8 +66,7 @@ func TestUsersTokensACL(t *testing.T) {
 	if len(acl) != 0 {
 		t.Errorf("got acl %v after deleting its subjects, want none", acl)
 	}
-	var users []map[string]any
-	e.ok(&users, "GET", "/access/users", "full", "1")
+	users := e.rows("/access/users", "full", "1")
 	if len(users) != 1 || users[0]["userid"] != "root@pam" || len(users[0]["tokens"].([]any)) != 1 {
 		t.Errorf("got users %v, want root@pam with the simulator token", users)
 	}
@@ -90,8 +86,7 @@ func TestAccessCleanupAsPVE(t *testing.T) {
 		e.grant(p, "PVEAuditor", "users", "ci@pve")
 	}
 	acls := func() []string {
-		var acl []map[string]any
-		e.ok(&acl, "GET", "/access/acl")
+		acl := e.rows("/access/acl")
 		var out []string
 		for _, a := range acl {
 			out = append(out, a["path"].(string)+" "+a["ugid"].(string))
@@ -104,8 +99,7 @@ func TestAccessCleanupAsPVE(t *testing.T) {
 		t.Errorf("delete=expire: got %d %v, want 400 delete: unknown option 'expire'", r.Status, r.Errors)
 	}
 	e.ok(nil, "PUT", "/access/users/ci@pve/token/deploy", "delete", "comment", "expire", "0")
-	var tok map[string]any
-	e.ok(&tok, "GET", "/access/users/ci@pve/token/deploy")
+	tok := e.object("/access/users/ci@pve/token/deploy")
 	if diff := cmp.Diff(map[string]any{"privsep": float64(1)}, tok); diff != "" {
 		t.Errorf("token after the update (-want +got)\n%s", diff)
 	}

@@ -76,9 +76,7 @@ func (s *Server) lease(vmid int) (netip.Addr, error) {
 	if a, ok := s.leases[vmid]; ok {
 		return a, nil
 	}
-	if s.leases == nil {
-		s.leases = map[int]netip.Addr{}
-	}
+	ensureMap(&s.leases)
 	held := map[netip.Addr]bool{}
 	for id, a := range s.leases {
 		if _, ok := s.st.VMs[id]; ok {

@@ -123,9 +123,7 @@ func (a *access) ensureToken(tk Token, admin bool) {
 			a.ACL = append(a.ACL, aclEntry{Path: "/", Type: "user", UGID: uid, Role: "Administrator", Propagate: true})
 		}
 	}
-	if u.Tokens == nil {
-		u.Tokens = map[string]*token{}
-	}
+	ensureMap(&u.Tokens)
 	t, ok := u.Tokens[name]
 	if !ok {
 		t = &token{Comment: "pvectl simulator token", Privsep: !admin}

@@ -24,30 +24,16 @@ type jobsConfig struct {
 }
 
 func (s *Server) jobs() *jobsConfig {
-	if s.st.Jobs == nil {
-		s.st.Jobs = &jobsConfig{}
-	}
-	j := s.st.Jobs
-	if j.Backup == nil {
-		j.Backup = map[string]map[string]string{}
-	}
-	if j.BackupOrder == nil {
-		j.BackupOrder = map[string]int{}
-	}
-	if j.Replication == nil {
-		j.Replication = map[string]map[string]string{}
-	}
+	j := ensure(&s.st.Jobs)
+	ensureMap(&j.Backup)
+	ensureMap(&j.BackupOrder)
+	ensureMap(&j.Replication)
 	return j
 }
 
 func (s *Server) backupRoutes() []route {
-	return []route{
-		r("GET /cluster/backup", s.listBackupJobs),
-		r("POST /cluster/backup", s.createBackupJob),
-		r("GET /cluster/backup/{id}", s.getBackupJob),
-		r("PUT /cluster/backup/{id}", s.updateBackupJob),
-		r("DELETE /cluster/backup/{id}", s.deleteBackupJob),
-	}
+	return crudRoutes("/cluster/backup", "/{id}",
+		s.listBackupJobs, s.createBackupJob, s.getBackupJob, s.updateBackupJob, s.deleteBackupJob)
 }
 
 // backupNumeric are the job options the API gives as numbers; the

@@ -26,8 +26,7 @@ func TestBackupJobs(t *testing.T) {
 			t.Errorf("create %v: got %d %q %v, want %d %s: %q", tc.kv, r.Status, r.Message, r.Errors, tc.status, tc.errKey, tc.msg)
 		}
 	}
-	var job map[string]any
-	e.ok(&job, "GET", "/cluster/backup/nightly")
+	job := e.object("/cluster/backup/nightly")
 	prune, _ := job["prune-backups"].(map[string]any)
 	if job["schedule"] != "sat 02:30" || job["all"] != float64(1) || job["enabled"] != float64(1) || job["exclude"] != "9000" ||
 		prune["keep-last"] != float64(3) || job["type"] != "vzdump" {

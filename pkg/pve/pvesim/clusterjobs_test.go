@@ -14,8 +14,7 @@ import (
 func TestDatacenterOptions(t *testing.T) {
 	e := startEnv(t, simtest.Options{Conformance: true})
 	e.ok(nil, "PUT", "/cluster/options", "keyboard", "de", "migration", "type=insecure,network=10.0.0.0/24", "description", "line one\nline two")
-	var got map[string]any
-	e.ok(&got, "GET", "/cluster/options")
+	got := e.object("/cluster/options")
 	mig, _ := got["migration"].(map[string]any)
 	if got["keyboard"] != "de" || mig["type"] != "insecure" || mig["network"] != "10.0.0.0/24" ||
 		got["description"] != "line one\nline two\n" || got["mac_prefix"] != "BC:24:11" {
@@ -68,8 +67,7 @@ func TestMetricServers(t *testing.T) {
 		t.Errorf("a deleted token is still stored")
 	}
 	e.ok(nil, "DELETE", "/cluster/metrics/server/influx")
-	var rows []map[string]any
-	e.ok(&rows, "GET", "/cluster/metrics/server")
+	rows := e.rows("/cluster/metrics/server")
 	if len(rows) != 0 {
 		t.Errorf("after delete: %v", rows)
 	}
@@ -91,8 +89,7 @@ func TestRealmSyncJobs(t *testing.T) {
 	}
 	e.ok(nil, "POST", "/cluster/jobs/realm-sync/j1", "realm", "corp", "schedule", "daily", "scope", "both", "comment", "x")
 	e.ok(nil, "PUT", "/cluster/jobs/realm-sync/j1", "schedule", "weekly", "delete", "comment")
-	var job map[string]any
-	e.ok(&job, "GET", "/cluster/jobs/realm-sync/j1")
+	job := e.object("/cluster/jobs/realm-sync/j1")
 	if job["schedule"] != "weekly" || job["comment"] != nil || job["realm"] != "corp" {
 		t.Errorf("after update: %v", job)
 	}

@@ -33,10 +33,7 @@ func (s *Server) dcOptionRoutes() []route {
 }
 
 func (s *Server) datacenter() map[string]string {
-	if s.st.Datacenter == nil {
-		s.st.Datacenter = map[string]string{}
-	}
-	return s.st.Datacenter
+	return ensureMap(&s.st.Datacenter)
 }
 
 func (s *Server) getDCOptions(q *request) (any, error) {

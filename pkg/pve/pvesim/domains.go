@@ -54,13 +54,8 @@ type domains struct {
 }
 
 func (s *Server) domainRoutes() []route {
-	return []route{
-		r("GET /access/domains", s.listDomains),
-		r("POST /access/domains", s.createDomain),
-		r("GET /access/domains/{realm}", s.getDomain),
-		r("PUT /access/domains/{realm}", s.updateDomain),
-		r("DELETE /access/domains/{realm}", s.deleteDomain),
-	}
+	return crudRoutes("/access/domains", "/{realm}",
+		s.listDomains, s.createDomain, s.getDomain, s.updateDomain, s.deleteDomain)
 }
 
 // realms is domains.cfg, the two built-in realms of a new installation
@@ -201,9 +196,7 @@ func clearDefault(d *domains) {
 // setRealmPassword is ldap_set_credentials: the digest only.
 func (s *Server) setRealmPassword(realm, pw string) {
 	d := s.realms()
-	if d.Passwords == nil {
-		d.Passwords = map[string]string{}
-	}
+	ensureMap(&d.Passwords)
 	d.Passwords[realm] = secretHash(pw)
 }
 

@@ -12,8 +12,7 @@ import (
 // deleted with their plugins' options; the bind password never answered.
 func TestDomains(t *testing.T) {
 	e := startEnv(t, simtest.Options{Conformance: true})
-	var rows []map[string]any
-	e.ok(&rows, "GET", "/access/domains")
+	rows := e.rows("/access/domains")
 	if len(rows) != 2 || rows[0]["realm"] != "pam" || rows[1]["realm"] != "pve" || rows[1]["type"] != "pve" {
 		t.Fatalf("GET /access/domains: got %v, want pam and pve", rows)
 	}
@@ -25,35 +24,24 @@ func TestDomains(t *testing.T) {
 	if strings.Contains(string(r.Data), "s3cret") {
 		t.Errorf("the bind password is answered: %s", r.Data)
 	}
-	var corp map[string]any
-	e.ok(&corp, "GET", "/access/domains/corp")
+	corp := e.object("/access/domains/corp")
 	if corp["type"] != "ldap" || corp["secure"] != 1.0 || corp["default"] != 1.0 || corp["digest"] == nil || corp["password"] != nil {
 		t.Errorf("GET corp: got %v", corp)
 	}
 	if pw, ok := e.Server.RealmSecret("corp"); !ok || pw == "s3cret-bind" || pw == "" {
 		t.Errorf("stored password: %q %v, want its digest", pw, ok)
 	}
-	refusals := []struct {
-		name, method, path string
-		kv                 []string
-		msg                string
-	}{
-		{"exists", "POST", "/access/domains", []string{"realm", "corp", "type", "ad", "server1", "x", "domain", "x"}, "add auth server failed: domain 'corp' already exists"},
-		{"builtin type", "POST", "/access/domains", []string{"realm", "other", "type", "pve"}, "add auth server failed: unable to create builtin type 'pve'"},
-		{"missing option", "POST", "/access/domains", []string{"realm", "ad1", "type", "ad", "server1", "x"}, "add auth server failed: missing value for required option 'domain'"},
-		{"foreign option", "POST", "/access/domains", []string{"realm", "ad1", "type", "ad", "server1", "x", "domain", "x", "issuer-url", "https://x.invalid"}, "add auth server failed: unexpected property 'issuer-url'"},
-		{"check-connection", "POST", "/access/domains", []string{"realm", "o2", "type", "openid", "issuer-url", "https://x.invalid", "client-id", "x", "check-connection", "1"}, "add auth server failed: 'check-connection' parameter can only be set for realms of type 'ldap' or 'ad'"},
-		{"nothing", "PUT", "/access/domains/sso", nil, "update auth server failed: no options specified"},
-		{"digest", "PUT", "/access/domains/sso", []string{"comment", "x", "digest", strings.Repeat("0", 40)}, "update auth server failed: detected modified configuration - file changed by other user? Try again."},
-		{"missing", "DELETE", "/access/domains/nope", nil, "delete auth server failed: authentication domain 'nope' does not exist"},
+	refusals := []refusal{
+		{"exists", "POST", "/access/domains", []string{"realm", "corp", "type", "ad", "server1", "x", "domain", "x"}, 500, "add auth server failed: domain 'corp' already exists"},
+		{"builtin type", "POST", "/access/domains", []string{"realm", "other", "type", "pve"}, 500, "add auth server failed: unable to create builtin type 'pve'"},
+		{"missing option", "POST", "/access/domains", []string{"realm", "ad1", "type", "ad", "server1", "x"}, 500, "add auth server failed: missing value for required option 'domain'"},
+		{"foreign option", "POST", "/access/domains", []string{"realm", "ad1", "type", "ad", "server1", "x", "domain", "x", "issuer-url", "https://x.invalid"}, 500, "add auth server failed: unexpected property 'issuer-url'"},
+		{"check-connection", "POST", "/access/domains", []string{"realm", "o2", "type", "openid", "issuer-url", "https://x.invalid", "client-id", "x", "check-connection", "1"}, 500, "add auth server failed: 'check-connection' parameter can only be set for realms of type 'ldap' or 'ad'"},
+		{"nothing", "PUT", "/access/domains/sso", nil, 500, "update auth server failed: no options specified"},
+		{"digest", "PUT", "/access/domains/sso", []string{"comment", "x", "digest", strings.Repeat("0", 40)}, 500, "update auth server failed: detected modified configuration - file changed by other user? Try again."},
+		{"missing", "DELETE", "/access/domains/nope", nil, 500, "delete auth server failed: authentication domain 'nope' does not exist"},
 	}
-	for _, tc := range refusals {
-		t.Run(tc.name, func(t *testing.T) {
-			if r := e.call(tc.method, tc.path, tc.kv...); r.Status != 500 || r.Message != tc.msg {
-				t.Errorf("got %d %q %v, want 500 %q", r.Status, r.Message, r.Errors, tc.msg)
-			}
-		})
-	}
+	e.refuses(t, refusals)
 	e.ok(nil, "PUT", "/access/domains/sso", "comment", "single sign-on", "default", "1")
 	e.ok(&rows, "GET", "/access/domains")
 	for _, row := range rows {
@@ -85,8 +73,7 @@ func TestDomains(t *testing.T) {
 // the index (pve-manager PVE/API2/Nodes.pm aplinfo, apl_download).
 func TestAplinfo(t *testing.T) {
 	e := startEnv(t, simtest.Options{Conformance: true})
-	var apls []map[string]any
-	e.ok(&apls, "GET", "/nodes/pve/aplinfo")
+	apls := e.rows("/nodes/pve/aplinfo")
 	var tmpl string
 	for _, a := range apls {
 		if a["os"] == "ubuntu-24.04" {
@@ -106,8 +93,7 @@ func TestAplinfo(t *testing.T) {
 	if st.ExitStatus != "OK" || st.Type != "download" {
 		t.Fatalf("download task: %+v", st)
 	}
-	var vol map[string]any
-	e.ok(&vol, "GET", "/nodes/pve/storage/local/content/local:vztmpl%2F"+tmpl)
+	e.object("/nodes/pve/storage/local/content/local:vztmpl%2F" + tmpl) // the volume reads back as an object
 	e.run("POST", "/nodes/pve/lxc", "vmid", "200", "ostemplate", "local:vztmpl/"+tmpl, "rootfs", "local-lvm:4")
 }
 
@@ -126,8 +112,7 @@ func TestUnlink(t *testing.T) {
 	if c["scsi2"] != nil || c["unused0"] != nil || c["unused1"] != nil {
 		t.Errorf("after a forced unlink: %v", c)
 	}
-	var vols []map[string]any
-	e.ok(&vols, "GET", "/nodes/pve/storage/local-lvm/content", "vmid", "100")
+	vols := e.rows("/nodes/pve/storage/local-lvm/content", "vmid", "100")
 	if len(vols) != 1 {
 		t.Errorf("volumes of VM 100 after a forced unlink: %v", vols)
 	}

@@ -86,8 +86,7 @@ func TestTaskWarnings(t *testing.T) {
 	if c := e.config("100"); c["name"] != "w" || c["lock"] != nil {
 		t.Errorf("got config %v, want the create applied despite the warning", c)
 	}
-	var rows []map[string]any
-	e.ok(&rows, "GET", "/nodes/pve/tasks", "vmid", "100")
+	rows := e.rows("/nodes/pve/tasks", "vmid", "100")
 	if len(rows) != 1 || rows[0]["status"] != "WARNINGS: 1" {
 		t.Errorf("got task list %v, want status WARNINGS: 1", rows)
 	}
@@ -197,9 +196,7 @@ func TestNetworkUpdateMerges(t *testing.T) {
 	e.ok(nil, "POST", "/nodes/pve/network", "iface", "vmbr1", "type", "bridge", "bridge_ports", "eno2",
 		"bridge_vlan_aware", "1", "bridge_vids", "2,3 4", "autostart", "1", "comments", "lab", "cidr", "10.0.0.1/24")
 	get := func() map[string]any {
-		var m map[string]any
-		e.ok(&m, "GET", "/nodes/pve/network/vmbr1")
-		return m
+		return e.object("/nodes/pve/network/vmbr1")
 	}
 	pick := func(m map[string]any, keys ...string) map[string]any {
 		out := map[string]any{}
@@ -265,8 +262,7 @@ func TestStartNeedsAppliedBridge(t *testing.T) {
 	if log := e.taskLog(upid); len(log) == 0 || log[0] != "bridge 'vmbr1' does not exist" {
 		t.Errorf("got log %q, want it to name the missing bridge", log)
 	}
-	var st map[string]any
-	e.ok(&st, "GET", "/nodes/pve/qemu/100/status/current")
+	st := e.object("/nodes/pve/qemu/100/status/current")
 	if st["status"] != "stopped" {
 		t.Errorf("got status %v after a failed start, want stopped", st["status"])
 	}
@@ -324,8 +320,7 @@ func TestLinkedCloneParent(t *testing.T) {
 	e.run("POST", "/nodes/pve/qemu/9000/clone", "newid", "101")
 	parents := map[string]any{}
 	for _, sid := range []string{"tpl", "local-lvm"} {
-		var rows []map[string]any
-		e.ok(&rows, "GET", "/nodes/pve/storage/"+sid+"/content")
+		rows := e.rows("/nodes/pve/storage/" + sid + "/content")
 		for _, r := range rows {
 			parents[fmt.Sprint(r["volid"])] = r["parent"]
 		}

@@ -114,21 +114,18 @@ func (s *Server) firewallRoutes() []route {
 
 // fwSetRoutes are a scope's IP set and alias routes.
 func (s *Server) fwSetRoutes(base string, scope func(*request) fwScope) []route {
-	return []route{
-		r("GET "+base+"/ipset", s.fwIPSetList(scope)),
-		r("POST "+base+"/ipset", s.fwCreateIPSet(scope)),
-		r("GET "+base+"/ipset/{name}", s.fwIPSetGet(scope)),
-		r("POST "+base+"/ipset/{name}", s.fwIPSetAdd(scope)),
-		r("DELETE "+base+"/ipset/{name}", s.fwIPSetDelete(scope)),
-		r("GET "+base+"/ipset/{name}/{cidr}", s.fwIPGet(scope)),
-		r("PUT "+base+"/ipset/{name}/{cidr}", s.fwIPUpdate(scope)),
-		r("DELETE "+base+"/ipset/{name}/{cidr}", s.fwIPRemove(scope)),
-		r("GET "+base+"/aliases", s.fwAliasList(scope)),
-		r("POST "+base+"/aliases", s.fwAliasCreate(scope)),
-		r("GET "+base+"/aliases/{name}", s.fwAliasGet(scope)),
-		r("PUT "+base+"/aliases/{name}", s.fwAliasUpdate(scope)),
-		r("DELETE "+base+"/aliases/{name}", s.fwAliasDelete(scope)),
-	}
+	return slices.Concat(
+		[]route{
+			r("GET "+base+"/ipset", s.fwIPSetList(scope)),
+			r("POST "+base+"/ipset", s.fwCreateIPSet(scope)),
+			r("DELETE "+base+"/ipset/{name}", s.fwIPSetDelete(scope)),
+		},
+		// A set's entries: listed and added at the set, one by its cidr.
+		crudRoutes(base+"/ipset/{name}", "/{cidr}",
+			s.fwIPSetGet(scope), s.fwIPSetAdd(scope), s.fwIPGet(scope), s.fwIPUpdate(scope), s.fwIPRemove(scope)),
+		crudRoutes(base+"/aliases", "/{name}",
+			s.fwAliasList(scope), s.fwAliasCreate(scope), s.fwAliasGet(scope), s.fwAliasUpdate(scope), s.fwAliasDelete(scope)),
+	)
 }
 
 // fwIndex is a directory index: its children by name.
@@ -259,7 +256,7 @@ func (s *Server) fwCreateGroup(q *request) (any, error) {
 		return nil, s.fwSave(fwScope{env: "cluster", file: "cluster.fw"}, c)
 	}
 	_, digest := groupsAnswer(c)
-	if err := assertFWDigest(q, digest); err != nil {
+	if err := assertIfModified(q, digest); err != nil {
 		return nil, err
 	}
 	if _, ok := c.Groups[rename]; !ok {

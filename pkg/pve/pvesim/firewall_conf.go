@@ -89,9 +89,7 @@ func (s *Server) fwSaveText(file, raw string) {
 		delete(s.st.Firewall, file)
 		return
 	}
-	if s.st.Firewall == nil {
-		s.st.Firewall = map[string]string{}
-	}
+	ensureMap(&s.st.Firewall)
 	s.st.Firewall[file] = raw
 }
 
@@ -305,8 +303,8 @@ func (r *fwRule) parseFlags(f []string) bool {
 		case flag == "p" || flag == "proto":
 			r.Proto = f[1]
 		default:
-			dst := r.flagField(flag)
-			if dst == nil {
+			dst, isFlag := r.field(flag)
+			if !isFlag {
 				return false
 			}
 			*dst = f[1]
@@ -316,22 +314,36 @@ func (r *fwRule) parseFlags(f []string) bool {
 	return len(f) == 0
 }
 
-func (r *fwRule) flagField(flag string) *string {
-	switch flag {
+// field is the rule's text field of parameter k (nil for none); isFlag
+// says a rule line writes it as "-k value".
+func (r *fwRule) field(k string) (p *string, isFlag bool) {
+	switch k {
+	case "type":
+		return &r.Type, false
+	case "action":
+		return &r.Action, false
+	case "macro":
+		return &r.Macro, false
+	case "iface":
+		return &r.Iface, false
+	case "proto":
+		return &r.Proto, false
+	case "comment":
+		return &r.Comment, false
 	case "dport":
-		return &r.Dport
+		return &r.Dport, true
 	case "sport":
-		return &r.Sport
+		return &r.Sport, true
 	case "source":
-		return &r.Source
+		return &r.Source, true
 	case "dest":
-		return &r.Dest
+		return &r.Dest, true
 	case "log":
-		return &r.Log
+		return &r.Log, true
 	case "icmp-type":
-		return &r.ICMPType
+		return &r.ICMPType, true
 	}
-	return nil
+	return nil, false
 }
 
 // cutComment splits "text # comment" (the comment trimmed).

@@ -2,7 +2,6 @@ package pvesim
 
 import (
 	"maps"
-	"net/http"
 	"regexp"
 	"slices"
 	"strconv"
@@ -119,7 +118,7 @@ func fwOptionsAnswer(env string, opts map[string]string, now time.Time) (map[str
 // 0 or 1.
 func (s *Server) setFWOptions(q *request, env string, opts map[string]string) error {
 	_, digest := fwOptionsAnswer(env, opts, time.Now())
-	if err := assertFWDigest(q, digest); err != nil {
+	if err := assertIfModified(q, digest); err != nil {
 		return err
 	}
 	specs := fwOptionSpecs(env)
@@ -160,12 +159,4 @@ func fwOptionValue(env, k, v string, spec fwOptSpec) string {
 		}
 	}
 	return v
-}
-
-// assertFWDigest is pve-common Tools.pm assert_if_modified.
-func assertFWDigest(q *request, digest string) error {
-	if d := q.get("digest"); d != "" && d != digest {
-		return fail(http.StatusInternalServerError, "detected modified configuration - file changed by other user? Try again.")
-	}
-	return nil
 }

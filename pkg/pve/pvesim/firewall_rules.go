@@ -16,13 +16,8 @@ import (
 
 // fwRuleRoutes are the list and item routes of a scope's rules.
 func (s *Server) fwRuleRoutes(base, item string, scope func(*request) fwScope) []route {
-	return []route{
-		r("GET "+base, s.fwRulesGet(scope)),
-		r("POST "+base, s.fwRuleCreate(scope)),
-		r("GET "+base+item, s.fwRuleGet(scope)),
-		r("PUT "+base+item, s.fwRuleUpdate(scope)),
-		r("DELETE "+base+item, s.fwRuleDelete(scope)),
-	}
+	return crudRoutes(base, item,
+		s.fwRulesGet(scope), s.fwRuleCreate(scope), s.fwRuleGet(scope), s.fwRuleUpdate(scope), s.fwRuleDelete(scope))
 }
 
 // fwRuleFields are the rule parameters copy_rule_data copies.
@@ -103,20 +98,8 @@ func (r *fwRule) set(k, v string) {
 		}
 		n, _ := strconv.Atoi(v)
 		r.Enable = &n
-	case "type":
-		r.Type = v
-	case "action":
-		r.Action = v
-	case "macro":
-		r.Macro = v
-	case "iface":
-		r.Iface = v
-	case "proto":
-		r.Proto = v
-	case "comment":
-		r.Comment = v
 	default:
-		if p := r.flagField(k); p != nil {
+		if p, _ := r.field(k); p != nil {
 			*p = v
 		}
 	}
@@ -173,7 +156,7 @@ func (s *Server) fwRuleAt(q *request, sc fwScope) (cluster, conf *fwConf, rules 
 		return nil, nil, nil, 0, err
 	}
 	_, digest := rulesAnswer(rules)
-	if err := assertFWDigest(q, digest); err != nil {
+	if err := assertIfModified(q, digest); err != nil {
 		return nil, nil, nil, 0, err
 	}
 	pos, err = rulePos(q, rules)

@@ -49,8 +49,7 @@ func TestFirewallNodeAndGuestScopes(t *testing.T) {
 	e := startEnv(t, simtest.Options{Conformance: true})
 	e.ok(nil, "POST", "/cluster/firewall/ipset", "name", "mgmt")
 	e.ok(nil, "PUT", "/nodes/pve/firewall/options", "enable", "1", "log_level_in", "info", "nf_conntrack_max", "65536", "nosmurfs", "1")
-	var opts map[string]any
-	e.ok(&opts, "GET", "/nodes/pve/firewall/options")
+	opts := e.object("/nodes/pve/firewall/options")
 	if opts["enable"] != float64(1) || opts["log_level_in"] != "info" || opts["nf_conntrack_max"] != float64(65536) || opts["nosmurfs"] != float64(1) {
 		t.Errorf("node options: got %v", opts)
 	}
@@ -70,8 +69,7 @@ func TestFirewallNodeAndGuestScopes(t *testing.T) {
 	if _, short := fwRules(t, e, g+"/rules"); len(short) != 2 {
 		t.Errorf("guest rules: got %q", short)
 	}
-	var refs []map[string]any
-	e.ok(&refs, "GET", g+"/refs")
+	refs := e.rows(g + "/refs")
 	var got []string
 	for _, r := range refs {
 		got = append(got, r["scope"].(string)+":"+r["ref"].(string))
@@ -88,8 +86,7 @@ func TestFirewallNodeAndGuestScopes(t *testing.T) {
 	if _, short := fwRules(t, e, g+"/rules"); len(short) != 0 {
 		t.Errorf("a destroyed guest's rules: got %q, want its file gone", short)
 	}
-	var o map[string]any
-	e.ok(&o, "GET", g+"/options")
+	o := e.object(g + "/options")
 	if len(o) != 1 {
 		t.Errorf("a destroyed guest's options: got %v, want only the digest", o)
 	}
@@ -106,8 +103,7 @@ func TestFirewallGroupRename(t *testing.T) {
 	for _, p := range []string{"/cluster/firewall/rules", "/nodes/pve/firewall/rules", "/nodes/pve/lxc/200/firewall/rules"} {
 		e.ok(nil, "POST", p, "type", "group", "action", "old")
 	}
-	var groups []map[string]any
-	e.ok(&groups, "GET", "/cluster/firewall/groups")
+	groups := e.rows("/cluster/firewall/groups")
 	e.ok(nil, "POST", "/cluster/firewall/groups", "group", "new", "rename", "old", "digest", groups[0]["digest"].(string))
 	for _, p := range []string{"/cluster/firewall/rules", "/nodes/pve/firewall/rules", "/nodes/pve/lxc/200/firewall/rules"} {
 		if _, short := fwRules(t, e, p); len(short) != 1 || short[0] != "group new" {

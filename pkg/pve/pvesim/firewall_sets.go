@@ -49,7 +49,7 @@ func (s *Server) fwCreateIPSet(scope func(*request) fwScope) handler {
 			return nil, s.fwSave(sc, conf)
 		}
 		list, _ := s.fwIPSetList(scope)(q)
-		if err := assertFWDigest(q, listDigest(list)); err != nil {
+		if err := assertIfModified(q, listDigest(list)); err != nil {
 			return nil, err
 		}
 		if _, ok := conf.IPSets[rename]; !ok {
@@ -107,7 +107,7 @@ func (s *Server) fwIPSetAt(q *request, sc fwScope, name string) (conf *fwConf, s
 		return nil, nil, err
 	}
 	_, digest := ipsetAnswer(set)
-	if err := assertFWDigest(q, digest); err != nil {
+	if err := assertIfModified(q, digest); err != nil {
 		return nil, nil, err
 	}
 	return conf, set, nil
@@ -304,7 +304,7 @@ func (s *Server) fwAliasGet(scope func(*request) fwScope) handler {
 func (s *Server) fwAliasesAt(q *request, sc fwScope) (*fwConf, error) {
 	_, conf := s.fwLoadScope(sc)
 	_, digest := aliasesAnswer(conf.Aliases)
-	if err := assertFWDigest(q, digest); err != nil {
+	if err := assertIfModified(q, digest); err != nil {
 		return nil, err
 	}
 	return conf, nil

@@ -10,8 +10,7 @@ import (
 // fwRules reads a rule list as "pos:TYPE ACTION extra…" lines.
 func fwRules(t *testing.T, e *env, path string) ([]map[string]any, []string) {
 	t.Helper()
-	var list []map[string]any
-	e.ok(&list, "GET", path)
+	list := e.rows(path)
 	var short []string
 	for i, r := range list {
 		if int(r["pos"].(float64)) != i {
@@ -36,8 +35,7 @@ func fwRules(t *testing.T, e *env, path string) ([]map[string]any, []string) {
 func TestFirewallClusterScope(t *testing.T) {
 	e := startEnv(t, simtest.Options{Conformance: true})
 	e.ok(nil, "PUT", "/cluster/firewall/options", "enable", "1", "policy_in", "DROP", "ebtables", "0")
-	var opts map[string]any
-	e.ok(&opts, "GET", "/cluster/firewall/options")
+	opts := e.object("/cluster/firewall/options")
 	if opts["enable"] != float64(1) || opts["policy_in"] != "DROP" || opts["ebtables"] != float64(0) || opts["digest"] == "" {
 		t.Errorf("options: got %v", opts)
 	}
@@ -57,19 +55,16 @@ func TestFirewallClusterScope(t *testing.T) {
 	e.ok(nil, "POST", "/cluster/firewall/ipset", "name", "Admins", "comment", "the admins")
 	e.ok(nil, "POST", "/cluster/firewall/ipset/admins", "cidr", "10.1.2.3/24", "comment", "office")
 	e.ok(nil, "POST", "/cluster/firewall/ipset/admins", "cidr", "10.9.9.9/32")
-	var set []map[string]any
-	e.ok(&set, "GET", "/cluster/firewall/ipset/admins")
+	set := e.rows("/cluster/firewall/ipset/admins")
 	if len(set) != 2 || set[0]["cidr"] != "10.1.2.0/24" || set[1]["cidr"] != "10.9.9.9" || set[0]["comment"] != "office" {
 		t.Errorf("ipset entries (cleaned, sorted): got %v", set)
 	}
-	var entry map[string]any
-	e.ok(&entry, "GET", "/cluster/firewall/ipset/admins/10.1.2.0/24")
+	entry := e.object("/cluster/firewall/ipset/admins/10.1.2.0/24")
 	if entry["comment"] != "office" {
 		t.Errorf("entry by its cidr in the path: got %v", entry)
 	}
 	e.ok(nil, "POST", "/cluster/firewall/aliases", "name", "Gateway", "cidr", "192.0.2.1/32")
-	var alias map[string]any
-	e.ok(&alias, "GET", "/cluster/firewall/aliases/gateway")
+	alias := e.object("/cluster/firewall/aliases/gateway")
 	if alias["name"] != "Gateway" || alias["cidr"] != "192.0.2.1" {
 		t.Errorf("alias: got %v", alias)
 	}
@@ -103,23 +98,19 @@ func TestFirewallClusterScope(t *testing.T) {
 	if want := []string{"in ACCEPT proto=tcp dport=22 comment=ssh", "out DROP dest=gateway comment=no gw"}; strings.Join(short, "|") != strings.Join(want, "|") {
 		t.Errorf("after update and delete: got %q", short)
 	}
-	var groups []map[string]any
-	e.ok(&groups, "GET", "/cluster/firewall/groups")
+	groups := e.rows("/cluster/firewall/groups")
 	if len(groups) != 1 || groups[0]["group"] != "web" || groups[0]["comment"] != "web servers" {
 		t.Errorf("groups: got %v", groups)
 	}
-	var grules []map[string]any
-	e.ok(&grules, "GET", "/cluster/firewall/groups/web")
+	grules := e.rows("/cluster/firewall/groups/web")
 	if len(grules) != 1 || grules[0]["macro"] != "HTTP" {
 		t.Errorf("group rules (macro by its preferred name): got %v", grules)
 	}
-	var refs []map[string]any
-	e.ok(&refs, "GET", "/cluster/firewall/refs")
+	refs := e.rows("/cluster/firewall/refs")
 	if len(refs) != 2 || refs[0]["ref"] != "+admins" || refs[1]["ref"] != "gateway" {
 		t.Errorf("refs: got %v", refs)
 	}
-	var macros []map[string]any
-	e.ok(&macros, "GET", "/cluster/firewall/macros")
+	macros := e.rows("/cluster/firewall/macros")
 	if len(macros) < 80 {
 		t.Errorf("macros: got %d", len(macros))
 	}

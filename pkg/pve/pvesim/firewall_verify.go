@@ -389,9 +389,7 @@ func verifyFWRule(r *fwRule, cluster, fw *fwConf, env string, noerr bool) error 
 func (v *ruleVerifier) result(r *fwRule, noerr bool) error {
 	if noerr {
 		for _, e := range v.errs {
-			if r.Errors == nil {
-				r.Errors = map[string]string{}
-			}
+			ensureMap(&r.Errors)
 			if _, ok := r.Errors[e[0]]; !ok {
 				r.Errors[e[0]] = e[1]
 			}

@@ -23,13 +23,11 @@ func TestVnetFirewall(t *testing.T) {
 	e.sdnApply()
 	e.ok(nil, "PUT", "/cluster/sdn/vnets/web/firewall/options", "enable", "1", "policy_forward", "DROP")
 	e.ok(nil, "POST", "/cluster/sdn/vnets/web/firewall/rules", "type", "forward", "action", "ACCEPT", "proto", "tcp", "dport", "443", "enable", "1")
-	var rules []map[string]any
-	e.ok(&rules, "GET", "/cluster/sdn/vnets/web/firewall/rules")
+	rules := e.rows("/cluster/sdn/vnets/web/firewall/rules")
 	if len(rules) != 1 || rules[0]["dport"] != "443" || rules[0]["type"] != "forward" {
 		t.Fatalf("vnet rules: %v", rules)
 	}
-	var opts map[string]any
-	e.ok(&opts, "GET", "/cluster/sdn/vnets/web/firewall/options")
+	opts := e.object("/cluster/sdn/vnets/web/firewall/options")
 	if opts["policy_forward"] != "DROP" {
 		t.Fatalf("vnet options: %v", opts)
 	}

@@ -24,8 +24,7 @@ func TestMigrateRunningVM(t *testing.T) {
 	e.run("POST", "/nodes/pve/qemu", "vmid", "100", "scsi0", "local-lvm:4", "ide2", "local-lvm:cloudinit",
 		"net0", "virtio,bridge=vmbr0", "start", "1")
 
-	var pre map[string]any
-	e.ok(&pre, "GET", "/nodes/pve/qemu/100/migrate", "target", "pve2")
+	pre := e.object("/nodes/pve/qemu/100/migrate", "target", "pve2")
 	if pre["running"] != float64(1) || len(pre["local_disks"].([]any)) != 2 || len(pre["allowed_nodes"].([]any)) != 1 {
 		t.Errorf("precondition: got %v", pre)
 	}
@@ -50,8 +49,7 @@ func TestMigrateRunningVM(t *testing.T) {
 	}
 
 	upid := e.task("POST", "/nodes/pve/qemu/100/migrate", "target", "pve2", "online", "1", "with-local-disks", "1")
-	var c map[string]any
-	e.ok(&c, "GET", "/nodes/pve/qemu/100/config")
+	c := e.object("/nodes/pve/qemu/100/config")
 	if c["lock"] != "migrate" {
 		t.Errorf("lock while migrating: got %v want migrate", c["lock"])
 	}
@@ -61,14 +59,12 @@ func TestMigrateRunningVM(t *testing.T) {
 	if r := e.call("GET", "/nodes/pve/qemu/100/config"); r.Status != 500 {
 		t.Errorf("config on the old node after the migration: got %d", r.Status)
 	}
-	var cur map[string]any
-	e.ok(&cur, "GET", "/nodes/pve2/qemu/100/status/current")
+	cur := e.object("/nodes/pve2/qemu/100/status/current")
 	if cur["status"] != "running" || cur["lock"] != nil {
 		t.Errorf("VM 100 on pve2: %v", cur)
 	}
 	for node, want := range map[string]int{"pve": 0, "pve2": 2} {
-		var vols []map[string]any
-		e.ok(&vols, "GET", "/nodes/"+node+"/storage/local-lvm/content", "vmid", "100")
+		vols := e.rows("/nodes/"+node+"/storage/local-lvm/content", "vmid", "100")
 		if len(vols) != want {
 			t.Errorf("local-lvm volumes of VM 100 on %s: got %v, want %d", node, vols, want)
 		}
@@ -85,8 +81,7 @@ func TestMigrateRefusals(t *testing.T) {
 	e.run("POST", "/nodes/pve/qemu", "vmid", "101", "machine", "q35", "hostpci0", "mapping=gpu0,pcie=1", "scsi0", "local-lvm:1")
 	e.run("POST", "/nodes/pve/qemu/101/status/start")
 
-	var pre map[string]any
-	e.ok(&pre, "GET", "/nodes/pve/qemu/101/migrate")
+	pre := e.object("/nodes/pve/qemu/101/migrate")
 	if got := pre["not_allowed_nodes"].(map[string]any)["pve2"]; got == nil || !strings.Contains(jsonString(t, got), `"unavailable-resources":["hostpci0"]`) {
 		t.Errorf("precondition's not_allowed_nodes: got %v", pre["not_allowed_nodes"])
 	}
@@ -121,8 +116,7 @@ func TestMigrateContainerRestart(t *testing.T) {
 	if st.ExitStatus != "OK" || st.Type != "vzmigrate" {
 		t.Fatalf("restart migration: %+v\n%s", st, strings.Join(e.taskLog(st.UPID), "\n"))
 	}
-	var cur map[string]any
-	e.ok(&cur, "GET", "/nodes/pve2/lxc/200/status/current")
+	cur := e.object("/nodes/pve2/lxc/200/status/current")
 	if cur["status"] != "running" {
 		t.Errorf("CT 200 on pve2: %v", cur["status"])
 	}

@@ -92,8 +92,8 @@ func (s *Server) checkMoveDisk(k *guestKind, q *request, node string, id int, st
 		return nil, err
 	}
 	// pve-common Tools.pm assert_if_modified, not update_vm_api's message.
-	if d := q.get("digest"); d != "" && d != digest(v) {
-		return nil, fail(http.StatusInternalServerError, "detected modified configuration - file changed by other user? Try again.")
+	if err := assertIfModified(q, digest(v)); err != nil {
+		return nil, err
 	}
 	val, ok := v.Conf[key]
 	if !ok {
@@ -193,8 +193,8 @@ func (s *Server) moveVolume(k *guestKind, q *request) (any, error) {
 	if !ok {
 		return nil, fail(http.StatusInternalServerError, "volume '%s' does not exist in the configuration of CT %d", key, id)
 	}
-	if d := q.get("digest"); d != "" && d != digest(v) {
-		return nil, fail(http.StatusInternalServerError, "detected modified configuration - file changed by other user? Try again.")
+	if err := assertIfModified(q, digest(v)); err != nil {
+		return nil, err
 	}
 	file, rest := diskFile(val)
 	// nil for a bind mount or device: LXC.pm copy_volume refuses it in

@@ -54,13 +54,11 @@ func TestMoveDisk(t *testing.T) {
 	if got, want := c["unused0"], "local-lvm:vm-100-disk-0"; got != want {
 		t.Errorf("unused0 (efidisk0 moved without delete): got %v want %v", got, want)
 	}
-	var vols []map[string]any
-	e.ok(&vols, "GET", "/nodes/pve/storage/local-lvm/content", "vmid", "100")
+	vols := e.rows("/nodes/pve/storage/local-lvm/content", "vmid", "100")
 	if len(vols) != 1 || vols[0]["volid"] != "local-lvm:vm-100-disk-0" {
 		t.Errorf("local-lvm volumes of VM 100: got %v, want only the kept EFI disk", vols)
 	}
-	var st map[string]any
-	e.ok(&st, "GET", "/nodes/pve/qemu/100/status/current")
+	st := e.object("/nodes/pve/qemu/100/status/current")
 	if st["status"] != "running" {
 		t.Errorf("VM 100 after online moves: %v, want running", st["status"])
 	}
@@ -80,8 +78,7 @@ func TestMoveVolume(t *testing.T) {
 	}
 	e.run("POST", "/nodes/pve/lxc/200/status/stop")
 	upid := e.task("POST", "/nodes/pve/lxc/200/move_volume", "volume", "rootfs", "storage", "ct2", "delete", "1")
-	var c map[string]any
-	e.ok(&c, "GET", "/nodes/pve/lxc/200/config")
+	c := e.object("/nodes/pve/lxc/200/config")
 	if c["lock"] != "disk" {
 		t.Errorf("lock while moving: got %v want disk", c["lock"])
 	}

@@ -29,36 +29,21 @@ type haConfig struct {
 }
 
 func (s *Server) ha() *haConfig {
-	if s.st.HA == nil {
-		s.st.HA = &haConfig{}
-	}
-	h := s.st.HA
-	if h.Resources == nil {
-		h.Resources = map[string]map[string]string{}
-	}
-	if h.Rules == nil {
-		h.Rules = map[string]map[string]string{}
-	}
-	if h.Order == nil {
-		h.Order = map[string]int{}
-	}
+	h := ensure(&s.st.HA)
+	ensureMap(&h.Resources)
+	ensureMap(&h.Rules)
+	ensureMap(&h.Order)
 	return h
 }
 
 func (s *Server) haRoutes() []route {
-	return []route{
-		r("GET /cluster/ha/resources", s.listHAResources),
-		r("POST /cluster/ha/resources", s.createHAResource),
-		r("GET /cluster/ha/resources/{sid}", s.getHAResource),
-		r("PUT /cluster/ha/resources/{sid}", s.updateHAResource),
-		r("DELETE /cluster/ha/resources/{sid}", s.deleteHAResource),
-		r("GET /cluster/ha/rules", s.listHARules),
-		r("POST /cluster/ha/rules", s.createHARule),
-		r("GET /cluster/ha/rules/{rule}", s.getHARule),
-		r("PUT /cluster/ha/rules/{rule}", s.updateHARule),
-		r("DELETE /cluster/ha/rules/{rule}", s.deleteHARule),
-		r("GET /cluster/ha/status/current", s.haStatus),
-	}
+	return slices.Concat(
+		crudRoutes("/cluster/ha/resources", "/{sid}",
+			s.listHAResources, s.createHAResource, s.getHAResource, s.updateHAResource, s.deleteHAResource),
+		crudRoutes("/cluster/ha/rules", "/{rule}",
+			s.listHARules, s.createHARule, s.getHARule, s.updateHARule, s.deleteHARule),
+		[]route{r("GET /cluster/ha/status/current", s.haStatus)},
+	)
 }
 
 // sectionDigest is the SHA-1 of a section config as written: every

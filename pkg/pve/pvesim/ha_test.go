@@ -10,8 +10,7 @@ import (
 func (e *env) running(vmid string, want bool) {
 	e.t.Helper()
 	for range 500 {
-		var st map[string]any
-		e.ok(&st, "GET", "/nodes/pve/qemu/"+vmid+"/status/current")
+		st := e.object("/nodes/pve/qemu/" + vmid + "/status/current")
 		if (st["status"] == "running") == want {
 			return
 		}
@@ -40,8 +39,7 @@ func TestHAResourceLifecycle(t *testing.T) {
 			t.Errorf("create %v: got %d %q, want %d %q", tc.kv, r.Status, r.Message, tc.status, tc.message)
 		}
 	}
-	var res map[string]any
-	e.ok(&res, "GET", "/cluster/ha/resources/100")
+	res := e.object("/cluster/ha/resources/100")
 	if res["sid"] != "vm:100" || res["type"] != "vm" || res["max_restart"] != float64(2) || res["state"] != "started" {
 		t.Errorf("read: got %v", res)
 	}
@@ -65,8 +63,7 @@ func TestHAResourceLifecycle(t *testing.T) {
 	}
 	e.wait(upid)
 	e.running("100", true)
-	var status []map[string]any
-	e.ok(&status, "GET", "/cluster/ha/status/current")
+	status := e.rows("/cluster/ha/status/current")
 	found := false
 	for _, row := range status {
 		if row["sid"] == "vm:100" {
@@ -112,8 +109,7 @@ func TestHARules(t *testing.T) {
 		t.Errorf("second node-affinity rule for vm:100: got %d %q", r.Status, r.Message)
 	}
 	e.ok(nil, "POST", "/cluster/ha/rules", "rule", "r3", "type", "resource-affinity", "resources", "vm:101,vm:100", "affinity", "negative")
-	var rule map[string]any
-	e.ok(&rule, "GET", "/cluster/ha/rules/r1")
+	rule := e.object("/cluster/ha/rules/r1")
 	if rule["nodes"] != "pve:2,pve2:1" || rule["resources"] != "vm:100" || rule["strict"] != float64(1) || rule["type"] != "node-affinity" {
 		t.Errorf("read r1: got %v", rule)
 	}
@@ -126,8 +122,7 @@ func TestHARules(t *testing.T) {
 	// Deleting a resource (purge, the default) takes it out of its rules
 	// and drops a rule left empty.
 	e.ok(nil, "DELETE", "/cluster/ha/resources/vm:100")
-	var rules []map[string]any
-	e.ok(&rules, "GET", "/cluster/ha/rules")
+	rules := e.rows("/cluster/ha/rules")
 	if len(rules) != 1 || rules[0]["rule"] != "r3" || rules[0]["resources"] != "vm:101" {
 		t.Errorf("rules after the resource went: got %v", rules)
 	}

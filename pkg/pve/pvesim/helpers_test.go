@@ -194,23 +194,57 @@ func (e *env) run(method, path string, kv ...string) {
 	}
 }
 
+// object reads GET path's object.
+func (e *env) object(path string, kv ...string) map[string]any {
+	e.t.Helper()
+	var out map[string]any
+	e.ok(&out, "GET", path, kv...)
+	return out
+}
+
 func (e *env) config(vmid string, kv ...string) map[string]any {
 	e.t.Helper()
-	var c map[string]any
-	e.ok(&c, "GET", "/nodes/pve/qemu/"+vmid+"/config", kv...)
-	return c
+	return e.object("/nodes/pve/qemu/"+vmid+"/config", kv...)
+}
+
+// rows reads GET path's list.
+func (e *env) rows(path string, kv ...string) []map[string]any {
+	e.t.Helper()
+	var rows []map[string]any
+	e.ok(&rows, "GET", path, kv...)
+	return rows
 }
 
 // rowsBy reads GET path's list as its rows by their field key.
 func (e *env) rowsBy(key, path string, kv ...string) map[string]map[string]any {
 	e.t.Helper()
-	var rows []map[string]any
-	e.ok(&rows, "GET", path, kv...)
 	out := map[string]map[string]any{}
-	for _, r := range rows {
+	for _, r := range e.rows(path, kv...) {
 		out[r[key].(string)] = r
 	}
 	return out
+}
+
+// refusal is a call that must fail: its status and message.
+type refusal struct {
+	name, method, path string
+	kv                 []string
+	status             int
+	msg                string
+}
+
+// refuses runs each refusal as a subtest: the call must answer exactly
+// its status and message.
+func (e *env) refuses(t *testing.T, tests []refusal) {
+	t.Helper()
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r := e.call(tc.method, tc.path, tc.kv...)
+			if r.Status != tc.status || r.Message != tc.msg {
+				t.Errorf("got %d %q %v, want %d %q", r.Status, r.Message, r.Errors, tc.status, tc.msg)
+			}
+		})
+	}
 }
 
 func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
@@ -223,8 +257,7 @@ func (e *env) resource(id string, ok func(map[string]any) bool) map[string]any {
 	e.t.Helper()
 	var last map[string]any
 	for range 1000 {
-		var rows []map[string]any
-		e.ok(&rows, "GET", "/cluster/resources", "type", "vm")
+		rows := e.rows("/cluster/resources", "type", "vm")
 		last = nil
 		for _, r := range rows {
 			if r["id"] == id {

@@ -130,10 +130,8 @@ func TestTaskStatusSplitsToken(t *testing.T) {
 		t.Errorf("got UPID %s, want the full token id in it", upid)
 	}
 	e.wait(upid)
-	var st map[string]any
-	e.ok(&st, "GET", "/nodes/pve/tasks/"+url.PathEscape(upid)+"/status")
-	var rows []map[string]any
-	e.ok(&rows, "GET", "/nodes/pve/tasks", "vmid", "100")
+	st := e.object("/nodes/pve/tasks/" + url.PathEscape(upid) + "/status")
+	rows := e.rows("/nodes/pve/tasks", "vmid", "100")
 	user, token, _ := strings.Cut(testToken, "!")
 	for _, got := range append(rows, st) {
 		if got["user"] != user || got["tokenid"] != token {

@@ -21,8 +21,7 @@ func TestContainerLifecycle(t *testing.T) {
 	if st := e.wait(upid); st.Type != "vzcreate" || st.ExitStatus != "OK" {
 		t.Fatalf("got %+v, want vzcreate OK", st)
 	}
-	var c map[string]any
-	e.ok(&c, "GET", "/nodes/pve/lxc/200/config")
+	c := e.object("/nodes/pve/lxc/200/config")
 	for k, want := range map[string]any{
 		"hostname": "ct-1", "rootfs": "local-lvm:vm-200-disk-0,size=8G", "unprivileged": float64(1),
 		"memory": float64(1024), "ostype": "debian", "arch": "amd64", "features": "nesting=1",
@@ -45,8 +44,7 @@ func TestContainerLifecycle(t *testing.T) {
 	}
 
 	e.run("POST", "/nodes/pve/lxc/200/status/start")
-	var ifs []map[string]any
-	e.ok(&ifs, "GET", "/nodes/pve/lxc/200/interfaces")
+	ifs := e.rows("/nodes/pve/lxc/200/interfaces")
 	if len(ifs) != 2 || ifs[1]["inet"] != "10.1.2.3/24" {
 		t.Errorf("got interfaces %v, want eth0 10.1.2.3/24", ifs)
 	}

@@ -62,13 +62,8 @@ func pciDeviceAt(path string) (pciDevice, bool) {
 }
 
 func (s *Server) mappingRoutes() []route {
-	return []route{
-		r("GET /cluster/mapping/pci", s.listPCIMappings),
-		r("POST /cluster/mapping/pci", s.createPCIMapping),
-		r("GET /cluster/mapping/pci/{id}", s.getPCIMapping),
-		r("PUT /cluster/mapping/pci/{id}", s.updatePCIMapping),
-		r("DELETE /cluster/mapping/pci/{id}", s.deletePCIMapping),
-	}
+	return crudRoutes("/cluster/mapping/pci", "/{id}",
+		s.listPCIMappings, s.createPCIMapping, s.getPCIMapping, s.updatePCIMapping, s.deletePCIMapping)
 }
 
 // pciMapDigest is the SHA-1 of mapping/pci.cfg as written.
@@ -174,9 +169,7 @@ func (s *Server) createPCIMapping(q *request) (any, error) {
 	if _, exists := s.st.PCIMappings[id]; exists {
 		return nil, fail(http.StatusInternalServerError, "create hardware mapping failed: pci ID '%s' already defined", id)
 	}
-	if s.st.PCIMappings == nil {
-		s.st.PCIMappings = map[string]*pciMapping{}
-	}
+	ensureMap(&s.st.PCIMappings)
 	s.st.PCIMappings[id] = m
 	return nil, s.saveLocked()
 }

@@ -20,8 +20,7 @@ func TestPCIMappingsAndStart(t *testing.T) {
 		t.Errorf("second create: got %d %q", r.Status, r.Message)
 	}
 	e.ok(nil, "POST", "/cluster/mapping/pci", "id", "wrong", "map", "node=pve,path=0000:01:00.0,id=1234:5678,iommugroup=14,subsystem-id=10de:1454")
-	var list []map[string]any
-	e.ok(&list, "GET", "/cluster/mapping/pci", "check-node", "pve")
+	list := e.rows("/cluster/mapping/pci", "check-node", "pve")
 	if len(list) != 2 || jsonString(t, list[0]["checks"]) != "[]" ||
 		!strings.Contains(jsonString(t, list[1]["checks"]), "Invalid configuration: 'id' does not match for 'wrong' (10de:2204 != 1234:5678)") {
 		t.Errorf("mappings checked on pve: got %v", list)
@@ -71,8 +70,7 @@ func TestMappingDeleteRefusals(t *testing.T) {
 			t.Errorf("%s delete %s: got %d %q", c.path, c.del, r.Status, r.Message)
 		}
 	}
-	var got map[string]any
-	e.ok(&got, "GET", "/cluster/mapping/pci/gpu0")
+	got := e.object("/cluster/mapping/pci/gpu0")
 	if got["description"] != "the GPU" {
 		t.Errorf("refused updates changed the mapping: %v", got)
 	}

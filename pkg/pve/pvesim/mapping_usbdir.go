@@ -50,10 +50,7 @@ func (s *Server) usbMapType() *mapType {
 	return &mapType{name: "usb", what: "usb", checksKey: "errors",
 		createFail: "create hardware mapping failed: ", updateFail: "update hardware mapping failed: ",
 		mappings: func(st *state) map[string]*devMapping {
-			if st.USBMappings == nil {
-				st.USBMappings = map[string]*devMapping{}
-			}
-			return st.USBMappings
+			return ensureMap(&st.USBMappings)
 		},
 		assertValid: assertUSBValid,
 	}
@@ -63,10 +60,7 @@ func (s *Server) dirMapType() *mapType {
 	return &mapType{name: "dir", what: "dir", checksKey: "checks",
 		createFail: "create directory mapping failed: ", updateFail: "update directory mapping failed: ",
 		mappings: func(st *state) map[string]*devMapping {
-			if st.DirMappings == nil {
-				st.DirMappings = map[string]*devMapping{}
-			}
-			return st.DirMappings
+			return ensureMap(&st.DirMappings)
 		},
 		assertWrite: assertDirMapList,
 		assertValid: func(_ string, e map[string]string) error { return assertDirValid(e["path"]) },
@@ -76,14 +70,12 @@ func (s *Server) dirMapType() *mapType {
 func (s *Server) devMappingRoutes() []route {
 	var out []route
 	for _, t := range []*mapType{s.usbMapType(), s.dirMapType()} {
-		base := "/cluster/mapping/" + t.name
-		out = append(out,
-			r("GET "+base, func(q *request) (any, error) { return s.listDevMappings(t, q) }),
-			r("POST "+base, func(q *request) (any, error) { return s.createDevMapping(t, q) }),
-			r("GET "+base+"/{id}", func(q *request) (any, error) { return s.getDevMapping(t, q) }),
-			r("PUT "+base+"/{id}", func(q *request) (any, error) { return s.updateDevMapping(t, q) }),
-			r("DELETE "+base+"/{id}", func(q *request) (any, error) { return s.deleteDevMapping(t, q) }),
-		)
+		out = append(out, crudRoutes("/cluster/mapping/"+t.name, "/{id}",
+			func(q *request) (any, error) { return s.listDevMappings(t, q) },
+			func(q *request) (any, error) { return s.createDevMapping(t, q) },
+			func(q *request) (any, error) { return s.getDevMapping(t, q) },
+			func(q *request) (any, error) { return s.updateDevMapping(t, q) },
+			func(q *request) (any, error) { return s.deleteDevMapping(t, q) })...)
 	}
 	return out
 }

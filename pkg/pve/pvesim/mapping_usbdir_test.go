@@ -20,14 +20,12 @@ func TestUSBAndDirMappings(t *testing.T) {
 		t.Errorf("second usb create: got %d %q", r.Status, r.Message)
 	}
 	e.ok(nil, "POST", "/cluster/mapping/usb", "id", "gone", "map", "node=pve,id=1234:5678")
-	var list []map[string]any
-	e.ok(&list, "GET", "/cluster/mapping/usb", "check-node", "pve")
+	list := e.rows("/cluster/mapping/usb", "check-node", "pve")
 	if len(list) != 2 || !strings.Contains(jsonString(t, list[0]["errors"]), "usb device '1234:5678' not found") || jsonString(t, list[1]["errors"]) != "[]" {
 		t.Errorf("usb mappings checked on pve: got %v", list)
 	}
 	e.ok(nil, "PUT", "/cluster/mapping/usb/stick", "map", "node=pve,id=0781:5583,path=1-2", "delete", "description")
-	var got map[string]any
-	e.ok(&got, "GET", "/cluster/mapping/usb/stick")
+	got := e.object("/cluster/mapping/usb/stick")
 	if got["description"] != nil || jsonString(t, got["map"]) != `["node=pve,id=0781:5583,path=1-2"]` {
 		t.Errorf("usb mapping after update: %v", got)
 	}
@@ -61,8 +59,7 @@ func TestUSBAndDirMappings(t *testing.T) {
 	if r := e.call("PUT", "/cluster/mapping/dir/share", "map", "node=pve,path=/nowhere"); r.Status != 500 || r.Message != "update directory mapping failed: Path /nowhere does not exist" {
 		t.Errorf("dir update to a missing path: got %d %q", r.Status, r.Message)
 	}
-	var dirs []map[string]any
-	e.ok(&dirs, "GET", "/cluster/mapping/dir", "check-node", "pve2")
+	dirs := e.rows("/cluster/mapping/dir", "check-node", "pve2")
 	if len(dirs) != 1 || !strings.Contains(jsonString(t, dirs[0]["checks"]), "No mapping for node pve2.") {
 		t.Errorf("dir mappings checked on pve2: got %v", dirs)
 	}

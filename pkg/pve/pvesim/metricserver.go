@@ -40,21 +40,11 @@ func metricTypes() map[string]map[string]sectionOpt {
 }
 
 func (s *Server) metricServerRoutes() []route {
-	return []route{
-		r("GET /cluster/metrics/server", s.listMetricServers),
-		r("GET /cluster/metrics/server/{id}", s.getMetricServer),
-		r("POST /cluster/metrics/server/{id}", s.createMetricServer),
-		r("PUT /cluster/metrics/server/{id}", s.updateMetricServer),
-		r("DELETE /cluster/metrics/server/{id}", s.deleteMetricServer),
-	}
+	return idRoutes("/cluster/metrics/server", "/{id}",
+		s.listMetricServers, s.createMetricServer, s.getMetricServer, s.updateMetricServer, s.deleteMetricServer)
 }
 
-func (s *Server) metricServers() sections {
-	if s.st.MetricServers == nil {
-		s.st.MetricServers = sections{}
-	}
-	return s.st.MetricServers
-}
+func (s *Server) metricServers() sections { return ensureMap(&s.st.MetricServers) }
 
 // listMetricServers is server_index: id, disable (0 when unset), type,
 // server, port.
@@ -110,9 +100,7 @@ func (s *Server) createMetricServer(q *request) (any, error) {
 // setMetricToken is on_add_hook / on_update_hook: a token sent is stored
 // (its digest), one sent empty or deleted removes it.
 func (s *Server) setMetricToken(id string, q *request) {
-	if s.st.MetricTokens == nil {
-		s.st.MetricTokens = map[string]string{}
-	}
+	ensureMap(&s.st.MetricTokens)
 	if t := q.get("token"); t != "" {
 		s.st.MetricTokens[id] = secretHash(t)
 	} else if q.has("token") || slices.Contains(schema.SplitList(q.get("delete")), "token") {
@@ -123,8 +111,8 @@ func (s *Server) setMetricToken(id string, q *request) {
 func (s *Server) updateMetricServer(q *request) (any, error) {
 	cfg := s.metricServers()
 	id := q.vars["id"]
-	if d := q.get("digest"); d != "" && d != cfg.digest() {
-		return nil, fail(http.StatusInternalServerError, "detected modified configuration - file changed by other user? Try again.")
+	if err := assertIfModified(q, cfg.digest()); err != nil {
+		return nil, err
 	}
 	sec, ok := cfg[id]
 	if !ok {

@@ -18,15 +18,10 @@ import (
 // dies are 500s, and nothing is written) and reads it back.
 
 func (s *Server) networkRoutes() []route {
-	return []route{
-		r("GET /nodes/{node}/network", s.listNetwork),
-		r("POST /nodes/{node}/network", s.createIface),
+	return append(crudRoutes("/nodes/{node}/network", "/{iface}",
+		s.listNetwork, s.createIface, s.getIface, s.updateIface, s.deleteIface),
 		r("PUT /nodes/{node}/network", s.applyNetwork),
-		r("DELETE /nodes/{node}/network", s.revertNetwork),
-		r("GET /nodes/{node}/network/{iface}", s.getIface),
-		r("PUT /nodes/{node}/network/{iface}", s.updateIface),
-		r("DELETE /nodes/{node}/network/{iface}", s.deleteIface),
-	}
+		r("DELETE /nodes/{node}/network", s.revertNetwork))
 }
 
 // nodeNet models /etc/network/interfaces (Running) and, when edits are
@@ -254,12 +249,7 @@ func (s *Server) createIface(q *request) (any, error) {
 	if _, exists := cfg[name]; exists {
 		return nil, paramErr1("iface", "interface already exists")
 	}
-	i, err := ifaceFromParams(q, cfg, name, nil)
-	if err != nil {
-		return nil, err
-	}
-	cfg[name] = i
-	return nil, n.stage(cfg)
+	return n.putIface(q, cfg, name, nil)
 }
 
 // updateIface is pve-manager Network.pm update_network.
@@ -271,6 +261,13 @@ func (s *Server) updateIface(q *request) (any, error) {
 	if !ok {
 		return nil, paramErr1("iface", "interface does not exist")
 	}
+	return n.putIface(q, cfg, name, old)
+}
+
+// putIface is the end of create and update: the interface built from the
+// request's parameters (over old, nil for a new one), put into cfg, and
+// cfg staged.
+func (n *nodeNet) putIface(q *request, cfg map[string]*iface, name string, old *iface) (any, error) {
 	i, err := ifaceFromParams(q, cfg, name, old)
 	if err != nil {
 		return nil, err

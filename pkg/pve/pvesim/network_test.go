@@ -18,9 +18,7 @@ func newNetEnv(t *testing.T) *env {
 
 func (e *env) iface(name string) map[string]any {
 	e.t.Helper()
-	var m map[string]any
-	e.ok(&m, "GET", "/nodes/pve/network/"+name)
-	return m
+	return e.object("/nodes/pve/network/" + name)
 }
 
 func (e *env) changes() string {

@@ -53,9 +53,7 @@ func (s *Server) setOfflineLocked(node string, offline bool) error {
 	if node == s.st.Nodes[0] {
 		return fmt.Errorf("pvesim: node %q answers the API and cannot be offline; name another node", node)
 	}
-	if s.offline == nil {
-		s.offline = map[string]time.Time{}
-	}
+	ensureMap(&s.offline)
 	if !offline {
 		delete(s.offline, node)
 		return nil

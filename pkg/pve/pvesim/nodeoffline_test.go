@@ -47,8 +47,7 @@ func TestOfflineNode(t *testing.T) {
 		t.Error("a create on the offline node made guest 102")
 	}
 
-	var nodes []map[string]any
-	e.ok(&nodes, "GET", "/nodes")
+	nodes := e.rows("/nodes")
 	for _, n := range nodes {
 		want := map[string]string{"pve": "online", "pve2": "offline"}[n["node"].(string)]
 		if n["status"] != want {
@@ -58,8 +57,7 @@ func TestOfflineNode(t *testing.T) {
 			t.Errorf("an offline node has no uptime (extract_node_stats): %v", n)
 		}
 	}
-	var cs []map[string]any
-	e.ok(&cs, "GET", "/cluster/status")
+	cs := e.rows("/cluster/status")
 	for _, row := range cs {
 		if row["name"] == "pve2" && row["online"] != float64(0) {
 			t.Errorf("/cluster/status pve2: %v, want online 0", row)

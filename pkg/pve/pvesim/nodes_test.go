@@ -14,8 +14,7 @@ import (
 // pve-manager Nodes.pm index with API2Tools.pm extract_node_stats.
 func TestNodesHaveEveryField(t *testing.T) {
 	e := startEnv(t, simtest.Options{TLS: true, Conformance: true, Sim: pvesim.Options{Nodes: []string{"pve", "pve2"}}})
-	var nodes []map[string]any
-	e.ok(&nodes, "GET", "/nodes")
+	nodes := e.rows("/nodes")
 	if len(nodes) != 2 {
 		t.Fatalf("got %d nodes, want 2", len(nodes))
 	}
@@ -72,8 +71,7 @@ func TestQueryURLMetadata(t *testing.T) {
 				}
 				return
 			}
-			var got map[string]any
-			e.ok(&got, "GET", "/nodes/pve/query-url-metadata", "url", tc.url)
+			got := e.object("/nodes/pve/query-url-metadata", "url", tc.url)
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("metadata (-want +got)\n%s", diff)
 			}
@@ -86,8 +84,7 @@ func TestQueryURLMetadata(t *testing.T) {
 // a row of its own and a numbered row per member.
 func TestClusterStatus(t *testing.T) {
 	e := startEnv(t, simtest.Options{Conformance: true})
-	var rows []map[string]any
-	e.ok(&rows, "GET", "/cluster/status")
+	rows := e.rows("/cluster/status")
 	want := []map[string]any{{
 		"type": "node", "id": "node/pve", "name": "pve", "nodeid": float64(0), "ip": "192.168.100.2",
 		"local": float64(1), "online": float64(1), "level": "",

@@ -81,9 +81,7 @@ func (v *vm) pendingDeleteKeys() []string {
 }
 
 func (v *vm) setPending(key, val string) {
-	if v.Pending == nil {
-		v.Pending = map[string]string{}
-	}
+	ensureMap(&v.Pending)
 	v.Pending[key] = val
 }
 

@@ -212,8 +212,7 @@ func TestContainerHotplug(t *testing.T) {
 				set[j] = strings.ReplaceAll(s, "VMID", vmid)
 			}
 			e.ok(nil, "PUT", "/nodes/pve/lxc/"+vmid+"/config", set...)
-			var current map[string]any
-			e.ok(&current, "GET", "/nodes/pve/lxc/"+vmid+"/config", "current", "1")
+			current := e.object("/nodes/pve/lxc/"+vmid+"/config", "current", "1")
 			row := e.pendingRows("lxc", vmid)[tc.key]
 			if pendingNow := row["pending"] != nil || row["delete"] != nil; pendingNow == tc.live {
 				t.Errorf("got pending row %v (current %v), want live %v", row, current[tc.key], tc.live)
@@ -227,8 +226,7 @@ func TestContainerHotplug(t *testing.T) {
 	// A stopped container takes a new mount point at once, its volume made.
 	e.run("POST", "/nodes/pve/lxc", "vmid", "399", "ostemplate", tmpl, "rootfs", "local-lvm:2")
 	e.ok(nil, "PUT", "/nodes/pve/lxc/399/config", "mp0", "local-lvm:1,mp=/data", "nameserver", "192.0.2.53")
-	var c map[string]any
-	e.ok(&c, "GET", "/nodes/pve/lxc/399/config", "current", "1")
+	c := e.object("/nodes/pve/lxc/399/config", "current", "1")
 	if c["mp0"] != "local-lvm:vm-399-disk-1,mp=/data,size=1G" || c["nameserver"] != "192.0.2.53" {
 		t.Errorf("got config %v, want mp0 allocated and nameserver set", c)
 	}
@@ -307,10 +305,8 @@ func TestGuestReadBacks(t *testing.T) {
 	if c["ide2"] != "local:100/vm-100-cloudinit.qcow2,media=cdrom" || c["name"] != nil || c["description"] != "line 1\nline 2" {
 		t.Errorf("got config %v, want the cloud-init drive on local, no name, the description stripped", c)
 	}
-	var st map[string]any
-	e.ok(&st, "GET", "/nodes/pve/qemu/100/status/current")
-	var list []map[string]any
-	e.ok(&list, "GET", "/nodes/pve/qemu")
+	st := e.object("/nodes/pve/qemu/100/status/current")
+	list := e.rows("/nodes/pve/qemu")
 	names := map[string]any{"status": st["name"]}
 	for _, r := range list {
 		if r["vmid"] == float64(100) {
@@ -361,8 +357,7 @@ func TestCloudinitRegenerate(t *testing.T) {
 	e.run("POST", "/nodes/pve/qemu/100/status/start")
 	e.run("POST", "/nodes/pve/qemu/100/config", "ciuser", "bob", "nameserver", "192.0.2.53")
 
-	var rows []map[string]any
-	e.ok(&rows, "GET", "/nodes/pve/qemu/100/cloudinit")
+	rows := e.rows("/nodes/pve/qemu/100/cloudinit")
 	want := []map[string]any{
 		{"key": "nameserver", "pending": "192.0.2.53"},
 		{"key": "ciuser", "value": "alice", "pending": "bob"},

@@ -25,8 +25,7 @@ func (e *env) as(auth, method, path string, kv ...string) envelope {
 // returns "id=secret" for its header.
 func (e *env) newToken(user, name string, privsep bool) string {
 	e.t.Helper()
-	var users []map[string]any
-	e.ok(&users, "GET", "/access/users")
+	users := e.rows("/access/users")
 	if !slices.ContainsFunc(users, func(u map[string]any) bool { return u["userid"] == user }) {
 		e.ok(nil, "POST", "/access/users", "userid", user)
 	}
@@ -141,8 +140,7 @@ func TestPrivilegeSeparatedTokenWithoutACLs(t *testing.T) {
 			t.Errorf("got bridge %v, want bridges filtered", row["iface"])
 		}
 	}
-	var nodes []map[string]any
-	e.ok(&nodes, "GET", "/nodes")
+	nodes := e.rows("/nodes")
 	if _, ok := nodes[0]["maxmem"]; !ok {
 		t.Errorf("got node %v for the admin token, want its figures", nodes[0])
 	}
@@ -300,8 +298,7 @@ func TestRolesAndACLChanges(t *testing.T) {
 		t.Errorf("changing a built-in role: got %d, want 500", r.Status)
 	}
 	e.ok(nil, "PUT", "/access/roles/Auditors", "privs", "Pool.Audit", "append", "1")
-	var roles []map[string]any
-	e.ok(&roles, "GET", "/access/roles")
+	roles := e.rows("/access/roles")
 	for _, r := range roles {
 		if r["roleid"] == "Auditors" && r["privs"] != "Pool.Audit,Sys.Audit,VM.Audit" {
 			t.Errorf("got %v, want the appended privileges", r)

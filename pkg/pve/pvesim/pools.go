@@ -12,15 +12,10 @@ import (
 )
 
 func (s *Server) poolRoutes() []route {
-	return []route{
-		r("GET /pools", s.listPools),
-		r("POST /pools", s.createPool),
+	// PUT and DELETE /pools (poolid a parameter) serve as those of /pools/{poolid}.
+	return append(crudRoutes("/pools", "/{poolid}", s.listPools, s.createPool, s.getPool, s.updatePool, s.deletePool),
 		r("PUT /pools", s.updatePool),
-		r("DELETE /pools", s.deletePool),
-		r("GET /pools/{poolid}", s.getPool),
-		r("PUT /pools/{poolid}", s.updatePool),
-		r("DELETE /pools/{poolid}", s.deletePool),
-	}
+		r("DELETE /pools", s.deletePool))
 }
 
 func poolID(q *request) string {

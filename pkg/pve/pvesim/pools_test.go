@@ -25,40 +25,29 @@ func TestPoolMembership(t *testing.T) {
 		}
 		return ids
 	}
-	tests := []struct {
-		name, method, path string
-		kv                 []string
-		msg                string
-	}{
-		{"VM added twice", "PUT", "/pools", []string{"poolid", "lab", "vms", "9000"},
+	tests := []refusal{
+		{"VM added twice", "PUT", "/pools", []string{"poolid", "lab", "vms", "9000"}, 500,
 			"update pools failed: VM 9000 is already a pool member"},
-		{"twice in one call", "PUT", "/pools", []string{"poolid", "prod", "vms", "100,100"},
+		{"twice in one call", "PUT", "/pools", []string{"poolid", "prod", "vms", "100,100"}, 500,
 			"update pools failed: VM 100 is already a pool member"},
-		{"VM of another pool", "PUT", "/pools", []string{"poolid", "prod", "vms", "9000"},
+		{"VM of another pool", "PUT", "/pools", []string{"poolid", "prod", "vms", "9000"}, 500,
 			"update pools failed: VM 9000 belongs already to pool 'lab' and 'allow-move' is not set"},
-		{"storage added twice", "PUT", "/pools", []string{"poolid", "lab", "storage", "local"},
+		{"storage added twice", "PUT", "/pools", []string{"poolid", "lab", "storage", "local"}, 500,
 			"update pools failed: Storage 'local' is already a pool member"},
-		{"removing a VM that is not a member", "PUT", "/pools", []string{"poolid", "prod", "vms", "9000", "delete", "1"},
+		{"removing a VM that is not a member", "PUT", "/pools", []string{"poolid", "prod", "vms", "9000", "delete", "1"}, 500,
 			"update pools failed: VM 9000 is not a pool member"},
-		{"removing a storage that is not a member", "PUT", "/pools", []string{"poolid", "prod", "storage", "local", "delete", "1"},
+		{"removing a storage that is not a member", "PUT", "/pools", []string{"poolid", "prod", "storage", "local", "delete", "1"}, 500,
 			"update pools failed: Storage 'local' is not a pool member"},
-		{"missing pool", "PUT", "/pools", []string{"poolid", "nope", "vms", "9000"},
+		{"missing pool", "PUT", "/pools", []string{"poolid", "nope", "vms", "9000"}, 500,
 			"update pools failed: pool 'nope' does not exist"},
-		{"name without a letter first", "POST", "/pools", []string{"poolid", "1lab"},
+		{"name without a letter first", "POST", "/pools", []string{"poolid", "1lab"}, 500,
 			"create pool failed: pool name must start with a letter"},
-		{"nested without parent", "POST", "/pools", []string{"poolid", "team/dev"},
+		{"nested without parent", "POST", "/pools", []string{"poolid", "team/dev"}, 500,
 			"create pool failed: parent 'team' of pool 'team/dev' does not exist"},
-		{"deleting a missing pool", "DELETE", "/pools", []string{"poolid", "nope"},
+		{"deleting a missing pool", "DELETE", "/pools", []string{"poolid", "nope"}, 500,
 			"delete pool failed: pool 'nope' does not exist"},
 	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			r := e.call(tc.method, tc.path, tc.kv...)
-			if r.Status != 500 || r.Message != tc.msg {
-				t.Errorf("got %d %q, want 500 %q", r.Status, r.Message, tc.msg)
-			}
-		})
-	}
+	e.refuses(t, tests)
 	// A refused call changes nothing, not even the members it named first.
 	if diff := cmp.Diff([]string{"qemu/9000", "storage/pve/local"}, members("lab")); diff != "" {
 		t.Errorf("lab members after refused calls (-want +got)\n%s", diff)

@@ -11,8 +11,7 @@ import (
 // pending lists the keys of GET …/pending that hold a change.
 func (e *env) pending(typ, vmid string) []string {
 	e.t.Helper()
-	var rows []map[string]any
-	e.ok(&rows, "GET", "/nodes/pve/"+typ+"/"+vmid+"/pending")
+	rows := e.rows("/nodes/pve/" + typ + "/" + vmid + "/pending")
 	var keys []string
 	for _, r := range rows {
 		if _, p := r["pending"]; p {
@@ -50,8 +49,7 @@ func TestReboot(t *testing.T) {
 		if got, pend := e.status("qemu", "100"), e.pending("qemu", "100"); got != "stopped" || len(pend) != 1 {
 			t.Errorf("got %s with pending %v when the reboot task ended, want stopped with cores pending", got, pend)
 		}
-		var rows []map[string]any
-		e.ok(&rows, "GET", "/nodes/pve/tasks", "source", "all", "vmid", "100", "typefilter", "qmstart")
+		rows := e.rows("/nodes/pve/tasks", "source", "all", "vmid", "100", "typefilter", "qmstart")
 		if len(rows) != 1 || rows[0]["user"] != "root@pam" || rows[0]["tokenid"] != nil {
 			t.Fatalf("got qmstart tasks %v, want the restart by root@pam newest", rows)
 		}

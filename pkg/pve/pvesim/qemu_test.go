@@ -85,8 +85,7 @@ func TestCreateWriteBacksAndDigest(t *testing.T) {
 		t.Errorf("got memory %v tags %v digest %v after update, want 4096, none, changed", c2["memory"], c2["tags"], c2["digest"])
 	}
 
-	var content []map[string]any
-	e.ok(&content, "GET", "/nodes/pve/storage/local-lvm/content", "vmid", "100")
+	content := e.rows("/nodes/pve/storage/local-lvm/content", "vmid", "100")
 	var vols []string
 	for _, row := range content {
 		vols = append(vols, row["volid"].(string))
@@ -136,8 +135,7 @@ func TestPowerPendingAndDestroy(t *testing.T) {
 		"scsi0", "local-lvm:8", "agent", "1", "ipconfig0", "ip=192.168.100.50/24,gw=192.168.100.1")
 	e.run("POST", "/nodes/pve/qemu/100/status/start")
 
-	var st map[string]any
-	e.ok(&st, "GET", "/nodes/pve/qemu/100/status/current")
+	st := e.object("/nodes/pve/qemu/100/status/current")
 	if st["status"] != "running" || st["qmpstatus"] != "running" || st["maxmem"] != float64(1024<<20) {
 		t.Errorf("got status %v, want running with maxmem 1GiB", st)
 	}
@@ -168,8 +166,7 @@ func TestPowerPendingAndDestroy(t *testing.T) {
 	if c := e.config("100", "current", "1"); c["memory"] != "1024" || c["name"] != "renamed" {
 		t.Errorf("got current memory %v name %v, want 1024 renamed", c["memory"], c["name"])
 	}
-	var pending []map[string]any
-	e.ok(&pending, "GET", "/nodes/pve/qemu/100/pending")
+	pending := e.rows("/nodes/pve/qemu/100/pending")
 	found := false
 	for _, p := range pending {
 		if p["key"] == "memory" {

@@ -23,21 +23,11 @@ func realmSyncOptions() map[string]sectionOpt {
 }
 
 func (s *Server) realmSyncRoutes() []route {
-	return []route{
-		r("GET /cluster/jobs/realm-sync", s.listRealmSyncJobs),
-		r("GET /cluster/jobs/realm-sync/{id}", s.getRealmSyncJob),
-		r("POST /cluster/jobs/realm-sync/{id}", s.createRealmSyncJob),
-		r("PUT /cluster/jobs/realm-sync/{id}", s.updateRealmSyncJob),
-		r("DELETE /cluster/jobs/realm-sync/{id}", s.deleteRealmSyncJob),
-	}
+	return idRoutes("/cluster/jobs/realm-sync", "/{id}",
+		s.listRealmSyncJobs, s.createRealmSyncJob, s.getRealmSyncJob, s.updateRealmSyncJob, s.deleteRealmSyncJob)
 }
 
-func (s *Server) realmSyncJobs() sections {
-	if s.st.RealmSyncJobs == nil {
-		s.st.RealmSyncJobs = sections{}
-	}
-	return s.st.RealmSyncJobs
-}
+func (s *Server) realmSyncJobs() sections { return ensureMap(&s.st.RealmSyncJobs) }
 
 const realmSyncPath = "/cluster/jobs/realm-sync/{id}"
 

@@ -30,13 +30,8 @@ var replJobID = regexp.MustCompile(`^(\d+)-(\d+)$`)
 const replRemovedAt = "_removed_at"
 
 func (s *Server) replicationRoutes() []route {
-	return []route{
-		r("GET /cluster/replication", s.listReplication),
-		r("POST /cluster/replication", s.createReplication),
-		r("GET /cluster/replication/{id}", s.getReplication),
-		r("PUT /cluster/replication/{id}", s.updateReplication),
-		r("DELETE /cluster/replication/{id}", s.deleteReplication),
-	}
+	return crudRoutes("/cluster/replication", "/{id}",
+		s.listReplication, s.createReplication, s.getReplication, s.updateReplication, s.deleteReplication)
 }
 
 // parseReplJobID is parse_replication_job_id.
@@ -225,8 +220,8 @@ func (s *Server) updateReplication(q *request) (any, error) {
 	}
 	s.replRunner()
 	j := s.jobs()
-	if d := q.get("digest"); d != "" && d != sectionDigest(j.Replication) {
-		return nil, fail(http.StatusInternalServerError, "detected modified configuration - file changed by other user? Try again.")
+	if err := assertIfModified(q, sectionDigest(j.Replication)); err != nil {
+		return nil, err
 	}
 	job, ok := j.Replication[id]
 	if !ok {

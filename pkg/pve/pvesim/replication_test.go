@@ -30,8 +30,7 @@ func TestReplicationJobs(t *testing.T) {
 	if r := e.call("POST", "/cluster/replication", "id", "100-1", "type", "local", "target", "pve2"); r.Message != "replication job for guest '100' to target 'pve2' already exists" {
 		t.Errorf("second job to one target: got %d %q", r.Status, r.Message)
 	}
-	var job map[string]any
-	e.ok(&job, "GET", "/cluster/replication/100-0")
+	job := e.object("/cluster/replication/100-0")
 	if job["guest"] != float64(100) || job["target"] != "pve2" || job["source"] != "pve" || job["rate"] != float64(10) || job["schedule"] != "*/15" {
 		t.Errorf("read: got %v", job)
 	}

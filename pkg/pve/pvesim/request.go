@@ -17,6 +17,15 @@ type apiError struct {
 
 func (e *apiError) Error() string { return e.msg }
 
+// assertIfModified is pve-common Tools.pm assert_if_modified: a digest
+// sent that is not the file's (or config's) refuses the write.
+func assertIfModified(q *request, digest string) error {
+	if d := q.get("digest"); d != "" && d != digest {
+		return fail(http.StatusInternalServerError, "detected modified configuration - file changed by other user? Try again.")
+	}
+	return nil
+}
+
 func fail(status int, format string, args ...any) *apiError {
 	return &apiError{status: status, msg: fmt.Sprintf(format, args...)}
 }

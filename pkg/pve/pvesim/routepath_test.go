@@ -20,8 +20,7 @@ func TestContentPathSlash(t *testing.T) {
 	e.ok(nil, "PUT", "/nodes/pve/storage/local/content/local:iso//a.iso", "notes", "n")
 	e.run("DELETE", "/nodes/pve/storage/local/content/local:iso/a.iso")
 	e.run("DELETE", "/nodes/pve/storage/local/content/local:iso%2Fb.iso")
-	var rows []map[string]any
-	e.ok(&rows, "GET", "/nodes/pve/storage/local/content", "content", "iso")
+	rows := e.rows("/nodes/pve/storage/local/content", "content", "iso")
 	for _, r := range rows {
 		if r["volid"] == "local:iso/a.iso" || r["volid"] == "local:iso/b.iso" {
 			t.Errorf("%v still listed after its DELETE", r["volid"])

@@ -23,6 +23,26 @@ func r(key string, h handler) route { return route{key: key, h: h} }
 
 func (rt route) withNoFault() route { rt.noFault = true; return rt }
 
+// crudRoutes are a collection's five routes: GET lists and POST creates at
+// base; GET reads, PUT updates and DELETE removes one at base+item.
+func crudRoutes(base, item string, list, create, get, update, del handler) []route {
+	return []route{
+		r("GET "+base, list),
+		r("POST "+base, create),
+		r("GET "+base+item, get),
+		r("PUT "+base+item, update),
+		r("DELETE "+base+item, del),
+	}
+}
+
+// idRoutes are the crudRoutes of a collection whose create names the new
+// item in its path: POST at base+item, not at base.
+func idRoutes(base, item string, list, create, get, update, del handler) []route {
+	rs := crudRoutes(base, item, list, create, get, update, del)
+	rs[1].key = "POST " + base + item
+	return rs
+}
+
 // surfaces collects every surface's routes; each surface file declares
 // its own, so a new surface is a new file and one line here.
 func (s *Server) surfaces() [][]route {

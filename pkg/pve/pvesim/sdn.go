@@ -88,21 +88,14 @@ type sdnState struct {
 
 // sdn is the SDN state, made on first use.
 func (s *Server) sdn() *sdnState {
-	if s.st.SDN == nil {
-		s.st.SDN = &sdnState{}
-	}
-	d := s.st.SDN
-	if d.Files == nil {
-		d.Files = sdnConfig{}
-	}
+	d := ensure(&s.st.SDN)
+	ensureMap(&d.Files)
 	for _, name := range sdnFiles {
 		if d.Files[name] == nil {
 			d.Files[name] = sdnFile{}
 		}
 	}
-	if d.Nodes == nil {
-		d.Nodes = map[string]*sdnNodeState{}
-	}
+	ensureMap(&d.Nodes)
 	return d
 }
 
@@ -125,13 +118,24 @@ func (d *sdnState) running(name string) sdnFile {
 }
 
 func (s *Server) sdnRoutes() []route {
-	return slices.Concat([]route{
-		r("GET /cluster/sdn", s.sdnIndex),
-		r("PUT /cluster/sdn", s.sdnReload),
-		r("POST /cluster/sdn/lock", s.sdnLock),
-		r("DELETE /cluster/sdn/lock", s.sdnReleaseLock),
-		r("POST /cluster/sdn/rollback", s.sdnRollback),
-	}, s.sdnZoneRoutes(), s.sdnVnetRoutes(), s.sdnSubnetRoutes(), s.sdnControllerRoutes(), s.sdnNodeRoutes())
+	return slices.Concat(
+		[]route{
+			r("GET /cluster/sdn", s.sdnIndex),
+			r("PUT /cluster/sdn", s.sdnReload),
+			r("POST /cluster/sdn/lock", s.sdnLock),
+			r("DELETE /cluster/sdn/lock", s.sdnReleaseLock),
+			r("POST /cluster/sdn/rollback", s.sdnRollback),
+		},
+		crudRoutes("/cluster/sdn/zones", "/{zone}",
+			s.listSDNZones, s.createSDNZone, s.getSDNZone, s.updateSDNZone, s.deleteSDNZone),
+		crudRoutes("/cluster/sdn/vnets", "/{vnet}",
+			s.listSDNVnets, s.createSDNVnet, s.getSDNVnet, s.updateSDNVnet, s.deleteSDNVnet),
+		crudRoutes("/cluster/sdn/vnets/{vnet}/subnets", "/{subnet}",
+			s.listSDNSubnets, s.createSDNSubnet, s.getSDNSubnet, s.updateSDNSubnet, s.deleteSDNSubnet),
+		crudRoutes("/cluster/sdn/controllers", "/{controller}",
+			s.listSDNControllers, s.createSDNController, s.getSDNController, s.updateSDNController, s.deleteSDNController),
+		s.sdnNodeRoutes(),
+	)
 }
 
 // sdnIndex is SDN.pm index.

@@ -17,8 +17,7 @@ func (e *env) sdnApply(kv ...string) {
 	e.t.Helper()
 	e.run("PUT", "/cluster/sdn", kv...)
 	for _, node := range e.nodes() {
-		var tasks []map[string]any
-		e.ok(&tasks, "GET", "/nodes/"+node+"/tasks", "typefilter", "srvreload", "source", "all")
+		tasks := e.rows("/nodes/"+node+"/tasks", "typefilter", "srvreload", "source", "all")
 		for _, tk := range tasks {
 			if tk["status"] == "RUNNING" {
 				if st := e.wait(tk["upid"].(string)); st.ExitStatus != "OK" {
@@ -31,8 +30,7 @@ func (e *env) sdnApply(kv ...string) {
 
 func (e *env) nodes() []string {
 	e.t.Helper()
-	var rows []map[string]any
-	e.ok(&rows, "GET", "/nodes")
+	rows := e.rows("/nodes")
 	var out []string
 	for _, r := range rows {
 		out = append(out, r["node"].(string))
@@ -62,8 +60,7 @@ func TestSDNPendingAndRunning(t *testing.T) {
 	e.ok(nil, "POST", "/cluster/sdn/vnets/web/subnets", "subnet", "10.10.0.0/24", "type", "subnet",
 		"gateway", "10.10.0.1", "dhcp-range", "start-address=10.10.0.100,end-address=10.10.0.200")
 
-	var zones []map[string]any
-	e.ok(&zones, "GET", "/cluster/sdn/zones", "pending", "1")
+	zones := e.rows("/cluster/sdn/zones", "pending", "1")
 	if len(zones) != 1 || zones[0]["state"] != "new" || zones[0]["type"] != "vlan" || zones[0]["bridge"] != nil {
 		t.Fatalf("pending zones: got %v, want lan new with its keys under pending", zones)
 	}
@@ -74,8 +71,7 @@ func TestSDNPendingAndRunning(t *testing.T) {
 	if len(zones) != 0 {
 		t.Errorf("running zones before a commit: got %v", zones)
 	}
-	var subnet map[string]any
-	e.ok(&subnet, "GET", "/cluster/sdn/vnets/web/subnets/lan-10.10.0.0-24")
+	subnet := e.object("/cluster/sdn/vnets/web/subnets/lan-10.10.0.0-24")
 	if subnet["cidr"] != "10.10.0.0/24" || subnet["zone"] != "lan" || subnet["gateway"] != "10.10.0.1" || subnet["digest"] == nil {
 		t.Errorf("subnet: got %v", subnet)
 	}
@@ -99,28 +95,24 @@ func TestSDNPendingAndRunning(t *testing.T) {
 		t.Errorf("pending zones after the commit: got %v", zones)
 	}
 	for _, node := range []string{"pve", "pve2"} {
-		var ifaces []map[string]any
-		e.ok(&ifaces, "GET", "/nodes/"+node+"/network", "type", "any_bridge")
+		ifaces := e.rows("/nodes/"+node+"/network", "type", "any_bridge")
 		v := byID(ifaces, "iface")["web"]
 		if v == nil || v["type"] != "vnet" || v["comments"] != "web tier" {
 			t.Errorf("%s: vnet web in any_bridge: got %v", node, ifaces)
 		}
-		var st []map[string]any
-		e.ok(&st, "GET", "/nodes/"+node+"/sdn/zones")
+		st := e.rows("/nodes/" + node + "/sdn/zones")
 		if len(st) != 1 || st[0]["status"] != "available" {
 			t.Errorf("%s: zone status: got %v", node, st)
 		}
 	}
-	var content []map[string]any
-	e.ok(&content, "GET", "/nodes/pve/sdn/zones/lan/content")
+	content := e.rows("/nodes/pve/sdn/zones/lan/content")
 	if len(content) != 1 || content[0]["vnet"] != "web" || content[0]["status"] != "available" {
 		t.Errorf("zone content: got %v", content)
 	}
 	e.ok(nil, "GET", "/nodes/pve/sdn")
 	e.ok(nil, "GET", "/nodes/pve/sdn/zones/lan")
 	e.ok(nil, "GET", "/cluster/sdn")
-	var res []map[string]any
-	e.ok(&res, "GET", "/cluster/resources")
+	res := e.rows("/cluster/resources")
 	if r := byID(res, "id")["network/pve2/zone/lan"]; r == nil || r["status"] != "available" || r["zone-type"] != "vlan" {
 		t.Errorf("cluster resources: got %v", res)
 	}
@@ -128,8 +120,7 @@ func TestSDNPendingAndRunning(t *testing.T) {
 
 	// A change is pending again: the running config keeps the old value.
 	e.ok(nil, "PUT", "/cluster/sdn/vnets/web", "tag", "11", "delete", "alias")
-	var vnet map[string]any
-	e.ok(&vnet, "GET", "/cluster/sdn/vnets/web", "pending", "1")
+	vnet := e.object("/cluster/sdn/vnets/web", "pending", "1")
 	p, _ := vnet["pending"].(map[string]any)
 	if vnet["state"] != "changed" || vnet["tag"] != 10.0 || p["tag"] != 11.0 || p["alias"] != "deleted" {
 		t.Errorf("pending vnet: got %v", vnet)

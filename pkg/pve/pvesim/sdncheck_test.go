@@ -23,12 +23,7 @@ func TestSDNRefusals(t *testing.T) {
 	e.ok(nil, "POST", "/cluster/sdn/vnets", "vnet", "aware", "zone", "lan", "tag", "30", "vlanaware", "1")
 	e.ok(nil, "POST", "/cluster/sdn/vnets/web/subnets", "subnet", "10.0.0.0/24", "type", "subnet", "gateway", "10.0.0.1")
 	const pe = "400 Parameter verification failed.\n"
-	tests := []struct {
-		name, method, path string
-		kv                 []string
-		status             int
-		msg                string
-	}{
+	tests := []refusal{
 		{"zone missing bridge", "POST", "/cluster/sdn/zones", []string{"zone", "z2", "type", "vlan"}, 500,
 			"missing value for required option 'bridge'"},
 		{"zone foreign option", "POST", "/cluster/sdn/zones", []string{"zone", "z2", "type", "simple", "bridge", "vmbr0"}, 500,
@@ -98,18 +93,10 @@ func TestSDNRefusals(t *testing.T) {
 		{"bgp controller missing node", "POST", "/cluster/sdn/controllers", []string{"controller", "c1", "type", "bgp", "asn", "65000", "peers", "127.0.0.1"}, 500,
 			"missing value for required option 'node'"},
 	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			r := e.call(tc.method, tc.path, tc.kv...)
-			if r.Status != tc.status || r.Message != tc.msg {
-				t.Errorf("got %d %q %v, want %d %q", r.Status, r.Message, r.Errors, tc.status, tc.msg)
-			}
-		})
-	}
+	e.refuses(t, tests)
 	// Overlapping (not equal) subnets in one zone: PVE compares neither.
 	e.ok(nil, "POST", "/cluster/sdn/vnets/web/subnets", "subnet", "10.0.0.0/16", "type", "subnet")
-	var subnets []map[string]any
-	e.ok(&subnets, "GET", "/cluster/sdn/vnets/web/subnets")
+	subnets := e.rows("/cluster/sdn/vnets/web/subnets")
 	if len(subnets) != 2 {
 		t.Errorf("subnets: got %v", subnets)
 	}

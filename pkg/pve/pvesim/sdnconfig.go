@@ -167,9 +167,7 @@ func (c *sdnClass) apply(sec, opts *sdnSection, del []string) error {
 		}
 		delete(sec.Opts, k)
 	}
-	if sec.Opts == nil {
-		sec.Opts = map[string]string{}
-	}
+	ensureMap(&sec.Opts)
 	maps.Copy(sec.Opts, opts.Opts)
 	if len(opts.Ranges) > 0 {
 		sec.Ranges = opts.Ranges

@@ -12,16 +12,6 @@ import (
 // and src/PVE/Network/SDN/Controllers/{Evpn,Bgp,Isis,Faucet}Plugin.pm.
 // Nothing runs FRR here: a controller is configuration only.
 
-func (s *Server) sdnControllerRoutes() []route {
-	return []route{
-		r("GET /cluster/sdn/controllers", s.listSDNControllers),
-		r("POST /cluster/sdn/controllers", s.createSDNController),
-		r("GET /cluster/sdn/controllers/{controller}", s.getSDNController),
-		r("PUT /cluster/sdn/controllers/{controller}", s.updateSDNController),
-		r("DELETE /cluster/sdn/controllers/{controller}", s.deleteSDNController),
-	}
-}
-
 // listSDNControllers is index: the controllers the caller may audit or
 // allocate on /sdn/controllers/<id>, of one type if asked.
 func (s *Server) listSDNControllers(q *request) (any, error) {

@@ -45,8 +45,7 @@ func TestSDNLock(t *testing.T) {
 	}
 	e.ok(nil, "DELETE", "/cluster/sdn/lock", "force", "1")
 	e.ok(nil, "POST", "/cluster/sdn/rollback")
-	var vnet map[string]any
-	e.ok(&vnet, "GET", "/cluster/sdn/vnets/app")
+	vnet := e.object("/cluster/sdn/vnets/app")
 	if vnet["alias"] != nil {
 		t.Errorf("after rollback: got %v, want the committed vnet", vnet)
 	}
@@ -109,13 +108,11 @@ func TestSDNNodes(t *testing.T) {
 		t.Errorf("vnet name of 9 characters: got %d %v", got.Status, got.Errors)
 	}
 	e.sdnApply()
-	var ifaces []map[string]any
-	e.ok(&ifaces, "GET", "/nodes/pve/network", "type", "vnet")
+	ifaces := e.rows("/nodes/pve/network", "type", "vnet")
 	if len(ifaces) != 1 || ifaces[0]["iface"] != "web" {
 		t.Errorf("pve vnets: got %v, want web only (solo's zone is on pve2)", ifaces)
 	}
-	var content []map[string]any
-	e.ok(&content, "GET", "/nodes/pve/sdn/zones/lan/content")
+	content := e.rows("/nodes/pve/sdn/zones/lan/content")
 	if len(content) != 1 || content[0]["status"] != "error" {
 		t.Errorf("web on pve without vmbr9: got %v", content)
 	}
@@ -225,13 +222,11 @@ func TestSDNOfflineNode(t *testing.T) {
 	if err := e.Server.SetNodeOffline("pve2", false); err != nil {
 		t.Fatal(err)
 	}
-	var tasks []map[string]any
-	e.ok(&tasks, "GET", "/nodes/pve/tasks", "typefilter", "srvreload", "source", "all")
+	tasks := e.rows("/nodes/pve/tasks", "typefilter", "srvreload", "source", "all")
 	if len(tasks) != 1 || tasks[0]["user"] != "root@pam" || tasks[0]["id"] != "networking" {
 		t.Errorf("srvreload started by reloadnetworkall (pvesh, as root@pam): got %v", tasks)
 	}
-	var st []map[string]any
-	e.ok(&st, "GET", "/nodes/pve2/sdn/zones")
+	st := e.rows("/nodes/pve2/sdn/zones")
 	if len(st) != 1 || st[0]["status"] != "pending" {
 		t.Errorf("pve2 after a commit it missed: got %v", st)
 	}
@@ -251,13 +246,11 @@ func TestSDNStateFile(t *testing.T) {
 	e.ok(nil, "POST", "/cluster/sdn/vnets", "vnet", "app", "zone", "flat")
 	e.sdnApply()
 	e.ok(nil, "PUT", "/cluster/sdn/vnets/app", "alias", "later")
-	var before []map[string]any
-	e.ok(&before, "GET", "/cluster/sdn/vnets", "pending", "1")
+	before := e.rows("/cluster/sdn/vnets", "pending", "1")
 	e.Server.Close()
 
 	e2 := newEnv(t, pvesim.Options{StateFile: path})
-	var after []map[string]any
-	e2.ok(&after, "GET", "/cluster/sdn/vnets", "pending", "1")
+	after := e2.rows("/cluster/sdn/vnets", "pending", "1")
 	if diff := cmp.Diff(before, after); diff != "" {
 		t.Errorf("pending vnets after a restart (-want +got)\n%s", diff)
 	}

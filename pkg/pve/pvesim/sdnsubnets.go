@@ -18,16 +18,6 @@ import (
 // the built-in IPAM compares subnets (Ipams/PVEPlugin.pm add_subnet
 // keeps a subnet per CIDR), so neither does the simulator.
 
-func (s *Server) sdnSubnetRoutes() []route {
-	return []route{
-		r("GET /cluster/sdn/vnets/{vnet}/subnets", s.listSDNSubnets),
-		r("POST /cluster/sdn/vnets/{vnet}/subnets", s.createSDNSubnet),
-		r("GET /cluster/sdn/vnets/{vnet}/subnets/{subnet}", s.getSDNSubnet),
-		r("PUT /cluster/sdn/vnets/{vnet}/subnets/{subnet}", s.updateSDNSubnet),
-		r("DELETE /cluster/sdn/vnets/{vnet}/subnets/{subnet}", s.deleteSDNSubnet),
-	}
-}
-
 // subnetCIDR is parse_sdn_subnet_id: a CIDR, or an id whose second and
 // third "-" fields are network and mask; pve_verify_cidrv4/v6 accept a
 // mask of 8 to 32 (128) and any address, not only the network's.

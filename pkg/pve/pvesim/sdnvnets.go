@@ -13,16 +13,6 @@ import (
 // src/PVE/Network/SDN/VnetPlugin.pm and the zone plugins'
 // vnet_update_hook (the tag rules of each zone type).
 
-func (s *Server) sdnVnetRoutes() []route {
-	return []route{
-		r("GET /cluster/sdn/vnets", s.listSDNVnets),
-		r("POST /cluster/sdn/vnets", s.createSDNVnet),
-		r("GET /cluster/sdn/vnets/{vnet}", s.getSDNVnet),
-		r("PUT /cluster/sdn/vnets/{vnet}", s.updateSDNVnet),
-		r("DELETE /cluster/sdn/vnets/{vnet}", s.deleteSDNVnet),
-	}
-}
-
 // checkVnetAccess is Vnets.pm check_vnet_access: the vnet must be in
 // the files ("sdn vnet 'x' does not exist", a 500) and the caller hold
 // one of privs on /sdn/zones/<zone>/<vnet>.

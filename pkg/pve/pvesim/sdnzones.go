@@ -12,16 +12,6 @@ import (
 // SDN zones: pve-network src/PVE/API2/Network/SDN/Zones.pm and the zone
 // plugins src/PVE/Network/SDN/Zones/{Simple,Vlan,QinQ,Vxlan,Evpn,Faucet}Plugin.pm.
 
-func (s *Server) sdnZoneRoutes() []route {
-	return []route{
-		r("GET /cluster/sdn/zones", s.listSDNZones),
-		r("POST /cluster/sdn/zones", s.createSDNZone),
-		r("GET /cluster/sdn/zones/{zone}", s.getSDNZone),
-		r("PUT /cluster/sdn/zones/{zone}", s.updateSDNZone),
-		r("DELETE /cluster/sdn/zones/{zone}", s.deleteSDNZone),
-	}
-}
-
 // listSDNZones is index: the zones the caller may audit or allocate on
 // /sdn/zones/<zone>, of one type if asked.
 func (s *Server) listSDNZones(q *request) (any, error) {

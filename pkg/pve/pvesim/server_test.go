@@ -90,8 +90,7 @@ func TestSeedAndClusterResources(t *testing.T) {
 	if vm := ids["qemu/9000"]; vm["template"] != float64(1) || vm["name"] != "ubuntu-24.04-cloud" || vm["node"] != "pve" || vm["vmid"] != float64(9000) {
 		t.Errorf("got template row %v", vm)
 	}
-	var rows []map[string]any
-	e.ok(&rows, "GET", "/cluster/resources", "type", "vm")
+	rows := e.rows("/cluster/resources", "type", "vm")
 	if len(rows) != 1 || rows[0]["type"] != "qemu" {
 		t.Errorf("got type=vm rows %v, want only qemu/9000", rows)
 	}
@@ -111,13 +110,11 @@ func TestSeedAndClusterResources(t *testing.T) {
 		t.Errorf("got %d %v, want 400 vmid already exists", r.Status, r.Errors)
 	}
 
-	var content []map[string]any
-	e.ok(&content, "GET", "/nodes/pve/storage/local/content", "content", "vztmpl")
+	content := e.rows("/nodes/pve/storage/local/content", "content", "vztmpl")
 	if len(content) != 1 || content[0]["volid"] != "local:vztmpl/debian-12-standard_12.7-1_amd64.tar.zst" {
 		t.Errorf("got vztmpl content %v", content)
 	}
-	var dns map[string]any
-	e.ok(&dns, "GET", "/nodes/pve/dns")
+	dns := e.object("/nodes/pve/dns")
 	if dns["search"] != "local" {
 		t.Errorf("got dns %v, want search local", dns)
 	}
@@ -218,8 +215,7 @@ func TestPools(t *testing.T) {
 		t.Errorf("got %d %q deleting a non-empty pool, want 500 %q", r.Status, r.Message, want)
 	}
 	e.ok(nil, "PUT", "/pools/lab", "vms", "100,9000", "storage", "local", "delete", "1")
-	var p map[string]any
-	e.ok(&p, "GET", "/pools/lab")
+	p := e.object("/pools/lab")
 	if diff := cmp.Diff(map[string]any{"comment": "Lab", "members": []any{}}, p); diff != "" {
 		t.Errorf("pool after removing members (-want +got)\n%s", diff)
 	}
@@ -275,8 +271,7 @@ func TestTaskList(t *testing.T) {
 	e := newEnv(t, pvesim.Options{})
 	e.run("POST", "/nodes/pve/qemu", "vmid", "100")
 	e.run("POST", "/nodes/pve/qemu/100/status/start")
-	var rows []map[string]any
-	e.ok(&rows, "GET", "/nodes/pve/tasks", "vmid", "100")
+	rows := e.rows("/nodes/pve/tasks", "vmid", "100")
 	var types []string
 	for _, r := range rows {
 		types = append(types, fmt.Sprint(r["type"], "=", r["status"]))

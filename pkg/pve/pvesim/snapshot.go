@@ -269,26 +269,36 @@ func (s *Server) createSnapshot(k *guestKind, q *request) (any, error) {
 			return nil, err
 		}
 	}
-	return s.startWorker(node, k.tasks+"snapshot", vmidString(id), worker{
+	return s.snapshotWorker(k, node, id, "snapshot", func(t *task, v *vm) error {
+		return s.prepareSnapshot(t, k, v, name, vmstate, comment)
+	}, func(t *task) error {
+		v, snap, err := s.lockedSnapshot(k, node, id, name, "snapshot", "missing snapshot lock")
+		if err != nil {
+			return err
+		}
+		delete(snap, "snapstate")
+		delete(v.Conf, "lock")
+		v.Conf["parent"] = name
+		return nil
+	}), nil
+}
+
+// snapshotWorker starts a snapshot task (typ snapshot, rollback or
+// delsnapshot) under the guest's lock. The worker reads the config: a
+// missing guest fails the task; begin is the first pass on it under the
+// lock, run the effect.
+func (s *Server) snapshotWorker(k *guestKind, node string, id int, typ string, begin func(*task, *vm) error, run taskFunc) string {
+	return s.startWorker(node, k.tasks+typ, vmidString(id), worker{
 		locks: []lockReq{s.guestLock(k, id)},
 		begin: func(t *task) error {
 			v, err := s.guestAt(k, node, id)
 			if err != nil {
 				return err
 			}
-			return s.prepareSnapshot(t, k, v, name, vmstate, comment)
+			return begin(t, v)
 		},
-		run: func(t *task) error {
-			v, snap, err := s.lockedSnapshot(k, node, id, name, "snapshot", "missing snapshot lock")
-			if err != nil {
-				return err
-			}
-			delete(snap, "snapstate")
-			delete(v.Conf, "lock")
-			v.Conf["parent"] = name
-			return nil
-		},
-	}).UPID, nil
+		run: run,
+	}).UPID
 }
 
 // prepareSnapshot is __snapshot_prepare under the lock, and the volume
@@ -326,9 +336,7 @@ func (s *Server) prepareSnapshot(t *task, k *guestKind, v *vm, name string, vmst
 	if comment != "" {
 		snap["description"] = comment
 	}
-	if v.Snapshots == nil {
-		v.Snapshots = map[string]map[string]string{}
-	}
+	ensureMap(&v.Snapshots)
 	v.Snapshots[name] = snap
 	for _, key := range slices.Sorted(maps.Keys(v.Conf)) {
 		if file, ok := s.snapshotVolume(v, key); ok && k == s.qemu {

@@ -47,13 +47,11 @@ func TestVMSnapshotLifecycle(t *testing.T) {
 	if c["lock"] != nil || c["parent"] != "before" {
 		t.Errorf("config after the snapshot: lock %v parent %v", c["lock"], c["parent"])
 	}
-	var sc map[string]any
-	e.ok(&sc, "GET", "/nodes/pve/qemu/100/snapshot/before/config")
+	sc := e.object("/nodes/pve/qemu/100/snapshot/before/config")
 	if vs, _ := sc["vmstate"].(string); vs != "local-lvm:vm-100-state-before" || sc["scsi0"] != c["scsi0"] || sc["memory"] != "1024" || sc["snaptime"] == nil {
 		t.Errorf("snapshot config: got %v", sc)
 	}
-	var vol map[string]any
-	e.ok(&vol, "GET", "/nodes/pve/storage/local-lvm/content/local-lvm:vm-100-state-before")
+	e.object("/nodes/pve/storage/local-lvm/content/local-lvm:vm-100-state-before") // the state volume exists
 
 	e.ok(nil, "PUT", "/nodes/pve/qemu/100/snapshot/before/config", "description", "renamed")
 	e.ok(&sc, "GET", "/nodes/pve/qemu/100/config", "snapshot", "before")
@@ -72,8 +70,7 @@ func TestVMSnapshotLifecycle(t *testing.T) {
 	if c["memory"] != "1024" && c["memory"] != 1024.0 || c["parent"] != "before" || c["lock"] != nil {
 		t.Errorf("config after the rollback: memory %v parent %v lock %v", c["memory"], c["parent"], c["lock"])
 	}
-	var status map[string]any
-	e.ok(&status, "GET", "/nodes/pve/qemu/100/status/current")
+	status := e.object("/nodes/pve/qemu/100/status/current")
 	if status["status"] != "running" {
 		t.Errorf("a rollback to a snapshot with RAM starts the VM: got %v", status["status"])
 	}
@@ -91,8 +88,7 @@ func TestVMSnapshotLifecycle(t *testing.T) {
 	e.run("POST", "/nodes/pve/qemu/100/snapshot", "snapname", "ram2", "vmstate", "1")
 	e.run("POST", "/nodes/pve/qemu/100/status/stop")
 	e.run("DELETE", "/nodes/pve/qemu/100")
-	var vols []map[string]any
-	e.ok(&vols, "GET", "/nodes/pve/storage/local-lvm/content", "vmid", "100")
+	vols := e.rows("/nodes/pve/storage/local-lvm/content", "vmid", "100")
 	if len(vols) != 0 {
 		t.Errorf("volumes of the destroyed VM: %v", vols)
 	}
@@ -177,8 +173,7 @@ func TestContainerSnapshotLifecycle(t *testing.T) {
 	}
 	release := e.Server.HoldTasks()
 	upid := e.task("POST", "/nodes/pve/lxc/200/snapshot", "snapname", "s1")
-	var c map[string]any
-	e.ok(&c, "GET", "/nodes/pve/lxc/200/config")
+	c := e.object("/nodes/pve/lxc/200/config")
 	if c["lock"] != "snapshot" {
 		t.Errorf("lock while vzsnapshot runs: got %v", c["lock"])
 	}
@@ -196,8 +191,7 @@ func TestContainerSnapshotLifecycle(t *testing.T) {
 	if c["hostname"] != "ct1" || c["parent"] != "s1" {
 		t.Errorf("after the rollback: hostname %v parent %v", c["hostname"], c["parent"])
 	}
-	var status map[string]any
-	e.ok(&status, "GET", "/nodes/pve/lxc/200/status/current")
+	status := e.object("/nodes/pve/lxc/200/status/current")
 	if status["status"] != "stopped" {
 		t.Errorf("a rollback stops the container: got %v", status["status"])
 	}
@@ -273,8 +267,7 @@ func TestMigrateWithSnapshots(t *testing.T) {
 		if st := e.wait(e.task("POST", path, "target", "pve2")); st.ExitStatus != "migration aborted" {
 			t.Errorf("%s: got %q, want migration aborted", path, st.ExitStatus)
 		}
-		var log []map[string]any
-		e.ok(&log, "GET", "/nodes/pve/tasks/"+url.PathEscape(e.lastTask(t, typ))+"/log")
+		log := e.rows("/nodes/pve/tasks/" + url.PathEscape(e.lastTask(t, typ)) + "/log")
 		for _, l := range lines {
 			if !strings.Contains(fmtLog(log), l) {
 				t.Errorf("%s log lacks %q:\n%s", typ, l, fmtLog(log))
@@ -299,8 +292,7 @@ func fmtLog(rows []map[string]any) string {
 // lastTask is the UPID of the newest task of a type on node pve.
 func (e *env) lastTask(t *testing.T, typ string) string {
 	t.Helper()
-	var tasks []map[string]any
-	e.ok(&tasks, "GET", "/nodes/pve/tasks", "typefilter", typ, "limit", "1")
+	tasks := e.rows("/nodes/pve/tasks", "typefilter", typ, "limit", "1")
 	if len(tasks) == 0 {
 		t.Fatalf("no %s task", typ)
 	}

@@ -31,27 +31,19 @@ func (s *Server) rollbackSnapshot(k *guestKind, q *request) (any, error) {
 	}
 	// The config is read in the worker only: a missing guest fails the task.
 	node := q.vars["node"]
-	return s.startWorker(node, k.tasks+"rollback", vmidString(id), worker{
-		locks: []lockReq{s.guestLock(k, id)},
-		begin: func(t *task) error {
-			v, err := s.guestAt(k, node, id)
-			if err != nil {
-				return err
-			}
-			return s.prepareRollback(t, k, v, name)
-		},
-		run: func(t *task) error {
-			v, snap, err := s.lockedSnapshot(k, node, id, name, "rollback", "got wrong lock")
-			if err != nil {
-				return err
-			}
-			s.applySnapshot(k, v, name, snap)
-			if snap["vmstate"] != "" || start && !v.Running {
-				return s.startEffect(t, k, v, false)
-			}
-			return nil
-		},
-	}).UPID, nil
+	return s.snapshotWorker(k, node, id, "rollback", func(t *task, v *vm) error {
+		return s.prepareRollback(t, k, v, name)
+	}, func(t *task) error {
+		v, snap, err := s.lockedSnapshot(k, node, id, name, "rollback", "got wrong lock")
+		if err != nil {
+			return err
+		}
+		s.applySnapshot(k, v, name, snap)
+		if snap["vmstate"] != "" || start && !v.Running {
+			return s.startEffect(t, k, v, false)
+		}
+		return nil
+	}), nil
 }
 
 // prepareRollback is snapshot_rollback's first pass under the lock.
@@ -158,51 +150,43 @@ func (s *Server) deleteSnapshot(k *guestKind, q *request) (any, error) {
 	name := q.vars["snapname"]
 	// The config is read in the worker only: a missing guest fails the task.
 	node, id := q.vars["node"], vmidOf(q)
-	return s.startWorker(node, k.tasks+"delsnapshot", vmidString(id), worker{
-		locks: []lockReq{s.guestLock(k, id)},
-		begin: func(t *task) error {
-			v, err := s.guestAt(k, node, id)
-			if err != nil {
-				return err
+	return s.snapshotWorker(k, node, id, "delsnapshot", func(t *task, v *vm) error {
+		snap, err := snapshotOf(v, name)
+		if err != nil {
+			return err
+		}
+		if err := s.configLock(v, false); err != nil {
+			return err
+		}
+		v.Conf["lock"] = "snapshot-delete"
+		if v.Conf["template"] == "1" {
+			return fmt.Errorf("you can't delete a snapshot if vm is a template")
+		}
+		snap["snapstate"] = "delete"
+		return nil
+	}, func(t *task) error {
+		v, snap, err := s.lockedSnapshot(k, node, id, name, "snapshot-delete", "encountered invalid lock, expected 'snapshot-delete'")
+		if err != nil {
+			return err
+		}
+		if vs := snap["vmstate"]; vs != "" {
+			delete(s.st.Volumes, vs)
+		}
+		if v.Conf["parent"] == name {
+			setOrDelete(v.Conf, "parent", snap["parent"])
+		}
+		for _, other := range v.Snapshots {
+			if other["parent"] == name {
+				setOrDelete(other, "parent", snap["parent"])
 			}
-			snap, err := snapshotOf(v, name)
-			if err != nil {
-				return err
-			}
-			if err := s.configLock(v, false); err != nil {
-				return err
-			}
-			v.Conf["lock"] = "snapshot-delete"
-			if v.Conf["template"] == "1" {
-				return fmt.Errorf("you can't delete a snapshot if vm is a template")
-			}
-			snap["snapstate"] = "delete"
-			return nil
-		},
-		run: func(t *task) error {
-			v, snap, err := s.lockedSnapshot(k, node, id, name, "snapshot-delete", "encountered invalid lock, expected 'snapshot-delete'")
-			if err != nil {
-				return err
-			}
-			if vs := snap["vmstate"]; vs != "" {
-				delete(s.st.Volumes, vs)
-			}
-			if v.Conf["parent"] == name {
-				setOrDelete(v.Conf, "parent", snap["parent"])
-			}
-			for _, other := range v.Snapshots {
-				if other["parent"] == name {
-					setOrDelete(other, "parent", snap["parent"])
-				}
-			}
-			delete(v.Snapshots, name)
-			if len(v.Snapshots) == 0 {
-				v.Snapshots = nil
-			}
-			delete(v.Conf, "lock")
-			return nil
-		},
-	}).UPID, nil
+		}
+		delete(v.Snapshots, name)
+		if len(v.Snapshots) == 0 {
+			v.Snapshots = nil
+		}
+		delete(v.Conf, "lock")
+		return nil
+	}), nil
 }
 
 func setOrDelete(m map[string]string, key, val string) {

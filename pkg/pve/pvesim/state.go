@@ -163,6 +163,22 @@ type dnsConf struct {
 	DNS3   string `json:"dns3,omitempty"`
 }
 
+// ensure is the value *p points at, a zero one made first where *p is nil.
+func ensure[T any](p **T) *T {
+	if *p == nil {
+		*p = new(T)
+	}
+	return *p
+}
+
+// ensureMap is the map *p, made empty first where it is nil.
+func ensureMap[M ~map[K]V, K comparable, V any](p *M) M {
+	if *p == nil {
+		*p = M{}
+	}
+	return *p
+}
+
 func (st *state) hasNode(n string) bool {
 	for _, x := range st.Nodes {
 		if x == n {
@@ -278,9 +294,7 @@ func loadState(path string) (*state, error) {
 	if st.Version != stateVersion {
 		return nil, fmt.Errorf("pvesim: state %s has version %d, want %d", path, st.Version, stateVersion)
 	}
-	if st.VMs == nil {
-		st.VMs = map[int]*vm{}
-	}
+	ensureMap(&st.VMs)
 	for _, m := range []any{st.Storages, st.Volumes, st.Pools, st.Net, st.DNS, st.Boot} {
 		if m == nil {
 			return nil, fmt.Errorf("pvesim: state %s is incomplete", path)

@@ -28,8 +28,7 @@ func TestClusterResourcesLag(t *testing.T) {
 	if tmpl := e.resource("qemu/9000", func(map[string]any) bool { return true }); tmpl["name"] != "ubuntu-24.04-cloud" || tmpl["template"] != float64(1) {
 		t.Errorf("got template row %v, want its status data", tmpl)
 	}
-	var rows []map[string]any
-	e.ok(&rows, "GET", "/nodes/pve/qemu")
+	rows := e.rows("/nodes/pve/qemu")
 	found := false
 	for _, r := range rows {
 		found = found || r["vmid"] == float64(100) && r["name"] == "fresh" && r["status"] == "stopped"

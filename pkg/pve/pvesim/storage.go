@@ -14,15 +14,10 @@ import (
 )
 
 func (s *Server) storageRoutes() []route {
-	return []route{
-		r("GET /storage", s.listStorage),
-		r("POST /storage", s.createStorage),
-		r("GET /storage/{storage}", s.getStorage),
-		r("PUT /storage/{storage}", s.updateStorage),
-		r("DELETE /storage/{storage}", s.deleteStorage),
+	return append(crudRoutes("/storage", "/{storage}",
+		s.listStorage, s.createStorage, s.getStorage, s.updateStorage, s.deleteStorage),
 		r("GET /nodes/{node}/storage", s.nodeStorage),
-		r("GET /nodes/{node}/storage/{storage}/status", s.nodeStorageStatus),
-	}
+		r("GET /nodes/{node}/storage/{storage}/status", s.nodeStorageStatus))
 }
 
 func joinContent(c []string) string {

@@ -43,8 +43,7 @@ func TestDownloadAndDeleteContent(t *testing.T) {
 		t.Errorf("got scsi0 %v, want the imported size", c["scsi0"])
 	}
 
-	var vol map[string]any
-	e.ok(&vol, "GET", "/nodes/pve/storage/local/content/"+url.PathEscape("local:import/noble.qcow2"))
+	vol := e.object("/nodes/pve/storage/local/content/" + url.PathEscape("local:import/noble.qcow2"))
 	if vol["path"] != "/var/lib/vz/import/noble.qcow2" || vol["format"] != "qcow2" {
 		t.Errorf("got volume %v", vol)
 	}
@@ -63,8 +62,7 @@ func TestStorageConfigTypes(t *testing.T) {
 	e := startEnv(t, simtest.Options{Conformance: true})
 	e.ok(nil, "POST", "/storage", "storage", "d1", "type", "dir", "path", "/srv/d1", "mkdir", "0",
 		"is_mountpoint", "yes", "max-protected-backups", "3", "prune-backups", "keep-last=2")
-	var cfg map[string]any
-	e.ok(&cfg, "GET", "/storage/d1")
+	cfg := e.object("/storage/d1")
 	got := map[string]any{"mkdir": cfg["mkdir"], "is_mountpoint": cfg["is_mountpoint"],
 		"max-protected-backups": cfg["max-protected-backups"], "prune-backups": cfg["prune-backups"]}
 	want := map[string]any{"mkdir": float64(0), "is_mountpoint": "yes", "max-protected-backups": float64(3), "prune-backups": "keep-last=2"}
@@ -110,8 +108,7 @@ func TestDownloadOfAnExistingFile(t *testing.T) {
 			}
 		})
 	}
-	var content []map[string]any
-	e.ok(&content, "GET", "/nodes/pve/storage/local/content", "content", "iso")
+	content := e.rows("/nodes/pve/storage/local/content", "content", "iso")
 	if len(content) != 1 {
 		t.Errorf("got iso content %v, want the one file", content)
 	}

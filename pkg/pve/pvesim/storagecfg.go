@@ -316,9 +316,7 @@ func (s *Server) setPriv(id, key string, val *string) {
 		delete(s.st.Priv[id], key)
 		return
 	}
-	if s.st.Priv == nil {
-		s.st.Priv = map[string]map[string]string{}
-	}
+	ensureMap(&s.st.Priv)
 	if s.st.Priv[id] == nil {
 		s.st.Priv[id] = map[string]string{}
 	}
@@ -382,9 +380,7 @@ func (st *storage) set(t *schema.StorageType, k, v string) {
 	case "disable":
 		st.Disable = v == "1"
 	default:
-		if st.Extra == nil {
-			st.Extra = map[string]string{}
-		}
+		ensureMap(&st.Extra)
 		st.Extra[k] = v
 	}
 }

@@ -23,8 +23,7 @@ func TestStorageConfig(t *testing.T) {
 	e := startEnv(t, simtest.Options{Conformance: true})
 	e.ok(nil, "POST", "/storage", "storage", "nfs1", "type", "nfs", "server", "10.0.0.5", "export", "/srv/pve",
 		"content", "iso,backup")
-	var cfg map[string]any
-	e.ok(&cfg, "GET", "/storage/nfs1")
+	cfg := e.object("/storage/nfs1")
 	delete(cfg, "digest")
 	want := map[string]any{"storage": "nfs1", "type": "nfs", "server": "10.0.0.5", "export": "/srv/pve",
 		"content": "backup,iso", "path": "/mnt/pve/nfs1", "shared": float64(1)}
@@ -34,14 +33,7 @@ func TestStorageConfig(t *testing.T) {
 	e.ok(nil, "POST", "/storage", "storage", "pbs1", "type", "pbs", "server", "10.0.0.9", "datastore", "main",
 		"username", "backup@pbs", "password", "hunter2")
 
-	tests := []struct {
-		name   string
-		method string
-		path   string
-		kv     []string
-		status int
-		msg    string
-	}{
+	tests := []refusal{
 		{"duplicate", "POST", "/storage", []string{"storage", "nfs1", "type", "dir", "path", "/x"}, 500,
 			"create storage failed: storage ID 'nfs1' already defined"},
 		{"missing path", "POST", "/storage", []string{"storage", "d1", "type", "dir"}, 500,
@@ -84,14 +76,7 @@ func TestStorageConfig(t *testing.T) {
 			"delete storage failed: storage 'nope' does not exist"},
 		{"read unknown", "GET", "/storage/nope", nil, 500, "storage 'nope' does not exist"},
 	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			r := e.call(tc.method, tc.path, tc.kv...)
-			if r.Status != tc.status || r.Message != tc.msg {
-				t.Errorf("got %d %q %v, want %d %q", r.Status, r.Message, r.Errors, tc.status, tc.msg)
-			}
-		})
-	}
+	e.refuses(t, tests)
 
 	// Content PVE cannot put on the type is dropped (Plugin.pm decode_value warns).
 	e.ok(nil, "PUT", "/storage/nfs1", "content", "iso,rootdir", "nodes", "pve", "disable", "1", "options", "vers=4.2")
@@ -99,8 +84,7 @@ func TestStorageConfig(t *testing.T) {
 	if cfg["content"] != "iso,rootdir" || cfg["nodes"] != "pve" || cfg["disable"] != float64(1) || cfg["options"] != "vers=4.2" {
 		t.Errorf("got %v after the update", cfg)
 	}
-	var rows []map[string]any
-	e.ok(&rows, "GET", "/nodes/pve/storage", "storage", "nfs1")
+	rows := e.rows("/nodes/pve/storage", "storage", "nfs1")
 	if len(rows) != 1 || rows[0]["enabled"] != float64(0) {
 		t.Errorf("got node storage %v, want disabled nfs1", rows)
 	}
@@ -134,8 +118,7 @@ func TestStorageSecrets(t *testing.T) {
 	}
 	e.ok(nil, "POST", "/storage", "storage", "ceph", "type", "rbd", "pool", "vms", "keyring", "[client.admin]")
 
-	var all []map[string]any
-	e.ok(&all, "GET", "/storage")
+	all := e.rows("/storage")
 	for _, st := range all {
 		for k, v := range st {
 			if s, ok := v.(string); ok && (strings.Contains(s, "s3cr3t") || strings.Contains(s, "client.admin") || strings.Contains(s, "AAAA")) {
@@ -167,8 +150,7 @@ func TestStorageSecrets(t *testing.T) {
 	if _, ok := e.Server.StorageSecret("pbs", "password"); ok {
 		t.Error("delete=password kept it")
 	}
-	var pbs map[string]any
-	e.ok(&pbs, "GET", "/storage/pbs")
+	pbs := e.object("/storage/pbs")
 	if _, ok := pbs["encryption-key"]; ok {
 		t.Errorf("got %v, want no encryption-key after deleting it", pbs)
 	}
@@ -183,8 +165,7 @@ func TestStorageSecrets(t *testing.T) {
 func TestStorageDeleteCleansUp(t *testing.T) {
 	e := startEnv(t, simtest.Options{Conformance: true})
 	e.ok(nil, "POST", "/storage", "storage", "d1", "type", "dir", "path", "/srv/d1/")
-	var cfg map[string]any
-	e.ok(&cfg, "GET", "/storage/d1")
+	cfg := e.object("/storage/d1")
 	if cfg["path"] != "/srv/d1" {
 		t.Errorf("got path %v, want PVE's canonical /srv/d1", cfg["path"])
 	}
@@ -197,15 +178,13 @@ func TestStorageDeleteCleansUp(t *testing.T) {
 	}
 	e.ok(nil, "DELETE", "/storage/vg1")
 	e.ok(nil, "DELETE", "/storage/d1")
-	var acl []map[string]any
-	e.ok(&acl, "GET", "/access/acl")
+	acl := e.rows("/access/acl")
 	for _, a := range acl {
 		if a["path"] == "/storage/d1" {
 			t.Errorf("ACL %v outlived its storage", a)
 		}
 	}
-	var pools []map[string]any
-	e.ok(&pools, "GET", "/pools", "poolid", "p1")
+	pools := e.rows("/pools", "poolid", "p1")
 	if len(pools) != 1 || len(pools[0]["members"].([]any)) != 0 {
 		t.Errorf("got pool %v, want no members", pools)
 	}

@@ -27,8 +27,7 @@ func TestTaskListFilters(t *testing.T) {
 		{[]string{"until", strconv.FormatInt(now-60, 10)}, 0},
 		{[]string{"until", strconv.FormatInt(now+60, 10)}, 1},
 	} {
-		var rows []map[string]any
-		e.ok(&rows, "GET", "/nodes/pve/tasks", append([]string{"source", "all", "vmid", "100", "typefilter", "qmcreate"}, tc.params...)...)
+		rows := e.rows("/nodes/pve/tasks", append([]string{"source", "all", "vmid", "100", "typefilter", "qmcreate"}, tc.params...)...)
 		if len(rows) != tc.want {
 			t.Errorf("%v: got %d tasks, want %d", tc.params, len(rows), tc.want)
 		}
@@ -62,14 +61,12 @@ func TestTaskListFiltersAsPVE(t *testing.T) {
 		{[]string{"source", "archive", "userfilter", "root@pam!"}, 0},
 		{[]string{"source", "active", "userfilter", "root@pam!"}, 1},
 	} {
-		var rows []map[string]any
-		e.ok(&rows, "GET", "/nodes/pve/tasks", tc.params...)
+		rows := e.rows("/nodes/pve/tasks", tc.params...)
 		if len(rows) != tc.want {
 			t.Errorf("%v: got %d tasks, want %d", tc.params, len(rows), tc.want)
 		}
 	}
-	var rows []map[string]any
-	e.ok(&rows, "GET", "/nodes/pve/tasks", "source", "all")
+	rows := e.rows("/nodes/pve/tasks", "source", "all")
 	if len(rows) != 2 || rows[0]["upid"] != running || rows[0]["status"] != "RUNNING" || rows[0]["tokenid"] != nil {
 		t.Errorf("got %v, want the running task first, RUNNING, with its token's full id as user", rows)
 	}

@@ -109,8 +109,7 @@ func TestUpload(t *testing.T) {
 	}
 	contentIs := func(size int) {
 		t.Helper()
-		var content []map[string]any
-		e.ok(&content, "GET", "/nodes/pve/storage/local/content", "content", "iso")
+		content := e.rows("/nodes/pve/storage/local/content", "content", "iso")
 		if len(content) != 1 || content[0]["volid"] != "local:iso/seed.iso" || content[0]["size"] != float64(size) || content[0]["content"] != "iso" {
 			t.Errorf("got iso content %v, want one seed.iso of %d bytes", content, size)
 		}

@@ -138,8 +138,7 @@ func TestMountPointResentKeepsSize(t *testing.T) {
 	e.run("POST", "/nodes/pve/lxc", "vmid", "200", "ostemplate", "local:vztmpl/debian-12-standard_12.7-1_amd64.tar.zst",
 		"rootfs", "local-lvm:4", "mp0", "local-lvm:1,mp=/data")
 	e.ok(nil, "PUT", "/nodes/pve/lxc/200/config", "mp0", "local-lvm:vm-200-disk-1,mp=/srv,backup=on")
-	var c map[string]any
-	e.ok(&c, "GET", "/nodes/pve/lxc/200/config")
+	c := e.object("/nodes/pve/lxc/200/config")
 	if want := "local-lvm:vm-200-disk-1,mp=/srv,backup=1,size=1G"; c["mp0"] != want {
 		t.Errorf("mp0 = %v, want %s", c["mp0"], want)
 	}
