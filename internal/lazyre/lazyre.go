@@ -68,6 +68,7 @@ func (r *Regexp) FindAllStringIndex(s string, n int) [][]int { return r.re().Fin
 func (r *Regexp) FindAllStringSubmatch(s string, n int) [][]string {
 	return r.re().FindAllStringSubmatch(s, n)
 }
+func (r *Regexp) Split(s string, n int) []string           { return r.re().Split(s, n) }
 func (r *Regexp) ReplaceAllString(src, repl string) string { return r.re().ReplaceAllString(src, repl) }
 func (r *Regexp) ReplaceAllStringFunc(src string, repl func(string) string) string {
 	return r.re().ReplaceAllStringFunc(src, repl)

@@ -4,11 +4,11 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
-	"regexp"
 	"slices"
 	"sort"
 	"strings"
 
+	"github.com/pvectl/pvectl/internal/lazyre"
 	"github.com/pvectl/pvectl/pkg/pve/acl"
 	"github.com/pvectl/pvectl/pkg/pve/schema"
 )
@@ -59,7 +59,7 @@ func rolePrivList(list string) ([]string, error) {
 	return privs, nil
 }
 
-var pveNamespace = regexp.MustCompile(`(?i)^PVE`)
+var pveNamespace = lazyre.New(`(?i)^PVE`)
 
 func (s *Server) createRole(q *request) (any, error) {
 	id := q.get("roleid")

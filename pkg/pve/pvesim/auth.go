@@ -6,9 +6,10 @@ import (
 	"encoding/hex"
 	"net/http"
 	"net/url"
-	"regexp"
 	"strings"
 	"time"
+
+	"github.com/pvectl/pvectl/internal/lazyre"
 )
 
 // Authentication as pve-manager PVE/HTTPServer.pm auth_handler does it for
@@ -39,11 +40,11 @@ func secretHash(secret string) string {
 // The values pve-http-server Formatter.pm extract_auth_value finds: after
 // "KEY=" (or "KEY ") at the start of a header or after a blank.
 var (
-	tokenValueRe  = regexp.MustCompile(`(?:^|\s)PVEAPIToken(?:=| )([^;]*)`)
-	ticketValueRe = regexp.MustCompile(`(?:^|\s)PVEAuthCookie(?:=| )([^;]*)`)
+	tokenValueRe  = lazyre.New(`(?:^|\s)PVEAPIToken(?:=| )([^;]*)`)
+	ticketValueRe = lazyre.New(`(?:^|\s)PVEAuthCookie(?:=| )([^;]*)`)
 )
 
-func authValue(header string, re *regexp.Regexp) string {
+func authValue(header string, re *lazyre.Regexp) string {
 	m := re.FindStringSubmatch(header)
 	if m == nil {
 		return ""

@@ -7,13 +7,13 @@ import (
 	"maps"
 	"net/http"
 	"net/url"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 
 	"golang.org/x/crypto/ssh"
 
+	"github.com/pvectl/pvectl/internal/lazyre"
 	"github.com/pvectl/pvectl/pkg/pve/schema"
 )
 
@@ -177,8 +177,8 @@ func (s *Server) hashPassword(v *vm, pw string) string {
 }
 
 var (
-	cryptRe = regexp.MustCompile(`^\$(?:[156]|2[ay])(\$.+){2}`)
-	winOSRe = regexp.MustCompile(`^win(\d+)$`)
+	cryptRe = lazyre.New(`^\$(?:[156]|2[ay])(\$.+){2}`)
+	winOSRe = lazyre.New(`^win(\d+)$`)
 )
 
 // windowsVersion is qemu-server Helpers.pm windows_version.

@@ -13,10 +13,11 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/pvectl/pvectl/internal/lazyre"
 )
 
 func (s *Server) contentRoutes() []route {
@@ -274,12 +275,12 @@ func (s *Server) downloadURL(q *request) (any, error) {
 var (
 	// downloadExt are pve-storage Storage.pm's ISO_EXT_RE_0, VZTMPL_EXT_RE_1
 	// and UPLOAD_IMPORT_EXT_RE_1 as download_url applies them.
-	downloadExt = map[string]*regexp.Regexp{
-		"iso":    regexp.MustCompile(`(?i)[^/]+\.(?:iso|img)$`),
-		"vztmpl": regexp.MustCompile(`(?i)[^/]+\.(?:tar|tar\.(?:gz|xz|zst|bz2))$`),
-		"import": regexp.MustCompile(`[a-zA-Z0-9\-.+=_]+\.(?:ova|qcow2|raw|vmdk)$`),
+	downloadExt = map[string]*lazyre.Regexp{
+		"iso":    lazyre.New(`(?i)[^/]+\.(?:iso|img)$`),
+		"vztmpl": lazyre.New(`(?i)[^/]+\.(?:tar|tar\.(?:gz|xz|zst|bz2))$`),
+		"import": lazyre.New(`[a-zA-Z0-9\-.+=_]+\.(?:ova|qcow2|raw|vmdk)$`),
 	}
-	unsafeFileChars = regexp.MustCompile(`[^a-zA-Z0-9_.-]`)
+	unsafeFileChars = lazyre.New(`[^a-zA-Z0-9_.-]`)
 )
 
 // normalizeFilename is pve-storage Storage.pm normalize_content_filename:

@@ -2,12 +2,12 @@ package pvesim
 
 import (
 	"maps"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/pvectl/pvectl/internal/lazyre"
 	"github.com/pvectl/pvectl/pkg/pve/schema"
 )
 
@@ -36,7 +36,7 @@ type fwOptSpec struct {
 	api  bool // an option the API sets (the rest only a hand edit writes)
 }
 
-var fwLogLevelRE = regexp.MustCompile(`(?i)^(emerg|alert|crit|err|warning|notice|info|debug|nolog)?$`)
+var fwLogLevelRE = lazyre.New(`(?i)^(emerg|alert|crit|err|warning|notice|info|debug|nolog)?$`)
 
 // read is the parser's view of a value: ok false drops the line.
 func (o fwOptSpec) read(v string) (string, string, bool) {

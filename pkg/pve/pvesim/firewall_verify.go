@@ -5,9 +5,10 @@ import (
 	"fmt"
 	"math/big"
 	"net/netip"
-	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/pvectl/pvectl/internal/lazyre"
 )
 
 // Rule verification as pve-firewall src/PVE/Firewall.pm has it
@@ -22,16 +23,16 @@ const (
 
 var (
 	// $security_group_name_pattern, $ipset_name_pattern, $ip_alias_pattern.
-	fwNameRE        = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9\-_]+$`)
-	fwAliasRefRE    = regexp.MustCompile(`^(dc/|guest/)?([A-Za-z][A-Za-z0-9\-_]+)$`)
-	fwIPSetRefRE    = regexp.MustCompile(`^\+(guest/|dc/|sdn/)?([A-Za-z][A-Za-z0-9\-_]+)$`)
-	fwHeaderRE      = regexp.MustCompile(`(?i)^\[(group|ipset)\s+(\S+)\]\s*(?:#\s*(.*?)\s*)?$`)
-	fwMacroActionRE = regexp.MustCompile(`^(\S+)\((ACCEPT|DROP|REJECT)\)$`)
-	fwZeroPrefixRE  = regexp.MustCompile(`/0+$`)
-	fwPortRangeRE   = regexp.MustCompile(`^([0-9]+):([0-9]+)$`)
-	fwPortRE        = regexp.MustCompile(`^[0-9]+$`)
-	fwIfaceRE       = regexp.MustCompile(`(?i)^[a-z][a-z0-9_]{1,20}([:.]\d+)?$`)
-	fwGuestIfaceRE  = regexp.MustCompile(`^net(\d+)$`)
+	fwNameRE        = lazyre.New(`^[A-Za-z][A-Za-z0-9\-_]+$`)
+	fwAliasRefRE    = lazyre.New(`^(dc/|guest/)?([A-Za-z][A-Za-z0-9\-_]+)$`)
+	fwIPSetRefRE    = lazyre.New(`^\+(guest/|dc/|sdn/)?([A-Za-z][A-Za-z0-9\-_]+)$`)
+	fwHeaderRE      = lazyre.New(`(?i)^\[(group|ipset)\s+(\S+)\]\s*(?:#\s*(.*?)\s*)?$`)
+	fwMacroActionRE = lazyre.New(`^(\S+)\((ACCEPT|DROP|REJECT)\)$`)
+	fwZeroPrefixRE  = lazyre.New(`/0+$`)
+	fwPortRangeRE   = lazyre.New(`^([0-9]+):([0-9]+)$`)
+	fwPortRE        = lazyre.New(`^[0-9]+$`)
+	fwIfaceRE       = lazyre.New(`(?i)^[a-z][a-z0-9_]{1,20}([:.]\d+)?$`)
+	fwGuestIfaceRE  = lazyre.New(`^net(\d+)$`)
 )
 
 // fwMacro is one macro of Firewall.pm's tables.

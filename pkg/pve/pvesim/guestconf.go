@@ -4,21 +4,21 @@ import (
 	"crypto/sha1"
 	"fmt"
 	"maps"
-	"regexp"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
 
+	"github.com/pvectl/pvectl/internal/lazyre"
 	"github.com/pvectl/pvectl/pkg/pve/schema"
 )
 
 var (
-	diskKeyRe = regexp.MustCompile(`^((ide|sata|scsi|virtio)\d+|efidisk0|tpmstate0|rootfs|mp\d+)$`)
-	netKeyRe  = regexp.MustCompile(`^net\d+$`)
-	newDiskRe = regexp.MustCompile(`^([a-zA-Z][a-zA-Z0-9\-_.]*[a-zA-Z0-9]):(\d+(?:\.\d+)?)$`)
-	ciDiskRe  = regexp.MustCompile(`^([a-zA-Z][a-zA-Z0-9\-_.]*[a-zA-Z0-9]):cloudinit$`)
-	volidRe   = regexp.MustCompile(`^([a-zA-Z][a-zA-Z0-9\-_.]*[a-zA-Z0-9]):(.+)$`)
+	diskKeyRe = lazyre.New(`^((ide|sata|scsi|virtio)\d+|efidisk0|tpmstate0|rootfs|mp\d+)$`)
+	netKeyRe  = lazyre.New(`^net\d+$`)
+	newDiskRe = lazyre.New(`^([a-zA-Z][a-zA-Z0-9\-_.]*[a-zA-Z0-9]):(\d+(?:\.\d+)?)$`)
+	ciDiskRe  = lazyre.New(`^([a-zA-Z][a-zA-Z0-9\-_.]*[a-zA-Z0-9]):cloudinit$`)
+	volidRe   = lazyre.New(`^([a-zA-Z][a-zA-Z0-9\-_.]*[a-zA-Z0-9]):(.+)$`)
 )
 
 func setOf(xs ...string) map[string]bool {

@@ -4,16 +4,17 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/pvectl/pvectl/internal/lazyre"
 )
 
 // migrationBlockerRe are the config keys of devices that tie a VM to its
 // node (check_local_resources).
-var migrationBlockerRe = regexp.MustCompile(`^(usb|hostpci|serial|parallel|virtiofs)\d+$`)
+var migrationBlockerRe = lazyre.New(`^(usb|hostpci|serial|parallel|virtiofs)\d+$`)
 
 // Migrating a guest to another node of the cluster: qemu-server
 // API2/Qemu.pm migrate_vm, migrate_vm_precondition and QemuMigrate.pm;

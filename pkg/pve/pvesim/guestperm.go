@@ -4,11 +4,11 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/pvectl/pvectl/internal/lazyre"
 	"github.com/pvectl/pvectl/pkg/pve/acl"
 	"github.com/pvectl/pvectl/pkg/pve/schema"
 )
@@ -23,18 +23,18 @@ import (
 
 var (
 	// qemuNewDiskRe is QemuServer/Drive.pm's $NEW_DISK_RE: "[storage:]size".
-	qemuNewDiskRe = regexp.MustCompile(`^(([^/:\s]+):)?(\d+(\.\d+)?)$`)
+	qemuNewDiskRe = lazyre.New(`^(([^/:\s]+):)?(\d+(\.\d+)?)$`)
 	// Container keys (pve-container LXC.pm, $NEW_DISK_RE).
-	ctMountRe   = regexp.MustCompile(`^mp\d+$`)
-	ctDevRe     = regexp.MustCompile(`^dev\d+$`)
-	ctNewDiskRe = regexp.MustCompile(`^([^:\s]+):(\d+(\.\d+)?)$`)
+	ctMountRe   = lazyre.New(`^mp\d+$`)
+	ctDevRe     = lazyre.New(`^dev\d+$`)
+	ctNewDiskRe = lazyre.New(`^([^:\s]+):(\d+(\.\d+)?)$`)
 	// qemuValueKeyRe are the device keys checked by value.
-	qemuValueKeyRe = regexp.MustCompile(`^((serial|usb|hostpci|virtiofs)\d+|rng0)$`)
+	qemuValueKeyRe = lazyre.New(`^((serial|usb|hostpci|virtiofs)\d+|rng0)$`)
 	// Volume names parse_volname reads an owner from.
-	backupNameRe = regexp.MustCompile(`vzdump-(qemu|lxc|openvz)-(\d+)-`)
-	imageNameRe  = regexp.MustCompile(`^(vm|base|subvol|basevol)-(\d+)-`)
+	backupNameRe = lazyre.New(`vzdump-(qemu|lxc|openvz)-(\d+)-`)
+	imageNameRe  = lazyre.New(`^(vm|base|subvol|basevol)-(\d+)-`)
 	// cloudinitFileRe is drive_is_cloudinit.
-	cloudinitFileRe = regexp.MustCompile(`[:/](vm-\d+-)?cloudinit(\.(raw|qcow2|vmdk|cloop|cow|qcow|qed|vhdx|vpc))?$`)
+	cloudinitFileRe = lazyre.New(`[:/](vm-\d+-)?cloudinit(\.(raw|qcow2|vmdk|cloop|cow|qcow|qed|vhdx|vpc))?$`)
 )
 
 // checkQemuKeys is check_vm_modify_config_perm: each option's category

@@ -5,10 +5,11 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/pvectl/pvectl/internal/lazyre"
 )
 
 // The HA manager's configuration as pve-ha-manager has it: resources
@@ -85,7 +86,7 @@ func haBool(v string) string {
 	return "0"
 }
 
-var haVMIDName = regexp.MustCompile(`^[1-9][0-9]+$`)
+var haVMIDName = lazyre.New(`^[1-9][0-9]+$`)
 
 // parseSID is PVE::HA::Config::parse_sid: a bare vmid becomes vm:N or
 // ct:N by the guest's type; else TYPE:NAME.

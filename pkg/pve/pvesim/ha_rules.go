@@ -4,10 +4,11 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/pvectl/pvectl/internal/lazyre"
 )
 
 // HA rules (PVE 9), as pve-ha-manager src/PVE/API2/HA/Rules.pm writes
@@ -29,7 +30,7 @@ var haRuleRequired = map[string][]string{
 	"resource-affinity": {"resources", "affinity"},
 }
 
-var haNodePriority = regexp.MustCompile(`^([a-zA-Z0-9]([a-zA-Z0-9\-]*[a-zA-Z0-9])?)(:(\d+))?$`)
+var haNodePriority = lazyre.New(`^([a-zA-Z0-9]([a-zA-Z0-9\-]*[a-zA-Z0-9])?)(:(\d+))?$`)
 
 // encodeHANodes is NodeAffinity.pm decode then encode: node[:priority]
 // sorted by node, a priority of 0 left out.

@@ -3,11 +3,11 @@ package pvesim
 import (
 	"fmt"
 	"maps"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/pvectl/pvectl/internal/lazyre"
 	"github.com/pvectl/pvectl/pkg/pve/schema"
 )
 
@@ -25,11 +25,11 @@ var (
 	// fast-plugged too, the drive only needs regenerating.
 	cloudinitOpts = setOf("citype", "ciuser", "cipassword", "ciupgrade", "cicustom", "searchdomain", "nameserver", "sshkeys")
 
-	ipconfigRe = regexp.MustCompile(`^ipconfig\d+$`)
-	usbKeyRe   = regexp.MustCompile(`^usb\d+$`)
-	machineRe  = regexp.MustCompile(`^(?:pc|pc-i440fx|pc-q35|q35)-(\d+)\.(\d+)`)
+	ipconfigRe = lazyre.New(`^ipconfig\d+$`)
+	usbKeyRe   = lazyre.New(`^usb\d+$`)
+	machineRe  = lazyre.New(`^(?:pc|pc-i440fx|pc-q35|q35)-(\d+)\.(\d+)`)
 	// coldDriveRe: drives vmconfig_hotplug_pending never unplugs.
-	coldDriveRe = regexp.MustCompile(`(efidisk|ide|sata|tpmstate)\d+`)
+	coldDriveRe = lazyre.New(`(efidisk|ide|sata|tpmstate)\d+`)
 
 	// lxcFastPlug is pve-container's $LXC_FASTPLUG_OPTIONS.
 	lxcFastPlug = setOf("description", "onboot", "startup", "protection", "hostname", "hookscript", "cores", "tags", "lock")

@@ -3,11 +3,11 @@ package pvesim
 import (
 	"fmt"
 	"net/http"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/pvectl/pvectl/internal/lazyre"
 	"github.com/pvectl/pvectl/pkg/pve/schema"
 )
 
@@ -217,7 +217,7 @@ func (s *Server) allocMountPoint(v *vm, key, val string) (string, error) {
 	return nval, err
 }
 
-var bareSizeRe = regexp.MustCompile(`^\d+(\.\d+)?$`)
+var bareSizeRe = lazyre.New(`^\d+(\.\d+)?$`)
 
 // ctVolumeRank orders a container's keys for allocation: rootfs, the
 // mount points by number, then the rest.

@@ -5,10 +5,11 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/pvectl/pvectl/internal/lazyre"
 )
 
 // USB and directory resource mappings (/cluster/mapping/usb and
@@ -269,7 +270,7 @@ func assertUSBValid(name string, e map[string]string) error {
 }
 
 // mapDirPathRe is Dir.pm pve_verify_path: absolute, without ;,=().
-var mapDirPathRe = regexp.MustCompile(`^/[^;,=()]+`)
+var mapDirPathRe = lazyre.New(`^/[^;,=()]+`)
 
 // nodeDirs are the directories every simulated node has (the simulator
 // keeps no file system): a path is a directory when it is one of these

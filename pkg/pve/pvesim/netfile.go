@@ -4,11 +4,12 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
-	"regexp"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/pvectl/pvectl/internal/lazyre"
 )
 
 // What pve-common src/PVE/Network/Interfaces.pm does when it writes
@@ -17,11 +18,11 @@ import (
 
 var (
 	// physicalNIC is the reader's PHYSICAL_NIC_RE: names typed "eth".
-	physicalNIC = regexp.MustCompile(`^(?:eth\d+|en[^:.]+|ib[^:.]+|(?:nic|if)\d+)$`)
-	bondName    = regexp.MustCompile(`^bond\d+$`)
-	dotVLAN     = regexp.MustCompile(`^(\S+)\.(\d+)$`)
-	vlanN       = regexp.MustCompile(`^vlan(\d+)$`)
-	listSeps    = regexp.MustCompile(`[;,\s]+`)
+	physicalNIC = lazyre.New(`^(?:eth\d+|en[^:.]+|ib[^:.]+|(?:nic|if)\d+)$`)
+	bondName    = lazyre.New(`^bond\d+$`)
+	dotVLAN     = lazyre.New(`^(\S+)\.(\d+)$`)
+	vlanN       = lazyre.New(`^vlan(\d+)$`)
+	listSeps    = lazyre.New(`[;,\s]+`)
 )
 
 // dieErr is one of the writer's dies: a plain 500, and nothing written.

@@ -4,11 +4,11 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
-	"regexp"
 	"slices"
 	"sort"
 	"strings"
 
+	"github.com/pvectl/pvectl/internal/lazyre"
 	"github.com/pvectl/pvectl/pkg/pve/schema"
 )
 
@@ -36,7 +36,7 @@ type configEdit struct {
 }
 
 // qemuDriveRe is qemu-server's is_valid_drivename.
-var qemuDriveRe = regexp.MustCompile(`^((ide|sata|scsi|virtio)\d+|efidisk0|tpmstate0)$`)
+var qemuDriveRe = lazyre.New(`^((ide|sata|scsi|virtio)\d+|efidisk0|tpmstate0)$`)
 
 // pendingDelete reports whether key is in the pending delete list, and
 // whether its removal is forced.

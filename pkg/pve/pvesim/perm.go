@@ -3,10 +3,10 @@ package pvesim
 import (
 	"fmt"
 	"net/http"
-	"regexp"
 	"strconv"
 	"strings"
 
+	"github.com/pvectl/pvectl/internal/lazyre"
 	"github.com/pvectl/pvectl/pkg/pve/acl"
 )
 
@@ -23,7 +23,7 @@ const superuser = "root@pam"
 // tokenIDRe is AccessControl.pm's $token_full_regex.
 // (user_regex and realm_regex of PVE/Auth/Plugin.pm; the token name is a
 // realm_regex too).
-var tokenIDRe = regexp.MustCompile(`^(([^\s:/]+)@([A-Za-z][A-Za-z0-9._-]+))!([A-Za-z][A-Za-z0-9._-]+)$`)
+var tokenIDRe = lazyre.New(`^(([^\s:/]+)@([A-Za-z][A-Za-z0-9._-]+))!([A-Za-z][A-Za-z0-9._-]+)$`)
 
 // splitTokenID splits "user@realm!name" (split_tokenid); ok is false for
 // anything else (a user id).

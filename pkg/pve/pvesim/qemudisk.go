@@ -4,11 +4,11 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/pvectl/pvectl/internal/lazyre"
 	"github.com/pvectl/pvectl/pkg/pve/schema"
 )
 
@@ -50,7 +50,7 @@ func defaultBootDevices(conf map[string]string) []string {
 
 // isoNameRe is the volume name of an ISO image (pve-storage Plugin.pm
 // parse_volname: iso/NAME.iso or .img).
-var isoNameRe = regexp.MustCompile(`(?i)^iso/[^/]+\.(iso|img)$`)
+var isoNameRe = lazyre.New(`(?i)^iso/[^/]+\.(iso|img)$`)
 
 // normalizeDisk checks a drive value as qemu-server does before it forks
 // (check_drive_param, check_storage_access) and, when created is not nil,

@@ -3,12 +3,12 @@ package pvesim
 import (
 	"maps"
 	"net/http"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/pvectl/pvectl/internal/lazyre"
 	"github.com/pvectl/pvectl/pkg/pve/schema"
 )
 
@@ -23,7 +23,7 @@ import (
 // marks the job (remove_job) and the replication runner (pvesr, every
 // minute; here one task duration) removes it.
 
-var replJobID = regexp.MustCompile(`^(\d+)-(\d+)$`)
+var replJobID = lazyre.New(`^(\d+)-(\d+)$`)
 
 // replRemovedAt is the simulator's own note of when a job was marked for
 // removal; never answered.

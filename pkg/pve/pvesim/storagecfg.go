@@ -9,10 +9,10 @@ import (
 	"maps"
 	"net/http"
 	"path"
-	"regexp"
 	"slices"
 	"strings"
 
+	"github.com/pvectl/pvectl/internal/lazyre"
 	"github.com/pvectl/pvectl/pkg/pve/schema"
 )
 
@@ -32,7 +32,7 @@ const (
 )
 
 // dirPathRe is DirPlugin.pm check_config's test of a directory path.
-var dirPathRe = regexp.MustCompile(`^/[-/a-zA-Z0-9_.@]+$`)
+var dirPathRe = lazyre.New(`^/[-/a-zA-Z0-9_.@]+$`)
 
 func storageType(typ string) (*schema.StorageType, error) {
 	t, ok := schema.LookupStorageType(typ)

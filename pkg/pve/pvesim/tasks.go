@@ -3,14 +3,15 @@ package pvesim
 import (
 	"errors"
 	"fmt"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/pvectl/pvectl/internal/lazyre"
 )
 
 // upidFormat is PVE's UPID syntax (PVE::Tools::upid_decode).
-var upidFormat = regexp.MustCompile(`^UPID:([a-zA-Z0-9]([a-zA-Z0-9\-]*[a-zA-Z0-9])?):([0-9A-Fa-f]{8}):([0-9A-Fa-f]{8,9}):([0-9A-Fa-f]{8}):([^:\s/]+):([^:\s/]*):([^:\s/]+):$`)
+var upidFormat = lazyre.New(`^UPID:([a-zA-Z0-9]([a-zA-Z0-9\-]*[a-zA-Z0-9])?):([0-9A-Fa-f]{8}):([0-9A-Fa-f]{8,9}):([0-9A-Fa-f]{8}):([^:\s/]+):([^:\s/]*):([^:\s/]+):$`)
 
 // task is one PVE worker. Its effect runs when it ends, TaskDuration after
 // it got its locks, with s.mu held.
@@ -419,6 +420,6 @@ func statusType(status string) string {
 	return "error"
 }
 
-var taskWarningsRe = regexp.MustCompile(`^WARNINGS: \d+$`)
+var taskWarningsRe = lazyre.New(`^WARNINGS: \d+$`)
 
 func vmidString(id int) string { return strconv.Itoa(id) }

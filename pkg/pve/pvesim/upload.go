@@ -7,14 +7,15 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/pvectl/pvectl/internal/lazyre"
 )
 
 // uploadPath is the one path pveproxy takes file uploads on.
-var uploadPath = regexp.MustCompile(`^/api2/json/nodes/[^/]+/storage/[^/]+/upload$`)
+var uploadPath = lazyre.New(`^/api2/json/nodes/[^/]+/storage/[^/]+/upload$`)
 
 // uploadFields are the text fields pveproxy reads before the file part, in
 // this order (pve-http-server src/PVE/APIServer/AnyEvent.pm,
