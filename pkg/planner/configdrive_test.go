@@ -249,14 +249,7 @@ func TestSimConfigDriveSavedPlan(t *testing.T) {
 	ctx := context.Background()
 	applyPlan(t, sim, planFor(t, sim, loadSpec(t, driveSpec), Options{}))
 	edited := loadSpec(t, strings.Replace(driveSpec, "nginx", "apache2", 1))
-	data, err := Marshal(planFor(t, sim, edited, Options{}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := Unmarshal(data)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, p := marshalled(t, planFor(t, sim, edited, Options{}))
 	if err := Verify(ctx, sim, p); err != nil {
 		t.Fatalf("Verify: %v", err)
 	}

@@ -40,13 +40,7 @@ func TestSimFirewallSetsBeforeGroupRules(t *testing.T) {
 		t.Fatalf("plan (-want +got):\n%s", diff)
 	}
 	// Through a plan file, as `plan --out` and `apply FILE` do.
-	data, err := Marshal(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if p, err = Unmarshal(data); err != nil {
-		t.Fatal(err)
-	}
+	_, p = marshalled(t, p)
 	h := &recHooks{}
 	if _, err := Apply(context.Background(), sim, p, ApplyOptions{Hooks: h}); err != nil {
 		t.Fatalf("apply: %v\n%s", err, strings.Join(h.messages, "\n"))

@@ -40,10 +40,7 @@ func TestSimManagedFalse(t *testing.T) {
 		t.Fatalf("plan (-want +got):\n%s", diff)
 	}
 	applyPlan(t, sim, p)
-	ifaces, changes, err := sim.cl.NetworkList(ctx, "pve")
-	if err != nil {
-		t.Fatal(err)
-	}
+	ifaces, changes := nodeNetwork(t, sim)
 	if changes != "" {
 		t.Errorf("apply staged network changes:\n%s", changes)
 	}
@@ -58,10 +55,7 @@ func TestSimManagedFalse(t *testing.T) {
 		t.Fatalf("destroy plan (-want +got):\n%s", diff)
 	}
 	applyPlan(t, sim, d)
-	ifaces, _, err = sim.cl.NetworkList(ctx, "pve")
-	if err != nil {
-		t.Fatal(err)
-	}
+	ifaces, _ = nodeNetwork(t, sim)
 	found := false
 	for _, i := range ifaces {
 		found = found || i.Get("iface") == "vmbr0"

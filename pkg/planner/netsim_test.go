@@ -36,18 +36,30 @@ func planErr(t *testing.T, cl Clients, set *spec.Set) error {
 	return err
 }
 
-func liveIface(t *testing.T, sim *simClients, name string) *pve.Config {
+// nodeNetwork is node pve's interfaces and its staged changes.
+func nodeNetwork(t *testing.T, sim *simClients) ([]*pve.Config, string) {
 	t.Helper()
-	ifaces, _, err := sim.cl.NetworkList(context.Background(), "pve")
+	ifaces, changes, err := sim.cl.NetworkList(context.Background(), "pve")
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, i := range ifaces {
-		if i.Get("iface") == name {
-			return i
+	return ifaces, changes
+}
+
+// rowWith is the first row whose key is value, or nil.
+func rowWith(rows []*pve.Config, key, value string) *pve.Config {
+	for _, r := range rows {
+		if r.Get(key) == value {
+			return r
 		}
 	}
 	return nil
+}
+
+func liveIface(t *testing.T, sim *simClients, name string) *pve.Config {
+	t.Helper()
+	ifaces, _ := nodeNetwork(t, sim)
+	return rowWith(ifaces, "iface", name)
 }
 
 // PVE turns VLAN awareness on for bridge_vlan_aware=0: false is sent as

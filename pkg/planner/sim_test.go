@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -99,6 +100,35 @@ func applyPlan(t *testing.T, cl Clients, p *Plan) *Result {
 	return res
 }
 
+// savedPlan is p written to a plan file and read back, as `plan --out`
+// and `apply FILE` do.
+func savedPlan(t *testing.T, p *Plan) *Plan {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "plan.json")
+	if err := WriteFile(path, p); err != nil {
+		t.Fatal(err)
+	}
+	saved, err := ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return saved
+}
+
+// marshalled is p's plan-file bytes, and p read back from them.
+func marshalled(t *testing.T, p *Plan) ([]byte, *Plan) {
+	t.Helper()
+	data, err := Marshal(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := Unmarshal(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data, back
+}
+
 // applyHooked is applyPlan returning what the hooks heard too.
 func applyHooked(t *testing.T, cl Clients, p *Plan) (*Result, *recHooks) {
 	t.Helper()
@@ -160,14 +190,7 @@ func TestSimExample01Lifecycle(t *testing.T) {
 		t.Errorf("memory diff (-want +got):\n%s", diff)
 	}
 	// Saved and verified like `pvectl plan --out` / `apply FILE`.
-	path := t.TempDir() + "/plan.json"
-	if err := WriteFile(path, p); err != nil {
-		t.Fatal(err)
-	}
-	saved, err := ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	saved := savedPlan(t, p)
 	if err := Verify(ctx, sim, saved); err != nil {
 		t.Fatalf("Verify: %v", err)
 	}
@@ -199,10 +222,7 @@ func TestSimExample01Lifecycle(t *testing.T) {
 			t.Errorf("vm 100 still exists after destroy: %+v", r)
 		}
 	}
-	ifaces, changes, err := sim.cl.NetworkList(ctx, "pve")
-	if err != nil {
-		t.Fatal(err)
-	}
+	ifaces, changes := nodeNetwork(t, sim)
 	if changes != "" {
 		t.Errorf("network changes after destroy: got %q want none (committed)", changes)
 	}
@@ -239,7 +259,6 @@ func TestSimPoolLifecycle(t *testing.T) {
 
 func TestSimBridgeUpdateIsCommitted(t *testing.T) {
 	sim := newSim(t)
-	ctx := context.Background()
 	const base = "kind: LinuxBridge\nname: vmbr1\nspec:\n  bridge_ports: eno2\n---\nkind: NetworkApply\nname: pve\ndependsOn: [LinuxBridge/vmbr1]\n"
 	applyPlan(t, sim, planFor(t, sim, loadSpec(t, base), Options{}))
 	set := loadSpec(t, strings.Replace(base, "bridge_ports: eno2", "bridge_ports: eno3 eno2", 1))
@@ -248,10 +267,7 @@ func TestSimBridgeUpdateIsCommitted(t *testing.T) {
 		t.Fatalf("plan (-want +got):\n%s", diff)
 	}
 	applyPlan(t, sim, p)
-	ifaces, changes, err := sim.cl.NetworkList(ctx, "pve")
-	if err != nil {
-		t.Fatal(err)
-	}
+	ifaces, changes := nodeNetwork(t, sim)
 	if changes != "" {
 		t.Errorf("pending changes: got %q want none", changes)
 	}
@@ -516,16 +532,7 @@ func TestSimBridgeUpdateKeepsUnmanagedAddress(t *testing.T) {
 		t.Fatalf("plan (-want +got):\n%s", diff)
 	}
 	applyPlan(t, sim, p)
-	ifaces, _, err := sim.cl.NetworkList(ctx, "pve")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got *pve.Config
-	for _, i := range ifaces {
-		if i.Get("iface") == "vmbr1" {
-			got = i
-		}
-	}
+	got := liveIface(t, sim, "vmbr1")
 	want := map[string]string{"method": "static", "cidr": "10.0.0.2/24", "gateway": "10.0.0.1", "bridge_vlan_aware": "1", "autostart": "1"}
 	for k, v := range want {
 		if got.Get(k) != v {

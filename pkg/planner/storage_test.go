@@ -50,12 +50,7 @@ func storageConfig(t *testing.T, cl *pve.Client, id string) *pve.Config {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, r := range rows {
-		if r.Get("storage") == id {
-			return r
-		}
-	}
-	return nil
+	return rowWith(rows, "storage", id)
 }
 
 func sha256hex(s string) string {

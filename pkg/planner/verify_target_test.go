@@ -35,14 +35,7 @@ func TestSimVerifyRefusesOtherCluster(t *testing.T) {
 	if diff := cmp.Diff(map[string]string{"": a.cl.BaseURL()}, p.Endpoints); diff != "" {
 		t.Errorf("endpoints: got %v (-want +got):\n%s", p.Endpoints, diff)
 	}
-	path := t.TempDir() + "/plan.out"
-	if err := WriteFile(path, p); err != nil {
-		t.Fatal(err)
-	}
-	saved, err := ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	saved := savedPlan(t, p)
 	if diff := cmp.Diff(p.Endpoints, saved.Endpoints); diff != "" {
 		t.Errorf("endpoints after a file round trip (-want +got):\n%s", diff)
 	}
@@ -50,7 +43,7 @@ func TestSimVerifyRefusesOtherCluster(t *testing.T) {
 		t.Errorf("Verify against the planned cluster: got %v want nil", err)
 	}
 	// B has no pool "team" either, so only the endpoint tells them apart.
-	err = Verify(ctx, b, saved)
+	err := Verify(ctx, b, saved)
 	want := "default connection: plan was made against " + a.cl.BaseURL() + ", the connection now points at " + b.cl.BaseURL() + ": run plan again"
 	if err == nil || err.Error() != want {
 		t.Errorf("Verify against another cluster: got %v want %q", err, want)
@@ -369,14 +362,7 @@ func TestSimVerifyIgnoresPvectlBlock(t *testing.T) {
 	const doc = "kind: QemuVM\nname: web\nspec:\n  vmid: 130\n  memory: 512\n  description: web server\n"
 	applyPlan(t, sim, planFor(t, sim, loadSpec(t, doc), Options{}))
 	p := planFor(t, sim, loadSpec(t, strings.Replace(doc, "512", "1024", 1)), Options{})
-	path := t.TempDir() + "/plan.out"
-	if err := WriteFile(path, p); err != nil {
-		t.Fatal(err)
-	}
-	saved, err := ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	saved := savedPlan(t, p)
 	block := url.Values{"description": {"web server\n[pvectl-provision: a.yaml=0123456789ab]"}}
 	if err := sim.cl.UpdateQemu(ctx, "pve", 130, block); err != nil {
 		t.Fatal(err)
