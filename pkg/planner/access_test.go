@@ -49,21 +49,6 @@ spec:
   roles: PVEVMAdmin
 `
 
-// loadSpecIn loads yaml written as dir/spec.yaml: a secretFile stays
-// where it was from one load to the next.
-func loadSpecIn(t *testing.T, dir, yaml string) *spec.Set {
-	t.Helper()
-	path := filepath.Join(dir, "spec.yaml")
-	if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	set, err := spec.Load([]string{path}, spec.LoadOptions{Getenv: func(string) (string, bool) { return "", false }})
-	if err != nil {
-		t.Fatalf("spec.Load: %v", err)
-	}
-	return set
-}
-
 // authenticates reports whether PVE takes id with secret (its own
 // permissions are always readable).
 func authenticates(t *testing.T, sim *simClients, id, secret string) bool {
@@ -262,11 +247,7 @@ func TestSimAccessPreflight(t *testing.T) {
 	set := loadSpec(t, strings.Replace(accessSpec, "secretFile: secrets/deploy.token", "comment: x", 1))
 	ctx := context.Background()
 	plan := func() error {
-		obs, err := Observe(ctx, tok, set)
-		if err != nil {
-			t.Fatalf("Observe: %v", err)
-		}
-		_, err = Build(ctx, set, obs, Options{})
+		_, err := tryPlan(t, tok, set, Options{})
 		return err
 	}
 	err := plan()

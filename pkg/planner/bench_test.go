@@ -3,7 +3,6 @@ package planner
 import (
 	"context"
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -34,28 +33,12 @@ func vmSpecs(b *testing.B, n int) *spec.Set {
 	for i := range n {
 		docs = append(docs, fmt.Sprintf("kind: QemuVM\nname: vm%d\nspec:\n  vmid: %d\n  memory: 1024\n  cores: 2\n  scsi0: local-lvm:8\n  net0: virtio,bridge=vmbr0\n  tags: bench;pvectl\n", i, 1000+i))
 	}
-	path := b.TempDir() + "/spec.yaml"
-	if err := os.WriteFile(path, []byte(strings.Join(docs, "---\n")), 0o600); err != nil {
-		b.Fatal(err)
-	}
-	set, err := spec.Load([]string{path}, spec.LoadOptions{Getenv: func(string) (string, bool) { return "", false }})
-	if err != nil {
-		b.Fatal(err)
-	}
-	return set
+	return loadSpec(b, strings.Join(docs, "---\n"))
 }
 
 func planOnce(b *testing.B, cl Clients, set *spec.Set) *Plan {
-	ctx := context.Background()
-	obs, err := Observe(ctx, cl, set)
-	if err != nil {
-		b.Fatal(err)
-	}
-	p, err := Build(ctx, set, obs, Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	return p
+	b.Helper()
+	return planFor(b, cl, set, Options{})
 }
 
 // BenchmarkPlan measures a whole plan (observe + build) of N existing VMs

@@ -73,11 +73,7 @@ spec:
   memory: 512
 `)
 	ctx := context.Background()
-	obs, err := Observe(ctx, sim, set)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = Build(ctx, set, obs, Options{})
+	_, err := tryPlan(t, sim, set, Options{})
 	busy, only := busyErrors(err)
 	if !only || len(busy) != 3 {
 		t.Fatalf("Build: got %v, want three busy resources and nothing else", err)

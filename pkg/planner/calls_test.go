@@ -3,7 +3,6 @@ package planner
 import (
 	"context"
 	"fmt"
-	"os"
 	"sort"
 	"strings"
 	"testing"
@@ -49,8 +48,8 @@ func (cc callCount) String() string {
 }
 
 // vmDocs writes n QemuVM documents with pinned vmids and memory mem.
-func vmDocs(t *testing.T, n, mem int, extra string) *spec.Set {
-	t.Helper()
+func vmDocs(tb testing.TB, n, mem int, extra string) *spec.Set {
+	tb.Helper()
 	var b strings.Builder
 	for i := range n {
 		if i > 0 {
@@ -58,15 +57,25 @@ func vmDocs(t *testing.T, n, mem int, extra string) *spec.Set {
 		}
 		fmt.Fprintf(&b, "kind: QemuVM\nname: vm%d\nspec:\n  vmid: %d\n  memory: %d\n  cores: 1\n  net0: virtio,bridge=vmbr0\n%s", i, 1000+i, mem, extra)
 	}
-	path := t.TempDir() + "/spec.yaml"
-	if err := os.WriteFile(path, []byte(b.String()), 0o600); err != nil {
-		t.Fatal(err)
+	return loadSpec(tb, b.String())
+}
+
+// callsSim is a simulator whose tasks take 5 ms, with its request counter.
+func callsSim(t *testing.T) (*simClients, *simtest.Sim) {
+	t.Helper()
+	s := simtest.Start(t, simtest.Options{Sim: pvesim.Options{TokenID: simToken, TokenSecret: simSecret, TaskDuration: 5 * time.Millisecond, Seed: 1}})
+	return &simClients{cl: s.Client, conn: &spec.Connection{Nodes: []string{"pve"}}}, s
+}
+
+// perVMCheck checks that calls of n VMs, polls aside, are perVM for
+// each VM and lists more.
+func perVMCheck(t *testing.T, n int) func(what string, cc callCount, perVM, lists int) {
+	return func(what string, cc callCount, perVM, lists int) {
+		t.Helper()
+		if want := perVM*n + lists; cc.other != want {
+			t.Errorf("%s of %d VMs: %d calls besides polls, want %d (%d per VM + %d): %s", what, n, cc.other, want, perVM, lists, cc)
+		}
 	}
-	set, err := spec.Load([]string{path}, spec.LoadOptions{Getenv: testGetenv})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return set
 }
 
 // planApply plans set and applies it, returning the calls of the plan and
@@ -91,14 +100,8 @@ func planApply(t *testing.T, cl *simClients, s *simtest.Sim, set *spec.Set, par 
 // are a constant number of lists plus a fixed number per VM.
 func TestCallsPerVM(t *testing.T) {
 	const n = 24
-	s := simtest.Start(t, simtest.Options{Sim: pvesim.Options{TokenID: simToken, TokenSecret: simSecret, TaskDuration: 5 * time.Millisecond, Seed: 1}})
-	cl := &simClients{cl: s.Client, conn: &spec.Connection{Nodes: []string{"pve"}}}
-	check := func(what string, cc callCount, perVM, lists int) {
-		t.Helper()
-		if want := perVM*n + lists; cc.other != want {
-			t.Errorf("%s of %d VMs: %d calls besides polls, want %d (%d per VM + %d): %s", what, n, cc.other, want, perVM, lists, cc)
-		}
-	}
+	cl, s := callsSim(t)
+	check := perVMCheck(t, n)
 	stopped := "  running: false\n"
 
 	// Create: the plan reads the lists (permissions, /cluster/resources,
@@ -134,14 +137,8 @@ func TestCallsPerVM(t *testing.T) {
 // pending.
 func TestCallsPerRunningVM(t *testing.T) {
 	const n = 12
-	s := simtest.Start(t, simtest.Options{Sim: pvesim.Options{TokenID: simToken, TokenSecret: simSecret, TaskDuration: 5 * time.Millisecond, Seed: 1}})
-	cl := &simClients{cl: s.Client, conn: &spec.Connection{Nodes: []string{"pve"}}}
-	check := func(what string, cc callCount, perVM, lists int) {
-		t.Helper()
-		if want := perVM*n + lists; cc.other != want {
-			t.Errorf("%s of %d VMs: %d calls besides polls, want %d (%d per VM + %d): %s", what, n, cc.other, want, perVM, lists, cc)
-		}
-	}
+	cl, s := callsSim(t)
+	check := perVMCheck(t, n)
 	running := "  running: true\n"
 	plan, apply := planApply(t, cl, s, vmDocs(t, n, 512, running), 8)
 	check("plan before create", plan, 0, 5)
@@ -159,8 +156,7 @@ func TestCallsPerRunningVM(t *testing.T) {
 // updates read one config each.
 func TestVerifyCallsPerVM(t *testing.T) {
 	const n = 20
-	s := simtest.Start(t, simtest.Options{Sim: pvesim.Options{TokenID: simToken, TokenSecret: simSecret, TaskDuration: 5 * time.Millisecond, Seed: 1}})
-	cl := &simClients{cl: s.Client, conn: &spec.Connection{Nodes: []string{"pve"}}}
+	cl, s := callsSim(t)
 	ctx := context.Background()
 	verify := func(set *spec.Set) callCount {
 		t.Helper()

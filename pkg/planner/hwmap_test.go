@@ -147,12 +147,7 @@ spec:
   hostpci0: mapping=gpu,pcie=1
   running: true
 `)
-	ctx := context.Background()
-	obs, err := Observe(ctx, tok, set)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = Build(ctx, set, obs, Options{})
+	_, err := tryPlan(t, tok, set, Options{})
 	for _, want := range []string{
 		"HardwareMapping/gpu: the API token ci@pve!gpu lacks Mapping.Audit or Mapping.Use or Mapping.Modify on /mapping/pci/gpu, needed to see the mapping",
 		"QemuVM/cuda: the API token ci@pve!gpu lacks Mapping.Use on /mapping/pci/gpu, needed to set hostpci0",

@@ -24,12 +24,7 @@ func newCheckedSim(t *testing.T) *simClients {
 // planErr builds a plan that must fail and returns its error.
 func planErr(t *testing.T, cl Clients, set *spec.Set) error {
 	t.Helper()
-	ctx := context.Background()
-	obs, err := Observe(ctx, cl, set)
-	if err != nil {
-		t.Fatalf("Observe: %v", err)
-	}
-	p, err := Build(ctx, set, obs, Options{})
+	p, err := tryPlan(t, cl, set, Options{})
 	if err == nil {
 		t.Fatalf("Build: got plan %q, want an error", summary(p))
 	}

@@ -65,14 +65,9 @@ func TestSimPermissionPreflight(t *testing.T) {
 	admin := newSim(t)
 	tok, id := asToken(t, admin, "ci@pve", "plan")
 	set := loadSpec(t, permSpec)
-	ctx := context.Background()
 
 	plan := func() error {
-		obs, err := Observe(ctx, tok, set)
-		if err != nil {
-			t.Fatalf("Observe: %v", err)
-		}
-		_, err = Build(ctx, set, obs, Options{})
+		_, err := tryPlan(t, tok, set, Options{})
 		return err
 	}
 	err := plan()

@@ -50,15 +50,22 @@ func newCountingSim(t *testing.T, nodes ...string) (*simClients, *requestCounter
 	return &simClients{cl: s.Client, conn: &spec.Connection{URL: s.URL, Nodes: []string{"pve"}}}, &requestCounter{s.Requests}
 }
 
-func loadSpec(t *testing.T, yaml string) *spec.Set {
-	t.Helper()
-	path := t.TempDir() + "/spec.yaml"
+func loadSpec(tb testing.TB, yaml string) *spec.Set {
+	tb.Helper()
+	return loadSpecIn(tb, tb.TempDir(), yaml)
+}
+
+// loadSpecIn loads yaml written as dir/spec.yaml: a secretFile stays
+// where it was from one load to the next.
+func loadSpecIn(tb testing.TB, dir, yaml string) *spec.Set {
+	tb.Helper()
+	path := filepath.Join(dir, "spec.yaml")
 	if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	set, err := spec.Load([]string{path}, spec.LoadOptions{Getenv: testGetenv})
 	if err != nil {
-		t.Fatalf("spec.Load: %v", err)
+		tb.Fatalf("spec.Load: %v", err)
 	}
 	return set
 }
@@ -80,18 +87,25 @@ func example01YAML(t *testing.T) string {
 	return string(b)
 }
 
-func planFor(t *testing.T, cl Clients, set *spec.Set, opts Options) *Plan {
-	t.Helper()
+func planFor(tb testing.TB, cl Clients, set *spec.Set, opts Options) *Plan {
+	tb.Helper()
+	p, err := tryPlan(tb, cl, set, opts)
+	if err != nil {
+		tb.Fatalf("Build: %v", err)
+	}
+	return p
+}
+
+// tryPlan observes set and builds its plan, returning Build's error: a
+// failed Observe fails the test.
+func tryPlan(tb testing.TB, cl Clients, set *spec.Set, opts Options) (*Plan, error) {
+	tb.Helper()
 	ctx := context.Background()
 	obs, err := Observe(ctx, cl, set)
 	if err != nil {
-		t.Fatalf("Observe: %v", err)
+		tb.Fatalf("Observe: %v", err)
 	}
-	p, err := Build(ctx, set, obs, opts)
-	if err != nil {
-		t.Fatalf("Build: %v", err)
-	}
-	return p
+	return Build(ctx, set, obs, opts)
 }
 
 func applyPlan(t *testing.T, cl Clients, p *Plan) *Result {
