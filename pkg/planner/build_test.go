@@ -63,6 +63,17 @@ func build(t *testing.T, set *spec.Set, objs map[string]*liveObj, opts Options) 
 }
 
 // summary renders a plan compactly: "action address <- deps".
+// countWhere is how many of list f holds for.
+func countWhere[T any](list []T, f func(T) bool) int {
+	n := 0
+	for _, x := range list {
+		if f(x) {
+			n++
+		}
+	}
+	return n
+}
+
 func summary(p *Plan) []string {
 	var out []string
 	for _, c := range p.Changes {

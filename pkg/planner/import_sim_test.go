@@ -95,6 +95,24 @@ func planImported(t *testing.T, cl Clients, res *ImportResult) {
 	}
 }
 
+// importClean imports what opts name, failing the test on an error or a
+// problem; it returns the documents by address too.
+func importClean(t *testing.T, cl Clients, opts ImportOptions) (*ImportResult, map[string]*ImportedDoc) {
+	t.Helper()
+	res, err := Import(context.Background(), cl, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Problems) > 0 {
+		t.Errorf("problems: %v", res.Problems)
+	}
+	docs := map[string]*ImportedDoc{}
+	for _, d := range res.Docs {
+		docs[d.Address()] = d
+	}
+	return res, docs
+}
+
 func addresses(docs []*ImportedDoc) []string {
 	var out []string
 	for _, d := range docs {
@@ -155,17 +173,7 @@ func TestSimImportInfrastructure(t *testing.T) {
 	ctx := context.Background()
 	infra := []string{"LinuxBridge/vmbr0", "QemuVM/ubuntu-24.04-cloud", "Storage/local", "Storage/local-lvm"}
 	for _, manage := range []bool{false, true} {
-		res, err := Import(ctx, sim, ImportOptions{All: true, ManageInfrastructure: manage})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(res.Problems) > 0 {
-			t.Errorf("problems: %v", res.Problems)
-		}
-		docs := map[string]*ImportedDoc{}
-		for _, d := range res.Docs {
-			docs[d.Address()] = d
-		}
+		res, docs := importClean(t, sim, ImportOptions{All: true, ManageInfrastructure: manage})
 		for _, addr := range infra {
 			if d := docs[addr]; d == nil || d.ReadOnly == manage {
 				t.Errorf("manage %v: %s: got %+v, want managed: %v", manage, addr, d, manage)

@@ -64,12 +64,7 @@ func sectionRow(t *testing.T, cl *pve.Client, path, key, id string) *pve.Config 
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, r := range rows {
-		if r.Get(key) == id {
-			return r
-		}
-	}
-	return nil
+	return rowWith(rows, key, id)
 }
 
 // TestSimJobKindsLifecycle: one apply makes the HA resource, its rule, a
@@ -168,17 +163,7 @@ func TestHAPowerNote(t *testing.T) {
 func TestSimImportJobKinds(t *testing.T) {
 	sim := newSim(t, "pve", "pve2")
 	applyPlan(t, sim, planFor(t, sim, loadSpec(t, jobsSpec), Options{}))
-	res, err := Import(context.Background(), sim, ImportOptions{All: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(res.Problems) > 0 {
-		t.Errorf("problems: %v", res.Problems)
-	}
-	docs := map[string]*ImportedDoc{}
-	for _, d := range res.Docs {
-		docs[d.Address()] = d
-	}
+	res, docs := importClean(t, sim, ImportOptions{All: true})
 	for addr, key := range map[string]string{"HAResource/vm-120": "sid", "HARule/app-prefers-pve": "resources",
 		"BackupJob/nightly": "vmid", "ReplicationJob/120-0": "target"} {
 		d := docs[addr]

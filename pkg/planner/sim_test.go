@@ -143,6 +143,17 @@ func marshalled(t *testing.T, p *Plan) ([]byte, *Plan) {
 	return data, back
 }
 
+// applyCounted plans set, stops the test unless the plan has n changes
+// of action a (what names the plan), and applies it.
+func applyCounted(t *testing.T, sim *simClients, set *spec.Set, what string, a Action, n int) {
+	t.Helper()
+	p := planFor(t, sim, set, Options{})
+	if got := countAction(p, a); got != n {
+		t.Fatalf("%s: got %d × %s want %d: %q", what, got, a, n, summary(p))
+	}
+	applyPlan(t, sim, p)
+}
+
 // applyHooked is applyPlan returning what the hooks heard too.
 func applyHooked(t *testing.T, cl Clients, p *Plan) (*Result, *recHooks) {
 	t.Helper()

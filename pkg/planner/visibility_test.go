@@ -141,13 +141,7 @@ func countNamed(t *testing.T, cl *pve.Client, name string) int {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := 0
-	for _, r := range rows {
-		if r.Name == name {
-			n++
-		}
-	}
-	return n
+	return countWhere(rows, func(r pve.ClusterResource) bool { return r.Name == name })
 }
 
 // TestSimVisibilityHiddenStorage: a storage a new disk needs, hidden by a
