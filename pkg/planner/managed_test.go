@@ -40,14 +40,8 @@ func TestSimManagedFalse(t *testing.T) {
 		t.Fatalf("plan (-want +got):\n%s", diff)
 	}
 	applyPlan(t, sim, p)
-	ifaces, changes := nodeNetwork(t, sim)
-	if changes != "" {
-		t.Errorf("apply staged network changes:\n%s", changes)
-	}
-	for _, i := range ifaces {
-		if i.Get("iface") == "vmbr0" && i.Get("bridge_ports") != "eno1" {
-			t.Errorf("vmbr0 was changed: bridge_ports %q", i.Get("bridge_ports"))
-		}
+	if i := committedIface(t, sim, "vmbr0", "apply"); i != nil && i.Get("bridge_ports") != "eno1" {
+		t.Errorf("vmbr0 was changed: bridge_ports %q", i.Get("bridge_ports"))
 	}
 
 	d := planFor(t, sim, set, Options{Destroy: true})
@@ -55,12 +49,7 @@ func TestSimManagedFalse(t *testing.T) {
 		t.Fatalf("destroy plan (-want +got):\n%s", diff)
 	}
 	applyPlan(t, sim, d)
-	ifaces, _ = nodeNetwork(t, sim)
-	found := false
-	for _, i := range ifaces {
-		found = found || i.Get("iface") == "vmbr0"
-	}
-	if !found {
+	if liveIface(t, sim, "vmbr0") == nil {
 		t.Errorf("destroy removed the read-only vmbr0")
 	}
 

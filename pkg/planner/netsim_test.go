@@ -51,6 +51,17 @@ func rowWith(rows []*pve.Config, key, value string) *pve.Config {
 	return nil
 }
 
+// committedIface is node pve's interface name (nil: none) after an
+// apply that must leave no network change staged; when names the apply.
+func committedIface(t *testing.T, sim *simClients, name, when string) *pve.Config {
+	t.Helper()
+	ifaces, changes := nodeNetwork(t, sim)
+	if changes != "" {
+		t.Errorf("network changes staged after %s: got %q want none", when, changes)
+	}
+	return rowWith(ifaces, "iface", name)
+}
+
 func liveIface(t *testing.T, sim *simClients, name string) *pve.Config {
 	t.Helper()
 	ifaces, _ := nodeNetwork(t, sim)

@@ -154,6 +154,13 @@ func applyCounted(t *testing.T, sim *simClients, set *spec.Set, what string, a A
 	applyPlan(t, sim, p)
 }
 
+// planEdit applies doc, then plans it with old replaced by new.
+func planEdit(t *testing.T, sim *simClients, doc, old, new string, opts Options) *Plan {
+	t.Helper()
+	applyPlan(t, sim, planFor(t, sim, loadSpec(t, doc), Options{}))
+	return planFor(t, sim, loadSpec(t, strings.Replace(doc, old, new, 1)), opts)
+}
+
 // applyHooked is applyPlan returning what the hooks heard too.
 func applyHooked(t *testing.T, cl Clients, p *Plan) (*Result, *recHooks) {
 	t.Helper()
@@ -247,14 +254,8 @@ func TestSimExample01Lifecycle(t *testing.T) {
 			t.Errorf("vm 100 still exists after destroy: %+v", r)
 		}
 	}
-	ifaces, changes := nodeNetwork(t, sim)
-	if changes != "" {
-		t.Errorf("network changes after destroy: got %q want none (committed)", changes)
-	}
-	for _, i := range ifaces {
-		if i.Get("iface") == "vmbr1" {
-			t.Errorf("vmbr1 still exists after destroy")
-		}
+	if committedIface(t, sim, "vmbr1", "destroy") != nil {
+		t.Errorf("vmbr1 still exists after destroy")
 	}
 }
 
@@ -292,14 +293,8 @@ func TestSimBridgeUpdateIsCommitted(t *testing.T) {
 		t.Fatalf("plan (-want +got):\n%s", diff)
 	}
 	applyPlan(t, sim, p)
-	ifaces, changes := nodeNetwork(t, sim)
-	if changes != "" {
-		t.Errorf("pending changes: got %q want none", changes)
-	}
-	for _, i := range ifaces {
-		if i.Get("iface") == "vmbr1" && !equalSet(i.Get("bridge_ports"), "eno2 eno3") {
-			t.Errorf("vmbr1 ports: got %q want eno2 eno3", i.Get("bridge_ports"))
-		}
+	if i := committedIface(t, sim, "vmbr1", "update"); i != nil && !equalSet(i.Get("bridge_ports"), "eno2 eno3") {
+		t.Errorf("vmbr1 ports: got %q want eno2 eno3", i.Get("bridge_ports"))
 	}
 	if p := planFor(t, sim, set, Options{}); p.HasChanges() {
 		t.Errorf("plan after update: got %q want noop", summary(p))

@@ -360,8 +360,7 @@ func TestSimVerifyIgnoresPvectlBlock(t *testing.T) {
 	sim := newSim(t)
 	ctx := context.Background()
 	const doc = "kind: QemuVM\nname: web\nspec:\n  vmid: 130\n  memory: 512\n  description: web server\n"
-	applyPlan(t, sim, planFor(t, sim, loadSpec(t, doc), Options{}))
-	p := planFor(t, sim, loadSpec(t, strings.Replace(doc, "512", "1024", 1)), Options{})
+	p := planEdit(t, sim, doc, "512", "1024", Options{})
 	saved := savedPlan(t, p)
 	block := url.Values{"description": {"web server\n[pvectl-provision: a.yaml=0123456789ab]"}}
 	if err := sim.cl.UpdateQemu(ctx, "pve", 130, block); err != nil {
