@@ -1,7 +1,6 @@
 package planner
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -39,18 +38,7 @@ func BenchmarkPlanClusterKinds(b *testing.B) {
 				for i := range c.n {
 					docs = append(docs, c.doc(i))
 				}
-				set := loadSpec(b, strings.Join(docs, "---\n"))
-				if _, err := Apply(context.Background(), env.clients, planOnce(b, env.clients, set), ApplyOptions{Parallelism: 16}); err != nil {
-					b.Fatal(err)
-				}
-				env.requests.Reset()
-				b.ResetTimer()
-				for range b.N {
-					if p := planOnce(b, env.clients, set); p.HasChanges() {
-						b.Fatalf("plan after apply has changes: %v", summary(p))
-					}
-				}
-				b.ReportMetric(float64(env.requests.Total())/float64(b.N), "requests/op")
+				env.planConverged(b, loadSpec(b, strings.Join(docs, "---\n")))
 			})
 		}
 	}

@@ -41,6 +41,23 @@ func planOnce(b *testing.B, cl Clients, set *spec.Set) *Plan {
 	return planFor(b, cl, set, Options{})
 }
 
+// planConverged applies set, then times plans of it, which must change
+// nothing, and reports requests/op.
+func (env *benchEnv) planConverged(b *testing.B, set *spec.Set) {
+	b.Helper()
+	if _, err := Apply(context.Background(), env.clients, planOnce(b, env.clients, set), ApplyOptions{Parallelism: 16}); err != nil {
+		b.Fatal(err)
+	}
+	env.requests.Reset()
+	b.ResetTimer()
+	for range b.N {
+		if p := planOnce(b, env.clients, set); p.HasChanges() {
+			b.Fatalf("plan after apply has changes: %v", summary(p))
+		}
+	}
+	b.ReportMetric(float64(env.requests.Total())/float64(b.N), "requests/op")
+}
+
 // BenchmarkPlan measures a whole plan (observe + build) of N existing VMs
 // with a simulated per-request latency: the cost of `pvectl plan` on a
 // converged cluster. requests/op shows the batching.
@@ -52,18 +69,7 @@ func BenchmarkPlan(b *testing.B) {
 			}
 			b.Run(fmt.Sprintf("vms=%d/latency=%s", n, lat), func(b *testing.B) {
 				env := newBenchEnv(b, lat, time.Millisecond)
-				set := vmSpecs(b, n)
-				if _, err := Apply(context.Background(), env.clients, planOnce(b, env.clients, set), ApplyOptions{Parallelism: 16}); err != nil {
-					b.Fatal(err)
-				}
-				env.requests.Reset()
-				b.ResetTimer()
-				for range b.N {
-					if p := planOnce(b, env.clients, set); p.HasChanges() {
-						b.Fatal("plan after apply has changes")
-					}
-				}
-				b.ReportMetric(float64(env.requests.Total())/float64(b.N), "requests/op")
+				env.planConverged(b, vmSpecs(b, n))
 				if lat > 0 {
 					// The lower bound: the lists (two rounds: permissions,
 					// /cluster/resources and /nodes at once, then the node's
