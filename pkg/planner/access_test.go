@@ -93,15 +93,13 @@ func TestSimAccessLifecycle(t *testing.T) {
 	// 1. Everything is created in dependency order; the token's secret
 	// goes to its file, the other token's to the one-time output.
 	p := planFor(t, sim, set, Options{})
-	if diff := cmp.Diff([]string{
+	wantPlan(t, "first plan", p, []string{
 		"create Pool/lab",
 		"create User/ci@pve",
 		"create APIToken/deploy <- User/ci@pve",
 		"create ACL/deploy-lab <- APIToken/deploy,Pool/lab,User/ci@pve",
 		"create APIToken/shown <- User/ci@pve",
-	}, summary(p)); diff != "" {
-		t.Fatalf("first plan (-want +got):\n%s", diff)
-	}
+	})
 	planJSON, err := json.Marshal(p)
 	if err != nil {
 		t.Fatal(err)

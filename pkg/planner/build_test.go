@@ -63,6 +63,14 @@ func build(t *testing.T, set *spec.Set, objs map[string]*liveObj, opts Options) 
 }
 
 // summary renders a plan compactly: "action address <- deps".
+// wantPlan stops the test unless p's summary is want; what names the plan.
+func wantPlan(t *testing.T, what string, p *Plan, want []string) {
+	t.Helper()
+	if diff := cmp.Diff(want, summary(p)); diff != "" {
+		t.Fatalf("%s (-want +got):\n%s", what, diff)
+	}
+}
+
 // countWhere is how many of list f holds for.
 func countWhere[T any](list []T, f func(T) bool) int {
 	n := 0

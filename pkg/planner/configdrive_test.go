@@ -95,9 +95,7 @@ func TestSimConfigDriveLifecycle(t *testing.T) {
 	first := set.Lookup("ConfigDriveISO/seed-web01").Params.Get("filename")
 
 	p := planFor(t, sim, set, Options{})
-	if diff := cmp.Diff([]string{"create ConfigDriveISO/seed-web01", "create QemuVM/web01 <- ConfigDriveISO/seed-web01"}, summary(p)); diff != "" {
-		t.Fatalf("first plan (-want +got):\n%s", diff)
-	}
+	wantPlan(t, "first plan", p, []string{"create ConfigDriveISO/seed-web01", "create QemuVM/web01 <- ConfigDriveISO/seed-web01"})
 	applySeq(t, sim, p)
 	img, _, _ := spec.ConfigDriveImage(set.Lookup("ConfigDriveISO/seed-web01"))
 	if got, err := os.ReadFile(filepath.Join(dir, "local", "iso", first)); err != nil || !bytes.Equal(got, img) {
@@ -115,9 +113,7 @@ func TestSimConfigDriveLifecycle(t *testing.T) {
 	edited := loadSpec(t, strings.Replace(driveSpec, "nginx", "apache2", 1))
 	second := edited.Lookup("ConfigDriveISO/seed-web01").Params.Get("filename")
 	p = planFor(t, sim, edited, Options{})
-	if diff := cmp.Diff([]string{"update ConfigDriveISO/seed-web01", "update QemuVM/web01 <- ConfigDriveISO/seed-web01"}, summary(p)); diff != "" {
-		t.Fatalf("plan after the edit (-want +got):\n%s", diff)
-	}
+	wantPlan(t, "plan after the edit", p, []string{"update ConfigDriveISO/seed-web01", "update QemuVM/web01 <- ConfigDriveISO/seed-web01"})
 	// No cache of the first version's content (drivecache.go): the new
 	// content is shown as such.
 	if diff := cmp.Diff([]FieldDiff{{Path: "hostname", After: "web01"}, {Path: "userData", After: "#cloud-config\npackages: [apache2]\n"},
@@ -162,9 +158,7 @@ func TestSimConfigDriveLifecycle(t *testing.T) {
 
 	// Destroy: the VM first, then the versions; one still on VM 151 is an error.
 	p = planFor(t, sim, third, Options{Destroy: true})
-	if diff := cmp.Diff([]string{"delete QemuVM/web01", "delete ConfigDriveISO/seed-web01 <- QemuVM/web01"}, summary(p)); diff != "" {
-		t.Fatalf("destroy plan (-want +got):\n%s", diff)
-	}
+	wantPlan(t, "destroy plan", p, []string{"delete QemuVM/web01", "delete ConfigDriveISO/seed-web01 <- QemuVM/web01"})
 	res, err := Apply(ctx, sim, p, ApplyOptions{})
 	if err == nil || !strings.Contains(fmt.Sprint(res.Failed["ConfigDriveISO/seed-web01"]), "local:iso/"+second+" is on a drive of VM 151: detach it there first") {
 		t.Fatalf("destroy with VM 151 using a version: %v, want a refusal naming it", err)
@@ -221,9 +215,7 @@ spec:
   verify-certificates: true
 `)
 	p := planFor(t, sim, set, Options{})
-	if diff := cmp.Diff([]string{"create DownloadedImage/debian-12-cloud"}, summary(p)); diff != "" {
-		t.Fatalf("plan (-want +got):\n%s", diff)
-	}
+	wantPlan(t, "plan", p, []string{"create DownloadedImage/debian-12-cloud"})
 	applyPlan(t, sim, p)
 	file := filepath.Join(dir, "local", "import", "debian-12-genericcloud-amd64.qcow2")
 	if _, err := os.Stat(file); err != nil {

@@ -40,9 +40,7 @@ func TestSimFirewallLifecycle(t *testing.T) {
 	sim, calls := newCountingSim(t)
 	set := loadSpec(t, fwSpec)
 	p := planFor(t, sim, set, Options{})
-	if diff := cmp.Diff([]string{"create SecurityGroup/web", "update Firewall/dc <- SecurityGroup/web"}, summary(p)); diff != "" {
-		t.Fatalf("plan (-want +got):\n%s", diff)
-	}
+	wantPlan(t, "plan", p, []string{"create SecurityGroup/web", "update Firewall/dc <- SecurityGroup/web"})
 	applyPlan(t, sim, p)
 	rules, err := readRules(context.Background(), sim.cl, "/cluster/firewall/rules")
 	if err != nil {

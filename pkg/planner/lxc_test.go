@@ -29,9 +29,7 @@ func TestSimLxcLifecycle(t *testing.T) {
 	ctx := context.Background()
 	set := loadSpec(t, lxcSpec)
 	p := planFor(t, sim, set, Options{})
-	if diff := cmp.Diff([]string{"create LxcContainer/dns01"}, summary(p)); diff != "" {
-		t.Fatalf("plan (-want +got):\n%s", diff)
-	}
+	wantPlan(t, "plan", p, []string{"create LxcContainer/dns01"})
 	applyPlan(t, sim, p)
 	vmid := stateOf(p.Changes[0]).Created
 	st, err := sim.cl.GuestStatus(ctx, pve.LXC, "pve", vmid)

@@ -36,18 +36,14 @@ func TestSimManagedFalse(t *testing.T) {
 	p := planFor(t, sim, set, Options{})
 	// bridge_ports differs from the live eno1: a read-only resource still
 	// plans nothing.
-	if diff := cmp.Diff([]string{"noop LinuxBridge/vmbr0", "create QemuVM/on-vmbr0 <- LinuxBridge/vmbr0"}, summary(p)); diff != "" {
-		t.Fatalf("plan (-want +got):\n%s", diff)
-	}
+	wantPlan(t, "plan", p, []string{"noop LinuxBridge/vmbr0", "create QemuVM/on-vmbr0 <- LinuxBridge/vmbr0"})
 	applyPlan(t, sim, p)
 	if i := committedIface(t, sim, "vmbr0", "apply"); i != nil && i.Get("bridge_ports") != "eno1" {
 		t.Errorf("vmbr0 was changed: bridge_ports %q", i.Get("bridge_ports"))
 	}
 
 	d := planFor(t, sim, set, Options{Destroy: true})
-	if diff := cmp.Diff([]string{"delete QemuVM/on-vmbr0", "noop LinuxBridge/vmbr0 <- QemuVM/on-vmbr0"}, summary(d)); diff != "" {
-		t.Fatalf("destroy plan (-want +got):\n%s", diff)
-	}
+	wantPlan(t, "destroy plan", d, []string{"delete QemuVM/on-vmbr0", "noop LinuxBridge/vmbr0 <- QemuVM/on-vmbr0"})
 	applyPlan(t, sim, d)
 	if liveIface(t, sim, "vmbr0") == nil {
 		t.Errorf("destroy removed the read-only vmbr0")

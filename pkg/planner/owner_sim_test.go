@@ -48,9 +48,7 @@ func TestSimPruneContainer(t *testing.T) {
 	}
 
 	p = planFor(t, sim, vmOnly, Options{Stack: "lab", Prune: true})
-	if diff := cmp.Diff([]string{"delete LxcContainer/dns01", "noop QemuVM/keep"}, summary(p)); diff != "" {
-		t.Fatalf("plan --prune (-want +got):\n%s", diff)
-	}
+	wantPlan(t, "plan --prune", p, []string{"delete LxcContainer/dns01", "noop QemuVM/keep"})
 	if c := p.Change("LxcContainer/dns01"); !c.Pruned || len(c.Needs) == 0 {
 		t.Errorf("the prune change: pruned %v, needs %v; want pruned with the delete's privileges", c.Pruned, c.Needs)
 	}

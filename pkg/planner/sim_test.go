@@ -179,13 +179,11 @@ func TestSimExample01Lifecycle(t *testing.T) {
 
 	// 1. Fresh cluster: everything is created and the bridge committed.
 	p := planFor(t, sim, set, Options{})
-	if diff := cmp.Diff([]string{
+	wantPlan(t, "first plan", p, []string{
 		"create LinuxBridge/vmbr1",
 		"apply NetworkApply/pve <- LinuxBridge/vmbr1",
 		"create QemuVM/app-vm-1 <- LinuxBridge/vmbr1,NetworkApply/pve",
-	}, summary(p)); diff != "" {
-		t.Fatalf("first plan (-want +got):\n%s", diff)
-	}
+	})
 	res := applyPlan(t, sim, p)
 	if diff := cmp.Diff([]string{"LinuxBridge/vmbr1", "NetworkApply/pve", "QemuVM/app-vm-1"}, res.Done); diff != "" {
 		t.Errorf("Done (-want +got):\n%s", diff)
@@ -237,13 +235,11 @@ func TestSimExample01Lifecycle(t *testing.T) {
 
 	// 4. Destroy removes the VM and the bridge and commits.
 	p = planFor(t, sim, set, Options{Destroy: true})
-	if diff := cmp.Diff([]string{
+	wantPlan(t, "destroy plan", p, []string{
 		"delete QemuVM/app-vm-1",
 		"delete LinuxBridge/vmbr1 <- QemuVM/app-vm-1",
 		"apply NetworkApply/pve <- LinuxBridge/vmbr1,QemuVM/app-vm-1",
-	}, summary(p)); diff != "" {
-		t.Fatalf("destroy plan (-want +got):\n%s", diff)
-	}
+	})
 	applyPlan(t, sim, p)
 	rows, err := sim.cl.ClusterResources(ctx, "vm")
 	if err != nil {
@@ -289,9 +285,7 @@ func TestSimBridgeUpdateIsCommitted(t *testing.T) {
 	applyPlan(t, sim, planFor(t, sim, loadSpec(t, base), Options{}))
 	set := loadSpec(t, strings.Replace(base, "bridge_ports: eno2", "bridge_ports: eno3 eno2", 1))
 	p := planFor(t, sim, set, Options{})
-	if diff := cmp.Diff([]string{"update LinuxBridge/vmbr1", "apply NetworkApply/pve <- LinuxBridge/vmbr1"}, summary(p)); diff != "" {
-		t.Fatalf("plan (-want +got):\n%s", diff)
-	}
+	wantPlan(t, "plan", p, []string{"update LinuxBridge/vmbr1", "apply NetworkApply/pve <- LinuxBridge/vmbr1"})
 	applyPlan(t, sim, p)
 	if i := committedIface(t, sim, "vmbr1", "update"); i != nil && !equalSet(i.Get("bridge_ports"), "eno2 eno3") {
 		t.Errorf("vmbr1 ports: got %q want eno2 eno3", i.Get("bridge_ports"))
@@ -548,9 +542,7 @@ func TestSimBridgeUpdateKeepsUnmanagedAddress(t *testing.T) {
 	}
 	set := loadSpec(t, "kind: LinuxBridge\nname: vmbr1\nspec:\n  bridge_ports: eno2\n  bridge_vlan_aware: true\n---\nkind: NetworkApply\nname: pve\ndependsOn: [LinuxBridge/vmbr1]\n")
 	p := planFor(t, sim, set, Options{})
-	if diff := cmp.Diff([]string{"update LinuxBridge/vmbr1", "apply NetworkApply/pve <- LinuxBridge/vmbr1"}, summary(p)); diff != "" {
-		t.Fatalf("plan (-want +got):\n%s", diff)
-	}
+	wantPlan(t, "plan", p, []string{"update LinuxBridge/vmbr1", "apply NetworkApply/pve <- LinuxBridge/vmbr1"})
 	applyPlan(t, sim, p)
 	got := liveIface(t, sim, "vmbr1")
 	want := map[string]string{"method": "static", "cidr": "10.0.0.2/24", "gateway": "10.0.0.1", "bridge_vlan_aware": "1", "autostart": "1"}

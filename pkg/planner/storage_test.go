@@ -71,9 +71,7 @@ func TestSimStorageLifecycle(t *testing.T) {
 
 	p := planFor(t, sim, set, Options{})
 	want := []string{"create Storage/nfs-images", "create QemuVM/on-nfs <- Storage/nfs-images", "create Storage/smb"}
-	if diff := cmp.Diff(want, summary(p)); diff != "" {
-		t.Fatalf("plan (-want +got):\n%s", diff)
-	}
+	wantPlan(t, "plan", p, want)
 	for _, c := range p.Changes {
 		for _, d := range c.Diff {
 			if d.Path == "password" && d.After != secret.Shown {
@@ -96,9 +94,7 @@ func TestSimStorageLifecycle(t *testing.T) {
 	set = loadSpec(t, strings.NewReplacer("content: iso,vztmpl,images", "content: iso,vztmpl,images\n  options: vers=4.2",
 		"content: [images, iso]", "content: [images, iso, backup]\n  nodes: pve").Replace(storageSpec))
 	p = planFor(t, sim, set, Options{})
-	if diff := cmp.Diff([]string{"update Storage/nfs-images", "noop QemuVM/on-nfs <- Storage/nfs-images", "update Storage/smb"}, summary(p)); diff != "" {
-		t.Fatalf("plan (-want +got):\n%s", diff)
-	}
+	wantPlan(t, "plan", p, []string{"update Storage/nfs-images", "noop QemuVM/on-nfs <- Storage/nfs-images", "update Storage/smb"})
 	if diff := cmp.Diff(map[string]string{"content": "images,iso,backup", "nodes": "pve"}, p.Changes[2].Params); diff != "" {
 		t.Errorf("smb update params (-want +got):\n%s", diff)
 	}
@@ -137,9 +133,7 @@ func TestSimStorageLifecycle(t *testing.T) {
 	}
 
 	p = planFor(t, sim, set, Options{Destroy: true})
-	if diff := cmp.Diff([]string{"delete QemuVM/on-nfs", "delete Storage/nfs-images <- QemuVM/on-nfs", "delete Storage/smb"}, summary(p)); diff != "" {
-		t.Fatalf("destroy plan (-want +got):\n%s", diff)
-	}
+	wantPlan(t, "destroy plan", p, []string{"delete QemuVM/on-nfs", "delete Storage/nfs-images <- QemuVM/on-nfs", "delete Storage/smb"})
 	applyPlan(t, sim, p)
 	for _, id := range []string{"nfs-images", "smb"} {
 		if cfg := storageConfig(t, s.Client, id); cfg != nil {
