@@ -66,9 +66,7 @@ func TestSimBondLifecycle(t *testing.T) {
 			t.Errorf("bond0 %s: got %q want %q", k, bond.Get(k), v)
 		}
 	}
-	if p := planFor(t, sim, set, Options{}); p.HasChanges() {
-		t.Fatalf("plan after apply: got %q, want clean", summary(p))
-	}
+	wantConverged(t, t.Fatalf, sim, set, "plan after apply")
 
 	// Another mode: the hash policy goes (the writer would drop it), the
 	// primary comes; the update sends the whole definition.
@@ -83,9 +81,7 @@ func TestSimBondLifecycle(t *testing.T) {
 	if got := liveIface(t, sim, "bond0"); got.Get("bond-primary") != "eno3" || got.Get("mtu") != "9000" || got.Get("bond_xmit_hash_policy") != "" {
 		t.Errorf("bond0 after the mode change: got %v", got)
 	}
-	if p := planFor(t, sim, set, Options{}); p.HasChanges() {
-		t.Fatalf("plan after the mode change: got %q, want clean", summary(p))
-	}
+	wantConverged(t, t.Fatalf, sim, set, "plan after the mode change")
 
 	// Destroy: the bridge goes before its bond, one commit for both.
 	p = planFor(t, sim, set, Options{Destroy: true})

@@ -105,9 +105,7 @@ func TestSimConfigDriveLifecycle(t *testing.T) {
 	if err != nil || !strings.HasPrefix(cfg.Get("ide3"), "local:iso/"+first+",media=cdrom") {
 		t.Fatalf("vm 150 ide3: %q (%v), want the drive as a CD-ROM", cfg.Get("ide3"), err)
 	}
-	if p := planFor(t, sim, set, Options{}); p.HasChanges() {
-		t.Fatalf("second plan: %q, want clean", summary(p))
-	}
+	wantConverged(t, t.Fatalf, sim, set, "second plan")
 
 	// An edited seed: a new version, the VM re-pointed, the old one removed after it.
 	edited := loadSpec(t, strings.Replace(driveSpec, "nginx", "apache2", 1))
@@ -135,9 +133,7 @@ func TestSimConfigDriveLifecycle(t *testing.T) {
 	if !strings.HasPrefix(cfg.Get("ide3"), "local:iso/"+second+",") {
 		t.Errorf("vm 150 ide3: %q, want the new version", cfg.Get("ide3"))
 	}
-	if p := planFor(t, sim, edited, Options{}); p.HasChanges() {
-		t.Fatalf("plan after the edit was applied: %q, want clean", summary(p))
-	}
+	wantConverged(t, t.Fatalf, sim, edited, "plan after the edit was applied")
 
 	// A VM outside the specs has the current version: the next edit keeps it.
 	if err := sim.cl.CreateGuest(ctx, pve.QEMU, "pve", url.Values{"vmid": {"151"}, "ide2": {"local:iso/" + second + ",media=cdrom"}}); err != nil {
@@ -152,9 +148,7 @@ func TestSimConfigDriveLifecycle(t *testing.T) {
 	if got := isoFiles(t, dir); len(got) != 2 || !slices.Contains(got, second) {
 		t.Errorf("ISO files %v: want the new version and the one VM 151 has", got)
 	}
-	if p := planFor(t, sim, third, Options{}); p.HasChanges() {
-		t.Fatalf("plan with the foreign user's version kept: %q, want clean", summary(p))
-	}
+	wantConverged(t, t.Fatalf, sim, third, "plan with the foreign user's version kept")
 
 	// Destroy: the VM first, then the versions; one still on VM 151 is an error.
 	p = planFor(t, sim, third, Options{Destroy: true})
@@ -221,9 +215,7 @@ spec:
 	if _, err := os.Stat(file); err != nil {
 		t.Errorf("no downloaded file in the data dir: %v", err)
 	}
-	if p := planFor(t, sim, set, Options{}); p.HasChanges() {
-		t.Fatalf("second plan: %q, want clean", summary(p))
-	}
+	wantConverged(t, t.Fatalf, sim, set, "second plan")
 	applyPlan(t, sim, planFor(t, sim, set, Options{Destroy: true}))
 	if vs, err := sim.cl.StorageContent(context.Background(), "pve", "local", "import"); err != nil || len(vs) != 0 {
 		t.Errorf("after destroy: %v, %v, want no import content", vs, err)
@@ -250,7 +242,5 @@ func TestSimConfigDriveSavedPlan(t *testing.T) {
 	if diff := cmp.Diff([]string{want}, isoFiles(t, dir)); diff != "" {
 		t.Errorf("ISO files after applying the saved plan (-want +got):\n%s", diff)
 	}
-	if p := planFor(t, sim, edited, Options{}); p.HasChanges() {
-		t.Errorf("plan after the saved plan: %q, want clean", summary(p))
-	}
+	wantConverged(t, t.Errorf, sim, edited, "plan after the saved plan")
 }

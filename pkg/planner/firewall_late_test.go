@@ -45,9 +45,7 @@ func TestSimFirewallSetsBeforeGroupRules(t *testing.T) {
 	if _, err := Apply(context.Background(), sim, p, ApplyOptions{Hooks: h}); err != nil {
 		t.Fatalf("apply: %v\n%s", err, strings.Join(h.messages, "\n"))
 	}
-	if p := planFor(t, sim, set, Options{}); p.HasChanges() {
-		t.Errorf("next plan: %v, want it clean", summary(p))
-	}
+	wantConverged(t, t.Errorf, sim, set, "next plan")
 	rules, err := readRules(context.Background(), sim.cl, "/cluster/firewall/rules")
 	if err != nil || len(rules.Rules) != 2 || rules.Rules[0]["action"] != "web" {
 		t.Errorf("cluster rules: %v (%v), want the group rule first of two", rules.Rules, err)

@@ -88,9 +88,7 @@ func TestSimFirewallLifecycle(t *testing.T) {
 	if diff := cmp.Diff([]string{want[1], want[0], want[2]}, ruleTexts(rules.Rules)); diff != "" {
 		t.Fatalf("rules after the swap (-want +got):\n%s", diff)
 	}
-	if p := planFor(t, sim, set, Options{}); p.HasChanges() {
-		t.Fatalf("plan after the swap: %q", summary(p))
-	}
+	wantConverged(t, t.Fatalf, sim, set, "plan after the swap")
 
 	// A hand edit between plan and apply is refused, not overwritten.
 	set = loadSpec(t, fwSpec)

@@ -73,9 +73,7 @@ func TestSimForeignStagedChanges(t *testing.T) {
 	if liveIface(t, sim, "vmbr9").Get("active") != "1" || liveIface(t, sim, "bond0").Get("active") != "1" {
 		t.Errorf("vmbr9 and bond0 should both be committed and up")
 	}
-	if p := planFor(t, sim, set, Options{}); p.HasChanges() {
-		t.Errorf("plan after apply: got %q, want clean", summary(p))
-	}
+	wantConverged(t, t.Errorf, sim, set, "plan after apply")
 }
 
 // A change made after the plan is refused at commit time, allowed or not;

@@ -52,9 +52,7 @@ spec:
 	if got := cfg.Get("scsi0"); !strings.HasSuffix(got, "size=20G") {
 		t.Errorf("scsi0 %q: want the imported disk grown to 20G", got)
 	}
-	if p := planFor(t, sim, set, Options{}); p.HasChanges() {
-		t.Errorf("second plan: %q, want clean", summary(p))
-	}
+	wantConverged(t, t.Errorf, sim, set, "second plan")
 }
 
 func slicesContain(list []string, prefix string) bool {

@@ -45,9 +45,7 @@ func TestSimVnetNICNeedsItsZone(t *testing.T) {
 				t.Fatalf("plan: %v", err)
 			}
 			applyPlan(t, tok, p)
-			if p := planFor(t, tok, set, Options{}); p.HasChanges() {
-				t.Errorf("next plan: %v, want clean", summary(p))
-			}
+			wantConverged(t, t.Errorf, tok, set, "next plan")
 			applyPlan(t, admin, planFor(t, admin, set, Options{Destroy: true}))
 		})
 	}

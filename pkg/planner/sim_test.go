@@ -161,6 +161,15 @@ func planEdit(t *testing.T, sim *simClients, doc, old, new string, opts Options)
 	return planFor(t, sim, loadSpec(t, strings.Replace(doc, old, new, 1)), opts)
 }
 
+// wantConverged fails the test through fail (t.Errorf or t.Fatalf)
+// unless a new plan of set changes nothing; what names that plan.
+func wantConverged(t *testing.T, fail func(format string, args ...any), cl Clients, set *spec.Set, what string) {
+	t.Helper()
+	if p := planFor(t, cl, set, Options{}); p.HasChanges() {
+		fail("%s: got %q, want clean", what, summary(p))
+	}
+}
+
 // applyHooked is applyPlan returning what the hooks heard too.
 func applyHooked(t *testing.T, cl Clients, p *Plan) (*Result, *recHooks) {
 	t.Helper()
@@ -229,9 +238,7 @@ func TestSimExample01Lifecycle(t *testing.T) {
 	if err != nil || cfg.Get("memory") != "4096" {
 		t.Errorf("memory after update: got %q, %v want 4096", cfg.Get("memory"), err)
 	}
-	if p := planFor(t, sim, set, Options{}); p.HasChanges() {
-		t.Errorf("plan after update: got %q want all noop", summary(p))
-	}
+	wantConverged(t, t.Errorf, sim, set, "plan after update")
 
 	// 4. Destroy removes the VM and the bridge and commits.
 	p = planFor(t, sim, set, Options{Destroy: true})
@@ -260,9 +267,7 @@ func TestSimPoolLifecycle(t *testing.T) {
 	ctx := context.Background()
 	set := loadSpec(t, "kind: Pool\nname: team\nspec:\n  comment: the team\n")
 	applyPlan(t, sim, planFor(t, sim, set, Options{}))
-	if p := planFor(t, sim, set, Options{}); p.HasChanges() {
-		t.Errorf("plan after create: got %q want noop", summary(p))
-	}
+	wantConverged(t, t.Errorf, sim, set, "plan after create")
 	set = loadSpec(t, "kind: Pool\nname: team\nspec:\n  comment: renamed\n")
 	p := planFor(t, sim, set, Options{})
 	if diff := cmp.Diff([]FieldDiff{{Path: "comment", Before: "the team", After: "renamed"}}, p.Changes[0].Diff); diff != "" {
@@ -290,9 +295,7 @@ func TestSimBridgeUpdateIsCommitted(t *testing.T) {
 	if i := committedIface(t, sim, "vmbr1", "update"); i != nil && !equalSet(i.Get("bridge_ports"), "eno2 eno3") {
 		t.Errorf("vmbr1 ports: got %q want eno2 eno3", i.Get("bridge_ports"))
 	}
-	if p := planFor(t, sim, set, Options{}); p.HasChanges() {
-		t.Errorf("plan after update: got %q want noop", summary(p))
-	}
+	wantConverged(t, t.Errorf, sim, set, "plan after update")
 }
 
 func TestSimVMByNameWithNextID(t *testing.T) {
@@ -309,9 +312,7 @@ func TestSimVMByNameWithNextID(t *testing.T) {
 	if stateOf(p.Changes[0]).Created == 0 {
 		t.Errorf("create did not record the vmid it got")
 	}
-	if p := planFor(t, sim, set, Options{}); p.HasChanges() {
-		t.Errorf("plan after create: got %q want noop (found by name)", summary(p))
-	}
+	wantConverged(t, t.Errorf, sim, set, "plan after create (found by name)")
 	// A second VM of the same name makes the name ambiguous.
 	id, err := sim.cl.NextID(ctx)
 	if err != nil {
@@ -458,9 +459,7 @@ func TestSimDiskGrowsInPlace(t *testing.T) {
 	if got := cfg.Get("scsi0"); !strings.Contains(got, "vm-120-disk-0") || !strings.Contains(got, "size=12G") || !strings.Contains(got, "cache=writeback") {
 		t.Errorf("scsi0 after update: got %q want the same volume, 12G, writeback", got)
 	}
-	if p := planFor(t, sim, set, Options{}); p.HasChanges() {
-		t.Errorf("plan after resize: got %q want noop", summary(p))
-	}
+	wantConverged(t, t.Errorf, sim, set, "plan after resize")
 }
 
 func TestSimNetworkApplyWithoutPendingIsNoop(t *testing.T) {
@@ -551,9 +550,7 @@ func TestSimBridgeUpdateKeepsUnmanagedAddress(t *testing.T) {
 			t.Errorf("vmbr1 %s: got %q want %q (all: %v)", k, got.Get(k), v, got)
 		}
 	}
-	if p := planFor(t, sim, set, Options{}); p.HasChanges() {
-		t.Errorf("plan after update: got %q want noop", summary(p))
-	}
+	wantConverged(t, t.Errorf, sim, set, "plan after update")
 }
 
 // running: false shuts a running VM down (gracefully, forced after a

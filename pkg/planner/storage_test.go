@@ -86,9 +86,7 @@ func TestSimStorageLifecycle(t *testing.T) {
 	if cfg := storageConfig(t, s.Client, "nfs-images"); cfg.Get("content") != "images,iso,vztmpl" || cfg.Get("path") != "/mnt/pve/nfs-images" {
 		t.Errorf("nfs-images as PVE has it: %v", cfg)
 	}
-	if p := planFor(t, sim, set, Options{}); p.HasChanges() {
-		t.Fatalf("plan after create: got %q, want noop", summary(p))
-	}
+	wantConverged(t, t.Fatalf, sim, set, "plan after create")
 
 	// Two storages change in one apply: each PUT carries the digest of then.
 	set = loadSpec(t, strings.NewReplacer("content: iso,vztmpl,images", "content: iso,vztmpl,images\n  options: vers=4.2",
@@ -102,9 +100,7 @@ func TestSimStorageLifecycle(t *testing.T) {
 	if cfg := storageConfig(t, s.Client, "nfs-images"); cfg.Get("options") != "vers=4.2" {
 		t.Errorf("nfs-images after update: %v", cfg)
 	}
-	if p := planFor(t, sim, set, Options{}); p.HasChanges() {
-		t.Fatalf("plan after update: got %q, want noop", summary(p))
-	}
+	wantConverged(t, t.Fatalf, sim, set, "plan after update")
 
 	// A removed option is a delete=; a fixed one is a replace.
 	set = loadSpec(t, strings.NewReplacer("content: iso,vztmpl,images", "content: iso,vztmpl,images\n  options: null",
@@ -128,9 +124,7 @@ func TestSimStorageLifecycle(t *testing.T) {
 	if got, _ := s.Server.StorageSecret("smb", "password"); got != sha256hex("smb-s3cret") {
 		t.Error("the replace lost the smb password")
 	}
-	if p := planFor(t, sim, set, Options{}); p.HasChanges() {
-		t.Fatalf("plan after replace: got %q, want noop", summary(p))
-	}
+	wantConverged(t, t.Fatalf, sim, set, "plan after replace")
 
 	p = planFor(t, sim, set, Options{Destroy: true})
 	wantPlan(t, "destroy plan", p, []string{"delete QemuVM/on-nfs", "delete Storage/nfs-images <- QemuVM/on-nfs", "delete Storage/smb"})
@@ -153,9 +147,7 @@ func TestSimStorageGuards(t *testing.T) {
 	base := "kind: Storage\nname: vz2\nprotected: true\nspec:\n  type: dir\n  path: /srv/vz2/\n"
 	set := loadSpec(t, base)
 	applyPlan(t, sim, planFor(t, sim, set, Options{}))
-	if p := planFor(t, sim, set, Options{}); p.HasChanges() {
-		t.Fatalf("plan after create: got %q, want noop (PVE stores the path without its trailing slash)", summary(p))
-	}
+	wantConverged(t, t.Fatalf, sim, set, "plan after create (PVE stores the path without its trailing slash)")
 	obs, err := Observe(ctx, sim, loadSpec(t, strings.Replace(base, "/srv/vz2/", "/srv/other", 1)))
 	if err != nil {
 		t.Fatal(err)
@@ -289,7 +281,5 @@ func TestSimStoragePermissions(t *testing.T) {
 	}
 	grantBoth(t, admin, "ci@pve", id, "/storage", "PVEDatastoreAdmin")
 	applyPlan(t, tok, planFor(t, tok, set, Options{}))
-	if p := planFor(t, tok, set, Options{}); p.HasChanges() {
-		t.Errorf("plan after create: got %q, want noop", summary(p))
-	}
+	wantConverged(t, t.Errorf, tok, set, "plan after create")
 }
