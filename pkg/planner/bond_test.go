@@ -55,9 +55,7 @@ func TestSimBondLifecycle(t *testing.T) {
 	if diff := cmp.Diff(want, summary(p)); diff != "" {
 		t.Fatalf("plan (-want +got):\n%s", diff)
 	}
-	rc.reset()
-	applyPlan(t, sim, p)
-	if n := rc.reset()["PUT /nodes/pve/network"]; n != 1 {
+	if n := applyCommits(t, sim, rc, p); n != 1 {
 		t.Errorf("commits: got %d want 1", n)
 	}
 	bond := liveIface(t, sim, "bond0")
@@ -90,9 +88,7 @@ func TestSimBondLifecycle(t *testing.T) {
 	if diff := cmp.Diff(want, summary(p)); diff != "" {
 		t.Fatalf("destroy plan (-want +got):\n%s", diff)
 	}
-	rc.reset()
-	applyPlan(t, sim, p)
-	if n := rc.reset()["PUT /nodes/pve/network"]; n != 1 {
+	if n := applyCommits(t, sim, rc, p); n != 1 {
 		t.Errorf("destroy commits: got %d want 1", n)
 	}
 	for _, name := range []string{"bond0", "vmbr1"} {
@@ -157,6 +153,14 @@ func TestSimBondPlanChecks(t *testing.T) {
 }
 
 // mustCall stages an interface through the API, as someone else would.
+// applyCommits applies p and returns how many network commits it sent.
+func applyCommits(t *testing.T, sim *simClients, rc *requestCounter, p *Plan) int {
+	t.Helper()
+	rc.reset()
+	applyPlan(t, sim, p)
+	return rc.reset()["PUT /nodes/pve/network"]
+}
+
 func mustCall(t *testing.T, sim *simClients, method, query string) {
 	t.Helper()
 	vals, err := url.ParseQuery(query)
