@@ -4,8 +4,6 @@ import (
 	"context"
 	"strings"
 	"testing"
-
-	"github.com/google/go-cmp/cmp"
 )
 
 const fwLateSpec = `kind: SecurityGroup
@@ -36,9 +34,7 @@ func TestSimFirewallSetsBeforeGroupRules(t *testing.T) {
 	sim := newSim(t)
 	set := loadSpec(t, fwLateSpec)
 	p := planFor(t, sim, set, Options{})
-	if diff := cmp.Diff([]string{"update Firewall/dc", "create SecurityGroup/web <- Firewall/dc"}, summary(p)); diff != "" {
-		t.Fatalf("plan (-want +got):\n%s", diff)
-	}
+	wantPlan(t, "plan", p, []string{"update Firewall/dc", "create SecurityGroup/web <- Firewall/dc"})
 	// Through a plan file, as `plan --out` and `apply FILE` do.
 	_, p = marshalled(t, p)
 	h := &recHooks{}

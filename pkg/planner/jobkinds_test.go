@@ -8,8 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
-
 	"github.com/pvectl/pvectl/pkg/pve"
 )
 
@@ -83,9 +81,7 @@ func TestSimJobKindsLifecycle(t *testing.T) {
 		"create HARule/app-prefers-pve <- HAResource/app,QemuVM/app",
 		"create ReplicationJob/app-to-pve2 <- QemuVM/app",
 	}
-	if diff := cmp.Diff(want, summary(p)); diff != "" {
-		t.Fatalf("plan (-want +got):\n%s", diff)
-	}
+	wantPlan(t, "plan", p, want)
 	applyPlan(t, sim, p)
 	cl := sim.cl
 	if r := sectionRow(t, cl, "/cluster/ha/resources", "sid", "vm:120"); r == nil || r.Get("max_restart") != "2" {

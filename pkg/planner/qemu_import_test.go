@@ -4,8 +4,6 @@ import (
 	"context"
 	"strings"
 	"testing"
-
-	"github.com/google/go-cmp/cmp"
 )
 
 // Issue 23 (5): a cloud image imported at a size of the spec's is one
@@ -31,9 +29,7 @@ spec:
   scsi0: local-lvm:20,import-from=local:import/noble-server-cloudimg-amd64.qcow2
 `)
 	p := planFor(t, sim, set, Options{})
-	if diff := cmp.Diff([]string{"create DownloadedImage/noble", "create QemuVM/cloud-vm <- DownloadedImage/noble"}, summary(p)); diff != "" {
-		t.Fatalf("plan (-want +got):\n%s", diff)
-	}
+	wantPlan(t, "plan", p, []string{"create DownloadedImage/noble", "create QemuVM/cloud-vm <- DownloadedImage/noble"})
 	var vm *Change
 	for _, c := range p.Changes {
 		if c.Address == "QemuVM/cloud-vm" {

@@ -9,8 +9,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
-
 	"github.com/pvectl/pvectl/pkg/pve"
 )
 
@@ -53,9 +51,7 @@ func TestSimSdnLifecycle(t *testing.T) {
 		"apply SdnApply/sdn <- SdnSubnet/web-v4,SdnVnet/web,SdnZone/lan",
 		"create QemuVM/web1 <- SdnApply/sdn,SdnVnet/web",
 	}
-	if diff := cmp.Diff(want, summary(p)); diff != "" {
-		t.Fatalf("plan (-want +got):\n%s", diff)
-	}
+	wantPlan(t, "plan", p, want)
 	applyPlan(t, sim, p)
 	ctx := context.Background()
 	pend, err := readPending(func(path string) ([]*pve.Config, error) { return readSDN(ctx, sim.cl, path) })
