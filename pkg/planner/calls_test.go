@@ -78,6 +78,22 @@ func perVMCheck(t *testing.T, n int) func(what string, cc callCount, perVM, list
 	}
 }
 
+// callSteps plans and applies n VMs (their documents ending in extra)
+// step by step on a fresh callsSim: a step gives the VMs memory mem,
+// checks that the plan made planPerVM calls per VM and planLists more,
+// that the apply made applyPerVM per VM, and returns the apply's calls.
+func callSteps(t *testing.T, n int, extra string) func(mem int, planWhat string, planPerVM, planLists int, applyWhat string, applyPerVM int) callCount {
+	cl, s := callsSim(t)
+	check := perVMCheck(t, n)
+	return func(mem int, planWhat string, planPerVM, planLists int, applyWhat string, applyPerVM int) callCount {
+		t.Helper()
+		plan, apply := planApply(t, cl, s, vmDocs(t, n, mem, extra), 8)
+		check(planWhat, plan, planPerVM, planLists)
+		check(applyWhat, apply, applyPerVM, 0)
+		return apply
+	}
+}
+
 // planApply plans set and applies it, returning the calls of the plan and
 // of the apply apart.
 func planApply(t *testing.T, cl *simClients, s *simtest.Sim, set *spec.Set, par int) (plan, apply callCount) {
@@ -100,32 +116,24 @@ func planApply(t *testing.T, cl *simClients, s *simtest.Sim, set *spec.Set, par 
 // are a constant number of lists plus a fixed number per VM.
 func TestCallsPerVM(t *testing.T) {
 	const n = 24
-	cl, s := callsSim(t)
-	check := perVMCheck(t, n)
-	stopped := "  running: false\n"
+	step := callSteps(t, n, "  running: false\n")
 
 	// Create: the plan reads the lists (permissions, /cluster/resources,
 	// /nodes, the node's VMs and its network for net0's bridge; no VM
 	// exists: no config reads); each create is the create call and its
 	// task.
-	plan, apply := planApply(t, cl, s, vmDocs(t, n, 512, stopped), 8)
-	check("plan before create", plan, 0, 5)
-	check("create", apply, 1, 0)
+	apply := step(512, "plan before create", 0, 5, "create", 1)
 	if maxPolls := n * 20; apply.polls > maxPolls {
 		t.Errorf("create: %d status polls, want ≤ %d (the poll budget's burst per task)", apply.polls, maxPolls)
 	}
 
 	// A no-op plan: the lists and one config read per VM.
-	plan, apply = planApply(t, cl, s, vmDocs(t, n, 512, stopped), 8)
-	check("no-op plan", plan, 1, 4)
-	check("no-op apply", apply, 0, 0)
+	step(512, "no-op plan", 1, 4, "no-op apply", 0)
 
 	// An update of a stopped VM's memory rewrites its config only: one
 	// synchronous PUT, no task to poll; then its status, to tell what PVE
 	// kept pending had it been started since the plan (applyPending).
-	plan, apply = planApply(t, cl, s, vmDocs(t, n, 1024, stopped), 8)
-	check("plan of an update", plan, 1, 4)
-	check("update", apply, 2, 0)
+	apply = step(1024, "plan of an update", 1, 4, "update", 2)
 	if apply.polls != 0 || apply.byCall["PUT /nodes/pve/qemu/1000/config"] != 1 {
 		t.Errorf("update of a stopped VM's memory: want one PUT …/config and no task: %s", apply)
 	}
@@ -137,15 +145,9 @@ func TestCallsPerVM(t *testing.T) {
 // pending.
 func TestCallsPerRunningVM(t *testing.T) {
 	const n = 12
-	cl, s := callsSim(t)
-	check := perVMCheck(t, n)
-	running := "  running: true\n"
-	plan, apply := planApply(t, cl, s, vmDocs(t, n, 512, running), 8)
-	check("plan before create", plan, 0, 5)
-	check("create and start", apply, 2, 0)
-	plan, apply = planApply(t, cl, s, vmDocs(t, n, 1024, running), 8)
-	check("plan of an update", plan, 1, 4)
-	check("update", apply, 3, 0)
+	step := callSteps(t, n, "  running: true\n")
+	step(512, "plan before create", 0, 5, "create and start", 2)
+	apply := step(1024, "plan of an update", 1, 4, "update", 3)
 	if apply.byCall["POST /nodes/pve/qemu/1000/config"] != 1 || apply.byCall["PUT /nodes/pve/qemu/1000/config"] != 0 {
 		t.Errorf("update of a running VM's memory: want POST …/config (a task): %s", apply)
 	}
