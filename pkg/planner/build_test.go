@@ -108,6 +108,23 @@ func wantPlan(t *testing.T, what string, p *Plan, want []string) {
 	}
 }
 
+// succeeded checks err against a case's errHas: with errHas set, err
+// must contain it and the case ends there (false); without, err must be
+// nil (true: check the result).
+func succeeded(t *testing.T, err error, errHas string) bool {
+	t.Helper()
+	if errHas != "" {
+		if err == nil || !strings.Contains(err.Error(), errHas) {
+			t.Fatalf("got error %v, want one containing %q", err, errHas)
+		}
+		return false
+	}
+	if err != nil {
+		t.Fatalf("got error %v, want none", err)
+	}
+	return true
+}
+
 // countWhere is how many of list f holds for.
 func countWhere[T any](list []T, f func(T) bool) int {
 	n := 0
@@ -240,14 +257,8 @@ func TestBuild(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			p, err := build(t, tt.set(), tt.live(), tt.opts)
-			if tt.errHas != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.errHas) {
-					t.Fatalf("Build: got error %v want one containing %q", err, tt.errHas)
-				}
+			if !succeeded(t, err, tt.errHas) {
 				return
-			}
-			if err != nil {
-				t.Fatalf("Build: %v", err)
 			}
 			if diff := cmp.Diff(tt.want, summary(p)); diff != "" {
 				t.Errorf("plan: got %q want %q (-want +got):\n%s", summary(p), tt.want, diff)
@@ -369,14 +380,8 @@ func TestFindQemu(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			row, err := qemu.find(newGuestIndex(pve.QEMU, rows), tt.r, tt.vmid)
-			if tt.errHas != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.errHas) {
-					t.Fatalf("find: got error %v want %q", err, tt.errHas)
-				}
+			if !succeeded(t, err, tt.errHas) {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			got := 0
 			if row != nil {

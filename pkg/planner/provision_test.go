@@ -75,14 +75,8 @@ func TestPlanProvision(t *testing.T) {
 			r := provisionResource(t, tt.force, a, b)
 			c := &Change{Address: r.Address(), Action: tt.action}
 			err := planProvision(r, c, tt.desc(hashOf(t, r, 0), hashOf(t, r, 1)), tt.willRun)
-			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("err %v, want %q", err, tt.wantErr)
-				}
+			if !succeeded(t, err, tt.wantErr) {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			var got []string
 			for _, s := range c.Provision {
