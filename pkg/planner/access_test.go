@@ -49,6 +49,16 @@ spec:
   roles: PVEVMAdmin
 `
 
+// wantSays checks that err says each of wants.
+func wantSays(t *testing.T, err error, wants ...string) {
+	t.Helper()
+	for _, want := range wants {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("got %v\nwant it to say %q", err, want)
+		}
+	}
+}
+
 // authenticates reports whether PVE takes id with secret (its own
 // permissions are always readable).
 func authenticates(t *testing.T, sim *simClients, id, secret string) bool {
@@ -249,29 +259,21 @@ func TestSimAccessPreflight(t *testing.T) {
 		return err
 	}
 	err := plan()
-	for _, want := range []string{
+	wantSays(t, err,
 		"User/ci@pve: the API token ops@pve!plan lacks User.Modify or Sys.Audit on /access/groups, needed to see the user",
 		"APIToken/deploy: the API token ops@pve!plan lacks User.Modify or Sys.Audit on /access/groups, needed to see the token",
 		"ACL/deploy-lab: the API token ops@pve!plan lacks Permissions.Modify or Pool.Allocate on /pool/lab (or Sys.Audit on /access), needed to see the grant",
-	} {
-		if err == nil || !strings.Contains(err.Error(), want) {
-			t.Errorf("got %v\nwant it to say %q", err, want)
-		}
-	}
+	)
 
 	// Auditing is enough to read, not to change.
 	grantBoth(t, admin, "ops@pve", id, "/", "PVEAuditor")
 	err = plan()
-	for _, want := range []string{
+	wantSays(t, err,
 		"User/ci@pve: the API token ops@pve!plan lacks Realm.AllocateUser on /access/realm/pve, needed to create a user of realm pve",
 		"User/ci@pve: the API token ops@pve!plan lacks User.Modify on /access/groups, needed to create the user",
 		"APIToken/deploy: the API token ops@pve!plan lacks User.Modify on /access/groups, needed to create the API token",
 		"ACL/deploy-lab: the API token ops@pve!plan lacks Permissions.Modify or Pool.Allocate on /pool/lab, needed to create role PVEVMAdmin on /pool/lab to token ci@pve!deploy",
-	} {
-		if err == nil || !strings.Contains(err.Error(), want) {
-			t.Errorf("got %v\nwant it to say %q", err, want)
-		}
-	}
+	)
 
 	// With the rights, it plans and applies, and plans clean afterwards.
 	// A deeper ACL replaces what a user or token inherits (PVE's roles),
