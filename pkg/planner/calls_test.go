@@ -100,10 +100,7 @@ func planApply(t *testing.T, cl *simClients, s *simtest.Sim, set *spec.Set, par 
 	t.Helper()
 	ctx := context.Background()
 	s.Requests.Reset()
-	p, err := PlanLive(ctx, cl, set, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := livePlan(t, cl, set, Options{})
 	plan = countCalls(s.Requests.Reset())
 	res, err := Apply(ctx, cl, p, ApplyOptions{Parallelism: par})
 	if err != nil || len(res.Failed) > 0 {
@@ -162,10 +159,7 @@ func TestVerifyCallsPerVM(t *testing.T) {
 	ctx := context.Background()
 	verify := func(set *spec.Set) callCount {
 		t.Helper()
-		p, err := PlanLive(ctx, cl, set, Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
+		p := livePlan(t, cl, set, Options{})
 		s.Requests.Reset()
 		if err := Verify(ctx, cl, p); err != nil {
 			t.Fatal(err)

@@ -84,10 +84,7 @@ func planImported(t *testing.T, cl Clients, res *ImportResult) {
 	if len(set.Resources) != len(res.Docs) {
 		t.Errorf("the output loads as %d resources, want the %d documents (the rejected ones commented out)", len(set.Resources), len(res.Docs))
 	}
-	p, err := PlanLive(context.Background(), cl, set, Options{})
-	if err != nil {
-		t.Fatalf("plan the imported documents: %v", err)
-	}
+	p := livePlan(t, cl, set, Options{})
 	for _, c := range p.Changes {
 		if c.Action != NoOp {
 			t.Errorf("%s: %s %v %v", c.Address, c.Action, c.Reasons, c.Diff)
@@ -170,7 +167,6 @@ func TestSimImportOddGuest(t *testing.T) {
 // as ordinary documents.
 func TestSimImportInfrastructure(t *testing.T) {
 	sim := newSim(t)
-	ctx := context.Background()
 	infra := []string{"LinuxBridge/vmbr0", "QemuVM/ubuntu-24.04-cloud", "Storage/local", "Storage/local-lvm"}
 	for _, manage := range []bool{false, true} {
 		res, docs := importClean(t, sim, ImportOptions{All: true, ManageInfrastructure: manage})
@@ -187,10 +183,7 @@ func TestSimImportInfrastructure(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		p, err := PlanLive(ctx, sim, set, Options{Destroy: true})
-		if err != nil {
-			t.Fatal(err)
-		}
+		p := livePlan(t, sim, set, Options{Destroy: true})
 		var deletes []string
 		for _, c := range p.Changes {
 			if c.Action == Delete {

@@ -30,10 +30,7 @@ func TestPlanCallsPerGuest(t *testing.T) {
 		t.Fatalf("apply: %v %v", err, res.Failed)
 	}
 	s.Requests.Reset()
-	p, err := PlanLive(ctx, cl, set, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	p = livePlan(t, cl, set, Options{})
 	if p.HasChanges() {
 		t.Fatalf("plan after apply has changes")
 	}

@@ -154,6 +154,16 @@ func applyCounted(t *testing.T, sim *simClients, set *spec.Set, what string, a A
 	applyPlan(t, sim, p)
 }
 
+// livePlan is PlanLive's plan of set, which must come.
+func livePlan(tb testing.TB, cl Clients, set *spec.Set, opts Options) *Plan {
+	tb.Helper()
+	p, err := PlanLive(context.Background(), cl, set, opts)
+	if err != nil {
+		tb.Fatalf("PlanLive: %v", err)
+	}
+	return p
+}
+
 // planEdit applies doc, then plans it with old replaced by new.
 func planEdit(t *testing.T, sim *simClients, doc, old, new string, opts Options) *Plan {
 	t.Helper()

@@ -99,10 +99,7 @@ name: cache
 spec:
   memory: 512
 `)
-	p, err := PlanLive(context.Background(), tok, set, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := livePlan(t, tok, set, Options{})
 	if s := p.Summary(); s.Create != 1 {
 		t.Errorf("got %+v, want cache created", s)
 	}
