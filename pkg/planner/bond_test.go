@@ -228,11 +228,7 @@ func TestSimRemoveInterfaceInUse(t *testing.T) {
 			mustCall(t, sim, "POST", "iface=bond0&type=bond&slaves=eno3+eno4")
 			mustCall(t, sim, "POST", "iface=vmbr1&type=bridge&bridge_ports=bond0")
 			set := loadSpec(t, tc.doc)
-			obs, err := Observe(context.Background(), sim, set)
-			if err != nil {
-				t.Fatal(err)
-			}
-			p, err := Build(context.Background(), set, obs, Options{Destroy: tc.destroy})
+			p, err := tryPlan(t, sim, set, Options{Destroy: tc.destroy})
 			switch {
 			case tc.want == "" && err != nil:
 				t.Fatalf("Build: %v", err)

@@ -1,7 +1,6 @@
 package planner
 
 import (
-	"context"
 	"strings"
 	"testing"
 
@@ -28,7 +27,6 @@ spec:
 
 func TestSimManagedFalse(t *testing.T) {
 	sim := newSim(t)
-	ctx := context.Background()
 	set := loadSpec(t, managedFalseSpec)
 	if diff := cmp.Diff([]string{"LinuxBridge/vmbr0"}, set.DepGraph().Deps["QemuVM/on-vmbr0"]); diff != "" {
 		t.Errorf("the VM depends on the read-only bridge (-want +got):\n%s", diff)
@@ -50,11 +48,7 @@ func TestSimManagedFalse(t *testing.T) {
 	}
 
 	missing := loadSpec(t, strings.ReplaceAll(managedFalseSpec, "vmbr0", "vmbr7"))
-	obs, err := Observe(ctx, sim, missing)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = Build(ctx, missing, obs, Options{})
+	_, err := tryPlan(t, sim, missing, Options{})
 	if err == nil || !strings.Contains(err.Error(), "LinuxBridge/vmbr7 does not exist, and it is managed: false") {
 		t.Errorf("plan with a missing read-only bridge: got %v want it named", err)
 	}

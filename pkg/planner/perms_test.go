@@ -120,11 +120,7 @@ func TestSimRootOnlySetting(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			set := loadSpec(t, "kind: QemuVM\nname: odd\nspec:\n  "+tc.spec+"\n")
-			obs, err := Observe(context.Background(), admin, set)
-			if err != nil {
-				t.Fatal(err)
-			}
-			_, err = Build(context.Background(), set, obs, Options{})
+			_, err := tryPlan(t, admin, set, Options{})
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("got %v, want %q", err, tc.want)
 			}

@@ -153,11 +153,7 @@ func TestSimPlanProvision(t *testing.T) {
 		t.Fatal(err)
 	}
 	set = write("kind: QemuVM\nname: stopped\nspec:\n  memory: 512\n  provision: [a.yaml]\n")
-	obs, err := Observe(ctx, sim, set)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := Build(ctx, set, obs, Options{}); err == nil || !strings.Contains(err.Error(), "will not be running: set running: true") {
+	if _, err := tryPlan(t, sim, set, Options{}); err == nil || !strings.Contains(err.Error(), "will not be running: set running: true") {
 		t.Errorf("stopped VM: got %v, want the plan to refuse", err)
 	}
 	// Destroy plans no provisioning.

@@ -1,7 +1,6 @@
 package planner
 
 import (
-	"context"
 	"strings"
 	"testing"
 )
@@ -30,11 +29,7 @@ func TestSimVnetNICNeedsItsZone(t *testing.T) {
 			grantBoth(t, admin, user, id, "/storage", "PVEDatastoreUser")
 			grantBoth(t, admin, user, id, tc.sdnPath, "PVESDNUser")
 			set := loadSpec(t, vm)
-			obs, err := Observe(context.Background(), tok, set)
-			if err != nil {
-				t.Fatal(err)
-			}
-			p, err := Build(context.Background(), set, obs, Options{})
+			p, err := tryPlan(t, tok, set, Options{})
 			if !succeeded(t, err, tc.want) {
 				return
 			}
