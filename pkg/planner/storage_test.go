@@ -205,13 +205,7 @@ func TestDiffParamsStorage(t *testing.T) {
 	m, _ := schema.Default().Lookup("POST", storageCreatePath)
 	cmpr := comparer{m: m}
 	pbs, _ := schema.LookupStorageType("pbs")
-	tests := []struct {
-		name    string
-		desired map[string]string
-		remove  []string
-		live    *pve.Config
-		want    []FieldDiff
-	}{
+	tests := []diffCase{
 		{
 			name:    "content and nodes are sets",
 			desired: map[string]string{"content": "iso,vztmpl,images", "nodes": "b,a"},
@@ -246,14 +240,7 @@ func TestDiffParamsStorage(t *testing.T) {
 			want:   []FieldDiff{{Path: "encryption-key", Before: secret.Shown, After: nil}},
 		},
 	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			got := cmpr.diffParams(tc.desired, tc.remove, tc.live, storageSkip(pbs, tc.desired, tc.live))
-			if diff := cmp.Diff(tc.want, got); diff != "" {
-				t.Errorf("diff (-want +got)\n%s", diff)
-			}
-		})
-	}
+	checkDiffs(t, cmpr, tests, func(tc diffCase) map[string]bool { return storageSkip(pbs, tc.desired, tc.live) })
 }
 
 // A token that may not see a storage gets a refused plan, not a create of
