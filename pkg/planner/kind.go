@@ -537,6 +537,16 @@ func decodeNew[T any](raw json.RawMessage) (any, error) {
 	return &st, nil
 }
 
+// ensureState is c's state as a *T, made (empty) when c has none yet.
+func ensureState[T any](c *Change) *T {
+	if st, ok := c.State.(*T); ok && st != nil {
+		return st
+	}
+	st := new(T)
+	c.State = st
+	return st
+}
+
 // changeState is c's state when it is a *T, nil otherwise.
 func changeState[T any](c *Change) *T {
 	st, _ := c.State.(*T)
