@@ -222,6 +222,10 @@ func refusedFor(err error, n permNeed) bool {
 	return false
 }
 
+// exactVM is the VM the exact-needs cases of HA, firewalls and the like
+// are about.
+const exactVM = "kind: QemuVM\nname: app\nspec:\n  vmid: 100\n  memory: 512\n"
+
 // TestSimDerivedNeedsExactClusterKinds covers the cluster-wide and node
 // kinds whose calls are declared.
 func TestSimDerivedNeedsExactClusterKinds(t *testing.T) {
@@ -261,7 +265,6 @@ func TestSimDerivedNeedsExactConfigKinds(t *testing.T) {
 	group := "kind: Group\nname: ops\nspec:\n  comment: operators\n"
 	role := "kind: Role\nname: Operator\nspec:\n  privs: [VM.Audit, VM.Console]\n"
 	metric := "kind: MetricServer\nname: graph\nspec:\n  type: graphite\n  server: 127.0.0.7\n  port: 2003\n"
-	vm := "kind: QemuVM\nname: app\nspec:\n  vmid: 100\n  memory: 512\n"
 	ha := "kind: HAResource\nname: app\nspec:\n  guest: 100\n  state: stopped\n  comment: app\n"
 	backup := "kind: BackupJob\nname: nightly\nspec:\n  schedule: \"21:00\"\n  all: true\n  storage: local\n"
 	checkExact(t,
@@ -269,9 +272,9 @@ func TestSimDerivedNeedsExactConfigKinds(t *testing.T) {
 		crud("Role", exactCase{}, role, "VM.Console", "VM.PowerMgmt"),
 		crud("MetricServer", exactCase{}, metric, "2003", "2004"),
 		[]exactCase{
-			{name: "HAResource create", before: vm, after: ha},
-			{name: "HAResource update", setup: vm, before: ha, after: strings.Replace(ha, "comment: app", "comment: app 2", 1)},
-			{name: "HAResource delete", setup: vm, before: ha, after: ha, destroy: true},
+			{name: "HAResource create", before: exactVM, after: ha},
+			{name: "HAResource update", setup: exactVM, before: ha, after: strings.Replace(ha, "comment: app", "comment: app 2", 1)},
+			{name: "HAResource delete", setup: exactVM, before: ha, after: ha, destroy: true},
 		},
 		crud("BackupJob", exactCase{}, backup, "21:00", "22:00"),
 	)
@@ -296,12 +299,11 @@ func TestSimDerivedNeedsExactAccessKinds(t *testing.T) {
 // TestSimDerivedNeedsExactFirewall covers a firewall of each scope.
 func TestSimDerivedNeedsExactFirewall(t *testing.T) {
 	node := "kind: Firewall\nname: host\nspec:\n  scope: node/pve\n  options:\n    log_level_in: info\n  rules:\n    - {type: in, action: ACCEPT, proto: tcp, dport: 22}\n"
-	guest := "kind: QemuVM\nname: app\nspec:\n  vmid: 100\n  memory: 512\n---\nkind: Firewall\nname: app\nspec:\n  scope: QemuVM/app\n  rules:\n    - {type: in, action: ACCEPT, macro: HTTPS}\n"
-	vm := "kind: QemuVM\nname: app\nspec:\n  vmid: 100\n  memory: 512\n"
+	guest := exactVM + "---\nkind: Firewall\nname: app\nspec:\n  scope: QemuVM/app\n  rules:\n    - {type: in, action: ACCEPT, macro: HTTPS}\n"
 	checkExact(t, []exactCase{
 		{name: "Firewall node create", after: node},
 		{name: "Firewall node update", before: node, after: strings.Replace(node, "22", "2222", 1)},
-		{name: "Firewall guest create", before: vm, after: guest},
+		{name: "Firewall guest create", before: exactVM, after: guest},
 		{name: "Firewall guest update", before: guest, after: strings.Replace(guest, "HTTPS", "SSH", 1)},
 	})
 }
@@ -352,13 +354,12 @@ func TestSimDerivedNeedsExactTemplates(t *testing.T) {
 func TestSimDerivedNeedsExactRealmsAndRules(t *testing.T) {
 	realm := "kind: Realm\nname: corp\nspec:\n  type: ldap\n  server1: 127.0.0.5\n  base_dn: dc=corp\n  user_attr: uid\n  comment: corp\n"
 	sync := "kind: RealmSyncJob\nname: nightly\nspec:\n  realm: corp\n  schedule: \"02:30\"\n  scope: users\n"
-	vm := "kind: QemuVM\nname: app\nspec:\n  vmid: 100\n  memory: 512\n"
 	ha := "kind: HAResource\nname: app\nspec:\n  guest: 100\n  state: stopped\n"
 	rule := "kind: HARule\nname: keep\nspec:\n  type: node-affinity\n  resources: vm:100\n  nodes: pve\n  comment: keep\n"
 	checkExact(t,
 		crud("Realm", exactCase{}, realm, "comment: corp", "comment: corp 2"),
 		crud("RealmSyncJob", exactCase{setup: realm}, sync, "02:30", "03:30"),
-		crud("HARule", exactCase{setup: vm, then: ha}, rule, "comment: keep", "comment: kept"),
+		crud("HARule", exactCase{setup: exactVM, then: ha}, rule, "comment: keep", "comment: kept"),
 	)
 }
 
