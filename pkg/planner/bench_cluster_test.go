@@ -1,14 +1,10 @@
 package planner
 
 import (
-	"context"
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/pvectl/pvectl/pkg/spec"
 )
 
 // Issue 22 item 5: the plan cost of the firewall and SDN kinds. A no-op
@@ -42,25 +38,7 @@ func BenchmarkPlanClusterKinds(b *testing.B) {
 				for i := range c.n {
 					docs = append(docs, c.doc(i))
 				}
-				path := b.TempDir() + "/spec.yaml"
-				if err := os.WriteFile(path, []byte(strings.Join(docs, "---\n")), 0o600); err != nil {
-					b.Fatal(err)
-				}
-				set, err := spec.Load([]string{path}, spec.LoadOptions{Getenv: func(string) (string, bool) { return "", false }})
-				if err != nil {
-					b.Fatal(err)
-				}
-				if _, err := Apply(context.Background(), env.clients, planOnce(b, env.clients, set), ApplyOptions{Parallelism: 16}); err != nil {
-					b.Fatal(err)
-				}
-				env.requests.Reset()
-				b.ResetTimer()
-				for range b.N {
-					if p := planOnce(b, env.clients, set); p.HasChanges() {
-						b.Fatalf("plan after apply has changes: %v", summary(p))
-					}
-				}
-				b.ReportMetric(float64(env.requests.Total())/float64(b.N), "requests/op")
+				env.planConverged(b, loadSpec(b, strings.Join(docs, "---\n")))
 			})
 		}
 	}

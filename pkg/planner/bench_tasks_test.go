@@ -48,15 +48,7 @@ func stoppedVMs(b *testing.B, n, mem int, running, chain bool) *spec.Set {
 		}
 		fmt.Fprintf(&sb, "spec:\n  vmid: %d\n  memory: %d\n  cores: 1\n  running: %v\n", 1000+i, mem, running)
 	}
-	path := b.TempDir() + "/spec.yaml"
-	if err := os.WriteFile(path, []byte(sb.String()), 0o600); err != nil {
-		b.Fatal(err)
-	}
-	set, err := spec.Load([]string{path}, spec.LoadOptions{Getenv: func(string) (string, bool) { return "", false }})
-	if err != nil {
-		b.Fatal(err)
-	}
-	return set
+	return loadSpec(b, sb.String())
 }
 
 // applyTimed applies p and returns how long it took.

@@ -3,7 +3,6 @@ package planner
 import (
 	"context"
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -34,28 +33,29 @@ func vmSpecs(b *testing.B, n int) *spec.Set {
 	for i := range n {
 		docs = append(docs, fmt.Sprintf("kind: QemuVM\nname: vm%d\nspec:\n  vmid: %d\n  memory: 1024\n  cores: 2\n  scsi0: local-lvm:8\n  net0: virtio,bridge=vmbr0\n  tags: bench;pvectl\n", i, 1000+i))
 	}
-	path := b.TempDir() + "/spec.yaml"
-	if err := os.WriteFile(path, []byte(strings.Join(docs, "---\n")), 0o600); err != nil {
-		b.Fatal(err)
-	}
-	set, err := spec.Load([]string{path}, spec.LoadOptions{Getenv: func(string) (string, bool) { return "", false }})
-	if err != nil {
-		b.Fatal(err)
-	}
-	return set
+	return loadSpec(b, strings.Join(docs, "---\n"))
 }
 
 func planOnce(b *testing.B, cl Clients, set *spec.Set) *Plan {
-	ctx := context.Background()
-	obs, err := Observe(ctx, cl, set)
-	if err != nil {
+	b.Helper()
+	return planFor(b, cl, set, Options{})
+}
+
+// planConverged applies set, then times plans of it, which must change
+// nothing, and reports requests/op.
+func (env *benchEnv) planConverged(b *testing.B, set *spec.Set) {
+	b.Helper()
+	if _, err := Apply(context.Background(), env.clients, planOnce(b, env.clients, set), ApplyOptions{Parallelism: 16}); err != nil {
 		b.Fatal(err)
 	}
-	p, err := Build(ctx, set, obs, Options{})
-	if err != nil {
-		b.Fatal(err)
+	env.requests.Reset()
+	b.ResetTimer()
+	for range b.N {
+		if p := planOnce(b, env.clients, set); p.HasChanges() {
+			b.Fatalf("plan after apply has changes: %v", summary(p))
+		}
 	}
-	return p
+	b.ReportMetric(float64(env.requests.Total())/float64(b.N), "requests/op")
 }
 
 // BenchmarkPlan measures a whole plan (observe + build) of N existing VMs
@@ -69,18 +69,7 @@ func BenchmarkPlan(b *testing.B) {
 			}
 			b.Run(fmt.Sprintf("vms=%d/latency=%s", n, lat), func(b *testing.B) {
 				env := newBenchEnv(b, lat, time.Millisecond)
-				set := vmSpecs(b, n)
-				if _, err := Apply(context.Background(), env.clients, planOnce(b, env.clients, set), ApplyOptions{Parallelism: 16}); err != nil {
-					b.Fatal(err)
-				}
-				env.requests.Reset()
-				b.ResetTimer()
-				for range b.N {
-					if p := planOnce(b, env.clients, set); p.HasChanges() {
-						b.Fatal("plan after apply has changes")
-					}
-				}
-				b.ReportMetric(float64(env.requests.Total())/float64(b.N), "requests/op")
+				env.planConverged(b, vmSpecs(b, n))
 				if lat > 0 {
 					// The lower bound: the lists (two rounds: permissions,
 					// /cluster/resources and /nodes at once, then the node's

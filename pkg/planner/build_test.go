@@ -57,9 +57,83 @@ func liveEmpty() map[string]*liveObj {
 	}
 }
 
+// example01With is example01 with its VM edited.
+func example01With(edit func(vm *spec.Resource)) func() *spec.Set {
+	return func() *spec.Set {
+		s := example01()
+		edit(s.Lookup("QemuVM/app-vm-1"))
+		return s
+	}
+}
+
+// liveAppliedWith is liveApplied with key of addr's config set to value.
+func liveAppliedWith(addr, key, value string) func() map[string]*liveObj {
+	return func() map[string]*liveObj {
+		l := liveApplied()
+		l[addr].Config.Set(key, value)
+		return l
+	}
+}
+
+// example01Plan is the summary of a plan of example01 taking these
+// actions on its bridge, its commit and its VM.
+func example01Plan(bridge, commit, vm string) []string {
+	return []string{
+		bridge + " LinuxBridge/vmbr1",
+		commit + " NetworkApply/pve <- LinuxBridge/vmbr1",
+		vm + " QemuVM/app-vm-1 <- NetworkApply/pve",
+	}
+}
+
+// example01Destroy is the summary of a destroy of example01 taking these
+// actions on its VM, its bridge and its commit.
+func example01Destroy(vm, bridge, commit string) []string {
+	return []string{
+		vm + " QemuVM/app-vm-1",
+		bridge + " LinuxBridge/vmbr1 <- QemuVM/app-vm-1",
+		commit + " NetworkApply/pve <- LinuxBridge/vmbr1,QemuVM/app-vm-1",
+	}
+}
+
 func build(t *testing.T, set *spec.Set, objs map[string]*liveObj, opts Options) (*Plan, error) {
 	t.Helper()
 	return Build(context.Background(), set, &Observed{objs: objs}, opts)
+}
+
+// wantPlan stops the test unless p's summary is want; what names the plan.
+func wantPlan(t *testing.T, what string, p *Plan, want []string) {
+	t.Helper()
+	if diff := cmp.Diff(want, summary(p)); diff != "" {
+		t.Fatalf("%s (-want +got):\n%s", what, diff)
+	}
+}
+
+// succeeded checks err against a case's errHas: with errHas set, err
+// must contain it and the case ends there (false); without, err must be
+// nil (true: check the result).
+func succeeded(t *testing.T, err error, errHas string) bool {
+	t.Helper()
+	if errHas != "" {
+		if err == nil || !strings.Contains(err.Error(), errHas) {
+			t.Fatalf("got error %v, want one containing %q", err, errHas)
+		}
+		return false
+	}
+	if err != nil {
+		t.Fatalf("got error %v, want none", err)
+	}
+	return true
+}
+
+// countWhere is how many of list f holds for.
+func countWhere[T any](list []T, f func(T) bool) int {
+	n := 0
+	for _, x := range list {
+		if f(x) {
+			n++
+		}
+	}
+	return n
 }
 
 // summary renders a plan compactly: "action address <- deps".
@@ -87,58 +161,30 @@ func TestBuild(t *testing.T) {
 		{
 			name: "fresh cluster creates everything",
 			set:  example01, live: liveEmpty,
-			want: []string{
-				"create LinuxBridge/vmbr1",
-				"apply NetworkApply/pve <- LinuxBridge/vmbr1",
-				"create QemuVM/app-vm-1 <- NetworkApply/pve",
-			},
+			want: example01Plan("create", "apply", "create"),
 		},
 		{
 			name: "applied state is all noop",
 			set:  example01, live: liveApplied,
-			want: []string{
-				"noop LinuxBridge/vmbr1",
-				"noop NetworkApply/pve <- LinuxBridge/vmbr1",
-				"noop QemuVM/app-vm-1 <- NetworkApply/pve",
-			},
+			want: example01Plan("noop", "noop", "noop"),
 		},
 		{
 			name: "pending network changes are committed",
 			set:  example01,
-			live: func() map[string]*liveObj {
-				l := liveApplied()
-				l["NetworkApply/pve"].Config.Set("changes", "--- /etc/network/interfaces\n+++ ...")
-				return l
-			},
-			want: []string{
-				"noop LinuxBridge/vmbr1",
-				"apply NetworkApply/pve <- LinuxBridge/vmbr1",
-				"noop QemuVM/app-vm-1 <- NetworkApply/pve",
-			},
+			live: liveAppliedWith("NetworkApply/pve", "changes", "--- /etc/network/interfaces\n+++ ..."),
+			want: example01Plan("noop", "apply", "noop"),
 		},
 		{
 			name: "destroy reverses and commits after the bridge is gone",
 			set:  example01, live: liveApplied, opts: Options{Destroy: true},
-			want: []string{
-				"delete QemuVM/app-vm-1",
-				"delete LinuxBridge/vmbr1 <- QemuVM/app-vm-1",
-				"apply NetworkApply/pve <- LinuxBridge/vmbr1,QemuVM/app-vm-1",
-			},
+			want: example01Destroy("delete", "delete", "apply"),
 		},
 		{
 			name: "destroy of a protected VM skips it",
-			set: func() *spec.Set {
-				s := example01()
-				s.Lookup("QemuVM/app-vm-1").Protected = true
-				return s
-			},
+			set:  example01With(func(vm *spec.Resource) { vm.Protected = true }),
 			live: liveApplied, opts: Options{Destroy: true},
 			// The VM needs the committed network of its node: its bridge stays.
-			want: []string{
-				"noop QemuVM/app-vm-1",
-				"noop LinuxBridge/vmbr1 <- QemuVM/app-vm-1",
-				"noop NetworkApply/pve <- LinuxBridge/vmbr1,QemuVM/app-vm-1",
-			},
+			want: example01Destroy("noop", "noop", "noop"),
 		},
 		{
 			name: "target takes its dependencies",
@@ -151,11 +197,7 @@ func TestBuild(t *testing.T) {
 		{
 			name: "destroy target takes its dependents and the commit",
 			set:  example01, live: liveApplied, opts: Options{Destroy: true, Targets: []string{"LinuxBridge/vmbr1"}},
-			want: []string{
-				"delete QemuVM/app-vm-1",
-				"delete LinuxBridge/vmbr1 <- QemuVM/app-vm-1",
-				"apply NetworkApply/pve <- LinuxBridge/vmbr1,QemuVM/app-vm-1",
-			},
+			want: example01Destroy("delete", "delete", "apply"),
 		},
 		{
 			// A commit has nothing to remove of its own: in the reversed
@@ -177,86 +219,46 @@ func TestBuild(t *testing.T) {
 		},
 		{
 			name: "state absent deletes",
-			set: func() *spec.Set {
-				s := example01()
-				s.Lookup("QemuVM/app-vm-1").State = spec.Absent
-				return s
-			},
+			set:  example01With(func(vm *spec.Resource) { vm.State = spec.Absent }),
 			live: liveApplied,
-			want: []string{
-				"noop LinuxBridge/vmbr1",
-				"noop NetworkApply/pve <- LinuxBridge/vmbr1",
-				"delete QemuVM/app-vm-1 <- NetworkApply/pve",
-			},
+			want: example01Plan("noop", "noop", "delete"),
 		},
 		{
 			name: "state absent on a protected VM is an error",
-			set: func() *spec.Set {
-				s := example01()
-				vm := s.Lookup("QemuVM/app-vm-1")
+			set: example01With(func(vm *spec.Resource) {
 				vm.State, vm.Protected = spec.Absent, true
-				return s
-			},
+			}),
 			live:   liveApplied,
 			errHas: "QemuVM/app-vm-1 is protected: refusing to delete",
 		},
 		{
 			name: "node move migrates",
-			set: func() *spec.Set {
-				s := example01()
-				s.Lookup("QemuVM/app-vm-1").Params.Set("node", "pve2")
-				return s
-			},
+			set:  example01With(func(vm *spec.Resource) { vm.Params.Set("node", "pve2") }),
 			live: liveApplied,
-			want: []string{
-				"noop LinuxBridge/vmbr1",
-				"noop NetworkApply/pve <- LinuxBridge/vmbr1",
-				"update QemuVM/app-vm-1 <- NetworkApply/pve",
-			},
+			want: example01Plan("noop", "noop", "update"),
 		},
 		{
 			// A migration destroys nothing: protection does not stop it.
 			name: "node move of a protected VM migrates",
-			set: func() *spec.Set {
-				s := example01()
-				vm := s.Lookup("QemuVM/app-vm-1")
+			set: example01With(func(vm *spec.Resource) {
 				vm.Params.Set("node", "pve2")
 				vm.Protected = true
-				return s
-			},
+			}),
 			live: liveApplied,
-			want: []string{
-				"noop LinuxBridge/vmbr1",
-				"noop NetworkApply/pve <- LinuxBridge/vmbr1",
-				"update QemuVM/app-vm-1 <- NetworkApply/pve",
-			},
+			want: example01Plan("noop", "noop", "update"),
 		},
 		{
 			name: "bridge of another type replaces",
 			set:  example01,
-			live: func() map[string]*liveObj {
-				l := liveApplied()
-				l["LinuxBridge/vmbr1"].Config.Set("type", "bond")
-				return l
-			},
-			want: []string{
-				"replace LinuxBridge/vmbr1",
-				"apply NetworkApply/pve <- LinuxBridge/vmbr1",
-				"noop QemuVM/app-vm-1 <- NetworkApply/pve",
-			},
+			live: liveAppliedWith("LinuxBridge/vmbr1", "type", "bond"),
+			want: example01Plan("replace", "apply", "noop"),
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			p, err := build(t, tt.set(), tt.live(), tt.opts)
-			if tt.errHas != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.errHas) {
-					t.Fatalf("Build: got error %v want one containing %q", err, tt.errHas)
-				}
+			if !succeeded(t, err, tt.errHas) {
 				return
-			}
-			if err != nil {
-				t.Fatalf("Build: %v", err)
 			}
 			if diff := cmp.Diff(tt.want, summary(p)); diff != "" {
 				t.Errorf("plan: got %q want %q (-want +got):\n%s", summary(p), tt.want, diff)
@@ -378,14 +380,8 @@ func TestFindQemu(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			row, err := qemu.find(newGuestIndex(pve.QEMU, rows), tt.r, tt.vmid)
-			if tt.errHas != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.errHas) {
-					t.Fatalf("find: got error %v want %q", err, tt.errHas)
-				}
+			if !succeeded(t, err, tt.errHas) {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			got := 0
 			if row != nil {

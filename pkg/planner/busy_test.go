@@ -72,12 +72,7 @@ name: other
 spec:
   memory: 512
 `)
-	ctx := context.Background()
-	obs, err := Observe(ctx, sim, set)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = Build(ctx, set, obs, Options{})
+	_, err := tryPlan(t, sim, set, Options{})
 	busy, only := busyErrors(err)
 	if !only || len(busy) != 3 {
 		t.Fatalf("Build: got %v, want three busy resources and nothing else", err)
@@ -94,10 +89,7 @@ spec:
 	}
 
 	rec := &waitRecorder{}
-	p, err := PlanLive(ctx, sim, set, Options{BusyTimeout: time.Minute, Waiting: rec.waiting})
-	if err != nil {
-		t.Fatalf("PlanLive: %v", err)
-	}
+	p := livePlan(t, sim, set, Options{BusyTimeout: time.Minute, Waiting: rec.waiting})
 	got := map[string]Action{}
 	for _, c := range p.Changes {
 		got[c.Address] = c.Action
@@ -129,10 +121,7 @@ func TestSimLockedGuest(t *testing.T) {
 	if !errors.As(err, &be) || be.Address != "LxcContainer/src" || !strings.Contains(err.Error(), "pct unlock 200") {
 		t.Fatalf("changed locked container: got %v, want it refused as busy", err)
 	}
-	p, err = PlanLive(context.Background(), sim, changed, Options{BusyTimeout: time.Minute})
-	if err != nil {
-		t.Fatalf("PlanLive: %v", err)
-	}
+	p = livePlan(t, sim, changed, Options{BusyTimeout: time.Minute})
 	if c := p.Changes[0]; c.Action != Update {
 		t.Errorf("once the clone ended: got %s, want the update", c.Action)
 	}

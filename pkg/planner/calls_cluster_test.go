@@ -1,7 +1,6 @@
 package planner
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -69,10 +68,7 @@ func TestNoOpPlanCallsPerClusterKind(t *testing.T) {
 				set := loadSpec(t, strings.Join(docs, "---\n"))
 				applyPlan(t, cl, planFor(t, cl, set, Options{}))
 				s.Requests.Reset()
-				p, err := PlanLive(context.Background(), cl, set, Options{})
-				if err != nil {
-					t.Fatal(err)
-				}
+				p := livePlan(t, cl, set, Options{})
 				if p.HasChanges() {
 					t.Fatalf("n=%d: the second plan is not clean: %v", n, summary(p))
 				}

@@ -3,7 +3,6 @@ package planner
 import (
 	"context"
 	"fmt"
-	"os"
 	"sort"
 	"strings"
 	"testing"
@@ -49,8 +48,8 @@ func (cc callCount) String() string {
 }
 
 // vmDocs writes n QemuVM documents with pinned vmids and memory mem.
-func vmDocs(t *testing.T, n, mem int, extra string) *spec.Set {
-	t.Helper()
+func vmDocs(tb testing.TB, n, mem int, extra string) *spec.Set {
+	tb.Helper()
 	var b strings.Builder
 	for i := range n {
 		if i > 0 {
@@ -58,15 +57,41 @@ func vmDocs(t *testing.T, n, mem int, extra string) *spec.Set {
 		}
 		fmt.Fprintf(&b, "kind: QemuVM\nname: vm%d\nspec:\n  vmid: %d\n  memory: %d\n  cores: 1\n  net0: virtio,bridge=vmbr0\n%s", i, 1000+i, mem, extra)
 	}
-	path := t.TempDir() + "/spec.yaml"
-	if err := os.WriteFile(path, []byte(b.String()), 0o600); err != nil {
-		t.Fatal(err)
+	return loadSpec(tb, b.String())
+}
+
+// callsSim is a simulator whose tasks take 5 ms, with its request counter.
+func callsSim(t *testing.T) (*simClients, *simtest.Sim) {
+	t.Helper()
+	s := simtest.Start(t, simtest.Options{Sim: pvesim.Options{TokenID: simToken, TokenSecret: simSecret, TaskDuration: 5 * time.Millisecond, Seed: 1}})
+	return &simClients{cl: s.Client, conn: &spec.Connection{Nodes: []string{"pve"}}}, s
+}
+
+// perVMCheck checks that calls of n VMs, polls aside, are perVM for
+// each VM and lists more.
+func perVMCheck(t *testing.T, n int) func(what string, cc callCount, perVM, lists int) {
+	return func(what string, cc callCount, perVM, lists int) {
+		t.Helper()
+		if want := perVM*n + lists; cc.other != want {
+			t.Errorf("%s of %d VMs: %d calls besides polls, want %d (%d per VM + %d): %s", what, n, cc.other, want, perVM, lists, cc)
+		}
 	}
-	set, err := spec.Load([]string{path}, spec.LoadOptions{Getenv: testGetenv})
-	if err != nil {
-		t.Fatal(err)
+}
+
+// callSteps plans and applies n VMs (their documents ending in extra)
+// step by step on a fresh callsSim: a step gives the VMs memory mem,
+// checks that the plan made planPerVM calls per VM and planLists more,
+// that the apply made applyPerVM per VM, and returns the apply's calls.
+func callSteps(t *testing.T, n int, extra string) func(mem int, planWhat string, planPerVM, planLists int, applyWhat string, applyPerVM int) callCount {
+	cl, s := callsSim(t)
+	check := perVMCheck(t, n)
+	return func(mem int, planWhat string, planPerVM, planLists int, applyWhat string, applyPerVM int) callCount {
+		t.Helper()
+		plan, apply := planApply(t, cl, s, vmDocs(t, n, mem, extra), 8)
+		check(planWhat, plan, planPerVM, planLists)
+		check(applyWhat, apply, applyPerVM, 0)
+		return apply
 	}
-	return set
 }
 
 // planApply plans set and applies it, returning the calls of the plan and
@@ -75,10 +100,7 @@ func planApply(t *testing.T, cl *simClients, s *simtest.Sim, set *spec.Set, par 
 	t.Helper()
 	ctx := context.Background()
 	s.Requests.Reset()
-	p, err := PlanLive(ctx, cl, set, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := livePlan(t, cl, set, Options{})
 	plan = countCalls(s.Requests.Reset())
 	res, err := Apply(ctx, cl, p, ApplyOptions{Parallelism: par})
 	if err != nil || len(res.Failed) > 0 {
@@ -91,38 +113,24 @@ func planApply(t *testing.T, cl *simClients, s *simtest.Sim, set *spec.Set, par 
 // are a constant number of lists plus a fixed number per VM.
 func TestCallsPerVM(t *testing.T) {
 	const n = 24
-	s := simtest.Start(t, simtest.Options{Sim: pvesim.Options{TokenID: simToken, TokenSecret: simSecret, TaskDuration: 5 * time.Millisecond, Seed: 1}})
-	cl := &simClients{cl: s.Client, conn: &spec.Connection{Nodes: []string{"pve"}}}
-	check := func(what string, cc callCount, perVM, lists int) {
-		t.Helper()
-		if want := perVM*n + lists; cc.other != want {
-			t.Errorf("%s of %d VMs: %d calls besides polls, want %d (%d per VM + %d): %s", what, n, cc.other, want, perVM, lists, cc)
-		}
-	}
-	stopped := "  running: false\n"
+	step := callSteps(t, n, "  running: false\n")
 
 	// Create: the plan reads the lists (permissions, /cluster/resources,
 	// /nodes, the node's VMs and its network for net0's bridge; no VM
 	// exists: no config reads); each create is the create call and its
 	// task.
-	plan, apply := planApply(t, cl, s, vmDocs(t, n, 512, stopped), 8)
-	check("plan before create", plan, 0, 5)
-	check("create", apply, 1, 0)
+	apply := step(512, "plan before create", 0, 5, "create", 1)
 	if maxPolls := n * 20; apply.polls > maxPolls {
 		t.Errorf("create: %d status polls, want ≤ %d (the poll budget's burst per task)", apply.polls, maxPolls)
 	}
 
 	// A no-op plan: the lists and one config read per VM.
-	plan, apply = planApply(t, cl, s, vmDocs(t, n, 512, stopped), 8)
-	check("no-op plan", plan, 1, 4)
-	check("no-op apply", apply, 0, 0)
+	step(512, "no-op plan", 1, 4, "no-op apply", 0)
 
 	// An update of a stopped VM's memory rewrites its config only: one
 	// synchronous PUT, no task to poll; then its status, to tell what PVE
 	// kept pending had it been started since the plan (applyPending).
-	plan, apply = planApply(t, cl, s, vmDocs(t, n, 1024, stopped), 8)
-	check("plan of an update", plan, 1, 4)
-	check("update", apply, 2, 0)
+	apply = step(1024, "plan of an update", 1, 4, "update", 2)
 	if apply.polls != 0 || apply.byCall["PUT /nodes/pve/qemu/1000/config"] != 1 {
 		t.Errorf("update of a stopped VM's memory: want one PUT …/config and no task: %s", apply)
 	}
@@ -134,21 +142,9 @@ func TestCallsPerVM(t *testing.T) {
 // pending.
 func TestCallsPerRunningVM(t *testing.T) {
 	const n = 12
-	s := simtest.Start(t, simtest.Options{Sim: pvesim.Options{TokenID: simToken, TokenSecret: simSecret, TaskDuration: 5 * time.Millisecond, Seed: 1}})
-	cl := &simClients{cl: s.Client, conn: &spec.Connection{Nodes: []string{"pve"}}}
-	check := func(what string, cc callCount, perVM, lists int) {
-		t.Helper()
-		if want := perVM*n + lists; cc.other != want {
-			t.Errorf("%s of %d VMs: %d calls besides polls, want %d (%d per VM + %d): %s", what, n, cc.other, want, perVM, lists, cc)
-		}
-	}
-	running := "  running: true\n"
-	plan, apply := planApply(t, cl, s, vmDocs(t, n, 512, running), 8)
-	check("plan before create", plan, 0, 5)
-	check("create and start", apply, 2, 0)
-	plan, apply = planApply(t, cl, s, vmDocs(t, n, 1024, running), 8)
-	check("plan of an update", plan, 1, 4)
-	check("update", apply, 3, 0)
+	step := callSteps(t, n, "  running: true\n")
+	step(512, "plan before create", 0, 5, "create and start", 2)
+	apply := step(1024, "plan of an update", 1, 4, "update", 3)
 	if apply.byCall["POST /nodes/pve/qemu/1000/config"] != 1 || apply.byCall["PUT /nodes/pve/qemu/1000/config"] != 0 {
 		t.Errorf("update of a running VM's memory: want POST …/config (a task): %s", apply)
 	}
@@ -159,15 +155,11 @@ func TestCallsPerRunningVM(t *testing.T) {
 // updates read one config each.
 func TestVerifyCallsPerVM(t *testing.T) {
 	const n = 20
-	s := simtest.Start(t, simtest.Options{Sim: pvesim.Options{TokenID: simToken, TokenSecret: simSecret, TaskDuration: 5 * time.Millisecond, Seed: 1}})
-	cl := &simClients{cl: s.Client, conn: &spec.Connection{Nodes: []string{"pve"}}}
+	cl, s := callsSim(t)
 	ctx := context.Background()
 	verify := func(set *spec.Set) callCount {
 		t.Helper()
-		p, err := PlanLive(ctx, cl, set, Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
+		p := livePlan(t, cl, set, Options{})
 		s.Requests.Reset()
 		if err := Verify(ctx, cl, p); err != nil {
 			t.Fatal(err)

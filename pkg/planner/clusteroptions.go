@@ -148,11 +148,9 @@ func (clusterOptionsKind) compare(b *builder, r *spec.Resource, lo *liveObj, c *
 		}
 	}
 	c.Diff = cmp.diffParams(r.Params.Map(), remove, lo.Config, nil)
-	if len(c.Diff) == 0 {
-		c.Action = NoOp
+	if !updateForDiff(c) {
 		return nil
 	}
-	c.Action, c.Reasons = Update, reasons(c.Diff)
 	for _, k := range dropped {
 		if _, live := lo.Config.Lookup(k); live {
 			c.Reasons = append(c.Reasons, k+" removed: pvectl set it (the [pvectl-options] block of the datacenter notes records it) and the spec no longer writes it")

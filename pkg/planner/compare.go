@@ -546,6 +546,17 @@ func (c comparer) updateParams(diffs []FieldDiff, desired map[string]string, liv
 	return out
 }
 
+// updateForDiff makes c an update for its diffs (true), or a noop when
+// it has none (false: nothing more to plan).
+func updateForDiff(c *Change) bool {
+	if len(c.Diff) == 0 {
+		c.Action = NoOp
+		return false
+	}
+	c.Action, c.Reasons = Update, reasons(c.Diff)
+	return true
+}
+
 // reasons turns diffs into "memory changed" lines, one per parameter.
 func reasons(diffs []FieldDiff) []string {
 	var out []string

@@ -19,15 +19,33 @@ func qemuComparer(t *testing.T) comparer {
 	return comparer{m: m}
 }
 
+// diffCase is a diffParams case: desired, and remove, against live
+// are the diffs want.
+type diffCase struct {
+	name    string
+	desired map[string]string
+	remove  []string
+	live    *pve.Config
+	want    []FieldDiff
+}
+
+// checkDiffs runs each case through cmpr's diffParams, leaving out the
+// keys skip gives for it.
+func checkDiffs(t *testing.T, cmpr comparer, cases []diffCase, skip func(tc diffCase) map[string]bool) {
+	t.Helper()
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got := cmpr.diffParams(tc.desired, tc.remove, tc.live, skip(tc))
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("diffParams: got %v want %v (-want +got):\n%s", got, tc.want, diff)
+			}
+		})
+	}
+}
+
 func TestDiffParamsQemu(t *testing.T) {
 	cmpr := qemuComparer(t)
-	tests := []struct {
-		name    string
-		desired map[string]string
-		remove  []string
-		live    *pve.Config
-		want    []FieldDiff
-	}{
+	tests := []diffCase{
 		{
 			name:    "equal numbers",
 			desired: map[string]string{"memory": "2048", "cores": "2"},
@@ -234,14 +252,7 @@ func TestDiffParamsQemu(t *testing.T) {
 			want:    []FieldDiff{{Path: "net0.firewall", Before: nil, After: "1"}},
 		},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got := cmpr.diffParams(tt.desired, tt.remove, tt.live, qemu.notInConfig)
-			if diff := cmp.Diff(tt.want, got); diff != "" {
-				t.Errorf("diffParams: got %v want %v (-want +got):\n%s", got, tt.want, diff)
-			}
-		})
-	}
+	checkDiffs(t, cmpr, tests, func(diffCase) map[string]bool { return qemu.notInConfig })
 }
 
 func TestDiffParamsBridge(t *testing.T) {
@@ -250,12 +261,7 @@ func TestDiffParamsBridge(t *testing.T) {
 		t.Fatal("schema lacks POST /nodes/{node}/network")
 	}
 	cmpr := comparer{m: m}
-	tests := []struct {
-		name    string
-		desired map[string]string
-		live    *pve.Config
-		want    []FieldDiff
-	}{
+	tests := []diffCase{
 		{
 			name:    "ports as sets",
 			desired: map[string]string{"bridge_ports": "eno2 eno3", "bridge_vlan_aware": "1", "autostart": "1"},
@@ -316,14 +322,7 @@ func TestDiffParamsBridge(t *testing.T) {
 			want:    []FieldDiff{{Path: "netmask", Before: "24", After: "255.255.0.0"}},
 		},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got := cmpr.diffParams(tt.desired, nil, tt.live, ifaceIdentity)
-			if diff := cmp.Diff(tt.want, got); diff != "" {
-				t.Errorf("diffParams: got %v want %v (-want +got):\n%s", got, tt.want, diff)
-			}
-		})
-	}
+	checkDiffs(t, cmpr, tests, func(diffCase) map[string]bool { return ifaceIdentity })
 }
 
 func TestUpdateParams(t *testing.T) {

@@ -43,14 +43,7 @@ type driveState struct {
 	Versions []string `json:"versions,omitempty"`
 }
 
-func driveStateOf(c *Change) *driveState {
-	if st, ok := c.State.(*driveState); ok && st != nil {
-		return st
-	}
-	st := &driveState{}
-	c.State = st
-	return st
-}
+func driveStateOf(c *Change) *driveState { return ensureState[driveState](c) }
 
 func (configDriveKind) newState(lo *liveObj) any {
 	st := &driveState{}

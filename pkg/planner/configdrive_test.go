@@ -95,9 +95,7 @@ func TestSimConfigDriveLifecycle(t *testing.T) {
 	first := set.Lookup("ConfigDriveISO/seed-web01").Params.Get("filename")
 
 	p := planFor(t, sim, set, Options{})
-	if diff := cmp.Diff([]string{"create ConfigDriveISO/seed-web01", "create QemuVM/web01 <- ConfigDriveISO/seed-web01"}, summary(p)); diff != "" {
-		t.Fatalf("first plan (-want +got):\n%s", diff)
-	}
+	wantPlan(t, "first plan", p, []string{"create ConfigDriveISO/seed-web01", "create QemuVM/web01 <- ConfigDriveISO/seed-web01"})
 	applySeq(t, sim, p)
 	img, _, _ := spec.ConfigDriveImage(set.Lookup("ConfigDriveISO/seed-web01"))
 	if got, err := os.ReadFile(filepath.Join(dir, "local", "iso", first)); err != nil || !bytes.Equal(got, img) {
@@ -107,17 +105,13 @@ func TestSimConfigDriveLifecycle(t *testing.T) {
 	if err != nil || !strings.HasPrefix(cfg.Get("ide3"), "local:iso/"+first+",media=cdrom") {
 		t.Fatalf("vm 150 ide3: %q (%v), want the drive as a CD-ROM", cfg.Get("ide3"), err)
 	}
-	if p := planFor(t, sim, set, Options{}); p.HasChanges() {
-		t.Fatalf("second plan: %q, want clean", summary(p))
-	}
+	wantConverged(t, t.Fatalf, sim, set, "second plan")
 
 	// An edited seed: a new version, the VM re-pointed, the old one removed after it.
 	edited := loadSpec(t, strings.Replace(driveSpec, "nginx", "apache2", 1))
 	second := edited.Lookup("ConfigDriveISO/seed-web01").Params.Get("filename")
 	p = planFor(t, sim, edited, Options{})
-	if diff := cmp.Diff([]string{"update ConfigDriveISO/seed-web01", "update QemuVM/web01 <- ConfigDriveISO/seed-web01"}, summary(p)); diff != "" {
-		t.Fatalf("plan after the edit (-want +got):\n%s", diff)
-	}
+	wantPlan(t, "plan after the edit", p, []string{"update ConfigDriveISO/seed-web01", "update QemuVM/web01 <- ConfigDriveISO/seed-web01"})
 	// No cache of the first version's content (drivecache.go): the new
 	// content is shown as such.
 	if diff := cmp.Diff([]FieldDiff{{Path: "hostname", After: "web01"}, {Path: "userData", After: "#cloud-config\npackages: [apache2]\n"},
@@ -139,9 +133,7 @@ func TestSimConfigDriveLifecycle(t *testing.T) {
 	if !strings.HasPrefix(cfg.Get("ide3"), "local:iso/"+second+",") {
 		t.Errorf("vm 150 ide3: %q, want the new version", cfg.Get("ide3"))
 	}
-	if p := planFor(t, sim, edited, Options{}); p.HasChanges() {
-		t.Fatalf("plan after the edit was applied: %q, want clean", summary(p))
-	}
+	wantConverged(t, t.Fatalf, sim, edited, "plan after the edit was applied")
 
 	// A VM outside the specs has the current version: the next edit keeps it.
 	if err := sim.cl.CreateGuest(ctx, pve.QEMU, "pve", url.Values{"vmid": {"151"}, "ide2": {"local:iso/" + second + ",media=cdrom"}}); err != nil {
@@ -156,15 +148,11 @@ func TestSimConfigDriveLifecycle(t *testing.T) {
 	if got := isoFiles(t, dir); len(got) != 2 || !slices.Contains(got, second) {
 		t.Errorf("ISO files %v: want the new version and the one VM 151 has", got)
 	}
-	if p := planFor(t, sim, third, Options{}); p.HasChanges() {
-		t.Fatalf("plan with the foreign user's version kept: %q, want clean", summary(p))
-	}
+	wantConverged(t, t.Fatalf, sim, third, "plan with the foreign user's version kept")
 
 	// Destroy: the VM first, then the versions; one still on VM 151 is an error.
 	p = planFor(t, sim, third, Options{Destroy: true})
-	if diff := cmp.Diff([]string{"delete QemuVM/web01", "delete ConfigDriveISO/seed-web01 <- QemuVM/web01"}, summary(p)); diff != "" {
-		t.Fatalf("destroy plan (-want +got):\n%s", diff)
-	}
+	wantPlan(t, "destroy plan", p, []string{"delete QemuVM/web01", "delete ConfigDriveISO/seed-web01 <- QemuVM/web01"})
 	res, err := Apply(ctx, sim, p, ApplyOptions{})
 	if err == nil || !strings.Contains(fmt.Sprint(res.Failed["ConfigDriveISO/seed-web01"]), "local:iso/"+second+" is on a drive of VM 151: detach it there first") {
 		t.Fatalf("destroy with VM 151 using a version: %v, want a refusal naming it", err)
@@ -221,17 +209,13 @@ spec:
   verify-certificates: true
 `)
 	p := planFor(t, sim, set, Options{})
-	if diff := cmp.Diff([]string{"create DownloadedImage/debian-12-cloud"}, summary(p)); diff != "" {
-		t.Fatalf("plan (-want +got):\n%s", diff)
-	}
+	wantPlan(t, "plan", p, []string{"create DownloadedImage/debian-12-cloud"})
 	applyPlan(t, sim, p)
 	file := filepath.Join(dir, "local", "import", "debian-12-genericcloud-amd64.qcow2")
 	if _, err := os.Stat(file); err != nil {
 		t.Errorf("no downloaded file in the data dir: %v", err)
 	}
-	if p := planFor(t, sim, set, Options{}); p.HasChanges() {
-		t.Fatalf("second plan: %q, want clean", summary(p))
-	}
+	wantConverged(t, t.Fatalf, sim, set, "second plan")
 	applyPlan(t, sim, planFor(t, sim, set, Options{Destroy: true}))
 	if vs, err := sim.cl.StorageContent(context.Background(), "pve", "local", "import"); err != nil || len(vs) != 0 {
 		t.Errorf("after destroy: %v, %v, want no import content", vs, err)
@@ -249,14 +233,7 @@ func TestSimConfigDriveSavedPlan(t *testing.T) {
 	ctx := context.Background()
 	applyPlan(t, sim, planFor(t, sim, loadSpec(t, driveSpec), Options{}))
 	edited := loadSpec(t, strings.Replace(driveSpec, "nginx", "apache2", 1))
-	data, err := Marshal(planFor(t, sim, edited, Options{}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := Unmarshal(data)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, p := marshalled(t, planFor(t, sim, edited, Options{}))
 	if err := Verify(ctx, sim, p); err != nil {
 		t.Fatalf("Verify: %v", err)
 	}
@@ -265,7 +242,5 @@ func TestSimConfigDriveSavedPlan(t *testing.T) {
 	if diff := cmp.Diff([]string{want}, isoFiles(t, dir)); diff != "" {
 		t.Errorf("ISO files after applying the saved plan (-want +got):\n%s", diff)
 	}
-	if p := planFor(t, sim, edited, Options{}); p.HasChanges() {
-		t.Errorf("plan after the saved plan: %q, want clean", summary(p))
-	}
+	wantConverged(t, t.Errorf, sim, edited, "plan after the saved plan")
 }

@@ -6,6 +6,12 @@ import (
 	"testing"
 )
 
+// createPaths are the diff paths of the create of the VM of
+// TestCreateDiffConveniences with keys written beside its own, sorted.
+func createPaths(keys ...string) []string {
+	return slices.Sorted(slices.Values(append(keys, "memory", "name", "node", "running")))
+}
+
 // TestCreateDiffConveniences: a create's diff shows the key the user
 // wrote (ip, vlan, bridge), not also the PVE key it stands for; a net0
 // the user wrote beside vlan is shown too, and the wire params are the
@@ -17,21 +23,11 @@ func TestCreateDiffConveniences(t *testing.T) {
 		want       []string // diff paths
 		params     map[string]string
 	}{
-		{"ip", "ip: 10.0.5.20/24\n  gateway: 10.0.5.1",
-			[]string{"gateway", "ip", "memory", "name", "node", "running"},
-			map[string]string{"ipconfig0": "ip=10.0.5.20/24,gw=10.0.5.1"}},
-		{"vlan", "bridge: vmbr0\n  vlan: 30",
-			[]string{"bridge", "memory", "name", "node", "running", "vlan"},
-			map[string]string{"net0": "virtio,bridge=vmbr0,tag=30"}},
-		{"bridge", "bridge: vmbr0",
-			[]string{"bridge", "memory", "name", "node", "running"},
-			map[string]string{"net0": "virtio,bridge=vmbr0"}},
-		{"net0 written", "net0: e1000,bridge=vmbr0,firewall=1\n  vlan: 30",
-			[]string{"memory", "name", "net0", "node", "running", "vlan"},
-			map[string]string{"net0": "e1000,bridge=vmbr0,firewall=1,tag=30"}},
-		{"ipconfig0 written", "ipconfig0: ip=dhcp",
-			[]string{"ipconfig0", "memory", "name", "node", "running"},
-			map[string]string{"ipconfig0": "ip=dhcp"}},
+		{"ip", "ip: 10.0.5.20/24\n  gateway: 10.0.5.1", createPaths("gateway", "ip"), map[string]string{"ipconfig0": "ip=10.0.5.20/24,gw=10.0.5.1"}},
+		{"vlan", "bridge: vmbr0\n  vlan: 30", createPaths("bridge", "vlan"), map[string]string{"net0": "virtio,bridge=vmbr0,tag=30"}},
+		{"bridge", "bridge: vmbr0", createPaths("bridge"), map[string]string{"net0": "virtio,bridge=vmbr0"}},
+		{"net0 written", "net0: e1000,bridge=vmbr0,firewall=1\n  vlan: 30", createPaths("net0", "vlan"), map[string]string{"net0": "e1000,bridge=vmbr0,firewall=1,tag=30"}},
+		{"ipconfig0 written", "ipconfig0: ip=dhcp", createPaths("ipconfig0"), map[string]string{"ipconfig0": "ip=dhcp"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			set := loadSpec(t, "kind: QemuVM\nname: web\nspec:\n  memory: 1024\n  running: false\n  "+tc.keys+"\n")

@@ -216,9 +216,7 @@ func testAmbiguousChanges(t *testing.T, cases []ambiguousChange, nodes []string)
 				if f.Seen() != 1 {
 					t.Errorf("sent %d times, want once", f.Seen())
 				}
-				if p := planFor(t, sim, after, Options{}); p.HasChanges() {
-					t.Errorf("next plan: %v, want clean", summary(p))
-				}
+				wantConverged(t, t.Errorf, sim, after, "next plan")
 			})
 		}
 	}

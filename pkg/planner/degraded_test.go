@@ -153,10 +153,7 @@ name: web
 spec:
   memory: 512
 `)
-	p, err := PlanLive(context.Background(), cl, set, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := livePlan(t, cl, set, Options{})
 	if len(p.NotPlanned) != 1 || !strings.Contains(p.NotPlanned[0].String(),
 		"QemuVM/db: may be on node pve2, which is offline: PVE no longer has the names of the guests there") {
 		t.Errorf("not planned: %v, want db named as possibly on pve2", p.NotPlanned)
@@ -212,10 +209,7 @@ func TestSimDegradedUnreachable(t *testing.T) {
 	}
 	cut.Store(true)
 	set := loadSpec(t, "kind: QemuVM\nname: web\nspec:\n  memory: 1024\n---\nkind: QemuVM\nname: db\nspec:\n  vmid: 101\n  memory: 1024\n")
-	p, err := PlanLive(context.Background(), cl, set, Options{})
-	if err != nil {
-		t.Fatalf("plan with pve2 unreachable: %v", err)
-	}
+	p := livePlan(t, cl, set, Options{})
 	if c := p.Change("QemuVM/web"); c == nil || c.Action != Update {
 		t.Errorf("web: %+v, want an update", c)
 	}
@@ -250,10 +244,7 @@ func TestSimDegradedCloneSource(t *testing.T) {
 		t.Fatal(err)
 	}
 	set := loadSpec(t, "kind: QemuVM\nname: clone1\nspec:\n  vmid: 150\n  image: \"9100\"\n  memory: 512\n")
-	p, err := PlanLive(ctx, cl, set, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := livePlan(t, cl, set, Options{})
 	if len(p.NotPlanned) != 1 || p.NotPlanned[0].String() != "QemuVM/clone1: would be cloned from VM 9100 on node pve2, which is offline — not planned" {
 		t.Errorf("not planned: %v", p.NotPlanned)
 	}

@@ -45,18 +45,7 @@ func TestWithBlocks(t *testing.T) {
 // TestDescriptionBlockNotDrift: pvectl's blocks in a live description are
 // neither drift nor lost when the user's text changes.
 func TestDescriptionBlockNotDrift(t *testing.T) {
-	cmp := qemuComparer(t)
 	live := pve.ConfigOf(map[string]string{"description": "web server\n[pvectl-provision: a.yaml=0123456789ab]\n"})
-	if d := cmp.diffParams(map[string]string{"description": "web server"}, nil, live, nil); len(d) != 0 {
-		t.Errorf("same user text: got diff %v want none", d)
-	}
-	d := cmp.diffParams(map[string]string{"description": "db server"}, nil, live, nil)
-	want := []FieldDiff{{Path: "description", Before: "web server", After: "db server"}}
-	if diff := gocmp.Diff(want, d); diff != "" {
-		t.Errorf("changed user text (-want +got):\n%s", diff)
-	}
-	params := cmp.updateParams(d, map[string]string{"description": "db server"}, live, nil)
-	if got, want := params["description"], "db server\n[pvectl-provision: a.yaml=0123456789ab]"; got != want {
-		t.Errorf("update keeps the block: got %q want %q", got, want)
-	}
+	wantMarkKept(t, live, map[string]string{"description": "web server"},
+		"description", "web server", "db server", "db server\n[pvectl-provision: a.yaml=0123456789ab]")
 }

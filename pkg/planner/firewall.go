@@ -304,11 +304,9 @@ func (firewallKind) compare(b *builder, r *spec.Resource, lo *liveObj, c *Change
 	st.Lockout = lockoutRisk(st, w)
 	st.RulesLate = groupsUseSets(b.set, r)
 	c.State = st
-	if len(c.Diff) == 0 {
-		c.Action = NoOp
+	if !updateForDiff(c) {
 		return nil
 	}
-	c.Action, c.Reasons = Update, reasons(c.Diff)
 	if st.Lockout != "" {
 		c.Reasons = append(c.Reasons, "lockout: "+st.Lockout)
 	}

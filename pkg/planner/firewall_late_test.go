@@ -4,8 +4,6 @@ import (
 	"context"
 	"strings"
 	"testing"
-
-	"github.com/google/go-cmp/cmp"
 )
 
 const fwLateSpec = `kind: SecurityGroup
@@ -36,24 +34,14 @@ func TestSimFirewallSetsBeforeGroupRules(t *testing.T) {
 	sim := newSim(t)
 	set := loadSpec(t, fwLateSpec)
 	p := planFor(t, sim, set, Options{})
-	if diff := cmp.Diff([]string{"update Firewall/dc", "create SecurityGroup/web <- Firewall/dc"}, summary(p)); diff != "" {
-		t.Fatalf("plan (-want +got):\n%s", diff)
-	}
+	wantPlan(t, "plan", p, []string{"update Firewall/dc", "create SecurityGroup/web <- Firewall/dc"})
 	// Through a plan file, as `plan --out` and `apply FILE` do.
-	data, err := Marshal(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if p, err = Unmarshal(data); err != nil {
-		t.Fatal(err)
-	}
+	_, p = marshalled(t, p)
 	h := &recHooks{}
 	if _, err := Apply(context.Background(), sim, p, ApplyOptions{Hooks: h}); err != nil {
 		t.Fatalf("apply: %v\n%s", err, strings.Join(h.messages, "\n"))
 	}
-	if p := planFor(t, sim, set, Options{}); p.HasChanges() {
-		t.Errorf("next plan: %v, want it clean", summary(p))
-	}
+	wantConverged(t, t.Errorf, sim, set, "next plan")
 	rules, err := readRules(context.Background(), sim.cl, "/cluster/firewall/rules")
 	if err != nil || len(rules.Rules) != 2 || rules.Rules[0]["action"] != "web" {
 		t.Errorf("cluster rules: %v (%v), want the group rule first of two", rules.Rules, err)

@@ -92,23 +92,11 @@ func runRuleOps(t *testing.T, live, want []string, ops []ruleOp) []string {
 }
 
 func countOf(list []string, s string) int {
-	n := 0
-	for _, x := range list {
-		if x == s {
-			n++
-		}
-	}
-	return n
+	return countWhere(list, func(x string) bool { return x == s })
 }
 
 func countKind(ops []ruleOp, kind ruleOpKind) int {
-	n := 0
-	for _, op := range ops {
-		if op.Kind == kind {
-			n++
-		}
-	}
-	return n
+	return countWhere(ops, func(op ruleOp) bool { return op.Kind == kind })
 }
 
 // TestRuleOrderEveryPermutation: every reordering of up to 6 rules is

@@ -40,9 +40,7 @@ func TestSimFirewallLifecycle(t *testing.T) {
 	sim, calls := newCountingSim(t)
 	set := loadSpec(t, fwSpec)
 	p := planFor(t, sim, set, Options{})
-	if diff := cmp.Diff([]string{"create SecurityGroup/web", "update Firewall/dc <- SecurityGroup/web"}, summary(p)); diff != "" {
-		t.Fatalf("plan (-want +got):\n%s", diff)
-	}
+	wantPlan(t, "plan", p, []string{"create SecurityGroup/web", "update Firewall/dc <- SecurityGroup/web"})
 	applyPlan(t, sim, p)
 	rules, err := readRules(context.Background(), sim.cl, "/cluster/firewall/rules")
 	if err != nil {
@@ -90,9 +88,7 @@ func TestSimFirewallLifecycle(t *testing.T) {
 	if diff := cmp.Diff([]string{want[1], want[0], want[2]}, ruleTexts(rules.Rules)); diff != "" {
 		t.Fatalf("rules after the swap (-want +got):\n%s", diff)
 	}
-	if p := planFor(t, sim, set, Options{}); p.HasChanges() {
-		t.Fatalf("plan after the swap: %q", summary(p))
-	}
+	wantConverged(t, t.Fatalf, sim, set, "plan after the swap")
 
 	// A hand edit between plan and apply is refused, not overwritten.
 	set = loadSpec(t, fwSpec)

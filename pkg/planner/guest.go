@@ -226,14 +226,7 @@ func (gl *guestLive) setMore() *guestMore {
 // PVE stops it hard.
 const shutdownTimeout = 180
 
-func stateOf(c *Change) *guestState {
-	if st, ok := c.State.(*guestState); ok && st != nil {
-		return st
-	}
-	st := &guestState{}
-	c.State = st
-	return st
-}
+func stateOf(c *Change) *guestState { return ensureState[guestState](c) }
 
 func liveOf(lo *liveObj) *guestLive {
 	if gl, ok := lo.State.(*guestLive); ok && gl != nil {

@@ -1,7 +1,6 @@
 package planner
 
 import (
-	"context"
 	"strings"
 	"testing"
 )
@@ -17,11 +16,7 @@ func TestSimMappingWithoutGuestNode(t *testing.T) {
 	const want = "usb mapping stick has no entry for node pve"
 	plan := func(yaml string) error {
 		set := loadSpec(t, yaml)
-		obs, err := Observe(context.Background(), sim, set)
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, err = Build(context.Background(), set, obs, Options{})
+		_, err := tryPlan(t, sim, set, Options{})
 		return err
 	}
 	if err := plan(onPve2 + "---\n" + vm); err == nil || !strings.Contains(err.Error(), "(HardwareMapping/stick) has no entry for node pve") {

@@ -159,11 +159,9 @@ func (k ifaceKind) compare(b *builder, r *spec.Resource, lo *liveObj, c *Change)
 	}
 	cmp := comparer{m: b.method("POST", networkCreatePath)}
 	c.Diff = cmp.diffParams(r.Params.Map(), r.Remove, lo.Config, ifaceIdentity)
-	if len(c.Diff) == 0 {
-		c.Action = NoOp
+	if !updateForDiff(c) {
 		return nil
 	}
-	c.Action, c.Reasons = Update, reasons(c.Diff)
 	// PVE's PUT wants the type and the whole definition, not just the changes.
 	c.Params = ifaceParams(r, k.typ)
 	carryLive(c.Params, lo.Config, r.Remove, b.method("PUT", networkUpdatePath))

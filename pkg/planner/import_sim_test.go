@@ -84,15 +84,30 @@ func planImported(t *testing.T, cl Clients, res *ImportResult) {
 	if len(set.Resources) != len(res.Docs) {
 		t.Errorf("the output loads as %d resources, want the %d documents (the rejected ones commented out)", len(set.Resources), len(res.Docs))
 	}
-	p, err := PlanLive(context.Background(), cl, set, Options{})
-	if err != nil {
-		t.Fatalf("plan the imported documents: %v", err)
-	}
+	p := livePlan(t, cl, set, Options{})
 	for _, c := range p.Changes {
 		if c.Action != NoOp {
 			t.Errorf("%s: %s %v %v", c.Address, c.Action, c.Reasons, c.Diff)
 		}
 	}
+}
+
+// importClean imports what opts name, failing the test on an error or a
+// problem; it returns the documents by address too.
+func importClean(t *testing.T, cl Clients, opts ImportOptions) (*ImportResult, map[string]*ImportedDoc) {
+	t.Helper()
+	res, err := Import(context.Background(), cl, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Problems) > 0 {
+		t.Errorf("problems: %v", res.Problems)
+	}
+	docs := map[string]*ImportedDoc{}
+	for _, d := range res.Docs {
+		docs[d.Address()] = d
+	}
+	return res, docs
 }
 
 func addresses(docs []*ImportedDoc) []string {
@@ -152,20 +167,9 @@ func TestSimImportOddGuest(t *testing.T) {
 // as ordinary documents.
 func TestSimImportInfrastructure(t *testing.T) {
 	sim := newSim(t)
-	ctx := context.Background()
 	infra := []string{"LinuxBridge/vmbr0", "QemuVM/ubuntu-24.04-cloud", "Storage/local", "Storage/local-lvm"}
 	for _, manage := range []bool{false, true} {
-		res, err := Import(ctx, sim, ImportOptions{All: true, ManageInfrastructure: manage})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(res.Problems) > 0 {
-			t.Errorf("problems: %v", res.Problems)
-		}
-		docs := map[string]*ImportedDoc{}
-		for _, d := range res.Docs {
-			docs[d.Address()] = d
-		}
+		res, docs := importClean(t, sim, ImportOptions{All: true, ManageInfrastructure: manage})
 		for _, addr := range infra {
 			if d := docs[addr]; d == nil || d.ReadOnly == manage {
 				t.Errorf("manage %v: %s: got %+v, want managed: %v", manage, addr, d, manage)
@@ -179,10 +183,7 @@ func TestSimImportInfrastructure(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		p, err := PlanLive(ctx, sim, set, Options{Destroy: true})
-		if err != nil {
-			t.Fatal(err)
-		}
+		p := livePlan(t, sim, set, Options{Destroy: true})
 		var deletes []string
 		for _, c := range p.Changes {
 			if c.Action == Delete {

@@ -8,8 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
-
 	"github.com/pvectl/pvectl/pkg/pve"
 )
 
@@ -64,12 +62,7 @@ func sectionRow(t *testing.T, cl *pve.Client, path, key, id string) *pve.Config 
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, r := range rows {
-		if r.Get(key) == id {
-			return r
-		}
-	}
-	return nil
+	return rowWith(rows, key, id)
 }
 
 // TestSimJobKindsLifecycle: one apply makes the HA resource, its rule, a
@@ -88,9 +81,7 @@ func TestSimJobKindsLifecycle(t *testing.T) {
 		"create HARule/app-prefers-pve <- HAResource/app,QemuVM/app",
 		"create ReplicationJob/app-to-pve2 <- QemuVM/app",
 	}
-	if diff := cmp.Diff(want, summary(p)); diff != "" {
-		t.Fatalf("plan (-want +got):\n%s", diff)
-	}
+	wantPlan(t, "plan", p, want)
 	applyPlan(t, sim, p)
 	cl := sim.cl
 	if r := sectionRow(t, cl, "/cluster/ha/resources", "sid", "vm:120"); r == nil || r.Get("max_restart") != "2" {
@@ -168,17 +159,7 @@ func TestHAPowerNote(t *testing.T) {
 func TestSimImportJobKinds(t *testing.T) {
 	sim := newSim(t, "pve", "pve2")
 	applyPlan(t, sim, planFor(t, sim, loadSpec(t, jobsSpec), Options{}))
-	res, err := Import(context.Background(), sim, ImportOptions{All: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(res.Problems) > 0 {
-		t.Errorf("problems: %v", res.Problems)
-	}
-	docs := map[string]*ImportedDoc{}
-	for _, d := range res.Docs {
-		docs[d.Address()] = d
-	}
+	res, docs := importClean(t, sim, ImportOptions{All: true})
 	for addr, key := range map[string]string{"HAResource/vm-120": "sid", "HARule/app-prefers-pve": "resources",
 		"BackupJob/nightly": "vmid", "ReplicationJob/120-0": "target"} {
 		d := docs[addr]

@@ -526,3 +526,45 @@ func (neverCreated) remove(context.Context, *execution, *Change) error {
 
 // paramNode is the node the spec names, if any.
 func paramNode(r *spec.Resource) string { return r.Params.Get("node") }
+
+// decodeNew is a stateful kind's decodeState for a state of type T: raw
+// read into a new T.
+func decodeNew[T any](raw json.RawMessage) (any, error) {
+	var st T
+	if err := json.Unmarshal(raw, &st); err != nil {
+		return nil, err
+	}
+	return &st, nil
+}
+
+// ensureState is c's state as a *T, made (empty) when c has none yet.
+func ensureState[T any](c *Change) *T {
+	if st, ok := c.State.(*T); ok && st != nil {
+		return st
+	}
+	st := new(T)
+	c.State = st
+	return st
+}
+
+// changeState is c's state when it is a *T, nil otherwise.
+func changeState[T any](c *Change) *T {
+	st, _ := c.State.(*T)
+	return st
+}
+
+// startCommit begins a committer's planCommit: c is a noop until the
+// plan finds something to commit, and the commit of a resource that is
+// absent or managed: false commits nothing (false).
+func startCommit(r *spec.Resource, c *Change) bool {
+	c.Action, c.Digest, c.Fingerprint = NoOp, "", ""
+	switch {
+	case r.State == spec.Absent:
+		c.Reasons = []string{"nothing to remove"}
+		return false
+	case r.ReadOnly:
+		c.Reasons = []string{"managed: false: never commits"}
+		return false
+	}
+	return true
+}

@@ -29,18 +29,14 @@ func TestSimLxcLifecycle(t *testing.T) {
 	ctx := context.Background()
 	set := loadSpec(t, lxcSpec)
 	p := planFor(t, sim, set, Options{})
-	if diff := cmp.Diff([]string{"create LxcContainer/dns01"}, summary(p)); diff != "" {
-		t.Fatalf("plan (-want +got):\n%s", diff)
-	}
+	wantPlan(t, "plan", p, []string{"create LxcContainer/dns01"})
 	applyPlan(t, sim, p)
 	vmid := stateOf(p.Changes[0]).Created
 	st, err := sim.cl.GuestStatus(ctx, pve.LXC, "pve", vmid)
 	if err != nil || st.Status != "running" {
 		t.Fatalf("container %d after create: %+v, %v want running", vmid, st, err)
 	}
-	if p := planFor(t, sim, set, Options{}); p.HasChanges() {
-		t.Fatalf("plan after create: got %q want noop (found by hostname; password and ostemplate are create-only)", summary(p))
-	}
+	wantConverged(t, t.Fatalf, sim, set, "plan after create (found by hostname; password and ostemplate are create-only)")
 
 	grown := loadSpec(t, strings.NewReplacer("memory: 512", "memory: 1024", "local-lvm:8", "local-lvm:10", "running: true", "running: false").Replace(lxcSpec))
 	p = planFor(t, sim, grown, Options{})
@@ -66,16 +62,10 @@ func TestSimLxcLifecycle(t *testing.T) {
 	if st, _ := sim.cl.GuestStatus(ctx, pve.LXC, "pve", vmid); st == nil || st.Status != "stopped" {
 		t.Errorf("running: false did not stop the container: %+v", st)
 	}
-	if p := planFor(t, sim, grown, Options{}); p.HasChanges() {
-		t.Errorf("plan after update: got %q want noop", summary(p))
-	}
+	wantConverged(t, t.Errorf, sim, grown, "plan after update")
 
 	shrunk := loadSpec(t, strings.Replace(lxcSpec, "local-lvm:8", "local-lvm:4", 1))
-	obs, err := Observe(ctx, sim, shrunk)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := Build(ctx, shrunk, obs, Options{}); err == nil || !strings.Contains(err.Error(), "cannot shrink") {
+	if _, err := tryPlan(t, sim, shrunk, Options{}); err == nil || !strings.Contains(err.Error(), "cannot shrink") {
 		t.Errorf("shrinking the rootfs: got %v want a plan error", err)
 	}
 
@@ -88,9 +78,7 @@ func TestSimLxcLifecycle(t *testing.T) {
 	if _, err := sim.cl.GuestConfig(ctx, pve.LXC, "pve", vmid); !pve.IsNotFound(err) {
 		t.Errorf("the old container %d: got %v want it gone", vmid, err)
 	}
-	if p := planFor(t, sim, privileged, Options{}); p.HasChanges() {
-		t.Errorf("plan after replace: got %q want noop", summary(p))
-	}
+	wantConverged(t, t.Errorf, sim, privileged, "plan after replace")
 
 	d := planFor(t, sim, privileged, Options{Destroy: true})
 	applyPlan(t, sim, d)
@@ -131,9 +119,7 @@ spec:
 `
 	set := loadSpec(t, doc)
 	applyPlan(t, sim, planFor(t, sim, set, Options{}))
-	if p := planFor(t, sim, set, Options{}); p.HasChanges() {
-		t.Fatalf("second plan: %q", summary(p))
-	}
+	wantConverged(t, t.Fatalf, sim, set, "second plan")
 	cfg, err := sim.cl.GuestConfig(ctx, pve.LXC, "pve", 210)
 	if err != nil {
 		t.Fatal(err)
@@ -166,9 +152,7 @@ spec:
 	if !strings.HasPrefix(cfg.Get("mp0"), "local-lvm:vm-210-disk-1,mp=/srv/data") || cfg.Get("hostname") != "web01" || !strings.Contains(cfg.Get("net0"), "tag=20") {
 		t.Errorf("after the update: mp0 %q hostname %q net0 %q", cfg.Get("mp0"), cfg.Get("hostname"), cfg.Get("net0"))
 	}
-	if p := planFor(t, sim, changed, Options{}); p.HasChanges() {
-		t.Fatalf("plan after the update: %q", summary(p))
-	}
+	wantConverged(t, t.Fatalf, sim, changed, "plan after the update")
 
 	grown := loadSpec(t, strings.NewReplacer(
 		"  rootfs: local-lvm:2\n", "  rootfs: local-lvm:3\n  mp0: local-lvm:2,mp=/srv/data\n",

@@ -1,7 +1,6 @@
 package planner
 
 import (
-	"context"
 	"strings"
 	"testing"
 
@@ -28,7 +27,6 @@ spec:
 
 func TestSimManagedFalse(t *testing.T) {
 	sim := newSim(t)
-	ctx := context.Background()
 	set := loadSpec(t, managedFalseSpec)
 	if diff := cmp.Diff([]string{"LinuxBridge/vmbr0"}, set.DepGraph().Deps["QemuVM/on-vmbr0"]); diff != "" {
 		t.Errorf("the VM depends on the read-only bridge (-want +got):\n%s", diff)
@@ -36,46 +34,21 @@ func TestSimManagedFalse(t *testing.T) {
 	p := planFor(t, sim, set, Options{})
 	// bridge_ports differs from the live eno1: a read-only resource still
 	// plans nothing.
-	if diff := cmp.Diff([]string{"noop LinuxBridge/vmbr0", "create QemuVM/on-vmbr0 <- LinuxBridge/vmbr0"}, summary(p)); diff != "" {
-		t.Fatalf("plan (-want +got):\n%s", diff)
-	}
+	wantPlan(t, "plan", p, []string{"noop LinuxBridge/vmbr0", "create QemuVM/on-vmbr0 <- LinuxBridge/vmbr0"})
 	applyPlan(t, sim, p)
-	ifaces, changes, err := sim.cl.NetworkList(ctx, "pve")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if changes != "" {
-		t.Errorf("apply staged network changes:\n%s", changes)
-	}
-	for _, i := range ifaces {
-		if i.Get("iface") == "vmbr0" && i.Get("bridge_ports") != "eno1" {
-			t.Errorf("vmbr0 was changed: bridge_ports %q", i.Get("bridge_ports"))
-		}
+	if i := committedIface(t, sim, "vmbr0", "apply"); i != nil && i.Get("bridge_ports") != "eno1" {
+		t.Errorf("vmbr0 was changed: bridge_ports %q", i.Get("bridge_ports"))
 	}
 
 	d := planFor(t, sim, set, Options{Destroy: true})
-	if diff := cmp.Diff([]string{"delete QemuVM/on-vmbr0", "noop LinuxBridge/vmbr0 <- QemuVM/on-vmbr0"}, summary(d)); diff != "" {
-		t.Fatalf("destroy plan (-want +got):\n%s", diff)
-	}
+	wantPlan(t, "destroy plan", d, []string{"delete QemuVM/on-vmbr0", "noop LinuxBridge/vmbr0 <- QemuVM/on-vmbr0"})
 	applyPlan(t, sim, d)
-	ifaces, _, err = sim.cl.NetworkList(ctx, "pve")
-	if err != nil {
-		t.Fatal(err)
-	}
-	found := false
-	for _, i := range ifaces {
-		found = found || i.Get("iface") == "vmbr0"
-	}
-	if !found {
+	if liveIface(t, sim, "vmbr0") == nil {
 		t.Errorf("destroy removed the read-only vmbr0")
 	}
 
 	missing := loadSpec(t, strings.ReplaceAll(managedFalseSpec, "vmbr0", "vmbr7"))
-	obs, err := Observe(ctx, sim, missing)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = Build(ctx, missing, obs, Options{})
+	_, err := tryPlan(t, sim, missing, Options{})
 	if err == nil || !strings.Contains(err.Error(), "LinuxBridge/vmbr7 does not exist, and it is managed: false") {
 		t.Errorf("plan with a missing read-only bridge: got %v want it named", err)
 	}

@@ -52,16 +52,7 @@ func (netApplyKind) newState(lo *liveObj) any {
 }
 
 func (netApplyKind) decodeState(raw json.RawMessage) (any, error) {
-	var st netCommitState
-	if err := json.Unmarshal(raw, &st); err != nil {
-		return nil, err
-	}
-	return &st, nil
-}
-
-func commitState(c *Change) *netCommitState {
-	st, _ := c.State.(*netCommitState)
-	return st
+	return decodeNew[netCommitState](raw)
 }
 
 func (netApplyKind) observe(ctx context.Context, lc *liveConn, r *spec.Resource) (*liveObj, error) {
@@ -92,16 +83,10 @@ const maxShownLines = 40
 // commits them only when allowed), or an interface change of this plan
 // will stage one (in a destroy too: interface removals are staged).
 func (netApplyKind) planCommit(b *builder, r *spec.Resource, lo *liveObj, c *Change) error {
-	c.Action, c.Digest, c.Fingerprint = NoOp, "", ""
-	switch {
-	case r.State == spec.Absent:
-		c.Reasons = []string{"nothing to remove"}
-		return nil
-	case r.ReadOnly:
-		c.Reasons = []string{"managed: false: never commits"}
+	if !startCommit(r, c) {
 		return nil
 	}
-	st := commitState(c)
+	st := changeState[netCommitState](c)
 	if st == nil {
 		st = &netCommitState{Staged: stagedDiff(lo.Config.Get("changes"))}
 		c.State = st
@@ -178,7 +163,7 @@ func stagedDiff(changes string) string {
 }
 
 func (netApplyKind) foreign(c *Change) string {
-	if st := commitState(c); st != nil && st.Staged != "" {
+	if st := changeState[netCommitState](c); st != nil && st.Staged != "" {
 		return fmt.Sprintf("node %s has staged network changes that pvectl did not make", c.Node)
 	}
 	return ""
@@ -201,7 +186,7 @@ func (netApplyKind) update(ctx context.Context, x *execution, c *Change) error {
 		x.msg("no pending network changes on node %s", c.Node)
 		return nil
 	}
-	st := commitState(c)
+	st := changeState[netCommitState](c)
 	if err := st.check(c.Node, ifaces, changes, st.ours(x.plan), x.allowForeign); err != nil {
 		return err
 	}

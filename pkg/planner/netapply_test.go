@@ -73,9 +73,7 @@ func TestSimForeignStagedChanges(t *testing.T) {
 	if liveIface(t, sim, "vmbr9").Get("active") != "1" || liveIface(t, sim, "bond0").Get("active") != "1" {
 		t.Errorf("vmbr9 and bond0 should both be committed and up")
 	}
-	if p := planFor(t, sim, set, Options{}); p.HasChanges() {
-		t.Errorf("plan after apply: got %q, want clean", summary(p))
-	}
+	wantConverged(t, t.Errorf, sim, set, "plan after apply")
 }
 
 // A change made after the plan is refused at commit time, allowed or not;
@@ -143,10 +141,7 @@ func TestSimReloadFailure(t *testing.T) {
 			if err := sim.cl.ApplyNetwork(ctx, "pve"); err != nil {
 				t.Fatal(err)
 			}
-			before, _, err := sim.cl.NetworkList(ctx, "pve")
-			if err != nil {
-				t.Fatal(err)
-			}
+			before, _ := nodeNetwork(t, sim)
 			doc := reloadFails
 			if revert {
 				doc += "spec:\n  revertOnFailure: true\n"
@@ -165,10 +160,7 @@ func TestSimReloadFailure(t *testing.T) {
 					t.Errorf("error %q\nwant it to contain %q", msg, w)
 				}
 			}
-			after, changes, err := sim.cl.NetworkList(ctx, "pve")
-			if err != nil {
-				t.Fatal(err)
-			}
+			after, changes := nodeNetwork(t, sim)
 			if changes != "" {
 				t.Errorf("staged after the failure: %q, want nothing", changes)
 			}
@@ -221,10 +213,7 @@ func TestSimRevertOrdersItself(t *testing.T) {
 	if err := sim.cl.ApplyNetwork(ctx, "pve"); err != nil {
 		t.Fatal(err)
 	}
-	before, _, err := sim.cl.NetworkList(ctx, "pve")
-	if err != nil {
-		t.Fatal(err)
-	}
+	before, _ := nodeNetwork(t, sim)
 	const doc = "kind: BondInterface\nname: bond0\nspec:\n  slaves: eno3 eno9\n  autostart: true\n" +
 		"---\nkind: LinuxBridge\nname: vmbr1\nspec:\n  bridge_ports: bond0\n" +
 		"---\nkind: NetworkApply\nname: pve\nspec:\n  revertOnFailure: true\n"
@@ -236,10 +225,7 @@ func TestSimRevertOrdersItself(t *testing.T) {
 	if msg := res.Failed["NetworkApply/pve"].Error(); !strings.Contains(msg, "reverted: node pve's interfaces are back as the plan found them, and reloaded") {
 		t.Fatalf("got %q, want a complete revert", msg)
 	}
-	after, _, err := sim.cl.NetworkList(ctx, "pve")
-	if err != nil {
-		t.Fatal(err)
-	}
+	after, _ := nodeNetwork(t, sim)
 	if diff := cmp.Diff(digests(before), digests(after)); diff != "" {
 		t.Errorf("interfaces after the revert differ from before (-before +after):\n%s", diff)
 	}

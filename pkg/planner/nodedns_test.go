@@ -38,9 +38,7 @@ func TestSimNodeDNS(t *testing.T) {
 	if diff := cmp.Diff(pve.ConfigOf(map[string]string{"search": "lab.example.com", "dns1": "10.8.10.11", "dns2": "10.8.10.12"}), read()); diff != "" {
 		t.Errorf("after apply (-want +got):\n%s", diff)
 	}
-	if p := planFor(t, sim, set, Options{}); p.HasChanges() {
-		t.Errorf("second plan: got %q want noop", summary(p))
-	}
+	wantConverged(t, t.Errorf, sim, set, "second plan")
 
 	// One server fewer: PVE drops dns2, and the plan says so.
 	one := loadSpec(t, "kind: NodeDns\nname: pve\nspec:\n  search: lab.example.com\n  dns1: 10.8.10.11\n")

@@ -47,16 +47,9 @@ spec:
 		t.Errorf("plan shows path %q, want the reference (known after apply)", shown)
 	}
 	// A saved plan keeps the reference and applies as well.
-	data, err := Marshal(p)
-	if err != nil {
-		t.Fatal(err)
-	}
+	data, saved := marshalled(t, p)
 	if !strings.Contains(string(data), `/vms/${QemuVM/app.vmid}`) {
 		t.Errorf("the saved plan lost the reference")
-	}
-	saved, err := Unmarshal(data)
-	if err != nil {
-		t.Fatal(err)
 	}
 	applyPlan(t, sim, saved)
 

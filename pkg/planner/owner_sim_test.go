@@ -3,7 +3,6 @@ package planner
 import (
 	"context"
 	"net/url"
-	"path/filepath"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -49,20 +48,11 @@ func TestSimPruneContainer(t *testing.T) {
 	}
 
 	p = planFor(t, sim, vmOnly, Options{Stack: "lab", Prune: true})
-	if diff := cmp.Diff([]string{"delete LxcContainer/dns01", "noop QemuVM/keep"}, summary(p)); diff != "" {
-		t.Fatalf("plan --prune (-want +got):\n%s", diff)
-	}
+	wantPlan(t, "plan --prune", p, []string{"delete LxcContainer/dns01", "noop QemuVM/keep"})
 	if c := p.Change("LxcContainer/dns01"); !c.Pruned || len(c.Needs) == 0 {
 		t.Errorf("the prune change: pruned %v, needs %v; want pruned with the delete's privileges", c.Pruned, c.Needs)
 	}
-	file := filepath.Join(t.TempDir(), "prune.plan")
-	if err := WriteFile(file, p); err != nil {
-		t.Fatal(err)
-	}
-	saved, err := ReadFile(file)
-	if err != nil {
-		t.Fatal(err)
-	}
+	saved := savedPlan(t, p)
 	if err := Verify(ctx, sim, saved); err != nil {
 		t.Fatalf("Verify of the saved prune plan: %v", err)
 	}

@@ -59,26 +59,34 @@ func TestOwnerTags(t *testing.T) {
 // TestOwnerTagNotDrift: the owner tag PVE keeps beside the spec's tags is
 // no drift, and an update of the tags keeps it.
 func TestOwnerTagNotDrift(t *testing.T) {
-	cmp := qemuComparer(t)
 	live := pve.ConfigOf(map[string]string{"tags": "pvectl;web", "description": "x\n[pvectl-owner: stack=default,vmid=100]"})
-	if d := cmp.diffParams(map[string]string{"tags": "web", "description": "x"}, nil, live, nil); len(d) != 0 {
-		t.Errorf("same tags and text: got diff %v want none", d)
-	}
-	d := cmp.diffParams(map[string]string{"tags": "db"}, nil, live, nil)
-	want := []FieldDiff{{Path: "tags", Before: "web", After: "db"}}
-	if diff := gocmp.Diff(want, d); diff != "" {
-		t.Errorf("changed tags (-want +got):\n%s", diff)
-	}
-	params := cmp.updateParams(d, map[string]string{"tags": "db"}, live, nil)
-	if got, want := params["tags"], "db;pvectl"; got != want {
-		t.Errorf("update keeps the owner tag: got %q want %q", got, want)
-	}
+	wantMarkKept(t, live, map[string]string{"tags": "web", "description": "x"}, "tags", "web", "db", "db;pvectl")
+	cmp := qemuComparer(t)
 	// A spec that sets the tag itself compares it as written.
 	if d := cmp.diffParams(map[string]string{"tags": "pvectl;web"}, nil, live, nil); len(d) != 0 {
 		t.Errorf("the spec's own pvectl tag: got diff %v want none", d)
 	}
 	if got := importedConfig(live); got.Get("tags") != "web" || got.Get("description") != "x" {
 		t.Errorf("import writes tags %q, description %q; want web, x", got.Get("tags"), got.Get("description"))
+	}
+}
+
+// wantMarkKept checks a comparison with pvectl's mark in live: the
+// user's own values (same) are no drift; after in key instead is a diff
+// from before, and its update sends sent, the mark kept.
+func wantMarkKept(t *testing.T, live *pve.Config, same map[string]string, key, before, after, sent string) {
+	t.Helper()
+	cmp := qemuComparer(t)
+	if d := cmp.diffParams(same, nil, live, nil); len(d) != 0 {
+		t.Errorf("the user's own values: got diff %v want none", d)
+	}
+	d := cmp.diffParams(map[string]string{key: after}, nil, live, nil)
+	if diff := gocmp.Diff([]FieldDiff{{Path: key, Before: before, After: after}}, d); diff != "" {
+		t.Errorf("changed %s (-want +got):\n%s", key, diff)
+	}
+	params := cmp.updateParams(d, map[string]string{key: after}, live, nil)
+	if got := params[key]; got != sent {
+		t.Errorf("update keeps the mark: got %q want %q", got, sent)
 	}
 }
 

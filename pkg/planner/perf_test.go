@@ -3,7 +3,6 @@ package planner
 import (
 	"context"
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -26,22 +25,12 @@ func TestPlanCallsPerGuest(t *testing.T) {
 	cl := &simClients{cl: s.Client, conn: &spec.Connection{Nodes: []string{"pve"}}}
 	set := manyVMs(t, n)
 	ctx := context.Background()
-	obs, err := Observe(ctx, cl, set)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := Build(ctx, set, obs, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := planFor(t, cl, set, Options{})
 	if res, err := Apply(ctx, cl, p, ApplyOptions{Parallelism: 32}); err != nil || len(res.Failed) > 0 {
 		t.Fatalf("apply: %v %v", err, res.Failed)
 	}
 	s.Requests.Reset()
-	p, err = PlanLive(ctx, cl, set, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	p = livePlan(t, cl, set, Options{})
 	if p.HasChanges() {
 		t.Fatalf("plan after apply has changes")
 	}
@@ -68,20 +57,5 @@ func TestPlanCallsPerGuest(t *testing.T) {
 // manyVMs loads a spec of n QemuVM documents with pinned vmids.
 func manyVMs(tb testing.TB, n int) *spec.Set {
 	tb.Helper()
-	var b strings.Builder
-	for i := range n {
-		if i > 0 {
-			b.WriteString("---\n")
-		}
-		fmt.Fprintf(&b, "kind: QemuVM\nname: vm%d\nspec:\n  vmid: %d\n  memory: 512\n  cores: 1\n  net0: virtio,bridge=vmbr0\n", i, 1000+i)
-	}
-	path := tb.TempDir() + "/spec.yaml"
-	if err := os.WriteFile(path, []byte(b.String()), 0o600); err != nil {
-		tb.Fatal(err)
-	}
-	set, err := spec.Load([]string{path}, spec.LoadOptions{Getenv: func(string) (string, bool) { return "", false }})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return set
+	return vmDocs(tb, n, 512, "")
 }

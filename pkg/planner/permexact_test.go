@@ -170,7 +170,22 @@ func runExact(t *testing.T, tc exactCase, drop int) (reads, changes []permNeed, 
 	return reads, changes, errors.Join(errs...)
 }
 
-func checkExact(t *testing.T, cases []exactCase) {
+// crud is name's create, update and delete of doc (the update replaces
+// old by new), each after what base sets up.
+func crud(name string, base exactCase, doc, old, new string) []exactCase {
+	c, u, d := base, base, base
+	c.name, c.after = name+" create", doc
+	u.name, u.before, u.after = name+" update", doc, strings.Replace(doc, old, new, 1)
+	d.name, d.before, d.after, d.destroy = name+" delete", doc, doc, true
+	return []exactCase{c, u, d}
+}
+
+// checkExact runs the cases of each group in turn.
+func checkExact(t *testing.T, groups ...[]exactCase) {
+	var cases []exactCase
+	for _, g := range groups {
+		cases = append(cases, g...)
+	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			reads, changes, err := runExact(t, tc, -1)
@@ -207,25 +222,25 @@ func refusedFor(err error, n permNeed) bool {
 	return false
 }
 
+// exactVM is the VM the exact-needs cases of HA, firewalls and the like
+// are about.
+const exactVM = "kind: QemuVM\nname: app\nspec:\n  vmid: 100\n  memory: 512\n"
+
 // TestSimDerivedNeedsExactClusterKinds covers the cluster-wide and node
 // kinds whose calls are declared.
 func TestSimDerivedNeedsExactClusterKinds(t *testing.T) {
 	nfs := "kind: Storage\nname: nfs-images\nspec:\n  type: nfs\n  server: 127.0.0.9\n  export: /srv/images\n  content: iso\n"
 	group := "kind: SecurityGroup\nname: web\nspec:\n  comment: web\n  rules:\n    - {type: in, action: ACCEPT, macro: HTTPS}\n"
 	pool := "kind: Pool\nname: team\nspec:\n  comment: the team\n"
-	checkExact(t, []exactCase{
-		{name: "Pool create", after: pool},
-		{name: "Pool update", before: pool, after: "kind: Pool\nname: team\nspec:\n  comment: renamed\n"},
-		{name: "Pool delete", before: pool, after: pool, destroy: true},
-		{name: "ClusterOptions update", after: "kind: ClusterOptions\nname: cluster\nspec:\n  keyboard: de\n"},
-		{name: "NodeDns update", after: "kind: NodeDns\nname: pve\nspec:\n  search: example.org\n"},
-		{name: "Storage create", after: nfs},
-		{name: "Storage update", before: nfs, after: strings.Replace(nfs, "iso", "iso,images", 1)},
-		{name: "Storage delete", before: nfs, after: nfs, destroy: true},
-		{name: "SecurityGroup create", after: group},
-		{name: "SecurityGroup update", before: group, after: strings.Replace(group, "HTTPS", "SSH", 1)},
-		{name: "SecurityGroup delete", before: group, after: group, destroy: true},
-	})
+	checkExact(t,
+		crud("Pool", exactCase{}, pool, "the team", "renamed"),
+		[]exactCase{
+			{name: "ClusterOptions update", after: "kind: ClusterOptions\nname: cluster\nspec:\n  keyboard: de\n"},
+			{name: "NodeDns update", after: "kind: NodeDns\nname: pve\nspec:\n  search: example.org\n"},
+		},
+		crud("Storage", exactCase{}, nfs, "iso", "iso,images"),
+		crud("SecurityGroup", exactCase{}, group, "HTTPS", "SSH"),
+	)
 }
 
 // TestSimDerivedNeedsExactNodeKinds covers interfaces with their commit
@@ -234,16 +249,14 @@ func TestSimDerivedNeedsExactNodeKinds(t *testing.T) {
 	bridge := "kind: LinuxBridge\nname: vmbr7\nspec:\n  comments: lab\n---\nkind: NetworkApply\nname: pve\n"
 	img := "kind: DownloadedImage\nname: img\nspec:\n  node: pve\n  storage: local\n  content: iso\n  filename: amb.iso\n  url: https://127.0.0.1/amb.iso\n"
 	drive := "kind: ConfigDriveISO\nname: seed-amb\nspec:\n  storage: local\n  hostname: amb\n"
-	checkExact(t, []exactCase{
-		{name: "LinuxBridge create", after: bridge},
-		{name: "LinuxBridge update", before: bridge, after: strings.Replace(bridge, "lab", "lab 2", 1)},
-		{name: "LinuxBridge delete", before: bridge, after: bridge, destroy: true},
-		{name: "DownloadedImage create", after: img},
-		{name: "DownloadedImage delete", before: img, after: img, destroy: true},
-		{name: "ConfigDriveISO create", after: drive},
-		{name: "ConfigDriveISO update", before: drive, after: strings.Replace(drive, "amb\n", "amb2\n", 1)},
-		{name: "ConfigDriveISO delete", before: drive, after: drive, destroy: true},
-	})
+	checkExact(t,
+		crud("LinuxBridge", exactCase{}, bridge, "lab", "lab 2"),
+		[]exactCase{
+			{name: "DownloadedImage create", after: img},
+			{name: "DownloadedImage delete", before: img, after: img, destroy: true},
+		},
+		crud("ConfigDriveISO", exactCase{}, drive, "amb\n", "amb2\n"),
+	)
 }
 
 // TestSimDerivedNeedsExactConfigKinds covers the kinds of section configs
@@ -252,26 +265,19 @@ func TestSimDerivedNeedsExactConfigKinds(t *testing.T) {
 	group := "kind: Group\nname: ops\nspec:\n  comment: operators\n"
 	role := "kind: Role\nname: Operator\nspec:\n  privs: [VM.Audit, VM.Console]\n"
 	metric := "kind: MetricServer\nname: graph\nspec:\n  type: graphite\n  server: 127.0.0.7\n  port: 2003\n"
-	vm := "kind: QemuVM\nname: app\nspec:\n  vmid: 100\n  memory: 512\n"
 	ha := "kind: HAResource\nname: app\nspec:\n  guest: 100\n  state: stopped\n  comment: app\n"
 	backup := "kind: BackupJob\nname: nightly\nspec:\n  schedule: \"21:00\"\n  all: true\n  storage: local\n"
-	checkExact(t, []exactCase{
-		{name: "Group create", after: group},
-		{name: "Group update", before: group, after: strings.Replace(group, "operators", "ops", 1)},
-		{name: "Group delete", before: group, after: group, destroy: true},
-		{name: "Role create", after: role},
-		{name: "Role update", before: role, after: strings.Replace(role, "VM.Console", "VM.PowerMgmt", 1)},
-		{name: "Role delete", before: role, after: role, destroy: true},
-		{name: "MetricServer create", after: metric},
-		{name: "MetricServer update", before: metric, after: strings.Replace(metric, "2003", "2004", 1)},
-		{name: "MetricServer delete", before: metric, after: metric, destroy: true},
-		{name: "HAResource create", before: vm, after: ha},
-		{name: "HAResource update", setup: vm, before: ha, after: strings.Replace(ha, "comment: app", "comment: app 2", 1)},
-		{name: "HAResource delete", setup: vm, before: ha, after: ha, destroy: true},
-		{name: "BackupJob create", after: backup},
-		{name: "BackupJob update", before: backup, after: strings.Replace(backup, "21:00", "22:00", 1)},
-		{name: "BackupJob delete", before: backup, after: backup, destroy: true},
-	})
+	checkExact(t,
+		crud("Group", exactCase{}, group, "operators", "ops"),
+		crud("Role", exactCase{}, role, "VM.Console", "VM.PowerMgmt"),
+		crud("MetricServer", exactCase{}, metric, "2003", "2004"),
+		[]exactCase{
+			{name: "HAResource create", before: exactVM, after: ha},
+			{name: "HAResource update", setup: exactVM, before: ha, after: strings.Replace(ha, "comment: app", "comment: app 2", 1)},
+			{name: "HAResource delete", setup: exactVM, before: ha, after: ha, destroy: true},
+		},
+		crud("BackupJob", exactCase{}, backup, "21:00", "22:00"),
+	)
 }
 
 // TestSimDerivedNeedsExactAccessKinds covers users, tokens and grants.
@@ -280,27 +286,24 @@ func TestSimDerivedNeedsExactAccessKinds(t *testing.T) {
 	token := "kind: APIToken\nname: deploy\nspec:\n  userid: ci@pve\n  comment: deploys\n"
 	grant := "kind: ACL\nname: lab\nspec:\n  path: /pool/lab\n  users: ci@pve\n  roles: PVEAuditor\n"
 	lab := user + "---\nkind: Pool\nname: lab\n"
-	checkExact(t, []exactCase{
-		{name: "User create", after: user},
-		{name: "User update", before: user, after: strings.Replace(user, "CI", "CI 2", 1)},
-		{name: "User delete", before: user, after: user, destroy: true},
-		{name: "APIToken create", setup: user, after: token},
-		{name: "APIToken update", setup: user, before: token, after: strings.Replace(token, "deploys", "deploys 2", 1)},
-		{name: "APIToken delete", setup: user, before: token, after: token, destroy: true},
-		{name: "ACL create", setup: lab, after: grant},
-		{name: "ACL delete", setup: lab, before: grant, after: grant, destroy: true},
-	})
+	checkExact(t,
+		crud("User", exactCase{}, user, "CI", "CI 2"),
+		crud("APIToken", exactCase{setup: user}, token, "deploys", "deploys 2"),
+		[]exactCase{
+			{name: "ACL create", setup: lab, after: grant},
+			{name: "ACL delete", setup: lab, before: grant, after: grant, destroy: true},
+		},
+	)
 }
 
 // TestSimDerivedNeedsExactFirewall covers a firewall of each scope.
 func TestSimDerivedNeedsExactFirewall(t *testing.T) {
 	node := "kind: Firewall\nname: host\nspec:\n  scope: node/pve\n  options:\n    log_level_in: info\n  rules:\n    - {type: in, action: ACCEPT, proto: tcp, dport: 22}\n"
-	guest := "kind: QemuVM\nname: app\nspec:\n  vmid: 100\n  memory: 512\n---\nkind: Firewall\nname: app\nspec:\n  scope: QemuVM/app\n  rules:\n    - {type: in, action: ACCEPT, macro: HTTPS}\n"
-	vm := "kind: QemuVM\nname: app\nspec:\n  vmid: 100\n  memory: 512\n"
+	guest := exactVM + "---\nkind: Firewall\nname: app\nspec:\n  scope: QemuVM/app\n  rules:\n    - {type: in, action: ACCEPT, macro: HTTPS}\n"
 	checkExact(t, []exactCase{
 		{name: "Firewall node create", after: node},
 		{name: "Firewall node update", before: node, after: strings.Replace(node, "22", "2222", 1)},
-		{name: "Firewall guest create", before: vm, after: guest},
+		{name: "Firewall guest create", before: exactVM, after: guest},
 		{name: "Firewall guest update", before: guest, after: strings.Replace(guest, "HTTPS", "SSH", 1)},
 	})
 }
@@ -323,16 +326,16 @@ func TestSimDerivedNeedsExactVnetFirewall(t *testing.T) {
 func TestSimDerivedNeedsExactGuests(t *testing.T) {
 	vm := "kind: QemuVM\nname: app\nspec:\n  vmid: 100\n  memory: 512\n  scsi0: local-lvm:4\n  net0: virtio,bridge=vmbr0\n  running: true\n"
 	ct := "kind: LxcContainer\nname: cache\nspec:\n  vmid: 200\n  ostemplate: local:vztmpl/debian-12-standard_12.7-1_amd64.tar.zst\n  memory: 256\n  rootfs: local-lvm:2\n"
-	checkExact(t, []exactCase{
-		{name: "QemuVM create", after: vm},
-		{name: "QemuVM update", before: vm, after: strings.Replace(vm, "memory: 512", "memory: 1024", 1)},
-		{name: "QemuVM grow", before: vm, after: strings.Replace(vm, "local-lvm:4", "local-lvm:8", 1)},
-		{name: "QemuVM stop", before: vm, after: strings.Replace(vm, "running: true", "running: false", 1)},
-		{name: "QemuVM delete", before: vm, after: vm, destroy: true},
-		{name: "LxcContainer create", after: ct},
-		{name: "LxcContainer update", before: ct, after: strings.Replace(ct, "memory: 256", "memory: 512", 1)},
-		{name: "LxcContainer delete", before: ct, after: ct, destroy: true},
-	})
+	checkExact(t,
+		[]exactCase{
+			{name: "QemuVM create", after: vm},
+			{name: "QemuVM update", before: vm, after: strings.Replace(vm, "memory: 512", "memory: 1024", 1)},
+			{name: "QemuVM grow", before: vm, after: strings.Replace(vm, "local-lvm:4", "local-lvm:8", 1)},
+			{name: "QemuVM stop", before: vm, after: strings.Replace(vm, "running: true", "running: false", 1)},
+			{name: "QemuVM delete", before: vm, after: vm, destroy: true},
+		},
+		crud("LxcContainer", exactCase{}, ct, "memory: 256", "memory: 512"),
+	)
 }
 
 // TestSimDerivedNeedsExactTemplates covers a bake (clone, start, shut
@@ -351,20 +354,13 @@ func TestSimDerivedNeedsExactTemplates(t *testing.T) {
 func TestSimDerivedNeedsExactRealmsAndRules(t *testing.T) {
 	realm := "kind: Realm\nname: corp\nspec:\n  type: ldap\n  server1: 127.0.0.5\n  base_dn: dc=corp\n  user_attr: uid\n  comment: corp\n"
 	sync := "kind: RealmSyncJob\nname: nightly\nspec:\n  realm: corp\n  schedule: \"02:30\"\n  scope: users\n"
-	vm := "kind: QemuVM\nname: app\nspec:\n  vmid: 100\n  memory: 512\n"
 	ha := "kind: HAResource\nname: app\nspec:\n  guest: 100\n  state: stopped\n"
 	rule := "kind: HARule\nname: keep\nspec:\n  type: node-affinity\n  resources: vm:100\n  nodes: pve\n  comment: keep\n"
-	checkExact(t, []exactCase{
-		{name: "Realm create", after: realm},
-		{name: "Realm update", before: realm, after: strings.Replace(realm, "comment: corp", "comment: corp 2", 1)},
-		{name: "Realm delete", before: realm, after: realm, destroy: true},
-		{name: "RealmSyncJob create", setup: realm, after: sync},
-		{name: "RealmSyncJob update", setup: realm, before: sync, after: strings.Replace(sync, "02:30", "03:30", 1)},
-		{name: "RealmSyncJob delete", setup: realm, before: sync, after: sync, destroy: true},
-		{name: "HARule create", setup: vm, then: ha, after: rule},
-		{name: "HARule update", setup: vm, then: ha, before: rule, after: strings.Replace(rule, "comment: keep", "comment: kept", 1)},
-		{name: "HARule delete", setup: vm, then: ha, before: rule, after: rule, destroy: true},
-	})
+	checkExact(t,
+		crud("Realm", exactCase{}, realm, "comment: corp", "comment: corp 2"),
+		crud("RealmSyncJob", exactCase{setup: realm}, sync, "02:30", "03:30"),
+		crud("HARule", exactCase{setup: exactVM, then: ha}, rule, "comment: keep", "comment: kept"),
+	)
 }
 
 // TestSimDerivedNeedsExactSdn covers SDN entries with their commit.
@@ -383,9 +379,7 @@ func TestSimDerivedNeedsExactSdn(t *testing.T) {
 // TestSimDerivedNeedsExactHardwareMapping covers a USB mapping.
 func TestSimDerivedNeedsExactHardwareMapping(t *testing.T) {
 	usb := "kind: HardwareMapping\nname: stick\nspec:\n  type: usb\n  description: a stick\n  map: [\"node=pve,id=0781:5583,path=1-2\"]\n"
-	checkExact(t, []exactCase{
-		{name: "HardwareMapping create", after: usb},
-		{name: "HardwareMapping update", before: usb, after: strings.Replace(usb, "a stick", "the stick", 1)},
-		{name: "HardwareMapping delete", before: usb, after: usb, destroy: true},
-	})
+	checkExact(t,
+		crud("HardwareMapping", exactCase{}, usb, "a stick", "the stick"),
+	)
 }

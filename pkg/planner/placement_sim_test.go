@@ -117,11 +117,7 @@ func TestSimMigrationRefusedAtPlan(t *testing.T) {
 	}
 	applyPlan(t, sim, planFor(t, sim, loadSpec(t, doc), Options{}))
 	set := loadSpec(t, strings.Replace(doc, "node: pve", "node: pve2", 1))
-	obs, err := Observe(ctx, sim, set)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = Build(ctx, set, obs, Options{})
+	_, err := tryPlan(t, sim, set, Options{})
 	if err == nil || !strings.Contains(err.Error(), "ide2 holds local:iso/debian.iso, an image on a storage of node pve only; eject it") {
 		t.Errorf("plan: got %v, want the local CD-ROM refused", err)
 	}
@@ -210,12 +206,7 @@ func TestSimDiskShrinkRefused(t *testing.T) {
 	const doc = "kind: QemuVM\nname: sh\nspec:\n  vmid: 180\n  scsi0: local-lvm:8\n"
 	applyPlan(t, sim, planFor(t, sim, loadSpec(t, doc), Options{}))
 	set := loadSpec(t, strings.Replace(doc, "local-lvm:8", "local-lvm:4", 1))
-	ctx := context.Background()
-	obs, err := Observe(ctx, sim, set)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := Build(ctx, set, obs, Options{}); err == nil || !strings.Contains(err.Error(), "scsi0: PVE cannot shrink a disk (8G → 4G)") {
+	if _, err := tryPlan(t, sim, set, Options{}); err == nil || !strings.Contains(err.Error(), "scsi0: PVE cannot shrink a disk (8G → 4G)") {
 		t.Errorf("plan of a smaller disk: got %v", err)
 	}
 }

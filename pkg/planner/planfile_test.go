@@ -18,14 +18,7 @@ func TestPlanFileRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join(t.TempDir(), "plan.json")
-	if err := WriteFile(path, p); err != nil {
-		t.Fatal(err)
-	}
-	got, err := ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	got := savedPlan(t, p)
 	// Own values come back as JSON types; running is a bool either way.
 	if diff := cmp.Diff(p, got); diff != "" {
 		t.Errorf("round trip (-want +got):\n%s", diff)
@@ -40,18 +33,11 @@ func TestPlanFileOmitsSecrets(t *testing.T) {
 		Params:  map[string]string{"cipassword": "hunter2"},
 		Reasons: []string{"cipassword changed"},
 	}}}
-	data, err := Marshal(p)
-	if err != nil {
-		t.Fatal(err)
-	}
+	data, got := marshalled(t, p)
 	for _, secret := range []string{"hunter2", "PRIVATE KEY", "nested-secret"} {
 		if strings.Contains(string(data), secret) {
 			t.Errorf("plan file: got %q in\n%s\nwant it left out", secret, data)
 		}
-	}
-	got, err := Unmarshal(data)
-	if err != nil {
-		t.Fatal(err)
 	}
 	if diff := cmp.Diff([]string{"cipassword"}, got.Changes[0].Redacted); diff != "" {
 		t.Errorf("Redacted (-want +got):\n%s", diff)
@@ -59,7 +45,7 @@ func TestPlanFileOmitsSecrets(t *testing.T) {
 	if r.Params.Get("cipassword") != "hunter2" {
 		t.Errorf("Marshal modified the plan: got cipassword %q", r.Params.Get("cipassword"))
 	}
-	err = applyChange(t.Context(), nil, &execution{hooks: nopHooks{}, change: got.Changes[0]})
+	err := applyChange(t.Context(), nil, &execution{hooks: nopHooks{}, change: got.Changes[0]})
 	if err == nil || !strings.Contains(err.Error(), "omits secret parameter(s) cipassword") {
 		t.Errorf("applyChange of a redacted update: got %v want a refusal", err)
 	}
@@ -134,14 +120,7 @@ func TestPlanFileRedactedOnlyWhenNeeded(t *testing.T) {
 	p := &Plan{FormatVersion: "1", Changes: []*Change{{
 		Address: "QemuVM/vm", Action: Update, Resource: r, Params: map[string]string{"memory": "2048"},
 	}}}
-	data, err := Marshal(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := Unmarshal(data)
-	if err != nil {
-		t.Fatal(err)
-	}
+	data, got := marshalled(t, p)
 	if red := got.Changes[0].Redacted; len(red) != 0 {
 		t.Errorf("Redacted: got %v want none (the update does not send cipassword)", red)
 	}

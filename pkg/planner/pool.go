@@ -111,11 +111,7 @@ func (poolKind) compare(b *builder, r *spec.Resource, lo *liveObj, c *Change) er
 			c.Diff = append(c.Diff, FieldDiff{Path: "storages", Before: listAny(have), After: listAny(want)})
 		}
 	}
-	if len(c.Diff) == 0 {
-		c.Action = NoOp
-		return nil
-	}
-	c.Action, c.Reasons = Update, reasons(c.Diff)
+	updateForDiff(c)
 	return nil
 }
 

@@ -36,9 +36,7 @@ func TestSimPoolStorageMembers(t *testing.T) {
 	if diff := cmp.Diff([]string{"local", "local-lvm"}, members()); diff != "" {
 		t.Fatalf("members after create (-want +got):\n%s", diff)
 	}
-	if p := planFor(t, sim, set, Options{}); p.HasChanges() {
-		t.Fatalf("second plan: got %q want noop", summary(p))
-	}
+	wantConverged(t, t.Fatalf, sim, set, "second plan")
 	one := loadSpec(t, strings.Replace(doc, "[local, local-lvm]", "[local-lvm]", 1))
 	p := planFor(t, sim, one, Options{})
 	want := []FieldDiff{{Path: "storages", Before: []any{"local", "local-lvm"}, After: []any{"local-lvm"}}}
@@ -49,9 +47,7 @@ func TestSimPoolStorageMembers(t *testing.T) {
 	if diff := cmp.Diff([]string{"local-lvm"}, members()); diff != "" {
 		t.Errorf("members after update (-want +got):\n%s", diff)
 	}
-	if p := planFor(t, sim, one, Options{}); p.HasChanges() {
-		t.Errorf("plan after update: got %q want noop", summary(p))
-	}
+	wantConverged(t, t.Errorf, sim, one, "plan after update")
 	applyPlan(t, sim, planFor(t, sim, one, Options{Destroy: true}))
 	pools, err := sim.cl.Pools(ctx)
 	if err != nil {

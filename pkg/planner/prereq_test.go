@@ -78,12 +78,7 @@ func TestSimPrereqsAtPlanTime(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			set := loadSpec(t, tc.yaml)
-			ctx := context.Background()
-			obs, err := Observe(ctx, sim, set)
-			if err != nil {
-				t.Fatal(err)
-			}
-			_, err = Build(ctx, set, obs, Options{})
+			_, err := tryPlan(t, sim, set, Options{})
 			if len(tc.want) == 0 {
 				if err != nil {
 					t.Fatalf("Build: %v, want a plan", err)

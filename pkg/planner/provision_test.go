@@ -75,14 +75,8 @@ func TestPlanProvision(t *testing.T) {
 			r := provisionResource(t, tt.force, a, b)
 			c := &Change{Address: r.Address(), Action: tt.action}
 			err := planProvision(r, c, tt.desc(hashOf(t, r, 0), hashOf(t, r, 1)), tt.willRun)
-			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("err %v, want %q", err, tt.wantErr)
-				}
+			if !succeeded(t, err, tt.wantErr) {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			var got []string
 			for _, s := range c.Provision {
@@ -159,11 +153,7 @@ func TestSimPlanProvision(t *testing.T) {
 		t.Fatal(err)
 	}
 	set = write("kind: QemuVM\nname: stopped\nspec:\n  memory: 512\n  provision: [a.yaml]\n")
-	obs, err := Observe(ctx, sim, set)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := Build(ctx, set, obs, Options{}); err == nil || !strings.Contains(err.Error(), "will not be running: set running: true") {
+	if _, err := tryPlan(t, sim, set, Options{}); err == nil || !strings.Contains(err.Error(), "will not be running: set running: true") {
 		t.Errorf("stopped VM: got %v, want the plan to refuse", err)
 	}
 	// Destroy plans no provisioning.

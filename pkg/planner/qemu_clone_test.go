@@ -43,10 +43,7 @@ func TestPickImage(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.image, func(t *testing.T) {
 			got, err := pickImage(newGuestIndex(pve.QEMU, rows), tt.image)
-			if tt.errHas != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.errHas) {
-					t.Fatalf("got %v, %v want error %q", got, err, tt.errHas)
-				}
+			if !succeeded(t, err, tt.errHas) {
 				return
 			}
 			if err != nil || got.VMID != tt.want {
@@ -83,10 +80,7 @@ func TestFindOld(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.old, func(t *testing.T) {
 			got, err := findOld(newGuestIndex(pve.QEMU, rows), tt.old, tt.self)
-			if tt.errHas != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.errHas) {
-					t.Fatalf("got %v, %v want error %q", got, err, tt.errHas)
-				}
+			if !succeeded(t, err, tt.errHas) {
 				return
 			}
 			gotID := 0

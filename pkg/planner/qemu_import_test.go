@@ -4,8 +4,6 @@ import (
 	"context"
 	"strings"
 	"testing"
-
-	"github.com/google/go-cmp/cmp"
 )
 
 // Issue 23 (5): a cloud image imported at a size of the spec's is one
@@ -31,9 +29,7 @@ spec:
   scsi0: local-lvm:20,import-from=local:import/noble-server-cloudimg-amd64.qcow2
 `)
 	p := planFor(t, sim, set, Options{})
-	if diff := cmp.Diff([]string{"create DownloadedImage/noble", "create QemuVM/cloud-vm <- DownloadedImage/noble"}, summary(p)); diff != "" {
-		t.Fatalf("plan (-want +got):\n%s", diff)
-	}
+	wantPlan(t, "plan", p, []string{"create DownloadedImage/noble", "create QemuVM/cloud-vm <- DownloadedImage/noble"})
 	var vm *Change
 	for _, c := range p.Changes {
 		if c.Address == "QemuVM/cloud-vm" {
@@ -52,9 +48,7 @@ spec:
 	if got := cfg.Get("scsi0"); !strings.HasSuffix(got, "size=20G") {
 		t.Errorf("scsi0 %q: want the imported disk grown to 20G", got)
 	}
-	if p := planFor(t, sim, set, Options{}); p.HasChanges() {
-		t.Errorf("second plan: %q, want clean", summary(p))
-	}
+	wantConverged(t, t.Errorf, sim, set, "second plan")
 }
 
 func slicesContain(list []string, prefix string) bool {

@@ -29,18 +29,11 @@ func TestSavedConnectionRoundTrip(t *testing.T) {
 	}
 	p := &Plan{FormatVersion: FormatVersion, Changes: []*Change{}, Endpoints: map[string]string{"lab": "https://10.0.0.10:8006/api2/json"}}
 	p.RecordConnections(fixedClients{"lab": conn})
-	data, err := Marshal(p)
-	if err != nil {
-		t.Fatal(err)
-	}
+	data, got := marshalled(t, p)
 	for _, s := range []string{tokenSecret, key} {
 		if strings.Contains(string(data), s) {
 			t.Errorf("the plan file holds a secret:\n%s", data)
 		}
-	}
-	got, err := Unmarshal(data)
-	if err != nil {
-		t.Fatal(err)
 	}
 	saved := got.Connections["lab"]
 	if saved == nil {

@@ -9,8 +9,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
-
 	"github.com/pvectl/pvectl/pkg/pve"
 )
 
@@ -38,6 +36,20 @@ spec:
   running: true
 `
 
+// sdnPendingNow is the cluster's pending SDN entries.
+func sdnPendingNow(sim *simClients) ([]sdnPending, error) {
+	return readPending(func(path string) ([]*pve.Config, error) { return readSDN(context.Background(), sim.cl, path) })
+}
+
+// wantPendingOnly checks that key is the one pending SDN entry; when
+// names the moment.
+func wantPendingOnly(t *testing.T, sim *simClients, key, when string) {
+	t.Helper()
+	if pend, _ := sdnPendingNow(sim); len(pend) != 1 || pend[0].Key != key {
+		t.Errorf("pending after %s: %v", when, pend)
+	}
+}
+
 // TestSimSdnLifecycle: one apply writes the zone, vnet and subnet as
 // pending, commits them (nothing stays pending, the lock is released)
 // and starts a VM on the vnet; the next plan is clean; destroy removes
@@ -53,12 +65,10 @@ func TestSimSdnLifecycle(t *testing.T) {
 		"apply SdnApply/sdn <- SdnSubnet/web-v4,SdnVnet/web,SdnZone/lan",
 		"create QemuVM/web1 <- SdnApply/sdn,SdnVnet/web",
 	}
-	if diff := cmp.Diff(want, summary(p)); diff != "" {
-		t.Fatalf("plan (-want +got):\n%s", diff)
-	}
+	wantPlan(t, "plan", p, want)
 	applyPlan(t, sim, p)
 	ctx := context.Background()
-	pend, err := readPending(func(path string) ([]*pve.Config, error) { return readSDN(ctx, sim.cl, path) })
+	pend, err := sdnPendingNow(sim)
 	if err != nil || len(pend) != 0 {
 		t.Fatalf("pending after apply: %v %v", pend, err)
 	}
@@ -92,7 +102,7 @@ func TestSimSdnLifecycle(t *testing.T) {
 		}
 	}
 	applyPlan(t, sim, p)
-	pend, err = readPending(func(path string) ([]*pve.Config, error) { return readSDN(ctx, sim.cl, path) })
+	pend, err = sdnPendingNow(sim)
 	if err != nil || len(pend) != 0 {
 		t.Fatalf("pending after destroy: %v %v", pend, err)
 	}
@@ -119,10 +129,7 @@ func TestSimSdnForeignPending(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "zone other: new") || !strings.Contains(err.Error(), "--allow-foreign-sdn-changes") {
 		t.Fatalf("apply: got %v, want a refusal naming the zone and the flag", err)
 	}
-	pend, _ := readPending(func(path string) ([]*pve.Config, error) { return readSDN(ctx, sim.cl, path) })
-	if len(pend) != 1 || pend[0].Key != "zones/other" {
-		t.Errorf("pending after the refusal: %v", pend)
-	}
+	wantPendingOnly(t, sim, "zones/other", "the refusal")
 }
 
 // TestSimSdnLockReleasedOnFailure: a write PVE refuses (a vnet of a zone
@@ -152,10 +159,7 @@ name: sdn
 	if err := sim.cl.Do(ctx, http.MethodPost, "/cluster/sdn/lock", url.Values{"allow-pending": {"1"}}, &tok); err != nil {
 		t.Fatalf("the lock after the failed apply: %v", err)
 	}
-	pend, _ := readPending(func(path string) ([]*pve.Config, error) { return readSDN(ctx, sim.cl, path) })
-	if len(pend) != 1 || pend[0].Key != "zones/lan" {
-		t.Errorf("pending after the failure: %v", pend)
-	}
+	wantPendingOnly(t, sim, "zones/lan", "the failure")
 }
 
 // TestSimSdnVnetFirewall: a vnet's Firewall (scope SdnVnet/<vnet>) waits
@@ -213,7 +217,7 @@ func TestSimSdnPendingChangedSincePlan(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "not those the plan showed") || !strings.Contains(err.Error(), "zone late: new") {
 		t.Fatalf("apply: got %v, want the commit refused naming the late zone", err)
 	}
-	pend, _ := readPending(func(path string) ([]*pve.Config, error) { return readSDN(ctx, sim.cl, path) })
+	pend, _ := sdnPendingNow(sim)
 	keys := []string{}
 	for _, p := range pend {
 		keys = append(keys, p.Key)

@@ -1,7 +1,6 @@
 package planner
 
 import (
-	"context"
 	"strings"
 	"testing"
 )
@@ -30,24 +29,12 @@ func TestSimVnetNICNeedsItsZone(t *testing.T) {
 			grantBoth(t, admin, user, id, "/storage", "PVEDatastoreUser")
 			grantBoth(t, admin, user, id, tc.sdnPath, "PVESDNUser")
 			set := loadSpec(t, vm)
-			obs, err := Observe(context.Background(), tok, set)
-			if err != nil {
-				t.Fatal(err)
-			}
-			p, err := Build(context.Background(), set, obs, Options{})
-			if tc.want != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.want) {
-					t.Fatalf("plan: %v, want it to say %q", err, tc.want)
-				}
+			p, err := tryPlan(t, tok, set, Options{})
+			if !succeeded(t, err, tc.want) {
 				return
 			}
-			if err != nil {
-				t.Fatalf("plan: %v", err)
-			}
 			applyPlan(t, tok, p)
-			if p := planFor(t, tok, set, Options{}); p.HasChanges() {
-				t.Errorf("next plan: %v, want clean", summary(p))
-			}
+			wantConverged(t, t.Errorf, tok, set, "next plan")
 			applyPlan(t, admin, planFor(t, admin, set, Options{Destroy: true}))
 		})
 	}

@@ -55,16 +55,7 @@ func (sdnApplyKind) newState(lo *liveObj) any {
 }
 
 func (sdnApplyKind) decodeState(raw json.RawMessage) (any, error) {
-	var st sdnCommitState
-	if err := json.Unmarshal(raw, &st); err != nil {
-		return nil, err
-	}
-	return &st, nil
-}
-
-func sdnCommit(c *Change) *sdnCommitState {
-	st, _ := c.State.(*sdnCommitState)
-	return st
+	return decodeNew[sdnCommitState](raw)
 }
 
 // sdnKey is the pending key of an SDN kind's resource ("" for others).
@@ -176,16 +167,10 @@ func readEach(ctx context.Context, paths []string, conc int, read func(string) (
 // commits them only when allowed), or an SDN change of this plan will
 // write one (a destroy's removals too).
 func (sdnApplyKind) planCommit(b *builder, r *spec.Resource, lo *liveObj, c *Change) error {
-	c.Action, c.Digest, c.Fingerprint = NoOp, "", ""
-	switch {
-	case r.State == spec.Absent:
-		c.Reasons = []string{"nothing to remove"}
-		return nil
-	case r.ReadOnly:
-		c.Reasons = []string{"managed: false: never commits"}
+	if !startCommit(r, c) {
 		return nil
 	}
-	st := sdnCommit(c)
+	st := changeState[sdnCommitState](c)
 	if st == nil {
 		st = &sdnCommitState{}
 		c.State = st
@@ -202,7 +187,7 @@ func (sdnApplyKind) planCommit(b *builder, r *spec.Resource, lo *liveObj, c *Cha
 }
 
 func (sdnApplyKind) foreign(c *Change) string {
-	if st := sdnCommit(c); st != nil && len(st.Pending) > 0 {
+	if st := changeState[sdnCommitState](c); st != nil && len(st.Pending) > 0 {
 		var names []string
 		for _, p := range st.Pending {
 			names = append(names, p.Text)
@@ -234,7 +219,7 @@ func (sdnApplyKind) update(ctx context.Context, x *execution, c *Change) error {
 		x.msg("nothing pending in SDN: no commit needed")
 		return nil
 	}
-	if err := sdnCommit(c).check(pend, x.plan, x.allowForeign); err != nil {
+	if err := changeState[sdnCommitState](c).check(pend, x.plan, x.allowForeign); err != nil {
 		return err
 	}
 	x.msg("committing the cluster's SDN configuration")

@@ -101,11 +101,7 @@ func (securityGroupKind) compare(b *builder, r *spec.Resource, lo *liveObj, c *C
 		c.Diff = append(c.Diff, fieldDiff("comment", nilIfEmpty(st.Comment), want))
 	}
 	c.Diff = append(c.Diff, ruleDiffs("rules", st.Rules.Rules, w.Rules)...)
-	if len(c.Diff) == 0 {
-		c.Action = NoOp
-		return nil
-	}
-	c.Action, c.Reasons = Update, reasons(c.Diff)
+	updateForDiff(c)
 	return nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -49,15 +50,22 @@ func newCountingSim(t *testing.T, nodes ...string) (*simClients, *requestCounter
 	return &simClients{cl: s.Client, conn: &spec.Connection{URL: s.URL, Nodes: []string{"pve"}}}, &requestCounter{s.Requests}
 }
 
-func loadSpec(t *testing.T, yaml string) *spec.Set {
-	t.Helper()
-	path := t.TempDir() + "/spec.yaml"
+func loadSpec(tb testing.TB, yaml string) *spec.Set {
+	tb.Helper()
+	return loadSpecIn(tb, tb.TempDir(), yaml)
+}
+
+// loadSpecIn loads yaml written as dir/spec.yaml: a secretFile stays
+// where it was from one load to the next.
+func loadSpecIn(tb testing.TB, dir, yaml string) *spec.Set {
+	tb.Helper()
+	path := filepath.Join(dir, "spec.yaml")
 	if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	set, err := spec.Load([]string{path}, spec.LoadOptions{Getenv: testGetenv})
 	if err != nil {
-		t.Fatalf("spec.Load: %v", err)
+		tb.Fatalf("spec.Load: %v", err)
 	}
 	return set
 }
@@ -79,24 +87,97 @@ func example01YAML(t *testing.T) string {
 	return string(b)
 }
 
-func planFor(t *testing.T, cl Clients, set *spec.Set, opts Options) *Plan {
-	t.Helper()
+func planFor(tb testing.TB, cl Clients, set *spec.Set, opts Options) *Plan {
+	tb.Helper()
+	p, err := tryPlan(tb, cl, set, opts)
+	if err != nil {
+		tb.Fatalf("Build: %v", err)
+	}
+	return p
+}
+
+// tryPlan observes set and builds its plan, returning Build's error: a
+// failed Observe fails the test.
+func tryPlan(tb testing.TB, cl Clients, set *spec.Set, opts Options) (*Plan, error) {
+	tb.Helper()
 	ctx := context.Background()
 	obs, err := Observe(ctx, cl, set)
 	if err != nil {
-		t.Fatalf("Observe: %v", err)
+		tb.Fatalf("Observe: %v", err)
 	}
-	p, err := Build(ctx, set, obs, opts)
-	if err != nil {
-		t.Fatalf("Build: %v", err)
-	}
-	return p
+	return Build(ctx, set, obs, opts)
 }
 
 func applyPlan(t *testing.T, cl Clients, p *Plan) *Result {
 	t.Helper()
 	res, _ := applyHooked(t, cl, p)
 	return res
+}
+
+// savedPlan is p written to a plan file and read back, as `plan --out`
+// and `apply FILE` do.
+func savedPlan(t *testing.T, p *Plan) *Plan {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "plan.json")
+	if err := WriteFile(path, p); err != nil {
+		t.Fatal(err)
+	}
+	saved, err := ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return saved
+}
+
+// marshalled is p's plan-file bytes, and p read back from them.
+func marshalled(t *testing.T, p *Plan) ([]byte, *Plan) {
+	t.Helper()
+	data, err := Marshal(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := Unmarshal(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data, back
+}
+
+// applyCounted plans set, stops the test unless the plan has n changes
+// of action a (what names the plan), and applies it.
+func applyCounted(t *testing.T, sim *simClients, set *spec.Set, what string, a Action, n int) {
+	t.Helper()
+	p := planFor(t, sim, set, Options{})
+	if got := countAction(p, a); got != n {
+		t.Fatalf("%s: got %d × %s want %d: %q", what, got, a, n, summary(p))
+	}
+	applyPlan(t, sim, p)
+}
+
+// livePlan is PlanLive's plan of set, which must come.
+func livePlan(tb testing.TB, cl Clients, set *spec.Set, opts Options) *Plan {
+	tb.Helper()
+	p, err := PlanLive(context.Background(), cl, set, opts)
+	if err != nil {
+		tb.Fatalf("PlanLive: %v", err)
+	}
+	return p
+}
+
+// planEdit applies doc, then plans it with old replaced by new.
+func planEdit(t *testing.T, sim *simClients, doc, old, new string, opts Options) *Plan {
+	t.Helper()
+	applyPlan(t, sim, planFor(t, sim, loadSpec(t, doc), Options{}))
+	return planFor(t, sim, loadSpec(t, strings.Replace(doc, old, new, 1)), opts)
+}
+
+// wantConverged fails the test through fail (t.Errorf or t.Fatalf)
+// unless a new plan of set changes nothing; what names that plan.
+func wantConverged(t *testing.T, fail func(format string, args ...any), cl Clients, set *spec.Set, what string) {
+	t.Helper()
+	if p := planFor(t, cl, set, Options{}); p.HasChanges() {
+		fail("%s: got %q, want clean", what, summary(p))
+	}
 }
 
 // applyHooked is applyPlan returning what the hooks heard too.
@@ -117,13 +198,11 @@ func TestSimExample01Lifecycle(t *testing.T) {
 
 	// 1. Fresh cluster: everything is created and the bridge committed.
 	p := planFor(t, sim, set, Options{})
-	if diff := cmp.Diff([]string{
+	wantPlan(t, "first plan", p, []string{
 		"create LinuxBridge/vmbr1",
 		"apply NetworkApply/pve <- LinuxBridge/vmbr1",
 		"create QemuVM/app-vm-1 <- LinuxBridge/vmbr1,NetworkApply/pve",
-	}, summary(p)); diff != "" {
-		t.Fatalf("first plan (-want +got):\n%s", diff)
-	}
+	})
 	res := applyPlan(t, sim, p)
 	if diff := cmp.Diff([]string{"LinuxBridge/vmbr1", "NetworkApply/pve", "QemuVM/app-vm-1"}, res.Done); diff != "" {
 		t.Errorf("Done (-want +got):\n%s", diff)
@@ -160,14 +239,7 @@ func TestSimExample01Lifecycle(t *testing.T) {
 		t.Errorf("memory diff (-want +got):\n%s", diff)
 	}
 	// Saved and verified like `pvectl plan --out` / `apply FILE`.
-	path := t.TempDir() + "/plan.json"
-	if err := WriteFile(path, p); err != nil {
-		t.Fatal(err)
-	}
-	saved, err := ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	saved := savedPlan(t, p)
 	if err := Verify(ctx, sim, saved); err != nil {
 		t.Fatalf("Verify: %v", err)
 	}
@@ -176,19 +248,15 @@ func TestSimExample01Lifecycle(t *testing.T) {
 	if err != nil || cfg.Get("memory") != "4096" {
 		t.Errorf("memory after update: got %q, %v want 4096", cfg.Get("memory"), err)
 	}
-	if p := planFor(t, sim, set, Options{}); p.HasChanges() {
-		t.Errorf("plan after update: got %q want all noop", summary(p))
-	}
+	wantConverged(t, t.Errorf, sim, set, "plan after update")
 
 	// 4. Destroy removes the VM and the bridge and commits.
 	p = planFor(t, sim, set, Options{Destroy: true})
-	if diff := cmp.Diff([]string{
+	wantPlan(t, "destroy plan", p, []string{
 		"delete QemuVM/app-vm-1",
 		"delete LinuxBridge/vmbr1 <- QemuVM/app-vm-1",
 		"apply NetworkApply/pve <- LinuxBridge/vmbr1,QemuVM/app-vm-1",
-	}, summary(p)); diff != "" {
-		t.Fatalf("destroy plan (-want +got):\n%s", diff)
-	}
+	})
 	applyPlan(t, sim, p)
 	rows, err := sim.cl.ClusterResources(ctx, "vm")
 	if err != nil {
@@ -199,17 +267,8 @@ func TestSimExample01Lifecycle(t *testing.T) {
 			t.Errorf("vm 100 still exists after destroy: %+v", r)
 		}
 	}
-	ifaces, changes, err := sim.cl.NetworkList(ctx, "pve")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if changes != "" {
-		t.Errorf("network changes after destroy: got %q want none (committed)", changes)
-	}
-	for _, i := range ifaces {
-		if i.Get("iface") == "vmbr1" {
-			t.Errorf("vmbr1 still exists after destroy")
-		}
+	if committedIface(t, sim, "vmbr1", "destroy") != nil {
+		t.Errorf("vmbr1 still exists after destroy")
 	}
 }
 
@@ -218,9 +277,7 @@ func TestSimPoolLifecycle(t *testing.T) {
 	ctx := context.Background()
 	set := loadSpec(t, "kind: Pool\nname: team\nspec:\n  comment: the team\n")
 	applyPlan(t, sim, planFor(t, sim, set, Options{}))
-	if p := planFor(t, sim, set, Options{}); p.HasChanges() {
-		t.Errorf("plan after create: got %q want noop", summary(p))
-	}
+	wantConverged(t, t.Errorf, sim, set, "plan after create")
 	set = loadSpec(t, "kind: Pool\nname: team\nspec:\n  comment: renamed\n")
 	p := planFor(t, sim, set, Options{})
 	if diff := cmp.Diff([]FieldDiff{{Path: "comment", Before: "the team", After: "renamed"}}, p.Changes[0].Diff); diff != "" {
@@ -239,30 +296,16 @@ func TestSimPoolLifecycle(t *testing.T) {
 
 func TestSimBridgeUpdateIsCommitted(t *testing.T) {
 	sim := newSim(t)
-	ctx := context.Background()
 	const base = "kind: LinuxBridge\nname: vmbr1\nspec:\n  bridge_ports: eno2\n---\nkind: NetworkApply\nname: pve\ndependsOn: [LinuxBridge/vmbr1]\n"
 	applyPlan(t, sim, planFor(t, sim, loadSpec(t, base), Options{}))
 	set := loadSpec(t, strings.Replace(base, "bridge_ports: eno2", "bridge_ports: eno3 eno2", 1))
 	p := planFor(t, sim, set, Options{})
-	if diff := cmp.Diff([]string{"update LinuxBridge/vmbr1", "apply NetworkApply/pve <- LinuxBridge/vmbr1"}, summary(p)); diff != "" {
-		t.Fatalf("plan (-want +got):\n%s", diff)
-	}
+	wantPlan(t, "plan", p, []string{"update LinuxBridge/vmbr1", "apply NetworkApply/pve <- LinuxBridge/vmbr1"})
 	applyPlan(t, sim, p)
-	ifaces, changes, err := sim.cl.NetworkList(ctx, "pve")
-	if err != nil {
-		t.Fatal(err)
+	if i := committedIface(t, sim, "vmbr1", "update"); i != nil && !equalSet(i.Get("bridge_ports"), "eno2 eno3") {
+		t.Errorf("vmbr1 ports: got %q want eno2 eno3", i.Get("bridge_ports"))
 	}
-	if changes != "" {
-		t.Errorf("pending changes: got %q want none", changes)
-	}
-	for _, i := range ifaces {
-		if i.Get("iface") == "vmbr1" && !equalSet(i.Get("bridge_ports"), "eno2 eno3") {
-			t.Errorf("vmbr1 ports: got %q want eno2 eno3", i.Get("bridge_ports"))
-		}
-	}
-	if p := planFor(t, sim, set, Options{}); p.HasChanges() {
-		t.Errorf("plan after update: got %q want noop", summary(p))
-	}
+	wantConverged(t, t.Errorf, sim, set, "plan after update")
 }
 
 func TestSimVMByNameWithNextID(t *testing.T) {
@@ -279,9 +322,7 @@ func TestSimVMByNameWithNextID(t *testing.T) {
 	if stateOf(p.Changes[0]).Created == 0 {
 		t.Errorf("create did not record the vmid it got")
 	}
-	if p := planFor(t, sim, set, Options{}); p.HasChanges() {
-		t.Errorf("plan after create: got %q want noop (found by name)", summary(p))
-	}
+	wantConverged(t, t.Errorf, sim, set, "plan after create (found by name)")
 	// A second VM of the same name makes the name ambiguous.
 	id, err := sim.cl.NextID(ctx)
 	if err != nil {
@@ -428,9 +469,7 @@ func TestSimDiskGrowsInPlace(t *testing.T) {
 	if got := cfg.Get("scsi0"); !strings.Contains(got, "vm-120-disk-0") || !strings.Contains(got, "size=12G") || !strings.Contains(got, "cache=writeback") {
 		t.Errorf("scsi0 after update: got %q want the same volume, 12G, writeback", got)
 	}
-	if p := planFor(t, sim, set, Options{}); p.HasChanges() {
-		t.Errorf("plan after resize: got %q want noop", summary(p))
-	}
+	wantConverged(t, t.Errorf, sim, set, "plan after resize")
 }
 
 func TestSimNetworkApplyWithoutPendingIsNoop(t *testing.T) {
@@ -512,29 +551,16 @@ func TestSimBridgeUpdateKeepsUnmanagedAddress(t *testing.T) {
 	}
 	set := loadSpec(t, "kind: LinuxBridge\nname: vmbr1\nspec:\n  bridge_ports: eno2\n  bridge_vlan_aware: true\n---\nkind: NetworkApply\nname: pve\ndependsOn: [LinuxBridge/vmbr1]\n")
 	p := planFor(t, sim, set, Options{})
-	if diff := cmp.Diff([]string{"update LinuxBridge/vmbr1", "apply NetworkApply/pve <- LinuxBridge/vmbr1"}, summary(p)); diff != "" {
-		t.Fatalf("plan (-want +got):\n%s", diff)
-	}
+	wantPlan(t, "plan", p, []string{"update LinuxBridge/vmbr1", "apply NetworkApply/pve <- LinuxBridge/vmbr1"})
 	applyPlan(t, sim, p)
-	ifaces, _, err := sim.cl.NetworkList(ctx, "pve")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got *pve.Config
-	for _, i := range ifaces {
-		if i.Get("iface") == "vmbr1" {
-			got = i
-		}
-	}
+	got := liveIface(t, sim, "vmbr1")
 	want := map[string]string{"method": "static", "cidr": "10.0.0.2/24", "gateway": "10.0.0.1", "bridge_vlan_aware": "1", "autostart": "1"}
 	for k, v := range want {
 		if got.Get(k) != v {
 			t.Errorf("vmbr1 %s: got %q want %q (all: %v)", k, got.Get(k), v, got)
 		}
 	}
-	if p := planFor(t, sim, set, Options{}); p.HasChanges() {
-		t.Errorf("plan after update: got %q want noop", summary(p))
-	}
+	wantConverged(t, t.Errorf, sim, set, "plan after update")
 }
 
 // running: false shuts a running VM down (gracefully, forced after a

@@ -68,8 +68,7 @@ func TestSimSnapshotRollbackOnFailure(t *testing.T) {
 	sim := newSim(t)
 	ctx := context.Background()
 	const base = "kind: QemuVM\nname: db\nspec:\n  vmid: 150\n  memory: 512\n  scsi0: local-lvm:4\n"
-	applyPlan(t, sim, planFor(t, sim, loadSpec(t, base), Options{}))
-	p := planFor(t, sim, loadSpec(t, strings.Replace(base, "memory: 512", "memory: 1024", 1)), Options{Snapshot: true})
+	p := planEdit(t, sim, base, "memory: 512", "memory: 1024", Options{Snapshot: true})
 	if c := changesOf(p)["QemuVM/db"]; c.Snapshot != nil {
 		t.Fatalf("a memory change planned a snapshot: %q", c.Reasons)
 	}

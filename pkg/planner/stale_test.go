@@ -15,8 +15,7 @@ import (
 func TestSimVMChangedSincePlan(t *testing.T) {
 	sim := newSim(t)
 	const doc = "kind: QemuVM\nname: dg\nspec:\n  vmid: 140\n  memory: 512\n"
-	applyPlan(t, sim, planFor(t, sim, loadSpec(t, doc), Options{}))
-	p := planFor(t, sim, loadSpec(t, strings.Replace(doc, "512", "1024", 1)), Options{})
+	p := planEdit(t, sim, doc, "512", "1024", Options{})
 	ctx := context.Background()
 	if err := sim.cl.UpdateGuest(ctx, pve.QEMU, "pve", 140, url.Values{"cores": {"3"}}); err != nil {
 		t.Fatal(err)
@@ -46,8 +45,7 @@ func TestSimBridgeChangedSincePlan(t *testing.T) {
 	sim := newSim(t)
 	ctx := context.Background()
 	const base = "kind: LinuxBridge\nname: vmbr1\nspec:\n  bridge_ports: eno2\n  comments: mine\n---\nkind: NetworkApply\nname: pve\ndependsOn: [LinuxBridge/vmbr1]\n"
-	applyPlan(t, sim, planFor(t, sim, loadSpec(t, base), Options{}))
-	p := planFor(t, sim, loadSpec(t, strings.Replace(base, "eno2", "eno3", 1)), Options{})
+	p := planEdit(t, sim, base, "eno2", "eno3", Options{})
 	if err := sim.cl.UpdateIface(ctx, "pve", "vmbr1", url.Values{"type": {"bridge"}, "bridge_ports": {"eno2"}, "comments": {"edited by hand"}}); err != nil {
 		t.Fatal(err)
 	}

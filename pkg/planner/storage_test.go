@@ -50,12 +50,7 @@ func storageConfig(t *testing.T, cl *pve.Client, id string) *pve.Config {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, r := range rows {
-		if r.Get("storage") == id {
-			return r
-		}
-	}
-	return nil
+	return rowWith(rows, "storage", id)
 }
 
 func sha256hex(s string) string {
@@ -76,9 +71,7 @@ func TestSimStorageLifecycle(t *testing.T) {
 
 	p := planFor(t, sim, set, Options{})
 	want := []string{"create Storage/nfs-images", "create QemuVM/on-nfs <- Storage/nfs-images", "create Storage/smb"}
-	if diff := cmp.Diff(want, summary(p)); diff != "" {
-		t.Fatalf("plan (-want +got):\n%s", diff)
-	}
+	wantPlan(t, "plan", p, want)
 	for _, c := range p.Changes {
 		for _, d := range c.Diff {
 			if d.Path == "password" && d.After != secret.Shown {
@@ -93,17 +86,13 @@ func TestSimStorageLifecycle(t *testing.T) {
 	if cfg := storageConfig(t, s.Client, "nfs-images"); cfg.Get("content") != "images,iso,vztmpl" || cfg.Get("path") != "/mnt/pve/nfs-images" {
 		t.Errorf("nfs-images as PVE has it: %v", cfg)
 	}
-	if p := planFor(t, sim, set, Options{}); p.HasChanges() {
-		t.Fatalf("plan after create: got %q, want noop", summary(p))
-	}
+	wantConverged(t, t.Fatalf, sim, set, "plan after create")
 
 	// Two storages change in one apply: each PUT carries the digest of then.
 	set = loadSpec(t, strings.NewReplacer("content: iso,vztmpl,images", "content: iso,vztmpl,images\n  options: vers=4.2",
 		"content: [images, iso]", "content: [images, iso, backup]\n  nodes: pve").Replace(storageSpec))
 	p = planFor(t, sim, set, Options{})
-	if diff := cmp.Diff([]string{"update Storage/nfs-images", "noop QemuVM/on-nfs <- Storage/nfs-images", "update Storage/smb"}, summary(p)); diff != "" {
-		t.Fatalf("plan (-want +got):\n%s", diff)
-	}
+	wantPlan(t, "plan", p, []string{"update Storage/nfs-images", "noop QemuVM/on-nfs <- Storage/nfs-images", "update Storage/smb"})
 	if diff := cmp.Diff(map[string]string{"content": "images,iso,backup", "nodes": "pve"}, p.Changes[2].Params); diff != "" {
 		t.Errorf("smb update params (-want +got):\n%s", diff)
 	}
@@ -111,9 +100,7 @@ func TestSimStorageLifecycle(t *testing.T) {
 	if cfg := storageConfig(t, s.Client, "nfs-images"); cfg.Get("options") != "vers=4.2" {
 		t.Errorf("nfs-images after update: %v", cfg)
 	}
-	if p := planFor(t, sim, set, Options{}); p.HasChanges() {
-		t.Fatalf("plan after update: got %q, want noop", summary(p))
-	}
+	wantConverged(t, t.Fatalf, sim, set, "plan after update")
 
 	// A removed option is a delete=; a fixed one is a replace.
 	set = loadSpec(t, strings.NewReplacer("content: iso,vztmpl,images", "content: iso,vztmpl,images\n  options: null",
@@ -137,14 +124,10 @@ func TestSimStorageLifecycle(t *testing.T) {
 	if got, _ := s.Server.StorageSecret("smb", "password"); got != sha256hex("smb-s3cret") {
 		t.Error("the replace lost the smb password")
 	}
-	if p := planFor(t, sim, set, Options{}); p.HasChanges() {
-		t.Fatalf("plan after replace: got %q, want noop", summary(p))
-	}
+	wantConverged(t, t.Fatalf, sim, set, "plan after replace")
 
 	p = planFor(t, sim, set, Options{Destroy: true})
-	if diff := cmp.Diff([]string{"delete QemuVM/on-nfs", "delete Storage/nfs-images <- QemuVM/on-nfs", "delete Storage/smb"}, summary(p)); diff != "" {
-		t.Fatalf("destroy plan (-want +got):\n%s", diff)
-	}
+	wantPlan(t, "destroy plan", p, []string{"delete QemuVM/on-nfs", "delete Storage/nfs-images <- QemuVM/on-nfs", "delete Storage/smb"})
 	applyPlan(t, sim, p)
 	for _, id := range []string{"nfs-images", "smb"} {
 		if cfg := storageConfig(t, s.Client, id); cfg != nil {
@@ -164,14 +147,8 @@ func TestSimStorageGuards(t *testing.T) {
 	base := "kind: Storage\nname: vz2\nprotected: true\nspec:\n  type: dir\n  path: /srv/vz2/\n"
 	set := loadSpec(t, base)
 	applyPlan(t, sim, planFor(t, sim, set, Options{}))
-	if p := planFor(t, sim, set, Options{}); p.HasChanges() {
-		t.Fatalf("plan after create: got %q, want noop (PVE stores the path without its trailing slash)", summary(p))
-	}
-	obs, err := Observe(ctx, sim, loadSpec(t, strings.Replace(base, "/srv/vz2/", "/srv/other", 1)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := Build(ctx, loadSpec(t, strings.Replace(base, "/srv/vz2/", "/srv/other", 1)), obs, Options{}); err == nil ||
+	wantConverged(t, t.Fatalf, sim, set, "plan after create (PVE stores the path without its trailing slash)")
+	if _, err := tryPlan(t, sim, loadSpec(t, strings.Replace(base, "/srv/vz2/", "/srv/other", 1)), Options{}); err == nil ||
 		!strings.Contains(err.Error(), "is protected: refusing to replace it") {
 		t.Errorf("replacing a protected storage: got %v", err)
 	}
@@ -228,13 +205,7 @@ func TestDiffParamsStorage(t *testing.T) {
 	m, _ := schema.Default().Lookup("POST", storageCreatePath)
 	cmpr := comparer{m: m}
 	pbs, _ := schema.LookupStorageType("pbs")
-	tests := []struct {
-		name    string
-		desired map[string]string
-		remove  []string
-		live    *pve.Config
-		want    []FieldDiff
-	}{
+	tests := []diffCase{
 		{
 			name:    "content and nodes are sets",
 			desired: map[string]string{"content": "iso,vztmpl,images", "nodes": "b,a"},
@@ -269,14 +240,7 @@ func TestDiffParamsStorage(t *testing.T) {
 			want:   []FieldDiff{{Path: "encryption-key", Before: secret.Shown, After: nil}},
 		},
 	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			got := cmpr.diffParams(tc.desired, tc.remove, tc.live, storageSkip(pbs, tc.desired, tc.live))
-			if diff := cmp.Diff(tc.want, got); diff != "" {
-				t.Errorf("diff (-want +got)\n%s", diff)
-			}
-		})
-	}
+	checkDiffs(t, cmpr, tests, func(tc diffCase) map[string]bool { return storageSkip(pbs, tc.desired, tc.live) })
 }
 
 // A token that may not see a storage gets a refused plan, not a create of
@@ -286,13 +250,8 @@ func TestSimStoragePermissions(t *testing.T) {
 	admin := newSim(t)
 	tok, id := asToken(t, admin, "ci@pve", "st")
 	set := loadSpec(t, "kind: Storage\nname: vz2\nspec:\n  type: dir\n  path: /srv/vz2\n")
-	ctx := context.Background()
 	plan := func() error {
-		obs, err := Observe(ctx, tok, set)
-		if err != nil {
-			t.Fatalf("Observe: %v", err)
-		}
-		_, err = Build(ctx, set, obs, Options{})
+		_, err := tryPlan(t, tok, set, Options{})
 		return err
 	}
 	if err := plan(); err == nil || !strings.Contains(err.Error(),
@@ -305,7 +264,5 @@ func TestSimStoragePermissions(t *testing.T) {
 	}
 	grantBoth(t, admin, "ci@pve", id, "/storage", "PVEDatastoreAdmin")
 	applyPlan(t, tok, planFor(t, tok, set, Options{}))
-	if p := planFor(t, tok, set, Options{}); p.HasChanges() {
-		t.Errorf("plan after create: got %q, want noop", summary(p))
-	}
+	wantConverged(t, t.Errorf, tok, set, "plan after create")
 }

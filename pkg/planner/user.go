@@ -105,11 +105,9 @@ func (userKind) compare(b *builder, r *spec.Resource, lo *liveObj, c *Change) er
 		}
 		c.Diff = append(c.Diff, fieldDiff(k, nilIfEmpty(lv), nilIfEmpty(dv)))
 	}
-	if len(c.Diff) == 0 {
-		c.Action = NoOp
+	if !updateForDiff(c) {
 		return nil
 	}
-	c.Action, c.Reasons = Update, reasons(c.Diff)
 	c.Params = map[string]string{}
 	for _, d := range c.Diff {
 		c.Params[d.Path] = want[d.Path]

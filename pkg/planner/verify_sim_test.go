@@ -7,6 +7,16 @@ import (
 	"testing"
 )
 
+// wantRefused makes meddle's change behind p's back, then checks that
+// Verify refuses p saying each of wants.
+func wantRefused(t *testing.T, sim *simClients, p *Plan, meddle func() error, wants ...string) {
+	t.Helper()
+	if err := meddle(); err != nil {
+		t.Fatal(err)
+	}
+	wantSays(t, Verify(context.Background(), sim, p), wants...)
+}
+
 func TestSimVerifyRefusesChangedLiveState(t *testing.T) {
 	sim := newSim(t)
 	ctx := context.Background()
@@ -15,13 +25,7 @@ func TestSimVerifyRefusesChangedLiveState(t *testing.T) {
 	set := loadSpec(t, strings.Replace(example01YAML(t), "memory: 2048", "memory: 4096", 1))
 	p := planFor(t, sim, set, Options{})
 	// Someone edits the VM between plan and apply.
-	if err := sim.cl.UpdateQemu(ctx, "pve", 100, map[string][]string{"cores": {"4"}}); err != nil {
-		t.Fatal(err)
-	}
-	err := Verify(ctx, sim, p)
-	if err == nil || !strings.Contains(err.Error(), "QemuVM/app-vm-1") || !strings.Contains(err.Error(), "run plan again") {
-		t.Errorf("Verify: got %v want a refusal naming QemuVM/app-vm-1", err)
-	}
+	wantRefused(t, sim, p, func() error { return sim.cl.UpdateQemu(ctx, "pve", 100, map[string][]string{"cores": {"4"}}) }, "QemuVM/app-vm-1", "run plan again")
 }
 
 func TestSimVerifyRefusesCreatedMeanwhile(t *testing.T) {
@@ -29,13 +33,7 @@ func TestSimVerifyRefusesCreatedMeanwhile(t *testing.T) {
 	ctx := context.Background()
 	set := loadSpec(t, "kind: Pool\nname: team\nspec:\n  comment: the team\n")
 	p := planFor(t, sim, set, Options{})
-	if err := sim.cl.CreatePool(ctx, map[string][]string{"poolid": {"team"}}); err != nil {
-		t.Fatal(err)
-	}
-	err := Verify(ctx, sim, p)
-	if err == nil || !strings.Contains(err.Error(), "Pool/team: now exists") {
-		t.Errorf("Verify: got %v want a refusal for Pool/team", err)
-	}
+	wantRefused(t, sim, p, func() error { return sim.cl.CreatePool(ctx, map[string][]string{"poolid": {"team"}}) }, "Pool/team: now exists")
 }
 
 // A VM created by someone else between plan and apply is found by its
@@ -44,13 +42,7 @@ func TestSimVerifyRefusesVMCreatedMeanwhile(t *testing.T) {
 	sim := newSim(t)
 	ctx := context.Background()
 	p := planFor(t, sim, loadSpec(t, "kind: QemuVM\nname: web\nspec:\n  memory: 512\n"), Options{})
-	if err := sim.cl.CreateQemu(ctx, "pve", url.Values{"vmid": {"150"}, "name": {"web"}}); err != nil {
-		t.Fatal(err)
-	}
-	err := Verify(ctx, sim, p)
-	if err == nil || !strings.Contains(err.Error(), "QemuVM/web: now exists") {
-		t.Errorf("Verify: got %v want a refusal for QemuVM/web", err)
-	}
+	wantRefused(t, sim, p, func() error { return sim.cl.CreateQemu(ctx, "pve", url.Values{"vmid": {"150"}, "name": {"web"}}) }, "QemuVM/web: now exists")
 }
 
 func TestSimVerifyRefusesGone(t *testing.T) {
@@ -59,11 +51,5 @@ func TestSimVerifyRefusesGone(t *testing.T) {
 	set := loadSpec(t, "kind: Pool\nname: team\n")
 	applyPlan(t, sim, planFor(t, sim, set, Options{}))
 	p := planFor(t, sim, set, Options{Destroy: true})
-	if err := sim.cl.DeletePool(ctx, "team"); err != nil {
-		t.Fatal(err)
-	}
-	err := Verify(ctx, sim, p)
-	if err == nil || !strings.Contains(err.Error(), "Pool/team: is gone, but the plan deletes it: run plan again") {
-		t.Errorf("Verify: got %v want a refusal for Pool/team", err)
-	}
+	wantRefused(t, sim, p, func() error { return sim.cl.DeletePool(ctx, "team") }, "Pool/team: is gone, but the plan deletes it: run plan again")
 }

@@ -99,10 +99,7 @@ name: cache
 spec:
   memory: 512
 `)
-	p, err := PlanLive(context.Background(), tok, set, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := livePlan(t, tok, set, Options{})
 	if s := p.Summary(); s.Create != 1 {
 		t.Errorf("got %+v, want cache created", s)
 	}
@@ -141,13 +138,7 @@ func countNamed(t *testing.T, cl *pve.Client, name string) int {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := 0
-	for _, r := range rows {
-		if r.Name == name {
-			n++
-		}
-	}
-	return n
+	return countWhere(rows, func(r pve.ClusterResource) bool { return r.Name == name })
 }
 
 // TestSimVisibilityHiddenStorage: a storage a new disk needs, hidden by a

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"flag"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -18,6 +19,21 @@ import (
 var update = flag.Bool("update", false, "rewrite testdata/*.golden")
 
 // golden compares got with testdata/<TestName>.golden (rewritten with -update).
+// goldenEach renders each named plan of plans() with render and checks
+// it against its golden file, one subtest a plan.
+func goldenEach(t *testing.T, render func(io.Writer, *planner.Plan) error, names ...string) {
+	t.Helper()
+	for _, name := range names {
+		t.Run(name, func(t *testing.T) {
+			var buf bytes.Buffer
+			if err := render(&buf, plans()[name]); err != nil {
+				t.Fatal(err)
+			}
+			golden(t, buf.Bytes())
+		})
+	}
+}
+
 func golden(t *testing.T, got []byte) {
 	t.Helper()
 	path := filepath.Join("testdata", strings.ReplaceAll(t.Name(), "/", "_")+".golden")
@@ -155,15 +171,7 @@ func provisioned(c *planner.Change, steps ...planner.ProvisionStep) *planner.Cha
 }
 
 func TestHuman(t *testing.T) {
-	for _, name := range []string{"create", "update", "destroy", "nochange", "keptonly", "staged", "stagedchange", "provision", "multiline", "sshkeys", "conveniences"} {
-		t.Run(name, func(t *testing.T) {
-			var buf bytes.Buffer
-			if err := Human(&buf, plans()[name], Options{}); err != nil {
-				t.Fatal(err)
-			}
-			golden(t, buf.Bytes())
-		})
-	}
+	goldenEach(t, func(w io.Writer, p *planner.Plan) error { return Human(w, p, Options{}) }, "create", "update", "destroy", "nochange", "keptonly", "staged", "stagedchange", "provision", "multiline", "sshkeys", "conveniences")
 }
 
 func TestHumanColor(t *testing.T) {
@@ -184,15 +192,7 @@ func TestHumanColor(t *testing.T) {
 }
 
 func TestJSON(t *testing.T) {
-	for _, name := range []string{"create", "update", "destroy", "nochange", "provision", "conveniences"} {
-		t.Run(name, func(t *testing.T) {
-			var buf bytes.Buffer
-			if err := JSON(&buf, plans()[name]); err != nil {
-				t.Fatal(err)
-			}
-			golden(t, buf.Bytes())
-		})
-	}
+	goldenEach(t, JSON, "create", "update", "destroy", "nochange", "provision", "conveniences")
 }
 
 func TestJSONShape(t *testing.T) {
@@ -223,15 +223,7 @@ func TestJSONShape(t *testing.T) {
 }
 
 func TestMarkdown(t *testing.T) {
-	for _, name := range []string{"create", "update", "destroy", "nochange", "provision", "multiline", "sshkeys", "conveniences"} {
-		t.Run(name, func(t *testing.T) {
-			var buf bytes.Buffer
-			if err := Markdown(&buf, plans()[name]); err != nil {
-				t.Fatal(err)
-			}
-			golden(t, buf.Bytes())
-		})
-	}
+	goldenEach(t, Markdown, "create", "update", "destroy", "nochange", "provision", "multiline", "sshkeys", "conveniences")
 }
 
 // TestMarkdownHostileValues: a value cannot end its code block, its table
