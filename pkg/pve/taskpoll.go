@@ -30,10 +30,10 @@ import (
 //     after it. A task that overruns the window is polled at steps growing
 //     with the overrun.
 //   - A task of a type it does not know is polled a fine step after it
-//     started, then every half step while young (the first tasks of an
-//     apply are all of types not seen yet: a whole wave of them waits for
-//     the poll after their end), then every eighth of its age (it is seen
-//     at most 12.5 % late).
+//     started, then every half step up to four steps (the first tasks of
+//     an apply are all of types not seen yet: a whole wave of them waits
+//     for the poll after their end), every fine step up to eight, then
+//     every eighth of its age (it is seen at most 12.5 % late).
 //   - Steps are capped at pollMax (2 s).
 //   - Each task has its own poll budget: a burst of pollBurst polls, then
 //     one poll per pollEarnSteps fine steps (4/s by default). A task that
@@ -57,9 +57,15 @@ const pollBurst = 20
 // 25 ms).
 const pollEarnSteps = 10
 
-// youngSteps: a task of an unknown type is polled every half fine step
-// until an eighth of its age (1/youngSteps) is longer.
-const youngSteps = 8
+// A task of an unknown type is polled every half fine step until it is
+// halfSteps half steps old (the first wave of a short task type is seen
+// ≤ 12.5 ms after its end), then every fine step until an eighth of its
+// age (1/youngSteps) is longer: from there its polls are the ones it had
+// before half steps (round 8), so a long task is seen as it was.
+const (
+	halfSteps  = 8
+	youngSteps = 8
+)
 
 // endSplit: for a fine step past a task type's expected end, the polls
 // come every 1/endSplit of a fine step (3 ms at 25 ms): most tasks end
@@ -144,10 +150,13 @@ func (s pollSteps) window(st taskStats) (from, to time.Duration) {
 // has run for age, whose type's stats are st (when known).
 func (s pollSteps) delay(st taskStats, known bool, age time.Duration) time.Duration {
 	if !known {
-		if age < s.fine {
+		switch {
+		case age < s.fine:
 			return s.fine - age
+		case age < halfSteps*s.fine/2:
+			return s.fine / 2
 		}
-		return min(max(age/youngSteps, s.fine/2), s.longest)
+		return min(max(age/youngSteps, s.fine), s.longest)
 	}
 	from, to := s.window(st)
 	if age >= to {
