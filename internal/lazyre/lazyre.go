@@ -58,12 +58,12 @@ func (r *Regexp) Regexp() *regexp.Regexp { return r.re() }
 // String is the source text.
 func (r *Regexp) String() string { return r.expr }
 
+// The methods below are regexp.Regexp's, on the compiled expression (the
+// ones pvectl's patterns use).
+
 func (r *Regexp) MatchString(s string) bool                  { return r.re().MatchString(s) }
-func (r *Regexp) Match(b []byte) bool                        { return r.re().Match(b) }
-func (r *Regexp) FindString(s string) string                 { return r.re().FindString(s) }
 func (r *Regexp) FindStringIndex(s string) []int             { return r.re().FindStringIndex(s) }
 func (r *Regexp) FindStringSubmatch(s string) []string       { return r.re().FindStringSubmatch(s) }
-func (r *Regexp) FindSubmatch(b []byte) [][]byte             { return r.re().FindSubmatch(b) }
 func (r *Regexp) FindAllStringIndex(s string, n int) [][]int { return r.re().FindAllStringIndex(s, n) }
 func (r *Regexp) FindAllStringSubmatch(s string, n int) [][]string {
 	return r.re().FindAllStringSubmatch(s, n)
