@@ -15,6 +15,20 @@ import (
 // the cluster's SdnApply comes with them (--all) so that their plan
 // does not say their changes would stay pending.
 
+// importLists: the kind's list in its pending view (for subnets, the
+// vnets they are listed by), read in the prefetch round with the others;
+// sdnRows shares the answer, as a plan's observe does.
+func (k *sdnObjKind) importLists(lc *liveConn, _ string) []listRead {
+	path := k.listPath(nil)
+	if k.file == "subnets" {
+		path = "/cluster/sdn/vnets"
+	}
+	return []listRead{{key: path, fetch: func(ctx context.Context) (func(), error) {
+		_, err := lc.sdnRows(ctx, path)
+		return func() {}, err
+	}}}
+}
+
 func (k *sdnObjKind) importable(ctx context.Context, ic *importCtx, _ string) ([]importItem, error) {
 	paths := []string{k.listPath(nil)}
 	if k.file == "subnets" {

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/pvectl/pvectl/pkg/pve"
 	"github.com/pvectl/pvectl/pkg/spec"
 )
 
@@ -12,6 +13,21 @@ import (
 // from their lists with PVE's raw ids (sid, resources, vmid, id): the
 // guests' documents may be named otherwise than their PVE names, so a
 // guest reference (QemuVM/<name>) is the user's to write.
+
+// importLists: the kind's list, read in the prefetch round with the
+// others (stored where sectionRows finds it; a failed read is read again
+// when the kind asks, which reports it).
+func (k *sectionKind) importLists(lc *liveConn, _ string) []listRead {
+	return []listRead{{key: k.list, fetch: func(ctx context.Context) (func(), error) {
+		rows, err := readSection(ctx, lc.client, k.list)
+		return func() {
+			if lc.sections == nil {
+				lc.sections = map[string][]*pve.Config{}
+			}
+			lc.sections[k.list] = rows
+		}, err
+	}}}
+}
 
 func (k *sectionKind) importable(ctx context.Context, ic *importCtx, _ string) ([]importItem, error) {
 	rows, err := ic.lc.sectionRows(ctx, k.list)
