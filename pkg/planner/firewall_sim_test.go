@@ -141,13 +141,18 @@ func TestSimFirewallLockout(t *testing.T) {
 }
 
 // TestSimFirewallImport: import writes the cluster's firewall and its
-// security groups as documents that plan clean.
+// security groups as documents that plan clean, reading the groups' list
+// once.
 func TestSimFirewallImport(t *testing.T) {
-	sim := newSim(t)
+	sim, calls := newCountingSim(t)
 	applyPlan(t, sim, planFor(t, sim, loadSpec(t, fwSpec), Options{}))
+	calls.reset()
 	res, err := Import(context.Background(), sim, ImportOptions{Refs: []string{"Firewall/cluster", "SecurityGroup/web"}})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if n := calls.reset()["GET "+fwGroupsPath]; n != 1 {
+		t.Errorf("import read the security groups' list %d times, want once", n)
 	}
 	if len(res.Rejected) > 0 || len(res.Docs) != 2 {
 		t.Fatalf("docs %d, rejected %+v", len(res.Docs), res.Rejected)

@@ -2,13 +2,10 @@ package planner
 
 import (
 	"context"
-	"fmt"
 	"maps"
-	"net/http"
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/pvectl/pvectl/pkg/pve"
 	"github.com/pvectl/pvectl/pkg/spec"
 )
 
@@ -103,13 +100,18 @@ func importRules(rules []map[string]string) []any {
 	return out
 }
 
+// importLists: the security groups, read in the prefetch round.
+func (securityGroupKind) importLists(lc *liveConn, _ string) []listRead {
+	return []listRead{sectionListRead(lc, fwGroupsPath)}
+}
+
 func (securityGroupKind) importable(ctx context.Context, ic *importCtx, node string) ([]importItem, error) {
 	if node != "" {
 		return nil, nil
 	}
-	var rows []*pve.Config
-	if err := ic.lc.client.Do(ctx, http.MethodGet, fwGroupsPath, nil, &rows); err != nil {
-		return nil, fmt.Errorf("list security groups: %w", err)
+	rows, err := ic.lc.sectionRows(ctx, fwGroupsPath) // observe reads it there too
+	if err != nil {
+		return nil, err
 	}
 	var out []importItem
 	for _, row := range rows {

@@ -15,18 +15,24 @@ import (
 // guest reference (QemuVM/<name>) is the user's to write.
 
 // importLists: the kind's list, read in the prefetch round with the
-// others (stored where sectionRows finds it; a failed read is read again
-// when the kind asks, which reports it).
+// others.
 func (k *sectionKind) importLists(lc *liveConn, _ string) []listRead {
-	return []listRead{{key: k.list, fetch: func(ctx context.Context) (func(), error) {
-		rows, err := readSection(ctx, lc.client, k.list)
+	return []listRead{sectionListRead(lc, k.list)}
+}
+
+// sectionListRead reads the section list at path ahead, storing it where
+// sectionRows finds it (a failed read is read again when the kind asks,
+// which reports it).
+func sectionListRead(lc *liveConn, path string) listRead {
+	return listRead{key: path, fetch: func(ctx context.Context) (func(), error) {
+		rows, err := readSection(ctx, lc.client, path)
 		return func() {
 			if lc.sections == nil {
 				lc.sections = map[string][]*pve.Config{}
 			}
-			lc.sections[k.list] = rows
+			lc.sections[path] = rows
 		}, err
-	}}}
+	}}
 }
 
 func (k *sectionKind) importable(ctx context.Context, ic *importCtx, _ string) ([]importItem, error) {
