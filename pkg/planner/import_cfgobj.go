@@ -32,15 +32,7 @@ func (k *cfgKind) importable(ctx context.Context, ic *importCtx, _ string) ([]im
 }
 
 func (k *cfgKind) importLists(lc *liveConn, _ string) []listRead {
-	return []listRead{{key: k.listPath, fetch: func(ctx context.Context) (func(), error) {
-		rows, err := k.readList(ctx, lc.client)
-		return func() {
-			if lc.cfgLists == nil {
-				lc.cfgLists = map[string][]*pve.Config{}
-			}
-			lc.cfgLists[k.listPath] = rows
-		}, err
-	}}}
+	return []listRead{rowsRead(&lc.cfgLists, k.listPath, func(ctx context.Context) ([]*pve.Config, error) { return k.readList(ctx, lc.client) })}
 }
 
 func (k *cfgKind) importPerms(string) []permNeed {

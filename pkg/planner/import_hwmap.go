@@ -45,15 +45,7 @@ func (hwmapKind) importLists(lc *liveConn, _ string) []listRead {
 	var out []listRead
 	for _, typ := range hwmapTypes {
 		path := hwmapListPath(typ)
-		out = append(out, listRead{key: path, fetch: func(ctx context.Context) (func(), error) {
-			rows, err := readHWMaps(ctx, lc.client, typ)
-			return func() {
-				if lc.cfgLists == nil {
-					lc.cfgLists = map[string][]*pve.Config{}
-				}
-				lc.cfgLists[path] = rows
-			}, err
-		}})
+		out = append(out, rowsRead(&lc.cfgLists, path, func(ctx context.Context) ([]*pve.Config, error) { return readHWMaps(ctx, lc.client, typ) }))
 	}
 	return out
 }

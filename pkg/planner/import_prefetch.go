@@ -65,6 +65,21 @@ func (ic *importCtx) prefetch(ctx context.Context, kindNames []string, node stri
 	}
 }
 
+// rowsRead reads the list at key ahead with read and keeps it at key in
+// *cache (made on first use), where the kind's own reader finds it; a
+// failed read is read again when the kind asks, which reports it.
+func rowsRead(cache *map[string][]*pve.Config, key string, read func(context.Context) ([]*pve.Config, error)) listRead {
+	return listRead{key: key, fetch: func(ctx context.Context) (func(), error) {
+		rows, err := read(ctx)
+		return func() {
+			if *cache == nil {
+				*cache = map[string][]*pve.Config{}
+			}
+			(*cache)[key] = rows
+		}, err
+	}}
+}
+
 // importNodes are the nodes a node-bound kind imports from.
 func importNodes(lc *liveConn, node string) []string {
 	if node != "" {

@@ -20,19 +20,10 @@ func (k *sectionKind) importLists(lc *liveConn, _ string) []listRead {
 	return []listRead{sectionListRead(lc, k.list)}
 }
 
-// sectionListRead reads the section list at path ahead, storing it where
-// sectionRows finds it (a failed read is read again when the kind asks,
-// which reports it).
+// sectionListRead reads the section list at path ahead, where
+// sectionRows finds it.
 func sectionListRead(lc *liveConn, path string) listRead {
-	return listRead{key: path, fetch: func(ctx context.Context) (func(), error) {
-		rows, err := readSection(ctx, lc.client, path)
-		return func() {
-			if lc.sections == nil {
-				lc.sections = map[string][]*pve.Config{}
-			}
-			lc.sections[path] = rows
-		}, err
-	}}
+	return rowsRead(&lc.sections, path, func(ctx context.Context) ([]*pve.Config, error) { return readSection(ctx, lc.client, path) })
 }
 
 func (k *sectionKind) importable(ctx context.Context, ic *importCtx, _ string) ([]importItem, error) {
