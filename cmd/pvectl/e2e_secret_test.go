@@ -85,7 +85,7 @@ spec:
 			t.Errorf("the saved plan lacks the reference %s:\n%s", ref, saved)
 		}
 	}
-	// The user's text, then pvectl's owner block (planner owner.go).
+	// The user's text, then pvectl's owner block (planner/marks).
 	if got := env.vmConfig("odd").Get("description"); !strings.HasPrefix(got, oddSecret+"\n[pvectl-owner: ") {
 		t.Errorf("description in PVE %q, want the declared secret (the user's intent)", got)
 	}

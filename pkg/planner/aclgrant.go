@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/pvectl/pvectl/pkg/planner/compare"
 	"github.com/pvectl/pvectl/pkg/pve"
 	"github.com/pvectl/pvectl/pkg/pve/acl"
 	"github.com/pvectl/pvectl/pkg/spec"
@@ -104,7 +105,7 @@ func (aclKind) compare(_ *builder, r *spec.Resource, lo *liveObj, c *Change) err
 		c.Action = NoOp
 		return nil
 	}
-	c.Diff = []FieldDiff{fieldDiff("propagate", live, want)}
+	c.Diff = []FieldDiff{compare.Diff("propagate", live, want)}
 	c.Action, c.Reasons = Update, []string{"propagate changed (the grant is made again with the new flag)"}
 	c.Params = grantParams(r)
 	c.Params["propagate"] = want

@@ -6,6 +6,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/pvectl/pvectl/pkg/planner/compare"
 	"github.com/pvectl/pvectl/pkg/pve"
 	"github.com/pvectl/pvectl/pkg/pve/schema"
 	"github.com/pvectl/pvectl/pkg/spec"
@@ -24,29 +25,8 @@ const (
 	ApplyNet  Action = '!' // NetworkApply commit; JSON "apply"
 )
 
-// FieldDiff is one changed field. Path is the PVE key ("memory"), a
-// sub-key ("net1.tag") or a pvectl key ("running").
-type FieldDiff struct {
-	Path   string `json:"path"`
-	Before any    `json:"before"`
-	After  any    `json:"after"`
-	// Line, when set, is how the human plan shows one item of an ordered
-	// list ("[2] in ACCEPT tcp 22 from +admins", "[3] moved from 5"),
-	// after the item's symbol, instead of "path: before → after".
-	Line string `json:"line,omitempty"`
-	// Label, when set, is the key the plan text shows instead of Path:
-	// the convenience the user wrote (ip for ipconfig0.ip, vlan for
-	// net0.tag). Path stays PVE's, for the effects, privileges and JSON.
-	Label string `json:"label,omitempty"`
-}
-
-// Shown is the key the plan text names: Label, else Path.
-func (d FieldDiff) Shown() string {
-	if d.Label != "" {
-		return d.Label
-	}
-	return d.Path
-}
+// FieldDiff is one changed field (package compare, which makes them).
+type FieldDiff = compare.FieldDiff
 
 // Change is one resource's planned action.
 type Change struct {

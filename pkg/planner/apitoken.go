@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 
+	"github.com/pvectl/pvectl/pkg/planner/compare"
 	"github.com/pvectl/pvectl/pkg/pve"
 	"github.com/pvectl/pvectl/pkg/spec"
 )
@@ -89,7 +90,7 @@ func (tokenKind) observe(ctx context.Context, lc *liveConn, r *spec.Resource) (*
 }
 
 func (tokenKind) compare(b *builder, r *spec.Resource, lo *liveObj, c *Change) error {
-	cmp := comparer{m: b.method("POST", tokenCreatePath)}
+	cmp := compare.Comparer{M: b.method("POST", tokenCreatePath)}
 	want := map[string]string{}
 	for k, cleared := range tokenFields {
 		if v, ok := r.Params.Lookup(k); ok {
@@ -100,10 +101,10 @@ func (tokenKind) compare(b *builder, r *spec.Resource, lo *liveObj, c *Change) e
 	}
 	for _, k := range slices.Sorted(maps.Keys(want)) {
 		if !sameAccessValue(cmp, k, want[k], lo.Config.Get(k)) {
-			c.Diff = append(c.Diff, fieldDiff(k, nilIfEmpty(lo.Config.Get(k)), nilIfEmpty(want[k])))
+			c.Diff = append(c.Diff, compare.Diff(k, compare.NilIfEmpty(lo.Config.Get(k)), compare.NilIfEmpty(want[k])))
 		}
 	}
-	c.Reasons = reasons(c.Diff)
+	c.Reasons = compare.Reasons(c.Diff)
 	c.Params = map[string]string{}
 	for _, d := range c.Diff {
 		if d.Path == "comment" && want["comment"] == "" {
@@ -117,7 +118,7 @@ func (tokenKind) compare(b *builder, r *spec.Resource, lo *liveObj, c *Change) e
 		if lc := b.obs.conns[r.Connection]; lc != nil && lc.client != nil && lc.client.TokenID() == fullTokenID(r) {
 			c.Reasons = append(c.Reasons, fmt.Sprintf("secretFile %s is missing, but this is the token the run connects with: pvectl does not regenerate it (write its secret there yourself)", path))
 		} else {
-			c.Diff = append(c.Diff, fieldDiff("secretFile", nil, path))
+			c.Diff = append(c.Diff, compare.Diff("secretFile", nil, path))
 			c.Params["regenerate"] = "1"
 			c.Reasons = append(c.Reasons, fmt.Sprintf("NEW SECRET: secretFile %s is missing and PVE shows a token's secret only once, so the token's secret is regenerated and written there: the current secret STOPS WORKING", path))
 		}

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/pvectl/pvectl/pkg/planner/compare"
 	"github.com/pvectl/pvectl/pkg/pve"
 	"github.com/pvectl/pvectl/pkg/spec"
 )
@@ -104,7 +105,7 @@ func (k *cfgKind) settings(row *pve.Config) *pve.Config {
 			continue
 		}
 		if slices.Contains(k.sets, key) {
-			v = strings.Join(splitSet(v), ",")
+			v = strings.Join(compare.SplitSet(v), ",")
 		}
 		cfg.Set(key, v)
 	}
@@ -179,18 +180,18 @@ func (k *cfgKind) skipped(r *spec.Resource) map[string]bool {
 }
 
 func (k *cfgKind) compare(b *builder, r *spec.Resource, lo *liveObj, c *Change) error {
-	cmp := comparer{m: b.method("POST", k.createPath)}
+	cmp := compare.Comparer{M: b.method("POST", k.createPath)}
 	skip := k.skipped(r)
 	var diffs []FieldDiff
-	for _, d := range cmp.diffParams(r.Params.Map(), r.Remove, lo.Config, skip) {
-		if slices.Contains(k.sets, d.Path) && d.Before != nil && d.After != nil && equalSet(fmt.Sprint(d.Before), fmt.Sprint(d.After)) {
+	for _, d := range cmp.DiffParams(r.Params.Map(), r.Remove, lo.Config, skip) {
+		if slices.Contains(k.sets, d.Path) && d.Before != nil && d.After != nil && compare.EqualSet(fmt.Sprint(d.Before), fmt.Sprint(d.After)) {
 			continue
 		}
 		diffs = append(diffs, d)
 	}
 	for _, s := range k.secrets {
 		if _, want := r.Params.Lookup(s); want && !skip[s] {
-			diffs = append(diffs, fieldDiff(s, "", r.Params.Get(s)))
+			diffs = append(diffs, compare.Diff(s, "", r.Params.Get(s)))
 		}
 	}
 	c.Diff = diffs
@@ -198,7 +199,7 @@ func (k *cfgKind) compare(b *builder, r *spec.Resource, lo *liveObj, c *Change) 
 		c.Action = NoOp
 		return nil
 	}
-	c.Reasons = reasons(diffs)
+	c.Reasons = compare.Reasons(diffs)
 	for _, s := range k.secrets {
 		if _, want := r.Params.Lookup(s); want && !skip[s] {
 			c.Reasons = append(c.Reasons, s+" is sent again (secretUpdate: always): PVE never shows it, so it cannot be compared")
@@ -206,7 +207,7 @@ func (k *cfgKind) compare(b *builder, r *spec.Resource, lo *liveObj, c *Change) 
 	}
 	var changed []string
 	for _, d := range diffs {
-		if f := topKey(d.Path); slices.Contains(k.fixed, f) && !slices.Contains(changed, f) {
+		if f := compare.TopKey(d.Path); slices.Contains(k.fixed, f) && !slices.Contains(changed, f) {
 			changed = append(changed, f)
 		}
 	}
@@ -222,8 +223,8 @@ func (k *cfgKind) compare(b *builder, r *spec.Resource, lo *liveObj, c *Change) 
 // updateParams is what the PUT carries: the changed settings, deleted ones
 // in delete (or sent empty where the kind has no delete), and what every
 // update must carry.
-func (k *cfgKind) updateParams(cmp comparer, diffs []FieldDiff, r *spec.Resource, live *pve.Config) map[string]string {
-	out := cmp.updateParams(diffs, r.Params.Map(), live, nil)
+func (k *cfgKind) updateParams(cmp compare.Comparer, diffs []FieldDiff, r *spec.Resource, live *pve.Config) map[string]string {
+	out := cmp.UpdateParams(diffs, r.Params.Map(), live, nil)
 	if del, ok := out["delete"]; ok && k.noDelete {
 		delete(out, "delete")
 		for _, key := range strings.Split(del, ",") {

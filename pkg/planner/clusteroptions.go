@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"github.com/pvectl/pvectl/internal/lazyre"
+	"github.com/pvectl/pvectl/pkg/planner/compare"
+	"github.com/pvectl/pvectl/pkg/planner/marks"
 	"github.com/pvectl/pvectl/pkg/pve"
 	"github.com/pvectl/pvectl/pkg/pve/schema"
 	"github.com/pvectl/pvectl/pkg/spec"
@@ -45,7 +47,7 @@ func optionsMarked(desc string) []string {
 	if m == nil {
 		return nil
 	}
-	return splitSet(m[1])
+	return compare.SplitSet(m[1])
 }
 
 func (clusterOptionsKind) observe(ctx context.Context, lc *liveConn, _ *spec.Resource) (*liveObj, error) {
@@ -120,7 +122,7 @@ func optionScalar(v any, sep string) string {
 		}
 		return strings.Join(parts, sep)
 	case float64:
-		return wireValue(x)
+		return compare.WireValue(x)
 	case bool:
 		if x {
 			return "1"
@@ -138,7 +140,7 @@ func optionsWanted(r *spec.Resource) []string {
 }
 
 func (clusterOptionsKind) compare(b *builder, r *spec.Resource, lo *liveObj, c *Change) error {
-	cmp := comparer{m: b.method("PUT", clusterOptionsPath)}
+	cmp := compare.Comparer{M: b.method("PUT", clusterOptionsPath)}
 	want := optionsWanted(r)
 	remove := slices.Clone(r.Remove)
 	var dropped []string
@@ -147,7 +149,7 @@ func (clusterOptionsKind) compare(b *builder, r *spec.Resource, lo *liveObj, c *
 			remove, dropped = append(remove, k), append(dropped, k)
 		}
 	}
-	c.Diff = cmp.diffParams(r.Params.Map(), remove, lo.Config, nil)
+	c.Diff = cmp.DiffParams(r.Params.Map(), remove, lo.Config, nil)
 	if !updateForDiff(c) {
 		return nil
 	}
@@ -156,7 +158,7 @@ func (clusterOptionsKind) compare(b *builder, r *spec.Resource, lo *liveObj, c *
 			c.Reasons = append(c.Reasons, k+" removed: pvectl set it (the [pvectl-options] block of the datacenter notes records it) and the spec no longer writes it")
 		}
 	}
-	c.Params = cmp.updateParams(c.Diff, r.Params.Map(), lo.Config, func(d FieldDiff) bool { return topKey(d.Path) == "description" })
+	c.Params = cmp.UpdateParams(c.Diff, r.Params.Map(), lo.Config, func(d FieldDiff) bool { return compare.TopKey(d.Path) == "description" })
 	c.Params["description"] = optionsDescription(r, lo.Config.Get("description"), want, remove)
 	if !slices.Equal(optionsMarked(lo.Config.Get("description")), want) {
 		c.Reasons = append(c.Reasons, "the datacenter notes record the keys pvectl writes: [pvectl-options: "+strings.Join(want, ",")+"]")
@@ -174,13 +176,13 @@ func (clusterOptionsKind) compare(b *builder, r *spec.Resource, lo *liveObj, c *
 // user's live text when the spec leaves it alone, then the block naming
 // the keys the spec writes.
 func optionsDescription(r *spec.Resource, live string, want, remove []string) string {
-	text := userDescription(live)
+	text := marks.UserDescription(live)
 	if d, ok := r.Params.Lookup("description"); ok {
 		text = strings.TrimRight(d, "\n")
 	} else if slices.Contains(remove, "description") {
 		text = ""
 	}
-	_, blocks := splitDescription(live)
+	_, blocks := marks.SplitDescription(live)
 	var out []string
 	if text != "" {
 		out = append(out, text)

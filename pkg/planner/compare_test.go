@@ -4,19 +4,20 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/pvectl/pvectl/pkg/planner/compare"
 	"github.com/pvectl/pvectl/pkg/pve"
 	"github.com/pvectl/pvectl/pkg/pve/schema"
 	"github.com/pvectl/pvectl/pkg/secret"
 	"github.com/pvectl/pvectl/pkg/spec"
 )
 
-func qemuComparer(t *testing.T) comparer {
+func qemuComparer(t *testing.T) compare.Comparer {
 	t.Helper()
 	m, ok := schema.Default().Lookup("POST", qemuCreatePath)
 	if !ok {
 		t.Fatal("schema lacks POST /nodes/{node}/qemu")
 	}
-	return comparer{m: m}
+	return compare.Comparer{M: m}
 }
 
 // diffCase is a diffParams case: desired, and remove, against live
@@ -31,11 +32,11 @@ type diffCase struct {
 
 // checkDiffs runs each case through cmpr's diffParams, leaving out the
 // keys skip gives for it.
-func checkDiffs(t *testing.T, cmpr comparer, cases []diffCase, skip func(tc diffCase) map[string]bool) {
+func checkDiffs(t *testing.T, cmpr compare.Comparer, cases []diffCase, skip func(tc diffCase) map[string]bool) {
 	t.Helper()
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			got := cmpr.diffParams(tc.desired, tc.remove, tc.live, skip(tc))
+			got := cmpr.DiffParams(tc.desired, tc.remove, tc.live, skip(tc))
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("diffParams: got %v want %v (-want +got):\n%s", got, tc.want, diff)
 			}
@@ -260,7 +261,7 @@ func TestDiffParamsBridge(t *testing.T) {
 	if !ok {
 		t.Fatal("schema lacks POST /nodes/{node}/network")
 	}
-	cmpr := comparer{m: m}
+	cmpr := compare.Comparer{M: m}
 	tests := []diffCase{
 		{
 			name:    "ports as sets",
@@ -379,33 +380,10 @@ func TestUpdateParams(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			diffs := cmpr.diffParams(tt.desired, tt.remove, tt.live, qemu.notInConfig)
-			got := cmpr.updateParams(diffs, tt.desired, tt.live, isResize)
+			diffs := cmpr.DiffParams(tt.desired, tt.remove, tt.live, qemu.notInConfig)
+			got := cmpr.UpdateParams(diffs, tt.desired, tt.live, isResize)
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("updateParams: got %v want %v (-want +got):\n%s", got, tt.want, diff)
-			}
-		})
-	}
-}
-
-func TestParseSize(t *testing.T) {
-	tests := []struct {
-		in   string
-		want int64
-		ok   bool
-	}{
-		{"32G", 32 << 30, true},
-		{"512M", 512 << 20, true},
-		{"1T", 1 << 40, true},
-		{"1.5K", 1536, true},
-		{"100", 100, true},
-		{"big", 0, false},
-	}
-	for _, tt := range tests {
-		t.Run(tt.in, func(t *testing.T) {
-			got, ok := parseSize(tt.in)
-			if got != tt.want || ok != tt.ok {
-				t.Errorf("parseSize(%q): got %v, %v want %v, %v", tt.in, got, ok, tt.want, tt.ok)
 			}
 		})
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/pvectl/pvectl/internal/durfmt"
+	"github.com/pvectl/pvectl/pkg/planner/compare"
 	"github.com/pvectl/pvectl/pkg/pve"
 	"github.com/pvectl/pvectl/pkg/spec"
 )
@@ -176,14 +177,14 @@ func (g guest) fieldEffect(ks *spec.KindSpec, key, sub string) (Effect, bool) {
 	if !ok {
 		return Effect{}, false
 	}
-	if vk := volumeKey(p.SubKeys()); vk != "" {
+	if vk := compare.VolumeKey(p.SubKeys()); vk != "" {
 		resize := "PUT " + base + "/resize"
 		move := "POST " + base + g.moveSub + " (delete=1)"
 		if g.stopsToMove {
 			move = "POST " + base + g.moveSub + " (delete=1; PVE moves a container's volumes only while it is stopped, so a running one is shut down and started again)"
 		}
 		switch {
-		case createOnly[sub]:
+		case compare.CreateOnly[sub]:
 			return Effect{Kind: CreateOnly, Why: sub + " is read when the disk is made; PVE does not keep it"}, true
 		case sub == "size":
 			return Effect{Kind: InPlace, How: resize, Note: "a disk only grows (a running guest too); a smaller size is refused at plan time"}, true

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/pvectl/pvectl/pkg/planner/compare"
 	"github.com/pvectl/pvectl/pkg/pve"
 	"github.com/pvectl/pvectl/pkg/spec"
 )
@@ -222,7 +223,7 @@ func fwDiffs(st *fwState, w *spec.FirewallWire) []FieldDiff {
 	var out []FieldDiff
 	for _, k := range slices.Sorted(maps.Keys(w.Options)) {
 		if lv, dv := st.Options[k], w.Options[k]; lv != dv {
-			out = append(out, fieldDiff("options."+k, nilIfEmpty(lv), dv))
+			out = append(out, compare.Diff("options."+k, compare.NilIfEmpty(lv), dv))
 		}
 	}
 	out = append(out, entryDiffs("aliases", st.Aliases, w.Aliases)...)
@@ -237,7 +238,7 @@ func fwDiffs(st *fwState, w *spec.FirewallWire) []FieldDiff {
 			after = ipsetLine(dv)
 		}
 		if before != after {
-			out = append(out, fieldDiff("ipsets."+name, before, after))
+			out = append(out, compare.Diff("ipsets."+name, before, after))
 		}
 	}
 	return append(out, ruleDiffs("rules", st.Rules.Rules, w.Rules)...)
@@ -256,7 +257,7 @@ func entryDiffs(path string, live, want map[string]map[string]string) []FieldDif
 			after = entryLine(dv)
 		}
 		if before != after {
-			out = append(out, fieldDiff(path+"."+name, before, after))
+			out = append(out, compare.Diff(path+"."+name, before, after))
 		}
 	}
 	return out

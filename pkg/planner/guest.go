@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/pvectl/pvectl/internal/durfmt"
+	"github.com/pvectl/pvectl/pkg/planner/compare"
 	"github.com/pvectl/pvectl/pkg/pve"
 	"github.com/pvectl/pvectl/pkg/pve/acl"
 	"github.com/pvectl/pvectl/pkg/spec"
@@ -294,9 +295,9 @@ func (g guest) name(r *spec.Resource) string {
 // and compareCommon. A guest a task holds locked is compared as it is:
 // the engine refuses any change to it (busy).
 func (g guest) compareConfig(b *builder, r *spec.Resource, lo *liveObj, c *Change) (done bool, err error) {
-	cmp := comparer{m: b.method("POST", g.createPath)}
+	cmp := compare.Comparer{M: b.method("POST", g.createPath)}
 	want := wanted(r, liveOf(lo).more().Derived)
-	c.Diff = cmp.diffParams(want, r.Remove, lo.Config, g.notInConfig)
+	c.Diff = cmp.DiffParams(want, r.Remove, lo.Config, g.notInConfig)
 	for i, d := range c.Diff {
 		if why, ok := g.replaceKeys[d.Path]; ok {
 			if want := paramNode(r); want != "" && want != lo.Node {
@@ -304,19 +305,19 @@ func (g guest) compareConfig(b *builder, r *spec.Resource, lo *liveObj, c *Chang
 			}
 			return true, b.replace(r, c, fmt.Sprintf("%s changes (%v → %v): %s", d.Path, d.Before, d.After, why))
 		}
-		if isMove(d) && cloudinitRe.MatchString(":"+driveFile(want[topKey(d.Path)])) {
+		if isMove(d) && cloudinitRe.MatchString(":"+driveFile(want[compare.TopKey(d.Path)])) {
 			// A cloud-init drive holds nothing of its own: PVE makes it
 			// anew on the new storage and frees the old one (qemu-server
 			// vmconfig_register_unused_drive), so it changes in place
 			// rather than moving.
-			key := topKey(d.Path)
+			key := compare.TopKey(d.Path)
 			c.Diff[i] = FieldDiff{Path: key + ".file", Before: driveFile(lo.Config.Get(key)), After: driveFile(want[key])}
 		}
 	}
 	if err := g.checkDisks(r, lo, c); err != nil {
 		return true, err
 	}
-	c.Params = cmp.updateParams(c.Diff, want, lo.Config, func(d FieldDiff) bool { return isResize(d) || isMove(d) })
+	c.Params = cmp.UpdateParams(c.Diff, want, lo.Config, func(d FieldDiff) bool { return isResize(d) || isMove(d) })
 	if len(c.Params) == 0 {
 		c.Params = nil
 	}
@@ -412,7 +413,7 @@ func (g guest) compareCommon(r *spec.Resource, lo *liveObj, c *Change) {
 		c.Diff = append(c.Diff, d)
 	}
 	// What the kind noted (a migration, moved disks) follows the diff's.
-	c.Reasons = append(reasons(c.Diff), c.Reasons...)
+	c.Reasons = append(compare.Reasons(c.Diff), c.Reasons...)
 	if gl.RenamedFrom != "" {
 		c.Reasons = append([]string{renameReason(g, gl)}, c.Reasons...)
 	}

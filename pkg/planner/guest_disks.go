@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/pvectl/pvectl/pkg/planner/compare"
 	"github.com/pvectl/pvectl/pkg/pve"
 	"github.com/pvectl/pvectl/pkg/pve/schema"
 	"github.com/pvectl/pvectl/pkg/spec"
@@ -31,7 +32,7 @@ func moves(c *Change) []diskMove {
 	var out []diskMove
 	for _, d := range c.Diff {
 		if to, ok := d.After.(string); ok && isMove(d) {
-			out = append(out, diskMove{key: topKey(d.Path), storage: to})
+			out = append(out, diskMove{key: compare.TopKey(d.Path), storage: to})
 		}
 	}
 	return out
@@ -46,11 +47,11 @@ func (g guest) checkDisks(r *spec.Resource, lo *liveObj, c *Change) error {
 		}
 		before, _ := d.Before.(string)
 		after, _ := d.After.(string)
-		x, ok1 := parseSize(before)
-		y, ok2 := parseSize(after)
+		x, ok1 := compare.ParseSize(before)
+		y, ok2 := compare.ParseSize(after)
 		if ok1 && ok2 && y < x {
 			return fmt.Errorf("%s: %s: PVE cannot shrink a disk (%s → %s); keep %s or grow it, or move the data to a new, smaller disk yourself",
-				r.Address(), topKey(d.Path), before, after, before)
+				r.Address(), compare.TopKey(d.Path), before, after, before)
 		}
 	}
 	ms := moves(c)
@@ -131,9 +132,9 @@ func driveFormat(val string) string {
 // as it is after the moves (their new volumes), so that the update does
 // not point them back at the old ones.
 func (g guest) remerge(c *Change, after *pve.Config) map[string]string {
-	cmp := comparer{}
+	cmp := compare.Comparer{}
 	if m, ok := schema.Default().Lookup("POST", g.createPath); ok {
-		cmp.m = m
+		cmp.M = m
 	}
 	params := make(map[string]string, len(c.Params))
 	for k, v := range c.Params {
@@ -141,7 +142,7 @@ func (g guest) remerge(c *Change, after *pve.Config) map[string]string {
 	}
 	for _, m := range moves(c) {
 		if _, ok := params[m.key]; ok {
-			params[m.key] = cmp.updateValue(m.key, c.Resource.Params.Get(m.key), after.Get(m.key))
+			params[m.key] = cmp.UpdateValue(m.key, c.Resource.Params.Get(m.key), after.Get(m.key))
 		}
 	}
 	return params
@@ -165,7 +166,7 @@ func grownSizes(c *Change, params map[string]string) map[string]string {
 	var out map[string]string
 	for _, d := range c.Diff {
 		size, _ := d.After.(string)
-		key := topKey(d.Path)
+		key := compare.TopKey(d.Path)
 		val, ok := params[key]
 		if !isResize(d) || !ok || size == "" {
 			continue
@@ -205,7 +206,7 @@ func (g guest) resize(ctx context.Context, x *execution, c *Change, digest strin
 			continue
 		}
 		size, _ := d.After.(string)
-		disk := topKey(d.Path)
+		disk := compare.TopKey(d.Path)
 		err := x.client.ResizeGuestIf(ctx, g.typ, c.Node, vmid, disk, size, digest)
 		if pve.IsDigestMismatch(err) {
 			return &StaleError{Address: c.Address, Why: "digest", Err: err}

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/pvectl/pvectl/internal/lazyre"
+	"github.com/pvectl/pvectl/pkg/planner/compare"
 	"github.com/pvectl/pvectl/pkg/pve"
 	"github.com/pvectl/pvectl/pkg/pve/schema"
 	"github.com/pvectl/pvectl/pkg/spec"
@@ -191,13 +192,13 @@ func (g guest) diffCalls(d FieldDiff, lo *liveObj, node string, vmid int) []apiC
 	noun, path := guestNoun(string(g.typ)), vmPath(vmid)
 	switch {
 	case isResize(d):
-		return []apiCall{g.guestCall("PUT", "/resize", "to grow "+topKey(d.Path), node, vmid)}
+		return []apiCall{g.guestCall("PUT", "/resize", "to grow "+compare.TopKey(d.Path), node, vmid)}
 	case isMove(d):
 		// qemu-server move_vm_disk, pve-container move_volume: the
 		// target storage is checked by the handler.
 		to, _ := d.After.(string)
-		calls := []apiCall{g.guestCall("POST", g.moveSub, "to move "+topKey(d.Path), node, vmid).
-			with(need("/storage/"+to, "to move "+topKey(d.Path)+" there", "Datastore.AllocateSpace"))}
+		calls := []apiCall{g.guestCall("POST", g.moveSub, "to move "+compare.TopKey(d.Path), node, vmid).
+			with(need("/storage/"+to, "to move "+compare.TopKey(d.Path)+" there", "Datastore.AllocateSpace"))}
 		if g.stopsToMove && lo != nil && liveOf(lo).Status == "running" {
 			calls = append(calls, g.guestCall("POST", "/status/shutdown", "to stop the container for the move and start it again", node, vmid))
 		}

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/pvectl/pvectl/pkg/planner/compare"
 	"github.com/pvectl/pvectl/pkg/pve"
 	"github.com/pvectl/pvectl/pkg/spec"
 )
@@ -129,5 +130,5 @@ func unresolvedRefs(p map[string]string) string {
 			refs = append(refs, ref.String())
 		}
 	}
-	return strings.Join(sortedUnique(refs), ", ")
+	return strings.Join(compare.SortedUnique(refs), ", ")
 }

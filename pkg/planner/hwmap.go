@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/pvectl/pvectl/pkg/planner/compare"
 	"github.com/pvectl/pvectl/pkg/pve"
 	"github.com/pvectl/pvectl/pkg/spec"
 )
@@ -111,14 +112,14 @@ func (hwmapKind) current(ctx context.Context, cl *pve.Client, c *Change) (*liveO
 
 func (hwmapKind) compare(b *builder, r *spec.Resource, lo *liveObj, c *Change) error {
 	typ := hwmapType(r)
-	cmp := comparer{m: b.method("POST", hwmapListPath(typ))}
+	cmp := compare.Comparer{M: b.method("POST", hwmapListPath(typ))}
 	desired := map[string]string{}
 	for _, key := range hwmapSettings {
 		if v, ok := r.Params.Lookup(key); ok {
 			desired[key] = v
 		}
 	}
-	diffs := cmp.diffParams(desired, r.Remove, lo.Config, map[string]bool{"map": true})
+	diffs := cmp.DiffParams(desired, r.Remove, lo.Config, map[string]bool{"map": true})
 	want := spec.MappingKeys(r).Entries
 	have := strings.Split(lo.Config.Get("map"), "\n")
 	if lo.Config.Get("map") == "" {
@@ -132,7 +133,7 @@ func (hwmapKind) compare(b *builder, r *spec.Resource, lo *liveObj, c *Change) e
 		c.Action = NoOp
 		return nil
 	}
-	c.Reasons = reasons(diffs)
+	c.Reasons = compare.Reasons(diffs)
 	c.Action = Update
 	var scalar []FieldDiff
 	for _, d := range diffs {
@@ -140,7 +141,7 @@ func (hwmapKind) compare(b *builder, r *spec.Resource, lo *liveObj, c *Change) e
 			scalar = append(scalar, d)
 		}
 	}
-	c.Params = cmp.updateParams(scalar, desired, lo.Config, nil)
+	c.Params = cmp.UpdateParams(scalar, desired, lo.Config, nil)
 	// Every update carries the whole map (PVE requires it).
 	c.Params["map"] = strings.Join(want, "\n")
 	return nil

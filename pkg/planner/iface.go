@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/pvectl/pvectl/pkg/planner/compare"
 	"github.com/pvectl/pvectl/pkg/pve"
 	"github.com/pvectl/pvectl/pkg/pve/schema"
 	"github.com/pvectl/pvectl/pkg/spec"
@@ -85,7 +86,7 @@ func carryLive(params map[string]string, live *pve.Config, remove []string, put 
 		if _, set := params[k]; set || !has || skip[k] {
 			continue
 		}
-		if commentKeys[k] {
+		if compare.CommentKeys[k] {
 			v = strings.TrimRight(v, "\n")
 		}
 		params[k] = v
@@ -157,8 +158,8 @@ func (k ifaceKind) compare(b *builder, r *spec.Resource, lo *liveObj, c *Change)
 		c.Diff = []FieldDiff{{Path: "type", Before: typ, After: k.typ}}
 		return b.replace(r, c, fmt.Sprintf("%s is a %s, not a %s", ifaceName(r), typ, k.typ))
 	}
-	cmp := comparer{m: b.method("POST", networkCreatePath)}
-	c.Diff = cmp.diffParams(r.Params.Map(), r.Remove, lo.Config, ifaceIdentity)
+	cmp := compare.Comparer{M: b.method("POST", networkCreatePath)}
+	c.Diff = cmp.DiffParams(r.Params.Map(), r.Remove, lo.Config, ifaceIdentity)
 	if !updateForDiff(c) {
 		return nil
 	}
@@ -172,7 +173,7 @@ func (k ifaceKind) compare(b *builder, r *spec.Resource, lo *liveObj, c *Change)
 		}
 	}
 	if len(del) > 0 {
-		c.Params["delete"] = strings.Join(sortedUnique(del), ",")
+		c.Params["delete"] = strings.Join(compare.SortedUnique(del), ",")
 	}
 	return k.checkCall(b, r, lo, c, c.Params)
 }

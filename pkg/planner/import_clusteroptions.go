@@ -3,6 +3,7 @@ package planner
 import (
 	"context"
 
+	"github.com/pvectl/pvectl/pkg/planner/marks"
 	"github.com/pvectl/pvectl/pkg/spec"
 )
 
@@ -26,7 +27,7 @@ func (clusterOptionsKind) importDoc(ic *importCtx, _ *spec.Resource, lo *liveObj
 	if cfg.Get("mac_prefix") == "BC:24:11" {
 		cfg.Delete("mac_prefix")
 	}
-	if text := userDescription(cfg.Get("description")); text != "" {
+	if text := marks.UserDescription(cfg.Get("description")); text != "" {
 		cfg.Set("description", text)
 	} else {
 		cfg.Delete("description")

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/pvectl/pvectl/internal/lazyre"
+	"github.com/pvectl/pvectl/pkg/planner/compare"
 	"github.com/pvectl/pvectl/pkg/spec"
 )
 
@@ -30,7 +31,7 @@ func (downloadKind) importable(ctx context.Context, ic *importCtx, node string) 
 			continue
 		}
 		for _, content := range downloadContents {
-			if !slices.Contains(splitSet(row.Content), content) {
+			if !slices.Contains(compare.SplitSet(row.Content), content) {
 				continue
 			}
 			vs, err := ic.lc.storageVolumes(ctx, row.Node, row.Storage, content)

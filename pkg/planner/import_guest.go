@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"github.com/pvectl/pvectl/internal/lazyre"
+	"github.com/pvectl/pvectl/pkg/planner/compare"
+	"github.com/pvectl/pvectl/pkg/planner/marks"
 	"github.com/pvectl/pvectl/pkg/pve"
 	"github.com/pvectl/pvectl/pkg/pve/schema"
 	"github.com/pvectl/pvectl/pkg/spec"
@@ -114,7 +116,7 @@ func (g guest) guestDoc(ic *importCtx, kind string, lo *liveObj, skip func(strin
 // DHCP reservations and anything else keyed on it.
 func (g guest) subRule(vmid int) subRule {
 	return func(key string, p *schema.Param, sub, value string, items []schema.KV) (string, bool) {
-		volKey := volumeKey(p.SubKeys())
+		volKey := compare.VolumeKey(p.SubKeys())
 		switch {
 		case volKey != "" && sub == volKey:
 			size, _ := schema.PropValue(items, "size")
@@ -135,7 +137,7 @@ var ownVolumeRE = lazyre.New(`^(?:[^/]*/)*(?:vm|base|subvol)-(\d+)-(disk-\d+|clo
 // ("local-lvm:32", "local-lvm:cloudinit"); any other (an ISO, another
 // guest's disk) stays the volume it names.
 func ownVolume(key, vol, size string, vmid int) string {
-	m := diskVolRE.FindStringSubmatch(vol)
+	m := compare.DiskVolRE.FindStringSubmatch(vol)
 	if m == nil {
 		return vol
 	}
@@ -147,7 +149,7 @@ func ownVolume(key, vol, size string, vmid int) string {
 		return m[1] + ":cloudinit"
 	}
 	b, ok := schema.ParseSize(size)
-	if fixedSizeDisks.MatchString(key) || !ok || b <= 0 {
+	if compare.FixedSizeDisks.MatchString(key) || !ok || b <= 0 {
 		return m[1] + ":1" // PVE chooses the size of an EFI vars or TPM state volume
 	}
 	gib := float64(b) / (1 << 30)
@@ -164,7 +166,7 @@ func ownVolume(key, vol, size string, vmid int) string {
 func importedConfig(cfg *pve.Config) *pve.Config {
 	out := cfg.Clone()
 	if d, ok := cfg.Lookup("description"); ok {
-		if user := userDescription(d); user != "" {
+		if user := marks.UserDescription(d); user != "" {
 			out.Set("description", user)
 		} else {
 			out.Delete("description")
@@ -172,7 +174,7 @@ func importedConfig(cfg *pve.Config) *pve.Config {
 	}
 	// The owner tag is pvectl's too (owner.go).
 	if t, ok := cfg.Lookup("tags"); ok {
-		if user := withoutOwnerTag(t); user != "" {
+		if user := marks.WithoutOwnerTag(t); user != "" {
 			out.Set("tags", user)
 		} else {
 			out.Delete("tags")

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/pvectl/pvectl/pkg/planner/compare"
 	"github.com/pvectl/pvectl/pkg/pve"
 )
 
@@ -160,7 +161,7 @@ func volumeReads(lc *liveConn, node string, contents []string) []listRead {
 		}
 		var want []string
 		for _, content := range contents {
-			if slices.Contains(splitSet(row.Content), content) {
+			if slices.Contains(compare.SplitSet(row.Content), content) {
 				want = append(want, content)
 			}
 		}

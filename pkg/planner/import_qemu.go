@@ -3,6 +3,7 @@ package planner
 import (
 	"strings"
 
+	"github.com/pvectl/pvectl/pkg/planner/compare"
 	"github.com/pvectl/pvectl/pkg/spec"
 )
 
@@ -36,8 +37,8 @@ func withSSHKeysList(fields []Field) []Field {
 		if f.Key != "sshkeys" || !ok {
 			continue
 		}
-		keys := strings.Split(unescapeKeys(v), "\n")
-		if enc, err := spec.SSHKeysParam(keys); err == nil && unescapeKeys(enc) == unescapeKeys(v) {
+		keys := strings.Split(compare.UnescapeKeys(v), "\n")
+		if enc, err := spec.SSHKeysParam(keys); err == nil && compare.UnescapeKeys(enc) == compare.UnescapeKeys(v) {
 			fields[i] = Field{"sshKeys", keys}
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 
+	"github.com/pvectl/pvectl/pkg/planner/compare"
 	"github.com/pvectl/pvectl/pkg/pve/schema"
 	"github.com/pvectl/pvectl/pkg/spec"
 )
@@ -22,7 +23,7 @@ func (storageKind) importable(ctx context.Context, ic *importCtx, node string) (
 	var out []importItem
 	for _, row := range rows {
 		id := row.Get("storage")
-		if node != "" && row.Get("nodes") != "" && !slices.Contains(splitSet(row.Get("nodes")), node) {
+		if node != "" && row.Get("nodes") != "" && !slices.Contains(compare.SplitSet(row.Get("nodes")), node) {
 			continue
 		}
 		r := &spec.Resource{Kind: spec.KindStorage, Name: id, State: spec.Present, Params: spec.ParamsOf(map[string]string{"storage": id})}

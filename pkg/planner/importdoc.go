@@ -12,6 +12,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/pvectl/pvectl/internal/lazyre"
+	"github.com/pvectl/pvectl/pkg/planner/compare"
 	"github.com/pvectl/pvectl/pkg/pve"
 	"github.com/pvectl/pvectl/pkg/pve/schema"
 	"github.com/pvectl/pvectl/pkg/secret"
@@ -198,7 +199,7 @@ func (ic *importCtx) specFields(d *ImportedDoc, m *schema.Method, cfg *pve.Confi
 				continue
 			}
 		}
-		if v == "" || isDefault(key, p, v) || isDefaultPS(p, v) {
+		if v == "" || compare.IsDefault(key, p, v) || compare.IsDefaultPS(p, v) {
 			continue
 		}
 		if secret.Key(key) {
@@ -261,7 +262,7 @@ func (ic *importCtx) propertyString(key string, p *schema.Param, v string, rule 
 	var out []schema.KV
 	for _, it := range items {
 		sp := props[it.Key]
-		if sp != nil && !sp.DefaultKey && isDefault(it.Key, sp, it.Value) {
+		if sp != nil && !sp.DefaultKey && compare.IsDefault(it.Key, sp, it.Value) {
 			continue
 		}
 		nv, keep := rule(key, p, it.Key, it.Value, items)

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/pvectl/pvectl/pkg/planner/compare"
 	"github.com/pvectl/pvectl/pkg/pve"
 	"github.com/pvectl/pvectl/pkg/pve/schema"
 	"github.com/pvectl/pvectl/pkg/spec"
@@ -125,7 +126,7 @@ func (res *ImportResult) Vars() []string {
 	for _, d := range res.Docs {
 		out = append(out, d.Vars()...)
 	}
-	return sortedUnique(out)
+	return compare.SortedUnique(out)
 }
 
 // importCtx is what a kind's importer gets.
@@ -245,7 +246,7 @@ func importAll(ctx context.Context, clients Clients, opts ImportOptions) (*Impor
 	for _, addr := range slices.Sorted(maps.Keys(ic.docs)) {
 		d := ic.docs[addr]
 		// Only edges to documents of this import.
-		d.DependsOn = slices.DeleteFunc(sortedUnique(d.DependsOn), func(a string) bool { return ic.docs[a] == nil || a == addr })
+		d.DependsOn = slices.DeleteFunc(compare.SortedUnique(d.DependsOn), func(a string) bool { return ic.docs[a] == nil || a == addr })
 		res.Docs = append(res.Docs, d)
 	}
 	if err := ic.check(ctx, res); err != nil {

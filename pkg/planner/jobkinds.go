@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/pvectl/pvectl/pkg/planner/compare"
 	"github.com/pvectl/pvectl/pkg/pve"
 	"github.com/pvectl/pvectl/pkg/spec"
 )
@@ -90,7 +91,7 @@ var haRuleKind = &sectionKind{
 // checkRuleNodes is Rules.pm $assert_valid_nodes_param at plan time.
 func checkRuleNodes(_ context.Context, lc *liveConn, p map[string]string, _ *pve.Config) error {
 	var missing []string
-	for _, n := range splitSet(p["nodes"]) {
+	for _, n := range compare.SplitSet(p["nodes"]) {
 		name, _, _ := strings.Cut(n, ":")
 		if !slices.Contains(lc.nodes, name) {
 			missing = append(missing, name)
@@ -136,7 +137,7 @@ var backupJobKind = &sectionKind{
 			}
 		}
 		var out []permNeed
-		for _, st := range sortedUnique(storages) {
+		for _, st := range compare.SortedUnique(storages) {
 			if st != "" {
 				out = append(out, need("/storage/"+st, why+" that writes to storage "+st, "Datastore.Allocate"))
 			}

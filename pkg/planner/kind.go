@@ -8,6 +8,7 @@ import (
 	"maps"
 	"slices"
 
+	"github.com/pvectl/pvectl/pkg/planner/compare"
 	"github.com/pvectl/pvectl/pkg/pve"
 	"github.com/pvectl/pvectl/pkg/spec"
 )
@@ -403,13 +404,13 @@ func createDiff(r *spec.Resource, node string) []FieldDiff {
 	}
 	var out []FieldDiff
 	for _, k := range params.Keys() {
-		out = append(out, fieldDiff(k, nil, params.Get(k)))
+		out = append(out, compare.Diff(k, nil, params.Get(k)))
 	}
 	own := r.OwnFields()
 	for _, k := range slices.Sorted(maps.Keys(own)) {
 		switch v := own[k].(type) {
 		case bool, string, int, float64: // running, image, ip…; lists and maps are not fields
-			out = append(out, fieldDiff(k, nil, v))
+			out = append(out, compare.Diff(k, nil, v))
 		}
 	}
 	return out
@@ -566,5 +567,16 @@ func startCommit(r *spec.Resource, c *Change) bool {
 		c.Reasons = []string{"managed: false: never commits"}
 		return false
 	}
+	return true
+}
+
+// updateForDiff makes c an update for its diffs (true), or a noop when
+// it has none (false: nothing more to plan).
+func updateForDiff(c *Change) bool {
+	if len(c.Diff) == 0 {
+		c.Action = NoOp
+		return false
+	}
+	c.Action, c.Reasons = Update, compare.Reasons(c.Diff)
 	return true
 }

@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/pvectl/pvectl/pkg/planner/compare"
 	"github.com/pvectl/pvectl/pkg/pve"
 	"github.com/pvectl/pvectl/pkg/pve/acl"
 	"github.com/pvectl/pvectl/pkg/spec"
@@ -97,7 +98,7 @@ func lxcDiskKey(key string) bool {
 // lxcVolumeKey: a config key of a container's root disk or a mount point.
 func lxcVolumeKey(key string) bool {
 	rest, ok := strings.CutPrefix(key, "mp")
-	return key == "rootfs" || ok && isNumber(rest)
+	return key == "rootfs" || ok && compare.IsNumber(rest)
 }
 
 // lxcFindNeeds: the plan looks the template up on its storage, which the

@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"slices"
 
+	"github.com/pvectl/pvectl/pkg/planner/compare"
 	"github.com/pvectl/pvectl/pkg/pve"
 	"github.com/pvectl/pvectl/pkg/spec"
 )
@@ -74,7 +75,7 @@ func (nodeDNSKind) compare(b *builder, r *spec.Resource, lo *liveObj, c *Change)
 		if before == after {
 			continue
 		}
-		c.Diff = append(c.Diff, fieldDiff(k, nilIfEmpty(before), nilIfEmpty(after)))
+		c.Diff = append(c.Diff, compare.Diff(k, compare.NilIfEmpty(before), compare.NilIfEmpty(after)))
 	}
 	if len(c.Diff) == 0 {
 		c.Action = NoOp

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/pvectl/pvectl/pkg/planner/marks"
 	"github.com/pvectl/pvectl/pkg/pve"
 	"github.com/pvectl/pvectl/pkg/spec"
 )
@@ -310,7 +311,7 @@ func fingerprint(lo *liveObj) string {
 	cfg := lo.Config
 	if d, ok := cfg.Lookup("description"); ok {
 		cfg = cfg.Clone()
-		cfg.Set("description", userDescription(d))
+		cfg.Set("description", marks.UserDescription(d))
 	}
 	return fieldsDigest(cfg)
 }

@@ -5,10 +5,8 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strconv"
 	"strings"
 
-	"github.com/pvectl/pvectl/internal/lazyre"
 	"github.com/pvectl/pvectl/pkg/pve"
 	"github.com/pvectl/pvectl/pkg/spec"
 )
@@ -22,82 +20,6 @@ import (
 // DefaultStack is the stack of a run that names none (--stack,
 // PVECTL_STACK, a Connection's stack).
 const DefaultStack = "default"
-
-// ownerTag is the guest tag that says "look at my description's owner
-// mark": /cluster/resources lists every guest's tags, so finding owned
-// guests reads only the configs of tagged ones. A tag is a pve-tag
-// (pve-common src/PVE/JSONSchema.pm $PVE_TAG_RE).
-const ownerTag = "pvectl"
-
-// ownerMarkRE is the owner block of a guest's description; a block like
-// pvectl's others (descblock.go), so the user's text and provisioning's
-// blocks are kept around it.
-var ownerMarkRE = lazyre.New(`\[pvectl-owner: stack=([A-Za-z0-9][A-Za-z0-9_.-]*),vmid=([0-9]+)\]`)
-
-// ownerMark is the block that names stack as the owner of guest vmid. The
-// vmid binds it to this guest: a clone made by hand copies description
-// and tags, and must not look owned.
-func ownerMark(stack string, vmid int) string {
-	return fmt.Sprintf("[pvectl-owner: stack=%s,vmid=%d]", stack, vmid)
-}
-
-// parseOwnerMark reads the owner block of a description (ok false: none).
-func parseOwnerMark(desc string) (stack string, vmid int, ok bool) {
-	m := ownerMarkRE.FindStringSubmatch(desc)
-	if m == nil {
-		return "", 0, false
-	}
-	id, err := strconv.Atoi(m[2])
-	if err != nil {
-		return "", 0, false
-	}
-	return m[1], id, true
-}
-
-// withOwnerMark is desc with its owner block (if any) replaced by one for
-// stack and vmid, after the user's text and pvectl's other blocks.
-func withOwnerMark(desc, stack string, vmid int) string {
-	for loc := ownerMarkRE.FindStringIndex(desc); loc != nil; loc = ownerMarkRE.FindStringIndex(desc) {
-		start := loc[0]
-		if start > 0 && desc[start-1] == '\n' {
-			start-- // the line break put before it
-		}
-		desc = desc[:start] + desc[loc[1]:]
-	}
-	desc = strings.TrimRight(desc, "\n")
-	if desc == "" {
-		return ownerMark(stack, vmid)
-	}
-	return desc + "\n" + ownerMark(stack, vmid)
-}
-
-// splitTags splits a tag list as PVE does (pve-common
-// PVE::Tools::split_list: ';', ',' and spaces).
-func splitTags(tags string) []string {
-	return strings.FieldsFunc(tags, func(r rune) bool { return r == ';' || r == ',' || r == ' ' })
-}
-
-func hasOwnerTag(tags string) bool { return slices.Contains(splitTags(tags), ownerTag) }
-
-// withOwnerTag adds the owner tag to a tag list (kept as it is when it
-// has it already).
-func withOwnerTag(tags string) string {
-	t := splitTags(tags)
-	if slices.Contains(t, ownerTag) {
-		return tags
-	}
-	return strings.Join(append(t, ownerTag), ";")
-}
-
-// withoutOwnerTag is a tag list without the owner tag: what a spec's
-// `tags` is compared with, and what import writes.
-func withoutOwnerTag(tags string) string {
-	t := splitTags(tags)
-	if !slices.Contains(t, ownerTag) {
-		return tags
-	}
-	return strings.Join(slices.DeleteFunc(t, func(s string) bool { return s == ownerTag }), ";")
-}
 
 // Orphan is an object that its stack made and no document names.
 type Orphan struct {

@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"strconv"
 
+	"github.com/pvectl/pvectl/pkg/planner/marks"
 	"github.com/pvectl/pvectl/pkg/pve"
 )
 
@@ -49,17 +50,17 @@ func (g guest) adopt(ctx context.Context, cl *pve.Client, lo *liveObj, stack str
 		return false, nil
 	}
 	desc := lo.Config.Get("description")
-	if have, id, ok := parseOwnerMark(desc); ok && id == vmid {
+	if have, id, ok := marks.ParseOwnerMark(desc); ok && id == vmid {
 		if have != stack {
 			return false, fmt.Errorf("%s %d belongs to stack %s", g.noun, vmid, have)
 		}
-		if hasOwnerTag(lo.Config.Get("tags")) {
+		if marks.HasOwnerTag(lo.Config.Get("tags")) {
 			return true, nil
 		}
 	}
 	values := url.Values{
-		"description": {withOwnerMark(desc, stack, vmid)},
-		"tags":        {withOwnerTag(lo.Config.Get("tags"))},
+		"description": {marks.WithOwnerMark(desc, stack, vmid)},
+		"tags":        {marks.WithOwnerTag(lo.Config.Get("tags"))},
 	}
 	if lo.Digest != "" {
 		values.Set("digest", lo.Digest)

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/pvectl/pvectl/pkg/planner/marks"
 	"github.com/pvectl/pvectl/pkg/pve"
 	"github.com/pvectl/pvectl/pkg/spec"
 )
@@ -37,12 +38,12 @@ func ownerParams(c *Change, params map[string]string, live *pve.Config, vmid int
 	if !set {
 		desc = live.Get("description")
 	}
-	params["description"] = withOwnerMark(desc, stack, vmid)
+	params["description"] = marks.WithOwnerMark(desc, stack, vmid)
 	tags, set := params["tags"]
 	if !set {
 		tags = live.Get("tags")
 	}
-	params["tags"] = withOwnerTag(tags)
+	params["tags"] = marks.WithOwnerTag(tags)
 }
 
 // ownerPerms is what writing the owner mark at create needs: the owner
@@ -69,7 +70,7 @@ func (g guest) findOwned(ctx context.Context, lc *liveConn, kind string, obs *Ob
 	vmids, names := claimedGuests(obs, set)
 	var cands []pve.ClusterResource
 	for _, row := range lc.resources {
-		if row.Type != string(g.typ) || row.Template || !hasOwnerTag(row.Tags) || vmids[row.VMID] || lc.down[row.Node] != "" {
+		if row.Type != string(g.typ) || row.Template || !marks.HasOwnerTag(row.Tags) || vmids[row.VMID] || lc.down[row.Node] != "" {
 			continue
 		}
 		if row.Lock == "create" || row.Lock == "clone" {
@@ -119,7 +120,7 @@ func (g guest) findOwned(ctx context.Context, lc *liveConn, kind string, obs *Ob
 			continue
 		}
 		vmid := liveOf(lo).VMID
-		stack, markVMID, ok := parseOwnerMark(lo.Config.Get("description"))
+		stack, markVMID, ok := marks.ParseOwnerMark(lo.Config.Get("description"))
 		name := lo.Config.Get(g.nameParam)
 		if !ok || markVMID != vmid || names[name] {
 			continue

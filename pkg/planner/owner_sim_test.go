@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/pvectl/pvectl/pkg/planner/marks"
 	"github.com/pvectl/pvectl/pkg/pve"
 )
 
@@ -33,7 +34,7 @@ func TestSimPruneContainer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if stack, id, ok := parseOwnerMark(cfg.Get("description")); !ok || stack != "lab" || id != ct || !hasOwnerTag(cfg.Get("tags")) {
+	if stack, id, ok := marks.ParseOwnerMark(cfg.Get("description")); !ok || stack != "lab" || id != ct || !marks.HasOwnerTag(cfg.Get("tags")) {
 		t.Fatalf("container %d: description %q tags %q, want the owner mark of stack lab and the pvectl tag", ct, cfg.Get("description"), cfg.Get("tags"))
 	}
 
@@ -101,10 +102,10 @@ func TestSimOwnedSameName(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	mk(201, "pvectl", ownerMark(DefaultStack, 201))
-	mk(202, "pvectl;web", "note\n"+ownerMark(DefaultStack, 202))
-	mk(203, "pvectl", ownerMark(DefaultStack, 201)) // a clone of 201
-	mk(204, "", ownerMark(DefaultStack, 204))       // the tag was removed
+	mk(201, "pvectl", marks.OwnerMark(DefaultStack, 201))
+	mk(202, "pvectl;web", "note\n"+marks.OwnerMark(DefaultStack, 202))
+	mk(203, "pvectl", marks.OwnerMark(DefaultStack, 201)) // a clone of 201
+	mk(204, "", marks.OwnerMark(DefaultStack, 204))       // the tag was removed
 	p := planFor(t, sim, loadSpec(t, ownerVMSpec), Options{})
 	var got []string
 	for _, o := range p.Orphans {

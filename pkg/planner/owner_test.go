@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	gocmp "github.com/google/go-cmp/cmp"
+	"github.com/pvectl/pvectl/pkg/planner/marks"
 	"github.com/pvectl/pvectl/pkg/pve"
 	"github.com/pvectl/pvectl/pkg/spec"
 )
@@ -20,20 +21,20 @@ func TestOwnerMark(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := withOwnerMark(tt.desc, "prod", 101)
+			got := marks.WithOwnerMark(tt.desc, "prod", 101)
 			if got != tt.want {
-				t.Errorf("withOwnerMark(%q) = %q, want %q", tt.desc, got, tt.want)
+				t.Errorf("marks.WithOwnerMark(%q) = %q, want %q", tt.desc, got, tt.want)
 			}
-			stack, vmid, ok := parseOwnerMark(got)
+			stack, vmid, ok := marks.ParseOwnerMark(got)
 			if !ok || stack != "prod" || vmid != 101 {
-				t.Errorf("parseOwnerMark(%q) = %q, %d, %v; want prod, 101, true", got, stack, vmid, ok)
+				t.Errorf("marks.ParseOwnerMark(%q) = %q, %d, %v; want prod, 101, true", got, stack, vmid, ok)
 			}
-			if user := userDescription(got); user != userDescription(tt.desc) && tt.name != "an inherited mark is replaced" {
-				t.Errorf("the user's text changed: got %q want %q", user, userDescription(tt.desc))
+			if user := marks.UserDescription(got); user != marks.UserDescription(tt.desc) && tt.name != "an inherited mark is replaced" {
+				t.Errorf("the user's text changed: got %q want %q", user, marks.UserDescription(tt.desc))
 			}
 		})
 	}
-	if _, _, ok := parseOwnerMark("[pvectl-owner: stack=a b,vmid=1]"); ok {
+	if _, _, ok := marks.ParseOwnerMark("[pvectl-owner: stack=a b,vmid=1]"); ok {
 		t.Error("parseOwnerMark accepts a stack with a space")
 	}
 }
@@ -47,11 +48,11 @@ func TestOwnerTags(t *testing.T) {
 		{"pvectl-x", "pvectl-x;pvectl", "pvectl-x"},
 	}
 	for _, tt := range tests {
-		if got := withOwnerTag(tt.tags); got != tt.with {
-			t.Errorf("withOwnerTag(%q) = %q, want %q", tt.tags, got, tt.with)
+		if got := marks.WithOwnerTag(tt.tags); got != tt.with {
+			t.Errorf("marks.WithOwnerTag(%q) = %q, want %q", tt.tags, got, tt.with)
 		}
-		if got := withoutOwnerTag(tt.tags); got != tt.without {
-			t.Errorf("withoutOwnerTag(%q) = %q, want %q", tt.tags, got, tt.without)
+		if got := marks.WithoutOwnerTag(tt.tags); got != tt.without {
+			t.Errorf("marks.WithoutOwnerTag(%q) = %q, want %q", tt.tags, got, tt.without)
 		}
 	}
 }
@@ -63,7 +64,7 @@ func TestOwnerTagNotDrift(t *testing.T) {
 	wantMarkKept(t, live, map[string]string{"tags": "web", "description": "x"}, "tags", "web", "db", "db;pvectl")
 	cmp := qemuComparer(t)
 	// A spec that sets the tag itself compares it as written.
-	if d := cmp.diffParams(map[string]string{"tags": "pvectl;web"}, nil, live, nil); len(d) != 0 {
+	if d := cmp.DiffParams(map[string]string{"tags": "pvectl;web"}, nil, live, nil); len(d) != 0 {
 		t.Errorf("the spec's own pvectl tag: got diff %v want none", d)
 	}
 	if got := importedConfig(live); got.Get("tags") != "web" || got.Get("description") != "x" {
@@ -77,14 +78,14 @@ func TestOwnerTagNotDrift(t *testing.T) {
 func wantMarkKept(t *testing.T, live *pve.Config, same map[string]string, key, before, after, sent string) {
 	t.Helper()
 	cmp := qemuComparer(t)
-	if d := cmp.diffParams(same, nil, live, nil); len(d) != 0 {
+	if d := cmp.DiffParams(same, nil, live, nil); len(d) != 0 {
 		t.Errorf("the user's own values: got diff %v want none", d)
 	}
-	d := cmp.diffParams(map[string]string{key: after}, nil, live, nil)
+	d := cmp.DiffParams(map[string]string{key: after}, nil, live, nil)
 	if diff := gocmp.Diff([]FieldDiff{{Path: key, Before: before, After: after}}, d); diff != "" {
 		t.Errorf("changed %s (-want +got):\n%s", key, diff)
 	}
-	params := cmp.updateParams(d, map[string]string{key: after}, live, nil)
+	params := cmp.UpdateParams(d, map[string]string{key: after}, live, nil)
 	if got := params[key]; got != sent {
 		t.Errorf("update keeps the mark: got %q want %q", got, sent)
 	}
@@ -107,4 +108,12 @@ func TestOwnerCreateParams(t *testing.T) {
 	if len(plain) != 0 {
 		t.Errorf("no stack: params %v, want none", plain)
 	}
+}
+
+// TestDescriptionBlockNotDrift: pvectl's blocks in a live description are
+// neither drift nor lost when the user's text changes.
+func TestDescriptionBlockNotDrift(t *testing.T) {
+	live := pve.ConfigOf(map[string]string{"description": "web server\n[pvectl-provision: a.yaml=0123456789ab]\n"})
+	wantMarkKept(t, live, map[string]string{"description": "web server"},
+		"description", "web server", "db server", "db server\n[pvectl-provision: a.yaml=0123456789ab]")
 }

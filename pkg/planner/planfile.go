@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/pvectl/pvectl/pkg/planner/compare"
 	"github.com/pvectl/pvectl/pkg/secret"
 	"github.com/pvectl/pvectl/pkg/spec"
 )
@@ -77,10 +78,10 @@ func Marshal(p *Plan) ([]byte, error) {
 	for _, c := range p.Changes {
 		out, fromParams, fromUpdate := redact(c)
 		fc := &fileChange{Action: c.Action.String(), Change: out,
-			Secrets: secretRefs(c, sortedUnique(append(slices.Clone(fromParams), fromUpdate...)), salt)}
+			Secrets: secretRefs(c, compare.SortedUnique(append(slices.Clone(fromParams), fromUpdate...)), salt)}
 		if fc.Secrets != nil {
 			f.Salt = salt
-			fc.SentSecrets = sortedUnique(fromUpdate)
+			fc.SentSecrets = compare.SortedUnique(fromUpdate)
 		}
 		if c.State != nil {
 			b, err := json.Marshal(c.State)
@@ -162,7 +163,7 @@ func redact(c *Change) (out *Change, fromParams, fromUpdate []string) {
 		needed = append(needed, fromUpdate...)
 	}
 	if len(needed) > 0 {
-		cp.Redacted = sortedUnique(needed)
+		cp.Redacted = compare.SortedUnique(needed)
 	}
 	return &cp, fromParams, fromUpdate
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/pvectl/pvectl/pkg/planner/compare"
 	"github.com/pvectl/pvectl/pkg/spec"
 )
 
@@ -20,7 +21,7 @@ func TestPlanFileSecretReferences(t *testing.T) {
 			SecretEnv: map[string]string{"cipassword": "VM_PW", "description": "NOTE"}},
 			Params: spec.ParamsOf(map[string]string{"cipassword": pw, "description": note, "memory": "1024"})}
 		c := &Change{Address: "QemuVM/vm", Action: Update, Resource: r,
-			Diff:   []FieldDiff{fieldDiff("description", "old", note), fieldDiff("memory", "512", "1024")},
+			Diff:   []FieldDiff{compare.Diff("description", "old", note), compare.Diff("memory", "512", "1024")},
 			Params: map[string]string{"description": note, "memory": "1024"}}
 		maskDeclared(c)
 		return &Plan{FormatVersion: FormatVersion, Changes: []*Change{c}}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/pvectl/pvectl/pkg/planner/compare"
 	"github.com/pvectl/pvectl/pkg/spec"
 )
 
@@ -29,7 +30,7 @@ func TestPlanFileOmitsSecrets(t *testing.T) {
 	r := &spec.Resource{Kind: spec.KindQemuVM, Name: "vm", Params: spec.ParamsOf(map[string]string{"cipassword": "hunter2", "memory": "1024"})}
 	p := &Plan{FormatVersion: "1", Changes: []*Change{{
 		Address: "QemuVM/vm", Action: Update, Resource: r,
-		Diff:    []FieldDiff{fieldDiff("cipassword", "x", "hunter2")},
+		Diff:    []FieldDiff{compare.Diff("cipassword", "x", "hunter2")},
 		Params:  map[string]string{"cipassword": "hunter2"},
 		Reasons: []string{"cipassword changed"},
 	}}}

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/pvectl/pvectl/pkg/planner/compare"
 	"github.com/pvectl/pvectl/pkg/pve"
 	"github.com/pvectl/pvectl/pkg/pve/acl"
 	"github.com/pvectl/pvectl/pkg/spec"
@@ -31,7 +32,7 @@ func poolStorages(r *spec.Resource) (want []string, ok bool) {
 	if !isPool || k == nil || k.Storages == nil {
 		return nil, false
 	}
-	return splitSet(strings.Join(*k.Storages, ",")), true
+	return compare.SplitSet(strings.Join(*k.Storages, ",")), true
 }
 
 const poolCreatePath = "/pools"
@@ -86,12 +87,12 @@ func readPoolStorages(ctx context.Context, cl *pve.Client, id string) (*poolLive
 			ids = append(ids, m.Storage) // one row per node: a set
 		}
 	}
-	return &poolLive{Storages: splitSet(strings.Join(ids, ","))}, nil
+	return &poolLive{Storages: compare.SplitSet(strings.Join(ids, ","))}, nil
 }
 
 func (poolKind) compare(b *builder, r *spec.Resource, lo *liveObj, c *Change) error {
-	cmp := comparer{m: b.method("POST", poolCreatePath)}
-	c.Diff = cmp.diffParams(r.Params.Map(), r.Remove, lo.Config, poolIdentity)
+	cmp := compare.Comparer{M: b.method("POST", poolCreatePath)}
+	c.Diff = cmp.DiffParams(r.Params.Map(), r.Remove, lo.Config, poolIdentity)
 	if len(c.Diff) > 0 {
 		c.Params = map[string]string{"poolid": poolID(r)}
 		for _, d := range c.Diff {
@@ -268,7 +269,7 @@ func (poolKind) changeCalls(c *Change, _ *liveObj) []apiCall {
 	if c.Action != Update {
 		touched, _ = poolStorages(c.Resource)
 	}
-	for _, sid := range sortedUnique(touched) {
+	for _, sid := range compare.SortedUnique(touched) {
 		calls = append(calls, call("PUT", "/pools", why, "poolid", id).
 			with(needAny("/storage/"+sid, "to change the pool membership of storage "+sid, acl.PermModifyPrivs("/storage/"+sid)...)))
 	}

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/pvectl/pvectl/pkg/planner/marks"
 	"github.com/pvectl/pvectl/pkg/pve"
 	"github.com/pvectl/pvectl/pkg/pve/acl"
 	"github.com/pvectl/pvectl/pkg/spec"
@@ -188,7 +189,7 @@ func (k qemuKind) planProvision(b *builder, r *spec.Resource, lo *liveObj, c *Ch
 			// text replaces the user's part and keeps the blocks.
 			desc = gl.more().CloneConfig.Get("description")
 			if text, set := r.Params.Lookup("description"); set {
-				desc = withBlocks(text, desc)
+				desc = marks.WithBlocks(text, desc)
 			}
 		}
 		willRun = g.Running != nil && *g.Running

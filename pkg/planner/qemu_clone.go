@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/pvectl/pvectl/pkg/planner/compare"
 	"github.com/pvectl/pvectl/pkg/pve"
 	"github.com/pvectl/pvectl/pkg/pve/schema"
 	"github.com/pvectl/pvectl/pkg/spec"
@@ -131,26 +132,26 @@ func (k qemuKind) configureClone(ctx context.Context, x *execution, c *Change, v
 		return fmt.Errorf("read its config: %w", err)
 	}
 	m, _ := schema.Default().Lookup("POST", k.createPath)
-	cmp := comparer{m: m}
+	cmp := compare.Comparer{M: m}
 	want := maps.Clone(wanted(r, stateOf(c).Derived))
 	delete(want, "template") // POST …/template converts it, after
 	delete(want, "name")     // the clone call named it
-	diff := cmp.diffParams(want, r.Remove, cfg, k.notInConfig)
+	diff := cmp.DiffParams(want, r.Remove, cfg, k.notInConfig)
 	for _, d := range diff {
 		if strings.HasSuffix(d.Path, ".storage") {
-			return fmt.Errorf("%s is on storage %v after the clone, the spec wants %v: set storage: %v for a full clone (PVE moves every disk there)", topKey(d.Path), d.Before, d.After, d.After)
+			return fmt.Errorf("%s is on storage %v after the clone, the spec wants %v: set storage: %v for a full clone (PVE moves every disk there)", compare.TopKey(d.Path), d.Before, d.After, d.After)
 		}
 		if isResize(d) {
 			before, _ := d.Before.(string)
 			after, _ := d.After.(string)
-			x, ok1 := parseSize(before)
-			y, ok2 := parseSize(after)
+			x, ok1 := compare.ParseSize(before)
+			y, ok2 := compare.ParseSize(after)
 			if ok1 && ok2 && y < x {
-				return fmt.Errorf("%s: the template's disk is %s, PVE cannot shrink it to %s", topKey(d.Path), before, after)
+				return fmt.Errorf("%s: the template's disk is %s, PVE cannot shrink it to %s", compare.TopKey(d.Path), before, after)
 			}
 		}
 	}
-	upd := cmp.updateParams(diff, want, cfg, isResize)
+	upd := cmp.UpdateParams(diff, want, cfg, isResize)
 	ownerParams(c, upd, cfg, vmid) // before: the template's recipe block goes
 	stripInherited(upd, cfg)
 	for key, v := range upd {
@@ -161,7 +162,7 @@ func (k qemuKind) configureClone(ctx context.Context, x *execution, c *Change, v
 	if len(upd) == 0 && !slices.ContainsFunc(diff, isResize) {
 		return nil
 	}
-	x.msg("applying the spec to vm %d: %s", vmid, strings.Join(reasons(diff), ", "))
+	x.msg("applying the spec to vm %d: %s", vmid, strings.Join(compare.Reasons(diff), ", "))
 	tmp := &Change{Address: c.Address, Resource: r, Node: c.Node, State: &guestState{VMID: vmid},
 		Params: upd, Digest: cfg.Get("digest"), Diff: diff}
 	return k.updateConfig(ctx, x, tmp)
@@ -243,7 +244,7 @@ func (k qemuKind) clonePerms(r *spec.Resource, srcConf *pve.Config) []permNeed {
 // isDriveKey: a VM's disks and CD-ROMs, the EFI and TPM state.
 func isDriveKey(key string) bool {
 	for _, p := range []string{"ide", "sata", "scsi", "virtio"} {
-		if rest, ok := strings.CutPrefix(key, p); ok && isNumber(rest) {
+		if rest, ok := strings.CutPrefix(key, p); ok && compare.IsNumber(rest) {
 			return true
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/pvectl/pvectl/pkg/planner/compare"
 	"github.com/pvectl/pvectl/pkg/provision"
 	"github.com/pvectl/pvectl/pkg/pve"
 	"github.com/pvectl/pvectl/pkg/spec"
@@ -127,7 +128,7 @@ func (k qemuKind) planExtras(b *builder, r *spec.Resource, lo *liveObj, c *Chang
 	}
 	for _, key := range slices.Sorted(maps.Keys(gl.more().Derived)) {
 		if c.Action == Create {
-			c.Diff = append(c.Diff, fieldDiff(key, nil, gl.more().Derived[key]))
+			c.Diff = append(c.Diff, compare.Diff(key, nil, gl.more().Derived[key]))
 		}
 		c.Reasons = append(c.Reasons, key+" from "+derivedFrom(gl.more().Derived[key]))
 	}
@@ -199,7 +200,7 @@ func (k qemuKind) compareExtras(b *builder, r *spec.Resource, lo *liveObj, c *Ch
 		c.Action = Update
 	}
 	for _, d := range c.Diff {
-		if isCloudinitKey(topKey(d.Path)) && hasCloudinitDrive(lo.Config) {
+		if isCloudinitKey(compare.TopKey(d.Path)) && hasCloudinitDrive(lo.Config) {
 			stateOf(c).Regenerate = true
 			c.Reasons = append(c.Reasons, "the cloud-init drive is regenerated (PVE makes it anew from the config; the guest reads it at its next boot)")
 			break
@@ -216,7 +217,7 @@ func isCloudinitKey(key string) bool {
 		return true
 	}
 	rest, ok := strings.CutPrefix(key, "ipconfig")
-	return ok && isNumber(rest)
+	return ok && compare.IsNumber(rest)
 }
 
 // hasCloudinitDrive: a drive of the config is a cloud-init drive

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/pvectl/pvectl/pkg/planner/compare"
 	"github.com/pvectl/pvectl/pkg/pve"
 	"github.com/pvectl/pvectl/pkg/pve/acl"
 	"github.com/pvectl/pvectl/pkg/spec"
@@ -255,22 +256,22 @@ func (k *sdnObjKind) current(ctx context.Context, cl *pve.Client, c *Change) (*l
 }
 
 func (k *sdnObjKind) compare(b *builder, r *spec.Resource, lo *liveObj, c *Change) error {
-	cmp := comparer{m: b.method("POST", k.createPath)}
+	cmp := compare.Comparer{M: b.method("POST", k.createPath)}
 	skip := map[string]bool{k.idKey: true, "digest": true, "lock-token": true}
 	if k.file == "subnets" {
 		skip["subnet"] = true
 	}
-	c.Diff = cmp.diffParams(r.Params.Map(), r.Remove, lo.Config, skip)
+	c.Diff = cmp.DiffParams(r.Params.Map(), r.Remove, lo.Config, skip)
 	if len(c.Diff) == 0 {
 		c.Action = NoOp
 		return nil
 	}
-	c.Reasons = reasons(c.Diff)
+	c.Reasons = compare.Reasons(c.Diff)
 	if changed := fixedChanged(c.Diff, k.fixed); len(changed) > 0 {
 		return b.replace(r, c, fmt.Sprintf("PVE cannot change an %s's %s: the replace deletes it and creates it anew", spec.Noun(k.kind), strings.Join(changed, ", ")))
 	}
 	c.Action = Update
-	c.Params = cmp.updateParams(c.Diff, r.Params.Map(), lo.Config, nil)
+	c.Params = cmp.UpdateParams(c.Diff, r.Params.Map(), lo.Config, nil)
 	return nil
 }
 

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/pvectl/pvectl/pkg/planner/compare"
 	"github.com/pvectl/pvectl/pkg/pve"
 	"github.com/pvectl/pvectl/pkg/spec"
 )
@@ -99,7 +100,7 @@ func cachedRows(cache *map[string][]*pve.Config, key string, read func() ([]*pve
 func fixedChanged(diffs []FieldDiff, fixed []string) []string {
 	var changed []string
 	for _, d := range diffs {
-		if key := topKey(d.Path); slices.Contains(fixed, key) && !slices.Contains(changed, key) {
+		if key := compare.TopKey(d.Path); slices.Contains(fixed, key) && !slices.Contains(changed, key) {
 			changed = append(changed, key)
 		}
 	}
@@ -197,13 +198,13 @@ func (k *sectionKind) skipSet() map[string]bool {
 
 func (k *sectionKind) compare(b *builder, r *spec.Resource, lo *liveObj, c *Change) error {
 	p := sectionParams(r, lo)
-	cmp := comparer{m: b.method("POST", k.list)}
-	c.Diff = cmp.diffParams(p, r.Remove, lo.Config, k.skipSet())
+	cmp := compare.Comparer{M: b.method("POST", k.list)}
+	c.Diff = cmp.DiffParams(p, r.Remove, lo.Config, k.skipSet())
 	if len(c.Diff) == 0 {
 		c.Action = NoOp
 		return nil
 	}
-	c.Reasons = reasons(c.Diff)
+	c.Reasons = compare.Reasons(c.Diff)
 	if changed := fixedChanged(c.Diff, k.fixed); len(changed) > 0 {
 		return b.replace(r, c, fmt.Sprintf("PVE cannot change a %s's %s: the replace deletes it and creates it anew", k.noun, strings.Join(changed, ", ")))
 	}
@@ -211,7 +212,7 @@ func (k *sectionKind) compare(b *builder, r *spec.Resource, lo *liveObj, c *Chan
 	if k.note != nil {
 		c.Reasons = append(c.Reasons, k.note(p, lo.Config)...)
 	}
-	c.Params = cmp.updateParams(c.Diff, p, lo.Config, nil)
+	c.Params = cmp.UpdateParams(c.Diff, p, lo.Config, nil)
 	for _, key := range k.updateKeys {
 		c.Params[key] = lo.Config.Get(key)
 	}

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 
+	"github.com/pvectl/pvectl/pkg/planner/compare"
 	"github.com/pvectl/pvectl/pkg/pve"
 	"github.com/pvectl/pvectl/pkg/spec"
 )
@@ -98,7 +99,7 @@ func (securityGroupKind) compare(b *builder, r *spec.Resource, lo *liveObj, c *C
 	st := sgStateOf(lo)
 	c.State = st
 	if want, set := r.Params.Lookup("comment"); set && want != st.Comment {
-		c.Diff = append(c.Diff, fieldDiff("comment", nilIfEmpty(st.Comment), want))
+		c.Diff = append(c.Diff, compare.Diff("comment", compare.NilIfEmpty(st.Comment), want))
 	}
 	c.Diff = append(c.Diff, ruleDiffs("rules", st.Rules.Rules, w.Rules)...)
 	updateForDiff(c)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/pvectl/pvectl/pkg/planner/compare"
 	"github.com/pvectl/pvectl/pkg/pve"
 	"github.com/pvectl/pvectl/pkg/pve/pvesim"
 	"github.com/pvectl/pvectl/pkg/pve/pvesim/simtest"
@@ -302,7 +303,7 @@ func TestSimBridgeUpdateIsCommitted(t *testing.T) {
 	p := planFor(t, sim, set, Options{})
 	wantPlan(t, "plan", p, []string{"update LinuxBridge/vmbr1", "apply NetworkApply/pve <- LinuxBridge/vmbr1"})
 	applyPlan(t, sim, p)
-	if i := committedIface(t, sim, "vmbr1", "update"); i != nil && !equalSet(i.Get("bridge_ports"), "eno2 eno3") {
+	if i := committedIface(t, sim, "vmbr1", "update"); i != nil && !compare.EqualSet(i.Get("bridge_ports"), "eno2 eno3") {
 		t.Errorf("vmbr1 ports: got %q want eno2 eno3", i.Get("bridge_ports"))
 	}
 	wantConverged(t, t.Errorf, sim, set, "plan after update")

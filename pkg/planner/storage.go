@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/pvectl/pvectl/pkg/planner/compare"
 	"github.com/pvectl/pvectl/pkg/pve"
 	"github.com/pvectl/pvectl/pkg/pve/schema"
 	"github.com/pvectl/pvectl/pkg/spec"
@@ -114,8 +115,8 @@ func storageSkip(t *schema.StorageType, desired map[string]string, live *pve.Con
 
 func (storageKind) compare(b *builder, r *spec.Resource, lo *liveObj, c *Change) error {
 	t, _ := schema.LookupStorageType(lo.Config.Get("type"))
-	cmp := comparer{m: b.method("POST", storageCreatePath)}
-	c.Diff = cmp.diffParams(r.Params.Map(), r.Remove, lo.Config, storageSkip(t, r.Params.Map(), lo.Config))
+	cmp := compare.Comparer{M: b.method("POST", storageCreatePath)}
+	c.Diff = cmp.DiffParams(r.Params.Map(), r.Remove, lo.Config, storageSkip(t, r.Params.Map(), lo.Config))
 	if len(c.Diff) == 0 {
 		c.Action = NoOp
 		return nil
@@ -123,18 +124,18 @@ func (storageKind) compare(b *builder, r *spec.Resource, lo *liveObj, c *Change)
 	fixed := b.storageFixed(t)
 	var changed []string
 	for _, d := range c.Diff {
-		if k := topKey(d.Path); fixed[k] && !slices.Contains(changed, k) {
+		if k := compare.TopKey(d.Path); fixed[k] && !slices.Contains(changed, k) {
 			changed = append(changed, k)
 		}
 	}
 	if len(changed) > 0 {
-		c.Reasons = reasons(c.Diff)
+		c.Reasons = compare.Reasons(c.Diff)
 		return b.replace(r, c, fmt.Sprintf("PVE cannot change a storage's %s once it exists: the replace deletes the storage "+
 			"configuration and adds it again (DELETE /storage/%s removes no data; volumes on it are found again)",
 			strings.Join(changed, ", "), storageID(r)))
 	}
-	c.Action, c.Reasons = Update, reasons(c.Diff)
-	c.Params = cmp.updateParams(c.Diff, r.Params.Map(), lo.Config, nil)
+	c.Action, c.Reasons = Update, compare.Reasons(c.Diff)
+	c.Params = cmp.UpdateParams(c.Diff, r.Params.Map(), lo.Config, nil)
 	return nil
 }
 

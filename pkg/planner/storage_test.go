@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/pvectl/pvectl/pkg/planner/compare"
 	"github.com/pvectl/pvectl/pkg/pve"
 	"github.com/pvectl/pvectl/pkg/pve/pvesim"
 	"github.com/pvectl/pvectl/pkg/pve/pvesim/simtest"
@@ -203,7 +204,7 @@ func TestStorageFixed(t *testing.T) {
 
 func TestDiffParamsStorage(t *testing.T) {
 	m, _ := schema.Default().Lookup("POST", storageCreatePath)
-	cmpr := comparer{m: m}
+	cmpr := compare.Comparer{M: m}
 	pbs, _ := schema.LookupStorageType("pbs")
 	tests := []diffCase{
 		{

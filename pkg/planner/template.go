@@ -16,6 +16,7 @@ import (
 
 	"github.com/pvectl/pvectl/internal/durfmt"
 	"github.com/pvectl/pvectl/internal/lazyre"
+	"github.com/pvectl/pvectl/pkg/planner/marks"
 	"github.com/pvectl/pvectl/pkg/pve"
 	"github.com/pvectl/pvectl/pkg/spec"
 )
@@ -210,7 +211,7 @@ func (k templateKind) planBake(b *builder, r *spec.Resource, lo *liveObj, c *Cha
 	// gets (the spec's, else its base template's).
 	desc := gl.more().CloneConfig.Get("description")
 	if text, set := r.Params.Lookup("description"); set {
-		desc = withBlocks(text, desc)
+		desc = marks.WithBlocks(text, desc)
 	}
 	if err := planProvision(r, c, desc, true); err != nil {
 		return err
@@ -257,7 +258,7 @@ func (k templateKind) compare(b *builder, r *spec.Resource, lo *liveObj, c *Chan
 	if err := b.replace(r, c, why); err != nil {
 		return err
 	}
-	stateOf(c).Note = userDescription(lo.Config.Get("description"))
+	stateOf(c).Note = marks.UserDescription(lo.Config.Get("description"))
 	return k.planBake(b, r, lo, c)
 }
 
@@ -368,8 +369,8 @@ func (k templateKind) writeRecipe(ctx context.Context, x *execution, c *Change, 
 		return fmt.Errorf("read config of vm %d: %w", vmid, err)
 	}
 	desc := cfg.Get("description")
-	if _, set := c.Resource.Params.Lookup("description"); !set && userDescription(desc) == "" && stateOf(c).Note != "" {
-		desc = withBlocks(stateOf(c).Note, desc)
+	if _, set := c.Resource.Params.Lookup("description"); !set && marks.UserDescription(desc) == "" && stateOf(c).Note != "" {
+		desc = marks.WithBlocks(stateOf(c).Note, desc)
 	}
 	values := url.Values{"description": {withRecipe(desc, recipe(c.Resource))}, "digest": {cfg.Get("digest")}}
 	if err := x.client.UpdateGuest(ctx, pve.QEMU, c.Node, vmid, values); err != nil {

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pvectl/pvectl/pkg/planner/marks"
 	"github.com/pvectl/pvectl/pkg/pve"
 	"github.com/pvectl/pvectl/pkg/spec"
 )
@@ -89,10 +90,10 @@ func TestSimTemplateLifecycle(t *testing.T) {
 		}
 		// Its own owner block is the only pvectl block (owner.go).
 		if vc.Get("cores") != "4" || strings.Contains(vc.Get("description"), "[pvectl-template") ||
-			userDescription(vc.Get("description")) != "" {
+			marks.UserDescription(vc.Get("description")) != "" {
 			t.Errorf("%s config %v: want the template's cores and no inherited pvectl block", vm, vc)
 		}
-		if stack, id, ok := parseOwnerMark(vc.Get("description")); !ok || stack != DefaultStack || id != st.Created {
+		if stack, id, ok := marks.ParseOwnerMark(vc.Get("description")); !ok || stack != DefaultStack || id != st.Created {
 			t.Errorf("%s: owner mark %q %d %v, want %s and its vmid %d", vm, stack, id, ok, DefaultStack, st.Created)
 		}
 	}

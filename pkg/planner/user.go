@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/pvectl/pvectl/pkg/planner/compare"
 	"github.com/pvectl/pvectl/pkg/pve"
 	"github.com/pvectl/pvectl/pkg/spec"
 )
@@ -64,7 +65,7 @@ func userObj(users map[string]*pve.User, id string) *liveObj {
 	if cfg.Get("enable") == "" {
 		cfg.Set("enable", "1")
 	}
-	if g := splitSet(cfg.Get("groups")); len(g) > 0 {
+	if g := compare.SplitSet(cfg.Get("groups")); len(g) > 0 {
 		cfg.Set("groups", strings.Join(g, ","))
 	}
 	return &liveObj{Exists: true, Config: cfg, Digest: fieldsDigest(cfg)}
@@ -96,14 +97,14 @@ func desiredUser(r *spec.Resource) map[string]string {
 }
 
 func (userKind) compare(b *builder, r *spec.Resource, lo *liveObj, c *Change) error {
-	cmp := comparer{m: b.method("POST", userCreatePath)}
+	cmp := compare.Comparer{M: b.method("POST", userCreatePath)}
 	want := desiredUser(r)
 	for _, k := range slices.Sorted(maps.Keys(want)) {
 		dv, lv := want[k], lo.Config.Get(k)
 		if sameAccessValue(cmp, k, dv, lv) {
 			continue
 		}
-		c.Diff = append(c.Diff, fieldDiff(k, nilIfEmpty(lv), nilIfEmpty(dv)))
+		c.Diff = append(c.Diff, compare.Diff(k, compare.NilIfEmpty(lv), compare.NilIfEmpty(dv)))
 	}
 	if !updateForDiff(c) {
 		return nil
@@ -120,14 +121,14 @@ func (userKind) compare(b *builder, r *spec.Resource, lo *liveObj, c *Change) er
 
 // sameAccessValue compares a user's or token's setting: unordered lists
 // (groups) as sets, empty as unset, the rest by the create call's types.
-func sameAccessValue(cmp comparer, key, desired, live string) bool {
+func sameAccessValue(cmp compare.Comparer, key, desired, live string) bool {
 	if key == "groups" {
-		return equalSet(desired, live)
+		return compare.EqualSet(desired, live)
 	}
 	if desired == "" || live == "" {
 		return desired == live
 	}
-	return equalScalar(key, cmp.param(key), desired, live)
+	return compare.EqualScalar(key, cmp.Param(key), desired, live)
 }
 
 func (userKind) create(ctx context.Context, x *execution, c *Change) error {

@@ -7,7 +7,7 @@ import (
 )
 
 // stackRE is what a stack name may be: it is written into guests'
-// descriptions as "[pvectl-owner: stack=NAME,vmid=N]" (planner/owner.go),
+// descriptions as "[pvectl-owner: stack=NAME,vmid=N]" (planner/marks),
 // so it holds none of the block's separators.
 var stackRE = lazyre.New(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
 

@@ -1,4 +1,9 @@
-package planner
+// Package compare decides what is drift: it compares the values a spec
+// asks for with what PVE answers, using the schema facts of the kind's
+// create method (defaults, formats, property strings, sets, sizes), and
+// builds the update parameters that bring PVE to the spec while keeping
+// what pvectl and PVE own in the same fields (package marks).
+package compare
 
 import (
 	"maps"
@@ -11,14 +16,15 @@ import (
 	"strings"
 
 	"github.com/pvectl/pvectl/internal/lazyre"
+	"github.com/pvectl/pvectl/pkg/planner/marks"
 	"github.com/pvectl/pvectl/pkg/pve"
 	"github.com/pvectl/pvectl/pkg/pve/schema"
 	"github.com/pvectl/pvectl/pkg/secret"
 )
 
-// createOnly sub-keys are consumed by the create call and never read back,
+// CreateOnly sub-keys are consumed by the create call and never read back,
 // so their absence in live state is not drift.
-var createOnly = map[string]bool{"import-from": true}
+var CreateOnly = map[string]bool{"import-from": true}
 
 // setKeys hold lists whose order PVE does not keep (or does not care about:
 // bridge_vids "2-10 100" allows the same VLANs as "100 2-10").
@@ -37,39 +43,63 @@ var setFormats = map[string]bool{
 	"pve-storage-portal-dns-list": true,
 }
 
-// fixedSizeDisks get a size PVE chooses (4 MiB for an OVMF vars or TPM
+// FixedSizeDisks get a size PVE chooses (4 MiB for an OVMF vars or TPM
 // state volume), whatever "STOR:N" asked for: their size is never drift.
-var fixedSizeDisks = lazyre.New(`^(efidisk|tpmstate)\d+$`)
+var FixedSizeDisks = lazyre.New(`^(efidisk|tpmstate)\d+$`)
 
-// commentKeys are free text whose end PVE rewrites: a container's
+// CommentKeys are free text whose end PVE rewrites: a container's
 // description gains a newline (pve-container parse_pct_config), a VM's
 // loses its trailing whitespace (qemu-server parse_vm_config), an
 // interface's comments gain a newline.
-var commentKeys = map[string]bool{"description": true, "comments": true, "comment": true}
+var CommentKeys = map[string]bool{"description": true, "comments": true, "comment": true}
 
 // trailingSpace is what Perl's \s matches at the end of a comment.
 const trailingSpace = " \t\n\r\f\v"
 
-// comparer compares desired wire values with live ones using the facts of
-// the kind's create method (m may be nil: then only type-less rules apply).
-type comparer struct {
-	m *schema.Method
+// FieldDiff is one changed field. Path is the PVE key ("memory"), a
+// sub-key ("net1.tag") or a pvectl key ("running").
+type FieldDiff struct {
+	Path   string `json:"path"`
+	Before any    `json:"before"`
+	After  any    `json:"after"`
+	// Line, when set, is how the human plan shows one item of an ordered
+	// list ("[2] in ACCEPT tcp 22 from +admins", "[3] moved from 5"),
+	// after the item's symbol, instead of "path: before → after".
+	Line string `json:"line,omitempty"`
+	// Label, when set, is the key the plan text shows instead of Path:
+	// the convenience the user wrote (ip for ipconfig0.ip, vlan for
+	// net0.tag). Path stays PVE's, for the effects, privileges and JSON.
+	Label string `json:"label,omitempty"`
 }
 
-func (c comparer) param(key string) *schema.Param {
-	if c.m == nil {
+// Shown is the key the plan text names: Label, else Path.
+func (d FieldDiff) Shown() string {
+	if d.Label != "" {
+		return d.Label
+	}
+	return d.Path
+}
+
+// Comparer compares desired wire values with live ones using the facts of
+// the kind's create method (m may be nil: then only type-less rules apply).
+type Comparer struct {
+	M *schema.Method
+}
+
+func (c Comparer) Param(key string) *schema.Param {
+	if c.M == nil {
 		return nil
 	}
-	p, ok := c.m.Param(key)
+	p, ok := c.M.Param(key)
 	if !ok {
 		return nil
 	}
 	return p
 }
 
-// diffParams compares only the keys the user wrote (minus skip) plus the
+// DiffParams compares only the keys the user wrote (minus skip) plus the
 // keys to remove; live keys nobody asked about are never drift.
-func (c comparer) diffParams(desired map[string]string, remove []string, live *pve.Config, skip map[string]bool) []FieldDiff {
+func (c Comparer) DiffParams(desired map[string]string, remove []string, live *pve.Config, skip map[string]bool) []FieldDiff {
 	var out []FieldDiff
 	for _, k := range slices.Sorted(maps.Keys(desired)) {
 		if skip[k] {
@@ -80,37 +110,37 @@ func (c comparer) diffParams(desired map[string]string, remove []string, live *p
 		switch k {
 		case "description":
 			// pvectl's own blocks in it are not the user's text.
-			lv = userDescription(lv)
+			lv = marks.UserDescription(lv)
 		case "tags":
-			// Nor is the owner tag the user's (owner.go), unless the
+			// Nor is the owner tag the user's (package marks), unless the
 			// spec sets it too.
-			if !hasOwnerTag(dv) {
-				lv = withoutOwnerTag(lv)
+			if !marks.HasOwnerTag(dv) {
+				lv = marks.WithoutOwnerTag(lv)
 			}
 		}
-		p := c.param(k)
+		p := c.Param(k)
 		switch {
 		case !has:
-			if dv == "" || isDefault(k, p, dv) || isDefaultPS(p, dv) {
+			if dv == "" || IsDefault(k, p, dv) || IsDefaultPS(p, dv) {
 				continue
 			}
-			out = append(out, fieldDiff(k, nil, dv))
+			out = append(out, Diff(k, nil, dv))
 		case p != nil && len(p.SubKeys()) > 0:
 			out = append(out, c.diffPropertyString(k, p, dv, lv)...)
-		case !equalScalar(k, p, dv, lv):
-			out = append(out, fieldDiff(k, lv, dv))
+		case !EqualScalar(k, p, dv, lv):
+			out = append(out, Diff(k, lv, dv))
 		}
 	}
-	for _, k := range sortedUnique(remove) {
+	for _, k := range SortedUnique(remove) {
 		if lv, has := live.Lookup(k); has && !skip[k] {
-			out = append(out, fieldDiff(k, lv, nil))
+			out = append(out, Diff(k, lv, nil))
 		}
 	}
 	return out
 }
 
-// fieldDiff builds a FieldDiff, masking secrets.
-func fieldDiff(path string, before, after any) FieldDiff {
+// Diff builds a FieldDiff, masking secrets.
+func Diff(path string, before, after any) FieldDiff {
 	key := path
 	if i := strings.IndexByte(key, '.'); i >= 0 {
 		key = key[:i]
@@ -126,18 +156,18 @@ func fieldDiff(path string, before, after any) FieldDiff {
 	return FieldDiff{Path: path, Before: before, After: after}
 }
 
-// diskVolRE matches a volume written as "STORAGE:SIZE" (GiB) or "STORAGE:VOLUME".
-var diskVolRE = lazyre.New(`^([^:]+):(.+)$`)
+// DiskVolRE matches a volume written as "STORAGE:SIZE" (GiB) or "STORAGE:VOLUME".
+var DiskVolRE = lazyre.New(`^([^:]+):(.+)$`)
 
 // diffPropertyString compares sub-key by sub-key, only the sub-keys the user wrote.
-func (c comparer) diffPropertyString(key string, p *schema.Param, dv, lv string) []FieldDiff {
+func (c Comparer) diffPropertyString(key string, p *schema.Param, dv, lv string) []FieldDiff {
 	dItems, err1 := schema.ParsePropertyString(dv, p)
 	lItems, err2 := schema.ParsePropertyString(lv, p)
 	if err1 != nil || err2 != nil {
-		if equalScalar(key, nil, dv, lv) {
+		if EqualScalar(key, nil, dv, lv) {
 			return nil
 		}
-		return []FieldDiff{fieldDiff(key, lv, dv)}
+		return []FieldDiff{Diff(key, lv, dv)}
 	}
 	live := map[string]string{}
 	for _, it := range lItems {
@@ -153,10 +183,10 @@ func (c comparer) diffPropertyString(key string, p *schema.Param, dv, lv string)
 		return key + "." + sub
 	}
 	var out []FieldDiff
-	volKey := volumeKey(props)
+	volKey := VolumeKey(props)
 	isDisk := volKey != ""
 	for _, it := range dItems {
-		if createOnly[it.Key] {
+		if CreateOnly[it.Key] {
 			continue
 		}
 		if isDisk && it.Key == volKey {
@@ -171,23 +201,23 @@ func (c comparer) diffPropertyString(key string, p *schema.Param, dv, lv string)
 			lvv, has = volumeFormat(live[volKey]), true
 		}
 		if !has {
-			if isDefault(it.Key, sp, it.Value) {
+			if IsDefault(it.Key, sp, it.Value) {
 				continue
 			}
-			out = append(out, fieldDiff(path(it.Key), nil, it.Value))
+			out = append(out, Diff(path(it.Key), nil, it.Value))
 			continue
 		}
-		if !equalScalar(it.Key, sp, it.Value, lvv) {
-			out = append(out, fieldDiff(path(it.Key), lvv, it.Value))
+		if !EqualScalar(it.Key, sp, it.Value, lvv) {
+			out = append(out, Diff(path(it.Key), lvv, it.Value))
 		}
 	}
 	return out
 }
 
-// volumeKey is the sub-key naming a disk's volume: "file" for a VM's
+// VolumeKey is the sub-key naming a disk's volume: "file" for a VM's
 // drives, "volume" for a container's rootfs and mount points; "" when the
 // property string is not a disk.
-func volumeKey(props map[string]*schema.Param) string {
+func VolumeKey(props map[string]*schema.Param) string {
 	for _, k := range []string{"file", "volume"} {
 		if p, ok := props[k]; ok && p.DefaultKey {
 			return k
@@ -203,32 +233,32 @@ func diffDiskFile(key, want, got, gotSize string) []FieldDiff {
 	if want == got {
 		return nil
 	}
-	wm := diskVolRE.FindStringSubmatch(want)
-	gm := diskVolRE.FindStringSubmatch(got)
+	wm := DiskVolRE.FindStringSubmatch(want)
+	gm := DiskVolRE.FindStringSubmatch(got)
 	if wm == nil || gm == nil {
-		return []FieldDiff{fieldDiff(key+".file", nilIfEmpty(got), want)}
+		return []FieldDiff{Diff(key+".file", NilIfEmpty(got), want)}
 	}
 	vol := wm[2]
 	if namedVolume(want) {
 		// An existing volume is attached as it is: another one, on
 		// another storage too, is another file, not a disk that moves.
-		return []FieldDiff{fieldDiff(key+".file", got, want)}
+		return []FieldDiff{Diff(key+".file", got, want)}
 	}
 	var out []FieldDiff
 	if wm[1] != gm[1] {
-		out = append(out, fieldDiff(key+".storage", gm[1], wm[1]))
+		out = append(out, Diff(key+".storage", gm[1], wm[1]))
 	}
 	switch {
 	case vol == "cloudinit":
 		if !strings.Contains(gm[2], "cloudinit") {
-			out = append(out, fieldDiff(key+".file", got, want))
+			out = append(out, Diff(key+".file", got, want))
 		}
-	case isNumber(vol):
-		if vol == "0" || fixedSizeDisks.MatchString(key) { // "STOR:0,import-from=…": the size comes from the image
+	case IsNumber(vol):
+		if vol == "0" || FixedSizeDisks.MatchString(key) { // "STOR:0,import-from=…": the size comes from the image
 			break
 		}
 		if !equalSize(vol+"G", gotSize) {
-			out = append(out, fieldDiff(key+".size", nilIfEmpty(gotSize), vol+"G"))
+			out = append(out, Diff(key+".size", NilIfEmpty(gotSize), vol+"G"))
 		}
 	}
 	return out
@@ -238,14 +268,14 @@ func diffDiskFile(key, want, got, gotSize string) []FieldDiff {
 // ("local:iso/seed.iso", "none") rather than asking PVE to allocate one
 // ("local-lvm:32", "local-lvm:0,import-from=…", "local-lvm:cloudinit").
 func namedVolume(v string) bool {
-	m := diskVolRE.FindStringSubmatch(v)
+	m := DiskVolRE.FindStringSubmatch(v)
 	if m == nil {
 		return true
 	}
-	return m[2] != "cloudinit" && !isNumber(m[2])
+	return m[2] != "cloudinit" && !IsNumber(m[2])
 }
 
-func nilIfEmpty(s string) any {
+func NilIfEmpty(s string) any {
 	if s == "" {
 		return nil
 	}
@@ -266,10 +296,10 @@ func volumeFormat(volid string) string {
 	return "raw"
 }
 
-// isDefault reports whether v is what PVE assumes when the key is absent.
+// IsDefault reports whether v is what PVE assumes when the key is absent.
 // A boolean without a schema default is false when absent: PVE drops
 // false flags when it writes them (`autostart: 0` reads back as nothing).
-func isDefault(key string, p *schema.Param, v string) bool {
+func IsDefault(key string, p *schema.Param, v string) bool {
 	if p == nil {
 		return false
 	}
@@ -277,12 +307,12 @@ func isDefault(key string, p *schema.Param, v string) bool {
 		b, ok := schema.ParseBool(v)
 		return p.Type == "boolean" && ok && !b
 	}
-	return equalScalar(key, p, wireValue(p.Default), v)
+	return EqualScalar(key, p, WireValue(p.Default), v)
 }
 
-// isDefaultPS reports whether a property string only spells out defaults
+// IsDefaultPS reports whether a property string only spells out defaults
 // ("memory: 512" is PVE's default [current=]512).
-func isDefaultPS(p *schema.Param, v string) bool {
+func IsDefaultPS(p *schema.Param, v string) bool {
 	if p == nil || len(p.SubKeys()) == 0 {
 		return false
 	}
@@ -292,15 +322,15 @@ func isDefaultPS(p *schema.Param, v string) bool {
 	}
 	props := p.SubKeys()
 	for _, it := range items {
-		if !isDefault(it.Key, props[it.Key], it.Value) {
+		if !IsDefault(it.Key, props[it.Key], it.Value) {
 			return false
 		}
 	}
 	return true
 }
 
-// wireValue renders a schema default the way it would appear in a form.
-func wireValue(v any) string {
+// WireValue renders a schema default the way it would appear in a form.
+func WireValue(v any) string {
 	switch x := v.(type) {
 	case bool:
 		if x {
@@ -317,18 +347,18 @@ func wireValue(v any) string {
 	return ""
 }
 
-// equalScalar compares two wire values of one key semantically.
-func equalScalar(key string, p *schema.Param, a, b string) bool {
+// EqualScalar compares two wire values of one key semantically.
+func EqualScalar(key string, p *schema.Param, a, b string) bool {
 	if a == b {
 		return true
 	}
 	switch {
 	case key == "comments":
 		return ifaceComment(a) == ifaceComment(b)
-	case commentKeys[key]:
+	case CommentKeys[key]:
 		return strings.TrimRight(a, trailingSpace) == strings.TrimRight(b, trailingSpace)
 	case setKeys[key] || (p != nil && setFormats[p.Format]):
-		return equalSet(a, b)
+		return EqualSet(a, b)
 	case p != nil && p.Format == "pve-storage-path":
 		// A directory storage's path is stored canonical (pve-storage
 		// DirPlugin.pm check_config): "/srv/vz/" is "/srv/vz".
@@ -340,7 +370,7 @@ func equalScalar(key string, p *schema.Param, a, b string) bool {
 	case key == "sshkeys":
 		// URL-encoded by whoever wrote them (the GUI escapes "@" and "=",
 		// Go does not): compare the keys themselves.
-		return unescapeKeys(a) == unescapeKeys(b)
+		return UnescapeKeys(a) == UnescapeKeys(b)
 	case key == "netmask":
 		x, ok1 := maskBits(a)
 		y, ok2 := maskBits(b)
@@ -379,7 +409,7 @@ func ifaceComment(s string) string {
 	return strings.Join(lines, "\n")
 }
 
-func unescapeKeys(s string) string {
+func UnescapeKeys(s string) string {
 	if u, err := url.PathUnescape(s); err == nil {
 		s = u
 	}
@@ -400,20 +430,20 @@ func maskBits(s string) (int, bool) {
 	return ones, bits == 32
 }
 
-func isNumber(s string) bool {
+func IsNumber(s string) bool {
 	_, err := strconv.ParseFloat(s, 64)
 	return err == nil
 }
 
-// splitSet splits a list written with ";", ",", or spaces into a sorted set.
-func splitSet(s string) []string {
+// SplitSet splits a list written with ";", ",", or spaces into a sorted set.
+func SplitSet(s string) []string {
 	f := schema.SplitList(s)
 	slices.Sort(f)
 	return slices.Compact(f)
 }
 
-func equalSet(a, b string) bool {
-	x, y := splitSet(a), splitSet(b)
+func EqualSet(a, b string) bool {
+	x, y := SplitSet(a), SplitSet(b)
 	if len(x) != len(y) {
 		return false
 	}
@@ -425,18 +455,18 @@ func equalSet(a, b string) bool {
 	return true
 }
 
-// parseSize reads a PVE disk size ("32G", "512M", "1.5T"; a bare number
+// ParseSize reads a PVE disk size ("32G", "512M", "1.5T"; a bare number
 // is bytes). The "STOR:32" create form means GiB: diffDiskFile appends the
 // G before comparing.
-func parseSize(s string) (int64, bool) { return schema.ParseSize(strings.TrimSpace(s)) }
+func ParseSize(s string) (int64, bool) { return schema.ParseSize(strings.TrimSpace(s)) }
 
 func equalSize(a, b string) bool {
-	x, ok1 := parseSize(a)
-	y, ok2 := parseSize(b)
+	x, ok1 := ParseSize(a)
+	y, ok2 := ParseSize(b)
 	return ok1 && ok2 && x == y
 }
 
-func sortedUnique(s []string) []string {
+func SortedUnique(s []string) []string {
 	out := append([]string(nil), s...)
 	sort.Strings(out)
 	j := 0
@@ -449,19 +479,19 @@ func sortedUnique(s []string) []string {
 	return out[:j]
 }
 
-// updateValue is what an update sends for key: the live property string with
+// UpdateValue is what an update sends for key: the live property string with
 // the desired sub-keys laid over it, so that what PVE generated (MAC
 // addresses, disk volume names) survives the write.
-func (c comparer) updateValue(key, desired, live string) string {
+func (c Comparer) UpdateValue(key, desired, live string) string {
 	switch key {
 	case "description":
-		return withBlocks(desired, live)
+		return marks.WithBlocks(desired, live)
 	case "tags":
-		if hasOwnerTag(live) {
-			return withOwnerTag(desired) // the owner tag stays
+		if marks.HasOwnerTag(live) {
+			return marks.WithOwnerTag(desired) // the owner tag stays
 		}
 	}
-	p := c.param(key)
+	p := c.Param(key)
 	if p == nil || len(p.SubKeys()) == 0 || live == "" {
 		return desired
 	}
@@ -470,7 +500,7 @@ func (c comparer) updateValue(key, desired, live string) string {
 	if err1 != nil || err2 != nil {
 		return desired
 	}
-	volKey := volumeKey(p.SubKeys())
+	volKey := VolumeKey(p.SubKeys())
 	isDisk := volKey != ""
 	if v, ok := schema.PropValue(want, volKey); isDisk && ok && namedVolume(v) {
 		if lv, _ := schema.PropValue(have, volKey); lv != v {
@@ -490,7 +520,7 @@ func (c comparer) updateValue(key, desired, live string) string {
 		idx[it.Key] = i
 	}
 	for _, it := range want {
-		if createOnly[it.Key] || (isDisk && (it.Key == "format" || it.Key == volKey && allocates(it.Value))) {
+		if CreateOnly[it.Key] || (isDisk && (it.Key == "format" || it.Key == volKey && Allocates(it.Value))) {
 			// The volume exists: its name and format are PVE's now.
 			continue
 		}
@@ -504,65 +534,54 @@ func (c comparer) updateValue(key, desired, live string) string {
 	return schema.FormatPropertyString(have, p)
 }
 
-// allocates reports whether a drive's volume asks PVE to make one
+// Allocates reports whether a drive's volume asks PVE to make one
 // ("STOR:32", "STOR:0" with import-from, "STOR:cloudinit") rather than
 // naming one (an ISO image, an existing volume, "none").
-func allocates(vol string) bool {
-	m := diskVolRE.FindStringSubmatch(vol)
-	return m != nil && (isNumber(m[2]) || m[2] == "cloudinit")
+func Allocates(vol string) bool {
+	m := DiskVolRE.FindStringSubmatch(vol)
+	return m != nil && (IsNumber(m[2]) || m[2] == "cloudinit")
 }
 
-// topKey is the parameter a diff path belongs to ("net1.tag" → "net1").
-func topKey(path string) string {
+// TopKey is the parameter a diff path belongs to ("net1.tag" → "net1").
+func TopKey(path string) string {
 	if i := strings.IndexByte(path, '.'); i >= 0 {
 		return path[:i]
 	}
 	return path
 }
 
-// updateParams builds an update's wire parameters from its diffs: changed
+// UpdateParams builds an update's wire parameters from its diffs: changed
 // keys with their merged values and "delete" for removed ones. Keys in skip
 // (pvectl's own, or handled by another call) are left out.
-func (c comparer) updateParams(diffs []FieldDiff, desired map[string]string, live *pve.Config, skip func(FieldDiff) bool) map[string]string {
+func (c Comparer) UpdateParams(diffs []FieldDiff, desired map[string]string, live *pve.Config, skip func(FieldDiff) bool) map[string]string {
 	out := map[string]string{}
 	var del []string
 	for _, d := range diffs {
 		if skip != nil && skip(d) {
 			continue
 		}
-		k := topKey(d.Path)
+		k := TopKey(d.Path)
 		if _, done := out[k]; done {
 			continue
 		}
 		if dv, ok := desired[k]; ok {
-			out[k] = c.updateValue(k, dv, live.Get(k))
+			out[k] = c.UpdateValue(k, dv, live.Get(k))
 		} else if d.After == nil {
 			del = append(del, k)
 		}
 	}
 	if len(del) > 0 {
-		out["delete"] = strings.Join(sortedUnique(del), ",")
+		out["delete"] = strings.Join(SortedUnique(del), ",")
 	}
 	return out
 }
 
-// updateForDiff makes c an update for its diffs (true), or a noop when
-// it has none (false: nothing more to plan).
-func updateForDiff(c *Change) bool {
-	if len(c.Diff) == 0 {
-		c.Action = NoOp
-		return false
-	}
-	c.Action, c.Reasons = Update, reasons(c.Diff)
-	return true
-}
-
-// reasons turns diffs into "memory changed" lines, one per parameter.
-func reasons(diffs []FieldDiff) []string {
+// Reasons turns diffs into "memory changed" lines, one per parameter.
+func Reasons(diffs []FieldDiff) []string {
 	var out []string
 	seen := map[string]bool{}
 	for _, d := range diffs {
-		k := topKey(d.Path)
+		k := TopKey(d.Path)
 		if seen[k] {
 			continue
 		}

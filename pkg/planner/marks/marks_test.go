@@ -1,11 +1,9 @@
-package planner
+package marks
 
 import (
 	"testing"
 
 	gocmp "github.com/google/go-cmp/cmp"
-
-	"github.com/pvectl/pvectl/pkg/pve"
 )
 
 func TestSplitDescription(t *testing.T) {
@@ -21,7 +19,7 @@ func TestSplitDescription(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			user, blocks := splitDescription(tt.in)
+			user, blocks := SplitDescription(tt.in)
 			if user != tt.user {
 				t.Errorf("user: got %q want %q", user, tt.user)
 			}
@@ -34,18 +32,10 @@ func TestSplitDescription(t *testing.T) {
 
 func TestWithBlocks(t *testing.T) {
 	live := "old text\n[pvectl-provision: a.yaml=0123456789ab]"
-	if got, want := withBlocks("new text\n", live), "new text\n[pvectl-provision: a.yaml=0123456789ab]"; got != want {
+	if got, want := WithBlocks("new text\n", live), "new text\n[pvectl-provision: a.yaml=0123456789ab]"; got != want {
 		t.Errorf("withBlocks: got %q want %q", got, want)
 	}
-	if got := withBlocks("new", "old"); got != "new" {
+	if got := WithBlocks("new", "old"); got != "new" {
 		t.Errorf("withBlocks without blocks: got %q want new", got)
 	}
-}
-
-// TestDescriptionBlockNotDrift: pvectl's blocks in a live description are
-// neither drift nor lost when the user's text changes.
-func TestDescriptionBlockNotDrift(t *testing.T) {
-	live := pve.ConfigOf(map[string]string{"description": "web server\n[pvectl-provision: a.yaml=0123456789ab]\n"})
-	wantMarkKept(t, live, map[string]string{"description": "web server"},
-		"description", "web server", "db server", "db server\n[pvectl-provision: a.yaml=0123456789ab]")
 }
