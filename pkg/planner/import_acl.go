@@ -47,9 +47,9 @@ func (aclKind) importPerms(string) []permNeed {
 func (aclKind) importDoc(ic *importCtx, r *spec.Resource, lo *liveObj) (*ImportedDoc, error) {
 	path, typ, ugid, role, _ := spec.ACLGrant(r)
 	d := &ImportedDoc{Kind: spec.KindACL, Name: r.Name}
-	d.Spec = []Field{{"path", path}, {typ + "s", ugid}, {"roles", role}}
+	d.Spec = []Field{{Key: "path", Value: path}, {Key: typ + "s", Value: ugid}, {Key: "roles", Value: role}}
 	if lo.Config.Get("propagate") == "0" {
-		d.Spec = append(d.Spec, Field{"propagate", false})
+		d.Spec = append(d.Spec, Field{Key: "propagate", Value: false})
 	}
 	return d, nil
 }

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/pvectl/pvectl/pkg/planner/importdoc"
 	"github.com/pvectl/pvectl/pkg/spec"
 )
 
@@ -46,11 +47,11 @@ func (tokenKind) importDoc(ic *importCtx, r *spec.Resource, lo *liveObj) (*Impor
 	uid, tid := tokenIDs(r)
 	name := ic.docName(spec.KindAPIToken, tid, strings.NewReplacer("@", "-", "!", "-").Replace(uid+"!"+tid))
 	d := &ImportedDoc{Kind: spec.KindAPIToken, Name: name}
-	fields := ic.specFields(d, ic.method("POST", tokenCreatePath), lo.Config, "token_"+uid+"_"+tid, func(k string) bool {
+	fields := ic.Fields(d, ic.method("POST", tokenCreatePath), lo.Config, "token_"+uid+"_"+tid, func(k string) bool {
 		cleared, setting := tokenFields[k]
 		return !setting || (cleared != "" && lo.Config.Get(k) == cleared)
-	}, keepSub)
-	d.Spec = withFirst(fields, Field{"userid", uid}, Field{"tokenid", tid})
+	}, importdoc.KeepSub)
+	d.Spec = importdoc.WithFirst(fields, Field{Key: "userid", Value: uid}, Field{Key: "tokenid", Value: tid})
 	d.Notes = append(d.Notes, "# PVE shows a token's secret only when it makes the token: a create from this",
 		"# document makes a new secret (add secretFile: PATH to keep it).")
 	return d, nil

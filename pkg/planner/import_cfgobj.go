@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/pvectl/pvectl/pkg/planner/importdoc"
 	"github.com/pvectl/pvectl/pkg/pve"
 	"github.com/pvectl/pvectl/pkg/spec"
 )
@@ -43,12 +44,12 @@ func (k *cfgKind) importDoc(ic *importCtx, r *spec.Resource, lo *liveObj) (*Impo
 	id := k.id(r)
 	d := &ImportedDoc{Kind: k.kind, Name: id}
 	prefix := strings.ToLower(k.kind) + "_" + id
-	d.Spec = ic.specFields(d, ic.method("POST", k.createPath), lo.Config, prefix, func(key string) bool {
+	d.Spec = ic.Fields(d, ic.method("POST", k.createPath), lo.Config, prefix, func(key string) bool {
 		return key == k.idParam || slices.Contains(k.secrets, key)
-	}, keepSub)
+	}, importdoc.KeepSub)
 	if k.importSecret != nil {
 		if key := k.importSecret(lo.Config); key != "" {
-			d.Spec = append(d.Spec, Field{key, d.placeholder(prefix, key, "")})
+			d.Spec = append(d.Spec, Field{Key: key, Value: d.Placeholder(prefix, key, "")})
 		}
 	}
 	return d, nil

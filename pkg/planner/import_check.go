@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 
@@ -53,7 +52,7 @@ func (ic *importCtx) check(ctx context.Context, res *ImportResult) error {
 func (ic *importCtx) planProblems(ctx context.Context, docs []*ImportedDoc, set *spec.Set) (map[string]string, error) {
 	obs := &Observed{conns: map[string]*liveConn{"": ic.lc}, objs: map[string]*liveObj{}, errs: map[string]error{}}
 	for _, d := range docs {
-		obs.objs[d.Address()] = d.live
+		obs.objs[d.Address()] = ic.live[d]
 	}
 	// What judging prerequisites needs and the documents do not provide
 	// (a bridge of another node's): read once per connection, cached.
@@ -170,7 +169,7 @@ func loadDocs(docs []*ImportedDoc, table *schema.Table) (*spec.Set, []int, error
 	}
 	vals := map[string]string{}
 	for _, d := range docs {
-		maps.Copy(vals, d.secrets)
+		d.CopySecrets(vals)
 	}
 	getenv := func(name string) (string, bool) {
 		v, ok := vals[name]

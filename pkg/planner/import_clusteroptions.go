@@ -3,6 +3,7 @@ package planner
 import (
 	"context"
 
+	"github.com/pvectl/pvectl/pkg/planner/importdoc"
 	"github.com/pvectl/pvectl/pkg/planner/marks"
 	"github.com/pvectl/pvectl/pkg/spec"
 )
@@ -32,7 +33,7 @@ func (clusterOptionsKind) importDoc(ic *importCtx, _ *spec.Resource, lo *liveObj
 	} else {
 		cfg.Delete("description")
 	}
-	d.Spec = ic.specFields(d, ic.method("PUT", clusterOptionsPath), cfg, "cluster_options", func(k string) bool { return k == "delete" }, keepSub)
+	d.Spec = ic.Fields(d, ic.method("PUT", clusterOptionsPath), cfg, "cluster_options", func(k string) bool { return k == "delete" }, importdoc.KeepSub)
 	if len(d.Spec) == 0 {
 		return nil, nil
 	}

@@ -71,7 +71,7 @@ func (downloadKind) importDoc(ic *importCtx, r *spec.Resource, lo *liveObj) (*Im
 	file, node, storage := p.Get("filename"), lo.Node, p.Get("storage")
 	d := &ImportedDoc{Kind: spec.KindDownloadedImage, ReadOnly: true,
 		Name: ic.docName(spec.KindDownloadedImage, file, file+"-"+storage+"-"+node)}
-	d.Spec = []Field{{"node", node}, {"storage", storage}, {"content", p.Get("content")}, {"filename", file}}
+	d.Spec = []Field{{Key: "node", Value: node}, {Key: "storage", Value: storage}, {Key: "content", Value: p.Get("content")}, {Key: "filename", Value: file}}
 	// No implicit edge leads from a file to its storage.
 	d.DependsOn = append(d.DependsOn, spec.KindStorage+"/"+storage)
 	return d, nil

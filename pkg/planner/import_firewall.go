@@ -34,16 +34,16 @@ func (firewallKind) importDoc(_ *importCtx, _ *spec.Resource, lo *liveObj) (*Imp
 	if len(st.Options) == 0 && len(st.Rules.Rules) == 0 && len(st.Aliases) == 0 && len(st.IPSets) == 0 {
 		return nil, nil // nothing set: no document
 	}
-	d := &ImportedDoc{Kind: spec.KindFirewall, Name: "cluster", Spec: []Field{{"scope", "cluster"}}}
+	d := &ImportedDoc{Kind: spec.KindFirewall, Name: "cluster", Spec: []Field{{Key: "scope", Value: "cluster"}}}
 	if len(st.Options) > 0 {
-		d.Spec = append(d.Spec, Field{"options", yamlOf(st.Options, false)})
+		d.Spec = append(d.Spec, Field{Key: "options", Value: yamlOf(st.Options, false)})
 	}
 	if len(st.Aliases) > 0 {
 		aliases := map[string]any{}
 		for name, e := range st.Aliases {
 			aliases[name] = entryValue(e)
 		}
-		d.Spec = append(d.Spec, Field{"aliases", yamlOf(aliases, false)})
+		d.Spec = append(d.Spec, Field{Key: "aliases", Value: yamlOf(aliases, false)})
 	}
 	if len(st.IPSets) > 0 {
 		sets := map[string]any{}
@@ -54,10 +54,10 @@ func (firewallKind) importDoc(_ *importCtx, _ *spec.Resource, lo *liveObj) (*Imp
 			}
 			sets[name] = list
 		}
-		d.Spec = append(d.Spec, Field{"ipsets", yamlOf(sets, false)})
+		d.Spec = append(d.Spec, Field{Key: "ipsets", Value: yamlOf(sets, false)})
 	}
 	if rules := importRules(st.Rules.Rules); len(rules) > 0 {
-		d.Spec = append(d.Spec, Field{"rules", yamlOf(rules, true)})
+		d.Spec = append(d.Spec, Field{Key: "rules", Value: yamlOf(rules, true)})
 	}
 	return d, nil
 }
@@ -132,10 +132,10 @@ func (securityGroupKind) importDoc(_ *importCtx, r *spec.Resource, lo *liveObj) 
 	st := sgStateOf(lo)
 	d := &ImportedDoc{Kind: spec.KindSecurityGroup, Name: groupName(r)}
 	if st.Comment != "" {
-		d.Spec = append(d.Spec, Field{"comment", st.Comment})
+		d.Spec = append(d.Spec, Field{Key: "comment", Value: st.Comment})
 	}
 	if rules := importRules(st.Rules.Rules); len(rules) > 0 {
-		d.Spec = append(d.Spec, Field{"rules", yamlOf(rules, true)})
+		d.Spec = append(d.Spec, Field{Key: "rules", Value: yamlOf(rules, true)})
 	}
 	return d, nil
 }

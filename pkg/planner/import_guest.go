@@ -9,6 +9,7 @@ import (
 
 	"github.com/pvectl/pvectl/internal/lazyre"
 	"github.com/pvectl/pvectl/pkg/planner/compare"
+	"github.com/pvectl/pvectl/pkg/planner/importdoc"
 	"github.com/pvectl/pvectl/pkg/planner/marks"
 	"github.com/pvectl/pvectl/pkg/pve"
 	"github.com/pvectl/pvectl/pkg/pve/schema"
@@ -83,20 +84,20 @@ func (g guest) guestDoc(ic *importCtx, kind string, lo *liveObj, skip func(strin
 	id := strconv.Itoa(gl.VMID)
 	d := &ImportedDoc{Kind: kind, Name: ic.docName(kind, name, name+"-"+id)}
 	m := ic.method("POST", g.createPath)
-	fields := ic.specFields(d, m, importedConfig(lo.Config), fmt.Sprintf("%s_%d", g.noun, gl.VMID), func(k string) bool {
+	fields := ic.Fields(d, m, importedConfig(lo.Config), fmt.Sprintf("%s_%d", g.noun, gl.VMID), func(k string) bool {
 		return g.notInConfig[k] || guestNotManaged[k] || isUnused(k) || k == g.nameParam || skip(k)
 	}, g.subRule(gl.VMID))
-	first := []Field{{"node", lo.Node}, {"vmid", gl.VMID}}
+	first := []Field{{Key: "node", Value: lo.Node}, {Key: "vmid", Value: gl.VMID}}
 	if d.Name != name {
-		first = append(first, Field{g.nameParam, name})
+		first = append(first, Field{Key: g.nameParam, Value: name})
 	}
-	fields = withFirst(fields, first...)
+	fields = importdoc.WithFirst(fields, first...)
 	if gl.Pool != "" {
-		fields = append(fields, Field{"pool", gl.Pool})
+		fields = append(fields, Field{Key: "pool", Value: gl.Pool})
 	}
 	template := lo.Config.Get("template") == "1"
 	if ic.withPowerState && !template {
-		fields = append(fields, Field{"running", gl.Status == "running"})
+		fields = append(fields, Field{Key: "running", Value: gl.Status == "running"})
 	}
 	d.Spec = fields
 	// A template pvectl did not bake (no recipe block) is the node's
@@ -114,7 +115,7 @@ func (g guest) guestDoc(ic *importCtx, kind string, lo *liveObj, skip func(strin
 // for a NIC that has none: qemu-server PVE/QemuServer.pm parse_net,
 // pve-container src/PVE/LXC/Config.pm parse_lxc_network), which breaks
 // DHCP reservations and anything else keyed on it.
-func (g guest) subRule(vmid int) subRule {
+func (g guest) subRule(vmid int) importdoc.SubRule {
 	return func(key string, p *schema.Param, sub, value string, items []schema.KV) (string, bool) {
 		volKey := compare.VolumeKey(p.SubKeys())
 		switch {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 
+	"github.com/pvectl/pvectl/pkg/planner/importdoc"
 	"github.com/pvectl/pvectl/pkg/pve"
 	"github.com/pvectl/pvectl/pkg/spec"
 )
@@ -58,22 +59,22 @@ func (hwmapKind) importDoc(ic *importCtx, r *spec.Resource, lo *liveObj) (*Impor
 	typ := hwmapType(r)
 	d := &ImportedDoc{Kind: spec.KindHardwareMapping, Name: r.Name}
 	if id := hwmapID(r); id != r.Name {
-		d.Spec = append(d.Spec, Field{"id", id})
+		d.Spec = append(d.Spec, Field{Key: "id", Value: id})
 	}
-	d.Spec = append(d.Spec, Field{"type", typ})
+	d.Spec = append(d.Spec, Field{Key: "type", Value: typ})
 	settings := pve.NewConfig(0)
 	for _, key := range hwmapSettings {
 		if v, ok := lo.Config.Lookup(key); ok {
 			settings.Set(key, v)
 		}
 	}
-	d.Spec = append(d.Spec, ic.specFields(d, ic.method("POST", hwmapListPath(typ)), settings, "hardwaremapping_"+r.Name, func(string) bool { return false }, keepSub)...)
+	d.Spec = append(d.Spec, ic.Fields(d, ic.method("POST", hwmapListPath(typ)), settings, "hardwaremapping_"+r.Name, func(string) bool { return false }, importdoc.KeepSub)...)
 	var entries []string
 	for _, e := range strings.Split(lo.Config.Get("map"), "\n") {
 		if e != "" {
 			entries = append(entries, e)
 		}
 	}
-	d.Spec = append(d.Spec, Field{"map", entries})
+	d.Spec = append(d.Spec, Field{Key: "map", Value: entries})
 	return d, nil
 }

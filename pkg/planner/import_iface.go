@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/pvectl/pvectl/pkg/planner/importdoc"
 	"github.com/pvectl/pvectl/pkg/pve"
 	"github.com/pvectl/pvectl/pkg/spec"
 )
@@ -73,7 +74,7 @@ func (k ifaceKind) importDoc(ic *importCtx, r *spec.Resource, lo *liveObj) (*Imp
 	iface, node := lo.Config.Get("iface"), lo.Node
 	d := &ImportedDoc{Kind: kind, Name: ic.docName(kind, iface, iface+"-"+node)}
 	m := ic.method("POST", networkCreatePath)
-	fields := ic.specFields(d, m, lo.Config, "iface_"+node+"_"+iface, func(key string) bool {
+	fields := ic.Fields(d, m, lo.Config, "iface_"+node+"_"+iface, func(key string) bool {
 		switch {
 		case key == "node" || key == "iface" || key == "type":
 			return true
@@ -84,12 +85,12 @@ func (k ifaceKind) importDoc(ic *importCtx, r *spec.Resource, lo *liveObj) (*Imp
 			return true
 		}
 		return false
-	}, keepSub)
-	first := []Field{{"node", node}}
+	}, importdoc.KeepSub)
+	first := []Field{{Key: "node", Value: node}}
 	if d.Name != iface {
-		first = append(first, Field{"iface", iface})
+		first = append(first, Field{Key: "iface", Value: iface})
 	}
-	d.Spec = withFirst(fields, first...)
+	d.Spec = importdoc.WithFirst(fields, first...)
 	if !ic.manageInfrastructure && nodeInfra(ic.lc.networks[node], iface) {
 		d.ReadOnly = true
 		d.Notes = append(d.Notes, "# managed: false: the node's own network (import with --manage-infrastructure to manage it).")

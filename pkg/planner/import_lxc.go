@@ -19,7 +19,7 @@ func (k lxcKind) importDoc(ic *importCtx, _ *spec.Resource, lo *liveObj) (*Impor
 		return lxcDerived[key] && !ic.withGenerated
 	})
 	if d != nil {
-		d.Spec = append(d.Spec, Field{"ostemplate", d.unrecorded(fmt.Sprintf("%s_%d", k.noun, liveOf(lo).VMID), "ostemplate",
+		d.Spec = append(d.Spec, Field{Key: "ostemplate", Value: d.Unrecorded(fmt.Sprintf("%s_%d", k.noun, liveOf(lo).VMID), "ostemplate",
 			"PVE does not record the template this container was made from; only a create uses it: set the variable or write the template (e.g. local:vztmpl/…) here")})
 	}
 	return d, nil

@@ -5,6 +5,7 @@ import (
 	"maps"
 	"slices"
 
+	"github.com/pvectl/pvectl/pkg/planner/importdoc"
 	"github.com/pvectl/pvectl/pkg/spec"
 )
 
@@ -42,11 +43,11 @@ func (netApplyKind) importDoc(ic *importCtx, r *spec.Resource, lo *liveObj) (*Im
 	if len(ifaces) == 0 && !ic.named(r) {
 		return nil, nil
 	}
-	return &ImportedDoc{Kind: spec.KindNetworkApply, Name: lo.Node, Spec: []Field{{"node", lo.Node}}}, nil
+	return &ImportedDoc{Kind: spec.KindNetworkApply, Name: lo.Node, Spec: []Field{{Key: "node", Value: lo.Node}}}, nil
 }
 
 func fieldString(fs []Field, key string) string {
-	v, _ := field(fs, key)
+	v, _ := importdoc.Value(fs, key)
 	s, _ := v.(string)
 	return s
 }

@@ -3,6 +3,7 @@ package planner
 import (
 	"context"
 
+	"github.com/pvectl/pvectl/pkg/planner/importdoc"
 	"github.com/pvectl/pvectl/pkg/pve"
 	"github.com/pvectl/pvectl/pkg/spec"
 )
@@ -50,10 +51,10 @@ func (nodeDNSKind) importPerms(node string) []permNeed {
 func (nodeDNSKind) importDoc(ic *importCtx, _ *spec.Resource, lo *liveObj) (*ImportedDoc, error) {
 	d := &ImportedDoc{Kind: spec.KindNodeDns, Name: lo.Node}
 	m := ic.method("PUT", "/nodes/{node}/dns")
-	fields := ic.specFields(d, m, lo.Config, "dns_"+lo.Node, func(k string) bool { return k == "node" }, keepSub)
+	fields := ic.Fields(d, m, lo.Config, "dns_"+lo.Node, func(k string) bool { return k == "node" }, importdoc.KeepSub)
 	if len(fields) == 0 {
 		return nil, nil
 	}
-	d.Spec = withFirst(fields, Field{"node", lo.Node})
+	d.Spec = importdoc.WithFirst(fields, Field{Key: "node", Value: lo.Node})
 	return d, nil
 }

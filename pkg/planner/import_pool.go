@@ -3,6 +3,7 @@ package planner
 import (
 	"context"
 
+	"github.com/pvectl/pvectl/pkg/planner/importdoc"
 	"github.com/pvectl/pvectl/pkg/spec"
 )
 
@@ -39,9 +40,9 @@ func (poolKind) importPerms(string) []permNeed {
 func (poolKind) importDoc(ic *importCtx, _ *spec.Resource, lo *liveObj) (*ImportedDoc, error) {
 	id := lo.Config.Get("poolid")
 	d := &ImportedDoc{Kind: spec.KindPool, Name: id}
-	d.Spec = ic.specFields(d, ic.method("POST", poolCreatePath), lo.Config, "pool_"+id, func(k string) bool { return k == "poolid" }, keepSub)
+	d.Spec = ic.Fields(d, ic.method("POST", poolCreatePath), lo.Config, "pool_"+id, func(k string) bool { return k == "poolid" }, importdoc.KeepSub)
 	if st, ok := lo.State.(*poolLive); ok && len(st.Storages) > 0 {
-		d.Spec = append(d.Spec, Field{"storages", st.Storages})
+		d.Spec = append(d.Spec, Field{Key: "storages", Value: st.Storages})
 	}
 	return d, nil
 }

@@ -39,7 +39,7 @@ func withSSHKeysList(fields []Field) []Field {
 		}
 		keys := strings.Split(compare.UnescapeKeys(v), "\n")
 		if enc, err := spec.SSHKeysParam(keys); err == nil && compare.UnescapeKeys(enc) == compare.UnescapeKeys(v) {
-			fields[i] = Field{"sshKeys", keys}
+			fields[i] = Field{Key: "sshKeys", Value: keys}
 		}
 	}
 	return fields

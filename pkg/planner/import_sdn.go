@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/pvectl/pvectl/pkg/planner/importdoc"
 	"github.com/pvectl/pvectl/pkg/pve"
 	"github.com/pvectl/pvectl/pkg/spec"
 )
@@ -87,12 +88,12 @@ func (k *sdnObjKind) importDoc(ic *importCtx, r *spec.Resource, lo *liveObj) (*I
 	}
 	var head []Field
 	if k.file == "subnets" {
-		head = []Field{{"vnet", r.Params.Get("vnet")}, {"subnet", r.Params.Get("subnet")}}
+		head = []Field{{Key: "vnet", Value: r.Params.Get("vnet")}, {Key: "subnet", Value: r.Params.Get("subnet")}}
 	}
 	m := ic.method("POST", k.createPath)
-	d.Spec = append(head, ic.specFields(d, m, lo.Config, strings.ToLower(k.kind)+"_"+r.Name, skip, keepSub)...)
+	d.Spec = append(head, ic.Fields(d, m, lo.Config, strings.ToLower(k.kind)+"_"+r.Name, skip, importdoc.KeepSub)...)
 	if k.file == "vnets" {
-		d.Spec = append([]Field{{"zone", lo.Config.Get("zone")}}, slices.DeleteFunc(d.Spec, func(f Field) bool { return f.Key == "zone" })...)
+		d.Spec = append([]Field{{Key: "zone", Value: lo.Config.Get("zone")}}, slices.DeleteFunc(d.Spec, func(f Field) bool { return f.Key == "zone" })...)
 	}
 	return d, nil
 }

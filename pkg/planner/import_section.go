@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/pvectl/pvectl/pkg/planner/importdoc"
 	"github.com/pvectl/pvectl/pkg/pve"
 	"github.com/pvectl/pvectl/pkg/spec"
 )
@@ -68,6 +69,6 @@ func (k *sectionKind) importDoc(ic *importCtx, r *spec.Resource, lo *liveObj) (*
 		}
 		return slices.Contains(k.skip, key) || key == "digest"
 	}
-	d.Spec = ic.specFields(d, ic.method("POST", k.list), lo.Config, strings.ToLower(k.kind)+"_"+r.Name, skip, keepSub)
+	d.Spec = ic.Fields(d, ic.method("POST", k.list), lo.Config, strings.ToLower(k.kind)+"_"+r.Name, skip, importdoc.KeepSub)
 	return d, nil
 }

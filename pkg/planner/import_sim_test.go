@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -15,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pvectl/pvectl/pkg/planner/importdoc"
 	"github.com/pvectl/pvectl/pkg/pve/pvesim"
 	"github.com/pvectl/pvectl/pkg/pve/pvesim/simtest"
 	"github.com/pvectl/pvectl/pkg/spec"
@@ -74,7 +74,7 @@ func planImported(t *testing.T, cl Clients, res *ImportResult) {
 	}
 	vals := map[string]string{}
 	for _, d := range res.Docs {
-		maps.Copy(vals, d.secrets)
+		d.CopySecrets(vals)
 	}
 	set, err := spec.Load([]string{spec.StdinPath}, spec.LoadOptions{Stdin: &buf,
 		Getenv: func(name string) (string, bool) { v, ok := vals[name]; return v, ok }})
@@ -217,11 +217,11 @@ func TestSimImportGuestState(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := res.Docs[0]
-	if _, ok := field(d.Spec, "running"); ok {
+	if _, ok := importdoc.Value(d.Spec, "running"); ok {
 		t.Errorf("running written without --with-power-state: %v", d.Spec)
 	}
 	for key, want := range map[string]string{"net0": "virtio=02:11:22:33:44:55,bridge=vmbr0", "net1": "e1000=BC:24:11:AA:BB:CC,bridge=vmbr0"} {
-		if got, _ := field(d.Spec, key); got != want {
+		if got, _ := importdoc.Value(d.Spec, key); got != want {
 			t.Errorf("%s: got %v want %s", key, got, want)
 		}
 	}
@@ -230,7 +230,7 @@ func TestSimImportGuestState(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, ok := field(res.Docs[0].Spec, "running"); !ok || got != false {
+	if got, ok := importdoc.Value(res.Docs[0].Spec, "running"); !ok || got != false {
 		t.Errorf("--with-power-state: running is %v (present %v), want false", got, ok)
 	}
 	planImported(t, cl, res)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"slices"
 	"testing"
+
+	"github.com/pvectl/pvectl/pkg/planner/importdoc"
 )
 
 // TestSimImportSSHKeys: cloud-init's sshkeys, URL-encoded in PVE (here as
@@ -29,8 +31,8 @@ func TestSimImportSSHKeys(t *testing.T) {
 		t.Fatalf("got %d documents, problems %q; want 2 and none", len(res.Docs), res.Problems)
 	}
 	for _, d := range res.Docs {
-		keys, isList := field(d.Spec, "sshKeys")
-		raw, isRaw := field(d.Spec, "sshkeys")
+		keys, isList := importdoc.Value(d.Spec, "sshKeys")
+		raw, isRaw := importdoc.Value(d.Spec, "sshkeys")
 		switch d.Name {
 		case "keyed":
 			if l, _ := keys.([]string); !isList || isRaw || !slices.Equal(l, []string{k1, k2}) {

@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/pvectl/pvectl/pkg/planner/compare"
+	"github.com/pvectl/pvectl/pkg/planner/importdoc"
 	"github.com/pvectl/pvectl/pkg/pve/schema"
 	"github.com/pvectl/pvectl/pkg/spec"
 )
@@ -51,7 +52,7 @@ func (storageKind) importDoc(ic *importCtx, _ *spec.Resource, lo *liveObj) (*Imp
 	id, typ := lo.Config.Get("storage"), lo.Config.Get("type")
 	t, _ := schema.LookupStorageType(typ)
 	d := &ImportedDoc{Kind: spec.KindStorage, Name: id}
-	fields := ic.specFields(d, ic.method("POST", storageCreatePath), lo.Config, "storage_"+id, func(k string) bool {
+	fields := ic.Fields(d, ic.method("POST", storageCreatePath), lo.Config, "storage_"+id, func(k string) bool {
 		switch {
 		case k == "storage" || k == "type":
 			return true
@@ -61,23 +62,23 @@ func (storageKind) importDoc(ic *importCtx, _ *spec.Resource, lo *liveObj) (*Imp
 			return true // PVE's own (shared of a network type)
 		}
 		return false
-	}, keepSub)
-	fields = withFirst(fields, Field{"type", typ})
+	}, importdoc.KeepSub)
+	fields = importdoc.WithFirst(fields, Field{Key: "type", Value: typ})
 	if t != nil {
 		for _, k := range t.Required() {
 			if t.IsSensitive(k) {
-				fields = append(fields, Field{k, d.placeholder("storage_"+id, k, "")})
+				fields = append(fields, Field{Key: k, Value: d.Placeholder("storage_"+id, k, "")})
 			}
 		}
 		// A storage that logs in as a user (PBS, CIFS) has its password
 		// kept in /etc/pve/priv.
-		if _, done := field(fields, "password"); !done && t.IsSensitive("password") && lo.Config.Get("username") != "" {
-			fields = append(fields, Field{"password", d.placeholder("storage_"+id, "password", "")})
+		if _, done := importdoc.Value(fields, "password"); !done && t.IsSensitive("password") && lo.Config.Get("username") != "" {
+			fields = append(fields, Field{Key: "password", Value: d.Placeholder("storage_"+id, "password", "")})
 		}
 		for _, k := range t.Sensitive {
 			if _, marked := lo.Config.Lookup(k); marked && t.IsMarked(k) {
-				if _, done := field(fields, k); !done {
-					fields = append(fields, Field{k, d.placeholder("storage_"+id, k, "")})
+				if _, done := importdoc.Value(fields, k); !done {
+					fields = append(fields, Field{Key: k, Value: d.Placeholder("storage_"+id, k, "")})
 				}
 			}
 		}

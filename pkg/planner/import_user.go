@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/pvectl/pvectl/pkg/planner/importdoc"
 	"github.com/pvectl/pvectl/pkg/spec"
 )
 
@@ -43,10 +44,10 @@ func (userKind) importPerms(string) []permNeed {
 func (userKind) importDoc(ic *importCtx, r *spec.Resource, lo *liveObj) (*ImportedDoc, error) {
 	id := userID(r)
 	d := &ImportedDoc{Kind: spec.KindUser, Name: id}
-	d.Spec = ic.specFields(d, ic.method("POST", userCreatePath), lo.Config, "user_"+strings.ReplaceAll(id, "@", "_"), func(k string) bool {
+	d.Spec = ic.Fields(d, ic.method("POST", userCreatePath), lo.Config, "user_"+strings.ReplaceAll(id, "@", "_"), func(k string) bool {
 		// What PUT sends to clear a setting is PVE's default.
 		cleared, setting := userFields[k]
 		return !setting || (cleared != "" && lo.Config.Get(k) == cleared)
-	}, keepSub)
+	}, importdoc.KeepSub)
 	return d, nil
 }

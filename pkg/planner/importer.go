@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/pvectl/pvectl/pkg/planner/compare"
+	"github.com/pvectl/pvectl/pkg/planner/importdoc"
 	"github.com/pvectl/pvectl/pkg/pve"
 	"github.com/pvectl/pvectl/pkg/pve/schema"
 	"github.com/pvectl/pvectl/pkg/spec"
@@ -117,6 +118,10 @@ type ImportResult struct {
 	Problems []string
 	// Warnings say what was left out and why.
 	Warnings []string
+
+	// live is what observe read of each document's object (Adopt writes
+	// the owner mark with its digest).
+	live map[*ImportedDoc]*liveObj
 }
 
 // Vars are the environment variables every placeholder of the import
@@ -131,6 +136,7 @@ func (res *ImportResult) Vars() []string {
 
 // importCtx is what a kind's importer gets.
 type importCtx struct {
+	importdoc.Writer
 	lc                   *liveConn
 	table                *schema.Table
 	withGenerated        bool
@@ -139,6 +145,9 @@ type importCtx struct {
 	warnings             []string
 	// failures are the objects that could not be read, one line each.
 	failures []string
+	// live is what observe read of each document's object: the check
+	// plans the document against it instead of reading it again.
+	live map[*ImportedDoc]*liveObj
 	// docs are the documents made so far, by address: kinds imported
 	// after others (a node's network commit) look at them.
 	docs map[string]*ImportedDoc
@@ -146,9 +155,6 @@ type importCtx struct {
 	explicit map[*spec.Resource]bool
 	// stagedWarned are the nodes whose staged network was warned about.
 	stagedWarned []string
-	// accepts are, by kind, the PVE parameters its spec takes
-	// (acceptedParams).
-	accepts map[string]func(string) bool
 }
 
 // named reports whether r was selected by a Kind/id (not by --all).
@@ -213,7 +219,8 @@ func importAll(ctx context.Context, clients Clients, opts ImportOptions) (*Impor
 		return nil, fmt.Errorf("node %q is not in the cluster (nodes: %s)", opts.Node, strings.Join(lc.nodes, ", "))
 	}
 	ic := &importCtx{lc: lc, table: table, withGenerated: opts.WithGenerated, manageInfrastructure: opts.ManageInfrastructure,
-		withPowerState: opts.WithPowerState, docs: map[string]*ImportedDoc{}, explicit: map[*spec.Resource]bool{}}
+		withPowerState: opts.WithPowerState, docs: map[string]*ImportedDoc{}, explicit: map[*spec.Resource]bool{},
+		live: map[*ImportedDoc]*liveObj{}}
 
 	// Kinds that commit others' changes come last: they look at what was
 	// imported before them.
@@ -242,7 +249,7 @@ func importAll(ctx context.Context, clients Clients, opts ImportOptions) (*Impor
 	for _, kp := range picks {
 		ic.importKind(kp, objs, loadErrs)
 	}
-	res := &ImportResult{Warnings: ic.warnings, Problems: ic.failures}
+	res := &ImportResult{Warnings: ic.warnings, Problems: ic.failures, live: ic.live}
 	for _, addr := range slices.Sorted(maps.Keys(ic.docs)) {
 		d := ic.docs[addr]
 		// Only edges to documents of this import.
@@ -472,7 +479,7 @@ func (ic *importCtx) importKind(kp *kindPick, objs map[string]*liveObj, loadErrs
 			continue
 		}
 		if d != nil {
-			d.live = lo
+			ic.live[d] = lo
 			// Later documents of the kind see the names taken.
 			ic.docs[d.Address()] = d
 		}

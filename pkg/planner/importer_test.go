@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pvectl/pvectl/pkg/planner/importdoc"
 	"github.com/pvectl/pvectl/pkg/pve"
 	"github.com/pvectl/pvectl/pkg/pve/schema"
 )
@@ -36,20 +37,6 @@ func TestOwnVolume(t *testing.T) {
 				t.Errorf("ownVolume(%q, %q, %q, %d): got %q want %q", tt.key, tt.vol, tt.size, tt.vmid, got, tt.want)
 			}
 		})
-	}
-}
-
-func TestEnvName(t *testing.T) {
-	for in, want := range map[string]string{
-		"vm_300_cipassword":         "VM_300_CIPASSWORD",
-		"storage_pbs-1_password":    "STORAGE_PBS_1_PASSWORD",
-		"user_ci@pve_keys":          "USER_CI_PVE_KEYS",
-		"1x":                        "PVE_1X",
-		"iface_pve_vmbr0.10_secret": "IFACE_PVE_VMBR0_10_SECRET",
-	} {
-		if got := envName(in); got != want {
-			t.Errorf("envName(%q): got %q want %q", in, got, want)
-		}
 	}
 }
 
@@ -105,15 +92,15 @@ spec:
 	if d2.Name != "web-100" {
 		t.Errorf("a second VM named web: got document %s, want web-100", d2.Name)
 	}
-	if v, _ := field(d2.Spec, "running"); v != true {
+	if v, _ := importdoc.Value(d2.Spec, "running"); v != true {
 		t.Errorf("--with-power-state: running is %v, want true", v)
 	}
 	for _, key := range []string{"vmgenid", "smbios1", "name"} {
-		if _, ok := field(d2.Spec, key); !ok {
+		if _, ok := importdoc.Value(d2.Spec, key); !ok {
 			t.Errorf("--with-generated (or a renamed document) lacks %s: %v", key, d2.Spec)
 		}
 	}
-	if v, _ := field(d2.Spec, "net0"); v != "virtio=BC:24:11:07:3E:3A,bridge=vmbr0" {
+	if v, _ := importdoc.Value(d2.Spec, "net0"); v != "virtio=BC:24:11:07:3E:3A,bridge=vmbr0" {
 		t.Errorf("--with-generated net0: got %v", v)
 	}
 }
@@ -194,7 +181,7 @@ func TestSimImportDescriptionBlocks(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, ok := field(res.Docs[0].Spec, "description")
+			got, ok := importdoc.Value(res.Docs[0].Spec, "description")
 			if tc.want == nil && ok || tc.want != nil && got != tc.want {
 				t.Errorf("description: got %q (present %v), want %v", got, ok, tc.want)
 			}
@@ -208,9 +195,9 @@ func TestSimImportDescriptionBlocks(t *testing.T) {
 // the others load.
 func TestImportLoadProblems(t *testing.T) {
 	pool := func(name string) *ImportedDoc {
-		return &ImportedDoc{Kind: "Pool", Name: name, Spec: []Field{{"comment", "c"}}}
+		return &ImportedDoc{Kind: "Pool", Name: name, Spec: []Field{{Key: "comment", Value: "c"}}}
 	}
-	badVM := &ImportedDoc{Kind: "QemuVM", Name: "bad", Spec: []Field{{"node", "pve"}, {"vmid", 100}, {"memory", "lots"}}}
+	badVM := &ImportedDoc{Kind: "QemuVM", Name: "bad", Spec: []Field{{Key: "node", Value: "pve"}, {Key: "vmid", Value: 100}, {Key: "memory", Value: "lots"}}}
 	for _, tc := range []struct {
 		name string
 		docs []*ImportedDoc

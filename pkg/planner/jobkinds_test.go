@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pvectl/pvectl/pkg/planner/importdoc"
 	"github.com/pvectl/pvectl/pkg/pve"
 )
 
@@ -167,7 +168,7 @@ func TestSimImportJobKinds(t *testing.T) {
 			t.Errorf("%s not imported (got %v)", addr, slices.Sorted(maps.Keys(docs)))
 			continue
 		}
-		if _, ok := field(d.Spec, key); !ok {
+		if _, ok := importdoc.Value(d.Spec, key); !ok {
 			t.Errorf("%s: no %s in %v", addr, key, d.Spec)
 		}
 	}

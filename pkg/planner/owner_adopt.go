@@ -27,10 +27,11 @@ func Adopt(ctx context.Context, clients Clients, conn string, res *ImportResult,
 	}
 	for _, d := range res.Docs {
 		ok, is := kinds[d.Kind].(ownerKind)
-		if !is || d.live == nil || !d.live.Exists || d.ReadOnly {
+		lo := res.live[d]
+		if !is || lo == nil || !lo.Exists || d.ReadOnly {
 			continue
 		}
-		done, err := ok.adopt(ctx, cl, d.live, stack)
+		done, err := ok.adopt(ctx, cl, lo, stack)
 		switch {
 		case err != nil:
 			problems = append(problems, fmt.Sprintf("%s: not adopted into stack %s: %v", d.Address(), stack, err))

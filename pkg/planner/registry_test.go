@@ -10,13 +10,13 @@ import (
 )
 
 // TestEngineNamesNoKind: the engine (observe, build, apply, verify, the
-// plan file, render, compare and marks) never names a kind; kinds plug in through kindOps
+// plan file, render, compare, marks and importdoc) never names a kind; kinds plug in through kindOps
 // (their declared traits and doors), registered in kind.go.
 func TestEngineNamesNoKind(t *testing.T) {
 	names := append(spec.SupportedKinds(), "Template", "LxcContainer", "Storage", "DownloadedImage",
 		"ConfigDriveISO", "BondInterface", "NodeDns", "User", "APIToken", "ACL")
 	engine := []string{"observe.go", "build.go", "apply.go", "verify.go", "planfile.go", "api.go", "action.go", "importer.go", "importdoc.go", "staging.go"}
-	for _, dir := range []string{".", "render", "compare", "marks"} {
+	for _, dir := range []string{".", "render", "compare", "marks", "importdoc"} {
 		files, err := filesOf(dir)
 		if err != nil {
 			t.Fatal(err)
