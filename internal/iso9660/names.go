@@ -34,21 +34,22 @@ func validName(s string) error {
 	if len(s) > maxNameLen {
 		return fmt.Errorf("name %q is longer than %d characters", s, maxNameLen)
 	}
-	for i := 0; i < len(s); i++ {
-		if !portable(s[i]) {
-			return fmt.Errorf("name %q: character %q is not one of A-Z a-z 0-9 . _ -", s, s[i])
-		}
-	}
-	return nil
+	return portableOnly("name", s)
 }
 
 func validLabel(s string) error {
 	if s == "" || len(s) > maxLabelLen {
 		return fmt.Errorf("volume label %q must have 1 to %d characters", s, maxLabelLen)
 	}
+	return portableOnly("volume label", s)
+}
+
+// portableOnly refuses s at its first byte outside the portable set
+// (A-Z a-z 0-9 . _ -), naming s as what ("name", "volume label").
+func portableOnly(what, s string) error {
 	for i := 0; i < len(s); i++ {
 		if !portable(s[i]) {
-			return fmt.Errorf("volume label %q: character %q is not one of A-Z a-z 0-9 . _ -", s, s[i])
+			return fmt.Errorf("%s %q: character %q is not one of A-Z a-z 0-9 . _ -", what, s, s[i])
 		}
 	}
 	return nil

@@ -255,13 +255,7 @@ func WithRetry(tries int, base, cap time.Duration) Option {
 // WithTaskTimeout bounds each WaitTask (default 30m; 0 means only the
 // caller's context bounds it).
 func WithTaskTimeout(d time.Duration) Option {
-	return func(c *config) error {
-		if d < 0 {
-			return fmt.Errorf("task timeout: negative duration %s", d)
-		}
-		c.taskTimeout = d
-		return nil
-	}
+	return timeoutOption("task timeout", d, func(c *config) *time.Duration { return &c.taskTimeout })
 }
 
 // Request deadlines. PVE answers API calls within seconds (long work runs
@@ -278,23 +272,24 @@ const (
 // only the caller's context bounds them). A request that hits it fails
 // with a *DeadlineError naming the request and is not sent again.
 func WithRequestTimeout(d time.Duration) Option {
-	return func(c *config) error {
-		if d < 0 {
-			return fmt.Errorf("request timeout: negative duration %s", d)
-		}
-		c.requestTimeout = d
-		return nil
-	}
+	return timeoutOption("request timeout", d, func(c *config) *time.Duration { return &c.requestTimeout })
 }
 
 // WithUploadTimeout is WithRequestTimeout for uploads (POST …/upload;
 // default 30m).
 func WithUploadTimeout(d time.Duration) Option {
+	return timeoutOption("upload timeout", d, func(c *config) *time.Duration { return &c.uploadTimeout })
+}
+
+// timeoutOption is the Option of the With…Timeout settings: it refuses a
+// negative d, naming the setting (what), and stores d in the field that
+// field points to (0 leaves only the caller's context as the bound).
+func timeoutOption(what string, d time.Duration, field func(*config) *time.Duration) Option {
 	return func(c *config) error {
 		if d < 0 {
-			return fmt.Errorf("upload timeout: negative duration %s", d)
+			return fmt.Errorf("%s: negative duration %s", what, d)
 		}
-		c.uploadTimeout = d
+		*field(c) = d
 		return nil
 	}
 }

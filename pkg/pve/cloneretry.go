@@ -52,12 +52,8 @@ func (c *Client) cloneGuest(ctx context.Context, typ GuestType, node string, src
 		if !unsure {
 			return err
 		}
-		if attempt >= createTries {
-			return fmt.Errorf("%w (sent %d times)", err, attempt)
-		}
-		observe(ctx, TaskEvent{Phase: TaskFaultRetry, Request: request, Attempt: attempt, Err: err})
-		if serr := sleep(ctx, c.backoff(attempt)); serr != nil {
-			return fmt.Errorf("%w (while retrying: %w)", err, serr)
+		if rerr := c.beforeResend(ctx, request, attempt, err); rerr != nil {
+			return rerr
 		}
 	}
 }

@@ -37,6 +37,23 @@ import (
 // createTries bounds how often one create is sent.
 const createTries = 3
 
+// beforeResend comes between two sends of a create-like call (a guest
+// create or clone, a download) whose outcome stayed unknown and whose
+// task was not found: after createTries sends it gives up with err,
+// saying how often it was sent; else it reports the retry (TaskFaultRetry)
+// and waits out the backoff, failing only when ctx ends first. nil means
+// send again.
+func (c *Client) beforeResend(ctx context.Context, request string, attempt int, err error) error {
+	if attempt >= createTries {
+		return fmt.Errorf("%w (sent %d times)", err, attempt)
+	}
+	observe(ctx, TaskEvent{Phase: TaskFaultRetry, Request: request, Attempt: attempt, Err: err})
+	if serr := sleep(ctx, c.backoff(attempt)); serr != nil {
+		return fmt.Errorf("%w (while retrying: %w)", err, serr)
+	}
+	return nil
+}
+
 // createTaskTypes are the worker types of the create calls.
 var createTaskTypes = map[GuestType]string{QEMU: "qmcreate", LXC: "vzcreate"}
 
@@ -78,12 +95,8 @@ func (c *Client) createGuest(ctx context.Context, typ GuestType, node string, pa
 		if !unsure {
 			return err // taken, and not by a task of this create: another client's
 		}
-		if attempt >= createTries {
-			return fmt.Errorf("%w (sent %d times)", err, attempt)
-		}
-		observe(ctx, TaskEvent{Phase: TaskFaultRetry, Request: request, Attempt: attempt, Err: err})
-		if serr := sleep(ctx, c.backoff(attempt)); serr != nil {
-			return fmt.Errorf("%w (while retrying: %w)", err, serr)
+		if rerr := c.beforeResend(ctx, request, attempt, err); rerr != nil {
+			return rerr
 		}
 	}
 }

@@ -40,12 +40,8 @@ func (c *Client) downloadURL(ctx context.Context, node, path string, params url.
 			_, werr := c.WaitTask(ctx, own[0])
 			return werr
 		}
-		if attempt >= createTries {
-			return fmt.Errorf("%w (sent %d times)", err, attempt)
-		}
-		observe(ctx, TaskEvent{Phase: TaskFaultRetry, Request: request, Attempt: attempt, Err: err})
-		if serr := sleep(ctx, c.backoff(attempt)); serr != nil {
-			return fmt.Errorf("%w (while retrying: %w)", err, serr)
+		if rerr := c.beforeResend(ctx, request, attempt, err); rerr != nil {
+			return rerr
 		}
 	}
 }

@@ -28,10 +28,7 @@ type SecretKeys struct {
 
 // Secrets returns r's secret keys (the zero value when it sets none).
 func Secrets(r *Resource) *SecretKeys {
-	if k, ok := r.Keys.(*SecretKeys); ok && k != nil {
-		return k
-	}
-	return &SecretKeys{}
+	return keysOr[SecretKeys](r)
 }
 
 // checkSecretUpdate accepts the two policies only.

@@ -17,10 +17,7 @@ const ConfigDriveSlot = "ide3"
 // ConfigDriveSeed is the cloud-init seed a config drive resource's keys
 // describe.
 func ConfigDriveSeed(r *Resource) (cidata.Seed, error) {
-	k, _ := r.Keys.(*ConfigDriveKeys)
-	if k == nil {
-		k = &ConfigDriveKeys{}
-	}
+	k := keysOr[ConfigDriveKeys](r)
 	f, err := cidata.ParseFormat(k.Format)
 	if err != nil {
 		return cidata.Seed{}, err

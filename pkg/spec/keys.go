@@ -103,12 +103,19 @@ type ConfigDriveKeys struct {
 	VendorDataFile    string `json:"vendorDataFile,omitempty" doc:"vendorData read from this file, relative to the spec file."`
 }
 
+// keysOr returns r's own keys when they are a *T, else a new zero T (a
+// resource that sets none): the accessors below read keys through it
+// without a nil check.
+func keysOr[T any](r *Resource) *T {
+	if k, ok := r.Keys.(*T); ok && k != nil {
+		return k
+	}
+	return new(T)
+}
+
 // Guest returns r's guest keys (the zero value when it sets none).
 func Guest(r *Resource) *GuestKeys {
-	if g, ok := r.Keys.(*GuestKeys); ok && g != nil {
-		return g
-	}
-	return &GuestKeys{}
+	return keysOr[GuestKeys](r)
 }
 
 // TokenKeys are the pvectl keys of APIToken.
@@ -121,10 +128,7 @@ type TokenKeys struct {
 
 // Token returns r's API token keys (the zero value when it sets none).
 func Token(r *Resource) *TokenKeys {
-	if k, ok := r.Keys.(*TokenKeys); ok && k != nil {
-		return k
-	}
-	return &TokenKeys{}
+	return keysOr[TokenKeys](r)
 }
 
 // decodeKeys turns the validated own-key values of a resource into the
