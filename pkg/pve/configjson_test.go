@@ -103,7 +103,7 @@ func BenchmarkDecodeConfig(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
 			var c Config
-			if err := c.decodeAnswer(in); err != nil {
+			if err := c.UnmarshalJSON(in); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -45,9 +45,12 @@ func (c *Client) Do(ctx context.Context, method, path string, params url.Values,
 		}
 		return nil
 	}
-	if d, ok := out.(answerDecoder); ok {
+	switch d := out.(type) {
+	case answerDecoder:
 		err = d.decodeAnswer(resp.Data)
-	} else {
+	case *Config:
+		err = d.UnmarshalJSON(resp.Data) // configJSON checks all of it
+	default:
 		err = json.Unmarshal(resp.Data, out)
 	}
 	if err != nil {
@@ -57,8 +60,8 @@ func (c *Client) Do(ctx context.Context, method, path string, params url.Values,
 }
 
 // answerDecoder is an answer type that reads the JSON of Do's answer
-// itself, checking all of it (Config): encoding/json's own pass over the
-// text first would only repeat that.
+// itself, checking all of it (as Config does): encoding/json's own pass
+// over the text first would only repeat that.
 type answerDecoder interface {
 	decodeAnswer([]byte) error
 }

@@ -4,12 +4,13 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"iter"
 	"math"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/pvectl/pvectl/internal/kvlist"
 )
 
 // Config is a PVE object's configuration with every value rendered as PVE
@@ -17,194 +18,27 @@ import (
 // Numbers keep no decimals when integral. "digest" is kept as a key.
 // Members that are JSON null are left out: PVE means "unset" by them.
 //
-// It is kept as a list sorted by key, as spec.Params is: a plan keeps
-// one per guest alive, and a Go map of a dozen keys costs ~620 bytes
-// where the list costs ~384. Lookups are a binary search: configs have a
-// few dozen keys at most.
-//
-// It is used as *Config, which behaves like the map it replaces: it is
-// shared, not copied, by assignment and when passed to a function (a
-// callee's Set is seen by the caller, as with a map; use Clone for a
-// copy); the methods that read accept nil (an empty config), and Set on
-// nil panics as a write to a nil map does. A Config value would instead
-// copy the list header on assignment, so that a Set on the copy might or
-// might not show through the original — hence the pointer. Iteration is
-// in key order, and a change made while iterating is safe: All goes on
-// from the key after the last one it yielded.
-type Config struct {
-	kv []configEntry
-}
-
-type configEntry struct{ k, v string }
-
-func compareConfigEntries(a, b configEntry) int { return strings.Compare(a.k, b.k) }
+// It is a kvlist.List (internal/kvlist: a list sorted by key, used as a
+// pointer like the map it replaces; spec.Params is the other one), read
+// from JSON by configJSON.
+type Config = kvlist.List[configJSON]
 
 // NewConfig returns an empty config with room for n keys.
-func NewConfig(n int) *Config { return &Config{kv: make([]configEntry, 0, n)} }
+func NewConfig(n int) *Config { return kvlist.New[configJSON](n) }
 
 // ConfigOf returns a config holding m's keys and values (nil for a nil
 // map).
-func ConfigOf(m map[string]string) *Config {
-	if m == nil {
-		return nil
-	}
-	c := NewConfig(len(m))
-	for k, v := range m {
-		c.kv = append(c.kv, configEntry{k, v})
-	}
-	slices.SortFunc(c.kv, compareConfigEntries)
-	return c
-}
+func ConfigOf(m map[string]string) *Config { return kvlist.Of[configJSON](m) }
 
-func (c *Config) find(k string) (int, bool) {
-	return slices.BinarySearchFunc(c.kv, k, func(e configEntry, k string) int { return strings.Compare(e.k, k) })
-}
+// configJSON reads a config's JSON: each member as its form value,
+// strings as they are, numbers in decimal, booleans as 1/0, anything else
+// as compact JSON (decodeConfigJSON, in one pass). JSON null is an empty
+// config. Client.Do hands it the answer without encoding/json's pass over
+// it first (decodeConfigJSON checks the whole text itself).
+type configJSON struct{}
 
-// Get returns k's value, "" when k is not set.
-func (c *Config) Get(k string) string {
-	v, _ := c.Lookup(k)
-	return v
-}
-
-// Lookup returns k's value and whether k is set.
-func (c *Config) Lookup(k string) (string, bool) {
-	if c == nil {
-		return "", false
-	}
-	if i, ok := c.find(k); ok {
-		return c.kv[i].v, true
-	}
-	return "", false
-}
-
-// Has says whether k is set.
-func (c *Config) Has(k string) bool {
-	_, ok := c.Lookup(k)
-	return ok
-}
-
-// Set sets k to v.
-func (c *Config) Set(k, v string) {
-	i, ok := c.find(k)
-	if ok {
-		c.kv[i].v = v
-		return
-	}
-	c.kv = slices.Insert(c.kv, i, configEntry{k, v})
-}
-
-// Delete removes k; a nil config or a key not set is left as it is.
-func (c *Config) Delete(k string) {
-	if c == nil {
-		return
-	}
-	if i, ok := c.find(k); ok {
-		c.kv = slices.Delete(c.kv, i, i+1)
-	}
-}
-
-// Len is the number of keys set.
-func (c *Config) Len() int {
-	if c == nil {
-		return 0
-	}
-	return len(c.kv)
-}
-
-// IsZero says whether no key is set, so that a field tagged omitzero is
-// left out when empty, as an empty map tagged omitempty was.
-func (c *Config) IsZero() bool { return c.Len() == 0 }
-
-// All yields the keys and their values in key order.
-func (c *Config) All() iter.Seq2[string, string] {
-	return func(yield func(string, string) bool) {
-		if c == nil {
-			return
-		}
-		for i := 0; i < len(c.kv); {
-			e := c.kv[i]
-			if !yield(e.k, e.v) {
-				return
-			}
-			// Go on after e.k, wherever a change made by yield moved it.
-			j, found := c.find(e.k)
-			if found {
-				j++
-			}
-			i = j
-		}
-	}
-}
-
-// KeySeq yields the keys in order.
-func (c *Config) KeySeq() iter.Seq[string] {
-	return func(yield func(string) bool) {
-		for k := range c.All() {
-			if !yield(k) {
-				return
-			}
-		}
-	}
-}
-
-// Keys returns the keys, sorted.
-func (c *Config) Keys() []string {
-	if c == nil {
-		return nil
-	}
-	out := make([]string, len(c.kv))
-	for i, e := range c.kv {
-		out[i] = e.k
-	}
-	return out
-}
-
-// Clone returns a copy (nil for nil).
-func (c *Config) Clone() *Config {
-	if c == nil {
-		return nil
-	}
-	return &Config{kv: slices.Clone(c.kv)}
-}
-
-// Map returns the keys and values as a new map (nil for nil).
-func (c *Config) Map() map[string]string {
-	if c == nil {
-		return nil
-	}
-	m := make(map[string]string, len(c.kv))
-	for _, e := range c.kv {
-		m[e.k] = e.v
-	}
-	return m
-}
-
-// Equal says whether c and o hold the same keys and values (nil and an
-// empty config are equal). go-cmp uses it.
-func (c *Config) Equal(o *Config) bool {
-	if c.Len() == 0 || o.Len() == 0 {
-		return c.Len() == o.Len()
-	}
-	return slices.Equal(c.kv, o.kv)
-}
-
-// String formats the config as fmt formats the map it replaces
-// ("map[cores:2 memory:512]"), so that messages read as they did.
-func (c *Config) String() string { return fmt.Sprint(c.Map()) }
-
-// MarshalJSON writes the config as a JSON object, as the map was (keys
-// in order; a saved plan's form is unchanged).
-func (c *Config) MarshalJSON() ([]byte, error) {
-	if c == nil {
-		return []byte("null"), nil
-	}
-	return json.Marshal(c.Map())
-}
-
-// UnmarshalJSON renders each member as its form value: strings as they are,
-// numbers in decimal, booleans as 1/0, anything else as compact JSON
-// (decodeConfigJSON, in one pass). JSON null leaves the config empty.
-func (c *Config) UnmarshalJSON(b []byte) error {
+// Decode reads the members of a config's JSON.
+func (configJSON) Decode(b []byte) ([]kvlist.Entry, error) {
 	sp := configScratch.Get().(*[]configMember)
 	defer func() {
 		clear(*sp)
@@ -215,36 +49,29 @@ func (c *Config) UnmarshalJSON(b []byte) error {
 		*sp = append(*sp, configMember{k, v, set})
 	})
 	if err != nil || null {
-		c.kv = nil
-		return err
+		return nil, err
 	}
 	// In key order; of a repeated key the last counts, as in
 	// encoding/json (a null one unsets it).
 	ms := *sp
 	slices.SortStableFunc(ms, func(a, b configMember) int { return strings.Compare(a.k, b.k) })
-	kv := make([]configEntry, 0, len(ms))
+	kv := make([]kvlist.Entry, 0, len(ms))
 	for i, m := range ms {
 		if m.set && (i+1 == len(ms) || ms[i+1].k != m.k) {
-			kv = append(kv, configEntry{configKey(m.k), m.v})
+			kv = append(kv, kvlist.Entry{K: configKey(m.k), V: m.v})
 		}
 	}
-	c.kv = kv
-	return nil
+	return kv, nil
 }
 
 // configMember is a member as decodeConfigJSON reports it; configScratch
-// holds the lists UnmarshalJSON gathers them in.
+// holds the lists Decode gathers them in.
 type configMember struct {
 	k, v string
 	set  bool
 }
 
 var configScratch = sync.Pool{New: func() any { s := make([]configMember, 0, 64); return &s }}
-
-// decodeAnswer is UnmarshalJSON for Client.Do, which hands it the answer
-// without encoding/json's pass over it first (decodeConfigJSON checks
-// the whole text itself).
-func (c *Config) decodeAnswer(b []byte) error { return c.UnmarshalJSON(b) }
 
 // configKeys holds one copy of each config key decoded: a plan reads the
 // config of every guest at once, and their keys (memory, net0, digest, …)
