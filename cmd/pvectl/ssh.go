@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/netip"
 	"net/url"
 	"slices"
 	"strconv"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/pvectl/pvectl/pkg/planner"
 	"github.com/pvectl/pvectl/pkg/provision"
 	"github.com/pvectl/pvectl/pkg/pve"
 	"github.com/pvectl/pvectl/pkg/spec"
@@ -239,7 +239,7 @@ func findVM(ctx context.Context, client *pve.Client, r *spec.Resource) (*pve.Clu
 }
 
 // sshAddress is host:port of the guest's sshd: --address, else the
-// address provisioning would use (pkg/planner provisionLookup): the static
+// address provisioning would use (planner.GuestLookup): the static
 // ip of its ipconfig0 or spec, else its DNS record as the connection says,
 // else the guest agent's lease; at the spec's sshPort (22).
 func (o *repinOptions) sshAddress(ctx context.Context, client *pve.Client, conn *spec.Connection, r *spec.Resource, row *pve.ClusterResource, cfg *pve.Config) (string, error) {
@@ -253,23 +253,7 @@ func (o *repinOptions) sshAddress(ctx context.Context, client *pve.Client, conn 
 		}
 		return net.JoinHostPort(o.address, strconv.Itoa(port)), nil
 	}
-	l := provision.Lookup{IP: ipconfigAddr(cfg.Get("ipconfig0"))}
-	if g := spec.Guest(r); l.IP == "" && g.IP != nil && !strings.EqualFold(*g.IP, "dhcp") {
-		l.IP = *g.IP
-	}
-	if conn != nil {
-		l.DNSDomain, l.DNSServers = conn.DNSDomain, conn.DNSServers
-	}
-	if agentOn(cfg.Get("agent")) {
-		l.Agent = func(ctx context.Context) ([]provision.AgentInterface, error) {
-			data, err := client.AgentNetworkInterfaces(ctx, row.Node, row.VMID)
-			if err != nil {
-				return nil, err
-			}
-			return provision.ParseAgentInterfaces(data)
-		}
-		l.AllowLoopback = loopbackURL(client.BaseURL())
-	}
+	l := planner.GuestLookup(client, r, cfg, conn, row.Node, row.VMID)
 	ip, err := provision.Resolve(ctx, row.Name, l, provision.Options{Timeout: repinTimeout})
 	if err != nil {
 		return "", fmt.Errorf("%w (or give the address with --address HOST[:PORT])", err)
@@ -290,45 +274,4 @@ func (o *repinOptions) checkAddress() error {
 		return invalid(fmt.Errorf("--address %q: want HOST or HOST:PORT", o.address))
 	}
 	return nil
-}
-
-// agentOn reads a VM's agent property string ("1", "enabled=1,…").
-func agentOn(agent string) bool {
-	for _, part := range strings.Split(agent, ",") {
-		k, v, ok := strings.Cut(strings.TrimSpace(part), "=")
-		if !ok {
-			return k == "1"
-		}
-		if k == "enabled" {
-			return v == "1"
-		}
-	}
-	return false
-}
-
-// loopbackURL: the API is on a loopback address (pvectl sim), whose agent
-// leases are loopback ones too.
-func loopbackURL(base string) bool {
-	u, err := url.Parse(base)
-	if err != nil {
-		return false
-	}
-	if strings.EqualFold(u.Hostname(), "localhost") {
-		return true
-	}
-	ip := net.ParseIP(u.Hostname())
-	return ip != nil && ip.IsLoopback()
-}
-
-// ipconfigAddr is the address of an ipconfig0 "ip=A.B.C.D/NN,gw=…" (""
-// for dhcp or none).
-func ipconfigAddr(ipconfig string) string {
-	for _, part := range strings.Split(ipconfig, ",") {
-		if v, ok := strings.CutPrefix(strings.TrimSpace(part), "ip="); ok {
-			if pfx, err := netip.ParsePrefix(v); err == nil {
-				return pfx.Addr().String()
-			}
-		}
-	}
-	return ""
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/pvectl/pvectl/pkg/planner/compare"
+	"github.com/pvectl/pvectl/pkg/provision"
 	"github.com/pvectl/pvectl/pkg/pve"
 	"github.com/pvectl/pvectl/pkg/pve/schema"
 	"github.com/pvectl/pvectl/pkg/spec"
@@ -323,4 +324,13 @@ func Apply(ctx context.Context, clients Clients, plan *Plan, opts ApplyOptions) 
 // only left out (ImportResult.Problems).
 func Import(ctx context.Context, clients Clients, opts ImportOptions) (*ImportResult, error) {
 	return importAll(ctx, clients, opts)
+}
+
+// GuestLookup is where provisioning finds guest r's address (VM vmid on
+// node, its config cfg, through connection conn, which may be nil): the
+// static ip of its ipconfig0 or spec, else its DNS record as the
+// connection says, else the guest agent's lease. `pvectl ssh repin` asks
+// the same way.
+func GuestLookup(cl *pve.Client, r *spec.Resource, cfg *pve.Config, conn *spec.Connection, node string, vmid int) provision.Lookup {
+	return guestLookup(cl, r, cfg, conn, node, vmid)
 }

@@ -97,7 +97,7 @@ func createChecked(ctx context.Context, k kindOps, x *execution, c *Change) erro
 			return fmt.Errorf("%w (outcome unknown: sent %d times, %s is not there)", err, attempt, objectName(k, c))
 		}
 		x.msg("%s got no usable answer (%s), and PVE has no %s: sending it again", pve.FailedRequest(err), pve.Brief(err), objectName(k, c))
-		if serr := sleepCtx(ctx, createPause<<(attempt-1)); serr != nil {
+		if serr := pve.Sleep(ctx, createPause<<(attempt-1)); serr != nil {
 			return fmt.Errorf("%w (while retrying: %w)", err, serr)
 		}
 	}
@@ -226,16 +226,4 @@ func alreadyExists(err error) bool {
 		}
 	}
 	return false
-}
-
-// sleepCtx pauses for d, or until ctx ends (its error).
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }

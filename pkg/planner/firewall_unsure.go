@@ -60,7 +60,7 @@ func unsureStep(ctx context.Context, x *execution, resend bool, send func() erro
 			return nil
 		case got == stepUntouched && resend && unknown && attempt < createSends:
 			x.msg("%s got no usable answer (%s), and PVE did not do it: sending it again", pve.FailedRequest(err), pve.Brief(err))
-			if serr := sleepCtx(ctx, createPause<<(attempt-1)); serr != nil {
+			if serr := pve.Sleep(ctx, createPause<<(attempt-1)); serr != nil {
 				return fmt.Errorf("%w (while retrying: %w)", err, serr)
 			}
 			continue

@@ -171,7 +171,7 @@ func provisionGuest(ctx context.Context, x *execution, r *spec.Resource, t provi
 		Description:      desc,
 		Files:            files,
 		Policy:           policy,
-		Lookup:           provisionLookup(x, r, cfg, conn, t),
+		Lookup:           guestLookup(x.client, r, cfg, conn, t.Node, t.VMID),
 		User:             provision.ResolveUser(user, conn.SSHUser, nil),
 		Port:             port,
 		Auth:             auth,
@@ -258,20 +258,23 @@ func provisionSecrets(r *spec.Resource, conn *spec.Connection) []string {
 	return out
 }
 
-// provisionLookup says where the guest's address comes from: the static
+// guestLookup says where the guest's address comes from: the static
 // address of its ipconfig0 (the spec's ip, or what the plan derived),
-// else DNS as the connection says, else the guest agent when the VM has
-// one. Against a PVE on a loopback address (pvectl sim) the agent's
-// loopback leases are accepted: in the simulator loopback is all there is.
-func provisionLookup(x *execution, r *spec.Resource, cfg *pve.Config, conn *spec.Connection, t provisionTarget) provision.Lookup {
-	l := provision.Lookup{DNSDomain: conn.DNSDomain, DNSServers: conn.DNSServers}
+// else DNS as the connection (may be nil) says, else the guest agent when
+// the VM has one. Against a PVE on a loopback address (pvectl sim) the
+// agent's loopback leases are accepted: in the simulator loopback is all
+// there is. Provisioning and `pvectl ssh repin` (GuestLookup) share it.
+func guestLookup(cl *pve.Client, r *spec.Resource, cfg *pve.Config, conn *spec.Connection, node string, vmid int) provision.Lookup {
+	var l provision.Lookup
+	if conn != nil {
+		l.DNSDomain, l.DNSServers = conn.DNSDomain, conn.DNSServers
+	}
 	if ip := staticIP(cfg.Get("ipconfig0")); ip != "" {
 		l.IP = ip
 	} else if g := spec.Guest(r); g.IP != nil && !strings.EqualFold(*g.IP, "dhcp") {
 		l.IP = *g.IP
 	}
 	if agentEnabled(cfg.Get("agent")) {
-		cl, node, vmid := x.client, t.Node, t.VMID
 		l.Agent = func(ctx context.Context) ([]provision.AgentInterface, error) {
 			data, err := cl.AgentNetworkInterfaces(ctx, node, vmid)
 			if err != nil {
@@ -279,7 +282,7 @@ func provisionLookup(x *execution, r *spec.Resource, cfg *pve.Config, conn *spec
 			}
 			return provision.ParseAgentInterfaces(data)
 		}
-		l.AllowLoopback = loopbackAPI(x.client)
+		l.AllowLoopback = loopbackAPI(cl)
 	}
 	return l
 }

@@ -48,7 +48,7 @@ func (c *Client) beforeResend(ctx context.Context, request string, attempt int, 
 		return fmt.Errorf("%w (sent %d times)", err, attempt)
 	}
 	observe(ctx, TaskEvent{Phase: TaskFaultRetry, Request: request, Attempt: attempt, Err: err})
-	if serr := sleep(ctx, c.backoff(attempt)); serr != nil {
+	if serr := Sleep(ctx, c.backoff(attempt)); serr != nil {
 		return fmt.Errorf("%w (while retrying: %w)", err, serr)
 	}
 	return nil

@@ -215,7 +215,7 @@ func (c *Client) TemplateGuest(ctx context.Context, typ GuestType, node string, 
 		if cfg.Get("template") == "1" {
 			return nil
 		}
-		if err := sleep(ctx, delay); err != nil {
+		if err := Sleep(ctx, delay); err != nil {
 			return fmt.Errorf("wait for %s %d to become a template: %w", typ, vmid, err)
 		}
 	}

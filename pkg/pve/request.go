@@ -78,7 +78,7 @@ func (c *Client) DoRaw(ctx context.Context, method, path string, params url.Valu
 		if err == nil || attempt >= readTries || !retryableRead(method, err) {
 			return resp, err
 		}
-		if serr := sleep(ctx, c.backoff(attempt)); serr != nil {
+		if serr := Sleep(ctx, c.backoff(attempt)); serr != nil {
 			return nil, err
 		}
 	}
@@ -454,7 +454,9 @@ func compactJSON(raw json.RawMessage) string {
 	return b.String()
 }
 
-func sleep(ctx context.Context, d time.Duration) error {
+// Sleep pauses for d, or until ctx ends (its error; at once for d <= 0):
+// the wait between a client's retries, and between those of its callers.
+func Sleep(ctx context.Context, d time.Duration) error {
 	if d <= 0 {
 		return ctx.Err()
 	}

@@ -71,7 +71,7 @@ func (c *Client) StartTask(ctx context.Context, method, path string, params url.
 			return UPID{}, err
 		}
 		observe(ctx, TaskEvent{Phase: TaskLockRetry, Request: method + " " + path, Attempt: attempt, Err: err})
-		if serr := sleep(ctx, c.backoff(attempt)); serr != nil {
+		if serr := Sleep(ctx, c.backoff(attempt)); serr != nil {
 			return UPID{}, fmt.Errorf("%s %s: %w while retrying after a lock timeout", method, path, serr)
 		}
 	}

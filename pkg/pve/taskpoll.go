@@ -221,7 +221,7 @@ func (s pollSteps) next(st taskStats, known bool, polls int, age time.Duration) 
 // trip does not stretch the steps.
 func (c *Client) nextPoll(ctx context.Context, typ string, polls int, sent time.Time, looked time.Duration) error {
 	st, known := c.pacer.expected(typ)
-	return sleep(ctx, time.Until(sent.Add(c.pollSteps().next(st, known, polls, looked))))
+	return Sleep(ctx, time.Until(sent.Add(c.pollSteps().next(st, known, polls, looked))))
 }
 
 func (c *Client) pollSteps() pollSteps {

@@ -83,7 +83,7 @@ func (c *Client) RunIdempotentTask(ctx context.Context, method, path string, par
 				return err
 			}
 			observe(ctx, TaskEvent{Phase: TaskFaultRetry, Request: method + " " + path, Attempt: attempt, Err: err})
-			if serr := sleep(ctx, c.backoff(attempt)); serr != nil {
+			if serr := Sleep(ctx, c.backoff(attempt)); serr != nil {
 				return fmt.Errorf("%w (while retrying: %w)", err, serr)
 			}
 			continue
@@ -99,7 +99,7 @@ func (c *Client) RunIdempotentTask(ctx context.Context, method, path string, par
 			return fmt.Errorf("%w (gave up after %d attempts)", err, attempt)
 		}
 		observe(ctx, TaskEvent{Phase: TaskLockRetry, UPID: upid, Request: method + " " + path, Attempt: attempt, Err: err})
-		if serr := sleep(ctx, c.backoff(attempt)); serr != nil {
+		if serr := Sleep(ctx, c.backoff(attempt)); serr != nil {
 			return fmt.Errorf("%w (while retrying: %w)", err, serr)
 		}
 	}
