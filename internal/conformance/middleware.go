@@ -123,28 +123,10 @@ func mergeJSON(params url.Values, body []byte) error {
 			vals = arr
 		}
 		for _, x := range vals {
-			params[k] = append(params[k], wireValue(x))
+			params[k] = append(params[k], schema.FormValue(x))
 		}
 	}
 	return nil
-}
-
-func wireValue(v any) string {
-	switch x := v.(type) {
-	case string:
-		return x
-	case json.Number:
-		return x.String()
-	case bool:
-		if x {
-			return "1"
-		}
-		return "0"
-	case nil:
-		return ""
-	}
-	b, _ := json.Marshal(v)
-	return string(b)
 }
 
 // recorder tees the response to the client and a buffer.

@@ -122,7 +122,7 @@ func optionScalar(v any, sep string) string {
 		}
 		return strings.Join(parts, sep)
 	case float64:
-		return compare.WireValue(x)
+		return schema.FormValue(x)
 	case bool:
 		if x {
 			return "1"

@@ -307,7 +307,7 @@ func IsDefault(key string, p *schema.Param, v string) bool {
 		b, ok := schema.ParseBool(v)
 		return p.Type == "boolean" && ok && !b
 	}
-	return EqualScalar(key, p, WireValue(p.Default), v)
+	return EqualScalar(key, p, schema.FormValue(p.Default), v)
 }
 
 // IsDefaultPS reports whether a property string only spells out defaults
@@ -327,24 +327,6 @@ func IsDefaultPS(p *schema.Param, v string) bool {
 		}
 	}
 	return true
-}
-
-// WireValue renders a schema default the way it would appear in a form.
-func WireValue(v any) string {
-	switch x := v.(type) {
-	case bool:
-		if x {
-			return "1"
-		}
-		return "0"
-	case float64:
-		return strconv.FormatFloat(x, 'f', -1, 64)
-	case int:
-		return strconv.Itoa(x)
-	case string:
-		return x
-	}
-	return ""
 }
 
 // EqualScalar compares two wire values of one key semantically.

@@ -397,7 +397,11 @@ func (s *Server) readParams(r *http.Request) (url.Values, *upload, *apiError) {
 				// One value per item, as repeated form values: a list
 				// parameter joins them, any other refuses them.
 				for _, it := range x {
-					params.Add(k, jsonScalar(it))
+					if it == nil {
+						params.Add(k, "null") // as JSON writes it
+						continue
+					}
+					params.Add(k, schema.FormValue(it))
 				}
 			default:
 				b, _ := json.Marshal(x)
@@ -414,23 +418,6 @@ func (s *Server) readParams(r *http.Request) (url.Values, *upload, *apiError) {
 		params[k] = v
 	}
 	return params, nil, nil
-}
-
-// jsonScalar is one item of a JSON array as a form value.
-func jsonScalar(v any) string {
-	switch x := v.(type) {
-	case string:
-		return x
-	case bool:
-		if x {
-			return "1"
-		}
-		return "0"
-	case float64:
-		return strconv.FormatFloat(x, 'f', -1, 64)
-	}
-	b, _ := json.Marshal(v)
-	return string(b)
 }
 
 func segments(path string) int { return strings.Count(strings.Trim(path, "/"), "/") }
