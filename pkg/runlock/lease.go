@@ -263,7 +263,7 @@ func awaitRevoked(ctx context.Context, cl *pve.Client, held *LockedError, delay 
 			}
 			return nil
 		}
-		if err := sleepCtx(ctx, min(delay, left+10*time.Millisecond)); err != nil {
+		if err := pve.Sleep(ctx, min(delay, left+10*time.Millisecond)); err != nil {
 			return err
 		}
 	}

@@ -354,7 +354,7 @@ func take(ctx context.Context, conn string, cl *pve.Client, info *Info, ttl time
 			if !mayRetryLock(err) || faults >= lockCreateTries {
 				return false, fmt.Errorf("%s: take the run lock (create pool %s): %w", connLabel(conn), Pool, err)
 			}
-			if err := sleepCtx(ctx, delay); err != nil {
+			if err := pve.Sleep(ctx, delay); err != nil {
 				return false, err
 			}
 			continue
@@ -387,7 +387,7 @@ func take(ctx context.Context, conn string, cl *pve.Client, info *Info, ttl time
 			seen = held.Holder.ID
 			waiting(held)
 		}
-		if err := sleepCtx(ctx, min(delay, time.Until(deadline)+time.Millisecond)); err != nil {
+		if err := pve.Sleep(ctx, min(delay, time.Until(deadline)+time.Millisecond)); err != nil {
 			return false, err
 		}
 	}
@@ -403,15 +403,6 @@ const lockCreateTries = 3
 func mayRetryLock(err error) bool {
 	var ae *pve.APIError
 	return !errors.As(err, &ae) || ae.Status >= 500
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-time.After(d):
-		return nil
-	}
 }
 
 // checkLockPerms is the lock's permission preflight: creating and
@@ -524,7 +515,7 @@ func releaseOne(ctx context.Context, h heldLock) error {
 		if !mayRetryLock(err) || try >= lockCreateTries {
 			return err
 		}
-		if err := sleepCtx(ctx, delay); err != nil {
+		if err := pve.Sleep(ctx, delay); err != nil {
 			return err
 		}
 	}
