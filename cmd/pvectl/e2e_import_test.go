@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"maps"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/pvectl/pvectl/pkg/pve"
 	"github.com/pvectl/pvectl/pkg/pve/pvesim"
+	"github.com/pvectl/pvectl/pkg/pve/pvesim/simtest"
 	"github.com/pvectl/pvectl/pkg/pve/schema"
 )
 
@@ -364,33 +364,12 @@ func TestE2EImportGuests(t *testing.T) {
 // hand, or an old tool's), which an imported document cannot reproduce.
 func oddStateFile(t *testing.T) string {
 	t.Helper()
-	file := filepath.Join(t.TempDir(), "state.json")
-	seed, err := pvesim.New(pvesim.Options{StateFile: file, TokenID: e2eTokenID, TokenSecret: e2eTokenSecret, Seed: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := seed.Close(); err != nil {
-		t.Fatal(err)
-	}
-	b, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var st map[string]any
-	if err := json.Unmarshal(b, &st); err != nil {
-		t.Fatal(err)
-	}
-	st["vms"].(map[string]any)["777"] = map[string]any{"vmid": 777, "node": "pve",
-		"conf": map[string]any{"name": "odd", "memory": "1024", "scsi0": "local-lvm:vm-777-disk-0"}}
-	st["volumes"].(map[string]any)["local-lvm:vm-777-disk-0"] = map[string]any{"storage": "local-lvm", "name": "vm-777-disk-0",
-		"content": "images", "format": "raw", "size": 1 << 30, "vmid": 777}
-	if b, err = json.Marshal(st); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(file, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return file
+	return simtest.EditedState(t, pvesim.Options{TokenID: e2eTokenID, TokenSecret: e2eTokenSecret, Seed: 1}, func(st map[string]any) {
+		st["vms"].(map[string]any)["777"] = map[string]any{"vmid": 777, "node": "pve",
+			"conf": map[string]any{"name": "odd", "memory": "1024", "scsi0": "local-lvm:vm-777-disk-0"}}
+		st["volumes"].(map[string]any)["local-lvm:vm-777-disk-0"] = map[string]any{"storage": "local-lvm", "name": "vm-777-disk-0",
+			"content": "images", "format": "raw", "size": 1 << 30, "vmid": 777}
+	})
 }
 
 // TestE2EImportNeverBlocks is issue 18's acceptance: one guest has a

@@ -6,8 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -25,30 +23,8 @@ import (
 // many guests at once without a create each.
 func simState(t *testing.T, edit func(st map[string]any)) (*simClients, *simtest.Sim) {
 	t.Helper()
-	file := filepath.Join(t.TempDir(), "state.json")
-	opts := pvesim.Options{StateFile: file, TokenID: simToken, TokenSecret: simSecret, TaskDuration: time.Millisecond, Seed: 1}
-	seed, err := pvesim.New(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := seed.Close(); err != nil {
-		t.Fatal(err)
-	}
-	b, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var st map[string]any
-	if err := json.Unmarshal(b, &st); err != nil {
-		t.Fatal(err)
-	}
-	edit(st)
-	if b, err = json.Marshal(st); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(file, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	opts := pvesim.Options{TokenID: simToken, TokenSecret: simSecret, TaskDuration: time.Millisecond, Seed: 1}
+	opts.StateFile = simtest.EditedState(t, opts, edit)
 	s := simtest.Start(t, simtest.Options{Sim: opts})
 	return &simClients{cl: s.Client, conn: &spec.Connection{URL: s.URL, Nodes: []string{"pve"}}}, s
 }
