@@ -20,7 +20,7 @@ func qemuComparer(t *testing.T) compare.Comparer {
 	return compare.Comparer{M: m}
 }
 
-// diffCase is a diffParams case: desired, and remove, against live
+// diffCase is a DiffParams case: desired, and remove, against live
 // are the diffs want.
 type diffCase struct {
 	name    string
@@ -30,7 +30,7 @@ type diffCase struct {
 	want    []FieldDiff
 }
 
-// checkDiffs runs each case through cmpr's diffParams, leaving out the
+// checkDiffs runs each case through cmpr's DiffParams, leaving out the
 // keys skip gives for it.
 func checkDiffs(t *testing.T, cmpr compare.Comparer, cases []diffCase, skip func(tc diffCase) map[string]bool) {
 	t.Helper()

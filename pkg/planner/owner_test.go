@@ -35,7 +35,7 @@ func TestOwnerMark(t *testing.T) {
 		})
 	}
 	if _, _, ok := marks.ParseOwnerMark("[pvectl-owner: stack=a b,vmid=1]"); ok {
-		t.Error("parseOwnerMark accepts a stack with a space")
+		t.Error("ParseOwnerMark accepts a stack with a space")
 	}
 }
 

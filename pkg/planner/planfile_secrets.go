@@ -43,7 +43,7 @@ func secretHash(salt, value string) string {
 }
 
 // maskDeclared shows the keys r's document declares secret (secretKeys)
-// as (sensitive) in c's diff, as fieldDiff does for secret names.
+// as (sensitive) in c's diff, as compare.Diff does for secret names.
 func maskDeclared(c *Change) {
 	r := c.Resource
 	if r == nil || len(r.SecretKeys()) == 0 {

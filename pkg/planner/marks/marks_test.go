@@ -33,9 +33,9 @@ func TestSplitDescription(t *testing.T) {
 func TestWithBlocks(t *testing.T) {
 	live := "old text\n[pvectl-provision: a.yaml=0123456789ab]"
 	if got, want := WithBlocks("new text\n", live), "new text\n[pvectl-provision: a.yaml=0123456789ab]"; got != want {
-		t.Errorf("withBlocks: got %q want %q", got, want)
+		t.Errorf("WithBlocks: got %q want %q", got, want)
 	}
 	if got := WithBlocks("new", "old"); got != "new" {
-		t.Errorf("withBlocks without blocks: got %q want new", got)
+		t.Errorf("WithBlocks without blocks: got %q want new", got)
 	}
 }
