@@ -187,7 +187,7 @@ func (s *Server) createBackupJob(q *request) (any, error) {
 		id = newUUID()
 	}
 	j := s.jobs()
-	if _, dup := j.Backup[id]; dup {
+	if s.jobIDTaken(id) {
 		return nil, fail(http.StatusInternalServerError, "Job '%s' already exists", id)
 	}
 	if err := verifyVzdump(opts, true); err != nil {
@@ -211,6 +211,15 @@ func backupScheduleFrom(dow, start string) string {
 		return start
 	}
 	return days + " " + start
+}
+
+// jobIDTaken: jobs.cfg's section ids are shared by every job type, so
+// create_job (PVE/API2/Backup.pm, and pve-access-control
+// PVE/API2/Jobs/RealmSync.pm) refuses an id any job already has.
+func (s *Server) jobIDTaken(id string) bool {
+	_, backup := s.jobs().Backup[id]
+	_, realm := s.st.RealmSyncJobs[id]
+	return backup || realm
 }
 
 func newUUID() string {

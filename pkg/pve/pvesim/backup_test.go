@@ -120,3 +120,18 @@ func TestBackupJobPermissions(t *testing.T) {
 		t.Errorf("delete tmpdir: got %d %v", r.Status, r.Errors)
 	}
 }
+
+// jobs.cfg ids are shared by backup and realm-sync jobs: each create_job
+// refuses an id the other type holds.
+func TestJobIDsShared(t *testing.T) {
+	e := startEnv(t, simtest.Options{Conformance: true})
+	e.ok(nil, "POST", "/access/domains", "realm", "corp", "type", "ldap", "server1", "127.0.0.5", "base_dn", "dc=corp", "user_attr", "uid")
+	e.ok(nil, "POST", "/cluster/jobs/realm-sync/sync1", "realm", "corp", "schedule", "daily", "scope", "both")
+	e.ok(nil, "POST", "/cluster/backup", "id", "bak1", "schedule", "daily", "all", "1")
+	if r := e.call("POST", "/cluster/backup", "id", "sync1", "schedule", "daily", "all", "1"); r.Status != 500 || r.Message != "Job 'sync1' already exists" {
+		t.Errorf("backup job with a realm-sync job's id: got %d %q", r.Status, r.Message)
+	}
+	if r := e.call("POST", "/cluster/jobs/realm-sync/bak1", "realm", "corp", "schedule", "daily", "scope", "both"); r.Status != 500 || r.Message != "Job 'bak1' already exists" {
+		t.Errorf("realm-sync job with a backup job's id: got %d %q", r.Status, r.Message)
+	}
+}
