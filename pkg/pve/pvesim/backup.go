@@ -6,7 +6,9 @@ import (
 	"maps"
 	"net/http"
 	"slices"
+	"strings"
 
+	"github.com/pvectl/pvectl/internal/lazyre"
 	"github.com/pvectl/pvectl/pkg/pve/schema"
 )
 
@@ -85,37 +87,6 @@ func (s *Server) getBackupJob(q *request) (any, error) {
 	return s.backupAnswer(id), nil
 }
 
-// backupParamPerms is assert_param_permission_create/_update for a caller
-// that is not root@pam (the simulator never is).
-func (s *Server) backupParamPerms(q *request) error {
-	for _, k := range backupRootOnly {
-		if q.has(k) {
-			return paramErr1(k, "Only root may set this option.")
-		}
-	}
-	for _, k := range []string{"bwlimit", "ionice", "performance"} {
-		if q.has(k) && !s.can(q.user, "/", "Sys.Modify") {
-			return permDenied("/", "Sys.Modify")
-		}
-	}
-	if st := q.get("storage"); st != "" && !s.can(q.user, "/storage/"+st, "Datastore.Allocate") {
-		return permDenied("/storage/"+st, "Datastore.Allocate")
-	}
-	if pool := q.get("pool"); pool != "" {
-		if _, ok := s.st.Pools[pool]; !ok {
-			return fail(http.StatusInternalServerError, "pool '%s' does not exist", pool)
-		}
-		if !s.can(q.user, "/pool/"+pool, "VM.Backup") {
-			return permDenied("/pool/"+pool, "VM.Backup")
-		}
-	}
-	return nil
-}
-
-func permDenied(path, priv string) error {
-	return fail(http.StatusForbidden, "Permission check failed (%s, %s)", path, priv)
-}
-
 // backupParams are the request's job options as jobs.cfg keeps them.
 func backupParams(q *request) map[string]string {
 	opts := map[string]string{}
@@ -133,12 +104,20 @@ func backupParams(q *request) map[string]string {
 	return opts
 }
 
-// verifyVzdump is verify_vzdump_parameters.
+// verifyVzdump is PVE/VZDump.pm verify_vzdump_parameters: vmid excludes
+// all, exclude and pool; the notes template is checked; an exclude
+// without pool means all; with checkMissing some guest selection is
+// needed.
 func verifyVzdump(job map[string]string, checkMissing bool) error {
 	set := func(k string) bool { v, ok := job[k]; return ok && v != "" && v != "0" }
 	for _, k := range []string{"all", "exclude", "pool"} {
 		if set(k) && set("vmid") {
 			return paramErr1(k, "option conflicts with option 'vmid'")
+		}
+	}
+	if tmpl := job["notes-template"]; tmpl != "" && tmpl != "0" {
+		if msg := verifyNotesTemplate(tmpl); msg != "" {
+			return paramErr1("notes-template", "%s", msg)
 		}
 	}
 	if _, ok := job["exclude"]; ok && !set("pool") {
@@ -150,10 +129,44 @@ func verifyVzdump(job map[string]string, checkMissing bool) error {
 	return nil
 }
 
+var (
+	notesEscape = lazyre.New(`\\(.)`)
+	notesVar    = lazyre.New(`\{\{([^\s{}]+)\}\}`)
+)
+
+// verifyNotesTemplate is PVE/VZDump.pm $verify_notes_template: one line,
+// only the escapes \n and \\, only the variables cluster, guestname,
+// node and vmid. The message is the die text, newline and all.
+func verifyNotesTemplate(tmpl string) string {
+	if strings.Contains(tmpl, "\n") {
+		return "contains a line feed\n"
+	}
+	var bad []string
+	for _, m := range notesEscape.Regexp().FindAllStringSubmatchIndex(tmpl, -1) {
+		if c := tmpl[m[2]:m[3]]; c != "n" && c != `\` {
+			bad = append(bad, fmt.Sprintf("escape sequence '\\%s' at char %d", c, m[1]-2))
+		}
+	}
+	for _, m := range notesVar.Regexp().FindAllStringSubmatchIndex(tmpl, -1) {
+		switch v := tmpl[m[2]:m[3]]; v {
+		case "cluster", "guestname", "node", "vmid":
+		default:
+			bad = append(bad, fmt.Sprintf("variable '%s' at char %d", v, m[1]-len(v)))
+		}
+	}
+	if len(bad) == 0 {
+		return ""
+	}
+	return "found unknown: " + strings.Join(bad, ", ") + "\n"
+}
+
 // createBackupJob is create_job: a schedule (or the old starttime) is
 // required, enabled is written, a job without id gets a UUID.
 func (s *Server) createBackupJob(q *request) (any, error) {
-	if err := s.backupParamPerms(q); err != nil {
+	if err := checkBackupRequires(q); err != nil {
+		return nil, err
+	}
+	if err := s.backupPermCreate(q); err != nil {
 		return nil, err
 	}
 	if q.has("schedule") && q.has("starttime") {
@@ -174,7 +187,7 @@ func (s *Server) createBackupJob(q *request) (any, error) {
 		id = newUUID()
 	}
 	j := s.jobs()
-	if _, dup := j.Backup[id]; dup {
+	if s.jobIDTaken(id) {
 		return nil, fail(http.StatusInternalServerError, "Job '%s' already exists", id)
 	}
 	if err := verifyVzdump(opts, true); err != nil {
@@ -189,12 +202,24 @@ func (s *Server) createBackupJob(q *request) (any, error) {
 	return nil, s.saveLocked()
 }
 
-// backupScheduleFrom is $convert_to_schedule: "dow starttime".
+// backupScheduleFrom is PVE/API2/Backup.pm $convert_to_schedule: no dow
+// (or every day) is the start time alone, otherwise "dow starttime" with
+// the day list normalized.
 func backupScheduleFrom(dow, start string) string {
-	if dow == "" {
-		dow = "mon,tue,wed,thu,fri,sat,sun"
+	days := strings.Join(splitKeys(dow), ",")
+	if days == "" || days == "mon,tue,wed,thu,fri,sat,sun" {
+		return start
 	}
-	return dow + " " + start
+	return days + " " + start
+}
+
+// jobIDTaken: jobs.cfg's section ids are shared by every job type, so
+// create_job (PVE/API2/Backup.pm, and pve-access-control
+// PVE/API2/Jobs/RealmSync.pm) refuses an id any job already has.
+func (s *Server) jobIDTaken(id string) bool {
+	_, backup := s.jobs().Backup[id]
+	_, realm := s.st.RealmSyncJobs[id]
+	return backup || realm
 }
 
 func newUUID() string {
@@ -204,11 +229,16 @@ func newUUID() string {
 	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
 }
 
-// updateBackupJob is update_job: deleted options go, given ones are set,
-// and the guest selection keeps one of vmid, all (with exclude) or pool.
+// updateBackupJob is update_job: the given options are checked alone
+// (verify_vzdump_parameters), deleted options go, given ones are set, and
+// the guest selection keeps one of vmid, all (with exclude) or pool.
 func (s *Server) updateBackupJob(q *request) (any, error) {
 	id := q.vars["id"]
-	if err := s.backupParamPerms(q); err != nil {
+	del := splitKeys(q.get("delete"))
+	if err := checkBackupRequires(q); err != nil {
+		return nil, err
+	}
+	if err := s.backupPermUpdate(q, del); err != nil {
 		return nil, err
 	}
 	if q.has("schedule") && q.has("starttime") {
@@ -218,44 +248,31 @@ func (s *Server) updateBackupJob(q *request) (any, error) {
 	if q.has("starttime") {
 		param["schedule"] = backupScheduleFrom(q.get("dow"), q.get("starttime"))
 	}
-	del := splitKeys(q.get("delete"))
 	if len(param) == 0 && len(del) == 0 {
 		return nil, fail(http.StatusInternalServerError, "no options specified")
+	}
+	if err := verifyVzdump(param, false); err != nil {
+		return nil, err
 	}
 	job, ok := s.jobs().Backup[id]
 	if !ok {
 		return nil, fail(http.StatusInternalServerError, "no such vzdump job")
 	}
-	// pve-manager PVE/API2/Backup.pm assert_param_permission_update with
-	// the current job: its storage needs Datastore.Allocate too, whatever
-	// the update changes.
-	if st := job["storage"]; st != "" && !s.can(q.user, "/storage/"+st, "Datastore.Allocate") {
-		return nil, permDenied("/storage/"+st, "Datastore.Allocate")
+	// assert_param_permission_update with the current job: its storage
+	// (get_storage_param: 'local' if none) needs Datastore.Allocate too,
+	// whatever the update changes.
+	if err := s.checkDatastoreAllocate(q.user, backupStorageParam(job)); err != nil {
+		return nil, err
 	}
 	next := maps.Clone(job)
 	for _, k := range del {
-		if !s.backupOptionExists(k) && k != "comment" && k != "repeat-missed" {
+		if !backupDeletable(k) {
 			return nil, paramErr1("delete", "unknown option '%s'", k)
 		}
 		delete(next, k)
 	}
 	maps.Copy(next, param)
-	if _, ok := next["exclude"]; ok && next["pool"] == "" {
-		next["all"] = "1"
-	}
-	switch {
-	case q.has("vmid"):
-		delete(next, "all")
-		delete(next, "exclude")
-		delete(next, "pool")
-	case q.bool("all"):
-		delete(next, "vmid")
-		delete(next, "pool")
-	case next["pool"] != "":
-		delete(next, "vmid")
-		delete(next, "all")
-		delete(next, "exclude")
-	}
+	backupSelection(next, param)
 	if err := verifyVzdump(next, true); err != nil {
 		return nil, err
 	}
@@ -263,15 +280,48 @@ func (s *Server) updateBackupJob(q *request) (any, error) {
 	return nil, s.saveLocked()
 }
 
-// backupOptionExists is PVE::VZDump::option_exists: an option of the
-// job's schema.
-func (s *Server) backupOptionExists(k string) bool {
+// backupSelection is update_job's guest selection: an exclude without pool
+// means all; a given vmid drops all, exclude and pool, a given all (which
+// verify_vzdump_parameters sets for a given exclude) drops vmid and pool,
+// a pool drops vmid, all and exclude.
+func backupSelection(job, param map[string]string) {
+	if _, ok := job["exclude"]; ok && job["pool"] == "" {
+		job["all"] = "1"
+	}
+	set := func(k string) bool { v := param[k]; return v != "" && v != "0" }
+	switch {
+	case param["vmid"] != "":
+		delete(job, "all")
+		delete(job, "exclude")
+		delete(job, "pool")
+	case set("all"):
+		delete(job, "vmid")
+		delete(job, "pool")
+	case job["pool"] != "":
+		delete(job, "vmid")
+		delete(job, "all")
+		delete(job, "exclude")
+	}
+}
+
+// backupDeletable is update_job's check of a deleted key:
+// PVE::VZDump::option_exists (the keys of pve-guest-common
+// VZDump/Common.pm confdesc) or one of comment and repeat-missed. The
+// update schema's own keys (schedule, starttime, dow, enabled) are not
+// options, so they cannot be deleted.
+func backupDeletable(k string) bool {
+	switch k {
+	case "comment", "repeat-missed":
+		return true
+	case "id", "delete", "schedule", "starttime", "dow", "enabled":
+		return false
+	}
 	m := schema.Default().Methods["PUT /cluster/backup/{id}"]
 	if m == nil {
 		return false
 	}
 	_, ok := m.Params[k]
-	return ok && k != "id" && k != "delete"
+	return ok
 }
 
 func (s *Server) deleteBackupJob(q *request) (any, error) {

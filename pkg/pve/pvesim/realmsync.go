@@ -61,7 +61,7 @@ func (s *Server) getRealmSyncJob(q *request) (any, error) {
 func (s *Server) createRealmSyncJob(q *request) (any, error) {
 	jobs := s.realmSyncJobs()
 	id := q.vars["id"]
-	if _, exists := jobs[id]; exists {
+	if s.jobIDTaken(id) {
 		return nil, fail(http.StatusInternalServerError, "Job '%s' already exists", id)
 	}
 	opts := requestOptions(q, "id")

@@ -106,17 +106,23 @@ func (s *Server) listReplication(q *request) (any, error) {
 	return out, nil
 }
 
+// getReplication is ReplicationConfig.pm read: a missing job is a 500
+// before any permission check (VM.Audit is checked on the job's guest),
+// and the answer carries the config's digest.
 func (s *Server) getReplication(q *request) (any, error) {
 	s.replRunner()
 	id := q.vars["id"]
-	if _, err := s.replJobGuest(q, id, "VM.Audit"); err != nil {
-		return nil, err
-	}
-	job, ok := s.jobs().Replication[id]
+	j := s.jobs()
+	job, ok := j.Replication[id]
 	if !ok {
 		return nil, fail(http.StatusInternalServerError, "no such replication job '%s'", id)
 	}
-	return replAnswer(id, job), nil
+	if _, err := s.replJobGuest(q, id, "VM.Audit"); err != nil {
+		return nil, err
+	}
+	out := replAnswer(id, job)
+	out["digest"] = sectionDigest(j.Replication)
+	return out, nil
 }
 
 // replicatable is get_replicatable_volumes: the guest's volumes that
@@ -203,7 +209,9 @@ func (s *Server) createReplication(q *request) (any, error) {
 	}
 	for other, job := range j.Replication {
 		if g, _, _ := parseReplJobID(other); g == guest && job["target"] == target {
-			return nil, fail(http.StatusInternalServerError, "replication job for guest '%d' to target '%s' already exists", guest, target)
+			// write_config names the target by get_unique_target_id
+			// (ReplicationConfig::Cluster): "local/<node>".
+			return nil, fail(http.StatusInternalServerError, "replication job for guest '%d' to target 'local/%s' already exists", guest, target)
 		}
 	}
 	opts := replParams(q)
@@ -233,8 +241,10 @@ func (s *Server) updateReplication(q *request) (any, error) {
 		switch k {
 		case "schedule", "rate", "comment", "disable", "source", "remove_job":
 			delete(next, k)
-		case "target", "type":
+		case "target":
 			return nil, fail(http.StatusInternalServerError, "unable to delete required option '%s'", k)
+		// "type" is no option of the local plugin (ReplicationConfig::Cluster
+		// options), so update finds no such option.
 		default:
 			return nil, fail(http.StatusInternalServerError, "no such option '%s'", k)
 		}

@@ -3,6 +3,9 @@ package pvesim_test
 import (
 	"testing"
 	"time"
+
+	"github.com/pvectl/pvectl/pkg/pve/pvesim"
+	"github.com/pvectl/pvectl/pkg/pve/pvesim/simtest"
 )
 
 func TestReplicationJobs(t *testing.T) {
@@ -27,7 +30,7 @@ func TestReplicationJobs(t *testing.T) {
 		}
 	}
 	e.ok(nil, "POST", "/cluster/replication", "id", "100-0", "type", "local", "target", "pve2", "schedule", "*/15", "rate", "10")
-	if r := e.call("POST", "/cluster/replication", "id", "100-1", "type", "local", "target", "pve2"); r.Message != "replication job for guest '100' to target 'pve2' already exists" {
+	if r := e.call("POST", "/cluster/replication", "id", "100-1", "type", "local", "target", "pve2"); r.Message != "replication job for guest '100' to target 'local/pve2' already exists" {
 		t.Errorf("second job to one target: got %d %q", r.Status, r.Message)
 	}
 	job := e.object("/cluster/replication/100-0")
@@ -35,6 +38,10 @@ func TestReplicationJobs(t *testing.T) {
 		t.Errorf("read: got %v", job)
 	}
 	e.ok(nil, "PUT", "/cluster/replication/100-0", "schedule", "daily", "delete", "rate")
+	// ReplicationConfig.pm update: "type" is no option of the local plugin.
+	if r := e.call("PUT", "/cluster/replication/100-0", "delete", "type"); r.Status != 500 || r.Message != "no such option 'type'" {
+		t.Errorf("delete type: got %d %q", r.Status, r.Message)
+	}
 	// A delete marks the job; the runner removes it a moment later.
 	e.ok(nil, "DELETE", "/cluster/replication/100-0")
 	job = nil
@@ -81,4 +88,26 @@ func TestDestroyPurgesJobs(t *testing.T) {
 	if len(rows) != 2 || rows[0]["id"] != "two" || rows[0]["vmid"] != "101" || rows[1]["id"] != "most" || rows[1]["exclude"] != nil {
 		t.Errorf("backup jobs after a purging destroy: got %v", rows)
 	}
+}
+
+// ReplicationConfig.pm read: the answer carries the config digest, which
+// update takes; a missing job is a 500 before the VM.Audit check.
+func TestReplicationReadDigest(t *testing.T) {
+	e := startEnv(t, simtest.Options{Conformance: true, Sim: pvesim.Options{Nodes: []string{"pve", "pve2"}}})
+	e.ok(nil, "POST", "/storage", "storage", "tank", "type", "zfspool", "pool", "rpool/data", "content", "images,rootdir")
+	e.run("POST", "/nodes/pve/qemu", "vmid", "100", "scsi0", "tank:1")
+	e.ok(nil, "POST", "/cluster/replication", "id", "100-0", "type", "local", "target", "pve2")
+	digest, _ := e.object("/cluster/replication/100-0")["digest"].(string)
+	if len(digest) != 40 {
+		t.Fatalf("read: digest %q, want a SHA1", digest)
+	}
+	e.ok(nil, "PUT", "/cluster/replication/100-0", "comment", "x", "digest", digest)
+	if r := e.call("PUT", "/cluster/replication/100-0", "comment", "y", "digest", digest); r.Status != 500 {
+		t.Errorf("update with a stale digest: got %d %q", r.Status, r.Message)
+	}
+	auth := e.newToken("ci@pve", "tk", true)
+	if r := e.as(auth, "GET", "/cluster/replication/100-9"); r.Status != 500 || r.Message != "no such replication job '100-9'" {
+		t.Errorf("read of a missing job without VM.Audit: got %d %q", r.Status, r.Message)
+	}
+	wantDenied(t, e.as(auth, "GET", "/cluster/replication/100-0"), "/vms/100, VM.Audit")
 }
