@@ -9,6 +9,7 @@ import (
 
 	"github.com/pvectl/pvectl/pkg/planner/compare"
 	"github.com/pvectl/pvectl/pkg/pve"
+	"github.com/pvectl/pvectl/pkg/pve/schema"
 	"github.com/pvectl/pvectl/pkg/spec"
 )
 
@@ -109,44 +110,76 @@ func checkRuleNodes(_ context.Context, lc *liveConn, p map[string]string, _ *pve
 // Datastore.Allocate on its storage and VM.Backup on its pool
 // (assert_param_permission_create/_update).
 var backupJobKind = &sectionKind{
-	kind:    spec.KindBackupJob,
-	noun:    "backup job",
-	list:    "/cluster/backup",
-	item:    "/cluster/backup/%s",
-	idKey:   "id",
-	id:      func(p map[string]string) string { return p["id"] },
-	skip:    []string{"type", "next-run"},
-	objects: []string{"prune-backups", "fleecing", "performance"},
-	// Backup.pm assert_param_permission_create/_update: beyond the
-	// rule's Sys.Modify on /, the job's storage and pool.
-	changeNeeds: func(c *Change, p map[string]string) []permNeed {
-		why := "to " + c.Action.String() + " the backup job"
-		if c.Action == Delete {
-			return nil
+	kind:        spec.KindBackupJob,
+	noun:        "backup job",
+	list:        "/cluster/backup",
+	item:        "/cluster/backup/%s",
+	idKey:       "id",
+	id:          func(p map[string]string) string { return p["id"] },
+	skip:        []string{"type", "next-run"},
+	objects:     []string{"prune-backups", "fleecing", "performance"},
+	changeNeeds: backupJobNeeds,
+}
+
+// backupJobNeeds: pve-manager PVE/API2/Backup.pm create_job and
+// update_job check, beyond the rule's Sys.Modify on /
+// (assert_param_permission_create/_update/_common):
+//   - Datastore.Allocate on the storage the job writes to: on create the
+//     storage it names, or local (PVE/VZDump.pm get_storage_param: a job
+//     without one writes to local); on update the storage it sends, or
+//     local when it deletes it, and again the current job's;
+//   - Datastore.AllocateSpace on the storage of a fleecing it sends;
+//   - VM.Backup on a pool it sends.
+//
+// (bwlimit, ionice and performance want Sys.Modify on /, which the rule
+// asks already; tmpdir, dumpdir, script and job-id are root@pam's, which
+// no token is: the spec does not take them.)
+func backupJobNeeds(c *Change, p map[string]string, live *pve.Config) []permNeed {
+	if c.Action == Delete {
+		return nil
+	}
+	why := "to " + c.Action.String() + " the backup job"
+	sent := p
+	var storages []string
+	if c.Action == Update {
+		sent = c.Params
+		switch {
+		case sent["storage"] != "":
+			storages = append(storages, sent["storage"])
+		case slices.Contains(strings.Split(sent["delete"], ","), "storage"):
+			storages = append(storages, "local")
 		}
-		// An update checks the storage it sends and the job's current
-		// one; the pool only when it sends one.
-		storages := []string{p["storage"]}
-		pool := p["pool"]
-		if c.Action == Update {
-			pool = c.Params["pool"]
-			for _, d := range c.Diff {
-				if old, ok := d.Before.(string); ok && d.Path == "storage" {
-					storages = append(storages, old)
-				}
-			}
+		current := p["storage"]
+		if live != nil {
+			current = live.Get("storage")
 		}
-		var out []permNeed
-		for _, st := range compare.SortedUnique(storages) {
-			if st != "" {
-				out = append(out, need("/storage/"+st, why+" that writes to storage "+st, "Datastore.Allocate"))
-			}
+		storages = append(storages, vzdumpStorage(current))
+	} else {
+		storages = append(storages, vzdumpStorage(p["storage"]))
+	}
+	var out []permNeed
+	for _, st := range compare.SortedUnique(storages) {
+		out = append(out, need("/storage/"+st, why+" that writes to storage "+st, "Datastore.Allocate"))
+	}
+	if f := sent["fleecing"]; f != "" && f != "0" {
+		items, _ := schema.SplitPropertyString(f)
+		if st, _ := schema.PropValue(items, "storage"); st != "" {
+			out = append(out, need("/storage/"+st, why+" with fleecing images on storage "+st, "Datastore.AllocateSpace"))
 		}
-		if pool != "" {
-			out = append(out, need("/pool/"+pool, why+" of pool "+pool, "VM.Backup"))
-		}
-		return out
-	},
+	}
+	if pool := sent["pool"]; pool != "" {
+		out = append(out, need("/pool/"+pool, why+" of pool "+pool, "VM.Backup"))
+	}
+	return out
+}
+
+// vzdumpStorage is the storage a job writes to (PVE/VZDump.pm
+// get_storage_param; a dumpdir is root@pam's alone).
+func vzdumpStorage(st string) string {
+	if st == "" {
+		return "local"
+	}
+	return st
 }
 
 // replicationJobKind is a storage replication job (pve-manager
@@ -181,7 +214,7 @@ var replicationJobKind = &sectionKind{
 	listNeeds: func(p map[string]string) []permNeed {
 		return []permNeed{need(guestACLPath(p["guest"]), "to see the replication job (PVE lists only those of guests a token may audit)", "VM.Audit")}
 	},
-	changeNeeds: func(c *Change, p map[string]string) []permNeed {
+	changeNeeds: func(c *Change, p map[string]string, _ *pve.Config) []permNeed {
 		return []permNeed{need(guestACLPath(p["guest"]), "to "+c.Action.String()+" the replication job", "VM.Replicate")}
 	},
 }

@@ -267,6 +267,9 @@ func TestSimDerivedNeedsExactConfigKinds(t *testing.T) {
 	metric := "kind: MetricServer\nname: graph\nspec:\n  type: graphite\n  server: 127.0.0.7\n  port: 2003\n"
 	ha := "kind: HAResource\nname: app\nspec:\n  guest: 100\n  state: stopped\n  comment: app\n"
 	backup := "kind: BackupJob\nname: nightly\nspec:\n  schedule: \"21:00\"\n  all: true\n  storage: local\n"
+	// No storage writes to local (VZDump.pm get_storage_param); fleecing
+	// images want space on their storage.
+	weekly := "kind: BackupJob\nname: weekly\nspec:\n  schedule: sun 03:00\n  all: true\n  fleecing: enabled=1,storage=local-lvm\n"
 	checkExact(t,
 		crud("Group", exactCase{}, group, "operators", "ops"),
 		crud("Role", exactCase{}, role, "VM.Console", "VM.PowerMgmt"),
@@ -277,6 +280,10 @@ func TestSimDerivedNeedsExactConfigKinds(t *testing.T) {
 			{name: "HAResource delete", setup: exactVM, before: ha, after: ha, destroy: true},
 		},
 		crud("BackupJob", exactCase{}, backup, "21:00", "22:00"),
+		crud("BackupJob", exactCase{}, weekly, "sun 03:00", "sat 03:00"),
+		[]exactCase{
+			{name: "BackupJob update deleting its storage", before: backup, after: strings.Replace(backup, "storage: local", "storage: null", 1)},
+		},
 	)
 }
 

@@ -64,7 +64,7 @@ type sectionKind struct {
 	// their rules. The rules themselves come from the apidoc
 	// (permcalls.go).
 	listNeeds   func(p map[string]string) []permNeed
-	changeNeeds func(c *Change, p map[string]string) []permNeed
+	changeNeeds func(c *Change, p map[string]string, live *pve.Config) []permNeed
 }
 
 // sectionLive is what observe read beside the row: r's params with the
@@ -347,7 +347,11 @@ func (k *sectionKind) changeCalls(c *Change, lo *liveObj) []apiCall {
 		calls = []apiCall{del, post}
 	}
 	if k.changeNeeds != nil && len(calls) > 0 {
-		calls[len(calls)-1] = calls[len(calls)-1].with(k.changeNeeds(c, p.Map())...)
+		var live *pve.Config
+		if lo != nil {
+			live = lo.Config
+		}
+		calls[len(calls)-1] = calls[len(calls)-1].with(k.changeNeeds(c, p.Map(), live)...)
 	}
 	return calls
 }
