@@ -67,6 +67,28 @@ func (l *loader) convert(k *kindInfo, es []entry, r *Resource, own map[string]an
 	for key, v := range k.Fixed {
 		r.Params.Set(key, v)
 	}
+	l.checkRequires(k, es, r)
+}
+
+// checkRequires: a parameter PVE takes only beside another one (the
+// schema's "requires": a network address and its netmask, a download's
+// checksum and its algorithm) is an error at its key when the spec does
+// not set the other, as PVE refuses the call (pve-common
+// src/PVE/JSONSchema.pm check_object, "missing property required by").
+func (l *loader) checkRequires(k *kindInfo, es []entry, r *Resource) {
+	m := l.method(k)
+	if m == nil {
+		return
+	}
+	for _, e := range es {
+		key := e.key.Value
+		p, ok := m.Param(key)
+		if !ok || p.Requires == "" || !r.Params.Has(key) || r.Params.Has(p.Requires) {
+			continue
+		}
+		l.errorf(nodePos(e.file, e.key), "%s.%s needs %s beside it: PVE refuses %s without %s (\"missing property required by '%s'\"); set %s too, or leave %s out",
+			e.what, key, p.Requires, key, p.Requires, key, p.Requires, key)
+	}
 }
 
 // convertEntry puts one spec key into r: one of pvectl's own keys into

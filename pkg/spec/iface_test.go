@@ -50,6 +50,11 @@ func TestInterfaceChecks(t *testing.T) {
 			},
 		},
 		{
+			name: "an address without its netmask",
+			yaml: "kind: LinuxBridge\nname: vmbr1\nspec:\n  address: 192.0.2.1\n  address6: 2001:db8::1\n  netmask6: 64\n",
+			want: []string{`a.yaml:4: spec.address needs netmask beside it: PVE refuses address without netmask ("missing property required by 'address'"); set netmask too, or leave address out`},
+		},
+		{
 			name: "a bridge key on a bond",
 			yaml: bond + "  bridge_ports: eno3\n",
 			want: []string{`a.yaml:4: unknown field "bridge_ports" in BondInterface spec`},

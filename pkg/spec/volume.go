@@ -94,9 +94,6 @@ func checkDownload(r *Resource) []problem {
 	case content != "" && content != "iso":
 		out = append(out, problem{"compression", fmt.Sprintf("compression %s: PVE decompresses only ISO images (content: iso), not %s", c, content)})
 	}
-	if (r.Params.Get("checksum") == "") != (r.Params.Get("checksum-algorithm") == "") {
-		out = append(out, problem{"checksum", "checksum and checksum-algorithm go together"})
-	}
 	return out
 }
 

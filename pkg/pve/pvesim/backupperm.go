@@ -14,26 +14,6 @@ func permDenied(path, priv string) error {
 	return fail(http.StatusForbidden, "Permission check failed (%s, %s)", path, priv)
 }
 
-// backupRequires are the schema's "requires" of the job parameters, which
-// the simulator's schema table does not carry: pve-guest-common
-// src/PVE/VZDump/Common.pm confdesc (notes-template and protected require
-// storage) and Backup.pm's dow (requires starttime). pve-common
-// PVE/JSONSchema.pm check_prop names the missing property.
-var backupRequires = [][2]string{{"notes-template", "storage"}, {"protected", "storage"}, {"dow", "starttime"}}
-
-func checkBackupRequires(q *request) error {
-	errs := map[string]string{}
-	for _, r := range backupRequires {
-		if q.has(r[0]) && !q.has(r[1]) {
-			errs[r[1]] = "missing property required by '" + r[0] + "'"
-		}
-	}
-	if len(errs) > 0 {
-		return paramErr(errs)
-	}
-	return nil
-}
-
 // requestParams are the request's parameters (but the job id) as the
 // handler sees them before $schedule_param_check.
 func requestParams(q *request) map[string]string {

@@ -20,6 +20,9 @@ type Param struct {
 	Items      *Param            `json:"i,omitempty"`
 	Default    any               `json:"d,omitempty"`
 	TypeText   string            `json:"tt,omitempty"`
+	// Requires names a parameter a request that sends this one must send
+	// too (JSONSchema "requires": a network address its netmask).
+	Requires string `json:"rq,omitempty"`
 
 	// OneOf lists the variants of a parameter whose schema depends on
 	// another parameter (TypeProperty, e.g. an SDN fabric's "protocol");

@@ -85,6 +85,7 @@ func paramFromSchema(s map[string]any) *Param {
 	p.KeyAlias, _ = s["keyAlias"].(string)
 	p.TypeText, _ = s["typetext"].(string)
 	p.TypeProperty, _ = s["type-property"].(string)
+	p.Requires, _ = s["requires"].(string)
 	if f := number(s["minLength"]); f != nil {
 		p.MinLength = int(*f)
 	}

@@ -48,10 +48,31 @@ func (m *Method) Check(params url.Values, opts CheckOptions) map[string]string {
 			}
 		}
 	}
+	// pve-common src/PVE/JSONSchema.pm check_object: a parameter that
+	// requires another one it is sent without is an error on the other
+	// one, after the checks of each parameter (add_error joins two with "\n").
+	for name := range params {
+		if p, ok := m.Param(name); ok && p.Requires != "" {
+			if _, sent := params[p.Requires]; !sent {
+				addError(errs, p.Requires, "missing property required by '"+name+"'")
+			}
+		}
+	}
 	if len(errs) == 0 {
 		return nil
 	}
 	return errs
+}
+
+// addError records msg for key as PVE's add_error does: a second message
+// is joined to the first by the two characters \n (the Perl source
+// joins with '\n' in single quotes).
+func addError(errs map[string]string, key, msg string) {
+	if old, ok := errs[key]; ok {
+		errs[key] = old + `\n` + msg
+		return
+	}
+	errs[key] = msg
 }
 
 // checkValues checks the values sent for one parameter; only arrays repeat.

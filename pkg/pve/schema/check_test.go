@@ -211,6 +211,8 @@ func TestMethodParamFamilies(t *testing.T) {
 func TestMethodCheck(t *testing.T) {
 	qm := mustMethod(t, "POST", "/nodes/{node}/qemu")
 	tags := mustMethod(t, "PUT", "/access/acl")
+	iface := mustMethod(t, "POST", "/nodes/{node}/network")
+	download := mustMethod(t, "POST", "/nodes/{node}/storage/{storage}/download-url")
 	tests := []struct {
 		name   string
 		m      *Method
@@ -245,6 +247,31 @@ func TestMethodCheck(t *testing.T) {
 			m:      qm,
 			params: url.Values{"node": {"pve"}, "vmid": {"100"}, "cores": {"2", "4"}},
 			want:   map[string]string{"cores": msgDuplicate},
+		},
+		{
+			name:   "requires: an address without its netmask",
+			m:      iface,
+			params: url.Values{"node": {"pve"}, "iface": {"vmbr7"}, "type": {"bridge"}, "address": {"192.0.2.7"}},
+			want:   map[string]string{"netmask": "missing property required by 'address'"},
+		},
+		{
+			name:   "requires: both halves, and a required one missing too",
+			m:      download,
+			params: url.Values{"storage": {"local"}, "content": {"iso"}, "filename": {"a.iso"}, "checksum": {"abc"}},
+			want: map[string]string{
+				"node":               msgMissing,
+				"url":                msgMissing,
+				"checksum-algorithm": "missing property required by 'checksum'",
+			},
+		},
+		{
+			name:   "requires: each checked after the values",
+			m:      iface,
+			params: url.Values{"node": {"pve"}, "iface": {"vmbr7"}, "type": {"bridge"}, "address": {"192.0.2.7"}, "netmask": {"x"}, "address6": {"2001:db8::7"}},
+			want: map[string]string{
+				"netmask":  "invalid format - value does not look like a valid IP netmask",
+				"netmask6": "missing property required by 'address6'",
+			},
 		},
 		{
 			name:   "acl",
