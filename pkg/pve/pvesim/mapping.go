@@ -109,8 +109,8 @@ func (m *pciMapping) answer() map[string]any {
 // match.
 func (s *Server) listPCIMappings(q *request) (any, error) {
 	checkNode := q.get("check-node")
-	if checkNode != "" && !s.st.hasNode(checkNode) {
-		return nil, fail(http.StatusInternalServerError, "no such cluster node '%s'", checkNode)
+	if err := s.proxyToCheckNode(checkNode); err != nil {
+		return nil, err
 	}
 	out := []map[string]any{}
 	for _, id := range slices.Sorted(maps.Keys(s.st.PCIMappings)) {
@@ -137,6 +137,26 @@ func (s *Server) listPCIMappings(q *request) (any, error) {
 		out = append(out, row)
 	}
 	return out, nil
+}
+
+// proxyToCheckNode is what becomes of a mapping list's check-node: the
+// three index methods proxy to it (proxyto_callback), so pveproxy looks
+// the node up and forwards the call before any handler runs (pve-manager
+// PVE/HTTPServer.pm rest_handler, remote_node_ip; pve-cluster
+// PVE/Cluster.pm remote_node_ip; pve-common PVE/Network.pm
+// get_ip_from_hostname): a name no node has fails its hostname lookup,
+// a node that is down is not reached.
+func (s *Server) proxyToCheckNode(node string) *apiError {
+	switch {
+	case node == "" || node == "localhost":
+		return nil
+	case !s.st.hasNode(node):
+		return fail(http.StatusInternalServerError,
+			"hostname lookup '%s' failed - failed to get address info for: %s: Name or service not known", node, node)
+	case s.nodeOffline(node):
+		return fail(595, "No route to host")
+	}
+	return nil
 }
 
 func (s *Server) getPCIMapping(q *request) (any, error) {

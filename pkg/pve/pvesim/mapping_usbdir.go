@@ -128,8 +128,8 @@ func nodeEntries(entries []string, node string) []map[string]string {
 // .Audit on /mapping/<type>/<id>), with check-node the node's diagnostics.
 func (s *Server) listDevMappings(t *mapType, q *request) (any, error) {
 	checkNode := q.get("check-node")
-	if checkNode != "" && !s.st.hasNode(checkNode) {
-		return nil, fail(http.StatusInternalServerError, "no such cluster node '%s'", checkNode)
+	if err := s.proxyToCheckNode(checkNode); err != nil {
+		return nil, err
 	}
 	ms := t.mappings(s.st)
 	out := []map[string]any{}
@@ -247,9 +247,12 @@ func nodeUSBDevices() []usbDevice {
 }
 
 // assertUSBValid is Mapping/USB.pm assert_valid: the device at path has
-// the id, or (without a path) a device with the id exists.
+// the id, or (without a path) a device with the id exists. The id is
+// compared as configured: sysfs gives it in lower case, and an entry
+// written in upper case (the map format's pattern allows it) matches
+// nothing.
 func assertUSBValid(name string, e map[string]string) error {
-	id := strings.ToLower(e["id"])
+	id := e["id"]
 	if path := e["path"]; path != "" {
 		for _, d := range nodeUSBDevices() {
 			if d.busPath == path {

@@ -1,0 +1,48 @@
+package pvesim_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/pvectl/pvectl/pkg/pve/pvesim"
+	"github.com/pvectl/pvectl/pkg/pve/pvesim/simtest"
+)
+
+// A USB map entry's id is compared with what sysfs reads, as configured
+// (pve-guest-common Mapping/USB.pm assert_valid: $realId ne $id): the
+// format's pattern takes upper case, the device's id is lower case, so an
+// upper-case id matches no device.
+func TestUSBMappingIDCase(t *testing.T) {
+	e := startEnv(t, simtest.Options{Conformance: true})
+	e.ok(nil, "POST", "/cluster/mapping/usb", "id", "ups", "map", "node=pve,id=051D:0002,path=1-1.4")
+	e.ok(nil, "POST", "/cluster/mapping/usb", "id", "ups2", "map", "node=pve,id=051D:0002")
+	list := e.rowsBy("id", "/cluster/mapping/usb", "check-node", "pve")
+	if got := jsonString(t, list["ups"]["errors"]); !strings.Contains(got, "Invalid configuration: 'id' does not match for 'ups' (051d:0002 != 051D:0002)") {
+		t.Errorf("ups checked on pve: %s", got)
+	}
+	if got := jsonString(t, list["ups2"]["errors"]); !strings.Contains(got, "Invalid configuration: usb device '051D:0002' not found") {
+		t.Errorf("ups2 checked on pve: %s", got)
+	}
+	e.checkStarts(t, []startCase{{"upper-case id", "100", []string{"usb0", "mapping=ups2"},
+		"USB Mapping invalid (hardware probably changed): usb device '051D:0002' not found"}})
+}
+
+// The mapping lists proxy to check-node (proxyto_callback) before their
+// handler runs: pveproxy looks the node up (pve-manager PVE/HTTPServer.pm
+// rest_handler, remote_node_ip), so an unknown name fails its hostname
+// lookup and a node that is down is not reached.
+func TestMappingCheckNodeProxy(t *testing.T) {
+	e := startEnv(t, simtest.Options{Conformance: true, Sim: pvesim.Options{Nodes: []string{"pve", "pve2"}}})
+	if err := e.Server.SetNodeOffline("pve2", true); err != nil {
+		t.Fatal(err)
+	}
+	for _, typ := range []string{"pci", "usb", "dir"} {
+		r := e.call("GET", "/cluster/mapping/"+typ, "check-node", "pve9")
+		if want := "hostname lookup 'pve9' failed - failed to get address info for: pve9: Name or service not known"; r.Status != 500 || r.Message != want {
+			t.Errorf("%s check-node pve9: got %d %q, want %q", typ, r.Status, r.Message, want)
+		}
+		if r := e.call("GET", "/cluster/mapping/"+typ, "check-node", "pve2"); r.Status != 595 {
+			t.Errorf("%s check-node on the offline pve2: got %d %q, want 595", typ, r.Status, r.Message)
+		}
+	}
+}
