@@ -1,0 +1,56 @@
+package pvesim_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/pvectl/pvectl/pkg/pve/pvesim/simtest"
+)
+
+// What pve-manager's MetricServer.pm answers and refuses beyond the
+// basics of TestMetricServers: read gives the section only (no id, no
+// digest); a disable=0 is not written to status.cfg (SectionConfig.pm
+// write_config) so it does not read back; the token is taken out before
+// check_config, so any type takes one on create and only InfluxDB keeps
+// it, while a delete of token is checked against the type's options;
+// deleting a server that does not exist dies in lookup.
+func TestMetricServerFidelity(t *testing.T) {
+	e := startEnv(t, simtest.Options{Conformance: true})
+	e.ok(nil, "POST", "/cluster/metrics/server/gr", "type", "graphite", "server", "127.0.0.9", "port", "2003",
+		"disable", "0", "token", "ignored")
+	got := e.object("/cluster/metrics/server/gr")
+	for _, k := range []string{"id", "digest", "disable", "token"} {
+		if _, ok := got[k]; ok {
+			t.Errorf("GET gr answers %s: %v", k, got)
+		}
+	}
+	if got["type"] != "graphite" || got["server"] != "127.0.0.9" {
+		t.Errorf("GET gr: %v", got)
+	}
+	if _, ok := e.Server.MetricToken("gr"); ok {
+		t.Error("a graphite server keeps a token")
+	}
+	if rows := e.rows("/cluster/metrics/server"); len(rows) != 1 || jsonString(t, rows[0]["disable"]) != "0" {
+		t.Errorf("list: %v", rows)
+	}
+	e.ok(nil, "PUT", "/cluster/metrics/server/gr", "server", "127.0.0.9", "port", "2003", "disable", "1")
+	if got := e.object("/cluster/metrics/server/gr"); jsonString(t, got["disable"]) != "1" {
+		t.Errorf("GET gr after disable=1: %v", got)
+	}
+	e.ok(nil, "PUT", "/cluster/metrics/server/gr", "server", "127.0.0.9", "port", "2003", "disable", "0")
+	if got := e.object("/cluster/metrics/server/gr"); got["disable"] != nil {
+		t.Errorf("GET gr after disable=0: %v", got)
+	}
+	for _, tc := range []struct{ method, path, want string }{
+		{"PUT", "/cluster/metrics/server/gr", "no such option 'token'"},
+		{"DELETE", "/cluster/metrics/server/nope", "cannot lookup undefined type!"},
+	} {
+		kv := []string{"server", "127.0.0.9", "port", "2003", "delete", "token"}
+		if tc.method == "DELETE" {
+			kv = nil
+		}
+		if r := e.call(tc.method, tc.path, kv...); r.Status != 500 || !strings.HasPrefix(r.Message, tc.want) {
+			t.Errorf("%s %s: got %d %q, want %q", tc.method, tc.path, r.Status, r.Message, tc.want)
+		}
+	}
+}
