@@ -19,12 +19,39 @@ import (
 // starts (qemu-server src/PVE/QemuServer/PCI.pm parse_hostpci,
 // parse_hostpci_devices).
 
-// pciMapping is one section of mapping/pci.cfg.
+// pciMapping is one section of mapping/pci.cfg. mdev and
+// live-migration-capable are kept as sent: check_config keeps a 0 as it
+// keeps a 1, SectionConfig.pm write_config writes a boolean that is
+// defined ("\tmdev 0"), and parse_config reads it back, so GET answers
+// mdev: 0 after a create with mdev=0 (nil: not set).
 type pciMapping struct {
 	Description   string   `json:"description,omitempty"`
-	Mdev          bool     `json:"mdev,omitempty"`
-	LiveMigration bool     `json:"live-migration-capable,omitempty"`
+	Mdev          *bool    `json:"mdev,omitempty"`
+	LiveMigration *bool    `json:"live-migration-capable,omitempty"`
 	Map           []string `json:"map"`
+}
+
+func (m *pciMapping) mdev() bool { return m.Mdev != nil && *m.Mdev }
+
+// liveMigration is whether the mapping is live-migration-capable.
+func (m *pciMapping) liveMigration() bool { return m.LiveMigration != nil && *m.LiveMigration }
+
+// boolOpt is a boolean option of a request as check_config keeps it:
+// nil when not sent.
+func boolOpt(q *request, k string) *bool {
+	if !q.has(k) {
+		return nil
+	}
+	b := q.bool(k)
+	return &b
+}
+
+// bit is a kept boolean as the config file and the JSON answer give it.
+func bit(b *bool) int {
+	if *b {
+		return 1
+	}
+	return 0
 }
 
 // pciDevice is a PCI function of a node as pci_device_info reads it
@@ -75,14 +102,14 @@ func (s *Server) pciMapDigest() string {
 		if m.Description != "" {
 			fmt.Fprintf(&b, "\tdescription %s\n", m.Description)
 		}
-		if m.LiveMigration {
-			b.WriteString("\tlive-migration-capable 1\n")
+		if m.LiveMigration != nil {
+			fmt.Fprintf(&b, "\tlive-migration-capable %d\n", bit(m.LiveMigration))
 		}
 		for _, e := range m.Map {
 			fmt.Fprintf(&b, "\tmap %s\n", e)
 		}
-		if m.Mdev {
-			b.WriteString("\tmdev 1\n")
+		if m.Mdev != nil {
+			fmt.Fprintf(&b, "\tmdev %d\n", bit(m.Mdev))
 		}
 		b.WriteString("\n")
 	}
@@ -94,11 +121,11 @@ func (m *pciMapping) answer() map[string]any {
 	if m.Description != "" {
 		out["description"] = m.Description
 	}
-	if m.Mdev {
-		out["mdev"] = 1
+	if m.Mdev != nil {
+		out["mdev"] = bit(m.Mdev)
 	}
-	if m.LiveMigration {
-		out["live-migration-capable"] = 1
+	if m.LiveMigration != nil {
+		out["live-migration-capable"] = bit(m.LiveMigration)
 	}
 	return out
 }
@@ -176,8 +203,8 @@ func pciMappingFrom(q *request) (*pciMapping, error) {
 	if len(q.params["map"]) == 0 {
 		return nil, fail(http.StatusInternalServerError, "missing value for required option 'map'")
 	}
-	return &pciMapping{Description: q.get("description"), Mdev: q.bool("mdev"),
-		LiveMigration: q.bool("live-migration-capable"), Map: slices.Clone(q.params["map"])}, nil
+	return &pciMapping{Description: q.get("description"), Mdev: boolOpt(q, "mdev"),
+		LiveMigration: boolOpt(q, "live-migration-capable"), Map: slices.Clone(q.params["map"])}, nil
 }
 
 func (s *Server) createPCIMapping(q *request) (any, error) {
@@ -220,9 +247,9 @@ func (s *Server) updatePCIMapping(q *request) (any, error) {
 		case "description":
 			next.Description = ""
 		case "mdev":
-			next.Mdev = false
+			next.Mdev = nil
 		default:
-			next.LiveMigration = false
+			next.LiveMigration = nil
 		}
 	}
 	next.Map = m.Map
@@ -275,7 +302,7 @@ func assertPCIValid(name string, e map[string]string, m *pciMapping) error {
 			return fmt.Errorf("pci device '%s' not found", path)
 		}
 		want := [][3]string{{"id", d.id, e["id"]}, {"subsystem-id", d.subsystem, e["subsystem-id"]}, {"mdev", "0", "0"}}
-		if m.Mdev {
+		if m.mdev() {
 			want[2][2] = "1"
 		}
 		if i == 0 {

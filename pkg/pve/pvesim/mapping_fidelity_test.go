@@ -46,3 +46,21 @@ func TestMappingCheckNodeProxy(t *testing.T) {
 		}
 	}
 }
+
+// A PCI mapping's booleans are kept as sent, 0 too: check_config keeps
+// the value, SectionConfig.pm write_config writes any defined boolean,
+// so GET answers mdev: 0 until the key is deleted.
+func TestPCIMappingFalseBooleans(t *testing.T) {
+	e := startEnv(t, simtest.Options{Conformance: true})
+	const good = "node=pve,path=0000:01:00.0,id=10de:2204,iommugroup=14,subsystem-id=10de:1454"
+	e.ok(nil, "POST", "/cluster/mapping/pci", "id", "gpu0", "map", good, "mdev", "0", "live-migration-capable", "0")
+	got := e.object("/cluster/mapping/pci/gpu0")
+	if jsonString(t, got["mdev"]) != "0" || jsonString(t, got["live-migration-capable"]) != "0" {
+		t.Errorf("GET after a create with mdev=0, live-migration-capable=0: %v", got)
+	}
+	e.ok(nil, "PUT", "/cluster/mapping/pci/gpu0", "map", good, "delete", "mdev", "live-migration-capable", "1")
+	got = e.object("/cluster/mapping/pci/gpu0")
+	if _, ok := got["mdev"]; ok || jsonString(t, got["live-migration-capable"]) != "1" {
+		t.Errorf("GET after deleting mdev, live-migration-capable=1: %v", got)
+	}
+}
