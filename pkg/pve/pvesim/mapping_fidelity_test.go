@@ -64,3 +64,17 @@ func TestPCIMappingFalseBooleans(t *testing.T) {
 		t.Errorf("GET after deleting mdev, live-migration-capable=1: %v", got)
 	}
 }
+
+// A virtiofs directory with expose-acl does not start on a Windows VM
+// (qemu-server Virtiofs.pm assert_virtiofs_config, Helpers.pm
+// windows_version): checked once the node's entry is found.
+func TestVirtiofsACLOnWindows(t *testing.T) {
+	e := startEnv(t, simtest.Options{Conformance: true})
+	e.ok(nil, "POST", "/cluster/mapping/dir", "id", "share", "map", "node=pve,path=/srv/share")
+	e.checkStarts(t, []startCase{
+		{"acl on windows", "100", []string{"ostype", "win11", "virtiofs0", "dirid=share,expose-acl=1"},
+			"Please disable ACLs for virtiofs on Windows VMs, otherwise the virtiofs shared directory cannot be mounted."},
+		{"acl on linux", "101", []string{"ostype", "l26", "virtiofs0", "dirid=share,expose-acl=1"}, "OK"},
+		{"no acl on windows", "102", []string{"ostype", "win11", "virtiofs0", "dirid=share"}, "OK"},
+	})
+}

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/pvectl/pvectl/internal/lazyre"
+	"github.com/pvectl/pvectl/pkg/pve/schema"
 )
 
 // USB and directory resource mappings (/cluster/mapping/usb and
@@ -330,7 +331,7 @@ func assertDirMapList(s *Server, entries []string) error {
 // checkMappedUSBDir is what a VM start checks of its mapped USB devices
 // (QemuServer/USB.pm: an entry for the node, one only, valid) and of its
 // virtiofs directories (Virtiofs.pm assert_virtiofs_config, Mapping/Dir.pm
-// find_on_current_node, assert_valid).
+// find_on_current_node, assert_valid; no expose-acl on Windows).
 func (s *Server) checkMappedUSBDir(v *vm) error {
 	for i := range 14 {
 		val, ok := v.Conf["usb"+strconv.Itoa(i)]
@@ -371,6 +372,12 @@ func (s *Server) checkMappedUSBDir(v *vm) error {
 			return fmt.Errorf("More than than one directory mapping for node %s.", v.Node)
 		case len(entries) == 0:
 			return fmt.Errorf("No directory mapping for node %s.", v.Node)
+		}
+		// Virtiofs.pm assert_virtiofs_config: after the node's entry is
+		// found, before it is checked.
+		if acl, _ := schema.ParseBool(propOf(val, "expose-acl", "")); acl && windowsVersion(v.Conf["ostype"]) > 0 {
+			return fmt.Errorf("Please disable ACLs for virtiofs on Windows VMs, otherwise" +
+				" the virtiofs shared directory cannot be mounted.")
 		}
 		if err := assertDirValid(entries[0]["path"]); err != nil {
 			return fmt.Errorf("directory mapping invalid: %w", err)
