@@ -186,6 +186,38 @@ func (s *Server) proxyToCheckNode(node string) *apiError {
 	return nil
 }
 
+// lspci is SysFSTools.pm lspci with a filter: the node's functions whose
+// id starts with it (the domain may be left out), so a device without
+// its function is all of its functions.
+func lspci(filter string) []pciDevice {
+	var out []pciDevice
+	for _, d := range nodePCIDevices() {
+		if strings.HasPrefix(d.path, filter) || strings.HasPrefix(strings.TrimPrefix(d.path, "0000:"), filter) {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// checkPCIAlternative is parse_hostpci's look at one alternative (the
+// host's paths, or one map entry's): every id names a device, and a
+// mediated device needs a single function (qemu-server PCI.pm
+// parse_hostpci: "cannot use mediated device with multifunction device").
+func checkPCIAlternative(ids []string, mdev bool) error {
+	n := 0
+	for _, id := range ids {
+		devs := lspci(id)
+		if len(devs) == 0 {
+			return fmt.Errorf("no PCI device found for '%s'", id)
+		}
+		n += len(devs)
+	}
+	if n > 1 && mdev {
+		return fmt.Errorf("cannot use mediated device with multifunction device")
+	}
+	return nil
+}
+
 func (s *Server) getPCIMapping(q *request) (any, error) {
 	id := q.vars["id"]
 	m, ok := s.st.PCIMappings[id]
@@ -341,7 +373,7 @@ func (s *Server) checkHostPCI(v *vm) error {
 			kv[k] = it.Value
 		}
 		host, mapping := kv["host"], kv["mapping"]
-		var paths []string
+		var alts [][]string
 		switch {
 		case host != "" && mapping != "":
 			return fmt.Errorf("Cannot set both 'host' and 'mapping'.")
@@ -358,16 +390,16 @@ func (s *Server) checkHostPCI(v *vm) error {
 				if err := assertPCIValid(mapping, e, m); err != nil {
 					return fmt.Errorf("PCI device mapping invalid (hardware probably changed): %w", err)
 				}
-				paths = append(paths, strings.Split(e["path"], ";")...)
+				alts = append(alts, strings.Split(e["path"], ";"))
 			}
 		case host != "":
-			paths = strings.Split(host, ";")
+			alts = append(alts, strings.Split(host, ";"))
 		default:
 			return fmt.Errorf("Either 'host' or 'mapping' must be set.")
 		}
-		for _, p := range paths {
-			if _, ok := pciDeviceAt(p); !ok {
-				return fmt.Errorf("no PCI device found for '%s'", p)
+		for _, alt := range alts {
+			if err := checkPCIAlternative(alt, kv["mdev"] != ""); err != nil {
+				return err
 			}
 		}
 		if kv["pcie"] == "1" && !q35 {

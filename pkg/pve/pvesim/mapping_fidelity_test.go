@@ -78,3 +78,19 @@ func TestVirtiofsACLOnWindows(t *testing.T) {
 		{"no acl on windows", "102", []string{"ostype", "win11", "virtiofs0", "dirid=share"}, "OK"},
 	})
 }
+
+// A PCI path given without its function is every function of the device
+// (SysFSTools.pm lspci filters by prefix), and a mediated device cannot
+// be one of several (qemu-server PCI.pm parse_hostpci).
+func TestHostPCIMultifunctionMdev(t *testing.T) {
+	e := startEnv(t, simtest.Options{Conformance: true})
+	const ids = ",id=10de:2204,iommugroup=14,subsystem-id=10de:1454"
+	e.ok(nil, "POST", "/cluster/mapping/pci", "id", "whole", "map", "node=pve,path=0000:01:00"+ids)
+	e.ok(nil, "POST", "/cluster/mapping/pci", "id", "fn0", "map", "node=pve,path=0000:01:00.0"+ids)
+	e.checkStarts(t, []startCase{
+		{"whole device", "100", []string{"hostpci0", "mapping=whole"}, "OK"},
+		{"mdev on a whole device", "101", []string{"hostpci0", "mapping=whole,mdev=nvidia-35"},
+			"cannot use mediated device with multifunction device"},
+		{"mdev on one function", "102", []string{"hostpci0", "mapping=fn0,mdev=nvidia-35"}, "OK"},
+	})
+}
