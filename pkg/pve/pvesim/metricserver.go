@@ -14,10 +14,12 @@ import (
 // parameter (extract_sensitive_params): kept apart from status.cfg
 // (/etc/pve/priv/metricserver/<id>.pw, InfluxDB.pm set_credentials), so
 // read never answers it; the simulator keeps its SHA-256 only. create
-// runs the plugin's test_connection, which for UDP (both plugins'
-// default) only opens a socket and for a disabled server does nothing;
-// the simulator sends nothing anywhere, so TCP and HTTP(S) servers are
-// accepted as if reachable (docs/simulator.md).
+// and update run the plugin's test_connection: InfluxDB's and
+// Graphite's do nothing for a disabled server and for UDP (their
+// default) only open a socket; OpenTelemetry's always POSTs an empty
+// payload over HTTP(S), disabled or not (OpenTelemetry.pm
+// test_connection). The simulator sends nothing anywhere, so TCP and
+// HTTP(S) servers are accepted as if reachable (docs/simulator.md).
 
 // metricTypes are the plugins' options().
 func metricTypes() map[string]map[string]sectionOpt {
