@@ -88,9 +88,12 @@ func pciDeviceAt(path string) (pciDevice, bool) {
 	return pciDevice{}, false
 }
 
+// mappingRoutes: the PCI mappings, and the directory index above all
+// three types (pve-manager PVE/API2/Cluster/Mapping.pm index).
 func (s *Server) mappingRoutes() []route {
-	return crudRoutes("/cluster/mapping/pci", "/{id}",
-		s.listPCIMappings, s.createPCIMapping, s.getPCIMapping, s.updatePCIMapping, s.deletePCIMapping)
+	return append(crudRoutes("/cluster/mapping/pci", "/{id}",
+		s.listPCIMappings, s.createPCIMapping, s.getPCIMapping, s.updatePCIMapping, s.deletePCIMapping),
+		r("GET /cluster/mapping", fwIndex("dir", "pci", "usb")))
 }
 
 // pciMapDigest is the SHA-1 of mapping/pci.cfg as written.

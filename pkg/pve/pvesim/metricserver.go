@@ -41,9 +41,12 @@ func metricTypes() map[string]map[string]sectionOpt {
 	return map[string]map[string]sectionOpt{"influxdb": influx, "graphite": graphite, "opentelemetry": otel}
 }
 
+// metricServerRoutes: the servers, and MetricServer.pm index above them
+// (which lists server only, not export).
 func (s *Server) metricServerRoutes() []route {
-	return idRoutes("/cluster/metrics/server", "/{id}",
-		s.listMetricServers, s.createMetricServer, s.getMetricServer, s.updateMetricServer, s.deleteMetricServer)
+	return append(idRoutes("/cluster/metrics/server", "/{id}",
+		s.listMetricServers, s.createMetricServer, s.getMetricServer, s.updateMetricServer, s.deleteMetricServer),
+		r("GET /cluster/metrics", fwIndex("server")))
 }
 
 func (s *Server) metricServers() sections { return ensureMap(&s.st.MetricServers) }

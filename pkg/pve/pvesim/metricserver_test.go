@@ -54,3 +54,17 @@ func TestMetricServerFidelity(t *testing.T) {
 		}
 	}
 }
+
+// The directory indexes above the mappings and the metric servers
+// (pve-manager API2/Cluster/Mapping.pm and MetricServer.pm index).
+func TestMappingAndMetricIndexes(t *testing.T) {
+	e := startEnv(t, simtest.Options{Conformance: true})
+	for path, want := range map[string]string{
+		"/cluster/mapping": `[{"name":"dir"},{"name":"pci"},{"name":"usb"}]`,
+		"/cluster/metrics": `[{"name":"server"}]`,
+	} {
+		if got := jsonString(t, e.rows(path)); got != want {
+			t.Errorf("GET %s: %s, want %s", path, got, want)
+		}
+	}
+}
