@@ -115,17 +115,19 @@ func dropFalseDisable(sec map[string]string) {
 	}
 }
 
-// setMetricToken is InfluxDB.pm on_add_hook / on_update_hook: a token
-// sent is stored (its digest), a deleted one removed; the other plugins'
-// hooks keep nothing.
+// setMetricToken is InfluxDB.pm on_add_hook / on_update_hook after
+// pve-common Tools.pm extract_sensitive_params: a token sent is stored
+// (its digest), an empty one too (it is defined: set_credentials writes
+// an empty file); one deleted and not sent is removed. The other
+// plugins' hooks keep nothing.
 func (s *Server) setMetricToken(id, typ string, q *request) {
 	if typ != "influxdb" {
 		return
 	}
 	ensureMap(&s.st.MetricTokens)
-	if t := q.get("token"); t != "" {
-		s.st.MetricTokens[id] = secretHash(t)
-	} else if q.has("token") || slices.Contains(schema.SplitList(q.get("delete")), "token") {
+	if q.has("token") {
+		s.st.MetricTokens[id] = secretHash(q.get("token"))
+	} else if slices.Contains(schema.SplitList(q.get("delete")), "token") {
 		delete(s.st.MetricTokens, id)
 	}
 }

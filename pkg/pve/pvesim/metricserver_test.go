@@ -68,3 +68,15 @@ func TestMappingAndMetricIndexes(t *testing.T) {
 		}
 	}
 }
+
+// An InfluxDB token sent empty is stored empty, not removed: it is
+// defined, so extract_sensitive_params passes it on and set_credentials
+// writes it (pve-common Tools.pm, pve-manager Status/InfluxDB.pm).
+func TestMetricServerEmptyToken(t *testing.T) {
+	e := startEnv(t, simtest.Options{Conformance: true})
+	e.ok(nil, "POST", "/cluster/metrics/server/influx", "type", "influxdb", "server", "127.0.0.7", "port", "8089", "token", "s3cret")
+	e.ok(nil, "PUT", "/cluster/metrics/server/influx", "server", "127.0.0.7", "port", "8089", "token", "")
+	if h, ok := e.Server.MetricToken("influx"); !ok || h != "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855" {
+		t.Errorf("token after an update with token='': %q %v, want the empty one's digest", h, ok)
+	}
+}
