@@ -80,3 +80,26 @@ func TestMetricServerEmptyToken(t *testing.T) {
 		t.Errorf("token after an update with token='': %q %v, want the empty one's digest", h, ok)
 	}
 }
+
+// Formats PVE registers for these parameters are checked as parameters
+// (400): a graphite path (Status/Graphite.pm pve_verify_graphite_path),
+// a directory mapping's path for any node, not only the answering one
+// (Mapping/Dir.pm pve_verify_path, format
+// pve-storage-path-in-property-string).
+func TestMetricAndDirPathFormats(t *testing.T) {
+	e := startEnv(t, simtest.Options{}) // the requests break the schema on purpose
+	for _, c := range []struct {
+		path  string
+		kv    []string
+		param string
+	}{
+		{"/cluster/metrics/server/gr", []string{"type", "graphite", "server", "127.0.0.9", "port", "2003", "path", "pve..stats"}, "path"},
+		{"/cluster/mapping/dir", []string{"id", "share", "map", "node=pve,path=/srv", "map", "node=pve2,path=relative"}, "map"},
+	} {
+		r := e.call("POST", c.path, c.kv...)
+		if r.Status != 400 || r.Message != "Parameter verification failed." || r.Errors[c.param] == "" {
+			t.Errorf("POST %s %v: got %d %q %v, want a 400 on %s", c.path, c.kv, r.Status, r.Message, r.Errors, c.param)
+		}
+	}
+	e.ok(nil, "POST", "/cluster/metrics/server/gr", "type", "graphite", "server", "127.0.0.9", "port", "2003", "path", "pve-1.stats")
+}
