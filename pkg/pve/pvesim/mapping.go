@@ -235,6 +235,9 @@ func (s *Server) getPCIMapping(q *request) (any, error) {
 // pciMappingFrom is check_config of a create (Mapping/PCI.pm options:
 // map is required): the values of q as a section.
 func pciMappingFrom(q *request) (*pciMapping, error) {
+	if err := checkNoLineFeed(q.get("description")); err != nil {
+		return nil, fail(http.StatusInternalServerError, "%s", err.Error())
+	}
 	if len(q.params["map"]) == 0 {
 		return nil, fail(http.StatusInternalServerError, "missing value for required option 'map'")
 	}

@@ -94,3 +94,28 @@ func TestHostPCIMultifunctionMdev(t *testing.T) {
 		{"mdev on one function", "102", []string{"hostpci0", "mapping=fn0,mdev=nvidia-35"}, "OK"},
 	})
 }
+
+// A value with a line feed cannot be a config line: SectionConfig.pm
+// check_value refuses it in check_config, schema checked or not — before
+// the lock in a mapping's create, under it (prefixed) in its update, and
+// in a metric server's create.
+func TestSectionValueLineFeed(t *testing.T) {
+	e := startEnv(t, simtest.Options{Conformance: true})
+	const pci = "node=pve,path=0000:01:00.0,id=10de:2204,iommugroup=14,subsystem-id=10de:1454"
+	e.ok(nil, "POST", "/cluster/mapping/usb", "id", "stick", "map", "node=pve,id=0781:5583,path=1-2")
+	for _, c := range []struct {
+		method, path string
+		kv           []string
+		want         string
+	}{
+		{"POST", "/cluster/mapping/pci", []string{"id", "gpu0", "map", pci, "description", "a\nb"}, "property contains a line feed"},
+		{"POST", "/cluster/mapping/dir", []string{"id", "share", "map", "node=pve,path=/srv", "description", "a\nb"}, "property contains a line feed"},
+		{"PUT", "/cluster/mapping/usb/stick", []string{"map", "node=pve,id=0781:5583", "description", "a\rb"},
+			"update hardware mapping failed: property contains a line feed"},
+		{"POST", "/cluster/metrics/server/in", []string{"type", "influxdb", "server", "127.0.0.9", "port", "8089", "bucket", "a\nb"}, "property contains a line feed"},
+	} {
+		if r := e.call(c.method, c.path, c.kv...); r.Status != 500 || r.Message != c.want {
+			t.Errorf("%s %s: got %d %q, want 500 %q", c.method, c.path, r.Status, r.Message, c.want)
+		}
+	}
+}

@@ -173,6 +173,9 @@ func (s *Server) getDevMapping(t *mapType, q *request) (any, error) {
 // devMappingFrom is check_config with create set, as both the create and
 // the update call it (the options make map required in either).
 func (s *Server) devMappingFrom(t *mapType, q *request) (*devMapping, error) {
+	if err := checkNoLineFeed(q.get("description")); err != nil {
+		return nil, err
+	}
 	if len(q.params["map"]) == 0 {
 		return nil, fmt.Errorf("missing value for required option 'map'")
 	}
