@@ -120,7 +120,7 @@ func (s *Server) localResources(v *vm, running bool) (local []string, mapped map
 						missing[n] = append(missing[n], key)
 					}
 				}
-				if pm != nil && pm.LiveMigration {
+				if pm != nil && pm.liveMigration() {
 					info["live-migration"] = 1
 					continue
 				}

@@ -19,12 +19,39 @@ import (
 // starts (qemu-server src/PVE/QemuServer/PCI.pm parse_hostpci,
 // parse_hostpci_devices).
 
-// pciMapping is one section of mapping/pci.cfg.
+// pciMapping is one section of mapping/pci.cfg. mdev and
+// live-migration-capable are kept as sent: check_config keeps a 0 as it
+// keeps a 1, SectionConfig.pm write_config writes a boolean that is
+// defined ("\tmdev 0"), and parse_config reads it back, so GET answers
+// mdev: 0 after a create with mdev=0 (nil: not set).
 type pciMapping struct {
 	Description   string   `json:"description,omitempty"`
-	Mdev          bool     `json:"mdev,omitempty"`
-	LiveMigration bool     `json:"live-migration-capable,omitempty"`
+	Mdev          *bool    `json:"mdev,omitempty"`
+	LiveMigration *bool    `json:"live-migration-capable,omitempty"`
 	Map           []string `json:"map"`
+}
+
+func (m *pciMapping) mdev() bool { return m.Mdev != nil && *m.Mdev }
+
+// liveMigration is whether the mapping is live-migration-capable.
+func (m *pciMapping) liveMigration() bool { return m.LiveMigration != nil && *m.LiveMigration }
+
+// boolOpt is a boolean option of a request as check_config keeps it:
+// nil when not sent.
+func boolOpt(q *request, k string) *bool {
+	if !q.has(k) {
+		return nil
+	}
+	b := q.bool(k)
+	return &b
+}
+
+// bit is a kept boolean as the config file and the JSON answer give it.
+func bit(b *bool) int {
+	if *b {
+		return 1
+	}
+	return 0
 }
 
 // pciDevice is a PCI function of a node as pci_device_info reads it
@@ -61,9 +88,12 @@ func pciDeviceAt(path string) (pciDevice, bool) {
 	return pciDevice{}, false
 }
 
+// mappingRoutes: the PCI mappings, and the directory index above all
+// three types (pve-manager PVE/API2/Cluster/Mapping.pm index).
 func (s *Server) mappingRoutes() []route {
-	return crudRoutes("/cluster/mapping/pci", "/{id}",
-		s.listPCIMappings, s.createPCIMapping, s.getPCIMapping, s.updatePCIMapping, s.deletePCIMapping)
+	return append(crudRoutes("/cluster/mapping/pci", "/{id}",
+		s.listPCIMappings, s.createPCIMapping, s.getPCIMapping, s.updatePCIMapping, s.deletePCIMapping),
+		r("GET /cluster/mapping", fwIndex("dir", "pci", "usb")))
 }
 
 // pciMapDigest is the SHA-1 of mapping/pci.cfg as written.
@@ -75,14 +105,14 @@ func (s *Server) pciMapDigest() string {
 		if m.Description != "" {
 			fmt.Fprintf(&b, "\tdescription %s\n", m.Description)
 		}
-		if m.LiveMigration {
-			b.WriteString("\tlive-migration-capable 1\n")
+		if m.LiveMigration != nil {
+			fmt.Fprintf(&b, "\tlive-migration-capable %d\n", bit(m.LiveMigration))
 		}
 		for _, e := range m.Map {
 			fmt.Fprintf(&b, "\tmap %s\n", e)
 		}
-		if m.Mdev {
-			b.WriteString("\tmdev 1\n")
+		if m.Mdev != nil {
+			fmt.Fprintf(&b, "\tmdev %d\n", bit(m.Mdev))
 		}
 		b.WriteString("\n")
 	}
@@ -94,11 +124,11 @@ func (m *pciMapping) answer() map[string]any {
 	if m.Description != "" {
 		out["description"] = m.Description
 	}
-	if m.Mdev {
-		out["mdev"] = 1
+	if m.Mdev != nil {
+		out["mdev"] = bit(m.Mdev)
 	}
-	if m.LiveMigration {
-		out["live-migration-capable"] = 1
+	if m.LiveMigration != nil {
+		out["live-migration-capable"] = bit(m.LiveMigration)
 	}
 	return out
 }
@@ -109,8 +139,8 @@ func (m *pciMapping) answer() map[string]any {
 // match.
 func (s *Server) listPCIMappings(q *request) (any, error) {
 	checkNode := q.get("check-node")
-	if checkNode != "" && !s.st.hasNode(checkNode) {
-		return nil, fail(http.StatusInternalServerError, "no such cluster node '%s'", checkNode)
+	if err := s.proxyToCheckNode(checkNode); err != nil {
+		return nil, err
 	}
 	out := []map[string]any{}
 	for _, id := range slices.Sorted(maps.Keys(s.st.PCIMappings)) {
@@ -139,6 +169,58 @@ func (s *Server) listPCIMappings(q *request) (any, error) {
 	return out, nil
 }
 
+// proxyToCheckNode is what becomes of a mapping list's check-node: the
+// three index methods proxy to it (proxyto_callback), so pveproxy looks
+// the node up and forwards the call before any handler runs (pve-manager
+// PVE/HTTPServer.pm rest_handler, remote_node_ip; pve-cluster
+// PVE/Cluster.pm remote_node_ip; pve-common PVE/Network.pm
+// get_ip_from_hostname): a name no node has fails its hostname lookup,
+// a node that is down is not reached.
+func (s *Server) proxyToCheckNode(node string) *apiError {
+	switch {
+	case node == "" || node == "localhost":
+		return nil
+	case !s.st.hasNode(node):
+		return fail(http.StatusInternalServerError,
+			"hostname lookup '%s' failed - failed to get address info for: %s: Name or service not known", node, node)
+	case s.nodeOffline(node):
+		return fail(595, "No route to host")
+	}
+	return nil
+}
+
+// lspci is SysFSTools.pm lspci with a filter: the node's functions whose
+// id starts with it (the domain may be left out), so a device without
+// its function is all of its functions.
+func lspci(filter string) []pciDevice {
+	var out []pciDevice
+	for _, d := range nodePCIDevices() {
+		if strings.HasPrefix(d.path, filter) || strings.HasPrefix(strings.TrimPrefix(d.path, "0000:"), filter) {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// checkPCIAlternative is parse_hostpci's look at one alternative (the
+// host's paths, or one map entry's): every id names a device, and a
+// mediated device needs a single function (qemu-server PCI.pm
+// parse_hostpci: "cannot use mediated device with multifunction device").
+func checkPCIAlternative(ids []string, mdev bool) error {
+	n := 0
+	for _, id := range ids {
+		devs := lspci(id)
+		if len(devs) == 0 {
+			return fmt.Errorf("no PCI device found for '%s'", id)
+		}
+		n += len(devs)
+	}
+	if n > 1 && mdev {
+		return fmt.Errorf("cannot use mediated device with multifunction device")
+	}
+	return nil
+}
+
 func (s *Server) getPCIMapping(q *request) (any, error) {
 	id := q.vars["id"]
 	m, ok := s.st.PCIMappings[id]
@@ -153,11 +235,14 @@ func (s *Server) getPCIMapping(q *request) (any, error) {
 // pciMappingFrom is check_config of a create (Mapping/PCI.pm options:
 // map is required): the values of q as a section.
 func pciMappingFrom(q *request) (*pciMapping, error) {
+	if err := checkNoLineFeed(q.get("description")); err != nil {
+		return nil, fail(http.StatusInternalServerError, "%s", err.Error())
+	}
 	if len(q.params["map"]) == 0 {
 		return nil, fail(http.StatusInternalServerError, "missing value for required option 'map'")
 	}
-	return &pciMapping{Description: q.get("description"), Mdev: q.bool("mdev"),
-		LiveMigration: q.bool("live-migration-capable"), Map: slices.Clone(q.params["map"])}, nil
+	return &pciMapping{Description: q.get("description"), Mdev: boolOpt(q, "mdev"),
+		LiveMigration: boolOpt(q, "live-migration-capable"), Map: slices.Clone(q.params["map"])}, nil
 }
 
 func (s *Server) createPCIMapping(q *request) (any, error) {
@@ -200,9 +285,9 @@ func (s *Server) updatePCIMapping(q *request) (any, error) {
 		case "description":
 			next.Description = ""
 		case "mdev":
-			next.Mdev = false
+			next.Mdev = nil
 		default:
-			next.LiveMigration = false
+			next.LiveMigration = nil
 		}
 	}
 	next.Map = m.Map
@@ -255,7 +340,7 @@ func assertPCIValid(name string, e map[string]string, m *pciMapping) error {
 			return fmt.Errorf("pci device '%s' not found", path)
 		}
 		want := [][3]string{{"id", d.id, e["id"]}, {"subsystem-id", d.subsystem, e["subsystem-id"]}, {"mdev", "0", "0"}}
-		if m.Mdev {
+		if m.mdev() {
 			want[2][2] = "1"
 		}
 		if i == 0 {
@@ -294,7 +379,7 @@ func (s *Server) checkHostPCI(v *vm) error {
 			kv[k] = it.Value
 		}
 		host, mapping := kv["host"], kv["mapping"]
-		var paths []string
+		var alts [][]string
 		switch {
 		case host != "" && mapping != "":
 			return fmt.Errorf("Cannot set both 'host' and 'mapping'.")
@@ -311,16 +396,16 @@ func (s *Server) checkHostPCI(v *vm) error {
 				if err := assertPCIValid(mapping, e, m); err != nil {
 					return fmt.Errorf("PCI device mapping invalid (hardware probably changed): %w", err)
 				}
-				paths = append(paths, strings.Split(e["path"], ";")...)
+				alts = append(alts, strings.Split(e["path"], ";"))
 			}
 		case host != "":
-			paths = strings.Split(host, ";")
+			alts = append(alts, strings.Split(host, ";"))
 		default:
 			return fmt.Errorf("Either 'host' or 'mapping' must be set.")
 		}
-		for _, p := range paths {
-			if _, ok := pciDeviceAt(p); !ok {
-				return fmt.Errorf("no PCI device found for '%s'", p)
+		for _, alt := range alts {
+			if err := checkPCIAlternative(alt, kv["mdev"] != ""); err != nil {
+				return err
 			}
 		}
 		if kv["pcie"] == "1" && !q35 {

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/pvectl/pvectl/internal/lazyre"
+	"github.com/pvectl/pvectl/pkg/pve/schema"
 )
 
 // USB and directory resource mappings (/cluster/mapping/usb and
@@ -128,8 +129,8 @@ func nodeEntries(entries []string, node string) []map[string]string {
 // .Audit on /mapping/<type>/<id>), with check-node the node's diagnostics.
 func (s *Server) listDevMappings(t *mapType, q *request) (any, error) {
 	checkNode := q.get("check-node")
-	if checkNode != "" && !s.st.hasNode(checkNode) {
-		return nil, fail(http.StatusInternalServerError, "no such cluster node '%s'", checkNode)
+	if err := s.proxyToCheckNode(checkNode); err != nil {
+		return nil, err
 	}
 	ms := t.mappings(s.st)
 	out := []map[string]any{}
@@ -172,6 +173,9 @@ func (s *Server) getDevMapping(t *mapType, q *request) (any, error) {
 // devMappingFrom is check_config with create set, as both the create and
 // the update call it (the options make map required in either).
 func (s *Server) devMappingFrom(t *mapType, q *request) (*devMapping, error) {
+	if err := checkNoLineFeed(q.get("description")); err != nil {
+		return nil, err
+	}
 	if len(q.params["map"]) == 0 {
 		return nil, fmt.Errorf("missing value for required option 'map'")
 	}
@@ -247,9 +251,12 @@ func nodeUSBDevices() []usbDevice {
 }
 
 // assertUSBValid is Mapping/USB.pm assert_valid: the device at path has
-// the id, or (without a path) a device with the id exists.
+// the id, or (without a path) a device with the id exists. The id is
+// compared as configured: sysfs gives it in lower case, and an entry
+// written in upper case (the map format's pattern allows it) matches
+// nothing.
 func assertUSBValid(name string, e map[string]string) error {
-	id := strings.ToLower(e["id"])
+	id := e["id"]
 	if path := e["path"]; path != "" {
 		for _, d := range nodeUSBDevices() {
 			if d.busPath == path {
@@ -327,7 +334,7 @@ func assertDirMapList(s *Server, entries []string) error {
 // checkMappedUSBDir is what a VM start checks of its mapped USB devices
 // (QemuServer/USB.pm: an entry for the node, one only, valid) and of its
 // virtiofs directories (Virtiofs.pm assert_virtiofs_config, Mapping/Dir.pm
-// find_on_current_node, assert_valid).
+// find_on_current_node, assert_valid; no expose-acl on Windows).
 func (s *Server) checkMappedUSBDir(v *vm) error {
 	for i := range 14 {
 		val, ok := v.Conf["usb"+strconv.Itoa(i)]
@@ -368,6 +375,12 @@ func (s *Server) checkMappedUSBDir(v *vm) error {
 			return fmt.Errorf("More than than one directory mapping for node %s.", v.Node)
 		case len(entries) == 0:
 			return fmt.Errorf("No directory mapping for node %s.", v.Node)
+		}
+		// Virtiofs.pm assert_virtiofs_config: after the node's entry is
+		// found, before it is checked.
+		if acl, _ := schema.ParseBool(propOf(val, "expose-acl", "")); acl && windowsVersion(v.Conf["ostype"]) > 0 {
+			return fmt.Errorf("Please disable ACLs for virtiofs on Windows VMs, otherwise" +
+				" the virtiofs shared directory cannot be mounted.")
 		}
 		if err := assertDirValid(entries[0]["path"]); err != nil {
 			return fmt.Errorf("directory mapping invalid: %w", err)

@@ -14,10 +14,12 @@ import (
 // parameter (extract_sensitive_params): kept apart from status.cfg
 // (/etc/pve/priv/metricserver/<id>.pw, InfluxDB.pm set_credentials), so
 // read never answers it; the simulator keeps its SHA-256 only. create
-// runs the plugin's test_connection, which for UDP (both plugins'
-// default) only opens a socket and for a disabled server does nothing;
-// the simulator sends nothing anywhere, so TCP and HTTP(S) servers are
-// accepted as if reachable (docs/simulator.md).
+// and update run the plugin's test_connection: InfluxDB's and
+// Graphite's do nothing for a disabled server and for UDP (their
+// default) only open a socket; OpenTelemetry's always POSTs an empty
+// payload over HTTP(S), disabled or not (OpenTelemetry.pm
+// test_connection). The simulator sends nothing anywhere, so TCP and
+// HTTP(S) servers are accepted as if reachable (docs/simulator.md).
 
 // metricTypes are the plugins' options().
 func metricTypes() map[string]map[string]sectionOpt {
@@ -39,9 +41,12 @@ func metricTypes() map[string]map[string]sectionOpt {
 	return map[string]map[string]sectionOpt{"influxdb": influx, "graphite": graphite, "opentelemetry": otel}
 }
 
+// metricServerRoutes: the servers, and MetricServer.pm index above them
+// (which lists server only, not export).
 func (s *Server) metricServerRoutes() []route {
-	return idRoutes("/cluster/metrics/server", "/{id}",
-		s.listMetricServers, s.createMetricServer, s.getMetricServer, s.updateMetricServer, s.deleteMetricServer)
+	return append(idRoutes("/cluster/metrics/server", "/{id}",
+		s.listMetricServers, s.createMetricServer, s.getMetricServer, s.updateMetricServer, s.deleteMetricServer),
+		r("GET /cluster/metrics", fwIndex("server")))
 }
 
 func (s *Server) metricServers() sections { return ensureMap(&s.st.MetricServers) }
@@ -65,18 +70,23 @@ func (s *Server) listMetricServers(q *request) (any, error) {
 	return out, nil
 }
 
-// getMetricServer is read: the section with the file's digest, never the token.
+// getMetricServer is read: the section as parse_config gives it (its
+// type set on it) and nothing else — no id, no digest (pve-manager
+// PVE/API2/Cluster/MetricServer.pm read returns $status_cfg->{ids}->{$id}),
+// never the token.
 func (s *Server) getMetricServer(q *request) (any, error) {
 	cfg := s.metricServers()
 	sec, ok := cfg[q.vars["id"]]
 	if !ok {
 		return nil, fail(http.StatusInternalServerError, "status server entry '%s' does not exist", q.vars["id"])
 	}
-	out := typedAnswer("PUT", "/cluster/metrics/server/{id}", sec)
-	out["id"], out["digest"] = q.vars["id"], cfg.digest()
-	return out, nil
+	return typedAnswer("PUT", "/cluster/metrics/server/{id}", sec), nil
 }
 
+// createMetricServer is MetricServer.pm create: the token is taken out
+// (extract_sensitive_params) before check_config sees the options, so a
+// type without a token option takes one too and drops it (Status/Plugin.pm
+// on_add_hook does nothing; InfluxDB.pm's stores it).
 func (s *Server) createMetricServer(q *request) (any, error) {
 	cfg := s.metricServers()
 	id, typ := q.vars["id"], q.get("type")
@@ -84,26 +94,40 @@ func (s *Server) createMetricServer(q *request) (any, error) {
 		return nil, fail(http.StatusInternalServerError, "Metric server '%s' already exists", id)
 	}
 	opts := requestOptions(q, "id", "type", "token")
-	if q.has("token") {
-		opts["token"] = "" // only checked as an option of the type here
-	}
 	if err := checkSection(metricTypes()[typ], opts, true); err != nil {
 		return nil, fail(http.StatusInternalServerError, "%v", err)
 	}
-	delete(opts, "token")
+	dropFalseDisable(opts)
 	opts["type"] = typ
 	cfg[id] = opts
-	s.setMetricToken(id, q)
+	s.setMetricToken(id, typ, q)
 	return nil, s.saveLocked()
 }
 
-// setMetricToken is on_add_hook / on_update_hook: a token sent is stored
-// (its digest), one sent empty or deleted removes it.
-func (s *Server) setMetricToken(id string, q *request) {
+// dropFalseDisable is SectionConfig.pm write_config: disable is written
+// ("\tdisable") only when set, so a server saved with disable=0 reads
+// back without it.
+func dropFalseDisable(sec map[string]string) {
+	if v, ok := sec["disable"]; ok {
+		if b, _ := schema.ParseBool(v); !b {
+			delete(sec, "disable")
+		}
+	}
+}
+
+// setMetricToken is InfluxDB.pm on_add_hook / on_update_hook after
+// pve-common Tools.pm extract_sensitive_params: a token sent is stored
+// (its digest), an empty one too (it is defined: set_credentials writes
+// an empty file); one deleted and not sent is removed. The other
+// plugins' hooks keep nothing.
+func (s *Server) setMetricToken(id, typ string, q *request) {
+	if typ != "influxdb" {
+		return
+	}
 	ensureMap(&s.st.MetricTokens)
-	if t := q.get("token"); t != "" {
-		s.st.MetricTokens[id] = secretHash(t)
-	} else if q.has("token") || slices.Contains(schema.SplitList(q.get("delete")), "token") {
+	if q.has("token") {
+		s.st.MetricTokens[id] = secretHash(q.get("token"))
+	} else if slices.Contains(schema.SplitList(q.get("delete")), "token") {
 		delete(s.st.MetricTokens, id)
 	}
 }
@@ -125,20 +149,28 @@ func (s *Server) updateMetricServer(q *request) (any, error) {
 	}
 	next := maps.Clone(sec)
 	maps.Copy(next, opts)
-	del := slices.DeleteFunc(schema.SplitList(q.get("delete")), func(k string) bool { return k == "token" })
-	if err := deleteSectionKeys(types, next, opts, del); err != nil {
+	// delete is checked against the type's options (MetricServer.pm
+	// update): token is one of InfluxDB's only, so a graphite or
+	// OpenTelemetry server refuses to delete it ("no such option").
+	if err := deleteSectionKeys(types, next, opts, schema.SplitList(q.get("delete"))); err != nil {
 		return nil, fail(http.StatusInternalServerError, "%v", err)
 	}
+	dropFalseDisable(next)
 	cfg[id] = next
-	s.setMetricToken(id, q)
+	s.setMetricToken(id, sec["type"], q)
 	return nil, s.saveLocked()
 }
 
 func (s *Server) deleteMetricServer(q *request) (any, error) {
 	cfg := s.metricServers()
 	id := q.vars["id"]
+	// MetricServer.pm delete looks the section's type up without checking
+	// that the section exists: SectionConfig.pm lookup croaks on the
+	// undefined type (the location is the caller's line, as of
+	// pve-manager's master).
 	if _, ok := cfg[id]; !ok {
-		return nil, fail(http.StatusInternalServerError, "no such server '%s'", id)
+		return nil, fail(http.StatusInternalServerError,
+			"cannot lookup undefined type! at /usr/share/perl5/PVE/API2/Cluster/MetricServer.pm line 295.")
 	}
 	delete(cfg, id)
 	delete(s.st.MetricTokens, id)

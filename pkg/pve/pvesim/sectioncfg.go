@@ -48,6 +48,9 @@ func checkSection(opts map[string]sectionOpt, params map[string]string, create b
 		if !create && o.fixed {
 			return fmt.Errorf("can't change value of fixed parameter '%s'", k)
 		}
+		if err := checkNoLineFeed(params[k]); err != nil {
+			return err
+		}
 	}
 	if create {
 		for _, k := range slices.Sorted(maps.Keys(opts)) {
@@ -55,6 +58,15 @@ func checkSection(opts map[string]sectionOpt, params map[string]string, create b
 				return fmt.Errorf("missing value for required option '%s'", k)
 			}
 		}
+	}
+	return nil
+}
+
+// checkNoLineFeed is SectionConfig.pm check_value's refusal of a value
+// with a line feed (a config line cannot hold it), schema checked or not.
+func checkNoLineFeed(v string) error {
+	if strings.ContainsAny(v, "\n\r") {
+		return fmt.Errorf("property contains a line feed")
 	}
 	return nil
 }

@@ -51,6 +51,13 @@ var simpleFormats = map[string]func(string) error{
 	"pve-calendar-event":   calendar.Verify,
 	"pve-replication-id":   reFormatQ(`^\d+-\d+$`, "invalid replication job ID '%s'"),
 	"pve-vlan-id-or-range": reFormatQ(`^\d+(-\d+)?$`, "invalid VLAN tag or range '%s'"),
+	// pve-manager PVE/Status/Graphite.pm pve_verify_graphite_path.
+	"graphite-path": reFormat(`^(([a-zA-Z0-9]([a-zA-Z0-9\-]*[a-zA-Z0-9])?)\.)*([a-zA-Z0-9]([a-zA-Z0-9\-]*[a-zA-Z0-9])?)$`,
+		"value does not look like a valid graphite path"),
+	// pve-guest-common PVE/Mapping/Dir.pm pve_verify_path: anchored at
+	// the start only, as PVE's pattern is.
+	"pve-storage-path-in-property-string": reFormat(`^/[^;,=()]+`,
+		"Value does not look like a valid absolute path. These symbols are currently not allowed in path: ;,=()"),
 }
 
 // propertyFormats describes named formats that are property strings
