@@ -31,7 +31,9 @@ type cfgKind struct {
 	createPath   string // the POST that creates, as the schema names it
 	createOnItem bool   // the id is in the POST's path, not a parameter
 	// readItem: the list does not carry every option (realms, metric
-	// servers): each object is read (GET item, with the file's digest).
+	// servers): each object is read (GET item; a realm's answer carries
+	// the file's digest, which its update sends back, a metric server's
+	// none).
 	readItem bool
 	// dropped are members of PVE's answers that are not settings.
 	dropped []string

@@ -53,3 +53,18 @@ func TestSimVerifyRefusesGone(t *testing.T) {
 	p := planFor(t, sim, set, Options{Destroy: true})
 	wantRefused(t, sim, p, func() error { return sim.cl.DeletePool(ctx, "team") }, "Pool/team: is gone, but the plan deletes it: run plan again")
 }
+
+// A metric server's GET carries no digest (pve-manager
+// API2/Cluster/MetricServer.pm read): the plan's fingerprint of its
+// settings still sees an edit between plan and apply, also of a setting
+// the spec leaves alone.
+func TestSimVerifyRefusesChangedMetricServer(t *testing.T) {
+	sim := newSim(t)
+	ctx := context.Background()
+	graph := "kind: MetricServer\nname: graph\nspec:\n  type: graphite\n  server: 127.0.0.7\n  port: 2003\n"
+	applyPlan(t, sim, planFor(t, sim, loadSpec(t, graph), Options{}))
+	p := planFor(t, sim, loadSpec(t, strings.Replace(graph, "2003", "2004", 1)), Options{})
+	wantRefused(t, sim, p, func() error {
+		return sim.cl.Do(ctx, "PUT", "/cluster/metrics/server/graph", url.Values{"server": {"127.0.0.7"}, "port": {"2003"}, "mtu": {"1400"}}, nil)
+	}, "MetricServer/graph", "run plan again")
+}
