@@ -21,8 +21,8 @@ var metricServerKind = &cfgKind{
 	listPath: "/cluster/metrics/server", listID: "id",
 	itemPath: "/cluster/metrics/server/{id}", createPath: "/cluster/metrics/server/{id}", createOnItem: true,
 	readItem: true,
-	fixed:     []string{"type"},
-	secrets:   []string{"token"},
+	fixed:    []string{"type"},
+	secrets:  []string{"token"},
 	// The PUT's schema requires server and port, although a graphite
 	// server's port is optional (PVE/Status/Graphite.pm: 2003 by default).
 	always:        []string{"server", "port"},
