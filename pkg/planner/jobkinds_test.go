@@ -174,3 +174,26 @@ func TestSimImportJobKinds(t *testing.T) {
 	}
 	planImported(t, sim, res)
 }
+
+// TestSimUpdateSendsWhatAKeyRequires: PVE refuses a parameter sent
+// without the one its schema says it requires (pve-common JSONSchema.pm
+// check_object: a backup job's notes-template needs storage). An update
+// that changes only the notes sends the storage beside them.
+func TestSimUpdateSendsWhatAKeyRequires(t *testing.T) {
+	sim := newSim(t)
+	job := "kind: BackupJob\nname: notes\nspec:\n  schedule: \"21:00\"\n  all: true\n  storage: local\n  notes-template: \"{{guestname}}\"\n"
+	applyPlan(t, sim, planFor(t, sim, loadSpec(t, job), Options{}))
+	set := loadSpec(t, strings.Replace(job, "{{guestname}}", "{{guestname}} nightly", 1))
+	p := planFor(t, sim, set, Options{})
+	c := p.Change("BackupJob/notes")
+	if c == nil || c.Action != Update {
+		t.Fatalf("plan: got %v", summary(p))
+	}
+	if c.Params["storage"] != "local" {
+		t.Errorf("update params %v: want storage sent beside notes-template", c.Params)
+	}
+	applyPlan(t, sim, p)
+	if r := sectionRow(t, sim.cl, "/cluster/backup", "id", "notes"); r.Get("notes-template") != "{{guestname}} nightly" {
+		t.Errorf("notes-template after apply: got %q", r.Get("notes-template"))
+	}
+}

@@ -552,6 +552,19 @@ func (c Comparer) UpdateParams(diffs []FieldDiff, desired map[string]string, liv
 			del = append(del, k)
 		}
 	}
+	// A key PVE takes only beside another (the schema's requires: a
+	// backup job's notes-template and its storage) brings the other
+	// along when the spec sets it, unchanged or not: PVE refuses the one
+	// alone (pve-common src/PVE/JSONSchema.pm check_object).
+	for _, k := range slices.Sorted(maps.Keys(out)) {
+		if p := c.Param(k); p != nil && p.Requires != "" {
+			if _, sent := out[p.Requires]; !sent {
+				if dv, ok := desired[p.Requires]; ok {
+					out[p.Requires] = c.UpdateValue(p.Requires, dv, live.Get(p.Requires))
+				}
+			}
+		}
+	}
 	if len(del) > 0 {
 		out["delete"] = strings.Join(SortedUnique(del), ",")
 	}
