@@ -243,6 +243,14 @@ func checkPropertyString(value string, props map[string]*Param) error {
 	if missing != "" {
 		return fmt.Errorf("%s: %s", missing, msgMissing)
 	}
+	// Then what a sub-key requires beside it (check_object, as for a
+	// request's parameters: cluster options' crs ha-auto-rebalance-*
+	// need ha-auto-rebalance).
+	for _, it := range items {
+		if req := props[it.Key].Requires; req != "" && !seen[req] {
+			return fmt.Errorf("%s: missing property required by '%s'", req, it.Key)
+		}
+	}
 	return nil
 }
 

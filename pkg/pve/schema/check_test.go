@@ -367,3 +367,11 @@ func TestAllPatternsCompile(t *testing.T) {
 		}
 	}
 }
+
+// A property string's sub-key that requires another one (cluster
+// options' crs) is refused without it, as PVE's check_object refuses it.
+func TestPropertyStringRequires(t *testing.T) {
+	m := mustMethod(t, "PUT", "/cluster/options")
+	wantCheck(t, m, "crs", "ha-auto-rebalance-margin=10", "invalid format - ha-auto-rebalance: missing property required by 'ha-auto-rebalance-margin'")
+	wantCheck(t, m, "crs", "ha-auto-rebalance=1,ha-auto-rebalance-margin=10", "")
+}
