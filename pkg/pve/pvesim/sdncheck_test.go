@@ -44,6 +44,8 @@ func TestSDNRefusals(t *testing.T) {
 			"update sdn zone object failed: detected modified configuration - file changed by other user? Try again."},
 		{"zone delete required", "PUT", "/cluster/sdn/zones/lan", []string{"delete", "bridge"}, 500,
 			"update sdn zone object failed: unable to delete required option 'bridge'"},
+		{"set empty and delete", "PUT", "/cluster/sdn/vnets/web", []string{"alias", "", "delete", "alias"}, 500,
+			"update sdn vnet object failed: cannot set and delete property 'alias' at the same time!"},
 		{"vlan vnet without tag", "POST", "/cluster/sdn/vnets", []string{"vnet", "v2", "zone", "lan"}, 500,
 			"create sdn vnet object failed: " + pe + "tag: missing vlan tag"},
 		{"vlan tag too high", "POST", "/cluster/sdn/vnets", []string{"vnet", "v2", "zone", "lan", "tag", "4097"}, 500,

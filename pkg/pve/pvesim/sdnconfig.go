@@ -149,17 +149,19 @@ func parseBoolean(v string) bool {
 
 // apply sets the checked options on an existing section after deleting
 // the listed ones (SectionConfig delete_from_config: a required option
-// cannot go, nor one set in the same call).
+// cannot go, nor one set in the same call — `defined($new_options->{$k})`,
+// so an option given as "" counts as set).
 func (c *sdnClass) apply(sec, opts *sdnSection, del []string) error {
 	typeOpts := c.types[sec.Type]
 	for _, k := range del {
 		required, ok := typeOpts[k]
+		_, set := opts.Opts[k]
 		switch {
 		case !ok:
 			return fmt.Errorf("no such option '%s'", k)
 		case required:
 			return fmt.Errorf("unable to delete required option '%s'", k)
-		case k == "dhcp-range" && len(opts.Ranges) > 0, k != "dhcp-range" && opts.Opts[k] != "":
+		case k == "dhcp-range" && len(opts.Ranges) > 0, k != "dhcp-range" && set:
 			return fmt.Errorf("cannot set and delete property '%s' at the same time!", k)
 		}
 		if k == "dhcp-range" {
