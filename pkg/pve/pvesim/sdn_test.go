@@ -1,6 +1,7 @@
 package pvesim_test
 
 import (
+	"encoding/json"
 	"net/url"
 	"slices"
 	"strings"
@@ -157,4 +158,23 @@ func (e *env) logOf(upid string) string {
 		b.WriteString(r.T + "\n")
 	}
 	return b.String()
+}
+
+// TestSDNNodeZonesUnfiltered: a node's zone status list is open to all
+// and filters nothing (pve-network API2/Network/SDN/Nodes/Zones.pm index
+// checks no privilege, whatever its description says).
+func TestSDNNodeZonesUnfiltered(t *testing.T) {
+	e := checkedEnv(t, pvesim.Options{})
+	e.ok(nil, "POST", "/cluster/sdn/zones", "zone", "flat", "type", "simple")
+	e.sdnApply()
+	auth := e.newToken("net@pve", "tk", false)
+	var rows []map[string]any
+	if r := e.as(auth, "GET", "/nodes/pve/sdn/zones"); r.Status != 200 {
+		t.Fatalf("node zones without privileges: got %d %q", r.Status, r.Message)
+	} else if err := json.Unmarshal(r.Data, &rows); err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 1 || rows[0]["zone"] != "flat" || rows[0]["status"] != "available" {
+		t.Errorf("node zones without SDN.Audit: got %v, want the zone flat", rows)
+	}
 }
