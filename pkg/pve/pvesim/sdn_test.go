@@ -178,3 +178,20 @@ func TestSDNNodeZonesUnfiltered(t *testing.T) {
 		t.Errorf("node zones without SDN.Audit: got %v, want the zone flat", rows)
 	}
 }
+
+// TestSDNEvpnMacPrefix: an EVPN zone's anycast MAC is drawn with the
+// datacenter's mac_prefix (Zones/EvpnPlugin.pm on_update_hook:
+// random_ether_addr($dc->{mac_prefix})), BC:24:11 when unset.
+func TestSDNEvpnMacPrefix(t *testing.T) {
+	e := startEnv(t, simtest.Options{Conformance: true})
+	e.ok(nil, "POST", "/cluster/sdn/controllers", "controller", "ev", "type", "evpn", "asn", "65000", "peers", "10.0.0.1")
+	e.ok(nil, "POST", "/cluster/sdn/zones", "zone", "e1", "type", "evpn", "controller", "ev", "vrf-vxlan", "100")
+	if mac, _ := e.object("/cluster/sdn/zones/e1")["mac"].(string); !strings.HasPrefix(mac, "BC:24:11:") || len(mac) != 17 {
+		t.Errorf("evpn zone mac without a mac_prefix: got %q", mac)
+	}
+	e.ok(nil, "PUT", "/cluster/options", "mac_prefix", "aa:bb")
+	e.ok(nil, "POST", "/cluster/sdn/zones", "zone", "e2", "type", "evpn", "controller", "ev", "vrf-vxlan", "200")
+	if mac, _ := e.object("/cluster/sdn/zones/e2")["mac"].(string); !strings.HasPrefix(mac, "AA:BB:") || len(mac) != 17 {
+		t.Errorf("evpn zone mac with mac_prefix aa:bb: got %q", mac)
+	}
+}
