@@ -213,10 +213,14 @@ func (s *Server) sdnReleaseLock(q *request) (any, error) {
 	})
 }
 
-// releaseAfter is the release-lock parameter (default 1) of a call that
-// got a lock-token.
+// releaseAfter is `$lock_token && $release_lock` of SDN.pm reload and
+// rollback: the lock goes only when the call names release-lock. The
+// schema's "default => 1" is documentation: pve-common RESTHandler.pm
+// handle validates the parameters (JSONSchema.pm validate) but fills in
+// no defaults, so without release-lock $release_lock is undef and the
+// lock stays held.
 func releaseAfter(q *request) bool {
-	return q.get("lock-token") != "" && (!q.has("release-lock") || q.bool("release-lock"))
+	return q.get("lock-token") != "" && q.bool("release-lock")
 }
 
 // sdnRollback is SDN.pm rollback: the files become the running config

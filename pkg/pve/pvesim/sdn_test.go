@@ -1,6 +1,7 @@
 package pvesim_test
 
 import (
+	"encoding/json"
 	"net/url"
 	"slices"
 	"strings"
@@ -157,4 +158,40 @@ func (e *env) logOf(upid string) string {
 		b.WriteString(r.T + "\n")
 	}
 	return b.String()
+}
+
+// TestSDNNodeZonesUnfiltered: a node's zone status list is open to all
+// and filters nothing (pve-network API2/Network/SDN/Nodes/Zones.pm index
+// checks no privilege, whatever its description says).
+func TestSDNNodeZonesUnfiltered(t *testing.T) {
+	e := checkedEnv(t, pvesim.Options{})
+	e.ok(nil, "POST", "/cluster/sdn/zones", "zone", "flat", "type", "simple")
+	e.sdnApply()
+	auth := e.newToken("net@pve", "tk", false)
+	var rows []map[string]any
+	if r := e.as(auth, "GET", "/nodes/pve/sdn/zones"); r.Status != 200 {
+		t.Fatalf("node zones without privileges: got %d %q", r.Status, r.Message)
+	} else if err := json.Unmarshal(r.Data, &rows); err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 1 || rows[0]["zone"] != "flat" || rows[0]["status"] != "available" {
+		t.Errorf("node zones without SDN.Audit: got %v, want the zone flat", rows)
+	}
+}
+
+// TestSDNEvpnMacPrefix: an EVPN zone's anycast MAC is drawn with the
+// datacenter's mac_prefix (Zones/EvpnPlugin.pm on_update_hook:
+// random_ether_addr($dc->{mac_prefix})), BC:24:11 when unset.
+func TestSDNEvpnMacPrefix(t *testing.T) {
+	e := startEnv(t, simtest.Options{Conformance: true})
+	e.ok(nil, "POST", "/cluster/sdn/controllers", "controller", "ev", "type", "evpn", "asn", "65000", "peers", "10.0.0.1")
+	e.ok(nil, "POST", "/cluster/sdn/zones", "zone", "e1", "type", "evpn", "controller", "ev", "vrf-vxlan", "100")
+	if mac, _ := e.object("/cluster/sdn/zones/e1")["mac"].(string); !strings.HasPrefix(mac, "BC:24:11:") || len(mac) != 17 {
+		t.Errorf("evpn zone mac without a mac_prefix: got %q", mac)
+	}
+	e.ok(nil, "PUT", "/cluster/options", "mac_prefix", "aa:bb")
+	e.ok(nil, "POST", "/cluster/sdn/zones", "zone", "e2", "type", "evpn", "controller", "ev", "vrf-vxlan", "200")
+	if mac, _ := e.object("/cluster/sdn/zones/e2")["mac"].(string); !strings.HasPrefix(mac, "AA:BB:") || len(mac) != 17 {
+		t.Errorf("evpn zone mac with mac_prefix aa:bb: got %q", mac)
+	}
 }

@@ -77,7 +77,8 @@ func sdnParams(q *request, extracted ...string) map[string][]string {
 }
 
 // check is SectionConfig check_config for a section of type typ: every
-// given key must be an option of the type (fixed ones none here), on
+// given key must be an option of the type (fixed ones none here) with
+// no line break in its value (check_value), on
 // create every required option given; values as check_value returns
 // them (booleans and integers as numbers, node lists decoded).
 func (c *sdnClass) check(typ string, params map[string][]string, create bool) (*sdnSection, error) {
@@ -90,6 +91,12 @@ func (c *sdnClass) check(typ string, params map[string][]string, create bool) (*
 	for _, k := range slices.Sorted(maps.Keys(params)) {
 		if _, ok := opts[k]; !ok {
 			return nil, fmt.Errorf("unexpected property '%s'", k)
+		}
+		// check_value refuses a CR or LF even with skipSchemaCheck (the
+		// handlers pass it): a scalar's, not an array's (dhcp-range is
+		// a reference there, stringified "ARRAY(0x…)").
+		if k != "dhcp-range" && strings.ContainsAny(params[k][0], "\n\r") {
+			return nil, fmt.Errorf("property contains a line feed")
 		}
 		if k == "dhcp-range" {
 			out.Ranges = params[k]
@@ -149,17 +156,19 @@ func parseBoolean(v string) bool {
 
 // apply sets the checked options on an existing section after deleting
 // the listed ones (SectionConfig delete_from_config: a required option
-// cannot go, nor one set in the same call).
+// cannot go, nor one set in the same call — `defined($new_options->{$k})`,
+// so an option given as "" counts as set).
 func (c *sdnClass) apply(sec, opts *sdnSection, del []string) error {
 	typeOpts := c.types[sec.Type]
 	for _, k := range del {
 		required, ok := typeOpts[k]
+		_, set := opts.Opts[k]
 		switch {
 		case !ok:
 			return fmt.Errorf("no such option '%s'", k)
 		case required:
 			return fmt.Errorf("unable to delete required option '%s'", k)
-		case k == "dhcp-range" && len(opts.Ranges) > 0, k != "dhcp-range" && opts.Opts[k] != "":
+		case k == "dhcp-range" && len(opts.Ranges) > 0, k != "dhcp-range" && set:
 			return fmt.Errorf("cannot set and delete property '%s' at the same time!", k)
 		}
 		if k == "dhcp-range" {

@@ -13,8 +13,8 @@ import (
 
 // TestSDNLock: PVE 9's global SDN lock. It is refused while something
 // is pending (unless allow-pending); while held, every write and the
-// commit need its token; the commit releases it (release-lock defaults
-// to 1); DELETE with force drops it without the token.
+// commit need its token; the commit releases it when release-lock=1 is
+// given (the schema's default is not applied); DELETE with force drops it without the token.
 func TestSDNLock(t *testing.T) {
 	e := startEnv(t, simtest.Options{Conformance: true})
 	e.ok(nil, "POST", "/cluster/sdn/zones", "zone", "flat", "type", "simple")
@@ -36,7 +36,14 @@ func TestSDNLock(t *testing.T) {
 		t.Errorf("commit with a wrong token: got %d %q", r.Status, r.Message)
 	}
 	e.ok(nil, "POST", "/cluster/sdn/vnets", "vnet", "app", "zone", "flat", "lock-token", token)
+	// The commit keeps the lock unless release-lock is given: its
+	// "default => 1" is not applied (RESTHandler.pm handle fills in no
+	// defaults; SDN.pm reload tests `$lock_token && $release_lock`).
 	e.sdnApply("lock-token", token)
+	if r := e.call("POST", "/cluster/sdn/vnets", "vnet", "db", "zone", "flat"); r.Status != 500 || r.Message != "create sdn vnet object failed: invalid lock token provided!" {
+		t.Errorf("write after a commit without release-lock: got %d %q, want the lock still held", r.Status, r.Message)
+	}
+	e.sdnApply("lock-token", token, "release-lock", "1")
 	// Released by the commit: a write without a token works again.
 	e.ok(nil, "PUT", "/cluster/sdn/vnets/app", "alias", "apps", "lock-token", "ignored-without-a-lock")
 	e.ok(&token, "POST", "/cluster/sdn/lock", "allow-pending", "1")

@@ -1,6 +1,7 @@
 package pvesim
 
 import (
+	"crypto/rand"
 	"fmt"
 	"maps"
 	"slices"
@@ -32,7 +33,7 @@ func (s *Server) createSDNZone(q *request) (any, error) {
 		}
 		files := d.Files.clone()
 		files["zones"][id] = sec
-		if err := zoneUpdateHook(files, id); err != nil {
+		if err := zoneUpdateHook(files, id, s.macPrefix()); err != nil {
 			return err
 		}
 		d.add("zones", id, files["zones"][id])
@@ -62,8 +63,8 @@ func zoneRefs(sec *sdnSection) error {
 // zoneUpdateHook is the plugin's on_update_hook over the files as they
 // would be written: a vxlan zone needs exactly one of peers and fabric,
 // an evpn zone an evpn controller, a vrf-vxlan no other zone has, and
-// gets an anycast mac.
-func zoneUpdateHook(files sdnConfig, id string) error {
+// gets an anycast mac with the datacenter's mac_prefix.
+func zoneUpdateHook(files sdnConfig, id, macPrefix string) error {
 	z := files["zones"][id]
 	switch z.Type {
 	case "vxlan":
@@ -89,17 +90,34 @@ func zoneUpdateHook(files sdnConfig, id string) error {
 			}
 		}
 		if z.Opts["mac"] == "" {
-			z.Opts["mac"] = randomMAC()
+			z.Opts["mac"] = randomMAC(macPrefix)
 		}
 	}
 	return nil
 }
 
-// randomMAC is PVE::Tools::random_ether_addr with PVE's default prefix
-// (BC:24:11, as the guests' NICs get).
-func randomMAC() string {
-	b := []byte(strings.ToUpper(uuidV7()))
-	return fmt.Sprintf("BC:24:11:%c%c:%c%c:%c%c", b[30], b[31], b[32], b[33], b[34], b[35])
+// macPrefix is datacenter.cfg's mac_prefix as EvpnPlugin.pm
+// on_update_hook reads it (Zones/Plugin.pm datacenter_config): the
+// parser's default, BC:24:11, when unset.
+func (s *Server) macPrefix() string {
+	if p := s.st.Datacenter["mac_prefix"]; p != "" {
+		return p
+	}
+	return proxmoxOUI
+}
+
+// randomMAC is pve-common Tools.pm random_ether_addr(prefix): six random
+// bytes (the first one unicast and locally administered), their
+// leading characters replaced by the prefix, upper case.
+func randomMAC(prefix string) string {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	b[0] = b[0]&0xfe | 2
+	addr := fmt.Sprintf("%02X:%02X:%02X:%02X:%02X:%02X", b[0], b[1], b[2], b[3], b[4], b[5])
+	if len(prefix) > len(addr) {
+		prefix = prefix[:len(addr)]
+	}
+	return strings.ToUpper(prefix) + addr[len(prefix):]
 }
 
 // updateSDNZone is update, all under the lock: digest, the zone, the
@@ -128,7 +146,7 @@ func (s *Server) updateSDNZone(q *request) (any, error) {
 		if err := zoneRefs(opts); err != nil {
 			return err
 		}
-		if err := zoneUpdateHook(files, id); err != nil {
+		if err := zoneUpdateHook(files, id, s.macPrefix()); err != nil {
 			return err
 		}
 		d.Files["zones"][id] = sec
