@@ -95,8 +95,10 @@ func (c *sdnClass) check(typ string, params map[string][]string, create bool) (*
 		// check_value refuses a CR or LF even with skipSchemaCheck (the
 		// handlers pass it): a scalar's, not an array's (dhcp-range is
 		// a reference there, stringified "ARRAY(0x…)").
-		if k != "dhcp-range" && strings.ContainsAny(params[k][0], "\n\r") {
-			return nil, fmt.Errorf("property contains a line feed")
+		if k != "dhcp-range" {
+			if err := checkNoLineFeed(params[k][0]); err != nil {
+				return nil, err
+			}
 		}
 		if k == "dhcp-range" {
 			out.Ranges = params[k]

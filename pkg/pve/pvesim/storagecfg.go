@@ -94,8 +94,8 @@ func (s *Server) checkStorageConfig(t *schema.StorageType, id string, params map
 			return nil, fail(http.StatusInternalServerError, "unexpected property '%s'", k)
 		}
 		v := params[k]
-		if strings.ContainsAny(v, "\r\n") {
-			return nil, fail(http.StatusInternalServerError, "property contains a line feed")
+		if err := checkNoLineFeed(v); err != nil {
+			return nil, fail(http.StatusInternalServerError, "%s", err)
 		}
 		switch k {
 		case "content":
