@@ -206,7 +206,14 @@ func (k sdnApplyKind) compare(b *builder, r *spec.Resource, lo *liveObj, c *Chan
 // the plan saw (when allowed) plus what the plan wrote; then it waits
 // until every node runs the new configuration.
 func (sdnApplyKind) update(ctx context.Context, x *execution, c *Change) error {
-	read := func(path string) ([]*pve.Config, error) { return readSDN(ctx, x.client, path) }
+	var vnets []*pve.Config // kept: the zones the commit touches are theirs too
+	read := func(path string) ([]*pve.Config, error) {
+		rows, err := readSDN(ctx, x.client, path)
+		if path == "/cluster/sdn/"+sdnVnetKind.file {
+			vnets = rows
+		}
+		return rows, err
+	}
 	token, err := sdnToken(ctx, x) // no one else writes from here on
 	if err != nil {
 		return err
@@ -228,7 +235,31 @@ func (sdnApplyKind) update(ctx context.Context, x *execution, c *Change) error {
 		return fmt.Errorf("commit SDN configuration: %w", err)
 	}
 	x.locks.released(sdnLockKey(x))
-	return waitSDNNodes(ctx, x)
+	return waitSDNNodes(ctx, x, touchedZones(pend, vnets))
+}
+
+// touchedZones are the zones a commit of pend changes: pending zones and
+// the zones of pending vnets and subnets; nil (every zone) when a
+// controller is pending, which any EVPN zone may use.
+func touchedZones(pend []sdnPending, vnets []*pve.Config) map[string]bool {
+	zoneOf := map[string]string{}
+	for _, v := range vnets {
+		zoneOf[v.Get("vnet")] = v.Get("zone")
+	}
+	out := map[string]bool{}
+	for _, p := range pend {
+		kind, rest, _ := strings.Cut(p.Key, "/")
+		id, _, _ := strings.Cut(rest, "/")
+		switch kind {
+		case "controllers":
+			return nil
+		case "zones":
+			out[id] = true
+		case "vnets", "subnets":
+			out[zoneOf[id]] = true
+		}
+	}
+	return out
 }
 
 // check refuses a commit that would make live what the plan did not
@@ -274,7 +305,11 @@ const sdnNodeWait = 2 * time.Minute
 // does not wait for it (SDN.pm reload), and a guest on a vnet starts
 // only where the vnet is up. A node's zones say "pending" until then
 // (Nodes/Zones.pm status), "error" when a vnet could not be made there.
-func waitSDNNodes(ctx context.Context, x *execution) error {
+// It waits for the zones the commit touched (touched; nil: every zone):
+// a zone it did not touch that is in error, or stays pending, is said,
+// not waited for and not a failure of this apply (the node lists every
+// zone, whoever made it).
+func waitSDNNodes(ctx context.Context, x *execution, touched map[string]bool) error {
 	var nodes []struct {
 		Node   string `json:"node"`
 		Status string `json:"status"`
@@ -288,12 +323,17 @@ func waitSDNNodes(ctx context.Context, x *execution) error {
 			x.msg("node %s is %s: it gets the SDN configuration at its next network reload", n.Node, n.Status)
 			continue
 		}
+		said := false // the zones this commit did not change, once a node
 		for {
 			var zones []*pve.Config
 			if err := x.client.Do(ctx, http.MethodGet, "/nodes/"+url.PathEscape(n.Node)+"/sdn/zones", nil, &zones); err != nil {
 				return fmt.Errorf("read SDN status of node %s: %w", n.Node, err)
 			}
-			pending, failed := zoneStates(zones)
+			pending, failed, others := zoneStates(zones, touched)
+			if len(others) > 0 && !said {
+				said = true
+				x.msg("node %s: zone(s) %s, which this commit did not change, report %s", n.Node, strings.Join(slices.Sorted(maps.Keys(others)), ", "), strings.Join(sortedValues(others), ", "))
+			}
 			if len(failed) > 0 {
 				return fmt.Errorf("committed, but node %s could not bring up zone(s) %s: see the node's network reload task log", n.Node, strings.Join(failed, ", "))
 			}
@@ -313,16 +353,34 @@ func waitSDNNodes(ctx context.Context, x *execution) error {
 	return nil
 }
 
-func zoneStates(zones []*pve.Config) (pending, failed []string) {
+// zoneStates sorts a node's zones: the touched ones (nil: all) still
+// pending or failed, and the others not available, by zone.
+func zoneStates(zones []*pve.Config, touched map[string]bool) (pending, failed []string, others map[string]string) {
 	for _, z := range zones {
-		switch z.Get("status") {
-		case "pending":
-			pending = append(pending, z.Get("zone"))
-		case "error":
-			failed = append(failed, z.Get("zone"))
+		id, st := z.Get("zone"), z.Get("status")
+		switch {
+		case st != "pending" && st != "error":
+		case touched != nil && !touched[id]:
+			if others == nil {
+				others = map[string]string{}
+			}
+			others[id] = st
+		case st == "pending":
+			pending = append(pending, id)
+		default:
+			failed = append(failed, id)
 		}
 	}
-	return pending, failed
+	return pending, failed, others
+}
+
+// sortedValues are m's values in the order of its sorted keys.
+func sortedValues(m map[string]string) []string {
+	out := make([]string, 0, len(m))
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		out = append(out, m[k])
+	}
+	return out
 }
 
 func (sdnApplyKind) current(context.Context, *pve.Client, *Change) (*liveObj, error) {
