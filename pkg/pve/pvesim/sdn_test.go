@@ -195,3 +195,16 @@ func TestSDNEvpnMacPrefix(t *testing.T) {
 		t.Errorf("evpn zone mac with mac_prefix aa:bb: got %q", mac)
 	}
 }
+
+// TestGuestMacPrefix: a NIC written without a MAC gets one with the
+// datacenter's mac_prefix (qemu-server PVE/QemuServer/Network.pm
+// parse_net, pve-container src/PVE/LXC/Config.pm parse_lxc_network:
+// random_ether_addr($dc->{mac_prefix})).
+func TestGuestMacPrefix(t *testing.T) {
+	e := startEnv(t, simtest.Options{Conformance: true})
+	e.ok(nil, "PUT", "/cluster/options", "mac_prefix", "aa:bb")
+	e.wait(e.task("POST", "/nodes/pve/qemu", "vmid", "321", "net0", "virtio,bridge=vmbr0"))
+	if net0, _ := e.object("/nodes/pve/qemu/321/config")["net0"].(string); !strings.HasPrefix(net0, "virtio=AA:BB:") {
+		t.Errorf("net0 with mac_prefix aa:bb: got %q", net0)
+	}
+}

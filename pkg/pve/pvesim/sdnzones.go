@@ -112,6 +112,11 @@ func (s *Server) macPrefix() string {
 func randomMAC(prefix string) string {
 	var b [6]byte
 	_, _ = rand.Read(b[:])
+	return prefixedMAC(prefix, b)
+}
+
+// prefixedMAC is random_ether_addr's address of the six bytes b.
+func prefixedMAC(prefix string, b [6]byte) string {
 	b[0] = b[0]&0xfe | 2
 	addr := fmt.Sprintf("%02X:%02X:%02X:%02X:%02X:%02X", b[0], b[1], b[2], b[3], b[4], b[5])
 	if len(prefix) > len(addr) {

@@ -83,7 +83,12 @@ func seedNetwork() *nodeNet {
 
 func (st *state) addVolume(v *volume) { st.Volumes[v.volid()] = v }
 
-// newMAC returns a unique MAC with Proxmox's BC:24:11 OUI. Called with s.mu held.
+// newMAC returns a unique MAC with the datacenter's mac_prefix (BC:24:11,
+// Proxmox's OUI, unless datacenter.cfg sets another), as qemu-server
+// PVE/QemuServer/Network.pm parse_net and pve-container
+// src/PVE/LXC/Config.pm parse_lxc_network
+// draw one for a NIC written without (pve-common Tools.pm
+// random_ether_addr($dc->{mac_prefix})). Called with s.mu held.
 func (s *Server) newMAC() string {
 	// The MACs in use are collected once (under s.mu), then each new one
 	// is added: scanning every guest per new NIC made creating thousands
@@ -106,8 +111,16 @@ func (s *Server) newMAC() string {
 			}
 		}
 	}
+	prefix := proxmoxOUI
+	if s.st != nil {
+		prefix = s.macPrefix()
+	}
 	for range 1000 {
-		mac := fmt.Sprintf("BC:24:11:%02X:%02X:%02X", s.rng.IntN(256), s.rng.IntN(256), s.rng.IntN(256))
+		var b [6]byte
+		for i := range b {
+			b[i] = byte(s.rng.IntN(256))
+		}
+		mac := prefixedMAC(prefix, b)
 		if !s.macs[mac] {
 			s.macs[mac] = true
 			return mac
