@@ -444,8 +444,11 @@ func formatFWRules(b *strings.Builder, rules []*fwRule, allowIface bool) {
 	}
 }
 
+// commentSuffix is how $format_rules, $format_aliases, $format_ipsets
+// and save_clusterfw_conf write a comment: only a true one in Perl's
+// sense, so neither a blank one nor "0" (its "if $comment").
 func commentSuffix(c string) string {
-	if strings.TrimSpace(c) == "" {
+	if strings.TrimSpace(c) == "" || c == "0" {
 		return ""
 	}
 	return " # " + c

@@ -1,6 +1,8 @@
 package pvesim
 
 import (
+	"errors"
+	"fmt"
 	"maps"
 	"slices"
 	"strconv"
@@ -117,6 +119,11 @@ func fwOptionsAnswer(env string, opts map[string]string, now time.Time) (map[str
 // "enable" above 1 is stored as the current time; elsewhere enable is
 // 0 or 1.
 func (s *Server) setFWOptions(q *request, env string, opts map[string]string) error {
+	if v := q.get("nf_conntrack_helpers"); env == "host" && v != "" {
+		if err := checkConntrackHelpers(v); err != nil {
+			return paramErr1("nf_conntrack_helpers", "invalid format - %s", err.Error())
+		}
+	}
 	_, digest := fwOptionsAnswer(env, opts, time.Now())
 	if err := assertIfModified(q, digest); err != nil {
 		return err
@@ -159,4 +166,21 @@ func fwOptionValue(env, k, v string, spec fwOptSpec) string {
 		}
 	}
 	return v
+}
+
+// checkConntrackHelpers is the pve-fw-conntrack-helper format of the
+// host option nf_conntrack_helpers (pve-firewall src/PVE/Firewall.pm
+// pve_fw_verify_conntrack_helper): a comma list of $pve_fw_helpers keys,
+// as written (the file parser lowercases; the API does not). PVE's die
+// has no newline, so its message goes on with " at …/Firewall.pm line N.".
+func checkConntrackHelpers(v string) error {
+	if strings.HasSuffix(v, ",") {
+		return errors.New("extraneous commas in list")
+	}
+	for _, h := range strings.Split(v, ",") {
+		if !fwConntrackHelpers[h] {
+			return fmt.Errorf("unknown helper %s", h)
+		}
+	}
+	return nil
 }

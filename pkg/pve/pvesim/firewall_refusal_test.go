@@ -11,8 +11,9 @@ import (
 // (pve-firewall src/PVE/Firewall.pm verify_rule, the pve-fw-* formats,
 // parse_address_list, parse_port_name_number_or_range; API2/Firewall/
 // Rules.pm, Groups.pm, IPSet.pm, Aliases.pm, Cluster.pm). Param errors
-// are 400 "Parameter verification failed." naming the parameter; dies
-// are 500 with the message.
+// are 400 "Parameter verification failed." naming the parameter (a
+// pve-fw-* format's message after "invalid format - ", JSONSchema.pm
+// check_prop; verify_rule's bare); dies are 500 with the message.
 func TestFirewallRefusals(t *testing.T) {
 	e := startEnv(t, simtest.Options{Conformance: true})
 	e.ok(nil, "POST", "/cluster/firewall/ipset", "name", "admins")
@@ -26,28 +27,28 @@ func TestFirewallRefusals(t *testing.T) {
 	const rules = "/cluster/firewall/rules"
 	cases := []fwRefusal{
 		{"unknown macro", "POST", rules, []string{"type", "in", "action", "ACCEPT", "macro", "Nope"}, 400, "macro", "unknown macro 'Nope'"},
-		{"port out of range", "POST", rules, []string{"type", "in", "action", "ACCEPT", "proto", "tcp", "dport", "70000"}, 400, "dport", "invalid port '70000'"},
-		{"backwards range", "POST", rules, []string{"type", "in", "action", "ACCEPT", "proto", "tcp", "dport", "90:80"}, 400, "dport", "backwards range '90:80' not allowed, did you mean '80:90'?"},
-		{"unknown service", "POST", rules, []string{"type", "in", "action", "ACCEPT", "proto", "tcp", "sport", "nosuchservice"}, 400, "sport", "invalid port 'nosuchservice'"},
-		{"too many ports", "POST", rules, []string{"type", "in", "action", "ACCEPT", "proto", "tcp", "dport", "1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16"}, 400, "dport", "too many entries in port list (> 15 numbers)"},
+		{"port out of range", "POST", rules, []string{"type", "in", "action", "ACCEPT", "proto", "tcp", "dport", "70000"}, 400, "dport", "invalid format - invalid port '70000'"},
+		{"backwards range", "POST", rules, []string{"type", "in", "action", "ACCEPT", "proto", "tcp", "dport", "90:80"}, 400, "dport", "invalid format - backwards range '90:80' not allowed, did you mean '80:90'?"},
+		{"unknown service", "POST", rules, []string{"type", "in", "action", "ACCEPT", "proto", "tcp", "sport", "nosuchservice"}, 400, "sport", "invalid format - invalid port 'nosuchservice'"},
+		{"too many ports", "POST", rules, []string{"type", "in", "action", "ACCEPT", "proto", "tcp", "dport", "1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16"}, 400, "dport", "invalid format - too many entries in port list (> 15 numbers)"},
 		{"dport without proto", "POST", rules, []string{"type", "in", "action", "ACCEPT", "dport", "22"}, 400, "proto", "missing property - 'dport' requires this property"},
 		{"protocol without ports", "POST", rules, []string{"type", "in", "action", "ACCEPT", "proto", "gre", "dport", "22"}, 400, "dport", "protocol 'gre' does not support ports"},
-		{"unknown protocol", "POST", rules, []string{"type", "in", "action", "ACCEPT", "proto", "tcpx"}, 400, "proto", "unknown protocol 'tcpx'"},
+		{"unknown protocol", "POST", rules, []string{"type", "in", "action", "ACCEPT", "proto", "tcpx"}, 400, "proto", "invalid format - unknown protocol 'tcpx'"},
 		{"icmp-type with tcp", "POST", rules, []string{"type", "in", "action", "ACCEPT", "proto", "tcp", "icmp-type", "echo-request"}, 400, "proto", "missing property - 'icmp-type' requires this property"},
-		{"bad icmp-type", "POST", rules, []string{"type", "in", "action", "ACCEPT", "proto", "icmp", "icmp-type", "bogus"}, 400, "icmp-type", "invalid icmp-type value 'bogus'"},
+		{"bad icmp-type", "POST", rules, []string{"type", "in", "action", "ACCEPT", "proto", "icmp", "icmp-type", "bogus"}, 400, "icmp-type", "invalid format - invalid icmp-type value 'bogus'"},
 		{"unknown ipset", "POST", rules, []string{"type", "in", "action", "ACCEPT", "source", "+nope"}, 400, "source", "no such ipset 'nope'"},
 		{"ipset name case", "POST", rules, []string{"type", "in", "action", "ACCEPT", "source", "+Admins"}, 400, "source", "no such ipset 'Admins'"},
 		{"unknown alias", "POST", rules, []string{"type", "in", "action", "ACCEPT", "dest", "nohost"}, 400, "dest", "no such alias 'nohost'"},
-		{"bad address", "POST", rules, []string{"type", "in", "action", "ACCEPT", "source", "10.0.0.5/24"}, 400, "source", "invalid IP address: Invalid prefix 00001010000000000000000000000101/24"},
+		{"bad address", "POST", rules, []string{"type", "in", "action", "ACCEPT", "source", "10.0.0.5/24"}, 400, "source", "invalid format - invalid IP address: Invalid prefix 00001010000000000000000000000101/24"},
 		{"mixed families", "POST", rules, []string{"type", "in", "action", "ACCEPT", "source", "10.0.0.1", "dest", "2001:db8::2"}, 400, "dest", "detected mixed ipv4/ipv6 addresses in rule"},
 		{"mixed with an alias", "POST", rules, []string{"type", "in", "action", "ACCEPT", "source", "10.0.0.1", "dest", "gw6"}, 500, "", "detected mixed ipv4/ipv6 addresses in rule"},
 		{"macro conflict", "POST", rules, []string{"type", "in", "action", "ACCEPT", "macro", "SSH", "proto", "udp"}, 400, "proto", "parameter 'proto' already define in macro (value = 'tcp')"},
-		{"trailing comma", "POST", rules, []string{"type", "in", "action", "ACCEPT", "proto", "tcp", "dport", "22,"}, 400, "dport", "extraneous commas in list"},
-		{"range in a list", "POST", rules, []string{"type", "in", "action", "ACCEPT", "source", "10.0.0.1-10.0.0.5,10.0.0.9"}, 400, "source", "you can't use a range in a list"},
-		{"backwards address range", "POST", rules, []string{"type", "in", "action", "ACCEPT", "source", "10.0.0.9-10.0.0.1"}, 400, "source", "invalid IP address: Begin address is greater than End address 10.0.0.9 - 10.0.0.1"},
-		{"empty list element", "POST", rules, []string{"type", "in", "action", "ACCEPT", "source", "10.0.0.1,,10.0.0.2"}, 400, "source", "invalid IP address: Invalid chars in IP"},
-		{"range of two families", "POST", rules, []string{"type", "in", "action", "ACCEPT", "dest", "10.0.0.1-2001:db8::1"}, 400, "dest", "invalid IP address: Not a valid IPv4 address 2001:db8::1"},
-		{"icmp name and port", "POST", rules, []string{"type", "in", "action", "ACCEPT", "proto", "icmp", "dport", "echo-request,22"}, 400, "dport", "ICMP ports not allowed in port range"},
+		{"trailing comma", "POST", rules, []string{"type", "in", "action", "ACCEPT", "proto", "tcp", "dport", "22,"}, 400, "dport", "invalid format - extraneous commas in list"},
+		{"range in a list", "POST", rules, []string{"type", "in", "action", "ACCEPT", "source", "10.0.0.1-10.0.0.5,10.0.0.9"}, 400, "source", "invalid format - you can't use a range in a list"},
+		{"backwards address range", "POST", rules, []string{"type", "in", "action", "ACCEPT", "source", "10.0.0.9-10.0.0.1"}, 400, "source", "invalid format - invalid IP address: Begin address is greater than End address 10.0.0.9 - 10.0.0.1"},
+		{"empty list element", "POST", rules, []string{"type", "in", "action", "ACCEPT", "source", "10.0.0.1,,10.0.0.2"}, 400, "source", "invalid format - invalid IP address: Invalid chars in IP"},
+		{"range of two families", "POST", rules, []string{"type", "in", "action", "ACCEPT", "dest", "10.0.0.1-2001:db8::1"}, 400, "dest", "invalid format - invalid IP address: Not a valid IPv4 address 2001:db8::1"},
+		{"icmp name and port", "POST", rules, []string{"type", "in", "action", "ACCEPT", "proto", "icmp", "dport", "echo-request,22"}, 400, "dport", "invalid format - ICMP ports not allowed in port range"},
 		{"icmp name on tcp", "POST", rules, []string{"type", "in", "action", "ACCEPT", "proto", "tcp", "dport", "echo-request"}, 400, "dport", "invalid port 'echo-request'"},
 		{"icmp-type with dport", "POST", rules, []string{"type", "in", "action", "ACCEPT", "proto", "icmp", "dport", "8", "icmp-type", "echo-request"}, 400, "icmp-type", "'icmp-type' cannot be specified together with 'dport'"},
 		{"icmpv6 type on icmp", "POST", rules, []string{"type", "in", "action", "ACCEPT", "proto", "icmp", "icmp-type", "neighbor-solicitation"}, 400, "icmp-type", "invalid icmp-type 'neighbor-solicitation' for proto 'icmp'"},

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
+	"net/netip"
 	"slices"
 	"strings"
 )
@@ -141,13 +142,35 @@ func (s *Server) fwIPSetDelete(scope func(*request) fwScope) handler {
 	}
 }
 
-// checkIPOrCIDROrAlias is the IPorCIDRorAlias format.
+// checkIPOrCIDROrAlias is the IPorCIDRorAlias format
+// (pve_verify_ip_or_cidr_or_alias): an alias name, else IPorCIDR.
 func checkIPOrCIDROrAlias(v string) error {
 	if _, _, ok := fwAliasRef(v); ok {
 		return nil
 	}
+	return checkFWIPOrCIDR(v)
+}
+
+// fwCIDRParam is the parameter verification of an IP set entry's or an
+// alias's cidr (the IPorCIDRorAlias or IPorCIDR format of IPSet.pm's and
+// Aliases.pm's $api_properties): a 400 naming cidr. It holds for the
+// {cidr} of read_ip, update_ip and remove_ip as for create_ip.
+func fwCIDRParam(v string, check func(string) error) error {
+	if err := check(v); err != nil {
+		return paramErr1("cidr", "invalid format - %s", err.Error())
+	}
+	return nil
+}
+
+// checkFWIPOrCIDR is pve-firewall's IPorCIDR format
+// (src/PVE/Firewall.pm pve_verify_ip_or_cidr): an IPv4 or IPv6 address
+// (no zone) with an optional prefix that Net::IP takes once the host
+// bits are cleared.
+func checkFWIPOrCIDR(v string) error {
 	addr, plen, hasLen := strings.Cut(v, "/")
-	if _, err := parseNetIPAddr(addr); err != nil || strings.Count(addr, ".") != 3 && !strings.Contains(addr, ":") {
+	// $IPV4RE and $IPV6RE (pve-common ParseUtils.pm): a dotted quad
+	// without leading zeros, an IPv6 address without a zone.
+	if a, err := netip.ParseAddr(addr); err != nil || a.Zone() != "" {
 		return fmt.Errorf("value does not look like a valid IP address or CIDR network")
 	}
 	if hasLen {
@@ -167,8 +190,8 @@ func checkIPOrCIDROrAlias(v string) error {
 func (s *Server) fwIPSetAdd(scope func(*request) fwScope) handler {
 	return func(q *request) (any, error) {
 		cidr := q.get("cidr")
-		if err := checkIPOrCIDROrAlias(cidr); err != nil {
-			return nil, paramErr1("cidr", "%s", err.Error())
+		if err := fwCIDRParam(cidr, checkIPOrCIDROrAlias); err != nil {
+			return nil, err
 		}
 		sc := scope(q)
 		name := q.vars["name"]
@@ -212,6 +235,9 @@ func fwAliasConfs(sc fwScope, cluster, conf *fwConf) func(name, scope string) (*
 // cidr as stored.
 func (s *Server) fwIPGet(scope func(*request) fwScope) handler {
 	return func(q *request) (any, error) {
+		if err := fwCIDRParam(q.vars["cidr"], checkIPOrCIDROrAlias); err != nil {
+			return nil, err
+		}
 		out, err := s.fwIPSetRows(scope(q), q.vars["name"])
 		if err != nil {
 			return nil, err
@@ -229,6 +255,9 @@ func (s *Server) fwIPGet(scope func(*request) fwScope) handler {
 // (left out: removed).
 func (s *Server) fwIPUpdate(scope func(*request) fwScope) handler {
 	return func(q *request) (any, error) {
+		if err := fwCIDRParam(q.vars["cidr"], checkIPOrCIDROrAlias); err != nil {
+			return nil, err
+		}
 		sc := scope(q)
 		conf, set, err := s.fwIPSetAt(q, sc, q.vars["name"])
 		if err != nil {
@@ -247,6 +276,9 @@ func (s *Server) fwIPUpdate(scope func(*request) fwScope) handler {
 // fwIPRemove is remove_ip: an entry that is not there is no error.
 func (s *Server) fwIPRemove(scope func(*request) fwScope) handler {
 	return func(q *request) (any, error) {
+		if err := fwCIDRParam(q.vars["cidr"], checkIPOrCIDROrAlias); err != nil {
+			return nil, err
+		}
 		sc := scope(q)
 		name := q.vars["name"]
 		conf, set, err := s.fwIPSetAt(q, sc, name)
@@ -276,6 +308,9 @@ func (s *Server) fwAliasList(scope func(*request) fwScope) handler {
 // kept as given.
 func (s *Server) fwAliasCreate(scope func(*request) fwScope) handler {
 	return func(q *request) (any, error) {
+		if err := fwCIDRParam(q.get("cidr"), checkFWIPOrCIDR); err != nil {
+			return nil, err
+		}
 		sc := scope(q)
 		_, conf := s.fwLoadScope(sc)
 		name := q.get("name")
@@ -314,6 +349,9 @@ func (s *Server) fwAliasesAt(q *request, sc fwScope) (*fwConf, error) {
 // it (a name taken is refused); digest checked.
 func (s *Server) fwAliasUpdate(scope func(*request) fwScope) handler {
 	return func(q *request) (any, error) {
+		if err := fwCIDRParam(q.get("cidr"), checkFWIPOrCIDR); err != nil {
+			return nil, err
+		}
 		sc := scope(q)
 		conf, err := s.fwAliasesAt(q, sc)
 		if err != nil {

@@ -293,15 +293,17 @@ func atoiBig(s string) int {
 	return n
 }
 
-// fwFormatErrors are the pve-fw-* and IPorCIDRorAlias format checks of a
-// call's parameters (PVE's parameter verification: 400 with each
-// parameter's message); the apidoc's other facts are checked before.
+// fwFormatErrors are the pve-fw-* format checks of a call's parameters
+// (PVE's parameter verification: 400 with each parameter's message,
+// which pve-common JSONSchema.pm check_prop prefixes "invalid format - ");
+// the apidoc's other facts are checked before. verify_rule, which runs
+// after, gives its own messages bare.
 func fwFormatErrors(q *request) map[string]string {
 	errs := map[string]string{}
 	check := func(k string, f func(string) error) {
 		if v := q.get(k); q.has(k) && v != "" {
 			if err := f(v); err != nil {
-				errs[k] = err.Error()
+				errs[k] = "invalid format - " + err.Error()
 			}
 		}
 	}
