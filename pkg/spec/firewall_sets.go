@@ -1,8 +1,11 @@
 package spec
 
 import (
+	"fmt"
 	"net/netip"
 	"strings"
+
+	"github.com/pvectl/pvectl/internal/lazyre"
 )
 
 // A SecurityGroup's rules may use the cluster's IP sets and aliases
@@ -83,3 +86,160 @@ func isAddressItem(s string) bool {
 	_, err := netip.ParsePrefix(first)
 	return err == nil
 }
+
+// The scopes' aliases and IP sets, in wire form.
+
+func firewallAliases(in map[string]any, report func(string, string, ...any)) map[string]map[string]string {
+	if len(in) == 0 {
+		return nil
+	}
+	out := map[string]map[string]string{}
+	for _, name := range sortedKeys(in) {
+		if msg := setName(name); msg != "" {
+			report("aliases", "aliases.%s: %s", name, msg)
+			continue
+		}
+		entry := map[string]string{}
+		switch v := in[name].(type) {
+		case string:
+			entry["cidr"] = v
+		case map[string]any:
+			for k, x := range v {
+				s, ok := wireScalar(x)
+				if !ok || (k != "cidr" && k != "comment") {
+					report("aliases", "aliases.%s.%s: an alias takes cidr and comment", name, k)
+					continue
+				}
+				entry[k] = s
+			}
+		default:
+			report("aliases", "aliases.%s must be a CIDR or {cidr, comment}", name)
+			continue
+		}
+		cidr, msg := cleanCIDR(entry["cidr"])
+		if msg == "" && entry["comment"] == "0" {
+			msg = zeroComment
+		}
+		if msg != "" {
+			report("aliases", "aliases.%s: %s", name, msg)
+			continue
+		}
+		entry["cidr"] = cidr
+		lower := strings.ToLower(name) // PVE keeps alias names in lower case (Aliases.pm)
+		if _, dup := out[lower]; dup {
+			report("aliases", "aliases.%s: PVE keeps alias names in lower case, and another alias is %q too", name, lower)
+			continue
+		}
+		out[lower] = entry
+	}
+	return out
+}
+
+func firewallIPSets(in map[string]any, report func(string, string, ...any)) map[string][]map[string]string {
+	if len(in) == 0 {
+		return nil
+	}
+	out := map[string][]map[string]string{}
+	for _, name := range sortedKeys(in) {
+		if msg := setName(name); msg != "" {
+			report("ipsets", "ipsets.%s: %s", name, msg)
+			continue
+		}
+		list, ok := in[name].([]any)
+		if !ok && in[name] != nil {
+			report("ipsets", "ipsets.%s must be a list of CIDRs (each a CIDR or {cidr, nomatch, comment})", name)
+			continue
+		}
+		entries := []map[string]string{}
+		seen := map[string]bool{}
+		for i, item := range list {
+			entry := map[string]string{}
+			switch v := item.(type) {
+			case string:
+				entry["cidr"] = v
+			case map[string]any:
+				for k, x := range v {
+					s, ok := wireScalar(x)
+					if !ok || (k != "cidr" && k != "comment" && k != "nomatch") {
+						report("ipsets", "ipsets.%s[%d].%s: an entry takes cidr, nomatch and comment", name, i, k)
+						continue
+					}
+					entry[k] = s
+				}
+			default:
+				report("ipsets", "ipsets.%s[%d] must be a CIDR or {cidr, nomatch, comment}", name, i)
+				continue
+			}
+			cidr, msg := cleanCIDR(entry["cidr"])
+			if msg == "" && strings.Contains(cidr, "/") && strings.HasSuffix(cidr, "/0") {
+				msg = "a zero prefix is not allowed in IP set entries"
+			}
+			if msg == "" && entry["comment"] == "0" {
+				msg = zeroComment
+			}
+			if msg != "" {
+				report("ipsets", "ipsets.%s[%d]: %s", name, i, msg)
+				continue
+			}
+			if seen[cidr] {
+				report("ipsets", "ipsets.%s[%d]: address '%s' already exists in the set", name, i, cidr)
+				continue
+			}
+			seen[cidr] = true
+			entry["cidr"] = cidr
+			if n, ok := entry["nomatch"]; ok && n != "1" && n != "0" {
+				report("ipsets", "ipsets.%s[%d].nomatch must be true or false", name, i)
+			}
+			if entry["nomatch"] == "0" {
+				delete(entry, "nomatch")
+			}
+			entries = append(entries, entry)
+		}
+		out[name] = entries
+	}
+	return out
+}
+
+// setName checks an IP set or alias name (the pattern and length PVE's
+// schema has).
+func setName(name string) string {
+	if !fwNameRE.MatchString(name) || len(name) > maxSetName {
+		return fmt.Sprintf("PVE refuses the name %q: a letter, then at least one letter, digit, - or _ (at most %d characters)", name, maxSetName)
+	}
+	return ""
+}
+
+// cleanCIDR is an address or network as PVE stores it (Firewall.pm
+// clean_cidr, parse_ip_or_cidr): the network's address under its prefix;
+// an alias name is kept.
+func cleanCIDR(s string) (string, string) {
+	if s == "" {
+		return "", "cidr is required"
+	}
+	if fwAliasRefRE.MatchString(s) {
+		return s, ""
+	}
+	if p, err := netip.ParsePrefix(s); err == nil {
+		if p = p.Masked(); p.IsSingleIP() {
+			// PVE keeps an address alone (pve-firewall Firewall.pm
+			// parse_ip_or_cidr drops /32 and /128).
+			return p.Addr().String(), ""
+		}
+		return p.String(), ""
+	}
+	if a, err := netip.ParseAddr(s); err == nil {
+		if a.Zone() != "" {
+			return "", fmt.Sprintf("%q: PVE's firewall takes no zone (%%%s) in an address (Firewall.pm IPorCIDR): write the address alone", s, a.Zone())
+		}
+		return a.String(), ""
+	}
+	return "", fmt.Sprintf("%q is not an IP address, a CIDR or an alias name", s)
+}
+
+// zeroComment is why a firewall comment "0" is refused: pve-firewall
+// writes a comment only when Perl counts it true (Firewall.pm
+// $format_rules, $format_aliases, $format_ipsets, save_clusterfw_conf),
+// so a "0" is dropped and the plan would never settle.
+const zeroComment = `comment "0": PVE's firewall does not keep a comment that reads 0 (Perl counts it false), so the plan would never settle: write another comment, or none`
+
+var fwAliasRefRE = lazyre.New(`^(dc/|guest/)?[A-Za-z][A-Za-z0-9\-_]+$`)

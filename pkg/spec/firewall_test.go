@@ -54,6 +54,27 @@ name: a-group-name-that-is-too-long
 spec:
   rules:
     - {type: group, action: other}
+---
+kind: Firewall
+name: zeros
+spec:
+  scope: cluster
+  options: {enable: true}
+  aliases: {zoned: "fe80::1%eth0", zero: {cidr: 10.0.0.9, comment: "0"}}
+  ipsets: {zz: [{cidr: 10.0.0.7, comment: "0"}]}
+  rules:
+    - {type: in, action: ACCEPT, macro: SSH, comment: "0"}
+---
+kind: Firewall
+name: host
+spec:
+  scope: node/pve
+  options: {nf_conntrack_helpers: "ftp,"}
+---
+kind: SecurityGroup
+name: zero
+spec:
+  comment: "0"
 `
 	_, diags := loadFiles(t, map[string]string{"fw.yaml": doc}, nil)
 	got := strings.Join(diags, "\n")
@@ -78,6 +99,12 @@ spec:
 		"fw.yaml:39: Firewall/node: a node's firewall has no aliases or IP sets in PVE",
 		`fw.yaml:43: name "a-group-name-that-is-too-long" cannot be the SecurityGroup's group (value may only be 18 characters long)`,
 		`fw.yaml:46: SecurityGroup/a-group-name-that-is-too-long: rules[0]: type "group" is not allowed here: PVE takes in, out, forward`,
+		`Firewall/zeros: aliases.zoned: "fe80::1%eth0": PVE's firewall takes no zone (%eth0) in an address`,
+		`Firewall/zeros: aliases.zero: comment "0": PVE's firewall does not keep a comment that reads 0`,
+		`Firewall/zeros: ipsets.zz[0]: comment "0"`,
+		`Firewall/zeros: rules[0]: comment "0"`,
+		`Firewall/host: options.nf_conntrack_helpers: invalid format - extraneous commas in list`,
+		`SecurityGroup/zero: comment "0"`,
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("diagnostics lack %q; got:\n%s", want, got)
@@ -94,7 +121,7 @@ name: dc
 spec:
   scope: cluster
   options: {enable: true}
-  aliases: {Admin: 10.0.0.5}
+  aliases: {Admin: 10.0.0.5, one: 192.0.2.1/32, six: 2001:db8::1/128}
   ipsets: {admins: [10.0.0.5/8, {cidr: 10.9.0.0/16, nomatch: true}]}
   rules:
     - {type: in, action: ACCEPT, macro: ssh, enable: false}
@@ -112,6 +139,11 @@ spec:
 	}
 	if w.Options["enable"] != "1" || w.Rules[0]["macro"] != "SSH" || w.Rules[0]["enable"] != "0" || w.Rules[1]["enable"] != "1" {
 		t.Errorf("wire = %+v", w)
+	}
+	// PVE keeps a single address without /32 or /128 (Firewall.pm
+	// parse_ip_or_cidr): so does the spec, or the plan never settles.
+	if w.Aliases["one"]["cidr"] != "192.0.2.1" || w.Aliases["six"]["cidr"] != "2001:db8::1" {
+		t.Errorf("single addresses: %v", w.Aliases)
 	}
 	if w.Aliases["admin"]["cidr"] != "10.0.0.5" || w.IPSets["admins"][0]["cidr"] != "10.0.0.0/8" || w.IPSets["admins"][1]["nomatch"] != "1" {
 		t.Errorf("aliases %v ipsets %v", w.Aliases, w.IPSets)

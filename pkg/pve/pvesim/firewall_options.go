@@ -1,8 +1,6 @@
 package pvesim
 
 import (
-	"errors"
-	"fmt"
 	"maps"
 	"slices"
 	"strconv"
@@ -64,8 +62,9 @@ func (o fwOptSpec) read(v string) (string, string, bool) {
 	return "", v, v != "" && !strings.ContainsAny(v, " \t")
 }
 
-// fwConntrackHelpers are the keys of $pve_fw_helpers.
-var fwConntrackHelpers = setOf("amanda", "ftp", "irc", "netbios-ns", "pptp", "sane", "sip", "snmp", "tftp")
+// fwConntrackHelpers are the keys of $pve_fw_helpers (the API checks
+// them with the schema's pve-fw-conntrack-helper format).
+var fwConntrackHelpers = setOf(schema.FirewallConntrackHelpers...)
 
 // fwOptionSpecs are the options of a scope's file.
 func fwOptionSpecs(env string) map[string]fwOptSpec {
@@ -119,11 +118,6 @@ func fwOptionsAnswer(env string, opts map[string]string, now time.Time) (map[str
 // "enable" above 1 is stored as the current time; elsewhere enable is
 // 0 or 1.
 func (s *Server) setFWOptions(q *request, env string, opts map[string]string) error {
-	if v := q.get("nf_conntrack_helpers"); env == "host" && v != "" {
-		if err := checkConntrackHelpers(v); err != nil {
-			return paramErr1("nf_conntrack_helpers", "invalid format - %s", err.Error())
-		}
-	}
 	_, digest := fwOptionsAnswer(env, opts, time.Now())
 	if err := assertIfModified(q, digest); err != nil {
 		return err
@@ -166,21 +160,4 @@ func fwOptionValue(env, k, v string, spec fwOptSpec) string {
 		}
 	}
 	return v
-}
-
-// checkConntrackHelpers is the pve-fw-conntrack-helper format of the
-// host option nf_conntrack_helpers (pve-firewall src/PVE/Firewall.pm
-// pve_fw_verify_conntrack_helper): a comma list of $pve_fw_helpers keys,
-// as written (the file parser lowercases; the API does not). PVE's die
-// has no newline, so its message goes on with " at …/Firewall.pm line N.".
-func checkConntrackHelpers(v string) error {
-	if strings.HasSuffix(v, ",") {
-		return errors.New("extraneous commas in list")
-	}
-	for _, h := range strings.Split(v, ",") {
-		if !fwConntrackHelpers[h] {
-			return fmt.Errorf("unknown helper %s", h)
-		}
-	}
-	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -15,42 +16,43 @@ import (
 // pve-storage. Formats not listed here are accepted unchecked, like a schema
 // fact we cannot verify offline.
 var simpleFormats = map[string]func(string) error{
-	"pve-vmid":             reFormat(`^[1-9][0-9]{2,8}$`, "value does not look like a valid VM ID"),
-	"pve-node":             reFormat(`^[a-zA-Z0-9]([a-zA-Z0-9\-]*[a-zA-Z0-9])?$`, "value does not look like a valid node name"),
-	"pve-configid":         reFormatQ(`(?i)^[a-z][a-z0-9_-]+$`, "invalid configuration ID '%s'"),
-	"pve-storage-id":       reFormatQ(`(?i)^[a-z][a-z0-9\-_.]*[a-z0-9]$`, "storage ID '%s' contains illegal characters"),
-	"pve-iface":            reFormatQ(`(?i)^[a-z][a-z0-9_]{1,20}([:.]\d+)?$`, "invalid network interface name '%s'"),
-	"pve-bridge-id":        reFormatQ(`^[-_.\w\d]+$`, "invalid bridge ID '%s'"),
-	"pve-poolid":           reFormatQ(`^[A-Za-z0-9.\-_]+(?:/[A-Za-z0-9.\-_]+){0,2}$`, "invalid pool ID '%s'"),
-	"pve-groupid":          reFormatQ(`^[A-Za-z0-9.\-_]+$`, "invalid group name '%s'"),
-	"pve-roleid":           reFormatQ(`^[A-Za-z0-9.\-_]+$`, "invalid role name '%s'"),
-	"pve-realm":            reFormatQ(`^[A-Za-z][A-Za-z0-9.\-_]+$`, "value '%s' does not look like a valid realm"),
-	"pve-userid":           checkUserID,
-	"pve-tokenid":          checkTokenID,
-	"pve-tag":              reFormatQ(`(?i)^[a-z0-9_][a-z0-9_\-+.]*$`, "invalid tag '%s'"),
-	"urlencoded":           reFormatQ(`^[-%a-zA-Z0-9_.!~*'()]*$`, "invalid urlencoded string: %s"),
-	"mac-addr":             reFormat(`(?i)^[a-f0-9][02468ace](?::[a-f0-9]{2}){5}$`, "value does not look like a valid unicast MAC address"),
-	"email":                reFormat(`^[\w+\-~]+(\.[\w+\-~]+)*@[a-zA-Z0-9\-]+(\.[a-zA-Z0-9\-]+)*$`, "value does not look like a valid email address"),
-	"dns-name":             checkDNSName,
-	"ip":                   ipFormat(func(a netip.Addr) bool { return true }, "IP address"),
-	"ipv4":                 ipFormat(netip.Addr.Is4, "IPv4 address"),
-	"ipv6":                 ipFormat(func(a netip.Addr) bool { return a.Is6() && !a.Is4In6() }, "IPv6 address"),
-	"CIDR":                 cidrFormat(func(a netip.Addr) bool { return true }, "CIDR network"),
-	"CIDRv4":               cidrFormat(netip.Addr.Is4, "IPv4 CIDR network"),
-	"CIDRv6":               cidrFormat(netip.Addr.Is6, "IPv6 CIDR network"),
-	"IPorCIDR":             checkIPorCIDR,
-	"ipv4mask":             checkIPv4Mask,
-	"address":              checkAddress,
-	"pve-ipv4-config":      checkIPConfig("dhcp|manual", netip.Addr.Is4, "IPv4"),
-	"pve-ipv6-config":      checkIPConfig("dhcp|auto|manual", netip.Addr.Is6, "IPv6"),
-	"pve-volume-id":        reFormatQ(`^[^:\s]+:.+$`, "unable to parse volume ID '%s'"),
-	"pve-storage-content":  reFormatQ(`^(images|rootdir|vztmpl|iso|backup|snippets|import|none)$`, "invalid content type '%s'"),
-	"pve-qm-bootdev":       reFormatQ(`^(ide[0-3]|sata[0-5]|scsi([0-9]|[12][0-9]|30)|virtio([0-9]|1[0-5])|efidisk0|tpmstate0|net([0-9]|[12][0-9]|3[01])|usb([0-9]|1[0-3])|hostpci([0-9]|1[0-5]))$`, "invalid boot device '%s'"),
-	"pve-storage-path":     reFormatQ(`^/`, "invalid path '%s'"),
-	"pve-ha-resource-id":   reFormatQ(`^(?:(vm|ct):)?\d+$`, "invalid HA resource ID '%s'"),
-	"pve-calendar-event":   calendar.Verify,
-	"pve-replication-id":   reFormatQ(`^\d+-\d+$`, "invalid replication job ID '%s'"),
-	"pve-vlan-id-or-range": reFormatQ(`^\d+(-\d+)?$`, "invalid VLAN tag or range '%s'"),
+	"pve-vmid":                reFormat(`^[1-9][0-9]{2,8}$`, "value does not look like a valid VM ID"),
+	"pve-node":                reFormat(`^[a-zA-Z0-9]([a-zA-Z0-9\-]*[a-zA-Z0-9])?$`, "value does not look like a valid node name"),
+	"pve-configid":            reFormatQ(`(?i)^[a-z][a-z0-9_-]+$`, "invalid configuration ID '%s'"),
+	"pve-storage-id":          reFormatQ(`(?i)^[a-z][a-z0-9\-_.]*[a-z0-9]$`, "storage ID '%s' contains illegal characters"),
+	"pve-iface":               reFormatQ(`(?i)^[a-z][a-z0-9_]{1,20}([:.]\d+)?$`, "invalid network interface name '%s'"),
+	"pve-bridge-id":           reFormatQ(`^[-_.\w\d]+$`, "invalid bridge ID '%s'"),
+	"pve-poolid":              reFormatQ(`^[A-Za-z0-9.\-_]+(?:/[A-Za-z0-9.\-_]+){0,2}$`, "invalid pool ID '%s'"),
+	"pve-groupid":             reFormatQ(`^[A-Za-z0-9.\-_]+$`, "invalid group name '%s'"),
+	"pve-roleid":              reFormatQ(`^[A-Za-z0-9.\-_]+$`, "invalid role name '%s'"),
+	"pve-realm":               reFormatQ(`^[A-Za-z][A-Za-z0-9.\-_]+$`, "value '%s' does not look like a valid realm"),
+	"pve-userid":              checkUserID,
+	"pve-tokenid":             checkTokenID,
+	"pve-tag":                 reFormatQ(`(?i)^[a-z0-9_][a-z0-9_\-+.]*$`, "invalid tag '%s'"),
+	"urlencoded":              reFormatQ(`^[-%a-zA-Z0-9_.!~*'()]*$`, "invalid urlencoded string: %s"),
+	"mac-addr":                reFormat(`(?i)^[a-f0-9][02468ace](?::[a-f0-9]{2}){5}$`, "value does not look like a valid unicast MAC address"),
+	"email":                   reFormat(`^[\w+\-~]+(\.[\w+\-~]+)*@[a-zA-Z0-9\-]+(\.[a-zA-Z0-9\-]+)*$`, "value does not look like a valid email address"),
+	"dns-name":                checkDNSName,
+	"ip":                      ipFormat(func(a netip.Addr) bool { return true }, "IP address"),
+	"ipv4":                    ipFormat(netip.Addr.Is4, "IPv4 address"),
+	"ipv6":                    ipFormat(func(a netip.Addr) bool { return a.Is6() && !a.Is4In6() }, "IPv6 address"),
+	"CIDR":                    cidrFormat(func(a netip.Addr) bool { return true }, "CIDR network"),
+	"CIDRv4":                  cidrFormat(netip.Addr.Is4, "IPv4 CIDR network"),
+	"CIDRv6":                  cidrFormat(netip.Addr.Is6, "IPv6 CIDR network"),
+	"IPorCIDR":                checkIPorCIDR,
+	"ipv4mask":                checkIPv4Mask,
+	"address":                 checkAddress,
+	"pve-ipv4-config":         checkIPConfig("dhcp|manual", netip.Addr.Is4, "IPv4"),
+	"pve-ipv6-config":         checkIPConfig("dhcp|auto|manual", netip.Addr.Is6, "IPv6"),
+	"pve-volume-id":           reFormatQ(`^[^:\s]+:.+$`, "unable to parse volume ID '%s'"),
+	"pve-storage-content":     reFormatQ(`^(images|rootdir|vztmpl|iso|backup|snippets|import|none)$`, "invalid content type '%s'"),
+	"pve-qm-bootdev":          reFormatQ(`^(ide[0-3]|sata[0-5]|scsi([0-9]|[12][0-9]|30)|virtio([0-9]|1[0-5])|efidisk0|tpmstate0|net([0-9]|[12][0-9]|3[01])|usb([0-9]|1[0-3])|hostpci([0-9]|1[0-5]))$`, "invalid boot device '%s'"),
+	"pve-storage-path":        reFormatQ(`^/`, "invalid path '%s'"),
+	"pve-ha-resource-id":      reFormatQ(`^(?:(vm|ct):)?\d+$`, "invalid HA resource ID '%s'"),
+	"pve-calendar-event":      calendar.Verify,
+	"pve-replication-id":      reFormatQ(`^\d+-\d+$`, "invalid replication job ID '%s'"),
+	"pve-vlan-id-or-range":    reFormatQ(`^\d+(-\d+)?$`, "invalid VLAN tag or range '%s'"),
+	"pve-fw-conntrack-helper": checkConntrackHelpers,
 	// pve-manager PVE/Status/Graphite.pm pve_verify_graphite_path.
 	"graphite-path": reFormat(`^(([a-zA-Z0-9]([a-zA-Z0-9\-]*[a-zA-Z0-9])?)\.)*([a-zA-Z0-9]([a-zA-Z0-9\-]*[a-zA-Z0-9])?)$`,
 		"value does not look like a valid graphite path"),
@@ -144,6 +146,30 @@ var propertyFormats = map[string]map[string]*Param{
 }
 
 func ptr(f float64) *float64 { return &f }
+
+// FirewallConntrackHelpers are the conntrack helpers PVE's firewall
+// knows (pve-firewall src/PVE/Firewall.pm $pve_fw_helpers).
+var FirewallConntrackHelpers = []string{"amanda", "ftp", "irc", "netbios-ns", "pptp", "sane", "sip", "snmp", "tftp"}
+
+// checkConntrackHelpers is pve-firewall src/PVE/Firewall.pm
+// pve_fw_verify_conntrack_helper: a comma list of known helpers, as
+// written (Perl's split drops only trailing empty fields, which the
+// join then misses). Its "unknown helper" die has no newline, so PVE's
+// message goes on with " at …/Firewall.pm line N.".
+func checkConntrackHelpers(v string) error {
+	if v == "" {
+		return nil
+	}
+	if strings.HasSuffix(v, ",") {
+		return errors.New("extraneous commas in list")
+	}
+	for _, h := range strings.Split(v, ",") {
+		if !slices.Contains(FirewallConntrackHelpers, h) {
+			return fmt.Errorf("unknown helper %s", h)
+		}
+	}
+	return nil
+}
 
 func checkNamedFormat(name, value string) error {
 	if props, ok := propertyFormats[name]; ok {
