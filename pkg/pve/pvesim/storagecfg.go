@@ -31,6 +31,20 @@ const (
 	deleteFailed = "delete storage failed: "
 )
 
+// storageFormats are the image formats each type's plugindata lists
+// (DirPlugin.pm, NFSPlugin.pm, CIFSPlugin.pm, BTRFSPlugin.pm, LVMPlugin.pm,
+// ZFSPoolPlugin.pm, ESXiPlugin.pm `format`); a type without a list
+// (CephFSPlugin.pm) keeps none.
+var storageFormats = map[string][]string{
+	"dir":     {"raw", "qcow2", "vmdk", "subvol"},
+	"nfs":     {"raw", "qcow2", "vmdk"},
+	"cifs":    {"raw", "qcow2", "vmdk"},
+	"esxi":    {"raw", "qcow2", "vmdk"},
+	"btrfs":   {"raw", "subvol"},
+	"zfspool": {"raw", "subvol"},
+	"lvm":     {"raw", "qcow2"},
+}
+
 // dirPathRe is DirPlugin.pm check_config's test of a directory path.
 var dirPathRe = lazyre.New(`^/[-/a-zA-Z0-9_.@]+$`)
 
@@ -105,14 +119,23 @@ func (s *Server) checkStorageConfig(t *schema.StorageType, id string, params map
 			}
 			v = strings.Join(list, ",")
 		case "nodes":
-			// Plugin.pm decode_value: names that are no node names are dropped.
+			// Plugin.pm decode_value: names that are no node names are
+			// dropped, and the rest is a hash: each name once, in some order.
 			var nodes []string
 			for _, n := range schema.SplitList(v) {
-				if validNodeName(n) {
+				if validNodeName(n) && !slices.Contains(nodes, n) {
 					nodes = append(nodes, n)
 				}
 			}
+			slices.Sort(nodes)
 			v = strings.Join(nodes, ",")
+		case "format":
+			// Plugin.pm decode_value: a format the type's plugindata does
+			// not list only warns, and its `next` leaves check_config's
+			// loop before the value is kept: the option is dropped.
+			if !slices.Contains(storageFormats[t.Name], v) {
+				continue
+			}
 		}
 		out[k] = v
 	}
@@ -246,7 +269,19 @@ func (s *Server) updateStorage(q *request) (any, error) {
 	for k, v := range opts {
 		st.set(t, k, v)
 	}
+	if id == "local" {
+		st.Nodes = nil // Plugin.pm parse_config: no node restrictions for local
+	}
 	return storageAnswer(st, returned), nil
+}
+
+// defaultLocalStorage is the 'local' storage Plugin.pm parse_config puts
+// back whenever storage.cfg has none (or one that is no dir on
+// /var/lib/vz): deleting local only resets it.
+func defaultLocalStorage(total int64) *storage {
+	return &storage{ID: "local", Type: "dir", Path: "/var/lib/vz", Total: total,
+		Content: []string{"backup", "images", "iso", "rootdir", "snippets", "vztmpl"},
+		Extra:   map[string]string{"prune-backups": "keep-all=1"}}
 }
 
 func (s *Server) deleteStorage(q *request) (any, error) {
@@ -264,6 +299,9 @@ func (s *Server) deleteStorage(q *request) (any, error) {
 	// The plugins' on_delete_hook remove what /etc/pve/priv keeps.
 	delete(s.st.Priv, st.ID)
 	delete(s.st.Storages, st.ID)
+	if id == "local" {
+		s.st.Storages[id] = defaultLocalStorage(st.Total)
+	}
 	// pve-access-control AccessControl.pm remove_storage_access: the
 	// storage's ACLs and pool memberships go too.
 	s.dropACL(func(e aclEntry) bool { return e.Path == "/storage/"+id })
@@ -375,10 +413,18 @@ func (st *storage) set(t *schema.StorageType, k, v string) {
 		st.ThinPool = v
 	case "nodes":
 		st.Nodes = schema.SplitList(v)
-	case "shared":
-		st.Shared = t.Shared || v == "1"
-	case "disable":
-		st.Disable = v == "1"
+	case "shared", "disable":
+		// storage.cfg keeps the flag as given, so a GET shows "shared 0"
+		// or "disable 0" too (SectionConfig.pm format_config_line writes
+		// a boolean 0 or 1); Plugin.pm parse_config still makes the
+		// @SHARED_STORAGE types shared.
+		ensureMap(&st.Extra)
+		st.Extra[k] = v
+		if k == "shared" {
+			st.Shared = t.Shared || v == "1"
+		} else {
+			st.Disable = v == "1"
+		}
 	default:
 		ensureMap(&st.Extra)
 		st.Extra[k] = v
@@ -395,8 +441,10 @@ func (st *storage) unset(t *schema.StorageType, k string) {
 		st.Nodes = nil
 	case "shared":
 		st.Shared = t.Shared
+		delete(st.Extra, k)
 	case "disable":
 		st.Disable = false
+		delete(st.Extra, k)
 	default:
 		delete(st.Extra, k)
 	}

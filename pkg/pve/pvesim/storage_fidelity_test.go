@@ -1,0 +1,73 @@
+package pvesim_test
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/pvectl/pvectl/pkg/pve/pvesim"
+	"github.com/pvectl/pvectl/pkg/pve/pvesim/simtest"
+)
+
+// pve-storage Plugin.pm decode_value: nodes are a hash (each name once);
+// a format the type's plugindata lacks is dropped (warn, then `next`).
+func TestStorageDecodeNodesAndFormat(t *testing.T) {
+	e := startEnv(t, simtest.Options{Conformance: true, Sim: pvesim.Options{Nodes: []string{"pve1", "pve2"}}})
+	e.ok(nil, "POST", "/storage", "storage", "b1", "type", "btrfs", "path", "/srv/b", "format", "qcow2",
+		"nodes", "pve2,pve1,pve2")
+	cfg := e.object("/storage/b1")
+	if _, ok := cfg["format"]; ok {
+		t.Errorf("btrfs storage keeps format %v; BTRFSPlugin.pm holds raw and subvol only", cfg["format"])
+	}
+	if cfg["nodes"] != "pve1,pve2" {
+		t.Errorf("got nodes %v, want each node once", cfg["nodes"])
+	}
+	e.ok(nil, "PUT", "/storage/b1", "format", "subvol")
+	if got := e.object("/storage/b1")["format"]; got != "subvol" {
+		t.Errorf("got format %v after setting subvol", got)
+	}
+}
+
+// SectionConfig.pm format_config_line writes a boolean as 0 or 1, so an
+// explicit "shared 0" / "disable 0" is in storage.cfg and in a GET; the
+// digest is the file's, so changing shared changes it.
+func TestStorageExplicitFlagsAndDigest(t *testing.T) {
+	e := startEnv(t, simtest.Options{Conformance: true})
+	e.ok(nil, "POST", "/storage", "storage", "d1", "type", "dir", "path", "/srv/d", "shared", "0", "disable", "0")
+	cfg := e.object("/storage/d1")
+	for _, k := range []string{"shared", "disable"} {
+		if cfg[k] != float64(0) {
+			t.Errorf("got %s %v, want 0 as storage.cfg keeps it", k, cfg[k])
+		}
+	}
+	digest := cfg["digest"].(string)
+	e.ok(nil, "PUT", "/storage/d1", "shared", "1", "digest", digest)
+	r := e.call("PUT", "/storage/d1", "shared", "0", "digest", digest)
+	want := "update storage failed: detected modified configuration - file changed by other user? Try again."
+	if r.Status != 500 || r.Message != want {
+		t.Errorf("stale digest after a shared change: got %d %q, want 500 %q", r.Status, r.Message, want)
+	}
+	e.ok(nil, "PUT", "/storage/d1", "delete", "shared,disable")
+	cfg = e.object("/storage/d1")
+	if _, ok := cfg["shared"]; ok {
+		t.Errorf("shared %v after delete", cfg["shared"])
+	}
+}
+
+// Plugin.pm parse_config: a 'local' dir storage always exists (put back
+// with PVE's defaults once storage.cfg lacks it) and has no node list.
+func TestStorageLocalAlwaysThere(t *testing.T) {
+	e := startEnv(t, simtest.Options{Conformance: true})
+	e.ok(nil, "PUT", "/storage/local", "nodes", "pve")
+	if got, ok := e.object("/storage/local")["nodes"]; ok {
+		t.Errorf("local has nodes %v; parse_config removes them", got)
+	}
+	e.ok(nil, "DELETE", "/storage/local")
+	cfg := e.object("/storage/local")
+	delete(cfg, "digest")
+	want := map[string]any{"storage": "local", "type": "dir", "path": "/var/lib/vz",
+		"content": "backup,images,iso,rootdir,snippets,vztmpl", "prune-backups": "keep-all=1"}
+	if diff := cmp.Diff(want, cfg); diff != "" {
+		t.Errorf("local after delete (-want +got)\n%s", diff)
+	}
+}
