@@ -71,3 +71,26 @@ func TestStorageLocalAlwaysThere(t *testing.T) {
 		t.Errorf("local after delete (-want +got)\n%s", diff)
 	}
 }
+
+// The plugins' on_add_hook and check_config: LVMPlugin.pm wants an
+// existing iSCSI storage under a base, ZFSPoolPlugin.pm records the pool's
+// mountpoint, DirPlugin.pm canonicalizes a path as File::Spec->canonpath
+// does (no ".." resolved).
+func TestStorageAddHooks(t *testing.T) {
+	e := startEnv(t, simtest.Options{Conformance: true})
+	tests := []refusal{
+		{"base on a missing storage", "POST", "/storage", []string{"storage", "v1", "type", "lvm", "vgname", "v1", "base", "nope:lun0"}, 500,
+			"create storage failed: base storage ID 'nope' does not exist"},
+		{"base on a dir storage", "POST", "/storage", []string{"storage", "v1", "type", "lvm", "vgname", "v1", "base", "local:lun0"}, 500,
+			"create storage failed: unsupported base type 'dir' at /usr/share/perl5/PVE/Storage/LVMPlugin.pm line 489."},
+	}
+	e.refuses(t, tests)
+	e.ok(nil, "POST", "/storage", "storage", "z1", "type", "zfspool", "pool", "tank/vm")
+	if got := e.object("/storage/z1")["mountpoint"]; got != "/tank/vm" {
+		t.Errorf("got mountpoint %v, want the pool's /tank/vm", got)
+	}
+	e.ok(nil, "POST", "/storage", "storage", "d2", "type", "dir", "path", "//srv/./a/../b/")
+	if got := e.object("/storage/d2")["path"]; got != "/srv/a/../b" {
+		t.Errorf("got path %v, want canonpath's /srv/a/../b", got)
+	}
+}

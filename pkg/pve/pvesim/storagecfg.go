@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
-	"path"
 	"slices"
 	"strings"
 
@@ -152,9 +151,24 @@ func (s *Server) checkStorageConfig(t *schema.StorageType, id string, params map
 		if !dirPathRe.MatchString(out["path"]) {
 			return nil, fail(http.StatusInternalServerError, "illegal path for directory storage: %s", out["path"])
 		}
-		out["path"] = path.Clean(out["path"])
+		out["path"] = canonPath(out["path"])
 	}
 	return out, nil
+}
+
+// canonPath is Perl's File::Spec->canonpath, which DirPlugin.pm
+// check_config applies: repeated slashes, "." parts and a trailing slash
+// go, and ".." right under the root; any other ".." stays (canonpath does
+// not resolve it, unlike path.Clean).
+func canonPath(p string) string {
+	var parts []string
+	for _, part := range strings.Split(p, "/") {
+		if part == "" || part == "." || part == ".." && len(parts) == 0 {
+			continue
+		}
+		parts = append(parts, part)
+	}
+	return "/" + strings.Join(parts, "/")
 }
 
 // decodeContent is Plugin.pm decode_value for content: a type the storage
@@ -203,12 +217,43 @@ func (s *Server) createStorage(q *request) (any, error) {
 	for k, v := range opts {
 		st.set(t, k, v)
 	}
+	if err := s.addHook(st); err != nil {
+		return nil, fail(http.StatusInternalServerError, createFailed+"%s", err.Error())
+	}
 	returned, err := s.storageSecrets(t, st, sensitive, true)
 	if err != nil {
 		return nil, fail(http.StatusInternalServerError, createFailed+"%s", err.Error())
 	}
 	s.st.Storages[id] = st
 	return storageAnswer(st, returned), nil
+}
+
+// addHook is the plugins' on_add_hook beyond the sensitive options.
+func (s *Server) addHook(st *storage) error {
+	switch st.Type {
+	case "lvm":
+		// LVMPlugin.pm on_add_hook: a base volume's storage must exist and
+		// be iSCSI (that die has no newline: Perl adds where it died).
+		base := st.Extra["base"]
+		if base == "" {
+			return nil
+		}
+		baseID, _, _ := strings.Cut(base, ":")
+		b, ok := s.st.Storages[baseID]
+		if !ok {
+			return fmt.Errorf("base storage ID '%s' does not exist", baseID)
+		}
+		if b.Type != "iscsi" {
+			return fmt.Errorf("unsupported base type '%s' at /usr/share/perl5/PVE/Storage/LVMPlugin.pm line 489.", b.Type)
+		}
+	case "zfspool":
+		// ZFSPoolPlugin.pm on_add_hook: without a configured mountpoint
+		// it records the pool's own (ZFS's default: /<pool>).
+		if _, ok := st.Extra["mountpoint"]; !ok {
+			st.Extra["mountpoint"] = "/" + st.Extra["pool"]
+		}
+	}
+	return nil
 }
 
 func storageAnswer(st *storage, returned map[string]any) map[string]any {
