@@ -1,6 +1,7 @@
 package pvesim_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -92,5 +93,15 @@ func TestStorageAddHooks(t *testing.T) {
 	e.ok(nil, "POST", "/storage", "storage", "d2", "type", "dir", "path", "//srv/./a/../b/")
 	if got := e.object("/storage/d2")["path"]; got != "/srv/a/../b" {
 		t.Errorf("got path %v, want canonpath's /srv/a/../b", got)
+	}
+}
+
+// pve-common Tools.pm assert_if_modified compares digests with `ne`.
+func TestStorageDigestExact(t *testing.T) {
+	e := startEnv(t, simtest.Options{Conformance: true})
+	digest := e.object("/storage/local")["digest"].(string)
+	r := e.call("PUT", "/storage/local", "content", "iso", "digest", strings.ToUpper(digest))
+	if r.Status != 500 {
+		t.Errorf("an upper-case digest passed: got %d %q", r.Status, r.Message)
 	}
 }

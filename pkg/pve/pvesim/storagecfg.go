@@ -271,7 +271,9 @@ func (s *Server) updateStorage(q *request) (any, error) {
 		return fail(http.StatusInternalServerError, updateFailed+"%s", asAPIError(err).msg)
 	}
 	// Config.pm update: everything below runs under the storage.cfg lock.
-	if d := q.get("digest"); d != "" && !strings.EqualFold(d, s.storageDigest()) {
+	// pve-common Tools.pm assert_if_modified compares with Perl's `ne`:
+	// the digest must match exactly (an upper-case copy is a mismatch).
+	if d := q.get("digest"); d != "" && d != s.storageDigest() {
 		return nil, failed(fail(http.StatusInternalServerError, "detected modified configuration - file changed by other user? Try again."))
 	}
 	st, ok := s.st.Storages[id]
