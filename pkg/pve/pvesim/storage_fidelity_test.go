@@ -105,3 +105,13 @@ func TestStorageDigestExact(t *testing.T) {
 		t.Errorf("an upper-case digest passed: got %d %q", r.Status, r.Message)
 	}
 }
+
+// ESXiPlugin.pm options take bwlimit like the other plugins.
+func TestStorageESXiBwlimit(t *testing.T) {
+	e := startEnv(t, simtest.Options{Conformance: true})
+	e.ok(nil, "POST", "/storage", "storage", "esx1", "type", "esxi", "server", "10.0.0.8", "username", "root",
+		"bwlimit", "default=1000")
+	if got := e.object("/storage/esx1")["bwlimit"]; got != "default=1000" {
+		t.Errorf("got bwlimit %v", got)
+	}
+}

@@ -219,7 +219,7 @@ var storageTypes = sync.OnceValue(func() map[string]*StorageType {
 		{ // ESXiPlugin.pm: server and username are required, and may change
 			Name: "esxi",
 			Options: withCommon(map[string]StorageOption{"server": req, "username": req},
-				"nodes", "shared", "disable", "content", "password", "skip-cert-verification", "port"),
+				"nodes", "shared", "disable", "content", "bwlimit", "password", "skip-cert-verification", "port"),
 			Content: []string{"import"}, DefaultContent: []string{"import"}, Sensitive: []string{"password"},
 		},
 	}
