@@ -115,3 +115,19 @@ func TestStorageESXiBwlimit(t *testing.T) {
 		t.Errorf("got bwlimit %v", got)
 	}
 }
+
+// SectionConfig.pm format_config_line writes no line for an empty value,
+// so an option set to "" is absent from the next read.
+func TestStorageEmptyValueGone(t *testing.T) {
+	e := startEnv(t, simtest.Options{Conformance: true})
+	e.ok(nil, "POST", "/storage", "storage", "c1", "type", "cifs", "server", "10.0.0.5", "share", "s",
+		"domain", "")
+	if got, ok := e.object("/storage/c1")["domain"]; ok {
+		t.Errorf("got domain %q, want none: storage.cfg keeps no empty value", got)
+	}
+	e.ok(nil, "PUT", "/storage/c1", "domain", "corp")
+	e.ok(nil, "PUT", "/storage/c1", "domain", "")
+	if got, ok := e.object("/storage/c1")["domain"]; ok {
+		t.Errorf("got domain %q after setting it empty", got)
+	}
+}

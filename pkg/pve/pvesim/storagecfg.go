@@ -473,6 +473,12 @@ func (st *storage) set(t *schema.StorageType, k, v string) {
 			st.Disable = v == "1"
 		}
 	default:
+		if v == "" {
+			// SectionConfig.pm format_config_line writes no line for an
+			// empty value: the option is gone once storage.cfg is read.
+			delete(st.Extra, k)
+			return
+		}
 		ensureMap(&st.Extra)
 		st.Extra[k] = v
 	}
