@@ -30,16 +30,18 @@ func TestStorageDecodeNodesAndFormat(t *testing.T) {
 }
 
 // SectionConfig.pm format_config_line writes a boolean as 0 or 1, so an
-// explicit "shared 0" / "disable 0" is in storage.cfg and in a GET; the
-// digest is the file's, so changing shared changes it.
+// explicit "shared 0" is in storage.cfg and in a GET, but write_config
+// writes disable only when set (a bare "disable"); the digest is the
+// file's, so changing shared changes it.
 func TestStorageExplicitFlagsAndDigest(t *testing.T) {
 	e := startEnv(t, simtest.Options{Conformance: true})
 	e.ok(nil, "POST", "/storage", "storage", "d1", "type", "dir", "path", "/srv/d", "shared", "0", "disable", "0")
 	cfg := e.object("/storage/d1")
-	for _, k := range []string{"shared", "disable"} {
-		if cfg[k] != float64(0) {
-			t.Errorf("got %s %v, want 0 as storage.cfg keeps it", k, cfg[k])
-		}
+	if cfg["shared"] != float64(0) {
+		t.Errorf("got shared %v, want 0 as storage.cfg keeps it", cfg["shared"])
+	}
+	if got, ok := cfg["disable"]; ok {
+		t.Errorf("got disable %v, want none: write_config drops disable 0", got)
 	}
 	digest := cfg["digest"].(string)
 	e.ok(nil, "PUT", "/storage/d1", "shared", "1", "digest", digest)

@@ -460,18 +460,18 @@ func (st *storage) set(t *schema.StorageType, k, v string) {
 		st.ThinPool = v
 	case "nodes":
 		st.Nodes = schema.SplitList(v)
-	case "shared", "disable":
+	case "shared":
 		// storage.cfg keeps the flag as given, so a GET shows "shared 0"
-		// or "disable 0" too (SectionConfig.pm format_config_line writes
-		// a boolean 0 or 1); Plugin.pm parse_config still makes the
-		// @SHARED_STORAGE types shared.
+		// too (SectionConfig.pm format_config_line writes a boolean 0 or
+		// 1); Plugin.pm parse_config still makes the @SHARED_STORAGE
+		// types shared.
 		ensureMap(&st.Extra)
 		st.Extra[k] = v
-		if k == "shared" {
-			st.Shared = t.Shared || v == "1"
-		} else {
-			st.Disable = v == "1"
-		}
+		st.Shared = t.Shared || v == "1"
+	case "disable":
+		// SectionConfig.pm write_config writes a bare "disable" line when
+		// it is set and nothing otherwise: "disable 0" is not kept.
+		st.Disable = v == "1"
 	default:
 		if v == "" {
 			// SectionConfig.pm format_config_line writes no line for an
@@ -497,7 +497,6 @@ func (st *storage) unset(t *schema.StorageType, k string) {
 		delete(st.Extra, k)
 	case "disable":
 		st.Disable = false
-		delete(st.Extra, k)
 	default:
 		delete(st.Extra, k)
 	}
