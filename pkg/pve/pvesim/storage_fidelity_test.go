@@ -133,3 +133,24 @@ func TestStorageEmptyValueGone(t *testing.T) {
 		t.Errorf("got domain %q after setting it empty", got)
 	}
 }
+
+// PBSPlugin.pm on_add_hook / on_update_hook return a hash even when it is
+// empty, and Config.pm answers it as config; other plugins return nothing.
+func TestStoragePBSAnswersConfig(t *testing.T) {
+	e := startEnv(t, simtest.Options{Conformance: true})
+	var got map[string]any
+	e.ok(&got, "POST", "/storage", "storage", "pbs1", "type", "pbs", "server", "10.0.0.9", "datastore", "main")
+	if c, ok := got["config"]; !ok || len(c.(map[string]any)) != 0 {
+		t.Errorf("create answered %v, want config {}", got)
+	}
+	got = nil
+	e.ok(&got, "PUT", "/storage/pbs1", "username", "backup@pbs")
+	if _, ok := got["config"]; !ok {
+		t.Errorf("update answered %v, want config {}", got)
+	}
+	got = nil
+	e.ok(&got, "PUT", "/storage/local", "content", "iso")
+	if _, ok := got["config"]; ok {
+		t.Errorf("dir update answered %v, want no config", got)
+	}
+}

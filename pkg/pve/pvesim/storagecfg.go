@@ -258,7 +258,10 @@ func (s *Server) addHook(st *storage) error {
 
 func storageAnswer(st *storage, returned map[string]any) map[string]any {
 	out := map[string]any{"storage": st.ID, "type": st.Type}
-	if len(returned) > 0 {
+	// Config.pm create/update answer the hook's result when Perl holds it
+	// true: PBSPlugin.pm on_add_hook / on_update_hook always return a hash
+	// (empty without a new encryption key), the others nothing.
+	if len(returned) > 0 || st.Type == "pbs" {
 		out["config"] = returned
 	}
 	return out
