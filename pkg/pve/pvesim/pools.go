@@ -134,9 +134,8 @@ func (s *Server) getPool(q *request) (any, error) {
 		return nil, err
 	}
 	// Pool.pm read_pool answers index's row, poolid included, against its
-	// own return schema (additionalProperties 0); the conformance checker
-	// has no deviation kind for an extra key, so poolid stays out here.
-	m := map[string]any{"members": s.poolMembers(p, q.get("type"))}
+	// own return schema (additionalProperties 0).
+	m := map[string]any{"poolid": p.ID, "members": s.poolMembers(p, q.get("type"))}
 	if p.Comment != "" {
 		m["comment"] = p.Comment
 	}

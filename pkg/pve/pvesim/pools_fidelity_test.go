@@ -85,14 +85,17 @@ func TestPoolDeleteNestedKeepsACL(t *testing.T) {
 	}
 }
 
-// A guest member of Pool.pm index / read_pool is API2Tools.pm
-// extract_vm_stats: no tags, lock or pool from the config.
+// Pool.pm read_pool returns index's row (poolid too); a guest member is
+// API2Tools.pm extract_vm_stats: no tags, lock or pool from the config.
 func TestPoolReadRow(t *testing.T) {
 	e := startEnv(t, simtest.Options{Conformance: true})
 	e.ok(nil, "POST", "/pools", "poolid", "lab")
 	e.ok(nil, "PUT", "/nodes/pve/qemu/9000/config", "tags", "gold")
 	e.ok(nil, "PUT", "/pools", "poolid", "lab", "vms", "9000")
 	got := e.object("/pools/lab")
+	if got["poolid"] != "lab" {
+		t.Errorf("GET /pools/lab has poolid %v, want lab", got["poolid"])
+	}
 	m := got["members"].([]any)[0].(map[string]any)
 	for _, k := range []string{"tags", "pool", "lock"} {
 		if v, ok := m[k]; ok {
