@@ -30,20 +30,6 @@ const (
 	deleteFailed = "delete storage failed: "
 )
 
-// storageFormats are the image formats each type's plugindata lists
-// (DirPlugin.pm, NFSPlugin.pm, CIFSPlugin.pm, BTRFSPlugin.pm, LVMPlugin.pm,
-// ZFSPoolPlugin.pm, ESXiPlugin.pm `format`); a type without a list
-// (CephFSPlugin.pm) keeps none.
-var storageFormats = map[string][]string{
-	"dir":     {"raw", "qcow2", "vmdk", "subvol"},
-	"nfs":     {"raw", "qcow2", "vmdk"},
-	"cifs":    {"raw", "qcow2", "vmdk"},
-	"esxi":    {"raw", "qcow2", "vmdk"},
-	"btrfs":   {"raw", "subvol"},
-	"zfspool": {"raw", "subvol"},
-	"lvm":     {"raw", "qcow2"},
-}
-
 // dirPathRe is DirPlugin.pm check_config's test of a directory path.
 var dirPathRe = lazyre.New(`^/[-/a-zA-Z0-9_.@]+$`)
 
@@ -130,9 +116,12 @@ func (s *Server) checkStorageConfig(t *schema.StorageType, id string, params map
 			v = strings.Join(nodes, ",")
 		case "format":
 			// Plugin.pm decode_value: a format the type's plugindata does
-			// not list only warns, and its `next` leaves check_config's
+			// not list (schema.StorageType.Formats, from DirPlugin.pm,
+			// NFSPlugin.pm, CIFSPlugin.pm, BTRFSPlugin.pm, LVMPlugin.pm,
+			// ZFSPoolPlugin.pm, ESXiPlugin.pm; none for CephFSPlugin.pm)
+			// only warns, and its `next` leaves check_config's
 			// loop before the value is kept: the option is dropped.
-			if !slices.Contains(storageFormats[t.Name], v) {
+			if !t.HoldsFormat(v) {
 				continue
 			}
 		}
