@@ -25,6 +25,9 @@ func TestDeviationsAcceptOnlyWhatPVESends(t *testing.T) {
 		name, path, body string
 		want             []string
 	}{
+		{"read_pool with its poolid", "/pools/lab", `{"data":{"members":[],"poolid":"lab"}}`, nil},
+		{"read_pool with another key", "/pools/lab", `{"data":{"members":[],"pool":"lab"}}`, []string{
+			"GET /pools/lab: response data.pool: property is not defined in the return schema"}},
 		{"nextid as PVE sends it", "/cluster/nextid", `{"data":"100"}`, nil},
 		{"nextid as the schema says", "/cluster/nextid", `{"data":100}`, nil},
 		{"nextid not a number", "/cluster/nextid", `{"data":"next"}`, []string{

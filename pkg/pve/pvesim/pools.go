@@ -4,7 +4,6 @@ import (
 	"maps"
 	"net/http"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -33,36 +32,70 @@ func (s *Server) poolByID(id string) (*pool, error) {
 	return p, nil
 }
 
+// poolMembers is the members list of Pool.pm index: guests in the order
+// of Perl's string sort of their VMIDs ("100" before "99"), then each
+// storage once (API2Tools.pm extract_storage_stats), on the node answering
+// the call unless the storage's nodes leave it out; then on the first of
+// those in name order.
 func (s *Server) poolMembers(p *pool, typ string) []map[string]any {
 	out := []map[string]any{}
-	ids := append([]int(nil), p.VMs...)
-	sort.Ints(ids)
-	for _, id := range ids {
+	for _, id := range perlSortedVMIDs(p.VMs) {
 		v, ok := s.st.VMs[id]
 		if !ok {
 			continue
 		}
-		if row := s.vmResource(v); typ == "" || row["type"] == typ {
+		if row := poolVMRow(s.vmResource(v)); typ == "" || row["type"] == typ {
 			out = append(out, row)
 		}
 	}
-	if typ == "" || typ == "storage" {
-		for _, sid := range p.Storages {
-			st, ok := s.st.Storages[sid]
-			if !ok {
-				continue
-			}
-			for _, n := range s.st.Nodes {
-				if st.onNode(n) {
-					out = append(out, map[string]any{
-						"id": "storage/" + n + "/" + sid, "type": "storage", "node": n, "storage": sid,
-						"status": "available", "content": joinContent(st.Content), "plugintype": st.Type,
-						"shared": b2i(st.Shared), "disk": s.storageUsed(sid), "maxdisk": st.Total,
-					})
-				}
-			}
+	if typ != "" && typ != "storage" {
+		return out
+	}
+	for _, sid := range slices.Sorted(slices.Values(p.Storages)) {
+		st, ok := s.st.Storages[sid]
+		if !ok {
+			continue
+		}
+		node := ""
+		if len(s.st.Nodes) > 0 {
+			node = s.st.Nodes[0]
+		}
+		if len(st.Nodes) > 0 && !slices.Contains(st.Nodes, node) {
+			node = slices.Min(st.Nodes)
+		}
+		row := map[string]any{
+			"id": "storage/" + node + "/" + sid, "type": "storage", "node": node, "storage": sid,
+			"status": "unknown", "content": joinContent(st.Content), "plugintype": st.Type, "shared": b2i(st.Shared),
+		}
+		if s.st.hasNode(node) {
+			// Only a node that reports the storage has its RRD data.
+			row["status"], row["disk"], row["maxdisk"] = "available", s.storageUsed(sid), st.Total
+		}
+		out = append(out, row)
+	}
+	return out
+}
+
+// vmStatKeys are the keys of pve-manager API2Tools.pm extract_vm_stats:
+// the vmlist's and the RRD's, none of a guest's config (tags, lock, pool)
+// that /cluster/resources adds.
+var vmStatKeys = []string{"id", "vmid", "node", "type", "status", "uptime", "name", "template",
+	"maxcpu", "cpu", "maxmem", "mem", "maxdisk", "disk", "netin", "netout", "diskread", "diskwrite", "memhost"}
+
+func poolVMRow(res map[string]any) map[string]any {
+	out := map[string]any{}
+	for _, k := range vmStatKeys {
+		if v, ok := res[k]; ok {
+			out[k] = v
 		}
 	}
+	return out
+}
+
+// perlSortedVMIDs orders VMIDs as Perl's `sort keys` does: as strings.
+func perlSortedVMIDs(ids []int) []int {
+	out := slices.Clone(ids)
+	slices.SortFunc(out, func(a, b int) int { return strings.Compare(strconv.Itoa(a), strconv.Itoa(b)) })
 	return out
 }
 
@@ -100,7 +133,9 @@ func (s *Server) getPool(q *request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := map[string]any{"members": s.poolMembers(p, q.get("type"))}
+	// Pool.pm read_pool answers index's row, poolid included, against its
+	// own return schema (additionalProperties 0).
+	m := map[string]any{"poolid": p.ID, "members": s.poolMembers(p, q.get("type"))}
 	if p.Comment != "" {
 		m["comment"] = p.Comment
 	}
@@ -130,7 +165,7 @@ func (s *Server) createPool(q *request) (any, error) {
 	if c := leaf[0]; !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z') {
 		return nil, failed("pool name must start with a letter")
 	}
-	s.st.Pools[id] = &pool{ID: id, Comment: q.get("comment")}
+	s.st.Pools[id] = &pool{ID: id, Comment: poolComment(q.get("comment"))}
 	return nil, nil
 }
 
@@ -201,13 +236,23 @@ func (s *Server) updatePool(q *request) (any, error) {
 		}
 	}
 	if q.has("comment") {
-		p.Comment = q.get("comment")
+		p.Comment = poolComment(q.get("comment"))
 	}
 	for id, from := range moved {
 		s.st.Pools[from].VMs = removeValue(s.st.Pools[from].VMs, id)
 	}
 	p.VMs, p.Storages = vms, storages
 	return nil, nil
+}
+
+// poolComment is a comment as user.cfg keeps it: AccessControl.pm
+// parse_user_config (and Pool.pm create_pool) take it only when Perl
+// holds it true, so "0" is no comment, like "".
+func poolComment(c string) string {
+	if c == "0" {
+		return ""
+	}
+	return c
 }
 
 // deletePool is Pool.pm delete_pool: a pool with sub-pools, guests that
@@ -227,9 +272,7 @@ func (s *Server) deletePool(q *request) (any, error) {
 		}
 	}
 	// Like pve-access-control, name the first member that is in the way.
-	vms := slices.Clone(p.VMs)
-	slices.Sort(vms)
-	for _, vmid := range vms {
+	for _, vmid := range perlSortedVMIDs(p.VMs) {
 		if _, exists := s.st.VMs[vmid]; exists {
 			return nil, failed("pool '%s' is not empty (contains VM %d)", id, vmid)
 		}
@@ -242,6 +285,11 @@ func (s *Server) deletePool(q *request) (any, error) {
 		}
 	}
 	delete(s.st.Pools, id)
-	s.dropACLTree("/pool/" + id)
+	// AccessControl.pm delete_pool_acl drops the ACL node of a top-level
+	// pool only: it looks "a/b" up as one child of /pool, where the ACL
+	// tree has "a" then "b", so a nested pool's ACLs stay behind.
+	if !strings.Contains(id, "/") {
+		s.dropACLTree("/pool/" + id)
+	}
 	return nil, nil
 }

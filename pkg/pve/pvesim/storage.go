@@ -83,8 +83,9 @@ func (s *Server) storageDigest() string {
 	h := sha1.New()
 	for _, id := range slices.Sorted(maps.Keys(s.st.Storages)) {
 		st := s.st.Storages[id]
-		fmt.Fprintf(h, "%s: %s\n\tcontent %s\n\tpath %s\n\tvgname %s\n\tthinpool %s\n\tnodes %v\n\tdisable %v\n",
-			st.Type, st.ID, joinContent(st.Content), st.Path, st.VGName, st.ThinPool, st.Nodes, st.Disable)
+		// The digest is storage.cfg's: every option written counts, shared too.
+		fmt.Fprintf(h, "%s: %s\n\tcontent %s\n\tpath %s\n\tvgname %s\n\tthinpool %s\n\tnodes %v\n\tdisable %v\n\tshared %v\n",
+			st.Type, st.ID, joinContent(st.Content), st.Path, st.VGName, st.ThinPool, st.Nodes, st.Disable, st.Shared)
 		for _, k := range slices.Sorted(maps.Keys(st.Extra)) {
 			fmt.Fprintf(h, "\t%s %s\n", k, st.Extra[k])
 		}

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
-	"path"
 	"slices"
 	"strings"
 
@@ -105,14 +104,26 @@ func (s *Server) checkStorageConfig(t *schema.StorageType, id string, params map
 			}
 			v = strings.Join(list, ",")
 		case "nodes":
-			// Plugin.pm decode_value: names that are no node names are dropped.
+			// Plugin.pm decode_value: names that are no node names are
+			// dropped, and the rest is a hash: each name once, in some order.
 			var nodes []string
 			for _, n := range schema.SplitList(v) {
-				if validNodeName(n) {
+				if validNodeName(n) && !slices.Contains(nodes, n) {
 					nodes = append(nodes, n)
 				}
 			}
+			slices.Sort(nodes)
 			v = strings.Join(nodes, ",")
+		case "format":
+			// Plugin.pm decode_value: a format the type's plugindata does
+			// not list (schema.StorageType.Formats, from DirPlugin.pm,
+			// NFSPlugin.pm, CIFSPlugin.pm, BTRFSPlugin.pm, LVMPlugin.pm,
+			// ZFSPoolPlugin.pm, ESXiPlugin.pm; none for CephFSPlugin.pm)
+			// only warns, and its `next` leaves check_config's
+			// loop before the value is kept: the option is dropped.
+			if !t.HoldsFormat(v) {
+				continue
+			}
 		}
 		out[k] = v
 	}
@@ -129,9 +140,24 @@ func (s *Server) checkStorageConfig(t *schema.StorageType, id string, params map
 		if !dirPathRe.MatchString(out["path"]) {
 			return nil, fail(http.StatusInternalServerError, "illegal path for directory storage: %s", out["path"])
 		}
-		out["path"] = path.Clean(out["path"])
+		out["path"] = canonPath(out["path"])
 	}
 	return out, nil
+}
+
+// canonPath is Perl's File::Spec->canonpath, which DirPlugin.pm
+// check_config applies: repeated slashes, "." parts and a trailing slash
+// go, and ".." right under the root; any other ".." stays (canonpath does
+// not resolve it, unlike path.Clean).
+func canonPath(p string) string {
+	var parts []string
+	for _, part := range strings.Split(p, "/") {
+		if part == "" || part == "." || part == ".." && len(parts) == 0 {
+			continue
+		}
+		parts = append(parts, part)
+	}
+	return "/" + strings.Join(parts, "/")
 }
 
 // decodeContent is Plugin.pm decode_value for content: a type the storage
@@ -180,6 +206,9 @@ func (s *Server) createStorage(q *request) (any, error) {
 	for k, v := range opts {
 		st.set(t, k, v)
 	}
+	if err := s.addHook(st); err != nil {
+		return nil, fail(http.StatusInternalServerError, createFailed+"%s", err.Error())
+	}
 	returned, err := s.storageSecrets(t, st, sensitive, true)
 	if err != nil {
 		return nil, fail(http.StatusInternalServerError, createFailed+"%s", err.Error())
@@ -188,9 +217,40 @@ func (s *Server) createStorage(q *request) (any, error) {
 	return storageAnswer(st, returned), nil
 }
 
+// addHook is the plugins' on_add_hook beyond the sensitive options.
+func (s *Server) addHook(st *storage) error {
+	switch st.Type {
+	case "lvm":
+		// LVMPlugin.pm on_add_hook: a base volume's storage must exist and
+		// be iSCSI (that die has no newline: Perl adds where it died).
+		base := st.Extra["base"]
+		if base == "" {
+			return nil
+		}
+		baseID, _, _ := strings.Cut(base, ":")
+		b, ok := s.st.Storages[baseID]
+		if !ok {
+			return fmt.Errorf("base storage ID '%s' does not exist", baseID)
+		}
+		if b.Type != "iscsi" {
+			return fmt.Errorf("unsupported base type '%s' at /usr/share/perl5/PVE/Storage/LVMPlugin.pm line 489.", b.Type)
+		}
+	case "zfspool":
+		// ZFSPoolPlugin.pm on_add_hook: without a configured mountpoint
+		// it records the pool's own (ZFS's default: /<pool>).
+		if _, ok := st.Extra["mountpoint"]; !ok {
+			st.Extra["mountpoint"] = "/" + st.Extra["pool"]
+		}
+	}
+	return nil
+}
+
 func storageAnswer(st *storage, returned map[string]any) map[string]any {
 	out := map[string]any{"storage": st.ID, "type": st.Type}
-	if len(returned) > 0 {
+	// Config.pm create/update answer the hook's result when Perl holds it
+	// true: PBSPlugin.pm on_add_hook / on_update_hook always return a hash
+	// (empty without a new encryption key), the others nothing.
+	if len(returned) > 0 || st.Type == "pbs" {
 		out["config"] = returned
 	}
 	return out
@@ -203,7 +263,9 @@ func (s *Server) updateStorage(q *request) (any, error) {
 		return fail(http.StatusInternalServerError, updateFailed+"%s", asAPIError(err).msg)
 	}
 	// Config.pm update: everything below runs under the storage.cfg lock.
-	if d := q.get("digest"); d != "" && !strings.EqualFold(d, s.storageDigest()) {
+	// pve-common Tools.pm assert_if_modified compares with Perl's `ne`:
+	// the digest must match exactly (an upper-case copy is a mismatch).
+	if d := q.get("digest"); d != "" && d != s.storageDigest() {
 		return nil, failed(fail(http.StatusInternalServerError, "detected modified configuration - file changed by other user? Try again."))
 	}
 	st, ok := s.st.Storages[id]
@@ -246,7 +308,19 @@ func (s *Server) updateStorage(q *request) (any, error) {
 	for k, v := range opts {
 		st.set(t, k, v)
 	}
+	if id == "local" {
+		st.Nodes = nil // Plugin.pm parse_config: no node restrictions for local
+	}
 	return storageAnswer(st, returned), nil
+}
+
+// defaultLocalStorage is the 'local' storage Plugin.pm parse_config puts
+// back whenever storage.cfg has none (or one that is no dir on
+// /var/lib/vz): deleting local only resets it.
+func defaultLocalStorage(total int64) *storage {
+	return &storage{ID: "local", Type: "dir", Path: "/var/lib/vz", Total: total,
+		Content: []string{"backup", "images", "iso", "rootdir", "snippets", "vztmpl"},
+		Extra:   map[string]string{"prune-backups": "keep-all=1"}}
 }
 
 func (s *Server) deleteStorage(q *request) (any, error) {
@@ -264,6 +338,9 @@ func (s *Server) deleteStorage(q *request) (any, error) {
 	// The plugins' on_delete_hook remove what /etc/pve/priv keeps.
 	delete(s.st.Priv, st.ID)
 	delete(s.st.Storages, st.ID)
+	if id == "local" {
+		s.st.Storages[id] = defaultLocalStorage(st.Total)
+	}
 	// pve-access-control AccessControl.pm remove_storage_access: the
 	// storage's ACLs and pool memberships go too.
 	s.dropACL(func(e aclEntry) bool { return e.Path == "/storage/"+id })
@@ -376,10 +453,24 @@ func (st *storage) set(t *schema.StorageType, k, v string) {
 	case "nodes":
 		st.Nodes = schema.SplitList(v)
 	case "shared":
+		// storage.cfg keeps the flag as given, so a GET shows "shared 0"
+		// too (SectionConfig.pm format_config_line writes a boolean 0 or
+		// 1); Plugin.pm parse_config still makes the @SHARED_STORAGE
+		// types shared.
+		ensureMap(&st.Extra)
+		st.Extra[k] = v
 		st.Shared = t.Shared || v == "1"
 	case "disable":
+		// SectionConfig.pm write_config writes a bare "disable" line when
+		// it is set and nothing otherwise: "disable 0" is not kept.
 		st.Disable = v == "1"
 	default:
+		if v == "" {
+			// SectionConfig.pm format_config_line writes no line for an
+			// empty value: the option is gone once storage.cfg is read.
+			delete(st.Extra, k)
+			return
+		}
 		ensureMap(&st.Extra)
 		st.Extra[k] = v
 	}
@@ -395,6 +486,7 @@ func (st *storage) unset(t *schema.StorageType, k string) {
 		st.Nodes = nil
 	case "shared":
 		st.Shared = t.Shared
+		delete(st.Extra, k)
 	case "disable":
 		st.Disable = false
 	default:

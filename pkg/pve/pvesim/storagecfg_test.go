@@ -172,11 +172,14 @@ func TestStorageDeleteCleansUp(t *testing.T) {
 	e.ok(nil, "POST", "/pools", "poolid", "p1")
 	e.ok(nil, "PUT", "/pools", "poolid", "p1", "storage", "d1")
 	e.ok(nil, "PUT", "/access/acl", "path", "/storage/d1", "roles", "PVEDatastoreUser", "users", "root@pam")
-	e.ok(nil, "POST", "/storage", "storage", "vg1", "type", "lvm", "vgname", "vg1", "base", "d1:0.0.0.scsi-1")
-	if r := e.call("DELETE", "/storage/d1"); r.Status != 500 || r.Message != "delete storage failed: can't remove storage - storage is used as base of another storage" {
+	// LVMPlugin.pm on_add_hook: the base is an iSCSI storage's LUN.
+	e.ok(nil, "POST", "/storage", "storage", "i1", "type", "iscsi", "portal", "10.0.0.7", "target", "iqn.2003-01.org.example:t1")
+	e.ok(nil, "POST", "/storage", "storage", "vg1", "type", "lvm", "vgname", "vg1", "base", "i1:0.0.0.scsi-1")
+	if r := e.call("DELETE", "/storage/i1"); r.Status != 500 || r.Message != "delete storage failed: can't remove storage - storage is used as base of another storage" {
 		t.Errorf("got %d %q deleting a base, want 500", r.Status, r.Message)
 	}
 	e.ok(nil, "DELETE", "/storage/vg1")
+	e.ok(nil, "DELETE", "/storage/i1")
 	e.ok(nil, "DELETE", "/storage/d1")
 	acl := e.rows("/access/acl")
 	for _, a := range acl {

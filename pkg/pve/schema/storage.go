@@ -50,7 +50,14 @@ type StorageType struct {
 	// MountPath types get path /mnt/pve/<storage> when a create names
 	// none (their plugin's check_config).
 	MountPath bool
+	// Formats are the image formats the plugindata lists (`format`); a
+	// format option naming another is dropped by Plugin.pm decode_value
+	// (a warning only), so it never reaches storage.cfg.
+	Formats []string
 }
+
+// HoldsFormat reports whether the type keeps format option value f.
+func (t *StorageType) HoldsFormat(f string) bool { return slices.Contains(t.Formats, f) }
 
 // Required lists the options a create must give, sorted: the non-optional
 // ones, less a path the plugin fills in itself.
@@ -126,21 +133,24 @@ var fileContent = []string{"backup", "images", "import", "iso", "rootdir", "snip
 var storageTypes = sync.OnceValue(func() map[string]*StorageType {
 	rows := []*StorageType{
 		{ // DirPlugin.pm
-			Name: "dir",
+			Name:    "dir",
+			Formats: []string{"raw", "qcow2", "vmdk", "subvol"},
 			Options: withCommon(map[string]StorageOption{"path": fixed, "snapshot-as-volume-chain": optFixed},
 				"content-dirs", "nodes", "shared", "disable", "prune-backups", "max-protected-backups", "content",
 				"format", "mkdir", "create-base-path", "create-subdirs", "is_mountpoint", "bwlimit", "preallocation"),
 			Content: append(slices.Clone(fileContent), "none"), DefaultContent: []string{"images", "rootdir"},
 		},
 		{ // NFSPlugin.pm
-			Name: "nfs",
+			Name:    "nfs",
+			Formats: []string{"raw", "qcow2", "vmdk"},
 			Options: withCommon(map[string]StorageOption{"path": fixed, "server": fixed, "export": fixed, "snapshot-as-volume-chain": optFixed},
 				"content-dirs", "nodes", "disable", "prune-backups", "max-protected-backups", "options", "content",
 				"format", "mkdir", "create-base-path", "create-subdirs", "bwlimit", "preallocation"),
 			Content: fileContent, DefaultContent: []string{"images"}, Shared: true, MountPath: true,
 		},
 		{ // CIFSPlugin.pm
-			Name: "cifs",
+			Name:    "cifs",
+			Formats: []string{"raw", "qcow2", "vmdk"},
 			Options: withCommon(map[string]StorageOption{"path": fixed, "server": fixed, "share": fixed, "snapshot-as-volume-chain": optFixed},
 				"content-dirs", "subdir", "nodes", "disable", "prune-backups", "max-protected-backups", "content",
 				"format", "username", "password", "domain", "smbversion", "mkdir", "create-base-path",
@@ -158,14 +168,16 @@ var storageTypes = sync.OnceValue(func() map[string]*StorageType {
 			DefaultContent: []string{"backup"}, Sensitive: []string{"keyring"}, Shared: true, MountPath: true,
 		},
 		{ // BTRFSPlugin.pm
-			Name: "btrfs",
+			Name:    "btrfs",
+			Formats: []string{"raw", "subvol"},
 			Options: withCommon(map[string]StorageOption{"path": fixed},
 				"nodes", "shared", "disable", "prune-backups", "max-protected-backups", "content", "format",
 				"is_mountpoint", "nocow", "mkdir", "create-base-path", "create-subdirs", "preallocation"),
 			Content: append(slices.Clone(fileContent), "none"), DefaultContent: []string{"images", "rootdir"},
 		},
 		{ // LVMPlugin.pm
-			Name: "lvm",
+			Name:    "lvm",
+			Formats: []string{"raw", "qcow2"},
 			Options: withCommon(map[string]StorageOption{"vgname": fixed, "base": optFixed},
 				"nodes", "shared", "disable", "saferemove", "saferemove-stepsize", "saferemove_throughput",
 				"content", "tagged_only", "bwlimit", "snapshot-as-volume-chain"),
@@ -177,7 +189,8 @@ var storageTypes = sync.OnceValue(func() map[string]*StorageType {
 			Content: []string{"images", "rootdir"}, DefaultContent: []string{"images", "rootdir"},
 		},
 		{ // ZFSPoolPlugin.pm
-			Name: "zfspool",
+			Name:    "zfspool",
+			Formats: []string{"raw", "subvol"},
 			Options: withCommon(map[string]StorageOption{"pool": fixed},
 				"blocksize", "sparse", "nodes", "disable", "content", "bwlimit", "mountpoint"),
 			Content: []string{"images", "rootdir"}, DefaultContent: []string{"images", "rootdir"},
@@ -217,9 +230,10 @@ var storageTypes = sync.OnceValue(func() map[string]*StorageType {
 			Shared: true,
 		},
 		{ // ESXiPlugin.pm: server and username are required, and may change
-			Name: "esxi",
+			Name:    "esxi",
+			Formats: []string{"raw", "qcow2", "vmdk"},
 			Options: withCommon(map[string]StorageOption{"server": req, "username": req},
-				"nodes", "shared", "disable", "content", "password", "skip-cert-verification", "port"),
+				"nodes", "shared", "disable", "content", "bwlimit", "password", "skip-cert-verification", "port"),
 			Content: []string{"import"}, DefaultContent: []string{"import"}, Sensitive: []string{"password"},
 		},
 	}
