@@ -77,6 +77,24 @@ func storageProblems(r *Resource) map[string]string {
 				typ, strings.Join(bad, ", "), strings.Join(t.Content, ", "))
 		}
 	}
+	if f, ok := r.Params.Lookup("format"); ok && out["format"] == "" && !t.HoldsFormat(f) {
+		holds := "no image format"
+		if len(t.Formats) > 0 {
+			holds = strings.Join(t.Formats, ", ")
+		}
+		out["format"] = fmt.Sprintf("a %s storage cannot keep format %s (pve-storage Plugin.pm decode_value drops it, so every plan would show it again); it keeps %s",
+			typ, f, holds)
+	}
+	if r.Name == "local" || r.Params.Get("storage") == "local" {
+		if _, ok := r.Params.Lookup("nodes"); ok {
+			out["nodes"] = "the storage local is on every node: PVE drops its nodes (pve-storage Plugin.pm parse_config), so every plan would show them again: leave nodes out"
+		}
+	}
+	for k, v := range r.Params.All() {
+		if v == "" && k != "storage" && out[k] == "" {
+			out[k] = "an empty value is not kept: PVE writes no line for it (SectionConfig.pm format_config_line): leave the key out, or write null to remove it"
+		}
+	}
 	for _, k := range r.Remove {
 		o, ok := t.Options[k]
 		switch {

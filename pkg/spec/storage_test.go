@@ -69,6 +69,19 @@ func TestStorageDiagnostics(t *testing.T) {
 				`mkdir, nodes, path, preallocation, prune-backups, shared, snapshot-as-volume-chain`},
 		},
 		{
+			name: "a format the type cannot keep",
+			spec: "kind: Storage\nname: st1\nspec:\n  type: btrfs\n  path: /srv/b\n  format: qcow2\n",
+			want: []string{`a.yaml:6: Storage/st1: spec.format: a btrfs storage cannot keep format qcow2 (pve-storage Plugin.pm decode_value drops it, so every plan would show it again); it keeps raw, subvol`},
+		},
+		{
+			name: "nodes of local, an empty value",
+			spec: "kind: Storage\nname: local\nspec:\n  type: dir\n  path: /var/lib/vz\n  nodes: pve\n  prune-backups: \"\"\n",
+			want: []string{
+				`a.yaml:6: Storage/local: spec.nodes: the storage local is on every node: PVE drops its nodes (pve-storage Plugin.pm parse_config), so every plan would show them again: leave nodes out`,
+				`a.yaml:7: Storage/local: spec.prune-backups: an empty value is not kept: PVE writes no line for it (SectionConfig.pm format_config_line): leave the key out, or write null to remove it`,
+			},
+		},
+		{
 			name: "content the type cannot hold",
 			spec: "kind: Storage\nname: st1\nspec:\n  type: lvm\n  vgname: vg\n  content: images,iso\n",
 			want: []string{`a.yaml:6: Storage/st1: spec.content: a lvm storage cannot hold iso (PVE drops it, so every plan would show it again); it holds images, rootdir`},
