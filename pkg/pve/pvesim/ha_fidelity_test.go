@@ -35,3 +35,33 @@ func TestHAFormats(t *testing.T) {
 			"create ha rule failed: cannot use unmanaged resource(s) foo:1."},
 	})
 }
+
+// The feasibility checks PVE runs on a rule it writes (Rules.pm
+// check_feasibility, with ResourceAffinity.pm's and the inter-plugin
+// checks): a write that makes its own rule infeasible is refused.
+func TestHARuleFeasibility(t *testing.T) {
+	e := haSetup(t)
+	const rules = "/cluster/ha/rules"
+	invalid := func(id, why string) string {
+		return "create ha rule failed: 400 Rule '" + id + "' is invalid.\nresources: " + why
+	}
+	e.refuses(t, []refusal{
+		{"negative beyond nodes", "POST", rules, []string{"rule", "n1", "type", "resource-affinity", "affinity", "negative", "resources", "vm:100,vm:101,vm:102"}, 500,
+			invalid("n1", "rule defines more resources than available nodes")},
+	})
+	e.ok(nil, "POST", rules, "rule", "p1", "type", "resource-affinity", "affinity", "positive", "resources", "vm:100,vm:101")
+	e.ok(nil, "POST", rules, "rule", "a1", "type", "node-affinity", "resources", "vm:100", "nodes", "pve")
+	e.refuses(t, []refusal{
+		{"positive and negative share two", "POST", rules, []string{"rule", "n2", "type", "resource-affinity", "affinity", "negative", "resources", "vm:100,vm:101"}, 500,
+			invalid("n2", "rule shares two or more resources with a positive resource affinity rule")},
+		{"second node affinity in a positive set", "POST", rules, []string{"rule", "a2", "type", "node-affinity", "resources", "vm:101", "nodes", "pve2"}, 500,
+			invalid("a2", "at least one resource is in a positive resource affinity rule and there are other resources in at least one other node affinity rule already")},
+	})
+	// A disabled rule is not checked; enabling it is.
+	e.ok(nil, "POST", rules, "rule", "a2", "type", "node-affinity", "resources", "vm:102", "nodes", "pve", "disable", "1")
+	e.ok(nil, "POST", rules, "rule", "n3", "type", "resource-affinity", "affinity", "negative", "resources", "vm:100,vm:102")
+	r := e.call("PUT", rules+"/a2", "type", "node-affinity", "delete", "disable")
+	if want := "update HA rules failed: 400 Rule 'a2' is invalid.\nresources: at least one resource is in a negative resource affinity rule and this rule would restrict these to less nodes than available to the resources"; r.Status != 500 || r.Message != want {
+		t.Errorf("enable a2: got %d %q, want %q", r.Status, r.Message, want)
+	}
+}

@@ -138,39 +138,18 @@ func (s *Server) checkHARuleRefs(opts map[string]string) error {
 	return nil
 }
 
-// haRuleInfeasible is $assert_feasibility for rule id: the errors of the
-// checks that blame it, as PVE::Exception stringifies them.
-func (s *Server) haRuleInfeasible(id string) error {
-	h := s.ha()
-	rule := h.Rules[id]
-	var errs []string
-	if rule["disable"] != "1" {
-		switch rule["type"] {
-		case "node-affinity":
-			for _, sid := range splitKeys(rule["resources"]) {
-				for other, o := range h.Rules {
-					if other != id && o["type"] == "node-affinity" && o["disable"] != "1" && slices.Contains(splitKeys(o["resources"]), sid) {
-						errs = append(errs, fmt.Sprintf("resource '%s' is already used in another node affinity rule", sid))
-						break
-					}
-				}
-			}
-		case "resource-affinity":
-			if len(splitKeys(rule["resources"])) < 2 {
-				errs = append(errs, "rule is ineffective as there are less than two resources")
-			}
-		}
-	}
-	if len(errs) == 0 {
-		return nil
-	}
-	return fmt.Errorf("Rule '%s' is invalid.\nresources: %s", id, strings.Join(errs, ", "))
-}
-
-func (s *Server) haRuleAnswer(id string) map[string]any {
+func (s *Server) haRuleAnswer(id string, errs haRuleErrors) map[string]any {
 	h := s.ha()
 	out := typedSection(h.Rules[id], haNumeric...)
 	out["rule"], out["digest"], out["order"] = id, sectionDigest(h.Rules), h.Order[id]
+	// $get_api_ha_rule: the errors check_feasibility blames the rule for.
+	if blamed := errs[id]; len(blamed) > 0 {
+		shown := map[string]string{}
+		for opt, msgs := range blamed {
+			shown[opt] = strings.Join(msgs, ", ")
+		}
+		out["errors"] = shown
+	}
 	return out
 }
 
@@ -178,6 +157,7 @@ func (s *Server) listHARules(q *request) (any, error) {
 	h := s.ha()
 	ids := slices.SortedFunc(maps.Keys(h.Rules), func(a, b string) int { return h.Order[a] - h.Order[b] })
 	out := []map[string]any{}
+	errs := s.haFeasibility()
 	for _, id := range ids {
 		rule := h.Rules[id]
 		if t := q.get("type"); t != "" && rule["type"] != t {
@@ -186,7 +166,7 @@ func (s *Server) listHARules(q *request) (any, error) {
 		if res := q.get("resource"); res != "" && !slices.Contains(splitKeys(rule["resources"]), res) {
 			continue
 		}
-		out = append(out, s.haRuleAnswer(id))
+		out = append(out, s.haRuleAnswer(id, errs))
 	}
 	return out, nil
 }
@@ -196,7 +176,7 @@ func (s *Server) getHARule(q *request) (any, error) {
 	if _, ok := s.ha().Rules[id]; !ok {
 		return nil, fail(http.StatusInternalServerError, "no such ha rule '%s'", id)
 	}
-	return s.haRuleAnswer(id), nil
+	return s.haRuleAnswer(id, s.haFeasibility()), nil
 }
 
 func (s *Server) createHARule(q *request) (any, error) {
