@@ -238,17 +238,22 @@ func (s *Server) updateHAResource(q *request) (any, error) {
 	if d := q.get("digest"); d != "" && d != sectionDigest(h.Resources) {
 		return nil, fail(http.StatusInternalServerError, failed+"detected modified configuration - file changed by other user? Try again.")
 	}
-	opts, ok := h.Resources[sid]
+	live, ok := h.Resources[sid]
 	if !ok {
 		return nil, fail(http.StatusInternalServerError, failed+"no such resource '%s'", sid)
 	}
+	opts := maps.Clone(live) // a refusal writes nothing
+	// Config.pm update_single_resource_config_inplace: the values are set
+	// first, then delete takes any option of the plugin (group too, all
+	// optional) and refuses another; a key both set and deleted goes.
+	haResourceParams(q, opts)
 	for _, k := range splitKeys(q.get("delete")) {
-		if !slices.Contains(haResourceOpts, k) {
-			return nil, fail(http.StatusInternalServerError, failed+"invalid option '%s'", k)
+		if k != "group" && !slices.Contains(haResourceOpts, k) {
+			return nil, fail(http.StatusInternalServerError, failed+"no such option '%s'", k)
 		}
 		delete(opts, k)
 	}
-	haResourceParams(q, opts)
+	h.Resources[sid] = opts
 	if v, err := s.haGuest(typ, name); err == nil {
 		s.haApply(v, opts)
 	}
@@ -358,8 +363,7 @@ func (s *Server) haPower(k *guestKind, q *request, action string, node string, i
 	if err != nil || (action != "start" && action != "stop" && action != "shutdown") {
 		return nil, false, nil
 	}
-	_, opts, managed := s.haManaged(v)
-	if !managed {
+	if _, _, managed := s.haManaged(v); !managed {
 		return nil, false, nil
 	}
 	if action == "stop" && q.bool("overrule-shutdown") {
@@ -372,9 +376,12 @@ func (s *Server) haPower(k *guestKind, q *request, action string, node string, i
 	return s.startWorker(node, typ, vmidString(id), worker{
 		run: func(t *task) error {
 			t.logf("Requesting HA %s for %s %d", verb, k.noun, id)
-			opts["state"] = state
+			// The resource as it is now (an update replaces its map).
 			if v, err := s.guestAt(k, node, id); err == nil {
-				s.haApply(v, opts)
+				if _, opts, ok := s.haConfigured(v); ok {
+					opts["state"] = state
+					s.haApply(v, opts)
+				}
 			}
 			return s.saveLocked()
 		},

@@ -65,3 +65,34 @@ func TestHARuleFeasibility(t *testing.T) {
 		t.Errorf("enable a2: got %d %q, want %q", r.Status, r.Message, want)
 	}
 }
+
+// Updates as PVE makes them: a resource's delete takes any option of its
+// plugin, refuses others with SectionConfig's message and wins over a
+// value set in the same call (Config.pm update_single_resource_config_inplace);
+// a rule's update refuses another type (check_value), an unknown option,
+// and setting and deleting one option (delete_from_config). A refusal
+// writes nothing.
+func TestHAUpdates(t *testing.T) {
+	e := haSetup(t)
+	e.ok(nil, "POST", "/cluster/ha/rules", "rule", "a1", "type", "node-affinity", "resources", "vm:100", "nodes", "pve", "comment", "x")
+	e.refuses(t, []refusal{
+		{"resource unknown option", "PUT", "/cluster/ha/resources/vm:100", []string{"comment", "new", "delete", "nodes"}, 500,
+			"update resources config failed: no such option 'nodes'"},
+		{"rule other type", "PUT", "/cluster/ha/rules/a1", []string{"type", "resource-affinity", "comment", "y"}, 500,
+			"update HA rules failed: unexpected property 'type'"},
+		{"rule unknown option", "PUT", "/cluster/ha/rules/a1", []string{"type", "node-affinity", "delete", "comment,affinity"}, 500,
+			"update HA rules failed: no such option 'affinity'"},
+		{"rule set and delete", "PUT", "/cluster/ha/rules/a1", []string{"type", "node-affinity", "strict", "1", "delete", "strict"}, 500,
+			"update HA rules failed: cannot set and delete property 'strict' at the same time!"},
+	})
+	if res := e.object("/cluster/ha/resources/vm:100"); res["comment"] != nil {
+		t.Errorf("a refused update wrote: %v", res)
+	}
+	if rule := e.object("/cluster/ha/rules/a1"); rule["comment"] != "x" {
+		t.Errorf("a refused rule update wrote: %v", rule)
+	}
+	e.ok(nil, "PUT", "/cluster/ha/resources/vm:100", "max_restart", "3", "delete", "group,max_restart")
+	if res := e.object("/cluster/ha/resources/vm:100"); res["max_restart"] != nil || res["state"] != "stopped" {
+		t.Errorf("set and delete max_restart: got %v", res)
+	}
+}

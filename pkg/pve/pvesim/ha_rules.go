@@ -219,6 +219,11 @@ func (s *Server) updateHARule(q *request) (any, error) {
 		return nil, fail(http.StatusInternalServerError, failed+"HA rule '%s' does not exist", id)
 	}
 	typ := rule["type"]
+	// check_config($ruleid, $param, 0, 1) gets the type parameter too:
+	// SectionConfig.pm check_value passes it only if it is the rule's.
+	if t := q.get("type"); t != "" && t != typ {
+		return nil, fail(http.StatusInternalServerError, failed+"unexpected property 'type'")
+	}
 	opts, err := haRuleParams(q, typ, false)
 	if err != nil {
 		return nil, fail(http.StatusInternalServerError, failed+"%s", err.Error())
@@ -228,11 +233,18 @@ func (s *Server) updateHARule(q *request) (any, error) {
 	}
 	old := maps.Clone(rule)
 	for _, k := range splitKeys(q.get("delete")) {
+		// SectionConfig.pm delete_from_config
 		if !slices.Contains(haRuleOpts[typ], k) {
-			return nil, fail(http.StatusInternalServerError, failed+"invalid option '%s'", k)
+			h.Rules[id] = old
+			return nil, fail(http.StatusInternalServerError, failed+"no such option '%s'", k)
 		}
 		if slices.Contains(haRuleRequired[typ], k) {
+			h.Rules[id] = old
 			return nil, fail(http.StatusInternalServerError, failed+"unable to delete required option '%s'", k)
+		}
+		if _, set := opts[k]; set {
+			h.Rules[id] = old
+			return nil, fail(http.StatusInternalServerError, failed+"cannot set and delete property '%s' at the same time!", k)
 		}
 		delete(rule, k)
 	}
