@@ -86,15 +86,20 @@ func haBool(v string) string {
 	return "0"
 }
 
-var haVMIDName = lazyre.New(`^[1-9][0-9]+$`)
+var (
+	haVMIDName = lazyre.New(`^[1-9][0-9]+$`)
+	haDigits   = lazyre.New(`^[0-9]+$`)
+)
 
 // parseSID is PVE::HA::Config::parse_sid: a bare vmid becomes vm:N or
 // ct:N by the guest's type; else TYPE:NAME.
 func (s *Server) parseSID(sid string) (full, typ, name string, err error) {
-	if n, convErr := strconv.Atoi(sid); convErr == nil && sid == strconv.Itoa(n) {
+	if haDigits.MatchString(sid) {
+		// the vmlist is keyed by the vmid as written: 0100 is none.
+		n, convErr := strconv.Atoi(sid)
 		v, ok := s.st.VMs[n]
-		if !ok {
-			return "", "", "", fail(http.StatusInternalServerError, "unable to detect SID from VMID - VM/CT %d does not exist", n)
+		if convErr != nil || !ok || sid != strconv.Itoa(n) {
+			return "", "", "", fail(http.StatusInternalServerError, "unable to detect SID from VMID - VM/CT %s does not exist", sid)
 		}
 		typ = "vm"
 		if v.Type == s.lxc.typ {
@@ -102,8 +107,10 @@ func (s *Server) parseSID(sid string) (full, typ, name string, err error) {
 		}
 		return typ + ":" + sid, typ, sid, nil
 	}
-	typ, name, ok := strings.Cut(sid, ":")
-	if !ok || typ == "" || name == "" || strings.ContainsAny(sid, " \t") {
+	// m/^(\S+):(\S+)$/: the type is all before the last colon.
+	i := strings.LastIndex(sid, ":")
+	typ, name = sid[:max(i, 0)], sid[i+1:]
+	if i < 0 || typ == "" || name == "" || strings.ContainsAny(sid, " \t\n\r\f") {
 		return "", "", "", fail(http.StatusInternalServerError, "unable to parse service id '%s'", sid)
 	}
 	return sid, typ, name, nil
@@ -113,7 +120,8 @@ func (s *Server) parseSID(sid string) (full, typ, name string, err error) {
 // verify_name and exists do.
 func (s *Server) haGuest(typ, name string) (*vm, error) {
 	if typ != "vm" && typ != "ct" {
-		return nil, fail(http.StatusInternalServerError, "unknown resource type '%s'", typ)
+		// SectionConfig.pm lookup
+		return nil, fail(http.StatusInternalServerError, "unknown section type '%s'", typ)
 	}
 	if !haVMIDName.MatchString(name) {
 		return nil, fail(http.StatusInternalServerError, "invalid VMID")

@@ -96,3 +96,15 @@ func TestHAUpdates(t *testing.T) {
 		t.Errorf("set and delete max_restart: got %v", res)
 	}
 }
+
+// Config.pm parse_sid: a bare vmid is looked up as written (0100 is no
+// guest), and TYPE:NAME splits at the last colon; an unknown type is
+// SectionConfig.pm lookup's refusal.
+func TestHASidForms(t *testing.T) {
+	e := haSetup(t)
+	e.refuses(t, []refusal{
+		{"leading zero", "GET", "/cluster/ha/resources/0100", nil, 500, "unable to detect SID from VMID - VM/CT 0100 does not exist"},
+		{"two colons", "POST", "/cluster/ha/resources", []string{"sid", "vm:100:1"}, 500, "unknown section type 'vm:100'"},
+		{"other type", "POST", "/cluster/ha/resources", []string{"sid", "foo:100"}, 500, "unknown section type 'foo'"},
+	})
+}
