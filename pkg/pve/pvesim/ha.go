@@ -293,11 +293,11 @@ func (h *haConfig) purgeFromRules(sid string) {
 		left := slices.DeleteFunc(splitKeys(rule["resources"]), func(x string) bool { return x == sid })
 		if len(left) == 0 {
 			delete(h.Rules, id)
-			delete(h.Order, id)
 			continue
 		}
 		rule["resources"] = strings.Join(left, ",")
 	}
+	h.renumberRules("")
 }
 
 // splitKeys is PVE::Tools::split_list on a comma (or space) list.

@@ -1,6 +1,8 @@
 package pvesim_test
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -107,4 +109,28 @@ func TestHASidForms(t *testing.T) {
 		{"two colons", "POST", "/cluster/ha/resources", []string{"sid", "vm:100:1"}, 500, "unknown section type 'vm:100'"},
 		{"other type", "POST", "/cluster/ha/resources", []string{"sid", "foo:100"}, 500, "unknown section type 'foo'"},
 	})
+}
+
+// Rules' order as rules.cfg keeps it: get_next_ordinal is the lowest
+// ordinal plus one, and the file read back numbers its sections 1, 2, …
+// (SectionConfig.pm parse_config), so a fourth rule lands before the
+// third and a deletion closes the gap.
+func TestHARuleOrder(t *testing.T) {
+	e := haSetup(t)
+	for _, id := range []string{"r1", "r2", "r3", "r4"} {
+		e.ok(nil, "POST", "/cluster/ha/rules", "rule", id, "type", "node-affinity", "resources", "vm:100", "nodes", "pve", "disable", "1")
+	}
+	order := func() (out []string) {
+		for _, r := range e.rows("/cluster/ha/rules") {
+			out = append(out, r["rule"].(string)+":"+fmt.Sprint(r["order"]))
+		}
+		return out
+	}
+	if got := strings.Join(order(), " "); got != "r1:1 r2:2 r4:3 r3:4" {
+		t.Errorf("order: got %s", got)
+	}
+	e.ok(nil, "DELETE", "/cluster/ha/rules/r2")
+	if got := strings.Join(order(), " "); got != "r1:1 r4:2 r3:3" {
+		t.Errorf("order after a deletion: got %s", got)
+	}
 }

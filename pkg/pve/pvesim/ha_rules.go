@@ -194,17 +194,47 @@ func (s *Server) createHARule(q *request) (any, error) {
 		return nil, fail(http.StatusInternalServerError, failed+"%s", err.Error())
 	}
 	opts["type"] = typ
-	next := 1
-	for _, o := range h.Order {
-		next = max(next, o+1)
-	}
-	h.Rules[id], h.Order[id] = opts, next
+	h.Rules[id] = opts
 	if err := s.haRuleInfeasible(id); err != nil {
 		delete(h.Rules, id)
-		delete(h.Order, id)
 		return nil, fail(http.StatusInternalServerError, failed+"%s", err.Error())
 	}
+	h.Order[id] = haNextOrdinal(h.Order)
+	h.renumberRules(id)
 	return nil, s.saveLocked()
+}
+
+// haNextOrdinal is Rules.pm get_next_ordinal as written: the lowest
+// ordinal plus one (not the highest), 1 for the first rule.
+func haNextOrdinal(order map[string]int) int {
+	if len(order) == 0 {
+		return 1
+	}
+	return slices.Min(slices.Collect(maps.Values(order))) + 1
+}
+
+// renumberRules is write_config then parse_config: sections are written
+// by ordinal and read back numbered 1, 2, … by position. A new rule ties
+// with the one at its ordinal; Perl sorts the tie in hash order, which
+// the simulator fixes as the older rule first.
+func (h *haConfig) renumberRules(newID string) {
+	for id := range h.Order {
+		if _, ok := h.Rules[id]; !ok {
+			delete(h.Order, id)
+		}
+	}
+	ids := slices.SortedFunc(maps.Keys(h.Order), func(a, b string) int {
+		if d := h.Order[a] - h.Order[b]; d != 0 {
+			return d
+		}
+		if a == newID || b == newID {
+			return map[bool]int{true: 1, false: -1}[a == newID]
+		}
+		return strings.Compare(a, b)
+	})
+	for i, id := range ids {
+		h.Order[id] = i + 1
+	}
 }
 
 func (s *Server) updateHARule(q *request) (any, error) {
@@ -261,6 +291,6 @@ func (s *Server) deleteHARule(q *request) (any, error) {
 	id := q.vars["rule"]
 	h := s.ha()
 	delete(h.Rules, id)
-	delete(h.Order, id)
+	h.renumberRules("")
 	return nil, s.saveLocked()
 }
