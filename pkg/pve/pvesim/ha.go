@@ -145,16 +145,29 @@ func (s *Server) haGuest(typ, name string) (*vm, error) {
 // propertyList less sid and type; groups are gone in PVE 9).
 var haResourceOpts = []string{"state", "failback", "max_restart", "max_relocate", "comment"}
 
-func haResourceParams(q *request, into map[string]string) {
+func haResourceParams(q *request, into map[string]string) error {
 	for _, k := range haResourceOpts {
 		if q.has(k) {
 			v := q.get(k)
+			if err := haLineFeed(v); err != nil {
+				return err
+			}
 			if k == "failback" {
 				v = haBool(v)
 			}
 			into[k] = v
 		}
 	}
+	return nil
+}
+
+// haLineFeed is SectionConfig.pm check_value's refusal of a value with a
+// line feed (it runs even with skipSchemaCheck).
+func haLineFeed(v string) error {
+	if strings.ContainsAny(v, "\n\r") {
+		return fmt.Errorf("property contains a line feed")
+	}
+	return nil
 }
 
 // haGroupRefused: the simulator has no HA groups, so they count as
@@ -223,12 +236,15 @@ func (s *Server) createHAResource(q *request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	// check_config comes before the lock and its duplicate check.
+	opts := map[string]string{"type": typ}
+	if err := haResourceParams(q, opts); err != nil {
+		return nil, err
+	}
 	h := s.ha()
 	if _, dup := h.Resources[sid]; dup {
 		return nil, fail(http.StatusInternalServerError, "create resource failed: resource ID '%s' already defined", sid)
 	}
-	opts := map[string]string{"type": typ}
-	haResourceParams(q, opts)
 	h.Resources[sid] = opts
 	s.haApply(v, opts)
 	return nil, s.saveLocked()
@@ -254,7 +270,9 @@ func (s *Server) updateHAResource(q *request) (any, error) {
 	// Config.pm update_single_resource_config_inplace: the values are set
 	// first, then delete takes any option of the plugin (group too, all
 	// optional) and refuses another; a key both set and deleted goes.
-	haResourceParams(q, opts)
+	if err := haResourceParams(q, opts); err != nil {
+		return nil, fail(http.StatusInternalServerError, failed+"%s", err.Error())
+	}
 	for _, k := range splitKeys(q.get("delete")) {
 		if k != "group" && !slices.Contains(haResourceOpts, k) {
 			return nil, fail(http.StatusInternalServerError, failed+"no such option '%s'", k)

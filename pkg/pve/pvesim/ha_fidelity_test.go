@@ -134,3 +134,14 @@ func TestHARuleOrder(t *testing.T) {
 		t.Errorf("order after a deletion: got %s", got)
 	}
 }
+
+// SectionConfig.pm check_value refuses a value with a line feed, even
+// with the schema check skipped (both HA config files).
+func TestHALineFeed(t *testing.T) {
+	e := haSetup(t)
+	e.refuses(t, []refusal{
+		{"resource create", "POST", "/cluster/ha/resources", []string{"sid", "vm:100", "comment", "a\nb"}, 500, "property contains a line feed"},
+		{"resource update", "PUT", "/cluster/ha/resources/vm:100", []string{"comment", "a\nb"}, 500, "update resources config failed: property contains a line feed"},
+		{"rule create", "POST", "/cluster/ha/rules", []string{"rule", "r1", "type", "node-affinity", "resources", "vm:100", "nodes", "pve", "comment", "a\rb"}, 500, "property contains a line feed"},
+	})
+}

@@ -77,6 +77,9 @@ func haRuleParams(q *request, typ string, create bool) (map[string]string, error
 			return nil, fail(http.StatusInternalServerError, "unexpected property '%s'", k)
 		}
 		v := q.get(k)
+		if err := haLineFeed(v); err != nil {
+			return nil, err
+		}
 		switch k {
 		case "resources":
 			v = encodeHAResources(v)
