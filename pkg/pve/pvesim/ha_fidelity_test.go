@@ -145,3 +145,15 @@ func TestHALineFeed(t *testing.T) {
 		{"rule create", "POST", "/cluster/ha/rules", []string{"rule", "r1", "type", "node-affinity", "resources", "vm:100", "nodes", "pve", "comment", "a\rb"}, 500, "property contains a line feed"},
 	})
 }
+
+// A create with ha-managed adds the guest as an HA resource (qemu-server
+// and pve-container create_vm run "ha-manager add"), stopped unless the
+// create starts it.
+func TestHAManagedCreate(t *testing.T) {
+	e := haSetup(t)
+	e.run("POST", "/nodes/pve/qemu", "vmid", "110", "scsi0", "local-lvm:1", "ha-managed", "1")
+	res := e.object("/cluster/ha/resources/110")
+	if res["sid"] != "vm:110" || res["state"] != "stopped" {
+		t.Errorf("resource of a create with ha-managed: got %v", res)
+	}
+}
