@@ -354,6 +354,14 @@ func haWants(opts map[string]string) bool {
 // by root@pam), as pve-ha-manager's LRM runs the resource's start or
 // shutdown.
 func (s *Server) haApply(v *vm, opts map[string]string) {
+	s.haApplyWith(v, opts, "shutdown")
+}
+
+// haApplyWith is haApply with the stop the LRM runs: the resource
+// plugins' shutdown (Resources/PVEVM.pm, PVECT.pm) shuts the guest down
+// (qmshutdown/vzshutdown, timeout 60) unless the CRM's stop command gave
+// a timeout of 0 (vm_stop's "crm-command stop <sid> 0"), then it stops it.
+func (s *Server) haApplyWith(v *vm, opts map[string]string, stop string) {
 	if opts["state"] == "ignored" {
 		return
 	}
@@ -362,7 +370,7 @@ func (s *Server) haApply(v *vm, opts map[string]string) {
 		return
 	}
 	k := s.kindOf(v)
-	action := "stop"
+	action := stop
 	if want {
 		action = "start"
 	}
@@ -395,6 +403,9 @@ func (s *Server) haPower(k *guestKind, q *request, action string, node string, i
 	if action == "stop" && q.bool("overrule-shutdown") {
 		return nil, true, paramErr1("overrule-shutdown", "Not applicable for HA resources.")
 	}
+	if action == "shutdown" && q.has("timeout") && q.get("timeout") == "0" {
+		action = "stop" // crm-command stop <sid> 0
+	}
 	typ, state, verb := "hastart", "started", "start"
 	if action != "start" {
 		typ, state, verb = "hastop", "stopped", "stop"
@@ -406,7 +417,7 @@ func (s *Server) haPower(k *guestKind, q *request, action string, node string, i
 			if v, err := s.guestAt(k, node, id); err == nil {
 				if _, opts, ok := s.haConfigured(v); ok {
 					opts["state"] = state
-					s.haApply(v, opts)
+					s.haApplyWith(v, opts, action)
 				}
 			}
 			return s.saveLocked()

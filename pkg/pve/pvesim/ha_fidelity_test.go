@@ -157,3 +157,21 @@ func TestHAManagedCreate(t *testing.T) {
 		t.Errorf("resource of a create with ha-managed: got %v", res)
 	}
 }
+
+// The LRM stops a guest with the resource plugin's shutdown: a shutdown
+// task (timeout 60) when the requested state becomes stopped, a stop only
+// for vm_stop's "crm-command stop <sid> 0".
+func TestHAStopTask(t *testing.T) {
+	e := haSetup(t)
+	e.ok(nil, "PUT", "/cluster/ha/resources/vm:100", "state", "started")
+	e.running("100", true)
+	e.ok(nil, "PUT", "/cluster/ha/resources/vm:100", "state", "stopped")
+	e.running("100", false)
+	found := map[string]bool{}
+	for _, row := range e.rows("/nodes/pve/tasks", "vmid", "100") {
+		found[row["type"].(string)] = true
+	}
+	if !found["qmshutdown"] || found["qmstop"] {
+		t.Errorf("tasks of the HA stop: got %v, want qmshutdown", found)
+	}
+}
