@@ -14,9 +14,10 @@ import (
 // HA rules (PVE 9), as pve-ha-manager src/PVE/API2/HA/Rules.pm writes
 // them: section options per type (Rules/NodeAffinity.pm,
 // Rules/ResourceAffinity.pm options), resources that must be HA-managed,
-// nodes that must exist, and the feasibility checks a new or changed
-// rule must pass (Rules.pm check_feasibility: a resource in one
-// node-affinity rule only; a resource-affinity rule needs two resources).
+// nodes that must exist (the local node is not checked), and the
+// feasibility checks a new or changed rule must pass (Rules.pm
+// check_feasibility, ha_feasibility.go); a rule that later becomes
+// infeasible is kept and GET shows its errors.
 
 // haRuleOpts are the options each rule type takes (the plugins' options).
 var haRuleOpts = map[string][]string{
