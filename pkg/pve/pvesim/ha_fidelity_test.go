@@ -175,3 +175,20 @@ func TestHAStopTask(t *testing.T) {
 		t.Errorf("tasks of the HA stop: got %v, want qmshutdown", found)
 	}
 }
+
+// pve-container checks a CT's state before it hands the CT to the HA
+// manager (API2/LXC/Status.pm): a start of a running HA-managed CT, or
+// a stop of a stopped one, is refused rather than an hastart/hastop. A
+// CT created with ha-managed is one (ct:N, started with start=1).
+func TestHACTState(t *testing.T) {
+	e := haSetup(t)
+	e.run("POST", "/nodes/pve/lxc", "vmid", "200", "hostname", "ct-1",
+		"ostemplate", "local:vztmpl/debian-12-standard_12.7-1_amd64.tar.zst",
+		"rootfs", "local-lvm:8", "ha-managed", "1", "start", "1")
+	if res := e.object("/cluster/ha/resources/200"); res["sid"] != "ct:200" || res["state"] != "started" {
+		t.Errorf("resource of the CT: got %v", res)
+	}
+	e.refuses(t, []refusal{
+		{"start running", "POST", "/nodes/pve/lxc/200/status/start", nil, 500, "CT 200 already running"},
+	})
+}
