@@ -192,3 +192,22 @@ func TestHACTState(t *testing.T) {
 		{"start running", "POST", "/nodes/pve/lxc/200/status/start", nil, 500, "CT 200 already running"},
 	})
 }
+
+// The migration of an HA-managed VM is an hamigrate task that asks the HA
+// manager; the LRM then migrates the VM (qemu-server migrate_vm,
+// Resources/PVEVM.pm migrate).
+func TestHAMigrate(t *testing.T) {
+	e := haSetup(t)
+	upid := e.task("POST", "/nodes/pve/qemu/100/migrate", "target", "pve2")
+	if !strings.Contains(upid, ":hamigrate:100:") {
+		t.Fatalf("migrate of an HA VM: got %s, want an hamigrate task", upid)
+	}
+	e.wait(upid)
+	for range 500 {
+		if r := e.call("GET", "/nodes/pve2/qemu/100/status/current"); r.Status == 200 {
+			return
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	t.Errorf("VM 100 never reached pve2")
+}
