@@ -146,13 +146,11 @@ func (s *Server) haRuleAnswer(id string, errs haRuleErrors) map[string]any {
 	h := s.ha()
 	out := typedSection(h.Rules[id], haNumeric...)
 	out["rule"], out["digest"], out["order"] = id, sectionDigest(h.Rules), h.Order[id]
-	// $get_api_ha_rule: the errors check_feasibility blames the rule for.
+	// $get_api_ha_rule: the errors check_feasibility blames the rule for,
+	// by option, each a list of messages (only $assert_feasibility joins
+	// them).
 	if blamed := errs[id]; len(blamed) > 0 {
-		shown := map[string]string{}
-		for opt, msgs := range blamed {
-			shown[opt] = strings.Join(msgs, ", ")
-		}
-		out["errors"] = shown
+		out["errors"] = blamed
 	}
 	return out
 }
