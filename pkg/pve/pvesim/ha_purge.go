@@ -15,6 +15,7 @@ import (
 // it leaves every backup job (pve-guest-common VZDump/Plugin.pm
 // remove_vmid_from_backup_jobs: a job of only that guest goes) and its
 // HA resource goes, out of the rules too (delete_service_from_config).
+// And what a create with ha-managed adds (haAddCreated).
 
 // destroyRefusal is $early_checks without purge.
 func (s *Server) destroyRefusal(v *vm, purge bool) error {
