@@ -43,7 +43,11 @@ func (s *Server) haRoutes() []route {
 			s.listHAResources, s.createHAResource, s.getHAResource, s.updateHAResource, s.deleteHAResource),
 		crudRoutes("/cluster/ha/rules", "/{rule}",
 			s.listHARules, s.createHARule, s.getHARule, s.updateHARule, s.deleteHARule),
-		[]route{r("GET /cluster/ha/status/current", s.haStatus)},
+		[]route{
+			r("GET /cluster/ha/status/current", s.haStatus),
+			r("POST /cluster/ha/resources/{sid}/migrate", s.haResourceMove(true)),   // ha_migrate.go
+			r("POST /cluster/ha/resources/{sid}/relocate", s.haResourceMove(false)), // ha_migrate.go
+		},
 	)
 }
 

@@ -211,3 +211,33 @@ func TestHAMigrate(t *testing.T) {
 	}
 	t.Errorf("VM 100 never reached pve2")
 }
+
+// POST /cluster/ha/resources/{sid}/migrate (Resources.pm migrate): only
+// an HA-managed resource, the answer names the resources in positive
+// affinity, and the HA stack moves them together.
+func TestHAResourceMigrate(t *testing.T) {
+	e := haSetup(t)
+	e.ok(nil, "PUT", "/cluster/ha/resources/vm:102", "state", "ignored")
+	e.ok(nil, "POST", "/cluster/ha/rules", "rule", "p1", "type", "resource-affinity", "affinity", "positive", "resources", "vm:100,vm:101")
+	e.refuses(t, []refusal{
+		{"ignored", "POST", "/cluster/ha/resources/vm:102/migrate", []string{"node", "pve2"}, 500, "resource 'vm:102' is not HA managed"},
+	})
+	var out map[string]any
+	e.ok(&out, "POST", "/cluster/ha/resources/100/migrate", "node", "pve2")
+	if out["sid"] != "vm:100" || out["requested-node"] != "pve2" || fmt.Sprint(out["comigrated-resources"]) != "[vm:101]" {
+		t.Errorf("migrate answer: got %v", out)
+	}
+	for _, id := range []string{"100", "101"} {
+		ok := false
+		for range 500 {
+			if r := e.call("GET", "/nodes/pve2/qemu/"+id+"/status/current"); r.Status == 200 {
+				ok = true
+				break
+			}
+			time.Sleep(2 * time.Millisecond)
+		}
+		if !ok {
+			t.Errorf("VM %s never reached pve2", id)
+		}
+	}
+}
