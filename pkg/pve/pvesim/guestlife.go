@@ -33,7 +33,8 @@ func (s *Server) createLock(k *guestKind, q *request, id int) error {
 // worker takes the vmid's lock again (qemu-server: lock_config_full for
 // 1 s; pve-container: lock_config); if it cannot, qemu-server unlinks the
 // config while pve-container leaves the stub locked.
-func (s *Server) startCreate(k *guestKind, v *vm, conf map[string]string, poolID string, start bool, work func(t *task)) string {
+func (s *Server) startCreate(k *guestKind, v *vm, conf map[string]string, poolID string, q *request, work func(t *task)) string {
+	start, ha := q.bool("start"), q.bool("ha-managed")
 	v.Conf["lock"] = "create"
 	s.st.VMs[v.VMID] = v
 	id := v.VMID
@@ -56,8 +57,18 @@ func (s *Server) startCreate(k *guestKind, v *vm, conf map[string]string, poolID
 					p.VMs = append(p.VMs, id)
 				}
 			}
+			// qemu-server adds the HA resource before its autostart,
+			// pve-container after (ha_purge.go).
+			if ha && k != s.lxc {
+				s.haAddCreated(t, k, v, start)
+			}
 			if start {
-				return s.startGuest(t, v)
+				if err := s.startGuest(t, v); err != nil {
+					return err
+				}
+			}
+			if ha && k == s.lxc {
+				s.haAddCreated(t, k, v, start)
 			}
 			return nil
 		},
@@ -114,7 +125,7 @@ func (s *Server) destroyGuest(k *guestKind, q *request) (any, error) {
 			s.dropACLTree("/vms/" + vmidString(id)) // remove_vm_access
 			s.removeGuestFirewall(id)               // remove_vmfw_conf
 			if q.bool("purge") {
-				t.logf("purging VM %d from related configurations..", id)
+				t.logf("purging %s %d from related configurations..", k.noun, id)
 				s.purgeGuest(t, v) // ha_purge.go
 			}
 			return nil

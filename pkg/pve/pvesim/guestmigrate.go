@@ -293,6 +293,10 @@ func (s *Server) migrateGuest(k *guestKind, q *request) (any, error) {
 			return nil, err
 		}
 	}
+	// $rpcenv->{type} ne 'ha': the LRM's own migration is not redirected.
+	if _, _, managed := s.haManaged(v); managed && !q.fromHA {
+		return s.haMigrate(k, v, node, target), nil // ha_migrate.go
+	}
 	m := &migration{started: time.Now()}
 	var running bool // the guest was running when the migration started
 	// qmigrate, vzmigrate

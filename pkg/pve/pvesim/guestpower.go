@@ -18,19 +18,23 @@ func (s *Server) power(action string) guestHandler {
 			return nil, err
 		}
 		node, id := q.vars["node"], vmidOf(q)
-		if upid, managed, err := s.haPower(k, q, action, node, id); managed {
-			return upid, err // ha.go: the HA manager starts and stops it
-		}
 		v, _ := s.guestAt(k, node, id)
 		running := v != nil && v.Running
-		// pve-container checks the state before it forks; qemu-server's
-		// vm_start/vm_stop do it in the worker (stopping a stopped VM is
-		// OK), but its reboot asks check_running first.
+		// pve-container checks the state before it forks, and before it
+		// hands an HA-managed CT to the HA manager (API2/LXC/Status.pm
+		// vm_start, vm_stop, vm_shutdown); qemu-server's vm_start/vm_stop
+		// do it in the worker (stopping a stopped VM is OK), but its
+		// reboot asks check_running first.
 		switch {
 		case k.stateBeforeFork && action == "start" && running:
 			return nil, fail(http.StatusInternalServerError, "%s already running", k.name(id))
 		case k.stateBeforeFork && (action == "stop" || action == "shutdown") && !running:
 			return nil, fail(http.StatusInternalServerError, "%s not running", k.name(id))
+		}
+		if upid, managed, err := s.haPower(k, q, action, node, id); managed {
+			return upid, err // ha.go: the HA manager starts and stops it
+		}
+		switch {
 		case action == "reboot" && v == nil && !k.stateBeforeFork:
 			return nil, noConfigOnNode(node, id)
 		case action == "reboot" && !running:

@@ -43,7 +43,11 @@ func (s *Server) haRoutes() []route {
 			s.listHAResources, s.createHAResource, s.getHAResource, s.updateHAResource, s.deleteHAResource),
 		crudRoutes("/cluster/ha/rules", "/{rule}",
 			s.listHARules, s.createHARule, s.getHARule, s.updateHARule, s.deleteHARule),
-		[]route{r("GET /cluster/ha/status/current", s.haStatus)},
+		[]route{
+			r("GET /cluster/ha/status/current", s.haStatus),
+			r("POST /cluster/ha/resources/{sid}/migrate", s.haResourceMove(true)),   // ha_migrate.go
+			r("POST /cluster/ha/resources/{sid}/relocate", s.haResourceMove(false)), // ha_migrate.go
+		},
 	)
 }
 
@@ -86,15 +90,20 @@ func haBool(v string) string {
 	return "0"
 }
 
-var haVMIDName = lazyre.New(`^[1-9][0-9]+$`)
+var (
+	haVMIDName = lazyre.New(`^[1-9][0-9]+$`)
+	haDigits   = lazyre.New(`^[0-9]+$`)
+)
 
 // parseSID is PVE::HA::Config::parse_sid: a bare vmid becomes vm:N or
 // ct:N by the guest's type; else TYPE:NAME.
 func (s *Server) parseSID(sid string) (full, typ, name string, err error) {
-	if n, convErr := strconv.Atoi(sid); convErr == nil && sid == strconv.Itoa(n) {
+	if haDigits.MatchString(sid) {
+		// the vmlist is keyed by the vmid as written: 0100 is none.
+		n, convErr := strconv.Atoi(sid)
 		v, ok := s.st.VMs[n]
-		if !ok {
-			return "", "", "", fail(http.StatusInternalServerError, "unable to detect SID from VMID - VM/CT %d does not exist", n)
+		if convErr != nil || !ok || sid != strconv.Itoa(n) {
+			return "", "", "", fail(http.StatusInternalServerError, "unable to detect SID from VMID - VM/CT %s does not exist", sid)
 		}
 		typ = "vm"
 		if v.Type == s.lxc.typ {
@@ -102,8 +111,10 @@ func (s *Server) parseSID(sid string) (full, typ, name string, err error) {
 		}
 		return typ + ":" + sid, typ, sid, nil
 	}
-	typ, name, ok := strings.Cut(sid, ":")
-	if !ok || typ == "" || name == "" || strings.ContainsAny(sid, " \t") {
+	// m/^(\S+):(\S+)$/: the type is all before the last colon.
+	i := strings.LastIndex(sid, ":")
+	typ, name = sid[:max(i, 0)], sid[i+1:]
+	if i < 0 || typ == "" || name == "" || strings.ContainsAny(sid, " \t\n\r\f") {
 		return "", "", "", fail(http.StatusInternalServerError, "unable to parse service id '%s'", sid)
 	}
 	return sid, typ, name, nil
@@ -113,7 +124,8 @@ func (s *Server) parseSID(sid string) (full, typ, name string, err error) {
 // verify_name and exists do.
 func (s *Server) haGuest(typ, name string) (*vm, error) {
 	if typ != "vm" && typ != "ct" {
-		return nil, fail(http.StatusInternalServerError, "unknown resource type '%s'", typ)
+		// SectionConfig.pm lookup
+		return nil, fail(http.StatusInternalServerError, "unknown section type '%s'", typ)
 	}
 	if !haVMIDName.MatchString(name) {
 		return nil, fail(http.StatusInternalServerError, "invalid VMID")
@@ -137,16 +149,29 @@ func (s *Server) haGuest(typ, name string) (*vm, error) {
 // propertyList less sid and type; groups are gone in PVE 9).
 var haResourceOpts = []string{"state", "failback", "max_restart", "max_relocate", "comment"}
 
-func haResourceParams(q *request, into map[string]string) {
+func haResourceParams(q *request, into map[string]string) error {
 	for _, k := range haResourceOpts {
 		if q.has(k) {
 			v := q.get(k)
+			if err := haLineFeed(v); err != nil {
+				return err
+			}
 			if k == "failback" {
 				v = haBool(v)
 			}
 			into[k] = v
 		}
 	}
+	return nil
+}
+
+// haLineFeed is SectionConfig.pm check_value's refusal of a value with a
+// line feed (it runs even with skipSchemaCheck).
+func haLineFeed(v string) error {
+	if strings.ContainsAny(v, "\n\r") {
+		return fmt.Errorf("property contains a line feed")
+	}
+	return nil
 }
 
 // haGroupRefused: the simulator has no HA groups, so they count as
@@ -215,12 +240,15 @@ func (s *Server) createHAResource(q *request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	// check_config comes before the lock and its duplicate check.
+	opts := map[string]string{"type": typ}
+	if err := haResourceParams(q, opts); err != nil {
+		return nil, err
+	}
 	h := s.ha()
 	if _, dup := h.Resources[sid]; dup {
 		return nil, fail(http.StatusInternalServerError, "create resource failed: resource ID '%s' already defined", sid)
 	}
-	opts := map[string]string{"type": typ}
-	haResourceParams(q, opts)
 	h.Resources[sid] = opts
 	s.haApply(v, opts)
 	return nil, s.saveLocked()
@@ -238,17 +266,24 @@ func (s *Server) updateHAResource(q *request) (any, error) {
 	if d := q.get("digest"); d != "" && d != sectionDigest(h.Resources) {
 		return nil, fail(http.StatusInternalServerError, failed+"detected modified configuration - file changed by other user? Try again.")
 	}
-	opts, ok := h.Resources[sid]
+	live, ok := h.Resources[sid]
 	if !ok {
 		return nil, fail(http.StatusInternalServerError, failed+"no such resource '%s'", sid)
 	}
+	opts := maps.Clone(live) // a refusal writes nothing
+	// Config.pm update_single_resource_config_inplace: the values are set
+	// first, then delete takes any option of the plugin (group too, all
+	// optional) and refuses another; a key both set and deleted goes.
+	if err := haResourceParams(q, opts); err != nil {
+		return nil, fail(http.StatusInternalServerError, failed+"%s", err.Error())
+	}
 	for _, k := range splitKeys(q.get("delete")) {
-		if !slices.Contains(haResourceOpts, k) {
-			return nil, fail(http.StatusInternalServerError, failed+"invalid option '%s'", k)
+		if k != "group" && !slices.Contains(haResourceOpts, k) {
+			return nil, fail(http.StatusInternalServerError, failed+"no such option '%s'", k)
 		}
 		delete(opts, k)
 	}
-	haResourceParams(q, opts)
+	h.Resources[sid] = opts
 	if v, err := s.haGuest(typ, name); err == nil {
 		s.haApply(v, opts)
 	}
@@ -280,11 +315,11 @@ func (h *haConfig) purgeFromRules(sid string) {
 		left := slices.DeleteFunc(splitKeys(rule["resources"]), func(x string) bool { return x == sid })
 		if len(left) == 0 {
 			delete(h.Rules, id)
-			delete(h.Order, id)
 			continue
 		}
 		rule["resources"] = strings.Join(left, ",")
 	}
+	h.renumberRules("")
 }
 
 // splitKeys is PVE::Tools::split_list on a comma (or space) list.
@@ -323,6 +358,14 @@ func haWants(opts map[string]string) bool {
 // by root@pam), as pve-ha-manager's LRM runs the resource's start or
 // shutdown.
 func (s *Server) haApply(v *vm, opts map[string]string) {
+	s.haApplyWith(v, opts, "shutdown")
+}
+
+// haApplyWith is haApply with the stop the LRM runs: the resource
+// plugins' shutdown (Resources/PVEVM.pm, PVECT.pm) shuts the guest down
+// (qmshutdown/vzshutdown, timeout 60) unless the CRM's stop command gave
+// a timeout of 0 (vm_stop's "crm-command stop <sid> 0"), then it stops it.
+func (s *Server) haApplyWith(v *vm, opts map[string]string, stop string) {
 	if opts["state"] == "ignored" {
 		return
 	}
@@ -331,7 +374,7 @@ func (s *Server) haApply(v *vm, opts map[string]string) {
 		return
 	}
 	k := s.kindOf(v)
-	action := "stop"
+	action := stop
 	if want {
 		action = "start"
 	}
@@ -358,12 +401,14 @@ func (s *Server) haPower(k *guestKind, q *request, action string, node string, i
 	if err != nil || (action != "start" && action != "stop" && action != "shutdown") {
 		return nil, false, nil
 	}
-	_, opts, managed := s.haManaged(v)
-	if !managed {
+	if _, _, managed := s.haManaged(v); !managed {
 		return nil, false, nil
 	}
 	if action == "stop" && q.bool("overrule-shutdown") {
 		return nil, true, paramErr1("overrule-shutdown", "Not applicable for HA resources.")
+	}
+	if action == "shutdown" && q.has("timeout") && q.get("timeout") == "0" {
+		action = "stop" // crm-command stop <sid> 0
 	}
 	typ, state, verb := "hastart", "started", "start"
 	if action != "start" {
@@ -372,9 +417,12 @@ func (s *Server) haPower(k *guestKind, q *request, action string, node string, i
 	return s.startWorker(node, typ, vmidString(id), worker{
 		run: func(t *task) error {
 			t.logf("Requesting HA %s for %s %d", verb, k.noun, id)
-			opts["state"] = state
+			// The resource as it is now (an update replaces its map).
 			if v, err := s.guestAt(k, node, id); err == nil {
-				s.haApply(v, opts)
+				if _, opts, ok := s.haConfigured(v); ok {
+					opts["state"] = state
+					s.haApplyWith(v, opts, action)
+				}
 			}
 			return s.saveLocked()
 		},

@@ -15,6 +15,7 @@ import (
 // it leaves every backup job (pve-guest-common VZDump/Plugin.pm
 // remove_vmid_from_backup_jobs: a job of only that guest goes) and its
 // HA resource goes, out of the rules too (delete_service_from_config).
+// And what a create with ha-managed adds (haAddCreated).
 
 // destroyRefusal is $early_checks without purge.
 func (s *Server) destroyRefusal(v *vm, purge bool) error {
@@ -80,11 +81,34 @@ func (s *Server) purgeGuest(t *task, v *vm) {
 		h := s.ha()
 		delete(h.Resources, sid)
 		h.purgeFromRules(sid)
-		t.logf("NOTE: removed VM %d from HA resource configuration.", v.VMID)
+		t.logf("NOTE: removed %s %d from HA resource configuration.", s.kindOf(v).noun, v.VMID)
 	}
 }
 
 // withoutVMID is remove_vmid_from_list.
 func withoutVMID(list, vmid string) string {
 	return strings.Join(slices.DeleteFunc(splitKeys(list), func(x string) bool { return x == vmid }), ",")
+}
+
+// haAddCreated is a create's ha-managed (qemu-server API2/Qemu.pm
+// create_vm, pve-container API2/LXC.pm create_vm): "ha-manager add" of
+// the new guest, its state started when the create starts it, else
+// stopped; a failure of the command is only a warning.
+func (s *Server) haAddCreated(t *task, k *guestKind, v *vm, start bool) {
+	t.logf("Add as HA resource")
+	typ, state := "vm", "stopped"
+	if k == s.lxc {
+		typ = "ct"
+	}
+	if start {
+		state = "started"
+	}
+	sid := typ + ":" + strconv.Itoa(v.VMID)
+	h := s.ha()
+	if _, dup := h.Resources[sid]; dup {
+		t.logf("create resource failed: resource ID '%s' already defined", sid)
+		t.logf("command 'ha-manager add %s --state %s' failed: exit code 255", sid, state)
+		return
+	}
+	h.Resources[sid] = map[string]string{"type": typ, "state": state}
 }

@@ -14,9 +14,10 @@ import (
 // HA rules (PVE 9), as pve-ha-manager src/PVE/API2/HA/Rules.pm writes
 // them: section options per type (Rules/NodeAffinity.pm,
 // Rules/ResourceAffinity.pm options), resources that must be HA-managed,
-// nodes that must exist, and the feasibility checks a new or changed
-// rule must pass (Rules.pm check_feasibility: a resource in one
-// node-affinity rule only; a resource-affinity rule needs two resources).
+// nodes that must exist (the local node is not checked), and the
+// feasibility checks a new or changed rule must pass (Rules.pm
+// check_feasibility, ha_feasibility.go); a rule that later becomes
+// infeasible is kept and GET shows its errors.
 
 // haRuleOpts are the options each rule type takes (the plugins' options).
 var haRuleOpts = map[string][]string{
@@ -77,6 +78,9 @@ func haRuleParams(q *request, typ string, create bool) (map[string]string, error
 			return nil, fail(http.StatusInternalServerError, "unexpected property '%s'", k)
 		}
 		v := q.get(k)
+		if err := haLineFeed(v); err != nil {
+			return nil, err
+		}
 		switch k {
 		case "resources":
 			v = encodeHAResources(v)
@@ -138,39 +142,16 @@ func (s *Server) checkHARuleRefs(opts map[string]string) error {
 	return nil
 }
 
-// haRuleInfeasible is $assert_feasibility for rule id: the errors of the
-// checks that blame it, as PVE::Exception stringifies them.
-func (s *Server) haRuleInfeasible(id string) error {
-	h := s.ha()
-	rule := h.Rules[id]
-	var errs []string
-	if rule["disable"] != "1" {
-		switch rule["type"] {
-		case "node-affinity":
-			for _, sid := range splitKeys(rule["resources"]) {
-				for other, o := range h.Rules {
-					if other != id && o["type"] == "node-affinity" && o["disable"] != "1" && slices.Contains(splitKeys(o["resources"]), sid) {
-						errs = append(errs, fmt.Sprintf("resource '%s' is already used in another node affinity rule", sid))
-						break
-					}
-				}
-			}
-		case "resource-affinity":
-			if len(splitKeys(rule["resources"])) < 2 {
-				errs = append(errs, "rule is ineffective as there are less than two resources")
-			}
-		}
-	}
-	if len(errs) == 0 {
-		return nil
-	}
-	return fmt.Errorf("Rule '%s' is invalid.\nresources: %s", id, strings.Join(errs, ", "))
-}
-
-func (s *Server) haRuleAnswer(id string) map[string]any {
+func (s *Server) haRuleAnswer(id string, errs haRuleErrors) map[string]any {
 	h := s.ha()
 	out := typedSection(h.Rules[id], haNumeric...)
 	out["rule"], out["digest"], out["order"] = id, sectionDigest(h.Rules), h.Order[id]
+	// $get_api_ha_rule: the errors check_feasibility blames the rule for,
+	// by option, each a list of messages (only $assert_feasibility joins
+	// them).
+	if blamed := errs[id]; len(blamed) > 0 {
+		out["errors"] = blamed
+	}
 	return out
 }
 
@@ -178,6 +159,7 @@ func (s *Server) listHARules(q *request) (any, error) {
 	h := s.ha()
 	ids := slices.SortedFunc(maps.Keys(h.Rules), func(a, b string) int { return h.Order[a] - h.Order[b] })
 	out := []map[string]any{}
+	errs := s.haFeasibility()
 	for _, id := range ids {
 		rule := h.Rules[id]
 		if t := q.get("type"); t != "" && rule["type"] != t {
@@ -186,7 +168,7 @@ func (s *Server) listHARules(q *request) (any, error) {
 		if res := q.get("resource"); res != "" && !slices.Contains(splitKeys(rule["resources"]), res) {
 			continue
 		}
-		out = append(out, s.haRuleAnswer(id))
+		out = append(out, s.haRuleAnswer(id, errs))
 	}
 	return out, nil
 }
@@ -196,7 +178,7 @@ func (s *Server) getHARule(q *request) (any, error) {
 	if _, ok := s.ha().Rules[id]; !ok {
 		return nil, fail(http.StatusInternalServerError, "no such ha rule '%s'", id)
 	}
-	return s.haRuleAnswer(id), nil
+	return s.haRuleAnswer(id, s.haFeasibility()), nil
 }
 
 func (s *Server) createHARule(q *request) (any, error) {
@@ -214,17 +196,47 @@ func (s *Server) createHARule(q *request) (any, error) {
 		return nil, fail(http.StatusInternalServerError, failed+"%s", err.Error())
 	}
 	opts["type"] = typ
-	next := 1
-	for _, o := range h.Order {
-		next = max(next, o+1)
-	}
-	h.Rules[id], h.Order[id] = opts, next
+	h.Rules[id] = opts
 	if err := s.haRuleInfeasible(id); err != nil {
 		delete(h.Rules, id)
-		delete(h.Order, id)
 		return nil, fail(http.StatusInternalServerError, failed+"%s", err.Error())
 	}
+	h.Order[id] = haNextOrdinal(h.Order)
+	h.renumberRules(id)
 	return nil, s.saveLocked()
+}
+
+// haNextOrdinal is Rules.pm get_next_ordinal as written: the lowest
+// ordinal plus one (not the highest), 1 for the first rule.
+func haNextOrdinal(order map[string]int) int {
+	if len(order) == 0 {
+		return 1
+	}
+	return slices.Min(slices.Collect(maps.Values(order))) + 1
+}
+
+// renumberRules is write_config then parse_config: sections are written
+// by ordinal and read back numbered 1, 2, … by position. A new rule ties
+// with the one at its ordinal; Perl sorts the tie in hash order, which
+// the simulator fixes as the older rule first.
+func (h *haConfig) renumberRules(newID string) {
+	for id := range h.Order {
+		if _, ok := h.Rules[id]; !ok {
+			delete(h.Order, id)
+		}
+	}
+	ids := slices.SortedFunc(maps.Keys(h.Order), func(a, b string) int {
+		if d := h.Order[a] - h.Order[b]; d != 0 {
+			return d
+		}
+		if a == newID || b == newID {
+			return map[bool]int{true: 1, false: -1}[a == newID]
+		}
+		return strings.Compare(a, b)
+	})
+	for i, id := range ids {
+		h.Order[id] = i + 1
+	}
 }
 
 func (s *Server) updateHARule(q *request) (any, error) {
@@ -239,6 +251,11 @@ func (s *Server) updateHARule(q *request) (any, error) {
 		return nil, fail(http.StatusInternalServerError, failed+"HA rule '%s' does not exist", id)
 	}
 	typ := rule["type"]
+	// check_config($ruleid, $param, 0, 1) gets the type parameter too:
+	// SectionConfig.pm check_value passes it only if it is the rule's.
+	if t := q.get("type"); t != "" && t != typ {
+		return nil, fail(http.StatusInternalServerError, failed+"unexpected property 'type'")
+	}
 	opts, err := haRuleParams(q, typ, false)
 	if err != nil {
 		return nil, fail(http.StatusInternalServerError, failed+"%s", err.Error())
@@ -248,11 +265,18 @@ func (s *Server) updateHARule(q *request) (any, error) {
 	}
 	old := maps.Clone(rule)
 	for _, k := range splitKeys(q.get("delete")) {
+		// SectionConfig.pm delete_from_config
 		if !slices.Contains(haRuleOpts[typ], k) {
-			return nil, fail(http.StatusInternalServerError, failed+"invalid option '%s'", k)
+			h.Rules[id] = old
+			return nil, fail(http.StatusInternalServerError, failed+"no such option '%s'", k)
 		}
 		if slices.Contains(haRuleRequired[typ], k) {
+			h.Rules[id] = old
 			return nil, fail(http.StatusInternalServerError, failed+"unable to delete required option '%s'", k)
+		}
+		if _, set := opts[k]; set {
+			h.Rules[id] = old
+			return nil, fail(http.StatusInternalServerError, failed+"cannot set and delete property '%s' at the same time!", k)
 		}
 		delete(rule, k)
 	}
@@ -269,6 +293,6 @@ func (s *Server) deleteHARule(q *request) (any, error) {
 	id := q.vars["rule"]
 	h := s.ha()
 	delete(h.Rules, id)
-	delete(h.Order, id)
+	h.renumberRules("")
 	return nil, s.saveLocked()
 }

@@ -1,6 +1,7 @@
 package pvesim_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -105,10 +106,14 @@ func TestHARules(t *testing.T) {
 		t.Errorf("rule on a missing node: got %d %q", r.Status, r.Message)
 	}
 	e.ok(nil, "POST", "/cluster/ha/rules", "rule", "r1", "type", "node-affinity", "resources", "vm:100", "nodes", "pve2:1,pve:2", "strict", "1")
-	if r := e.call("POST", "/cluster/ha/rules", "rule", "r2", "type", "node-affinity", "resources", "vm:100", "nodes", "pve"); !strings.HasPrefix(r.Message, "create ha rule failed: Rule 'r2' is invalid.") {
+	if r := e.call("POST", "/cluster/ha/rules", "rule", "r2", "type", "node-affinity", "resources", "vm:100", "nodes", "pve"); r.Message != "create ha rule failed: 400 Rule 'r2' is invalid.\nresources: resource 'vm:100' is already used in another node affinity rule" {
 		t.Errorf("second node-affinity rule for vm:100: got %d %q", r.Status, r.Message)
 	}
-	e.ok(nil, "POST", "/cluster/ha/rules", "rule", "r3", "type", "resource-affinity", "resources", "vm:101,vm:100", "affinity", "negative")
+	// Rules.pm check_single_priority_node_affinity_in_resource_affinity_rules:
+	// r1 has two priorities, so vm:100 cannot be in a resource-affinity rule.
+	if r := e.call("POST", "/cluster/ha/rules", "rule", "r3", "type", "resource-affinity", "resources", "vm:101,vm:100", "affinity", "negative"); r.Message != "create ha rule failed: 400 Rule 'r3' is invalid.\nresources: resources are in node affinity rules with multiple priorities" {
+		t.Errorf("resource-affinity rule beside a multi-priority node-affinity rule: got %d %q", r.Status, r.Message)
+	}
 	rule := e.object("/cluster/ha/rules/r1")
 	if rule["nodes"] != "pve:2,pve2:1" || rule["resources"] != "vm:100" || rule["strict"] != float64(1) || rule["type"] != "node-affinity" {
 		t.Errorf("read r1: got %v", rule)
@@ -119,11 +124,17 @@ func TestHARules(t *testing.T) {
 	if rule["nodes"] != "pve" || rule["strict"] != nil {
 		t.Errorf("updated r1: got %v", rule)
 	}
+	e.ok(nil, "POST", "/cluster/ha/rules", "rule", "r3", "type", "resource-affinity", "resources", "vm:101,vm:100", "affinity", "negative")
 	// Deleting a resource (purge, the default) takes it out of its rules
 	// and drops a rule left empty.
 	e.ok(nil, "DELETE", "/cluster/ha/resources/vm:100")
 	rules := e.rows("/cluster/ha/rules")
 	if len(rules) != 1 || rules[0]["rule"] != "r3" || rules[0]["resources"] != "vm:101" {
 		t.Errorf("rules after the resource went: got %v", rules)
+	}
+	// r3 is kept with one resource; GET shows why it is not applied
+	// (API2/HA/Rules.pm $get_api_ha_rule: errors).
+	if errs, _ := rules[0]["errors"].(map[string]any); fmt.Sprint(errs["resources"]) != "[rule is ineffective as there are less than two resources]" {
+		t.Errorf("r3's errors: got %v", rules[0]["errors"])
 	}
 }

@@ -305,7 +305,7 @@ func (s *Server) createCT(k *guestKind, q *request) (any, error) {
 	}
 	hasKeys := q.get("ssh-public-keys") != ""
 	path := s.volumePath(s.st.Storages[tv.Storage], tv)
-	return s.startCreate(k, v, conf, poolID, q.bool("start"), func(t *task) {
+	return s.startCreate(k, v, conf, poolID, q, func(t *task) {
 		allocLog(t, created)
 		t.logf("extracting archive '%s'", path)
 		t.logf("Total bytes read: %d (%s)", tv.Size*3, schema.FormatSize(tv.Size*3))

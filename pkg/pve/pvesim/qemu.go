@@ -121,7 +121,7 @@ func (s *Server) createVM(k *guestKind, q *request) (any, error) {
 			conf["boot"] = "order=" + strings.Join(devs, ";")
 		}
 	}
-	return s.startCreate(k, v, conf, poolID, q.bool("start"), func(t *task) { allocLog(t, created) }), nil
+	return s.startCreate(k, v, conf, poolID, q, func(t *task) { allocLog(t, created) }), nil
 }
 
 // qemuRow is a VM's GET /nodes/{node}/qemu row.

@@ -53,6 +53,7 @@ type request struct {
 	params url.Values
 	user   string
 	upload *upload // multipart file part, if any
+	fromHA bool    // made by the HA stack (rpcenv type 'ha'), not the API
 }
 
 func (q *request) get(k string) string { return q.params.Get(k) }
