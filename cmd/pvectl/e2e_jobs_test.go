@@ -106,7 +106,7 @@ spec: {guest: 150, target: pve}
 	}
 	rule := writeSpec(t, "rule.yaml", `kind: HARule
 name: on-pve3
-spec: {type: node-affinity, guests: [150], nodes: "pve3"}
+spec: {type: node-affinity, resources: "vm:150", nodes: "pve3"}
 `)
 	r = env.run("plan", "-f", rule)
 	if r.code != 1 || !strings.Contains(r.stdout+r.stderr, "cannot use non-existent node(s) pve3.") {

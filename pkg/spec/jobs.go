@@ -21,7 +21,7 @@ type HAResourceKeys struct {
 
 // HARuleKeys are an HARule's own keys.
 type HARuleKeys struct {
-	Guests *[]string `json:"guests,omitempty" doc:"The guests the rule is about: QemuVM/<name>, LxcContainer/<name> or raw vmids, each an HAResource. Becomes PVE's resources (vm:<vmid>,ct:<vmid>); write resources instead to use PVE's ids."`
+	Guests *[]string `json:"guests,omitempty" doc:"The guests the rule is about: QemuVM/<name> or LxcContainer/<name>, each an HAResource. Becomes PVE's resources (vm:<vmid>,ct:<vmid>); write resources instead to use PVE's ids (a rule takes no bare vmid)."`
 }
 
 // BackupJobKeys are a BackupJob's own keys.
@@ -111,6 +111,13 @@ func checkHARule(r *Resource, report func(key, format string, args ...any)) {
 			sid, err := haSID(g)
 			if err != nil {
 				report("guests", "guests: %v", err)
+				return
+			}
+			if !strings.Contains(sid, ":") {
+				// A resource's sid may be a bare vmid (parse_sid finds its
+				// type), a rule's resources may not (pve-ha-manager
+				// Tools.pm pve_verify_ha_resource_id: type:name).
+				report("guests", "guests: %s: a rule names each guest with its type: write QemuVM/<name> or LxcContainer/<name>, or spec.resources as vm:%s or ct:%s", sid, sid, sid)
 				return
 			}
 			sids = append(sids, sid)

@@ -106,17 +106,22 @@ func TestJobKindsDiagnostics(t *testing.T) {
 		},
 		{
 			name: "a node-affinity rule without nodes",
-			spec: "kind: HARule\nname: r1\nspec:\n  type: node-affinity\n  guests: [100]\n",
+			spec: "kind: HARule\nname: r1\nspec:\n  type: node-affinity\n  resources: vm:100\n",
 			want: []string{`a.yaml:4: HARule/r1: a node-affinity rule needs spec.nodes (PVE refuses it without: missing value for required option 'nodes')`},
 		},
 		{
 			name: "affinity on a node-affinity rule",
-			spec: "kind: HARule\nname: r1\nspec:\n  type: node-affinity\n  guests: [100]\n  nodes: pve\n  affinity: positive\n",
+			spec: "kind: HARule\nname: r1\nspec:\n  type: node-affinity\n  resources: vm:100\n  nodes: pve\n  affinity: positive\n",
 			want: []string{`a.yaml:7: HARule/r1: affinity is an option of resource-affinity rules only (PVE refuses it for a node-affinity rule: unexpected property 'affinity')`},
 		},
 		{
+			name: "a rule's guest by a bare vmid",
+			spec: "kind: HARule\nname: r1\nspec:\n  type: node-affinity\n  guests: [100]\n  nodes: pve\n",
+			want: []string{`a.yaml:5: HARule/r1: guests: 100: a rule names each guest with its type: write QemuVM/<name> or LxcContainer/<name>, or spec.resources as vm:100 or ct:100`},
+		},
+		{
 			name: "an HA rule without a type",
-			spec: "kind: HARule\nname: r1\nspec:\n  guests: [100]\n  nodes: pve\n",
+			spec: "kind: HARule\nname: r1\nspec:\n  resources: vm:100\n  nodes: pve\n",
 			want: []string{`a.yaml:1: HARule/r1: spec.type is required: node-affinity (with nodes) or resource-affinity (with affinity)`},
 		},
 		{
