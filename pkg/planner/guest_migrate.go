@@ -6,7 +6,9 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 
+	"github.com/pvectl/pvectl/internal/durfmt"
 	"github.com/pvectl/pvectl/pkg/pve"
 	"github.com/pvectl/pvectl/pkg/spec"
 )
@@ -115,5 +117,36 @@ func (g guest) migrate(ctx context.Context, x *execution, c *Change) error {
 	if err := x.client.MigrateGuest(ctx, g.typ, from, vmid, c.Node, params); err != nil {
 		return fmt.Errorf("migrate %s %d to %s: %w", g.noun, vmid, c.Node, err)
 	}
-	return nil
+	return g.awaitOn(ctx, x, c.Node, vmid)
+}
+
+// migrateWait bounds the wait for a guest the HA manager migrates.
+const migrateWait = 30 * time.Minute
+
+// awaitOn returns once guest vmid is on node. A plain migration's task
+// ends with the guest there; an HA-managed guest's is an hamigrate task
+// that only asks the HA manager to move it (qemu-server API2/Qemu.pm and
+// pve-container API2/LXC.pm migrate_vm), which it does afterwards, as
+// root@pam, in a migration task of its own: what apply does next on the
+// new node waits for that.
+func (g guest) awaitOn(ctx context.Context, x *execution, node string, vmid int) error {
+	deadline := time.Now().Add(migrateWait)
+	delay := 100 * time.Millisecond
+	for said := false; ; said = true {
+		_, err := x.client.GuestStatus(ctx, g.typ, node, vmid)
+		switch {
+		case err == nil:
+			return nil
+		case !pve.IsNotFound(err):
+			return fmt.Errorf("status of %s %d on %s after its migration: %w", g.noun, vmid, node, err)
+		case time.Now().After(deadline):
+			return fmt.Errorf("%s %d is not on %s %s after its migration was asked for (the HA manager moves it: see ha-manager status)", g.noun, vmid, node, durfmt.Format(migrateWait))
+		case !said:
+			x.msg("waiting for the HA manager to move %s %d to %s", g.noun, vmid, node)
+		}
+		if err := pve.Sleep(ctx, delay); err != nil {
+			return err
+		}
+		delay = min(2*delay, 5*time.Second)
+	}
 }

@@ -244,3 +244,22 @@ func TestSimAddEFIDiskIsAnUpdate(t *testing.T) {
 		})
 	}
 }
+
+// An HA-managed guest's migration is a request to the HA manager (an
+// hamigrate task that ends before the guest moves: qemu-server
+// API2/Qemu.pm migrate_vm): apply waits until the guest is on its new
+// node before it goes on there.
+func TestSimHAManagedGuestMigrates(t *testing.T) {
+	sim := newSim(t, "pve", "pve2")
+	doc := "kind: QemuVM\nname: ha-app\nspec:\n  node: pve\n  vmid: 152\n  memory: 1024\n  scsi0: local-lvm:4\n  running: true\n---\n" +
+		"kind: HAResource\nname: ha-app\nspec:\n  guest: QemuVM/ha-app\n  state: started\n"
+	applyPlan(t, sim, planFor(t, sim, loadSpec(t, doc), Options{}))
+	set := loadSpec(t, strings.Replace(strings.Replace(doc, "node: pve", "node: pve2", 1), "memory: 1024", "memory: 2048", 1))
+	applyPlan(t, sim, planFor(t, sim, set, Options{}))
+	if p := planFor(t, sim, set, Options{}); p.HasChanges() {
+		t.Errorf("plan after the migration: %q", summary(p))
+	}
+	if diff := cmp.Diff([]string{"pve2/running"}, where(t, sim, pve.QEMU, 152, "pve", "pve2")); diff != "" {
+		t.Errorf("guest 152 (-want +got):\n%s", diff)
+	}
+}
