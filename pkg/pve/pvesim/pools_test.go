@@ -14,17 +14,7 @@ func TestPoolMembership(t *testing.T) {
 	e.ok(nil, "POST", "/pools", "poolid", "lab")
 	e.ok(nil, "POST", "/pools", "poolid", "prod")
 	e.ok(nil, "PUT", "/pools", "poolid", "lab", "vms", "9000", "storage", "local")
-	members := func(pool string) []string {
-		var pools []struct {
-			Members []map[string]any `json:"members"`
-		}
-		e.ok(&pools, "GET", "/pools", "poolid", pool)
-		var ids []string
-		for _, m := range pools[0].Members {
-			ids = append(ids, m["id"].(string))
-		}
-		return ids
-	}
+	members := func(pool string) []string { return poolMemberIDs(e, pool) }
 	tests := []refusal{
 		{"VM added twice", "PUT", "/pools", []string{"poolid", "lab", "vms", "9000"}, 500,
 			"update pools failed: VM 9000 is already a pool member"},
