@@ -116,7 +116,7 @@ func firewallAliases(in map[string]any, report func(string, string, ...any)) map
 			report("aliases", "aliases.%s must be a CIDR or {cidr, comment}", name)
 			continue
 		}
-		cidr, msg := cleanCIDR(entry["cidr"])
+		cidr, msg := cleanCIDR(entry["cidr"], false)
 		if msg == "" && entry["comment"] == "0" {
 			msg = zeroComment
 		}
@@ -170,7 +170,7 @@ func firewallIPSets(in map[string]any, report func(string, string, ...any)) map[
 				report("ipsets", "ipsets.%s[%d] must be a CIDR or {cidr, nomatch, comment}", name, i)
 				continue
 			}
-			cidr, msg := cleanCIDR(entry["cidr"])
+			cidr, msg := cleanCIDR(entry["cidr"], true)
 			if msg == "" && strings.Contains(cidr, "/") && strings.HasSuffix(cidr, "/0") {
 				msg = "a zero prefix is not allowed in IP set entries"
 			}
@@ -209,10 +209,12 @@ func setName(name string) string {
 	return ""
 }
 
-// cleanCIDR is an address or network as PVE stores it (Firewall.pm
-// clean_cidr, parse_ip_or_cidr): the network's address under its prefix;
-// an alias name is kept.
-func cleanCIDR(s string) (string, string) {
+// cleanCIDR is an address or network as PVE stores it: an IP set entry's
+// network masked to its prefix (API2/Firewall/IPSet.pm create_ip runs
+// Firewall.pm clean_cidr), an alias's as written (Aliases.pm keeps the
+// value), both without /32 or /128 (parse_ip_or_cidr drops them when the
+// file is read); an alias name is kept.
+func cleanCIDR(s string, mask bool) (string, string) {
 	if s == "" {
 		return "", "cidr is required"
 	}
@@ -220,7 +222,10 @@ func cleanCIDR(s string) (string, string) {
 		return s, ""
 	}
 	if p, err := netip.ParsePrefix(s); err == nil {
-		if p = p.Masked(); p.IsSingleIP() {
+		if mask {
+			p = p.Masked()
+		}
+		if p.IsSingleIP() {
 			// PVE keeps an address alone (pve-firewall Firewall.pm
 			// parse_ip_or_cidr drops /32 and /128).
 			return p.Addr().String(), ""

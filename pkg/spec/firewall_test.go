@@ -113,7 +113,7 @@ spec:
 }
 
 // A valid Firewall is normalized into PVE's wire form: macros in PVE's
-// spelling, enable defaulting to 1, networks masked, alias names lower
+// spelling, enable defaulting to 1, IP set networks masked, alias names lower
 // case, group rules making a dependency on their SecurityGroup.
 func TestFirewallWire(t *testing.T) {
 	set := mustLoad(t, map[string]string{"fw.yaml": `kind: Firewall
@@ -121,7 +121,7 @@ name: dc
 spec:
   scope: cluster
   options: {enable: true}
-  aliases: {Admin: 10.0.0.5, one: 192.0.2.1/32, six: 2001:db8::1/128}
+  aliases: {Admin: 10.0.0.5, one: 192.0.2.1/32, six: 2001:db8::1/128, net: 10.0.0.5/24}
   ipsets: {admins: [10.0.0.5/8, {cidr: 10.9.0.0/16, nomatch: true}]}
   rules:
     - {type: in, action: ACCEPT, macro: ssh, enable: false}
@@ -144,6 +144,11 @@ spec:
 	// parse_ip_or_cidr): so does the spec, or the plan never settles.
 	if w.Aliases["one"]["cidr"] != "192.0.2.1" || w.Aliases["six"]["cidr"] != "2001:db8::1" {
 		t.Errorf("single addresses: %v", w.Aliases)
+	}
+	// An alias is kept as written (Aliases.pm), an IP set entry masked
+	// (IPSet.pm create_ip: clean_cidr).
+	if w.Aliases["net"]["cidr"] != "10.0.0.5/24" {
+		t.Errorf("alias net: got %q, want 10.0.0.5/24 as written", w.Aliases["net"]["cidr"])
 	}
 	if w.Aliases["admin"]["cidr"] != "10.0.0.5" || w.IPSets["admins"][0]["cidr"] != "10.0.0.0/8" || w.IPSets["admins"][1]["nomatch"] != "1" {
 		t.Errorf("aliases %v ipsets %v", w.Aliases, w.IPSets)
