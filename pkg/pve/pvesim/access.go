@@ -101,6 +101,14 @@ func tokenInfo(t *token) map[string]any {
 	return m
 }
 
+// keptComment is a comment as user.cfg reads it back: "0" is not kept.
+func keptComment(c string) string {
+	if !perlTrue(c) {
+		return ""
+	}
+	return c
+}
+
 // perlTrue is Perl truthiness of a string: "" and "0" are false.
 // parse_user_config keeps a comment, first or last name or keys only
 // when true, so "0" is never kept.
@@ -463,17 +471,18 @@ func (s *Server) createGroup(q *request) (any, error) {
 	if _, exists := s.st.Access.Groups[id]; exists {
 		return nil, fail(http.StatusInternalServerError, "create group failed: group '%s' already exists", id)
 	}
-	s.st.Access.Groups[id] = &group{ID: id, Comment: q.get("comment")}
+	s.st.Access.Groups[id] = &group{ID: id, Comment: keptComment(q.get("comment"))}
 	return nil, nil
 }
 
 func (s *Server) updateGroup(q *request) (any, error) {
 	g, ok := s.st.Access.Groups[q.vars["groupid"]]
 	if !ok {
-		return nil, fail(http.StatusInternalServerError, "group '%s' does not exist", q.vars["groupid"])
+		// API2/Group.pm update_group dies inside lock_user_config.
+		return nil, fail(http.StatusInternalServerError, "update group failed: group '%s' does not exist", q.vars["groupid"])
 	}
 	if q.has("comment") {
-		g.Comment = q.get("comment")
+		g.Comment = keptComment(q.get("comment"))
 	}
 	return nil, nil
 }
@@ -481,7 +490,8 @@ func (s *Server) updateGroup(q *request) (any, error) {
 func (s *Server) deleteGroup(q *request) (any, error) {
 	id := q.vars["groupid"]
 	if _, ok := s.st.Access.Groups[id]; !ok {
-		return nil, fail(http.StatusInternalServerError, "group '%s' does not exist", id)
+		// API2/Group.pm delete_group dies inside lock_user_config.
+		return nil, fail(http.StatusInternalServerError, "delete group failed: group '%s' does not exist", id)
 	}
 	delete(s.st.Access.Groups, id)
 	for _, u := range s.st.Access.Users {

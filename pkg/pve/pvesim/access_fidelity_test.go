@@ -89,3 +89,45 @@ func TestTokenInfoAsPVE(t *testing.T) {
 		}
 	}
 }
+
+// TestACLKeptAsPVE: what user.cfg keeps of PUT /access/acl and what a
+// role's or group's removal leaves (ACL.pm update_acl, AccessControl.pm
+// write_user_config and parse_user_config, Group.pm, Role.pm).
+func TestACLKeptAsPVE(t *testing.T) {
+	e := newEnv(t, pvesim.Options{})
+	e.ok(nil, "POST", "/access/users", "userid", "ci@pve")
+	e.ok(nil, "POST", "/access/roles", "roleid", "Looker", "privs", "VM.Audit")
+	if r := e.call("PUT", "/access/acl", "path", "/", "roles", "Looker", "users", ""); r.Status != 400 ||
+		r.Errors["users"] != "either 'users', 'groups' or 'tokens' is required." {
+		t.Errorf("an empty users list: got %d %v", r.Status, r.Errors)
+	}
+	e.ok(nil, "PUT", "/access/acl", "path", "/", "roles", "Looker", "users", "root@pam,ci@pve")
+	e.ok(nil, "PUT", "/access/acl", "path", "/vms", "roles", "PVEAuditor", "users", "ci@pve")
+	acl := e.rows("/access/acl")
+	want := []map[string]any{
+		{"path": "/", "type": "user", "ugid": "ci@pve", "roleid": "Looker", "propagate": float64(1)},
+		{"path": "/vms", "type": "user", "ugid": "ci@pve", "roleid": "PVEAuditor", "propagate": float64(1)},
+	}
+	if diff := cmp.Diff(want, acl); diff != "" {
+		t.Errorf("acl: root@pam's entry is never written (-want +got)\n%s", diff)
+	}
+	e.ok(nil, "DELETE", "/access/roles/Looker")
+	if diff := cmp.Diff(want[1:], e.rows("/access/acl")); diff != "" {
+		t.Errorf("acl after its role went (-want +got)\n%s", diff)
+	}
+	e.ok(nil, "POST", "/access/roles", "roleid", "Looker", "privs", "VM.Audit")
+	if diff := cmp.Diff(want[1:], e.rows("/access/acl")); diff != "" {
+		t.Errorf("acl after the role came back (-want +got)\n%s", diff)
+	}
+
+	e.ok(nil, "POST", "/access/groups", "groupid", "ops", "comment", "0")
+	if g := e.object("/access/groups/ops"); g["comment"] != nil {
+		t.Errorf("group comment 0 kept: %v", g)
+	}
+	for m, msg := range map[string]string{"PUT": "update group failed: group 'nope' does not exist",
+		"DELETE": "delete group failed: group 'nope' does not exist"} {
+		if r := e.call(m, "/access/groups/nope"); r.Status != 500 || r.Message != msg {
+			t.Errorf("%s of a group that does not exist: got %d %q, want %q", m, r.Status, r.Message, msg)
+		}
+	}
+}
