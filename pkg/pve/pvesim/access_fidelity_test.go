@@ -131,3 +131,19 @@ func TestACLKeptAsPVE(t *testing.T) {
 		}
 	}
 }
+
+// TestRealmSyncDefaultsAsPVE: create and update of an LDAP/AD realm map
+// the deprecated full/purge of sync-defaults-options to remove-vanished
+// and print the value back (Domains.pm $map_sync_default_options).
+func TestRealmSyncDefaultsAsPVE(t *testing.T) {
+	e := newEnv(t, pvesim.Options{})
+	e.ok(nil, "POST", "/access/domains", "realm", "corp", "type", "ldap", "server1", "ldap.example.org",
+		"base_dn", "dc=example,dc=org", "user_attr", "uid", "sync-defaults-options", "scope=users,full=1,purge=1")
+	if got := e.object("/access/domains/corp")["sync-defaults-options"]; got != "remove-vanished=entry;properties;acl,scope=users" {
+		t.Errorf("created: got sync-defaults-options %v", got)
+	}
+	e.ok(nil, "PUT", "/access/domains/corp", "sync-defaults-options", "scope=both,full=1,remove-vanished=acl,enable-new=yes")
+	if got := e.object("/access/domains/corp")["sync-defaults-options"]; got != "enable-new=1,remove-vanished=acl,scope=both" {
+		t.Errorf("updated: got sync-defaults-options %v", got)
+	}
+}
