@@ -101,8 +101,13 @@ func tokenInfo(t *token) map[string]any {
 	return m
 }
 
-// keptComment is a comment as user.cfg reads it back: "0" is not kept.
+// keptComment is a text field as user.cfg reads it back
+// (AccessControl.pm write_user_config, parse_user_config): written with
+// encode_text (spaces stay bare), read back with each field's surrounding
+// whitespace trimmed, and kept only when true (`if $comment`), so "0" or
+// blanks are not kept at all.
 func keptComment(c string) string {
+	c = strings.Trim(c, " ")
 	if !perlTrue(c) {
 		return ""
 	}
@@ -198,9 +203,9 @@ func (s *Server) setUserFields(u *user, q *request) {
 	for k, p := range map[string]*string{"email": &u.Email, "firstname": &u.FirstName, "lastname": &u.LastName,
 		"comment": &u.Comment, "keys": &u.Keys} {
 		if q.has(k) {
-			*p = q.get(k)
-			if k != "email" && !perlTrue(*p) {
-				*p = "" // parse_user_config keeps them only `if $comment` etc.
+			*p = keptComment(q.get(k))
+			if k == "email" {
+				*p = strings.Trim(q.get(k), " ") // kept even when false
 			}
 		}
 	}
@@ -356,10 +361,7 @@ func (s *Server) createToken(q *request) (any, error) {
 		return nil, paramErr1("tokenid", "Token already exists.")
 	}
 	// Privilege separation is on unless asked off (generate_token).
-	t := &token{Expire: int64(q.int("expire", 0)), Privsep: true}
-	if perlTrue(q.get("comment")) {
-		t.Comment = q.get("comment")
-	}
+	t := &token{Expire: int64(q.int("expire", 0)), Privsep: true, Comment: keptComment(q.get("comment"))}
 	if q.has("privsep") {
 		t.Privsep = q.bool("privsep")
 	}
@@ -368,10 +370,13 @@ func (s *Server) createToken(q *request) (any, error) {
 	t.SecretHash = secretHash(value) // the value itself is answered once, never kept
 	u.Tokens[tid] = t
 	// The answer's info is the hash generate_token built, not user.cfg
-	// read back: expire only when it was sent.
+	// read back: expire only when it was sent, the comment as sent.
 	info := tokenInfo(t)
 	if !q.has("expire") {
 		delete(info, "expire")
+	}
+	if c := q.get("comment"); perlTrue(c) {
+		info["comment"] = c
 	}
 	return map[string]any{"full-tokenid": u.ID + "!" + tid, "info": info, "value": value}, nil
 }
@@ -392,10 +397,8 @@ func (s *Server) updateToken(q *request) (any, error) {
 				"updating token info failed: 400 Parameter verification failed.\ndelete: unknown option '%s'", k)
 		}
 	}
-	if q.has("comment") && perlTrue(q.get("comment")) {
-		t.Comment = q.get("comment")
-	} else if q.has("comment") {
-		t.Comment = "" // empty: deleted; "0": not written (write_user_config)
+	if q.has("comment") {
+		t.Comment = keptComment(q.get("comment"))
 	}
 	if q.has("expire") {
 		t.Expire = int64(q.int("expire", 0))
@@ -406,7 +409,12 @@ func (s *Server) updateToken(q *request) (any, error) {
 	if len(del) > 0 {
 		t.Comment = ""
 	}
+	// The answer is the token hash before it is written: a comment as
+	// sent, unless empty or deleted.
 	m := tokenInfo(t)
+	if c := q.get("comment"); c != "" && len(del) == 0 {
+		m["comment"] = c
+	}
 	if q.bool("regenerate") {
 		value := s.newUUID()
 		t.SecretHash = secretHash(value)

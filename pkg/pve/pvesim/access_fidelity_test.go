@@ -147,3 +147,37 @@ func TestRealmSyncDefaultsAsPVE(t *testing.T) {
 		t.Errorf("updated: got sync-defaults-options %v", got)
 	}
 }
+
+// TestAccessTextTrimmedAsPVE: user.cfg fields are read back trimmed
+// (parse_user_config), and kept only when true; the token answers show
+// the hash before it was written (generate_token, update_token_info).
+func TestAccessTextTrimmedAsPVE(t *testing.T) {
+	e := newEnv(t, pvesim.Options{})
+	e.ok(nil, "POST", "/access/users", "userid", "ci@pve", "comment", " spaced out ", "firstname", "  ")
+	u := e.object("/access/users/ci@pve")
+	if _, ok := u["firstname"]; ok || u["comment"] != "spaced out" {
+		t.Errorf("user read back: %v", u)
+	}
+	var created struct {
+		Info map[string]any `json:"info"`
+	}
+	e.ok(&created, "POST", "/access/users/ci@pve/token/ab", "comment", " c ")
+	if created.Info["comment"] != " c " {
+		t.Errorf("created info comment %q, want as sent", created.Info["comment"])
+	}
+	if got := e.object("/access/users/ci@pve/token/ab")["comment"]; got != "c" {
+		t.Errorf("token read back: comment %q, want c", got)
+	}
+	var updated map[string]any
+	e.ok(&updated, "PUT", "/access/users/ci@pve/token/ab", "comment", "0")
+	if updated["comment"] != "0" {
+		t.Errorf("update answer comment %v, want 0", updated["comment"])
+	}
+	if got, ok := e.object("/access/users/ci@pve/token/ab")["comment"]; ok {
+		t.Errorf("token comment 0 kept: %v", got)
+	}
+	e.ok(nil, "POST", "/access/groups", "groupid", "ops", "comment", "  ")
+	if g := e.object("/access/groups/ops"); g["comment"] != nil {
+		t.Errorf("blank group comment kept: %v", g)
+	}
+}
