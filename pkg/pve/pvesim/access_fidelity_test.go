@@ -181,3 +181,19 @@ func TestAccessTextTrimmedAsPVE(t *testing.T) {
 		t.Errorf("blank group comment kept: %v", g)
 	}
 }
+
+// TestRealmListCommentAsPVE: Domains.pm index lists a comment only when
+// true; read answers it as stored.
+func TestRealmListCommentAsPVE(t *testing.T) {
+	e := newEnv(t, pvesim.Options{})
+	e.ok(nil, "POST", "/access/domains", "realm", "corp", "type", "ldap", "server1", "ldap.example.org",
+		"base_dn", "dc=example,dc=org", "user_attr", "uid", "comment", "0")
+	for _, r := range e.rows("/access/domains") {
+		if _, ok := r["comment"]; ok && r["realm"] == "corp" {
+			t.Errorf("index lists comment %v", r["comment"])
+		}
+	}
+	if got := e.object("/access/domains/corp")["comment"]; got != "0" {
+		t.Errorf("read: comment %v, want 0", got)
+	}
+}

@@ -84,7 +84,7 @@ func (s *Server) listDomains(q *request) (any, error) {
 	for _, name := range slices.Sorted(maps.Keys(d.Realms)) {
 		r := d.Realms[name]
 		row := map[string]any{"realm": name, "type": r["type"]}
-		if c := r["comment"]; c != "" {
+		if c := r["comment"]; perlTrue(c) { // index: `if $d->{comment}`
 			row["comment"] = c
 		}
 		if r["default"] == "1" {
