@@ -66,8 +66,6 @@ type aclEntry struct {
 	Propagate bool   `json:"propagate"`
 }
 
-var realms = setOf("pam", "pve")
-
 // seedAccess creates root@pam; New adds the configured tokens.
 func seedAccess() *access {
 	a := &access{Users: map[string]*user{}, Groups: map[string]*group{}, Roles: map[string]string{}}
@@ -92,16 +90,34 @@ func (s *Server) checkGroups(groups []string, prefix string) error {
 	return nil
 }
 
+// tokenInfo is a token as user.cfg reads back (AccessControl.pm
+// parse_user_config, token lines): privsep and expire always (0 for
+// none), the comment when there is one.
 func tokenInfo(t *token) map[string]any {
-	m := map[string]any{"privsep": b2i(t.Privsep)}
+	m := map[string]any{"privsep": b2i(t.Privsep), "expire": t.Expire}
 	if t.Comment != "" {
 		m["comment"] = t.Comment
 	}
-	if t.Expire != 0 {
-		m["expire"] = t.Expire
-	}
 	return m
 }
+
+// keptComment is a text field as user.cfg reads it back
+// (AccessControl.pm write_user_config, parse_user_config): written with
+// encode_text (spaces stay bare), read back with each field's surrounding
+// whitespace trimmed, and kept only when true (`if $comment`), so "0" or
+// blanks are not kept at all.
+func keptComment(c string) string {
+	c = strings.Trim(c, " ")
+	if !perlTrue(c) {
+		return ""
+	}
+	return c
+}
+
+// perlTrue is Perl truthiness of a string: "" and "0" are false.
+// parse_user_config keeps a comment, first or last name or keys only
+// when true, so "0" is never kept.
+func perlTrue(v string) bool { return v != "" && v != "0" }
 
 func (u *user) fields() map[string]any {
 	m := map[string]any{"enable": b2i(u.Enable), "expire": u.Expire}
@@ -130,6 +146,11 @@ func (s *Server) userVisible(caller string, u *user) bool {
 	return false
 }
 
+// listUsers is API2/User.pm index. Groups and tokens come only with
+// full=1 ($extract_user_data returns early otherwise): groups then always
+// (empty when none), tokens only for a user that has some (user.cfg has
+// no token line for it otherwise). realm-type is the realm's type in
+// domains.cfg, absent for a realm that does not exist.
 func (s *Server) listUsers(q *request) (any, error) {
 	out := []map[string]any{}
 	for _, id := range slices.Sorted(maps.Keys(s.st.Access.Users)) {
@@ -140,24 +161,28 @@ func (s *Server) listUsers(q *request) (any, error) {
 		m := u.fields()
 		m["userid"] = u.ID
 		_, realm, _ := strings.Cut(u.ID, "@")
-		m["realm-type"] = realm
-		if len(u.Groups) > 0 {
-			m["groups"] = strings.Join(u.Groups, ",")
+		if d, ok := s.realms().Realms[realm]; ok {
+			m["realm-type"] = d["type"]
 		}
 		if q.bool("full") {
-			toks := []map[string]any{}
-			for _, tid := range slices.Sorted(maps.Keys(u.Tokens)) {
-				ti := tokenInfo(u.Tokens[tid])
-				ti["tokenid"] = tid
-				toks = append(toks, ti)
+			m["groups"] = strings.Join(u.Groups, ",")
+			if len(u.Tokens) > 0 {
+				toks := []map[string]any{}
+				for _, tid := range slices.Sorted(maps.Keys(u.Tokens)) {
+					ti := tokenInfo(u.Tokens[tid])
+					ti["tokenid"] = tid
+					toks = append(toks, ti)
+				}
+				m["tokens"] = toks
 			}
-			m["tokens"] = toks
 		}
 		out = append(out, m)
 	}
 	return out, nil
 }
 
+// getUser is API2/User.pm read_user: groups sorted (they are hash keys),
+// tokens null for a user without any ($data->{tokens} undefined).
 func (s *Server) getUser(q *request) (any, error) {
 	u, err := s.userOf(q.vars["userid"])
 	if err != nil {
@@ -165,8 +190,9 @@ func (s *Server) getUser(q *request) (any, error) {
 	}
 	m := u.fields()
 	m["groups"] = append([]string{}, u.Groups...)
-	toks := map[string]any{}
+	var toks map[string]any
 	for tid, t := range u.Tokens {
+		ensureMap(&toks)
 		toks[tid] = tokenInfo(t)
 	}
 	m["tokens"] = toks
@@ -177,7 +203,10 @@ func (s *Server) setUserFields(u *user, q *request) {
 	for k, p := range map[string]*string{"email": &u.Email, "firstname": &u.FirstName, "lastname": &u.LastName,
 		"comment": &u.Comment, "keys": &u.Keys} {
 		if q.has(k) {
-			*p = q.get(k)
+			*p = keptComment(q.get(k))
+			if k == "email" {
+				*p = strings.Trim(q.get(k), " ") // kept even when false
+			}
 		}
 	}
 	if q.has("enable") {
@@ -188,16 +217,29 @@ func (s *Server) setUserFields(u *user, q *request) {
 	}
 }
 
+// createUser is API2/User.pm create_user. The realm is looked up only
+// to set a password (AccessControl.pm domain_set_password): a user of a
+// realm that does not exist is created when none is given.
 func (s *Server) createUser(q *request) (any, error) {
 	id := q.get("userid")
-	_, realm, _ := strings.Cut(id, "@")
-	if !realms[realm] {
-		return nil, fail(http.StatusInternalServerError, "create user failed: domain '%s' does not exist", realm)
+	failed := func(format string, args ...any) error {
+		return fail(http.StatusInternalServerError, "create user failed: "+format, args...)
 	}
 	if _, exists := s.st.Access.Users[id]; exists {
-		return nil, fail(http.StatusInternalServerError, "create user failed: user '%s' already exists", id)
+		return nil, failed("user '%s' already exists", id)
 	}
-	groups := schema.SplitList(q.get("groups"))
+	if q.has("password") {
+		_, realm, _ := strings.Cut(id, "@")
+		d, ok := s.realms().Realms[realm]
+		if !ok {
+			return nil, failed("auth domain '%s' does not exist", realm)
+		}
+		if t := d["type"]; t != "pam" && t != "pve" {
+			// Auth/Plugin.pm store_password; PAM.pm and PVE.pm override it.
+			return nil, failed("can't set password on auth type '%s'", t)
+		}
+	}
+	groups := userGroups(q.get("groups"))
 	if err := s.checkGroups(groups, "create user failed: "); err != nil {
 		return nil, err
 	}
@@ -207,41 +249,51 @@ func (s *Server) createUser(q *request) (any, error) {
 	return nil, nil
 }
 
+// userGroups is a group list as user.cfg keeps a user's groups: hash
+// keys, read back sorted and each once.
+func userGroups(list string) []string {
+	groups := schema.SplitList(list)
+	slices.Sort(groups)
+	return slices.Compact(groups)
+}
+
+// updateUser is API2/User.pm update_user; its errors carry "update user
+// failed: " (lock_user_config). A user that does not exist is refused
+// before, by the userid-group permission check, but for root@pam.
 func (s *Server) updateUser(q *request) (any, error) {
-	u, err := s.userOf(q.vars["userid"])
-	if err != nil {
-		return nil, err
+	u, ok := s.st.Access.Users[q.vars["userid"]]
+	if !ok {
+		return nil, fail(http.StatusInternalServerError, "update user failed: no such user ('%s')", q.vars["userid"])
 	}
 	if q.bool("append") && !q.has("groups") {
 		return nil, paramErr1("append", "parameter 'append' requires 'groups'")
 	}
 	if q.has("groups") {
-		groups := schema.SplitList(q.get("groups"))
+		groups := userGroups(q.get("groups"))
 		if err := s.checkGroups(groups, "update user failed: "); err != nil {
 			return nil, err
 		}
 		if q.bool("append") {
-			for _, g := range groups {
-				if !slices.Contains(u.Groups, g) {
-					u.Groups = append(u.Groups, g)
-				}
-			}
-		} else {
-			u.Groups = groups
+			groups = userGroups(strings.Join(append(groups, u.Groups...), ","))
 		}
+		u.Groups = groups
 	}
 	s.setUserFields(u, q)
 	return nil, nil
 }
 
+// deleteUser is API2/User.pm delete_user. It checks no existence itself
+// (the userid-group permission check does, for every caller but
+// root@pam). Its tokens go with the user, their ACL entries with them
+// (parse_user_config drops an ACL entry of a token that does not exist).
 func (s *Server) deleteUser(q *request) (any, error) {
-	u, err := s.userOf(q.vars["userid"])
-	if err != nil {
-		return nil, err
+	id := q.vars["userid"]
+	if _, ok := s.st.Access.Users[id]; !ok {
+		return nil, nil
 	}
-	delete(s.st.Access.Users, u.ID)
+	delete(s.st.Access.Users, id)
 	s.dropACL(func(e aclEntry) bool {
-		return e.Type == "user" && e.UGID == u.ID || e.Type == "token" && strings.HasPrefix(e.UGID, u.ID+"!")
+		return e.Type == "user" && e.UGID == id || e.Type == "token" && strings.HasPrefix(e.UGID, id+"!")
 	})
 	return nil, nil
 }
@@ -309,7 +361,7 @@ func (s *Server) createToken(q *request) (any, error) {
 		return nil, paramErr1("tokenid", "Token already exists.")
 	}
 	// Privilege separation is on unless asked off (generate_token).
-	t := &token{Comment: q.get("comment"), Expire: int64(q.int("expire", 0)), Privsep: true}
+	t := &token{Expire: int64(q.int("expire", 0)), Privsep: true, Comment: keptComment(q.get("comment"))}
 	if q.has("privsep") {
 		t.Privsep = q.bool("privsep")
 	}
@@ -317,7 +369,16 @@ func (s *Server) createToken(q *request) (any, error) {
 	value := s.newUUID()
 	t.SecretHash = secretHash(value) // the value itself is answered once, never kept
 	u.Tokens[tid] = t
-	return map[string]any{"full-tokenid": u.ID + "!" + tid, "info": tokenInfo(t), "value": value}, nil
+	// The answer's info is the hash generate_token built, not user.cfg
+	// read back: expire only when it was sent, the comment as sent.
+	info := tokenInfo(t)
+	if !q.has("expire") {
+		delete(info, "expire")
+	}
+	if c := q.get("comment"); perlTrue(c) {
+		info["comment"] = c
+	}
+	return map[string]any{"full-tokenid": u.ID + "!" + tid, "info": info, "value": value}, nil
 }
 
 func (s *Server) updateToken(q *request) (any, error) {
@@ -326,15 +387,18 @@ func (s *Server) updateToken(q *request) (any, error) {
 		return nil, err
 	}
 	// update_token_info: only the comment can be deleted; anything else
-	// in delete is refused, and nothing is written.
+	// in delete is refused, and nothing is written. The refusal is a
+	// raise_param_exc inside lock_user_config: its 400 becomes the text
+	// of a 500 "updating token info failed: ...".
 	del := schema.SplitList(q.get("delete"))
 	for _, k := range del {
 		if k != "comment" {
-			return nil, paramErr1("delete", "unknown option '%s'", k)
+			return nil, fail(http.StatusInternalServerError,
+				"updating token info failed: 400 Parameter verification failed.\ndelete: unknown option '%s'", k)
 		}
 	}
 	if q.has("comment") {
-		t.Comment = q.get("comment")
+		t.Comment = keptComment(q.get("comment"))
 	}
 	if q.has("expire") {
 		t.Expire = int64(q.int("expire", 0))
@@ -345,7 +409,12 @@ func (s *Server) updateToken(q *request) (any, error) {
 	if len(del) > 0 {
 		t.Comment = ""
 	}
+	// The answer is the token hash before it is written: a comment as
+	// sent, unless empty or deleted.
 	m := tokenInfo(t)
+	if c := q.get("comment"); c != "" && len(del) == 0 {
+		m["comment"] = c
+	}
 	if q.bool("regenerate") {
 		value := s.newUUID()
 		t.SecretHash = secretHash(value)
@@ -410,17 +479,18 @@ func (s *Server) createGroup(q *request) (any, error) {
 	if _, exists := s.st.Access.Groups[id]; exists {
 		return nil, fail(http.StatusInternalServerError, "create group failed: group '%s' already exists", id)
 	}
-	s.st.Access.Groups[id] = &group{ID: id, Comment: q.get("comment")}
+	s.st.Access.Groups[id] = &group{ID: id, Comment: keptComment(q.get("comment"))}
 	return nil, nil
 }
 
 func (s *Server) updateGroup(q *request) (any, error) {
 	g, ok := s.st.Access.Groups[q.vars["groupid"]]
 	if !ok {
-		return nil, fail(http.StatusInternalServerError, "group '%s' does not exist", q.vars["groupid"])
+		// API2/Group.pm update_group dies inside lock_user_config.
+		return nil, fail(http.StatusInternalServerError, "update group failed: group '%s' does not exist", q.vars["groupid"])
 	}
 	if q.has("comment") {
-		g.Comment = q.get("comment")
+		g.Comment = keptComment(q.get("comment"))
 	}
 	return nil, nil
 }
@@ -428,7 +498,8 @@ func (s *Server) updateGroup(q *request) (any, error) {
 func (s *Server) deleteGroup(q *request) (any, error) {
 	id := q.vars["groupid"]
 	if _, ok := s.st.Access.Groups[id]; !ok {
-		return nil, fail(http.StatusInternalServerError, "group '%s' does not exist", id)
+		// API2/Group.pm delete_group dies inside lock_user_config.
+		return nil, fail(http.StatusInternalServerError, "delete group failed: group '%s' does not exist", id)
 	}
 	delete(s.st.Access.Groups, id)
 	for _, u := range s.st.Access.Users {

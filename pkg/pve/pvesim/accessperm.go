@@ -112,8 +112,12 @@ func (s *Server) deleteRole(q *request) (any, error) {
 	if _, ok := s.st.Access.Roles[id]; !ok {
 		return nil, fail(http.StatusInternalServerError, "delete role failed: role '%s' does not exist", id)
 	}
-	// Like PVE, ACLs naming it stay; they grant nothing any more.
+	// delete_role leaves the ACL lines naming it in user.cfg, but
+	// parse_user_config drops an ACL entry whose role does not exist
+	// ("ignore invalid acl role"): they are gone from every read, and the
+	// next write of user.cfg (a new role of that name too) drops them.
 	delete(s.st.Access.Roles, id)
+	s.dropACL(func(e aclEntry) bool { return e.Role == id })
 	return nil, nil
 }
 
@@ -154,7 +158,8 @@ func (s *Server) listACL(q *request) (any, error) {
 // only hand out or take back roles whose privileges it holds there itself,
 // propagated if the new entry propagates.
 func (s *Server) updateACL(q *request) (any, error) {
-	if !q.has("users") && !q.has("groups") && !q.has("tokens") {
+	// update_acl tests them for truth: an empty list counts as none.
+	if !perlTrue(q.get("users")) && !perlTrue(q.get("groups")) && !perlTrue(q.get("tokens")) {
 		const msg = "either 'users', 'groups' or 'tokens' is required."
 		return nil, paramErr(map[string]string{"users": msg, "groups": msg, "tokens": msg})
 	}
@@ -225,7 +230,9 @@ func (s *Server) updateACL(q *request) (any, error) {
 	}
 	for _, c := range changes {
 		s.dropACL(func(e aclEntry) bool { return e.Path == path && e.Type == c.typ && e.UGID == c.id && e.Role == c.role })
-		if !del {
+		// AccessControl.pm write_user_config never writes an entry of the
+		// user root@pam ("it is always 'Administrator'"): accepted, not kept.
+		if !del && !(c.typ == "user" && c.id == superuser) {
 			s.st.Access.ACL = append(s.st.Access.ACL, aclEntry{Path: path, Type: c.typ, UGID: c.id, Role: c.role, Propagate: propagate})
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/pvectl/pvectl/pkg/pve/schema"
 )
@@ -83,7 +84,7 @@ func (s *Server) listDomains(q *request) (any, error) {
 	for _, name := range slices.Sorted(maps.Keys(d.Realms)) {
 		r := d.Realms[name]
 		row := map[string]any{"realm": name, "type": r["type"]}
-		if c := r["comment"]; c != "" {
+		if c := r["comment"]; perlTrue(c) { // index: `if $d->{comment}`
 			row["comment"] = c
 		}
 		if r["default"] == "1" {
@@ -173,6 +174,9 @@ func (s *Server) createDomain(q *request) (any, error) {
 		return nil, failed("'check-connection' parameter can only be set for realms of type 'ldap' or 'ad'")
 	}
 	params := realmParams(q)
+	if typ == "ldap" || typ == "ad" {
+		mapSyncDefaults(params)
+	}
 	if err := checkRealmConfig(typ, params, true); err != nil {
 		return nil, realmFailed("add auth server failed", err)
 	}
@@ -223,6 +227,9 @@ func (s *Server) updateDomain(q *request) (any, error) {
 	if len(del) == 0 && len(params) == 0 && !q.has("password") {
 		return nil, failed(fmt.Errorf("no options specified"))
 	}
+	if typ == "ldap" || typ == "ad" {
+		mapSyncDefaults(params)
+	}
 	if err := checkRealmConfig(typ, params, false); err != nil {
 		return nil, failed(err)
 	}
@@ -253,4 +260,48 @@ func (s *Server) deleteDomain(q *request) (any, error) {
 	delete(d.Realms, name)
 	delete(d.Passwords, name)
 	return nil, s.saveLocked()
+}
+
+// mapSyncDefaults is Domains.pm $map_sync_default_options with
+// $delete_deprecated, run by create and update of an LDAP or AD realm:
+// the deprecated full and purge of sync-defaults-options become
+// remove-vanished ("entry;properties" for full, "acl" for purge) unless
+// it is set, and go; the value is printed back (print_property_string:
+// keys sorted, booleans as 0/1).
+func mapSyncDefaults(params map[string]string) {
+	v, ok := params["sync-defaults-options"]
+	if !ok {
+		return
+	}
+	items := props(v)
+	if items == nil {
+		return // malformed: check_config refuses it
+	}
+	flags := map[string]string{}
+	var rest []schema.KV
+	for _, it := range items {
+		switch it.Key {
+		case "full", "purge", "enable-new":
+			flags[it.Key] = "0"
+			if b, _ := schema.ParseBool(it.Value); b {
+				flags[it.Key] = "1"
+			}
+		default:
+			rest = append(rest, it)
+		}
+	}
+	if _, set := schema.PropValue(rest, "remove-vanished"); !set && (flags["full"] == "1" || flags["purge"] == "1") {
+		var rv []string
+		if flags["full"] == "1" {
+			rv = append(rv, "entry", "properties")
+		}
+		if flags["purge"] == "1" {
+			rv = append(rv, "acl")
+		}
+		rest = append(rest, schema.KV{Key: "remove-vanished", Value: strings.Join(rv, ";")})
+	}
+	if e, ok := flags["enable-new"]; ok {
+		rest = append(rest, schema.KV{Key: "enable-new", Value: e})
+	}
+	params["sync-defaults-options"] = printProps(nil, nil, rest)
 }

@@ -56,6 +56,13 @@ func (s *Server) getRealmSyncJob(q *request) (any, error) {
 	return typedAnswer("POST", realmSyncPath, sec), nil
 }
 
+// lockedParamErr is a parameter exception raised inside cfs_lock_file
+// that API2/Jobs/RealmSync.pm dies again as "$@": stringified
+// (perlString), a plain 500.
+func lockedParamErr(err error) error {
+	return fail(http.StatusInternalServerError, "%s", perlString(err))
+}
+
 // createRealmSyncJob is create_job: a new id (jobs.cfg ids are shared by
 // every job type), check_config, and a realm that exists and is LDAP or AD.
 func (s *Server) createRealmSyncJob(q *request) (any, error) {
@@ -68,12 +75,14 @@ func (s *Server) createRealmSyncJob(q *request) (any, error) {
 	if err := checkSection(realmSyncOptions(), opts, true); err != nil {
 		return nil, fail(http.StatusInternalServerError, "%v", err)
 	}
+	// raise_param_exc inside cfs_lock_file, died again as "$@": the
+	// exception's text in a 500.
 	realm := s.realms().Realms[opts["realm"]]
 	if realm == nil {
-		return nil, paramErr1("realm", "No such realm '%s'", opts["realm"])
+		return nil, lockedParamErr(paramErr1("realm", "No such realm '%s'", opts["realm"]))
 	}
 	if t := realm["type"]; t != "ldap" && t != "ad" {
-		return nil, paramErr1("realm", "Only LDAP/AD realms can be synced.")
+		return nil, lockedParamErr(paramErr1("realm", "Only LDAP/AD realms can be synced."))
 	}
 	opts["type"] = "realm-sync"
 	jobs[id] = opts
@@ -109,7 +118,8 @@ func (s *Server) deleteRealmSyncJob(q *request) (any, error) {
 	jobs := s.realmSyncJobs()
 	id := q.vars["id"]
 	if _, ok := jobs[id]; !ok {
-		return nil, paramErr1("id", "No such job '%s'", id)
+		// delete_job raises it inside cfs_lock_file and dies "$@".
+		return nil, lockedParamErr(paramErr1("id", "No such job '%s'", id))
 	}
 	delete(jobs, id)
 	return nil, s.saveLocked()

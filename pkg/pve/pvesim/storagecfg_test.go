@@ -171,7 +171,8 @@ func TestStorageDeleteCleansUp(t *testing.T) {
 	}
 	e.ok(nil, "POST", "/pools", "poolid", "p1")
 	e.ok(nil, "PUT", "/pools", "poolid", "p1", "storage", "d1")
-	e.ok(nil, "PUT", "/access/acl", "path", "/storage/d1", "roles", "PVEDatastoreUser", "users", "root@pam")
+	e.ok(nil, "POST", "/access/users", "userid", "ci@pve") // root@pam's ACL entries are never kept
+	e.ok(nil, "PUT", "/access/acl", "path", "/storage/d1", "roles", "PVEDatastoreUser", "users", "ci@pve")
 	// LVMPlugin.pm on_add_hook: the base is an iSCSI storage's LUN.
 	e.ok(nil, "POST", "/storage", "storage", "i1", "type", "iscsi", "portal", "10.0.0.7", "target", "iqn.2003-01.org.example:t1")
 	e.ok(nil, "POST", "/storage", "storage", "vg1", "type", "lvm", "vgname", "vg1", "base", "i1:0.0.0.scsi-1")
