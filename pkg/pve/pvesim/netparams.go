@@ -78,6 +78,11 @@ func checkIfaceCall(q *request, cfg map[string]*iface, name string, create bool)
 	if addr.err != nil {
 		return addr, addr.err
 	}
+	if addr.v6 != "" {
+		if err := checkIPv6Host(addr.v6); err != nil {
+			return addr, err
+		}
+	}
 	if create && strings.HasPrefix(q.get("type"), "OVS") {
 		// create_network: a PVE node has no Open vSwitch unless it is
 		// installed (update_network does not look).
