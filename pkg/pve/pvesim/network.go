@@ -201,11 +201,23 @@ func matchType(filter string, i *iface) bool {
 	return i.Type == filter
 }
 
-// active is whether the interface is up: committed and brought up at boot
-// (physical NICs are always up).
+// active is whether the interface is up. The reader sets it from the
+// kernel's IFF_UP flag (pve-common src/PVE/ProcFSTools.pm
+// get_active_network_interfaces, read in Network/Interfaces.pm
+// read_etc_network_interfaces): a NIC the host lacks is never up, and
+// `ifreload -a` brings up only what the running file marks auto and the
+// ports and slaves below those - an unused NIC stays down.
 func (n *nodeNet) active(i *iface) bool {
-	_, running := n.Running[i.Name]
-	return running && (i.Autostart || i.Type == "eth" || i.Type == "loopback")
+	r, running := n.Running[i.Name]
+	switch {
+	case !running:
+		return false
+	case r.Type == "loopback":
+		return true
+	case r.Type == "eth" && !r.Exists:
+		return false
+	}
+	return brought(n.Running, i.Name)
 }
 
 func (s *Server) listNetwork(q *request) (any, error) {

@@ -37,3 +37,25 @@ func TestIfaceIPv6AddressType(t *testing.T) {
 		e.ok(nil, "PUT", "/nodes/pve/network/eno2", "type", "eth", "cidr6", cidr6)
 	}
 }
+
+// `active` is the kernel's IFF_UP (pve-common ProcFSTools.pm
+// get_active_network_interfaces): an unused NIC is down, a port of an
+// auto bridge is up once applied, a NIC the host lacks never is.
+func TestIfaceActiveIsUp(t *testing.T) {
+	e := newNetEnv(t)
+	if m := e.iface("eno2"); m["active"] != nil {
+		t.Errorf("unused eno2: got active %v, want none", m["active"])
+	}
+	if m := e.iface("eno1"); m["active"] != 1.0 {
+		t.Errorf("eno1, port of vmbr0: got active %v, want 1", m["active"])
+	}
+	e.ok(nil, "POST", "/nodes/pve/network", "iface", "vmbr1", "type", "bridge", "bridge_ports", "eno2", "autostart", "1")
+	e.ok(nil, "POST", "/nodes/pve/network", "iface", "eno9", "type", "eth", "autostart", "1")
+	e.run("PUT", "/nodes/pve/network")
+	if m := e.iface("eno2"); m["active"] != 1.0 {
+		t.Errorf("eno2, port of vmbr1: got active %v, want 1", m["active"])
+	}
+	if m := e.iface("eno9"); m["active"] != nil {
+		t.Errorf("missing eno9: got active %v, want none", m["active"])
+	}
+}
