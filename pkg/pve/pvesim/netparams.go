@@ -248,13 +248,24 @@ func portsOf(i *iface) []string {
 
 // clear removes one setting named as in the API (PUT's delete list): the
 // key leaves the interface's hash; cidr also takes address and netmask.
+// The hash update_network changes is the reader's, which holds cidr beside
+// address and netmask, and the writer writes address, or else cidr
+// (pve-common Network/Interfaces.pm __write_etc_network_interfaces:
+// `$d->{address} //= $cidr`): deleting address alone leaves cidr to be
+// written, so the address stays; deleting netmask leaves the bare address
+// written, read back as a /32.
 func (i *iface) clear(key string) {
 	if f, ok := i.strSettings()[key]; ok {
 		*f = ""
 		return
 	}
 	switch key {
-	case "cidr", "address":
+	case "address":
+	case "netmask":
+		if addr, _, ok := strings.Cut(i.CIDR, "/"); ok {
+			i.CIDR = addr + "/32"
+		}
+	case "cidr":
 		i.CIDR = ""
 	case "cidr6", "address6":
 		i.CIDR6 = ""

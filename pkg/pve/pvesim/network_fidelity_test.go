@@ -59,3 +59,22 @@ func TestIfaceActiveIsUp(t *testing.T) {
 		t.Errorf("missing eno9: got active %v, want none", m["active"])
 	}
 }
+
+// update_network deletes only the key named; the reader's hash keeps cidr
+// beside address and netmask, and the writer writes cidr when address is
+// gone (pve-common Network/Interfaces.pm __write_etc_network_interfaces).
+func TestIfaceDeleteAddressKeepsCIDR(t *testing.T) {
+	e := newNetEnv(t)
+	e.ok(nil, "PUT", "/nodes/pve/network/vmbr0", "type", "bridge", "delete", "address")
+	if m := e.iface("vmbr0"); m["cidr"] != "192.168.100.2/24" || m["method"] != "manual" {
+		t.Errorf("after delete=address: got cidr %v method %v, want 192.168.100.2/24 manual", m["cidr"], m["method"])
+	}
+	e.ok(nil, "PUT", "/nodes/pve/network/vmbr0", "type", "bridge", "delete", "netmask")
+	if m := e.iface("vmbr0"); m["cidr"] != "192.168.100.2/32" {
+		t.Errorf("after delete=netmask: got cidr %v, want 192.168.100.2/32", m["cidr"])
+	}
+	e.ok(nil, "PUT", "/nodes/pve/network/vmbr0", "type", "bridge", "delete", "cidr")
+	if m := e.iface("vmbr0"); m["cidr"] != nil {
+		t.Errorf("after delete=cidr: got cidr %v, want none", m["cidr"])
+	}
+}
