@@ -267,6 +267,12 @@ func reread(cfg map[string]*iface) {
 				d.Exists = p.Exists
 			}
 		}
+		if d.Type == "alias" {
+			// The reader: an alias (eno1:1) exists as its parent does
+			// (Network/Interfaces.pm __read_etc_network_interfaces).
+			parent, _, _ := strings.Cut(d.Name, ":")
+			d.Exists = cfg[parent] != nil && cfg[parent].Exists
+		}
 	}
 }
 

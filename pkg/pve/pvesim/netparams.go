@@ -113,8 +113,10 @@ func (i *iface) setParams(q *request) {
 		// Any value defines the key, and the writer enables VLAN awareness
 		// for a defined key (pve-common Network/Interfaces.pm
 		// __interface_to_string: `if (defined($d->{bridge_vlan_aware}))`):
-		// bridge_vlan_aware=0 turns it ON. Only delete turns it off.
-		i.BridgeVlanAware = true
+		// bridge_vlan_aware=0 turns it ON. Only delete turns it off. Other
+		// types print it among their other settings, and only when true
+		// (`next if !$d->{$k}`), so there 0 is off.
+		i.BridgeVlanAware = i.Type == "bridge" || q.bool("bridge_vlan_aware")
 	}
 	if q.has("mtu") {
 		i.MTU = q.int("mtu", 0)

@@ -78,3 +78,23 @@ func TestIfaceDeleteAddressKeepsCIDR(t *testing.T) {
 		t.Errorf("after delete=cidr: got cidr %v, want none", m["cidr"])
 	}
 }
+
+// What the reader makes of settings on other types (pve-common
+// Network/Interfaces.pm): bridge_vlan_aware=0 on a NIC is not written (the
+// writer prints a non-bridge's other settings only when true), and an
+// alias exists as its parent does.
+func TestIfaceOtherTypesReadBack(t *testing.T) {
+	e := newNetEnv(t)
+	e.ok(nil, "PUT", "/nodes/pve/network/eno2", "type", "eth", "bridge_vlan_aware", "0")
+	if m := e.iface("eno2"); m["bridge_vlan_aware"] != nil {
+		t.Errorf("eno2 after bridge_vlan_aware=0: got %v, want none", m["bridge_vlan_aware"])
+	}
+	e.ok(nil, "PUT", "/nodes/pve/network/eno2", "type", "eth", "bridge_vlan_aware", "1")
+	if m := e.iface("eno2"); m["bridge_vlan_aware"] != 1.0 {
+		t.Errorf("eno2 after bridge_vlan_aware=1: got %v, want 1", m["bridge_vlan_aware"])
+	}
+	e.ok(nil, "POST", "/nodes/pve/network", "iface", "eno3:1", "type", "alias", "cidr", "10.9.0.2/24")
+	if m := e.iface("eno3:1"); m["type"] != "alias" || m["exists"] != 1.0 {
+		t.Errorf("eno3:1: got type %v exists %v, want alias 1", m["type"], m["exists"])
+	}
+}
