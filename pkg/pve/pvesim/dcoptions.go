@@ -59,7 +59,7 @@ func (s *Server) getDCOptions(q *request) (any, error) {
 			}
 		}
 	}
-	out["allowed-tags"] = []string{}
+	out["allowed-tags"] = s.allowedTags(q.user)
 	return out, nil
 }
 

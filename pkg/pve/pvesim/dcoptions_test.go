@@ -65,3 +65,16 @@ func TestDatacenterOptionsWriterMappings(t *testing.T) {
 		}
 	})
 }
+
+// allowed-tags is pve-guest-common GuestHelpers.pm get_allowed_tags: for
+// root (Sys.Modify on /) the guests' tags, the user-allow-list and the
+// registered tags.
+func TestDatacenterOptionsAllowedTags(t *testing.T) {
+	e := startEnv(t, simtest.Options{Conformance: true})
+	e.run("POST", "/nodes/pve/qemu", "vmid", "100", "memory", "512", "tags", "web;prod")
+	e.ok(nil, "PUT", "/cluster/options", "registered-tags", "ops", "user-tag-access", "user-allow=none,user-allow-list=lab")
+	got := e.object("/cluster/options")
+	if diff := cmp.Diff([]any{"lab", "ops", "prod", "web"}, got["allowed-tags"]); diff != "" {
+		t.Errorf("allowed-tags (-want +got)\n%s", diff)
+	}
+}
