@@ -259,6 +259,7 @@ func reread(cfg map[string]*iface) {
 		d.Priority = pos + 2 // the reader counts from 2; 1 is for a missing lo
 		writeOptions(d)
 		writeFamilies(d)
+		readOtherPorts(d)
 		d.Type = readType(d)
 	}
 	for _, d := range order {
@@ -302,6 +303,28 @@ func writeOptions(d *iface) {
 		if d.BondMode != "active-backup" {
 			d.BondPrimary = ""
 		}
+	}
+}
+
+// readOtherPorts is what the reader makes of the slaves and bridge_ports
+// the writer printed, as they were, among the other settings of a type
+// that is neither a bond nor a bridge: lists split on blanks, sorted,
+// without "none"; a bridge_ports line makes the interface a bridge, with
+// the reader's STP and forwarding delay defaults (pve-common
+// Network/Interfaces.pm __interface_to_string, __read_etc_network_interfaces).
+func readOtherPorts(d *iface) {
+	if d.Type == "bridge" || d.Type == "bond" {
+		return
+	}
+	fields := func(s string) string {
+		f := slices.DeleteFunc(strings.Fields(s), func(p string) bool { return p == "none" })
+		slices.Sort(f)
+		return strings.Join(slices.Compact(f), " ")
+	}
+	d.Slaves, d.BridgePorts = fields(d.Slaves), fields(d.BridgePorts)
+	if d.BridgePorts != "" {
+		d.BridgeSTP = "off"
+		d.BridgeFD = "0"
 	}
 }
 
@@ -362,7 +385,7 @@ func commentLines(s string) string {
 // the name (the writer drops them).
 func readType(d *iface) string {
 	switch {
-	case d.Type == "bridge": // bridge-ports is always written
+	case d.Type == "bridge" || d.BridgePorts != "": // bridge-ports is always written
 		return "bridge"
 	case d.Type == "loopback":
 		return "loopback"

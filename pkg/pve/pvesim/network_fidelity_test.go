@@ -98,3 +98,15 @@ func TestIfaceOtherTypesReadBack(t *testing.T) {
 		t.Errorf("eno3:1: got type %v exists %v, want alias 1", m["type"], m["exists"])
 	}
 }
+
+// A NIC given bridge_ports has the writer print "bridge_ports" among its
+// other settings, and the reader types anything with bridge ports a
+// bridge (pve-common Network/Interfaces.pm __read_etc_network_interfaces).
+func TestIfaceBridgePortsMakeABridge(t *testing.T) {
+	e := newNetEnv(t)
+	e.ok(nil, "PUT", "/nodes/pve/network/eno2", "type", "eth", "bridge_ports", "eno4 eno3")
+	m := e.iface("eno2")
+	if m["type"] != "bridge" || m["bridge_ports"] != "eno3 eno4" || m["bridge_stp"] != "off" {
+		t.Errorf("eno2 after bridge_ports: got type %v ports %v stp %v, want bridge, eno3 eno4, off", m["type"], m["bridge_ports"], m["bridge_stp"])
+	}
+}
