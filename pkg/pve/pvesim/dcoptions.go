@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/pvectl/pvectl/internal/lazyre"
 	"github.com/pvectl/pvectl/pkg/pve/schema"
 )
 
@@ -115,10 +116,15 @@ func dcValue(m *schema.Method, k, v string) any {
 func (s *Server) setDCOptions(q *request) (any, error) {
 	next := map[string]string{}
 	for k, v := range s.datacenter() {
-		if k == "registered-tags" {
-			// set_options reads the file first: the reader splits the
-			// list, and the writer joins it sorted again.
-			v = strings.Join(slices.Sorted(slices.Values(strings.Split(v, ";"))), ";")
+		// set_options reads the file first: the reader splits these
+		// lists, and the writer joins them sorted again.
+		switch k {
+		case "registered-tags":
+			v = sortedTagList(v)
+		case "user-tag-access":
+			v = userAllowList.ReplaceAllStringFunc(v, func(kv string) string {
+				return "user-allow-list=" + sortedTagList(strings.TrimPrefix(kv, "user-allow-list="))
+			})
 		}
 		next[k] = v
 	}
@@ -166,6 +172,12 @@ func checkNextID(v string) error {
 		return fail(http.StatusInternalServerError, "%s", fmt.Sprintf("lower (%d) <= upper (%d) boundary rule broken", lower, upper))
 	}
 	return nil
+}
+
+var userAllowList = lazyre.New(`user-allow-list=[^,]*`)
+
+func sortedTagList(v string) string {
+	return strings.Join(slices.Sorted(slices.Values(strings.Split(v, ";"))), ";")
 }
 
 // dcWriterMappings is what write_datacenter_config (pve-cluster

@@ -78,3 +78,17 @@ func TestDatacenterOptionsAllowedTags(t *testing.T) {
 		t.Errorf("allowed-tags (-want +got)\n%s", diff)
 	}
 }
+
+// The user-allow-list, like registered-tags, is sorted when set_options
+// rewrites the file (DataCenterConfig.pm write_datacenter_config), and an
+// empty crs is not written.
+func TestDatacenterOptionsRewrite(t *testing.T) {
+	e := startEnv(t, simtest.Options{Conformance: true})
+	e.ok(nil, "PUT", "/cluster/options", "user-tag-access", "user-allow=list,user-allow-list=zeta;alpha")
+	e.ok(nil, "PUT", "/cluster/options", "keyboard", "de")
+	got := e.object("/cluster/options")
+	uta, _ := got["user-tag-access"].(map[string]any)
+	if diff := cmp.Diff([]any{"alpha", "zeta"}, uta["user-allow-list"]); diff != "" {
+		t.Errorf("user-allow-list (-want +got)\n%s", diff)
+	}
+}
