@@ -91,4 +91,9 @@ func TestDatacenterOptionsRewrite(t *testing.T) {
 	if diff := cmp.Diff([]any{"alpha", "zeta"}, uta["user-allow-list"]); diff != "" {
 		t.Errorf("user-allow-list (-want +got)\n%s", diff)
 	}
+	if r := e.call("PUT", "/cluster/options", "crs", ""); r.Status == 200 {
+		if got := e.object("/cluster/options"); got["crs"] != nil {
+			t.Errorf("after crs=\"\": got crs %v, want none", got["crs"])
+		}
+	}
 }
