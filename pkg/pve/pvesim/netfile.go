@@ -430,7 +430,11 @@ func render(m map[string]*iface) string {
 			}
 			if fam == "inet" {
 				fmt.Fprintf(&b, "iface %s inet %s\n", i.Name, orDefault(i.Method, "manual"))
-				opt("address", i.CIDR)
+				if i.NoMask {
+					opt("address", strings.TrimSuffix(i.CIDR, "/32"))
+				} else {
+					opt("address", i.CIDR)
+				}
 				opt("gateway", i.Gateway)
 			} else {
 				fmt.Fprintf(&b, "iface %s inet6 %s\n", i.Name, orDefault(i.Method6, "manual"))

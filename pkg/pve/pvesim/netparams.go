@@ -132,7 +132,7 @@ func (i *iface) setAddresses(addr addrs) {
 	i.Families = nil
 	i.Method, i.Method6 = "manual", "manual"
 	if addr.v4 != "" {
-		i.CIDR, i.Method = addr.v4, "static"
+		i.CIDR, i.Method, i.NoMask = addr.v4, "static", false
 		i.Families = append(i.Families, "inet")
 	}
 	if addr.v6 != "" {
@@ -265,10 +265,10 @@ func (i *iface) clear(key string) {
 	case "address":
 	case "netmask":
 		if addr, _, ok := strings.Cut(i.CIDR, "/"); ok {
-			i.CIDR = addr + "/32"
+			i.CIDR, i.NoMask = addr+"/32", true
 		}
 	case "cidr":
-		i.CIDR = ""
+		i.CIDR, i.NoMask = "", false
 	case "cidr6", "address6":
 		i.CIDR6 = ""
 	case "mtu":

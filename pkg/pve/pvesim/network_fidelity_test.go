@@ -1,6 +1,9 @@
 package pvesim_test
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 // pve-manager PVE/API2/Network.pm check_ipv6_settings: create_network and
 // update_network take only a global, unique-local or link-local unicast
@@ -70,8 +73,11 @@ func TestIfaceDeleteAddressKeepsCIDR(t *testing.T) {
 		t.Errorf("after delete=address: got cidr %v method %v, want 192.168.100.2/24 manual", m["cidr"], m["method"])
 	}
 	e.ok(nil, "PUT", "/nodes/pve/network/vmbr0", "type", "bridge", "delete", "netmask")
-	if m := e.iface("vmbr0"); m["cidr"] != "192.168.100.2/32" {
-		t.Errorf("after delete=netmask: got cidr %v, want 192.168.100.2/32", m["cidr"])
+	if m := e.iface("vmbr0"); m["cidr"] != "192.168.100.2/32" || m["netmask"] != nil {
+		t.Errorf("after delete=netmask: got cidr %v netmask %v, want 192.168.100.2/32 and none", m["cidr"], m["netmask"])
+	}
+	if ch := e.changes(); !strings.Contains(ch, "+\taddress 192.168.100.2\n") {
+		t.Errorf("after delete=netmask: got changes %q, want the bare address", ch)
 	}
 	e.ok(nil, "PUT", "/nodes/pve/network/vmbr0", "type", "bridge", "delete", "cidr")
 	if m := e.iface("vmbr0"); m["cidr"] != nil {
