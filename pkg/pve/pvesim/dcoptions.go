@@ -19,7 +19,9 @@ import (
 // tag lists as arrays, the description (kept as the file's leading `#`
 // comment lines) with a newline after each line and always present, and
 // mac_prefix as PVE's OUI when unset. Without Sys.Audit on / only console
-// and tag-style are answered.
+// and tag-style are answered. The writer's mappings (dcWriterMappings)
+// and the lists it sorts are applied on every write; allowed-tags is
+// dctags.go.
 
 const proxmoxOUI = "BC:24:11"
 
