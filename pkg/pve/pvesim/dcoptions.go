@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/pvectl/pvectl/internal/lazyre"
 	"github.com/pvectl/pvectl/pkg/pve/schema"
 )
 
@@ -18,7 +19,9 @@ import (
 // tag lists as arrays, the description (kept as the file's leading `#`
 // comment lines) with a newline after each line and always present, and
 // mac_prefix as PVE's OUI when unset. Without Sys.Audit on / only console
-// and tag-style are answered.
+// and tag-style are answered. The writer's mappings (dcWriterMappings)
+// and the lists it sorts are applied on every write; allowed-tags is
+// dctags.go.
 
 const proxmoxOUI = "BC:24:11"
 
@@ -45,6 +48,9 @@ func (s *Server) getDCOptions(q *request) (any, error) {
 			out[k] = dcValue(m, k, v)
 		}
 		out["description"] = dcDescription(cfg["description"])
+		if v, ok := cfg["migration_unsecure"]; ok {
+			dcMigrationUnsecure(out, v)
+		}
 		if _, set := cfg["mac_prefix"]; !set {
 			out["mac_prefix"] = proxmoxOUI
 		}
@@ -56,18 +62,25 @@ func (s *Server) getDCOptions(q *request) (any, error) {
 			}
 		}
 	}
-	out["allowed-tags"] = []string{}
+	out["allowed-tags"] = s.allowedTags(q.user)
 	return out, nil
 }
 
 // dcDescription is the description as the reader gets it back from the
-// comment lines: each line with its newline.
+// comment lines: each line with its newline. write_datacenter_config
+// writes "#" and the line for each element of Perl's split(/\n/), which
+// drops only the trailing empty ones: an empty line inside (or at the
+// start of) the text is written as "#" and read back as an empty line
+// (pve-cluster src/PVE/DataCenterConfig.pm write_datacenter_config,
+// parse_datacenter_config).
 func dcDescription(d string) string {
+	lines := strings.Split(d, "\n")
+	for len(lines) > 0 && lines[len(lines)-1] == "" {
+		lines = lines[:len(lines)-1]
+	}
 	var b strings.Builder
-	for _, line := range strings.Split(d, "\n") {
-		if line != "" {
-			b.WriteString(line + "\n")
-		}
+	for _, line := range lines {
+		b.WriteString(line + "\n")
 	}
 	return b.String()
 }
@@ -105,6 +118,16 @@ func dcValue(m *schema.Method, k, v string) any {
 func (s *Server) setDCOptions(q *request) (any, error) {
 	next := map[string]string{}
 	for k, v := range s.datacenter() {
+		// set_options reads the file first: the reader splits these
+		// lists, and the writer joins them sorted again.
+		switch k {
+		case "registered-tags":
+			v = sortedTagList(v)
+		case "user-tag-access":
+			v = userAllowList.ReplaceAllStringFunc(v, func(kv string) string {
+				return "user-allow-list=" + sortedTagList(strings.TrimPrefix(kv, "user-allow-list="))
+			})
+		}
 		next[k] = v
 	}
 	for k := range q.params {
@@ -115,6 +138,7 @@ func (s *Server) setDCOptions(q *request) (any, error) {
 	for _, k := range schema.SplitList(q.get("delete")) {
 		delete(next, k)
 	}
+	dcWriterMappings(next)
 	if err := checkNextID(next["next-id"]); err != nil {
 		return nil, err
 	}
@@ -150,4 +174,43 @@ func checkNextID(v string) error {
 		return fail(http.StatusInternalServerError, "%s", fmt.Sprintf("lower (%d) <= upper (%d) boundary rule broken", lower, upper))
 	}
 	return nil
+}
+
+var userAllowList = lazyre.New(`user-allow-list=[^,]*`)
+
+func sortedTagList(v string) string {
+	return strings.Join(slices.Sorted(slices.Values(strings.Split(v, ";"))), ";")
+}
+
+// dcWriterMappings is what write_datacenter_config (pve-cluster
+// src/PVE/DataCenterConfig.pm) changes before it writes: the deprecated
+// migration_unsecure becomes migration's type when there is no migration
+// setting (and is kept, and written, when there is one); console applet is
+// written as html5; an empty crs is not written.
+func dcWriterMappings(cfg map[string]string) {
+	if v, ok := cfg["migration_unsecure"]; ok {
+		if _, set := cfg["migration"]; !set {
+			delete(cfg, "migration_unsecure")
+			cfg["migration"] = "type=" + map[bool]string{true: "insecure", false: "secure"}[perlTrue(v)]
+		}
+	}
+	if cfg["console"] == "applet" {
+		cfg["console"] = "html5"
+	}
+	if v, ok := cfg["crs"]; ok && v == "" {
+		delete(cfg, "crs")
+	}
+}
+
+// perlTrue is Perl's truth of a string: neither empty nor "0".
+func perlTrue(v string) bool { return v != "" && v != "0" }
+
+// dcMigrationUnsecure is what parse_datacenter_config makes of a
+// migration_unsecure kept beside migration: a boolean (parse_config's
+// parse_boolean); migration's type, which its format requires, wins.
+func dcMigrationUnsecure(out map[string]any, v string) {
+	out["migration_unsecure"] = 0
+	if perlTrue(v) {
+		out["migration_unsecure"] = 1
+	}
 }

@@ -259,6 +259,7 @@ func reread(cfg map[string]*iface) {
 		d.Priority = pos + 2 // the reader counts from 2; 1 is for a missing lo
 		writeOptions(d)
 		writeFamilies(d)
+		readOtherPorts(d)
 		d.Type = readType(d)
 	}
 	for _, d := range order {
@@ -266,6 +267,12 @@ func reread(cfg map[string]*iface) {
 			if p := cfg[d.VlanRawDevice]; p != nil {
 				d.Exists = p.Exists
 			}
+		}
+		if d.Type == "alias" {
+			// The reader: an alias (eno1:1) exists as its parent does
+			// (Network/Interfaces.pm __read_etc_network_interfaces).
+			parent, _, _ := strings.Cut(d.Name, ":")
+			d.Exists = cfg[parent] != nil && cfg[parent].Exists
 		}
 	}
 }
@@ -296,6 +303,28 @@ func writeOptions(d *iface) {
 		if d.BondMode != "active-backup" {
 			d.BondPrimary = ""
 		}
+	}
+}
+
+// readOtherPorts is what the reader makes of the slaves and bridge_ports
+// the writer printed, as they were, among the other settings of a type
+// that is neither a bond nor a bridge: lists split on blanks, sorted,
+// without "none"; a bridge_ports line makes the interface a bridge, with
+// the reader's STP and forwarding delay defaults (pve-common
+// Network/Interfaces.pm __interface_to_string, __read_etc_network_interfaces).
+func readOtherPorts(d *iface) {
+	if d.Type == "bridge" || d.Type == "bond" {
+		return
+	}
+	fields := func(s string) string {
+		f := slices.DeleteFunc(strings.Fields(s), func(p string) bool { return p == "none" })
+		slices.Sort(f)
+		return strings.Join(slices.Compact(f), " ")
+	}
+	d.Slaves, d.BridgePorts = fields(d.Slaves), fields(d.BridgePorts)
+	if d.BridgePorts != "" {
+		d.BridgeSTP = "off"
+		d.BridgeFD = "0"
 	}
 }
 
@@ -356,7 +385,7 @@ func commentLines(s string) string {
 // the name (the writer drops them).
 func readType(d *iface) string {
 	switch {
-	case d.Type == "bridge": // bridge-ports is always written
+	case d.Type == "bridge" || d.BridgePorts != "": // bridge-ports is always written
 		return "bridge"
 	case d.Type == "loopback":
 		return "loopback"
@@ -401,7 +430,11 @@ func render(m map[string]*iface) string {
 			}
 			if fam == "inet" {
 				fmt.Fprintf(&b, "iface %s inet %s\n", i.Name, orDefault(i.Method, "manual"))
-				opt("address", i.CIDR)
+				if i.NoMask {
+					opt("address", strings.TrimSuffix(i.CIDR, "/32"))
+				} else {
+					opt("address", i.CIDR)
+				}
 				opt("gateway", i.Gateway)
 			} else {
 				fmt.Fprintf(&b, "iface %s inet6 %s\n", i.Name, orDefault(i.Method6, "manual"))

@@ -78,6 +78,11 @@ func checkIfaceCall(q *request, cfg map[string]*iface, name string, create bool)
 	if addr.err != nil {
 		return addr, addr.err
 	}
+	if addr.v6 != "" {
+		if err := checkIPv6Host(addr.v6); err != nil {
+			return addr, err
+		}
+	}
 	if create && strings.HasPrefix(q.get("type"), "OVS") {
 		// create_network: a PVE node has no Open vSwitch unless it is
 		// installed (update_network does not look).
@@ -108,8 +113,10 @@ func (i *iface) setParams(q *request) {
 		// Any value defines the key, and the writer enables VLAN awareness
 		// for a defined key (pve-common Network/Interfaces.pm
 		// __interface_to_string: `if (defined($d->{bridge_vlan_aware}))`):
-		// bridge_vlan_aware=0 turns it ON. Only delete turns it off.
-		i.BridgeVlanAware = true
+		// bridge_vlan_aware=0 turns it ON. Only delete turns it off. Other
+		// types print it among their other settings, and only when true
+		// (`next if !$d->{$k}`), so there 0 is off.
+		i.BridgeVlanAware = i.Type == "bridge" || q.bool("bridge_vlan_aware")
 	}
 	if q.has("mtu") {
 		i.MTU = q.int("mtu", 0)
@@ -125,7 +132,7 @@ func (i *iface) setAddresses(addr addrs) {
 	i.Families = nil
 	i.Method, i.Method6 = "manual", "manual"
 	if addr.v4 != "" {
-		i.CIDR, i.Method = addr.v4, "static"
+		i.CIDR, i.Method, i.NoMask = addr.v4, "static", false
 		i.Families = append(i.Families, "inet")
 	}
 	if addr.v6 != "" {
@@ -243,14 +250,25 @@ func portsOf(i *iface) []string {
 
 // clear removes one setting named as in the API (PUT's delete list): the
 // key leaves the interface's hash; cidr also takes address and netmask.
+// The hash update_network changes is the reader's, which holds cidr beside
+// address and netmask, and the writer writes address, or else cidr
+// (pve-common Network/Interfaces.pm __write_etc_network_interfaces:
+// `$d->{address} //= $cidr`): deleting address alone leaves cidr to be
+// written, so the address stays; deleting netmask leaves the bare address
+// written, read back as a /32.
 func (i *iface) clear(key string) {
 	if f, ok := i.strSettings()[key]; ok {
 		*f = ""
 		return
 	}
 	switch key {
-	case "cidr", "address":
-		i.CIDR = ""
+	case "address":
+	case "netmask":
+		if addr, _, ok := strings.Cut(i.CIDR, "/"); ok {
+			i.CIDR, i.NoMask = addr+"/32", true
+		}
+	case "cidr":
+		i.CIDR, i.NoMask = "", false
 	case "cidr6", "address6":
 		i.CIDR6 = ""
 	case "mtu":

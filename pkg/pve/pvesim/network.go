@@ -46,9 +46,12 @@ type iface struct {
 	Families  []string `json:"families,omitempty"`
 	Priority  int      `json:"priority,omitempty"` // position in the file; 0: not written yet
 	CIDR      string   `json:"cidr,omitempty"`
-	Gateway   string   `json:"gateway,omitempty"`
-	CIDR6     string   `json:"cidr6,omitempty"`
-	Gateway6  string   `json:"gateway6,omitempty"`
+	// NoMask: the file holds the address without a mask (after a PUT
+	// deleted netmask), read back as a /32 with no netmask key.
+	NoMask   bool   `json:"no_mask,omitempty"`
+	Gateway  string `json:"gateway,omitempty"`
+	CIDR6    string `json:"cidr6,omitempty"`
+	Gateway6 string `json:"gateway6,omitempty"`
 	// Bridge settings. BridgeVlanAware is whether the key is defined at
 	// all: the writer enables VLAN awareness for any value, 0 included.
 	BridgePorts     string `json:"bridge_ports,omitempty"`
@@ -95,6 +98,9 @@ func (i *iface) item(active bool) map[string]any {
 	if i.CIDR != "" {
 		addr, bits, _ := strings.Cut(i.CIDR, "/")
 		m["cidr"], m["address"], m["netmask"] = i.CIDR, addr, bits
+		if i.NoMask {
+			delete(m, "netmask")
+		}
 	}
 	if i.CIDR6 != "" {
 		addr, bits, _ := strings.Cut(i.CIDR6, "/")
@@ -201,11 +207,23 @@ func matchType(filter string, i *iface) bool {
 	return i.Type == filter
 }
 
-// active is whether the interface is up: committed and brought up at boot
-// (physical NICs are always up).
+// active is whether the interface is up. The reader sets it from the
+// kernel's IFF_UP flag (pve-common src/PVE/ProcFSTools.pm
+// get_active_network_interfaces, read in Network/Interfaces.pm
+// read_etc_network_interfaces): a NIC the host lacks is never up, and
+// `ifreload -a` brings up only what the running file marks auto and the
+// ports and slaves below those - an unused NIC stays down.
 func (n *nodeNet) active(i *iface) bool {
-	_, running := n.Running[i.Name]
-	return running && (i.Autostart || i.Type == "eth" || i.Type == "loopback")
+	r, running := n.Running[i.Name]
+	switch {
+	case !running:
+		return false
+	case r.Type == "loopback":
+		return true
+	case r.Type == "eth" && !r.Exists:
+		return false
+	}
+	return brought(n.Running, i.Name)
 }
 
 func (s *Server) listNetwork(q *request) (any, error) {
