@@ -202,9 +202,6 @@ func dcWriterMappings(cfg map[string]string) {
 	}
 }
 
-// perlTrue is Perl's truth of a string: neither empty nor "0".
-func perlTrue(v string) bool { return v != "" && v != "0" }
-
 // dcMigrationUnsecure is what parse_datacenter_config makes of a
 // migration_unsecure kept beside migration: a boolean (parse_config's
 // parse_boolean); migration's type, which its format requires, wins.
