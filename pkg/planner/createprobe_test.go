@@ -52,7 +52,7 @@ var ambiguousKinds = []ambiguousCase{
 		r := &spec.Resource{Kind: spec.KindAPIToken, Name: "amb", Params: spec.ParamsOf(map[string]string{"userid": "amb@pve"})}
 		return err == nil && tokenObj(users, r).Exists, err
 	})},
-	{"ACL", "kind: Pool\nname: amb\n---\nkind: ACL\nname: amb\nspec:\n  path: /pool/amb\n  users: root@pam\n  roles: PVEAuditor\n", "PUT", "/access/acl", exists(func(ctx context.Context, cl *pve.Client) (bool, error) {
+	{"ACL", "kind: User\nname: ci@pve\n---\nkind: Pool\nname: amb\n---\nkind: ACL\nname: amb\nspec:\n  path: /pool/amb\n  users: ci@pve\n  roles: PVEAuditor\n", "PUT", "/access/acl", exists(func(ctx context.Context, cl *pve.Client) (bool, error) {
 		entries, err := cl.ACL(ctx)
 		for _, e := range entries {
 			if e.Path == "/pool/amb" && e.Role == "PVEAuditor" {
