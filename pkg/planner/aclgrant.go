@@ -31,25 +31,6 @@ func (aclKind) traits() kindTraits { return kindTraits{Scope: scopeCluster} }
 // principal holds on the path.
 type aclLive struct{ others []string }
 
-// aclList reads GET /access/acl once.
-func (lc *liveConn) aclList(ctx context.Context) ([]pve.ACLEntry, error) {
-	return readOnce(&lc.aclRead, &lc.acl, func() ([]pve.ACLEntry, error) { return lc.client.ACL(ctx) })
-}
-
-// readOnce is *v, read by fetch the first time (done says it was).
-func readOnce[T any](done *bool, v *T, fetch func() (T, error)) (T, error) {
-	if *done {
-		return *v, nil
-	}
-	x, err := fetch()
-	if err != nil {
-		var zero T
-		return zero, err
-	}
-	*v, *done = x, true
-	return x, nil
-}
-
 // grantParams are the PUT /access/acl parameters naming r's grant.
 func grantParams(r *spec.Resource) map[string]string {
 	path, typ, ugid, role, _ := spec.ACLGrant(r)

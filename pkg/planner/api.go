@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/pvectl/pvectl/pkg/planner/compare"
-	"github.com/pvectl/pvectl/pkg/provision"
 	"github.com/pvectl/pvectl/pkg/pve"
 	"github.com/pvectl/pvectl/pkg/pve/schema"
 	"github.com/pvectl/pvectl/pkg/spec"
@@ -326,11 +325,21 @@ func Import(ctx context.Context, clients Clients, opts ImportOptions) (*ImportRe
 	return importAll(ctx, clients, opts)
 }
 
-// GuestLookup is where provisioning finds guest r's address (VM vmid on
-// node, its config cfg, through connection conn, which may be nil): the
-// static ip of its ipconfig0 or spec, else its DNS record as the
-// connection says, else the guest agent's lease. `pvectl ssh repin` asks
-// the same way.
-func GuestLookup(cl *pve.Client, r *spec.Resource, cfg *pve.Config, conn *spec.Connection, node string, vmid int) provision.Lookup {
-	return guestLookup(cl, r, cfg, conn, node, vmid)
+// ProvisionStep is one provisioning file a change will run, and why
+// (the plan's `provision` list; JSON "provision").
+type ProvisionStep struct {
+	File   string `json:"file"`   // as the spec names it
+	Reason string `json:"reason"` // new | changed | forced | after an earlier change
+	Hash   string `json:"hash"`   // the file's hash now
+	// Recorded is the hash the description holds ("" when new).
+	Recorded string `json:"recorded,omitempty"`
+}
+
+// SnapshotStep is the snapshot apply takes of a change's guest first.
+type SnapshotStep struct {
+	Type pve.GuestType `json:"type"`
+	VMID int           `json:"vmid"`
+	Node string        `json:"node"`
+	// Why names what makes the change risky ("it changes scsi0").
+	Why string `json:"why"`
 }

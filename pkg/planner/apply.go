@@ -58,7 +58,7 @@ func applyAll(ctx context.Context, clients Clients, plan *Plan, opts ApplyOption
 		if c.Resource != nil {
 			x.vmids = alloc[c.Resource.Connection]
 		}
-		err := withSnapshot(ctx, clients, x, opts, func() error { return applyChange(ctx, clients, x) })
+		err := wrapApply(ctx, clients, x, opts)
 		if err == nil {
 			outputs.record(c)
 		}
@@ -413,3 +413,47 @@ func (nopHooks) PostApply(*Change, error)             {}
 func (nopHooks) Skipped(*Change, string)              {}
 func (nopHooks) Message(*Change, string)              {}
 func (nopHooks) Output(*Change, string, string, bool) {}
+
+// heldMessage says what a change whose late part was left out did not do.
+func heldMessage(c *Change) string {
+	if c != nil && c.Resource != nil {
+		if _, ok := kinds[c.Resource.Kind].(lateWriter); ok {
+			return "left its rules and options unwritten (they wait for its dependents): "
+		}
+	}
+	return "kept what it removes after its dependents: "
+}
+
+// lockoutGuarded kinds can plan a change that cuts pvectl's access.
+type lockoutGuarded interface{ lockout(c *Change) string }
+
+// CheckLockout refuses a plan whose firewall changes would cut pvectl's
+// own access, unless allow (--allow-lockout).
+func CheckLockout(plan *Plan, allow bool) error {
+	if allow {
+		return nil
+	}
+	var msgs []string
+	for _, c := range plan.Changes {
+		if g, ok := kinds[resourceKind(c)].(lockoutGuarded); ok {
+			if m := g.lockout(c); m != "" {
+				msgs = append(msgs, c.Address+": "+m)
+			}
+		}
+	}
+	if len(msgs) == 0 {
+		return nil
+	}
+	return errors.New("refusing to apply a firewall that may lock pvectl out:\n  " + strings.Join(msgs, "\n  ") + "\nNothing was changed")
+}
+
+// wrapApply applies x's change inside the applyWrappers, the first
+// outermost.
+func wrapApply(ctx context.Context, clients Clients, x *execution, opts ApplyOptions) error {
+	apply := func() error { return applyChange(ctx, clients, x) }
+	for i := len(applyWrappers) - 1; i >= 0; i-- {
+		w, inner := applyWrappers[i], apply
+		apply = func() error { return w(ctx, clients, x, opts, inner) }
+	}
+	return apply()
+}

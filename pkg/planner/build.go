@@ -139,7 +139,7 @@ func (b *builder) planResource(r *spec.Resource, k kindOps, kerr error) {
 	// The token must hold what the change's calls check; a review plan
 	// carries what it lacks as warnings.
 	if needs, ok := changeNeeds(k, c, lo); ok {
-		needs = vnetZoneNeeds(b.set, obs.conns[r.Connection], r.Connection, needs)
+		needs = rewriteNeeds(b.set, obs.conns[r.Connection], r.Connection, needs)
 		if err := b.notePerms(obs.conns[r.Connection], r, c, needs); err != nil {
 			b.fail(r, lo, err)
 			return
@@ -177,7 +177,12 @@ func (b *builder) fail(r *spec.Resource, lo *liveObj, err error) {
 // changes.
 func (b *builder) planExtras(ctx context.Context) error {
 	b.orphans = b.planOwned()
-	return b.planSnapshots(ctx)
+	for _, step := range planSteps {
+		if err := step(ctx, b); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // linkGraph draws the dependency graph between the changes: forward for

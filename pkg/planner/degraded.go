@@ -112,56 +112,6 @@ func (lc *liveConn) asUnknown(r *spec.Resource, err error) error {
 	return unknown("its node %s", strings.TrimPrefix(why, "which "))
 }
 
-// guestUnknown judges a guest found (row) or not (nil) while nodes are
-// down. A guest on a down node is unknown. One not found is unknown when
-// it would be made on a down node, or when it is found by name and a down
-// node holds guests of its type whose names PVE no longer has (its
-// status data expired: they are listed with status "unknown" only, or
-// it was taken before they had one), any of which may be it. Names a down node's guests still have are their
-// last known ones: they cannot change while the node is away (every
-// config change goes through the node).
-func (g guest) guestUnknown(lc *liveConn, r *spec.Resource, rows []pve.ClusterResource, row *pve.ClusterResource, vmid int) error {
-	if len(lc.down) == 0 {
-		return nil
-	}
-	if row != nil {
-		if why := lc.down[row.Node]; why != "" {
-			return unknown("on node %s, %s", row.Node, why)
-		}
-		return nil
-	}
-	if node, err := lc.node(r); err == nil && lc.down[node] != "" {
-		return unknown("would be created on node %s, %s", node, lc.down[node])
-	}
-	if vmid != 0 {
-		return nil // /cluster/resources lists every vmid, down nodes' too
-	}
-	var nodes []string
-	for _, x := range rows {
-		if x.Type == string(g.typ) && staleName(x) && lc.down[x.Node] != "" && !slices.Contains(nodes, x.Node) {
-			nodes = append(nodes, x.Node)
-		}
-	}
-	if len(nodes) == 0 {
-		return nil
-	}
-	slices.Sort(nodes)
-	return unknown("may be on node %s, %s: PVE no longer has the names of the guests there, so a %s named %s may exist already",
-		strings.Join(nodes, ", "), lc.down[nodes[0]], guestNoun(string(g.typ)), g.name(r))
-}
-
-// cloneSourceDown: a guest to clone from a template on a down node cannot
-// be made (the clone call goes to the template's node).
-func (lc *liveConn) cloneSourceDown(src *guestRef, exists bool) error {
-	if src == nil || exists {
-		return nil
-	}
-	if why := lc.down[src.Node]; why != "" {
-		return unknown("would be cloned from VM %d on node %s, %s", src.VMID, src.Node, why)
-	}
-	return nil
-}
-
 // staleName: a down node's guest row without its real name. PVE lists
 // one without status data with no name, and one whose status data was
 // taken while it had no name yet (a create in progress) as "VM N"

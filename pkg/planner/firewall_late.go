@@ -48,16 +48,6 @@ func (firewallKind) writeLate(ctx context.Context, x *execution, c *Change) erro
 	return writeFirewall(ctx, x, st, w)
 }
 
-// heldMessage says what a change whose late part was left out did not do.
-func heldMessage(c *Change) string {
-	if c != nil && c.Resource != nil {
-		if _, ok := kinds[c.Resource.Kind].(lateWriter); ok {
-			return "left its rules and options unwritten (they wait for its dependents): "
-		}
-	}
-	return "kept what it removes after its dependents: "
-}
-
 // fwWriteState is what a write of c's firewall needs: its wire form and
 // the state the plan read (nil when the plan read none: nothing there).
 func fwWriteState(c *Change) (*spec.FirewallWire, *fwState, error) {

@@ -1,7 +1,6 @@
 package planner
 
 import (
-	"errors"
 	"fmt"
 	"net"
 	"net/netip"
@@ -190,32 +189,9 @@ func cidrHas(s string, client netip.Addr) bool {
 	return false
 }
 
-// lockoutGuarded kinds can plan a change that cuts pvectl's access.
-type lockoutGuarded interface{ lockout(c *Change) string }
-
 func (firewallKind) lockout(c *Change) string {
 	if st, ok := c.State.(*fwState); ok && c.Action != NoOp && c.Action != Delete {
 		return st.Lockout
 	}
 	return ""
-}
-
-// CheckLockout refuses a plan whose firewall changes would cut pvectl's
-// own access, unless allow (--allow-lockout).
-func CheckLockout(plan *Plan, allow bool) error {
-	if allow {
-		return nil
-	}
-	var msgs []string
-	for _, c := range plan.Changes {
-		if g, ok := kinds[resourceKind(c)].(lockoutGuarded); ok {
-			if m := g.lockout(c); m != "" {
-				msgs = append(msgs, c.Address+": "+m)
-			}
-		}
-	}
-	if len(msgs) == 0 {
-		return nil
-	}
-	return errors.New("refusing to apply a firewall that may lock pvectl out:\n  " + strings.Join(msgs, "\n  ") + "\nNothing was changed")
 }

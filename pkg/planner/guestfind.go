@@ -237,18 +237,15 @@ func (lc *liveConn) guestRows(ctx context.Context, typ pve.GuestType) ([]pve.Clu
 // guestIndex reads the connection's current guest rows of type typ once
 // and indexes them.
 func (lc *liveConn) guestIndex(ctx context.Context, typ pve.GuestType) (*guestIndex, error) {
-	if ix, ok := lc.guests[typ]; ok {
+	if ix, ok := lc.keptValue(guestsKey(typ)).(*guestIndex); ok {
 		return ix, nil
 	}
 	rows, err := guestRows(ctx, lc.client, lc.resources, typ, lc.markDown)
 	if err != nil {
 		return nil, err
 	}
-	if lc.guests == nil {
-		lc.guests = map[pve.GuestType]*guestIndex{}
-	}
 	ix := newGuestIndex(typ, rows)
-	lc.guests[typ] = ix
+	lc.keep(guestsKey(typ), ix)
 	return ix, nil
 }
 
@@ -385,3 +382,101 @@ func (g guest) current(ctx context.Context, cl *pve.Client, c *Change) (*liveObj
 	}
 	return &liveObj{Exists: true, Node: node, Config: cfg, Digest: cfg.Get("digest"), State: &guestLive{VMID: st.VMID}}, nil
 }
+
+// guestUnknown judges a guest found (row) or not (nil) while nodes are
+// down. A guest on a down node is unknown. One not found is unknown when
+// it would be made on a down node, or when it is found by name and a down
+// node holds guests of its type whose names PVE no longer has (its
+// status data expired: they are listed with status "unknown" only, or
+// it was taken before they had one), any of which may be it. Names a down node's guests still have are their
+// last known ones: they cannot change while the node is away (every
+// config change goes through the node).
+func (g guest) guestUnknown(lc *liveConn, r *spec.Resource, rows []pve.ClusterResource, row *pve.ClusterResource, vmid int) error {
+	if len(lc.down) == 0 {
+		return nil
+	}
+	if row != nil {
+		if why := lc.down[row.Node]; why != "" {
+			return unknown("on node %s, %s", row.Node, why)
+		}
+		return nil
+	}
+	if node, err := lc.node(r); err == nil && lc.down[node] != "" {
+		return unknown("would be created on node %s, %s", node, lc.down[node])
+	}
+	if vmid != 0 {
+		return nil // /cluster/resources lists every vmid, down nodes' too
+	}
+	var nodes []string
+	for _, x := range rows {
+		if x.Type == string(g.typ) && staleName(x) && lc.down[x.Node] != "" && !slices.Contains(nodes, x.Node) {
+			nodes = append(nodes, x.Node)
+		}
+	}
+	if len(nodes) == 0 {
+		return nil
+	}
+	slices.Sort(nodes)
+	return unknown("may be on node %s, %s: PVE no longer has the names of the guests there, so a %s named %s may exist already",
+		strings.Join(nodes, ", "), lc.down[nodes[0]], guestNoun(string(g.typ)), g.name(r))
+}
+
+// cloneSourceDown: a guest to clone from a template on a down node cannot
+// be made (the clone call goes to the template's node).
+func (lc *liveConn) cloneSourceDown(src *guestRef, exists bool) error {
+	if src == nil || exists {
+		return nil
+	}
+	if why := lc.down[src.Node]; why != "" {
+		return unknown("would be cloned from VM %d on node %s, %s", src.VMID, src.Node, why)
+	}
+	return nil
+}
+
+func guestRowsRead(lc *liveConn, typ pve.GuestType) listRead {
+	return listRead{key: "guests/" + string(typ), fetch: func(ctx context.Context) (func(), error) {
+		// Reads run at once; what they learn is applied one at a time.
+		var down [][2]string
+		rows, err := guestRows(ctx, lc.client, lc.resources, typ, func(node, why string) { down = append(down, [2]string{node, why}) })
+		return func() {
+			for _, d := range down {
+				lc.markDown(d[0], d[1])
+			}
+			lc.keep(guestsKey(typ), newGuestIndex(typ, rows))
+		}, err
+	}}
+}
+
+// currentGuests indexes cl's guest rows of typ: with listed, the per-node
+// lists (guestRows: current names), else /cluster/resources' rows
+// (current vmids). Once per Verify under ctx's cache, else now.
+func currentGuests(ctx context.Context, cl *pve.Client, typ pve.GuestType, listed bool) (*guestIndex, error) {
+	v, err := verifyMemo(ctx, guestsRead{cl, typ, listed}, func() (any, error) {
+		rows, err := clusterResources(ctx, cl)
+		if err != nil {
+			return nil, err
+		}
+		if listed {
+			if rows, err = guestRows(ctx, cl, rows, typ, nil); err != nil {
+				return nil, err
+			}
+		}
+		return newGuestIndex(typ, rows), nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return v.(*guestIndex), nil
+}
+
+// guestsRead names one guest index a Verify reads once: cl's guests of
+// typ; listed: from the per-node guest lists (guestRows), else from
+// /cluster/resources as it is.
+type guestsRead struct {
+	cl     *pve.Client
+	typ    pve.GuestType
+	listed bool
+}
+
+// guestsKey is where a connection keeps its guest index of typ.
+func guestsKey(typ pve.GuestType) string { return "guests/" + string(typ) }

@@ -3,7 +3,6 @@ package planner
 import (
 	"context"
 	"fmt"
-	"net/url"
 	"slices"
 	"strings"
 
@@ -171,28 +170,6 @@ func bridgePrereq(key, bridge, node string) prereq {
 			}
 			return fmt.Sprintf("bridge %s does not exist on node %s (in PVE or in these specs)", bridge, node)
 		}}
-}
-
-// bridges reads node's bridges and vnets once.
-func (lc *liveConn) bridges(ctx context.Context, node string) ([]*pve.Config, error) {
-	if list, ok := lc.pre.bridges[node]; ok {
-		return list, nil
-	}
-	list, err := lc.client.NetworkIfaces(ctx, node, url.Values{"type": {"any_bridge"}})
-	if err != nil {
-		return nil, fmt.Errorf("list bridges of node %s: %w", node, err)
-	}
-	if lc.pre.bridges == nil {
-		lc.pre.bridges = map[string][]*pve.Config{}
-	}
-	lc.pre.bridges[node] = list
-	// A NIC on a vnet needs SDN.Use in the vnet's zone, which only the
-	// vnet list says (sdn_vnetzone.go): read it once when vnets are in
-	// use; a token that may not list them is checked on the local zone.
-	if slices.ContainsFunc(list, func(row *pve.Config) bool { return row.Get("type") == "vnet" }) {
-		_, _ = lc.sdnRows(ctx, "/cluster/sdn/vnets")
-	}
-	return list, nil
 }
 
 // storagePrereq needs storage on node, taking content. /cluster/resources

@@ -28,8 +28,6 @@ type hwmapKind struct{}
 // hwmapSettings are the settings compare looks at besides map.
 var hwmapSettings = []string{"description", "mdev", "live-migration-capable"}
 
-func hwmapListPath(typ string) string { return "/cluster/mapping/" + typ }
-
 func hwmapItemPath(typ, id string) string {
 	return hwmapListPath(typ) + "/" + url.PathEscape(id)
 }
@@ -42,19 +40,6 @@ func hwmapID(r *spec.Resource) string {
 }
 
 func hwmapType(r *spec.Resource) string { return spec.MappingKeys(r).Type }
-
-// hwmapRows reads a type's list once per connection.
-func (lc *liveConn) hwmapRows(ctx context.Context, typ string) ([]*pve.Config, error) {
-	return cachedRows(&lc.cfgLists, hwmapListPath(typ), func() ([]*pve.Config, error) { return readHWMaps(ctx, lc.client, typ) })
-}
-
-func readHWMaps(ctx context.Context, cl *pve.Client, typ string) ([]*pve.Config, error) {
-	var rows []*pve.Config
-	if err := cl.Do(ctx, http.MethodGet, hwmapListPath(typ), nil, &rows); err != nil {
-		return nil, fmt.Errorf("list %s mappings: %w", typ, err)
-	}
-	return rows, nil
-}
 
 // hwmapEntries turns the map PVE answers (a JSON array, as pve.Config
 // keeps it) into normalized entries, sorted.

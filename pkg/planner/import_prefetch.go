@@ -91,23 +91,6 @@ func importNodes(lc *liveConn, node string) []string {
 
 // The lists, each as liveConn's reader of it caches it.
 
-func guestRowsRead(lc *liveConn, typ pve.GuestType) listRead {
-	return listRead{key: "guests/" + string(typ), fetch: func(ctx context.Context) (func(), error) {
-		// Reads run at once; what they learn is applied one at a time.
-		var down [][2]string
-		rows, err := guestRows(ctx, lc.client, lc.resources, typ, func(node, why string) { down = append(down, [2]string{node, why}) })
-		return func() {
-			for _, d := range down {
-				lc.markDown(d[0], d[1])
-			}
-			if lc.guests == nil {
-				lc.guests = map[pve.GuestType]*guestIndex{}
-			}
-			lc.guests[typ] = newGuestIndex(typ, rows)
-		}, err
-	}}
-}
-
 func networkReads(lc *liveConn, node string) []listRead {
 	var out []listRead
 	for _, n := range importNodes(lc, node) {

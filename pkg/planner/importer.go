@@ -314,7 +314,7 @@ func (ic *importCtx) pickKind(ctx context.Context, kind string, ids []string, no
 func (ic *importCtx) observe(ctx context.Context, k kindOps, it importItem) (*liveObj, error) {
 	r := it.r
 	if needs, ok := readNeeds(k, r); ok {
-		needs = vnetZoneNeeds(nil, ic.lc, r.Connection, needs)
+		needs = rewriteNeeds(nil, ic.lc, r.Connection, needs)
 		if err := ic.lc.checkPerms(r.Address(), needs); err != nil {
 			return nil, &notAudited{err}
 		}

@@ -180,45 +180,39 @@ type (
 	}
 )
 
-// kinds is the registry of supported kinds; read-only after package init.
-var kinds = map[string]kindOps{
-	spec.KindQemuVM:        qemu,
-	spec.KindTemplate:      templates,
-	spec.KindLxcContainer:  lxc,
-	spec.KindLinuxBridge:   bridgeKind,
-	spec.KindBondInterface: bondKind,
-	spec.KindPool:          poolKind{},
-	spec.KindNetworkApply:  netApplyKind{},
-	spec.KindNodeDns:       nodeDNSKind{},
+// kinds is the registry of supported kinds, filled by register before
+// any plan (registry.go); read-only after package init.
+var kinds = map[string]kindOps{}
 
-	spec.KindDownloadedImage: downloadKind{},
-	spec.KindConfigDriveISO:  configDriveKind{},
-	spec.KindUser:            userKind{},
-	spec.KindAPIToken:        tokenKind{},
-	spec.KindACL:             aclKind{},
-	spec.KindStorage:         storageKind{},
-	spec.KindRole:            roleKind,
-	spec.KindGroup:           groupKind,
-	spec.KindRealm:           realmKind,
-	spec.KindRealmSyncJob:    realmSyncKind,
-	spec.KindMetricServer:    metricServerKind,
-	spec.KindClusterOptions:  clusterOptionsKind{},
+// register adds kind k under name; a name registered twice is a bug.
+func register(name string, k kindOps) {
+	if _, dup := kinds[name]; dup {
+		panic("kind " + name + " registered twice")
+	}
+	kinds[name] = k
+}
 
-	spec.KindHAResource:     haResourceKind,
-	spec.KindHARule:         haRuleKind,
-	spec.KindBackupJob:      backupJobKind,
-	spec.KindReplicationJob: replicationJobKind,
+// Family hooks: what a family of kinds adds to every plan and apply,
+// registered with the kinds (registry.go); the engine runs them without
+// knowing whose they are.
+var (
+	// planSteps run once every resource is planned (a guest's snapshot
+	// before a risky change: snapshot.go).
+	planSteps []func(ctx context.Context, b *builder) error
+	// applyWrappers run around a change's apply, the first registered
+	// outermost (a snapshot taken first, rolled back on failure).
+	applyWrappers []func(ctx context.Context, clients Clients, x *execution, opts ApplyOptions, apply func() error) error
+	// needRewriters settle the paths of needs that only the set and the
+	// live state can name (a vnet's zone: sdn_vnetzone.go).
+	needRewriters []func(set *spec.Set, lc *liveConn, conn string, needs []permNeed) []permNeed
+)
 
-	spec.KindFirewall:      firewallKind{},
-	spec.KindSecurityGroup: securityGroupKind{},
-
-	spec.KindSdnZone:       sdnZoneKind,
-	spec.KindSdnVnet:       sdnVnetKind,
-	spec.KindSdnSubnet:     sdnSubnetKind,
-	spec.KindSdnController: sdnControllerKind,
-	spec.KindSdnApply:      sdnApplyKind{},
-
-	spec.KindHardwareMapping: hwmapKind{},
+// rewriteNeeds passes needs through every needRewriter.
+func rewriteNeeds(set *spec.Set, lc *liveConn, conn string, needs []permNeed) []permNeed {
+	for _, rw := range needRewriters {
+		needs = rw(set, lc, conn, needs)
+	}
+	return needs
 }
 
 func kindOf(kind string) (kindOps, error) {

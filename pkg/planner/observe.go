@@ -64,15 +64,14 @@ type liveConn struct {
 	acl       []pve.ACLEntry
 	aclRead   bool
 	perms     pve.Permissions // the token's effective permissions
-	// hidden is what the token cannot see under /vms, looked for once
-	// when a guest found by name would be created (visibility.go).
-	hidden *hiddenGuests
 	// down holds the nodes that are offline or cannot be reached, with
 	// why ("which is offline"): what is on them is unknown (degraded.go).
 	down map[string]string
-	// guests holds, per guest type, the guests as they are now (guestfind.go
-	// guestRows), read at most once and indexed.
-	guests map[pve.GuestType]*guestIndex
+	// kept is what kinds keep per connection besides the lists above, by
+	// key, each set once by the kind that reads it: per guest type, the
+	// guests as they are now, indexed (guestfind.go); what the token
+	// cannot see under /vms (visibility.go).
+	kept map[string]any
 	// volumes are storage listings by node, storage and content, and
 	// usersOfVolumes the VMs using each volume on their drives (content.go).
 	volumes        map[string][]pve.Volume
@@ -376,7 +375,7 @@ func (ob *observer) observe(ctx context.Context, r *spec.Resource) error {
 	// PVE's lists hide what the token may not audit: a read without the
 	// privileges would look like a missing object.
 	if needs, ok := readNeeds(k, r); ok {
-		needs = vnetZoneNeeds(set, lc, r.Connection, needs)
+		needs = rewriteNeeds(set, lc, r.Connection, needs)
 		if err := lc.checkPerms(r.Address(), needs); err != nil {
 			obs.errs[r.Address()] = err
 			return nil
@@ -418,4 +417,15 @@ func waitsFor(r *spec.Resource, waiting map[string]bool) bool {
 		}
 	}
 	return false
+}
+
+// keptValue is what a kind kept under key on lc (nil: nothing yet).
+func (lc *liveConn) keptValue(key string) any { return lc.kept[key] }
+
+// keep keeps v under key on lc for the kind that read it.
+func (lc *liveConn) keep(key string, v any) {
+	if lc.kept == nil {
+		lc.kept = map[string]any{}
+	}
+	lc.kept[key] = v
 }

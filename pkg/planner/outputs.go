@@ -2,7 +2,6 @@ package planner
 
 import (
 	"maps"
-	"strconv"
 	"sync"
 
 	"github.com/pvectl/pvectl/pkg/spec"
@@ -23,29 +22,6 @@ import (
 // (c; nil at plan time).
 type outputter interface {
 	outputs(r *spec.Resource, lo *liveObj, c *Change) map[string]string
-}
-
-// guestOutputs: a guest's vmid and node, once it exists.
-func guestOutputs(lo *liveObj, c *Change) map[string]string {
-	switch {
-	case c != nil:
-		st := stateOf(c)
-		id := st.VMID
-		if st.Created != 0 {
-			id = st.Created
-		}
-		if id == 0 {
-			return nil
-		}
-		return map[string]string{"vmid": strconv.Itoa(id), "node": c.Node}
-	case lo != nil && lo.Exists:
-		gl, ok := lo.State.(*guestLive)
-		if !ok || gl.VMID == 0 {
-			return nil
-		}
-		return map[string]string{"vmid": strconv.Itoa(gl.VMID), "node": lo.Node}
-	}
-	return nil
 }
 
 // hasOutputRefs reports whether r's parameters hold a reference not put
@@ -193,28 +169,6 @@ type unknownOutputError struct{ ref spec.OutputRef }
 func (e *unknownOutputError) Error() string {
 	return "the value of " + e.ref.String() + " is not known: " + e.ref.Address() +
 		" produced none in this apply (its change did not run, or the plan was made when it existed and it is gone now); run plan again"
-}
-
-// outputs: a guest's vmid and node, once it exists (spec.KindOutputs);
-// QemuVM, Template and LxcContainer share it.
-func (guest) outputs(_ *spec.Resource, lo *liveObj, c *Change) map[string]string {
-	return guestOutputs(lo, c)
-}
-
-// outputs: the downloaded file's volume id follows from its spec.
-func (downloadKind) outputs(r *spec.Resource, _ *liveObj, _ *Change) map[string]string {
-	return map[string]string{"volid": downloadVolid(r)}
-}
-
-// outputs: the ISO's volume id follows from its spec (its name carries
-// the content's hash).
-func (configDriveKind) outputs(r *spec.Resource, _ *liveObj, _ *Change) map[string]string {
-	return map[string]string{"volid": driveVolid(r)}
-}
-
-// outputs: the full token id follows from its spec.
-func (tokenKind) outputs(r *spec.Resource, _ *liveObj, _ *Change) map[string]string {
-	return map[string]string{"tokenid": fullTokenID(r)}
 }
 
 // produced is the output name of the resource at addr on conn that this

@@ -23,16 +23,6 @@ import (
 	"github.com/pvectl/pvectl/pkg/spec"
 )
 
-// ProvisionStep is one provisioning file a change will run, and why
-// (the plan's `provision` list; JSON "provision").
-type ProvisionStep struct {
-	File   string `json:"file"`   // as the spec names it
-	Reason string `json:"reason"` // new | changed | forced | after an earlier change
-	Hash   string `json:"hash"`   // the file's hash now
-	// Recorded is the hash the description holds ("" when new).
-	Recorded string `json:"recorded,omitempty"`
-}
-
 // provisionFiles reads and hashes r's provisioning files, in list order
 // (nil when r provisions nothing).
 func provisionFiles(r *spec.Resource) ([]provision.File, error) {
@@ -368,4 +358,13 @@ func (b *builder) noteMissingKey(r *spec.Resource, c *Change) {
 	if msg != "" {
 		c.Reasons = append(c.Reasons, "warning: provisioning will fail here: "+msg)
 	}
+}
+
+// GuestLookup is where provisioning finds guest r's address (VM vmid on
+// node, its config cfg, through connection conn, which may be nil): the
+// static ip of its ipconfig0 or spec, else its DNS record as the
+// connection says, else the guest agent's lease. `pvectl ssh repin` asks
+// the same way.
+func GuestLookup(cl *pve.Client, r *spec.Resource, cfg *pve.Config, conn *spec.Connection, node string, vmid int) provision.Lookup {
+	return guestLookup(cl, r, cfg, conn, node, vmid)
 }

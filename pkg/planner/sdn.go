@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/pvectl/pvectl/pkg/planner/compare"
@@ -97,62 +96,6 @@ func (k *sdnObjKind) listPath(p map[string]string) string {
 
 func (k *sdnObjKind) itemPath(p map[string]string, id string) string {
 	return k.listPath(p) + "/" + url.PathEscape(id)
-}
-
-// sdnRows reads an SDN list once per connection (sdnFilesView).
-func (lc *liveConn) sdnRows(ctx context.Context, path string) ([]*pve.Config, error) {
-	return lc.sharedRows(ctx, path, func(ctx context.Context) ([]*pve.Config, error) { return readSDN(ctx, lc.client, path) })
-}
-
-// readSDN reads an SDN list in its pending view (pending=1: SDN.pm
-// pending_config), once for both views: each row as the files have it,
-// with `state` (new, changed, deleted; "" when committed) kept.
-func readSDN(ctx context.Context, cl *pve.Client, path string) ([]*pve.Config, error) {
-	var rows []*pve.Config
-	if err := cl.Do(ctx, http.MethodGet, path, url.Values{"pending": {"1"}}, &rows); err != nil {
-		return nil, fmt.Errorf("list %s: %w", path, err)
-	}
-	return sdnFilesView(rows), nil
-}
-
-// sdnFilesView turns pending_config's rows (the running values at the
-// top, what the files changed under `pending`, a key the files dropped
-// as "deleted") into the files' values.
-func sdnFilesView(rows []*pve.Config) []*pve.Config {
-	out := make([]*pve.Config, 0, len(rows))
-	for _, row := range rows {
-		cfg := pve.NewConfig(0)
-		for k, v := range row.All() {
-			if k != "pending" {
-				cfg.Set(k, v)
-			}
-		}
-		var pend map[string]any
-		_ = json.Unmarshal([]byte(row.Get("pending")), &pend)
-		for k, v := range pend {
-			switch v := v.(type) {
-			case string:
-				if v == "deleted" {
-					cfg.Delete(k)
-				} else {
-					cfg.Set(k, v)
-				}
-			case float64:
-				cfg.Set(k, strconv.FormatFloat(v, 'f', -1, 64))
-			case []any:
-				var parts []string
-				for _, x := range v {
-					parts = append(parts, fmt.Sprint(x))
-				}
-				cfg.Set(k, strings.Join(parts, "\n"))
-			case map[string]any:
-			default:
-				cfg.Set(k, fmt.Sprint(v))
-			}
-		}
-		out = append(out, cfg)
-	}
-	return out
 }
 
 // matches says whether row is r's entry.

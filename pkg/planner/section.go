@@ -73,28 +73,6 @@ type sectionLive struct {
 	Params map[string]string `json:"params"`
 }
 
-// sectionRows reads a section list once per connection.
-func (lc *liveConn) sectionRows(ctx context.Context, path string) ([]*pve.Config, error) {
-	return cachedRows(&lc.sections, path, func() ([]*pve.Config, error) { return readSection(ctx, lc.client, path) })
-}
-
-// cachedRows is the list at key of cache, read once (the cache made on
-// first use).
-func cachedRows(cache *map[string][]*pve.Config, key string, read func() ([]*pve.Config, error)) ([]*pve.Config, error) {
-	if rows, ok := (*cache)[key]; ok {
-		return rows, nil
-	}
-	rows, err := read()
-	if err != nil {
-		return nil, err
-	}
-	if *cache == nil {
-		*cache = map[string][]*pve.Config{}
-	}
-	(*cache)[key] = rows
-	return rows, nil
-}
-
 // fixedChanged are the keys of fixed (those PVE cannot change in place)
 // that diffs change, each once, in diff order.
 func fixedChanged(diffs []FieldDiff, fixed []string) []string {
@@ -105,14 +83,6 @@ func fixedChanged(diffs []FieldDiff, fixed []string) []string {
 		}
 	}
 	return changed
-}
-
-func readSection(ctx context.Context, cl *pve.Client, path string) ([]*pve.Config, error) {
-	var rows []*pve.Config
-	if err := cl.Do(ctx, http.MethodGet, path, nil, &rows); err != nil {
-		return nil, fmt.Errorf("list %s: %w", path, err)
-	}
-	return rows, nil
 }
 
 // find is r's live entry among rows, as the create call's parameters

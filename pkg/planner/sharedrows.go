@@ -31,3 +31,17 @@ func (lc *liveConn) sharedRows(ctx context.Context, path string, read func(conte
 	l.once.Do(func() { l.rows, l.err = read(ctx) })
 	return l.rows, l.err
 }
+
+// readOnce is *v, read by fetch the first time (done says it was).
+func readOnce[T any](done *bool, v *T, fetch func() (T, error)) (T, error) {
+	if *done {
+		return *v, nil
+	}
+	x, err := fetch()
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	*v, *done = x, true
+	return x, nil
+}

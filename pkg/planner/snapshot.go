@@ -31,15 +31,6 @@ const SnapshotPrefix = "pvectl-"
 // DefaultKeepSnapshots is how many of its snapshots pvectl keeps per guest.
 const DefaultKeepSnapshots = 3
 
-// SnapshotStep is the snapshot apply takes of a change's guest first.
-type SnapshotStep struct {
-	Type pve.GuestType `json:"type"`
-	VMID int           `json:"vmid"`
-	Node string        `json:"node"`
-	// Why names what makes the change risky ("it changes scsi0").
-	Why string `json:"why"`
-}
-
 // snapshotKind kinds are guests: snapshotRisk says why a change of
 // theirs deserves a snapshot ("" when it does not), unsnapshottable which
 // volume of theirs PVE could not snapshot.
@@ -70,7 +61,7 @@ func (g guest) snapshotRisk(c *Change) (pve.GuestType, string) {
 }
 
 // planSnapshots marks the changes that take a snapshot first.
-func (b *builder) planSnapshots(ctx context.Context) error {
+func planSnapshots(ctx context.Context, b *builder) error {
 	for _, addr := range slices.Sorted(maps.Keys(b.changes)) {
 		c := b.changes[addr]
 		r := c.Resource

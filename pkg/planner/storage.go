@@ -32,17 +32,6 @@ func storageID(r *spec.Resource) string {
 	return r.Name
 }
 
-// storageList reads GET /storage once per connection.
-func (lc *liveConn) storageList(ctx context.Context) ([]*pve.Config, error) {
-	return readOnce(&lc.storagesRead, &lc.storages, func() ([]*pve.Config, error) {
-		rows, err := lc.client.Storages(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("list storages: %w", err)
-		}
-		return rows, nil
-	})
-}
-
 // storageObj finds id among the rows. The digest PVE gives is the whole
 // storage.cfg's: it changes with every storage, so it is kept as the
 // object's Digest (sent with an update, see update) while the fingerprint

@@ -40,11 +40,6 @@ var userFields = map[string]string{
 	"expire": "0", "enable": "1",
 }
 
-// userList reads GET /access/users?full=1 once: users and their tokens.
-func (lc *liveConn) userList(ctx context.Context) (map[string]*pve.User, error) {
-	return readOnce(&lc.usersRead, &lc.users, func() (map[string]*pve.User, error) { return lc.client.Users(ctx) })
-}
-
 // userObj is a user as PVE lists it, with every setting spelled as PUT
 // would send it: no expire is 0, no enable is PVE's default 1, groups
 // sorted.

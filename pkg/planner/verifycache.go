@@ -8,21 +8,13 @@ import (
 )
 
 // readCache holds, for one Verify, the lists that re-reading many guests
-// shares: each client's /cluster/resources and its guest rows by type,
-// read once instead of once per guest (a saved plan of N creates made N
-// cluster-wide lists, one after another).
+// shares: each client's /cluster/resources and what kinds make of it
+// (their guest rows by type), read once instead of once per guest (a
+// saved plan of N creates made N cluster-wide lists, one after another).
 type readCache struct {
-	mu      sync.Mutex
-	lists   map[*pve.Client]*clusterRead
-	indexes map[readKey]*guestRead
-}
-
-type readKey struct {
-	cl  *pve.Client
-	typ pve.GuestType
-	// listed: the rows are the per-node guest lists (guestRows), else
-	// /cluster/resources as it is.
-	listed bool
+	mu    sync.Mutex
+	lists map[*pve.Client]*clusterRead
+	memos map[any]*memoRead
 }
 
 type clusterRead struct {
@@ -31,16 +23,16 @@ type clusterRead struct {
 	err  error
 }
 
-type guestRead struct {
+type memoRead struct {
 	once sync.Once
-	ix   *guestIndex
+	v    any
 	err  error
 }
 
 type readCacheKey struct{}
 
 func withReadCache(ctx context.Context) context.Context {
-	return context.WithValue(ctx, readCacheKey{}, &readCache{lists: map[*pve.Client]*clusterRead{}, indexes: map[readKey]*guestRead{}})
+	return context.WithValue(ctx, readCacheKey{}, &readCache{lists: map[*pve.Client]*clusterRead{}, memos: map[any]*memoRead{}})
 }
 
 // clusterResources is cl's /cluster/resources: read once per Verify under
@@ -61,34 +53,20 @@ func clusterResources(ctx context.Context, cl *pve.Client) ([]pve.ClusterResourc
 	return e.rows, e.err
 }
 
-// currentGuests indexes cl's guest rows of typ: with listed, the per-node
-// lists (guestRows: current names), else /cluster/resources' rows
-// (current vmids). Once per Verify under ctx's cache, else now.
-func currentGuests(ctx context.Context, cl *pve.Client, typ pve.GuestType, listed bool) (*guestIndex, error) {
-	load := func() (*guestIndex, error) {
-		rows, err := clusterResources(ctx, cl)
-		if err != nil {
-			return nil, err
-		}
-		if listed {
-			if rows, err = guestRows(ctx, cl, rows, typ, nil); err != nil {
-				return nil, err
-			}
-		}
-		return newGuestIndex(typ, rows), nil
-	}
+// verifyMemo is load's value, loaded once per Verify under ctx's cache
+// for key (a comparable value naming what it reads), else loaded now.
+func verifyMemo(ctx context.Context, key any, load func() (any, error)) (any, error) {
 	rc, _ := ctx.Value(readCacheKey{}).(*readCache)
 	if rc == nil {
 		return load()
 	}
-	k := readKey{cl, typ, listed}
 	rc.mu.Lock()
-	e := rc.indexes[k]
+	e := rc.memos[key]
 	if e == nil {
-		e = &guestRead{}
-		rc.indexes[k] = e
+		e = &memoRead{}
+		rc.memos[key] = e
 	}
 	rc.mu.Unlock()
-	e.once.Do(func() { e.ix, e.err = load() })
-	return e.ix, e.err
+	e.once.Do(func() { e.v, e.err = load() })
+	return e.v, e.err
 }

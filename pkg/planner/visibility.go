@@ -58,8 +58,8 @@ func (h *hiddenGuests) any() bool { return h.noPropagate || len(h.paths) > 0 }
 // hiddenGuests finds, once per connection, the guests hidden from its
 // token.
 func (lc *liveConn) hiddenGuests(ctx context.Context) (*hiddenGuests, error) {
-	if lc.hidden != nil {
-		return lc.hidden, nil
+	if h, ok := lc.keptValue("hidden guests").(*hiddenGuests); ok {
+		return h, nil
 	}
 	h := &hiddenGuests{}
 	// /vms/0 is no guest's path: it gets what an unlisted guest gets.
@@ -94,7 +94,7 @@ func (lc *liveConn) hiddenGuests(ctx context.Context) (*hiddenGuests, error) {
 	for _, id := range slices.Sorted(maps.Keys(ids)) {
 		h.paths = append(h.paths, vmPath(id))
 	}
-	lc.hidden = h
+	lc.keep("hidden guests", h)
 	return h, nil
 }
 

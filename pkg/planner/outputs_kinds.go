@@ -1,0 +1,54 @@
+package planner
+
+import (
+	"strconv"
+
+	"github.com/pvectl/pvectl/pkg/spec"
+)
+
+// The outputs each kind produces (outputs.go, spec.KindOutputs).
+
+// guestOutputs: a guest's vmid and node, once it exists.
+func guestOutputs(lo *liveObj, c *Change) map[string]string {
+	switch {
+	case c != nil:
+		st := stateOf(c)
+		id := st.VMID
+		if st.Created != 0 {
+			id = st.Created
+		}
+		if id == 0 {
+			return nil
+		}
+		return map[string]string{"vmid": strconv.Itoa(id), "node": c.Node}
+	case lo != nil && lo.Exists:
+		gl, ok := lo.State.(*guestLive)
+		if !ok || gl.VMID == 0 {
+			return nil
+		}
+		return map[string]string{"vmid": strconv.Itoa(gl.VMID), "node": lo.Node}
+	}
+	return nil
+}
+
+// outputs: a guest's vmid and node, once it exists (spec.KindOutputs);
+// QemuVM, Template and LxcContainer share it.
+func (guest) outputs(_ *spec.Resource, lo *liveObj, c *Change) map[string]string {
+	return guestOutputs(lo, c)
+}
+
+// outputs: the downloaded file's volume id follows from its spec.
+func (downloadKind) outputs(r *spec.Resource, _ *liveObj, _ *Change) map[string]string {
+	return map[string]string{"volid": downloadVolid(r)}
+}
+
+// outputs: the ISO's volume id follows from its spec (its name carries
+// the content's hash).
+func (configDriveKind) outputs(r *spec.Resource, _ *liveObj, _ *Change) map[string]string {
+	return map[string]string{"volid": driveVolid(r)}
+}
+
+// outputs: the full token id follows from its spec.
+func (tokenKind) outputs(r *spec.Resource, _ *liveObj, _ *Change) map[string]string {
+	return map[string]string{"tokenid": fullTokenID(r)}
+}
