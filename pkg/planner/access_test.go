@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pvectl/pvectl/pkg/planner/internal/engine"
+
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/pvectl/pvectl/pkg/pve"
@@ -71,18 +73,18 @@ func authenticates(t *testing.T, sim *simClients, id, secret string) bool {
 	return err == nil
 }
 
-func changesOf(p *Plan) map[string]*Change {
-	out := map[string]*Change{}
+func changesOf(p *engine.Plan) map[string]*engine.Change {
+	out := map[string]*engine.Change{}
 	for _, c := range p.Changes {
 		out[c.Address] = c
 	}
 	return out
 }
 
-func wantClean(t *testing.T, p *Plan, when string) {
+func wantClean(t *testing.T, p *engine.Plan, when string) {
 	t.Helper()
 	for _, c := range p.Changes {
-		if c.Action != NoOp {
+		if c.Action != engine.NoOp {
 			t.Errorf("%s: got %s %s %v %v, want noop", when, c.Action, c.Address, c.Diff, c.Reasons)
 		}
 	}
@@ -102,7 +104,7 @@ func TestSimAccessLifecycle(t *testing.T) {
 
 	// 1. Everything is created in dependency order; the token's secret
 	// goes to its file, the other token's to the one-time output.
-	p := planFor(t, sim, set, Options{})
+	p := planFor(t, sim, set, engine.Options{})
 	wantPlan(t, "first plan", p, []string{
 		"create Pool/lab",
 		"create User/ci@pve",
@@ -150,7 +152,7 @@ func TestSimAccessLifecycle(t *testing.T) {
 	}
 
 	// 2. The second plan is clean.
-	wantClean(t, planFor(t, sim, set, Options{}), "second plan")
+	wantClean(t, planFor(t, sim, set, engine.Options{}), "second plan")
 
 	// 3. Changes in place: the user's settings and full set of groups, a
 	// token's comment and privsep, the grant's propagate flag.
@@ -162,17 +164,17 @@ func TestSimAccessLifecycle(t *testing.T) {
 		"  roles: PVEVMAdmin\n", "  roles: PVEVMAdmin\n  propagate: false\n",
 	).Replace(accessSpec)
 	set = loadSpecIn(t, dir, edited)
-	p = planFor(t, sim, set, Options{})
-	got := map[string][]FieldDiff{}
+	p = planFor(t, sim, set, engine.Options{})
+	got := map[string][]engine.FieldDiff{}
 	for addr, c := range changesOf(p) {
-		if c.Action != NoOp {
-			if c.Action != Update {
+		if c.Action != engine.NoOp {
+			if c.Action != engine.Update {
 				t.Errorf("%s: got %s, want an update in place", addr, c.Action)
 			}
 			got[addr] = c.Diff
 		}
 	}
-	if diff := cmp.Diff(map[string][]FieldDiff{
+	if diff := cmp.Diff(map[string][]engine.FieldDiff{
 		"User/ci@pve": {
 			{Path: "email", Before: "ci@example.org", After: nil},
 			{Path: "expire", Before: "0", After: "4102444800"},
@@ -188,7 +190,7 @@ func TestSimAccessLifecycle(t *testing.T) {
 	if len(h.outputs) != 0 {
 		t.Errorf("an update in place handed out %d secrets", len(h.outputs))
 	}
-	wantClean(t, planFor(t, sim, set, Options{}), "plan after the edits")
+	wantClean(t, planFor(t, sim, set, engine.Options{}), "plan after the edits")
 	if s, _ := os.ReadFile(secretFile); string(s) != string(secret) {
 		t.Errorf("an update in place changed the secret")
 	}
@@ -198,9 +200,9 @@ func TestSimAccessLifecycle(t *testing.T) {
 	if err := os.Remove(secretFile); err != nil {
 		t.Fatal(err)
 	}
-	p = planFor(t, sim, set, Options{})
+	p = planFor(t, sim, set, engine.Options{})
 	c := changesOf(p)["APIToken/deploy"]
-	if c.Action != Update || c.Params["regenerate"] != "1" || !strings.Contains(strings.Join(c.Reasons, " "), "STOPS WORKING") {
+	if c.Action != engine.Update || c.Params["regenerate"] != "1" || !strings.Contains(strings.Join(c.Reasons, " "), "STOPS WORKING") {
 		t.Fatalf("lost secretFile: got %s %v %v, want a loud regenerate", c.Action, c.Params, c.Reasons)
 	}
 	applyPlan(t, sim, p)
@@ -211,19 +213,19 @@ func TestSimAccessLifecycle(t *testing.T) {
 	if authenticates(t, sim, "ci@pve!deploy", string(secret)) || !authenticates(t, sim, "ci@pve!deploy", string(renewed)) {
 		t.Errorf("after regenerate the old secret must fail and the new one work")
 	}
-	wantClean(t, planFor(t, sim, set, Options{}), "plan after regenerate")
+	wantClean(t, planFor(t, sim, set, engine.Options{}), "plan after regenerate")
 
 	// 5. Another role for the same grant: a new grant, and the plan says
 	// the old one stays.
 	set = loadSpecIn(t, dir, strings.Replace(edited, "roles: PVEVMAdmin", "roles: PVEVMUser", 1))
-	c = changesOf(planFor(t, sim, set, Options{}))["ACL/deploy-lab"]
-	if c.Action != Create || !strings.Contains(strings.Join(c.Reasons, " "), "token ci@pve!deploy also holds PVEVMAdmin on /pool/lab, which no ACL of these specs grants") {
+	c = changesOf(planFor(t, sim, set, engine.Options{}))["ACL/deploy-lab"]
+	if c.Action != engine.Create || !strings.Contains(strings.Join(c.Reasons, " "), "token ci@pve!deploy also holds PVEVMAdmin on /pool/lab, which no ACL of these specs grants") {
 		t.Errorf("role change: got %s %v, want a create that names the old role", c.Action, c.Reasons)
 	}
 
 	// 6. Destroy: the grant, the tokens (and secretFile), the user, the pool.
 	set = loadSpecIn(t, dir, edited)
-	p = planFor(t, sim, set, Options{Destroy: true})
+	p = planFor(t, sim, set, engine.Options{Destroy: true})
 	if diff := cmp.Diff([]string{
 		"delete ACL/deploy-lab",
 		"delete APIToken/deploy <- ACL/deploy-lab",
@@ -243,7 +245,7 @@ func TestSimAccessLifecycle(t *testing.T) {
 	if acl, _ := sim.cl.ACL(ctx); len(acl) != 0 {
 		t.Errorf("ACL after destroy: %v, want none", acl)
 	}
-	wantClean(t, planFor(t, sim, set, Options{Destroy: true}), "second destroy")
+	wantClean(t, planFor(t, sim, set, engine.Options{Destroy: true}), "second destroy")
 }
 
 // TestSimAccessPreflight: an under-privileged token is told, before any
@@ -255,7 +257,7 @@ func TestSimAccessPreflight(t *testing.T) {
 	set := loadSpec(t, strings.Replace(accessSpec, "secretFile: secrets/deploy.token", "comment: x", 1))
 	ctx := context.Background()
 	plan := func() error {
-		_, err := tryPlan(t, tok, set, Options{})
+		_, err := tryPlan(t, tok, set, engine.Options{})
 		return err
 	}
 	err := plan()
@@ -290,18 +292,18 @@ func TestSimAccessPreflight(t *testing.T) {
 	if err := admin.cl.Do(ctx, http.MethodPost, "/access/groups", url.Values{"groupid": {"ops"}}, nil); err != nil {
 		t.Fatal(err)
 	}
-	p := planFor(t, tok, set, Options{})
+	p := planFor(t, tok, set, engine.Options{})
 	applyPlan(t, tok, p)
-	wantClean(t, planFor(t, tok, set, Options{}), "plan after apply")
+	wantClean(t, planFor(t, tok, set, engine.Options{}), "plan after apply")
 }
 
 func TestPermNeedsOfAGrant(t *testing.T) {
 	r := &spec.Resource{Kind: "ACL", Name: "g", Params: spec.ParamsOf(map[string]string{"path": "/vms/100", "users": "a@pve", "roles": "PVEVMUser"})}
 	var got []string
-	for _, n := range callNeeds((aclKind{}).changeCalls(&Change{Action: Create, Resource: r}, nil)) {
-		s := n.path + " " + privList(n)
-		for _, a := range n.alt {
-			s += " | " + a.path + " " + privList(a)
+	for _, n := range engine.CallNeeds((aclKind{}).ChangeCalls(&engine.Change{Action: engine.Create, Resource: r}, nil)) {
+		s := n.Path + " " + engine.PrivList(n)
+		for _, a := range n.Alt {
+			s += " | " + a.Path + " " + engine.PrivList(a)
 		}
 		got = append(got, s)
 	}

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pvectl/pvectl/pkg/planner/internal/engine"
+
 	"github.com/pvectl/pvectl/pkg/pve"
 )
 
@@ -70,8 +72,8 @@ func TestSimAccessKindsLifecycle(t *testing.T) {
 	sim := newSim(t)
 	ctx := context.Background()
 	set := loadSpec(t, accessKindsSpec)
-	applyCounted(t, sim, set, "first plan", Create, 6)
-	if p := planFor(t, sim, set, Options{}); p.HasChanges() {
+	applyCounted(t, sim, set, "first plan", engine.Create, 6)
+	if p := planFor(t, sim, set, engine.Options{}); p.HasChanges() {
 		t.Fatalf("second plan: got %q want clean: %+v", summary(p), p.Changes)
 	}
 	get := getter(t, sim.cl)
@@ -103,18 +105,18 @@ func TestSimAccessKindsLifecycle(t *testing.T) {
 			t.Fatalf("PUT %s: %v", call.path, err)
 		}
 	}
-	applyCounted(t, sim, set, "plan after hand edits", Update, 6)
+	applyCounted(t, sim, set, "plan after hand edits", engine.Update, 6)
 	wantConverged(t, t.Fatalf, sim, set, "plan after restore")
 
 	// A key the spec drops is deleted: pvectl wrote it.
 	dropped := loadSpec(t, strings.Replace(accessKindsSpec, "  keyboard: de\n", "", 1))
-	p := planFor(t, sim, dropped, Options{})
+	p := planFor(t, sim, dropped, engine.Options{})
 	applyPlan(t, sim, p)
 	if opts := get("/cluster/options"); opts.Get("keyboard") != "" {
 		t.Errorf("dropped keyboard: still %q", opts.Get("keyboard"))
 	}
 
-	d := planFor(t, sim, set, Options{Destroy: true})
+	d := planFor(t, sim, set, engine.Options{Destroy: true})
 	applyPlan(t, sim, d)
 	for _, list := range []struct{ path, idKey, id string }{
 		{"/access/roles", "roleid", "operators"}, {"/access/groups", "groupid", "ops"},
@@ -133,8 +135,8 @@ func TestSimAccessKindsLifecycle(t *testing.T) {
 	}
 }
 
-func countAction(p *Plan, a Action) int {
-	return countWhere(p.Changes, func(c *Change) bool { return c.Action == a })
+func countAction(p *engine.Plan, a engine.Action) int {
+	return countWhere(p.Changes, func(c *engine.Change) bool { return c.Action == a })
 }
 
 // getter is a GET of a path of cl's API that must work.
@@ -159,7 +161,7 @@ func TestSimAccessKindsPermissions(t *testing.T) {
 	grantBoth(t, admin, "ci@pve", id, "/", "PVEAuditor")
 	set := loadSpec(t, accessKindsSpec)
 	ctx := context.Background()
-	_, err := tryPlan(t, tok, set, Options{})
+	_, err := tryPlan(t, tok, set, engine.Options{})
 	wantSays(t, err,
 		"Role/operators: the API token ci@pve!access lacks Sys.Modify on /access",
 		"Group/ops: the API token ci@pve!access lacks Group.Allocate on /access/groups",
@@ -173,7 +175,7 @@ func TestSimAccessKindsPermissions(t *testing.T) {
 		t.Fatal(err)
 	}
 	grantBoth(t, admin, "ci@pve", id, "/", "AccessAdmin")
-	p := planFor(t, tok, set, Options{})
+	p := planFor(t, tok, set, engine.Options{})
 	applyPlan(t, tok, p)
 	wantConverged(t, t.Errorf, tok, set, "plan after apply as the token")
 }

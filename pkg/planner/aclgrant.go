@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/pvectl/pvectl/pkg/planner/internal/engine"
+
 	"github.com/pvectl/pvectl/pkg/planner/compare"
 	"github.com/pvectl/pvectl/pkg/pve"
 	"github.com/pvectl/pvectl/pkg/pve/acl"
@@ -25,7 +27,7 @@ import (
 type aclKind struct{}
 
 // traits: the ACL is the cluster's.
-func (aclKind) traits() kindTraits { return kindTraits{Scope: scopeCluster} }
+func (aclKind) Traits() engine.KindTraits { return engine.KindTraits{Scope: engine.ScopeCluster} }
 
 // aclLive is what observe saw beside the grant: the other roles the
 // principal holds on the path.
@@ -45,12 +47,12 @@ func wantPropagate(r *spec.Resource) string {
 	return "1"
 }
 
-func aclObj(entries []pve.ACLEntry, r *spec.Resource) *liveObj {
+func aclObj(entries []pve.ACLEntry, r *spec.Resource) *engine.LiveObj {
 	path, typ, ugid, role, ok := spec.ACLGrant(r)
 	if !ok {
-		return &liveObj{} // Load refuses such a spec
+		return &engine.LiveObj{} // Load refuses such a spec
 	}
-	lo := &liveObj{}
+	lo := &engine.LiveObj{}
 	var others []string
 	for _, e := range entries {
 		if e.Path != path || e.Type != typ || e.UGID != ugid {
@@ -65,29 +67,29 @@ func aclObj(entries []pve.ACLEntry, r *spec.Resource) *liveObj {
 		if e.Propagate {
 			cfg.Set("propagate", "1")
 		}
-		lo.Exists, lo.Config, lo.Digest = true, cfg, fieldsDigest(cfg)
+		lo.Exists, lo.Config, lo.Digest = true, cfg, engine.FieldsDigest(cfg)
 	}
 	slices.Sort(others)
 	lo.State = aclLive{others: slices.Compact(others)}
 	return lo
 }
 
-func (aclKind) observe(ctx context.Context, lc *liveConn, r *spec.Resource) (*liveObj, error) {
-	entries, err := lc.aclList(ctx)
+func (aclKind) Observe(ctx context.Context, lc *engine.LiveConn, r *spec.Resource) (*engine.LiveObj, error) {
+	entries, err := lc.ACLList(ctx)
 	if err != nil {
 		return nil, err
 	}
 	return aclObj(entries, r), nil
 }
 
-func (aclKind) compare(_ *builder, r *spec.Resource, lo *liveObj, c *Change) error {
+func (aclKind) Compare(_ *engine.Builder, r *spec.Resource, lo *engine.LiveObj, c *engine.Change) error {
 	want, live := wantPropagate(r), lo.Config.Get("propagate")
 	if want == live {
-		c.Action = NoOp
+		c.Action = engine.NoOp
 		return nil
 	}
-	c.Diff = []FieldDiff{compare.Diff("propagate", live, want)}
-	c.Action, c.Reasons = Update, []string{"propagate changed (the grant is made again with the new flag)"}
+	c.Diff = []engine.FieldDiff{compare.Diff("propagate", live, want)}
+	c.Action, c.Reasons = engine.Update, []string{"propagate changed (the grant is made again with the new flag)"}
 	c.Params = grantParams(r)
 	c.Params["propagate"] = want
 	return nil
@@ -97,14 +99,14 @@ func (aclKind) compare(_ *builder, r *spec.Resource, lo *liveObj, c *Change) err
 // holds on the path that no ACL of the specs grants: PVE keeps no record
 // of which document made a grant, so a spec whose role changed leaves the
 // old grant behind, and only the plan can say so.
-func (aclKind) checkCreate(b *builder, r *spec.Resource, lo *liveObj, c *Change) error {
+func (aclKind) CheckCreate(b *engine.Builder, r *spec.Resource, lo *engine.LiveObj, c *engine.Change) error {
 	st, _ := lo.State.(aclLive)
 	if len(st.others) == 0 {
 		return nil
 	}
 	path, typ, ugid, _, _ := spec.ACLGrant(r)
 	granted := map[string]bool{}
-	for _, o := range b.set.Resources {
+	for _, o := range b.Set.Resources {
 		if o.Kind != r.Kind || o.Connection != r.Connection || o.State != spec.Present {
 			continue
 		}
@@ -125,33 +127,33 @@ func (aclKind) checkCreate(b *builder, r *spec.Resource, lo *liveObj, c *Change)
 	return nil
 }
 
-func (aclKind) create(ctx context.Context, x *execution, c *Change) error {
+func (aclKind) Create(ctx context.Context, x *engine.Execution, c *engine.Change) error {
 	params := grantParams(c.Resource)
 	params["propagate"] = wantPropagate(c.Resource)
-	if err := x.client.UpdateACL(ctx, toValues(params)); err != nil {
+	if err := x.Client.UpdateACL(ctx, toValues(params)); err != nil {
 		return fmt.Errorf("grant %s: %w", grantText(c.Resource), err)
 	}
 	return nil
 }
 
-func (aclKind) update(ctx context.Context, x *execution, c *Change) error {
-	if err := x.client.UpdateACL(ctx, toValues(c.Params)); err != nil {
+func (aclKind) Update(ctx context.Context, x *engine.Execution, c *engine.Change) error {
+	if err := x.Client.UpdateACL(ctx, toValues(c.Params)); err != nil {
 		return fmt.Errorf("grant %s: %w", grantText(c.Resource), err)
 	}
 	return nil
 }
 
-func (aclKind) remove(ctx context.Context, x *execution, c *Change) error {
+func (aclKind) Remove(ctx context.Context, x *engine.Execution, c *engine.Change) error {
 	params := grantParams(c.Resource)
 	params["delete"] = "1"
 	// A principal or role that is gone took its grants with it.
-	if err := x.client.UpdateACL(ctx, toValues(params)); err != nil && !pve.IsNotFound(err) {
+	if err := x.Client.UpdateACL(ctx, toValues(params)); err != nil && !pve.IsNotFound(err) {
 		return fmt.Errorf("revoke %s: %w", grantText(c.Resource), err)
 	}
 	return nil
 }
 
-func (aclKind) current(ctx context.Context, cl *pve.Client, c *Change) (*liveObj, error) {
+func (aclKind) Current(ctx context.Context, cl *pve.Client, c *engine.Change) (*engine.LiveObj, error) {
 	entries, err := cl.ACL(ctx)
 	if err != nil {
 		return nil, err
@@ -168,22 +170,22 @@ func grantText(r *spec.Resource) string {
 
 // permModify is RPCEnvironment.pm check_perm_modify: Permissions.Modify
 // on the path, or the allocate privilege of the object it names.
-func permModify(path, why string) permNeed {
-	return needAny(path, why, acl.PermModifyPrivs(path)...)
+func permModify(path, why string) engine.PermNeed {
+	return engine.NeedAny(path, why, acl.PermModifyPrivs(path)...)
 }
 
 // readCalls: GET /access/acl is open to all but lists only the entries on
 // paths where the caller may change permissions, or every entry with
 // Sys.Audit on /access (API2/ACL.pm read_acl).
-func (aclKind) readCalls(r *spec.Resource) []apiCall {
-	list := call("GET", "/access/acl", "to see the grant")
+func (aclKind) ReadCalls(r *spec.Resource) []engine.APICall {
+	list := engine.Call("GET", "/access/acl", "to see the grant")
 	path, _, _, _, ok := spec.ACLGrant(r)
 	if !ok {
-		return []apiCall{list}
+		return []engine.APICall{list}
 	}
 	n := permModify(path, "to see the grant (PVE lists only the ACL entries on paths where the token may change permissions)")
-	n.alt = []permNeed{need("/access", "", "Sys.Audit")}
-	return []apiCall{list.with(n)}
+	n.Alt = []engine.PermNeed{engine.NeedPriv("/access", "", "Sys.Audit")}
+	return []engine.APICall{list.With(n)}
 }
 
 // changeCalls: PUT /access/acl (its rule: perm-modify on the path), to
@@ -191,21 +193,21 @@ func (aclKind) readCalls(r *spec.Resource) []apiCall {
 // the caller grant or revoke only a role whose every privilege it holds
 // there itself, and never NoAccess (API2/ACL.pm). A custom role's
 // privileges are not known here: PVE decides at apply.
-func (aclKind) changeCalls(c *Change, _ *liveObj) []apiCall {
+func (aclKind) ChangeCalls(c *engine.Change, _ *engine.LiveObj) []engine.APICall {
 	path, _, _, role, ok := spec.ACLGrant(c.Resource)
 	if !ok {
 		return nil
 	}
 	why := "to " + c.Action.String() + " " + grantText(c.Resource)
-	put := call("PUT", "/access/acl", why, "path", path)
+	put := engine.Call("PUT", "/access/acl", why, "path", path)
 	privs, builtin := acl.BuiltinRoles()[role]
 	switch {
 	case role == acl.NoAccess:
-		put = put.with(need(path, why+" (NoAccess needs it)", "Permissions.Modify"))
+		put = put.With(engine.NeedPriv(path, why+" (NoAccess needs it)", "Permissions.Modify"))
 	case builtin:
-		n := need(path, why+" (or every privilege of the role)", "Permissions.Modify")
-		n.alt = []permNeed{need(path, why, slices.Sorted(maps.Keys(privs))...)}
-		put = put.with(n)
+		n := engine.NeedPriv(path, why+" (or every privilege of the role)", "Permissions.Modify")
+		n.Alt = []engine.PermNeed{engine.NeedPriv(path, why, slices.Sorted(maps.Keys(privs))...)}
+		put = put.With(n)
 	}
-	return []apiCall{put}
+	return []engine.APICall{put}
 }

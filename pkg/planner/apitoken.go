@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"slices"
 
+	"github.com/pvectl/pvectl/pkg/planner/internal/engine"
+
 	"github.com/pvectl/pvectl/pkg/planner/compare"
 	"github.com/pvectl/pvectl/pkg/pve"
 	"github.com/pvectl/pvectl/pkg/spec"
@@ -25,7 +27,7 @@ import (
 type tokenKind struct{}
 
 // traits: a token belongs to a user, the cluster's.
-func (tokenKind) traits() kindTraits { return kindTraits{Scope: scopeCluster} }
+func (tokenKind) Traits() engine.KindTraits { return engine.KindTraits{Scope: engine.ScopeCluster} }
 
 const tokenCreatePath = "/access/users/{userid}/token/{tokenid}"
 
@@ -55,11 +57,11 @@ func fullTokenID(r *spec.Resource) string {
 
 // tokenObj is a token as PVE lists it, its settings spelled as PUT would
 // send them (no expire is 0, no privsep is PVE's default 1).
-func tokenObj(users map[string]*pve.User, r *spec.Resource) *liveObj {
+func tokenObj(users map[string]*pve.User, r *spec.Resource) *engine.LiveObj {
 	uid, tid := tokenIDs(r)
 	u := users[uid]
 	if u == nil || u.Tokens[tid] == nil {
-		return &liveObj{}
+		return &engine.LiveObj{}
 	}
 	t := u.Tokens[tid]
 	cfg := pve.ConfigOf(map[string]string{"expire": "0", "privsep": "1"})
@@ -68,11 +70,11 @@ func tokenObj(users map[string]*pve.User, r *spec.Resource) *liveObj {
 			cfg.Set(k, v)
 		}
 	}
-	return &liveObj{Exists: true, Config: cfg, Digest: fieldsDigest(cfg)}
+	return &engine.LiveObj{Exists: true, Config: cfg, Digest: engine.FieldsDigest(cfg)}
 }
 
-func (tokenKind) observe(ctx context.Context, lc *liveConn, r *spec.Resource) (*liveObj, error) {
-	users, err := lc.userList(ctx)
+func (tokenKind) Observe(ctx context.Context, lc *engine.LiveConn, r *spec.Resource) (*engine.LiveObj, error) {
+	users, err := lc.UserList(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -89,8 +91,8 @@ func (tokenKind) observe(ctx context.Context, lc *liveConn, r *spec.Resource) (*
 	return lo, nil
 }
 
-func (tokenKind) compare(b *builder, r *spec.Resource, lo *liveObj, c *Change) error {
-	cmp := compare.Comparer{M: b.method("POST", tokenCreatePath)}
+func (tokenKind) Compare(b *engine.Builder, r *spec.Resource, lo *engine.LiveObj, c *engine.Change) error {
+	cmp := compare.Comparer{M: b.Method("POST", tokenCreatePath)}
 	want := map[string]string{}
 	for k, cleared := range tokenFields {
 		if v, ok := r.Params.Lookup(k); ok {
@@ -115,7 +117,7 @@ func (tokenKind) compare(b *builder, r *spec.Resource, lo *liveObj, c *Change) e
 	}
 	if st, _ := lo.State.(tokenLive); st.fileMissing {
 		path := spec.Token(r).SecretFile
-		if lc := b.obs.conns[r.Connection]; lc != nil && lc.client != nil && lc.client.TokenID() == fullTokenID(r) {
+		if lc := b.Obs.Conns[r.Connection]; lc != nil && lc.Client != nil && lc.Client.TokenID() == fullTokenID(r) {
 			c.Reasons = append(c.Reasons, fmt.Sprintf("secretFile %s is missing, but this is the token the run connects with: pvectl does not regenerate it (write its secret there yourself)", path))
 		} else {
 			c.Diff = append(c.Diff, compare.Diff("secretFile", nil, path))
@@ -124,28 +126,28 @@ func (tokenKind) compare(b *builder, r *spec.Resource, lo *liveObj, c *Change) e
 		}
 	}
 	if len(c.Params) == 0 {
-		c.Action, c.Params = NoOp, nil
+		c.Action, c.Params = engine.NoOp, nil
 		return nil
 	}
-	c.Action = Update
+	c.Action = engine.Update
 	return nil
 }
 
-func (tokenKind) create(ctx context.Context, x *execution, c *Change) error {
+func (tokenKind) Create(ctx context.Context, x *engine.Execution, c *engine.Change) error {
 	uid, tid := tokenIDs(c.Resource)
 	params := toValues(c.Resource.Params.Map())
 	params.Del("userid")
 	params.Del("tokenid")
-	s, err := x.client.CreateToken(ctx, uid, tid, params)
+	s, err := x.Client.CreateToken(ctx, uid, tid, params)
 	if err != nil {
 		return fmt.Errorf("create API token %s: %w", fullTokenID(c.Resource), err)
 	}
 	return deliverSecret(x, c, s)
 }
 
-func (tokenKind) update(ctx context.Context, x *execution, c *Change) error {
+func (tokenKind) Update(ctx context.Context, x *engine.Execution, c *engine.Change) error {
 	uid, tid := tokenIDs(c.Resource)
-	s, err := x.client.UpdateToken(ctx, uid, tid, toValues(c.Params))
+	s, err := x.Client.UpdateToken(ctx, uid, tid, toValues(c.Params))
 	if err != nil {
 		return fmt.Errorf("update API token %s: %w", fullTokenID(c.Resource), err)
 	}
@@ -155,20 +157,20 @@ func (tokenKind) update(ctx context.Context, x *execution, c *Change) error {
 	return nil
 }
 
-func (tokenKind) remove(ctx context.Context, x *execution, c *Change) error {
+func (tokenKind) Remove(ctx context.Context, x *engine.Execution, c *engine.Change) error {
 	uid, tid := tokenIDs(c.Resource)
 	full := fullTokenID(c.Resource)
-	if x.client.TokenID() == full {
+	if x.Client.TokenID() == full {
 		return fmt.Errorf("refusing to delete API token %s: it is the token this run connects with", full)
 	}
-	if err := x.client.DeleteToken(ctx, uid, tid); err != nil && !pve.IsNotFound(err) {
+	if err := x.Client.DeleteToken(ctx, uid, tid); err != nil && !pve.IsNotFound(err) {
 		return fmt.Errorf("delete API token %s: %w", full, err)
 	}
 	// The secret in secretFile is worth nothing now: do not leave it lying about.
 	if path := spec.Token(c.Resource).SecretFile; path != "" {
 		switch err := os.Remove(path); {
 		case err == nil:
-			x.msg("removed secretFile %s", path)
+			x.Msg("removed secretFile %s", path)
 		case !errors.Is(err, fs.ErrNotExist):
 			return fmt.Errorf("deleted API token %s, but could not remove its secretFile: %w", full, err)
 		}
@@ -176,7 +178,7 @@ func (tokenKind) remove(ctx context.Context, x *execution, c *Change) error {
 	return nil
 }
 
-func (tokenKind) current(ctx context.Context, cl *pve.Client, c *Change) (*liveObj, error) {
+func (tokenKind) Current(ctx context.Context, cl *pve.Client, c *engine.Change) (*engine.LiveObj, error) {
 	users, err := cl.Users(ctx)
 	if err != nil {
 		return nil, err
@@ -185,28 +187,28 @@ func (tokenKind) current(ctx context.Context, cl *pve.Client, c *Change) (*liveO
 }
 
 // readCalls: tokens come with the users (GET /access/users?full=1).
-func (tokenKind) readCalls(*spec.Resource) []apiCall {
-	return []apiCall{call("GET", "/access/users", "to see the token").with(usersAudit("the token"))}
+func (tokenKind) ReadCalls(*spec.Resource) []engine.APICall {
+	return []engine.APICall{engine.Call("GET", "/access/users", "to see the token").With(usersAudit("the token"))}
 }
 
 // changeCalls: POST, PUT (a new secret too) and DELETE
 // /access/users/{userid}/token/{tokenid}; their rules' "self"
 // alternative never holds for an API token, which is not its user.
-func (tokenKind) changeCalls(c *Change, _ *liveObj) []apiCall {
+func (tokenKind) ChangeCalls(c *engine.Change, _ *engine.LiveObj) []engine.APICall {
 	why := "to " + c.Action.String() + " the API token"
 	uid, tid := tokenIDs(c.Resource)
-	mk := func(method string) apiCall {
-		return call(method, "/access/users/{userid}/token/{tokenid}", why, "userid", uid, "tokenid", tid)
+	mk := func(method string) engine.APICall {
+		return engine.Call(method, "/access/users/{userid}/token/{tokenid}", why, "userid", uid, "tokenid", tid)
 	}
 	switch c.Action {
-	case Create:
-		return []apiCall{mk("POST")}
-	case Update:
-		return []apiCall{mk("PUT")}
-	case Delete:
-		return []apiCall{mk("DELETE")}
-	case Replace:
-		return []apiCall{mk("DELETE"), mk("POST")}
+	case engine.Create:
+		return []engine.APICall{mk("POST")}
+	case engine.Update:
+		return []engine.APICall{mk("PUT")}
+	case engine.Delete:
+		return []engine.APICall{mk("DELETE")}
+	case engine.Replace:
+		return []engine.APICall{mk("DELETE"), mk("POST")}
 	}
 	return nil
 }
@@ -215,18 +217,18 @@ func (tokenKind) changeCalls(c *Change, _ *liveObj) []apiCall {
 // secretFile, or the hooks' one-time output. If the file cannot be
 // written, the secret goes to the output all the same, so that it is not
 // lost; the error names the file, never the secret.
-func deliverSecret(x *execution, c *Change, s pve.Secret) error {
+func deliverSecret(x *engine.Execution, c *engine.Change, s pve.Secret) error {
 	path := spec.Token(c.Resource).SecretFile
 	if path == "" {
-		x.output("secret", s.Reveal(), true)
+		x.Output("secret", s.Reveal(), true)
 		return nil
 	}
 	if err := writeSecretFile(path, s.Reveal()); err != nil {
-		x.output("secret", s.Reveal(), true)
+		x.Output("secret", s.Reveal(), true)
 		return fmt.Errorf("API token %s has a new secret, but it could not be written to secretFile (%w): it is shown once at the end instead, as PVE will not show it again",
 			fullTokenID(c.Resource), err)
 	}
-	x.msg("secret written to %s (mode 0600)", path)
+	x.Msg("secret written to %s (mode 0600)", path)
 	return nil
 }
 

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pvectl/pvectl/pkg/planner/internal/engine"
+
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -38,22 +40,22 @@ func TestWalkLateStep(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			// V/b depends on D/d too: the late step waits for direct dependents.
-			changes := []*Change{ch("D/d", Update), ch("V/a", Update, "D/d"), ch("V/b", Update, "D/d", "V/a")}
+			changes := []*engine.Change{ch("D/d", engine.Update), ch("V/a", engine.Update, "D/d"), ch("V/b", engine.Update, "D/d", "V/a")}
 			h := &seqHooks{}
-			run := func(_ context.Context, c *Change) error {
+			run := func(_ context.Context, c *engine.Change) error {
 				h.add("run " + c.Address)
 				if c.Address == tc.failing {
 					return errors.New("boom")
 				}
 				return nil
 			}
-			late := func(c *Change) func(context.Context) error {
+			late := func(c *engine.Change) func(context.Context) error {
 				if c.Address != "D/d" {
 					return nil
 				}
 				return func(context.Context) error { h.add("late D/d"); return tc.lateErr }
 			}
-			res := walkPhases(context.Background(), nil, changes, 1, h, run, late)
+			res := engine.WalkPhases(context.Background(), nil, changes, 1, h, run, late)
 			if diff := cmp.Diff(tc.want, h.events); diff != "" {
 				t.Errorf("events (-want +got):\n%s", diff)
 			}
@@ -75,21 +77,21 @@ func TestWalkLateStep(t *testing.T) {
 // and marks the walk interrupted.
 func TestWalkLateStepInterrupted(t *testing.T) {
 	stop := make(chan struct{})
-	changes := []*Change{ch("D/d", Update), ch("V/a", Update, "D/d")}
+	changes := []*engine.Change{ch("D/d", engine.Update), ch("V/a", engine.Update, "D/d")}
 	h := &seqHooks{}
-	run := func(_ context.Context, c *Change) error {
+	run := func(_ context.Context, c *engine.Change) error {
 		if c.Address == "V/a" {
 			close(stop)
 		}
 		return nil
 	}
-	late := func(c *Change) func(context.Context) error {
+	late := func(c *engine.Change) func(context.Context) error {
 		if c.Address != "D/d" {
 			return nil
 		}
 		return func(context.Context) error { h.add("late D/d"); return nil }
 	}
-	res := walkPhases(context.Background(), stop, changes, 2, h, run, late)
+	res := engine.WalkPhases(context.Background(), stop, changes, 2, h, run, late)
 	if !res.Interrupted || strings.Contains(h.String(), "late D/d") || h.index("D/d: kept what it removes after its dependents: interrupted") < 0 {
 		t.Errorf("interrupted=%v, events:\n%s", res.Interrupted, h)
 	}

@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/pvectl/pvectl/pkg/planner/internal/engine"
+
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/pvectl/pvectl/pkg/pve"
@@ -32,55 +34,59 @@ type output struct {
 	sensitive         bool
 }
 
-func (h *recHooks) PreApply(c *Change) { h.mu.Lock(); h.pre = append(h.pre, c.Address); h.mu.Unlock() }
-func (h *recHooks) PostApply(c *Change, err error) {
+func (h *recHooks) PreApply(c *engine.Change) {
+	h.mu.Lock()
+	h.pre = append(h.pre, c.Address)
+	h.mu.Unlock()
+}
+func (h *recHooks) PostApply(c *engine.Change, err error) {
 	h.mu.Lock()
 	h.post = append(h.post, fmt.Sprintf("%s err=%v", c.Address, err))
 	h.mu.Unlock()
 }
-func (h *recHooks) Skipped(c *Change, reason string) {
+func (h *recHooks) Skipped(c *engine.Change, reason string) {
 	h.mu.Lock()
 	h.skipped = append(h.skipped, c.Address+": "+reason)
 	h.mu.Unlock()
 }
-func (h *recHooks) Output(c *Change, name, value string, sensitive bool) {
+func (h *recHooks) Output(c *engine.Change, name, value string, sensitive bool) {
 	h.mu.Lock()
 	h.outputs = append(h.outputs, output{c.Address, name, value, sensitive})
 	h.mu.Unlock()
 }
 
-func (h *recHooks) Message(c *Change, msg string) {
+func (h *recHooks) Message(c *engine.Change, msg string) {
 	h.mu.Lock()
 	h.messages = append(h.messages, c.Address+": "+msg)
 	h.mu.Unlock()
 }
 
-func (h *recHooks) Phase(c *Change, p Phase) {
+func (h *recHooks) Phase(c *engine.Change, p engine.Phase) {
 	h.mu.Lock()
 	s := c.Address + ": " + p.Name + "/" + p.Detail
-	if p == (Phase{}) {
+	if p == (engine.Phase{}) {
 		s = c.Address + ": -"
 	}
 	h.phases = append(h.phases, s)
 	h.mu.Unlock()
 }
 
-func ch(addr string, a Action, deps ...string) *Change {
-	return &Change{Address: addr, Action: a, DependsOn: deps, Diff: []FieldDiff{}, Reasons: []string{}}
+func ch(addr string, a engine.Action, deps ...string) *engine.Change {
+	return &engine.Change{Address: addr, Action: a, DependsOn: deps, Diff: []engine.FieldDiff{}, Reasons: []string{}}
 }
 
 func TestWalkFailureSkipsDependentsOnly(t *testing.T) {
-	changes := []*Change{
-		ch("A/a", Create),
-		ch("B/b", Update, "A/a"),
-		ch("C/c", Create, "B/b"),
-		ch("D/d", Create),
-		ch("E/e", Create, "D/d"),
-		ch("F/f", NoOp, "D/d"),
+	changes := []*engine.Change{
+		ch("A/a", engine.Create),
+		ch("B/b", engine.Update, "A/a"),
+		ch("C/c", engine.Create, "B/b"),
+		ch("D/d", engine.Create),
+		ch("E/e", engine.Create, "D/d"),
+		ch("F/f", engine.NoOp, "D/d"),
 	}
 	var mu sync.Mutex
 	var ran []string
-	run := func(ctx context.Context, c *Change) error {
+	run := func(ctx context.Context, c *engine.Change) error {
 		mu.Lock()
 		ran = append(ran, c.Address)
 		mu.Unlock()
@@ -90,7 +96,7 @@ func TestWalkFailureSkipsDependentsOnly(t *testing.T) {
 		return nil
 	}
 	h := &recHooks{}
-	res := walk(context.Background(), nil, changes, 2, h, run)
+	res := engine.Walk(context.Background(), nil, changes, 2, h, run)
 	sort.Strings(ran)
 	if diff := cmp.Diff([]string{"A/a", "D/d", "E/e"}, ran); diff != "" {
 		t.Errorf("ran: got %v (-want +got):\n%s", ran, diff)
@@ -105,7 +111,7 @@ func TestWalkFailureSkipsDependentsOnly(t *testing.T) {
 	if len(res.Failed) != 1 || res.Failed["A/a"] == nil {
 		t.Errorf("Failed: got %v want only A/a", res.Failed)
 	}
-	err := res.err()
+	err := res.Err()
 	if err == nil || !strings.Contains(err.Error(), "1 failed, 2 skipped, 2 done") || !strings.Contains(err.Error(), "A/a: boom") {
 		t.Errorf("err: got %v want a summary naming A/a", err)
 	}
@@ -113,14 +119,14 @@ func TestWalkFailureSkipsDependentsOnly(t *testing.T) {
 
 func TestWalkParallelismCap(t *testing.T) {
 	const n, par = 10, 3
-	var changes []*Change
+	var changes []*engine.Change
 	for i := range n {
-		changes = append(changes, ch(fmt.Sprintf("Pool/p%02d", i), Create))
+		changes = append(changes, ch(fmt.Sprintf("Pool/p%02d", i), engine.Create))
 	}
 	var cur, peak atomic.Int32
 	entered := make(chan struct{})
 	release := make(chan struct{})
-	run := func(ctx context.Context, c *Change) error {
+	run := func(ctx context.Context, c *engine.Change) error {
 		v := cur.Add(1)
 		for {
 			p := peak.Load()
@@ -133,8 +139,8 @@ func TestWalkParallelismCap(t *testing.T) {
 		cur.Add(-1)
 		return nil
 	}
-	done := make(chan *Result)
-	go func() { done <- walk(context.Background(), nil, changes, par, nopHooks{}, run) }()
+	done := make(chan *engine.Result)
+	go func() { done <- engine.Walk(context.Background(), nil, changes, par, engine.NopHooks{}, run) }()
 	// Fill every slot, then trade one release for one entry: if the cap
 	// leaked, a fourth run would have entered and raised the peak.
 	for range par {
@@ -158,16 +164,16 @@ func TestWalkParallelismCap(t *testing.T) {
 
 func TestWalkNoopsDoNotTakeSlots(t *testing.T) {
 	// With one slot held by a blocked change, noops elsewhere still finish.
-	changes := []*Change{ch("A/a", Create), ch("B/b", NoOp), ch("C/c", NoOp, "B/b")}
+	changes := []*engine.Change{ch("A/a", engine.Create), ch("B/b", engine.NoOp), ch("C/c", engine.NoOp, "B/b")}
 	release := make(chan struct{})
 	var ran atomic.Int32
-	run := func(ctx context.Context, c *Change) error {
+	run := func(ctx context.Context, c *engine.Change) error {
 		ran.Add(1)
 		<-release
 		return nil
 	}
-	done := make(chan *Result)
-	go func() { done <- walk(context.Background(), nil, changes, 1, nopHooks{}, run) }()
+	done := make(chan *engine.Result)
+	go func() { done <- engine.Walk(context.Background(), nil, changes, 1, engine.NopHooks{}, run) }()
 	close(release)
 	res := <-done
 	if got := ran.Load(); got != 1 {
@@ -181,16 +187,16 @@ func TestWalkNoopsDoNotTakeSlots(t *testing.T) {
 func TestWalkCancelled(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	changes := []*Change{ch("A/a", Create), ch("B/b", Create, "A/a")}
-	res := walk(ctx, nil, changes, 2, nopHooks{}, func(context.Context, *Change) error {
+	changes := []*engine.Change{ch("A/a", engine.Create), ch("B/b", engine.Create, "A/a")}
+	res := engine.Walk(ctx, nil, changes, 2, engine.NopHooks{}, func(context.Context, *engine.Change) error {
 		t.Error("run called after cancel")
 		return nil
 	})
-	want := map[string]string{"A/a": ReasonInterrupted, "B/b": ReasonInterrupted}
+	want := map[string]string{"A/a": engine.ReasonInterrupted, "B/b": engine.ReasonInterrupted}
 	if diff := cmp.Diff(want, res.Skipped); diff != "" {
 		t.Errorf("Skipped (-want +got):\n%s", diff)
 	}
-	if err := res.err(); err == nil || !strings.Contains(err.Error(), "interrupted: 2 change(s) not started") {
+	if err := res.Err(); err == nil || !strings.Contains(err.Error(), "interrupted: 2 change(s) not started") {
 		t.Errorf("err: got %v want an interruption error", err)
 	}
 }
@@ -204,10 +210,10 @@ func TestWalkStopLetsRunningFinish(t *testing.T) {
 			stop := make(chan struct{})
 			// One slot: whichever of A and C takes it first runs; the
 			// other waits for the slot when the stop comes.
-			changes := []*Change{ch("A/a", Create), ch("B/b", Create, "A/a"), ch("C/c", Create), ch("D/d", NoOp)}
+			changes := []*engine.Change{ch("A/a", engine.Create), ch("B/b", engine.Create, "A/a"), ch("C/c", engine.Create), ch("D/d", engine.NoOp)}
 			running := make(chan string, 1)
 			var calls atomic.Int32
-			run := func(ctx context.Context, c *Change) error {
+			run := func(ctx context.Context, c *engine.Change) error {
 				if calls.Add(1) > 1 {
 					t.Errorf("%s started after the stop", c.Address)
 					return nil
@@ -222,14 +228,14 @@ func TestWalkStopLetsRunningFinish(t *testing.T) {
 				}
 				return nil
 			}
-			done := make(chan *Result)
-			go func() { done <- walk(context.Background(), stop, changes, 1, nopHooks{}, run) }()
+			done := make(chan *engine.Result)
+			go func() { done <- engine.Walk(context.Background(), stop, changes, 1, engine.NopHooks{}, run) }()
 			first := <-running
 			close(stop)
 			res := <-done
 			other := map[string]string{"A/a": "C/c", "C/c": "A/a"}[first]
 			wantDone, wantFailed := []string{first}, 0
-			wantSkipped := map[string]string{"B/b": ReasonInterrupted, other: ReasonInterrupted}
+			wantSkipped := map[string]string{"B/b": engine.ReasonInterrupted, other: engine.ReasonInterrupted}
 			if outcome == "failed" {
 				wantDone, wantFailed = nil, 1
 				if first == "A/a" {
@@ -245,8 +251,8 @@ func TestWalkStopLetsRunningFinish(t *testing.T) {
 			if diff := cmp.Diff(wantSkipped, res.Skipped); diff != "" {
 				t.Errorf("Skipped (-want +got):\n%s", diff)
 			}
-			if !res.Interrupted || res.err() == nil {
-				t.Errorf("Interrupted %v err %v, want an interrupted result with an error", res.Interrupted, res.err())
+			if !res.Interrupted || res.Err() == nil {
+				t.Errorf("Interrupted %v err %v, want an interrupted result with an error", res.Interrupted, res.Err())
 			}
 		})
 	}
@@ -256,10 +262,10 @@ func TestWalkStopLetsRunningFinish(t *testing.T) {
 // of unknown outcome, one PVE answered stays failed.
 func TestWalkAbortMakesOutcomeUnknown(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
-	changes := []*Change{ch("A/a", Create), ch("B/b", Create), ch("C/c", Create, "A/a")}
+	changes := []*engine.Change{ch("A/a", engine.Create), ch("B/b", engine.Create), ch("C/c", engine.Create, "A/a")}
 	var started sync.WaitGroup
 	started.Add(2)
-	run := func(ctx context.Context, c *Change) error {
+	run := func(ctx context.Context, c *engine.Change) error {
 		started.Done()
 		<-ctx.Done()
 		if c.Address == "B/b" {
@@ -267,8 +273,8 @@ func TestWalkAbortMakesOutcomeUnknown(t *testing.T) {
 		}
 		return fmt.Errorf("wait for task: %w (the task may still be running)", ctx.Err())
 	}
-	done := make(chan *Result)
-	go func() { done <- walk(ctx, nil, changes, 2, nopHooks{}, run) }()
+	done := make(chan *engine.Result)
+	go func() { done <- engine.Walk(ctx, nil, changes, 2, engine.NopHooks{}, run) }()
 	started.Wait()
 	cancel()
 	res := <-done
@@ -278,20 +284,20 @@ func TestWalkAbortMakesOutcomeUnknown(t *testing.T) {
 	if len(res.Failed) != 1 || res.Failed["B/b"] == nil {
 		t.Errorf("Failed: got %v want B/b", res.Failed)
 	}
-	if res.Skipped["C/c"] != ReasonInterrupted {
-		t.Errorf("C/c: got %q want %q", res.Skipped["C/c"], ReasonInterrupted)
+	if res.Skipped["C/c"] != engine.ReasonInterrupted {
+		t.Errorf("C/c: got %q want %q", res.Skipped["C/c"], engine.ReasonInterrupted)
 	}
-	if err := res.err(); err == nil || !strings.Contains(err.Error(), "1 outcome unknown") {
+	if err := res.Err(); err == nil || !strings.Contains(err.Error(), "1 outcome unknown") {
 		t.Errorf("err: got %v", err)
 	}
 }
 
 func TestWalkProtectedNoopIsKept(t *testing.T) {
-	prot := ch("QemuVM/db", NoOp)
+	prot := ch("QemuVM/db", engine.NoOp)
 	prot.Reasons, prot.Kept = []string{"protected: skipped"}, true
 	h := &recHooks{}
-	res := walk(context.Background(), nil, []*Change{prot, ch("LinuxBridge/b", Delete, "QemuVM/db")}, 2, h,
-		func(context.Context, *Change) error { return nil })
+	res := engine.Walk(context.Background(), nil, []*engine.Change{prot, ch("LinuxBridge/b", engine.Delete, "QemuVM/db")}, 2, h,
+		func(context.Context, *engine.Change) error { return nil })
 	if diff := cmp.Diff(map[string]string{"QemuVM/db": "protected: skipped"}, res.Kept); diff != "" {
 		t.Errorf("Kept: (-want +got):\n%s", diff)
 	}
@@ -301,7 +307,7 @@ func TestWalkProtectedNoopIsKept(t *testing.T) {
 	if diff := cmp.Diff([]string{"LinuxBridge/b"}, res.Done); diff != "" {
 		t.Errorf("Done: (-want +got):\n%s", diff)
 	}
-	if err := res.err(); err != nil {
+	if err := res.Err(); err != nil {
 		t.Errorf("err: got %v want nil", err)
 	}
 	if diff := cmp.Diff([]string{"QemuVM/db: protected: skipped"}, h.skipped); diff != "" {
@@ -312,18 +318,18 @@ func TestWalkProtectedNoopIsKept(t *testing.T) {
 func TestCheckPlan(t *testing.T) {
 	tests := []struct {
 		name   string
-		plan   *Plan
+		plan   *engine.Plan
 		errHas string
 	}{
-		{name: "ok", plan: &Plan{FormatVersion: "1", Changes: []*Change{ch("A/a", Create), ch("B/b", Create, "A/a")}}},
+		{name: "ok", plan: &engine.Plan{FormatVersion: "1", Changes: []*engine.Change{ch("A/a", engine.Create), ch("B/b", engine.Create, "A/a")}}},
 		{name: "nil", errHas: "no plan"},
-		{name: "version", plan: &Plan{FormatVersion: "9"}, errHas: "format version"},
-		{name: "order", plan: &Plan{FormatVersion: "1", Changes: []*Change{ch("B/b", Create, "A/a"), ch("A/a", Create)}}, errHas: "dependency order"},
-		{name: "duplicate", plan: &Plan{FormatVersion: "1", Changes: []*Change{ch("A/a", Create), ch("A/a", Create)}}, errHas: "twice"},
+		{name: "version", plan: &engine.Plan{FormatVersion: "9"}, errHas: "format version"},
+		{name: "order", plan: &engine.Plan{FormatVersion: "1", Changes: []*engine.Change{ch("B/b", engine.Create, "A/a"), ch("A/a", engine.Create)}}, errHas: "dependency order"},
+		{name: "duplicate", plan: &engine.Plan{FormatVersion: "1", Changes: []*engine.Change{ch("A/a", engine.Create), ch("A/a", engine.Create)}}, errHas: "twice"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := checkPlan(tt.plan)
+			err := engine.CheckPlan(tt.plan)
 			if tt.errHas == "" {
 				if err != nil {
 					t.Errorf("checkPlan: got %v want nil", err)

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pvectl/pvectl/pkg/planner/internal/engine"
+
 	"github.com/pvectl/pvectl/pkg/pve"
 	"github.com/pvectl/pvectl/pkg/pve/pvesim"
 	"github.com/pvectl/pvectl/pkg/pve/pvesim/simtest"
@@ -52,10 +54,10 @@ func stoppedVMs(b *testing.B, n, mem int, running, chain bool) *spec.Set {
 }
 
 // applyTimed applies p and returns how long it took.
-func applyTimed(b *testing.B, cl Clients, p *Plan, par int, hooks Hooks) time.Duration {
+func applyTimed(b *testing.B, cl engine.Clients, p *engine.Plan, par int, hooks engine.Hooks) time.Duration {
 	b.Helper()
 	t0 := time.Now()
-	res, err := Apply(context.Background(), cl, p, ApplyOptions{Parallelism: par, Hooks: hooks})
+	res, err := engine.Apply(context.Background(), cl, p, engine.ApplyOptions{Parallelism: par, Hooks: hooks})
 	if err != nil || len(res.Failed) > 0 {
 		b.Fatalf("apply: %v %v", err, res.Failed)
 	}
@@ -124,13 +126,13 @@ func BenchmarkDependsOnChain(b *testing.B) {
 // lagHooks records, per task, the time from its wait's start to its end
 // being noticed.
 type lagHooks struct {
-	nopHooks
+	engine.NopHooks
 	mu    sync.Mutex
 	start map[string]time.Time
 	waits []time.Duration
 }
 
-func (h *lagHooks) Task(_ *Change, ev pve.TaskEvent) {
+func (h *lagHooks) Task(_ *engine.Change, ev pve.TaskEvent) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	switch ev.Phase {

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pvectl/pvectl/pkg/planner/internal/engine"
+
 	"github.com/pvectl/pvectl/pkg/pve"
 	"github.com/pvectl/pvectl/pkg/pve/pvesim"
 	"github.com/pvectl/pvectl/pkg/pve/pvesim/simtest"
@@ -36,16 +38,16 @@ func vmSpecs(b *testing.B, n int) *spec.Set {
 	return loadSpec(b, strings.Join(docs, "---\n"))
 }
 
-func planOnce(b *testing.B, cl Clients, set *spec.Set) *Plan {
+func planOnce(b *testing.B, cl engine.Clients, set *spec.Set) *engine.Plan {
 	b.Helper()
-	return planFor(b, cl, set, Options{})
+	return planFor(b, cl, set, engine.Options{})
 }
 
 // planConverged applies set, then times plans of it, which must change
 // nothing, and reports requests/op.
 func (env *benchEnv) planConverged(b *testing.B, set *spec.Set) {
 	b.Helper()
-	if _, err := Apply(context.Background(), env.clients, planOnce(b, env.clients, set), ApplyOptions{Parallelism: 16}); err != nil {
+	if _, err := engine.Apply(context.Background(), env.clients, planOnce(b, env.clients, set), engine.ApplyOptions{Parallelism: 16}); err != nil {
 		b.Fatal(err)
 	}
 	env.requests.Reset()
@@ -74,7 +76,7 @@ func BenchmarkPlan(b *testing.B) {
 					// The lower bound: the lists (two rounds: permissions,
 					// /cluster/resources and /nodes at once, then the node's
 					// guest list) and ⌈N/16⌉ rounds of config reads.
-					bound := time.Duration(2+(n+DefaultReadConcurrency-1)/DefaultReadConcurrency) * lat
+					bound := time.Duration(2+(n+engine.DefaultReadConcurrency-1)/engine.DefaultReadConcurrency) * lat
 					b.ReportMetric(float64(b.Elapsed())/float64(b.N)/float64(bound), "x-bound")
 				}
 			})
@@ -93,7 +95,7 @@ func BenchmarkApplyParallelism(b *testing.B) {
 				env := newBenchEnv(b, 0, 20*time.Millisecond)
 				p := planOnce(b, env.clients, set)
 				b.StartTimer()
-				if _, err := Apply(context.Background(), env.clients, p, ApplyOptions{Parallelism: par}); err != nil {
+				if _, err := engine.Apply(context.Background(), env.clients, p, engine.ApplyOptions{Parallelism: par}); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -120,7 +122,7 @@ func BenchmarkApplyCreates(b *testing.B) {
 				env := &simClients{cl: s.Client, conn: &spec.Connection{Nodes: []string{"pve"}}}
 				p := planOnce(b, env, set)
 				b.StartTimer()
-				res, err := Apply(context.Background(), env, p, ApplyOptions{Parallelism: 8})
+				res, err := engine.Apply(context.Background(), env, p, engine.ApplyOptions{Parallelism: 8})
 				if err != nil || len(res.Failed) > 0 {
 					b.Fatalf("apply: %v %v", err, res.Failed)
 				}

@@ -3,6 +3,8 @@ package planner
 import (
 	"fmt"
 
+	"github.com/pvectl/pvectl/pkg/planner/internal/engine"
+
 	"github.com/pvectl/pvectl/pkg/pve/schema"
 	"github.com/pvectl/pvectl/pkg/spec"
 )
@@ -14,7 +16,7 @@ var bondKind = ifaceKind{typ: "bond", ports: "slaves", check: checkBondCall}
 // the mode the bond will have: the spec's, else the live one carried by
 // the update, else PVE's default balance-rr (validate already refused an
 // option the spec's own bond_mode drops).
-func checkBondCall(_ *builder, r *spec.Resource, lo *liveObj, sent map[string]string) ([]string, error) {
+func checkBondCall(_ *engine.Builder, r *spec.Resource, lo *engine.LiveObj, sent map[string]string) ([]string, error) {
 	mode := sent["bond_mode"]
 	from := "its bond_mode"
 	switch {

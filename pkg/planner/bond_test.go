@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pvectl/pvectl/pkg/planner/internal/engine"
+
 	"github.com/google/go-cmp/cmp"
 	"github.com/pvectl/pvectl/pkg/pve/pvesim"
 	"github.com/pvectl/pvectl/pkg/pve/pvesim/simtest"
@@ -49,7 +51,7 @@ spec:
 func TestSimBondLifecycle(t *testing.T) {
 	sim, rc := newCheckedCountingSim(t)
 	set := loadSpec(t, bondSpec)
-	p := planFor(t, sim, set, Options{})
+	p := planFor(t, sim, set, engine.Options{})
 	want := []string{"create BondInterface/bond0", "create LinuxBridge/vmbr1 <- BondInterface/bond0",
 		"apply NetworkApply/pve <- BondInterface/bond0,LinuxBridge/vmbr1"}
 	if diff := cmp.Diff(want, summary(p)); diff != "" {
@@ -70,9 +72,9 @@ func TestSimBondLifecycle(t *testing.T) {
 	// primary comes; the update sends the whole definition.
 	set = loadSpec(t, strings.Replace(bondSpec, "  bond_mode: 802.3ad\n  bond_xmit_hash_policy: layer3+4\n",
 		"  bond_mode: active-backup\n  bond-primary: eno3\n  bond_xmit_hash_policy: null\n  mtu: 9000\n", 1))
-	p = planFor(t, sim, set, Options{})
+	p = planFor(t, sim, set, engine.Options{})
 	c := p.Change("BondInterface/bond0")
-	if c.Action != Update || c.Params["type"] != "bond" || c.Params["slaves"] != "eno3 eno4" || c.Params["delete"] != "bond_xmit_hash_policy" {
+	if c.Action != engine.Update || c.Params["type"] != "bond" || c.Params["slaves"] != "eno3 eno4" || c.Params["delete"] != "bond_xmit_hash_policy" {
 		t.Fatalf("mode change: got %s with params %v, want an update with type, slaves and delete=bond_xmit_hash_policy", c.Action, c.Params)
 	}
 	applyPlan(t, sim, p)
@@ -82,7 +84,7 @@ func TestSimBondLifecycle(t *testing.T) {
 	wantConverged(t, t.Fatalf, sim, set, "plan after the mode change")
 
 	// Destroy: the bridge goes before its bond, one commit for both.
-	p = planFor(t, sim, set, Options{Destroy: true})
+	p = planFor(t, sim, set, engine.Options{Destroy: true})
 	want = []string{"delete LinuxBridge/vmbr1", "delete BondInterface/bond0 <- LinuxBridge/vmbr1",
 		"apply NetworkApply/pve <- BondInterface/bond0,LinuxBridge/vmbr1"}
 	if diff := cmp.Diff(want, summary(p)); diff != "" {
@@ -96,7 +98,7 @@ func TestSimBondLifecycle(t *testing.T) {
 			t.Errorf("%s still there after destroy", name)
 		}
 	}
-	if p := planFor(t, sim, set, Options{Destroy: true}); p.HasChanges() {
+	if p := planFor(t, sim, set, engine.Options{Destroy: true}); p.HasChanges() {
 		t.Errorf("destroy plan after destroy: got %q, want clean", summary(p))
 	}
 }
@@ -154,7 +156,7 @@ func TestSimBondPlanChecks(t *testing.T) {
 
 // mustCall stages an interface through the API, as someone else would.
 // applyCommits applies p and returns how many network commits it sent.
-func applyCommits(t *testing.T, sim *simClients, rc *requestCounter, p *Plan) int {
+func applyCommits(t *testing.T, sim *simClients, rc *requestCounter, p *engine.Plan) int {
 	t.Helper()
 	rc.reset()
 	applyPlan(t, sim, p)
@@ -189,7 +191,7 @@ func TestSimBondWarnsOfAbsentSlave(t *testing.T) {
 	if err := sim.cl.ApplyNetwork(context.Background(), "pve"); err != nil {
 		t.Fatal(err)
 	}
-	p := planFor(t, sim, loadSpec(t, "kind: BondInterface\nname: bond0\nspec:\n  slaves: eno3 eno9\n"), Options{})
+	p := planFor(t, sim, loadSpec(t, "kind: BondInterface\nname: bond0\nspec:\n  slaves: eno3 eno9\n"), engine.Options{})
 	c := p.Change("BondInterface/bond0")
 	found := false
 	for _, r := range c.Reasons {
@@ -228,7 +230,7 @@ func TestSimRemoveInterfaceInUse(t *testing.T) {
 			mustCall(t, sim, "POST", "iface=bond0&type=bond&slaves=eno3+eno4")
 			mustCall(t, sim, "POST", "iface=vmbr1&type=bridge&bridge_ports=bond0")
 			set := loadSpec(t, tc.doc)
-			p, err := tryPlan(t, sim, set, Options{Destroy: tc.destroy})
+			p, err := tryPlan(t, sim, set, engine.Options{Destroy: tc.destroy})
 			switch {
 			case tc.want == "" && err != nil:
 				t.Fatalf("Build: %v", err)

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pvectl/pvectl/pkg/planner/internal/engine"
+
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/pvectl/pvectl/pkg/pve"
@@ -36,8 +38,8 @@ func example01() *spec.Set {
 }
 
 // liveApplied is example01's live state after a successful apply.
-func liveApplied() map[string]*liveObj {
-	return map[string]*liveObj{
+func liveApplied() map[string]*engine.LiveObj {
+	return map[string]*engine.LiveObj{
 		"LinuxBridge/vmbr1": {Exists: true, Node: "pve", Digest: "d-br", Config: pve.ConfigOf(map[string]string{
 			"iface": "vmbr1", "type": "bridge", "bridge_ports": "eno2", "bridge_vlan_aware": "1", "autostart": "1", "active": "1"})},
 		"NetworkApply/pve": {Exists: true, Node: "pve", Config: pve.ConfigOf(map[string]string{"changes": ""})},
@@ -49,8 +51,8 @@ func liveApplied() map[string]*liveObj {
 	}
 }
 
-func liveEmpty() map[string]*liveObj {
-	return map[string]*liveObj{
+func liveEmpty() map[string]*engine.LiveObj {
+	return map[string]*engine.LiveObj{
 		"LinuxBridge/vmbr1": {Node: "pve"},
 		"NetworkApply/pve":  {Exists: true, Node: "pve", Config: pve.ConfigOf(map[string]string{"changes": ""})},
 		"QemuVM/app-vm-1":   {Node: "pve", State: &guestLive{VMID: 100}},
@@ -67,8 +69,8 @@ func example01With(edit func(vm *spec.Resource)) func() *spec.Set {
 }
 
 // liveAppliedWith is liveApplied with key of addr's config set to value.
-func liveAppliedWith(addr, key, value string) func() map[string]*liveObj {
-	return func() map[string]*liveObj {
+func liveAppliedWith(addr, key, value string) func() map[string]*engine.LiveObj {
+	return func() map[string]*engine.LiveObj {
 		l := liveApplied()
 		l[addr].Config.Set(key, value)
 		return l
@@ -95,13 +97,13 @@ func example01Destroy(vm, bridge, commit string) []string {
 	}
 }
 
-func build(t *testing.T, set *spec.Set, objs map[string]*liveObj, opts Options) (*Plan, error) {
+func build(t *testing.T, set *spec.Set, objs map[string]*engine.LiveObj, opts engine.Options) (*engine.Plan, error) {
 	t.Helper()
-	return Build(context.Background(), set, &Observed{objs: objs}, opts)
+	return engine.Build(context.Background(), set, &engine.Observed{Objs: objs}, opts)
 }
 
 // wantPlan stops the test unless p's summary is want; what names the plan.
-func wantPlan(t *testing.T, what string, p *Plan, want []string) {
+func wantPlan(t *testing.T, what string, p *engine.Plan, want []string) {
 	t.Helper()
 	if diff := cmp.Diff(want, summary(p)); diff != "" {
 		t.Fatalf("%s (-want +got):\n%s", what, diff)
@@ -137,7 +139,7 @@ func countWhere[T any](list []T, f func(T) bool) int {
 }
 
 // summary renders a plan compactly: "action address <- deps".
-func summary(p *Plan) []string {
+func summary(p *engine.Plan) []string {
 	var out []string
 	for _, c := range p.Changes {
 		s := c.Action.String() + " " + c.Address
@@ -153,8 +155,8 @@ func TestBuild(t *testing.T) {
 	tests := []struct {
 		name   string
 		set    func() *spec.Set
-		live   func() map[string]*liveObj
-		opts   Options
+		live   func() map[string]*engine.LiveObj
+		opts   engine.Options
 		want   []string
 		errHas string
 	}{
@@ -176,19 +178,19 @@ func TestBuild(t *testing.T) {
 		},
 		{
 			name: "destroy reverses and commits after the bridge is gone",
-			set:  example01, live: liveApplied, opts: Options{Destroy: true},
+			set:  example01, live: liveApplied, opts: engine.Options{Destroy: true},
 			want: example01Destroy("delete", "delete", "apply"),
 		},
 		{
 			name: "destroy of a protected VM skips it",
 			set:  example01With(func(vm *spec.Resource) { vm.Protected = true }),
-			live: liveApplied, opts: Options{Destroy: true},
+			live: liveApplied, opts: engine.Options{Destroy: true},
 			// The VM needs the committed network of its node: its bridge stays.
 			want: example01Destroy("noop", "noop", "noop"),
 		},
 		{
 			name: "target takes its dependencies",
-			set:  example01, live: liveEmpty, opts: Options{Targets: []string{"NetworkApply/pve"}},
+			set:  example01, live: liveEmpty, opts: engine.Options{Targets: []string{"NetworkApply/pve"}},
 			want: []string{
 				"create LinuxBridge/vmbr1",
 				"apply NetworkApply/pve <- LinuxBridge/vmbr1",
@@ -196,7 +198,7 @@ func TestBuild(t *testing.T) {
 		},
 		{
 			name: "destroy target takes its dependents and the commit",
-			set:  example01, live: liveApplied, opts: Options{Destroy: true, Targets: []string{"LinuxBridge/vmbr1"}},
+			set:  example01, live: liveApplied, opts: engine.Options{Destroy: true, Targets: []string{"LinuxBridge/vmbr1"}},
 			want: example01Destroy("delete", "delete", "apply"),
 		},
 		{
@@ -204,17 +206,17 @@ func TestBuild(t *testing.T) {
 			// graph a target would take every interface of its node and
 			// every guest on them. Refused, naming what to target.
 			name: "destroy target of a NetworkApply is refused",
-			set:  example01, live: liveApplied, opts: Options{Destroy: true, Targets: []string{"NetworkApply/pve"}},
+			set:  example01, live: liveApplied, opts: engine.Options{Destroy: true, Targets: []string{"NetworkApply/pve"}},
 			errHas: "a network commit has nothing of its own to destroy; target the interfaces",
 		},
 		{
 			name: "destroy target of a leaf",
-			set:  example01, live: liveApplied, opts: Options{Destroy: true, Targets: []string{"QemuVM/app-vm-1"}},
+			set:  example01, live: liveApplied, opts: engine.Options{Destroy: true, Targets: []string{"QemuVM/app-vm-1"}},
 			want: []string{"delete QemuVM/app-vm-1"},
 		},
 		{
 			name: "unknown target",
-			set:  example01, live: liveApplied, opts: Options{Targets: []string{"QemuVM/nope"}},
+			set:  example01, live: liveApplied, opts: engine.Options{Targets: []string{"QemuVM/nope"}},
 			errHas: "target QemuVM/nope is not a resource",
 		},
 		{
@@ -272,24 +274,24 @@ func TestBuildUpdate(t *testing.T) {
 	set.Lookup("QemuVM/app-vm-1").Params.Set("memory", "4096")
 	live := liveApplied()
 	liveOf(live["QemuVM/app-vm-1"]).Status = "stopped"
-	p, err := build(t, set, live, Options{})
+	p, err := build(t, set, live, engine.Options{})
 	if err != nil {
 		t.Fatalf("Build: %v", err)
 	}
 	c := p.Change("QemuVM/app-vm-1")
-	want := &Change{
-		Address: "QemuVM/app-vm-1", Action: Update,
-		Diff: []FieldDiff{
+	want := &engine.Change{
+		Address: "QemuVM/app-vm-1", Action: engine.Update,
+		Diff: []engine.FieldDiff{
 			{Path: "memory", Before: "2048", After: "4096"},
 			{Path: "running", Before: false, After: true},
 		},
 		Reasons: []string{"memory changed", "power state stopped, wanted running"},
 		Node:    "pve", State: &guestState{VMID: 100, Stopped: true}, Digest: "d-vm",
-		Fingerprint: fingerprint(live["QemuVM/app-vm-1"]),
+		Fingerprint: engine.Fingerprint(live["QemuVM/app-vm-1"]),
 		DependsOn:   []string{"NetworkApply/pve"},
 		Params:      map[string]string{"memory": "4096"},
 		// What apply FILE checks the applying token against (review.go).
-		Needs: []Need{
+		Needs: []engine.Need{
 			{Path: "/vms/100", Privs: []string{"VM.Config.Memory"}, Why: "to set memory"},
 			{Path: "/vms/100", Privs: []string{"VM.PowerMgmt"}, Why: "to start or shut down the VM"},
 		},
@@ -304,7 +306,7 @@ var cmpIgnoreResource = cmp.FilterPath(func(p cmp.Path) bool { return p.String()
 func TestBuildShrinkRefused(t *testing.T) {
 	set := example01()
 	set.Lookup("QemuVM/app-vm-1").Params.Set("scsi0", "local-lvm:16")
-	_, err := build(t, set, liveApplied(), Options{})
+	_, err := build(t, set, liveApplied(), engine.Options{})
 	if err == nil || !strings.Contains(err.Error(), "cannot shrink") {
 		t.Fatalf("Build: got %v want a shrink error", err)
 	}
@@ -322,13 +324,13 @@ func TestReverseDepsReroute(t *testing.T) {
 		"Pool/p":            nil,
 	}
 	roles := map[string]struct {
-		r netRole
+		r engine.NetRole
 		k string
 	}{
-		"LinuxBridge/a": {netStage, "pve"}, "LinuxBridge/b": {netStage, "pve"}, "LinuxBridge/c": {netStage, "pve2"},
-		"NetworkApply/pve": {netCommit, "pve"}, "NetworkApply/pve2": {netCommit, "pve2"},
+		"LinuxBridge/a": {engine.NetStage, "pve"}, "LinuxBridge/b": {engine.NetStage, "pve"}, "LinuxBridge/c": {engine.NetStage, "pve2"},
+		"NetworkApply/pve": {engine.NetCommit, "pve"}, "NetworkApply/pve2": {engine.NetCommit, "pve2"},
 	}
-	got := reverseDeps(fwd, func(a string) (netRole, string) { return roles[a].r, roles[a].k })
+	got := engine.ReverseDeps(fwd, func(a string) (engine.NetRole, string) { return roles[a].r, roles[a].k })
 	want := map[string][]string{
 		"LinuxBridge/a":     {"QemuVM/vm"},
 		"LinuxBridge/b":     {"QemuVM/vm"},

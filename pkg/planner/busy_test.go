@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pvectl/pvectl/pkg/planner/internal/engine"
+
 	"github.com/pvectl/pvectl/pkg/pve/pvesim"
 	"github.com/pvectl/pvectl/pkg/pve/pvesim/simtest"
 	"github.com/pvectl/pvectl/pkg/spec"
@@ -38,7 +40,7 @@ type waitRecorder struct {
 	calls [][]string
 }
 
-func (w *waitRecorder) waiting(busy []*BusyError, _ time.Duration) {
+func (w *waitRecorder) waiting(busy []*engine.BusyError, _ time.Duration) {
 	var addrs []string
 	for _, b := range busy {
 		addrs = append(addrs, b.Address)
@@ -72,8 +74,8 @@ name: other
 spec:
   memory: 512
 `)
-	_, err := tryPlan(t, sim, set, Options{})
-	busy, only := busyErrors(err)
+	_, err := tryPlan(t, sim, set, engine.Options{})
+	busy, only := engine.BusyErrors(err)
 	if !only || len(busy) != 3 {
 		t.Fatalf("Build: got %v, want three busy resources and nothing else", err)
 	}
@@ -89,12 +91,12 @@ spec:
 	}
 
 	rec := &waitRecorder{}
-	p := livePlan(t, sim, set, Options{BusyTimeout: time.Minute, Waiting: rec.waiting})
-	got := map[string]Action{}
+	p := livePlan(t, sim, set, engine.Options{BusyTimeout: time.Minute, Waiting: rec.waiting})
+	got := map[string]engine.Action{}
 	for _, c := range p.Changes {
 		got[c.Address] = c.Action
 	}
-	if got["QemuVM/web"] != NoOp || got["QemuVM/pinned"] != NoOp || got["QemuVM/other"] != Create {
+	if got["QemuVM/web"] != engine.NoOp || got["QemuVM/pinned"] != engine.NoOp || got["QemuVM/other"] != engine.Create {
 		t.Errorf("plan once the creates ended: got %q, want web and pinned found, other created", summary(p))
 	}
 	if len(rec.calls) == 0 || len(rec.calls[0]) != 3 {
@@ -107,22 +109,22 @@ spec:
 func TestSimLockedGuest(t *testing.T) {
 	sim := newSlowSim(t, 3*time.Second)
 	const doc = "kind: LxcContainer\nname: src\nspec:\n  vmid: 200\n  ostemplate: local:vztmpl/debian-12-standard_12.7-1_amd64.tar.zst\n  rootfs: local-lvm:4\n  memory: 512\n"
-	applyPlan(t, sim, planFor(t, sim, loadSpec(t, doc), Options{}))
+	applyPlan(t, sim, planFor(t, sim, loadSpec(t, doc), engine.Options{}))
 	// pve-container marks a clone's source "disk" until the clone ends.
 	startTask(t, sim, http.MethodPost, "/nodes/pve/lxc/200/clone", url.Values{"newid": {"201"}})
 
-	p := planFor(t, sim, loadSpec(t, doc), Options{})
-	if c := p.Changes[0]; c.Action != NoOp || !strings.Contains(strings.Join(c.Reasons, "; "), "container 200 is locked (disk): a PVE task is working on it: nothing to change") {
+	p := planFor(t, sim, loadSpec(t, doc), engine.Options{})
+	if c := p.Changes[0]; c.Action != engine.NoOp || !strings.Contains(strings.Join(c.Reasons, "; "), "container 200 is locked (disk): a PVE task is working on it: nothing to change") {
 		t.Errorf("unchanged locked container: got %s %q, want a noop that says it is locked", c.Action, c.Reasons)
 	}
 	changed := loadSpec(t, strings.Replace(doc, "memory: 512", "memory: 1024", 1))
 	err := planErr(t, sim, changed)
-	var be *BusyError
+	var be *engine.BusyError
 	if !errors.As(err, &be) || be.Address != "LxcContainer/src" || !strings.Contains(err.Error(), "pct unlock 200") {
 		t.Fatalf("changed locked container: got %v, want it refused as busy", err)
 	}
-	p = livePlan(t, sim, changed, Options{BusyTimeout: time.Minute})
-	if c := p.Changes[0]; c.Action != Update {
+	p = livePlan(t, sim, changed, engine.Options{BusyTimeout: time.Minute})
+	if c := p.Changes[0]; c.Action != engine.Update {
 		t.Errorf("once the clone ended: got %s, want the update", c.Action)
 	}
 }
@@ -132,9 +134,9 @@ func TestSimLockedGuest(t *testing.T) {
 func TestSimVerifyRefusesWhileCreating(t *testing.T) {
 	sim := newSlowSim(t, 3*time.Second)
 	set := loadSpec(t, "kind: QemuVM\nname: web\nspec:\n  memory: 512\n")
-	p := planFor(t, sim, set, Options{})
+	p := planFor(t, sim, set, engine.Options{})
 	startTask(t, sim, http.MethodPost, "/nodes/pve/qemu", url.Values{"vmid": {"105"}, "name": {"web"}, "memory": {"512"}})
-	err := Verify(context.Background(), sim, p)
+	err := engine.Verify(context.Background(), sim, p)
 	if err == nil || !strings.Contains(err.Error(), "PVE is still creating or cloning VM 105") {
 		t.Errorf("Verify: got %v, want the create refused while vm 105 is made", err)
 	}

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pvectl/pvectl/pkg/planner/internal/engine"
+
 	"github.com/pvectl/pvectl/pkg/pve/pvesim"
 	"github.com/pvectl/pvectl/pkg/pve/pvesim/simtest"
 	"github.com/pvectl/pvectl/pkg/spec"
@@ -66,9 +68,9 @@ func TestNoOpPlanCallsPerClusterKind(t *testing.T) {
 					docs = append(docs, k.doc(i))
 				}
 				set := loadSpec(t, strings.Join(docs, "---\n"))
-				applyPlan(t, cl, planFor(t, cl, set, Options{}))
+				applyPlan(t, cl, planFor(t, cl, set, engine.Options{}))
 				s.Requests.Reset()
-				p := livePlan(t, cl, set, Options{})
+				p := livePlan(t, cl, set, engine.Options{})
 				if p.HasChanges() {
 					t.Fatalf("n=%d: the second plan is not clean: %v", n, summary(p))
 				}

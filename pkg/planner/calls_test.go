@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pvectl/pvectl/pkg/planner/internal/engine"
+
 	"github.com/pvectl/pvectl/pkg/pve/pvesim"
 	"github.com/pvectl/pvectl/pkg/pve/pvesim/simtest"
 	"github.com/pvectl/pvectl/pkg/spec"
@@ -100,9 +102,9 @@ func planApply(t *testing.T, cl *simClients, s *simtest.Sim, set *spec.Set, par 
 	t.Helper()
 	ctx := context.Background()
 	s.Requests.Reset()
-	p := livePlan(t, cl, set, Options{})
+	p := livePlan(t, cl, set, engine.Options{})
 	plan = countCalls(s.Requests.Reset())
-	res, err := Apply(ctx, cl, p, ApplyOptions{Parallelism: par})
+	res, err := engine.Apply(ctx, cl, p, engine.ApplyOptions{Parallelism: par})
 	if err != nil || len(res.Failed) > 0 {
 		t.Fatalf("apply: %v %v", err, res.Failed)
 	}
@@ -159,13 +161,13 @@ func TestVerifyCallsPerVM(t *testing.T) {
 	ctx := context.Background()
 	verify := func(set *spec.Set) callCount {
 		t.Helper()
-		p := livePlan(t, cl, set, Options{})
+		p := livePlan(t, cl, set, engine.Options{})
 		s.Requests.Reset()
-		if err := Verify(ctx, cl, p); err != nil {
+		if err := engine.Verify(ctx, cl, p); err != nil {
 			t.Fatal(err)
 		}
 		cc := countCalls(s.Requests.Reset())
-		if res, err := Apply(ctx, cl, p, ApplyOptions{Parallelism: 8}); err != nil || len(res.Failed) > 0 {
+		if res, err := engine.Apply(ctx, cl, p, engine.ApplyOptions{Parallelism: 8}); err != nil || len(res.Failed) > 0 {
 			t.Fatalf("apply: %v %v", err, res.Failed)
 		}
 		return cc

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/pvectl/pvectl/pkg/planner/internal/engine"
+
 	"github.com/pvectl/pvectl/pkg/planner/compare"
 	"github.com/pvectl/pvectl/pkg/pve"
 	"github.com/pvectl/pvectl/pkg/spec"
@@ -60,7 +62,7 @@ type cfgKind struct {
 	// listNeeds are the checks of the list's handler when its rule is
 	// open to all (a list that shows only what the caller may see); the
 	// calls' rules come from the apidoc (permcalls.go).
-	listNeeds func(id string) []permNeed
+	listNeeds func(id string) []engine.PermNeed
 }
 
 func (k *cfgKind) id(r *spec.Resource) string {
@@ -75,18 +77,18 @@ func (k *cfgKind) path(id string) string {
 }
 
 // list reads the kind's list once per connection.
-func (k *cfgKind) list(ctx context.Context, lc *liveConn) ([]*pve.Config, error) {
-	if rows, ok := lc.cfgLists[k.listPath]; ok {
+func (k *cfgKind) list(ctx context.Context, lc *engine.LiveConn) ([]*pve.Config, error) {
+	if rows, ok := lc.CfgLists[k.listPath]; ok {
 		return rows, nil
 	}
-	rows, err := k.readList(ctx, lc.client)
+	rows, err := k.readList(ctx, lc.Client)
 	if err != nil {
 		return nil, err
 	}
-	if lc.cfgLists == nil {
-		lc.cfgLists = map[string][]*pve.Config{}
+	if lc.CfgLists == nil {
+		lc.CfgLists = map[string][]*pve.Config{}
 	}
-	lc.cfgLists[k.listPath] = rows
+	lc.CfgLists[k.listPath] = rows
 	return rows, nil
 }
 
@@ -115,38 +117,38 @@ func (k *cfgKind) settings(row *pve.Config) *pve.Config {
 }
 
 // find is the object with id among rows, without reading it.
-func (k *cfgKind) find(rows []*pve.Config, id string) *liveObj {
+func (k *cfgKind) find(rows []*pve.Config, id string) *engine.LiveObj {
 	for _, row := range rows {
 		if row.Get(k.listID) == id {
 			cfg := k.settings(row)
-			return &liveObj{Exists: true, Config: cfg, Digest: fieldsDigest(cfg)}
+			return &engine.LiveObj{Exists: true, Config: cfg, Digest: engine.FieldsDigest(cfg)}
 		}
 	}
-	return &liveObj{}
+	return &engine.LiveObj{}
 }
 
 // readOne reads one object (GET item): its settings and the file's digest.
-func (k *cfgKind) readOne(ctx context.Context, cl *pve.Client, id string) (*liveObj, error) {
+func (k *cfgKind) readOne(ctx context.Context, cl *pve.Client, id string) (*engine.LiveObj, error) {
 	var cfg *pve.Config
 	if err := cl.Do(ctx, http.MethodGet, k.path(id), nil, &cfg); err != nil {
 		if pve.IsNotFound(err) {
-			return &liveObj{}, nil
+			return &engine.LiveObj{}, nil
 		}
 		return nil, fmt.Errorf("read %s %s: %w", k.noun, id, err)
 	}
 	set := k.settings(cfg)
-	return &liveObj{Exists: true, Config: set, Digest: cfg.Get("digest")}, nil
+	return &engine.LiveObj{Exists: true, Config: set, Digest: cfg.Get("digest")}, nil
 }
 
-func (k *cfgKind) observe(ctx context.Context, lc *liveConn, r *spec.Resource) (*liveObj, error) {
+func (k *cfgKind) Observe(ctx context.Context, lc *engine.LiveConn, r *spec.Resource) (*engine.LiveObj, error) {
 	rows, err := k.list(ctx, lc)
 	if err != nil {
 		return nil, err
 	}
 	lo := k.find(rows, k.id(r))
 	if lo.Exists && k.readItem {
-		cl, id := lc.client, k.id(r)
-		lo.load = func(ctx context.Context) error {
+		cl, id := lc.Client, k.id(r)
+		lo.Load = func(ctx context.Context) error {
 			got, err := k.readOne(ctx, cl, id)
 			if err == nil {
 				*lo = *got
@@ -157,7 +159,7 @@ func (k *cfgKind) observe(ctx context.Context, lc *liveConn, r *spec.Resource) (
 	return lo, nil
 }
 
-func (k *cfgKind) current(ctx context.Context, cl *pve.Client, c *Change) (*liveObj, error) {
+func (k *cfgKind) Current(ctx context.Context, cl *pve.Client, c *engine.Change) (*engine.LiveObj, error) {
 	id := k.id(c.Resource)
 	if k.readItem {
 		return k.readOne(ctx, cl, id)
@@ -181,10 +183,10 @@ func (k *cfgKind) skipped(r *spec.Resource) map[string]bool {
 	return skip
 }
 
-func (k *cfgKind) compare(b *builder, r *spec.Resource, lo *liveObj, c *Change) error {
-	cmp := compare.Comparer{M: b.method("POST", k.createPath)}
+func (k *cfgKind) Compare(b *engine.Builder, r *spec.Resource, lo *engine.LiveObj, c *engine.Change) error {
+	cmp := compare.Comparer{M: b.Method("POST", k.createPath)}
 	skip := k.skipped(r)
-	var diffs []FieldDiff
+	var diffs []engine.FieldDiff
 	for _, d := range cmp.DiffParams(r.Params.Map(), r.Remove, lo.Config, skip) {
 		if slices.Contains(k.sets, d.Path) && d.Before != nil && d.After != nil && compare.EqualSet(fmt.Sprint(d.Before), fmt.Sprint(d.After)) {
 			continue
@@ -198,7 +200,7 @@ func (k *cfgKind) compare(b *builder, r *spec.Resource, lo *liveObj, c *Change) 
 	}
 	c.Diff = diffs
 	if len(diffs) == 0 {
-		c.Action = NoOp
+		c.Action = engine.NoOp
 		return nil
 	}
 	c.Reasons = compare.Reasons(diffs)
@@ -214,10 +216,10 @@ func (k *cfgKind) compare(b *builder, r *spec.Resource, lo *liveObj, c *Change) 
 		}
 	}
 	if len(changed) > 0 {
-		return b.replace(r, c, fmt.Sprintf("PVE cannot change a %s's %s once it exists: the replace deletes it and creates it again",
+		return b.Replace(r, c, fmt.Sprintf("PVE cannot change a %s's %s once it exists: the replace deletes it and creates it again",
 			k.noun, strings.Join(changed, ", ")))
 	}
-	c.Action = Update
+	c.Action = engine.Update
 	c.Params = k.updateParams(cmp, diffs, r, lo.Config)
 	return nil
 }
@@ -225,7 +227,7 @@ func (k *cfgKind) compare(b *builder, r *spec.Resource, lo *liveObj, c *Change) 
 // updateParams is what the PUT carries: the changed settings, deleted ones
 // in delete (or sent empty where the kind has no delete), and what every
 // update must carry.
-func (k *cfgKind) updateParams(cmp compare.Comparer, diffs []FieldDiff, r *spec.Resource, live *pve.Config) map[string]string {
+func (k *cfgKind) updateParams(cmp compare.Comparer, diffs []engine.FieldDiff, r *spec.Resource, live *pve.Config) map[string]string {
 	out := cmp.UpdateParams(diffs, r.Params.Map(), live, nil)
 	if del, ok := out["delete"]; ok && k.noDelete {
 		delete(out, "delete")
@@ -247,7 +249,7 @@ func (k *cfgKind) updateParams(cmp compare.Comparer, diffs []FieldDiff, r *spec.
 	return out
 }
 
-func (k *cfgKind) create(ctx context.Context, x *execution, c *Change) error {
+func (k *cfgKind) Create(ctx context.Context, x *engine.Execution, c *engine.Change) error {
 	id := k.id(c.Resource)
 	params := toValues(c.Resource.Params.Map())
 	path := k.createPath
@@ -257,27 +259,27 @@ func (k *cfgKind) create(ctx context.Context, x *execution, c *Change) error {
 	} else {
 		params.Set(k.idParam, id)
 	}
-	if err := x.client.Do(ctx, http.MethodPost, path, params, nil); err != nil {
+	if err := x.Client.Do(ctx, http.MethodPost, path, params, nil); err != nil {
 		return fmt.Errorf("create %s %s: %w", k.noun, id, err)
 	}
 	return nil
 }
 
-func (k *cfgKind) update(ctx context.Context, x *execution, c *Change) error {
+func (k *cfgKind) Update(ctx context.Context, x *engine.Execution, c *engine.Change) error {
 	id := k.id(c.Resource)
 	params := toValues(c.Params)
 	if k.readItem && c.Digest != "" {
 		params.Set("digest", c.Digest)
 	}
-	if err := x.client.Do(ctx, http.MethodPut, k.path(id), params, nil); err != nil {
+	if err := x.Client.Do(ctx, http.MethodPut, k.path(id), params, nil); err != nil {
 		return fmt.Errorf("update %s %s: %w", k.noun, id, err)
 	}
 	return nil
 }
 
-func (k *cfgKind) remove(ctx context.Context, x *execution, c *Change) error {
+func (k *cfgKind) Remove(ctx context.Context, x *engine.Execution, c *engine.Change) error {
 	id := k.id(c.Resource)
-	if err := x.client.Do(ctx, http.MethodDelete, k.path(id), nil, nil); err != nil && !pve.IsNotFound(err) {
+	if err := x.Client.Do(ctx, http.MethodDelete, k.path(id), nil, nil); err != nil && !pve.IsNotFound(err) {
 		return fmt.Errorf("delete %s %s: %w", k.noun, id, err)
 	}
 	return nil
@@ -291,15 +293,15 @@ func (k *cfgKind) tmpl(path string) string {
 
 // readCalls: the list, with what its handler filters by, and each object
 // when the list does not carry every option.
-func (k *cfgKind) readCalls(r *spec.Resource) []apiCall {
+func (k *cfgKind) ReadCalls(r *spec.Resource) []engine.APICall {
 	id := k.id(r)
-	list := call("GET", k.listPath, "to see the "+k.noun+"s")
+	list := engine.Call("GET", k.listPath, "to see the "+k.noun+"s")
 	if k.listNeeds != nil {
-		list = list.with(k.listNeeds(id)...)
+		list = list.With(k.listNeeds(id)...)
 	}
-	calls := []apiCall{list}
+	calls := []engine.APICall{list}
 	if k.readItem {
-		calls = append(calls, call("GET", k.tmpl(k.itemPath), "to read the "+k.noun+"'s settings", k.idParam, id))
+		calls = append(calls, engine.Call("GET", k.tmpl(k.itemPath), "to read the "+k.noun+"'s settings", k.idParam, id))
 	}
 	return calls
 }
@@ -307,17 +309,17 @@ func (k *cfgKind) readCalls(r *spec.Resource) []apiCall {
 // changeCalls: POST, PUT and DELETE as create, update and remove make
 // them, with the resource's parameters (a rule may read one: a realm sync
 // job's realm).
-func (k *cfgKind) changeCalls(c *Change, _ *liveObj) []apiCall {
+func (k *cfgKind) ChangeCalls(c *engine.Change, _ *engine.LiveObj) []engine.APICall {
 	id := k.id(c.Resource)
 	why := "to " + c.Action.String() + " " + k.noun + " " + id
 	// The parameters each call sends: a create the resource's, an update
 	// what changed (a realm sync job's realm is not among them, so PVE
 	// checks its rule on /access/realm/-).
-	mk := func(method, path string, sent map[string]string) apiCall {
-		a := call(method, k.tmpl(path), why, k.idParam, id)
+	mk := func(method, path string, sent map[string]string) engine.APICall {
+		a := engine.Call(method, k.tmpl(path), why, k.idParam, id)
 		for key, v := range sent {
-			if _, ok := a.params[key]; !ok {
-				a.params[key] = v
+			if _, ok := a.Params[key]; !ok {
+				a.Params[key] = v
 			}
 		}
 		return a
@@ -325,17 +327,17 @@ func (k *cfgKind) changeCalls(c *Change, _ *liveObj) []apiCall {
 	create := mk("POST", k.createPath, c.Resource.Params.Map())
 	del := mk("DELETE", k.itemPath, nil)
 	switch c.Action {
-	case Create:
-		return []apiCall{create}
-	case Update:
-		return []apiCall{mk("PUT", k.itemPath, c.Params)}
-	case Delete:
-		return []apiCall{del}
-	case Replace:
-		return []apiCall{del, create}
+	case engine.Create:
+		return []engine.APICall{create}
+	case engine.Update:
+		return []engine.APICall{mk("PUT", k.itemPath, c.Params)}
+	case engine.Delete:
+		return []engine.APICall{del}
+	case engine.Replace:
+		return []engine.APICall{del, create}
 	}
 	return nil
 }
 
 // traits: a cluster-wide object of a section config.
-func (*cfgKind) traits() kindTraits { return kindTraits{Scope: scopeCluster} }
+func (*cfgKind) Traits() engine.KindTraits { return engine.KindTraits{Scope: engine.ScopeCluster} }

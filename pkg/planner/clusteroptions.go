@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/pvectl/pvectl/pkg/planner/internal/engine"
+
 	"github.com/pvectl/pvectl/internal/lazyre"
 	"github.com/pvectl/pvectl/pkg/planner/compare"
 	"github.com/pvectl/pvectl/pkg/planner/marks"
@@ -30,10 +32,10 @@ import (
 // never wrote (set by hand, by the GUI) is never touched unless the spec
 // writes it as null. The block is written along with a change, never on
 // its own, so an imported or unchanged cluster plans clean.
-type clusterOptionsKind struct{ neverCreated }
+type clusterOptionsKind struct{ engine.NeverCreated }
 
-func (clusterOptionsKind) traits() kindTraits {
-	return kindTraits{Scope: scopeCluster, Singleton: true}
+func (clusterOptionsKind) Traits() engine.KindTraits {
+	return engine.KindTraits{Scope: engine.ScopeCluster, Singleton: true}
 }
 
 const clusterOptionsPath = "/cluster/options"
@@ -50,18 +52,18 @@ func optionsMarked(desc string) []string {
 	return compare.SplitSet(m[1])
 }
 
-func (clusterOptionsKind) observe(ctx context.Context, lc *liveConn, _ *spec.Resource) (*liveObj, error) {
-	return readClusterOptions(ctx, lc.client)
+func (clusterOptionsKind) Observe(ctx context.Context, lc *engine.LiveConn, _ *spec.Resource) (*engine.LiveObj, error) {
+	return readClusterOptions(ctx, lc.Client)
 }
 
-func (clusterOptionsKind) current(ctx context.Context, cl *pve.Client, _ *Change) (*liveObj, error) {
+func (clusterOptionsKind) Current(ctx context.Context, cl *pve.Client, _ *engine.Change) (*engine.LiveObj, error) {
 	return readClusterOptions(ctx, cl)
 }
 
 // readClusterOptions reads the options as a PUT writes them: the objects
 // the reader parsed back into property strings, tag lists ;-joined, the
 // description without the newline PVE adds to each comment line.
-func readClusterOptions(ctx context.Context, cl *pve.Client) (*liveObj, error) {
+func readClusterOptions(ctx context.Context, cl *pve.Client) (*engine.LiveObj, error) {
 	var raw map[string]json.RawMessage
 	if err := cl.Do(ctx, http.MethodGet, clusterOptionsPath, nil, &raw); err != nil {
 		return nil, fmt.Errorf("read cluster options: %w", err)
@@ -83,7 +85,7 @@ func readClusterOptions(ctx context.Context, cl *pve.Client) (*liveObj, error) {
 	if d, ok := cfg.Lookup("description"); ok {
 		cfg.Set("description", strings.TrimRight(d, "\n"))
 	}
-	return &liveObj{Exists: true, Config: cfg, Digest: fieldsDigest(cfg)}, nil
+	return &engine.LiveObj{Exists: true, Config: cfg, Digest: engine.FieldsDigest(cfg)}, nil
 }
 
 // optionValue is one answered option as its PUT value.
@@ -139,8 +141,8 @@ func optionsWanted(r *spec.Resource) []string {
 	return r.Params.Keys()
 }
 
-func (clusterOptionsKind) compare(b *builder, r *spec.Resource, lo *liveObj, c *Change) error {
-	cmp := compare.Comparer{M: b.method("PUT", clusterOptionsPath)}
+func (clusterOptionsKind) Compare(b *engine.Builder, r *spec.Resource, lo *engine.LiveObj, c *engine.Change) error {
+	cmp := compare.Comparer{M: b.Method("PUT", clusterOptionsPath)}
 	want := optionsWanted(r)
 	remove := slices.Clone(r.Remove)
 	var dropped []string
@@ -150,7 +152,7 @@ func (clusterOptionsKind) compare(b *builder, r *spec.Resource, lo *liveObj, c *
 		}
 	}
 	c.Diff = cmp.DiffParams(r.Params.Map(), remove, lo.Config, nil)
-	if !updateForDiff(c) {
+	if !engine.UpdateForDiff(c) {
 		return nil
 	}
 	for _, k := range dropped {
@@ -158,7 +160,7 @@ func (clusterOptionsKind) compare(b *builder, r *spec.Resource, lo *liveObj, c *
 			c.Reasons = append(c.Reasons, k+" removed: pvectl set it (the [pvectl-options] block of the datacenter notes records it) and the spec no longer writes it")
 		}
 	}
-	c.Params = cmp.UpdateParams(c.Diff, r.Params.Map(), lo.Config, func(d FieldDiff) bool { return compare.TopKey(d.Path) == "description" })
+	c.Params = cmp.UpdateParams(c.Diff, r.Params.Map(), lo.Config, func(d engine.FieldDiff) bool { return compare.TopKey(d.Path) == "description" })
 	c.Params["description"] = optionsDescription(r, lo.Config.Get("description"), want, remove)
 	if !slices.Equal(optionsMarked(lo.Config.Get("description")), want) {
 		c.Reasons = append(c.Reasons, "the datacenter notes record the keys pvectl writes: [pvectl-options: "+strings.Join(want, ",")+"]")
@@ -195,8 +197,8 @@ func optionsDescription(r *spec.Resource, live string, want, remove []string) st
 	return strings.Join(append(out, "[pvectl-options: "+strings.Join(want, ",")+"]"), "\n")
 }
 
-func (clusterOptionsKind) update(ctx context.Context, x *execution, c *Change) error {
-	if err := x.client.Do(ctx, http.MethodPut, clusterOptionsPath, toValues(c.Params), nil); err != nil {
+func (clusterOptionsKind) Update(ctx context.Context, x *engine.Execution, c *engine.Change) error {
+	if err := x.Client.Do(ctx, http.MethodPut, clusterOptionsPath, toValues(c.Params), nil); err != nil {
 		return fmt.Errorf("write cluster options: %w", err)
 	}
 	return nil
@@ -205,12 +207,12 @@ func (clusterOptionsKind) update(ctx context.Context, x *execution, c *Change) e
 // readCalls: GET /cluster/options is open to all, but without Sys.Audit
 // on / its handler answers console and tag-style only (pve-manager
 // API2/Cluster.pm get_options).
-func (clusterOptionsKind) readCalls(*spec.Resource) []apiCall {
-	return []apiCall{call("GET", clusterOptionsPath, "to read the cluster options").
-		with(need("/", "to read the cluster options (without it PVE answers two of them)", "Sys.Audit"))}
+func (clusterOptionsKind) ReadCalls(*spec.Resource) []engine.APICall {
+	return []engine.APICall{engine.Call("GET", clusterOptionsPath, "to read the cluster options").
+		With(engine.NeedPriv("/", "to read the cluster options (without it PVE answers two of them)", "Sys.Audit"))}
 }
 
 // changeCalls: PUT /cluster/options.
-func (clusterOptionsKind) changeCalls(*Change, *liveObj) []apiCall {
-	return []apiCall{call("PUT", clusterOptionsPath, "to change the cluster options")}
+func (clusterOptionsKind) ChangeCalls(*engine.Change, *engine.LiveObj) []engine.APICall {
+	return []engine.APICall{engine.Call("PUT", clusterOptionsPath, "to change the cluster options")}
 }

@@ -3,6 +3,8 @@ package planner
 import (
 	"testing"
 
+	"github.com/pvectl/pvectl/pkg/planner/internal/engine"
+
 	"github.com/google/go-cmp/cmp"
 	"github.com/pvectl/pvectl/pkg/planner/compare"
 	"github.com/pvectl/pvectl/pkg/pve"
@@ -27,7 +29,7 @@ type diffCase struct {
 	desired map[string]string
 	remove  []string
 	live    *pve.Config
-	want    []FieldDiff
+	want    []engine.FieldDiff
 }
 
 // checkDiffs runs each case through cmpr's DiffParams, leaving out the
@@ -56,7 +58,7 @@ func TestDiffParamsQemu(t *testing.T) {
 			name:    "memory changed keeps the plain path",
 			desired: map[string]string{"memory": "4096"},
 			live:    pve.ConfigOf(map[string]string{"memory": "2048"}),
-			want:    []FieldDiff{{Path: "memory", Before: "2048", After: "4096"}},
+			want:    []engine.FieldDiff{{Path: "memory", Before: "2048", After: "4096"}},
 		},
 		{
 			name:    "generated MAC is not drift",
@@ -72,13 +74,13 @@ func TestDiffParamsQemu(t *testing.T) {
 			name:    "vlan tag changed is a sub-key diff",
 			desired: map[string]string{"net1": "virtio,bridge=vmbr1,tag=200"},
 			live:    pve.ConfigOf(map[string]string{"net1": "virtio=BC:24:11:AA:BB:CD,bridge=vmbr1,tag=100"}),
-			want:    []FieldDiff{{Path: "net1.tag", Before: "100", After: "200"}},
+			want:    []engine.FieldDiff{{Path: "net1.tag", Before: "100", After: "200"}},
 		},
 		{
 			name:    "sub-key added",
 			desired: map[string]string{"net1": "virtio,bridge=vmbr1,firewall=1"},
 			live:    pve.ConfigOf(map[string]string{"net1": "virtio=BC:24:11:AA:BB:CD,bridge=vmbr1"}),
-			want:    []FieldDiff{{Path: "net1.firewall", Before: nil, After: "1"}},
+			want:    []engine.FieldDiff{{Path: "net1.firewall", Before: nil, After: "1"}},
 		},
 		{
 			name:    "allocated disk equals its volume",
@@ -94,13 +96,13 @@ func TestDiffParamsQemu(t *testing.T) {
 			name:    "disk grows",
 			desired: map[string]string{"scsi0": "local-lvm:64"},
 			live:    pve.ConfigOf(map[string]string{"scsi0": "local-lvm:vm-100-disk-0,size=32G"}),
-			want:    []FieldDiff{{Path: "scsi0.size", Before: "32G", After: "64G"}},
+			want:    []engine.FieldDiff{{Path: "scsi0.size", Before: "32G", After: "64G"}},
 		},
 		{
 			name:    "disk on other storage",
 			desired: map[string]string{"scsi0": "fast:32"},
 			live:    pve.ConfigOf(map[string]string{"scsi0": "local-lvm:vm-100-disk-0,size=32G"}),
-			want:    []FieldDiff{{Path: "scsi0.storage", Before: "local-lvm", After: "fast"}},
+			want:    []engine.FieldDiff{{Path: "scsi0.storage", Before: "local-lvm", After: "fast"}},
 		},
 		{
 			name:    "import-from is create-only",
@@ -131,7 +133,7 @@ func TestDiffParamsQemu(t *testing.T) {
 			name:    "non-default absent is a diff",
 			desired: map[string]string{"cores": "2"},
 			live:    pve.NewConfig(0),
-			want:    []FieldDiff{{Path: "cores", Before: nil, After: "2"}},
+			want:    []engine.FieldDiff{{Path: "cores", Before: nil, After: "2"}},
 		},
 		{
 			name:    "tags as sets",
@@ -142,7 +144,7 @@ func TestDiffParamsQemu(t *testing.T) {
 			name:    "tags differ",
 			desired: map[string]string{"tags": "web prod db"},
 			live:    pve.ConfigOf(map[string]string{"tags": "prod;web"}),
-			want:    []FieldDiff{{Path: "tags", Before: "prod;web", After: "web prod db"}},
+			want:    []engine.FieldDiff{{Path: "tags", Before: "prod;web", After: "web prod db"}},
 		},
 		{
 			name:    "description trailing newline",
@@ -158,7 +160,7 @@ func TestDiffParamsQemu(t *testing.T) {
 			name:    "description changed inside",
 			desired: map[string]string{"description": "hello world"},
 			live:    pve.ConfigOf(map[string]string{"description": "hello \nworld"}),
-			want:    []FieldDiff{{Path: "description", Before: "hello \nworld", After: "hello world"}},
+			want:    []engine.FieldDiff{{Path: "description", Before: "hello \nworld", After: "hello world"}},
 		},
 		{
 			name:    "identity keys are not compared",
@@ -174,13 +176,13 @@ func TestDiffParamsQemu(t *testing.T) {
 			name:   "null removes a present key",
 			remove: []string{"tags", "agent"},
 			live:   pve.ConfigOf(map[string]string{"tags": "a"}),
-			want:   []FieldDiff{{Path: "tags", Before: "a", After: nil}},
+			want:   []engine.FieldDiff{{Path: "tags", Before: "a", After: nil}},
 		},
 		{
 			name:    "secrets are masked",
 			desired: map[string]string{"cipassword": "hunter2"},
 			live:    pve.ConfigOf(map[string]string{"cipassword": "hunter1"}),
-			want:    []FieldDiff{{Path: "cipassword", Before: secret.Shown, After: secret.Shown}},
+			want:    []engine.FieldDiff{{Path: "cipassword", Before: secret.Shown, After: secret.Shown}},
 		},
 		{
 			name:    "secret PVE answers masked cannot drift",
@@ -191,7 +193,7 @@ func TestDiffParamsQemu(t *testing.T) {
 			name:    "secret missing live is added",
 			desired: map[string]string{"cipassword": "hunter2"},
 			live:    pve.NewConfig(0),
-			want:    []FieldDiff{{Path: "cipassword", Before: nil, After: secret.Shown}},
+			want:    []engine.FieldDiff{{Path: "cipassword", Before: nil, After: secret.Shown}},
 		},
 		{
 			name:    "ssh keys escaped differently",
@@ -202,7 +204,7 @@ func TestDiffParamsQemu(t *testing.T) {
 			name:    "ssh keys changed",
 			desired: map[string]string{"sshkeys": "ssh-ed25519%20BBBB%20me"},
 			live:    pve.ConfigOf(map[string]string{"sshkeys": "ssh-ed25519%20AAAA%20me"}),
-			want:    []FieldDiff{{Path: "sshkeys", Before: "ssh-ed25519%20AAAA%20me", After: "ssh-ed25519%20BBBB%20me"}},
+			want:    []engine.FieldDiff{{Path: "sshkeys", Before: "ssh-ed25519%20AAAA%20me", After: "ssh-ed25519%20BBBB%20me"}},
 		},
 		{
 			name:    "empty value equals absent",
@@ -223,7 +225,7 @@ func TestDiffParamsQemu(t *testing.T) {
 			name:    "efidisk on other storage still differs",
 			desired: map[string]string{"efidisk0": "fast:1,efitype=4m"},
 			live:    pve.ConfigOf(map[string]string{"efidisk0": "local-lvm:vm-100-disk-1,efitype=4m,size=4M"}),
-			want:    []FieldDiff{{Path: "efidisk0.storage", Before: "local-lvm", After: "fast"}},
+			want:    []engine.FieldDiff{{Path: "efidisk0.storage", Before: "local-lvm", After: "fast"}},
 		},
 		{
 			name:    "disk write-backs and dropped raw format",
@@ -239,7 +241,7 @@ func TestDiffParamsQemu(t *testing.T) {
 			name:    "format differing from the volume name",
 			desired: map[string]string{"scsi0": "local:32,format=qcow2"},
 			live:    pve.ConfigOf(map[string]string{"scsi0": "local:100/vm-100-disk-0.raw,size=32G"}),
-			want:    []FieldDiff{{Path: "scsi0.format", Before: "raw", After: "qcow2"}},
+			want:    []engine.FieldDiff{{Path: "scsi0.format", Before: "raw", After: "qcow2"}},
 		},
 		{
 			name:    "false flag without schema default equals absent",
@@ -250,7 +252,7 @@ func TestDiffParamsQemu(t *testing.T) {
 			name:    "true flag without schema default absent is a diff",
 			desired: map[string]string{"net0": "virtio,bridge=vmbr0,firewall=1"},
 			live:    pve.ConfigOf(map[string]string{"net0": "virtio=BC:24:11:AA:BB:CC,bridge=vmbr0"}),
-			want:    []FieldDiff{{Path: "net0.firewall", Before: nil, After: "1"}},
+			want:    []engine.FieldDiff{{Path: "net0.firewall", Before: nil, After: "1"}},
 		},
 	}
 	checkDiffs(t, cmpr, tests, func(diffCase) map[string]bool { return qemu.notInConfig })
@@ -272,7 +274,7 @@ func TestDiffParamsBridge(t *testing.T) {
 			name:    "vlan awareness changed",
 			desired: map[string]string{"bridge_vlan_aware": "1"},
 			live:    pve.ConfigOf(map[string]string{"bridge_vlan_aware": "0"}),
-			want:    []FieldDiff{{Path: "bridge_vlan_aware", Before: "0", After: "1"}},
+			want:    []engine.FieldDiff{{Path: "bridge_vlan_aware", Before: "0", After: "1"}},
 		},
 		{
 			name:    "comments newline",
@@ -288,7 +290,7 @@ func TestDiffParamsBridge(t *testing.T) {
 			name:    "comment text changed",
 			desired: map[string]string{"comments": "uplink"},
 			live:    pve.ConfigOf(map[string]string{"comments": "downlink\n"}),
-			want:    []FieldDiff{{Path: "comments", Before: "downlink\n", After: "uplink"}},
+			want:    []engine.FieldDiff{{Path: "comments", Before: "downlink\n", After: "uplink"}},
 		},
 		{
 			name:    "PVE's VLAN list of a VLAN-aware bridge is not drift",
@@ -304,7 +306,7 @@ func TestDiffParamsBridge(t *testing.T) {
 			name:    "true flag absent is a diff",
 			desired: map[string]string{"autostart": "1"},
 			live:    pve.ConfigOf(map[string]string{"type": "bridge"}),
-			want:    []FieldDiff{{Path: "autostart", Before: nil, After: "1"}},
+			want:    []engine.FieldDiff{{Path: "autostart", Before: nil, After: "1"}},
 		},
 		{
 			name:    "vlan ranges as sets",
@@ -320,7 +322,7 @@ func TestDiffParamsBridge(t *testing.T) {
 			name:    "netmask changed",
 			desired: map[string]string{"netmask": "255.255.0.0"},
 			live:    pve.ConfigOf(map[string]string{"netmask": "24"}),
-			want:    []FieldDiff{{Path: "netmask", Before: "24", After: "255.255.0.0"}},
+			want:    []engine.FieldDiff{{Path: "netmask", Before: "24", After: "255.255.0.0"}},
 		},
 	}
 	checkDiffs(t, cmpr, tests, func(diffCase) map[string]bool { return ifaceIdentity })
@@ -395,13 +397,13 @@ func TestPoolDiff(t *testing.T) {
 		params map[string]string
 		remove []string
 		live   string
-		want   *FieldDiff
+		want   *engine.FieldDiff
 	}{
 		{"same pool", map[string]string{"pool": "lab"}, nil, "lab", nil},
-		{"joins", map[string]string{"pool": "lab"}, nil, "", &FieldDiff{Path: "pool", Before: nil, After: "lab"}},
-		{"moves", map[string]string{"pool": "lab"}, nil, "old", &FieldDiff{Path: "pool", Before: "old", After: "lab"}},
+		{"joins", map[string]string{"pool": "lab"}, nil, "", &engine.FieldDiff{Path: "pool", Before: nil, After: "lab"}},
+		{"moves", map[string]string{"pool": "lab"}, nil, "old", &engine.FieldDiff{Path: "pool", Before: "old", After: "lab"}},
 		{"unmanaged", map[string]string{}, nil, "old", nil},
-		{"removed", map[string]string{}, []string{"pool"}, "old", &FieldDiff{Path: "pool", Before: "old", After: nil}},
+		{"removed", map[string]string{}, []string{"pool"}, "old", &engine.FieldDiff{Path: "pool", Before: "old", After: nil}},
 		{"removed already", map[string]string{}, []string{"pool"}, "", nil},
 	}
 	for _, tt := range tests {

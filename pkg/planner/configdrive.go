@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/pvectl/pvectl/pkg/planner/internal/engine"
+
 	"github.com/pvectl/pvectl/pkg/cidata"
 	"github.com/pvectl/pvectl/pkg/pve"
 	"github.com/pvectl/pvectl/pkg/spec"
@@ -23,7 +25,7 @@ import (
 type configDriveKind struct{}
 
 // traits: a config drive is a volume uploaded to a node's storage.
-func (configDriveKind) traits() kindTraits { return kindTraits{Scope: scopeNode} }
+func (configDriveKind) Traits() engine.KindTraits { return engine.KindTraits{Scope: engine.ScopeNode} }
 
 // driveLive is what observe found beside the versions' listing.
 type driveLive struct {
@@ -43,9 +45,9 @@ type driveState struct {
 	Versions []string `json:"versions,omitempty"`
 }
 
-func driveStateOf(c *Change) *driveState { return ensureState[driveState](c) }
+func driveStateOf(c *engine.Change) *driveState { return engine.EnsureState[driveState](c) }
 
-func (configDriveKind) newState(lo *liveObj) any {
+func (configDriveKind) NewState(lo *engine.LiveObj) any {
 	st := &driveState{}
 	if dl, ok := lo.State.(*driveLive); ok {
 		for _, v := range dl.Versions {
@@ -55,7 +57,7 @@ func (configDriveKind) newState(lo *liveObj) any {
 	return st
 }
 
-func (configDriveKind) decodeState(raw json.RawMessage) (any, error) {
+func (configDriveKind) DecodeState(raw json.RawMessage) (any, error) {
 	st := &driveState{}
 	return st, json.Unmarshal(raw, st)
 }
@@ -66,7 +68,7 @@ func driveVolid(r *spec.Resource) string {
 }
 
 // driveObj finds the versions of r's drive among an ISO listing.
-func driveObj(node string, r *spec.Resource, vs []pve.Volume) *liveObj {
+func driveObj(node string, r *spec.Resource, vs []pve.Volume) *engine.LiveObj {
 	dl := &driveLive{}
 	var fields []string
 	for _, v := range vs {
@@ -78,15 +80,15 @@ func driveObj(node string, r *spec.Resource, vs []pve.Volume) *liveObj {
 	}
 	slices.Sort(fields)
 	cfg := pve.ConfigOf(map[string]string{"versions": strings.Join(fields, ",")})
-	return &liveObj{Exists: len(dl.Versions) > 0, Node: node, Config: cfg, Digest: fieldsDigest(cfg), State: dl}
+	return &engine.LiveObj{Exists: len(dl.Versions) > 0, Node: node, Config: cfg, Digest: engine.FieldsDigest(cfg), State: dl}
 }
 
-func (configDriveKind) observe(ctx context.Context, lc *liveConn, r *spec.Resource) (*liveObj, error) {
-	node, err := lc.node(r)
+func (configDriveKind) Observe(ctx context.Context, lc *engine.LiveConn, r *spec.Resource) (*engine.LiveObj, error) {
+	node, err := lc.Node(r)
 	if err != nil {
 		return nil, err
 	}
-	vs, err := lc.storageVolumes(ctx, node, r.Params.Get("storage"), "iso")
+	vs, err := lc.StorageVolumes(ctx, node, r.Params.Get("storage"), "iso")
 	if err != nil {
 		return nil, err
 	}
@@ -95,14 +97,14 @@ func (configDriveKind) observe(ctx context.Context, lc *liveConn, r *spec.Resour
 	// Which VMs use which version matters only for a drive that stays
 	// and has old versions (a removal re-reads it at apply time anyway).
 	if r.State == spec.Present && slices.ContainsFunc(dl.Versions, func(v pve.Volume) bool { return v.VolID != driveVolid(r) }) {
-		if dl.Users, err = lc.volumeUsers(ctx); err != nil {
+		if dl.Users, err = lc.VolumeUsers(ctx); err != nil {
 			return nil, err
 		}
 	}
 	return lo, nil
 }
 
-func (k configDriveKind) compare(b *builder, r *spec.Resource, lo *liveObj, c *Change) error {
+func (k configDriveKind) Compare(b *engine.Builder, r *spec.Resource, lo *engine.LiveObj, c *engine.Change) error {
 	dl, _ := lo.State.(*driveLive)
 	st := driveStateOf(c)
 	img, name, err := spec.ConfigDriveImage(r)
@@ -119,7 +121,7 @@ func (k configDriveKind) compare(b *builder, r *spec.Resource, lo *liveObj, c *C
 			others = append(others, v)
 		}
 	}
-	rememberDrive(b.opts.DriveCache, r, name)
+	rememberDrive(b.Opts.DriveCache, r, name)
 	switch {
 	case cur == nil:
 		st.Upload = true
@@ -127,41 +129,41 @@ func (k configDriveKind) compare(b *builder, r *spec.Resource, lo *liveObj, c *C
 		if len(others) > 0 {
 			old := fileOf(others[len(others)-1].VolID)
 			before = old
-			diff, why := driveContentDiff(b.opts.DriveCache, r, old)
+			diff, why := driveContentDiff(b.Opts.DriveCache, r, old)
 			c.Diff = append(c.Diff, diff...)
 			if why != "" {
 				c.Reasons = append(c.Reasons, why)
 			}
 		}
-		c.Diff = append(c.Diff, FieldDiff{Path: "filename", Before: before, After: name})
+		c.Diff = append(c.Diff, engine.FieldDiff{Path: "filename", Before: before, After: name})
 		c.Reasons = append(c.Reasons, "new version "+name)
 	case cur.Size != int64(len(img)):
 		// Not the image the name promises (a file put there by hand):
 		// PVE overwrites it on upload.
 		st.Upload = true
-		c.Diff = append(c.Diff, FieldDiff{Path: "size", Before: cur.Size, After: len(img)})
+		c.Diff = append(c.Diff, engine.FieldDiff{Path: "size", Before: cur.Size, After: len(img)})
 		c.Reasons = append(c.Reasons, fmt.Sprintf("%s is not the image pvectl builds (size %d, want %d): uploaded again", name, cur.Size, len(img)))
 	}
 	for _, v := range others {
-		if users := b.driveBlockers(r, v.VolID, dl.Users); len(users) > 0 {
+		if users := driveBlockers(b, r, v.VolID, dl.Users); len(users) > 0 {
 			c.Reasons = append(c.Reasons, fmt.Sprintf("old version %s kept: in use by %s", fileOf(v.VolID), strings.Join(users, ", ")))
 			continue
 		}
 		st.Stale = append(st.Stale, v.VolID)
-		c.Diff = append(c.Diff, FieldDiff{Path: "versions", Before: fileOf(v.VolID), After: nil})
+		c.Diff = append(c.Diff, engine.FieldDiff{Path: "versions", Before: fileOf(v.VolID), After: nil})
 		c.Reasons = append(c.Reasons, fmt.Sprintf("old version %s removed once no VM uses it", fileOf(v.VolID)))
 	}
-	c.Action = NoOp
+	c.Action = engine.NoOp
 	if st.Upload || len(st.Stale) > 0 {
-		c.Action = Update
+		c.Action = engine.Update
 	}
 	return nil
 }
 
 // checkCreate remembers what the plan shows of the first version, for
 // the diff of the next (drivecache.go).
-func (configDriveKind) checkCreate(b *builder, r *spec.Resource, _ *liveObj, _ *Change) error {
-	rememberDrive(b.opts.DriveCache, r, r.Params.Get("filename"))
+func (configDriveKind) CheckCreate(b *engine.Builder, r *spec.Resource, _ *engine.LiveObj, _ *engine.Change) error {
+	rememberDrive(b.Opts.DriveCache, r, r.Params.Get("filename"))
 	return nil
 }
 
@@ -172,14 +174,14 @@ func fileOf(volid string) string { return volid[strings.LastIndexByte(volid, '/'
 // specs that want it or keep it on a drive the spec does not set. A VM of
 // the specs that gives that drive another volume (the config drive's new
 // version) or that goes away does not keep it.
-func (b *builder) driveBlockers(r *spec.Resource, volid string, users map[string][]int) []string {
+func driveBlockers(b *engine.Builder, r *spec.Resource, volid string, users map[string][]int) []string {
 	var out []string
 	for _, vmid := range users[volid] {
-		owner := b.guestOf(r.Connection, vmid)
+		owner := specGuestOf(b, r.Connection, vmid)
 		if owner != nil && owner.State != spec.Present && !owner.ReadOnly {
 			continue // deleted by this plan
 		}
-		if owner == nil || owner.ReadOnly || b.keepsVolume(owner, volid) {
+		if owner == nil || owner.ReadOnly || keepsVolume(b, owner, volid) {
 			out = append(out, fmt.Sprintf("VM %d", vmid))
 		}
 	}
@@ -187,12 +189,12 @@ func (b *builder) driveBlockers(r *spec.Resource, volid string, users map[string
 }
 
 // guestOf finds the resource of the specs that manages the guest vmid.
-func (b *builder) guestOf(conn string, vmid int) *spec.Resource {
-	for _, o := range b.set.Resources {
+func specGuestOf(b *engine.Builder, conn string, vmid int) *spec.Resource {
+	for _, o := range b.Set.Resources {
 		if o.Connection != conn {
 			continue
 		}
-		lo := b.obs.objs[o.Address()]
+		lo := b.Obs.Objs[o.Address()]
 		if lo == nil || !lo.Exists {
 			continue
 		}
@@ -206,15 +208,15 @@ func (b *builder) guestOf(conn string, vmid int) *spec.Resource {
 // keepsVolume reports whether o has volid on a drive after its change:
 // a live drive with it that the spec does not give another value, or a
 // desired drive with it.
-func (b *builder) keepsVolume(o *spec.Resource, volid string) bool {
+func keepsVolume(b *engine.Builder, o *spec.Resource, volid string) bool {
 	for k, v := range o.Params.All() {
-		if driveKey.MatchString(k) && driveVolume(v) == volid {
+		if engine.DriveKey.MatchString(k) && driveVolume(v) == volid {
 			return true
 		}
 	}
-	lo := b.obs.objs[o.Address()]
+	lo := b.Obs.Objs[o.Address()]
 	for k, v := range lo.Config.All() {
-		if !driveKey.MatchString(k) || driveVolume(v) != volid {
+		if !engine.DriveKey.MatchString(k) || driveVolume(v) != volid {
 			continue
 		}
 		if want, set := o.Params.Lookup(k); !set || driveVolume(want) == volid {
@@ -224,11 +226,11 @@ func (b *builder) keepsVolume(o *spec.Resource, volid string) bool {
 	return false
 }
 
-func (k configDriveKind) create(ctx context.Context, x *execution, c *Change) error {
+func (k configDriveKind) Create(ctx context.Context, x *engine.Execution, c *engine.Change) error {
 	return k.upload(ctx, x, c)
 }
 
-func (k configDriveKind) update(ctx context.Context, x *execution, c *Change) error {
+func (k configDriveKind) Update(ctx context.Context, x *engine.Execution, c *engine.Change) error {
 	if !driveStateOf(c).Upload {
 		return nil // only old versions go, after the dependents
 	}
@@ -237,7 +239,7 @@ func (k configDriveKind) update(ctx context.Context, x *execution, c *Change) er
 
 // upload builds the image again (the same keys give the same bytes) and
 // sends it under the name the plan has.
-func (configDriveKind) upload(ctx context.Context, x *execution, c *Change) error {
+func (configDriveKind) upload(ctx context.Context, x *engine.Execution, c *engine.Change) error {
 	r := c.Resource
 	img, name, err := spec.ConfigDriveImage(r)
 	if err != nil {
@@ -246,38 +248,38 @@ func (configDriveKind) upload(ctx context.Context, x *execution, c *Change) erro
 	if name != r.Params.Get("filename") {
 		return fmt.Errorf("the image builds as %s, but the plan has %s (another pvectl version made the plan?): run plan again", name, r.Params.Get("filename"))
 	}
-	x.msg("uploading %s (%d bytes) to %s on node %s", name, len(img), r.Params.Get("storage"), c.Node)
-	if err := x.client.Upload(ctx, c.Node, r.Params.Get("storage"), pve.UploadFile{Content: "iso", Filename: name, Data: img}); err != nil {
+	x.Msg("uploading %s (%d bytes) to %s on node %s", name, len(img), r.Params.Get("storage"), c.Node)
+	if err := x.Client.Upload(ctx, c.Node, r.Params.Get("storage"), pve.UploadFile{Content: "iso", Filename: name, Data: img}); err != nil {
 		return fmt.Errorf("upload %s: %w", name, err)
 	}
 	return nil
 }
 
-func (configDriveKind) removesLate(c *Change) bool {
-	return (c.Action == Update || c.Action == Create) && len(driveStateOf(c).Stale) > 0
+func (configDriveKind) RemovesLate(c *engine.Change) bool {
+	return (c.Action == engine.Update || c.Action == engine.Create) && len(driveStateOf(c).Stale) > 0
 }
 
 // removeLate removes the old versions that no VM has on a drive now that
 // the dependents are done; one still in use is kept and said so.
-func (k configDriveKind) removeLate(ctx context.Context, x *execution, c *Change) error {
+func (k configDriveKind) RemoveLate(ctx context.Context, x *engine.Execution, c *engine.Change) error {
 	return k.removeVersions(ctx, x, c, driveStateOf(c).Stale, false)
 }
 
 // remove deletes every version of the drive; one a VM still has on a
 // drive is an error (PVE would delete it from under the VM).
-func (k configDriveKind) remove(ctx context.Context, x *execution, c *Change) error {
+func (k configDriveKind) Remove(ctx context.Context, x *engine.Execution, c *engine.Change) error {
 	return k.removeVersions(ctx, x, c, driveStateOf(c).Versions, true)
 }
 
-func (configDriveKind) removeVersions(ctx context.Context, x *execution, c *Change, volids []string, strict bool) error {
+func (configDriveKind) removeVersions(ctx context.Context, x *engine.Execution, c *engine.Change, volids []string, strict bool) error {
 	if len(volids) == 0 {
 		return nil
 	}
-	rows, err := x.client.ClusterResources(ctx, "vm")
+	rows, err := x.Client.ClusterResources(ctx, "vm")
 	if err != nil {
 		return fmt.Errorf("list VMs: %w", err)
 	}
-	users, err := volumeUsers(ctx, x.client, rows)
+	users, err := engine.VolumeUsers(ctx, x.Client, rows)
 	if err != nil {
 		return err
 	}
@@ -291,18 +293,18 @@ func (configDriveKind) removeVersions(ctx context.Context, x *execution, c *Chan
 			if strict {
 				return fmt.Errorf("%s is on a drive of VM %s: detach it there first", v, strings.Join(vms, ", "))
 			}
-			x.msg("kept %s: on a drive of VM %s", v, strings.Join(vms, ", "))
+			x.Msg("kept %s: on a drive of VM %s", v, strings.Join(vms, ", "))
 			continue
 		}
-		x.msg("removing %s", v)
-		if err := x.client.DeleteVolume(ctx, c.Node, storage, v); err != nil && !pve.IsNotFound(err) {
+		x.Msg("removing %s", v)
+		if err := x.Client.DeleteVolume(ctx, c.Node, storage, v); err != nil && !pve.IsNotFound(err) {
 			return fmt.Errorf("delete %s: %w", v, err)
 		}
 	}
 	return nil
 }
 
-func (configDriveKind) current(ctx context.Context, cl *pve.Client, c *Change) (*liveObj, error) {
+func (configDriveKind) Current(ctx context.Context, cl *pve.Client, c *engine.Change) (*engine.LiveObj, error) {
 	vs, err := cl.StorageContent(ctx, c.Node, c.Resource.Params.Get("storage"), "iso")
 	if err != nil && !pve.IsNotFound(err) { // a storage the plan makes
 		return nil, err

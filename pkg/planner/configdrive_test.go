@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pvectl/pvectl/pkg/planner/internal/engine"
+
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/pvectl/pvectl/pkg/pve"
@@ -44,14 +46,14 @@ type seqHooks struct {
 	events []string
 }
 
-func (h *seqHooks) add(s string)       { h.mu.Lock(); h.events = append(h.events, s); h.mu.Unlock() }
-func (h *seqHooks) PreApply(c *Change) { h.add("pre " + c.Address) }
-func (h *seqHooks) PostApply(c *Change, e error) {
+func (h *seqHooks) add(s string)              { h.mu.Lock(); h.events = append(h.events, s); h.mu.Unlock() }
+func (h *seqHooks) PreApply(c *engine.Change) { h.add("pre " + c.Address) }
+func (h *seqHooks) PostApply(c *engine.Change, e error) {
 	h.add(fmt.Sprintf("post %s err=%v", c.Address, e))
 }
-func (h *seqHooks) Skipped(c *Change, r string)          { h.add("skip " + c.Address + ": " + r) }
-func (h *seqHooks) Message(c *Change, m string)          { h.add(c.Address + ": " + m) }
-func (h *seqHooks) Output(*Change, string, string, bool) {}
+func (h *seqHooks) Skipped(c *engine.Change, r string)          { h.add("skip " + c.Address + ": " + r) }
+func (h *seqHooks) Message(c *engine.Change, m string)          { h.add(c.Address + ": " + m) }
+func (h *seqHooks) Output(*engine.Change, string, string, bool) {}
 func (h *seqHooks) index(prefix string) int {
 	return slices.IndexFunc(h.events, func(e string) bool { return strings.HasPrefix(e, prefix) })
 }
@@ -65,10 +67,10 @@ func newDataSim(t *testing.T) (*simClients, string) {
 	return &simClients{cl: s.Client, conn: &spec.Connection{URL: s.URL, Nodes: []string{"pve"}}}, dir
 }
 
-func applySeq(t *testing.T, cl Clients, p *Plan) *seqHooks {
+func applySeq(t *testing.T, cl engine.Clients, p *engine.Plan) *seqHooks {
 	t.Helper()
 	h := &seqHooks{}
-	if _, err := Apply(context.Background(), cl, p, ApplyOptions{Hooks: h}); err != nil {
+	if _, err := engine.Apply(context.Background(), cl, p, engine.ApplyOptions{Hooks: h}); err != nil {
 		t.Fatalf("Apply: %v\n%s", err, h)
 	}
 	return h
@@ -94,7 +96,7 @@ func TestSimConfigDriveLifecycle(t *testing.T) {
 	set := loadSpec(t, driveSpec)
 	first := set.Lookup("ConfigDriveISO/seed-web01").Params.Get("filename")
 
-	p := planFor(t, sim, set, Options{})
+	p := planFor(t, sim, set, engine.Options{})
 	wantPlan(t, "first plan", p, []string{"create ConfigDriveISO/seed-web01", "create QemuVM/web01 <- ConfigDriveISO/seed-web01"})
 	applySeq(t, sim, p)
 	img, _, _ := spec.ConfigDriveImage(set.Lookup("ConfigDriveISO/seed-web01"))
@@ -110,15 +112,15 @@ func TestSimConfigDriveLifecycle(t *testing.T) {
 	// An edited seed: a new version, the VM re-pointed, the old one removed after it.
 	edited := loadSpec(t, strings.Replace(driveSpec, "nginx", "apache2", 1))
 	second := edited.Lookup("ConfigDriveISO/seed-web01").Params.Get("filename")
-	p = planFor(t, sim, edited, Options{})
+	p = planFor(t, sim, edited, engine.Options{})
 	wantPlan(t, "plan after the edit", p, []string{"update ConfigDriveISO/seed-web01", "update QemuVM/web01 <- ConfigDriveISO/seed-web01"})
 	// No cache of the first version's content (drivecache.go): the new
 	// content is shown as such.
-	if diff := cmp.Diff([]FieldDiff{{Path: "hostname", After: "web01"}, {Path: "userData", After: "#cloud-config\npackages: [apache2]\n"},
+	if diff := cmp.Diff([]engine.FieldDiff{{Path: "hostname", After: "web01"}, {Path: "userData", After: "#cloud-config\npackages: [apache2]\n"},
 		{Path: "filename", Before: first, After: second}, {Path: "versions", Before: first, After: nil}}, p.Changes[0].Diff); diff != "" {
 		t.Errorf("drive diff (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff([]FieldDiff{{Path: "ide3.file", Before: "local:iso/" + first, After: "local:iso/" + second}}, p.Changes[1].Diff); diff != "" {
+	if diff := cmp.Diff([]engine.FieldDiff{{Path: "ide3.file", Before: "local:iso/" + first, After: "local:iso/" + second}}, p.Changes[1].Diff); diff != "" {
 		t.Errorf("VM diff (-want +got):\n%s", diff)
 	}
 	h := applySeq(t, sim, p)
@@ -140,8 +142,8 @@ func TestSimConfigDriveLifecycle(t *testing.T) {
 		t.Fatal(err)
 	}
 	third := loadSpec(t, strings.Replace(driveSpec, "nginx", "caddy", 1))
-	p = planFor(t, sim, third, Options{})
-	if c := p.Changes[0]; c.Action != Update || !slices.Contains(c.Reasons, "old version "+second+" kept: in use by VM 151") {
+	p = planFor(t, sim, third, engine.Options{})
+	if c := p.Changes[0]; c.Action != engine.Update || !slices.Contains(c.Reasons, "old version "+second+" kept: in use by VM 151") {
 		t.Fatalf("plan with a foreign user: %s %q, want an update that keeps %s", c.Action, c.Reasons, second)
 	}
 	applySeq(t, sim, p)
@@ -151,16 +153,16 @@ func TestSimConfigDriveLifecycle(t *testing.T) {
 	wantConverged(t, t.Fatalf, sim, third, "plan with the foreign user's version kept")
 
 	// Destroy: the VM first, then the versions; one still on VM 151 is an error.
-	p = planFor(t, sim, third, Options{Destroy: true})
+	p = planFor(t, sim, third, engine.Options{Destroy: true})
 	wantPlan(t, "destroy plan", p, []string{"delete QemuVM/web01", "delete ConfigDriveISO/seed-web01 <- QemuVM/web01"})
-	res, err := Apply(ctx, sim, p, ApplyOptions{})
+	res, err := engine.Apply(ctx, sim, p, engine.ApplyOptions{})
 	if err == nil || !strings.Contains(fmt.Sprint(res.Failed["ConfigDriveISO/seed-web01"]), "local:iso/"+second+" is on a drive of VM 151: detach it there first") {
 		t.Fatalf("destroy with VM 151 using a version: %v, want a refusal naming it", err)
 	}
 	if err := sim.cl.DeleteGuest(ctx, pve.QEMU, "pve", 151); err != nil {
 		t.Fatal(err)
 	}
-	applyPlan(t, sim, planFor(t, sim, third, Options{Destroy: true}))
+	applyPlan(t, sim, planFor(t, sim, third, engine.Options{Destroy: true}))
 	if got := isoFiles(t, dir); len(got) != 0 {
 		t.Errorf("ISO files after destroy: %v, want none", got)
 	}
@@ -171,16 +173,16 @@ func TestSimConfigDriveLifecycle(t *testing.T) {
 func TestSimConfigDriveKeptWhenVMFails(t *testing.T) {
 	sim, dir := newDataSim(t)
 	ctx := context.Background()
-	applyPlan(t, sim, planFor(t, sim, loadSpec(t, driveSpec), Options{}))
+	applyPlan(t, sim, planFor(t, sim, loadSpec(t, driveSpec), engine.Options{}))
 	first := isoFiles(t, dir)
 	edited := loadSpec(t, strings.Replace(driveSpec, "nginx", "apache2", 1))
-	p := planFor(t, sim, edited, Options{})
+	p := planFor(t, sim, edited, engine.Options{})
 	// An edit behind the plan's back: the VM's update fails on the digest.
 	if err := sim.cl.UpdateGuest(ctx, pve.QEMU, "pve", 150, url.Values{"cores": {"2"}}); err != nil {
 		t.Fatal(err)
 	}
 	h := &seqHooks{}
-	_, err := Apply(ctx, sim, p, ApplyOptions{Hooks: h})
+	_, err := engine.Apply(ctx, sim, p, engine.ApplyOptions{Hooks: h})
 	if err == nil {
 		t.Fatalf("apply with a locked VM succeeded:\n%s", h)
 	}
@@ -208,7 +210,7 @@ spec:
   checksum-algorithm: sha512
   verify-certificates: true
 `)
-	p := planFor(t, sim, set, Options{})
+	p := planFor(t, sim, set, engine.Options{})
 	wantPlan(t, "plan", p, []string{"create DownloadedImage/debian-12-cloud"})
 	applyPlan(t, sim, p)
 	file := filepath.Join(dir, "local", "import", "debian-12-genericcloud-amd64.qcow2")
@@ -216,7 +218,7 @@ spec:
 		t.Errorf("no downloaded file in the data dir: %v", err)
 	}
 	wantConverged(t, t.Fatalf, sim, set, "second plan")
-	applyPlan(t, sim, planFor(t, sim, set, Options{Destroy: true}))
+	applyPlan(t, sim, planFor(t, sim, set, engine.Options{Destroy: true}))
 	if vs, err := sim.cl.StorageContent(context.Background(), "pve", "local", "import"); err != nil || len(vs) != 0 {
 		t.Errorf("after destroy: %v, %v, want no import content", vs, err)
 	}
@@ -231,10 +233,10 @@ spec:
 func TestSimConfigDriveSavedPlan(t *testing.T) {
 	sim, dir := newDataSim(t)
 	ctx := context.Background()
-	applyPlan(t, sim, planFor(t, sim, loadSpec(t, driveSpec), Options{}))
+	applyPlan(t, sim, planFor(t, sim, loadSpec(t, driveSpec), engine.Options{}))
 	edited := loadSpec(t, strings.Replace(driveSpec, "nginx", "apache2", 1))
-	_, p := marshalled(t, planFor(t, sim, edited, Options{}))
-	if err := Verify(ctx, sim, p); err != nil {
+	_, p := marshalled(t, planFor(t, sim, edited, engine.Options{}))
+	if err := engine.Verify(ctx, sim, p); err != nil {
 		t.Fatalf("Verify: %v", err)
 	}
 	applySeq(t, sim, p)

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pvectl/pvectl/pkg/planner/internal/engine"
+
 	"github.com/pvectl/pvectl/pkg/pve/pvesim"
 	"github.com/pvectl/pvectl/pkg/spec"
 )
@@ -33,20 +35,20 @@ func TestKindContract(t *testing.T) {
 	for _, k := range spec.KindSpecs() {
 		specs[k.Kind] = k
 	}
-	names := make([]string, 0, len(kinds))
-	for name := range kinds {
+	names := make([]string, 0, len(engine.Kinds))
+	for name := range engine.Kinds {
 		names = append(names, name)
 	}
 	sort.Strings(names)
 	for _, name := range names {
-		k := kinds[name]
+		k := engine.Kinds[name]
 		missing := func(what string) { t.Errorf("kind %s: %s", name, what) }
 		checkTraits(name, k, missing)
-		if _, declares := k.(callDeclarer); !declares && noPermissions[name] == "" {
+		if _, declares := k.(engine.CallDeclarer); !declares && noPermissions[name] == "" {
 			missing("no permission declaration (readCalls/changeCalls), nor a reason in noPermissions why it needs none")
 		}
-		_, imports := k.(importer)
-		_, refuses := k.(importRefuser)
+		_, imports := k.(engine.Importer)
+		_, refuses := k.(engine.ImportRefuser)
 		if !imports && !refuses {
 			missing("neither import support (importer) nor a written refusal (importRefuser)")
 		}
@@ -54,7 +56,7 @@ func TestKindContract(t *testing.T) {
 			missing("no docs page docs/kinds/" + name + ".md")
 		}
 		for _, o := range spec.KindOutputs(name) {
-			if _, ok := k.(outputter); !ok && (specs[name] == nil || o.Name != specs[name].Identity) {
+			if _, ok := k.(engine.Outputter); !ok && (specs[name] == nil || o.Name != specs[name].Identity) {
 				missing("output " + o.Name + " is declared in its row (pkg/spec/kinds.go) but the kind produces none (outputter)")
 			}
 		}

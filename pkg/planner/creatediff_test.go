@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"testing"
+
+	"github.com/pvectl/pvectl/pkg/planner/internal/engine"
 )
 
 // createPaths are the diff paths of the create of the VM of
@@ -31,12 +33,12 @@ func TestCreateDiffConveniences(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			set := loadSpec(t, "kind: QemuVM\nname: web\nspec:\n  memory: 1024\n  running: false\n  "+tc.keys+"\n")
-			c := planFor(t, sim, set, Options{}).Change("QemuVM/web")
+			c := planFor(t, sim, set, engine.Options{}).Change("QemuVM/web")
 			var got []string
 			for _, d := range c.Diff {
 				got = append(got, d.Path)
 			}
-			if c.Action != Create || !slices.Equal(got, tc.want) {
+			if c.Action != engine.Create || !slices.Equal(got, tc.want) {
 				t.Errorf("%s, diff %v; want a create showing %v", c.Action, got, tc.want)
 			}
 			for k, v := range tc.params {
@@ -77,16 +79,16 @@ func TestUpdateDiffConveniences(t *testing.T) {
 				return fmt.Sprintf("kind: QemuVM\nname: web%d\nspec:\n  memory: 1024\n  running: false\n  %s\n", i, keys)
 			}
 			addr := fmt.Sprintf("QemuVM/web%d", i)
-			applyPlan(t, sim, planFor(t, sim, loadSpec(t, doc(tc.before)), Options{}))
-			if c := planFor(t, sim, loadSpec(t, doc(tc.before)), Options{}).Change(addr); c.Action != NoOp {
+			applyPlan(t, sim, planFor(t, sim, loadSpec(t, doc(tc.before)), engine.Options{}))
+			if c := planFor(t, sim, loadSpec(t, doc(tc.before)), engine.Options{}).Change(addr); c.Action != engine.NoOp {
 				t.Fatalf("after apply: %s %v, want noop", c.Action, c.Diff)
 			}
-			c := planFor(t, sim, loadSpec(t, doc(tc.after)), Options{}).Change(addr)
+			c := planFor(t, sim, loadSpec(t, doc(tc.after)), engine.Options{}).Change(addr)
 			var got []shown
 			for _, d := range c.Diff {
 				got = append(got, shown{d.Path, d.Label})
 			}
-			if c.Action != Update || !slices.Equal(got, tc.want) {
+			if c.Action != engine.Update || !slices.Equal(got, tc.want) {
 				t.Errorf("%s, diff %+v; want an update of %+v", c.Action, got, tc.want)
 			}
 		})

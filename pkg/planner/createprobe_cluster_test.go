@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pvectl/pvectl/pkg/planner/internal/engine"
+
 	"github.com/pvectl/pvectl/pkg/pve"
 	"github.com/pvectl/pvectl/pkg/pve/pvesim"
 	"github.com/pvectl/pvectl/pkg/pve/pvesim/simtest"
@@ -54,7 +56,7 @@ var ambiguousClusterKinds = []ambiguousCase{
 // rowsWith counts the rows of the list at path whose key is value.
 func rowsWith(path, key, value string) func(context.Context, *pve.Client) (int, error) {
 	return func(ctx context.Context, cl *pve.Client) (int, error) {
-		rows, err := readSection(ctx, cl, path)
+		rows, err := engine.ReadSection(ctx, cl, path)
 		n := 0
 		for _, r := range rows {
 			if r.Get(key) == value {
@@ -120,11 +122,11 @@ func TestAmbiguousRuleInsertNotResent(t *testing.T) {
 	s := simtest.Start(t, simtest.Options{Sim: pvesim.Options{TokenID: simToken, TokenSecret: simSecret, TaskDuration: time.Millisecond, Seed: 1}, Wrap: wrap})
 	sim := &simClients{cl: s.Client, conn: &spec.Connection{URL: s.URL, Nodes: []string{"pve"}}}
 	set := loadSpec(t, "kind: Firewall\nname: dc\nspec:\n  scope: cluster\n  rules:\n    - {type: in, action: ACCEPT, proto: tcp, dport: 22, comment: amb}\n")
-	_, err := Apply(context.Background(), sim, planFor(t, sim, set, Options{}), ApplyOptions{Hooks: &recHooks{}})
+	_, err := engine.Apply(context.Background(), sim, planFor(t, sim, set, engine.Options{}), engine.ApplyOptions{Hooks: &recHooks{}})
 	if err == nil || !strings.Contains(err.Error(), "outcome unknown") || seen != 1 {
 		t.Fatalf("apply: %v after %d sends, want an outcome-unknown error after 1", err, seen)
 	}
-	applyPlan(t, sim, planFor(t, sim, set, Options{}))
+	applyPlan(t, sim, planFor(t, sim, set, engine.Options{}))
 	if n, err := rowsWith("/cluster/firewall/rules", "comment", "amb")(context.Background(), s.Client); n != 1 || seen != 2 {
 		t.Errorf("after the rerun PVE holds %d rules (%v) after %d sends, want 1 after 2", n, err, seen)
 	}
@@ -146,8 +148,8 @@ func TestAmbiguousTablesCoverEveryKind(t *testing.T) {
 	for _, k := range ambiguousClusterKinds {
 		covered[strings.Fields(k.name)[0]] = true
 	}
-	for name := range kinds {
-		tr := traitsOf(name)
+	for name := range engine.Kinds {
+		tr := engine.TraitsOf(name)
 		if tr.Singleton || tr.Commits != "" || covered[name] || ambiguityExempt[name] != "" {
 			continue
 		}

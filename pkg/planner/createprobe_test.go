@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pvectl/pvectl/pkg/planner/internal/engine"
+
 	"github.com/pvectl/pvectl/pkg/pve"
 	"github.com/pvectl/pvectl/pkg/pve/pvesim"
 	"github.com/pvectl/pvectl/pkg/pve/pvesim/simtest"
@@ -157,7 +159,7 @@ func testAmbiguousCreates(t *testing.T, cases []ambiguousCase, nodes []string) {
 				sim := &simClients{cl: s.Client, conn: &spec.Connection{URL: s.URL, Nodes: []string{"pve"}}}
 				set := loadSpec(t, k.yaml)
 				h := &recHooks{}
-				_, err := Apply(context.Background(), sim, planFor(t, sim, set, Options{}), ApplyOptions{Hooks: h})
+				_, err := engine.Apply(context.Background(), sim, planFor(t, sim, set, engine.Options{}), engine.ApplyOptions{Hooks: h})
 				if err != nil {
 					t.Fatalf("apply: %v\nmessages:\n%s", err, strings.Join(h.messages, "\n"))
 				}
@@ -168,8 +170,8 @@ func testAmbiguousCreates(t *testing.T, cases []ambiguousCase, nodes []string) {
 				if err != nil || n != 1 {
 					t.Errorf("PVE holds %d objects (%v), want 1", n, err)
 				}
-				for _, c := range planFor(t, sim, set, Options{}).Changes {
-					if c.Action != NoOp {
+				for _, c := range planFor(t, sim, set, engine.Options{}).Changes {
+					if c.Action != engine.NoOp {
 						t.Errorf("next plan: %s %s %v, want it clean", c.Action, c.Address, c.Reasons)
 					}
 				}
@@ -206,11 +208,11 @@ func testAmbiguousChanges(t *testing.T, cases []ambiguousChange, nodes []string)
 				}}
 				s := simtest.Start(t, simtest.Options{Sim: pvesim.Options{Nodes: nodes, TokenID: simToken, TokenSecret: simSecret, TaskDuration: time.Millisecond, Seed: 1}, Wrap: f.Wrap, Conformance: true})
 				sim := &simClients{cl: s.Client, conn: &spec.Connection{URL: s.URL, Nodes: []string{"pve"}}}
-				applyPlan(t, sim, planFor(t, sim, loadSpec(t, tc.before), Options{}))
+				applyPlan(t, sim, planFor(t, sim, loadSpec(t, tc.before), engine.Options{}))
 				after := loadSpec(t, tc.after)
 				armed.Store(true)
 				h := &recHooks{}
-				if _, err := Apply(context.Background(), sim, planFor(t, sim, after, Options{}), ApplyOptions{Hooks: h}); err != nil {
+				if _, err := engine.Apply(context.Background(), sim, planFor(t, sim, after, engine.Options{}), engine.ApplyOptions{Hooks: h}); err != nil {
 					t.Fatalf("apply: %v\nmessages:\n%s", err, strings.Join(h.messages, "\n"))
 				}
 				if f.Seen() != 1 {
@@ -254,7 +256,7 @@ func TestAmbiguousCreateHandlerDiedAfterWork(t *testing.T) {
 			s := simtest.Start(t, simtest.Options{Sim: pvesim.Options{TokenID: simToken, TokenSecret: simSecret, TaskDuration: time.Millisecond, Seed: 1}, Wrap: wrap})
 			sim := &simClients{cl: s.Client, conn: &spec.Connection{URL: s.URL, Nodes: []string{"pve"}}}
 			set := loadSpec(t, "kind: Pool\nname: amb\n")
-			_, err := Apply(context.Background(), sim, planFor(t, sim, set, Options{}), ApplyOptions{Hooks: &recHooks{}})
+			_, err := engine.Apply(context.Background(), sim, planFor(t, sim, set, engine.Options{}), engine.ApplyOptions{Hooks: &recHooks{}})
 			if (err == nil) != tc.wantOK || seen != 1 {
 				t.Errorf("apply: %v after %d sends, want ok=%v after 1", err, seen, tc.wantOK)
 			}

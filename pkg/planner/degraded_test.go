@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pvectl/pvectl/pkg/planner/internal/engine"
+
 	"github.com/pvectl/pvectl/pkg/pve"
 	"github.com/pvectl/pvectl/pkg/pve/pvesim"
 	"github.com/pvectl/pvectl/pkg/pve/pvesim/simtest"
@@ -89,7 +91,7 @@ func TestSimDegradedOfflineNode(t *testing.T) {
 	cl, s := degradedSim(t, time.Hour)
 	set := loadSpec(t, degradedSpec)
 	s.Requests.Reset()
-	p, err := PlanLive(context.Background(), cl, set, Options{})
+	p, err := engine.PlanLive(context.Background(), cl, set, engine.Options{})
 	// Nothing is asked of pve2: /cluster/resources says it is offline.
 	if calls := s.Requests.Reset(); calls["GET /nodes/pve2/qemu"] != 0 {
 		t.Errorf("the plan asked offline pve2 for its guests: %v", calls)
@@ -97,11 +99,11 @@ func TestSimDegradedOfflineNode(t *testing.T) {
 	if err != nil {
 		t.Fatalf("plan with pve2 offline: %v", err)
 	}
-	got := map[string]Action{}
+	got := map[string]engine.Action{}
 	for _, c := range p.Changes {
 		got[c.Address] = c.Action
 	}
-	if got["QemuVM/web"] != Update || got["QemuVM/new"] != Create || len(got) != 2 {
+	if got["QemuVM/web"] != engine.Update || got["QemuVM/new"] != engine.Create || len(got) != 2 {
 		rows, _ := s.Client.ClusterResources(context.Background(), "")
 		t.Errorf("planned %v, want web updated and new created, nothing else; resources %+v", got, rows)
 	}
@@ -153,7 +155,7 @@ name: web
 spec:
   memory: 512
 `)
-	p := livePlan(t, cl, set, Options{})
+	p := livePlan(t, cl, set, engine.Options{})
 	if len(p.NotPlanned) != 1 || !strings.Contains(p.NotPlanned[0].String(),
 		"QemuVM/db: may be on node pve2, which is offline: PVE no longer has the names of the guests there") {
 		t.Errorf("not planned: %v, want db named as possibly on pve2", p.NotPlanned)
@@ -168,8 +170,8 @@ spec:
 func TestNotPlannedDependents(t *testing.T) {
 	sel := map[string]bool{"a": true, "b": true, "c": true, "d": true}
 	deps := map[string][]string{"b": {"a"}, "c": {"b"}}
-	got := notPlanned(map[string]string{"a": "on node x, which is offline", "z": "not selected"}, sel, deps)
-	want := []NotPlanned{{"a", "on node x, which is offline"}, {"b", "depends on a, which is not planned"}, {"c", "depends on b, which is not planned"}}
+	got := engine.NotPlannedOf(map[string]string{"a": "on node x, which is offline", "z": "not selected"}, sel, deps)
+	want := []engine.NotPlanned{{Address: "a", Reason: "on node x, which is offline"}, {Address: "b", Reason: "depends on a, which is not planned"}, {Address: "c", Reason: "depends on b, which is not planned"}}
 	if len(got) != len(want) {
 		t.Fatalf("got %v, want %v", got, want)
 	}
@@ -209,8 +211,8 @@ func TestSimDegradedUnreachable(t *testing.T) {
 	}
 	cut.Store(true)
 	set := loadSpec(t, "kind: QemuVM\nname: web\nspec:\n  memory: 1024\n---\nkind: QemuVM\nname: db\nspec:\n  vmid: 101\n  memory: 1024\n")
-	p := livePlan(t, cl, set, Options{})
-	if c := p.Change("QemuVM/web"); c == nil || c.Action != Update {
+	p := livePlan(t, cl, set, engine.Options{})
+	if c := p.Change("QemuVM/web"); c == nil || c.Action != engine.Update {
 		t.Errorf("web: %+v, want an update", c)
 	}
 	if len(p.NotPlanned) != 1 || p.NotPlanned[0].Address != "QemuVM/db" || !strings.HasPrefix(p.NotPlanned[0].Reason, "on node pve2, which cannot be reached (595") {
@@ -244,7 +246,7 @@ func TestSimDegradedCloneSource(t *testing.T) {
 		t.Fatal(err)
 	}
 	set := loadSpec(t, "kind: QemuVM\nname: clone1\nspec:\n  vmid: 150\n  image: \"9100\"\n  memory: 512\n")
-	p := livePlan(t, cl, set, Options{})
+	p := livePlan(t, cl, set, engine.Options{})
 	if len(p.NotPlanned) != 1 || p.NotPlanned[0].String() != "QemuVM/clone1: would be cloned from VM 9100 on node pve2, which is offline — not planned" {
 		t.Errorf("not planned: %v", p.NotPlanned)
 	}

@@ -6,6 +6,8 @@ import (
 	"net/url"
 	"strconv"
 
+	"github.com/pvectl/pvectl/pkg/planner/internal/engine"
+
 	"github.com/pvectl/pvectl/pkg/pve"
 	"github.com/pvectl/pvectl/pkg/spec"
 )
@@ -20,7 +22,7 @@ import (
 type downloadKind struct{}
 
 // traits: a downloaded file is a volume on a node's storage.
-func (downloadKind) traits() kindTraits { return kindTraits{Scope: scopeNode} }
+func (downloadKind) Traits() engine.KindTraits { return engine.KindTraits{Scope: engine.ScopeNode} }
 
 // downloadNotParams are create parameters that name the target, not the
 // download (they are in the path, or the node the change runs on).
@@ -30,22 +32,22 @@ func downloadVolid(r *spec.Resource) string {
 	return r.Params.Get("storage") + ":" + r.Params.Get("content") + "/" + r.Params.Get("filename")
 }
 
-func volumeObj(node string, vs []pve.Volume, volid string) *liveObj {
+func volumeObj(node string, vs []pve.Volume, volid string) *engine.LiveObj {
 	for _, v := range vs {
 		if v.VolID == volid {
 			cfg := pve.ConfigOf(map[string]string{"volid": v.VolID, "size": strconv.FormatInt(v.Size, 10)})
-			return &liveObj{Exists: true, Node: node, Config: cfg, Digest: fieldsDigest(cfg)}
+			return &engine.LiveObj{Exists: true, Node: node, Config: cfg, Digest: engine.FieldsDigest(cfg)}
 		}
 	}
-	return &liveObj{Node: node}
+	return &engine.LiveObj{Node: node}
 }
 
-func (downloadKind) observe(ctx context.Context, lc *liveConn, r *spec.Resource) (*liveObj, error) {
-	node, err := lc.node(r)
+func (downloadKind) Observe(ctx context.Context, lc *engine.LiveConn, r *spec.Resource) (*engine.LiveObj, error) {
+	node, err := lc.Node(r)
 	if err != nil {
 		return nil, err
 	}
-	vs, err := lc.storageVolumes(ctx, node, r.Params.Get("storage"), r.Params.Get("content"))
+	vs, err := lc.StorageVolumes(ctx, node, r.Params.Get("storage"), r.Params.Get("content"))
 	if err != nil {
 		return nil, err
 	}
@@ -53,12 +55,12 @@ func (downloadKind) observe(ctx context.Context, lc *liveConn, r *spec.Resource)
 }
 
 // compare: the file is there, and nothing about it can be compared.
-func (downloadKind) compare(b *builder, r *spec.Resource, lo *liveObj, c *Change) error {
-	c.Action = NoOp
+func (downloadKind) Compare(b *engine.Builder, r *spec.Resource, lo *engine.LiveObj, c *engine.Change) error {
+	c.Action = engine.NoOp
 	return nil
 }
 
-func (downloadKind) create(ctx context.Context, x *execution, c *Change) error {
+func (downloadKind) Create(ctx context.Context, x *engine.Execution, c *engine.Change) error {
 	r := c.Resource
 	params := url.Values{}
 	for k, v := range r.Params.All() {
@@ -67,26 +69,26 @@ func (downloadKind) create(ctx context.Context, x *execution, c *Change) error {
 		}
 	}
 	vol := downloadVolid(r)
-	x.msg("downloading %s to %s on node %s", r.Params.Get("url"), vol, c.Node)
-	if err := x.client.DownloadURL(ctx, c.Node, r.Params.Get("storage"), params); err != nil {
+	x.Msg("downloading %s to %s on node %s", r.Params.Get("url"), vol, c.Node)
+	if err := x.Client.DownloadURL(ctx, c.Node, r.Params.Get("storage"), params); err != nil {
 		return fmt.Errorf("download %s: %w", vol, err)
 	}
 	return nil
 }
 
-func (downloadKind) update(context.Context, *execution, *Change) error {
+func (downloadKind) Update(context.Context, *engine.Execution, *engine.Change) error {
 	return fmt.Errorf("internal error: a downloaded file is never updated")
 }
 
-func (downloadKind) remove(ctx context.Context, x *execution, c *Change) error {
+func (downloadKind) Remove(ctx context.Context, x *engine.Execution, c *engine.Change) error {
 	vol := downloadVolid(c.Resource)
-	if err := x.client.DeleteVolume(ctx, c.Node, c.Resource.Params.Get("storage"), vol); err != nil && !pve.IsNotFound(err) {
+	if err := x.Client.DeleteVolume(ctx, c.Node, c.Resource.Params.Get("storage"), vol); err != nil && !pve.IsNotFound(err) {
 		return fmt.Errorf("delete %s: %w", vol, err)
 	}
 	return nil
 }
 
-func (downloadKind) current(ctx context.Context, cl *pve.Client, c *Change) (*liveObj, error) {
+func (downloadKind) Current(ctx context.Context, cl *pve.Client, c *engine.Change) (*engine.LiveObj, error) {
 	r := c.Resource
 	vs, err := cl.StorageContent(ctx, c.Node, r.Params.Get("storage"), r.Params.Get("content"))
 	if err != nil && !pve.IsNotFound(err) { // a storage the plan makes

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"slices"
 
+	"github.com/pvectl/pvectl/pkg/planner/internal/engine"
+
 	"github.com/pvectl/pvectl/pkg/cidata"
 	"github.com/pvectl/pvectl/pkg/secret"
 	"github.com/pvectl/pvectl/pkg/spec"
@@ -105,13 +107,13 @@ func recalledDrive(dir, name, file string) (map[string]string, bool) {
 // driveContentDiff is the change from the old version's content to r's:
 // field by field when this machine planned the old one, else r's content
 // as new with a reason saying why.
-func driveContentDiff(dir string, r *spec.Resource, oldFile string) ([]FieldDiff, string) {
+func driveContentDiff(dir string, r *spec.Resource, oldFile string) ([]engine.FieldDiff, string) {
 	now := driveShown(r)
 	old, ok := recalledDrive(dir, r.Name, oldFile)
 	if !ok {
 		old = map[string]string{}
 	}
-	var out []FieldDiff
+	var out []engine.FieldDiff
 	keys := slices.Collect(maps.Keys(now))
 	for k := range old {
 		if _, ok := now[k]; !ok {
@@ -132,7 +134,7 @@ func driveContentDiff(dir string, r *spec.Resource, oldFile string) ([]FieldDiff
 		if hasA {
 			after = a
 		}
-		out = append(out, FieldDiff{Path: k, Before: before, After: after})
+		out = append(out, engine.FieldDiff{Path: k, Before: before, After: after})
 	}
 	if ok {
 		return out, ""

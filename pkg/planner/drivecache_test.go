@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pvectl/pvectl/pkg/planner/internal/engine"
+
 	"github.com/pvectl/pvectl/pkg/secret"
 )
 
@@ -19,16 +21,16 @@ func TestSimConfigDriveContentDiff(t *testing.T) {
 	cache := t.TempDir()
 	const v1 = "kind: ConfigDriveISO\nname: seed\nspec:\n  storage: local\n  hostname: web\n  userData: |\n    #cloud-config\n    packages: [nginx]\n"
 	v2 := strings.Replace(v1, "[nginx]", "[nginx, curl]", 1)
-	applyPlan(t, sim, planFor(t, sim, loadSpec(t, v1), Options{DriveCache: cache}))
+	applyPlan(t, sim, planFor(t, sim, loadSpec(t, v1), engine.Options{DriveCache: cache}))
 
-	diffOf := func(p *Plan) map[string]FieldDiff {
-		out := map[string]FieldDiff{}
+	diffOf := func(p *engine.Plan) map[string]engine.FieldDiff {
+		out := map[string]engine.FieldDiff{}
 		for _, d := range p.Changes[0].Diff {
 			out[d.Path] = d
 		}
 		return out
 	}
-	p := planFor(t, sim, loadSpec(t, v2), Options{DriveCache: cache})
+	p := planFor(t, sim, loadSpec(t, v2), engine.Options{DriveCache: cache})
 	d := diffOf(p)
 	if ud := d["userData"]; ud.Before != "#cloud-config\npackages: [nginx]\n" || ud.After != "#cloud-config\npackages: [nginx, curl]\n" {
 		t.Errorf("userData diff: %#v", ud)
@@ -41,7 +43,7 @@ func TestSimConfigDriveContentDiff(t *testing.T) {
 	}
 
 	// Another machine: the old content is unknown, the new one is shown.
-	p = planFor(t, sim, loadSpec(t, v2), Options{DriveCache: t.TempDir()})
+	p = planFor(t, sim, loadSpec(t, v2), engine.Options{DriveCache: t.TempDir()})
 	d = diffOf(p)
 	if ud := d["userData"]; ud.Before != nil || ud.After != "#cloud-config\npackages: [nginx, curl]\n" {
 		t.Errorf("userData without a cache: %#v", ud)
@@ -51,7 +53,7 @@ func TestSimConfigDriveContentDiff(t *testing.T) {
 	}
 
 	// No cache directory: nothing is written anywhere.
-	none := planFor(t, sim, loadSpec(t, v2), Options{})
+	none := planFor(t, sim, loadSpec(t, v2), engine.Options{})
 	if ud := diffOf(none)["userData"]; ud.Before != nil {
 		t.Errorf("userData with no cache: %#v", ud)
 	}
@@ -60,7 +62,7 @@ func TestSimConfigDriveContentDiff(t *testing.T) {
 	const hidden = "hunter2-is-the-password"
 	sec := strings.Replace(v1, "  userData:", "  userData:", 1) + "    # " + hidden + "\nsecretKeys: [userData]\n"
 	secCache := t.TempDir()
-	p = planFor(t, sim, loadSpec(t, sec), Options{DriveCache: secCache})
+	p = planFor(t, sim, loadSpec(t, sec), engine.Options{DriveCache: secCache})
 	files, _ := filepath.Glob(filepath.Join(secCache, "configdrive", "*.json"))
 	if len(files) != 1 {
 		t.Fatalf("cache files: %v", files)

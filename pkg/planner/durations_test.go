@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pvectl/pvectl/pkg/planner/internal/engine"
+
 	"github.com/pvectl/pvectl/pkg/runlock"
 )
 
@@ -16,8 +18,8 @@ func TestDurationsInOneStyle(t *testing.T) {
 		err  error
 		want string
 	}{
-		{&BusyError{Address: "QemuVM/a", What: "vm 100 is locked", Hint: "wait", Waited: 2340 * time.Millisecond}, "(still, after waiting 2.3s)"},
-		{&BusyError{Address: "QemuVM/a", What: "vm 100 is locked", Hint: "wait", Waited: 12400 * time.Millisecond}, "(still, after waiting 12s)"},
+		{&engine.BusyError{Address: "QemuVM/a", What: "vm 100 is locked", Hint: "wait", Waited: 2340 * time.Millisecond}, "(still, after waiting 2.3s)"},
+		{&engine.BusyError{Address: "QemuVM/a", What: "vm 100 is locked", Hint: "wait", Waited: 12400 * time.Millisecond}, "(still, after waiting 12s)"},
 		{&runlock.LockedError{Endpoint: "https://127.0.0.1:8006/api2/json", Holder: runlock.Info{Operation: "apply"}, Age: 3*time.Minute + 12600*time.Millisecond}, "(3m13s ago)"},
 		{&runlock.LockedError{Endpoint: "https://127.0.0.1:8006/api2/json", Holder: runlock.Info{Operation: "apply"}, Age: 10 * time.Minute, Expired: 4*time.Minute + 5400*time.Millisecond},
 			"held for 10m0s; its lease ran out 4m5s ago"},

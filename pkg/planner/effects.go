@@ -6,6 +6,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/pvectl/pvectl/pkg/planner/internal/engine"
+
 	"github.com/pvectl/pvectl/internal/durfmt"
 	"github.com/pvectl/pvectl/pkg/planner/compare"
 	"github.com/pvectl/pvectl/pkg/pve"
@@ -56,7 +58,7 @@ type fieldEffecter interface {
 // rules first, then the spec facts (fixed values, identities, parameters
 // only the create call takes).
 func FieldEffect(kind, key, sub string) (Effect, error) {
-	k, err := kindOf(kind)
+	k, err := engine.KindOf(kind)
 	if err != nil {
 		return Effect{}, err
 	}
@@ -70,13 +72,13 @@ func FieldEffect(kind, key, sub string) (Effect, error) {
 	}
 	// A kind that is only kept or rebuilt has no in-place change, whatever
 	// the update call of the kind it is built on says.
-	if why := k.traits().Rebuilt; why != "" && e.Kind == InPlace {
+	if why := k.Traits().Rebuilt; why != "" && e.Kind == InPlace {
 		e = Effect{Kind: Replaces, Why: why}
 	}
 	return e, nil
 }
 
-func kindEffect(k kindOps, ks *spec.KindSpec, key, sub string) (Effect, error) {
+func kindEffect(k engine.KindOps, ks *spec.KindSpec, key, sub string) (Effect, error) {
 	if fe, ok := k.(fieldEffecter); ok {
 		if e, ok := fe.fieldEffect(ks, key, sub); ok {
 			return e, nil
@@ -90,11 +92,11 @@ func kindEffect(k kindOps, ks *spec.KindSpec, key, sub string) (Effect, error) {
 // ok is false for the other kinds, which change in place with the kind's
 // update call.
 func Rebuilt(kind string) (why string, ok bool) {
-	k, err := kindOf(kind)
+	k, err := engine.KindOf(kind)
 	if err != nil {
 		return "", false
 	}
-	why = k.traits().Rebuilt
+	why = k.Traits().Rebuilt
 	return why, why != ""
 }
 
@@ -102,12 +104,12 @@ func Rebuilt(kind string) (why string, ok bool) {
 // "SDN configuration"): what the kinds it commits for stage. "" for a
 // kind that commits nothing.
 func Commits(kind string) string {
-	k, err := kindOf(kind)
-	if err != nil || k.traits().Commits == "" {
+	k, err := engine.KindOf(kind)
+	if err != nil || k.Traits().Commits == "" {
 		return ""
 	}
-	for _, name := range slices.Sorted(maps.Keys(kinds)) {
-		if t := kinds[name].traits(); t.CommittedBy == kind && t.StagedWhat != "" {
+	for _, name := range slices.Sorted(maps.Keys(engine.Kinds)) {
+		if t := engine.Kinds[name].Traits(); t.CommittedBy == kind && t.StagedWhat != "" {
 			return t.StagedWhat
 		}
 	}

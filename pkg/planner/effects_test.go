@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pvectl/pvectl/pkg/planner/internal/engine"
+
 	"github.com/pvectl/pvectl/pkg/pve"
 	"github.com/pvectl/pvectl/pkg/spec"
 )
@@ -69,7 +71,7 @@ func TestFieldEffect(t *testing.T) {
 // TestEveryFieldHasAnEffect: every key of every kind the planner knows is
 // explained, so a new kind or key needs no edit for explain.
 func TestEveryFieldHasAnEffect(t *testing.T) {
-	for kind := range kinds {
+	for kind := range engine.Kinds {
 		ks, ok := spec.SpecOf(kind)
 		if !ok {
 			t.Errorf("%s: no kind spec", kind)
@@ -90,7 +92,7 @@ func TestEveryFieldHasAnEffect(t *testing.T) {
 // comparison is what only PVE's create call takes (plus the path
 // variables and the delete flag force), as the schema facts say.
 func TestGuestCreateOnlyFollowsSchema(t *testing.T) {
-	for kind, k := range kinds {
+	for kind, k := range engine.Kinds {
 		g, ok := guestOf(k)
 		if !ok {
 			continue
@@ -113,7 +115,7 @@ func TestGuestCreateOnlyFollowsSchema(t *testing.T) {
 	}
 }
 
-func guestOf(k kindOps) (guest, bool) {
+func guestOf(k engine.KindOps) (guest, bool) {
 	switch x := k.(type) {
 	case qemuKind:
 		return x.guest, true

@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/pvectl/pvectl/pkg/planner/internal/engine"
+
 	"github.com/pvectl/pvectl/pkg/planner/compare"
 	"github.com/pvectl/pvectl/pkg/pve"
 	"github.com/pvectl/pvectl/pkg/spec"
@@ -70,18 +72,18 @@ func wireOf(r *spec.Resource) (*spec.FirewallWire, error) {
 	return w, nil
 }
 
-func (firewallKind) observe(ctx context.Context, lc *liveConn, r *spec.Resource) (*liveObj, error) {
+func (firewallKind) Observe(ctx context.Context, lc *engine.LiveConn, r *spec.Resource) (*engine.LiveObj, error) {
 	w, err := wireOf(r)
 	if err != nil {
 		return nil, err
 	}
-	if w.Scope == spec.FirewallNode && !lc.hasNode(w.Node) {
+	if w.Scope == spec.FirewallNode && !lc.HasNode(w.Node) {
 		return nil, fmt.Errorf("node %q is not in the cluster", w.Node)
 	}
 	if (w.Scope == spec.FirewallQemu || w.Scope == spec.FirewallLxc) && r.Params.Get("node") == "" {
 		// The guest's node follows from its vmid when the vmid is known.
 		if vmid, err := strconv.Atoi(r.Params.Get("vmid")); err == nil {
-			for _, res := range lc.resources {
+			for _, res := range lc.Resources {
 				if res.VMID == vmid && res.Type == w.Scope {
 					r.Params.Set("node", res.Node)
 				}
@@ -90,21 +92,21 @@ func (firewallKind) observe(ctx context.Context, lc *liveConn, r *spec.Resource)
 	}
 	base := fwBase(w, r)
 	if base == "" {
-		return &liveObj{}, nil // the guest is made by this apply
+		return &engine.LiveObj{}, nil // the guest is made by this apply
 	}
 	if w.Scope == spec.FirewallVnet {
 		// PVE serves a vnet's firewall once the vnet is committed
 		// (pve-firewall Helpers.pm check_vnet_access reads the running
 		// config): before, it has none, and the SDN commit comes first.
 		if committed, err := vnetCommitted(ctx, lc, w.Vnet); err != nil || !committed {
-			return &liveObj{}, err
+			return &engine.LiveObj{}, err
 		}
 	}
 	// Each scope is its own four lists: read with the other objects'
 	// deferred reads, several at a time (loadAll), not one after another.
-	lo := &liveObj{Exists: true, Node: w.Node, Config: pve.NewConfig(0)}
-	lo.load = func(ctx context.Context) error {
-		st, err := readFirewall(ctx, lc.client, w, base)
+	lo := &engine.LiveObj{Exists: true, Node: w.Node, Config: pve.NewConfig(0)}
+	lo.Load = func(ctx context.Context) error {
+		st, err := readFirewall(ctx, lc.Client, w, base)
 		if err != nil {
 			if isNotFound(err) && w.Guest != "" {
 				lo.Exists, lo.Node = false, ""
@@ -112,7 +114,7 @@ func (firewallKind) observe(ctx context.Context, lc *liveConn, r *spec.Resource)
 			}
 			return err
 		}
-		st.Client = clientAddr(lc.client.BaseURL())
+		st.Client = clientAddr(lc.Client.BaseURL())
 		lo.Digest, lo.State = st.Rules.Digest+st.OptionsDigest, st
 		return nil
 	}
@@ -202,7 +204,7 @@ func isNotFound(err error) bool {
 	return errors.As(err, &ae) && (ae.Status == http.StatusNotFound || strings.Contains(ae.Message, "does not exist"))
 }
 
-func fwStateOf(lo *liveObj) *fwState {
+func fwStateOf(lo *engine.LiveObj) *fwState {
 	if lo != nil {
 		if st, ok := lo.State.(*fwState); ok {
 			return st
@@ -211,16 +213,16 @@ func fwStateOf(lo *liveObj) *fwState {
 	return &fwState{Options: map[string]string{}, Rules: fwRules{Rules: []map[string]string{}}}
 }
 
-func (firewallKind) newState(lo *liveObj) any { return fwStateOf(lo) }
+func (firewallKind) NewState(lo *engine.LiveObj) any { return fwStateOf(lo) }
 
-func (firewallKind) decodeState(raw json.RawMessage) (any, error) {
+func (firewallKind) DecodeState(raw json.RawMessage) (any, error) {
 	st := &fwState{}
 	return st, json.Unmarshal(raw, st)
 }
 
 // fwDiffs are the differences between a scope's firewall and the spec.
-func fwDiffs(st *fwState, w *spec.FirewallWire) []FieldDiff {
-	var out []FieldDiff
+func fwDiffs(st *fwState, w *spec.FirewallWire) []engine.FieldDiff {
+	var out []engine.FieldDiff
 	for _, k := range slices.Sorted(maps.Keys(w.Options)) {
 		if lv, dv := st.Options[k], w.Options[k]; lv != dv {
 			out = append(out, compare.Diff("options."+k, compare.NilIfEmpty(lv), dv))
@@ -244,8 +246,8 @@ func fwDiffs(st *fwState, w *spec.FirewallWire) []FieldDiff {
 	return append(out, ruleDiffs("rules", st.Rules.Rules, w.Rules)...)
 }
 
-func entryDiffs(path string, live, want map[string]map[string]string) []FieldDiff {
-	var out []FieldDiff
+func entryDiffs(path string, live, want map[string]map[string]string) []engine.FieldDiff {
+	var out []engine.FieldDiff
 	for _, name := range unionKeys(live, want) {
 		lv, lok := live[name]
 		dv, dok := want[name]
@@ -295,7 +297,7 @@ func ipsetLine(es []map[string]string) string {
 	return "[" + strings.Join(lines, ", ") + "]"
 }
 
-func (firewallKind) compare(b *builder, r *spec.Resource, lo *liveObj, c *Change) error {
+func (firewallKind) Compare(b *engine.Builder, r *spec.Resource, lo *engine.LiveObj, c *engine.Change) error {
 	w, err := wireOf(r)
 	if err != nil {
 		return err
@@ -303,9 +305,9 @@ func (firewallKind) compare(b *builder, r *spec.Resource, lo *liveObj, c *Change
 	st := fwStateOf(lo)
 	c.Diff = fwDiffs(st, w)
 	st.Lockout = lockoutRisk(st, w)
-	st.RulesLate = groupsUseSets(b.set, r)
+	st.RulesLate = groupsUseSets(b.Set, r)
 	c.State = st
-	if !updateForDiff(c) {
+	if !engine.UpdateForDiff(c) {
 		return nil
 	}
 	if st.Lockout != "" {
@@ -314,15 +316,15 @@ func (firewallKind) compare(b *builder, r *spec.Resource, lo *liveObj, c *Change
 	return nil
 }
 
-func (k firewallKind) create(ctx context.Context, x *execution, c *Change) error {
-	return k.update(ctx, x, c)
+func (k firewallKind) Create(ctx context.Context, x *engine.Execution, c *engine.Change) error {
+	return k.Update(ctx, x, c)
 }
 
 // update writes in the order that keeps the scope usable: aliases and IP
 // sets the rules name first, then the rules (firewall_order.go), then
 // what the rules no longer name goes, and the options last (so a firewall
 // is enabled, or its policy tightened, only once its rules are in place).
-func (firewallKind) update(ctx context.Context, x *execution, c *Change) error {
+func (firewallKind) Update(ctx context.Context, x *engine.Execution, c *engine.Change) error {
 	w, err := wireOf(c.Resource)
 	if err != nil {
 		return err
@@ -335,7 +337,7 @@ func (firewallKind) update(ctx context.Context, x *execution, c *Change) error {
 		if base == "" {
 			return fmt.Errorf("%s: the guest's vmid and node are not known", c.Address)
 		}
-		if st, err = readFirewall(ctx, x.client, w, base); err != nil {
+		if st, err = readFirewall(ctx, x.Client, w, base); err != nil {
 			return err
 		}
 	}
@@ -346,7 +348,7 @@ func (firewallKind) update(ctx context.Context, x *execution, c *Change) error {
 }
 
 // writeSets creates and changes the aliases and IP sets the rules use.
-func writeSets(ctx context.Context, x *execution, st *fwState, w *spec.FirewallWire) error {
+func writeSets(ctx context.Context, x *engine.Execution, st *fwState, w *spec.FirewallWire) error {
 	if err := writeAliases(ctx, x, st, w, false); err != nil {
 		return err
 	}
@@ -355,7 +357,7 @@ func writeSets(ctx context.Context, x *execution, st *fwState, w *spec.FirewallW
 
 // writeFirewall writes the rules, removes what they no longer name and
 // sets the options (the aliases and IP sets are written already).
-func writeFirewall(ctx context.Context, x *execution, st *fwState, w *spec.FirewallWire) error {
+func writeFirewall(ctx context.Context, x *engine.Execution, st *fwState, w *spec.FirewallWire) error {
 	if err := applyRules(ctx, x, st.Base+"/rules", st.Rules, w.Rules); err != nil {
 		return err
 	}
@@ -370,7 +372,7 @@ func writeFirewall(ctx context.Context, x *execution, st *fwState, w *spec.Firew
 
 // writeOptions sets the options that differ (and deletes del), with the
 // digest the plan read.
-func writeOptions(ctx context.Context, x *execution, st *fwState, want map[string]string, del []string) error {
+func writeOptions(ctx context.Context, x *engine.Execution, st *fwState, want map[string]string, del []string) error {
 	params := url.Values{}
 	for _, k := range slices.Sorted(maps.Keys(want)) {
 		if st.Options[k] != want[k] {
@@ -386,7 +388,7 @@ func writeOptions(ctx context.Context, x *execution, st *fwState, want map[strin
 	if st.OptionsDigest != "" {
 		params.Set("digest", st.OptionsDigest)
 	}
-	put := func() error { return x.client.Do(ctx, http.MethodPut, st.Base+"/options", params, nil) }
+	put := func() error { return x.Client.Do(ctx, http.MethodPut, st.Base+"/options", params, nil) }
 	if err := unsureStep(ctx, x, true, put, lookOptions(x, st.Base, params, st.Options)); err != nil {
 		return fmt.Errorf("write firewall options %s: %w", st.Base, err)
 	}
@@ -396,7 +398,7 @@ func writeOptions(ctx context.Context, x *execution, st *fwState, want map[strin
 // writeAliases creates and changes aliases (gone=false) or removes those
 // the spec does not list (gone=true); each write carries the digest of
 // the list as it is read right before.
-func writeAliases(ctx context.Context, x *execution, st *fwState, w *spec.FirewallWire, gone bool) error {
+func writeAliases(ctx context.Context, x *engine.Execution, st *fwState, w *spec.FirewallWire, gone bool) error {
 	if w.Scope == spec.FirewallNode || w.Scope == spec.FirewallVnet {
 		return nil
 	}
@@ -431,7 +433,7 @@ func writeAliases(ctx context.Context, x *execution, st *fwState, w *spec.Firewa
 
 // writeIPSets creates sets and their entries (gone=false), or removes
 // entries and sets the spec does not list (gone=true).
-func writeIPSets(ctx context.Context, x *execution, st *fwState, w *spec.FirewallWire, gone bool) error {
+func writeIPSets(ctx context.Context, x *engine.Execution, st *fwState, w *spec.FirewallWire, gone bool) error {
 	if w.Scope == spec.FirewallNode || w.Scope == spec.FirewallVnet {
 		return nil
 	}
@@ -453,7 +455,7 @@ func writeIPSets(ctx context.Context, x *execution, st *fwState, w *spec.Firewal
 		if gone && lok && !dok {
 			// DELETE …/ipset/{name} takes no digest; without force PVE
 			// refuses a set that is not empty, so one filled meanwhile stays.
-			del := func() error { return x.client.Do(ctx, http.MethodDelete, set, nil, nil) }
+			del := func() error { return x.Client.Do(ctx, http.MethodDelete, set, nil, nil) }
 			if err := unsureStep(ctx, x, true, del, lookIPSet(x, st.Base, name, false)); err != nil {
 				return fmt.Errorf("delete IP set %s of %s: %w", name, st.Base, err)
 			}
@@ -462,7 +464,7 @@ func writeIPSets(ctx context.Context, x *execution, st *fwState, w *spec.Firewal
 	return nil
 }
 
-func writeIPSetEntries(ctx context.Context, x *execution, set string, live, want []map[string]string, gone bool) error {
+func writeIPSetEntries(ctx context.Context, x *engine.Execution, set string, live, want []map[string]string, gone bool) error {
 	byCIDR := func(es []map[string]string) map[string]map[string]string {
 		out := map[string]map[string]string{}
 		for _, e := range es {
@@ -518,21 +520,21 @@ func setIf(v url.Values, k, s string) {
 // sendWithDigest reads the list at list for its digest and sends the
 // write with it (PVE checks it on the PUTs and DELETEs of entries; its
 // POSTs take none).
-func sendWithDigest(ctx context.Context, x *execution, list, method, path string, params url.Values) error {
+func sendWithDigest(ctx context.Context, x *engine.Execution, list, method, path string, params url.Values) error {
 	var rows []*pve.Config
-	if err := x.client.Do(ctx, http.MethodGet, list, nil, &rows); err != nil {
+	if err := x.Client.Do(ctx, http.MethodGet, list, nil, &rows); err != nil {
 		return err
 	}
 	if len(rows) > 0 && rows[0].Get("digest") != "" && method != http.MethodPost {
 		params.Set("digest", rows[0].Get("digest"))
 	}
-	return x.client.Do(ctx, method, path, params, nil)
+	return x.Client.Do(ctx, method, path, params, nil)
 }
 
 // remove empties the scope: every rule, alias and IP set goes, and the
 // options the spec set are deleted (PVE's defaults again; the firewall
 // of the scope is off unless enable has a default of its own).
-func (firewallKind) remove(ctx context.Context, x *execution, c *Change) error {
+func (firewallKind) Remove(ctx context.Context, x *engine.Execution, c *engine.Change) error {
 	w, st, err := fwWriteState(c)
 	if err != nil || st == nil {
 		return err
@@ -556,30 +558,30 @@ func (firewallKind) remove(ctx context.Context, x *execution, c *Change) error {
 	return writeOptions(ctx, x, st, nil, del)
 }
 
-func (firewallKind) current(ctx context.Context, cl *pve.Client, c *Change) (*liveObj, error) {
+func (firewallKind) Current(ctx context.Context, cl *pve.Client, c *engine.Change) (*engine.LiveObj, error) {
 	w, err := wireOf(c.Resource)
 	if err != nil {
 		return nil, err
 	}
 	base := fwBase(w, c.Resource)
 	if base == "" {
-		return &liveObj{}, nil
+		return &engine.LiveObj{}, nil
 	}
 	if w.Scope == spec.FirewallVnet {
-		lc := &liveConn{client: cl}
+		lc := &engine.LiveConn{Client: cl}
 		if committed, err := vnetCommitted(ctx, lc, w.Vnet); err != nil || !committed {
-			return &liveObj{}, err
+			return &engine.LiveObj{}, err
 		}
 	}
 	st, err := readFirewall(ctx, cl, w, base)
 	if err != nil {
 		return nil, err
 	}
-	return &liveObj{Exists: true, Node: w.Node, Config: pve.NewConfig(0), Digest: st.Rules.Digest + st.OptionsDigest, State: st}, nil
+	return &engine.LiveObj{Exists: true, Node: w.Node, Config: pve.NewConfig(0), Digest: st.Rules.Digest + st.OptionsDigest, State: st}, nil
 }
 
 // objectName: "the cluster's firewall", "node pve's firewall".
-func (firewallKind) objectName(c *Change) string {
+func (firewallKind) objectName(c *engine.Change) string {
 	if keys, ok := c.Resource.Keys.(*spec.FirewallKeys); ok {
 		return "firewall of " + keys.Scope
 	}
@@ -588,9 +590,11 @@ func (firewallKind) objectName(c *Change) string {
 
 // traits: one scope's firewall (cluster, node or guest: the spec says),
 // named in messages by its scope.
-func (k firewallKind) traits() kindTraits {
-	return kindTraits{Scope: scopeCluster, Name: k.objectName}
+func (k firewallKind) Traits() engine.KindTraits {
+	return engine.KindTraits{Scope: engine.ScopeCluster, Name: k.objectName}
 }
 
 // traits: a cluster security group.
-func (securityGroupKind) traits() kindTraits { return kindTraits{Scope: scopeCluster} }
+func (securityGroupKind) Traits() engine.KindTraits {
+	return engine.KindTraits{Scope: engine.ScopeCluster}
+}

@@ -1,6 +1,7 @@
 package planner
 
 import (
+	"github.com/pvectl/pvectl/pkg/planner/internal/engine"
 	"github.com/pvectl/pvectl/pkg/pve/acl"
 	"github.com/pvectl/pvectl/pkg/spec"
 )
@@ -28,49 +29,49 @@ func fwTmpl(r *spec.Resource) (string, []string, bool) {
 
 // readCalls: a scope's options, rules, aliases and IP sets (pve-firewall
 // API2/Firewall/{Cluster,Host,VM}.pm, Rules.pm, Aliases.pm, IPSet.pm).
-func (firewallKind) readCalls(r *spec.Resource) []apiCall {
+func (firewallKind) ReadCalls(r *spec.Resource) []engine.APICall {
 	base, vars, ok := fwTmpl(r)
 	if !ok {
 		return nil
 	}
-	var calls []apiCall
+	var calls []engine.APICall
 	for _, sub := range []string{"/options", "/rules", "/aliases", "/ipset"} {
 		if _, known := acl.RuleOf("GET", base+sub); known {
-			calls = append(calls, call("GET", base+sub, "to read the firewall", vars...))
+			calls = append(calls, engine.Call("GET", base+sub, "to read the firewall", vars...))
 		}
 	}
 	if w := spec.FirewallWireOf(r); w.Scope == spec.FirewallVnet {
 		// A vnet's firewall calls are open to all; Vnet.pm checks SDN.Audit
 		// or SDN.Allocate on /sdn/zones/<zone>/<vnet>. The zone is not in
 		// the Firewall's spec: vnetZoneNeeds puts it in (sdn_vnetzone.go).
-		calls[0] = calls[0].with(needAny(vnetZoneMarker+w.Vnet, "to read the firewall", "SDN.Audit", "SDN.Allocate"))
+		calls[0] = calls[0].With(engine.NeedAny(vnetZoneMarker+w.Vnet, "to read the firewall", "SDN.Audit", "SDN.Allocate"))
 	}
 	return calls
 }
 
 // changeCalls: the writes a change may make: options, rules, aliases and
 // IP sets (their rules are the scope's one privilege).
-func (firewallKind) changeCalls(c *Change, _ *liveObj) []apiCall {
+func (firewallKind) ChangeCalls(c *engine.Change, _ *engine.LiveObj) []engine.APICall {
 	base, vars, ok := fwTmpl(c.Resource)
 	if !ok {
 		return nil
 	}
 	why := "to " + c.Action.String() + " the firewall"
 	pos := append([]string{"pos", "0"}, vars...)
-	calls := []apiCall{
-		call("PUT", base+"/options", why, vars...),
-		call("POST", base+"/rules", why, vars...),
-		call("PUT", base+"/rules/{pos}", why, pos...),
-		call("DELETE", base+"/rules/{pos}", why, pos...),
+	calls := []engine.APICall{
+		engine.Call("PUT", base+"/options", why, vars...),
+		engine.Call("POST", base+"/rules", why, vars...),
+		engine.Call("PUT", base+"/rules/{pos}", why, pos...),
+		engine.Call("DELETE", base+"/rules/{pos}", why, pos...),
 	}
 	for _, sub := range []string{"/aliases", "/ipset"} {
 		if _, known := acl.RuleOf("POST", base+sub); known {
-			calls = append(calls, call("POST", base+sub, why, vars...))
+			calls = append(calls, engine.Call("POST", base+sub, why, vars...))
 		}
 	}
 	if w := spec.FirewallWireOf(c.Resource); w.Scope == spec.FirewallVnet {
 		// Vnet.pm: SDN.Allocate to write (see readCalls).
-		calls[0] = calls[0].with(need(vnetZoneMarker+w.Vnet, why, "SDN.Allocate"))
+		calls[0] = calls[0].With(engine.NeedPriv(vnetZoneMarker+w.Vnet, why, "SDN.Allocate"))
 	}
 	return calls
 }

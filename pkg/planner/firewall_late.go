@@ -3,6 +3,8 @@ package planner
 import (
 	"context"
 
+	"github.com/pvectl/pvectl/pkg/planner/internal/engine"
+
 	"github.com/pvectl/pvectl/pkg/spec"
 )
 
@@ -30,17 +32,17 @@ func groupsUseSets(set *spec.Set, fw *spec.Resource) bool {
 }
 
 // firewallWritesLate reports whether c's rules wait for its dependents.
-func firewallWritesLate(c *Change) bool {
+func firewallWritesLate(c *engine.Change) bool {
 	st, _ := c.State.(*fwState)
-	return st != nil && st.RulesLate && (c.Action == Create || c.Action == Update)
+	return st != nil && st.RulesLate && (c.Action == engine.Create || c.Action == engine.Update)
 }
 
-func (firewallKind) writesLate(c *Change) bool { return firewallWritesLate(c) }
+func (firewallKind) WritesLate(c *engine.Change) bool { return firewallWritesLate(c) }
 
 // writeLate is the second part: the rules, removals and options, from the
 // state the plan read (the first part wrote only aliases and IP sets,
 // which the rule list's digest does not cover).
-func (firewallKind) writeLate(ctx context.Context, x *execution, c *Change) error {
+func (firewallKind) WriteLate(ctx context.Context, x *engine.Execution, c *engine.Change) error {
 	w, st, err := fwWriteState(c)
 	if err != nil || st == nil {
 		return err
@@ -50,7 +52,7 @@ func (firewallKind) writeLate(ctx context.Context, x *execution, c *Change) erro
 
 // fwWriteState is what a write of c's firewall needs: its wire form and
 // the state the plan read (nil when the plan read none: nothing there).
-func fwWriteState(c *Change) (*spec.FirewallWire, *fwState, error) {
+func fwWriteState(c *engine.Change) (*spec.FirewallWire, *fwState, error) {
 	w, err := wireOf(c.Resource)
 	if err != nil {
 		return nil, nil, err

@@ -4,6 +4,8 @@ import (
 	"context"
 	"strings"
 	"testing"
+
+	"github.com/pvectl/pvectl/pkg/planner/internal/engine"
 )
 
 const fwLateSpec = `kind: SecurityGroup
@@ -33,12 +35,12 @@ spec:
 func TestSimFirewallSetsBeforeGroupRules(t *testing.T) {
 	sim := newSim(t)
 	set := loadSpec(t, fwLateSpec)
-	p := planFor(t, sim, set, Options{})
+	p := planFor(t, sim, set, engine.Options{})
 	wantPlan(t, "plan", p, []string{"update Firewall/dc", "create SecurityGroup/web <- Firewall/dc"})
 	// Through a plan file, as `plan --out` and `apply FILE` do.
 	_, p = marshalled(t, p)
 	h := &recHooks{}
-	if _, err := Apply(context.Background(), sim, p, ApplyOptions{Hooks: h}); err != nil {
+	if _, err := engine.Apply(context.Background(), sim, p, engine.ApplyOptions{Hooks: h}); err != nil {
 		t.Fatalf("apply: %v\n%s", err, strings.Join(h.messages, "\n"))
 	}
 	wantConverged(t, t.Errorf, sim, set, "next plan")
@@ -46,11 +48,11 @@ func TestSimFirewallSetsBeforeGroupRules(t *testing.T) {
 	if err != nil || len(rules.Rules) != 2 || rules.Rules[0]["action"] != "web" {
 		t.Errorf("cluster rules: %v (%v), want the group rule first of two", rules.Rules, err)
 	}
-	d := planFor(t, sim, set, Options{Destroy: true})
-	if _, err := Apply(context.Background(), sim, d, ApplyOptions{Hooks: &recHooks{}}); err != nil {
+	d := planFor(t, sim, set, engine.Options{Destroy: true})
+	if _, err := engine.Apply(context.Background(), sim, d, engine.ApplyOptions{Hooks: &recHooks{}}); err != nil {
 		t.Fatalf("destroy: %v", err)
 	}
-	if p := planFor(t, sim, set, Options{}); countAction(p, Create) != 1 {
+	if p := planFor(t, sim, set, engine.Options{}); countAction(p, engine.Create) != 1 {
 		t.Errorf("after destroy: %v, want the group to create again", summary(p))
 	}
 }
@@ -61,7 +63,7 @@ func TestSimFirewallGroupFailsRulesHeld(t *testing.T) {
 	sim := newSim(t)
 	bad := strings.Replace(fwLateSpec, "dport: 8080", "dport: 8080, dest: +missing", 1)
 	h := &recHooks{}
-	_, err := Apply(context.Background(), sim, planFor(t, sim, loadSpec(t, bad), Options{}), ApplyOptions{Hooks: h})
+	_, err := engine.Apply(context.Background(), sim, planFor(t, sim, loadSpec(t, bad), engine.Options{}), engine.ApplyOptions{Hooks: h})
 	if err == nil {
 		t.Fatal("apply: no error, want the group refused")
 	}

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/pvectl/pvectl/pkg/planner/internal/engine"
+
 	"github.com/pvectl/pvectl/pkg/spec"
 )
 
@@ -189,8 +191,8 @@ func cidrHas(s string, client netip.Addr) bool {
 	return false
 }
 
-func (firewallKind) lockout(c *Change) string {
-	if st, ok := c.State.(*fwState); ok && c.Action != NoOp && c.Action != Delete {
+func (firewallKind) Lockout(c *engine.Change) string {
+	if st, ok := c.State.(*fwState); ok && c.Action != engine.NoOp && c.Action != engine.Delete {
 		return st.Lockout
 	}
 	return ""

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/pvectl/pvectl/pkg/planner/internal/engine"
+
 	"github.com/pvectl/pvectl/pkg/pve"
 	"github.com/pvectl/pvectl/pkg/spec"
 )
@@ -105,7 +107,7 @@ func ruleLine(rule map[string]string) string {
 
 // ruleDiffs are a rule list's changes as list items: new rules, edited
 // ones, moved ones (only those the plan moves), and removed ones.
-func ruleDiffs(path string, live, want []map[string]string) []FieldDiff {
+func ruleDiffs(path string, live, want []map[string]string) []engine.FieldDiff {
 	ops, src := planRuleOrder(ruleTexts(live), ruleTexts(want))
 	moved := map[int]bool{}
 	for _, op := range ops {
@@ -113,20 +115,20 @@ func ruleDiffs(path string, live, want []map[string]string) []FieldDiff {
 			moved[op.Want] = true
 		}
 	}
-	var out []FieldDiff
+	var out []engine.FieldDiff
 	for j, s := range src {
 		at := fmt.Sprintf("%s[%d]", path, j)
 		switch {
 		case s.live < 0:
-			out = append(out, FieldDiff{Path: at, After: ruleLine(want[j]), Line: fmt.Sprintf("[%d] %s", j, ruleLine(want[j]))})
+			out = append(out, engine.FieldDiff{Path: at, After: ruleLine(want[j]), Line: fmt.Sprintf("[%d] %s", j, ruleLine(want[j]))})
 		case s.changed:
 			line := fmt.Sprintf("[%d] %s → %s", j, ruleLine(live[s.live]), ruleLine(want[j]))
 			if s.live != j {
 				line += fmt.Sprintf(" (from %d)", s.live)
 			}
-			out = append(out, FieldDiff{Path: at, Before: ruleLine(live[s.live]), After: ruleLine(want[j]), Line: line})
+			out = append(out, engine.FieldDiff{Path: at, Before: ruleLine(live[s.live]), After: ruleLine(want[j]), Line: line})
 		case moved[j]:
-			out = append(out, FieldDiff{Path: at, Before: fmt.Sprintf("[%d] %s", s.live, ruleLine(want[j])), After: fmt.Sprintf("[%d] %s", j, ruleLine(want[j])),
+			out = append(out, engine.FieldDiff{Path: at, Before: fmt.Sprintf("[%d] %s", s.live, ruleLine(want[j])), After: fmt.Sprintf("[%d] %s", j, ruleLine(want[j])),
 				Line: fmt.Sprintf("[%d] moved from %d: %s", j, s.live, ruleLine(want[j]))})
 		}
 	}
@@ -136,7 +138,7 @@ func ruleDiffs(path string, live, want []map[string]string) []FieldDiff {
 	}
 	for i, r := range live {
 		if !kept[i] {
-			out = append(out, FieldDiff{Path: fmt.Sprintf("%s[%d]", path, i), Before: ruleLine(r), Line: fmt.Sprintf("[%d] %s", i, ruleLine(r))})
+			out = append(out, engine.FieldDiff{Path: fmt.Sprintf("%s[%d]", path, i), Before: ruleLine(r), Line: fmt.Sprintf("[%d] %s", i, ruleLine(r))})
 		}
 	}
 	return out
@@ -159,7 +161,7 @@ func ruleParamsOf(rule map[string]string) url.Values {
 // digest the plan saw (a hand edit since is refused, not overwritten —
 // PVE's POST does not check a digest itself), each later one the list
 // the writes so far made; every write sends the digest just read.
-func applyRules(ctx context.Context, x *execution, path string, planned fwRules, want []map[string]string) error {
+func applyRules(ctx context.Context, x *engine.Execution, path string, planned fwRules, want []map[string]string) error {
 	cur := ruleTexts(planned.Rules)
 	wantTexts := ruleTexts(want)
 	ops, _ := planRuleOrder(cur, wantTexts)
@@ -167,7 +169,7 @@ func applyRules(ctx context.Context, x *execution, path string, planned fwRules,
 		if op.Kind == ruleEdit && op.Enable && want[op.Want]["enable"] == "0" {
 			continue // inserted disabled, as the spec has it
 		}
-		now, err := readRules(ctx, x.client, path)
+		now, err := readRules(ctx, x.Client, path)
 		if err != nil {
 			return err
 		}
@@ -189,7 +191,7 @@ func applyRules(ctx context.Context, x *execution, path string, planned fwRules,
 // writeRuleOp sends one write and returns the rule's text after it.
 // An unsure answer is read back against cur, the list's texts before it
 // (firewall_unsure.go).
-func writeRuleOp(ctx context.Context, x *execution, path string, op ruleOp, now fwRules, want []map[string]string, cur []string) (string, error) {
+func writeRuleOp(ctx context.Context, x *engine.Execution, path string, op ruleOp, now fwRules, want []map[string]string, cur []string) (string, error) {
 	pos := path + "/" + strconv.Itoa(op.Pos)
 	var params url.Values
 	var method, target, what string
@@ -216,12 +218,12 @@ func writeRuleOp(ctx context.Context, x *execution, path string, op ruleOp, now 
 	if now.Digest != "" {
 		params.Set("digest", now.Digest)
 	}
-	send := func() error { return x.client.Do(ctx, method, target, params, nil) }
+	send := func() error { return x.Client.Do(ctx, method, target, params, nil) }
 	look := lookRules(x, path, cur, applyRuleOp(cur, op, text))
 	if err := unsureStep(ctx, x, op.Kind != ruleInsert, send, look); err != nil {
 		return "", fmt.Errorf("%s of %s: %w", what, path, err)
 	}
-	x.msg("%s", what)
+	x.Msg("%s", what)
 	return text, nil
 }
 

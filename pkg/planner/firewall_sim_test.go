@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pvectl/pvectl/pkg/planner/internal/engine"
+
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -39,7 +41,7 @@ spec:
 func TestSimFirewallLifecycle(t *testing.T) {
 	sim, calls := newCountingSim(t)
 	set := loadSpec(t, fwSpec)
-	p := planFor(t, sim, set, Options{})
+	p := planFor(t, sim, set, engine.Options{})
 	wantPlan(t, "plan", p, []string{"create SecurityGroup/web", "update Firewall/dc <- SecurityGroup/web"})
 	applyPlan(t, sim, p)
 	rules, err := readRules(context.Background(), sim.cl, "/cluster/firewall/rules")
@@ -54,7 +56,7 @@ func TestSimFirewallLifecycle(t *testing.T) {
 	if diff := cmp.Diff(want, ruleTexts(rules.Rules)); diff != "" {
 		t.Fatalf("cluster rules (-want +got):\n%s", diff)
 	}
-	if p := planFor(t, sim, set, Options{}); p.HasChanges() {
+	if p := planFor(t, sim, set, engine.Options{}); p.HasChanges() {
 		t.Fatalf("plan after apply: %q %+v", summary(p), p.Changes)
 	}
 
@@ -62,9 +64,9 @@ func TestSimFirewallLifecycle(t *testing.T) {
 	swapped := strings.Replace(fwSpec, "    - {type: in, action: ACCEPT, proto: tcp, dport: 22, source: +admins}\n    - {type: in, action: ACCEPT, proto: tcp, dport: 8006, source: +admins}\n",
 		"    - {type: in, action: ACCEPT, proto: tcp, dport: 8006, source: +admins}\n    - {type: in, action: ACCEPT, proto: tcp, dport: 22, source: +admins}\n", 1)
 	set = loadSpec(t, swapped)
-	p = planFor(t, sim, set, Options{})
+	p = planFor(t, sim, set, engine.Options{})
 	c := p.Change("Firewall/dc")
-	if c == nil || c.Action != Update || len(c.Diff) != 1 || !strings.Contains(c.Diff[0].Line, "moved from") {
+	if c == nil || c.Action != engine.Update || len(c.Diff) != 1 || !strings.Contains(c.Diff[0].Line, "moved from") {
 		t.Fatalf("swap plan: %+v", c)
 	}
 	calls.reset()
@@ -92,17 +94,17 @@ func TestSimFirewallLifecycle(t *testing.T) {
 
 	// A hand edit between plan and apply is refused, not overwritten.
 	set = loadSpec(t, fwSpec)
-	p = planFor(t, sim, set, Options{})
+	p = planFor(t, sim, set, engine.Options{})
 	if err := sim.cl.Do(context.Background(), http.MethodPut, "/cluster/firewall/rules/2", map[string][]string{"comment": {"by hand"}}, nil); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Apply(context.Background(), sim, p, ApplyOptions{Hooks: &recHooks{}}); err == nil || !strings.Contains(err.Error(), "changed since the plan was made") {
+	if _, err := engine.Apply(context.Background(), sim, p, engine.ApplyOptions{Hooks: &recHooks{}}); err == nil || !strings.Contains(err.Error(), "changed since the plan was made") {
 		t.Fatalf("apply after a hand edit: %v, want a refusal naming the change", err)
 	}
 
 	// Destroy empties the scope and removes the group.
 	set = loadSpec(t, fwSpec)
-	p = planFor(t, sim, set, Options{Destroy: true})
+	p = planFor(t, sim, set, engine.Options{Destroy: true})
 	applyPlan(t, sim, p)
 	rules, _ = readRules(context.Background(), sim.cl, "/cluster/firewall/rules")
 	if len(rules.Rules) != 0 {
@@ -120,22 +122,22 @@ func TestSimFirewallLifecycle(t *testing.T) {
 func TestSimFirewallLockout(t *testing.T) {
 	sim := newSim(t)
 	spec := strings.Replace(fwSpec, "[127.0.0.1, 198.51.100.7]", "[198.51.100.7]", 1)
-	p := planFor(t, sim, loadSpec(t, spec), Options{})
+	p := planFor(t, sim, loadSpec(t, spec), engine.Options{})
 	c := p.Change("Firewall/dc")
 	if c == nil || !strings.Contains(strings.Join(c.Reasons, "\n"), "lockout: the firewall is enabled with inbound policy DROP and no rule accepts tcp port 8006 and 22 from 127.0.0.1") {
 		t.Fatalf("plan reasons: %+v", c)
 	}
-	if _, err := Apply(context.Background(), sim, p, ApplyOptions{Hooks: &recHooks{}}); err == nil || !strings.Contains(err.Error(), "may lock pvectl out") {
+	if _, err := engine.Apply(context.Background(), sim, p, engine.ApplyOptions{Hooks: &recHooks{}}); err == nil || !strings.Contains(err.Error(), "may lock pvectl out") {
 		t.Fatalf("apply: %v, want the lockout refusal", err)
 	}
 	if rules, _ := readRules(context.Background(), sim.cl, "/cluster/firewall/rules"); len(rules.Rules) != 0 {
 		t.Fatalf("the refused apply wrote rules: %v", rules.Rules)
 	}
 	withMgmt := strings.Replace(spec, "    admins: [198.51.100.7]", "    admins: [198.51.100.7]\n    management: [127.0.0.0/8]", 1)
-	if c := planFor(t, sim, loadSpec(t, withMgmt), Options{}).Change("Firewall/dc"); strings.Contains(strings.Join(c.Reasons, "\n"), "lockout") {
+	if c := planFor(t, sim, loadSpec(t, withMgmt), engine.Options{}).Change("Firewall/dc"); strings.Contains(strings.Join(c.Reasons, "\n"), "lockout") {
 		t.Fatalf("management set holds the client, still warned: %v", c.Reasons)
 	}
-	if _, err := Apply(context.Background(), sim, p, ApplyOptions{Hooks: &recHooks{}, AllowLockout: true}); err != nil {
+	if _, err := engine.Apply(context.Background(), sim, p, engine.ApplyOptions{Hooks: &recHooks{}, AllowLockout: true}); err != nil {
 		t.Fatalf("apply with AllowLockout: %v", err)
 	}
 }
@@ -145,9 +147,9 @@ func TestSimFirewallLockout(t *testing.T) {
 // once.
 func TestSimFirewallImport(t *testing.T) {
 	sim, calls := newCountingSim(t)
-	applyPlan(t, sim, planFor(t, sim, loadSpec(t, fwSpec), Options{}))
+	applyPlan(t, sim, planFor(t, sim, loadSpec(t, fwSpec), engine.Options{}))
 	calls.reset()
-	res, err := Import(context.Background(), sim, ImportOptions{Refs: []string{"Firewall/cluster", "SecurityGroup/web"}})
+	res, err := engine.Import(context.Background(), sim, engine.ImportOptions{Refs: []string{"Firewall/cluster", "SecurityGroup/web"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -166,7 +168,7 @@ func TestSimFirewallImport(t *testing.T) {
 			t.Errorf("imported YAML lacks %q:\n%s", want, b.String())
 		}
 	}
-	if p := planFor(t, sim, loadSpec(t, b.String()), Options{}); p.HasChanges() {
+	if p := planFor(t, sim, loadSpec(t, b.String()), engine.Options{}); p.HasChanges() {
 		t.Fatalf("imported documents do not plan clean: %q\n%s", summary(p), b.String())
 	}
 }

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/pvectl/pvectl/pkg/planner/internal/engine"
+
 	"github.com/pvectl/pvectl/pkg/pve"
 )
 
@@ -41,14 +43,14 @@ const (
 // unsureStep runs send; when its answer does not prove a refusal, look
 // decides what PVE did. resend says whether the write may be sent again
 // when PVE shows it undone.
-func unsureStep(ctx context.Context, x *execution, resend bool, send func() error, look func(context.Context) (stepState, error)) error {
+func unsureStep(ctx context.Context, x *engine.Execution, resend bool, send func() error, look func(context.Context) (stepState, error)) error {
 	for attempt := 1; ; attempt++ {
 		err := send()
 		if err == nil || ctx.Err() != nil {
 			return err
 		}
 		unknown := pve.OutcomeUnknown(err)
-		if !unknown && (attempt == 1 || !alreadyExists(err)) {
+		if !unknown && (attempt == 1 || !engine.AlreadyExists(err)) {
 			return err
 		}
 		got, lerr := look(ctx)
@@ -56,11 +58,11 @@ func unsureStep(ctx context.Context, x *execution, resend bool, send func() erro
 		case lerr != nil:
 			return fmt.Errorf("%w (outcome unknown: reading it back failed too: %v)", err, lerr)
 		case got == stepDone:
-			x.msg("%s got no usable answer (%s), but PVE did it", pve.FailedRequest(err), pve.Brief(err))
+			x.Msg("%s got no usable answer (%s), but PVE did it", pve.FailedRequest(err), pve.Brief(err))
 			return nil
-		case got == stepUntouched && resend && unknown && attempt < createSends:
-			x.msg("%s got no usable answer (%s), and PVE did not do it: sending it again", pve.FailedRequest(err), pve.Brief(err))
-			if serr := pve.Sleep(ctx, createPause<<(attempt-1)); serr != nil {
+		case got == stepUntouched && resend && unknown && attempt < engine.CreateSends:
+			x.Msg("%s got no usable answer (%s), and PVE did not do it: sending it again", pve.FailedRequest(err), pve.Brief(err))
+			if serr := pve.Sleep(ctx, engine.CreatePause<<(attempt-1)); serr != nil {
 				return fmt.Errorf("%w (while retrying: %w)", err, serr)
 			}
 			continue
@@ -86,9 +88,9 @@ func entryState(got map[string]string, gotOK bool, want map[string]string, wantO
 }
 
 // lookAlias reads the aliases of base back for an unsure write of name.
-func lookAlias(x *execution, base, name string, want map[string]string, wantOK bool, was map[string]string, wasOK bool) func(context.Context) (stepState, error) {
+func lookAlias(x *engine.Execution, base, name string, want map[string]string, wantOK bool, was map[string]string, wasOK bool) func(context.Context) (stepState, error) {
 	return func(ctx context.Context) (stepState, error) {
-		all, err := readAliases(ctx, x.client, base)
+		all, err := readAliases(ctx, x.Client, base)
 		got, ok := all[name]
 		return entryState(got, ok, want, wantOK, was, wasOK), err
 	}
@@ -96,10 +98,10 @@ func lookAlias(x *execution, base, name string, want map[string]string, wantOK b
 
 // lookIPSet reads the IP sets of base back for an unsure create
 // (exists=true) or delete of the set name.
-func lookIPSet(x *execution, base, name string, exists bool) func(context.Context) (stepState, error) {
+func lookIPSet(x *engine.Execution, base, name string, exists bool) func(context.Context) (stepState, error) {
 	return func(ctx context.Context) (stepState, error) {
 		var sets []*pve.Config
-		if err := x.client.Do(ctx, http.MethodGet, base+"/ipset", nil, &sets); err != nil {
+		if err := x.Client.Do(ctx, http.MethodGet, base+"/ipset", nil, &sets); err != nil {
 			return stepOther, err
 		}
 		there := slices.ContainsFunc(sets, func(s *pve.Config) bool { return s.Get("name") == name })
@@ -111,10 +113,10 @@ func lookIPSet(x *execution, base, name string, exists bool) func(context.Contex
 }
 
 // lookEntry reads the IP set at set back for an unsure write of cidr.
-func lookEntry(x *execution, set, cidr string, want map[string]string, wantOK bool, was map[string]string, wasOK bool) func(context.Context) (stepState, error) {
+func lookEntry(x *engine.Execution, set, cidr string, want map[string]string, wantOK bool, was map[string]string, wasOK bool) func(context.Context) (stepState, error) {
 	return func(ctx context.Context) (stepState, error) {
 		var rows []*pve.Config
-		if err := x.client.Do(ctx, http.MethodGet, set, nil, &rows); err != nil {
+		if err := x.Client.Do(ctx, http.MethodGet, set, nil, &rows); err != nil {
 			return stepOther, err
 		}
 		for _, row := range rows {
@@ -129,10 +131,10 @@ func lookEntry(x *execution, set, cidr string, want map[string]string, wantOK bo
 
 // lookOptions reads the options at base back for an unsure PUT of params
 // (its delete list included) over before.
-func lookOptions(x *execution, base string, params url.Values, before map[string]string) func(context.Context) (stepState, error) {
+func lookOptions(x *engine.Execution, base string, params url.Values, before map[string]string) func(context.Context) (stepState, error) {
 	return func(ctx context.Context) (stepState, error) {
 		var now *pve.Config
-		if err := x.client.Do(ctx, http.MethodGet, base+"/options", nil, &now); err != nil {
+		if err := x.Client.Do(ctx, http.MethodGet, base+"/options", nil, &now); err != nil {
 			return stepOther, err
 		}
 		done, untouched := true, true
@@ -162,9 +164,9 @@ func lookOptions(x *execution, base string, params url.Values, before map[string
 
 // lookRules reads the rule list at path back for an unsure rule write:
 // before and after are the list's rule texts without and with it.
-func lookRules(x *execution, path string, before, after []string) func(context.Context) (stepState, error) {
+func lookRules(x *engine.Execution, path string, before, after []string) func(context.Context) (stepState, error) {
 	return func(ctx context.Context) (stepState, error) {
-		now, err := readRules(ctx, x.client, path)
+		now, err := readRules(ctx, x.Client, path)
 		texts := ruleTexts(now.Rules)
 		switch {
 		case err != nil:

@@ -3,6 +3,8 @@ package planner
 import (
 	"testing"
 
+	"github.com/pvectl/pvectl/pkg/planner/internal/engine"
+
 	"github.com/google/go-cmp/cmp"
 	"github.com/pvectl/pvectl/pkg/pve"
 	"github.com/pvectl/pvectl/pkg/spec"
@@ -52,13 +54,13 @@ func TestBridgeUpdateCarriesLiveSettings(t *testing.T) {
 			}
 			br := &spec.Resource{Kind: spec.KindLinuxBridge, Name: "vmbr1", State: spec.Present, Params: spec.ParamsOf(params), Remove: tt.remove}
 			set := &spec.Set{Resources: []*spec.Resource{br}, Graph: &spec.Graph{Deps: map[string][]string{}}}
-			live := map[string]*liveObj{"LinuxBridge/vmbr1": {Exists: true, Node: "pve", Config: liveBridge, Digest: fieldsDigest(liveBridge)}}
-			p, err := build(t, set, live, Options{})
+			live := map[string]*engine.LiveObj{"LinuxBridge/vmbr1": {Exists: true, Node: "pve", Config: liveBridge, Digest: engine.FieldsDigest(liveBridge)}}
+			p, err := build(t, set, live, engine.Options{})
 			if err != nil {
 				t.Fatalf("Build: %v", err)
 			}
 			c := p.Change("LinuxBridge/vmbr1")
-			if c.Action != Update {
+			if c.Action != engine.Update {
 				t.Fatalf("action: got %v want update", c.Action)
 			}
 			if diff := cmp.Diff(tt.want, c.Params); diff != "" {
@@ -70,7 +72,7 @@ func TestBridgeUpdateCarriesLiveSettings(t *testing.T) {
 
 // twoBridges is a node with two bridges, one VM on each, and the node's
 // commit; the VMs name their bridges only through net0 (implicit edges).
-func twoBridges() (*spec.Set, map[string]*liveObj) {
+func twoBridges() (*spec.Set, map[string]*engine.LiveObj) {
 	bridge := func(name string) *spec.Resource {
 		return &spec.Resource{Kind: spec.KindLinuxBridge, Name: name, State: spec.Present,
 			Params: spec.ParamsOf(map[string]string{"node": "pve", "iface": name, "bridge_ports": "none"})}
@@ -90,15 +92,15 @@ func twoBridges() (*spec.Set, map[string]*liveObj) {
 			set.DepGraph().Deps[r.Address()] = append(set.DepGraph().Deps[r.Address()], d.String())
 		}
 	}
-	brLive := func(name string) *liveObj {
+	brLive := func(name string) *engine.LiveObj {
 		cfg := pve.ConfigOf(map[string]string{"iface": name, "type": "bridge", "bridge_ports": "none"})
-		return &liveObj{Exists: true, Node: "pve", Config: cfg, Digest: fieldsDigest(cfg)}
+		return &engine.LiveObj{Exists: true, Node: "pve", Config: cfg, Digest: engine.FieldsDigest(cfg)}
 	}
-	vmLive := func(name string, vmid int, br string) *liveObj {
-		return &liveObj{Exists: true, Node: "pve", State: &guestLive{VMID: vmid, Status: "stopped"}, Config: pve.ConfigOf(map[string]string{
+	vmLive := func(name string, vmid int, br string) *engine.LiveObj {
+		return &engine.LiveObj{Exists: true, Node: "pve", State: &guestLive{VMID: vmid, Status: "stopped"}, Config: pve.ConfigOf(map[string]string{
 			"name": name, "net0": "virtio=BC:24:11:00:00:01,bridge=" + br})}
 	}
-	live := map[string]*liveObj{
+	live := map[string]*engine.LiveObj{
 		"LinuxBridge/vmbr1": brLive("vmbr1"), "LinuxBridge/vmbr2": brLive("vmbr2"),
 		"NetworkApply/pve": {Exists: true, Node: "pve", Config: pve.ConfigOf(map[string]string{"changes": ""})},
 		"QemuVM/a":         vmLive("a", 101, "vmbr1"), "QemuVM/b": vmLive("b", 102, "vmbr2"),
@@ -109,17 +111,17 @@ func twoBridges() (*spec.Set, map[string]*liveObj) {
 func TestBuildGraphRules(t *testing.T) {
 	tests := []struct {
 		name    string
-		mutate  func(*spec.Set, map[string]*liveObj)
-		opts    Options
+		mutate  func(*spec.Set, map[string]*engine.LiveObj)
+		opts    engine.Options
 		want    []string
 		wantErr string
 	}{
 		{
 			// A VM on a new bridge must not start before the node commits it.
 			name: "users of a bridge wait for the commit",
-			mutate: func(s *spec.Set, l map[string]*liveObj) {
-				l["LinuxBridge/vmbr1"] = &liveObj{Node: "pve"}
-				l["QemuVM/a"] = &liveObj{Node: "pve", State: &guestLive{VMID: 101}}
+			mutate: func(s *spec.Set, l map[string]*engine.LiveObj) {
+				l["LinuxBridge/vmbr1"] = &engine.LiveObj{Node: "pve"}
+				l["QemuVM/a"] = &engine.LiveObj{Node: "pve", State: &guestLive{VMID: 101}}
 			},
 			want: []string{
 				"create LinuxBridge/vmbr1",
@@ -131,10 +133,10 @@ func TestBuildGraphRules(t *testing.T) {
 		},
 		{
 			name: "target of a bridge takes the commit",
-			mutate: func(s *spec.Set, l map[string]*liveObj) {
-				l["LinuxBridge/vmbr1"] = &liveObj{Node: "pve"}
+			mutate: func(s *spec.Set, l map[string]*engine.LiveObj) {
+				l["LinuxBridge/vmbr1"] = &engine.LiveObj{Node: "pve"}
 			},
-			opts: Options{Targets: []string{"LinuxBridge/vmbr1"}},
+			opts: engine.Options{Targets: []string{"LinuxBridge/vmbr1"}},
 			want: []string{
 				"create LinuxBridge/vmbr1",
 				"apply NetworkApply/pve <- LinuxBridge/vmbr1",
@@ -143,7 +145,7 @@ func TestBuildGraphRules(t *testing.T) {
 		{
 			// The commit is needed, not the other bridge of the node nor its VM.
 			name: "destroy target of one bridge leaves the other alone",
-			opts: Options{Destroy: true, Targets: []string{"LinuxBridge/vmbr1"}},
+			opts: engine.Options{Destroy: true, Targets: []string{"LinuxBridge/vmbr1"}},
 			want: []string{
 				"delete QemuVM/a",
 				"delete LinuxBridge/vmbr1 <- QemuVM/a",
@@ -152,11 +154,11 @@ func TestBuildGraphRules(t *testing.T) {
 		},
 		{
 			name: "destroy keeps the bridge of a protected VM only",
-			mutate: func(s *spec.Set, l map[string]*liveObj) {
+			mutate: func(s *spec.Set, l map[string]*engine.LiveObj) {
 				s.Lookup("QemuVM/b").Protected = true
 				// Without an explicit dependsOn on the commit, b needs vmbr2 only.
 			},
-			opts: Options{Destroy: true},
+			opts: engine.Options{Destroy: true},
 			want: []string{
 				"delete QemuVM/a",
 				"delete LinuxBridge/vmbr1 <- QemuVM/a",
@@ -196,13 +198,13 @@ func TestBuildAbsentUserGoesFirst(t *testing.T) {
 	set := &spec.Set{Resources: []*spec.Resource{pool, vm, keep, vm2}, Graph: &spec.Graph{Deps: map[string][]string{
 		"QemuVM/vm": {"Pool/p"}, "QemuVM/vm2": {"Pool/q"},
 	}}}
-	live := map[string]*liveObj{
+	live := map[string]*engine.LiveObj{
 		"Pool/p":     {Exists: true, Config: pve.ConfigOf(map[string]string{"poolid": "p"})},
 		"Pool/q":     {Exists: true, Config: pve.ConfigOf(map[string]string{"poolid": "q"})},
 		"QemuVM/vm":  {Exists: true, Node: "pve", State: &guestLive{VMID: 100, Status: "stopped", Pool: "p"}, Config: pve.ConfigOf(map[string]string{"name": "vm"})},
 		"QemuVM/vm2": {Exists: true, Node: "pve", State: &guestLive{VMID: 101, Status: "stopped", Pool: "q"}, Config: pve.ConfigOf(map[string]string{"name": "vm2"})},
 	}
-	p, err := build(t, set, live, Options{})
+	p, err := build(t, set, live, engine.Options{})
 	if err != nil {
 		t.Fatalf("Build: %v", err)
 	}

@@ -1,6 +1,9 @@
 package planner
 
-import "github.com/pvectl/pvectl/pkg/spec"
+import (
+	"github.com/pvectl/pvectl/pkg/planner/internal/engine"
+	"github.com/pvectl/pvectl/pkg/spec"
+)
 
 // groupKind manages Group: a group of user.cfg with its comment
 // (pve-access-control src/PVE/API2/Group.pm). Membership is the users'
@@ -15,11 +18,11 @@ var groupKind = &cfgKind{
 	noDelete: true,
 	// index (open to all) lists only the groups on whose path
 	// (/access/groups/ID) the caller holds one of these (Group.pm index).
-	listNeeds: func(id string) []permNeed {
+	listNeeds: func(id string) []engine.PermNeed {
 		path := "/access/groups"
 		if id != "" {
 			path += "/" + id
 		}
-		return []permNeed{needAny(path, "to see the group (PVE lists only those a token may audit)", "Sys.Audit", "Group.Allocate", "User.Modify")}
+		return []engine.PermNeed{engine.NeedAny(path, "to see the group (PVE lists only those a token may audit)", "Sys.Audit", "Group.Allocate", "User.Modify")}
 	},
 }

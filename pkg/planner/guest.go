@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pvectl/pvectl/pkg/planner/internal/engine"
+
 	"github.com/pvectl/pvectl/internal/durfmt"
 	"github.com/pvectl/pvectl/pkg/planner/compare"
 	"github.com/pvectl/pvectl/pkg/pve"
@@ -53,21 +55,21 @@ type guest struct {
 	// ownValuePerms are the needs of a setting whose value decides them
 	// (acl.Option.ByValue) beyond tags and NICs: a VM's drives, serial
 	// ports and devices, a container's feature flags and mount points.
-	ownValuePerms func(key, val, old string, deleting bool, sc setting) []permNeed
+	ownValuePerms func(key, val, old string, deleting bool, sc setting) []engine.PermNeed
 	// checksOldBridge: a NIC's change checks the bridge of its old value
 	// too (pve-container), not only when the NIC is deleted (qemu-server).
 	checksOldBridge bool
 	// findNeeds are what finding the guest needs beyond the guest lists
 	// (a container's template on its storage).
-	findNeeds func(r *spec.Resource) []permNeed
+	findNeeds func(r *spec.Resource) []engine.PermNeed
 	// createNeeds are what a create needs beyond its settings (a
 	// container's template, root disk and privileged mode); it may take
 	// keys out of vals that create_vm does not check, and returns the
 	// default storage of new volumes.
-	createNeeds func(r *spec.Resource, vals map[string]string, storage string) ([]permNeed, string)
+	createNeeds func(r *spec.Resource, vals map[string]string, storage string) ([]engine.PermNeed, string)
 	// createPrereqs are what a guest made anew needs on node beyond its
 	// settings (a container's template and root disk storage).
-	createPrereqs func(r *spec.Resource, node string) []prereq
+	createPrereqs func(r *spec.Resource, node string) []engine.Prereq
 	// isDisk: a spec key that holds a volume, for prerequisites
 	// (acl.IsQemuDrive; a container's rootfs and mpN).
 	isDisk func(key string) bool
@@ -100,7 +102,7 @@ type guest struct {
 	checksMigration bool
 	// migrationBlockers is what PVE would refuse in migrating the guest
 	// to target (running: while it runs).
-	migrationBlockers func(r *spec.Resource, lo *liveObj, target string, running bool) error
+	migrationBlockers func(r *spec.Resource, lo *engine.LiveObj, target string, running bool) error
 	// ownPending is the type's own rule on whether changing key stays
 	// pending on the running guest, before pve.GuestLiveRule's: decided
 	// false leaves it to those.
@@ -108,7 +110,7 @@ type guest struct {
 	// rebootCheck judges a guest that is status, not running, after its
 	// reboot: an error ends the wait, nil waits on. since is when the
 	// reboot task started (-1: not read yet). See rebootAndWait.
-	rebootCheck func(ctx context.Context, x *execution, g guest, node string, vmid int, status string, since *int64) error
+	rebootCheck func(ctx context.Context, x *engine.Execution, g guest, node string, vmid int, status string, since *int64) error
 }
 
 // guestState is what a guest's change carries from plan to apply.
@@ -227,21 +229,21 @@ func (gl *guestLive) setMore() *guestMore {
 // PVE stops it hard.
 const shutdownTimeout = 180
 
-func stateOf(c *Change) *guestState { return ensureState[guestState](c) }
+func stateOf(c *engine.Change) *guestState { return engine.EnsureState[guestState](c) }
 
-func liveOf(lo *liveObj) *guestLive {
+func liveOf(lo *engine.LiveObj) *guestLive {
 	if gl, ok := lo.State.(*guestLive); ok && gl != nil {
 		return gl
 	}
 	return &guestLive{}
 }
 
-func (g guest) newState(lo *liveObj) any {
+func (g guest) NewState(lo *engine.LiveObj) any {
 	gl := liveOf(lo)
 	return &guestState{VMID: gl.VMID, Derived: gl.more().Derived, Clone: gl.more().Clone, Old: gl.more().Old, Stopped: gl.Status == "stopped"}
 }
 
-func (g guest) decodeState(raw json.RawMessage) (any, error) {
+func (g guest) DecodeState(raw json.RawMessage) (any, error) {
 	st := &guestState{}
 	return st, json.Unmarshal(raw, st)
 }
@@ -258,14 +260,14 @@ func (g guest) pinnedVMID(r *spec.Resource) int {
 // be built before the old guest is removed. Messages name it by its vmid
 // ("VM 100", "container 200"); a PVE task (its config lock, a create) can
 // hold it.
-func (g guest) guestTraits() kindTraits {
-	return kindTraits{
-		Scope:        scopeGuest,
+func (g guest) guestTraits() engine.KindTraits {
+	return engine.KindTraits{
+		Scope:        engine.ScopeGuest,
 		ClaimsVMID:   true,
 		PinnedVMID:   g.pinnedVMID,
 		CreatesFirst: func(r *spec.Resource) bool { return g.pinnedVMID(r) == 0 },
 		Noun:         guestNoun(string(g.typ)),
-		Name:         func(c *Change) string { return strconv.Itoa(stateOf(c).VMID) },
+		Name:         func(c *engine.Change) string { return strconv.Itoa(stateOf(c).VMID) },
 		Busy:         g.busy,
 	}
 }
@@ -294,16 +296,16 @@ func (g guest) name(r *spec.Resource) string {
 // config diff and the update's params, and the kind adds its own checks
 // and compareCommon. A guest a task holds locked is compared as it is:
 // the engine refuses any change to it (busy).
-func (g guest) compareConfig(b *builder, r *spec.Resource, lo *liveObj, c *Change) (done bool, err error) {
-	cmp := compare.Comparer{M: b.method("POST", g.createPath)}
+func (g guest) compareConfig(b *engine.Builder, r *spec.Resource, lo *engine.LiveObj, c *engine.Change) (done bool, err error) {
+	cmp := compare.Comparer{M: b.Method("POST", g.createPath)}
 	want := wanted(r, liveOf(lo).more().Derived)
 	c.Diff = cmp.DiffParams(want, r.Remove, lo.Config, g.notInConfig)
 	for i, d := range c.Diff {
 		if why, ok := g.replaceKeys[d.Path]; ok {
-			if want := paramNode(r); want != "" && want != lo.Node {
+			if want := engine.ParamNode(r); want != "" && want != lo.Node {
 				stateOf(c).PrevNode, c.Node = lo.Node, want
 			}
-			return true, b.replace(r, c, fmt.Sprintf("%s changes (%v → %v): %s", d.Path, d.Before, d.After, why))
+			return true, b.Replace(r, c, fmt.Sprintf("%s changes (%v → %v): %s", d.Path, d.Before, d.After, why))
 		}
 		if isMove(d) && cloudinitRe.MatchString(":"+driveFile(want[compare.TopKey(d.Path)])) {
 			// A cloud-init drive holds nothing of its own: PVE makes it
@@ -311,17 +313,17 @@ func (g guest) compareConfig(b *builder, r *spec.Resource, lo *liveObj, c *Chang
 			// vmconfig_register_unused_drive), so it changes in place
 			// rather than moving.
 			key := compare.TopKey(d.Path)
-			c.Diff[i] = FieldDiff{Path: key + ".file", Before: driveFile(lo.Config.Get(key)), After: driveFile(want[key])}
+			c.Diff[i] = engine.FieldDiff{Path: key + ".file", Before: driveFile(lo.Config.Get(key)), After: driveFile(want[key])}
 		}
 	}
 	if err := g.checkDisks(r, lo, c); err != nil {
 		return true, err
 	}
-	c.Params = cmp.UpdateParams(c.Diff, want, lo.Config, func(d FieldDiff) bool { return isResize(d) || isMove(d) })
+	c.Params = cmp.UpdateParams(c.Diff, want, lo.Config, func(d engine.FieldDiff) bool { return isResize(d) || isMove(d) })
 	if len(c.Params) == 0 {
 		c.Params = nil
 	}
-	if want := paramNode(r); want != "" && want != lo.Node {
+	if want := engine.ParamNode(r); want != "" && want != lo.Node {
 		if err := g.planMigration(r, lo, c, want); err != nil {
 			return true, err
 		}
@@ -332,20 +334,20 @@ func (g guest) compareConfig(b *builder, r *spec.Resource, lo *liveObj, c *Chang
 // updateGuest writes a guest's config: a VM's change that only rewrites
 // its config synchronously (one call, no task to poll), any other with
 // the task PVE advises for it (pve.QemuConfigIsQuick).
-func (g guest) updateGuest(ctx context.Context, x *execution, c *Change, values url.Values, stopped bool) error {
+func (g guest) updateGuest(ctx context.Context, x *engine.Execution, c *engine.Change, values url.Values, stopped bool) error {
 	vmid := stateOf(c).VMID
 	if g.quickConfig(values, !(stopped || stateOf(c).Stopped)) {
-		return x.client.UpdateQemuSync(ctx, c.Node, vmid, values)
+		return x.Client.UpdateQemuSync(ctx, c.Node, vmid, values)
 	}
-	return x.client.UpdateGuest(ctx, g.typ, c.Node, vmid, values)
+	return x.Client.UpdateGuest(ctx, g.typ, c.Node, vmid, values)
 }
 
-func isResize(d FieldDiff) bool { return strings.HasSuffix(d.Path, ".size") }
+func isResize(d engine.FieldDiff) bool { return strings.HasSuffix(d.Path, ".size") }
 
 // updateConfig writes the changed config keys (with the digest of the
 // plan), says which stay pending until the guest restarts, and grows the
 // disks that grew.
-func (g guest) updateConfig(ctx context.Context, x *execution, c *Change) error {
+func (g guest) updateConfig(ctx context.Context, x *engine.Execution, c *engine.Change) error {
 	vmid := stateOf(c).VMID
 	params, digest := c.Params, c.Digest
 	after, stopped, err := g.moveDisks(ctx, x, c)
@@ -370,7 +372,7 @@ func (g guest) updateConfig(ctx context.Context, x *execution, c *Change) error 
 		}
 		grownFirst = true
 		if digest != "" {
-			cur, err := x.client.GuestConfig(ctx, g.typ, c.Node, vmid)
+			cur, err := x.Client.GuestConfig(ctx, g.typ, c.Node, vmid)
 			if err != nil {
 				return fmt.Errorf("read config of %s %d: %w", g.noun, vmid, err)
 			}
@@ -384,7 +386,7 @@ func (g guest) updateConfig(ctx context.Context, x *execution, c *Change) error 
 		}
 		if err := g.updateGuest(ctx, x, c, values, stopped); err != nil {
 			if pve.IsDigestMismatch(err) {
-				return &StaleError{Address: c.Address, Why: "digest", Err: err}
+				return &engine.StaleError{Address: c.Address, Why: "digest", Err: err}
 			}
 			return fmt.Errorf("update %s %d: %w", g.noun, vmid, err)
 		}
@@ -396,8 +398,8 @@ func (g guest) updateConfig(ctx context.Context, x *execution, c *Change) error 
 	}
 	if stopped {
 		if want := spec.Guest(c.Resource).Running; want == nil || *want {
-			x.msg("starting %s %d again", g.noun, vmid)
-			if err := x.client.GuestPower(ctx, g.typ, c.Node, vmid, "start", nil); err != nil {
+			x.Msg("starting %s %d again", g.noun, vmid)
+			if err := x.Client.GuestPower(ctx, g.typ, c.Node, vmid, "start", nil); err != nil {
 				return fmt.Errorf("start %s %d: %w", g.noun, vmid, err)
 			}
 		}
@@ -407,7 +409,7 @@ func (g guest) updateConfig(ctx context.Context, x *execution, c *Change) error 
 
 // compareCommon adds what every guest compares beside its config: pool
 // membership and power state.
-func (g guest) compareCommon(r *spec.Resource, lo *liveObj, c *Change) {
+func (g guest) compareCommon(r *spec.Resource, lo *engine.LiveObj, c *engine.Change) {
 	gl := liveOf(lo)
 	if d, ok := poolDiff(r, gl.Pool); ok {
 		c.Diff = append(c.Diff, d)
@@ -419,28 +421,28 @@ func (g guest) compareCommon(r *spec.Resource, lo *liveObj, c *Change) {
 	}
 	if want := spec.Guest(r).Running; want != nil {
 		if got := gl.Status == "running"; got != *want {
-			c.Diff = append(c.Diff, FieldDiff{Path: "running", Before: got, After: *want})
+			c.Diff = append(c.Diff, engine.FieldDiff{Path: "running", Before: got, After: *want})
 			c.Reasons = append(c.Reasons, fmt.Sprintf("power state %s, wanted %s", gl.Status, powerWord(*want)))
 		}
 	}
 	if len(c.Diff) > 0 {
-		c.Action = Update
+		c.Action = engine.Update
 	} else {
-		c.Action = NoOp
+		c.Action = engine.NoOp
 	}
 	g.notePending(r, lo, c)
 }
 
 // create makes the guest with a vmid of its own (the pinned one, the one
 // a replace freed, or the next free one), then starts it if asked.
-func (g guest) create(ctx context.Context, x *execution, c *Change) error {
+func (g guest) Create(ctx context.Context, x *engine.Execution, c *engine.Change) error {
 	vmid, err := g.createGuest(ctx, x, c, g.createParams(c))
 	if err != nil {
 		return err
 	}
 	if want := spec.Guest(c.Resource).Running; want != nil && *want {
-		x.msg("starting %s %d", g.noun, vmid)
-		if err := x.client.GuestPower(ctx, g.typ, c.Node, vmid, "start", nil); err != nil {
+		x.Msg("starting %s %d", g.noun, vmid)
+		if err := x.Client.GuestPower(ctx, g.typ, c.Node, vmid, "start", nil); err != nil {
 			return fmt.Errorf("start %s %d: %w", g.noun, vmid, err)
 		}
 	}
@@ -449,7 +451,7 @@ func (g guest) create(ctx context.Context, x *execution, c *Change) error {
 
 // createParams are the create call's parameters: the spec's (with those
 // the plan derived) but node, which is in the path.
-func (g guest) createParams(c *Change) url.Values {
+func (g guest) createParams(c *engine.Change) url.Values {
 	params := url.Values{}
 	for k, v := range wanted(c.Resource, stateOf(c).Derived) {
 		if k != "node" {
@@ -461,17 +463,17 @@ func (g guest) createParams(c *Change) url.Values {
 
 // createGuest sends the create call with the vmid the change gets and
 // records it in the change's state.
-func (g guest) createGuest(ctx context.Context, x *execution, c *Change, params url.Values) (int, error) {
+func (g guest) createGuest(ctx context.Context, x *engine.Execution, c *engine.Change, params url.Values) (int, error) {
 	st := stateOf(c)
 	fixed, err := g.newVMID(c)
 	if err != nil {
 		return 0, err
 	}
-	vmid, err := withNewVMID(ctx, x, fixed, g.noun, func(vmid int) error {
+	vmid, err := engine.WithNewVMID(ctx, x, fixed, g.noun, func(vmid int) error {
 		params.Set("vmid", strconv.Itoa(vmid))
 		ownerValues(c, params, vmid)
-		x.msg("creating %s %d on node %s", g.noun, vmid, c.Node)
-		return x.client.CreateGuest(ctx, g.typ, c.Node, params)
+		x.Msg("creating %s %d on node %s", g.noun, vmid, c.Node)
+		return x.Client.CreateGuest(ctx, g.typ, c.Node, params)
 	})
 	if err != nil {
 		return 0, fmt.Errorf("create %s %d: %w", g.noun, vmid, err)
@@ -482,12 +484,12 @@ func (g guest) createGuest(ctx context.Context, x *execution, c *Change, params 
 
 // newVMID is the vmid a create must use (0: any free one): the pinned
 // one, or the one a replace frees.
-func (g guest) newVMID(c *Change) (int, error) {
+func (g guest) newVMID(c *engine.Change) (int, error) {
 	fixed, err := specVMID(c.Resource)
 	if err != nil {
 		return 0, err
 	}
-	if fixed == 0 && c.Action == Replace && !c.CreateFirst {
+	if fixed == 0 && c.Action == engine.Replace && !c.CreateFirst {
 		fixed = stateOf(c).VMID // a replace keeps the vmid it frees
 	}
 	return fixed, nil
@@ -511,7 +513,7 @@ func wanted(r *spec.Resource, derived map[string]string) map[string]string {
 
 // updateCommon moves the guest between pools and reconciles its power
 // state, after the kind's own config changes.
-func (g guest) updateCommon(ctx context.Context, x *execution, c *Change) error {
+func (g guest) updateCommon(ctx context.Context, x *engine.Execution, c *engine.Change) error {
 	vmid := stateOf(c).VMID
 	for _, d := range c.Diff {
 		if d.Path != "pool" {
@@ -534,15 +536,15 @@ func (g guest) updateCommon(ctx context.Context, x *execution, c *Change) error 
 		}
 		// An earlier step of the update may have got it there already (a
 		// shutdown before a migration); PVE refuses to do it twice.
-		st, err := x.client.GuestStatus(ctx, g.typ, c.Node, vmid)
+		st, err := x.Client.GuestStatus(ctx, g.typ, c.Node, vmid)
 		if err != nil {
 			return fmt.Errorf("status of %s %d: %w", g.noun, vmid, err)
 		}
 		if (st.Status == "running") == want {
 			continue
 		}
-		x.msg("%s %s %d", action, g.noun, vmid)
-		if err := x.client.GuestPower(ctx, g.typ, c.Node, vmid, action, params); err != nil {
+		x.Msg("%s %s %d", action, g.noun, vmid)
+		if err := x.Client.GuestPower(ctx, g.typ, c.Node, vmid, action, params); err != nil {
 			return fmt.Errorf("%s %s %d: %w", action, g.noun, vmid, err)
 		}
 	}
@@ -552,7 +554,7 @@ func (g guest) updateCommon(ctx context.Context, x *execution, c *Change) error 
 // remove deletes the guest the change found (on the node a replace moves
 // it from), shutting it down first (a hard stop after shutdownTimeout),
 // then with purge=1 and destroy-unreferenced-disks=1.
-func (g guest) remove(ctx context.Context, x *execution, c *Change) error {
+func (g guest) Remove(ctx context.Context, x *engine.Execution, c *engine.Change) error {
 	st := stateOf(c)
 	node := c.Node
 	if st.PrevNode != "" {
@@ -562,22 +564,22 @@ func (g guest) remove(ctx context.Context, x *execution, c *Change) error {
 	if vmid == 0 {
 		return nil // nothing was found at plan time
 	}
-	s, err := x.client.GuestStatus(ctx, g.typ, node, vmid)
+	s, err := x.Client.GuestStatus(ctx, g.typ, node, vmid)
 	if pve.IsNotFound(err) {
-		x.msg("%s %d is already gone", g.noun, vmid)
+		x.Msg("%s %d is already gone", g.noun, vmid)
 		return nil
 	}
 	if err != nil {
 		return fmt.Errorf("read status of %s %d: %w", g.noun, vmid, err)
 	}
 	if s.Status == "running" {
-		x.msg("shutting down %s %d (a hard stop after %s)", g.noun, vmid, durfmt.Format(shutdownTimeout*time.Second))
+		x.Msg("shutting down %s %d (a hard stop after %s)", g.noun, vmid, durfmt.Format(shutdownTimeout*time.Second))
 		if err := g.shutdown(ctx, x, node, vmid); err != nil {
 			return err
 		}
 	}
-	x.msg("deleting %s %d", g.noun, vmid)
-	if err := x.client.DeleteGuest(ctx, g.typ, node, vmid); err != nil {
+	x.Msg("deleting %s %d", g.noun, vmid)
+	if err := x.Client.DeleteGuest(ctx, g.typ, node, vmid); err != nil {
 		return fmt.Errorf("delete %s %d: %w", g.noun, vmid, err)
 	}
 	return nil

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/pvectl/pvectl/pkg/planner/internal/engine"
+
 	"github.com/pvectl/pvectl/pkg/planner/compare"
 	"github.com/pvectl/pvectl/pkg/pve"
 	"github.com/pvectl/pvectl/pkg/pve/schema"
@@ -22,13 +24,13 @@ import (
 // its vmid and everything else.
 
 // isMove reports whether d is a disk moving to another storage.
-func isMove(d FieldDiff) bool { return strings.HasSuffix(d.Path, ".storage") }
+func isMove(d engine.FieldDiff) bool { return strings.HasSuffix(d.Path, ".storage") }
 
 // diskMove is one disk to move.
 type diskMove struct{ key, storage string }
 
 // moves lists the disks c moves, in the order of its diff.
-func moves(c *Change) []diskMove {
+func moves(c *engine.Change) []diskMove {
 	var out []diskMove
 	for _, d := range c.Diff {
 		if to, ok := d.After.(string); ok && isMove(d) {
@@ -40,7 +42,7 @@ func moves(c *Change) []diskMove {
 
 // checkDisks refuses a disk that would shrink and notes what a move
 // takes: a running container is shut down for it and started again.
-func (g guest) checkDisks(r *spec.Resource, lo *liveObj, c *Change) error {
+func (g guest) checkDisks(r *spec.Resource, lo *engine.LiveObj, c *engine.Change) error {
 	for _, d := range c.Diff {
 		if !isResize(d) {
 			continue
@@ -78,19 +80,19 @@ func (g guest) checkDisks(r *spec.Resource, lo *liveObj, c *Change) error {
 // the config, so the config as it is after them is returned (nil when
 // nothing moved) for the rest of the update. A running container is shut
 // down first; stopped reports that.
-func (g guest) moveDisks(ctx context.Context, x *execution, c *Change) (after *pve.Config, stopped bool, err error) {
+func (g guest) moveDisks(ctx context.Context, x *engine.Execution, c *engine.Change) (after *pve.Config, stopped bool, err error) {
 	ms := moves(c)
 	if len(ms) == 0 {
 		return nil, false, nil
 	}
 	vmid := stateOf(c).VMID
 	if g.stopsToMove {
-		st, err := x.client.GuestStatus(ctx, g.typ, c.Node, vmid)
+		st, err := x.Client.GuestStatus(ctx, g.typ, c.Node, vmid)
 		if err != nil {
 			return nil, false, fmt.Errorf("status of %s %d: %w", g.noun, vmid, err)
 		}
 		if st.Status == "running" {
-			x.msg("shutting %s %d down to move its volumes", g.noun, vmid)
+			x.Msg("shutting %s %d down to move its volumes", g.noun, vmid)
 			if err := g.shutdown(ctx, x, c.Node, vmid); err != nil {
 				return nil, false, err
 			}
@@ -106,11 +108,11 @@ func (g guest) moveDisks(ctx context.Context, x *execution, c *Change) (after *p
 		if f := driveFormat(c.Resource.Params.Get(m.key)); f != "" && g.moveFormat {
 			params.Set("format", f)
 		}
-		x.msg("moving %s of %s %d to storage %s", m.key, g.noun, vmid, m.storage)
-		if err := x.client.MoveGuestVolume(ctx, g.typ, c.Node, vmid, m.key, m.storage, params); err != nil {
+		x.Msg("moving %s of %s %d to storage %s", m.key, g.noun, vmid, m.storage)
+		if err := x.Client.MoveGuestVolume(ctx, g.typ, c.Node, vmid, m.key, m.storage, params); err != nil {
 			return nil, stopped, fmt.Errorf("move %s of %s %d to %s: %w", m.key, g.noun, vmid, m.storage, err)
 		}
-		if after, err = x.client.GuestConfig(ctx, g.typ, c.Node, vmid); err != nil {
+		if after, err = x.Client.GuestConfig(ctx, g.typ, c.Node, vmid); err != nil {
 			return nil, stopped, fmt.Errorf("read config of %s %d: %w", g.noun, vmid, err)
 		}
 		digest = after.Get("digest")
@@ -131,7 +133,7 @@ func driveFormat(val string) string {
 // remerge rebuilds c's update parameters of moved disks over the config
 // as it is after the moves (their new volumes), so that the update does
 // not point them back at the old ones.
-func (g guest) remerge(c *Change, after *pve.Config) map[string]string {
+func (g guest) remerge(c *engine.Change, after *pve.Config) map[string]string {
 	cmp := compare.Comparer{}
 	if m, ok := schema.Default().Lookup("POST", g.createPath); ok {
 		cmp.M = m
@@ -150,9 +152,9 @@ func (g guest) remerge(c *Change, after *pve.Config) map[string]string {
 
 // shutdown asks a guest to shut down and stops it hard when it has not
 // within shutdownTimeout, as an operator would.
-func (g guest) shutdown(ctx context.Context, x *execution, node string, vmid int) error {
+func (g guest) shutdown(ctx context.Context, x *engine.Execution, node string, vmid int) error {
 	params := url.Values{"timeout": {strconv.Itoa(shutdownTimeout)}, "forceStop": {"1"}}
-	if err := x.client.GuestPower(ctx, g.typ, node, vmid, "shutdown", params); err != nil {
+	if err := x.Client.GuestPower(ctx, g.typ, node, vmid, "shutdown", params); err != nil {
 		return fmt.Errorf("shutdown %s %d: %w", g.noun, vmid, err)
 	}
 	return nil
@@ -162,7 +164,7 @@ func (g guest) shutdown(ctx context.Context, x *execution, node string, vmid int
 // also grows: the value carries the live size= along, and on a running VM
 // PVE may keep the value pending, to be written over the grown size at
 // the next start. params is not changed.
-func grownSizes(c *Change, params map[string]string) map[string]string {
+func grownSizes(c *engine.Change, params map[string]string) map[string]string {
 	var out map[string]string
 	for _, d := range c.Diff {
 		size, _ := d.After.(string)
@@ -193,13 +195,13 @@ func grownSizes(c *Change, params map[string]string) map[string]string {
 }
 
 // hasResize reports whether a disk of the change grows.
-func hasResize(c *Change) bool {
+func hasResize(c *engine.Change) bool {
 	return slices.ContainsFunc(c.Diff, isResize)
 }
 
 // resize grows the disks that grew; the first resize carries digest
 // (when not "").
-func (g guest) resize(ctx context.Context, x *execution, c *Change, digest string) error {
+func (g guest) resize(ctx context.Context, x *engine.Execution, c *engine.Change, digest string) error {
 	vmid := stateOf(c).VMID
 	for _, d := range c.Diff {
 		if !isResize(d) {
@@ -207,9 +209,9 @@ func (g guest) resize(ctx context.Context, x *execution, c *Change, digest strin
 		}
 		size, _ := d.After.(string)
 		disk := compare.TopKey(d.Path)
-		err := x.client.ResizeGuestIf(ctx, g.typ, c.Node, vmid, disk, size, digest)
+		err := x.Client.ResizeGuestIf(ctx, g.typ, c.Node, vmid, disk, size, digest)
 		if pve.IsDigestMismatch(err) {
-			return &StaleError{Address: c.Address, Why: "digest", Err: err}
+			return &engine.StaleError{Address: c.Address, Why: "digest", Err: err}
 		}
 		if err != nil {
 			return fmt.Errorf("resize %s of %s %d: %w", disk, g.noun, vmid, err)

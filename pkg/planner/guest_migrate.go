@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pvectl/pvectl/pkg/planner/internal/engine"
+
 	"github.com/pvectl/pvectl/internal/durfmt"
 	"github.com/pvectl/pvectl/pkg/pve"
 	"github.com/pvectl/pvectl/pkg/spec"
@@ -25,10 +27,10 @@ import (
 
 // planMigration makes c move the guest from lo.Node to the spec's node,
 // or says why PVE would refuse.
-func (g guest) planMigration(r *spec.Resource, lo *liveObj, c *Change, target string) error {
+func (g guest) planMigration(r *spec.Resource, lo *engine.LiveObj, c *engine.Change, target string) error {
 	gl := liveOf(lo)
 	stateOf(c).PrevNode, c.Node = lo.Node, target
-	c.Diff = append(c.Diff, FieldDiff{Path: "node", Before: lo.Node, After: target})
+	c.Diff = append(c.Diff, engine.FieldDiff{Path: "node", Before: lo.Node, After: target})
 	running := gl.Status == "running"
 	if want := spec.Guest(r).Running; want != nil && !*want {
 		running = false // shut down first (see update)
@@ -76,19 +78,19 @@ func hasProp(val, key, want string) bool {
 // update (which then runs on the target). Whether the guest runs, and so
 // how it moves, is read now. A guest the spec wants stopped is shut down
 // first.
-func (g guest) migrate(ctx context.Context, x *execution, c *Change) error {
+func (g guest) migrate(ctx context.Context, x *engine.Execution, c *engine.Change) error {
 	st := stateOf(c)
 	from, vmid := st.PrevNode, st.VMID
 	if from == "" || from == c.Node {
 		return nil
 	}
-	status, err := x.client.GuestStatus(ctx, g.typ, from, vmid)
+	status, err := x.Client.GuestStatus(ctx, g.typ, from, vmid)
 	if err != nil {
 		return fmt.Errorf("status of %s %d: %w", g.noun, vmid, err)
 	}
 	running := status.Status == "running"
 	if want := spec.Guest(c.Resource).Running; running && want != nil && !*want {
-		x.msg("shutting %s %d down before it migrates (running: false)", g.noun, vmid)
+		x.Msg("shutting %s %d down before it migrates (running: false)", g.noun, vmid)
 		if err := g.shutdown(ctx, x, from, vmid); err != nil {
 			return err
 		}
@@ -104,7 +106,7 @@ func (g guest) migrate(ctx context.Context, x *execution, c *Change) error {
 	case running:
 		params.Set("online", "1")
 		how = "online"
-		mc, err := x.client.MigrationCheck(ctx, from, vmid, c.Node)
+		mc, err := x.Client.MigrationCheck(ctx, from, vmid, c.Node)
 		if err != nil {
 			return fmt.Errorf("migration check of %s %d: %w", g.noun, vmid, err)
 		}
@@ -113,8 +115,8 @@ func (g guest) migrate(ctx context.Context, x *execution, c *Change) error {
 			how += ", with local disks " + strings.Join(disks, ", ")
 		}
 	}
-	x.msg("migrating %s %d from %s to %s (%s)", g.noun, vmid, from, c.Node, how)
-	if err := x.client.MigrateGuest(ctx, g.typ, from, vmid, c.Node, params); err != nil {
+	x.Msg("migrating %s %d from %s to %s (%s)", g.noun, vmid, from, c.Node, how)
+	if err := x.Client.MigrateGuest(ctx, g.typ, from, vmid, c.Node, params); err != nil {
 		return fmt.Errorf("migrate %s %d to %s: %w", g.noun, vmid, c.Node, err)
 	}
 	return g.awaitOn(ctx, x, c.Node, vmid)
@@ -129,11 +131,11 @@ const migrateWait = 30 * time.Minute
 // pve-container API2/LXC.pm migrate_vm), which it does afterwards, as
 // root@pam, in a migration task of its own: what apply does next on the
 // new node waits for that.
-func (g guest) awaitOn(ctx context.Context, x *execution, node string, vmid int) error {
+func (g guest) awaitOn(ctx context.Context, x *engine.Execution, node string, vmid int) error {
 	deadline := time.Now().Add(migrateWait)
 	delay := 100 * time.Millisecond
 	for said := false; ; said = true {
-		_, err := x.client.GuestStatus(ctx, g.typ, node, vmid)
+		_, err := x.Client.GuestStatus(ctx, g.typ, node, vmid)
 		switch {
 		case err == nil:
 			return nil
@@ -142,7 +144,7 @@ func (g guest) awaitOn(ctx context.Context, x *execution, node string, vmid int)
 		case time.Now().After(deadline):
 			return fmt.Errorf("%s %d is not on %s %s after its migration was asked for (the HA manager moves it: see ha-manager status)", g.noun, vmid, node, durfmt.Format(migrateWait))
 		case !said:
-			x.msg("waiting for the HA manager to move %s %d to %s", g.noun, vmid, node)
+			x.Msg("waiting for the HA manager to move %s %d to %s", g.noun, vmid, node)
 		}
 		if err := pve.Sleep(ctx, delay); err != nil {
 			return err

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pvectl/pvectl/pkg/planner/internal/engine"
+
 	"github.com/pvectl/pvectl/pkg/pve"
 	"github.com/pvectl/pvectl/pkg/pve/schema"
 	"github.com/pvectl/pvectl/pkg/spec"
@@ -24,7 +26,7 @@ import (
 
 // pendingUntilReboot predicts which keys of c's config update a running
 // guest with config live keeps pending.
-func (g guest) pendingUntilReboot(c *Change, live *pve.Config) []string {
+func (g guest) pendingUntilReboot(c *engine.Change, live *pve.Config) []string {
 	subs := map[string][]string{}
 	for _, d := range c.Diff {
 		k, sub, _ := strings.Cut(d.Path, ".")
@@ -95,7 +97,7 @@ func hotplugFeatures(v string) map[string]bool {
 // notePending adds to c what its update will leave pending on a running
 // guest, and, with rebootOnPending, the reboot that applies it — also
 // for changes an earlier run left pending (a change of its own then).
-func (g guest) notePending(r *spec.Resource, lo *liveObj, c *Change) {
+func (g guest) notePending(r *spec.Resource, lo *engine.LiveObj, c *engine.Change) {
 	gl := liveOf(lo)
 	if gl.Status != "running" {
 		return
@@ -116,8 +118,8 @@ func (g guest) notePending(r *spec.Resource, lo *liveObj, c *Change) {
 		stateOf(c).Reboot = true
 		c.Reasons = append(c.Reasons, fmt.Sprintf("pending until reboot since an earlier change: %s; rebootOnPending: %s will be rebooted to apply them",
 			strings.Join(gl.more().Pending, ", "), noun))
-		if c.Action == NoOp {
-			c.Action = Update
+		if c.Action == engine.NoOp {
+			c.Action = engine.Update
 		}
 	}
 }
@@ -127,14 +129,14 @@ func (g guest) notePending(r *spec.Resource, lo *liveObj, c *Change) {
 // for one, reboots the guest and waits until it runs with nothing
 // pending. A power change of the same update (a start or a shutdown)
 // applies them instead.
-func (g guest) applyPending(ctx context.Context, x *execution, c *Change) error {
+func (g guest) applyPending(ctx context.Context, x *engine.Execution, c *engine.Change) error {
 	for _, d := range c.Diff {
 		if d.Path == "running" {
 			return nil
 		}
 	}
 	vmid := stateOf(c).VMID
-	st, err := x.client.GuestStatus(ctx, g.typ, c.Node, vmid)
+	st, err := x.Client.GuestStatus(ctx, g.typ, c.Node, vmid)
 	if err != nil {
 		return fmt.Errorf("status of %s %d: %w", g.noun, vmid, err)
 	}
@@ -143,14 +145,14 @@ func (g guest) applyPending(ctx context.Context, x *execution, c *Change) error 
 	}
 	rop := spec.Guest(c.Resource).RebootOnPending
 	reboot := stateOf(c).Reboot || rop != nil && *rop
-	keys, err := x.client.GuestPendingKeys(ctx, g.typ, c.Node, vmid)
+	keys, err := x.Client.GuestPendingKeys(ctx, g.typ, c.Node, vmid)
 	switch {
 	case err != nil && reboot:
 		return fmt.Errorf("pending changes of %s %d: %w", g.noun, vmid, err)
 	case err != nil || len(keys) == 0:
 		return nil // nothing pending, or only a message lost
 	}
-	x.msg("%s %d: pending until reboot: %s", g.noun, vmid, strings.Join(keys, ", "))
+	x.Msg("%s %d: pending until reboot: %s", g.noun, vmid, strings.Join(keys, ", "))
 	if !reboot {
 		return nil
 	}
@@ -169,21 +171,21 @@ const rebootTimeout = 10 * time.Minute
 // reboot task's end is not the guest's. pve-container's vzreboot starts
 // the container itself (LXC.pm vm_reboot). rebootCheck judges a guest
 // not running yet by these rules.
-func (g guest) rebootAndWait(ctx context.Context, x *execution, node string, vmid int) error {
-	x.msg("rebooting %s %d", g.noun, vmid)
-	if err := x.client.GuestPower(ctx, g.typ, node, vmid, "reboot", nil); err != nil {
+func (g guest) rebootAndWait(ctx context.Context, x *engine.Execution, node string, vmid int) error {
+	x.Msg("rebooting %s %d", g.noun, vmid)
+	if err := x.Client.GuestPower(ctx, g.typ, node, vmid, "reboot", nil); err != nil {
 		return fmt.Errorf("reboot %s %d: %w", g.noun, vmid, err)
 	}
 	ctx, cancel := context.WithTimeout(ctx, rebootTimeout)
 	defer cancel()
 	var since int64 = -1 // when the reboot task started (server time)
 	for delay := 100 * time.Millisecond; ; delay = min(2*delay, 2*time.Second) {
-		st, err := x.client.GuestStatus(ctx, g.typ, node, vmid)
+		st, err := x.Client.GuestStatus(ctx, g.typ, node, vmid)
 		if err != nil {
 			return fmt.Errorf("%s %d after its reboot: %w", g.noun, vmid, err)
 		}
 		if st.Status == "running" {
-			keys, err := x.client.GuestPendingKeys(ctx, g.typ, node, vmid)
+			keys, err := x.Client.GuestPendingKeys(ctx, g.typ, node, vmid)
 			if err != nil {
 				return fmt.Errorf("%s %d after its reboot: %w", g.noun, vmid, err)
 			}
@@ -204,8 +206,8 @@ func (g guest) rebootAndWait(ctx context.Context, x *execution, node string, vmi
 }
 
 // lastTaskStart is when the newest task of typ for the guest started.
-func (g guest) lastTaskStart(ctx context.Context, x *execution, node string, vmid int, typ string) (int64, error) {
-	rows, err := x.client.NodeTasks(ctx, node, url.Values{"vmid": {strconv.Itoa(vmid)}, "typefilter": {typ}, "source": {"all"}, "limit": {"1"}})
+func (g guest) lastTaskStart(ctx context.Context, x *engine.Execution, node string, vmid int, typ string) (int64, error) {
+	rows, err := x.Client.NodeTasks(ctx, node, url.Values{"vmid": {strconv.Itoa(vmid)}, "typefilter": {typ}, "source": {"all"}, "limit": {"1"}})
 	if err != nil {
 		return 0, fmt.Errorf("find the %s task of %s %d: %w", typ, g.noun, vmid, err)
 	}

@@ -5,6 +5,8 @@ import (
 	"net/url"
 	"strconv"
 
+	"github.com/pvectl/pvectl/pkg/planner/internal/engine"
+
 	"github.com/pvectl/pvectl/pkg/spec"
 )
 
@@ -13,7 +15,7 @@ import (
 
 // poolDiff compares the guest's pool membership (a create parameter that
 // PVE keeps in the pool, not in the config) with the spec's `pool`.
-func poolDiff(r *spec.Resource, live string) (FieldDiff, bool) {
+func poolDiff(r *spec.Resource, live string) (engine.FieldDiff, bool) {
 	want, set := r.Params.Lookup("pool")
 	removing := false
 	for _, k := range r.Remove {
@@ -25,21 +27,21 @@ func poolDiff(r *spec.Resource, live string) (FieldDiff, bool) {
 		if live != "" {
 			before = live
 		}
-		return FieldDiff{Path: "pool", Before: before, After: want}, true
+		return engine.FieldDiff{Path: "pool", Before: before, After: want}, true
 	case removing && live != "":
-		return FieldDiff{Path: "pool", Before: live, After: nil}, true
+		return engine.FieldDiff{Path: "pool", Before: live, After: nil}, true
 	}
-	return FieldDiff{}, false
+	return engine.FieldDiff{}, false
 }
 
 // movePool puts the guest into the pool d.After, or takes it out of d.Before.
-func movePool(ctx context.Context, x *execution, noun string, vmid int, d FieldDiff) error {
+func movePool(ctx context.Context, x *engine.Execution, noun string, vmid int, d engine.FieldDiff) error {
 	id := strconv.Itoa(vmid)
 	if to, ok := d.After.(string); ok && to != "" {
-		x.msg("moving %s %d into pool %s", noun, vmid, to)
-		return x.client.UpdatePool(ctx, url.Values{"poolid": {to}, "vms": {id}, "allow-move": {"1"}})
+		x.Msg("moving %s %d into pool %s", noun, vmid, to)
+		return x.Client.UpdatePool(ctx, url.Values{"poolid": {to}, "vms": {id}, "allow-move": {"1"}})
 	}
 	from, _ := d.Before.(string)
-	x.msg("taking %s %d out of pool %s", noun, vmid, from)
-	return x.client.UpdatePool(ctx, url.Values{"poolid": {from}, "vms": {id}, "delete": {"1"}})
+	x.Msg("taking %s %d out of pool %s", noun, vmid, from)
+	return x.Client.UpdatePool(ctx, url.Values{"poolid": {from}, "vms": {id}, "delete": {"1"}})
 }

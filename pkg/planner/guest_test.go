@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pvectl/pvectl/pkg/planner/internal/engine"
+
 	"github.com/pvectl/pvectl/pkg/pve"
 )
 
@@ -49,7 +51,7 @@ func TestSimRebootAndWait(t *testing.T) {
 				t.Fatalf("got pending %v, %v before the reboot, want one key", keys, err)
 			}
 			h := &recHooks{}
-			x := &execution{client: cl, hooks: h, change: &Change{Address: "QemuVM/r"}}
+			x := &engine.Execution{Client: cl, Hooks: h, Change: &engine.Change{Address: "QemuVM/r"}}
 			err := qemu.rebootAndWait(ctx, x, "pve", 100)
 			if tc.errHas != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.errHas) || !strings.Contains(err.Error(), "failed: start failed: QEMU exited with code 1") {

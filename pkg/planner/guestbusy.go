@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/pvectl/pvectl/pkg/planner/internal/engine"
+
 	"github.com/pvectl/pvectl/pkg/spec"
 )
 
@@ -25,7 +27,7 @@ import (
 // busy says what holds r's guest: a lock on it, or, when it was looked
 // for by name and not found, guests still being created or cloned that
 // may become it. nil when nothing does.
-func (g guest) busy(r *spec.Resource, lo *liveObj) *BusyError {
+func (g guest) busy(r *spec.Resource, lo *engine.LiveObj) *engine.BusyError {
 	gl := liveOf(lo)
 	cli := g.cli
 	if lo.Exists {
@@ -33,7 +35,7 @@ func (g guest) busy(r *spec.Resource, lo *liveObj) *BusyError {
 		if lock == "" {
 			return nil
 		}
-		return &BusyError{Address: r.Address(), VMIDs: []int{gl.VMID},
+		return &engine.BusyError{Address: r.Address(), VMIDs: []int{gl.VMID},
 			What: fmt.Sprintf("%s %d is locked (%s): a PVE task is working on it", g.noun, gl.VMID, lock),
 			Hint: fmt.Sprintf("run again when the task has ended; if no task runs, one that failed left the lock (see the node's task log), and '%s unlock %d' on the node removes it", cli, gl.VMID)}
 	}
@@ -45,7 +47,7 @@ func (g guest) busy(r *spec.Resource, lo *liveObj) *BusyError {
 		ids[i] = strconv.Itoa(id)
 	}
 	list := strings.Join(ids, ", ")
-	return &BusyError{Address: r.Address(), VMIDs: gl.more().Stubs,
+	return &engine.BusyError{Address: r.Address(), VMIDs: gl.more().Stubs,
 		What: fmt.Sprintf("no %s is named %s, but PVE is still creating or cloning %s %s (locked, no name yet): one of them may become it",
 			guestNoun(string(g.typ)), g.name(r), pluralNoun(guestNoun(string(g.typ)), len(ids)), list),
 		Hint: fmt.Sprintf("run again when their tasks have ended; if no task runs, a create that failed left it behind: remove it in PVE ('%s destroy %s') or give this %s a vmid",

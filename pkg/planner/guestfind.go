@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/pvectl/pvectl/pkg/planner/internal/engine"
+
 	"github.com/pvectl/pvectl/pkg/pve"
 	"github.com/pvectl/pvectl/pkg/spec"
 )
@@ -211,8 +213,8 @@ func guestRows(ctx context.Context, cl *pve.Client, resources []pve.ClusterResou
 	}
 	wg.Wait()
 	for i, err := range errs {
-		if down != nil && isUnreachable(err) {
-			down(nodes[i], unreachableWhy(err))
+		if down != nil && engine.IsUnreachable(err) {
+			down(nodes[i], engine.UnreachableWhy(err))
 			perNode[i], errs[i] = fromResources(nodes[i]), nil
 		}
 	}
@@ -226,8 +228,8 @@ func guestRows(ctx context.Context, cl *pve.Client, resources []pve.ClusterResou
 }
 
 // guestRows reads the connection's current guest rows of type typ once.
-func (lc *liveConn) guestRows(ctx context.Context, typ pve.GuestType) ([]pve.ClusterResource, error) {
-	ix, err := lc.guestIndex(ctx, typ)
+func currentGuestRows(lc *engine.LiveConn, ctx context.Context, typ pve.GuestType) ([]pve.ClusterResource, error) {
+	ix, err := guestIndexOf(lc, ctx, typ)
 	if err != nil {
 		return nil, err
 	}
@@ -236,25 +238,25 @@ func (lc *liveConn) guestRows(ctx context.Context, typ pve.GuestType) ([]pve.Clu
 
 // guestIndex reads the connection's current guest rows of type typ once
 // and indexes them.
-func (lc *liveConn) guestIndex(ctx context.Context, typ pve.GuestType) (*guestIndex, error) {
-	if ix, ok := lc.keptValue(guestsKey(typ)).(*guestIndex); ok {
+func guestIndexOf(lc *engine.LiveConn, ctx context.Context, typ pve.GuestType) (*guestIndex, error) {
+	if ix, ok := lc.KeptValue(guestsKey(typ)).(*guestIndex); ok {
 		return ix, nil
 	}
-	rows, err := guestRows(ctx, lc.client, lc.resources, typ, lc.markDown)
+	rows, err := guestRows(ctx, lc.Client, lc.Resources, typ, lc.MarkDown)
 	if err != nil {
 		return nil, err
 	}
 	ix := newGuestIndex(typ, rows)
-	lc.keep(guestsKey(typ), ix)
+	lc.Keep(guestsKey(typ), ix)
 	return ix, nil
 }
 
-func (g guest) observe(ctx context.Context, lc *liveConn, r *spec.Resource) (*liveObj, error) {
+func (g guest) Observe(ctx context.Context, lc *engine.LiveConn, r *spec.Resource) (*engine.LiveObj, error) {
 	vmid, err := specVMID(r)
 	if err != nil {
 		return nil, err
 	}
-	ix, err := lc.guestIndex(ctx, g.typ)
+	ix, err := guestIndexOf(lc, ctx, g.typ)
 	if err != nil {
 		return nil, err
 	}
@@ -274,9 +276,9 @@ func (g guest) observe(ctx context.Context, lc *liveConn, r *spec.Resource) (*li
 	if err := g.guestUnknown(lc, r, ix.rows, row, vmid); err != nil {
 		return nil, err
 	}
-	if row == nil || paramNode(r) != "" {
+	if row == nil || engine.ParamNode(r) != "" {
 		// The desired node must exist even when the guest does (a move).
-		node, err := lc.node(r)
+		node, err := lc.Node(r)
 		if err != nil {
 			return nil, err
 		}
@@ -289,12 +291,12 @@ func (g guest) observe(ctx context.Context, lc *liveConn, r *spec.Resource) (*li
 			if vmid == 0 {
 				gl.setMore().Stubs = ix.stubs
 			}
-			return &liveObj{Node: node, State: gl}, nil
+			return &engine.LiveObj{Node: node, State: gl}, nil
 		}
 	}
-	lo := &liveObj{Exists: true, Node: row.Node, State: &guestLive{VMID: row.VMID, Status: row.Status, Pool: row.Pool, RenamedFrom: renamed}}
-	cl := lc.client
-	lo.load = func(ctx context.Context) error {
+	lo := &engine.LiveObj{Exists: true, Node: row.Node, State: &guestLive{VMID: row.VMID, Status: row.Status, Pool: row.Pool, RenamedFrom: renamed}}
+	cl := lc.Client
+	lo.Load = func(ctx context.Context) error {
 		cfg, err := cl.GuestConfig(ctx, g.typ, lo.Node, row.VMID)
 		if err != nil {
 			return fmt.Errorf("read config of %s %d: %w", g.noun, row.VMID, err)
@@ -310,7 +312,7 @@ func (g guest) observe(ctx context.Context, lc *liveConn, r *spec.Resource) (*li
 // rebootOnPending, and for a VM the spec puts on another node what PVE
 // says would keep it from migrating there. A token that may not ask the
 // latter (VM.Migrate) is told so by the permission check.
-func (g guest) loadPlacement(ctx context.Context, cl *pve.Client, r *spec.Resource, lo *liveObj) error {
+func (g guest) loadPlacement(ctx context.Context, cl *pve.Client, r *spec.Resource, lo *engine.LiveObj) error {
 	gl := liveOf(lo)
 	if lo.Config.Get("lock") != "" {
 		return nil // a task is in progress: nothing is planned
@@ -322,7 +324,7 @@ func (g guest) loadPlacement(ctx context.Context, cl *pve.Client, r *spec.Resour
 		}
 		gl.setMore().Pending = keys
 	}
-	if want := paramNode(r); g.checksMigration && want != "" && want != lo.Node {
+	if want := engine.ParamNode(r); g.checksMigration && want != "" && want != lo.Node {
 		mc, err := cl.MigrationCheck(ctx, lo.Node, gl.VMID, want)
 		var ae *pve.APIError
 		switch {
@@ -340,9 +342,9 @@ func (g guest) loadPlacement(ctx context.Context, cl *pve.Client, r *spec.Resour
 // where it was (its config, or its absence); a guest the plan creates is
 // looked for across the cluster, by vmid in /cluster/resources (current
 // for ids) or by name in the current guest rows.
-func (g guest) current(ctx context.Context, cl *pve.Client, c *Change) (*liveObj, error) {
+func (g guest) Current(ctx context.Context, cl *pve.Client, c *engine.Change) (*engine.LiveObj, error) {
 	st := stateOf(c)
-	if c.Action == Create {
+	if c.Action == engine.Create {
 		// By vmid in /cluster/resources, by name in the guest rows; both
 		// read once per Verify (verifycache.go).
 		ix, err := currentGuests(ctx, cl, g.typ, st.VMID == 0)
@@ -351,36 +353,36 @@ func (g guest) current(ctx context.Context, cl *pve.Client, c *Change) (*liveObj
 		}
 		row, err := g.find(ix, c.Resource, st.VMID)
 		if err != nil {
-			return &liveObj{}, err
+			return &engine.LiveObj{}, err
 		}
 		if row == nil {
 			if st.VMID == 0 {
 				// A guest being created now may be this one: the plan
 				// cannot tell yet.
-				lo := &liveObj{State: &guestLive{rare: &guestMore{Stubs: ix.stubs}}}
+				lo := &engine.LiveObj{State: &guestLive{rare: &guestMore{Stubs: ix.stubs}}}
 				if b := g.busy(c.Resource, lo); b != nil {
 					return nil, errors.New(b.What + ": " + b.Hint)
 				}
 			}
-			return &liveObj{}, nil
+			return &engine.LiveObj{}, nil
 		}
-		return &liveObj{Exists: true, Node: row.Node}, nil
+		return &engine.LiveObj{Exists: true, Node: row.Node}, nil
 	}
 	node := c.Node
 	if st.PrevNode != "" {
 		node = st.PrevNode
 	}
 	if st.VMID == 0 {
-		return &liveObj{}, nil
+		return &engine.LiveObj{}, nil
 	}
 	cfg, err := cl.GuestConfig(ctx, g.typ, node, st.VMID)
 	if pve.IsNotFound(err) {
-		return &liveObj{}, nil
+		return &engine.LiveObj{}, nil
 	}
 	if err != nil {
 		return nil, err
 	}
-	return &liveObj{Exists: true, Node: node, Config: cfg, Digest: cfg.Get("digest"), State: &guestLive{VMID: st.VMID}}, nil
+	return &engine.LiveObj{Exists: true, Node: node, Config: cfg, Digest: cfg.Get("digest"), State: &guestLive{VMID: st.VMID}}, nil
 }
 
 // guestUnknown judges a guest found (row) or not (nil) while nodes are
@@ -391,25 +393,25 @@ func (g guest) current(ctx context.Context, cl *pve.Client, c *Change) (*liveObj
 // it was taken before they had one), any of which may be it. Names a down node's guests still have are their
 // last known ones: they cannot change while the node is away (every
 // config change goes through the node).
-func (g guest) guestUnknown(lc *liveConn, r *spec.Resource, rows []pve.ClusterResource, row *pve.ClusterResource, vmid int) error {
-	if len(lc.down) == 0 {
+func (g guest) guestUnknown(lc *engine.LiveConn, r *spec.Resource, rows []pve.ClusterResource, row *pve.ClusterResource, vmid int) error {
+	if len(lc.Down) == 0 {
 		return nil
 	}
 	if row != nil {
-		if why := lc.down[row.Node]; why != "" {
-			return unknown("on node %s, %s", row.Node, why)
+		if why := lc.Down[row.Node]; why != "" {
+			return engine.Unknown("on node %s, %s", row.Node, why)
 		}
 		return nil
 	}
-	if node, err := lc.node(r); err == nil && lc.down[node] != "" {
-		return unknown("would be created on node %s, %s", node, lc.down[node])
+	if node, err := lc.Node(r); err == nil && lc.Down[node] != "" {
+		return engine.Unknown("would be created on node %s, %s", node, lc.Down[node])
 	}
 	if vmid != 0 {
 		return nil // /cluster/resources lists every vmid, down nodes' too
 	}
 	var nodes []string
 	for _, x := range rows {
-		if x.Type == string(g.typ) && staleName(x) && lc.down[x.Node] != "" && !slices.Contains(nodes, x.Node) {
+		if x.Type == string(g.typ) && engine.StaleName(x) && lc.Down[x.Node] != "" && !slices.Contains(nodes, x.Node) {
 			nodes = append(nodes, x.Node)
 		}
 	}
@@ -417,32 +419,32 @@ func (g guest) guestUnknown(lc *liveConn, r *spec.Resource, rows []pve.ClusterRe
 		return nil
 	}
 	slices.Sort(nodes)
-	return unknown("may be on node %s, %s: PVE no longer has the names of the guests there, so a %s named %s may exist already",
-		strings.Join(nodes, ", "), lc.down[nodes[0]], guestNoun(string(g.typ)), g.name(r))
+	return engine.Unknown("may be on node %s, %s: PVE no longer has the names of the guests there, so a %s named %s may exist already",
+		strings.Join(nodes, ", "), lc.Down[nodes[0]], guestNoun(string(g.typ)), g.name(r))
 }
 
 // cloneSourceDown: a guest to clone from a template on a down node cannot
 // be made (the clone call goes to the template's node).
-func (lc *liveConn) cloneSourceDown(src *guestRef, exists bool) error {
+func cloneSourceDown(lc *engine.LiveConn, src *guestRef, exists bool) error {
 	if src == nil || exists {
 		return nil
 	}
-	if why := lc.down[src.Node]; why != "" {
-		return unknown("would be cloned from VM %d on node %s, %s", src.VMID, src.Node, why)
+	if why := lc.Down[src.Node]; why != "" {
+		return engine.Unknown("would be cloned from VM %d on node %s, %s", src.VMID, src.Node, why)
 	}
 	return nil
 }
 
-func guestRowsRead(lc *liveConn, typ pve.GuestType) listRead {
-	return listRead{key: "guests/" + string(typ), fetch: func(ctx context.Context) (func(), error) {
+func guestRowsRead(lc *engine.LiveConn, typ pve.GuestType) engine.ListRead {
+	return engine.ListRead{Key: "guests/" + string(typ), Fetch: func(ctx context.Context) (func(), error) {
 		// Reads run at once; what they learn is applied one at a time.
 		var down [][2]string
-		rows, err := guestRows(ctx, lc.client, lc.resources, typ, func(node, why string) { down = append(down, [2]string{node, why}) })
+		rows, err := guestRows(ctx, lc.Client, lc.Resources, typ, func(node, why string) { down = append(down, [2]string{node, why}) })
 		return func() {
 			for _, d := range down {
-				lc.markDown(d[0], d[1])
+				lc.MarkDown(d[0], d[1])
 			}
-			lc.keep(guestsKey(typ), newGuestIndex(typ, rows))
+			lc.Keep(guestsKey(typ), newGuestIndex(typ, rows))
 		}, err
 	}}
 }
@@ -451,8 +453,8 @@ func guestRowsRead(lc *liveConn, typ pve.GuestType) listRead {
 // lists (guestRows: current names), else /cluster/resources' rows
 // (current vmids). Once per Verify under ctx's cache, else now.
 func currentGuests(ctx context.Context, cl *pve.Client, typ pve.GuestType, listed bool) (*guestIndex, error) {
-	v, err := verifyMemo(ctx, guestsRead{cl, typ, listed}, func() (any, error) {
-		rows, err := clusterResources(ctx, cl)
+	v, err := engine.VerifyMemo(ctx, guestsRead{cl, typ, listed}, func() (any, error) {
+		rows, err := engine.ClusterResources(ctx, cl)
 		if err != nil {
 			return nil, err
 		}

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/pvectl/pvectl/pkg/planner/internal/engine"
+
 	"github.com/pvectl/pvectl/internal/lazyre"
 	"github.com/pvectl/pvectl/pkg/planner/compare"
 	"github.com/pvectl/pvectl/pkg/pve"
@@ -33,38 +35,38 @@ var (
 // listNeeds: /cluster/resources and the per-node guest lists are open to
 // all but show only the guests the caller may audit (and a guest's pool
 // only when it may audit the pool: pve-manager API2/Cluster.pm resources).
-func (g guest) listNeeds(r *spec.Resource) []permNeed {
+func (g guest) listNeeds(r *spec.Resource) []engine.PermNeed {
 	noun := guestNoun(string(g.typ))
 	path, why := "/vms", fmt.Sprintf("to find the %s by name (PVE lists only the guests a token may audit)", noun)
 	if id, _ := specVMID(r); id != 0 {
 		path, why = fmt.Sprintf("/vms/%d", id), fmt.Sprintf("to see the %s (PVE hides the guests a token may not audit)", noun)
 	}
-	needs := []permNeed{need(path, why, "VM.Audit")}
+	needs := []engine.PermNeed{engine.NeedPriv(path, why, "VM.Audit")}
 	if pool := r.Params.Get("pool"); pool != "" {
-		needs = append(needs, need("/pool/"+pool, "to see the "+noun+"'s pool (PVE hides the pools a token may not audit)", "Pool.Audit"))
+		needs = append(needs, engine.NeedPriv("/pool/"+pool, "to see the "+noun+"'s pool (PVE hides the pools a token may not audit)", "Pool.Audit"))
 	} else if slices.Contains(r.Remove, "pool") {
 		// pool: null — whichever pool it is in must be visible.
-		needs = append(needs, need("/pool", "to see whether the "+noun+" is in a pool (PVE hides the pools a token may not audit)", "Pool.Audit"))
+		needs = append(needs, engine.NeedPriv("/pool", "to see whether the "+noun+" is in a pool (PVE hides the pools a token may not audit)", "Pool.Audit"))
 	}
 	return append(needs, g.findNeeds(r)...)
 }
 
 // readCalls: the cluster's resources, as the guest index reads them.
-func (g guest) readCalls(r *spec.Resource) []apiCall {
-	return []apiCall{call("GET", "/cluster/resources", "to find the "+guestNoun(string(g.typ))).with(g.listNeeds(r)...)}
+func (g guest) ReadCalls(r *spec.Resource) []engine.APICall {
+	return []engine.APICall{engine.Call("GET", "/cluster/resources", "to find the "+guestNoun(string(g.typ))).With(g.listNeeds(r)...)}
 }
 
 // changeCalls are the calls of the change.
-func (g guest) changeCalls(c *Change, lo *liveObj) []apiCall {
+func (g guest) ChangeCalls(c *engine.Change, lo *engine.LiveObj) []engine.APICall {
 	st := stateOf(c)
 	switch c.Action {
-	case Create:
+	case engine.Create:
 		return g.withOwner(c, g.createCalls(c.Node, c.Resource))
-	case Update:
+	case engine.Update:
 		return g.updateCalls(c, lo, st.VMID)
-	case Delete:
+	case engine.Delete:
 		return g.removeCalls(c.Node, lo, st.VMID)
-	case Replace:
+	case engine.Replace:
 		return append(g.removeCalls(c.Node, lo, st.VMID), g.withOwner(c, g.createCalls(c.Node, c.Resource))...)
 	}
 	return nil
@@ -72,8 +74,8 @@ func (g guest) changeCalls(c *Change, lo *liveObj) []apiCall {
 
 // withOwner: the owner tag a create writes is create_vm's check of tags
 // (VM.Config.Options), beside the create's call.
-func (g guest) withOwner(c *Change, calls []apiCall) []apiCall {
-	calls[0] = calls[0].with(g.ownerPerms(c)...)
+func (g guest) withOwner(c *engine.Change, calls []engine.APICall) []engine.APICall {
+	calls[0] = calls[0].With(g.ownerPerms(c)...)
 	return calls
 }
 
@@ -87,18 +89,18 @@ func vmPath(vmid int) string {
 
 // guestCall is a call on the guest (/nodes/{node}/{type}/{vmid}<sub>); a
 // vmid not known yet (0) makes its rule ask on /vms.
-func (g guest) guestCall(method, sub, why, node string, vmid int) apiCall {
-	id := knownAfterApply // allocated at apply
+func (g guest) guestCall(method, sub, why, node string, vmid int) engine.APICall {
+	id := engine.KnownAfterApply // allocated at apply
 	if vmid != 0 {
 		id = strconv.Itoa(vmid)
 	}
-	return call(method, "/nodes/{node}/"+string(g.typ)+"/{vmid}"+sub, why, "node", node, "vmid", id)
+	return engine.Call(method, "/nodes/{node}/"+string(g.typ)+"/{vmid}"+sub, why, "node", node, "vmid", id)
 }
 
 // removeCalls: a running guest is stopped first, then deleted.
-func (g guest) removeCalls(node string, lo *liveObj, vmid int) []apiCall {
+func (g guest) removeCalls(node string, lo *engine.LiveObj, vmid int) []engine.APICall {
 	noun := guestNoun(string(g.typ))
-	var calls []apiCall
+	var calls []engine.APICall
 	if lo != nil && liveOf(lo).Status == "running" {
 		calls = append(calls, g.guestCall("POST", "/status/stop", "to stop the "+noun+" before deleting it", node, vmid))
 	}
@@ -109,12 +111,12 @@ func (g guest) removeCalls(node string, lo *liveObj, vmid int) []apiCall {
 // VM.Allocate on the new guest (or the pool it joins) and what each
 // setting needs (createPerms). A guest wanted running is started: on a
 // guest in a pool, the pool's grant counts (check_vm_perm).
-func (g guest) createCalls(node string, r *spec.Resource) []apiCall {
+func (g guest) createCalls(node string, r *spec.Resource) []engine.APICall {
 	id, _ := specVMID(r)
-	calls := []apiCall{call("POST", "/nodes/{node}/"+string(g.typ), "to create the "+guestNoun(string(g.typ)), "node", node).with(g.createPerms(r)...)}
+	calls := []engine.APICall{engine.Call("POST", "/nodes/{node}/"+string(g.typ), "to create the "+guestNoun(string(g.typ)), "node", node).With(g.createPerms(r)...)}
 	if want := spec.Guest(r).Running; want != nil && *want || r.Params.Get("start") == "1" {
 		start := g.guestCall("POST", "/status/start", "to start the "+guestNoun(string(g.typ)), node, id)
-		start.pool = r.Params.Get("pool")
+		start.Pool = r.Params.Get("pool")
 		calls = append(calls, start)
 	}
 	return calls
@@ -122,13 +124,13 @@ func (g guest) createCalls(node string, r *spec.Resource) []apiCall {
 
 // onNewGuest makes the needs on a guest r creates: on its path, or on
 // the pool it joins (PVE accepts either for a new guest).
-func onNewGuest(r *spec.Resource) func(why string, privs ...string) permNeed {
+func onNewGuest(r *spec.Resource) func(why string, privs ...string) engine.PermNeed {
 	id, _ := specVMID(r)
 	path, pool := vmPath(id), r.Params.Get("pool")
-	return func(why string, privs ...string) permNeed {
-		n := need(path, why, privs...)
+	return func(why string, privs ...string) engine.PermNeed {
+		n := engine.NeedPriv(path, why, privs...)
 		if pool != "" {
-			n.or = "/pool/" + pool
+			n.Or = "/pool/" + pool
 		}
 		return n
 	}
@@ -137,12 +139,12 @@ func onNewGuest(r *spec.Resource) func(why string, privs ...string) permNeed {
 // createPerms: VM.Allocate on the new guest (or the pool it joins), and
 // what each setting needs (qemu-server API2/Qemu.pm create_vm,
 // pve-container API2/LXC.pm create_vm).
-func (g guest) createPerms(r *spec.Resource) []permNeed {
+func (g guest) createPerms(r *spec.Resource) []engine.PermNeed {
 	onGuest := onNewGuest(r)
-	needs := []permNeed{onGuest("to create the "+guestNoun(string(g.typ)), "VM.Allocate")}
+	needs := []engine.PermNeed{onGuest("to create the "+guestNoun(string(g.typ)), "VM.Allocate")}
 	storage := r.Params.Get("storage")
 	if storage != "" {
-		needs = append(needs, need("/storage/"+storage, "to allocate the "+guestNoun(string(g.typ))+"'s disks", "Datastore.AllocateSpace"))
+		needs = append(needs, engine.NeedPriv("/storage/"+storage, "to allocate the "+guestNoun(string(g.typ))+"'s disks", "Datastore.AllocateSpace"))
 	}
 	vals := map[string]string{}
 	for k, v := range r.Params.All() {
@@ -158,9 +160,9 @@ func (g guest) createPerms(r *spec.Resource) []permNeed {
 // updateCalls: the config write (its handler checks each changed or
 // deleted setting: update_vm_api, pve-container update_vm), disk growth
 // and moves, a migration, pool moves, power changes and reboots.
-func (g guest) updateCalls(c *Change, lo *liveObj, vmid int) []apiCall {
+func (g guest) updateCalls(c *engine.Change, lo *engine.LiveObj, vmid int) []engine.APICall {
 	noun, node, path := guestNoun(string(g.typ)), c.Node, vmPath(vmid)
-	onGuest := func(why string, privs ...string) permNeed { return need(path, why, privs...) }
+	onGuest := func(why string, privs ...string) engine.PermNeed { return engine.NeedPriv(path, why, privs...) }
 	vals := map[string]string{}
 	for k, v := range c.Params {
 		if k != "delete" && k != "digest" {
@@ -171,9 +173,9 @@ func (g guest) updateCalls(c *Change, lo *liveObj, vmid int) []apiCall {
 	if lo != nil {
 		live = lo.Config
 	}
-	var calls []apiCall
+	var calls []engine.APICall
 	if needs := g.settingPerms(vals, schema.SplitList(c.Params["delete"]), live, setting{onGuest: onGuest}); len(needs) > 0 {
-		calls = append(calls, g.guestCall(g.configMethod, "/config", "to change the "+noun+"'s settings", node, vmid).with(needs...))
+		calls = append(calls, g.guestCall(g.configMethod, "/config", "to change the "+noun+"'s settings", node, vmid).With(needs...))
 	}
 	if st := stateOf(c); st.PrevNode != "" && st.PrevNode != c.Node {
 		calls = append(calls, g.guestCall("POST", "/migrate", "to migrate the "+noun+" to "+c.Node, st.PrevNode, vmid))
@@ -188,32 +190,32 @@ func (g guest) updateCalls(c *Change, lo *liveObj, vmid int) []apiCall {
 }
 
 // diffCalls are the calls one difference makes beyond the config write.
-func (g guest) diffCalls(d FieldDiff, lo *liveObj, node string, vmid int) []apiCall {
+func (g guest) diffCalls(d engine.FieldDiff, lo *engine.LiveObj, node string, vmid int) []engine.APICall {
 	noun, path := guestNoun(string(g.typ)), vmPath(vmid)
 	switch {
 	case isResize(d):
-		return []apiCall{g.guestCall("PUT", "/resize", "to grow "+compare.TopKey(d.Path), node, vmid)}
+		return []engine.APICall{g.guestCall("PUT", "/resize", "to grow "+compare.TopKey(d.Path), node, vmid)}
 	case isMove(d):
 		// qemu-server move_vm_disk, pve-container move_volume: the
 		// target storage is checked by the handler.
 		to, _ := d.After.(string)
-		calls := []apiCall{g.guestCall("POST", g.moveSub, "to move "+compare.TopKey(d.Path), node, vmid).
-			with(need("/storage/"+to, "to move "+compare.TopKey(d.Path)+" there", "Datastore.AllocateSpace"))}
+		calls := []engine.APICall{g.guestCall("POST", g.moveSub, "to move "+compare.TopKey(d.Path), node, vmid).
+			With(engine.NeedPriv("/storage/"+to, "to move "+compare.TopKey(d.Path)+" there", "Datastore.AllocateSpace"))}
 		if g.stopsToMove && lo != nil && liveOf(lo).Status == "running" {
 			calls = append(calls, g.guestCall("POST", "/status/shutdown", "to stop the container for the move and start it again", node, vmid))
 		}
 		return calls
 	case d.Path == "running":
-		return []apiCall{g.guestCall("POST", "/status/start", "to start or shut down the "+noun, node, vmid)}
+		return []engine.APICall{g.guestCall("POST", "/status/start", "to start or shut down the "+noun, node, vmid)}
 	case d.Path == "pool":
 		// Pool.pm update_pool: Pool.Allocate on the pool it joins and on
 		// the one it leaves (each a PUT /pools), and the right to change
 		// the guest's permissions (check_perm_modify on /vms/N).
-		var calls []apiCall
+		var calls []engine.APICall
 		for _, p := range []any{d.Before, d.After} {
 			if s, ok := p.(string); ok && s != "" {
-				calls = append(calls, call("PUT", "/pools", "to move the "+noun+" between pools", "poolid", s).
-					with(needAny(path, "to move the "+noun+" between pools", "Permissions.Modify", "VM.Allocate")))
+				calls = append(calls, engine.Call("PUT", "/pools", "to move the "+noun+" between pools", "poolid", s).
+					With(engine.NeedAny(path, "to move the "+noun+" between pools", "Permissions.Modify", "VM.Allocate")))
 			}
 		}
 		return calls
@@ -224,16 +226,16 @@ func (g guest) diffCalls(d FieldDiff, lo *liveObj, node string, vmid int) []apiC
 // setting is how settingPerms checks: the need on the guest (its path, or
 // at create also its pool's), the default storage, whether it creates.
 type setting struct {
-	onGuest  func(why string, privs ...string) permNeed
+	onGuest  func(why string, privs ...string) engine.PermNeed
 	storage  string
 	creating bool
 }
 
 // settingPerms are what setting vals and deleting dels need; live holds
 // the current values (nil at create).
-func (g guest) settingPerms(vals map[string]string, dels []string, live *pve.Config, sc setting) []permNeed {
-	var needs []permNeed
-	add := func(n ...permNeed) { needs = append(needs, n...) }
+func (g guest) settingPerms(vals map[string]string, dels []string, live *pve.Config, sc setting) []engine.PermNeed {
+	var needs []engine.PermNeed
+	add := func(n ...engine.PermNeed) { needs = append(needs, n...) }
 	check := func(key, val string, deleting bool) {
 		why := "to set " + key
 		if deleting {
@@ -241,16 +243,16 @@ func (g guest) settingPerms(vals map[string]string, dels []string, live *pve.Con
 		}
 		o := g.option(key)
 		if o.RootOnly {
-			add(permNeed{rootOnly: true, why: "set " + key})
+			add(engine.PermNeed{RootOnly: true, Why: "set " + key})
 			return
 		}
 		if len(o.Privs) > 0 {
 			n := sc.onGuest(why, o.Privs...)
-			n.anyOf = o.Any
+			n.AnyOf = o.Any
 			add(n)
 		}
 		for _, p := range o.Root {
-			add(need("/", why, p))
+			add(engine.NeedPriv("/", why, p))
 		}
 		if o.ByValue {
 			add(g.valuePerms(key, val, live.Get(key), deleting, sc)...)
@@ -268,10 +270,10 @@ func (g guest) settingPerms(vals map[string]string, dels []string, live *pve.Con
 // valuePerms are the needs that depend on a setting's value: tags, a
 // NIC's bridge, and what the type decides (ownValuePerms: a drive's kind
 // and storage, a device, a mount point, feature flags).
-func (g guest) valuePerms(key, val, old string, deleting bool, sc setting) []permNeed {
+func (g guest) valuePerms(key, val, old string, deleting bool, sc setting) []engine.PermNeed {
 	why := "to set " + key
 	onGuest := sc.onGuest
-	var needs []permNeed
+	var needs []engine.PermNeed
 	bridge := func(v string) {
 		if n, ok := bridgeNeed(v, why); ok {
 			needs = append(needs, n)
@@ -292,21 +294,21 @@ func (g guest) valuePerms(key, val, old string, deleting bool, sc setting) []per
 }
 
 // driveStorage is check_storage_access for one drive value.
-func driveStorage(val, why, defStorage string) []permNeed {
+func driveStorage(val, why, defStorage string) []engine.PermNeed {
 	file := driveFile(val)
 	_, volname, _ := strings.Cut(file, ":")
 	cdrom := slices.ContainsFunc(splitProps(val), func(kv schema.KV) bool { return kv.Key == "media" && kv.Value == "cdrom" })
-	var needs []permNeed
+	var needs []engine.PermNeed
 	switch m := newDiskRe.FindStringSubmatch(file); {
 	case file == "" || file == "none" || file == "cloudinit" || volname == "cloudinit":
 	case cdrom && file == "cdrom":
-		needs = append(needs, need("/", why+" (the host's CD drive)", "Sys.Console"))
+		needs = append(needs, engine.NeedPriv("/", why+" (the host's CD drive)", "Sys.Console"))
 	case !cdrom && m != nil:
 		sid := m[2]
 		if sid == "" {
 			sid = defStorage
 		}
-		needs = append(needs, need("/storage/"+sid, why, "Datastore.AllocateSpace"))
+		needs = append(needs, engine.NeedPriv("/storage/"+sid, why, "Datastore.AllocateSpace"))
 	default:
 		needs = append(needs, volumeNeed(file, why))
 	}
@@ -315,7 +317,7 @@ func driveStorage(val, why, defStorage string) []permNeed {
 			continue
 		}
 		if m := ownedImageRe.FindStringSubmatch(kv.Value); m != nil {
-			needs = append(needs, need("/vms/"+m[1], why+" (importing another guest's disk)", "VM.Clone"))
+			needs = append(needs, engine.NeedPriv("/vms/"+m[1], why+" (importing another guest's disk)", "VM.Clone"))
 		} else {
 			needs = append(needs, volumeNeed(kv.Value, why))
 		}
@@ -326,17 +328,17 @@ func driveStorage(val, why, defStorage string) []permNeed {
 // volumeNeed is pve-storage check_volume_access for an existing volume:
 // read access to its storage (an image of another guest needs more, which
 // PVE checks at the call).
-func volumeNeed(volid, why string) permNeed {
+func volumeNeed(volid, why string) engine.PermNeed {
 	sid, _, _ := strings.Cut(volid, ":")
 	if strings.HasPrefix(volid, "/") {
-		return permNeed{rootOnly: true, why: "pass a host path (" + volid + ")"}
+		return engine.PermNeed{RootOnly: true, Why: "pass a host path (" + volid + ")"}
 	}
-	return needAny("/storage/"+sid, why, "Datastore.AllocateSpace", "Datastore.Audit")
+	return engine.NeedAny("/storage/"+sid, why, "Datastore.AllocateSpace", "Datastore.Audit")
 }
 
 // bridgeNeed is check_vnet_access: SDN.Use on the bridge of the local
 // zone, or on its VLAN when the NIC is tagged.
-func bridgeNeed(netVal, why string) (permNeed, bool) {
+func bridgeNeed(netVal, why string) (engine.PermNeed, bool) {
 	var bridge, tag string
 	for _, kv := range splitProps(netVal) {
 		switch kv.Key {
@@ -347,19 +349,19 @@ func bridgeNeed(netVal, why string) (permNeed, bool) {
 		}
 	}
 	if bridge == "" {
-		return permNeed{}, false
+		return engine.PermNeed{}, false
 	}
 	path := "/sdn/zones/localnetwork/" + bridge
 	if tag != "" {
 		path += "/" + tag
 	}
-	return need(path, why+" (its bridge "+bridge+")", "SDN.Use"), true
+	return engine.NeedPriv(path, why+" (its bridge "+bridge+")", "SDN.Use"), true
 }
 
 // devicePerms are qemu-server's check_usb_perm, check_hostpci_perm,
 // check_rng_perm and check_dir_perm: mapped devices need Mapping.Use,
 // host devices are root@pam's.
-func devicePerms(key, val string, onGuest func(string, ...string) permNeed) []permNeed {
+func devicePerms(key, val string, onGuest func(string, ...string) engine.PermNeed) []engine.PermNeed {
 	why := "to set " + key
 	get := func(k, def string) string {
 		for i, kv := range splitProps(val) {
@@ -378,25 +380,25 @@ func devicePerms(key, val string, onGuest func(string, ...string) permNeed) []pe
 			if strings.HasPrefix(key, "hostpci") {
 				kind, example = "pci", key+": mapping=NAME,pcie=1"
 			}
-			return []permNeed{{rootOnly: true, why: "pass a host device through by its address (" + key + ": host=" + host + ")",
-				hint: fmt.Sprintf("use a resource mapping instead — create one for the device (Datacenter → Resource Mappings, or POST /cluster/mapping/%s), "+
+			return []engine.PermNeed{{RootOnly: true, Why: "pass a host device through by its address (" + key + ": host=" + host + ")",
+				Hint: fmt.Sprintf("use a resource mapping instead — create one for the device (Datacenter → Resource Mappings, or POST /cluster/mapping/%s), "+
 					"write %s (keeping the device's other options) and grant the token Mapping.Use on /mapping/%s/NAME", kind, example, kind)}}
 		}
-		needs := []permNeed{onGuest(why, "VM.Config.HWType")}
+		needs := []engine.PermNeed{onGuest(why, "VM.Config.HWType")}
 		if m := get("mapping", ""); m != "" {
 			kind := "usb"
 			if strings.HasPrefix(key, "hostpci") {
 				kind = "pci"
 			}
-			needs = append(needs, need("/mapping/"+kind+"/"+m, why, "Mapping.Use"))
+			needs = append(needs, engine.NeedPriv("/mapping/"+kind+"/"+m, why, "Mapping.Use"))
 		}
 		return needs
 	case key == "rng0":
 		if get("source", "source") == "/dev/hwrng" {
-			return []permNeed{need("/mapping/hwrng", why, "Mapping.Use")}
+			return []engine.PermNeed{engine.NeedPriv("/mapping/hwrng", why, "Mapping.Use")}
 		}
 	case strings.HasPrefix(key, "virtiofs"):
-		return []permNeed{onGuest(why, "VM.Config.Disk"), need("/mapping/dir/"+get("dirid", "dirid"), why, "Mapping.Use")}
+		return []engine.PermNeed{onGuest(why, "VM.Config.Disk"), engine.NeedPriv("/mapping/dir/"+get("dirid", "dirid"), why, "Mapping.Use")}
 	}
 	return nil
 }

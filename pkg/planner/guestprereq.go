@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/pvectl/pvectl/pkg/planner/internal/engine"
+
 	"github.com/pvectl/pvectl/internal/lazyre"
 	"github.com/pvectl/pvectl/pkg/pve"
 	"github.com/pvectl/pvectl/pkg/spec"
@@ -19,14 +21,14 @@ import (
 
 // prereqs lists what r's guest needs on node; lo is the guest as it is
 // (nil, absent or on another node: made anew, so everything).
-func (g guest) prereqs(r *spec.Resource, node string, lo *liveObj) []prereq {
+func (g guest) Prereqs(r *spec.Resource, node string, lo *engine.LiveObj) []engine.Prereq {
 	fresh := lo == nil || !lo.Exists || lo.Node != node
 	var live *pve.Config
 	livePool := ""
 	if !fresh {
 		live, livePool = lo.Config, liveOf(lo).Pool
 	}
-	var out []prereq
+	var out []engine.Prereq
 	if pool := r.Params.Get("pool"); pool != "" && (fresh || livePool != pool) {
 		out = append(out, poolPrereq("pool", pool))
 	}
@@ -64,7 +66,7 @@ func (g guest) prereqs(r *spec.Resource, node string, lo *liveObj) []prereq {
 // new allocation ("local-lvm:32"), its volume when it names one, and an
 // import source. Only what is new: a fresh guest, a drive it lacks, or
 // one whose volume or storage changes.
-func (g guest) diskPrereqs(r *spec.Resource, key, val, old, node string, fresh bool) []prereq {
+func (g guest) diskPrereqs(r *spec.Resource, key, val, old, node string, fresh bool) []engine.Prereq {
 	file := driveFile(val)
 	if file == "" || file == "none" || file == "cdrom" || strings.HasPrefix(file, "/") {
 		return nil
@@ -73,7 +75,7 @@ func (g guest) diskPrereqs(r *spec.Resource, key, val, old, node string, fresh b
 	added := fresh || old == ""
 	storage, volname, hasStorage := strings.Cut(file, ":")
 	content := g.diskContent
-	var out []prereq
+	var out []engine.Prereq
 	switch m := newDiskRe.FindStringSubmatch(file); {
 	case m != nil: // a new allocation: storage:size
 		sid := m[2]
@@ -124,13 +126,13 @@ func subKey(val, key string) string {
 
 // poolPrereq needs pool to exist. /cluster/resources lists the pools the
 // token may audit.
-func poolPrereq(key, pool string) prereq {
-	return prereq{key: key, what: "pool " + pool, kind: spec.KindPool, value: pool,
-		live: func(lc *liveConn) string {
-			if !lc.sees("/pool/"+pool, "Pool.Audit") {
+func poolPrereq(key, pool string) engine.Prereq {
+	return engine.Prereq{Key: key, What: "pool " + pool, Kind: spec.KindPool, Value: pool,
+		Live: func(lc *engine.LiveConn) string {
+			if !lc.Sees("/pool/"+pool, "Pool.Audit") {
 				return ""
 			}
-			if lc.poolListed(pool) {
+			if lc.PoolListed(pool) {
 				return ""
 			}
 			return fmt.Sprintf("pool %s does not exist (in PVE or in these specs)", pool)
@@ -141,26 +143,26 @@ func poolPrereq(key, pool string) prereq {
 // (staged included: a NetworkApply of the specs commits it first) or an
 // SDN vnet, as GET /nodes/{node}/network?type=any_bridge lists them to a
 // token that may use or audit them (pve-manager API2/Network.pm index).
-func bridgePrereq(key, bridge, node string) prereq {
+func bridgePrereq(key, bridge, node string) engine.Prereq {
 	path := "/sdn/zones/localnetwork/" + bridge
-	return prereq{key: key, what: fmt.Sprintf("bridge %s on node %s", bridge, node), kind: spec.KindLinuxBridge, value: bridge, node: node,
-		anyNodeKind: spec.KindSdnVnet,
-		read: func(ctx context.Context, lc *liveConn) error {
-			if !lc.hasNode(node) {
+	return engine.Prereq{Key: key, What: fmt.Sprintf("bridge %s on node %s", bridge, node), Kind: spec.KindLinuxBridge, Value: bridge, Node: node,
+		AnyNodeKind: spec.KindSdnVnet,
+		Read: func(ctx context.Context, lc *engine.LiveConn) error {
+			if !lc.HasNode(node) {
 				return nil
 			}
-			if !lc.sees(path, "SDN.Audit", "SDN.Use") {
+			if !lc.Sees(path, "SDN.Audit", "SDN.Use") {
 				// It may be a vnet of another zone, whose use is granted
 				// there: the vnet list says which (sdn_vnetzone.go).
-				_, _ = lc.sdnRows(ctx, "/cluster/sdn/vnets")
+				_, _ = lc.SDNRows(ctx, "/cluster/sdn/vnets")
 				return nil
 			}
-			_, err := lc.bridges(ctx, node)
+			_, err := lc.Bridges(ctx, node)
 			return err
 		},
-		live: func(lc *liveConn) string {
-			list, read := lc.pre.bridges[node]
-			if !read || !lc.sees(path, "SDN.Audit", "SDN.Use") {
+		Live: func(lc *engine.LiveConn) string {
+			list, read := lc.Pre.Bridges[node]
+			if !read || !lc.Sees(path, "SDN.Audit", "SDN.Use") {
 				return ""
 			}
 			for _, c := range list {
@@ -175,20 +177,20 @@ func bridgePrereq(key, bridge, node string) prereq {
 // storagePrereq needs storage on node, taking content. /cluster/resources
 // lists a storage once per node where it is enabled, with its content
 // types, to a token with Datastore.Audit on it (Cluster.pm resources).
-func storagePrereq(key, storage, content, node string) prereq {
+func storagePrereq(key, storage, content, node string) engine.Prereq {
 	what := fmt.Sprintf("storage %s for %s on node %s", storage, content, node)
-	return prereq{key: key, what: what, kind: spec.KindStorage, value: storage,
-		fromSpec: func(p *spec.Resource) string { return specStorageTakes(p, storage, content, node) },
-		live:     func(lc *liveConn) string { return lc.storageTakes(storage, content, node) }}
+	return engine.Prereq{Key: key, What: what, Kind: spec.KindStorage, Value: storage,
+		FromSpec: func(p *spec.Resource) string { return specStorageTakes(p, storage, content, node) },
+		Live:     func(lc *engine.LiveConn) string { return storageTakes(lc, storage, content, node) }}
 }
 
 // storageTakes judges storage on node for content from the live rows.
-func (lc *liveConn) storageTakes(storage, content, node string) string {
-	if !lc.sees("/storage/"+storage, "Datastore.Audit") {
+func storageTakes(lc *engine.LiveConn, storage, content, node string) string {
+	if !lc.Sees("/storage/"+storage, "Datastore.Audit") {
 		return ""
 	}
 	var on []string
-	for _, row := range lc.storageRows(storage) {
+	for _, row := range lc.StorageRows(storage) {
 		if row.Node != node {
 			on = append(on, row.Node)
 			continue
@@ -226,22 +228,22 @@ func splitContent(s string) []string {
 // volumePrereq needs the volume volid (of content) on node: its storage
 // there, taking the content, and the volume itself — or a file of the
 // specs that makes it (a DownloadedImage).
-func volumePrereq(key, volid, content, node string) prereq {
+func volumePrereq(key, volid, content, node string) engine.Prereq {
 	storage, _, _ := strings.Cut(volid, ":")
-	return prereq{key: key, what: fmt.Sprintf("%s on node %s", volid, node), kind: spec.KindDownloadedImage, value: volid, node: node,
-		read: func(ctx context.Context, lc *liveConn) error {
-			if !lc.sees("/storage/"+storage, "Datastore.Audit", "Datastore.AllocateSpace") || !lc.hasNode(node) {
+	return engine.Prereq{Key: key, What: fmt.Sprintf("%s on node %s", volid, node), Kind: spec.KindDownloadedImage, Value: volid, Node: node,
+		Read: func(ctx context.Context, lc *engine.LiveConn) error {
+			if !lc.Sees("/storage/"+storage, "Datastore.Audit", "Datastore.AllocateSpace") || !lc.HasNode(node) {
 				return nil
 			}
-			_, err := lc.storageVolumes(ctx, node, storage, content)
+			_, err := lc.StorageVolumes(ctx, node, storage, content)
 			return err
 		},
-		live: func(lc *liveConn) string {
-			if msg := lc.storageTakes(storage, content, node); msg != "" {
+		Live: func(lc *engine.LiveConn) string {
+			if msg := storageTakes(lc, storage, content, node); msg != "" {
 				return msg
 			}
-			vs, read := lc.volumes[node+"\x00"+storage+"\x00"+content]
-			if !read || !lc.sees("/storage/"+storage, "Datastore.Audit", "Datastore.AllocateSpace") {
+			vs, read := lc.Volumes[node+"\x00"+storage+"\x00"+content]
+			if !read || !lc.Sees("/storage/"+storage, "Datastore.Audit", "Datastore.AllocateSpace") {
 				return ""
 			}
 			for _, v := range vs {

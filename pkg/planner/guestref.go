@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/pvectl/pvectl/pkg/planner/internal/engine"
+
 	"github.com/pvectl/pvectl/pkg/planner/compare"
 	"github.com/pvectl/pvectl/pkg/pve"
 	"github.com/pvectl/pvectl/pkg/spec"
@@ -83,9 +85,9 @@ func oneNamed(rows []*pve.ClusterResource, ref spec.OutputRef) (*pve.ClusterReso
 
 // resolveGuests resolves p's guest references from the connection's guest
 // lists (read once).
-func (lc *liveConn) resolveGuests(ctx context.Context, p map[string]string) (map[string]string, bool, error) {
+func resolveGuests(lc *engine.LiveConn, ctx context.Context, p map[string]string) (map[string]string, bool, error) {
 	return resolveWith(p, func(ref spec.OutputRef) (*pve.ClusterResource, error) {
-		ix, err := lc.guestIndex(ctx, guestTypes[ref.Kind])
+		ix, err := guestIndexOf(lc, ctx, guestTypes[ref.Kind])
 		if err != nil {
 			return nil, err
 		}

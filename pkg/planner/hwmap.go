@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/pvectl/pvectl/pkg/planner/internal/engine"
+
 	"github.com/pvectl/pvectl/pkg/planner/compare"
 	"github.com/pvectl/pvectl/pkg/pve"
 	"github.com/pvectl/pvectl/pkg/spec"
@@ -29,7 +31,7 @@ type hwmapKind struct{}
 var hwmapSettings = []string{"description", "mdev", "live-migration-capable"}
 
 func hwmapItemPath(typ, id string) string {
-	return hwmapListPath(typ) + "/" + url.PathEscape(id)
+	return engine.HWMapListPath(typ) + "/" + url.PathEscape(id)
 }
 
 func hwmapID(r *spec.Resource) string {
@@ -62,7 +64,7 @@ func hwmapEntries(raw string) []string {
 
 // hwmapFind is the mapping id among rows, its settings with map as
 // normalized entries joined by newlines.
-func hwmapFind(rows []*pve.Config, id string) *liveObj {
+func hwmapFind(rows []*pve.Config, id string) *engine.LiveObj {
 	for _, row := range rows {
 		if row.Get("id") != id {
 			continue
@@ -74,30 +76,30 @@ func hwmapFind(rows []*pve.Config, id string) *liveObj {
 			}
 		}
 		cfg.Set("map", strings.Join(hwmapEntries(row.Get("map")), "\n"))
-		return &liveObj{Exists: true, Config: cfg, Digest: fieldsDigest(cfg)}
+		return &engine.LiveObj{Exists: true, Config: cfg, Digest: engine.FieldsDigest(cfg)}
 	}
-	return &liveObj{}
+	return &engine.LiveObj{}
 }
 
-func (hwmapKind) observe(ctx context.Context, lc *liveConn, r *spec.Resource) (*liveObj, error) {
-	rows, err := lc.hwmapRows(ctx, hwmapType(r))
+func (hwmapKind) Observe(ctx context.Context, lc *engine.LiveConn, r *spec.Resource) (*engine.LiveObj, error) {
+	rows, err := lc.HWMapRows(ctx, hwmapType(r))
 	if err != nil {
 		return nil, err
 	}
 	return hwmapFind(rows, hwmapID(r)), nil
 }
 
-func (hwmapKind) current(ctx context.Context, cl *pve.Client, c *Change) (*liveObj, error) {
-	rows, err := readHWMaps(ctx, cl, hwmapType(c.Resource))
+func (hwmapKind) Current(ctx context.Context, cl *pve.Client, c *engine.Change) (*engine.LiveObj, error) {
+	rows, err := engine.ReadHWMaps(ctx, cl, hwmapType(c.Resource))
 	if err != nil {
 		return nil, err
 	}
 	return hwmapFind(rows, hwmapID(c.Resource)), nil
 }
 
-func (hwmapKind) compare(b *builder, r *spec.Resource, lo *liveObj, c *Change) error {
+func (hwmapKind) Compare(b *engine.Builder, r *spec.Resource, lo *engine.LiveObj, c *engine.Change) error {
 	typ := hwmapType(r)
-	cmp := compare.Comparer{M: b.method("POST", hwmapListPath(typ))}
+	cmp := compare.Comparer{M: b.Method("POST", engine.HWMapListPath(typ))}
 	desired := map[string]string{}
 	for _, key := range hwmapSettings {
 		if v, ok := r.Params.Lookup(key); ok {
@@ -111,16 +113,16 @@ func (hwmapKind) compare(b *builder, r *spec.Resource, lo *liveObj, c *Change) e
 		have = nil
 	}
 	if !slices.Equal(want, have) {
-		diffs = append(diffs, FieldDiff{Path: "map", Before: have, After: want})
+		diffs = append(diffs, engine.FieldDiff{Path: "map", Before: have, After: want})
 	}
 	c.Diff = diffs
 	if len(diffs) == 0 {
-		c.Action = NoOp
+		c.Action = engine.NoOp
 		return nil
 	}
 	c.Reasons = compare.Reasons(diffs)
-	c.Action = Update
-	var scalar []FieldDiff
+	c.Action = engine.Update
+	var scalar []engine.FieldDiff
 	for _, d := range diffs {
 		if d.Path != "map" {
 			scalar = append(scalar, d)
@@ -150,7 +152,7 @@ func hwmapValues(params map[string]string) url.Values {
 	return v
 }
 
-func (hwmapKind) create(ctx context.Context, x *execution, c *Change) error {
+func (hwmapKind) Create(ctx context.Context, x *engine.Execution, c *engine.Change) error {
 	r := c.Resource
 	typ, id := hwmapType(r), hwmapID(r)
 	params := map[string]string{"id": id, "map": strings.Join(spec.MappingKeys(r).Entries, "\n")}
@@ -159,23 +161,23 @@ func (hwmapKind) create(ctx context.Context, x *execution, c *Change) error {
 			params[key] = v
 		}
 	}
-	if err := x.client.Do(ctx, http.MethodPost, hwmapListPath(typ), hwmapValues(params), nil); err != nil {
+	if err := x.Client.Do(ctx, http.MethodPost, engine.HWMapListPath(typ), hwmapValues(params), nil); err != nil {
 		return fmt.Errorf("create %s mapping %s: %w", typ, id, err)
 	}
 	return nil
 }
 
-func (hwmapKind) update(ctx context.Context, x *execution, c *Change) error {
+func (hwmapKind) Update(ctx context.Context, x *engine.Execution, c *engine.Change) error {
 	typ, id := hwmapType(c.Resource), hwmapID(c.Resource)
-	if err := x.client.Do(ctx, http.MethodPut, hwmapItemPath(typ, id), hwmapValues(c.Params), nil); err != nil {
+	if err := x.Client.Do(ctx, http.MethodPut, hwmapItemPath(typ, id), hwmapValues(c.Params), nil); err != nil {
 		return fmt.Errorf("update %s mapping %s: %w", typ, id, err)
 	}
 	return nil
 }
 
-func (hwmapKind) remove(ctx context.Context, x *execution, c *Change) error {
+func (hwmapKind) Remove(ctx context.Context, x *engine.Execution, c *engine.Change) error {
 	typ, id := hwmapType(c.Resource), hwmapID(c.Resource)
-	if err := x.client.Do(ctx, http.MethodDelete, hwmapItemPath(typ, id), nil, nil); err != nil && !pve.IsNotFound(err) {
+	if err := x.Client.Do(ctx, http.MethodDelete, hwmapItemPath(typ, id), nil, nil); err != nil && !pve.IsNotFound(err) {
 		return fmt.Errorf("delete %s mapping %s: %w", typ, id, err)
 	}
 	return nil
@@ -184,35 +186,35 @@ func (hwmapKind) remove(ctx context.Context, x *execution, c *Change) error {
 // readCalls: GET /cluster/mapping/<type> is open to all but leaves out
 // what the token holds none of Mapping.Audit, .Use, .Modify on
 // (Mapping/*.pm index); a mapping not seen would be planned as new.
-func (hwmapKind) readCalls(r *spec.Resource) []apiCall {
+func (hwmapKind) ReadCalls(r *spec.Resource) []engine.APICall {
 	typ := hwmapType(r)
-	return []apiCall{call("GET", "/cluster/mapping/"+typ, "to see the mapping").
-		with(needAny("/mapping/"+typ+"/"+hwmapID(r), "to see the mapping (PVE lists only those a token may audit, use or modify)",
+	return []engine.APICall{engine.Call("GET", "/cluster/mapping/"+typ, "to see the mapping").
+		With(engine.NeedAny("/mapping/"+typ+"/"+hwmapID(r), "to see the mapping (PVE lists only those a token may audit, use or modify)",
 			"Mapping.Audit", "Mapping.Use", "Mapping.Modify"))}
 }
 
 // changeCalls: POST /cluster/mapping/<type>, PUT and DELETE on the
 // mapping (Mapping/*.pm create, update, delete).
-func (hwmapKind) changeCalls(c *Change, _ *liveObj) []apiCall {
+func (hwmapKind) ChangeCalls(c *engine.Change, _ *engine.LiveObj) []engine.APICall {
 	typ, id := hwmapType(c.Resource), hwmapID(c.Resource)
 	why := "to " + c.Action.String() + " " + typ + " mapping " + id
-	post := call("POST", "/cluster/mapping/"+typ, why, "id", id)
-	del := call("DELETE", "/cluster/mapping/"+typ+"/{id}", why, "id", id)
+	post := engine.Call("POST", "/cluster/mapping/"+typ, why, "id", id)
+	del := engine.Call("DELETE", "/cluster/mapping/"+typ+"/{id}", why, "id", id)
 	switch c.Action {
-	case Create:
-		return []apiCall{post}
-	case Update:
-		return []apiCall{call("PUT", "/cluster/mapping/"+typ+"/{id}", why, "id", id)}
-	case Delete:
-		return []apiCall{del}
-	case Replace:
-		return []apiCall{del, post}
+	case engine.Create:
+		return []engine.APICall{post}
+	case engine.Update:
+		return []engine.APICall{engine.Call("PUT", "/cluster/mapping/"+typ+"/{id}", why, "id", id)}
+	case engine.Delete:
+		return []engine.APICall{del}
+	case engine.Replace:
+		return []engine.APICall{del, post}
 	}
 	return nil
 }
 
 // traits: a cluster-wide entry of a mapping config.
-func (hwmapKind) traits() kindTraits { return kindTraits{Scope: scopeCluster} }
+func (hwmapKind) Traits() engine.KindTraits { return engine.KindTraits{Scope: engine.ScopeCluster} }
 
 // fieldEffect: type names which of PVE's three mapping files the mapping
 // is in, so a new one is another mapping; every update carries the whole

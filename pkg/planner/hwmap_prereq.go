@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/pvectl/pvectl/pkg/planner/internal/engine"
+
 	"github.com/pvectl/pvectl/pkg/spec"
 )
 
@@ -20,25 +22,25 @@ import (
 // naming it (qemu-server API2/Qemu.pm check_hostpci_perm asks only
 // Mapping.Use on its path), a later start fails; one of the specs' with
 // no entry for the node is a mistake either way, as `validate` says.
-func mappingPrereq(m spec.GuestMapping, node string, starts bool) prereq {
+func mappingPrereq(m spec.GuestMapping, node string, starts bool) engine.Prereq {
 	refusal := mappingRefusal(m, node)
-	return prereq{key: m.Key, what: fmt.Sprintf("%s mapping %s with an entry for node %s", m.Type, m.ID, node),
-		kind: spec.KindHardwareMapping, value: m.Type + "/" + m.ID,
-		fromSpec: func(p *spec.Resource) string {
+	return engine.Prereq{Key: m.Key, What: fmt.Sprintf("%s mapping %s with an entry for node %s", m.Type, m.ID, node),
+		Kind: spec.KindHardwareMapping, Value: m.Type + "/" + m.ID,
+		FromSpec: func(p *spec.Resource) string {
 			if slices.Contains(spec.MappingNodes(p), node) {
 				return ""
 			}
 			return fmt.Sprintf("%s mapping %s (%s) has no entry for node %s: %s; add an entry for %s to its map", m.Type, m.ID, p.Address(), node, refusal, node)
 		},
-		read: func(ctx context.Context, lc *liveConn) error {
-			if !lc.sees("/mapping/"+m.Type+"/"+m.ID, "Mapping.Audit", "Mapping.Use", "Mapping.Modify") || !lc.hasNode(node) {
+		Read: func(ctx context.Context, lc *engine.LiveConn) error {
+			if !lc.Sees("/mapping/"+m.Type+"/"+m.ID, "Mapping.Audit", "Mapping.Use", "Mapping.Modify") || !lc.HasNode(node) {
 				return nil // PVE's list hides it: PVE says at the start
 			}
-			_, err := lc.hwmapRows(ctx, m.Type)
+			_, err := lc.HWMapRows(ctx, m.Type)
 			return err
 		},
-		live: func(lc *liveConn) string {
-			rows, read := lc.cfgLists[hwmapListPath(m.Type)]
+		Live: func(lc *engine.LiveConn) string {
+			rows, read := lc.CfgLists[engine.HWMapListPath(m.Type)]
 			if !read {
 				return ""
 			}

@@ -3,6 +3,8 @@ package planner
 import (
 	"strings"
 	"testing"
+
+	"github.com/pvectl/pvectl/pkg/planner/internal/engine"
 )
 
 // A guest whose node the connection chooses, with a mapped device whose
@@ -16,13 +18,13 @@ func TestSimMappingWithoutGuestNode(t *testing.T) {
 	const want = "usb mapping stick has no entry for node pve"
 	plan := func(yaml string) error {
 		set := loadSpec(t, yaml)
-		_, err := tryPlan(t, sim, set, Options{})
+		_, err := tryPlan(t, sim, set, engine.Options{})
 		return err
 	}
 	if err := plan(onPve2 + "---\n" + vm); err == nil || !strings.Contains(err.Error(), "(HardwareMapping/stick) has no entry for node pve") {
 		t.Errorf("mapping in the specs: %v, want it refused for node pve", err)
 	}
-	applyPlan(t, sim, planFor(t, sim, loadSpec(t, onPve2), Options{}))
+	applyPlan(t, sim, planFor(t, sim, loadSpec(t, onPve2), engine.Options{}))
 	if err := plan(vm); err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "USB device mapping not found for 'stick'") {
 		t.Errorf("mapping in PVE: %v, want %q", err, want)
 	}

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pvectl/pvectl/pkg/planner/internal/engine"
+
 	"github.com/pvectl/pvectl/pkg/pve"
 )
 
@@ -51,8 +53,8 @@ func TestSimHardwareMappingLifecycle(t *testing.T) {
 	sim := newSim(t, "pve", "pve2")
 	ctx := context.Background()
 	set := loadSpec(t, hwmapSpec)
-	applyCounted(t, sim, set, "first plan", Create, 4)
-	wantClean(t, planFor(t, sim, set, Options{}), "second plan")
+	applyCounted(t, sim, set, "first plan", engine.Create, 4)
+	wantClean(t, planFor(t, sim, set, engine.Options{}), "second plan")
 	get := getter(t, sim.cl)
 	if c := get("/cluster/mapping/pci/gpu"); c.Get("description") != "the GPU" || !strings.Contains(c.Get("map"), "node=pve2,") {
 		t.Errorf("pci mapping: got %v", c)
@@ -75,16 +77,16 @@ func TestSimHardwareMappingLifecycle(t *testing.T) {
 	}
 	// The usb mapping's description is not written in the spec: not
 	// pvectl's, left alone.
-	applyCounted(t, sim, set, "plan after hand edits", Update, 2)
-	wantClean(t, planFor(t, sim, set, Options{}), "plan after restore")
+	applyCounted(t, sim, set, "plan after hand edits", engine.Update, 2)
+	wantClean(t, planFor(t, sim, set, engine.Options{}), "plan after restore")
 	if c := get("/cluster/mapping/dir/share"); c.Get("description") != "shared files" {
 		t.Errorf("dir description not restored: %v", c)
 	}
 
-	d := planFor(t, sim, set, Options{Destroy: true})
+	d := planFor(t, sim, set, engine.Options{Destroy: true})
 	var order []string
 	for _, c := range d.Changes {
-		if c.Action == Delete {
+		if c.Action == engine.Delete {
 			order = append(order, c.Resource.Address())
 		}
 	}
@@ -116,7 +118,7 @@ spec:
   type: pci
   map: ["node=pve,path=0000:01:00.0,id=10de:2204,iommugroup=14,subsystem-id=10de:1454"]
 `
-	applyPlan(t, admin, planFor(t, admin, loadSpec(t, mapping), Options{}))
+	applyPlan(t, admin, planFor(t, admin, loadSpec(t, mapping), engine.Options{}))
 	tok, id := asToken(t, admin, "ci@pve", "gpu")
 	grantBoth(t, admin, "ci@pve", id, "/vms", "PVEVMAdmin")
 	grantBoth(t, admin, "ci@pve", id, "/storage", "PVEDatastoreUser")
@@ -132,16 +134,16 @@ spec:
   hostpci0: mapping=gpu,pcie=1
   running: true
 `)
-	_, err := tryPlan(t, tok, set, Options{})
+	_, err := tryPlan(t, tok, set, engine.Options{})
 	wantSays(t, err,
 		"HardwareMapping/gpu: the API token ci@pve!gpu lacks Mapping.Audit or Mapping.Use or Mapping.Modify on /mapping/pci/gpu, needed to see the mapping",
 		"QemuVM/cuda: the API token ci@pve!gpu lacks Mapping.Use on /mapping/pci/gpu, needed to set hostpci0",
 	)
 	grantBoth(t, admin, "ci@pve", id, "/mapping/pci/gpu", "PVEMappingUser")
-	p := planFor(t, tok, set, Options{})
+	p := planFor(t, tok, set, engine.Options{})
 	if s := p.Summary(); s.Create != 1 {
 		t.Fatalf("got %+v (%q), want the VM created", s, summary(p))
 	}
 	applyPlan(t, tok, p)
-	wantClean(t, planFor(t, tok, set, Options{}), "plan after apply")
+	wantClean(t, planFor(t, tok, set, engine.Options{}), "plan after apply")
 }

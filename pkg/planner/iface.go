@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/pvectl/pvectl/pkg/planner/internal/engine"
+
 	"github.com/pvectl/pvectl/pkg/planner/compare"
 	"github.com/pvectl/pvectl/pkg/pve"
 	"github.com/pvectl/pvectl/pkg/pve/schema"
@@ -24,7 +26,7 @@ type ifaceKind struct {
 	// check finds, at plan time, what PVE would refuse or not keep in the
 	// call that creates or updates r with sent, beyond what every
 	// interface shares (checkIfaceCall). It returns warnings for the plan.
-	check func(b *builder, r *spec.Resource, lo *liveObj, sent map[string]string) ([]string, error)
+	check func(b *engine.Builder, r *spec.Resource, lo *engine.LiveObj, sent map[string]string) ([]string, error)
 }
 
 const (
@@ -108,13 +110,13 @@ type ifaceLive struct {
 
 // traits: an interface lives on its node, and PVE stages its changes in
 // the node's interfaces.new until the node's NetworkApply commits them.
-func (ifaceKind) traits() kindTraits {
-	return kindTraits{Scope: scopeNode, Stages: string(scopeNode), StagedWhat: "network",
+func (ifaceKind) Traits() engine.KindTraits {
+	return engine.KindTraits{Scope: engine.ScopeNode, Stages: string(engine.ScopeNode), StagedWhat: "network",
 		CommittedBy: spec.KindNetworkApply, StagedAlready: nodeStaged}
 }
 
 // nodeStaged says whether lo's node has uncommitted network changes.
-func nodeStaged(lo *liveObj) bool {
+func nodeStaged(lo *engine.LiveObj) bool {
 	st, ok := lo.State.(*ifaceLive)
 	return ok && st.Staged
 }
@@ -126,46 +128,46 @@ func ifaceName(r *spec.Resource) string {
 	return r.Name
 }
 
-func (ifaceKind) observe(ctx context.Context, lc *liveConn, r *spec.Resource) (*liveObj, error) {
-	node, err := lc.node(r)
+func (ifaceKind) Observe(ctx context.Context, lc *engine.LiveConn, r *spec.Resource) (*engine.LiveObj, error) {
+	node, err := lc.Node(r)
 	if err != nil {
 		return nil, err
 	}
-	ln, err := lc.network(ctx, node)
+	ln, err := lc.Network(ctx, node)
 	if err != nil {
 		return nil, err
 	}
 	return ifaceObj(ln, node, ifaceName(r)), nil
 }
 
-func ifaceObj(ln *liveNetwork, node, iface string) *liveObj {
+func ifaceObj(ln *engine.LiveNetwork, node, iface string) *engine.LiveObj {
 	others := map[string]*pve.Config{}
-	for _, c := range ln.ifaces {
+	for _, c := range ln.Ifaces {
 		if c.Get("iface") != iface {
 			others[c.Get("iface")] = c
 		}
 	}
-	st := &ifaceLive{Staged: ln.changes != "", Holders: gatewayHolders(ln.ifaces, iface), Others: others}
-	cfg := ln.iface(iface)
+	st := &ifaceLive{Staged: ln.Changes != "", Holders: gatewayHolders(ln.Ifaces, iface), Others: others}
+	cfg := ln.Iface(iface)
 	if cfg == nil {
-		return &liveObj{Node: node, State: st}
+		return &engine.LiveObj{Node: node, State: st}
 	}
-	return &liveObj{Exists: true, Node: node, Config: cfg, Digest: fieldsDigest(cfg), State: st}
+	return &engine.LiveObj{Exists: true, Node: node, Config: cfg, Digest: engine.FieldsDigest(cfg), State: st}
 }
 
-func (k ifaceKind) compare(b *builder, r *spec.Resource, lo *liveObj, c *Change) error {
+func (k ifaceKind) Compare(b *engine.Builder, r *spec.Resource, lo *engine.LiveObj, c *engine.Change) error {
 	if typ := lo.Config.Get("type"); typ != k.typ {
-		c.Diff = []FieldDiff{{Path: "type", Before: typ, After: k.typ}}
-		return b.replace(r, c, fmt.Sprintf("%s is a %s, not a %s", ifaceName(r), typ, k.typ))
+		c.Diff = []engine.FieldDiff{{Path: "type", Before: typ, After: k.typ}}
+		return b.Replace(r, c, fmt.Sprintf("%s is a %s, not a %s", ifaceName(r), typ, k.typ))
 	}
-	cmp := compare.Comparer{M: b.method("POST", networkCreatePath)}
+	cmp := compare.Comparer{M: b.Method("POST", networkCreatePath)}
 	c.Diff = cmp.DiffParams(r.Params.Map(), r.Remove, lo.Config, ifaceIdentity)
-	if !updateForDiff(c) {
+	if !engine.UpdateForDiff(c) {
 		return nil
 	}
 	// PVE's PUT wants the type and the whole definition, not just the changes.
 	c.Params = ifaceParams(r, k.typ)
-	carryLive(c.Params, lo.Config, r.Remove, b.method("PUT", networkUpdatePath))
+	carryLive(c.Params, lo.Config, r.Remove, b.Method("PUT", networkUpdatePath))
 	del := sendFlags(c.Params, lo.Config)
 	for _, key := range r.Remove {
 		if _, ok := lo.Config.Lookup(key); ok {
@@ -179,7 +181,7 @@ func (k ifaceKind) compare(b *builder, r *spec.Resource, lo *liveObj, c *Change)
 }
 
 // checkCreate finds what PVE would refuse in the create call.
-func (k ifaceKind) checkCreate(b *builder, r *spec.Resource, lo *liveObj, c *Change) error {
+func (k ifaceKind) CheckCreate(b *engine.Builder, r *spec.Resource, lo *engine.LiveObj, c *engine.Change) error {
 	params := ifaceParams(r, k.typ)
 	sendFlags(params, nil)
 	return k.checkCall(b, r, lo, c, params)
@@ -187,7 +189,7 @@ func (k ifaceKind) checkCreate(b *builder, r *spec.Resource, lo *liveObj, c *Cha
 
 // checkCall runs the shared and the kind's checks of a call; warnings
 // become reasons of the change.
-func (k ifaceKind) checkCall(b *builder, r *spec.Resource, lo *liveObj, c *Change, sent map[string]string) error {
+func (k ifaceKind) checkCall(b *engine.Builder, r *spec.Resource, lo *engine.LiveObj, c *engine.Change, sent map[string]string) error {
 	if err := checkIfaceCall(b, r, lo, sent); err != nil {
 		return err
 	}
@@ -223,19 +225,19 @@ func toValues(m map[string]string) url.Values {
 	return v
 }
 
-func (k ifaceKind) create(ctx context.Context, x *execution, c *Change) error {
+func (k ifaceKind) Create(ctx context.Context, x *engine.Execution, c *engine.Change) error {
 	iface := ifaceName(c.Resource)
 	p := ifaceParams(c.Resource, k.typ)
 	sendFlags(p, nil) // a false flag of definedIsOn is left out: sent as 0 it would switch it on
 	params := toValues(p)
 	params.Set("iface", iface)
-	if err := x.client.CreateIface(ctx, c.Node, params); err != nil {
+	if err := x.Client.CreateIface(ctx, c.Node, params); err != nil {
 		return fmt.Errorf("create %s %s on node %s: %w", k.typ, iface, c.Node, err)
 	}
 	return nil
 }
 
-func (k ifaceKind) update(ctx context.Context, x *execution, c *Change) error {
+func (k ifaceKind) Update(ctx context.Context, x *engine.Execution, c *engine.Change) error {
 	iface := ifaceName(c.Resource)
 	// PVE keeps no digest for an interface and its PUT overwrites the
 	// whole definition, carried-over live settings included (carryLive):
@@ -243,67 +245,67 @@ func (k ifaceKind) update(ctx context.Context, x *execution, c *Change) error {
 	// NetworkApply would make that live. So read it again right before
 	// the write, and refuse if it moved.
 	if c.Digest != "" {
-		now, err := k.current(ctx, x.client, c)
+		now, err := k.Current(ctx, x.Client, c)
 		if err != nil {
 			return fmt.Errorf("re-read %s %s on node %s: %w", k.typ, iface, c.Node, err)
 		}
 		switch {
 		case !now.Exists:
-			return &StaleError{Address: c.Address, Why: fmt.Sprintf("%s is gone from node %s", iface, c.Node)}
+			return &engine.StaleError{Address: c.Address, Why: fmt.Sprintf("%s is gone from node %s", iface, c.Node)}
 		case !sameIface(now, c.Digest):
-			return &StaleError{Address: c.Address, Why: fmt.Sprintf("%s on node %s was edited", iface, c.Node)}
+			return &engine.StaleError{Address: c.Address, Why: fmt.Sprintf("%s on node %s was edited", iface, c.Node)}
 		}
 	}
-	if err := x.client.UpdateIface(ctx, c.Node, iface, toValues(c.Params)); err != nil {
+	if err := x.Client.UpdateIface(ctx, c.Node, iface, toValues(c.Params)); err != nil {
 		return fmt.Errorf("update %s %s on node %s: %w", k.typ, iface, c.Node, err)
 	}
 	return nil
 }
 
-func (ifaceKind) remove(ctx context.Context, x *execution, c *Change) error {
+func (ifaceKind) Remove(ctx context.Context, x *engine.Execution, c *engine.Change) error {
 	iface := ifaceName(c.Resource)
-	if err := x.client.DeleteIface(ctx, c.Node, iface); err != nil && !pve.IsNotFound(err) {
+	if err := x.Client.DeleteIface(ctx, c.Node, iface); err != nil && !pve.IsNotFound(err) {
 		return fmt.Errorf("delete interface %s on node %s: %w", iface, c.Node, err)
 	}
 	return nil
 }
 
-func (ifaceKind) current(ctx context.Context, cl *pve.Client, c *Change) (*liveObj, error) {
+func (ifaceKind) Current(ctx context.Context, cl *pve.Client, c *engine.Change) (*engine.LiveObj, error) {
 	ifaces, changes, err := cl.NetworkList(ctx, c.Node)
 	if err != nil {
 		return nil, err
 	}
-	return ifaceObj(&liveNetwork{ifaces: ifaces, changes: changes}, c.Node, ifaceName(c.Resource)), nil
+	return ifaceObj(&engine.LiveNetwork{Ifaces: ifaces, Changes: changes}, c.Node, ifaceName(c.Resource)), nil
 }
 
 // readCalls: GET /nodes/{node}/network is open to all but leaves out the
 // bridges the caller may neither use nor audit (pve-manager
 // API2/Network.pm index); other interfaces are listed to anyone.
-func (k ifaceKind) readCalls(r *spec.Resource) []apiCall {
-	c := call("GET", "/nodes/{node}/network", "to see the interface", "node", r.Params.Get("node"))
+func (k ifaceKind) ReadCalls(r *spec.Resource) []engine.APICall {
+	c := engine.Call("GET", "/nodes/{node}/network", "to see the interface", "node", r.Params.Get("node"))
 	if k.typ == "bridge" {
-		c = c.with(needAny("/sdn/zones/localnetwork/"+ifaceName(r),
+		c = c.With(engine.NeedAny("/sdn/zones/localnetwork/"+ifaceName(r),
 			"to see the bridge (PVE lists only the bridges a token may use or audit)", "SDN.Audit", "SDN.Use"))
 	}
-	return []apiCall{c}
+	return []engine.APICall{c}
 }
 
 // changeCalls: POST /nodes/{node}/network, PUT and DELETE
 // /nodes/{node}/network/{iface}.
-func (ifaceKind) changeCalls(c *Change, _ *liveObj) []apiCall {
+func (ifaceKind) ChangeCalls(c *engine.Change, _ *engine.LiveObj) []engine.APICall {
 	why, iface := "to "+c.Action.String()+" the interface", ifaceName(c.Resource)
-	post := call("POST", "/nodes/{node}/network", why, "node", c.Node, "iface", iface)
-	put := call("PUT", "/nodes/{node}/network/{iface}", why, "node", c.Node, "iface", iface)
-	del := call("DELETE", "/nodes/{node}/network/{iface}", why, "node", c.Node, "iface", iface)
+	post := engine.Call("POST", "/nodes/{node}/network", why, "node", c.Node, "iface", iface)
+	put := engine.Call("PUT", "/nodes/{node}/network/{iface}", why, "node", c.Node, "iface", iface)
+	del := engine.Call("DELETE", "/nodes/{node}/network/{iface}", why, "node", c.Node, "iface", iface)
 	switch c.Action {
-	case Create:
-		return []apiCall{post}
-	case Update:
-		return []apiCall{put}
-	case Delete:
-		return []apiCall{del}
-	case Replace:
-		return []apiCall{del, post}
+	case engine.Create:
+		return []engine.APICall{post}
+	case engine.Update:
+		return []engine.APICall{put}
+	case engine.Delete:
+		return []engine.APICall{del}
+	case engine.Replace:
+		return []engine.APICall{del, post}
 	}
 	return nil
 }
@@ -314,7 +316,7 @@ func (ifaceKind) changeCalls(c *Change, _ *liveObj) []apiCall {
 // Network/Interfaces.pm, the bond check), so a bond this run wrote may
 // have changed its slave, itself an interface of the run (a bond of
 // bonds).
-func sameIface(lo *liveObj, digest string) bool {
+func sameIface(lo *engine.LiveObj, digest string) bool {
 	if lo.Digest == digest {
 		return true
 	}
@@ -329,7 +331,7 @@ func sameIface(lo *liveObj, digest string) bool {
 		} else {
 			cfg.Set("autostart", before)
 		}
-		if fieldsDigest(cfg) == digest {
+		if engine.FieldsDigest(cfg) == digest {
 			return true
 		}
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"strings"
 
+	"github.com/pvectl/pvectl/pkg/planner/internal/engine"
+
 	"github.com/pvectl/pvectl/internal/lazyre"
 	"github.com/pvectl/pvectl/pkg/spec"
 )
@@ -13,18 +15,20 @@ import (
 // The user, token and pool a grant names are edges Load finds itself.
 
 // importLists: GET /access/acl.
-func (aclKind) importLists(lc *liveConn, _ string) []listRead { return []listRead{aclRead(lc)} }
+func (aclKind) ImportLists(lc *engine.LiveConn, _ string) []engine.ListRead {
+	return []engine.ListRead{engine.ACLRead(lc)}
+}
 
-func (aclKind) importable(ctx context.Context, ic *importCtx, _ string) ([]importItem, error) {
-	entries, err := ic.lc.aclList(ctx)
+func (aclKind) Importable(ctx context.Context, ic *engine.ImportCtx, _ string) ([]engine.ImportItem, error) {
+	entries, err := ic.Lc.ACLList(ctx)
 	if err != nil {
 		return nil, err
 	}
-	var out []importItem
+	var out []engine.ImportItem
 	for _, e := range entries {
 		params := map[string]string{"path": e.Path, e.Type + "s": e.UGID, "roles": e.Role}
 		r := &spec.Resource{Kind: spec.KindACL, Name: aclDocName(e.Path, e.UGID, e.Role), State: spec.Present, Params: spec.ParamsOf(params)}
-		out = append(out, importItem{r: r, ids: []string{e.Path + ":" + e.UGID + ":" + e.Role, r.Name}})
+		out = append(out, engine.ImportItem{R: r, Ids: []string{e.Path + ":" + e.UGID + ":" + e.Role, r.Name}})
 	}
 	return out, nil
 }
@@ -40,16 +44,16 @@ func aclDocName(path, ugid, role string) string {
 // importPerms: GET /access/acl lists only the entries on paths where the
 // token may change permissions, or every one with Sys.Audit on /access
 // (pve-access-control API2/ACL.pm read_acl).
-func (aclKind) importPerms(string) []permNeed {
-	return []permNeed{need("/access", "to list every ACL entry (PVE lists only those on paths whose permissions a token may change)", "Sys.Audit")}
+func (aclKind) ImportPerms(string) []engine.PermNeed {
+	return []engine.PermNeed{engine.NeedPriv("/access", "to list every ACL entry (PVE lists only those on paths whose permissions a token may change)", "Sys.Audit")}
 }
 
-func (aclKind) importDoc(ic *importCtx, r *spec.Resource, lo *liveObj) (*ImportedDoc, error) {
+func (aclKind) ImportDoc(ic *engine.ImportCtx, r *spec.Resource, lo *engine.LiveObj) (*engine.ImportedDoc, error) {
 	path, typ, ugid, role, _ := spec.ACLGrant(r)
-	d := &ImportedDoc{Kind: spec.KindACL, Name: r.Name}
-	d.Spec = []Field{{Key: "path", Value: path}, {Key: typ + "s", Value: ugid}, {Key: "roles", Value: role}}
+	d := &engine.ImportedDoc{Kind: spec.KindACL, Name: r.Name}
+	d.Spec = []engine.Field{{Key: "path", Value: path}, {Key: typ + "s", Value: ugid}, {Key: "roles", Value: role}}
 	if lo.Config.Get("propagate") == "0" {
-		d.Spec = append(d.Spec, Field{Key: "propagate", Value: false})
+		d.Spec = append(d.Spec, engine.Field{Key: "propagate", Value: false})
 	}
 	return d, nil
 }

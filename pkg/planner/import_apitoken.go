@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/pvectl/pvectl/pkg/planner/internal/engine"
+
 	"github.com/pvectl/pvectl/pkg/planner/importdoc"
 	"github.com/pvectl/pvectl/pkg/spec"
 )
@@ -16,15 +18,17 @@ import (
 // as is left out (destroying the specs would cut pvectl off).
 
 // importLists: the users with their tokens.
-func (tokenKind) importLists(lc *liveConn, _ string) []listRead { return []listRead{usersRead(lc)} }
+func (tokenKind) ImportLists(lc *engine.LiveConn, _ string) []engine.ListRead {
+	return []engine.ListRead{engine.UsersRead(lc)}
+}
 
-func (tokenKind) importable(ctx context.Context, ic *importCtx, _ string) ([]importItem, error) {
-	users, err := ic.lc.userList(ctx)
+func (tokenKind) Importable(ctx context.Context, ic *engine.ImportCtx, _ string) ([]engine.ImportItem, error) {
+	users, err := ic.Lc.UserList(ctx)
 	if err != nil {
 		return nil, err
 	}
-	self := ic.lc.client.TokenID()
-	var out []importItem
+	self := ic.Lc.Client.TokenID()
+	var out []engine.ImportItem
 	for _, uid := range slices.Sorted(maps.Keys(users)) {
 		for _, tid := range slices.Sorted(maps.Keys(users[uid].Tokens)) {
 			full := uid + "!" + tid
@@ -32,26 +36,26 @@ func (tokenKind) importable(ctx context.Context, ic *importCtx, _ string) ([]imp
 				continue
 			}
 			r := &spec.Resource{Kind: spec.KindAPIToken, Name: tid, State: spec.Present, Params: spec.ParamsOf(map[string]string{"userid": uid, "tokenid": tid})}
-			out = append(out, importItem{r: r, ids: []string{full}})
+			out = append(out, engine.ImportItem{R: r, Ids: []string{full}})
 		}
 	}
 	return out, nil
 }
 
 // importPerms: tokens come with the users (GET /access/users?full=1).
-func (tokenKind) importPerms(string) []permNeed {
-	return userKind{}.importPerms("")
+func (tokenKind) ImportPerms(string) []engine.PermNeed {
+	return userKind{}.ImportPerms("")
 }
 
-func (tokenKind) importDoc(ic *importCtx, r *spec.Resource, lo *liveObj) (*ImportedDoc, error) {
+func (tokenKind) ImportDoc(ic *engine.ImportCtx, r *spec.Resource, lo *engine.LiveObj) (*engine.ImportedDoc, error) {
 	uid, tid := tokenIDs(r)
-	name := ic.docName(spec.KindAPIToken, tid, strings.NewReplacer("@", "-", "!", "-").Replace(uid+"!"+tid))
-	d := &ImportedDoc{Kind: spec.KindAPIToken, Name: name}
-	fields := ic.Fields(d, ic.method("POST", tokenCreatePath), lo.Config, "token_"+uid+"_"+tid, func(k string) bool {
+	name := ic.DocName(spec.KindAPIToken, tid, strings.NewReplacer("@", "-", "!", "-").Replace(uid+"!"+tid))
+	d := &engine.ImportedDoc{Kind: spec.KindAPIToken, Name: name}
+	fields := ic.Fields(d, ic.Method("POST", tokenCreatePath), lo.Config, "token_"+uid+"_"+tid, func(k string) bool {
 		cleared, setting := tokenFields[k]
 		return !setting || (cleared != "" && lo.Config.Get(k) == cleared)
 	}, importdoc.KeepSub)
-	d.Spec = importdoc.WithFirst(fields, Field{Key: "userid", Value: uid}, Field{Key: "tokenid", Value: tid})
+	d.Spec = importdoc.WithFirst(fields, engine.Field{Key: "userid", Value: uid}, engine.Field{Key: "tokenid", Value: tid})
 	d.Notes = append(d.Notes, "# PVE shows a token's secret only when it makes the token: a create from this",
 		"# document makes a new secret (add secretFile: PATH to keep it).")
 	return d, nil

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/pvectl/pvectl/pkg/planner/internal/engine"
 )
 
 // BenchmarkImport is issue 22's import row: `import --all` of 500 VMs
@@ -20,10 +22,10 @@ func BenchmarkImport(b *testing.B) {
 	for _, lat := range []time.Duration{0, 20 * time.Millisecond} {
 		env := newBenchEnv(b, lat, time.Millisecond)
 		set := vmSpecs(b, n)
-		if _, err := Apply(context.Background(), env.clients, planOnce(b, env.clients, set), ApplyOptions{Parallelism: 16}); err != nil {
+		if _, err := engine.Apply(context.Background(), env.clients, planOnce(b, env.clients, set), engine.ApplyOptions{Parallelism: 16}); err != nil {
 			b.Fatal(err)
 		}
-		bound := time.Duration(2+(n+2+DefaultReadConcurrency-1)/DefaultReadConcurrency) * lat
+		bound := time.Duration(2+(n+2+engine.DefaultReadConcurrency-1)/engine.DefaultReadConcurrency) * lat
 		report := func(b *testing.B) {
 			b.ReportMetric(float64(env.requests.Total())/float64(b.N), "requests/op")
 			if lat > 0 {
@@ -33,7 +35,7 @@ func BenchmarkImport(b *testing.B) {
 		b.Run(fmt.Sprintf("vms=%d/latency=%s/import", n, lat), func(b *testing.B) {
 			env.requests.Reset()
 			for range b.N {
-				res, err := Import(context.Background(), env.clients, ImportOptions{All: true})
+				res, err := engine.Import(context.Background(), env.clients, engine.ImportOptions{All: true})
 				if err != nil || len(res.Problems) > 0 || len(res.Docs) < n {
 					b.Fatalf("import: %v %v (%d documents)", err, res.Problems, len(res.Docs))
 				}

@@ -3,6 +3,8 @@ package planner
 import (
 	"context"
 
+	"github.com/pvectl/pvectl/pkg/planner/internal/engine"
+
 	"github.com/pvectl/pvectl/pkg/planner/importdoc"
 	"github.com/pvectl/pvectl/pkg/planner/marks"
 	"github.com/pvectl/pvectl/pkg/spec"
@@ -12,18 +14,18 @@ import (
 // datacenter.cfg has, without mac_prefix when it is PVE's default (the
 // reader answers it unset too) and without pvectl's block in the notes.
 
-func (clusterOptionsKind) importable(ctx context.Context, ic *importCtx, _ string) ([]importItem, error) {
+func (clusterOptionsKind) Importable(ctx context.Context, ic *engine.ImportCtx, _ string) ([]engine.ImportItem, error) {
 	r := &spec.Resource{Kind: spec.KindClusterOptions, Name: "cluster", State: spec.Present, Params: spec.NewParams(0)}
-	return []importItem{{r: r, ids: []string{"cluster"}}}, nil
+	return []engine.ImportItem{{R: r, Ids: []string{"cluster"}}}, nil
 }
 
 // importPerms: GET /cluster/options answers every option with Sys.Audit on / only.
-func (clusterOptionsKind) importPerms(string) []permNeed {
-	return []permNeed{need("/", "to read the cluster options", "Sys.Audit")}
+func (clusterOptionsKind) ImportPerms(string) []engine.PermNeed {
+	return []engine.PermNeed{engine.NeedPriv("/", "to read the cluster options", "Sys.Audit")}
 }
 
-func (clusterOptionsKind) importDoc(ic *importCtx, _ *spec.Resource, lo *liveObj) (*ImportedDoc, error) {
-	d := &ImportedDoc{Kind: spec.KindClusterOptions, Name: "cluster"}
+func (clusterOptionsKind) ImportDoc(ic *engine.ImportCtx, _ *spec.Resource, lo *engine.LiveObj) (*engine.ImportedDoc, error) {
+	d := &engine.ImportedDoc{Kind: spec.KindClusterOptions, Name: "cluster"}
 	cfg := lo.Config.Clone()
 	if cfg.Get("mac_prefix") == "BC:24:11" {
 		cfg.Delete("mac_prefix")
@@ -33,7 +35,7 @@ func (clusterOptionsKind) importDoc(ic *importCtx, _ *spec.Resource, lo *liveObj
 	} else {
 		cfg.Delete("description")
 	}
-	d.Spec = ic.Fields(d, ic.method("PUT", clusterOptionsPath), cfg, "cluster_options", func(k string) bool { return k == "delete" }, importdoc.KeepSub)
+	d.Spec = ic.Fields(d, ic.Method("PUT", clusterOptionsPath), cfg, "cluster_options", func(k string) bool { return k == "delete" }, importdoc.KeepSub)
 	if len(d.Spec) == 0 {
 		return nil, nil
 	}

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/pvectl/pvectl/pkg/planner/internal/engine"
+
 	"github.com/pvectl/pvectl/internal/lazyre"
 	"github.com/pvectl/pvectl/pkg/planner/compare"
 	"github.com/pvectl/pvectl/pkg/spec"
@@ -24,9 +26,9 @@ var downloadContents = []string{"iso", "vztmpl", "import"}
 // <name>-<12 hex of its content's hash>.iso.
 var configDriveFile = lazyre.New(`-[0-9a-f]{12}\.iso$`)
 
-func (downloadKind) importable(ctx context.Context, ic *importCtx, node string) ([]importItem, error) {
-	var out []importItem
-	for _, row := range ic.lc.resources {
+func (downloadKind) Importable(ctx context.Context, ic *engine.ImportCtx, node string) ([]engine.ImportItem, error) {
+	var out []engine.ImportItem
+	for _, row := range ic.Lc.Resources {
 		if row.Type != "storage" || (node != "" && row.Node != node) {
 			continue
 		}
@@ -34,7 +36,7 @@ func (downloadKind) importable(ctx context.Context, ic *importCtx, node string) 
 			if !slices.Contains(compare.SplitSet(row.Content), content) {
 				continue
 			}
-			vs, err := ic.lc.storageVolumes(ctx, row.Node, row.Storage, content)
+			vs, err := ic.Lc.StorageVolumes(ctx, row.Node, row.Storage, content)
 			if err != nil {
 				return nil, err
 			}
@@ -48,7 +50,7 @@ func (downloadKind) importable(ctx context.Context, ic *importCtx, node string) 
 				}
 				r := &spec.Resource{Kind: spec.KindDownloadedImage, Name: file, State: spec.Present, ReadOnly: true,
 					Params: spec.ParamsOf(map[string]string{"node": row.Node, "storage": row.Storage, "content": content, "filename": file})}
-				out = append(out, importItem{r: r, ids: []string{v.VolID, row.Node + "/" + v.VolID, file}})
+				out = append(out, engine.ImportItem{R: r, Ids: []string{v.VolID, row.Node + "/" + v.VolID, file}})
 			}
 		}
 	}
@@ -56,22 +58,22 @@ func (downloadKind) importable(ctx context.Context, ic *importCtx, node string) 
 }
 
 // importLists: the content lists of the storages that hold files.
-func (downloadKind) importLists(lc *liveConn, node string) []listRead {
-	return volumeReads(lc, node, downloadContents)
+func (downloadKind) ImportLists(lc *engine.LiveConn, node string) []engine.ListRead {
+	return engine.VolumeReads(lc, node, downloadContents)
 }
 
 // importPerms: a storage's content is listed only with Datastore.Audit
 // or Datastore.AllocateSpace on it.
-func (downloadKind) importPerms(string) []permNeed {
-	return []permNeed{needAny("/storage", "to list the files on the storages", "Datastore.Audit", "Datastore.AllocateSpace")}
+func (downloadKind) ImportPerms(string) []engine.PermNeed {
+	return []engine.PermNeed{engine.NeedAny("/storage", "to list the files on the storages", "Datastore.Audit", "Datastore.AllocateSpace")}
 }
 
-func (downloadKind) importDoc(ic *importCtx, r *spec.Resource, lo *liveObj) (*ImportedDoc, error) {
+func (downloadKind) ImportDoc(ic *engine.ImportCtx, r *spec.Resource, lo *engine.LiveObj) (*engine.ImportedDoc, error) {
 	p := r.Params
 	file, node, storage := p.Get("filename"), lo.Node, p.Get("storage")
-	d := &ImportedDoc{Kind: spec.KindDownloadedImage, ReadOnly: true,
-		Name: ic.docName(spec.KindDownloadedImage, file, file+"-"+storage+"-"+node)}
-	d.Spec = []Field{{Key: "node", Value: node}, {Key: "storage", Value: storage}, {Key: "content", Value: p.Get("content")}, {Key: "filename", Value: file}}
+	d := &engine.ImportedDoc{Kind: spec.KindDownloadedImage, ReadOnly: true,
+		Name: ic.DocName(spec.KindDownloadedImage, file, file+"-"+storage+"-"+node)}
+	d.Spec = []engine.Field{{Key: "node", Value: node}, {Key: "storage", Value: storage}, {Key: "content", Value: p.Get("content")}, {Key: "filename", Value: file}}
 	// No implicit edge leads from a file to its storage.
 	d.DependsOn = append(d.DependsOn, spec.KindStorage+"/"+storage)
 	return d, nil

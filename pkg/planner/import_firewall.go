@@ -4,6 +4,8 @@ import (
 	"context"
 	"maps"
 
+	"github.com/pvectl/pvectl/pkg/planner/internal/engine"
+
 	"go.yaml.in/yaml/v3"
 
 	"github.com/pvectl/pvectl/pkg/spec"
@@ -15,35 +17,35 @@ import (
 // are not imported yet (a guest's would need its QemuVM/LxcContainer
 // document's name as scope).
 
-func (firewallKind) importable(_ context.Context, _ *importCtx, node string) ([]importItem, error) {
+func (firewallKind) Importable(_ context.Context, _ *engine.ImportCtx, node string) ([]engine.ImportItem, error) {
 	if node != "" {
 		return nil, nil // the cluster's firewall is on no node
 	}
 	r := &spec.Resource{Kind: spec.KindFirewall, Name: "cluster", State: spec.Present, Params: spec.NewParams(0),
 		Keys: &spec.FirewallKeys{Scope: "cluster", Wire: &spec.FirewallWire{Scope: spec.FirewallCluster}}}
-	return []importItem{{r: r, ids: []string{"cluster"}}}, nil
+	return []engine.ImportItem{{R: r, Ids: []string{"cluster"}}}, nil
 }
 
 // importPerms: the cluster firewall's reads need Sys.Audit on /.
-func (firewallKind) importPerms(string) []permNeed {
-	return []permNeed{need("/", "to read the cluster's firewall", "Sys.Audit")}
+func (firewallKind) ImportPerms(string) []engine.PermNeed {
+	return []engine.PermNeed{engine.NeedPriv("/", "to read the cluster's firewall", "Sys.Audit")}
 }
 
-func (firewallKind) importDoc(_ *importCtx, _ *spec.Resource, lo *liveObj) (*ImportedDoc, error) {
+func (firewallKind) ImportDoc(_ *engine.ImportCtx, _ *spec.Resource, lo *engine.LiveObj) (*engine.ImportedDoc, error) {
 	st := fwStateOf(lo)
 	if len(st.Options) == 0 && len(st.Rules.Rules) == 0 && len(st.Aliases) == 0 && len(st.IPSets) == 0 {
 		return nil, nil // nothing set: no document
 	}
-	d := &ImportedDoc{Kind: spec.KindFirewall, Name: "cluster", Spec: []Field{{Key: "scope", Value: "cluster"}}}
+	d := &engine.ImportedDoc{Kind: spec.KindFirewall, Name: "cluster", Spec: []engine.Field{{Key: "scope", Value: "cluster"}}}
 	if len(st.Options) > 0 {
-		d.Spec = append(d.Spec, Field{Key: "options", Value: yamlOf(st.Options, false)})
+		d.Spec = append(d.Spec, engine.Field{Key: "options", Value: yamlOf(st.Options, false)})
 	}
 	if len(st.Aliases) > 0 {
 		aliases := map[string]any{}
 		for name, e := range st.Aliases {
 			aliases[name] = entryValue(e)
 		}
-		d.Spec = append(d.Spec, Field{Key: "aliases", Value: yamlOf(aliases, false)})
+		d.Spec = append(d.Spec, engine.Field{Key: "aliases", Value: yamlOf(aliases, false)})
 	}
 	if len(st.IPSets) > 0 {
 		sets := map[string]any{}
@@ -54,10 +56,10 @@ func (firewallKind) importDoc(_ *importCtx, _ *spec.Resource, lo *liveObj) (*Imp
 			}
 			sets[name] = list
 		}
-		d.Spec = append(d.Spec, Field{Key: "ipsets", Value: yamlOf(sets, false)})
+		d.Spec = append(d.Spec, engine.Field{Key: "ipsets", Value: yamlOf(sets, false)})
 	}
 	if rules := importRules(st.Rules.Rules); len(rules) > 0 {
-		d.Spec = append(d.Spec, Field{Key: "rules", Value: yamlOf(rules, true)})
+		d.Spec = append(d.Spec, engine.Field{Key: "rules", Value: yamlOf(rules, true)})
 	}
 	return d, nil
 }
@@ -101,41 +103,41 @@ func importRules(rules []map[string]string) []any {
 }
 
 // importLists: the security groups, read in the prefetch round.
-func (securityGroupKind) importLists(lc *liveConn, _ string) []listRead {
-	return []listRead{sectionListRead(lc, fwGroupsPath)}
+func (securityGroupKind) ImportLists(lc *engine.LiveConn, _ string) []engine.ListRead {
+	return []engine.ListRead{sectionListRead(lc, fwGroupsPath)}
 }
 
-func (securityGroupKind) importable(ctx context.Context, ic *importCtx, node string) ([]importItem, error) {
+func (securityGroupKind) Importable(ctx context.Context, ic *engine.ImportCtx, node string) ([]engine.ImportItem, error) {
 	if node != "" {
 		return nil, nil
 	}
-	rows, err := ic.lc.sectionRows(ctx, fwGroupsPath) // observe reads it there too
+	rows, err := ic.Lc.SectionRows(ctx, fwGroupsPath) // observe reads it there too
 	if err != nil {
 		return nil, err
 	}
-	var out []importItem
+	var out []engine.ImportItem
 	for _, row := range rows {
 		g := row.Get("group")
 		r := &spec.Resource{Kind: spec.KindSecurityGroup, Name: g, State: spec.Present, Params: spec.ParamsOf(map[string]string{"group": g}),
 			Keys: &spec.SecurityGroupKeys{Wire: &spec.FirewallWire{Scope: spec.FirewallGroup}}}
-		out = append(out, importItem{r: r, ids: []string{g}})
+		out = append(out, engine.ImportItem{R: r, Ids: []string{g}})
 	}
 	return out, nil
 }
 
 // importPerms: a group's rules need Sys.Audit on /.
-func (securityGroupKind) importPerms(string) []permNeed {
-	return []permNeed{need("/", "to read the security groups' rules", "Sys.Audit")}
+func (securityGroupKind) ImportPerms(string) []engine.PermNeed {
+	return []engine.PermNeed{engine.NeedPriv("/", "to read the security groups' rules", "Sys.Audit")}
 }
 
-func (securityGroupKind) importDoc(_ *importCtx, r *spec.Resource, lo *liveObj) (*ImportedDoc, error) {
+func (securityGroupKind) ImportDoc(_ *engine.ImportCtx, r *spec.Resource, lo *engine.LiveObj) (*engine.ImportedDoc, error) {
 	st := sgStateOf(lo)
-	d := &ImportedDoc{Kind: spec.KindSecurityGroup, Name: groupName(r)}
+	d := &engine.ImportedDoc{Kind: spec.KindSecurityGroup, Name: groupName(r)}
 	if st.Comment != "" {
-		d.Spec = append(d.Spec, Field{Key: "comment", Value: st.Comment})
+		d.Spec = append(d.Spec, engine.Field{Key: "comment", Value: st.Comment})
 	}
 	if rules := importRules(st.Rules.Rules); len(rules) > 0 {
-		d.Spec = append(d.Spec, Field{Key: "rules", Value: yamlOf(rules, true)})
+		d.Spec = append(d.Spec, engine.Field{Key: "rules", Value: yamlOf(rules, true)})
 	}
 	return d, nil
 }

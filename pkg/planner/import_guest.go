@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/pvectl/pvectl/pkg/planner/internal/engine"
+
 	"github.com/pvectl/pvectl/internal/lazyre"
 	"github.com/pvectl/pvectl/pkg/planner/compare"
 	"github.com/pvectl/pvectl/pkg/planner/importdoc"
@@ -31,13 +33,13 @@ func isUnused(key string) bool {
 	return ok && err == nil
 }
 
-func (g guest) importable(ctx context.Context, ic *importCtx, node string) ([]importItem, error) {
-	rows, err := ic.lc.guestRows(ctx, g.typ)
+func (g guest) Importable(ctx context.Context, ic *engine.ImportCtx, node string) ([]engine.ImportItem, error) {
+	rows, err := currentGuestRows(ic.Lc, ctx, g.typ)
 	if err != nil {
 		return nil, err
 	}
 	kind := g.specKind
-	var out []importItem
+	var out []engine.ImportItem
 	for _, row := range rows {
 		if row.Type != string(g.typ) || (node != "" && row.Node != node) {
 			continue
@@ -53,19 +55,19 @@ func (g guest) importable(ctx context.Context, ic *importCtx, node string) ([]im
 		if row.Name != "" {
 			ids = append(ids, row.Name)
 		}
-		out = append(out, importItem{r: r, ids: ids})
+		out = append(out, engine.ImportItem{R: r, Ids: ids})
 	}
 	return out, nil
 }
 
 // importLists: the guest rows (the per-node lists of the type).
-func (g guest) importLists(lc *liveConn, _ string) []listRead {
-	return []listRead{guestRowsRead(lc, g.typ)}
+func (g guest) ImportLists(lc *engine.LiveConn, _ string) []engine.ListRead {
+	return []engine.ListRead{guestRowsRead(lc, g.typ)}
 }
 
 // importPerms: the node lists show only the guests a token may audit.
-func (g guest) importPerms(string) []permNeed {
-	return []permNeed{need("/vms", "to list the guests (PVE lists only those a token may audit)", "VM.Audit")}
+func (g guest) ImportPerms(string) []engine.PermNeed {
+	return []engine.PermNeed{engine.NeedPriv("/vms", "to list the guests (PVE lists only those a token may audit)", "VM.Audit")}
 }
 
 // guestDoc is the part of a guest's document both kinds write: node,
@@ -73,36 +75,36 @@ func (g guest) importPerms(string) []permNeed {
 // asked for (without it, a guest stopped for maintenance stays stopped
 // whatever the next apply does). It is nil
 // (with a warning) for a guest without a name, which a spec cannot name.
-func (g guest) guestDoc(ic *importCtx, kind string, lo *liveObj, skip func(string) bool) *ImportedDoc {
+func (g guest) guestDoc(ic *engine.ImportCtx, kind string, lo *engine.LiveObj, skip func(string) bool) *engine.ImportedDoc {
 	gl := liveOf(lo)
 	name := lo.Config.Get(g.nameParam)
 	if name == "" {
-		ic.warn("%s %d on node %s has no %s: skipped (a document needs a name; set one in PVE and import it again)",
+		ic.Warn("%s %d on node %s has no %s: skipped (a document needs a name; set one in PVE and import it again)",
 			guestNoun(string(g.typ)), gl.VMID, lo.Node, g.nameParam)
 		return nil
 	}
 	id := strconv.Itoa(gl.VMID)
-	d := &ImportedDoc{Kind: kind, Name: ic.docName(kind, name, name+"-"+id)}
-	m := ic.method("POST", g.createPath)
+	d := &engine.ImportedDoc{Kind: kind, Name: ic.DocName(kind, name, name+"-"+id)}
+	m := ic.Method("POST", g.createPath)
 	fields := ic.Fields(d, m, importedConfig(lo.Config), fmt.Sprintf("%s_%d", g.noun, gl.VMID), func(k string) bool {
 		return g.notInConfig[k] || guestNotManaged[k] || isUnused(k) || k == g.nameParam || skip(k)
 	}, g.subRule(gl.VMID))
-	first := []Field{{Key: "node", Value: lo.Node}, {Key: "vmid", Value: gl.VMID}}
+	first := []engine.Field{{Key: "node", Value: lo.Node}, {Key: "vmid", Value: gl.VMID}}
 	if d.Name != name {
-		first = append(first, Field{Key: g.nameParam, Value: name})
+		first = append(first, engine.Field{Key: g.nameParam, Value: name})
 	}
 	fields = importdoc.WithFirst(fields, first...)
 	if gl.Pool != "" {
-		fields = append(fields, Field{Key: "pool", Value: gl.Pool})
+		fields = append(fields, engine.Field{Key: "pool", Value: gl.Pool})
 	}
 	template := lo.Config.Get("template") == "1"
-	if ic.withPowerState && !template {
-		fields = append(fields, Field{Key: "running", Value: gl.Status == "running"})
+	if ic.WithPowerState && !template {
+		fields = append(fields, engine.Field{Key: "running", Value: gl.Status == "running"})
 	}
 	d.Spec = fields
 	// A template pvectl did not bake (no recipe block) is the node's
 	// base image, which other guests are cloned from: read only.
-	if template && liveRecipe(lo.Config.Get("description")) == "" && !ic.manageInfrastructure {
+	if template && liveRecipe(lo.Config.Get("description")) == "" && !ic.ManageInfrastructure {
 		d.ReadOnly = true
 		d.Notes = append(d.Notes, "# managed: false: a template pvectl did not bake (import with --manage-infrastructure to manage it).")
 	}

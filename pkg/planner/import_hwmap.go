@@ -4,6 +4,8 @@ import (
 	"context"
 	"strings"
 
+	"github.com/pvectl/pvectl/pkg/planner/internal/engine"
+
 	"github.com/pvectl/pvectl/pkg/planner/importdoc"
 	"github.com/pvectl/pvectl/pkg/pve"
 	"github.com/pvectl/pvectl/pkg/spec"
@@ -16,11 +18,11 @@ import (
 
 var hwmapTypes = []string{spec.MappingPCI, spec.MappingUSB, spec.MappingDir}
 
-func (hwmapKind) importable(ctx context.Context, ic *importCtx, _ string) ([]importItem, error) {
-	var out []importItem
+func (hwmapKind) Importable(ctx context.Context, ic *engine.ImportCtx, _ string) ([]engine.ImportItem, error) {
+	var out []engine.ImportItem
 	used := map[string]bool{}
 	for _, typ := range hwmapTypes {
-		rows, err := ic.lc.hwmapRows(ctx, typ)
+		rows, err := ic.Lc.HWMapRows(ctx, typ)
 		if err != nil {
 			return nil, err
 		}
@@ -36,45 +38,45 @@ func (hwmapKind) importable(ctx context.Context, ic *importCtx, _ string) ([]imp
 			used[name] = true
 			r := &spec.Resource{Kind: spec.KindHardwareMapping, Name: name, State: spec.Present,
 				Params: spec.ParamsOf(map[string]string{"id": id}), Keys: &spec.HardwareMappingKeys{Type: typ}}
-			out = append(out, importItem{r: r, ids: []string{name, typ + "/" + id}})
+			out = append(out, engine.ImportItem{R: r, Ids: []string{name, typ + "/" + id}})
 		}
 	}
 	return out, nil
 }
 
-func (hwmapKind) importLists(lc *liveConn, _ string) []listRead {
-	var out []listRead
+func (hwmapKind) ImportLists(lc *engine.LiveConn, _ string) []engine.ListRead {
+	var out []engine.ListRead
 	for _, typ := range hwmapTypes {
-		path := hwmapListPath(typ)
-		out = append(out, rowsRead(&lc.cfgLists, path, func(ctx context.Context) ([]*pve.Config, error) { return readHWMaps(ctx, lc.client, typ) }))
+		path := engine.HWMapListPath(typ)
+		out = append(out, engine.RowsRead(&lc.CfgLists, path, func(ctx context.Context) ([]*pve.Config, error) { return engine.ReadHWMaps(ctx, lc.Client, typ) }))
 	}
 	return out
 }
 
 // importPerms: listing shows what the token may audit; nothing more is
 // needed to read.
-func (hwmapKind) importPerms(string) []permNeed { return nil }
+func (hwmapKind) ImportPerms(string) []engine.PermNeed { return nil }
 
-func (hwmapKind) importDoc(ic *importCtx, r *spec.Resource, lo *liveObj) (*ImportedDoc, error) {
+func (hwmapKind) ImportDoc(ic *engine.ImportCtx, r *spec.Resource, lo *engine.LiveObj) (*engine.ImportedDoc, error) {
 	typ := hwmapType(r)
-	d := &ImportedDoc{Kind: spec.KindHardwareMapping, Name: r.Name}
+	d := &engine.ImportedDoc{Kind: spec.KindHardwareMapping, Name: r.Name}
 	if id := hwmapID(r); id != r.Name {
-		d.Spec = append(d.Spec, Field{Key: "id", Value: id})
+		d.Spec = append(d.Spec, engine.Field{Key: "id", Value: id})
 	}
-	d.Spec = append(d.Spec, Field{Key: "type", Value: typ})
+	d.Spec = append(d.Spec, engine.Field{Key: "type", Value: typ})
 	settings := pve.NewConfig(0)
 	for _, key := range hwmapSettings {
 		if v, ok := lo.Config.Lookup(key); ok {
 			settings.Set(key, v)
 		}
 	}
-	d.Spec = append(d.Spec, ic.Fields(d, ic.method("POST", hwmapListPath(typ)), settings, "hardwaremapping_"+r.Name, func(string) bool { return false }, importdoc.KeepSub)...)
+	d.Spec = append(d.Spec, ic.Fields(d, ic.Method("POST", engine.HWMapListPath(typ)), settings, "hardwaremapping_"+r.Name, func(string) bool { return false }, importdoc.KeepSub)...)
 	var entries []string
 	for _, e := range strings.Split(lo.Config.Get("map"), "\n") {
 		if e != "" {
 			entries = append(entries, e)
 		}
 	}
-	d.Spec = append(d.Spec, Field{Key: "map", Value: entries})
+	d.Spec = append(d.Spec, engine.Field{Key: "map", Value: entries})
 	return d, nil
 }

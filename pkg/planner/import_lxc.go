@@ -3,6 +3,8 @@ package planner
 import (
 	"fmt"
 
+	"github.com/pvectl/pvectl/pkg/planner/internal/engine"
+
 	"github.com/pvectl/pvectl/pkg/spec"
 )
 
@@ -14,12 +16,12 @@ var lxcDerived = map[string]bool{"ostype": true, "arch": true}
 // importDoc writes a container like a VM. PVE does not record the
 // template a container was made from, which a spec must name (the create
 // call requires it): the document reads it from a variable, and says so.
-func (k lxcKind) importDoc(ic *importCtx, _ *spec.Resource, lo *liveObj) (*ImportedDoc, error) {
+func (k lxcKind) ImportDoc(ic *engine.ImportCtx, _ *spec.Resource, lo *engine.LiveObj) (*engine.ImportedDoc, error) {
 	d := k.guestDoc(ic, spec.KindLxcContainer, lo, func(key string) bool {
-		return lxcDerived[key] && !ic.withGenerated
+		return lxcDerived[key] && !ic.WithGenerated
 	})
 	if d != nil {
-		d.Spec = append(d.Spec, Field{Key: "ostemplate", Value: d.Unrecorded(fmt.Sprintf("%s_%d", k.noun, liveOf(lo).VMID), "ostemplate",
+		d.Spec = append(d.Spec, engine.Field{Key: "ostemplate", Value: d.Unrecorded(fmt.Sprintf("%s_%d", k.noun, liveOf(lo).VMID), "ostemplate",
 			"PVE does not record the template this container was made from; only a create uses it: set the variable or write the template (e.g. local:vztmpl/…) here")})
 	}
 	return d, nil

@@ -5,6 +5,8 @@ import (
 	"maps"
 	"slices"
 
+	"github.com/pvectl/pvectl/pkg/planner/internal/engine"
+
 	"github.com/pvectl/pvectl/pkg/planner/importdoc"
 	"github.com/pvectl/pvectl/pkg/spec"
 )
@@ -13,40 +15,42 @@ import (
 // were imported (with --all), or when named: without it, a plan of the
 // interfaces says their changes would stay staged.
 
-func (netApplyKind) importable(_ context.Context, ic *importCtx, node string) ([]importItem, error) {
-	nodes := ic.lc.nodes
+func (netApplyKind) Importable(_ context.Context, ic *engine.ImportCtx, node string) ([]engine.ImportItem, error) {
+	nodes := ic.Lc.Nodes
 	if node != "" {
 		nodes = []string{node}
 	}
-	var out []importItem
+	var out []engine.ImportItem
 	for _, n := range nodes {
 		r := &spec.Resource{Kind: spec.KindNetworkApply, Name: n, State: spec.Present, Params: spec.ParamsOf(map[string]string{"node": n})}
-		out = append(out, importItem{r: r, ids: []string{n}})
+		out = append(out, engine.ImportItem{R: r, Ids: []string{n}})
 	}
 	return out, nil
 }
 
 // importLists: the nodes' network lists.
-func (netApplyKind) importLists(lc *liveConn, node string) []listRead { return networkReads(lc, node) }
+func (netApplyKind) ImportLists(lc *engine.LiveConn, node string) []engine.ListRead {
+	return engine.NetworkReads(lc, node)
+}
 
 // importDoc writes the commit of a node, with --all only for a node
 // whose interfaces this import manages.
-func (netApplyKind) importDoc(ic *importCtx, r *spec.Resource, lo *liveObj) (*ImportedDoc, error) {
+func (netApplyKind) ImportDoc(ic *engine.ImportCtx, r *spec.Resource, lo *engine.LiveObj) (*engine.ImportedDoc, error) {
 	var ifaces []string
-	for _, addr := range slices.Sorted(maps.Keys(ic.docs)) {
-		d := ic.docs[addr]
+	for _, addr := range slices.Sorted(maps.Keys(ic.Docs)) {
+		d := ic.Docs[addr]
 		// A managed: false interface stages nothing to commit.
-		if traitsOf(d.Kind).CommittedBy == spec.KindNetworkApply && !d.ReadOnly && fieldString(d.Spec, "node") == lo.Node {
+		if engine.TraitsOf(d.Kind).CommittedBy == spec.KindNetworkApply && !d.ReadOnly && fieldString(d.Spec, "node") == lo.Node {
 			ifaces = append(ifaces, addr)
 		}
 	}
-	if len(ifaces) == 0 && !ic.named(r) {
+	if len(ifaces) == 0 && !ic.Named(r) {
 		return nil, nil
 	}
-	return &ImportedDoc{Kind: spec.KindNetworkApply, Name: lo.Node, Spec: []Field{{Key: "node", Value: lo.Node}}}, nil
+	return &engine.ImportedDoc{Kind: spec.KindNetworkApply, Name: lo.Node, Spec: []engine.Field{{Key: "node", Value: lo.Node}}}, nil
 }
 
-func fieldString(fs []Field, key string) string {
+func fieldString(fs []engine.Field, key string) string {
 	v, _ := importdoc.Value(fs, key)
 	s, _ := v.(string)
 	return s

@@ -3,6 +3,8 @@ package planner
 import (
 	"strings"
 
+	"github.com/pvectl/pvectl/pkg/planner/internal/engine"
+
 	"github.com/pvectl/pvectl/pkg/planner/compare"
 	"github.com/pvectl/pvectl/pkg/spec"
 )
@@ -16,9 +18,9 @@ var qemuGenerated = map[string]bool{"vmgenid": true, "smbios1": true, "meta": tr
 // owns as STORAGE:SIZE, pool and power state. A template is a QemuVM with
 // template: true (pvectl's Template kind bakes one from a spec; one found
 // in PVE is only its result).
-func (k qemuKind) importDoc(ic *importCtx, _ *spec.Resource, lo *liveObj) (*ImportedDoc, error) {
+func (k qemuKind) ImportDoc(ic *engine.ImportCtx, _ *spec.Resource, lo *engine.LiveObj) (*engine.ImportedDoc, error) {
 	d := k.guestDoc(ic, spec.KindQemuVM, lo, func(key string) bool {
-		return qemuGenerated[key] && !ic.withGenerated
+		return qemuGenerated[key] && !ic.WithGenerated
 	})
 	if d != nil {
 		d.Spec = withSSHKeysList(d.Spec)
@@ -31,7 +33,7 @@ func (k qemuKind) importDoc(ic *importCtx, _ *spec.Resource, lo *liveObj) (*Impo
 // when the list stands for the same keys (so the document plans clean);
 // anything else (a key ssh.ParseAuthorizedKey cannot read, a blank line
 // kept between keys) stays sshkeys as PVE holds it.
-func withSSHKeysList(fields []Field) []Field {
+func withSSHKeysList(fields []engine.Field) []engine.Field {
 	for i, f := range fields {
 		v, ok := f.Value.(string)
 		if f.Key != "sshkeys" || !ok {
@@ -39,7 +41,7 @@ func withSSHKeysList(fields []Field) []Field {
 		}
 		keys := strings.Split(compare.UnescapeKeys(v), "\n")
 		if enc, err := spec.SSHKeysParam(keys); err == nil && compare.UnescapeKeys(enc) == compare.UnescapeKeys(v) {
-			fields[i] = Field{Key: "sshKeys", Value: keys}
+			fields[i] = engine.Field{Key: "sshKeys", Value: keys}
 		}
 	}
 	return fields

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/pvectl/pvectl/pkg/planner/internal/engine"
+
 	"github.com/pvectl/pvectl/pkg/planner/importdoc"
 	"github.com/pvectl/pvectl/pkg/pve"
 	"github.com/pvectl/pvectl/pkg/spec"
@@ -19,21 +21,21 @@ import (
 // importLists: the kind's list in its pending view (for subnets, the
 // vnets they are listed by), read in the prefetch round with the others;
 // sdnRows shares the answer, as a plan's observe does.
-func (k *sdnObjKind) importLists(lc *liveConn, _ string) []listRead {
+func (k *sdnObjKind) ImportLists(lc *engine.LiveConn, _ string) []engine.ListRead {
 	path := k.listPath(nil)
 	if k.file == "subnets" {
 		path = "/cluster/sdn/vnets"
 	}
-	return []listRead{{key: path, fetch: func(ctx context.Context) (func(), error) {
-		_, err := lc.sdnRows(ctx, path)
+	return []engine.ListRead{{Key: path, Fetch: func(ctx context.Context) (func(), error) {
+		_, err := lc.SDNRows(ctx, path)
 		return func() {}, err
 	}}}
 }
 
-func (k *sdnObjKind) importable(ctx context.Context, ic *importCtx, _ string) ([]importItem, error) {
+func (k *sdnObjKind) Importable(ctx context.Context, ic *engine.ImportCtx, _ string) ([]engine.ImportItem, error) {
 	paths := []string{k.listPath(nil)}
 	if k.file == "subnets" {
-		vnets, err := ic.lc.sdnRows(ctx, "/cluster/sdn/vnets")
+		vnets, err := ic.Lc.SDNRows(ctx, "/cluster/sdn/vnets")
 		if err != nil {
 			return nil, err
 		}
@@ -45,9 +47,9 @@ func (k *sdnObjKind) importable(ctx context.Context, ic *importCtx, _ string) ([
 			paths = append(paths, k.listPath(map[string]string{"vnet": v.Get("vnet")}))
 		}
 	}
-	var out []importItem
+	var out []engine.ImportItem
 	for _, path := range paths {
-		rows, err := ic.lc.sdnRows(ctx, path)
+		rows, err := ic.Lc.SDNRows(ctx, path)
 		if err != nil {
 			return nil, err
 		}
@@ -63,62 +65,64 @@ func (k *sdnObjKind) importable(ctx context.Context, ic *importCtx, _ string) ([
 
 // importItem is a listed entry as a resource: named by its id (a
 // subnet: <vnet>-<network>-<mask>).
-func (k *sdnObjKind) importItem(row *pve.Config) importItem {
+func (k *sdnObjKind) importItem(row *pve.Config) engine.ImportItem {
 	if k.file == "subnets" {
 		name := row.Get("vnet") + "-" + strings.Replace(row.Get("cidr"), "/", "-", 1)
 		r := &spec.Resource{Kind: k.kind, Name: name, State: spec.Present,
 			Params: spec.ParamsOf(map[string]string{"vnet": row.Get("vnet"), "subnet": row.Get("cidr"), "type": "subnet"})}
-		return importItem{r: r, ids: []string{name, row.Get("subnet")}}
+		return engine.ImportItem{R: r, Ids: []string{name, row.Get("subnet")}}
 	}
 	id := row.Get(k.idKey)
 	r := &spec.Resource{Kind: k.kind, Name: id, State: spec.Present, Params: spec.ParamsOf(map[string]string{k.idKey: id})}
-	return importItem{r: r, ids: []string{id}}
+	return engine.ImportItem{R: r, Ids: []string{id}}
 }
 
 // importPerms: the lists show only what the token may audit.
-func (k *sdnObjKind) importPerms(string) []permNeed {
-	return []permNeed{needAny("/sdn", "to list every "+spec.Noun(k.kind)+" (PVE lists only those a token may audit)", "SDN.Audit", "SDN.Allocate")}
+func (k *sdnObjKind) ImportPerms(string) []engine.PermNeed {
+	return []engine.PermNeed{engine.NeedAny("/sdn", "to list every "+spec.Noun(k.kind)+" (PVE lists only those a token may audit)", "SDN.Audit", "SDN.Allocate")}
 }
 
-func (k *sdnObjKind) importDoc(ic *importCtx, r *spec.Resource, lo *liveObj) (*ImportedDoc, error) {
-	d := &ImportedDoc{Kind: k.kind, Name: r.Name}
+func (k *sdnObjKind) ImportDoc(ic *engine.ImportCtx, r *spec.Resource, lo *engine.LiveObj) (*engine.ImportedDoc, error) {
+	d := &engine.ImportedDoc{Kind: k.kind, Name: r.Name}
 	fixed := k.file == "vnets" || k.file == "subnets"
 	skip := func(key string) bool {
 		return key == k.idKey || key == "digest" || (fixed && key == "type") || key == "vnet" || key == "lock-token"
 	}
-	var head []Field
+	var head []engine.Field
 	if k.file == "subnets" {
-		head = []Field{{Key: "vnet", Value: r.Params.Get("vnet")}, {Key: "subnet", Value: r.Params.Get("subnet")}}
+		head = []engine.Field{{Key: "vnet", Value: r.Params.Get("vnet")}, {Key: "subnet", Value: r.Params.Get("subnet")}}
 	}
-	m := ic.method("POST", k.createPath)
+	m := ic.Method("POST", k.createPath)
 	d.Spec = append(head, ic.Fields(d, m, lo.Config, strings.ToLower(k.kind)+"_"+r.Name, skip, importdoc.KeepSub)...)
 	if k.file == "vnets" {
-		d.Spec = append([]Field{{Key: "zone", Value: lo.Config.Get("zone")}}, slices.DeleteFunc(d.Spec, func(f Field) bool { return f.Key == "zone" })...)
+		d.Spec = append([]engine.Field{{Key: "zone", Value: lo.Config.Get("zone")}}, slices.DeleteFunc(d.Spec, func(f engine.Field) bool { return f.Key == "zone" })...)
 	}
 	return d, nil
 }
 
 // SdnApply: one per connection, written with --all when SDN objects were
 // imported, or when named.
-func (sdnApplyKind) importable(context.Context, *importCtx, string) ([]importItem, error) {
+func (sdnApplyKind) Importable(context.Context, *engine.ImportCtx, string) ([]engine.ImportItem, error) {
 	r := &spec.Resource{Kind: spec.KindSdnApply, Name: "sdn", State: spec.Present, Params: spec.NewParams(0)}
-	return []importItem{{r: r, ids: []string{"sdn"}}}, nil
+	return []engine.ImportItem{{R: r, Ids: []string{"sdn"}}}, nil
 }
 
-func (sdnApplyKind) importDoc(ic *importCtx, r *spec.Resource, _ *liveObj) (*ImportedDoc, error) {
+func (sdnApplyKind) ImportDoc(ic *engine.ImportCtx, r *spec.Resource, _ *engine.LiveObj) (*engine.ImportedDoc, error) {
 	staged := false
-	for _, addr := range slices.Sorted(maps.Keys(ic.docs)) {
-		d := ic.docs[addr]
-		if traitsOf(d.Kind).CommittedBy == spec.KindSdnApply && !d.ReadOnly {
+	for _, addr := range slices.Sorted(maps.Keys(ic.Docs)) {
+		d := ic.Docs[addr]
+		if engine.TraitsOf(d.Kind).CommittedBy == spec.KindSdnApply && !d.ReadOnly {
 			staged = true
 		}
 	}
-	if !staged && !ic.named(r) {
+	if !staged && !ic.Named(r) {
 		return nil, nil
 	}
-	return &ImportedDoc{Kind: spec.KindSdnApply, Name: r.Name}, nil
+	return &engine.ImportedDoc{Kind: spec.KindSdnApply, Name: r.Name}, nil
 }
 
 // importPerms: the commit is judged from every pending SDN change, which
 // only a token that may audit /sdn sees.
-func (k sdnApplyKind) importPerms(string) []permNeed { return callNeeds(k.readCalls(nil)) }
+func (k sdnApplyKind) ImportPerms(string) []engine.PermNeed {
+	return engine.CallNeeds(k.ReadCalls(nil))
+}

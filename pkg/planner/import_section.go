@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/pvectl/pvectl/pkg/planner/internal/engine"
+
 	"github.com/pvectl/pvectl/pkg/planner/importdoc"
 	"github.com/pvectl/pvectl/pkg/pve"
 	"github.com/pvectl/pvectl/pkg/spec"
@@ -17,22 +19,22 @@ import (
 
 // importLists: the kind's list, read in the prefetch round with the
 // others.
-func (k *sectionKind) importLists(lc *liveConn, _ string) []listRead {
-	return []listRead{sectionListRead(lc, k.list)}
+func (k *sectionKind) ImportLists(lc *engine.LiveConn, _ string) []engine.ListRead {
+	return []engine.ListRead{sectionListRead(lc, k.list)}
 }
 
 // sectionListRead reads the section list at path ahead, where
 // sectionRows finds it.
-func sectionListRead(lc *liveConn, path string) listRead {
-	return rowsRead(&lc.sections, path, func(ctx context.Context) ([]*pve.Config, error) { return readSection(ctx, lc.client, path) })
+func sectionListRead(lc *engine.LiveConn, path string) engine.ListRead {
+	return engine.RowsRead(&lc.Sections, path, func(ctx context.Context) ([]*pve.Config, error) { return engine.ReadSection(ctx, lc.Client, path) })
 }
 
-func (k *sectionKind) importable(ctx context.Context, ic *importCtx, _ string) ([]importItem, error) {
-	rows, err := ic.lc.sectionRows(ctx, k.list)
+func (k *sectionKind) Importable(ctx context.Context, ic *engine.ImportCtx, _ string) ([]engine.ImportItem, error) {
+	rows, err := ic.Lc.SectionRows(ctx, k.list)
 	if err != nil {
 		return nil, err
 	}
-	var out []importItem
+	var out []engine.ImportItem
 	for _, row := range rows {
 		if row.Get("remove_job") != "" {
 			continue // a replication job being removed
@@ -47,18 +49,18 @@ func (k *sectionKind) importable(ctx context.Context, ic *importCtx, _ string) (
 		params[k.idKey] = id
 		name := strings.ReplaceAll(id, ":", "-")
 		r := &spec.Resource{Kind: k.kind, Name: name, State: spec.Present, Params: spec.ParamsOf(params)}
-		out = append(out, importItem{r: r, ids: []string{id, name}})
+		out = append(out, engine.ImportItem{R: r, Ids: []string{id, name}})
 	}
 	return out, nil
 }
 
 // importPerms: the lists need what reading them truthfully needs.
-func (k *sectionKind) importPerms(string) []permNeed {
-	return callNeeds(k.readCalls(&spec.Resource{Params: spec.NewParams(0)}))
+func (k *sectionKind) ImportPerms(string) []engine.PermNeed {
+	return engine.CallNeeds(k.ReadCalls(&spec.Resource{Params: spec.NewParams(0)}))
 }
 
-func (k *sectionKind) importDoc(ic *importCtx, r *spec.Resource, lo *liveObj) (*ImportedDoc, error) {
-	d := &ImportedDoc{Kind: k.kind, Name: r.Name}
+func (k *sectionKind) ImportDoc(ic *engine.ImportCtx, r *spec.Resource, lo *engine.LiveObj) (*engine.ImportedDoc, error) {
+	d := &engine.ImportedDoc{Kind: k.kind, Name: r.Name}
 	id := lo.Config.Get(k.idKey)
 	skip := func(key string) bool {
 		switch {
@@ -69,6 +71,6 @@ func (k *sectionKind) importDoc(ic *importCtx, r *spec.Resource, lo *liveObj) (*
 		}
 		return slices.Contains(k.skip, key) || key == "digest"
 	}
-	d.Spec = ic.Fields(d, ic.method("POST", k.list), lo.Config, strings.ToLower(k.kind)+"_"+r.Name, skip, importdoc.KeepSub)
+	d.Spec = ic.Fields(d, ic.Method("POST", k.list), lo.Config, strings.ToLower(k.kind)+"_"+r.Name, skip, importdoc.KeepSub)
 	return d, nil
 }

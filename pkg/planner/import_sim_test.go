@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pvectl/pvectl/pkg/planner/internal/engine"
+
 	"github.com/pvectl/pvectl/pkg/planner/importdoc"
 	"github.com/pvectl/pvectl/pkg/pve/pvesim"
 	"github.com/pvectl/pvectl/pkg/pve/pvesim/simtest"
@@ -42,7 +44,7 @@ func putVM(st map[string]any, vmid string, conf map[string]any, vols ...map[stri
 // everything, as `pvectl plan` of its output would, and fails the test
 // on any change: the import's own check, which reuses what it read, must
 // agree.
-func planImported(t *testing.T, cl Clients, res *ImportResult) {
+func planImported(t *testing.T, cl engine.Clients, res *engine.ImportResult) {
 	t.Helper()
 	var buf bytes.Buffer
 	if err := res.Encode(&buf); err != nil {
@@ -60,9 +62,9 @@ func planImported(t *testing.T, cl Clients, res *ImportResult) {
 	if len(set.Resources) != len(res.Docs) {
 		t.Errorf("the output loads as %d resources, want the %d documents (the rejected ones commented out)", len(set.Resources), len(res.Docs))
 	}
-	p := livePlan(t, cl, set, Options{})
+	p := livePlan(t, cl, set, engine.Options{})
 	for _, c := range p.Changes {
-		if c.Action != NoOp {
+		if c.Action != engine.NoOp {
 			t.Errorf("%s: %s %v %v", c.Address, c.Action, c.Reasons, c.Diff)
 		}
 	}
@@ -70,23 +72,23 @@ func planImported(t *testing.T, cl Clients, res *ImportResult) {
 
 // importClean imports what opts name, failing the test on an error or a
 // problem; it returns the documents by address too.
-func importClean(t *testing.T, cl Clients, opts ImportOptions) (*ImportResult, map[string]*ImportedDoc) {
+func importClean(t *testing.T, cl engine.Clients, opts engine.ImportOptions) (*engine.ImportResult, map[string]*engine.ImportedDoc) {
 	t.Helper()
-	res, err := Import(context.Background(), cl, opts)
+	res, err := engine.Import(context.Background(), cl, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(res.Problems) > 0 {
 		t.Errorf("problems: %v", res.Problems)
 	}
-	docs := map[string]*ImportedDoc{}
+	docs := map[string]*engine.ImportedDoc{}
 	for _, d := range res.Docs {
 		docs[d.Address()] = d
 	}
 	return res, docs
 }
 
-func addresses(docs []*ImportedDoc) []string {
+func addresses(docs []*engine.ImportedDoc) []string {
 	var out []string
 	for _, d := range docs {
 		out = append(out, d.Address())
@@ -105,7 +107,7 @@ func TestSimImportOddGuest(t *testing.T) {
 		putVM(st, "778", map[string]any{"name": "fine", "memory": "1024", "scsi0": "local-lvm:vm-778-disk-0,size=1G"},
 			map[string]any{"storage": "local-lvm", "name": "vm-778-disk-0", "content": "images", "format": "raw", "size": 1 << 30, "vmid": 778})
 	})
-	res, err := Import(context.Background(), cl, ImportOptions{All: true})
+	res, err := engine.Import(context.Background(), cl, engine.ImportOptions{All: true})
 	if err != nil {
 		t.Fatalf("import --all: %v", err)
 	}
@@ -145,7 +147,7 @@ func TestSimImportInfrastructure(t *testing.T) {
 	sim := newSim(t)
 	infra := []string{"LinuxBridge/vmbr0", "QemuVM/ubuntu-24.04-cloud", "Storage/local", "Storage/local-lvm"}
 	for _, manage := range []bool{false, true} {
-		res, docs := importClean(t, sim, ImportOptions{All: true, ManageInfrastructure: manage})
+		res, docs := importClean(t, sim, engine.ImportOptions{All: true, ManageInfrastructure: manage})
 		for _, addr := range infra {
 			if d := docs[addr]; d == nil || d.ReadOnly == manage {
 				t.Errorf("manage %v: %s: got %+v, want managed: %v", manage, addr, d, manage)
@@ -155,14 +157,14 @@ func TestSimImportInfrastructure(t *testing.T) {
 			t.Errorf("manage %v: NetworkApply/pve written: %v", manage, ok)
 		}
 		planImported(t, sim, res)
-		set, _, err := loadDocs(res.Docs, nil)
+		set, _, err := engine.LoadDocs(res.Docs, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		p := livePlan(t, sim, set, Options{Destroy: true})
+		p := livePlan(t, sim, set, engine.Options{Destroy: true})
 		var deletes []string
 		for _, c := range p.Changes {
-			if c.Action == Delete {
+			if c.Action == engine.Delete {
 				deletes = append(deletes, c.Address)
 			}
 		}
@@ -188,7 +190,7 @@ func TestSimImportGuestState(t *testing.T) {
 			"net0": "virtio=02:11:22:33:44:55,bridge=vmbr0", "net1": "e1000=BC:24:11:AA:BB:CC,bridge=vmbr0"})
 	})
 	ctx := context.Background()
-	res, err := Import(ctx, cl, ImportOptions{Refs: []string{"QemuVM/300"}})
+	res, err := engine.Import(ctx, cl, engine.ImportOptions{Refs: []string{"QemuVM/300"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -202,7 +204,7 @@ func TestSimImportGuestState(t *testing.T) {
 		}
 	}
 	planImported(t, cl, res)
-	res, err = Import(ctx, cl, ImportOptions{Refs: []string{"QemuVM/300"}, WithPowerState: true})
+	res, err = engine.Import(ctx, cl, engine.ImportOptions{Refs: []string{"QemuVM/300"}, WithPowerState: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -227,7 +229,7 @@ func TestImportCallsPerGuest(t *testing.T) {
 		}
 	})
 	s.Requests.Reset()
-	res, err := Import(context.Background(), cl, ImportOptions{All: true})
+	res, err := engine.Import(context.Background(), cl, engine.ImportOptions{All: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -270,7 +272,7 @@ func TestSimImportReadFailure(t *testing.T) {
 			})
 		}})
 	cl := &simClients{cl: s.Client, conn: &spec.Connection{URL: s.URL, Nodes: []string{"pve"}}}
-	res, err := Import(context.Background(), cl, ImportOptions{All: true})
+	res, err := engine.Import(context.Background(), cl, engine.ImportOptions{All: true})
 	if err != nil {
 		t.Fatalf("import --all: %v", err)
 	}

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/pvectl/pvectl/pkg/planner/internal/engine"
+
 	"github.com/pvectl/pvectl/pkg/planner/importdoc"
 )
 
@@ -23,7 +25,7 @@ func TestSimImportSSHKeys(t *testing.T) {
 		putVM(st, "310", map[string]any{"name": "keyed", "memory": "1024", "sshkeys": e1 + "%0A" + e2 + "%0A"})
 		putVM(st, "311", map[string]any{"name": "gapped", "memory": "1024", "sshkeys": e1 + "%0A%0A" + e2})
 	})
-	res, err := Import(context.Background(), cl, ImportOptions{Refs: []string{"QemuVM/310", "QemuVM/311"}})
+	res, err := engine.Import(context.Background(), cl, engine.ImportOptions{Refs: []string{"QemuVM/310", "QemuVM/311"}})
 	if err != nil {
 		t.Fatal(err)
 	}

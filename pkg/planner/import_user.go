@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/pvectl/pvectl/pkg/planner/internal/engine"
+
 	"github.com/pvectl/pvectl/pkg/planner/importdoc"
 	"github.com/pvectl/pvectl/pkg/spec"
 )
@@ -17,34 +19,36 @@ import (
 const builtinUser = "root@pam"
 
 // importLists: the users with their tokens.
-func (userKind) importLists(lc *liveConn, _ string) []listRead { return []listRead{usersRead(lc)} }
+func (userKind) ImportLists(lc *engine.LiveConn, _ string) []engine.ListRead {
+	return []engine.ListRead{engine.UsersRead(lc)}
+}
 
-func (userKind) importable(ctx context.Context, ic *importCtx, _ string) ([]importItem, error) {
-	users, err := ic.lc.userList(ctx)
+func (userKind) Importable(ctx context.Context, ic *engine.ImportCtx, _ string) ([]engine.ImportItem, error) {
+	users, err := ic.Lc.UserList(ctx)
 	if err != nil {
 		return nil, err
 	}
-	var out []importItem
+	var out []engine.ImportItem
 	for _, id := range slices.Sorted(maps.Keys(users)) {
 		if id == builtinUser {
 			continue
 		}
 		r := &spec.Resource{Kind: spec.KindUser, Name: id, State: spec.Present, Params: spec.ParamsOf(map[string]string{"userid": id})}
-		out = append(out, importItem{r: r, ids: []string{id}})
+		out = append(out, engine.ImportItem{R: r, Ids: []string{id}})
 	}
 	return out, nil
 }
 
 // importPerms: GET /access/users lists only the users a token may audit
 // (pve-access-control API2/User.pm index).
-func (userKind) importPerms(string) []permNeed {
-	return []permNeed{needAny("/access/groups", "to list the users (PVE lists only those a token may audit)", "User.Modify", "Sys.Audit")}
+func (userKind) ImportPerms(string) []engine.PermNeed {
+	return []engine.PermNeed{engine.NeedAny("/access/groups", "to list the users (PVE lists only those a token may audit)", "User.Modify", "Sys.Audit")}
 }
 
-func (userKind) importDoc(ic *importCtx, r *spec.Resource, lo *liveObj) (*ImportedDoc, error) {
+func (userKind) ImportDoc(ic *engine.ImportCtx, r *spec.Resource, lo *engine.LiveObj) (*engine.ImportedDoc, error) {
 	id := userID(r)
-	d := &ImportedDoc{Kind: spec.KindUser, Name: id}
-	d.Spec = ic.Fields(d, ic.method("POST", userCreatePath), lo.Config, "user_"+strings.ReplaceAll(id, "@", "_"), func(k string) bool {
+	d := &engine.ImportedDoc{Kind: spec.KindUser, Name: id}
+	d.Spec = ic.Fields(d, ic.Method("POST", userCreatePath), lo.Config, "user_"+strings.ReplaceAll(id, "@", "_"), func(k string) bool {
 		// What PUT sends to clear a setting is PVE's default.
 		cleared, setting := userFields[k]
 		return !setting || (cleared != "" && lo.Config.Get(k) == cleared)

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pvectl/pvectl/pkg/planner/internal/engine"
+
 	"github.com/pvectl/pvectl/pkg/planner/importdoc"
 	"github.com/pvectl/pvectl/pkg/pve"
 	"github.com/pvectl/pvectl/pkg/pve/schema"
@@ -55,9 +57,9 @@ func TestImportQemuFields(t *testing.T) {
 		"cipassword": "**********", "digest": "abc", "unused0": "local-lvm:vm-100-disk-9", "lock": "backup",
 		"onboot": "1",
 	})
-	lo := &liveObj{Exists: true, Node: "pve", Config: cfg, State: &guestLive{VMID: 100, Status: "running", Pool: "lab"}}
-	ic := &importCtx{table: schema.Default(), docs: map[string]*ImportedDoc{}}
-	d, err := qemu.importDoc(ic, nil, lo)
+	lo := &engine.LiveObj{Exists: true, Node: "pve", Config: cfg, State: &guestLive{VMID: 100, Status: "running", Pool: "lab"}}
+	ic := &engine.ImportCtx{Table: schema.Default(), Docs: map[string]*engine.ImportedDoc{}}
+	d, err := qemu.ImportDoc(ic, nil, lo)
 	if err != nil || d == nil {
 		t.Fatalf("importDoc: %v %v", d, err)
 	}
@@ -86,9 +88,9 @@ spec:
 		t.Errorf("Vars: got %v", v)
 	}
 
-	ic.withGenerated, ic.withPowerState = true, true
-	ic.docs = map[string]*ImportedDoc{"QemuVM/web": d}
-	d2, _ := qemu.importDoc(ic, nil, lo)
+	ic.WithGenerated, ic.WithPowerState = true, true
+	ic.Docs = map[string]*engine.ImportedDoc{"QemuVM/web": d}
+	d2, _ := qemu.ImportDoc(ic, nil, lo)
 	if d2.Name != "web-100" {
 		t.Errorf("a second VM named web: got document %s, want web-100", d2.Name)
 	}
@@ -111,7 +113,7 @@ spec:
 func TestSimImportSelections(t *testing.T) {
 	sim := newSim(t, "pve", "pve2")
 	ctx := context.Background()
-	res, err := Import(ctx, sim, ImportOptions{Refs: []string{"QemuVM/ubuntu-24.04-cloud", "QemuVM/9000", "LinuxBridge/pve/vmbr0", "NodeDns/pve2", "Storage/local"}})
+	res, err := engine.Import(ctx, sim, engine.ImportOptions{Refs: []string{"QemuVM/ubuntu-24.04-cloud", "QemuVM/9000", "LinuxBridge/pve/vmbr0", "NodeDns/pve2", "Storage/local"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,7 +126,7 @@ func TestSimImportSelections(t *testing.T) {
 	}
 	planImported(t, sim, res)
 
-	res, err = Import(ctx, sim, ImportOptions{All: true})
+	res, err = engine.Import(ctx, sim, engine.ImportOptions{All: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,8 +141,8 @@ func TestSimImportSelections(t *testing.T) {
 	}
 	planImported(t, sim, res)
 
-	_, err = Import(ctx, sim, ImportOptions{Refs: []string{"Pool", "Template/x", "QemuVM/nope"}})
-	var ie *ImportError
+	_, err = engine.Import(ctx, sim, engine.ImportOptions{Refs: []string{"Pool", "Template/x", "QemuVM/nope"}})
+	var ie *engine.ImportError
 	if !errors.As(err, &ie) || !ie.Invalid || len(ie.Problems) != 2 {
 		t.Errorf("bad selections: got %v, want two problems found before any call", err)
 	}
@@ -149,10 +151,10 @@ func TestSimImportSelections(t *testing.T) {
 	if want := `"Template/x": Template is not imported: PVE does not keep what a template was baked from (baseImage, the provisioning files); templates are imported as QemuVM with template: true`; err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("Template/x: got %v, want %q", err, want)
 	}
-	if slices.Contains(ImportableKinds(), "Template") {
-		t.Errorf("ImportableKinds lists Template: %v", ImportableKinds())
+	if slices.Contains(engine.ImportableKinds(), "Template") {
+		t.Errorf("ImportableKinds lists Template: %v", engine.ImportableKinds())
 	}
-	_, err = Import(ctx, sim, ImportOptions{Refs: []string{"QemuVM/nope"}})
+	_, err = engine.Import(ctx, sim, engine.ImportOptions{Refs: []string{"QemuVM/nope"}})
 	if !errors.As(err, &ie) || ie.Invalid || !strings.Contains(err.Error(), "QemuVM/nope: not found (there are: 9000)") {
 		t.Errorf("a selection that finds nothing: got %v", err)
 	}
@@ -177,7 +179,7 @@ func TestSimImportDescriptionBlocks(t *testing.T) {
 			if err := sim.cl.UpdateQemu(ctx, "pve", 9000, url.Values{"description": {tc.desc}}); err != nil {
 				t.Fatal(err)
 			}
-			res, err := Import(ctx, sim, ImportOptions{Refs: []string{"QemuVM/9000"}})
+			res, err := engine.Import(ctx, sim, engine.ImportOptions{Refs: []string{"QemuVM/9000"}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -194,21 +196,21 @@ func TestSimImportDescriptionBlocks(t *testing.T) {
 // whole import failed): one wrong alone, or the second of two that clash;
 // the others load.
 func TestImportLoadProblems(t *testing.T) {
-	pool := func(name string) *ImportedDoc {
-		return &ImportedDoc{Kind: "Pool", Name: name, Spec: []Field{{Key: "comment", Value: "c"}}}
+	pool := func(name string) *engine.ImportedDoc {
+		return &engine.ImportedDoc{Kind: "Pool", Name: name, Spec: []engine.Field{{Key: "comment", Value: "c"}}}
 	}
-	badVM := &ImportedDoc{Kind: "QemuVM", Name: "bad", Spec: []Field{{Key: "node", Value: "pve"}, {Key: "vmid", Value: 100}, {Key: "memory", Value: "lots"}}}
+	badVM := &engine.ImportedDoc{Kind: "QemuVM", Name: "bad", Spec: []engine.Field{{Key: "node", Value: "pve"}, {Key: "vmid", Value: 100}, {Key: "memory", Value: "lots"}}}
 	for _, tc := range []struct {
 		name string
-		docs []*ImportedDoc
+		docs []*engine.ImportedDoc
 		bad  []string
 	}{
-		{"clean", []*ImportedDoc{pool("a"), pool("b")}, nil},
-		{"one wrong", []*ImportedDoc{pool("a"), badVM, pool("b")}, []string{"QemuVM/bad"}},
-		{"two that clash", []*ImportedDoc{pool("a"), pool("b"), pool("a")}, []string{"Pool/a"}},
+		{"clean", []*engine.ImportedDoc{pool("a"), pool("b")}, nil},
+		{"one wrong", []*engine.ImportedDoc{pool("a"), badVM, pool("b")}, []string{"QemuVM/bad"}},
+		{"two that clash", []*engine.ImportedDoc{pool("a"), pool("b"), pool("a")}, []string{"Pool/a"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			set, bad, err := loadEach(tc.docs, schema.Default())
+			set, bad, err := engine.LoadEach(tc.docs, schema.Default())
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/pvectl/pvectl/pkg/planner/internal/engine"
+
 	"github.com/pvectl/pvectl/pkg/planner/compare"
 	"github.com/pvectl/pvectl/pkg/pve"
 	"github.com/pvectl/pvectl/pkg/pve/schema"
@@ -92,11 +94,11 @@ var haRuleKind = &sectionKind{
 }
 
 // checkRuleNodes is Rules.pm $assert_valid_nodes_param at plan time.
-func checkRuleNodes(_ context.Context, lc *liveConn, p map[string]string, _ *pve.Config) error {
+func checkRuleNodes(_ context.Context, lc *engine.LiveConn, p map[string]string, _ *pve.Config) error {
 	var missing []string
 	for _, n := range compare.SplitSet(p["nodes"]) {
 		name, _, _ := strings.Cut(n, ":")
-		if !slices.Contains(lc.nodes, name) {
+		if !slices.Contains(lc.Nodes, name) {
 			missing = append(missing, name)
 		}
 	}
@@ -104,7 +106,7 @@ func checkRuleNodes(_ context.Context, lc *liveConn, p map[string]string, _ *pve
 		return nil
 	}
 	return fmt.Errorf("nodes: the cluster has no node %s (its nodes: %s): PVE refuses the rule (\"cannot use non-existent node(s) %s.\")",
-		strings.Join(missing, ", "), strings.Join(lc.nodes, ", "), strings.Join(missing, ", "))
+		strings.Join(missing, ", "), strings.Join(lc.Nodes, ", "), strings.Join(missing, ", "))
 }
 
 // backupJobKind is a backup job of jobs.cfg (pve-manager API2/Backup.pm):
@@ -136,14 +138,14 @@ var backupJobKind = &sectionKind{
 // (bwlimit, ionice and performance want Sys.Modify on /, which the rule
 // asks already; tmpdir, dumpdir, script and job-id are root@pam's, which
 // no token is: the spec does not take them.)
-func backupJobNeeds(c *Change, p map[string]string, live *pve.Config) []permNeed {
-	if c.Action == Delete {
+func backupJobNeeds(c *engine.Change, p map[string]string, live *pve.Config) []engine.PermNeed {
+	if c.Action == engine.Delete {
 		return nil
 	}
 	why := "to " + c.Action.String() + " the backup job"
 	sent := p
 	var storages []string
-	if c.Action == Update {
+	if c.Action == engine.Update {
 		sent = c.Params
 		switch {
 		case sent["storage"] != "":
@@ -159,18 +161,18 @@ func backupJobNeeds(c *Change, p map[string]string, live *pve.Config) []permNeed
 	} else {
 		storages = append(storages, vzdumpStorage(p["storage"]))
 	}
-	var out []permNeed
+	var out []engine.PermNeed
 	for _, st := range compare.SortedUnique(storages) {
-		out = append(out, need("/storage/"+st, why+" that writes to storage "+st, "Datastore.Allocate"))
+		out = append(out, engine.NeedPriv("/storage/"+st, why+" that writes to storage "+st, "Datastore.Allocate"))
 	}
 	if f := sent["fleecing"]; f != "" && f != "0" {
 		items, _ := schema.SplitPropertyString(f)
 		if st, _ := schema.PropValue(items, "storage"); st != "" {
-			out = append(out, need("/storage/"+st, why+" with fleecing images on storage "+st, "Datastore.AllocateSpace"))
+			out = append(out, engine.NeedPriv("/storage/"+st, why+" with fleecing images on storage "+st, "Datastore.AllocateSpace"))
 		}
 	}
 	if pool := sent["pool"]; pool != "" {
-		out = append(out, need("/pool/"+pool, why+" of pool "+pool, "VM.Backup"))
+		out = append(out, engine.NeedPriv("/pool/"+pool, why+" of pool "+pool, "VM.Backup"))
 	}
 	return out
 }
@@ -213,11 +215,11 @@ var replicationJobKind = &sectionKind{
 	// Its calls are open to all; ReplicationConfig.pm's handlers list
 	// only the jobs of guests the caller may audit and check VM.Replicate
 	// on the guest for every write.
-	listNeeds: func(p map[string]string) []permNeed {
-		return []permNeed{need(guestACLPath(p["guest"]), "to see the replication job (PVE lists only those of guests a token may audit)", "VM.Audit")}
+	listNeeds: func(p map[string]string) []engine.PermNeed {
+		return []engine.PermNeed{engine.NeedPriv(guestACLPath(p["guest"]), "to see the replication job (PVE lists only those of guests a token may audit)", "VM.Audit")}
 	},
-	changeNeeds: func(c *Change, p map[string]string, _ *pve.Config) []permNeed {
-		return []permNeed{need(guestACLPath(p["guest"]), "to "+c.Action.String()+" the replication job", "VM.Replicate")}
+	changeNeeds: func(c *engine.Change, p map[string]string, _ *pve.Config) []engine.PermNeed {
+		return []engine.PermNeed{engine.NeedPriv(guestACLPath(p["guest"]), "to "+c.Action.String()+" the replication job", "VM.Replicate")}
 	},
 }
 
@@ -244,13 +246,13 @@ func replicationJobID(rows []*pve.Config, p map[string]string) string {
 
 // checkReplicationTarget is ReplicationConfig.pm create's refusal of the
 // guest's own node, at plan time for a guest that exists.
-func checkReplicationTarget(ctx context.Context, lc *liveConn, p map[string]string, _ *pve.Config) error {
+func checkReplicationTarget(ctx context.Context, lc *engine.LiveConn, p map[string]string, _ *pve.Config) error {
 	vmid, err := strconv.Atoi(p["guest"])
 	if err != nil {
 		return nil
 	}
 	for _, typ := range []pve.GuestType{pve.QEMU, pve.LXC} {
-		ix, err := lc.guestIndex(ctx, typ)
+		ix, err := guestIndexOf(lc, ctx, typ)
 		if err != nil {
 			return err
 		}

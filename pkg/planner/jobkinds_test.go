@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pvectl/pvectl/pkg/planner/internal/engine"
+
 	"github.com/pvectl/pvectl/pkg/planner/importdoc"
 	"github.com/pvectl/pvectl/pkg/pve"
 )
@@ -59,7 +61,7 @@ spec:
 
 func sectionRow(t *testing.T, cl *pve.Client, path, key, id string) *pve.Config {
 	t.Helper()
-	rows, err := readSection(context.Background(), cl, path)
+	rows, err := engine.ReadSection(context.Background(), cl, path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +75,7 @@ func sectionRow(t *testing.T, cl *pve.Client, path, key, id string) *pve.Config 
 func TestSimJobKindsLifecycle(t *testing.T) {
 	sim := newSim(t, "pve", "pve2")
 	set := loadSpec(t, jobsSpec)
-	p := planFor(t, sim, set, Options{})
+	p := planFor(t, sim, set, engine.Options{})
 	want := []string{
 		"create Storage/tank",
 		"create QemuVM/app <- Storage/tank",
@@ -97,7 +99,7 @@ func TestSimJobKindsLifecycle(t *testing.T) {
 	if r := sectionRow(t, cl, "/cluster/replication", "id", "120-0"); r == nil || r.Get("target") != "pve2" || r.Get("schedule") != "*/15" {
 		t.Errorf("replication job: got %v", r)
 	}
-	if got := summary(planFor(t, sim, set, Options{})); !allNoop(got) {
+	if got := summary(planFor(t, sim, set, engine.Options{})); !allNoop(got) {
 		t.Errorf("second plan: got %v, want no changes", got)
 	}
 
@@ -105,8 +107,8 @@ func TestSimJobKindsLifecycle(t *testing.T) {
 	if err := cl.Do(context.Background(), http.MethodPut, "/cluster/backup/nightly", map[string][]string{"schedule": {"sat 03:00"}}, nil); err != nil {
 		t.Fatal(err)
 	}
-	p = planFor(t, sim, set, Options{})
-	if c := p.Change("BackupJob/nightly"); c == nil || c.Action != Update || !strings.Contains(strings.Join(c.Reasons, ","), "schedule changed") {
+	p = planFor(t, sim, set, engine.Options{})
+	if c := p.Change("BackupJob/nightly"); c == nil || c.Action != engine.Update || !strings.Contains(strings.Join(c.Reasons, ","), "schedule changed") {
 		t.Fatalf("after a hand edit: got %v", summary(p))
 	}
 	applyPlan(t, sim, p)
@@ -114,10 +116,10 @@ func TestSimJobKindsLifecycle(t *testing.T) {
 		t.Errorf("schedule after apply: got %q", r.Get("schedule"))
 	}
 
-	p = planFor(t, sim, set, Options{Destroy: true})
+	p = planFor(t, sim, set, engine.Options{Destroy: true})
 	applyPlan(t, sim, p)
 	for _, path := range []string{"/cluster/ha/resources", "/cluster/ha/rules", "/cluster/backup"} {
-		if rows, _ := readSection(context.Background(), cl, path); len(rows) != 0 {
+		if rows, _ := engine.ReadSection(context.Background(), cl, path); len(rows) != 0 {
 			t.Errorf("after destroy %s: got %v", path, rows)
 		}
 	}
@@ -159,8 +161,8 @@ func TestHAPowerNote(t *testing.T) {
 // documents plan clean.
 func TestSimImportJobKinds(t *testing.T) {
 	sim := newSim(t, "pve", "pve2")
-	applyPlan(t, sim, planFor(t, sim, loadSpec(t, jobsSpec), Options{}))
-	res, docs := importClean(t, sim, ImportOptions{All: true})
+	applyPlan(t, sim, planFor(t, sim, loadSpec(t, jobsSpec), engine.Options{}))
+	res, docs := importClean(t, sim, engine.ImportOptions{All: true})
 	for addr, key := range map[string]string{"HAResource/vm-120": "sid", "HARule/app-prefers-pve": "resources",
 		"BackupJob/nightly": "vmid", "ReplicationJob/120-0": "target"} {
 		d := docs[addr]
@@ -182,11 +184,11 @@ func TestSimImportJobKinds(t *testing.T) {
 func TestSimUpdateSendsWhatAKeyRequires(t *testing.T) {
 	sim := newSim(t)
 	job := "kind: BackupJob\nname: notes\nspec:\n  schedule: \"21:00\"\n  all: true\n  storage: local\n  notes-template: \"{{guestname}}\"\n"
-	applyPlan(t, sim, planFor(t, sim, loadSpec(t, job), Options{}))
+	applyPlan(t, sim, planFor(t, sim, loadSpec(t, job), engine.Options{}))
 	set := loadSpec(t, strings.Replace(job, "{{guestname}}", "{{guestname}} nightly", 1))
-	p := planFor(t, sim, set, Options{})
+	p := planFor(t, sim, set, engine.Options{})
 	c := p.Change("BackupJob/notes")
-	if c == nil || c.Action != Update {
+	if c == nil || c.Action != engine.Update {
 		t.Fatalf("plan: got %v", summary(p))
 	}
 	if c.Params["storage"] != "local" {

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pvectl/pvectl/pkg/planner/internal/engine"
+
 	"github.com/pvectl/pvectl/pkg/runlock"
 )
 
@@ -19,11 +21,11 @@ func TestSimApplyStopsOnLostLease(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Release(ctx)
-	p := planFor(t, sim, loadSpec(t, "kind: Pool\nname: lease-a\n---\nkind: Pool\nname: lease-b\n"), Options{})
+	p := planFor(t, sim, loadSpec(t, "kind: Pool\nname: lease-a\n---\nkind: Pool\nname: lease-b\n"), engine.Options{})
 	if _, err := runlock.ForceUnlock(ctx, sim.cl, info.ID); err != nil {
 		t.Fatal(err)
 	}
-	res, err := Apply(ctx, sim, p, ApplyOptions{Guard: l.Check})
+	res, err := engine.Apply(ctx, sim, p, engine.ApplyOptions{Guard: l.Check})
 	if err == nil || len(res.Done) != 0 || !strings.Contains(err.Error(), "lost the run lock "+info.ID) {
 		t.Fatalf("apply after the revoke: %v (done %v), want it stopped naming the lease", err, res.Done)
 	}

@@ -6,6 +6,8 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/pvectl/pvectl/pkg/planner/internal/engine"
+
 	"github.com/pvectl/pvectl/pkg/planner/compare"
 	"github.com/pvectl/pvectl/pkg/pve"
 	"github.com/pvectl/pvectl/pkg/pve/acl"
@@ -55,9 +57,9 @@ var lxc = lxcKind{guest{
 
 var lxcTraits = lxc.guestTraits()
 
-func (lxcKind) traits() kindTraits { return lxcTraits }
+func (lxcKind) Traits() engine.KindTraits { return lxcTraits }
 
-func (k lxcKind) compare(b *builder, r *spec.Resource, lo *liveObj, c *Change) error {
+func (k lxcKind) Compare(b *engine.Builder, r *spec.Resource, lo *engine.LiveObj, c *engine.Change) error {
 	done, err := k.compareConfig(b, r, lo, c)
 	if done || err != nil {
 		return err
@@ -69,7 +71,7 @@ func (k lxcKind) compare(b *builder, r *spec.Resource, lo *liveObj, c *Change) e
 // update migrates the guest if its node changed, changes its config
 // and disks, reboots it for pending changes when asked, and reconciles
 // pool and power.
-func (k lxcKind) update(ctx context.Context, x *execution, c *Change) error {
+func (k lxcKind) Update(ctx context.Context, x *engine.Execution, c *engine.Change) error {
 	if err := k.migrate(ctx, x, c); err != nil {
 		return err
 	}
@@ -103,9 +105,9 @@ func lxcVolumeKey(key string) bool {
 
 // lxcFindNeeds: the plan looks the template up on its storage, which the
 // resources list shows only with Datastore.Audit (Cluster.pm resources).
-func lxcFindNeeds(r *spec.Resource) []permNeed {
+func lxcFindNeeds(r *spec.Resource) []engine.PermNeed {
 	if sid, _, ok := strings.Cut(r.Params.Get("ostemplate"), ":"); ok && !strings.HasPrefix(sid, "/") {
-		return []permNeed{need("/storage/"+sid, "to find the template on its storage (PVE lists only the storages a token may audit)", "Datastore.Audit")}
+		return []engine.PermNeed{engine.NeedPriv("/storage/"+sid, "to find the template on its storage (PVE lists only the storages a token may audit)", "Datastore.Audit")}
 	}
 	return nil
 }
@@ -113,27 +115,27 @@ func lxcFindNeeds(r *spec.Resource) []permNeed {
 // lxcCreateNeeds are what pve-container's create_vm checks beyond the
 // settings: a privileged container, the template, the root disk (on
 // `storage`, default local, when the spec has no rootfs).
-func lxcCreateNeeds(r *spec.Resource, vals map[string]string, storage string) ([]permNeed, string) {
+func lxcCreateNeeds(r *spec.Resource, vals map[string]string, storage string) ([]engine.PermNeed, string) {
 	delete(vals, "unprivileged") // pve-container's create_vm takes it out before its check
 	if storage == "" {
 		storage = "local"
 	}
-	var needs []permNeed
+	var needs []engine.PermNeed
 	if r.Params.Get("unprivileged") == "0" {
-		needs = append(needs, need("/", "to create a privileged container", "Sys.Modify"))
+		needs = append(needs, engine.NeedPriv("/", "to create a privileged container", "Sys.Modify"))
 	}
 	if tmpl := r.Params.Get("ostemplate"); tmpl != "" {
 		needs = append(needs, volumeNeed(tmpl, "to read the template "+tmpl))
 	}
 	if _, ok := vals["rootfs"]; !ok {
-		needs = append(needs, need("/storage/"+storage, "to allocate the root disk", "Datastore.AllocateSpace"))
+		needs = append(needs, engine.NeedPriv("/storage/"+storage, "to allocate the root disk", "Datastore.AllocateSpace"))
 	}
 	return needs, storage
 }
 
 // lxcValuePerms are what a container's feature flags and mount points
 // (rootfs, mpN) need (LXC.pm check_ct_modify_config_perm).
-func lxcValuePerms(key, val, old string, deleting bool, sc setting) []permNeed {
+func lxcValuePerms(key, val, old string, deleting bool, sc setting) []engine.PermNeed {
 	if key == "features" {
 		feats := map[string]bool{}
 		for _, v := range []string{old, val} {
@@ -143,21 +145,21 @@ func lxcValuePerms(key, val, old string, deleting bool, sc setting) []permNeed {
 		}
 		delete(feats, "nesting")
 		if len(feats) > 0 {
-			return []permNeed{{rootOnly: true, why: "set feature flags other than nesting"}}
+			return []engine.PermNeed{{RootOnly: true, Why: "set feature flags other than nesting"}}
 		}
-		return []permNeed{sc.onGuest("to change nesting", "VM.Allocate")}
+		return []engine.PermNeed{sc.onGuest("to change nesting", "VM.Allocate")}
 	}
 	file := driveFile(val)
 	switch m := newDiskRe.FindStringSubmatch(file); {
 	case deleting || file == "":
 	case strings.HasPrefix(file, "/"):
-		return []permNeed{{rootOnly: true, why: "bind-mount a host path (" + key + ")"}}
+		return []engine.PermNeed{{RootOnly: true, Why: "bind-mount a host path (" + key + ")"}}
 	case m != nil && m[2] != "":
-		return []permNeed{need("/storage/"+m[2], "to allocate "+key, "Datastore.AllocateSpace")}
+		return []engine.PermNeed{engine.NeedPriv("/storage/"+m[2], "to allocate "+key, "Datastore.AllocateSpace")}
 	case m != nil:
-		return []permNeed{need("/storage/"+sc.storage, "to allocate "+key, "Datastore.AllocateSpace")}
+		return []engine.PermNeed{engine.NeedPriv("/storage/"+sc.storage, "to allocate "+key, "Datastore.AllocateSpace")}
 	default:
-		return []permNeed{volumeNeed(file, "to use "+file+" as "+key)}
+		return []engine.PermNeed{volumeNeed(file, "to use "+file+" as "+key)}
 	}
 	return nil
 }
@@ -165,8 +167,8 @@ func lxcValuePerms(key, val, old string, deleting bool, sc setting) []permNeed {
 // lxcCreatePrereqs: a new container's template, and the storage of its
 // root disk when the spec has no rootfs (pve-container create_vm: a
 // 4 GiB one on `storage`, default local).
-func lxcCreatePrereqs(r *spec.Resource, node string) []prereq {
-	var out []prereq
+func lxcCreatePrereqs(r *spec.Resource, node string) []engine.Prereq {
+	var out []engine.Prereq
 	if tmpl := r.Params.Get("ostemplate"); tmpl != "" && !strings.HasPrefix(tmpl, "/") && strings.Contains(tmpl, ":") {
 		out = append(out, volumePrereq("ostemplate", tmpl, "vztmpl", node))
 	}
@@ -179,7 +181,7 @@ func lxcCreatePrereqs(r *spec.Resource, node string) []prereq {
 // lxcMigrationBlockers: PVE cannot migrate a container with a bind mount
 // or device of its node that is not marked shared (LXC/Migrate.pm
 // prepare).
-func lxcMigrationBlockers(r *spec.Resource, lo *liveObj, target string, _ bool) error {
+func lxcMigrationBlockers(r *spec.Resource, lo *engine.LiveObj, target string, _ bool) error {
 	addr, vmid := r.Address(), liveOf(lo).VMID
 	for key, val := range lo.Config.All() {
 		if (key == "rootfs" || strings.HasPrefix(key, "mp")) && strings.HasPrefix(driveFile(val), "/") && !hasProp(val, "shared", "1") {
@@ -192,6 +194,6 @@ func lxcMigrationBlockers(r *spec.Resource, lo *liveObj, target string, _ bool) 
 
 // lxcRebootCheck: pve-container's vzreboot starts the container itself
 // (LXC.pm vm_reboot), so one not running once it ended did not start.
-func lxcRebootCheck(_ context.Context, _ *execution, g guest, _ string, vmid int, status string, _ *int64) error {
+func lxcRebootCheck(_ context.Context, _ *engine.Execution, g guest, _ string, vmid int, status string, _ *int64) error {
 	return fmt.Errorf("%s %d is %s after its reboot", g.noun, vmid, status)
 }

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pvectl/pvectl/pkg/planner/internal/engine"
+
 	"github.com/google/go-cmp/cmp"
 	"github.com/pvectl/pvectl/pkg/pve"
 )
@@ -28,7 +30,7 @@ func TestSimLxcLifecycle(t *testing.T) {
 	sim := newSim(t)
 	ctx := context.Background()
 	set := loadSpec(t, lxcSpec)
-	p := planFor(t, sim, set, Options{})
+	p := planFor(t, sim, set, engine.Options{})
 	wantPlan(t, "plan", p, []string{"create LxcContainer/dns01"})
 	applyPlan(t, sim, p)
 	vmid := stateOf(p.Changes[0]).Created
@@ -39,9 +41,9 @@ func TestSimLxcLifecycle(t *testing.T) {
 	wantConverged(t, t.Fatalf, sim, set, "plan after create (found by hostname; password and ostemplate are create-only)")
 
 	grown := loadSpec(t, strings.NewReplacer("memory: 512", "memory: 1024", "local-lvm:8", "local-lvm:10", "running: true", "running: false").Replace(lxcSpec))
-	p = planFor(t, sim, grown, Options{})
+	p = planFor(t, sim, grown, engine.Options{})
 	c := p.Changes[0]
-	if c.Action != Update {
+	if c.Action != engine.Update {
 		t.Fatalf("plan: got %s want update", c.Action)
 	}
 	var paths []string
@@ -65,13 +67,13 @@ func TestSimLxcLifecycle(t *testing.T) {
 	wantConverged(t, t.Errorf, sim, grown, "plan after update")
 
 	shrunk := loadSpec(t, strings.Replace(lxcSpec, "local-lvm:8", "local-lvm:4", 1))
-	if _, err := tryPlan(t, sim, shrunk, Options{}); err == nil || !strings.Contains(err.Error(), "cannot shrink") {
+	if _, err := tryPlan(t, sim, shrunk, engine.Options{}); err == nil || !strings.Contains(err.Error(), "cannot shrink") {
 		t.Errorf("shrinking the rootfs: got %v want a plan error", err)
 	}
 
 	privileged := loadSpec(t, strings.Replace(strings.Replace(lxcSpec, "unprivileged: true", "unprivileged: false", 1), "local-lvm:8", "local-lvm:10", 1))
-	p = planFor(t, sim, privileged, Options{})
-	if c := p.Changes[0]; c.Action != Replace || !c.CreateFirst {
+	p = planFor(t, sim, privileged, engine.Options{})
+	if c := p.Changes[0]; c.Action != engine.Replace || !c.CreateFirst {
 		t.Fatalf("unprivileged flip: got %s (create first %v) want a create-first replace", c.Action, c.CreateFirst)
 	}
 	applyPlan(t, sim, p)
@@ -80,7 +82,7 @@ func TestSimLxcLifecycle(t *testing.T) {
 	}
 	wantConverged(t, t.Errorf, sim, privileged, "plan after replace")
 
-	d := planFor(t, sim, privileged, Options{Destroy: true})
+	d := planFor(t, sim, privileged, engine.Options{Destroy: true})
 	applyPlan(t, sim, d)
 	rows, err := sim.cl.ClusterResources(ctx, "vm")
 	if err != nil {
@@ -118,7 +120,7 @@ spec:
   running: true
 `
 	set := loadSpec(t, doc)
-	applyPlan(t, sim, planFor(t, sim, set, Options{}))
+	applyPlan(t, sim, planFor(t, sim, set, engine.Options{}))
 	wantConverged(t, t.Fatalf, sim, set, "second plan")
 	cfg, err := sim.cl.GuestConfig(ctx, pve.LXC, "pve", 210)
 	if err != nil {
@@ -140,11 +142,11 @@ spec:
 	// A pinned vmid is the container's identity: another hostname for it
 	// is a conflict, not a rename (never a silent takeover).
 	renamed := loadSpec(t, strings.Replace(doc, "  rootfs: local-lvm:2\n", "  rootfs: local-lvm:2\n  hostname: web01.lab\n", 1))
-	if _, err := Build(ctx, renamed, mustObserve(t, sim, renamed), Options{}); err == nil || !strings.Contains(err.Error(), "refusing to take it over") {
+	if _, err := engine.Build(ctx, renamed, mustObserve(t, sim, renamed), engine.Options{}); err == nil || !strings.Contains(err.Error(), "refusing to take it over") {
 		t.Errorf("another hostname for vmid 210: got %v, want the conflict", err)
 	}
-	p := planFor(t, sim, changed, Options{})
-	if c := p.Change("LxcContainer/web01"); c.Action != Update {
+	p := planFor(t, sim, changed, engine.Options{})
+	if c := p.Change("LxcContainer/web01"); c.Action != engine.Update {
 		t.Fatalf("plan: %s %+v", c.Action, c.Diff)
 	}
 	applyPlan(t, sim, p)
@@ -157,7 +159,7 @@ spec:
 	grown := loadSpec(t, strings.NewReplacer(
 		"  rootfs: local-lvm:2\n", "  rootfs: local-lvm:3\n  mp0: local-lvm:2,mp=/srv/data\n",
 		"ip=dhcp", "ip=dhcp,tag=20").Replace(doc))
-	p = planFor(t, sim, grown, Options{})
+	p = planFor(t, sim, grown, engine.Options{})
 	var paths []string
 	for _, d := range p.Change("LxcContainer/web01").Diff {
 		paths = append(paths, d.Path)
@@ -171,7 +173,7 @@ spec:
 		t.Errorf("after growth: mp0 %q rootfs %q", cfg.Get("mp0"), cfg.Get("rootfs"))
 	}
 
-	d := planFor(t, sim, grown, Options{Destroy: true})
+	d := planFor(t, sim, grown, engine.Options{Destroy: true})
 	_, h := applyHooked(t, sim, d)
 	if msgs := strings.Join(h.messages, "\n"); !strings.Contains(msgs, "shutting down container 210") {
 		t.Errorf("destroy messages %q: no shutdown", h.messages)

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pvectl/pvectl/pkg/planner/internal/engine"
+
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -31,7 +33,7 @@ func TestSimManagedFalse(t *testing.T) {
 	if diff := cmp.Diff([]string{"LinuxBridge/vmbr0"}, set.DepGraph().Deps["QemuVM/on-vmbr0"]); diff != "" {
 		t.Errorf("the VM depends on the read-only bridge (-want +got):\n%s", diff)
 	}
-	p := planFor(t, sim, set, Options{})
+	p := planFor(t, sim, set, engine.Options{})
 	// bridge_ports differs from the live eno1: a read-only resource still
 	// plans nothing.
 	wantPlan(t, "plan", p, []string{"noop LinuxBridge/vmbr0", "create QemuVM/on-vmbr0 <- LinuxBridge/vmbr0"})
@@ -40,7 +42,7 @@ func TestSimManagedFalse(t *testing.T) {
 		t.Errorf("vmbr0 was changed: bridge_ports %q", i.Get("bridge_ports"))
 	}
 
-	d := planFor(t, sim, set, Options{Destroy: true})
+	d := planFor(t, sim, set, engine.Options{Destroy: true})
 	wantPlan(t, "destroy plan", d, []string{"delete QemuVM/on-vmbr0", "noop LinuxBridge/vmbr0 <- QemuVM/on-vmbr0"})
 	applyPlan(t, sim, d)
 	if liveIface(t, sim, "vmbr0") == nil {
@@ -48,7 +50,7 @@ func TestSimManagedFalse(t *testing.T) {
 	}
 
 	missing := loadSpec(t, strings.ReplaceAll(managedFalseSpec, "vmbr0", "vmbr7"))
-	_, err := tryPlan(t, sim, missing, Options{})
+	_, err := tryPlan(t, sim, missing, engine.Options{})
 	if err == nil || !strings.Contains(err.Error(), "LinuxBridge/vmbr7 does not exist, and it is managed: false") {
 		t.Errorf("plan with a missing read-only bridge: got %v want it named", err)
 	}

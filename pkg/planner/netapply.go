@@ -9,18 +9,20 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/pvectl/pvectl/pkg/planner/internal/engine"
+
 	"github.com/pvectl/pvectl/pkg/pve"
 	"github.com/pvectl/pvectl/pkg/spec"
 )
 
 // netApplyKind commits a node's staged network changes (NetworkApply). It
 // is planned after every interface so it can see whether any will stage.
-type netApplyKind struct{ neverCreated }
+type netApplyKind struct{ engine.NeverCreated }
 
 // traits: every node has its network once (a singleton), and its commit
 // makes live what the node's interfaces staged.
-func (netApplyKind) traits() kindTraits {
-	return kindTraits{Scope: scopeNode, Singleton: true, Commits: string(scopeNode)}
+func (netApplyKind) Traits() engine.KindTraits {
+	return engine.KindTraits{Scope: engine.ScopeNode, Singleton: true, Commits: string(engine.ScopeNode)}
 }
 
 // netNodeLive is what observe reads of a node for its commit: every
@@ -43,7 +45,7 @@ type netCommitState struct {
 	Ours map[string]string `json:"ours,omitempty"`
 }
 
-func (netApplyKind) newState(lo *liveObj) any {
+func (netApplyKind) NewState(lo *engine.LiveObj) any {
 	st := &netCommitState{Staged: stagedDiff(lo.Config.Get("changes"))}
 	if nl, ok := lo.State.(*netNodeLive); ok {
 		st.Seen = nl.Ifaces
@@ -51,28 +53,28 @@ func (netApplyKind) newState(lo *liveObj) any {
 	return st
 }
 
-func (netApplyKind) decodeState(raw json.RawMessage) (any, error) {
-	return decodeNew[netCommitState](raw)
+func (netApplyKind) DecodeState(raw json.RawMessage) (any, error) {
+	return engine.DecodeNew[netCommitState](raw)
 }
 
-func (netApplyKind) observe(ctx context.Context, lc *liveConn, r *spec.Resource) (*liveObj, error) {
-	node := paramNode(r)
-	if node == "" && lc.hasNode(r.Name) {
+func (netApplyKind) Observe(ctx context.Context, lc *engine.LiveConn, r *spec.Resource) (*engine.LiveObj, error) {
+	node := engine.ParamNode(r)
+	if node == "" && lc.HasNode(r.Name) {
 		node = r.Name // the natural identity: a NetworkApply named after its node
 	}
 	if node == "" {
 		var err error
-		if node, err = lc.node(r); err != nil {
+		if node, err = lc.Node(r); err != nil {
 			return nil, err
 		}
-	} else if !lc.hasNode(node) {
+	} else if !lc.HasNode(node) {
 		return nil, fmt.Errorf("node %q is not in the cluster", node)
 	}
-	ln, err := lc.network(ctx, node)
+	ln, err := lc.Network(ctx, node)
 	if err != nil {
 		return nil, err
 	}
-	return &liveObj{Exists: true, Node: node, Config: pve.ConfigOf(map[string]string{"changes": ln.changes}), State: &netNodeLive{Ifaces: ln.ifaces}}, nil
+	return &engine.LiveObj{Exists: true, Node: node, Config: pve.ConfigOf(map[string]string{"changes": ln.Changes}), State: &netNodeLive{Ifaces: ln.Ifaces}}, nil
 }
 
 // maxShownLines caps the staged diff a plan shows.
@@ -82,11 +84,11 @@ const maxShownLines = 40
 // are pending already (made by others: the plan shows them, and apply
 // commits them only when allowed), or an interface change of this plan
 // will stage one (in a destroy too: interface removals are staged).
-func (netApplyKind) planCommit(b *builder, r *spec.Resource, lo *liveObj, c *Change) error {
-	if !startCommit(r, c) {
+func (netApplyKind) PlanCommit(b *engine.Builder, r *spec.Resource, lo *engine.LiveObj, c *engine.Change) error {
+	if !engine.StartCommit(r, c) {
 		return nil
 	}
-	st := changeState[netCommitState](c)
+	st := engine.ChangeState[netCommitState](c)
 	if st == nil {
 		st = &netCommitState{Staged: stagedDiff(lo.Config.Get("changes"))}
 		c.State = st
@@ -95,7 +97,7 @@ func (netApplyKind) planCommit(b *builder, r *spec.Resource, lo *liveObj, c *Cha
 	if st.Staged != "" {
 		c.Reasons = append(c.Reasons, foreignReasons(lo.Node, st.Staged)...)
 	}
-	st.Ours = b.stagedBy(c, r, lo, "will stage a change", ifaceName) // the node's staging scope
+	st.Ours = stagedBy(b, c, r, lo, "will stage a change", ifaceName) // the node's staging scope
 	return nil
 }
 
@@ -103,12 +105,12 @@ func (netApplyKind) planCommit(b *builder, r *spec.Resource, lo *liveObj, c *Cha
 // that stage into its scope (what it will commit: their addresses and
 // the names in the staging), giving each as a reason (addr+" "+why); c
 // applies when it has any reason. Interfaces and SDN objects alike.
-func (b *builder) stagedBy(c *Change, r *spec.Resource, lo *liveObj, why string, name func(*spec.Resource) string) map[string]string {
+func stagedBy(b *engine.Builder, c *engine.Change, r *spec.Resource, lo *engine.LiveObj, why string, name func(*spec.Resource) string) map[string]string {
 	var ours map[string]string
-	_, mine := stagingKey(r.Kind, r.Connection, lo.Node)
-	for _, addr := range slices.Sorted(maps.Keys(b.changes)) {
-		o := b.changes[addr]
-		if role, key := b.netKey(addr); role != netStage || key != mine || o.Action == NoOp {
+	_, mine := engine.StagingKey(r.Kind, r.Connection, lo.Node)
+	for _, addr := range slices.Sorted(maps.Keys(b.Changes)) {
+		o := b.Changes[addr]
+		if role, key := b.NetKey(addr); role != engine.NetStage || key != mine || o.Action == engine.NoOp {
 			continue
 		}
 		c.Reasons = append(c.Reasons, addr+" "+why)
@@ -118,7 +120,7 @@ func (b *builder) stagedBy(c *Change, r *spec.Resource, lo *liveObj, why string,
 		ours[addr] = name(o.Resource)
 	}
 	if len(c.Reasons) > 0 {
-		c.Action = ApplyNet
+		c.Action = engine.ApplyNet
 	}
 	return ours
 }
@@ -162,36 +164,36 @@ func stagedDiff(changes string) string {
 	return strings.TrimSpace(changes) // not a diff PVE would write: keep it whole
 }
 
-func (netApplyKind) foreign(c *Change) string {
-	if st := changeState[netCommitState](c); st != nil && st.Staged != "" {
+func (netApplyKind) Foreign(c *engine.Change) string {
+	if st := engine.ChangeState[netCommitState](c); st != nil && st.Staged != "" {
 		return fmt.Sprintf("node %s has staged network changes that pvectl did not make", c.Node)
 	}
 	return ""
 }
 
 // compare is planCommit: the engine calls planCommit in every mode.
-func (k netApplyKind) compare(b *builder, r *spec.Resource, lo *liveObj, c *Change) error {
-	return k.planCommit(b, r, lo, c)
+func (k netApplyKind) Compare(b *engine.Builder, r *spec.Resource, lo *engine.LiveObj, c *engine.Change) error {
+	return k.PlanCommit(b, r, lo, c)
 }
 
 // update commits the node's staged changes, if any, once they are what
 // the plan saw plus what it staged; a failed reload is reverted when the
 // spec asks for it.
-func (netApplyKind) update(ctx context.Context, x *execution, c *Change) error {
-	ifaces, changes, err := x.client.NetworkList(ctx, c.Node)
+func (netApplyKind) Update(ctx context.Context, x *engine.Execution, c *engine.Change) error {
+	ifaces, changes, err := x.Client.NetworkList(ctx, c.Node)
 	if err != nil {
 		return fmt.Errorf("list network of node %s: %w", c.Node, err)
 	}
 	if changes == "" {
-		x.msg("no pending network changes on node %s", c.Node)
+		x.Msg("no pending network changes on node %s", c.Node)
 		return nil
 	}
-	st := changeState[netCommitState](c)
-	if err := st.check(c.Node, ifaces, changes, st.ours(x.plan), x.allowForeign); err != nil {
+	st := engine.ChangeState[netCommitState](c)
+	if err := st.check(c.Node, ifaces, changes, st.ours(x.Plan), x.AllowForeign); err != nil {
 		return err
 	}
-	x.msg("committing network changes on node %s", c.Node)
-	err = x.client.ApplyNetwork(ctx, c.Node)
+	x.Msg("committing network changes on node %s", c.Node)
+	err = x.Client.ApplyNetwork(ctx, c.Node)
 	if err == nil {
 		return nil
 	}
@@ -206,18 +208,18 @@ func (netApplyKind) update(ctx context.Context, x *execution, c *Change) error {
 	return revertNetwork(ctx, x, c.Node, st, err)
 }
 
-func (netApplyKind) current(ctx context.Context, cl *pve.Client, c *Change) (*liveObj, error) {
-	return &liveObj{Exists: true, Node: c.Node}, nil
+func (netApplyKind) Current(ctx context.Context, cl *pve.Client, c *engine.Change) (*engine.LiveObj, error) {
+	return &engine.LiveObj{Exists: true, Node: c.Node}, nil
 }
 
 // readCalls: a node's network list and its staged changes are everyone's
 // (GET /nodes/{node}/network is open to all).
-func (netApplyKind) readCalls(*spec.Resource) []apiCall { return nil }
+func (netApplyKind) ReadCalls(*spec.Resource) []engine.APICall { return nil }
 
 // changeCalls: PUT /nodes/{node}/network commits the staged changes.
-func (netApplyKind) changeCalls(c *Change, _ *liveObj) []apiCall {
-	if c.Action != ApplyNet {
+func (netApplyKind) ChangeCalls(c *engine.Change, _ *engine.LiveObj) []engine.APICall {
+	if c.Action != engine.ApplyNet {
 		return nil
 	}
-	return []apiCall{call("PUT", "/nodes/{node}/network", "to commit the node's network changes", "node", c.Node)}
+	return []engine.APICall{engine.Call("PUT", "/nodes/{node}/network", "to commit the node's network changes", "node", c.Node)}
 }

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pvectl/pvectl/pkg/planner/internal/engine"
+
 	"github.com/google/go-cmp/cmp"
 	"github.com/pvectl/pvectl/pkg/pve"
 )
@@ -37,9 +39,9 @@ func TestSimForeignStagedChanges(t *testing.T) {
 	sim, rc := newCheckedCountingSim(t)
 	foreignVmbr9(t, sim)
 	set := loadSpec(t, bondSpec)
-	p := planFor(t, sim, set, Options{})
+	p := planFor(t, sim, set, engine.Options{})
 	c := p.Change("NetworkApply/pve")
-	if c.Action != ApplyNet {
+	if c.Action != engine.ApplyNet {
 		t.Fatalf("commit: got %s, want apply", c.Action)
 	}
 	joined := strings.Join(c.Reasons, "\n")
@@ -52,7 +54,7 @@ func TestSimForeignStagedChanges(t *testing.T) {
 	}
 
 	rc.reset()
-	_, err := Apply(context.Background(), sim, p, ApplyOptions{})
+	_, err := engine.Apply(context.Background(), sim, p, engine.ApplyOptions{})
 	if err == nil || !strings.Contains(err.Error(), "NetworkApply/pve: node pve has staged network changes that pvectl did not make") ||
 		!strings.Contains(err.Error(), "Nothing was changed") {
 		t.Fatalf("Apply: got %v, want a refusal before anything ran", err)
@@ -63,7 +65,7 @@ func TestSimForeignStagedChanges(t *testing.T) {
 		}
 	}
 
-	res, err := Apply(context.Background(), sim, p, ApplyOptions{AllowForeignNetworkChanges: true})
+	res, err := engine.Apply(context.Background(), sim, p, engine.ApplyOptions{AllowForeignNetworkChanges: true})
 	if err != nil {
 		t.Fatalf("Apply allowing them: %v (%+v)", err, res)
 	}
@@ -101,10 +103,10 @@ func TestSimStagedChangeAfterPlan(t *testing.T) {
 			if tc.before != nil {
 				tc.before(t, sim)
 			}
-			p := planFor(t, sim, loadSpec(t, tc.doc), Options{})
+			p := planFor(t, sim, loadSpec(t, tc.doc), engine.Options{})
 			tc.after(t, sim)
 			rc.reset()
-			res, err := Apply(context.Background(), sim, p, ApplyOptions{AllowForeignNetworkChanges: true})
+			res, err := engine.Apply(context.Background(), sim, p, engine.ApplyOptions{AllowForeignNetworkChanges: true})
 			if err == nil || !strings.Contains(res.Failed["NetworkApply/pve"].Error(), tc.want) {
 				t.Fatalf("Apply: got %v, want NetworkApply/pve to fail with %q", err, tc.want)
 			}
@@ -146,10 +148,10 @@ func TestSimReloadFailure(t *testing.T) {
 			if revert {
 				doc += "spec:\n  revertOnFailure: true\n"
 			}
-			p := planFor(t, sim, loadSpec(t, doc), Options{})
+			p := planFor(t, sim, loadSpec(t, doc), engine.Options{})
 			rc.reset()
 			h := &recHooks{}
-			res, err := Apply(ctx, sim, p, ApplyOptions{Hooks: h})
+			res, err := engine.Apply(ctx, sim, p, engine.ApplyOptions{Hooks: h})
 			if err == nil {
 				t.Fatal("Apply: got no error, want the reload's failure")
 			}
@@ -217,8 +219,8 @@ func TestSimRevertOrdersItself(t *testing.T) {
 	const doc = "kind: BondInterface\nname: bond0\nspec:\n  slaves: eno3 eno9\n  autostart: true\n" +
 		"---\nkind: LinuxBridge\nname: vmbr1\nspec:\n  bridge_ports: bond0\n" +
 		"---\nkind: NetworkApply\nname: pve\nspec:\n  revertOnFailure: true\n"
-	p := planFor(t, sim, loadSpec(t, doc), Options{})
-	res, err := Apply(ctx, sim, p, ApplyOptions{})
+	p := planFor(t, sim, loadSpec(t, doc), engine.Options{})
+	res, err := engine.Apply(ctx, sim, p, engine.ApplyOptions{})
 	if err == nil {
 		t.Fatal("Apply: got no error, want the reload's failure")
 	}

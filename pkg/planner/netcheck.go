@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/pvectl/pvectl/pkg/planner/internal/engine"
+
 	"github.com/pvectl/pvectl/pkg/pve"
 	"github.com/pvectl/pvectl/pkg/pve/schema"
 	"github.com/pvectl/pvectl/pkg/spec"
@@ -74,7 +76,7 @@ func keyWhere(r *spec.Resource, key string) string {
 
 // checkIfaceCall finds what PVE would refuse in the call that creates or
 // updates r with sent, whatever the interface's type.
-func checkIfaceCall(b *builder, r *spec.Resource, lo *liveObj, sent map[string]string) error {
+func checkIfaceCall(b *engine.Builder, r *spec.Resource, lo *engine.LiveObj, sent map[string]string) error {
 	pos := func(key string) string { return keyWhere(r, key) }
 	var holders map[string][]string
 	if st, ok := lo.State.(*ifaceLive); ok {
@@ -85,9 +87,9 @@ func checkIfaceCall(b *builder, r *spec.Resource, lo *liveObj, sent map[string]s
 			continue
 		}
 		for _, h := range holders[key] {
-			owner := b.ifaceResource(r.Connection, lo.Node, h)
+			owner := ifaceResource(b, r.Connection, lo.Node, h)
 			if owner != nil && dropsKey(owner, key) {
-				if b.dependsOn(r, owner) {
+				if dependsOn(b, r, owner) {
 					continue
 				}
 				return fmt.Errorf("%s: %s: interface %s holds node %s's default %s until %s removes it, and PVE checks each call on its own: add `dependsOn: [%s]` so that goes first",
@@ -96,7 +98,7 @@ func checkIfaceCall(b *builder, r *spec.Resource, lo *liveObj, sent map[string]s
 			return fmt.Errorf("%s: %s: node %s has its default %s on interface %s already, and PVE allows one per node (%s): remove it there first, or drop %s here",
 				pos(key), key, lo.Node, gatewayWord(key), h, pveGatewayMsg(key, h), key)
 		}
-		for _, other := range b.ifaceSetters(r, lo.Node, key, holders[key]) {
+		for _, other := range ifaceSetters(b, r, lo.Node, key, holders[key]) {
 			return fmt.Errorf("%s: %s: %s sets node %s's default %s too, and PVE allows one per node", pos(key), key, other, lo.Node, gatewayWord(key))
 		}
 	}
@@ -124,12 +126,12 @@ func dropsKey(r *spec.Resource, key string) bool {
 }
 
 // ifaceResource is the resource of the specs that manages iface on node.
-func (b *builder) ifaceResource(conn, node, iface string) *spec.Resource {
-	for _, o := range b.set.Resources {
+func ifaceResource(b *engine.Builder, conn, node, iface string) *spec.Resource {
+	for _, o := range b.Set.Resources {
 		if o.Connection != conn || !isIface(o.Kind) || ifaceName(o) != iface {
 			continue
 		}
-		if lo := b.obs.objs[o.Address()]; lo != nil && lo.Node == node {
+		if lo := b.Obs.Objs[o.Address()]; lo != nil && lo.Node == node {
 			return o
 		}
 	}
@@ -138,14 +140,14 @@ func (b *builder) ifaceResource(conn, node, iface string) *spec.Resource {
 
 // ifaceSetters lists the other interfaces of the specs that will set key on
 // node, leaving out those that hold it live already (held).
-func (b *builder) ifaceSetters(r *spec.Resource, node, key string, held []string) []string {
+func ifaceSetters(b *engine.Builder, r *spec.Resource, node, key string, held []string) []string {
 	var out []string
-	for _, o := range b.set.Resources {
+	for _, o := range b.Set.Resources {
 		if o == r || o.Connection != r.Connection || !isIface(o.Kind) || o.ReadOnly || o.State == spec.Absent ||
-			b.opts.Destroy || o.Params.Get(key) == "" || ifaceName(o) == ifaceName(r) || slices.Contains(held, ifaceName(o)) {
+			b.Opts.Destroy || o.Params.Get(key) == "" || ifaceName(o) == ifaceName(r) || slices.Contains(held, ifaceName(o)) {
 			continue
 		}
-		if lo := b.obs.objs[o.Address()]; lo != nil && lo.Node == node {
+		if lo := b.Obs.Objs[o.Address()]; lo != nil && lo.Node == node {
 			out = append(out, o.Address())
 		}
 	}
@@ -154,9 +156,9 @@ func (b *builder) ifaceSetters(r *spec.Resource, node, key string, held []string
 }
 
 // dependsOn reports whether r waits for o (an edge of the specs, direct or not).
-func (b *builder) dependsOn(r, o *spec.Resource) bool {
-	if b.set != nil {
-		return b.set.DepGraph().Reaches(r.Address(), o.Address())
+func dependsOn(b *engine.Builder, r, o *spec.Resource) bool {
+	if b.Set != nil {
+		return b.Set.DepGraph().Reaches(r.Address(), o.Address())
 	}
 	for _, d := range r.DependsOn {
 		if d.String() == o.Address() {
@@ -174,7 +176,7 @@ func (b *builder) dependsOn(r, o *spec.Resource) bool {
 // own, and one another interface holds (pve-manager Network.pm
 // check_duplicate_ports). A port the node's configuration names but the
 // host lacks is a warning: PVE stages it, and the commit's ifreload fails.
-func (k ifaceKind) checkPorts(b *builder, r *spec.Resource, lo *liveObj) ([]string, error) {
+func (k ifaceKind) checkPorts(b *engine.Builder, r *spec.Resource, lo *engine.LiveObj) ([]string, error) {
 	v, set := r.Params.Lookup(k.ports)
 	if !set {
 		return nil, nil
@@ -191,7 +193,7 @@ func (k ifaceKind) checkPorts(b *builder, r *spec.Resource, lo *liveObj) ([]stri
 			continue
 		}
 		live := others[p]
-		managed := b.ifaceResource(r.Connection, lo.Node, p)
+		managed := ifaceResource(b, r.Connection, lo.Node, p)
 		if managed != nil && managed.State == spec.Absent {
 			return nil, fmt.Errorf("%s: %s names %s, which %s removes", at, k.ports, p, managed.Address())
 		}
@@ -199,7 +201,7 @@ func (k ifaceKind) checkPorts(b *builder, r *spec.Resource, lo *liveObj) ([]stri
 			return nil, fmt.Errorf("%s: slaves names %s, a %s of these specs: a bond's slaves are NICs or bonds", at, p, mk.typ)
 		}
 		if live == nil {
-			if managed != nil || (k.typ == "bridge" && vlanPort(p, others, func(n string) bool { return b.ifaceResource(r.Connection, lo.Node, n) != nil })) {
+			if managed != nil || (k.typ == "bridge" && vlanPort(p, others, func(n string) bool { return ifaceResource(b, r.Connection, lo.Node, n) != nil })) {
 				continue
 			}
 			return nil, fmt.Errorf("%s: %s names %s, which node %s does not have (PVE refuses: %s)", at, k.ports, p, lo.Node, missingPortMsg(k.typ, ifaceName(r), p))
@@ -221,9 +223,9 @@ func (k ifaceKind) checkPorts(b *builder, r *spec.Resource, lo *liveObj) ([]stri
 			if h == ifaceName(r) {
 				continue
 			}
-			owner := b.ifaceResource(r.Connection, lo.Node, h)
+			owner := ifaceResource(b, r.Connection, lo.Node, h)
 			if owner != nil && dropsPort(owner, p) {
-				if b.dependsOn(r, owner) {
+				if dependsOn(b, r, owner) {
 					continue
 				}
 				return nil, fmt.Errorf("%s: %s: interface %s holds %s until %s gives it up, and PVE checks each call on its own: add `dependsOn: [%s]` so that goes first",
@@ -287,16 +289,16 @@ func dropsPort(r *spec.Resource, p string) bool {
 // isIface reports whether kind is a network interface's (LinuxBridge,
 // BondInterface).
 func isIface(kind string) bool {
-	_, ok := kinds[kind].(ifaceKind)
+	_, ok := engine.Kinds[kind].(ifaceKind)
 	return ok
 }
 
 // kindOfResource is r's kind (nil for nil or an unknown kind).
-func kindOfResource(r *spec.Resource) kindOps {
+func kindOfResource(r *spec.Resource) engine.KindOps {
 	if r == nil {
 		return nil
 	}
-	return kinds[r.Kind]
+	return engine.Kinds[r.Kind]
 }
 
 // checkRemove finds an interface of the node that still lists r's as a
@@ -305,24 +307,24 @@ func kindOfResource(r *spec.Resource) kindOps {
 // specs manage is left to the order of the plan: in a destroy it goes
 // first when its spec names r; going forward, a holder that gives the
 // port up must be waited for.
-func (k ifaceKind) checkRemove(b *builder, r *spec.Resource, lo *liveObj) error {
+func (k ifaceKind) CheckRemove(b *engine.Builder, r *spec.Resource, lo *engine.LiveObj) error {
 	st, _ := lo.State.(*ifaceLive)
 	if st == nil {
 		return nil
 	}
 	name := ifaceName(r)
 	for _, h := range portHolders(st.Others, name) {
-		owner := b.ifaceResource(r.Connection, lo.Node, h)
+		owner := ifaceResource(b, r.Connection, lo.Node, h)
 		switch {
 		case owner == nil:
 			return fmt.Errorf("%s: interface %s of node %s, which these specs do not manage, uses %s as a port (PVE refuses to delete it: %s): take it out of %s first",
 				r.Address(), h, lo.Node, name, missingPortMsg(st.Others[h].Get("type"), h, name), h)
-		case b.opts.Destroy:
-		case owner.State == spec.Absent && b.dependsOn(owner, r):
+		case b.Opts.Destroy:
+		case owner.State == spec.Absent && dependsOn(b, owner, r):
 			// Both go, and the plan deletes the user first.
 		case !dropsPort(owner, name):
 			return fmt.Errorf("%s: %s keeps %s as a port, and PVE refuses to delete an interface in use: drop it from %s first", r.Address(), owner.Address(), name, owner.Address())
-		case !b.dependsOn(r, owner):
+		case !dependsOn(b, r, owner):
 			return fmt.Errorf("%s: interface %s uses %s as a port until %s gives it up, and PVE checks each call on its own: add `dependsOn: [%s]` so that goes first",
 				r.Address(), h, name, owner.Address(), owner.Address())
 		}

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/pvectl/pvectl/pkg/planner/internal/engine"
+
 	"github.com/pvectl/pvectl/pkg/pve"
 	"github.com/pvectl/pvectl/pkg/pve/schema"
 )
@@ -23,7 +25,7 @@ import (
 // ours names the interfaces the plan's interface changes stage on the
 // node: those of the plan at hand that do something (a --target leaves
 // the others out).
-func (st *netCommitState) ours(plan *Plan) map[string]bool {
+func (st *netCommitState) ours(plan *engine.Plan) map[string]bool {
 	out := map[string]bool{}
 	if st == nil {
 		return out
@@ -33,7 +35,7 @@ func (st *netCommitState) ours(plan *Plan) map[string]bool {
 			out[iface] = true
 			continue
 		}
-		if c := plan.Change(addr); c != nil && c.Action != NoOp {
+		if c := plan.Change(addr); c != nil && c.Action != engine.NoOp {
 			out[iface] = true
 		}
 	}
@@ -109,7 +111,7 @@ func ifaceDigest(cfg *pve.Config) string {
 	if cfg == nil {
 		return ""
 	}
-	return fieldsDigest(cfg)
+	return engine.FieldsDigest(cfg)
 }
 
 func without(cfg *pve.Config, key string) *pve.Config {

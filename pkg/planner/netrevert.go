@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/pvectl/pvectl/pkg/planner/internal/engine"
+
 	"github.com/pvectl/pvectl/pkg/pve"
 	"github.com/pvectl/pvectl/pkg/pve/schema"
 )
@@ -131,8 +133,8 @@ func runRestore(ctx context.Context, cl *pve.Client, node string, ops []restoreO
 // revertNetwork answers a failed reload (cause) on node: it puts the
 // interfaces back as the plan read them and reloads again. The commit
 // still counts as failed; the error says what the revert did.
-func revertNetwork(ctx context.Context, x *execution, node string, st *netCommitState, cause error) error {
-	now, changes, err := x.client.NetworkList(ctx, node)
+func revertNetwork(ctx context.Context, x *engine.Execution, node string, st *netCommitState, cause error) error {
+	now, changes, err := x.Client.NetworkList(ctx, node)
 	if err != nil {
 		return fmt.Errorf("%w\n  reverting: list network of node %s: %v", cause, node, err)
 	}
@@ -142,10 +144,10 @@ func revertNetwork(ctx context.Context, x *execution, node string, st *netCommit
 		if st.Staged != "" {
 			return fmt.Errorf("%w\n  nothing was committed; the staged changes stay, as they include changes pvectl did not make", cause)
 		}
-		if err := x.client.RevertNetwork(ctx, node); err != nil {
+		if err := x.Client.RevertNetwork(ctx, node); err != nil {
 			return fmt.Errorf("%w\n  nothing was committed; discarding the staged changes failed: %v", cause, err)
 		}
-		return st.reverted(x.plan, node, nil, fmt.Errorf("%w\n  nothing was committed; reverted: this run's staged changes on node %s were discarded", cause, node))
+		return st.reverted(x.Plan, node, nil, fmt.Errorf("%w\n  nothing was committed; reverted: this run's staged changes on node %s were discarded", cause, node))
 	}
 	ops := restoreOps(now, st.Seen)
 	if len(ops) == 0 {
@@ -155,28 +157,28 @@ func revertNetwork(ctx context.Context, x *execution, node string, st *netCommit
 	for i, op := range ops {
 		names[i] = op.String()
 	}
-	x.msg("reload failed on node %s; reverting: %s", node, strings.Join(names, ", "))
+	x.Msg("reload failed on node %s; reverting: %s", node, strings.Join(names, ", "))
 	// A call can succeed and still not restore everything when another
 	// one undoes it (the writer starts a bond's slaves at boot as long as
 	// the bond lists them): read back and go again, a few rounds at most.
 	for round := 0; len(ops) > 0 && round < maxRestoreRounds; round++ {
-		err := runRestore(ctx, x.client, node, ops)
+		err := runRestore(ctx, x.Client, node, ops)
 		if err == nil {
 			var lerr error
-			if now, _, lerr = x.client.NetworkList(ctx, node); lerr == nil {
+			if now, _, lerr = x.Client.NetworkList(ctx, node); lerr == nil {
 				ops = restoreOps(now, st.Seen)
 			}
 			err = lerr
 		}
 		if err != nil {
 			// Leave nothing half reverted staged for the next commit.
-			if derr := x.client.RevertNetwork(ctx, node); derr != nil {
+			if derr := x.Client.RevertNetwork(ctx, node); derr != nil {
 				err = errors.Join(err, fmt.Errorf("discard the partial revert: %w", derr))
 			}
 			return fmt.Errorf("%w\n  revert failed, node %s keeps the new configuration: %v", cause, node, err)
 		}
 	}
-	if err := x.client.ApplyNetwork(ctx, node); err != nil {
+	if err := x.Client.ApplyNetwork(ctx, node); err != nil {
 		return fmt.Errorf("%w\n  reverted node %s's interfaces, but reloading them failed too: %v", cause, node, err)
 	}
 	if len(ops) > 0 {
@@ -184,15 +186,15 @@ func revertNetwork(ctx context.Context, x *execution, node string, st *netCommit
 		for i, op := range ops {
 			left[i] = op.iface
 		}
-		return st.reverted(x.plan, node, left, fmt.Errorf("%w\n  reverted and reloaded, but %s still differ from what the plan found on node %s", cause, strings.Join(left, ", "), node))
+		return st.reverted(x.Plan, node, left, fmt.Errorf("%w\n  reverted and reloaded, but %s still differ from what the plan found on node %s", cause, strings.Join(left, ", "), node))
 	}
-	return st.reverted(x.plan, node, nil, fmt.Errorf("%w\n  reverted: node %s's interfaces are back as the plan found them, and reloaded", cause, node))
+	return st.reverted(x.Plan, node, nil, fmt.Errorf("%w\n  reverted: node %s's interfaces are back as the plan found them, and reloaded", cause, node))
 }
 
 // reverted is err as a *RevertError naming the plan's interface changes
 // on node that the revert undid: all of them but those on the interfaces
 // left as they are.
-func (st *netCommitState) reverted(plan *Plan, node string, left []string, err error) error {
+func (st *netCommitState) reverted(plan *engine.Plan, node string, left []string, err error) error {
 	var addrs []string
 	for addr, iface := range st.Ours {
 		if slices.Contains(left, iface) {
@@ -200,12 +202,12 @@ func (st *netCommitState) reverted(plan *Plan, node string, left []string, err e
 		}
 		if plan == nil {
 			addrs = append(addrs, addr)
-		} else if c := plan.Change(addr); c != nil && c.Action != NoOp {
+		} else if c := plan.Change(addr); c != nil && c.Action != engine.NoOp {
 			addrs = append(addrs, addr)
 		}
 	}
 	slices.Sort(addrs)
-	return &RevertError{Node: node, Reverted: addrs, err: err}
+	return &engine.RevertError{Node: node, Reverted: addrs, Err: err}
 }
 
 // maxRestoreRounds bounds the read-back rounds of a revert.

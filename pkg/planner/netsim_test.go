@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pvectl/pvectl/pkg/planner/internal/engine"
+
 	"github.com/google/go-cmp/cmp"
 	"github.com/pvectl/pvectl/pkg/pve"
 	"github.com/pvectl/pvectl/pkg/pve/pvesim"
@@ -22,9 +24,9 @@ func newCheckedSim(t *testing.T) *simClients {
 }
 
 // planErr builds a plan that must fail and returns its error.
-func planErr(t *testing.T, cl Clients, set *spec.Set) error {
+func planErr(t *testing.T, cl engine.Clients, set *spec.Set) error {
 	t.Helper()
-	p, err := tryPlan(t, cl, set, Options{})
+	p, err := tryPlan(t, cl, set, engine.Options{})
 	if err == nil {
 		t.Fatalf("Build: got plan %q, want an error", summary(p))
 	}
@@ -82,7 +84,7 @@ func TestSimBridgeVlanAwareFalse(t *testing.T) {
 	}
 	for i, aware := range []bool{false, true, false} {
 		set := loadSpec(t, doc(aware))
-		p := planFor(t, sim, set, Options{})
+		p := planFor(t, sim, set, engine.Options{})
 		if c := p.Change("LinuxBridge/vmbr1"); i == 2 {
 			if got := c.Params; got["delete"] != "bridge_vlan_aware" || got["bridge_vlan_aware"] != "" {
 				t.Errorf("turning VLAN awareness off: got params %v, want delete=bridge_vlan_aware and no bridge_vlan_aware", got)
@@ -92,7 +94,7 @@ func TestSimBridgeVlanAwareFalse(t *testing.T) {
 		if got := liveIface(t, sim, "vmbr1").Get("bridge_vlan_aware") == "1"; got != aware {
 			t.Errorf("step %d: got VLAN-aware %v, want %v", i, got, aware)
 		}
-		if p := planFor(t, sim, set, Options{}); p.HasChanges() {
+		if p := planFor(t, sim, set, engine.Options{}); p.HasChanges() {
 			t.Errorf("step %d: plan after apply %q, want clean", i, summary(p))
 		}
 	}
@@ -109,7 +111,7 @@ func TestSimBridgeVidsNeedVlanAware(t *testing.T) {
 		}
 	}
 	set := loadSpec(t, "kind: LinuxBridge\nname: vmbr1\nspec:\n  bridge_ports: eno2\n  bridge_vlan_aware: true\n  bridge_vids: 10 20\n---\nkind: NetworkApply\nname: pve\n")
-	applyPlan(t, sim, planFor(t, sim, set, Options{}))
+	applyPlan(t, sim, planFor(t, sim, set, engine.Options{}))
 	wantConverged(t, t.Errorf, sim, set, "plan after apply")
 }
 
@@ -148,7 +150,7 @@ func TestSimSecondDefaultGateway(t *testing.T) {
 	// settles.
 	sim := newCheckedSim(t)
 	set := loadSpec(t, strings.Replace(vmbr1, "spec:\n", "dependsOn: [LinuxBridge/vmbr0]\nspec:\n", 1)+vmbr0Drops+apply)
-	p := planFor(t, sim, set, Options{})
+	p := planFor(t, sim, set, engine.Options{})
 	want := []string{"update LinuxBridge/vmbr0", "create LinuxBridge/vmbr1 <- LinuxBridge/vmbr0",
 		"apply NetworkApply/pve <- LinuxBridge/vmbr0,LinuxBridge/vmbr1"}
 	if diff := cmp.Diff(want, summary(p)); diff != "" {

@@ -7,6 +7,8 @@ import (
 	"net/url"
 	"slices"
 
+	"github.com/pvectl/pvectl/pkg/planner/internal/engine"
+
 	"github.com/pvectl/pvectl/pkg/planner/compare"
 	"github.com/pvectl/pvectl/pkg/pve"
 	"github.com/pvectl/pvectl/pkg/spec"
@@ -15,24 +17,26 @@ import (
 // nodeDNSKind manages NodeDns: a node's resolv.conf (search domain and up
 // to three name servers). Every node has one, so it is never created or
 // deleted, and destroy leaves it as it is.
-type nodeDNSKind struct{ neverCreated }
+type nodeDNSKind struct{ engine.NeverCreated }
 
 // traits: every node has its DNS settings once (a singleton).
-func (nodeDNSKind) traits() kindTraits { return kindTraits{Scope: scopeNode, Singleton: true} }
+func (nodeDNSKind) Traits() engine.KindTraits {
+	return engine.KindTraits{Scope: engine.ScopeNode, Singleton: true}
+}
 
 var dnsServers = []string{"dns1", "dns2", "dns3"}
 
 func dnsPath(node string) string { return "/nodes/" + url.PathEscape(node) + "/dns" }
 
-func (nodeDNSKind) observe(ctx context.Context, lc *liveConn, r *spec.Resource) (*liveObj, error) {
-	node := paramNode(r)
-	if !lc.hasNode(node) {
+func (nodeDNSKind) Observe(ctx context.Context, lc *engine.LiveConn, r *spec.Resource) (*engine.LiveObj, error) {
+	node := engine.ParamNode(r)
+	if !lc.HasNode(node) {
 		return nil, fmt.Errorf("node %q is not in the cluster", node)
 	}
-	return readDNS(ctx, lc.client, node)
+	return readDNS(ctx, lc.Client, node)
 }
 
-func readDNS(ctx context.Context, cl *pve.Client, node string) (*liveObj, error) {
+func readDNS(ctx context.Context, cl *pve.Client, node string) (*engine.LiveObj, error) {
 	var cfg *pve.Config
 	if err := cl.Do(ctx, http.MethodGet, dnsPath(node), nil, &cfg); err != nil {
 		return nil, fmt.Errorf("read DNS settings of node %s: %w", node, err)
@@ -40,7 +44,7 @@ func readDNS(ctx context.Context, cl *pve.Client, node string) (*liveObj, error)
 	if cfg == nil {
 		cfg = pve.NewConfig(0)
 	}
-	return &liveObj{Exists: true, Node: node, Config: cfg, Digest: fieldsDigest(cfg)}, nil
+	return &engine.LiveObj{Exists: true, Node: node, Config: cfg, Digest: engine.FieldsDigest(cfg)}, nil
 }
 
 // desiredDNS is what a PUT must carry. PVE rewrites the whole of
@@ -68,7 +72,7 @@ func desiredDNS(r *spec.Resource, live *pve.Config) map[string]string {
 	return out
 }
 
-func (nodeDNSKind) compare(b *builder, r *spec.Resource, lo *liveObj, c *Change) error {
+func (nodeDNSKind) Compare(b *engine.Builder, r *spec.Resource, lo *engine.LiveObj, c *engine.Change) error {
 	want := desiredDNS(r, lo.Config)
 	for _, k := range append([]string{"search"}, dnsServers...) {
 		before, after := lo.Config.Get(k), want[k]
@@ -78,10 +82,10 @@ func (nodeDNSKind) compare(b *builder, r *spec.Resource, lo *liveObj, c *Change)
 		c.Diff = append(c.Diff, compare.Diff(k, compare.NilIfEmpty(before), compare.NilIfEmpty(after)))
 	}
 	if len(c.Diff) == 0 {
-		c.Action = NoOp
+		c.Action = engine.NoOp
 		return nil
 	}
-	c.Action, c.Params = Update, want
+	c.Action, c.Params = engine.Update, want
 	for _, d := range c.Diff {
 		switch {
 		case d.After == nil:
@@ -95,13 +99,13 @@ func (nodeDNSKind) compare(b *builder, r *spec.Resource, lo *liveObj, c *Change)
 	return nil
 }
 
-func (nodeDNSKind) update(ctx context.Context, x *execution, c *Change) error {
-	if err := x.client.Do(ctx, http.MethodPut, dnsPath(c.Node), toValues(c.Params), nil); err != nil {
+func (nodeDNSKind) Update(ctx context.Context, x *engine.Execution, c *engine.Change) error {
+	if err := x.Client.Do(ctx, http.MethodPut, dnsPath(c.Node), toValues(c.Params), nil); err != nil {
 		return fmt.Errorf("write DNS settings of node %s: %w", c.Node, err)
 	}
 	return nil
 }
 
-func (nodeDNSKind) current(ctx context.Context, cl *pve.Client, c *Change) (*liveObj, error) {
+func (nodeDNSKind) Current(ctx context.Context, cl *pve.Client, c *engine.Change) (*engine.LiveObj, error) {
 	return readDNS(ctx, cl, c.Node)
 }

@@ -6,6 +6,8 @@ import (
 	"runtime"
 	"sync"
 	"testing"
+
+	"github.com/pvectl/pvectl/pkg/planner/internal/engine"
 )
 
 // Observe's deferred reads run conc at a time, and only conc goroutines
@@ -16,10 +18,10 @@ func TestLoadAllGoroutinesBounded(t *testing.T) {
 	base := runtime.NumGoroutine()
 	var mu sync.Mutex
 	peak, running, maxRunning, loaded := 0, 0, 0, 0
-	objs := map[string]*liveObj{}
+	objs := map[string]*engine.LiveObj{}
 	for i := range n {
-		lo := &liveObj{}
-		lo.load = func(context.Context) error {
+		lo := &engine.LiveObj{}
+		lo.Load = func(context.Context) error {
 			mu.Lock()
 			running++
 			maxRunning = max(maxRunning, running)
@@ -37,7 +39,7 @@ func TestLoadAllGoroutinesBounded(t *testing.T) {
 		}
 		objs[fmt.Sprintf("QemuVM/vm%04d", i)] = lo
 	}
-	errs := loadAll(context.Background(), objs, conc)
+	errs := engine.LoadAll(context.Background(), objs, conc)
 	if loaded != n || len(errs) != 1 || errs["QemuVM/vm0007"] == nil {
 		t.Fatalf("loaded %d of %d, errors %v", loaded, n, errs)
 	}
@@ -51,7 +53,7 @@ func TestLoadAllGoroutinesBounded(t *testing.T) {
 		t.Errorf("%d goroutines more than before during the loads, want at most %d (one per object would be %d)", peak, slack, n)
 	}
 	for addr, lo := range objs {
-		if lo.load != nil {
+		if lo.Load != nil {
 			t.Fatalf("%s: load kept after it ran", addr)
 		}
 	}

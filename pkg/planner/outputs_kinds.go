@@ -3,13 +3,15 @@ package planner
 import (
 	"strconv"
 
+	"github.com/pvectl/pvectl/pkg/planner/internal/engine"
+
 	"github.com/pvectl/pvectl/pkg/spec"
 )
 
 // The outputs each kind produces (outputs.go, spec.KindOutputs).
 
 // guestOutputs: a guest's vmid and node, once it exists.
-func guestOutputs(lo *liveObj, c *Change) map[string]string {
+func guestOutputs(lo *engine.LiveObj, c *engine.Change) map[string]string {
 	switch {
 	case c != nil:
 		st := stateOf(c)
@@ -33,22 +35,22 @@ func guestOutputs(lo *liveObj, c *Change) map[string]string {
 
 // outputs: a guest's vmid and node, once it exists (spec.KindOutputs);
 // QemuVM, Template and LxcContainer share it.
-func (guest) outputs(_ *spec.Resource, lo *liveObj, c *Change) map[string]string {
+func (guest) Outputs(_ *spec.Resource, lo *engine.LiveObj, c *engine.Change) map[string]string {
 	return guestOutputs(lo, c)
 }
 
 // outputs: the downloaded file's volume id follows from its spec.
-func (downloadKind) outputs(r *spec.Resource, _ *liveObj, _ *Change) map[string]string {
+func (downloadKind) Outputs(r *spec.Resource, _ *engine.LiveObj, _ *engine.Change) map[string]string {
 	return map[string]string{"volid": downloadVolid(r)}
 }
 
 // outputs: the ISO's volume id follows from its spec (its name carries
 // the content's hash).
-func (configDriveKind) outputs(r *spec.Resource, _ *liveObj, _ *Change) map[string]string {
+func (configDriveKind) Outputs(r *spec.Resource, _ *engine.LiveObj, _ *engine.Change) map[string]string {
 	return map[string]string{"volid": driveVolid(r)}
 }
 
 // outputs: the full token id follows from its spec.
-func (tokenKind) outputs(r *spec.Resource, _ *liveObj, _ *Change) map[string]string {
+func (tokenKind) Outputs(r *spec.Resource, _ *engine.LiveObj, _ *engine.Change) map[string]string {
 	return map[string]string{"tokenid": fullTokenID(r)}
 }

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pvectl/pvectl/pkg/planner/internal/engine"
+
 	"github.com/pvectl/pvectl/pkg/pve"
 )
 
@@ -29,9 +31,9 @@ spec:
   users: ops@pve
   roles: PVEVMUser
 `)
-	p := planFor(t, sim, set, Options{})
+	p := planFor(t, sim, set, engine.Options{})
 	acl := changesOf(p)["ACL/app-ops"]
-	if acl == nil || acl.Action != Create {
+	if acl == nil || acl.Action != engine.Create {
 		t.Fatalf("ACL/app-ops: got %+v, want a create", acl)
 	}
 	if !strings.Contains(strings.Join(acl.DependsOn, ","), "QemuVM/app") {
@@ -74,7 +76,7 @@ spec:
 	if err != nil || cfg.Get("name") != "app" {
 		t.Errorf("the grant's guest %d: config %v, %v; want the VM app", vmid, cfg, err)
 	}
-	wantClean(t, planFor(t, sim, set, Options{}), "plan after apply")
+	wantClean(t, planFor(t, sim, set, engine.Options{}), "plan after apply")
 }
 
 // A guest's Firewall on a VM that pins no vmid: one apply makes the VM
@@ -94,6 +96,6 @@ spec:
   rules:
     - {type: in, action: ACCEPT, proto: tcp, dport: "22"}
 `)
-	applyPlan(t, sim, planFor(t, sim, set, Options{}))
-	wantClean(t, planFor(t, sim, set, Options{}), "plan after apply")
+	applyPlan(t, sim, planFor(t, sim, set, engine.Options{}))
+	wantClean(t, planFor(t, sim, set, engine.Options{}), "plan after apply")
 }

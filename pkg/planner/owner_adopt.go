@@ -6,6 +6,8 @@ import (
 	"net/url"
 	"strconv"
 
+	"github.com/pvectl/pvectl/pkg/planner/internal/engine"
+
 	"github.com/pvectl/pvectl/pkg/planner/marks"
 	"github.com/pvectl/pvectl/pkg/pve"
 )
@@ -20,18 +22,18 @@ import (
 // by another stack already is left as it is (a problem); one marked by
 // this stack is counted as adopted. It returns the adopted objects'
 // addresses and the problems, one line each.
-func Adopt(ctx context.Context, clients Clients, conn string, res *ImportResult, stack string) (adopted, problems []string) {
+func Adopt(ctx context.Context, clients engine.Clients, conn string, res *engine.ImportResult, stack string) (adopted, problems []string) {
 	cl, err := clients.Client(conn)
 	if err != nil {
 		return nil, []string{err.Error()}
 	}
 	for _, d := range res.Docs {
-		ok, is := kinds[d.Kind].(ownerKind)
-		lo := res.live[d]
+		ok, is := engine.Kinds[d.Kind].(engine.OwnerKind)
+		lo := res.Live[d]
 		if !is || lo == nil || !lo.Exists || d.ReadOnly {
 			continue
 		}
-		done, err := ok.adopt(ctx, cl, lo, stack)
+		done, err := ok.Adopt(ctx, cl, lo, stack)
 		switch {
 		case err != nil:
 			problems = append(problems, fmt.Sprintf("%s: not adopted into stack %s: %v", d.Address(), stack, err))
@@ -45,7 +47,7 @@ func Adopt(ctx context.Context, clients Clients, conn string, res *ImportResult,
 // adopt writes the owner mark of stack on the guest lo, with the digest
 // it was read with (an edit meanwhile fails the write rather than being
 // overwritten). false: the kind's objects carry no mark (templates).
-func (g guest) adopt(ctx context.Context, cl *pve.Client, lo *liveObj, stack string) (bool, error) {
+func (g guest) Adopt(ctx context.Context, cl *pve.Client, lo *engine.LiveObj, stack string) (bool, error) {
 	vmid := liveOf(lo).VMID
 	if vmid == 0 {
 		return false, nil
@@ -72,6 +74,6 @@ func (g guest) adopt(ctx context.Context, cl *pve.Client, lo *liveObj, stack str
 	return true, nil
 }
 
-func (templateKind) adopt(context.Context, *pve.Client, *liveObj, string) (bool, error) {
+func (templateKind) Adopt(context.Context, *pve.Client, *engine.LiveObj, string) (bool, error) {
 	return false, nil
 }

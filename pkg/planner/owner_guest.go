@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/pvectl/pvectl/pkg/planner/internal/engine"
+
 	"github.com/pvectl/pvectl/pkg/planner/marks"
 	"github.com/pvectl/pvectl/pkg/pve"
 	"github.com/pvectl/pvectl/pkg/spec"
@@ -23,13 +25,13 @@ import (
 
 // markOwner records the stack on a change that makes a guest: its create
 // writes the mark (ownerParams).
-func (g guest) markOwner(c *Change, stack string) { stateOf(c).Owner = stack }
+func (g guest) MarkOwner(c *engine.Change, stack string) { stateOf(c).Owner = stack }
 
 // ownerParams adds the owner mark of the change's stack to a create's (or
 // a clone's first update's) parameters, over what the guest has (live:
 // the clone's config, nil for a create): the owner tag merged into the
 // tags, the owner block after the description's text.
-func ownerParams(c *Change, params map[string]string, live *pve.Config, vmid int) {
+func ownerParams(c *engine.Change, params map[string]string, live *pve.Config, vmid int) {
 	stack := stateOf(c).Owner
 	if stack == "" {
 		return
@@ -49,16 +51,16 @@ func ownerParams(c *Change, params map[string]string, live *pve.Config, vmid int
 // ownerPerms is what writing the owner mark at create needs: the owner
 // tag is checked as any tag (pve-guest-common PVE/GuestHelpers.pm
 // assert_tag_permissions, VM.Config.Options on the guest).
-func (g guest) ownerPerms(c *Change) []permNeed {
+func (g guest) ownerPerms(c *engine.Change) []engine.PermNeed {
 	if stateOf(c).Owner == "" {
 		return nil
 	}
 	id, _ := specVMID(c.Resource)
-	n := need(vmPath(id), "to tag the "+guestNoun(string(g.typ))+" with its owner (pvectl)", "VM.Config.Options")
+	n := engine.NeedPriv(vmPath(id), "to tag the "+guestNoun(string(g.typ))+" with its owner (pvectl)", "VM.Config.Options")
 	if pool := c.Resource.Params.Get("pool"); pool != "" {
-		n.or = "/pool/" + pool
+		n.Or = "/pool/" + pool
 	}
-	return []permNeed{n}
+	return []engine.PermNeed{n}
 }
 
 // findOwned finds the guests of the kind's type on lc that carry the owner
@@ -66,11 +68,11 @@ func (g guest) ownerPerms(c *Change) []permNeed {
 // name), reads their configs and keeps those whose owner block names their
 // own vmid. Templates are never owned: other guests are cloned from them;
 // nor are guests still being created or cloned.
-func (g guest) findOwned(ctx context.Context, lc *liveConn, kind string, obs *Observed, set *spec.Set) ([]*ownedObj, error) {
+func (g guest) FindOwned(ctx context.Context, lc *engine.LiveConn, kind string, obs *engine.Observed, set *spec.Set) ([]*engine.OwnedObj, error) {
 	vmids, names := claimedGuests(obs, set)
 	var cands []pve.ClusterResource
-	for _, row := range lc.resources {
-		if row.Type != string(g.typ) || row.Template || !marks.HasOwnerTag(row.Tags) || vmids[row.VMID] || lc.down[row.Node] != "" {
+	for _, row := range lc.Resources {
+		if row.Type != string(g.typ) || row.Template || !marks.HasOwnerTag(row.Tags) || vmids[row.VMID] || lc.Down[row.Node] != "" {
 			continue
 		}
 		if row.Lock == "create" || row.Lock == "clone" {
@@ -81,19 +83,19 @@ func (g guest) findOwned(ctx context.Context, lc *liveConn, kind string, obs *Ob
 	if len(cands) == 0 {
 		return nil, nil
 	}
-	ix, err := lc.guestIndex(ctx, g.typ)
+	ix, err := guestIndexOf(lc, ctx, g.typ)
 	if err != nil {
 		return nil, err
 	}
-	objs := map[string]*liveObj{}
+	objs := map[string]*engine.LiveObj{}
 	for _, row := range cands {
 		gl := &guestLive{VMID: row.VMID, Status: row.Status, Pool: row.Pool}
 		if cur := ix.vmid(row.VMID); cur != nil {
 			gl.Status = cur.Status
 		}
-		lo := &liveObj{Exists: true, Node: row.Node, State: gl}
-		lo.load = func(ctx context.Context) error {
-			cfg, err := lc.client.GuestConfig(ctx, g.typ, row.Node, row.VMID)
+		lo := &engine.LiveObj{Exists: true, Node: row.Node, State: gl}
+		lo.Load = func(ctx context.Context) error {
+			cfg, err := lc.Client.GuestConfig(ctx, g.typ, row.Node, row.VMID)
 			if pve.IsNotFound(err) {
 				lo.Exists = false // deleted since the list: nothing to prune
 				return nil
@@ -107,13 +109,13 @@ func (g guest) findOwned(ctx context.Context, lc *liveConn, kind string, obs *Ob
 		objs[strconv.Itoa(row.VMID)] = lo
 	}
 	var errs []error
-	for _, err := range loadAll(ctx, objs, lc.readConc) {
+	for _, err := range engine.LoadAll(ctx, objs, lc.ReadConc) {
 		errs = append(errs, err)
 	}
 	if len(errs) > 0 {
 		return nil, errs[0]
 	}
-	var out []*ownedObj
+	var out []*engine.OwnedObj
 	for _, key := range slices.Sorted(maps.Keys(objs)) {
 		lo := objs[key]
 		if !lo.Exists {
@@ -128,10 +130,10 @@ func (g guest) findOwned(ctx context.Context, lc *liveConn, kind string, obs *Ob
 		if name == "" {
 			name = fmt.Sprintf("%s-%d", g.noun, vmid)
 		}
-		r := &spec.Resource{Kind: kind, Name: name, Connection: lc.name, State: spec.Present,
+		r := &spec.Resource{Kind: kind, Name: name, Connection: lc.Name, State: spec.Present,
 			Params: spec.ParamsOf(map[string]string{"vmid": strconv.Itoa(vmid), "node": lo.Node, g.nameParam: name})}
-		out = append(out, &ownedObj{res: r, stack: stack, what: "vmid " + strconv.Itoa(vmid),
-			protected: lo.Config.Get("protection") == "1", lo: lo})
+		out = append(out, &engine.OwnedObj{Res: r, Stack: stack, What: "vmid " + strconv.Itoa(vmid),
+			Protected: lo.Config.Get("protection") == "1", Lo: lo})
 	}
 	return out, nil
 }
@@ -141,17 +143,17 @@ func (g guest) findOwned(ctx context.Context, lc *liveConn, kind string, obs *Ob
 // names renamed from. A guest one of them may be is never taken for an
 // orphan, even when its document could not be read. Every connection's
 // documents count: two connections may reach one cluster.
-func claimedGuests(obs *Observed, set *spec.Set) (map[int]bool, map[string]bool) {
+func claimedGuests(obs *engine.Observed, set *spec.Set) (map[int]bool, map[string]bool) {
 	vmids, names := map[int]bool{}, map[string]bool{}
 	for _, r := range set.Resources {
-		t := traitsOf(r.Kind)
+		t := engine.TraitsOf(r.Kind)
 		if !t.ClaimsVMID {
 			continue
 		}
-		if id := t.pinnedVMID(r); id != 0 {
+		if id := t.PinnedVMIDOf(r); id != 0 {
 			vmids[id] = true
 		}
-		if lo := obs.objs[r.Address()]; lo != nil && lo.Exists {
+		if lo := obs.Objs[r.Address()]; lo != nil && lo.Exists {
 			if gl, ok := lo.State.(*guestLive); ok && gl.VMID != 0 {
 				vmids[gl.VMID] = true
 			}
@@ -171,14 +173,14 @@ func claimedGuests(obs *Observed, set *spec.Set) (map[int]bool, map[string]bool)
 
 // markOwner and findOwned: a Template is never owned (guests are cloned
 // from it; a forgotten one is removed with destroy or by hand).
-func (templateKind) markOwner(*Change, string) {}
+func (templateKind) MarkOwner(*engine.Change, string) {}
 
-func (templateKind) findOwned(context.Context, *liveConn, string, *Observed, *spec.Set) ([]*ownedObj, error) {
+func (templateKind) FindOwned(context.Context, *engine.LiveConn, string, *engine.Observed, *spec.Set) ([]*engine.OwnedObj, error) {
 	return nil, nil
 }
 
 // ownerValues is ownerParams for a create's url.Values.
-func ownerValues(c *Change, params url.Values, vmid int) {
+func ownerValues(c *engine.Change, params url.Values, vmid int) {
 	m := map[string]string{}
 	for _, k := range []string{"description", "tags"} {
 		if params.Has(k) {

@@ -5,6 +5,8 @@ import (
 	"net/url"
 	"testing"
 
+	"github.com/pvectl/pvectl/pkg/planner/internal/engine"
+
 	"github.com/google/go-cmp/cmp"
 	"github.com/pvectl/pvectl/pkg/planner/marks"
 	"github.com/pvectl/pvectl/pkg/pve"
@@ -24,9 +26,9 @@ func TestSimPruneContainer(t *testing.T) {
 	sim := newSim(t)
 	ctx := context.Background()
 	both := loadSpec(t, lxcSpec+"---\n"+ownerVMSpec)
-	p := planFor(t, sim, both, Options{Stack: "lab"})
+	p := planFor(t, sim, both, engine.Options{Stack: "lab"})
 	applyPlan(t, sim, p)
-	if p := planFor(t, sim, both, Options{Stack: "lab", Prune: true}); p.HasChanges() || len(p.Orphans) != 0 {
+	if p := planFor(t, sim, both, engine.Options{Stack: "lab", Prune: true}); p.HasChanges() || len(p.Orphans) != 0 {
 		t.Fatalf("plan after create: %v, orphans %v; want clean (the mark is no drift)", summary(p), p.Orphans)
 	}
 	ct := stateOf(p.Change("LxcContainer/dns01")).Created
@@ -39,29 +41,29 @@ func TestSimPruneContainer(t *testing.T) {
 	}
 
 	vmOnly := loadSpec(t, ownerVMSpec)
-	p = planFor(t, sim, vmOnly, Options{Stack: "lab"})
-	want := []Orphan{{Address: "LxcContainer/dns01", Node: "pve", What: "vmid " + itoa(ct), Stack: "lab"}}
+	p = planFor(t, sim, vmOnly, engine.Options{Stack: "lab"})
+	want := []engine.Orphan{{Address: "LxcContainer/dns01", Node: "pve", What: "vmid " + itoa(ct), Stack: "lab"}}
 	if diff := cmp.Diff(want, p.Orphans); diff != "" || p.HasChanges() {
 		t.Fatalf("orphans (-want +got):\n%s\nchanges: %v", diff, summary(p))
 	}
-	if p := planFor(t, sim, vmOnly, Options{Stack: "other", Prune: true}); len(p.Orphans) != 0 || p.HasChanges() {
+	if p := planFor(t, sim, vmOnly, engine.Options{Stack: "other", Prune: true}); len(p.Orphans) != 0 || p.HasChanges() {
 		t.Fatalf("stack other: orphans %v, changes %v; want none", p.Orphans, summary(p))
 	}
 
-	p = planFor(t, sim, vmOnly, Options{Stack: "lab", Prune: true})
+	p = planFor(t, sim, vmOnly, engine.Options{Stack: "lab", Prune: true})
 	wantPlan(t, "plan --prune", p, []string{"delete LxcContainer/dns01", "noop QemuVM/keep"})
 	if c := p.Change("LxcContainer/dns01"); !c.Pruned || len(c.Needs) == 0 {
 		t.Errorf("the prune change: pruned %v, needs %v; want pruned with the delete's privileges", c.Pruned, c.Needs)
 	}
 	saved := savedPlan(t, p)
-	if err := Verify(ctx, sim, saved); err != nil {
+	if err := engine.Verify(ctx, sim, saved); err != nil {
 		t.Fatalf("Verify of the saved prune plan: %v", err)
 	}
 	applyPlan(t, sim, saved)
 	if _, err := sim.cl.GuestConfig(ctx, pve.LXC, "pve", ct); !pve.IsNotFound(err) {
 		t.Errorf("container %d after the prune: %v, want gone", ct, err)
 	}
-	if p := planFor(t, sim, vmOnly, Options{Stack: "lab", Prune: true}); p.HasChanges() || len(p.Orphans) != 0 {
+	if p := planFor(t, sim, vmOnly, engine.Options{Stack: "lab", Prune: true}); p.HasChanges() || len(p.Orphans) != 0 {
 		t.Errorf("after the prune: %v, orphans %v; want clean", summary(p), p.Orphans)
 	}
 }
@@ -76,11 +78,11 @@ func TestSimOwnedTwoConnections(t *testing.T) {
 		return "kind: QemuVM\nname: " + name + "\nconnection: lab\nspec:\n  memory: 512\n---\n"
 	}
 	all := loadSpec(t, conn+onLab("worker")+onLab("gone")+ownerVMSpec)
-	applyPlan(t, sim, planFor(t, sim, all, Options{}))
-	if p := planFor(t, sim, all, Options{}); p.HasChanges() || len(p.Orphans) != 0 {
+	applyPlan(t, sim, planFor(t, sim, all, engine.Options{}))
+	if p := planFor(t, sim, all, engine.Options{}); p.HasChanges() || len(p.Orphans) != 0 {
 		t.Fatalf("plan after create: %v, orphans %v; want clean", summary(p), p.Orphans)
 	}
-	p := planFor(t, sim, loadSpec(t, conn+onLab("worker")+ownerVMSpec), Options{})
+	p := planFor(t, sim, loadSpec(t, conn+onLab("worker")+ownerVMSpec), engine.Options{})
 	if len(p.Orphans) != 1 || p.Orphans[0].Address != "QemuVM/gone" {
 		t.Errorf("orphans %+v, want QemuVM/gone once", p.Orphans)
 	}
@@ -102,11 +104,11 @@ func TestSimOwnedSameName(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	mk(201, "pvectl", marks.OwnerMark(DefaultStack, 201))
-	mk(202, "pvectl;web", "note\n"+marks.OwnerMark(DefaultStack, 202))
-	mk(203, "pvectl", marks.OwnerMark(DefaultStack, 201)) // a clone of 201
-	mk(204, "", marks.OwnerMark(DefaultStack, 204))       // the tag was removed
-	p := planFor(t, sim, loadSpec(t, ownerVMSpec), Options{})
+	mk(201, "pvectl", marks.OwnerMark(engine.DefaultStack, 201))
+	mk(202, "pvectl;web", "note\n"+marks.OwnerMark(engine.DefaultStack, 202))
+	mk(203, "pvectl", marks.OwnerMark(engine.DefaultStack, 201)) // a clone of 201
+	mk(204, "", marks.OwnerMark(engine.DefaultStack, 204))       // the tag was removed
+	p := planFor(t, sim, loadSpec(t, ownerVMSpec), engine.Options{})
 	var got []string
 	for _, o := range p.Orphans {
 		got = append(got, o.Address+" "+o.What)

@@ -4,6 +4,8 @@ import (
 	"net/url"
 	"testing"
 
+	"github.com/pvectl/pvectl/pkg/planner/internal/engine"
+
 	gocmp "github.com/google/go-cmp/cmp"
 	"github.com/pvectl/pvectl/pkg/planner/marks"
 	"github.com/pvectl/pvectl/pkg/pve"
@@ -82,7 +84,7 @@ func wantMarkKept(t *testing.T, live *pve.Config, same map[string]string, key, b
 		t.Errorf("the user's own values: got diff %v want none", d)
 	}
 	d := cmp.DiffParams(map[string]string{key: after}, nil, live, nil)
-	if diff := gocmp.Diff([]FieldDiff{{Path: key, Before: before, After: after}}, d); diff != "" {
+	if diff := gocmp.Diff([]engine.FieldDiff{{Path: key, Before: before, After: after}}, d); diff != "" {
 		t.Errorf("changed %s (-want +got):\n%s", key, diff)
 	}
 	params := cmp.UpdateParams(d, map[string]string{key: after}, live, nil)
@@ -94,7 +96,7 @@ func wantMarkKept(t *testing.T, live *pve.Config, same map[string]string, key, b
 // TestOwnerCreateParams: a create writes the mark for the vmid it gets;
 // a change without a stack writes none.
 func TestOwnerCreateParams(t *testing.T) {
-	c := &Change{Resource: &spec.Resource{Kind: "QemuVM", Name: "web"}, State: &guestState{Owner: "prod"}}
+	c := &engine.Change{Resource: &spec.Resource{Kind: "QemuVM", Name: "web"}, State: &guestState{Owner: "prod"}}
 	params := url.Values{"description": {"hello"}, "tags": {"web"}}
 	ownerValues(c, params, 123)
 	if got, want := params.Get("description"), "hello\n[pvectl-owner: stack=prod,vmid=123]"; got != want {
@@ -104,7 +106,7 @@ func TestOwnerCreateParams(t *testing.T) {
 		t.Errorf("tags %q, want %q", got, want)
 	}
 	plain := url.Values{}
-	ownerValues(&Change{State: &guestState{}}, plain, 123)
+	ownerValues(&engine.Change{State: &guestState{}}, plain, 123)
 	if len(plain) != 0 {
 		t.Errorf("no stack: params %v, want none", plain)
 	}

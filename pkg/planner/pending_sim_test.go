@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pvectl/pvectl/pkg/planner/internal/engine"
+
 	"github.com/pvectl/pvectl/pkg/pve"
 )
 
@@ -37,9 +39,9 @@ func TestSimPendingChangesAreNotPlannedTwice(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			sim := newSim(t)
-			applyPlan(t, sim, planFor(t, sim, loadSpec(t, tc.before), Options{}))
+			applyPlan(t, sim, planFor(t, sim, loadSpec(t, tc.before), engine.Options{}))
 			set := loadSpec(t, tc.after)
-			p := planFor(t, sim, set, Options{})
+			p := planFor(t, sim, set, engine.Options{})
 			if !p.HasChanges() {
 				t.Fatalf("plan of the change: got %q, want an update", summary(p))
 			}
@@ -49,14 +51,14 @@ func TestSimPendingChangesAreNotPlannedTwice(t *testing.T) {
 				t.Errorf("plan reasons %q lack pending until reboot: %s", p.Changes[0].Reasons, keys)
 			}
 			h := &recHooks{}
-			if _, err := Apply(context.Background(), sim, p, ApplyOptions{Hooks: h}); err != nil {
+			if _, err := engine.Apply(context.Background(), sim, p, engine.ApplyOptions{Hooks: h}); err != nil {
 				t.Fatalf("apply: %v", err)
 			}
 			if msgs := strings.Join(h.messages, "\n"); !strings.Contains(msgs, tc.pending) {
 				t.Errorf("apply messages %q lack %q", h.messages, tc.pending)
 			}
 			for range 2 {
-				if p := planFor(t, sim, set, Options{}); p.HasChanges() {
+				if p := planFor(t, sim, set, engine.Options{}); p.HasChanges() {
 					t.Errorf("plan while the change is pending: got %q %+v, want clean", summary(p), p.Changes[0].Diff)
 				}
 			}
@@ -88,7 +90,7 @@ func TestSimRebootOnPending(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			sim := newSim(t)
 			ctx := context.Background()
-			applyPlan(t, sim, planFor(t, sim, loadSpec(t, tc.before), Options{}))
+			applyPlan(t, sim, planFor(t, sim, loadSpec(t, tc.before), engine.Options{}))
 			vmid := 150
 			if tc.typ == "lxc" {
 				vmid = 250
@@ -97,15 +99,15 @@ func TestSimRebootOnPending(t *testing.T) {
 
 			// Without rebootOnPending the change waits: the plan says so
 			// and nothing reboots.
-			applyPlan(t, sim, planFor(t, sim, loadSpec(t, changed), Options{}))
+			applyPlan(t, sim, planFor(t, sim, loadSpec(t, changed), engine.Options{}))
 			if keys, _ := sim.cl.GuestPendingKeys(ctx, pve.GuestType(tc.typ), "pve", vmid); !slices.Contains(keys, tc.key) {
 				t.Fatalf("pending after the update: %v, want %s", keys, tc.key)
 			}
 			// With it, the pending change left by that run is the plan's.
 			set := loadSpec(t, strings.Replace(changed, "running: true", "running: true\n  rebootOnPending: true", 1))
-			p := planFor(t, sim, set, Options{})
+			p := planFor(t, sim, set, engine.Options{})
 			c := p.Changes[0]
-			if c.Action != Update || !strings.Contains(strings.Join(c.Reasons, "\n"), "pending until reboot since an earlier change: "+tc.key) {
+			if c.Action != engine.Update || !strings.Contains(strings.Join(c.Reasons, "\n"), "pending until reboot since an earlier change: "+tc.key) {
 				t.Fatalf("plan with rebootOnPending: %s %q", c.Action, c.Reasons)
 			}
 			_, h := applyHooked(t, sim, p)
@@ -119,13 +121,13 @@ func TestSimRebootOnPending(t *testing.T) {
 			if keys, _ := sim.cl.GuestPendingKeys(ctx, pve.GuestType(tc.typ), "pve", vmid); len(keys) > 0 {
 				t.Errorf("pending after the reboot: %v", keys)
 			}
-			if p := planFor(t, sim, set, Options{}); p.HasChanges() {
+			if p := planFor(t, sim, set, engine.Options{}); p.HasChanges() {
 				t.Errorf("plan after the reboot: %q %q", summary(p), p.Changes[0].Reasons)
 			}
 
 			// A new change that will pend: predicted, rebooted for at once.
 			set = loadSpec(t, strings.Replace(strings.Replace(changed, tc.key+": "+tc.want, tc.change, 1), "running: true", "running: true\n  rebootOnPending: true", 1))
-			p = planFor(t, sim, set, Options{})
+			p = planFor(t, sim, set, engine.Options{})
 			if r := strings.Join(p.Changes[0].Reasons, "\n"); !strings.Contains(r, "rebootOnPending: "+map[string]string{"qemu": "vm", "lxc": "container"}[tc.typ]) {
 				t.Errorf("plan reasons %q: no reboot announced", p.Changes[0].Reasons)
 			}
@@ -133,7 +135,7 @@ func TestSimRebootOnPending(t *testing.T) {
 			if keys, _ := sim.cl.GuestPendingKeys(ctx, pve.GuestType(tc.typ), "pve", vmid); len(keys) > 0 {
 				t.Errorf("pending after apply with rebootOnPending: %v", keys)
 			}
-			if p := planFor(t, sim, set, Options{}); p.HasChanges() {
+			if p := planFor(t, sim, set, engine.Options{}); p.HasChanges() {
 				t.Errorf("second plan: %q %q", summary(p), p.Changes[0].Reasons)
 			}
 		})

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pvectl/pvectl/pkg/planner/internal/engine"
+
 	"github.com/pvectl/pvectl/pkg/pve/pvesim"
 	"github.com/pvectl/pvectl/pkg/pve/pvesim/simtest"
 	"github.com/pvectl/pvectl/pkg/spec"
@@ -25,12 +27,12 @@ func TestPlanCallsPerGuest(t *testing.T) {
 	cl := &simClients{cl: s.Client, conn: &spec.Connection{Nodes: []string{"pve"}}}
 	set := manyVMs(t, n)
 	ctx := context.Background()
-	p := planFor(t, cl, set, Options{})
-	if res, err := Apply(ctx, cl, p, ApplyOptions{Parallelism: 32}); err != nil || len(res.Failed) > 0 {
+	p := planFor(t, cl, set, engine.Options{})
+	if res, err := engine.Apply(ctx, cl, p, engine.ApplyOptions{Parallelism: 32}); err != nil || len(res.Failed) > 0 {
 		t.Fatalf("apply: %v %v", err, res.Failed)
 	}
 	s.Requests.Reset()
-	p = livePlan(t, cl, set, Options{})
+	p = livePlan(t, cl, set, engine.Options{})
 	if p.HasChanges() {
 		t.Fatalf("plan after apply has changes")
 	}

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pvectl/pvectl/pkg/planner/internal/engine"
+
 	"github.com/pvectl/pvectl/pkg/pve"
 	"github.com/pvectl/pvectl/pkg/spec"
 )
@@ -33,23 +35,23 @@ type exactCase struct {
 
 // planNeeds are the plan's change needs and the read needs of its
 // resources (what apply's verification and the next plan read).
-func planNeeds(t *testing.T, set *spec.Set, p *Plan) (reads, changes []permNeed) {
+func planNeeds(t *testing.T, set *spec.Set, p *engine.Plan) (reads, changes []engine.PermNeed) {
 	t.Helper()
 	for _, r := range set.Resources {
-		k, err := kindOf(r.Kind)
+		k, err := engine.KindOf(r.Kind)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if needs, ok := readNeeds(k, r); ok {
+		if needs, ok := engine.ReadNeeds(k, r); ok {
 			reads = append(reads, vnetZoneNeeds(set, nil, r.Connection, needs)...)
 		}
 	}
 	seen := map[string]bool{}
 	for _, c := range p.Changes {
 		for _, n := range c.Needs {
-			if key := needKey(n.internal()); !seen[key] { // two changes may share one
+			if key := engine.NeedKey(n.Internal()); !seen[key] { // two changes may share one
 				seen[key] = true
-				changes = append(changes, n.internal())
+				changes = append(changes, n.Internal())
 			}
 		}
 	}
@@ -59,22 +61,22 @@ func planNeeds(t *testing.T, set *spec.Set, p *Plan) (reads, changes []permNeed)
 // grantPrivs are the privileges each need is granted: all of them, or
 // for any-of one that no all-of need asks for on the same path (so that
 // taking one need away does not leave it granted by another).
-func grantPrivs(needs []permNeed) [][]string {
+func grantPrivs(needs []engine.PermNeed) [][]string {
 	allOf := map[string]bool{}
 	for _, n := range needs {
-		if !n.anyOf || len(n.privs) == 1 {
-			for _, p := range n.privs {
-				allOf[n.path+" "+p] = true
+		if !n.AnyOf || len(n.Privs) == 1 {
+			for _, p := range n.Privs {
+				allOf[n.Path+" "+p] = true
 			}
 		}
 	}
 	out := make([][]string, len(needs))
 	for i, n := range needs {
-		out[i] = n.privs
-		if n.anyOf {
-			out[i] = n.privs[:1]
-			for _, p := range n.privs {
-				if !allOf[n.path+" "+p] {
+		out[i] = n.Privs
+		if n.AnyOf {
+			out[i] = n.Privs[:1]
+			for _, p := range n.Privs {
+				if !allOf[n.Path+" "+p] {
 					out[i] = []string{p}
 					break
 				}
@@ -86,18 +88,18 @@ func grantPrivs(needs []permNeed) [][]string {
 
 // grantExactly gives user and its token each need's grantPrivs on the
 // need's own path, without propagation, through one custom role each.
-func grantExactly(t *testing.T, admin *simClients, user, token string, needs []permNeed) {
+func grantExactly(t *testing.T, admin *simClients, user, token string, needs []engine.PermNeed) {
 	t.Helper()
 	ctx := context.Background()
 	for i, privs := range grantPrivs(needs) {
-		if needs[i].rootOnly {
-			t.Fatalf("a root-only need cannot be granted: %s", needs[i].why)
+		if needs[i].RootOnly {
+			t.Fatalf("a root-only need cannot be granted: %s", needs[i].Why)
 		}
 		role := fmt.Sprintf("exact%d", i)
 		if err := admin.cl.Do(ctx, http.MethodPost, "/access/roles", url.Values{"roleid": {role}, "privs": {strings.Join(privs, ",")}}, nil); err != nil {
 			t.Fatal(err)
 		}
-		if err := admin.cl.Do(ctx, http.MethodPut, "/access/acl", url.Values{"path": {needs[i].path}, "roles": {role},
+		if err := admin.cl.Do(ctx, http.MethodPut, "/access/acl", url.Values{"path": {needs[i].Path}, "roles": {role},
 			"users": {user}, "tokens": {token}, "propagate": {"0"}}, nil); err != nil {
 			t.Fatal(err)
 		}
@@ -107,52 +109,52 @@ func grantExactly(t *testing.T, admin *simClients, user, token string, needs []p
 // impliedWithout reports whether the other grants still hold need drop
 // of needs (one privilege answering two needs): taking it away then
 // changes nothing to check.
-func impliedWithout(needs []permNeed, drop int) bool {
+func impliedWithout(needs []engine.PermNeed, drop int) bool {
 	perms := pve.Permissions{}
 	for i, privs := range grantPrivs(needs) {
 		if i == drop {
 			continue
 		}
-		if perms[needs[i].path] == nil {
-			perms[needs[i].path] = map[string]bool{}
+		if perms[needs[i].Path] == nil {
+			perms[needs[i].Path] = map[string]bool{}
 		}
 		for _, p := range privs {
-			perms[needs[i].path][p] = false
+			perms[needs[i].Path][p] = false
 		}
 	}
-	return (&liveConn{perms: perms}).held(needs[drop])
+	return (&engine.LiveConn{Perms: perms}).Held(needs[drop])
 }
 
 // runExact plans tc as a token holding exactly the derived needs (the
 // admin plans first to learn them), takes the change need drop away
 // again (-1: none), and applies; it returns the apply's failures.
-func runExact(t *testing.T, tc exactCase, drop int) (reads, changes []permNeed, failed error) {
+func runExact(t *testing.T, tc exactCase, drop int) (reads, changes []engine.PermNeed, failed error) {
 	t.Helper()
 	admin := newSim(t)
 	for _, doc := range []string{tc.setup, tc.then} {
 		if doc != "" {
-			applyPlan(t, admin, planFor(t, admin, loadSpec(t, doc), Options{}))
+			applyPlan(t, admin, planFor(t, admin, loadSpec(t, doc), engine.Options{}))
 		}
 	}
 	if tc.before != "" {
-		applyPlan(t, admin, planFor(t, admin, loadSpec(t, tc.before), Options{}))
+		applyPlan(t, admin, planFor(t, admin, loadSpec(t, tc.before), engine.Options{}))
 	}
 	set := loadSpec(t, tc.after)
-	reads, changes = planNeeds(t, set, planFor(t, admin, set, Options{Destroy: tc.destroy}))
+	reads, changes = planNeeds(t, set, planFor(t, admin, set, engine.Options{Destroy: tc.destroy}))
 	tok, id := asToken(t, admin, "exact@pve", "apply")
-	grantExactly(t, admin, "exact@pve", id, append(append([]permNeed{}, reads...), changes...))
-	p := planFor(t, tok, set, Options{Destroy: tc.destroy})
+	grantExactly(t, admin, "exact@pve", id, append(append([]engine.PermNeed{}, reads...), changes...))
+	p := planFor(t, tok, set, engine.Options{Destroy: tc.destroy})
 	if !p.HasChanges() {
 		t.Fatalf("%s: the token's plan changes nothing", tc.name)
 	}
 	if drop >= 0 {
 		n := changes[drop]
-		if err := admin.cl.Do(context.Background(), http.MethodPut, "/access/acl", url.Values{"path": {n.path},
+		if err := admin.cl.Do(context.Background(), http.MethodPut, "/access/acl", url.Values{"path": {n.Path},
 			"roles": {fmt.Sprintf("exact%d", len(reads)+drop)}, "users": {"exact@pve"}, "tokens": {id}, "delete": {"1"}}, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
-	res, err := Apply(context.Background(), tok, p, ApplyOptions{Hooks: &recHooks{}})
+	res, err := engine.Apply(context.Background(), tok, p, engine.ApplyOptions{Hooks: &recHooks{}})
 	var errs []error
 	if err != nil {
 		errs = append(errs, err)
@@ -163,7 +165,7 @@ func runExact(t *testing.T, tc exactCase, drop int) (reads, changes []permNeed, 
 		}
 	}
 	if drop < 0 && len(errs) == 0 && !tc.destroy {
-		if after := planFor(t, tok, set, Options{}); after.HasChanges() {
+		if after := planFor(t, tok, set, engine.Options{}); after.HasChanges() {
 			errs = append(errs, fmt.Errorf("the token's plan after apply: %s", summary(after)))
 		}
 	}
@@ -193,11 +195,11 @@ func checkExact(t *testing.T, groups ...[]exactCase) {
 				t.Fatalf("with exactly the derived needs %v: %v", changes, err)
 			}
 			for i, n := range changes {
-				if impliedWithout(append(append([]permNeed{}, reads...), changes...), len(reads)+i) {
+				if impliedWithout(append(append([]engine.PermNeed{}, reads...), changes...), len(reads)+i) {
 					continue
 				}
 				if _, _, err := runExact(t, tc, i); !refusedFor(err, n) {
-					t.Errorf("without %s on %s (%s): got %v, want PVE's refusal", privList(n), n.path, n.why, err)
+					t.Errorf("without %s on %s (%s): got %v, want PVE's refusal", engine.PrivList(n), n.Path, n.Why, err)
 				}
 			}
 		})
@@ -207,14 +209,14 @@ func checkExact(t *testing.T, groups ...[]exactCase) {
 // refusedFor reports whether err is PVE refusing a call for the lack of
 // n: a 403, or a handler's refusal naming the privilege (update_acl's
 // "requires 'Permissions.Modify' or superset of privileges").
-func refusedFor(err error, n permNeed) bool {
+func refusedFor(err error, n engine.PermNeed) bool {
 	if err == nil {
 		return false
 	}
 	if strings.Contains(err.Error(), "403") {
 		return true
 	}
-	for _, p := range n.privs {
+	for _, p := range n.Privs {
 		if strings.Contains(err.Error(), "requires '"+p+"'") {
 			return true
 		}

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pvectl/pvectl/pkg/planner/internal/engine"
+
 	"github.com/pvectl/pvectl/pkg/pve"
 	"github.com/pvectl/pvectl/pkg/spec"
 )
@@ -67,7 +69,7 @@ func TestSimPermissionPreflight(t *testing.T) {
 	set := loadSpec(t, permSpec)
 
 	plan := func() error {
-		_, err := tryPlan(t, tok, set, Options{})
+		_, err := tryPlan(t, tok, set, engine.Options{})
 		return err
 	}
 	err := plan()
@@ -96,12 +98,12 @@ func TestSimPermissionPreflight(t *testing.T) {
 
 	grantBoth(t, admin, "ci@pve", id, "/storage", "PVEDatastoreUser")
 	grantBoth(t, admin, "ci@pve", id, "/sdn/zones/localnetwork", "PVESDNUser")
-	p := planFor(t, tok, set, Options{})
+	p := planFor(t, tok, set, engine.Options{})
 	if s := p.Summary(); s.Create != 2 {
 		t.Fatalf("got %+v, want both created", s)
 	}
 	applyPlan(t, tok, p)
-	if s := planFor(t, tok, set, Options{}).Summary(); s.Create+s.Update+s.Delete+s.Replace != 0 {
+	if s := planFor(t, tok, set, engine.Options{}).Summary(); s.Create+s.Update+s.Delete+s.Replace != 0 {
 		t.Errorf("got %+v after apply, want a clean plan", s)
 	}
 }
@@ -120,7 +122,7 @@ func TestSimRootOnlySetting(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			set := loadSpec(t, "kind: QemuVM\nname: odd\nspec:\n  "+tc.spec+"\n")
-			_, err := tryPlan(t, admin, set, Options{})
+			_, err := tryPlan(t, admin, set, engine.Options{})
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("got %v, want %q", err, tc.want)
 			}
@@ -129,13 +131,13 @@ func TestSimRootOnlySetting(t *testing.T) {
 }
 
 func TestPermNeedsOfAGuestUpdate(t *testing.T) {
-	c := &Change{Action: Update, State: &guestState{VMID: 100},
+	c := &engine.Change{Action: engine.Update, State: &guestState{VMID: 100},
 		Params: map[string]string{"memory": "2048", "ide2": "none,media=cdrom", "ipconfig0": "ip=dhcp", "delete": "net1"},
-		Diff:   []FieldDiff{{Path: "scsi0.size", Before: "4G", After: "8G"}, {Path: "pool", Before: "a", After: "b"}, {Path: "running", Before: false, After: true}}}
-	lo := &liveObj{Exists: true, Config: pve.ConfigOf(map[string]string{"ide2": "local:iso/x.iso,media=cdrom", "net1": "virtio,bridge=vmbr1"})}
+		Diff:   []engine.FieldDiff{{Path: "scsi0.size", Before: "4G", After: "8G"}, {Path: "pool", Before: "a", After: "b"}, {Path: "running", Before: false, After: true}}}
+	lo := &engine.LiveObj{Exists: true, Config: pve.ConfigOf(map[string]string{"ide2": "local:iso/x.iso,media=cdrom", "net1": "virtio,bridge=vmbr1"})}
 	var got []string
-	for _, n := range callNeeds(qemu.changeCalls(c, lo)) {
-		got = append(got, n.path+" "+strings.Join(n.privs, map[bool]string{true: "|", false: "+"}[n.anyOf]))
+	for _, n := range engine.CallNeeds(qemu.ChangeCalls(c, lo)) {
+		got = append(got, n.Path+" "+strings.Join(n.Privs, map[bool]string{true: "|", false: "+"}[n.AnyOf]))
 	}
 	want := []string{
 		// The config write's rule (any VM.Config.* privilege) is implied by
@@ -159,37 +161,37 @@ func TestPermNeedsOfPlacement(t *testing.T) {
 		name string
 		qemu bool
 		st   guestState
-		diff []FieldDiff
+		diff []engine.FieldDiff
 		live string
 		want []string
 	}{
 		{name: "vm disk move", qemu: true, st: guestState{VMID: 100},
-			diff: []FieldDiff{{Path: "scsi0.storage", Before: "local-lvm", After: "fast"}},
+			diff: []engine.FieldDiff{{Path: "scsi0.storage", Before: "local-lvm", After: "fast"}},
 			want: []string{"/vms/100 VM.Config.Disk", "/storage/fast Datastore.AllocateSpace"}},
 		{name: "running container volume move", st: guestState{VMID: 200}, live: "running",
-			diff: []FieldDiff{{Path: "rootfs.storage", Before: "local-lvm", After: "fast"}},
+			diff: []engine.FieldDiff{{Path: "rootfs.storage", Before: "local-lvm", After: "fast"}},
 			want: []string{"/vms/200 VM.Config.Disk", "/storage/fast Datastore.AllocateSpace", "/vms/200 VM.PowerMgmt"}},
 		{name: "migration", qemu: true, st: guestState{VMID: 100, PrevNode: "pve"},
-			diff: []FieldDiff{{Path: "node", Before: "pve", After: "pve2"}}, want: []string{"/vms/100 VM.Migrate"}},
+			diff: []engine.FieldDiff{{Path: "node", Before: "pve", After: "pve2"}}, want: []string{"/vms/100 VM.Migrate"}},
 		{name: "reboot", qemu: true, st: guestState{VMID: 100, Reboot: true}, want: []string{"/vms/100 VM.PowerMgmt"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			st := tc.st
-			c := &Change{Action: Update, Node: "pve2", State: &st, Diff: tc.diff, Resource: &spec.Resource{Name: "x"}}
+			c := &engine.Change{Action: engine.Update, Node: "pve2", State: &st, Diff: tc.diff, Resource: &spec.Resource{Name: "x"}}
 			if tc.st.PrevNode == "" {
 				c.Node = "pve"
 			}
-			lo := &liveObj{Exists: true, State: &guestLive{VMID: tc.st.VMID, Status: tc.live}}
-			var needs []permNeed
+			lo := &engine.LiveObj{Exists: true, State: &guestLive{VMID: tc.st.VMID, Status: tc.live}}
+			var needs []engine.PermNeed
 			if tc.qemu {
-				needs = callNeeds(qemu.changeCalls(c, lo))
+				needs = engine.CallNeeds(qemu.ChangeCalls(c, lo))
 			} else {
-				needs = callNeeds(lxc.changeCalls(c, lo))
+				needs = engine.CallNeeds(lxc.ChangeCalls(c, lo))
 			}
 			var got []string
 			for _, n := range needs {
-				got = append(got, n.path+" "+strings.Join(n.privs, "+"))
+				got = append(got, n.Path+" "+strings.Join(n.Privs, "+"))
 			}
 			if strings.Join(got, "\n") != strings.Join(tc.want, "\n") {
 				t.Errorf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(tc.want, "\n"))
@@ -212,8 +214,8 @@ func TestPermNeedsOfAGuestRead(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			var got []string
-			for _, n := range callNeeds(lxc.readCalls(tc.r)) {
-				got = append(got, n.path+" "+strings.Join(n.privs, "+"))
+			for _, n := range engine.CallNeeds(lxc.ReadCalls(tc.r)) {
+				got = append(got, n.Path+" "+strings.Join(n.Privs, "+"))
 			}
 			if strings.Join(got, "\n") != tc.want {
 				t.Errorf("got\n%s\nwant\n%s", strings.Join(got, "\n"), tc.want)

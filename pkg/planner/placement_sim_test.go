@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pvectl/pvectl/pkg/planner/internal/engine"
+
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/pvectl/pvectl/pkg/pve"
@@ -56,18 +58,18 @@ func TestSimNodeChangeMigrates(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			sim := newSim(t, "pve", "pve2")
 			ctx := context.Background()
-			applyPlan(t, sim, planFor(t, sim, loadSpec(t, tc.doc), Options{}))
+			applyPlan(t, sim, planFor(t, sim, loadSpec(t, tc.doc), engine.Options{}))
 			before, err := sim.cl.GuestConfig(ctx, tc.typ, "pve", tc.vmid)
 			if err != nil {
 				t.Fatal(err)
 			}
 			set := loadSpec(t, strings.Replace(tc.doc, "node: pve", "node: pve2", 1))
-			p := planFor(t, sim, set, Options{})
+			p := planFor(t, sim, set, engine.Options{})
 			c := p.Changes[0]
-			if c.Action != Update || stateOf(c).PrevNode != "pve" || c.Node != "pve2" {
+			if c.Action != engine.Update || stateOf(c).PrevNode != "pve" || c.Node != "pve2" {
 				t.Fatalf("plan: got %s %s→%s, want an update pve→pve2", c.Action, stateOf(c).PrevNode, c.Node)
 			}
-			if diff := cmp.Diff([]FieldDiff{{Path: "node", Before: "pve", After: "pve2"}}, c.Diff); diff != "" {
+			if diff := cmp.Diff([]engine.FieldDiff{{Path: "node", Before: "pve", After: "pve2"}}, c.Diff); diff != "" {
 				t.Errorf("diff (-want +got):\n%s", diff)
 			}
 			if r := strings.Join(c.Reasons, "\n"); !strings.Contains(r, tc.how) {
@@ -99,7 +101,7 @@ func TestSimNodeChangeMigrates(t *testing.T) {
 			if moved == 0 {
 				t.Errorf("pve2's local-lvm lists no volume of guest %d", tc.vmid)
 			}
-			if p := planFor(t, sim, set, Options{}); p.HasChanges() {
+			if p := planFor(t, sim, set, engine.Options{}); p.HasChanges() {
 				t.Errorf("plan after the migration: %q %q", summary(p), p.Changes[0].Reasons)
 			}
 		})
@@ -115,9 +117,9 @@ func TestSimMigrationRefusedAtPlan(t *testing.T) {
 	if err := sim.cl.DownloadURL(ctx, "pve", "local", url.Values{"content": {"iso"}, "filename": {"debian.iso"}, "url": {"https://cdimage.debian.org/debian.iso"}}); err != nil {
 		t.Fatal(err)
 	}
-	applyPlan(t, sim, planFor(t, sim, loadSpec(t, doc), Options{}))
+	applyPlan(t, sim, planFor(t, sim, loadSpec(t, doc), engine.Options{}))
 	set := loadSpec(t, strings.Replace(doc, "node: pve", "node: pve2", 1))
-	_, err := tryPlan(t, sim, set, Options{})
+	_, err := tryPlan(t, sim, set, engine.Options{})
 	if err == nil || !strings.Contains(err.Error(), "ide2 holds local:iso/debian.iso, an image on a storage of node pve only; eject it") {
 		t.Errorf("plan: got %v, want the local CD-ROM refused", err)
 	}
@@ -156,15 +158,15 @@ func TestSimDiskMoves(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			sim := newSim(t)
 			ctx := context.Background()
-			applyPlan(t, sim, planFor(t, sim, loadSpec(t, storage+tc.doc), Options{}))
+			applyPlan(t, sim, planFor(t, sim, loadSpec(t, storage+tc.doc), engine.Options{}))
 			old, err := sim.cl.GuestConfig(ctx, tc.typ, "pve", tc.vmid)
 			if err != nil {
 				t.Fatal(err)
 			}
 			set := loadSpec(t, storage+strings.Replace(tc.doc, tc.from, tc.to, 1))
-			p := planFor(t, sim, set, Options{})
+			p := planFor(t, sim, set, engine.Options{})
 			c := p.Change(map[pve.GuestType]string{pve.QEMU: "QemuVM/mv", pve.LXC: "LxcContainer/mv"}[tc.typ])
-			if c.Action != Update || !strings.Contains(strings.Join(c.Reasons, "\n"), tc.note) {
+			if c.Action != engine.Update || !strings.Contains(strings.Join(c.Reasons, "\n"), tc.note) {
 				t.Fatalf("plan: %s %q, want an update that %s", c.Action, c.Reasons, tc.note)
 			}
 			applyPlan(t, sim, p)
@@ -193,7 +195,7 @@ func TestSimDiskMoves(t *testing.T) {
 			if st, err := sim.cl.GuestStatus(ctx, tc.typ, "pve", tc.vmid); err != nil || st.Status != "running" {
 				t.Errorf("guest after the move: %+v %v, want running", st, err)
 			}
-			if p := planFor(t, sim, set, Options{}); p.HasChanges() {
+			if p := planFor(t, sim, set, engine.Options{}); p.HasChanges() {
 				t.Errorf("plan after the move: %q %q", summary(p), p.Change(c.Address).Reasons)
 			}
 		})
@@ -204,9 +206,9 @@ func TestSimDiskMoves(t *testing.T) {
 func TestSimDiskShrinkRefused(t *testing.T) {
 	sim := newSim(t)
 	const doc = "kind: QemuVM\nname: sh\nspec:\n  vmid: 180\n  scsi0: local-lvm:8\n"
-	applyPlan(t, sim, planFor(t, sim, loadSpec(t, doc), Options{}))
+	applyPlan(t, sim, planFor(t, sim, loadSpec(t, doc), engine.Options{}))
 	set := loadSpec(t, strings.Replace(doc, "local-lvm:8", "local-lvm:4", 1))
-	if _, err := tryPlan(t, sim, set, Options{}); err == nil || !strings.Contains(err.Error(), "scsi0: PVE cannot shrink a disk (8G → 4G)") {
+	if _, err := tryPlan(t, sim, set, engine.Options{}); err == nil || !strings.Contains(err.Error(), "scsi0: PVE cannot shrink a disk (8G → 4G)") {
 		t.Errorf("plan of a smaller disk: got %v", err)
 	}
 }
@@ -219,12 +221,12 @@ func TestSimAddEFIDiskIsAnUpdate(t *testing.T) {
 			sim := newSim(t)
 			ctx := context.Background()
 			doc := "kind: QemuVM\nname: uefi\nspec:\n  vmid: 190\n  scsi0: local-lvm:4\n  running: " + map[bool]string{false: "false", true: "true"}[running] + "\n"
-			applyPlan(t, sim, planFor(t, sim, loadSpec(t, doc), Options{}))
+			applyPlan(t, sim, planFor(t, sim, loadSpec(t, doc), engine.Options{}))
 			set := loadSpec(t, doc+"  bios: ovmf\n  efidisk0: local-lvm:1,efitype=4m,pre-enrolled-keys=1\n")
-			p := planFor(t, sim, set, Options{})
+			p := planFor(t, sim, set, engine.Options{})
 			c := p.Changes[0]
-			want := []FieldDiff{{Path: "bios", Before: nil, After: "ovmf"}, {Path: "efidisk0", Before: nil, After: "local-lvm:1,efitype=4m,pre-enrolled-keys=1"}}
-			if c.Action != Update || !cmp.Equal(want, c.Diff) {
+			want := []engine.FieldDiff{{Path: "bios", Before: nil, After: "ovmf"}, {Path: "efidisk0", Before: nil, After: "local-lvm:1,efitype=4m,pre-enrolled-keys=1"}}
+			if c.Action != engine.Update || !cmp.Equal(want, c.Diff) {
 				t.Fatalf("plan: %s %+v, want an update adding bios and efidisk0", c.Action, c.Diff)
 			}
 			if pending := strings.Contains(strings.Join(c.Reasons, "\n"), "pending until reboot: bios, efidisk0"); pending != running {
@@ -238,7 +240,7 @@ func TestSimAddEFIDiskIsAnUpdate(t *testing.T) {
 			if cfg.Get("bios") != "ovmf" || !strings.HasPrefix(cfg.Get("efidisk0"), "local-lvm:vm-190-disk-1,") {
 				t.Errorf("after apply: bios %q efidisk0 %q", cfg.Get("bios"), cfg.Get("efidisk0"))
 			}
-			if p := planFor(t, sim, set, Options{}); p.HasChanges() {
+			if p := planFor(t, sim, set, engine.Options{}); p.HasChanges() {
 				t.Errorf("second plan: %q %+v", summary(p), p.Changes[0].Diff)
 			}
 		})
@@ -253,10 +255,10 @@ func TestSimHAManagedGuestMigrates(t *testing.T) {
 	sim := newSim(t, "pve", "pve2")
 	doc := "kind: QemuVM\nname: ha-app\nspec:\n  node: pve\n  vmid: 152\n  memory: 1024\n  scsi0: local-lvm:4\n  running: true\n---\n" +
 		"kind: HAResource\nname: ha-app\nspec:\n  guest: QemuVM/ha-app\n  state: started\n"
-	applyPlan(t, sim, planFor(t, sim, loadSpec(t, doc), Options{}))
+	applyPlan(t, sim, planFor(t, sim, loadSpec(t, doc), engine.Options{}))
 	set := loadSpec(t, strings.Replace(strings.Replace(doc, "node: pve", "node: pve2", 1), "memory: 1024", "memory: 2048", 1))
-	applyPlan(t, sim, planFor(t, sim, set, Options{}))
-	if p := planFor(t, sim, set, Options{}); p.HasChanges() {
+	applyPlan(t, sim, planFor(t, sim, set, engine.Options{}))
+	if p := planFor(t, sim, set, engine.Options{}); p.HasChanges() {
 		t.Errorf("plan after the migration: %q", summary(p))
 	}
 	if diff := cmp.Diff([]string{"pve2/running"}, where(t, sim, pve.QEMU, 152, "pve", "pve2")); diff != "" {

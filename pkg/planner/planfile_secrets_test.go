@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pvectl/pvectl/pkg/planner/internal/engine"
+
 	"github.com/google/go-cmp/cmp"
 	"github.com/pvectl/pvectl/pkg/planner/compare"
 	"github.com/pvectl/pvectl/pkg/spec"
@@ -16,21 +18,21 @@ import (
 // refuses a value that changed since, and leaves an unset one Redacted.
 func TestPlanFileSecretReferences(t *testing.T) {
 	const pw, note = "hunter2-long-pw", "token 5e3d1c0a-secret"
-	newPlan := func() *Plan {
+	newPlan := func() *engine.Plan {
 		r := &spec.Resource{Kind: spec.KindQemuVM, Name: "vm", Rare: &spec.Rare{SecretKeys: []string{"description"},
 			SecretEnv: map[string]string{"cipassword": "VM_PW", "description": "NOTE"}},
 			Params: spec.ParamsOf(map[string]string{"cipassword": pw, "description": note, "memory": "1024"})}
-		c := &Change{Address: "QemuVM/vm", Action: Update, Resource: r,
-			Diff:   []FieldDiff{compare.Diff("description", "old", note), compare.Diff("memory", "512", "1024")},
+		c := &engine.Change{Address: "QemuVM/vm", Action: engine.Update, Resource: r,
+			Diff:   []engine.FieldDiff{compare.Diff("description", "old", note), compare.Diff("memory", "512", "1024")},
 			Params: map[string]string{"description": note, "memory": "1024"}}
-		maskDeclared(c)
-		return &Plan{FormatVersion: FormatVersion, Changes: []*Change{c}}
+		engine.MaskDeclared(c)
+		return &engine.Plan{FormatVersion: engine.FormatVersion, Changes: []*engine.Change{c}}
 	}
 	p := newPlan()
 	if got := p.Changes[0].Diff[0].After; got != "(sensitive)" {
 		t.Errorf("declared key's diff shows %v, want (sensitive)", got)
 	}
-	data, err := Marshal(p)
+	data, err := engine.Marshal(p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +47,7 @@ func TestPlanFileSecretReferences(t *testing.T) {
 		}
 	}
 
-	got, err := unmarshal(data, env(map[string]string{"VM_PW": pw, "NOTE": note}))
+	got, err := engine.UnmarshalEnv(data, env(map[string]string{"VM_PW": pw, "NOTE": note}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,11 +56,11 @@ func TestPlanFileSecretReferences(t *testing.T) {
 		t.Errorf("resolved: redacted %v, update params %v, resource params %v", c.Redacted, c.Params, c.Resource.Params)
 	}
 
-	if _, err := unmarshal(data, env(map[string]string{"VM_PW": pw, "NOTE": "something else"})); err == nil ||
+	if _, err := engine.UnmarshalEnv(data, env(map[string]string{"VM_PW": pw, "NOTE": "something else"})); err == nil ||
 		!strings.Contains(err.Error(), "$NOTE is not the value spec.description had when the plan was made") {
 		t.Errorf("changed value: got %v", err)
 	}
-	got, err = unmarshal(data, env(map[string]string{"VM_PW": pw}))
+	got, err = engine.UnmarshalEnv(data, env(map[string]string{"VM_PW": pw}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pvectl/pvectl/pkg/planner/internal/engine"
+
 	"github.com/google/go-cmp/cmp"
 	"github.com/pvectl/pvectl/pkg/planner/compare"
 	"github.com/pvectl/pvectl/pkg/spec"
@@ -15,7 +17,7 @@ import (
 func TestPlanFileRoundTrip(t *testing.T) {
 	set := example01()
 	set.Lookup("QemuVM/app-vm-1").Params.Set("memory", "4096")
-	p, err := build(t, set, liveApplied(), Options{})
+	p, err := build(t, set, liveApplied(), engine.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -28,9 +30,9 @@ func TestPlanFileRoundTrip(t *testing.T) {
 
 func TestPlanFileOmitsSecrets(t *testing.T) {
 	r := &spec.Resource{Kind: spec.KindQemuVM, Name: "vm", Params: spec.ParamsOf(map[string]string{"cipassword": "hunter2", "memory": "1024"})}
-	p := &Plan{FormatVersion: "1", Changes: []*Change{{
-		Address: "QemuVM/vm", Action: Update, Resource: r,
-		Diff:    []FieldDiff{compare.Diff("cipassword", "x", "hunter2")},
+	p := &engine.Plan{FormatVersion: "1", Changes: []*engine.Change{{
+		Address: "QemuVM/vm", Action: engine.Update, Resource: r,
+		Diff:    []engine.FieldDiff{compare.Diff("cipassword", "x", "hunter2")},
 		Params:  map[string]string{"cipassword": "hunter2"},
 		Reasons: []string{"cipassword changed"},
 	}}}
@@ -46,7 +48,7 @@ func TestPlanFileOmitsSecrets(t *testing.T) {
 	if r.Params.Get("cipassword") != "hunter2" {
 		t.Errorf("Marshal modified the plan: got cipassword %q", r.Params.Get("cipassword"))
 	}
-	err := applyChange(t.Context(), nil, &execution{hooks: nopHooks{}, change: got.Changes[0]})
+	err := engine.ApplyChange(t.Context(), nil, &engine.Execution{Hooks: engine.NopHooks{}, Change: got.Changes[0]})
 	if err == nil || !strings.Contains(err.Error(), "omits secret parameter(s) cipassword") {
 		t.Errorf("applyChange of a redacted update: got %v want a refusal", err)
 	}
@@ -73,7 +75,7 @@ func TestPlanFileOmitsOwnKeySecrets(t *testing.T) {
 		Run      string `json:"run,omitempty"`
 	}{"nested-secret", "true"})
 	r := &spec.Resource{Kind: spec.KindQemuVM, Name: "vm", Params: spec.ParamsOf(map[string]string{"memory": "1024"}), Keys: keys}
-	c, _, _ := redact(&Change{Address: "QemuVM/vm", Action: Create, Resource: r})
+	c, _, _ := engine.Redact(&engine.Change{Address: "QemuVM/vm", Action: engine.Create, Resource: r})
 	data, err := json.Marshal(c)
 	if err != nil {
 		t.Fatal(err)
@@ -108,7 +110,7 @@ func TestPlanFileErrors(t *testing.T) {
 			if err := os.WriteFile(path, []byte(tt.data), 0o600); err != nil {
 				t.Fatal(err)
 			}
-			_, err := ReadFile(path)
+			_, err := engine.ReadFile(path)
 			if err == nil || !strings.Contains(err.Error(), tt.errHas) {
 				t.Errorf("ReadFile: got %v want error containing %q", err, tt.errHas)
 			}
@@ -118,8 +120,8 @@ func TestPlanFileErrors(t *testing.T) {
 
 func TestPlanFileRedactedOnlyWhenNeeded(t *testing.T) {
 	r := &spec.Resource{Kind: spec.KindQemuVM, Name: "vm", Params: spec.ParamsOf(map[string]string{"cipassword": "hunter2", "memory": "2048"})}
-	p := &Plan{FormatVersion: "1", Changes: []*Change{{
-		Address: "QemuVM/vm", Action: Update, Resource: r, Params: map[string]string{"memory": "2048"},
+	p := &engine.Plan{FormatVersion: "1", Changes: []*engine.Change{{
+		Address: "QemuVM/vm", Action: engine.Update, Resource: r, Params: map[string]string{"memory": "2048"},
 	}}}
 	data, got := marshalled(t, p)
 	if red := got.Changes[0].Redacted; len(red) != 0 {

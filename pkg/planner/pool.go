@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/pvectl/pvectl/pkg/planner/internal/engine"
+
 	"github.com/pvectl/pvectl/pkg/planner/compare"
 	"github.com/pvectl/pvectl/pkg/pve"
 	"github.com/pvectl/pvectl/pkg/pve/acl"
@@ -19,7 +21,7 @@ import (
 type poolKind struct{}
 
 // traits: a pool is the cluster's.
-func (poolKind) traits() kindTraits { return kindTraits{Scope: scopeCluster} }
+func (poolKind) Traits() engine.KindTraits { return engine.KindTraits{Scope: engine.ScopeCluster} }
 
 // poolLive is a pool's storage members, read only when the spec manages
 // them (GET /pools?poolid=, one call per such pool).
@@ -46,28 +48,28 @@ func poolID(r *spec.Resource) string {
 	return r.Name
 }
 
-func poolObj(pools []pve.Pool, id string) *liveObj {
+func poolObj(pools []pve.Pool, id string) *engine.LiveObj {
 	for _, p := range pools {
 		if p.PoolID == id {
 			cfg := pve.ConfigOf(map[string]string{"poolid": p.PoolID})
 			if p.Comment != "" {
 				cfg.Set("comment", p.Comment)
 			}
-			return &liveObj{Exists: true, Config: cfg, Digest: fieldsDigest(cfg)}
+			return &engine.LiveObj{Exists: true, Config: cfg, Digest: engine.FieldsDigest(cfg)}
 		}
 	}
-	return &liveObj{}
+	return &engine.LiveObj{}
 }
 
-func (poolKind) observe(ctx context.Context, lc *liveConn, r *spec.Resource) (*liveObj, error) {
-	pools, err := lc.poolList(ctx)
+func (poolKind) Observe(ctx context.Context, lc *engine.LiveConn, r *spec.Resource) (*engine.LiveObj, error) {
+	pools, err := lc.PoolList(ctx)
 	if err != nil {
 		return nil, err
 	}
 	lo := poolObj(pools, poolID(r))
 	if _, managed := poolStorages(r); managed && lo.Exists {
-		cl, id := lc.client, poolID(r)
-		lo.load = func(ctx context.Context) error {
+		cl, id := lc.Client, poolID(r)
+		lo.Load = func(ctx context.Context) error {
 			st, err := readPoolStorages(ctx, cl, id)
 			lo.State = st
 			return err
@@ -90,8 +92,8 @@ func readPoolStorages(ctx context.Context, cl *pve.Client, id string) (*poolLive
 	return &poolLive{Storages: compare.SplitSet(strings.Join(ids, ","))}, nil
 }
 
-func (poolKind) compare(b *builder, r *spec.Resource, lo *liveObj, c *Change) error {
-	cmp := compare.Comparer{M: b.method("POST", poolCreatePath)}
+func (poolKind) Compare(b *engine.Builder, r *spec.Resource, lo *engine.LiveObj, c *engine.Change) error {
+	cmp := compare.Comparer{M: b.Method("POST", poolCreatePath)}
 	c.Diff = cmp.DiffParams(r.Params.Map(), r.Remove, lo.Config, poolIdentity)
 	if len(c.Diff) > 0 {
 		c.Params = map[string]string{"poolid": poolID(r)}
@@ -109,18 +111,18 @@ func (poolKind) compare(b *builder, r *spec.Resource, lo *liveObj, c *Change) er
 			have = pl.Storages
 		}
 		if !slices.Equal(have, want) {
-			c.Diff = append(c.Diff, FieldDiff{Path: "storages", Before: listAny(have), After: listAny(want)})
+			c.Diff = append(c.Diff, engine.FieldDiff{Path: "storages", Before: listAny(have), After: listAny(want)})
 		}
 	}
-	updateForDiff(c)
+	engine.UpdateForDiff(c)
 	return nil
 }
 
-func (poolKind) create(ctx context.Context, x *execution, c *Change) error {
+func (poolKind) Create(ctx context.Context, x *engine.Execution, c *engine.Change) error {
 	id := poolID(c.Resource)
 	params := toValues(c.Resource.Params.Map())
 	params.Set("poolid", id)
-	if err := x.client.CreatePool(ctx, params); err != nil {
+	if err := x.Client.CreatePool(ctx, params); err != nil {
 		return fmt.Errorf("create pool %s: %w", id, err)
 	}
 	if want, managed := poolStorages(c.Resource); managed {
@@ -132,7 +134,7 @@ func (poolKind) create(ctx context.Context, x *execution, c *Change) error {
 // setPoolStorages adds the storages of want that have lacks and takes out
 // those it has that want lacks (PUT /pools storage=…, delete=1 to remove;
 // pve-manager PVE/API2/Pool.pm update_pool).
-func setPoolStorages(ctx context.Context, x *execution, id string, have, want []string) error {
+func setPoolStorages(ctx context.Context, x *engine.Execution, id string, have, want []string) error {
 	var add, del []string
 	for _, s := range want {
 		if !slices.Contains(have, s) {
@@ -145,14 +147,14 @@ func setPoolStorages(ctx context.Context, x *execution, id string, have, want []
 		}
 	}
 	if len(add) > 0 {
-		x.msg("adding storage %s to pool %s", strings.Join(add, ", "), id)
-		if err := x.client.UpdatePool(ctx, url.Values{"poolid": {id}, "storage": {strings.Join(add, ",")}}); err != nil {
+		x.Msg("adding storage %s to pool %s", strings.Join(add, ", "), id)
+		if err := x.Client.UpdatePool(ctx, url.Values{"poolid": {id}, "storage": {strings.Join(add, ",")}}); err != nil {
 			return fmt.Errorf("add storage to pool %s: %w", id, err)
 		}
 	}
 	if len(del) > 0 {
-		x.msg("taking storage %s out of pool %s", strings.Join(del, ", "), id)
-		if err := x.client.UpdatePool(ctx, url.Values{"poolid": {id}, "storage": {strings.Join(del, ",")}, "delete": {"1"}}); err != nil {
+		x.Msg("taking storage %s out of pool %s", strings.Join(del, ", "), id)
+		if err := x.Client.UpdatePool(ctx, url.Values{"poolid": {id}, "storage": {strings.Join(del, ",")}, "delete": {"1"}}); err != nil {
 			return fmt.Errorf("take storage out of pool %s: %w", id, err)
 		}
 	}
@@ -184,10 +186,10 @@ func anyStrings(v any) []string {
 	return out
 }
 
-func (poolKind) update(ctx context.Context, x *execution, c *Change) error {
+func (poolKind) Update(ctx context.Context, x *engine.Execution, c *engine.Change) error {
 	id := poolID(c.Resource)
 	if len(c.Params) > 0 {
-		if err := x.client.UpdatePool(ctx, toValues(c.Params)); err != nil {
+		if err := x.Client.UpdatePool(ctx, toValues(c.Params)); err != nil {
 			return fmt.Errorf("update pool %s: %w", id, err)
 		}
 	}
@@ -199,12 +201,12 @@ func (poolKind) update(ctx context.Context, x *execution, c *Change) error {
 	return nil
 }
 
-func (poolKind) remove(ctx context.Context, x *execution, c *Change) error {
+func (poolKind) Remove(ctx context.Context, x *engine.Execution, c *engine.Change) error {
 	id := poolID(c.Resource)
 	// PVE deletes only an empty pool: storage members the spec manages go
 	// first (guests leave through their own changes, which come first).
 	if _, managed := poolStorages(c.Resource); managed {
-		pl, err := readPoolStorages(ctx, x.client, id)
+		pl, err := readPoolStorages(ctx, x.Client, id)
 		if err != nil && !pve.IsNotFound(err) {
 			return err
 		}
@@ -214,13 +216,13 @@ func (poolKind) remove(ctx context.Context, x *execution, c *Change) error {
 			}
 		}
 	}
-	if err := x.client.DeletePool(ctx, id); err != nil && !pve.IsNotFound(err) {
+	if err := x.Client.DeletePool(ctx, id); err != nil && !pve.IsNotFound(err) {
 		return fmt.Errorf("delete pool %s: %w", id, err)
 	}
 	return nil
 }
 
-func (poolKind) current(ctx context.Context, cl *pve.Client, c *Change) (*liveObj, error) {
+func (poolKind) Current(ctx context.Context, cl *pve.Client, c *engine.Change) (*engine.LiveObj, error) {
 	pools, err := cl.Pools(ctx)
 	if err != nil {
 		return nil, err
@@ -236,24 +238,24 @@ func (poolKind) current(ctx context.Context, cl *pve.Client, c *Change) (*liveOb
 
 // readCalls: GET /pools is open to all but lists only the pools the
 // caller may audit (pve-manager API2/Pool.pm index).
-func (poolKind) readCalls(r *spec.Resource) []apiCall {
-	return []apiCall{call("GET", "/pools", "to see the pool").
-		with(need("/pool/"+poolID(r), "to see the pool (PVE lists only the pools a token may audit)", "Pool.Audit"))}
+func (poolKind) ReadCalls(r *spec.Resource) []engine.APICall {
+	return []engine.APICall{engine.Call("GET", "/pools", "to see the pool").
+		With(engine.NeedPriv("/pool/"+poolID(r), "to see the pool (PVE lists only the pools a token may audit)", "Pool.Audit"))}
 }
 
 // changeCalls: POST, PUT and DELETE /pools as create, update and remove
 // make them; a storage member moved in or out is a PUT whose handler also
 // checks the right to change the storage's permissions (check_perm_modify
 // on /storage/ID, pve-manager PVE/API2/Pool.pm update_pool).
-func (poolKind) changeCalls(c *Change, _ *liveObj) []apiCall {
+func (poolKind) ChangeCalls(c *engine.Change, _ *engine.LiveObj) []engine.APICall {
 	id := poolID(c.Resource)
 	why := "to " + c.Action.String() + " the pool"
-	var calls []apiCall
+	var calls []engine.APICall
 	switch c.Action {
-	case Create, Replace:
-		calls = append(calls, call("POST", "/pools", why, "poolid", id))
-	case Update:
-		calls = append(calls, call("PUT", "/pools", why, "poolid", id))
+	case engine.Create, engine.Replace:
+		calls = append(calls, engine.Call("POST", "/pools", why, "poolid", id))
+	case engine.Update:
+		calls = append(calls, engine.Call("PUT", "/pools", why, "poolid", id))
 	}
 	var touched []string
 	for _, d := range c.Diff {
@@ -266,15 +268,15 @@ func (poolKind) changeCalls(c *Change, _ *liveObj) []apiCall {
 			}
 		}
 	}
-	if c.Action != Update {
+	if c.Action != engine.Update {
 		touched, _ = poolStorages(c.Resource)
 	}
 	for _, sid := range compare.SortedUnique(touched) {
-		calls = append(calls, call("PUT", "/pools", why, "poolid", id).
-			with(needAny("/storage/"+sid, "to change the pool membership of storage "+sid, acl.PermModifyPrivs("/storage/"+sid)...)))
+		calls = append(calls, engine.Call("PUT", "/pools", why, "poolid", id).
+			With(engine.NeedAny("/storage/"+sid, "to change the pool membership of storage "+sid, acl.PermModifyPrivs("/storage/"+sid)...)))
 	}
-	if c.Action == Delete || c.Action == Replace {
-		calls = append(calls, call("DELETE", "/pools", why, "poolid", id))
+	if c.Action == engine.Delete || c.Action == engine.Replace {
+		calls = append(calls, engine.Call("DELETE", "/pools", why, "poolid", id))
 	}
 	return calls
 }

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pvectl/pvectl/pkg/planner/internal/engine"
+
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -32,14 +34,14 @@ func TestSimPoolStorageMembers(t *testing.T) {
 	}
 	const doc = "kind: Pool\nname: lab\nspec:\n  comment: Lab\n  storages: [local, local-lvm]\n"
 	set := loadSpec(t, doc)
-	applyPlan(t, sim, planFor(t, sim, set, Options{}))
+	applyPlan(t, sim, planFor(t, sim, set, engine.Options{}))
 	if diff := cmp.Diff([]string{"local", "local-lvm"}, members()); diff != "" {
 		t.Fatalf("members after create (-want +got):\n%s", diff)
 	}
 	wantConverged(t, t.Fatalf, sim, set, "second plan")
 	one := loadSpec(t, strings.Replace(doc, "[local, local-lvm]", "[local-lvm]", 1))
-	p := planFor(t, sim, one, Options{})
-	want := []FieldDiff{{Path: "storages", Before: []any{"local", "local-lvm"}, After: []any{"local-lvm"}}}
+	p := planFor(t, sim, one, engine.Options{})
+	want := []engine.FieldDiff{{Path: "storages", Before: []any{"local", "local-lvm"}, After: []any{"local-lvm"}}}
 	if diff := cmp.Diff(want, p.Changes[0].Diff); diff != "" {
 		t.Fatalf("plan (-want +got):\n%s", diff)
 	}
@@ -48,7 +50,7 @@ func TestSimPoolStorageMembers(t *testing.T) {
 		t.Errorf("members after update (-want +got):\n%s", diff)
 	}
 	wantConverged(t, t.Errorf, sim, one, "plan after update")
-	applyPlan(t, sim, planFor(t, sim, one, Options{Destroy: true}))
+	applyPlan(t, sim, planFor(t, sim, one, engine.Options{Destroy: true}))
 	pools, err := sim.cl.Pools(ctx)
 	if err != nil {
 		t.Fatal(err)

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pvectl/pvectl/pkg/planner/internal/engine"
+
 	"github.com/pvectl/pvectl/pkg/pve"
 )
 
@@ -78,7 +80,7 @@ func TestSimPrereqsAtPlanTime(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			set := loadSpec(t, tc.yaml)
-			_, err := tryPlan(t, sim, set, Options{})
+			_, err := tryPlan(t, sim, set, engine.Options{})
 			if len(tc.want) == 0 {
 				if err != nil {
 					t.Fatalf("Build: %v, want a plan", err)
@@ -102,9 +104,9 @@ func TestSimPrereqsAtPlanTime(t *testing.T) {
 func TestSimPrereqsOfAnUpdate(t *testing.T) {
 	sim, rc := newCountingSim(t, "pve")
 	const doc = "kind: QemuVM\nname: u\nspec:\n  vmid: 130\n  memory: 512\n  net0: virtio,bridge=vmbr0\n  pool: p1\n---\nkind: Pool\nname: p1\n"
-	applyPlan(t, sim, planFor(t, sim, loadSpec(t, doc), Options{}))
+	applyPlan(t, sim, planFor(t, sim, loadSpec(t, doc), engine.Options{}))
 	rc.reset()
-	if p := planFor(t, sim, loadSpec(t, doc), Options{}); p.HasChanges() {
+	if p := planFor(t, sim, loadSpec(t, doc), engine.Options{}); p.HasChanges() {
 		t.Fatalf("plan after apply: %q, want none", summary(p))
 	}
 	if n := rc.reset()["GET /nodes/pve/network"]; n != 0 {
@@ -126,7 +128,7 @@ func TestSimNodeMoveOntoNodeWithoutBridge(t *testing.T) {
 	sim := newSim(t, "pve", "pve2")
 	addBridge(t, sim, "pve", "vmbr7")
 	const doc = "kind: QemuVM\nname: mover\nspec:\n  node: pve\n  vmid: 150\n  memory: 512\n  net0: virtio,bridge=vmbr7\n"
-	applyPlan(t, sim, planFor(t, sim, loadSpec(t, doc), Options{}))
+	applyPlan(t, sim, planFor(t, sim, loadSpec(t, doc), engine.Options{}))
 	err := planErr(t, sim, loadSpec(t, strings.Replace(doc, "node: pve", "node: pve2", 1)))
 	if !strings.Contains(err.Error(), "QemuVM/mover: net0: bridge vmbr7 does not exist on node pve2") {
 		t.Errorf("plan error: got %v", err)
@@ -152,10 +154,10 @@ func flipUnprivileged(doc string) string {
 func TestSimReplaceVerifiesBeforeDestroying(t *testing.T) {
 	sim := newSim(t)
 	addBridge(t, sim, "pve", "vmbr7")
-	applyPlan(t, sim, planFor(t, sim, loadSpec(t, ctReplaceSpec), Options{}))
-	p := planFor(t, sim, loadSpec(t, flipUnprivileged(ctReplaceSpec)), Options{})
+	applyPlan(t, sim, planFor(t, sim, loadSpec(t, ctReplaceSpec), engine.Options{}))
+	p := planFor(t, sim, loadSpec(t, flipUnprivileged(ctReplaceSpec)), engine.Options{})
 	c := p.Changes[0]
-	if c.Action != Replace || c.CreateFirst || !strings.Contains(strings.Join(c.Reasons, "; "), "the old one is destroyed first: the new one needs its vmid 150") {
+	if c.Action != engine.Replace || c.CreateFirst || !strings.Contains(strings.Join(c.Reasons, "; "), "the old one is destroyed first: the new one needs its vmid 150") {
 		t.Fatalf("plan: got %s (create first %v, reasons %q), want a replace that says the old one goes first", c.Action, c.CreateFirst, c.Reasons)
 	}
 	ctx := context.Background()
@@ -165,7 +167,7 @@ func TestSimReplaceVerifiesBeforeDestroying(t *testing.T) {
 	if err := sim.cl.ApplyNetwork(ctx, "pve"); err != nil {
 		t.Fatal(err)
 	}
-	res, err := Apply(ctx, sim, p, ApplyOptions{})
+	res, err := engine.Apply(ctx, sim, p, engine.ApplyOptions{})
 	if err == nil || !strings.Contains(res.Failed["LxcContainer/mover"].Error(), "not replaced, the old one is kept") ||
 		!strings.Contains(res.Failed["LxcContainer/mover"].Error(), "net0: bridge vmbr7 does not exist on node pve") {
 		t.Fatalf("Apply: got %v, want the replace refused before the destroy", err)
@@ -181,14 +183,14 @@ func TestSimReplaceVerifiesBeforeDestroying(t *testing.T) {
 func TestSimReplaceFailsAfterDestroying(t *testing.T) {
 	sim := newSim(t)
 	addBridge(t, sim, "pve", "vmbr7")
-	applyPlan(t, sim, planFor(t, sim, loadSpec(t, ctReplaceSpec), Options{}))
-	p := planFor(t, sim, loadSpec(t, flipUnprivileged(ctReplaceSpec)), Options{})
+	applyPlan(t, sim, planFor(t, sim, loadSpec(t, ctReplaceSpec), engine.Options{}))
+	p := planFor(t, sim, loadSpec(t, flipUnprivileged(ctReplaceSpec)), engine.Options{})
 	h := &thiefHooks{cl: sim.cl}
-	res, err := Apply(context.Background(), sim, p, ApplyOptions{Hooks: h})
+	res, err := engine.Apply(context.Background(), sim, p, engine.ApplyOptions{Hooks: h})
 	if err == nil {
 		t.Fatal("Apply: no error, want the create to fail")
 	}
-	var re *ReplaceError
+	var re *engine.ReplaceError
 	if got := res.Failed["LxcContainer/mover"]; !errors.As(got, &re) || !strings.HasPrefix(got.Error(), "destroyed container 150; creating it on pve failed: ") {
 		t.Errorf("failure: got %v, want a ReplaceError that says container 150 was destroyed", got)
 	}
@@ -201,7 +203,7 @@ type thiefHooks struct {
 	cl *pve.Client
 }
 
-func (h *thiefHooks) Message(c *Change, msg string) {
+func (h *thiefHooks) Message(c *engine.Change, msg string) {
 	if strings.HasPrefix(msg, "creating container 150") || strings.HasPrefix(msg, "creating vm 150") {
 		_ = h.cl.CreateGuest(context.Background(), pve.QEMU, "pve", url.Values{"vmid": {"150"}, "name": {"thief"}})
 	}

@@ -17,6 +17,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pvectl/pvectl/pkg/planner/internal/engine"
+
 	"github.com/pvectl/pvectl/pkg/provision"
 	"github.com/pvectl/pvectl/pkg/pve"
 	"github.com/pvectl/pvectl/pkg/secret"
@@ -62,7 +64,7 @@ func provisionPolicy(r *spec.Resource) provision.Policy {
 // pendingProvision is what provisioning would run on a guest of r whose
 // description is desc: the files that are new, changed or forced, in
 // list order. It reads the files and the description, never the network.
-func pendingProvision(r *spec.Resource, desc string) ([]ProvisionStep, error) {
+func pendingProvision(r *spec.Resource, desc string) ([]engine.ProvisionStep, error) {
 	files, err := provisionFiles(r)
 	if err != nil || len(files) == 0 {
 		return nil, err
@@ -71,9 +73,9 @@ func pendingProvision(r *spec.Resource, desc string) ([]ProvisionStep, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", r.Address(), err)
 	}
-	out := make([]ProvisionStep, 0, len(steps))
+	out := make([]engine.ProvisionStep, 0, len(steps))
 	for _, s := range steps {
-		out = append(out, ProvisionStep{File: s.File.Name, Reason: string(s.Reason), Hash: s.File.Hash, Recorded: s.Recorded})
+		out = append(out, engine.ProvisionStep{File: s.File.Name, Reason: string(s.Reason), Hash: s.File.Hash, Recorded: s.Recorded})
 	}
 	return out, nil
 }
@@ -83,7 +85,7 @@ func pendingProvision(r *spec.Resource, desc string) ([]ProvisionStep, error) {
 // reason, and the Provision action for a guest that needs nothing else.
 // willRun says whether the guest runs after the change; provisioning a
 // guest that will not is an error naming what to do.
-func planProvision(r *spec.Resource, c *Change, desc string, willRun bool) error {
+func planProvision(r *spec.Resource, c *engine.Change, desc string, willRun bool) error {
 	steps, err := pendingProvision(r, desc)
 	if err != nil || len(steps) == 0 {
 		return err
@@ -92,15 +94,15 @@ func planProvision(r *spec.Resource, c *Change, desc string, willRun bool) error
 		return fmt.Errorf("%s: %d provisioning file(s) to run but the VM will not be running: set running: true", r.Address(), len(steps))
 	}
 	c.Provision = steps
-	if c.Action == NoOp {
-		c.Action = Provision
+	if c.Action == engine.NoOp {
+		c.Action = engine.Provision
 	}
 	c.Reasons = append(c.Reasons, "provision: "+stepList(steps))
 	return nil
 }
 
 // stepList names the steps with their reasons: "a.yaml (new), b.sh (changed)".
-func stepList(steps []ProvisionStep) string {
+func stepList(steps []engine.ProvisionStep) string {
 	files := make([]string, len(steps))
 	for i, s := range steps {
 		files[i] = s.File + " (" + s.Reason + ")"
@@ -127,12 +129,12 @@ type provisionTarget struct {
 // description back as each one succeeds (the user's text kept byte for
 // byte). Progress and the tools' output go to the change's hooks. Nothing
 // pending: no connection at all. It returns the files that ran.
-func provisionGuest(ctx context.Context, x *execution, r *spec.Resource, t provisionTarget) ([]string, error) {
+func provisionGuest(ctx context.Context, x *engine.Execution, r *spec.Resource, t provisionTarget) ([]string, error) {
 	files, err := provisionFiles(r)
 	if err != nil || len(files) == 0 {
 		return nil, err
 	}
-	cfg, err := x.client.GuestConfig(ctx, pve.QEMU, t.Node, t.VMID)
+	cfg, err := x.Client.GuestConfig(ctx, pve.QEMU, t.Node, t.VMID)
 	if err != nil {
 		return nil, fmt.Errorf("read vm %d before provisioning: %w", t.VMID, err)
 	}
@@ -146,7 +148,7 @@ func provisionGuest(ctx context.Context, x *execution, r *spec.Resource, t provi
 		return nil, nil
 	}
 	p := spec.Provisioning(r)
-	conn := x.conn
+	conn := x.Conn
 	if conn == nil {
 		conn = &spec.Connection{}
 	}
@@ -161,7 +163,7 @@ func provisionGuest(ctx context.Context, x *execution, r *spec.Resource, t provi
 		Description:      desc,
 		Files:            files,
 		Policy:           policy,
-		Lookup:           guestLookup(x.client, r, cfg, conn, t.Node, t.VMID),
+		Lookup:           guestLookup(x.Client, r, cfg, conn, t.Node, t.VMID),
 		User:             provision.ResolveUser(user, conn.SSHUser, nil),
 		Port:             port,
 		Auth:             auth,
@@ -169,15 +171,15 @@ func provisionGuest(ctx context.Context, x *execution, r *spec.Resource, t provi
 	}
 	// The change is provisioning now, whatever its action: reaching the
 	// guest, then each file.
-	x.phase(Phase{Name: "provisioning", Detail: "reaching the guest"})
-	defer x.phase(Phase{})
+	x.Phase(engine.Phase{Name: "provisioning", Detail: "reaching the guest"})
+	defer x.Phase(engine.Phase{})
 	opts := provision.Options{
 		Timeout:     timeout,
 		Secrets:     provisionSecrets(r, conn),
-		FileStarted: func(name string) { x.phase(Phase{Name: "provisioning", Detail: name}) },
+		FileStarted: func(name string) { x.Phase(engine.Phase{Name: "provisioning", Detail: name}) },
 		// The hooks prefix the resource already.
-		Progress:        func(msg string) { x.msg("%s", strings.TrimPrefix(msg, "vm "+t.Name+": ")) },
-		Output:          func(line string) { x.msg("| %s", line) },
+		Progress:        func(msg string) { x.Msg("%s", strings.TrimPrefix(msg, "vm "+t.Name+": ")) },
+		Output:          func(line string) { x.Msg("| %s", line) },
 		SaveDescription: descriptionSaver(x, t, digest),
 	}
 	res, err := provision.Run(ctx, target, opts)
@@ -210,19 +212,19 @@ func provisionLogin(p *spec.ProvisionKeys) (user string, port int, timeout time.
 // description (or any key) edited by someone else meanwhile is never
 // overwritten: PVE refuses the write (assert_if_modified in PVE/Tools.pm)
 // and the file's hash stays unrecorded.
-func descriptionSaver(x *execution, t provisionTarget, digest string) func(ctx context.Context, d string) error {
+func descriptionSaver(x *engine.Execution, t provisionTarget, digest string) func(ctx context.Context, d string) error {
 	return func(ctx context.Context, d string) error {
 		params := url.Values{"description": {d}}
 		if digest != "" {
 			params.Set("digest", digest)
 		}
-		if err := x.client.UpdateQemu(ctx, t.Node, t.VMID, params); err != nil {
+		if err := x.Client.UpdateQemu(ctx, t.Node, t.VMID, params); err != nil {
 			if pve.IsDigestMismatch(err) {
 				return fmt.Errorf("QemuVM/%s changed while it was being provisioned (digest); its hash is not recorded: run apply again", t.Name)
 			}
 			return err
 		}
-		now, err := x.client.GuestConfig(ctx, pve.QEMU, t.Node, t.VMID)
+		now, err := x.Client.GuestConfig(ctx, pve.QEMU, t.Node, t.VMID)
 		if err != nil {
 			return fmt.Errorf("read vm %d after writing its description: %w", t.VMID, err)
 		}
@@ -329,17 +331,17 @@ func loopbackAPI(cl *pve.Client) bool {
 // PROXMOX_SSH_PRIVATE_KEY, an ssh-agent): apply would fail at this step
 // after the approval. A notice, not an error: a plan-only CI job may
 // hold the token but not the key. Reading the key touches no network.
-func (b *builder) noteMissingKey(r *spec.Resource, c *Change) {
+func noteMissingKey(b *engine.Builder, r *spec.Resource, c *engine.Change) {
 	if len(c.Provision) == 0 {
 		return
 	}
 	connKey := ""
-	if lc := b.obs.conns[r.Connection]; lc != nil && lc.settings != nil {
-		connKey = lc.settings.SSHPrivateKey
+	if lc := b.Obs.Conns[r.Connection]; lc != nil && lc.Settings != nil {
+		connKey = lc.Settings.SSHPrivateKey
 	}
 	key := provisionKey(r, connKey)
 	// One look per key: many VMs share the connection's key.
-	msg, seen := b.keyProblems[key]
+	msg, seen := b.KeyProblems[key]
 	if !seen {
 		if auth, err := provision.LoadAuth(key, nil); err != nil {
 			// Reasons go into saved plans, which no scrubber reads: a key
@@ -350,10 +352,10 @@ func (b *builder) noteMissingKey(r *spec.Resource, c *Change) {
 		} else {
 			auth.Close()
 		}
-		if b.keyProblems == nil {
-			b.keyProblems = map[string]string{}
+		if b.KeyProblems == nil {
+			b.KeyProblems = map[string]string{}
 		}
-		b.keyProblems[key] = msg
+		b.KeyProblems[key] = msg
 	}
 	if msg != "" {
 		c.Reasons = append(c.Reasons, "warning: provisioning will fail here: "+msg)

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pvectl/pvectl/pkg/planner/internal/engine"
+
 	"github.com/pvectl/pvectl/pkg/provision"
 	"github.com/pvectl/pvectl/pkg/provision/provisiontest"
 	"github.com/pvectl/pvectl/pkg/spec"
@@ -56,24 +58,24 @@ func TestPlanProvision(t *testing.T) {
 		name    string
 		force   bool
 		desc    func(ha, hb string) string
-		action  Action
+		action  engine.Action
 		willRun bool
 		want    string // file:reason,…
 		wantErr string
 	}{
-		{name: "all new", desc: func(_, _ string) string { return "note" }, action: NoOp, willRun: true, want: "pb/a.yaml:new,b.pp:new"},
-		{name: "nothing to do", desc: func(ha, hb string) string { return "note\n[pvectl-provision: pb/a.yaml=" + ha + ",b.pp=" + hb + "]" }, action: NoOp, willRun: true, want: ""},
-		{name: "one changed", desc: func(ha, _ string) string { return "[pvectl-provision: pb/a.yaml=" + ha + ",b.pp=000000000000]" }, action: NoOp, willRun: true, want: "b.pp:changed"},
-		{name: "forced", force: true, desc: func(ha, hb string) string { return "[pvectl-provision: pb/a.yaml=" + ha + ",b.pp=" + hb + "]" }, action: NoOp, willRun: true, want: "pb/a.yaml:forced,b.pp:forced"},
-		{name: "with an update", desc: func(ha, _ string) string { return "[pvectl-provision: pb/a.yaml=" + ha + "]" }, action: Update, willRun: true, want: "b.pp:new"},
-		{name: "stopped", desc: func(_, _ string) string { return "" }, action: NoOp, willRun: false, wantErr: "will not be running"},
-		{name: "stopped, nothing to run", desc: func(ha, hb string) string { return "[pvectl-provision: pb/a.yaml=" + ha + ",b.pp=" + hb + "]" }, action: NoOp, willRun: false, want: ""},
-		{name: "malformed block", desc: func(_, _ string) string { return "[pvectl-provision: a.yaml=xyz]" }, action: NoOp, willRun: true, wantErr: "want 12 lowercase hex digits"},
+		{name: "all new", desc: func(_, _ string) string { return "note" }, action: engine.NoOp, willRun: true, want: "pb/a.yaml:new,b.pp:new"},
+		{name: "nothing to do", desc: func(ha, hb string) string { return "note\n[pvectl-provision: pb/a.yaml=" + ha + ",b.pp=" + hb + "]" }, action: engine.NoOp, willRun: true, want: ""},
+		{name: "one changed", desc: func(ha, _ string) string { return "[pvectl-provision: pb/a.yaml=" + ha + ",b.pp=000000000000]" }, action: engine.NoOp, willRun: true, want: "b.pp:changed"},
+		{name: "forced", force: true, desc: func(ha, hb string) string { return "[pvectl-provision: pb/a.yaml=" + ha + ",b.pp=" + hb + "]" }, action: engine.NoOp, willRun: true, want: "pb/a.yaml:forced,b.pp:forced"},
+		{name: "with an update", desc: func(ha, _ string) string { return "[pvectl-provision: pb/a.yaml=" + ha + "]" }, action: engine.Update, willRun: true, want: "b.pp:new"},
+		{name: "stopped", desc: func(_, _ string) string { return "" }, action: engine.NoOp, willRun: false, wantErr: "will not be running"},
+		{name: "stopped, nothing to run", desc: func(ha, hb string) string { return "[pvectl-provision: pb/a.yaml=" + ha + ",b.pp=" + hb + "]" }, action: engine.NoOp, willRun: false, want: ""},
+		{name: "malformed block", desc: func(_, _ string) string { return "[pvectl-provision: a.yaml=xyz]" }, action: engine.NoOp, willRun: true, wantErr: "want 12 lowercase hex digits"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			r := provisionResource(t, tt.force, a, b)
-			c := &Change{Address: r.Address(), Action: tt.action}
+			c := &engine.Change{Address: r.Address(), Action: tt.action}
 			err := planProvision(r, c, tt.desc(hashOf(t, r, 0), hashOf(t, r, 1)), tt.willRun)
 			if !succeeded(t, err, tt.wantErr) {
 				return
@@ -86,8 +88,8 @@ func TestPlanProvision(t *testing.T) {
 				t.Errorf("steps %v, want %s", got, tt.want)
 			}
 			wantAction := tt.action
-			if tt.action == NoOp && tt.want != "" {
-				wantAction = Provision
+			if tt.action == engine.NoOp && tt.want != "" {
+				wantAction = engine.Provision
 			}
 			if c.Action != wantAction {
 				t.Errorf("action %v, want %v", c.Action, wantAction)
@@ -142,9 +144,9 @@ func TestSimPlanProvision(t *testing.T) {
 		return set
 	}
 	set := write("kind: QemuVM\nname: web\nspec:\n  image: \"9000\"\n  ip: 127.0.0.9\n  description: web's note\n  provision: [a.yaml, b.yaml]\n")
-	p := planFor(t, sim, set, Options{})
+	p := planFor(t, sim, set, engine.Options{})
 	c := p.Change("QemuVM/web")
-	if c.Action != Create || len(c.Provision) != 1 || c.Provision[0].File != "b.yaml" || c.Provision[0].Reason != "new" {
+	if c.Action != engine.Create || len(c.Provision) != 1 || c.Provision[0].File != "b.yaml" || c.Provision[0].Reason != "new" {
 		t.Fatalf("clone of a template that ran a.yaml: %v %+v", c.Action, c.Provision)
 	}
 
@@ -153,12 +155,12 @@ func TestSimPlanProvision(t *testing.T) {
 		t.Fatal(err)
 	}
 	set = write("kind: QemuVM\nname: stopped\nspec:\n  memory: 512\n  provision: [a.yaml]\n")
-	if _, err := tryPlan(t, sim, set, Options{}); err == nil || !strings.Contains(err.Error(), "will not be running: set running: true") {
+	if _, err := tryPlan(t, sim, set, engine.Options{}); err == nil || !strings.Contains(err.Error(), "will not be running: set running: true") {
 		t.Errorf("stopped VM: got %v, want the plan to refuse", err)
 	}
 	// Destroy plans no provisioning.
-	p = planFor(t, sim, set, Options{Destroy: true})
-	if c := p.Change("QemuVM/stopped"); c.Action != Delete || len(c.Provision) != 0 {
+	p = planFor(t, sim, set, engine.Options{Destroy: true})
+	if c := p.Change("QemuVM/stopped"); c.Action != engine.Delete || len(c.Provision) != 0 {
 		t.Errorf("destroy: %v %+v", c.Action, c.Provision)
 	}
 }
@@ -186,7 +188,7 @@ spec:
   provision: [app.yaml]
 `, sshd.Host, sshd.User, sshd.Port))
 	sim := newSim(t)
-	_, h := applyHooked(t, sim, planFor(t, sim, set, Options{}))
+	_, h := applyHooked(t, sim, planFor(t, sim, set, engine.Options{}))
 	want := []string{"Template/golden: provisioning/reaching the guest", "Template/golden: provisioning/app.yaml", "Template/golden: -"}
 	if strings.Join(h.phases, "\n") != strings.Join(want, "\n") {
 		t.Errorf("phases:\n%s\nwant:\n%s\nmessages:\n%s", strings.Join(h.phases, "\n"), strings.Join(want, "\n"), strings.Join(h.messages, "\n"))

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/pvectl/pvectl/pkg/planner/internal/engine"
+
 	"github.com/pvectl/pvectl/pkg/planner/marks"
 	"github.com/pvectl/pvectl/pkg/pve"
 	"github.com/pvectl/pvectl/pkg/pve/acl"
@@ -53,22 +55,22 @@ var qemu = qemuKind{guest{
 
 var qemuTraits = qemu.guestTraits()
 
-func (qemuKind) traits() kindTraits { return qemuTraits }
+func (qemuKind) Traits() engine.KindTraits { return qemuTraits }
 
 // observe finds the VM as guests are found, and settles what its change
 // takes from live state beside it: the template an image names (and, for
 // a create, its config), the VM that replace names, and an address from
 // DNS.
-func (k qemuKind) observe(ctx context.Context, lc *liveConn, r *spec.Resource) (*liveObj, error) {
+func (k qemuKind) Observe(ctx context.Context, lc *engine.LiveConn, r *spec.Resource) (*engine.LiveObj, error) {
 	g := spec.Guest(r)
 	var rows *guestIndex
 	if g.Image != nil || g.Replace != nil || g.FromTemplate != nil {
 		var err error
-		if rows, err = lc.guestIndex(ctx, pve.QEMU); err != nil {
+		if rows, err = guestIndexOf(lc, ctx, pve.QEMU); err != nil {
 			return nil, err
 		}
 	}
-	lo, err := k.guest.observe(ctx, lc, r)
+	lo, err := k.guest.Observe(ctx, lc, r)
 	if err != nil {
 		return nil, err
 	}
@@ -77,7 +79,7 @@ func (k qemuKind) observe(ctx context.Context, lc *liveConn, r *spec.Resource) (
 	if g.Image != nil {
 		m := gl.setMore()
 		m.Clone, m.CloneErr = pickImage(rows, *g.Image)
-		if m.Clone != nil && !lo.Exists && paramNode(r) == "" {
+		if m.Clone != nil && !lo.Exists && engine.ParamNode(r) == "" {
 			lo.Node = m.Clone.Node // design §3: the template's node
 		}
 	}
@@ -86,7 +88,7 @@ func (k qemuKind) observe(ctx context.Context, lc *liveConn, r *spec.Resource) (
 		// from its change at apply time (cloneSource).
 		m := gl.setMore()
 		m.Clone = findTemplate(rows, strings.TrimSpace(*g.FromTemplate))
-		if m.Clone != nil && paramNode(r) == "" {
+		if m.Clone != nil && engine.ParamNode(r) == "" {
 			lo.Node = m.Clone.Node
 		}
 	}
@@ -100,18 +102,18 @@ func (k qemuKind) observe(ctx context.Context, lc *liveConn, r *spec.Resource) (
 	if err := errors.Join(unsettled...); err != nil {
 		gl.setMore().Unsettled = err
 	}
-	if err := lc.cloneSourceDown(gl.more().Clone, lo.Exists); err != nil {
+	if err := cloneSourceDown(lc, gl.more().Clone, lo.Exists); err != nil {
 		return nil, err
 	}
 	// The reads below run with the other loads; what they cannot settle
 	// fails only a change that needs it.
 	var loads []func(context.Context)
 	if gl.more().Clone != nil && !lo.Exists {
-		cl := lc.client
+		cl := lc.Client
 		loads = append(loads, func(ctx context.Context) { gl.loadCloneConfig(ctx, cl) })
 	}
 	if needsAddress(r) {
-		settings := lc.settings
+		settings := lc.Settings
 		loads = append(loads, func(ctx context.Context) {
 			v, err := addressConfig(ctx, settings, k.name(r), g)
 			m := gl.setMore()
@@ -123,8 +125,8 @@ func (k qemuKind) observe(ctx context.Context, lc *liveConn, r *spec.Resource) (
 		})
 	}
 	if len(loads) > 0 {
-		own := lo.load
-		lo.load = func(ctx context.Context) error {
+		own := lo.Load
+		lo.Load = func(ctx context.Context) error {
 			for _, load := range loads {
 				load(ctx)
 			}
@@ -152,7 +154,7 @@ func (gl *guestLive) loadCloneConfig(ctx context.Context, cl *pve.Client) {
 
 // checkCreate shows what a create takes from live state: the template it
 // clones (which must be found), the derived address, the VM it replaces.
-func (k qemuKind) checkCreate(b *builder, r *spec.Resource, lo *liveObj, c *Change) error {
+func (k qemuKind) CheckCreate(b *engine.Builder, r *spec.Resource, lo *engine.LiveObj, c *engine.Change) error {
 	if err := k.planExtras(b, r, lo, c); err != nil {
 		return err
 	}
@@ -163,7 +165,7 @@ func (k qemuKind) checkCreate(b *builder, r *spec.Resource, lo *liveObj, c *Chan
 }
 
 // compare compares the VM and adds what provisioning will run.
-func (k qemuKind) compare(b *builder, r *spec.Resource, lo *liveObj, c *Change) error {
+func (k qemuKind) Compare(b *engine.Builder, r *spec.Resource, lo *engine.LiveObj, c *engine.Change) error {
 	if err := k.compareVM(b, r, lo, c); err != nil {
 		return err
 	}
@@ -174,15 +176,15 @@ func (k qemuKind) compare(b *builder, r *spec.Resource, lo *liveObj, c *Change) 
 // the description it will have — the live one, or for a new VM the
 // spec's (else its template's, which a clone copies) — and the notice
 // when no SSH key is to be had for it.
-func (k qemuKind) planProvision(b *builder, r *spec.Resource, lo *liveObj, c *Change) error {
-	if c.Action == Delete {
+func (k qemuKind) planProvision(b *engine.Builder, r *spec.Resource, lo *engine.LiveObj, c *engine.Change) error {
+	if c.Action == engine.Delete {
 		return nil
 	}
 	g := spec.Guest(r)
 	st, gl := stateOf(c), liveOf(lo)
 	var desc string
 	var willRun bool
-	if c.Action == Create || c.Action == Replace {
+	if c.Action == engine.Create || c.Action == engine.Replace {
 		desc = r.Params.Get("description")
 		if st.Clone != nil && gl.more().CloneConfig != nil {
 			// The clone copies its template's description; the spec's
@@ -206,17 +208,17 @@ func (k qemuKind) planProvision(b *builder, r *spec.Resource, lo *liveObj, c *Ch
 	if err := planProvision(r, c, desc, willRun); err != nil {
 		return err
 	}
-	b.noteMissingKey(r, c)
+	noteMissingKey(b, r, c)
 	return nil
 }
 
-func (k qemuKind) compareVM(b *builder, r *spec.Resource, lo *liveObj, c *Change) error {
+func (k qemuKind) compareVM(b *engine.Builder, r *spec.Resource, lo *engine.LiveObj, c *engine.Change) error {
 	done, err := k.compareConfig(b, r, lo, c)
 	if err != nil {
 		return err
 	}
 	if done {
-		if c.Action == Replace {
+		if c.Action == engine.Replace {
 			return k.planExtras(b, r, lo, c)
 		}
 		return nil
@@ -236,7 +238,7 @@ func (k qemuKind) compareVM(b *builder, r *spec.Resource, lo *liveObj, c *Change
 // create makes the VM (a clone of the plan's template, or from its
 // parameters), converts it into a template or starts it as asked, and
 // once it is up destroys the VM it replaces.
-func (k qemuKind) create(ctx context.Context, x *execution, c *Change) error {
+func (k qemuKind) Create(ctx context.Context, x *engine.Execution, c *engine.Change) error {
 	st := stateOf(c)
 	r := c.Resource
 	g := spec.Guest(r)
@@ -249,7 +251,7 @@ func (k qemuKind) create(ctx context.Context, x *execution, c *Change) error {
 			return fmt.Errorf("fromTemplate: template %s was not found (it is neither in PVE nor baked by this plan)", *g.FromTemplate)
 		}
 		st.Clone = src
-		if paramNode(r) == "" {
+		if engine.ParamNode(r) == "" {
 			c.Node = src.Node // a clone is made on its template's node
 		}
 	}
@@ -274,8 +276,8 @@ func (k qemuKind) create(ctx context.Context, x *execution, c *Change) error {
 			return err
 		}
 	case start:
-		x.msg("starting vm %d", vmid)
-		if err := x.client.GuestPower(ctx, pve.QEMU, c.Node, vmid, "start", nil); err != nil {
+		x.Msg("starting vm %d", vmid)
+		if err := x.Client.GuestPower(ctx, pve.QEMU, c.Node, vmid, "start", nil); err != nil {
 			return fmt.Errorf("start vm %d: %w", vmid, err)
 		}
 	}
@@ -285,7 +287,7 @@ func (k qemuKind) create(ctx context.Context, x *execution, c *Change) error {
 // update migrates the guest if its node changed, changes its config
 // and disks, reboots it for pending changes when asked, and reconciles
 // pool and power.
-func (k qemuKind) update(ctx context.Context, x *execution, c *Change) error {
+func (k qemuKind) Update(ctx context.Context, x *engine.Execution, c *engine.Change) error {
 	st := stateOf(c)
 	if err := k.migrate(ctx, x, c); err != nil {
 		return err
@@ -294,8 +296,8 @@ func (k qemuKind) update(ctx context.Context, x *execution, c *Change) error {
 		return err
 	}
 	if st.Regenerate {
-		x.msg("regenerating the cloud-init drive of vm %d", st.VMID)
-		if err := x.client.RegenerateCloudinit(ctx, c.Node, st.VMID); err != nil {
+		x.Msg("regenerating the cloud-init drive of vm %d", st.VMID)
+		if err := x.Client.RegenerateCloudinit(ctx, c.Node, st.VMID); err != nil {
 			return fmt.Errorf("regenerate the cloud-init drive of vm %d: %w", st.VMID, err)
 		}
 	}
@@ -305,18 +307,18 @@ func (k qemuKind) update(ctx context.Context, x *execution, c *Change) error {
 	if err := k.updateCommon(ctx, x, c); err != nil {
 		return err
 	}
-	if slices.ContainsFunc(c.Diff, func(d FieldDiff) bool { return d.Path == "template" && d.After == "1" }) {
+	if slices.ContainsFunc(c.Diff, func(d engine.FieldDiff) bool { return d.Path == "template" && d.After == "1" }) {
 		if err := k.toTemplate(ctx, x, c.Node, st.VMID); err != nil {
 			return err
 		}
 	}
-	return k.provision(ctx, x, c)
+	return k.Provision(ctx, x, c)
 }
 
 // provision runs the provisioning files of the VM (the whole of a change
 // that needs nothing else, the end of an update), then destroys the VM
 // it replaces, if any.
-func (k qemuKind) provision(ctx context.Context, x *execution, c *Change) error {
+func (k qemuKind) Provision(ctx context.Context, x *engine.Execution, c *engine.Change) error {
 	st := stateOf(c)
 	if err := k.provisionVM(ctx, x, c, st.VMID, false); err != nil {
 		return err
@@ -329,7 +331,7 @@ func (k qemuKind) provision(ctx context.Context, x *execution, c *Change) error 
 
 // provisionVM runs what is pending of the VM's provisioning (nothing for
 // a template); isNew says the VM was made in this run.
-func (k qemuKind) provisionVM(ctx context.Context, x *execution, c *Change, vmid int, isNew bool) error {
+func (k qemuKind) provisionVM(ctx context.Context, x *engine.Execution, c *engine.Change, vmid int, isNew bool) error {
 	r := c.Resource
 	if r.Params.Get("template") == "1" {
 		return nil
@@ -345,7 +347,7 @@ func (k qemuKind) provisionVM(ctx context.Context, x *execution, c *Change, vmid
 	switch {
 	case isNew:
 		done = fmt.Sprintf("created vm %d on %s", vmid, c.Node)
-	case c.Action != Provision && len(c.Diff) > 0:
+	case c.Action != engine.Provision && len(c.Diff) > 0:
 		done = fmt.Sprintf("updated vm %d", vmid)
 	}
 	if old := stateOf(c).Old; old != nil {
@@ -361,16 +363,16 @@ func (k qemuKind) provisionVM(ctx context.Context, x *execution, c *Change, vmid
 }
 
 // toTemplate converts the stopped VM into a template.
-func (k qemuKind) toTemplate(ctx context.Context, x *execution, node string, vmid int) error {
-	x.msg("converting vm %d into a template", vmid)
-	if err := x.client.TemplateGuest(ctx, pve.QEMU, node, vmid); err != nil {
+func (k qemuKind) toTemplate(ctx context.Context, x *engine.Execution, node string, vmid int) error {
+	x.Msg("converting vm %d into a template", vmid)
+	if err := x.Client.TemplateGuest(ctx, pve.QEMU, node, vmid); err != nil {
 		return fmt.Errorf("convert vm %d into a template: %w", vmid, err)
 	}
 	return nil
 }
 
 // readCalls: the guest index, and the VMs image and replace name.
-func (k qemuKind) readCalls(r *spec.Resource) []apiCall {
+func (k qemuKind) ReadCalls(r *spec.Resource) []engine.APICall {
 	needs := k.listNeeds(r)
 	g := spec.Guest(r)
 	for _, ref := range []struct {
@@ -384,30 +386,30 @@ func (k qemuKind) readCalls(r *spec.Resource) []apiCall {
 		if id, ok := numericVMID(*ref.val); ok {
 			path, why = vmPath(id), fmt.Sprintf("to see the VM that %s names (PVE hides the guests a token may not audit)", ref.key)
 		}
-		needs = append(needs, need(path, why, "VM.Audit"))
+		needs = append(needs, engine.NeedPriv(path, why, "VM.Audit"))
 	}
-	return []apiCall{call("GET", "/cluster/resources", "to find the VM").with(needs...)}
+	return []engine.APICall{engine.Call("GET", "/cluster/resources", "to find the VM").With(needs...)}
 }
 
 // changeCalls: a guest's calls, a clone's instead of the create for a VM
 // made from a template, the conversions and regeneration, the VM it
 // replaces (replace:) and what provisioning writes and asks.
-func (k qemuKind) changeCalls(c *Change, lo *liveObj) []apiCall {
+func (k qemuKind) ChangeCalls(c *engine.Change, lo *engine.LiveObj) []engine.APICall {
 	st := stateOf(c)
 	gl := liveOf(lo)
-	var calls []apiCall
+	var calls []engine.APICall
 	switch {
-	case st.Clone != nil && (c.Action == Create || c.Action == Replace):
-		if c.Action == Replace {
+	case st.Clone != nil && (c.Action == engine.Create || c.Action == engine.Replace):
+		if c.Action == engine.Replace {
 			calls = k.removeCalls(c.Node, lo, st.VMID)
 		}
-		calls = append(calls, k.cloneCall(c.Node, c.Resource, st.Clone, gl.more().CloneConfig).with(k.ownerPerms(c)...))
+		calls = append(calls, k.cloneCall(c.Node, c.Resource, st.Clone, gl.more().CloneConfig).With(k.ownerPerms(c)...))
 		calls = append(calls, k.createExtraCalls(c)...)
-	case c.Action == Create || c.Action == Replace:
-		calls = append(k.guest.changeCalls(c, lo), k.createExtraCalls(c)...)
+	case c.Action == engine.Create || c.Action == engine.Replace:
+		calls = append(k.guest.ChangeCalls(c, lo), k.createExtraCalls(c)...)
 	default:
-		calls = k.guest.changeCalls(c, lo)
-		if c.Action == Update {
+		calls = k.guest.ChangeCalls(c, lo)
+		if c.Action == engine.Update {
 			if st.Regenerate {
 				calls = append(calls, k.guestCall("PUT", "/cloudinit", "to regenerate the cloud-init drive", c.Node, st.VMID))
 			}
@@ -419,29 +421,29 @@ func (k qemuKind) changeCalls(c *Change, lo *liveObj) []apiCall {
 		}
 	}
 	id := st.VMID
-	if c.Action == Create || c.Action == Replace {
+	if c.Action == engine.Create || c.Action == engine.Replace {
 		id, _ = specVMID(c.Resource)
 		// What the plan derived (ipconfig0 from DNS) is set at create too.
-		onGuest := func(why string, privs ...string) permNeed {
-			n := need(vmPath(id), why, privs...)
+		onGuest := func(why string, privs ...string) engine.PermNeed {
+			n := engine.NeedPriv(vmPath(id), why, privs...)
 			if pool := c.Resource.Params.Get("pool"); pool != "" {
-				n.or = "/pool/" + pool
+				n.Or = "/pool/" + pool
 			}
 			return n
 		}
 		if needs := k.settingPerms(st.Derived, nil, nil, setting{onGuest: onGuest}); len(needs) > 0 {
 			// create_vm checks them with the create's other settings.
-			calls = append(calls, apiCall{why: "to set what the plan derived", handler: needs})
+			calls = append(calls, engine.APICall{Why: "to set what the plan derived", Handler: needs})
 		}
 	}
-	if st.Old != nil && (c.Action == Create || c.Action == Replace || c.Action == Update || c.Action == Provision) {
+	if st.Old != nil && (c.Action == engine.Create || c.Action == engine.Replace || c.Action == engine.Update || c.Action == engine.Provision) {
 		calls = append(calls, k.oldCalls(st.Old)...)
 	}
 	if len(c.Provision) > 0 {
 		// update_vm_api checks the description's category
 		// (VM.Config.Options) beyond the config write's rule.
 		calls = append(calls, k.guestCall("POST", "/config", "to record provisioning (what ran, the SSH host key) in the VM's description", c.Node, id).
-			with(need(vmPath(id), "to record provisioning (what ran, the SSH host key) in the VM's description", "VM.Config.Options")))
+			With(engine.NeedPriv(vmPath(id), "to record provisioning (what ran, the SSH host key) in the VM's description", "VM.Config.Options")))
 		if g := spec.Guest(c.Resource); g.IP == nil {
 			calls = append(calls, k.guestCall("GET", "/agent/network-get-interfaces", "to ask the guest agent for the VM's address (no ip given)", c.Node, id))
 		}
@@ -452,10 +454,10 @@ func (k qemuKind) changeCalls(c *Change, lo *liveObj) []apiCall {
 // createExtraCalls: a disk imported at the image's size is grown; a new
 // template is converted; a clone is started unless running: false (a
 // plain create's start is among the guest's create calls).
-func (k qemuKind) createExtraCalls(c *Change) []apiCall {
+func (k qemuKind) createExtraCalls(c *engine.Change) []engine.APICall {
 	r := c.Resource
 	id, _ := specVMID(r)
-	var calls []apiCall
+	var calls []engine.APICall
 	if stateOf(c).Clone == nil && len(importGrowReasons(r.Params.Map())) > 0 {
 		calls = append(calls, k.guestCall("PUT", "/resize", "to grow a disk imported at the image's size", c.Node, id))
 	}
@@ -464,7 +466,7 @@ func (k qemuKind) createExtraCalls(c *Change) []apiCall {
 	}
 	if g := spec.Guest(r); stateOf(c).Clone != nil && (g.Running == nil || *g.Running) {
 		start := k.guestCall("POST", "/status/start", "to start the VM (a clone is started unless running: false)", c.Node, id)
-		start.pool = r.Params.Get("pool")
+		start.Pool = r.Params.Get("pool")
 		return append(calls, start)
 	}
 	return calls

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/pvectl/pvectl/pkg/planner/internal/engine"
+
 	"github.com/pvectl/pvectl/pkg/planner/compare"
 	"github.com/pvectl/pvectl/pkg/pve"
 	"github.com/pvectl/pvectl/pkg/pve/schema"
@@ -79,7 +81,7 @@ func candidates(ts []*pve.ClusterResource) string {
 // cloneParams are the clone call's parameters: the new VM's name, full or
 // linked, the target node when it is not the template's, and the create
 // parameters the clone call takes as well.
-func (k qemuKind) cloneParams(c *Change, src *guestRef) url.Values {
+func (k qemuKind) cloneParams(c *engine.Change, src *guestRef) url.Values {
 	r := c.Resource
 	full := "1"
 	if f := spec.Guest(r).Full; f != nil && !*f {
@@ -100,7 +102,7 @@ func (k qemuKind) cloneParams(c *Change, src *guestRef) url.Values {
 // cloneVM clones the template the plan picked, then applies the spec's
 // keys to the clone in one config update (with the clone's digest) and
 // grows the disks the spec makes larger. It returns the new vmid.
-func (k qemuKind) cloneVM(ctx context.Context, x *execution, c *Change) (int, error) {
+func (k qemuKind) cloneVM(ctx context.Context, x *engine.Execution, c *engine.Change) (int, error) {
 	st := stateOf(c)
 	src := st.Clone
 	fixed, err := k.newVMID(c)
@@ -108,10 +110,10 @@ func (k qemuKind) cloneVM(ctx context.Context, x *execution, c *Change) (int, er
 		return 0, err
 	}
 	params := k.cloneParams(c, src)
-	vmid, err := withNewVMID(ctx, x, fixed, k.noun, func(vmid int) error {
+	vmid, err := engine.WithNewVMID(ctx, x, fixed, k.noun, func(vmid int) error {
 		params.Set("newid", strconv.Itoa(vmid))
-		x.msg("cloning template %s as vm %d on node %s (%s clone)", src, vmid, c.Node, map[string]string{"1": "full", "0": "linked"}[params.Get("full")])
-		return x.client.CloneGuest(ctx, pve.QEMU, src.Node, src.VMID, params)
+		x.Msg("cloning template %s as vm %d on node %s (%s clone)", src, vmid, c.Node, map[string]string{"1": "full", "0": "linked"}[params.Get("full")])
+		return x.Client.CloneGuest(ctx, pve.QEMU, src.Node, src.VMID, params)
 	})
 	if err != nil {
 		return 0, fmt.Errorf("clone template %d as vm %d: %w", src.VMID, vmid, err)
@@ -125,9 +127,9 @@ func (k qemuKind) cloneVM(ctx context.Context, x *execution, c *Change) (int, er
 
 // configureClone compares the clone's config with the spec as any
 // existing VM's, and makes the update that follows.
-func (k qemuKind) configureClone(ctx context.Context, x *execution, c *Change, vmid int) error {
+func (k qemuKind) configureClone(ctx context.Context, x *engine.Execution, c *engine.Change, vmid int) error {
 	r := c.Resource
-	cfg, err := x.client.GuestConfig(ctx, pve.QEMU, c.Node, vmid)
+	cfg, err := x.Client.GuestConfig(ctx, pve.QEMU, c.Node, vmid)
 	if err != nil {
 		return fmt.Errorf("read its config: %w", err)
 	}
@@ -162,8 +164,8 @@ func (k qemuKind) configureClone(ctx context.Context, x *execution, c *Change, v
 	if len(upd) == 0 && !slices.ContainsFunc(diff, isResize) {
 		return nil
 	}
-	x.msg("applying the spec to vm %d: %s", vmid, strings.Join(compare.Reasons(diff), ", "))
-	tmp := &Change{Address: c.Address, Resource: r, Node: c.Node, State: &guestState{VMID: vmid},
+	x.Msg("applying the spec to vm %d: %s", vmid, strings.Join(compare.Reasons(diff), ", "))
+	tmp := &engine.Change{Address: c.Address, Resource: r, Node: c.Node, State: &guestState{VMID: vmid},
 		Params: upd, Digest: cfg.Get("digest"), Diff: diff}
 	return k.updateConfig(ctx, x, tmp)
 }
@@ -193,24 +195,24 @@ func withNICModel(m *schema.Method, key, v string) string {
 // clone_vm (qemu-server API2/Qemu.pm) checks check_storage_access_clone
 // and check_bridge_access over the template's config, then the update
 // after it what it sets.
-func (k qemuKind) cloneCall(node string, r *spec.Resource, src *guestRef, srcConf *pve.Config) apiCall {
+func (k qemuKind) cloneCall(node string, r *spec.Resource, src *guestRef, srcConf *pve.Config) engine.APICall {
 	id, _ := specVMID(r)
-	newid := knownAfterApply // allocated at apply
+	newid := engine.KnownAfterApply // allocated at apply
 	if id != 0 {
 		newid = strconv.Itoa(id)
 	}
-	clone := call("POST", "/nodes/{node}/qemu/{vmid}/clone", "to create the VM (a clone)", "node", node,
-		"vmid", strconv.Itoa(src.VMID), "newid", newid).saying("VM.Clone", fmt.Sprintf("to clone template %d", src.VMID))
+	clone := engine.Call("POST", "/nodes/{node}/qemu/{vmid}/clone", "to create the VM (a clone)", "node", node,
+		"vmid", strconv.Itoa(src.VMID), "newid", newid).Saying("VM.Clone", fmt.Sprintf("to clone template %d", src.VMID))
 	if pool := r.Params.Get("pool"); pool != "" {
-		clone.params["pool"] = pool
+		clone.Params["pool"] = pool
 	}
-	return clone.with(k.clonePerms(r, srcConf)...)
+	return clone.With(k.clonePerms(r, srcConf)...)
 }
 
 // clonePerms are what clone_vm's handler and the update after it check.
-func (k qemuKind) clonePerms(r *spec.Resource, srcConf *pve.Config) []permNeed {
+func (k qemuKind) clonePerms(r *spec.Resource, srcConf *pve.Config) []engine.PermNeed {
 	onGuest := onNewGuest(r)
-	var needs []permNeed
+	var needs []engine.PermNeed
 	target := r.Params.Get("storage")
 	for key, val := range srcConf.All() {
 		switch {
@@ -226,9 +228,9 @@ func (k qemuKind) clonePerms(r *spec.Resource, srcConf *pve.Config) []permNeed {
 			case slices.ContainsFunc(splitProps(val), func(kv schema.KV) bool { return kv.Key == "media" && kv.Value == "cdrom" }) && !cloudinitRe.MatchString(file):
 				needs = append(needs, volumeNeed(file, "to clone "+key))
 			case target != "":
-				needs = append(needs, need("/storage/"+target, "to clone "+key+" to storage "+target, "Datastore.AllocateSpace"))
+				needs = append(needs, engine.NeedPriv("/storage/"+target, "to clone "+key+" to storage "+target, "Datastore.AllocateSpace"))
 			default:
-				needs = append(needs, need("/storage/"+sid, "to clone "+key, "Datastore.AllocateSpace"))
+				needs = append(needs, engine.NeedPriv("/storage/"+sid, "to clone "+key, "Datastore.AllocateSpace"))
 			}
 		}
 	}

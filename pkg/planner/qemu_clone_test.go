@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pvectl/pvectl/pkg/planner/internal/engine"
+
 	"github.com/google/go-cmp/cmp"
 	"github.com/pvectl/pvectl/pkg/pve"
 	"github.com/pvectl/pvectl/pkg/spec"
@@ -110,7 +112,7 @@ func TestVMIDTaken(t *testing.T) {
 		{nil, 107, false},
 	}
 	for _, tt := range tests {
-		if got := vmidTaken(tt.err, tt.vmid); got != tt.want {
+		if got := engine.VMIDTaken(tt.err, tt.vmid); got != tt.want {
 			t.Errorf("vmidTaken(%v, %d) = %v want %v", tt.err, tt.vmid, got, tt.want)
 		}
 	}
@@ -120,7 +122,7 @@ func TestVMIDTaken(t *testing.T) {
 // pinned ones and the ones PVE holds.
 func TestVMIDsDistinct(t *testing.T) {
 	sim := newSim(t)
-	alloc := newVMIDs(map[int]bool{101: true, 103: true})
+	alloc := engine.NewVMIDs(map[int]bool{101: true, 103: true})
 	var mu sync.Mutex
 	got := map[int]int{}
 	var wg sync.WaitGroup
@@ -128,7 +130,7 @@ func TestVMIDsDistinct(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			id, err := alloc.next(context.Background(), sim.cl)
+			id, err := alloc.Next(context.Background(), sim.cl)
 			if err != nil {
 				t.Error(err)
 				return
@@ -168,9 +170,9 @@ spec:
   scsi0: local-lvm:8
   sshKeys: ["ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIMu2dTvNNTWYm9t4yw0mvQSzLvd9EcVBNi3AZdCpq7Bu ops@example.com"]
 `
-	p := planFor(t, sim, loadSpec(t, yaml), Options{})
+	p := planFor(t, sim, loadSpec(t, yaml), engine.Options{})
 	c := p.Change("QemuVM/web")
-	if c.Action != Create || c.Node != "pve" {
+	if c.Action != engine.Create || c.Node != "pve" {
 		t.Fatalf("plan: %s on %s, want a create on pve (the template's node)", c.Action, c.Node)
 	}
 	if !strings.Contains(strings.Join(c.Reasons, "; "), "full clone of template 9000 (ubuntu-24.04-cloud) on node pve") {
@@ -199,15 +201,15 @@ spec:
 	if !strings.Contains(strings.Join(h.messages, "\n"), "applying the spec to vm") {
 		t.Errorf("messages %v: the spec is applied after the clone", h.messages)
 	}
-	p = planFor(t, sim, loadSpec(t, yaml), Options{})
-	if c := p.Change("QemuVM/web"); c.Action != NoOp {
+	p = planFor(t, sim, loadSpec(t, yaml), engine.Options{})
+	if c := p.Change("QemuVM/web"); c.Action != engine.NoOp {
 		t.Fatalf("second plan: %s %v, want noop", c.Action, c.Diff)
 	}
 
 	counter.reset()
-	p = planFor(t, sim, loadSpec(t, strings.Replace(yaml, "10.0.5.20", "10.0.5.21", 1)), Options{})
+	p = planFor(t, sim, loadSpec(t, strings.Replace(yaml, "10.0.5.20", "10.0.5.21", 1)), engine.Options{})
 	c = p.Change("QemuVM/web")
-	if c.Action != Update || len(c.Diff) != 1 || c.Diff[0].Path != "ipconfig0.ip" || c.Diff[0].Label != "ip" || !stateOf(c).Regenerate {
+	if c.Action != engine.Update || len(c.Diff) != 1 || c.Diff[0].Path != "ipconfig0.ip" || c.Diff[0].Label != "ip" || !stateOf(c).Regenerate {
 		t.Fatalf("ip change: %s %+v regenerate=%v, want an update of ipconfig0.ip (shown as ip) that regenerates", c.Action, c.Diff, stateOf(c).Regenerate)
 	}
 	applyPlan(t, sim, p)
@@ -237,7 +239,7 @@ spec:
   scsi0: local-lvm:2
 `
 	set := loadSpec(t, yaml)
-	applyPlan(t, sim, planFor(t, sim, set, Options{}))
+	applyPlan(t, sim, planFor(t, sim, set, engine.Options{}))
 	rows, err := sim.cl.NodeGuests(ctx, pve.QEMU, "pve")
 	if err != nil {
 		t.Fatal(err)
@@ -254,8 +256,8 @@ spec:
 	if tmpl["golden"] == 0 || tmpl["blank"] == 0 {
 		t.Fatalf("templates %v, want golden and blank", tmpl)
 	}
-	for _, c := range planFor(t, sim, set, Options{}).Changes {
-		if c.Action != NoOp {
+	for _, c := range planFor(t, sim, set, engine.Options{}).Changes {
+		if c.Action != engine.NoOp {
 			t.Errorf("second plan: %s %s %v, want noop", c.Action, c.Address, c.Diff)
 		}
 	}
@@ -266,14 +268,14 @@ spec:
   full: false
   running: false
 `
-	_, h := applyHooked(t, sim, planFor(t, sim, loadSpec(t, linked), Options{}))
+	_, h := applyHooked(t, sim, planFor(t, sim, loadSpec(t, linked), engine.Options{}))
 	if !strings.Contains(strings.Join(h.messages, "\n"), fmt.Sprintf("cloning template %d (golden) on node pve as vm", tmpl["golden"])) ||
 		!strings.Contains(strings.Join(h.messages, "\n"), "(linked clone)") {
 		t.Errorf("messages %v: want a linked clone of golden", h.messages)
 	}
-	p := planFor(t, sim, loadSpec(t, linked), Options{})
+	p := planFor(t, sim, loadSpec(t, linked), engine.Options{})
 	c := p.Change("QemuVM/child")
-	if c.Action != NoOp {
+	if c.Action != engine.NoOp {
 		t.Fatalf("second plan: %s %v", c.Action, c.Diff)
 	}
 	if s, _ := sim.cl.QemuStatus(ctx, "pve", stateOf(c).VMID); s.Status != "stopped" {
@@ -281,15 +283,15 @@ spec:
 	}
 	// PVE cannot turn a template back into a VM.
 	back := loadSpec(t, "kind: QemuVM\nname: t\nspec:\n  vmid: 9000\n  name: ubuntu-24.04-cloud\n  template: false\n")
-	_, err = Build(ctx, back, mustObserve(t, sim, back), Options{})
+	_, err = engine.Build(ctx, back, mustObserve(t, sim, back), engine.Options{})
 	if err == nil || !strings.Contains(err.Error(), "PVE cannot turn a template back into a VM") {
 		t.Errorf("template 1 → 0: got %v", err)
 	}
 }
 
-func mustObserve(t *testing.T, cl Clients, set *spec.Set) *Observed {
+func mustObserve(t *testing.T, cl engine.Clients, set *spec.Set) *engine.Observed {
 	t.Helper()
-	obs, err := Observe(context.Background(), cl, set)
+	obs, err := engine.Observe(context.Background(), cl, set)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -302,11 +304,11 @@ func TestSimImageNotFound(t *testing.T) {
 	sim := newSim(t)
 	ctx := context.Background()
 	set := loadSpec(t, "kind: QemuVM\nname: x\nspec:\n  image: rocky\n")
-	_, err := Build(ctx, set, mustObserve(t, sim, set), Options{})
+	_, err := engine.Build(ctx, set, mustObserve(t, sim, set), engine.Options{})
 	if err == nil || !strings.Contains(err.Error(), `QemuVM/x: image "rocky": no template's name contains it (templates: 9000 (ubuntu-24.04-cloud))`) {
 		t.Errorf("plan: got %v", err)
 	}
-	if _, err := Build(ctx, set, mustObserve(t, sim, set), Options{Destroy: true}); err != nil {
+	if _, err := engine.Build(ctx, set, mustObserve(t, sim, set), engine.Options{Destroy: true}); err != nil {
 		t.Errorf("destroy plan: %v", err)
 	}
 }
@@ -317,7 +319,7 @@ func TestSimVMIDHeldByAnother(t *testing.T) {
 	sim := newSim(t)
 	ctx := context.Background()
 	set := loadSpec(t, "kind: QemuVM\nname: web\nspec:\n  vmid: 9000\n  memory: 512\n")
-	_, err := Build(ctx, set, mustObserve(t, sim, set), Options{})
+	_, err := engine.Build(ctx, set, mustObserve(t, sim, set), engine.Options{})
 	if err == nil || !strings.Contains(err.Error(), `vmid 9000 is held by VM "ubuntu-24.04-cloud" on node pve, not by "web": refusing to take it over`) {
 		t.Errorf("plan: got %v", err)
 	}
@@ -334,7 +336,7 @@ func TestSimVMIDHeldByAnother(t *testing.T) {
 	for range 200 {
 		// In progress, not drift: the plan refuses to touch the VM while
 		// the clone's task works on it (PlanLive waits for it).
-		p, err := Build(ctx, set, mustObserve(t, slow, set), Options{})
+		p, err := engine.Build(ctx, set, mustObserve(t, slow, set), engine.Options{})
 		if err != nil {
 			if !strings.Contains(err.Error(), "vm 150 is locked (clone): a PVE task is working on it") {
 				t.Fatalf("plan during the clone: %v", err)
@@ -342,7 +344,7 @@ func TestSimVMIDHeldByAnother(t *testing.T) {
 			found = true
 			break
 		}
-		if c := p.Change("QemuVM/web"); c.Action != Create {
+		if c := p.Change("QemuVM/web"); c.Action != engine.Create {
 			t.Fatalf("plan during the clone: %s %v %v", c.Action, c.Reasons, c.Diff)
 		}
 	}
@@ -359,11 +361,11 @@ func TestSimVMIDHeldByAnother(t *testing.T) {
 func TestSimReplaceOld(t *testing.T) {
 	sim := newSim(t)
 	ctx := context.Background()
-	applyPlan(t, sim, planFor(t, sim, loadSpec(t, "kind: QemuVM\nname: app-v1\nspec:\n  memory: 512\n  running: true\n"), Options{}))
+	applyPlan(t, sim, planFor(t, sim, loadSpec(t, "kind: QemuVM\nname: app-v1\nspec:\n  memory: 512\n  running: true\n"), engine.Options{}))
 	yaml := "kind: QemuVM\nname: app-v2\nspec:\n  memory: 512\n  running: true\n  replace: app-v1\n"
-	p := planFor(t, sim, loadSpec(t, yaml), Options{})
+	p := planFor(t, sim, loadSpec(t, yaml), engine.Options{})
 	c := p.Change("QemuVM/app-v2")
-	if c.Action != Create || !strings.Contains(strings.Join(c.Reasons, ";"), "then destroys VM 100 (app-v1) on node pve, which it replaces") {
+	if c.Action != engine.Create || !strings.Contains(strings.Join(c.Reasons, ";"), "then destroys VM 100 (app-v1) on node pve, which it replaces") {
 		t.Fatalf("plan: %s %v", c.Action, c.Reasons)
 	}
 	_, h := applyHooked(t, sim, p)
@@ -374,12 +376,12 @@ func TestSimReplaceOld(t *testing.T) {
 	if i, j := strings.Index(msgs, "starting vm"), strings.Index(msgs, "destroying vm 100 (app-v1)"); i < 0 || j < i {
 		t.Errorf("messages: the old VM goes after the new one is up:\n%s", msgs)
 	}
-	if c := planFor(t, sim, loadSpec(t, yaml), Options{}).Change("QemuVM/app-v2"); c.Action != NoOp {
+	if c := planFor(t, sim, loadSpec(t, yaml), engine.Options{}).Change("QemuVM/app-v2"); c.Action != engine.NoOp {
 		t.Errorf("second plan: %s %v", c.Action, c.Diff)
 	}
 
 	set := loadSpec(t, yaml+"---\nkind: QemuVM\nname: app-v1\nspec:\n  memory: 512\n")
-	if _, err := Build(ctx, set, mustObserve(t, sim, set), Options{}); err == nil || !strings.Contains(err.Error(), "replace: app-v1 names QemuVM/app-v1 of these specs") {
+	if _, err := engine.Build(ctx, set, mustObserve(t, sim, set), engine.Options{}); err == nil || !strings.Contains(err.Error(), "replace: app-v1 names QemuVM/app-v1 of these specs") {
 		t.Errorf("replace of a managed VM: got %v", err)
 	}
 }
@@ -392,7 +394,7 @@ func TestSimAddressFromDNS(t *testing.T) {
 	sim.conn.DNSDomain, sim.conn.DNSServers = "lab.test", []string{dns}
 	ctx := context.Background()
 	yaml := "kind: QemuVM\nname: web\nspec:\n  image: \"9000\"\n---\nkind: QemuVM\nname: db\nspec:\n  image: \"9000\"\n  gateway: 10.9.8.254\n"
-	p := planFor(t, sim, loadSpec(t, yaml), Options{})
+	p := planFor(t, sim, loadSpec(t, yaml), engine.Options{})
 	want := map[string]string{"QemuVM/web": "ip=10.9.8.7/24,gw=10.9.8.1", "QemuVM/db": "ip=dhcp"}
 	for addr, v := range want {
 		if got := stateOf(p.Change(addr)).Derived["ipconfig0"]; got != v {
@@ -400,18 +402,18 @@ func TestSimAddressFromDNS(t *testing.T) {
 		}
 	}
 	applyPlan(t, sim, p)
-	for _, c := range planFor(t, sim, loadSpec(t, yaml), Options{}).Changes {
-		if c.Action != NoOp {
+	for _, c := range planFor(t, sim, loadSpec(t, yaml), engine.Options{}).Changes {
+		if c.Action != engine.NoOp {
 			t.Errorf("second plan: %s %s %v", c.Action, c.Address, c.Diff)
 		}
 	}
 
 	sim.conn.DNSServers = []string{silentUDP(t)}
 	set := loadSpec(t, "kind: QemuVM\nname: new\nspec:\n  image: \"9000\"\n")
-	if _, err := Build(ctx, set, mustObserve(t, sim, set), Options{}); err == nil || !strings.Contains(err.Error(), "the address of new.lab.test (no ip given): DNS did not answer") {
+	if _, err := engine.Build(ctx, set, mustObserve(t, sim, set), engine.Options{}); err == nil || !strings.Contains(err.Error(), "the address of new.lab.test (no ip given): DNS did not answer") {
 		t.Errorf("silent DNS: got %v", err)
 	}
-	if _, err := Build(ctx, set, mustObserve(t, sim, set), Options{Destroy: true}); err != nil {
+	if _, err := engine.Build(ctx, set, mustObserve(t, sim, set), engine.Options{Destroy: true}); err != nil {
 		t.Errorf("destroy with silent DNS: %v", err)
 	}
 }
@@ -421,7 +423,7 @@ func TestSimAddressFromDNS(t *testing.T) {
 func TestSimVMIDCollisions(t *testing.T) {
 	sim, racer := newRacingSim(t, 3)
 	yaml := "kind: QemuVM\nname: a\nspec:\n  memory: 512\n---\nkind: QemuVM\nname: b\nspec:\n  image: \"9000\"\n  running: false\n"
-	p := planFor(t, sim, loadSpec(t, yaml), Options{})
+	p := planFor(t, sim, loadSpec(t, yaml), engine.Options{})
 	_, h := applyHooked(t, sim, p)
 	if n := strings.Count(strings.Join(h.messages, "\n"), "was taken by another client meanwhile"); n != racer.raced() {
 		t.Errorf("%d collisions reported, %d made:\n%s", n, racer.raced(), strings.Join(h.messages, "\n"))
@@ -429,8 +431,8 @@ func TestSimVMIDCollisions(t *testing.T) {
 	if racer.raced() == 0 {
 		t.Fatal("no collision was made")
 	}
-	for _, c := range planFor(t, sim, loadSpec(t, yaml), Options{}).Changes {
-		if c.Action != NoOp {
+	for _, c := range planFor(t, sim, loadSpec(t, yaml), engine.Options{}).Changes {
+		if c.Action != engine.NoOp {
 			t.Errorf("second plan: %s %s", c.Action, c.Address)
 		}
 	}
@@ -441,14 +443,14 @@ func TestSimVMIDCollisions(t *testing.T) {
 func TestSimTemplateInPlace(t *testing.T) {
 	sim := newSim(t)
 	ctx := context.Background()
-	applyPlan(t, sim, planFor(t, sim, loadSpec(t, "kind: QemuVM\nname: base\nspec:\n  memory: 512\n  scsi0: local-lvm:2\n  running: true\n"), Options{}))
+	applyPlan(t, sim, planFor(t, sim, loadSpec(t, "kind: QemuVM\nname: base\nspec:\n  memory: 512\n  scsi0: local-lvm:2\n  running: true\n"), engine.Options{}))
 	running := loadSpec(t, "kind: QemuVM\nname: base\nspec:\n  memory: 512\n  template: true\n")
-	if _, err := Build(ctx, running, mustObserve(t, sim, running), Options{}); err == nil || !strings.Contains(err.Error(), "VM 100 is running, and PVE converts only a stopped VM: add running: false") {
+	if _, err := engine.Build(ctx, running, mustObserve(t, sim, running), engine.Options{}); err == nil || !strings.Contains(err.Error(), "VM 100 is running, and PVE converts only a stopped VM: add running: false") {
 		t.Errorf("running VM: got %v", err)
 	}
 	yaml := "kind: QemuVM\nname: base\nspec:\n  memory: 512\n  template: true\n  running: false\n"
-	p := planFor(t, sim, loadSpec(t, yaml), Options{})
-	if c := p.Change("QemuVM/base"); c.Action != Update || c.Params != nil || !slices.ContainsFunc(c.Diff, func(d FieldDiff) bool { return d.Path == "template" }) {
+	p := planFor(t, sim, loadSpec(t, yaml), engine.Options{})
+	if c := p.Change("QemuVM/base"); c.Action != engine.Update || c.Params != nil || !slices.ContainsFunc(c.Diff, func(d engine.FieldDiff) bool { return d.Path == "template" }) {
 		t.Fatalf("plan: %s %v %v, want an update by POST …/template alone", c.Action, c.Params, c.Diff)
 	}
 	applyPlan(t, sim, p)
@@ -456,7 +458,7 @@ func TestSimTemplateInPlace(t *testing.T) {
 	if err != nil || cfg.Get("template") != "1" || !strings.Contains(cfg.Get("scsi0"), "base-100-disk-0") {
 		t.Errorf("vm 100: %v %v, want a template with base volumes", cfg, err)
 	}
-	if c := planFor(t, sim, loadSpec(t, yaml), Options{}).Change("QemuVM/base"); c.Action != NoOp {
+	if c := planFor(t, sim, loadSpec(t, yaml), engine.Options{}).Change("QemuVM/base"); c.Action != engine.NoOp {
 		t.Errorf("second plan: %s %v", c.Action, c.Diff)
 	}
 }
@@ -472,14 +474,14 @@ func TestSimClonePermissions(t *testing.T) {
 	grantBoth(t, admin, "ci@pve", id, "/vms", "PVEVMAdmin")
 	grantBoth(t, admin, "ci@pve", id, "/storage", "PVEDatastoreUser")
 	set := loadSpec(t, yaml)
-	_, err := Build(ctx, set, mustObserve(t, tok, set), Options{})
+	_, err := engine.Build(ctx, set, mustObserve(t, tok, set), engine.Options{})
 	if err == nil || !strings.Contains(err.Error(), "/sdn/zones/localnetwork/vmbr0") || !strings.Contains(err.Error(), "SDN.Use") {
 		t.Fatalf("plan without SDN.Use: got %v", err)
 	}
 	grantBoth(t, admin, "ci@pve", id, "/sdn/zones/localnetwork", "PVESDNUser")
-	p := planFor(t, tok, set, Options{})
+	p := planFor(t, tok, set, engine.Options{})
 	applyPlan(t, tok, p)
-	if c := planFor(t, tok, set, Options{}).Change("QemuVM/web"); c.Action != NoOp {
+	if c := planFor(t, tok, set, engine.Options{}).Change("QemuVM/web"); c.Action != engine.NoOp {
 		t.Errorf("second plan: %s %v", c.Action, c.Diff)
 	}
 }
@@ -493,10 +495,10 @@ func TestSimCloudinitDriveMovesInPlace(t *testing.T) {
 		t.Fatal(err)
 	}
 	yaml := "kind: QemuVM\nname: vm\nspec:\n  vmid: 120\n  memory: 512\n  ide2: local-lvm:cloudinit\n  ciuser: ops\n"
-	applyPlan(t, sim, planFor(t, sim, loadSpec(t, yaml), Options{}))
+	applyPlan(t, sim, planFor(t, sim, loadSpec(t, yaml), engine.Options{}))
 	moved := strings.Replace(yaml, "local-lvm:cloudinit", "ci:cloudinit", 1)
-	p := planFor(t, sim, loadSpec(t, moved), Options{})
-	if c := p.Change("QemuVM/vm"); c.Action != Update {
+	p := planFor(t, sim, loadSpec(t, moved), engine.Options{})
+	if c := p.Change("QemuVM/vm"); c.Action != engine.Update {
 		t.Fatalf("plan: %s %v %v, want an update", c.Action, c.Reasons, c.Diff)
 	}
 	applyPlan(t, sim, p)
@@ -509,7 +511,7 @@ func TestSimCloudinitDriveMovesInPlace(t *testing.T) {
 			t.Errorf("%s: %s, want the old cloud-init volume freed", key, cfg.Get(key))
 		}
 	}
-	if c := planFor(t, sim, loadSpec(t, moved), Options{}).Change("QemuVM/vm"); c.Action != NoOp {
+	if c := planFor(t, sim, loadSpec(t, moved), engine.Options{}).Change("QemuVM/vm"); c.Action != engine.NoOp {
 		t.Errorf("second plan: %s %v", c.Action, c.Diff)
 	}
 }

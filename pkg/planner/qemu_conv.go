@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/pvectl/pvectl/pkg/planner/internal/engine"
+
 	"github.com/pvectl/pvectl/pkg/planner/compare"
 	"github.com/pvectl/pvectl/pkg/provision"
 	"github.com/pvectl/pvectl/pkg/pve"
@@ -105,7 +107,7 @@ func findOld(ix *guestIndex, old string, self int) (*guestRef, error) {
 // planExtras adds to a create (or a replace's create) what it takes from
 // live state, each shown: the template, the derived address, the VM it
 // replaces.
-func (k qemuKind) planExtras(b *builder, r *spec.Resource, lo *liveObj, c *Change) error {
+func (k qemuKind) planExtras(b *engine.Builder, r *spec.Resource, lo *engine.LiveObj, c *engine.Change) error {
 	gl := liveOf(lo)
 	if err := errors.Join(gl.more().CloneErr, gl.more().Unsettled); err != nil {
 		return fmt.Errorf("%s: %w", r.Address(), err)
@@ -118,7 +120,7 @@ func (k qemuKind) planExtras(b *builder, r *spec.Resource, lo *liveObj, c *Chang
 		switch {
 		case g.FromTemplate == nil:
 			c.Reasons = append(c.Reasons, fmt.Sprintf("%s clone of template %s", kind, gl.more().Clone))
-		case b.templateChanges(r):
+		case templateChanges(b, r):
 			c.Reasons = append(c.Reasons, fmt.Sprintf("%s clone of %s, once it is baked", kind, spec.CloneSource(r)))
 		case gl.more().Clone != nil:
 			c.Reasons = append(c.Reasons, fmt.Sprintf("%s clone of %s (template %s)", kind, spec.CloneSource(r), gl.more().Clone))
@@ -127,7 +129,7 @@ func (k qemuKind) planExtras(b *builder, r *spec.Resource, lo *liveObj, c *Chang
 		}
 	}
 	for _, key := range slices.Sorted(maps.Keys(gl.more().Derived)) {
-		if c.Action == Create {
+		if c.Action == engine.Create {
 			c.Diff = append(c.Diff, compare.Diff(key, nil, gl.more().Derived[key]))
 		}
 		c.Reasons = append(c.Reasons, key+" from "+derivedFrom(gl.more().Derived[key]))
@@ -145,17 +147,17 @@ func derivedFrom(ipconfig string) string {
 
 // planOld refuses a replace target that the specs manage, and says when
 // the one found will be destroyed.
-func (k qemuKind) planOld(b *builder, r *spec.Resource, gl *guestLive, c *Change) error {
+func (k qemuKind) planOld(b *engine.Builder, r *spec.Resource, gl *guestLive, c *engine.Change) error {
 	g := spec.Guest(r)
 	if g.Replace == nil {
 		return nil
 	}
 	old := strings.TrimSpace(*g.Replace)
-	for _, o := range b.set.Resources {
+	for _, o := range b.Set.Resources {
 		if o == r || o.Kind != r.Kind || o.Connection != r.Connection || o.State == spec.Absent {
 			continue
 		}
-		if k.name(o) == old || o.Params.Get("vmid") == old || gl.more().Old != nil && b.guestOf(o.Connection, gl.more().Old.VMID) == o {
+		if k.name(o) == old || o.Params.Get("vmid") == old || gl.more().Old != nil && specGuestOf(b, o.Connection, gl.more().Old.VMID) == o {
 			return fmt.Errorf("%s: replace: %s names %s of these specs: replace is for a VM the specs do not manage (write state: absent on %s to remove it)",
 				r.Address(), old, o.Address(), o.Address())
 		}
@@ -169,7 +171,7 @@ func (k qemuKind) planOld(b *builder, r *spec.Resource, gl *guestLive, c *Change
 // compareTemplate decides template: 1 of an existing VM: a VM becomes a
 // template by POST …/template (which refuses a running VM), and PVE has
 // no call that turns a template back.
-func (k qemuKind) compareTemplate(r *spec.Resource, lo *liveObj, c *Change) error {
+func (k qemuKind) compareTemplate(r *spec.Resource, lo *engine.LiveObj, c *engine.Change) error {
 	for _, d := range c.Diff {
 		if d.Path != "template" {
 			continue
@@ -187,7 +189,7 @@ func (k qemuKind) compareTemplate(r *spec.Resource, lo *liveObj, c *Change) erro
 // compareExtras adds to an update (after compareCommon decided it) the
 // regeneration of the cloud-init drive and the removal of a VM that
 // replace names and that is still there.
-func (k qemuKind) compareExtras(b *builder, r *spec.Resource, lo *liveObj, c *Change) error {
+func (k qemuKind) compareExtras(b *engine.Builder, r *spec.Resource, lo *engine.LiveObj, c *engine.Change) error {
 	gl := liveOf(lo)
 	if gl.more().Unsettled != nil {
 		return fmt.Errorf("%s: %w", r.Address(), gl.more().Unsettled)
@@ -196,8 +198,8 @@ func (k qemuKind) compareExtras(b *builder, r *spec.Resource, lo *liveObj, c *Ch
 		return err
 	}
 	if gl.more().Old != nil {
-		c.Diff = append(c.Diff, FieldDiff{Path: "replace", Before: "VM " + gl.more().Old.String(), After: nil})
-		c.Action = Update
+		c.Diff = append(c.Diff, engine.FieldDiff{Path: "replace", Before: "VM " + gl.more().Old.String(), After: nil})
+		c.Action = engine.Update
 	}
 	for _, d := range c.Diff {
 		if isCloudinitKey(compare.TopKey(d.Path)) && hasCloudinitDrive(lo.Config) {
@@ -234,7 +236,7 @@ func hasCloudinitDrive(cfg *pve.Config) bool {
 // up runs once the new VM is up (created, configured, started or made a
 // template): provisioning (design §4), then the VM that this one
 // replaces goes — only after the new one is ready to take over.
-func (k qemuKind) up(ctx context.Context, x *execution, c *Change, vmid int) error {
+func (k qemuKind) up(ctx context.Context, x *engine.Execution, c *engine.Change, vmid int) error {
 	if err := k.provisionVM(ctx, x, c, vmid, true); err != nil {
 		return err
 	}
@@ -246,10 +248,10 @@ func (k qemuKind) up(ctx context.Context, x *execution, c *Change, vmid int) err
 
 // removeOld destroys the VM that replace names, as the plan found it: a
 // vmid that meanwhile holds a VM of another name is not it.
-func (k qemuKind) removeOld(ctx context.Context, x *execution, old *guestRef) error {
-	cfg, err := x.client.GuestConfig(ctx, pve.QEMU, old.Node, old.VMID)
+func (k qemuKind) removeOld(ctx context.Context, x *engine.Execution, old *guestRef) error {
+	cfg, err := x.Client.GuestConfig(ctx, pve.QEMU, old.Node, old.VMID)
 	if pve.IsNotFound(err) {
-		x.msg("vm %d, which this VM replaces, is already gone", old.VMID)
+		x.Msg("vm %d, which this VM replaces, is already gone", old.VMID)
 		return nil
 	}
 	if err != nil {
@@ -258,9 +260,9 @@ func (k qemuKind) removeOld(ctx context.Context, x *execution, old *guestRef) er
 	if old.Name != "" && cfg.Get("name") != old.Name {
 		return fmt.Errorf("vm %d, which this VM replaces, is now named %q, not %q: not destroying it", old.VMID, cfg.Get("name"), old.Name)
 	}
-	x.msg("destroying vm %s, which this VM replaces", old)
-	tmp := &Change{Node: old.Node, State: &guestState{VMID: old.VMID}}
-	if err := k.remove(ctx, x, tmp); err != nil {
+	x.Msg("destroying vm %s, which this VM replaces", old)
+	tmp := &engine.Change{Node: old.Node, State: &guestState{VMID: old.VMID}}
+	if err := k.Remove(ctx, x, tmp); err != nil {
 		return fmt.Errorf("destroy vm %d, which this VM replaces: %w", old.VMID, err)
 	}
 	return nil
@@ -268,8 +270,8 @@ func (k qemuKind) removeOld(ctx context.Context, x *execution, old *guestRef) er
 
 // oldCalls: the VM this one replaces is stopped when running, then
 // destroyed.
-func (k qemuKind) oldCalls(old *guestRef) []apiCall {
-	var calls []apiCall
+func (k qemuKind) oldCalls(old *guestRef) []engine.APICall {
+	var calls []engine.APICall
 	if old.Status == "running" {
 		calls = append(calls, k.guestCall("POST", "/status/stop", "to stop VM "+old.String()+" before destroying it", old.Node, old.VMID))
 	}

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/pvectl/pvectl/pkg/planner/internal/engine"
+
 	"github.com/pvectl/pvectl/pkg/pve"
 	"github.com/pvectl/pvectl/pkg/pve/acl"
 	"github.com/pvectl/pvectl/pkg/pve/schema"
@@ -18,16 +20,16 @@ import (
 // qemu literal (qemu.go) that a container's differ from (lxc.go).
 
 // qemuFindNeeds: finding a VM needs nothing beyond the guest lists.
-func qemuFindNeeds(*spec.Resource) []permNeed { return nil }
+func qemuFindNeeds(*spec.Resource) []engine.PermNeed { return nil }
 
 // qemuCreateNeeds: qemu-server's create_vm checks only the settings; new
 // disks without a storage go where PVE's default puts them.
-func qemuCreateNeeds(_ *spec.Resource, _ map[string]string, storage string) ([]permNeed, string) {
+func qemuCreateNeeds(_ *spec.Resource, _ map[string]string, storage string) ([]engine.PermNeed, string) {
 	return nil, storage
 }
 
 // qemuCreatePrereqs: a new VM needs nothing beyond its settings.
-func qemuCreatePrereqs(*spec.Resource, string) []prereq { return nil }
+func qemuCreatePrereqs(*spec.Resource, string) []engine.Prereq { return nil }
 
 // qemuDefaultStorage: a VM's new disk names its storage.
 func qemuDefaultStorage(*spec.Resource) string { return "" }
@@ -35,10 +37,10 @@ func qemuDefaultStorage(*spec.Resource) string { return "" }
 // qemuValuePerms are what a VM's drives, serial ports and devices need
 // (qemu-server API2/Qemu.pm: check_drive_perms, check_storage_access,
 // the device checks).
-func qemuValuePerms(key, val, old string, deleting bool, sc setting) []permNeed {
+func qemuValuePerms(key, val, old string, deleting bool, sc setting) []engine.PermNeed {
 	why := "to set " + key
 	onGuest := sc.onGuest
-	var needs []permNeed
+	var needs []engine.PermNeed
 	switch {
 	case acl.IsQemuDrive(key) || key == "cdrom":
 		// A create checks only the storage; a change what the old and the
@@ -54,7 +56,7 @@ func qemuValuePerms(key, val, old string, deleting bool, sc setting) []permNeed 
 		}
 	case strings.HasPrefix(key, "serial"):
 		if val != "" && val != "socket" {
-			return []permNeed{{rootOnly: true, why: "connect a real serial device (" + key + ")"}}
+			return []engine.PermNeed{{RootOnly: true, Why: "connect a real serial device (" + key + ")"}}
 		}
 		needs = append(needs, onGuest(why, "VM.Config.HWType"))
 	case strings.HasPrefix(key, "usb"), strings.HasPrefix(key, "hostpci"), key == "rng0", strings.HasPrefix(key, "virtiofs"):
@@ -96,7 +98,7 @@ func isCDROMValue(val string) bool {
 // qemuMigrationBlockers is what PVE would refuse in the migration, from
 // what GET …/migrate said (qemu-server migrate_vm_precondition,
 // QemuMigrate.pm prepare and scan_local_volumes).
-func qemuMigrationBlockers(r *spec.Resource, lo *liveObj, target string, running bool) error {
+func qemuMigrationBlockers(r *spec.Resource, lo *engine.LiveObj, target string, running bool) error {
 	addr, vmid := r.Address(), liveOf(lo).VMID
 	mc := liveOf(lo).more().Migration
 	if mc == nil {
@@ -141,7 +143,7 @@ func qemuMigrationBlockers(r *spec.Resource, lo *liveObj, target string, running
 // stopped, and qmeventd's qmstart task starts it again (QemuServer.pm
 // vm_reboot, CLI/qm.pm cleanup): a VM not running yet is waited on
 // unless that task failed.
-func qemuRebootCheck(ctx context.Context, x *execution, g guest, node string, vmid int, _ string, since *int64) error {
+func qemuRebootCheck(ctx context.Context, x *engine.Execution, g guest, node string, vmid int, _ string, since *int64) error {
 	if *since < 0 {
 		var err error
 		if *since, err = g.lastTaskStart(ctx, x, node, vmid, "qmreboot"); err != nil {
@@ -153,8 +155,8 @@ func qemuRebootCheck(ctx context.Context, x *execution, g guest, node string, vm
 
 // restartFailed reports the qmstart task that qmeventd ran after the
 // reboot (started at or after since) if it failed.
-func restartFailed(ctx context.Context, x *execution, g guest, node string, vmid int, since int64) error {
-	rows, err := x.client.NodeTasks(ctx, node, url.Values{"vmid": {strconv.Itoa(vmid)}, "typefilter": {"qmstart"}, "source": {"all"}, "limit": {"1"}})
+func restartFailed(ctx context.Context, x *engine.Execution, g guest, node string, vmid int, since int64) error {
+	rows, err := x.Client.NodeTasks(ctx, node, url.Values{"vmid": {strconv.Itoa(vmid)}, "typefilter": {"qmstart"}, "source": {"all"}, "limit": {"1"}})
 	if err != nil {
 		return fmt.Errorf("%s %d after its reboot: %w", g.noun, vmid, err)
 	}

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/pvectl/pvectl/pkg/planner/internal/engine"
+
 	"github.com/pvectl/pvectl/pkg/pve"
 	"github.com/pvectl/pvectl/pkg/pve/schema"
 )
@@ -70,10 +72,10 @@ func importGrowReasons(params map[string]string) []string {
 
 // growImported grows the disks a create imported to the spec's sizes. An
 // image larger than the spec's size is PVE's refusal to shrink, named.
-func growImported(ctx context.Context, x *execution, node string, vmid int, grows []importGrow) error {
+func growImported(ctx context.Context, x *engine.Execution, node string, vmid int, grows []importGrow) error {
 	for _, g := range grows {
-		x.msg("growing %s of vm %d to %s", g.key, vmid, g.size)
-		if err := x.client.ResizeGuest(ctx, pve.QEMU, node, vmid, g.key, g.size); err != nil {
+		x.Msg("growing %s of vm %d to %s", g.key, vmid, g.size)
+		if err := x.Client.ResizeGuest(ctx, pve.QEMU, node, vmid, g.key, g.size); err != nil {
 			return fmt.Errorf("vm %d was created with %s imported from %s; growing it to %s failed (is the image larger? write the image's size or more): %w", vmid, g.key, g.source, g.size, err)
 		}
 	}

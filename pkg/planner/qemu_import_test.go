@@ -4,6 +4,8 @@ import (
 	"context"
 	"strings"
 	"testing"
+
+	"github.com/pvectl/pvectl/pkg/planner/internal/engine"
 )
 
 // Issue 23 (5): a cloud image imported at a size of the spec's is one
@@ -28,9 +30,9 @@ spec:
   scsihw: virtio-scsi-pci
   scsi0: local-lvm:20,import-from=local:import/noble-server-cloudimg-amd64.qcow2
 `)
-	p := planFor(t, sim, set, Options{})
+	p := planFor(t, sim, set, engine.Options{})
 	wantPlan(t, "plan", p, []string{"create DownloadedImage/noble", "create QemuVM/cloud-vm <- DownloadedImage/noble"})
-	var vm *Change
+	var vm *engine.Change
 	for _, c := range p.Changes {
 		if c.Address == "QemuVM/cloud-vm" {
 			vm = c

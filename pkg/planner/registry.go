@@ -1,11 +1,14 @@
 package planner
 
-import "github.com/pvectl/pvectl/pkg/spec"
+import (
+	"github.com/pvectl/pvectl/pkg/planner/internal/engine"
+	"github.com/pvectl/pvectl/pkg/spec"
+)
 
 // The registry: every kind the planner supports, and the hooks their
 // families add to the engine (kind.go). A new kind is a line here.
 func init() {
-	for name, k := range map[string]kindOps{
+	for name, k := range map[string]engine.KindOps{
 		spec.KindQemuVM:        qemu,
 		spec.KindTemplate:      templates,
 		spec.KindLxcContainer:  lxc,
@@ -44,9 +47,9 @@ func init() {
 
 		spec.KindHardwareMapping: hwmapKind{},
 	} {
-		register(name, k)
+		engine.Register(name, k)
 	}
-	planSteps = append(planSteps, planSnapshots)
-	applyWrappers = append(applyWrappers, withSnapshot)
-	needRewriters = append(needRewriters, vnetZoneNeeds)
+	engine.PlanSteps = append(engine.PlanSteps, planSnapshots)
+	engine.ApplyWrappers = append(engine.ApplyWrappers, withSnapshot)
+	engine.NeedRewriters = append(engine.NeedRewriters, vnetZoneNeeds)
 }

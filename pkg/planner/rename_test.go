@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pvectl/pvectl/pkg/planner/internal/engine"
+
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -16,7 +18,7 @@ func TestSimRenamedFrom(t *testing.T) {
 	sim := newSim(t)
 	ctx := context.Background()
 	before := "kind: QemuVM\nname: worker-1\nspec: {node: pve, memory: 512}\n---\nkind: LxcContainer\nname: dns1\nspec: {node: pve, ostemplate: 'local:vztmpl/debian-12-standard_12.7-1_amd64.tar.zst', rootfs: 'local-lvm:4'}\n"
-	p := planFor(t, sim, loadSpec(t, before), Options{})
+	p := planFor(t, sim, loadSpec(t, before), engine.Options{})
 	applyPlan(t, sim, p)
 	ids := map[string]int{}
 	for _, c := range p.Changes {
@@ -24,7 +26,7 @@ func TestSimRenamedFrom(t *testing.T) {
 	}
 
 	renamed := "kind: QemuVM\nname: worker-01\nrenamedFrom: worker-1\nspec: {node: pve, memory: 512}\n---\nkind: LxcContainer\nname: dns01\nrenamedFrom: dns1\nspec: {node: pve, ostemplate: 'local:vztmpl/debian-12-standard_12.7-1_amd64.tar.zst', rootfs: 'local-lvm:4'}\n"
-	p = planFor(t, sim, loadSpec(t, renamed), Options{})
+	p = planFor(t, sim, loadSpec(t, renamed), engine.Options{})
 	if diff := cmp.Diff([]string{"update LxcContainer/dns01", "update QemuVM/worker-01"}, sorted(summary(p))); diff != "" {
 		t.Fatalf("rename plan (-want +got):\n%s", diff)
 	}
@@ -42,11 +44,11 @@ func TestSimRenamedFrom(t *testing.T) {
 	if err != nil || ct.Get("hostname") != "dns01" {
 		t.Errorf("ct %d after the rename: hostname %q (%v), want dns01", ids["LxcContainer/dns1"], ct.Get("hostname"), err)
 	}
-	if p := planFor(t, sim, loadSpec(t, renamed), Options{}); p.HasChanges() {
+	if p := planFor(t, sim, loadSpec(t, renamed), engine.Options{}); p.HasChanges() {
 		t.Errorf("plan after the rename: %q, want clean", summary(p))
 	}
 	without := strings.ReplaceAll(strings.ReplaceAll(renamed, "renamedFrom: worker-1\n", ""), "renamedFrom: dns1\n", "")
-	if p := planFor(t, sim, loadSpec(t, without), Options{}); p.HasChanges() {
+	if p := planFor(t, sim, loadSpec(t, without), engine.Options{}); p.HasChanges() {
 		t.Errorf("plan without renamedFrom: %q, want clean", summary(p))
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pvectl/pvectl/pkg/planner/internal/engine"
+
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/pvectl/pvectl/pkg/pve"
@@ -27,7 +29,7 @@ func TestSavedConnectionRoundTrip(t *testing.T) {
 		TokenSecret: tokenSecret, SSHPrivateKey: key, Nodes: []string{"pve1"}, TLSFingerprint: strings.Repeat("ab", 32),
 		CAFile: "ca.pem", SecretEnv: map[string]string{"tokenSecret": "LAB_SECRET"},
 	}
-	p := &Plan{FormatVersion: FormatVersion, Changes: []*Change{}, Endpoints: map[string]string{"lab": "https://10.0.0.10:8006/api2/json"}}
+	p := &engine.Plan{FormatVersion: engine.FormatVersion, Changes: []*engine.Change{}, Endpoints: map[string]string{"lab": "https://10.0.0.10:8006/api2/json"}}
 	p.RecordConnections(fixedClients{"lab": conn})
 	data, got := marshalled(t, p)
 	for _, s := range []string{tokenSecret, key} {

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/pvectl/pvectl/pkg/planner/internal/engine"
+
 	"github.com/pvectl/pvectl/pkg/planner/compare"
 	"github.com/pvectl/pvectl/pkg/pve"
 	"github.com/pvectl/pvectl/pkg/pve/acl"
@@ -77,7 +79,7 @@ type sdnObjLive struct {
 	Pending string
 }
 
-func sdnLive(lo *liveObj) *sdnObjLive {
+func sdnLive(lo *engine.LiveObj) *sdnObjLive {
 	if lo != nil {
 		if sl, ok := lo.State.(*sdnObjLive); ok {
 			return sl
@@ -143,7 +145,7 @@ func dhcpRangeLines(raw string) string {
 }
 
 // find reads r's entry from the lists (files and pending views).
-func (k *sdnObjKind) find(read func(path string) ([]*pve.Config, error), p map[string]string) (*liveObj, error) {
+func (k *sdnObjKind) find(read func(path string) ([]*pve.Config, error), p map[string]string) (*engine.LiveObj, error) {
 	live := &sdnObjLive{}
 	if k.file == "subnets" {
 		vnets, err := read("/cluster/sdn/vnets")
@@ -152,7 +154,7 @@ func (k *sdnObjKind) find(read func(path string) ([]*pve.Config, error), p map[s
 		}
 		i := slices.IndexFunc(vnets, func(row *pve.Config) bool { return row.Get("vnet") == p["vnet"] && row.Get("state") != "deleted" })
 		if i < 0 {
-			return &liveObj{State: live}, nil // no vnet, no subnet on it
+			return &engine.LiveObj{State: live}, nil // no vnet, no subnet on it
 		}
 		live.Zone = vnets[i].Get("zone")
 	}
@@ -160,7 +162,7 @@ func (k *sdnObjKind) find(read func(path string) ([]*pve.Config, error), p map[s
 	if err != nil {
 		return nil, err
 	}
-	lo := &liveObj{State: live}
+	lo := &engine.LiveObj{State: live}
 	for _, row := range rows {
 		if !k.matches(row, p) {
 			continue
@@ -171,21 +173,21 @@ func (k *sdnObjKind) find(read func(path string) ([]*pve.Config, error), p map[s
 		}
 		cfg := k.settings(row)
 		live.ID = row.Get(k.idKey)
-		*lo = liveObj{Exists: true, Config: cfg, Digest: fieldsDigest(cfg), State: live}
+		*lo = engine.LiveObj{Exists: true, Config: cfg, Digest: engine.FieldsDigest(cfg), State: live}
 		break
 	}
 	return lo, nil
 }
 
-func (k *sdnObjKind) observe(ctx context.Context, lc *liveConn, r *spec.Resource) (*liveObj, error) {
+func (k *sdnObjKind) Observe(ctx context.Context, lc *engine.LiveConn, r *spec.Resource) (*engine.LiveObj, error) {
 	if k.file != "subnets" {
-		return k.find(func(path string) ([]*pve.Config, error) { return lc.sdnRows(ctx, path) }, r.Params.Map())
+		return k.find(func(path string) ([]*pve.Config, error) { return lc.SDNRows(ctx, path) }, r.Params.Map())
 	}
 	// Each vnet's subnets are a list of their own: read as a deferred
 	// load, several vnets at once (loadAll), each list once.
-	lo, p := &liveObj{}, r.Params
-	lo.load = func(ctx context.Context) error {
-		got, err := k.find(func(path string) ([]*pve.Config, error) { return lc.sdnRows(ctx, path) }, p.Map())
+	lo, p := &engine.LiveObj{}, r.Params
+	lo.Load = func(ctx context.Context) error {
+		got, err := k.find(func(path string) ([]*pve.Config, error) { return lc.SDNRows(ctx, path) }, p.Map())
 		if err == nil {
 			*lo = *got
 		}
@@ -194,44 +196,44 @@ func (k *sdnObjKind) observe(ctx context.Context, lc *liveConn, r *spec.Resource
 	return lo, nil
 }
 
-func (k *sdnObjKind) current(ctx context.Context, cl *pve.Client, c *Change) (*liveObj, error) {
-	return k.find(func(path string) ([]*pve.Config, error) { return readSDN(ctx, cl, path) }, c.Resource.Params.Map())
+func (k *sdnObjKind) Current(ctx context.Context, cl *pve.Client, c *engine.Change) (*engine.LiveObj, error) {
+	return k.find(func(path string) ([]*pve.Config, error) { return engine.ReadSDN(ctx, cl, path) }, c.Resource.Params.Map())
 }
 
-func (k *sdnObjKind) compare(b *builder, r *spec.Resource, lo *liveObj, c *Change) error {
-	cmp := compare.Comparer{M: b.method("POST", k.createPath)}
+func (k *sdnObjKind) Compare(b *engine.Builder, r *spec.Resource, lo *engine.LiveObj, c *engine.Change) error {
+	cmp := compare.Comparer{M: b.Method("POST", k.createPath)}
 	skip := map[string]bool{k.idKey: true, "digest": true, "lock-token": true}
 	if k.file == "subnets" {
 		skip["subnet"] = true
 	}
 	c.Diff = cmp.DiffParams(r.Params.Map(), r.Remove, lo.Config, skip)
 	if len(c.Diff) == 0 {
-		c.Action = NoOp
+		c.Action = engine.NoOp
 		return nil
 	}
 	c.Reasons = compare.Reasons(c.Diff)
 	if changed := fixedChanged(c.Diff, k.fixed); len(changed) > 0 {
-		return b.replace(r, c, fmt.Sprintf("PVE cannot change an %s's %s: the replace deletes it and creates it anew", spec.Noun(k.kind), strings.Join(changed, ", ")))
+		return b.Replace(r, c, fmt.Sprintf("PVE cannot change an %s's %s: the replace deletes it and creates it anew", spec.Noun(k.kind), strings.Join(changed, ", ")))
 	}
-	c.Action = Update
+	c.Action = engine.Update
 	c.Params = cmp.UpdateParams(c.Diff, r.Params.Map(), lo.Config, nil)
 	return nil
 }
 
 // liveID is PVE's id of c's entry, read again (a subnet's id follows its
 // vnet's zone); "" when it is gone.
-func (k *sdnObjKind) liveID(ctx context.Context, cl *pve.Client, c *Change) (string, error) {
+func (k *sdnObjKind) liveID(ctx context.Context, cl *pve.Client, c *engine.Change) (string, error) {
 	if k.file != "subnets" {
 		return c.Resource.Params.Get(k.idKey), nil
 	}
-	lo, err := k.current(ctx, cl, c)
+	lo, err := k.Current(ctx, cl, c)
 	if err != nil || !lo.Exists {
 		return "", err
 	}
 	return sdnLive(lo).ID, nil
 }
 
-func (k *sdnObjKind) create(ctx context.Context, x *execution, c *Change) error {
+func (k *sdnObjKind) Create(ctx context.Context, x *engine.Execution, c *engine.Change) error {
 	token, err := sdnToken(ctx, x)
 	if err != nil {
 		return err
@@ -244,55 +246,55 @@ func (k *sdnObjKind) create(ctx context.Context, x *execution, c *Change) error 
 		path = k.listPath(p.Map())
 	}
 	params.Set("lock-token", token)
-	if err := x.client.Do(ctx, http.MethodPost, path, params, nil); err != nil {
-		return fmt.Errorf("create %s: %w", objectName(k, c), err)
+	if err := x.Client.Do(ctx, http.MethodPost, path, params, nil); err != nil {
+		return fmt.Errorf("create %s: %w", engine.ObjectName(k, c), err)
 	}
 	return nil
 }
 
-func (k *sdnObjKind) update(ctx context.Context, x *execution, c *Change) error {
+func (k *sdnObjKind) Update(ctx context.Context, x *engine.Execution, c *engine.Change) error {
 	token, err := sdnToken(ctx, x)
 	if err != nil {
 		return err
 	}
-	id, err := k.liveID(ctx, x.client, c)
+	id, err := k.liveID(ctx, x.Client, c)
 	if err != nil {
 		return err
 	}
 	if id == "" {
-		return fmt.Errorf("update %s: it is gone since the plan", objectName(k, c))
+		return fmt.Errorf("update %s: it is gone since the plan", engine.ObjectName(k, c))
 	}
 	params := toValues(c.Params)
 	params.Set("lock-token", token)
-	if err := x.client.Do(ctx, http.MethodPut, k.itemPath(c.Resource.Params.Map(), id), params, nil); err != nil {
-		return fmt.Errorf("update %s: %w", objectName(k, c), err)
+	if err := x.Client.Do(ctx, http.MethodPut, k.itemPath(c.Resource.Params.Map(), id), params, nil); err != nil {
+		return fmt.Errorf("update %s: %w", engine.ObjectName(k, c), err)
 	}
 	return nil
 }
 
-func (k *sdnObjKind) remove(ctx context.Context, x *execution, c *Change) error {
+func (k *sdnObjKind) Remove(ctx context.Context, x *engine.Execution, c *engine.Change) error {
 	token, err := sdnToken(ctx, x)
 	if err != nil {
 		return err
 	}
-	id, err := k.liveID(ctx, x.client, c)
+	id, err := k.liveID(ctx, x.Client, c)
 	if err != nil || id == "" {
 		return err // gone already
 	}
 	params := url.Values{"lock-token": {token}}
-	if err := x.client.Do(ctx, http.MethodDelete, k.itemPath(c.Resource.Params.Map(), id), params, nil); err != nil && !pve.IsNotFound(err) {
-		return fmt.Errorf("delete %s: %w", objectName(k, c), err)
+	if err := x.Client.Do(ctx, http.MethodDelete, k.itemPath(c.Resource.Params.Map(), id), params, nil); err != nil && !pve.IsNotFound(err) {
+		return fmt.Errorf("delete %s: %w", engine.ObjectName(k, c), err)
 	}
 	return nil
 }
 
 // traits: a cluster-wide entry whose changes wait in the cluster's SDN
 // scope until the SdnApply commits them.
-func (k *sdnObjKind) traits() kindTraits {
-	t := kindTraits{Scope: scopeCluster, Stages: sdnScope, StagedWhat: "SDN configuration", CommittedBy: spec.KindSdnApply,
-		StagedAlready: func(lo *liveObj) bool { return sdnLive(lo).Pending != "" }}
+func (k *sdnObjKind) Traits() engine.KindTraits {
+	t := engine.KindTraits{Scope: engine.ScopeCluster, Stages: engine.SDNScope, StagedWhat: "SDN configuration", CommittedBy: spec.KindSdnApply,
+		StagedAlready: func(lo *engine.LiveObj) bool { return sdnLive(lo).Pending != "" }}
 	if k.file == "subnets" {
-		t.Name = func(c *Change) string {
+		t.Name = func(c *engine.Change) string {
 			return c.Resource.Params.Get("subnet") + " on vnet " + c.Resource.Params.Get("vnet")
 		}
 	}
@@ -301,16 +303,16 @@ func (k *sdnObjKind) traits() kindTraits {
 
 // readCalls: the lists are open to all but show only the entries the
 // token may audit or allocate (SDN's API2 index handlers).
-func (k *sdnObjKind) readCalls(r *spec.Resource) []apiCall {
-	return []apiCall{call("GET", k.createPath, "to see the "+spec.Noun(k.kind), "vnet", r.Params.Get("vnet")).
-		with(needAny(k.acl(r.Params.Map(), sdnZoneOf(r.Params.Map(), nil)), "to see the "+spec.Noun(k.kind)+" (PVE lists only those a token may audit)", "SDN.Audit", "SDN.Allocate"))}
+func (k *sdnObjKind) ReadCalls(r *spec.Resource) []engine.APICall {
+	return []engine.APICall{engine.Call("GET", k.createPath, "to see the "+spec.Noun(k.kind), "vnet", r.Params.Get("vnet")).
+		With(engine.NeedAny(k.acl(r.Params.Map(), sdnZoneOf(r.Params.Map(), nil)), "to see the "+spec.Noun(k.kind)+" (PVE lists only those a token may audit)", "SDN.Audit", "SDN.Allocate"))}
 }
 
 // changeCalls: the lock every write takes (POST /cluster/sdn/lock, SDN.pm
 // lock), then the create on the list, the update or delete on the entry.
 // Where a call's rule is open to all (vnets, subnets) its handler checks
 // SDN.Allocate on the entry's path (the create's parent for a create).
-func (k *sdnObjKind) changeCalls(c *Change, lo *liveObj) []apiCall {
+func (k *sdnObjKind) ChangeCalls(c *engine.Change, lo *engine.LiveObj) []engine.APICall {
 	p := c.Resource.Params
 	why := "to " + c.Action.String() + " the " + spec.Noun(k.kind)
 	item := k.createPath + "/{" + k.idKey + "}"
@@ -319,25 +321,25 @@ func (k *sdnObjKind) changeCalls(c *Change, lo *liveObj) []apiCall {
 	if k.createACL != nil {
 		createPath = k.createACL(p.Map())
 	}
-	mk := func(method, tmpl, aclPath string) apiCall {
-		a := call(method, tmpl, why, k.idKey, p.Get(k.idKey), "zone", p.Get("zone"), "vnet", p.Get("vnet"))
-		if a.params[k.idKey] == "" {
-			a.params[k.idKey] = c.Resource.Name
+	mk := func(method, tmpl, aclPath string) engine.APICall {
+		a := engine.Call(method, tmpl, why, k.idKey, p.Get(k.idKey), "zone", p.Get("zone"), "vnet", p.Get("vnet"))
+		if a.Params[k.idKey] == "" {
+			a.Params[k.idKey] = c.Resource.Name
 		}
 		if r, _ := acl.RuleOf(method, tmpl); r.Open() {
-			a = a.with(need(aclPath, why, "SDN.Allocate"))
+			a = a.With(engine.NeedPriv(aclPath, why, "SDN.Allocate"))
 		}
 		return a
 	}
-	calls := []apiCall{call("POST", "/cluster/sdn/lock", "to take SDN's lock for the write")}
+	calls := []engine.APICall{engine.Call("POST", "/cluster/sdn/lock", "to take SDN's lock for the write")}
 	switch c.Action {
-	case Create:
+	case engine.Create:
 		calls = append(calls, mk("POST", k.createPath, createPath))
-	case Update:
+	case engine.Update:
 		calls = append(calls, mk("PUT", item, path))
-	case Delete:
+	case engine.Delete:
 		calls = append(calls, mk("DELETE", item, path))
-	case Replace:
+	case engine.Replace:
 		calls = append(calls, mk("DELETE", item, path), mk("POST", k.createPath, createPath))
 	}
 	return calls
@@ -345,7 +347,7 @@ func (k *sdnObjKind) changeCalls(c *Change, lo *liveObj) []apiCall {
 
 // sdnZoneOf is the zone of a vnet or subnet: the spec's, else the live
 // vnet's ("" when neither says).
-func sdnZoneOf(p map[string]string, lo *liveObj) string {
+func sdnZoneOf(p map[string]string, lo *engine.LiveObj) string {
 	if z := p["zone"]; z != "" {
 		return z
 	}
@@ -354,8 +356,8 @@ func sdnZoneOf(p map[string]string, lo *liveObj) string {
 
 // vnetCommitted says whether vnet is in the running SDN configuration
 // (listed, and not new in the files).
-func vnetCommitted(ctx context.Context, lc *liveConn, vnet string) (bool, error) {
-	rows, err := lc.sdnRows(ctx, "/cluster/sdn/vnets")
+func vnetCommitted(ctx context.Context, lc *engine.LiveConn, vnet string) (bool, error) {
+	rows, err := lc.SDNRows(ctx, "/cluster/sdn/vnets")
 	if err != nil {
 		return false, err
 	}

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pvectl/pvectl/pkg/planner/internal/engine"
+
 	"github.com/pvectl/pvectl/pkg/pve"
 )
 
@@ -38,7 +40,7 @@ spec:
 
 // sdnPendingNow is the cluster's pending SDN entries.
 func sdnPendingNow(sim *simClients) ([]sdnPending, error) {
-	return readPending(func(path string) ([]*pve.Config, error) { return readSDN(context.Background(), sim.cl, path) })
+	return readPending(func(path string) ([]*pve.Config, error) { return engine.ReadSDN(context.Background(), sim.cl, path) })
 }
 
 // wantPendingOnly checks that key is the one pending SDN entry; when
@@ -57,7 +59,7 @@ func wantPendingOnly(t *testing.T, sim *simClients, key, when string) {
 func TestSimSdnLifecycle(t *testing.T) {
 	sim := newSim(t, "pve")
 	set := loadSpec(t, sdnSpec)
-	p := planFor(t, sim, set, Options{})
+	p := planFor(t, sim, set, engine.Options{})
 	want := []string{
 		"create SdnZone/lan",
 		"create SdnVnet/web <- SdnZone/lan",
@@ -88,11 +90,11 @@ func TestSimSdnLifecycle(t *testing.T) {
 			t.Errorf("VM on the vnet: status %q, want running", g.Status)
 		}
 	}
-	if got := summary(planFor(t, sim, set, Options{})); !allNoop(got) {
+	if got := summary(planFor(t, sim, set, engine.Options{})); !allNoop(got) {
 		t.Errorf("second plan: got %v, want no changes", got)
 	}
 
-	p = planFor(t, sim, set, Options{Destroy: true})
+	p = planFor(t, sim, set, engine.Options{Destroy: true})
 	// Reverse order: subnet, vnet (after the VM on it), zone; the commit
 	// last.
 	for _, e := range [][2]string{{"SdnVnet/web", "SdnSubnet/web-v4"}, {"SdnVnet/web", "QemuVM/web1"},
@@ -106,7 +108,7 @@ func TestSimSdnLifecycle(t *testing.T) {
 	if err != nil || len(pend) != 0 {
 		t.Fatalf("pending after destroy: %v %v", pend, err)
 	}
-	if rows, _ := readSDN(ctx, sim.cl, "/cluster/sdn/zones"); len(rows) != 0 {
+	if rows, _ := engine.ReadSDN(ctx, sim.cl, "/cluster/sdn/zones"); len(rows) != 0 {
 		t.Errorf("zones after destroy: %v", rows)
 	}
 }
@@ -120,12 +122,12 @@ func TestSimSdnForeignPending(t *testing.T) {
 		t.Fatal(err)
 	}
 	set := loadSpec(t, sdnSpec)
-	p := planFor(t, sim, set, Options{})
+	p := planFor(t, sim, set, engine.Options{})
 	c := p.Change("SdnApply/sdn")
 	if c == nil || !strings.Contains(strings.Join(c.Reasons, "\n"), "zone other: new") {
 		t.Fatalf("plan does not list the foreign zone: %+v", c)
 	}
-	_, err := Apply(ctx, sim, p, ApplyOptions{})
+	_, err := engine.Apply(ctx, sim, p, engine.ApplyOptions{})
 	if err == nil || !strings.Contains(err.Error(), "zone other: new") || !strings.Contains(err.Error(), "--allow-foreign-sdn-changes") {
 		t.Fatalf("apply: got %v, want a refusal naming the zone and the flag", err)
 	}
@@ -150,9 +152,9 @@ spec: {zone: nozone, tag: 10}
 kind: SdnApply
 name: sdn
 `)
-	p := planFor(t, sim, set, Options{})
+	p := planFor(t, sim, set, engine.Options{})
 	ctx := context.Background()
-	if _, err := Apply(ctx, sim, p, ApplyOptions{}); err == nil || !strings.Contains(err.Error(), "create sdn vnet object failed") {
+	if _, err := engine.Apply(ctx, sim, p, engine.ApplyOptions{}); err == nil || !strings.Contains(err.Error(), "create sdn vnet object failed") {
 		t.Fatalf("apply: got %v, want PVE's refusal of the vnet", err)
 	}
 	var tok string
@@ -178,8 +180,8 @@ spec:
     - {type: forward, action: ACCEPT, proto: tcp, dport: 443, comment: https}
     - {type: forward, action: ACCEPT, macro: Ping}
 `)
-	p := planFor(t, sim, set, Options{})
-	if c := p.Change("Firewall/web-fw"); c == nil || c.Action != Create || !slices.Contains(c.DependsOn, "SdnApply/sdn") {
+	p := planFor(t, sim, set, engine.Options{})
+	if c := p.Change("Firewall/web-fw"); c == nil || c.Action != engine.Create || !slices.Contains(c.DependsOn, "SdnApply/sdn") {
 		t.Fatalf("the vnet's firewall: %+v", c)
 	}
 	applyPlan(t, sim, p)
@@ -192,11 +194,11 @@ spec:
 	if err := sim.cl.Do(ctx, http.MethodGet, "/cluster/sdn/vnets/web/firewall/options", nil, &opts); err != nil || opts.Get("policy_forward") != "DROP" || opts.Get("enable") != "1" {
 		t.Fatalf("vnet options: %v %v", opts, err)
 	}
-	if got := summary(planFor(t, sim, set, Options{})); !allNoop(got) {
+	if got := summary(planFor(t, sim, set, engine.Options{})); !allNoop(got) {
 		t.Errorf("second plan: got %v, want no changes", got)
 	}
-	applyPlan(t, sim, planFor(t, sim, set, Options{Destroy: true}))
-	if rows, _ := readSDN(ctx, sim.cl, "/cluster/sdn/vnets"); len(rows) != 0 {
+	applyPlan(t, sim, planFor(t, sim, set, engine.Options{Destroy: true}))
+	if rows, _ := engine.ReadSDN(ctx, sim.cl, "/cluster/sdn/vnets"); len(rows) != 0 {
 		t.Errorf("vnets after destroy: %v", rows)
 	}
 }
@@ -208,12 +210,12 @@ spec:
 func TestSimSdnPendingChangedSincePlan(t *testing.T) {
 	sim := newSim(t, "pve")
 	set := loadSpec(t, sdnSpec)
-	p := planFor(t, sim, set, Options{})
+	p := planFor(t, sim, set, engine.Options{})
 	ctx := context.Background()
 	if err := sim.cl.Do(ctx, http.MethodPost, "/cluster/sdn/zones", url.Values{"zone": {"late"}, "type": {"simple"}}, nil); err != nil {
 		t.Fatal(err)
 	}
-	_, err := Apply(ctx, sim, p, ApplyOptions{AllowForeignSDNChanges: true})
+	_, err := engine.Apply(ctx, sim, p, engine.ApplyOptions{AllowForeignSDNChanges: true})
 	if err == nil || !strings.Contains(err.Error(), "not those the plan showed") || !strings.Contains(err.Error(), "zone late: new") {
 		t.Fatalf("apply: got %v, want the commit refused naming the late zone", err)
 	}
@@ -240,16 +242,16 @@ func TestSimSdnEvpn(t *testing.T) {
 		t.Fatal(err)
 	}
 	set := loadSpec(t, string(b))
-	p := planFor(t, sim, set, Options{})
+	p := planFor(t, sim, set, engine.Options{})
 	if c := p.Change("SdnZone/evpnz"); c == nil || !slices.Contains(c.DependsOn, "SdnController/evpnctl") {
 		t.Fatalf("the evpn zone does not depend on its controller: %+v", c)
 	}
 	applyPlan(t, sim, p)
-	if got := summary(planFor(t, sim, set, Options{})); !allNoop(got) {
+	if got := summary(planFor(t, sim, set, engine.Options{})); !allNoop(got) {
 		t.Errorf("second plan: got %v, want no changes", got)
 	}
-	applyPlan(t, sim, planFor(t, sim, set, Options{Destroy: true}))
-	pend, _ := readPending(func(path string) ([]*pve.Config, error) { return readSDN(context.Background(), sim.cl, path) })
+	applyPlan(t, sim, planFor(t, sim, set, engine.Options{Destroy: true}))
+	pend, _ := readPending(func(path string) ([]*pve.Config, error) { return engine.ReadSDN(context.Background(), sim.cl, path) })
 	if len(pend) != 0 {
 		t.Errorf("pending after destroy: %v", pend)
 	}

@@ -3,6 +3,8 @@ package planner
 import (
 	"strings"
 
+	"github.com/pvectl/pvectl/pkg/planner/internal/engine"
+
 	"github.com/pvectl/pvectl/pkg/spec"
 )
 
@@ -27,20 +29,20 @@ const vnetZoneMarker = "/sdn/vnet-zone/"
 
 // vnetZoneNeeds rewrites the needs of needs whose path is a vnet of the
 // connection conn: bridge needs and vnet firewall needs.
-func vnetZoneNeeds(set *spec.Set, lc *liveConn, conn string, needs []permNeed) []permNeed {
+func vnetZoneNeeds(set *spec.Set, lc *engine.LiveConn, conn string, needs []engine.PermNeed) []engine.PermNeed {
 	var zones map[string]string
 	for i, n := range needs {
-		if vnet, ok := strings.CutPrefix(n.path, vnetZoneMarker); ok {
+		if vnet, ok := strings.CutPrefix(n.Path, vnetZoneMarker); ok {
 			if zones == nil {
 				zones = vnetZones(set, lc, conn)
 			}
-			needs[i].path = "/sdn/zones"
+			needs[i].Path = "/sdn/zones"
 			if z := zones[vnet]; z != "" {
-				needs[i].path = "/sdn/zones/" + z + "/" + vnet
+				needs[i].Path = "/sdn/zones/" + z + "/" + vnet
 			}
 			continue
 		}
-		rest, ok := strings.CutPrefix(n.path, localZonePrefix)
+		rest, ok := strings.CutPrefix(n.Path, localZonePrefix)
 		if !ok {
 			continue
 		}
@@ -49,9 +51,9 @@ func vnetZoneNeeds(set *spec.Set, lc *liveConn, conn string, needs []permNeed) [
 		}
 		bridge, tag, _ := strings.Cut(rest, "/")
 		if z := zones[bridge]; z != "" {
-			needs[i].path = "/sdn/zones/" + z + "/" + bridge
+			needs[i].Path = "/sdn/zones/" + z + "/" + bridge
 			if tag != "" {
-				needs[i].path += "/" + tag
+				needs[i].Path += "/" + tag
 			}
 		}
 	}
@@ -60,14 +62,14 @@ func vnetZoneNeeds(set *spec.Set, lc *liveConn, conn string, needs []permNeed) [
 
 // vnetZones maps each vnet known to the plan to its zone: the specs'
 // SdnVnet documents first, then the live list if the plan read it.
-func vnetZones(set *spec.Set, lc *liveConn, conn string) map[string]string {
+func vnetZones(set *spec.Set, lc *engine.LiveConn, conn string) map[string]string {
 	out := map[string]string{}
 	if lc != nil {
-		lc.sharedMu.Lock()
-		l := lc.shared["/cluster/sdn/vnets"]
-		lc.sharedMu.Unlock()
+		lc.SharedMu.Lock()
+		l := lc.Shared["/cluster/sdn/vnets"]
+		lc.SharedMu.Unlock()
 		if l != nil {
-			for _, row := range l.rows {
+			for _, row := range l.Rows {
 				out[row.Get("vnet")] = row.Get("zone")
 			}
 		}

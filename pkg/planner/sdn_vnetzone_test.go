@@ -3,6 +3,8 @@ package planner
 import (
 	"strings"
 	"testing"
+
+	"github.com/pvectl/pvectl/pkg/planner/internal/engine"
 )
 
 // A guest's NIC on an SDN vnet needs SDN.Use on the vnet in its own zone
@@ -12,7 +14,7 @@ import (
 func TestSimVnetNICNeedsItsZone(t *testing.T) {
 	admin := newSim(t)
 	const sdn = "kind: SdnZone\nname: acc\nspec: {type: vlan, bridge: vmbr0}\n---\nkind: SdnVnet\nname: accnet\nspec: {zone: acc, tag: 42}\n---\nkind: SdnApply\nname: sdn\n"
-	applyPlan(t, admin, planFor(t, admin, loadSpec(t, sdn), Options{}))
+	applyPlan(t, admin, planFor(t, admin, loadSpec(t, sdn), engine.Options{}))
 	const vm = "kind: QemuVM\nname: onvnet\nspec:\n  vmid: 170\n  memory: 512\n  net0: virtio,bridge=accnet\n"
 	for _, tc := range []struct {
 		name, sdnPath, want string
@@ -29,13 +31,13 @@ func TestSimVnetNICNeedsItsZone(t *testing.T) {
 			grantBoth(t, admin, user, id, "/storage", "PVEDatastoreUser")
 			grantBoth(t, admin, user, id, tc.sdnPath, "PVESDNUser")
 			set := loadSpec(t, vm)
-			p, err := tryPlan(t, tok, set, Options{})
+			p, err := tryPlan(t, tok, set, engine.Options{})
 			if !succeeded(t, err, tc.want) {
 				return
 			}
 			applyPlan(t, tok, p)
 			wantConverged(t, t.Errorf, tok, set, "next plan")
-			applyPlan(t, admin, planFor(t, admin, set, Options{Destroy: true}))
+			applyPlan(t, admin, planFor(t, admin, set, engine.Options{Destroy: true}))
 		})
 	}
 }

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/pvectl/pvectl/pkg/planner/internal/engine"
+
 	"github.com/pvectl/pvectl/internal/durfmt"
 	"github.com/pvectl/pvectl/pkg/pve"
 	"github.com/pvectl/pvectl/pkg/spec"
@@ -23,12 +25,12 @@ import (
 // network. As NetworkApply for a node, it is planned after every SDN
 // change, commits only what the plan showed plus what it wrote, and
 // refuses pending changes by others unless they are allowed.
-type sdnApplyKind struct{ neverCreated }
+type sdnApplyKind struct{ engine.NeverCreated }
 
 // traits: the cluster has one SDN configuration (a singleton), and the
 // commit makes live what the SDN kinds wrote.
-func (sdnApplyKind) traits() kindTraits {
-	return kindTraits{Scope: scopeCluster, Singleton: true, Commits: sdnScope}
+func (sdnApplyKind) Traits() engine.KindTraits {
+	return engine.KindTraits{Scope: engine.ScopeCluster, Singleton: true, Commits: engine.SDNScope}
 }
 
 // sdnPending is one pending entry of the SDN files: its key
@@ -46,7 +48,7 @@ type sdnCommitState struct {
 	Ours    map[string]string `json:"ours,omitempty"` // address → key
 }
 
-func (sdnApplyKind) newState(lo *liveObj) any {
+func (sdnApplyKind) NewState(lo *engine.LiveObj) any {
 	st := &sdnCommitState{}
 	if p, ok := lo.State.([]sdnPending); ok {
 		st.Pending = p
@@ -54,13 +56,13 @@ func (sdnApplyKind) newState(lo *liveObj) any {
 	return st
 }
 
-func (sdnApplyKind) decodeState(raw json.RawMessage) (any, error) {
-	return decodeNew[sdnCommitState](raw)
+func (sdnApplyKind) DecodeState(raw json.RawMessage) (any, error) {
+	return engine.DecodeNew[sdnCommitState](raw)
 }
 
 // sdnKey is the pending key of an SDN kind's resource ("" for others).
 func sdnKey(r *spec.Resource) string {
-	k, ok := kinds[r.Kind].(*sdnObjKind)
+	k, ok := engine.Kinds[r.Kind].(*sdnObjKind)
 	if !ok {
 		return ""
 	}
@@ -118,10 +120,10 @@ func readPending(read func(path string) ([]*pve.Config, error)) ([]sdnPending, e
 // observe reads the pending set as a deferred load: the vnets' subnet
 // lists, one per vnet, are read several at once (and shared with the
 // subnets' own reads), not one after another.
-func (sdnApplyKind) observe(ctx context.Context, lc *liveConn, _ *spec.Resource) (*liveObj, error) {
-	lo := &liveObj{Exists: true}
-	lo.load = func(ctx context.Context) error {
-		read := func(path string) ([]*pve.Config, error) { return lc.sdnRows(ctx, path) }
+func (sdnApplyKind) Observe(ctx context.Context, lc *engine.LiveConn, _ *spec.Resource) (*engine.LiveObj, error) {
+	lo := &engine.LiveObj{Exists: true}
+	lo.Load = func(ctx context.Context) error {
+		read := func(path string) ([]*pve.Config, error) { return lc.SDNRows(ctx, path) }
 		vnets, err := read("/cluster/sdn/vnets")
 		if err != nil {
 			return err
@@ -132,7 +134,7 @@ func (sdnApplyKind) observe(ctx context.Context, lc *liveConn, _ *spec.Resource)
 				paths = append(paths, sdnSubnetKind.listPath(map[string]string{"vnet": v.Get("vnet")}))
 			}
 		}
-		readEach(ctx, paths, lc.readConc, read)
+		readEach(ctx, paths, lc.ReadConc, read)
 		pend, err := readPending(read)
 		lo.State = pend
 		return err
@@ -166,11 +168,11 @@ func readEach(ctx context.Context, paths []string, conc int, read func(string) (
 // are pending already (made by others: the plan lists them, and apply
 // commits them only when allowed), or an SDN change of this plan will
 // write one (a destroy's removals too).
-func (sdnApplyKind) planCommit(b *builder, r *spec.Resource, lo *liveObj, c *Change) error {
-	if !startCommit(r, c) {
+func (sdnApplyKind) PlanCommit(b *engine.Builder, r *spec.Resource, lo *engine.LiveObj, c *engine.Change) error {
+	if !engine.StartCommit(r, c) {
 		return nil
 	}
-	st := changeState[sdnCommitState](c)
+	st := engine.ChangeState[sdnCommitState](c)
 	if st == nil {
 		st = &sdnCommitState{}
 		c.State = st
@@ -182,12 +184,12 @@ func (sdnApplyKind) planCommit(b *builder, r *spec.Resource, lo *liveObj, c *Cha
 			c.Reasons = append(c.Reasons, "  "+p.Text)
 		}
 	}
-	st.Ours = b.stagedBy(c, r, lo, "will write a pending change", sdnKey)
+	st.Ours = stagedBy(b, c, r, lo, "will write a pending change", sdnKey)
 	return nil
 }
 
-func (sdnApplyKind) foreign(c *Change) string {
-	if st := changeState[sdnCommitState](c); st != nil && len(st.Pending) > 0 {
+func (sdnApplyKind) Foreign(c *engine.Change) string {
+	if st := engine.ChangeState[sdnCommitState](c); st != nil && len(st.Pending) > 0 {
 		var names []string
 		for _, p := range st.Pending {
 			names = append(names, p.Text)
@@ -198,17 +200,17 @@ func (sdnApplyKind) foreign(c *Change) string {
 }
 
 // compare is planCommit: the engine calls planCommit in every mode.
-func (k sdnApplyKind) compare(b *builder, r *spec.Resource, lo *liveObj, c *Change) error {
-	return k.planCommit(b, r, lo, c)
+func (k sdnApplyKind) Compare(b *engine.Builder, r *spec.Resource, lo *engine.LiveObj, c *engine.Change) error {
+	return k.PlanCommit(b, r, lo, c)
 }
 
 // update commits, under SDN's lock, once the pending entries are what
 // the plan saw (when allowed) plus what the plan wrote; then it waits
 // until every node runs the new configuration.
-func (sdnApplyKind) update(ctx context.Context, x *execution, c *Change) error {
+func (sdnApplyKind) Update(ctx context.Context, x *engine.Execution, c *engine.Change) error {
 	var vnets []*pve.Config // kept: the zones the commit touches are theirs too
 	read := func(path string) ([]*pve.Config, error) {
-		rows, err := readSDN(ctx, x.client, path)
+		rows, err := engine.ReadSDN(ctx, x.Client, path)
 		if path == "/cluster/sdn/"+sdnVnetKind.file {
 			vnets = rows
 		}
@@ -223,18 +225,18 @@ func (sdnApplyKind) update(ctx context.Context, x *execution, c *Change) error {
 		return err
 	}
 	if len(pend) == 0 {
-		x.msg("nothing pending in SDN: no commit needed")
+		x.Msg("nothing pending in SDN: no commit needed")
 		return nil
 	}
-	if err := changeState[sdnCommitState](c).check(pend, x.plan, x.allowForeign); err != nil {
+	if err := engine.ChangeState[sdnCommitState](c).check(pend, x.Plan, x.AllowForeign); err != nil {
 		return err
 	}
-	x.msg("committing the cluster's SDN configuration")
+	x.Msg("committing the cluster's SDN configuration")
 	params := url.Values{"lock-token": {token}, "release-lock": {"1"}}
-	if err := x.client.RunTask(ctx, http.MethodPut, "/cluster/sdn", params); err != nil {
+	if err := x.Client.RunTask(ctx, http.MethodPut, "/cluster/sdn", params); err != nil {
 		return fmt.Errorf("commit SDN configuration: %w", err)
 	}
-	x.locks.released(sdnLockKey(x))
+	x.Locks.Released(sdnLockKey(x))
 	return waitSDNNodes(ctx, x, touchedZones(pend, vnets))
 }
 
@@ -265,7 +267,7 @@ func touchedZones(pend []sdnPending, vnets []*pve.Config) map[string]bool {
 // check refuses a commit that would make live what the plan did not
 // show: pending entries by others (unless allowed, and then only those
 // the plan listed) and entries that became pending since the plan.
-func (st *sdnCommitState) check(pend []sdnPending, plan *Plan, allow bool) error {
+func (st *sdnCommitState) check(pend []sdnPending, plan *engine.Plan, allow bool) error {
 	if st == nil {
 		return fmt.Errorf("the plan does not record SDN's pending changes as it found them: run plan again")
 	}
@@ -273,7 +275,7 @@ func (st *sdnCommitState) check(pend []sdnPending, plan *Plan, allow bool) error
 	for addr, key := range st.Ours {
 		if plan == nil {
 			ok[key] = true
-		} else if c := plan.Change(addr); c != nil && c.Action != NoOp {
+		} else if c := plan.Change(addr); c != nil && c.Action != engine.NoOp {
 			ok[key] = true
 		}
 	}
@@ -309,30 +311,30 @@ const sdnNodeWait = 2 * time.Minute
 // a zone it did not touch that is in error, or stays pending, is said,
 // not waited for and not a failure of this apply (the node lists every
 // zone, whoever made it).
-func waitSDNNodes(ctx context.Context, x *execution, touched map[string]bool) error {
+func waitSDNNodes(ctx context.Context, x *engine.Execution, touched map[string]bool) error {
 	var nodes []struct {
 		Node   string `json:"node"`
 		Status string `json:"status"`
 	}
-	if err := x.client.Do(ctx, http.MethodGet, "/nodes", nil, &nodes); err != nil {
+	if err := x.Client.Do(ctx, http.MethodGet, "/nodes", nil, &nodes); err != nil {
 		return fmt.Errorf("list nodes: %w", err)
 	}
 	deadline := time.Now().Add(sdnNodeWait)
 	for _, n := range nodes {
 		if n.Status != "" && n.Status != "online" {
-			x.msg("node %s is %s: it gets the SDN configuration at its next network reload", n.Node, n.Status)
+			x.Msg("node %s is %s: it gets the SDN configuration at its next network reload", n.Node, n.Status)
 			continue
 		}
 		said := false // the zones this commit did not change, once a node
 		for {
 			var zones []*pve.Config
-			if err := x.client.Do(ctx, http.MethodGet, "/nodes/"+url.PathEscape(n.Node)+"/sdn/zones", nil, &zones); err != nil {
+			if err := x.Client.Do(ctx, http.MethodGet, "/nodes/"+url.PathEscape(n.Node)+"/sdn/zones", nil, &zones); err != nil {
 				return fmt.Errorf("read SDN status of node %s: %w", n.Node, err)
 			}
 			pending, failed, others := zoneStates(zones, touched)
 			if len(others) > 0 && !said {
 				said = true
-				x.msg("node %s: zone(s) %s, which this commit did not change, report %s", n.Node, strings.Join(slices.Sorted(maps.Keys(others)), ", "), strings.Join(sortedValues(others), ", "))
+				x.Msg("node %s: zone(s) %s, which this commit did not change, report %s", n.Node, strings.Join(slices.Sorted(maps.Keys(others)), ", "), strings.Join(sortedValues(others), ", "))
 			}
 			if len(failed) > 0 {
 				return fmt.Errorf("committed, but node %s could not bring up zone(s) %s: see the node's network reload task log", n.Node, strings.Join(failed, ", "))
@@ -383,22 +385,22 @@ func sortedValues(m map[string]string) []string {
 	return out
 }
 
-func (sdnApplyKind) current(context.Context, *pve.Client, *Change) (*liveObj, error) {
-	return &liveObj{Exists: true}, nil
+func (sdnApplyKind) Current(context.Context, *pve.Client, *engine.Change) (*engine.LiveObj, error) {
+	return &engine.LiveObj{Exists: true}, nil
 }
 
 // readCalls: the pending lists are open to all but show only what the
 // token may audit (SDN's API2 index handlers).
-func (sdnApplyKind) readCalls(*spec.Resource) []apiCall {
-	return []apiCall{call("GET", "/cluster/sdn/zones", "to see every pending SDN change").
-		with(needAny("/sdn", "to see every pending SDN change (PVE lists only what a token may audit)", "SDN.Audit", "SDN.Allocate"))}
+func (sdnApplyKind) ReadCalls(*spec.Resource) []engine.APICall {
+	return []engine.APICall{engine.Call("GET", "/cluster/sdn/zones", "to see every pending SDN change").
+		With(engine.NeedAny("/sdn", "to see every pending SDN change (PVE lists only what a token may audit)", "SDN.Audit", "SDN.Allocate"))}
 }
 
 // changeCalls: the lock, then PUT /cluster/sdn commits.
-func (sdnApplyKind) changeCalls(c *Change, _ *liveObj) []apiCall {
-	if c.Action != ApplyNet {
+func (sdnApplyKind) ChangeCalls(c *engine.Change, _ *engine.LiveObj) []engine.APICall {
+	if c.Action != engine.ApplyNet {
 		return nil
 	}
-	return []apiCall{call("POST", "/cluster/sdn/lock", "to commit the cluster's SDN configuration"),
-		call("PUT", "/cluster/sdn", "to commit the cluster's SDN configuration")}
+	return []engine.APICall{engine.Call("POST", "/cluster/sdn/lock", "to commit the cluster's SDN configuration"),
+		engine.Call("PUT", "/cluster/sdn", "to commit the cluster's SDN configuration")}
 }

@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"net/url"
 
+	"github.com/pvectl/pvectl/pkg/planner/internal/engine"
+
 	"github.com/pvectl/pvectl/pkg/pve"
 )
 
@@ -21,13 +23,15 @@ import (
 
 // sdnLockKey is the key of a connection's SDN lock among the apply's
 // held locks.
-func sdnLockKey(x *execution) string { return x.change.Resource.Connection + "\x00" + sdnScope }
+func sdnLockKey(x *engine.Execution) string {
+	return x.Change.Resource.Connection + "\x00" + engine.SDNScope
+}
 
 // sdnToken is the token of the connection's SDN lock, taken now if this
 // apply does not hold it yet.
-func sdnToken(ctx context.Context, x *execution) (string, error) {
-	cl := x.client
-	return x.locks.take(ctx, sdnLockKey(x), func(ctx context.Context) (string, error) {
+func sdnToken(ctx context.Context, x *engine.Execution) (string, error) {
+	cl := x.Client
+	return x.Locks.Take(ctx, sdnLockKey(x), func(ctx context.Context) (string, error) {
 		var token string
 		if err := cl.Do(ctx, http.MethodPost, "/cluster/sdn/lock", url.Values{"allow-pending": {"1"}}, &token); err != nil {
 			return "", fmt.Errorf("take SDN's lock: %w", err)

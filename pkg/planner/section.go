@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/pvectl/pvectl/pkg/planner/internal/engine"
+
 	"github.com/pvectl/pvectl/pkg/planner/compare"
 	"github.com/pvectl/pvectl/pkg/pve"
 	"github.com/pvectl/pvectl/pkg/spec"
@@ -50,7 +52,7 @@ type sectionKind struct {
 	newID func(rows []*pve.Config, p map[string]string) string
 	// check finds what PVE would refuse for r at plan time (a rule's
 	// nodes that do not exist), from the live state.
-	check func(ctx context.Context, lc *liveConn, p map[string]string, row *pve.Config) error
+	check func(ctx context.Context, lc *engine.LiveConn, p map[string]string, row *pve.Config) error
 	// note says what else a create or a change does, for the plan (an
 	// HA resource's state moves its guest's power); live is nil for a
 	// create.
@@ -63,8 +65,8 @@ type sectionKind struct {
 	// changeNeeds those of the create, update and delete handlers beyond
 	// their rules. The rules themselves come from the apidoc
 	// (permcalls.go).
-	listNeeds   func(p map[string]string) []permNeed
-	changeNeeds func(c *Change, p map[string]string, live *pve.Config) []permNeed
+	listNeeds   func(p map[string]string) []engine.PermNeed
+	changeNeeds func(c *engine.Change, p map[string]string, live *pve.Config) []engine.PermNeed
 }
 
 // sectionLive is what observe read beside the row: r's params with the
@@ -75,7 +77,7 @@ type sectionLive struct {
 
 // fixedChanged are the keys of fixed (those PVE cannot change in place)
 // that diffs change, each once, in diff order.
-func fixedChanged(diffs []FieldDiff, fixed []string) []string {
+func fixedChanged(diffs []engine.FieldDiff, fixed []string) []string {
 	var changed []string
 	for _, d := range diffs {
 		if key := compare.TopKey(d.Path); slices.Contains(fixed, key) && !slices.Contains(changed, key) {
@@ -87,7 +89,7 @@ func fixedChanged(diffs []FieldDiff, fixed []string) []string {
 
 // find is r's live entry among rows, as the create call's parameters
 // would write it.
-func (k *sectionKind) find(rows []*pve.Config, p map[string]string) *liveObj {
+func (k *sectionKind) find(rows []*pve.Config, p map[string]string) *engine.LiveObj {
 	id := k.id(p)
 	for _, row := range rows {
 		hit := row.Get(k.idKey) == id && id != ""
@@ -104,9 +106,9 @@ func (k *sectionKind) find(rows []*pve.Config, p map[string]string) *liveObj {
 				cfg.Set(key, objectToPropertyString(v))
 			}
 		}
-		return &liveObj{Exists: true, Config: cfg, Digest: fieldsDigest(cfg)}
+		return &engine.LiveObj{Exists: true, Config: cfg, Digest: engine.FieldsDigest(cfg)}
 	}
-	return &liveObj{}
+	return &engine.LiveObj{}
 }
 
 // objectToPropertyString turns a JSON object PVE answers for a property
@@ -123,16 +125,16 @@ func objectToPropertyString(v string) string {
 	return strings.Join(parts, ",")
 }
 
-func (k *sectionKind) observe(ctx context.Context, lc *liveConn, r *spec.Resource) (*liveObj, error) {
-	p, known, err := lc.resolveGuests(ctx, r.Params.Map())
+func (k *sectionKind) Observe(ctx context.Context, lc *engine.LiveConn, r *spec.Resource) (*engine.LiveObj, error) {
+	p, known, err := resolveGuests(lc, ctx, r.Params.Map())
 	if err != nil {
 		return nil, err
 	}
 	if !known {
 		// It names a guest not made yet: the entry cannot exist.
-		return &liveObj{State: &sectionLive{Params: p}}, nil
+		return &engine.LiveObj{State: &sectionLive{Params: p}}, nil
 	}
-	rows, err := lc.sectionRows(ctx, k.list)
+	rows, err := lc.SectionRows(ctx, k.list)
 	if err != nil {
 		return nil, err
 	}
@@ -151,7 +153,7 @@ func (k *sectionKind) observe(ctx context.Context, lc *liveConn, r *spec.Resourc
 }
 
 // params are r's params as observe resolved them.
-func sectionParams(r *spec.Resource, lo *liveObj) map[string]string {
+func sectionParams(r *spec.Resource, lo *engine.LiveObj) map[string]string {
 	if sl, ok := lo.State.(*sectionLive); ok && sl != nil {
 		return sl.Params
 	}
@@ -166,19 +168,19 @@ func (k *sectionKind) skipSet() map[string]bool {
 	return out
 }
 
-func (k *sectionKind) compare(b *builder, r *spec.Resource, lo *liveObj, c *Change) error {
+func (k *sectionKind) Compare(b *engine.Builder, r *spec.Resource, lo *engine.LiveObj, c *engine.Change) error {
 	p := sectionParams(r, lo)
-	cmp := compare.Comparer{M: b.method("POST", k.list)}
+	cmp := compare.Comparer{M: b.Method("POST", k.list)}
 	c.Diff = cmp.DiffParams(p, r.Remove, lo.Config, k.skipSet())
 	if len(c.Diff) == 0 {
-		c.Action = NoOp
+		c.Action = engine.NoOp
 		return nil
 	}
 	c.Reasons = compare.Reasons(c.Diff)
 	if changed := fixedChanged(c.Diff, k.fixed); len(changed) > 0 {
-		return b.replace(r, c, fmt.Sprintf("PVE cannot change a %s's %s: the replace deletes it and creates it anew", k.noun, strings.Join(changed, ", ")))
+		return b.Replace(r, c, fmt.Sprintf("PVE cannot change a %s's %s: the replace deletes it and creates it anew", k.noun, strings.Join(changed, ", ")))
 	}
-	c.Action = Update
+	c.Action = engine.Update
 	if k.note != nil {
 		c.Reasons = append(c.Reasons, k.note(p, lo.Config)...)
 	}
@@ -191,7 +193,7 @@ func (k *sectionKind) compare(b *builder, r *spec.Resource, lo *liveObj, c *Chan
 }
 
 // checkCreate adds what the create does besides (note).
-func (k *sectionKind) checkCreate(_ *builder, r *spec.Resource, lo *liveObj, c *Change) error {
+func (k *sectionKind) CheckCreate(_ *engine.Builder, r *spec.Resource, lo *engine.LiveObj, c *engine.Change) error {
 	if k.note != nil {
 		c.Reasons = append(c.Reasons, k.note(sectionParams(r, lo), nil)...)
 	}
@@ -199,7 +201,7 @@ func (k *sectionKind) checkCreate(_ *builder, r *spec.Resource, lo *liveObj, c *
 }
 
 // liveID is the id of c's live entry: the one compare read, else r's.
-func (k *sectionKind) liveID(ctx context.Context, cl *pve.Client, c *Change) (string, error) {
+func (k *sectionKind) liveID(ctx context.Context, cl *pve.Client, c *engine.Change) (string, error) {
 	if id := c.Params[k.idKey]; id != "" {
 		return id, nil
 	}
@@ -207,7 +209,7 @@ func (k *sectionKind) liveID(ctx context.Context, cl *pve.Client, c *Change) (st
 	if err != nil || !known {
 		return "", err
 	}
-	rows, err := readSection(ctx, cl, k.list)
+	rows, err := engine.ReadSection(ctx, cl, k.list)
 	if err != nil {
 		return "", err
 	}
@@ -218,8 +220,8 @@ func (k *sectionKind) liveID(ctx context.Context, cl *pve.Client, c *Change) (st
 	return lo.Config.Get(k.idKey), nil
 }
 
-func (k *sectionKind) create(ctx context.Context, x *execution, c *Change) error {
-	p, known, err := resolveGuestsLive(ctx, x.client, c.Resource.Params.Map())
+func (k *sectionKind) Create(ctx context.Context, x *engine.Execution, c *engine.Change) error {
+	p, known, err := resolveGuestsLive(ctx, x.Client, c.Resource.Params.Map())
 	if err != nil {
 		return err
 	}
@@ -231,19 +233,19 @@ func (k *sectionKind) create(ctx context.Context, x *execution, c *Change) error
 		params.Del(key)
 	}
 	if k.newID != nil && k.newIDKey != "" && params.Get(k.newIDKey) == "" {
-		rows, err := readSection(ctx, x.client, k.list)
+		rows, err := engine.ReadSection(ctx, x.Client, k.list)
 		if err != nil {
 			return err
 		}
 		params.Set(k.newIDKey, k.newID(rows, p))
 	}
-	if err := x.client.Do(ctx, http.MethodPost, k.list, params, nil); err != nil {
+	if err := x.Client.Do(ctx, http.MethodPost, k.list, params, nil); err != nil {
 		return fmt.Errorf("create %s %s: %w", k.noun, params.Get(k.newIDKey), err)
 	}
 	return nil
 }
 
-func (k *sectionKind) update(ctx context.Context, x *execution, c *Change) error {
+func (k *sectionKind) Update(ctx context.Context, x *engine.Execution, c *engine.Change) error {
 	id := c.Params[k.idKey]
 	params := url.Values{}
 	for key, v := range c.Params {
@@ -251,29 +253,29 @@ func (k *sectionKind) update(ctx context.Context, x *execution, c *Change) error
 			params.Set(key, v)
 		}
 	}
-	if err := x.client.Do(ctx, http.MethodPut, fmt.Sprintf(k.item, url.PathEscape(id)), params, nil); err != nil {
+	if err := x.Client.Do(ctx, http.MethodPut, fmt.Sprintf(k.item, url.PathEscape(id)), params, nil); err != nil {
 		return fmt.Errorf("update %s %s: %w", k.noun, id, err)
 	}
 	return nil
 }
 
-func (k *sectionKind) remove(ctx context.Context, x *execution, c *Change) error {
-	id, err := k.liveID(ctx, x.client, c)
+func (k *sectionKind) Remove(ctx context.Context, x *engine.Execution, c *engine.Change) error {
+	id, err := k.liveID(ctx, x.Client, c)
 	if err != nil || id == "" {
 		return err // gone already
 	}
-	if err := x.client.Do(ctx, http.MethodDelete, fmt.Sprintf(k.item, url.PathEscape(id)), nil, nil); err != nil && !pve.IsNotFound(err) {
+	if err := x.Client.Do(ctx, http.MethodDelete, fmt.Sprintf(k.item, url.PathEscape(id)), nil, nil); err != nil && !pve.IsNotFound(err) {
 		return fmt.Errorf("delete %s %s: %w", k.noun, id, err)
 	}
 	return nil
 }
 
-func (k *sectionKind) current(ctx context.Context, cl *pve.Client, c *Change) (*liveObj, error) {
+func (k *sectionKind) Current(ctx context.Context, cl *pve.Client, c *engine.Change) (*engine.LiveObj, error) {
 	p, known, err := resolveGuestsLive(ctx, cl, c.Resource.Params.Map())
 	if err != nil || !known {
-		return &liveObj{}, err
+		return &engine.LiveObj{}, err
 	}
-	rows, err := readSection(ctx, cl, k.list)
+	rows, err := engine.ReadSection(ctx, cl, k.list)
 	if err != nil {
 		return nil, err
 	}
@@ -286,45 +288,45 @@ func (k *sectionKind) current(ctx context.Context, cl *pve.Client, c *Change) (*
 func (k *sectionKind) itemTmpl() string { return strings.Replace(k.item, "%s", "{"+k.idKey+"}", 1) }
 
 // readCalls: the list (GET), with what its handler filters by.
-func (k *sectionKind) readCalls(r *spec.Resource) []apiCall {
-	c := call("GET", k.list, "to see the "+k.noun+"s")
+func (k *sectionKind) ReadCalls(r *spec.Resource) []engine.APICall {
+	c := engine.Call("GET", k.list, "to see the "+k.noun+"s")
 	if k.listNeeds != nil {
-		c = c.with(k.listNeeds(r.Params.Map())...)
+		c = c.With(k.listNeeds(r.Params.Map())...)
 	}
-	return []apiCall{c}
+	return []engine.APICall{c}
 }
 
 // changeCalls: POST on the list, PUT and DELETE on the entry, as create,
 // update and remove make them, with their handlers' own checks.
-func (k *sectionKind) changeCalls(c *Change, lo *liveObj) []apiCall {
+func (k *sectionKind) ChangeCalls(c *engine.Change, lo *engine.LiveObj) []engine.APICall {
 	p := c.Resource.Params
 	if lo != nil {
 		p = spec.ParamsOf(sectionParams(c.Resource, lo))
 	}
 	why, id := "to "+c.Action.String()+" the "+k.noun, k.id(p.Map())
-	post := call("POST", k.list, why, k.idKey, id)
-	put := call("PUT", k.itemTmpl(), why, k.idKey, id)
-	del := call("DELETE", k.itemTmpl(), why, k.idKey, id)
-	var calls []apiCall
+	post := engine.Call("POST", k.list, why, k.idKey, id)
+	put := engine.Call("PUT", k.itemTmpl(), why, k.idKey, id)
+	del := engine.Call("DELETE", k.itemTmpl(), why, k.idKey, id)
+	var calls []engine.APICall
 	switch c.Action {
-	case Create:
-		calls = []apiCall{post}
-	case Update:
-		calls = []apiCall{put}
-	case Delete:
-		calls = []apiCall{del}
-	case Replace:
-		calls = []apiCall{del, post}
+	case engine.Create:
+		calls = []engine.APICall{post}
+	case engine.Update:
+		calls = []engine.APICall{put}
+	case engine.Delete:
+		calls = []engine.APICall{del}
+	case engine.Replace:
+		calls = []engine.APICall{del, post}
 	}
 	if k.changeNeeds != nil && len(calls) > 0 {
 		var live *pve.Config
 		if lo != nil {
 			live = lo.Config
 		}
-		calls[len(calls)-1] = calls[len(calls)-1].with(k.changeNeeds(c, p.Map(), live)...)
+		calls[len(calls)-1] = calls[len(calls)-1].With(k.changeNeeds(c, p.Map(), live)...)
 	}
 	return calls
 }
 
 // traits: a cluster-wide entry of a section config.
-func (*sectionKind) traits() kindTraits { return kindTraits{Scope: scopeCluster} }
+func (*sectionKind) Traits() engine.KindTraits { return engine.KindTraits{Scope: engine.ScopeCluster} }

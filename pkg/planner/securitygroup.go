@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"net/url"
 
+	"github.com/pvectl/pvectl/pkg/planner/internal/engine"
+
 	"github.com/pvectl/pvectl/pkg/planner/compare"
 	"github.com/pvectl/pvectl/pkg/pve"
 	"github.com/pvectl/pvectl/pkg/spec"
@@ -38,8 +40,8 @@ func groupName(r *spec.Resource) string {
 
 func groupPath(name string) string { return fwGroupsPath + "/" + url.PathEscape(name) }
 
-func readGroup(ctx context.Context, cl *pve.Client, name string) (*liveObj, error) {
-	rows, err := readSection(ctx, cl, fwGroupsPath)
+func readGroup(ctx context.Context, cl *pve.Client, name string) (*engine.LiveObj, error) {
+	rows, err := engine.ReadSection(ctx, cl, fwGroupsPath)
 	if err != nil {
 		return nil, err
 	}
@@ -48,7 +50,7 @@ func readGroup(ctx context.Context, cl *pve.Client, name string) (*liveObj, erro
 
 // groupFrom finds the group name among the list's rows and reads its
 // rules.
-func groupFrom(ctx context.Context, cl *pve.Client, rows []*pve.Config, name string) (*liveObj, error) {
+func groupFrom(ctx context.Context, cl *pve.Client, rows []*pve.Config, name string) (*engine.LiveObj, error) {
 	for _, row := range rows {
 		if row.Get("group") != name {
 			continue
@@ -62,20 +64,20 @@ func groupFrom(ctx context.Context, cl *pve.Client, rows []*pve.Config, name str
 		if st.Comment != "" {
 			cfg.Set("comment", st.Comment)
 		}
-		return &liveObj{Exists: true, Config: cfg, Digest: rules.Digest + st.Digest, State: st}, nil
+		return &engine.LiveObj{Exists: true, Config: cfg, Digest: rules.Digest + st.Digest, State: st}, nil
 	}
-	return &liveObj{}, nil
+	return &engine.LiveObj{}, nil
 }
 
-func (securityGroupKind) observe(ctx context.Context, lc *liveConn, r *spec.Resource) (*liveObj, error) {
-	rows, err := lc.sectionRows(ctx, fwGroupsPath) // the list once per plan
+func (securityGroupKind) Observe(ctx context.Context, lc *engine.LiveConn, r *spec.Resource) (*engine.LiveObj, error) {
+	rows, err := lc.SectionRows(ctx, fwGroupsPath) // the list once per plan
 	if err != nil {
 		return nil, err
 	}
-	return groupFrom(ctx, lc.client, rows, groupName(r))
+	return groupFrom(ctx, lc.Client, rows, groupName(r))
 }
 
-func sgStateOf(lo *liveObj) *sgState {
+func sgStateOf(lo *engine.LiveObj) *sgState {
 	if lo != nil {
 		if st, ok := lo.State.(*sgState); ok {
 			return st
@@ -84,14 +86,14 @@ func sgStateOf(lo *liveObj) *sgState {
 	return &sgState{Rules: fwRules{Rules: []map[string]string{}}}
 }
 
-func (securityGroupKind) newState(lo *liveObj) any { return sgStateOf(lo) }
+func (securityGroupKind) NewState(lo *engine.LiveObj) any { return sgStateOf(lo) }
 
-func (securityGroupKind) decodeState(raw json.RawMessage) (any, error) {
+func (securityGroupKind) DecodeState(raw json.RawMessage) (any, error) {
 	st := &sgState{}
 	return st, json.Unmarshal(raw, st)
 }
 
-func (securityGroupKind) compare(b *builder, r *spec.Resource, lo *liveObj, c *Change) error {
+func (securityGroupKind) Compare(b *engine.Builder, r *spec.Resource, lo *engine.LiveObj, c *engine.Change) error {
 	w, err := wireOf(r)
 	if err != nil {
 		return err
@@ -102,11 +104,11 @@ func (securityGroupKind) compare(b *builder, r *spec.Resource, lo *liveObj, c *C
 		c.Diff = append(c.Diff, compare.Diff("comment", compare.NilIfEmpty(st.Comment), want))
 	}
 	c.Diff = append(c.Diff, ruleDiffs("rules", st.Rules.Rules, w.Rules)...)
-	updateForDiff(c)
+	engine.UpdateForDiff(c)
 	return nil
 }
 
-func (securityGroupKind) create(ctx context.Context, x *execution, c *Change) error {
+func (securityGroupKind) Create(ctx context.Context, x *engine.Execution, c *engine.Change) error {
 	w, err := wireOf(c.Resource)
 	if err != nil {
 		return err
@@ -114,68 +116,68 @@ func (securityGroupKind) create(ctx context.Context, x *execution, c *Change) er
 	name := groupName(c.Resource)
 	params := url.Values{"group": {name}}
 	setIf(params, "comment", c.Resource.Params.Get("comment"))
-	if err := x.client.Do(ctx, http.MethodPost, fwGroupsPath, params, nil); err != nil {
+	if err := x.Client.Do(ctx, http.MethodPost, fwGroupsPath, params, nil); err != nil {
 		return fmt.Errorf("create security group %s: %w", name, err)
 	}
 	return applyRules(ctx, x, groupPath(name), fwRules{Rules: []map[string]string{}}, w.Rules)
 }
 
-func (securityGroupKind) update(ctx context.Context, x *execution, c *Change) error {
+func (securityGroupKind) Update(ctx context.Context, x *engine.Execution, c *engine.Change) error {
 	w, err := wireOf(c.Resource)
 	if err != nil {
 		return err
 	}
 	name := groupName(c.Resource)
-	st := sgStateOf(&liveObj{State: c.State})
+	st := sgStateOf(&engine.LiveObj{State: c.State})
 	if want, set := c.Resource.Params.Lookup("comment"); set && want != st.Comment {
 		params := url.Values{"group": {name}, "rename": {name}, "comment": {want}}
 		setIf(params, "digest", st.Digest)
-		if err := x.client.Do(ctx, http.MethodPost, fwGroupsPath, params, nil); err != nil {
+		if err := x.Client.Do(ctx, http.MethodPost, fwGroupsPath, params, nil); err != nil {
 			return fmt.Errorf("change the comment of security group %s: %w", name, err)
 		}
 	}
 	return applyRules(ctx, x, groupPath(name), st.Rules, w.Rules)
 }
 
-func (securityGroupKind) remove(ctx context.Context, x *execution, c *Change) error {
+func (securityGroupKind) Remove(ctx context.Context, x *engine.Execution, c *engine.Change) error {
 	name := groupName(c.Resource)
-	st := sgStateOf(&liveObj{State: c.State})
+	st := sgStateOf(&engine.LiveObj{State: c.State})
 	if err := applyRules(ctx, x, groupPath(name), st.Rules, nil); err != nil {
 		return err
 	}
-	if err := x.client.Do(ctx, http.MethodDelete, groupPath(name), nil, nil); err != nil {
+	if err := x.Client.Do(ctx, http.MethodDelete, groupPath(name), nil, nil); err != nil {
 		return fmt.Errorf("delete security group %s: %w", name, err)
 	}
 	return nil
 }
 
-func (securityGroupKind) current(ctx context.Context, cl *pve.Client, c *Change) (*liveObj, error) {
+func (securityGroupKind) Current(ctx context.Context, cl *pve.Client, c *engine.Change) (*engine.LiveObj, error) {
 	return readGroup(ctx, cl, groupName(c.Resource))
 }
 
 // readCalls: GET /cluster/firewall/groups is open to all, then each
 // group's rules are read (GET /cluster/firewall/groups/{group}).
-func (securityGroupKind) readCalls(r *spec.Resource) []apiCall {
-	return []apiCall{call("GET", fwGroupsPath, "to read the security groups"),
-		call("GET", fwGroupsPath+"/{group}", "to read the security group's rules", "group", groupName(r))}
+func (securityGroupKind) ReadCalls(r *spec.Resource) []engine.APICall {
+	return []engine.APICall{engine.Call("GET", fwGroupsPath, "to read the security groups"),
+		engine.Call("GET", fwGroupsPath+"/{group}", "to read the security group's rules", "group", groupName(r))}
 }
 
 // changeCalls: the group's create or rename (POST), its rules (POST, PUT
 // and DELETE /cluster/firewall/groups/{group}[/{pos}]), its delete.
-func (securityGroupKind) changeCalls(c *Change, _ *liveObj) []apiCall {
+func (securityGroupKind) ChangeCalls(c *engine.Change, _ *engine.LiveObj) []engine.APICall {
 	name, why := groupName(c.Resource), "to "+c.Action.String()+" the security group"
-	rules := []apiCall{
-		call("POST", fwGroupsPath+"/{group}", why, "group", name),
-		call("PUT", fwGroupsPath+"/{group}/{pos}", why, "group", name, "pos", "0"),
-		call("DELETE", fwGroupsPath+"/{group}/{pos}", why, "group", name, "pos", "0"),
+	rules := []engine.APICall{
+		engine.Call("POST", fwGroupsPath+"/{group}", why, "group", name),
+		engine.Call("PUT", fwGroupsPath+"/{group}/{pos}", why, "group", name, "pos", "0"),
+		engine.Call("DELETE", fwGroupsPath+"/{group}/{pos}", why, "group", name, "pos", "0"),
 	}
 	switch c.Action {
-	case Create, Update:
-		return append([]apiCall{call("POST", fwGroupsPath, why, "group", name)}, rules...)
-	case Delete:
-		return append(rules, call("DELETE", fwGroupsPath+"/{group}", why, "group", name))
-	case Replace:
-		return append(append([]apiCall{call("POST", fwGroupsPath, why, "group", name)}, rules...), call("DELETE", fwGroupsPath+"/{group}", why, "group", name))
+	case engine.Create, engine.Update:
+		return append([]engine.APICall{engine.Call("POST", fwGroupsPath, why, "group", name)}, rules...)
+	case engine.Delete:
+		return append(rules, engine.Call("DELETE", fwGroupsPath+"/{group}", why, "group", name))
+	case engine.Replace:
+		return append(append([]engine.APICall{engine.Call("POST", fwGroupsPath, why, "group", name)}, rules...), engine.Call("DELETE", fwGroupsPath+"/{group}", why, "group", name))
 	}
 	return nil
 }

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pvectl/pvectl/pkg/planner/internal/engine"
+
 	"github.com/google/go-cmp/cmp"
 	"github.com/pvectl/pvectl/pkg/planner/compare"
 	"github.com/pvectl/pvectl/pkg/pve"
@@ -88,7 +90,7 @@ func example01YAML(t *testing.T) string {
 	return string(b)
 }
 
-func planFor(tb testing.TB, cl Clients, set *spec.Set, opts Options) *Plan {
+func planFor(tb testing.TB, cl engine.Clients, set *spec.Set, opts engine.Options) *engine.Plan {
 	tb.Helper()
 	p, err := tryPlan(tb, cl, set, opts)
 	if err != nil {
@@ -99,17 +101,17 @@ func planFor(tb testing.TB, cl Clients, set *spec.Set, opts Options) *Plan {
 
 // tryPlan observes set and builds its plan, returning Build's error: a
 // failed Observe fails the test.
-func tryPlan(tb testing.TB, cl Clients, set *spec.Set, opts Options) (*Plan, error) {
+func tryPlan(tb testing.TB, cl engine.Clients, set *spec.Set, opts engine.Options) (*engine.Plan, error) {
 	tb.Helper()
 	ctx := context.Background()
-	obs, err := Observe(ctx, cl, set)
+	obs, err := engine.Observe(ctx, cl, set)
 	if err != nil {
 		tb.Fatalf("Observe: %v", err)
 	}
-	return Build(ctx, set, obs, opts)
+	return engine.Build(ctx, set, obs, opts)
 }
 
-func applyPlan(t *testing.T, cl Clients, p *Plan) *Result {
+func applyPlan(t *testing.T, cl engine.Clients, p *engine.Plan) *engine.Result {
 	t.Helper()
 	res, _ := applyHooked(t, cl, p)
 	return res
@@ -117,13 +119,13 @@ func applyPlan(t *testing.T, cl Clients, p *Plan) *Result {
 
 // savedPlan is p written to a plan file and read back, as `plan --out`
 // and `apply FILE` do.
-func savedPlan(t *testing.T, p *Plan) *Plan {
+func savedPlan(t *testing.T, p *engine.Plan) *engine.Plan {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "plan.json")
-	if err := WriteFile(path, p); err != nil {
+	if err := engine.WriteFile(path, p); err != nil {
 		t.Fatal(err)
 	}
-	saved, err := ReadFile(path)
+	saved, err := engine.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,13 +133,13 @@ func savedPlan(t *testing.T, p *Plan) *Plan {
 }
 
 // marshalled is p's plan-file bytes, and p read back from them.
-func marshalled(t *testing.T, p *Plan) ([]byte, *Plan) {
+func marshalled(t *testing.T, p *engine.Plan) ([]byte, *engine.Plan) {
 	t.Helper()
-	data, err := Marshal(p)
+	data, err := engine.Marshal(p)
 	if err != nil {
 		t.Fatal(err)
 	}
-	back, err := Unmarshal(data)
+	back, err := engine.Unmarshal(data)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,9 +148,9 @@ func marshalled(t *testing.T, p *Plan) ([]byte, *Plan) {
 
 // applyCounted plans set, stops the test unless the plan has n changes
 // of action a (what names the plan), and applies it.
-func applyCounted(t *testing.T, sim *simClients, set *spec.Set, what string, a Action, n int) {
+func applyCounted(t *testing.T, sim *simClients, set *spec.Set, what string, a engine.Action, n int) {
 	t.Helper()
-	p := planFor(t, sim, set, Options{})
+	p := planFor(t, sim, set, engine.Options{})
 	if got := countAction(p, a); got != n {
 		t.Fatalf("%s: got %d × %s want %d: %q", what, got, a, n, summary(p))
 	}
@@ -156,9 +158,9 @@ func applyCounted(t *testing.T, sim *simClients, set *spec.Set, what string, a A
 }
 
 // livePlan is PlanLive's plan of set, which must come.
-func livePlan(tb testing.TB, cl Clients, set *spec.Set, opts Options) *Plan {
+func livePlan(tb testing.TB, cl engine.Clients, set *spec.Set, opts engine.Options) *engine.Plan {
 	tb.Helper()
-	p, err := PlanLive(context.Background(), cl, set, opts)
+	p, err := engine.PlanLive(context.Background(), cl, set, opts)
 	if err != nil {
 		tb.Fatalf("PlanLive: %v", err)
 	}
@@ -166,26 +168,26 @@ func livePlan(tb testing.TB, cl Clients, set *spec.Set, opts Options) *Plan {
 }
 
 // planEdit applies doc, then plans it with old replaced by new.
-func planEdit(t *testing.T, sim *simClients, doc, old, new string, opts Options) *Plan {
+func planEdit(t *testing.T, sim *simClients, doc, old, new string, opts engine.Options) *engine.Plan {
 	t.Helper()
-	applyPlan(t, sim, planFor(t, sim, loadSpec(t, doc), Options{}))
+	applyPlan(t, sim, planFor(t, sim, loadSpec(t, doc), engine.Options{}))
 	return planFor(t, sim, loadSpec(t, strings.Replace(doc, old, new, 1)), opts)
 }
 
 // wantConverged fails the test through fail (t.Errorf or t.Fatalf)
 // unless a new plan of set changes nothing; what names that plan.
-func wantConverged(t *testing.T, fail func(format string, args ...any), cl Clients, set *spec.Set, what string) {
+func wantConverged(t *testing.T, fail func(format string, args ...any), cl engine.Clients, set *spec.Set, what string) {
 	t.Helper()
-	if p := planFor(t, cl, set, Options{}); p.HasChanges() {
+	if p := planFor(t, cl, set, engine.Options{}); p.HasChanges() {
 		fail("%s: got %q, want clean", what, summary(p))
 	}
 }
 
 // applyHooked is applyPlan returning what the hooks heard too.
-func applyHooked(t *testing.T, cl Clients, p *Plan) (*Result, *recHooks) {
+func applyHooked(t *testing.T, cl engine.Clients, p *engine.Plan) (*engine.Result, *recHooks) {
 	t.Helper()
 	h := &recHooks{}
-	res, err := Apply(context.Background(), cl, p, ApplyOptions{Hooks: h})
+	res, err := engine.Apply(context.Background(), cl, p, engine.ApplyOptions{Hooks: h})
 	if err != nil {
 		t.Fatalf("Apply: %v\nmessages: %s", err, strings.Join(h.messages, "\n"))
 	}
@@ -198,7 +200,7 @@ func TestSimExample01Lifecycle(t *testing.T) {
 	set := loadSpec(t, example01YAML(t))
 
 	// 1. Fresh cluster: everything is created and the bridge committed.
-	p := planFor(t, sim, set, Options{})
+	p := planFor(t, sim, set, engine.Options{})
 	wantPlan(t, "first plan", p, []string{
 		"create LinuxBridge/vmbr1",
 		"apply NetworkApply/pve <- LinuxBridge/vmbr1",
@@ -217,31 +219,31 @@ func TestSimExample01Lifecycle(t *testing.T) {
 	}
 
 	// 2. Second plan: nothing to do.
-	p = planFor(t, sim, set, Options{})
+	p = planFor(t, sim, set, engine.Options{})
 	for _, c := range p.Changes {
-		if c.Action != NoOp {
+		if c.Action != engine.NoOp {
 			t.Errorf("second plan: got %s %s %v want noop", c.Action, c.Address, c.Diff)
 		}
 	}
 
 	// 3. Memory change: exactly one update with a memory diff.
 	set = loadSpec(t, strings.Replace(example01YAML(t), "memory: 2048", "memory: 4096", 1))
-	p = planFor(t, sim, set, Options{})
-	var updates []*Change
+	p = planFor(t, sim, set, engine.Options{})
+	var updates []*engine.Change
 	for _, c := range p.Changes {
-		if c.Action != NoOp {
+		if c.Action != engine.NoOp {
 			updates = append(updates, c)
 		}
 	}
-	if len(updates) != 1 || updates[0].Address != "QemuVM/app-vm-1" || updates[0].Action != Update {
+	if len(updates) != 1 || updates[0].Address != "QemuVM/app-vm-1" || updates[0].Action != engine.Update {
 		t.Fatalf("memory plan: got %q want one update of QemuVM/app-vm-1", summary(p))
 	}
-	if diff := cmp.Diff([]FieldDiff{{Path: "memory", Before: "2048", After: "4096"}}, updates[0].Diff); diff != "" {
+	if diff := cmp.Diff([]engine.FieldDiff{{Path: "memory", Before: "2048", After: "4096"}}, updates[0].Diff); diff != "" {
 		t.Errorf("memory diff (-want +got):\n%s", diff)
 	}
 	// Saved and verified like `pvectl plan --out` / `apply FILE`.
 	saved := savedPlan(t, p)
-	if err := Verify(ctx, sim, saved); err != nil {
+	if err := engine.Verify(ctx, sim, saved); err != nil {
 		t.Fatalf("Verify: %v", err)
 	}
 	applyPlan(t, sim, saved)
@@ -252,7 +254,7 @@ func TestSimExample01Lifecycle(t *testing.T) {
 	wantConverged(t, t.Errorf, sim, set, "plan after update")
 
 	// 4. Destroy removes the VM and the bridge and commits.
-	p = planFor(t, sim, set, Options{Destroy: true})
+	p = planFor(t, sim, set, engine.Options{Destroy: true})
 	wantPlan(t, "destroy plan", p, []string{
 		"delete QemuVM/app-vm-1",
 		"delete LinuxBridge/vmbr1 <- QemuVM/app-vm-1",
@@ -277,11 +279,11 @@ func TestSimPoolLifecycle(t *testing.T) {
 	sim := newSim(t)
 	ctx := context.Background()
 	set := loadSpec(t, "kind: Pool\nname: team\nspec:\n  comment: the team\n")
-	applyPlan(t, sim, planFor(t, sim, set, Options{}))
+	applyPlan(t, sim, planFor(t, sim, set, engine.Options{}))
 	wantConverged(t, t.Errorf, sim, set, "plan after create")
 	set = loadSpec(t, "kind: Pool\nname: team\nspec:\n  comment: renamed\n")
-	p := planFor(t, sim, set, Options{})
-	if diff := cmp.Diff([]FieldDiff{{Path: "comment", Before: "the team", After: "renamed"}}, p.Changes[0].Diff); diff != "" {
+	p := planFor(t, sim, set, engine.Options{})
+	if diff := cmp.Diff([]engine.FieldDiff{{Path: "comment", Before: "the team", After: "renamed"}}, p.Changes[0].Diff); diff != "" {
 		t.Errorf("pool diff (-want +got):\n%s", diff)
 	}
 	applyPlan(t, sim, p)
@@ -289,7 +291,7 @@ func TestSimPoolLifecycle(t *testing.T) {
 	if err != nil || len(pools) != 1 || pools[0].Comment != "renamed" {
 		t.Errorf("pools after update: got %+v, %v want team/renamed", pools, err)
 	}
-	applyPlan(t, sim, planFor(t, sim, set, Options{Destroy: true}))
+	applyPlan(t, sim, planFor(t, sim, set, engine.Options{Destroy: true}))
 	if pools, err := sim.cl.Pools(ctx); err != nil || len(pools) != 0 {
 		t.Errorf("pools after destroy: got %+v, %v want none", pools, err)
 	}
@@ -298,9 +300,9 @@ func TestSimPoolLifecycle(t *testing.T) {
 func TestSimBridgeUpdateIsCommitted(t *testing.T) {
 	sim := newSim(t)
 	const base = "kind: LinuxBridge\nname: vmbr1\nspec:\n  bridge_ports: eno2\n---\nkind: NetworkApply\nname: pve\ndependsOn: [LinuxBridge/vmbr1]\n"
-	applyPlan(t, sim, planFor(t, sim, loadSpec(t, base), Options{}))
+	applyPlan(t, sim, planFor(t, sim, loadSpec(t, base), engine.Options{}))
 	set := loadSpec(t, strings.Replace(base, "bridge_ports: eno2", "bridge_ports: eno3 eno2", 1))
-	p := planFor(t, sim, set, Options{})
+	p := planFor(t, sim, set, engine.Options{})
 	wantPlan(t, "plan", p, []string{"update LinuxBridge/vmbr1", "apply NetworkApply/pve <- LinuxBridge/vmbr1"})
 	applyPlan(t, sim, p)
 	if i := committedIface(t, sim, "vmbr1", "update"); i != nil && !compare.EqualSet(i.Get("bridge_ports"), "eno2 eno3") {
@@ -315,8 +317,8 @@ func TestSimVMByNameWithNextID(t *testing.T) {
 	// No node and no vmid: the connection's first node and /cluster/nextid.
 	const doc = "kind: QemuVM\nname: web\nspec:\n  memory: 1024\n  tags: b;a\n"
 	set := loadSpec(t, doc)
-	p := planFor(t, sim, set, Options{})
-	if c := p.Changes[0]; c.Action != Create || c.Node != "pve" || stateOf(c).VMID != 0 {
+	p := planFor(t, sim, set, engine.Options{})
+	if c := p.Changes[0]; c.Action != engine.Create || c.Node != "pve" || stateOf(c).VMID != 0 {
 		t.Fatalf("plan: got %s node=%q vmid=%d want create on pve without vmid", c.Action, c.Node, stateOf(c).VMID)
 	}
 	applyPlan(t, sim, p)
@@ -334,11 +336,11 @@ func TestSimVMByNameWithNextID(t *testing.T) {
 	}
 	// Observe keeps per-resource errors for Build, which reports those of
 	// the resources it plans.
-	obs, err := Observe(ctx, sim, set)
+	obs, err := engine.Observe(ctx, sim, set)
 	if err != nil {
 		t.Fatalf("Observe: got %v want no error (kept for Build)", err)
 	}
-	_, err = Build(ctx, set, obs, Options{})
+	_, err = engine.Build(ctx, set, obs, engine.Options{})
 	if err == nil || !strings.Contains(err.Error(), "name web matches VMs") || !strings.Contains(err.Error(), "set vmid") {
 		t.Errorf("Build: got %v want an ambiguity error", err)
 	}
@@ -349,11 +351,11 @@ func TestSimFailureSkipsDependents(t *testing.T) {
 	const doc = "kind: QemuVM\nname: clash\nspec:\n  vmid: 9000\n  name: ubuntu-24.04-cloud\n  memory: 1024\n---\n" +
 		"kind: Pool\nname: after\ndependsOn: [QemuVM/clash]\n---\nkind: Pool\nname: other\n"
 	set := loadSpec(t, doc)
-	p := planFor(t, sim, set, Options{})
+	p := planFor(t, sim, set, engine.Options{})
 	// vmid 9000 is the seeded template: forcing a create makes PVE refuse it.
 	c := p.Change("QemuVM/clash")
-	c.Action = Create
-	res, err := Apply(context.Background(), sim, p, ApplyOptions{})
+	c.Action = engine.Create
+	res, err := engine.Apply(context.Background(), sim, p, engine.ApplyOptions{})
 	if err == nil {
 		t.Fatal("Apply: got nil error want a failure")
 	}
@@ -418,10 +420,10 @@ spec:
   vmid: 300
 `)
 	ctx := context.Background()
-	p := planFor(t, sim, set, Options{Targets: []string{"QemuVM/app-vm-1", "QemuVM/other", "QemuVM/far", "Pool/team"}})
+	p := planFor(t, sim, set, engine.Options{Targets: []string{"QemuVM/app-vm-1", "QemuVM/other", "QemuVM/far", "Pool/team"}})
 	applyPlan(t, sim, p)
 	rc.reset()
-	obs, err := Observe(ctx, sim, set)
+	obs, err := engine.Observe(ctx, sim, set)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -446,7 +448,7 @@ spec:
 	if diff := cmp.Diff(want, rc.reset()); diff != "" {
 		t.Errorf("requests (-want +got):\n%s", diff)
 	}
-	if lo := obs.objs["QemuVM/far"]; lo == nil || !lo.Exists || lo.Node != "pve2" {
+	if lo := obs.Objs["QemuVM/far"]; lo == nil || !lo.Exists || lo.Node != "pve2" {
 		t.Errorf("QemuVM/far: got %+v, want found by name on pve2", lo)
 	}
 }
@@ -455,10 +457,10 @@ func TestSimDiskGrowsInPlace(t *testing.T) {
 	sim := newSim(t)
 	ctx := context.Background()
 	const doc = "kind: QemuVM\nname: disk\nspec:\n  vmid: 120\n  scsi0: local-lvm:8\n  running: false\n"
-	applyPlan(t, sim, planFor(t, sim, loadSpec(t, doc), Options{}))
+	applyPlan(t, sim, planFor(t, sim, loadSpec(t, doc), engine.Options{}))
 	set := loadSpec(t, strings.Replace(doc, "local-lvm:8", "local-lvm:12,cache=writeback", 1))
-	p := planFor(t, sim, set, Options{})
-	want := []FieldDiff{{Path: "scsi0.size", Before: "8G", After: "12G"}, {Path: "scsi0.cache", Before: nil, After: "writeback"}}
+	p := planFor(t, sim, set, engine.Options{})
+	want := []engine.FieldDiff{{Path: "scsi0.size", Before: "8G", After: "12G"}, {Path: "scsi0.cache", Before: nil, After: "writeback"}}
 	if diff := cmp.Diff(want, p.Changes[0].Diff); diff != "" {
 		t.Fatalf("diff (-want +got):\n%s", diff)
 	}
@@ -476,15 +478,15 @@ func TestSimDiskGrowsInPlace(t *testing.T) {
 func TestSimNetworkApplyWithoutPendingIsNoop(t *testing.T) {
 	sim, rc := newCountingSim(t)
 	set := loadSpec(t, "kind: NetworkApply\nname: pve\n")
-	p := planFor(t, sim, set, Options{})
-	if p.Changes[0].Action != NoOp {
+	p := planFor(t, sim, set, engine.Options{})
+	if p.Changes[0].Action != engine.NoOp {
 		t.Fatalf("plan: got %q want noop", summary(p))
 	}
 	// A saved plan may say "apply" while someone committed meanwhile.
-	p.Changes[0].Action = ApplyNet
+	p.Changes[0].Action = engine.ApplyNet
 	rc.reset()
 	h := &recHooks{}
-	if _, err := Apply(context.Background(), sim, p, ApplyOptions{Hooks: h}); err != nil {
+	if _, err := engine.Apply(context.Background(), sim, p, engine.ApplyOptions{Hooks: h}); err != nil {
 		t.Fatal(err)
 	}
 	if diff := cmp.Diff([]string{"NetworkApply/pve: no pending network changes on node pve"}, h.messages); diff != "" {
@@ -520,7 +522,7 @@ spec:
   memory: 512
 `
 	set := loadSpec(t, doc)
-	applyPlan(t, sim, planFor(t, sim, set, Options{}))
+	applyPlan(t, sim, planFor(t, sim, set, engine.Options{}))
 	got := map[string]int{}
 	for _, r := range guestsNow(t, sim, pve.QEMU, "pve") {
 		got[r.Name] = r.VMID
@@ -551,7 +553,7 @@ func TestSimBridgeUpdateKeepsUnmanagedAddress(t *testing.T) {
 		t.Fatal(err)
 	}
 	set := loadSpec(t, "kind: LinuxBridge\nname: vmbr1\nspec:\n  bridge_ports: eno2\n  bridge_vlan_aware: true\n---\nkind: NetworkApply\nname: pve\ndependsOn: [LinuxBridge/vmbr1]\n")
-	p := planFor(t, sim, set, Options{})
+	p := planFor(t, sim, set, engine.Options{})
 	wantPlan(t, "plan", p, []string{"update LinuxBridge/vmbr1", "apply NetworkApply/pve <- LinuxBridge/vmbr1"})
 	applyPlan(t, sim, p)
 	got := liveIface(t, sim, "vmbr1")
@@ -572,16 +574,16 @@ func TestSimPowerState(t *testing.T) {
 	doc := func(running bool) string {
 		return fmt.Sprintf("kind: QemuVM\nname: pw\nspec:\n  vmid: 130\n  memory: 512\n  running: %v\n", running)
 	}
-	applyPlan(t, sim, planFor(t, sim, loadSpec(t, doc(true)), Options{}))
+	applyPlan(t, sim, planFor(t, sim, loadSpec(t, doc(true)), engine.Options{}))
 	for _, want := range []bool{false, true} {
 		set := loadSpec(t, doc(want))
-		p := planFor(t, sim, set, Options{})
+		p := planFor(t, sim, set, engine.Options{})
 		c := p.Change("QemuVM/pw")
-		if diff := cmp.Diff([]FieldDiff{{Path: "running", Before: !want, After: want}}, c.Diff); c.Action != Update || diff != "" {
+		if diff := cmp.Diff([]engine.FieldDiff{{Path: "running", Before: !want, After: want}}, c.Diff); c.Action != engine.Update || diff != "" {
 			t.Fatalf("running=%v: got %s (-want +got):\n%s", want, c.Action, diff)
 		}
 		h := &recHooks{}
-		if _, err := Apply(ctx, sim, p, ApplyOptions{Hooks: h}); err != nil {
+		if _, err := engine.Apply(ctx, sim, p, engine.ApplyOptions{Hooks: h}); err != nil {
 			t.Fatal(err)
 		}
 		verb := "start vm 130"
@@ -598,7 +600,7 @@ func TestSimPowerState(t *testing.T) {
 		if got := st.Status == "running"; got != want {
 			t.Errorf("running=%v: status %s", want, st.Status)
 		}
-		if p := planFor(t, sim, set, Options{}); p.HasChanges() {
+		if p := planFor(t, sim, set, engine.Options{}); p.HasChanges() {
 			t.Errorf("running=%v: next plan %q, want clean", want, summary(p))
 		}
 	}

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pvectl/pvectl/pkg/planner/internal/engine"
+
 	"github.com/pvectl/pvectl/pkg/pve"
 	"github.com/pvectl/pvectl/pkg/pve/schema"
 	"github.com/pvectl/pvectl/pkg/spec"
@@ -35,13 +37,13 @@ const DefaultKeepSnapshots = 3
 // theirs deserves a snapshot ("" when it does not), unsnapshottable which
 // volume of theirs PVE could not snapshot.
 type snapshotKind interface {
-	snapshotRisk(c *Change) (pve.GuestType, string)
+	snapshotRisk(c *engine.Change) (pve.GuestType, string)
 	unsnapshottable(conf *pve.Config, types map[string]string) string
 }
 
-func (g guest) snapshotRisk(c *Change) (pve.GuestType, string) {
+func (g guest) snapshotRisk(c *engine.Change) (pve.GuestType, string) {
 	st := stateOf(c)
-	if c.Action != Update || st.VMID == 0 {
+	if c.Action != engine.Update || st.VMID == 0 {
 		return g.typ, ""
 	}
 	var disks []string
@@ -61,12 +63,12 @@ func (g guest) snapshotRisk(c *Change) (pve.GuestType, string) {
 }
 
 // planSnapshots marks the changes that take a snapshot first.
-func planSnapshots(ctx context.Context, b *builder) error {
-	for _, addr := range slices.Sorted(maps.Keys(b.changes)) {
-		c := b.changes[addr]
+func planSnapshots(ctx context.Context, b *engine.Builder) error {
+	for _, addr := range slices.Sorted(maps.Keys(b.Changes)) {
+		c := b.Changes[addr]
 		r := c.Resource
-		sk, ok := kinds[r.Kind].(snapshotKind)
-		if !ok || !(b.opts.Snapshot || wantsSnapshot(r)) || b.failed[addr] != nil {
+		sk, ok := engine.Kinds[r.Kind].(snapshotKind)
+		if !ok || !(b.Opts.Snapshot || wantsSnapshot(r)) || b.Failed[addr] != nil {
 			continue
 		}
 		typ, why := sk.snapshotRisk(c)
@@ -82,12 +84,12 @@ func planSnapshots(ctx context.Context, b *builder) error {
 			c.Reasons = append(c.Reasons, "no snapshot first: it migrates the guest, and PVE does not move a guest with snapshots of local volumes")
 			continue
 		}
-		lo := b.obs.objs[addr]
-		lc := b.obs.conns[r.Connection]
+		lo := b.Obs.Objs[addr]
+		lc := b.Obs.Conns[r.Connection]
 		if lo == nil || lc == nil {
 			continue
 		}
-		storages, err := lc.storageList(ctx)
+		storages, err := lc.StorageList(ctx)
 		if err != nil {
 			return fmt.Errorf("%s: read the storages to plan its snapshot: %w", addr, err)
 		}
@@ -95,7 +97,7 @@ func planSnapshots(ctx context.Context, b *builder) error {
 			c.Reasons = append(c.Reasons, "no snapshot first ("+why+"): "+bad)
 			continue
 		}
-		c.Snapshot = &SnapshotStep{Type: typ, VMID: st.VMID, Node: c.Node, Why: why}
+		c.Snapshot = &engine.SnapshotStep{Type: typ, VMID: st.VMID, Node: c.Node, Why: why}
 		c.Reasons = append(c.Reasons, fmt.Sprintf("takes a snapshot %s<time> of %s %d first (%s)", SnapshotPrefix, typ, st.VMID, why))
 	}
 	return nil
@@ -181,7 +183,7 @@ func snapshotName(t time.Time) string {
 
 // freeSnapshotName is snapshotName(t), with -2, -3 … when the guest has
 // one of that name already (two applies within a second).
-func freeSnapshotName(ctx context.Context, cl *pve.Client, s *SnapshotStep, t time.Time) (string, error) {
+func freeSnapshotName(ctx context.Context, cl *pve.Client, s *engine.SnapshotStep, t time.Time) (string, error) {
 	snaps, err := cl.Snapshots(ctx, s.Type, s.Node, s.VMID)
 	if err != nil {
 		return "", fmt.Errorf("list the snapshots of %s %d: %w", s.Type, s.VMID, err)
@@ -201,8 +203,8 @@ func freeSnapshotName(ctx context.Context, cl *pve.Client, s *SnapshotStep, t ti
 // withSnapshot runs apply for a change, taking its snapshot first when
 // the plan asks for one; after a failure it says how to roll back, or
 // rolls back with opts.RollbackOnFailure.
-func withSnapshot(ctx context.Context, clients Clients, x *execution, opts ApplyOptions, apply func() error) error {
-	c := x.change
+func withSnapshot(ctx context.Context, clients engine.Clients, x *engine.Execution, opts engine.ApplyOptions, apply func() error) error {
+	c := x.Change
 	s := c.Snapshot
 	if s == nil || c.Resource == nil {
 		return apply()
@@ -215,7 +217,7 @@ func withSnapshot(ctx context.Context, clients Clients, x *execution, opts Apply
 	if err != nil {
 		return err
 	}
-	x.msg("taking snapshot %s of %s %d before the change (%s)", name, s.Type, s.VMID, s.Why)
+	x.Msg("taking snapshot %s of %s %d before the change (%s)", name, s.Type, s.VMID, s.Why)
 	before, err := cl.GuestConfig(ctx, s.Type, s.Node, s.VMID)
 	if err != nil {
 		return fmt.Errorf("read %s %d before its snapshot: %w", s.Type, s.VMID, err)
@@ -235,14 +237,14 @@ func withSnapshot(ctx context.Context, clients Clients, x *execution, opts Apply
 		keep = DefaultKeepSnapshots
 	}
 	if perr := pruneSnapshots(ctx, cl, s, keep); perr != nil {
-		x.msg("the change is done; pruning old %s snapshots failed: %v", SnapshotPrefix, perr)
+		x.Msg("the change is done; pruning old %s snapshots failed: %v", SnapshotPrefix, perr)
 	}
 	return nil
 }
 
 // takeSnapshot creates the snapshot once: an answer that does not prove
 // PVE refused it is settled by reading the guest's snapshots.
-func takeSnapshot(ctx context.Context, cl *pve.Client, s *SnapshotStep, name string) error {
+func takeSnapshot(ctx context.Context, cl *pve.Client, s *engine.SnapshotStep, name string) error {
 	err := cl.CreateSnapshot(ctx, s.Type, s.Node, s.VMID, name, "taken by pvectl before a change ("+s.Why+")")
 	if err == nil || !pve.OutcomeUnknown(err) {
 		return err
@@ -256,7 +258,7 @@ func takeSnapshot(ctx context.Context, cl *pve.Client, s *SnapshotStep, name str
 
 // rollbackAfter reports a failed change with the way back to the
 // snapshot taken before it, or takes it with rollback.
-func rollbackAfter(ctx context.Context, cl *pve.Client, x *execution, s *SnapshotStep, name string, rollback bool, cause error) error {
+func rollbackAfter(ctx context.Context, cl *pve.Client, x *engine.Execution, s *engine.SnapshotStep, name string, rollback bool, cause error) error {
 	tool := "qm"
 	if s.Type == pve.LXC {
 		tool = "pct"
@@ -265,7 +267,7 @@ func rollbackAfter(ctx context.Context, cl *pve.Client, x *execution, s *Snapsho
 	if !rollback {
 		return fmt.Errorf("%w; %s %d has snapshot %s from right before the change: roll back with `%s`", cause, s.Type, s.VMID, name, cmd)
 	}
-	x.msg("rolling %s %d back to %s (--rollback-on-failure)", s.Type, s.VMID, name)
+	x.Msg("rolling %s %d back to %s (--rollback-on-failure)", s.Type, s.VMID, name)
 	if err := cl.RollbackSnapshot(ctx, s.Type, s.Node, s.VMID, name); err != nil {
 		return fmt.Errorf("%w; the rollback to %s failed too (%v): roll back with `%s`", cause, name, err, cmd)
 	}
@@ -273,7 +275,7 @@ func rollbackAfter(ctx context.Context, cl *pve.Client, x *execution, s *Snapsho
 }
 
 // pruneSnapshots deletes the guest's pvectl snapshots but the newest keep.
-func pruneSnapshots(ctx context.Context, cl *pve.Client, s *SnapshotStep, keep int) error {
+func pruneSnapshots(ctx context.Context, cl *pve.Client, s *engine.SnapshotStep, keep int) error {
 	snaps, err := cl.Snapshots(ctx, s.Type, s.Node, s.VMID)
 	if err != nil {
 		return err
@@ -308,7 +310,7 @@ func pruneSnapshots(ctx context.Context, cl *pve.Client, s *SnapshotStep, keep i
 // after differs from it only by the snapshot's bookkeeping (parent), the
 // change goes on with the new digest: a hand edit between plan and apply
 // is still refused.
-func followSnapshotDigest(ctx context.Context, cl *pve.Client, c *Change, s *SnapshotStep, before *pve.Config) error {
+func followSnapshotDigest(ctx context.Context, cl *pve.Client, c *engine.Change, s *engine.SnapshotStep, before *pve.Config) error {
 	if c.Digest == "" || before.Get("digest") != c.Digest {
 		return nil // changed since the plan: the change's own write is refused, as without a snapshot
 	}

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pvectl/pvectl/pkg/planner/internal/engine"
+
 	"github.com/pvectl/pvectl/pkg/pve"
 )
 
@@ -18,7 +20,7 @@ func TestSimSnapshotBeforeRiskyChange(t *testing.T) {
 	const base = "kind: QemuVM\nname: db\nspec:\n  vmid: 150\n  memory: 512\n  scsi0: local-lvm:4\n---\n" +
 		"kind: Storage\nname: dirimg\nspec: {type: dir, path: /srv/dirimg, content: images}\n---\n" +
 		"kind: QemuVM\nname: raw\nspec:\n  vmid: 151\n  memory: 512\n  scsi0: dirimg:4,format=raw\n"
-	applyPlan(t, sim, planFor(t, sim, loadSpec(t, base), Options{}))
+	applyPlan(t, sim, planFor(t, sim, loadSpec(t, base), engine.Options{}))
 
 	snapshots := func(vmid int) []string {
 		t.Helper()
@@ -34,7 +36,7 @@ func TestSimSnapshotBeforeRiskyChange(t *testing.T) {
 	}
 	for i, size := range []string{"6", "8"} {
 		spec := strings.NewReplacer("local-lvm:4", "local-lvm:"+size, "dirimg:4,", "dirimg:"+size+",").Replace(base)
-		p := planFor(t, sim, loadSpec(t, spec), Options{Snapshot: true})
+		p := planFor(t, sim, loadSpec(t, spec), engine.Options{Snapshot: true})
 		db, raw := changesOf(p)["QemuVM/db"], changesOf(p)["QemuVM/raw"]
 		if db.Snapshot == nil || db.Snapshot.VMID != 150 || !strings.Contains(strings.Join(db.Reasons, "\n"), "takes a snapshot pvectl-<time> of qemu 150 first (it changes scsi0)") {
 			t.Fatalf("db: snapshot %+v, reasons %q; want one planned, said in the plan", db.Snapshot, db.Reasons)
@@ -42,7 +44,7 @@ func TestSimSnapshotBeforeRiskyChange(t *testing.T) {
 		if raw.Snapshot != nil || !strings.Contains(strings.Join(raw.Reasons, "\n"), "no snapshot first (it changes scsi0): scsi0 (dirimg:151/vm-151-disk-0.raw) is raw on storage dirimg (dir)") {
 			t.Errorf("raw: snapshot %+v, reasons %q; want it named as one that cannot snapshot", raw.Snapshot, raw.Reasons)
 		}
-		res, err := Apply(ctx, sim, p, ApplyOptions{KeepSnapshots: 1})
+		res, err := engine.Apply(ctx, sim, p, engine.ApplyOptions{KeepSnapshots: 1})
 		if err != nil {
 			t.Fatalf("apply %d: %v (%+v)", i, err, res.Failed)
 		}
@@ -57,7 +59,7 @@ func TestSimSnapshotBeforeRiskyChange(t *testing.T) {
 		if err != nil || !strings.Contains(cfg.Get("scsi0"), "size="+size+"G") {
 			t.Errorf("apply %d: scsi0 = %q (%v), want the change made after the snapshot", i, cfg.Get("scsi0"), err)
 		}
-		wantClean(t, planFor(t, sim, loadSpec(t, spec), Options{Snapshot: true}), "plan after the apply")
+		wantClean(t, planFor(t, sim, loadSpec(t, spec), engine.Options{Snapshot: true}), "plan after the apply")
 	}
 }
 
@@ -68,11 +70,11 @@ func TestSimSnapshotRollbackOnFailure(t *testing.T) {
 	sim := newSim(t)
 	ctx := context.Background()
 	const base = "kind: QemuVM\nname: db\nspec:\n  vmid: 150\n  memory: 512\n  scsi0: local-lvm:4\n"
-	p := planEdit(t, sim, base, "memory: 512", "memory: 1024", Options{Snapshot: true})
+	p := planEdit(t, sim, base, "memory: 512", "memory: 1024", engine.Options{Snapshot: true})
 	if c := changesOf(p)["QemuVM/db"]; c.Snapshot != nil {
 		t.Fatalf("a memory change planned a snapshot: %q", c.Reasons)
 	}
-	p = planFor(t, sim, loadSpec(t, strings.Replace(base, "local-lvm:4", "local-lvm:4,cache=writeback", 1)), Options{Snapshot: true})
+	p = planFor(t, sim, loadSpec(t, strings.Replace(base, "local-lvm:4", "local-lvm:4,cache=writeback", 1)), engine.Options{Snapshot: true})
 	if c := changesOf(p)["QemuVM/db"]; c.Snapshot == nil {
 		t.Fatalf("no snapshot planned for a disk change: %q", c.Reasons)
 	}
@@ -80,7 +82,7 @@ func TestSimSnapshotRollbackOnFailure(t *testing.T) {
 	if err := sim.cl.UpdateQemuSync(ctx, "pve", 150, map[string][]string{"cores": {"2"}}); err != nil {
 		t.Fatal(err)
 	}
-	res, err := Apply(ctx, sim, p, ApplyOptions{RollbackOnFailure: true})
+	res, err := engine.Apply(ctx, sim, p, engine.ApplyOptions{RollbackOnFailure: true})
 	if err == nil {
 		t.Fatal("apply succeeded over a hand edit")
 	}
@@ -99,8 +101,8 @@ func TestSimSnapshotRollbackOnFailure(t *testing.T) {
 }
 
 func TestRollbackAfterSaysHow(t *testing.T) {
-	x := &execution{hooks: nopHooks{}, change: &Change{}}
-	err := rollbackAfter(context.Background(), nil, x, &SnapshotStep{Type: pve.LXC, VMID: 200, Node: "pve"}, "pvectl-20261204-190000", false, errTest)
+	x := &engine.Execution{Hooks: engine.NopHooks{}, Change: &engine.Change{}}
+	err := rollbackAfter(context.Background(), nil, x, &engine.SnapshotStep{Type: pve.LXC, VMID: 200, Node: "pve"}, "pvectl-20261204-190000", false, errTest)
 	if want := "boom; lxc 200 has snapshot pvectl-20261204-190000 from right before the change: roll back with `pct rollback 200 pvectl-20261204-190000 (on node pve)`"; err == nil || err.Error() != want {
 		t.Errorf("got %v\nwant %s", err, want)
 	}

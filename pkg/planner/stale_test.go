@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pvectl/pvectl/pkg/planner/internal/engine"
+
 	"github.com/pvectl/pvectl/pkg/pve"
 )
 
@@ -15,16 +17,16 @@ import (
 func TestSimVMChangedSincePlan(t *testing.T) {
 	sim := newSim(t)
 	const doc = "kind: QemuVM\nname: dg\nspec:\n  vmid: 140\n  memory: 512\n"
-	p := planEdit(t, sim, doc, "512", "1024", Options{})
+	p := planEdit(t, sim, doc, "512", "1024", engine.Options{})
 	ctx := context.Background()
 	if err := sim.cl.UpdateGuest(ctx, pve.QEMU, "pve", 140, url.Values{"cores": {"3"}}); err != nil {
 		t.Fatal(err)
 	}
-	res, err := Apply(ctx, sim, p, ApplyOptions{})
+	res, err := engine.Apply(ctx, sim, p, engine.ApplyOptions{})
 	if err == nil {
 		t.Fatal("Apply: no error, want the stale update refused")
 	}
-	var se *StaleError
+	var se *engine.StaleError
 	got := res.Failed["QemuVM/dg"]
 	if !errors.As(got, &se) || got.Error() != "QemuVM/dg changed since the plan (digest): run plan again" || !pve.IsDigestMismatch(got) {
 		t.Errorf("failure: got %v, want QemuVM/dg changed since the plan (digest): run plan again", got)
@@ -45,11 +47,11 @@ func TestSimBridgeChangedSincePlan(t *testing.T) {
 	sim := newSim(t)
 	ctx := context.Background()
 	const base = "kind: LinuxBridge\nname: vmbr1\nspec:\n  bridge_ports: eno2\n  comments: mine\n---\nkind: NetworkApply\nname: pve\ndependsOn: [LinuxBridge/vmbr1]\n"
-	p := planEdit(t, sim, base, "eno2", "eno3", Options{})
+	p := planEdit(t, sim, base, "eno2", "eno3", engine.Options{})
 	if err := sim.cl.UpdateIface(ctx, "pve", "vmbr1", url.Values{"type": {"bridge"}, "bridge_ports": {"eno2"}, "comments": {"edited by hand"}}); err != nil {
 		t.Fatal(err)
 	}
-	res, err := Apply(ctx, sim, p, ApplyOptions{AllowForeignNetworkChanges: true})
+	res, err := engine.Apply(ctx, sim, p, engine.ApplyOptions{AllowForeignNetworkChanges: true})
 	if err == nil {
 		t.Fatal("Apply: no error, want the stale update refused")
 	}
@@ -72,19 +74,19 @@ func TestSameIfaceIgnoresSlaveAutostart(t *testing.T) {
 	others := map[string]*pve.Config{"bond2": pve.ConfigOf(map[string]string{"iface": "bond2", "type": "bond", "slaves": "bond1 eno4"})}
 	for _, tc := range []struct {
 		name   string
-		lo     *liveObj
+		lo     *engine.LiveObj
 		digest string
 		want   bool
 	}{
-		{"unchanged", &liveObj{Config: before, Digest: fieldsDigest(before), State: &ifaceLive{}}, fieldsDigest(before), true},
-		{"a slave brought up", &liveObj{Config: after, Digest: fieldsDigest(after), State: &ifaceLive{Others: others}}, fieldsDigest(before), true},
-		{"brought up, not a slave", &liveObj{Config: after, Digest: fieldsDigest(after), State: &ifaceLive{}}, fieldsDigest(before), false},
-		{"a slave edited", &liveObj{Config: pve.ConfigOf(map[string]string{"iface": "bond1", "type": "bond", "slaves": "eno5", "autostart": "1"}),
-			State: &ifaceLive{Others: others}}, fieldsDigest(before), false},
+		{"unchanged", &engine.LiveObj{Config: before, Digest: engine.FieldsDigest(before), State: &ifaceLive{}}, engine.FieldsDigest(before), true},
+		{"a slave brought up", &engine.LiveObj{Config: after, Digest: engine.FieldsDigest(after), State: &ifaceLive{Others: others}}, engine.FieldsDigest(before), true},
+		{"brought up, not a slave", &engine.LiveObj{Config: after, Digest: engine.FieldsDigest(after), State: &ifaceLive{}}, engine.FieldsDigest(before), false},
+		{"a slave edited", &engine.LiveObj{Config: pve.ConfigOf(map[string]string{"iface": "bond1", "type": "bond", "slaves": "eno5", "autostart": "1"}),
+			State: &ifaceLive{Others: others}}, engine.FieldsDigest(before), false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.lo.Digest == "" {
-				tc.lo.Digest = fieldsDigest(tc.lo.Config)
+				tc.lo.Digest = engine.FieldsDigest(tc.lo.Config)
 			}
 			if got := sameIface(tc.lo, tc.digest); got != tc.want {
 				t.Errorf("sameIface: got %v, want %v", got, tc.want)
@@ -101,15 +103,15 @@ func TestSameIfaceIgnoresSlaveAutostart(t *testing.T) {
 func TestSimVMChangedSincePlanGrowFirst(t *testing.T) {
 	sim := newSim(t)
 	const doc = "kind: QemuVM\nname: dg\nspec:\n  vmid: 141\n  memory: 512\n  scsi0: local-lvm:4\n"
-	applyPlan(t, sim, planFor(t, sim, loadSpec(t, doc), Options{}))
+	applyPlan(t, sim, planFor(t, sim, loadSpec(t, doc), engine.Options{}))
 	grown := strings.NewReplacer("512", "1024", "local-lvm:4", "local-lvm:6").Replace(doc)
-	p := planFor(t, sim, loadSpec(t, grown), Options{})
+	p := planFor(t, sim, loadSpec(t, grown), engine.Options{})
 	ctx := context.Background()
 	if err := sim.cl.UpdateGuest(ctx, pve.QEMU, "pve", 141, url.Values{"cores": {"3"}}); err != nil {
 		t.Fatal(err)
 	}
-	res, err := Apply(ctx, sim, p, ApplyOptions{})
-	var se *StaleError
+	res, err := engine.Apply(ctx, sim, p, engine.ApplyOptions{})
+	var se *engine.StaleError
 	if got := res.Failed["QemuVM/dg"]; err == nil || !errors.As(got, &se) {
 		t.Fatalf("apply: %v (QemuVM/dg: %v), want the stale change refused", err, got)
 	}

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/pvectl/pvectl/pkg/planner/internal/engine"
+
 	"github.com/pvectl/pvectl/pkg/planner/compare"
 	"github.com/pvectl/pvectl/pkg/pve"
 	"github.com/pvectl/pvectl/pkg/pve/schema"
@@ -18,7 +20,7 @@ import (
 type storageKind struct{}
 
 // traits: a storage definition is the cluster's (storage.cfg).
-func (storageKind) traits() kindTraits { return kindTraits{Scope: scopeCluster} }
+func (storageKind) Traits() engine.KindTraits { return engine.KindTraits{Scope: engine.ScopeCluster} }
 
 const (
 	storageCreatePath = "/storage"
@@ -37,20 +39,20 @@ func storageID(r *spec.Resource) string {
 // object's Digest (sent with an update, see update) while the fingerprint
 // (the engine's, over this storage's fields only) decides whether this
 // storage changed.
-func storageObj(rows []*pve.Config, id string) *liveObj {
+func storageObj(rows []*pve.Config, id string) *engine.LiveObj {
 	for _, row := range rows {
 		if row.Get("storage") != id {
 			continue
 		}
 		cfg := row.Clone()
 		cfg.Delete("digest")
-		return &liveObj{Exists: true, Config: cfg, Digest: row.Get("digest")}
+		return &engine.LiveObj{Exists: true, Config: cfg, Digest: row.Get("digest")}
 	}
-	return &liveObj{}
+	return &engine.LiveObj{}
 }
 
-func (storageKind) observe(ctx context.Context, lc *liveConn, r *spec.Resource) (*liveObj, error) {
-	rows, err := lc.storageList(ctx)
+func (storageKind) Observe(ctx context.Context, lc *engine.LiveConn, r *spec.Resource) (*engine.LiveObj, error) {
+	rows, err := lc.StorageList(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -62,9 +64,9 @@ func (storageKind) observe(ctx context.Context, lc *liveConn, r *spec.Resource) 
 // schema's own account of fixed options, pve-common SectionConfig.pm
 // updateSchema), and the type's fixed ones that another type lets change
 // (an NFS server, a ZFS pool: the merged update schema has them).
-func (b *builder) storageFixed(t *schema.StorageType) map[string]bool {
+func storageFixed(b *engine.Builder, t *schema.StorageType) map[string]bool {
 	out := map[string]bool{}
-	create, update := b.method("POST", storageCreatePath), b.method("PUT", storageUpdatePath)
+	create, update := b.Method("POST", storageCreatePath), b.Method("PUT", storageUpdatePath)
 	if create != nil && update != nil {
 		for k := range create.Params {
 			if _, ok := update.Params[k]; !ok {
@@ -102,15 +104,15 @@ func storageSkip(t *schema.StorageType, desired map[string]string, live *pve.Con
 	return skip
 }
 
-func (storageKind) compare(b *builder, r *spec.Resource, lo *liveObj, c *Change) error {
+func (storageKind) Compare(b *engine.Builder, r *spec.Resource, lo *engine.LiveObj, c *engine.Change) error {
 	t, _ := schema.LookupStorageType(lo.Config.Get("type"))
-	cmp := compare.Comparer{M: b.method("POST", storageCreatePath)}
+	cmp := compare.Comparer{M: b.Method("POST", storageCreatePath)}
 	c.Diff = cmp.DiffParams(r.Params.Map(), r.Remove, lo.Config, storageSkip(t, r.Params.Map(), lo.Config))
 	if len(c.Diff) == 0 {
-		c.Action = NoOp
+		c.Action = engine.NoOp
 		return nil
 	}
-	fixed := b.storageFixed(t)
+	fixed := storageFixed(b, t)
 	var changed []string
 	for _, d := range c.Diff {
 		if k := compare.TopKey(d.Path); fixed[k] && !slices.Contains(changed, k) {
@@ -119,20 +121,20 @@ func (storageKind) compare(b *builder, r *spec.Resource, lo *liveObj, c *Change)
 	}
 	if len(changed) > 0 {
 		c.Reasons = compare.Reasons(c.Diff)
-		return b.replace(r, c, fmt.Sprintf("PVE cannot change a storage's %s once it exists: the replace deletes the storage "+
+		return b.Replace(r, c, fmt.Sprintf("PVE cannot change a storage's %s once it exists: the replace deletes the storage "+
 			"configuration and adds it again (DELETE /storage/%s removes no data; volumes on it are found again)",
 			strings.Join(changed, ", "), storageID(r)))
 	}
-	c.Action, c.Reasons = Update, compare.Reasons(c.Diff)
+	c.Action, c.Reasons = engine.Update, compare.Reasons(c.Diff)
 	c.Params = cmp.UpdateParams(c.Diff, r.Params.Map(), lo.Config, nil)
 	return nil
 }
 
-func (storageKind) create(ctx context.Context, x *execution, c *Change) error {
+func (storageKind) Create(ctx context.Context, x *engine.Execution, c *engine.Change) error {
 	id := storageID(c.Resource)
 	params := toValues(c.Resource.Params.Map())
 	params.Set("storage", id)
-	if err := x.client.CreateStorage(ctx, params); err != nil {
+	if err := x.Client.CreateStorage(ctx, params); err != nil {
 		return fmt.Errorf("create storage %s: %w", id, err)
 	}
 	return nil
@@ -149,26 +151,26 @@ const storageUpdateTries = 5
 // must still be as planned (its fingerprint), and the write goes out with
 // the digest of that read; when PVE refuses it as modified meanwhile
 // (nothing was written), the read and the write are repeated, a few times.
-func (storageKind) update(ctx context.Context, x *execution, c *Change) error {
+func (storageKind) Update(ctx context.Context, x *engine.Execution, c *engine.Change) error {
 	id := storageID(c.Resource)
 	var err error
 	for range storageUpdateTries {
 		var rows []*pve.Config
-		if rows, err = x.client.Storages(ctx); err != nil {
+		if rows, err = x.Client.Storages(ctx); err != nil {
 			return fmt.Errorf("read storage %s: %w", id, err)
 		}
 		lo := storageObj(rows, id)
 		switch {
 		case !lo.Exists:
 			return fmt.Errorf("storage %s is gone since the plan was made: run plan again", id)
-		case c.Fingerprint != "" && fingerprint(lo) != c.Fingerprint:
+		case c.Fingerprint != "" && engine.Fingerprint(lo) != c.Fingerprint:
 			return fmt.Errorf("storage %s changed since the plan was made: run plan again", id)
 		}
 		params := toValues(c.Params)
 		if lo.Digest != "" {
 			params.Set("digest", lo.Digest)
 		}
-		if err = x.client.UpdateStorage(ctx, id, params); !pve.IsDigestMismatch(err) {
+		if err = x.Client.UpdateStorage(ctx, id, params); !pve.IsDigestMismatch(err) {
 			break
 		}
 	}
@@ -180,15 +182,15 @@ func (storageKind) update(ctx context.Context, x *execution, c *Change) error {
 
 // remove deletes the storage's configuration (and the secrets PVE keeps
 // for it); the data it points at is left where it is.
-func (storageKind) remove(ctx context.Context, x *execution, c *Change) error {
+func (storageKind) Remove(ctx context.Context, x *engine.Execution, c *engine.Change) error {
 	id := storageID(c.Resource)
-	if err := x.client.DeleteStorage(ctx, id); err != nil && !pve.IsNotFound(err) {
+	if err := x.Client.DeleteStorage(ctx, id); err != nil && !pve.IsNotFound(err) {
 		return fmt.Errorf("delete storage %s: %w", id, err)
 	}
 	return nil
 }
 
-func (storageKind) current(ctx context.Context, cl *pve.Client, c *Change) (*liveObj, error) {
+func (storageKind) Current(ctx context.Context, cl *pve.Client, c *engine.Change) (*engine.LiveObj, error) {
 	rows, err := cl.Storages(ctx)
 	if err != nil {
 		return nil, err
@@ -199,24 +201,24 @@ func (storageKind) current(ctx context.Context, cl *pve.Client, c *Change) (*liv
 // readCalls: GET /storage is open to all but lists only the storages on
 // whose path the caller holds Datastore.Audit or Datastore.AllocateSpace
 // (pve-storage API2/Storage/Config.pm index).
-func (storageKind) readCalls(r *spec.Resource) []apiCall {
-	return []apiCall{call("GET", "/storage", "to see the storage").
-		with(needAny("/storage/"+storageID(r), "to see the storage (PVE lists only the storages a token may audit)",
+func (storageKind) ReadCalls(r *spec.Resource) []engine.APICall {
+	return []engine.APICall{engine.Call("GET", "/storage", "to see the storage").
+		With(engine.NeedAny("/storage/"+storageID(r), "to see the storage (PVE lists only the storages a token may audit)",
 			"Datastore.Audit", "Datastore.AllocateSpace"))}
 }
 
 // changeCalls: POST /storage, PUT and DELETE /storage/{storage}.
-func (storageKind) changeCalls(c *Change, _ *liveObj) []apiCall {
+func (storageKind) ChangeCalls(c *engine.Change, _ *engine.LiveObj) []engine.APICall {
 	id, why := storageID(c.Resource), "to "+c.Action.String()+" the storage"
 	switch c.Action {
-	case Create:
-		return []apiCall{call("POST", "/storage", why, "storage", id)}
-	case Update:
-		return []apiCall{call("PUT", "/storage/{storage}", why, "storage", id)}
-	case Delete:
-		return []apiCall{call("DELETE", "/storage/{storage}", why, "storage", id)}
-	case Replace:
-		return []apiCall{call("DELETE", "/storage/{storage}", why, "storage", id), call("POST", "/storage", why, "storage", id)}
+	case engine.Create:
+		return []engine.APICall{engine.Call("POST", "/storage", why, "storage", id)}
+	case engine.Update:
+		return []engine.APICall{engine.Call("PUT", "/storage/{storage}", why, "storage", id)}
+	case engine.Delete:
+		return []engine.APICall{engine.Call("DELETE", "/storage/{storage}", why, "storage", id)}
+	case engine.Replace:
+		return []engine.APICall{engine.Call("DELETE", "/storage/{storage}", why, "storage", id), engine.Call("POST", "/storage", why, "storage", id)}
 	}
 	return nil
 }

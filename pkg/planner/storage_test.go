@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pvectl/pvectl/pkg/planner/internal/engine"
+
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/pvectl/pvectl/pkg/planner/compare"
@@ -70,7 +72,7 @@ func TestSimStorageLifecycle(t *testing.T) {
 	sim := &simClients{cl: s.Client, conn: &spec.Connection{URL: s.URL, Nodes: []string{"pve"}}}
 	set := loadSpec(t, storageSpec)
 
-	p := planFor(t, sim, set, Options{})
+	p := planFor(t, sim, set, engine.Options{})
 	want := []string{"create Storage/nfs-images", "create QemuVM/on-nfs <- Storage/nfs-images", "create Storage/smb"}
 	wantPlan(t, "plan", p, want)
 	for _, c := range p.Changes {
@@ -92,7 +94,7 @@ func TestSimStorageLifecycle(t *testing.T) {
 	// Two storages change in one apply: each PUT carries the digest of then.
 	set = loadSpec(t, strings.NewReplacer("content: iso,vztmpl,images", "content: iso,vztmpl,images\n  options: vers=4.2",
 		"content: [images, iso]", "content: [images, iso, backup]\n  nodes: pve").Replace(storageSpec))
-	p = planFor(t, sim, set, Options{})
+	p = planFor(t, sim, set, engine.Options{})
 	wantPlan(t, "plan", p, []string{"update Storage/nfs-images", "noop QemuVM/on-nfs <- Storage/nfs-images", "update Storage/smb"})
 	if diff := cmp.Diff(map[string]string{"content": "images,iso,backup", "nodes": "pve"}, p.Changes[2].Params); diff != "" {
 		t.Errorf("smb update params (-want +got):\n%s", diff)
@@ -106,16 +108,16 @@ func TestSimStorageLifecycle(t *testing.T) {
 	// A removed option is a delete=; a fixed one is a replace.
 	set = loadSpec(t, strings.NewReplacer("content: iso,vztmpl,images", "content: iso,vztmpl,images\n  options: null",
 		"server: files.lab", "server: files2.lab").Replace(storageSpec))
-	p = planFor(t, sim, set, Options{})
-	byAddr := map[string]*Change{}
+	p = planFor(t, sim, set, engine.Options{})
+	byAddr := map[string]*engine.Change{}
 	for _, c := range p.Changes {
 		byAddr[c.Address] = c
 	}
-	if c := byAddr["Storage/nfs-images"]; c.Action != Update || c.Params["delete"] != "options" {
+	if c := byAddr["Storage/nfs-images"]; c.Action != engine.Update || c.Params["delete"] != "options" {
 		t.Errorf("nfs-images: got %s %v, want an update deleting options", c.Action, c.Params)
 	}
 	smb := byAddr["Storage/smb"]
-	if smb.Action != Replace || !strings.Contains(strings.Join(smb.Reasons, "; "), "PVE cannot change a storage's server once it exists") {
+	if smb.Action != engine.Replace || !strings.Contains(strings.Join(smb.Reasons, "; "), "PVE cannot change a storage's server once it exists") {
 		t.Fatalf("smb: got %s %q, want a replace naming server", smb.Action, smb.Reasons)
 	}
 	applyPlan(t, sim, p)
@@ -127,7 +129,7 @@ func TestSimStorageLifecycle(t *testing.T) {
 	}
 	wantConverged(t, t.Fatalf, sim, set, "plan after replace")
 
-	p = planFor(t, sim, set, Options{Destroy: true})
+	p = planFor(t, sim, set, engine.Options{Destroy: true})
 	wantPlan(t, "destroy plan", p, []string{"delete QemuVM/on-nfs", "delete Storage/nfs-images <- QemuVM/on-nfs", "delete Storage/smb"})
 	applyPlan(t, sim, p)
 	for _, id := range []string{"nfs-images", "smb"} {
@@ -147,19 +149,19 @@ func TestSimStorageGuards(t *testing.T) {
 	ctx := context.Background()
 	base := "kind: Storage\nname: vz2\nprotected: true\nspec:\n  type: dir\n  path: /srv/vz2/\n"
 	set := loadSpec(t, base)
-	applyPlan(t, sim, planFor(t, sim, set, Options{}))
+	applyPlan(t, sim, planFor(t, sim, set, engine.Options{}))
 	wantConverged(t, t.Fatalf, sim, set, "plan after create (PVE stores the path without its trailing slash)")
-	if _, err := tryPlan(t, sim, loadSpec(t, strings.Replace(base, "/srv/vz2/", "/srv/other", 1)), Options{}); err == nil ||
+	if _, err := tryPlan(t, sim, loadSpec(t, strings.Replace(base, "/srv/vz2/", "/srv/other", 1)), engine.Options{}); err == nil ||
 		!strings.Contains(err.Error(), "is protected: refusing to replace it") {
 		t.Errorf("replacing a protected storage: got %v", err)
 	}
 
 	set = loadSpec(t, base+"  content: iso\n")
-	p := planFor(t, sim, set, Options{})
+	p := planFor(t, sim, set, engine.Options{})
 	if err := sim.cl.UpdateStorage(ctx, "vz2", map[string][]string{"content": {"backup"}}); err != nil {
 		t.Fatal(err)
 	}
-	res, err := Apply(ctx, sim, p, ApplyOptions{Hooks: &recHooks{}})
+	res, err := engine.Apply(ctx, sim, p, engine.ApplyOptions{Hooks: &recHooks{}})
 	if err == nil && res.Failed["Storage/vz2"] == nil {
 		t.Fatal("an update over a storage changed since the plan went through")
 	}
@@ -171,7 +173,7 @@ func TestSimStorageGuards(t *testing.T) {
 // The fixed options come from the schema (create-only parameters) and,
 // where another type lets one change, from the type's plugin.
 func TestStorageFixed(t *testing.T) {
-	b := &builder{table: schema.Default()}
+	b := &engine.Builder{Table: schema.Default()}
 	tests := []struct {
 		typ         string
 		fixed, free []string
@@ -187,7 +189,7 @@ func TestStorageFixed(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.typ, func(t *testing.T) {
 			st, _ := schema.LookupStorageType(tc.typ)
-			got := b.storageFixed(st)
+			got := storageFixed(b, st)
 			for _, k := range tc.fixed {
 				if !got[k] {
 					t.Errorf("%s is not fixed", k)
@@ -216,7 +218,7 @@ func TestDiffParamsStorage(t *testing.T) {
 			name:    "a content type more is a change",
 			desired: map[string]string{"content": "iso,images"},
 			live:    pve.ConfigOf(map[string]string{"content": "images"}),
-			want:    []FieldDiff{{Path: "content", Before: "images", After: "iso,images"}},
+			want:    []engine.FieldDiff{{Path: "content", Before: "images", After: "iso,images"}},
 		},
 		{
 			name:    "paths compare canonical",
@@ -232,13 +234,13 @@ func TestDiffParamsStorage(t *testing.T) {
 			name:    "secrets are never compared by value, and a missing mark is added",
 			desired: map[string]string{"password": "x", "encryption-key": "{}", "master-pubkey": "cGVt"},
 			live:    pve.ConfigOf(map[string]string{"encryption-key": "aa:bb"}),
-			want:    []FieldDiff{{Path: "master-pubkey", Before: nil, After: "cGVt"}},
+			want:    []engine.FieldDiff{{Path: "master-pubkey", Before: nil, After: "cGVt"}},
 		},
 		{
 			name:   "a removed mark is a delete",
 			remove: []string{"encryption-key"},
 			live:   pve.ConfigOf(map[string]string{"encryption-key": "aa:bb"}),
-			want:   []FieldDiff{{Path: "encryption-key", Before: secret.Shown, After: nil}},
+			want:   []engine.FieldDiff{{Path: "encryption-key", Before: secret.Shown, After: nil}},
 		},
 	}
 	checkDiffs(t, cmpr, tests, func(tc diffCase) map[string]bool { return storageSkip(pbs, tc.desired, tc.live) })
@@ -252,7 +254,7 @@ func TestSimStoragePermissions(t *testing.T) {
 	tok, id := asToken(t, admin, "ci@pve", "st")
 	set := loadSpec(t, "kind: Storage\nname: vz2\nspec:\n  type: dir\n  path: /srv/vz2\n")
 	plan := func() error {
-		_, err := tryPlan(t, tok, set, Options{})
+		_, err := tryPlan(t, tok, set, engine.Options{})
 		return err
 	}
 	if err := plan(); err == nil || !strings.Contains(err.Error(),
@@ -264,6 +266,6 @@ func TestSimStoragePermissions(t *testing.T) {
 		t.Errorf("got %v, want the missing Datastore.Allocate", err)
 	}
 	grantBoth(t, admin, "ci@pve", id, "/storage", "PVEDatastoreAdmin")
-	applyPlan(t, tok, planFor(t, tok, set, Options{}))
+	applyPlan(t, tok, planFor(t, tok, set, engine.Options{}))
 	wantConverged(t, t.Errorf, tok, set, "plan after create")
 }

@@ -14,6 +14,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pvectl/pvectl/pkg/planner/internal/engine"
+
 	"github.com/pvectl/pvectl/internal/durfmt"
 	"github.com/pvectl/pvectl/internal/lazyre"
 	"github.com/pvectl/pvectl/pkg/planner/marks"
@@ -97,12 +99,12 @@ func withRecipe(desc, hash string) string {
 // observe finds the template by name (a template, or a VM of that name
 // that a bake left unfinished), the PVE template baseImage names, and,
 // for a template that exists, the linked clones that hold it.
-func (k templateKind) observe(ctx context.Context, lc *liveConn, r *spec.Resource) (*liveObj, error) {
-	rows, err := lc.guestIndex(ctx, pve.QEMU)
+func (k templateKind) Observe(ctx context.Context, lc *engine.LiveConn, r *spec.Resource) (*engine.LiveObj, error) {
+	rows, err := guestIndexOf(lc, ctx, pve.QEMU)
 	if err != nil {
 		return nil, err
 	}
-	lo, err := k.vm.observe(ctx, lc, r)
+	lo, err := k.vm.Observe(ctx, lc, r)
 	if err != nil {
 		return nil, err
 	}
@@ -113,12 +115,12 @@ func (k templateKind) observe(ctx context.Context, lc *liveConn, r *spec.Resourc
 		if m.CloneErr != nil {
 			m.CloneErr = fmt.Errorf("baseImage: %s", strings.TrimPrefix(m.CloneErr.Error(), "image "))
 		}
-		if m.Clone != nil && !lo.Exists && paramNode(r) == "" {
+		if m.Clone != nil && !lo.Exists && engine.ParamNode(r) == "" {
 			lo.Node = m.Clone.Node // the base template's node, as image
 		}
 	}
-	cl, own := lc.client, lo.load
-	lo.load = func(ctx context.Context) error {
+	cl, own := lc.Client, lo.Load
+	lo.Load = func(ctx context.Context) error {
 		if own != nil {
 			if err := own(ctx); err != nil {
 				return err
@@ -187,21 +189,21 @@ func linkedClones(ctx context.Context, cl *pve.Client, node string, vmid int, cf
 // keeping its vmid: two templates of one name would leave the VMs that
 // clone it, and the next plan, to guess. And it is never updated in place
 // (design §4).
-func (templateKind) traits() kindTraits {
+func (templateKind) Traits() engine.KindTraits {
 	t := qemuTraits
 	t.CreatesFirst = nil
 	t.Rebuilt = "a template is kept as it is or rebuilt, never updated in place: a change of its recipe (baseImage, a PVE key, the list of provisioning files) or of a provisioning file removes it and bakes it again with the same vmid; the VMs cloned from it keep what they were made with"
 	return t
 }
 
-func (k templateKind) checkCreate(b *builder, r *spec.Resource, lo *liveObj, c *Change) error {
+func (k templateKind) CheckCreate(b *engine.Builder, r *spec.Resource, lo *engine.LiveObj, c *engine.Change) error {
 	return k.planBake(b, r, lo, c)
 }
 
 // planBake shows what a bake clones and provisions (with the notice when
 // no SSH key is to be had for it), and refuses one whose base is not
 // found.
-func (k templateKind) planBake(b *builder, r *spec.Resource, lo *liveObj, c *Change) error {
+func (k templateKind) planBake(b *engine.Builder, r *spec.Resource, lo *engine.LiveObj, c *engine.Change) error {
 	gl := liveOf(lo)
 	if gl.more().CloneErr != nil {
 		return fmt.Errorf("%s: %w", r.Address(), gl.more().CloneErr)
@@ -216,7 +218,7 @@ func (k templateKind) planBake(b *builder, r *spec.Resource, lo *liveObj, c *Cha
 	if err := planProvision(r, c, desc, true); err != nil {
 		return err
 	}
-	b.noteMissingKey(r, c)
+	noteMissingKey(b, r, c)
 	return nil
 }
 
@@ -224,7 +226,7 @@ func (k templateKind) planBake(b *builder, r *spec.Resource, lo *liveObj, c *Cha
 // rebuilds any other: a changed recipe, a template pvectl did not bake, a
 // VM whose bake did not finish. A rebuild is refused while linked clones
 // hold the template.
-func (k templateKind) compare(b *builder, r *spec.Resource, lo *liveObj, c *Change) error {
+func (k templateKind) Compare(b *engine.Builder, r *spec.Resource, lo *engine.LiveObj, c *engine.Change) error {
 	gl := liveOf(lo)
 	want, have := recipe(r), liveRecipe(lo.Config.Get("description"))
 	var why string
@@ -235,7 +237,7 @@ func (k templateKind) compare(b *builder, r *spec.Resource, lo *liveObj, c *Chan
 		why = "the template has no [pvectl-template: …] block: pvectl did not bake it"
 	case have != want:
 		why = "its recipe changed (baseImage, config keys or the list of provisioning files)"
-		c.Diff = append(c.Diff, FieldDiff{Path: "recipe", Before: have, After: want})
+		c.Diff = append(c.Diff, engine.FieldDiff{Path: "recipe", Before: have, After: want})
 	default:
 		// A provisioning file that changed since the bake (or
 		// forceConfigCheck) rebuilds it: the description's provision
@@ -249,13 +251,13 @@ func (k templateKind) compare(b *builder, r *spec.Resource, lo *liveObj, c *Chan
 		}
 	}
 	if why == "" {
-		c.Action, c.Reasons = NoOp, []string{"recipe unchanged"}
+		c.Action, c.Reasons = engine.NoOp, []string{"recipe unchanged"}
 		return nil
 	}
 	if err := k.refuseLinked(b, r, gl, "rebuild"); err != nil {
 		return err
 	}
-	if err := b.replace(r, c, why); err != nil {
+	if err := b.Replace(r, c, why); err != nil {
 		return err
 	}
 	stateOf(c).Note = marks.UserDescription(lo.Config.Get("description"))
@@ -263,7 +265,7 @@ func (k templateKind) compare(b *builder, r *spec.Resource, lo *liveObj, c *Chan
 }
 
 // checkRemove refuses to delete a template that linked clones still hold.
-func (k templateKind) checkRemove(b *builder, r *spec.Resource, lo *liveObj) error {
+func (k templateKind) CheckRemove(b *engine.Builder, r *spec.Resource, lo *engine.LiveObj) error {
 	return k.refuseLinked(b, r, liveOf(lo), "remove")
 }
 
@@ -271,13 +273,13 @@ func (k templateKind) checkRemove(b *builder, r *spec.Resource, lo *liveObj) err
 // a template whose base volumes linked clones use ("base volume '…' is
 // still in use by linked cloned", qemu-server QemuServer.pm destroy_vm).
 // Clones that this plan destroys first do not count.
-func (k templateKind) refuseLinked(b *builder, r *spec.Resource, gl *guestLive, what string) error {
+func (k templateKind) refuseLinked(b *engine.Builder, r *spec.Resource, gl *guestLive, what string) error {
 	if gl.more().LinkedErr != nil {
 		return fmt.Errorf("%s: cannot %s template %d: whether linked clones hold it is unknown: %w", r.Address(), what, gl.VMID, gl.more().LinkedErr)
 	}
 	var holders []string
 	for _, l := range gl.more().Linked {
-		if o := b.guestOf(r.Connection, l.VMID); o != nil && (b.opts.Destroy || o.State == spec.Absent) {
+		if o := specGuestOf(b, r.Connection, l.VMID); o != nil && (b.Opts.Destroy || o.State == spec.Absent) {
 			continue
 		}
 		holders = append(holders, "VM "+l.String())
@@ -292,7 +294,7 @@ func (k templateKind) refuseLinked(b *builder, r *spec.Resource, gl *guestLive, 
 // create bakes the template: a full clone of baseImage with the spec's
 // keys, booted, provisioned, shut down, its recipe written into its
 // description (after the user's text), converted into a template.
-func (k templateKind) create(ctx context.Context, x *execution, c *Change) error {
+func (k templateKind) Create(ctx context.Context, x *engine.Execution, c *engine.Change) error {
 	st := stateOf(c)
 	if st.Clone == nil {
 		return fmt.Errorf("%s: no base template was found at plan time", c.Address)
@@ -301,14 +303,14 @@ func (k templateKind) create(ctx context.Context, x *execution, c *Change) error
 	if err != nil {
 		return err
 	}
-	x.msg("starting vm %d to bake it", vmid)
-	if err := x.client.GuestPower(ctx, pve.QEMU, c.Node, vmid, "start", nil); err != nil {
+	x.Msg("starting vm %d to bake it", vmid)
+	if err := x.Client.GuestPower(ctx, pve.QEMU, c.Node, vmid, "start", nil); err != nil {
 		return fmt.Errorf("start vm %d: %w", vmid, err)
 	}
 	if err := k.bakeProvision(ctx, x, c, vmid); err != nil {
 		return err
 	}
-	x.msg("shutting down vm %d (a hard stop after %s)", vmid, durfmt.Format(shutdownTimeout*time.Second))
+	x.Msg("shutting down vm %d (a hard stop after %s)", vmid, durfmt.Format(shutdownTimeout*time.Second))
 	if err := k.vm.shutdown(ctx, x, c.Node, vmid); err != nil {
 		return err
 	}
@@ -321,7 +323,7 @@ func (k templateKind) create(ctx context.Context, x *execution, c *Change) error
 // bakeProvision runs the template's provisioning on the booted VM (the
 // planner's provisionGuest, as for any VM made in this run): each file's
 // hash lands in the description as it succeeds.
-func (k templateKind) bakeProvision(ctx context.Context, x *execution, c *Change, vmid int) error {
+func (k templateKind) bakeProvision(ctx context.Context, x *engine.Execution, c *engine.Change, vmid int) error {
 	_, err := provisionGuest(ctx, x, c.Resource, provisionTarget{Node: c.Node, VMID: vmid, Name: k.vm.name(c.Resource), New: true})
 	if err != nil {
 		return fmt.Errorf("bake vm %d: %w", vmid, err)
@@ -331,30 +333,30 @@ func (k templateKind) bakeProvision(ctx context.Context, x *execution, c *Change
 
 // readCalls: a VM's, and the template baseImage names, which the guest
 // lists show only to a token that may audit it.
-func (k templateKind) readCalls(r *spec.Resource) []apiCall {
-	calls := k.vm.readCalls(r)
+func (k templateKind) ReadCalls(r *spec.Resource) []engine.APICall {
+	calls := k.vm.ReadCalls(r)
 	if g := spec.Guest(r); g.BaseImage != nil {
 		path, why := "/vms", "to find the template baseImage names (PVE lists only the guests a token may audit)"
 		if id, ok := numericVMID(*g.BaseImage); ok {
 			path, why = vmPath(id), "to see the template baseImage names (PVE hides the guests a token may not audit)"
 		}
-		calls[0] = calls[0].with(need(path, why, "VM.Audit"))
+		calls[0] = calls[0].With(engine.NeedPriv(path, why, "VM.Audit"))
 	}
 	return calls
 }
 
 // changeCalls: a bake starts and shuts down the VM it converts, writes
 // the recipe into its description and converts it.
-func (k templateKind) changeCalls(c *Change, lo *liveObj) []apiCall {
-	calls := k.vm.changeCalls(c, lo)
-	if c.Action == Create || c.Action == Replace {
+func (k templateKind) ChangeCalls(c *engine.Change, lo *engine.LiveObj) []engine.APICall {
+	calls := k.vm.ChangeCalls(c, lo)
+	if c.Action == engine.Create || c.Action == engine.Replace {
 		id, _ := specVMID(c.Resource)
 		why := "to start and shut down the VM the template is baked in"
 		recipe := "to write the recipe into the template's description"
 		calls = append(calls, k.vm.guestCall("POST", "/status/start", why, c.Node, id), k.vm.guestCall("POST", "/status/shutdown", why, c.Node, id),
 			// update_vm_api checks the description's category beyond the
 			// config write's rule (qemu-server API2/Qemu.pm).
-			k.vm.guestCall("POST", "/config", recipe, c.Node, id).with(need(vmPath(id), recipe, "VM.Config.Options")),
+			k.vm.guestCall("POST", "/config", recipe, c.Node, id).With(engine.NeedPriv(vmPath(id), recipe, "VM.Config.Options")),
 			k.vm.guestCall("POST", "/template", "to convert the baked VM into a template", c.Node, id))
 	}
 	return calls
@@ -363,8 +365,8 @@ func (k templateKind) changeCalls(c *Change, lo *liveObj) []apiCall {
 // writeRecipe sets the recipe block in the description as it is now
 // (provisioning wrote its blocks there), with the user's note of the
 // template this one replaces when the spec gives no description.
-func (k templateKind) writeRecipe(ctx context.Context, x *execution, c *Change, vmid int) error {
-	cfg, err := x.client.GuestConfig(ctx, pve.QEMU, c.Node, vmid)
+func (k templateKind) writeRecipe(ctx context.Context, x *engine.Execution, c *engine.Change, vmid int) error {
+	cfg, err := x.Client.GuestConfig(ctx, pve.QEMU, c.Node, vmid)
 	if err != nil {
 		return fmt.Errorf("read config of vm %d: %w", vmid, err)
 	}
@@ -373,14 +375,14 @@ func (k templateKind) writeRecipe(ctx context.Context, x *execution, c *Change, 
 		desc = marks.WithBlocks(stateOf(c).Note, desc)
 	}
 	values := url.Values{"description": {withRecipe(desc, recipe(c.Resource))}, "digest": {cfg.Get("digest")}}
-	if err := x.client.UpdateGuest(ctx, pve.QEMU, c.Node, vmid, values); err != nil {
+	if err := x.Client.UpdateGuest(ctx, pve.QEMU, c.Node, vmid, values); err != nil {
 		return fmt.Errorf("write the recipe into the description of vm %d: %w", vmid, err)
 	}
 	return nil
 }
 
 // update is never planned: a template is kept or rebuilt.
-func (k templateKind) update(context.Context, *execution, *Change) error {
+func (k templateKind) Update(context.Context, *engine.Execution, *engine.Change) error {
 	return errors.New("internal error: a template is never updated in place")
 }
 
@@ -414,10 +416,10 @@ func (k templateKind) fieldEffect(ks *spec.KindSpec, key, sub string) (Effect, b
 // cloneSource finds, at apply time, the template a fromTemplate VM
 // clones: the vmid and node the Template's change produced in this apply
 // (outputs.go; the VM depends on it), else the template the plan found.
-func cloneSource(x *execution, c *Change) *guestRef {
+func cloneSource(x *engine.Execution, c *engine.Change) *guestRef {
 	addr := spec.CloneSource(c.Resource)
 	conn := c.Resource.Connection
-	id, ok := x.outputs.produced(conn, addr, "vmid")
+	id, ok := x.Outputs.Produced(conn, addr, "vmid")
 	if addr == "" || !ok {
 		return stateOf(c).Clone
 	}
@@ -425,8 +427,8 @@ func cloneSource(x *execution, c *Change) *guestRef {
 	if err != nil {
 		return stateOf(c).Clone
 	}
-	node, _ := x.outputs.produced(conn, addr, "node")
-	name, _ := x.outputs.produced(conn, addr, "name")
+	node, _ := x.Outputs.Produced(conn, addr, "node")
+	name, _ := x.Outputs.Produced(conn, addr, "name")
 	return &guestRef{VMID: vmid, Node: node, Name: name}
 }
 
@@ -449,12 +451,12 @@ func findTemplate(ix *guestIndex, name string) *guestRef {
 // templateChanges reports whether the Template that r clones is baked (or
 // rebuilt) by this plan: as far as the plan got, the resource's live
 // object is missing or not kept.
-func (b *builder) templateChanges(r *spec.Resource) bool {
-	o := b.resourceAt(r.Connection, spec.CloneSource(r))
+func templateChanges(b *engine.Builder, r *spec.Resource) bool {
+	o := b.ResourceAt(r.Connection, spec.CloneSource(r))
 	if o == nil {
 		return false
 	}
-	lo := b.obs.objs[o.Address()]
+	lo := b.Obs.Objs[o.Address()]
 	return lo == nil || !lo.Exists || lo.Config.Get("template") != "1" || liveRecipe(lo.Config.Get("description")) != recipe(o)
 }
 
@@ -463,29 +465,29 @@ func (b *builder) templateChanges(r *spec.Resource) bool {
 // Template could not plan clean; import writes PVE's templates as QemuVMs
 // with template: true. importerOf says this reason for Template instead
 // of a bare "cannot be imported".
-func (templateKind) notImported() string {
+func (templateKind) NotImported() string {
 	return "PVE does not keep what a template was baked from (baseImage, the provisioning files); templates are imported as QemuVM with template: true"
 }
 
 // The doors a template passes on to its VM: a template is removed, read
 // back, numbered, placed and permitted as a VM is.
 
-func (k templateKind) remove(ctx context.Context, x *execution, c *Change) error {
-	return k.vm.remove(ctx, x, c)
+func (k templateKind) Remove(ctx context.Context, x *engine.Execution, c *engine.Change) error {
+	return k.vm.Remove(ctx, x, c)
 }
 
-func (k templateKind) current(ctx context.Context, cl *pve.Client, c *Change) (*liveObj, error) {
-	return k.vm.current(ctx, cl, c)
+func (k templateKind) Current(ctx context.Context, cl *pve.Client, c *engine.Change) (*engine.LiveObj, error) {
+	return k.vm.Current(ctx, cl, c)
 }
 
-func (k templateKind) newState(lo *liveObj) any { return k.vm.newState(lo) }
+func (k templateKind) NewState(lo *engine.LiveObj) any { return k.vm.NewState(lo) }
 
-func (k templateKind) decodeState(raw json.RawMessage) (any, error) { return k.vm.decodeState(raw) }
+func (k templateKind) DecodeState(raw json.RawMessage) (any, error) { return k.vm.DecodeState(raw) }
 
-func (k templateKind) prereqs(r *spec.Resource, node string, lo *liveObj) []prereq {
-	return k.vm.prereqs(r, node, lo)
+func (k templateKind) Prereqs(r *spec.Resource, node string, lo *engine.LiveObj) []engine.Prereq {
+	return k.vm.Prereqs(r, node, lo)
 }
 
-func (k templateKind) outputs(r *spec.Resource, lo *liveObj, c *Change) map[string]string {
-	return k.vm.outputs(r, lo, c)
+func (k templateKind) Outputs(r *spec.Resource, lo *engine.LiveObj, c *engine.Change) map[string]string {
+	return k.vm.Outputs(r, lo, c)
 }

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pvectl/pvectl/pkg/planner/internal/engine"
+
 	"github.com/pvectl/pvectl/pkg/planner/marks"
 	"github.com/pvectl/pvectl/pkg/pve"
 	"github.com/pvectl/pvectl/pkg/spec"
@@ -56,9 +58,9 @@ spec:
 func TestSimTemplateLifecycle(t *testing.T) {
 	sim := newSim(t)
 	ctx := context.Background()
-	p := planFor(t, sim, loadSpec(t, templateYAML), Options{})
+	p := planFor(t, sim, loadSpec(t, templateYAML), engine.Options{})
 	tc := p.Change("Template/golden")
-	if tc.Action != Create || !strings.Contains(strings.Join(tc.Reasons, "; "), "baked from template 9000 (ubuntu-24.04-cloud)") {
+	if tc.Action != engine.Create || !strings.Contains(strings.Join(tc.Reasons, "; "), "baked from template 9000 (ubuntu-24.04-cloud)") {
 		t.Fatalf("template: %s %v, want a create baked from 9000", tc.Action, tc.Reasons)
 	}
 	if c := p.Change("QemuVM/app-1"); !strings.Contains(strings.Join(c.Reasons, "; "), "full clone of Template/golden, once it is baked") {
@@ -93,8 +95,8 @@ func TestSimTemplateLifecycle(t *testing.T) {
 			marks.UserDescription(vc.Get("description")) != "" {
 			t.Errorf("%s config %v: want the template's cores and no inherited pvectl block", vm, vc)
 		}
-		if stack, id, ok := marks.ParseOwnerMark(vc.Get("description")); !ok || stack != DefaultStack || id != st.Created {
-			t.Errorf("%s: owner mark %q %d %v, want %s and its vmid %d", vm, stack, id, ok, DefaultStack, st.Created)
+		if stack, id, ok := marks.ParseOwnerMark(vc.Get("description")); !ok || stack != engine.DefaultStack || id != st.Created {
+			t.Errorf("%s: owner mark %q %d %v, want %s and its vmid %d", vm, stack, id, ok, engine.DefaultStack, st.Created)
 		}
 	}
 
@@ -103,21 +105,21 @@ func TestSimTemplateLifecycle(t *testing.T) {
 	if err := sim.cl.UpdateGuest(ctx, pve.QEMU, "pve", tid, url.Values{"description": {note + "\n" + cfg.Get("description")}}); err != nil {
 		t.Fatal(err)
 	}
-	p = planFor(t, sim, loadSpec(t, templateYAML), Options{})
+	p = planFor(t, sim, loadSpec(t, templateYAML), engine.Options{})
 	for _, c := range p.Changes {
-		if c.Action != NoOp {
+		if c.Action != engine.NoOp {
 			t.Errorf("second plan: %s %s %v, want noop", c.Address, c.Action, c.Reasons)
 		}
 	}
 
 	// A changed recipe rebuilds it, keeping its vmid and the user's note.
 	changed := strings.Replace(templateYAML, "cores: 4", "cores: 2", 1)
-	p = planFor(t, sim, loadSpec(t, changed), Options{})
+	p = planFor(t, sim, loadSpec(t, changed), engine.Options{})
 	tc = p.Change("Template/golden")
-	if tc.Action != Replace || tc.CreateFirst {
+	if tc.Action != engine.Replace || tc.CreateFirst {
 		t.Fatalf("changed recipe: %s createFirst=%v %v, want a replace that removes first", tc.Action, tc.CreateFirst, tc.Reasons)
 	}
-	if c := p.Change("QemuVM/app-1"); c.Action != NoOp {
+	if c := p.Change("QemuVM/app-1"); c.Action != engine.NoOp {
 		t.Errorf("app-1: %s %v: a VM keeps what it was cloned from", c.Action, c.Reasons)
 	}
 	applyPlan(t, sim, p)
@@ -128,7 +130,7 @@ func TestSimTemplateLifecycle(t *testing.T) {
 	if cfg.Get("template") != "1" || cfg.Get("cores") != "2" || !strings.HasPrefix(cfg.Get("description"), note+"\n[pvectl-template: recipe=") {
 		t.Fatalf("rebuilt template %d: %v, want cores 2 and the note first", tid, cfg)
 	}
-	if p := planFor(t, sim, loadSpec(t, changed), Options{}); p.Change("Template/golden").Action != NoOp {
+	if p := planFor(t, sim, loadSpec(t, changed), engine.Options{}); p.Change("Template/golden").Action != engine.NoOp {
 		t.Errorf("after the rebuild: %v", p.Change("Template/golden").Reasons)
 	}
 }
@@ -153,15 +155,15 @@ spec:
   fromTemplate: golden
   full: false
 `
-	applyPlan(t, sim, planFor(t, sim, loadSpec(t, yaml), Options{}))
+	applyPlan(t, sim, planFor(t, sim, loadSpec(t, yaml), engine.Options{}))
 	changed := strings.Replace(yaml, "storage: tpl\n", "storage: tpl\n  cores: 3\n", 1)
-	_, err := tryPlan(t, sim, loadSpec(t, changed), Options{})
+	_, err := tryPlan(t, sim, loadSpec(t, changed), engine.Options{})
 	if err == nil || !strings.Contains(err.Error(), "Template/golden: cannot rebuild template") || !strings.Contains(err.Error(), "(linked-1)") {
 		t.Fatalf("got %v, want the rebuild refused naming linked-1", err)
 	}
 	// Destroying both is fine: the clone goes first.
-	p := planFor(t, sim, loadSpec(t, yaml), Options{Destroy: true})
-	if c := p.Change("Template/golden"); c.Action != Delete {
+	p := planFor(t, sim, loadSpec(t, yaml), engine.Options{Destroy: true})
+	if c := p.Change("Template/golden"); c.Action != engine.Delete {
 		t.Errorf("destroy: %s %v", c.Action, c.Reasons)
 	}
 }
@@ -198,9 +200,9 @@ func TestSimTemplateUnfinishedBake(t *testing.T) {
 		t.Fatal(err)
 	}
 	yaml := "kind: Template\nname: golden\nspec:\n  baseImage: \"9000\"\n"
-	p := planFor(t, sim, loadSpec(t, yaml), Options{})
+	p := planFor(t, sim, loadSpec(t, yaml), engine.Options{})
 	c := p.Change("Template/golden")
-	if c.Action != Replace || stateOf(c).VMID != 150 || !strings.Contains(strings.Join(c.Reasons, "; "), "is not a template: a bake that did not finish") {
+	if c.Action != engine.Replace || stateOf(c).VMID != 150 || !strings.Contains(strings.Join(c.Reasons, "; "), "is not a template: a bake that did not finish") {
 		t.Fatalf("got %s vmid %d %v, want a rebuild of VM 150", c.Action, stateOf(c).VMID, c.Reasons)
 	}
 	applyPlan(t, sim, p)
@@ -222,7 +224,7 @@ spec:
   sshUser: ubuntu
 `
 	sim := newSim(t, "pve", "pve2")
-	applyPlan(t, sim, planFor(t, sim, loadSpec(t, base), Options{}))
+	applyPlan(t, sim, planFor(t, sim, loadSpec(t, base), engine.Options{}))
 	if why, ok := Rebuilt("Template"); !ok || !strings.Contains(why, "never updated in place") {
 		t.Errorf("Rebuilt(Template) = %q, %v", why, ok)
 	}
@@ -232,18 +234,18 @@ spec:
 	for _, tt := range []struct {
 		key, from, to string
 		effect        EffectKind
-		action        Action
+		action        engine.Action
 	}{
-		{"cores", "cores: 4", "cores: 2", Replaces, Replace},
-		{"memory", "cores: 4", "cores: 4\n  memory: 1024", Replaces, Replace},
-		{"ip", "cores: 4", "cores: 4\n  ip: 10.0.5.50/24", Replaces, Replace},
-		{"node", "node: pve", "node: pve2", Replaces, Replace},
-		{"baseImage", `baseImage: "9000"`, "baseImage: ubuntu-24.04-cloud", Replaces, Replace}, // as written
-		{"vmid", `baseImage: "9000"`, `baseImage: "9000"` + "\n  vmid: 9100", Names, Create},
-		{"name", "name: golden", "name: golden2", Names, Create},
-		{"sshUser", "sshUser: ubuntu", "sshUser: admin", CreateOnly, NoOp},
-		{"provisionTimeout", "cores: 4", "cores: 4\n  provisionTimeout: 5m", CreateOnly, NoOp},
-		{"description", "cores: 4", "cores: 4\n  description: hello", CreateOnly, NoOp},
+		{"cores", "cores: 4", "cores: 2", Replaces, engine.Replace},
+		{"memory", "cores: 4", "cores: 4\n  memory: 1024", Replaces, engine.Replace},
+		{"ip", "cores: 4", "cores: 4\n  ip: 10.0.5.50/24", Replaces, engine.Replace},
+		{"node", "node: pve", "node: pve2", Replaces, engine.Replace},
+		{"baseImage", `baseImage: "9000"`, "baseImage: ubuntu-24.04-cloud", Replaces, engine.Replace}, // as written
+		{"vmid", `baseImage: "9000"`, `baseImage: "9000"` + "\n  vmid: 9100", Names, engine.Create},
+		{"name", "name: golden", "name: golden2", Names, engine.Create},
+		{"sshUser", "sshUser: ubuntu", "sshUser: admin", CreateOnly, engine.NoOp},
+		{"provisionTimeout", "cores: 4", "cores: 4\n  provisionTimeout: 5m", CreateOnly, engine.NoOp},
+		{"description", "cores: 4", "cores: 4\n  description: hello", CreateOnly, engine.NoOp},
 	} {
 		t.Run(tt.key, func(t *testing.T) {
 			key := tt.key
@@ -258,8 +260,8 @@ spec:
 			if changed == base {
 				t.Fatalf("%q not in the spec", tt.from)
 			}
-			p := planFor(t, sim, loadSpec(t, changed), Options{})
-			var c *Change
+			p := planFor(t, sim, loadSpec(t, changed), engine.Options{})
+			var c *engine.Change
 			for _, x := range p.Changes {
 				if x.Resource != nil && x.Resource.Kind == "Template" {
 					c = x
@@ -269,7 +271,7 @@ spec:
 				t.Fatalf("plan of a changed %s: %v, want %s", key, c, tt.action)
 			}
 			for _, x := range p.Changes {
-				if x.Action == Update {
+				if x.Action == engine.Update {
 					t.Errorf("%s: an update of a template is planned: %v", x.Address, x.Reasons)
 				}
 			}
@@ -279,11 +281,11 @@ spec:
 	// of the old one.
 	pinned := strings.Replace(base, "cores: 4", "cores: 4\n  vmid: 9200", 1)
 	pinned = strings.Replace(pinned, "name: golden", "name: pinned", 1)
-	applyPlan(t, sim, planFor(t, sim, loadSpec(t, pinned), Options{}))
+	applyPlan(t, sim, planFor(t, sim, loadSpec(t, pinned), engine.Options{}))
 	set := loadSpec(t, strings.Replace(pinned, "name: pinned", "name: pinned2", 1))
-	obs, err := Observe(context.Background(), sim, set)
+	obs, err := engine.Observe(context.Background(), sim, set)
 	if err == nil {
-		_, err = Build(context.Background(), set, obs, Options{})
+		_, err = engine.Build(context.Background(), set, obs, engine.Options{})
 	}
 	if err == nil || !strings.Contains(err.Error(), "vmid 9200 is held by VM \"pinned\"") {
 		t.Errorf("a new name with vmid set: %v, want it refused", err)

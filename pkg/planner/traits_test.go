@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pvectl/pvectl/pkg/planner/internal/engine"
+
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/pvectl/pvectl/pkg/spec"
@@ -16,24 +18,24 @@ import (
 // one of the three, a vmid claim without its pinned vmid, staging that
 // names no committing kind of the registry (or one that commits another
 // scope), a commit that nothing stages or that has no planCommit.
-func checkTraits(name string, k kindOps, missing func(string)) {
-	t := k.traits()
+func checkTraits(name string, k engine.KindOps, missing func(string)) {
+	t := k.Traits()
 	switch t.Scope {
-	case scopeCluster, scopeNode, scopeGuest:
+	case engine.ScopeCluster, engine.ScopeNode, engine.ScopeGuest:
 	default:
 		missing("traits: scope " + quote(string(t.Scope)) + " is not cluster, node or guest")
 	}
 	if t.ClaimsVMID != (t.PinnedVMID != nil) {
 		missing("traits: ClaimsVMID and PinnedVMID go together")
 	}
-	if t.ClaimsVMID && t.Scope != scopeGuest {
+	if t.ClaimsVMID && t.Scope != engine.ScopeGuest {
 		missing("traits: a kind that claims vmids has scope guest")
 	}
 	if t.Stages != "" && t.Commits != "" {
 		missing("traits: a kind either stages or commits, not both")
 	}
 	for _, decl := range []string{t.Stages, t.Commits} {
-		if decl != "" && decl != string(scopeNode) && !strings.HasPrefix(decl, "cluster/") {
+		if decl != "" && decl != string(engine.ScopeNode) && !strings.HasPrefix(decl, "cluster/") {
 			missing("traits: staging scope " + quote(decl) + " is neither node nor cluster/<name>")
 		}
 	}
@@ -53,39 +55,39 @@ func checkTraits(name string, k kindOps, missing func(string)) {
 // template updated in place).
 var oldMarkers = []struct {
 	method, trait string
-	has           func(kindOps) bool
-	declared      func(kindTraits) bool
+	has           func(engine.KindOps) bool
+	declared      func(engine.KindTraits) bool
 }{
 	{"singleton()", "Singleton",
-		func(k kindOps) bool { _, ok := k.(interface{ singleton() }); return ok },
-		func(t kindTraits) bool { return t.Singleton }},
+		func(k engine.KindOps) bool { _, ok := k.(interface{ singleton() }); return ok },
+		func(t engine.KindTraits) bool { return t.Singleton }},
 	{"nodeStaged(lo)", "Stages/CommittedBy/StagedAlready",
-		func(k kindOps) bool { _, ok := k.(interface{ nodeStaged(*liveObj) bool }); return ok },
-		func(t kindTraits) bool { return t.Stages != "" }},
+		func(k engine.KindOps) bool { _, ok := k.(interface{ nodeStaged(*engine.LiveObj) bool }); return ok },
+		func(t engine.KindTraits) bool { return t.Stages != "" }},
 	{"pinnedVMID(r)", "ClaimsVMID/PinnedVMID",
-		func(k kindOps) bool { _, ok := k.(interface{ pinnedVMID(*spec.Resource) int }); return ok },
-		func(t kindTraits) bool { return t.ClaimsVMID }},
+		func(k engine.KindOps) bool { _, ok := k.(interface{ pinnedVMID(*spec.Resource) int }); return ok },
+		func(t engine.KindTraits) bool { return t.ClaimsVMID }},
 	{"createsFirst(r)", "CreatesFirst",
-		func(k kindOps) bool { _, ok := k.(interface{ createsFirst(*spec.Resource) bool }); return ok },
-		func(t kindTraits) bool { return t.CreatesFirst != nil }},
+		func(k engine.KindOps) bool { _, ok := k.(interface{ createsFirst(*spec.Resource) bool }); return ok },
+		func(t engine.KindTraits) bool { return t.CreatesFirst != nil }},
 	{"busy(r, lo)", "Busy",
-		func(k kindOps) bool {
+		func(k engine.KindOps) bool {
 			_, ok := k.(interface {
-				busy(*spec.Resource, *liveObj) *BusyError
+				busy(*spec.Resource, *engine.LiveObj) *engine.BusyError
 			})
 			return ok
 		},
-		func(t kindTraits) bool { return t.Busy != nil }},
+		func(t engine.KindTraits) bool { return t.Busy != nil }},
 	{"rebuilt()", "Rebuilt",
-		func(k kindOps) bool { _, ok := k.(interface{ rebuilt() string }); return ok },
-		func(t kindTraits) bool { return t.Rebuilt != "" }},
+		func(k engine.KindOps) bool { _, ok := k.(interface{ rebuilt() string }); return ok },
+		func(t engine.KindTraits) bool { return t.Rebuilt != "" }},
 	{"objectName(c)", "Noun/Name",
-		func(k kindOps) bool { _, ok := k.(interface{ objectName(*Change) string }); return ok },
-		func(t kindTraits) bool { return t.Name != nil }},
+		func(k engine.KindOps) bool { _, ok := k.(interface{ objectName(*engine.Change) string }); return ok },
+		func(t engine.KindTraits) bool { return t.Name != nil }},
 }
 
 // checkStager: a kind that stages names the kind that commits its scope.
-func checkStager(t kindTraits, missing func(string)) {
+func checkStager(t engine.KindTraits, missing func(string)) {
 	if t.Stages == "" {
 		if t.CommittedBy != "" || t.StagedWhat != "" || t.StagedAlready != nil {
 			missing("traits: CommittedBy, StagedWhat and StagedAlready need Stages")
@@ -95,32 +97,32 @@ func checkStager(t kindTraits, missing func(string)) {
 	if t.StagedWhat == "" || t.StagedAlready == nil {
 		missing("traits: a kind that stages says what (StagedWhat) and whether its scope has staged changes already (StagedAlready)")
 	}
-	committing, ok := kinds[t.CommittedBy]
+	committing, ok := engine.Kinds[t.CommittedBy]
 	switch {
 	case !ok:
 		missing("traits: stages in " + quote(t.Stages) + " but its committing kind " + quote(t.CommittedBy) + " is not in the registry")
-	case committing.traits().Commits != t.Stages:
-		missing("traits: stages in " + quote(t.Stages) + " but " + t.CommittedBy + " commits " + quote(committing.traits().Commits))
+	case committing.Traits().Commits != t.Stages:
+		missing("traits: stages in " + quote(t.Stages) + " but " + t.CommittedBy + " commits " + quote(committing.Traits().Commits))
 	}
 }
 
 // checkCommitter: a kind that commits plans its commit (committer), and
 // some kind stages what it commits.
-func checkCommitter(name string, k kindOps, missing func(string)) {
-	_, door := k.(committer)
-	commits := k.traits().Commits != ""
+func checkCommitter(name string, k engine.KindOps, missing func(string)) {
+	_, door := k.(engine.Committer)
+	commits := k.Traits().Commits != ""
 	if door != commits {
 		missing("traits: Commits is declared exactly when the kind has planCommit and foreign (committer)")
 	}
 	if !commits {
 		return
 	}
-	for _, o := range kinds {
-		if o.traits().CommittedBy == name {
+	for _, o := range engine.Kinds {
+		if o.Traits().CommittedBy == name {
 			return
 		}
 	}
-	missing("traits: commits " + quote(k.traits().Commits) + " but no kind of the registry stages there for it")
+	missing("traits: commits " + quote(k.Traits().Commits) + " but no kind of the registry stages there for it")
 }
 
 func quote(s string) string { return "\"" + s + "\"" }
@@ -135,14 +137,14 @@ func TestStagingScope(t *testing.T) {
 		{"cluster/sdn", "pve1", "cluster/sdn"},
 		{"cluster/sdn", "", "cluster/sdn"},
 	} {
-		if got := stagingScope(tc.decl, tc.node); got != tc.want {
+		if got := engine.StagingScope(tc.decl, tc.node); got != tc.want {
 			t.Errorf("stagingScope(%q, %q) = %q, want %q", tc.decl, tc.node, got, tc.want)
 		}
 	}
-	iface := traitsOf(spec.KindLinuxBridge)
+	iface := engine.TraitsOf(spec.KindLinuxBridge)
 	for _, tc := range []struct {
 		name           string
-		t              kindTraits
+		t              engine.KindTraits
 		scope          string
 		changes, stage bool
 		want           string
@@ -152,21 +154,21 @@ func TestStagingScope(t *testing.T) {
 		{"staged on a node", iface, "node/pve1", false, true,
 			"node pve1 has staged network changes that no NetworkApply in these specs commits (add `kind: NetworkApply` for node pve1)"},
 		{"nothing", iface, "node/pve1", false, false, ""},
-		{"cluster scope", kindTraits{Stages: "cluster/sdn", StagedWhat: "SDN", CommittedBy: "SdnApply"}, "cluster/sdn", true, false,
+		{"cluster scope", engine.KindTraits{Stages: "cluster/sdn", StagedWhat: "SDN", CommittedBy: "SdnApply"}, "cluster/sdn", true, false,
 			"the change will stay staged: no SdnApply in these specs commits the cluster's SDN (add `kind: SdnApply`)"},
 	} {
-		if got := uncommittedReason(tc.t, tc.scope, tc.changes, tc.stage); got != tc.want {
+		if got := engine.UncommittedReason(tc.t, tc.scope, tc.changes, tc.stage); got != tc.want {
 			t.Errorf("%s: got %q\nwant %q", tc.name, got, tc.want)
 		}
 	}
-	stage, k1 := stagingKey(spec.KindBondInterface, "c", "pve1")
-	commit, k2 := stagingKey(spec.KindNetworkApply, "c", "pve1")
-	_, other := stagingKey(spec.KindNetworkApply, "c", "pve2")
-	_, otherConn := stagingKey(spec.KindNetworkApply, "d", "pve1")
-	if stage != netStage || commit != netCommit || k1 != k2 || k1 == other || k1 == otherConn {
+	stage, k1 := engine.StagingKey(spec.KindBondInterface, "c", "pve1")
+	commit, k2 := engine.StagingKey(spec.KindNetworkApply, "c", "pve1")
+	_, other := engine.StagingKey(spec.KindNetworkApply, "c", "pve2")
+	_, otherConn := engine.StagingKey(spec.KindNetworkApply, "d", "pve1")
+	if stage != engine.NetStage || commit != engine.NetCommit || k1 != k2 || k1 == other || k1 == otherConn {
 		t.Errorf("stagingKey: bond %v %q, commit %v %q, other node %q, other connection %q", stage, k1, commit, k2, other, otherConn)
 	}
-	if role, key := stagingKey(spec.KindPool, "c", ""); role != netNone || key != "" {
+	if role, key := engine.StagingKey(spec.KindPool, "c", ""); role != engine.NetNone || key != "" {
 		t.Errorf("stagingKey(Pool) = %v %q, want none", role, key)
 	}
 }
@@ -174,11 +176,11 @@ func TestStagingScope(t *testing.T) {
 // fakeKind is a kind that has declared traits only, for the graph tests:
 // nothing calls its other methods.
 type fakeKind struct {
-	kindOps
-	t kindTraits
+	engine.KindOps
+	t engine.KindTraits
 }
 
-func (f fakeKind) traits() kindTraits { return f.t }
+func (f fakeKind) Traits() engine.KindTraits { return f.t }
 
 // TestClusterStagingScope: a kind that stages in one scope of the whole
 // cluster, and the kind that commits it, plug in without an engine change:
@@ -187,16 +189,16 @@ func (f fakeKind) traits() kindTraits { return f.t }
 // commit along (and not the other zones), and a destroy commits after the
 // zones went, which go after their users.
 func TestClusterStagingScope(t *testing.T) {
-	kinds["FakeZone"] = fakeKind{t: kindTraits{Scope: scopeCluster, Stages: "cluster/sdn", StagedWhat: "SDN",
-		CommittedBy: "FakeSdnApply", StagedAlready: func(*liveObj) bool { return false }}}
-	kinds["FakeSdnApply"] = fakeKind{t: kindTraits{Scope: scopeCluster, Singleton: true, Commits: "cluster/sdn"}}
-	t.Cleanup(func() { delete(kinds, "FakeZone"); delete(kinds, "FakeSdnApply") })
-	b := &builder{changes: map[string]*Change{}}
+	engine.Kinds["FakeZone"] = fakeKind{t: engine.KindTraits{Scope: engine.ScopeCluster, Stages: "cluster/sdn", StagedWhat: "SDN",
+		CommittedBy: "FakeSdnApply", StagedAlready: func(*engine.LiveObj) bool { return false }}}
+	engine.Kinds["FakeSdnApply"] = fakeKind{t: engine.KindTraits{Scope: engine.ScopeCluster, Singleton: true, Commits: "cluster/sdn"}}
+	t.Cleanup(func() { delete(engine.Kinds, "FakeZone"); delete(engine.Kinds, "FakeSdnApply") })
+	b := &engine.Builder{Changes: map[string]*engine.Change{}}
 	for _, c := range []struct{ kind, name, node string }{
 		{"FakeZone", "z1", "pve1"}, {"FakeZone", "z2", "pve2"}, {"FakeSdnApply", "sdn", ""}, {spec.KindQemuVM, "vm", "pve1"},
 	} {
 		r := &spec.Resource{Kind: c.kind, Name: c.name, Connection: "c"}
-		b.changes[r.Address()] = &Change{Address: r.Address(), Resource: r, Node: c.node, Action: Create}
+		b.Changes[r.Address()] = &engine.Change{Address: r.Address(), Resource: r, Node: c.node, Action: engine.Create}
 	}
 	fwd := func() map[string][]string {
 		return map[string][]string{"FakeZone/z1": nil, "FakeZone/z2": nil,
@@ -204,13 +206,13 @@ func TestClusterStagingScope(t *testing.T) {
 	}
 
 	deps := fwd()
-	b.waitForCommits(deps)
+	b.WaitForCommits(deps)
 	if want := []string{"FakeSdnApply/sdn", "FakeZone/z1"}; !slices.Equal(deps["QemuVM/vm"], want) {
 		t.Errorf("waitForCommits: the zone's user waits for %v, want %v", deps["QemuVM/vm"], want)
 	}
 
-	b.opts.Targets = []string{"FakeZone/z2"}
-	sel, err := b.selectTargets(fwd())
+	b.Opts.Targets = []string{"FakeZone/z2"}
+	sel, err := b.SelectTargets(fwd())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -218,7 +220,7 @@ func TestClusterStagingScope(t *testing.T) {
 		t.Errorf("selectTargets(FakeZone/z2) = %v, want %v", got, want)
 	}
 
-	rev := reverseDeps(fwd(), b.netKey)
+	rev := engine.ReverseDeps(fwd(), b.NetKey)
 	want := map[string][]string{"FakeZone/z1": {"QemuVM/vm"}, "FakeZone/z2": {},
 		"FakeSdnApply/sdn": {"FakeZone/z1", "FakeZone/z2"}, "QemuVM/vm": {}}
 	if diff := cmp.Diff(want, rev, cmpopts.EquateEmpty()); diff != "" {

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/pvectl/pvectl/pkg/planner/internal/engine"
+
 	"github.com/pvectl/pvectl/pkg/planner/compare"
 	"github.com/pvectl/pvectl/pkg/pve"
 	"github.com/pvectl/pvectl/pkg/spec"
@@ -19,7 +21,7 @@ import (
 type userKind struct{}
 
 // traits: a user is the cluster's.
-func (userKind) traits() kindTraits { return kindTraits{Scope: scopeCluster} }
+func (userKind) Traits() engine.KindTraits { return engine.KindTraits{Scope: engine.ScopeCluster} }
 
 const userCreatePath = "/access/users"
 
@@ -43,10 +45,10 @@ var userFields = map[string]string{
 // userObj is a user as PVE lists it, with every setting spelled as PUT
 // would send it: no expire is 0, no enable is PVE's default 1, groups
 // sorted.
-func userObj(users map[string]*pve.User, id string) *liveObj {
+func userObj(users map[string]*pve.User, id string) *engine.LiveObj {
 	u := users[id]
 	if u == nil {
-		return &liveObj{}
+		return &engine.LiveObj{}
 	}
 	cfg := pve.NewConfig(0)
 	for k := range userFields {
@@ -63,11 +65,11 @@ func userObj(users map[string]*pve.User, id string) *liveObj {
 	if g := compare.SplitSet(cfg.Get("groups")); len(g) > 0 {
 		cfg.Set("groups", strings.Join(g, ","))
 	}
-	return &liveObj{Exists: true, Config: cfg, Digest: fieldsDigest(cfg)}
+	return &engine.LiveObj{Exists: true, Config: cfg, Digest: engine.FieldsDigest(cfg)}
 }
 
-func (userKind) observe(ctx context.Context, lc *liveConn, r *spec.Resource) (*liveObj, error) {
-	users, err := lc.userList(ctx)
+func (userKind) Observe(ctx context.Context, lc *engine.LiveConn, r *spec.Resource) (*engine.LiveObj, error) {
+	users, err := lc.UserList(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -91,8 +93,8 @@ func desiredUser(r *spec.Resource) map[string]string {
 	return out
 }
 
-func (userKind) compare(b *builder, r *spec.Resource, lo *liveObj, c *Change) error {
-	cmp := compare.Comparer{M: b.method("POST", userCreatePath)}
+func (userKind) Compare(b *engine.Builder, r *spec.Resource, lo *engine.LiveObj, c *engine.Change) error {
+	cmp := compare.Comparer{M: b.Method("POST", userCreatePath)}
 	want := desiredUser(r)
 	for _, k := range slices.Sorted(maps.Keys(want)) {
 		dv, lv := want[k], lo.Config.Get(k)
@@ -101,7 +103,7 @@ func (userKind) compare(b *builder, r *spec.Resource, lo *liveObj, c *Change) er
 		}
 		c.Diff = append(c.Diff, compare.Diff(k, compare.NilIfEmpty(lv), compare.NilIfEmpty(dv)))
 	}
-	if !updateForDiff(c) {
+	if !engine.UpdateForDiff(c) {
 		return nil
 	}
 	c.Params = map[string]string{}
@@ -126,37 +128,37 @@ func sameAccessValue(cmp compare.Comparer, key, desired, live string) bool {
 	return compare.EqualScalar(key, cmp.Param(key), desired, live)
 }
 
-func (userKind) create(ctx context.Context, x *execution, c *Change) error {
+func (userKind) Create(ctx context.Context, x *engine.Execution, c *engine.Change) error {
 	id := userID(c.Resource)
 	params := toValues(c.Resource.Params.Map())
 	params.Set("userid", id)
-	if err := x.client.CreateUser(ctx, params); err != nil {
+	if err := x.Client.CreateUser(ctx, params); err != nil {
 		return fmt.Errorf("create user %s: %w", id, err)
 	}
 	return nil
 }
 
-func (userKind) update(ctx context.Context, x *execution, c *Change) error {
+func (userKind) Update(ctx context.Context, x *engine.Execution, c *engine.Change) error {
 	id := userID(c.Resource)
-	if err := x.client.UpdateUser(ctx, id, toValues(c.Params)); err != nil {
+	if err := x.Client.UpdateUser(ctx, id, toValues(c.Params)); err != nil {
 		return fmt.Errorf("update user %s: %w", id, err)
 	}
 	return nil
 }
 
-func (userKind) remove(ctx context.Context, x *execution, c *Change) error {
+func (userKind) Remove(ctx context.Context, x *engine.Execution, c *engine.Change) error {
 	id := userID(c.Resource)
-	if owner, _, _ := strings.Cut(x.client.TokenID(), "!"); owner == id {
-		return fmt.Errorf("refusing to delete user %s: the API token this run uses (%s) is one of its tokens and would go with it", id, x.client.TokenID())
+	if owner, _, _ := strings.Cut(x.Client.TokenID(), "!"); owner == id {
+		return fmt.Errorf("refusing to delete user %s: the API token this run uses (%s) is one of its tokens and would go with it", id, x.Client.TokenID())
 	}
-	if err := x.client.DeleteUser(ctx, id); err != nil && !pve.IsNotFound(err) {
+	if err := x.Client.DeleteUser(ctx, id); err != nil && !pve.IsNotFound(err) {
 		return fmt.Errorf("delete user %s: %w", id, err)
 	}
-	x.msg("deleted user %s (PVE removes its API tokens and ACL entries with it)", id)
+	x.Msg("deleted user %s (PVE removes its API tokens and ACL entries with it)", id)
 	return nil
 }
 
-func (userKind) current(ctx context.Context, cl *pve.Client, c *Change) (*liveObj, error) {
+func (userKind) Current(ctx context.Context, cl *pve.Client, c *engine.Change) (*engine.LiveObj, error) {
 	users, err := cl.Users(ctx)
 	if err != nil {
 		return nil, err
@@ -169,33 +171,33 @@ func (userKind) current(ctx context.Context, cl *pve.Client, c *Change) (*liveOb
 // (pve-access-control API2/User.pm index: User.Modify or Sys.Audit on
 // /access/groups, or on a group of the user; the preflight asks for
 // /access/groups, as a user's groups are not known before it is read).
-func usersAudit(what string) permNeed {
-	return needAny("/access/groups", "to see "+what+" (PVE lists only the users a token may audit)", "User.Modify", "Sys.Audit")
+func usersAudit(what string) engine.PermNeed {
+	return engine.NeedAny("/access/groups", "to see "+what+" (PVE lists only the users a token may audit)", "User.Modify", "Sys.Audit")
 }
 
 // readCalls: GET /access/users is open to all but lists only the users
 // the caller may audit.
-func (userKind) readCalls(*spec.Resource) []apiCall {
-	return []apiCall{call("GET", "/access/users", "to see the user").with(usersAudit("the user"))}
+func (userKind) ReadCalls(*spec.Resource) []engine.APICall {
+	return []engine.APICall{engine.Call("GET", "/access/users", "to see the user").With(usersAudit("the user"))}
 }
 
 // changeCalls: POST /access/users, PUT and DELETE /access/users/{userid}
 // (their rules: userid-param, userid-group in RPCEnvironment.pm).
-func (userKind) changeCalls(c *Change, _ *liveObj) []apiCall {
+func (userKind) ChangeCalls(c *engine.Change, _ *engine.LiveObj) []engine.APICall {
 	id, why := userID(c.Resource), "to "+c.Action.String()+" the user"
 	_, realm, _ := strings.Cut(id, "@")
 	ofRealm := "to " + c.Action.String() + " a user of realm " + realm
-	post := call("POST", "/access/users", why, "userid", id, "groups", c.Resource.Params.Get("groups")).saying("Realm.AllocateUser", ofRealm)
-	del := call("DELETE", "/access/users/{userid}", why, "userid", id).saying("Realm.AllocateUser", ofRealm)
+	post := engine.Call("POST", "/access/users", why, "userid", id, "groups", c.Resource.Params.Get("groups")).Saying("Realm.AllocateUser", ofRealm)
+	del := engine.Call("DELETE", "/access/users/{userid}", why, "userid", id).Saying("Realm.AllocateUser", ofRealm)
 	switch c.Action {
-	case Create:
-		return []apiCall{post}
-	case Update:
-		return []apiCall{call("PUT", "/access/users/{userid}", why, "userid", id)}
-	case Delete:
-		return []apiCall{del}
-	case Replace:
-		return []apiCall{del, post}
+	case engine.Create:
+		return []engine.APICall{post}
+	case engine.Update:
+		return []engine.APICall{engine.Call("PUT", "/access/users/{userid}", why, "userid", id)}
+	case engine.Delete:
+		return []engine.APICall{del}
+	case engine.Replace:
+		return []engine.APICall{del, post}
 	}
 	return nil
 }

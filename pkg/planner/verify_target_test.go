@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pvectl/pvectl/pkg/planner/internal/engine"
+
 	"github.com/google/go-cmp/cmp"
 	"github.com/pvectl/pvectl/pkg/pve"
 	"github.com/pvectl/pvectl/pkg/pve/pvesim"
@@ -31,7 +33,7 @@ func newSimWith(t *testing.T, opts pvesim.Options) *simClients {
 func TestSimVerifyRefusesOtherCluster(t *testing.T) {
 	a, b := newSim(t), newSim(t)
 	ctx := context.Background()
-	p := planFor(t, a, loadSpec(t, "kind: Pool\nname: team\n"), Options{})
+	p := planFor(t, a, loadSpec(t, "kind: Pool\nname: team\n"), engine.Options{})
 	if diff := cmp.Diff(map[string]string{"": a.cl.BaseURL()}, p.Endpoints); diff != "" {
 		t.Errorf("endpoints: got %v (-want +got):\n%s", p.Endpoints, diff)
 	}
@@ -39,11 +41,11 @@ func TestSimVerifyRefusesOtherCluster(t *testing.T) {
 	if diff := cmp.Diff(p.Endpoints, saved.Endpoints); diff != "" {
 		t.Errorf("endpoints after a file round trip (-want +got):\n%s", diff)
 	}
-	if err := Verify(ctx, a, saved); err != nil {
+	if err := engine.Verify(ctx, a, saved); err != nil {
 		t.Errorf("Verify against the planned cluster: got %v want nil", err)
 	}
 	// B has no pool "team" either, so only the endpoint tells them apart.
-	err := Verify(ctx, b, saved)
+	err := engine.Verify(ctx, b, saved)
 	want := "default connection: plan was made against " + a.cl.BaseURL() + ", the connection now points at " + b.cl.BaseURL() + ": run plan again"
 	if err == nil || err.Error() != want {
 		t.Errorf("Verify against another cluster: got %v want %q", err, want)
@@ -71,32 +73,32 @@ func TestVerifyEndpoints(t *testing.T) {
 	}
 	one, two := newClient("http://127.0.0.1:8006"), newClient("http://127.0.0.1:8007")
 	clients := namedClients{"": one, "lab": two}
-	pool := func(conn string, a Action) *Change {
-		return &Change{Address: "Pool/" + conn, Action: a, Resource: &spec.Resource{Kind: spec.KindPool, Name: conn, Connection: conn}}
+	pool := func(conn string, a engine.Action) *engine.Change {
+		return &engine.Change{Address: "Pool/" + conn, Action: a, Resource: &spec.Resource{Kind: spec.KindPool, Name: conn, Connection: conn}}
 	}
 	tests := []struct {
 		name      string
 		endpoints map[string]string
-		changes   []*Change
+		changes   []*engine.Change
 		wantErr   string
 	}{
 		{name: "same endpoints", endpoints: map[string]string{"": one.BaseURL(), "lab": two.BaseURL()},
-			changes: []*Change{pool("", Create), pool("lab", Create)}},
-		{name: "plan without endpoints is not checked", changes: []*Change{pool("", Create)}},
+			changes: []*engine.Change{pool("", engine.Create), pool("lab", engine.Create)}},
+		{name: "plan without endpoints is not checked", changes: []*engine.Change{pool("", engine.Create)}},
 		{name: "named connection moved", endpoints: map[string]string{"": one.BaseURL(), "lab": one.BaseURL()},
-			changes: []*Change{pool("", Create), pool("lab", Create)},
+			changes: []*engine.Change{pool("", engine.Create), pool("lab", engine.Create)},
 			wantErr: "connection lab: plan was made against http://127.0.0.1:8006/api2/json, the connection now points at http://127.0.0.1:8007/api2/json: run plan again"},
 		{name: "used connection not recorded", endpoints: map[string]string{"": one.BaseURL()},
-			changes: []*Change{pool("", Create), pool("lab", Create)},
+			changes: []*engine.Change{pool("", engine.Create), pool("lab", engine.Create)},
 			wantErr: "connection lab: the plan does not record which cluster it was made against: run plan again"},
 		{name: "noop connections need no record", endpoints: map[string]string{"": one.BaseURL()},
-			changes: []*Change{pool("", Create), pool("lab", NoOp)}},
+			changes: []*engine.Change{pool("", engine.Create), pool("lab", engine.NoOp)}},
 		{name: "connection gone", endpoints: map[string]string{"old": one.BaseURL()},
 			wantErr: "connection old: unknown connection old"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			err := verifyEndpoints(clients, &Plan{FormatVersion: FormatVersion, Endpoints: tc.endpoints, Changes: tc.changes})
+			err := engine.VerifyEndpoints(clients, &engine.Plan{FormatVersion: engine.FormatVersion, Endpoints: tc.endpoints, Changes: tc.changes})
 			got := ""
 			if err != nil {
 				got = err.Error()
@@ -110,7 +112,7 @@ func TestVerifyEndpoints(t *testing.T) {
 
 // shrinkingB is twoBridges with VM b asking to shrink its disk, a
 // plan-time error.
-func shrinkingB() (*spec.Set, map[string]*liveObj) {
+func shrinkingB() (*spec.Set, map[string]*engine.LiveObj) {
 	set, live := twoBridges()
 	for _, r := range set.Resources {
 		if r.Address() == "QemuVM/b" {
@@ -125,25 +127,25 @@ func TestBuildTargetIgnoresUnrelatedErrors(t *testing.T) {
 	unreadable := errors.New("QemuVM/b: name b matches VMs 102 and 103: set vmid")
 	tests := []struct {
 		name    string
-		opts    Options
+		opts    engine.Options
 		obsErrs map[string]error // observe errors (the resource's live state is then missing)
 		want    []string
 		errHas  string
 	}{
 		{name: "no target reports the error", errHas: "QemuVM/b: scsi0: PVE cannot shrink a disk"},
-		{name: "target elsewhere plans", opts: Options{Targets: []string{"QemuVM/a"}},
+		{name: "target elsewhere plans", opts: engine.Options{Targets: []string{"QemuVM/a"}},
 			want: []string{"noop LinuxBridge/vmbr1", "noop LinuxBridge/vmbr2", "noop NetworkApply/pve <- LinuxBridge/vmbr1,LinuxBridge/vmbr2", "noop QemuVM/a <- LinuxBridge/vmbr1,NetworkApply/pve"}},
-		{name: "target the broken one", opts: Options{Targets: []string{"QemuVM/b"}}, errHas: "PVE cannot shrink a disk"},
-		{name: "a dependency of the target is broken", opts: Options{Targets: []string{"QemuVM/a"}},
+		{name: "target the broken one", opts: engine.Options{Targets: []string{"QemuVM/b"}}, errHas: "PVE cannot shrink a disk"},
+		{name: "a dependency of the target is broken", opts: engine.Options{Targets: []string{"QemuVM/a"}},
 			obsErrs: map[string]error{"LinuxBridge/vmbr1": errors.New("LinuxBridge/vmbr1: node \"x\" is not in the cluster")},
 			errHas:  "LinuxBridge/vmbr1: node"},
-		{name: "observe error elsewhere", opts: Options{Targets: []string{"LinuxBridge/vmbr1"}},
+		{name: "observe error elsewhere", opts: engine.Options{Targets: []string{"LinuxBridge/vmbr1"}},
 			obsErrs: map[string]error{"QemuVM/b": unreadable},
 			want:    []string{"noop LinuxBridge/vmbr1", "noop NetworkApply/pve <- LinuxBridge/vmbr1"}},
-		{name: "destroy target elsewhere", opts: Options{Destroy: true, Targets: []string{"QemuVM/a"}},
+		{name: "destroy target elsewhere", opts: engine.Options{Destroy: true, Targets: []string{"QemuVM/a"}},
 			obsErrs: map[string]error{"QemuVM/b": unreadable},
 			want:    []string{"delete QemuVM/a"}},
-		{name: "destroy target whose dependent is broken", opts: Options{Destroy: true, Targets: []string{"LinuxBridge/vmbr2"}},
+		{name: "destroy target whose dependent is broken", opts: engine.Options{Destroy: true, Targets: []string{"LinuxBridge/vmbr2"}},
 			obsErrs: map[string]error{"QemuVM/b": unreadable},
 			errHas:  unreadable.Error()},
 	}
@@ -153,7 +155,7 @@ func TestBuildTargetIgnoresUnrelatedErrors(t *testing.T) {
 			for a := range tc.obsErrs {
 				delete(live, a)
 			}
-			p, err := Build(context.Background(), set, &Observed{objs: live, errs: tc.obsErrs}, tc.opts)
+			p, err := engine.Build(context.Background(), set, &engine.Observed{Objs: live, Errs: tc.obsErrs}, tc.opts)
 			if !succeeded(t, err, tc.errHas) {
 				return
 			}
@@ -171,7 +173,7 @@ func TestBuildConnectionErrorSaidOnce(t *testing.T) {
 	for a := range live {
 		errs[a] = connErr
 	}
-	_, err := Build(context.Background(), set, &Observed{objs: map[string]*liveObj{}, errs: errs}, Options{})
+	_, err := engine.Build(context.Background(), set, &engine.Observed{Objs: map[string]*engine.LiveObj{}, Errs: errs}, engine.Options{})
 	if err == nil || err.Error() != connErr.Error() {
 		t.Errorf("got %v want %q once", err, connErr)
 	}
@@ -186,11 +188,11 @@ func TestSimTargetNotBlockedByAmbiguousVM(t *testing.T) {
 		}
 	}
 	set := loadSpec(t, "kind: QemuVM\nname: web\nspec:\n  memory: 1024\n---\nkind: QemuVM\nname: worker-1\nspec:\n  memory: 512\n")
-	p := planFor(t, sim, set, Options{Targets: []string{"QemuVM/worker-1"}})
+	p := planFor(t, sim, set, engine.Options{Targets: []string{"QemuVM/worker-1"}})
 	if diff := cmp.Diff([]string{"create QemuVM/worker-1"}, summary(p)); diff != "" {
 		t.Errorf("plan (-want +got):\n%s", diff)
 	}
-	if _, err := tryPlan(t, sim, set, Options{}); err == nil || !strings.Contains(err.Error(), "QemuVM/web: name web matches VMs 120 and 121") {
+	if _, err := tryPlan(t, sim, set, engine.Options{}); err == nil || !strings.Contains(err.Error(), "QemuVM/web: name web matches VMs 120 and 121") {
 		t.Errorf("Build without target: got %v want the ambiguity of QemuVM/web", err)
 	}
 }
@@ -217,10 +219,10 @@ func TestSimCreateDiffShowsNode(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			sim := newSimWith(t, pvesim.Options{Nodes: tc.nodes})
 			sim.conn.Nodes = tc.connNode
-			p := planFor(t, sim, loadSpec(t, tc.doc), Options{})
+			p := planFor(t, sim, loadSpec(t, tc.doc), engine.Options{})
 			got := map[string]any{}
 			for _, c := range p.Changes {
-				if c.Action != Create {
+				if c.Action != engine.Create {
 					continue
 				}
 				got[c.Address] = nil
@@ -256,7 +258,7 @@ func TestSimTaskWarningsAreReported(t *testing.T) {
 	sim := newSimWith(t, pvesim.Options{WarnRate: 1})
 	set := loadSpec(t, "kind: QemuVM\nname: web\nspec:\n  vmid: 130\n  memory: 1024\n")
 	h := &recHooks{}
-	res, err := Apply(context.Background(), sim, planFor(t, sim, set, Options{}), ApplyOptions{Hooks: h})
+	res, err := engine.Apply(context.Background(), sim, planFor(t, sim, set, engine.Options{}), engine.ApplyOptions{Hooks: h})
 	if err != nil {
 		t.Fatalf("Apply: got %v want success (warnings are not failures)", err)
 	}
@@ -290,7 +292,7 @@ func TestTaskWarningMessage(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := taskWarningMessage(st, tc.warnings); got != tc.want {
+			if got := engine.TaskWarningMessage(st, tc.warnings); got != tc.want {
 				t.Errorf("got %q want %q", got, tc.want)
 			}
 		})
@@ -305,24 +307,24 @@ func TestSimStagedBridgeWithoutCommit(t *testing.T) {
 	const staged = "node pve has staged network changes that no NetworkApply in these specs commits (add `kind: NetworkApply` for node pve)"
 
 	set := loadSpec(t, bridge)
-	p := planFor(t, sim, set, Options{})
+	p := planFor(t, sim, set, engine.Options{})
 	if diff := cmp.Diff([]string{"does not exist", stays}, p.Changes[0].Reasons); diff != "" {
 		t.Errorf("create reasons (-want +got):\n%s", diff)
 	}
 	applyPlan(t, sim, p)
 
-	p = planFor(t, sim, set, Options{})
-	if c := p.Changes[0]; c.Action != NoOp || !slices.Equal(c.Reasons, []string{staged}) {
+	p = planFor(t, sim, set, engine.Options{})
+	if c := p.Changes[0]; c.Action != engine.NoOp || !slices.Equal(c.Reasons, []string{staged}) {
 		t.Errorf("after create: got %s %q want noop with %q", c.Action, c.Reasons, staged)
 	}
 	set = loadSpec(t, strings.Replace(bridge, "eno2", "eno3", 1))
-	if c := planFor(t, sim, set, Options{}).Changes[0]; c.Action != Update || !slices.Contains(c.Reasons, stays) {
+	if c := planFor(t, sim, set, engine.Options{}).Changes[0]; c.Action != engine.Update || !slices.Contains(c.Reasons, stays) {
 		t.Errorf("update: got %s %q want update saying %q", c.Action, c.Reasons, stays)
 	}
 
 	// With a commit in the specs the bridge says nothing more.
 	set = loadSpec(t, bridge+commit)
-	p = planFor(t, sim, set, Options{})
+	p = planFor(t, sim, set, engine.Options{})
 	if diff := cmp.Diff([]string{"noop LinuxBridge/vmbr1", "apply NetworkApply/pve <- LinuxBridge/vmbr1"}, summary(p)); diff != "" {
 		t.Errorf("plan with commit (-want +got):\n%s", diff)
 	}
@@ -331,14 +333,14 @@ func TestSimStagedBridgeWithoutCommit(t *testing.T) {
 	}
 	// pvectl keeps no state: what an earlier run left staged is not this
 	// plan's, so it commits only when allowed.
-	if _, err := Apply(context.Background(), sim, p, ApplyOptions{}); err == nil || !strings.Contains(err.Error(), "--allow-foreign-network-changes") {
+	if _, err := engine.Apply(context.Background(), sim, p, engine.ApplyOptions{}); err == nil || !strings.Contains(err.Error(), "--allow-foreign-network-changes") {
 		t.Fatalf("apply without allowing the earlier run's staged change: got %v, want a refusal naming --allow-foreign-network-changes", err)
 	}
-	if _, err := Apply(context.Background(), sim, p, ApplyOptions{AllowForeignNetworkChanges: true}); err != nil {
+	if _, err := engine.Apply(context.Background(), sim, p, engine.ApplyOptions{AllowForeignNetworkChanges: true}); err != nil {
 		t.Fatalf("Apply allowing it: %v", err)
 	}
 	// Committed: nothing is staged, so the bridge alone is a plain noop.
-	if c := planFor(t, sim, loadSpec(t, bridge), Options{}).Changes[0]; c.Action != NoOp || len(c.Reasons) != 0 {
+	if c := planFor(t, sim, loadSpec(t, bridge), engine.Options{}).Changes[0]; c.Action != engine.NoOp || len(c.Reasons) != 0 {
 		t.Errorf("after commit: got %s %q want a plain noop", c.Action, c.Reasons)
 	}
 }
@@ -350,13 +352,13 @@ func TestSimVerifyIgnoresPvectlBlock(t *testing.T) {
 	sim := newSim(t)
 	ctx := context.Background()
 	const doc = "kind: QemuVM\nname: web\nspec:\n  vmid: 130\n  memory: 512\n  description: web server\n"
-	p := planEdit(t, sim, doc, "512", "1024", Options{})
+	p := planEdit(t, sim, doc, "512", "1024", engine.Options{})
 	saved := savedPlan(t, p)
 	block := url.Values{"description": {"web server\n[pvectl-provision: a.yaml=0123456789ab]"}}
 	if err := sim.cl.UpdateQemu(ctx, "pve", 130, block); err != nil {
 		t.Fatal(err)
 	}
-	if err := Verify(ctx, sim, saved); err != nil {
+	if err := engine.Verify(ctx, sim, saved); err != nil {
 		t.Fatalf("Verify after pvectl's block was written: got %v want nil", err)
 	}
 	applyPlan(t, sim, saved)
@@ -367,15 +369,15 @@ func TestSimVerifyIgnoresPvectlBlock(t *testing.T) {
 	if cfg.Get("memory") != "1024" || !strings.Contains(cfg.Get("description"), "[pvectl-provision: a.yaml=0123456789ab]") {
 		t.Errorf("after apply: memory %q description %q, want 1024 and the block kept", cfg.Get("memory"), cfg.Get("description"))
 	}
-	if p := planFor(t, sim, loadSpec(t, strings.Replace(doc, "512", "1024", 1)), Options{}); p.HasChanges() {
+	if p := planFor(t, sim, loadSpec(t, strings.Replace(doc, "512", "1024", 1)), engine.Options{}); p.HasChanges() {
 		t.Errorf("plan after apply: got %q want noop (the block is not drift)", summary(p))
 	}
 
-	p = planFor(t, sim, loadSpec(t, strings.Replace(doc, "512", "2048", 1)), Options{})
+	p = planFor(t, sim, loadSpec(t, strings.Replace(doc, "512", "2048", 1)), engine.Options{})
 	if err := sim.cl.UpdateQemu(ctx, "pve", 130, url.Values{"description": {"edited by hand"}}); err != nil {
 		t.Fatal(err)
 	}
-	if err := Verify(ctx, sim, p); err == nil || !strings.Contains(err.Error(), "changed since the plan") {
+	if err := engine.Verify(ctx, sim, p); err == nil || !strings.Contains(err.Error(), "changed since the plan") {
 		t.Errorf("Verify after a user's edit: got %v want refusal", err)
 	}
 }

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/pvectl/pvectl/pkg/planner/internal/engine"
+
 	"github.com/pvectl/pvectl/pkg/pve"
 	"github.com/pvectl/pvectl/pkg/spec"
 )
@@ -57,44 +59,44 @@ func (h *hiddenGuests) any() bool { return h.noPropagate || len(h.paths) > 0 }
 
 // hiddenGuests finds, once per connection, the guests hidden from its
 // token.
-func (lc *liveConn) hiddenGuests(ctx context.Context) (*hiddenGuests, error) {
-	if h, ok := lc.keptValue("hidden guests").(*hiddenGuests); ok {
+func hiddenGuestsOf(lc *engine.LiveConn, ctx context.Context) (*hiddenGuests, error) {
+	if h, ok := lc.KeptValue("hidden guests").(*hiddenGuests); ok {
 		return h, nil
 	}
 	h := &hiddenGuests{}
 	// /vms/0 is no guest's path: it gets what an unlisted guest gets.
-	h.noPropagate = lc.perms.Has("/vms", "VM.Audit") && !lc.perms.Has("/vms/0", "VM.Audit")
+	h.noPropagate = lc.Perms.Has("/vms", "VM.Audit") && !lc.Perms.Has("/vms/0", "VM.Audit")
 	ids := map[int]bool{}
-	for p := range lc.perms {
-		if id, ok := guestPathID(p); ok && !lc.perms.Has(p, "VM.Audit") {
+	for p := range lc.Perms {
+		if id, ok := guestPathID(p); ok && !lc.Perms.Has(p, "VM.Audit") {
 			ids[id] = true
 		}
 	}
 	visible := map[int]bool{}
-	for _, row := range lc.resources {
+	for _, row := range lc.Resources {
 		if row.Type == string(pve.QEMU) || row.Type == string(pve.LXC) {
 			visible[row.VMID] = true
 		}
 	}
 	taken := map[int]bool{}
-	more, err := lc.takenBelowNext(ctx, visible, taken)
+	more, err := takenBelowNext(lc, ctx, visible, taken)
 	if err != nil {
 		return nil, err
 	}
 	h.more = more
-	if err := lc.dropNewGuests(ctx, taken); err != nil {
+	if err := dropNewGuests(lc, ctx, taken); err != nil {
 		return nil, err
 	}
 	for id := range taken {
 		ids[id] = true
 	}
-	if err := lc.hiddenByACL(ctx, ids); err != nil {
+	if err := hiddenByACL(lc, ctx, ids); err != nil {
 		return nil, err
 	}
 	for _, id := range slices.Sorted(maps.Keys(ids)) {
 		h.paths = append(h.paths, vmPath(id))
 	}
-	lc.keep("hidden guests", h)
+	lc.Keep("hidden guests", h)
 	return h, nil
 }
 
@@ -102,8 +104,8 @@ func (lc *liveConn) hiddenGuests(ctx context.Context) (*hiddenGuests, error) {
 // that are taken but not visible, from nextid down to the first free id
 // (nextid counts from datacenter.cfg's lower bound, which the token may
 // not read). It reports whether it stopped at maxHiddenProbes.
-func (lc *liveConn) takenBelowNext(ctx context.Context, visible, hidden map[int]bool) (bool, error) {
-	next, err := lc.client.NextID(ctx)
+func takenBelowNext(lc *engine.LiveConn, ctx context.Context, visible, hidden map[int]bool) (bool, error) {
+	next, err := lc.Client.NextID(ctx)
 	if err != nil {
 		return false, fmt.Errorf("ask for the next free vmid: %w", err)
 	}
@@ -116,7 +118,7 @@ func (lc *liveConn) takenBelowNext(ctx context.Context, visible, hidden map[int]
 			return true, nil
 		}
 		probes++
-		free, err := lc.client.VMIDFree(ctx, id)
+		free, err := lc.Client.VMIDFree(ctx, id)
 		if err != nil {
 			return false, fmt.Errorf("ask whether vmid %d is taken: %w", id, err)
 		}
@@ -134,11 +136,11 @@ func (lc *liveConn) takenBelowNext(ctx context.Context, visible, hidden map[int]
 // a guest as soon as its config exists, to whoever may audit it
 // (pve-manager API2/Cluster.pm resources). Nothing to read when taken is
 // empty.
-func (lc *liveConn) dropNewGuests(ctx context.Context, taken map[int]bool) error {
+func dropNewGuests(lc *engine.LiveConn, ctx context.Context, taken map[int]bool) error {
 	if len(taken) == 0 {
 		return nil
 	}
-	rows, err := lc.client.ClusterResources(ctx, "vm")
+	rows, err := lc.Client.ClusterResources(ctx, "vm")
 	if err != nil {
 		return fmt.Errorf("read the cluster's guests again: %w", err)
 	}
@@ -151,8 +153,8 @@ func (lc *liveConn) dropNewGuests(ctx context.Context, taken map[int]bool) error
 // hiddenByACL adds to hidden the guests an ACL entry the token may read
 // names where the token holds no VM.Audit (asked for the path itself:
 // the listing leaves such a path out).
-func (lc *liveConn) hiddenByACL(ctx context.Context, hidden map[int]bool) error {
-	entries, err := lc.aclList(ctx)
+func hiddenByACL(lc *engine.LiveConn, ctx context.Context, hidden map[int]bool) error {
+	entries, err := lc.ACLList(ctx)
 	if err != nil {
 		return fmt.Errorf("list ACL entries: %w", err)
 	}
@@ -161,10 +163,10 @@ func (lc *liveConn) hiddenByACL(ctx context.Context, hidden map[int]bool) error 
 		if !ok || hidden[id] {
 			continue
 		}
-		if err := lc.exactPath(ctx, e.Path); err != nil {
+		if err := exactPath(lc, ctx, e.Path); err != nil {
 			return err
 		}
-		if !lc.perms.Has(e.Path, "VM.Audit") {
+		if !lc.Perms.Has(e.Path, "VM.Audit") {
 			hidden[id] = true
 		}
 	}
@@ -183,15 +185,15 @@ func guestPathID(path string) (int, bool) {
 
 // checkNameVisible refuses to let a guest found by name be created while
 // guests are hidden from the token: one of them may be it.
-func (lc *liveConn) checkNameVisible(ctx context.Context, noun, name string) error {
-	h, err := lc.hiddenGuests(ctx)
+func checkNameVisible(lc *engine.LiveConn, ctx context.Context, noun, name string) error {
+	h, err := hiddenGuestsOf(lc, ctx)
 	if err != nil {
 		return fmt.Errorf("check which guests the token can see: %w", err)
 	}
 	if !h.any() {
 		return nil
 	}
-	token := lc.client.TokenID()
+	token := lc.Client.TokenID()
 	user, _, _ := strings.Cut(token, "!")
 	const tail = " (a privilege-separated token holds only what its user holds too: grant it to --users %s as well)"
 	if h.noPropagate {
@@ -212,18 +214,18 @@ func (lc *liveConn) checkNameVisible(ctx context.Context, noun, name string) err
 // exactPath asks PVE for the token's privileges on one path that its
 // listing left out (a NoAccess there looks like the parent's rights in
 // the listing), once per path.
-func (lc *liveConn) exactPath(ctx context.Context, path string) error {
-	if lc.perms == nil {
+func exactPath(lc *engine.LiveConn, ctx context.Context, path string) error {
+	if lc.Perms == nil {
 		return nil
 	}
-	if _, listed := lc.perms[path]; listed {
+	if _, listed := lc.Perms[path]; listed {
 		return nil
 	}
-	privs, err := lc.client.PermissionsAt(ctx, path)
+	privs, err := lc.Client.PermissionsAt(ctx, path)
 	if err != nil {
 		return err
 	}
-	lc.perms[path] = privs
+	lc.Perms[path] = privs
 	return nil
 }
 
@@ -231,13 +233,13 @@ func (lc *liveConn) exactPath(ctx context.Context, path string) error {
 // (a pool or storage a create relies on): what the listing left
 // out is asked for, so a hidden pool or storage is not taken for one the
 // token may use.
-func (lc *liveConn) exactPerms(ctx context.Context, needs []permNeed) error {
+func exactPerms(lc *engine.LiveConn, ctx context.Context, needs []engine.PermNeed) error {
 	for _, n := range needs {
-		for _, p := range append([]string{n.path, n.or}, altPaths(n)...) {
+		for _, p := range append([]string{n.Path, n.Or}, altPaths(n)...) {
 			if !objectPath(p) {
 				continue
 			}
-			if err := lc.exactPath(ctx, p); err != nil {
+			if err := exactPath(lc, ctx, p); err != nil {
 				return err
 			}
 		}
@@ -245,10 +247,10 @@ func (lc *liveConn) exactPerms(ctx context.Context, needs []permNeed) error {
 	return nil
 }
 
-func altPaths(n permNeed) []string {
+func altPaths(n engine.PermNeed) []string {
 	var out []string
-	for _, a := range n.alt {
-		out = append(out, a.path, a.or)
+	for _, a := range n.Alt {
+		out = append(out, a.Path, a.Or)
 	}
 	return out
 }
@@ -270,29 +272,29 @@ func objectPath(p string) bool {
 // guest, pool and storages its create relies on must be visible to the
 // token as they are, and a guest found by name must not be among those
 // hidden from it.
-func (g guest) checkCreateVisible(ctx context.Context, lc *liveConn, r *spec.Resource, vmid int) error {
-	if lc.perms == nil {
+func (g guest) checkCreateVisible(ctx context.Context, lc *engine.LiveConn, r *spec.Resource, vmid int) error {
+	if lc.Perms == nil {
 		return nil
 	}
 	needs := append(g.listNeeds(r), g.createPerms(r)...)
-	if err := lc.exactPerms(ctx, needs); err != nil {
+	if err := exactPerms(lc, ctx, needs); err != nil {
 		return err
 	}
-	if err := lc.missingPerms(g.listNeeds(r)); err != nil {
+	if err := missingPerms(lc, g.listNeeds(r)); err != nil {
 		return err
 	}
 	if vmid != 0 {
 		return nil
 	}
-	return lc.checkNameVisible(ctx, guestNoun(string(g.typ)), g.name(r))
+	return checkNameVisible(lc, ctx, guestNoun(string(g.typ)), g.name(r))
 }
 
 // missingPerms is checkPerms for an error its caller names the resource
 // of.
-func (lc *liveConn) missingPerms(needs []permNeed) error {
+func missingPerms(lc *engine.LiveConn, needs []engine.PermNeed) error {
 	var msgs []string
 	for _, n := range needs {
-		if m := lc.permMessage(n); !lc.held(n) && !slices.Contains(msgs, m) {
+		if m := lc.PermMessage(n); !lc.Held(n) && !slices.Contains(msgs, m) {
 			msgs = append(msgs, m)
 		}
 	}

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pvectl/pvectl/pkg/planner/internal/engine"
+
 	"github.com/pvectl/pvectl/pkg/pve"
 )
 
@@ -72,7 +74,7 @@ func TestSimVisibilityHiddenGuest(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			admin, tok := visibSetup(t, func(admin *simClients, user, token string) { tt.hide(t, admin, user, token) })
 			set := loadSpec(t, visibSpec)
-			_, err := PlanLive(context.Background(), tok, set, Options{})
+			_, err := engine.PlanLive(context.Background(), tok, set, engine.Options{})
 			if err == nil {
 				t.Fatal("plan with db hidden from the token: no error, want a refusal")
 			}
@@ -99,7 +101,7 @@ name: cache
 spec:
   memory: 512
 `)
-	p := livePlan(t, tok, set, Options{})
+	p := livePlan(t, tok, set, engine.Options{})
 	if s := p.Summary(); s.Create != 1 {
 		t.Errorf("got %+v, want cache created", s)
 	}
@@ -124,7 +126,7 @@ spec:
   memory: 512
   pool: team
 `)
-	_, err := PlanLive(context.Background(), tok, set, Options{})
+	_, err := engine.PlanLive(context.Background(), tok, set, engine.Options{})
 	if err == nil || !strings.Contains(err.Error(), "lacks Pool.Audit on /pool/team") {
 		t.Fatalf("got %v, want a refusal naming Pool.Audit on /pool/team", err)
 	}
@@ -151,7 +153,7 @@ func TestSimVisibilityHiddenStorage(t *testing.T) {
 	grantBoth(t, admin, "ci@pve", id, "/storage", "PVEDatastoreUser")
 	putACL(t, admin, "path", "/storage/local-lvm", "roles", "NoAccess", "tokens", id)
 	set := loadSpec(t, "kind: QemuVM\nname: web\nspec:\n  vmid: 150\n  memory: 512\n  scsi0: local-lvm:4\n")
-	_, err := PlanLive(context.Background(), tok, set, Options{})
+	_, err := engine.PlanLive(context.Background(), tok, set, engine.Options{})
 	if err == nil || !strings.Contains(err.Error(), "lacks Datastore.AllocateSpace on /storage/local-lvm") {
 		t.Fatalf("got %v, want a refusal naming Datastore.AllocateSpace on /storage/local-lvm", err)
 	}
