@@ -26,7 +26,7 @@ import (
 // delete=1.
 type aclKind struct{}
 
-// traits: the ACL is the cluster's.
+// Traits: the ACL is the cluster's.
 func (aclKind) Traits() engine.KindTraits { return engine.KindTraits{Scope: engine.ScopeCluster} }
 
 // aclLive is what observe saw beside the grant: the other roles the
@@ -95,7 +95,7 @@ func (aclKind) Compare(_ *engine.Builder, r *spec.Resource, lo *engine.LiveObj, 
 	return nil
 }
 
-// checkCreate tells, for a grant to make, which other roles the principal
+// CheckCreate tells, for a grant to make, which other roles the principal
 // holds on the path that no ACL of the specs grants: PVE keeps no record
 // of which document made a grant, so a spec whose role changed leaves the
 // old grant behind, and only the plan can say so.
@@ -174,7 +174,7 @@ func permModify(path, why string) engine.PermNeed {
 	return engine.NeedAny(path, why, acl.PermModifyPrivs(path)...)
 }
 
-// readCalls: GET /access/acl is open to all but lists only the entries on
+// ReadCalls: GET /access/acl is open to all but lists only the entries on
 // paths where the caller may change permissions, or every entry with
 // Sys.Audit on /access (API2/ACL.pm read_acl).
 func (aclKind) ReadCalls(r *spec.Resource) []engine.APICall {
@@ -188,7 +188,7 @@ func (aclKind) ReadCalls(r *spec.Resource) []engine.APICall {
 	return []engine.APICall{list.With(n)}
 }
 
-// changeCalls: PUT /access/acl (its rule: perm-modify on the path), to
+// ChangeCalls: PUT /access/acl (its rule: perm-modify on the path), to
 // grant and to revoke. Without Permissions.Modify there, update_acl lets
 // the caller grant or revoke only a role whose every privilege it holds
 // there itself, and never NoAccess (API2/ACL.pm). A custom role's

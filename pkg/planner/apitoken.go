@@ -26,7 +26,7 @@ import (
 // (regenerate), as PVE cannot show the old one again.
 type tokenKind struct{}
 
-// traits: a token belongs to a user, the cluster's.
+// Traits: a token belongs to a user, the cluster's.
 func (tokenKind) Traits() engine.KindTraits { return engine.KindTraits{Scope: engine.ScopeCluster} }
 
 const tokenCreatePath = "/access/users/{userid}/token/{tokenid}"
@@ -186,12 +186,12 @@ func (tokenKind) Current(ctx context.Context, cl *pve.Client, c *engine.Change) 
 	return tokenObj(users, c.Resource), nil
 }
 
-// readCalls: tokens come with the users (GET /access/users?full=1).
+// ReadCalls: tokens come with the users (GET /access/users?full=1).
 func (tokenKind) ReadCalls(*spec.Resource) []engine.APICall {
 	return []engine.APICall{engine.Call("GET", "/access/users", "to see the token").With(usersAudit("the token"))}
 }
 
-// changeCalls: POST, PUT (a new secret too) and DELETE
+// ChangeCalls: POST, PUT (a new secret too) and DELETE
 // /access/users/{userid}/token/{tokenid}; their rules' "self"
 // alternative never holds for an API token, which is not its user.
 func (tokenKind) ChangeCalls(c *engine.Change, _ *engine.LiveObj) []engine.APICall {

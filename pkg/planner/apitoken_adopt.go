@@ -8,7 +8,7 @@ import (
 	"github.com/pvectl/pvectl/pkg/planner/internal/engine"
 )
 
-// adopt finishes a token create whose answer was lost (createprobe.go):
+// Adopt finishes a token create whose answer was lost (createprobe.go):
 // that answer was the only place PVE shows the token's secret, so the
 // token PVE made is given a new one (PUT …?regenerate=1), delivered as a
 // create's would be. Nobody can hold the old secret: its only copy was

@@ -291,7 +291,7 @@ func (k *cfgKind) tmpl(path string) string {
 	return strings.ReplaceAll(path, "{id}", "{"+k.idParam+"}")
 }
 
-// readCalls: the list, with what its handler filters by, and each object
+// ReadCalls: the list, with what its handler filters by, and each object
 // when the list does not carry every option.
 func (k *cfgKind) ReadCalls(r *spec.Resource) []engine.APICall {
 	id := k.id(r)
@@ -306,7 +306,7 @@ func (k *cfgKind) ReadCalls(r *spec.Resource) []engine.APICall {
 	return calls
 }
 
-// changeCalls: POST, PUT and DELETE as create, update and remove make
+// ChangeCalls: POST, PUT and DELETE as create, update and remove make
 // them, with the resource's parameters (a rule may read one: a realm sync
 // job's realm).
 func (k *cfgKind) ChangeCalls(c *engine.Change, _ *engine.LiveObj) []engine.APICall {
@@ -339,5 +339,5 @@ func (k *cfgKind) ChangeCalls(c *engine.Change, _ *engine.LiveObj) []engine.APIC
 	return nil
 }
 
-// traits: a cluster-wide object of a section config.
+// Traits: a cluster-wide object of a section config.
 func (*cfgKind) Traits() engine.KindTraits { return engine.KindTraits{Scope: engine.ScopeCluster} }

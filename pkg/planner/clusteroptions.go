@@ -204,7 +204,7 @@ func (clusterOptionsKind) Update(ctx context.Context, x *engine.Execution, c *en
 	return nil
 }
 
-// readCalls: GET /cluster/options is open to all, but without Sys.Audit
+// ReadCalls: GET /cluster/options is open to all, but without Sys.Audit
 // on / its handler answers console and tag-style only (pve-manager
 // API2/Cluster.pm get_options).
 func (clusterOptionsKind) ReadCalls(*spec.Resource) []engine.APICall {
@@ -212,7 +212,7 @@ func (clusterOptionsKind) ReadCalls(*spec.Resource) []engine.APICall {
 		With(engine.NeedPriv("/", "to read the cluster options (without it PVE answers two of them)", "Sys.Audit"))}
 }
 
-// changeCalls: PUT /cluster/options.
+// ChangeCalls: PUT /cluster/options.
 func (clusterOptionsKind) ChangeCalls(*engine.Change, *engine.LiveObj) []engine.APICall {
 	return []engine.APICall{engine.Call("PUT", clusterOptionsPath, "to change the cluster options")}
 }

@@ -24,7 +24,7 @@ import (
 // while a VM still has one (PVE would delete it from under the VM).
 type configDriveKind struct{}
 
-// traits: a config drive is a volume uploaded to a node's storage.
+// Traits: a config drive is a volume uploaded to a node's storage.
 func (configDriveKind) Traits() engine.KindTraits { return engine.KindTraits{Scope: engine.ScopeNode} }
 
 // driveLive is what observe found beside the versions' listing.
@@ -160,7 +160,7 @@ func (k configDriveKind) Compare(b *engine.Builder, r *spec.Resource, lo *engine
 	return nil
 }
 
-// checkCreate remembers what the plan shows of the first version, for
+// CheckCreate remembers what the plan shows of the first version, for
 // the diff of the next (drivecache.go).
 func (configDriveKind) CheckCreate(b *engine.Builder, r *spec.Resource, _ *engine.LiveObj, _ *engine.Change) error {
 	rememberDrive(b.Opts.DriveCache, r, r.Params.Get("filename"))
@@ -259,13 +259,13 @@ func (configDriveKind) RemovesLate(c *engine.Change) bool {
 	return (c.Action == engine.Update || c.Action == engine.Create) && len(driveStateOf(c).Stale) > 0
 }
 
-// removeLate removes the old versions that no VM has on a drive now that
+// RemoveLate removes the old versions that no VM has on a drive now that
 // the dependents are done; one still in use is kept and said so.
 func (k configDriveKind) RemoveLate(ctx context.Context, x *engine.Execution, c *engine.Change) error {
 	return k.removeVersions(ctx, x, c, driveStateOf(c).Stale, false)
 }
 
-// remove deletes every version of the drive; one a VM still has on a
+// Remove deletes every version of the drive; one a VM still has on a
 // drive is an error (PVE would delete it from under the VM).
 func (k configDriveKind) Remove(ctx context.Context, x *engine.Execution, c *engine.Change) error {
 	return k.removeVersions(ctx, x, c, driveStateOf(c).Versions, true)

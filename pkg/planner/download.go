@@ -21,7 +21,7 @@ import (
 // seen. docs/kinds/DownloadedImage.md says how to get a new file.
 type downloadKind struct{}
 
-// traits: a downloaded file is a volume on a node's storage.
+// Traits: a downloaded file is a volume on a node's storage.
 func (downloadKind) Traits() engine.KindTraits { return engine.KindTraits{Scope: engine.ScopeNode} }
 
 // downloadNotParams are create parameters that name the target, not the
@@ -54,7 +54,7 @@ func (downloadKind) Observe(ctx context.Context, lc *engine.LiveConn, r *spec.Re
 	return volumeObj(node, vs, downloadVolid(r)), nil
 }
 
-// compare: the file is there, and nothing about it can be compared.
+// Compare: the file is there, and nothing about it can be compared.
 func (downloadKind) Compare(b *engine.Builder, r *spec.Resource, lo *engine.LiveObj, c *engine.Change) error {
 	c.Action = engine.NoOp
 	return nil

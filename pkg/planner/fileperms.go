@@ -28,7 +28,7 @@ func (downloadKind) ReadCalls(r *spec.Resource) []engine.APICall {
 	return []engine.APICall{contentRead(r.Params.Get("node"), r.Params.Get("storage"), "to see whether the file is on the storage")}
 }
 
-// changeCalls: POST .../download-url (its rule: the storage's
+// ChangeCalls: POST .../download-url (its rule: the storage's
 // Datastore.AllocateTemplate and, since a download probes the node's
 // network, Sys.Audit and Sys.Modify on / or Sys.AccessNetwork on the
 // node); a delete or replace removes the file.
@@ -49,7 +49,7 @@ func (configDriveKind) ReadCalls(r *spec.Resource) []engine.APICall {
 	return []engine.APICall{contentRead(r.Params.Get("node"), r.Params.Get("storage"), "to find the config drive's versions on the storage")}
 }
 
-// changeCalls: an upload (POST .../upload); a new version removes the old
+// ChangeCalls: an upload (POST .../upload); a new version removes the old
 // ones once no VM uses them, and a destroy removes them all.
 func (configDriveKind) ChangeCalls(c *engine.Change, _ *engine.LiveObj) []engine.APICall {
 	storage := c.Resource.Params.Get("storage")
@@ -70,12 +70,12 @@ func dnsNode(r *spec.Resource) string {
 	return r.Name
 }
 
-// readCalls: GET /nodes/{node}/dns.
+// ReadCalls: GET /nodes/{node}/dns.
 func (nodeDNSKind) ReadCalls(r *spec.Resource) []engine.APICall {
 	return []engine.APICall{engine.Call("GET", "/nodes/{node}/dns", "to read the node's DNS settings", "node", dnsNode(r))}
 }
 
-// changeCalls: PUT /nodes/{node}/dns.
+// ChangeCalls: PUT /nodes/{node}/dns.
 func (nodeDNSKind) ChangeCalls(c *engine.Change, _ *engine.LiveObj) []engine.APICall {
 	return []engine.APICall{engine.Call("PUT", "/nodes/{node}/dns", "to change the node's DNS settings", "node", dnsNode(c.Resource))}
 }

@@ -320,7 +320,7 @@ func (k firewallKind) Create(ctx context.Context, x *engine.Execution, c *engine
 	return k.Update(ctx, x, c)
 }
 
-// update writes in the order that keeps the scope usable: aliases and IP
+// Update writes in the order that keeps the scope usable: aliases and IP
 // sets the rules name first, then the rules (firewall_order.go), then
 // what the rules no longer name goes, and the options last (so a firewall
 // is enabled, or its policy tightened, only once its rules are in place).
@@ -531,7 +531,7 @@ func sendWithDigest(ctx context.Context, x *engine.Execution, list, method, path
 	return x.Client.Do(ctx, method, path, params, nil)
 }
 
-// remove empties the scope: every rule, alias and IP set goes, and the
+// Remove empties the scope: every rule, alias and IP set goes, and the
 // options the spec set are deleted (PVE's defaults again; the firewall
 // of the scope is off unless enable has a default of its own).
 func (firewallKind) Remove(ctx context.Context, x *engine.Execution, c *engine.Change) error {
@@ -588,13 +588,13 @@ func (firewallKind) objectName(c *engine.Change) string {
 	return "firewall"
 }
 
-// traits: one scope's firewall (cluster, node or guest: the spec says),
+// Traits: one scope's firewall (cluster, node or guest: the spec says),
 // named in messages by its scope.
 func (k firewallKind) Traits() engine.KindTraits {
 	return engine.KindTraits{Scope: engine.ScopeCluster, Name: k.objectName}
 }
 
-// traits: a cluster security group.
+// Traits: a cluster security group.
 func (securityGroupKind) Traits() engine.KindTraits {
 	return engine.KindTraits{Scope: engine.ScopeCluster}
 }

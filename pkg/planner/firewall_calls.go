@@ -27,7 +27,7 @@ func fwTmpl(r *spec.Resource) (string, []string, bool) {
 	return "/nodes/{node}/" + w.Scope + "/{vmid}/firewall", []string{"node", r.Params.Get("node"), "vmid", r.Params.Get("vmid")}, true
 }
 
-// readCalls: a scope's options, rules, aliases and IP sets (pve-firewall
+// ReadCalls: a scope's options, rules, aliases and IP sets (pve-firewall
 // API2/Firewall/{Cluster,Host,VM}.pm, Rules.pm, Aliases.pm, IPSet.pm).
 func (firewallKind) ReadCalls(r *spec.Resource) []engine.APICall {
 	base, vars, ok := fwTmpl(r)
@@ -49,7 +49,7 @@ func (firewallKind) ReadCalls(r *spec.Resource) []engine.APICall {
 	return calls
 }
 
-// changeCalls: the writes a change may make: options, rules, aliases and
+// ChangeCalls: the writes a change may make: options, rules, aliases and
 // IP sets (their rules are the scope's one privilege).
 func (firewallKind) ChangeCalls(c *engine.Change, _ *engine.LiveObj) []engine.APICall {
 	base, vars, ok := fwTmpl(c.Resource)

@@ -39,7 +39,7 @@ func firewallWritesLate(c *engine.Change) bool {
 
 func (firewallKind) WritesLate(c *engine.Change) bool { return firewallWritesLate(c) }
 
-// writeLate is the second part: the rules, removals and options, from the
+// WriteLate is the second part: the rules, removals and options, from the
 // state the plan read (the first part wrote only aliases and IP sets,
 // which the rule list's digest does not cover).
 func (firewallKind) WriteLate(ctx context.Context, x *engine.Execution, c *engine.Change) error {

@@ -433,7 +433,7 @@ func (g guest) compareCommon(r *spec.Resource, lo *engine.LiveObj, c *engine.Cha
 	g.notePending(r, lo, c)
 }
 
-// create makes the guest with a vmid of its own (the pinned one, the one
+// Create makes the guest with a vmid of its own (the pinned one, the one
 // a replace freed, or the next free one), then starts it if asked.
 func (g guest) Create(ctx context.Context, x *engine.Execution, c *engine.Change) error {
 	vmid, err := g.createGuest(ctx, x, c, g.createParams(c))
@@ -551,7 +551,7 @@ func (g guest) updateCommon(ctx context.Context, x *engine.Execution, c *engine.
 	return nil
 }
 
-// remove deletes the guest the change found (on the node a replace moves
+// Remove deletes the guest the change found (on the node a replace moves
 // it from), shutting it down first (a hard stop after shutdownTimeout),
 // then with purge=1 and destroy-unreferenced-disks=1.
 func (g guest) Remove(ctx context.Context, x *engine.Execution, c *engine.Change) error {

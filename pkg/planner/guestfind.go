@@ -338,7 +338,7 @@ func (g guest) loadPlacement(ctx context.Context, cl *pve.Client, r *spec.Resour
 	return nil
 }
 
-// current re-reads the guest for Verify. A guest the plan found is read
+// Current re-reads the guest for Verify. A guest the plan found is read
 // where it was (its config, or its absence); a guest the plan creates is
 // looked for across the cluster, by vmid in /cluster/resources (current
 // for ids) or by name in the current guest rows.

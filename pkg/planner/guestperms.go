@@ -51,12 +51,12 @@ func (g guest) listNeeds(r *spec.Resource) []engine.PermNeed {
 	return append(needs, g.findNeeds(r)...)
 }
 
-// readCalls: the cluster's resources, as the guest index reads them.
+// ReadCalls: the cluster's resources, as the guest index reads them.
 func (g guest) ReadCalls(r *spec.Resource) []engine.APICall {
 	return []engine.APICall{engine.Call("GET", "/cluster/resources", "to find the "+guestNoun(string(g.typ))).With(g.listNeeds(r)...)}
 }
 
-// changeCalls are the calls of the change.
+// ChangeCalls are the calls of the change.
 func (g guest) ChangeCalls(c *engine.Change, lo *engine.LiveObj) []engine.APICall {
 	st := stateOf(c)
 	switch c.Action {

@@ -19,7 +19,7 @@ import (
 // an import source, a container's template). For a guest that exists on
 // its node, only what its spec changes: what it has now exists already.
 
-// prereqs lists what r's guest needs on node; lo is the guest as it is
+// Prereqs lists what r's guest needs on node; lo is the guest as it is
 // (nil, absent or on another node: made anew, so everything).
 func (g guest) Prereqs(r *spec.Resource, node string, lo *engine.LiveObj) []engine.Prereq {
 	fresh := lo == nil || !lo.Exists || lo.Node != node

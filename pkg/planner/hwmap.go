@@ -183,7 +183,7 @@ func (hwmapKind) Remove(ctx context.Context, x *engine.Execution, c *engine.Chan
 	return nil
 }
 
-// readCalls: GET /cluster/mapping/<type> is open to all but leaves out
+// ReadCalls: GET /cluster/mapping/<type> is open to all but leaves out
 // what the token holds none of Mapping.Audit, .Use, .Modify on
 // (Mapping/*.pm index); a mapping not seen would be planned as new.
 func (hwmapKind) ReadCalls(r *spec.Resource) []engine.APICall {
@@ -193,7 +193,7 @@ func (hwmapKind) ReadCalls(r *spec.Resource) []engine.APICall {
 			"Mapping.Audit", "Mapping.Use", "Mapping.Modify"))}
 }
 
-// changeCalls: POST /cluster/mapping/<type>, PUT and DELETE on the
+// ChangeCalls: POST /cluster/mapping/<type>, PUT and DELETE on the
 // mapping (Mapping/*.pm create, update, delete).
 func (hwmapKind) ChangeCalls(c *engine.Change, _ *engine.LiveObj) []engine.APICall {
 	typ, id := hwmapType(c.Resource), hwmapID(c.Resource)
@@ -213,7 +213,7 @@ func (hwmapKind) ChangeCalls(c *engine.Change, _ *engine.LiveObj) []engine.APICa
 	return nil
 }
 
-// traits: a cluster-wide entry of a mapping config.
+// Traits: a cluster-wide entry of a mapping config.
 func (hwmapKind) Traits() engine.KindTraits { return engine.KindTraits{Scope: engine.ScopeCluster} }
 
 // fieldEffect: type names which of PVE's three mapping files the mapping

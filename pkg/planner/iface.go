@@ -108,7 +108,7 @@ type ifaceLive struct {
 	Others map[string]*pve.Config
 }
 
-// traits: an interface lives on its node, and PVE stages its changes in
+// Traits: an interface lives on its node, and PVE stages its changes in
 // the node's interfaces.new until the node's NetworkApply commits them.
 func (ifaceKind) Traits() engine.KindTraits {
 	return engine.KindTraits{Scope: engine.ScopeNode, Stages: string(engine.ScopeNode), StagedWhat: "network",
@@ -180,7 +180,7 @@ func (k ifaceKind) Compare(b *engine.Builder, r *spec.Resource, lo *engine.LiveO
 	return k.checkCall(b, r, lo, c, c.Params)
 }
 
-// checkCreate finds what PVE would refuse in the create call.
+// CheckCreate finds what PVE would refuse in the create call.
 func (k ifaceKind) CheckCreate(b *engine.Builder, r *spec.Resource, lo *engine.LiveObj, c *engine.Change) error {
 	params := ifaceParams(r, k.typ)
 	sendFlags(params, nil)
@@ -278,7 +278,7 @@ func (ifaceKind) Current(ctx context.Context, cl *pve.Client, c *engine.Change) 
 	return ifaceObj(&engine.LiveNetwork{Ifaces: ifaces, Changes: changes}, c.Node, ifaceName(c.Resource)), nil
 }
 
-// readCalls: GET /nodes/{node}/network is open to all but leaves out the
+// ReadCalls: GET /nodes/{node}/network is open to all but leaves out the
 // bridges the caller may neither use nor audit (pve-manager
 // API2/Network.pm index); other interfaces are listed to anyone.
 func (k ifaceKind) ReadCalls(r *spec.Resource) []engine.APICall {
@@ -290,7 +290,7 @@ func (k ifaceKind) ReadCalls(r *spec.Resource) []engine.APICall {
 	return []engine.APICall{c}
 }
 
-// changeCalls: POST /nodes/{node}/network, PUT and DELETE
+// ChangeCalls: POST /nodes/{node}/network, PUT and DELETE
 // /nodes/{node}/network/{iface}.
 func (ifaceKind) ChangeCalls(c *engine.Change, _ *engine.LiveObj) []engine.APICall {
 	why, iface := "to "+c.Action.String()+" the interface", ifaceName(c.Resource)

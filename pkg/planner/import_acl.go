@@ -14,7 +14,7 @@ import (
 // as the kind manages them; propagate only when it is not PVE's default.
 // The user, token and pool a grant names are edges Load finds itself.
 
-// importLists: GET /access/acl.
+// ImportLists: GET /access/acl.
 func (aclKind) ImportLists(lc *engine.LiveConn, _ string) []engine.ListRead {
 	return []engine.ListRead{engine.ACLRead(lc)}
 }
@@ -41,7 +41,7 @@ func aclDocName(path, ugid, role string) string {
 	return strings.Trim(aclNameUnsafe.ReplaceAllString(s, "-"), "-")
 }
 
-// importPerms: GET /access/acl lists only the entries on paths where the
+// ImportPerms: GET /access/acl lists only the entries on paths where the
 // token may change permissions, or every one with Sys.Audit on /access
 // (pve-access-control API2/ACL.pm read_acl).
 func (aclKind) ImportPerms(string) []engine.PermNeed {

@@ -17,7 +17,7 @@ import (
 // a create from the document makes a new one. The token this import runs
 // as is left out (destroying the specs would cut pvectl off).
 
-// importLists: the users with their tokens.
+// ImportLists: the users with their tokens.
 func (tokenKind) ImportLists(lc *engine.LiveConn, _ string) []engine.ListRead {
 	return []engine.ListRead{engine.UsersRead(lc)}
 }
@@ -42,7 +42,7 @@ func (tokenKind) Importable(ctx context.Context, ic *engine.ImportCtx, _ string)
 	return out, nil
 }
 
-// importPerms: tokens come with the users (GET /access/users?full=1).
+// ImportPerms: tokens come with the users (GET /access/users?full=1).
 func (tokenKind) ImportPerms(string) []engine.PermNeed {
 	return userKind{}.ImportPerms("")
 }

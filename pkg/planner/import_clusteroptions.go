@@ -19,7 +19,7 @@ func (clusterOptionsKind) Importable(ctx context.Context, ic *engine.ImportCtx, 
 	return []engine.ImportItem{{R: r, Ids: []string{"cluster"}}}, nil
 }
 
-// importPerms: GET /cluster/options answers every option with Sys.Audit on / only.
+// ImportPerms: GET /cluster/options answers every option with Sys.Audit on / only.
 func (clusterOptionsKind) ImportPerms(string) []engine.PermNeed {
 	return []engine.PermNeed{engine.NeedPriv("/", "to read the cluster options", "Sys.Audit")}
 }

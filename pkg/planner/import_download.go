@@ -57,12 +57,12 @@ func (downloadKind) Importable(ctx context.Context, ic *engine.ImportCtx, node s
 	return out, nil
 }
 
-// importLists: the content lists of the storages that hold files.
+// ImportLists: the content lists of the storages that hold files.
 func (downloadKind) ImportLists(lc *engine.LiveConn, node string) []engine.ListRead {
 	return engine.VolumeReads(lc, node, downloadContents)
 }
 
-// importPerms: a storage's content is listed only with Datastore.Audit
+// ImportPerms: a storage's content is listed only with Datastore.Audit
 // or Datastore.AllocateSpace on it.
 func (downloadKind) ImportPerms(string) []engine.PermNeed {
 	return []engine.PermNeed{engine.NeedAny("/storage", "to list the files on the storages", "Datastore.Audit", "Datastore.AllocateSpace")}

@@ -26,7 +26,7 @@ func (firewallKind) Importable(_ context.Context, _ *engine.ImportCtx, node stri
 	return []engine.ImportItem{{R: r, Ids: []string{"cluster"}}}, nil
 }
 
-// importPerms: the cluster firewall's reads need Sys.Audit on /.
+// ImportPerms: the cluster firewall's reads need Sys.Audit on /.
 func (firewallKind) ImportPerms(string) []engine.PermNeed {
 	return []engine.PermNeed{engine.NeedPriv("/", "to read the cluster's firewall", "Sys.Audit")}
 }
@@ -102,7 +102,7 @@ func importRules(rules []map[string]string) []any {
 	return out
 }
 
-// importLists: the security groups, read in the prefetch round.
+// ImportLists: the security groups, read in the prefetch round.
 func (securityGroupKind) ImportLists(lc *engine.LiveConn, _ string) []engine.ListRead {
 	return []engine.ListRead{sectionListRead(lc, fwGroupsPath)}
 }
@@ -125,7 +125,7 @@ func (securityGroupKind) Importable(ctx context.Context, ic *engine.ImportCtx, n
 	return out, nil
 }
 
-// importPerms: a group's rules need Sys.Audit on /.
+// ImportPerms: a group's rules need Sys.Audit on /.
 func (securityGroupKind) ImportPerms(string) []engine.PermNeed {
 	return []engine.PermNeed{engine.NeedPriv("/", "to read the security groups' rules", "Sys.Audit")}
 }

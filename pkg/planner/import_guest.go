@@ -60,12 +60,12 @@ func (g guest) Importable(ctx context.Context, ic *engine.ImportCtx, node string
 	return out, nil
 }
 
-// importLists: the guest rows (the per-node lists of the type).
+// ImportLists: the guest rows (the per-node lists of the type).
 func (g guest) ImportLists(lc *engine.LiveConn, _ string) []engine.ListRead {
 	return []engine.ListRead{guestRowsRead(lc, g.typ)}
 }
 
-// importPerms: the node lists show only the guests a token may audit.
+// ImportPerms: the node lists show only the guests a token may audit.
 func (g guest) ImportPerms(string) []engine.PermNeed {
 	return []engine.PermNeed{engine.NeedPriv("/vms", "to list the guests (PVE lists only those a token may audit)", "VM.Audit")}
 }

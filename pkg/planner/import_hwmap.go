@@ -53,7 +53,7 @@ func (hwmapKind) ImportLists(lc *engine.LiveConn, _ string) []engine.ListRead {
 	return out
 }
 
-// importPerms: listing shows what the token may audit; nothing more is
+// ImportPerms: listing shows what the token may audit; nothing more is
 // needed to read.
 func (hwmapKind) ImportPerms(string) []engine.PermNeed { return nil }
 

@@ -49,7 +49,7 @@ func (k ifaceKind) Importable(ctx context.Context, ic *engine.ImportCtx, node st
 	return out, nil
 }
 
-// importLists: the nodes' network lists.
+// ImportLists: the nodes' network lists.
 func (ifaceKind) ImportLists(lc *engine.LiveConn, node string) []engine.ListRead {
 	return engine.NetworkReads(lc, node)
 }
@@ -61,7 +61,7 @@ func (k ifaceKind) kindName() string {
 	return spec.KindLinuxBridge
 }
 
-// importPerms: GET /nodes/{node}/network needs Sys.Audit on the node.
+// ImportPerms: GET /nodes/{node}/network needs Sys.Audit on the node.
 func (k ifaceKind) ImportPerms(node string) []engine.PermNeed {
 	path := "/nodes"
 	if node != "" {
@@ -70,7 +70,7 @@ func (k ifaceKind) ImportPerms(node string) []engine.PermNeed {
 	return []engine.PermNeed{engine.NeedPriv(path, "to list the node's network interfaces", "Sys.Audit")}
 }
 
-// importDoc writes an interface: node, iface and the settings the
+// ImportDoc writes an interface: node, iface and the settings the
 // create call takes. An address is written once, as cidr (PVE answers
 // cidr and address/netmask both, and refuses a call with both).
 func (k ifaceKind) ImportDoc(ic *engine.ImportCtx, r *spec.Resource, lo *engine.LiveObj) (*engine.ImportedDoc, error) {

@@ -13,7 +13,7 @@ import (
 // come from the unpacked root filesystem): not the user's.
 var lxcDerived = map[string]bool{"ostype": true, "arch": true}
 
-// importDoc writes a container like a VM. PVE does not record the
+// ImportDoc writes a container like a VM. PVE does not record the
 // template a container was made from, which a spec must name (the create
 // call requires it): the document reads it from a variable, and says so.
 func (k lxcKind) ImportDoc(ic *engine.ImportCtx, _ *spec.Resource, lo *engine.LiveObj) (*engine.ImportedDoc, error) {

@@ -28,12 +28,12 @@ func (netApplyKind) Importable(_ context.Context, ic *engine.ImportCtx, node str
 	return out, nil
 }
 
-// importLists: the nodes' network lists.
+// ImportLists: the nodes' network lists.
 func (netApplyKind) ImportLists(lc *engine.LiveConn, node string) []engine.ListRead {
 	return engine.NetworkReads(lc, node)
 }
 
-// importDoc writes the commit of a node, with --all only for a node
+// ImportDoc writes the commit of a node, with --all only for a node
 // whose interfaces this import manages.
 func (netApplyKind) ImportDoc(ic *engine.ImportCtx, r *spec.Resource, lo *engine.LiveObj) (*engine.ImportedDoc, error) {
 	var ifaces []string

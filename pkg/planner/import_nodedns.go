@@ -41,7 +41,7 @@ func dnsObj(cl *pve.Client, node string) *engine.LiveObj {
 	return lo
 }
 
-// importPerms: GET /nodes/{node}/dns needs Sys.Audit on the node.
+// ImportPerms: GET /nodes/{node}/dns needs Sys.Audit on the node.
 func (nodeDNSKind) ImportPerms(node string) []engine.PermNeed {
 	path := "/nodes"
 	if node != "" {

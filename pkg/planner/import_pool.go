@@ -31,12 +31,12 @@ func (poolKind) Importable(ctx context.Context, ic *engine.ImportCtx, _ string) 
 	return out, nil
 }
 
-// importLists: GET /pools.
+// ImportLists: GET /pools.
 func (poolKind) ImportLists(lc *engine.LiveConn, _ string) []engine.ListRead {
 	return []engine.ListRead{engine.PoolsRead(lc)}
 }
 
-// importPerms: GET /pools lists only the pools a token may audit.
+// ImportPerms: GET /pools lists only the pools a token may audit.
 func (poolKind) ImportPerms(string) []engine.PermNeed {
 	return []engine.PermNeed{engine.NeedPriv("/pool", "to list the pools (PVE lists only those a token may audit)", "Pool.Audit")}
 }

@@ -14,7 +14,7 @@ import (
 // same ones would clash with the original; --with-generated keeps them.
 var qemuGenerated = map[string]bool{"vmgenid": true, "smbios1": true, "meta": true}
 
-// importDoc writes a VM: its config's create parameters, the disks it
+// ImportDoc writes a VM: its config's create parameters, the disks it
 // owns as STORAGE:SIZE, pool and power state. A template is a QemuVM with
 // template: true (pvectl's Template kind bakes one from a spec; one found
 // in PVE is only its result).

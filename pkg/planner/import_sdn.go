@@ -18,7 +18,7 @@ import (
 // the cluster's SdnApply comes with them (--all) so that their plan
 // does not say their changes would stay pending.
 
-// importLists: the kind's list in its pending view (for subnets, the
+// ImportLists: the kind's list in its pending view (for subnets, the
 // vnets they are listed by), read in the prefetch round with the others;
 // sdnRows shares the answer, as a plan's observe does.
 func (k *sdnObjKind) ImportLists(lc *engine.LiveConn, _ string) []engine.ListRead {
@@ -77,7 +77,7 @@ func (k *sdnObjKind) importItem(row *pve.Config) engine.ImportItem {
 	return engine.ImportItem{R: r, Ids: []string{id}}
 }
 
-// importPerms: the lists show only what the token may audit.
+// ImportPerms: the lists show only what the token may audit.
 func (k *sdnObjKind) ImportPerms(string) []engine.PermNeed {
 	return []engine.PermNeed{engine.NeedAny("/sdn", "to list every "+spec.Noun(k.kind)+" (PVE lists only those a token may audit)", "SDN.Audit", "SDN.Allocate")}
 }
@@ -121,7 +121,7 @@ func (sdnApplyKind) ImportDoc(ic *engine.ImportCtx, r *spec.Resource, _ *engine.
 	return &engine.ImportedDoc{Kind: spec.KindSdnApply, Name: r.Name}, nil
 }
 
-// importPerms: the commit is judged from every pending SDN change, which
+// ImportPerms: the commit is judged from every pending SDN change, which
 // only a token that may audit /sdn sees.
 func (k sdnApplyKind) ImportPerms(string) []engine.PermNeed {
 	return engine.CallNeeds(k.ReadCalls(nil))

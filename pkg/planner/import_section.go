@@ -17,7 +17,7 @@ import (
 // guests' documents may be named otherwise than their PVE names, so a
 // guest reference (QemuVM/<name>) is the user's to write.
 
-// importLists: the kind's list, read in the prefetch round with the
+// ImportLists: the kind's list, read in the prefetch round with the
 // others.
 func (k *sectionKind) ImportLists(lc *engine.LiveConn, _ string) []engine.ListRead {
 	return []engine.ListRead{sectionListRead(lc, k.list)}
@@ -54,7 +54,7 @@ func (k *sectionKind) Importable(ctx context.Context, ic *engine.ImportCtx, _ st
 	return out, nil
 }
 
-// importPerms: the lists need what reading them truthfully needs.
+// ImportPerms: the lists need what reading them truthfully needs.
 func (k *sectionKind) ImportPerms(string) []engine.PermNeed {
 	return engine.CallNeeds(k.ReadCalls(&spec.Resource{Params: spec.NewParams(0)}))
 }

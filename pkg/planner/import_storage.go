@@ -35,12 +35,12 @@ func (storageKind) Importable(ctx context.Context, ic *engine.ImportCtx, node st
 	return out, nil
 }
 
-// importLists: GET /storage.
+// ImportLists: GET /storage.
 func (storageKind) ImportLists(lc *engine.LiveConn, _ string) []engine.ListRead {
 	return []engine.ListRead{engine.StoragesRead(lc)}
 }
 
-// importPerms: GET /storage lists only the storages a token may audit.
+// ImportPerms: GET /storage lists only the storages a token may audit.
 func (storageKind) ImportPerms(string) []engine.PermNeed {
 	return []engine.PermNeed{engine.NeedAny("/storage", "to list the storages (PVE lists only those a token may audit)", "Datastore.Audit", "Datastore.AllocateSpace")}
 }

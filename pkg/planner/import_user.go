@@ -18,7 +18,7 @@ import (
 
 const builtinUser = "root@pam"
 
-// importLists: the users with their tokens.
+// ImportLists: the users with their tokens.
 func (userKind) ImportLists(lc *engine.LiveConn, _ string) []engine.ListRead {
 	return []engine.ListRead{engine.UsersRead(lc)}
 }
@@ -39,7 +39,7 @@ func (userKind) Importable(ctx context.Context, ic *engine.ImportCtx, _ string) 
 	return out, nil
 }
 
-// importPerms: GET /access/users lists only the users a token may audit
+// ImportPerms: GET /access/users lists only the users a token may audit
 // (pve-access-control API2/User.pm index).
 func (userKind) ImportPerms(string) []engine.PermNeed {
 	return []engine.PermNeed{engine.NeedAny("/access/groups", "to list the users (PVE lists only those a token may audit)", "User.Modify", "Sys.Audit")}

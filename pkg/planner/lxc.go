@@ -68,7 +68,7 @@ func (k lxcKind) Compare(b *engine.Builder, r *spec.Resource, lo *engine.LiveObj
 	return nil
 }
 
-// update migrates the guest if its node changed, changes its config
+// Update migrates the guest if its node changed, changes its config
 // and disks, reboots it for pending changes when asked, and reconciles
 // pool and power.
 func (k lxcKind) Update(ctx context.Context, x *engine.Execution, c *engine.Change) error {

@@ -19,7 +19,7 @@ import (
 // is planned after every interface so it can see whether any will stage.
 type netApplyKind struct{ engine.NeverCreated }
 
-// traits: every node has its network once (a singleton), and its commit
+// Traits: every node has its network once (a singleton), and its commit
 // makes live what the node's interfaces staged.
 func (netApplyKind) Traits() engine.KindTraits {
 	return engine.KindTraits{Scope: engine.ScopeNode, Singleton: true, Commits: string(engine.ScopeNode)}
@@ -80,7 +80,7 @@ func (netApplyKind) Observe(ctx context.Context, lc *engine.LiveConn, r *spec.Re
 // maxShownLines caps the staged diff a plan shows.
 const maxShownLines = 40
 
-// planCommit decides whether the node's staged changes need a commit: some
+// PlanCommit decides whether the node's staged changes need a commit: some
 // are pending already (made by others: the plan shows them, and apply
 // commits them only when allowed), or an interface change of this plan
 // will stage one (in a destroy too: interface removals are staged).
@@ -171,12 +171,12 @@ func (netApplyKind) Foreign(c *engine.Change) string {
 	return ""
 }
 
-// compare is planCommit: the engine calls planCommit in every mode.
+// Compare is planCommit: the engine calls planCommit in every mode.
 func (k netApplyKind) Compare(b *engine.Builder, r *spec.Resource, lo *engine.LiveObj, c *engine.Change) error {
 	return k.PlanCommit(b, r, lo, c)
 }
 
-// update commits the node's staged changes, if any, once they are what
+// Update commits the node's staged changes, if any, once they are what
 // the plan saw plus what it staged; a failed reload is reverted when the
 // spec asks for it.
 func (netApplyKind) Update(ctx context.Context, x *engine.Execution, c *engine.Change) error {
@@ -212,11 +212,11 @@ func (netApplyKind) Current(ctx context.Context, cl *pve.Client, c *engine.Chang
 	return &engine.LiveObj{Exists: true, Node: c.Node}, nil
 }
 
-// readCalls: a node's network list and its staged changes are everyone's
+// ReadCalls: a node's network list and its staged changes are everyone's
 // (GET /nodes/{node}/network is open to all).
 func (netApplyKind) ReadCalls(*spec.Resource) []engine.APICall { return nil }
 
-// changeCalls: PUT /nodes/{node}/network commits the staged changes.
+// ChangeCalls: PUT /nodes/{node}/network commits the staged changes.
 func (netApplyKind) ChangeCalls(c *engine.Change, _ *engine.LiveObj) []engine.APICall {
 	if c.Action != engine.ApplyNet {
 		return nil

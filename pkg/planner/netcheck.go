@@ -301,7 +301,7 @@ func kindOfResource(r *spec.Resource) engine.KindOps {
 	return engine.Kinds[r.Kind]
 }
 
-// checkRemove finds an interface of the node that still lists r's as a
+// CheckRemove finds an interface of the node that still lists r's as a
 // port or slave when r is deleted: PVE's writer refuses the file then
 // ("unable to find bridge port", a bond's missing slave). A holder these
 // specs manage is left to the order of the plan: in a destroy it goes

@@ -19,7 +19,7 @@ import (
 // deleted, and destroy leaves it as it is.
 type nodeDNSKind struct{ engine.NeverCreated }
 
-// traits: every node has its DNS settings once (a singleton).
+// Traits: every node has its DNS settings once (a singleton).
 func (nodeDNSKind) Traits() engine.KindTraits {
 	return engine.KindTraits{Scope: engine.ScopeNode, Singleton: true}
 }

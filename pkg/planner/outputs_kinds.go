@@ -33,24 +33,24 @@ func guestOutputs(lo *engine.LiveObj, c *engine.Change) map[string]string {
 	return nil
 }
 
-// outputs: a guest's vmid and node, once it exists (spec.KindOutputs);
+// Outputs: a guest's vmid and node, once it exists (spec.KindOutputs);
 // QemuVM, Template and LxcContainer share it.
 func (guest) Outputs(_ *spec.Resource, lo *engine.LiveObj, c *engine.Change) map[string]string {
 	return guestOutputs(lo, c)
 }
 
-// outputs: the downloaded file's volume id follows from its spec.
+// Outputs: the downloaded file's volume id follows from its spec.
 func (downloadKind) Outputs(r *spec.Resource, _ *engine.LiveObj, _ *engine.Change) map[string]string {
 	return map[string]string{"volid": downloadVolid(r)}
 }
 
-// outputs: the ISO's volume id follows from its spec (its name carries
+// Outputs: the ISO's volume id follows from its spec (its name carries
 // the content's hash).
 func (configDriveKind) Outputs(r *spec.Resource, _ *engine.LiveObj, _ *engine.Change) map[string]string {
 	return map[string]string{"volid": driveVolid(r)}
 }
 
-// outputs: the full token id follows from its spec.
+// Outputs: the full token id follows from its spec.
 func (tokenKind) Outputs(r *spec.Resource, _ *engine.LiveObj, _ *engine.Change) map[string]string {
 	return map[string]string{"tokenid": fullTokenID(r)}
 }

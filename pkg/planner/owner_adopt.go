@@ -44,7 +44,7 @@ func Adopt(ctx context.Context, clients engine.Clients, conn string, res *engine
 	return adopted, problems
 }
 
-// adopt writes the owner mark of stack on the guest lo, with the digest
+// Adopt writes the owner mark of stack on the guest lo, with the digest
 // it was read with (an edit meanwhile fails the write rather than being
 // overwritten). false: the kind's objects carry no mark (templates).
 func (g guest) Adopt(ctx context.Context, cl *pve.Client, lo *engine.LiveObj, stack string) (bool, error) {

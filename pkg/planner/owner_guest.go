@@ -23,7 +23,7 @@ import (
 // the owner block in the description naming the stack and the vmid (a
 // hand-made clone has another vmid, so it is not owned).
 
-// markOwner records the stack on a change that makes a guest: its create
+// MarkOwner records the stack on a change that makes a guest: its create
 // writes the mark (ownerParams).
 func (g guest) MarkOwner(c *engine.Change, stack string) { stateOf(c).Owner = stack }
 
@@ -63,7 +63,7 @@ func (g guest) ownerPerms(c *engine.Change) []engine.PermNeed {
 	return []engine.PermNeed{n}
 }
 
-// findOwned finds the guests of the kind's type on lc that carry the owner
+// FindOwned finds the guests of the kind's type on lc that carry the owner
 // tag and no document of set names (by vmid, as observed or pinned, or by
 // name), reads their configs and keeps those whose owner block names their
 // own vmid. Templates are never owned: other guests are cloned from them;
@@ -171,7 +171,7 @@ func claimedGuests(obs *engine.Observed, set *spec.Set) (map[int]bool, map[strin
 	return vmids, names
 }
 
-// markOwner and findOwned: a Template is never owned (guests are cloned
+// MarkOwner and findOwned: a Template is never owned (guests are cloned
 // from it; a forgotten one is removed with destroy or by hand).
 func (templateKind) MarkOwner(*engine.Change, string) {}
 

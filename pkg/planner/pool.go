@@ -20,7 +20,7 @@ import (
 // members as a set.
 type poolKind struct{}
 
-// traits: a pool is the cluster's.
+// Traits: a pool is the cluster's.
 func (poolKind) Traits() engine.KindTraits { return engine.KindTraits{Scope: engine.ScopeCluster} }
 
 // poolLive is a pool's storage members, read only when the spec manages
@@ -236,14 +236,14 @@ func (poolKind) Current(ctx context.Context, cl *pve.Client, c *engine.Change) (
 	return lo, nil
 }
 
-// readCalls: GET /pools is open to all but lists only the pools the
+// ReadCalls: GET /pools is open to all but lists only the pools the
 // caller may audit (pve-manager API2/Pool.pm index).
 func (poolKind) ReadCalls(r *spec.Resource) []engine.APICall {
 	return []engine.APICall{engine.Call("GET", "/pools", "to see the pool").
 		With(engine.NeedPriv("/pool/"+poolID(r), "to see the pool (PVE lists only the pools a token may audit)", "Pool.Audit"))}
 }
 
-// changeCalls: POST, PUT and DELETE /pools as create, update and remove
+// ChangeCalls: POST, PUT and DELETE /pools as create, update and remove
 // make them; a storage member moved in or out is a PUT whose handler also
 // checks the right to change the storage's permissions (check_perm_modify
 // on /storage/ID, pve-manager PVE/API2/Pool.pm update_pool).

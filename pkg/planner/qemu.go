@@ -57,7 +57,7 @@ var qemuTraits = qemu.guestTraits()
 
 func (qemuKind) Traits() engine.KindTraits { return qemuTraits }
 
-// observe finds the VM as guests are found, and settles what its change
+// Observe finds the VM as guests are found, and settles what its change
 // takes from live state beside it: the template an image names (and, for
 // a create, its config), the VM that replace names, and an address from
 // DNS.
@@ -152,7 +152,7 @@ func (gl *guestLive) loadCloneConfig(ctx context.Context, cl *pve.Client) {
 	m.CloneConfig = cfg
 }
 
-// checkCreate shows what a create takes from live state: the template it
+// CheckCreate shows what a create takes from live state: the template it
 // clones (which must be found), the derived address, the VM it replaces.
 func (k qemuKind) CheckCreate(b *engine.Builder, r *spec.Resource, lo *engine.LiveObj, c *engine.Change) error {
 	if err := k.planExtras(b, r, lo, c); err != nil {
@@ -164,7 +164,7 @@ func (k qemuKind) CheckCreate(b *engine.Builder, r *spec.Resource, lo *engine.Li
 	return k.planProvision(b, r, lo, c)
 }
 
-// compare compares the VM and adds what provisioning will run.
+// Compare compares the VM and adds what provisioning will run.
 func (k qemuKind) Compare(b *engine.Builder, r *spec.Resource, lo *engine.LiveObj, c *engine.Change) error {
 	if err := k.compareVM(b, r, lo, c); err != nil {
 		return err
@@ -235,7 +235,7 @@ func (k qemuKind) compareVM(b *engine.Builder, r *spec.Resource, lo *engine.Live
 	return k.compareExtras(b, r, lo, c)
 }
 
-// create makes the VM (a clone of the plan's template, or from its
+// Create makes the VM (a clone of the plan's template, or from its
 // parameters), converts it into a template or starts it as asked, and
 // once it is up destroys the VM it replaces.
 func (k qemuKind) Create(ctx context.Context, x *engine.Execution, c *engine.Change) error {
@@ -284,7 +284,7 @@ func (k qemuKind) Create(ctx context.Context, x *engine.Execution, c *engine.Cha
 	return k.up(ctx, x, c, vmid)
 }
 
-// update migrates the guest if its node changed, changes its config
+// Update migrates the guest if its node changed, changes its config
 // and disks, reboots it for pending changes when asked, and reconciles
 // pool and power.
 func (k qemuKind) Update(ctx context.Context, x *engine.Execution, c *engine.Change) error {
@@ -315,7 +315,7 @@ func (k qemuKind) Update(ctx context.Context, x *engine.Execution, c *engine.Cha
 	return k.Provision(ctx, x, c)
 }
 
-// provision runs the provisioning files of the VM (the whole of a change
+// Provision runs the provisioning files of the VM (the whole of a change
 // that needs nothing else, the end of an update), then destroys the VM
 // it replaces, if any.
 func (k qemuKind) Provision(ctx context.Context, x *engine.Execution, c *engine.Change) error {
@@ -371,7 +371,7 @@ func (k qemuKind) toTemplate(ctx context.Context, x *engine.Execution, node stri
 	return nil
 }
 
-// readCalls: the guest index, and the VMs image and replace name.
+// ReadCalls: the guest index, and the VMs image and replace name.
 func (k qemuKind) ReadCalls(r *spec.Resource) []engine.APICall {
 	needs := k.listNeeds(r)
 	g := spec.Guest(r)
@@ -391,7 +391,7 @@ func (k qemuKind) ReadCalls(r *spec.Resource) []engine.APICall {
 	return []engine.APICall{engine.Call("GET", "/cluster/resources", "to find the VM").With(needs...)}
 }
 
-// changeCalls: a guest's calls, a clone's instead of the create for a VM
+// ChangeCalls: a guest's calls, a clone's instead of the create for a VM
 // made from a template, the conversions and regeneration, the VM it
 // replaces (replace:) and what provisioning writes and asks.
 func (k qemuKind) ChangeCalls(c *engine.Change, lo *engine.LiveObj) []engine.APICall {

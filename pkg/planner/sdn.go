@@ -288,7 +288,7 @@ func (k *sdnObjKind) Remove(ctx context.Context, x *engine.Execution, c *engine.
 	return nil
 }
 
-// traits: a cluster-wide entry whose changes wait in the cluster's SDN
+// Traits: a cluster-wide entry whose changes wait in the cluster's SDN
 // scope until the SdnApply commits them.
 func (k *sdnObjKind) Traits() engine.KindTraits {
 	t := engine.KindTraits{Scope: engine.ScopeCluster, Stages: engine.SDNScope, StagedWhat: "SDN configuration", CommittedBy: spec.KindSdnApply,
@@ -301,14 +301,14 @@ func (k *sdnObjKind) Traits() engine.KindTraits {
 	return t
 }
 
-// readCalls: the lists are open to all but show only the entries the
+// ReadCalls: the lists are open to all but show only the entries the
 // token may audit or allocate (SDN's API2 index handlers).
 func (k *sdnObjKind) ReadCalls(r *spec.Resource) []engine.APICall {
 	return []engine.APICall{engine.Call("GET", k.createPath, "to see the "+spec.Noun(k.kind), "vnet", r.Params.Get("vnet")).
 		With(engine.NeedAny(k.acl(r.Params.Map(), sdnZoneOf(r.Params.Map(), nil)), "to see the "+spec.Noun(k.kind)+" (PVE lists only those a token may audit)", "SDN.Audit", "SDN.Allocate"))}
 }
 
-// changeCalls: the lock every write takes (POST /cluster/sdn/lock, SDN.pm
+// ChangeCalls: the lock every write takes (POST /cluster/sdn/lock, SDN.pm
 // lock), then the create on the list, the update or delete on the entry.
 // Where a call's rule is open to all (vnets, subnets) its handler checks
 // SDN.Allocate on the entry's path (the create's parent for a create).

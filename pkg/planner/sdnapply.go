@@ -27,7 +27,7 @@ import (
 // refuses pending changes by others unless they are allowed.
 type sdnApplyKind struct{ engine.NeverCreated }
 
-// traits: the cluster has one SDN configuration (a singleton), and the
+// Traits: the cluster has one SDN configuration (a singleton), and the
 // commit makes live what the SDN kinds wrote.
 func (sdnApplyKind) Traits() engine.KindTraits {
 	return engine.KindTraits{Scope: engine.ScopeCluster, Singleton: true, Commits: engine.SDNScope}
@@ -117,7 +117,7 @@ func readPending(read func(path string) ([]*pve.Config, error)) ([]sdnPending, e
 	return out, nil
 }
 
-// observe reads the pending set as a deferred load: the vnets' subnet
+// Observe reads the pending set as a deferred load: the vnets' subnet
 // lists, one per vnet, are read several at once (and shared with the
 // subnets' own reads), not one after another.
 func (sdnApplyKind) Observe(ctx context.Context, lc *engine.LiveConn, _ *spec.Resource) (*engine.LiveObj, error) {
@@ -164,7 +164,7 @@ func readEach(ctx context.Context, paths []string, conc int, read func(string) (
 	wg.Wait()
 }
 
-// planCommit decides whether the cluster's SDN needs a commit: entries
+// PlanCommit decides whether the cluster's SDN needs a commit: entries
 // are pending already (made by others: the plan lists them, and apply
 // commits them only when allowed), or an SDN change of this plan will
 // write one (a destroy's removals too).
@@ -199,12 +199,12 @@ func (sdnApplyKind) Foreign(c *engine.Change) string {
 	return ""
 }
 
-// compare is planCommit: the engine calls planCommit in every mode.
+// Compare is planCommit: the engine calls planCommit in every mode.
 func (k sdnApplyKind) Compare(b *engine.Builder, r *spec.Resource, lo *engine.LiveObj, c *engine.Change) error {
 	return k.PlanCommit(b, r, lo, c)
 }
 
-// update commits, under SDN's lock, once the pending entries are what
+// Update commits, under SDN's lock, once the pending entries are what
 // the plan saw (when allowed) plus what the plan wrote; then it waits
 // until every node runs the new configuration.
 func (sdnApplyKind) Update(ctx context.Context, x *engine.Execution, c *engine.Change) error {
@@ -389,14 +389,14 @@ func (sdnApplyKind) Current(context.Context, *pve.Client, *engine.Change) (*engi
 	return &engine.LiveObj{Exists: true}, nil
 }
 
-// readCalls: the pending lists are open to all but show only what the
+// ReadCalls: the pending lists are open to all but show only what the
 // token may audit (SDN's API2 index handlers).
 func (sdnApplyKind) ReadCalls(*spec.Resource) []engine.APICall {
 	return []engine.APICall{engine.Call("GET", "/cluster/sdn/zones", "to see every pending SDN change").
 		With(engine.NeedAny("/sdn", "to see every pending SDN change (PVE lists only what a token may audit)", "SDN.Audit", "SDN.Allocate"))}
 }
 
-// changeCalls: the lock, then PUT /cluster/sdn commits.
+// ChangeCalls: the lock, then PUT /cluster/sdn commits.
 func (sdnApplyKind) ChangeCalls(c *engine.Change, _ *engine.LiveObj) []engine.APICall {
 	if c.Action != engine.ApplyNet {
 		return nil

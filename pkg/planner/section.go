@@ -192,7 +192,7 @@ func (k *sectionKind) Compare(b *engine.Builder, r *spec.Resource, lo *engine.Li
 	return nil
 }
 
-// checkCreate adds what the create does besides (note).
+// CheckCreate adds what the create does besides (note).
 func (k *sectionKind) CheckCreate(_ *engine.Builder, r *spec.Resource, lo *engine.LiveObj, c *engine.Change) error {
 	if k.note != nil {
 		c.Reasons = append(c.Reasons, k.note(sectionParams(r, lo), nil)...)
@@ -287,7 +287,7 @@ func (k *sectionKind) Current(ctx context.Context, cl *pve.Client, c *engine.Cha
 // itemTmpl is the apidoc's template of an entry's path.
 func (k *sectionKind) itemTmpl() string { return strings.Replace(k.item, "%s", "{"+k.idKey+"}", 1) }
 
-// readCalls: the list (GET), with what its handler filters by.
+// ReadCalls: the list (GET), with what its handler filters by.
 func (k *sectionKind) ReadCalls(r *spec.Resource) []engine.APICall {
 	c := engine.Call("GET", k.list, "to see the "+k.noun+"s")
 	if k.listNeeds != nil {
@@ -296,7 +296,7 @@ func (k *sectionKind) ReadCalls(r *spec.Resource) []engine.APICall {
 	return []engine.APICall{c}
 }
 
-// changeCalls: POST on the list, PUT and DELETE on the entry, as create,
+// ChangeCalls: POST on the list, PUT and DELETE on the entry, as create,
 // update and remove make them, with their handlers' own checks.
 func (k *sectionKind) ChangeCalls(c *engine.Change, lo *engine.LiveObj) []engine.APICall {
 	p := c.Resource.Params
@@ -328,5 +328,5 @@ func (k *sectionKind) ChangeCalls(c *engine.Change, lo *engine.LiveObj) []engine
 	return calls
 }
 
-// traits: a cluster-wide entry of a section config.
+// Traits: a cluster-wide entry of a section config.
 func (*sectionKind) Traits() engine.KindTraits { return engine.KindTraits{Scope: engine.ScopeCluster} }

@@ -155,14 +155,14 @@ func (securityGroupKind) Current(ctx context.Context, cl *pve.Client, c *engine.
 	return readGroup(ctx, cl, groupName(c.Resource))
 }
 
-// readCalls: GET /cluster/firewall/groups is open to all, then each
+// ReadCalls: GET /cluster/firewall/groups is open to all, then each
 // group's rules are read (GET /cluster/firewall/groups/{group}).
 func (securityGroupKind) ReadCalls(r *spec.Resource) []engine.APICall {
 	return []engine.APICall{engine.Call("GET", fwGroupsPath, "to read the security groups"),
 		engine.Call("GET", fwGroupsPath+"/{group}", "to read the security group's rules", "group", groupName(r))}
 }
 
-// changeCalls: the group's create or rename (POST), its rules (POST, PUT
+// ChangeCalls: the group's create or rename (POST), its rules (POST, PUT
 // and DELETE /cluster/firewall/groups/{group}[/{pos}]), its delete.
 func (securityGroupKind) ChangeCalls(c *engine.Change, _ *engine.LiveObj) []engine.APICall {
 	name, why := groupName(c.Resource), "to "+c.Action.String()+" the security group"

@@ -19,7 +19,7 @@ import (
 // /storage/{storage}), found by its storage ID.
 type storageKind struct{}
 
-// traits: a storage definition is the cluster's (storage.cfg).
+// Traits: a storage definition is the cluster's (storage.cfg).
 func (storageKind) Traits() engine.KindTraits { return engine.KindTraits{Scope: engine.ScopeCluster} }
 
 const (
@@ -144,7 +144,7 @@ func (storageKind) Create(ctx context.Context, x *engine.Execution, c *engine.Ch
 // a digest another storage's change made stale.
 const storageUpdateTries = 5
 
-// update sends the changed options with the digest PVE has then. PVE's
+// Update sends the changed options with the digest PVE has then. PVE's
 // digest covers the whole storage.cfg, so the one read at plan time is
 // stale as soon as any storage changed — another change of this very
 // apply, running beside this one, say. So the storage is read again and
@@ -180,7 +180,7 @@ func (storageKind) Update(ctx context.Context, x *engine.Execution, c *engine.Ch
 	return nil
 }
 
-// remove deletes the storage's configuration (and the secrets PVE keeps
+// Remove deletes the storage's configuration (and the secrets PVE keeps
 // for it); the data it points at is left where it is.
 func (storageKind) Remove(ctx context.Context, x *engine.Execution, c *engine.Change) error {
 	id := storageID(c.Resource)
@@ -198,7 +198,7 @@ func (storageKind) Current(ctx context.Context, cl *pve.Client, c *engine.Change
 	return storageObj(rows, storageID(c.Resource)), nil
 }
 
-// readCalls: GET /storage is open to all but lists only the storages on
+// ReadCalls: GET /storage is open to all but lists only the storages on
 // whose path the caller holds Datastore.Audit or Datastore.AllocateSpace
 // (pve-storage API2/Storage/Config.pm index).
 func (storageKind) ReadCalls(r *spec.Resource) []engine.APICall {
@@ -207,7 +207,7 @@ func (storageKind) ReadCalls(r *spec.Resource) []engine.APICall {
 			"Datastore.Audit", "Datastore.AllocateSpace"))}
 }
 
-// changeCalls: POST /storage, PUT and DELETE /storage/{storage}.
+// ChangeCalls: POST /storage, PUT and DELETE /storage/{storage}.
 func (storageKind) ChangeCalls(c *engine.Change, _ *engine.LiveObj) []engine.APICall {
 	id, why := storageID(c.Resource), "to "+c.Action.String()+" the storage"
 	switch c.Action {

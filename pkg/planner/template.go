@@ -96,7 +96,7 @@ func withRecipe(desc, hash string) string {
 	return desc + blk
 }
 
-// observe finds the template by name (a template, or a VM of that name
+// Observe finds the template by name (a template, or a VM of that name
 // that a bake left unfinished), the PVE template baseImage names, and,
 // for a template that exists, the linked clones that hold it.
 func (k templateKind) Observe(ctx context.Context, lc *engine.LiveConn, r *spec.Resource) (*engine.LiveObj, error) {
@@ -184,7 +184,7 @@ func linkedClones(ctx context.Context, cl *pve.Client, node string, vmid int, cf
 	return out, nil
 }
 
-// traits are a VM's (PVE's template is a VM, and messages name it so),
+// Traits are a VM's (PVE's template is a VM, and messages name it so),
 // except that a template is removed before it is baked again (design §4),
 // keeping its vmid: two templates of one name would leave the VMs that
 // clone it, and the next plan, to guess. And it is never updated in place
@@ -222,7 +222,7 @@ func (k templateKind) planBake(b *engine.Builder, r *spec.Resource, lo *engine.L
 	return nil
 }
 
-// compare keeps a template whose recipe block matches the spec, and
+// Compare keeps a template whose recipe block matches the spec, and
 // rebuilds any other: a changed recipe, a template pvectl did not bake, a
 // VM whose bake did not finish. A rebuild is refused while linked clones
 // hold the template.
@@ -264,7 +264,7 @@ func (k templateKind) Compare(b *engine.Builder, r *spec.Resource, lo *engine.Li
 	return k.planBake(b, r, lo, c)
 }
 
-// checkRemove refuses to delete a template that linked clones still hold.
+// CheckRemove refuses to delete a template that linked clones still hold.
 func (k templateKind) CheckRemove(b *engine.Builder, r *spec.Resource, lo *engine.LiveObj) error {
 	return k.refuseLinked(b, r, liveOf(lo), "remove")
 }
@@ -291,7 +291,7 @@ func (k templateKind) refuseLinked(b *engine.Builder, r *spec.Resource, gl *gues
 		r.Address(), what, gl.VMID, strings.Join(holders, ", "))
 }
 
-// create bakes the template: a full clone of baseImage with the spec's
+// Create bakes the template: a full clone of baseImage with the spec's
 // keys, booted, provisioned, shut down, its recipe written into its
 // description (after the user's text), converted into a template.
 func (k templateKind) Create(ctx context.Context, x *engine.Execution, c *engine.Change) error {
@@ -331,7 +331,7 @@ func (k templateKind) bakeProvision(ctx context.Context, x *engine.Execution, c 
 	return nil
 }
 
-// readCalls: a VM's, and the template baseImage names, which the guest
+// ReadCalls: a VM's, and the template baseImage names, which the guest
 // lists show only to a token that may audit it.
 func (k templateKind) ReadCalls(r *spec.Resource) []engine.APICall {
 	calls := k.vm.ReadCalls(r)
@@ -345,7 +345,7 @@ func (k templateKind) ReadCalls(r *spec.Resource) []engine.APICall {
 	return calls
 }
 
-// changeCalls: a bake starts and shuts down the VM it converts, writes
+// ChangeCalls: a bake starts and shuts down the VM it converts, writes
 // the recipe into its description and converts it.
 func (k templateKind) ChangeCalls(c *engine.Change, lo *engine.LiveObj) []engine.APICall {
 	calls := k.vm.ChangeCalls(c, lo)
@@ -381,7 +381,7 @@ func (k templateKind) writeRecipe(ctx context.Context, x *engine.Execution, c *e
 	return nil
 }
 
-// update is never planned: a template is kept or rebuilt.
+// Update is never planned: a template is kept or rebuilt.
 func (k templateKind) Update(context.Context, *engine.Execution, *engine.Change) error {
 	return errors.New("internal error: a template is never updated in place")
 }
@@ -460,7 +460,7 @@ func templateChanges(b *engine.Builder, r *spec.Resource) bool {
 	return lo == nil || !lo.Exists || lo.Config.Get("template") != "1" || liveRecipe(lo.Config.Get("description")) != recipe(o)
 }
 
-// notImported: PVE keeps a template's config but not its recipe (the
+// NotImported: PVE keeps a template's config but not its recipe (the
 // base it was baked from, the provisioning files), so an imported
 // Template could not plan clean; import writes PVE's templates as QemuVMs
 // with template: true. importerOf says this reason for Template instead

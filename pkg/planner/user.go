@@ -20,7 +20,7 @@ import (
 // the user's groups (pve-access-control API2/User.pm update_user).
 type userKind struct{}
 
-// traits: a user is the cluster's.
+// Traits: a user is the cluster's.
 func (userKind) Traits() engine.KindTraits { return engine.KindTraits{Scope: engine.ScopeCluster} }
 
 const userCreatePath = "/access/users"
@@ -175,13 +175,13 @@ func usersAudit(what string) engine.PermNeed {
 	return engine.NeedAny("/access/groups", "to see "+what+" (PVE lists only the users a token may audit)", "User.Modify", "Sys.Audit")
 }
 
-// readCalls: GET /access/users is open to all but lists only the users
+// ReadCalls: GET /access/users is open to all but lists only the users
 // the caller may audit.
 func (userKind) ReadCalls(*spec.Resource) []engine.APICall {
 	return []engine.APICall{engine.Call("GET", "/access/users", "to see the user").With(usersAudit("the user"))}
 }
 
-// changeCalls: POST /access/users, PUT and DELETE /access/users/{userid}
+// ChangeCalls: POST /access/users, PUT and DELETE /access/users/{userid}
 // (their rules: userid-param, userid-group in RPCEnvironment.pm).
 func (userKind) ChangeCalls(c *engine.Change, _ *engine.LiveObj) []engine.APICall {
 	id, why := userID(c.Resource), "to "+c.Action.String()+" the user"

@@ -188,20 +188,8 @@ func (s *Server) updateACL(q *request) (any, error) {
 		if !modify {
 			// raise_param_exc inside lock_user_config: the 400 becomes the
 			// text of a 500.
-			refuse := func(msg string) error {
-				return failed("400 Parameter verification failed.\nrole: %s", msg)
-			}
-			for _, p := range slices.Sorted(maps.Keys(privs)) {
-				prop, held := mine[p]
-				if !held {
-					return nil, refuse(fmt.Sprintf("Cannot %s role '%s' - requires 'Permissions.Modify' or superset of privileges.", verb, role))
-				}
-				if propagate && !prop && !del {
-					return nil, refuse(fmt.Sprintf("Cannot %s role '%s' with propagation - requires 'Permissions.Modify' or propagated superset of privileges.", verb, role))
-				}
-			}
-			if role == acl.NoAccess {
-				return nil, refuse(fmt.Sprintf("Cannot %s role '%s' - requires 'Permissions.Modify'", verb, role))
+			if msg := roleHandOutRefusal(role, privs, mine, propagate, del, verb); msg != "" {
+				return nil, failed("400 Parameter verification failed.\nrole: %s", msg)
 			}
 		}
 		for _, g := range schema.SplitList(q.get("groups")) {
@@ -237,6 +225,26 @@ func (s *Server) updateACL(q *request) (any, error) {
 		}
 	}
 	return nil, nil
+}
+
+// roleHandOutRefusal is why a caller without Permissions.Modify, holding
+// mine on the path, may not add or remove (verb) role with privs there
+// ("" when it may): it must hold every privilege, propagated when the
+// new entry propagates, and never hand out NoAccess (ACL.pm update_acl).
+func roleHandOutRefusal(role string, privs, mine map[string]bool, propagate, del bool, verb string) string {
+	for _, p := range slices.Sorted(maps.Keys(privs)) {
+		prop, held := mine[p]
+		if !held {
+			return fmt.Sprintf("Cannot %s role '%s' - requires 'Permissions.Modify' or superset of privileges.", verb, role)
+		}
+		if propagate && !prop && !del {
+			return fmt.Sprintf("Cannot %s role '%s' with propagation - requires 'Permissions.Modify' or propagated superset of privileges.", verb, role)
+		}
+	}
+	if role == acl.NoAccess {
+		return fmt.Sprintf("Cannot %s role '%s' - requires 'Permissions.Modify'", verb, role)
+	}
+	return ""
 }
 
 // getPermissions is AccessControl.pm's permissions method: the caller's

@@ -106,7 +106,7 @@ func guard(ctx context.Context, g func(context.Context) error) error {
 	return g(ctx)
 }
 
-// checkPlan refuses plans Apply cannot walk safely: unknown versions, and
+// CheckPlan refuses plans Apply cannot walk safely: unknown versions, and
 // dependencies that do not come first (a hand-edited file could otherwise
 // make the walk wait forever).
 func CheckPlan(plan *Plan) error {
@@ -265,7 +265,7 @@ func withExecution(ctx context.Context, clients Clients, x *Execution, fn func(c
 	return fn(ctx, x)
 }
 
-// taskWarningMessage says that a task of the change succeeded with
+// TaskWarningMessage says that a task of the change succeeded with
 // complaints: PVE counts it as done, but the user should read them.
 func TaskWarningMessage(st pve.TaskStatus, warnings []string) string {
 	if len(warnings) == 0 {
@@ -274,12 +274,12 @@ func TaskWarningMessage(st pve.TaskStatus, warnings []string) string {
 	return fmt.Sprintf("task %s finished with warnings: %s", st.UPID, strings.Join(warnings, "; "))
 }
 
-// walk is walkPhases without late steps.
+// Walk is walkPhases without late steps.
 func Walk(ctx context.Context, stop <-chan struct{}, changes []*Change, parallelism int, hooks Hooks, run func(context.Context, *Change) error) *Result {
 	return WalkPhases(ctx, stop, changes, parallelism, hooks, run, nil)
 }
 
-// walkPhases runs every change once its dependencies are ready (the
+// WalkPhases runs every change once its dependencies are ready (the
 // generic walk of internal/dag): noops complete at once, real work holds
 // one of parallelism slots, and a failure skips its transitive
 // dependents. A closed stop starts nothing new (running changes finish);
@@ -377,7 +377,7 @@ func isAnswer(err error) bool {
 	return errors.As(err, &te) || errors.As(err, &ae)
 }
 
-// err summarises a Result: nil when nothing failed or was left undone.
+// Err summarises a Result: nil when nothing failed or was left undone.
 func (r *Result) Err() error {
 	if len(r.Failed) == 0 && len(r.Unknown) == 0 {
 		interrupted := 0

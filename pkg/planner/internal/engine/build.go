@@ -41,7 +41,7 @@ type Builder struct {
 	byAddr map[[2]string]*spec.Resource
 }
 
-// method finds a create method's schema facts; nil when the table lacks it.
+// Method finds a create method's schema facts; nil when the table lacks it.
 func (b *Builder) Method(httpMethod, template string) *schema.Method {
 	if b.Table == nil {
 		return nil
@@ -359,7 +359,7 @@ func (b *Builder) forwardDeps() map[string][]string {
 	return deps
 }
 
-// waitForCommits makes whatever uses an interface (a VM's NIC on a bridge)
+// WaitForCommits makes whatever uses an interface (a VM's NIC on a bridge)
 // also wait for the NetworkApply of that interface's node: PVE only stages
 // the interface, and starting a VM on a bridge that is not committed yet
 // fails ("bridge 'vmbr1' does not exist"). An edge that would close a cycle
@@ -481,7 +481,7 @@ const (
 	NetCommit         // commits a staging scope's changes
 )
 
-// netKey says whether addr stages or commits changes, and the key of its
+// NetKey says whether addr stages or commits changes, and the key of its
 // staging scope (stagingKey).
 func (b *Builder) NetKey(addr string) (NetRole, string) {
 	c := b.Changes[addr]
@@ -491,7 +491,7 @@ func (b *Builder) NetKey(addr string) (NetRole, string) {
 	return StagingKey(c.Resource.Kind, c.Resource.Connection, c.Node)
 }
 
-// reverseDeps turns the forward graph around for destroy, then re-routes
+// ReverseDeps turns the forward graph around for destroy, then re-routes
 // every NetworkApply so it commits after the interface deletions of its
 // node, and those wait for everything that used the committed network.
 func ReverseDeps(fwd map[string][]string, netKey func(string) (NetRole, string)) map[string][]string {
@@ -542,7 +542,7 @@ func ReverseDeps(fwd map[string][]string, netKey func(string) (NetRole, string))
 	return out
 }
 
-// selectTargets limits the plan to the targets and what they need: their
+// SelectTargets limits the plan to the targets and what they need: their
 // dependencies in the graph at hand (for destroy, the reversed graph, so
 // their dependents), plus the commit of any selected interface's node.
 func (b *Builder) SelectTargets(deps map[string][]string) (map[string]bool, error) {

@@ -32,7 +32,7 @@ func (e *BusyError) Error() string {
 	return msg + ": " + e.Hint
 }
 
-// busyErrors picks the BusyErrors out of err (a join of per-resource
+// BusyErrors picks the BusyErrors out of err (a join of per-resource
 // errors); only is false when err holds any other error as well.
 func BusyErrors(err error) (busy []*BusyError, only bool) {
 	if err == nil {

@@ -59,13 +59,13 @@ func (lc *LiveConn) MarkDown(node, why string) {
 	}
 }
 
-// isUnreachable: pveproxy could not reach the node the call was for.
+// IsUnreachable: pveproxy could not reach the node the call was for.
 func IsUnreachable(err error) bool {
 	var ae *pve.APIError
 	return errors.As(err, &ae) && ae.Status == 595
 }
 
-// unreachableWhy says how a node failed to answer.
+// UnreachableWhy says how a node failed to answer.
 func UnreachableWhy(err error) string {
 	var ae *pve.APIError
 	if errors.As(err, &ae) && strings.TrimSpace(ae.Message) != "" {
@@ -112,7 +112,7 @@ func (lc *LiveConn) asUnknown(r *spec.Resource, err error) error {
 	return Unknown("its node %s", strings.TrimPrefix(why, "which "))
 }
 
-// staleName: a down node's guest row without its real name. PVE lists
+// StaleName: a down node's guest row without its real name. PVE lists
 // one without status data with no name, and one whose status data was
 // taken while it had no name yet (a create in progress) as "VM N"
 // (qemu-server vmstatus, pve-container vmstatus).

@@ -25,7 +25,7 @@ type applyLock struct {
 	release func(ctx context.Context, token string) error
 }
 
-// take returns the token of the lock key, acquiring it with acquire the
+// Take returns the token of the lock key, acquiring it with acquire the
 // first time; release is how Apply gives it back at the end.
 func (h *heldLocks) Take(ctx context.Context, key string, acquire func(ctx context.Context) (string, error), release func(ctx context.Context, token string) error) (string, error) {
 	if h == nil {
@@ -47,7 +47,7 @@ func (h *heldLocks) Take(ctx context.Context, key string, acquire func(ctx conte
 	return token, nil
 }
 
-// released forgets key: a call released the lock with its work (a commit
+// Released forgets key: a call released the lock with its work (a commit
 // with release-lock).
 func (h *heldLocks) Released(key string) {
 	if h == nil {

@@ -121,7 +121,7 @@ func (res *ImportResult) reject(bad map[string]string) bool {
 	return moved
 }
 
-// loadEach loads the documents as one set; when they do not load, it
+// LoadEach loads the documents as one set; when they do not load, it
 // names instead (bad) the documents Load's problems point into — one
 // that is wrong alone, or the second of two that clash.
 func LoadEach(docs []*ImportedDoc, table *schema.Table) (*spec.Set, map[string]string, error) {
@@ -147,7 +147,7 @@ func LoadEach(docs []*ImportedDoc, table *schema.Table) (*spec.Set, map[string]s
 	return nil, bad, nil
 }
 
-// loadDocs reads documents back as specs, the placeholders resolved to
+// LoadDocs reads documents back as specs, the placeholders resolved to
 // the live values they stand for; starts are the lines the documents
 // start at in what Load read.
 func LoadDocs(docs []*ImportedDoc, table *schema.Table) (*spec.Set, []int, error) {

@@ -66,7 +66,7 @@ func (ic *ImportCtx) prefetch(ctx context.Context, kindNames []string, node stri
 	}
 }
 
-// rowsRead reads the list at key ahead with read and keeps it at key in
+// RowsRead reads the list at key ahead with read and keeps it at key in
 // *cache (made on first use), where the kind's own reader finds it; a
 // failed read is read again when the kind asks, which reports it.
 func RowsRead(cache *map[string][]*pve.Config, key string, read func(context.Context) ([]*pve.Config, error)) ListRead {
@@ -89,7 +89,7 @@ func importNodes(lc *LiveConn, node string) []string {
 	return lc.Nodes
 }
 
-// The lists, each as liveConn's reader of it caches it.
+// The lists, each as LiveConn's reader of it caches it.
 
 func NetworkReads(lc *LiveConn, node string) []ListRead {
 	var out []ListRead
@@ -130,7 +130,7 @@ func ACLRead(lc *LiveConn) ListRead {
 	}}
 }
 
-// volumeReads are the content lists of the storages on node (every
+// VolumeReads are the content lists of the storages on node (every
 // node's, for "") that hold one of contents: one read per storage, all
 // of its content (PVE's content index without a filter lists every type
 // the storage holds, each volume with its content: pve-storage

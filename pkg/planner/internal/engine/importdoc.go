@@ -19,7 +19,7 @@ func (res *ImportResult) Encode(w io.Writer) error {
 	return importdoc.Encode(w, append(slices.Clip(res.Docs), res.Rejected...))
 }
 
-// docName makes a document name unique among the import's documents of
+// DocName makes a document name unique among the import's documents of
 // kind: alt when name is taken.
 func (ic *ImportCtx) DocName(kind, name, alt string) string {
 	if ic.Docs[kind+"/"+name] == nil {

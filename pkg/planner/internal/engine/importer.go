@@ -157,14 +157,14 @@ type ImportCtx struct {
 	StagedWarned []string
 }
 
-// named reports whether r was selected by a Kind/id (not by --all).
+// Named reports whether r was selected by a Kind/id (not by --all).
 func (ic *ImportCtx) Named(r *spec.Resource) bool { return ic.explicit[r] }
 
 func (ic *ImportCtx) Warn(format string, args ...any) {
 	ic.warnings = append(ic.warnings, fmt.Sprintf(format, args...))
 }
 
-// method finds a create method's schema facts (nil when unknown).
+// Method finds a create method's schema facts (nil when unknown).
 func (ic *ImportCtx) Method(httpMethod, template string) *schema.Method {
 	m, ok := ic.Table.Lookup(httpMethod, template)
 	if !ok {
@@ -310,7 +310,7 @@ func (ic *ImportCtx) pickKind(ctx context.Context, kind string, ids []string, no
 	return kp, problems
 }
 
-// observe reads one object as a plan would, unless its listing did.
+// Observe reads one object as a plan would, unless its listing did.
 func (ic *ImportCtx) Observe(ctx context.Context, k KindOps, it ImportItem) (*LiveObj, error) {
 	r := it.R
 	if needs, ok := ReadNeeds(k, r); ok {

@@ -13,27 +13,28 @@ import (
 	"github.com/pvectl/pvectl/pkg/spec"
 )
 
-// kindOps is what the engine needs from one kind. Each kind lives in its
-// own file (qemu.go, bridge.go, pool.go, netapply.go, download.go, configdrive.go); the engine
-// (observe.go, build.go, apply.go, verify.go) decides the lifecycle —
+// KindOps is what the engine needs from one kind. The kinds live in
+// package planner, a file or a few each (qemu.go, bridge.go, pool.go …),
+// registered there (registry.go); the engine (observe.go, build.go,
+// apply.go, verify.go) decides the lifecycle —
 // destroy, state: absent, managed: false, missing objects, protection,
 // replace — and never names a kind. A kind compares and acts.
 type KindOps interface {
-	// observe finds r's live object, reading through lc's per-connection
+	// Observe finds r's live object, reading through lc's per-connection
 	// caches so that every list is fetched once.
 	Observe(ctx context.Context, lc *LiveConn, r *spec.Resource) (*LiveObj, error)
-	// compare decides an existing object the spec wants present: it fills
+	// Compare decides an existing object the spec wants present: it fills
 	// c's Diff, Params and Reasons and sets its Action to NoOp or Update,
 	// or makes it a replace with b.replace.
 	Compare(b *Builder, r *spec.Resource, lo *LiveObj, c *Change) error
-	// create, update and remove carry a change out against the live API; a
+	// Create, Update and Remove carry a change out against the live API; a
 	// replace is remove then create (create then remove with CreateFirst).
 	Create(ctx context.Context, x *Execution, c *Change) error
 	Update(ctx context.Context, x *Execution, c *Change) error
 	Remove(ctx context.Context, x *Execution, c *Change) error
-	// current re-reads c's object for Verify.
+	// Current re-reads c's object for Verify.
 	Current(ctx context.Context, cl *pve.Client, c *Change) (*LiveObj, error)
-	// traits declares what the engine treats the kind as (kindTraits).
+	// Traits declares what the engine treats the kind as (KindTraits).
 	Traits() KindTraits
 }
 
@@ -46,7 +47,7 @@ const (
 	ScopeGuest   KindScope = "guest"   // a guest, in the cluster-wide vmid space
 )
 
-// kindTraits is what a kind declares about itself, once, in its traits
+// KindTraits is what a kind declares about itself, once, in its traits
 // method: the engine reads these facts instead of discovering marker
 // interfaces by type assertion, and TestKindContract checks that they fit
 // together. Only doors that carry behaviour stay interfaces (below).
@@ -95,7 +96,7 @@ type KindTraits struct {
 	Busy func(r *spec.Resource, lo *LiveObj) *BusyError
 }
 
-// traitsOf is kind's declared traits (the zero value for an unknown kind).
+// TraitsOf is kind's declared traits (the zero value for an unknown kind).
 func TraitsOf(kind string) KindTraits {
 	if k, ok := Kinds[kind]; ok {
 		return k.Traits()
@@ -113,7 +114,7 @@ func (t KindTraits) PinnedVMIDOf(r *spec.Resource) int {
 }
 
 // Doors a kind may have, as optional interfaces: each carries behaviour.
-// What used to be a marker is a kindTraits field now: singleton →
+// What used to be a marker is a KindTraits field now: singleton →
 // Singleton, netStager → Stages/CommittedBy/StagedAlready, netCommitter →
 // Commits (with committer), vmidClaimer → ClaimsVMID/PinnedVMID,
 // createFirster → CreatesFirst, busyKind → Busy, rebuilder → Rebuilt,
@@ -184,7 +185,7 @@ type (
 // any plan (registry.go); read-only after package init.
 var Kinds = map[string]KindOps{}
 
-// register adds kind k under name; a name registered twice is a bug.
+// Register adds kind k under name; a name registered twice is a bug.
 func Register(name string, k KindOps) {
 	if _, dup := Kinds[name]; dup {
 		panic("kind " + name + " registered twice")
@@ -267,7 +268,7 @@ func (x *Execution) Msg(format string, args ...any) {
 	x.Hooks.Message(x.Change, fmt.Sprintf(format, args...))
 }
 
-// phase tells the hooks that take it what the change is doing now (the
+// Phase tells the hooks that take it what the change is doing now (the
 // zero Phase: what its action says again).
 func (x *Execution) Phase(p Phase) {
 	if ph, ok := x.Hooks.(PhaseHooks); ok {
@@ -275,7 +276,7 @@ func (x *Execution) Phase(p Phase) {
 	}
 }
 
-// output hands a one-time value (an API token's secret) to the hooks; it
+// Output hands a one-time value (an API token's secret) to the hooks; it
 // never enters the plan, a message or an error.
 func (x *Execution) Output(name, value string, sensitive bool) {
 	x.Hooks.Output(x.Change, name, value, sensitive)
@@ -410,7 +411,7 @@ func createDiff(r *spec.Resource, node string) []FieldDiff {
 	return out
 }
 
-// replace turns c into a replace, unless r is protected. Kinds whose
+// Replace turns c into a replace, unless r is protected. Kinds whose
 // identity allows two objects at once build the new one first.
 func (b *Builder) Replace(r *spec.Resource, c *Change, reason string) error {
 	if r.Protected {
@@ -472,7 +473,7 @@ func apply(ctx context.Context, k KindOps, x *Execution, c *Change) error {
 	return nil
 }
 
-// objectName names c's object in messages: "VM 100", "bridge vmbr1".
+// ObjectName names c's object in messages: "VM 100", "bridge vmbr1".
 func ObjectName(k KindOps, c *Change) string {
 	t := k.Traits()
 	noun := t.Noun
@@ -519,10 +520,10 @@ func (NeverCreated) Remove(context.Context, *Execution, *Change) error {
 	return errors.New("internal error: this kind is never removed")
 }
 
-// paramNode is the node the spec names, if any.
+// ParamNode is the node the spec names, if any.
 func ParamNode(r *spec.Resource) string { return r.Params.Get("node") }
 
-// decodeNew is a stateful kind's decodeState for a state of type T: raw
+// DecodeNew is a stateful kind's decodeState for a state of type T: raw
 // read into a new T.
 func DecodeNew[T any](raw json.RawMessage) (any, error) {
 	var st T
@@ -532,7 +533,7 @@ func DecodeNew[T any](raw json.RawMessage) (any, error) {
 	return &st, nil
 }
 
-// ensureState is c's state as a *T, made (empty) when c has none yet.
+// EnsureState is c's state as a *T, made (empty) when c has none yet.
 func EnsureState[T any](c *Change) *T {
 	if st, ok := c.State.(*T); ok && st != nil {
 		return st
@@ -542,13 +543,13 @@ func EnsureState[T any](c *Change) *T {
 	return st
 }
 
-// changeState is c's state when it is a *T, nil otherwise.
+// ChangeState is c's state when it is a *T, nil otherwise.
 func ChangeState[T any](c *Change) *T {
 	st, _ := c.State.(*T)
 	return st
 }
 
-// startCommit begins a committer's planCommit: c is a noop until the
+// StartCommit begins a committer's planCommit: c is a noop until the
 // plan finds something to commit, and the commit of a resource that is
 // absent or managed: false commits nothing (false).
 func StartCommit(r *spec.Resource, c *Change) bool {
@@ -564,7 +565,7 @@ func StartCommit(r *spec.Resource, c *Change) bool {
 	return true
 }
 
-// updateForDiff makes c an update for its diffs (true), or a noop when
+// UpdateForDiff makes c an update for its diffs (true), or a noop when
 // it has none (false: nothing more to plan).
 func UpdateForDiff(c *Change) bool {
 	if len(c.Diff) == 0 {

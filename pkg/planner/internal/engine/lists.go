@@ -17,14 +17,14 @@ import (
 )
 
 // The lists of PVE objects that several kinds read, each read once per
-// connection through its cache (liveConn).
+// connection through its cache (LiveConn).
 
 // aclList reads GET /access/acl once.
 func (lc *LiveConn) ACLList(ctx context.Context) ([]pve.ACLEntry, error) {
 	return readOnce(&lc.aclRead, &lc.acl, func() ([]pve.ACLEntry, error) { return lc.Client.ACL(ctx) })
 }
 
-// storageVolumes lists, once per Observe, the volumes of one content type
+// StorageVolumes lists, once per Observe, the volumes of one content type
 // on a storage as node sees it. A storage the node does not have (yet: a
 // Storage of the same specs) holds nothing.
 func (lc *LiveConn) StorageVolumes(ctx context.Context, node, storage, content string) ([]pve.Volume, error) {
@@ -54,7 +54,7 @@ func (lc *LiveConn) hasStorage(node, storage string) bool {
 	})
 }
 
-// volumeUsers reads, once per Observe, which VMs of the cluster have
+// VolumeUsers reads, once per Observe, which VMs of the cluster have
 // which volumes on their drives.
 func (lc *LiveConn) VolumeUsers(ctx context.Context) (map[string][]int, error) {
 	if lc.usersOfVolumes != nil {
@@ -68,7 +68,7 @@ func (lc *LiveConn) VolumeUsers(ctx context.Context) (map[string][]int, error) {
 	return users, nil
 }
 
-// bridges reads node's bridges and vnets once.
+// Bridges reads node's bridges and vnets once.
 func (lc *LiveConn) Bridges(ctx context.Context, node string) ([]*pve.Config, error) {
 	if list, ok := lc.Pre.Bridges[node]; ok {
 		return list, nil
@@ -100,12 +100,12 @@ func (lc *LiveConn) SDNRows(ctx context.Context, path string) ([]*pve.Config, er
 	return lc.sharedRows(ctx, path, func(ctx context.Context) ([]*pve.Config, error) { return ReadSDN(ctx, lc.Client, path) })
 }
 
-// sectionRows reads a section list once per connection.
+// SectionRows reads a section list once per connection.
 func (lc *LiveConn) SectionRows(ctx context.Context, path string) ([]*pve.Config, error) {
 	return cachedRows(&lc.Sections, path, func() ([]*pve.Config, error) { return ReadSection(ctx, lc.Client, path) })
 }
 
-// storageList reads GET /storage once per connection.
+// StorageList reads GET /storage once per connection.
 func (lc *LiveConn) StorageList(ctx context.Context) ([]*pve.Config, error) {
 	return readOnce(&lc.storagesRead, &lc.storages, func() ([]*pve.Config, error) {
 		rows, err := lc.Client.Storages(ctx)
@@ -116,7 +116,7 @@ func (lc *LiveConn) StorageList(ctx context.Context) ([]*pve.Config, error) {
 	})
 }
 
-// userList reads GET /access/users?full=1 once: users and their tokens.
+// UserList reads GET /access/users?full=1 once: users and their tokens.
 func (lc *LiveConn) UserList(ctx context.Context) (map[string]*pve.User, error) {
 	return readOnce(&lc.usersRead, &lc.users, func() (map[string]*pve.User, error) { return lc.Client.Users(ctx) })
 }
@@ -156,7 +156,7 @@ func ReadHWMaps(ctx context.Context, cl *pve.Client, typ string) ([]*pve.Config,
 	return rows, nil
 }
 
-// readSDN reads an SDN list in its pending view (pending=1: SDN.pm
+// ReadSDN reads an SDN list in its pending view (pending=1: SDN.pm
 // pending_config), once for both views: each row as the files have it,
 // with `state` (new, changed, deleted; "" when committed) kept.
 func ReadSDN(ctx context.Context, cl *pve.Client, path string) ([]*pve.Config, error) {
@@ -170,7 +170,7 @@ func ReadSDN(ctx context.Context, cl *pve.Client, path string) ([]*pve.Config, e
 // driveKey matches the config keys of a VM that hold a volume.
 var DriveKey = lazyre.New(`^(ide|sata|scsi|virtio|unused)\d+$|^(efidisk0|tpmstate0)$`)
 
-// volumeUsers maps each volume on a drive of a QEMU VM in rows (templates
+// VolumeUsers maps each volume on a drive of a QEMU VM in rows (templates
 // included) to the vmids of those VMs. PVE does not say which VMs use a
 // volume, and deletes an ISO that a VM has on its CD-ROM without a word
 // (pve-storage src/PVE/API2/Storage/Content.pm, delete): the configs are

@@ -48,7 +48,7 @@ func (o *Observed) endpoint(conn string) string {
 	return ""
 }
 
-// liveConn caches what one connection's cluster looks like, so every list
+// LiveConn caches what one connection's cluster looks like, so every list
 // is fetched at most once per Observe.
 type LiveConn struct {
 	Name      string
@@ -173,7 +173,7 @@ func observeWith(ctx context.Context, clients Clients, set *spec.Set, opts Obser
 	return obs, ctx.Err()
 }
 
-// loadAll runs the objects' deferred reads, conc at a time, and returns
+// LoadAll runs the objects' deferred reads, conc at a time, and returns
 // the errors by address. A read's goroutine starts when a slot is free:
 // one per object waiting on the slots was a goroutine stack and more per
 // guest, ~100 MB of a 50,000-VM plan (docs/performance.md).
@@ -241,7 +241,7 @@ func openConn(ctx context.Context, clients Clients, set *spec.Set, name string, 
 	return lc, nil
 }
 
-// node resolves where r lives: the node its spec names, else the
+// Node resolves where r lives: the node its spec names, else the
 // connection's first configured node, else the cluster's first node.
 func (lc *LiveConn) Node(r *spec.Resource) (string, error) {
 	n := ParamNode(r)
@@ -265,7 +265,7 @@ func (lc *LiveConn) HasNode(n string) bool {
 	return i < len(lc.Nodes) && lc.Nodes[i] == n
 }
 
-// network reads a node's staged interfaces once.
+// Network reads a node's staged interfaces once.
 func (lc *LiveConn) Network(ctx context.Context, node string) (*LiveNetwork, error) {
 	if ln, ok := lc.Networks[node]; ok {
 		return ln, nil
@@ -288,7 +288,7 @@ func (ln *LiveNetwork) Iface(name string) *pve.Config {
 	return nil
 }
 
-// poolList reads /pools once.
+// PoolList reads /pools once.
 func (lc *LiveConn) PoolList(ctx context.Context) ([]pve.Pool, error) {
 	return readOnce(&lc.poolsRead, &lc.pools, func() ([]pve.Pool, error) {
 		pools, err := lc.Client.Pools(ctx)
@@ -299,7 +299,7 @@ func (lc *LiveConn) PoolList(ctx context.Context) ([]pve.Pool, error) {
 	})
 }
 
-// fingerprint is pvectl's hash of a live object for Verify: its fields
+// Fingerprint is pvectl's hash of a live object for Verify: its fields
 // without PVE's digest and without what pvectl writes itself (the
 // description's blocks), so that provisioning a guest between `plan --out`
 // and `apply FILE` does not make the saved plan stale. "" when absent.
@@ -315,7 +315,7 @@ func Fingerprint(lo *LiveObj) string {
 	return FieldsDigest(cfg)
 }
 
-// fieldsDigest fingerprints objects PVE gives no digest for. Fields that
+// FieldsDigest fingerprints objects PVE gives no digest for. Fields that
 // flip by themselves (active after a commit) are left out, and so is an
 // interface's priority: its position in the file, which moves when
 // another interface is added before it.
@@ -340,7 +340,7 @@ type observer struct {
 	connErr map[string]error // by connection: why it could not be opened
 }
 
-// observe reads r's live object into obs; the error is only ctx's.
+// Observe reads r's live object into obs; the error is only ctx's.
 func (ob *observer) Observe(ctx context.Context, r *spec.Resource) error {
 	obs, clients, set, conc, connErr := ob.obs, ob.clients, ob.set, ob.conc, ob.connErr
 	if err := ctx.Err(); err != nil {
@@ -419,10 +419,10 @@ func waitsFor(r *spec.Resource, waiting map[string]bool) bool {
 	return false
 }
 
-// keptValue is what a kind kept under key on lc (nil: nothing yet).
+// KeptValue is what a kind kept under key on lc (nil: nothing yet).
 func (lc *LiveConn) KeptValue(key string) any { return lc.kept[key] }
 
-// keep keeps v under key on lc for the kind that read it.
+// Keep keeps v under key on lc for the kind that read it.
 func (lc *LiveConn) Keep(key string, v any) {
 	if lc.kept == nil {
 		lc.kept = map[string]any{}

@@ -171,7 +171,7 @@ func (e *unknownOutputError) Error() string {
 		" produced none in this apply (its change did not run, or the plan was made when it existed and it is gone now); run plan again"
 }
 
-// produced is the output name of the resource at addr on conn that this
+// Produced is the output name of the resource at addr on conn that this
 // apply's changes produced so far.
 func (a *appliedOutputs) Produced(conn, addr, name string) (string, bool) {
 	if a == nil {

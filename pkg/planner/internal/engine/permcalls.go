@@ -39,7 +39,7 @@ type APICall struct {
 	Handler []PermNeed
 }
 
-// call is a call whose rule reads params, given as name, value pairs.
+// Call is a call whose rule reads params, given as name, value pairs.
 func Call(method, path, why string, params ...string) APICall {
 	c := APICall{method: method, path: path, Why: why, Params: map[string]string{}}
 	for i := 0; i+1 < len(params); i += 2 {
@@ -48,7 +48,7 @@ func Call(method, path, why string, params ...string) APICall {
 	return c
 }
 
-// saying says why for the needs of priv.
+// Saying says why for the needs of priv.
 func (c APICall) Saying(priv, why string) APICall {
 	if c.privWhy == nil {
 		c.privWhy = map[string]string{}
@@ -57,7 +57,7 @@ func (c APICall) Saying(priv, why string) APICall {
 	return c
 }
 
-// with adds the checks the call's handler makes.
+// With adds the checks the call's handler makes.
 func (c APICall) With(handler ...PermNeed) APICall {
 	c.Handler = append(c.Handler, handler...)
 	return c
@@ -73,7 +73,7 @@ type CallDeclarer interface {
 	ChangeCalls(c *Change, lo *LiveObj) []APICall
 }
 
-// readNeeds are what reading r truthfully needs; ok is false when k
+// ReadNeeds are what reading r truthfully needs; ok is false when k
 // declares nothing.
 func ReadNeeds(k KindOps, r *spec.Resource) ([]PermNeed, bool) {
 	if p, ok := k.(CallDeclarer); ok {
@@ -94,7 +94,7 @@ func changeNeeds(k KindOps, c *Change, lo *LiveObj) ([]PermNeed, bool) {
 	return CallNeeds(p.ChangeCalls(c, lo)), true
 }
 
-// callNeeds derives what calls need: each one's rule, then its handler's
+// CallNeeds derives what calls need: each one's rule, then its handler's
 // checks; a need two calls share is listed once, with the first one's why.
 func CallNeeds(calls []APICall) []PermNeed {
 	var out []PermNeed
@@ -140,7 +140,7 @@ func impliedBy(n PermNeed, needs []PermNeed) bool {
 	return false
 }
 
-// needKey is what n asks for, whatever it is for.
+// NeedKey is what n asks for, whatever it is for.
 func NeedKey(n PermNeed) string {
 	key := fmt.Sprintf("%s|%s|%v|%s|%v|%s", n.Path, strings.Join(n.Privs, ","), n.AnyOf, n.Or, n.RootOnly, n.Hint)
 	if n.RootOnly { // each root-only setting is its own refusal

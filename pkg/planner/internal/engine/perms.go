@@ -47,7 +47,7 @@ func NeedAny(path, why string, privs ...string) PermNeed {
 	return PermNeed{Path: path, Privs: privs, AnyOf: true, Why: why}
 }
 
-// held reports whether the connection's token holds n.
+// Held reports whether the connection's token holds n.
 func (lc *LiveConn) Held(n PermNeed) bool {
 	if n.RootOnly {
 		return false
@@ -125,7 +125,7 @@ func (lc *LiveConn) PermMessage(n PermNeed) string {
 		token, PrivList(n), where, n.Why, role, n.Path, role, token, user)
 }
 
-// privList names a need's privileges: "A and B", or "A or B" for any of them.
+// PrivList names a need's privileges: "A and B", or "A or B" for any of them.
 func PrivList(n PermNeed) string {
 	if n.AnyOf {
 		return strings.Join(n.Privs, " or ")

@@ -140,7 +140,7 @@ func UnmarshalEnv(data []byte, getenv func(string) (string, bool)) (*Plan, error
 	return p, nil
 }
 
-// redact copies c without secret values (diffs are already masked by
+// Redact copies c without secret values (diffs are already masked by
 // Build). Redacted lists the dropped keys the change's own call would have
 // sent, so that Apply refuses it instead of writing something else (until
 // a reference puts the value back: resolveSecrets). It returns the keys

@@ -42,7 +42,7 @@ func secretHash(salt, value string) string {
 	return hex.EncodeToString(m.Sum(nil))
 }
 
-// maskDeclared shows the keys r's document declares secret (secretKeys)
+// MaskDeclared shows the keys r's document declares secret (secretKeys)
 // as (sensitive) in c's diff, as compare.Diff does for secret names.
 func MaskDeclared(c *Change) {
 	r := c.Resource

@@ -183,7 +183,7 @@ func verifyPrereqs(ctx context.Context, k KindOps, x *Execution, c *Change) erro
 	return nil
 }
 
-// sees reports whether the token may see path with any of privs (PVE's
+// Sees reports whether the token may see path with any of privs (PVE's
 // lists leave out what it may not); true when the permissions were not
 // read.
 func (lc *LiveConn) Sees(path string, privs ...string) bool {

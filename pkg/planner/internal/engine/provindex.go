@@ -37,7 +37,7 @@ func (ix *providerIndex) candidates(set *spec.Set, conn, kind, value string) []*
 	return ix.by[providerKey{conn, kind, value}]
 }
 
-// resourceAt is the set's first resource on conn at addr ("Kind/name"),
+// ResourceAt is the set's first resource on conn at addr ("Kind/name"),
 // nil when none: a map lookup, the set indexed once per Build.
 func (b *Builder) ResourceAt(conn, addr string) *spec.Resource {
 	if b.byAddr == nil {
@@ -84,10 +84,10 @@ func (lc *LiveConn) index() *clusterIndex {
 	return ix
 }
 
-// poolListed reports whether /cluster/resources lists pool.
+// PoolListed reports whether /cluster/resources lists pool.
 func (lc *LiveConn) PoolListed(pool string) bool { return lc.index().pools[pool] }
 
-// storageRows are /cluster/resources' rows of storage (one per node that
+// StorageRows are /cluster/resources' rows of storage (one per node that
 // has it).
 func (lc *LiveConn) StorageRows(storage string) []*pve.ClusterResource {
 	return lc.index().storages[storage]

@@ -9,14 +9,14 @@ import (
 // writes a node's interface changes to interfaces.new, and only a commit
 // (a reload) makes them live; SDN stages the cluster's zones and vnets the
 // same way. A kind declares the staging scope its changes wait in
-// (kindTraits.Stages, with the kind that commits it) or the one it commits
-// (kindTraits.Commits); the engine pairs the two by scope string and never
+// (KindTraits.Stages, with the kind that commits it) or the one it commits
+// (KindTraits.Commits); the engine pairs the two by scope string and never
 // by node, so a cluster-wide scope needs no engine change.
 
 // scopeNodePrefix starts the staging scope of one node ("node/pve").
 const scopeNodePrefix = "node/"
 
-// stagingScope is the staging scope a declaration names for an object on
+// StagingScope is the staging scope a declaration names for an object on
 // node: "node" is the node's own ("node/pve"), any other value is one
 // scope of the cluster ("cluster/sdn") whatever the node.
 func StagingScope(decl, node string) string {
@@ -26,7 +26,7 @@ func StagingScope(decl, node string) string {
 	return decl
 }
 
-// stagingKey says whether a resource of kind on conn, whose object is on
+// StagingKey says whether a resource of kind on conn, whose object is on
 // node, stages changes or commits them, and the key of its staging scope
 // on that connection: a stager and a committer with the same key belong
 // together (the committing kind is part of the key).
@@ -50,7 +50,7 @@ func scopeOwner(scope string) string {
 	return "the cluster"
 }
 
-// uncommittedReason is the reason a change, or an object whose scope has
+// UncommittedReason is the reason a change, or an object whose scope has
 // staged changes already, gets when nothing in the specs commits the
 // scope ("" when neither): PVE only stages such changes, and without a
 // commit they would wait while the plan looks done.

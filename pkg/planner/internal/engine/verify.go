@@ -75,7 +75,7 @@ func verifyChange(ctx context.Context, clients Clients, c *Change) error {
 	return nil
 }
 
-// verifyEndpoints refuses a plan whose connections now point at another API
+// VerifyEndpoints refuses a plan whose connections now point at another API
 // root than the one it was made against: PROXMOX_URL or a profile changed
 // between `plan --out` and `apply FILE`, and the plan's vmids, digests and
 // nodes describe the other cluster. A plan without recorded endpoints

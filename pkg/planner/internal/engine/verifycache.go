@@ -35,7 +35,7 @@ func withReadCache(ctx context.Context) context.Context {
 	return context.WithValue(ctx, readCacheKey{}, &readCache{lists: map[*pve.Client]*clusterRead{}, memos: map[any]*memoRead{}})
 }
 
-// clusterResources is cl's /cluster/resources: read once per Verify under
+// ClusterResources is cl's /cluster/resources: read once per Verify under
 // ctx's cache, else read now.
 func ClusterResources(ctx context.Context, cl *pve.Client) ([]pve.ClusterResource, error) {
 	rc, _ := ctx.Value(readCacheKey{}).(*readCache)
@@ -53,7 +53,7 @@ func ClusterResources(ctx context.Context, cl *pve.Client) ([]pve.ClusterResourc
 	return e.rows, e.err
 }
 
-// verifyMemo is load's value, loaded once per Verify under ctx's cache
+// VerifyMemo is load's value, loaded once per Verify under ctx's cache
 // for key (a comparable value naming what it reads), else loaded now.
 func VerifyMemo(ctx context.Context, key any, load func() (any, error)) (any, error) {
 	rc, _ := ctx.Value(readCacheKey{}).(*readCache)

@@ -35,7 +35,7 @@ func NewVMIDs(pinned map[int]bool) *vmids {
 // vmidSearch bounds how far past /cluster/nextid's answer next looks.
 const vmidSearch = 10000
 
-// next returns a vmid no other worker of the apply gets: nextid's answer
+// Next returns a vmid no other worker of the apply gets: nextid's answer
 // when it is not handed out yet, else the next id that PVE says is free
 // (GET /cluster/nextid?vmid=N). Callers are serialised: the answers are
 // only true until the next create.
@@ -93,7 +93,7 @@ func VMIDTaken(err error, vmid int) bool {
 // the bound is far above what contending clients produce.
 const maxVMIDCollisions = 1000
 
-// withNewVMID runs try with the vmid the change gets: fixed when it is
+// WithNewVMID runs try with the vmid the change gets: fixed when it is
 // set, else one from the apply's allocator, again with the next free one
 // each time another client took it first.
 func WithNewVMID(ctx context.Context, x *Execution, fixed int, noun string, try func(vmid int) error) (int, error) {
