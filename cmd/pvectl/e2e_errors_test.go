@@ -17,12 +17,6 @@ import (
 // what happened, add one line of what to do, and carry no internal prefix.
 func TestE2EErrorsSayWhatToDo(t *testing.T) {
 	sim := startSim(t)
-	closed, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	refused := "http://" + closed.Addr().String()
-	closed.Close()
 	tlsSim, err := pvesim.New(pvesim.Options{TokenID: e2eTokenID, TokenSecret: e2eTokenSecret, TaskDuration: 10 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
@@ -31,6 +25,15 @@ func TestE2EErrorsSayWhatToDo(t *testing.T) {
 	tlsSrv.Config.ErrorLog = log.New(io.Discard, "", 0) // the plain-HTTP request is the point
 	tlsSrv.StartTLS()
 	t.Cleanup(func() { tlsSrv.Close(); tlsSim.Close() })
+	// A port freed for "nothing listens", on a loopback address of its own
+	// and taken after the servers above start: a server of this test (or
+	// another) given the same port would answer instead (it did, once).
+	closed, err := net.Listen("tcp", "127.0.0.19:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused := "http://" + closed.Addr().String()
+	closed.Close()
 
 	f := writeSpec(t, "pool.yaml", "kind: Pool\nname: p\n")
 	tests := []struct {
